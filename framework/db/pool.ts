@@ -1,0 +1,39 @@
+import pg from 'pg';
+import { Kysely, PostgresDialect } from 'kysely';
+import type { Database } from './types.ts';
+
+export interface Db {
+  pool: pg.Pool;
+  kysely: Kysely<Database>;
+  url: string;
+  close(): Promise<void>;
+}
+
+// bigint counts (count(*)) arrive as strings by default; our counts fit in a JS number.
+pg.types.setTypeParser(pg.types.builtins.INT8, (v) => Number(v));
+
+export function openDatabase(url: string, poolSize: number): Db {
+  const pool = new pg.Pool({ connectionString: url, max: poolSize, idleTimeoutMillis: 30_000 });
+  // An idle client losing its server must not crash the process; the next checkout reconnects.
+  pool.on('error', () => {});
+  const kysely = new Kysely<Database>({ dialect: new PostgresDialect({ pool }) });
+  return {
+    pool,
+    kysely,
+    url,
+    close: async () => {
+      await kysely.destroy();
+    },
+  };
+}
+
+/** Hides the password of a connection URL for logs. */
+export function redactUrl(url: string): string {
+  try {
+    const parsed = new URL(url);
+    if (parsed.password) parsed.password = '***';
+    return parsed.toString();
+  } catch {
+    return '(unparseable database URL)';
+  }
+}

@@ -1,0 +1,60 @@
+import type { ColumnType, Generated } from 'kysely';
+
+type Timestamp = ColumnType<Date, Date | string | undefined, Date | string>;
+
+/**
+ * Tables known to the framework. Modules add their own tables by declaration merging:
+ *   declare module '../../framework/db/types.ts' { interface Database { users: UsersTable } }
+ */
+export interface Database {
+  tenants: {
+    id: Generated<string>;
+    slug: string;
+    name: string;
+    status: Generated<'active' | 'suspended'>;
+    is_operator: Generated<boolean>;
+    created_at: Generated<Date>;
+    updated_at: Generated<Date>;
+  };
+  tenant_hosts: {
+    host: string;
+    tenant_id: string;
+    is_primary: Generated<boolean>;
+    created_at: Generated<Date>;
+  };
+  outbox: {
+    id: Generated<string>;
+    event_id: Generated<string>;
+    tenant_id: string;
+    name: string;
+    payload: unknown;
+    actor_id: string | null;
+    occurred_at: Generated<Date>;
+    relayed_at: Timestamp | null;
+  };
+  audit_events: {
+    tenant_id: Generated<string>;
+    event_id: string;
+    name: string;
+    actor_id: string | null;
+    occurred_at: Timestamp;
+    payload: unknown;
+    recorded_at: Generated<Date>;
+  };
+  processed_events: {
+    tenant_id: Generated<string>;
+    subscription: string;
+    event_id: string;
+    processed_at: Generated<Date>;
+  };
+  dead_letters: {
+    id: Generated<string>;
+    queue: string;
+    event_id: string | null;
+    tenant_id: string | null;
+    name: string | null;
+    error: string;
+    payload: unknown;
+    failed_at: Generated<Date>;
+  };
+}

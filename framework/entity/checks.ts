@@ -1,0 +1,79 @@
+import type { Registry } from './registry.ts';
+
+/** Raised at boot when the declarations disagree; the service refuses to start. */
+export class BootCheckError extends Error {
+  override name = 'BootCheckError';
+}
+
+/**
+ * The startup checks every role runs: what types cannot catch is caught here, before serving.
+ * Each failure names its offender.
+ */
+export function checkRegistry(registry: Registry, earlier: string[]): void {
+  const problems = [...earlier];
+  const permissionKnown = (name: string) => name === '*' || registry.permissions.has(name);
+
+  const moduleNames = new Set<string>();
+  for (const module of registry.modules) {
+    if (moduleNames.has(module.name)) problems.push(`module ${module.name} is registered twice`);
+    moduleNames.add(module.name);
+    for (const [role, permissions] of Object.entries(module.defaultRoles ?? {})) {
+      for (const p of permissions) {
+        if (!permissionKnown(p)) problems.push(`default role ${role} of module ${module.name} names undeclared permission ${p}`);
+      }
+    }
+  }
+
+  for (const entity of registry.entities) {
+    const { def } = entity;
+    for (const p of [def.permissions.read, def.permissions.write]) {
+      if (!permissionKnown(p)) problems.push(`entity ${entity.names.key} uses undeclared permission ${p}`);
+    }
+    const commands = def.commands ?? {};
+    for (const [field, command] of Object.entries(entity.commandOwned)) {
+      if (!(field in def.fields)) problems.push(`entity ${entity.names.key}: command-owned field ${field} is not a field`);
+      if (!(command in commands)) {
+        problems.push(`entity ${entity.names.key}: field ${field} is owned by command ${command}, which is not declared`);
+      }
+    }
+    for (const field of entity.immutable) {
+      if (!(field in def.fields)) problems.push(`entity ${entity.names.key}: immutable field ${field} is not a field`);
+    }
+  }
+
+  const operationIds = new Map<string, string>();
+  const endpoints = new Set<string>();
+  for (const { module, route } of registry.routes) {
+    const where = `${route.method} ${route.url} (module ${module})`;
+    if (typeof route.access === 'object' && !permissionKnown(route.access.permission)) {
+      problems.push(`route ${where} uses undeclared permission ${route.access.permission}`);
+    }
+    const previous = operationIds.get(route.operationId);
+    if (previous) problems.push(`operation id ${route.operationId} is used by ${previous} and ${where}`);
+    operationIds.set(route.operationId, where);
+    const endpoint = `${route.method} ${route.url}`;
+    if (endpoints.has(endpoint)) problems.push(`route ${endpoint} is declared twice`);
+    endpoints.add(endpoint);
+    for (const event of route.publishes ?? []) {
+      if (!registry.events.has(event)) problems.push(`route ${where} publishes undeclared event ${event}`);
+    }
+  }
+
+  const subscriptionNames = new Set<string>();
+  for (const subscription of registry.subscriptions) {
+    if (!registry.events.has(subscription.event)) {
+      problems.push(`subscription ${subscription.name} (module ${subscription.module}) listens to undeclared event ${subscription.event}`);
+    }
+    if (subscriptionNames.has(subscription.name)) problems.push(`subscription ${subscription.name} is declared twice`);
+    subscriptionNames.add(subscription.name);
+  }
+  const jobNames = new Set<string>();
+  for (const job of registry.jobs) {
+    if (jobNames.has(job.name)) problems.push(`job ${job.name} is declared twice`);
+    jobNames.add(job.name);
+  }
+
+  if (problems.length > 0) {
+    throw new BootCheckError(`startup checks failed:\n- ${problems.join('\n- ')}`);
+  }
+}

@@ -1,0 +1,201 @@
+import type { Static, TObject, TProperties, TSchema } from 'typebox';
+import type { FastifyReply, FastifyRequest } from 'fastify';
+import type { TxContext } from '../context/tx.ts';
+import type { Services } from '../services.ts';
+
+/** Who may call a route: anybody, anybody (with the session resolved if present), any session, or a permission. */
+export type Access = 'public' | 'optional' | 'signedIn' | { permission: string };
+
+export interface PermissionDeclaration {
+  name: string;
+  description: string;
+  /** Operator permissions are refused at every tenant but the operator's, and no customer role may hold them. */
+  operator?: boolean;
+}
+
+/** The stored values of an entity's fields, as TypeBox infers them. */
+export type FieldValues<F extends TProperties> = Static<TObject<F>>;
+
+/** A row as handlers, hooks and commands see it: the fields plus the system columns. */
+export type EntityRow<F extends TProperties> = FieldValues<F> & {
+  id: string;
+  createdAt: Date;
+  updatedAt: Date;
+};
+
+export interface CommandDefinition<F extends TProperties, B extends TSchema = TSchema> {
+  summary: string;
+  description?: string;
+  /** Request body schema; omitted when the command takes none. */
+  body?: B;
+  /** Defaults to the entity's write permission. */
+  permission?: string;
+  /** Events this command may publish (checked at boot against the declared events). */
+  publishes?: readonly string[];
+  /**
+   * Runs inside the request's transaction with the row locked. Returns the changes to store
+   * (command-owned fields included), or nothing when the command changes nothing.
+   */
+  run(ctx: TxContext, row: EntityRow<F>, body: Static<B>, services: Services): Promise<Partial<FieldValues<F>> | void>;
+}
+
+export type WriteOperation = 'create' | 'update' | 'delete';
+
+export interface EntityHooks<F extends TProperties> {
+  /** Before an insert or update is written: may adjust the values (command-owned fields included). */
+  beforeWrite?(ctx: TxContext, input: { op: 'create' | 'update'; values: Partial<FieldValues<F>>; previous?: EntityRow<F> }): Promise<Partial<FieldValues<F>> | void>;
+  /** After any write, in the same transaction: follow-up writes and events. */
+  afterWrite?(ctx: TxContext, input: { op: WriteOperation; row: EntityRow<F>; previous?: EntityRow<F> }): Promise<void>;
+}
+
+export interface EntityDefinition<
+  F extends TProperties,
+  C extends { [name: string]: CommandDefinition<F> } = { [name: string]: CommandDefinition<F> },
+> {
+  module: string;
+  name: string;
+  /** Defaults to name + "s"; names the path segment and the table. */
+  plural?: string;
+  table?: string;
+  label?: string;
+  description?: string;
+  fields: F;
+  /** Settable on create, refused on PATCH. */
+  immutable?: readonly (keyof F & string)[];
+  /** Fields only a command writes, each naming the command that owns it. */
+  commandOwned?: { readonly [K in keyof F & string]?: keyof C & string };
+  permissions: { read: string; write: string };
+  /** Event names override; by default <module>.<entity>.created / .updated / .deleted. */
+  events?: { created?: string; updated?: string; deleted?: string };
+  /** Extra events the hooks may publish. */
+  hookPublishes?: readonly string[];
+  hooks?: EntityHooks<F>;
+  commands?: C;
+  /** Fields a list may sort by; createdAt and updatedAt always may. */
+  sortable?: readonly (keyof F & string)[];
+  admin?: { title: keyof F & string; columns: readonly (keyof F & string)[] };
+}
+
+/**
+ * Declares an entity. The generic parameters are inferred, so naming a field the entity does not
+ * have in immutable, commandOwned, sortable or admin fails to compile, as does a command-owned
+ * field naming an undeclared command.
+ */
+export function defineEntity<
+  const F extends TProperties,
+  const C extends { [name: string]: CommandDefinition<F> } = {},
+>(definition: EntityDefinition<F, C>): EntityDefinition<F, C> {
+  return definition;
+}
+
+/** Type-erased entity, as the framework stores it after declaration. */
+export type AnyEntity = EntityDefinition<TProperties, { [name: string]: CommandDefinition<TProperties> }>;
+
+export interface RouteSchemas {
+  params?: TSchema;
+  querystring?: TSchema;
+  body?: TSchema;
+  response: { [status: number]: TSchema };
+}
+
+export type Infer<T> = T extends TSchema ? Static<T> : undefined;
+
+export interface RouteContext<S extends RouteSchemas> {
+  params: Infer<S['params']>;
+  query: Infer<S['querystring']>;
+  body: Infer<S['body']>;
+  request: FastifyRequest;
+  reply: FastifyReply;
+  services: Services;
+}
+
+export interface RouteDefinition<S extends RouteSchemas = RouteSchemas> {
+  method: 'GET' | 'POST' | 'PUT' | 'PATCH' | 'DELETE';
+  /** Full path, e.g. /api/v1/auth/login. */
+  url: string;
+  operationId: string;
+  summary: string;
+  description?: string;
+  tags?: readonly string[];
+  access: Access;
+  /** 'tenant' (default) runs the handler in a tenant transaction; 'none' leaves transactions to the handler. */
+  transaction?: 'tenant' | 'none';
+  schema: S;
+  publishes?: readonly string[];
+  /** Answers also on hosts with no tenant (only the probes). */
+  global?: boolean;
+  handler(ctx: RouteContext<S> & { tx: TxContext }): Promise<unknown>;
+}
+
+export interface NoTxRouteDefinition<S extends RouteSchemas = RouteSchemas> extends Omit<RouteDefinition<S>, 'handler' | 'transaction'> {
+  transaction: 'none';
+  handler(ctx: RouteContext<S>): Promise<unknown>;
+}
+
+export type AnyRoute = RouteDefinition<RouteSchemas> | NoTxRouteDefinition<RouteSchemas>;
+
+export function defineRoute<const S extends RouteSchemas>(route: RouteDefinition<S>): AnyRoute;
+export function defineRoute<const S extends RouteSchemas>(route: NoTxRouteDefinition<S>): AnyRoute;
+export function defineRoute(route: AnyRoute): AnyRoute {
+  return route;
+}
+
+export interface SubscriptionDefinition {
+  /** Unique name; also the pg-boss queue name. */
+  name: string;
+  event: string;
+  /** Runs in the event's tenant transaction; the event id is recorded there for idempotency. */
+  handle(ctx: TxContext, event: DeliveredEvent, services: Services): Promise<void>;
+  retryLimit?: number;
+}
+
+export interface DeliveredEvent {
+  id: string;
+  name: string;
+  tenantId: string;
+  actorId: string | null;
+  occurredAt: string;
+  payload: Record<string, unknown>;
+}
+
+export interface JobDefinition {
+  name: string;
+  cron: string;
+  /** Per tenant: run once in each served tenant's own transaction; otherwise once, with no tenant. */
+  perTenant: boolean;
+  run(ctx: JobContext): Promise<void>;
+}
+
+export type JobContext = { services: Services } & ({ tx: TxContext } | { tx?: undefined });
+
+export interface TenantCreationHook {
+  (ctx: TxContext, services: Services): Promise<void>;
+}
+
+export interface ModuleDefinition {
+  name: string;
+  description?: string;
+  permissions?: readonly PermissionDeclaration[];
+  events?: readonly string[];
+  entities?: readonly AnyEntity[];
+  routes?: readonly AnyRoute[];
+  subscriptions?: readonly SubscriptionDefinition[];
+  jobs?: readonly JobDefinition[];
+  /** Runs inside the tenant-creation transaction, scoped to the new tenant. */
+  onTenantCreated?: TenantCreationHook;
+  /** Directory of SQL migrations; defaults to migrations/<name>. */
+  migrations?: string;
+  /** Roles every new tenant gets besides admin and member: name → permissions. */
+  defaultRoles?: Readonly<Record<string, readonly string[]>>;
+}
+
+export function defineModule(module: ModuleDefinition): ModuleDefinition {
+  return module;
+}
+
+/** Erases an entity's field types so it can sit in a module's list. */
+export function entity<F extends TProperties, C extends { [name: string]: CommandDefinition<F> }>(
+  definition: EntityDefinition<F, C>,
+): AnyEntity {
+  return definition as unknown as AnyEntity;
+}

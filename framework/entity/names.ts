@@ -1,0 +1,57 @@
+/** Every derived name in one place: tables, paths, operation ids, events, labels, columns. */
+
+export const API_PREFIX = '/api/v1';
+
+export const snakeCase = (s: string): string => s.replace(/([a-z0-9])([A-Z])/g, '$1_$2').replace(/-/g, '_').toLowerCase();
+
+export const camelCase = (s: string): string => s.replace(/_([a-z0-9])/g, (_, c: string) => c.toUpperCase());
+
+export const titleCase = (s: string): string =>
+  s
+    .replace(/([a-z0-9])([A-Z])/g, '$1 $2')
+    .replace(/[-_]/g, ' ')
+    .replace(/^./, (c) => c.toUpperCase());
+
+export interface EntityNames {
+  key: string;
+  plural: string;
+  table: string;
+  path: string;
+  label: string;
+  labelPlural: string;
+  adminPath: string;
+  events: { created: string; updated: string; deleted: string };
+  operationId(verb: string): string;
+}
+
+export function entityNames(input: {
+  module: string;
+  name: string;
+  plural?: string;
+  table?: string;
+  label?: string;
+  events?: { created?: string; updated?: string; deleted?: string };
+}): EntityNames {
+  const plural = input.plural ?? `${input.name}s`;
+  const label = input.label ?? titleCase(input.name);
+  const prefix = `${input.module}.${input.name}`;
+  return {
+    key: prefix,
+    plural,
+    table: input.table ?? snakeCase(plural),
+    path: `${API_PREFIX}/${input.module}/${plural}`,
+    label,
+    labelPlural: input.plural ? titleCase(input.plural) : `${label}s`,
+    adminPath: `/admin/${input.module}/${input.name}`,
+    events: {
+      created: input.events?.created ?? `${prefix}.created`,
+      updated: input.events?.updated ?? `${prefix}.updated`,
+      deleted: input.events?.deleted ?? `${prefix}.deleted`,
+    },
+    operationId: (verb) => operationId(input.module, input.name, verb),
+  };
+}
+
+export const operationId = (module: string, entity: string, verb: string): string => `${module}-${entity}-${verb}`;
+
+export const GENERIC_VERBS = ['list', 'create', 'read', 'update', 'delete'] as const;

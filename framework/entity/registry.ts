@@ -1,0 +1,79 @@
+import type { AnyRoute, ModuleDefinition, PermissionDeclaration, SubscriptionDefinition, JobDefinition } from './define.ts';
+import { resolveEntity, type ResolvedEntity } from './resolve.ts';
+import { entityRoutes } from '../http/entity-routes.ts';
+import { EntityOperations } from '../operations/entity-ops.ts';
+import { checkRegistry } from './checks.ts';
+
+export interface RegisteredRoute {
+  module: string;
+  route: AnyRoute;
+  /** Present for the generic and command routes of an entity. */
+  entity?: ResolvedEntity;
+}
+
+/**
+ * Everything the modules declared, resolved once and frozen: the single source for routes,
+ * OpenAPI, the catalog, the admin shell, the outbox wiring and the job schedule.
+ */
+export class Registry {
+  readonly modules: readonly ModuleDefinition[];
+  readonly entities: readonly ResolvedEntity[];
+  readonly permissions: ReadonlyMap<string, PermissionDeclaration & { module: string }>;
+  readonly events: ReadonlySet<string>;
+  readonly routes: readonly RegisteredRoute[];
+  readonly subscriptions: readonly (SubscriptionDefinition & { module: string })[];
+  readonly jobs: readonly (JobDefinition & { module: string })[];
+  private readonly operations: ReadonlyMap<string, EntityOperations>;
+
+  constructor(modules: readonly ModuleDefinition[]) {
+    this.modules = modules;
+    const entities: ResolvedEntity[] = [];
+    const permissions = new Map<string, PermissionDeclaration & { module: string }>();
+    const events = new Set<string>();
+    const routes: RegisteredRoute[] = [];
+    const duplicates: string[] = [];
+    for (const module of modules) {
+      for (const permission of module.permissions ?? []) {
+        if (permissions.has(permission.name)) duplicates.push(`permission ${permission.name} is declared twice`);
+        permissions.set(permission.name, { ...permission, module: module.name });
+      }
+      for (const event of module.events ?? []) events.add(event);
+      for (const definition of module.entities ?? []) {
+        if (definition.module !== module.name) {
+          duplicates.push(`entity ${definition.name} declares module ${definition.module} but sits in module ${module.name}`);
+        }
+        const resolved = resolveEntity(definition);
+        entities.push(resolved);
+        for (const name of Object.values(resolved.names.events)) events.add(name);
+        for (const route of entityRoutes(resolved)) routes.push({ module: module.name, route, entity: resolved });
+      }
+      for (const route of module.routes ?? []) routes.push({ module: module.name, route });
+    }
+    this.entities = entities;
+    this.permissions = permissions;
+    this.events = events;
+    this.routes = routes;
+    this.subscriptions = modules.flatMap((m) => (m.subscriptions ?? []).map((s) => ({ ...s, module: m.name })));
+    this.jobs = modules.flatMap((m) => (m.jobs ?? []).map((j) => ({ ...j, module: m.name })));
+    this.operations = new Map(entities.map((e) => [e.names.key, new EntityOperations(e)]));
+    checkRegistry(this, duplicates);
+    Object.freeze(this);
+  }
+
+  isOperatorPermission(name: string): boolean {
+    return this.permissions.get(name)?.operator === true;
+  }
+
+  entity(key: string): ResolvedEntity {
+    const found = this.entities.find((e) => e.names.key === key);
+    if (!found) throw new Error(`no entity ${key}`);
+    return found;
+  }
+
+  /** The generic operations of an entity, for modules that act on another module's rows. */
+  ops(key: string): EntityOperations {
+    const found = this.operations.get(key);
+    if (!found) throw new Error(`no entity ${key}`);
+    return found;
+  }
+}

@@ -1,0 +1,86 @@
+/**
+ * The one registry of problem codes. Every failure the service answers is a ProblemError
+ * carrying one of these codes; the HTTP layer turns it into application/problem+json.
+ */
+export const PROBLEMS = {
+  NO_SITE: { status: 404, title: 'No site' },
+  NOT_FOUND: { status: 404, title: 'Not found' },
+  ROUTE_NOT_FOUND: { status: 404, title: 'No such route' },
+  MALFORMED_REQUEST: { status: 400, title: 'Malformed request' },
+  VALIDATION_FAILED: { status: 422, title: 'Validation failed' },
+  FIELD_COMMAND_OWNED: { status: 422, title: 'Field is owned by a command' },
+  FIELD_IMMUTABLE: { status: 422, title: 'Field is immutable' },
+  AUTH_REQUIRED: { status: 401, title: 'Sign-in required' },
+  AUTH_FORBIDDEN: { status: 403, title: 'Permission denied' },
+  AUTH_NOT_OPERATOR: { status: 403, title: 'Operator permission outside the operator tenant' },
+  AUTH_CROSS_SITE: { status: 403, title: 'Cross-site request refused' },
+  ErrCredentials: { status: 401, title: 'Invalid credentials' },
+  ErrTooManyAttempts: { status: 429, title: 'Too many attempts' },
+  TOKEN_INVALID: { status: 401, title: 'Invalid or expired token' },
+  RATE_LIMITED: { status: 429, title: 'Too many requests' },
+  CONFLICT: { status: 409, title: 'Conflict' },
+  ALREADY_EXISTS: { status: 409, title: 'Already exists' },
+  INVALID_STATE: { status: 409, title: 'Not allowed in the current state' },
+  PERMISSION_UNKNOWN: { status: 422, title: 'Unknown permission' },
+  PERMISSION_OPERATOR_ONLY: { status: 422, title: 'Operator permission in a customer role' },
+  ROLE_UNKNOWN: { status: 422, title: 'Unknown role' },
+  PAYLOAD_TOO_LARGE: { status: 413, title: 'Payload too large' },
+  UNSUPPORTED_MEDIA_TYPE: { status: 415, title: 'Unsupported media type' },
+  NOT_READY: { status: 503, title: 'Not ready' },
+  INTERNAL: { status: 500, title: 'Internal error' },
+} as const satisfies Record<string, { status: number; title: string }>;
+
+export type ProblemCode = keyof typeof PROBLEMS;
+
+export interface FieldError {
+  /** JSON pointer into the request part, e.g. /body/title */
+  pointer: string;
+  message: string;
+}
+
+export interface ProblemDocument {
+  type: string;
+  title: string;
+  status: number;
+  detail: string;
+  code: ProblemCode;
+  errors?: FieldError[];
+  [extension: string]: unknown;
+}
+
+export function problemType(code: ProblemCode): string {
+  return `https://tenantry.dev/problems/${code}`;
+}
+
+export class ProblemError extends Error {
+  readonly code: ProblemCode;
+  readonly status: number;
+  readonly errors: FieldError[] | undefined;
+  readonly extensions: Record<string, unknown>;
+
+  constructor(code: ProblemCode, detail?: string, options: { errors?: FieldError[]; extensions?: Record<string, unknown> } = {}) {
+    super(detail ?? PROBLEMS[code].title);
+    this.name = 'ProblemError';
+    this.code = code;
+    this.status = PROBLEMS[code].status;
+    this.errors = options.errors;
+    this.extensions = options.extensions ?? {};
+  }
+
+  toDocument(): ProblemDocument {
+    return {
+      type: problemType(this.code),
+      title: PROBLEMS[this.code].title,
+      status: this.status,
+      detail: this.message,
+      code: this.code,
+      ...(this.errors ? { errors: this.errors } : {}),
+      ...this.extensions,
+    };
+  }
+}
+
+export const problem = (code: ProblemCode, detail?: string, options?: ConstructorParameters<typeof ProblemError>[2]) =>
+  new ProblemError(code, detail, options);
+
+export const notFound = (): ProblemError => new ProblemError('NOT_FOUND', 'No such resource');

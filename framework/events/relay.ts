@@ -1,0 +1,140 @@
+import pg from 'pg';
+import type { PgBoss } from 'pg-boss';
+import type { Db } from '../db/pool.ts';
+import type { Registry } from '../entity/registry.ts';
+import type { DeliveredEvent } from '../entity/define.ts';
+
+export const OUTBOX_CHANNEL = 'tenantry_outbox';
+export const AUDIT_QUEUE = 'tenantry-audit';
+export const subscriptionQueue = (name: string): string => `sub-${name}`;
+
+const BATCH = 500;
+const RELAY_INTERVAL_MS = 1000;
+const PURGE_INTERVAL_MS = 60_000;
+const PURGE_AFTER = '1 hour';
+
+interface OutboxRow {
+  id: string;
+  event_id: string;
+  tenant_id: string;
+  name: string;
+  payload: Record<string, unknown>;
+  actor_id: string | null;
+  occurred_at: Date;
+}
+
+/**
+ * Moves committed outbox rows into pg-boss queues: one job per subscription of the event plus
+ * one for the audit recorder. Claiming (FOR UPDATE SKIP LOCKED), enqueueing and marking happen
+ * in one transaction, so several workers never relay a row twice and a crash relays it again.
+ */
+export class OutboxRelay {
+  private readonly db: Db;
+  private readonly boss: PgBoss;
+  private readonly queuesByEvent: Map<string, string[]>;
+  private listener: pg.Client | undefined;
+  private timers: NodeJS.Timeout[] = [];
+  private running: Promise<void> | undefined;
+  private again = false;
+  private stopped = false;
+
+  constructor(db: Db, boss: PgBoss, registry: Registry) {
+    this.db = db;
+    this.boss = boss;
+    this.queuesByEvent = new Map();
+    for (const sub of registry.subscriptions) {
+      const list = this.queuesByEvent.get(sub.event) ?? [];
+      list.push(subscriptionQueue(sub.name));
+      this.queuesByEvent.set(sub.event, list);
+    }
+  }
+
+  async start(): Promise<void> {
+    const listener = new pg.Client({ connectionString: this.db.url });
+    listener.on('error', () => {});
+    await listener.connect();
+    listener.on('notification', () => this.wake());
+    await listener.query(`listen ${OUTBOX_CHANNEL}`);
+    this.listener = listener;
+    this.timers.push(setInterval(() => this.wake(), RELAY_INTERVAL_MS));
+    this.timers.push(setInterval(() => void this.purge().catch(() => {}), PURGE_INTERVAL_MS));
+    this.wake();
+  }
+
+  /** Relays now; calls arriving during a pass schedule exactly one more pass. */
+  wake(): Promise<void> {
+    if (this.stopped) return Promise.resolve();
+    if (this.running) {
+      this.again = true;
+      return this.running;
+    }
+    this.running = (async () => {
+      try {
+        do {
+          this.again = false;
+          while ((await this.relayBatch()) === BATCH) {}
+        } while (this.again && !this.stopped);
+      } catch {
+        // The next tick retries; rows stay unrelayed until a pass succeeds.
+      } finally {
+        this.running = undefined;
+      }
+    })();
+    return this.running;
+  }
+
+  async relayBatch(): Promise<number> {
+    const client = await this.db.pool.connect();
+    try {
+      await client.query('begin');
+      const { rows } = await client.query<OutboxRow>(
+        `select id, event_id, tenant_id, name, payload, actor_id, occurred_at
+           from outbox where relayed_at is null order by id limit ${BATCH} for update skip locked`,
+      );
+      if (rows.length === 0) {
+        await client.query('commit');
+        return 0;
+      }
+      const jobsByQueue = new Map<string, { data: DeliveredEvent }[]>();
+      for (const row of rows) {
+        const event: DeliveredEvent = {
+          id: row.event_id,
+          name: row.name,
+          tenantId: row.tenant_id,
+          actorId: row.actor_id,
+          occurredAt: row.occurred_at.toISOString(),
+          payload: row.payload,
+        };
+        for (const queue of [AUDIT_QUEUE, ...(this.queuesByEvent.get(row.name) ?? [])]) {
+          const list = jobsByQueue.get(queue) ?? [];
+          list.push({ data: event });
+          jobsByQueue.set(queue, list);
+        }
+      }
+      const inTransaction = { executeSql: (text: string, values?: unknown[]) => client.query(text, values) };
+      for (const [queue, jobs] of jobsByQueue) await this.boss.insert(queue, jobs, { db: inTransaction });
+      await client.query('update outbox set relayed_at = now() where id = any($1::bigint[])', [rows.map((r) => r.id)]);
+      await client.query('commit');
+      return rows.length;
+    } catch (err) {
+      await client.query('rollback').catch(() => {});
+      throw err;
+    } finally {
+      client.release();
+    }
+  }
+
+  async purge(): Promise<number> {
+    const result = await this.db.pool.query(`delete from outbox where relayed_at < now() - interval '${PURGE_AFTER}'`);
+    return result.rowCount ?? 0;
+  }
+
+  async stop(): Promise<void> {
+    this.stopped = true;
+    for (const t of this.timers) clearInterval(t);
+    this.timers = [];
+    await this.running;
+    await this.listener?.end().catch(() => {});
+    this.listener = undefined;
+  }
+}

@@ -1,0 +1,134 @@
+import { PgBoss, type Job } from 'pg-boss';
+import type { Services } from '../services.ts';
+import type { DeliveredEvent, SubscriptionDefinition } from '../entity/define.ts';
+import { OutboxRelay, AUDIT_QUEUE, subscriptionQueue } from './relay.ts';
+import { tenantById, servedTenants } from '../context/tenant-lookup.ts';
+import { sql } from 'kysely';
+
+export const DEAD_LETTER_QUEUE = 'tenantry-dead-letters';
+export const jobQueue = (name: string): string => `job-${name}`;
+
+const RETRY = { retryLimit: 5, retryDelay: 2, retryBackoff: true, retryDelayMax: 300 };
+
+/**
+ * The worker role: relays the outbox, runs subscriptions and the audit recorder, and runs the
+ * modules' scheduled jobs, all on pg-boss. Any number of worker processes may run at once.
+ */
+export class Worker {
+  readonly boss: PgBoss;
+  readonly relay: OutboxRelay;
+  private readonly services: Services;
+
+  constructor(services: Services) {
+    this.services = services;
+    this.boss = new PgBoss({ connectionString: services.db.url, max: 4, useListenNotify: true, schema: 'pgboss' });
+    this.boss.on('error', (err: Error) => services.log.error({ err }, 'pg-boss error'));
+    this.relay = new OutboxRelay(services.db, this.boss, services.registry);
+  }
+
+  async start(options: { schedule?: boolean } = {}): Promise<void> {
+    const { registry, log } = this.services;
+    await this.boss.start();
+    await this.boss.createQueue(DEAD_LETTER_QUEUE);
+    await this.boss.work<DeliveredEvent>(DEAD_LETTER_QUEUE, { pollingIntervalSeconds: 5 }, async (jobs) => {
+      for (const job of jobs) await this.recordDeadLetter(job);
+    });
+
+    await this.boss.createQueue(AUDIT_QUEUE, { ...RETRY, deadLetter: DEAD_LETTER_QUEUE });
+    await this.boss.work<DeliveredEvent>(AUDIT_QUEUE, { batchSize: 50, pollingIntervalSeconds: 0.5 }, async (jobs) => {
+      for (const job of jobs) await this.recordAudit(job.data);
+    });
+
+    for (const sub of registry.subscriptions) {
+      const queue = subscriptionQueue(sub.name);
+      await this.boss.createQueue(queue, { ...RETRY, ...(sub.retryLimit !== undefined ? { retryLimit: sub.retryLimit } : {}), deadLetter: DEAD_LETTER_QUEUE });
+      await this.boss.work<DeliveredEvent>(queue, { batchSize: 1, localConcurrency: 2, pollingIntervalSeconds: 0.5 }, async (jobs) => {
+        for (const job of jobs) await this.deliver(sub, job.data);
+      });
+    }
+
+    for (const job of registry.jobs) {
+      const queue = jobQueue(job.name);
+      await this.boss.createQueue(queue, { retryLimit: 2, retryDelay: 30 });
+      if (options.schedule !== false) await this.boss.schedule(queue, job.cron);
+      await this.boss.work(queue, { pollingIntervalSeconds: 2 }, async () => {
+        await this.runJob(job.name);
+      });
+    }
+    await this.relay.start();
+    log.info({ subscriptions: registry.subscriptions.length, jobs: registry.jobs.length }, 'worker started');
+  }
+
+  /** Runs a subscription in the event's tenant transaction, once per event id. */
+  async deliver(sub: SubscriptionDefinition, event: DeliveredEvent): Promise<void> {
+    const tenant = await tenantById(this.services.db, event.tenantId);
+    if (!tenant) return;
+    await this.services.transactions.run(
+      tenant,
+      async (ctx) => {
+        const first = await ctx.db
+          .insertInto('processed_events')
+          .values({ subscription: sub.name, event_id: event.id })
+          .onConflict((oc) => oc.doNothing())
+          .returning('event_id')
+          .executeTakeFirst();
+        if (!first) return;
+        await sub.handle(ctx, event, this.services);
+      },
+      { actorId: event.actorId },
+    );
+  }
+
+  async recordAudit(event: DeliveredEvent): Promise<void> {
+    const tenant = await tenantById(this.services.db, event.tenantId);
+    if (!tenant) return;
+    await this.services.transactions.run(tenant, async (ctx) => {
+      await ctx.db
+        .insertInto('audit_events')
+        .values({
+          event_id: event.id,
+          name: event.name,
+          actor_id: event.actorId,
+          occurred_at: event.occurredAt,
+          payload: JSON.stringify(event.payload),
+        })
+        .onConflict((oc) => oc.doNothing())
+        .execute();
+    });
+  }
+
+  private async recordDeadLetter(job: Job<DeliveredEvent>): Promise<void> {
+    const data = job.data ?? ({} as Partial<DeliveredEvent>);
+    await this.services.db.kysely
+      .insertInto('dead_letters')
+      .values({
+        queue: String((job as { name?: string }).name ?? DEAD_LETTER_QUEUE),
+        event_id: data.id ?? null,
+        tenant_id: data.tenantId ?? null,
+        name: data.name ?? null,
+        error: 'retries exhausted',
+        payload: sql`${JSON.stringify(data.payload ?? {})}::jsonb`,
+      })
+      .execute();
+    this.services.log.error({ event: data.name, eventId: data.id }, 'event delivery dead-lettered');
+  }
+
+  /** Runs a declared job now: per tenant in each served tenant's own transaction, or once. */
+  async runJob(name: string): Promise<void> {
+    const job = this.services.registry.jobs.find((j) => j.name === name);
+    if (!job) throw new Error(`no job ${name}`);
+    if (!job.perTenant) return job.run({ services: this.services });
+    for (const tenant of await servedTenants(this.services.db)) {
+      try {
+        await this.services.transactions.run(tenant, (tx) => job.run({ tx, services: this.services }));
+      } catch (err) {
+        this.services.log.error({ err, job: name, tenant: tenant.slug }, 'job failed for tenant');
+      }
+    }
+  }
+
+  async stop(): Promise<void> {
+    await this.relay.stop();
+    await this.boss.stop({ graceful: true, timeout: 10_000 });
+  }
+}

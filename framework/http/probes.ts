@@ -1,0 +1,58 @@
+import type { FastifyInstance } from 'fastify';
+import type { Services } from '../services.ts';
+import { PROBLEM_CONTENT_TYPE } from './problems.ts';
+import { problemType } from '../errors.ts';
+
+export interface ReadinessCheck {
+  name: string;
+  check(): Promise<void>;
+}
+
+export function databaseCheck(services: Services): ReadinessCheck {
+  return {
+    name: 'database',
+    check: async () => {
+      await services.db.pool.query('select 1');
+    },
+  };
+}
+
+/** Runs checks in order, stopping at the first failure; each bounded so a hung dependency cannot hang /ready. */
+export async function runReadiness(checks: ReadinessCheck[], timeoutMs = 2000): Promise<{ name: string; ok: boolean; error?: string }[]> {
+  const results: { name: string; ok: boolean; error?: string }[] = [];
+  for (const c of checks) {
+    try {
+      await Promise.race([
+        c.check(),
+        new Promise((_, reject) => setTimeout(() => reject(new Error('timed out')), timeoutMs).unref()),
+      ]);
+      results.push({ name: c.name, ok: true });
+    } catch (err) {
+      results.push({ name: c.name, ok: false, error: (err as Error).message || 'failed' });
+    }
+  }
+  return results;
+}
+
+/** /health and /ready answer on any host: load balancers probe by address, not by tenant host. */
+export function registerProbes(app: FastifyInstance, services: Services, extra: ReadinessCheck[]): void {
+  const checks = [databaseCheck(services), ...extra];
+  app.get('/health', { schema: { hide: true } }, async () => ({ status: 'ok' }));
+  app.get('/ready', { schema: { hide: true } }, async (_request, reply) => {
+    const results = await runReadiness(checks);
+    const failed = results.find((r) => !r.ok);
+    if (!failed) return { status: 'ready', checks: results.map((r) => ({ name: r.name, ok: true })) };
+    return reply
+      .code(503)
+      .type(PROBLEM_CONTENT_TYPE)
+      .send({
+        type: problemType('NOT_READY'),
+        title: 'Not ready',
+        status: 503,
+        detail: `check ${failed.name} failed`,
+        code: 'NOT_READY',
+        check: failed.name,
+        checks: results.map((r) => ({ name: r.name, ok: r.ok })),
+      });
+  });
+}

@@ -1,0 +1,91 @@
+import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
+import type { AnyRoute, RouteDefinition } from '../entity/define.ts';
+import type { ResolvedEntity } from '../entity/resolve.ts';
+import type { Services } from '../services.ts';
+import { authorize, needsSession, refuseOperatorOutsideOperatorTenant } from '../access/guard.ts';
+import { hashSecret, sessionCookie } from '../access/session-cookie.ts';
+import { problem } from '../errors.ts';
+import { problemResponses } from '../openapi/problem-schema.ts';
+
+const noTenant = (): never => {
+  throw problem('NO_SITE');
+};
+
+/**
+ * Registers one declared route. The wrapper owns the transaction: operator check, then one
+ * tenant transaction whose opening statement resolves the session and permissions, the guard,
+ * the handler, commit, and only then the reply.
+ */
+export function registerRoute(app: FastifyInstance, services: Services, route: AnyRoute, entity?: ResolvedEntity): void {
+  const cookie = sessionCookie(services.config);
+  const isOperatorPermission = (p: string) => services.registry.isOperatorPermission(p);
+  const protectedFields = entity ? protectedFieldCheck(entity, route) : undefined;
+
+  app.route({
+    method: route.method,
+    url: route.url,
+    schema: {
+      operationId: route.operationId,
+      summary: route.summary,
+      ...(route.description ? { description: route.description } : {}),
+      tags: [...(route.tags ?? [])],
+      ...(route.schema.params ? { params: route.schema.params } : {}),
+      ...(route.schema.querystring ? { querystring: route.schema.querystring } : {}),
+      ...(route.schema.body ? { body: route.schema.body } : {}),
+      response: { ...route.schema.response, ...problemResponses(route) },
+      ...(route.access === 'public' ? {} : { security: [{ cookieAuth: [] }] }),
+      'x-access': typeof route.access === 'object' ? `permission ${route.access.permission}` : route.access,
+    },
+    ...(protectedFields ? { preValidation: protectedFields } : {}),
+    handler: async (request: FastifyRequest, reply: FastifyReply) => {
+      const tenant = request.tenant ?? noTenant();
+      refuseOperatorOutsideOperatorTenant(route.access, tenant, isOperatorPermission);
+      const base = {
+        params: request.params as never,
+        query: request.query as never,
+        body: request.body as never,
+        request,
+        reply,
+        services,
+      };
+      if (route.transaction === 'none') return (route as { handler(ctx: typeof base): Promise<unknown> }).handler(base);
+      const rawId = needsSession(route.access) ? request.cookies[cookie.name] : undefined;
+      const sessionHash = rawId ? hashSecret(rawId) : undefined;
+      return services.transactions.run(
+        tenant,
+        async (tx) => {
+          authorize(route.access, tx.session);
+          return (route as RouteDefinition).handler({ ...base, tx });
+        },
+        { ...(sessionHash ? { sessionHash } : {}) },
+      );
+    },
+  });
+}
+
+/**
+ * A body naming a command-owned field is refused with the route that owns it, and PATCH refuses
+ * immutable fields, before schema validation would call them merely unknown.
+ */
+function protectedFieldCheck(entity: ResolvedEntity, route: AnyRoute) {
+  const isCreate = route.operationId === entity.names.operationId('create');
+  const isPatch = route.operationId === entity.names.operationId('update');
+  if (!isCreate && !isPatch) return undefined;
+  return async (request: FastifyRequest) => {
+    const body = request.body;
+    if (typeof body !== 'object' || body === null || Array.isArray(body)) return;
+    for (const key of Object.keys(body)) {
+      const owner = entity.commandOwned[key];
+      if (owner) {
+        const ownerRoute = entity.commandRoute(owner);
+        throw problem('FIELD_COMMAND_OWNED', `${key} is set only by ${ownerRoute}`, { extensions: { field: key, route: ownerRoute } });
+      }
+      if (isPatch && entity.immutable.includes(key)) {
+        throw problem('FIELD_IMMUTABLE', `${key} cannot be changed after creation`, { extensions: { field: key } });
+      }
+      if (key === 'id' || key === 'createdAt' || key === 'updatedAt') {
+        throw problem('FIELD_IMMUTABLE', `${key} is set by the service`, { extensions: { field: key } });
+      }
+    }
+  };
+}

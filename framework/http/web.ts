@@ -1,0 +1,59 @@
+import Fastify, { type FastifyBaseLogger, type FastifyInstance } from 'fastify';
+import cookie from '@fastify/cookie';
+import formbody from '@fastify/formbody';
+import type { Services } from '../services.ts';
+import type { TenantRef } from '../context/tenant.ts';
+import { normaliseHost } from '../context/tenant.ts';
+import { installProblemHandlers, sendProblem } from './problems.ts';
+import { typeboxValidatorCompiler } from './validation.ts';
+import { registerRoute } from './register-route.ts';
+import { registerProbes, type ReadinessCheck } from './probes.ts';
+import { registerOpenApi } from '../openapi/document.ts';
+import { catalogRoute } from '../catalog/catalog.ts';
+import { problem } from '../errors.ts';
+
+declare module 'fastify' {
+  interface FastifyRequest {
+    /** The tenant the Host header resolved to; absent only on the probes. */
+    tenant?: TenantRef;
+  }
+}
+
+export interface WebOptions {
+  logger?: FastifyBaseLogger;
+  readinessChecks?: ReadinessCheck[];
+}
+
+const GLOBAL_PATHS = new Set(['/health', '/ready']);
+
+export async function buildWeb(services: Services, options: WebOptions = {}): Promise<FastifyInstance> {
+  const app = Fastify({
+    ...(options.logger ? { loggerInstance: options.logger } : { logger: false }),
+    disableRequestLogging: true,
+    trustProxy: true,
+    bodyLimit: 1024 * 1024,
+    return503OnClosing: true,
+    forceCloseConnections: 'idle',
+    ajv: { customOptions: { removeAdditional: false } },
+    routerOptions: { ignoreTrailingSlash: true },
+  });
+  app.setValidatorCompiler(typeboxValidatorCompiler);
+  installProblemHandlers(app);
+  await app.register(cookie);
+  await app.register(formbody);
+
+  // Tenant resolution comes before everything else, for every route including unknown ones.
+  app.addHook('onRequest', async (request, reply) => {
+    const path = request.url.split('?', 1)[0]!;
+    if (GLOBAL_PATHS.has(path)) return;
+    const tenant = await services.hosts.resolve(normaliseHost(request.headers.host));
+    if (!tenant) return sendProblem(reply, problem('NO_SITE', 'There is no site at this host'));
+    request.tenant = tenant;
+  });
+
+  registerProbes(app, services, options.readinessChecks ?? []);
+  await registerOpenApi(app, services);
+  for (const { route, entity } of services.registry.routes) registerRoute(app, services, route, entity);
+  registerRoute(app, services, catalogRoute(services.registry));
+  return app;
+}

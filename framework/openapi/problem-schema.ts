@@ -1,0 +1,34 @@
+import Type from 'typebox';
+import type { AnyRoute } from '../entity/define.ts';
+
+export const ProblemSchema = Type.Object(
+  {
+    type: Type.String({ description: 'URI naming the problem type' }),
+    title: Type.String(),
+    status: Type.Integer(),
+    detail: Type.String(),
+    code: Type.String({ description: 'Stable machine-readable code, e.g. AUTH_NOT_OPERATOR' }),
+    errors: Type.Optional(
+      Type.Array(Type.Object({ pointer: Type.String(), message: Type.String() }), { description: 'Per-field validation errors' }),
+    ),
+  },
+  { additionalProperties: true, $id: 'Problem', title: 'Problem' },
+);
+
+const ref = (description: string) => ({ ...Type.Ref('Problem'), description });
+
+/** The problem responses a route can give, derived from what it declares. */
+export function problemResponses(route: AnyRoute): Record<number, unknown> {
+  const responses: Record<number, unknown> = {
+    404: ref('No site at this host, or no such resource'),
+    500: ref('Unexpected error'),
+  };
+  if (route.schema.body || route.schema.querystring || route.schema.params) {
+    responses[400] = ref('Malformed request');
+    responses[422] = ref('Validation failed');
+  }
+  if (route.access !== 'public' && route.access !== 'optional') responses[401] = ref('Not signed in (AUTH_REQUIRED)');
+  if (typeof route.access === 'object') responses[403] = ref('Missing permission (AUTH_FORBIDDEN) or operator permission outside the operator tenant (AUTH_NOT_OPERATOR)');
+  if (route.method !== 'GET') responses[409] = ref('Conflict with the current state');
+  return responses;
+}

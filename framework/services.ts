@@ -1,0 +1,18 @@
+import type { FastifyBaseLogger } from 'fastify';
+import type { Config } from './config/schema.ts';
+import type { Db } from './db/pool.ts';
+import type { TenantTransactions } from './context/tx.ts';
+import type { HostResolver } from './context/host-cache.ts';
+import type { Registry } from './entity/registry.ts';
+import type { Mailer } from './mail/mailer.ts';
+
+/** Shared process-wide services handed to handlers, commands, subscriptions and jobs. */
+export interface Services {
+  config: Config;
+  db: Db;
+  transactions: TenantTransactions;
+  hosts: HostResolver;
+  registry: Registry;
+  mailer: Mailer;
+  log: FastifyBaseLogger;
+}

@@ -1,0 +1,54 @@
+import { randomUUID } from 'node:crypto';
+import { CompiledQuery } from 'kysely';
+import { scopedContext, type TxContext } from '../context/tx.ts';
+import type { TenantRef } from '../context/tenant.ts';
+import type { Services } from '../services.ts';
+
+export interface NewTenant {
+  slug: string;
+  name: string;
+  host: string;
+  isOperator?: boolean;
+}
+
+/** Seeded in every new tenant: admin holds the wildcard, member nothing. */
+export const SEEDED_ROLES: Readonly<Record<string, readonly string[]>> = { admin: ['*'], member: [] };
+
+/**
+ * Creates a tenant, its first (primary) host, its seeded roles and runs every module's creation
+ * hook, all inside the caller's transaction: a failing hook rolls everything back. The new tenant's
+ * rows are written with the transaction's tenant switched to it, then switched back.
+ */
+export async function createTenant(ctx: TxContext, services: Services, input: NewTenant): Promise<TenantRef> {
+  const tenant: TenantRef = { id: randomUUID(), slug: input.slug, isOperator: input.isOperator ?? false };
+  await ctx.db
+    .insertInto('tenants')
+    .values({ id: tenant.id, slug: input.slug, name: input.name, is_operator: tenant.isOperator })
+    .execute();
+  await ctx.db.insertInto('tenant_hosts').values({ host: input.host, tenant_id: tenant.id, is_primary: true }).execute();
+  await withinTenant(ctx, tenant, async (inner) => {
+    const roles: Record<string, readonly string[]> = { ...SEEDED_ROLES };
+    for (const module of services.registry.modules) Object.assign(roles, module.defaultRoles ?? {});
+    for (const [name, permissions] of Object.entries(roles)) {
+      await inner.db.executeQuery(
+        CompiledQuery.raw('insert into roles (name, permissions) values ($1, $2) on conflict do nothing', [name, [...permissions]]),
+      );
+    }
+    for (const module of services.registry.modules) await module.onTenantCreated?.(inner, services);
+  });
+  return tenant;
+}
+
+/** Runs fn with the transaction scoped to another tenant, restoring the caller's scope afterwards. */
+export async function withinTenant<T>(ctx: TxContext, tenant: TenantRef, fn: (inner: TxContext) => Promise<T>): Promise<T> {
+  const scope = (id: string) => ctx.db.executeQuery(CompiledQuery.raw(`select set_config('app.tenant_id', $1, true)`, [id]));
+  await scope(tenant.id);
+  try {
+    const { ctx: inner, flush } = scopedContext(ctx.db, tenant, ctx.session, ctx.actorId, ctx.declaredEvents);
+    const result = await fn(inner);
+    await flush();
+    return result;
+  } finally {
+    await scope(ctx.tenant.id);
+  }
+}
