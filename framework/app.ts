@@ -50,7 +50,7 @@ export interface App {
  * makes sure the operator tenant exists, then builds the web server and/or the worker.
  */
 export async function buildApp(options: AppOptions): Promise<App> {
-  const registry = new Registry(options.modules);
+  const registry = new Registry(options.modules, options.config);
   const log = options.logger ?? (pino({ level: 'silent' }) as FastifyBaseLogger);
   const db: Db = openDatabase(options.databaseUrl, options.config.database.pool_size);
   try {

@@ -2,6 +2,7 @@ import type { Static, TObject, TProperties, TSchema } from 'typebox';
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import type { TxContext } from '../context/tx.ts';
 import type { Services } from '../services.ts';
+import type { Config } from '../config/schema.ts';
 
 /** Who may call a route: anybody, anybody (with the session resolved if present), any session, or a permission. */
 export type Access = 'public' | 'optional' | 'signedIn' | { permission: string };
@@ -48,10 +49,7 @@ export interface EntityHooks<F extends TProperties> {
   afterWrite?(ctx: TxContext, input: { op: WriteOperation; row: EntityRow<F>; previous?: EntityRow<F> }): Promise<void>;
 }
 
-export interface EntityDefinition<
-  F extends TProperties,
-  C extends { [name: string]: CommandDefinition<F> } = { [name: string]: CommandDefinition<F> },
-> {
+export interface EntityDefinition<F extends TProperties, CN extends string = string> {
   module: string;
   name: string;
   /** Defaults to name + "s"; names the path segment and the table. */
@@ -63,14 +61,14 @@ export interface EntityDefinition<
   /** Settable on create, refused on PATCH. */
   immutable?: readonly (keyof F & string)[];
   /** Fields only a command writes, each naming the command that owns it. */
-  commandOwned?: { readonly [K in keyof F & string]?: keyof C & string };
+  commandOwned?: { readonly [K in keyof F & string]?: NoInfer<CN> };
   permissions: { read: string; write: string };
   /** Event names override; by default <module>.<entity>.created / .updated / .deleted. */
   events?: { created?: string; updated?: string; deleted?: string };
   /** Extra events the hooks may publish. */
   hookPublishes?: readonly string[];
   hooks?: EntityHooks<F>;
-  commands?: C;
+  commands?: { readonly [K in CN]: CommandDefinition<F> };
   /** Fields a list may sort by; createdAt and updatedAt always may. */
   sortable?: readonly (keyof F & string)[];
   admin?: { title: keyof F & string; columns: readonly (keyof F & string)[] };
@@ -81,15 +79,14 @@ export interface EntityDefinition<
  * have in immutable, commandOwned, sortable or admin fails to compile, as does a command-owned
  * field naming an undeclared command.
  */
-export function defineEntity<
-  const F extends TProperties,
-  const C extends { [name: string]: CommandDefinition<F> } = {},
->(definition: EntityDefinition<F, C>): EntityDefinition<F, C> {
+export function defineEntity<const F extends TProperties, const CN extends string = never>(
+  definition: EntityDefinition<F, CN>,
+): EntityDefinition<F, CN> {
   return definition;
 }
 
 /** Type-erased entity, as the framework stores it after declaration. */
-export type AnyEntity = EntityDefinition<TProperties, { [name: string]: CommandDefinition<TProperties> }>;
+export type AnyEntity = EntityDefinition<TProperties, string>;
 
 export interface RouteSchemas {
   params?: TSchema;
@@ -178,7 +175,8 @@ export interface ModuleDefinition {
   permissions?: readonly PermissionDeclaration[];
   events?: readonly string[];
   entities?: readonly AnyEntity[];
-  routes?: readonly AnyRoute[];
+  /** Hand-written routes; a function when they depend on the configuration (e.g. single sign-on). */
+  routes?: readonly AnyRoute[] | ((config: Config) => readonly AnyRoute[]);
   subscriptions?: readonly SubscriptionDefinition[];
   jobs?: readonly JobDefinition[];
   /** Runs inside the tenant-creation transaction, scoped to the new tenant. */
@@ -194,8 +192,6 @@ export function defineModule(module: ModuleDefinition): ModuleDefinition {
 }
 
 /** Erases an entity's field types so it can sit in a module's list. */
-export function entity<F extends TProperties, C extends { [name: string]: CommandDefinition<F> }>(
-  definition: EntityDefinition<F, C>,
-): AnyEntity {
+export function entity<F extends TProperties, CN extends string>(definition: EntityDefinition<F, CN>): AnyEntity {
   return definition as unknown as AnyEntity;
 }

@@ -3,6 +3,7 @@ import { resolveEntity, type ResolvedEntity } from './resolve.ts';
 import { entityRoutes } from '../http/entity-routes.ts';
 import { EntityOperations } from '../operations/entity-ops.ts';
 import { checkRegistry } from './checks.ts';
+import type { Config } from '../config/schema.ts';
 
 export interface RegisteredRoute {
   module: string;
@@ -25,7 +26,7 @@ export class Registry {
   readonly jobs: readonly (JobDefinition & { module: string })[];
   private readonly operations: ReadonlyMap<string, EntityOperations>;
 
-  constructor(modules: readonly ModuleDefinition[]) {
+  constructor(modules: readonly ModuleDefinition[], config: Config) {
     this.modules = modules;
     const entities: ResolvedEntity[] = [];
     const permissions = new Map<string, PermissionDeclaration & { module: string }>();
@@ -47,7 +48,8 @@ export class Registry {
         for (const name of Object.values(resolved.names.events)) events.add(name);
         for (const route of entityRoutes(resolved)) routes.push({ module: module.name, route, entity: resolved });
       }
-      for (const route of module.routes ?? []) routes.push({ module: module.name, route });
+      const declared = typeof module.routes === 'function' ? module.routes(config) : (module.routes ?? []);
+      for (const route of declared) routes.push({ module: module.name, route });
     }
     this.entities = entities;
     this.permissions = permissions;

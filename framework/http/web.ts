@@ -29,7 +29,6 @@ const GLOBAL_PATHS = new Set(['/health', '/ready']);
 export async function buildWeb(services: Services, options: WebOptions = {}): Promise<FastifyInstance> {
   const app = Fastify({
     ...(options.logger ? { loggerInstance: options.logger } : { logger: false }),
-    disableRequestLogging: true,
     trustProxy: true,
     bodyLimit: 1024 * 1024,
     return503OnClosing: true,

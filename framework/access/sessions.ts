@@ -1,0 +1,53 @@
+import type { FastifyReply, FastifyRequest } from 'fastify';
+import { CompiledQuery } from 'kysely';
+import type { TxContext } from '../context/tx.ts';
+import type { Config } from '../config/schema.ts';
+import { hashSecret, newSessionId, sessionCookie } from './session-cookie.ts';
+
+export const SESSION_LIFETIME_DAYS = 30;
+export const SESSION_MAX_DAYS = 90;
+
+/**
+ * Opens a session for a user of the transaction's tenant: a fresh 256-bit id every time, only its
+ * SHA-256 stored, user agent and address recorded once. Login and single sign-on both use this.
+ */
+export async function openSession(ctx: TxContext, userId: string, request: Pick<FastifyRequest, 'headers' | 'ip'>): Promise<string> {
+  const rawId = newSessionId();
+  await ctx.db.executeQuery(
+    CompiledQuery.raw(
+      `insert into sessions (id_hash, user_id, expires_at, user_agent, ip)
+       values ($1, $2, now() + interval '${SESSION_LIFETIME_DAYS} days', $3, $4)`,
+      [hashSecret(rawId), userId, String(request.headers['user-agent'] ?? '').slice(0, 500), request.ip ?? ''],
+    ),
+  );
+  return rawId;
+}
+
+export function setSessionCookie(reply: FastifyReply, config: Config, rawId: string): void {
+  const { name, secure } = sessionCookie(config);
+  reply.setCookie(name, rawId, {
+    path: '/',
+    httpOnly: true,
+    sameSite: 'lax',
+    secure,
+    maxAge: SESSION_MAX_DAYS * 24 * 3600,
+  });
+}
+
+export function clearSessionCookie(reply: FastifyReply, config: Config): void {
+  const { name, secure } = sessionCookie(config);
+  reply.clearCookie(name, { path: '/', httpOnly: true, sameSite: 'lax', secure });
+}
+
+/** Ends sessions of a user in the transaction's tenant, optionally keeping one. */
+export async function endSessions(ctx: TxContext, userId: string, options: { keepSessionId?: string } = {}): Promise<number> {
+  const result = await ctx.db.executeQuery(
+    CompiledQuery.raw(
+      options.keepSessionId
+        ? 'delete from sessions where user_id = $1 and id <> $2'
+        : 'delete from sessions where user_id = $1',
+      options.keepSessionId ? [userId, options.keepSessionId] : [userId],
+    ),
+  );
+  return Number(result.numAffectedRows ?? 0);
+}

@@ -1,0 +1,100 @@
+import { randomUUID } from 'node:crypto';
+import supertest from 'supertest';
+import { CompiledQuery } from 'kysely';
+import { buildApp, type App, type Role } from '../../framework/app.ts';
+import type { ModuleDefinition } from '../../framework/entity/define.ts';
+import type { Config } from '../../framework/config/schema.ts';
+import type { TenantRef } from '../../framework/context/tenant.ts';
+import type { Mailer } from '../../framework/mail/mailer.ts';
+import { createTenant } from '../../framework/tenancy/create-tenant.ts';
+import { hashSecret, newSessionId, sessionCookie } from '../../framework/access/session-cookie.ts';
+import { allModules } from '../../modules/index.ts';
+import { testkitModule } from './testkit-module.ts';
+import { createTestDatabase } from './database.ts';
+import { testConfig } from './config.ts';
+
+export const OPERATOR_HOST = 'operator.localhost';
+
+export interface TestApp extends App {
+  databaseUrl: string;
+  config: Config;
+  operator: TenantRef;
+  /** supertest against the app, with the Host header of the given host (default: the operator's). */
+  http(host?: string): ReturnType<typeof hostAgent>;
+}
+
+function hostAgent(app: App, host: string) {
+  const agent = supertest(app.web!.server);
+  const withHost = <T extends { set(name: string, value: string): T }>(req: T) => req.set('Host', host);
+  return {
+    get: (url: string) => withHost(agent.get(url)),
+    post: (url: string) => withHost(agent.post(url)),
+    put: (url: string) => withHost(agent.put(url)),
+    patch: (url: string) => withHost(agent.patch(url)),
+    delete: (url: string) => withHost(agent.delete(url)),
+    head: (url: string) => withHost(agent.head(url)),
+  };
+}
+
+export interface TestAppOptions {
+  modules?: readonly ModuleDefinition[];
+  config?: Config;
+  role?: Role;
+  databaseUrl?: string;
+  startWorker?: boolean;
+  mailer?: Mailer;
+}
+
+/** Builds the app on a fresh database (or a given one) with the installation's modules plus the test kit. */
+export async function startTestApp(options: TestAppOptions = {}): Promise<TestApp> {
+  const databaseUrl = options.databaseUrl ?? (await createTestDatabase());
+  const config = options.config ?? testConfig();
+  const app = await buildApp({
+    config,
+    modules: options.modules ?? [...allModules, testkitModule],
+    databaseUrl,
+    role: options.role ?? 'web',
+    startWorker: options.startWorker ?? false,
+    scheduleJobs: false,
+    ...(options.mailer ? { mailer: options.mailer } : {}),
+  });
+  await app.web?.ready();
+  const { rows } = await app.services.db.pool.query<{ id: string; slug: string }>('select id, slug from tenants where is_operator');
+  const operator = { id: rows[0]!.id, slug: rows[0]!.slug, isOperator: true };
+  return { ...app, databaseUrl, config, operator, http: (host = OPERATOR_HOST) => hostAgent(app, host) };
+}
+
+/** Creates a customer tenant with one primary host, as the tenant module would. */
+export async function createCustomer(app: TestApp, slug: string, host = `${slug}.localhost`): Promise<TenantRef> {
+  return app.services.transactions.run(app.operator, (ctx) => createTenant(ctx, app.services, { slug, name: `Customer ${slug}`, host }));
+}
+
+export interface SignedIn {
+  userId: string;
+  email: string;
+  cookie: string;
+  rawSessionId: string;
+}
+
+/**
+ * Inserts an active user holding a role with exactly these permissions, and a session for them,
+ * straight into the tenant's tables; returns the Cookie header value a client would send.
+ */
+export async function signInAs(app: TestApp, tenant: TenantRef, permissions: string[], options: { email?: string } = {}): Promise<SignedIn> {
+  const email = options.email ?? `${randomUUID().slice(0, 8)}@example.test`;
+  const role = `r${randomUUID().replaceAll('-', '').slice(0, 12)}`;
+  const rawSessionId = newSessionId();
+  const userId = await app.services.transactions.run(tenant, async (ctx) => {
+    await ctx.db.executeQuery(CompiledQuery.raw('insert into roles (name, permissions) values ($1, $2)', [role, permissions]));
+    const user = await ctx.db.executeQuery<{ id: string }>(
+      CompiledQuery.raw(`insert into users (email, display_name, status, roles) values ($1, $2, 'active', $3) returning id`, [email, 'Test User', [role]]),
+    );
+    const id = user.rows[0]!.id;
+    await ctx.db.executeQuery(
+      CompiledQuery.raw(`insert into sessions (id_hash, user_id, expires_at) values ($1, $2, now() + interval '30 days')`, [hashSecret(rawSessionId), id]),
+    );
+    return id;
+  });
+  const { name } = sessionCookie(app.config);
+  return { userId, email, rawSessionId, cookie: `${name}=${rawSessionId}` };
+}
