@@ -7,5 +7,14 @@ export const userModule = defineModule({
     { name: 'user:read', description: 'User list and reads; the Users navigation entry' },
     { name: 'user:manage', description: 'Invite, create, update, delete users; set their password and roles; deactivate' },
   ],
-  events: ['user.password_set', 'user.invited'],
+  // The seven user events: the entity's three plus the four of its flows.
+  events: [
+    'user.created',
+    'user.updated',
+    'user.deleted',
+    'user.invited',
+    'user.password_set',
+    'user.roles_set',
+    'user.deactivated',
+  ],
 });
