@@ -1,0 +1,56 @@
+import argon2 from 'argon2';
+import { problem } from '../../framework/errors.ts';
+
+/**
+ * argon2id at OWASP's minimum (19 MiB, two passes, one lane). Raising these later is safe:
+ * verification reads the parameters from each stored hash.
+ */
+export const ARGON2_OPTIONS = { type: argon2.argon2id, memoryCost: 19456, timeCost: 2, parallelism: 1 } as const;
+
+/**
+ * Password policy: 8 to 1024 characters, nothing else. Length is what resists guessing; the upper
+ * bound only keeps a single request from costing more than hashing any ordinary password.
+ */
+export const PASSWORD_MIN_LENGTH = 8;
+export const PASSWORD_MAX_LENGTH = 1024;
+
+/**
+ * A hash of a random secret nobody knows, made with ARGON2_OPTIONS. Verifying against it when an
+ * address matches no usable account costs what a real verification costs, so timing does not
+ * tell whether an address exists.
+ */
+export const DUMMY_HASH = '$argon2id$v=19$m=19456,p=1,t=2$u/EpxtZW8yWAZ0cUlAogtw$KLBHGDodgatFp30YuFsX1s7AgC/aVFeRNZHXj9snJ9A';
+
+/** Returns the first broken policy rule as a sentence, or undefined. */
+export function passwordPolicyViolation(plain: string): string | undefined {
+  const length = [...plain].length;
+  if (length < PASSWORD_MIN_LENGTH) return `a password has at least ${PASSWORD_MIN_LENGTH} characters`;
+  if (length > PASSWORD_MAX_LENGTH) return `a password has at most ${PASSWORD_MAX_LENGTH} characters`;
+  return undefined;
+}
+
+/** Throws 422 VALIDATION_FAILED pointing at the given body field when the policy is broken. */
+export function assertPasswordPolicy(plain: string, pointer = '/body/password'): void {
+  const violation = passwordPolicyViolation(plain);
+  if (violation) throw problem('VALIDATION_FAILED', violation, { errors: [{ pointer, message: violation }] });
+}
+
+export function hashPassword(plain: string): Promise<string> {
+  return argon2.hash(plain, ARGON2_OPTIONS);
+}
+
+/**
+ * True when plain matches hash. A missing or malformed hash verifies against DUMMY_HASH instead,
+ * so the caller pays the same cost and gets false.
+ */
+export async function verifyPassword(hash: string | null | undefined, plain: string): Promise<boolean> {
+  if (!hash || !hash.startsWith('$argon2')) {
+    await argon2.verify(DUMMY_HASH, plain).catch(() => false);
+    return false;
+  }
+  try {
+    return await argon2.verify(hash, plain);
+  } catch {
+    return false;
+  }
+}
