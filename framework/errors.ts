@@ -26,6 +26,9 @@ export const PROBLEMS = {
   ROLE_UNKNOWN: { status: 422, title: 'Unknown role' },
   PAYLOAD_TOO_LARGE: { status: 413, title: 'Payload too large' },
   UNSUPPORTED_MEDIA_TYPE: { status: 415, title: 'Unsupported media type' },
+  OIDC_STATE_INVALID: { status: 400, title: 'Single sign-on state missing, tampered or expired' },
+  OIDC_REFUSED: { status: 401, title: 'Single sign-on refused' },
+  OIDC_ISSUER_UNAVAILABLE: { status: 502, title: 'Identity provider unavailable' },
   NOT_READY: { status: 503, title: 'Not ready' },
   INTERNAL: { status: 500, title: 'Internal error' },
 } as const satisfies Record<string, { status: number; title: string }>;
