@@ -24,7 +24,10 @@ export function loadConfig(file = 'config.yaml', env: NodeJS.ProcessEnv = proces
   try {
     raw = parseYaml(text) ?? {};
   } catch (err) {
-    throw new ConfigError(`${file}: not valid YAML (${(err as Error).message.split('\n')[0]})`);
+    const at = (err as { linePos?: { line: number; col: number }[] }).linePos?.[0];
+    const where = at ? ` at line ${at.line}, column ${at.col}` : '';
+    const reason = (err as Error).message.split('\n')[0]!.replace(/ at line \d+, column \d+:?$/, '');
+    throw new ConfigError(`${file}: not valid YAML${where} (${reason})`);
   }
   if (typeof raw !== 'object' || raw === null || Array.isArray(raw)) {
     throw new ConfigError(`${file}: the top level must be a mapping of sections`);
@@ -42,9 +45,9 @@ export function validateConfig(raw: Record<string, unknown>, file: string, env: 
   }
   const merged = applyEnvOverrides(structuredClone(raw), env, file);
   const withDefaults = Value.Default(ConfigSchema, merged);
-  const firstError = [...compiled.Errors(withDefaults)][0];
-  if (firstError) {
-    throw new ConfigError(`${file}: ${describeError(firstError)}`);
+  const errors = [...compiled.Errors(withDefaults)] as SchemaIssue[];
+  if (errors.length > 0) {
+    throw new ConfigError(`${file}: ${describeError(errors)}`);
   }
   const config = withDefaults as Config;
   const broken = checkConfigRules(config);
@@ -52,13 +55,44 @@ export function validateConfig(raw: Record<string, unknown>, file: string, env: 
   return config;
 }
 
-function describeError(error: { instancePath: string; message: string; keyword: string; params: unknown }): string {
-  if (error.keyword === 'additionalProperties') {
-    const extra = (error.params as { additionalProperties?: string[] }).additionalProperties ?? [];
-    const where = keyOf(error.instancePath);
-    return `${extra.map((k) => (where ? `${where}.${k}` : k)).join(', ')} is not a known key`;
+interface SchemaIssue {
+  instancePath: string;
+  schemaPath: string;
+  message: string;
+  keyword: string;
+  params: Record<string, unknown>;
+}
+
+const ARTICLE: Record<string, string> = { integer: 'an integer', string: 'a string', boolean: 'true or false', object: 'a mapping', number: 'a number' };
+
+/** One sentence naming the key and the rule it breaks; values are never echoed, since some are secrets. */
+function describeError(errors: SchemaIssue[]): string {
+  const first = errors[0]!;
+  const key = keyOf(first.instancePath) || '(top level)';
+  const unknownKey = first.keyword === 'boolean' && first.schemaPath.endsWith('/additionalProperties');
+  if (unknownKey) return `${key} is not a known key`;
+  switch (first.keyword) {
+    case 'additionalProperties': {
+      const extra = (first.params.additionalProperties as string[] | undefined) ?? [];
+      const where = keyOf(first.instancePath);
+      return `${extra.map((k) => (where ? `${where}.${k}` : k)).join(', ')} is not a known key`;
+    }
+    case 'const': {
+      // A union of literals reports one issue per allowed value.
+      const allowed = errors.filter((e) => e.instancePath === first.instancePath && e.keyword === 'const').map((e) => String(e.params.allowedValue));
+      return `${key} must be one of ${allowed.join(', ')}`;
+    }
+    case 'type':
+      return `${key} must be ${ARTICLE[String(first.params.type)] ?? String(first.params.type)}`;
+    case 'minimum':
+      return `${key} must be at least ${String(first.params.limit)}`;
+    case 'maximum':
+      return `${key} must be at most ${String(first.params.limit)}`;
+    case 'minLength':
+      return first.params.limit === 1 ? `${key} must not be empty` : `${key} must be at least ${String(first.params.limit)} characters`;
+    default:
+      return `${key} ${first.message}`;
   }
-  return `${keyOf(error.instancePath) || '(top level)'} ${error.message}`;
 }
 
 function keyOf(instancePath: string): string {

@@ -36,3 +36,15 @@ export function checkConfigRules(config: Config): string | undefined {
   }
   return undefined;
 }
+
+/**
+ * Origin of links sent to people (mailed set-password links and the like) for a tenant host:
+ * https unless the host is local. A local host is reached directly, so its link carries the
+ * server's port; a public host sits behind a TLS-terminating proxy on the default port.
+ */
+export function publicOrigin(host: string, serverPort: number): string {
+  // Stored tenant hosts never carry a port (tenant_hosts check constraint).
+  const name = host.toLowerCase();
+  if (!isLocalHost(name)) return `https://${name}`;
+  return serverPort === 80 || serverPort === 0 ? `http://${name}` : `http://${name}:${serverPort}`;
+}
