@@ -1,4 +1,4 @@
-import { isLocalHost } from '../../framework/config/rules.ts';
+import { publicOrigin } from '../../framework/config/rules.ts';
 import type { Services } from '../../framework/services.ts';
 import { problem } from '../../framework/errors.ts';
 
@@ -16,10 +16,13 @@ export async function primaryHost(services: Services, tenantId: string): Promise
   return host;
 }
 
-/** An absolute URL for a path on the tenant's primary host: https unless the host is a local name. */
+/**
+ * An absolute URL for a path on the tenant's primary host: https unless the host is a local name
+ * (then plain http on the server's own port, see publicOrigin).
+ */
 export async function tenantUrl(services: Services, tenantId: string, path: string): Promise<string> {
   const host = await primaryHost(services, tenantId);
-  return `${isLocalHost(host) ? 'http' : 'https'}://${host}${path}`;
+  return `${publicOrigin(host, services.config.server.port)}${path}`;
 }
 
 /** The mailed set-password link, the only place the raw token ever appears. */
