@@ -17,7 +17,7 @@ export class MigrationError extends Error {
 }
 
 // One fixed key for the whole installation: every process serialises on it.
-const LOCK_KEY = 7_265_441_001;
+export const MIGRATION_LOCK_KEY = 7_265_441_001;
 
 /**
  * Applies pending SQL files of every owner, in owner order then file name order, behind an
@@ -28,7 +28,7 @@ export async function runMigrations(pool: pg.Pool, sources: MigrationSource[]): 
   const client = await pool.connect();
   const applied: AppliedMigration[] = [];
   try {
-    await client.query('select pg_advisory_lock($1)', [LOCK_KEY]);
+    await client.query('select pg_advisory_lock($1)', [MIGRATION_LOCK_KEY]);
     await client.query(`create table if not exists migration_history (
       owner text not null,
       name text not null,
@@ -54,7 +54,7 @@ export async function runMigrations(pool: pg.Pool, sources: MigrationSource[]): 
       }
     }
   } finally {
-    await client.query('select pg_advisory_unlock($1)', [LOCK_KEY]).catch(() => {});
+    await client.query('select pg_advisory_unlock($1)', [MIGRATION_LOCK_KEY]).catch(() => {});
     client.release();
   }
   return applied;
