@@ -1,6 +1,6 @@
 import type { Static, TObject, TProperties, TSchema } from 'typebox';
 import type { FastifyReply, FastifyRequest } from 'fastify';
-import type { TxContext } from '../context/tx.ts';
+import type { SessionInfo, TxContext } from '../context/tx.ts';
 import type { Services } from '../services.ts';
 import type { Config } from '../config/schema.ts';
 
@@ -115,8 +115,8 @@ export interface RouteDefinition<S extends RouteSchemas = RouteSchemas> {
   description?: string;
   tags?: readonly string[];
   access: Access;
-  /** 'tenant' (default) runs the handler in a tenant transaction; 'none' leaves transactions to the handler. */
-  transaction?: 'tenant' | 'none';
+  /** 'tenant' (default) runs the handler in a tenant transaction; see NoTxRouteDefinition for 'none'. */
+  transaction?: 'tenant';
   schema: S;
   publishes?: readonly string[];
   /** Answers also on hosts with no tenant (only the probes). */
@@ -126,7 +126,8 @@ export interface RouteDefinition<S extends RouteSchemas = RouteSchemas> {
 
 export interface NoTxRouteDefinition<S extends RouteSchemas = RouteSchemas> extends Omit<RouteDefinition<S>, 'handler' | 'transaction'> {
   transaction: 'none';
-  handler(ctx: RouteContext<S>): Promise<unknown>;
+  /** session: resolved (and guarded) in a short transaction of its own when access is signedIn or a permission; else null. */
+  handler(ctx: RouteContext<S> & { session: SessionInfo | null }): Promise<unknown>;
 }
 
 export type AnyRoute = RouteDefinition<RouteSchemas> | NoTxRouteDefinition<RouteSchemas>;

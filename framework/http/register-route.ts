@@ -1,11 +1,14 @@
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
-import type { AnyRoute, RouteDefinition } from '../entity/define.ts';
+import type { AnyRoute, NoTxRouteDefinition, RouteDefinition } from '../entity/define.ts';
 import type { ResolvedEntity } from '../entity/resolve.ts';
 import type { Services } from '../services.ts';
 import { authorize, needsSession, refuseOperatorOutsideOperatorTenant } from '../access/guard.ts';
 import { hashSecret, sessionCookie } from '../access/session-cookie.ts';
 import { problem } from '../errors.ts';
 import { problemResponses } from '../openapi/problem-schema.ts';
+
+/** Routes whose caller must be checked: signed in or holding a permission. */
+const needsGuard = (access: AnyRoute['access']): boolean => access !== 'public' && access !== 'optional';
 
 const noTenant = (): never => {
   throw problem('NO_SITE');
@@ -48,9 +51,23 @@ export function registerRoute(app: FastifyInstance, services: Services, route: A
         reply,
         services,
       };
-      if (route.transaction === 'none') return (route as { handler(ctx: typeof base): Promise<unknown> }).handler(base);
       const rawId = needsSession(route.access) ? request.cookies[cookie.name] : undefined;
       const sessionHash = rawId ? hashSecret(rawId) : undefined;
+      if (route.transaction === 'none') {
+        // The guard still applies: a short transaction of its own resolves the session and its
+        // permissions before the handler runs (e.g. an upload streams with no transaction open).
+        const session = needsGuard(route.access)
+          ? await services.transactions.run(
+              tenant,
+              async (tx) => {
+                authorize(route.access, tx.session);
+                return tx.session;
+              },
+              { ...(sessionHash ? { sessionHash } : {}) },
+            )
+          : null;
+        return (route as NoTxRouteDefinition).handler({ ...base, session });
+      }
       return services.transactions.run(
         tenant,
         async (tx) => {
