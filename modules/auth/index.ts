@@ -1,4 +1,5 @@
 import { defineModule } from '../../framework/entity/define.ts';
+import { oidcRoutes } from './oidc/routes.ts';
 
 export const authModule = defineModule({
   name: 'auth',
@@ -12,4 +13,5 @@ export const authModule = defineModule({
     'auth.password_reset',
     'auth.role_set',
   ],
+  routes: oidcRoutes,
 });
