@@ -2,6 +2,7 @@ import { chmodSync, mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { createServer } from 'node:net';
+import pg from 'pg';
 import type { TestProject } from 'vitest/node';
 import { startEmbeddedPostgres, type EmbeddedServer } from '../../framework/db/embedded.ts';
 
@@ -22,6 +23,23 @@ async function freePort(): Promise<number> {
 }
 
 /**
+ * The restricted role is cluster-wide while test databases are per file: created once here, so
+ * files migrating their own databases in parallel do not race to create and grant it.
+ */
+async function createClusterRole(adminUrl: string): Promise<void> {
+  const client = new pg.Client({ connectionString: adminUrl });
+  await client.connect();
+  try {
+    await client.query(`do $$ begin
+      if not exists (select 1 from pg_roles where rolname = 'tenantry_app') then create role tenantry_app nologin nobypassrls; end if;
+    end $$`);
+    await client.query('grant tenantry_app to current_user');
+  } finally {
+    await client.end();
+  }
+}
+
+/**
  * One PostgreSQL for the whole run: TEST_DATABASE_URL (a server where we may create databases),
  * or an embedded server in a temporary directory. Each test file creates its own database on it.
  */
@@ -36,6 +54,7 @@ export default async function setup(project: TestProject): Promise<() => Promise
   chmodSync(dir, 0o755);
   let server: EmbeddedServer | undefined;
   server = await startEmbeddedPostgres({ dir: join(dir, 'data'), port: await freePort() });
+  await createClusterRole(server.adminUrl);
   project.provide('pgAdminUrl', server.adminUrl);
   return async () => {
     await server?.stop();
