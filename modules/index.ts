@@ -1,8 +1,9 @@
 import type { ModuleDefinition } from '../framework/entity/define.ts';
 import { authModule } from './auth/index.ts';
 import { userModule } from './user/index.ts';
+import { tenantModule } from './tenant/index.ts';
 
 /** The installation's modules, in migration order (framework migrations always run first). */
-export const coreModules: readonly ModuleDefinition[] = [userModule, authModule];
+export const coreModules: readonly ModuleDefinition[] = [userModule, authModule, tenantModule];
 
 export const allModules: readonly ModuleDefinition[] = [...coreModules];

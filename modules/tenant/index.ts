@@ -1,0 +1,15 @@
+import { defineModule } from '../../framework/entity/define.ts';
+import { tenantRoutes } from './tenant.routes.ts';
+
+/**
+ * The control plane: customers, their hosts, suspension and the first administrator. Every route
+ * needs tenant:manage, an operator permission: refused (403 AUTH_NOT_OPERATOR) at every tenant
+ * but the operator's. The operator tenant's seeded admin role holds it through the wildcard.
+ */
+export const tenantModule = defineModule({
+  name: 'tenant',
+  description: 'Customers, their hosts, suspension, first administrator',
+  permissions: [{ name: 'tenant:manage', description: 'Tenant routes and the Tenants navigation entry', operator: true }],
+  events: ['tenant.created', 'tenant.host_added', 'tenant.suspended'],
+  routes: tenantRoutes,
+});

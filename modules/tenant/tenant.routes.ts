@@ -1,0 +1,135 @@
+import { CompiledQuery, sql } from 'kysely';
+import { defineRoute, entity, type AnyRoute } from '../../framework/entity/define.ts';
+import { resolveEntity } from '../../framework/entity/resolve.ts';
+import { createTenant, withinTenant } from '../../framework/tenancy/create-tenant.ts';
+import { EVICT_TENANT_SQL } from '../../framework/context/host-cache.ts';
+import { problem } from '../../framework/errors.ts';
+import { user } from '../user/user.entity.ts';
+import { inviteUser } from '../user/invite.ts';
+import { AddHostBody, CreateTenantBody, InviteAdminBody, Tenant, TenantIdParams, TenantList, TenantListQuery } from './tenant.schemas.ts';
+import { hostOwner, listTenants, readTenant, tenantRef } from './tenant-store.ts';
+import { normaliseHostName } from './host-name.ts';
+
+const BASE = '/api/v1/tenant/tenants';
+const access = { permission: 'tenant:manage' };
+const tags = ['tenant'];
+const UserRow = resolveEntity(entity(user)).schemas.row;
+
+// Every route answers only after its transaction committed, and the commit does not depend on
+// the answer arriving: a client that hangs up mid-request still gets its write.
+
+const hostTaken = (host: string) =>
+  problem('ALREADY_EXISTS', `host ${host} already belongs to a tenant`, { extensions: { field: 'host' } });
+
+export const tenantRoutes: readonly AnyRoute[] = [
+  defineRoute({
+    method: 'GET',
+    url: BASE,
+    operationId: 'tenant-tenant-list',
+    summary: 'List tenants',
+    description: 'Every tenant, with its status and hosts, oldest first; paged with limit/offset.',
+    tags,
+    access,
+    schema: { querystring: TenantListQuery, response: { 200: TenantList } },
+    handler: async ({ tx, query }) => ({ ...(await listTenants(tx, query)), limit: query.limit, offset: query.offset }),
+  }),
+  defineRoute({
+    method: 'POST',
+    url: BASE,
+    operationId: 'tenant-tenant-create',
+    summary: 'Create a tenant',
+    description:
+      'Creates the tenant, its first host (primary) and its seeded roles (admin holding *, member holding nothing, plus the installation’s default roles), and runs every module’s creation hook, all in one transaction: if any step fails, no tenant exists. A taken slug or host is 409 ALREADY_EXISTS. Publishes tenant.created.',
+    tags,
+    access,
+    publishes: ['tenant.created'],
+    schema: { body: CreateTenantBody, response: { 201: Tenant } },
+    handler: async ({ tx, body, services, reply }) => {
+      const host = normaliseHostName(body.host);
+      const slugTaken = await sql`select 1 from tenants where slug = ${body.slug}`.execute(tx.db);
+      if (slugTaken.rows.length > 0) throw problem('ALREADY_EXISTS', `slug ${body.slug} is taken`, { extensions: { field: 'slug' } });
+      if (await hostOwner(tx, host)) throw hostTaken(host);
+      const created = await createTenant(tx, services, { slug: body.slug, name: body.name.trim(), host });
+      tx.publish('tenant.created', { id: created.id, slug: created.slug });
+      reply.code(201).header('location', `${BASE}/${created.id}`);
+      return readTenant(tx, created.id);
+    },
+  }),
+  defineRoute({
+    method: 'GET',
+    url: `${BASE}/:id`,
+    operationId: 'tenant-tenant-read',
+    summary: 'Read a tenant',
+    tags,
+    access,
+    schema: { params: TenantIdParams, response: { 200: Tenant } },
+    handler: ({ tx, params }) => readTenant(tx, params.id),
+  }),
+  defineRoute({
+    method: 'POST',
+    url: `${BASE}/:id/hosts`,
+    operationId: 'tenant-tenant-add-host',
+    summary: 'Add a host to a tenant',
+    description:
+      'The new host is not primary unless "primary": true is sent; then it becomes the primary and the previous primary stays as a plain host. A host that belongs to any tenant, this one included, is 409 ALREADY_EXISTS. Publishes tenant.host_added.',
+    tags,
+    access,
+    publishes: ['tenant.host_added'],
+    schema: { params: TenantIdParams, body: AddHostBody, response: { 201: Tenant } },
+    handler: async ({ tx, params, body, reply }) => {
+      const tenant = await readTenant(tx, params.id, { lock: true });
+      const host = normaliseHostName(body.host);
+      if (await hostOwner(tx, host)) throw hostTaken(host);
+      const primary = body.primary === true;
+      if (primary) await sql`update tenant_hosts set is_primary = false where tenant_id = ${tenant.id} and is_primary`.execute(tx.db);
+      await sql`insert into tenant_hosts (host, tenant_id, is_primary) values (${host}, ${tenant.id}, ${primary})`.execute(tx.db);
+      await sql`update tenants set updated_at = now() where id = ${tenant.id}`.execute(tx.db);
+      tx.publish('tenant.host_added', { id: tenant.id, host, primary });
+      reply.code(201);
+      return readTenant(tx, tenant.id);
+    },
+  }),
+  defineRoute({
+    method: 'POST',
+    url: `${BASE}/:id/invite`,
+    operationId: 'tenant-tenant-invite',
+    summary: 'Invite a tenant’s administrator',
+    description:
+      'Creates an invited user holding the role admin in that tenant and publishes user.invited there, on which the worker mails the set-password link built on the tenant’s primary host. Meant for the first administrator; may be repeated for another address. An address already present in the tenant is 409 ALREADY_EXISTS; a suspended tenant is 409 INVALID_STATE.',
+    tags,
+    access,
+    publishes: ['user.invited'],
+    schema: { params: TenantIdParams, body: InviteAdminBody, response: { 201: UserRow } },
+    handler: async ({ tx, params, body, reply }) => {
+      const tenant = await readTenant(tx, params.id, { lock: true });
+      if (tenant.status === 'suspended') throw problem('INVALID_STATE', 'a suspended tenant cannot be given an administrator');
+      const invited = await withinTenant(tx, tenantRef(tenant), (inner) =>
+        inviteUser(inner, { email: body.email, displayName: body.displayName, roles: ['admin'] }),
+      );
+      reply.code(201);
+      return invited;
+    },
+  }),
+  defineRoute({
+    method: 'POST',
+    url: `${BASE}/:id/suspend`,
+    operationId: 'tenant-tenant-suspend',
+    summary: 'Suspend a tenant',
+    description:
+      'The tenant’s hosts answer 404 NO_SITE from now on, in every process: the hosts leave every resolution cache when the suspension commits. Suspending a suspended tenant changes nothing and publishes nothing. The operator tenant cannot be suspended (409 INVALID_STATE). Publishes tenant.suspended.',
+    tags,
+    access,
+    publishes: ['tenant.suspended'],
+    schema: { params: TenantIdParams, response: { 200: Tenant } },
+    handler: async ({ tx, params }) => {
+      const tenant = await readTenant(tx, params.id, { lock: true });
+      if (tenant.isOperator) throw problem('INVALID_STATE', 'the operator tenant cannot be suspended');
+      if (tenant.status === 'suspended') return tenant;
+      await sql`update tenants set status = 'suspended', updated_at = now() where id = ${tenant.id}`.execute(tx.db);
+      // NOTIFY is delivered on commit, to every process's resolver, this one included.
+      await tx.db.executeQuery(CompiledQuery.raw(EVICT_TENANT_SQL, [tenant.id]));
+      tx.publish('tenant.suspended', { id: tenant.id });
+      return readTenant(tx, tenant.id);
+    },
+  }),
+];

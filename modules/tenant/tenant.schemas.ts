@@ -1,0 +1,77 @@
+import Type from 'typebox';
+import { PAGE_LIMIT_DEFAULT, PAGE_LIMIT_MAX } from '../../framework/entity/resolve.ts';
+
+const HostName = Type.String({
+  minLength: 1,
+  maxLength: 253,
+  description: 'A host name without scheme, port or path, e.g. acme.example.com. Stored lower-cased; a host belongs to one tenant only.',
+});
+
+export const TenantHost = Type.Object(
+  {
+    host: Type.String(),
+    primary: Type.Boolean({ description: 'The host mailed links are built on; exactly one per tenant.' }),
+  },
+  { additionalProperties: false },
+);
+
+export const Tenant = Type.Object(
+  {
+    id: Type.String({ format: 'uuid' }),
+    slug: Type.String(),
+    name: Type.String(),
+    status: Type.Union([Type.Literal('active'), Type.Literal('suspended')], {
+      description: 'active: served on its hosts. suspended: its hosts answer 404 NO_SITE to everybody.',
+    }),
+    isOperator: Type.Boolean({ description: 'True for the one operator tenant, the only one whose roles may hold operator permissions.' }),
+    hosts: Type.Array(TenantHost, { description: 'Primary host first, then in the order they were added.' }),
+    createdAt: Type.String({ format: 'date-time' }),
+    updatedAt: Type.String({ format: 'date-time' }),
+  },
+  { additionalProperties: false, title: 'Tenant' },
+);
+
+export const TenantList = Type.Object(
+  {
+    items: Type.Array(Tenant),
+    total: Type.Integer({ minimum: 0, description: 'Tenants in all, across all pages.' }),
+    limit: Type.Integer(),
+    offset: Type.Integer(),
+  },
+  { additionalProperties: false },
+);
+
+export const TenantListQuery = Type.Object(
+  {
+    limit: Type.Integer({ minimum: 1, maximum: PAGE_LIMIT_MAX, default: PAGE_LIMIT_DEFAULT, description: 'Page size.' }),
+    offset: Type.Integer({ minimum: 0, default: 0, description: 'Rows to skip.' }),
+  },
+  { additionalProperties: false },
+);
+
+export const TenantIdParams = Type.Object({ id: Type.String({ description: 'Tenant id (UUID)' }) });
+
+export const CreateTenantBody = Type.Object(
+  {
+    slug: Type.String({ pattern: '^[a-z0-9][a-z0-9-]{0,62}$', description: 'Short unique name: lower-case letters, digits and dashes, at most 63.' }),
+    name: Type.String({ minLength: 1, maxLength: 200 }),
+    host: HostName,
+  },
+  { additionalProperties: false },
+);
+
+export const AddHostBody = Type.Object(
+  {
+    host: HostName,
+    primary: Type.Optional(Type.Boolean({ default: false, description: 'Make this the primary host (the previous primary stays, as a plain host). False unless asked.' })),
+  },
+  { additionalProperties: false },
+);
+
+export const InviteAdminBody = Type.Object(
+  {
+    email: Type.String({ format: 'email', minLength: 3, maxLength: 320 }),
+    displayName: Type.Optional(Type.String({ maxLength: 200 })),
+  },
+  { additionalProperties: false },
+);
