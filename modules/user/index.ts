@@ -1,4 +1,8 @@
-import { defineModule } from '../../framework/entity/define.ts';
+import { defineModule, entity } from '../../framework/entity/define.ts';
+import { user } from './user.entity.ts';
+import { invitationRoute } from './invitation.routes.ts';
+import { invitationMail } from './invitation-mail.ts';
+import './users-table.ts';
 
 export const userModule = defineModule({
   name: 'user',
@@ -17,4 +21,7 @@ export const userModule = defineModule({
     'user.roles_set',
     'user.deactivated',
   ],
+  entities: [entity(user)],
+  routes: [invitationRoute],
+  subscriptions: [invitationMail],
 });

@@ -1,0 +1,48 @@
+import { sql } from 'kysely';
+import type { SubscriptionDefinition } from '../../framework/entity/define.ts';
+import { mintSetPasswordToken, TOKEN_LIFETIME_HOURS } from '../auth/set-password-tokens.ts';
+import { setPasswordLink } from '../auth/links.ts';
+import { isUuid } from '../../framework/operations/entity-ops.ts';
+
+/**
+ * On user.invited: mints the person's set-password token and mails the link, built on the
+ * tenant's primary host. Runs in the worker inside the event's tenant transaction, so a failing
+ * mail server rolls the token back and the delivery is retried. Nobody who already has a
+ * password is sent a link, and an invitation whose link the admin-invite command already
+ * handed out is left alone (a second token would void the printed one).
+ */
+export const invitationMail: SubscriptionDefinition = {
+  name: 'user-invitation-mail',
+  event: 'user.invited',
+  async handle(ctx, event, services) {
+    if (event.payload.via === 'admin-invite') return;
+    const id = String(event.payload.id ?? '');
+    if (!isUuid(id)) return;
+    const { rows } = await sql<{ email: string; display_name: string; has_password: boolean; tenant_name: string }>`
+      select u.email, u.display_name, u.password_hash is not null as has_password, t.name as tenant_name
+        from users u join tenants t on t.id = u.tenant_id
+       where u.id = ${id}::uuid and u.deleted_at is null and u.status = 'invited'`.execute(ctx.db);
+    const person = rows[0];
+    if (!person || person.has_password) return;
+    const raw = await mintSetPasswordToken(ctx, id, 'invitation');
+    const link = await setPasswordLink(services, ctx.tenant.id, raw);
+    await services.mailer.send({
+      to: person.email,
+      subject: `You are invited to ${person.tenant_name}`,
+      text: invitationText({ name: person.display_name, tenant: person.tenant_name, link }),
+    });
+  },
+};
+
+export function invitationText(input: { name: string; tenant: string; link: string }): string {
+  const days = TOKEN_LIFETIME_HOURS.invitation / 24;
+  return [
+    `Hello${input.name ? ` ${input.name}` : ''},`,
+    '',
+    `You have been invited to ${input.tenant}. Choose your password here to sign in:`,
+    '',
+    input.link,
+    '',
+    `The link works once and expires in ${days} days. If you did not expect this invitation, ignore this message.`,
+  ].join('\n');
+}

@@ -1,0 +1,36 @@
+import { sql } from 'kysely';
+import type { TxContext } from '../../framework/context/tx.ts';
+import { problem } from '../../framework/errors.ts';
+
+/** Roles are stored trimmed, lower-cased, deduplicated and sorted, so equal sets compare equal. */
+export function normaliseRoles(roles: readonly string[]): string[] {
+  const cleaned = roles.map((r) => r.trim().toLowerCase());
+  if (cleaned.some((r) => r === '')) {
+    throw problem('VALIDATION_FAILED', 'a role name may not be empty', { errors: [{ pointer: '/body/roles', message: 'empty role name' }] });
+  }
+  return [...new Set(cleaned)].sort();
+}
+
+/** Refuses (422 ROLE_UNKNOWN) any role this tenant does not have; roles are a tenant's own rows. */
+export async function assertRolesExist(ctx: TxContext, roles: readonly string[]): Promise<void> {
+  if (roles.length === 0) return;
+  const { rows } = await sql<{ name: string }>`select name from roles where name = any(${[...roles]}::text[])`.execute(ctx.db);
+  const known = new Set(rows.map((r) => r.name));
+  const unknown = roles.filter((r) => !known.has(r));
+  if (unknown.length > 0) {
+    throw problem('ROLE_UNKNOWN', `no such role in this tenant: ${unknown.join(', ')}`, {
+      errors: [{ pointer: '/body/roles', message: `unknown role: ${unknown.join(', ')}` }],
+      extensions: { roles: unknown },
+    });
+  }
+}
+
+/** The sorted, normalised role set of an input, refused unless every role exists here. */
+export async function checkedRoles(ctx: TxContext, roles: readonly string[]): Promise<string[]> {
+  const normalised = normaliseRoles(roles);
+  await assertRolesExist(ctx, normalised);
+  return normalised;
+}
+
+export const sameRoles = (a: readonly string[], b: readonly string[]): boolean =>
+  a.length === b.length && a.every((role, i) => role === b[i]);

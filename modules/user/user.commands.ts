@@ -1,0 +1,74 @@
+import Type from 'typebox';
+import { sql } from 'kysely';
+import type { CommandDefinition } from '../../framework/entity/define.ts';
+import { problem } from '../../framework/errors.ts';
+import { assertPasswordPolicy, hashPassword, PASSWORD_MAX_LENGTH, PASSWORD_MIN_LENGTH } from '../auth/passwords.ts';
+import type { UserFields } from './user.fields.ts';
+import { checkedRoles, normaliseRoles, sameRoles } from './roles.ts';
+
+export const SetPasswordBody = Type.Object(
+  { password: Type.String({ minLength: PASSWORD_MIN_LENGTH, maxLength: PASSWORD_MAX_LENGTH, description: 'The new password; never stored or shown, only its argon2id hash is kept.' }) },
+  { additionalProperties: false },
+);
+
+export const RolesBody = Type.Object(
+  {
+    roles: Type.Array(Type.String({ minLength: 1, maxLength: 63 }), {
+      maxItems: 100,
+      description: 'The complete set of roles the user holds afterwards; each must exist in this tenant.',
+    }),
+  },
+  { additionalProperties: false },
+);
+
+/**
+ * invited → active and active → active both store a new hash and publish user.password_set (the
+ * same password again still counts as setting it); a deactivated user is refused with 409.
+ */
+export const setPassword: CommandDefinition<UserFields, typeof SetPasswordBody> = {
+  summary: 'Set a user’s password',
+  description:
+    'Stores the argon2id hash of the password and makes an invited user active. Setting it again, even to the same password, stores a new hash and publishes user.password_set again. Refused with 409 INVALID_STATE for a deactivated user.',
+  body: SetPasswordBody,
+  publishes: ['user.password_set'],
+  async run(ctx, row, body) {
+    if (row.status === 'deactivated') throw problem('INVALID_STATE', 'a deactivated user cannot be given a password');
+    assertPasswordPolicy(body.password);
+    const hash = await hashPassword(body.password);
+    await sql`update users set password_hash = ${hash}, updated_at = now() where id = ${row.id}`.execute(ctx.db);
+    ctx.publish('user.password_set', { id: row.id });
+    return { status: 'active' };
+  },
+};
+
+/** Replaces the role set; the same set in any order or spelling changes nothing and publishes nothing. */
+export const setRoles: CommandDefinition<UserFields, typeof RolesBody> = {
+  summary: 'Set the roles a user holds',
+  description:
+    'Sends the complete role set. Names are trimmed, lower-cased, deduplicated and sorted before they are stored; a name no role of this tenant has is refused with 422 ROLE_UNKNOWN. The same set in any order changes nothing and publishes nothing; a different set publishes user.roles_set.',
+  body: RolesBody,
+  publishes: ['user.roles_set'],
+  async run(ctx, row, body) {
+    const roles = await checkedRoles(ctx, body.roles);
+    const before = normaliseRoles(row.roles);
+    if (sameRoles(before, roles)) return;
+    ctx.publish('user.roles_set', { id: row.id, before, after: roles });
+    return { roles };
+  },
+};
+
+/**
+ * Stops sign-in at once (sessions of a non-active user resolve to nobody) and publishes
+ * user.deactivated, on which the sign-in area ends the person's sessions. Repeating changes nothing.
+ */
+export const deactivate: CommandDefinition<UserFields> = {
+  summary: 'Deactivate a user',
+  description:
+    'The person can no longer sign in, and their sessions stop counting immediately; the sign-in area deletes them when it handles user.deactivated. Deactivating a deactivated user changes nothing and publishes nothing. No body.',
+  publishes: ['user.deactivated'],
+  async run(ctx, row) {
+    if (row.status === 'deactivated') return;
+    ctx.publish('user.deactivated', { id: row.id });
+    return { status: 'deactivated' };
+  },
+};

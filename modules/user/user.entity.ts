@@ -1,0 +1,27 @@
+import { defineEntity } from '../../framework/entity/define.ts';
+import { userFields } from './user.fields.ts';
+import { deactivate, setPassword, setRoles } from './user.commands.ts';
+
+/**
+ * A person in one tenant. Status and roles belong to the commands, so create and PATCH refuse
+ * them and name the route that owns them; a user created here is invited (no password yet).
+ * The password hash lives in the table but is no field, so no response, screen or event carries it.
+ */
+export const user = defineEntity({
+  module: 'user',
+  name: 'user',
+  label: 'User',
+  description: 'People in a tenant, with a status and roles.',
+  fields: userFields,
+  // set-password also moves status (invited → active); deactivate is where a status change is asked for.
+  commandOwned: { status: 'deactivate', roles: 'roles' },
+  permissions: { read: 'user:read', write: 'user:manage' },
+  events: { created: 'user.created', updated: 'user.updated', deleted: 'user.deleted' },
+  commands: {
+    'set-password': setPassword,
+    roles: setRoles,
+    deactivate,
+  },
+  sortable: ['email', 'displayName', 'status'],
+  admin: { title: 'email', columns: ['email', 'displayName', 'status', 'roles'] },
+});
