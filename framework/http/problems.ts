@@ -32,12 +32,18 @@ function fromValidation(err: FastifyError): ProblemError {
   const part = err.validationContext ?? 'body';
   const errors: FieldError[] = ((err.validation ?? []) as ValidationIssue[])
     .filter((issue) => issue.keyword !== 'boolean')
-    .map((issue) => {
+    .flatMap((issue) => {
+      const at = `/${part}${issue.instancePath ?? ''}`;
+      // Missing and unknown properties point at the property itself, one entry each, so a form can mark the field.
       if (issue.keyword === 'additionalProperties') {
         const extra = (issue.params?.additionalProperties as string[] | undefined) ?? [];
-        return { pointer: `/${part}${issue.instancePath ?? ''}/${extra.join(',')}`, message: `unknown property: ${extra.join(', ')}` };
+        return extra.map((name) => ({ pointer: `${at}/${name}`, message: `unknown property: ${name}` }));
       }
-      return { pointer: `/${part}${issue.instancePath ?? ''}`, message: issue.message ?? 'invalid' };
+      if (issue.keyword === 'required') {
+        const missing = (issue.params?.requiredProperties as string[] | undefined) ?? [];
+        if (missing.length > 0) return missing.map((name) => ({ pointer: `${at}/${name}`, message: 'is required' }));
+      }
+      return [{ pointer: at, message: issue.message ?? 'invalid' }];
     });
   return problem('VALIDATION_FAILED', `The request ${part} does not match the schema`, { errors });
 }
