@@ -58,13 +58,16 @@ export function resolveEntity(def: AnyEntity): ResolvedEntity {
   const patch = Type.Object(pick(patchable, true), { additionalProperties: false, minProperties: 1 });
 
   const sortValues = sortable.flatMap((f) => [f, `-${f}`]);
+  // Every parameter is optional with its default filled in before the handler runs.
   const listQuery = Type.Object(
     {
-      limit: Type.Integer({ minimum: 1, maximum: PAGE_LIMIT_MAX, default: PAGE_LIMIT_DEFAULT, description: 'Page size.' }),
-      offset: Type.Integer({ minimum: 0, default: 0, description: 'Rows to skip.' }),
-      sort: Type.Union(
-        sortValues.map((v) => Type.Literal(v)),
-        { default: 'createdAt', description: 'Field to sort by; a leading "-" sorts descending. Ties break on id.' },
+      limit: Type.Optional(Type.Integer({ minimum: 1, maximum: PAGE_LIMIT_MAX, default: PAGE_LIMIT_DEFAULT, description: `Page size, 1 to ${PAGE_LIMIT_MAX}.` })),
+      offset: Type.Optional(Type.Integer({ minimum: 0, default: 0, description: 'Rows to skip.' })),
+      sort: Type.Optional(
+        Type.Enum(sortValues, {
+          default: 'createdAt',
+          description: 'Field to sort by; a leading "-" sorts descending. Ties break on id, in the same direction.',
+        }),
       ),
     },
     { additionalProperties: false },

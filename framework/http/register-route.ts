@@ -36,8 +36,10 @@ export function registerRoute(app: FastifyInstance, services: Services, route: A
       ...(route.schema.querystring ? { querystring: route.schema.querystring } : {}),
       ...(route.schema.body ? { body: route.schema.body } : {}),
       response: { ...route.schema.response, ...problemResponses(route) },
-      ...(route.access === 'public' ? {} : { security: [{ cookieAuth: [] }] }),
-      'x-access': typeof route.access === 'object' ? `permission ${route.access.permission}` : route.access,
+      // An optional route answers with or without the cookie: the empty requirement says so.
+      security: route.access === 'public' ? [] : route.access === 'optional' ? [{}, { cookieAuth: [] }] : [{ cookieAuth: [] }],
+      // A vendor extension: who may call the route, as the guard reads it.
+      ...{ 'x-access': typeof route.access === 'object' ? `permission ${route.access.permission}` : route.access },
     },
     ...(protectedFields ? { preValidation: protectedFields } : {}),
     handler: async (request: FastifyRequest, reply: FastifyReply) => {

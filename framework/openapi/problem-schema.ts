@@ -15,7 +15,9 @@ export const ProblemSchema = Type.Object(
   { additionalProperties: true, $id: 'Problem', title: 'Problem' },
 );
 
-const ref = (description: string) => ({ ...Type.Ref('Problem'), description });
+// Problems leave as application/problem+json; the response schema says so, and fastify picks
+// its serializer by that content type (the Problem schema keeps extension members).
+const ref = (description: string) => ({ description, content: { 'application/problem+json': { schema: Type.Ref('Problem') } } });
 
 /** The problem responses a route can give, derived from what it declares. */
 export function problemResponses(route: AnyRoute): Record<number, unknown> {

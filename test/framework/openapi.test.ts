@@ -1,0 +1,178 @@
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import SwaggerParser from '@apidevtools/swagger-parser';
+import { startTestApp, type TestApp } from '../helpers/app.ts';
+
+interface Operation {
+  operationId?: string;
+  security?: Record<string, string[]>[];
+  requestBody?: { required?: boolean; content: Record<string, { schema: Record<string, unknown> }> };
+  parameters?: { in: string; name: string; required?: boolean; schema: Record<string, unknown> }[];
+  responses: Record<string, { description: string; content?: Record<string, { schema: Record<string, unknown> }> }>;
+  'x-access'?: string;
+}
+type Document = {
+  openapi: string;
+  info: { title: string; version: string; description?: string };
+  paths: Record<string, Record<string, Operation>>;
+  components: { securitySchemes: Record<string, Record<string, string>>; schemas: Record<string, unknown> };
+};
+
+let app: TestApp;
+let doc: Document;
+const operations = new Map<string, Operation & { method: string; path: string }>();
+
+beforeAll(async () => {
+  app = await startTestApp();
+  const res = await app.http().get('/api/v1/openapi.json');
+  expect(res.status).toBe(200);
+  expect(res.headers['content-type']).toMatch(/^application\/json/);
+  doc = res.body;
+  for (const [path, methods] of Object.entries(doc.paths)) {
+    for (const [method, op] of Object.entries(methods)) operations.set(`${method.toUpperCase()} ${path}`, { ...op, method, path });
+  }
+});
+afterAll(async () => {
+  await app?.close();
+});
+
+const openApiPath = (url: string): string => url.replace(/:([A-Za-z0-9_]+)/g, '{$1}');
+const registered = () => [
+  ...app.services.registry.routes.map((r) => r.route),
+  // The catalog route is the framework's own, registered beside the modules' routes.
+  { method: 'GET', url: '/api/v1/admin/resources', operationId: 'admin-resource-list', access: 'signedIn' as const, schema: {} },
+];
+
+describe('the OpenAPI document', () => {
+  it('is OpenAPI 3.1 and passes a real validator', async () => {
+    expect(doc.openapi).toBe('3.1.0');
+    // The validator dereferences in place: it gets its own copy.
+    await expect(SwaggerParser.validate(structuredClone(doc) as never)).resolves.toBeTruthy();
+  });
+
+  it('contains every registered route and command under its operation id, and nothing else', () => {
+    const expected = registered().map((r) => `${r.method} ${openApiPath(r.url)} ${r.operationId}`).sort();
+    const actual = [...operations.values()].map((op) => `${op.method.toUpperCase()} ${op.path} ${op.operationId}`).sort();
+    expect(actual).toEqual(expected);
+  });
+
+  it('names every generic route and command <module>-<entity>-<verb>, every route after its module, uniquely', () => {
+    const ids = [...operations.values()].map((op) => op.operationId);
+    expect(new Set(ids).size).toBe(ids.length);
+    for (const { module, route } of app.services.registry.routes) {
+      expect(route.operationId.startsWith(`${module}-`), route.operationId).toBe(true);
+      expect(route.operationId).toMatch(/^[a-z0-9]+(-[a-z0-9]+)+$/);
+    }
+    expect(app.services.registry.entities.length).toBeGreaterThan(0);
+    for (const entity of app.services.registry.entities) {
+      const { path, operationId } = entity.names;
+      const at = (key: string) => operations.get(key)?.operationId;
+      expect(at(`GET ${path}`)).toBe(`${entity.module}-${entity.name}-list`);
+      expect(at(`POST ${path}`)).toBe(operationId('create'));
+      expect(at(`GET ${path}/{id}`)).toBe(operationId('read'));
+      expect(at(`PATCH ${path}/{id}`)).toBe(operationId('update'));
+      expect(at(`DELETE ${path}/{id}`)).toBe(operationId('delete'));
+      for (const command of Object.keys(entity.def.commands ?? {})) {
+        expect(at(`POST ${path}/{id}/${command}`)).toBe(`${entity.module}-${entity.name}-${command}`);
+      }
+    }
+    expect(operations.get('POST /api/v1/testkit/widgets/{id}/approve')?.operationId).toBe('testkit-widget-approve');
+  });
+
+  it('gives every route a response schema, and every route with a body its request schema', () => {
+    for (const route of registered()) {
+      const op = operations.get(`${route.method} ${openApiPath(route.url)}`)!;
+      const success = Object.entries(op.responses).filter(([status]) => status.startsWith('2'));
+      expect(success.length, route.operationId).toBeGreaterThan(0);
+      for (const [status, response] of success) {
+        if (status === '204') expect(response.content, route.operationId).toBeUndefined();
+        else expect(response.content?.['application/json']?.schema, `${route.operationId} ${status}`).toBeTruthy();
+      }
+      if ('body' in route.schema && route.schema.body) {
+        expect(op.requestBody?.content['application/json']?.schema, route.operationId).toBeTruthy();
+      }
+    }
+  });
+
+  it('derives the entity request schemas: create without command-owned fields, PATCH also without immutable ones, both closed', () => {
+    const create = operations.get('POST /api/v1/testkit/widgets')!.requestBody!.content['application/json']!.schema as {
+      properties: Record<string, unknown>;
+      required: string[];
+      additionalProperties: boolean;
+    };
+    expect(Object.keys(create.properties).sort()).toEqual(['color', 'name', 'note', 'size']);
+    expect([...create.required].sort()).toEqual(['color', 'name', 'size']);
+    expect(create.additionalProperties).toBe(false);
+    const patch = operations.get('PATCH /api/v1/testkit/widgets/{id}')!.requestBody!.content['application/json']!.schema as typeof create;
+    expect(Object.keys(patch.properties).sort()).toEqual(['name', 'note', 'size']);
+    expect(patch.required ?? []).toEqual([]);
+    expect(patch.additionalProperties).toBe(false);
+    const command = operations.get('POST /api/v1/testkit/widgets/{id}/approve')!;
+    expect(command.requestBody?.content['application/json']?.schema).toMatchObject({ additionalProperties: false });
+    expect(command.responses['200']?.content?.['application/json']?.schema).toMatchObject({ title: 'Widget' });
+  });
+
+  it('documents the paging and sorting parameters on every list route', () => {
+    for (const entity of app.services.registry.entities) {
+      const params = operations.get(`GET ${entity.names.path}`)!.parameters!;
+      const byName = Object.fromEntries(params.map((p) => [p.name, p]));
+      expect(Object.keys(byName).sort()).toEqual(['limit', 'offset', 'sort']);
+      for (const p of params) {
+        expect(p.in).toBe('query');
+        expect(p.required).toBe(false);
+      }
+      expect(byName.limit!.schema).toMatchObject({ type: 'integer', minimum: 1, maximum: 100, default: 20 });
+      expect(byName.offset!.schema).toMatchObject({ type: 'integer', minimum: 0, default: 0 });
+      expect(byName.sort!.schema).toMatchObject({ default: 'createdAt' });
+      expect(byName.sort!.schema.enum).toEqual(expect.arrayContaining(['createdAt', '-createdAt', 'updatedAt', '-updatedAt']));
+      const list = operations.get(`GET ${entity.names.path}`)!.responses['200']!.content!['application/json']!.schema as { required: string[] };
+      expect([...list.required].sort()).toEqual(['items', 'limit', 'offset', 'total']);
+    }
+  });
+
+  it('declares the problem responses each route can give, as application/problem+json', () => {
+    expect(doc.components.schemas.Problem).toMatchObject({ required: expect.arrayContaining(['type', 'title', 'status', 'detail', 'code']) });
+    for (const route of registered()) {
+      const op = operations.get(`${route.method} ${openApiPath(route.url)}`)!;
+      const expected = ['404', '500'];
+      if (route.access !== 'public' && route.access !== 'optional') expected.push('401');
+      if (typeof route.access === 'object') expected.push('403');
+      if ('body' in route.schema && route.schema.body) expected.push('422');
+      for (const status of expected) {
+        const response = op.responses[status];
+        expect(response, `${route.operationId} ${status}`).toBeDefined();
+        expect(response!.content?.['application/problem+json']?.schema).toEqual({ $ref: '#/components/schemas/Problem' });
+      }
+    }
+  });
+
+  it('declares the cookie security scheme and requires it exactly where the guard does', () => {
+    expect(doc.components.securitySchemes.cookieAuth).toMatchObject({ type: 'apiKey', in: 'cookie', name: 'app_session' });
+    for (const route of registered()) {
+      const op = operations.get(`${route.method} ${openApiPath(route.url)}`)!;
+      if (route.access === 'public') expect(op.security ?? [], route.operationId).toEqual([]);
+      else if (route.access === 'optional') expect(op.security).toEqual([{}, { cookieAuth: [] }]);
+      else expect(op.security, route.operationId).toEqual([{ cookieAuth: [] }]);
+      expect(op['x-access']).toBe(typeof route.access === 'object' ? `permission ${route.access.permission}` : route.access);
+    }
+  });
+
+  it('matches what the service answers: a problem really is application/problem+json with the Problem members', async () => {
+    const res = await app.http().get('/api/v1/testkit/widgets');
+    expect(res.status).toBe(401);
+    expect(res.headers['content-type']).toMatch(/^application\/problem\+json/);
+    const required = (doc.components.schemas.Problem as { required: string[] }).required;
+    for (const key of required) expect(res.body).toHaveProperty(key);
+  });
+});
+
+describe('the docs UI', () => {
+  it('is served at /api/v1/docs and reads the same document', async () => {
+    const page = await app.http().get('/api/v1/docs').redirects(1);
+    expect(page.status).toBe(200);
+    expect(page.headers['content-type']).toMatch(/^text\/html/);
+    expect(page.text).toMatch(/swagger-ui/i);
+    const json = await app.http().get('/api/v1/docs/json');
+    expect(json.status).toBe(200);
+    expect(json.body.paths).toEqual(doc.paths);
+  });
+});
