@@ -17,7 +17,10 @@ export function databaseCheck(services: Services): ReadinessCheck {
   };
 }
 
-/** Runs checks in order, stopping at the first failure; each bounded so a hung dependency cannot hang /ready. */
+/**
+ * Runs every check in order (so /ready and the admin health page report them all); each is bounded
+ * so a hung dependency cannot hang /ready. The first failure is the one /ready names.
+ */
 export async function runReadiness(checks: ReadinessCheck[], timeoutMs = 2000): Promise<{ name: string; ok: boolean; error?: string }[]> {
   const results: { name: string; ok: boolean; error?: string }[] = [];
   for (const c of checks) {
@@ -38,10 +41,12 @@ export async function runReadiness(checks: ReadinessCheck[], timeoutMs = 2000): 
 export function registerProbes(app: FastifyInstance, services: Services, extra: ReadinessCheck[]): void {
   const checks = [databaseCheck(services), ...extra];
   app.get('/health', { schema: { hide: true } }, async () => ({ status: 'ok' }));
-  app.get('/ready', { schema: { hide: true } }, async (_request, reply) => {
+  app.get('/ready', { schema: { hide: true } }, async (request, reply) => {
     const results = await runReadiness(checks);
     const failed = results.find((r) => !r.ok);
     if (!failed) return { status: 'ready', checks: results.map((r) => ({ name: r.name, ok: true })) };
+    // The reason goes to the log only: a probe answers anyone who can reach the address.
+    request.log.warn({ check: failed.name, error: failed.error }, 'readiness check failed');
     return reply
       .code(503)
       .type(PROBLEM_CONTENT_TYPE)
