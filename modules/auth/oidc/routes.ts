@@ -5,6 +5,7 @@ import { defineRoute } from '../../../framework/entity/define.ts';
 import type { Config } from '../../../framework/config/schema.ts';
 import { isLocalHost } from '../../../framework/config/rules.ts';
 import { setSessionCookie } from '../../../framework/access/sessions.ts';
+import { sessionCookie } from '../../../framework/access/session-cookie.ts';
 import { problem } from '../../../framework/errors.ts';
 import { IssuerClient, refused } from './issuer-client.ts';
 import { safeNextPath } from './next-path.ts';
@@ -139,7 +140,8 @@ export function oidcRoutes(config: Config): readonly AnyRoute[] {
       const identity = await issuer.exchange(new URL(`${redirectUri(request, config)}${search}`), saved);
       if (!identity.email) throw refused('email_missing', 'The identity provider returned no address');
       if (!identity.emailVerified) throw refused('email_unverified', 'The identity provider has not verified this address');
-      const { rawSessionId } = await signInByAddress(services, tenant, identity.email, request);
+      const previous = request.cookies[sessionCookie(config).name];
+      const { rawSessionId } = await signInByAddress(services, tenant, identity.email, request, previous);
       setSessionCookie(reply, config, rawSessionId);
       return reply.redirect(safeNextPath(saved.next), 302);
     },

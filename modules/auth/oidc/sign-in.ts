@@ -3,6 +3,7 @@ import { CompiledQuery } from 'kysely';
 import type { TenantRef } from '../../../framework/context/tenant.ts';
 import type { Services } from '../../../framework/services.ts';
 import { openSession } from '../../../framework/access/sessions.ts';
+import { hashSecret } from '../../../framework/access/session-cookie.ts';
 import { refused } from './issuer-client.ts';
 
 interface UserRow {
@@ -22,15 +23,17 @@ select id from users
    for share`;
 
 /**
- * Opens a session for the active user this tenant has at the address, exactly as login does, and
- * publishes auth.logged_in. Single sign-on creates nobody. The lookup runs first so the writing
- * transaction can carry the user as the actor of the event.
+ * Opens a session for the active user this tenant has at the address, exactly as login does: the
+ * session the browser carried before (if any) is deleted, a fresh one opened, auth.logged_in
+ * published. Single sign-on creates nobody. The lookup runs first so the writing transaction can
+ * carry the user as the actor of the event.
  */
 export async function signInByAddress(
   services: Services,
   tenant: TenantRef,
   email: string,
   request: Pick<FastifyRequest, 'headers' | 'ip'>,
+  previousSessionId: string | undefined,
 ): Promise<{ userId: string; rawSessionId: string }> {
   const user = await services.transactions.run(tenant, async (tx) => {
     const found = await tx.db.executeQuery<UserRow>(CompiledQuery.raw(FIND_USER, [tenant.id, email]));
@@ -48,6 +51,9 @@ export async function signInByAddress(
       const locked = await tx.db.executeQuery(CompiledQuery.raw(LOCK_ACTIVE_USER, [tenant.id, user.id]));
       if (locked.rows.length === 0) {
         throw refused('user_not_active', 'The account at this address is not active (invited and not yet set up, or deactivated)');
+      }
+      if (previousSessionId) {
+        await tx.db.executeQuery(CompiledQuery.raw('delete from sessions where id_hash = $1', [hashSecret(previousSessionId)]));
       }
       const rawSessionId = await openSession(tx, user.id, request);
       tx.publish('auth.logged_in', { method: 'oidc', userId: user.id });

@@ -135,16 +135,18 @@ describe('GET /api/v1/auth/oidc/start', () => {
 
 describe('GET /api/v1/auth/oidc/callback', () => {
   it('opens a session for the active user at the verified address and lands on /admin', async () => {
+    // The browser already carries a session: like login, single sign-on replaces it.
     const user = await signInAs(app, acme, ['widget:read'], { email: 'alice@acme.test' });
-    await app.services.transactions.run(acme, (tx) => tx.db.executeQuery(CompiledQuery.raw('delete from sessions where user_id = $1', [user.userId])));
     // The issuer's spelling differs in case: addresses compare case-insensitively.
     issuer.accounts.set('alice', { email: 'Alice@ACME.test', email_verified: true });
     const { started, callback } = await throughIssuer('acme.localhost', 'alice');
 
-    const res = await callbackRequest('acme.localhost', callback, started.stateCookie);
+    const res = await callbackRequest('acme.localhost', callback, `${started.stateCookie}; ${user.cookie}`);
     expect(res.status, JSON.stringify(res.body)).toBe(302);
     expect(res.headers.location).toBe('/admin');
     expect(clearsState(res)).toBe(true);
+    // The issuer offers client_secret_basic, so the client authenticates with a Basic header.
+    expect(issuer.tokenRequests).toEqual(['basic']);
     const session = cookieNamed(res, 'app_session');
     expect(session).toMatch(/^app_session=[A-Za-z0-9_-]{43};/);
     expect(session).toMatch(/; HttpOnly/);
@@ -155,7 +157,13 @@ describe('GET /api/v1/auth/oidc/callback', () => {
     const catalog = await app.http('acme.localhost').get('/api/v1/admin/resources').set('Cookie', cookiePair(session!));
     expect(catalog.status).toBe(200);
     expect(catalog.body.resources.map((r: { key: string }) => r.key)).toContain('testkit.widget');
+    const me = await app.http('acme.localhost').get('/api/v1/auth/me').set('Cookie', cookiePair(session!));
+    expect(me.status).toBe(200);
+    expect(JSON.stringify(me.body)).toContain(user.userId);
+    // A fresh id: the session the browser carried before is gone.
     expect(await count(acme, 'select count(*) as n from sessions where user_id = $1', [user.userId])).toBe(1);
+    expect(cookiePair(session!)).not.toBe(user.cookie);
+    expect((await app.http('acme.localhost').get('/api/v1/auth/me').set('Cookie', user.cookie)).status).toBe(401);
     // ...and of no other tenant.
     const elsewhere = await app.http('globex.localhost').get('/api/v1/admin/resources').set('Cookie', cookiePair(session!));
     expect(elsewhere.status).toBe(401);

@@ -17,6 +17,8 @@ export interface TestIssuer {
   nextLogin: string | null;
   /** Errors the provider reported, to explain a failing test. */
   errors: unknown[];
+  /** How each token request authenticated the client: an Authorization: Basic header, or not. */
+  tokenRequests: ('basic' | 'other')[];
   close(): Promise<void>;
 }
 
@@ -26,6 +28,8 @@ export interface TestIssuerOptions {
   redirectUris: string[];
   /** Client authentication methods the provider offers (default: its own list). */
   clientAuthMethods?: string[];
+  /** Listen on this port instead of a random one. */
+  port?: number;
 }
 
 /**
@@ -36,7 +40,7 @@ export interface TestIssuerOptions {
 export async function startTestIssuer(options: TestIssuerOptions): Promise<TestIssuer> {
   let handler: (req: IncomingMessage, res: ServerResponse) => void = (_req, res) => res.end();
   const server = createServer((req, res) => handler(req, res));
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  await new Promise<void>((resolve) => server.listen(options.port ?? 0, '127.0.0.1', resolve));
   const url = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
 
   const accounts = new Map<string, TestAccount>();
@@ -59,6 +63,7 @@ export async function startTestIssuer(options: TestIssuerOptions): Promise<TestI
     // The relying party must prove possession of the verifier: a missing or wrong one fails.
     pkce: { required: () => true },
     features: { devInteractions: { enabled: false } },
+    ttl: { AccessToken: 600, AuthorizationCode: 60, IdToken: 600, Interaction: 600, Grant: 600, Session: 600 },
     interactions: { url: (_ctx: unknown, interaction: { uid: string }) => `/interaction/${interaction.uid}` },
     findAccount: (_ctx, sub) => {
       const account = accounts.get(sub);
@@ -72,6 +77,7 @@ export async function startTestIssuer(options: TestIssuerOptions): Promise<TestI
     accounts,
     nextLogin: null,
     errors: [],
+    tokenRequests: [],
     close: () => new Promise<void>((resolve) => server.close(() => resolve())),
   };
   for (const event of ['server_error', 'grant.error', 'authorization.error', 'userinfo.error']) {
@@ -80,6 +86,9 @@ export async function startTestIssuer(options: TestIssuerOptions): Promise<TestI
 
   const providerHandler = provider.callback();
   handler = (req, res) => {
+    if (req.method === 'POST' && req.url === '/token') {
+      issuer.tokenRequests.push(/^basic /i.test(req.headers.authorization ?? '') ? 'basic' : 'other');
+    }
     if (!req.url?.startsWith('/interaction/')) return providerHandler(req, res);
     void (async () => {
       const details = await provider.interactionDetails(req, res);
