@@ -1,9 +1,10 @@
 import type { ModuleDefinition } from '../framework/entity/define.ts';
 import { authModule } from './auth/index.ts';
+import { notificationModule } from './notification/index.ts';
 import { userModule } from './user/index.ts';
 import { tenantModule } from './tenant/index.ts';
 
 /** The installation's modules, in migration order (framework migrations always run first). */
-export const coreModules: readonly ModuleDefinition[] = [userModule, authModule, tenantModule];
+export const coreModules: readonly ModuleDefinition[] = [userModule, authModule, notificationModule, tenantModule];
 
 export const allModules: readonly ModuleDefinition[] = [...coreModules];

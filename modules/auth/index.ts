@@ -1,5 +1,9 @@
 import { defineModule } from '../../framework/entity/define.ts';
+import { authRoutes } from './routes.ts';
 import { oidcRoutes } from './oidc/routes.ts';
+import { resetLinkMail } from './reset-mail.ts';
+import { endSessionsOnDeactivation } from './deactivation.ts';
+import { authSweep } from './sweep.ts';
 
 export const authModule = defineModule({
   name: 'auth',
@@ -13,5 +17,8 @@ export const authModule = defineModule({
     'auth.password_reset',
     'auth.role_set',
   ],
-  routes: oidcRoutes,
+  // Single sign-on adds its routes here, depending on the configuration.
+  routes: (config) => [...authRoutes, ...oidcRoutes(config)],
+  subscriptions: [resetLinkMail, endSessionsOnDeactivation],
+  jobs: [authSweep],
 });

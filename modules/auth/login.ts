@@ -1,0 +1,113 @@
+import Type from 'typebox';
+import { sql } from 'kysely';
+import type { FastifyReply } from 'fastify';
+import { setTimeout as sleep } from 'node:timers/promises';
+import { defineRoute } from '../../framework/entity/define.ts';
+import { openSession, setSessionCookie } from '../../framework/access/sessions.ts';
+import { hashSecret, sessionCookie } from '../../framework/access/session-cookie.ts';
+import { problem } from '../../framework/errors.ts';
+import type { TxContext } from '../../framework/context/tx.ts';
+import { verifyPassword, PASSWORD_MAX_LENGTH } from './passwords.ts';
+import { IdentitySchema, loadIdentity, type Identity } from './identity.ts';
+import { refuseCrossSite } from './cross-site.ts';
+import { SOFT_DELAY_MS, SOFT_DELAY_SOURCES, THROTTLE, accountKey, loginPressure, recordAttempt } from './throttle.ts';
+import { Email, problemRef } from './schemas.ts';
+
+interface LoginUser {
+  id: string;
+  status: string;
+  password_hash: string | null;
+}
+
+async function findByEmail(ctx: TxContext, email: string): Promise<LoginUser | undefined> {
+  const { rows } = await sql<LoginUser>`
+    select id, status, password_hash from users
+     where lower(email) = lower(${email.trim()}) and deleted_at is null`.execute(ctx.db);
+  return rows[0];
+}
+
+const credentials = () => problem('ErrCredentials', 'The address or the password is wrong');
+
+export function tooManyAttempts(reply: FastifyReply) {
+  const seconds = THROTTLE.login.windowMinutes * 60;
+  reply.header('retry-after', String(seconds));
+  return problem('ErrTooManyAttempts', `Too many failed sign-ins from this address; try again within ${THROTTLE.login.windowMinutes} minutes`, {
+    extensions: { retryAfterSeconds: seconds },
+  });
+}
+
+export const loginRoute = defineRoute({
+  method: 'POST',
+  url: '/api/v1/auth/login',
+  operationId: 'auth-login',
+  summary: 'Sign in with an address and a password',
+  description: [
+    'Answers the Identity and sets the session cookie (a fresh session id every time; a session the request already carried is ended).',
+    'A wrong password, an unknown address, an invited user and a deactivated user all get the same 401 ErrCredentials at the same cost.',
+    `After ${THROTTLE.login.max} failed sign-ins from one client address within ${THROTTLE.login.windowMinutes} minutes: 429 ErrTooManyAttempts.`,
+    `An account whose failed sign-ins come from more than ${SOFT_DELAY_SOURCES} client addresses is answered ${SOFT_DELAY_MS / 1000} seconds later instead of being locked.`,
+    'A post from another site (Sec-Fetch-Site or Origin) is refused with 403 AUTH_CROSS_SITE; clients that send neither header are not browsers and pass.',
+  ].join('\n\n'),
+  tags: ['auth'],
+  access: 'public',
+  transaction: 'none',
+  publishes: ['auth.logged_in', 'auth.login_failed'],
+  schema: {
+    body: Type.Object(
+      { email: Email, password: Type.String({ minLength: 1, maxLength: PASSWORD_MAX_LENGTH }) },
+      { additionalProperties: false },
+    ),
+    response: {
+      200: IdentitySchema,
+      401: problemRef('ErrCredentials: wrong password, unknown address, invited or deactivated user'),
+      403: problemRef('AUTH_CROSS_SITE: posted from another site'),
+      429: problemRef('ErrTooManyAttempts: too many failed sign-ins from this client address'),
+    },
+  },
+  async handler({ body, request, reply, services }) {
+    refuseCrossSite(request);
+    const tenant = request.tenant!;
+    const source = request.ip;
+    const account = accountKey(body.email);
+    const { pressure, userId } = await services.transactions.run(tenant, async (ctx) => ({
+      pressure: await loginPressure(ctx, source, account),
+      userId: (await findByEmail(ctx, body.email))?.id ?? null,
+    }));
+    if (pressure.failuresFromSource >= THROTTLE.login.max) throw tooManyAttempts(reply);
+    // A distributed attack on one account slows that account down rather than locking its owner out.
+    if (pressure.sourcesOnAccount > SOFT_DELAY_SOURCES) await sleep(SOFT_DELAY_MS);
+
+    const cookieName = sessionCookie(services.config).name;
+    const previous = request.cookies[cookieName];
+    let opened: { rawId: string; identity: Identity };
+    try {
+      opened = await services.transactions.run(
+        tenant,
+        async (ctx) => {
+          const user = await findByEmail(ctx, body.email);
+          // Verify even when there is nothing to verify against, so every refusal costs the same.
+          const matches = await verifyPassword(user?.password_hash, body.password);
+          if (!user || !matches || user.status !== 'active') throw credentials();
+          if (previous) await sql`delete from sessions where id_hash = ${hashSecret(previous)}`.execute(ctx.db);
+          const rawId = await openSession(ctx, user.id, request);
+          ctx.publish('auth.logged_in', { method: 'password', userId: user.id });
+          const identity = await loadIdentity(ctx, user.id);
+          if (!identity) throw credentials();
+          return { rawId, identity };
+        },
+        { actorId: userId },
+      );
+    } catch (err) {
+      if (err instanceof Error && 'code' in err && err.code === 'ErrCredentials') {
+        // The request's transaction rolled back; the failure is counted and published in one of its own.
+        await services.transactions.run(tenant, async (ctx) => {
+          await recordAttempt(ctx, 'login', source, account);
+          ctx.publish('auth.login_failed', { userId });
+        });
+      }
+      throw err;
+    }
+    setSessionCookie(reply, services.config, opened.rawId);
+    return opened.identity;
+  },
+});

@@ -1,0 +1,161 @@
+import Type from 'typebox';
+import { sql } from 'kysely';
+import { defineRoute } from '../../framework/entity/define.ts';
+import { clearSessionCookie, endSessions } from '../../framework/access/sessions.ts';
+import { hashSecret, sessionCookie } from '../../framework/access/session-cookie.ts';
+import { problem } from '../../framework/errors.ts';
+import { assertPasswordPolicy, hashPassword, verifyPassword, PASSWORD_MAX_LENGTH, PASSWORD_MIN_LENGTH } from './passwords.ts';
+import { redeemSetPasswordToken } from './set-password-tokens.ts';
+import { refuseCrossSite } from './cross-site.ts';
+import { THROTTLE, attemptsFrom, recordAttempt, takeSlot } from './throttle.ts';
+import { tooManyAttempts } from './login.ts';
+import { Email, NoContent, problemRef } from './schemas.ts';
+
+const NewPassword = Type.String({
+  minLength: 1,
+  maxLength: PASSWORD_MAX_LENGTH,
+  description: `${PASSWORD_MIN_LENGTH} to ${PASSWORD_MAX_LENGTH} characters`,
+});
+
+export const changePasswordRoute = defineRoute({
+  method: 'POST',
+  url: '/api/v1/auth/password',
+  operationId: 'auth-password-change',
+  summary: 'Change the caller\'s password',
+  description: [
+    'Needs the password in force. Stores the new one, ends every other session of the person and keeps the caller\'s; publishes user.password_set.',
+    'A wrong currentPassword is 422 VALIDATION_FAILED pointing at /body/currentPassword (the caller is signed in, so 401 would wrongly say otherwise); it counts as a failed sign-in of the client address, so the same 429 ErrTooManyAttempts applies.',
+  ].join('\n\n'),
+  tags: ['auth'],
+  access: 'signedIn',
+  publishes: ['user.password_set'],
+  schema: {
+    body: Type.Object(
+      { currentPassword: Type.String({ minLength: 1, maxLength: PASSWORD_MAX_LENGTH }), newPassword: NewPassword },
+      { additionalProperties: false },
+    ),
+    response: {
+      204: NoContent,
+      403: problemRef('AUTH_CROSS_SITE: posted from another site'),
+      429: problemRef('ErrTooManyAttempts: too many failed password checks from this client address'),
+    },
+  },
+  async handler({ tx, body, request, reply, services }) {
+    refuseCrossSite(request);
+    assertPasswordPolicy(body.newPassword, '/body/newPassword');
+    const session = tx.session!;
+    if ((await attemptsFrom(tx, 'login', request.ip)) >= THROTTLE.login.max) throw tooManyAttempts(reply);
+    const { rows } = await sql<{ password_hash: string | null }>`
+      select password_hash from users where id = ${session.userId} for update`.execute(tx.db);
+    if (!(await verifyPassword(rows[0]?.password_hash, body.currentPassword))) {
+      // Counted in a transaction of its own: this request's rolls back with the refusal.
+      await services.transactions.run(tx.tenant, (ctx) => recordAttempt(ctx, 'login', request.ip));
+      const message = 'does not match the password in force';
+      throw problem('VALIDATION_FAILED', `currentPassword ${message}`, { errors: [{ pointer: '/body/currentPassword', message }] });
+    }
+    const hash = await hashPassword(body.newPassword);
+    await sql`update users set password_hash = ${hash}, updated_at = now() where id = ${session.userId}`.execute(tx.db);
+    await endSessions(tx, session.userId, { keepSessionId: session.id });
+    tx.publish('user.password_set', { id: session.userId });
+    reply.code(204);
+    return null;
+  },
+});
+
+export const FORGOT_ANSWER = 'If the address belongs to an active account here, a link to set a new password is on its way.';
+
+export const forgotPasswordRoute = defineRoute({
+  method: 'POST',
+  url: '/api/v1/auth/password/forgot',
+  operationId: 'auth-password-forgot',
+  summary: 'Ask for a password reset link',
+  description: [
+    'Publishes auth.reset_requested and does nothing else; the worker mails the link (only to an active user not sent one in the last 5 minutes). The answer and the work are the same whether or not the address exists.',
+    `At most ${THROTTLE.forgot.max} requests per client address per ${THROTTLE.forgot.windowMinutes} minutes, then 429 RATE_LIMITED; the address asked about is never counted.`,
+  ].join('\n\n'),
+  tags: ['auth'],
+  access: 'public',
+  publishes: ['auth.reset_requested'],
+  schema: {
+    body: Type.Object({ email: Email }, { additionalProperties: false }),
+    response: {
+      202: Type.Object({ detail: Type.String() }, { additionalProperties: false, description: 'Accepted, whether or not the address exists' }),
+      403: problemRef('AUTH_CROSS_SITE: posted from another site'),
+      429: problemRef('RATE_LIMITED: too many requests from this client address'),
+    },
+  },
+  async handler({ tx, body, request, reply }) {
+    refuseCrossSite(request);
+    await takeSlot(tx, 'forgot', request.ip);
+    const { rows } = await sql<{ id: string }>`
+      select id from users where lower(email) = lower(${body.email.trim()}) and deleted_at is null`.execute(tx.db);
+    // The event carries the user id (or nothing), never the address.
+    tx.publish('auth.reset_requested', { userId: rows[0]?.id ?? null });
+    reply.code(202);
+    return { detail: FORGOT_ANSWER };
+  },
+});
+
+export const resetPasswordRoute = defineRoute({
+  method: 'POST',
+  url: '/api/v1/auth/password/reset',
+  operationId: 'auth-password-reset',
+  summary: 'Set a new password with the token from a mailed link',
+  description: [
+    'Redeems the set-password token (once), stores the new password, makes an invited user active, ends every session of the person including the caller\'s and clears the cookie; publishes auth.password_reset and user.password_set.',
+    'An unknown, spent or expired token is one 401 TOKEN_INVALID. A deactivated user is 409 INVALID_STATE and the token stays unspent.',
+    `At most ${THROTTLE.reset.max} attempts per client address per ${THROTTLE.reset.windowMinutes} minutes, then 429 RATE_LIMITED. Accepts JSON or a form post (the /auth/reset page).`,
+  ].join('\n\n'),
+  tags: ['auth'],
+  access: 'public',
+  transaction: 'none',
+  publishes: ['auth.password_reset', 'user.password_set'],
+  schema: {
+    body: Type.Object(
+      { token: Type.String({ minLength: 1, maxLength: 200 }), password: NewPassword },
+      { additionalProperties: false },
+    ),
+    response: {
+      204: NoContent,
+      401: problemRef('TOKEN_INVALID: unknown, spent or expired token'),
+      403: problemRef('AUTH_CROSS_SITE: posted from another site'),
+      429: problemRef('RATE_LIMITED: too many attempts from this client address'),
+    },
+  },
+  async handler({ body, request, reply, services }) {
+    refuseCrossSite(request);
+    assertPasswordPolicy(body.password);
+    const tenant = request.tenant!;
+    // The attempt is counted in a transaction of its own, so a refused guess still counts.
+    const holder = await services.transactions.run(tenant, async (ctx) => {
+      await takeSlot(ctx, 'reset', request.ip);
+      const { rows } = await sql<{ user_id: string }>`
+        select user_id from set_password_tokens where token_hash = ${hashSecret(body.token)}`.execute(ctx.db);
+      return rows[0]?.user_id ?? null;
+    });
+    const hash = await hashPassword(body.password);
+    const callerSession = request.cookies[sessionCookie(services.config).name];
+    await services.transactions.run(
+      tenant,
+      async (ctx) => {
+        const redeemed = await redeemSetPasswordToken(ctx, body.token);
+        if (!redeemed) throw problem('TOKEN_INVALID', 'The link is unknown, already used or expired; ask for a new one');
+        const { rows } = await sql<{ status: string }>`
+          select status from users where id = ${redeemed.userId} and deleted_at is null for update`.execute(ctx.db);
+        const status = rows[0]?.status;
+        if (!status) throw problem('TOKEN_INVALID', 'The link is unknown, already used or expired; ask for a new one');
+        if (status === 'deactivated') throw problem('INVALID_STATE', 'This account is deactivated; its password cannot be set');
+        await sql`update users set password_hash = ${hash}, status = 'active', updated_at = now() where id = ${redeemed.userId}`.execute(ctx.db);
+        await endSessions(ctx, redeemed.userId);
+        // The caller's own session goes too, even when it belongs to somebody else on this browser.
+        if (callerSession) await sql`delete from sessions where id_hash = ${hashSecret(callerSession)}`.execute(ctx.db);
+        ctx.publish('auth.password_reset', { userId: redeemed.userId });
+        ctx.publish('user.password_set', { id: redeemed.userId });
+      },
+      { actorId: holder },
+    );
+    clearSessionCookie(reply, services.config);
+    reply.code(204);
+    return null;
+  },
+});

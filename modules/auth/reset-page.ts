@@ -1,0 +1,39 @@
+import Type from 'typebox';
+import { defineRoute } from '../../framework/entity/define.ts';
+import { PASSWORD_MAX_LENGTH, PASSWORD_MIN_LENGTH } from './passwords.ts';
+import { RESET_PAGE_PATH } from './links.ts';
+import { renderPage } from './templates.ts';
+
+/**
+ * The page a mailed set-password link opens: a form carrying the token from the query string,
+ * posting to the reset route. Served on every tenant host like any other route.
+ */
+export const resetPageRoute = defineRoute({
+  method: 'GET',
+  url: RESET_PAGE_PATH,
+  operationId: 'auth-reset-page',
+  summary: 'Set-password page (HTML)',
+  description: 'The page the mailed link opens. Answers text/html: a form with the token from the query string that posts to POST /api/v1/auth/password/reset.',
+  tags: ['auth'],
+  access: 'public',
+  transaction: 'none',
+  schema: {
+    querystring: Type.Object({ token: Type.Optional(Type.String({ maxLength: 200 })) }),
+    response: { 200: Type.String({ description: 'text/html page' }) },
+  },
+  async handler({ query, reply }) {
+    // The token is in this page's address: never send it on as a Referer, cache it, or let it be framed.
+    reply
+      .type('text/html; charset=utf-8')
+      .header('cache-control', 'no-store')
+      .header('referrer-policy', 'no-referrer')
+      .header('x-frame-options', 'DENY')
+      .header('content-security-policy', "default-src 'none'; script-src 'unsafe-inline'; style-src 'unsafe-inline'; connect-src 'self'; form-action 'self'; frame-ancestors 'none'; base-uri 'none'");
+    return renderPage('./auth/reset-page', {
+      token: query.token ?? '',
+      action: '/api/v1/auth/password/reset',
+      minLength: PASSWORD_MIN_LENGTH,
+      maxLength: PASSWORD_MAX_LENGTH,
+    });
+  },
+});

@@ -1,0 +1,105 @@
+import Type from 'typebox';
+import { sql } from 'kysely';
+import { defineRoute } from '../../framework/entity/define.ts';
+import type { Registry } from '../../framework/entity/registry.ts';
+import type { TenantRef } from '../../framework/context/tenant.ts';
+import { problem } from '../../framework/errors.ts';
+
+const RoleSchema = Type.Object(
+  {
+    name: Type.String(),
+    permissions: Type.Array(Type.String(), { description: 'Sorted; "*" grants every permission' }),
+    createdAt: Type.String({ format: 'date-time' }),
+    updatedAt: Type.String({ format: 'date-time' }),
+  },
+  { additionalProperties: false, title: 'Role' },
+);
+
+export const ROLE_NAME_PATTERN = '^[a-z0-9][a-z0-9_.:-]{0,62}$';
+
+const ROLE_COLUMNS = sql`name, permissions, created_at as "createdAt", updated_at as "updatedAt"`;
+
+interface RoleRow {
+  name: string;
+  permissions: string[];
+  createdAt: Date;
+  updatedAt: Date;
+}
+
+/**
+ * Checks a permission list against what the installation defines: 422 PERMISSION_UNKNOWN for a
+ * name no module declares, 422 PERMISSION_OPERATOR_ONLY for an operator permission outside the
+ * operator tenant. Returns the list deduplicated and sorted, as it is stored.
+ */
+export function checkedPermissions(registry: Registry, tenant: TenantRef, permissions: readonly string[]): string[] {
+  const list = [...new Set(permissions.map((p) => p.trim()))].sort();
+  const unknown = list.filter((p) => p !== '*' && !registry.permissions.has(p));
+  if (unknown.length > 0) {
+    throw problem('PERMISSION_UNKNOWN', `No module defines ${unknown.join(', ')}`, {
+      errors: unknown.map((p) => ({ pointer: `/body/permissions/${permissions.indexOf(p)}`, message: `unknown permission ${p}` })),
+      extensions: { permissions: unknown },
+    });
+  }
+  const operatorOnly = list.filter((p) => registry.isOperatorPermission(p));
+  if (operatorOnly.length > 0 && !tenant.isOperator) {
+    throw problem('PERMISSION_OPERATOR_ONLY', `${operatorOnly.join(', ')} may be held only in the operator tenant`, {
+      errors: operatorOnly.map((p) => ({ pointer: `/body/permissions/${permissions.indexOf(p)}`, message: `operator permission ${p}` })),
+      extensions: { permissions: operatorOnly },
+    });
+  }
+  return list;
+}
+
+export const listRolesRoute = defineRoute({
+  method: 'GET',
+  url: '/api/v1/auth/roles',
+  operationId: 'auth-roles-list',
+  summary: 'List this tenant\'s roles',
+  description: 'Every role of the tenant, sorted by name (a tenant has few roles, so the list is not paged).',
+  tags: ['auth'],
+  access: { permission: 'role:manage' },
+  schema: { response: { 200: Type.Object({ items: Type.Array(RoleSchema) }, { additionalProperties: false }) } },
+  async handler({ tx }) {
+    const { rows } = await sql<RoleRow>`select ${ROLE_COLUMNS} from roles order by name`.execute(tx.db);
+    return { items: rows };
+  },
+});
+
+export const putRoleRoute = defineRoute({
+  method: 'PUT',
+  url: '/api/v1/auth/roles/:name',
+  operationId: 'auth-roles-put',
+  summary: 'Create or replace a role\'s permissions',
+  description: [
+    'Sends the complete permission list; it is stored deduplicated and sorted. Creates the role if new (201), else replaces its list (200).',
+    '422 PERMISSION_UNKNOWN for a permission no module defines; 422 PERMISSION_OPERATOR_ONLY for an operator permission outside the operator tenant.',
+    'Publishes auth.role_set with the list before (null for a new role) and after, only when the list changed.',
+  ].join('\n\n'),
+  tags: ['auth'],
+  access: { permission: 'role:manage' },
+  publishes: ['auth.role_set'],
+  schema: {
+    params: Type.Object({ name: Type.String({ pattern: ROLE_NAME_PATTERN, description: 'Lower-case letters, digits and _ . : -, at most 63' }) }),
+    body: Type.Object(
+      { permissions: Type.Array(Type.String({ minLength: 1, maxLength: 100 }), { maxItems: 200 }) },
+      { additionalProperties: false },
+    ),
+    response: { 200: RoleSchema, 201: RoleSchema },
+  },
+  async handler({ tx, params, body, reply, services }) {
+    const after = checkedPermissions(services.registry, tx.tenant, body.permissions);
+    const { rows: existing } = await sql<{ permissions: string[] }>`
+      select permissions from roles where name = ${params.name} for update`.execute(tx.db);
+    const before = existing[0] ? [...existing[0].permissions].sort() : null;
+    const changed = before === null || before.length !== after.length || before.some((p, i) => p !== after[i]);
+    const { rows } = changed
+      ? await sql<RoleRow>`
+          insert into roles (name, permissions) values (${params.name}, ${after}::text[])
+          on conflict (tenant_id, name) do update set permissions = excluded.permissions, updated_at = now()
+          returning ${ROLE_COLUMNS}`.execute(tx.db)
+      : await sql<RoleRow>`select ${ROLE_COLUMNS} from roles where name = ${params.name}`.execute(tx.db);
+    if (changed) tx.publish('auth.role_set', { name: params.name, before, after });
+    reply.code(before === null ? 201 : 200);
+    return rows[0];
+  },
+});
