@@ -1,0 +1,140 @@
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import Type from 'typebox';
+import { startTestApp, createCustomer, signInAs, type TestApp } from '../helpers/app.ts';
+import { testkitModule } from '../helpers/testkit-module.ts';
+import { allModules } from '../../modules/index.ts';
+import { defineEntity, defineModule, entity } from '../../framework/entity/define.ts';
+import type { TenantRef } from '../../framework/context/tenant.ts';
+
+/** An operator-only resource (it borrows the widgets table: only its declaration matters here). */
+const ledger = defineEntity({
+  module: 'ledgerprobe',
+  name: 'ledger',
+  table: 'widgets',
+  fields: { name: Type.String({ minLength: 1 }) },
+  permissions: { read: 'widget:operate', write: 'widget:operate' },
+});
+const ledgerModule = defineModule({ name: 'ledgerprobe', entities: [entity(ledger)] });
+
+const CATALOG = '/api/v1/admin/resources';
+const HOST = 'catalog.localhost';
+let app: TestApp;
+let customer: TenantRef;
+
+interface Entry {
+  key: string;
+  path: string;
+  schema: { properties: Record<string, unknown> };
+  writable: string[];
+  immutable: string[];
+  commandOwned: Record<string, string>;
+  operationIds: Record<string, string>;
+  canWrite: boolean;
+}
+
+beforeAll(async () => {
+  app = await startTestApp({ modules: [...allModules, testkitModule, ledgerModule] });
+  customer = await createCustomer(app, 'catalog', HOST);
+});
+afterAll(async () => {
+  await app?.close();
+});
+
+async function catalog(host: string, permissions: string[]): Promise<Entry[]> {
+  const tenant = host === HOST ? customer : app.operator;
+  const user = await signInAs(app, tenant, permissions);
+  const res = await app.http(host).get(CATALOG).set('Cookie', user.cookie);
+  expect(res.status).toBe(200);
+  return res.body.resources;
+}
+
+describe('GET /api/v1/admin/resources', () => {
+  it('needs a session', async () => {
+    const res = await app.http(HOST).get(CATALOG);
+    expect(res.status).toBe(401);
+    expect(res.body.code).toBe('AUTH_REQUIRED');
+  });
+
+  it('lists a readable resource with its schema, writable and immutable fields', async () => {
+    const resources = await catalog(HOST, ['widget:read']);
+    expect(resources.map((r) => r.key)).toEqual(['testkit.widget']);
+    const widget = resources[0]!;
+    expect(widget.path).toBe('/api/v1/testkit/widgets');
+    expect(Object.keys(widget.schema.properties).sort()).toEqual(
+      ['approved', 'approvedAt', 'color', 'createdAt', 'id', 'name', 'note', 'size', 'updatedAt'],
+    );
+    expect([...widget.writable].sort()).toEqual(['color', 'name', 'note', 'size']);
+    expect([...widget.immutable].sort()).toEqual(['approved', 'approvedAt', 'color', 'createdAt', 'id', 'updatedAt']);
+    expect(widget.commandOwned).toEqual({
+      approved: 'POST /api/v1/testkit/widgets/{id}/approve',
+      approvedAt: 'POST /api/v1/testkit/widgets/{id}/approve',
+    });
+    expect(widget.canWrite).toBe(false);
+    expect((await catalog(HOST, ['widget:read', 'widget:write']))[0]!.canWrite).toBe(true);
+  });
+
+  it('omits what the caller may not read', async () => {
+    expect(await catalog(HOST, [])).toEqual([]);
+    expect(await catalog(HOST, ['widget:write'])).toEqual([]);
+  });
+
+  it('omits an operator resource at a customer tenant even for *, and lists it at the operator tenant', async () => {
+    const atCustomer = (await catalog(HOST, ['*'])).map((r) => r.key);
+    expect(atCustomer).toContain('testkit.widget');
+    expect(atCustomer).not.toContain('ledgerprobe.ledger');
+    const atOperator = (await catalog('operator.localhost', ['*'])).map((r) => r.key);
+    expect(atOperator).toContain('ledgerprobe.ledger');
+    expect((await catalog('operator.localhost', ['widget:operate'])).map((r) => r.key)).toEqual(['ledgerprobe.ledger']);
+  });
+
+  it('follows the stored roles on every request', async () => {
+    const user = await signInAs(app, customer, []);
+    const keys = async () => (await app.http(HOST).get(CATALOG).set('Cookie', user.cookie)).body.resources.map((r: Entry) => r.key);
+    expect(await keys()).toEqual([]);
+    await app.services.db.pool.query(`update roles set permissions = '{widget:read}' where tenant_id = $1 and name = (select roles[1] from users where id = $2)`, [customer.id, user.userId]);
+    expect(await keys()).toEqual(['testkit.widget']);
+  });
+});
+
+describe('catalog, OpenAPI and registered routes agree', () => {
+  it('for every entity: each catalog operation id is in OpenAPI at the route the server registered', async () => {
+    const entries = await catalog('operator.localhost', ['*']);
+    const doc = (await app.http().get('/api/v1/openapi.json')).body as { paths: Record<string, Record<string, { operationId: string }>> };
+    const openApi = new Map<string, string>();
+    for (const [path, methods] of Object.entries(doc.paths)) {
+      for (const [method, op] of Object.entries(methods)) openApi.set(op.operationId, `${method.toUpperCase()} ${path}`);
+    }
+    const registry = app.services.registry;
+    expect(entries.map((e) => e.key).sort()).toEqual(registry.entities.map((e) => e.names.key).sort());
+
+    for (const entry of entries) {
+      const resolved = registry.entity(entry.key);
+      const commands = Object.keys(resolved.def.commands ?? {});
+      const expected: Record<string, string> = {
+        list: `GET ${entry.path}`,
+        create: `POST ${entry.path}`,
+        read: `GET ${entry.path}/{id}`,
+        update: `PATCH ${entry.path}/{id}`,
+        delete: `DELETE ${entry.path}/{id}`,
+        ...Object.fromEntries(commands.map((c) => [c, `POST ${entry.path}/{id}/${c}`])),
+      };
+      expect(Object.keys(entry.operationIds).sort()).toEqual(Object.keys(expected).sort());
+      for (const [verb, endpoint] of Object.entries(expected)) {
+        const id = entry.operationIds[verb]!;
+        expect(id).toBe(`${resolved.module}-${resolved.name}-${verb}`);
+        expect(openApi.get(id), id).toBe(endpoint);
+        const [method, path] = endpoint.split(' ') as [string, string];
+        expect(app.web!.hasRoute({ method: method as 'GET', url: path.replace('{id}', ':id') }), endpoint).toBe(true);
+      }
+      for (const [field, route] of Object.entries(entry.commandOwned)) {
+        expect(Object.values(expected), `${entry.key}.${field}`).toContain(route);
+      }
+      const rowSchema = doc.paths[`${entry.path}/{id}`]!.get as unknown as { responses: { 200: { content: { 'application/json': { schema: unknown } } } } };
+      // The same row schema (OpenAPI rewrites const as enum, so compare its shape).
+      const documented = rowSchema.responses[200].content['application/json'].schema as { properties: object; required: string[] };
+      const served = entry.schema as unknown as { properties: object; required: string[] };
+      expect(Object.keys(served.properties)).toEqual(Object.keys(documented.properties));
+      expect(served.required).toEqual(documented.required);
+    }
+  });
+});
