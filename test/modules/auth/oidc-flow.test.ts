@@ -4,6 +4,7 @@ import { createCustomer, signInAs, startTestApp, type TestApp } from '../../help
 import { testConfig } from '../../helpers/config.ts';
 import type { TenantRef } from '../../../framework/context/tenant.ts';
 import { startTestIssuer, visitIssuer, type TestIssuer } from './oidc-issuer.ts';
+import { openState, sealState, stateKey } from '../../../modules/auth/oidc/state-cookie.ts';
 
 // Single sign-on (SPEC: Authentication → Single sign-on; Sign-in rule 6) driven end to end over
 // HTTP against a real oidc-provider: the app's start route, the issuer's authorization endpoint
@@ -257,6 +258,18 @@ describe('GET /api/v1/auth/oidc/callback', () => {
     // A cookie forged from scratch fails the same way.
     const forged = Buffer.from(JSON.stringify({ state: callback.searchParams.get('state') })).toString('base64url');
     expectRefusal(await callbackRequest('acme.localhost', callback, `app_oidc=v1.${forged}`), 400, 'OIDC_STATE_INVALID');
+  });
+
+  it('refuses an expired state cookie', async () => {
+    await signInAs(app, acme, [], { email: 'eve@acme.test' });
+    issuer.accounts.set('eve', { email: 'eve@acme.test', email_verified: true });
+    const { started, callback } = await throughIssuer('acme.localhost', 'eve');
+    // Genuinely sealed (the key derives from the client secret), but past its ten minutes.
+    const key = stateKey(CLIENT_SECRET);
+    const saved = openState(key, started.stateCookie.slice('app_oidc='.length))!;
+    expect(saved.state).toBe(callback.searchParams.get('state'));
+    const expired = sealState(key, { ...saved, expiresAt: Math.floor(Date.now() / 1000) - 1 });
+    expectRefusal(await callbackRequest('acme.localhost', callback, `app_oidc=${expired}`), 400, 'OIDC_STATE_INVALID');
   });
 
   it('refuses a state parameter that is not the one this browser started with', async () => {
