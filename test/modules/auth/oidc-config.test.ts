@@ -89,6 +89,13 @@ describe('startup refusals', () => {
     );
   });
 
+  it('refuses a redirect path that another route already serves', async () => {
+    const config = testConfig({ auth: { oidc: { issuer: 'https://id.example.com', client_id: 'app', redirect_path: '/api/v1/auth/oidc/start' } } }, SECRET_ENV);
+    await expect(buildApp({ config, modules: allModules, databaseUrl: 'postgres://unused.invalid/none', role: 'web' })).rejects.toThrow(
+      /route GET \/api\/v1\/auth\/oidc\/start is declared twice/,
+    );
+  });
+
   it('the service exits at startup with a half-configured issuer or a bad redirect path', async () => {
     const [half, badPath] = await Promise.all([
       startMain('auth:\n  oidc:\n    issuer: https://id.example.com\n    client_id: app\n'),
