@@ -1,0 +1,30 @@
+// autocannon ships no types; this declares the part of its programmatic API the bench uses.
+declare module 'autocannon' {
+  import type { EventEmitter } from 'node:events';
+
+  interface Options {
+    url: string;
+    method?: string;
+    headers?: Record<string, string>;
+    body?: string;
+    idReplacement?: boolean;
+    connections?: number;
+    duration?: number;
+    timeout?: number;
+  }
+
+  interface Result {
+    duration: number;
+    errors: number;
+    timeouts: number;
+    non2xx: number;
+    statusCodeStats: Record<string, { count: number }>;
+  }
+
+  interface Instance extends EventEmitter {
+    stop(): void;
+  }
+
+  function autocannon(options: Options, callback: (err: Error | null, result: Result) => void): Instance;
+  export default autocannon;
+}

@@ -1,0 +1,83 @@
+import autocannon from 'autocannon';
+
+export interface Target {
+  url: string;
+  method: 'GET' | 'POST';
+  headers?: Record<string, string>;
+  /** `[<id>]` in the body is replaced by a fresh id per request (unique names for creates). */
+  body?: string;
+}
+
+export interface Sample {
+  ok: number;
+  refused: Record<string, number>;
+  errors: number;
+  seconds: number;
+  /** Latency of every 2xx response, milliseconds with sub-millisecond precision. */
+  latencies: number[];
+}
+
+/** Closed-loop load: `connections` clients, each sending its next request when the last is answered. */
+export function hammer(target: Target, connections: number, seconds: number): Promise<Sample> {
+  return new Promise((resolve, reject) => {
+    const latencies: number[] = [];
+    const refused: Record<string, number> = {};
+    const started = performance.now();
+    const instance = autocannon(
+      {
+        url: target.url,
+        method: target.method,
+        headers: target.headers ?? {},
+        ...(target.body !== undefined ? { body: target.body, idReplacement: target.body.includes('[<id>]') } : {}),
+        connections,
+        duration: seconds,
+        timeout: 30,
+      },
+      (err, result) => {
+        if (err) return reject(err);
+        resolve({
+          ok: latencies.length,
+          refused,
+          errors: result.errors + result.timeouts,
+          seconds: (performance.now() - started) / 1000,
+          latencies,
+        });
+      },
+    );
+    instance.on('response', (_client: unknown, statusCode: number, _bytes: number, responseTime: number) => {
+      if (statusCode >= 200 && statusCode < 300) latencies.push(responseTime);
+      else refused[statusCode] = (refused[statusCode] ?? 0) + 1;
+    });
+  });
+}
+
+export interface Figures {
+  rps: number;
+  p50_ms: number;
+  p99_ms: number;
+  requests: number;
+}
+
+/** Pools the rounds of one scenario: throughput over their total time, percentiles over every response. */
+export function combine(samples: Sample[]): Figures {
+  const ok = samples.reduce((n, s) => n + s.ok, 0);
+  const seconds = samples.reduce((n, s) => n + s.seconds, 0);
+  const all = Float64Array.from(samples.flatMap((s) => s.latencies)).sort();
+  return { rps: ok / seconds, p50_ms: percentile(all, 50), p99_ms: percentile(all, 99), requests: ok };
+}
+
+/** Nearest-rank percentile of sorted values. */
+export function percentile(sorted: ArrayLike<number>, p: number): number {
+  if (sorted.length === 0) return Number.NaN;
+  const rank = Math.ceil((p / 100) * sorted.length);
+  return sorted[Math.min(sorted.length - 1, Math.max(0, rank - 1))]!;
+}
+
+/** Refuses to report figures of a run where the server answered anything but 2xx. */
+export function assertClean(name: string, sample: Sample): void {
+  const refused = Object.entries(sample.refused);
+  if (refused.length > 0 || sample.errors > 0) {
+    const codes = refused.map(([code, n]) => `${n}× ${code}`).join(', ');
+    throw new Error(`${name}: ${codes || ''}${codes && sample.errors ? ', ' : ''}${sample.errors ? `${sample.errors} errors/timeouts` : ''} — the figures would not measure the scenario`);
+  }
+}

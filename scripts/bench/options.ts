@@ -1,0 +1,93 @@
+import { parseArgs } from 'node:util';
+
+export const SCENARIOS = ['list', 'create', 'health', 'outbox', 'login'] as const;
+export type ScenarioGroup = (typeof SCENARIOS)[number];
+
+export interface BenchOptions {
+  quick: boolean;
+  /** Empty: an embedded PostgreSQL in a temporary directory, started and removed by the run. */
+  databaseUrl: string;
+  connections: number;
+  warmupSeconds: number;
+  /** Seconds per round of each throughput scenario; the service and its baseline alternate each round. */
+  seconds: number;
+  rounds: number;
+  poolSize: number;
+  rowsPerTenant: number;
+  outboxEvents: number;
+  /** Events per second published for the outbox latency measurement. */
+  outboxRate: number;
+  hashSamples: number;
+  loginSamples: number;
+  only: ReadonlySet<ScenarioGroup>;
+  out: string;
+  /** Directory for a V8 CPU profile of the service process (node --cpu-prof), or empty. */
+  cpuProfDir: string;
+}
+
+const USAGE = `usage: npm run bench -- [options]
+  --quick                 short run (under a minute): one round of 3 s per scenario
+  --database-url URL      benchmark on this database (default: TENANTRY_DATABASE_URL, else an embedded server)
+  --connections N         concurrent connections for the throughput scenarios (default 64)
+  --seconds N             seconds per round of each throughput scenario (default 10)
+  --rounds N              rounds; the service and its baseline alternate within each (default 3)
+  --warmup N              warm-up seconds per scenario (default 3)
+  --pool-size N           database pool size of the service and of the baseline (default 10)
+  --rows N                widgets seeded per tenant (default 10000)
+  --only a,b              run only these groups: ${SCENARIOS.join(', ')}
+  --out FILE              results file (default bench-results.json)
+  --cpu-prof DIR          write a V8 CPU profile of the service process into DIR`;
+
+function positiveInt(name: string, raw: string | undefined, fallback: number): number {
+  if (raw === undefined) return fallback;
+  const value = Number(raw);
+  if (!Number.isInteger(value) || value < 1) throw new Error(`--${name} must be a positive integer (got ${raw})\n${USAGE}`);
+  return value;
+}
+
+export function parseOptions(argv: string[], env: NodeJS.ProcessEnv): BenchOptions {
+  const { values } = parseArgs({
+    args: argv,
+    options: {
+      quick: { type: 'boolean', default: false },
+      'database-url': { type: 'string' },
+      connections: { type: 'string' },
+      seconds: { type: 'string' },
+      rounds: { type: 'string' },
+      warmup: { type: 'string' },
+      'pool-size': { type: 'string' },
+      rows: { type: 'string' },
+      only: { type: 'string' },
+      out: { type: 'string', default: 'bench-results.json' },
+      'cpu-prof': { type: 'string' },
+      help: { type: 'boolean', default: false },
+    },
+  });
+  if (values.help) {
+    process.stdout.write(`${USAGE}\n`);
+    process.exit(0);
+  }
+  const quick = values.quick ?? false;
+  const only = new Set<ScenarioGroup>();
+  for (const name of (values.only ?? SCENARIOS.join(',')).split(',').map((s) => s.trim()).filter(Boolean)) {
+    if (!(SCENARIOS as readonly string[]).includes(name)) throw new Error(`--only: unknown group ${name}\n${USAGE}`);
+    only.add(name as ScenarioGroup);
+  }
+  return {
+    quick,
+    databaseUrl: values['database-url'] ?? env.TENANTRY_DATABASE_URL ?? '',
+    connections: positiveInt('connections', values.connections, 64),
+    seconds: positiveInt('seconds', values.seconds, quick ? 3 : 10),
+    rounds: positiveInt('rounds', values.rounds, quick ? 1 : 3),
+    warmupSeconds: positiveInt('warmup', values.warmup, quick ? 1 : 3),
+    poolSize: positiveInt('pool-size', values['pool-size'], 10),
+    rowsPerTenant: positiveInt('rows', values.rows, 10_000),
+    outboxEvents: quick ? 1000 : 2000,
+    outboxRate: 250,
+    hashSamples: quick ? 10 : 40,
+    loginSamples: quick ? 16 : 60,
+    only,
+    out: values.out ?? 'bench-results.json',
+    cpuProfDir: values['cpu-prof'] ?? '',
+  };
+}

@@ -1,0 +1,35 @@
+import type { SeedInfo } from './seed.ts';
+
+/** Messages between the run and its two server processes (node IPC). */
+
+export interface ServiceSettings {
+  databaseUrl: string;
+  poolSize: number;
+  runId: string;
+  rowsPerTenant: number;
+  wrongPasswordAccounts: number;
+}
+
+export interface BaselineSettings {
+  databaseUrl: string;
+  poolSize: number;
+  tenantIds: string[];
+  rowsPerTenant: number;
+}
+
+export type ChildRequest = { type: 'probe'; count: number; rate: number } | { type: 'stop' };
+
+export interface ProbeSamples {
+  /** Handler start minus the moment the publishing transaction's COMMIT returned. */
+  fromCommitMs: number[];
+  /** Handler start minus the event's occurred_at (the transaction's start: a bound from above). */
+  fromOccurredMs: number[];
+  missing: number;
+}
+
+export type ChildMessage =
+  | { type: 'ready'; port: number; seed?: SeedInfo }
+  | { type: 'probe-result'; samples: ProbeSamples }
+  | { type: 'failed'; error: string };
+
+export const SETTINGS_ENV = 'TENANTRY_BENCH_SETTINGS';

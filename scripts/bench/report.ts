@@ -1,0 +1,45 @@
+/** One line of bench-results.json. */
+export interface ResultRow {
+  name: string;
+  rps: number | null;
+  p50_ms: number | null;
+  p99_ms: number | null;
+  ratio_to_baseline: number | null;
+  /** What the ratio is taken against, when it is not the bare baseline server. */
+  baseline?: string;
+  target?: string;
+  met?: boolean;
+  samples?: number;
+}
+
+const round = (value: number | null, digits: number): number | null =>
+  value === null || Number.isNaN(value) ? null : Number(value.toFixed(digits));
+
+export function rounded(row: ResultRow): ResultRow {
+  return {
+    ...row,
+    rps: round(row.rps, 0),
+    p50_ms: round(row.p50_ms, 2),
+    p99_ms: round(row.p99_ms, 2),
+    ratio_to_baseline: round(row.ratio_to_baseline, 3),
+  };
+}
+
+const cell = (value: number | null | undefined, digits: number) => (value === null || value === undefined ? '—' : value.toFixed(digits));
+
+/** The table printed at the end of a run. */
+export function formatTable(rows: ResultRow[]): string {
+  const header = ['scenario', 'req/s', 'p50 ms', 'p99 ms', 'ratio', 'target', ''];
+  const lines = rows.map((r) => [
+    r.name,
+    cell(r.rps, 0),
+    cell(r.p50_ms, 2),
+    cell(r.p99_ms, 2),
+    cell(r.ratio_to_baseline, 3),
+    r.target ?? '',
+    r.met === undefined ? '' : r.met ? 'met' : 'NOT MET',
+  ]);
+  const widths = header.map((h, i) => Math.max(h.length, ...lines.map((l) => l[i]!.length)));
+  const format = (cols: string[]) => cols.map((c, i) => (i === 0 || i >= 5 ? c.padEnd(widths[i]!) : c.padStart(widths[i]!))).join('  ').trimEnd();
+  return [format(header), format(widths.map((w) => '-'.repeat(w))), ...lines.map(format)].join('\n');
+}

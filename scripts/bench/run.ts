@@ -1,0 +1,164 @@
+import { randomBytes } from 'node:crypto';
+import { writeFileSync } from 'node:fs';
+import { cpus, loadavg } from 'node:os';
+import { parseOptions, type BenchOptions } from './options.ts';
+import { openBenchDatabase, type BenchDatabase } from './database.ts';
+import { startServer, type ServerProcess } from './child.ts';
+import { measurePair, type Pair, type Plan } from './throughput.ts';
+import { measureFailedLogins, measureHash, signIn, timing, wrongPasswordAccountsFor } from './login.ts';
+import { send } from './http.ts';
+import { formatTable, rounded, type ResultRow } from './report.ts';
+import type { BaselineSettings, ServiceSettings } from './protocol.ts';
+import { BENCH_PASSWORD, type SeedInfo } from './seed.ts';
+
+const LIST_PATH = '/api/v1/testkit/widgets?limit=20';
+const CREATE_PATH = '/api/v1/testkit/widgets';
+const CREATE_BODY = '{"name":"bench-[<id>]","size":7,"color":"blue","note":"created by the benchmark"}';
+
+const log = (line: string) => process.stdout.write(`${line}\n`);
+const load = () => loadavg().map((n) => n.toFixed(2)).join(' ');
+
+async function main(): Promise<void> {
+  const options = parseOptions(process.argv.slice(2), process.env);
+  const startedAt = performance.now();
+  log(`tenantry bench${options.quick ? ' (quick)' : ''}: ${cpus().length} cores, node ${process.version}, load average ${load()}`);
+  const runId = randomBytes(3).toString('hex');
+  const db = await openBenchDatabase(options.databaseUrl);
+  const servers: ServerProcess[] = [];
+  try {
+    log(`database: ${db.description}; ${Object.entries(db.settings).map(([k, v]) => `${k}=${v}`).join(', ')}`);
+    const rows = await measure(options, db, runId, servers);
+    log('');
+    log(formatTable(rows));
+    writeFileSync(options.out, `${JSON.stringify(rows.map(rounded), null, 2)}\n`);
+    log(`\nwrote ${options.out}; load average now ${load()}; ${((performance.now() - startedAt) / 1000).toFixed(0)} s`);
+  } finally {
+    await Promise.allSettled(servers.map((s) => s.stop()));
+    await db.stop();
+  }
+}
+
+async function measure(options: BenchOptions, db: BenchDatabase, runId: string, servers: ServerProcess[]): Promise<ResultRow[]> {
+  const settings: ServiceSettings = {
+    databaseUrl: db.url,
+    poolSize: options.poolSize,
+    runId,
+    rowsPerTenant: options.rowsPerTenant,
+    wrongPasswordAccounts: wrongPasswordAccountsFor(options.loginSamples),
+  };
+  const profile = options.cpuProfDir ? ['--cpu-prof', `--cpu-prof-dir=${options.cpuProfDir}`] : [];
+  const service = await startServer('service', './service.ts', settings, profile);
+  servers.push(service);
+  const seed = service.ready.seed as SeedInfo;
+  const host = seed.tenants[0]!.host;
+  log(`service (role all, pool ${options.poolSize}) on port ${service.port}; seeded 2 tenants × ${options.rowsPerTenant} widgets`);
+
+  const rows: ResultRow[] = [];
+  const wantsHttp = options.only.has('list') || options.only.has('create') || options.only.has('health');
+  if (wantsHttp) {
+    const baselineSettings: BaselineSettings = { databaseUrl: db.url, poolSize: options.poolSize, tenantIds: seed.tenants.map((t) => t.id), rowsPerTenant: options.rowsPerTenant };
+    const baseline = await startServer('baseline', './baseline.ts', baselineSettings);
+    servers.push(baseline);
+    const cookie = await signIn(service.port, host, seed.email, BENCH_PASSWORD);
+    log(`signed in through POST /api/v1/auth/login; baseline on port ${baseline.port}`);
+    await checkSameAnswer(service.port, baseline.port, host, cookie);
+
+    const plan: Plan = { connections: options.connections, warmupSeconds: options.warmupSeconds, seconds: options.seconds, rounds: options.rounds, log };
+    const at = (port: number) => `http://127.0.0.1:${port}`;
+    const pairs: (Pair & { group: 'list' | 'create' | 'health'; target: (ratio: number, p99: number) => { text: string; met: boolean } | undefined })[] = [
+      {
+        group: 'list',
+        name: 'list',
+        service: { url: at(service.port) + LIST_PATH, method: 'GET', headers: { host, cookie } },
+        baseline: { url: at(baseline.port) + LIST_PATH, method: 'GET' },
+        target: (ratio, p99) => ({ text: `≥ 0.5× baseline, p99 ≤ 20 ms @ ${options.connections}`, met: ratio >= 0.5 && p99 <= 20 }),
+      },
+      {
+        group: 'create',
+        name: 'create',
+        service: { url: at(service.port) + CREATE_PATH, method: 'POST', headers: { host, cookie, 'content-type': 'application/json' }, body: CREATE_BODY },
+        baseline: { url: at(baseline.port) + CREATE_PATH, method: 'POST', headers: { 'content-type': 'application/json' }, body: CREATE_BODY },
+        target: (ratio) => ({ text: '≥ 0.4× baseline', met: ratio >= 0.4 }),
+      },
+      {
+        group: 'health',
+        name: 'health',
+        service: { url: `${at(service.port)}/health`, method: 'GET' },
+        baseline: { url: `${at(baseline.port)}/health`, method: 'GET' },
+        target: () => undefined,
+      },
+    ];
+    for (const pair of pairs.filter((p) => options.only.has(p.group))) {
+      log(`${pair.name}: ${options.connections} connections, warm-up ${options.warmupSeconds} s, ${options.rounds} × ${options.seconds} s each side (load average ${load()})`);
+      const figures = await measurePair(pair, plan);
+      const ratio = figures.service.rps / figures.baseline.rps;
+      const target = pair.target(ratio, figures.service.p99_ms);
+      rows.push({ name: pair.name, ...pick(figures.service), ratio_to_baseline: ratio, ...(target ? { target: target.text, met: target.met } : {}) });
+      rows.push({ name: `${pair.name}-baseline`, ...pick(figures.baseline), ratio_to_baseline: 1 });
+    }
+  }
+
+  if (options.only.has('outbox')) {
+    log(`outbox: ${options.outboxEvents} events at ${options.outboxRate}/s, commit → subscription handler start (load average ${load()})`);
+    await service.ask({ type: 'probe', count: 100, rate: options.outboxRate }, 'probe-result', 60_000);
+    const { samples } = await service.ask({ type: 'probe', count: options.outboxEvents, rate: options.outboxRate }, 'probe-result', 120_000);
+    if (samples.missing > 0) throw new Error(`outbox: ${samples.missing} of ${options.outboxEvents} events never reached the handler within 30 s`);
+    const fromCommit = timing(samples.fromCommitMs);
+    const fromOccurred = timing(samples.fromOccurredMs);
+    log(`  from the transaction's start (occurred_at): p50 ${fromOccurred.p50_ms.toFixed(2)} ms, p99 ${fromOccurred.p99_ms.toFixed(2)} ms`);
+    rows.push({
+      name: 'outbox-latency',
+      rps: null,
+      p50_ms: fromCommit.p50_ms,
+      p99_ms: fromCommit.p99_ms,
+      ratio_to_baseline: null,
+      target: 'p99 ≤ 50 ms',
+      met: fromCommit.p99_ms <= 50,
+      samples: fromCommit.samples,
+    });
+  }
+
+  if (options.only.has('login')) {
+    log(`login: argon2id hash × ${options.hashSamples}; failed logins × ${options.loginSamples} each kind, alternating (load average ${load()})`);
+    const hash = await measureHash(options.hashSamples);
+    const failed = await measureFailedLogins(service.port, host, seed.wrongPasswordEmails, options.loginSamples);
+    const ratio = failed.unknownAddress.p50_ms / failed.wrongPassword.p50_ms;
+    log(`  means: wrong password ${failed.wrongPassword.mean_ms.toFixed(1)} ms, unknown address ${failed.unknownAddress.mean_ms.toFixed(1)} ms`);
+    rows.push({ name: 'login-argon2id-hash', rps: null, p50_ms: hash.p50_ms, p99_ms: hash.p99_ms, ratio_to_baseline: null, samples: hash.samples });
+    rows.push({ name: 'login-wrong-password', rps: null, p50_ms: failed.wrongPassword.p50_ms, p99_ms: failed.wrongPassword.p99_ms, ratio_to_baseline: 1, samples: failed.wrongPassword.samples });
+    rows.push({
+      name: 'login-unknown-address',
+      rps: null,
+      p50_ms: failed.unknownAddress.p50_ms,
+      p99_ms: failed.unknownAddress.p99_ms,
+      ratio_to_baseline: ratio,
+      baseline: 'login-wrong-password (p50)',
+      target: 'within 10% of wrong password',
+      met: Math.abs(ratio - 1) <= 0.1,
+      samples: failed.unknownAddress.samples,
+    });
+  }
+  return rows;
+}
+
+const pick = (f: { rps: number; p50_ms: number; p99_ms: number; requests: number }) => ({ rps: f.rps, p50_ms: f.p50_ms, p99_ms: f.p99_ms, samples: f.requests });
+
+/** Both servers must answer the list with the same page before their speeds mean anything side by side. */
+async function checkSameAnswer(servicePort: number, baselinePort: number, host: string, cookie: string): Promise<void> {
+  const [a, b] = await Promise.all([
+    send(servicePort, { method: 'GET', path: LIST_PATH, host, headers: { cookie } }),
+    send(baselinePort, { method: 'GET', path: LIST_PATH, host: 'baseline' }),
+  ]);
+  if (a.status !== 200) throw new Error(`GET ${LIST_PATH} answered ${a.status}: ${a.body.slice(0, 300)}`);
+  const service = JSON.parse(a.body) as { items: { name: string }[]; total: number };
+  const baseline = JSON.parse(b.body) as { items: { name: string }[]; total: number };
+  const names = (page: { items: { name: string }[] }) => page.items.map((i) => i.name).join(',');
+  if (service.items.length !== 20 || service.total !== baseline.total || names(service) !== names(baseline)) {
+    throw new Error(`the service and the baseline list different pages (totals ${service.total} and ${baseline.total})`);
+  }
+}
+
+main().catch((err: Error) => {
+  process.stderr.write(`bench: ${err.stack ?? err.message}\n`);
+  process.exit(1);
+});

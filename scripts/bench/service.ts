@@ -1,0 +1,93 @@
+import pino from 'pino';
+import type { FastifyBaseLogger } from 'fastify';
+import { validateConfig } from '../../framework/config/load.ts';
+import { buildApp, type App } from '../../framework/app.ts';
+import type { TenantRef } from '../../framework/context/tenant.ts';
+import { allModules } from '../../modules/index.ts';
+import { testkitModule } from '../../test/helpers/testkit-module.ts';
+import { benchModule, ProbeRecorder, PROBE_EVENT, wallClockMs } from './bench-module.ts';
+import { seed } from './seed.ts';
+import { SETTINGS_ENV, type ChildMessage, type ChildRequest, type ProbeSamples, type ServiceSettings } from './protocol.ts';
+
+/**
+ * The service under test, in its own process: role `all` (web and worker) with the installation's
+ * modules, the test kit's widget entity and the benchmark probe module. It seeds its data, listens
+ * on a free port and answers the run over IPC.
+ */
+const settings = JSON.parse(process.env[SETTINGS_ENV] ?? '{}') as ServiceSettings;
+const send = (message: ChildMessage) => process.send?.(message);
+const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
+
+async function publishProbes(app: App, tenant: TenantRef, recorder: ProbeRecorder, count: number, rate: number): Promise<ProbeSamples> {
+  recorder.clear();
+  const committedAt: number[] = new Array(count);
+  const pending: Promise<void>[] = [];
+  const start = wallClockMs();
+  for (let seq = 0; seq < count; seq++) {
+    // Open loop: each probe leaves at its scheduled time whether or not earlier ones have arrived.
+    const wait = start + (seq * 1000) / rate - wallClockMs();
+    if (wait > 0.5) await sleep(wait);
+    pending.push(
+      app.services.transactions
+        .run(tenant, async (ctx) => {
+          ctx.publish(PROBE_EVENT, { seq });
+        })
+        .then(() => {
+          committedAt[seq] = wallClockMs();
+        }),
+    );
+  }
+  await Promise.all(pending);
+  await recorder.waitFor(count, 30_000);
+  const fromCommitMs: number[] = [];
+  const fromOccurredMs: number[] = [];
+  for (let seq = 0; seq < count; seq++) {
+    const arrived = recorder.arrivedAt.get(seq);
+    if (arrived === undefined) continue;
+    fromCommitMs.push(arrived - committedAt[seq]!);
+    fromOccurredMs.push(arrived - recorder.occurredAt.get(seq)!);
+  }
+  return { fromCommitMs, fromOccurredMs, missing: count - fromCommitMs.length };
+}
+
+async function main(): Promise<void> {
+  const config = validateConfig(
+    {
+      server: { host: '127.0.0.1', port: 0, public_host: 'localhost', log_level: 'warn' },
+      database: { url: settings.databaseUrl, pool_size: settings.poolSize },
+    },
+    'benchmark settings',
+  );
+  const logger = pino({ level: config.server.log_level }) as FastifyBaseLogger;
+  const recorder = new ProbeRecorder();
+  const app = await buildApp({
+    config,
+    modules: [...allModules, testkitModule, benchModule(recorder)],
+    databaseUrl: settings.databaseUrl,
+    role: 'all',
+    logger,
+  });
+  const seeded = await seed(app.services, settings);
+  const probeTenant: TenantRef = { id: seeded.tenants[0]!.id, slug: seeded.tenants[0]!.slug, isOperator: false };
+  await app.web!.listen({ host: '127.0.0.1', port: 0 });
+  const address = app.web!.server.address();
+  if (typeof address !== 'object' || !address) throw new Error('the service has no address');
+
+  process.on('message', (message: ChildRequest) => {
+    if (message.type === 'probe') {
+      publishProbes(app, probeTenant, recorder, message.count, message.rate).then(
+        (samples) => send({ type: 'probe-result', samples }),
+        (err: Error) => send({ type: 'failed', error: err.stack ?? err.message }),
+      );
+    } else if (message.type === 'stop') {
+      // A clean exit lets --cpu-prof write its profile.
+      app.close().finally(() => process.exit(0));
+    }
+  });
+  send({ type: 'ready', port: address.port, seed: seeded });
+}
+
+main().catch((err: Error) => {
+  send({ type: 'failed', error: err.stack ?? err.message });
+  process.exit(1);
+});
