@@ -1,5 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import supertest from 'supertest';
+import type { FastifyBaseLogger } from 'fastify';
 import { CompiledQuery } from 'kysely';
 import { buildApp, type App, type Role } from '../../framework/app.ts';
 import type { ModuleDefinition } from '../../framework/entity/define.ts';
@@ -43,6 +44,8 @@ export interface TestAppOptions {
   databaseUrl?: string;
   startWorker?: boolean;
   mailer?: Mailer;
+  /** Captures the service's log (defaults to a silent logger). */
+  logger?: FastifyBaseLogger;
 }
 
 /** Builds the app on a fresh database (or a given one) with the installation's modules plus the test kit. */
@@ -57,6 +60,7 @@ export async function startTestApp(options: TestAppOptions = {}): Promise<TestAp
     startWorker: options.startWorker ?? false,
     scheduleJobs: false,
     ...(options.mailer ? { mailer: options.mailer } : {}),
+    ...(options.logger ? { logger: options.logger } : {}),
   });
   await app.web?.ready();
   const { rows } = await app.services.db.pool.query<{ id: string; slug: string }>('select id, slug from tenants where is_operator');
