@@ -36,8 +36,15 @@ export function checkRegistry(registry: Registry, earlier: string[]): void {
         problems.push(`entity ${entity.names.key}: field ${field} is owned by command ${command}, which is not declared`);
       }
     }
-    for (const field of entity.immutable) {
-      if (!(field in def.fields)) problems.push(`entity ${entity.names.key}: immutable field ${field} is not a field`);
+    // The types refuse these already; a definition built without them (e.g. from data) is caught here.
+    for (const [kind, list] of [
+      ['immutable', entity.immutable],
+      ['sortable', def.sortable ?? []],
+      ['admin column', def.admin ? [def.admin.title, ...def.admin.columns] : []],
+    ] as const) {
+      for (const field of list) {
+        if (!(field in def.fields)) problems.push(`entity ${entity.names.key}: ${kind} field ${field} is not a field`);
+      }
     }
   }
 

@@ -1,0 +1,114 @@
+import { beforeAll, describe, expect, it } from 'vitest';
+import Type from 'typebox';
+import pg from 'pg';
+import { buildApp, type Role } from '../../framework/app.ts';
+import { Registry } from '../../framework/entity/registry.ts';
+import { BootCheckError } from '../../framework/entity/checks.ts';
+import { defineEntity, defineModule, defineRoute, entity, type ModuleDefinition } from '../../framework/entity/define.ts';
+import { allModules } from '../../modules/index.ts';
+import { testkitModule, widget } from '../helpers/testkit-module.ts';
+import { createTestDatabase } from '../helpers/database.ts';
+import { testConfig } from '../helpers/config.ts';
+
+const config = testConfig();
+const ROLES: Role[] = ['web', 'worker', 'all'];
+let databaseUrl: string;
+
+beforeAll(async () => {
+  databaseUrl = await createTestDatabase();
+});
+
+const ok = defineRoute({
+  method: 'GET',
+  url: '/api/v1/bad/thing',
+  operationId: 'bad-thing-read',
+  summary: 'A route',
+  access: 'signedIn',
+  schema: { response: { 200: Type.Object({}) } },
+  handler: async () => ({}),
+});
+
+/** A module whose only flaw is what the test puts into it. */
+const bad = (extra: Partial<ModuleDefinition>): ModuleDefinition => defineModule({ name: 'bad', ...extra });
+
+async function expectRefusal(modules: readonly ModuleDefinition[], offender: RegExp): Promise<void> {
+  expect(() => new Registry(modules, config)).toThrow(offender);
+  for (const role of ROLES) {
+    const start = buildApp({ config, modules, databaseUrl, role, startWorker: true, scheduleJobs: true });
+    await expect(start, role).rejects.toBeInstanceOf(BootCheckError);
+    await expect(start, role).rejects.toThrow(offender);
+  }
+  // Refused before anything ran: not even the migrations touched the database.
+  const client = new pg.Client({ connectionString: databaseUrl });
+  await client.connect();
+  try {
+    const { rows } = await client.query(`select to_regclass('migration_history') as t`);
+    expect(rows[0].t).toBeNull();
+  } finally {
+    await client.end();
+  }
+}
+
+describe('startup checks, in every role', () => {
+  it('accept the installation\'s modules with the test kit', () => {
+    expect(() => new Registry([...allModules, testkitModule], config)).not.toThrow();
+  });
+
+  it('refuse a route guarded by a permission no module declares, naming route and permission', async () => {
+    const route = { ...ok, access: { permission: 'thing:frobnicate' } };
+    await expectRefusal([...allModules, bad({ routes: [route] })], /route GET \/api\/v1\/bad\/thing \(module bad\) uses undeclared permission thing:frobnicate/);
+  });
+
+  it('refuse an entity or a command using an undeclared permission', async () => {
+    const thing = defineEntity({ ...widget, module: 'bad', permissions: { read: 'widget:read', write: 'thing:write' } });
+    await expectRefusal([testkitModule, bad({ entities: [entity(thing)] })], /entity bad\.widget uses undeclared permission thing:write/);
+    const commanded = defineEntity({
+      ...widget,
+      module: 'bad',
+      commands: { approve: { ...widget.commands!.approve, permission: 'thing:approve' } },
+    });
+    await expectRefusal([testkitModule, bad({ entities: [entity(commanded)] })], /POST \/api\/v1\/bad\/widgets\/:id\/approve \(module bad\) uses undeclared permission thing:approve/);
+  });
+
+  it('refuse a route or a command publishing an undeclared event, naming it', async () => {
+    await expectRefusal([bad({ routes: [{ ...ok, publishes: ['bad.thing.exploded'] }] })], /publishes undeclared event bad\.thing\.exploded/);
+    const commanded = defineEntity({ ...widget, module: 'bad', commands: { approve: { ...widget.commands!.approve, publishes: ['bad.widget.blessed'] } } });
+    await expectRefusal([testkitModule, bad({ entities: [entity(commanded)] })], /approve \(module bad\) publishes undeclared event bad\.widget\.blessed/);
+  });
+
+  it('refuse a subscription to an undeclared event, naming subscription and event', async () => {
+    const subscription = { name: 'bad-listener', event: 'bad.thing.happened', handle: async () => {} };
+    await expectRefusal([bad({ subscriptions: [subscription] })], /subscription bad-listener \(module bad\) listens to undeclared event bad\.thing\.happened/);
+  });
+
+  it('refuse a duplicate operation id, naming both routes', async () => {
+    const twin = { ...ok, url: '/api/v1/bad/twin' };
+    await expectRefusal([bad({ routes: [ok, twin] })], /operation id bad-thing-read is used by GET \/api\/v1\/bad\/thing \(module bad\) and GET \/api\/v1\/bad\/twin \(module bad\)/);
+    // A hand-written route colliding with a generated one.
+    const clash = { ...ok, url: '/api/v1/testkit/special', operationId: 'testkit-widget-list' };
+    await expectRefusal([{ ...testkitModule, routes: [clash] }], /operation id testkit-widget-list is used by/);
+  });
+
+  it('refuse a command-owned field whose command is not declared, naming entity, field and command', async () => {
+    // The types refuse this too; a definition that slips past them is still caught at boot.
+    const unowned = { ...widget, module: 'bad', commandOwned: { approved: 'approve', approvedAt: 'stamp' } } as never;
+    await expectRefusal(
+      [testkitModule, bad({ entities: [entity(unowned)] })],
+      /entity bad\.widget: field approvedAt is owned by command stamp, which is not declared/,
+    );
+  });
+
+  it('refuse unknown fields in immutable, sortable and admin hints', async () => {
+    const broken = { ...widget, module: 'bad', immutable: ['shade'], sortable: ['weight'], admin: { title: 'label', columns: [] } } as never;
+    const start = () => new Registry([testkitModule, bad({ entities: [entity(broken)] })], config);
+    expect(start).toThrow(/immutable field shade is not a field/);
+    expect(start).toThrow(/sortable field weight is not a field/);
+    expect(start).toThrow(/admin column field label is not a field/);
+  });
+
+  it('list every problem at once', () => {
+    const route = { ...ok, access: { permission: 'thing:frobnicate' }, publishes: ['bad.thing.exploded'] };
+    const start = () => new Registry([bad({ routes: [route], subscriptions: [{ name: 's', event: 'bad.nothing', handle: async () => {} }] })], config);
+    expect(start).toThrow(/thing:frobnicate[\s\S]*bad\.thing\.exploded[\s\S]*bad\.nothing/);
+  });
+});
