@@ -9,6 +9,7 @@ import { typeboxValidatorCompiler } from './validation.ts';
 import { registerRoute } from './register-route.ts';
 import { registerProbes, type ReadinessCheck } from './probes.ts';
 import { registerOpenApi } from '../openapi/document.ts';
+import { requestLogSerializers } from './log-redaction.ts';
 import { catalogRoute } from '../catalog/catalog.ts';
 import { problem } from '../errors.ts';
 
@@ -28,7 +29,7 @@ const GLOBAL_PATHS = new Set(['/health', '/ready']);
 
 export async function buildWeb(services: Services, options: WebOptions = {}): Promise<FastifyInstance> {
   const app = Fastify({
-    ...(options.logger ? { loggerInstance: options.logger } : { logger: false }),
+    ...(options.logger ? { loggerInstance: options.logger.child({}, { serializers: requestLogSerializers }) } : { logger: false }),
     trustProxy: true,
     bodyLimit: 1024 * 1024,
     return503OnClosing: true,

@@ -84,3 +84,14 @@ export async function deliverOutbox(app: TestApp): Promise<number> {
 export async function clearAttempts(app: TestApp): Promise<void> {
   await app.services.db.pool.query('delete from auth_attempts');
 }
+
+/** Polls until check returns a value other than undefined/false, or fails after the timeout. */
+export async function waitFor<T>(check: () => Promise<T | undefined | false>, what: string, timeoutMs = 15_000): Promise<T> {
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    const value = await check();
+    if (value !== undefined && value !== false) return value;
+    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
+    await new Promise((resolve) => setTimeout(resolve, 50));
+  }
+}
