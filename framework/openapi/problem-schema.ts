@@ -1,4 +1,4 @@
-import Type from 'typebox';
+import Type, { type TSchema } from 'typebox';
 import type { AnyRoute } from '../entity/define.ts';
 
 export const ProblemSchema = Type.Object(
@@ -18,6 +18,9 @@ export const ProblemSchema = Type.Object(
 // Problems leave as application/problem+json; the response schema says so, and fastify picks
 // its serializer by that content type (the Problem schema keeps extension members).
 const ref = (description: string) => ({ description, content: { 'application/problem+json': { schema: Type.Ref('Problem') } } });
+
+/** A problem answer a route declares itself (e.g. 429 on a public route), in the same shape. */
+export const problemResponse = (description: string): TSchema => Type.Unsafe(ref(description));
 
 /** The problem responses a route can give, derived from what it declares. */
 export function problemResponses(route: AnyRoute): Record<number, unknown> {

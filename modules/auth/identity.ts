@@ -13,7 +13,7 @@ export const IdentitySchema = Type.Object(
       description: 'Permissions those roles resolve to, deduplicated and sorted; "*" (the wildcard) grants every permission',
     }),
   },
-  { additionalProperties: false, title: 'Identity' },
+  { additionalProperties: false, title: 'Identity', description: 'The signed-in identity; login also sets the session cookie' },
 );
 export type Identity = Static<typeof IdentitySchema>;
 

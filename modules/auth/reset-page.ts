@@ -3,6 +3,7 @@ import { defineRoute } from '../../framework/entity/define.ts';
 import { PASSWORD_MAX_LENGTH, PASSWORD_MIN_LENGTH } from './passwords.ts';
 import { RESET_PAGE_PATH } from './links.ts';
 import { renderPage } from './templates.ts';
+import { HtmlPage } from './schemas.ts';
 
 /**
  * The page a mailed set-password link opens: a form carrying the token from the query string,
@@ -19,7 +20,7 @@ export const resetPageRoute = defineRoute({
   transaction: 'none',
   schema: {
     querystring: Type.Object({ token: Type.Optional(Type.String({ maxLength: 200 })) }),
-    response: { 200: Type.String({ description: 'text/html page' }) },
+    response: { 200: HtmlPage('The set-password page') },
   },
   async handler({ query, reply }) {
     // The token is in this page's address: never send it on as a Referer, cache it, or let it be framed.

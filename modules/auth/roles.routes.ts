@@ -58,7 +58,7 @@ export const listRolesRoute = defineRoute({
   description: 'Every role of the tenant, sorted by name (a tenant has few roles, so the list is not paged).',
   tags: ['auth'],
   access: { permission: 'role:manage' },
-  schema: { response: { 200: Type.Object({ items: Type.Array(RoleSchema) }, { additionalProperties: false }) } },
+  schema: { response: { 200: Type.Object({ items: Type.Array(RoleSchema) }, { additionalProperties: false, description: 'The tenant\'s roles by name' }) } },
   async handler({ tx }) {
     const { rows } = await sql<RoleRow>`select ${ROLE_COLUMNS} from roles order by name`.execute(tx.db);
     return { items: rows };
@@ -84,7 +84,7 @@ export const putRoleRoute = defineRoute({
       { permissions: Type.Array(Type.String({ minLength: 1, maxLength: 100 }), { maxItems: 200 }) },
       { additionalProperties: false },
     ),
-    response: { 200: RoleSchema, 201: RoleSchema },
+    response: { 200: { ...RoleSchema, description: 'The role, replaced' }, 201: { ...RoleSchema, description: 'The role, created' } },
   },
   async handler({ tx, params, body, reply, services }) {
     const after = checkedPermissions(services.registry, tx.tenant, body.permissions);
