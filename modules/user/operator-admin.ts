@@ -1,0 +1,71 @@
+import { sql } from 'kysely';
+import type { Services } from '../../framework/services.ts';
+import type { TenantRef } from '../../framework/context/tenant.ts';
+import { mintSetPasswordToken } from '../auth/set-password-tokens.ts';
+import { setPasswordLink } from '../auth/links.ts';
+import { findUserByEmail, inviteUser } from './invite.ts';
+import { normaliseRoles } from './roles.ts';
+import { invitationText } from './invitation-mail.ts';
+
+export interface OperatorAdminLink {
+  userId: string;
+  email: string;
+  /** True when the user was created now; false when an existing user of that address got a new link. */
+  created: boolean;
+  link: string;
+  /** True when the link was also mailed (SMTP configured). */
+  mailed: boolean;
+  mailError?: string;
+}
+
+export class OperatorAdminError extends Error {
+  override name = 'OperatorAdminError';
+}
+
+/**
+ * Makes the person an administrator of the operator tenant and returns a set-password link for
+ * them: a new invited user holding admin, or the existing user of that address (given admin if
+ * they lacked it) with a fresh link, which also serves to recover a lost operator password.
+ * user.invited carries via: 'admin-invite', so the worker does not mint a second token that would
+ * void the printed link. The link is mailed too when SMTP is configured.
+ */
+export async function inviteOperatorAdmin(services: Services, email: string, displayName?: string): Promise<OperatorAdminLink> {
+  const { rows } = await services.db.pool.query<{ id: string; slug: string }>('select id, slug from tenants where is_operator');
+  if (!rows[0]) throw new OperatorAdminError('there is no operator tenant yet');
+  const operator: TenantRef = { id: rows[0].id, slug: rows[0].slug, isOperator: true };
+
+  const issued = await services.transactions.run(operator, async (ctx) => {
+    const existing = await findUserByEmail(ctx, email);
+    if (existing?.status === 'deactivated') {
+      throw new OperatorAdminError(`${existing.email} is a deactivated user of the operator tenant; use another address`);
+    }
+    if (existing) {
+      const roles = normaliseRoles([...existing.roles, 'admin']);
+      if (roles.join() !== normaliseRoles(existing.roles).join()) {
+        await sql`update users set roles = ${roles}::text[], updated_at = now() where id = ${existing.id}`.execute(ctx.db);
+        ctx.publish('user.roles_set', { id: existing.id, before: normaliseRoles(existing.roles), after: roles });
+      }
+    }
+    const user = existing ?? (await inviteUser(ctx, { email, displayName, roles: ['admin'] }, { payload: { via: 'admin-invite' } }));
+    const raw = await mintSetPasswordToken(ctx, user.id, existing?.status === 'active' ? 'reset' : 'invitation');
+    return { userId: user.id, email: user.email, created: !existing, raw };
+  });
+
+  const link = await setPasswordLink(services, operator.id, issued.raw);
+  const result: OperatorAdminLink = { userId: issued.userId, email: issued.email, created: issued.created, link, mailed: false };
+  if (services.mailer.mode === 'smtp') {
+    const { rows: tenant } = await services.db.pool.query<{ name: string }>('select name from tenants where id = $1', [operator.id]);
+    try {
+      await services.mailer.send({
+        to: issued.email,
+        subject: `You are invited to ${tenant[0]!.name}`,
+        text: invitationText({ name: displayName ?? '', tenant: tenant[0]!.name, link }),
+      });
+      result.mailed = true;
+    } catch (err) {
+      // The printed link works regardless; a mail server problem must not hide it.
+      result.mailError = (err as Error).message;
+    }
+  }
+  return result;
+}

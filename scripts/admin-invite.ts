@@ -1,0 +1,111 @@
+/**
+ * npm run admin:invite -- you@example.com [--name "Your Name"] [--config config.yaml]
+ *
+ * Makes the address an administrator of the operator tenant and prints a set-password link (also
+ * mailed when SMTP is configured). Works whether or not the service is running: with no
+ * database.url it uses the embedded PostgreSQL the running service holds, or starts it for the
+ * duration of the command. Migrations and the operator tenant are ensured as on a service start.
+ */
+import { parseArgs } from 'node:util';
+import pg from 'pg';
+import pino from 'pino';
+import type { FastifyBaseLogger } from 'fastify';
+import { Compile } from 'typebox/compile';
+import { loadConfig } from '../framework/config/load.ts';
+import type { Config } from '../framework/config/schema.ts';
+import { ensureDatabase, startEmbeddedPostgres, type EmbeddedServer } from '../framework/db/embedded.ts';
+import type { App } from '../framework/app.ts';
+import { userFields } from '../modules/user/user.fields.ts';
+
+const USAGE = 'usage: npm run admin:invite -- you@example.com [--name "Your Name"] [--config config.yaml]';
+const validEmail = Compile(userFields.email);
+
+// The embedded server's superuser, as framework/db/embedded.ts creates it.
+const embeddedAdminUrl = (port: number) => `postgres://postgres:postgres@127.0.0.1:${port}/postgres`;
+
+async function reachable(url: string): Promise<boolean> {
+  const client = new pg.Client({ connectionString: url, connectionTimeoutMillis: 2000 });
+  client.on('error', () => {});
+  try {
+    await client.connect();
+    await client.query('select 1');
+    return true;
+  } catch {
+    return false;
+  } finally {
+    await client.end().catch(() => {});
+  }
+}
+
+/** The database to use, and the embedded server if this command had to start it. */
+async function connect(config: Config): Promise<{ databaseUrl: string; embedded?: EmbeddedServer }> {
+  if (config.database.url) return { databaseUrl: config.database.url };
+  const running = embeddedAdminUrl(config.database.embedded_port);
+  if (await reachable(running)) return { databaseUrl: await ensureDatabase(running, 'tenantry') };
+  const embedded = await startEmbeddedPostgres({ dir: config.database.embedded_dir, port: config.database.embedded_port });
+  try {
+    return { databaseUrl: await ensureDatabase(embedded.adminUrl, 'tenantry'), embedded };
+  } catch (err) {
+    await embedded.stop();
+    throw err;
+  }
+}
+
+async function main(): Promise<number> {
+  const { values, positionals } = parseArgs({
+    allowPositionals: true,
+    options: { name: { type: 'string' }, config: { type: 'string', default: 'config.yaml' } },
+  });
+  const email = positionals[0]?.trim() ?? '';
+  if (positionals.length !== 1 || !validEmail.Check(email)) {
+    process.stderr.write(`${positionals.length === 1 ? `not an email address: ${email}\n` : ''}${USAGE}\n`);
+    return 2;
+  }
+  const config = loadConfig(values.config);
+  // Loaded only once the arguments are known good: the modules take a moment to load.
+  const [{ buildApp }, { allModules }, { inviteOperatorAdmin }] = await Promise.all([
+    import('../framework/app.ts'),
+    import('../modules/index.ts'),
+    import('../modules/user/operator-admin.ts'),
+  ]);
+  const { databaseUrl, embedded } = await connect(config);
+  let app: App | undefined;
+  try {
+    app = await buildApp({
+      config,
+      modules: allModules,
+      databaseUrl,
+      role: 'worker',
+      startWorker: false,
+      logger: pino({ level: 'warn' }, pino.destination(2)) as FastifyBaseLogger,
+    });
+    const result = await inviteOperatorAdmin(app.services, email, values.name);
+    const out = [
+      result.created
+        ? `Invited ${result.email} as administrator of the operator tenant.`
+        : `${result.email} already exists in the operator tenant; it holds the admin role, and here is a new set-password link (earlier links no longer work).`,
+      '',
+      'Open this link to choose a password (it works once):',
+      '',
+      `  ${result.link}`,
+      '',
+      result.mailed ? `The link was also mailed to ${result.email}.` : '',
+      result.mailError ? `Mailing the link failed (${result.mailError}); use the link above.` : '',
+      'Then sign in with that address and password at /admin/login, or: POST /api/v1/auth/login {"email","password"}.',
+    ].filter((line, i, all) => line !== '' || all[i - 1] !== '');
+    process.stdout.write(`${out.join('\n')}\n`);
+    return 0;
+  } finally {
+    await app?.close();
+    await embedded?.stop();
+  }
+}
+
+main().then(
+  (code) => process.exit(code),
+  (err: Error) => {
+    const known = ['ConfigError', 'BootCheckError', 'MigrationError', 'OperatorAdminError'].includes(err.name);
+    process.stderr.write(`admin:invite: ${known ? err.message : (err.stack ?? err.message)}\n`);
+    process.exit(1);
+  },
+);
