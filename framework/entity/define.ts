@@ -144,7 +144,10 @@ export interface SubscriptionDefinition {
   event: string;
   /** Runs in the event's tenant transaction; the event id is recorded there for idempotency. */
   handle(ctx: TxContext, event: DeliveredEvent, services: Services): Promise<void>;
+  /** Retries before the event is dead-lettered (default 5). */
   retryLimit?: number;
+  /** Seconds before the first retry, doubling after each (default 2). */
+  retryDelay?: number;
 }
 
 export interface DeliveredEvent {

@@ -1,4 +1,5 @@
 import { PgBoss, type Job } from 'pg-boss';
+import type { JobWithMetadata } from 'pg-boss';
 import type { Services } from '../services.ts';
 import type { DeliveredEvent, SubscriptionDefinition } from '../entity/define.ts';
 import { OutboxRelay, AUDIT_QUEUE, subscriptionQueue } from './relay.ts';
@@ -9,6 +10,14 @@ export const DEAD_LETTER_QUEUE = 'tenantry-dead-letters';
 export const jobQueue = (name: string): string => `job-${name}`;
 
 const RETRY = { retryLimit: 5, retryDelay: 2, retryBackoff: true, retryDelayMax: 300 };
+
+/** A subscription may shorten or lengthen its retries; the delay still doubles after each attempt. */
+function retryOverrides(sub: SubscriptionDefinition): { retryLimit?: number; retryDelay?: number } {
+  return {
+    ...(sub.retryLimit !== undefined ? { retryLimit: sub.retryLimit } : {}),
+    ...(sub.retryDelay !== undefined ? { retryDelay: sub.retryDelay } : {}),
+  };
+}
 
 /**
  * The worker role: relays the outbox, runs subscriptions and the audit recorder, and runs the
@@ -30,9 +39,13 @@ export class Worker {
     const { registry, log } = this.services;
     await this.boss.start();
     await this.boss.createQueue(DEAD_LETTER_QUEUE);
-    await this.boss.work<DeliveredEvent>(DEAD_LETTER_QUEUE, { pollingIntervalSeconds: 5 }, async (jobs) => {
-      for (const job of jobs) await this.recordDeadLetter(job);
-    });
+    await this.boss.work<DeliveredEvent, unknown, { pollingIntervalSeconds: 1; includeMetadata: true }>(
+      DEAD_LETTER_QUEUE,
+      { pollingIntervalSeconds: 1, includeMetadata: true },
+      async (jobs) => {
+        for (const job of jobs) await this.recordDeadLetter(job);
+      },
+    );
 
     await this.boss.createQueue(AUDIT_QUEUE, { ...RETRY, deadLetter: DEAD_LETTER_QUEUE });
     await this.boss.work<DeliveredEvent>(AUDIT_QUEUE, { batchSize: 50, pollingIntervalSeconds: 0.5 }, async (jobs) => {
@@ -41,7 +54,7 @@ export class Worker {
 
     for (const sub of registry.subscriptions) {
       const queue = subscriptionQueue(sub.name);
-      await this.boss.createQueue(queue, { ...RETRY, ...(sub.retryLimit !== undefined ? { retryLimit: sub.retryLimit } : {}), deadLetter: DEAD_LETTER_QUEUE });
+      await this.boss.createQueue(queue, { ...RETRY, ...retryOverrides(sub), deadLetter: DEAD_LETTER_QUEUE });
       await this.boss.work<DeliveredEvent>(queue, { batchSize: 1, localConcurrency: 2, pollingIntervalSeconds: 0.5 }, async (jobs) => {
         for (const job of jobs) await this.deliver(sub, job.data);
       });
@@ -97,20 +110,24 @@ export class Worker {
     });
   }
 
-  private async recordDeadLetter(job: Job<DeliveredEvent>): Promise<void> {
+  /** Keeps what an operator needs to see and replay: the queue that gave up, the event and its last error. */
+  private async recordDeadLetter(job: JobWithMetadata<DeliveredEvent>): Promise<void> {
     const data = job.data ?? ({} as Partial<DeliveredEvent>);
+    const output = job.sourceOutput as { message?: unknown } | null;
+    const error = typeof output?.message === 'string' ? output.message : JSON.stringify(output ?? 'retries exhausted');
+    const queue = job.sourceName ?? job.name;
     await this.services.db.kysely
       .insertInto('dead_letters')
       .values({
-        queue: String((job as { name?: string }).name ?? DEAD_LETTER_QUEUE),
+        queue,
         event_id: data.id ?? null,
         tenant_id: data.tenantId ?? null,
         name: data.name ?? null,
-        error: 'retries exhausted',
+        error: `${error} (after ${(job.sourceRetryCount ?? 0) + 1} attempts)`,
         payload: sql`${JSON.stringify(data.payload ?? {})}::jsonb`,
       })
       .execute();
-    this.services.log.error({ event: data.name, eventId: data.id }, 'event delivery dead-lettered');
+    this.services.log.error({ queue, event: data.name, eventId: data.id, error }, 'event delivery dead-lettered');
   }
 
   /** Runs a declared job now: per tenant in each served tenant's own transaction, or once. */

@@ -1,0 +1,331 @@
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { randomUUID } from 'node:crypto';
+import Type from 'typebox';
+import { CompiledQuery } from 'kysely';
+import { startTestApp, createCustomer, signInAs, type TestApp, type SignedIn } from '../helpers/app.ts';
+import { testkitModule } from '../helpers/testkit-module.ts';
+import { allModules } from '../../modules/index.ts';
+import { defineEntity, defineModule, defineRoute, entity, type DeliveredEvent, type SubscriptionDefinition } from '../../framework/entity/define.ts';
+import { OutboxRelay } from '../../framework/events/relay.ts';
+import { problem } from '../../framework/errors.ts';
+import type { TenantRef } from '../../framework/context/tenant.ts';
+import type { TxContext } from '../../framework/context/tx.ts';
+
+/** What the subscriptions saw, for the assertions below (worker and test share the process). */
+const seen: { eventId: string; tenant: string; role: string; ctxTenant: string; actorId: string | null }[] = [];
+const attempts = new Map<string, number>();
+const count = (key: string) => attempts.set(key, (attempts.get(key) ?? 0) + 1).get(key)!;
+
+const run = async <R>(ctx: TxContext, text: string, params: unknown[] = []): Promise<R[]> =>
+  (await ctx.db.executeQuery<R>(CompiledQuery.raw(text, params))).rows;
+
+const copy: SubscriptionDefinition = {
+  name: 'eventprobe-copy',
+  event: 'eventprobe.thing.happened',
+  handle: async (ctx, event) => {
+    const [scope] = await run<{ tenant: string; role: string }>(ctx, 'select app_tenant_id()::text as tenant, current_user as role');
+    seen.push({ eventId: event.id, tenant: scope!.tenant, role: scope!.role, ctxTenant: ctx.tenant.id, actorId: ctx.actorId });
+    await run(ctx, `insert into widgets (name, size, color) values ($1, 1, 'copy')`, [`copy-${event.id}`]);
+  },
+};
+const failsOnce: SubscriptionDefinition = {
+  name: 'eventprobe-fails-once',
+  event: 'eventprobe.thing.wobbly',
+  retryLimit: 3,
+  retryDelay: 0,
+  handle: async (ctx, event) => {
+    // The effect is written before the failure: the rollback must take it away with the event id.
+    await run(ctx, `insert into widgets (name, size, color) values ($1, 1, 'wobbly')`, [`wobbly-${event.id}`]);
+    if (count(`wobbly-${event.id}`) === 1) throw new Error('first attempt fails');
+  },
+};
+const alwaysFails: SubscriptionDefinition = {
+  name: 'eventprobe-flaky',
+  event: 'eventprobe.thing.flaky',
+  retryLimit: 2,
+  retryDelay: 0,
+  handle: async (_ctx, event) => {
+    count(`flaky-${event.id}`);
+    throw new Error(`the flaky handler refuses ${event.id}`);
+  },
+};
+
+/** A generic entity over the widgets table whose hook fails after the write published its event. */
+const gizmo = defineEntity({
+  module: 'eventprobe',
+  name: 'gizmo',
+  table: 'widgets',
+  fields: { name: Type.String({ minLength: 1 }), size: Type.Integer(), color: Type.String() },
+  permissions: { read: 'widget:read', write: 'widget:write' },
+  hooks: {
+    afterWrite: async (_ctx, { row }) => {
+      if (row.name.startsWith('boom')) throw problem('CONFLICT', 'the hook refused');
+    },
+  },
+});
+
+const eventProbe = defineModule({
+  name: 'eventprobe',
+  events: ['eventprobe.thing.happened', 'eventprobe.thing.wobbly', 'eventprobe.thing.flaky'],
+  entities: [entity(gizmo)],
+  routes: [
+    defineRoute({
+      method: 'POST',
+      url: '/api/v1/eventprobe/publish-then-fail',
+      operationId: 'eventprobe-thing-fail',
+      summary: 'Publishes, then fails',
+      access: 'signedIn',
+      publishes: ['eventprobe.thing.happened'],
+      schema: { body: Type.Object({ marker: Type.String() }), response: { 200: Type.Object({}) } },
+      handler: async ({ tx, body }) => {
+        tx.publish('eventprobe.thing.happened', { marker: body.marker });
+        await run(tx, `insert into widgets (name, size, color) values ($1, 1, 'x')`, [body.marker]);
+        throw problem('CONFLICT', 'refused after publishing');
+      },
+    }),
+  ],
+  subscriptions: [copy, failsOnce, alwaysFails],
+});
+
+const modules = [...allModules, testkitModule, eventProbe];
+const HOST = 'events.localhost';
+let web: TestApp;
+let tenant: TenantRef;
+let other: TenantRef;
+let user: SignedIn;
+
+beforeAll(async () => {
+  web = await startTestApp({ modules, role: 'web' });
+  tenant = await createCustomer(web, 'events', HOST);
+  other = await createCustomer(web, 'events-other', 'events-other.localhost');
+  user = await signInAs(web, tenant, ['widget:read', 'widget:write']);
+});
+afterAll(async () => {
+  await web?.close();
+});
+
+const pool = () => web.services.db.pool;
+
+async function outboxRows(where: string, params: unknown[]) {
+  const { rows } = await pool().query(`select * from outbox where ${where} order by id`, params);
+  return rows;
+}
+
+/** Publishes in a transaction of the tenant, as any handler would; returns the outbox row. */
+async function publish(name: string, payload: Record<string, unknown>, on: TenantRef = tenant, actorId: string | null = user.userId) {
+  const marker = randomUUID();
+  await web.services.transactions.run(on, async (ctx) => ctx.publish(name, { ...payload, marker }), { actorId });
+  const [row] = await outboxRows(`payload->>'marker' = $1`, [marker]);
+  return row as { id: string; event_id: string; tenant_id: string; name: string; actor_id: string | null; occurred_at: Date; payload: Record<string, unknown> };
+}
+
+async function until<T>(what: string, probe: () => Promise<T | undefined | null | false>, timeoutMs = 10_000): Promise<T> {
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    const value = await probe();
+    if (value) return value;
+    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
+    await new Promise((r) => setTimeout(r, 20));
+  }
+}
+
+describe('publish: the outbox row belongs to the caller\'s transaction', () => {
+  it('is written by the very transaction that published', async () => {
+    const marker = randomUUID();
+    const xact = await web.services.transactions.run(tenant, async (ctx) => {
+      ctx.publish('eventprobe.thing.happened', { marker });
+      return (await run<{ x: string }>(ctx, 'select pg_current_xact_id()::xid::text as x'))[0]!.x;
+    });
+    const { rows } = await pool().query(`select xmin::text as x, tenant_id, name, relayed_at from outbox where payload->>'marker' = $1`, [marker]);
+    expect(rows).toEqual([{ x: xact, tenant_id: tenant.id, name: 'eventprobe.thing.happened', relayed_at: null }]);
+  });
+
+  it('records name, tenant, actor, time and payload for a generic write', async () => {
+    const res = await web.http(HOST).post('/api/v1/testkit/widgets').set('Cookie', user.cookie).send({ name: 'evented', size: 1, color: 'red' });
+    expect(res.status).toBe(201);
+    const rows = await outboxRows(`payload->>'id' = $1`, [res.body.id]);
+    expect(rows).toHaveLength(1);
+    expect(rows[0]).toMatchObject({ name: 'testkit.widget.created', tenant_id: tenant.id, actor_id: user.userId, payload: { id: res.body.id } });
+    expect(rows[0].occurred_at).toBeInstanceOf(Date);
+  });
+
+  it('leaves no event behind a rolled-back request', async () => {
+    const marker = `rolled-back-${randomUUID()}`;
+    const res = await web.http(HOST).post('/api/v1/eventprobe/publish-then-fail').set('Cookie', user.cookie).send({ marker });
+    expect(res.status).toBe(409);
+    expect(await outboxRows(`payload->>'marker' = $1`, [marker])).toEqual([]);
+    expect((await pool().query('select 1 from widgets where name = $1', [marker])).rows).toEqual([]);
+  });
+
+  it('leaves no event behind a generic create whose hook fails after the write', async () => {
+    const before = (await outboxRows(`name = 'eventprobe.gizmo.created'`, [])).length;
+    const ok = await web.http(HOST).post('/api/v1/eventprobe/gizmos').set('Cookie', user.cookie).send({ name: 'fine', size: 1, color: 'c' });
+    expect(ok.status).toBe(201);
+    const boom = await web.http(HOST).post('/api/v1/eventprobe/gizmos').set('Cookie', user.cookie).send({ name: 'boom', size: 1, color: 'c' });
+    expect(boom.status).toBe(409);
+    const after = await outboxRows(`name = 'eventprobe.gizmo.created'`, []);
+    expect(after).toHaveLength(before + 1);
+    expect(after.at(-1).payload).toEqual({ id: ok.body.id });
+    expect((await pool().query(`select 1 from widgets where name = 'boom'`)).rows).toEqual([]);
+  });
+
+  it('refuses payload keys that would carry an address, a body, a link or a token, and the transaction leaves nothing', async () => {
+    const forbidden = [
+      { email: 'a@example.test' },
+      { body: 'hello' },
+      { link: '/auth/reset' },
+      { url: 'https://example.test' },
+      { token: 'abc' },
+      { resetToken: 'abc' },
+      { password: 'x' },
+      { user: { id: randomUUID(), email: 'nested@example.test' } },
+      { recipients: [{ address: 'a@example.test' }] },
+    ];
+    for (const payload of forbidden) {
+      const marker = randomUUID();
+      const attempt = web.services.transactions.run(tenant, async (ctx) => {
+        await run(ctx, `insert into widgets (name, size, color) values ($1, 1, 'x')`, [marker]);
+        ctx.publish('eventprobe.thing.happened', { marker, ...payload });
+      });
+      await expect(attempt, JSON.stringify(payload)).rejects.toThrow(/may not carry/);
+      expect(await outboxRows(`payload->>'marker' = $1`, [marker])).toEqual([]);
+      expect((await pool().query('select 1 from widgets where name = $1', [marker])).rows).toEqual([]);
+    }
+    const allowed = await publish('eventprobe.thing.happened', { id: randomUUID(), userId: randomUUID(), changed: ['name'] });
+    expect(allowed.name).toBe('eventprobe.thing.happened');
+  });
+
+  it('refuses an event no module declares', async () => {
+    await expect(web.services.transactions.run(tenant, async (ctx) => ctx.publish('eventprobe.thing.undeclared', {}))).rejects.toThrow(/not declared/);
+  });
+});
+
+describe('the worker: relay, subscriptions, audit', () => {
+  let worker: TestApp;
+
+  beforeAll(async () => {
+    // Another process on the same database, as in production: web and worker share nothing but PostgreSQL.
+    worker = await startTestApp({ modules, role: 'worker', databaseUrl: web.databaseUrl, startWorker: true });
+  });
+  afterAll(async () => {
+    await worker?.close();
+  });
+
+  const relayed = (eventId: string) =>
+    until(`relay of ${eventId}`, async () => (await pool().query('select relayed_at from outbox where event_id = $1 and relayed_at is not null', [eventId])).rows[0]);
+
+  const jobsFor = async (eventId: string) =>
+    (await pool().query<{ name: string }>(`select name from pgboss.job where data->>'id' = $1 order by name`, [eventId])).rows.map((r) => r.name);
+
+  it('hands each event to the audit queue and to one queue per subscription, and marks it relayed', async () => {
+    const happened = await publish('eventprobe.thing.happened', {});
+    const plain = await publish('testkit.widget.approved', { id: randomUUID() });
+    await relayed(happened.event_id);
+    await relayed(plain.event_id);
+    expect(await jobsFor(happened.event_id)).toEqual(['sub-eventprobe-copy', 'tenantry-audit']);
+    expect(await jobsFor(plain.event_id)).toEqual(['tenantry-audit']);
+  });
+
+  it('is woken on commit from another process, well before its one-second tick', async () => {
+    const latencies: number[] = [];
+    for (let i = 0; i < 8; i++) {
+      const row = await publish('testkit.widget.approved', { id: randomUUID() });
+      const { relayed_at: at } = await relayed(row.event_id);
+      latencies.push(at.getTime() - row.occurred_at.getTime());
+    }
+    const mean = latencies.reduce((a, b) => a + b, 0) / latencies.length;
+    // A relay polling once a second alone would average about 500 ms.
+    expect(mean, latencies.join(', ')).toBeLessThan(200);
+  });
+
+  it('never relays a row twice, however many relays run at once (FOR UPDATE SKIP LOCKED)', async () => {
+    const markers: string[] = [];
+    await web.services.transactions.run(tenant, async (ctx) => {
+      for (let i = 0; i < 40; i++) {
+        const marker = randomUUID();
+        markers.push(marker);
+        ctx.publish('testkit.widget.approved', { id: marker });
+      }
+    });
+    const extra = [0, 1].map(() => new OutboxRelay(worker.services.db, worker.worker!.boss, worker.services.registry));
+    await Promise.all([...extra.map((r) => r.relayBatch()), ...extra.map((r) => r.relayBatch()), worker.worker!.relay.wake()]);
+    await until('all relayed', async () => (await outboxRows(`payload->>'id' = any($1) and relayed_at is null`, [markers])).length === 0);
+    const { rows } = await pool().query<{ id: string; n: string }>(
+      `select data->'payload'->>'id' as id, count(*) as n from pgboss.job where name = 'tenantry-audit' and data->'payload'->>'id' = any($1) group by 1`,
+      [markers],
+    );
+    expect(rows).toHaveLength(40);
+    expect(rows.every((r) => Number(r.n) === 1)).toBe(true);
+  });
+
+  it('runs a subscription in the event\'s tenant transaction, as the restricted role, for the event\'s actor', async () => {
+    const row = await publish('eventprobe.thing.happened', {});
+    const effect = await until('the subscription\'s effect', async () => (await pool().query('select tenant_id from widgets where name = $1', [`copy-${row.event_id}`])).rows[0]);
+    expect(effect.tenant_id).toBe(tenant.id);
+    expect(seen.find((s) => s.eventId === row.event_id)).toEqual({ eventId: row.event_id, tenant: tenant.id, role: 'tenantry_app', ctxTenant: tenant.id, actorId: user.userId });
+
+    const elsewhere = await publish('eventprobe.thing.happened', {}, other, null);
+    const second = await until('the other tenant\'s effect', async () => (await pool().query('select tenant_id from widgets where name = $1', [`copy-${elsewhere.event_id}`])).rows[0]);
+    expect(second.tenant_id).toBe(other.id);
+  });
+
+  it('is idempotent: the same event delivered twice, even at once, has its effect once', async () => {
+    const event: DeliveredEvent = { id: randomUUID(), name: 'eventprobe.thing.happened', tenantId: tenant.id, actorId: null, occurredAt: new Date().toISOString(), payload: {} };
+    await Promise.all([worker.worker!.deliver(copy, event), worker.worker!.deliver(copy, event)]);
+    await worker.worker!.deliver(copy, event);
+    const { rows } = await pool().query('select 1 from widgets where name = $1', [`copy-${event.id}`]);
+    expect(rows).toHaveLength(1);
+    const processed = await pool().query('select subscription from processed_events where event_id = $1', [event.id]);
+    expect(processed.rows).toEqual([{ subscription: 'eventprobe-copy' }]);
+  });
+
+  it('retries a failed delivery, whose effect was rolled back with it, until it succeeds once', async () => {
+    const row = await publish('eventprobe.thing.wobbly', {});
+    await until('the retried effect', async () => (await pool().query('select 1 from widgets where name = $1', [`wobbly-${row.event_id}`])).rows[0]);
+    expect(attempts.get(`wobbly-${row.event_id}`)).toBe(2);
+    expect((await pool().query('select 1 from widgets where name = $1', [`wobbly-${row.event_id}`])).rows).toHaveLength(1);
+  });
+
+  it('dead-letters an event whose subscription keeps failing, where an operator can see it', async () => {
+    const row = await publish('eventprobe.thing.flaky', {});
+    const letter = await until('the dead letter', async () => (await pool().query('select * from dead_letters where event_id = $1', [row.event_id])).rows[0], 20_000);
+    expect(attempts.get(`flaky-${row.event_id}`)).toBe(3);
+    expect(letter).toMatchObject({ queue: 'sub-eventprobe-flaky', tenant_id: tenant.id, name: 'eventprobe.thing.flaky' });
+    expect(letter.error).toContain(`the flaky handler refuses ${row.event_id}`);
+    expect(letter.payload).toEqual(row.payload);
+  });
+
+  it('retries with backoff by default, then dead-letters', async () => {
+    const { rows } = await pool().query(`select retry_limit, retry_backoff, dead_letter from pgboss.queue where name = 'sub-eventprobe-copy'`);
+    expect(rows[0]).toEqual({ retry_limit: 5, retry_backoff: true, dead_letter: 'tenantry-dead-letters' });
+  });
+
+  it('records every event in the tenant\'s audit trail: name, tenant, actor, time and payload', async () => {
+    const rows = [await publish('eventprobe.thing.happened', {}), await publish('testkit.widget.approved', { id: randomUUID() }, other, null)];
+    for (const row of rows) {
+      const audit = await until('the audit row', async () => (await pool().query('select * from audit_events where event_id = $1', [row.event_id])).rows[0]);
+      expect(audit).toMatchObject({ tenant_id: row.tenant_id, name: row.name, actor_id: row.actor_id, payload: row.payload });
+      expect(audit.occurred_at.getTime()).toBe(row.occurred_at.getTime());
+    }
+    // Every relayed event so far is in the trail.
+    await until('all audited', async () => {
+      const { rows: missing } = await pool().query(`select event_id from outbox o where relayed_at is not null and not exists (select 1 from audit_events a where a.event_id = o.event_id)`);
+      return missing.length === 0;
+    });
+    // Tenant-scoped: a tenant's transaction sees its own audit rows only.
+    const visible = await web.services.transactions.run(other, async (ctx) => run<{ tenant_id: string }>(ctx, 'select distinct tenant_id::text from audit_events'));
+    expect(visible).toEqual([{ tenant_id: other.id }]);
+  });
+
+  it('purges relayed rows once they are old, and only those', async () => {
+    const old = await publish('testkit.widget.approved', { id: randomUUID() });
+    const recent = await publish('testkit.widget.approved', { id: randomUUID() });
+    await relayed(old.event_id);
+    await relayed(recent.event_id);
+    await pool().query(`update outbox set relayed_at = now() - interval '2 hours' where event_id = $1`, [old.event_id]);
+    const purged = await worker.worker!.relay.purge();
+    expect(purged).toBeGreaterThanOrEqual(1);
+    expect(await outboxRows('event_id = $1', [old.event_id])).toEqual([]);
+    expect(await outboxRows('event_id = $1', [recent.event_id])).toHaveLength(1);
+  });
+});
