@@ -28,7 +28,9 @@ async function main(): Promise<void> {
   const role = values.role as Role;
   if (!ROLES.includes(role)) throw new ConfigError(`--role must be one of ${ROLES.join(', ')} (got ${values.role})`);
   const config = loadConfig(values.config);
-  const log = pino({ level: config.server.log_level }) as FastifyBaseLogger;
+  // Synchronous writes: a log line is out before the next step, and a reader that went away
+  // (EPIPE) silences the log instead of hanging the exit-time flush of a buffered one.
+  const log = pino({ level: config.server.log_level }, pino.destination({ dest: 1, sync: true })) as FastifyBaseLogger;
 
   let embedded: EmbeddedServer | undefined;
   let databaseUrl = config.database.url;

@@ -14,9 +14,18 @@ const dir = mkdtempSync(join(tmpdir(), 'tenantry-roles-'));
 const running = new Set<ChildProcessWithoutNullStreams>();
 
 const cleanup: string[] = [dir];
+// Service processes by pid: under npm the service is a grandchild, which a failed test must not leave behind.
+const servicePids = new Set<number>();
 
 afterAll(() => {
   for (const child of running) child.kill('SIGKILL');
+  for (const pid of servicePids) {
+    try {
+      process.kill(pid, 'SIGKILL');
+    } catch {
+      // already gone
+    }
+  }
   for (const path of cleanup) rmSync(path, { recursive: true, force: true });
 });
 
@@ -34,14 +43,20 @@ class Service {
   readonly exited: Promise<number | null>;
   private buffer = '';
 
-  constructor(args: string[], cwd = ROOT) {
-    this.child = spawn(NODE, [join(ROOT, 'framework/main.ts'), ...args], { cwd, env: cleanEnv() });
+  constructor(args: string[], cwd = ROOT, command: string[] = [NODE, join(ROOT, 'framework/main.ts')]) {
+    this.child = spawn(command[0]!, [...command.slice(1), ...args], { cwd, env: cleanEnv() });
     running.add(this.child);
     this.child.stdout.on('data', (chunk: Buffer) => {
       this.buffer += chunk.toString();
       const parts = this.buffer.split('\n');
       this.buffer = parts.pop()!;
-      for (const part of parts) if (part.trim()) this.lines.push(JSON.parse(part) as LogLine);
+      // npm prints its own banner lines before the service's JSON log.
+      for (const part of parts) {
+        if (!part.startsWith('{')) continue;
+        const line = JSON.parse(part) as LogLine;
+        if (typeof line.pid === 'number') servicePids.add(line.pid);
+        this.lines.push(line);
+      }
     });
     this.child.stderr.on('data', (chunk: Buffer) => (this.stderr += chunk.toString()));
     this.exited = new Promise((resolveExit) =>
@@ -207,6 +222,27 @@ describe('process roles', () => {
     service.child.kill('SIGINT');
     expect(await service.exited).toBe(0);
     expect(service.has('stopped')).toBe(true);
+  });
+
+  it('`npm run start:web` hands SIGTERM to the service, which stops gracefully', async () => {
+    const databaseUrl = await createTestDatabase();
+    const file = writeConfig('npm-web', configFor(databaseUrl));
+    const service = new Service(['--config', file], ROOT, ['npm', 'run', '--silent', 'start:web', '--']);
+    const started = await service.waitFor('tenantry started');
+    expect(started).toMatchObject({ role: 'web' });
+    const servicePid = started.pid as number;
+    // SIGTERM to npm itself, as a process manager running `npm start` would send it.
+    service.child.kill('SIGTERM');
+    await service.waitFor('stopped', 15_000);
+    await service.exited;
+    await poll(async () => {
+      try {
+        process.kill(servicePid, 0);
+        return false;
+      } catch {
+        return true;
+      }
+    });
   });
 
   it('an invalid --role exits non-zero naming the allowed roles', () => {
