@@ -1,8 +1,8 @@
 /**
- * npm run admin:invite -- you@example.com [--name "Your Name"] [--config config.yaml]
+ * npm run admin:invite -- you@example.com [--name "Your Name"] [--tenant <slug>] [--config config.yaml]
  *
- * Makes the address an administrator of the operator tenant and prints a set-password link (also
- * mailed when SMTP is configured). Works whether or not the service is running: with no
+ * Makes the address an administrator of the operator tenant (or of the tenant --tenant names) and
+ * prints a set-password link (also mailed when SMTP is configured). Works whether or not the service is running: with no
  * database.url it uses the embedded PostgreSQL the running service holds, or starts it for the
  * duration of the command. Migrations and the operator tenant are ensured as on a service start.
  */
@@ -17,7 +17,7 @@ import { ensureDatabase, startEmbeddedPostgres, type EmbeddedServer } from '../f
 import type { App } from '../framework/app.ts';
 import { userFields } from '../modules/user/user.fields.ts';
 
-const USAGE = 'usage: npm run admin:invite -- you@example.com [--name "Your Name"] [--config config.yaml]';
+const USAGE = 'usage: npm run admin:invite -- you@example.com [--name "Your Name"] [--tenant <slug>] [--config config.yaml]';
 const validEmail = Compile(userFields.email);
 
 // The embedded server's superuser, as framework/db/embedded.ts creates it.
@@ -54,7 +54,7 @@ async function connect(config: Config): Promise<{ databaseUrl: string; embedded?
 async function main(): Promise<number> {
   const { values, positionals } = parseArgs({
     allowPositionals: true,
-    options: { name: { type: 'string' }, config: { type: 'string', default: 'config.yaml' } },
+    options: { name: { type: 'string' }, tenant: { type: 'string' }, config: { type: 'string', default: 'config.yaml' } },
   });
   const email = positionals[0]?.trim() ?? '';
   if (positionals.length !== 1 || !validEmail.Check(email)) {
@@ -63,10 +63,10 @@ async function main(): Promise<number> {
   }
   const config = loadConfig(values.config);
   // Loaded only once the arguments are known good: the modules take a moment to load.
-  const [{ buildApp }, { allModules }, { inviteOperatorAdmin }] = await Promise.all([
+  const [{ buildApp }, { allModules }, { inviteAdministrator }] = await Promise.all([
     import('../framework/app.ts'),
     import('../modules/index.ts'),
-    import('../modules/user/operator-admin.ts'),
+    import('../modules/user/administrator-invite.ts'),
   ]);
   const { databaseUrl, embedded } = await connect(config);
   let app: App | undefined;
@@ -79,11 +79,12 @@ async function main(): Promise<number> {
       startWorker: false,
       logger: pino({ level: 'warn' }, pino.destination(2)) as FastifyBaseLogger,
     });
-    const result = await inviteOperatorAdmin(app.services, email, values.name);
+    const result = await inviteAdministrator(app.services, email, values.name, values.tenant);
+    const where = values.tenant ? `tenant ${values.tenant}` : 'the operator tenant';
     const out = [
       result.created
-        ? `Invited ${result.email} as administrator of the operator tenant.`
-        : `${result.email} already exists in the operator tenant; it holds the admin role, and here is a new set-password link (earlier links no longer work).`,
+        ? `Invited ${result.email} as administrator of ${where}.`
+        : `${result.email} already exists in ${where}; it holds the admin role, and here is a new set-password link (earlier links no longer work).`,
       '',
       'Open this link to choose a password (it works once):',
       '',
@@ -104,7 +105,7 @@ async function main(): Promise<number> {
 main().then(
   (code) => process.exit(code),
   (err: Error) => {
-    const known = ['ConfigError', 'BootCheckError', 'MigrationError', 'OperatorAdminError'].includes(err.name);
+    const known = ['ConfigError', 'BootCheckError', 'MigrationError', 'AdministratorInviteError'].includes(err.name);
     process.stderr.write(`admin:invite: ${known ? err.message : (err.stack ?? err.message)}\n`);
     process.exit(1);
   },

@@ -7,7 +7,7 @@ import { findUserByEmail, inviteUser } from './invite.ts';
 import { normaliseRoles } from './roles.ts';
 import { invitationText } from './invitation-mail.ts';
 
-export interface OperatorAdminLink {
+export interface AdministratorLink {
   userId: string;
   email: string;
   /** True when the user was created now; false when an existing user of that address got a new link. */
@@ -18,26 +18,31 @@ export interface OperatorAdminLink {
   mailError?: string;
 }
 
-export class OperatorAdminError extends Error {
-  override name = 'OperatorAdminError';
+export class AdministratorInviteError extends Error {
+  override name = 'AdministratorInviteError';
 }
 
 /**
- * Makes the person an administrator of the operator tenant and returns a set-password link for
+ * Makes the person an administrator of the operator tenant (or of the tenant with the given slug,
+ * for installations without SMTP, where invitation mail is not delivered) and returns a set-password link for
  * them: a new invited user holding admin, or the existing user of that address (given admin if
  * they lacked it) with a fresh link, which also serves to recover a lost operator password.
  * user.invited carries via: 'admin-invite', so the worker does not mint a second token that would
  * void the printed link. The link is mailed too when SMTP is configured.
  */
-export async function inviteOperatorAdmin(services: Services, email: string, displayName?: string): Promise<OperatorAdminLink> {
-  const { rows } = await services.db.pool.query<{ id: string; slug: string }>('select id, slug from tenants where is_operator');
-  if (!rows[0]) throw new OperatorAdminError('there is no operator tenant yet');
-  const operator: TenantRef = { id: rows[0].id, slug: rows[0].slug, isOperator: true };
+export async function inviteAdministrator(services: Services, email: string, displayName?: string, tenantSlug?: string): Promise<AdministratorLink> {
+  const { rows } = await services.db.pool.query<{ id: string; slug: string; is_operator: boolean; status: string }>(
+    tenantSlug ? 'select id, slug, is_operator, status from tenants where slug = $1' : 'select id, slug, is_operator, status from tenants where is_operator',
+    tenantSlug ? [tenantSlug] : [],
+  );
+  if (!rows[0]) throw new AdministratorInviteError(tenantSlug ? `there is no tenant ${tenantSlug}` : 'there is no operator tenant yet');
+  if (rows[0].status !== 'active') throw new AdministratorInviteError(`tenant ${rows[0].slug} is suspended`);
+  const tenant: TenantRef = { id: rows[0].id, slug: rows[0].slug, isOperator: rows[0].is_operator };
 
-  const issued = await services.transactions.run(operator, async (ctx) => {
+  const issued = await services.transactions.run(tenant, async (ctx) => {
     const existing = await findUserByEmail(ctx, email);
     if (existing?.status === 'deactivated') {
-      throw new OperatorAdminError(`${existing.email} is a deactivated user of the operator tenant; use another address`);
+      throw new AdministratorInviteError(`${existing.email} is a deactivated user of tenant ${tenant.slug}; use another address`);
     }
     if (existing) {
       const roles = normaliseRoles([...existing.roles, 'admin']);
@@ -51,15 +56,15 @@ export async function inviteOperatorAdmin(services: Services, email: string, dis
     return { userId: user.id, email: user.email, created: !existing, raw };
   });
 
-  const link = await setPasswordLink(services, operator.id, issued.raw);
-  const result: OperatorAdminLink = { userId: issued.userId, email: issued.email, created: issued.created, link, mailed: false };
+  const link = await setPasswordLink(services, tenant.id, issued.raw);
+  const result: AdministratorLink = { userId: issued.userId, email: issued.email, created: issued.created, link, mailed: false };
   if (services.mailer.mode === 'smtp') {
-    const { rows: tenant } = await services.db.pool.query<{ name: string }>('select name from tenants where id = $1', [operator.id]);
+    const { rows: named } = await services.db.pool.query<{ name: string }>('select name from tenants where id = $1', [tenant.id]);
     try {
       await services.mailer.send({
         to: issued.email,
-        subject: `You are invited to ${tenant[0]!.name}`,
-        text: invitationText({ name: displayName ?? '', tenant: tenant[0]!.name, link }),
+        subject: `You are invited to ${named[0]!.name}`,
+        text: invitationText({ name: displayName ?? '', tenant: named[0]!.name, link }),
       });
       result.mailed = true;
     } catch (err) {

@@ -5,7 +5,7 @@ import { createServer } from 'node:net';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import { CompiledQuery } from 'kysely';
 import pg from 'pg';
-import { startTestApp, type TestApp } from '../helpers/app.ts';
+import { createCustomer, startTestApp, type TestApp } from '../helpers/app.ts';
 import { SmtpSink, linkIn } from '../modules/user/smtp-sink.ts';
 import { eventually, outboxEvents } from '../modules/user/support.ts';
 import { adminInvite, printedLink } from './processes.ts';
@@ -79,6 +79,23 @@ describe('npm run admin:invite', () => {
     const run = await adminInvite(['member@example.com'], settings);
     expect(run.code, run.stderr).toBe(0);
     expect((await operatorUser('member@example.com'))!.roles).toEqual(['admin', 'member']);
+  });
+
+  it('with --tenant, does the same for a customer tenant, on its host', async () => {
+    const acme = await createCustomer(app, 'acme');
+    const run = await adminInvite(['boss@acme.test', '--tenant', 'acme'], settings);
+    expect(run.code, run.stderr).toBe(0);
+    expect(run.stdout).toContain('Invited boss@acme.test as administrator of tenant acme');
+    const link = printedLink(run.stdout);
+    expect(link.host).toBe('acme.localhost:3000');
+    const stored = await app.services.transactions.run(acme, async (ctx) =>
+      (await ctx.db.executeQuery<{ roles: string[] }>(CompiledQuery.raw(`select roles from users where email = 'boss@acme.test'`, []))).rows,
+    );
+    expect(stored).toEqual([{ roles: ['admin'] }]);
+    expect((await app.http('acme.localhost').post('/api/v1/auth/password/reset').send({ token: link.searchParams.get('token'), password: 'boss password' })).status).toBe(204);
+    const unknown = await adminInvite(['boss@nowhere.test', '--tenant', 'nowhere'], settings);
+    expect(unknown.code).toBe(1);
+    expect(unknown.stderr).toContain('there is no tenant nowhere');
   });
 
   it('refuses a missing or malformed address with the usage line', async () => {
