@@ -138,9 +138,22 @@ describe('tenant:manage is an operator permission', () => {
     expect(res.body.code).toBe('AUTH_FORBIDDEN');
   });
 
-  it('is held by the operator tenant’s seeded admin role (through the wildcard)', async () => {
+  it('is held, with billing:catalog, by the operator tenant’s seeded admin role (through the wildcard)', async () => {
     const admin = await signInWithRoles(app, app.operator, ['admin']);
     expect((await app.http().get('/api/v1/tenant/tenants').set('Cookie', admin.cookie)).status).toBe(200);
+    const me = await app.http().get('/api/v1/auth/me').set('Cookie', admin.cookie);
+    expect(me.body.permissions).toEqual(['*']);
     expect(app.services.registry.isOperatorPermission('tenant:manage')).toBe(true);
+    expect(app.services.registry.isOperatorPermission('billing:catalog')).toBe(true);
+    // The operator may also name them in a role of its own; a customer may not.
+    const named = await app.http().put('/api/v1/auth/roles/control').set('Cookie', admin.cookie).send({ permissions: ['tenant:manage', 'billing:catalog'] });
+    expect(named.status).toBe(201);
+    const customer = await createCustomer(app, 'grants');
+    const customerAdmin = await signInWithRoles(app, customer, ['admin']);
+    for (const permission of ['tenant:manage', 'billing:catalog']) {
+      const refused = await app.http('grants.localhost').put('/api/v1/auth/roles/control').set('Cookie', customerAdmin.cookie).send({ permissions: [permission] });
+      expect(refused.status).toBe(422);
+      expect(refused.body.code).toBe('PERMISSION_OPERATOR_ONLY');
+    }
   });
 });
