@@ -17,7 +17,7 @@ export const authModule = defineModule({
     'auth.password_reset',
     'auth.role_set',
   ],
-  // Single sign-on adds its routes here, depending on the configuration.
+  // Password sign-in, roles and the reset page always; single sign-on only when an issuer is configured.
   routes: (config) => [...authRoutes, ...oidcRoutes(config)],
   subscriptions: [resetLinkMail, endSessionsOnDeactivation],
   jobs: [authSweep],
