@@ -72,6 +72,12 @@ export interface EntityDefinition<F extends TProperties, CN extends string = str
   /** Fields a list may sort by; createdAt and updatedAt always may. */
   sortable?: readonly (keyof F & string)[];
   admin?: { title: keyof F & string; columns: readonly (keyof F & string)[] };
+  /**
+   * Rarely needed: values the conformance suite merges into the create body it derives from the
+   * field schemas, for a field no schema can describe (a reference that must name an existing row).
+   * Runs in the tenant's transaction; n varies between calls so unique keys stay unique.
+   */
+  sample?(ctx: TxContext, n: number): Promise<Partial<FieldValues<F>>>;
 }
 
 /**
