@@ -47,8 +47,10 @@ export class EntityOperations {
     const column = field === 'createdAt' ? 'created_at' : field === 'updatedAt' ? 'updated_at' : this.entity.columns[field];
     if (!column || !this.entity.sortable.includes(field)) throw notFound();
     const direction = descending ? 'desc' : 'asc';
-    const text = `select ${this.selectList}, count(*) over () as "__total" from ${this.table}
-       where deleted_at is null order by ${quote(column)} ${direction}, id ${direction} limit $1 offset $2`;
+    // The total is an uncorrelated subquery, counted once from the tenant's partial index alone;
+    // count(*) over () would fetch and sort every matching row to return one page of them.
+    const text = `select ${this.selectList}, (select count(*) from ${this.table} where deleted_at is null) as "__total"
+       from ${this.table} where deleted_at is null order by ${quote(column)} ${direction}, id ${direction} limit $1 offset $2`;
     const rows = await run<Values>(ctx.db, text, [page.limit, page.offset]);
     let total = rows.length > 0 ? Number(rows[0]!.__total) : 0;
     if (rows.length === 0 && page.offset > 0) {

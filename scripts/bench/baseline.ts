@@ -15,8 +15,8 @@ const send = (message: ChildMessage) => process.send?.(message);
 const COLUMNS = 'id, created_at, updated_at, name, size, note, color, approved, approved_at';
 
 // The service's list statement (framework/operations/entity-ops.ts), with the tenant as a filter.
-const LIST = `select ${COLUMNS}, count(*) over () as "__total" from ${BASELINE_TABLE}
-   where tenant_id = $3 and deleted_at is null order by created_at asc, id asc limit $1 offset $2`;
+const LIST = `select ${COLUMNS}, (select count(*) from ${BASELINE_TABLE} where tenant_id = $3 and deleted_at is null) as "__total"
+   from ${BASELINE_TABLE} where tenant_id = $3 and deleted_at is null order by created_at asc, id asc limit $1 offset $2`;
 
 const INSERT = `insert into ${BASELINE_TABLE} (tenant_id, name, size, note, color) values ($1, $2, $3, $4, $5) returning ${COLUMNS}`;
 
