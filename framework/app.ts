@@ -12,6 +12,7 @@ import { TenantTransactions } from './context/tx.ts';
 import { createMailer, type Mailer } from './mail/mailer.ts';
 import { buildWeb } from './http/web.ts';
 import { Worker } from './events/worker.ts';
+import { OutboxSignal } from './events/outbox-signal.ts';
 import { ensureOperatorTenant } from './tenancy/bootstrap.ts';
 import type { Services } from './services.ts';
 
@@ -57,11 +58,12 @@ export async function buildApp(options: AppOptions): Promise<App> {
     const applied = await runMigrations(db.pool, migrationSources(options.modules));
     if (applied.length) log.info({ migrations: applied.map((m) => `${m.owner}/${m.name}`) }, 'migrations applied');
     const hosts = new HostResolver(db);
+    const outbox = new OutboxSignal(db.pool);
     const services: Services = {
       config: options.config,
       db,
       registry,
-      transactions: new TenantTransactions(db, registry.events),
+      transactions: new TenantTransactions(db, registry.events, outbox),
       hosts,
       mailer: options.mailer ?? createMailer(options.config.mail),
       log,
@@ -72,7 +74,10 @@ export async function buildApp(options: AppOptions): Promise<App> {
 
     const web = options.role === 'worker' ? undefined : await buildWeb(services, { logger: log });
     const worker = options.role === 'web' ? undefined : new Worker(services);
-    if (worker && options.startWorker !== false) await worker.start({ schedule: options.scheduleJobs !== false });
+    if (worker && options.startWorker !== false) {
+      await worker.start({ schedule: options.scheduleJobs !== false });
+      outbox.relayHere(() => void worker.relay.wake());
+    }
     return {
       services,
       web,

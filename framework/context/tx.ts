@@ -3,6 +3,7 @@ import type { Db } from '../db/pool.ts';
 import type { Database } from '../db/types.ts';
 import type { TenantRef } from './tenant.ts';
 import { assertSafePayload } from '../events/payload-policy.ts';
+import type { OutboxSignal } from '../events/outbox-signal.ts';
 import { problem } from '../errors.ts';
 
 export const APP_ROLE = 'tenantry_app';
@@ -68,24 +69,33 @@ update sessions
        expires_at = least(now() + interval '30 days', created_at + interval '90 days')
  where id = $1`;
 
+/** Transactions that wrote outbox rows, so their commit can wake the relay. */
+const wroteOutbox = new WeakSet<Transaction<Database>>();
+
 /** Opens tenant-scoped transactions. The only place that sets the tenant and the role. */
 export class TenantTransactions {
   private readonly db: Db;
   private readonly declaredEvents: ReadonlySet<string>;
+  private readonly outbox: OutboxSignal | undefined;
 
-  constructor(db: Db, declaredEvents: ReadonlySet<string>) {
+  constructor(db: Db, declaredEvents: ReadonlySet<string>, outbox?: OutboxSignal) {
     this.db = db;
     this.declaredEvents = declaredEvents;
+    this.outbox = outbox;
   }
 
-  run<T>(tenant: TenantRef, fn: (ctx: TxContext) => Promise<T>, options: TxOptions = {}): Promise<T> {
-    return this.db.kysely.transaction().execute(async (trx) => {
+  async run<T>(tenant: TenantRef, fn: (ctx: TxContext) => Promise<T>, options: TxOptions = {}): Promise<T> {
+    let published = false;
+    const result = await this.db.kysely.transaction().execute(async (trx) => {
       const session = await this.enter(trx, tenant, options.sessionHash);
       const { ctx, flush } = scopedContext(trx, tenant, session, session?.userId ?? options.actorId ?? null, this.declaredEvents);
-      const result = await fn(ctx);
+      const value = await fn(ctx);
       await flush();
-      return result;
+      published = wroteOutbox.has(trx);
+      return value;
     });
+    if (published) this.outbox?.committed();
+    return result;
   }
 
   private async enter(trx: Transaction<Database>, tenant: TenantRef, sessionHash: Buffer | undefined): Promise<SessionInfo | null> {
@@ -143,6 +153,7 @@ export function hasPermission(session: SessionInfo | null, permission: string): 
 }
 
 export async function insertOutbox(trx: Transaction<Database>, events: PendingEvent[], actorId: string | null): Promise<void> {
+  wroteOutbox.add(trx);
   await trx
     .insertInto('outbox')
     .values(events.map((e) => ({ name: e.name, payload: JSON.stringify(e.payload), actor_id: actorId, tenant_id: sql<string>`app_tenant_id()` })))
