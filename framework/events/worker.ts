@@ -1,4 +1,4 @@
-import { PgBoss, type Job } from 'pg-boss';
+import { PgBoss, type Job, type JobResult } from 'pg-boss';
 import type { JobWithMetadata } from 'pg-boss';
 import type { Services } from '../services.ts';
 import type { DeliveredEvent, SubscriptionDefinition } from '../entity/define.ts';
@@ -18,6 +18,11 @@ function retryOverrides(sub: SubscriptionDefinition): { retryLimit?: number; ret
     ...(sub.retryDelay !== undefined ? { retryDelay: sub.retryDelay } : {}),
   };
 }
+
+// Event workers wake on the queue's NOTIFY and keep fetching while batches come back full; the
+// poll is only the fallback should the listener be down. Polling alone (fetch, then wait half a
+// second) capped a subscription at a few events per second.
+const DRAIN = { burstWhenBatchFull: true, pollingIntervalSeconds: 0.5, notifyPollingIntervalSeconds: 2 };
 
 /**
  * The worker role: relays the outbox, runs subscriptions and the audit recorder, and runs the
@@ -47,16 +52,26 @@ export class Worker {
       },
     );
 
-    await this.boss.createQueue(AUDIT_QUEUE, { ...RETRY, deadLetter: DEAD_LETTER_QUEUE });
-    await this.boss.work<DeliveredEvent>(AUDIT_QUEUE, { batchSize: 50, pollingIntervalSeconds: 0.5 }, async (jobs) => {
+    await this.createEventQueue(AUDIT_QUEUE, {});
+    await this.boss.work<DeliveredEvent>(AUDIT_QUEUE, { ...DRAIN, batchSize: 50 }, async (jobs) => {
       for (const job of jobs) await this.recordAudit(job.data);
     });
 
     for (const sub of registry.subscriptions) {
       const queue = subscriptionQueue(sub.name);
-      await this.boss.createQueue(queue, { ...RETRY, ...retryOverrides(sub), deadLetter: DEAD_LETTER_QUEUE });
-      await this.boss.work<DeliveredEvent>(queue, { batchSize: 1, localConcurrency: 2, pollingIntervalSeconds: 0.5 }, async (jobs) => {
-        for (const job of jobs) await this.deliver(sub, job.data);
+      await this.createEventQueue(queue, retryOverrides(sub));
+      // Settled job by job, so one failing event is retried alone, not with its batch.
+      await this.boss.work<DeliveredEvent>(queue, { ...DRAIN, batchSize: 10, localConcurrency: 2, perJobResults: true }, async (jobs) => {
+        const results: JobResult[] = [];
+        for (const job of jobs) {
+          try {
+            await this.deliver(sub, job.data);
+            results.push({ id: job.id, status: 'completed' });
+          } catch (err) {
+            results.push({ id: job.id, status: 'failed', output: { message: (err as Error).message } });
+          }
+        }
+        return results;
       });
     }
 
@@ -70,6 +85,15 @@ export class Worker {
     }
     await this.relay.start();
     log.info({ subscriptions: registry.subscriptions.length, jobs: registry.jobs.length }, 'worker started');
+  }
+
+  /**
+   * Event queues notify their workers on insert (the relay's insert commits the notification),
+   * also when the queue already existed without the option.
+   */
+  private async createEventQueue(queue: string, options: ReturnType<typeof retryOverrides>): Promise<void> {
+    await this.boss.createQueue(queue, { ...RETRY, ...options, deadLetter: DEAD_LETTER_QUEUE, notify: true });
+    await this.boss.updateQueue(queue, { notify: true });
   }
 
   /** Runs a subscription in the event's tenant transaction, once per event id. */
