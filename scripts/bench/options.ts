@@ -34,6 +34,7 @@ const USAGE = `usage: npm run bench -- [options]
   --warmup N              warm-up seconds per scenario (default 3)
   --pool-size N           database pool size of the service and of the baseline (default 10)
   --rows N                widgets seeded per tenant (default 10000)
+  --outbox-rate N         events per second for the outbox latency (default 100)
   --only a,b              run only these groups: ${SCENARIOS.join(', ')}
   --out FILE              results file (default bench-results.json)
   --cpu-prof DIR          write a V8 CPU profile of the service process into DIR`;
@@ -57,6 +58,7 @@ export function parseOptions(argv: string[], env: NodeJS.ProcessEnv): BenchOptio
       warmup: { type: 'string' },
       'pool-size': { type: 'string' },
       rows: { type: 'string' },
+      'outbox-rate': { type: 'string' },
       only: { type: 'string' },
       out: { type: 'string', default: 'bench-results.json' },
       'cpu-prof': { type: 'string' },
@@ -83,7 +85,7 @@ export function parseOptions(argv: string[], env: NodeJS.ProcessEnv): BenchOptio
     poolSize: positiveInt('pool-size', values['pool-size'], 10),
     rowsPerTenant: positiveInt('rows', values.rows, 10_000),
     outboxEvents: quick ? 1000 : 2000,
-    outboxRate: 250,
+    outboxRate: positiveInt('outbox-rate', values['outbox-rate'], 100),
     hashSamples: quick ? 10 : 40,
     loginSamples: quick ? 16 : 60,
     only,
