@@ -28,6 +28,9 @@ export const resetLinkMail: SubscriptionDefinition = {
   async handle(ctx, event, services) {
     const userId = typeof event.payload.userId === 'string' ? event.payload.userId : '';
     if (!isUuid(userId)) return;
+    // Serialises two deliveries for one person (two workers, two requests): the second then sees
+    // the first one's token in its own statement below and sends nothing.
+    await sql`select 1 from users where id = ${userId} for update`.execute(ctx.db);
     const { rows } = await sql<Recipient>`
       select u.email, u.display_name, t.name as tenant_name,
              exists (select 1 from set_password_tokens s
