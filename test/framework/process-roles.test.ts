@@ -43,8 +43,9 @@ class Service {
   readonly exited: Promise<number | null>;
   private buffer = '';
 
-  constructor(args: string[], cwd = ROOT, command: string[] = [NODE, join(ROOT, 'framework/main.ts')]) {
-    this.child = spawn(command[0]!, [...command.slice(1), ...args], { cwd, env: cleanEnv() });
+  constructor(args: string[], cwd = ROOT, command: string[] = [NODE, join(ROOT, 'framework/main.ts')], options: { ownGroup?: boolean } = {}) {
+    // ownGroup: a process group of its own, as a terminal gives a foreground job.
+    this.child = spawn(command[0]!, [...command.slice(1), ...args], { cwd, env: cleanEnv(), detached: options.ownGroup ?? false });
     running.add(this.child);
     this.child.stdout.on('data', (chunk: Buffer) => {
       this.buffer += chunk.toString();
@@ -260,7 +261,7 @@ describe('process roles', () => {
   });
 
   it(
-    'embedded PostgreSQL: the first start creates the data directory and the operator tenant, the second reuses both; nothing is left running',
+    'embedded PostgreSQL: the first start creates the data directory and the operator tenant, the second reuses both; SIGTERM and Ctrl-C leave nothing running',
     async () => {
       const work = mkdtempSync(join(tmpdir(), 'tenantry-embedded-'));
       cleanup.push(work);
@@ -274,7 +275,7 @@ describe('process roles', () => {
       );
       const operatorIds: string[] = [];
       for (const round of [1, 2]) {
-        const service = new Service(['--role', 'all', '--config', config], work);
+        const service = new Service(['--role', 'all', '--config', config], work, undefined, { ownGroup: round === 2 });
         const started = await service.waitFor('tenantry started', 90_000);
         expect(service.has('created the operator tenant')).toBe(round === 1);
         const url = started.url as string;
@@ -292,9 +293,15 @@ describe('process roles', () => {
         operatorIds.push((await db.query<{ id: string }>('select id from tenants where is_operator')).rows[0]!.id);
         await db.end();
 
-        service.child.kill('SIGTERM');
+        if (round === 1) {
+          service.child.kill('SIGTERM');
+        } else {
+          // Ctrl-C in a terminal: SIGINT to the whole process group, the embedded server included.
+          process.kill(-service.child.pid!, 'SIGINT');
+        }
         expect(await service.exited).toBe(0);
         expect(service.has('stopped')).toBe(true);
+        expect(service.stderr).toBe('');
         // The embedded server stopped with the service.
         expect(existsSync(join(dataDir, 'postmaster.pid'))).toBe(false);
       }
