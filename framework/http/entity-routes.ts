@@ -1,9 +1,12 @@
-import Type from 'typebox';
+import Type, { type TSchema } from 'typebox';
 import type { AnyRoute } from '../entity/define.ts';
 import type { ResolvedEntity } from '../entity/resolve.ts';
 import { EntityOperations } from '../operations/entity-ops.ts';
 
 const NoContent = Type.Null({ description: 'No content' });
+
+/** The same schema, with the sentence OpenAPI shows for this answer. */
+const answer = (schema: TSchema, description: string): TSchema => ({ ...schema, 'x-response-description': description }) as TSchema;
 
 /**
  * The five generic routes and one route per command, as plain route definitions: they go through
@@ -28,7 +31,7 @@ export function entityRoutes(entity: ResolvedEntity): AnyRoute[] {
       description: 'Paged with limit/offset, sorted by one field (prefix "-" for descending), ties broken by id; total counts all matching rows.',
       tags,
       access: read,
-      schema: { querystring: schemas.listQuery, response: { 200: schemas.list } },
+      schema: { querystring: schemas.listQuery, response: { 200: answer(schemas.list, `A page of ${names.labelPlural.toLowerCase()}`) } },
       handler: ({ tx, query }) => ops.list(tx, query as { limit: number; offset: number; sort: string }),
     },
     {
@@ -39,7 +42,7 @@ export function entityRoutes(entity: ResolvedEntity): AnyRoute[] {
       tags,
       access: write,
       publishes: [events.created, ...hookEvents],
-      schema: { body: schemas.create, response: { 201: schemas.row } },
+      schema: { body: schemas.create, response: { 201: answer(schemas.row, `The ${names.label.toLowerCase()} created`) } },
       handler: async ({ tx, body, reply }) => {
         const row = await ops.create(tx, body as Record<string, unknown>);
         reply.code(201).header('location', `${names.path}/${row.id}`);
@@ -53,7 +56,7 @@ export function entityRoutes(entity: ResolvedEntity): AnyRoute[] {
       summary: `Read a ${names.label.toLowerCase()}`,
       tags,
       access: read,
-      schema: { params: schemas.idParams, response: { 200: schemas.row } },
+      schema: { params: schemas.idParams, response: { 200: answer(schemas.row, `The ${names.label.toLowerCase()}`) } },
       handler: ({ tx, params }) => ops.read(tx, (params as { id: string }).id),
     },
     {
@@ -65,7 +68,7 @@ export function entityRoutes(entity: ResolvedEntity): AnyRoute[] {
       tags,
       access: write,
       publishes: [events.updated, ...hookEvents],
-      schema: { params: schemas.idParams, body: schemas.patch, response: { 200: schemas.row } },
+      schema: { params: schemas.idParams, body: schemas.patch, response: { 200: answer(schemas.row, `The ${names.label.toLowerCase()} as updated`) } },
       handler: ({ tx, params, body }) => ops.update(tx, (params as { id: string }).id, body as Record<string, unknown>),
     },
     {
@@ -99,7 +102,7 @@ export function entityRoutes(entity: ResolvedEntity): AnyRoute[] {
       schema: {
         params: schemas.idParams,
         ...(definition.body ? { body: definition.body } : {}),
-        response: { 200: schemas.row },
+        response: { 200: answer(schemas.row, `The ${names.label.toLowerCase()} after the command`) },
       },
       handler: ({ tx, params, body, services }) => ops.runCommand(tx, (params as { id: string }).id, command, body ?? {}, services),
     });

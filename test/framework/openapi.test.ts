@@ -107,6 +107,13 @@ describe('the OpenAPI document', () => {
     expect(Object.keys(patch.properties).sort()).toEqual(['name', 'note', 'size']);
     expect(patch.required ?? []).toEqual([]);
     expect(patch.additionalProperties).toBe(false);
+    expect(operations.get('GET /api/v1/testkit/widgets')!.responses['200']!.description).toBe('A page of widgets');
+    for (const entity of app.services.registry.entities) {
+      for (const key of [`GET ${entity.names.path}`, `POST ${entity.names.path}`, `GET ${entity.names.path}/{id}`, `PATCH ${entity.names.path}/{id}`]) {
+        const success = Object.entries(operations.get(key)!.responses).find(([status]) => status.startsWith('2'))!;
+        expect(success[1].description, key).not.toBe('Default Response');
+      }
+    }
     const command = operations.get('POST /api/v1/testkit/widgets/{id}/approve')!;
     expect(command.requestBody?.content['application/json']?.schema).toMatchObject({ additionalProperties: false });
     expect(command.responses['200']?.content?.['application/json']?.schema).toMatchObject({ title: 'Widget' });
