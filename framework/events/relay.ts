@@ -37,8 +37,11 @@ export class OutboxRelay {
   private running: Promise<void> | undefined;
   private again = false;
   private stopped = false;
+  private readonly intervalMs: number;
 
-  constructor(db: Db, boss: PgBoss, registry: Registry) {
+  /** intervalMs: the polling backstop behind the commit wake-up (the spec's one second). */
+  constructor(db: Db, boss: PgBoss, registry: Registry, options: { intervalMs?: number } = {}) {
+    this.intervalMs = options.intervalMs ?? RELAY_INTERVAL_MS;
     this.db = db;
     this.boss = boss;
     this.queuesByEvent = new Map();
@@ -56,7 +59,7 @@ export class OutboxRelay {
     listener.on('notification', () => this.wake());
     await listener.query(`listen ${OUTBOX_CHANNEL}`);
     this.listener = listener;
-    this.timers.push(setInterval(() => this.wake(), RELAY_INTERVAL_MS));
+    this.timers.push(setInterval(() => this.wake(), this.intervalMs));
     this.timers.push(setInterval(() => void this.purge().catch(() => {}), PURGE_INTERVAL_MS));
     this.wake();
   }

@@ -33,11 +33,11 @@ export class Worker {
   readonly relay: OutboxRelay;
   private readonly services: Services;
 
-  constructor(services: Services) {
+  constructor(services: Services, options: { relayIntervalMs?: number } = {}) {
     this.services = services;
     this.boss = new PgBoss({ connectionString: services.db.url, max: 4, useListenNotify: true, schema: 'pgboss' });
     this.boss.on('error', (err: Error) => services.log.error({ err }, 'pg-boss error'));
-    this.relay = new OutboxRelay(services.db, this.boss, services.registry);
+    this.relay = new OutboxRelay(services.db, this.boss, services.registry, { intervalMs: options.relayIntervalMs });
   }
 
   async start(options: { schedule?: boolean } = {}): Promise<void> {
