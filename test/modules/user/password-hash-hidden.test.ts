@@ -41,6 +41,7 @@ describe('the password hash appears nowhere', () => {
       await http.post('/api/v1/auth/login').send({ email: 'ann@acme.test', password: PASSWORD }),
       await http.get('/api/v1/admin/resources').set('Cookie', manager.cookie),
       await http.get('/api/v1/openapi.json'),
+      await http.get('/auth/reset'),
       await http.post(`/api/v1/user/users/${id}/deactivate`).set('Cookie', manager.cookie),
     ];
     const hash = (await storedUser(testApp, acme, id))!.password_hash!;
@@ -48,9 +49,9 @@ describe('the password hash appears nowhere', () => {
     const secretParts = [hash, hash.split('$').at(-1)!, PASSWORD];
 
     for (const res of answers) {
-      const text = JSON.stringify(res.body) + JSON.stringify(res.headers);
+      const text = JSON.stringify(res.body) + (res.text ?? '') + JSON.stringify(res.headers);
       for (const secret of secretParts) expect(text).not.toContain(secret);
-      expect(text).not.toMatch(/password_?hash/i);
+      expect(text).not.toMatch(/password_?hash|\$argon2/i);
     }
     expect(answers[1]!.status).toBe(200);
     expect(answers[7]!.status).toBe(200);
