@@ -15,7 +15,7 @@ const noTenant = (): never => {
 };
 
 /**
- * Registers one declared route. The wrapper owns the transaction: operator check, then one
+ * Registers one declared route. The wrapper owns the transaction: cheap refusals first, then one
  * tenant transaction whose opening statement resolves the session and permissions, the guard,
  * the handler, commit, and only then the reply.
  */
@@ -23,6 +23,12 @@ export function registerRoute(app: FastifyInstance, services: Services, route: A
   const cookie = sessionCookie(services.config);
   const isOperatorPermission = (p: string) => services.registry.isOperatorPermission(p);
   const protectedFields = entity ? protectedFieldCheck(entity, route) : undefined;
+  // Refusals that need no database run before the body is validated: an operator permission
+  // outside the operator tenant, and a guarded route called with no session cookie at all.
+  const precheck = async (request: FastifyRequest) => {
+    refuseOperatorOutsideOperatorTenant(route.access, request.tenant ?? noTenant(), isOperatorPermission);
+    if (needsGuard(route.access) && !request.cookies[cookie.name]) authorize(route.access, null);
+  };
 
   app.route({
     method: route.method,
@@ -41,10 +47,9 @@ export function registerRoute(app: FastifyInstance, services: Services, route: A
       // A vendor extension: who may call the route, as the guard reads it.
       ...{ 'x-access': typeof route.access === 'object' ? `permission ${route.access.permission}` : route.access },
     },
-    ...(protectedFields ? { preValidation: protectedFields } : {}),
+    preValidation: protectedFields ? [precheck, protectedFields] : [precheck],
     handler: async (request: FastifyRequest, reply: FastifyReply) => {
       const tenant = request.tenant ?? noTenant();
-      refuseOperatorOutsideOperatorTenant(route.access, tenant, isOperatorPermission);
       const base = {
         params: request.params as never,
         query: request.query as never,

@@ -37,6 +37,20 @@ const guardProbeModule = defineModule({
     probe('signed-in', 'signedIn'),
     probe('read', { permission: 'widget:read' }),
     probe('operate', { permission: 'widget:operate' }),
+    ...(['read', 'operate'] as const).map((kind) =>
+      defineRoute({
+        method: 'POST',
+        url: `/api/v1/guardprobe/${kind}-body`,
+        operationId: `guardprobe-probe-${kind}-body`,
+        summary: `Guard probe with a body: ${kind}`,
+        access: { permission: kind === 'read' ? 'widget:read' : 'widget:operate' },
+        schema: {
+          body: Type.Object({ size: Type.Integer() }, { additionalProperties: false }),
+          response: { 200: Type.Object({ size: Type.Integer() }) },
+        },
+        handler: async ({ body }) => ({ size: body.size }),
+      }),
+    ),
     defineRoute({
       method: 'GET',
       url: '/api/v1/guardprobe/no-transaction',
@@ -121,6 +135,20 @@ describe('public, optional and signed-in routes', () => {
   });
 });
 
+describe('refusal order', () => {
+  it('answers 401 to a caller with no session cookie before looking at the body', async () => {
+    expectProblem(await app.http(CUSTOMER).post('/api/v1/guardprobe/read-body').send({ size: 'big' }), 401, 'AUTH_REQUIRED');
+  });
+
+  it('validates the body of a signed-in caller (422), and serves a valid one', async () => {
+    const reader = await signInAs(app, customer, ['widget:read']);
+    const bad = await app.http(CUSTOMER).post('/api/v1/guardprobe/read-body').set('Cookie', reader.cookie).send({ size: 'big' });
+    expectProblem(bad, 422, 'VALIDATION_FAILED');
+    const good = await app.http(CUSTOMER).post('/api/v1/guardprobe/read-body').set('Cookie', reader.cookie).send({ size: 3 });
+    expect(good.body).toEqual({ size: 3 });
+  });
+});
+
 describe('permission routes', () => {
   it('answers 401 AUTH_REQUIRED when not signed in and 403 AUTH_FORBIDDEN without the permission', async () => {
     expectProblem(await call(CUSTOMER, 'read'), 401, 'AUTH_REQUIRED');
@@ -186,6 +214,13 @@ describe('operator permissions', () => {
     expectProblem(await call(CUSTOMER, 'operate', user), 403, 'AUTH_NOT_OPERATOR');
     const after = await app.services.db.pool.query('select last_seen_at from sessions where user_id = $1', [user.userId]);
     expect(after.rows[0].last_seen_at).toEqual(before.rows[0].last_seen_at);
+  });
+
+  it('refuses before the body is validated: an invalid body to an operator route still gets 403 AUTH_NOT_OPERATOR', async () => {
+    const admin = await signInAs(app, customer, ['*']);
+    const res = await app.http(CUSTOMER).post('/api/v1/guardprobe/operate-body').set('Cookie', admin.cookie).send({ size: 'big', extra: 1 });
+    expectProblem(res, 403, 'AUTH_NOT_OPERATOR');
+    expectProblem(await app.http(CUSTOMER).post('/api/v1/guardprobe/operate-body').send({ size: 'big' }), 403, 'AUTH_NOT_OPERATOR');
   });
 
   it('applies the ordinary guard at the operator tenant', async () => {
