@@ -39,7 +39,7 @@ export function tooManyAttempts(reply: FastifyReply) {
 export const loginRoute = defineRoute({
   method: 'POST',
   url: '/api/v1/auth/login',
-  operationId: 'auth-login',
+  operationId: 'auth-session-login',
   summary: 'Sign in with an address and a password',
   description: [
     'Answers the Identity and sets the session cookie (a fresh session id every time; a session the request already carried is ended).',

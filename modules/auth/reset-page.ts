@@ -12,7 +12,7 @@ import { HtmlPage } from './schemas.ts';
 export const resetPageRoute = defineRoute({
   method: 'GET',
   url: RESET_PAGE_PATH,
-  operationId: 'auth-reset-page',
+  operationId: 'auth-page-reset',
   summary: 'Set-password page (HTML)',
   description: 'The page the mailed link opens. Answers text/html: a form with the token from the query string that posts to POST /api/v1/auth/password/reset.',
   tags: ['auth'],

@@ -53,7 +53,7 @@ export function checkedPermissions(registry: Registry, tenant: TenantRef, permis
 export const listRolesRoute = defineRoute({
   method: 'GET',
   url: '/api/v1/auth/roles',
-  operationId: 'auth-roles-list',
+  operationId: 'auth-role-list',
   summary: 'List this tenant\'s roles',
   description: 'Every role of the tenant, sorted by name (a tenant has few roles, so the list is not paged).',
   tags: ['auth'],
@@ -68,7 +68,7 @@ export const listRolesRoute = defineRoute({
 export const putRoleRoute = defineRoute({
   method: 'PUT',
   url: '/api/v1/auth/roles/:name',
-  operationId: 'auth-roles-put',
+  operationId: 'auth-role-put',
   summary: 'Create or replace a role\'s permissions',
   description: [
     'Sends the complete permission list; it is stored deduplicated and sorted. Creates the role if new (201), else replaces its list (200).',

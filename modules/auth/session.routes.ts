@@ -9,7 +9,7 @@ import { NoContent } from './schemas.ts';
 export const logoutRoute = defineRoute({
   method: 'POST',
   url: '/api/v1/auth/logout',
-  operationId: 'auth-logout',
+  operationId: 'auth-session-logout',
   summary: 'Sign out',
   description: 'Deletes the session the cookie names and clears the cookie. Signing out when signed out is not an error: 204 all the same.',
   tags: ['auth'],
@@ -30,7 +30,7 @@ export const logoutRoute = defineRoute({
 export const meRoute = defineRoute({
   method: 'GET',
   url: '/api/v1/auth/me',
-  operationId: 'auth-me',
+  operationId: 'auth-identity-read',
   summary: 'The signed-in identity',
   description: 'The caller\'s Identity, with permissions resolved from the stored roles in this very request.',
   tags: ['auth'],

@@ -16,15 +16,15 @@ const op = (path: string, method: string) => doc.paths[path]![method]!;
 describe('OpenAPI for the sign-in routes', () => {
   it('documents every route with its answers', () => {
     const expected: [string, string, string, string[]][] = [
-      ['/api/v1/auth/login', 'post', 'auth-login', ['200', '401', '403', '422', '429']],
-      ['/api/v1/auth/logout', 'post', 'auth-logout', ['204']],
-      ['/api/v1/auth/me', 'get', 'auth-me', ['200', '401']],
+      ['/api/v1/auth/login', 'post', 'auth-session-login', ['200', '401', '403', '422', '429']],
+      ['/api/v1/auth/logout', 'post', 'auth-session-logout', ['204']],
+      ['/api/v1/auth/me', 'get', 'auth-identity-read', ['200', '401']],
       ['/api/v1/auth/password', 'post', 'auth-password-change', ['204', '401', '403', '422', '429']],
       ['/api/v1/auth/password/forgot', 'post', 'auth-password-forgot', ['202', '403', '422', '429']],
       ['/api/v1/auth/password/reset', 'post', 'auth-password-reset', ['204', '401', '403', '409', '422', '429']],
-      ['/api/v1/auth/roles', 'get', 'auth-roles-list', ['200', '401', '403']],
-      ['/api/v1/auth/roles/{name}', 'put', 'auth-roles-put', ['200', '201', '401', '403', '422']],
-      ['/auth/reset', 'get', 'auth-reset-page', ['200']],
+      ['/api/v1/auth/roles', 'get', 'auth-role-list', ['200', '401', '403']],
+      ['/api/v1/auth/roles/{name}', 'put', 'auth-role-put', ['200', '201', '401', '403', '422']],
+      ['/auth/reset', 'get', 'auth-page-reset', ['200']],
     ];
     for (const [path, method, operationId, statuses] of expected) {
       const operation = op(path, method);
