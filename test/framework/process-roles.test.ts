@@ -246,6 +246,23 @@ describe('process roles', () => {
     });
   });
 
+  it('loading the embedded PostgreSQL library leaves the exit code and the signals to the process', () => {
+    // The library's own hooks would exit with 0 on beforeExit (a failed test run would pass) and exit at once on signals.
+    const script = `
+      const { loadEmbeddedPostgres } = await import(${JSON.stringify(join(ROOT, 'framework/db/embedded.ts'))});
+      const signals = () => ['SIGINT', 'SIGTERM', 'SIGHUP', 'beforeExit', 'exit'].map((e) => process.listenerCount(e)).join(',');
+      const before = signals();
+      await loadEmbeddedPostgres();
+      process.stdout.write(before + ' ' + signals());
+      process.exitCode = 3;
+    `;
+    const result = spawnSync(NODE, ['--input-type=module', '-e', script], { cwd: ROOT, encoding: 'utf8', timeout: 20_000 });
+    expect(result.stderr).toBe('');
+    const [before, after] = result.stdout.split(' ');
+    expect(after).toBe(before);
+    expect(result.status).toBe(3);
+  });
+
   it('an invalid --role exits non-zero naming the allowed roles', () => {
     const result = spawnSync(NODE, ['framework/main.ts', '--role', 'cron'], { cwd: ROOT, encoding: 'utf8', timeout: 20_000 });
     expect(result.status).toBe(1);
