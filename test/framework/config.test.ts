@@ -1,8 +1,8 @@
-import { mkdtempSync, writeFileSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { spawnSync } from 'node:child_process';
-import { describe, expect, it } from 'vitest';
+import { afterAll, describe, expect, it } from 'vitest';
 import { loadConfig, validateConfig, ConfigError } from '../../framework/config/load.ts';
 import { isLocalHost, publicOrigin } from '../../framework/config/rules.ts';
 import { sessionCookie } from '../../framework/access/session-cookie.ts';
@@ -11,6 +11,7 @@ import { ROOT } from '../../framework/app.ts';
 
 const dir = mkdtempSync(join(tmpdir(), 'tenantry-config-'));
 let counter = 0;
+afterAll(() => rmSync(dir, { recursive: true, force: true }));
 
 /** Writes a config.yaml with this text and loads it with this environment. */
 function load(text: string, env: NodeJS.ProcessEnv = {}) {
@@ -253,7 +254,8 @@ describe('a missing or invalid file: one clear message naming the file, the key 
   });
 
   it('`node framework/main.ts` with no config.yaml in its directory exits non-zero with that one line', () => {
-    const empty = mkdtempSync(join(tmpdir(), 'tenantry-noconfig-'));
+    const empty = join(dir, 'no-config-here');
+    mkdirSync(empty);
     const result = spawnSync(join(ROOT, 'node_modules/.bin/node'), [join(ROOT, 'framework/main.ts')], {
       cwd: empty,
       encoding: 'utf8',

@@ -1,4 +1,4 @@
-import { mkdirSync, mkdtempSync, writeFileSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { spawn } from 'node:child_process';
@@ -12,8 +12,10 @@ import { createTestDatabase } from '../helpers/database.ts';
 import { testConfig } from '../helpers/config.ts';
 
 const pools: pg.Pool[] = [];
+const dirs: string[] = [];
 afterAll(async () => {
   await Promise.all(pools.map((p) => p.end()));
+  for (const dir of dirs) rmSync(dir, { recursive: true, force: true });
 });
 
 function poolFor(url: string): pg.Pool {
@@ -25,6 +27,7 @@ function poolFor(url: string): pg.Pool {
 /** A directory of SQL migration files, written as given. */
 function migrationDir(files: Record<string, string>): string {
   const dir = mkdtempSync(join(tmpdir(), 'tenantry-migrations-'));
+  dirs.push(dir);
   for (const [name, sql] of Object.entries(files)) writeFileSync(join(dir, name), sql);
   return dir;
 }
