@@ -11,6 +11,12 @@ export const ConfigSchema = Type.Object(
         host: Type.String({ default: '127.0.0.1', minLength: 1 }),
         port: Type.Integer({ default: 3000, minimum: 0, maximum: 65535 }),
         public_host: Type.String({ default: 'localhost', minLength: 1 }),
+        /**
+         * Which peers may set X-Forwarded-For (the client address that rate limits count):
+         * "loopback" (a proxy on this machine), a comma-separated list of addresses/CIDRs,
+         * "true" (any peer: only behind a proxy that overwrites the header), or "false" (none).
+         */
+        trust_proxy: Type.String({ default: 'loopback' }),
         log_level: Type.Union(
           ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'].map((l) => Type.Literal(l)),
           { default: 'info' },

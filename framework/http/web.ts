@@ -25,12 +25,20 @@ export interface WebOptions {
   readinessChecks?: ReadinessCheck[];
 }
 
+/** Maps server.trust_proxy to fastify's option: booleans as words, anything else as proxy-addr's list. */
+export function trustProxySetting(value: string): boolean | string {
+  const trimmed = value.trim();
+  if (trimmed === '' || trimmed === 'false') return false;
+  if (trimmed === 'true') return true;
+  return trimmed;
+}
+
 const GLOBAL_PATHS = new Set(['/health', '/ready']);
 
 export async function buildWeb(services: Services, options: WebOptions = {}): Promise<FastifyInstance> {
   const app = Fastify({
     ...(options.logger ? { loggerInstance: options.logger.child({}, { serializers: requestLogSerializers }) } : { logger: false }),
-    trustProxy: true,
+    trustProxy: trustProxySetting(services.config.server.trust_proxy),
     bodyLimit: 1024 * 1024,
     return503OnClosing: true,
     forceCloseConnections: 'idle',
