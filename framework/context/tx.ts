@@ -1,5 +1,6 @@
-import { CompiledQuery, sql, type Transaction } from 'kysely';
+import { CompiledQuery, type Transaction } from 'kysely';
 import type { Db } from '../db/pool.ts';
+import { prepared } from '../db/statements.ts';
 import type { Database } from '../db/types.ts';
 import type { TenantRef } from './tenant.ts';
 import { assertSafePayload } from '../events/payload-policy.ts';
@@ -47,7 +48,7 @@ interface EnterRow {
 // One round trip opens the tenant scope and resolves the caller: tenant first, then the
 // restricted role; the session subquery filters by tenant explicitly, so it is correct whether
 // the planner evaluates it before or after the role switch.
-const ENTER_WITH_SESSION = `
+const ENTER_WITH_SESSION = prepared(`
 select set_config('app.tenant_id', $1, true) as t,
        set_config('role', '${APP_ROLE}', true) as r,
        (select json_build_object(
@@ -58,9 +59,9 @@ select set_config('app.tenant_id', $1, true) as t,
           from sessions s
           join users u on u.tenant_id = s.tenant_id and u.id = s.user_id
          where s.tenant_id = $1::uuid and s.id_hash = $2 and s.expires_at > now()
-           and u.status = 'active' and u.deleted_at is null) as session`;
+           and u.status = 'active' and u.deleted_at is null) as session`);
 
-const ENTER = `select set_config('app.tenant_id', $1, true) as t, set_config('role', '${APP_ROLE}', true) as r`;
+const ENTER = prepared(`select set_config('app.tenant_id', $1, true) as t, set_config('role', '${APP_ROLE}', true) as r`);
 
 const TOUCH_INTERVAL_MS = 5 * 60_000;
 const TOUCH_SESSION = `
@@ -152,10 +153,14 @@ export function hasPermission(session: SessionInfo | null, permission: string): 
   return session.permissions.has('*') || session.permissions.has(permission);
 }
 
+// One text for any number of events, in publication order (outbox ids follow it).
+const INSERT_OUTBOX = prepared(`
+insert into outbox (name, payload, actor_id, tenant_id)
+select e.name, e.payload, $3::uuid, app_tenant_id() from unnest($1::text[], $2::jsonb[]) with ordinality as e(name, payload, n) order by e.n`);
+
 export async function insertOutbox(trx: Transaction<Database>, events: PendingEvent[], actorId: string | null): Promise<void> {
   wroteOutbox.add(trx);
-  await trx
-    .insertInto('outbox')
-    .values(events.map((e) => ({ name: e.name, payload: JSON.stringify(e.payload), actor_id: actorId, tenant_id: sql<string>`app_tenant_id()` })))
-    .execute();
+  await trx.executeQuery(
+    CompiledQuery.raw(INSERT_OUTBOX, [events.map((e) => e.name), events.map((e) => JSON.stringify(e.payload)), actorId]),
+  );
 }

@@ -7,6 +7,7 @@ import type { EntityRow } from '../entity/define.ts';
 import type { TProperties } from 'typebox';
 import type { Services } from '../services.ts';
 import { notFound } from '../errors.ts';
+import { prepared } from '../db/statements.ts';
 
 type Row = EntityRow<TProperties>;
 type Values = Record<string, unknown>;
@@ -149,8 +150,10 @@ export class EntityOperations {
   }
 }
 
+// Every text here is assembled from the entity's declaration, so the set is small and fixed: each
+// runs as a prepared statement.
 async function run<R>(db: Transaction<Database>, text: string, params: unknown[]): Promise<R[]> {
-  return (await db.executeQuery<R>(CompiledQuery.raw(text, params))).rows;
+  return (await db.executeQuery<R>(CompiledQuery.raw(prepared(text), params))).rows;
 }
 
 function sameValue(a: unknown, b: unknown): boolean {
