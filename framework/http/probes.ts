@@ -1,6 +1,8 @@
 import type { FastifyInstance } from 'fastify';
 import type { Services } from '../services.ts';
+import Type from 'typebox';
 import { PROBLEM_CONTENT_TYPE } from './problems.ts';
+import { problemResponse } from '../openapi/problem-schema.ts';
 import { problemType } from '../errors.ts';
 
 export interface ReadinessCheck {
@@ -37,11 +39,36 @@ export async function runReadiness(checks: ReadinessCheck[], timeoutMs = 2000): 
   return results;
 }
 
+const CheckList = Type.Array(Type.Object({ name: Type.String(), ok: Type.Boolean() }));
+
+export const HEALTH_SCHEMA = {
+  operationId: 'system-health-read',
+  summary: 'Liveness: answers while the process serves, whatever the checks say',
+  description: 'Answers on any Host: load balancers probe by address.',
+  tags: ['probes'],
+  security: [],
+  'x-access': 'public',
+  response: { 200: Type.Object({ status: Type.Literal('ok') }) },
+};
+
+export const READY_SCHEMA = {
+  operationId: 'system-readiness-read',
+  summary: 'Readiness: runs the registered checks, the database first',
+  description: 'Answers on any Host. 503 names the first failing check; the reason is only logged.',
+  tags: ['probes'],
+  security: [],
+  'x-access': 'public',
+  response: {
+    200: Type.Object({ status: Type.Literal('ready'), checks: CheckList }),
+    503: problemResponse('NOT_READY: `check` names the failing check'),
+  },
+};
+
 /** /health and /ready answer on any host: load balancers probe by address, not by tenant host. */
 export function registerProbes(app: FastifyInstance, services: Services, extra: ReadinessCheck[]): void {
   const checks = [databaseCheck(services), ...extra];
-  app.get('/health', { schema: { hide: true } }, async () => ({ status: 'ok' }));
-  app.get('/ready', { schema: { hide: true } }, async (request, reply) => {
+  app.get('/health', { schema: HEALTH_SCHEMA }, async () => ({ status: 'ok' }));
+  app.get('/ready', { schema: READY_SCHEMA }, async (request, reply) => {
     const results = await runReadiness(checks);
     const failed = results.find((r) => !r.ok);
     if (!failed) return { status: 'ready', checks: results.map((r) => ({ name: r.name, ok: true })) };

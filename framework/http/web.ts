@@ -59,8 +59,9 @@ export async function buildWeb(services: Services, options: WebOptions = {}): Pr
     request.tenant = tenant;
   });
 
-  registerProbes(app, services, options.readinessChecks ?? []);
+  // OpenAPI first: @fastify/swagger documents the routes registered after it.
   await registerOpenApi(app, services);
+  registerProbes(app, services, options.readinessChecks ?? []);
   for (const { route, entity } of services.registry.routes) registerRoute(app, services, route, entity);
   registerRoute(app, services, catalogRoute(services.registry));
   return app;

@@ -40,6 +40,9 @@ const registered = () => [
   ...app.services.registry.routes.map((r) => r.route),
   // The catalog route is the framework's own, registered beside the modules' routes.
   { method: 'GET', url: '/api/v1/admin/resources', operationId: 'admin-resource-list', access: 'signedIn' as const, schema: {} },
+  // The probes: outside any tenant, but documented like every route.
+  { method: 'GET', url: '/health', operationId: 'system-health-read', access: 'public' as const, schema: {} },
+  { method: 'GET', url: '/ready', operationId: 'system-readiness-read', access: 'public' as const, schema: {} },
 ];
 
 describe('the OpenAPI document', () => {
@@ -141,7 +144,9 @@ describe('the OpenAPI document', () => {
     expect(doc.components.schemas.Problem).toMatchObject({ required: expect.arrayContaining(['type', 'title', 'status', 'detail', 'code']) });
     for (const route of registered()) {
       const op = operations.get(`${route.method} ${openApiPath(route.url)}`)!;
-      const expected = ['404', '500'];
+      // The probes answer on any host and fail only as /ready's 503.
+      const probe = route.url === '/health' || route.url === '/ready';
+      const expected = probe ? (route.url === '/ready' ? ['503'] : []) : ['404', '500'];
       if (route.access !== 'public' && route.access !== 'optional') expected.push('401');
       if (typeof route.access === 'object') expected.push('403');
       if ('body' in route.schema && route.schema.body) expected.push('422');
