@@ -14,6 +14,12 @@ export function prepared(text: string): string {
   return text;
 }
 
+/** The same, for a raw pg client: a query config that runs the text as a prepared statement. */
+export function preparedQuery(text: string, values: readonly unknown[] = []): pg.QueryConfig {
+  prepared(text);
+  return { name: names.get(text)!, text, values: [...values] };
+}
+
 const BEGIN = 'begin';
 const held = (command: string) => ({ command, rowCount: 0, rows: [], fields: [], oid: 0 }) as unknown as PostgresQueryResult<never>;
 

@@ -1,6 +1,7 @@
 import pg from 'pg';
 import type { PgBoss } from 'pg-boss';
 import type { Db } from '../db/pool.ts';
+import { preparedQuery } from '../db/statements.ts';
 import type { Registry } from '../entity/registry.ts';
 import type { DeliveredEvent } from '../entity/define.ts';
 
@@ -9,6 +10,9 @@ export const AUDIT_QUEUE = 'tenantry-audit';
 export const subscriptionQueue = (name: string): string => `sub-${name}`;
 
 const BATCH = 500;
+const CLAIM = `select id, event_id, tenant_id, name, payload, actor_id, occurred_at
+                 from outbox where relayed_at is null order by id limit ${BATCH} for update skip locked`;
+const MARK_RELAYED = 'update outbox set relayed_at = now() where id = any($1::bigint[])';
 const RELAY_INTERVAL_MS = 1000;
 const PURGE_INTERVAL_MS = 60_000;
 const PURGE_AFTER = '1 hour';
@@ -89,11 +93,9 @@ export class OutboxRelay {
   async relayBatch(): Promise<number> {
     const client = await this.db.pool.connect();
     try {
-      await client.query('begin');
-      const { rows } = await client.query<OutboxRow>(
-        `select id, event_id, tenant_id, name, payload, actor_id, occurred_at
-           from outbox where relayed_at is null order by id limit ${BATCH} for update skip locked`,
-      );
+      // The pool pipelines: BEGIN and the claim are written together, as are the mark and COMMIT
+      // below (a failed mark turns that COMMIT into a rollback, and its error is the one thrown).
+      const [, { rows }] = await Promise.all([client.query('begin'), client.query<OutboxRow>(preparedQuery(CLAIM))]);
       if (rows.length === 0) {
         await client.query('commit');
         return 0;
@@ -114,10 +116,9 @@ export class OutboxRelay {
           jobsByQueue.set(queue, list);
         }
       }
-      const inTransaction = { executeSql: (text: string, values?: unknown[]) => client.query(text, values) };
+      const inTransaction = { executeSql: (text: string, values?: unknown[]) => client.query(preparedQuery(text, values)) };
       for (const [queue, jobs] of jobsByQueue) await this.boss.insert(queue, jobs, { db: inTransaction });
-      await client.query('update outbox set relayed_at = now() where id = any($1::bigint[])', [rows.map((r) => r.id)]);
-      await client.query('commit');
+      await Promise.all([client.query(preparedQuery(MARK_RELAYED, [rows.map((r) => r.id)])), client.query('commit')]);
       return rows.length;
     } catch (err) {
       await client.query('rollback').catch(() => {});

@@ -4,12 +4,23 @@ import type { Services } from '../services.ts';
 import type { DeliveredEvent, SubscriptionDefinition } from '../entity/define.ts';
 import { OutboxRelay, AUDIT_QUEUE, subscriptionQueue } from './relay.ts';
 import { tenantById, servedTenants } from '../context/tenant-lookup.ts';
-import { sql } from 'kysely';
+import { CompiledQuery, sql } from 'kysely';
+import { prepared } from '../db/statements.ts';
 
 export const DEAD_LETTER_QUEUE = 'tenantry-dead-letters';
 export const jobQueue = (name: string): string => `job-${name}`;
 
 const RETRY = { retryLimit: 5, retryDelay: 2, retryBackoff: true, retryDelayMax: 300 };
+
+// The event id recorded in the effect's own transaction: a row back means this is the first delivery.
+const FIRST_DELIVERY = prepared(
+  'insert into processed_events (subscription, event_id) values ($1, $2) on conflict do nothing returning event_id',
+);
+const RECORD_AUDIT = prepared(`
+insert into audit_events (event_id, name, actor_id, occurred_at, payload)
+select e.event_id, e.name, e.actor_id, e.occurred_at, e.payload
+  from jsonb_to_recordset($1::jsonb) as e(event_id uuid, name text, actor_id uuid, occurred_at timestamptz, payload jsonb)
+on conflict do nothing`);
 
 /** A subscription may shorten or lengthen its retries; the delay still doubles after each attempt. */
 function retryOverrides(sub: SubscriptionDefinition): { retryLimit?: number; retryDelay?: number } {
@@ -54,7 +65,7 @@ export class Worker {
 
     await this.createEventQueue(AUDIT_QUEUE, {});
     await this.boss.work<DeliveredEvent>(AUDIT_QUEUE, { ...DRAIN, batchSize: 50 }, async (jobs) => {
-      for (const job of jobs) await this.recordAudit(job.data);
+      await this.recordAudits(jobs.map((job) => job.data));
     });
 
     for (const sub of registry.subscriptions) {
@@ -103,13 +114,8 @@ export class Worker {
     await this.services.transactions.run(
       tenant,
       async (ctx) => {
-        const first = await ctx.db
-          .insertInto('processed_events')
-          .values({ subscription: sub.name, event_id: event.id })
-          .onConflict((oc) => oc.doNothing())
-          .returning('event_id')
-          .executeTakeFirst();
-        if (!first) return;
+        const first = await ctx.db.executeQuery(CompiledQuery.raw(FIRST_DELIVERY, [sub.name, event.id]));
+        if (first.rows.length === 0) return;
         await sub.handle(ctx, event, this.services);
       },
       { actorId: event.actorId },
@@ -117,21 +123,23 @@ export class Worker {
   }
 
   async recordAudit(event: DeliveredEvent): Promise<void> {
-    const tenant = await tenantById(this.services.db, event.tenantId);
-    if (!tenant) return;
-    await this.services.transactions.run(tenant, async (ctx) => {
-      await ctx.db
-        .insertInto('audit_events')
-        .values({
-          event_id: event.id,
-          name: event.name,
-          actor_id: event.actorId,
-          occurred_at: event.occurredAt,
-          payload: JSON.stringify(event.payload),
-        })
-        .onConflict((oc) => oc.doNothing())
-        .execute();
-    });
+    await this.recordAudits([event]);
+  }
+
+  /** Records a batch of events: one transaction and one statement per tenant, not per event. */
+  async recordAudits(events: DeliveredEvent[]): Promise<void> {
+    const byTenant = new Map<string, DeliveredEvent[]>();
+    for (const event of events) {
+      const batch = byTenant.get(event.tenantId);
+      if (batch) batch.push(event);
+      else byTenant.set(event.tenantId, [event]);
+    }
+    for (const [tenantId, batch] of byTenant) {
+      const tenant = await tenantById(this.services.db, tenantId);
+      if (!tenant) continue;
+      const rows = batch.map((e) => ({ event_id: e.id, name: e.name, actor_id: e.actorId, occurred_at: e.occurredAt, payload: e.payload }));
+      await this.services.transactions.run(tenant, (ctx) => ctx.db.executeQuery(CompiledQuery.raw(RECORD_AUDIT, [JSON.stringify(rows)])));
+    }
   }
 
   /** Keeps what an operator needs to see and replay: the queue that gave up, the event and its last error. */
