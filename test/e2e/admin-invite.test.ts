@@ -1,7 +1,6 @@
 import { chmodSync, mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { createServer } from 'node:net';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import { CompiledQuery } from 'kysely';
 import pg from 'pg';
@@ -9,6 +8,7 @@ import { createCustomer, startTestApp, type TestApp } from '../helpers/app.ts';
 import { SmtpSink, linkIn } from '../modules/user/smtp-sink.ts';
 import { eventually, outboxEvents } from '../modules/user/support.ts';
 import { adminInvite, printedLink } from './processes.ts';
+import { freePort } from '../helpers/ports.ts';
 
 let app: TestApp;
 let settings: Record<string, string>;
@@ -167,13 +167,4 @@ describe('npm run admin:invite without database.url', () => {
   }, 150_000);
 });
 
-async function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const server = createServer();
-    server.listen(0, '127.0.0.1', () => {
-      const address = server.address();
-      server.close(() => (typeof address === 'object' && address ? resolve(address.port) : reject(new Error('no port'))));
-    });
-  });
-}
 

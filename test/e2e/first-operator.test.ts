@@ -1,4 +1,3 @@
-import { createServer } from 'node:net';
 import type { ChildProcess } from 'node:child_process';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import supertest from 'supertest';
@@ -6,6 +5,7 @@ import { createTestDatabase } from '../helpers/database.ts';
 import { SmtpSink, linkIn } from '../modules/user/smtp-sink.ts';
 import { eventually } from '../modules/user/support.ts';
 import { adminInvite, printedLink, startService, stopService } from './processes.ts';
+import { freePort } from '../helpers/ports.ts';
 
 /**
  * The acceptance path of a newcomer, against the real service process: start, invite the first
@@ -124,12 +124,3 @@ describe('first operator to first customer administrator', () => {
   }, 120_000);
 });
 
-async function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const server = createServer();
-    server.listen(0, '127.0.0.1', () => {
-      const address = server.address();
-      server.close(() => (typeof address === 'object' && address ? resolve(address.port) : reject(new Error('no port'))));
-    });
-  });
-}

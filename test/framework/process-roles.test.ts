@@ -3,11 +3,11 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { spawn, spawnSync, type ChildProcessWithoutNullStreams } from 'node:child_process';
 import { request } from 'node:http';
-import { createServer } from 'node:net';
 import pg from 'pg';
 import { afterAll, describe, expect, it } from 'vitest';
 import { ROOT } from '../../framework/app.ts';
 import { createTestDatabase } from '../helpers/database.ts';
+import { freePort } from '../helpers/ports.ts';
 
 const NODE = join(ROOT, 'node_modules/.bin/node');
 const dir = mkdtempSync(join(tmpdir(), 'tenantry-roles-'));
@@ -119,15 +119,6 @@ async function poll(condition: () => Promise<boolean>, timeoutMs = 10_000): Prom
   }
 }
 
-async function freePort(): Promise<number> {
-  return new Promise((resolvePort, reject) => {
-    const server = createServer();
-    server.listen(0, '127.0.0.1', () => {
-      const address = server.address();
-      server.close(() => (typeof address === 'object' && address ? resolvePort(address.port) : reject(new Error('no port'))));
-    });
-  });
-}
 
 describe('process roles', () => {
   it('--role web: migrates, serves, logs role, URL, hidden password, mail mode and Node 24; SIGTERM finishes the in-flight request and exits 0', async () => {
