@@ -1,6 +1,6 @@
 import { CompiledQuery, type Transaction } from 'kysely';
 import type { Db } from '../db/pool.ts';
-import { prepared } from '../db/statements.ts';
+import { deferred, prepared } from '../db/statements.ts';
 import type { Database } from '../db/types.ts';
 import type { TenantRef } from './tenant.ts';
 import { assertSafePayload } from '../events/payload-policy.ts';
@@ -153,8 +153,9 @@ export function hasPermission(session: SessionInfo | null, permission: string): 
   return session.permissions.has('*') || session.permissions.has(permission);
 }
 
-// One text for any number of events, in publication order (outbox ids follow it).
-const INSERT_OUTBOX = prepared(`
+// One text for any number of events, in publication order (outbox ids follow it). Deferred: the
+// insert is the transaction's last statement and travels with its COMMIT.
+const INSERT_OUTBOX = deferred(`
 insert into outbox (name, payload, actor_id, tenant_id)
 select e.name, e.payload, $3::uuid, app_tenant_id() from unnest($1::text[], $2::jsonb[]) with ordinality as e(name, payload, n) order by e.n`);
 

@@ -45,6 +45,23 @@ describe('the request path\'s statements', () => {
     expect(await widgets()).toContain('kept');
   });
 
+  it('write the outbox insert with the COMMIT, and a failing one still fails the transaction with its own error', async () => {
+    await expect(
+      app.services.transactions.run(
+        acme,
+        async (ctx) => {
+          await sql`insert into widgets (name, size, color) values ('deferred-event', 1, 'red')`.execute(ctx.db);
+          ctx.publish('testkit.widget.approved', { id: 'x' });
+        },
+        // Not a uuid: the outbox insert fails, and only when it reaches the server with the COMMIT.
+        { actorId: 'not-a-uuid' },
+      ),
+    ).rejects.toThrow(/uuid/);
+    expect(await widgets()).not.toContain('deferred-event');
+    const { rows } = await app.services.db.pool.query(`select 1 from outbox where payload->>'id' = 'x'`);
+    expect(rows).toHaveLength(0);
+  });
+
   it('leave the session outside any transaction after one that ran no statement (its BEGIN was never sent)', async () => {
     expect(await app.services.db.kysely.transaction().execute(async () => 'nothing')).toBe('nothing');
     const { rows } = await app.services.db.pool.query<{ fresh: boolean }>(
