@@ -18,7 +18,22 @@ const settings = JSON.parse(process.env[SETTINGS_ENV] ?? '{}') as ServiceSetting
 const send = (message: ChildMessage) => process.send?.(message);
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 
+/** Waits until the worker has relayed and handled everything earlier scenarios published. */
+async function drained(app: App, timeoutMs: number): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  while (Date.now() < deadline) {
+    const { rows } = await app.services.db.pool.query<{ pending: number }>(
+      `select (select count(*) from outbox where relayed_at is null)
+            + (select count(*) from pgboss.job where state in ('created', 'retry', 'active') and start_after <= now()) as pending`,
+    );
+    if (Number(rows[0]!.pending) === 0) return;
+    await sleep(100);
+  }
+  throw new Error(`the worker did not drain earlier events within ${timeoutMs / 1000} s`);
+}
+
 async function publishProbes(app: App, tenant: TenantRef, recorder: ProbeRecorder, count: number, rate: number): Promise<ProbeSamples> {
+  await drained(app, 120_000);
   recorder.clear();
   const committedAt: number[] = new Array(count);
   const pending: Promise<void>[] = [];
