@@ -86,7 +86,9 @@ describe('POST /api/v1/auth/login', () => {
     expect((await outbox(app, 'auth.logged_in')).filter((e) => e.payload.userId === user.id)).toHaveLength(0);
   });
 
-  it('costs the same for all four refusals (timing over repeated attempts, within a tolerance)', async () => {
+  // Another test file hogging both cores for the whole measurement can skew one case; a re-run
+  // measures again. A real difference (a skipped verification) fails every attempt.
+  it('costs the same for all four refusals (timing over repeated attempts, within a tolerance)', { retry: 3 }, async () => {
     const active = await addUser(app, acme);
     const invited = await addUser(app, acme, { status: 'invited', password: null });
     const deactivated = await addUser(app, acme, { status: 'deactivated' });
