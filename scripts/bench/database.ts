@@ -1,4 +1,4 @@
-import { chmodSync, mkdtempSync, rmSync } from 'node:fs';
+import { chmodSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -11,6 +11,8 @@ export interface BenchDatabase {
   /** For the report: where the database runs and how commits are made durable. */
   description: string;
   settings: Record<string, string>;
+  /** The embedded server's postmaster, whose children's CPU time the report shows; unknown for a given database. */
+  postmasterPid?: number;
   stop(): Promise<void>;
 }
 
@@ -44,6 +46,7 @@ export async function openBenchDatabase(givenUrl: string): Promise<BenchDatabase
       url,
       description: `embedded PostgreSQL on 127.0.0.1:${server.port} (temporary directory)`,
       settings: await durability(url),
+      postmasterPid: Number(readFileSync(join(dir, 'data', 'postmaster.pid'), 'utf8').split('\n', 1)[0]),
       stop: async () => {
         await server.stop();
         rmSync(dir, { recursive: true, force: true });

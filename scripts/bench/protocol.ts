@@ -17,7 +17,7 @@ export interface BaselineSettings {
   rowsPerTenant: number;
 }
 
-export type ChildRequest = { type: 'probe'; count: number; rate: number } | { type: 'stop' };
+export type ChildRequest = { type: 'probe'; count: number; rate: number } | { type: 'drain' } | { type: 'stop' };
 
 export interface ProbeSamples {
   /** Handler start minus the moment the publishing transaction's COMMIT returned. */
@@ -30,6 +30,7 @@ export interface ProbeSamples {
 export type ChildMessage =
   | { type: 'ready'; port: number; seed?: SeedInfo }
   | { type: 'probe-result'; samples: ProbeSamples }
+  | { type: 'drained'; ms: number }
   | { type: 'failed'; error: string };
 
 export const SETTINGS_ENV = 'TENANTRY_BENCH_SETTINGS';

@@ -63,14 +63,23 @@ async function measure(options: BenchOptions, db: BenchDatabase, runId: string, 
     log(`signed in through POST /api/v1/auth/login; baseline on port ${baseline.port}`);
     await checkSameAnswer(service.port, baseline.port, host, cookie);
 
-    const plan: Plan = { connections: options.connections, warmupSeconds: options.warmupSeconds, seconds: options.seconds, rounds: options.rounds, log };
+    const plan: Plan = {
+      connections: options.connections,
+      warmupSeconds: options.warmupSeconds,
+      seconds: options.seconds,
+      rounds: options.rounds,
+      log,
+      ...(db.postmasterPid ? { postmasterPid: db.postmasterPid } : {}),
+    };
     const at = (port: number) => `http://127.0.0.1:${port}`;
     const pids = { service: service.pid, baseline: baseline.pid };
+    const settle = async () => (await service.ask({ type: 'drain' }, 'drained', 150_000)).ms;
     const pairs: (Pair & { group: 'list' | 'create' | 'health'; target: (ratio: number, p99: number) => { text: string; met: boolean } | undefined })[] = [
       {
         group: 'list',
         name: 'list',
         pids,
+        settle,
         service: { url: at(service.port) + LIST_PATH, method: 'GET', headers: { host, cookie } },
         baseline: { url: at(baseline.port) + LIST_PATH, method: 'GET' },
         target: (ratio, p99) => ({ text: `≥ 0.5× baseline, p99 ≤ 20 ms @ ${options.connections}`, met: ratio >= 0.5 && p99 <= 20 }),
@@ -79,6 +88,7 @@ async function measure(options: BenchOptions, db: BenchDatabase, runId: string, 
         group: 'create',
         name: 'create',
         pids,
+        settle,
         service: { url: at(service.port) + CREATE_PATH, method: 'POST', headers: { host, cookie, 'content-type': 'application/json' }, body: CREATE_BODY },
         baseline: { url: at(baseline.port) + CREATE_PATH, method: 'POST', headers: { 'content-type': 'application/json' }, body: CREATE_BODY },
         target: (ratio) => ({ text: '≥ 0.4× baseline', met: ratio >= 0.4 }),
@@ -87,6 +97,7 @@ async function measure(options: BenchOptions, db: BenchDatabase, runId: string, 
         group: 'health',
         name: 'health',
         pids,
+        settle,
         service: { url: `${at(service.port)}/health`, method: 'GET' },
         baseline: { url: `${at(baseline.port)}/health`, method: 'GET' },
         target: () => undefined,

@@ -94,6 +94,12 @@ async function main(): Promise<void> {
         (samples) => send({ type: 'probe-result', samples }),
         (err: Error) => send({ type: 'failed', error: err.stack ?? err.message }),
       );
+    } else if (message.type === 'drain') {
+      const started = Date.now();
+      drained(app, 120_000).then(
+        () => send({ type: 'drained', ms: Date.now() - started }),
+        (err: Error) => send({ type: 'failed', error: err.stack ?? err.message }),
+      );
     } else if (message.type === 'stop') {
       // A clean exit lets --cpu-prof write its profile.
       app.close().finally(() => process.exit(0));

@@ -1,5 +1,20 @@
-import { readFileSync } from 'node:fs';
+import { readFileSync, readdirSync } from 'node:fs';
 import { assertClean, combine, hammer, type Figures, type Sample, type Target } from './load.ts';
+
+/** CPU time of a PostgreSQL server: its postmaster and every backend and helper process under it. */
+function serverCpuMs(postmasterPid: number): number {
+  let total = cpuMs(postmasterPid);
+  for (const entry of readdirSync('/proc')) {
+    if (!/^\d+$/.test(entry)) continue;
+    try {
+      const fields = readFileSync(`/proc/${entry}/stat`, 'utf8').split(') ')[1]!.split(' ');
+      if (Number(fields[1]) === postmasterPid) total += ((Number(fields[11]) + Number(fields[12])) * 1000) / 100;
+    } catch {
+      // The process ended while we looked.
+    }
+  }
+  return total;
+}
 
 export interface Pair {
   name: string;
@@ -7,6 +22,11 @@ export interface Pair {
   baseline: Target;
   /** The two server processes, for their CPU time per request. */
   pids: { service: number; baseline: number };
+  /**
+   * Waits until the service's worker has handled every event the last run published, so that
+   * work never spills into the next measurement; resolves to how long that took.
+   */
+  settle(): Promise<number>;
 }
 
 /** CPU time (user + system) a process has used so far, in milliseconds (Linux /proc). */
@@ -30,6 +50,7 @@ export interface Plan {
   seconds: number;
   rounds: number;
   log(line: string): void;
+  postmasterPid?: number;
 }
 
 /**
@@ -41,18 +62,26 @@ export async function measurePair(pair: Pair, plan: Plan): Promise<PairFigures> 
     { label: pair.name, target: pair.service, pid: pair.pids.service, samples: [] as Sample[] },
     { label: `${pair.name}-baseline`, target: pair.baseline, pid: pair.pids.baseline, samples: [] as Sample[] },
   ];
-  for (const side of sides) assertClean(`${side.label} (warm-up)`, await hammer(side.target, plan.connections, plan.warmupSeconds));
+  for (const side of sides) {
+    assertClean(`${side.label} (warm-up)`, await hammer(side.target, plan.connections, plan.warmupSeconds));
+    await pair.settle();
+  }
   for (let round = 0; round < plan.rounds; round++) {
     const order = round % 2 === 0 ? sides : [...sides].reverse();
     for (const side of order) {
       const cpuBefore = cpuMs(side.pid);
+      const pgBefore = plan.postmasterPid ? serverCpuMs(plan.postmasterPid) : Number.NaN;
       const sample = await hammer(side.target, plan.connections, plan.seconds);
       const cpu = cpuMs(side.pid) - cpuBefore;
+      const pgCpu = plan.postmasterPid ? serverCpuMs(plan.postmasterPid) - pgBefore : Number.NaN;
+      const settled = await pair.settle();
       assertClean(side.label, sample);
       side.samples.push(sample);
       plan.log(
         `  ${side.label.padEnd(18)} round ${round + 1}: ${(sample.ok / sample.seconds).toFixed(0)} req/s, ` +
-          `server process ${((100 * cpu) / (sample.seconds * 1000)).toFixed(0)}% of a core, ${((1000 * cpu) / sample.ok).toFixed(0)} µs CPU per request`,
+          `CPU per request: server ${((1000 * cpu) / sample.ok).toFixed(0)} µs (${((100 * cpu) / (sample.seconds * 1000)).toFixed(0)}% of a core)` +
+          (Number.isNaN(pgCpu) ? '' : `, PostgreSQL ${((1000 * pgCpu) / sample.ok).toFixed(0)} µs`) +
+          (settled > 200 ? `; its worker caught up ${(settled / 1000).toFixed(1)} s after the run` : ''),
       );
     }
   }
