@@ -1,18 +1,25 @@
 import { readFileSync, readdirSync } from 'node:fs';
 import { assertClean, combine, hammer, type Figures, type Sample, type Target } from './load.ts';
 
-/** CPU time of a PostgreSQL server: its postmaster and every backend and helper process under it. */
-function serverCpuMs(postmasterPid: number): number {
-  let total = cpuMs(postmasterPid);
+/** CPU time so far of each process of a PostgreSQL server: the postmaster and every process under it. */
+function serverCpu(postmasterPid: number): Map<number, number> {
+  const times = new Map<number, number>([[postmasterPid, cpuMs(postmasterPid)]]);
   for (const entry of readdirSync('/proc')) {
     if (!/^\d+$/.test(entry)) continue;
     try {
       const fields = readFileSync(`/proc/${entry}/stat`, 'utf8').split(') ')[1]!.split(' ');
-      if (Number(fields[1]) === postmasterPid) total += ((Number(fields[11]) + Number(fields[12])) * 1000) / 100;
+      if (Number(fields[1]) === postmasterPid) times.set(Number(entry), ((Number(fields[11]) + Number(fields[12])) * 1000) / 100);
     } catch {
       // The process ended while we looked.
     }
   }
+  return times;
+}
+
+/** CPU the server used between two snapshots; a process that ended in between is left out (rare: pools keep their connections). */
+function serverCpuSince(before: Map<number, number>, after: Map<number, number>): number {
+  let total = 0;
+  for (const [pid, ms] of after) total += ms - (before.get(pid) ?? 0);
   return total;
 }
 
@@ -70,10 +77,10 @@ export async function measurePair(pair: Pair, plan: Plan): Promise<PairFigures> 
     const order = round % 2 === 0 ? sides : [...sides].reverse();
     for (const side of order) {
       const cpuBefore = cpuMs(side.pid);
-      const pgBefore = plan.postmasterPid ? serverCpuMs(plan.postmasterPid) : Number.NaN;
+      const pgBefore = plan.postmasterPid ? serverCpu(plan.postmasterPid) : undefined;
       const sample = await hammer(side.target, plan.connections, plan.seconds);
       const cpu = cpuMs(side.pid) - cpuBefore;
-      const pgCpu = plan.postmasterPid ? serverCpuMs(plan.postmasterPid) - pgBefore : Number.NaN;
+      const pgCpu = plan.postmasterPid && pgBefore ? serverCpuSince(pgBefore, serverCpu(plan.postmasterPid)) : Number.NaN;
       const settled = await pair.settle();
       assertClean(side.label, sample);
       side.samples.push(sample);
