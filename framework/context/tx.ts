@@ -46,14 +46,15 @@ interface EnterRow {
 }
 
 // One round trip opens the tenant scope and resolves the caller: tenant first, then the
-// restricted role; the session subquery filters by tenant explicitly, so it is correct whether
+// restricted role. Permissions are not de-duplicated here (a sort per request): the Set does it.
+// The session subquery filters by tenant explicitly, so it is correct whether
 // the planner evaluates it before or after the role switch.
 const ENTER_WITH_SESSION = prepared(`
 select set_config('app.tenant_id', $1, true) as t,
        set_config('role', '${APP_ROLE}', true) as r,
        (select json_build_object(
                  'id', s.id, 'user_id', s.user_id, 'last_seen_at', s.last_seen_at,
-                 'permissions', coalesce((select array_agg(distinct p)
+                 'permissions', coalesce((select array_agg(p)
                                             from roles r cross join lateral unnest(r.permissions) p
                                            where r.tenant_id = s.tenant_id and r.name = any (u.roles)), '{}'))
           from sessions s
