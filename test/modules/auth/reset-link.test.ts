@@ -60,7 +60,10 @@ describe('auth.reset_requested subscription', () => {
     expect(mail!.text).toContain('Hello Ada');
     // The mail leaves inside the subscription's transaction; its rows are there once it commits.
     await settled();
-    const { rows } = await app.services.db.pool.query('select recipient_id, title, body, link, read_at from notifications where recipient_id = $1', [user.id]);
+    const rows = await waitFor(async () => {
+      const found = await app.services.db.pool.query('select recipient_id, title, body, link, read_at from notifications where recipient_id = $1', [user.id]);
+      return found.rows.length > 0 && found.rows;
+    }, 'the notification');
     expect(rows).toHaveLength(1);
     expect(rows[0].link).toBe('/auth/reset');
     expect(rows[0].read_at).toBeNull();
