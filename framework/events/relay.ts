@@ -17,7 +17,7 @@ const RELAY_INTERVAL_MS = 1000;
 const PURGE_INTERVAL_MS = 60_000;
 const PURGE_AFTER = '1 hour';
 
-interface OutboxRow {
+export interface OutboxRow {
   id: string;
   event_id: string;
   tenant_id: string;
@@ -25,6 +25,18 @@ interface OutboxRow {
   payload: Record<string, unknown>;
   actor_id: string | null;
   occurred_at: Date;
+}
+
+/** The event a subscription receives, from its outbox row. */
+export function deliveredEvent(row: OutboxRow): DeliveredEvent {
+  return {
+    id: row.event_id,
+    name: row.name,
+    tenantId: row.tenant_id,
+    actorId: row.actor_id,
+    occurredAt: row.occurred_at.toISOString(),
+    payload: row.payload,
+  };
 }
 
 /**
@@ -102,14 +114,7 @@ export class OutboxRelay {
       }
       const jobsByQueue = new Map<string, { data: DeliveredEvent }[]>();
       for (const row of rows) {
-        const event: DeliveredEvent = {
-          id: row.event_id,
-          name: row.name,
-          tenantId: row.tenant_id,
-          actorId: row.actor_id,
-          occurredAt: row.occurred_at.toISOString(),
-          payload: row.payload,
-        };
+        const event = deliveredEvent(row);
         for (const queue of [AUDIT_QUEUE, ...(this.queuesByEvent.get(row.name) ?? [])]) {
           const list = jobsByQueue.get(queue) ?? [];
           list.push({ data: event });

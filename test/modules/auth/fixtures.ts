@@ -2,7 +2,7 @@ import { randomUUID } from 'node:crypto';
 import { CompiledQuery } from 'kysely';
 import type { TestApp } from '../../helpers/app.ts';
 import type { TenantRef } from '../../../framework/context/tenant.ts';
-import type { DeliveredEvent } from '../../../framework/entity/define.ts';
+import { deliveredEvent, type OutboxRow } from '../../../framework/events/relay.ts';
 import { hashPassword } from '../../../modules/auth/passwords.ts';
 
 export interface UserSpec {
@@ -61,18 +61,11 @@ export async function outbox(app: TestApp, ...names: string[]): Promise<OutboxEv
 export async function deliverOutbox(app: TestApp): Promise<number> {
   const worker = app.worker;
   if (!worker) throw new Error('deliverOutbox needs an app built with role all or worker');
-  const { rows } = await app.services.db.pool.query<{ id: string; event_id: string; tenant_id: string; name: string; payload: Record<string, unknown>; actor_id: string | null; occurred_at: Date }>(
+  const { rows } = await app.services.db.pool.query<OutboxRow>(
     'select id, event_id, tenant_id, name, payload, actor_id, occurred_at from outbox where relayed_at is null order by id',
   );
   for (const row of rows) {
-    const event: DeliveredEvent = {
-      id: row.event_id,
-      name: row.name,
-      tenantId: row.tenant_id,
-      actorId: row.actor_id,
-      occurredAt: row.occurred_at.toISOString(),
-      payload: row.payload,
-    };
+    const event = deliveredEvent(row);
     await worker.recordAudit(event);
     for (const sub of app.services.registry.subscriptions.filter((s) => s.event === row.name)) await worker.deliver(sub, event);
     await app.services.db.pool.query('update outbox set relayed_at = now() where id = $1', [row.id]);
