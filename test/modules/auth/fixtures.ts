@@ -38,21 +38,8 @@ export function sessionCookieOf(res: { headers: Record<string, unknown> }): stri
   return line?.split(';', 1)[0];
 }
 
-export interface OutboxEvent {
-  name: string;
-  payload: Record<string, unknown>;
-  actor_id: string | null;
-  tenant_id: string;
-}
-
-/** Outbox rows (as the owner, all tenants) in order, optionally only those with the given names. */
-export async function outbox(app: TestApp, ...names: string[]): Promise<OutboxEvent[]> {
-  const { rows } = await app.services.db.pool.query<OutboxEvent>(
-    `select name, payload, actor_id, tenant_id from outbox ${names.length ? 'where name = any($1)' : ''} order by id`,
-    names.length ? [names] : [],
-  );
-  return rows;
-}
+export type { OutboxRow as OutboxEvent } from '../../helpers/outbox.ts';
+export { outboxRows as outbox } from '../../helpers/outbox.ts';
 
 /**
  * Delivers every unrelayed outbox row now through the worker's own delivery code (the audit

@@ -3,6 +3,7 @@ import { CompiledQuery } from 'kysely';
 import type { TenantRef } from '../../../framework/context/tenant.ts';
 import { hashSecret, newSessionId, sessionCookie } from '../../../framework/access/session-cookie.ts';
 import type { TestApp } from '../../helpers/app.ts';
+import { outboxRows } from '../../helpers/outbox.ts';
 
 export interface OutboxEvent {
   name: string;
@@ -13,10 +14,7 @@ export interface OutboxEvent {
 
 /** Events recorded in the outbox (committed ones only), oldest first, optionally of one name. */
 export async function outboxEvents(app: TestApp, name?: string): Promise<OutboxEvent[]> {
-  const { rows } = await app.services.db.pool.query<{ name: string; tenant_id: string; payload: Record<string, unknown>; actor_id: string | null }>(
-    `select name, tenant_id, payload, actor_id from outbox ${name ? 'where name = $1' : ''} order by id`,
-    name ? [name] : [],
-  );
+  const rows = await outboxRows(app, ...(name ? [name] : []));
   return rows.map((r) => ({ name: r.name, tenantId: r.tenant_id, payload: r.payload, actorId: r.actor_id }));
 }
 
