@@ -7,6 +7,7 @@ import type { ModuleDefinition } from './entity/define.ts';
 import { Registry } from './entity/registry.ts';
 import { openDatabase, type Db } from './db/pool.ts';
 import { runMigrations, type MigrationSource } from './db/migrate.ts';
+import { checkTables } from './entity/table-check.ts';
 import { HostResolver } from './context/host-cache.ts';
 import { TenantTransactions } from './context/tx.ts';
 import { createMailer, type Mailer } from './mail/mailer.ts';
@@ -48,7 +49,8 @@ export interface App {
 
 /**
  * Composition only: checks the declarations (refusing to start on any inconsistency), migrates,
- * makes sure the operator tenant exists, then builds the web server and/or the worker.
+ * checks the tables agree with the declarations, makes sure the operator tenant exists, then
+ * builds the web server and/or the worker.
  */
 export async function buildApp(options: AppOptions): Promise<App> {
   const registry = new Registry(options.modules, options.config);
@@ -57,6 +59,7 @@ export async function buildApp(options: AppOptions): Promise<App> {
   try {
     const applied = await runMigrations(db.pool, migrationSources(options.modules));
     if (applied.length) log.info({ migrations: applied.map((m) => `${m.owner}/${m.name}`) }, 'migrations applied');
+    await checkTables(db.pool, registry);
     const hosts = new HostResolver(db);
     const outbox = new OutboxSignal(db.pool);
     const services: Services = {

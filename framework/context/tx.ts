@@ -45,6 +45,8 @@ interface EnterRow {
   session: { id: string; user_id: string; last_seen_at: string; permissions: string[] } | null;
 }
 
+// The module tables read here (sessions, users, roles) are declared, column by column, in
+// access/identity-tables.ts and checked against the database at boot.
 // One round trip opens the tenant scope and resolves the caller: tenant first, then the
 // restricted role. Permissions are not de-duplicated here (a sort per request): the Set does it.
 // The session subquery filters by tenant explicitly, so it is correct whether

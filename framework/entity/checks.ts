@@ -30,10 +30,13 @@ export function checkRegistry(registry: Registry, earlier: string[]): void {
       if (!permissionKnown(p)) problems.push(`entity ${entity.names.key} uses undeclared permission ${p}`);
     }
     const commands = def.commands ?? {};
-    for (const [field, command] of Object.entries(entity.commandOwned)) {
+    for (const [field, owners] of Object.entries(entity.commandOwners)) {
       if (!(field in def.fields)) problems.push(`entity ${entity.names.key}: command-owned field ${field} is not a field`);
-      if (!(command in commands)) {
-        problems.push(`entity ${entity.names.key}: field ${field} is owned by command ${command}, which is not declared`);
+      if (owners.length === 0) problems.push(`entity ${entity.names.key}: command-owned field ${field} names no command`);
+      for (const command of owners) {
+        if (!(command in commands)) {
+          problems.push(`entity ${entity.names.key}: field ${field} is owned by command ${command}, which is not declared`);
+        }
       }
     }
     // The types refuse these already; a definition built without them (e.g. from data) is caught here.

@@ -60,8 +60,11 @@ export interface EntityDefinition<F extends TProperties, CN extends string = str
   fields: F;
   /** Settable on create, refused on PATCH. */
   immutable?: readonly (keyof F & string)[];
-  /** Fields only a command writes, each naming the command that owns it. */
-  commandOwned?: { readonly [K in keyof F & string]?: NoInfer<CN> };
+  /**
+   * Fields only a command writes, each naming the command that owns it, or every command that
+   * writes it (`status: ['deactivate', 'set-password']`): the refusal names all of them.
+   */
+  commandOwned?: { readonly [K in keyof F & string]?: NoInfer<CN> | readonly NoInfer<CN>[] };
   permissions: { read: string; write: string };
   /** Event names override; by default <module>.<entity>.created / .updated / .deleted. */
   events?: { created?: string; updated?: string; deleted?: string };

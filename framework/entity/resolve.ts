@@ -16,7 +16,10 @@ export interface ResolvedEntity {
   writable: string[];
   patchable: string[];
   immutable: string[];
+  /** field → the first command owning it (the catalog's and the refusal's `route`). */
   commandOwned: Record<string, string>;
+  /** field → every command that writes it, in declaration order. */
+  commandOwners: Record<string, readonly string[]>;
   sortable: string[];
   schemas: {
     row: TSchema;
@@ -38,9 +41,14 @@ export function resolveEntity(def: AnyEntity): ResolvedEntity {
   const names = entityNames(def);
   const fields = Object.keys(def.fields);
   const columns = Object.fromEntries(fields.map((f) => [f, snakeCase(f)]));
-  const commandOwned = { ...(def.commandOwned ?? {}) } as Record<string, string>;
+  const commandOwners: Record<string, readonly string[]> = Object.fromEntries(
+    Object.entries(def.commandOwned ?? {}).map(([field, owner]) => [field, typeof owner === 'string' ? [owner] : [...(owner as readonly string[])]]),
+  );
+  const commandOwned = Object.fromEntries(
+    Object.entries(commandOwners).flatMap(([field, owners]) => (owners[0] ? [[field, owners[0]]] : [])),
+  ) as Record<string, string>;
   const immutable = [...(def.immutable ?? [])];
-  const writable = fields.filter((f) => !(f in commandOwned));
+  const writable = fields.filter((f) => !(f in commandOwners));
   const patchable = writable.filter((f) => !immutable.includes(f));
   const sortable = ['createdAt', 'updatedAt', ...(def.sortable ?? [])];
 
@@ -93,6 +101,7 @@ export function resolveEntity(def: AnyEntity): ResolvedEntity {
     patchable,
     immutable,
     commandOwned,
+    commandOwners,
     sortable,
     schemas: { row, create, patch, list, listQuery, idParams: IdParams },
     commandRoute: (command) => `POST ${names.path}/{id}/${command}`,

@@ -88,7 +88,7 @@ export function registerRoute(app: FastifyInstance, services: Services, route: A
 }
 
 /**
- * A body naming a command-owned field is refused with the route that owns it, and PATCH refuses
+ * A body naming a command-owned field is refused with every route that writes it, and PATCH refuses
  * immutable fields, before schema validation would call them merely unknown.
  */
 function protectedFieldCheck(entity: ResolvedEntity, route: AnyRoute) {
@@ -99,10 +99,11 @@ function protectedFieldCheck(entity: ResolvedEntity, route: AnyRoute) {
     const body = request.body;
     if (typeof body !== 'object' || body === null || Array.isArray(body)) return;
     for (const key of Object.keys(body)) {
-      const owner = entity.commandOwned[key];
-      if (owner) {
-        const ownerRoute = entity.commandRoute(owner);
-        throw problem('FIELD_COMMAND_OWNED', `${key} is set only by ${ownerRoute}`, { extensions: { field: key, route: ownerRoute } });
+      const owners = entity.commandOwners[key];
+      if (owners) {
+        // `route` (the first owner) stays for clients written before a field could have several.
+        const routes = owners.map((c) => entity.commandRoute(c));
+        throw problem('FIELD_COMMAND_OWNED', `${key} is set only by ${routes.join(' or ')}`, { extensions: { field: key, route: routes[0], routes } });
       }
       if (isPatch && entity.immutable.includes(key)) {
         throw problem('FIELD_IMMUTABLE', `${key} cannot be changed after creation`, { extensions: { field: key } });

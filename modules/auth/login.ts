@@ -6,25 +6,12 @@ import { defineRoute } from '../../framework/entity/define.ts';
 import { openSession, setSessionCookie } from '../../framework/access/sessions.ts';
 import { hashSecret, sessionCookie } from '../../framework/access/session-cookie.ts';
 import { problem } from '../../framework/errors.ts';
-import type { TxContext } from '../../framework/context/tx.ts';
 import { verifyPassword, PASSWORD_MAX_LENGTH } from './passwords.ts';
 import { IdentitySchema, loadIdentity, type Identity } from './identity.ts';
 import { refuseCrossSite } from './cross-site.ts';
 import { SOFT_DELAY_MS, SOFT_DELAY_SOURCES, THROTTLE, accountKey, loginPressure, recordAttempt } from './throttle.ts';
 import { Email, problemRef } from './schemas.ts';
-
-interface LoginUser {
-  id: string;
-  status: string;
-  password_hash: string | null;
-}
-
-async function findByEmail(ctx: TxContext, email: string): Promise<LoginUser | undefined> {
-  const { rows } = await sql<LoginUser>`
-    select id, status, password_hash from users
-     where lower(email) = lower(${email.trim()}) and deleted_at is null`.execute(ctx.db);
-  return rows[0];
-}
+import { usersService } from '../user/users-service.ts';
 
 const credentials = () => problem('ErrCredentials', 'The address or the password is wrong');
 
@@ -71,7 +58,7 @@ export const loginRoute = defineRoute({
     const account = accountKey(body.email);
     const { pressure, userId } = await services.transactions.run(tenant, async (ctx) => ({
       pressure: await loginPressure(ctx, source, account),
-      userId: (await findByEmail(ctx, body.email))?.id ?? null,
+      userId: (await usersService.findCredentials(ctx, body.email))?.id ?? null,
     }));
     if (pressure.failuresFromSource >= THROTTLE.login.max) throw tooManyAttempts(reply);
     // A distributed attack on one account slows that account down rather than locking its owner out.
@@ -84,9 +71,9 @@ export const loginRoute = defineRoute({
       opened = await services.transactions.run(
         tenant,
         async (ctx) => {
-          const user = await findByEmail(ctx, body.email);
+          const user = await usersService.findCredentials(ctx, body.email);
           // Verify even when there is nothing to verify against, so every refusal costs the same.
-          const matches = await verifyPassword(user?.password_hash, body.password);
+          const matches = await verifyPassword(user?.passwordHash, body.password);
           if (!user || !matches || user.status !== 'active') throw credentials();
           if (previous) await sql`delete from sessions where id_hash = ${hashSecret(previous)}`.execute(ctx.db);
           const rawId = await openSession(ctx, user.id, request);

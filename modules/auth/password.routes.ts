@@ -10,6 +10,7 @@ import { refuseCrossSite } from './cross-site.ts';
 import { THROTTLE, attemptsFrom, recordAttempt, takeSlot } from './throttle.ts';
 import { tooManyAttempts } from './login.ts';
 import { Email, NoContent, problemRef } from './schemas.ts';
+import { usersService } from '../user/users-service.ts';
 
 const NewPassword = Type.String({
   minLength: 1,
@@ -54,9 +55,8 @@ export const changePasswordRoute = defineRoute({
       throw problem('VALIDATION_FAILED', `currentPassword ${message}`, { errors: [{ pointer: '/body/currentPassword', message }] });
     }
     const hash = await hashPassword(body.newPassword);
-    await sql`update users set password_hash = ${hash}, updated_at = now() where id = ${session.userId}`.execute(tx.db);
+    await usersService.setPasswordHash(tx, session.userId, hash);
     await endSessions(tx, session.userId, { keepSessionId: session.id });
-    tx.publish('user.password_set', { id: session.userId });
     reply.code(204);
     return null;
   },
@@ -87,10 +87,9 @@ export const forgotPasswordRoute = defineRoute({
   async handler({ tx, body, request, reply }) {
     refuseCrossSite(request);
     await takeSlot(tx, 'forgot', request.ip);
-    const { rows } = await sql<{ id: string }>`
-      select id from users where lower(email) = lower(${body.email.trim()}) and deleted_at is null`.execute(tx.db);
+    const user = await usersService.findByEmail(tx, body.email);
     // The event carries the user id (or nothing), never the address.
-    tx.publish('auth.reset_requested', { userId: rows[0]?.id ?? null });
+    tx.publish('auth.reset_requested', { userId: user?.id ?? null });
     reply.code(202);
     return { detail: FORGOT_ANSWER };
   },
@@ -140,17 +139,15 @@ export const resetPasswordRoute = defineRoute({
       async (ctx) => {
         const redeemed = await redeemSetPasswordToken(ctx, body.token);
         if (!redeemed) throw problem('TOKEN_INVALID', 'The link is unknown, already used or expired; ask for a new one');
-        const { rows } = await sql<{ status: string }>`
-          select status from users where id = ${redeemed.userId} and deleted_at is null for update`.execute(ctx.db);
-        const status = rows[0]?.status;
-        if (!status) throw problem('TOKEN_INVALID', 'The link is unknown, already used or expired; ask for a new one');
-        if (status === 'deactivated') throw problem('INVALID_STATE', 'This account is deactivated; its password cannot be set');
-        await sql`update users set password_hash = ${hash}, status = 'active', updated_at = now() where id = ${redeemed.userId}`.execute(ctx.db);
+        const person = await usersService.lock(ctx, redeemed.userId);
+        if (!person) throw problem('TOKEN_INVALID', 'The link is unknown, already used or expired; ask for a new one');
+        if (person.status === 'deactivated') throw problem('INVALID_STATE', 'This account is deactivated; its password cannot be set');
         await endSessions(ctx, redeemed.userId);
         // The caller's own session goes too, even when it belongs to somebody else on this browser.
         if (callerSession) await sql`delete from sessions where id_hash = ${hashSecret(callerSession)}`.execute(ctx.db);
         ctx.publish('auth.password_reset', { userId: redeemed.userId });
-        ctx.publish('user.password_set', { id: redeemed.userId });
+        // Stores the hash, makes an invited user active and publishes user.password_set.
+        await usersService.setPasswordHash(ctx, redeemed.userId, hash, { activate: true });
       },
       { actorId: holder },
     );

@@ -5,7 +5,7 @@ import { createTenant, withinTenant } from '../../framework/tenancy/create-tenan
 import { EVICT_TENANT_SQL } from '../../framework/context/host-cache.ts';
 import { problem } from '../../framework/errors.ts';
 import { user } from '../user/user.entity.ts';
-import { inviteUser } from '../user/invite.ts';
+import { usersService } from '../user/users-service.ts';
 import { AddHostBody, CreateTenantBody, InviteAdminBody, Tenant, TenantIdParams, TenantList, TenantListQuery } from './tenant.schemas.ts';
 import { hostOwner, listTenants, readTenant, tenantRef } from './tenant-store.ts';
 import { normaliseHostName } from './host-name.ts';
@@ -104,7 +104,7 @@ export const tenantRoutes: readonly AnyRoute[] = [
       const tenant = await readTenant(tx, params.id, { lock: true });
       if (tenant.status === 'suspended') throw problem('INVALID_STATE', 'a suspended tenant cannot be given an administrator');
       const invited = await withinTenant(tx, tenantRef(tenant), (inner) =>
-        inviteUser(inner, { email: body.email, displayName: body.displayName, roles: ['admin'] }),
+        usersService.invite(inner, { email: body.email, displayName: body.displayName, roles: ['admin'] }),
       );
       reply.code(201);
       return invited;

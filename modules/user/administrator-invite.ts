@@ -1,10 +1,8 @@
-import { sql } from 'kysely';
 import type { Services } from '../../framework/services.ts';
 import type { TenantRef } from '../../framework/context/tenant.ts';
 import { mintSetPasswordToken } from '../auth/set-password-tokens.ts';
 import { setPasswordLink } from '../auth/links.ts';
-import { findUserByEmail, inviteUser } from './invite.ts';
-import { normaliseRoles } from './roles.ts';
+import { usersService } from './users-service.ts';
 import { invitationText } from './invitation-mail.ts';
 
 export interface AdministratorLink {
@@ -40,18 +38,12 @@ export async function inviteAdministrator(services: Services, email: string, dis
   const tenant: TenantRef = { id: rows[0].id, slug: rows[0].slug, isOperator: rows[0].is_operator };
 
   const issued = await services.transactions.run(tenant, async (ctx) => {
-    const existing = await findUserByEmail(ctx, email);
+    const existing = await usersService.findByEmail(ctx, email);
     if (existing?.status === 'deactivated') {
       throw new AdministratorInviteError(`${existing.email} is a deactivated user of tenant ${tenant.slug}; use another address`);
     }
-    if (existing) {
-      const roles = normaliseRoles([...existing.roles, 'admin']);
-      if (roles.join() !== normaliseRoles(existing.roles).join()) {
-        await sql`update users set roles = ${roles}::text[], updated_at = now() where id = ${existing.id}`.execute(ctx.db);
-        ctx.publish('user.roles_set', { id: existing.id, before: normaliseRoles(existing.roles), after: roles });
-      }
-    }
-    const user = existing ?? (await inviteUser(ctx, { email, displayName, roles: ['admin'] }, { payload: { via: 'admin-invite' } }));
+    if (existing) await usersService.setRoles(ctx, existing, [...existing.roles, 'admin']);
+    const user = existing ?? (await usersService.invite(ctx, { email, displayName, roles: ['admin'] }, { payload: { via: 'admin-invite' } }));
     const raw = await mintSetPasswordToken(ctx, user.id, existing?.status === 'active' ? 'reset' : 'invitation');
     return { userId: user.id, email: user.email, created: !existing, raw };
   });

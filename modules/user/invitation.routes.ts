@@ -5,7 +5,7 @@ import { resolveEntity } from '../../framework/entity/resolve.ts';
 import { entity } from '../../framework/entity/define.ts';
 import { user } from './user.entity.ts';
 import { userFields } from './user.fields.ts';
-import { inviteUser } from './invite.ts';
+import { usersService } from './users-service.ts';
 
 export const InvitationBody = Type.Object(
   {
@@ -35,7 +35,7 @@ export const invitationRoute: AnyRoute = defineRoute({
   publishes: ['user.invited'],
   schema: { body: InvitationBody, response: { 201: resolved.schemas.row } },
   handler: async ({ tx, body, reply }) => {
-    const row = await inviteUser(tx, body);
+    const row = await usersService.invite(tx, body);
     reply.code(201).header('location', `${resolved.names.path}/${row.id}`);
     return row;
   },

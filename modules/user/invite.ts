@@ -1,9 +1,9 @@
-import { sql } from 'kysely';
 import type { TxContext } from '../../framework/context/tx.ts';
 import type { EntityRow } from '../../framework/entity/define.ts';
 import { problem } from '../../framework/errors.ts';
 import type { UserFields } from './user.fields.ts';
 import { checkedRoles } from './roles.ts';
+import { userByEmail, USER_ROW } from './users-query.ts';
 
 export interface Invitation {
   email: string;
@@ -21,14 +21,12 @@ export interface InviteOptions {
   payload?: { via: 'admin-invite' };
 }
 
-const RETURNING = sql`id, email, display_name as "displayName", status, roles, created_at as "createdAt", updated_at as "updatedAt"`;
-
 /** The user of this tenant at an address, compared case-insensitively, soft-deleted ones aside. */
 export async function findUserByEmail(ctx: TxContext, email: string): Promise<(UserRow & { hasPassword: boolean }) | undefined> {
-  const { rows } = await sql<UserRow & { hasPassword: boolean }>`
-    select ${RETURNING}, password_hash is not null as "hasPassword"
-      from users where lower(email) = lower(${email.trim()}) and deleted_at is null`.execute(ctx.db);
-  return rows[0];
+  return userByEmail(ctx, email)
+    .select(USER_ROW)
+    .select((eb) => eb('password_hash', 'is not', null).$castTo<boolean>().as('hasPassword'))
+    .executeTakeFirst();
 }
 
 /**
@@ -40,18 +38,18 @@ export async function inviteUser(ctx: TxContext, invitation: Invitation, options
   const email = invitation.email.trim();
   const roles = await checkedRoles(ctx, invitation.roles ?? []);
   if (await findUserByEmail(ctx, email)) throw alreadyPresent();
-  let rows: UserRow[];
+  let row: UserRow;
   try {
-    ({ rows } = await sql<UserRow>`
-      insert into users (email, display_name, status, roles)
-      values (${email}, ${invitation.displayName?.trim() ?? ''}, 'invited', ${roles}::text[])
-      returning ${RETURNING}`.execute(ctx.db));
+    row = await ctx.db
+      .insertInto('users')
+      .values({ email, display_name: invitation.displayName?.trim() ?? '', status: 'invited', roles })
+      .returning(USER_ROW)
+      .executeTakeFirstOrThrow();
   } catch (err) {
     // Two invitations racing for one address: the unique index decides, the loser gets the same 409.
     if ((err as { code?: string }).code === '23505') throw alreadyPresent();
     throw err;
   }
-  const row = rows[0]!;
   ctx.publish('user.invited', { id: row.id, ...(options.payload ?? {}) });
   return row;
 }

@@ -34,3 +34,23 @@ export async function checkedRoles(ctx: TxContext, roles: readonly string[]): Pr
 
 export const sameRoles = (a: readonly string[], b: readonly string[]): boolean =>
   a.length === b.length && a.every((role, i) => role === b[i]);
+
+export interface RoleChange {
+  before: string[];
+  after: string[];
+}
+
+/**
+ * What replacing a user's roles with the requested set changes: both sets normalised, the new one
+ * refused (422 ROLE_UNKNOWN) unless every role exists here; undefined when the sets are equal.
+ */
+export async function roleChange(ctx: TxContext, current: readonly string[], requested: readonly string[]): Promise<RoleChange | undefined> {
+  const after = await checkedRoles(ctx, requested);
+  const before = normaliseRoles(current);
+  return sameRoles(before, after) ? undefined : { before, after };
+}
+
+/** user.roles_set, built in one place for the roles command and the users service. */
+export function publishRolesSet(ctx: TxContext, userId: string, change: RoleChange): void {
+  ctx.publish('user.roles_set', { id: userId, before: change.before, after: change.after });
+}

@@ -1,10 +1,10 @@
 import Type from 'typebox';
-import { sql } from 'kysely';
 import type { CommandDefinition } from '../../framework/entity/define.ts';
 import { problem } from '../../framework/errors.ts';
 import { assertPasswordPolicy, hashPassword, PASSWORD_MAX_LENGTH, PASSWORD_MIN_LENGTH } from '../auth/passwords.ts';
 import type { UserFields } from './user.fields.ts';
-import { checkedRoles, normaliseRoles, sameRoles } from './roles.ts';
+import { publishRolesSet, roleChange } from './roles.ts';
+import { usersService } from './users-service.ts';
 
 export const SetPasswordBody = Type.Object(
   { password: Type.String({ minLength: PASSWORD_MIN_LENGTH, maxLength: PASSWORD_MAX_LENGTH, description: 'The new password; never stored or shown, only its argon2id hash is kept.' }) },
@@ -35,8 +35,9 @@ export const setPassword: CommandDefinition<UserFields, typeof SetPasswordBody> 
     if (row.status === 'deactivated') throw problem('INVALID_STATE', 'a deactivated user cannot be given a password');
     assertPasswordPolicy(body.password);
     const hash = await hashPassword(body.password);
-    await sql`update users set password_hash = ${hash}, updated_at = now() where id = ${row.id}`.execute(ctx.db);
-    ctx.publish('user.password_set', { id: row.id });
+    // The hash through the service (which publishes user.password_set); the status through the
+    // returned change, so the answer carries the row as stored.
+    await usersService.setPasswordHash(ctx, row.id, hash);
     return { status: 'active' };
   },
 };
@@ -49,11 +50,10 @@ export const setRoles: CommandDefinition<UserFields, typeof RolesBody> = {
   body: RolesBody,
   publishes: ['user.roles_set'],
   async run(ctx, row, body) {
-    const roles = await checkedRoles(ctx, body.roles);
-    const before = normaliseRoles(row.roles);
-    if (sameRoles(before, roles)) return;
-    ctx.publish('user.roles_set', { id: row.id, before, after: roles });
-    return { roles };
+    const change = await roleChange(ctx, row.roles, body.roles);
+    if (!change) return;
+    publishRolesSet(ctx, row.id, change);
+    return { roles: change.after };
   },
 };
 

@@ -13,8 +13,9 @@ export const user = defineEntity({
   label: 'User',
   description: 'People in a tenant, with a status and roles.',
   fields: userFields,
-  // set-password also moves status (invited → active); deactivate is where a status change is asked for.
-  commandOwned: { status: 'deactivate', roles: 'roles' },
+  // Both commands write status: deactivate (→ deactivated) and set-password (invited → active).
+  // deactivate comes first, so the refusal's `route` stays what it was before set-password was named.
+  commandOwned: { status: ['deactivate', 'set-password'], roles: 'roles' },
   permissions: { read: 'user:read', write: 'user:manage' },
   events: { created: 'user.created', updated: 'user.updated', deleted: 'user.deleted' },
   commands: {

@@ -96,6 +96,12 @@ describe('startup checks, in every role', () => {
       [testkitModule, bad({ entities: [entity(unowned)] })],
       /entity bad\.widget: field approvedAt is owned by command stamp, which is not declared/,
     );
+    // A field written by several commands: each one must be declared.
+    const shared = { ...widget, module: 'bad', commandOwned: { approved: ['approve', 'revoke'], approvedAt: 'approve' } } as never;
+    await expectRefusal(
+      [testkitModule, bad({ entities: [entity(shared)] })],
+      /entity bad\.widget: field approved is owned by command revoke, which is not declared/,
+    );
   });
 
   it('refuse unknown fields in immutable, sortable and admin hints', async () => {

@@ -64,6 +64,28 @@ describe('defineEntity', () => {
     });
   });
 
+  it('accepts a field written by several commands, and refuses one of them being undeclared', () => {
+    const reopen = { summary: 'Reopen', async run() { return { done: false }; } };
+    const ok = defineEntity({
+      module: 'm',
+      name: 'thing',
+      fields,
+      commandOwned: { done: ['finish', 'reopen'], doneAt: 'finish' },
+      permissions,
+      commands: { finish, reopen },
+    });
+    expectTypeOf(ok).toEqualTypeOf<EntityDefinition<typeof fields, 'finish' | 'reopen'>>();
+    defineEntity({
+      module: 'm',
+      name: 'thing',
+      fields,
+      // @ts-expect-error: there is no command complete
+      commandOwned: { done: ['finish', 'complete'] },
+      permissions,
+      commands: { finish },
+    });
+  });
+
   it('refuses a command-owned field when the entity declares no commands', () => {
     defineEntity({
       module: 'm',

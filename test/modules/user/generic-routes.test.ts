@@ -43,13 +43,16 @@ describe('the five generic user routes', () => {
     expect(names).toEqual(['user.created', 'user.updated', 'user.deleted']);
   });
 
-  it('refuses status and roles on create and PATCH, naming the route that owns each', async () => {
+  it('refuses status and roles on create and PATCH, naming every route that writes each', async () => {
     const status = await http().post('/api/v1/user/users').set('Cookie', manager).send({ email: 'bob@acme.test', status: 'active' });
     expect(status.status).toBe(422);
-    expect(status.body).toMatchObject({ code: 'FIELD_COMMAND_OWNED', field: 'status', route: 'POST /api/v1/user/users/{id}/deactivate' });
+    // status has two writers: deactivate and set-password (invited → active); both are named.
+    const statusRoutes = ['POST /api/v1/user/users/{id}/deactivate', 'POST /api/v1/user/users/{id}/set-password'];
+    expect(status.body).toMatchObject({ code: 'FIELD_COMMAND_OWNED', field: 'status', route: statusRoutes[0], routes: statusRoutes });
+    expect(status.body.detail).toBe(`status is set only by ${statusRoutes[0]} or ${statusRoutes[1]}`);
     const roles = await http().post('/api/v1/user/users').set('Cookie', manager).send({ email: 'bob@acme.test', roles: ['admin'] });
     expect(roles.status).toBe(422);
-    expect(roles.body).toMatchObject({ code: 'FIELD_COMMAND_OWNED', field: 'roles', route: 'POST /api/v1/user/users/{id}/roles' });
+    expect(roles.body).toMatchObject({ code: 'FIELD_COMMAND_OWNED', field: 'roles', route: 'POST /api/v1/user/users/{id}/roles', routes: ['POST /api/v1/user/users/{id}/roles'] });
     const { rows } = await app.services.db.pool.query(`select 1 from users where email = 'bob@acme.test'`);
     expect(rows).toHaveLength(0);
 

@@ -1,0 +1,280 @@
+import type pg from 'pg';
+import Type, { type TSchema } from 'typebox';
+import type { AnyEntity } from './define.ts';
+import type { Registry } from './registry.ts';
+import type { ResolvedEntity } from './resolve.ts';
+import { BootCheckError } from './checks.ts';
+import { FRAMEWORK_TABLE_USES, type FrameworkTableUse } from '../access/identity-tables.ts';
+
+/** A column as the catalog describes it; arrays are named `<element>[]`, domains by their base type. */
+export interface ColumnInfo {
+  type: string;
+  notNull: boolean;
+  hasDefault: boolean;
+  defaultExpr: string | null;
+}
+
+export interface TableInfo {
+  name: string;
+  rowSecurity: boolean;
+  forcedRowSecurity: boolean;
+  policies: number;
+  columns: ReadonlyMap<string, ColumnInfo>;
+}
+
+// One statement for every table at once, after the migrations ran.
+const CATALOG = `
+select c.relname as table_name,
+       c.relrowsecurity as row_security,
+       c.relforcerowsecurity as forced_row_security,
+       (select count(*) from pg_policy p where p.polrelid = c.oid)::int as policies,
+       a.attname as column_name,
+       case when t.typcategory = 'A' then e.typname || '[]' else t.typname end as type,
+       a.attnotnull as not_null,
+       (d.adbin is not null or a.attidentity <> '' or a.attgenerated <> '') as has_default,
+       pg_get_expr(d.adbin, d.adrelid) as default_expr
+  from pg_class c
+  join pg_namespace n on n.oid = c.relnamespace and n.nspname = current_schema()
+  join pg_attribute a on a.attrelid = c.oid and a.attnum > 0 and not a.attisdropped
+  join pg_type declared on declared.oid = a.atttypid
+  join pg_type t on t.oid = case when declared.typtype = 'd' then declared.typbasetype else declared.oid end
+  left join pg_type e on e.oid = t.typelem and t.typcategory = 'A'
+  left join pg_attrdef d on d.adrelid = c.oid and d.adnum = a.attnum
+ where c.relkind in ('r', 'p') and c.relname = any ($1::text[])`;
+
+interface CatalogRow {
+  table_name: string;
+  row_security: boolean;
+  forced_row_security: boolean;
+  policies: number;
+  column_name: string;
+  type: string;
+  not_null: boolean;
+  has_default: boolean;
+  default_expr: string | null;
+}
+
+export async function loadTables(pool: pg.Pool, names: readonly string[]): Promise<Map<string, TableInfo>> {
+  const { rows } = await pool.query<CatalogRow>(CATALOG, [[...new Set(names)]]);
+  const tables = new Map<string, TableInfo & { columns: Map<string, ColumnInfo> }>();
+  for (const row of rows) {
+    let table = tables.get(row.table_name);
+    if (!table) {
+      table = {
+        name: row.table_name,
+        rowSecurity: row.row_security,
+        forcedRowSecurity: row.forced_row_security,
+        policies: row.policies,
+        columns: new Map(),
+      };
+      tables.set(row.table_name, table);
+    }
+    table.columns.set(row.column_name, { type: row.type, notNull: row.not_null, hasDefault: row.has_default, defaultExpr: row.default_expr });
+  }
+  return tables;
+}
+
+/**
+ * The table shape an entity's options call for. Global scope (no tenant_id, no row-level
+ * security) and hard delete (no deleted_at) are read through an untyped view, so this check
+ * honours them as soon as the definition carries them, whatever else changes around it.
+ */
+export function tableShape(def: AnyEntity): { tenantScoped: boolean; softDelete: boolean } {
+  const view = def as { scope?: unknown; hardDelete?: unknown; softDelete?: unknown; delete?: unknown };
+  return {
+    tenantScoped: view.scope !== 'global',
+    softDelete: !(view.hardDelete === true || view.softDelete === false || view.delete === 'hard'),
+  };
+}
+
+/** Which column types can hold a field's values, and whether its schema admits null. */
+interface Accepted {
+  /** undefined: any type (an unconstrained schema). */
+  types: ReadonlySet<string> | undefined;
+  nullable: boolean;
+}
+
+const STRING_TYPES = ['text', 'varchar', 'bpchar', 'citext', 'uuid'];
+const INTEGER_TYPES = ['int2', 'int4', 'int8'];
+const NUMBER_TYPES = ['numeric', 'float4', 'float8'];
+const JSON_TYPES = ['jsonb', 'json'];
+
+type JsonSchema = TSchema & {
+  type?: string | string[];
+  format?: string;
+  items?: JsonSchema;
+  anyOf?: JsonSchema[];
+  oneOf?: JsonSchema[];
+  enum?: unknown[];
+  const?: unknown;
+};
+
+function scalarTypes(schema: JsonSchema): string[] | undefined {
+  const kinds = schema.anyOf ?? schema.oneOf;
+  if (kinds) {
+    const members = kinds.filter((k) => k.type !== 'null').map(scalarTypes);
+    if (members.length === 0 || members.some((m) => m === undefined)) return undefined;
+    return [...new Set(members.flat() as string[])];
+  }
+  const values = schema.enum ?? ('const' in schema ? [schema.const] : undefined);
+  if (values && schema.type === undefined) {
+    return [...new Set(values.flatMap((v) => valueTypes(v)))];
+  }
+  switch (schema.type) {
+    case 'string':
+      if (schema.format === 'date-time') return ['timestamptz'];
+      if (schema.format === 'date') return ['date'];
+      return STRING_TYPES;
+    case 'integer':
+      return INTEGER_TYPES;
+    case 'number':
+      return values?.every((v) => Number.isInteger(v)) ? [...INTEGER_TYPES, ...NUMBER_TYPES] : NUMBER_TYPES;
+    case 'boolean':
+      return ['bool'];
+    case 'object':
+      return JSON_TYPES;
+    case 'array': {
+      // Arrays of scalars are PostgreSQL arrays (text[]); arrays of objects are stored as JSON.
+      const items = schema.items ? scalarTypes(schema.items) : undefined;
+      if (!items) return undefined;
+      if (items.every((t) => JSON_TYPES.includes(t))) return JSON_TYPES;
+      return items.map((t) => `${t}[]`);
+    }
+    default:
+      return undefined;
+  }
+}
+
+function valueTypes(value: unknown): string[] {
+  if (value === null) return [];
+  if (typeof value === 'string') return STRING_TYPES;
+  if (typeof value === 'boolean') return ['bool'];
+  if (typeof value === 'number') return Number.isInteger(value) ? [...INTEGER_TYPES, ...NUMBER_TYPES] : NUMBER_TYPES;
+  return JSON_TYPES;
+}
+
+function admitsNull(schema: JsonSchema): boolean {
+  if (schema.type === 'null' || (Array.isArray(schema.type) && schema.type.includes('null'))) return true;
+  if (schema.const === null || schema.enum?.includes(null)) return true;
+  return (schema.anyOf ?? schema.oneOf ?? []).some(admitsNull);
+}
+
+export function acceptedColumn(schema: TSchema): Accepted {
+  const types = scalarTypes(schema as JsonSchema);
+  return { types: types ? new Set(types) : undefined, nullable: admitsNull(schema as JsonSchema) };
+}
+
+const list = (types: Iterable<string>): string => {
+  const all = [...types];
+  return all.length > 1 ? `${all.slice(0, -1).join(', ')} or ${all.at(-1)}` : (all[0] ?? '');
+};
+
+/**
+ * What disagrees between an entity's definition and its table, one line per problem naming
+ * the entity, the field and the column. Empty when they agree.
+ */
+export function entityTableProblems(entity: ResolvedEntity, table: TableInfo | undefined): string[] {
+  const { def, names } = entity;
+  const where = `entity ${names.key}`;
+  if (!table) return [`${where}: table ${names.table} does not exist (no migration creates it)`];
+  const problems: string[] = [];
+  const column = (name: string) => table.columns.get(name);
+  const expectSystem = (name: string, type: string, opts: { notNull: boolean; needsDefault: boolean }) => {
+    const found = column(name);
+    if (!found) return problems.push(`${where}: table ${table.name} has no column ${name} (${type}), which every such table needs`);
+    if (found.type !== type) problems.push(`${where}: column ${table.name}.${name} is ${found.type}, expected ${type}`);
+    if (opts.notNull && !found.notNull) problems.push(`${where}: column ${table.name}.${name} allows null, expected not null`);
+    if (opts.needsDefault && !found.hasDefault) problems.push(`${where}: column ${table.name}.${name} has no default; the framework never sets it on insert`);
+    return undefined;
+  };
+
+  const shape = tableShape(def);
+  expectSystem('id', 'uuid', { notNull: true, needsDefault: true });
+  expectSystem('created_at', 'timestamptz', { notNull: true, needsDefault: true });
+  expectSystem('updated_at', 'timestamptz', { notNull: true, needsDefault: true });
+  if (shape.softDelete) {
+    expectSystem('deleted_at', 'timestamptz', { notNull: false, needsDefault: false });
+    if (column('deleted_at')?.notNull) problems.push(`${where}: column ${table.name}.deleted_at is not null; a live row has none`);
+  }
+
+  if (shape.tenantScoped) {
+    const tenantId = column('tenant_id');
+    if (!tenantId) {
+      problems.push(`${where}: table ${table.name} has no tenant_id column; a tenant-scoped entity needs tenant_id uuid not null default app_tenant_id()`);
+    } else {
+      if (tenantId.type !== 'uuid' || !tenantId.notNull) problems.push(`${where}: column ${table.name}.tenant_id is ${tenantId.type}${tenantId.notNull ? '' : ' allowing null'}, expected uuid not null`);
+      if (tenantId.defaultExpr !== 'app_tenant_id()') {
+        problems.push(`${where}: column ${table.name}.tenant_id defaults to ${tenantId.defaultExpr ?? 'nothing'}, expected app_tenant_id()`);
+      }
+    }
+    if (!table.rowSecurity || !table.forcedRowSecurity || table.policies === 0) {
+      problems.push(`${where}: table ${table.name} is not isolated by tenant (row-level security enabled, forced, with a policy); call make_tenant_table('${table.name}') in its migration`);
+    }
+  } else {
+    if (column('tenant_id')) problems.push(`${where}: the entity is global but table ${table.name} has a tenant_id column`);
+    if (table.rowSecurity) problems.push(`${where}: the entity is global but table ${table.name} has row-level security, which would hide rows from other tenants`);
+  }
+
+  for (const field of entity.fields) {
+    const name = entity.columns[field]!;
+    const schema = def.fields[field]!;
+    const found = column(name);
+    if (!found) {
+      problems.push(`${where}: field ${field} has no column ${table.name}.${name}`);
+      continue;
+    }
+    const accepted = acceptedColumn(schema);
+    if (accepted.types && !accepted.types.has(found.type)) {
+      problems.push(`${where}: field ${field} is ${describe(schema)}, but column ${table.name}.${name} is ${found.type} (expected ${list(accepted.types)})`);
+    }
+    const optional = Type.IsOptional(schema);
+    if (!optional && !accepted.nullable && !found.notNull) {
+      problems.push(`${where}: field ${field} is required, but column ${table.name}.${name} allows null`);
+    }
+    // An optional field left out of a create takes the column's default; without one, null.
+    if (optional && found.notNull && !found.hasDefault) {
+      problems.push(`${where}: field ${field} is optional, but column ${table.name}.${name} is not null and has no default, so a create leaving it out fails`);
+    }
+  }
+  return problems;
+}
+
+function describe(schema: TSchema): string {
+  const s = schema as JsonSchema;
+  if (s.type === 'string' && s.format) return `a ${s.format} string`;
+  if (s.type === 'array') return typeof s.items?.type === 'string' ? `an array of ${s.items.type}s` : 'an array';
+  if (typeof s.type === 'string') return `${/^[aeiou]/.test(s.type) ? 'an' : 'a'} ${s.type}`;
+  if (s.anyOf || s.enum) return 'a choice of values';
+  return 'a value';
+}
+
+/** What disagrees between the framework's declared use of a module's table and the table. */
+export function frameworkTableProblems(use: FrameworkTableUse, table: TableInfo | undefined): string[] {
+  const where = `the framework uses table ${use.table} (created by module ${use.providedBy}: ${use.usedFor})`;
+  if (!table) return [`${where}, but it does not exist`];
+  const problems: string[] = [];
+  for (const [name, type] of Object.entries(use.columns)) {
+    const found = table.columns.get(name);
+    if (!found) problems.push(`${where}, but column ${use.table}.${name} (${type}) is missing`);
+    else if (found.type !== type) problems.push(`${where}, but column ${use.table}.${name} is ${found.type}, expected ${type}`);
+  }
+  if (!table.rowSecurity || !table.forcedRowSecurity || table.policies === 0) {
+    problems.push(`${where}, but it is not isolated by tenant: call make_tenant_table('${use.table}') in its migration`);
+  }
+  return problems;
+}
+
+/**
+ * The boot check that definitions and tables agree: every entity against its table, and the
+ * tables the framework reads on every request against their declaration. Runs once, after the
+ * migrations, in every role; refuses to start on any mismatch, naming each.
+ */
+export async function checkTables(pool: pg.Pool, registry: Registry): Promise<{ entities: string[]; tables: string[] }> {
+  const tables = await loadTables(pool, [...registry.entities.map((e) => e.names.table), ...FRAMEWORK_TABLE_USES.map((u) => u.table)]);
+  const problems = [
+    ...FRAMEWORK_TABLE_USES.flatMap((use) => frameworkTableProblems(use, tables.get(use.table))),
+    ...registry.entities.flatMap((entity) => entityTableProblems(entity, tables.get(entity.names.table))),
+  ];
+  if (problems.length > 0) throw new BootCheckError(`startup checks failed: definitions and tables disagree:\n- ${problems.join('\n- ')}`);
+  return { entities: registry.entities.map((e) => e.names.key), tables: [...tables.keys()].sort() };
+}

@@ -1,0 +1,78 @@
+import { sql } from 'kysely';
+import type { TxContext } from '../../framework/context/tx.ts';
+import { problem } from '../../framework/errors.ts';
+import { findUserByEmail, inviteUser, type Invitation, type InviteOptions, type UserRow } from './invite.ts';
+import { normaliseRoles, publishRolesSet, roleChange } from './roles.ts';
+import { userByEmail } from './users-query.ts';
+import type { UserStatus } from './users-table.ts';
+
+/** What sign-in needs of a person: never shown, never published. */
+export interface UserCredentials {
+  id: string;
+  status: UserStatus;
+  passwordHash: string | null;
+}
+
+/**
+ * The one way other modules write users, and the reads they need for it. The user module owns
+ * the users table: auth, tenant and any later module call this instead of writing SQL against it
+ * (a test fails the build if one does). Every function runs in the caller's tenant transaction
+ * and publishes the user events its change implies, so no caller can forget one.
+ */
+export const usersService = {
+  /** The live user at an address, compared case-insensitively. */
+  findByEmail: findUserByEmail,
+
+  /** The live user at an address with the stored password hash, for sign-in only. */
+  async findCredentials(ctx: TxContext, email: string): Promise<UserCredentials | undefined> {
+    return userByEmail(ctx, email).select(['id', 'status', 'password_hash as passwordHash']).executeTakeFirst();
+  },
+
+  /**
+   * Locks the live user's row for the rest of the transaction (a concurrent deactivation waits)
+   * and answers its status, or undefined when there is no such user.
+   */
+  async lock(ctx: TxContext, userId: string): Promise<{ id: string; status: UserStatus } | undefined> {
+    return ctx.db
+      .selectFrom('users')
+      .select(['id', 'status'])
+      .where('id', '=', userId)
+      .where('deleted_at', 'is', null)
+      .forUpdate()
+      .executeTakeFirst();
+  },
+
+  /**
+   * Stores a new password hash and publishes user.password_set; with `activate`, an invited user
+   * becomes active in the same statement. A deactivated (or deleted) user is refused with 409
+   * INVALID_STATE and nothing is written: callers that want their own wording check first.
+   */
+  async setPasswordHash(ctx: TxContext, userId: string, hash: string, options: { activate?: boolean } = {}): Promise<void> {
+    const updated = await ctx.db
+      .updateTable('users')
+      .set({ password_hash: hash, updated_at: sql<Date>`now()`, ...(options.activate ? { status: 'active' as const } : {}) })
+      .where('id', '=', userId)
+      .where('deleted_at', 'is', null)
+      .where('status', '<>', 'deactivated')
+      .returning('id')
+      .executeTakeFirst();
+    if (!updated) throw problem('INVALID_STATE', 'only an invited or active user can be given a password');
+    ctx.publish('user.password_set', { id: userId });
+  },
+
+  /**
+   * Replaces the user's roles with the requested set (normalised; 422 ROLE_UNKNOWN for a role this
+   * tenant lacks) and publishes user.roles_set. The same set changes nothing and publishes nothing.
+   * Answers the roles now held.
+   */
+  async setRoles(ctx: TxContext, user: { id: string; roles: readonly string[] }, roles: readonly string[]): Promise<string[]> {
+    const change = await roleChange(ctx, user.roles, roles);
+    if (!change) return normaliseRoles(user.roles);
+    await ctx.db.updateTable('users').set({ roles: change.after, updated_at: sql<Date>`now()` }).where('id', '=', user.id).execute();
+    publishRolesSet(ctx, user.id, change);
+    return change.after;
+  },
+
+  /** Invites a person (see inviteUser): an invited user holding the roles, and user.invited. */
+  invite: (ctx: TxContext, invitation: Invitation, options?: InviteOptions): Promise<UserRow> => inviteUser(ctx, invitation, options),
+} as const;
