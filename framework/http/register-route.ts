@@ -4,6 +4,7 @@ import type { ResolvedEntity } from '../entity/resolve.ts';
 import type { Services } from '../services.ts';
 import { authorize, needsSession, refuseOperatorOutsideOperatorTenant } from '../access/guard.ts';
 import { hashSecret, sessionCookie } from '../access/session-cookie.ts';
+import { renewSessionCookie } from '../access/sessions.ts';
 import { problem } from '../errors.ts';
 import { problemResponses } from '../openapi/problem-schema.ts';
 
@@ -68,6 +69,7 @@ export function registerRoute(app: FastifyInstance, services: Services, route: A
               tenant,
               async (tx) => {
                 authorize(route.access, tx.session);
+                renewSessionCookie(reply, services.config, rawId, tx.session);
                 return tx.session;
               },
               { ...(sessionHash ? { sessionHash } : {}) },
@@ -79,6 +81,8 @@ export function registerRoute(app: FastifyInstance, services: Services, route: A
         tenant,
         async (tx) => {
           authorize(route.access, tx.session);
+          // Before the handler, so a handler that ends the session (logout) clears the cookie last.
+          renewSessionCookie(reply, services.config, rawId, tx.session);
           return (route as RouteDefinition).handler({ ...base, tx });
         },
         { ...(sessionHash ? { sessionHash } : {}) },

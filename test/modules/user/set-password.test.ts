@@ -73,3 +73,41 @@ describe('set-password', () => {
     expect(await passwordEvents(id)).toHaveLength(0);
   });
 });
+
+describe('set-password ends the person’s sessions', () => {
+  const sessionCookie = (res: { headers: Record<string, unknown> }) =>
+    ((res.headers['set-cookie'] as unknown as string[]) ?? []).find((c) => c.startsWith('app_session='))!.split(';', 1)[0]!;
+  const sessionCount = async (userId: string) =>
+    app.services.transactions.run(acme, async (ctx) =>
+      (await ctx.db.selectFrom('sessions').select((eb) => eb.fn.countAll<number>().as('n')).where('user_id', '=', userId).executeTakeFirstOrThrow()).n,
+    );
+
+  it('a stolen session no longer works once an administrator sets a new password', async () => {
+    const id = await invite('eve@acme.test');
+    await setPassword(id, 'original password');
+    const own = sessionCookie(await login('eve@acme.test', 'original password'));
+    const stolen = sessionCookie(await login('eve@acme.test', 'original password'));
+    expect((await http().get('/api/v1/auth/me').set('Cookie', stolen)).status).toBe(200);
+    expect(Number(await sessionCount(id))).toBe(2);
+
+    expect((await setPassword(id, 'password after theft')).status).toBe(200);
+
+    for (const cookie of [stolen, own]) {
+      const me = await http().get('/api/v1/auth/me').set('Cookie', cookie);
+      expect(me.status).toBe(401);
+      expect(me.body.code).toBe('AUTH_REQUIRED');
+    }
+    expect(Number(await sessionCount(id))).toBe(0);
+    // The administrator's own session is untouched, and the person signs in with the new password.
+    expect((await http().get('/api/v1/auth/me').set('Cookie', manager)).status).toBe(200);
+    expect((await login('eve@acme.test', 'password after theft')).status).toBe(200);
+  });
+
+  it('a refused set-password ends nothing (same transaction)', async () => {
+    const id = await invite('fay@acme.test');
+    await setPassword(id, 'fay password');
+    const cookie = sessionCookie(await login('fay@acme.test', 'fay password'));
+    expect((await setPassword(id, 'short')).status).toBe(422);
+    expect((await http().get('/api/v1/auth/me').set('Cookie', cookie)).status).toBe(200);
+  });
+});
