@@ -9,7 +9,6 @@ import { problem } from '../../framework/errors.ts';
 import type { TxContext } from '../../framework/context/tx.ts';
 import { verifyPassword, PASSWORD_MAX_LENGTH } from './passwords.ts';
 import { IdentitySchema, loadIdentity, type Identity } from './identity.ts';
-import { refuseCrossSite } from './cross-site.ts';
 import { SOFT_DELAY_MS, SOFT_DELAY_SOURCES, THROTTLE, accountKey, loginPressure, recordAttempt } from './throttle.ts';
 import { Email, problemRef } from './schemas.ts';
 
@@ -65,7 +64,6 @@ export const loginRoute = defineRoute({
     },
   },
   async handler({ body, request, reply, services }) {
-    refuseCrossSite(request);
     const tenant = request.tenant!;
     const source = request.ip;
     const account = accountKey(body.email);
