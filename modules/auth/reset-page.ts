@@ -26,10 +26,13 @@ export const resetPageRoute = defineRoute({
   },
   async handler({ query, request, reply, services }) {
     // The token is in this page's address: never send it on as a Referer, cache it, or let it be framed.
+    // strict-origin sends no path or query anywhere, yet lets the form post carry the page's Origin:
+    // under no-referrer a browser sends "Origin: null", which the cross-site rule refuses whenever
+    // the browser sends no Sec-Fetch-Site (plain HTTP on a non-local name, older browsers).
     reply
       .type('text/html; charset=utf-8')
       .header('cache-control', 'no-store')
-      .header('referrer-policy', 'no-referrer')
+      .header('referrer-policy', 'strict-origin')
       .header('x-frame-options', 'DENY')
       .header('content-security-policy', "default-src 'none'; script-src 'unsafe-inline'; style-src 'unsafe-inline'; connect-src 'self'; form-action 'self'; frame-ancestors 'none'; base-uri 'none'");
     const token = query.token ?? '';

@@ -30,8 +30,10 @@ describe('GET /auth/reset', () => {
     expect(res.text).toMatch(/<form[^>]*method="post"[^>]*action="\/api\/v1\/auth\/password\/reset"/);
     expect(res.text).toContain('<input type="hidden" name="token" value="abc-DEF_123">');
     expect(res.text).toMatch(/<input[^>]*name="password"[^>]*type="password"/);
-    // The token sits in the page address: it must not travel on as a Referer or be cached.
-    expect(res.headers['referrer-policy']).toBe('no-referrer');
+    // The token sits in the page address: it must not travel on as a Referer or be cached. strict-origin
+    // sends the origin alone (never the path or query), so the form post still names its Origin.
+    expect(res.headers['referrer-policy']).toBe('strict-origin');
+    expect(res.text).toContain('<meta name="referrer" content="strict-origin">');
     expect(res.headers['cache-control']).toBe('no-store');
   });
 
