@@ -1,10 +1,12 @@
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import { CompiledQuery } from 'kysely';
-import type { TxContext } from '../context/tx.ts';
+import type { SessionInfo, TxContext } from '../context/tx.ts';
 import type { Config } from '../config/schema.ts';
 import { hashSecret, newSessionId, sessionCookie } from './session-cookie.ts';
 
+/** A session lasts this long after its last use (the expiry slides, see framework/context/tx.ts)… */
 export const SESSION_LIFETIME_DAYS = 30;
+/** …and never longer than this after it opened. */
 export const SESSION_MAX_DAYS = 90;
 
 /**
@@ -23,15 +25,25 @@ export async function openSession(ctx: TxContext, userId: string, request: Pick<
   return rawId;
 }
 
-export function setSessionCookie(reply: FastifyReply, config: Config, rawId: string): void {
+/**
+ * Sets the session cookie. Its Max-Age is the session's server-side lifetime: a session just
+ * opened has SESSION_LIFETIME_DAYS; a renewed one what its slid expiry leaves (never past
+ * SESSION_MAX_DAYS from creation), so the browser drops the cookie when the server would refuse it.
+ */
+export function setSessionCookie(reply: FastifyReply, config: Config, rawId: string, maxAgeSeconds = SESSION_LIFETIME_DAYS * 24 * 3600): void {
   const { name, secure } = sessionCookie(config);
   reply.setCookie(name, rawId, {
     path: '/',
     httpOnly: true,
     sameSite: 'lax',
     secure,
-    maxAge: SESSION_MAX_DAYS * 24 * 3600,
+    maxAge: Math.max(0, Math.floor(maxAgeSeconds)),
   });
+}
+
+/** Re-issues the cookie when this request slid the session's expiry (at most once every 5 minutes). */
+export function renewSessionCookie(reply: FastifyReply, config: Config, rawId: string | undefined, session: SessionInfo | null): void {
+  if (rawId && session?.renewedForSeconds !== undefined) setSessionCookie(reply, config, rawId, session.renewedForSeconds);
 }
 
 export function clearSessionCookie(reply: FastifyReply, config: Config): void {

@@ -14,9 +14,16 @@ interface Entry {
  * or suspended host costs one indexed query each time, so a new host or a lifted suspension needs
  * no invalidation. Suspension and host changes are broadcast with NOTIFY so every process drops the
  * tenant's entries at once; the TTL only bounds staleness should a notification be lost.
+ *
+ * A fill races an eviction: the host query may read the row before a suspension commits while the
+ * eviction arrives before the answer is cached. Every eviction bumps a generation counter, and a
+ * fill whose query started under an older generation is not cached (the request that asked is
+ * still answered, as if it had arrived just before the eviction).
  */
 export class HostResolver {
   private readonly cache = new Map<string, Entry>();
+  /** Bumped on every eviction; evictions are rare, so one counter per process is enough. */
+  private generation = 0;
   private listener: pg.Client | undefined;
   private readonly ttlMs: number;
   private readonly db: Db;
@@ -29,6 +36,7 @@ export class HostResolver {
   async resolve(host: string): Promise<TenantRef | undefined> {
     const hit = this.cache.get(host);
     if (hit && Date.now() - hit.at < this.ttlMs) return hit.tenant;
+    const generation = this.generation;
     const { rows } = await this.db.pool.query<{ id: string; slug: string; is_operator: boolean; status: string }>(
       `select t.id, t.slug, t.is_operator, t.status
          from tenant_hosts h join tenants t on t.id = h.tenant_id
@@ -41,12 +49,14 @@ export class HostResolver {
       return undefined;
     }
     const tenant = { id: row.id, slug: row.slug, isOperator: row.is_operator };
+    if (generation !== this.generation) return tenant;
     if (this.cache.size > 10_000) this.cache.clear();
     this.cache.set(host, { tenant, at: Date.now() });
     return tenant;
   }
 
   evictTenant(tenantId: string): void {
+    this.generation++;
     for (const [host, entry] of this.cache) {
       if (entry.tenant.id === tenantId) this.cache.delete(host);
     }
@@ -61,6 +71,7 @@ export class HostResolver {
     const client = new pg.Client({ connectionString: this.db.url });
     client.on('error', () => {
       // A lost listener means evictions could be missed: drop the cache and reconnect.
+      this.generation++;
       this.cache.clear();
       this.listener = undefined;
       setTimeout(() => void this.listen().catch(() => {}), 1000).unref();

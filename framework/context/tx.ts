@@ -14,6 +14,8 @@ export interface SessionInfo {
   userId: string;
   permissions: ReadonlySet<string>;
   lastSeenAt: Date;
+  /** Set when this request slid the expiry forward: seconds the session now has left, for the cookie's Max-Age. */
+  renewedForSeconds?: number;
 }
 
 export interface PendingEvent {
@@ -71,7 +73,8 @@ const TOUCH_SESSION = `
 update sessions
    set last_seen_at = now(),
        expires_at = least(now() + interval '30 days', created_at + interval '90 days')
- where id = $1`;
+ where id = $1
+returning floor(extract(epoch from expires_at - now()))::int as seconds_left`;
 
 /** Transactions that wrote outbox rows, so their commit can wake the relay. */
 const wroteOutbox = new WeakSet<Transaction<Database>>();
@@ -111,10 +114,12 @@ export class TenantTransactions {
     const row = result.rows[0]?.session;
     if (!row) return null;
     const lastSeenAt = new Date(row.last_seen_at);
+    const session: SessionInfo = { id: row.id, userId: row.user_id, permissions: new Set(row.permissions), lastSeenAt };
     if (Date.now() - lastSeenAt.getTime() > TOUCH_INTERVAL_MS) {
-      await trx.executeQuery(CompiledQuery.raw(TOUCH_SESSION, [row.id]));
+      const touched = await trx.executeQuery<{ seconds_left: number }>(CompiledQuery.raw(TOUCH_SESSION, [row.id]));
+      session.renewedForSeconds = touched.rows[0]?.seconds_left;
     }
-    return { id: row.id, userId: row.user_id, permissions: new Set(row.permissions), lastSeenAt };
+    return session;
   }
 }
 

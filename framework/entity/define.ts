@@ -130,6 +130,12 @@ export interface RouteDefinition<S extends RouteSchemas = RouteSchemas> {
   publishes?: readonly string[];
   /** Answers also on hosts with no tenant (only the probes). */
   global?: boolean;
+  /**
+   * A browser form target (a page's <form method="post">): besides JSON, the route accepts an
+   * application/x-www-form-urlencoded body, which must carry the CSRF token field `csrf`
+   * (framework/access/form-token.ts). Every other route refuses form-encoded bodies with 415.
+   */
+  form?: boolean;
   handler(ctx: RouteContext<S> & { tx: TxContext }): Promise<unknown>;
 }
 

@@ -4,11 +4,22 @@ import type { ResolvedEntity } from '../entity/resolve.ts';
 import type { Services } from '../services.ts';
 import { authorize, needsSession, refuseOperatorOutsideOperatorTenant } from '../access/guard.ts';
 import { hashSecret, sessionCookie } from '../access/session-cookie.ts';
+import { renewSessionCookie } from '../access/sessions.ts';
+import { STATE_CHANGING_METHODS, refuseCrossSite } from '../access/cross-site.ts';
+import { checkFormToken } from '../access/form-token.ts';
 import { problem } from '../errors.ts';
 import { problemResponses } from '../openapi/problem-schema.ts';
 
 /** Routes whose caller must be checked: signed in or holding a permission. */
 const needsGuard = (access: AnyRoute['access']): boolean => access !== 'public' && access !== 'optional';
+
+const FORM_MEDIA_TYPE = 'application/x-www-form-urlencoded';
+
+/** What a browser form posts by default; the JSON API takes it only on declared form targets. */
+function isFormEncoded(request: FastifyRequest): boolean {
+  const type = request.headers['content-type'];
+  return type !== undefined && type.split(';', 1)[0]!.trim().toLowerCase() === FORM_MEDIA_TYPE;
+}
 
 const noTenant = (): never => {
   throw problem('NO_SITE');
@@ -23,9 +34,19 @@ export function registerRoute(app: FastifyInstance, services: Services, route: A
   const cookie = sessionCookie(services.config);
   const isOperatorPermission = (p: string) => services.registry.isOperatorPermission(p);
   const protectedFields = entity ? protectedFieldCheck(entity, route) : undefined;
-  // Refusals that need no database run before the body is validated: an operator permission
-  // outside the operator tenant, and a guarded route called with no session cookie at all.
+  const changesState = STATE_CHANGING_METHODS.has(route.method);
+  // Refusals that need no database run before the body is validated: a state-changing request
+  // another site sent, a form-encoded body where none is expected (or without its CSRF token),
+  // an operator permission outside the operator tenant, and a guarded route called with no
+  // session cookie at all.
   const precheck = async (request: FastifyRequest) => {
+    if (changesState) {
+      refuseCrossSite(request);
+      if (isFormEncoded(request)) {
+        if (!route.form) throw problem('UNSUPPORTED_MEDIA_TYPE', 'This route takes JSON, not a form-encoded body');
+        checkFormToken(request, services.config);
+      }
+    }
     refuseOperatorOutsideOperatorTenant(route.access, request.tenant ?? noTenant(), isOperatorPermission);
     if (needsGuard(route.access) && !request.cookies[cookie.name]) authorize(route.access, null);
   };
@@ -68,6 +89,7 @@ export function registerRoute(app: FastifyInstance, services: Services, route: A
               tenant,
               async (tx) => {
                 authorize(route.access, tx.session);
+                renewSessionCookie(reply, services.config, rawId, tx.session);
                 return tx.session;
               },
               { ...(sessionHash ? { sessionHash } : {}) },
@@ -79,6 +101,8 @@ export function registerRoute(app: FastifyInstance, services: Services, route: A
         tenant,
         async (tx) => {
           authorize(route.access, tx.session);
+          // Before the handler, so a handler that ends the session (logout) clears the cookie last.
+          renewSessionCookie(reply, services.config, rawId, tx.session);
           return (route as RouteDefinition).handler({ ...base, tx });
         },
         { ...(sessionHash ? { sessionHash } : {}) },

@@ -1,5 +1,6 @@
 import Type, { type TSchema } from 'typebox';
 import type { AnyRoute } from '../entity/define.ts';
+import { STATE_CHANGING_METHODS } from '../access/cross-site.ts';
 
 export const ProblemSchema = Type.Object(
   {
@@ -33,7 +34,17 @@ export function problemResponses(route: AnyRoute): Record<number, unknown> {
     responses[422] = ref('Validation failed');
   }
   if (route.access !== 'public' && route.access !== 'optional') responses[401] = ref('Not signed in (AUTH_REQUIRED)');
-  if (typeof route.access === 'object') responses[403] = ref('Missing permission (AUTH_FORBIDDEN) or operator permission outside the operator tenant (AUTH_NOT_OPERATOR)');
-  if (route.method !== 'GET') responses[409] = ref('Conflict with the current state');
+  const changesState = STATE_CHANGING_METHODS.has(route.method);
+  const refusals = [
+    ...(typeof route.access === 'object' ? ['missing permission (AUTH_FORBIDDEN) or operator permission outside the operator tenant (AUTH_NOT_OPERATOR)'] : []),
+    ...(changesState ? ['sent from another site (AUTH_CROSS_SITE: Sec-Fetch-Site other than same-origin/none, or an Origin naming another host)'] : []),
+  ];
+  if (refusals.length > 0) responses[403] = ref(refusals.join('; ').replace(/^./, (c) => c.toUpperCase()));
+  if (changesState) {
+    responses[409] = ref('Conflict with the current state');
+    responses[415] = ref(route.form
+      ? 'Body neither JSON nor application/x-www-form-urlencoded (UNSUPPORTED_MEDIA_TYPE)'
+      : 'Body not JSON; form-encoded bodies are refused (UNSUPPORTED_MEDIA_TYPE)');
+  }
   return responses;
 }

@@ -8,6 +8,8 @@ export const OPERATOR_SLUG = 'operator';
  * On an empty database the first start creates the operator tenant on server.public_host. Two
  * processes starting together serialise on a transaction-scoped advisory lock so exactly one
  * creates it. Everything happens on the transaction's own connection: a pool of size 1 must do.
+ * It runs as the restricted role like any tenant transaction; tenant_create lets it create the
+ * operator tenant because no tenant exists yet (the placeholder id is nobody's).
  */
 export async function ensureOperatorTenant(services: Services): Promise<{ created: boolean }> {
   const { config } = services;

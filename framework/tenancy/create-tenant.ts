@@ -3,6 +3,7 @@ import { CompiledQuery } from 'kysely';
 import { scopedContext, type TxContext } from '../context/tx.ts';
 import type { TenantRef } from '../context/tenant.ts';
 import type { Services } from '../services.ts';
+import { insertTenant } from './control-plane.ts';
 
 export interface NewTenant {
   slug: string;
@@ -15,17 +16,13 @@ export interface NewTenant {
 export const SEEDED_ROLES: Readonly<Record<string, readonly string[]>> = { admin: ['*'], member: [] };
 
 /**
- * Creates a tenant, its first (primary) host, its seeded roles and runs every module's creation
+ * Creates a tenant, its first (primary) host (through the operator-checked control-plane function), its seeded roles and runs every module's creation
  * hook, all inside the caller's transaction: a failing hook rolls everything back. The new tenant's
  * rows are written with the transaction's tenant switched to it, then switched back.
  */
 export async function createTenant(ctx: TxContext, services: Services, input: NewTenant): Promise<TenantRef> {
   const tenant: TenantRef = { id: randomUUID(), slug: input.slug, isOperator: input.isOperator ?? false };
-  await ctx.db
-    .insertInto('tenants')
-    .values({ id: tenant.id, slug: input.slug, name: input.name, is_operator: tenant.isOperator })
-    .execute();
-  await ctx.db.insertInto('tenant_hosts').values({ host: input.host, tenant_id: tenant.id, is_primary: true }).execute();
+  await insertTenant(ctx, { id: tenant.id, slug: input.slug, name: input.name, host: input.host, isOperator: tenant.isOperator });
   await withinTenant(ctx, tenant, async (inner) => {
     const roles: Record<string, readonly string[]> = { ...SEEDED_ROLES };
     for (const module of services.registry.modules) Object.assign(roles, module.defaultRoles ?? {});

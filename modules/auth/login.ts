@@ -8,7 +8,6 @@ import { hashSecret, sessionCookie } from '../../framework/access/session-cookie
 import { problem } from '../../framework/errors.ts';
 import { verifyPassword, PASSWORD_MAX_LENGTH } from './passwords.ts';
 import { IdentitySchema, loadIdentity, type Identity } from './identity.ts';
-import { refuseCrossSite } from './cross-site.ts';
 import { SOFT_DELAY_MS, SOFT_DELAY_SOURCES, THROTTLE, accountKey, loginPressure, recordAttempt } from './throttle.ts';
 import { Email, problemRef } from './schemas.ts';
 import { usersService } from '../user/users-service.ts';
@@ -52,7 +51,6 @@ export const loginRoute = defineRoute({
     },
   },
   async handler({ body, request, reply, services }) {
-    refuseCrossSite(request);
     const tenant = request.tenant!;
     const source = request.ip;
     const account = accountKey(body.email);

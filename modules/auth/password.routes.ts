@@ -6,7 +6,6 @@ import { hashSecret, sessionCookie } from '../../framework/access/session-cookie
 import { problem } from '../../framework/errors.ts';
 import { assertPasswordPolicy, hashPassword, verifyPassword, PASSWORD_MAX_LENGTH, PASSWORD_MIN_LENGTH } from './passwords.ts';
 import { redeemSetPasswordToken } from './set-password-tokens.ts';
-import { refuseCrossSite } from './cross-site.ts';
 import { THROTTLE, attemptsFrom, recordAttempt, takeSlot } from './throttle.ts';
 import { tooManyAttempts } from './login.ts';
 import { Email, NoContent, problemRef } from './schemas.ts';
@@ -42,7 +41,6 @@ export const changePasswordRoute = defineRoute({
     },
   },
   async handler({ tx, body, request, reply, services }) {
-    refuseCrossSite(request);
     assertPasswordPolicy(body.newPassword, '/body/newPassword');
     const session = tx.session!;
     if ((await attemptsFrom(tx, 'login', request.ip)) >= THROTTLE.login.max) throw tooManyAttempts(reply);
@@ -85,7 +83,6 @@ export const forgotPasswordRoute = defineRoute({
     },
   },
   async handler({ tx, body, request, reply }) {
-    refuseCrossSite(request);
     await takeSlot(tx, 'forgot', request.ip);
     const user = await usersService.findByEmail(tx, body.email);
     // The event carries the user id (or nothing), never the address.
@@ -103,11 +100,13 @@ export const resetPasswordRoute = defineRoute({
   description: [
     'Redeems the set-password token (once), stores the new password, makes an invited user active, ends every session of the person including the caller\'s and clears the cookie; publishes auth.password_reset and user.password_set.',
     'An unknown, spent or expired token is one 401 TOKEN_INVALID. A deactivated user is 409 INVALID_STATE and the token stays unspent.',
-    `At most ${THROTTLE.reset.max} attempts per client address per ${THROTTLE.reset.windowMinutes} minutes, then 429 RATE_LIMITED. Accepts JSON or a form post (the /auth/reset page).`,
+    `At most ${THROTTLE.reset.max} attempts per client address per ${THROTTLE.reset.windowMinutes} minutes, then 429 RATE_LIMITED.`,
+    'Accepts JSON, or a form post from the /auth/reset page (application/x-www-form-urlencoded), which must also carry the page\'s CSRF token in the field csrf; a form post without it is 403 AUTH_CROSS_SITE.',
   ].join('\n\n'),
   tags: ['auth'],
   access: 'public',
   transaction: 'none',
+  form: true,
   publishes: ['auth.password_reset', 'user.password_set'],
   schema: {
     body: Type.Object(
@@ -122,7 +121,6 @@ export const resetPasswordRoute = defineRoute({
     },
   },
   async handler({ body, request, reply, services }) {
-    refuseCrossSite(request);
     assertPasswordPolicy(body.password);
     const tenant = request.tenant!;
     // The attempt is counted in a transaction of its own, so a refused guess still counts.

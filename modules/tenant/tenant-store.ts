@@ -3,6 +3,7 @@ import type { TxContext } from '../../framework/context/tx.ts';
 import type { TenantRef } from '../../framework/context/tenant.ts';
 import { isUuid } from '../../framework/operations/entity-ops.ts';
 import { notFound } from '../../framework/errors.ts';
+import { lockTenant } from '../../framework/tenancy/control-plane.ts';
 
 export interface TenantView {
   id: string;
@@ -36,7 +37,7 @@ export async function listTenants(ctx: TxContext, page: { limit: number; offset:
 /** One tenant, or 404; with lock, the row is held until the transaction ends. */
 export async function readTenant(ctx: TxContext, id: string, options: { lock?: boolean } = {}): Promise<TenantView> {
   if (!isUuid(id)) throw notFound();
-  if (options.lock) await sql`select 1 from tenants where id = ${id} for update`.execute(ctx.db);
+  if (options.lock) await lockTenant(ctx, id);
   const { rows } = await sql<TenantView>`select ${TENANT_SELECT} from tenants t where t.id = ${id}`.execute(ctx.db);
   if (!rows[0]) throw notFound();
   return rows[0];

@@ -2,6 +2,7 @@ import { CompiledQuery, sql } from 'kysely';
 import { defineRoute, entity, type AnyRoute } from '../../framework/entity/define.ts';
 import { resolveEntity } from '../../framework/entity/resolve.ts';
 import { createTenant, withinTenant } from '../../framework/tenancy/create-tenant.ts';
+import { addTenantHost, suspendTenant } from '../../framework/tenancy/control-plane.ts';
 import { EVICT_TENANT_SQL } from '../../framework/context/host-cache.ts';
 import { problem } from '../../framework/errors.ts';
 import { user } from '../user/user.entity.ts';
@@ -81,9 +82,7 @@ export const tenantRoutes: readonly AnyRoute[] = [
       const host = normaliseHostName(body.host);
       if (await hostOwner(tx, host)) throw hostTaken(host);
       const primary = body.primary === true;
-      if (primary) await sql`update tenant_hosts set is_primary = false where tenant_id = ${tenant.id} and is_primary`.execute(tx.db);
-      await sql`insert into tenant_hosts (host, tenant_id, is_primary) values (${host}, ${tenant.id}, ${primary})`.execute(tx.db);
-      await sql`update tenants set updated_at = now() where id = ${tenant.id}`.execute(tx.db);
+      await addTenantHost(tx, tenant.id, host, primary);
       tx.publish('tenant.host_added', { id: tenant.id, host, primary });
       reply.code(201);
       return readTenant(tx, tenant.id);
@@ -125,7 +124,7 @@ export const tenantRoutes: readonly AnyRoute[] = [
       const tenant = await readTenant(tx, params.id, { lock: true });
       if (tenant.isOperator) throw problem('INVALID_STATE', 'the operator tenant cannot be suspended');
       if (tenant.status === 'suspended') return tenant;
-      await sql`update tenants set status = 'suspended', updated_at = now() where id = ${tenant.id}`.execute(tx.db);
+      await suspendTenant(tx, tenant.id);
       // NOTIFY is delivered on commit, to every process's resolver, this one included.
       await tx.db.executeQuery(CompiledQuery.raw(EVICT_TENANT_SQL, [tenant.id]));
       tx.publish('tenant.suspended', { id: tenant.id });

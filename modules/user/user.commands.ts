@@ -1,6 +1,7 @@
 import Type from 'typebox';
 import type { CommandDefinition } from '../../framework/entity/define.ts';
 import { problem } from '../../framework/errors.ts';
+import { endSessions } from '../../framework/access/sessions.ts';
 import { assertPasswordPolicy, hashPassword, PASSWORD_MAX_LENGTH, PASSWORD_MIN_LENGTH } from '../auth/passwords.ts';
 import type { UserFields } from './user.fields.ts';
 import { publishRolesSet, roleChange } from './roles.ts';
@@ -22,13 +23,14 @@ export const RolesBody = Type.Object(
 );
 
 /**
- * invited → active and active → active both store a new hash and publish user.password_set (the
- * same password again still counts as setting it); a deactivated user is refused with 409.
+ * invited → active and active → active both store a new hash, end the person's sessions and
+ * publish user.password_set (the same password again still counts as setting it); a deactivated
+ * user is refused with 409.
  */
 export const setPassword: CommandDefinition<UserFields, typeof SetPasswordBody> = {
   summary: 'Set a user’s password',
   description:
-    'Stores the argon2id hash of the password and makes an invited user active. Setting it again, even to the same password, stores a new hash and publishes user.password_set again. Refused with 409 INVALID_STATE for a deactivated user.',
+    'Stores the argon2id hash of the password and makes an invited user active, and ends every session of that person in the same transaction, as a reset does (the caller\'s own too when it names the caller; POST /api/v1/auth/password changes one\'s own password and keeps the current session). Setting it again, even to the same password, stores a new hash and publishes user.password_set again. Refused with 409 INVALID_STATE for a deactivated user.',
   body: SetPasswordBody,
   publishes: ['user.password_set'],
   async run(ctx, row, body) {
@@ -38,6 +40,8 @@ export const setPassword: CommandDefinition<UserFields, typeof SetPasswordBody> 
     // The hash through the service (which publishes user.password_set); the status through the
     // returned change, so the answer carries the row as stored.
     await usersService.setPasswordHash(ctx, row.id, hash);
+    // A session stolen before the new password must not outlive it.
+    await endSessions(ctx, row.id);
     return { status: 'active' };
   },
 };

@@ -149,6 +149,8 @@ describe('the OpenAPI document', () => {
       const expected = probe ? (route.url === '/ready' ? ['503'] : []) : ['404', '500'];
       if (route.access !== 'public' && route.access !== 'optional') expected.push('401');
       if (typeof route.access === 'object') expected.push('403');
+      // Every state-changing route refuses another site (403 AUTH_CROSS_SITE) and form-encoded bodies (415).
+      if (!probe && route.method !== 'GET') expected.push('403', '415');
       if ('body' in route.schema && route.schema.body) expected.push('422');
       for (const status of expected) {
         const response = op.responses[status];

@@ -14,6 +14,14 @@ afterAll(async () => {
   await app?.close();
 });
 
+/** The page for a token, as a browser gets it: the CSRF cookie it sets and the form's hidden csrf field. */
+async function openResetPage(token: string): Promise<{ cookie: string; csrf: string }> {
+  const res = await app.http('acme.localhost').get(`/auth/reset?token=${encodeURIComponent(token)}`);
+  const line = ((res.headers['set-cookie'] as unknown as string[]) ?? []).find((c) => c.startsWith('app_csrf='))!;
+  const csrf = /<input type="hidden" name="csrf" value="([^"]+)">/.exec(res.text)![1]!;
+  return { cookie: line.split(';', 1)[0]!, csrf };
+}
+
 describe('GET /auth/reset', () => {
   it('shows a form carrying the token from the link that posts to the reset route', async () => {
     const res = await app.http('acme.localhost').get('/auth/reset?token=abc-DEF_123');
@@ -22,8 +30,10 @@ describe('GET /auth/reset', () => {
     expect(res.text).toMatch(/<form[^>]*method="post"[^>]*action="\/api\/v1\/auth\/password\/reset"/);
     expect(res.text).toContain('<input type="hidden" name="token" value="abc-DEF_123">');
     expect(res.text).toMatch(/<input[^>]*name="password"[^>]*type="password"/);
-    // The token sits in the page address: it must not travel on as a Referer or be cached.
-    expect(res.headers['referrer-policy']).toBe('no-referrer');
+    // The token sits in the page address: it must not travel on as a Referer or be cached. strict-origin
+    // sends the origin alone (never the path or query), so the form post still names its Origin.
+    expect(res.headers['referrer-policy']).toBe('strict-origin');
+    expect(res.text).toContain('<meta name="referrer" content="strict-origin">');
     expect(res.headers['cache-control']).toBe('no-store');
   });
 
@@ -49,9 +59,60 @@ describe('GET /auth/reset', () => {
   it('works without scripts: the form post itself resets the password', async () => {
     const user = await addUser(app, acme);
     const token = await app.services.transactions.run(acme, (ctx) => mintSetPasswordToken(ctx, user.id, 'reset'));
-    const res = await app.http('acme.localhost').post('/api/v1/auth/password/reset').type('form').set('Origin', 'http://acme.localhost').send({ token, password: 'posted from a form' });
+    // As a browser does: open the page (which sets the CSRF cookie), then post its form fields.
+    const page = await openResetPage(token);
+    const res = await app.http('acme.localhost').post('/api/v1/auth/password/reset').type('form').set('Origin', 'http://acme.localhost')
+      .set('Cookie', page.cookie).send({ token, password: 'posted from a form', csrf: page.csrf });
     expect(res.status).toBe(204);
     const login = await app.http('acme.localhost').post('/api/v1/auth/login').send({ email: user.email, password: 'posted from a form' });
     expect(login.status).toBe(200);
+  });
+});
+
+describe('the reset form is a declared form target with a CSRF token', () => {
+  it('the page sets an HttpOnly SameSite cookie and repeats its value in the hidden csrf field', async () => {
+    const res = await app.http('acme.localhost').get('/auth/reset?token=abc');
+    const line = (res.headers['set-cookie'] as unknown as string[]).find((c) => c.startsWith('app_csrf='))!;
+    const attributes = line.split(';').map((a) => a.trim().toLowerCase());
+    expect(attributes).toEqual(expect.arrayContaining(['httponly', 'samesite=lax', 'path=/']));
+    const value = line.split(';', 1)[0]!.slice('app_csrf='.length);
+    expect(Buffer.from(value, 'base64url')).toHaveLength(32);
+    expect(res.text).toContain(`<input type="hidden" name="csrf" value="${value}">`);
+    // A browser that already holds a token keeps it, so two open forms both stay valid.
+    const again = await app.http('acme.localhost').get('/auth/reset?token=abc').set('Cookie', `app_csrf=${value}`);
+    expect(again.headers['set-cookie']).toBeUndefined();
+    expect(again.text).toContain(`value="${value}"`);
+  });
+
+  it('a form post without the token, or with another one, is refused with 403 AUTH_CROSS_SITE and redeems nothing', async () => {
+    const user = await addUser(app, acme);
+    const token = await app.services.transactions.run(acme, (ctx) => mintSetPasswordToken(ctx, user.id, 'reset'));
+    const page = await openResetPage(token);
+    const other = await openResetPage('another');
+    const attempts = [
+      { cookie: page.cookie, fields: { token, password: 'forged password' } },
+      { cookie: undefined, fields: { token, password: 'forged password', csrf: page.csrf } },
+      { cookie: page.cookie, fields: { token, password: 'forged password', csrf: other.csrf } },
+      { cookie: other.cookie, fields: { token, password: 'forged password', csrf: page.csrf } },
+      { cookie: page.cookie, fields: { token, password: 'forged password', csrf: '' } },
+    ];
+    for (const { cookie, fields } of attempts) {
+      let req = app.http('acme.localhost').post('/api/v1/auth/password/reset').type('form');
+      if (cookie) req = req.set('Cookie', cookie);
+      const res = await req.send(fields);
+      expect(res.status, JSON.stringify({ cookie: !!cookie, fields: Object.keys(fields) })).toBe(403);
+      expect(res.body.code).toBe('AUTH_CROSS_SITE');
+    }
+    // The set-password token is still unspent: the genuine form post works.
+    const res = await app.http('acme.localhost').post('/api/v1/auth/password/reset').type('form')
+      .set('Cookie', page.cookie).send({ token, password: 'the real password', csrf: page.csrf });
+    expect(res.status).toBe(204);
+  });
+
+  it('a JSON post needs no form token (a page of another site cannot send JSON without a preflight)', async () => {
+    const user = await addUser(app, acme);
+    const token = await app.services.transactions.run(acme, (ctx) => mintSetPasswordToken(ctx, user.id, 'reset'));
+    const res = await app.http('acme.localhost').post('/api/v1/auth/password/reset').send({ token, password: 'sent as json' });
+    expect(res.status).toBe(204);
   });
 });

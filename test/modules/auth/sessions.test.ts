@@ -173,3 +173,59 @@ describe('session cookie on a public host', () => {
     }
   });
 });
+
+describe('session cookie Max-Age follows the server-side expiry', () => {
+  const maxAgeOf = (res: { headers: Record<string, unknown> }): number | undefined => {
+    const line = ((res.headers['set-cookie'] as unknown as string[] | undefined) ?? []).find((c) => c.startsWith('app_session='));
+    const match = line?.match(/;\s*Max-Age=(\d+)/i);
+    return match ? Number(match[1]) : undefined;
+  };
+  const SECONDS_PER_DAY = 24 * 3600;
+
+  it('at sign-in is the new session’s 30 days, not 90', async () => {
+    const user = await addUser(app, acme);
+    const res = await login(user);
+    expect(maxAgeOf(res)).toBe(30 * SECONDS_PER_DAY);
+    const [row] = await sessionsOf(acme, user.id);
+    expect(Math.abs(row!.expires_at.getTime() - Date.now() - maxAgeOf(res)! * 1000)).toBeLessThan(60_000);
+  });
+
+  it('is re-issued when a request slides the expiry, to what the session has left', async () => {
+    const user = await addUser(app, acme);
+    const cookie = sessionCookieOf(await login(user))!;
+    const [row] = await sessionsOf(acme, user.id);
+    await setSession(acme, row!.id, `last_seen_at = now() - interval '6 minutes', expires_at = now() + interval '1 day'`);
+    const res = await acmeHttp().get('/api/v1/auth/me').set('Cookie', cookie).expect(200);
+    expect(sessionCookieOf(res)).toBe(cookie);
+    expect(Math.abs(maxAgeOf(res)! - 30 * SECONDS_PER_DAY)).toBeLessThan(60);
+  });
+
+  it('never reaches past 90 days from the session’s creation', async () => {
+    const user = await addUser(app, acme);
+    const cookie = sessionCookieOf(await login(user))!;
+    const [row] = await sessionsOf(acme, user.id);
+    await setSession(acme, row!.id, `created_at = now() - interval '85 days', last_seen_at = now() - interval '1 hour', expires_at = now() + interval '1 hour'`);
+    const res = await acmeHttp().get('/api/v1/auth/me').set('Cookie', cookie).expect(200);
+    expect(Math.abs(maxAgeOf(res)! - 5 * SECONDS_PER_DAY)).toBeLessThan(60);
+    const [capped] = await sessionsOf(acme, user.id);
+    expect(Math.abs(capped!.expires_at.getTime() - Date.now() - maxAgeOf(res)! * 1000)).toBeLessThan(60_000);
+  });
+
+  it('is not re-sent while the expiry does not move', async () => {
+    const user = await addUser(app, acme);
+    const cookie = sessionCookieOf(await login(user))!;
+    const res = await acmeHttp().get('/api/v1/auth/me').set('Cookie', cookie).expect(200);
+    expect(res.headers['set-cookie']).toBeUndefined();
+  });
+
+  it('a sign-out that slides the expiry still clears the cookie', async () => {
+    const user = await addUser(app, acme);
+    const cookie = sessionCookieOf(await login(user))!;
+    const [row] = await sessionsOf(acme, user.id);
+    await setSession(acme, row!.id, `last_seen_at = now() - interval '6 minutes'`);
+    const res = await acmeHttp().post('/api/v1/auth/logout').set('Cookie', cookie).expect(204);
+    const lines = (res.headers['set-cookie'] as unknown as string[]).filter((c) => c.startsWith('app_session='));
+    expect(lines).toHaveLength(1);
+    expect(lines[0]).toMatch(/^app_session=;/);
+  });
+});

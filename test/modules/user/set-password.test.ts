@@ -1,5 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import argon2 from 'argon2';
+import { sql } from 'kysely';
 import { createCustomer, signInAs, startTestApp, type TestApp } from '../../helpers/app.ts';
 import type { TenantRef } from '../../../framework/context/tenant.ts';
 import { outboxEvents, storedUser } from './support.ts';
@@ -71,5 +72,43 @@ describe('set-password', () => {
     expect((await http().post(`/api/v1/user/users/${id}/set-password`).set('Cookie', reader).send({ password: 'long enough' })).status).toBe(403);
     expect(await storedUser(app, acme, id)).toMatchObject({ status: 'invited', password_hash: null });
     expect(await passwordEvents(id)).toHaveLength(0);
+  });
+});
+
+describe('set-password ends the person’s sessions', () => {
+  const sessionCookie = (res: { headers: Record<string, unknown> }) =>
+    ((res.headers['set-cookie'] as unknown as string[]) ?? []).find((c) => c.startsWith('app_session='))!.split(';', 1)[0]!;
+  const sessionCount = async (userId: string) =>
+    app.services.transactions.run(acme, async (ctx) =>
+      (await sql<{ n: number }>`select count(*)::int as n from sessions where user_id = ${userId}`.execute(ctx.db)).rows[0]!.n,
+    );
+
+  it('a stolen session no longer works once an administrator sets a new password', async () => {
+    const id = await invite('eve@acme.test');
+    await setPassword(id, 'original password');
+    const own = sessionCookie(await login('eve@acme.test', 'original password'));
+    const stolen = sessionCookie(await login('eve@acme.test', 'original password'));
+    expect((await http().get('/api/v1/auth/me').set('Cookie', stolen)).status).toBe(200);
+    expect(await sessionCount(id)).toBe(2);
+
+    expect((await setPassword(id, 'password after theft')).status).toBe(200);
+
+    for (const cookie of [stolen, own]) {
+      const me = await http().get('/api/v1/auth/me').set('Cookie', cookie);
+      expect(me.status).toBe(401);
+      expect(me.body.code).toBe('AUTH_REQUIRED');
+    }
+    expect(await sessionCount(id)).toBe(0);
+    // The administrator's own session is untouched, and the person signs in with the new password.
+    expect((await http().get('/api/v1/auth/me').set('Cookie', manager)).status).toBe(200);
+    expect((await login('eve@acme.test', 'password after theft')).status).toBe(200);
+  });
+
+  it('a refused set-password ends nothing (same transaction)', async () => {
+    const id = await invite('fay@acme.test');
+    await setPassword(id, 'fay password');
+    const cookie = sessionCookie(await login('fay@acme.test', 'fay password'));
+    expect((await setPassword(id, 'short')).status).toBe(422);
+    expect((await http().get('/api/v1/auth/me').set('Cookie', cookie)).status).toBe(200);
   });
 });

@@ -1,9 +1,15 @@
 import type { FastifyRequest } from 'fastify';
-import { normaliseHost } from '../../framework/context/tenant.ts';
-import { problem } from '../../framework/errors.ts';
+import { normaliseHost } from '../context/tenant.ts';
+import { problem } from '../errors.ts';
+
+/** The methods that change state: every declared route with one of them gets the cross-site rule. */
+export const STATE_CHANGING_METHODS: ReadonlySet<string> = new Set(['POST', 'PUT', 'PATCH', 'DELETE']);
 
 /**
- * Refuses a request a browser sent on behalf of another site (login CSRF and the like).
+ * Refuses a request a browser sent on behalf of another site (cross-site request forgery). The
+ * route wrapper (framework/http/register-route.ts) applies it to every state-changing route before
+ * the body is validated: a session cookie is SameSite=Lax, and Lax still sends it with a form post
+ * from a sibling subdomain of the same site, so the cookie alone proves nothing.
  * Sec-Fetch-Site is decisive when present: only same-origin (and "none", a request the person
  * made directly) pass; same-site is refused too, because tenants may share a parent domain.
  * Without it, an Origin header must name the host the request was sent to (Origin "null", as

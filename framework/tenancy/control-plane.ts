@@ -1,0 +1,36 @@
+import { sql } from 'kysely';
+import type { TxContext } from '../context/tx.ts';
+
+// The restricted role may read tenants and tenant_hosts but not write them
+// (migrations/framework/0003_control_plane_writes.sql): the control plane writes through these
+// security-definer functions, each of which refuses (SQLSTATE 42501) unless the transaction acts
+// for the operator tenant.
+
+export interface TenantRow {
+  id: string;
+  slug: string;
+  name: string;
+  host: string;
+  isOperator: boolean;
+}
+
+/** Inserts a tenant and its primary host (the operator tenant alone may do so on an empty database). */
+export async function insertTenant(ctx: TxContext, tenant: TenantRow): Promise<void> {
+  await sql`select tenant_create(${tenant.id}::uuid, ${tenant.slug}, ${tenant.name}, ${tenant.host}, ${tenant.isOperator})`.execute(ctx.db);
+}
+
+/** Adds a host to a tenant; a primary host demotes the previous primary. */
+export async function addTenantHost(ctx: TxContext, tenantId: string, host: string, primary: boolean): Promise<void> {
+  await sql`select tenant_add_host(${tenantId}::uuid, ${host}, ${primary})`.execute(ctx.db);
+}
+
+/** Suspends an active customer tenant; false when there was nothing to change. */
+export async function suspendTenant(ctx: TxContext, tenantId: string): Promise<boolean> {
+  const { rows } = await sql<{ changed: boolean }>`select tenant_suspend(${tenantId}::uuid) as changed`.execute(ctx.db);
+  return rows[0]?.changed === true;
+}
+
+/** Holds the tenant's row until the transaction ends. */
+export async function lockTenant(ctx: TxContext, tenantId: string): Promise<void> {
+  await sql`select tenant_lock(${tenantId}::uuid)`.execute(ctx.db);
+}

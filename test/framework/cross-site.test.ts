@@ -1,0 +1,144 @@
+import { randomUUID } from 'node:crypto';
+import { sql } from 'kysely';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { createCustomer, signInAs, startTestApp, type TestApp } from '../helpers/app.ts';
+import type { TenantRef } from '../../framework/context/tenant.ts';
+import { STATE_CHANGING_METHODS } from '../../framework/access/cross-site.ts';
+
+let app: TestApp;
+let acme: TenantRef;
+let admin: string;
+let widgetId: string;
+
+beforeAll(async () => {
+  app = await startTestApp();
+  acme = await createCustomer(app, 'acme');
+  admin = (await signInAs(app, acme, ['*'])).cookie;
+  widgetId = await app.services.transactions.run(acme, async (ctx) =>
+    (await sql<{ id: string }>`insert into widgets (name, size, color) values ('kept', 1, 'red') returning id`.execute(ctx.db)).rows[0]!.id,
+  );
+});
+afterAll(async () => {
+  await app?.close();
+});
+
+const http = () => app.http('acme.localhost');
+
+type Method = 'post' | 'put' | 'patch' | 'delete' | 'get';
+const send = (method: Method, url: string) => http()[method](url).set('Cookie', admin);
+
+/** Every declared state-changing route, with its path parameters filled in. */
+function stateChangingRoutes(): { method: Method; url: string; operationId: string }[] {
+  return app.services.registry.routes
+    .filter(({ route }) => STATE_CHANGING_METHODS.has(route.method))
+    .map(({ route }) => ({
+      method: route.method.toLowerCase() as Method,
+      url: route.url.replace(/:id\b/g, widgetId).replace(/:(\w+)/g, 'x'),
+      operationId: route.operationId,
+    }));
+}
+
+async function stateOfAcme() {
+  return app.services.transactions.run(acme, async (ctx) => ({
+    widgets: (await sql<{ name: string; size: number; approved: boolean }>`select name, size, approved from widgets where deleted_at is null order by id`.execute(ctx.db)).rows,
+    users: (await sql<{ email: string; status: string }>`select email, status from users order by email`.execute(ctx.db)).rows,
+    roles: (await sql<{ name: string }>`select name from roles order by name`.execute(ctx.db)).rows,
+    outbox: (await sql<{ n: number }>`select count(*)::int as n from outbox`.execute(ctx.db)).rows[0]!.n,
+  }));
+}
+
+describe('cross-site writes are refused on every state-changing route', () => {
+  it('covers POST, PUT, PATCH and DELETE routes of every kind (entity, command, hand-written, public, operator)', () => {
+    const ids = stateChangingRoutes().map((r) => `${r.method} ${r.operationId}`);
+    for (const expected of [
+      'post testkit-widget-create',
+      'patch testkit-widget-update',
+      'delete testkit-widget-delete',
+      'post testkit-widget-approve',
+      'post user-user-invite',
+      'put auth-role-put',
+      'post auth-session-login',
+      'post auth-password-forgot',
+      'post auth-password-reset',
+      'post auth-password-change',
+      'post tenant-tenant-create',
+    ]) {
+      expect(ids).toContain(expected);
+    }
+  });
+
+  it('a foreign Origin gets 403 AUTH_CROSS_SITE on each, and nothing is written', async () => {
+    const before = await stateOfAcme();
+    for (const route of stateChangingRoutes()) {
+      for (const origin of ['https://evil.example', 'http://evil.localhost', 'null']) {
+        const res = await send(route.method, route.url).set('Origin', origin).send({ email: 'victim@example.test', name: 'x', password: 'long enough password' });
+        expect(res.status, `${route.operationId} from ${origin}`).toBe(403);
+        expect(res.body.code, route.operationId).toBe('AUTH_CROSS_SITE');
+        expect(res.headers['content-type']).toMatch(/^application\/problem\+json/);
+      }
+    }
+    expect(await stateOfAcme()).toEqual(before);
+  });
+
+  it('Sec-Fetch-Site other than same-origin or none gets 403 AUTH_CROSS_SITE on each, whatever Origin says', async () => {
+    for (const route of stateChangingRoutes()) {
+      for (const site of ['same-site', 'cross-site']) {
+        const res = await send(route.method, route.url).set('Sec-Fetch-Site', site).set('Origin', 'http://acme.localhost').send({});
+        expect(res.status, `${route.operationId} ${site}`).toBe(403);
+        expect(res.body.code).toBe('AUTH_CROSS_SITE');
+      }
+    }
+  });
+
+  it('a sibling host of the same site is another origin (Lax cookies reach it, the rule does not let it through)', async () => {
+    const res = await send('post', '/api/v1/user/invitations').set('Origin', 'http://evil.acme.localhost').send({ email: 'sibling@example.test', displayName: 'Sibling' });
+    expect(res.status).toBe(403);
+    expect(res.body.code).toBe('AUTH_CROSS_SITE');
+    expect((await stateOfAcme()).users.map((u) => u.email)).not.toContain('sibling@example.test');
+  });
+
+  it('the same origin, a direct request (Sec-Fetch-Site none) and a client sending neither header pass', async () => {
+    const create = (name: string) => send('post', '/api/v1/testkit/widgets').send({ name, size: 1, color: 'blue' });
+    expect((await create('no headers')).status).toBe(201);
+    expect((await create('same origin').set('Sec-Fetch-Site', 'same-origin')).status).toBe(201);
+    expect((await create('typed in').set('Sec-Fetch-Site', 'none')).status).toBe(201);
+    expect((await create('origin with port').set('Origin', 'http://acme.localhost:3000')).status).toBe(201);
+  });
+
+  it('reads are not refused: a GET from another origin is answered', async () => {
+    const res = await send('get', '/api/v1/testkit/widgets').set('Origin', 'https://evil.example').set('Sec-Fetch-Site', 'cross-site');
+    expect(res.status).toBe(200);
+  });
+
+  it('the refusal comes before validation and before the guard', async () => {
+    // No cookie, an invalid body, an operator route on a customer host: still the cross-site refusal first.
+    const res = await http().post('/api/v1/tenant/tenants').set('Origin', 'https://evil.example').send({ nonsense: true });
+    expect(res.status).toBe(403);
+    expect(res.body.code).toBe('AUTH_CROSS_SITE');
+  });
+});
+
+describe('the JSON API refuses form-encoded bodies', () => {
+  it('415 UNSUPPORTED_MEDIA_TYPE on every state-changing route that is not a declared form target, and nothing is written', async () => {
+    const formTargets = new Set(app.services.registry.routes.filter(({ route }) => route.form).map(({ route }) => route.operationId));
+    expect([...formTargets]).toEqual(['auth-password-reset']);
+    const before = await stateOfAcme();
+    for (const route of stateChangingRoutes().filter((r) => !formTargets.has(r.operationId))) {
+      const res = await send(route.method, route.url).type('form').send({ email: 'form@example.test', name: 'x', size: '1', color: 'red' });
+      expect(res.status, route.operationId).toBe(415);
+      expect(res.body.code, route.operationId).toBe('UNSUPPORTED_MEDIA_TYPE');
+    }
+    expect(await stateOfAcme()).toEqual(before);
+  });
+
+  it('a content type with parameters or in capitals is the same media type', async () => {
+    const res = await send('post', '/api/v1/testkit/widgets').set('Content-Type', 'Application/X-WWW-Form-Urlencoded; charset=UTF-8').send('name=a&size=1&color=red');
+    expect(res.status).toBe(415);
+  });
+
+  it('the declared form target takes the form body, but only with its CSRF token', async () => {
+    const res = await http().post('/api/v1/auth/password/reset').type('form').send({ token: randomUUID(), password: 'long enough password' });
+    expect(res.status).toBe(403);
+    expect(res.body.code).toBe('AUTH_CROSS_SITE');
+  });
+});
