@@ -30,6 +30,7 @@ export const PROBLEMS = {
   OIDC_REFUSED: { status: 401, title: 'Single sign-on refused' },
   OIDC_ISSUER_UNAVAILABLE: { status: 502, title: 'Identity provider unavailable' },
   NOT_READY: { status: 503, title: 'Not ready' },
+  DB_BUSY: { status: 503, title: 'Database busy' },
   INTERNAL: { status: 500, title: 'Internal error' },
 } as const satisfies Record<string, { status: number; title: string }>;
 

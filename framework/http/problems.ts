@@ -72,7 +72,22 @@ export function toProblem(err: unknown): ProblemError {
   return problem('INTERNAL', 'An unexpected error occurred; it has been logged');
 }
 
+/** Every 429 asks the client to wait this long when the problem does not say how long. */
+const DEFAULT_RETRY_AFTER_SECONDS = 60;
+
+/**
+ * A problem that says when to retry (retryAfterSeconds) sets Retry-After, whichever route raised
+ * it; a 429 always carries one.
+ */
+function retryAfter(err: ProblemError): number | undefined {
+  const seconds = err.extensions.retryAfterSeconds;
+  if (typeof seconds === 'number' && Number.isFinite(seconds) && seconds >= 0) return Math.ceil(seconds);
+  return err.status === 429 ? DEFAULT_RETRY_AFTER_SECONDS : undefined;
+}
+
 export function sendProblem(reply: FastifyReply, err: ProblemError): FastifyReply {
+  const seconds = retryAfter(err);
+  if (seconds !== undefined) reply.header('retry-after', String(seconds));
   return reply.code(err.status).type(PROBLEM_CONTENT_TYPE).send(err.toDocument());
 }
 
