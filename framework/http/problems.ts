@@ -1,5 +1,5 @@
 import type { FastifyError, FastifyInstance, FastifyReply } from 'fastify';
-import { ProblemError, problem, type FieldError } from '../errors.ts';
+import { ProblemError, problem, type FieldError, type ProblemCode } from '../errors.ts';
 
 export const PROBLEM_CONTENT_TYPE = 'application/problem+json';
 
@@ -19,6 +19,7 @@ function fromDatabaseError(err: { code?: string; constraint?: string; detail?: s
       return problem('VALIDATION_FAILED', 'A referenced resource does not exist');
     case '23514':
     case '22001':
+    case '22003':
     case '22P02':
     case '22007':
     case '22008':
@@ -66,11 +67,42 @@ export function toProblem(err: unknown): ProblemError {
     default:
       break;
   }
-  if (e instanceof SyntaxError || e.statusCode === 400) return problem('MALFORMED_REQUEST', 'The request could not be parsed');
-  if (e.statusCode === 413) return problem('PAYLOAD_TOO_LARGE', 'The request body is too large');
-  if (e.statusCode === 415) return problem('UNSUPPORTED_MEDIA_TYPE', 'This route does not accept that content type');
+  if (e instanceof SyntaxError) return problem('MALFORMED_REQUEST', 'The request could not be parsed');
+  // fastify and its plugins (static files, ranges) refuse with a status of their own: it stays.
+  const status = typeof e.statusCode === 'number' ? e.statusCode : 0;
+  if (status >= 400 && status < 500) return problem(CLIENT_ERRORS[status] ?? 'MALFORMED_REQUEST', CLIENT_ERROR_DETAIL[status] ?? 'The request was refused');
   return problem('INTERNAL', 'An unexpected error occurred; it has been logged');
 }
+
+/** The code of a 4xx a library raised; a status not listed here answers 400 MALFORMED_REQUEST. */
+const CLIENT_ERRORS: Readonly<Record<number, ProblemCode>> = {
+  400: 'MALFORMED_REQUEST',
+  401: 'AUTH_REQUIRED',
+  403: 'FORBIDDEN',
+  404: 'ROUTE_NOT_FOUND',
+  405: 'METHOD_NOT_ALLOWED',
+  406: 'NOT_ACCEPTABLE',
+  408: 'REQUEST_TIMEOUT',
+  409: 'CONFLICT',
+  411: 'LENGTH_REQUIRED',
+  412: 'PRECONDITION_FAILED',
+  413: 'PAYLOAD_TOO_LARGE',
+  414: 'URI_TOO_LONG',
+  415: 'UNSUPPORTED_MEDIA_TYPE',
+  416: 'RANGE_NOT_SATISFIABLE',
+  422: 'VALIDATION_FAILED',
+  429: 'RATE_LIMITED',
+  431: 'HEADERS_TOO_LARGE',
+};
+
+// The library's own message may name files or internals: the detail is ours.
+const CLIENT_ERROR_DETAIL: Readonly<Record<number, string>> = {
+  400: 'The request could not be parsed',
+  403: 'The request is not allowed',
+  404: 'Nothing is served at this path',
+  413: 'The request body is too large',
+  415: 'This route does not accept that content type',
+};
 
 /** Every 429 asks the client to wait this long when the problem does not say how long. */
 const DEFAULT_RETRY_AFTER_SECONDS = 60;
