@@ -1,4 +1,6 @@
-import type { FastifyError, FastifyInstance, FastifyReply } from 'fastify';
+import { STATUS_CODES } from 'node:http';
+import type { Socket } from 'node:net';
+import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { ProblemError, problem, type FieldError, type ProblemCode } from '../errors.ts';
 
 export const PROBLEM_CONTENT_TYPE = 'application/problem+json';
@@ -121,6 +123,53 @@ export function sendProblem(reply: FastifyReply, err: ProblemError): FastifyRepl
   const seconds = retryAfter(err);
   if (seconds !== undefined) reply.header('retry-after', String(seconds));
   return reply.code(err.status).type(PROBLEM_CONTENT_TYPE).send(err.toDocument());
+}
+
+/** Headers every answer carries, the ones written straight to the socket included. */
+export const SECURITY_HEADERS: Readonly<Record<string, string>> = { 'x-content-type-options': 'nosniff' };
+
+/**
+ * Failures fastify meets before routing (a path that is not valid percent-encoding, a path
+ * parameter over the router's length limit) answer problems too.
+ */
+export function frameworkErrorProblem(err: FastifyError, _request: FastifyRequest, reply: FastifyReply): FastifyReply {
+  // No hook runs for these: the headers every answer carries are set here.
+  reply.headers(SECURITY_HEADERS);
+  switch (err.code) {
+    case 'FST_ERR_BAD_URL':
+      return sendProblem(reply, problem('MALFORMED_REQUEST', 'The path is not valid percent-encoding'));
+    case 'FST_ERR_MAX_PARAM_LENGTH':
+      return sendProblem(reply, problem('URI_TOO_LONG', 'A path segment is longer than the router accepts'));
+    default:
+      return sendProblem(reply, toProblem(err));
+  }
+}
+
+/**
+ * Requests Node's HTTP parser refuses (unknown method, bad Content-Length, headers over the 16 KB
+ * limit, a timeout) never reach fastify: the answer is written to the socket, as a problem.
+ */
+export function clientErrorProblem(err: Error & { code?: string }, socket: Socket): void {
+  // A reset connection has nobody left to answer.
+  if (err.code === 'ECONNRESET' || socket.destroyed) return;
+  const refused =
+    err.code === 'HPE_HEADER_OVERFLOW'
+      ? problem('HEADERS_TOO_LARGE', 'The request headers are over the 16 KB limit')
+      : err.code === 'ERR_HTTP_REQUEST_TIMEOUT'
+        ? problem('REQUEST_TIMEOUT', 'The request was not received in time')
+        : problem('MALFORMED_REQUEST', 'The request is not valid HTTP');
+  const body = JSON.stringify(refused.toDocument());
+  const headers = {
+    'content-type': PROBLEM_CONTENT_TYPE,
+    'content-length': String(Buffer.byteLength(body)),
+    ...SECURITY_HEADERS,
+    connection: 'close',
+  };
+  if (socket.writable) {
+    const head = Object.entries(headers).map(([name, value]) => `${name}: ${value}\r\n`).join('');
+    socket.write(`HTTP/1.1 ${refused.status} ${STATUS_CODES[refused.status]}\r\n${head}\r\n${body}`);
+  }
+  socket.destroy(err);
 }
 
 /** Every failure leaves as application/problem+json: never a stack trace or SQL text. */
