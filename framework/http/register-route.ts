@@ -25,7 +25,10 @@ export function registerRoute(app: FastifyInstance, services: Services, route: A
   const protectedFields = entity ? protectedFieldCheck(entity, route) : undefined;
   // Refusals that need no database run before the body is validated: an operator permission
   // outside the operator tenant, and a guarded route called with no session cookie at all.
-  const precheck = async (request: FastifyRequest) => {
+  const precheck = async (request: FastifyRequest, reply: FastifyReply) => {
+    // An answer that may depend on who asks is never stored by a browser or a shared cache,
+    // refusals included (set first, so a refusal below keeps it).
+    if (route.access !== 'public') reply.header('cache-control', 'no-store');
     refuseOperatorOutsideOperatorTenant(route.access, request.tenant ?? noTenant(), isOperatorPermission);
     if (needsGuard(route.access) && !request.cookies[cookie.name]) authorize(route.access, null);
   };
