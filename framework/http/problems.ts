@@ -64,8 +64,9 @@ export function toProblem(err: unknown): ProblemError {
     case 'FST_ERR_CTP_BODY_TOO_LARGE':
       return problem('PAYLOAD_TOO_LARGE', 'The request body is too large');
     case 'FST_ERR_CTP_INVALID_MEDIA_TYPE':
-    case 'FST_ERR_CTP_INVALID_CONTENT_LENGTH':
       return problem('UNSUPPORTED_MEDIA_TYPE', 'This route does not accept that content type');
+    case 'FST_ERR_CTP_INVALID_CONTENT_LENGTH':
+      return problem('MALFORMED_REQUEST', 'The body does not match its Content-Length');
     default:
       break;
   }

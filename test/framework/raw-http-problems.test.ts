@@ -91,6 +91,16 @@ describe('failures before any route runs are problem documents', () => {
     );
   });
 
+  it('a Content-Length the body does not match: 400 MALFORMED_REQUEST (not 415)', async () => {
+    const res = await app.web!.inject({
+      method: 'POST',
+      url: '/api/v1/auth/login',
+      headers: { host: 'operator.localhost', 'content-type': 'application/json', 'content-length': '10' },
+      payload: '{}',
+    });
+    expectProblem({ status: res.statusCode, headers: res.headers as Record<string, string>, body: res.body }, 'MALFORMED_REQUEST');
+  });
+
   it('an HTTP/1.1 request with no Host header: 400 MALFORMED_REQUEST', async () => {
     const answer = await send('GET /api/v1/auth/me HTTP/1.1\r\nConnection: close\r\n\r\n');
     expectProblem(answer, 'MALFORMED_REQUEST');
