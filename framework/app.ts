@@ -55,7 +55,7 @@ export interface App {
 export async function buildApp(options: AppOptions): Promise<App> {
   const registry = new Registry(options.modules, options.config);
   const log = options.logger ?? (pino({ level: 'silent' }) as FastifyBaseLogger);
-  const db: Db = openDatabase(options.databaseUrl, options.config.database.pool_size);
+  const db: Db = openDatabase(options.databaseUrl, { size: options.config.database.pool_size, acquireTimeoutMs: options.config.database.acquire_timeout_ms });
   try {
     const applied = await runMigrations(db.pool, migrationSources(options.modules));
     if (applied.length) log.info({ migrations: applied.map((m) => `${m.owner}/${m.name}`) }, 'migrations applied');

@@ -7,6 +7,15 @@ export const PROBLEMS = {
   NOT_FOUND: { status: 404, title: 'Not found' },
   ROUTE_NOT_FOUND: { status: 404, title: 'No such route' },
   MALFORMED_REQUEST: { status: 400, title: 'Malformed request' },
+  FORBIDDEN: { status: 403, title: 'Forbidden' },
+  METHOD_NOT_ALLOWED: { status: 405, title: 'Method not allowed' },
+  NOT_ACCEPTABLE: { status: 406, title: 'Not acceptable' },
+  REQUEST_TIMEOUT: { status: 408, title: 'Request timeout' },
+  LENGTH_REQUIRED: { status: 411, title: 'Length required' },
+  PRECONDITION_FAILED: { status: 412, title: 'Precondition failed' },
+  URI_TOO_LONG: { status: 414, title: 'URI too long' },
+  RANGE_NOT_SATISFIABLE: { status: 416, title: 'Range not satisfiable' },
+  HEADERS_TOO_LARGE: { status: 431, title: 'Request header fields too large' },
   VALIDATION_FAILED: { status: 422, title: 'Validation failed' },
   FIELD_COMMAND_OWNED: { status: 422, title: 'Field is owned by a command' },
   FIELD_IMMUTABLE: { status: 422, title: 'Field is immutable' },
@@ -30,6 +39,7 @@ export const PROBLEMS = {
   OIDC_REFUSED: { status: 401, title: 'Single sign-on refused' },
   OIDC_ISSUER_UNAVAILABLE: { status: 502, title: 'Identity provider unavailable' },
   NOT_READY: { status: 503, title: 'Not ready' },
+  DB_BUSY: { status: 503, title: 'Database busy' },
   INTERNAL: { status: 500, title: 'Internal error' },
 } as const satisfies Record<string, { status: number; title: string }>;
 

@@ -1,3 +1,4 @@
+import type { AddressInfo } from 'node:net';
 import { parseArgs } from 'node:util';
 import pino from 'pino';
 import type { FastifyBaseLogger } from 'fastify';
@@ -5,6 +6,7 @@ import { loadConfig, ConfigError } from './config/load.ts';
 import { startEmbeddedPostgres, ensureDatabase, type EmbeddedServer } from './db/embedded.ts';
 import { redactUrl } from './db/pool.ts';
 import { buildApp, type App, type Role } from './app.ts';
+import { FIRST_ADMINISTRATOR_COMMAND, operatorHasNoUser, operatorUrl } from './tenancy/first-administrator.ts';
 import { allModules } from '../modules/index.ts';
 
 const ROLES: readonly Role[] = ['web', 'worker', 'all'];
@@ -41,30 +43,40 @@ async function main(): Promise<void> {
   }
 
   let app: App | undefined;
+  let listening: string | undefined;
   let url: string | undefined;
   try {
     app = await buildApp({ config, modules: allModules, databaseUrl, role, logger: log });
     if (app.services.mailer.mode === 'memory') {
       log.warn('mail.host is not set: mail goes to an in-memory mailbox and is not delivered');
     }
-    if (app.web) url = await app.web.listen({ host: config.server.host, port: config.server.port });
+    if (app.web) {
+      listening = await app.web.listen({ host: config.server.host, port: config.server.port });
+      // The bound address (127.0.0.1) names no tenant: a person opens the operator's host.
+      url = operatorUrl(config.server.public_host, (app.web.server.address() as AddressInfo).port);
+    }
   } catch (err) {
     await app?.close().catch(() => {});
     await embedded?.stop();
     throw err;
   }
   const running = app;
+  // The newcomer's next step, best effort: a database hiccup here must not stop a started service.
+  const next = app.web && (await operatorHasNoUser(app.services).catch(() => false)) ? FIRST_ADMINISTRATOR_COMMAND : undefined;
   log.info(
     {
       role,
       node: process.version,
       url,
+      listening,
       publicHost: config.server.public_host,
       database: embedded ? `embedded PostgreSQL in ${config.database.embedded_dir} (port ${embedded.port})` : redactUrl(databaseUrl),
       mail: app.services.mailer.mode === 'smtp' ? `smtp ${config.mail.host}:${config.mail.port}` : 'in-memory mailbox',
+      ...(next ? { next } : {}),
     },
     'tenantry started',
   );
+  if (next) log.info({ next }, `the operator tenant has no user yet; to become its administrator, run: ${next}`);
 
   let stopping = false;
   onStop = (signal: string) => {

@@ -84,7 +84,9 @@ async function main(): Promise<number> {
     const out = [
       result.created
         ? `Invited ${result.email} as administrator of ${where}.`
-        : `${result.email} already exists in ${where}; it holds the admin role, and here is a new set-password link (earlier links no longer work).`,
+        : result.adminRoleAdded
+          ? `${result.email} already exists in ${where}: added the admin role to it. Here is a new set-password link (earlier links no longer work).`
+          : `${result.email} already exists in ${where} and already holds the admin role. Here is a new set-password link (earlier links no longer work).`,
       '',
       'Open this link to choose a password (it works once):',
       '',

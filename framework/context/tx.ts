@@ -1,5 +1,5 @@
 import { CompiledQuery, type Transaction } from 'kysely';
-import type { Db } from '../db/pool.ts';
+import { asTransactionBody, type Db } from '../db/pool.ts';
 import { deferred, prepared } from '../db/statements.ts';
 import type { Database } from '../db/types.ts';
 import type { TenantRef } from './tenant.ts';
@@ -34,7 +34,18 @@ export interface TxContext {
   publish(name: string, payload?: Record<string, unknown>): void;
   /** True when the caller's roles grant the permission (the wildcard grants all). */
   can(permission: string): boolean;
+  /**
+   * Runs fn once this transaction has rolled back (a thrown refusal, a failed commit), outside it:
+   * for work that must commit although the request's own work does not, such as counting a
+   * failed attempt. It may open transactions of its own; code inside a transaction may not.
+   * The transaction's error is rethrown after the hooks, unless a hook fails: then its error is.
+   */
+  onRollback(fn: AfterTransaction): void;
+  /** Runs fn once this transaction has committed, outside it, before run() returns. */
+  afterCommit(fn: AfterTransaction): void;
 }
+
+export type AfterTransaction = () => unknown;
 
 export interface TxOptions {
   /** SHA-256 of the session cookie's id: resolves the session and its permissions in the opening statement. */
@@ -79,6 +90,24 @@ returning floor(extract(epoch from expires_at - now()))::int as seconds_left`;
 /** Transactions that wrote outbox rows, so their commit can wake the relay. */
 const wroteOutbox = new WeakSet<Transaction<Database>>();
 
+interface Hooks {
+  rollback: AfterTransaction[];
+  commit: AfterTransaction[];
+}
+
+/** The hooks of each transaction run() opened: every context over that transaction shares them. */
+const hooksOf = new WeakMap<Transaction<Database>, Hooks>();
+
+const hooksFor = (trx: Transaction<Database>): Hooks => {
+  const hooks = hooksOf.get(trx);
+  if (!hooks) throw new Error('onRollback and afterCommit need a transaction opened by TenantTransactions.run');
+  return hooks;
+};
+
+async function runHooks(fns: AfterTransaction[]): Promise<void> {
+  for (const fn of fns) await fn();
+}
+
 /** Opens tenant-scoped transactions. The only place that sets the tenant and the role. */
 export class TenantTransactions {
   private readonly db: Db;
@@ -91,17 +120,32 @@ export class TenantTransactions {
     this.outbox = outbox;
   }
 
+  /**
+   * Runs fn in a transaction of the tenant. The transaction's connection is taken before fn's
+   * async context is marked as a transaction body, in which the pool then refuses any checkout.
+   */
   async run<T>(tenant: TenantRef, fn: (ctx: TxContext) => Promise<T>, options: TxOptions = {}): Promise<T> {
     let published = false;
-    const result = await this.db.kysely.transaction().execute(async (trx) => {
-      const session = await this.enter(trx, tenant, options.sessionHash);
-      const { ctx, flush } = scopedContext(trx, tenant, session, session?.userId ?? options.actorId ?? null, this.declaredEvents);
-      const value = await fn(ctx);
-      await flush();
-      published = wroteOutbox.has(trx);
-      return value;
-    });
+    const hooks: Hooks = { rollback: [], commit: [] };
+    let result: T;
+    try {
+      result = await this.db.kysely.transaction().execute((trx) =>
+        asTransactionBody(async () => {
+          hooksOf.set(trx, hooks);
+          const session = await this.enter(trx, tenant, options.sessionHash);
+          const { ctx, flush } = scopedContext(trx, tenant, session, session?.userId ?? options.actorId ?? null, this.declaredEvents);
+          const value = await fn(ctx);
+          await flush();
+          published = wroteOutbox.has(trx);
+          return value;
+        }),
+      );
+    } catch (err) {
+      await runHooks(hooks.rollback);
+      throw err;
+    }
     if (published) this.outbox?.committed();
+    await runHooks(hooks.commit);
     return result;
   }
 
@@ -147,6 +191,8 @@ export function scopedContext(
       events.push({ name, payload });
     },
     can: (permission) => hasPermission(session, permission),
+    onRollback: (fn) => void hooksFor(trx).rollback.push(fn),
+    afterCommit: (fn) => void hooksFor(trx).commit.push(fn),
   };
   return {
     ctx,

@@ -1,7 +1,9 @@
+import { AsyncLocalStorage } from 'node:async_hooks';
 import pg from 'pg';
 import { Kysely, PostgresDialect } from 'kysely';
 import type { Database } from './types.ts';
 import { kyselyPool } from './statements.ts';
+import { problem } from '../errors.ts';
 
 export interface Db {
   pool: pg.Pool;
@@ -13,10 +15,86 @@ export interface Db {
 // bigint counts (count(*)) arrive as strings by default; our counts fit in a JS number.
 pg.types.setTypeParser(pg.types.builtins.INT8, (v) => Number(v));
 
-export function openDatabase(url: string, poolSize: number): Db {
+/** How long an exhausted pool asks a caller to wait before retrying (Retry-After of DB_BUSY). */
+export const DB_BUSY_RETRY_AFTER_SECONDS = 1;
+
+/**
+ * Marks the async context of a transaction's body. Code running there holds a connection
+ * already; a second one from the same pool can deadlock the process (with every connection held by
+ * a transaction waiting for another, none is ever released), so the pool refuses it outright.
+ */
+const insideTransaction = new AsyncLocalStorage<true>();
+
+/** Runs fn as the body of a transaction: nothing it calls may check a connection out of the pool. */
+export function asTransactionBody<T>(fn: () => T): T {
+  return insideTransaction.run(true, fn);
+}
+
+/** A programming error: code inside a transaction asked the pool for another connection. */
+export class PoolInsideTransactionError extends Error {
+  override name = 'PoolInsideTransactionError';
+  constructor() {
+    super(
+      'a pool connection was requested inside a transaction: use the transaction (ctx.db), ' +
+        'or ctx.afterCommit / ctx.onRollback for work that must commit on its own',
+    );
+  }
+}
+
+type ConnectCallback = (err: Error | undefined, client: pg.PoolClient | undefined, done: (release?: unknown) => void) => void;
+
+// pg-pool's wording for a checkout that waited acquire_timeout_ms, and for a new connection that
+// did not open in that time.
+const TIMED_OUT = /^(timeout exceeded when trying to connect|Connection terminated due to connection timeout)/;
+
+const busy = (cause: Error) => {
+  const err = problem('DB_BUSY', 'Every database connection is in use; retry shortly', {
+    extensions: { retryAfterSeconds: DB_BUSY_RETRY_AFTER_SECONDS },
+  });
+  err.cause = cause;
+  return err;
+};
+const translate = (err: Error | undefined): Error | undefined => (err && TIMED_OUT.test(err.message) ? busy(err) : err);
+
+/**
+ * Every checkout goes through pool.connect (pool.query too), so the guard and the timeout's
+ * translation sit there: a checkout inside a transaction fails at once, and one that waited too
+ * long fails as DB_BUSY (503, Retry-After) instead of hanging.
+ */
+function guardCheckouts(pool: pg.Pool): void {
+  const connect = pool.connect.bind(pool) as (cb?: ConnectCallback) => Promise<pg.PoolClient> | void;
+  const guarded = (cb?: ConnectCallback): Promise<pg.PoolClient> | void => {
+    if (insideTransaction.getStore()) {
+      const err = new PoolInsideTransactionError();
+      if (!cb) return Promise.reject(err);
+      process.nextTick(() => cb(err, undefined, () => {}));
+      return;
+    }
+    if (cb) return connect((err, client, done) => cb(translate(err), client, done));
+    return (connect() as Promise<pg.PoolClient>).catch((err: Error) => {
+      throw translate(err);
+    });
+  };
+  pool.connect = guarded as typeof pool.connect;
+}
+
+export interface PoolOptions {
+  size: number;
+  /** How long a checkout waits for a free connection (or a new one to open) before DB_BUSY. */
+  acquireTimeoutMs: number;
+}
+
+export function openDatabase(url: string, options: PoolOptions): Db {
   // Pipeline mode: a client writes each query at once instead of after the previous answer; only
   // the held-back BEGIN (statements.ts) relies on it, everything else awaits query by query.
-  const pool = new pg.Pool({ connectionString: url, max: poolSize, idleTimeoutMillis: 30_000, pipeline: true });
+  const pool = new pg.Pool({
+    connectionString: url,
+    max: options.size,
+    idleTimeoutMillis: 30_000,
+    connectionTimeoutMillis: options.acquireTimeoutMs,
+    pipeline: true,
+  });
+  guardCheckouts(pool);
   // An idle client losing its server must not crash the process; the next checkout reconnects.
   pool.on('error', () => {});
   // Nor may a checked-out client between queries (e.g. the server shutting down while the pool

@@ -1,5 +1,7 @@
-import type { FastifyError, FastifyInstance, FastifyReply } from 'fastify';
-import { ProblemError, problem, type FieldError } from '../errors.ts';
+import { STATUS_CODES } from 'node:http';
+import type { Socket } from 'node:net';
+import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
+import { ProblemError, problem, type FieldError, type ProblemCode } from '../errors.ts';
 
 export const PROBLEM_CONTENT_TYPE = 'application/problem+json';
 
@@ -19,6 +21,7 @@ function fromDatabaseError(err: { code?: string; constraint?: string; detail?: s
       return problem('VALIDATION_FAILED', 'A referenced resource does not exist');
     case '23514':
     case '22001':
+    case '22003':
     case '22P02':
     case '22007':
     case '22008':
@@ -61,19 +64,113 @@ export function toProblem(err: unknown): ProblemError {
     case 'FST_ERR_CTP_BODY_TOO_LARGE':
       return problem('PAYLOAD_TOO_LARGE', 'The request body is too large');
     case 'FST_ERR_CTP_INVALID_MEDIA_TYPE':
-    case 'FST_ERR_CTP_INVALID_CONTENT_LENGTH':
       return problem('UNSUPPORTED_MEDIA_TYPE', 'This route does not accept that content type');
+    case 'FST_ERR_CTP_INVALID_CONTENT_LENGTH':
+      return problem('MALFORMED_REQUEST', 'The body does not match its Content-Length');
     default:
       break;
   }
-  if (e instanceof SyntaxError || e.statusCode === 400) return problem('MALFORMED_REQUEST', 'The request could not be parsed');
-  if (e.statusCode === 413) return problem('PAYLOAD_TOO_LARGE', 'The request body is too large');
-  if (e.statusCode === 415) return problem('UNSUPPORTED_MEDIA_TYPE', 'This route does not accept that content type');
+  if (e instanceof SyntaxError) return problem('MALFORMED_REQUEST', 'The request could not be parsed');
+  // fastify and its plugins (static files, ranges) refuse with a status of their own: it stays.
+  const status = typeof e.statusCode === 'number' ? e.statusCode : 0;
+  if (status >= 400 && status < 500) return problem(CLIENT_ERRORS[status] ?? 'MALFORMED_REQUEST', CLIENT_ERROR_DETAIL[status] ?? 'The request was refused');
   return problem('INTERNAL', 'An unexpected error occurred; it has been logged');
 }
 
+/** The code of a 4xx a library raised; a status not listed here answers 400 MALFORMED_REQUEST. */
+const CLIENT_ERRORS: Readonly<Record<number, ProblemCode>> = {
+  400: 'MALFORMED_REQUEST',
+  401: 'AUTH_REQUIRED',
+  403: 'FORBIDDEN',
+  404: 'ROUTE_NOT_FOUND',
+  405: 'METHOD_NOT_ALLOWED',
+  406: 'NOT_ACCEPTABLE',
+  408: 'REQUEST_TIMEOUT',
+  409: 'CONFLICT',
+  411: 'LENGTH_REQUIRED',
+  412: 'PRECONDITION_FAILED',
+  413: 'PAYLOAD_TOO_LARGE',
+  414: 'URI_TOO_LONG',
+  415: 'UNSUPPORTED_MEDIA_TYPE',
+  416: 'RANGE_NOT_SATISFIABLE',
+  422: 'VALIDATION_FAILED',
+  429: 'RATE_LIMITED',
+  431: 'HEADERS_TOO_LARGE',
+};
+
+// The library's own message may name files or internals: the detail is ours.
+const CLIENT_ERROR_DETAIL: Readonly<Record<number, string>> = {
+  400: 'The request could not be parsed',
+  403: 'The request is not allowed',
+  404: 'Nothing is served at this path',
+  413: 'The request body is too large',
+  415: 'This route does not accept that content type',
+};
+
+/** Every 429 asks the client to wait this long when the problem does not say how long. */
+const DEFAULT_RETRY_AFTER_SECONDS = 60;
+
+/**
+ * A problem that says when to retry (retryAfterSeconds) sets Retry-After, whichever route raised
+ * it; a 429 always carries one.
+ */
+function retryAfter(err: ProblemError): number | undefined {
+  const seconds = err.extensions.retryAfterSeconds;
+  if (typeof seconds === 'number' && Number.isFinite(seconds) && seconds >= 0) return Math.ceil(seconds);
+  return err.status === 429 ? DEFAULT_RETRY_AFTER_SECONDS : undefined;
+}
+
 export function sendProblem(reply: FastifyReply, err: ProblemError): FastifyReply {
+  const seconds = retryAfter(err);
+  if (seconds !== undefined) reply.header('retry-after', String(seconds));
   return reply.code(err.status).type(PROBLEM_CONTENT_TYPE).send(err.toDocument());
+}
+
+/** Headers every answer carries, the ones written straight to the socket included. */
+export const SECURITY_HEADERS: Readonly<Record<string, string>> = { 'x-content-type-options': 'nosniff' };
+
+/**
+ * Failures fastify meets before routing (a path that is not valid percent-encoding, a path
+ * parameter over the router's length limit) answer problems too.
+ */
+export function frameworkErrorProblem(err: FastifyError, _request: FastifyRequest, reply: FastifyReply): FastifyReply {
+  // No hook runs for these: the headers every answer carries are set here.
+  reply.headers(SECURITY_HEADERS);
+  switch (err.code) {
+    case 'FST_ERR_BAD_URL':
+      return sendProblem(reply, problem('MALFORMED_REQUEST', 'The path is not valid percent-encoding'));
+    case 'FST_ERR_MAX_PARAM_LENGTH':
+      return sendProblem(reply, problem('URI_TOO_LONG', 'A path segment is longer than the router accepts'));
+    default:
+      return sendProblem(reply, toProblem(err));
+  }
+}
+
+/**
+ * Requests Node's HTTP parser refuses (unknown method, bad Content-Length, headers over the 16 KB
+ * limit, a timeout) never reach fastify: the answer is written to the socket, as a problem.
+ */
+export function clientErrorProblem(err: Error & { code?: string }, socket: Socket): void {
+  // A reset connection has nobody left to answer.
+  if (err.code === 'ECONNRESET' || socket.destroyed) return;
+  const refused =
+    err.code === 'HPE_HEADER_OVERFLOW'
+      ? problem('HEADERS_TOO_LARGE', 'The request headers are over the 16 KB limit')
+      : err.code === 'ERR_HTTP_REQUEST_TIMEOUT'
+        ? problem('REQUEST_TIMEOUT', 'The request was not received in time')
+        : problem('MALFORMED_REQUEST', 'The request is not valid HTTP');
+  const body = JSON.stringify(refused.toDocument());
+  const headers = {
+    'content-type': PROBLEM_CONTENT_TYPE,
+    'content-length': String(Buffer.byteLength(body)),
+    ...SECURITY_HEADERS,
+    connection: 'close',
+  };
+  if (socket.writable) {
+    const head = Object.entries(headers).map(([name, value]) => `${name}: ${value}\r\n`).join('');
+    socket.write(`HTTP/1.1 ${refused.status} ${STATUS_CODES[refused.status]}\r\n${head}\r\n${body}`);
+  }
+  socket.destroy(err);
 }
 
 /** Every failure leaves as application/problem+json: never a stack trace or SQL text. */

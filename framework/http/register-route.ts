@@ -39,7 +39,10 @@ export function registerRoute(app: FastifyInstance, services: Services, route: A
   // another site sent, a form-encoded body where none is expected (or without its CSRF token),
   // an operator permission outside the operator tenant, and a guarded route called with no
   // session cookie at all.
-  const precheck = async (request: FastifyRequest) => {
+  const precheck = async (request: FastifyRequest, reply: FastifyReply) => {
+    // An answer that may depend on who asks is never stored by a browser or a shared cache,
+    // refusals included (set first, so a refusal below keeps it).
+    if (route.access !== 'public') reply.header('cache-control', 'no-store');
     if (changesState) {
       refuseCrossSite(request);
       if (isFormEncoded(request)) {

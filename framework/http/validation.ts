@@ -4,14 +4,84 @@ import { Compile } from 'typebox/compile';
 import Value from 'typebox/value';
 
 /**
+ * The largest integer a request may carry where its schema sets no bound of its own: the largest
+ * a JavaScript number holds exactly (2^53 - 1), which a PostgreSQL bigint holds too. Beyond it a
+ * value is not the one that was sent, and an offset or id past bigint's range would reach the
+ * database as an error. A column narrower than bigint refuses a larger value as 422 as well
+ * (out-of-range errors map to VALIDATION_FAILED).
+ */
+export const INTEGER_LIMIT = Number.MAX_SAFE_INTEGER;
+
+export interface ValidationIssue {
+  instancePath: string;
+  keyword: string;
+  message: string;
+}
+
+// Values of these keywords are data, not schemas: never bounded.
+const DATA_KEYWORDS = new Set(['default', 'const', 'enum', 'examples', 'example']);
+
+const isPlain = (value: unknown): value is Record<string, unknown> => {
+  if (typeof value !== 'object' || value === null) return false;
+  const proto = Object.getPrototypeOf(value);
+  return proto === Object.prototype || proto === null;
+};
+
+const isInteger = (node: Record<string, unknown>) =>
+  node.type === 'integer' || (Array.isArray(node.type) && node.type.includes('integer'));
+
+/**
+ * A copy of the schema in which every integer without a maximum (or minimum) gets one of
+ * ±INTEGER_LIMIT. The copy keeps TypeBox's own (non-enumerable) markers.
+ */
+export function boundIntegers<T>(schema: T): T {
+  if (Array.isArray(schema)) return schema.map((item) => boundIntegers(item)) as T;
+  if (!isPlain(schema)) return schema;
+  const copy = Object.create(Object.getPrototypeOf(schema), Object.getOwnPropertyDescriptors(schema)) as Record<string, unknown>;
+  for (const key of Object.keys(copy)) {
+    if (!DATA_KEYWORDS.has(key)) copy[key] = boundIntegers(copy[key]);
+  }
+  if (isInteger(copy)) {
+    if (copy.maximum === undefined && copy.exclusiveMaximum === undefined) copy.maximum = INTEGER_LIMIT;
+    if (copy.minimum === undefined && copy.exclusiveMinimum === undefined) copy.minimum = -INTEGER_LIMIT;
+  }
+  return copy as T;
+}
+
+const pointerSegment = (key: string) => key.replaceAll('~', '~0').replaceAll('/', '~1');
+
+/**
+ * Every string (and property name) holding U+0000, which no PostgreSQL text or jsonb value can
+ * store: found here, it is a 422 instead of a database error.
+ */
+export function nulIssues(value: unknown, at = '', found: ValidationIssue[] = []): ValidationIssue[] {
+  if (typeof value === 'string') {
+    if (value.includes('\u0000')) found.push({ instancePath: at, keyword: 'nul', message: 'must not contain the NUL character (U+0000)' });
+  } else if (Array.isArray(value)) {
+    for (let i = 0; i < value.length; i++) nulIssues(value[i], `${at}/${i}`, found);
+  } else if (typeof value === 'object' && value !== null && !ArrayBuffer.isView(value)) {
+    // Query strings are parsed into objects of a prototype of their own: any object is walked.
+    for (const key of Object.keys(value)) {
+      const path = `${at}/${pointerSegment(key)}`;
+      if (key.includes('\u0000')) found.push({ instancePath: path, keyword: 'nul', message: 'property name must not contain the NUL character (U+0000)' });
+      nulIssues((value as Record<string, unknown>)[key], path, found);
+    }
+  }
+  return found;
+}
+
+/**
  * TypeBox validation for every route: bodies are checked as sent (unknown properties refused,
  * nothing silently dropped), while params and query strings are converted from text and get
- * their defaults.
+ * their defaults. Whatever the schema, a string holding NUL is refused and an integer is kept
+ * within ±INTEGER_LIMIT.
  */
 export const typeboxValidatorCompiler: FastifySchemaCompiler<TSchema> = ({ schema, httpPart }) => {
-  const check = Compile(schema);
+  const check = Compile(boundIntegers(schema));
   return (value: unknown) => {
     const prepared = httpPart === 'body' ? value : Value.Default(schema, Value.Convert(schema, value));
+    const nul = nulIssues(prepared);
+    if (nul.length > 0) return { error: nul as never };
     if (check.Check(prepared)) return { value: prepared };
     return { error: [...check.Errors(prepared)] as never };
   };

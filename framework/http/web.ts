@@ -4,7 +4,7 @@ import formbody from '@fastify/formbody';
 import type { Services } from '../services.ts';
 import type { TenantRef } from '../context/tenant.ts';
 import { normaliseHost } from '../context/tenant.ts';
-import { installProblemHandlers, sendProblem } from './problems.ts';
+import { SECURITY_HEADERS, clientErrorProblem, frameworkErrorProblem, installProblemHandlers, sendProblem } from './problems.ts';
 import { typeboxValidatorCompiler } from './validation.ts';
 import { registerRoute } from './register-route.ts';
 import { registerProbes, type ReadinessCheck } from './probes.ts';
@@ -44,14 +44,27 @@ export async function buildWeb(services: Services, options: WebOptions = {}): Pr
     forceCloseConnections: 'idle',
     ajv: { customOptions: { removeAdditional: false } },
     routerOptions: { ignoreTrailingSlash: true },
+    // Node would answer a request without Host with an empty 400 of its own; ours is a problem.
+    http: { requireHostHeader: false },
+    frameworkErrors: frameworkErrorProblem,
+    clientErrorHandler: clientErrorProblem,
   });
   app.setValidatorCompiler(typeboxValidatorCompiler);
   installProblemHandlers(app);
+  // Every answer, problems and the NO_SITE refusal included.
+  app.addHook('onSend', (_request, reply, payload, done) => {
+    reply.headers(SECURITY_HEADERS);
+    done(null, payload);
+  });
   await app.register(cookie);
   await app.register(formbody);
 
   // Tenant resolution comes before everything else, for every route including unknown ones.
   app.addHook('onRequest', async (request, reply) => {
+    // HTTP/1.1 requires Host (RFC 9112, 3.2); an HTTP/1.0 client may still reach the probes without.
+    if (request.headers.host === undefined && request.raw.httpVersion !== '1.0') {
+      return sendProblem(reply, problem('MALFORMED_REQUEST', 'The request has no Host header'));
+    }
     const path = request.url.split('?', 1)[0]!;
     if (GLOBAL_PATHS.has(path)) return;
     const tenant = await services.hosts.resolve(normaliseHost(request.headers.host));

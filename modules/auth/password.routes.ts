@@ -47,8 +47,9 @@ export const changePasswordRoute = defineRoute({
     const { rows } = await sql<{ password_hash: string | null }>`
       select password_hash from users where id = ${session.userId} for update`.execute(tx.db);
     if (!(await verifyPassword(rows[0]?.password_hash, body.currentPassword))) {
-      // Counted in a transaction of its own: this request's rolls back with the refusal.
-      await services.transactions.run(tx.tenant, (ctx) => recordAttempt(ctx, 'login', request.ip));
+      // This request's transaction rolls back with the refusal; the attempt is counted in one of
+      // its own once it has, so the request never holds two connections at once.
+      tx.onRollback(() => services.transactions.run(tx.tenant, (ctx) => recordAttempt(ctx, 'login', request.ip)));
       const message = 'does not match the password in force';
       throw problem('VALIDATION_FAILED', `currentPassword ${message}`, { errors: [{ pointer: '/body/currentPassword', message }] });
     }

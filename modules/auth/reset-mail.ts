@@ -40,7 +40,7 @@ export const resetLinkMail: SubscriptionDefinition = {
     const recipient = rows[0];
     if (!recipient || recipient.recently_sent) return;
     const raw = await mintSetPasswordToken(ctx, userId, 'reset');
-    const link = await setPasswordLink(services, ctx.tenant.id, raw);
+    const link = await setPasswordLink(ctx, services, raw);
     await services.mailer.send({
       to: recipient.email,
       subject: `Set a new password for ${recipient.tenant_name}`,

@@ -10,6 +10,8 @@ export interface AdministratorLink {
   email: string;
   /** True when the user was created now; false when an existing user of that address got a new link. */
   created: boolean;
+  /** True when an existing user was given the admin role now (false when created, or already an admin). */
+  adminRoleAdded: boolean;
   link: string;
   /** True when the link was also mailed (SMTP configured). */
   mailed: boolean;
@@ -37,26 +39,39 @@ export async function inviteAdministrator(services: Services, email: string, dis
   if (rows[0].status !== 'active') throw new AdministratorInviteError(`tenant ${rows[0].slug} is suspended`);
   const tenant: TenantRef = { id: rows[0].id, slug: rows[0].slug, isOperator: rows[0].is_operator };
 
+  // Everything is read through the transaction; the mail is sent after it committed.
   const issued = await services.transactions.run(tenant, async (ctx) => {
     const existing = await usersService.findByEmail(ctx, email);
     if (existing?.status === 'deactivated') {
       throw new AdministratorInviteError(`${existing.email} is a deactivated user of tenant ${tenant.slug}; use another address`);
     }
-    if (existing) await usersService.setRoles(ctx, existing, [...existing.roles, 'admin']);
+    let adminRoleAdded = false;
+    if (existing) {
+      const after = await usersService.setRoles(ctx, existing, [...existing.roles, 'admin']);
+      adminRoleAdded = !existing.roles.includes('admin') && after.includes('admin');
+    }
     const user = existing ?? (await usersService.invite(ctx, { email, displayName, roles: ['admin'] }, { payload: { via: 'admin-invite' } }));
     const raw = await mintSetPasswordToken(ctx, user.id, existing?.status === 'active' ? 'reset' : 'invitation');
-    return { userId: user.id, email: user.email, created: !existing, raw };
+    const link = await setPasswordLink(ctx, services, raw);
+    const named = await ctx.db.selectFrom('tenants').select('name').where('id', '=', tenant.id).executeTakeFirstOrThrow();
+    return { userId: user.id, email: user.email, created: !existing, adminRoleAdded, link, tenantName: named.name };
   });
 
-  const link = await setPasswordLink(services, tenant.id, issued.raw);
-  const result: AdministratorLink = { userId: issued.userId, email: issued.email, created: issued.created, link, mailed: false };
+  const { link } = issued;
+  const result: AdministratorLink = {
+    userId: issued.userId,
+    email: issued.email,
+    created: issued.created,
+    adminRoleAdded: issued.adminRoleAdded,
+    link,
+    mailed: false,
+  };
   if (services.mailer.mode === 'smtp') {
-    const { rows: named } = await services.db.pool.query<{ name: string }>('select name from tenants where id = $1', [tenant.id]);
     try {
       await services.mailer.send({
         to: issued.email,
-        subject: `You are invited to ${named[0]!.name}`,
-        text: invitationText({ name: displayName ?? '', tenant: named[0]!.name, link }),
+        subject: `You are invited to ${issued.tenantName}`,
+        text: invitationText({ name: displayName ?? '', tenant: issued.tenantName, link }),
       });
       result.mailed = true;
     } catch (err) {

@@ -25,7 +25,7 @@ export const invitationMail: SubscriptionDefinition = {
     const person = rows[0];
     if (!person || person.has_password) return;
     const raw = await mintSetPasswordToken(ctx, id, 'invitation');
-    const link = await setPasswordLink(services, ctx.tenant.id, raw);
+    const link = await setPasswordLink(ctx, services, raw);
     await services.mailer.send({
       to: person.email,
       subject: `You are invited to ${person.tenant_name}`,

@@ -72,13 +72,18 @@ describe('npm run admin:invite', () => {
     expect(rows[0].n).toBe(1);
   });
 
-  it('gives an existing operator user the admin role', async () => {
+  it('gives an existing operator user the admin role and says that it added it', async () => {
     await app.services.transactions.run(app.operator, (ctx) =>
       ctx.db.executeQuery(CompiledQuery.raw(`insert into users (email, status, roles) values ('member@example.com', 'active', '{member}')`, [])),
     );
     const run = await adminInvite(['member@example.com'], settings);
     expect(run.code, run.stderr).toBe(0);
+    expect(run.stdout).toContain('member@example.com already exists in the operator tenant: added the admin role to it.');
     expect((await operatorUser('member@example.com'))!.roles).toEqual(['admin', 'member']);
+    // Run again, it says there was nothing to add.
+    const again = await adminInvite(['member@example.com'], settings);
+    expect(again.stdout).toContain('already holds the admin role');
+    expect(again.stdout).not.toContain('added the admin role');
   });
 
   it('with --tenant, does the same for a customer tenant, on its host', async () => {

@@ -58,9 +58,10 @@ export function startService(settings: Record<string, string>, timeoutMs = 60_00
       for (const line of output.split('\n')) {
         if (!line.includes('tenantry started')) continue;
         try {
-          const entry = JSON.parse(line) as { url?: string };
+          // listening: the bound address to connect to (url is the operator's host, for people).
+          const entry = JSON.parse(line) as { listening?: string };
           clearTimeout(timer);
-          resolve({ child, url: entry.url!, log });
+          resolve({ child, url: entry.listening!, log });
           return;
         } catch {
           // a partial line: wait for the rest

@@ -146,7 +146,7 @@ describe('the OpenAPI document', () => {
       const op = operations.get(`${route.method} ${openApiPath(route.url)}`)!;
       // The probes answer on any host and fail only as /ready's 503.
       const probe = route.url === '/health' || route.url === '/ready';
-      const expected = probe ? (route.url === '/ready' ? ['503'] : []) : ['404', '500'];
+      const expected = probe ? (route.url === '/ready' ? ['503'] : []) : ['404', '500', '503'];
       if (route.access !== 'public' && route.access !== 'optional') expected.push('401');
       if (typeof route.access === 'object') expected.push('403');
       // Every state-changing route refuses another site (403 AUTH_CROSS_SITE) and form-encoded bodies (415).

@@ -130,7 +130,9 @@ describe('process roles', () => {
 
     expect(started).toMatchObject({ level: 30, role: 'web', publicHost: 'ops.localhost', mail: 'in-memory mailbox' });
     expect(started.node).toMatch(/^v24\./);
-    expect(started.url).toMatch(/^http:\/\/127\.0\.0\.1:\d+$/);
+    expect(started.listening).toMatch(/^http:\/\/127\.0\.0\.1:\d+$/);
+    // What a person opens is the operator's host on that port, not the bound address.
+    expect(started.url).toBe(`http://ops.localhost:${new URL(started.listening as string).port}`);
     const shownDatabase = started.database as string;
     expect(shownDatabase).toContain('***');
     expect(shownDatabase).toContain(new URL(databaseUrl).pathname);
@@ -144,7 +146,7 @@ describe('process roles', () => {
     expect(migrated).toBeLessThan(service.lines.indexOf(started));
     expect(service.has('worker started')).toBe(false);
 
-    const url = started.url as string;
+    const url = started.listening as string;
     expect((await get(url, '/health', '127.0.0.1')).status).toBe(200);
     expect((await get(url, '/ready', '127.0.0.1')).status).toBe(200);
     const noSite = await get(url, '/api/v1/admin/resources', 'nosuch.example');
@@ -187,6 +189,7 @@ describe('process roles', () => {
     const started = await service.waitFor('tenantry started');
     expect(started).toMatchObject({ role: 'worker', mail: 'in-memory mailbox' });
     expect(started.url).toBeUndefined();
+    expect(started.listening).toBeUndefined();
     expect(started.node).toMatch(/^v24\./);
     expect(service.has('worker started')).toBe(true);
     const db = new pg.Client({ connectionString: databaseUrl });
@@ -210,7 +213,7 @@ describe('process roles', () => {
     expect(started).toMatchObject({ role: 'all', mail: 'smtp smtp.example.test:2525' });
     expect(service.lines.some((l) => l.level === 40 && /in-memory mailbox/.test(l.msg))).toBe(false);
     expect(service.has('worker started')).toBe(true);
-    expect((await get(started.url as string, '/ready', '127.0.0.1')).status).toBe(200);
+    expect((await get(started.listening as string, '/ready', '127.0.0.1')).status).toBe(200);
     service.child.kill('SIGINT');
     expect(await service.exited).toBe(0);
     expect(service.has('stopped')).toBe(true);
@@ -286,7 +289,7 @@ describe('process roles', () => {
         const service = new Service(['--role', 'all', '--config', config], work, undefined, { ownGroup: round === 2 });
         const started = await service.waitFor('tenantry started', 90_000);
         expect(service.has('created the operator tenant')).toBe(round === 1);
-        const url = started.url as string;
+        const url = started.listening as string;
         expect((await get(url, '/health', 'localhost')).status).toBe(200);
         expect((await get(url, '/ready', 'localhost')).status).toBe(200);
         const me = await get(url, '/api/v1/admin/resources', 'localhost:3000');

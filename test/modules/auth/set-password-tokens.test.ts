@@ -104,8 +104,9 @@ describe('set-password tokens', () => {
 
 describe('set-password link', () => {
   it('is built on the primary host, http for a local name and https otherwise', async () => {
-    expect(await setPasswordLink(app.services, acme.id, 'a/b+c')).toBe(`http://acme.localhost:${app.config.server.port}/auth/reset?token=a%2Fb%2Bc`);
+    const link = (tenant: TenantRef, token: string) => app.services.transactions.run(tenant, (ctx) => setPasswordLink(ctx, app.services, token));
+    expect(await link(acme, 'a/b+c')).toBe(`http://acme.localhost:${app.config.server.port}/auth/reset?token=a%2Fb%2Bc`);
     await app.services.db.pool.query(`insert into tenant_hosts (host, tenant_id) values ('www.globex.example.com', $1)`, [globex.id]);
-    expect(await setPasswordLink(app.services, globex.id, 'tok')).toBe('https://globex.example.com/auth/reset?token=tok');
+    expect(await link(globex, 'tok')).toBe('https://globex.example.com/auth/reset?token=tok');
   });
 });

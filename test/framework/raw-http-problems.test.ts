@@ -1,0 +1,114 @@
+import { connect } from 'node:net';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { startTestApp, type TestApp } from '../helpers/app.ts';
+import { PROBLEMS, type ProblemCode } from '../../framework/errors.ts';
+
+/**
+ * Rule: every failure is application/problem+json with a stable code, also the ones fastify's
+ * router and Node's HTTP parser answer before any route runs. Each case is sent over a raw socket
+ * to a listening server, since an HTTP client would refuse to send most of them.
+ */
+
+let app: TestApp;
+let port: number;
+
+beforeAll(async () => {
+  app = await startTestApp();
+  await app.web!.listen({ host: '127.0.0.1', port: 0 });
+  port = (app.web!.server.address() as { port: number }).port;
+});
+afterAll(async () => {
+  await app?.close();
+});
+
+interface RawAnswer {
+  status: number;
+  headers: Record<string, string>;
+  body: string;
+}
+
+/** Writes the bytes as they are and reads the answer until the server closes the connection. */
+function send(raw: string): Promise<RawAnswer> {
+  return new Promise((resolve, reject) => {
+    const socket = connect({ host: '127.0.0.1', port });
+    const chunks: Buffer[] = [];
+    socket.setTimeout(5_000, () => socket.destroy(new Error(`no answer to ${JSON.stringify(raw.slice(0, 80))}`)));
+    socket.on('data', (c: Buffer) => chunks.push(c));
+    // A server that refuses early may reset the connection while the rest is still being written.
+    socket.on('error', (err: NodeJS.ErrnoException) => (chunks.length > 0 && err.code === 'ECONNRESET' ? finish() : reject(err)));
+    socket.on('close', () => finish());
+    let done = false;
+    function finish() {
+      if (done) return;
+      done = true;
+      const text = Buffer.concat(chunks).toString('utf8');
+      const [head = '', ...rest] = text.split('\r\n\r\n');
+      const [statusLine = '', ...headerLines] = head.split('\r\n');
+      const headers: Record<string, string> = {};
+      for (const line of headerLines) {
+        const at = line.indexOf(':');
+        headers[line.slice(0, at).trim().toLowerCase()] = line.slice(at + 1).trim();
+      }
+      resolve({ status: Number(statusLine.split(' ')[1]), headers, body: rest.join('\r\n\r\n') });
+    }
+    socket.write(raw);
+  });
+}
+
+function expectProblem(answer: RawAnswer, code: ProblemCode): void {
+  expect(answer.status, answer.body).toBe(PROBLEMS[code].status);
+  expect(answer.headers['content-type']).toMatch(/^application\/problem\+json/);
+  expect(answer.headers['x-content-type-options']).toBe('nosniff');
+  const body = JSON.parse(answer.body) as Record<string, unknown>;
+  expect(body).toMatchObject({ code, status: PROBLEMS[code].status, title: PROBLEMS[code].title });
+  expect(typeof body.detail).toBe('string');
+  expect(answer.body).not.toMatch(/FST_ERR|statusCode|HPE_/);
+}
+
+const HOST = 'Host: operator.localhost\r\n';
+
+describe('failures before any route runs are problem documents', () => {
+  it('a bad percent-encoding in the path: 400 MALFORMED_REQUEST', async () => {
+    expectProblem(await send(`GET /api/v1/testkit/widgets/%E0%A4%A HTTP/1.1\r\n${HOST}Connection: close\r\n\r\n`), 'MALFORMED_REQUEST');
+  });
+
+  it('a path parameter over the router’s length limit: 414 URI_TOO_LONG', async () => {
+    expectProblem(await send(`GET /api/v1/testkit/widgets/${'a'.repeat(200)} HTTP/1.1\r\n${HOST}Connection: close\r\n\r\n`), 'URI_TOO_LONG');
+  });
+
+  it('headers over 16 KB: 431 HEADERS_TOO_LARGE', async () => {
+    expectProblem(await send(`GET /api/v1/auth/me HTTP/1.1\r\n${HOST}X-Padding: ${'a'.repeat(17 * 1024)}\r\nConnection: close\r\n\r\n`), 'HEADERS_TOO_LARGE');
+  });
+
+  it('an unknown method: 400 MALFORMED_REQUEST, through the client error handler', async () => {
+    expectProblem(await send(`BREW /api/v1/auth/me HTTP/1.1\r\n${HOST}Connection: close\r\n\r\n`), 'MALFORMED_REQUEST');
+  });
+
+  it('a bad Content-Length: 400 MALFORMED_REQUEST, through the client error handler', async () => {
+    expectProblem(
+      await send(`POST /api/v1/auth/login HTTP/1.1\r\n${HOST}Content-Type: application/json\r\nContent-Length: ten\r\nConnection: close\r\n\r\n{}`),
+      'MALFORMED_REQUEST',
+    );
+  });
+
+  it('a Content-Length the body does not match: 400 MALFORMED_REQUEST (not 415)', async () => {
+    const res = await app.web!.inject({
+      method: 'POST',
+      url: '/api/v1/auth/login',
+      headers: { host: 'operator.localhost', 'content-type': 'application/json', 'content-length': '10' },
+      payload: '{}',
+    });
+    expectProblem({ status: res.statusCode, headers: res.headers as Record<string, string>, body: res.body }, 'MALFORMED_REQUEST');
+  });
+
+  it('an HTTP/1.1 request with no Host header: 400 MALFORMED_REQUEST', async () => {
+    const answer = await send('GET /api/v1/auth/me HTTP/1.1\r\nConnection: close\r\n\r\n');
+    expectProblem(answer, 'MALFORMED_REQUEST');
+    expect(JSON.parse(answer.body).detail).toMatch(/Host/);
+  });
+
+  it('an HTTP/1.0 probe with no Host header is still answered', async () => {
+    const answer = await send('GET /health HTTP/1.0\r\n\r\n');
+    expect(answer.status).toBe(200);
+  });
+});
