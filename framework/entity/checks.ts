@@ -1,4 +1,6 @@
 import type { Registry } from './registry.ts';
+import type { ResolvedEntity } from './resolve.ts';
+import { SYSTEM_FIELDS } from './resolve.ts';
 
 /** Raised at boot when the declarations disagree; the service refuses to start. */
 export class BootCheckError extends Error {
@@ -36,8 +38,10 @@ export function checkRegistry(registry: Registry, earlier: string[]): void {
         problems.push(`entity ${entity.names.key}: field ${field} is owned by command ${command}, which is not declared`);
       }
     }
+    problems.push(...shapeProblems(entity, (p) => registry.permissions.get(p)?.operator === true));
     // The types refuse these already; a definition built without them (e.g. from data) is caught here.
     for (const [kind, list] of [
+      ['readOnly', entity.readOnly],
       ['immutable', entity.immutable],
       ['sortable', def.sortable ?? []],
       ['admin column', def.admin ? [def.admin.title, ...def.admin.columns] : []],
@@ -83,4 +87,36 @@ export function checkRegistry(registry: Registry, earlier: string[]): void {
   if (problems.length > 0) {
     throw new BootCheckError(`startup checks failed:\n- ${problems.join('\n- ')}`);
   }
+}
+
+const SINGLETON_ROUTES = new Set(['replace', 'update', 'delete']);
+
+/**
+ * Scope, singleton and delete options that contradict each other or the permissions: a global
+ * entity is written only by the operator, so its write permission and every command's must be
+ * operator permissions; a singleton is one row per tenant, so it cannot be global.
+ */
+function shapeProblems(entity: ResolvedEntity, isOperator: (permission: string) => boolean): string[] {
+  const { def, names } = entity;
+  const problems: string[] = [];
+  if (def.scope !== undefined && def.scope !== 'tenant' && def.scope !== 'global') problems.push(`entity ${names.key}: scope ${String(def.scope)} is neither tenant nor global`);
+  if (def.deleteMode !== undefined && def.deleteMode !== 'soft' && def.deleteMode !== 'hard') problems.push(`entity ${names.key}: deleteMode ${String(def.deleteMode)} is neither soft nor hard`);
+  if (entity.scope === 'global') {
+    if (!isOperator(def.permissions.write)) {
+      problems.push(`entity ${names.key} is global: its write permission ${def.permissions.write} is not an operator permission`);
+    }
+    for (const [command, definition] of Object.entries(def.commands ?? {})) {
+      const permission = definition.permission ?? def.permissions.write;
+      if (!isOperator(permission)) problems.push(`entity ${names.key} is global: command ${command} uses ${permission}, which is not an operator permission`);
+    }
+    if (entity.singleton) problems.push(`entity ${names.key} is global and a singleton: a singleton is one row per tenant`);
+  }
+  if (!entity.singleton && def.singletonRoutes !== undefined) problems.push(`entity ${names.key} declares singletonRoutes but is not a singleton`);
+  for (const route of def.singletonRoutes ?? []) {
+    if (!SINGLETON_ROUTES.has(route)) problems.push(`entity ${names.key}: singleton route ${String(route)} is not one of replace, update, delete`);
+  }
+  for (const field of entity.computed) {
+    if (field in def.fields || (SYSTEM_FIELDS as readonly string[]).includes(field)) problems.push(`entity ${names.key}: computed field ${field} is already a field`);
+  }
+  return problems;
 }
