@@ -35,7 +35,7 @@ export class EntityOperations {
   private readonly table: string;
   private readonly selectList: string;
   private readonly fromColumn: Map<string, string>;
-  /** The condition every live row meets: not soft-deleted (a hard-deleting entity keeps none). */
+  /** The condition every live row meets: not soft-deleted (empty: a hard-deleting entity keeps none). */
   private readonly live: string;
   private readonly checkChanges: ReturnType<typeof Compile>;
   /** Row-access conditions by "first parameter|fields": the same few texts on every request. */
@@ -52,7 +52,7 @@ export class EntityOperations {
       ['updated_at', 'updatedAt'],
       ...entity.fields.map((f) => [entity.columns[f]!, f] as [string, string]),
     ]);
-    this.live = entity.deleteMode === 'hard' ? 'true' : 'deleted_at is null';
+    this.live = entity.deleteMode === 'hard' ? '' : 'deleted_at is null';
     this.checkChanges = Compile(entity.schemas.changes);
   }
 
@@ -63,16 +63,16 @@ export class EntityOperations {
     if (!column || !this.entity.sortable.includes(field)) throw notFound();
     const direction = descending ? 'desc' : 'asc';
     const access = this.access(ctx, 3);
-    const where = `${this.live}${access.sql}`;
+    const filter = where(this.live, access.sql);
     // The total is an uncorrelated subquery, counted once from the tenant's partial index alone;
     // count(*) over () would fetch and sort every matching row to return one page of them.
-    const text = `select ${this.selectList}, (select count(*) from ${this.table} where ${where}) as "__total"
-       from ${this.table} where ${where} order by ${quote(column)} ${direction}, id ${direction} limit $1 offset $2`;
+    const text = `select ${this.selectList}, (select count(*) from ${this.table}${filter}) as "__total"
+       from ${this.table}${filter} order by ${quote(column)} ${direction}, id ${direction} limit $1 offset $2`;
     const rows = await run<Values>(ctx.db, text, [page.limit, page.offset, ...access.params]);
     let total = rows.length > 0 ? Number(rows[0]!.__total) : 0;
     if (rows.length === 0 && page.offset > 0) {
       const counted = this.access(ctx, 1);
-      total = Number((await run<{ n: number }>(ctx.db, `select count(*) as n from ${this.table} where ${this.live}${counted.sql}`, counted.params))[0]!.n);
+      total = Number((await run<{ n: number }>(ctx.db, `select count(*) as n from ${this.table}${where(this.live, counted.sql)}`, counted.params))[0]!.n);
     }
     return { items: rows.map((r) => this.toRow(r)), total, limit: page.limit, offset: page.offset };
   }
@@ -123,13 +123,13 @@ export class EntityOperations {
       // The hook sees the row and may refuse: read and lock it first, then delete it by id.
       const target = await this.read(ctx, id, { lock: true });
       await hooks.beforeDelete(ctx, { row: target });
-      row = this.toRow((await run<Values>(ctx.db, `${this.deleteText()} where id = $1 returning ${this.selectList}`, [target.id]))[0]!);
+      row = this.toRow((await run<Values>(ctx.db, `${this.deleteText()}${where('id = $1')} returning ${this.selectList}`, [target.id]))[0]!);
     } else {
       // One statement finds and deletes the row.
       if (id !== null && !isUuid(id)) throw notFound();
       const access = this.access(ctx, id === null ? 1 : 2);
-      const match = id === null ? `where ${this.live}${access.sql}` : `where id = $1 and ${this.live}${access.sql}`;
-      const rows = await run<Values>(ctx.db, `${this.deleteText()} ${match} returning ${this.selectList}`, id === null ? access.params : [id, ...access.params]);
+      const match = id === null ? where(this.live, access.sql) : where('id = $1', this.live, access.sql);
+      const rows = await run<Values>(ctx.db, `${this.deleteText()}${match} returning ${this.selectList}`, id === null ? access.params : [id, ...access.params]);
       if (!rows[0]) throw notFound();
       row = this.toRow(rows[0]);
     }
@@ -174,7 +174,7 @@ export class EntityOperations {
   }
 
   /**
-   * The row-access condition (` and "owner_id" = $n ...`, numbered from `first`) and its values;
+   * The row-access condition (`"owner_id" = $n and ...`, numbered from `first`) and its values;
    * empty for an entity that declares no rowAccess. The text depends only on the fields the filter
    * names, so each statement keeps one text and stays prepared.
    */
@@ -189,7 +189,7 @@ export class EntityOperations {
       for (const field of fields) {
         if (!(field in this.entity.columns)) throw problem('INTERNAL', `rowAccess of ${this.entity.names.key} names ${field}, which is not a field`);
       }
-      sql = fields.map((f, i) => ` and ${quote(this.entity.columns[f]!)} = $${first + i}`).join('');
+      sql = fields.map((f, i) => `${quote(this.entity.columns[f]!)} = $${first + i}`).join(' and ');
       this.accessTexts.set(key, sql);
     }
     return { sql, params: fields.map((f) => this.toColumnValue(f, filter[f])) };
@@ -201,12 +201,12 @@ export class EntityOperations {
       if (!this.entity.singleton) return undefined;
       const access = this.access(ctx, 1);
       // Row-level security leaves this tenant's rows, of which a unique index keeps one live.
-      const rows = await run<Values>(ctx.db, `select ${this.selectList} from ${this.table} where ${this.live}${access.sql}${suffix}`, access.params);
+      const rows = await run<Values>(ctx.db, `select ${this.selectList} from ${this.table}${where(this.live, access.sql)}${suffix}`, access.params);
       return rows[0] ? this.toRow(rows[0]) : undefined;
     }
     if (!isUuid(id)) return undefined;
     const access = this.access(ctx, 2);
-    const rows = await run<Values>(ctx.db, `select ${this.selectList} from ${this.table} where id = $1 and ${this.live}${access.sql}${suffix}`, [id, ...access.params]);
+    const rows = await run<Values>(ctx.db, `select ${this.selectList} from ${this.table}${where('id = $1', this.live, access.sql)}${suffix}`, [id, ...access.params]);
     return rows[0] ? this.toRow(rows[0]) : undefined;
   }
 
@@ -295,6 +295,12 @@ export class EntityOperations {
 }
 
 const NO_ACCESS_FILTER = Object.freeze({ sql: '', params: [] as unknown[] });
+
+/** ` where a and b`, leaving out empty conditions (and the where, when none is left). */
+const where = (...conditions: string[]): string => {
+  const kept = conditions.filter((c) => c !== '');
+  return kept.length > 0 ? ` where ${kept.join(' and ')}` : '';
+};
 
 // Every text here is assembled from the entity's declaration, so the set is small and fixed: each
 // runs as a prepared statement.
