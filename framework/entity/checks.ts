@@ -1,6 +1,7 @@
 import type { Registry } from './registry.ts';
 import type { ResolvedEntity } from './resolve.ts';
 import { SYSTEM_FIELDS } from './resolve.ts';
+import type { TxContext } from '../context/tx.ts';
 
 /** Raised at boot when the declarations disagree; the service refuses to start. */
 export class BootCheckError extends Error {
@@ -118,5 +119,34 @@ function shapeProblems(entity: ResolvedEntity, isOperator: (permission: string) 
   for (const field of entity.computed) {
     if (field in def.fields || (SYSTEM_FIELDS as readonly string[]).includes(field)) problems.push(`entity ${names.key}: computed field ${field} is already a field`);
   }
+  if (def.rowAccess) problems.push(...rowAccessProblems(entity));
   return problems;
+}
+
+/**
+ * rowAccess is synchronous, a mapping from the caller to field values, so it can be asked at boot
+ * with no caller (as a job would): the fields it names must be fields. It must answer there too,
+ * with null values (which match no row) rather than throwing.
+ */
+function rowAccessProblems(entity: ResolvedEntity): string[] {
+  const noCaller: TxContext = {
+    tenant: { id: '00000000-0000-0000-0000-000000000000', slug: 'boot-check', isOperator: false },
+    db: undefined as never,
+    session: null,
+    actorId: null,
+    declaredEvents: new Set(),
+    publish: () => {
+      throw new Error('rowAccess may not publish');
+    },
+    can: () => false,
+  };
+  let filter: Record<string, unknown>;
+  try {
+    filter = entity.def.rowAccess!(noCaller) as Record<string, unknown>;
+  } catch (err) {
+    return [`entity ${entity.names.key}: rowAccess fails with no caller (${(err as Error).message}); answer null values instead`];
+  }
+  return Object.keys(filter)
+    .filter((field) => !(field in entity.def.fields))
+    .map((field) => `entity ${entity.names.key}: rowAccess names ${field}, which is not a field`);
 }

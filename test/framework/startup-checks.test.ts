@@ -123,13 +123,17 @@ describe('startup checks, in every role', () => {
     expect(() => new Registry([testkitModule, bad({ entities: [entity(defaulted)] })], config)).not.toThrow();
   });
 
-  it('refuse contradictory shapes: a global singleton, singleton routes on a collection, a computed field named like a field', () => {
+  it('refuse contradictory shapes: a global singleton, singleton routes on a collection, a computed field named like a field, a row-access filter naming a non-field', () => {
     const globalSingleton = { ...setting, module: 'bad', scope: 'global', permissions: { read: 'widget:read', write: 'widget:operate' } } as never;
     expect(() => new Registry([testkitModule, bad({ entities: [entity(globalSingleton)] })], config)).toThrow(/entity bad\.setting is global and a singleton/);
     const routesOnCollection = { ...widget, module: 'bad', singletonRoutes: ['update'] } as never;
     expect(() => new Registry([testkitModule, bad({ entities: [entity(routesOnCollection)] })], config)).toThrow(/entity bad\.widget declares singletonRoutes but is not a singleton/);
     const shadowing = { ...widget, module: 'bad', computed: { name: Type.String() } } as never;
     expect(() => new Registry([testkitModule, bad({ entities: [entity(shadowing)] })], config)).toThrow(/entity bad\.widget: computed field name is already a field/);
+    const strayFilter = { ...widget, module: 'bad', rowAccess: (ctx: { actorId: string | null }) => ({ name: 'x', ownerId: ctx.actorId }) } as never;
+    expect(() => new Registry([testkitModule, bad({ entities: [entity(strayFilter)] })], config)).toThrow(/entity bad\.widget: rowAccess names ownerId, which is not a field/);
+    const needsCaller = { ...widget, module: 'bad', rowAccess: (ctx: { session: { userId: string } }) => ({ name: ctx.session.userId }) } as never;
+    expect(() => new Registry([testkitModule, bad({ entities: [entity(needsCaller)] })], config)).toThrow(/entity bad\.widget: rowAccess fails with no caller/);
     const unknownReadOnly = { ...widget, module: 'bad', readOnly: ['shine'] } as never;
     expect(() => new Registry([testkitModule, bad({ entities: [entity(unknownReadOnly)] })], config)).toThrow(/readOnly field shine is not a field/);
   });
