@@ -46,7 +46,11 @@ export function commandRoutes(entity: ResolvedEntity, ops: EntityOperations, pre
     url: entity.singleton ? `${names.path}/${command}` : `${names.path}/:id/${command}`,
     operationId: names.operationId(command),
     summary: definition.summary,
-    description: definition.description,
+    description: sentences(
+      definition.description,
+      entity.singleton ? `Before the ${names.label.toLowerCase()} exists, the command may create it; if it does not, 404 NOT_FOUND.` : undefined,
+      visibility(entity),
+    ),
     tags: [def.module],
     access: { permission: definition.permission ?? def.permissions.write },
     // A singleton's command may create the row, which publishes its created event.
@@ -71,3 +75,14 @@ export function deleteDescription(entity: ResolvedEntity): string {
       : 'Soft delete: the row is kept but no longer listed, read, updated or commanded; its unique keys are released.';
   return entity.def.hooks?.beforeDelete ? `${what} The entity may refuse (a problem naming why) while the row is still in use.` : what;
 }
+
+/** Who sees which rows, for OpenAPI: a global entity's and a row-access filter's rule, or nothing. */
+export function visibility(entity: ResolvedEntity): string {
+  const parts: string[] = [];
+  if (entity.scope === 'global') parts.push('Global: every tenant reads the same rows; only the operator tenant writes them.');
+  if (entity.def.rowAccess) parts.push('Only the rows the caller may see (row access): another caller\'s row answers 404, like an unknown id.');
+  return parts.join(' ');
+}
+
+/** A description made of sentences, any of which may be empty; undefined when all are. */
+export const sentences = (...parts: (string | undefined)[]): string | undefined => parts.filter((p) => p).join(' ') || undefined;

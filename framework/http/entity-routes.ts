@@ -1,7 +1,7 @@
 import type { AnyRoute } from '../entity/define.ts';
 import type { ResolvedEntity } from '../entity/resolve.ts';
 import { EntityOperations } from '../operations/entity-ops.ts';
-import { NoContent, answer, commandRoutes, deleteDescription, followUpEvents, presentAll, presenter } from './entity-route-parts.ts';
+import { NoContent, answer, commandRoutes, deleteDescription, followUpEvents, presentAll, presenter, sentences, visibility } from './entity-route-parts.ts';
 import { singletonRoutes } from './singleton-routes.ts';
 
 /**
@@ -27,7 +27,7 @@ export function entityRoutes(entity: ResolvedEntity): AnyRoute[] {
       url: names.path,
       operationId: names.operationId('list'),
       summary: `List ${names.labelPlural.toLowerCase()}`,
-      description: 'Paged with limit/offset, sorted by one field (prefix "-" for descending), ties broken by id; total counts all matching rows.',
+      description: sentences('Paged with limit/offset, sorted by one field (prefix "-" for descending), ties broken by id; total counts all matching rows.', visibility(entity)),
       tags,
       access: read,
       schema: { querystring: schemas.listQuery, response: { 200: answer(schemas.list, `A page of ${names.labelPlural.toLowerCase()}`) } },
@@ -56,6 +56,7 @@ export function entityRoutes(entity: ResolvedEntity): AnyRoute[] {
       url: itemPath,
       operationId: names.operationId('read'),
       summary: `Read a ${names.label.toLowerCase()}`,
+      description: sentences(visibility(entity)),
       tags,
       access: read,
       schema: { params: schemas.idParams, response: { 200: answer(schemas.row, `The ${names.label.toLowerCase()}`) } },
@@ -66,7 +67,7 @@ export function entityRoutes(entity: ResolvedEntity): AnyRoute[] {
       url: itemPath,
       operationId: names.operationId('update'),
       summary: `Update a ${names.label.toLowerCase()}`,
-      description: entity.immutable.length ? `Immutable fields: ${entity.immutable.join(', ')}.` : undefined,
+      description: sentences(entity.immutable.length ? `Immutable fields: ${entity.immutable.join(', ')}.` : undefined, visibility(entity)),
       tags,
       access: write,
       publishes: [...new Set([events.updated, ...hookEvents])],
@@ -78,7 +79,7 @@ export function entityRoutes(entity: ResolvedEntity): AnyRoute[] {
       url: itemPath,
       operationId: names.operationId('delete'),
       summary: `Delete a ${names.label.toLowerCase()}`,
-      description: deleteDescription(entity),
+      description: sentences(deleteDescription(entity), visibility(entity)),
       tags,
       access: write,
       publishes: [events.deleted, ...(def.hookPublishes ?? [])],

@@ -141,7 +141,7 @@ describe('the OpenAPI document', () => {
     expect(command.responses['200']?.content?.['application/json']?.schema).toMatchObject({ title: 'Widget' });
   });
 
-  it('documents read-only and computed fields, hard delete and the singleton\'s answers', () => {
+  it('documents read-only and computed fields, hard delete, global scope, row access and the singleton\'s answers', () => {
     const body = (key: string) => operations.get(key)!.requestBody!.content['application/json']!.schema as { properties: Record<string, unknown> };
     const answer = (key: string, status: string) => operations.get(key)!.responses[status]!.content!['application/json']!.schema as { properties: Record<string, unknown> };
     // memo: long is set by the service only, excerpt is added by afterRead.
@@ -154,6 +154,11 @@ describe('the OpenAPI document', () => {
     expect((operations.get('DELETE /api/v1/testkit/gadgets/{id}') as { description?: string }).description).toMatch(/^Soft delete.*may refuse/);
     expect((operations.get('GET /api/v1/testkit/setting') as { description?: string }).description).toMatch(/404 NOT_FOUND until it exists/);
     expect(operations.get('GET /api/v1/testkit/setting')!.parameters ?? []).toEqual([]);
+    expect((operations.get('POST /api/v1/testkit/setting/activate') as { description?: string }).description).toMatch(/may create it/);
+    for (const key of ['GET /api/v1/testkit/memos', 'GET /api/v1/testkit/memos/{id}', 'PATCH /api/v1/testkit/memos/{id}', 'POST /api/v1/testkit/memos/{id}/pin']) {
+      expect((operations.get(key) as { description?: string }).description, key).toMatch(/another caller's row answers 404/);
+    }
+    expect((operations.get('GET /api/v1/testkit/gadgets') as { description?: string }).description).toMatch(/every tenant reads the same rows/);
   });
 
   it('documents the paging and sorting parameters on every list route', () => {
