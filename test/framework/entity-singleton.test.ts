@@ -39,7 +39,7 @@ const preference = defineEntity({
     broken: {
       summary: 'Creates a row the field schemas refuse',
       async run() {
-        return { theme: '', activations: -1 };
+        return { theme: '', activations: -1, colour: 'red' } as never;
       },
     },
   },
@@ -139,11 +139,12 @@ describe('a singleton: one row per tenant at /api/v1/<module>/<name>', () => {
     expect(await eventNames(b)).toEqual(before);
   });
 
-  it('validates the values a command would insert against the field schemas (422, nothing stored)', async () => {
+  it('validates the values a command would insert against the field schemas, unknown fields included (422, nothing stored)', async () => {
     const res = await at(b).post(`${PREFERENCE}/broken`).set('Cookie', cookieB);
     expect(res.status).toBe(422);
     expect(res.body.code).toBe('VALIDATION_FAILED');
-    expect(res.body.errors.map((e: { pointer: string }) => e.pointer).sort()).toEqual(['/activations', '/theme']);
+    expect(res.body.errors.map((e: { pointer: string }) => e.pointer).sort()).toEqual(['/activations', '/colour', '/theme']);
+    expect(res.body.errors).toContainEqual({ pointer: '/colour', message: 'not a field: colour' });
     expect(await liveSettings(b)).toEqual([]);
   });
 
