@@ -1,4 +1,7 @@
 import type { Registry } from './registry.ts';
+import type { ResolvedEntity } from './resolve.ts';
+import { SYSTEM_FIELDS } from './resolve.ts';
+import type { TxContext } from '../context/tx.ts';
 
 /** Raised at boot when the declarations disagree; the service refuses to start. */
 export class BootCheckError extends Error {
@@ -39,8 +42,10 @@ export function checkRegistry(registry: Registry, earlier: string[]): void {
         }
       }
     }
+    problems.push(...shapeProblems(entity, (p) => registry.permissions.get(p)?.operator === true));
     // The types refuse these already; a definition built without them (e.g. from data) is caught here.
     for (const [kind, list] of [
+      ['readOnly', entity.readOnly],
       ['immutable', entity.immutable],
       ['sortable', def.sortable ?? []],
       ['admin column', def.admin ? [def.admin.title, ...def.admin.columns] : []],
@@ -86,4 +91,71 @@ export function checkRegistry(registry: Registry, earlier: string[]): void {
   if (problems.length > 0) {
     throw new BootCheckError(`startup checks failed:\n- ${problems.join('\n- ')}`);
   }
+}
+
+const SINGLETON_ROUTES = new Set(['replace', 'update', 'delete']);
+
+/**
+ * Scope, singleton and delete options that contradict each other or the permissions: a global
+ * entity is written only by the operator, so its write permission and every command's must be
+ * operator permissions; a singleton is one row per tenant, so it cannot be global.
+ */
+function shapeProblems(entity: ResolvedEntity, isOperator: (permission: string) => boolean): string[] {
+  const { def, names } = entity;
+  const problems: string[] = [];
+  if (def.scope !== undefined && def.scope !== 'tenant' && def.scope !== 'global') problems.push(`entity ${names.key}: scope ${String(def.scope)} is neither tenant nor global`);
+  if (def.deleteMode !== undefined && def.deleteMode !== 'soft' && def.deleteMode !== 'hard') problems.push(`entity ${names.key}: deleteMode ${String(def.deleteMode)} is neither soft nor hard`);
+  if (entity.scope === 'global') {
+    if (!isOperator(def.permissions.write)) {
+      problems.push(`entity ${names.key} is global: its write permission ${def.permissions.write} is not an operator permission`);
+    }
+    for (const [command, definition] of Object.entries(def.commands ?? {})) {
+      const permission = definition.permission ?? def.permissions.write;
+      if (!isOperator(permission)) problems.push(`entity ${names.key} is global: command ${command} uses ${permission}, which is not an operator permission`);
+    }
+    if (entity.singleton) problems.push(`entity ${names.key} is global and a singleton: a singleton is one row per tenant`);
+  }
+  if (!entity.singleton && def.singletonRoutes !== undefined) problems.push(`entity ${names.key} declares singletonRoutes but is not a singleton`);
+  for (const route of def.singletonRoutes ?? []) {
+    if (!SINGLETON_ROUTES.has(route)) problems.push(`entity ${names.key}: singleton route ${String(route)} is not one of replace, update, delete`);
+  }
+  for (const field of entity.computed) {
+    if (field in def.fields || (SYSTEM_FIELDS as readonly string[]).includes(field)) problems.push(`entity ${names.key}: computed field ${field} is already a field`);
+  }
+  if (def.rowAccess) problems.push(...rowAccessProblems(entity));
+  return problems;
+}
+
+/**
+ * rowAccess is synchronous, a mapping from the caller to field values, so it can be asked at boot
+ * with no caller (as a job would): the fields it names must be fields. It must answer there too,
+ * with null values (which match no row) rather than throwing.
+ */
+function rowAccessProblems(entity: ResolvedEntity): string[] {
+  const noCaller: TxContext = {
+    tenant: { id: '00000000-0000-0000-0000-000000000000', slug: 'boot-check', isOperator: false },
+    db: undefined as never,
+    session: null,
+    actorId: null,
+    declaredEvents: new Set(),
+    publish: () => {
+      throw new Error('rowAccess may not publish');
+    },
+    can: () => false,
+    onRollback: () => {
+      throw new Error('rowAccess may not schedule work');
+    },
+    afterCommit: () => {
+      throw new Error('rowAccess may not schedule work');
+    },
+  };
+  let filter: Record<string, unknown>;
+  try {
+    filter = entity.def.rowAccess!(noCaller) as Record<string, unknown>;
+  } catch (err) {
+    return [`entity ${entity.names.key}: rowAccess fails with no caller (${(err as Error).message}); answer null values instead`];
+  }
+  return Object.keys(filter)
+    .filter((field) => !(field in entity.def.fields))
+    .map((field) => `entity ${entity.names.key}: rowAccess names ${field}, which is not a field`);
 }

@@ -24,7 +24,19 @@ export type EntityRow<F extends TProperties> = FieldValues<F> & {
   updatedAt: Date;
 };
 
-export interface CommandDefinition<F extends TProperties, B extends TSchema = TSchema> {
+/** Who owns an entity's rows: each tenant its own (the default), or one set every tenant reads. */
+export type EntityScope = 'tenant' | 'global';
+
+/** Soft (the default): DELETE sets deleted_at and keeps the row. Hard: DELETE removes the row. */
+export type DeleteMode = 'soft' | 'hard';
+
+/** Routes a singleton may declare besides GET and its commands: PUT, PATCH and DELETE. */
+export type SingletonRoute = 'replace' | 'update' | 'delete';
+
+/** The row a command runs on: locked; for a singleton, null until the tenant's row exists. */
+export type CommandRow<F extends TProperties, S extends boolean = false> = S extends true ? EntityRow<F> | null : EntityRow<F>;
+
+export interface CommandDefinition<F extends TProperties, B extends TSchema = TSchema, S extends boolean = false> {
   summary: string;
   description?: string;
   /** Request body schema; omitted when the command takes none. */
@@ -35,21 +47,50 @@ export interface CommandDefinition<F extends TProperties, B extends TSchema = TS
   publishes?: readonly string[];
   /**
    * Runs inside the request's transaction with the row locked. Returns the changes to store
-   * (command-owned fields included), or nothing when the command changes nothing.
+   * (command-owned fields included), or nothing when the command changes nothing. The changes are
+   * validated against the field schemas before they are written. On a singleton whose row does not
+   * exist yet, `row` is null and the values returned are inserted as the new row (nothing returned:
+   * the command answers 404, like GET).
    */
-  run(ctx: TxContext, row: EntityRow<F>, body: Static<B>, services: Services): Promise<Partial<FieldValues<F>> | void>;
+  run(ctx: TxContext, row: CommandRow<F, S>, body: Static<B>, services: Services): Promise<Partial<FieldValues<F>> | void>;
 }
 
-export type WriteOperation = 'create' | 'update' | 'delete';
+export type WriteOperation = 'create' | 'update' | 'delete' | 'command';
 
-export interface EntityHooks<F extends TProperties> {
-  /** Before an insert or update is written: may adjust the values (command-owned fields included). */
+/** What afterWrite learns: the operation, and for a command its name. previous is absent when the row was created. */
+export type AfterWriteInput<F extends TProperties, CN extends string = string> =
+  | { op: 'create' | 'update' | 'delete'; command?: undefined; row: EntityRow<F>; previous?: EntityRow<F> }
+  | { op: 'command'; command: CN; row: EntityRow<F>; previous?: EntityRow<F> };
+
+/** A row as the entity's routes return it: afterRead's result, the computed fields included. */
+export type ReadShape<F extends TProperties, C extends TProperties = {}> = EntityRow<F> & FieldValues<C>;
+
+/**
+ * The lifecycle hooks, all inside the request's transaction, in this order (docs/module-authoring.md):
+ * create: beforeWrite → insert → created event → afterWrite → its changes → afterRead.
+ * PATCH/PUT: read and lock → beforeWrite → update → updated event → afterWrite → its changes → afterRead.
+ * command: read and lock → run → update (or insert) → afterWrite → its changes → afterRead.
+ * DELETE: read and lock → beforeDelete → delete → deleted event → afterWrite.
+ */
+export interface EntityHooks<F extends TProperties, CN extends string = string, C extends TProperties = {}> {
+  /** Before an insert or update from a request body is written: may adjust the values (command-owned fields included). */
   beforeWrite?(ctx: TxContext, input: { op: 'create' | 'update'; values: Partial<FieldValues<F>>; previous?: EntityRow<F> }): Promise<Partial<FieldValues<F>> | void>;
-  /** After any write, in the same transaction: follow-up writes and events. */
-  afterWrite?(ctx: TxContext, input: { op: WriteOperation; row: EntityRow<F>; previous?: EntityRow<F> }): Promise<void>;
+  /** Before a DELETE, with the row read and locked: throws a problem to refuse it (nothing is deleted or published). */
+  beforeDelete?(ctx: TxContext, input: { row: EntityRow<F> }): Promise<void>;
+  /**
+   * After any write, in the same transaction: follow-up writes and events. May return changes to
+   * the row, validated and stored like a command's (publishing the updated event); storing them
+   * does not call afterWrite again. A delete's afterWrite may return none.
+   */
+  afterWrite?(ctx: TxContext, input: AfterWriteInput<F, CN>): Promise<Partial<FieldValues<F>> | void>;
+  /** Shapes the row every route of the entity returns (list items, read, create, update, commands), computed fields included. */
+  afterRead?(ctx: TxContext, row: EntityRow<F>): ReadShape<F, C> | Promise<ReadShape<F, C>>;
 }
 
-export interface EntityDefinition<F extends TProperties, CN extends string = string> {
+/** A row-access filter: field → the value a visible row holds (equality; a null value matches no row). */
+export type RowFilter<F extends TProperties> = { readonly [K in keyof F & string]?: Static<F[K]> | null };
+
+export interface EntityDefinition<F extends TProperties, CN extends string = string, S extends boolean = false, C extends TProperties = {}> {
   module: string;
   name: string;
   /** Defaults to name + "s"; names the path segment and the table. */
@@ -58,6 +99,25 @@ export interface EntityDefinition<F extends TProperties, CN extends string = str
   label?: string;
   description?: string;
   fields: F;
+  /**
+   * 'tenant' (default): the table has tenant_id and row-level security. 'global': one set of rows
+   * every tenant reads (no tenant_id, no policy); writes need an operator permission (checked at boot).
+   */
+  scope?: EntityScope;
+  /**
+   * One row per tenant, served at /api/v1/<module>/<name> with no id: GET, and POST .../<command>.
+   * PUT, PATCH and DELETE only as declared in singletonRoutes.
+   */
+  singleton?: S;
+  /** A singleton's extra routes: 'replace' (PUT, creates or replaces), 'update' (PATCH), 'delete' (DELETE). */
+  singletonRoutes?: S extends true ? readonly SingletonRoute[] : never;
+  /**
+   * Which rows the caller sees, beyond the tenant: applied to list, read, update, delete and
+   * commands, so another caller's row answers 404 like an unknown id. Create is not filtered.
+   */
+  rowAccess?(ctx: TxContext): RowFilter<F>;
+  /** 'soft' (default) or 'hard': a hard delete removes the row, and the table needs no deleted_at. */
+  deleteMode?: DeleteMode;
   /** Settable on create, refused on PATCH. */
   immutable?: readonly (keyof F & string)[];
   /**
@@ -65,13 +125,17 @@ export interface EntityDefinition<F extends TProperties, CN extends string = str
    * writes it (`status: ['deactivate', 'set-password']`): the refusal names all of them.
    */
   commandOwned?: { readonly [K in keyof F & string]?: NoInfer<CN> | readonly NoInfer<CN>[] };
+  /** Fields only the service sets (hooks, jobs): refused on create and PATCH like id and createdAt. */
+  readOnly?: readonly (keyof F & string)[];
+  /** Response-only fields afterRead adds (no column, never written): part of the row schema. */
+  computed?: C;
   permissions: { read: string; write: string };
   /** Event names override; by default <module>.<entity>.created / .updated / .deleted. */
   events?: { created?: string; updated?: string; deleted?: string };
   /** Extra events the hooks may publish. */
   hookPublishes?: readonly string[];
-  hooks?: EntityHooks<F>;
-  commands?: { readonly [K in CN]: CommandDefinition<F> };
+  hooks?: EntityHooks<F, NoInfer<CN>, NoInfer<C>>;
+  commands?: { readonly [K in CN]: CommandDefinition<F, TSchema, S> };
   /** Fields a list may sort by; createdAt and updatedAt always may. */
   sortable?: readonly (keyof F & string)[];
   admin?: { title: keyof F & string; columns: readonly (keyof F & string)[] };
@@ -88,14 +152,14 @@ export interface EntityDefinition<F extends TProperties, CN extends string = str
  * have in immutable, commandOwned, sortable or admin fails to compile, as does a command-owned
  * field naming an undeclared command.
  */
-export function defineEntity<const F extends TProperties, const CN extends string = never>(
-  definition: EntityDefinition<F, CN>,
-): EntityDefinition<F, CN> {
+export function defineEntity<const F extends TProperties, const CN extends string = never, const S extends boolean = false, const C extends TProperties = {}>(
+  definition: EntityDefinition<F, CN, S, C>,
+): EntityDefinition<F, CN, S, C> {
   return definition;
 }
 
 /** Type-erased entity, as the framework stores it after declaration. */
-export type AnyEntity = EntityDefinition<TProperties, string>;
+export type AnyEntity = EntityDefinition<TProperties, string, boolean, TProperties>;
 
 export interface RouteSchemas {
   params?: TSchema;
@@ -211,6 +275,6 @@ export function defineModule(module: ModuleDefinition): ModuleDefinition {
 }
 
 /** Erases an entity's field types so it can sit in a module's list. */
-export function entity<F extends TProperties, CN extends string>(definition: EntityDefinition<F, CN>): AnyEntity {
+export function entity<F extends TProperties, CN extends string, S extends boolean, C extends TProperties>(definition: EntityDefinition<F, CN, S, C>): AnyEntity {
   return definition as unknown as AnyEntity;
 }

@@ -16,6 +16,7 @@ export interface EntityNames {
   key: string;
   plural: string;
   table: string;
+  /** The collection's path, or a singleton's (singular) resource path. */
   path: string;
   label: string;
   labelPlural: string;
@@ -31,6 +32,8 @@ export function entityNames(input: {
   table?: string;
   label?: string;
   events?: { created?: string; updated?: string; deleted?: string };
+  /** A singleton is one resource, not a collection: its path names it in the singular. */
+  singleton?: boolean;
 }): EntityNames {
   const plural = input.plural ?? `${input.name}s`;
   const label = input.label ?? titleCase(input.name);
@@ -39,7 +42,7 @@ export function entityNames(input: {
     key: prefix,
     plural,
     table: input.table ?? snakeCase(plural),
-    path: `${API_PREFIX}/${input.module}/${plural}`,
+    path: `${API_PREFIX}/${input.module}/${input.singleton ? input.name : plural}`,
     label,
     labelPlural: input.plural ? titleCase(input.plural) : `${label}s`,
     adminPath: `/admin/${input.module}/${input.name}`,

@@ -1,8 +1,15 @@
 import Type, { type TProperties, type TSchema } from 'typebox';
-import type { AnyEntity } from './define.ts';
+import type { AnyEntity, DeleteMode, EntityScope } from './define.ts';
 import { camelCase, entityNames, snakeCase, type EntityNames } from './names.ts';
 
 export const SYSTEM_FIELDS = ['id', 'createdAt', 'updatedAt'] as const;
+
+/** One route an entity serves: the verb (its operation id's last part), method and OpenAPI path. */
+export interface EntityEndpoint {
+  verb: string;
+  method: 'GET' | 'POST' | 'PUT' | 'PATCH' | 'DELETE';
+  path: string;
+}
 
 /** An entity with every derived name, column and schema worked out once at boot. */
 export interface ResolvedEntity {
@@ -10,6 +17,9 @@ export interface ResolvedEntity {
   module: string;
   name: string;
   names: EntityNames;
+  scope: EntityScope;
+  singleton: boolean;
+  deleteMode: DeleteMode;
   fields: string[];
   /** field → column */
   columns: Record<string, string>;
@@ -20,7 +30,13 @@ export interface ResolvedEntity {
   commandOwned: Record<string, string>;
   /** field → every command that writes it, in declaration order. */
   commandOwners: Record<string, readonly string[]>;
+  /** Fields only the service sets: refused on create and PATCH. */
+  readOnly: string[];
+  /** Response-only fields afterRead adds. */
+  computed: string[];
   sortable: string[];
+  /** Every route the entity serves, generic and command routes, in registration order. */
+  endpoints: EntityEndpoint[];
   schemas: {
     row: TSchema;
     create: TSchema;
@@ -28,6 +44,8 @@ export interface ResolvedEntity {
     list: TSchema;
     listQuery: TSchema;
     idParams: TSchema;
+    /** Any subset of the fields (optional ones nullable), closed: what a command or hook may store. */
+    changes: TSchema;
   };
   commandRoute(command: string): string;
 }
@@ -48,17 +66,23 @@ export function resolveEntity(def: AnyEntity): ResolvedEntity {
     Object.entries(commandOwners).flatMap(([field, owners]) => (owners[0] ? [[field, owners[0]]] : [])),
   ) as Record<string, string>;
   const immutable = [...(def.immutable ?? [])];
-  const writable = fields.filter((f) => !(f in commandOwners));
+  const readOnly = [...(def.readOnly ?? [])];
+  const computed = Object.keys(def.computed ?? {});
+  const writable = fields.filter((f) => !(f in commandOwners) && !readOnly.includes(f));
   const patchable = writable.filter((f) => !immutable.includes(f));
   const sortable = ['createdAt', 'updatedAt', ...(def.sortable ?? [])];
 
+  const nullable = (schema: TSchema): TSchema => (Type.IsOptional(schema) ? Type.Union([stripOptional(schema), Type.Null()]) : schema);
   const rowProperties: TProperties = { id: Type.String({ format: 'uuid' }) };
-  for (const [field, schema] of Object.entries(def.fields)) {
-    rowProperties[field] = Type.IsOptional(schema) ? Type.Union([stripOptional(schema), Type.Null()]) : schema;
-  }
+  for (const [field, schema] of Object.entries(def.fields)) rowProperties[field] = nullable(schema);
   rowProperties.createdAt = Type.String({ format: 'date-time' });
   rowProperties.updatedAt = Type.String({ format: 'date-time' });
+  for (const [field, schema] of Object.entries(def.computed ?? {})) rowProperties[field] = nullable(schema);
   const row = Type.Object(rowProperties, { additionalProperties: false, title: names.label });
+  const changes = Type.Object(
+    Object.fromEntries(fields.map((f) => [f, Type.Optional(nullable(def.fields[f]!))])),
+    { additionalProperties: false },
+  );
 
   const pick = (keys: string[], partial: boolean): TProperties =>
     Object.fromEntries(keys.map((k) => [k, partial ? Type.Optional(stripOptional(def.fields[k]!)) : def.fields[k]!]));
@@ -90,11 +114,34 @@ export function resolveEntity(def: AnyEntity): ResolvedEntity {
     { additionalProperties: false },
   );
 
+  const singleton = def.singleton === true;
+  const commandNames = Object.keys(def.commands ?? {});
+  const item = singleton ? names.path : `${names.path}/{id}`;
+  const declared = new Set(def.singletonRoutes ?? []);
+  const endpoints: EntityEndpoint[] = singleton
+    ? [
+        { verb: 'read', method: 'GET', path: item },
+        ...(declared.has('replace') ? [{ verb: 'replace', method: 'PUT', path: item } as const] : []),
+        ...(declared.has('update') ? [{ verb: 'update', method: 'PATCH', path: item } as const] : []),
+        ...(declared.has('delete') ? [{ verb: 'delete', method: 'DELETE', path: item } as const] : []),
+      ]
+    : [
+        { verb: 'list', method: 'GET', path: names.path },
+        { verb: 'create', method: 'POST', path: names.path },
+        { verb: 'read', method: 'GET', path: item },
+        { verb: 'update', method: 'PATCH', path: item },
+        { verb: 'delete', method: 'DELETE', path: item },
+      ];
+  for (const command of commandNames) endpoints.push({ verb: command, method: 'POST', path: `${item}/${command}` });
+
   return {
     def,
     module: def.module,
     name: def.name,
     names,
+    scope: def.scope ?? 'tenant',
+    singleton,
+    deleteMode: def.deleteMode ?? 'soft',
     fields,
     columns,
     writable,
@@ -102,9 +149,12 @@ export function resolveEntity(def: AnyEntity): ResolvedEntity {
     immutable,
     commandOwned,
     commandOwners,
+    readOnly,
+    computed,
     sortable,
-    schemas: { row, create, patch, list, listQuery, idParams: IdParams },
-    commandRoute: (command) => `POST ${names.path}/{id}/${command}`,
+    endpoints,
+    schemas: { row, create, patch, list, listQuery, idParams: IdParams, changes },
+    commandRoute: (command) => `POST ${item}/${command}`,
   };
 }
 

@@ -80,11 +80,7 @@ export async function loadTables(pool: pg.Pool, names: readonly string[]): Promi
  * honours them as soon as the definition carries them, whatever else changes around it.
  */
 export function tableShape(def: AnyEntity): { tenantScoped: boolean; softDelete: boolean } {
-  const view = def as { scope?: unknown; hardDelete?: unknown; softDelete?: unknown; delete?: unknown };
-  return {
-    tenantScoped: view.scope !== 'global',
-    softDelete: !(view.hardDelete === true || view.softDelete === false || view.delete === 'hard'),
-  };
+  return { tenantScoped: def.scope !== 'global', softDelete: def.deleteMode !== 'hard' };
 }
 
 /** Which column types can hold a field's values, and whether its schema admits null. */

@@ -116,10 +116,11 @@ export function registerRoute(app: FastifyInstance, services: Services, route: A
 
 /**
  * A body naming a command-owned field is refused with every route that writes it, and PATCH refuses
- * immutable fields, before schema validation would call them merely unknown.
+ * immutable fields, before schema validation would call them merely unknown. Fields the service
+ * sets (system and read-only fields) are refused on every write. A singleton's PUT is a create.
  */
 function protectedFieldCheck(entity: ResolvedEntity, route: AnyRoute) {
-  const isCreate = route.operationId === entity.names.operationId('create');
+  const isCreate = route.operationId === entity.names.operationId('create') || route.operationId === entity.names.operationId('replace');
   const isPatch = route.operationId === entity.names.operationId('update');
   if (!isCreate && !isPatch) return undefined;
   return async (request: FastifyRequest) => {
@@ -135,7 +136,7 @@ function protectedFieldCheck(entity: ResolvedEntity, route: AnyRoute) {
       if (isPatch && entity.immutable.includes(key)) {
         throw problem('FIELD_IMMUTABLE', `${key} cannot be changed after creation`, { extensions: { field: key } });
       }
-      if (key === 'id' || key === 'createdAt' || key === 'updatedAt') {
+      if (key === 'id' || key === 'createdAt' || key === 'updatedAt' || entity.readOnly.includes(key)) {
         throw problem('FIELD_IMMUTABLE', `${key} is set by the service`, { extensions: { field: key } });
       }
     }

@@ -1,12 +1,13 @@
 import { CompiledQuery, type Transaction } from 'kysely';
 import type { TSchema } from 'typebox';
+import { Compile } from 'typebox/compile';
 import type { Database } from '../db/types.ts';
 import type { TxContext } from '../context/tx.ts';
 import type { ResolvedEntity } from '../entity/resolve.ts';
-import type { EntityRow } from '../entity/define.ts';
+import type { AfterWriteInput, EntityRow } from '../entity/define.ts';
 import type { TProperties } from 'typebox';
 import type { Services } from '../services.ts';
-import { notFound } from '../errors.ts';
+import { notFound, problem, type FieldError } from '../errors.ts';
 import { prepared } from '../db/statements.ts';
 
 type Row = EntityRow<TProperties>;
@@ -18,16 +19,27 @@ export const isUuid = (value: string): boolean => UUID.test(value);
 
 const quote = (identifier: string): string => `"${identifier.replaceAll('"', '""')}"`;
 
+/** Where the values being written came from: a request body (after beforeWrite), a command, or afterWrite. */
+type Source = { kind: 'body' } | { kind: 'command'; command: string } | { kind: 'hook' };
+
 /**
  * The generic operations of one entity, with their SQL built once at boot. No HTTP here: each
  * takes the transaction context the caller opened. Row-level security scopes every statement to
- * the transaction's tenant; soft-deleted rows are invisible to all of them.
+ * the transaction's tenant (a global entity has none); the entity's row-access filter, when it
+ * declares one, narrows every statement that finds rows; soft-deleted rows are invisible to all.
+ *
+ * A singleton entity is addressed with id null: the tenant's one row.
  */
 export class EntityOperations {
   readonly entity: ResolvedEntity;
   private readonly table: string;
   private readonly selectList: string;
   private readonly fromColumn: Map<string, string>;
+  /** The condition every live row meets: not soft-deleted (empty: a hard-deleting entity keeps none). */
+  private readonly live: string;
+  private readonly checkChanges: ReturnType<typeof Compile>;
+  /** Row-access conditions by "first parameter|fields": the same few texts on every request. */
+  private readonly accessTexts = new Map<string, string>();
 
   constructor(entity: ResolvedEntity) {
     this.entity = entity;
@@ -40,6 +52,8 @@ export class EntityOperations {
       ['updated_at', 'updatedAt'],
       ...entity.fields.map((f) => [entity.columns[f]!, f] as [string, string]),
     ]);
+    this.live = entity.deleteMode === 'hard' ? '' : 'deleted_at is null';
+    this.checkChanges = Compile(entity.schemas.changes);
   }
 
   async list(ctx: TxContext, page: { limit: number; offset: number; sort: string }): Promise<{ items: Row[]; total: number; limit: number; offset: number }> {
@@ -48,90 +62,106 @@ export class EntityOperations {
     const column = field === 'createdAt' ? 'created_at' : field === 'updatedAt' ? 'updated_at' : this.entity.columns[field];
     if (!column || !this.entity.sortable.includes(field)) throw notFound();
     const direction = descending ? 'desc' : 'asc';
+    const access = this.access(ctx, 3);
+    const filter = where(this.live, access.sql);
     // The total is an uncorrelated subquery, counted once from the tenant's partial index alone;
     // count(*) over () would fetch and sort every matching row to return one page of them.
-    const text = `select ${this.selectList}, (select count(*) from ${this.table} where deleted_at is null) as "__total"
-       from ${this.table} where deleted_at is null order by ${quote(column)} ${direction}, id ${direction} limit $1 offset $2`;
-    const rows = await run<Values>(ctx.db, text, [page.limit, page.offset]);
+    const text = `select ${this.selectList}, (select count(*) from ${this.table}${filter}) as "__total"
+       from ${this.table}${filter} order by ${quote(column)} ${direction}, id ${direction} limit $1 offset $2`;
+    const rows = await run<Values>(ctx.db, text, [page.limit, page.offset, ...access.params]);
     let total = rows.length > 0 ? Number(rows[0]!.__total) : 0;
     if (rows.length === 0 && page.offset > 0) {
-      total = Number((await run<{ n: number }>(ctx.db, `select count(*) as n from ${this.table} where deleted_at is null`, []))[0]!.n);
+      const counted = this.access(ctx, 1);
+      total = Number((await run<{ n: number }>(ctx.db, `select count(*) as n from ${this.table}${where(this.live, counted.sql)}`, counted.params))[0]!.n);
     }
     return { items: rows.map((r) => this.toRow(r)), total, limit: page.limit, offset: page.offset };
   }
 
-  async read(ctx: TxContext, id: string, options: { lock?: boolean } = {}): Promise<Row> {
-    if (!isUuid(id)) throw notFound();
-    const rows = await run<Values>(
-      ctx.db,
-      `select ${this.selectList} from ${this.table} where id = $1 and deleted_at is null${options.lock ? ' for update' : ''}`,
-      [id],
-    );
-    if (!rows[0]) throw notFound();
-    return this.toRow(rows[0]);
+  /** The row by id, or a singleton's row (id null); 404 when there is none the caller may see. */
+  async read(ctx: TxContext, id: string | null, options: { lock?: boolean } = {}): Promise<Row> {
+    const row = await this.find(ctx, id, options.lock === true);
+    if (!row) throw notFound();
+    return row;
   }
 
   async create(ctx: TxContext, input: Values): Promise<Row> {
     const hooks = this.entity.def.hooks;
-    const adjusted = { ...input, ...((await hooks?.beforeWrite?.(ctx, { op: 'create', values: input })) ?? {}) };
-    const fields = Object.keys(adjusted).filter((f) => f in this.entity.columns && adjusted[f] !== undefined);
-    const text = fields.length
-      ? `insert into ${this.table} (${fields.map((f) => quote(this.entity.columns[f]!)).join(', ')})
-         values (${fields.map((_, i) => `$${i + 1}`).join(', ')}) returning ${this.selectList}`
-      : `insert into ${this.table} default values returning ${this.selectList}`;
-    const rows = await run<Values>(ctx.db, text, fields.map((f) => this.toColumnValue(f, adjusted[f])));
-    const row = this.toRow(rows[0]!);
-    ctx.publish(this.entity.names.events.created, { id: row.id });
-    await hooks?.afterWrite?.(ctx, { op: 'create', row });
-    return row;
+    const adjusted = hooks?.beforeWrite ? { ...input, ...((await hooks.beforeWrite(ctx, { op: 'create', values: input })) ?? {}) } : input;
+    if (hooks?.beforeWrite) this.validate(adjusted, 'beforeWrite');
+    const row = await this.insert(ctx, adjusted);
+    return this.afterWrite(ctx, { op: 'create', row });
   }
 
-  async update(ctx: TxContext, id: string, input: Values): Promise<Row> {
+  /** PATCH: the changed fields of the row by id, or of a singleton's row (id null). */
+  async update(ctx: TxContext, id: string | null, input: Values): Promise<Row> {
     const previous = await this.read(ctx, id, { lock: true });
+    return this.updateFrom(ctx, previous, input);
+  }
+
+  /**
+   * A singleton's PUT: creates the row from the body, or replaces every writable field of the
+   * existing one (an optional field left out is cleared). An immutable field may be repeated, not changed.
+   */
+  async replace(ctx: TxContext, input: Values): Promise<{ row: Row; created: boolean }> {
+    const previous = await this.find(ctx, null, true);
+    if (!previous) return { row: await this.create(ctx, input), created: true };
+    const values: Values = {};
+    for (const field of this.entity.writable) values[field] = input[field] ?? null;
+    for (const field of this.entity.immutable) {
+      if (!sameValue((previous as Values)[field], values[field])) {
+        throw problem('FIELD_IMMUTABLE', `${field} cannot be changed after creation`, { extensions: { field } });
+      }
+    }
+    return { row: await this.updateFrom(ctx, previous, values), created: false };
+  }
+
+  /** DELETE, soft or hard as the entity declares, of the row by id or a singleton's row (id null). */
+  async remove(ctx: TxContext, id: string | null): Promise<void> {
     const hooks = this.entity.def.hooks;
-    const adjusted = { ...input, ...((await hooks?.beforeWrite?.(ctx, { op: 'update', values: input, previous })) ?? {}) };
-    return this.applyChanges(ctx, previous, adjusted, 'update');
-  }
-
-  async softDelete(ctx: TxContext, id: string): Promise<void> {
-    if (!isUuid(id)) throw notFound();
-    const rows = await run<Values>(
-      ctx.db,
-      `update ${this.table} set deleted_at = now(), updated_at = now() where id = $1 and deleted_at is null returning ${this.selectList}`,
-      [id],
-    );
-    if (!rows[0]) throw notFound();
-    const row = this.toRow(rows[0]);
+    let row: Row | undefined;
+    if (hooks?.beforeDelete) {
+      // The hook sees the row and may refuse: read and lock it first, then delete it by id.
+      const target = await this.read(ctx, id, { lock: true });
+      await hooks.beforeDelete(ctx, { row: target });
+      row = this.toRow((await run<Values>(ctx.db, `${this.deleteText()}${where('id = $1')} returning ${this.selectList}`, [target.id]))[0]!);
+    } else {
+      // One statement finds and deletes the row.
+      if (id !== null && !isUuid(id)) throw notFound();
+      const access = this.access(ctx, id === null ? 1 : 2);
+      const match = id === null ? where(this.live, access.sql) : where('id = $1', this.live, access.sql);
+      const rows = await run<Values>(ctx.db, `${this.deleteText()}${match} returning ${this.selectList}`, id === null ? access.params : [id, ...access.params]);
+      if (!rows[0]) throw notFound();
+      row = this.toRow(rows[0]);
+    }
     ctx.publish(this.entity.names.events.deleted, { id: row.id });
-    await this.entity.def.hooks?.afterWrite?.(ctx, { op: 'delete', row });
+    const changes = await hooks?.afterWrite?.(ctx, { op: 'delete', row });
+    if (changes && Object.keys(changes).length > 0) {
+      throw problem('INTERNAL', `afterWrite of ${this.entity.names.key} returned changes for a deleted row`);
+    }
   }
 
-  async runCommand(ctx: TxContext, id: string, command: string, body: unknown, services: Services): Promise<Row> {
+  /**
+   * A command on the row by id, or on a singleton's row (id null): run gets the locked row, or
+   * null when the singleton has none yet, and its returned values are inserted as the row.
+   */
+  async runCommand(ctx: TxContext, id: string | null, command: string, body: unknown, services: Services): Promise<Row> {
     const definition = this.entity.def.commands?.[command];
     if (!definition) throw notFound();
-    const previous = await this.read(ctx, id, { lock: true });
-    const changes = await definition.run(ctx, previous, body as never, services);
+    const previous = this.entity.singleton && id === null ? await this.find(ctx, null, true) : await this.read(ctx, id, { lock: true });
+    const changes = (await definition.run(ctx, previous ?? null, body as never, services)) as Values | undefined;
+    const source: Source = { kind: 'command', command };
+    if (!previous) {
+      // Nothing to insert: the singleton still does not exist.
+      if (!changes) throw notFound();
+      this.validate(changes, source);
+      const row = await this.insert(ctx, changes);
+      return this.afterWrite(ctx, { op: 'command', command, row });
+    }
     if (!changes || Object.keys(changes).length === 0) return previous;
-    return this.applyChanges(ctx, previous, changes as Values, 'command');
-  }
-
-  /** Writes the fields that differ from the stored row; nothing differs, nothing is written or published. */
-  private async applyChanges(ctx: TxContext, previous: Row, changes: Values, via: 'update' | 'command'): Promise<Row> {
-    const changed = Object.keys(changes).filter(
-      (f) => f in this.entity.columns && changes[f] !== undefined && !sameValue((previous as Values)[f], changes[f]),
-    );
-    if (changed.length === 0) return previous;
-    const assignments = changed.map((f, i) => `${quote(this.entity.columns[f]!)} = $${i + 2}`).join(', ');
-    const rows = await run<Values>(
-      ctx.db,
-      `update ${this.table} set ${assignments}, updated_at = now() where id = $1 returning ${this.selectList}`,
-      [previous.id, ...changed.map((f) => this.toColumnValue(f, changes[f]))],
-    );
-    const row = this.toRow(rows[0]!);
-    // A command publishes its own, more specific event (task.assigned); a PATCH publishes .updated.
-    if (via === 'update') ctx.publish(this.entity.names.events.updated, { id: row.id, changed });
-    await this.entity.def.hooks?.afterWrite?.(ctx, { op: 'update', row, previous });
-    return row;
+    this.validate(changes, source);
+    const row = await this.write(ctx, previous, changes, source);
+    if (!row) return previous;
+    return this.afterWrite(ctx, { op: 'command', command, row, previous });
   }
 
   toRow(values: Values): Row {
@@ -143,12 +173,138 @@ export class EntityOperations {
     return row as Row;
   }
 
+  /**
+   * The row-access condition (`"owner_id" = $n and ...`, numbered from `first`) and its values;
+   * empty for an entity that declares no rowAccess. The text depends only on the fields the filter
+   * names, so each statement keeps one text and stays prepared.
+   */
+  private access(ctx: TxContext, first: number): { sql: string; params: unknown[] } {
+    const rowAccess = this.entity.def.rowAccess;
+    if (!rowAccess) return NO_ACCESS_FILTER;
+    const filter = rowAccess(ctx) as Values;
+    const fields = Object.keys(filter);
+    const key = `${first}|${fields.join(',')}`;
+    let sql = this.accessTexts.get(key);
+    if (sql === undefined) {
+      for (const field of fields) {
+        if (!(field in this.entity.columns)) throw problem('INTERNAL', `rowAccess of ${this.entity.names.key} names ${field}, which is not a field`);
+      }
+      sql = fields.map((f, i) => `${quote(this.entity.columns[f]!)} = $${first + i}`).join(' and ');
+      this.accessTexts.set(key, sql);
+    }
+    return { sql, params: fields.map((f) => this.toColumnValue(f, filter[f])) };
+  }
+
+  private async find(ctx: TxContext, id: string | null, lock: boolean): Promise<Row | undefined> {
+    const suffix = lock ? ' for update' : '';
+    if (id === null) {
+      if (!this.entity.singleton) return undefined;
+      const access = this.access(ctx, 1);
+      // Row-level security leaves this tenant's rows, of which a unique index keeps one live.
+      const rows = await run<Values>(ctx.db, `select ${this.selectList} from ${this.table}${where(this.live, access.sql)}${suffix}`, access.params);
+      return rows[0] ? this.toRow(rows[0]) : undefined;
+    }
+    if (!isUuid(id)) return undefined;
+    const access = this.access(ctx, 2);
+    const rows = await run<Values>(ctx.db, `select ${this.selectList} from ${this.table}${where('id = $1', this.live, access.sql)}${suffix}`, [id, ...access.params]);
+    return rows[0] ? this.toRow(rows[0]) : undefined;
+  }
+
+  private async updateFrom(ctx: TxContext, previous: Row, input: Values): Promise<Row> {
+    const hooks = this.entity.def.hooks;
+    const adjusted = hooks?.beforeWrite ? { ...input, ...((await hooks.beforeWrite(ctx, { op: 'update', values: input, previous })) ?? {}) } : input;
+    if (hooks?.beforeWrite) this.validate(adjusted, 'beforeWrite');
+    const row = await this.write(ctx, previous, adjusted, { kind: 'body' });
+    if (!row) return previous;
+    return this.afterWrite(ctx, { op: 'update', row, previous });
+  }
+
+  private async insert(ctx: TxContext, values: Values): Promise<Row> {
+    const fields = Object.keys(values).filter((f) => f in this.entity.columns && values[f] !== undefined);
+    const text = fields.length
+      ? `insert into ${this.table} (${fields.map((f) => quote(this.entity.columns[f]!)).join(', ')})
+         values (${fields.map((_, i) => `$${i + 1}`).join(', ')}) returning ${this.selectList}`
+      : `insert into ${this.table} default values returning ${this.selectList}`;
+    const rows = await run<Values>(ctx.db, text, fields.map((f) => this.toColumnValue(f, values[f])));
+    const row = this.toRow(rows[0]!);
+    ctx.publish(this.entity.names.events.created, { id: row.id });
+    return row;
+  }
+
+  /**
+   * Writes the fields that differ from the stored row; nothing differs, nothing is written or
+   * published (undefined). A PATCH and afterWrite's changes publish the updated event; a command
+   * publishes its own, more specific one (task.assigned).
+   */
+  private async write(ctx: TxContext, previous: Row, changes: Values, source: Source): Promise<Row | undefined> {
+    const changed = Object.keys(changes).filter(
+      (f) => f in this.entity.columns && changes[f] !== undefined && !sameValue((previous as Values)[f], changes[f]),
+    );
+    if (changed.length === 0) return undefined;
+    const assignments = changed.map((f, i) => `${quote(this.entity.columns[f]!)} = $${i + 2}`).join(', ');
+    const rows = await run<Values>(
+      ctx.db,
+      `update ${this.table} set ${assignments}, updated_at = now() where id = $1 returning ${this.selectList}`,
+      [previous.id, ...changed.map((f) => this.toColumnValue(f, changes[f]))],
+    );
+    const row = this.toRow(rows[0]!);
+    if (source.kind !== 'command') ctx.publish(this.entity.names.events.updated, { id: row.id, changed });
+    return row;
+  }
+
+  /**
+   * Runs afterWrite and stores the changes it returns, through the same checks and write as a
+   * command's. Storing them does not call afterWrite again, so a hook cannot recurse.
+   */
+  private async afterWrite(ctx: TxContext, input: AfterWriteInput<TProperties>): Promise<Row> {
+    const hook = this.entity.def.hooks?.afterWrite;
+    if (!hook) return input.row;
+    const changes = (await hook(ctx, input)) as Values | undefined;
+    if (!changes || Object.keys(changes).length === 0) return input.row;
+    this.validate(changes, { kind: 'hook' });
+    return (await this.write(ctx, input.row, changes, { kind: 'hook' })) ?? input.row;
+  }
+
+  /** Values produced by code (a command, a hook) meet the field schemas before they are stored. */
+  private validate(values: Values, source: Source | 'beforeWrite'): void {
+    const candidate: Values = {};
+    for (const [field, value] of Object.entries(values)) {
+      if (value !== undefined) candidate[field] = value instanceof Date ? value.toISOString() : value;
+    }
+    if (this.checkChanges.Check(candidate)) return;
+    const by = source === 'beforeWrite' ? 'beforeWrite' : source.kind === 'command' ? `command ${source.command}` : 'afterWrite';
+    // The same pointers as a refused body's: one per unknown field, one per field that fails.
+    const errors: FieldError[] = [...this.checkChanges.Errors(candidate)].flatMap((e): FieldError[] => {
+      const issue = e as { instancePath?: string; message?: string; keyword?: string; params?: { additionalProperties?: string[] } };
+      if (issue.keyword === 'boolean') return [];
+      if (issue.keyword === 'additionalProperties') {
+        return (issue.params?.additionalProperties ?? []).map((name) => ({ pointer: `/${name}`, message: `not a field: ${name}` }));
+      }
+      return [{ pointer: issue.instancePath || '/', message: issue.message ?? 'invalid' }];
+    });
+    throw problem('VALIDATION_FAILED', `The values ${by} of ${this.entity.names.key} would store do not match the field schemas`, { errors });
+  }
+
+  private deleteText(): string {
+    return this.entity.deleteMode === 'hard'
+      ? `delete from ${this.table}`
+      : `update ${this.table} set deleted_at = now(), updated_at = now()`;
+  }
+
   private toColumnValue(field: string, value: unknown): unknown {
     const schema = this.entity.def.fields[field] as TSchema & { type?: string; items?: { type?: string } };
     const json = schema.type === 'object' || (schema.type === 'array' && schema.items?.type === 'object');
     return json && value !== null ? JSON.stringify(value) : value;
   }
 }
+
+const NO_ACCESS_FILTER = Object.freeze({ sql: '', params: [] as unknown[] });
+
+/** ` where a and b`, leaving out empty conditions (and the where, when none is left). */
+const where = (...conditions: string[]): string => {
+  const kept = conditions.filter((c) => c !== '');
+  return kept.length > 0 ? ` where ${kept.join(' and ')}` : '';
+};
 
 // Every text here is assembled from the entity's declaration, so the set is small and fixed: each
 // runs as a prepared statement.

@@ -11,6 +11,7 @@ import type { ResolvedEntity } from '../../framework/entity/resolve.ts';
 import type { AnyRoute } from '../../framework/entity/define.ts';
 import type { TenantRef } from '../../framework/context/tenant.ts';
 import { checkedSample, sampleObject, sampleValue } from './sample-values.ts';
+import { hashSecret } from '../../framework/access/session-cookie.ts';
 
 /**
  * The conformance suite: every entity the installation registers (plus the test kit's) is held to
@@ -53,31 +54,55 @@ function expectProblem(res: Problem, status: number, code: string, what: string)
 
 describe.each(ENTITIES.map((e) => [e.names.key, e] as const))('entity %s', (_key, entity: ResolvedEntity) => {
   const { names, def } = entity;
+  const singleton = def.singleton === true;
+  const global = (def.scope ?? 'tenant') === 'global';
+  const hard = def.deleteMode === 'hard';
   const commands = Object.entries(def.commands ?? {});
   const commandPermission = (c: string) => def.commands?.[c]?.permission ?? def.permissions.write;
   const allPermissions = () => [...new Set([def.permissions.read, def.permissions.write, ...commands.map(([c]) => commandPermission(c))])];
   const routeOf = (operation: string): AnyRoute => app.services.registry.routes.find((r) => r.route.operationId === names.operationId(operation))!.route;
+  // A collection has its five generic routes; a singleton GET, and PUT, PATCH, DELETE only as declared.
+  const declared = new Set<string>(def.singletonRoutes ?? []);
+  const serves = (verb: 'list' | 'create' | 'replace' | 'update' | 'delete') => (singleton ? declared.has(verb) : verb !== 'replace');
 
   // An entity guarded by an operator permission lives at the operator tenant; any other at a customer.
   let home: TenantRef;
   let other: TenantRef;
   let cookie: string;
   let otherCookie: string;
+  /** Another caller of the home tenant, holding the same permissions. */
+  let peerCookie: string;
+  /** The caller's row-access values (field → value), merged into the create bodies. */
+  let access: Record<string, unknown> = {};
   let row: Record<string, unknown>;
+  /** What a read of a row that is not there answers: the body every hidden row must answer too. */
+  let missing: Problem['body'];
 
   const http = (tenant: TenantRef = home) => app.http(hostOf(tenant));
-  const itemPath = (id: string) => `${names.path}/${id}`;
+  const itemPath = (id: string) => (singleton ? names.path : `${names.path}/${id}`);
+  const commandPath = (id: string, command: string) => `${itemPath(id)}/${command}`;
 
   async function createBody(): Promise<Record<string, unknown>> {
     const n = next();
     const body = checkedSample(entity.schemas.create, n, `${names.key} create body`) as Record<string, unknown>;
     const hint = def.sample ? await app.services.transactions.run(home, (ctx) => def.sample!(ctx, n)) : {};
-    return { ...body, ...hint };
+    const settable = (entity.schemas.create as { properties: Record<string, unknown> }).properties;
+    const own = Object.fromEntries(Object.entries(access).filter(([field]) => field in settable));
+    return { ...body, ...hint, ...own };
   }
   const commandBody = (command: string) => {
     const schema = def.commands?.[command]?.body;
     return schema ? (checkedSample(schema, next(), `${names.key} ${command} body`) as Record<string, unknown>) : undefined;
   };
+  const sendCommand = (tenant: TenantRef, c: string, id: string, command: string) => {
+    const body = commandBody(command);
+    const req = http(tenant).post(commandPath(id, command)).set('Cookie', c);
+    return body ? req.send(body) : req;
+  };
+  /** The create request: POST to the collection, or a singleton's PUT (undefined when it declares none). */
+  const createRequest = (body: Record<string, unknown>) =>
+    singleton ? (declared.has('replace') ? http().put(names.path).set('Cookie', cookie).send(body) : undefined) : http().post(names.path).set('Cookie', cookie).send(body);
+
   /** A valid PATCH body changing one field, or undefined when nothing is patchable. */
   function patchBody(current: Record<string, unknown>): Record<string, unknown> | undefined {
     const schemas = (entity.schemas.patch as { properties: Record<string, TSchema> }).properties;
@@ -99,7 +124,7 @@ describe.each(ENTITIES.map((e) => [e.names.key, e] as const))('entity %s', (_key
     return rows;
   }
   async function liveRows(): Promise<number> {
-    const { rows } = await app.services.db.pool.query(`select count(*)::int as n from "${names.table}" where deleted_at is null`);
+    const { rows } = await app.services.db.pool.query(`select count(*)::int as n from "${names.table}"${hard ? '' : ' where deleted_at is null'}`);
     return rows[0].n;
   }
   /** Runs the writes and checks nothing was stored or published by them. */
@@ -110,77 +135,129 @@ describe.each(ENTITIES.map((e) => [e.names.key, e] as const))('entity %s', (_key
     expect((await events()).length, 'no event was published').toBe(before.events);
     expect(await liveRows()).toBe(before.rows);
   }
+  const expectMissing = (res: Problem, what: string) => {
+    expect(res.status, `${what}: ${JSON.stringify(res.body)}`).toBe(404);
+    expect(res.body, what).toEqual(missing);
+  };
+
+  /** The command that created a singleton's row, when no PUT did. */
+  let creator: string | undefined;
+  async function createByCommand(): Promise<Problem> {
+    for (const [command] of commands) {
+      const res = await sendCommand(home, cookie, '', command);
+      if (res.status === 200) {
+        creator = command;
+        return res;
+      }
+    }
+    throw new Error(`${names.key} declares no PUT and none of its commands creates the row: the conformance suite cannot create one`);
+  }
 
   beforeAll(async () => {
     const operatorOnly = allPermissions().some(isOperatorPermission);
     home = operatorOnly ? app.operator : customerA;
     other = operatorOnly ? customerA : customerB;
-    cookie = (await signInAs(app, home, allPermissions())).cookie;
+    const caller = await signInAs(app, home, allPermissions());
+    cookie = caller.cookie;
     otherCookie = (await signInAs(app, other, ['*'])).cookie;
+    peerCookie = (await signInAs(app, home, allPermissions())).cookie;
+    if (def.rowAccess) {
+      access = await app.services.transactions.run(home, async (ctx) => ({ ...def.rowAccess!(ctx) }), { sessionHash: hashSecret(caller.rawSessionId) });
+    }
   });
 
-  it('has its five generic routes, its command routes and their operation ids', async () => {
+  it('serves its generic routes and its command routes under <module>-<entity>-<verb>, and no others', async () => {
     const doc = (await app.http().get('/api/v1/openapi.json')).body as { paths: Record<string, Record<string, { operationId: string }>> };
-    const expected: [string, string, string][] = [
-      ['GET', names.path, 'list'],
-      ['POST', names.path, 'create'],
-      ['GET', `${names.path}/{id}`, 'read'],
-      ['PATCH', `${names.path}/{id}`, 'update'],
-      ['DELETE', `${names.path}/{id}`, 'delete'],
-      ...commands.map(([c]) => ['POST', `${names.path}/{id}/${c}`, c] as [string, string, string]),
-    ];
+    const item = singleton ? names.path : `${names.path}/{id}`;
+    const generic: [string, string, string][] = singleton
+      ? [['GET', item, 'read'], ['PUT', item, 'replace'], ['PATCH', item, 'update'], ['DELETE', item, 'delete']]
+      : [['GET', names.path, 'list'], ['POST', names.path, 'create'], ['GET', item, 'read'], ['PATCH', item, 'update'], ['DELETE', item, 'delete']];
+    const expected = [...generic.filter(([, , verb]) => verb === 'read' || serves(verb as 'list')), ...commands.map(([c]) => ['POST', `${item}/${c}`, c] as [string, string, string])];
     for (const [method, path, verb] of expected) {
       expect(app.web!.hasRoute({ method: method as 'GET', url: path.replace('{id}', ':id') }), `${method} ${path}`).toBe(true);
       expect(doc.paths[path]?.[method.toLowerCase()]?.operationId, `${method} ${path}`).toBe(`${entity.module}-${entity.name}-${verb}`);
     }
+    const documented = Object.entries(doc.paths)
+      .filter(([path]) => path === names.path || path.startsWith(`${names.path}/`))
+      .flatMap(([path, methods]) => Object.keys(methods).map((m) => `${m.toUpperCase()} ${path}`));
+    expect(documented.sort()).toEqual(expected.map(([method, path]) => `${method} ${path}`).sort());
   });
 
-  it('creates a row from a body derived from its schema, publishing its created event in that transaction', async () => {
+  it('creates a row (a singleton: answers 404 until then), publishing its created event in that transaction', async () => {
     const before = (await events()).length;
-    const body = await createBody();
-    const res = await http().post(names.path).set('Cookie', cookie).send(body);
-    expect(res.status, JSON.stringify(res.body)).toBe(201);
+    let res: Problem;
+    if (singleton) {
+      const absent = await http().get(names.path).set('Cookie', cookie);
+      expectProblem(absent, 404, 'NOT_FOUND', 'a singleton before it exists');
+      missing = absent.body;
+      // Created by its PUT when declared, otherwise by the first command that creates it.
+      const put = createRequest(await createBody());
+      res = put ? await put : await createByCommand();
+      expect(res.status, JSON.stringify(res.body)).toBe(put ? 201 : 200);
+    } else {
+      const unknown = await http().get(itemPath(randomUUID())).set('Cookie', cookie);
+      expectProblem(unknown, 404, 'NOT_FOUND', 'an unknown id');
+      missing = unknown.body;
+      res = await http().post(names.path).set('Cookie', cookie).send(await createBody());
+      expect(res.status, JSON.stringify(res.body)).toBe(201);
+    }
     expect(Value.Check(entity.schemas.row, res.body), JSON.stringify([...Value.Errors(entity.schemas.row, res.body)])).toBe(true);
     row = res.body;
     const published = (await events()).slice(before);
     expect(published.filter((e) => e.name === names.events.created)).toEqual([
       expect.objectContaining({ tenant_id: home.id, payload: expect.objectContaining({ id: row.id }) }),
     ]);
-    const declared = routeOf('create').publishes ?? [];
-    for (const e of published) expect(declared, `create published ${e.name}`).toContain(e.name);
-    expect((await http().get(itemPath(String(row.id))).set('Cookie', cookie)).status).toBe(200);
+    const route = singleton ? (declared.has('replace') ? routeOf('replace') : routeOf(creator!)) : routeOf('create');
+    for (const e of published) expect(route.publishes ?? [], `create published ${e.name}`).toContain(e.name);
+    const read = await http().get(itemPath(String(row.id))).set('Cookie', cookie);
+    expect(read.status).toBe(200);
+    expect(read.body.id).toBe(row.id);
   });
 
-  it('refuses command-owned, immutable, system and unknown fields on create and PATCH, storing and publishing nothing', async () => {
+  it('refuses command-owned, immutable, system, read-only and unknown fields on create and PATCH, storing and publishing nothing', async () => {
     const id = String(row.id);
+    const create = async (extra: Record<string, unknown>) => createRequest({ ...(await createBody()), ...extra });
+    const patch = (body: Record<string, unknown>) => (serves('update') ? http().patch(itemPath(id)).set('Cookie', cookie).send(body) : undefined);
     await writesNothing(id, async () => {
       for (const [field, owners] of Object.entries(entity.commandOwners)) {
         const value = sampleValue(def.fields[field]!, next());
         // Every command writing the field is named: `routes` lists them all, `route` is the first.
-        const routes = owners.map((command) => `POST ${names.path}/{id}/${command}`);
-        const created = await http().post(names.path).set('Cookie', cookie).send({ ...(await createBody()), [field]: value });
-        expectProblem(created, 422, 'FIELD_COMMAND_OWNED', `create with ${field}`);
-        const patched = await http().patch(itemPath(id)).set('Cookie', cookie).send({ [field]: value });
-        expectProblem(patched, 422, 'FIELD_COMMAND_OWNED', `PATCH with ${field}`);
+        const routes = owners.map((command) => `POST ${singleton ? names.path : `${names.path}/{id}`}/${command}`);
+        const created = await create({ [field]: value });
+        if (created) expectProblem(created, 422, 'FIELD_COMMAND_OWNED', `create with ${field}`);
+        const patched = await patch({ [field]: value });
+        if (patched) expectProblem(patched, 422, 'FIELD_COMMAND_OWNED', `PATCH with ${field}`);
         for (const refusal of [created, patched]) {
+          if (!refusal) continue;
           expect(refusal.body).toMatchObject({ field, route: routes[0], routes });
           for (const route of routes) expect(refusal.body.detail, `${field} refusal names ${route}`).toContain(route);
         }
       }
       for (const field of entity.immutable) {
-        const patched = await http().patch(itemPath(id)).set('Cookie', cookie).send({ [field]: sampleValue(def.fields[field]!, next()) });
-        expectProblem(patched, 422, 'FIELD_IMMUTABLE', `PATCH with immutable ${field}`);
+        const patched = await patch({ [field]: sampleValue(def.fields[field]!, next()) });
+        if (patched) expectProblem(patched, 422, 'FIELD_IMMUTABLE', `PATCH with immutable ${field}`);
+      }
+      for (const field of entity.readOnly) {
+        const value = sampleValue(def.fields[field]!, next());
+        const created = await create({ [field]: value });
+        if (created) expectProblem(created, 422, 'FIELD_IMMUTABLE', `create with read-only ${field}`);
+        const patched = await patch({ [field]: value });
+        if (patched) expectProblem(patched, 422, 'FIELD_IMMUTABLE', `PATCH with read-only ${field}`);
       }
       for (const field of SYSTEM_FIELDS) {
         const value = field === 'id' ? randomUUID() : new Date().toISOString();
-        expect((await http().post(names.path).set('Cookie', cookie).send({ ...(await createBody()), [field]: value })).status, `create with ${field}`).toBe(422);
-        expect((await http().patch(itemPath(id)).set('Cookie', cookie).send({ [field]: value })).status, `PATCH with ${field}`).toBe(422);
+        const created = await create({ [field]: value });
+        if (created) expect(created.status, `create with ${field}`).toBe(422);
+        const patched = await patch({ [field]: value });
+        if (patched) expect(patched.status, `PATCH with ${field}`).toBe(422);
       }
-      const unknownCreate = await http().post(names.path).set('Cookie', cookie).send({ ...(await createBody()), [UNKNOWN_FIELD]: 'x' });
-      expectProblem(unknownCreate, 422, 'VALIDATION_FAILED', 'create with an unknown field');
-      expect(JSON.stringify(unknownCreate.body.errors)).toContain(UNKNOWN_FIELD);
-      const unknownPatch = await http().patch(itemPath(id)).set('Cookie', cookie).send({ ...(patchBody(row) ?? {}), [UNKNOWN_FIELD]: 'x' });
-      expectProblem(unknownPatch, 422, 'VALIDATION_FAILED', 'PATCH with an unknown field');
+      const unknownCreate = await create({ [UNKNOWN_FIELD]: 'x' });
+      if (unknownCreate) {
+        expectProblem(unknownCreate, 422, 'VALIDATION_FAILED', 'create with an unknown field');
+        expect(JSON.stringify(unknownCreate.body.errors)).toContain(UNKNOWN_FIELD);
+      }
+      const unknownPatch = await patch({ ...(patchBody(row) ?? {}), [UNKNOWN_FIELD]: 'x' });
+      if (unknownPatch) expectProblem(unknownPatch, 422, 'VALIDATION_FAILED', 'PATCH with an unknown field');
     });
   });
 
@@ -192,17 +269,18 @@ describe.each(ENTITIES.map((e) => [e.names.key, e] as const))('entity %s', (_key
     const routes: { what: string; permission: string; send: (cookieValue: string | undefined) => Promise<Problem> }[] = [];
     const withCookie = <T extends { set(k: string, v: string): T }>(req: T, c: string | undefined): T => (c ? req.set('Cookie', c) : req);
     const createPayload = await createBody();
-    routes.push({ what: 'list', permission: def.permissions.read, send: (c) => withCookie(http().get(names.path), c) });
+    if (serves('list')) routes.push({ what: 'list', permission: def.permissions.read, send: (c) => withCookie(http().get(names.path), c) });
     routes.push({ what: 'read', permission: def.permissions.read, send: (c) => withCookie(http().get(itemPath(id)), c) });
-    routes.push({ what: 'create', permission: def.permissions.write, send: (c) => withCookie(http().post(names.path), c).send(createPayload) });
-    if (patch) routes.push({ what: 'PATCH', permission: def.permissions.write, send: (c) => withCookie(http().patch(itemPath(id)), c).send(patch) });
-    routes.push({ what: 'DELETE', permission: def.permissions.write, send: (c) => withCookie(http().delete(itemPath(id)), c) });
+    if (serves('create')) routes.push({ what: 'create', permission: def.permissions.write, send: (c) => withCookie(http().post(names.path), c).send(createPayload) });
+    if (serves('replace')) routes.push({ what: 'PUT', permission: def.permissions.write, send: (c) => withCookie(http().put(names.path), c).send(createPayload) });
+    if (patch && serves('update')) routes.push({ what: 'PATCH', permission: def.permissions.write, send: (c) => withCookie(http().patch(itemPath(id)), c).send(patch) });
+    if (serves('delete')) routes.push({ what: 'DELETE', permission: def.permissions.write, send: (c) => withCookie(http().delete(itemPath(id)), c) });
     for (const [command] of commands) {
       const body = commandBody(command);
       routes.push({
         what: command,
         permission: commandPermission(command),
-        send: (c) => (body ? withCookie(http().post(`${itemPath(id)}/${command}`), c).send(body) : withCookie(http().post(`${itemPath(id)}/${command}`), c)),
+        send: (c) => (body ? withCookie(http().post(commandPath(id, command)), c).send(body) : withCookie(http().post(commandPath(id, command)), c)),
       });
     }
     await writesNothing(id, async () => {
@@ -216,25 +294,25 @@ describe.each(ENTITIES.map((e) => [e.names.key, e] as const))('entity %s', (_key
     });
   });
 
-  it('hides a row from another tenant: read, PATCH, DELETE and commands answer the unknown-id 404, and nothing changes', async () => {
+  it.runIf(!global)('hides a row from another tenant: read, PATCH, DELETE and commands answer the unknown-id 404, and nothing changes', async () => {
     const id = String(row.id);
-    const unknown = await http(other).get(itemPath(randomUUID())).set('Cookie', otherCookie);
     const expectHidden = (res: Problem, permission: string, what: string) => {
       if (isOperatorPermission(permission) && !other.isOperator) return expectProblem(res, 403, 'AUTH_NOT_OPERATOR', what);
-      expect(res.status, `${what}: ${JSON.stringify(res.body)}`).toBe(404);
-      expect(res.body, what).toEqual(unknown.body);
+      expectMissing(res, what);
     };
     await writesNothing(id, async () => {
+      // A singleton of another tenant is that tenant's own, which does not exist there yet.
       expectHidden(await http(other).get(itemPath(id)).set('Cookie', otherCookie), def.permissions.read, 'read from the other tenant');
       const patch = patchBody(row);
-      if (patch) expectHidden(await http(other).patch(itemPath(id)).set('Cookie', otherCookie).send(patch), def.permissions.write, 'PATCH from the other tenant');
-      expectHidden(await http(other).delete(itemPath(id)).set('Cookie', otherCookie), def.permissions.write, 'DELETE from the other tenant');
-      for (const [command] of commands) {
-        const body = commandBody(command);
-        const req = http(other).post(`${itemPath(id)}/${command}`).set('Cookie', otherCookie);
-        expectHidden(await (body ? req.send(body) : req), commandPermission(command), `${command} from the other tenant`);
+      if (patch && serves('update')) expectHidden(await http(other).patch(itemPath(id)).set('Cookie', otherCookie).send(patch), def.permissions.write, 'PATCH from the other tenant');
+      if (serves('delete')) expectHidden(await http(other).delete(itemPath(id)).set('Cookie', otherCookie), def.permissions.write, 'DELETE from the other tenant');
+      // A singleton's command at another tenant acts on (or creates) that tenant's own row.
+      if (!singleton) {
+        for (const [command] of commands) {
+          expectHidden(await sendCommand(other, otherCookie, id, command), commandPermission(command), `${command} from the other tenant`);
+        }
       }
-      if (!isOperatorPermission(def.permissions.read)) {
+      if (serves('list') && !isOperatorPermission(def.permissions.read)) {
         const list = await http(other).get(`${names.path}?limit=100`).set('Cookie', otherCookie);
         expect(list.status).toBe(200);
         expect(list.body.items.map((r: { id: string }) => r.id)).not.toContain(id);
@@ -242,9 +320,61 @@ describe.each(ENTITIES.map((e) => [e.names.key, e] as const))('entity %s', (_key
     });
   });
 
+  it.runIf(global)('global scope: every tenant reads the same row, and a customer cannot write it (403 AUTH_NOT_OPERATOR)', async () => {
+    const id = String(row.id);
+    const fresh = (await http().get(itemPath(id)).set('Cookie', cookie)).body;
+    for (const tenant of [customerA, customerB]) {
+      const reader = (await signInAs(app, tenant, [def.permissions.read])).cookie;
+      const read = await http(tenant).get(itemPath(id)).set('Cookie', reader);
+      expect(read.status, `read from ${tenant.slug}: ${JSON.stringify(read.body)}`).toBe(200);
+      expect(read.body).toEqual(fresh);
+      if (serves('list')) {
+        const list = await http(tenant).get(`${names.path}?limit=100`).set('Cookie', reader);
+        expect(list.body.items.map((r: { id: string }) => r.id), `list at ${tenant.slug}`).toContain(id);
+      }
+    }
+    await writesNothing(id, async () => {
+      const customer = (await signInAs(app, customerA, ['*'])).cookie;
+      const at = http(customerA);
+      expectProblem(await at.post(names.path).set('Cookie', customer).send(await createBody()), 403, 'AUTH_NOT_OPERATOR', 'create at a customer');
+      const patch = patchBody(row);
+      if (patch) expectProblem(await at.patch(itemPath(id)).set('Cookie', customer).send(patch), 403, 'AUTH_NOT_OPERATOR', 'PATCH at a customer');
+      expectProblem(await at.delete(itemPath(id)).set('Cookie', customer), 403, 'AUTH_NOT_OPERATOR', 'DELETE at a customer');
+      for (const [command] of commands) {
+        expectProblem(await sendCommand(customerA, customer, id, command), 403, 'AUTH_NOT_OPERATOR', `${command} at a customer`);
+      }
+    });
+  });
+
+  it.runIf(def.rowAccess !== undefined)('row access: another caller of the tenant gets the unknown-id 404 on read, PATCH, DELETE and commands, and does not list the row', async () => {
+    const id = String(row.id);
+    await writesNothing(id, async () => {
+      expectMissing(await http().get(itemPath(id)).set('Cookie', peerCookie), 'read by another caller');
+      const patch = patchBody(row);
+      if (patch && serves('update')) expectMissing(await http().patch(itemPath(id)).set('Cookie', peerCookie).send(patch), 'PATCH by another caller');
+      if (serves('delete')) expectMissing(await http().delete(itemPath(id)).set('Cookie', peerCookie), 'DELETE by another caller');
+      if (!singleton) {
+        for (const [command] of commands) expectMissing(await sendCommand(home, peerCookie, id, command), `${command} by another caller`);
+      }
+      if (serves('list')) {
+        const list = await http().get(`${names.path}?limit=100`).set('Cookie', peerCookie);
+        expect(list.status).toBe(200);
+        expect(list.body.items.map((r: { id: string }) => r.id)).not.toContain(id);
+        const own = await http().get(`${names.path}?limit=100`).set('Cookie', cookie);
+        expect(own.body.items.map((r: { id: string }) => r.id)).toContain(id);
+      }
+    });
+  });
+
+  it.runIf(def.rowAccess === undefined)('without row access: every caller of the tenant holding the read permission reads the row', async () => {
+    const read = await http().get(itemPath(String(row.id))).set('Cookie', peerCookie);
+    expect(read.status, JSON.stringify(read.body)).toBe(200);
+    expect(read.body.id).toBe(row.id);
+  });
+
   it('publishes an event exactly when a write commits: PATCH, commands, a repeated create, DELETE', async () => {
     const id = String(row.id);
-    const step = async (what: string, send: () => Promise<Problem>, declared: readonly string[], committedEvent?: string) => {
+    const step = async (what: string, send: () => Promise<Problem>, declaredEvents: readonly string[], committedEvent?: string) => {
       const before = (await events()).length;
       const previous = await stored(id);
       const res = await send();
@@ -256,7 +386,7 @@ describe.each(ENTITIES.map((e) => [e.names.key, e] as const))('entity %s', (_key
         expect(await stored(id), `${what} was refused and must change nothing`).toEqual(previous);
         return res;
       }
-      for (const e of published) expect(declared, `${what} published ${e.name}`).toContain(e.name);
+      for (const e of published) expect(declaredEvents, `${what} published ${e.name}`).toContain(e.name);
       const changed = JSON.stringify(await stored(id)) !== JSON.stringify(previous);
       if (committedEvent) expect(published.some((e) => e.name === committedEvent), `${what} committed: ${committedEvent}`).toBe(changed || what === 'DELETE');
       if (changed) expect(published.length, `${what} changed the row and must publish`).toBeGreaterThan(0);
@@ -264,30 +394,28 @@ describe.each(ENTITIES.map((e) => [e.names.key, e] as const))('entity %s', (_key
     };
 
     const patch = patchBody(row);
-    if (patch) await step('PATCH', () => http().patch(itemPath(id)).set('Cookie', cookie).send(patch), routeOf('update').publishes ?? [], names.events.updated);
+    if (patch && serves('update')) await step('PATCH', () => http().patch(itemPath(id)).set('Cookie', cookie).send(patch), routeOf('update').publishes ?? [], names.events.updated);
 
     const body = await createBody();
-    const first = await step('create', () => http().post(names.path).set('Cookie', cookie).send(body), routeOf('create').publishes ?? []);
-    expect(first.status).toBe(201);
-    // The same body again: a unique key refuses it (nothing published) or it is a second row (one more event).
-    await step('repeated create', () => http().post(names.path).set('Cookie', cookie).send(body), routeOf('create').publishes ?? []);
-
-    for (const [command] of commands) {
-      const commandRequest = commandBody(command);
-      await step(
-        command,
-        () => {
-          const req = http().post(`${itemPath(id)}/${command}`).set('Cookie', cookie);
-          return commandRequest ? req.send(commandRequest) : req;
-        },
-        routeOf(command).publishes ?? [],
-      );
+    const creating = singleton ? (declared.has('replace') ? 'replace' : undefined) : 'create';
+    if (creating) {
+      const first = await step('create', () => createRequest(body)!, routeOf(creating).publishes ?? []);
+      expect(first.status).toBeLessThan(300);
+      // The same body again: a unique key refuses it (nothing published), it is a second row (one more
+      // event), or for a singleton's PUT the same row again.
+      await step('repeated create', () => createRequest(body)!, routeOf(creating).publishes ?? []);
     }
 
+    for (const [command] of commands) {
+      await step(command, () => sendCommand(home, cookie, id, command), routeOf(command).publishes ?? []);
+    }
+
+    if (!serves('delete')) return;
     const deleted = await step('DELETE', () => http().delete(itemPath(id)).set('Cookie', cookie), routeOf('delete').publishes ?? [], names.events.deleted);
     expect(deleted.status).toBe(204);
-    expect((await stored(id))?.deleted_at).toBeInstanceOf(Date);
-    expect((await http().get(itemPath(id)).set('Cookie', cookie)).status).toBe(404);
+    if (hard) expect(await stored(id), 'a hard delete removes the row').toBeUndefined();
+    else expect((await stored(id))?.deleted_at).toBeInstanceOf(Date);
+    expectMissing(await http().get(itemPath(id)).set('Cookie', cookie), 'read after DELETE');
   });
 });
 
@@ -295,4 +423,10 @@ it('covers every entity of the installation and the test kit', () => {
   const keys = ENTITIES.map((e) => e.names.key);
   expect(keys).toContain('testkit.widget');
   for (const module of MODULES) for (const e of module.entities ?? []) expect(keys).toContain(`${e.module}.${e.name}`);
+  // The test kit brings one entity of each shape: global, singleton, row access, hard delete.
+  const shapes = ENTITIES.map((e) => e.def);
+  expect(shapes.some((d) => d.scope === 'global')).toBe(true);
+  expect(shapes.some((d) => d.singleton === true)).toBe(true);
+  expect(shapes.some((d) => d.rowAccess !== undefined)).toBe(true);
+  expect(shapes.some((d) => d.deleteMode === 'hard')).toBe(true);
 });

@@ -29,8 +29,13 @@ interface Entry {
   immutable: string[];
   commandOwned: Record<string, string>;
   operationIds: Record<string, string>;
+  endpoints: Record<string, string>;
+  scope: 'tenant' | 'global';
+  singleton: boolean;
   canWrite: boolean;
 }
+
+const TESTKIT = ['testkit.widget', 'testkit.gadget', 'testkit.setting', 'testkit.memo'];
 
 beforeAll(async () => {
   app = await startTestApp({ modules: [...allModules, testkitModule, ledgerModule] });
@@ -57,8 +62,9 @@ describe('GET /api/v1/admin/resources', () => {
 
   it('lists a readable resource with its schema, writable and immutable fields', async () => {
     const resources = await catalog(HOST, ['widget:read']);
-    expect(resources.map((r) => r.key)).toEqual(['testkit.widget']);
+    expect(resources.map((r) => r.key)).toEqual(TESTKIT);
     const widget = resources[0]!;
+    expect(widget).toMatchObject({ scope: 'tenant', singleton: false });
     expect(widget.path).toBe('/api/v1/testkit/widgets');
     expect(Object.keys(widget.schema.properties).sort()).toEqual(
       ['approved', 'approvedAt', 'color', 'createdAt', 'id', 'name', 'note', 'size', 'updatedAt'],
@@ -71,6 +77,38 @@ describe('GET /api/v1/admin/resources', () => {
     });
     expect(widget.canWrite).toBe(false);
     expect((await catalog(HOST, ['widget:read', 'widget:write']))[0]!.canWrite).toBe(true);
+  });
+
+  it('describes a global entity: every tenant reads it, only the operator tenant may write it', async () => {
+    const atCustomer = (await catalog(HOST, ['*'])).find((r) => r.key === 'testkit.gadget')!;
+    expect(atCustomer).toMatchObject({ scope: 'global', singleton: false, path: '/api/v1/testkit/gadgets', canWrite: false });
+    const atOperator = (await catalog('operator.localhost', ['widget:read', 'widget:operate'])).find((r) => r.key === 'testkit.gadget')!;
+    expect(atOperator.canWrite).toBe(true);
+  });
+
+  it('describes a singleton by the routes it serves: no list, no create, no id', async () => {
+    const setting = (await catalog(HOST, ['widget:read'])).find((r) => r.key === 'testkit.setting')!;
+    expect(setting).toMatchObject({ scope: 'tenant', singleton: true, path: '/api/v1/testkit/setting' });
+    expect(setting.endpoints).toEqual({
+      read: 'GET /api/v1/testkit/setting',
+      update: 'PATCH /api/v1/testkit/setting',
+      delete: 'DELETE /api/v1/testkit/setting',
+      activate: 'POST /api/v1/testkit/setting/activate',
+    });
+    expect(setting.operationIds).toEqual({
+      read: 'testkit-setting-read',
+      update: 'testkit-setting-update',
+      delete: 'testkit-setting-delete',
+      activate: 'testkit-setting-activate',
+    });
+    expect(setting.commandOwned).toEqual({ activations: 'POST /api/v1/testkit/setting/activate', activatedAt: 'POST /api/v1/testkit/setting/activate' });
+  });
+
+  it('shows computed fields in the row schema and read-only fields as immutable, never writable', async () => {
+    const memo = (await catalog(HOST, ['widget:read'])).find((r) => r.key === 'testkit.memo')!;
+    expect(Object.keys(memo.schema.properties)).toContain('excerpt');
+    expect([...memo.writable].sort()).toEqual(['ownerId', 'text']);
+    expect(memo.immutable).toEqual(expect.arrayContaining(['long', 'pinned', 'ownerId']));
   });
 
   it('omits what the caller may not read', async () => {
@@ -92,7 +130,7 @@ describe('GET /api/v1/admin/resources', () => {
     const keys = async () => (await app.http(HOST).get(CATALOG).set('Cookie', user.cookie)).body.resources.map((r: Entry) => r.key);
     expect(await keys()).toEqual([]);
     await app.services.db.pool.query(`update roles set permissions = '{widget:read}' where tenant_id = $1 and name = (select roles[1] from users where id = $2)`, [customer.id, user.userId]);
-    expect(await keys()).toEqual(['testkit.widget']);
+    expect(await keys()).toEqual(TESTKIT);
   });
 });
 
@@ -110,14 +148,16 @@ describe('catalog, OpenAPI and registered routes agree', () => {
     for (const entry of entries) {
       const resolved = registry.entity(entry.key);
       const commands = Object.keys(resolved.def.commands ?? {});
-      const expected: Record<string, string> = {
-        list: `GET ${entry.path}`,
-        create: `POST ${entry.path}`,
-        read: `GET ${entry.path}/{id}`,
-        update: `PATCH ${entry.path}/{id}`,
-        delete: `DELETE ${entry.path}/{id}`,
-        ...Object.fromEntries(commands.map((c) => [c, `POST ${entry.path}/{id}/${c}`])),
-      };
+      // Derived from the declaration alone: a collection's five routes, or a singleton's read and declared routes.
+      const item = resolved.def.singleton ? entry.path : `${entry.path}/{id}`;
+      const generic: Record<string, string> = resolved.def.singleton
+        ? {
+            read: `GET ${item}`,
+            ...Object.fromEntries((resolved.def.singletonRoutes ?? []).map((v) => [v, `${{ replace: 'PUT', update: 'PATCH', delete: 'DELETE' }[v]} ${item}`])),
+          }
+        : { list: `GET ${entry.path}`, create: `POST ${entry.path}`, read: `GET ${item}`, update: `PATCH ${item}`, delete: `DELETE ${item}` };
+      const expected: Record<string, string> = { ...generic, ...Object.fromEntries(commands.map((c) => [c, `POST ${item}/${c}`])) };
+      expect(entry.endpoints, entry.key).toEqual(expected);
       expect(Object.keys(entry.operationIds).sort()).toEqual(Object.keys(expected).sort());
       for (const [verb, endpoint] of Object.entries(expected)) {
         const id = entry.operationIds[verb]!;
@@ -129,7 +169,7 @@ describe('catalog, OpenAPI and registered routes agree', () => {
       for (const [field, route] of Object.entries(entry.commandOwned)) {
         expect(Object.values(expected), `${entry.key}.${field}`).toContain(route);
       }
-      const rowSchema = doc.paths[`${entry.path}/{id}`]!.get as unknown as { responses: { 200: { content: { 'application/json': { schema: unknown } } } } };
+      const rowSchema = doc.paths[resolved.def.singleton ? entry.path : `${entry.path}/{id}`]!.get as unknown as { responses: { 200: { content: { 'application/json': { schema: unknown } } } } };
       // The same row schema (OpenAPI rewrites const as enum, so compare its shape).
       const documented = rowSchema.responses[200].content['application/json'].schema as { properties: object; required: string[] };
       const served = entry.schema as unknown as { properties: object; required: string[] };

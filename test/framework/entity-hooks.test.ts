@@ -97,6 +97,6 @@ describe('entity hooks and event names', () => {
     const res = await app.http(HOST).post(`${BASE}/${made.body.id}/approve`).set('Cookie', cookie);
     expect(res.status).toBe(200);
     expect(res.body.approved).toBe(true);
-    expect(calls.map((c) => `${c.hook}:${c.op}`)).toEqual(['after:update']);
+    expect(calls.map((c) => `${c.hook}:${c.op}`)).toEqual(['after:command']);
   });
 });

@@ -69,6 +69,20 @@ describe('the OpenAPI document', () => {
     for (const entity of app.services.registry.entities) {
       const { path, operationId } = entity.names;
       const at = (key: string) => operations.get(key)?.operationId;
+      if (entity.def.singleton) {
+        // One resource with no id: read, the declared routes and the commands, nothing else.
+        expect(at(`GET ${path}`)).toBe(`${entity.module}-${entity.name}-read`);
+        const declared = entity.def.singletonRoutes ?? [];
+        expect(at(`PUT ${path}`)).toBe(declared.includes('replace') ? operationId('replace') : undefined);
+        expect(at(`PATCH ${path}`)).toBe(declared.includes('update') ? operationId('update') : undefined);
+        expect(at(`DELETE ${path}`)).toBe(declared.includes('delete') ? operationId('delete') : undefined);
+        expect(at(`POST ${path}`)).toBeUndefined();
+        expect([...operations.keys()].filter((k) => k.includes(`${path}/{id}`))).toEqual([]);
+        for (const command of Object.keys(entity.def.commands ?? {})) {
+          expect(at(`POST ${path}/${command}`)).toBe(`${entity.module}-${entity.name}-${command}`);
+        }
+        continue;
+      }
       expect(at(`GET ${path}`)).toBe(`${entity.module}-${entity.name}-list`);
       expect(at(`POST ${path}`)).toBe(operationId('create'));
       expect(at(`GET ${path}/{id}`)).toBe(operationId('read'));
@@ -79,6 +93,9 @@ describe('the OpenAPI document', () => {
       }
     }
     expect(operations.get('POST /api/v1/testkit/widgets/{id}/approve')?.operationId).toBe('testkit-widget-approve');
+    expect(operations.get('GET /api/v1/testkit/setting')?.operationId).toBe('testkit-setting-read');
+    expect(operations.get('POST /api/v1/testkit/setting/activate')?.operationId).toBe('testkit-setting-activate');
+    expect(operations.get('PUT /api/v1/testkit/setting')).toBeUndefined();
   });
 
   it('gives every route a response schema, and every route with a body its request schema', () => {
@@ -112,7 +129,9 @@ describe('the OpenAPI document', () => {
     expect(patch.additionalProperties).toBe(false);
     expect(operations.get('GET /api/v1/testkit/widgets')!.responses['200']!.description).toBe('A page of widgets');
     for (const entity of app.services.registry.entities) {
-      for (const key of [`GET ${entity.names.path}`, `POST ${entity.names.path}`, `GET ${entity.names.path}/{id}`, `PATCH ${entity.names.path}/{id}`]) {
+      const { path } = entity.names;
+      const keys = entity.def.singleton ? [`GET ${path}`] : [`GET ${path}`, `POST ${path}`, `GET ${path}/{id}`, `PATCH ${path}/{id}`];
+      for (const key of keys) {
         const success = Object.entries(operations.get(key)!.responses).find(([status]) => status.startsWith('2'))!;
         expect(success[1].description, key).not.toBe('Default Response');
       }
@@ -122,8 +141,28 @@ describe('the OpenAPI document', () => {
     expect(command.responses['200']?.content?.['application/json']?.schema).toMatchObject({ title: 'Widget' });
   });
 
+  it('documents read-only and computed fields, hard delete, global scope, row access and the singleton\'s answers', () => {
+    const body = (key: string) => operations.get(key)!.requestBody!.content['application/json']!.schema as { properties: Record<string, unknown> };
+    const answer = (key: string, status: string) => operations.get(key)!.responses[status]!.content!['application/json']!.schema as { properties: Record<string, unknown> };
+    // memo: long is set by the service only, excerpt is added by afterRead.
+    expect(Object.keys(body('POST /api/v1/testkit/memos').properties).sort()).toEqual(['ownerId', 'text']);
+    expect(Object.keys(body('PATCH /api/v1/testkit/memos/{id}').properties)).toEqual(['text']);
+    for (const key of ['GET /api/v1/testkit/memos/{id}', 'POST /api/v1/testkit/memos/{id}/pin']) {
+      expect(Object.keys(answer(key, '200').properties), key).toEqual(expect.arrayContaining(['long', 'excerpt']));
+    }
+    expect((operations.get('DELETE /api/v1/testkit/memos/{id}') as { description?: string }).description).toMatch(/^Hard delete/);
+    expect((operations.get('DELETE /api/v1/testkit/gadgets/{id}') as { description?: string }).description).toMatch(/^Soft delete.*may refuse/);
+    expect((operations.get('GET /api/v1/testkit/setting') as { description?: string }).description).toMatch(/404 NOT_FOUND until it exists/);
+    expect(operations.get('GET /api/v1/testkit/setting')!.parameters ?? []).toEqual([]);
+    expect((operations.get('POST /api/v1/testkit/setting/activate') as { description?: string }).description).toMatch(/may create it/);
+    for (const key of ['GET /api/v1/testkit/memos', 'GET /api/v1/testkit/memos/{id}', 'PATCH /api/v1/testkit/memos/{id}', 'POST /api/v1/testkit/memos/{id}/pin']) {
+      expect((operations.get(key) as { description?: string }).description, key).toMatch(/another caller's row answers 404/);
+    }
+    expect((operations.get('GET /api/v1/testkit/gadgets') as { description?: string }).description).toMatch(/every tenant reads the same rows/);
+  });
+
   it('documents the paging and sorting parameters on every list route', () => {
-    for (const entity of app.services.registry.entities) {
+    for (const entity of app.services.registry.entities.filter((e) => !e.def.singleton)) {
       const params = operations.get(`GET ${entity.names.path}`)!.parameters!;
       const byName = Object.fromEntries(params.map((p) => [p.name, p]));
       expect(Object.keys(byName).sort()).toEqual(['limit', 'offset', 'sort']);

@@ -121,7 +121,7 @@ describe('the problem registry', () => {
 describe('unknown route', () => {
   it.each([
     ['GET', '/api/v1/no/such/thing'],
-    ['POST', '/api/v1/testkit/gadgets'],
+    ['POST', '/api/v1/testkit/gizmos'],
     ['PUT', '/api/v1/testkit/widgets'],
     ['GET', '/'],
   ])('%s %s → 404 ROUTE_NOT_FOUND', async (method, path) => {

@@ -32,6 +32,22 @@ describe('the request path\'s statements', () => {
     expect(texts.some((t) => t.includes('from "widgets"') && t.includes('limit $1 offset $2'))).toBe(true);
   });
 
+  it('keep one prepared text per statement under a row-access filter: the caller\'s values are parameters', async () => {
+    const other = await signInAs(app, acme, ['widget:read', 'widget:write']);
+    for (const caller of [reader, other]) {
+      const created = await app.http('acme.localhost').post('/api/v1/testkit/memos').set('Cookie', caller.cookie).send({ ownerId: caller.userId, text: 'mine' });
+      expect(created.status).toBe(201);
+      const list = await app.http('acme.localhost').get('/api/v1/testkit/memos').set('Cookie', caller.cookie);
+      expect(list.body.items.map((m: { id: string }) => m.id)).toEqual([created.body.id]);
+      expect((await app.http('acme.localhost').get(`/api/v1/testkit/memos/${created.body.id}`).set('Cookie', caller.cookie)).status).toBe(200);
+    }
+    const { rows } = await app.services.db.pool.query<{ statement: string }>(`select statement from pg_prepared_statements where name like 'tenantry\\_%' and statement like '%from "memos"%'`);
+    const texts = rows.map((r) => r.statement);
+    expect(texts.filter((t) => t.includes('limit $1 offset $2'))).toEqual([expect.stringContaining('"owner_id" = $3')]);
+    expect(texts.filter((t) => t.includes('where id = $1 and "owner_id" = $2'))).toHaveLength(1);
+    for (const caller of [reader, other]) expect(texts.join('\n')).not.toContain(caller.userId);
+  });
+
   it('open the transaction with its first statement (BEGIN held back) and still roll back as one', async () => {
     await expect(
       app.services.transactions.run(acme, async (ctx) => {

@@ -6,7 +6,7 @@ import { Registry } from '../../framework/entity/registry.ts';
 import { BootCheckError } from '../../framework/entity/checks.ts';
 import { defineEntity, defineModule, defineRoute, entity, type ModuleDefinition } from '../../framework/entity/define.ts';
 import { allModules } from '../../modules/index.ts';
-import { testkitModule, widget } from '../helpers/testkit-module.ts';
+import { gadget, setting, testkitModule, widget } from '../helpers/testkit-module.ts';
 import { createTestDatabase } from '../helpers/database.ts';
 import { testConfig } from '../helpers/config.ts';
 
@@ -110,6 +110,38 @@ describe('startup checks, in every role', () => {
     expect(start).toThrow(/immutable field shade is not a field/);
     expect(start).toThrow(/sortable field weight is not a field/);
     expect(start).toThrow(/admin column field label is not a field/);
+  });
+
+  it('refuse a global entity whose write permission is not an operator permission, naming entity and permission', async () => {
+    const open = defineEntity({ ...gadget, module: 'bad', permissions: { read: 'widget:read', write: 'widget:write' } });
+    await expectRefusal([testkitModule, bad({ entities: [entity(open)] })], /entity bad\.gadget is global: its write permission widget:write is not an operator permission/);
+  });
+
+  it('refuse a global entity with a command whose permission is not an operator permission, naming the command', async () => {
+    const commanded = defineEntity({
+      ...gadget,
+      module: 'bad',
+      commands: { reprice: { summary: 'Reprice', permission: 'widget:write', run: async () => ({ price: 1 }) } },
+    });
+    await expectRefusal([testkitModule, bad({ entities: [entity(commanded)] })], /entity bad\.gadget is global: command reprice uses widget:write, which is not an operator permission/);
+    // Defaulting to the entity's operator write permission is accepted.
+    const defaulted = defineEntity({ ...gadget, module: 'bad', commands: { reprice: { summary: 'Reprice', run: async () => ({ price: 1 }) } } });
+    expect(() => new Registry([testkitModule, bad({ entities: [entity(defaulted)] })], config)).not.toThrow();
+  });
+
+  it('refuse contradictory shapes: a global singleton, singleton routes on a collection, a computed field named like a field, a row-access filter naming a non-field', () => {
+    const globalSingleton = { ...setting, module: 'bad', scope: 'global', permissions: { read: 'widget:read', write: 'widget:operate' } } as never;
+    expect(() => new Registry([testkitModule, bad({ entities: [entity(globalSingleton)] })], config)).toThrow(/entity bad\.setting is global and a singleton/);
+    const routesOnCollection = { ...widget, module: 'bad', singletonRoutes: ['update'] } as never;
+    expect(() => new Registry([testkitModule, bad({ entities: [entity(routesOnCollection)] })], config)).toThrow(/entity bad\.widget declares singletonRoutes but is not a singleton/);
+    const shadowing = { ...widget, module: 'bad', computed: { name: Type.String() } } as never;
+    expect(() => new Registry([testkitModule, bad({ entities: [entity(shadowing)] })], config)).toThrow(/entity bad\.widget: computed field name is already a field/);
+    const strayFilter = { ...widget, module: 'bad', rowAccess: (ctx: { actorId: string | null }) => ({ name: 'x', ownerId: ctx.actorId }) } as never;
+    expect(() => new Registry([testkitModule, bad({ entities: [entity(strayFilter)] })], config)).toThrow(/entity bad\.widget: rowAccess names ownerId, which is not a field/);
+    const needsCaller = { ...widget, module: 'bad', rowAccess: (ctx: { session: { userId: string } }) => ({ name: ctx.session.userId }) } as never;
+    expect(() => new Registry([testkitModule, bad({ entities: [entity(needsCaller)] })], config)).toThrow(/entity bad\.widget: rowAccess fails with no caller/);
+    const unknownReadOnly = { ...widget, module: 'bad', readOnly: ['shine'] } as never;
+    expect(() => new Registry([testkitModule, bad({ entities: [entity(unknownReadOnly)] })], config)).toThrow(/readOnly field shine is not a field/);
   });
 
   it('list every problem at once', () => {

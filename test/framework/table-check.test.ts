@@ -218,7 +218,7 @@ describe('the table shape an entity asks for', () => {
   });
 
   it('global scope and hard delete: no tenant_id, no row-level security, no deleted_at', () => {
-    const globalHard = price({ scope: 'global', hardDelete: true });
+    const globalHard = price({ scope: 'global', deleteMode: 'hard' });
     expect(entityTableProblems(globalHard, table({ ...system, amount: column('int4') }, false))).toEqual([]);
     expect(entityTableProblems(globalHard, table({ ...system, tenant_id: column('uuid', true, 'app_tenant_id()'), amount: column('int4') }, true))).toEqual([
       'entity plan.price: the entity is global but table prices has a tenant_id column',

@@ -174,11 +174,16 @@ describe('the restricted role and the tenant-owned tables', () => {
         [table],
       );
       expect(column.rows, `${table}.tenant_id`).toEqual([{ notnull: true, def: 'app_tenant_id()' }]);
-      const policies = await app.services.db.pool.query<{ qual: string; with_check: string }>(
-        `select qual, with_check from pg_policies where schemaname = 'public' and tablename = $1`,
+      const policies = await app.services.db.pool.query<{ name: string; qual: string; with_check: string; cmd: string; roles: string[] }>(
+        `select policyname as name, qual, with_check, cmd, roles::text[] as roles from pg_policies where schemaname = 'public' and tablename = $1 order by 1`,
         [table],
       );
-      expect(policies.rows, `${table} policy`).toEqual([{ qual: '(tenant_id = app_tenant_id())', with_check: '(tenant_id = app_tenant_id())' }]);
+      const isolation = policies.rows.filter((p) => p.name !== 'cross_tenant_read').map(({ qual, with_check }) => ({ qual, with_check }));
+      expect(isolation, `${table} policy`).toEqual([{ qual: '(tenant_id = app_tenant_id())', with_check: '(tenant_id = app_tenant_id())' }]);
+      // The one other policy allowed: every tenant's rows readable by the owner of cross-tenant functions, and only that.
+      for (const other of policies.rows.filter((p) => p.name === 'cross_tenant_read')) {
+        expect(other, `${table} cross_tenant_read`).toMatchObject({ cmd: 'SELECT', roles: ['tenantry_cross_tenant'], with_check: null });
+      }
       const indexes = await app.services.db.pool.query<{ name: string; first: string; unique: boolean; primary: boolean; columns: number }>(
         `select ic.relname as name, a.attname as first, i.indisunique as unique, i.indisprimary as primary, i.indnkeyatts::int as columns
            from pg_index i join pg_class ic on ic.oid = i.indexrelid

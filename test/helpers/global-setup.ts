@@ -14,17 +14,19 @@ declare module 'vitest' {
 
 
 /**
- * The restricted role is cluster-wide while test databases are per file: created once here, so
- * files migrating their own databases in parallel do not race to create and grant it.
+ * The restricted roles are cluster-wide while test databases are per file: created once here, so
+ * files migrating their own databases in parallel do not race to create and grant them.
  */
 async function createClusterRole(adminUrl: string): Promise<void> {
   const client = new pg.Client({ connectionString: adminUrl });
   await client.connect();
   try {
-    await client.query(`do $$ begin
-      if not exists (select 1 from pg_roles where rolname = 'tenantry_app') then create role tenantry_app nologin nobypassrls; end if;
-    end $$`);
-    await client.query('grant tenantry_app to current_user');
+    for (const role of ['tenantry_app', 'tenantry_cross_tenant']) {
+      await client.query(`do $$ begin
+        if not exists (select 1 from pg_roles where rolname = '${role}') then create role ${role} nologin nobypassrls; end if;
+      end $$`);
+      await client.query(`grant ${role} to current_user`);
+    }
   } finally {
     await client.end();
   }

@@ -1,6 +1,6 @@
 import { describe, expectTypeOf, it } from 'vitest';
 import Type from 'typebox';
-import { defineEntity, type EntityDefinition } from '../../framework/entity/define.ts';
+import { defineEntity, type EntityDefinition, type EntityRow } from '../../framework/entity/define.ts';
 
 // Each refusal below is a compile error the `@ts-expect-error` line expects: if a change to
 // defineEntity let the mistake through, the directive would be unused and the type check fails.
@@ -124,6 +124,131 @@ describe('defineEntity', () => {
       permissions,
       // @ts-expect-error: status is not a field
       admin: { title: 'title', columns: ['title', 'status'] },
+    });
+  });
+
+  it('accepts the scope, singleton, row-access, delete-mode, read-only and computed options', () => {
+    defineEntity({ module: 'm', name: 'price', fields, permissions, scope: 'global', deleteMode: 'hard', readOnly: ['done'] });
+    defineEntity({
+      module: 'm',
+      name: 'note',
+      fields: { ...fields, ownerId: Type.String() },
+      permissions,
+      rowAccess: (ctx) => ({ ownerId: ctx.actorId }),
+      computed: { shout: Type.String() },
+      hooks: { afterRead: (_ctx, row) => ({ ...row, shout: row.title.toUpperCase() }) },
+    });
+    defineEntity({ module: 'm', name: 'profile', fields, permissions, singleton: true, singletonRoutes: ['replace', 'update', 'delete'] });
+  });
+
+  it('gives a singleton\'s command the row or null, and a collection\'s command the row', () => {
+    defineEntity({
+      module: 'm',
+      name: 'profile',
+      fields,
+      permissions,
+      singleton: true,
+      commands: {
+        open: {
+          summary: 'Open',
+          async run(_ctx, row) {
+            expectTypeOf(row).toEqualTypeOf<EntityRow<typeof fields> | null>();
+            return row === null ? { title: 'new', done: false } : { done: true };
+          },
+        },
+      },
+    });
+    defineEntity({
+      module: 'm',
+      name: 'thing',
+      fields,
+      permissions,
+      commands: {
+        open: {
+          summary: 'Open',
+          async run(_ctx, row) {
+            expectTypeOf(row).toEqualTypeOf<EntityRow<typeof fields>>();
+            return { done: !row.done };
+          },
+        },
+      },
+    });
+  });
+
+  it('tells afterWrite which command ran, by its declared name', () => {
+    defineEntity({
+      module: 'm',
+      name: 'thing',
+      fields,
+      permissions,
+      commands: { finish },
+      hooks: {
+        async afterWrite(_ctx, input) {
+          if (input.op === 'command') expectTypeOf(input.command).toEqualTypeOf<'finish'>();
+          else expectTypeOf(input.command).toEqualTypeOf<undefined>();
+          return { done: true };
+        },
+      },
+    });
+  });
+
+  it('refuses singleton routes on an entity that is not a singleton, and an unknown singleton route', () => {
+    defineEntity({
+      module: 'm',
+      name: 'thing',
+      fields,
+      permissions,
+      // @ts-expect-error: only a singleton declares its routes
+      singletonRoutes: ['update'],
+    });
+    defineEntity({
+      module: 'm',
+      name: 'thing',
+      fields,
+      permissions,
+      singleton: true,
+      // @ts-expect-error: patch is not a singleton route (update is)
+      singletonRoutes: ['patch'],
+    });
+  });
+
+  it('refuses an unknown scope, delete mode or option', () => {
+    // @ts-expect-error: shared is not a scope
+    defineEntity({ module: 'm', name: 'thing', fields, permissions, scope: 'shared' });
+    // @ts-expect-error: purge is not a delete mode
+    defineEntity({ module: 'm', name: 'thing', fields, permissions, deleteMode: 'purge' });
+    // @ts-expect-error: hardDelete is not an option (deleteMode: 'hard' is)
+    defineEntity({ module: 'm', name: 'thing', fields, permissions, hardDelete: true });
+  });
+
+  it('refuses a row-access filter or a read-only list naming an unknown field (the boot checks catch a stray field beside known ones)', () => {
+    defineEntity({
+      module: 'm',
+      name: 'thing',
+      fields,
+      permissions,
+      // @ts-expect-error: ownerId is not a field
+      rowAccess: (ctx) => ({ ownerId: ctx.actorId }),
+    });
+    defineEntity({
+      module: 'm',
+      name: 'thing',
+      fields,
+      permissions,
+      // @ts-expect-error: shine is not a field
+      readOnly: ['shine'],
+    });
+  });
+
+  it('refuses an afterRead that leaves out a computed field', () => {
+    defineEntity({
+      module: 'm',
+      name: 'thing',
+      fields,
+      permissions,
+      computed: { shout: Type.String() },
+      // @ts-expect-error: shout is missing from what afterRead returns
+      hooks: { afterRead: (_ctx, row) => ({ ...row }) },
     });
   });
 });

@@ -1,0 +1,88 @@
+import Type, { type TSchema } from 'typebox';
+import type { AnyRoute } from '../entity/define.ts';
+import type { ResolvedEntity } from '../entity/resolve.ts';
+import type { TxContext } from '../context/tx.ts';
+import type { EntityOperations } from '../operations/entity-ops.ts';
+
+/** What the generic and singleton routes share: answers, the afterRead shaping, command routes. */
+
+export const NoContent = Type.Null({ description: 'No content' });
+
+/** The same schema, with the sentence OpenAPI shows for this answer. */
+export const answer = (schema: TSchema, description: string): TSchema => ({ ...schema, 'x-response-description': description }) as TSchema;
+
+type Present = (tx: TxContext, row: Record<string, unknown>) => unknown;
+
+/** Every row a route returns goes through afterRead when the entity declares it; otherwise as stored. */
+export function presenter(entity: ResolvedEntity): Present {
+  const afterRead = entity.def.hooks?.afterRead;
+  if (!afterRead) return (_tx, row) => row;
+  return (tx, row) => afterRead(tx, row as never);
+}
+
+/** Lists' items, shaped one after another (a hook may query, on the request's one connection). */
+export async function presentAll(present: Present, tx: TxContext, rows: Record<string, unknown>[]): Promise<unknown[]> {
+  const out: unknown[] = [];
+  for (const row of rows) out.push(await present(tx, row));
+  return out;
+}
+
+/**
+ * Events a writing route may publish besides its own: the hooks' declared events, and the updated
+ * event when afterWrite may return changes to store.
+ */
+export function followUpEvents(entity: ResolvedEntity): string[] {
+  const events = [...(entity.def.hookPublishes ?? [])];
+  if (entity.def.hooks?.afterWrite) events.push(entity.names.events.updated);
+  return events;
+}
+
+/** One route per command: POST <item>/<command>, on the row by id or, for a singleton, the tenant's row. */
+export function commandRoutes(entity: ResolvedEntity, ops: EntityOperations, present: Present): AnyRoute[] {
+  const { names, schemas, def } = entity;
+  const followUp = followUpEvents(entity);
+  return Object.entries(def.commands ?? {}).map(([command, definition]): AnyRoute => ({
+    method: 'POST',
+    url: entity.singleton ? `${names.path}/${command}` : `${names.path}/:id/${command}`,
+    operationId: names.operationId(command),
+    summary: definition.summary,
+    description: sentences(
+      definition.description,
+      entity.singleton ? `Before the ${names.label.toLowerCase()} exists, the command may create it; if it does not, 404 NOT_FOUND.` : undefined,
+      visibility(entity),
+    ),
+    tags: [def.module],
+    access: { permission: definition.permission ?? def.permissions.write },
+    // A singleton's command may create the row, which publishes its created event.
+    publishes: [...new Set([...(definition.publishes ?? []), ...(entity.singleton ? [names.events.created] : []), ...followUp])],
+    schema: {
+      ...(entity.singleton ? {} : { params: schemas.idParams }),
+      ...(definition.body ? { body: definition.body } : {}),
+      response: { 200: answer(schemas.row, `The ${names.label.toLowerCase()} after the command`) },
+    },
+    handler: async ({ tx, params, body, services }) => {
+      const id = entity.singleton ? null : (params as { id: string }).id;
+      return present(tx, await ops.runCommand(tx, id, command, body ?? {}, services));
+    },
+  }));
+}
+
+/** What a DELETE does, for OpenAPI: soft or hard, and whether a hook may refuse it. */
+export function deleteDescription(entity: ResolvedEntity): string {
+  const what =
+    entity.deleteMode === 'hard'
+      ? 'Hard delete: the row is removed; the deleted event is still published.'
+      : 'Soft delete: the row is kept but no longer listed, read, updated or commanded; its unique keys are released.';
+  return entity.def.hooks?.beforeDelete ? `${what} The entity may refuse (a problem naming why) while the row is still in use.` : what;
+}
+
+/** Who sees which rows, for OpenAPI: a global entity's and a row-access filter's rule, or nothing. */
+export function visibility(entity: ResolvedEntity): string {
+  const parts: string[] = [];
+  if (entity.scope === 'global') parts.push('Global: every tenant reads the same rows; only the operator tenant writes them.');
+  if (entity.def.rowAccess) parts.push('Only the rows the caller may see (row access): another caller\'s row answers 404, like an unknown id.');
+  return parts.join(' ');
+}
+
+/** A description made of sentences, any of which may be empty; undefined when all are. */
+export const sentences = (...parts: (string | undefined)[]): string | undefined => parts.filter((p) => p).join(' ') || undefined;
