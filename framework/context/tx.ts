@@ -21,17 +21,27 @@ export interface PendingEvent {
   payload: Record<string, unknown>;
 }
 
-/** Everything a handler, hook, command or subscription gets inside a tenant transaction. */
-export interface TxContext {
+/**
+ * Everything a handler, hook, command or subscription gets inside a tenant transaction. E is what
+ * `publish` accepts: a route's or command's own `publishes` list, so publishing anything else
+ * does not compile (and is refused at run time, for code the types cannot see).
+ */
+export interface TxContext<E extends string = string> {
   readonly tenant: TenantRef;
   readonly db: Transaction<Database>;
   readonly session: SessionInfo | null;
   readonly actorId: string | null;
   readonly declaredEvents: ReadonlySet<string>;
   /** Records an event in this transaction's outbox; delivered only after commit. */
-  publish(name: string, payload?: Record<string, unknown>): void;
+  publish(name: E, payload?: Record<string, unknown>): void;
   /** True when the caller's roles grant the permission (the wildcard grants all). */
   can(permission: string): boolean;
+}
+
+/** The events one route or command may publish, and who it is, for the refusal's message. */
+export interface PublishAllowList {
+  events: ReadonlySet<string>;
+  by: string;
 }
 
 export interface TxOptions {
@@ -39,6 +49,8 @@ export interface TxOptions {
   sessionHash?: Buffer;
   /** Actor for events when there is no session (e.g. a subscription acting for a user). */
   actorId?: string | null;
+  /** Refuses any publish outside the route's declared events (a programming error: 500 INTERNAL). */
+  publishes?: PublishAllowList;
 }
 
 interface EnterRow {
@@ -90,7 +102,7 @@ export class TenantTransactions {
     let published = false;
     const result = await this.db.kysely.transaction().execute(async (trx) => {
       const session = await this.enter(trx, tenant, options.sessionHash);
-      const { ctx, flush } = scopedContext(trx, tenant, session, session?.userId ?? options.actorId ?? null, this.declaredEvents);
+      const { ctx, flush } = scopedContext(trx, tenant, session, session?.userId ?? options.actorId ?? null, this.declaredEvents, options.publishes);
       const value = await fn(ctx);
       await flush();
       published = wroteOutbox.has(trx);
@@ -126,6 +138,7 @@ export function scopedContext(
   session: SessionInfo | null,
   actorId: string | null,
   declaredEvents: ReadonlySet<string>,
+  allowed?: PublishAllowList,
 ): { ctx: TxContext; flush(): Promise<void> } {
   const events: PendingEvent[] = [];
   const ctx: TxContext = {
@@ -136,6 +149,9 @@ export function scopedContext(
     declaredEvents,
     publish: (name, payload = {}) => {
       if (!declaredEvents.has(name)) throw problem('INTERNAL', `event ${name} is not declared by any module`);
+      if (allowed && !allowed.events.has(name)) {
+        throw problem('INTERNAL', `event ${name} is not in the publishes list of ${allowed.by} (${[...allowed.events].join(', ') || 'none'})`);
+      }
       assertSafePayload(name, payload);
       events.push({ name, payload });
     },
