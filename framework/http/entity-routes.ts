@@ -2,6 +2,7 @@ import Type, { type TSchema } from 'typebox';
 import type { AnyRoute } from '../entity/define.ts';
 import type { ResolvedEntity } from '../entity/resolve.ts';
 import { EntityOperations } from '../operations/entity-ops.ts';
+import { publicReadRoute } from './public-read.ts';
 
 const NoContent = Type.Null({ description: 'No content' });
 
@@ -9,7 +10,7 @@ const NoContent = Type.Null({ description: 'No content' });
 const answer = (schema: TSchema, description: string): TSchema => ({ ...schema, 'x-response-description': description }) as TSchema;
 
 /**
- * The five generic routes and one route per command, as plain route definitions: they go through
+ * The five generic routes, one route per command and the declared public read, as plain route definitions: they go through
  * the same registration, guard, validation and OpenAPI path as hand-written routes.
  */
 export function entityRoutes(entity: ResolvedEntity): AnyRoute[] {
@@ -107,6 +108,8 @@ export function entityRoutes(entity: ResolvedEntity): AnyRoute[] {
       handler: ({ tx, params, body, services }) => ops.runCommand(tx, (params as { id: string }).id, command, body ?? {}, services),
     });
   }
+  const publicRead = publicReadRoute(entity, (values) => ops.toRow(values));
+  if (publicRead) routes.push(publicRead);
   return routes;
 }
 
