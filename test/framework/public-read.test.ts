@@ -137,6 +137,22 @@ describe('conditional GET: weak ETag and If-None-Match', () => {
   });
 });
 
+describe('rows hold what PostgreSQL returns, as EntityRow types them', () => {
+  it('gives a command and the generic operations a Date for a date-time field and null for an empty optional one; JSON carries ISO strings', async () => {
+    const draft = await createArticle('typed-row', false);
+    const ops = app.services.registry.ops('testkit.article');
+    const before = await app.services.transactions.run(tenant, (ctx) => ops.read(ctx, draft.id));
+    expect(before.publishedAt).toBeNull();
+    expect(before.createdAt).toBeInstanceOf(Date);
+    const at = '2031-05-06T07:08:09.123Z';
+    const published = await app.http(HOST).post(`${ARTICLES}/${draft.id}/publish`).set('Cookie', cookie).send({ at });
+    expect(published.body.publishedAt).toBe(at);
+    const after = await app.services.transactions.run(tenant, (ctx) => ops.read(ctx, draft.id));
+    expect(after.publishedAt).toBeInstanceOf(Date);
+    expect((after.publishedAt as Date).toISOString()).toBe(at);
+  });
+});
+
 describe('the ETag helper any route can use (framework/http/etag.ts)', () => {
   it('derives a weak tag from a time, a number or text, hashing text an entity tag cannot hold', () => {
     const at = new Date('2030-01-02T03:04:05.678Z');
