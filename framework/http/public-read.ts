@@ -1,8 +1,7 @@
-import Type, { type TSchema } from 'typebox';
+import Type, { type TProperties, type TSchema } from 'typebox';
 import { CompiledQuery } from 'kysely';
 import type { EntityRow, PublicReadDefinition, RouteDefinition } from '../entity/define.ts';
 import type { ResolvedEntity } from '../entity/resolve.ts';
-import type { TProperties } from 'typebox';
 import { API_PREFIX } from '../entity/names.ts';
 import { prepared } from '../db/statements.ts';
 import { notFound } from '../errors.ts';

@@ -64,14 +64,14 @@ export async function buildWeb(services: Services, options: WebOptions = {}): Pr
   // OpenAPI first: @fastify/swagger documents the routes registered after it.
   await registerOpenApi(app, services);
   registerProbes(app, services, options.readinessChecks ?? []);
-  const isMultipart = (route: AnyRoute) => route.transaction === 'none' && route.multipart !== undefined;
-  for (const { route, entity } of services.registry.routes) if (!isMultipart(route)) registerRoute(app, services, route, entity);
+  const takesForm = (route: AnyRoute) => route.transaction === 'none' && route.multipart !== undefined;
+  for (const { route, entity } of services.registry.routes) if (!takesForm(route)) registerRoute(app, services, route, entity);
   // Multipart parsing exists only in this scope, around the routes that declare it: elsewhere a
   // form is an unsupported media type (415) before any handler runs. The form's size is bounded by
   // the route's body limit (register-route.ts), so the plugin sets no per-file limit of its own.
   await app.register(async (scope) => {
     await scope.register(multipart, { limits: { fileSize: Number.POSITIVE_INFINITY } });
-    for (const { route, entity } of services.registry.routes) if (isMultipart(route)) registerRoute(scope, services, route, entity);
+    for (const { route, entity } of services.registry.routes) if (takesForm(route)) registerRoute(scope, services, route, entity);
   });
   registerRoute(app, services, catalogRoute(services.registry));
   return app;
