@@ -23,15 +23,19 @@ export interface PendingEvent {
   payload: Record<string, unknown>;
 }
 
-/** Everything a handler, hook, command or subscription gets inside a tenant transaction. */
-export interface TxContext {
+/**
+ * Everything a handler, hook, command or subscription gets inside a tenant transaction. E is what
+ * `publish` accepts: a route's or command's own `publishes` list, so publishing anything else
+ * does not compile (and is refused at run time, for code the types cannot see).
+ */
+export interface TxContext<E extends string = string> {
   readonly tenant: TenantRef;
   readonly db: Transaction<Database>;
   readonly session: SessionInfo | null;
   readonly actorId: string | null;
   readonly declaredEvents: ReadonlySet<string>;
   /** Records an event in this transaction's outbox; delivered only after commit. */
-  publish(name: string, payload?: Record<string, unknown>): void;
+  publish(name: E, payload?: Record<string, unknown>): void;
   /** True when the caller's roles grant the permission (the wildcard grants all). */
   can(permission: string): boolean;
   /**
@@ -47,11 +51,19 @@ export interface TxContext {
 
 export type AfterTransaction = () => unknown;
 
+/** The events one route or command may publish, and who it is, for the refusal's message. */
+export interface PublishAllowList {
+  events: ReadonlySet<string>;
+  by: string;
+}
+
 export interface TxOptions {
   /** SHA-256 of the session cookie's id: resolves the session and its permissions in the opening statement. */
   sessionHash?: Buffer;
   /** Actor for events when there is no session (e.g. a subscription acting for a user). */
   actorId?: string | null;
+  /** Refuses any publish outside the route's declared events (a programming error: 500 INTERNAL). */
+  publishes?: PublishAllowList;
 }
 
 interface EnterRow {
@@ -133,7 +145,7 @@ export class TenantTransactions {
         asTransactionBody(async () => {
           hooksOf.set(trx, hooks);
           const session = await this.enter(trx, tenant, options.sessionHash);
-          const { ctx, flush } = scopedContext(trx, tenant, session, session?.userId ?? options.actorId ?? null, this.declaredEvents);
+          const { ctx, flush } = scopedContext(trx, tenant, session, session?.userId ?? options.actorId ?? null, this.declaredEvents, options.publishes);
           const value = await fn(ctx);
           await flush();
           published = wroteOutbox.has(trx);
@@ -177,6 +189,7 @@ export function scopedContext(
   session: SessionInfo | null,
   actorId: string | null,
   declaredEvents: ReadonlySet<string>,
+  allowed?: PublishAllowList,
 ): { ctx: TxContext; flush(): Promise<void> } {
   const events: PendingEvent[] = [];
   const ctx: TxContext = {
@@ -187,6 +200,9 @@ export function scopedContext(
     declaredEvents,
     publish: (name, payload = {}) => {
       if (!declaredEvents.has(name)) throw problem('INTERNAL', `event ${name} is not declared by any module`);
+      if (allowed && !allowed.events.has(name)) {
+        throw problem('INTERNAL', `event ${name} is not in the publishes list of ${allowed.by} (${[...allowed.events].join(', ') || 'none'})`);
+      }
       assertSafePayload(name, payload);
       events.push({ name, payload });
     },

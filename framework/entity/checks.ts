@@ -1,7 +1,10 @@
+import Type from 'typebox';
 import type { Registry } from './registry.ts';
 import type { ResolvedEntity } from './resolve.ts';
 import { SYSTEM_FIELDS } from './resolve.ts';
 import type { TxContext } from '../context/tx.ts';
+import type { AnyEntity } from './define.ts';
+import { hasDateTimeFormat, isDeclaredDateTime } from './date-time.ts';
 
 /** Raised at boot when the declarations disagree; the service refuses to start. */
 export class BootCheckError extends Error {
@@ -43,6 +46,15 @@ export function checkRegistry(registry: Registry, earlier: string[]): void {
       }
     }
     problems.push(...shapeProblems(entity, (p) => registry.permissions.get(p)?.operator === true));
+    for (const [field, schema] of Object.entries(def.fields)) {
+      if (hasDateTimeFormat(schema) && !isDeclaredDateTime(schema)) {
+        problems.push(`entity ${entity.names.key}: date-time field ${field} must be declared with DateTime(), so its rows are typed as the Dates PostgreSQL returns`);
+      }
+    }
+    for (const event of def.hookPublishes ?? []) {
+      if (!registry.events.has(event)) problems.push(`entity ${entity.names.key}: hookPublishes names undeclared event ${event}`);
+    }
+    problems.push(...publicReadProblems(entity.names.key, def));
     // The types refuse these already; a definition built without them (e.g. from data) is caught here.
     for (const [kind, list] of [
       ['readOnly', entity.readOnly],
@@ -72,6 +84,9 @@ export function checkRegistry(registry: Registry, earlier: string[]): void {
     for (const event of route.publishes ?? []) {
       if (!registry.events.has(event)) problems.push(`route ${where} publishes undeclared event ${event}`);
     }
+    if ('multipart' in route && route.multipart && route.transaction !== 'none') {
+      problems.push(`route ${where} is multipart: it must declare transaction 'none', as an upload streams with no transaction open`);
+    }
   }
 
   const subscriptionNames = new Set<string>();
@@ -86,6 +101,29 @@ export function checkRegistry(registry: Registry, earlier: string[]): void {
   for (const job of registry.jobs) {
     if (jobNames.has(job.name)) problems.push(`job ${job.name} is declared twice`);
     jobNames.add(job.name);
+  }
+  for (const { kind, name, module, publishes } of [
+    ...registry.subscriptions.map((s) => ({ kind: 'subscription', ...s })),
+    ...registry.jobs.map((j) => ({ kind: 'job', ...j })),
+  ]) {
+    for (const event of publishes ?? []) {
+      if (!registry.events.has(event)) problems.push(`${kind} ${name} (module ${module}) publishes undeclared event ${event}`);
+    }
+  }
+
+  // A declared event nothing publishes and nobody listens to is a leftover or a typo.
+  const used = new Set<string>([
+    ...registry.routes.flatMap(({ route }) => route.publishes ?? []),
+    ...registry.entities.flatMap((e) => e.def.hookPublishes ?? []),
+    ...registry.subscriptions.flatMap((s) => [s.event, ...(s.publishes ?? [])]),
+    ...registry.jobs.flatMap((j) => j.publishes ?? []),
+  ]);
+  for (const module of registry.modules) {
+    for (const event of module.events ?? []) {
+      if (!used.has(event)) {
+        problems.push(`event ${event} of module ${module.name} is neither in any publishes list (route, command, hookPublishes, subscription, job) nor listened to by a subscription`);
+      }
+    }
   }
 
   if (problems.length > 0) {
@@ -158,4 +196,23 @@ function rowAccessProblems(entity: ResolvedEntity): string[] {
   return Object.keys(filter)
     .filter((field) => !(field in entity.def.fields))
     .map((field) => `entity ${entity.names.key}: rowAccess names ${field}, which is not a field`);
+}
+
+/** The public read names a required field of the entity, and `where` names fields. */
+function publicReadProblems(key: string, def: AnyEntity): string[] {
+  const spec = def.publicRead;
+  if (!spec) return [];
+  const problems: string[] = [];
+  const schema = def.fields[spec.by];
+  if (!schema) problems.push(`entity ${key}: publicRead looks up by ${spec.by}, which is not a field`);
+  else if (Type.IsOptional(schema)) {
+    problems.push(`entity ${key}: publicRead looks up by ${spec.by}, which is optional: a lookup field must be required (and unique)`);
+  }
+  for (const field of Object.keys(spec.where ?? {})) {
+    if (!(field in def.fields)) problems.push(`entity ${key}: publicRead where names ${field}, which is not a field`);
+  }
+  if (spec.path !== undefined && !/^[a-z0-9-]+(\/[a-z0-9-]+)*$/.test(spec.path)) {
+    problems.push(`entity ${key}: publicRead path ${spec.path} is not lower-case path segments`);
+  }
+  return problems;
 }

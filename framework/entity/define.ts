@@ -1,4 +1,4 @@
-import type { Static, TObject, TProperties, TSchema } from 'typebox';
+import type { Static, TObject, TOptional, TProperties, TSchema, TUnsafe } from 'typebox';
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import type { SessionInfo, TxContext } from '../context/tx.ts';
 import type { Services } from '../services.ts';
@@ -17,8 +17,17 @@ export interface PermissionDeclaration {
 /** The stored values of an entity's fields, as TypeBox infers them. */
 export type FieldValues<F extends TProperties> = Static<TObject<F>>;
 
-/** A row as handlers, hooks and commands see it: the fields plus the system columns. */
-export type EntityRow<F extends TProperties> = FieldValues<F> & {
+/** A stored value as PostgreSQL hands it back: a date-time (DateTime()) column arrives as a Date. */
+type StoredValue<S extends TSchema> = S extends { format: 'date-time' } ? Date : Static<S>;
+
+/**
+ * A row as handlers, hooks and commands see it: the fields as they are stored (a date-time is a
+ * Date, an optional field left empty is null) plus the system columns. JSON responses still
+ * carry ISO strings: the response schemas serialise the Dates.
+ */
+export type EntityRow<F extends TProperties> = {
+  [K in keyof F]: F[K] extends TOptional<TSchema> ? StoredValue<F[K]> | null : StoredValue<F[K]>;
+} & {
   id: string;
   createdAt: Date;
   updatedAt: Date;
@@ -36,15 +45,34 @@ export type SingletonRoute = 'replace' | 'update' | 'delete';
 /** The row a command runs on: locked; for a singleton, null until the tenant's row exists. */
 export type CommandRow<F extends TProperties, S extends boolean = false> = S extends true ? EntityRow<F> | null : EntityRow<F>;
 
-export interface CommandDefinition<F extends TProperties, B extends TSchema = TSchema, S extends boolean = false> {
+/** Changes a command returns: a date-time may be given as a Date or an ISO string, an optional field cleared with null. */
+export type FieldChanges<F extends TProperties> = {
+  [K in keyof F]?: (F[K] extends { format: 'date-time' } ? Date | string : Static<F[K]>) | (F[K] extends TOptional<TSchema> ? null : never);
+};
+
+/** What a handler may return for a response schema: a date-time property may be a Date (serialised as an ISO string). */
+export type Answer<S extends TSchema> =
+  S extends TObject<infer P>
+    ? Static<TObject<{ [K in keyof P]: P[K] extends { format: 'date-time' } ? (P[K] extends TOptional<TSchema> ? TOptional<TUnsafe<string | Date>> : TUnsafe<string | Date>) : P[K] }>>
+    : Static<S>;
+
+/**
+ * A command: `POST .../{id}/<command>`. B is its body schema, P the events it publishes; declared
+ * through defineCommand, `run` sees the body as its schema's type and its ctx.publish accepts only
+ * the events listed in `publishes`.
+ */
+export interface CommandDefinition<F extends TProperties, B extends TSchema = TSchema, P extends string = string, S extends boolean = false> {
   summary: string;
   description?: string;
   /** Request body schema; omitted when the command takes none. */
   body?: B;
   /** Defaults to the entity's write permission. */
   permission?: string;
-  /** Events this command may publish (checked at boot against the declared events). */
-  publishes?: readonly string[];
+  /**
+   * Events this command publishes: each must be declared by a module (boot check), and a publish
+   * of any other event (besides the entity's own lifecycle and hook events) fails the request.
+   */
+  publishes?: readonly P[];
   /**
    * Runs inside the request's transaction with the row locked. Returns the changes to store
    * (command-owned fields included), or nothing when the command changes nothing. The changes are
@@ -52,7 +80,20 @@ export interface CommandDefinition<F extends TProperties, B extends TSchema = TS
    * exist yet, `row` is null and the values returned are inserted as the new row (nothing returned:
    * the command answers 404, like GET).
    */
-  run(ctx: TxContext, row: CommandRow<F, S>, body: Static<B>, services: Services): Promise<Partial<FieldValues<F>> | void>;
+  run(ctx: TxContext<P>, row: CommandRow<F, S>, body: Static<B>, services: Services): Promise<FieldChanges<F> | void>;
+}
+
+/**
+ * Declares commands with their types inferred: the row from the entity's fields, the body from
+ * its schema, the events `ctx.publish` accepts from `publishes`. Given the fields first, so they
+ * are fixed before the command is read (one call inferring all three widens the returned
+ * literals and loses the row):
+ *
+ *   const command = defineCommand(articleFields);
+ *   commands: { publish: command({ body, publishes: ['x.published'], async run(ctx, row, body) {...} }) }
+ */
+export function defineCommand<F extends TProperties, S extends boolean = false>(_fields: F, _options?: { singleton: S }) {
+  return <const B extends TSchema = TSchema, const P extends string = never>(command: CommandDefinition<F, B, P, S>): CommandDefinition<F, NoInfer<B>, NoInfer<P>, S> => command;
 }
 
 export type WriteOperation = 'create' | 'update' | 'delete' | 'command';
@@ -90,7 +131,40 @@ export interface EntityHooks<F extends TProperties, CN extends string = string, 
 /** A row-access filter: field → the value a visible row holds (equality; a null value matches no row). */
 export type RowFilter<F extends TProperties> = { readonly [K in keyof F & string]?: Static<F[K]> | null };
 
-export interface EntityDefinition<F extends TProperties, CN extends string = string, S extends boolean = false, C extends TProperties = {}> {
+/**
+ * A public read by a unique field: `GET /api/v1/<module>/<path>/{<by>}`, open to anybody at the
+ * tenant's host, answering the public shape of the one live row whose field equals the parameter
+ * (and that meets `where`), else 404 NOT_FOUND; a parameter outside its schema is 422. The answer
+ * carries a weak ETag, and an If-None-Match naming it is 304 with no body.
+ */
+export interface PublicReadDefinition<F extends TProperties, S extends TSchema = TSchema> {
+  /** The unique field looked up, e.g. 'slug'. */
+  by: keyof F & string;
+  /** Path segment after the module; default 'public'. */
+  path?: string;
+  summary?: string;
+  description?: string;
+  /** Schema of the path parameter (default: the field's own); a mismatch answers 422 VALIDATION_FAILED. */
+  param?: TSchema;
+  /** Applied to the validated parameter before the lookup, so it is compared the way the field is stored. */
+  normalise?(value: string): string;
+  /** Values the row must also hold to be public, e.g. { status: 'published' }; other rows answer the same 404. */
+  where?: Partial<FieldValues<F>>;
+  /** The public shape's schema: the 200 response and its OpenAPI. */
+  schema: S;
+  /** Turns the row into the public shape; the only fields that leave. */
+  shape(row: EntityRow<F>, ctx: TxContext<never>): Answer<S> | Promise<Answer<S>>;
+  /** What the weak ETag derives from; default the row's updatedAt. */
+  etag?(row: EntityRow<F>): Date | string;
+}
+
+export interface EntityDefinition<
+  F extends TProperties,
+  CN extends string = string,
+  S extends boolean = false,
+  C extends TProperties = {},
+  PS extends TSchema = TSchema,
+> {
   module: string;
   name: string;
   /** Defaults to name + "s"; names the path segment and the table. */
@@ -135,7 +209,9 @@ export interface EntityDefinition<F extends TProperties, CN extends string = str
   /** Extra events the hooks may publish. */
   hookPublishes?: readonly string[];
   hooks?: EntityHooks<F, NoInfer<CN>, NoInfer<C>>;
-  commands?: { readonly [K in CN]: CommandDefinition<F, TSchema, S> };
+  commands?: { readonly [K in CN]: CommandDefinition<F, TSchema, string, S> };
+  /** A public read route by a unique field (e.g. content pages by slug). */
+  publicRead?: PublicReadDefinition<F, PS>;
   /** Fields a list may sort by; createdAt and updatedAt always may. */
   sortable?: readonly (keyof F & string)[];
   admin?: { title: keyof F & string; columns: readonly (keyof F & string)[] };
@@ -152,9 +228,13 @@ export interface EntityDefinition<F extends TProperties, CN extends string = str
  * have in immutable, commandOwned, sortable or admin fails to compile, as does a command-owned
  * field naming an undeclared command.
  */
-export function defineEntity<const F extends TProperties, const CN extends string = never, const S extends boolean = false, const C extends TProperties = {}>(
-  definition: EntityDefinition<F, CN, S, C>,
-): EntityDefinition<F, CN, S, C> {
+export function defineEntity<
+  const F extends TProperties,
+  const CN extends string = never,
+  const S extends boolean = false,
+  const C extends TProperties = {},
+  PS extends TSchema = TSchema,
+>(definition: EntityDefinition<F, CN, S, C, PS>): EntityDefinition<F, CN, S, C, PS> {
   return definition;
 }
 
@@ -179,7 +259,7 @@ export interface RouteContext<S extends RouteSchemas> {
   services: Services;
 }
 
-export interface RouteDefinition<S extends RouteSchemas = RouteSchemas> {
+export interface RouteDefinition<S extends RouteSchemas = RouteSchemas, P extends string = string> {
   method: 'GET' | 'POST' | 'PUT' | 'PATCH' | 'DELETE';
   /** Full path, e.g. /api/v1/auth/login. */
   url: string;
@@ -191,7 +271,13 @@ export interface RouteDefinition<S extends RouteSchemas = RouteSchemas> {
   /** 'tenant' (default) runs the handler in a tenant transaction; see NoTxRouteDefinition for 'none'. */
   transaction?: 'tenant';
   schema: S;
-  publishes?: readonly string[];
+  /**
+   * Events the handler publishes: each must be declared by a module (boot check); `tx.publish`
+   * accepts only these (compile time through defineRoute, run time for every route).
+   */
+  publishes?: readonly P[];
+  /** Largest request body in bytes, past which the answer is 413 PAYLOAD_TOO_LARGE; default 1 MiB. */
+  bodyLimit?: number;
   /** Answers also on hosts with no tenant (only the probes). */
   global?: boolean;
   /**
@@ -200,19 +286,27 @@ export interface RouteDefinition<S extends RouteSchemas = RouteSchemas> {
    * (framework/access/form-token.ts). Every other route refuses form-encoded bodies with 415.
    */
   form?: boolean;
-  handler(ctx: RouteContext<S> & { tx: TxContext }): Promise<unknown>;
+  handler(ctx: RouteContext<S> & { tx: TxContext<P> }): Promise<unknown>;
 }
 
-export interface NoTxRouteDefinition<S extends RouteSchemas = RouteSchemas> extends Omit<RouteDefinition<S>, 'handler' | 'transaction'> {
+export interface NoTxRouteDefinition<S extends RouteSchemas = RouteSchemas, P extends string = string>
+  extends Omit<RouteDefinition<S, P>, 'handler' | 'transaction'> {
   transaction: 'none';
+  /**
+   * The body is a multipart/form-data form that the handler streams itself with @fastify/multipart
+   * (`request.file()`, `request.parts()`), with no transaction open. It needs a Content-Length of at
+   * most `bodyLimit` (411 LENGTH_REQUIRED, 413 PAYLOAD_TOO_LARGE); any other content type is 415.
+   * `form` documents the form's fields in OpenAPI and is not validated.
+   */
+  multipart?: { form: TSchema };
   /** session: resolved (and guarded) in a short transaction of its own when access is signedIn or a permission; else null. */
   handler(ctx: RouteContext<S> & { session: SessionInfo | null }): Promise<unknown>;
 }
 
 export type AnyRoute = RouteDefinition<RouteSchemas> | NoTxRouteDefinition<RouteSchemas>;
 
-export function defineRoute<const S extends RouteSchemas>(route: RouteDefinition<S>): AnyRoute;
-export function defineRoute<const S extends RouteSchemas>(route: NoTxRouteDefinition<S>): AnyRoute;
+export function defineRoute<const S extends RouteSchemas, const P extends string = never>(route: RouteDefinition<S, P>): AnyRoute;
+export function defineRoute<const S extends RouteSchemas, const P extends string = never>(route: NoTxRouteDefinition<S, P>): AnyRoute;
 export function defineRoute(route: AnyRoute): AnyRoute {
   return route;
 }
@@ -227,6 +321,8 @@ export interface SubscriptionDefinition {
   retryLimit?: number;
   /** Seconds before the first retry, doubling after each (default 2). */
   retryDelay?: number;
+  /** Events the handler publishes; each must be declared (boot check). */
+  publishes?: readonly string[];
 }
 
 export interface DeliveredEvent {
@@ -243,6 +339,8 @@ export interface JobDefinition {
   cron: string;
   /** Per tenant: run once in each served tenant's own transaction; otherwise once, with no tenant. */
   perTenant: boolean;
+  /** Events the job publishes; each must be declared (boot check). */
+  publishes?: readonly string[];
   run(ctx: JobContext): Promise<void>;
 }
 
@@ -275,6 +373,8 @@ export function defineModule(module: ModuleDefinition): ModuleDefinition {
 }
 
 /** Erases an entity's field types so it can sit in a module's list. */
-export function entity<F extends TProperties, CN extends string, S extends boolean, C extends TProperties>(definition: EntityDefinition<F, CN, S, C>): AnyEntity {
+export function entity<F extends TProperties, CN extends string, S extends boolean, C extends TProperties, PS extends TSchema>(
+  definition: EntityDefinition<F, CN, S, C, PS>,
+): AnyEntity {
   return definition as unknown as AnyEntity;
 }

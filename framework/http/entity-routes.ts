@@ -3,10 +3,11 @@ import type { ResolvedEntity } from '../entity/resolve.ts';
 import { EntityOperations } from '../operations/entity-ops.ts';
 import { NoContent, answer, commandRoutes, deleteDescription, followUpEvents, presentAll, presenter, sentences, visibility } from './entity-route-parts.ts';
 import { singletonRoutes } from './singleton-routes.ts';
+import { publicReadRoute } from './public-read.ts';
 
 /**
  * The five generic routes and one route per command (a singleton's routes instead, for a
- * singleton), as plain route definitions: they go through the same registration, guard,
+ * singleton) and the declared public read, as plain route definitions: they go through the same registration, guard,
  * validation and OpenAPI path as hand-written routes.
  */
 export function entityRoutes(entity: ResolvedEntity): AnyRoute[] {
@@ -93,6 +94,8 @@ export function entityRoutes(entity: ResolvedEntity): AnyRoute[] {
   ];
 
   routes.push(...commandRoutes(entity, ops, present));
+  const publicRead = publicReadRoute(entity, (values) => ops.toRow(values));
+  if (publicRead) routes.push(publicRead);
   return routes;
 }
 

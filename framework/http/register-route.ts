@@ -1,5 +1,7 @@
-import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
+import type { FastifyInstance, FastifyReply, FastifyRequest, FastifySchemaCompiler } from 'fastify';
+import type { TSchema } from 'typebox';
 import type { AnyRoute, NoTxRouteDefinition, RouteDefinition } from '../entity/define.ts';
+import type { PublishAllowList, TxOptions } from '../context/tx.ts';
 import type { ResolvedEntity } from '../entity/resolve.ts';
 import type { Services } from '../services.ts';
 import { authorize, needsSession, refuseOperatorOutsideOperatorTenant } from '../access/guard.ts';
@@ -8,7 +10,11 @@ import { renewSessionCookie } from '../access/sessions.ts';
 import { STATE_CHANGING_METHODS, refuseCrossSite } from '../access/cross-site.ts';
 import { checkFormToken } from '../access/form-token.ts';
 import { problem } from '../errors.ts';
-import { problemResponses } from '../openapi/problem-schema.ts';
+import { problemResponse, problemResponses } from '../openapi/problem-schema.ts';
+import { typeboxValidatorCompiler } from './validation.ts';
+
+/** The body limit of a route that declares none. */
+export const DEFAULT_BODY_LIMIT = 1024 * 1024;
 
 /** Routes whose caller must be checked: signed in or holding a permission. */
 const needsGuard = (access: AnyRoute['access']): boolean => access !== 'public' && access !== 'optional';
@@ -34,6 +40,9 @@ export function registerRoute(app: FastifyInstance, services: Services, route: A
   const cookie = sessionCookie(services.config);
   const isOperatorPermission = (p: string) => services.registry.isOperatorPermission(p);
   const protectedFields = entity ? protectedFieldCheck(entity, route) : undefined;
+  const allowList = publishAllowList(route, entity);
+  const multipart = route.transaction === 'none' ? route.multipart : undefined;
+  const bodyLimit = route.bodyLimit ?? app.initialConfig.bodyLimit ?? DEFAULT_BODY_LIMIT;
   const changesState = STATE_CHANGING_METHODS.has(route.method);
   // Refusals that need no database run before the body is validated: a state-changing request
   // another site sent, a form-encoded body where none is expected (or without its CSRF token),
@@ -57,6 +66,9 @@ export function registerRoute(app: FastifyInstance, services: Services, route: A
   app.route({
     method: route.method,
     url: route.url,
+    ...(route.bodyLimit ? { bodyLimit: route.bodyLimit } : {}),
+    // A multipart form is streamed by the handler, never parsed or validated before it runs.
+    ...(multipart ? { validatorCompiler: skipBodyValidation } : {}),
     schema: {
       operationId: route.operationId,
       summary: route.summary,
@@ -64,14 +76,19 @@ export function registerRoute(app: FastifyInstance, services: Services, route: A
       tags: [...(route.tags ?? [])],
       ...(route.schema.params ? { params: route.schema.params } : {}),
       ...(route.schema.querystring ? { querystring: route.schema.querystring } : {}),
-      ...(route.schema.body ? { body: route.schema.body } : {}),
-      response: { ...route.schema.response, ...problemResponses(route) },
+      ...(multipart ? { body: multipart.form, consumes: ['multipart/form-data'] } : route.schema.body ? { body: route.schema.body } : {}),
+      response: {
+        ...route.schema.response,
+        ...problemResponses(route),
+        ...(route.bodyLimit || multipart ? { 413: problemResponse(`Body larger than ${bodyLimit} bytes (PAYLOAD_TOO_LARGE)`) } : {}),
+        ...(multipart ? MULTIPART_PROBLEMS : {}),
+      },
       // An optional route answers with or without the cookie: the empty requirement says so.
       security: route.access === 'public' ? [] : route.access === 'optional' ? [{}, { cookieAuth: [] }] : [{ cookieAuth: [] }],
       // A vendor extension: who may call the route, as the guard reads it.
       ...{ 'x-access': typeof route.access === 'object' ? `permission ${route.access.permission}` : route.access },
     },
-    preValidation: protectedFields ? [precheck, protectedFields] : [precheck],
+    preValidation: [...(multipart ? [multipartCheck(bodyLimit)] : []), precheck, ...(protectedFields ? [protectedFields] : [])],
     handler: async (request: FastifyRequest, reply: FastifyReply) => {
       const tenant = request.tenant ?? noTenant();
       const base = {
@@ -83,7 +100,7 @@ export function registerRoute(app: FastifyInstance, services: Services, route: A
         services,
       };
       const rawId = needsSession(route.access) ? request.cookies[cookie.name] : undefined;
-      const sessionHash = rawId ? hashSecret(rawId) : undefined;
+      const txOptions: TxOptions = rawId ? { sessionHash: hashSecret(rawId), publishes: allowList } : { publishes: allowList };
       if (route.transaction === 'none') {
         // The guard still applies: a short transaction of its own resolves the session and its
         // permissions before the handler runs (e.g. an upload streams with no transaction open).
@@ -95,7 +112,7 @@ export function registerRoute(app: FastifyInstance, services: Services, route: A
                 renewSessionCookie(reply, services.config, rawId, tx.session);
                 return tx.session;
               },
-              { ...(sessionHash ? { sessionHash } : {}) },
+              txOptions,
             )
           : null;
         return (route as NoTxRouteDefinition).handler({ ...base, session });
@@ -108,7 +125,7 @@ export function registerRoute(app: FastifyInstance, services: Services, route: A
           renewSessionCookie(reply, services.config, rawId, tx.session);
           return (route as RouteDefinition).handler({ ...base, tx });
         },
-        { ...(sessionHash ? { sessionHash } : {}) },
+        txOptions,
       );
     },
   });
@@ -140,5 +157,40 @@ function protectedFieldCheck(entity: ResolvedEntity, route: AnyRoute) {
         throw problem('FIELD_IMMUTABLE', `${key} is set by the service`, { extensions: { field: key } });
       }
     }
+  };
+}
+
+/**
+ * What the route's transaction may publish: its declared list, plus, for an entity's routes, the
+ * entity's lifecycle events and hook events (its hooks run in the same transaction).
+ */
+function publishAllowList(route: AnyRoute, entity: ResolvedEntity | undefined): PublishAllowList {
+  const events = new Set<string>(route.publishes ?? []);
+  if (entity) {
+    for (const event of Object.values(entity.names.events)) events.add(event);
+    for (const event of entity.def.hookPublishes ?? []) events.add(event);
+  }
+  return { events, by: `${route.method} ${route.url} (${route.operationId})` };
+}
+
+const skipBodyValidation: FastifySchemaCompiler<TSchema> = (input) =>
+  input.httpPart === 'body' ? (value: unknown) => ({ value }) : typeboxValidatorCompiler(input);
+
+const MULTIPART_PROBLEMS = {
+  411: problemResponse('No Content-Length (LENGTH_REQUIRED): a form is measured before it is read'),
+  415: problemResponse('Not a multipart/form-data body (UNSUPPORTED_MEDIA_TYPE)'),
+};
+
+/**
+ * A multipart route reads only a form, and only one whose Content-Length is within the route's
+ * body limit: Node reads no byte past the Content-Length, so the whole form is bounded before the
+ * handler streams it, whatever its parts. Checked before the guard, as fastify checks a JSON body.
+ */
+function multipartCheck(limit: number) {
+  return async (request: FastifyRequest) => {
+    if (!request.isMultipart()) throw problem('UNSUPPORTED_MEDIA_TYPE', 'This route takes a multipart/form-data body');
+    const length = request.headers['content-length'];
+    if (length === undefined) throw problem('LENGTH_REQUIRED', 'A multipart body needs a Content-Length');
+    if (Number(length) > limit) throw problem('PAYLOAD_TOO_LARGE', `The request body is larger than ${limit} bytes`);
   };
 }

@@ -1,12 +1,14 @@
 import Fastify, { type FastifyBaseLogger, type FastifyInstance } from 'fastify';
 import cookie from '@fastify/cookie';
 import formbody from '@fastify/formbody';
+import multipart from '@fastify/multipart';
 import type { Services } from '../services.ts';
+import type { AnyRoute } from '../entity/define.ts';
 import type { TenantRef } from '../context/tenant.ts';
 import { normaliseHost } from '../context/tenant.ts';
 import { SECURITY_HEADERS, clientErrorProblem, frameworkErrorProblem, installProblemHandlers, sendProblem } from './problems.ts';
 import { typeboxValidatorCompiler } from './validation.ts';
-import { registerRoute } from './register-route.ts';
+import { DEFAULT_BODY_LIMIT, registerRoute } from './register-route.ts';
 import { registerProbes, type ReadinessCheck } from './probes.ts';
 import { registerOpenApi } from '../openapi/document.ts';
 import { requestLogSerializers } from './log-redaction.ts';
@@ -39,7 +41,7 @@ export async function buildWeb(services: Services, options: WebOptions = {}): Pr
   const app = Fastify({
     ...(options.logger ? { loggerInstance: options.logger.child({}, { serializers: requestLogSerializers }) } : { logger: false }),
     trustProxy: trustProxySetting(services.config.server.trust_proxy),
-    bodyLimit: 1024 * 1024,
+    bodyLimit: DEFAULT_BODY_LIMIT,
     return503OnClosing: true,
     forceCloseConnections: 'idle',
     ajv: { customOptions: { removeAdditional: false } },
@@ -75,7 +77,15 @@ export async function buildWeb(services: Services, options: WebOptions = {}): Pr
   // OpenAPI first: @fastify/swagger documents the routes registered after it.
   await registerOpenApi(app, services);
   registerProbes(app, services, options.readinessChecks ?? []);
-  for (const { route, entity } of services.registry.routes) registerRoute(app, services, route, entity);
+  const takesForm = (route: AnyRoute) => route.transaction === 'none' && route.multipart !== undefined;
+  for (const { route, entity } of services.registry.routes) if (!takesForm(route)) registerRoute(app, services, route, entity);
+  // Multipart parsing exists only in this scope, around the routes that declare it: elsewhere a
+  // form is an unsupported media type (415) before any handler runs. The form's size is bounded by
+  // the route's body limit (register-route.ts), so the plugin sets no per-file limit of its own.
+  await app.register(async (scope) => {
+    await scope.register(multipart, { limits: { fileSize: Number.POSITIVE_INFINITY } });
+    for (const { route, entity } of services.registry.routes) if (takesForm(route)) registerRoute(scope, services, route, entity);
+  });
   registerRoute(app, services, catalogRoute(services.registry));
   return app;
 }

@@ -25,6 +25,7 @@ interface Recipient {
 export const resetLinkMail: SubscriptionDefinition = {
   name: 'auth-reset-link-mail',
   event: 'auth.reset_requested',
+  publishes: ['notification.created'],
   async handle(ctx, event, services) {
     const userId = typeof event.payload.userId === 'string' ? event.payload.userId : '';
     if (!isUuid(userId)) return;

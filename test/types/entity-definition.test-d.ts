@@ -1,6 +1,7 @@
 import { describe, expectTypeOf, it } from 'vitest';
 import Type from 'typebox';
 import { defineEntity, type EntityDefinition, type EntityRow } from '../../framework/entity/define.ts';
+import { DateTime } from '../../framework/entity/date-time.ts';
 
 // Each refusal below is a compile error the `@ts-expect-error` line expects: if a change to
 // defineEntity let the mistake through, the directive would be unused and the type check fails.
@@ -8,7 +9,7 @@ import { defineEntity, type EntityDefinition, type EntityRow } from '../../frame
 const fields = {
   title: Type.String({ minLength: 1 }),
   done: Type.Boolean(),
-  doneAt: Type.Optional(Type.String({ format: 'date-time' })),
+  doneAt: Type.Optional(DateTime()),
 };
 const permissions = { read: 'thing:read', write: 'thing:write' };
 const finish = { summary: 'Finish', async run() { return { done: true }; } };

@@ -1,0 +1,70 @@
+import Type, { type TProperties, type TSchema } from 'typebox';
+import { CompiledQuery } from 'kysely';
+import type { EntityRow, PublicReadDefinition, RouteDefinition } from '../entity/define.ts';
+import type { ResolvedEntity } from '../entity/resolve.ts';
+import { API_PREFIX } from '../entity/names.ts';
+import { prepared } from '../db/statements.ts';
+import { notFound } from '../errors.ts';
+import { notModified, weakETag } from './etag.ts';
+
+export const PUBLIC_READ_VERB = 'public-read';
+
+type Row = EntityRow<TProperties>;
+
+const quote = (identifier: string): string => `"${identifier.replaceAll('"', '""')}"`;
+
+/** The public read's path, e.g. /api/v1/content/public/{slug}, in fastify's form. */
+export const publicReadUrl = (entity: ResolvedEntity, spec: PublicReadDefinition<TProperties>): string =>
+  `${API_PREFIX}/${entity.module}/${spec.path ?? 'public'}/:${spec.by}`;
+
+/**
+ * The declared public read of an entity, as a plain route: anonymous, in the tenant of the host,
+ * one prepared statement by the unique field, the public shape with a weak ETag, 304 when the
+ * caller's copy is current. Rows that are deleted or fail `where` answer the unknown-value 404.
+ */
+export function publicReadRoute(entity: ResolvedEntity, toRow: (values: Record<string, unknown>) => Row): RouteDefinition | undefined {
+  const spec = entity.def.publicRead;
+  if (!spec) return undefined;
+  const { names } = entity;
+  const column = (field: string) => quote(entity.columns[field] ?? field);
+  const where = Object.entries(spec.where ?? {});
+  const selectList = ['id', 'created_at', 'updated_at', ...entity.fields.map((f) => entity.columns[f]!)].map(quote).join(', ');
+  const text = prepared(
+    `select ${selectList} from ${quote(names.table)} where ${column(spec.by)} = $1 and deleted_at is null` +
+      where.map(([field], i) => ` and ${column(field)} = $${i + 2}`).join('') +
+      ' limit 1',
+  );
+  const whereValues = where.map(([, value]) => value);
+  const normalise = spec.normalise ?? ((value: string) => value);
+  const etagOf = spec.etag ?? ((row: Row) => row.updatedAt);
+  const param = spec.param ?? entity.def.fields[spec.by]!;
+  const label = names.label.toLowerCase();
+
+  return {
+    method: 'GET',
+    url: publicReadUrl(entity, spec),
+    operationId: names.operationId(PUBLIC_READ_VERB),
+    summary: spec.summary ?? `Read a public ${label} by ${spec.by}`,
+    description:
+      spec.description ??
+      `Anybody may read it at the tenant's host. An unknown ${spec.by}, a deleted ${label} and one that is not public answer the same 404 NOT_FOUND; ` +
+        `a ${spec.by} outside its grammar is 422 VALIDATION_FAILED. The answer carries a weak ETag; an If-None-Match naming it is 304 with no body.`,
+    tags: [entity.module],
+    access: 'public',
+    schema: {
+      params: Type.Object({ [spec.by]: param }, { additionalProperties: false }),
+      response: {
+        200: { ...spec.schema, 'x-response-description': `The public ${label}` } as TSchema,
+        304: Type.Null({ description: 'Not modified: the If-None-Match names the current ETag' }),
+      },
+    },
+    handler: async ({ tx, params, request, reply }) => {
+      const value = normalise(String((params as Record<string, unknown>)[spec.by]));
+      const found = await tx.db.executeQuery<Record<string, unknown>>(CompiledQuery.raw(text, [value, ...whereValues]));
+      if (!found.rows[0]) throw notFound();
+      const row = toRow(found.rows[0]);
+      if (notModified(request, reply, weakETag(etagOf(row)))) return undefined;
+      return spec.shape(row, tx);
+    },
+  };
+}

@@ -1,0 +1,131 @@
+import { Readable } from 'node:stream';
+import type { FastifyReply, FastifyRequest } from 'fastify';
+import Type, { type TSchema } from 'typebox';
+import send from '@fastify/send';
+import { notFound, problem } from '../errors.ts';
+import { problemResponse } from '../openapi/problem-schema.ts';
+import { ifNoneMatchHits } from './etag.ts';
+
+/** Bytes that can be read from any offset: a file under a root directory (the local disk). */
+export interface SeekableSource {
+  /** Directory the file must lie under; a path escaping it is refused. */
+  root: string;
+  /** Path of the file, relative to root. */
+  path: string;
+}
+
+/** Bytes that can only be read from the start (a store that streams whole objects). */
+export interface StreamSource {
+  size: number;
+  mtime: Date;
+  /** Opens the bytes from the start; called only when a body is sent. */
+  open(): Readable;
+}
+
+export interface StreamOptions {
+  /** Content-Type to send; by default a file's is derived from its extension, a stream's is application/octet-stream. */
+  contentType?: string;
+  /** Sent with every answer but errors (e.g. Content-Disposition, X-Content-Type-Options). */
+  headers?: Readonly<Record<string, string>>;
+  /** Cache-Control, when one is wanted; none by default. */
+  cacheControl?: string;
+}
+
+const binary = (description: string): TSchema =>
+  Type.Unsafe({ description, content: { 'application/octet-stream': { schema: { type: 'string', format: 'binary' } } } });
+
+/** The answers a streaming route documents, for its `schema.response`. */
+export function streamResponses(description: string): Record<number, TSchema> {
+  return {
+    200: binary(description),
+    206: binary(`A byte range of it (Range: bytes=...), with Content-Range`),
+    304: Type.Null({ description: 'Not modified: the If-None-Match names the current ETag, or If-Modified-Since is not older than Last-Modified' }),
+    412: problemResponse('An If-Match or If-Unmodified-Since precondition failed (PRECONDITION_FAILED)'),
+    416: problemResponse('No byte of the Range lies within the content (RANGE_NOT_SATISFIABLE); Content-Range gives the size'),
+  };
+}
+
+/**
+ * Answers a GET or HEAD with stored bytes. A seekable source goes through @fastify/send: Range
+ * (one range: 206 with Content-Range; none satisfiable: 416), If-None-Match and If-Modified-Since
+ * (304), If-Match and If-Unmodified-Since (412), a weak ETag from size and mtime, Last-Modified,
+ * Content-Length and Accept-Ranges. A stream source has no ranges (Range is ignored, the whole is
+ * sent) but the same validators and conditional answers. Sets the status and headers on the reply
+ * and returns what the handler returns: the body stream, or nothing to send.
+ */
+export async function streamFrom(
+  request: FastifyRequest,
+  reply: FastifyReply,
+  source: SeekableSource | StreamSource,
+  options: StreamOptions = {},
+): Promise<Readable | undefined> {
+  return 'root' in source ? fromFile(request, reply, source, options) : fromStream(request, reply, source, options);
+}
+
+async function fromFile(request: FastifyRequest, reply: FastifyReply, source: SeekableSource, options: StreamOptions): Promise<Readable | undefined> {
+  // send() takes a URL path and decodes it; encoding each segment keeps a file name as written.
+  const path = `/${source.path.split('/').map(encodeURIComponent).join('/')}`;
+  const result = await send(request.raw, path, {
+    root: source.root,
+    index: false,
+    dotfiles: 'ignore',
+    cacheControl: false,
+    contentType: options.contentType === undefined,
+  });
+  if (result.type === 'error') {
+    result.stream.destroy();
+    const status = result.statusCode;
+    if (status === 416) {
+      reply.header('content-range', result.headers['Content-Range']);
+      throw problem('RANGE_NOT_SATISFIABLE', `No byte of the requested range lies within the content (${result.headers['Content-Range']})`);
+    }
+    if (status === 412) throw problem('PRECONDITION_FAILED', 'The If-Match or If-Unmodified-Since precondition does not hold');
+    // Missing, a directory's name, a path leaving the root or not decodable: all "no such file".
+    if (status === 404 || status === 403 || status === 400) throw notFound();
+    throw result.metadata.error;
+  }
+  if (result.type === 'directory') {
+    result.stream.destroy();
+    throw notFound();
+  }
+  reply.code(result.statusCode).headers(result.headers);
+  decorate(reply, options);
+  if (result.statusCode === 304) {
+    result.stream.destroy();
+    return noBody(request);
+  }
+  return result.stream;
+}
+
+async function fromStream(request: FastifyRequest, reply: FastifyReply, source: StreamSource, options: StreamOptions): Promise<Readable | undefined> {
+  // The same validators as send() gives a file, so a file moved to such a store keeps its ETag.
+  const etag = `W/"${source.size.toString(16)}-${source.mtime.getTime().toString(16)}"`;
+  const lastModified = source.mtime.toUTCString();
+  reply.header('etag', etag).header('last-modified', lastModified);
+  decorate(reply, options);
+  if (isNotModified(request, etag, source.mtime)) {
+    reply.code(304);
+    return noBody(request);
+  }
+  reply.header('content-type', options.contentType ?? 'application/octet-stream').header('content-length', source.size);
+  return request.method === 'HEAD' ? noBody(request) : source.open();
+}
+
+// fastify answers a HEAD whose handler returned nothing with Content-Length: 0; an empty stream
+// keeps the length already set (the size, or none on a 304).
+const noBody = (request: FastifyRequest): Readable | undefined => (request.method === 'HEAD' ? Readable.from([]) : undefined);
+
+function decorate(reply: FastifyReply, options: StreamOptions): void {
+  if (options.contentType !== undefined && reply.statusCode !== 304) reply.header('content-type', options.contentType);
+  if (options.cacheControl !== undefined) reply.header('cache-control', options.cacheControl);
+  for (const [name, value] of Object.entries(options.headers ?? {})) reply.header(name, value);
+}
+
+/** RFC 9110 13.2.2: If-None-Match decides when present; else If-Modified-Since, to the second. */
+function isNotModified(request: FastifyRequest, etag: string, mtime: Date): boolean {
+  if (request.method !== 'GET' && request.method !== 'HEAD') return false;
+  const noneMatch = request.headers['if-none-match'];
+  if (noneMatch !== undefined) return ifNoneMatchHits(noneMatch, etag);
+  const since = Date.parse(request.headers['if-modified-since'] ?? '');
+  return !Number.isNaN(since) && Math.floor(mtime.getTime() / 1000) * 1000 <= since;
+}

@@ -1,0 +1,177 @@
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { startTestApp, createCustomer, signInAs, type TestApp } from '../helpers/app.ts';
+import type { TenantRef } from '../../framework/context/tenant.ts';
+import { ifNoneMatchHits, weakETag } from '../../framework/http/etag.ts';
+
+const HOST = 'pages.localhost';
+const OTHER_HOST = 'pages-other.localhost';
+const ARTICLES = '/api/v1/testkit/articles';
+const PUBLIC = '/api/v1/testkit/public';
+
+let app: TestApp;
+let tenant: TenantRef;
+let cookie: string;
+
+beforeAll(async () => {
+  app = await startTestApp();
+  tenant = await createCustomer(app, 'pages', HOST);
+  await createCustomer(app, 'pages-other', OTHER_HOST);
+  cookie = (await signInAs(app, tenant, ['article:read', 'article:write'])).cookie;
+});
+afterAll(async () => {
+  await app?.close();
+});
+
+const anonymous = (host = HOST) => app.http(host);
+
+async function createArticle(slug: string, publish = true): Promise<{ id: string; slug: string }> {
+  const created = await app.http(HOST).post(ARTICLES).set('Cookie', cookie).send({ slug, title: `Title of ${slug}`, body: `Body of ${slug}` });
+  expect(created.status, JSON.stringify(created.body)).toBe(201);
+  if (publish) {
+    const published = await app.http(HOST).post(`${ARTICLES}/${created.body.id}/publish`).set('Cookie', cookie).send({});
+    expect(published.status, JSON.stringify(published.body)).toBe(200);
+  }
+  return created.body;
+}
+
+describe('public read by a unique field: GET /api/v1/<module>/<path>/{field}', () => {
+  it('answers anybody the public shape of the published row, and nothing else of it', async () => {
+    const article = await createArticle('hello-world');
+    const res = await anonymous().get(`${PUBLIC}/hello-world`);
+    expect(res.status, JSON.stringify(res.body)).toBe(200);
+    expect(res.headers['content-type']).toMatch(/^application\/json/);
+    expect(Object.keys(res.body).sort()).toEqual(['body', 'publishedAt', 'slug', 'title']);
+    expect(res.body).toMatchObject({ slug: 'hello-world', title: 'Title of hello-world', body: 'Body of hello-world' });
+    // The row holds a Date; the answer carries the ISO string of the stored time.
+    const { rows } = await app.services.db.pool.query<{ published_at: Date }>('select published_at from articles where id = $1', [article.id]);
+    expect(res.body.publishedAt).toBe(rows[0]!.published_at.toISOString());
+  });
+
+  it('answers the same 404 NOT_FOUND for an unknown value, a row that is not public and a deleted row', async () => {
+    const draft = await createArticle('still-a-draft', false);
+    const gone = await createArticle('gone-now');
+    expect((await app.http(HOST).delete(`${ARTICLES}/${gone.id}`).set('Cookie', cookie)).status).toBe(204);
+    const unknown = await anonymous().get(`${PUBLIC}/no-such-page`);
+    expect(unknown.status).toBe(404);
+    expect(unknown.headers['content-type']).toMatch(/^application\/problem\+json/);
+    expect(unknown.body.code).toBe('NOT_FOUND');
+    for (const slug of [draft.slug, gone.slug]) {
+      const res = await anonymous().get(`${PUBLIC}/${slug}`);
+      expect(res.status, slug).toBe(404);
+      expect(res.body, slug).toEqual(unknown.body);
+    }
+  });
+
+  it('finds only rows of the host\'s tenant', async () => {
+    await createArticle('only-here');
+    expect((await anonymous().get(`${PUBLIC}/only-here`)).status).toBe(200);
+    const elsewhere = await anonymous(OTHER_HOST).get(`${PUBLIC}/only-here`);
+    expect(elsewhere.status).toBe(404);
+    expect(elsewhere.body.code).toBe('NOT_FOUND');
+    expect((await anonymous('nowhere.localhost').get(`${PUBLIC}/only-here`)).body.code).toBe('NO_SITE');
+  });
+
+  it('refuses a parameter outside its schema with 422 VALIDATION_FAILED', async () => {
+    for (const bad of ['not_a_slug', 'two--hyphens', `${'x'.repeat(81)}`]) {
+      const res = await anonymous().get(`${PUBLIC}/${bad}`);
+      expect(res.status, bad).toBe(422);
+      expect(res.body.code, bad).toBe('VALIDATION_FAILED');
+      expect(res.body.errors[0].pointer, bad).toMatch(/^\/params/);
+    }
+  });
+
+  it('normalises the parameter before the lookup, as the field is stored', async () => {
+    await createArticle('mixed-case');
+    const res = await anonymous().get(`${PUBLIC}/Mixed-CASE`);
+    expect(res.status).toBe(200);
+    expect(res.body.slug).toBe('mixed-case');
+  });
+
+  it('is one operation in OpenAPI: public, with its parameter, shape, 304 and 422', async () => {
+    const doc = (await app.http().get('/api/v1/openapi.json')).body;
+    const op = doc.paths['/api/v1/testkit/public/{slug}'].get;
+    expect(op.operationId).toBe('testkit-article-public-read');
+    expect(op.security).toEqual([]);
+    expect(op.parameters).toEqual([expect.objectContaining({ name: 'slug', in: 'path', required: true })]);
+    expect(Object.keys(op.responses['200'].content['application/json'].schema.properties).sort()).toEqual(['body', 'publishedAt', 'slug', 'title']);
+    expect(op.responses['304']).toBeDefined();
+    expect(op.responses['422']).toBeDefined();
+  });
+});
+
+describe('conditional GET: weak ETag and If-None-Match', () => {
+  it('carries a weak ETag; an If-None-Match naming it is 304 with the ETag and no body', async () => {
+    await createArticle('cached-page');
+    const first = await anonymous().get(`${PUBLIC}/cached-page`);
+    const etag = first.headers.etag!;
+    expect(etag).toMatch(/^W\/"[^"]+"$/);
+    const again = await anonymous().get(`${PUBLIC}/cached-page`).set('If-None-Match', etag);
+    expect(again.status).toBe(304);
+    expect(again.headers.etag).toBe(etag);
+    expect(again.text ?? '').toBe('');
+    expect(again.headers['content-length']).toBeUndefined();
+    // A list naming it, the strong form of it and * all match by weak comparison.
+    for (const header of [`"other", ${etag}`, etag.slice(2), '*']) {
+      expect((await anonymous().get(`${PUBLIC}/cached-page`).set('If-None-Match', header)).status, header).toBe(304);
+    }
+    const stale = await anonymous().get(`${PUBLIC}/cached-page`).set('If-None-Match', 'W/"stale"');
+    expect(stale.status).toBe(200);
+    expect(stale.body.slug).toBe('cached-page');
+  });
+
+  it('gives a changed row a new ETag, so the old one answers 200 with the new content', async () => {
+    const article = await createArticle('changing-page');
+    const before = await anonymous().get(`${PUBLIC}/changing-page`);
+    const patched = await app.http(HOST).patch(`${ARTICLES}/${article.id}`).set('Cookie', cookie).send({ title: 'A new title' });
+    expect(patched.status).toBe(200);
+    const after = await anonymous().get(`${PUBLIC}/changing-page`).set('If-None-Match', before.headers.etag!);
+    expect(after.status).toBe(200);
+    expect(after.body.title).toBe('A new title');
+    expect(after.headers.etag).not.toBe(before.headers.etag);
+    expect((await anonymous().get(`${PUBLIC}/changing-page`).set('If-None-Match', after.headers.etag!)).status).toBe(304);
+  });
+
+  it('answers a non-matching 404 rather than 304 for * when there is no row', async () => {
+    const res = await anonymous().get(`${PUBLIC}/never-written`).set('If-None-Match', '*');
+    expect(res.status).toBe(404);
+  });
+});
+
+describe('rows hold what PostgreSQL returns, as EntityRow types them', () => {
+  it('gives a command and the generic operations a Date for a date-time field and null for an empty optional one; JSON carries ISO strings', async () => {
+    const draft = await createArticle('typed-row', false);
+    const ops = app.services.registry.ops('testkit.article');
+    const before = await app.services.transactions.run(tenant, (ctx) => ops.read(ctx, draft.id));
+    expect(before.publishedAt).toBeNull();
+    expect(before.createdAt).toBeInstanceOf(Date);
+    const at = '2031-05-06T07:08:09.123Z';
+    const published = await app.http(HOST).post(`${ARTICLES}/${draft.id}/publish`).set('Cookie', cookie).send({ at });
+    expect(published.body.publishedAt).toBe(at);
+    const after = await app.services.transactions.run(tenant, (ctx) => ops.read(ctx, draft.id));
+    expect(after.publishedAt).toBeInstanceOf(Date);
+    expect((after.publishedAt as Date).toISOString()).toBe(at);
+  });
+});
+
+describe('the ETag helper any route can use (framework/http/etag.ts)', () => {
+  it('derives a weak tag from a time, a number or text, hashing text an entity tag cannot hold', () => {
+    const at = new Date('2030-01-02T03:04:05.678Z');
+    expect(weakETag(at)).toBe(`W/"${at.getTime().toString(36)}"`);
+    expect(weakETag(at)).not.toBe(weakETag(new Date(at.getTime() + 1)));
+    expect(weakETag(255)).toBe('W/"73"');
+    expect(weakETag('v1.2')).toBe('W/"v1.2"');
+    expect(weakETag('has "quotes" and spaces')).toMatch(/^W\/"[A-Za-z0-9_-]{27}"$/);
+  });
+
+  it('compares by RFC 9110 weak comparison: W/ ignored on either side, lists, *, malformed members never match', () => {
+    expect(ifNoneMatchHits('W/"a"', 'W/"a"')).toBe(true);
+    expect(ifNoneMatchHits('"a"', 'W/"a"')).toBe(true);
+    expect(ifNoneMatchHits('W/"a"', '"a"')).toBe(true);
+    expect(ifNoneMatchHits('"b", W/"a" ,"c"', 'W/"a"')).toBe(true);
+    expect(ifNoneMatchHits(['"b"', 'W/"a"'], 'W/"a"')).toBe(true);
+    expect(ifNoneMatchHits(' * ', 'W/"a"')).toBe(true);
+    expect(ifNoneMatchHits('"ab"', 'W/"a"')).toBe(false);
+    expect(ifNoneMatchHits('a', 'W/"a"')).toBe(false);
+    expect(ifNoneMatchHits(undefined, 'W/"a"')).toBe(false);
+  });
+});
