@@ -44,23 +44,23 @@ export function registerRoute(app: FastifyInstance, services: Services, route: A
   const multipart = route.transaction === 'none' ? route.multipart : undefined;
   const bodyLimit = route.bodyLimit ?? app.initialConfig.bodyLimit ?? DEFAULT_BODY_LIMIT;
   const changesState = STATE_CHANGING_METHODS.has(route.method);
-  // Refusals that need no database run before the body is validated: a state-changing request
-  // another site sent, a form-encoded body where none is expected (or without its CSRF token),
-  // an operator permission outside the operator tenant, and a guarded route called with no
-  // session cookie at all.
-  const precheck = async (request: FastifyRequest, reply: FastifyReply) => {
+  // Refusals that need neither the body nor the database run as soon as the request arrives, before
+  // the body is read: an operator permission outside the operator tenant (before anything else), a
+  // state-changing request another site sent, and a guarded route called with no session cookie.
+  const beforeBody = async (request: FastifyRequest, reply: FastifyReply) => {
     // An answer that may depend on who asks is never stored by a browser or a shared cache,
     // refusals included (set first, so a refusal below keeps it).
     if (route.access !== 'public') reply.header('cache-control', 'no-store');
-    if (changesState) {
-      refuseCrossSite(request);
-      if (isFormEncoded(request)) {
-        if (!route.form) throw problem('UNSUPPORTED_MEDIA_TYPE', 'This route takes JSON, not a form-encoded body');
-        checkFormToken(request, services.config);
-      }
-    }
     refuseOperatorOutsideOperatorTenant(route.access, request.tenant ?? noTenant(), isOperatorPermission);
+    if (changesState) refuseCrossSite(request);
     if (needsGuard(route.access) && !request.cookies[cookie.name]) authorize(route.access, null);
+  };
+  // Then, with the body parsed but before it is validated: a form-encoded body where none is
+  // expected, or a form without its CSRF token.
+  const formCheck = async (request: FastifyRequest) => {
+    if (!isFormEncoded(request)) return;
+    if (!route.form) throw problem('UNSUPPORTED_MEDIA_TYPE', 'This route takes JSON, not a form-encoded body');
+    checkFormToken(request, services.config);
   };
 
   app.route({
@@ -88,7 +88,8 @@ export function registerRoute(app: FastifyInstance, services: Services, route: A
       // A vendor extension: who may call the route, as the guard reads it.
       ...{ 'x-access': typeof route.access === 'object' ? `permission ${route.access.permission}` : route.access },
     },
-    preValidation: [...(multipart ? [multipartCheck(bodyLimit)] : []), precheck, ...(protectedFields ? [protectedFields] : [])],
+    onRequest: beforeBody,
+    preValidation: [...(changesState ? [formCheck] : []), ...(multipart ? [multipartCheck(bodyLimit)] : []), ...(protectedFields ? [protectedFields] : [])],
     handler: async (request: FastifyRequest, reply: FastifyReply) => {
       const tenant = request.tenant ?? noTenant();
       const base = {

@@ -38,6 +38,11 @@ function stateChangingRoutes(): { method: Method; url: string; operationId: stri
     }));
 }
 
+function operatorOnly(operationId: string): boolean {
+  const { access } = app.services.registry.routes.find(({ route }) => route.operationId === operationId)!.route;
+  return typeof access === 'object' && app.services.registry.isOperatorPermission(access.permission);
+}
+
 async function stateOfAcme() {
   return app.services.transactions.run(acme, async (ctx) => ({
     widgets: (await sql<{ name: string; size: number; approved: boolean }>`select name, size, approved from widgets where deleted_at is null order by id`.execute(ctx.db)).rows,
@@ -73,11 +78,17 @@ describe('cross-site writes are refused on every state-changing route', () => {
       for (const origin of ['https://evil.example', 'http://evil.localhost', 'null']) {
         const res = await send(route.method, route.url).set('Origin', origin).send({ email: 'victim@example.test', name: 'x', password: 'long enough password' });
         expect(res.status, `${route.operationId} from ${origin}`).toBe(403);
-        expect(res.body.code, route.operationId).toBe('AUTH_CROSS_SITE');
+        // An operator route at a customer's host is refused as such before anything else.
+        expect(res.body.code, route.operationId).toBe(operatorOnly(route.operationId) ? 'AUTH_NOT_OPERATOR' : 'AUTH_CROSS_SITE');
         expect(res.headers['content-type']).toMatch(/^application\/problem\+json/);
       }
     }
     expect(await stateOfAcme()).toEqual(before);
+    // At the operator's own host, the operator routes meet the cross-site rule like any other.
+    for (const route of stateChangingRoutes().filter((r) => operatorOnly(r.operationId))) {
+      const res = await app.http()[route.method](route.url).set('Origin', 'https://evil.example').send({ name: 'x' });
+      expect([res.status, res.body.code], `${route.operationId} at the operator host`).toEqual([403, 'AUTH_CROSS_SITE']);
+    }
   });
 
   it('Sec-Fetch-Site other than same-origin or none gets 403 AUTH_CROSS_SITE on each, whatever Origin says', async () => {
@@ -85,7 +96,7 @@ describe('cross-site writes are refused on every state-changing route', () => {
       for (const site of ['same-site', 'cross-site']) {
         const res = await send(route.method, route.url).set('Sec-Fetch-Site', site).set('Origin', 'http://acme.localhost').send({});
         expect(res.status, `${route.operationId} ${site}`).toBe(403);
-        expect(res.body.code).toBe('AUTH_CROSS_SITE');
+        expect(res.body.code).toBe(operatorOnly(route.operationId) ? 'AUTH_NOT_OPERATOR' : 'AUTH_CROSS_SITE');
       }
     }
   });
@@ -110,11 +121,16 @@ describe('cross-site writes are refused on every state-changing route', () => {
     expect(res.status).toBe(200);
   });
 
-  it('the refusal comes before validation and before the guard', async () => {
-    // No cookie, an invalid body, an operator route on a customer host: still the cross-site refusal first.
-    const res = await http().post('/api/v1/tenant/tenants').set('Origin', 'https://evil.example').send({ nonsense: true });
-    expect(res.status).toBe(403);
-    expect(res.body.code).toBe('AUTH_CROSS_SITE');
+  it('the refusal comes before the body is read, validation and the guard; only the operator rule comes first', async () => {
+    // No cookie and an invalid body: still the cross-site refusal first.
+    const res = await http().post('/api/v1/testkit/widgets').set('Origin', 'https://evil.example').send({ nonsense: true });
+    expect([res.status, res.body.code]).toEqual([403, 'AUTH_CROSS_SITE']);
+    // A body over the route's limit is never read: the refusal is the cross-site one, not 413.
+    const large = await http().post('/api/v1/testkit/notes').set('Origin', 'https://evil.example').send({ text: 'x'.repeat(500) });
+    expect([large.status, large.body.code]).toEqual([403, 'AUTH_CROSS_SITE']);
+    // An operator route on a customer host is refused as such before anything else.
+    const operator = await http().post('/api/v1/tenant/tenants').set('Origin', 'https://evil.example').send({ nonsense: true });
+    expect([operator.status, operator.body.code]).toEqual([403, 'AUTH_NOT_OPERATOR']);
   });
 });
 
@@ -125,8 +141,9 @@ describe('the JSON API refuses form-encoded bodies', () => {
     const before = await stateOfAcme();
     for (const route of stateChangingRoutes().filter((r) => !formTargets.has(r.operationId))) {
       const res = await send(route.method, route.url).type('form').send({ email: 'form@example.test', name: 'x', size: '1', color: 'red' });
-      expect(res.status, route.operationId).toBe(415);
-      expect(res.body.code, route.operationId).toBe('UNSUPPORTED_MEDIA_TYPE');
+      // An operator route at a customer's host is refused as such before its body is looked at.
+      const expected = operatorOnly(route.operationId) ? [403, 'AUTH_NOT_OPERATOR'] : [415, 'UNSUPPORTED_MEDIA_TYPE'];
+      expect([res.status, res.body.code], route.operationId).toEqual(expected);
     }
     expect(await stateOfAcme()).toEqual(before);
   });

@@ -8,6 +8,7 @@ import { buildApp } from '../../framework/app.ts';
 import { BootCheckError } from '../../framework/entity/checks.ts';
 import { defineEntity, defineModule, entity, type ModuleDefinition } from '../../framework/entity/define.ts';
 import { resolveEntity } from '../../framework/entity/resolve.ts';
+import { DateTime } from '../../framework/entity/date-time.ts';
 import { checkTables, entityTableProblems, type ColumnInfo, type TableInfo } from '../../framework/entity/table-check.ts';
 import { FRAMEWORK_TABLE_USES } from '../../framework/access/identity-tables.ts';
 import { allModules } from '../../modules/index.ts';
@@ -62,7 +63,7 @@ const gadget = defineEntity({
     note: Type.Optional(Type.String()),
     active: Type.Boolean(),
     tags: Type.Array(Type.String()),
-    seenAt: Type.Optional(Type.String({ format: 'date-time' })),
+    seenAt: Type.Optional(DateTime()),
     settings: Type.Object({ level: Type.Integer() }),
   },
   permissions: { read: 'gadget:read', write: 'gadget:write' },
