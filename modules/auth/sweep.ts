@@ -2,6 +2,7 @@ import { sql } from 'kysely';
 import type { JobDefinition } from '../../framework/entity/define.ts';
 import type { Services } from '../../framework/services.ts';
 import type { TenantRef } from '../../framework/context/tenant.ts';
+import type { TxContext } from '../../framework/context/tx.ts';
 import { purgeAttempts } from './throttle.ts';
 
 export const SWEEP_BATCH = 1000;
@@ -14,18 +15,19 @@ export interface TenantSweep {
   undefinedPermissions: { role: string; permissions: string[] }[];
 }
 
-const EXPIRED_SESSIONS = sql`
-  delete from sessions where id in (select id from sessions where expires_at <= now() limit ${SWEEP_BATCH})`;
+// Expiry is judged on each transaction's clock reading.
+const EXPIRED_SESSIONS = (ctx: TxContext) => sql`
+  delete from sessions where id in (select id from sessions where expires_at <= ${ctx.now} limit ${SWEEP_BATCH})`;
 // Spent (used) tokens and pending ones past their expiry are both dead.
-const DEAD_TOKENS = sql`
+const DEAD_TOKENS = (ctx: TxContext) => sql`
   delete from set_password_tokens where id in (
-    select id from set_password_tokens where used_at is not null or expires_at <= now() limit ${SWEEP_BATCH})`;
+    select id from set_password_tokens where used_at is not null or expires_at <= ${ctx.now} limit ${SWEEP_BATCH})`;
 
 /** Deletes in batches, a transaction each, until a batch comes back short. */
 async function drain(services: Services, tenant: TenantRef, statement: typeof EXPIRED_SESSIONS): Promise<number[]> {
   const batches: number[] = [];
   for (;;) {
-    const deleted = await services.transactions.run(tenant, async (ctx) => Number((await statement.execute(ctx.db)).numAffectedRows ?? 0));
+    const deleted = await services.transactions.run(tenant, async (ctx) => Number((await statement(ctx).execute(ctx.db)).numAffectedRows ?? 0));
     batches.push(deleted);
     if (deleted < SWEEP_BATCH) return batches;
   }
@@ -57,7 +59,7 @@ export const authSweep: JobDefinition = {
   cron: '0 * * * *',
   perTenant: false,
   async run({ services }) {
-    const purged = await purgeAttempts(services.db);
+    const purged = await purgeAttempts(services.db, services.clock.now());
     const { rows } = await services.db.pool.query<{ id: string; slug: string; is_operator: boolean }>(
       'select id, slug, is_operator from tenants order by created_at, id',
     );
