@@ -52,28 +52,38 @@ export async function sweepTenant(services: Services, tenant: TenantRef): Promis
 /**
  * auth-sweep: purges old rate-limit rows of every tenant at once, then per tenant (suspended ones
  * too: their rows expire all the same) deletes expired sessions and dead set-password tokens a
- * thousand rows per transaction, and logs every role naming an undefined permission.
+ * thousand rows per transaction, and logs every role naming an undefined permission. Expiry is
+ * judged by the clock, so `npm run job -- auth-sweep --at <time>` sweeps as of that time. A tenant
+ * that fails does not stop the others, but fails the run once all were tried, so it is retried.
  */
 export const authSweep: JobDefinition = {
   name: 'auth-sweep',
   cron: '0 * * * *',
   perTenant: false,
-  async run({ services }) {
-    const purged = await purgeAttempts(services.db, services.clock.now());
+  async run({ services, now }) {
+    const attemptsPurged = await purgeAttempts(services.db, now);
+    if (attemptsPurged > 0) services.log.info({ attempts: attemptsPurged }, 'auth-sweep purged rate-limit windows');
     const { rows } = await services.db.pool.query<{ id: string; slug: string; is_operator: boolean }>(
       'select id, slug, is_operator from tenants order by created_at, id',
     );
+    const swept: Record<string, { sessions: number; tokens: number }> = {};
+    const failed: string[] = [];
     for (const row of rows) {
       const tenant: TenantRef = { id: row.id, slug: row.slug, isOperator: row.is_operator };
       try {
         const result = await sweepTenant(services, tenant);
         const sessions = result.sessionBatches.reduce((a, b) => a + b, 0);
         const tokens = result.tokenBatches.reduce((a, b) => a + b, 0);
-        if (sessions + tokens > 0) services.log.info({ tenant: tenant.slug, sessions, tokens }, 'auth-sweep deleted expired rows');
+        if (sessions + tokens > 0) {
+          swept[tenant.slug] = { sessions, tokens };
+          services.log.info({ tenant: tenant.slug, sessions, tokens }, 'auth-sweep deleted expired rows');
+        }
       } catch (err) {
+        failed.push(tenant.slug);
         services.log.error({ err, tenant: tenant.slug }, 'auth-sweep failed for tenant');
       }
     }
-    if (purged > 0) services.log.info({ attempts: purged }, 'auth-sweep purged rate-limit windows');
+    if (failed.length > 0) throw new Error(`auth-sweep failed for ${failed.join(', ')}`);
+    return { attemptsPurged, swept };
   },
 };
