@@ -177,7 +177,7 @@ describe('jobs', () => {
   });
 
   it('refuse a transaction to a job that is not per tenant, pointing at services.transactions', async () => {
-    const job = { name: 'x', cron: '* * * * *', perTenant: false, run: (ctx: JobContext) => ctx.transaction(async () => 1) };
+    const job = { name: 'x', cron: '* * * * *', perTenant: false, run: async (ctx: JobContext) => void (await ctx.transaction(async () => 1)) };
     await expect(worker.jobs.run(job, null, 'slot')).rejects.toThrow(/not per tenant.*services\.transactions/);
   });
 
