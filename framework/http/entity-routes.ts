@@ -2,6 +2,7 @@ import Type, { type TSchema } from 'typebox';
 import type { AnyRoute } from '../entity/define.ts';
 import type { ResolvedEntity } from '../entity/resolve.ts';
 import { EntityOperations } from '../operations/entity-ops.ts';
+import { OFFSET_MAX, TOTAL_CAP, type PageQuery } from '../operations/paging.ts';
 
 const NoContent = Type.Null({ description: 'No content' });
 
@@ -28,11 +29,11 @@ export function entityRoutes(entity: ResolvedEntity): AnyRoute[] {
       url: names.path,
       operationId: names.operationId('list'),
       summary: `List ${names.labelPlural.toLowerCase()}`,
-      description: 'Paged with limit/offset, sorted by one field (prefix "-" for descending), ties broken by id; total counts all matching rows.',
+      description: `Sorted by one field (prefix "-" for descending), ties broken by id. Paged with limit and offset (up to ${OFFSET_MAX}), or with after=<next> from the previous page at any depth; next is null on the last page. total counts the rows up to ${TOTAL_CAP} (totalExact false past that).`,
       tags,
       access: read,
       schema: { querystring: schemas.listQuery, response: { 200: answer(schemas.list, `A page of ${names.labelPlural.toLowerCase()}`) } },
-      handler: ({ tx, query }) => ops.list(tx, query as { limit: number; offset: number; sort: string }),
+      handler: ({ tx, query }) => ops.list(tx, query as PageQuery),
     },
     {
       method: 'POST',

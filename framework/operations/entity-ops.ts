@@ -8,6 +8,8 @@ import type { TProperties } from 'typebox';
 import type { Services } from '../services.ts';
 import { notFound } from '../errors.ts';
 import { prepared } from '../db/statements.ts';
+import { KeysetPager, type ListFilter, type Page, type PageQuery } from './paging.ts';
+import Type from 'typebox';
 
 type Row = EntityRow<TProperties>;
 type Values = Record<string, unknown>;
@@ -28,6 +30,8 @@ export class EntityOperations {
   private readonly table: string;
   private readonly selectList: string;
   private readonly fromColumn: Map<string, string>;
+  /** Pages of live rows; a row filter joins as a ListFilter (see framework/operations/paging.ts). */
+  readonly pager: KeysetPager;
 
   constructor(entity: ResolvedEntity) {
     this.entity = entity;
@@ -40,24 +44,25 @@ export class EntityOperations {
       ['updated_at', 'updatedAt'],
       ...entity.fields.map((f) => [entity.columns[f]!, f] as [string, string]),
     ]);
+    const columnOf = (field: string) => (field === 'createdAt' ? 'created_at' : field === 'updatedAt' ? 'updated_at' : entity.columns[field]!);
+    this.pager = new KeysetPager({
+      select: this.selectList,
+      from: this.table,
+      id: 'id',
+      where: ['deleted_at is null'],
+      sorts: Object.fromEntries(
+        entity.sortable.map((f) => [f, { column: quote(columnOf(f)), nullable: f in entity.def.fields && Type.IsOptional(entity.def.fields[f]!) }]),
+      ),
+    });
   }
 
-  async list(ctx: TxContext, page: { limit: number; offset: number; sort: string }): Promise<{ items: Row[]; total: number; limit: number; offset: number }> {
-    const descending = page.sort.startsWith('-');
-    const field = descending ? page.sort.slice(1) : page.sort;
-    const column = field === 'createdAt' ? 'created_at' : field === 'updatedAt' ? 'updated_at' : this.entity.columns[field];
-    if (!column || !this.entity.sortable.includes(field)) throw notFound();
-    const direction = descending ? 'desc' : 'asc';
-    // The total is an uncorrelated subquery, counted once from the tenant's partial index alone;
-    // count(*) over () would fetch and sort every matching row to return one page of them.
-    const text = `select ${this.selectList}, (select count(*) from ${this.table} where deleted_at is null) as "__total"
-       from ${this.table} where deleted_at is null order by ${quote(column)} ${direction}, id ${direction} limit $1 offset $2`;
-    const rows = await run<Values>(ctx.db, text, [page.limit, page.offset]);
-    let total = rows.length > 0 ? Number(rows[0]!.__total) : 0;
-    if (rows.length === 0 && page.offset > 0) {
-      total = Number((await run<{ n: number }>(ctx.db, `select count(*) as n from ${this.table} where deleted_at is null`, []))[0]!.n);
-    }
-    return { items: rows.map((r) => this.toRow(r)), total, limit: page.limit, offset: page.offset };
+  /**
+   * A page of live rows in the sort asked for, ties broken by id; `filter` narrows it (and its
+   * count) further. Reads the page from the (tenant_id, column, id) index, by keyset after a cursor.
+   */
+  async list(ctx: TxContext, page: PageQuery, filter?: ListFilter): Promise<Page<Row>> {
+    const result = await this.pager.page(ctx.db, page, filter);
+    return { ...result, items: result.items.map((r) => this.toRow(r)) };
   }
 
   async read(ctx: TxContext, id: string, options: { lock?: boolean } = {}): Promise<Row> {
