@@ -44,14 +44,17 @@ export class EntityOperations {
       ['updated_at', 'updatedAt'],
       ...entity.fields.map((f) => [entity.columns[f]!, f] as [string, string]),
     ]);
-    const columnOf = (field: string) => (field === 'createdAt' ? 'created_at' : field === 'updatedAt' ? 'updated_at' : entity.columns[field]!);
+    const columnOf = (field: string) => (field === 'createdAt' ? 'created_at' : field === 'updatedAt' ? 'updated_at' : entity.columns[field]);
     this.pager = new KeysetPager({
       select: this.selectList,
       from: this.table,
       id: 'id',
       where: ['deleted_at is null'],
+      // A sortable name that is no field is the startup checks' to refuse, by name; not built here.
       sorts: Object.fromEntries(
-        entity.sortable.map((f) => [f, { column: quote(columnOf(f)), nullable: f in entity.def.fields && Type.IsOptional(entity.def.fields[f]!) }]),
+        entity.sortable
+          .filter((f) => columnOf(f) !== undefined)
+          .map((f) => [f, { column: quote(columnOf(f)!), nullable: f in entity.def.fields && Type.IsOptional(entity.def.fields[f]!) }]),
       ),
     });
   }
