@@ -16,6 +16,7 @@ import { Worker } from './events/worker.ts';
 import { OutboxSignal } from './events/outbox-signal.ts';
 import { ensureOperatorTenant } from './tenancy/bootstrap.ts';
 import type { Services } from './services.ts';
+import { systemClock, type Clock } from './clock.ts';
 
 export type Role = 'web' | 'worker' | 'all';
 
@@ -38,6 +39,8 @@ export interface AppOptions {
   /** Tests build several apps on one database and start the worker themselves. */
   startWorker?: boolean;
   scheduleJobs?: boolean;
+  /** The system clock unless given: tests and the job command set their own. */
+  clock?: Clock;
 }
 
 export interface App {
@@ -62,14 +65,16 @@ export async function buildApp(options: AppOptions): Promise<App> {
     await checkTables(db.pool, registry);
     const hosts = new HostResolver(db);
     const outbox = new OutboxSignal(db.pool);
+    const clock = options.clock ?? systemClock;
     const services: Services = {
       config: options.config,
       db,
       registry,
-      transactions: new TenantTransactions(db, registry.events, outbox),
+      transactions: new TenantTransactions(db, registry.events, outbox, clock),
       hosts,
       mailer: options.mailer ?? createMailer(options.config.mail),
       log,
+      clock,
     };
     const { created } = await ensureOperatorTenant(services);
     if (created) log.info({ host: options.config.server.public_host }, 'created the operator tenant');

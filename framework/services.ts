@@ -5,6 +5,7 @@ import type { TenantTransactions } from './context/tx.ts';
 import type { HostResolver } from './context/host-cache.ts';
 import type { Registry } from './entity/registry.ts';
 import type { Mailer } from './mail/mailer.ts';
+import type { Clock } from './clock.ts';
 
 /** Shared process-wide services handed to handlers, commands, subscriptions and jobs. */
 export interface Services {
@@ -15,4 +16,6 @@ export interface Services {
   registry: Registry;
   mailer: Mailer;
   log: FastifyBaseLogger;
+  /** The time every business decision compares with (see framework/clock.ts). */
+  clock: Clock;
 }

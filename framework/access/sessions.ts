@@ -12,14 +12,16 @@ export const SESSION_MAX_DAYS = 90;
 /**
  * Opens a session for a user of the transaction's tenant: a fresh 256-bit id every time, only its
  * SHA-256 stored, user agent and address recorded once. Login and single sign-on both use this.
+ * Its times come from the transaction's clock reading, so its lifetime counts from the same clock
+ * the opening statement compares expiry with.
  */
 export async function openSession(ctx: TxContext, userId: string, request: Pick<FastifyRequest, 'headers' | 'ip'>): Promise<string> {
   const rawId = newSessionId();
   await ctx.db.executeQuery(
     CompiledQuery.raw(
-      `insert into sessions (id_hash, user_id, expires_at, user_agent, ip)
-       values ($1, $2, now() + interval '${SESSION_LIFETIME_DAYS} days', $3, $4)`,
-      [hashSecret(rawId), userId, String(request.headers['user-agent'] ?? '').slice(0, 500), request.ip ?? ''],
+      `insert into sessions (id_hash, user_id, created_at, last_seen_at, expires_at, user_agent, ip)
+       values ($1, $2, $5, $5, $5::timestamptz + interval '${SESSION_LIFETIME_DAYS} days', $3, $4)`,
+      [hashSecret(rawId), userId, String(request.headers['user-agent'] ?? '').slice(0, 500), request.ip ?? '', ctx.now],
     ),
   );
   return rawId;

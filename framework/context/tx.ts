@@ -6,6 +6,7 @@ import type { TenantRef } from './tenant.ts';
 import { assertSafePayload } from '../events/payload-policy.ts';
 import type { OutboxSignal } from '../events/outbox-signal.ts';
 import { problem } from '../errors.ts';
+import { systemClock, type Clock } from '../clock.ts';
 
 export const APP_ROLE = 'tenantry_app';
 
@@ -34,6 +35,8 @@ export interface TxContext<E extends string = string> {
   readonly session: SessionInfo | null;
   readonly actorId: string | null;
   readonly declaredEvents: ReadonlySet<string>;
+  /** The time of this transaction, read once from the clock when it opened: compare with this, not now(). */
+  readonly now: Date;
   /** Records an event in this transaction's outbox; delivered only after commit. */
   publish(name: E, payload?: Record<string, unknown>): void;
   /** True when the caller's roles grant the permission (the wildcard grants all). */
@@ -86,7 +89,7 @@ select set_config('app.tenant_id', $1, true) as t,
                                            where r.tenant_id = s.tenant_id and r.name = any (u.roles)), '{}'))
           from sessions s
           join users u on u.tenant_id = s.tenant_id and u.id = s.user_id
-         where s.tenant_id = $1::uuid and s.id_hash = $2 and s.expires_at > now()
+         where s.tenant_id = $1::uuid and s.id_hash = $2 and s.expires_at > $3
            and u.status = 'active' and u.deleted_at is null) as session`);
 
 const ENTER = prepared(`select set_config('app.tenant_id', $1, true) as t, set_config('role', '${APP_ROLE}', true) as r`);
@@ -94,10 +97,10 @@ const ENTER = prepared(`select set_config('app.tenant_id', $1, true) as t, set_c
 const TOUCH_INTERVAL_MS = 5 * 60_000;
 const TOUCH_SESSION = `
 update sessions
-   set last_seen_at = now(),
-       expires_at = least(now() + interval '30 days', created_at + interval '90 days')
+   set last_seen_at = $2,
+       expires_at = least($2::timestamptz + interval '30 days', created_at + interval '90 days')
  where id = $1
-returning floor(extract(epoch from expires_at - now()))::int as seconds_left`;
+returning floor(extract(epoch from expires_at - $2::timestamptz))::int as seconds_left`;
 
 /** Transactions that wrote outbox rows, so their commit can wake the relay. */
 const wroteOutbox = new WeakSet<Transaction<Database>>();
@@ -125,11 +128,13 @@ export class TenantTransactions {
   private readonly db: Db;
   private readonly declaredEvents: ReadonlySet<string>;
   private readonly outbox: OutboxSignal | undefined;
+  private readonly clock: Clock;
 
-  constructor(db: Db, declaredEvents: ReadonlySet<string>, outbox?: OutboxSignal) {
+  constructor(db: Db, declaredEvents: ReadonlySet<string>, outbox?: OutboxSignal, clock: Clock = systemClock) {
     this.db = db;
     this.declaredEvents = declaredEvents;
     this.outbox = outbox;
+    this.clock = clock;
   }
 
   /**
@@ -144,8 +149,9 @@ export class TenantTransactions {
       result = await this.db.kysely.transaction().execute((trx) =>
         asTransactionBody(async () => {
           hooksOf.set(trx, hooks);
-          const session = await this.enter(trx, tenant, options.sessionHash);
-          const { ctx, flush } = scopedContext(trx, tenant, session, session?.userId ?? options.actorId ?? null, this.declaredEvents, options.publishes);
+          const now = this.clock.now();
+          const session = await this.enter(trx, tenant, options.sessionHash, now);
+          const { ctx, flush } = scopedContext(trx, tenant, session, session?.userId ?? options.actorId ?? null, this.declaredEvents, now, options.publishes);
           const value = await fn(ctx);
           await flush();
           published = wroteOutbox.has(trx);
@@ -161,18 +167,18 @@ export class TenantTransactions {
     return result;
   }
 
-  private async enter(trx: Transaction<Database>, tenant: TenantRef, sessionHash: Buffer | undefined): Promise<SessionInfo | null> {
+  private async enter(trx: Transaction<Database>, tenant: TenantRef, sessionHash: Buffer | undefined, now: Date): Promise<SessionInfo | null> {
     if (!sessionHash) {
       await trx.executeQuery(CompiledQuery.raw(ENTER, [tenant.id]));
       return null;
     }
-    const result = await trx.executeQuery<EnterRow>(CompiledQuery.raw(ENTER_WITH_SESSION, [tenant.id, sessionHash]));
+    const result = await trx.executeQuery<EnterRow>(CompiledQuery.raw(ENTER_WITH_SESSION, [tenant.id, sessionHash, now]));
     const row = result.rows[0]?.session;
     if (!row) return null;
     const lastSeenAt = new Date(row.last_seen_at);
     const session: SessionInfo = { id: row.id, userId: row.user_id, permissions: new Set(row.permissions), lastSeenAt };
-    if (Date.now() - lastSeenAt.getTime() > TOUCH_INTERVAL_MS) {
-      const touched = await trx.executeQuery<{ seconds_left: number }>(CompiledQuery.raw(TOUCH_SESSION, [row.id]));
+    if (now.getTime() - lastSeenAt.getTime() > TOUCH_INTERVAL_MS) {
+      const touched = await trx.executeQuery<{ seconds_left: number }>(CompiledQuery.raw(TOUCH_SESSION, [row.id, now]));
       session.renewedForSeconds = touched.rows[0]?.seconds_left;
     }
     return session;
@@ -189,6 +195,7 @@ export function scopedContext(
   session: SessionInfo | null,
   actorId: string | null,
   declaredEvents: ReadonlySet<string>,
+  now: Date,
   allowed?: PublishAllowList,
 ): { ctx: TxContext; flush(): Promise<void> } {
   const events: PendingEvent[] = [];
@@ -198,6 +205,7 @@ export function scopedContext(
     session,
     actorId,
     declaredEvents,
+    now,
     publish: (name, payload = {}) => {
       if (!declaredEvents.has(name)) throw problem('INTERNAL', `event ${name} is not declared by any module`);
       if (allowed && !allowed.events.has(name)) {

@@ -176,6 +176,7 @@ function rowAccessProblems(entity: ResolvedEntity): string[] {
     session: null,
     actorId: null,
     declaredEvents: new Set(),
+    now: new Date(0),
     publish: () => {
       throw new Error('rowAccess may not publish');
     },

@@ -3,6 +3,7 @@ import type { FastifyReply, FastifyRequest } from 'fastify';
 import type { SessionInfo, TxContext } from '../context/tx.ts';
 import type { Services } from '../services.ts';
 import type { Config } from '../config/schema.ts';
+import type { TenantRef } from '../context/tenant.ts';
 
 /** Who may call a route: anybody, anybody (with the session resolved if present), any session, or a permission. */
 export type Access = 'public' | 'optional' | 'signedIn' | { permission: string };
@@ -337,14 +338,43 @@ export interface DeliveredEvent {
 export interface JobDefinition {
   name: string;
   cron: string;
-  /** Per tenant: run once in each served tenant's own transaction; otherwise once, with no tenant. */
+  /**
+   * Per tenant: each schedule slot fans out as one run per served tenant, each retried and
+   * dead-lettered on its own. Otherwise the job runs once per slot, with no tenant.
+   */
   perTenant: boolean;
   /** Events the job publishes; each must be declared (boot check). */
   publishes?: readonly string[];
-  run(ctx: JobContext): Promise<void>;
+  /** Retries of a failed run before it is dead-lettered (default 2). */
+  retryLimit?: number;
+  /** Seconds before the first retry, doubling after each (default 30). */
+  retryDelay?: number;
+  /**
+   * Runs with no transaction open: it opens its own with ctx.transaction, as many as it needs
+   * (a transaction, a provider call outside any, another transaction). A throw fails the run,
+   * which is then retried. What it returns is logged and printed by `npm run job`.
+   */
+  run(ctx: JobContext): Promise<JobSummary | void>;
 }
 
-export type JobContext = { services: Services } & ({ tx: TxContext } | { tx?: undefined });
+/** What a job run did, for the log and the operator's `npm run job` (plain JSON values). */
+export type JobSummary = Record<string, unknown>;
+
+export interface JobContext {
+  services: Services;
+  /** The tenant this run is for; null for a job that is not per tenant. */
+  tenant: TenantRef | null;
+  /** The clock's reading when this run started (see framework/clock.ts); `--at` sets it. */
+  now: Date;
+  /** The schedule slot this run belongs to (an ISO time): the same on every retry of the run. */
+  slot: string;
+  /**
+   * Opens a transaction in the run's tenant, commits it when fn resolves (rolls back if it throws),
+   * and returns fn's result. Only for per-tenant jobs; a job that is not per tenant names its tenant
+   * through services.transactions.
+   */
+  transaction<T>(fn: (tx: TxContext) => Promise<T>): Promise<T>;
+}
 
 export interface TenantCreationHook {
   (ctx: TxContext, services: Services): Promise<void>;

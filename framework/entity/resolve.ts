@@ -1,6 +1,7 @@
 import Type, { type TProperties, type TSchema } from 'typebox';
 import type { AnyEntity, DeleteMode, EntityScope } from './define.ts';
 import { camelCase, entityNames, snakeCase, type EntityNames } from './names.ts';
+import { pageQuerySchema, pageSchema } from '../operations/paging.ts';
 
 export const SYSTEM_FIELDS = ['id', 'createdAt', 'updatedAt'] as const;
 
@@ -50,8 +51,7 @@ export interface ResolvedEntity {
   commandRoute(command: string): string;
 }
 
-export const PAGE_LIMIT_DEFAULT = 20;
-export const PAGE_LIMIT_MAX = 100;
+export { PAGE_LIMIT_DEFAULT, PAGE_LIMIT_MAX } from '../operations/paging.ts';
 
 export const IdParams = Type.Object({ id: Type.String({ description: 'Resource id (UUID)' }) });
 
@@ -89,30 +89,9 @@ export function resolveEntity(def: AnyEntity): ResolvedEntity {
   const create = Type.Object(pick(writable, false), { additionalProperties: false });
   const patch = Type.Object(pick(patchable, true), { additionalProperties: false, minProperties: 1 });
 
-  const sortValues = sortable.flatMap((f) => [f, `-${f}`]);
   // Every parameter is optional with its default filled in before the handler runs.
-  const listQuery = Type.Object(
-    {
-      limit: Type.Optional(Type.Integer({ minimum: 1, maximum: PAGE_LIMIT_MAX, default: PAGE_LIMIT_DEFAULT, description: `Page size, 1 to ${PAGE_LIMIT_MAX}.` })),
-      offset: Type.Optional(Type.Integer({ minimum: 0, default: 0, description: 'Rows to skip.' })),
-      sort: Type.Optional(
-        Type.Enum(sortValues, {
-          default: 'createdAt',
-          description: 'Field to sort by; a leading "-" sorts descending. Ties break on id, in the same direction.',
-        }),
-      ),
-    },
-    { additionalProperties: false },
-  );
-  const list = Type.Object(
-    {
-      items: Type.Array(row),
-      total: Type.Integer({ minimum: 0, description: 'Rows matching, across all pages.' }),
-      limit: Type.Integer(),
-      offset: Type.Integer(),
-    },
-    { additionalProperties: false },
-  );
+  const listQuery = pageQuerySchema({ sorts: sortable, defaultSort: 'createdAt' });
+  const list = pageSchema(row);
 
   const singleton = def.singleton === true;
   const commandNames = Object.keys(def.commands ?? {});

@@ -1,14 +1,21 @@
 import { PgBoss, type Job, type JobResult } from 'pg-boss';
 import type { JobWithMetadata } from 'pg-boss';
 import type { Services } from '../services.ts';
-import type { DeliveredEvent, SubscriptionDefinition } from '../entity/define.ts';
+import type { DeliveredEvent, JobDefinition, SubscriptionDefinition } from '../entity/define.ts';
 import { OutboxRelay, AUDIT_QUEUE, subscriptionQueue } from './relay.ts';
-import { tenantById, servedTenants } from '../context/tenant-lookup.ts';
+import { tenantById, servedTenants, servedTenantById } from '../context/tenant-lookup.ts';
 import { CompiledQuery, sql } from 'kysely';
 import { prepared } from '../db/statements.ts';
+import { JOB_RETRY_DEFAULTS, JobRunner, jobQueue, runId, runKey, slotOf, tenantJobQueue, type TenantJobData } from './jobs.ts';
+
+export { jobQueue, tenantJobQueue };
 
 export const DEAD_LETTER_QUEUE = 'tenantry-dead-letters';
-export const jobQueue = (name: string): string => `job-${name}`;
+
+/** What a dead-letter job carries: an event delivery's data, or a job run's. */
+type DeadLetterData = Partial<DeliveredEvent> & Partial<TenantJobData>;
+/** A schedule tick: the job's name; a slot too when sent by hand (tests, replays), else the minute it was sent in. */
+type TickData = { job?: string; slot?: string };
 
 const RETRY = { retryLimit: 5, retryDelay: 2, retryBackoff: true, retryDelayMax: 300 };
 
@@ -42,10 +49,12 @@ const DRAIN = { burstWhenBatchFull: true, pollingIntervalSeconds: 0.5, notifyPol
 export class Worker {
   readonly boss: PgBoss;
   readonly relay: OutboxRelay;
+  readonly jobs: JobRunner;
   private readonly services: Services;
 
   constructor(services: Services, options: { relayIntervalMs?: number } = {}) {
     this.services = services;
+    this.jobs = new JobRunner(services);
     this.boss = new PgBoss({ connectionString: services.db.url, max: 4, useListenNotify: true, schema: 'pgboss' });
     this.boss.on('error', (err: Error) => services.log.error({ err }, 'pg-boss error'));
     this.relay = new OutboxRelay(services.db, this.boss, services.registry, { intervalMs: options.relayIntervalMs });
@@ -55,7 +64,7 @@ export class Worker {
     const { registry, log } = this.services;
     await this.boss.start();
     await this.boss.createQueue(DEAD_LETTER_QUEUE);
-    await this.boss.work<DeliveredEvent, unknown, { pollingIntervalSeconds: 1; includeMetadata: true }>(
+    await this.boss.work<DeadLetterData, unknown, { pollingIntervalSeconds: 1; includeMetadata: true }>(
       DEAD_LETTER_QUEUE,
       { pollingIntervalSeconds: 1, includeMetadata: true },
       async (jobs) => {
@@ -86,14 +95,7 @@ export class Worker {
       });
     }
 
-    for (const job of registry.jobs) {
-      const queue = jobQueue(job.name);
-      await this.boss.createQueue(queue, { retryLimit: 2, retryDelay: 30 });
-      if (options.schedule !== false) await this.boss.schedule(queue, job.cron);
-      await this.boss.work(queue, { pollingIntervalSeconds: 2 }, async () => {
-        await this.runJob(job.name);
-      });
-    }
+    for (const job of registry.jobs) await this.startJob(job, options.schedule !== false);
     await this.relay.start();
     log.info({ subscriptions: registry.subscriptions.length, jobs: registry.jobs.length }, 'worker started');
   }
@@ -142,9 +144,65 @@ export class Worker {
     }
   }
 
-  /** Keeps what an operator needs to see and replay: the queue that gave up, the event and its last error. */
-  private async recordDeadLetter(job: JobWithMetadata<DeliveredEvent>): Promise<void> {
-    const data = job.data ?? ({} as Partial<DeliveredEvent>);
+  /**
+   * A job's schedule ticks on its queue. A tick of a job that is not per tenant is the run itself;
+   * a per-tenant job's tick fans out into one queued run per served tenant, each with its own
+   * retries and dead letter, so one tenant's failure is retried alone. Failed runs are retried
+   * with a doubling delay, then dead-lettered like event deliveries.
+   */
+  private async startJob(job: JobDefinition, schedule: boolean): Promise<void> {
+    const retry = {
+      retryLimit: job.retryLimit ?? JOB_RETRY_DEFAULTS.retryLimit,
+      retryDelay: job.retryDelay ?? JOB_RETRY_DEFAULTS.retryDelay,
+      retryBackoff: true,
+      retryDelayMax: 3600,
+      deadLetter: DEAD_LETTER_QUEUE,
+    };
+    const queue = jobQueue(job.name);
+    await this.boss.createQueue(queue, retry);
+    await this.boss.updateQueue(queue, retry);
+    if (schedule) await this.boss.schedule(queue, job.cron, { job: job.name } satisfies TickData);
+    await this.boss.work<TickData, unknown, { pollingIntervalSeconds: 2; includeMetadata: true }>(
+      queue,
+      { pollingIntervalSeconds: 2, includeMetadata: true },
+      async ([tick]) => {
+        // The slot is the minute the schedule fired in, kept by every retry of the tick.
+        const slot = tick!.data?.slot ?? slotOf(tick!.createdOn);
+        if (job.perTenant) await this.fanOut(job, slot);
+        else await this.jobs.run(job, null, slot, tick!.retryCount + 1);
+      },
+    );
+    if (!job.perTenant) return;
+    const runs = tenantJobQueue(job.name);
+    await this.boss.createQueue(runs, retry);
+    await this.boss.updateQueue(runs, retry);
+    await this.boss.work<TenantJobData, unknown, { pollingIntervalSeconds: 1; includeMetadata: true; localConcurrency: 2 }>(
+      runs,
+      { pollingIntervalSeconds: 1, includeMetadata: true, localConcurrency: 2 },
+      async ([run]) => {
+        const { tenantId, slot } = run!.data;
+        // A tenant suspended since the fan-out is no longer served: nothing to do.
+        const tenant = await servedTenantById(this.services.db, tenantId);
+        if (tenant) await this.jobs.run(job, tenant, slot, run!.retryCount + 1);
+      },
+    );
+  }
+
+  /** Queues one run per served tenant for the slot; a run already queued for that slot is not queued again. */
+  async fanOut(job: JobDefinition, slot: string): Promise<string[]> {
+    const tenants = await servedTenants(this.services.db);
+    if (tenants.length === 0) return [];
+    const runs = tenants.map((tenant) => {
+      const singletonKey = runKey(job.name, tenant.id, slot);
+      return { id: runId(singletonKey), singletonKey, data: { job: job.name, tenantId: tenant.id, slot } satisfies TenantJobData };
+    });
+    await this.boss.insert(tenantJobQueue(job.name), runs);
+    return runs.map((r) => r.id);
+  }
+
+  /** Keeps what an operator needs to see and replay: the queue that gave up, the event or job run and its last error. */
+  private async recordDeadLetter(job: JobWithMetadata<DeadLetterData>): Promise<void> {
+    const data = job.data ?? ({} as DeadLetterData);
     const output = job.sourceOutput as { message?: unknown } | null;
     const error = typeof output?.message === 'string' ? output.message : JSON.stringify(output ?? 'retries exhausted');
     const queue = job.sourceName ?? job.name;
@@ -154,26 +212,13 @@ export class Worker {
         queue,
         event_id: data.id ?? null,
         tenant_id: data.tenantId ?? null,
-        name: data.name ?? null,
+        name: data.name ?? data.job ?? null,
         error: `${error} (after ${(job.sourceRetryCount ?? 0) + 1} attempts)`,
-        payload: sql`${JSON.stringify(data.payload ?? {})}::jsonb`,
+        payload: sql`${JSON.stringify(data.payload ?? (data.slot ? { slot: data.slot } : {}))}::jsonb`,
       })
       .execute();
-    this.services.log.error({ queue, event: data.name, eventId: data.id, error }, 'event delivery dead-lettered');
-  }
-
-  /** Runs a declared job now: per tenant in each served tenant's own transaction, or once. */
-  async runJob(name: string): Promise<void> {
-    const job = this.services.registry.jobs.find((j) => j.name === name);
-    if (!job) throw new Error(`no job ${name}`);
-    if (!job.perTenant) return job.run({ services: this.services });
-    for (const tenant of await servedTenants(this.services.db)) {
-      try {
-        await this.services.transactions.run(tenant, (tx) => job.run({ tx, services: this.services }));
-      } catch (err) {
-        this.services.log.error({ err, job: name, tenant: tenant.slug }, 'job failed for tenant');
-      }
-    }
+    if (data.job) this.services.log.error({ queue, job: data.job, tenantId: data.tenantId, slot: data.slot, error }, 'job run dead-lettered');
+    else this.services.log.error({ queue, event: data.name, eventId: data.id, error }, 'event delivery dead-lettered');
   }
 
   async stop(): Promise<void> {

@@ -4,6 +4,7 @@ import { EntityOperations } from '../operations/entity-ops.ts';
 import { NoContent, answer, commandRoutes, deleteDescription, followUpEvents, presentAll, presenter, sentences, visibility } from './entity-route-parts.ts';
 import { singletonRoutes } from './singleton-routes.ts';
 import { publicReadRoute } from './public-read.ts';
+import { OFFSET_MAX, TOTAL_CAP, type PageQuery } from '../operations/paging.ts';
 
 /**
  * The five generic routes and one route per command (a singleton's routes instead, for a
@@ -28,12 +29,15 @@ export function entityRoutes(entity: ResolvedEntity): AnyRoute[] {
       url: names.path,
       operationId: names.operationId('list'),
       summary: `List ${names.labelPlural.toLowerCase()}`,
-      description: sentences('Paged with limit/offset, sorted by one field (prefix "-" for descending), ties broken by id; total counts all matching rows.', visibility(entity)),
+      description: sentences(
+        `Sorted by one field (prefix "-" for descending), ties broken by id. Paged with limit and offset (up to ${OFFSET_MAX}), or with after=<next> from the previous page at any depth; next is null on the last page. total counts the rows up to ${TOTAL_CAP} (totalExact false past that).`,
+        visibility(entity),
+      ),
       tags,
       access: read,
       schema: { querystring: schemas.listQuery, response: { 200: answer(schemas.list, `A page of ${names.labelPlural.toLowerCase()}`) } },
       handler: async ({ tx, query }) => {
-        const page = await ops.list(tx, query as { limit: number; offset: number; sort: string });
+        const page = await ops.list(tx, query as PageQuery);
         return def.hooks?.afterRead ? { ...page, items: await presentAll(present, tx, page.items) } : page;
       },
     },

@@ -2,6 +2,7 @@ import { STATUS_CODES } from 'node:http';
 import type { Socket } from 'node:net';
 import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { ProblemError, problem, type FieldError, type ProblemCode } from '../errors.ts';
+import { pagingRefusal } from '../operations/paging.ts';
 
 export const PROBLEM_CONTENT_TYPE = 'application/problem+json';
 
@@ -46,7 +47,7 @@ function fromValidation(err: FastifyError): ProblemError {
         const missing = (issue.params?.requiredProperties as string[] | undefined) ?? [];
         if (missing.length > 0) return missing.map((name) => ({ pointer: `${at}/${name}`, message: 'is required' }));
       }
-      return [{ pointer: at, message: issue.message ?? 'invalid' }];
+      return [{ pointer: at, message: pagingRefusal(at, issue.keyword) ?? issue.message ?? 'invalid' }];
     });
   return problem('VALIDATION_FAILED', `The request ${part} does not match the schema`, { errors });
 }

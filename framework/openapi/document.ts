@@ -21,7 +21,7 @@ export async function registerOpenApi(app: FastifyInstance, services: Services):
         description: [
           'Multi-tenant back end. The tenant comes from the Host header; an unknown host answers 404 NO_SITE.',
           'Failures are application/problem+json with a stable `code`.',
-          'Lists take `limit` (1-100, default 20), `offset` (default 0) and `sort` (a field, "-" prefix for descending; ties break on id) and answer `{ items, total, limit, offset }`.',
+          'Lists take `limit` (1-100, default 20), `offset` (0-10000, default 0), `sort` (a field, "-" prefix for descending; ties break on id) and `after` (the previous page\'s `next`, for keyset paging at any depth), all optional, and answer `{ items, total, totalExact, limit, offset, next }`: `total` is counted up to 10000 (`totalExact` false past that), `next` is null on the last page.',
           'Not signed in: 401 AUTH_REQUIRED. Signed in without the permission: 403 AUTH_FORBIDDEN.',
         ].join('\n\n'),
       },

@@ -9,6 +9,8 @@ import type { TProperties } from 'typebox';
 import type { Services } from '../services.ts';
 import { notFound, problem, type FieldError } from '../errors.ts';
 import { prepared } from '../db/statements.ts';
+import { KeysetPager, type ListFilter, type Page, type PageQuery } from './paging.ts';
+import Type from 'typebox';
 
 type Row = EntityRow<TProperties>;
 type Values = Record<string, unknown>;
@@ -40,6 +42,8 @@ export class EntityOperations {
   private readonly checkChanges: ReturnType<typeof Compile>;
   /** Row-access conditions by "first parameter|fields": the same few texts on every request. */
   private readonly accessTexts = new Map<string, string>();
+  /** Pages of live rows; a row filter joins as a ListFilter (see framework/operations/paging.ts). */
+  readonly pager: KeysetPager;
 
   constructor(entity: ResolvedEntity) {
     this.entity = entity;
@@ -54,27 +58,31 @@ export class EntityOperations {
     ]);
     this.live = entity.deleteMode === 'hard' ? '' : 'deleted_at is null';
     this.checkChanges = Compile(entity.schemas.changes);
+    const columnOf = (field: string) => (field === 'createdAt' ? 'created_at' : field === 'updatedAt' ? 'updated_at' : entity.columns[field]);
+    this.pager = new KeysetPager({
+      select: this.selectList,
+      from: this.table,
+      id: 'id',
+      where: this.live ? [this.live] : [],
+      // A sortable name that is no field is the startup checks' to refuse, by name; not built here.
+      sorts: Object.fromEntries(
+        entity.sortable
+          .filter((f) => columnOf(f) !== undefined)
+          .map((f) => [f, { column: quote(columnOf(f)!), nullable: f in entity.def.fields && Type.IsOptional(entity.def.fields[f]!) }]),
+      ),
+    });
   }
 
-  async list(ctx: TxContext, page: { limit: number; offset: number; sort: string }): Promise<{ items: Row[]; total: number; limit: number; offset: number }> {
-    const descending = page.sort.startsWith('-');
-    const field = descending ? page.sort.slice(1) : page.sort;
-    const column = field === 'createdAt' ? 'created_at' : field === 'updatedAt' ? 'updated_at' : this.entity.columns[field];
-    if (!column || !this.entity.sortable.includes(field)) throw notFound();
-    const direction = descending ? 'desc' : 'asc';
-    const access = this.access(ctx, 3);
-    const filter = where(this.live, access.sql);
-    // The total is an uncorrelated subquery, counted once from the tenant's partial index alone;
-    // count(*) over () would fetch and sort every matching row to return one page of them.
-    const text = `select ${this.selectList}, (select count(*) from ${this.table}${filter}) as "__total"
-       from ${this.table}${filter} order by ${quote(column)} ${direction}, id ${direction} limit $1 offset $2`;
-    const rows = await run<Values>(ctx.db, text, [page.limit, page.offset, ...access.params]);
-    let total = rows.length > 0 ? Number(rows[0]!.__total) : 0;
-    if (rows.length === 0 && page.offset > 0) {
-      const counted = this.access(ctx, 1);
-      total = Number((await run<{ n: number }>(ctx.db, `select count(*) as n from ${this.table}${where(this.live, counted.sql)}`, counted.params))[0]!.n);
-    }
-    return { items: rows.map((r) => this.toRow(r)), total, limit: page.limit, offset: page.offset };
+  /**
+   * A page of live rows the caller may see (row access joins the pager's conditions) in the sort
+   * asked for, ties broken by id. Reads the page from the (tenant_id, column, id) index, by keyset
+   * after a cursor.
+   */
+  async list(ctx: TxContext, page: PageQuery): Promise<Page<Row>> {
+    const access = this.access(ctx, 1);
+    const filter: ListFilter | undefined = access.sql ? { conditions: [access.sql], params: access.params } : undefined;
+    const result = await this.pager.page(ctx.db, page, filter);
+    return { ...result, items: result.items.map((r) => this.toRow(r)) };
   }
 
   /** The row by id, or a singleton's row (id null); 404 when there is none the caller may see. */

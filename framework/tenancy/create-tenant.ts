@@ -41,7 +41,7 @@ export async function withinTenant<T>(ctx: TxContext, tenant: TenantRef, fn: (in
   const scope = (id: string) => ctx.db.executeQuery(CompiledQuery.raw(`select set_config('app.tenant_id', $1, true)`, [id]));
   await scope(tenant.id);
   try {
-    const { ctx: inner, flush } = scopedContext(ctx.db, tenant, ctx.session, ctx.actorId, ctx.declaredEvents);
+    const { ctx: inner, flush } = scopedContext(ctx.db, tenant, ctx.session, ctx.actorId, ctx.declaredEvents, ctx.now);
     const result = await fn(inner);
     await flush();
     return result;

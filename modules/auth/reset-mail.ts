@@ -35,7 +35,7 @@ export const resetLinkMail: SubscriptionDefinition = {
     const { rows } = await sql<Recipient>`
       select u.email, u.display_name, t.name as tenant_name,
              exists (select 1 from set_password_tokens s
-                      where s.user_id = u.id and s.sent_at > now() - make_interval(mins => ${RESET_REISSUE_MINUTES})) as recently_sent
+                      where s.user_id = u.id and s.sent_at > ${ctx.now}::timestamptz - make_interval(mins => ${RESET_REISSUE_MINUTES})) as recently_sent
         from users u join tenants t on t.id = u.tenant_id
        where u.id = ${userId} and u.status = 'active' and u.deleted_at is null`.execute(ctx.db);
     const recipient = rows[0];

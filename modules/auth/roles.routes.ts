@@ -4,6 +4,7 @@ import { defineRoute } from '../../framework/entity/define.ts';
 import type { Registry } from '../../framework/entity/registry.ts';
 import type { TenantRef } from '../../framework/context/tenant.ts';
 import { problem } from '../../framework/errors.ts';
+import { KeysetPager, pageQuerySchema, pageSchema, type PageQuery } from '../../framework/operations/paging.ts';
 
 const RoleSchema = Type.Object(
   {
@@ -17,7 +18,11 @@ const RoleSchema = Type.Object(
 
 export const ROLE_NAME_PATTERN = '^[a-z0-9][a-z0-9_.:-]{0,62}$';
 
-const ROLE_COLUMNS = sql`name, permissions, created_at as "createdAt", updated_at as "updatedAt"`;
+const ROLE_COLUMN_LIST = 'name, permissions, created_at as "createdAt", updated_at as "updatedAt"';
+const ROLE_COLUMNS = sql.raw(ROLE_COLUMN_LIST);
+
+// Named, not numbered: a role's name is its key, so it is the list's tie-breaker too.
+const rolePages = new KeysetPager({ select: ROLE_COLUMN_LIST, from: 'roles', id: 'name', idType: 'text', where: [], sorts: { name: { column: 'name' } } });
 
 interface RoleRow {
   name: string;
@@ -55,14 +60,14 @@ export const listRolesRoute = defineRoute({
   url: '/api/v1/auth/roles',
   operationId: 'auth-role-list',
   summary: 'List this tenant\'s roles',
-  description: 'Every role of the tenant, sorted by name (a tenant has few roles, so the list is not paged).',
+  description: 'The tenant\'s roles by name, paged like every list (limit and offset, or after=<next>).',
   tags: ['auth'],
   access: { permission: 'role:manage' },
-  schema: { response: { 200: Type.Object({ items: Type.Array(RoleSchema) }, { additionalProperties: false, description: 'The tenant\'s roles by name' }) } },
-  async handler({ tx }) {
-    const { rows } = await sql<RoleRow>`select ${ROLE_COLUMNS} from roles order by name`.execute(tx.db);
-    return { items: rows };
+  schema: {
+    querystring: pageQuerySchema({ sorts: ['name'], defaultSort: 'name', sortDescription: 'name, or -name for descending.' }),
+    response: { 200: pageSchema(RoleSchema, 'The tenant\'s roles by name') },
   },
+  handler: ({ tx, query }) => rolePages.page(tx.db, query as PageQuery),
 });
 
 export const putRoleRoute = defineRoute({

@@ -29,16 +29,17 @@ export const TOKEN_LIFETIME_HOURS: Readonly<Record<SetPasswordPurpose, number>> 
 /**
  * Mints the person's one pending token, replacing any earlier pending one (whose link stops
  * working), and returns the raw token. The raw value is meant only for the mailed link: minting
- * is recorded as sending, which is what lastSentAt reports.
+ * is recorded as sending, which is what lastSentAt reports. Every time is the transaction's clock
+ * reading, so expiry follows the clock the redemption compares with.
  */
 export async function mintSetPasswordToken(ctx: TxContext, userId: string, purpose: SetPasswordPurpose = 'invitation'): Promise<string> {
   const raw = randomBytes(32).toString('base64url');
   const hours = TOKEN_LIFETIME_HOURS[purpose];
   await sql`
-    insert into set_password_tokens (user_id, token_hash, expires_at)
-    values (${userId}, ${hashSecret(raw)}, now() + make_interval(hours => ${hours}))
+    insert into set_password_tokens (user_id, token_hash, created_at, sent_at, expires_at)
+    values (${userId}, ${hashSecret(raw)}, ${ctx.now}, ${ctx.now}, ${ctx.now}::timestamptz + make_interval(hours => ${hours}))
     on conflict (tenant_id, user_id) where used_at is null
-    do update set token_hash = excluded.token_hash, created_at = now(), sent_at = now(), expires_at = excluded.expires_at`.execute(ctx.db);
+    do update set token_hash = excluded.token_hash, created_at = excluded.created_at, sent_at = excluded.sent_at, expires_at = excluded.expires_at`.execute(ctx.db);
   return raw;
 }
 
@@ -49,8 +50,8 @@ export async function mintSetPasswordToken(ctx: TxContext, userId: string, purpo
 export async function redeemSetPasswordToken(ctx: TxContext, raw: string): Promise<{ userId: string } | undefined> {
   if (raw.length === 0 || raw.length > 200) return undefined;
   const { rows } = await sql<{ user_id: string }>`
-    update set_password_tokens set used_at = now()
-     where token_hash = ${hashSecret(raw)} and used_at is null and expires_at > now()
+    update set_password_tokens set used_at = ${ctx.now}
+     where token_hash = ${hashSecret(raw)} and used_at is null and expires_at > ${ctx.now}
     returning user_id`.execute(ctx.db);
   const row = rows[0];
   return row ? { userId: row.user_id } : undefined;

@@ -2,6 +2,7 @@ import { sql } from 'kysely';
 import type { JobDefinition } from '../../framework/entity/define.ts';
 import type { Services } from '../../framework/services.ts';
 import type { TenantRef } from '../../framework/context/tenant.ts';
+import type { TxContext } from '../../framework/context/tx.ts';
 import { purgeAttempts } from './throttle.ts';
 
 export const SWEEP_BATCH = 1000;
@@ -14,18 +15,19 @@ export interface TenantSweep {
   undefinedPermissions: { role: string; permissions: string[] }[];
 }
 
-const EXPIRED_SESSIONS = sql`
-  delete from sessions where id in (select id from sessions where expires_at <= now() limit ${SWEEP_BATCH})`;
+// Expiry is judged on each transaction's clock reading.
+const EXPIRED_SESSIONS = (ctx: TxContext) => sql`
+  delete from sessions where id in (select id from sessions where expires_at <= ${ctx.now} limit ${SWEEP_BATCH})`;
 // Spent (used) tokens and pending ones past their expiry are both dead.
-const DEAD_TOKENS = sql`
+const DEAD_TOKENS = (ctx: TxContext) => sql`
   delete from set_password_tokens where id in (
-    select id from set_password_tokens where used_at is not null or expires_at <= now() limit ${SWEEP_BATCH})`;
+    select id from set_password_tokens where used_at is not null or expires_at <= ${ctx.now} limit ${SWEEP_BATCH})`;
 
 /** Deletes in batches, a transaction each, until a batch comes back short. */
 async function drain(services: Services, tenant: TenantRef, statement: typeof EXPIRED_SESSIONS): Promise<number[]> {
   const batches: number[] = [];
   for (;;) {
-    const deleted = await services.transactions.run(tenant, async (ctx) => Number((await statement.execute(ctx.db)).numAffectedRows ?? 0));
+    const deleted = await services.transactions.run(tenant, async (ctx) => Number((await statement(ctx).execute(ctx.db)).numAffectedRows ?? 0));
     batches.push(deleted);
     if (deleted < SWEEP_BATCH) return batches;
   }
@@ -50,28 +52,38 @@ export async function sweepTenant(services: Services, tenant: TenantRef): Promis
 /**
  * auth-sweep: purges old rate-limit rows of every tenant at once, then per tenant (suspended ones
  * too: their rows expire all the same) deletes expired sessions and dead set-password tokens a
- * thousand rows per transaction, and logs every role naming an undefined permission.
+ * thousand rows per transaction, and logs every role naming an undefined permission. Expiry is
+ * judged by the clock, so `npm run job -- auth-sweep --at <time>` sweeps as of that time. A tenant
+ * that fails does not stop the others, but fails the run once all were tried, so it is retried.
  */
 export const authSweep: JobDefinition = {
   name: 'auth-sweep',
   cron: '0 * * * *',
   perTenant: false,
-  async run({ services }) {
-    const purged = await purgeAttempts(services.db);
+  async run({ services, now }) {
+    const attemptsPurged = await purgeAttempts(services.db, now);
+    if (attemptsPurged > 0) services.log.info({ attempts: attemptsPurged }, 'auth-sweep purged rate-limit windows');
     const { rows } = await services.db.pool.query<{ id: string; slug: string; is_operator: boolean }>(
       'select id, slug, is_operator from tenants order by created_at, id',
     );
+    const swept: Record<string, { sessions: number; tokens: number }> = {};
+    const failed: string[] = [];
     for (const row of rows) {
       const tenant: TenantRef = { id: row.id, slug: row.slug, isOperator: row.is_operator };
       try {
         const result = await sweepTenant(services, tenant);
         const sessions = result.sessionBatches.reduce((a, b) => a + b, 0);
         const tokens = result.tokenBatches.reduce((a, b) => a + b, 0);
-        if (sessions + tokens > 0) services.log.info({ tenant: tenant.slug, sessions, tokens }, 'auth-sweep deleted expired rows');
+        if (sessions + tokens > 0) {
+          swept[tenant.slug] = { sessions, tokens };
+          services.log.info({ tenant: tenant.slug, sessions, tokens }, 'auth-sweep deleted expired rows');
+        }
       } catch (err) {
+        failed.push(tenant.slug);
         services.log.error({ err, tenant: tenant.slug }, 'auth-sweep failed for tenant');
       }
     }
-    if (purged > 0) services.log.info({ attempts: purged }, 'auth-sweep purged rate-limit windows');
+    if (failed.length > 0) throw new Error(`auth-sweep failed for ${failed.join(', ')}`);
+    return { attemptsPurged, swept };
   },
 };

@@ -28,16 +28,18 @@ export const LONGEST_WINDOW_MINUTES = Math.max(...Object.values(THROTTLE).map((t
 /** Failed logins are keyed by a digest of the lower-cased address, so the table holds no address. */
 export const accountKey = (email: string): Buffer => hashSecret(`login:${email.trim().toLowerCase()}`);
 
-const window = (kind: AttemptKind) => sql`now() - make_interval(mins => ${THROTTLE[kind].windowMinutes})`;
+// Windows slide on the transaction's clock reading, which also stamps every attempt: a clock moved
+// forward past a window finds it empty.
+const window = (ctx: TxContext, kind: AttemptKind) => sql`${ctx.now}::timestamptz - make_interval(mins => ${THROTTLE[kind].windowMinutes})`;
 
 export async function recordAttempt(ctx: TxContext, kind: AttemptKind, source: string, account?: Buffer): Promise<void> {
-  await sql`insert into auth_attempts (kind, source, account) values (${kind}, ${source}, ${account ?? null})`.execute(ctx.db);
+  await sql`insert into auth_attempts (kind, source, account, at) values (${kind}, ${source}, ${account ?? null}, ${ctx.now})`.execute(ctx.db);
 }
 
 export async function attemptsFrom(ctx: TxContext, kind: AttemptKind, source: string): Promise<number> {
   const { rows } = await sql<{ n: number }>`
     select count(*)::int as n from auth_attempts
-     where kind = ${kind} and source = ${source} and at > ${window(kind)}`.execute(ctx.db);
+     where kind = ${kind} and source = ${source} and at > ${window(ctx, kind)}`.execute(ctx.db);
   return rows[0]?.n ?? 0;
 }
 
@@ -67,14 +69,14 @@ export interface LoginPressure {
 export async function loginPressure(ctx: TxContext, source: string, account: Buffer): Promise<LoginPressure> {
   const { rows } = await sql<{ from_source: number; on_account: number }>`
     select (select count(*)::int from auth_attempts
-             where kind = 'login' and source = ${source} and at > ${window('login')}) as from_source,
+             where kind = 'login' and source = ${source} and at > ${window(ctx, 'login')}) as from_source,
            (select count(distinct source)::int from auth_attempts
-             where kind = 'login' and account = ${account} and at > ${window('login')}) as on_account`.execute(ctx.db);
+             where kind = 'login' and account = ${account} and at > ${window(ctx, 'login')}) as on_account`.execute(ctx.db);
   return { failuresFromSource: rows[0]?.from_source ?? 0, sourcesOnAccount: rows[0]?.on_account ?? 0 };
 }
 
-/** Deletes counted attempts older than every window, for all tenants at once (runs as the owner). */
-export async function purgeAttempts(db: Db): Promise<number> {
-  const result = await db.pool.query(`delete from auth_attempts where at < now() - make_interval(mins => $1)`, [LONGEST_WINDOW_MINUTES]);
+/** Deletes counted attempts older than every window as of `now`, for all tenants at once (runs as the owner). */
+export async function purgeAttempts(db: Db, now: Date): Promise<number> {
+  const result = await db.pool.query(`delete from auth_attempts where at < $2::timestamptz - make_interval(mins => $1)`, [LONGEST_WINDOW_MINUTES, now]);
   return result.rowCount ?? 0;
 }

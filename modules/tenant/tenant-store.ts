@@ -2,6 +2,7 @@ import { sql } from 'kysely';
 import type { TxContext } from '../../framework/context/tx.ts';
 import type { TenantRef } from '../../framework/context/tenant.ts';
 import { isUuid } from '../../framework/operations/entity-ops.ts';
+import { KeysetPager, type Page, type PageQuery } from '../../framework/operations/paging.ts';
 import { notFound } from '../../framework/errors.ts';
 import { lockTenant } from '../../framework/tenancy/control-plane.ts';
 
@@ -18,20 +19,26 @@ export interface TenantView {
 
 // Tenants and hosts are global tables (no tenant_id, no row-level security): the operator's
 // transaction reads every tenant. Hosts come back primary first, then oldest first.
-const TENANT_SELECT = sql`
+const TENANT_COLUMNS = `
   t.id, t.slug, t.name, t.status, t.is_operator as "isOperator", t.created_at as "createdAt", t.updated_at as "updatedAt",
   coalesce((select json_agg(json_build_object('host', h.host, 'primary', h.is_primary) order by h.is_primary desc, h.created_at, h.host)
               from tenant_hosts h where h.tenant_id = t.id), '[]'::json) as hosts`;
+const TENANT_SELECT = sql.raw(TENANT_COLUMNS);
 
-export async function listTenants(ctx: TxContext, page: { limit: number; offset: number }): Promise<{ items: TenantView[]; total: number }> {
-  const { rows } = await sql<TenantView & { total: string }>`
-    select ${TENANT_SELECT}, count(*) over () as total
-      from tenants t order by t.created_at, t.id limit ${page.limit} offset ${page.offset}`.execute(ctx.db);
-  let total = rows.length > 0 ? Number(rows[0]!.total) : 0;
-  if (rows.length === 0 && page.offset > 0) {
-    total = Number((await sql<{ n: string }>`select count(*) as n from tenants`.execute(ctx.db)).rows[0]!.n);
-  }
-  return { items: rows.map(({ total: _total, ...tenant }) => tenant), total };
+/** The sorts the tenant list offers, each read from an index of its own (migrations/framework). */
+export const TENANT_SORTS = ['createdAt', 'slug', 'name'] as const;
+
+// The framework's list: the same parameters, answer and keyset paging as every generated list.
+const tenantPages = new KeysetPager({
+  select: TENANT_COLUMNS,
+  from: 'tenants t',
+  id: 't.id',
+  where: [],
+  sorts: { createdAt: { column: 't.created_at' }, slug: { column: 't.slug' }, name: { column: 't.name' } },
+});
+
+export async function listTenants(ctx: TxContext, page: PageQuery): Promise<Page<TenantView>> {
+  return (await tenantPages.page(ctx.db, page)) as unknown as Page<TenantView>;
 }
 
 /** One tenant, or 404; with lock, the row is held until the transaction ends. */

@@ -10,6 +10,7 @@ import { usersService } from '../user/users-service.ts';
 import { AddHostBody, CreateTenantBody, InviteAdminBody, Tenant, TenantIdParams, TenantList, TenantListQuery } from './tenant.schemas.ts';
 import { hostOwner, listTenants, readTenant, tenantRef } from './tenant-store.ts';
 import { normaliseHostName } from './host-name.ts';
+import type { PageQuery } from '../../framework/operations/paging.ts';
 
 const BASE = '/api/v1/tenant/tenants';
 const access = { permission: 'tenant:manage' };
@@ -28,11 +29,11 @@ export const tenantRoutes: readonly AnyRoute[] = [
     url: BASE,
     operationId: 'tenant-tenant-list',
     summary: 'List tenants',
-    description: 'Every tenant, with its status and hosts, oldest first; paged with limit/offset.',
+    description: 'Every tenant, with its status and hosts, oldest first unless sort says otherwise; paged like every list (limit and offset, or after=<next>; total counted up to 10000).',
     tags,
     access,
     schema: { querystring: TenantListQuery, response: { 200: TenantList } },
-    handler: async ({ tx, query }) => ({ ...(await listTenants(tx, query)), limit: query.limit, offset: query.offset }),
+    handler: ({ tx, query }) => listTenants(tx, query as PageQuery),
   }),
   defineRoute({
     method: 'POST',

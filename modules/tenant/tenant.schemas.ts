@@ -1,5 +1,6 @@
 import Type from 'typebox';
-import { PAGE_LIMIT_DEFAULT, PAGE_LIMIT_MAX } from '../../framework/entity/resolve.ts';
+import { pageQuerySchema, pageSchema } from '../../framework/operations/paging.ts';
+import { TENANT_SORTS } from './tenant-store.ts';
 
 const HostName = Type.String({
   minLength: 1,
@@ -31,23 +32,14 @@ export const Tenant = Type.Object(
   { additionalProperties: false, title: 'Tenant' },
 );
 
-export const TenantList = Type.Object(
-  {
-    items: Type.Array(Tenant),
-    total: Type.Integer({ minimum: 0, description: 'Tenants in all, across all pages.' }),
-    limit: Type.Integer(),
-    offset: Type.Integer(),
-  },
-  { additionalProperties: false },
-);
+export const TenantList = pageSchema(Tenant, 'A page of tenants');
 
-export const TenantListQuery = Type.Object(
-  {
-    limit: Type.Integer({ minimum: 1, maximum: PAGE_LIMIT_MAX, default: PAGE_LIMIT_DEFAULT, description: 'Page size.' }),
-    offset: Type.Integer({ minimum: 0, default: 0, description: 'Rows to skip.' }),
-  },
-  { additionalProperties: false },
-);
+// Every parameter is optional, as on every list.
+export const TenantListQuery = pageQuerySchema({
+  sorts: TENANT_SORTS,
+  defaultSort: 'createdAt',
+  sortDescription: 'createdAt (oldest first, the default), slug or name; a leading "-" sorts descending. Ties break on id, in the same direction.',
+});
 
 export const TenantIdParams = Type.Object({ id: Type.String({ description: 'Tenant id (UUID)' }) });
 

@@ -52,7 +52,7 @@ describe('list: one paging and sorting convention', () => {
     for (let offset = 0; ; offset += limit) {
       const res = await get(`${BASE}?limit=${limit}&offset=${offset}&sort=${encodeURIComponent(sort)}`);
       expect(res.status).toBe(200);
-      expect(res.body).toMatchObject({ total: created.length, limit, offset });
+      expect(res.body).toMatchObject({ total: created.length, totalExact: true, limit, offset });
       expect(res.body.items.length).toBeLessThanOrEqual(limit);
       if (res.body.items.length === 0) break;
       ids.push(...res.body.items.map((w: { id: string }) => w.id));
@@ -60,10 +60,27 @@ describe('list: one paging and sorting convention', () => {
     return ids;
   }
 
-  it('answers items, total, limit and offset with defaults limit 20, offset 0, sorted by createdAt', async () => {
+  /** Follows next from the first page to the last, as a client paging by cursor does. */
+  async function follow(sort: string, limit: number): Promise<string[]> {
+    const ids: string[] = [];
+    let after: string | null = null;
+    for (let pages = 0; pages < 20; pages++) {
+      const res = await get(`${BASE}?limit=${limit}&sort=${encodeURIComponent(sort)}${after ? `&after=${after}` : ''}`);
+      expect(res.status, JSON.stringify(res.body)).toBe(200);
+      expect(res.body).toMatchObject({ total: created.length, totalExact: true, limit, offset: 0 });
+      ids.push(...res.body.items.map((w: { id: string }) => w.id));
+      after = res.body.next;
+      if (after === null) return ids;
+      expect(res.body.items).toHaveLength(limit);
+    }
+    throw new Error('next never became null');
+  }
+
+  it('answers items, total, totalExact, limit, offset and next with defaults limit 20, offset 0, sorted by createdAt', async () => {
     const res = await get(BASE);
     expect(res.status).toBe(200);
-    expect(res.body).toMatchObject({ total: 5, limit: 20, offset: 0 });
+    expect(res.body).toMatchObject({ total: 5, totalExact: true, limit: 20, offset: 0, next: null });
+    expect(Object.keys(res.body).sort()).toEqual(['items', 'limit', 'next', 'offset', 'total', 'totalExact']);
     expect(res.body.items.map((w: { id: string }) => w.id)).toEqual(created.map((w) => w.id));
   });
 
@@ -83,11 +100,71 @@ describe('list: one paging and sorting convention', () => {
   it('counts the total across all pages, also past the last page', async () => {
     const res = await get(`${BASE}?limit=2&offset=10`);
     expect(res.status).toBe(200);
-    expect(res.body).toEqual({ items: [], total: 5, limit: 2, offset: 10 });
+    expect(res.body).toEqual({ items: [], total: 5, totalExact: true, limit: 2, offset: 10, next: null });
+  });
+
+  it('pages by cursor: next leads through every row once, in the order offsets give, and is null on the last page', async () => {
+    for (const sort of ['createdAt', '-createdAt', 'size', '-size', 'name', '-name', 'updatedAt']) {
+      for (const limit of [1, 2, 5]) expect(await follow(sort, limit), `${sort} by ${limit}`).toEqual(await walk(sort, limit));
+    }
+    const last = await get(`${BASE}?limit=5`);
+    expect(last.body.next).toBeNull();
+  });
+
+  it('continues a cursor where it left off though rows were added before it', async () => {
+    const first = await get(`${BASE}?limit=2&sort=name`);
+    const early = await createWidget({ name: 'list-0', size: 1 });
+    try {
+      const second = await get(`${BASE}?limit=2&sort=name&after=${first.body.next}`);
+      const expected = [...created].sort((a, b) => byId(a.name, b.name)).map((w) => w.id);
+      expect(second.body.items.map((w: { id: string }) => w.id)).toEqual(expected.slice(2, 4));
+    } finally {
+      await del(`${BASE}/${early.id}`);
+    }
+  });
+
+  it('refuses a cursor it did not give, or given for another sort, with 422 VALIDATION_FAILED, never a 500', async () => {
+    const given = (await get(`${BASE}?limit=1&sort=size`)).body.next as string;
+    const forged = (value: unknown) => Buffer.from(JSON.stringify(value)).toString('base64url');
+    const cases = [
+      'not-a-cursor',
+      forged({ sort: 'size' }),
+      forged(['size', '3']),
+      forged(['size', '3', 'not-a-uuid']),
+      forged(['createdAt', 'yesterday', randomUUID()]),
+      forged(['size', '99999999999999999999', randomUUID()]),
+      forged(['size', 'three', randomUUID()]),
+      forged(['size', null, randomUUID()]),
+      'a'.repeat(1025),
+    ];
+    for (const after of cases) {
+      const res = await get(`${BASE}?limit=1&sort=size&after=${after}`);
+      expect(res.status, after).toBe(422);
+      expect(res.headers['content-type']).toMatch(/^application\/problem\+json/);
+      expect(res.body.code).toBe('VALIDATION_FAILED');
+      expect(res.body.errors[0].pointer).toBe('/querystring/after');
+    }
+    const otherSort = await get(`${BASE}?limit=1&sort=-size&after=${given}`);
+    expect(otherSort.status).toBe(422);
+    expect(otherSort.body.detail).toMatch(/after was given for sort=size/);
+  });
+
+  it('bounds offset: past 10000 it is 422 pointing at after, and offset does not combine with after', async () => {
+    expect((await get(`${BASE}?offset=10000`)).status).toBe(200);
+    for (const offset of ['10001', '9223372036854775807']) {
+      const res = await get(`${BASE}?offset=${offset}`);
+      expect(res.status, offset).toBe(422);
+      expect(res.body.code).toBe('VALIDATION_FAILED');
+      expect(res.body.errors).toEqual([{ pointer: '/querystring/offset', message: expect.stringContaining('after=<cursor>') }]);
+    }
+    const next = (await get(`${BASE}?limit=1`)).body.next as string;
+    const both = await get(`${BASE}?limit=1&offset=1&after=${next}`);
+    expect(both.status).toBe(422);
+    expect(both.body.errors).toEqual([{ pointer: '/querystring/offset', message: 'must be 0 (or left out) with after' }]);
   });
 
   it('refuses a sort field that is not sortable, a limit out of range and an unknown parameter', async () => {
-    for (const query of ['sort=note', 'sort=color', 'limit=0', 'limit=101', 'offset=-1', 'page=2']) {
+    for (const query of ['sort=note', 'sort=color', 'limit=0', 'limit=101', 'offset=-1', 'page=2', 'after=']) {
       const res = await get(`${BASE}?${query}`);
       expect(res.status, query).toBe(422);
       expect(res.headers['content-type']).toMatch(/^application\/problem\+json/);

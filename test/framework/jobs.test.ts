@@ -1,41 +1,30 @@
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { CompiledQuery } from 'kysely';
+import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { startTestApp, createCustomer, type TestApp } from '../helpers/app.ts';
-import { testkitModule } from '../helpers/testkit-module.ts';
+import { tallyControl, tallyJob, testkitModule } from '../helpers/testkit-module.ts';
 import { allModules } from '../../modules/index.ts';
 import { defineModule, type JobContext } from '../../framework/entity/define.ts';
-import { Worker, jobQueue } from '../../framework/events/worker.ts';
+import { Worker, jobQueue, tenantJobQueue } from '../../framework/events/worker.ts';
+import { runKey } from '../../framework/events/jobs.ts';
 import type { TenantRef } from '../../framework/context/tenant.ts';
 
-interface Visit {
-  job: string;
-  tenant: string | null;
-  scope: string | null;
-  role: string | null;
-  xact: string | null;
-}
-const visits: Visit[] = [];
-let failFor: string | undefined;
-
-async function visit(job: string, ctx: JobContext): Promise<void> {
-  if (!ctx.tx) {
-    visits.push({ job, tenant: null, scope: null, role: null, xact: null });
-    return;
-  }
-  const { rows } = await ctx.tx.db.executeQuery<{ scope: string; role: string; xact: string }>(
-    CompiledQuery.raw('select app_tenant_id()::text as scope, current_user as role, pg_current_xact_id()::text as xact'),
-  );
-  visits.push({ job, tenant: ctx.tx.tenant.id, ...rows[0]! });
-  // An effect in the tenant's own table, scoped by row-level security alone.
-  await ctx.tx.db.executeQuery(CompiledQuery.raw(`insert into widgets (name, size, color) values ($1, 1, 'job')`, [`${job}-${visits.length}`]));
-  if (ctx.tx.tenant.id === failFor) throw new Error('this tenant fails');
-}
-
-const jobProbe = defineModule({
+// A job that is not per tenant, failing on demand.
+let globalRuns: { tenant: JobContext['tenant']; slot: string }[] = [];
+let failGlobal = false;
+const globalProbe = defineModule({
   name: 'jobprobe',
   jobs: [
-    { name: 'jobprobe-per-tenant', cron: '*/5 * * * *', perTenant: true, run: (ctx) => visit('jobprobe-per-tenant', ctx) },
-    { name: 'jobprobe-global', cron: '15 2 * * *', perTenant: false, run: (ctx) => visit('jobprobe-global', ctx) },
+    {
+      name: 'jobprobe-global',
+      cron: '15 2 * * *',
+      perTenant: false,
+      retryLimit: 1,
+      retryDelay: 1,
+      async run(ctx) {
+        globalRuns.push({ tenant: ctx.tenant, slot: ctx.slot });
+        if (failGlobal) throw new Error('jobprobe-global fails on purpose');
+        return { ran: true };
+      },
+    },
   ],
 });
 
@@ -46,7 +35,7 @@ let globex: TenantRef;
 let suspended: TenantRef;
 
 beforeAll(async () => {
-  app = await startTestApp({ modules: [...allModules, testkitModule, jobProbe] });
+  app = await startTestApp({ modules: [...allModules, testkitModule, globalProbe] });
   acme = await createCustomer(app, 'jobs-acme');
   globex = await createCustomer(app, 'jobs-globex');
   suspended = await createCustomer(app, 'jobs-suspended');
@@ -59,61 +48,149 @@ afterAll(async () => {
   await worker?.stop();
   await app?.close();
 });
+beforeEach(() => {
+  tallyControl.failFor.clear();
+  tallyControl.attempts.length = 0;
+  globalRuns = [];
+  failGlobal = false;
+});
 
-const per = () => visits.filter((v) => v.job === 'jobprobe-per-tenant');
+const served = () => [app.operator.id, acme.id, globex.id].sort();
+const pool = () => app.services.db.pool;
+
+async function until<T>(probe: () => Promise<T | false | undefined>, what: string, timeoutMs = 30_000): Promise<T> {
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    const value = await probe();
+    if (value) return value;
+    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
+    await new Promise((r) => setTimeout(r, 100));
+  }
+}
+
+/** The queued per-tenant runs of a slot, as pg-boss holds them. */
+async function runsOf(slot: string) {
+  const { rows } = await pool().query<{ singleton_key: string; state: string; retry_count: number; tenant_id: string }>(
+    `select singleton_key, state, retry_count, data->>'tenantId' as tenant_id from pgboss.job where name = $1 and data->>'slot' = $2 order by singleton_key`,
+    [tenantJobQueue(tallyJob.name), slot],
+  );
+  return rows;
+}
+
+const tallyWidgets = async (slot: string) =>
+  (await pool().query<{ tenant_id: string }>(`select tenant_id from widgets where color = 'tally' and name = $1 order by tenant_id`, [`tally ${slot}`])).rows.map(
+    (r) => r.tenant_id,
+  );
 
 describe('jobs', () => {
   it('are registered as pg-boss schedules by the worker, with their cron', async () => {
     const schedules = await worker.boss.getSchedules();
     const byName = Object.fromEntries(schedules.map((s) => [s.name, s.cron]));
-    expect(byName[jobQueue('jobprobe-per-tenant')]).toBe('*/5 * * * *');
+    expect(byName[jobQueue('testkit-tally')]).toBe('0 3 * * *');
     expect(byName[jobQueue('jobprobe-global')]).toBe('15 2 * * *');
     for (const job of app.services.registry.jobs) expect(byName[jobQueue(job.name)], job.name).toBe(job.cron);
   });
 
-  it('run a per-tenant job once in each served tenant, each in its own tenant transaction', async () => {
-    visits.length = 0;
-    await worker.runJob('jobprobe-per-tenant');
-    const tenants = per().map((v) => v.tenant).sort();
-    expect(tenants).toEqual([app.operator.id, acme.id, globex.id].sort());
-    for (const v of per()) {
-      expect(v.scope).toBe(v.tenant);
-      expect(v.role).toBe('tenantry_app');
-    }
-    expect(new Set(per().map((v) => v.xact)).size).toBe(3);
-    const { rows } = await app.services.db.pool.query(`select tenant_id from widgets where color = 'job' order by tenant_id`);
-    expect(rows.map((r) => r.tenant_id).sort()).toEqual(tenants);
+  it('fan a per-tenant job out as one pg-boss job per served tenant and slot, keyed job:tenant:slot', async () => {
+    const slot = '2030-01-01T03:00:00.000Z';
+    await worker.boss.send(jobQueue(tallyJob.name), { slot });
+    const runs = await until(async () => {
+      const found = await runsOf(slot);
+      return found.length === 3 && found.every((r) => r.state === 'completed') && found;
+    }, 'three completed runs');
+    expect(runs.map((r) => r.tenant_id).sort()).toEqual(served());
+    expect(runs.map((r) => r.singleton_key).sort()).toEqual(served().map((id) => runKey(tallyJob.name, id, slot)).sort());
+    expect(await tallyWidgets(slot)).toEqual(served());
   });
 
-  it('keep going when one tenant fails: its transaction alone is rolled back', async () => {
-    visits.length = 0;
-    await app.services.db.pool.query(`delete from widgets where color = 'job'`);
-    failFor = acme.id;
-    try {
-      await worker.runJob('jobprobe-per-tenant');
-    } finally {
-      failFor = undefined;
-    }
-    expect(per()).toHaveLength(3);
-    const { rows } = await app.services.db.pool.query(`select tenant_id from widgets where color = 'job'`);
-    expect(rows.map((r) => r.tenant_id).sort()).toEqual([app.operator.id, globex.id].sort());
+  it('queue a slot once however often it is fanned out', async () => {
+    const slot = '2030-01-02T03:00:00.000Z';
+    await worker.fanOut(tallyJob, slot);
+    await worker.fanOut(tallyJob, slot);
+    await until(async () => (await runsOf(slot)).every((r) => r.state === 'completed') && (await runsOf(slot)).length === 3, 'the runs');
+    await worker.fanOut(tallyJob, slot);
+    expect(await runsOf(slot)).toHaveLength(3);
+    expect(tallyControl.attempts.filter((a) => a.slot === slot)).toHaveLength(3);
   });
 
-  it('run a job that is not per tenant once, with no tenant transaction', async () => {
-    visits.length = 0;
-    await worker.runJob('jobprobe-global');
-    expect(visits).toEqual([{ job: 'jobprobe-global', tenant: null, scope: null, role: null, xact: null }]);
+  it('run the job body with no transaction open: it opens its own, as many as it needs', async () => {
+    const slot = '2030-01-03T03:00:00.000Z';
+    const outcomes = await worker.jobs.runOnce(tallyJob.name, { slot, tenant: acme });
+    expect(outcomes).toEqual([{ tenant: 'jobs-acme', ok: true, summary: { widgetsBefore: expect.any(Number), created: true } }]);
+    expect(tallyControl.attempts).toEqual([{ tenantId: acme.id, slot, openTransactions: 0 }]);
+    // Each transaction it opened is scoped to its tenant by row-level security alone.
+    const { rows } = await pool().query(`select tenant_id from widgets where name = $1`, [`tally ${slot}`]);
+    expect(rows).toEqual([{ tenant_id: acme.id }]);
   });
 
-  it('run when pg-boss delivers the scheduled job', async () => {
-    visits.length = 0;
-    await worker.boss.send(jobQueue('jobprobe-per-tenant'), {});
-    const deadline = Date.now() + 15_000;
-    while (per().length < 3 && Date.now() < deadline) await new Promise((r) => setTimeout(r, 50));
-    expect(per().map((v) => v.tenant).sort()).toEqual([app.operator.id, acme.id, globex.id].sort());
+  it('retry one tenant\'s failing run alone and dead-letter it after its retries, while the others commit', async () => {
+    const slot = '2030-01-04T03:00:00.000Z';
+    tallyControl.failFor.add(acme.id);
+    await worker.boss.send(jobQueue(tallyJob.name), { slot });
+    const letter = await until(async () => {
+      const { rows } = await pool().query(`select queue, event_id, tenant_id, name, error, payload from dead_letters where tenant_id = $1 and payload->>'slot' = $2`, [
+        acme.id,
+        slot,
+      ]);
+      return rows[0];
+    }, 'the dead letter');
+    expect(letter).toEqual({
+      queue: tenantJobQueue(tallyJob.name),
+      event_id: null,
+      tenant_id: acme.id,
+      name: tallyJob.name,
+      error: `testkit-tally refuses tenant jobs-acme (after 2 attempts)`,
+      payload: { slot },
+    });
+    const attempts = tallyControl.attempts.filter((a) => a.slot === slot);
+    expect(attempts.filter((a) => a.tenantId === acme.id)).toHaveLength(2);
+    expect(attempts.filter((a) => a.tenantId !== acme.id).map((a) => a.tenantId).sort()).toEqual([app.operator.id, globex.id].sort());
+    expect(await tallyWidgets(slot)).toEqual([app.operator.id, globex.id].sort());
+    const runs = await runsOf(slot);
+    expect(runs.find((r) => r.tenant_id === acme.id)).toMatchObject({ state: 'failed', retry_count: 1 });
+  });
+
+  it('skip suspended tenants', async () => {
+    const slot = '2030-01-05T03:00:00.000Z';
+    await worker.fanOut(tallyJob, slot);
+    expect((await runsOf(slot)).map((r) => r.tenant_id)).not.toContain(suspended.id);
+  });
+
+  it('run a job that is not per tenant once per slot, with no tenant, and dead-letter it after its retries', async () => {
+    await worker.boss.send(jobQueue('jobprobe-global'), { job: 'jobprobe-global', slot: '2030-01-06T02:15:00.000Z' });
+    await until(async () => globalRuns.length === 1, 'the global run');
+    expect(globalRuns).toEqual([{ tenant: null, slot: '2030-01-06T02:15:00.000Z' }]);
+
+    failGlobal = true;
+    await worker.boss.send(jobQueue('jobprobe-global'), { job: 'jobprobe-global', slot: '2030-01-07T02:15:00.000Z' });
+    const letter = await until(async () => {
+      const { rows } = await pool().query(`select queue, tenant_id, name, error from dead_letters where queue = $1`, [jobQueue('jobprobe-global')]);
+      return rows[0];
+    }, 'the dead letter');
+    expect(letter).toEqual({
+      queue: jobQueue('jobprobe-global'),
+      tenant_id: null,
+      name: 'jobprobe-global',
+      error: 'jobprobe-global fails on purpose (after 2 attempts)',
+    });
+    expect(globalRuns.filter((r) => r.slot === '2030-01-07T02:15:00.000Z')).toHaveLength(2);
+  });
+
+  it('refuse a transaction to a job that is not per tenant, pointing at services.transactions', async () => {
+    const job = { name: 'x', cron: '* * * * *', perTenant: false, run: async (ctx: JobContext) => void (await ctx.transaction(async () => 1)) };
+    await expect(worker.jobs.run(job, null, 'slot')).rejects.toThrow(/not per tenant.*services\.transactions/);
   });
 
   it('refuse to run an unknown job', async () => {
-    await expect(worker.runJob('no-such-job')).rejects.toThrow(/no job no-such-job/);
+    await expect(worker.jobs.runOnce('no-such-job')).rejects.toThrow(/no job no-such-job/);
+  });
+
+  it('hand each run the clock\'s time', async () => {
+    const seen: Date[] = [];
+    const job = { name: 'y', cron: '* * * * *', perTenant: true, run: async (ctx: JobContext) => void seen.push(ctx.now, await ctx.transaction(async (tx) => tx.now)) };
+    await worker.jobs.run(job, acme, 'slot');
+    expect(seen).toHaveLength(2);
+    expect(Math.abs(seen[0]!.getTime() - Date.now())).toBeLessThan(5000);
+    expect(seen[1]!.getTime()).toBeGreaterThanOrEqual(seen[0]!.getTime());
   });
 });

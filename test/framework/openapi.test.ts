@@ -168,17 +168,33 @@ describe('the OpenAPI document', () => {
     for (const entity of app.services.registry.entities.filter((e) => !e.def.singleton)) {
       const params = operations.get(`GET ${entity.names.path}`)!.parameters!;
       const byName = Object.fromEntries(params.map((p) => [p.name, p]));
-      expect(Object.keys(byName).sort()).toEqual(['limit', 'offset', 'sort']);
-      for (const p of params) {
-        expect(p.in).toBe('query');
-        expect(p.required).toBe(false);
-      }
-      expect(byName.limit!.schema).toMatchObject({ type: 'integer', minimum: 1, maximum: 100, default: 20 });
-      expect(byName.offset!.schema).toMatchObject({ type: 'integer', minimum: 0, default: 0 });
       expect(byName.sort!.schema).toMatchObject({ default: 'createdAt' });
       expect(byName.sort!.schema.enum).toEqual(expect.arrayContaining(['createdAt', '-createdAt', 'updatedAt', '-updatedAt']));
-      const list = operations.get(`GET ${entity.names.path}`)!.responses['200']!.content!['application/json']!.schema as { required: string[] };
-      expect([...list.required].sort()).toEqual(['items', 'limit', 'offset', 'total']);
+    }
+  });
+
+  it('gives every list route, generated or hand-written, the same optional paging parameters and the same answer', () => {
+    const lists = [...operations.entries()].filter(([, op]) => {
+      const schema = op.responses['200']?.content?.['application/json']?.schema as { properties?: Record<string, unknown> } | undefined;
+      return schema?.properties?.items !== undefined;
+    });
+    const keys = lists.map(([key]) => key);
+    expect(keys).toEqual(expect.arrayContaining(['GET /api/v1/tenant/tenants', 'GET /api/v1/auth/roles', 'GET /api/v1/testkit/widgets', 'GET /api/v1/user/users']));
+    for (const [key, op] of lists) {
+      const params = op.parameters!;
+      const byName = Object.fromEntries(params.map((p) => [p.name, p]));
+      expect(Object.keys(byName).sort(), key).toEqual(['after', 'limit', 'offset', 'sort']);
+      for (const p of params) {
+        expect(p.in).toBe('query');
+        expect(p.required, `${key} ${p.name}`).toBe(false);
+      }
+      expect(byName.limit!.schema).toMatchObject({ type: 'integer', minimum: 1, maximum: 100, default: 20 });
+      expect(byName.offset!.schema).toMatchObject({ type: 'integer', minimum: 0, maximum: 10000, default: 0 });
+      expect((byName.offset as { description?: string }).description).toMatch(/after=<next>/);
+      expect(byName.after!.schema).toMatchObject({ type: 'string', maxLength: 1024 });
+      const list = op.responses['200']!.content!['application/json']!.schema as { required: string[]; properties: Record<string, { description?: string }> };
+      expect([...list.required].sort(), key).toEqual(['items', 'limit', 'next', 'offset', 'total', 'totalExact']);
+      expect(list.properties.total!.description).toMatch(/counted up to 10000/);
     }
   });
 

@@ -7,6 +7,7 @@ import type { ModuleDefinition } from '../../framework/entity/define.ts';
 import type { Config } from '../../framework/config/schema.ts';
 import type { TenantRef } from '../../framework/context/tenant.ts';
 import type { Mailer } from '../../framework/mail/mailer.ts';
+import type { Clock } from '../../framework/clock.ts';
 import { createTenant } from '../../framework/tenancy/create-tenant.ts';
 import { hashSecret, newSessionId, sessionCookie } from '../../framework/access/session-cookie.ts';
 import { allModules } from '../../modules/index.ts';
@@ -46,6 +47,8 @@ export interface TestAppOptions {
   mailer?: Mailer;
   /** Captures the service's log (defaults to a silent logger). */
   logger?: FastifyBaseLogger;
+  /** The app's clock (defaults to the system clock); a SettableClock moves time for a test. */
+  clock?: Clock;
 }
 
 /** Builds the app on a fresh database (or a given one) with the installation's modules plus the test kit. */
@@ -61,6 +64,7 @@ export async function startTestApp(options: TestAppOptions = {}): Promise<TestAp
     scheduleJobs: false,
     ...(options.mailer ? { mailer: options.mailer } : {}),
     ...(options.logger ? { logger: options.logger } : {}),
+    ...(options.clock ? { clock: options.clock } : {}),
   });
   await app.web?.ready();
   const { rows } = await app.services.db.pool.query<{ id: string; slug: string }>('select id, slug from tenants where is_operator');

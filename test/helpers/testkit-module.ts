@@ -1,11 +1,11 @@
 import Type from 'typebox';
-import { sql } from 'kysely';
+import { CompiledQuery, sql } from 'kysely';
 import { createHash } from 'node:crypto';
 import { createReadStream } from 'node:fs';
 import { stat } from 'node:fs/promises';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { defineCommand, defineEntity, defineModule, defineRoute, entity, type CommandDefinition } from '../../framework/entity/define.ts';
+import { defineCommand, defineEntity, defineModule, defineRoute, entity, type CommandDefinition, type JobDefinition } from '../../framework/entity/define.ts';
 import { DateTime } from '../../framework/entity/date-time.ts';
 import { streamFrom, streamResponses } from '../../framework/http/stream.ts';
 import { notFound, problem } from '../../framework/errors.ts';
@@ -38,7 +38,7 @@ export const widget = defineEntity({
       async run(ctx, row) {
         if (row.approved) return;
         ctx.publish('testkit.widget.approved', { id: row.id });
-        return { approved: true, approvedAt: new Date().toISOString() };
+        return { approved: true, approvedAt: ctx.now.toISOString() };
       },
     },
   },
@@ -277,6 +277,45 @@ export const testkitRoutes = [
   }),
 ];
 
+
+/** Steers the test kit's job from a test: the tenants (by id) whose run fails, and every attempt made. */
+export const tallyControl = { failFor: new Set<string>(), attempts: [] as { tenantId: string; slot: string; openTransactions: number }[] };
+
+/**
+ * A per-tenant job shaped like billing's renewal: a transaction, work with no transaction open,
+ * another transaction. Each run records a widget named after its slot, once however often it runs.
+ */
+export const tallyJob: JobDefinition = {
+  name: 'testkit-tally',
+  cron: '0 3 * * *',
+  perTenant: true,
+  retryLimit: 1,
+  retryDelay: 1,
+  async run(ctx) {
+    const tenant = ctx.tenant!;
+    const before = await ctx.transaction(async (tx) => {
+      const { rows } = await tx.db.executeQuery<{ n: number }>(CompiledQuery.raw(`select count(*)::int as n from widgets where color = 'tally'`));
+      return rows[0]!.n;
+    });
+    // The stand-in for a provider call: nothing of the run's may be open meanwhile.
+    const { rows } = await ctx.services.db.pool.query<{ n: number }>(
+      `select count(*)::int as n from pg_stat_activity where datname = current_database() and state like 'idle in transaction%'`,
+    );
+    tallyControl.attempts.push({ tenantId: tenant.id, slot: ctx.slot, openTransactions: rows[0]!.n });
+    if (tallyControl.failFor.has(tenant.id)) throw new Error(`testkit-tally refuses tenant ${tenant.slug}`);
+    const created = await ctx.transaction(async (tx) => {
+      const inserted = await tx.db.executeQuery(
+        CompiledQuery.raw(
+          `insert into widgets (name, size, color) values ($1, $2, 'tally') on conflict (tenant_id, name) where deleted_at is null do nothing`,
+          [`tally ${ctx.slot}`, before],
+        ),
+      );
+      return Number(inserted.numAffectedRows ?? 0) === 1;
+    });
+    return { widgetsBefore: before, created };
+  },
+};
+
 export const testkitModule = defineModule({
   name: 'testkit',
   permissions: [
@@ -289,5 +328,6 @@ export const testkitModule = defineModule({
   events: ['testkit.widget.approved', 'testkit.setting.activated', 'testkit.memo.pinned', 'testkit.article.published'],
   entities: [entity(widget), entity(gadget), entity(setting), entity(memo), entity(article)],
   routes: testkitRoutes,
+  jobs: [tallyJob],
   migrations: fileURLToPath(new URL('../fixtures/migrations/testkit', import.meta.url)),
 });

@@ -73,7 +73,7 @@ export function oidcRoutes(config: Config): readonly AnyRoute[] {
         502: problemRef('The issuer could not be reached (OIDC_ISSUER_UNAVAILABLE)'),
       },
     },
-    handler: async ({ request, reply, query }) => {
+    handler: async ({ request, reply, query, services }) => {
       const tenant = request.tenant!;
       const authorization = await issuer.authorizationRequest(redirectUri(request, config));
       const sealed = sealState(key, {
@@ -82,7 +82,7 @@ export function oidcRoutes(config: Config): readonly AnyRoute[] {
         codeVerifier: authorization.codeVerifier,
         tenantId: tenant.id,
         next: safeNextPath(query.next),
-        expiresAt: Math.floor(Date.now() / 1000) + STATE_LIFETIME_SECONDS,
+        expiresAt: Math.floor(services.clock.now().getTime() / 1000) + STATE_LIFETIME_SECONDS,
       });
       setStateCookie(reply, config, sealed);
       return reply.redirect(authorization.url.href, 302);
@@ -129,7 +129,7 @@ export function oidcRoutes(config: Config): readonly AnyRoute[] {
       clearStateCookie(reply, config);
       const sealed = request.cookies[cookieName];
       if (!sealed) throw problem('OIDC_STATE_INVALID', 'No single sign-on was started in this browser, or it took too long; start again');
-      const saved = openState(key, sealed);
+      const saved = openState(key, sealed, services.clock.now());
       if (!saved || saved.tenantId !== tenant.id) {
         throw problem('OIDC_STATE_INVALID', 'The single sign-on state cookie is invalid or expired; start again');
       }

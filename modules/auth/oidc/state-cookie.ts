@@ -49,8 +49,8 @@ export function sealState(key: Buffer, state: OidcState): string {
   return `${VERSION}.${Buffer.concat([iv, body, cipher.getAuthTag()]).toString('base64url')}`;
 }
 
-/** Undefined for anything not sealed by us with this key, malformed or expired. */
-export function openState(key: Buffer, sealed: string, now = Date.now()): OidcState | undefined {
+/** Undefined for anything not sealed by us with this key, malformed or expired at `now` (the service's clock). */
+export function openState(key: Buffer, sealed: string, now: Date): OidcState | undefined {
   const [version, data, extra] = sealed.split('.');
   if (version !== VERSION || !data || extra !== undefined) return undefined;
   const raw = Buffer.from(data, 'base64url');
@@ -65,7 +65,7 @@ export function openState(key: Buffer, sealed: string, now = Date.now()): OidcSt
     return undefined;
   }
   const parsed = JSON.parse(plain) as OidcState;
-  if (typeof parsed.expiresAt !== 'number' || parsed.expiresAt * 1000 <= now) return undefined;
+  if (typeof parsed.expiresAt !== 'number' || parsed.expiresAt * 1000 <= now.getTime()) return undefined;
   return parsed;
 }
 

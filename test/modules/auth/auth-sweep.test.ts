@@ -82,7 +82,8 @@ describe('auth-sweep', () => {
          ($2, 'login', '192.0.2.1', now() - interval '3 hours')`,
       [acme.id, globex.id],
     );
-    await app.worker!.runJob('auth-sweep');
+    const [outcome] = await app.worker!.jobs.runOnce('auth-sweep');
+    expect(outcome).toEqual({ tenant: null, ok: true, summary: { attemptsPurged: 3, swept: { globex: { sessions: 5, tokens: 0 } } } });
     expect((await pool().query('select kind from auth_attempts')).rows).toEqual([{ kind: 'reset' }]);
     expect(await count(`select count(*)::int as n from sessions where expires_at <= now()`)).toBe(0);
     expect(authSweep.perTenant).toBe(false);

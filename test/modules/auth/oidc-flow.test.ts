@@ -266,7 +266,7 @@ describe('GET /api/v1/auth/oidc/callback', () => {
     const { started, callback } = await throughIssuer('acme.localhost', 'eve');
     // Genuinely sealed (the key derives from the client secret), but past its ten minutes.
     const key = stateKey(CLIENT_SECRET);
-    const saved = openState(key, started.stateCookie.slice('app_oidc='.length))!;
+    const saved = openState(key, started.stateCookie.slice('app_oidc='.length), new Date())!;
     expect(saved.state).toBe(callback.searchParams.get('state'));
     const expired = sealState(key, { ...saved, expiresAt: Math.floor(Date.now() / 1000) - 1 });
     expectRefusal(await callbackRequest('acme.localhost', callback, `app_oidc=${expired}`), 400, 'OIDC_STATE_INVALID');

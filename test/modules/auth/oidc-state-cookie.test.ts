@@ -25,8 +25,8 @@ describe('app_oidc cookie', () => {
   it('opens what it sealed, with the same key only', () => {
     const key = stateKey('secret-one');
     const sealed = sealState(key, state);
-    expect(openState(key, sealed)).toEqual(state);
-    expect(openState(stateKey('secret-two'), sealed)).toBeUndefined();
+    expect(openState(key, sealed, new Date())).toEqual(state);
+    expect(openState(stateKey('secret-two'), sealed, new Date())).toBeUndefined();
     // Two seals of the same state differ (fresh IV), so nothing can be matched across cookies.
     expect(sealState(key, state)).not.toBe(sealed);
   });
@@ -34,13 +34,13 @@ describe('app_oidc cookie', () => {
   it('refuses an expired, truncated or garbled cookie', () => {
     const key = stateKey('secret-one');
     const sealed = sealState(key, state);
-    expect(openState(key, sealed, (state.expiresAt + 1) * 1000)).toBeUndefined();
-    expect(openState(key, sealed.slice(0, -4))).toBeUndefined();
-    expect(openState(key, `${sealed}.x`)).toBeUndefined();
-    expect(openState(key, sealed.replace(/^v1\./, 'v2.'))).toBeUndefined();
-    expect(openState(key, 'v1.')).toBeUndefined();
-    expect(openState(key, '')).toBeUndefined();
-    expect(openState(key, `v1.${Buffer.from(JSON.stringify(state)).toString('base64url')}`)).toBeUndefined();
+    expect(openState(key, sealed, new Date((state.expiresAt + 1) * 1000))).toBeUndefined();
+    expect(openState(key, sealed.slice(0, -4), new Date())).toBeUndefined();
+    expect(openState(key, `${sealed}.x`, new Date())).toBeUndefined();
+    expect(openState(key, sealed.replace(/^v1\./, 'v2.'), new Date())).toBeUndefined();
+    expect(openState(key, 'v1.', new Date())).toBeUndefined();
+    expect(openState(key, '', new Date())).toBeUndefined();
+    expect(openState(key, `v1.${Buffer.from(JSON.stringify(state)).toString('base64url')}`, new Date())).toBeUndefined();
   });
 });
 

@@ -39,6 +39,24 @@ describe('GET /api/v1/auth/roles', () => {
     expect(Object.keys(res.body.items[0]).sort()).toEqual(['createdAt', 'name', 'permissions', 'updatedAt']);
   });
 
+  it('pages like every list: by name with limit and after=<next>, -name for descending', async () => {
+    const all = (await http().get('/api/v1/auth/roles?limit=100').set('Cookie', manager)).body;
+    expect(all).toMatchObject({ total: all.items.length, totalExact: true, offset: 0, next: null });
+    for (const sort of ['name', '-name']) {
+      const names: string[] = [];
+      let after: string | null = null;
+      do {
+        const query: string = `limit=1&sort=${sort}${after ? `&after=${after}` : ''}`;
+        const res = await http().get(`/api/v1/auth/roles?${query}`).set('Cookie', manager);
+        expect(res.status, JSON.stringify(res.body)).toBe(200);
+        names.push(...res.body.items.map((r: { name: string }) => r.name));
+        after = res.body.next;
+      } while (after);
+      const expected = all.items.map((r: { name: string }) => r.name);
+      expect(names).toEqual(sort === 'name' ? expected : [...expected].reverse());
+    }
+  });
+
   it('shows no other tenant\'s roles', async () => {
     const globex = await createCustomer(app, 'globex');
     const other = await signInAs(app, globex, ['role:manage']);

@@ -110,6 +110,39 @@ describe('tenant routes', () => {
   });
 });
 
+describe('the tenant list pages like every list', () => {
+  const list = (query: string) => app.http().get(`/api/v1/tenant/tenants${query}`).set('Cookie', operatorCookie);
+
+  it('takes limit, offset, sort and after, all optional, and answers items, total, totalExact, limit, offset and next', async () => {
+    for (const slug of ['page-c', 'page-a', 'page-b']) await createCustomer(app, slug);
+    const all = await list('');
+    expect(all.status).toBe(200);
+    expect(all.body).toMatchObject({ total: all.body.items.length, totalExact: true, limit: 20, offset: 0, next: null });
+
+    const slugs: string[] = [];
+    let after: string | null = null;
+    do {
+      const res = await list(`?limit=2&sort=-slug${after ? `&after=${after}` : ''}`);
+      expect(res.status, JSON.stringify(res.body)).toBe(200);
+      slugs.push(...res.body.items.map((t: { slug: string }) => t.slug));
+      after = res.body.next;
+    } while (after);
+    expect(slugs).toEqual(all.body.items.map((t: { slug: string }) => t.slug).sort().reverse());
+    expect(slugs).toEqual(expect.arrayContaining(['page-a', 'page-b', 'page-c']));
+
+    const byName = await list('?sort=name&limit=1&offset=1');
+    expect(byName.body).toMatchObject({ limit: 1, offset: 1, total: all.body.total });
+  });
+
+  it('refuses an offset past 10000, a sort it does not offer and a cursor it did not give, with 422', async () => {
+    for (const query of ['?offset=10001', '?offset=9223372036854775807', '?sort=status', '?after=bm9wZQ', '?limit=0']) {
+      const res = await list(query);
+      expect(res.status, query).toBe(422);
+      expect(res.body.code).toBe('VALIDATION_FAILED');
+    }
+  });
+});
+
 describe('tenant:manage is an operator permission', () => {
   it('is refused on a customer host with 403 AUTH_NOT_OPERATOR, even for the customer admin', async () => {
     const customer = await createCustomer(app, 'cust');

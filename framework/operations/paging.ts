@@ -1,0 +1,302 @@
+import { CompiledQuery, type Transaction } from 'kysely';
+import Type, { type TSchema } from 'typebox';
+import type { Database } from '../db/types.ts';
+import { prepared } from '../db/statements.ts';
+import { problem } from '../errors.ts';
+
+/**
+ * Lists, generated and hand-written alike: the same query parameters (limit, offset, sort, after),
+ * the same answer ({ items, total, totalExact, limit, offset, next }) and the same SQL, whose cost
+ * does not grow with the table: a page is read from an index in sort order, deep pages go by
+ * keyset (`after`) rather than by skipping rows, and the total is counted only up to a cap.
+ */
+
+export const PAGE_LIMIT_DEFAULT = 20;
+export const PAGE_LIMIT_MAX = 100;
+/** The deepest offset: past it, a client follows `next` (the `after` cursor), which costs the same on every page. */
+export const OFFSET_MAX = 10_000;
+/** Rows counted at most for `total`; past it `total` is the cap and `totalExact` is false. */
+export const TOTAL_CAP = 10_000;
+const CURSOR_MAX_LENGTH = 1024;
+
+export const OFFSET_REFUSAL = `offset is at most ${OFFSET_MAX}; to page further, pass the previous page's "next" as after=<cursor>`;
+
+/** The paging parameters as a handler receives them (defaults filled in by validation). */
+export interface PageQuery {
+  limit: number;
+  offset: number;
+  sort: string;
+  after?: string;
+}
+
+export interface Page<T> {
+  items: T[];
+  total: number;
+  totalExact: boolean;
+  limit: number;
+  offset: number;
+  next: string | null;
+}
+
+/** The query string of a list: sort takes the given keys, each also with a leading "-" for descending. */
+export function pageQuerySchema(options: { sorts: readonly string[]; defaultSort: string; sortDescription?: string }) {
+  const sortValues = options.sorts.flatMap((s) => [s, `-${s}`]);
+  return Type.Object(
+    {
+      limit: Type.Optional(
+        Type.Integer({ minimum: 1, maximum: PAGE_LIMIT_MAX, default: PAGE_LIMIT_DEFAULT, description: `Page size, 1 to ${PAGE_LIMIT_MAX}.` }),
+      ),
+      offset: Type.Optional(
+        Type.Integer({
+          minimum: 0,
+          maximum: OFFSET_MAX,
+          default: 0,
+          description: `Rows to skip, 0 to ${OFFSET_MAX}. Deeper pages are reached with after=<next>, which costs the same on every page; offset and after do not combine.`,
+        }),
+      ),
+      sort: Type.Optional(
+        Type.Enum(sortValues, {
+          default: options.defaultSort,
+          description:
+            options.sortDescription ?? 'Field to sort by; a leading "-" sorts descending. Ties break on id, in the same direction.',
+        }),
+      ),
+      after: Type.Optional(
+        Type.String({
+          minLength: 1,
+          maxLength: CURSOR_MAX_LENGTH,
+          pattern: '^[A-Za-z0-9_-]+$',
+          description:
+            'Opaque cursor: the "next" of the previous page, with the same sort. Answers the rows after that page (keyset paging). A cursor this list did not give, or one given for another sort, is 422 VALIDATION_FAILED.',
+        }),
+      ),
+    },
+    { additionalProperties: false },
+  );
+}
+
+/** The answer of a list of `item`. */
+export function pageSchema<T extends TSchema>(item: T, description?: string) {
+  return Type.Object(
+    {
+      items: Type.Array(item),
+      total: Type.Integer({
+        minimum: 0,
+        maximum: TOTAL_CAP,
+        description: `Rows the list covers across all pages, counted up to ${TOTAL_CAP}: past that, total is ${TOTAL_CAP} and totalExact is false.`,
+      }),
+      totalExact: Type.Boolean({ description: `False when there are more than ${TOTAL_CAP} rows and total stopped counting at ${TOTAL_CAP}.` }),
+      limit: Type.Integer({ description: 'The page size used.' }),
+      offset: Type.Integer({ description: 'The rows skipped (0 when paging with after).' }),
+      next: Type.Union([Type.String(), Type.Null()], {
+        description: 'Cursor of the following page, to send as after=<next> with the same sort and limit; null on the last page.',
+      }),
+    },
+    { additionalProperties: false, ...(description ? { description } : {}) },
+  );
+}
+
+/** The message a refused paging parameter carries, where it says more than the schema can. */
+export function pagingRefusal(pointer: string, keyword: string | undefined): string | undefined {
+  return pointer === '/querystring/offset' && keyword === 'maximum' ? OFFSET_REFUSAL : undefined;
+}
+
+/** Where a page resumes: the sort it was made for, the last row's sort value (as PostgreSQL prints it) and id. */
+export interface Cursor {
+  sort: string;
+  value: string | null;
+  id: string;
+}
+
+const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
+
+export function encodeCursor(cursor: Cursor): string {
+  return Buffer.from(JSON.stringify([cursor.sort, cursor.value, cursor.id]), 'utf8').toString('base64url');
+}
+
+const badCursor = (detail: string) =>
+  problem('VALIDATION_FAILED', detail, { errors: [{ pointer: '/querystring/after', message: detail }] });
+
+/** The cursor `after` carries, for this sort; 422 VALIDATION_FAILED for anything this list did not give. */
+export function decodeCursor(after: string, sort: string, idType: 'uuid' | 'text' = 'uuid'): Cursor {
+  let parsed: unknown;
+  try {
+    parsed = JSON.parse(Buffer.from(after, 'base64url').toString('utf8'));
+  } catch {
+    throw badCursor('after is not a cursor this list gave');
+  }
+  if (
+    !Array.isArray(parsed) ||
+    parsed.length !== 3 ||
+    typeof parsed[0] !== 'string' ||
+    (typeof parsed[1] !== 'string' && parsed[1] !== null) ||
+    typeof parsed[2] !== 'string' ||
+    (idType === 'uuid' && !UUID.test(parsed[2]))
+  ) {
+    throw badCursor('after is not a cursor this list gave');
+  }
+  if (parsed[0] !== sort) throw badCursor(`after was given for sort=${parsed[0]}; send the same sort, or start again without after`);
+  return { sort, value: parsed[1], id: parsed[2] };
+}
+
+/** How a list reads its rows: all raw SQL fragments fixed at declaration, never from a request. */
+export interface ListSource {
+  /** The select list of an item, e.g. `"id", "name"` or `t.id, t.slug`. */
+  select: string;
+  /** The table, with an alias if the fragments use one: `"widgets"`, `tenants t`. */
+  from: string;
+  /** The row's id column, the tie-breaker of every order: unique among the listed rows. */
+  id: string;
+  /** The id column's type: uuid (the default), or text for a table keyed by a name. */
+  idType?: 'uuid' | 'text';
+  /** Conditions every listed row meets (e.g. `deleted_at is null`); they apply to the count too. */
+  where: readonly string[];
+  /** Sort key → its column; nullable when the column may hold null (nulls sort last ascending). */
+  sorts: Readonly<Record<string, { column: string; nullable?: boolean }>>;
+  /**
+   * The sort whose order the capped count walks (default: the first sort), so it reads the first
+   * rows of that sort's index rather than scanning the table until it has seen enough of them.
+   */
+  countBy?: string;
+}
+
+/**
+ * Conditions added to a source's for one call (a row filter such as "the caller's own"): SQL text
+ * with $1, $2... numbering its own params; the pager numbers its parameters after them.
+ */
+export interface ListFilter {
+  conditions: readonly string[];
+  params: readonly unknown[];
+}
+
+const NO_FILTER: ListFilter = { conditions: [], params: [] };
+
+type CursorKind = 'none' | 'value' | 'null';
+
+/**
+ * Reads pages of one source. Each statement text is built once per (sort, cursor kind, filter)
+ * and run as a prepared statement. Raw row values come back keyed by column, with the sort
+ * value and the capped count beside them.
+ */
+export class KeysetPager {
+  readonly source: ListSource;
+  private readonly texts = new Map<string, string>();
+
+  constructor(source: ListSource) {
+    this.source = source;
+  }
+
+  /** The statement the page runs, and its parameters: what the list executes, for EXPLAIN too. */
+  statement(query: PageQuery, filter: ListFilter = NO_FILTER): { text: string; params: unknown[]; cursor?: Cursor } {
+    const key = this.sortKey(query.sort);
+    if (query.after !== undefined && query.offset > 0) {
+      throw problem('VALIDATION_FAILED', 'offset and after do not combine: after already says where the page starts', {
+        errors: [{ pointer: '/querystring/offset', message: 'must be 0 (or left out) with after' }],
+      });
+    }
+    const cursor = query.after !== undefined ? decodeCursor(query.after, query.sort, this.source.idType) : undefined;
+    if (cursor && cursor.value === null && !key.nullable) throw badCursor('after is not a cursor this list gave');
+    const kind: CursorKind = !cursor ? 'none' : cursor.value === null ? 'null' : 'value';
+    const cacheKey = `${query.sort}\u0000${kind}\u0000${filter.conditions.join('\u0000')}`;
+    let text = this.texts.get(cacheKey);
+    if (!text) {
+      text = prepared(this.build(query.sort, kind, filter));
+      this.texts.set(cacheKey, text);
+    }
+    const params = [...filter.params];
+    if (kind === 'value') params.push(cursor!.value, cursor!.id);
+    if (kind === 'null') params.push(cursor!.id);
+    // One row more than the page: its presence is what says there is a next page.
+    params.push(query.limit + 1, query.offset);
+    return { text, params, ...(cursor ? { cursor } : {}) };
+  }
+
+  /** The capped count on its own (for a page that came back empty): what `total` costs. */
+  countStatement(filter: ListFilter = NO_FILTER): { text: string; params: unknown[] } {
+    const key = `count\u0000${filter.conditions.join('\u0000')}`;
+    let text = this.texts.get(key);
+    if (!text) {
+      text = prepared(`select ${this.cappedCount(filter)} as n`);
+      this.texts.set(key, text);
+    }
+    return { text, params: [...filter.params] };
+  }
+
+  async page(db: Transaction<Database>, query: PageQuery, filter: ListFilter = NO_FILTER): Promise<Page<Record<string, unknown>>> {
+    const { text, params, cursor } = this.statement(query, filter);
+    let rows: Record<string, unknown>[];
+    try {
+      rows = (await db.executeQuery<Record<string, unknown>>(CompiledQuery.raw(text, params))).rows;
+    } catch (err) {
+      // The one value from a request that reaches SQL unparsed is a cursor's sort value: one
+      // PostgreSQL cannot read as the column's type (class 22, data exception) was not ours.
+      if (cursor && typeof (err as { code?: unknown }).code === 'string' && (err as { code: string }).code.startsWith('22')) {
+        throw badCursor('after is not a cursor this list gave');
+      }
+      throw err;
+    }
+    let counted: number;
+    if (rows.length > 0) counted = Number(rows[0]!.__total);
+    else if (query.offset === 0 && !cursor) counted = 0;
+    else {
+      const count = this.countStatement(filter);
+      counted = Number((await db.executeQuery<{ n: string }>(CompiledQuery.raw(count.text, count.params))).rows[0]!.n);
+    }
+    const more = rows.length > query.limit;
+    const items = more ? rows.slice(0, query.limit) : rows;
+    const last = items.at(-1);
+    const next = more && last ? encodeCursor({ sort: query.sort, value: last.__sort as string | null, id: String(last.__id) }) : null;
+    for (const item of items) {
+      delete item.__sort;
+      delete item.__id;
+      delete item.__total;
+    }
+    return { items, total: Math.min(counted, TOTAL_CAP), totalExact: counted <= TOTAL_CAP, limit: query.limit, offset: query.offset, next };
+  }
+
+  private sortKey(sort: string): { column: string; nullable: boolean; descending: boolean } {
+    const descending = sort.startsWith('-');
+    const key = this.source.sorts[descending ? sort.slice(1) : sort];
+    // The query schema allows only declared sorts; anything else is a caller of this class at fault.
+    if (!key) throw new Error(`no sort ${sort} on ${this.source.from}`);
+    return { column: key.column, nullable: key.nullable === true, descending };
+  }
+
+  private conditions(filter: ListFilter): string[] {
+    return [...this.source.where, ...filter.conditions];
+  }
+
+  /**
+   * count(*) over at most TOTAL_CAP + 1 rows: past the cap, the exact number is not worth reading.
+   * Ordered like an index of the list, so those rows are the index's first ones, wherever the
+   * tenant's rows lie in the table.
+   */
+  private cappedCount(filter: ListFilter): string {
+    const where = this.conditions(filter);
+    const by = this.sortKey(this.source.countBy ?? Object.keys(this.source.sorts)[0]!).column;
+    return `(select count(*) from (select 1 from ${this.source.from}${where.length ? ` where ${where.join(' and ')}` : ''} order by ${by}, ${this.source.id} limit ${TOTAL_CAP + 1}) capped)`;
+  }
+
+  private build(sort: string, kind: CursorKind, filter: ListFilter): string {
+    const { column, nullable, descending } = this.sortKey(sort);
+    const id = this.source.id;
+    const n = filter.params.length;
+    const $ = (i: number) => `$${n + i}`;
+    const idParam = (i: number) => `${$(i)}::${this.source.idType ?? 'uuid'}`;
+    const where = this.conditions(filter);
+    const op = descending ? '<' : '>';
+    // Ascending puts nulls last and descending first (PostgreSQL's defaults, which the indexes share).
+    if (kind === 'value') {
+      const rowCompare = `(${column}, ${id}) ${op} (${$(1)}, ${idParam(2)})`;
+      where.push(nullable && !descending ? `(${rowCompare} or ${column} is null)` : rowCompare);
+    } else if (kind === 'null') {
+      where.push(descending ? `((${column} is null and ${id} < ${idParam(1)}) or ${column} is not null)` : `(${column} is null and ${id} > ${idParam(1)})`);
+    }
+    const next = kind === 'value' ? 3 : kind === 'null' ? 2 : 1;
+    const direction = descending ? 'desc' : 'asc';
+    return `select ${this.source.select}, ${column}::text as "__sort", ${id} as "__id", ${this.cappedCount(filter)} as "__total"
+  from ${this.source.from}${where.length ? `\n where ${where.join('\n   and ')}` : ''}
+ order by ${column} ${direction}, ${id} ${direction}
+ limit ${$(next)} offset ${$(next + 1)}`;
+  }
+}

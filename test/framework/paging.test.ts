@@ -1,0 +1,82 @@
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { CompiledQuery } from 'kysely';
+import { startTestApp, type TestApp } from '../helpers/app.ts';
+import type { TxContext } from '../../framework/context/tx.ts';
+import { decodeCursor, encodeCursor, KeysetPager, TOTAL_CAP } from '../../framework/operations/paging.ts';
+import { ProblemError } from '../../framework/errors.ts';
+
+let app: TestApp;
+beforeAll(async () => {
+  app = await startTestApp();
+});
+afterAll(async () => {
+  await app?.close();
+});
+
+/** Runs fn over a scratch table of the transaction: 9 rows, v in 1..3 or null, k the tenant-like filter key. */
+async function withScratch<T>(fn: (ctx: TxContext) => Promise<T>): Promise<T> {
+  return app.services.transactions.run(app.operator, async (ctx) => {
+    const run = (text: string) => ctx.db.executeQuery(CompiledQuery.raw(text));
+    await run(`create temp table scratch (id uuid primary key default gen_random_uuid(), v integer, k text not null) on commit drop`);
+    await run(`insert into scratch (v, k) select case when i % 4 = 0 then null else i % 3 + 1 end, case when i % 2 = 0 then 'even' else 'odd' end from generate_series(1, 9) as i`);
+    return fn(ctx);
+  });
+}
+
+const pager = () =>
+  new KeysetPager({ select: 'id, v', from: 'scratch', id: 'id', where: [], sorts: { id: { column: 'id' }, v: { column: 'v', nullable: true } } });
+
+async function follow(ctx: TxContext, p: KeysetPager, sort: string, filter?: { conditions: string[]; params: unknown[] }): Promise<string[]> {
+  const ids: string[] = [];
+  let after: string | undefined;
+  for (let i = 0; i < 20; i++) {
+    const page = await p.page(ctx.db, { limit: 2, offset: 0, sort, ...(after ? { after } : {}) }, filter);
+    ids.push(...page.items.map((r) => String(r.id)));
+    if (!page.next) return ids;
+    after = page.next;
+  }
+  throw new Error('next never became null');
+}
+
+const expected = async (ctx: TxContext, order: string, where = 'true') =>
+  (await ctx.db.executeQuery<{ id: string }>(CompiledQuery.raw(`select id from scratch where ${where} order by ${order}`))).rows.map((r) => r.id);
+
+describe('KeysetPager', () => {
+  it('walks a column holding nulls in both directions: nulls last ascending, first descending, each row once', async () => {
+    await withScratch(async (ctx) => {
+      const p = pager();
+      expect(await follow(ctx, p, 'v')).toEqual(await expected(ctx, 'v asc nulls last, id asc'));
+      expect(await follow(ctx, p, '-v')).toEqual(await expected(ctx, 'v desc nulls first, id desc'));
+    });
+  });
+
+  it('narrows the page and its count by a filter with parameters of its own', async () => {
+    await withScratch(async (ctx) => {
+      const p = pager();
+      const filter = { conditions: ['k = $1'], params: ['even'] };
+      expect(await follow(ctx, p, '-v', filter)).toEqual(await expected(ctx, 'v desc nulls first, id desc', `k = 'even'`));
+      const first = await p.page(ctx.db, { limit: 1, offset: 0, sort: 'id' }, filter);
+      expect(first).toMatchObject({ total: 4, totalExact: true, limit: 1, offset: 0 });
+      const past = await p.page(ctx.db, { limit: 1, offset: 50, sort: 'id' }, filter);
+      expect(past).toEqual({ items: [], total: 4, totalExact: true, limit: 1, offset: 50, next: null });
+    });
+  });
+
+  it('counts up to the cap and says when it stopped', async () => {
+    await app.services.transactions.run(app.operator, async (ctx) => {
+      await ctx.db.executeQuery(CompiledQuery.raw(`create temp table big (id uuid primary key default gen_random_uuid()) on commit drop`));
+      await ctx.db.executeQuery(CompiledQuery.raw(`insert into big select gen_random_uuid() from generate_series(1, ${TOTAL_CAP + 5})`));
+      const p = new KeysetPager({ select: 'id', from: 'big', id: 'id', where: [], sorts: { id: { column: 'id' } } });
+      expect(await p.page(ctx.db, { limit: 1, offset: 0, sort: 'id' })).toMatchObject({ total: TOTAL_CAP, totalExact: false });
+      await ctx.db.executeQuery(CompiledQuery.raw(`delete from big where id in (select id from big limit 5)`));
+      expect(await p.page(ctx.db, { limit: 1, offset: 0, sort: 'id' })).toMatchObject({ total: TOTAL_CAP, totalExact: true });
+    });
+  });
+
+  it('round-trips a cursor and refuses one made for another sort or not made at all', () => {
+    const cursor = { sort: '-v', value: null, id: '00000000-0000-4000-8000-000000000000' };
+    expect(decodeCursor(encodeCursor(cursor), '-v')).toEqual(cursor);
+    expect(() => decodeCursor(encodeCursor(cursor), 'v')).toThrow(ProblemError);
+    expect(() => decodeCursor('bm9wZQ', 'v')).toThrow(/not a cursor this list gave/);
+  });
+});
