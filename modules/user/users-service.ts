@@ -1,4 +1,3 @@
-import { sql } from 'kysely';
 import type { TxContext } from '../../framework/context/tx.ts';
 import { problem } from '../../framework/errors.ts';
 import { findUserByEmail, inviteUser, type Invitation, type InviteOptions, type UserRow } from './invite.ts';
@@ -50,7 +49,7 @@ export const usersService = {
   async setPasswordHash(ctx: TxContext, userId: string, hash: string, options: { activate?: boolean } = {}): Promise<void> {
     const updated = await ctx.db
       .updateTable('users')
-      .set({ password_hash: hash, updated_at: sql<Date>`now()`, ...(options.activate ? { status: 'active' as const } : {}) })
+      .set({ password_hash: hash, updated_at: ctx.now, ...(options.activate ? { status: 'active' as const } : {}) })
       .where('id', '=', userId)
       .where('deleted_at', 'is', null)
       .where('status', '<>', 'deactivated')
@@ -68,7 +67,7 @@ export const usersService = {
   async setRoles(ctx: TxContext, user: { id: string; roles: readonly string[] }, roles: readonly string[]): Promise<string[]> {
     const change = await roleChange(ctx, user.roles, roles);
     if (!change) return normaliseRoles(user.roles);
-    await ctx.db.updateTable('users').set({ roles: change.after, updated_at: sql<Date>`now()` }).where('id', '=', user.id).execute();
+    await ctx.db.updateTable('users').set({ roles: change.after, updated_at: ctx.now }).where('id', '=', user.id).execute();
     publishRolesSet(ctx, user.id, change);
     return change.after;
   },

@@ -19,12 +19,12 @@ function probe(path: string, access: Access) {
     access,
     schema: { response: { 200: Answer } },
     handler: async ({ tx }) => {
-      const { rows } = await tx.db.executeQuery<{ now: Date; last_seen_at: Date | null }>(
-        CompiledQuery.raw('select now() as now, (select last_seen_at from sessions where id = $1) as last_seen_at', [
+      const { rows } = await tx.db.executeQuery<{ last_seen_at: Date | null }>(
+        CompiledQuery.raw('select (select last_seen_at from sessions where id = $1) as last_seen_at', [
           tx.session?.id ?? '00000000-0000-0000-0000-000000000000',
         ]),
       );
-      return { userId: tx.session?.userId ?? null, now: rows[0]!.now.toISOString(), lastSeenAt: rows[0]!.last_seen_at?.toISOString() ?? null };
+      return { userId: tx.session?.userId ?? null, now: tx.now.toISOString(), lastSeenAt: rows[0]!.last_seen_at?.toISOString() ?? null };
     },
   });
 }
@@ -182,8 +182,8 @@ describe('permission routes', () => {
   });
 
   it('resolves the caller inside the request\'s own transaction', async () => {
-    // A session last seen long ago is touched while it is resolved; now() is the transaction's
-    // start time, so the handler reading its own now() back proves it is the same transaction.
+    // A session last seen long ago is touched, at the transaction's clock reading, while it is
+    // resolved; the handler seeing that uncommitted touch proves it runs in the same transaction.
     const user = await signInAs(app, customer, ['widget:read']);
     await app.services.db.pool.query(`update sessions set last_seen_at = now() - interval '1 hour' where user_id = $1`, [user.userId]);
     const res = await call(CUSTOMER, 'read', user);
