@@ -7,49 +7,16 @@
  * duration of the command. Migrations and the operator tenant are ensured as on a service start.
  */
 import { parseArgs } from 'node:util';
-import pg from 'pg';
 import pino from 'pino';
 import type { FastifyBaseLogger } from 'fastify';
 import { Compile } from 'typebox/compile';
 import { loadConfig } from '../framework/config/load.ts';
-import type { Config } from '../framework/config/schema.ts';
-import { ensureDatabase, startEmbeddedPostgres, type EmbeddedServer } from '../framework/db/embedded.ts';
+import { commandDatabase } from './command-database.ts';
 import type { App } from '../framework/app.ts';
 import { userFields } from '../modules/user/user.fields.ts';
 
 const USAGE = 'usage: npm run admin:invite -- you@example.com [--name "Your Name"] [--tenant <slug>] [--config config.yaml]';
 const validEmail = Compile(userFields.email);
-
-// The embedded server's superuser, as framework/db/embedded.ts creates it.
-const embeddedAdminUrl = (port: number) => `postgres://postgres:postgres@127.0.0.1:${port}/postgres`;
-
-async function reachable(url: string): Promise<boolean> {
-  const client = new pg.Client({ connectionString: url, connectionTimeoutMillis: 2000 });
-  client.on('error', () => {});
-  try {
-    await client.connect();
-    await client.query('select 1');
-    return true;
-  } catch {
-    return false;
-  } finally {
-    await client.end().catch(() => {});
-  }
-}
-
-/** The database to use, and the embedded server if this command had to start it. */
-async function connect(config: Config): Promise<{ databaseUrl: string; embedded?: EmbeddedServer }> {
-  if (config.database.url) return { databaseUrl: config.database.url };
-  const running = embeddedAdminUrl(config.database.embedded_port);
-  if (await reachable(running)) return { databaseUrl: await ensureDatabase(running, 'tenantry') };
-  const embedded = await startEmbeddedPostgres({ dir: config.database.embedded_dir, port: config.database.embedded_port });
-  try {
-    return { databaseUrl: await ensureDatabase(embedded.adminUrl, 'tenantry'), embedded };
-  } catch (err) {
-    await embedded.stop();
-    throw err;
-  }
-}
 
 async function main(): Promise<number> {
   const { values, positionals } = parseArgs({
@@ -68,7 +35,7 @@ async function main(): Promise<number> {
     import('../modules/index.ts'),
     import('../modules/user/administrator-invite.ts'),
   ]);
-  const { databaseUrl, embedded } = await connect(config);
+  const { databaseUrl, embedded } = await commandDatabase(config);
   let app: App | undefined;
   try {
     app = await buildApp({
