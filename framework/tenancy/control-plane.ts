@@ -1,5 +1,6 @@
-import { sql } from 'kysely';
+import { CompiledQuery, sql } from 'kysely';
 import type { TxContext } from '../context/tx.ts';
+import { EVICT_TENANT_SQL } from '../context/host-cache.ts';
 
 // The restricted role may read tenants and tenant_hosts but not write them
 // (migrations/framework/0003_control_plane_writes.sql): the control plane writes through these
@@ -33,4 +34,13 @@ export async function suspendTenant(ctx: TxContext, tenantId: string): Promise<b
 /** Holds the tenant's row until the transaction ends. */
 export async function lockTenant(ctx: TxContext, tenantId: string): Promise<void> {
   await sql`select tenant_lock(${tenantId}::uuid)`.execute(ctx.db);
+}
+
+/**
+ * Drops the tenant's hosts from every process's resolution cache, this one included, once the
+ * transaction commits (NOTIFY is delivered on commit): run it in the transaction that suspends
+ * the tenant or changes its hosts.
+ */
+export async function evictTenantHosts(ctx: TxContext, tenantId: string): Promise<void> {
+  await ctx.db.executeQuery(CompiledQuery.raw(EVICT_TENANT_SQL, [tenantId]));
 }

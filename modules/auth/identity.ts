@@ -1,6 +1,7 @@
 import Type, { type Static } from 'typebox';
-import { sql } from 'kysely';
 import type { TxContext } from '../../framework/context/tx.ts';
+import { usersService } from '../user/users-service.ts';
+import './auth-tables.ts';
 
 /** Answer of login and of GET /api/v1/auth/me. */
 export const IdentitySchema = Type.Object(
@@ -17,15 +18,21 @@ export const IdentitySchema = Type.Object(
 );
 export type Identity = Static<typeof IdentitySchema>;
 
-/** The identity of a user of the transaction's tenant, permissions resolved from the stored roles. */
+/**
+ * The identity of a live user of the transaction's tenant, permissions resolved from the stored
+ * roles. For the caller's own session the opening statement of this transaction has resolved them
+ * already, from the same rows, so only the user is read.
+ */
 export async function loadIdentity(ctx: TxContext, userId: string): Promise<Identity | undefined> {
-  const { rows } = await sql<Identity>`
-    select u.id as "userId", u.email, u.display_name as "displayName", u.roles,
-           coalesce((select array_agg(distinct p order by p)
-                       from roles r cross join lateral unnest(r.permissions) p
-                      where r.name = any (u.roles)), '{}') as permissions
-      from users u
-     where u.id = ${userId} and u.deleted_at is null`.execute(ctx.db);
-  const row = rows[0];
-  return row ? { ...row, roles: [...row.roles].sort() } : undefined;
+  const user = await usersService.findById(ctx, userId);
+  if (!user) return undefined;
+  const permissions = ctx.session?.userId === userId ? ctx.session.permissions : await permissionsOf(ctx, user.roles);
+  return { userId: user.id, email: user.email, displayName: user.displayName ?? '', roles: [...user.roles].sort(), permissions: [...new Set(permissions)].sort() };
+}
+
+/** What holding these roles grants in this tenant (duplicates included). */
+async function permissionsOf(ctx: TxContext, roles: readonly string[]): Promise<string[]> {
+  if (roles.length === 0) return [];
+  const rows = await ctx.db.selectFrom('roles').select('permissions').where('name', 'in', roles).execute();
+  return rows.flatMap((row) => row.permissions);
 }

@@ -1,5 +1,4 @@
 import Type from 'typebox';
-import { sql } from 'kysely';
 import type { FastifyReply } from 'fastify';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { defineRoute } from '../../framework/entity/define.ts';
@@ -11,6 +10,7 @@ import { IdentitySchema, loadIdentity, type Identity } from './identity.ts';
 import { SOFT_DELAY_MS, SOFT_DELAY_SOURCES, THROTTLE, accountKey, loginPressure, recordAttempt } from './throttle.ts';
 import { Email, problemRef } from './schemas.ts';
 import { usersService } from '../user/users-service.ts';
+import './auth-tables.ts';
 
 const credentials = () => problem('ErrCredentials', 'The address or the password is wrong');
 
@@ -73,7 +73,7 @@ export const loginRoute = defineRoute({
           // Verify even when there is nothing to verify against, so every refusal costs the same.
           const matches = await verifyPassword(user?.passwordHash, body.password);
           if (!user || !matches || user.status !== 'active') throw credentials();
-          if (previous) await sql`delete from sessions where id_hash = ${hashSecret(previous)}`.execute(ctx.db);
+          if (previous) await ctx.db.deleteFrom('sessions').where('id_hash', '=', hashSecret(previous)).execute();
           const rawId = await openSession(ctx, user.id, request);
           ctx.publish('auth.logged_in', { method: 'password', userId: user.id });
           const identity = await loadIdentity(ctx, user.id);

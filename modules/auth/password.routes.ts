@@ -1,5 +1,4 @@
 import Type from 'typebox';
-import { sql } from 'kysely';
 import { defineRoute } from '../../framework/entity/define.ts';
 import { clearSessionCookie, endSessions } from '../../framework/access/sessions.ts';
 import { hashSecret, sessionCookie } from '../../framework/access/session-cookie.ts';
@@ -10,6 +9,7 @@ import { THROTTLE, attemptsFrom, recordAttempt, takeSlot } from './throttle.ts';
 import { tooManyAttempts } from './login.ts';
 import { Email, NoContent, problemRef } from './schemas.ts';
 import { usersService } from '../user/users-service.ts';
+import './auth-tables.ts';
 
 const NewPassword = Type.String({
   minLength: 1,
@@ -44,9 +44,8 @@ export const changePasswordRoute = defineRoute({
     assertPasswordPolicy(body.newPassword, '/body/newPassword');
     const session = tx.session!;
     if ((await attemptsFrom(tx, 'login', request.ip)) >= THROTTLE.login.max) throw tooManyAttempts(reply);
-    const { rows } = await sql<{ password_hash: string | null }>`
-      select password_hash from users where id = ${session.userId} for update`.execute(tx.db);
-    if (!(await verifyPassword(rows[0]?.password_hash, body.currentPassword))) {
+    const person = await usersService.lockCredentials(tx, session.userId);
+    if (!(await verifyPassword(person?.passwordHash, body.currentPassword))) {
       // This request's transaction rolls back with the refusal; the attempt is counted in one of
       // its own once it has, so the request never holds two connections at once.
       tx.onRollback(() => services.transactions.run(tx.tenant, (ctx) => recordAttempt(ctx, 'login', request.ip)));
@@ -127,9 +126,8 @@ export const resetPasswordRoute = defineRoute({
     // The attempt is counted in a transaction of its own, so a refused guess still counts.
     const holder = await services.transactions.run(tenant, async (ctx) => {
       await takeSlot(ctx, 'reset', request.ip);
-      const { rows } = await sql<{ user_id: string }>`
-        select user_id from set_password_tokens where token_hash = ${hashSecret(body.token)}`.execute(ctx.db);
-      return rows[0]?.user_id ?? null;
+      const token = await ctx.db.selectFrom('set_password_tokens').select('user_id').where('token_hash', '=', hashSecret(body.token)).executeTakeFirst();
+      return token?.user_id ?? null;
     });
     const hash = await hashPassword(body.password);
     const callerSession = request.cookies[sessionCookie(services.config).name];
@@ -143,7 +141,7 @@ export const resetPasswordRoute = defineRoute({
         if (person.status === 'deactivated') throw problem('INVALID_STATE', 'This account is deactivated; its password cannot be set');
         await endSessions(ctx, redeemed.userId);
         // The caller's own session goes too, even when it belongs to somebody else on this browser.
-        if (callerSession) await sql`delete from sessions where id_hash = ${hashSecret(callerSession)}`.execute(ctx.db);
+        if (callerSession) await ctx.db.deleteFrom('sessions').where('id_hash', '=', hashSecret(callerSession)).execute();
         ctx.publish('auth.password_reset', { userId: redeemed.userId });
         // Stores the hash, makes an invited user active and publishes user.password_set.
         await usersService.setPasswordHash(ctx, redeemed.userId, hash, { activate: true });

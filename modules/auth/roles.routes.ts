@@ -1,10 +1,10 @@
 import Type from 'typebox';
-import { sql } from 'kysely';
 import { defineRoute } from '../../framework/entity/define.ts';
 import type { Registry } from '../../framework/entity/registry.ts';
 import type { TenantRef } from '../../framework/context/tenant.ts';
 import { problem } from '../../framework/errors.ts';
 import { KeysetPager, pageQuerySchema, pageSchema, type PageQuery } from '../../framework/operations/paging.ts';
+import './auth-tables.ts';
 
 const RoleSchema = Type.Object(
   {
@@ -18,18 +18,13 @@ const RoleSchema = Type.Object(
 
 export const ROLE_NAME_PATTERN = '^[a-z0-9][a-z0-9_.:-]{0,62}$';
 
+// The framework's pager takes its select as SQL text fixed here; the route below selects the same
+// row with the typed builder (ROLE_ROW).
 const ROLE_COLUMN_LIST = 'name, permissions, created_at as "createdAt", updated_at as "updatedAt"';
-const ROLE_COLUMNS = sql.raw(ROLE_COLUMN_LIST);
+const ROLE_ROW = ['name', 'permissions', 'created_at as createdAt', 'updated_at as updatedAt'] as const;
 
 // Named, not numbered: a role's name is its key, so it is the list's tie-breaker too.
 const rolePages = new KeysetPager({ select: ROLE_COLUMN_LIST, from: 'roles', id: 'name', idType: 'text', where: [], sorts: { name: { column: 'name' } } });
-
-interface RoleRow {
-  name: string;
-  permissions: string[];
-  createdAt: Date;
-  updatedAt: Date;
-}
 
 /**
  * Checks a permission list against what the installation defines: 422 PERMISSION_UNKNOWN for a
@@ -93,18 +88,19 @@ export const putRoleRoute = defineRoute({
   },
   async handler({ tx, params, body, reply, services }) {
     const after = checkedPermissions(services.registry, tx.tenant, body.permissions);
-    const { rows: existing } = await sql<{ permissions: string[] }>`
-      select permissions from roles where name = ${params.name} for update`.execute(tx.db);
-    const before = existing[0] ? [...existing[0].permissions].sort() : null;
+    const existing = await tx.db.selectFrom('roles').select('permissions').where('name', '=', params.name).forUpdate().executeTakeFirst();
+    const before = existing ? [...existing.permissions].sort() : null;
     const changed = before === null || before.length !== after.length || before.some((p, i) => p !== after[i]);
-    const { rows } = changed
-      ? await sql<RoleRow>`
-          insert into roles (name, permissions) values (${params.name}, ${after}::text[])
-          on conflict (tenant_id, name) do update set permissions = excluded.permissions, updated_at = now()
-          returning ${ROLE_COLUMNS}`.execute(tx.db)
-      : await sql<RoleRow>`select ${ROLE_COLUMNS} from roles where name = ${params.name}`.execute(tx.db);
+    const role = changed
+      ? await tx.db
+          .insertInto('roles')
+          .values({ name: params.name, permissions: after })
+          .onConflict((oc) => oc.columns(['tenant_id', 'name']).doUpdateSet((eb) => ({ permissions: eb.ref('excluded.permissions'), updated_at: tx.now })))
+          .returning(ROLE_ROW)
+          .executeTakeFirstOrThrow()
+      : await tx.db.selectFrom('roles').select(ROLE_ROW).where('name', '=', params.name).executeTakeFirstOrThrow();
     if (changed) tx.publish('auth.role_set', { name: params.name, before, after });
     reply.code(before === null ? 201 : 200);
-    return rows[0];
+    return role;
   },
 });

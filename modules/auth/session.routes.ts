@@ -1,10 +1,10 @@
-import { sql } from 'kysely';
 import { defineRoute } from '../../framework/entity/define.ts';
 import { clearSessionCookie } from '../../framework/access/sessions.ts';
 import { hashSecret, sessionCookie } from '../../framework/access/session-cookie.ts';
 import { problem } from '../../framework/errors.ts';
 import { IdentitySchema, loadIdentity } from './identity.ts';
 import { NoContent } from './schemas.ts';
+import './auth-tables.ts';
 
 export const logoutRoute = defineRoute({
   method: 'POST',
@@ -19,7 +19,7 @@ export const logoutRoute = defineRoute({
   async handler({ tx, request, reply, services }) {
     const rawId = request.cookies[sessionCookie(services.config).name];
     // Also removes a row the cookie names that no longer counts as a session (expired, or its user deactivated).
-    if (rawId) await sql`delete from sessions where id_hash = ${hashSecret(rawId)}`.execute(tx.db);
+    if (rawId) await tx.db.deleteFrom('sessions').where('id_hash', '=', hashSecret(rawId)).execute();
     if (tx.session) tx.publish('auth.logged_out', { userId: tx.session.userId });
     clearSessionCookie(reply, services.config);
     reply.code(204);

@@ -1,22 +1,7 @@
 import { randomBytes } from 'node:crypto';
-import { sql, type Generated } from 'kysely';
 import type { TxContext } from '../../framework/context/tx.ts';
 import { hashSecret } from '../../framework/access/session-cookie.ts';
-
-declare module '../../framework/db/types.ts' {
-  interface Database {
-    set_password_tokens: {
-      id: Generated<string>;
-      tenant_id: Generated<string>;
-      user_id: string;
-      token_hash: Buffer;
-      created_at: Generated<Date>;
-      sent_at: Generated<Date>;
-      expires_at: Date | string;
-      used_at: Date | string | null;
-    };
-  }
-}
+import './auth-tables.ts';
 
 export type SetPasswordPurpose = 'invitation' | 'reset';
 
@@ -35,11 +20,22 @@ export const TOKEN_LIFETIME_HOURS: Readonly<Record<SetPasswordPurpose, number>> 
 export async function mintSetPasswordToken(ctx: TxContext, userId: string, purpose: SetPasswordPurpose = 'invitation'): Promise<string> {
   const raw = randomBytes(32).toString('base64url');
   const hours = TOKEN_LIFETIME_HOURS[purpose];
-  await sql`
-    insert into set_password_tokens (user_id, token_hash, created_at, sent_at, expires_at)
-    values (${userId}, ${hashSecret(raw)}, ${ctx.now}, ${ctx.now}, ${ctx.now}::timestamptz + make_interval(hours => ${hours}))
-    on conflict (tenant_id, user_id) where used_at is null
-    do update set token_hash = excluded.token_hash, created_at = excluded.created_at, sent_at = excluded.sent_at, expires_at = excluded.expires_at`.execute(ctx.db);
+  await ctx.db
+    .insertInto('set_password_tokens')
+    .values({ user_id: userId, token_hash: hashSecret(raw), created_at: ctx.now, sent_at: ctx.now, expires_at: new Date(ctx.now.getTime() + hours * 3_600_000) })
+    // The target is the partial unique index of pending tokens, named by its columns and predicate.
+    .onConflict((oc) =>
+      oc
+        .columns(['tenant_id', 'user_id'])
+        .where('used_at', 'is', null)
+        .doUpdateSet((eb) => ({
+          token_hash: eb.ref('excluded.token_hash'),
+          created_at: eb.ref('excluded.created_at'),
+          sent_at: eb.ref('excluded.sent_at'),
+          expires_at: eb.ref('excluded.expires_at'),
+        })),
+    )
+    .execute();
   return raw;
 }
 
@@ -49,18 +45,24 @@ export async function mintSetPasswordToken(ctx: TxContext, userId: string, purpo
  */
 export async function redeemSetPasswordToken(ctx: TxContext, raw: string): Promise<{ userId: string } | undefined> {
   if (raw.length === 0 || raw.length > 200) return undefined;
-  const { rows } = await sql<{ user_id: string }>`
-    update set_password_tokens set used_at = ${ctx.now}
-     where token_hash = ${hashSecret(raw)} and used_at is null and expires_at > ${ctx.now}
-    returning user_id`.execute(ctx.db);
-  const row = rows[0];
+  const row = await ctx.db
+    .updateTable('set_password_tokens')
+    .set({ used_at: ctx.now })
+    .where('token_hash', '=', hashSecret(raw))
+    .where('used_at', 'is', null)
+    .where('expires_at', '>', ctx.now)
+    .returning('user_id')
+    .executeTakeFirst();
   return row ? { userId: row.user_id } : undefined;
 }
 
 /** When the person was last sent a link (pending or spent), or undefined if never. */
 export async function lastSentAt(ctx: TxContext, userId: string): Promise<Date | undefined> {
-  const { rows } = await sql<{ sent_at: Date | null }>`
-    select max(sent_at) as sent_at from set_password_tokens where user_id = ${userId}`.execute(ctx.db);
-  const value = rows[0]?.sent_at;
+  const row = await ctx.db
+    .selectFrom('set_password_tokens')
+    .select((eb) => eb.fn.max('sent_at').as('sent_at'))
+    .where('user_id', '=', userId)
+    .executeTakeFirst();
+  const value = row?.sent_at;
   return value ? new Date(value) : undefined;
 }

@@ -1,9 +1,9 @@
-import { sql } from 'kysely';
 import type { JobDefinition } from '../../framework/entity/define.ts';
 import type { Services } from '../../framework/services.ts';
 import type { TenantRef } from '../../framework/context/tenant.ts';
 import type { TxContext } from '../../framework/context/tx.ts';
 import { purgeAttempts } from './throttle.ts';
+import './auth-tables.ts';
 
 export const SWEEP_BATCH = 1000;
 
@@ -15,30 +15,47 @@ export interface TenantSweep {
   undefinedPermissions: { role: string; permissions: string[] }[];
 }
 
-// Expiry is judged on each transaction's clock reading.
-const EXPIRED_SESSIONS = (ctx: TxContext) => sql`
-  delete from sessions where id in (select id from sessions where expires_at <= ${ctx.now} limit ${SWEEP_BATCH})`;
+// Expiry is judged on each transaction's clock reading. Each statement deletes at most one batch
+// (the subquery picks the rows, since DELETE takes no LIMIT) and answers how many went.
+const deletedRows = (result: { numDeletedRows: bigint }): number => Number(result.numDeletedRows);
+
+const expiredSessions = async (ctx: TxContext): Promise<number> =>
+  deletedRows(
+    await ctx.db
+      .deleteFrom('sessions')
+      .where('id', 'in', (eb) => eb.selectFrom('sessions').select('id').where('expires_at', '<=', ctx.now).limit(SWEEP_BATCH))
+      .executeTakeFirstOrThrow(),
+  );
+
 // Spent (used) tokens and pending ones past their expiry are both dead.
-const DEAD_TOKENS = (ctx: TxContext) => sql`
-  delete from set_password_tokens where id in (
-    select id from set_password_tokens where used_at is not null or expires_at <= ${ctx.now} limit ${SWEEP_BATCH})`;
+const deadTokens = async (ctx: TxContext): Promise<number> =>
+  deletedRows(
+    await ctx.db
+      .deleteFrom('set_password_tokens')
+      .where('id', 'in', (eb) =>
+        eb
+          .selectFrom('set_password_tokens')
+          .select('id')
+          .where((w) => w.or([w('used_at', 'is not', null), w('expires_at', '<=', ctx.now)]))
+          .limit(SWEEP_BATCH),
+      )
+      .executeTakeFirstOrThrow(),
+  );
 
 /** Deletes in batches, a transaction each, until a batch comes back short. */
-async function drain(services: Services, tenant: TenantRef, statement: typeof EXPIRED_SESSIONS): Promise<number[]> {
+async function drain(services: Services, tenant: TenantRef, deleteBatch: (ctx: TxContext) => Promise<number>): Promise<number[]> {
   const batches: number[] = [];
   for (;;) {
-    const deleted = await services.transactions.run(tenant, async (ctx) => Number((await statement(ctx).execute(ctx.db)).numAffectedRows ?? 0));
+    const deleted = await services.transactions.run(tenant, deleteBatch);
     batches.push(deleted);
     if (deleted < SWEEP_BATCH) return batches;
   }
 }
 
 export async function sweepTenant(services: Services, tenant: TenantRef): Promise<TenantSweep> {
-  const sessionBatches = await drain(services, tenant, EXPIRED_SESSIONS);
-  const tokenBatches = await drain(services, tenant, DEAD_TOKENS);
-  const roles = await services.transactions.run(tenant, async (ctx) =>
-    (await sql<{ name: string; permissions: string[] }>`select name, permissions from roles order by name`.execute(ctx.db)).rows,
-  );
+  const sessionBatches = await drain(services, tenant, expiredSessions);
+  const tokenBatches = await drain(services, tenant, deadTokens);
+  const roles = await services.transactions.run(tenant, (ctx) => ctx.db.selectFrom('roles').select(['name', 'permissions']).orderBy('name').execute());
   const undefinedPermissions = roles
     .map((role) => ({ role: role.name, permissions: role.permissions.filter((p) => p !== '*' && !services.registry.permissions.has(p)) }))
     .filter((r) => r.permissions.length > 0);
@@ -63,9 +80,8 @@ export const authSweep: JobDefinition = {
   async run({ services, now }) {
     const attemptsPurged = await purgeAttempts(services.db, now);
     if (attemptsPurged > 0) services.log.info({ attempts: attemptsPurged }, 'auth-sweep purged rate-limit windows');
-    const { rows } = await services.db.pool.query<{ id: string; slug: string; is_operator: boolean }>(
-      'select id, slug, is_operator from tenants order by created_at, id',
-    );
+    // Outside any transaction: the job opens one per tenant and batch.
+    const rows = await services.db.kysely.selectFrom('tenants').select(['id', 'slug', 'is_operator']).orderBy('created_at').orderBy('id').execute();
     const swept: Record<string, { sessions: number; tokens: number }> = {};
     const failed: string[] = [];
     for (const row of rows) {

@@ -1,8 +1,8 @@
-import { sql } from 'kysely';
 import type { TxContext } from '../../framework/context/tx.ts';
 import type { Db } from '../../framework/db/pool.ts';
 import { hashSecret } from '../../framework/access/session-cookie.ts';
 import { problem } from '../../framework/errors.ts';
+import './auth-tables.ts';
 
 export type AttemptKind = 'login' | 'forgot' | 'reset';
 
@@ -29,18 +29,22 @@ export const LONGEST_WINDOW_MINUTES = Math.max(...Object.values(THROTTLE).map((t
 export const accountKey = (email: string): Buffer => hashSecret(`login:${email.trim().toLowerCase()}`);
 
 // Windows slide on the transaction's clock reading, which also stamps every attempt: a clock moved
-// forward past a window finds it empty.
-const window = (ctx: TxContext, kind: AttemptKind) => sql`${ctx.now}::timestamptz - make_interval(mins => ${THROTTLE[kind].windowMinutes})`;
+// forward past a window finds it empty. The window's start is computed here and sent as a parameter.
+const windowStart = (ctx: TxContext, kind: AttemptKind): Date => new Date(ctx.now.getTime() - THROTTLE[kind].windowMinutes * 60_000);
 
 export async function recordAttempt(ctx: TxContext, kind: AttemptKind, source: string, account?: Buffer): Promise<void> {
-  await sql`insert into auth_attempts (kind, source, account, at) values (${kind}, ${source}, ${account ?? null}, ${ctx.now})`.execute(ctx.db);
+  await ctx.db.insertInto('auth_attempts').values({ kind, source, account: account ?? null, at: ctx.now }).execute();
 }
 
 export async function attemptsFrom(ctx: TxContext, kind: AttemptKind, source: string): Promise<number> {
-  const { rows } = await sql<{ n: number }>`
-    select count(*)::int as n from auth_attempts
-     where kind = ${kind} and source = ${source} and at > ${window(ctx, kind)}`.execute(ctx.db);
-  return rows[0]?.n ?? 0;
+  const row = await ctx.db
+    .selectFrom('auth_attempts')
+    .select((eb) => eb.cast<number>(eb.fn.countAll(), 'integer').as('n'))
+    .where('kind', '=', kind)
+    .where('source', '=', source)
+    .where('at', '>', windowStart(ctx, kind))
+    .executeTakeFirst();
+  return row?.n ?? 0;
 }
 
 /**
@@ -49,7 +53,9 @@ export async function attemptsFrom(ctx: TxContext, kind: AttemptKind, source: st
  */
 export async function takeSlot(ctx: TxContext, kind: 'forgot' | 'reset', source: string): Promise<void> {
   // Serialise one address's requests so two replicas cannot both take the last slot.
-  await sql`select pg_advisory_xact_lock(hashtextextended(${`${ctx.tenant.id}:${kind}:${source}`}, 0))`.execute(ctx.db);
+  await ctx.db
+    .selectNoFrom((eb) => eb.fn('pg_advisory_xact_lock', [eb.fn('hashtextextended', [eb.val(`${ctx.tenant.id}:${kind}:${source}`), eb.lit(0)])]).as('locked'))
+    .execute();
   if ((await attemptsFrom(ctx, kind, source)) >= THROTTLE[kind].max) {
     throw problem('RATE_LIMITED', `Too many requests from this address; try again later`, {
       extensions: { retryAfterSeconds: THROTTLE[kind].windowMinutes * 60 },
@@ -67,16 +73,31 @@ export interface LoginPressure {
 
 /** One round trip: both numbers login needs before it decides to refuse, slow down or proceed. */
 export async function loginPressure(ctx: TxContext, source: string, account: Buffer): Promise<LoginPressure> {
-  const { rows } = await sql<{ from_source: number; on_account: number }>`
-    select (select count(*)::int from auth_attempts
-             where kind = 'login' and source = ${source} and at > ${window(ctx, 'login')}) as from_source,
-           (select count(distinct source)::int from auth_attempts
-             where kind = 'login' and account = ${account} and at > ${window(ctx, 'login')}) as on_account`.execute(ctx.db);
-  return { failuresFromSource: rows[0]?.from_source ?? 0, sourcesOnAccount: rows[0]?.on_account ?? 0 };
+  const since = windowStart(ctx, 'login');
+  const row = await ctx.db
+    .selectNoFrom((eb) => [
+      eb
+        .selectFrom('auth_attempts')
+        .select((sub) => sub.cast<number>(sub.fn.countAll(), 'integer').as('n'))
+        .where('kind', '=', 'login')
+        .where('source', '=', source)
+        .where('at', '>', since)
+        .as('fromSource'),
+      eb
+        .selectFrom('auth_attempts')
+        .select((sub) => sub.cast<number>(sub.fn.count('source').distinct(), 'integer').as('n'))
+        .where('kind', '=', 'login')
+        .where('account', '=', account)
+        .where('at', '>', since)
+        .as('onAccount'),
+    ])
+    .executeTakeFirst();
+  return { failuresFromSource: row?.fromSource ?? 0, sourcesOnAccount: row?.onAccount ?? 0 };
 }
 
 /** Deletes counted attempts older than every window as of `now`, for all tenants at once (runs as the owner). */
 export async function purgeAttempts(db: Db, now: Date): Promise<number> {
-  const result = await db.pool.query(`delete from auth_attempts where at < $2::timestamptz - make_interval(mins => $1)`, [LONGEST_WINDOW_MINUTES, now]);
-  return result.rowCount ?? 0;
+  const oldest = new Date(now.getTime() - LONGEST_WINDOW_MINUTES * 60_000);
+  const result = await db.kysely.deleteFrom('auth_attempts').where('at', '<', oldest).executeTakeFirstOrThrow();
+  return Number(result.numDeletedRows);
 }

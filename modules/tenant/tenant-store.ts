@@ -1,4 +1,4 @@
-import { sql } from 'kysely';
+import { jsonArrayFrom } from 'kysely/helpers/postgres';
 import type { TxContext } from '../../framework/context/tx.ts';
 import type { TenantRef } from '../../framework/context/tenant.ts';
 import { isUuid } from '../../framework/operations/entity-ops.ts';
@@ -19,11 +19,12 @@ export interface TenantView {
 
 // Tenants and hosts are global tables (no tenant_id, no row-level security): the operator's
 // transaction reads every tenant. Hosts come back primary first, then oldest first.
+// The list's columns are SQL text because the framework's pager takes its select as text, fixed
+// here at declaration; readTenant builds the same row with the typed builder.
 const TENANT_COLUMNS = `
   t.id, t.slug, t.name, t.status, t.is_operator as "isOperator", t.created_at as "createdAt", t.updated_at as "updatedAt",
   coalesce((select json_agg(json_build_object('host', h.host, 'primary', h.is_primary) order by h.is_primary desc, h.created_at, h.host)
               from tenant_hosts h where h.tenant_id = t.id), '[]'::json) as hosts`;
-const TENANT_SELECT = sql.raw(TENANT_COLUMNS);
 
 /** The sorts the tenant list offers, each read from an index of its own (migrations/framework). */
 export const TENANT_SORTS = ['createdAt', 'slug', 'name'] as const;
@@ -45,14 +46,35 @@ export async function listTenants(ctx: TxContext, page: PageQuery): Promise<Page
 export async function readTenant(ctx: TxContext, id: string, options: { lock?: boolean } = {}): Promise<TenantView> {
   if (!isUuid(id)) throw notFound();
   if (options.lock) await lockTenant(ctx, id);
-  const { rows } = await sql<TenantView>`select ${TENANT_SELECT} from tenants t where t.id = ${id}`.execute(ctx.db);
-  if (!rows[0]) throw notFound();
-  return rows[0];
+  const row = await ctx.db
+    .selectFrom('tenants as t')
+    .select((eb) => [
+      't.id',
+      't.slug',
+      't.name',
+      't.status',
+      't.is_operator as isOperator',
+      't.created_at as createdAt',
+      't.updated_at as updatedAt',
+      jsonArrayFrom(
+        eb
+          .selectFrom('tenant_hosts as h')
+          .select(['h.host', 'h.is_primary as primary'])
+          .whereRef('h.tenant_id', '=', 't.id')
+          .orderBy('h.is_primary', 'desc')
+          .orderBy('h.created_at')
+          .orderBy('h.host'),
+      ).as('hosts'),
+    ])
+    .where('t.id', '=', id)
+    .executeTakeFirst();
+  if (!row) throw notFound();
+  return row;
 }
 
 export const tenantRef = (tenant: TenantView): TenantRef => ({ id: tenant.id, slug: tenant.slug, isOperator: tenant.isOperator });
 
 export async function hostOwner(ctx: TxContext, host: string): Promise<string | undefined> {
-  const { rows } = await sql<{ tenant_id: string }>`select tenant_id from tenant_hosts where host = ${host}`.execute(ctx.db);
-  return rows[0]?.tenant_id;
+  const row = await ctx.db.selectFrom('tenant_hosts').select('tenant_id').where('host', '=', host).executeTakeFirst();
+  return row?.tenant_id;
 }

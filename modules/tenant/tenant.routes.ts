@@ -1,9 +1,7 @@
-import { CompiledQuery, sql } from 'kysely';
 import { defineRoute, entity, type AnyRoute } from '../../framework/entity/define.ts';
 import { resolveEntity } from '../../framework/entity/resolve.ts';
 import { createTenant, withinTenant } from '../../framework/tenancy/create-tenant.ts';
-import { addTenantHost, suspendTenant } from '../../framework/tenancy/control-plane.ts';
-import { EVICT_TENANT_SQL } from '../../framework/context/host-cache.ts';
+import { addTenantHost, evictTenantHosts, suspendTenant } from '../../framework/tenancy/control-plane.ts';
 import { problem } from '../../framework/errors.ts';
 import { user } from '../user/user.entity.ts';
 import { usersService } from '../user/users-service.ts';
@@ -48,8 +46,8 @@ export const tenantRoutes: readonly AnyRoute[] = [
     schema: { body: CreateTenantBody, response: { 201: Tenant } },
     handler: async ({ tx, body, services, reply }) => {
       const host = normaliseHostName(body.host);
-      const slugTaken = await sql`select 1 from tenants where slug = ${body.slug}`.execute(tx.db);
-      if (slugTaken.rows.length > 0) throw problem('ALREADY_EXISTS', `slug ${body.slug} is taken`, { extensions: { field: 'slug' } });
+      const slugTaken = await tx.db.selectFrom('tenants').select('id').where('slug', '=', body.slug).executeTakeFirst();
+      if (slugTaken) throw problem('ALREADY_EXISTS', `slug ${body.slug} is taken`, { extensions: { field: 'slug' } });
       if (await hostOwner(tx, host)) throw hostTaken(host);
       const created = await createTenant(tx, services, { slug: body.slug, name: body.name.trim(), host });
       tx.publish('tenant.created', { id: created.id, slug: created.slug });
@@ -126,8 +124,7 @@ export const tenantRoutes: readonly AnyRoute[] = [
       if (tenant.isOperator) throw problem('INVALID_STATE', 'the operator tenant cannot be suspended');
       if (tenant.status === 'suspended') return tenant;
       await suspendTenant(tx, tenant.id);
-      // NOTIFY is delivered on commit, to every process's resolver, this one included.
-      await tx.db.executeQuery(CompiledQuery.raw(EVICT_TENANT_SQL, [tenant.id]));
+      await evictTenantHosts(tx, tenant.id);
       tx.publish('tenant.suspended', { id: tenant.id });
       return readTenant(tx, tenant.id);
     },

@@ -31,13 +31,12 @@ export class AdministratorInviteError extends Error {
  * void the printed link. The link is mailed too when SMTP is configured.
  */
 export async function inviteAdministrator(services: Services, email: string, displayName?: string, tenantSlug?: string): Promise<AdministratorLink> {
-  const { rows } = await services.db.pool.query<{ id: string; slug: string; is_operator: boolean; status: string }>(
-    tenantSlug ? 'select id, slug, is_operator, status from tenants where slug = $1' : 'select id, slug, is_operator, status from tenants where is_operator',
-    tenantSlug ? [tenantSlug] : [],
-  );
-  if (!rows[0]) throw new AdministratorInviteError(tenantSlug ? `there is no tenant ${tenantSlug}` : 'there is no operator tenant yet');
-  if (rows[0].status !== 'active') throw new AdministratorInviteError(`tenant ${rows[0].slug} is suspended`);
-  const tenant: TenantRef = { id: rows[0].id, slug: rows[0].slug, isOperator: rows[0].is_operator };
+  // Read before any tenant is known, hence outside a transaction (tenants has no row-level security).
+  const tenants = services.db.kysely.selectFrom('tenants').select(['id', 'slug', 'is_operator', 'status']);
+  const found = await (tenantSlug ? tenants.where('slug', '=', tenantSlug) : tenants.where('is_operator', '=', true)).executeTakeFirst();
+  if (!found) throw new AdministratorInviteError(tenantSlug ? `there is no tenant ${tenantSlug}` : 'there is no operator tenant yet');
+  if (found.status !== 'active') throw new AdministratorInviteError(`tenant ${found.slug} is suspended`);
+  const tenant: TenantRef = { id: found.id, slug: found.slug, isOperator: found.is_operator };
 
   // Everything is read through the transaction; the mail is sent after it committed.
   const issued = await services.transactions.run(tenant, async (ctx) => {

@@ -1,4 +1,3 @@
-import { sql } from 'kysely';
 import type { SubscriptionDefinition } from '../../framework/entity/define.ts';
 import { mintSetPasswordToken, TOKEN_LIFETIME_HOURS } from '../auth/set-password-tokens.ts';
 import { setPasswordLink } from '../auth/links.ts';
@@ -18,11 +17,14 @@ export const invitationMail: SubscriptionDefinition = {
     if (event.payload.via === 'admin-invite') return;
     const id = String(event.payload.id ?? '');
     if (!isUuid(id)) return;
-    const { rows } = await sql<{ email: string; display_name: string; has_password: boolean; tenant_name: string }>`
-      select u.email, u.display_name, u.password_hash is not null as has_password, t.name as tenant_name
-        from users u join tenants t on t.id = u.tenant_id
-       where u.id = ${id}::uuid and u.deleted_at is null and u.status = 'invited'`.execute(ctx.db);
-    const person = rows[0];
+    const person = await ctx.db
+      .selectFrom('users as u')
+      .innerJoin('tenants as t', 't.id', 'u.tenant_id')
+      .select((eb) => ['u.email', 'u.display_name', eb('u.password_hash', 'is not', null).$castTo<boolean>().as('has_password'), 't.name as tenant_name'])
+      .where('u.id', '=', id)
+      .where('u.deleted_at', 'is', null)
+      .where('u.status', '=', 'invited')
+      .executeTakeFirst();
     if (!person || person.has_password) return;
     const raw = await mintSetPasswordToken(ctx, id, 'invitation');
     const link = await setPasswordLink(ctx, services, raw);

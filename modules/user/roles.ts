@@ -1,4 +1,4 @@
-import { sql } from 'kysely';
+import '../auth/auth-tables.ts';
 import type { TxContext } from '../../framework/context/tx.ts';
 import { problem } from '../../framework/errors.ts';
 
@@ -14,7 +14,7 @@ export function normaliseRoles(roles: readonly string[]): string[] {
 /** Refuses (422 ROLE_UNKNOWN) any role this tenant does not have; roles are a tenant's own rows. */
 export async function assertRolesExist(ctx: TxContext, roles: readonly string[]): Promise<void> {
   if (roles.length === 0) return;
-  const { rows } = await sql<{ name: string }>`select name from roles where name = any(${[...roles]}::text[])`.execute(ctx.db);
+  const rows = await ctx.db.selectFrom('roles').select('name').where('name', 'in', roles).execute();
   const known = new Set(rows.map((r) => r.name));
   const unknown = roles.filter((r) => !known.has(r));
   if (unknown.length > 0) {

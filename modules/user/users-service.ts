@@ -2,7 +2,7 @@ import type { TxContext } from '../../framework/context/tx.ts';
 import { problem } from '../../framework/errors.ts';
 import { findUserByEmail, inviteUser, type Invitation, type InviteOptions, type UserRow } from './invite.ts';
 import { normaliseRoles, publishRolesSet, roleChange } from './roles.ts';
-import { userByEmail } from './users-query.ts';
+import { userByEmail, USER_ROW } from './users-query.ts';
 import type { UserStatus } from './users-table.ts';
 
 /** What sign-in needs of a person: never shown, never published. */
@@ -27,14 +27,27 @@ export const usersService = {
     return userByEmail(ctx, email).select(['id', 'status', 'password_hash as passwordHash']).executeTakeFirst();
   },
 
+  /** The live user with this id, as the API shows it, or undefined. */
+  async findById(ctx: TxContext, userId: string): Promise<UserRow | undefined> {
+    return ctx.db.selectFrom('users').select(USER_ROW).where('id', '=', userId).where('deleted_at', 'is', null).executeTakeFirst();
+  },
+
   /**
    * Locks the live user's row for the rest of the transaction (a concurrent deactivation waits)
-   * and answers its status, or undefined when there is no such user.
+   * and answers its status, or undefined when there is no such user. `share` takes a shared lock
+   * instead: enough to keep the status from changing, while other readers that only share it
+   * (two sign-ins of one person) do not wait for each other.
    */
-  async lock(ctx: TxContext, userId: string): Promise<{ id: string; status: UserStatus } | undefined> {
+  async lock(ctx: TxContext, userId: string, options: { share?: boolean } = {}): Promise<{ id: string; status: UserStatus } | undefined> {
+    const query = ctx.db.selectFrom('users').select(['id', 'status']).where('id', '=', userId).where('deleted_at', 'is', null);
+    return (options.share ? query.forShare() : query.forUpdate()).executeTakeFirst();
+  },
+
+  /** Like lock, with the stored password hash, for checking the password in force before changing it. */
+  async lockCredentials(ctx: TxContext, userId: string): Promise<UserCredentials | undefined> {
     return ctx.db
       .selectFrom('users')
-      .select(['id', 'status'])
+      .select(['id', 'status', 'password_hash as passwordHash'])
       .where('id', '=', userId)
       .where('deleted_at', 'is', null)
       .forUpdate()

@@ -1,26 +1,11 @@
 import type { FastifyRequest } from 'fastify';
-import { CompiledQuery } from 'kysely';
 import type { TenantRef } from '../../../framework/context/tenant.ts';
 import type { Services } from '../../../framework/services.ts';
 import { openSession } from '../../../framework/access/sessions.ts';
 import { hashSecret } from '../../../framework/access/session-cookie.ts';
+import { usersService } from '../../user/users-service.ts';
+import '../auth-tables.ts';
 import { refused } from './issuer-client.ts';
-
-interface UserRow {
-  id: string;
-  status: 'invited' | 'active' | 'deactivated';
-}
-
-const FIND_USER = `
-select id, status from users
- where tenant_id = $1 and lower(email) = lower($2) and deleted_at is null`;
-
-// Re-checked under a row lock in the writing transaction, so a deactivation committed between
-// the lookup and the insert cannot slip a session through.
-const LOCK_ACTIVE_USER = `
-select id from users
- where tenant_id = $1 and id = $2 and status = 'active' and deleted_at is null
-   for share`;
 
 /**
  * Opens a session for the active user this tenant has at the address, exactly as login does: the
@@ -36,8 +21,8 @@ export async function signInByAddress(
   previousSessionId: string | undefined,
 ): Promise<{ userId: string; rawSessionId: string }> {
   const user = await services.transactions.run(tenant, async (tx) => {
-    const found = await tx.db.executeQuery<UserRow>(CompiledQuery.raw(FIND_USER, [tenant.id, email]));
-    return found.rows[0];
+    const found = await usersService.findByEmail(tx, email);
+    return found && { id: found.id, status: found.status };
   });
   if (!user) {
     throw refused('unknown_address', 'No account on this site has the address the identity provider returned; single sign-on creates no accounts');
@@ -48,12 +33,14 @@ export async function signInByAddress(
   return services.transactions.run(
     tenant,
     async (tx) => {
-      const locked = await tx.db.executeQuery(CompiledQuery.raw(LOCK_ACTIVE_USER, [tenant.id, user.id]));
-      if (locked.rows.length === 0) {
+      // Re-checked under a row lock in the writing transaction, so a deactivation committed between
+      // the lookup and the insert cannot slip a session through.
+      const locked = await usersService.lock(tx, user.id, { share: true });
+      if (locked?.status !== 'active') {
         throw refused('user_not_active', 'The account at this address is not active (invited and not yet set up, or deactivated)');
       }
       if (previousSessionId) {
-        await tx.db.executeQuery(CompiledQuery.raw('delete from sessions where id_hash = $1', [hashSecret(previousSessionId)]));
+        await tx.db.deleteFrom('sessions').where('id_hash', '=', hashSecret(previousSessionId)).execute();
       }
       const rawSessionId = await openSession(tx, user.id, request);
       tx.publish('auth.logged_in', { method: 'oidc', userId: user.id });

@@ -1,4 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { sql } from 'kysely';
 import { createCustomer, startTestApp, type TestApp } from '../../helpers/app.ts';
 import type { TenantRef } from '../../../framework/context/tenant.ts';
 import type { TxContext } from '../../../framework/context/tx.ts';
@@ -75,6 +76,46 @@ describe('the users service', () => {
     expect(await app.services.transactions.run(other, (ctx) => usersService.lock(ctx, row.id))).toBeUndefined();
     await app.services.db.pool.query('update users set deleted_at = now() where id = $1', [row.id]);
     expect(await inAcme((ctx) => usersService.lock(ctx, row.id))).toBeUndefined();
+  });
+
+  it('findById and lockCredentials: the live user of this tenant, the hash only for the password check', async () => {
+    const row = await invited('By.Id@svc.test', ['member']);
+    await inAcme((ctx) => usersService.setPasswordHash(ctx, row.id, 'hash-id'));
+    const found = await inAcme((ctx) => usersService.findById(ctx, row.id));
+    expect(found).toMatchObject({ id: row.id, email: 'By.Id@svc.test', status: 'invited', roles: ['member'], displayName: '' });
+    expect(found).not.toHaveProperty('passwordHash');
+    expect(await inAcme((ctx) => usersService.lockCredentials(ctx, row.id))).toEqual({ id: row.id, status: 'invited', passwordHash: 'hash-id' });
+    expect(await app.services.transactions.run(other, (ctx) => usersService.findById(ctx, row.id))).toBeUndefined();
+    expect(await app.services.transactions.run(other, (ctx) => usersService.lockCredentials(ctx, row.id))).toBeUndefined();
+    await app.services.db.pool.query('update users set deleted_at = now() where id = $1', [row.id]);
+    expect(await inAcme((ctx) => usersService.findById(ctx, row.id))).toBeUndefined();
+    expect(await inAcme((ctx) => usersService.lockCredentials(ctx, row.id))).toBeUndefined();
+  });
+
+  it('lock({ share: true }): two sign-ins share the row, while a writer’s lock waits for them', async () => {
+    const row = await invited('share@svc.test');
+    let release!: () => void;
+    const held = new Promise<void>((resolve) => (release = resolve));
+    let locked!: () => void;
+    const isLocked = new Promise<void>((resolve) => (locked = resolve));
+    const holder = inAcme(async (ctx) => {
+      await usersService.lock(ctx, row.id, { share: true });
+      locked();
+      await held;
+    });
+    await isLocked;
+    const withTimeout = <T>(fn: (ctx: TxContext) => Promise<T>) =>
+      inAcme(async (ctx) => {
+        await sql`set local lock_timeout = '300ms'`.execute(ctx.db);
+        return fn(ctx);
+      });
+    try {
+      expect(await withTimeout((ctx) => usersService.lock(ctx, row.id, { share: true }))).toEqual({ id: row.id, status: 'invited' });
+      await expect(withTimeout((ctx) => usersService.lock(ctx, row.id))).rejects.toMatchObject({ code: '55P03' });
+    } finally {
+      release();
+      await holder;
+    }
   });
 
   it('setRoles: stores the normalised set and publishes user.roles_set; the same set writes and publishes nothing', async () => {

@@ -1,0 +1,58 @@
+import type { ColumnType, Generated } from 'kysely';
+import type { AttemptKind } from './throttle.ts';
+
+// The auth module's tables (migrations/auth), column for column, for kysely's typed builder.
+// A column with a database default is Generated (optional on insert); timestamps are Date.
+
+/** roles (0001_sessions_roles.sql); the framework reads it too (framework/access/identity-tables.ts). */
+export interface RolesTable {
+  tenant_id: Generated<string>;
+  name: string;
+  permissions: Generated<string[]>;
+  created_at: Generated<Date>;
+  updated_at: Generated<Date>;
+}
+
+/** sessions (0001_sessions_roles.sql); the framework opens, touches and ends them too. */
+export interface SessionsTable {
+  id: Generated<string>;
+  tenant_id: Generated<string>;
+  id_hash: Buffer;
+  user_id: string;
+  created_at: Generated<Date>;
+  last_seen_at: Generated<Date>;
+  expires_at: Date;
+  user_agent: Generated<string>;
+  ip: Generated<string>;
+}
+
+/** set_password_tokens (0002_set_password_tokens.sql). */
+export interface SetPasswordTokensTable {
+  id: Generated<string>;
+  tenant_id: Generated<string>;
+  user_id: string;
+  token_hash: Buffer;
+  created_at: Generated<Date>;
+  sent_at: Generated<Date>;
+  expires_at: Date;
+  used_at: Date | null;
+}
+
+/** auth_attempts (0003_auth_attempts.sql). The id is a bigint identity, which pg hands back as a string. */
+export interface AuthAttemptsTable {
+  id: ColumnType<string, never, never>;
+  tenant_id: Generated<string>;
+  kind: AttemptKind;
+  source: string;
+  account: Buffer | null;
+  at: Generated<Date>;
+}
+
+declare module '../../framework/db/types.ts' {
+  interface Database {
+    roles: RolesTable;
+    sessions: SessionsTable;
+    set_password_tokens: SetPasswordTokensTable;
+    auth_attempts: AuthAttemptsTable;
+  }
+}
