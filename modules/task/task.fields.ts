@@ -1,12 +1,13 @@
 import Type from 'typebox';
 import { DateTime } from '../../framework/entity/date-time.ts';
+import { STATUS_GRAPH } from './task-status.ts';
 
 export const taskFields = {
   title: Type.String({ minLength: 1, maxLength: 200, pattern: '^[^\\r\\n]*$', description: 'One line, 1 to 200 characters.', examples: ['Call the customer back', 'Renew the certificate'] }),
   description: Type.Optional(Type.String({ maxLength: 20000, description: 'Markdown text.' })),
   status: Type.Optional(
     Type.Union([Type.Literal('open'), Type.Literal('acknowledged'), Type.Literal('in_progress'), Type.Literal('resolved'), Type.Literal('closed')], {
-      description: 'open, acknowledged, in_progress, resolved or closed. A new task is open (a create may only say open).',
+      description: `open, acknowledged, in_progress, resolved or closed. A new task is open (a create may only say open). ${STATUS_GRAPH}`,
     }),
   ),
   priority: Type.Union([Type.Literal('low'), Type.Literal('medium'), Type.Literal('high'), Type.Literal('critical')], { description: 'From low to critical.' }),
