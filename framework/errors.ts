@@ -30,6 +30,7 @@ export const PROBLEMS = {
   CONFLICT: { status: 409, title: 'Conflict' },
   ALREADY_EXISTS: { status: 409, title: 'Already exists' },
   INVALID_STATE: { status: 409, title: 'Not allowed in the current state' },
+  INVALID_TRANSITION: { status: 409, title: 'Status change not allowed' },
   PERMISSION_UNKNOWN: { status: 422, title: 'Unknown permission' },
   PERMISSION_OPERATOR_ONLY: { status: 422, title: 'Operator permission in a customer role' },
   ROLE_UNKNOWN: { status: 422, title: 'Unknown role' },

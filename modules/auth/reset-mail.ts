@@ -58,6 +58,8 @@ export const resetLinkMail: SubscriptionDefinition = {
       title: 'Password reset requested',
       body: 'A link to set a new password was mailed to you. If you did not ask for it, you can ignore it.',
       link: RESET_PAGE_PATH,
+      // The link itself was just mailed: the notice stays in the application.
+      email: false,
     });
   },
 };

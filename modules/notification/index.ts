@@ -1,8 +1,16 @@
 import { defineModule } from '../../framework/entity/define.ts';
+import { notificationRoutes } from './notification.routes.ts';
+import { notificationMail } from './notification-mail.ts';
+import './notifications-table.ts';
 
-/** Per-person messages. Written through notify(); reading and marking read come with their routes. */
+/**
+ * Per-person messages, optionally mailed. notify() (notify.ts) is the only writer; a person lists
+ * their own and marks them read; the mail subscription sends the ones that ask for mail.
+ */
 export const notificationModule = defineModule({
   name: 'notification',
   description: 'Per-person messages, optionally mailed',
-  events: ['notification.created'],
+  events: ['notification.created', 'notification.email_requested', 'notification.read'],
+  routes: notificationRoutes,
+  subscriptions: [notificationMail],
 });

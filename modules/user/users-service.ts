@@ -33,6 +33,19 @@ export const usersService = {
   },
 
   /**
+   * The live (not deleted) user by id, with the address and status other modules need to mail or
+   * assign them; undefined for an unknown id. Never the password hash.
+   */
+  async findById(ctx: TxContext, userId: string): Promise<{ id: string; email: string; displayName: string; status: UserStatus } | undefined> {
+    return ctx.db
+      .selectFrom('users')
+      .select(['id', 'email', 'display_name as displayName', 'status'])
+      .where('id', '=', userId)
+      .where('deleted_at', 'is', null)
+      .executeTakeFirst();
+  },
+
+  /**
    * Locks the live user's row for the rest of the transaction (a concurrent deactivation waits)
    * and answers its status, or undefined when there is no such user. `share` takes a shared lock
    * instead: enough to keep the status from changing, while other readers that only share it

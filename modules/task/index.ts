@@ -1,0 +1,16 @@
+import { defineModule, entity } from '../../framework/entity/define.ts';
+import { task } from './task.entity.ts';
+import { slaSweep } from './sla-sweep.ts';
+
+/** Work items with a deadline, assignment, resolution and a recorded SLA breach. */
+export const taskModule = defineModule({
+  name: 'task',
+  description: 'Work items with a deadline and a recorded SLA breach',
+  permissions: [
+    { name: 'task:read', description: 'Task list and reads; the Tasks navigation entry' },
+    { name: 'task:update', description: 'Task create, update, delete and the assign, resolve and check-sla commands' },
+  ],
+  events: ['task.assigned', 'task.resolved', 'task.sla_breached'],
+  entities: [entity(task)],
+  jobs: [slaSweep],
+});

@@ -1,0 +1,46 @@
+import { sql } from 'kysely';
+import type { JobDefinition } from '../../framework/entity/define.ts';
+import type { TxContext } from '../../framework/context/tx.ts';
+
+/** Rows marked per transaction (the spec's sweep batch). */
+export const SWEEP_BATCH = 1000;
+
+/**
+ * Marks up to a batch of the tenant's live tasks whose deadline passed at `now` and that are not
+ * resolved, closed or already marked, publishing task.sla_breached for each. The rows are locked
+ * and the condition on sla_breached is checked again once a lock is granted, so two sweeps (or a
+ * sweep and a request holding the row) mark and publish each task once.
+ */
+export async function markBreaches(ctx: TxContext, now: Date): Promise<string[]> {
+  const { rows } = await sql<{ id: string }>`
+    update tasks set sla_breached = true, updated_at = now()
+     where id in (select id from tasks
+                   where deleted_at is null and not sla_breached and status not in ('resolved', 'closed')
+                     and deadline <= ${now}
+                   order by deadline, id
+                   limit ${SWEEP_BATCH}
+                     for update)
+       and not sla_breached
+    returning id`.execute(ctx.db);
+  for (const { id } of rows) {
+    ctx.publish('task.sla_breached', { id });
+    ctx.publish('task.task.updated', { id, changed: ['slaBreached'] });
+  }
+  return rows.map((r) => r.id);
+}
+
+/** Every minute, per tenant: marks the tasks whose deadline passed, as of the clock's time. */
+export const slaSweep: JobDefinition = {
+  name: 'task-sla-sweep',
+  cron: '* * * * *',
+  perTenant: true,
+  publishes: ['task.sla_breached', 'task.task.updated'],
+  async run(ctx) {
+    let marked = 0;
+    for (;;) {
+      const batch = await ctx.transaction((tx) => markBreaches(tx, ctx.now));
+      marked += batch.length;
+      if (batch.length < SWEEP_BATCH) return { marked, at: ctx.now.toISOString() };
+    }
+  },
+};

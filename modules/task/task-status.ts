@@ -1,0 +1,43 @@
+import { problem } from '../../framework/errors.ts';
+
+export const TASK_STATUSES = ['open', 'acknowledged', 'in_progress', 'resolved', 'closed'] as const;
+export type TaskStatus = (typeof TASK_STATUSES)[number];
+
+/** Statuses whose deadline no longer counts: a breach is not marked on them. */
+export const FINISHED: readonly TaskStatus[] = ['resolved', 'closed'];
+
+/** Where resolve may start. */
+export const RESOLVABLE: readonly TaskStatus[] = ['open', 'acknowledged', 'in_progress'];
+
+/**
+ * The status graph: open → acknowledged → in_progress → resolved → closed; resolved → in_progress
+ * (reopen); acknowledged or in_progress → open when unassigned. Moves into resolved belong to the
+ * resolve command; every other edge a PATCH may take.
+ */
+const EDGES: Readonly<Record<TaskStatus, readonly TaskStatus[]>> = {
+  open: ['acknowledged'],
+  acknowledged: ['in_progress', 'open'],
+  in_progress: ['resolved', 'open'],
+  resolved: ['closed', 'in_progress'],
+  closed: [],
+};
+
+/** The graph as one sentence, for OpenAPI and the refusals. */
+export const STATUS_GRAPH =
+  'Status graph: open → acknowledged → in_progress → resolved → closed; resolved → in_progress (reopen); acknowledged or in_progress → open when the task has no assignee. A PATCH may take these edges except into resolved (the resolve command) and except into acknowledged or in_progress while nobody is assigned; any other move is 409 INVALID_TRANSITION.';
+
+const refuse = (detail: string) => problem('INVALID_TRANSITION', detail, { extensions: { field: 'status' } });
+
+/** Refuses (409 INVALID_TRANSITION) a status move a PATCH may not make. */
+export function checkPatchMove(from: TaskStatus, to: TaskStatus, assigneeId: string | null): void {
+  if (from === to) return;
+  if (!EDGES[from].includes(to)) throw refuse(`a task cannot move from ${from} to ${to}`);
+  if (to === 'resolved') throw refuse('only POST .../{id}/resolve moves a task to resolved');
+  if ((to === 'acknowledged' || to === 'in_progress') && assigneeId === null) throw refuse(`a task with no assignee cannot move to ${to}: assign it first`);
+  if (to === 'open' && assigneeId !== null) throw refuse('an assigned task does not go back to open');
+}
+
+/** True when the deadline has passed at `now` for a task that is still to be done and not yet marked. */
+export function breachDue(row: { deadline: Date; status: string | null; slaBreached: boolean }, now: Date): boolean {
+  return !row.slaBreached && !FINISHED.includes(row.status as TaskStatus) && row.deadline.getTime() <= now.getTime();
+}

@@ -1,0 +1,108 @@
+import Type from 'typebox';
+import { sql } from 'kysely';
+import { defineCommand, defineEntity } from '../../framework/entity/define.ts';
+import { problem } from '../../framework/errors.ts';
+import { notify, TITLE_MAX } from '../notification/notify.ts';
+import { usersService } from '../user/users-service.ts';
+import { taskFields } from './task.fields.ts';
+import { breachDue, checkPatchMove, RESOLVABLE, STATUS_GRAPH, type TaskStatus } from './task-status.ts';
+
+const command = defineCommand(taskFields);
+
+/** Where an assignee finds the task. */
+export const taskLink = (id: string): string => `/admin/task/tasks/${id}`;
+
+const assign = command({
+  summary: 'Assign a task to a user of the tenant',
+  description:
+    'Sets assigneeId and moves an open task to acknowledged (other statuses stay), publishes task.assigned and notifies the assignee, with a mail when they have an address. An unknown or deactivated user is 422 VALIDATION_FAILED; a closed task is 409 INVALID_TRANSITION. Assigning the same person again changes nothing and publishes nothing.',
+  body: Type.Object({ assigneeId: Type.String({ format: 'uuid', description: 'A user of this tenant.' }) }, { additionalProperties: false }),
+  publishes: ['task.assigned', 'notification.created', 'notification.email_requested'],
+  async run(ctx, row, body) {
+    if (row.status === 'closed') throw problem('INVALID_TRANSITION', 'a closed task cannot be assigned', { extensions: { field: 'status' } });
+    const user = await usersService.findById(ctx, body.assigneeId);
+    if (!user || user.status === 'deactivated') {
+      const message = user ? 'this user is deactivated' : 'no such user in this tenant';
+      throw problem('VALIDATION_FAILED', `assigneeId: ${message}`, { errors: [{ pointer: '/body/assigneeId', message }] });
+    }
+    if (row.assigneeId === user.id) return;
+    ctx.publish('task.assigned', { id: row.id, assigneeId: user.id });
+    const title = `Task assigned to you: ${row.title}`;
+    await notify(ctx, {
+      recipientId: user.id,
+      title: title.length > TITLE_MAX ? `${title.slice(0, TITLE_MAX - 1)}…` : title,
+      body: `You were assigned the task "${row.title}" (priority ${row.priority}), due ${row.deadline.toISOString()}.`,
+      link: taskLink(row.id),
+      email: true,
+    });
+    return { assigneeId: user.id, status: row.status === 'open' ? 'acknowledged' : row.status };
+  },
+});
+
+const resolve = command({
+  summary: 'Resolve a task',
+  description:
+    'Sets resolvedAt (now) and resolution and moves the task to resolved, publishing task.resolved. Allowed from open, acknowledged and in_progress; from resolved or closed it is 409 INVALID_TRANSITION. A deadline that passed before the resolution is recorded as a breach first.',
+  body: Type.Object({ resolution: Type.String({ minLength: 1, maxLength: 10000 }) }, { additionalProperties: false }),
+  publishes: ['task.resolved', 'task.sla_breached'],
+  async run(ctx, row, body) {
+    if (!RESOLVABLE.includes(row.status as TaskStatus)) {
+      throw problem('INVALID_TRANSITION', `a ${row.status} task cannot be resolved`, { extensions: { field: 'status' } });
+    }
+    const breached = breachDue(row, ctx.now);
+    if (breached) ctx.publish('task.sla_breached', { id: row.id });
+    ctx.publish('task.resolved', { id: row.id });
+    return { status: 'resolved', resolvedAt: ctx.now, resolution: body.resolution, ...(breached ? { slaBreached: true } : {}) };
+  },
+});
+
+const checkSla = command({
+  summary: 'Check the task’s deadline now',
+  description:
+    'Marks slaBreached and publishes task.sla_breached when the deadline has passed and the task is not resolved or closed. Once per task: a breach already marked changes nothing and publishes nothing.',
+  publishes: ['task.sla_breached'],
+  async run(ctx, row) {
+    if (!breachDue(row, ctx.now)) return;
+    ctx.publish('task.sla_breached', { id: row.id });
+    return { slaBreached: true };
+  },
+});
+
+/**
+ * A work item with a deadline. The assignee and the resolution belong to their commands, the
+ * breach to the service: hooks, check-sla and the SLA sweep mark it once, and nothing clears it.
+ */
+export const task = defineEntity({
+  module: 'task',
+  name: 'task',
+  description: `Work items with a deadline, an assignee and a recorded SLA breach. ${STATUS_GRAPH}`,
+  fields: taskFields,
+  commandOwned: { assigneeId: 'assign', resolvedAt: 'resolve', resolution: 'resolve', slaBreached: 'check-sla' },
+  permissions: { read: 'task:read', write: 'task:update' },
+  sortable: ['title', 'status', 'deadline'],
+  hookPublishes: ['task.sla_breached'],
+  commands: { assign, resolve, 'check-sla': checkSla },
+  hooks: {
+    async beforeWrite(_ctx, { op, values, previous }) {
+      if (values.status === undefined) return;
+      if (op === 'create') {
+        if (values.status !== 'open') throw problem('INVALID_TRANSITION', 'a new task is open', { extensions: { field: 'status' } });
+        return;
+      }
+      checkPatchMove(previous!.status as TaskStatus, values.status, previous!.assigneeId);
+    },
+    // A deadline already passed on arrival, or reached by an update or a command: marked once.
+    async afterWrite(ctx, { op, row }) {
+      if (op === 'delete' || !breachDue(row, ctx.now)) return;
+      ctx.publish('task.sla_breached', { id: row.id });
+      return { slaBreached: true };
+    },
+    // The deleted row keeps the record of a deadline it missed.
+    async beforeDelete(ctx, { row }) {
+      if (!breachDue(row, ctx.now)) return;
+      await sql`update tasks set sla_breached = true, updated_at = now() where id = ${row.id}`.execute(ctx.db);
+      ctx.publish('task.sla_breached', { id: row.id });
+    },
+  },
+  admin: { title: 'title', columns: ['title', 'status', 'priority', 'deadline', 'assigneeId', 'slaBreached'] },
+});
