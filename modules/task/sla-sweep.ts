@@ -1,4 +1,4 @@
-import { sql } from 'kysely';
+import './tasks-table.ts';
 import type { JobDefinition } from '../../framework/entity/define.ts';
 import type { TxContext } from '../../framework/context/tx.ts';
 
@@ -12,16 +12,25 @@ export const SWEEP_BATCH = 1000;
  * sweep and a request holding the row) mark and publish each task once.
  */
 export async function markBreaches(ctx: TxContext, now: Date): Promise<string[]> {
-  const { rows } = await sql<{ id: string }>`
-    update tasks set sla_breached = true, updated_at = now()
-     where id in (select id from tasks
-                   where deleted_at is null and not sla_breached and status not in ('resolved', 'closed')
-                     and deadline <= ${now}
-                   order by deadline, id
-                   limit ${SWEEP_BATCH}
-                     for update)
-       and not sla_breached
-    returning id`.execute(ctx.db);
+  const rows = await ctx.db
+    .updateTable('tasks')
+    .set({ sla_breached: true, updated_at: now })
+    .where('id', 'in', (eb) =>
+      eb
+        .selectFrom('tasks')
+        .select('id')
+        .where('deleted_at', 'is', null)
+        .where('sla_breached', '=', false)
+        .where('status', 'not in', ['resolved', 'closed'])
+        .where('deadline', '<=', now)
+        .orderBy('deadline')
+        .orderBy('id')
+        .limit(SWEEP_BATCH)
+        .forUpdate(),
+    )
+    .where('sla_breached', '=', false)
+    .returning('id')
+    .execute();
   for (const { id } of rows) {
     ctx.publish('task.sla_breached', { id });
     ctx.publish('task.task.updated', { id, changed: ['slaBreached'] });

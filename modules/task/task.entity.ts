@@ -1,5 +1,5 @@
 import Type from 'typebox';
-import { sql } from 'kysely';
+import './tasks-table.ts';
 import { defineCommand, defineEntity } from '../../framework/entity/define.ts';
 import { problem } from '../../framework/errors.ts';
 import { notify, TITLE_MAX } from '../notification/notify.ts';
@@ -100,7 +100,7 @@ export const task = defineEntity({
     // The deleted row keeps the record of a deadline it missed.
     async beforeDelete(ctx, { row }) {
       if (!breachDue(row, ctx.now)) return;
-      await sql`update tasks set sla_breached = true, updated_at = now() where id = ${row.id}`.execute(ctx.db);
+      await ctx.db.updateTable('tasks').set({ sla_breached: true, updated_at: ctx.now }).where('id', '=', row.id).execute();
       ctx.publish('task.sla_breached', { id: row.id });
     },
   },

@@ -27,22 +27,9 @@ export const usersService = {
     return userByEmail(ctx, email).select(['id', 'status', 'password_hash as passwordHash']).executeTakeFirst();
   },
 
-  /** The live user with this id, as the API shows it, or undefined. */
+  /** The live user with this id, as the API shows it (never the password hash), or undefined. */
   async findById(ctx: TxContext, userId: string): Promise<UserRow | undefined> {
     return ctx.db.selectFrom('users').select(USER_ROW).where('id', '=', userId).where('deleted_at', 'is', null).executeTakeFirst();
-  },
-
-  /**
-   * The live (not deleted) user by id, with the address and status other modules need to mail or
-   * assign them; undefined for an unknown id. Never the password hash.
-   */
-  async findById(ctx: TxContext, userId: string): Promise<{ id: string; email: string; displayName: string; status: UserStatus } | undefined> {
-    return ctx.db
-      .selectFrom('users')
-      .select(['id', 'email', 'display_name as displayName', 'status'])
-      .where('id', '=', userId)
-      .where('deleted_at', 'is', null)
-      .executeTakeFirst();
   },
 
   /**

@@ -20,18 +20,6 @@ const RAW_SQL: readonly { name: string; pattern: RegExp }[] = [
   { name: 'pg client', pattern: /\bfrom\s+['"]pg['"]/g },
 ];
 
-/**
- * The only SQL text allowed in modules/, each entry a file, the fragment and why. An entry that no
- * longer matches anything fails the test too, so the list never outlives its reason.
- */
-const ALLOWED: readonly { file: string; fragment: RegExp; why: string }[] = [
-  {
-    file: 'modules/notification/notify.ts',
-    fragment: /sql<\{ id: string \}>`/,
-    why: 'the notification module is being rewritten on the entity framework in its own issue; delete this entry with that rewrite',
-  },
-];
-
 interface RawSqlUse {
   file: string;
   line: number;
@@ -58,8 +46,6 @@ function rawSqlUses(file: string, source: string): RawSqlUse[] {
   }
   return uses;
 }
-
-const isAllowed = (use: RawSqlUse): boolean => ALLOWED.some((entry) => entry.file === use.file && entry.fragment.test(use.text));
 
 function sources(dir: string): string[] {
   return readdirSync(dir).flatMap((name) => {
@@ -93,19 +79,11 @@ describe('module code queries through kysely\'s typed builder', () => {
     for (const source of fine) expect(rawSqlUses('modules/x/y.ts', source), source).toEqual([]);
   });
 
-  it('an allowlist entry covers its own file only', () => {
-    const source = "const { rows } = await sql<{ id: string }>`insert into notifications (title) values (${t}) returning id`.execute(ctx.db);";
-    expect(rawSqlUses('modules/notification/notify.ts', source).every(isAllowed)).toBe(true);
-    expect(rawSqlUses('modules/auth/notify.ts', source).some((use) => !isAllowed(use))).toBe(true);
-  });
-
-  it('finds no raw SQL in modules/ outside the allowlist, and every allowlist entry still in use', () => {
+  it('finds no raw SQL anywhere in modules/', () => {
     const files = sources(join(ROOT, 'modules'));
     expect(files.length).toBeGreaterThan(20);
     const uses = files.flatMap((path) => rawSqlUses(relative(ROOT, path), readFileSync(path, 'utf8')));
-    const offences = uses.filter((use) => !isAllowed(use)).map((use) => `${use.file}:${use.line} (${use.kind}): ${use.text}`);
+    const offences = uses.map((use) => `${use.file}:${use.line} (${use.kind}): ${use.text}`);
     expect(offences, 'query through ctx.db\'s typed builder (see docs/architecture.md)').toEqual([]);
-    const unused = ALLOWED.filter((entry) => !uses.some((use) => use.file === entry.file && entry.fragment.test(use.text)));
-    expect(unused.map((entry) => `${entry.file}: ${entry.fragment}`), 'remove allowlist entries nothing needs').toEqual([]);
   });
 });

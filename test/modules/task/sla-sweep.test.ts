@@ -80,7 +80,7 @@ describe('the SLA sweep (task-sla-sweep, every minute, per tenant)', () => {
       await blocker.query('select id from tasks where id = any($1) for update', [ids]);
       const runs = [new JobRunner(app.services), new JobRunner(second.services)].map((runner) => runner.runOnce('task-sla-sweep', { tenant: acme }));
       const waiting = async () =>
-        Number((await app.services.db.pool.query(`select count(*) as n from pg_stat_activity where wait_event_type = 'Lock' and query like '%update tasks set sla_breached%'`)).rows[0].n);
+        Number((await app.services.db.pool.query(`select count(*) as n from pg_stat_activity where wait_event_type = 'Lock' and query like '%update "tasks" set "sla_breached"%'`)).rows[0].n);
       for (let i = 0; (await waiting()) < 2; i++) {
         if (i > 200) throw new Error('the two sweeps never waited on the rows together');
         await new Promise((r) => setTimeout(r, 25));
