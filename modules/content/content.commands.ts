@@ -19,7 +19,7 @@ export const publish = command({
     if (row.status === 'published') return;
     if (row.status === 'archived') {
       throw problem('INVALID_STATE', 'An archived content item cannot be published: unpublish it first (POST /api/v1/content/contents/{id}/unpublish)', {
-        extensions: { status: row.status },
+        extensions: { state: row.status },
       });
     }
     ctx.publish('content.published', { id: row.id, slug: row.slug });
