@@ -64,6 +64,7 @@ describe('GET /api/v1/content/public/{slug}', () => {
     const res = await anonymous('nobody-lives-here.localhost').get(`${PUBLIC}/${row.slug}`);
     expect(res.status).toBe(404);
     expect(res.headers['content-type']).toMatch(/^application\/problem\+json/);
+    expect(res.body.code).toBe('NO_SITE');
   });
 
   it('a slug outside the grammar gives 422 SLUG_INVALID', async () => {
