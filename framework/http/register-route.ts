@@ -41,7 +41,8 @@ export function registerRoute(app: FastifyInstance, services: Services, route: A
   const cookie = sessionCookie(services.config);
   const isOperatorPermission = (p: string) => services.registry.isOperatorPermission(p);
   const protectedFields = entity ? protectedFieldCheck(entity, route) : undefined;
-  const invalidCodes = entity?.def.invalidCodes ? fieldCodeFormatter(entity.def.invalidCodes) : undefined;
+  // Only bodies made of the entity's fields (create, PATCH, PUT) answer a field's own code.
+  const invalidCodes = protectedFields && entity?.def.invalidCodes ? fieldCodeFormatter(entity.def.invalidCodes) : undefined;
   const allowList = publishAllowList(route, entity);
   const multipart = route.transaction === 'none' ? route.multipart : undefined;
   const bodyLimit = route.bodyLimit ?? app.initialConfig.bodyLimit ?? DEFAULT_BODY_LIMIT;
