@@ -31,6 +31,8 @@ export const PROBLEMS = {
   ALREADY_EXISTS: { status: 409, title: 'Already exists' },
   INVALID_STATE: { status: 409, title: 'Not allowed in the current state' },
   INVALID_TRANSITION: { status: 409, title: 'Status change not allowed' },
+  SLUG_INVALID: { status: 422, title: 'Slug outside the slug grammar' },
+  SLUG_TAKEN: { status: 409, title: 'Slug already used' },
   PERMISSION_UNKNOWN: { status: 422, title: 'Unknown permission' },
   PERMISSION_OPERATOR_ONLY: { status: 422, title: 'Operator permission in a customer role' },
   ROLE_UNKNOWN: { status: 422, title: 'Unknown role' },

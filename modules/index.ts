@@ -4,8 +4,9 @@ import { notificationModule } from './notification/index.ts';
 import { userModule } from './user/index.ts';
 import { tenantModule } from './tenant/index.ts';
 import { taskModule } from './task/index.ts';
+import { contentModule } from './content/index.ts';
 
 /** The installation's modules, in migration order (framework migrations always run first). */
 export const coreModules: readonly ModuleDefinition[] = [userModule, authModule, notificationModule, tenantModule, taskModule];
 
-export const allModules: readonly ModuleDefinition[] = [...coreModules];
+export const allModules: readonly ModuleDefinition[] = [...coreModules, contentModule];

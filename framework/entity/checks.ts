@@ -61,6 +61,11 @@ export function checkRegistry(registry: Registry, earlier: string[]): void {
       ['immutable', entity.immutable],
       ['sortable', def.sortable ?? []],
       ['admin column', def.admin ? [def.admin.title, ...def.admin.columns] : []],
+      ['readOnlyReasons', Object.keys(def.readOnlyReasons ?? {})],
+      ['normalise', Object.keys(def.normalise ?? {})],
+      ['invalidCodes', Object.keys(def.invalidCodes ?? {})],
+      ['uniqueCodes', Object.keys(def.uniqueCodes ?? {})],
+      ['eventFields', def.eventFields ?? []],
     ] as const) {
       for (const field of list) {
         if (!(field in def.fields)) problems.push(`entity ${entity.names.key}: ${kind} field ${field} is not a field`);

@@ -4,6 +4,7 @@ import type { SessionInfo, TxContext } from '../context/tx.ts';
 import type { Services } from '../services.ts';
 import type { Config } from '../config/schema.ts';
 import type { TenantRef } from '../context/tenant.ts';
+import type { ProblemCode } from '../errors.ts';
 
 /** Who may call a route: anybody, anybody (with the session resolved if present), any session, or a permission. */
 export type Access = 'public' | 'optional' | 'signedIn' | { permission: string };
@@ -155,6 +156,8 @@ export interface PublicReadDefinition<F extends TProperties, S extends TSchema =
   schema: S;
   /** Turns the row into the public shape; the only fields that leave. */
   shape(row: EntityRow<F>, ctx: TxContext<never>): Answer<S> | Promise<Answer<S>>;
+  /** Cache-Control of the 200 and 304 answers (none by default), e.g. 'public, no-cache' to have every cache revalidate. */
+  cacheControl?: string;
   /** What the weak ETag derives from; default the row's updatedAt. */
   etag?(row: EntityRow<F>): Date | string;
 }
@@ -202,6 +205,20 @@ export interface EntityDefinition<
   commandOwned?: { readonly [K in keyof F & string]?: NoInfer<CN> | readonly NoInfer<CN>[] };
   /** Fields only the service sets (hooks, jobs): refused on create and PATCH like id and createdAt. */
   readOnly?: readonly (keyof F & string)[];
+  /** Per read-only field: why a body may not name it, as the refusal's detail says (default 'set by the service'). */
+  readOnlyReasons?: { readonly [K in keyof F & string]?: string };
+  /**
+   * Per string field: its stored form (e.g. a slug: NFKC, trimmed, lower-cased), applied to create,
+   * PATCH and PUT bodies before they are validated, and to the public read's parameter before the
+   * lookup when it reads by that field: a value is stored and looked up the same way every time.
+   */
+  normalise?: { readonly [K in keyof F & string]?: (value: string) => string };
+  /** Per field: the code (a 422 of framework/errors.ts) a value outside the field's schema answers instead of VALIDATION_FAILED. */
+  invalidCodes?: { readonly [K in keyof F & string]?: ProblemCode };
+  /** Per unique field: the unique index that keeps it unique, and the code (a 409) a duplicate answers instead of ALREADY_EXISTS. */
+  uniqueCodes?: { readonly [K in keyof F & string]?: { index: string; code: ProblemCode } };
+  /** Fields the created, updated and deleted events carry besides the id (e.g. a slug); never a body or an address. */
+  eventFields?: readonly (keyof F & string)[];
   /** Response-only fields afterRead adds (no column, never written): part of the row schema. */
   computed?: C;
   permissions: { read: string; write: string };

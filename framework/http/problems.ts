@@ -6,7 +6,7 @@ import { pagingRefusal } from '../operations/paging.ts';
 
 export const PROBLEM_CONTENT_TYPE = 'application/problem+json';
 
-interface ValidationIssue {
+export interface ValidationIssue {
   instancePath?: string;
   message?: string;
   keyword?: string;
@@ -33,8 +33,12 @@ function fromDatabaseError(err: { code?: string; constraint?: string; detail?: s
 }
 
 function fromValidation(err: FastifyError): ProblemError {
-  const part = err.validationContext ?? 'body';
-  const errors: FieldError[] = ((err.validation ?? []) as ValidationIssue[])
+  return validationProblem((err.validation ?? []) as ValidationIssue[], err.validationContext ?? 'body');
+}
+
+/** A refused request part: one pointer per failing value (missing and unknown properties each their own). */
+export function validationProblem(issues: ValidationIssue[], part: string, code: ProblemCode = 'VALIDATION_FAILED'): ProblemError {
+  const errors: FieldError[] = issues
     .filter((issue) => issue.keyword !== 'boolean')
     .flatMap((issue) => {
       const at = `/${part}${issue.instancePath ?? ''}`;
@@ -49,7 +53,7 @@ function fromValidation(err: FastifyError): ProblemError {
       }
       return [{ pointer: at, message: pagingRefusal(at, issue.keyword) ?? issue.message ?? 'invalid' }];
     });
-  return problem('VALIDATION_FAILED', `The request ${part} does not match the schema`, { errors });
+  return problem(code, `The request ${part} does not match the schema`, { errors });
 }
 
 export function toProblem(err: unknown): ProblemError {

@@ -4,7 +4,8 @@ import type { EntityRow, PublicReadDefinition, RouteDefinition } from '../entity
 import type { ResolvedEntity } from '../entity/resolve.ts';
 import { API_PREFIX } from '../entity/names.ts';
 import { prepared } from '../db/statements.ts';
-import { notFound } from '../errors.ts';
+import { Compile } from 'typebox/compile';
+import { notFound, problem } from '../errors.ts';
 import { notModified, weakETag } from './etag.ts';
 
 export const PUBLIC_READ_VERB = 'public-read';
@@ -35,9 +36,23 @@ export function publicReadRoute(entity: ResolvedEntity, toRow: (values: Record<s
       ' limit 1',
   );
   const whereValues = where.map(([, value]) => value);
-  const normalise = spec.normalise ?? ((value: string) => value);
+  const normaliser = spec.normalise ?? entity.def.normalise?.[spec.by];
   const etagOf = spec.etag ?? ((row: Row) => row.updatedAt);
   const param = spec.param ?? entity.def.fields[spec.by]!;
+  // A normalised field is checked in its stored form: the path takes any text, and the value,
+  // once normalised, must meet the parameter's schema (answering the field's own code if it has one).
+  const checkStored = normaliser ? Compile(param) : undefined;
+  const invalidCode = entity.def.invalidCodes?.[spec.by] ?? 'VALIDATION_FAILED';
+  const normalise = (raw: string): string => {
+    if (!normaliser || !checkStored) return raw;
+    const value = normaliser(raw);
+    if (checkStored.Check(value)) return value;
+    const message = [...checkStored.Errors(value)][0]?.message ?? 'invalid';
+    throw problem(invalidCode, `The request params do not match the schema`, { errors: [{ pointer: `/params/${spec.by}`, message }] });
+  };
+  const routeParam = normaliser
+    ? Type.String({ description: `Any text: normalised the way ${spec.by} is stored, then it must meet ${spec.by}'s rules (422 otherwise)` })
+    : param;
   const label = names.label.toLowerCase();
 
   return {
@@ -52,7 +67,7 @@ export function publicReadRoute(entity: ResolvedEntity, toRow: (values: Record<s
     tags: [entity.module],
     access: 'public',
     schema: {
-      params: Type.Object({ [spec.by]: param }, { additionalProperties: false }),
+      params: Type.Object({ [spec.by]: routeParam }, { additionalProperties: false }),
       response: {
         200: { ...spec.schema, 'x-response-description': `The public ${label}` } as TSchema,
         304: Type.Null({ description: 'Not modified: the If-None-Match names the current ETag' }),
@@ -63,6 +78,7 @@ export function publicReadRoute(entity: ResolvedEntity, toRow: (values: Record<s
       const found = await tx.db.executeQuery<Record<string, unknown>>(CompiledQuery.raw(text, [value, ...whereValues]));
       if (!found.rows[0]) throw notFound();
       const row = toRow(found.rows[0]);
+      if (spec.cacheControl) reply.header('cache-control', spec.cacheControl);
       if (notModified(request, reply, weakETag(etagOf(row)))) return undefined;
       return spec.shape(row, tx);
     },

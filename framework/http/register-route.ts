@@ -9,9 +9,10 @@ import { hashSecret, sessionCookie } from '../access/session-cookie.ts';
 import { renewSessionCookie } from '../access/sessions.ts';
 import { STATE_CHANGING_METHODS, refuseCrossSite } from '../access/cross-site.ts';
 import { checkFormToken } from '../access/form-token.ts';
-import { problem } from '../errors.ts';
+import { problem, type ProblemCode } from '../errors.ts';
 import { problemResponse, problemResponses } from '../openapi/problem-schema.ts';
 import { typeboxValidatorCompiler } from './validation.ts';
+import { validationProblem, type ValidationIssue } from './problems.ts';
 
 /** The body limit of a route that declares none. */
 export const DEFAULT_BODY_LIMIT = 1024 * 1024;
@@ -40,6 +41,8 @@ export function registerRoute(app: FastifyInstance, services: Services, route: A
   const cookie = sessionCookie(services.config);
   const isOperatorPermission = (p: string) => services.registry.isOperatorPermission(p);
   const protectedFields = entity ? protectedFieldCheck(entity, route) : undefined;
+  // Only bodies made of the entity's fields (create, PATCH, PUT) answer a field's own code.
+  const invalidCodes = protectedFields && entity?.def.invalidCodes ? fieldCodeFormatter(entity.def.invalidCodes) : undefined;
   const allowList = publishAllowList(route, entity);
   const multipart = route.transaction === 'none' ? route.multipart : undefined;
   const bodyLimit = route.bodyLimit ?? app.initialConfig.bodyLimit ?? DEFAULT_BODY_LIMIT;
@@ -69,6 +72,7 @@ export function registerRoute(app: FastifyInstance, services: Services, route: A
     ...(route.bodyLimit ? { bodyLimit: route.bodyLimit } : {}),
     // A multipart form is streamed by the handler, never parsed or validated before it runs.
     ...(multipart ? { validatorCompiler: skipBodyValidation } : {}),
+    ...(invalidCodes ? { schemaErrorFormatter: invalidCodes } : {}),
     schema: {
       operationId: route.operationId,
       summary: route.summary,
@@ -141,6 +145,7 @@ function protectedFieldCheck(entity: ResolvedEntity, route: AnyRoute) {
   const isCreate = route.operationId === entity.names.operationId('create') || route.operationId === entity.names.operationId('replace');
   const isPatch = route.operationId === entity.names.operationId('update');
   if (!isCreate && !isPatch) return undefined;
+  const normalisers = Object.entries(entity.def.normalise ?? {}).filter((entry): entry is [string, (value: string) => string] => entry[1] !== undefined);
   return async (request: FastifyRequest) => {
     const body = request.body;
     if (typeof body !== 'object' || body === null || Array.isArray(body)) return;
@@ -155,8 +160,15 @@ function protectedFieldCheck(entity: ResolvedEntity, route: AnyRoute) {
         throw problem('FIELD_IMMUTABLE', `${key} cannot be changed after creation`, { extensions: { field: key } });
       }
       if (key === 'id' || key === 'createdAt' || key === 'updatedAt' || entity.readOnly.includes(key)) {
-        throw problem('FIELD_IMMUTABLE', `${key} is set by the service`, { extensions: { field: key } });
+        const reason = entity.def.readOnlyReasons?.[key] ?? 'set by the service';
+        throw problem('FIELD_IMMUTABLE', `${key} is ${reason}`, { extensions: { field: key } });
       }
+    }
+    // Then the values are put in their stored form, so the schema checks what will be stored.
+    const fields = body as Record<string, unknown>;
+    for (const [field, normalise] of normalisers) {
+      const value = fields[field];
+      if (typeof value === 'string') fields[field] = normalise(value);
     }
   };
 }
@@ -193,5 +205,20 @@ function multipartCheck(limit: number) {
     const length = request.headers['content-length'];
     if (length === undefined) throw problem('LENGTH_REQUIRED', 'A multipart body needs a Content-Length');
     if (Number(length) > limit) throw problem('PAYLOAD_TOO_LARGE', `The request body is larger than ${limit} bytes`);
+  };
+}
+
+/**
+ * A request whose only failing values are fields with a code of their own (invalidCodes, e.g.
+ * slug → SLUG_INVALID) answers that code, with the same pointers VALIDATION_FAILED would carry.
+ */
+function fieldCodeFormatter(codes: Readonly<Record<string, ProblemCode | undefined>>) {
+  return (issues: ValidationIssue[], part: string): Error => {
+    if (part !== 'body') return validationProblem(issues, part);
+    const fieldOf = (issue: ValidationIssue) => (issue.instancePath ?? '').split('/')[1];
+    const relevant = issues.filter((issue) => issue.keyword !== 'boolean');
+    const code = codes[fieldOf(relevant[0] ?? {}) ?? ''];
+    const only = code !== undefined && relevant.every((issue) => codes[fieldOf(issue) ?? ''] === code);
+    return validationProblem(issues, part, only ? code : 'VALIDATION_FAILED');
   };
 }

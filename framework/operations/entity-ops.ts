@@ -141,7 +141,7 @@ export class EntityOperations {
       if (!rows[0]) throw notFound();
       row = this.toRow(rows[0]);
     }
-    ctx.publish(this.entity.names.events.deleted, { id: row.id });
+    ctx.publish(this.entity.names.events.deleted, this.eventPayload(row));
     const changes = await hooks?.afterWrite?.(ctx, { op: 'delete', row });
     if (changes && Object.keys(changes).length > 0) {
       throw problem('INTERNAL', `afterWrite of ${this.entity.names.key} returned changes for a deleted row`);
@@ -233,9 +233,9 @@ export class EntityOperations {
       ? `insert into ${this.table} (${fields.map((f) => quote(this.entity.columns[f]!)).join(', ')})
          values (${fields.map((_, i) => `$${i + 1}`).join(', ')}) returning ${this.selectList}`
       : `insert into ${this.table} default values returning ${this.selectList}`;
-    const rows = await run<Values>(ctx.db, text, fields.map((f) => this.toColumnValue(f, values[f])));
+    const rows = await this.unique(run<Values>(ctx.db, text, fields.map((f) => this.toColumnValue(f, values[f]))));
     const row = this.toRow(rows[0]!);
-    ctx.publish(this.entity.names.events.created, { id: row.id });
+    ctx.publish(this.entity.names.events.created, this.eventPayload(row));
     return row;
   }
 
@@ -250,13 +250,15 @@ export class EntityOperations {
     );
     if (changed.length === 0) return undefined;
     const assignments = changed.map((f, i) => `${quote(this.entity.columns[f]!)} = $${i + 2}`).join(', ');
-    const rows = await run<Values>(
-      ctx.db,
-      `update ${this.table} set ${assignments}, updated_at = now() where id = $1 returning ${this.selectList}`,
-      [previous.id, ...changed.map((f) => this.toColumnValue(f, changes[f]))],
+    const rows = await this.unique(
+      run<Values>(
+        ctx.db,
+        `update ${this.table} set ${assignments}, updated_at = now() where id = $1 returning ${this.selectList}`,
+        [previous.id, ...changed.map((f) => this.toColumnValue(f, changes[f]))],
+      ),
     );
     const row = this.toRow(rows[0]!);
-    if (source.kind !== 'command') ctx.publish(this.entity.names.events.updated, { id: row.id, changed });
+    if (source.kind !== 'command') ctx.publish(this.entity.names.events.updated, { ...this.eventPayload(row), changed });
     return row;
   }
 
@@ -291,6 +293,33 @@ export class EntityOperations {
       return [{ pointer: issue.instancePath || '/', message: issue.message ?? 'invalid' }];
     });
     throw problem('VALIDATION_FAILED', `The values ${by} of ${this.entity.names.key} would store do not match the field schemas`, { errors });
+  }
+
+  /** The lifecycle events' payload: the id, and the fields the entity lists in eventFields. */
+  private eventPayload(row: Row): Values {
+    const payload: Values = { id: row.id };
+    for (const field of this.entity.def.eventFields ?? []) payload[field] = (row as Values)[field];
+    return payload;
+  }
+
+  /**
+   * A write refused by a unique index the entity names in uniqueCodes answers that code (e.g.
+   * SLUG_TAKEN) instead of the generic ALREADY_EXISTS; the transaction is rolled back either way.
+   */
+  private async unique<R>(write: Promise<R>): Promise<R> {
+    try {
+      return await write;
+    } catch (err) {
+      const { code, constraint } = err as { code?: string; constraint?: string };
+      if (code === '23505') {
+        for (const [field, rule] of Object.entries(this.entity.def.uniqueCodes ?? {})) {
+          if (rule && rule.index === constraint) {
+            throw problem(rule.code, `${field} is already used by another ${this.entity.names.label.toLowerCase()}`, { extensions: { field } });
+          }
+        }
+      }
+      throw err;
+    }
   }
 
   private deleteText(): string {

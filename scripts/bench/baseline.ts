@@ -1,6 +1,7 @@
 import Fastify from 'fastify';
 import pg from 'pg';
-import { BASELINE_TABLE, widgetRowsSql } from './seed.ts';
+import { BASELINE_TABLE, BENCH_PAGE_SLUG, widgetRowsSql } from './seed.ts';
+import { BASELINE_PAGE_ETAG } from './baseline-page.ts';
 import { SETTINGS_ENV, type BaselineSettings, type ChildMessage, type ChildRequest } from './protocol.ts';
 
 /**
@@ -38,6 +39,12 @@ async function main(): Promise<void> {
 
   const app = Fastify({ logger: false });
   app.get('/health', async () => ({ status: 'ok' }));
+  // The bare static 304: a fixed ETag compared with If-None-Match, no tenant, no database.
+  app.get('/api/v1/content/public/:slug', async (request, reply) => {
+    reply.header('etag', BASELINE_PAGE_ETAG).header('cache-control', 'public, no-cache');
+    if ((request.params as { slug: string }).slug === BENCH_PAGE_SLUG && request.headers['if-none-match'] === BASELINE_PAGE_ETAG) return reply.code(304).send();
+    return { slug: BENCH_PAGE_SLUG, title: 'Benchmark page', kind: 'page', body: '<h1>A benchmark page</h1>', publishedAt: new Date(0).toISOString() };
+  });
   app.get('/api/v1/testkit/widgets', async (request) => {
     const query = request.query as { limit?: string; offset?: string };
     const limit = Number(query.limit ?? 20);

@@ -6,6 +6,8 @@ export interface Target {
   headers?: Record<string, string>;
   /** `[<id>]` in the body is replaced by a fresh id per request (unique names for creates). */
   body?: string;
+  /** The one status that counts as answered (e.g. 304 for a conditional GET); default any 2xx. */
+  expectStatus?: number;
 }
 
 export interface Sample {
@@ -13,7 +15,7 @@ export interface Sample {
   refused: Record<string, number>;
   errors: number;
   seconds: number;
-  /** Latency of every 2xx response, milliseconds with sub-millisecond precision. */
+  /** Latency of every expected (2xx by default) response, milliseconds with sub-millisecond precision. */
   latencies: number[];
 }
 
@@ -45,7 +47,8 @@ export function hammer(target: Target, connections: number, seconds: number): Pr
       },
     );
     instance.on('response', (_client: unknown, statusCode: number, _bytes: number, responseTime: number) => {
-      if (statusCode >= 200 && statusCode < 300) latencies.push(responseTime);
+      const expected = target.expectStatus === undefined ? statusCode >= 200 && statusCode < 300 : statusCode === target.expectStatus;
+      if (expected) latencies.push(responseTime);
       else refused[statusCode] = (refused[statusCode] ?? 0) + 1;
     });
   });
@@ -73,7 +76,7 @@ export function percentile(sorted: ArrayLike<number>, p: number): number {
   return sorted[Math.min(sorted.length - 1, Math.max(0, rank - 1))]!;
 }
 
-/** Refuses to report figures of a run where the server answered anything but 2xx. */
+/** Refuses to report figures of a run where the server answered anything but what the target expects. */
 export function assertClean(name: string, sample: Sample): void {
   const refused = Object.entries(sample.refused);
   if (refused.length > 0 || sample.errors > 0) {

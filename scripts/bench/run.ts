@@ -10,6 +10,7 @@ import { send } from './http.ts';
 import { formatTable, rounded, type ResultRow } from './report.ts';
 import type { BaselineSettings, ServiceSettings } from './protocol.ts';
 import { BENCH_PASSWORD, type SeedInfo } from './seed.ts';
+import { BASELINE_PAGE_ETAG } from './baseline-page.ts';
 
 const LIST_PATH = '/api/v1/testkit/widgets?limit=20';
 const CREATE_PATH = '/api/v1/testkit/widgets';
@@ -54,7 +55,7 @@ async function measure(options: BenchOptions, db: BenchDatabase, runId: string, 
   log(`service (role all, pool ${options.poolSize}) on port ${service.port}; seeded 2 tenants × ${options.rowsPerTenant} widgets`);
 
   const rows: ResultRow[] = [];
-  const wantsHttp = options.only.has('list') || options.only.has('create') || options.only.has('health');
+  const wantsHttp = options.only.has('list') || options.only.has('create') || options.only.has('health') || options.only.has('public');
   if (wantsHttp) {
     const baselineSettings: BaselineSettings = { databaseUrl: db.url, poolSize: options.poolSize, tenantIds: seed.tenants.map((t) => t.id), rowsPerTenant: options.rowsPerTenant };
     const baseline = await startServer('baseline', './baseline.ts', baselineSettings);
@@ -74,7 +75,7 @@ async function measure(options: BenchOptions, db: BenchDatabase, runId: string, 
     const at = (port: number) => `http://127.0.0.1:${port}`;
     const pids = { service: service.pid, baseline: baseline.pid };
     const settle = async () => (await service.ask({ type: 'drain' }, 'drained', 150_000)).ms;
-    const pairs: (Pair & { group: 'list' | 'create' | 'health'; target: (ratio: number, p99: number) => { text: string; met: boolean } | undefined })[] = [
+    const pairs: (Pair & { group: 'list' | 'create' | 'health' | 'public'; target: (ratio: number, p99: number) => { text: string; met: boolean } | undefined })[] = [
       {
         group: 'list',
         name: 'list',
@@ -92,6 +93,16 @@ async function measure(options: BenchOptions, db: BenchDatabase, runId: string, 
         service: { url: at(service.port) + CREATE_PATH, method: 'POST', headers: { host, cookie, 'content-type': 'application/json' }, body: CREATE_BODY },
         baseline: { url: at(baseline.port) + CREATE_PATH, method: 'POST', headers: { 'content-type': 'application/json' }, body: CREATE_BODY },
         target: (ratio) => ({ text: '≥ 0.4× baseline', met: ratio >= 0.4 }),
+      },
+      {
+        // The public content page answered 304 (If-None-Match names its ETag), beside the bare static 304.
+        group: 'public',
+        name: 'public-304',
+        pids,
+        settle,
+        service: { url: at(service.port) + seed.page.path, method: 'GET', headers: { host, 'if-none-match': seed.page.etag }, expectStatus: 304 },
+        baseline: { url: at(baseline.port) + seed.page.path, method: 'GET', headers: { 'if-none-match': BASELINE_PAGE_ETAG }, expectStatus: 304 },
+        target: (ratio) => ({ text: '≥ 0.7× baseline', met: ratio >= 0.7 }),
       },
       {
         group: 'health',

@@ -3,6 +3,7 @@ import type { Services } from '../../framework/services.ts';
 import type { TenantRef } from '../../framework/context/tenant.ts';
 import { createTenant } from '../../framework/tenancy/create-tenant.ts';
 import { hashPassword } from '../../modules/auth/passwords.ts';
+import { weakETag } from '../../framework/http/etag.ts';
 
 export const BASELINE_TABLE = 'bench_baseline_widgets';
 export const BENCH_ROLE = 'bench';
@@ -20,7 +21,13 @@ export interface SeedInfo {
   email: string;
   /** Accounts in the first tenant for wrong-password attempts, spread to stay under the failed-login limit. */
   wrongPasswordEmails: string[];
+  /** A published content page of the first tenant: its public path and current ETag (for the 304 scenario). */
+  page: { path: string; etag: string };
 }
+
+/** The public page the 304 scenario asks for, and its Markdown (rendered only on a 200). */
+export const BENCH_PAGE_SLUG = 'bench-page';
+const BENCH_PAGE_BODY = '# A benchmark page\n\nSome *Markdown* with [a link](https://example.test/) and a list:\n\n- one\n- two\n';
 
 /**
  * The seeded widget rows: one generator for the service's table and for the baseline's copy, so
@@ -55,16 +62,22 @@ export async function seed(services: Services, options: { runId: string; rowsPer
   const email = `bench-${options.runId}@example.test`;
   const wrongPasswordEmails = Array.from({ length: options.wrongPasswordAccounts }, (_, i) => `wrong-${i}-${options.runId}@example.test`);
   const first: TenantRef = { id: tenants[0]!.id, slug: tenants[0]!.slug, isOperator: false };
-  await services.transactions.run(first, async (ctx) => {
-    const raw = (text: string, params: unknown[]) => ctx.db.executeQuery(CompiledQuery.raw(text, params));
+  const pageUpdatedAt = await services.transactions.run(first, async (ctx) => {
+    const raw = <R>(text: string, params: unknown[]) => ctx.db.executeQuery<R>(CompiledQuery.raw(text, params));
     await raw('insert into roles (name, permissions) values ($1, $2)', [BENCH_ROLE, ['widget:read', 'widget:write']]);
-    await raw(`insert into users (email, display_name, status, roles, password_hash) values ($1, 'Bench', 'active', $2, $3)`, [email, [BENCH_ROLE], hash]);
+    const user = await raw<{ id: string }>(`insert into users (email, display_name, status, roles, password_hash) values ($1, 'Bench', 'active', $2, $3) returning id`, [email, [BENCH_ROLE], hash]);
     for (const address of wrongPasswordEmails) {
       await raw(`insert into users (email, display_name, status, roles, password_hash) values ($1, 'Bench', 'active', '{}', $2)`, [address, hash]);
     }
+    const page = await raw<{ updated_at: Date }>(
+      `insert into contents (slug, title, kind, body, status, published_at, author) values ($1, 'Benchmark page', 'page', $2, 'published', now(), $3) returning updated_at`,
+      [BENCH_PAGE_SLUG, BENCH_PAGE_BODY, user.rows[0]!.id],
+    );
+    return page.rows[0]!.updated_at;
   });
   // Fresh statistics and visibility map, as a table that has lived a while would have.
   await services.db.pool.query('vacuum analyze widgets');
   await services.db.pool.query('vacuum analyze users');
-  return { tenants, email, wrongPasswordEmails };
+  await services.db.pool.query('vacuum analyze contents');
+  return { tenants, email, wrongPasswordEmails, page: { path: `/api/v1/content/public/${BENCH_PAGE_SLUG}`, etag: weakETag(pageUpdatedAt) } };
 }
