@@ -23,8 +23,10 @@ export const fileReconcile: JobDefinition = {
     const before = new Date(ctx.now.getTime() - ORPHAN_AGE_MS);
     let seen = 0;
     let removed = 0;
+    let batches = 0;
     let batch: string[] = [];
     const flush = async () => {
+      batches += 1;
       const { rows } = await sql<{ key: string }>`select file_keys_named(${batch}::uuid[]) as key`.execute(services.db.kysely);
       const named = new Set(rows.map((r) => r.key));
       for (const key of batch) if (!named.has(key) && (await store.remove(key))) removed += 1;
@@ -37,6 +39,6 @@ export const fileReconcile: JobDefinition = {
     }
     if (batch.length > 0) await flush();
     const incomplete = (await store.purgeIncomplete?.(before)) ?? 0;
-    return { seen, removed, incomplete };
+    return { seen, batches, removed, incomplete };
   },
 };

@@ -17,7 +17,7 @@ const Id = Type.Object({ id: Type.String({ format: 'uuid' }) });
 
 const FILE_COLUMNS =
   'id, name, size, sha256, media_type as "mediaType", visibility, uploaded_by as "uploadedBy", created_at as "createdAt"';
-const filePages = new KeysetPager({
+export const filePages = new KeysetPager({
   select: FILE_COLUMNS,
   from: 'files',
   id: 'id',

@@ -372,3 +372,17 @@ describe('Files: delete is hard, the row before the bytes', () => {
     expect((await ctx.http().delete(`${FILES}/${up.body.id}`).set('Cookie', ctx.caller.cookie)).status).toBe(404);
   });
 });
+
+describe('Files: the list has an index for each of its sorts', () => {
+  it('gives every sort of the files list an index on (tenant_id, column, id)', async () => {
+    const { filePages } = await import('../../../modules/file/routes.ts');
+    const { rows } = await app.services.db.pool.query<{ columns: string[] }>(
+      `select array(select a.attname::text from unnest(i.indkey) with ordinality as k(attnum, n)
+                      join pg_attribute a on a.attrelid = i.indrelid and a.attnum = k.attnum order by k.n) as columns
+         from pg_index i where i.indrelid = 'files'::regclass`,
+    );
+    for (const [sort, { column }] of Object.entries(filePages.source.sorts)) {
+      expect(rows.some((r) => r.columns.join() === ['tenant_id', column, 'id'].join()), sort).toBe(true);
+    }
+  });
+});
