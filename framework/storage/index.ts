@@ -15,3 +15,8 @@ export function blobStoreFor(config: Config): BlobStore {
   }
   return store;
 }
+
+/** Installs another store for a files.dir (a store of another kind; a test's): blobStoreFor then answers it. */
+export function useBlobStore(config: Config, store: BlobStore): void {
+  stores.set(config.files.dir, store);
+}
