@@ -5,8 +5,9 @@ import { userModule } from './user/index.ts';
 import { tenantModule } from './tenant/index.ts';
 import { taskModule } from './task/index.ts';
 import { contentModule } from './content/index.ts';
+import { fileModule } from './file/index.ts';
 
 /** The installation's modules, in migration order (framework migrations always run first). */
 export const coreModules: readonly ModuleDefinition[] = [userModule, authModule, notificationModule, tenantModule, taskModule];
 
-export const allModules: readonly ModuleDefinition[] = [...coreModules, contentModule];
+export const allModules: readonly ModuleDefinition[] = [...coreModules, contentModule, fileModule];

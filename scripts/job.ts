@@ -13,7 +13,7 @@ import pino from 'pino';
 import type { FastifyBaseLogger } from 'fastify';
 import { loadConfig } from '../framework/config/load.ts';
 import type { Config } from '../framework/config/schema.ts';
-import type { ModuleDefinition } from '../framework/entity/define.ts';
+import { moduleJobs, type ModuleDefinition } from '../framework/entity/define.ts';
 import type { App } from '../framework/app.ts';
 import type { TenantRef } from '../framework/context/tenant.ts';
 import type { JobOutcome } from '../framework/events/jobs.ts';
@@ -70,9 +70,9 @@ export async function jobCommand(argv: readonly string[], options: JobCommandOpt
     const at = parseAt(values.at);
     const config = options.config ?? loadConfig(values.config);
     const modules = options.modules ?? (await import('../modules/index.ts')).allModules;
-    const job = modules.flatMap((m) => m.jobs ?? []).find((j) => j.name === name);
+    const job = modules.flatMap((m) => moduleJobs(m, config)).find((j) => j.name === name);
     if (!job) {
-      const declared = modules.flatMap((m) => m.jobs ?? []).map((j) => j.name);
+      const declared = modules.flatMap((m) => moduleJobs(m, config)).map((j) => j.name);
       throw new UsageError(`no job ${name}; declared: ${declared.join(', ') || 'none'}`);
     }
     if (values.tenant !== undefined && !job.perTenant) throw new UsageError(`job ${name} is not per tenant: --tenant does not apply`);

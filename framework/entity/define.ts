@@ -299,6 +299,11 @@ export interface RouteDefinition<S extends RouteSchemas = RouteSchemas, P extend
   /** Answers also on hosts with no tenant (only the probes). */
   global?: boolean;
   /**
+   * A host with no tenant answers the route's own 404 NOT_FOUND instead of NO_SITE, so a public
+   * door (e.g. a public file) says nothing about which hosts are served.
+   */
+  hidesNoSite?: boolean;
+  /**
    * A browser form target (a page's <form method="post">): besides JSON, the route accepts an
    * application/x-www-form-urlencoded body, which must carry the CSRF token field `csrf`
    * (framework/access/form-token.ts). Every other route refuses form-encoded bodies with 415.
@@ -406,7 +411,8 @@ export interface ModuleDefinition {
   /** Hand-written routes; a function when they depend on the configuration (e.g. single sign-on). */
   routes?: readonly AnyRoute[] | ((config: Config) => readonly AnyRoute[]);
   subscriptions?: readonly SubscriptionDefinition[];
-  jobs?: readonly JobDefinition[];
+  /** Jobs; a function when they depend on the configuration (e.g. on what the blob store can do). */
+  jobs?: readonly JobDefinition[] | ((config: Config) => readonly JobDefinition[]);
   /** Runs inside the tenant-creation transaction, scoped to the new tenant. */
   onTenantCreated?: TenantCreationHook;
   /** Directory of SQL migrations; defaults to migrations/<name>. */
@@ -417,6 +423,11 @@ export interface ModuleDefinition {
 
 export function defineModule(module: ModuleDefinition): ModuleDefinition {
   return module;
+}
+
+/** The jobs a module declares under this configuration. */
+export function moduleJobs(module: ModuleDefinition, config: Config): readonly JobDefinition[] {
+  return typeof module.jobs === 'function' ? module.jobs(config) : (module.jobs ?? []);
 }
 
 /** Erases an entity's field types so it can sit in a module's list. */

@@ -1,4 +1,4 @@
-import type { AnyRoute, ModuleDefinition, PermissionDeclaration, SubscriptionDefinition, JobDefinition } from './define.ts';
+import { moduleJobs, type AnyRoute, type ModuleDefinition, type PermissionDeclaration, type SubscriptionDefinition, type JobDefinition } from './define.ts';
 import { resolveEntity, type ResolvedEntity } from './resolve.ts';
 import { entityRoutes } from '../http/entity-routes.ts';
 import { EntityOperations } from '../operations/entity-ops.ts';
@@ -56,7 +56,7 @@ export class Registry {
     this.events = events;
     this.routes = routes;
     this.subscriptions = modules.flatMap((m) => (m.subscriptions ?? []).map((s) => ({ ...s, module: m.name })));
-    this.jobs = modules.flatMap((m) => (m.jobs ?? []).map((j) => ({ ...j, module: m.name })));
+    this.jobs = modules.flatMap((m) => moduleJobs(m, config).map((j) => ({ ...j, module: m.name })));
     this.operations = new Map(entities.map((e) => [e.names.key, new EntityOperations(e)]));
     checkRegistry(this, duplicates);
     Object.freeze(this);

@@ -70,6 +70,7 @@ export function registerRoute(app: FastifyInstance, services: Services, route: A
     method: route.method,
     url: route.url,
     ...(route.bodyLimit ? { bodyLimit: route.bodyLimit } : {}),
+    config: { hidesNoSite: route.hidesNoSite === true },
     // A multipart form is streamed by the handler, never parsed or validated before it runs.
     ...(multipart ? { validatorCompiler: skipBodyValidation } : {}),
     ...(invalidCodes ? { schemaErrorFormatter: invalidCodes } : {}),

@@ -1,3 +1,4 @@
+import type { IncomingHttpHeaders } from 'node:http';
 import { Readable } from 'node:stream';
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import Type, { type TSchema } from 'typebox';
@@ -29,6 +30,11 @@ export interface StreamOptions {
   headers?: Readonly<Record<string, string>>;
   /** Cache-Control, when one is wanted; none by default. */
   cacheControl?: string;
+  /**
+   * A strong entity tag the caller knows for these bytes (e.g. `"<sha256>"`), instead of the weak
+   * one derived from size and mtime: If-None-Match, If-Match and If-Range compare with it.
+   */
+  etag?: string;
 }
 
 const binary = (description: string): TSchema =>
@@ -65,12 +71,24 @@ export async function streamFrom(
 async function fromFile(request: FastifyRequest, reply: FastifyReply, source: SeekableSource, options: StreamOptions): Promise<Readable | undefined> {
   // send() takes a URL path and decodes it; encoding each segment keeps a file name as written.
   const path = `/${source.path.split('/').map(encodeURIComponent).join('/')}`;
-  const result = await send(request.raw, path, {
+  let asked: { method?: string | undefined; headers: IncomingHttpHeaders } = request.raw;
+  if (options.etag !== undefined) {
+    const decided = ownValidator(request, options.etag);
+    if (decided === 412) throw problem('PRECONDITION_FAILED', 'The If-Match precondition does not hold');
+    if (decided === 304) {
+      reply.code(304).header('etag', options.etag);
+      decorate(reply, options);
+      return noBody(request);
+    }
+    asked = { method: request.raw.method, headers: decided };
+  }
+  const result = await send(asked as typeof request.raw, path, {
     root: source.root,
     index: false,
     dotfiles: 'ignore',
     cacheControl: false,
     contentType: options.contentType === undefined,
+    etag: options.etag === undefined,
   });
   if (result.type === 'error') {
     result.stream.destroy();
@@ -89,6 +107,7 @@ async function fromFile(request: FastifyRequest, reply: FastifyReply, source: Se
     throw notFound();
   }
   reply.code(result.statusCode).headers(result.headers);
+  if (options.etag !== undefined) reply.header('etag', options.etag);
   decorate(reply, options);
   if (result.statusCode === 304) {
     result.stream.destroy();
@@ -99,7 +118,7 @@ async function fromFile(request: FastifyRequest, reply: FastifyReply, source: Se
 
 async function fromStream(request: FastifyRequest, reply: FastifyReply, source: StreamSource, options: StreamOptions): Promise<Readable | undefined> {
   // The same validators as send() gives a file, so a file moved to such a store keeps its ETag.
-  const etag = `W/"${source.size.toString(16)}-${source.mtime.getTime().toString(16)}"`;
+  const etag = options.etag ?? `W/"${source.size.toString(16)}-${source.mtime.getTime().toString(16)}"`;
   const lastModified = source.mtime.toUTCString();
   reply.header('etag', etag).header('last-modified', lastModified);
   decorate(reply, options);
@@ -119,6 +138,33 @@ function decorate(reply: FastifyReply, options: StreamOptions): void {
   if (options.contentType !== undefined && reply.statusCode !== 304) reply.header('content-type', options.contentType);
   if (options.cacheControl !== undefined) reply.header('cache-control', options.cacheControl);
   for (const [name, value] of Object.entries(options.headers ?? {})) reply.header(name, value);
+}
+
+/**
+ * Evaluates the entity-tag conditions against the caller's own strong tag (RFC 9110 13.2.2), and
+ * returns the headers left for send() to judge (dates, Range): If-Range naming the current tag is
+ * dropped (the range stands), naming another is made one that never matches (the whole is sent).
+ */
+function ownValidator(request: FastifyRequest, etag: string): 304 | 412 | IncomingHttpHeaders {
+  const headers: IncomingHttpHeaders = { ...request.headers };
+  const ifMatch = headers['if-match'];
+  if (ifMatch !== undefined) {
+    if (ifMatch.trim() !== '*' && !ifMatch.split(',').some((t) => t.trim() === etag)) return 412;
+    delete headers['if-match'];
+    delete headers['if-unmodified-since'];
+  }
+  const ifNoneMatch = headers['if-none-match'];
+  if (ifNoneMatch !== undefined) {
+    if (ifNoneMatchHits(ifNoneMatch, etag)) return 304;
+    delete headers['if-none-match'];
+    delete headers['if-modified-since'];
+  }
+  const ifRange = headers['if-range'];
+  if (typeof ifRange === 'string' && ifRange.includes('"')) {
+    if (ifRange.trim() === etag) delete headers['if-range'];
+    else headers['if-range'] = '"stale"';
+  }
+  return headers;
 }
 
 /** RFC 9110 13.2.2: If-None-Match decides when present; else If-Modified-Since, to the second. */

@@ -13,12 +13,16 @@ import { registerProbes, type ReadinessCheck } from './probes.ts';
 import { registerOpenApi } from '../openapi/document.ts';
 import { requestLogSerializers } from './log-redaction.ts';
 import { catalogRoute } from '../catalog/catalog.ts';
-import { problem } from '../errors.ts';
+import { notFound, problem } from '../errors.ts';
 
 declare module 'fastify' {
   interface FastifyRequest {
     /** The tenant the Host header resolved to; absent only on the probes. */
     tenant?: TenantRef;
+  }
+  interface FastifyContextConfig {
+    /** A host with no tenant answers 404 NOT_FOUND here, not NO_SITE (RouteDefinition.hidesNoSite). */
+    hidesNoSite?: boolean;
   }
 }
 
@@ -70,7 +74,7 @@ export async function buildWeb(services: Services, options: WebOptions = {}): Pr
     const path = request.url.split('?', 1)[0]!;
     if (GLOBAL_PATHS.has(path)) return;
     const tenant = await services.hosts.resolve(normaliseHost(request.headers.host));
-    if (!tenant) return sendProblem(reply, problem('NO_SITE', 'There is no site at this host'));
+    if (!tenant) return sendProblem(reply, request.routeOptions.config.hidesNoSite ? notFound() : problem('NO_SITE', 'There is no site at this host'));
     request.tenant = tenant;
   });
 

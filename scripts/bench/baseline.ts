@@ -1,4 +1,10 @@
+import { randomUUID } from 'node:crypto';
+import { createWriteStream } from 'node:fs';
+import { mkdir, rm } from 'node:fs/promises';
+import { join } from 'node:path';
+import { pipeline } from 'node:stream/promises';
 import Fastify from 'fastify';
+import multipart from '@fastify/multipart';
 import pg from 'pg';
 import { BASELINE_TABLE, BENCH_PAGE_SLUG, widgetRowsSql } from './seed.ts';
 import { BASELINE_PAGE_ETAG } from './baseline-page.ts';
@@ -58,6 +64,21 @@ async function main(): Promise<void> {
     const { rows } = await pool.query(INSERT, [tenantId, body.name, body.size, body.note ?? null, body.color]);
     reply.code(201);
     return rows[0];
+  });
+  // The upload baseline: the file part streamed to disk and flushed, as the service's store does,
+  // with no hashing, sniffing, quota, session or database.
+  await mkdir(settings.filesDir, { recursive: true });
+  await app.register(async (scope) => {
+    await scope.register(multipart, { limits: { fileSize: Number.POSITIVE_INFINITY } });
+    scope.post('/upload', { bodyLimit: Number.MAX_SAFE_INTEGER }, async (request, reply) => {
+      const part = await request.file();
+      if (!part) throw new Error('no file part');
+      const path = join(settings.filesDir, randomUUID());
+      await pipeline(part.file, createWriteStream(path, { flush: true }));
+      await rm(path);
+      reply.code(201);
+      return { ok: true };
+    });
   });
   await app.listen({ host: '127.0.0.1', port: 0 });
   const address = app.server.address();

@@ -1,6 +1,6 @@
 import { parseArgs } from 'node:util';
 
-export const SCENARIOS = ['list', 'create', 'health', 'public', 'outbox', 'login'] as const;
+export const SCENARIOS = ['list', 'create', 'health', 'public', 'outbox', 'login', 'upload'] as const;
 export type ScenarioGroup = (typeof SCENARIOS)[number];
 
 export interface BenchOptions {
@@ -19,6 +19,8 @@ export interface BenchOptions {
   outboxRate: number;
   hashSamples: number;
   loginSamples: number;
+  /** Size of one upload of the upload scenario, in MiB (the RSS target is for 1024). */
+  uploadMib: number;
   only: ReadonlySet<ScenarioGroup>;
   out: string;
   /** Directory for a V8 CPU profile of the service process (node --cpu-prof), or empty. */
@@ -35,6 +37,7 @@ const USAGE = `usage: npm run bench -- [options]
   --pool-size N           database pool size of the service and of the baseline (default 10)
   --rows N                widgets seeded per tenant (default 10000)
   --outbox-rate N         events per second for the outbox latency (default 100)
+  --upload-mib N          size of one upload of the upload scenario in MiB (default 1024; --quick 256)
   --only a,b              run only these groups: ${SCENARIOS.join(', ')}
   --out FILE              results file (default bench-results.json)
   --cpu-prof DIR          write a V8 CPU profile of the service process into DIR`;
@@ -59,6 +62,7 @@ export function parseOptions(argv: string[], env: NodeJS.ProcessEnv): BenchOptio
       'pool-size': { type: 'string' },
       rows: { type: 'string' },
       'outbox-rate': { type: 'string' },
+      'upload-mib': { type: 'string' },
       only: { type: 'string' },
       out: { type: 'string', default: 'bench-results.json' },
       'cpu-prof': { type: 'string' },
@@ -88,6 +92,7 @@ export function parseOptions(argv: string[], env: NodeJS.ProcessEnv): BenchOptio
     outboxRate: positiveInt('outbox-rate', values['outbox-rate'], 100),
     hashSamples: quick ? 10 : 40,
     loginSamples: quick ? 16 : 60,
+    uploadMib: positiveInt('upload-mib', values['upload-mib'], quick ? 256 : 1024),
     only,
     out: values.out ?? 'bench-results.json',
     cpuProfDir: values['cpu-prof'] ?? '',

@@ -8,6 +8,10 @@ export interface ServiceSettings {
   runId: string;
   rowsPerTenant: number;
   wrongPasswordAccounts: number;
+  /** files.dir of the service: the upload scenario's blobs land there. */
+  filesDir: string;
+  /** files.max_bytes of the service (the upload scenario's size fits). */
+  maxUploadBytes: number;
 }
 
 export interface BaselineSettings {
@@ -15,6 +19,8 @@ export interface BaselineSettings {
   poolSize: number;
   tenantIds: string[];
   rowsPerTenant: number;
+  /** Where the bare stream-to-disk upload route writes (and removes) its files. */
+  filesDir: string;
 }
 
 export type ChildRequest = { type: 'probe'; count: number; rate: number } | { type: 'drain' } | { type: 'stop' };

@@ -10,6 +10,9 @@ export interface ResultRow {
   target?: string;
   met?: boolean;
   samples?: number;
+  /** Upload scenario: megabytes (10^6 bytes) per second, and the service's RSS growth during one upload. */
+  mb_per_s?: number;
+  rss_growth_mib?: number;
 }
 
 const round = (value: number | null, digits: number): number | null =>
@@ -22,6 +25,8 @@ export function rounded(row: ResultRow): ResultRow {
     p50_ms: round(row.p50_ms, 2),
     p99_ms: round(row.p99_ms, 2),
     ratio_to_baseline: round(row.ratio_to_baseline, 3),
+    ...(row.mb_per_s !== undefined ? { mb_per_s: round(row.mb_per_s, 1)! } : {}),
+    ...(row.rss_growth_mib !== undefined ? { rss_growth_mib: round(row.rss_growth_mib, 1)! } : {}),
   };
 }
 
@@ -29,17 +34,19 @@ const cell = (value: number | null | undefined, digits: number) => (value === nu
 
 /** The table printed at the end of a run. */
 export function formatTable(rows: ResultRow[]): string {
-  const header = ['scenario', 'req/s', 'p50 ms', 'p99 ms', 'ratio', 'target', ''];
+  const header = ['scenario', 'req/s', 'p50 ms', 'p99 ms', 'MB/s', 'RSS+ MiB', 'ratio', 'target', ''];
   const lines = rows.map((r) => [
     r.name,
     cell(r.rps, 0),
     cell(r.p50_ms, 2),
     cell(r.p99_ms, 2),
+    cell(r.mb_per_s, 0),
+    cell(r.rss_growth_mib, 1),
     cell(r.ratio_to_baseline, 3),
     r.target ?? '',
     r.met === undefined ? '' : r.met ? 'met' : 'NOT MET',
   ]);
   const widths = header.map((h, i) => Math.max(h.length, ...lines.map((l) => l[i]!.length)));
-  const format = (cols: string[]) => cols.map((c, i) => (i === 0 || i >= 5 ? c.padEnd(widths[i]!) : c.padStart(widths[i]!))).join('  ').trimEnd();
+  const format = (cols: string[]) => cols.map((c, i) => (i === 0 || i >= 7 ? c.padEnd(widths[i]!) : c.padStart(widths[i]!))).join('  ').trimEnd();
   return [format(header), format(widths.map((w) => '-'.repeat(w))), ...lines.map(format)].join('\n');
 }

@@ -7,6 +7,10 @@ import { startServer, type ServerProcess } from './child.ts';
 import { measurePair, type Pair, type Plan } from './throughput.ts';
 import { measureFailedLogins, measureHash, signIn, timing, wrongPasswordAccountsFor } from './login.ts';
 import { send } from './http.ts';
+import { measureUpload, type UploadFigures } from './upload.ts';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { formatTable, rounded, type ResultRow } from './report.ts';
 import type { BaselineSettings, ServiceSettings } from './protocol.ts';
 import { BENCH_PASSWORD, type SeedInfo } from './seed.ts';
@@ -40,12 +44,16 @@ async function main(): Promise<void> {
 }
 
 async function measure(options: BenchOptions, db: BenchDatabase, runId: string, servers: ServerProcess[]): Promise<ResultRow[]> {
+  const filesDir = mkdtempSync(join(tmpdir(), 'tenantry-bench-files-'));
+  process.once('exit', () => rmSync(filesDir, { recursive: true, force: true }));
   const settings: ServiceSettings = {
     databaseUrl: db.url,
     poolSize: options.poolSize,
     runId,
     rowsPerTenant: options.rowsPerTenant,
     wrongPasswordAccounts: wrongPasswordAccountsFor(options.loginSamples),
+    filesDir: join(filesDir, 'service'),
+    maxUploadBytes: options.uploadMib * 1024 * 1024,
   };
   const profile = options.cpuProfDir ? ['--cpu-prof', `--cpu-prof-dir=${options.cpuProfDir}`] : [];
   const service = await startServer('service', './service.ts', settings, profile);
@@ -56,10 +64,24 @@ async function measure(options: BenchOptions, db: BenchDatabase, runId: string, 
 
   const rows: ResultRow[] = [];
   const wantsHttp = options.only.has('list') || options.only.has('create') || options.only.has('health') || options.only.has('public');
+  const baselineSettings: BaselineSettings = {
+    databaseUrl: db.url,
+    poolSize: options.poolSize,
+    tenantIds: seed.tenants.map((t) => t.id),
+    rowsPerTenant: options.rowsPerTenant,
+    filesDir: join(filesDir, 'baseline'),
+  };
+  // One baseline process serves every scenario that compares with it (it creates its table at start).
+  let baselineProcess: ServerProcess | undefined;
+  const startBaseline = async () => {
+    if (!baselineProcess) {
+      baselineProcess = await startServer('baseline', './baseline.ts', baselineSettings);
+      servers.push(baselineProcess);
+    }
+    return baselineProcess;
+  };
   if (wantsHttp) {
-    const baselineSettings: BaselineSettings = { databaseUrl: db.url, poolSize: options.poolSize, tenantIds: seed.tenants.map((t) => t.id), rowsPerTenant: options.rowsPerTenant };
-    const baseline = await startServer('baseline', './baseline.ts', baselineSettings);
-    servers.push(baseline);
+    const baseline = await startBaseline();
     const cookie = await signIn(service.port, host, seed.email, BENCH_PASSWORD);
     log(`signed in through POST /api/v1/auth/login; baseline on port ${baseline.port}`);
     await checkSameAnswer(service.port, baseline.port, host, cookie);
@@ -122,6 +144,47 @@ async function measure(options: BenchOptions, db: BenchDatabase, runId: string, 
       rows.push({ name: pair.name, ...pick(figures.service), ratio_to_baseline: ratio, ...(target ? { target: target.text, met: target.met } : {}) });
       rows.push({ name: `${pair.name}-baseline`, ...pick(figures.baseline), ratio_to_baseline: 1 });
     }
+  }
+
+  if (options.only.has('upload')) {
+    const baseline = await startBaseline();
+    const cookie = await signIn(service.port, host, seed.email, BENCH_PASSWORD);
+    log(`upload: ${options.uploadMib} MiB per upload, ${options.rounds} round(s) each side, alternating (load average ${load()})`);
+    const service_: UploadFigures[] = [];
+    const baseline_: UploadFigures[] = [];
+    for (let round = 0; round < options.rounds; round++) {
+      service_.push(await measureUpload(service.port, '/api/v1/file/files?visibility=private', { host, cookie }, options.uploadMib, service.pid));
+      baseline_.push(await measureUpload(baseline.port, '/upload', { host: 'baseline' }, options.uploadMib, baseline.pid));
+      log(`  round ${round + 1}: service ${service_.at(-1)!.mbPerSecond.toFixed(0)} MB/s, baseline ${baseline_.at(-1)!.mbPerSecond.toFixed(0)} MB/s`);
+    }
+    const best = (figures: UploadFigures[]) => Math.max(...figures.map((f) => f.mbPerSecond));
+    const growths = service_.map((f) => f.rssGrowth).filter((g): g is number => g !== null);
+    const growthMib = growths.length > 0 ? Math.max(...growths) / (1024 * 1024) : undefined;
+    const ratio = best(service_) / best(baseline_);
+    const rssMet = growthMib === undefined ? false : growthMib < 64;
+    const baselineGrowths = baseline_.map((f) => f.rssGrowth).filter((g): g is number => g !== null);
+    const baselineGrowthMib = baselineGrowths.length > 0 ? Math.max(...baselineGrowths) / (1024 * 1024) : undefined;
+    log(`  RSS growth during one upload: service ${growthMib === undefined ? 'unknown (no /proc)' : `${growthMib.toFixed(1)} MiB`}, baseline ${baselineGrowthMib === undefined ? 'unknown' : `${baselineGrowthMib.toFixed(1)} MiB`}`);
+    rows.push({
+      name: `upload-${options.uploadMib}MiB`,
+      rps: null,
+      p50_ms: null,
+      p99_ms: null,
+      ratio_to_baseline: ratio,
+      mb_per_s: best(service_),
+      ...(growthMib !== undefined ? { rss_growth_mib: growthMib } : {}),
+      target: `≥ 0.8× baseline MB/s, RSS growth < 64 MiB${options.uploadMib === 1024 ? '' : ' (target set for 1024 MiB)'}`,
+      met: ratio >= 0.8 && rssMet,
+    });
+    rows.push({
+      name: 'upload-baseline',
+      rps: null,
+      p50_ms: null,
+      p99_ms: null,
+      ratio_to_baseline: 1,
+      mb_per_s: best(baseline_),
+      ...(baselineGrowthMib !== undefined ? { rss_growth_mib: baselineGrowthMib } : {}),
+    });
   }
 
   if (options.only.has('outbox')) {

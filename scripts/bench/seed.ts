@@ -64,7 +64,7 @@ export async function seed(services: Services, options: { runId: string; rowsPer
   const first: TenantRef = { id: tenants[0]!.id, slug: tenants[0]!.slug, isOperator: false };
   const pageUpdatedAt = await services.transactions.run(first, async (ctx) => {
     const raw = <R>(text: string, params: unknown[]) => ctx.db.executeQuery<R>(CompiledQuery.raw(text, params));
-    await raw('insert into roles (name, permissions) values ($1, $2)', [BENCH_ROLE, ['widget:read', 'widget:write']]);
+    await raw('insert into roles (name, permissions) values ($1, $2)', [BENCH_ROLE, ['widget:read', 'widget:write', 'file:read', 'file:manage']]);
     const user = await raw<{ id: string }>(`insert into users (email, display_name, status, roles, password_hash) values ($1, 'Bench', 'active', $2, $3) returning id`, [email, [BENCH_ROLE], hash]);
     for (const address of wrongPasswordEmails) {
       await raw(`insert into users (email, display_name, status, roles, password_hash) values ($1, 'Bench', 'active', '{}', $2)`, [address, hash]);

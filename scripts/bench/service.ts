@@ -70,6 +70,7 @@ async function main(): Promise<void> {
     {
       server: { host: '127.0.0.1', port: 0, public_host: 'localhost', log_level: 'warn' },
       database: { url: settings.databaseUrl, pool_size: settings.poolSize },
+      files: { dir: settings.filesDir, max_bytes: settings.maxUploadBytes, quota_bytes: Number.MAX_SAFE_INTEGER },
     },
     'benchmark settings',
   );

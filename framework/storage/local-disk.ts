@@ -1,0 +1,114 @@
+import { createWriteStream } from 'node:fs';
+import { createReadStream } from 'node:fs';
+import { mkdir, open, readdir, rename, rm, stat } from 'node:fs/promises';
+import { randomUUID } from 'node:crypto';
+import { join, resolve } from 'node:path';
+import type { Readable } from 'node:stream';
+import { pipeline } from 'node:stream/promises';
+import { assertBlobKey, isBlobKey, type BlobStat, type BlobStore } from './blob-store.ts';
+
+const SHARD = /^[0-9a-f]{2}$/;
+
+/**
+ * Blobs on the local disk under one directory: `<dir>/<first two hex digits>/<key>`, so no
+ * directory grows past a few thousand entries. An upload is written to `<dir>/incoming/<random>`,
+ * flushed to disk, renamed into place and the directory entry synced: a crash leaves at most a
+ * stray file under incoming/, never a partial blob under a key.
+ */
+export class LocalDiskStore implements BlobStore {
+  readonly capabilities = { seekable: true, listable: true } as const;
+  readonly root: string;
+
+  constructor(dir: string) {
+    this.root = resolve(dir);
+  }
+
+  private relative(key: string): string {
+    assertBlobKey(key);
+    return `${key.slice(0, 2)}/${key}`;
+  }
+
+  async put(key: string, source: Readable): Promise<void> {
+    const path = join(this.root, this.relative(key));
+    const incoming = join(this.root, 'incoming');
+    await mkdir(incoming, { recursive: true });
+    const temporary = join(incoming, randomUUID());
+    try {
+      // flush: the bytes reach the disk before close, so the rename never publishes a partial blob.
+      await pipeline(source, createWriteStream(temporary, { flags: 'wx', flush: true }));
+      const shard = join(this.root, key.slice(0, 2));
+      await mkdir(shard, { recursive: true });
+      await rename(temporary, path);
+      await syncDirectory(shard);
+    } catch (err) {
+      await rm(temporary, { force: true });
+      throw err;
+    }
+  }
+
+  async stat(key: string): Promise<BlobStat | null> {
+    try {
+      const s = await stat(join(this.root, this.relative(key)));
+      return s.isFile() ? { size: s.size, mtime: s.mtime } : null;
+    } catch (err) {
+      if ((err as NodeJS.ErrnoException).code === 'ENOENT') return null;
+      throw err;
+    }
+  }
+
+  open(key: string): Readable {
+    return createReadStream(join(this.root, this.relative(key)));
+  }
+
+  async remove(key: string): Promise<boolean> {
+    try {
+      await rm(join(this.root, this.relative(key)));
+      return true;
+    } catch (err) {
+      if ((err as NodeJS.ErrnoException).code === 'ENOENT') return false;
+      throw err;
+    }
+  }
+
+  locate(key: string): { root: string; path: string } {
+    return { root: this.root, path: this.relative(key) };
+  }
+
+  async *list(before: Date): AsyncIterable<string> {
+    const shards = await readdir(this.root).catch((err: NodeJS.ErrnoException) => {
+      if (err.code === 'ENOENT') return [] as string[];
+      throw err;
+    });
+    for (const shard of shards.filter((s) => SHARD.test(s)).sort()) {
+      for (const name of (await readdir(join(this.root, shard))).sort()) {
+        if (!isBlobKey(name) || !name.startsWith(shard)) continue;
+        const s = await stat(join(this.root, shard, name)).catch(() => null);
+        if (s?.isFile() && s.mtime < before) yield name;
+      }
+    }
+  }
+
+  /** Removes what an interrupted put() left under incoming/ before `before` (a crash mid-upload). */
+  async purgeIncomplete(before: Date): Promise<number> {
+    const incoming = join(this.root, 'incoming');
+    const names = await readdir(incoming).catch(() => [] as string[]);
+    let removed = 0;
+    for (const name of names) {
+      const s = await stat(join(incoming, name)).catch(() => null);
+      if (s && s.mtime < before) {
+        await rm(join(incoming, name), { force: true });
+        removed += 1;
+      }
+    }
+    return removed;
+  }
+}
+
+async function syncDirectory(dir: string): Promise<void> {
+  const handle = await open(dir, 'r');
+  try {
+    await handle.sync();
+  } finally {
+    await handle.close();
+  }
+}

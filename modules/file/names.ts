@@ -1,0 +1,26 @@
+/** A media type: type/subtype (RFC 9110 tokens), optionally with parameters; at most 255 characters. */
+const TOKEN = "[!#$%&'*+.^_`|~0-9A-Za-z-]+";
+const PARAMETER = `\\s*;\\s*${TOKEN}=(?:${TOKEN}|"[^"\\\\\\r\\n]*")`;
+const MEDIA_TYPE = new RegExp(`^${TOKEN}/${TOKEN}(?:${PARAMETER})*$`);
+
+export const MEDIA_TYPE_MAX = 255;
+
+export const isMediaType = (value: string): boolean => value.length <= MEDIA_TYPE_MAX && MEDIA_TYPE.test(value);
+
+/**
+ * The part's file name, kept for display and Content-Disposition only (never a path): the last
+ * path segment, without control characters, at most 255 characters; "file" when nothing is left.
+ */
+export function sanitiseName(raw: string | undefined): string {
+  const last = (raw ?? '').split(/[\\/]/).pop() ?? '';
+  // eslint-disable-next-line no-control-regex
+  const clean = last.replace(/[\u0000-\u001f\u007f-\u009f]/g, '').trim();
+  const chars = [...clean].slice(0, 255).join('');
+  return chars === '' || chars === '.' || chars === '..' ? 'file' : chars;
+}
+
+/** RFC 8187 / 6266: attachment with the name percent-encoded as UTF-8. */
+export function attachmentDisposition(name: string): string {
+  const encoded = encodeURIComponent(name).replace(/['()*]/g, (c) => `%${c.charCodeAt(0).toString(16).toUpperCase()}`);
+  return `attachment; filename*=UTF-8''${encoded}`;
+}

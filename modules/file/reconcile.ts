@@ -1,0 +1,44 @@
+import { sql } from 'kysely';
+import type { JobDefinition } from '../../framework/entity/define.ts';
+import { blobStoreFor } from '../../framework/storage/index.ts';
+
+/** Blobs younger than this may belong to an upload whose row is being written. */
+export const ORPHAN_AGE_MS = 60 * 60 * 1000;
+export const RECONCILE_BATCH = 500;
+
+/**
+ * file-reconcile: removes blobs no row names (an upload whose row never came: a crash between the
+ * bytes and the row). Not per tenant: the question "which of these keys does a row name" spans
+ * every tenant, so it goes to file_keys_named(), a security-definer function that answers only
+ * with keys it was given (migrations/file/0001_files.sql), on a connection with no transaction.
+ */
+export const fileReconcile: JobDefinition = {
+  name: 'file-reconcile',
+  cron: '45 3 * * *',
+  perTenant: false,
+  async run(ctx) {
+    const { services } = ctx;
+    const store = blobStoreFor(services.config);
+    if (!store.list) return { skipped: 'the store cannot list' };
+    const before = new Date(ctx.now.getTime() - ORPHAN_AGE_MS);
+    let seen = 0;
+    let removed = 0;
+    let batches = 0;
+    let batch: string[] = [];
+    const flush = async () => {
+      batches += 1;
+      const { rows } = await sql<{ key: string }>`select file_keys_named(${batch}::uuid[]) as key`.execute(services.db.kysely);
+      const named = new Set(rows.map((r) => r.key));
+      for (const key of batch) if (!named.has(key) && (await store.remove(key))) removed += 1;
+      batch = [];
+    };
+    for await (const key of store.list(before)) {
+      seen += 1;
+      batch.push(key);
+      if (batch.length === RECONCILE_BATCH) await flush();
+    }
+    if (batch.length > 0) await flush();
+    const incomplete = (await store.purgeIncomplete?.(before)) ?? 0;
+    return { seen, batches, removed, incomplete };
+  },
+};

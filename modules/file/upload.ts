@@ -1,0 +1,147 @@
+import { createHash, randomUUID } from 'node:crypto';
+import { Transform, type TransformCallback } from 'node:stream';
+import type { FastifyRequest } from 'fastify';
+import { sql } from 'kysely';
+import type { MultipartFile } from '@fastify/multipart';
+import { problem, ProblemError } from '../../framework/errors.ts';
+import type { Services } from '../../framework/services.ts';
+import type { SessionInfo } from '../../framework/context/tx.ts';
+import type { TxContext } from '../../framework/context/tx.ts';
+import { blobStoreFor, type BlobStore } from '../../framework/storage/index.ts';
+import { toRecord, type FileRecordValue } from './files-table.ts';
+import { isMediaType, MEDIA_TYPE_MAX, sanitiseName } from './names.ts';
+import { bytesAgree, essence, isRenderable, PlainTextCheck, SNIFF_BYTES } from './sniff.ts';
+
+/** Added to files.max_bytes to bound the whole form: boundaries, part headers, a long file name. */
+export const ENVELOPE_BYTES = 64 * 1024;
+
+/** What arrived: counted and hashed on the way to storage, with the head kept for sniffing. */
+class Meter extends Transform {
+  size = 0;
+  private readonly hash = createHash('sha256');
+  private readonly heads: Buffer[] = [];
+  private headLength = 0;
+  readonly text: PlainTextCheck | undefined;
+  private readonly room: number;
+
+  constructor(room: number, checkText: boolean) {
+    super();
+    this.room = room;
+    this.text = checkText ? new PlainTextCheck() : undefined;
+  }
+
+  override _transform(chunk: Buffer, _encoding: BufferEncoding, done: TransformCallback): void {
+    this.size += chunk.length;
+    if (this.size > this.room) {
+      done(problem('QUOTA_EXCEEDED', "The upload does not fit in the tenant's remaining storage quota"));
+      return;
+    }
+    this.hash.update(chunk);
+    this.text?.update(chunk);
+    if (this.headLength < SNIFF_BYTES) {
+      this.heads.push(chunk.subarray(0, SNIFF_BYTES - this.headLength));
+      this.headLength += Math.min(chunk.length, SNIFF_BYTES - this.headLength);
+    }
+    done(null, chunk);
+  }
+
+  head(): Buffer {
+    return Buffer.concat(this.heads);
+  }
+
+  digest(): string {
+    return this.hash.digest('hex');
+  }
+}
+
+const tooLarge = (max: number) => problem('FILE_TOO_LARGE', `The file is larger than ${max} bytes (files.max_bytes)`);
+
+/** Bytes of stored files of the transaction's tenant. */
+async function usedBytes(tx: TxContext): Promise<number> {
+  const row = await tx.db.selectFrom('files').select(sql<string>`coalesce(sum(size), 0)`.as('used')).executeTakeFirstOrThrow();
+  return Number(row.used);
+}
+
+/**
+ * POST /api/v1/file/files. The bytes go to storage first, with no transaction open, hashed and
+ * counted as they pass; then one transaction, holding the tenant's quota lock, checks the quota
+ * again, writes the row and publishes file.uploaded. Any refusal after the first byte removes the
+ * blob, so nothing is kept.
+ */
+export async function uploadFile(services: Services, request: FastifyRequest, session: SessionInfo, visibility: 'public' | 'private'): Promise<FileRecordValue> {
+  const tenant = request.tenant!;
+  const { max_bytes: maxBytes, quota_bytes: quota } = services.config.files;
+  const store = blobStoreFor(services.config);
+  // The room left before any byte flows (a short transaction of its own, closed before the form is read).
+  const room = quota - (await services.transactions.run(tenant, usedBytes));
+  const part = await request.file({ limits: { files: 1, fileSize: maxBytes }, throwFileSizeLimit: false });
+  if (!part || part.fieldname !== 'file') throw problem('FILE_MISSING', 'The form has no file part named file');
+  const mediaType = part.mimetype;
+  if (!isMediaType(mediaType)) {
+    part.file.resume();
+    throw problem('MEDIA_TYPE_INVALID', `The part's media type must be type/subtype, at most ${MEDIA_TYPE_MAX} characters`);
+  }
+  const key = randomUUID();
+  const meter = await storeBytes(store, key, part, Math.max(room, 0), maxBytes, essence(mediaType) === 'text/plain');
+  const discard = async (refusal: ProblemError): Promise<never> => {
+    await store.remove(key);
+    throw refusal;
+  };
+  if (isRenderable(mediaType) && !bytesAgree(mediaType, meter.head(), meter.text?.finish() ?? true)) {
+    await discard(problem('MEDIA_TYPE_MISMATCH', `The bytes are not ${essence(mediaType)}`));
+  }
+  const values = {
+    storage_key: key,
+    name: sanitiseName(part.filename),
+    size: meter.size,
+    sha256: meter.digest(),
+    media_type: mediaType,
+    visibility,
+    uploaded_by: session.userId,
+  };
+  try {
+    return await services.transactions.run(
+      tenant,
+      async (tx) => {
+        // One upload of the tenant at a time gets past here, so two cannot both squeeze into the quota.
+        await sql`select pg_advisory_xact_lock(hashtextextended('file-quota:' || ${tenant.id}, 0))`.execute(tx.db);
+        if ((await usedBytes(tx)) + values.size > quota) throw problem('QUOTA_EXCEEDED', "The upload does not fit in the tenant's remaining storage quota");
+        const row = await tx.db.insertInto('files').values(values).returningAll().executeTakeFirstOrThrow();
+        tx.publish('file.uploaded', { id: row.id, size: row.size, mediaType: row.media_type, visibility: row.visibility });
+        return toRecord(row);
+      },
+      { actorId: session.userId },
+    );
+  } catch (err) {
+    await store.remove(key);
+    throw err;
+  }
+}
+
+/** Streams the part into the store under key; maps a limit or a lost client to nothing kept. */
+async function storeBytes(store: BlobStore, key: string, part: MultipartFile, room: number, maxBytes: number, checkText: boolean): Promise<Meter> {
+  const meter = new Meter(room, checkText);
+  let clientGone = false;
+  part.file.on('limit', () => meter.destroy(tooLarge(maxBytes)));
+  part.file.on('error', (err) => {
+    clientGone = true;
+    meter.destroy(err);
+  });
+  // The store may start reading a moment later (it prepares its directory first): a refusal before
+  // then stays on the meter as its error, which the store's pipeline then reports.
+  meter.on('error', () => {});
+  part.file.pipe(meter);
+  try {
+    await store.put(key, meter);
+  } catch (err) {
+    part.file.unpipe(meter);
+    part.file.resume();
+    if (clientGone) throw problem('MALFORMED_REQUEST', 'The upload ended before the form was complete');
+    throw err;
+  }
+  if (part.file.truncated) {
+    await store.remove(key);
+    throw tooLarge(maxBytes);
+  }
+  return meter;
+}

@@ -1,0 +1,208 @@
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { randomUUID } from 'node:crypto';
+import { mkdirSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
+import { request as httpRequest, type ClientRequest } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { join } from 'node:path';
+import { Readable } from 'node:stream';
+import pg from 'pg';
+import { startTestApp, createCustomer, signInAs, type TestApp } from '../../helpers/app.ts';
+import { testConfig } from '../../helpers/config.ts';
+import { SettableClock } from '../../../framework/clock.ts';
+import { JobRunner } from '../../../framework/events/jobs.ts';
+import { blobStoreFor } from '../../../framework/storage/index.ts';
+import { FILES, filesUnder, form, tempFilesDir } from './helpers.ts';
+
+const HOST = 'reconcile.localhost';
+const HOUR = 60 * 60 * 1000;
+const dir = tempFilesDir();
+const clock = new SettableClock();
+
+let app: TestApp;
+let cookie: string;
+let port: number;
+let owner: pg.Client;
+
+beforeAll(async () => {
+  app = await startTestApp({ config: testConfig({ files: { dir, max_bytes: 1024 * 1024 } }), clock });
+  const tenant = await createCustomer(app, 'reconcile', HOST);
+  cookie = (await signInAs(app, tenant, ['file:read', 'file:manage'])).cookie;
+  await app.web!.listen({ host: '127.0.0.1', port: 0 });
+  port = (app.web!.server.address() as AddressInfo).port;
+  owner = new pg.Client({ connectionString: app.databaseUrl });
+  await owner.connect();
+});
+afterAll(async () => {
+  await owner?.end();
+  await app?.close();
+  rmSync(dir, { recursive: true, force: true });
+});
+
+const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+const incoming = () => {
+  try {
+    return readdirSync(join(dir, 'incoming'));
+  } catch {
+    return [];
+  }
+};
+async function until(check: () => boolean, what: string): Promise<void> {
+  for (let i = 0; i < 200; i += 1) {
+    if (check()) return;
+    await sleep(25);
+  }
+  throw new Error(`timed out waiting for ${what}`);
+}
+
+/** Starts an upload whose body is sent by hand: the head of the form now, the rest when asked. */
+function slowUpload(content: Buffer): { req: ClientRequest; rest: Buffer; answer: Promise<{ status: number; body: string }> } {
+  const { body, type } = form([{ name: 'file', filename: 'slow.bin', type: 'application/octet-stream', content }]);
+  const req = httpRequest({
+    host: '127.0.0.1',
+    port,
+    method: 'POST',
+    path: `${FILES}?visibility=private`,
+    headers: { host: HOST, cookie, 'content-type': type, 'content-length': body.length },
+  });
+  const answer = new Promise<{ status: number; body: string }>((resolve, reject) => {
+    req.on('response', (res) => {
+      let text = '';
+      res.on('data', (c: Buffer) => (text += c.toString()));
+      res.on('end', () => resolve({ status: res.statusCode!, body: text }));
+    });
+    req.on('error', reject);
+  });
+  const half = Math.floor(body.length / 2);
+  req.write(body.subarray(0, half));
+  return { req, rest: body.subarray(half), answer };
+}
+
+/** Transactions open on the app's database, other than this query's own. */
+async function openTransactions(): Promise<number> {
+  const { rows } = await owner.query<{ n: number }>(
+    `select count(*)::int as n from pg_stat_activity
+      where datname = current_database() and pid <> pg_backend_pid() and backend_type = 'client backend' and xact_start is not null`,
+  );
+  return rows[0]!.n;
+}
+
+const reconcile = async () => (await new JobRunner(app.services).runOnce('file-reconcile'))[0]!;
+
+describe('Files rule 2: the bytes flow with no transaction open', () => {
+  it('holds no database transaction while an upload is half sent, and stores it once the rest arrives', async () => {
+    const upload = slowUpload(Buffer.alloc(200_000, 9));
+    await until(() => incoming().length === 1, 'the upload to reach storage');
+    await sleep(100);
+    expect(await openTransactions()).toBe(0);
+    upload.req.end(upload.rest);
+    const answer = await upload.answer;
+    expect(answer.status).toBe(201);
+    expect(JSON.parse(answer.body).size).toBe(200_000);
+  });
+});
+
+describe('file-reconcile: cron 45 3 * * *, not per tenant, removes blobs no row names that are older than an hour', () => {
+  it('is registered as declared, since the local disk can list', () => {
+    const job = app.services.registry.jobs.find((j) => j.name === 'file-reconcile');
+    expect(job).toMatchObject({ cron: '45 3 * * *', perTenant: false });
+    expect(blobStoreFor(app.config).capabilities).toEqual({ seekable: true, listable: true });
+  });
+
+  it('an aborted upload (the client disconnects mid-body) leaves nothing after reconcile', async () => {
+    const before = filesUnder(dir);
+    const { rows: rowsBefore } = await owner.query('select count(*)::int as n from files');
+    const upload = slowUpload(Buffer.alloc(200_000, 7));
+    upload.answer.catch(() => undefined);
+    await until(() => incoming().length === 1, 'the upload to reach storage');
+    upload.req.destroy();
+    clock.set(new Date(Date.now() + 2 * HOUR));
+    try {
+      await until(() => incoming().length === 0, 'the aborted upload to be cleaned');
+      const outcome = await reconcile();
+      expect(outcome.ok).toBe(true);
+    } finally {
+      clock.reset();
+    }
+    expect(filesUnder(dir)).toEqual(before);
+    const { rows } = await owner.query('select count(*)::int as n from files');
+    expect(rows).toEqual(rowsBefore);
+  });
+
+  it('a crash between the bytes and the row leaves an orphan that reconcile removes; blobs a row names stay', async () => {
+    const kept = await app
+      .http(HOST)
+      .post(`${FILES}?visibility=private`)
+      .set('Cookie', cookie)
+      .attach('file', Buffer.from('keep me'), { filename: 'keep.bin', contentType: 'application/octet-stream' });
+    expect(kept.status).toBe(201);
+    // The crash: bytes stored under a key, no row written; and a put cut off before its rename.
+    const orphan = randomUUID();
+    await blobStoreFor(app.config).put(orphan, Readable.from([Buffer.from('orphan')]));
+    mkdirSync(join(dir, 'incoming'), { recursive: true });
+    writeFileSync(join(dir, 'incoming', randomUUID()), 'half written');
+    clock.set(new Date(Date.now() + 2 * HOUR));
+    try {
+      const outcome = await reconcile();
+      expect(outcome).toMatchObject({ ok: true, summary: { removed: 1, incomplete: 1 } });
+    } finally {
+      clock.reset();
+    }
+    expect(await blobStoreFor(app.config).stat(orphan)).toBeNull();
+    expect(incoming()).toEqual([]);
+    const download = await app.http(HOST).get(`${FILES}/${kept.body.id}/content`).set('Cookie', cookie);
+    expect(download.status).toBe(200);
+  });
+
+  it('keeps a blob younger than an hour even when no row names it', async () => {
+    const young = randomUUID();
+    await blobStoreFor(app.config).put(young, Readable.from([Buffer.from('young')]));
+    clock.set(new Date(Date.now() + 50 * 60 * 1000));
+    try {
+      expect((await reconcile()).ok).toBe(true);
+    } finally {
+      clock.reset();
+    }
+    expect(await blobStoreFor(app.config).stat(young)).not.toBeNull();
+    await blobStoreFor(app.config).remove(young);
+  });
+
+  it('asks in batches of 500 and removes every orphan past the first batch too', async () => {
+    const keys = Array.from({ length: 501 }, () => randomUUID());
+    for (const key of keys) {
+      mkdirSync(join(dir, key.slice(0, 2)), { recursive: true });
+      writeFileSync(join(dir, key.slice(0, 2), key), 'o');
+    }
+    clock.set(new Date(Date.now() + 2 * HOUR));
+    try {
+      const outcome = await reconcile();
+      expect(outcome).toMatchObject({ ok: true, summary: { removed: 501 } });
+      const { seen, batches } = outcome.summary as { seen: number; batches: number };
+      expect(seen).toBeGreaterThan(500);
+      expect(batches).toBe(Math.ceil(seen / 500));
+    } finally {
+      clock.reset();
+    }
+    for (const key of keys) expect(await blobStoreFor(app.config).stat(key)).toBeNull();
+  });
+});
+
+describe('Subscriptions file.deleted: blob removal', () => {
+  const subscription = () => app.services.registry.subscriptions.find((s) => s.event === 'file.deleted')!;
+  const event = (storageKey: string) => ({ id: randomUUID(), name: 'file.deleted', tenantId: app.operator.id, actorId: null, occurredAt: new Date().toISOString(), payload: { id: randomUUID(), storageKey } });
+
+  it('deletes the blob named by the key; a missing blob is not an error', async () => {
+    const key = randomUUID();
+    await blobStoreFor(app.config).put(key, Readable.from([Buffer.from('bye')]));
+    await app.services.transactions.run(app.operator, (tx) => subscription().handle(tx, event(key), app.services));
+    expect(await blobStoreFor(app.config).stat(key)).toBeNull();
+    await expect(app.services.transactions.run(app.operator, (tx) => subscription().handle(tx, event(key), app.services))).resolves.toBeUndefined();
+  });
+
+  it('a storage error fails the delivery, so it is retried', async () => {
+    const key = randomUUID();
+    // A directory where the blob should be: removing it is a storage error, not "missing".
+    mkdirSync(join(dir, key.slice(0, 2), key, 'inside'), { recursive: true });
+    await expect(app.services.transactions.run(app.operator, (tx) => subscription().handle(tx, event(key), app.services))).rejects.toThrow();
+    rmSync(join(dir, key.slice(0, 2), key), { recursive: true });
+  });
+});
