@@ -1,4 +1,3 @@
-import { sql } from 'kysely';
 import type { JobDefinition } from '../../framework/entity/define.ts';
 import { blobStoreFor } from '../../framework/storage/index.ts';
 
@@ -27,7 +26,7 @@ export const fileReconcile: JobDefinition = {
     let batch: string[] = [];
     const flush = async () => {
       batches += 1;
-      const { rows } = await sql<{ key: string }>`select file_keys_named(${batch}::uuid[]) as key`.execute(services.db.kysely);
+      const rows = await services.db.kysely.selectNoFrom((eb) => eb.fn<string>('file_keys_named', [eb.val(batch)]).as('key')).execute();
       const named = new Set(rows.map((r) => r.key));
       for (const key of batch) if (!named.has(key) && (await store.remove(key))) removed += 1;
       batch = [];

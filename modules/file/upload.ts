@@ -1,7 +1,6 @@
 import { createHash, randomUUID } from 'node:crypto';
 import { Transform, type TransformCallback } from 'node:stream';
 import type { FastifyRequest } from 'fastify';
-import { sql } from 'kysely';
 import type { MultipartFile } from '@fastify/multipart';
 import { problem, ProblemError } from '../../framework/errors.ts';
 import type { Services } from '../../framework/services.ts';
@@ -58,7 +57,7 @@ const tooLarge = (max: number) => problem('FILE_TOO_LARGE', `The file is larger 
 
 /** Bytes of stored files of the transaction's tenant. */
 async function usedBytes(tx: TxContext): Promise<number> {
-  const row = await tx.db.selectFrom('files').select(sql<string>`coalesce(sum(size), 0)`.as('used')).executeTakeFirstOrThrow();
+  const row = await tx.db.selectFrom('files').select((eb) => eb.fn.coalesce(eb.fn.sum<string>('size'), eb.lit(0)).as('used')).executeTakeFirstOrThrow();
   return Number(row.used);
 }
 
@@ -104,7 +103,7 @@ export async function uploadFile(services: Services, request: FastifyRequest, se
       tenant,
       async (tx) => {
         // One upload of the tenant at a time gets past here, so two cannot both squeeze into the quota.
-        await sql`select pg_advisory_xact_lock(hashtextextended('file-quota:' || ${tenant.id}, 0))`.execute(tx.db);
+        await tx.db.selectNoFrom((eb) => eb.fn('pg_advisory_xact_lock', [eb.fn('hashtextextended', [eb.val(`file-quota:${tenant.id}`), eb.lit(0)])]).as('locked')).execute();
         if ((await usedBytes(tx)) + values.size > quota) throw problem('QUOTA_EXCEEDED', "The upload does not fit in the tenant's remaining storage quota");
         const row = await tx.db.insertInto('files').values(values).returningAll().executeTakeFirstOrThrow();
         tx.publish('file.uploaded', { id: row.id, size: row.size, mediaType: row.media_type, visibility: row.visibility });
