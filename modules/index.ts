@@ -3,8 +3,9 @@ import { authModule } from './auth/index.ts';
 import { notificationModule } from './notification/index.ts';
 import { userModule } from './user/index.ts';
 import { tenantModule } from './tenant/index.ts';
+import { billingModule } from './billing/index.ts';
 
 /** The installation's modules, in migration order (framework migrations always run first). */
-export const coreModules: readonly ModuleDefinition[] = [userModule, authModule, notificationModule, tenantModule];
+export const coreModules: readonly ModuleDefinition[] = [userModule, authModule, notificationModule, tenantModule, billingModule];
 
 export const allModules: readonly ModuleDefinition[] = [...coreModules];
