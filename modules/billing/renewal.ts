@@ -55,9 +55,13 @@ async function renew(tx: TxContext, row: Row, period: Awaited<ReturnType<typeof 
   return 'renewed';
 }
 
-async function cancelNow(tx: TxContext, row: Row, reason: 'customer' | 'dunning'): Promise<RenewalAction> {
-  await tx.db.updateTable('subscriptions').set({ status: 'cancelled', cancel_at_period_end: false, ended_at: tx.now, updated_at: tx.now }).where('id', '=', row.id).execute();
-  tx.publish('billing.cancelled', { reason });
+/**
+ * Cancels and ends the subscription whose period is over. Dunning publishes billing.cancelled
+ * (reason dunning); a cancel at period end published its event when the customer asked.
+ */
+async function cancelAndEnd(tx: TxContext, row: Row, reason: 'customer' | 'dunning'): Promise<RenewalAction> {
+  await tx.db.updateTable('subscriptions').set({ status: 'cancelled', ended_at: tx.now, updated_at: tx.now }).where('id', '=', row.id).execute();
+  if (reason === 'dunning') tx.publish('billing.cancelled', { reason });
   return 'cancelled';
 }
 
@@ -73,8 +77,8 @@ async function workOut(tx: TxContext): Promise<Step1> {
     await tx.db.updateTable('subscriptions').set({ ended_at: tx.now, updated_at: tx.now }).where('id', '=', row.id).execute();
     return { done: 'ended' };
   }
-  if (row.cancel_at_period_end) return { done: await cancelNow(tx, row, 'customer') };
-  if (row.status === 'past_due' && row.past_due_since && graceOver(row.past_due_since, tx.now)) return { done: await cancelNow(tx, row, 'dunning') };
+  if (row.cancel_at_period_end) return { done: await cancelAndEnd(tx, row, 'customer') };
+  if (row.status === 'past_due' && row.past_due_since && graceOver(row.past_due_since, tx.now)) return { done: await cancelAndEnd(tx, row, 'dunning') };
   const period = await nextPeriod(tx, row);
   if (period.plan.price === 0) return { done: await renew(tx, row, period) };
   const attempt = row.attempt_count + 1;

@@ -114,7 +114,7 @@ const subscribe = command({
 const cancel = command({
   summary: 'Cancel the subscription, now or when the period ends',
   description: [
-    'atPeriodEnd true sets cancelAtPeriodEnd: the renewal cancels the subscription when the period ends (billing.cancelled, reason customer) and charges nothing.',
+    'atPeriodEnd true sets cancelAtPeriodEnd and publishes billing.cancelled (reason customer, atPeriodEnd true): the renewal cancels and ends the subscription when the period ends, charging nothing.',
     'atPeriodEnd false cancels now (billing.cancelled, reason customer), refused with 409 PERIOD_OWED while past due; the period already paid is not refunded and the subscription ends when it is over.',
     'Cancelling a cancelled subscription changes nothing.',
   ].join(' '),
@@ -123,9 +123,13 @@ const cancel = command({
   publishes: ['billing.cancelled'],
   async run(ctx, row, body) {
     if (row === null || row.status === 'cancelled') return;
-    if (body.atPeriodEnd) return row.cancelAtPeriodEnd ? undefined : { cancelAtPeriodEnd: true };
+    if (body.atPeriodEnd) {
+      if (row.cancelAtPeriodEnd) return;
+      ctx.publish('billing.cancelled', { reason: 'customer', atPeriodEnd: true });
+      return { cancelAtPeriodEnd: true };
+    }
     if (row.status === 'past_due') throw problem('PERIOD_OWED', 'a period is owed for: pay it, or cancel at the period end');
-    ctx.publish('billing.cancelled', { reason: 'customer' });
+    ctx.publish('billing.cancelled', { reason: 'customer', atPeriodEnd: false });
     return { status: 'cancelled', cancelAtPeriodEnd: false };
   },
 });

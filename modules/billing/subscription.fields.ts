@@ -12,7 +12,7 @@ export const subscriptionFields = {
   periodEnd: DateTime({ description: 'End of the period being served: the renewal job charges for the next period from here.' }),
   cancelAtPeriodEnd: Type.Boolean(),
   price: Type.Integer({ minimum: 0, description: 'Stamped from the plan when the period started; billed until the next period.' }),
-  currency: Type.String({ pattern: '^[A-Z]{3}$' }),
+  currency: Type.String({ pattern: '^[A-Z]{3}$', examples: ['EUR', 'USD', 'JPY'] }),
   trialUsedAt: Type.Optional(DateTime({ description: 'When the tenant\'s one trial was issued.' })),
   attemptCount: Type.Integer({ minimum: 0, description: 'Failed charge attempts (one per night) since the period became owed.' }),
   pastDueSince: Type.Optional(DateTime({ description: 'When the first charge for the owed period failed.' })),
