@@ -57,7 +57,7 @@ describe('subscribe: first subscribe', () => {
     expect(res.body.periodStart.slice(0, 19)).toBe('2026-11-10T09:30:00');
     expect(res.body.periodEnd).toBe(res.body.periodStart.replace('2026-11-10', '2026-12-10'));
     expect((await readSubscription(world)).body).toEqual(res.body);
-    expect((await billingEvents(world)).map((e) => e.name)).toEqual(['billing.subscription.created', 'billing.subscribed']);
+    expect((await billingEvents(world)).map((e) => e.name)).toEqual(['billing.subscribed', 'billing.subscription.created']);
   });
 
   it('a paid plan with the trial unused becomes trial for billing.trial_days and sets trialUsedAt; nothing is charged', async () => {
