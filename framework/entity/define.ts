@@ -69,6 +69,8 @@ export interface CommandDefinition<F extends TProperties, B extends TSchema = TS
   body?: B;
   /** Defaults to the entity's write permission. */
   permission?: string;
+  /** Problem answers particular to this command, for OpenAPI: status → description naming the code. */
+  problems?: Readonly<Record<number, string>>;
   /**
    * Events this command publishes: each must be declared by a module (boot check), and a publish
    * of any other event (besides the entity's own lifecycle and hook events) fails the request.
@@ -293,6 +295,8 @@ export interface RouteDefinition<S extends RouteSchemas = RouteSchemas, P extend
   publishes?: readonly P[];
   /** Largest request body in bytes, past which the answer is 413 PAYLOAD_TOO_LARGE; default 1 MiB. */
   bodyLimit?: number;
+  /** Problem answers particular to this route, for OpenAPI: status → description naming the code. */
+  problems?: Readonly<Record<number, string>>;
   /** Answers also on hosts with no tenant (only the probes). */
   global?: boolean;
   /**

@@ -54,6 +54,7 @@ export function commandRoutes(entity: ResolvedEntity, ops: EntityOperations, pre
       ),
       tags: [def.module],
       access: { permission: definition.permission ?? def.permissions.write },
+      ...(definition.problems ? { problems: definition.problems } : {}),
       // A singleton's command may create the row, which publishes its created event.
       publishes: [...new Set([...(definition.publishes ?? []), ...(entity.singleton ? [names.events.created] : []), ...followUp])],
       schema: {

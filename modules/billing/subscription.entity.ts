@@ -70,6 +70,11 @@ const subscribe = command({
   ].join(' '),
   body: SubscribeBody,
   permission: 'billing:manage',
+  problems: {
+    402: 'The first period was not paid: declined or failed at the provider (PAYMENT_DECLINED); nothing stored',
+    409: 'Another plan while a period is owed for (PERIOD_OWED); a cancelled subscription whose period is not over (INVALID_STATE)',
+    422: 'Validation failed, or an unknown or inactive plan (VALIDATION_FAILED at /body/planId)',
+  },
   publishes: ['billing.subscribed'],
   prepare: chargeFirstPeriod,
   async run(ctx, row, body, services, prepared) {
@@ -120,6 +125,7 @@ const cancel = command({
   ].join(' '),
   body: CancelBody,
   permission: 'billing:manage',
+  problems: { 409: 'Cancel now while a period is owed for (PERIOD_OWED)' },
   publishes: ['billing.cancelled'],
   async run(ctx, row, body) {
     if (row === null || row.status === 'cancelled') return;

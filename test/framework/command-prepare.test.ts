@@ -1,5 +1,6 @@
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import Type from 'typebox';
+import { CompiledQuery } from 'kysely';
 import { startTestApp, createCustomer, signInAs, type TestApp } from '../helpers/app.ts';
 import { testkitModule } from '../helpers/testkit-module.ts';
 import { allModules } from '../../modules/index.ts';
@@ -39,8 +40,8 @@ const prepared = defineEntity({
       async prepare(ctx, body) {
         const widgets = await ctx.transaction(async (tx) => {
           tx.publish('preptest.stamped', { step: 'prepare' });
-          const [row] = await tx.db.selectFrom('widgets').select((eb) => eb.fn.countAll<number>().as('n')).execute();
-          return Number(row!.n);
+          const { rows } = await tx.db.executeQuery<{ n: number }>(CompiledQuery.raw('select count(*)::int as n from widgets'));
+          return rows[0]!.n;
         });
         // The pool is refused inside a transaction: reaching it proves none is open here.
         const { rows } = await ctx.services.db.pool.query<{ n: number }>(

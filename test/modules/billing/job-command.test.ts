@@ -54,7 +54,7 @@ describe('npm run job -- billing-renew --at <ISO time>', () => {
     expect(cancelled.stdout).toContain('"action":"cancelled"');
     expect((await subscription(world)).status).toBe('cancelled');
     expect((await billingEvents(world)).at(-1)).toEqual({ name: 'billing.cancelled', payload: { reason: 'dunning' } });
-  });
+  }, 180_000);
 
   it('renews as of --at when the charge settles', async () => {
     const plan = await createPlan(world, { price: 0 });
@@ -65,5 +65,5 @@ describe('npm run job -- billing-renew --at <ISO time>', () => {
     expect(run.code, run.stderr).toBe(0);
     expect(run.stdout).toContain('"action":"renewed"');
     expect(((await subscription(world)).period_start as Date).getTime()).toBe(end.getTime());
-  });
+  }, 120_000);
 });

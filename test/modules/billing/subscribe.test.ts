@@ -38,6 +38,16 @@ describe('Subscription: a singleton at /api/v1/billing/subscription', () => {
     }
   });
 
+  it('OpenAPI documents subscribe\'s 402 PAYMENT_DECLINED and 409 PERIOD_OWED, and no PUT', async () => {
+    const doc = (await world.app.http().get('/api/v1/openapi.json')).body;
+    const path = doc.paths['/api/v1/billing/subscription'];
+    expect(Object.keys(path)).toEqual(['get']);
+    const responses = doc.paths['/api/v1/billing/subscription/subscribe'].post.responses;
+    expect(responses['402'].description).toMatch(/PAYMENT_DECLINED/);
+    expect(responses['409'].description).toMatch(/PERIOD_OWED/);
+    expect(doc.paths['/api/v1/billing/subscription/cancel'].post.responses['409'].description).toMatch(/PERIOD_OWED/);
+  });
+
   it('a customer can never write its period or price: the subscribe body takes planId alone', async () => {
     const plan = await createPlan(world, { price: 0 });
     const res = await world.app.http(world.host).post('/api/v1/billing/subscription/subscribe').set('Cookie', world.cookie).send({ planId: plan.id, price: 0, periodEnd: '2099-01-01T00:00:00Z' });

@@ -1,4 +1,6 @@
 import { expect } from 'vitest';
+import type { Selectable } from 'kysely';
+import type { SubscriptionsTable } from '../../../modules/billing/tables.ts';
 import { startTestApp, createCustomer, signInAs, type TestApp } from '../../helpers/app.ts';
 import { testConfig } from '../../helpers/config.ts';
 import { SettableClock } from '../../../framework/clock.ts';
@@ -46,9 +48,10 @@ export const subscribe = (world: BillingWorld, planId: string, cookie = world.co
 export const cancel = (world: BillingWorld, atPeriodEnd: boolean) =>
   world.app.http(world.host).post('/api/v1/billing/subscription/cancel').set('Cookie', world.cookie).send({ atPeriodEnd });
 
-export async function subscription(world: BillingWorld, tenant: TenantRef = world.customer): Promise<Record<string, unknown>> {
-  const { rows } = await world.app.services.db.pool.query(`select * from subscriptions where tenant_id = $1 and deleted_at is null`, [tenant.id]);
-  return rows[0];
+/** The tenant's stored subscription row (undefined, despite the type, when there is none). */
+export async function subscription(world: BillingWorld, tenant: TenantRef = world.customer): Promise<Selectable<SubscriptionsTable>> {
+  const { rows } = await world.app.services.db.pool.query<Selectable<SubscriptionsTable>>(`select * from subscriptions where tenant_id = $1 and deleted_at is null`, [tenant.id]);
+  return rows[0]!;
 }
 
 export async function readSubscription(world: BillingWorld) {
