@@ -75,6 +75,8 @@ create table billing_sandbox_charges (
   outcome text not null check (outcome in ('settled', 'declined', 'error')),
   created_at timestamptz not null default now()
 );
+-- No tenant transaction reads or writes it: only the provider does, through the pool.
+revoke all on billing_sandbox_charges from tenantry_app;
 
 -- Is a plan still subscribed (or chosen for the next period) in any tenant? The plan's DELETE runs
 -- at the operator tenant, which sees only its own subscriptions: a security-definer answer.
