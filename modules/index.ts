@@ -6,8 +6,9 @@ import { tenantModule } from './tenant/index.ts';
 import { taskModule } from './task/index.ts';
 import { contentModule } from './content/index.ts';
 import { fileModule } from './file/index.ts';
+import { billingModule } from './billing/index.ts';
 
 /** The installation's modules, in migration order (framework migrations always run first). */
-export const coreModules: readonly ModuleDefinition[] = [userModule, authModule, notificationModule, tenantModule, taskModule];
+export const coreModules: readonly ModuleDefinition[] = [userModule, authModule, notificationModule, tenantModule, taskModule, billingModule];
 
 export const allModules: readonly ModuleDefinition[] = [...coreModules, contentModule, fileModule];

@@ -57,6 +57,22 @@ export const ConfigSchema = Type.Object(
       },
       { additionalProperties: false, default: {} },
     ),
+    billing: Type.Object(
+      {
+        /** Days of the one trial a tenant gets on its first paid subscription; 0 disables trials. */
+        trial_days: Type.Integer({ default: 14, minimum: 0, maximum: 365 }),
+        /** The payment provider: sandbox (built in) keeps its charges in the database. */
+        provider: Type.Union([Type.Literal('sandbox')], { default: 'sandbox' }),
+        sandbox: Type.Object(
+          {
+            /** What the sandbox does with a new charge (a replayed idempotency key keeps its first outcome). */
+            outcome: Type.Union(['settle', 'decline', 'error'].map((o) => Type.Literal(o)), { default: 'settle' }),
+          },
+          { additionalProperties: false, default: {} },
+        ),
+      },
+      { additionalProperties: false, default: {} },
+    ),
     mail: Type.Object(
       {
         host: Type.String({ default: '' }),

@@ -70,6 +70,8 @@ export interface CommandDefinition<F extends TProperties, B extends TSchema = TS
   body?: B;
   /** Defaults to the entity's write permission. */
   permission?: string;
+  /** Problem answers particular to this command, for OpenAPI: status → description naming the code. */
+  problems?: Readonly<Record<number, string>>;
   /**
    * Events this command publishes: each must be declared by a module (boot check), and a publish
    * of any other event (besides the entity's own lifecycle and hook events) fails the request.
@@ -82,7 +84,15 @@ export interface CommandDefinition<F extends TProperties, B extends TSchema = TS
    * exist yet, `row` is null and the values returned are inserted as the new row (nothing returned:
    * the command answers 404, like GET).
    */
-  run(ctx: TxContext<P>, row: CommandRow<F, S>, body: Static<B>, services: Services): Promise<FieldChanges<F> | void>;
+  run(ctx: TxContext<P>, row: CommandRow<F, S>, body: Static<B>, services: Services, prepared?: unknown): Promise<FieldChanges<F> | void>;
+  /**
+   * Work that must happen before the command's transaction with no transaction open, such as a
+   * payment: it opens transactions of its own (ctx.transaction) and may call out between them.
+   * What it returns reaches `run` as `prepared`; a problem it throws is the answer, and `run` does
+   * not run. A command with `prepare` is served as a `transaction: 'none'` route whose command
+   * transaction opens after prepare returns.
+   */
+  prepare?(ctx: CommandPrepareContext<P>, body: Static<B>): Promise<unknown>;
 }
 
 /**
@@ -239,6 +249,12 @@ export interface EntityDefinition<
    * Runs in the tenant's transaction; n varies between calls so unique keys stay unique.
    */
   sample?(ctx: TxContext, n: number): Promise<Partial<FieldValues<F>>>;
+  /**
+   * As rare: values the conformance suite merges into a command's body it derives from the body
+   * schema, when the body must name an existing row (a plan to subscribe to). Runs in the
+   * transaction of the tenant the command is sent to.
+   */
+  sampleCommand?(ctx: TxContext, command: CN, n: number): Promise<Record<string, unknown>>;
 }
 
 /**
@@ -296,6 +312,8 @@ export interface RouteDefinition<S extends RouteSchemas = RouteSchemas, P extend
   publishes?: readonly P[];
   /** Largest request body in bytes, past which the answer is 413 PAYLOAD_TOO_LARGE; default 1 MiB. */
   bodyLimit?: number;
+  /** Problem answers particular to this route, for OpenAPI: status → description naming the code. */
+  problems?: Readonly<Record<number, string>>;
   /** Answers also on hosts with no tenant (only the probes). */
   global?: boolean;
   /**
@@ -322,8 +340,25 @@ export interface NoTxRouteDefinition<S extends RouteSchemas = RouteSchemas, P ex
    * `form` documents the form's fields in OpenAPI and is not validated.
    */
   multipart?: { form: TSchema };
-  /** session: resolved (and guarded) in a short transaction of its own when access is signedIn or a permission; else null. */
-  handler(ctx: RouteContext<S> & { session: SessionInfo | null }): Promise<unknown>;
+  /**
+   * session: resolved (and guarded) in a short transaction of its own when access is signedIn or a
+   * permission; else null. transaction(fn): opens a transaction in the request's tenant, acting for
+   * the caller and held to the route's publish list, and commits it when fn resolves.
+   */
+  handler(ctx: RouteContext<S> & { session: SessionInfo | null; transaction: RequestTransaction<P> }): Promise<unknown>;
+}
+
+/** A transaction a `transaction: 'none'` route (or a command's prepare) opens for its request. */
+export type RequestTransaction<P extends string = string> = <T>(fn: (tx: TxContext<P>) => Promise<T>) => Promise<T>;
+
+/** What a command's `prepare` gets: no transaction is open; it opens its own. */
+export interface CommandPrepareContext<P extends string = string> {
+  services: Services;
+  tenant: TenantRef;
+  session: SessionInfo | null;
+  /** The clock's reading when prepare started. */
+  now: Date;
+  transaction: RequestTransaction<P>;
 }
 
 export type AnyRoute = RouteDefinition<RouteSchemas> | NoTxRouteDefinition<RouteSchemas>;

@@ -1,5 +1,5 @@
 import Type, { type TSchema } from 'typebox';
-import type { AnyRoute } from '../entity/define.ts';
+import type { AnyRoute, NoTxRouteDefinition, RouteDefinition } from '../entity/define.ts';
 import type { ResolvedEntity } from '../entity/resolve.ts';
 import type { TxContext } from '../context/tx.ts';
 import type { EntityOperations } from '../operations/entity-ops.ts';
@@ -41,30 +41,49 @@ export function followUpEvents(entity: ResolvedEntity): string[] {
 export function commandRoutes(entity: ResolvedEntity, ops: EntityOperations, present: Present): AnyRoute[] {
   const { names, schemas, def } = entity;
   const followUp = followUpEvents(entity);
-  return Object.entries(def.commands ?? {}).map(([command, definition]): AnyRoute => ({
-    method: 'POST',
-    url: entity.singleton ? `${names.path}/${command}` : `${names.path}/:id/${command}`,
-    operationId: names.operationId(command),
-    summary: definition.summary,
-    description: sentences(
-      definition.description,
-      entity.singleton ? `Before the ${names.label.toLowerCase()} exists, the command may create it; if it does not, 404 NOT_FOUND.` : undefined,
-      visibility(entity),
-    ),
-    tags: [def.module],
-    access: { permission: definition.permission ?? def.permissions.write },
-    // A singleton's command may create the row, which publishes its created event.
-    publishes: [...new Set([...(definition.publishes ?? []), ...(entity.singleton ? [names.events.created] : []), ...followUp])],
-    schema: {
-      ...(entity.singleton ? {} : { params: schemas.idParams }),
-      ...(definition.body ? { body: definition.body } : {}),
-      response: { 200: answer(schemas.row, `The ${names.label.toLowerCase()} after the command`) },
-    },
-    handler: async ({ tx, params, body, services }) => {
-      const id = entity.singleton ? null : (params as { id: string }).id;
-      return present(tx, await ops.runCommand(tx, id, command, body ?? {}, services));
-    },
-  }));
+  return Object.entries(def.commands ?? {}).map(([command, definition]): AnyRoute => {
+    const base = {
+      method: 'POST' as const,
+      url: entity.singleton ? `${names.path}/${command}` : `${names.path}/:id/${command}`,
+      operationId: names.operationId(command),
+      summary: definition.summary,
+      description: sentences(
+        definition.description,
+        entity.singleton ? `Before the ${names.label.toLowerCase()} exists, the command may create it; if it does not, 404 NOT_FOUND.` : undefined,
+        visibility(entity),
+      ),
+      tags: [def.module],
+      access: { permission: definition.permission ?? def.permissions.write },
+      ...(definition.problems ? { problems: definition.problems } : {}),
+      // A singleton's command may create the row, which publishes its created event.
+      publishes: [...new Set([...(definition.publishes ?? []), ...(entity.singleton ? [names.events.created] : []), ...followUp])],
+      schema: {
+        ...(entity.singleton ? {} : { params: schemas.idParams }),
+        ...(definition.body ? { body: definition.body } : {}),
+        response: { 200: answer(schemas.row, `The ${names.label.toLowerCase()} after the command`) },
+      },
+    };
+    const idOf = (params: unknown) => (entity.singleton ? null : (params as { id: string }).id);
+    const prepare = definition.prepare;
+    if (prepare) {
+      // Prepared with no transaction open (it opens its own), then the command's own transaction.
+      const route: NoTxRouteDefinition = {
+        ...base,
+        transaction: 'none',
+        handler: async ({ params, body, services, session, request, transaction }) => {
+          const ctx = { services, tenant: request.tenant!, session, now: services.clock.now(), transaction };
+          const prepared = await prepare(ctx, body ?? {});
+          return transaction(async (tx) => present(tx, await ops.runCommand(tx, idOf(params), command, body ?? {}, services, prepared)));
+        },
+      };
+      return route;
+    }
+    const route: RouteDefinition = {
+      ...base,
+      handler: async ({ tx, params, body, services }) => present(tx, await ops.runCommand(tx, idOf(params), command, body ?? {}, services)),
+    };
+    return route;
+  });
 }
 
 /** What a DELETE does, for OpenAPI: soft or hard, and whether a hook may refuse it. */

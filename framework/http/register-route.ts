@@ -1,7 +1,7 @@
 import type { FastifyInstance, FastifyReply, FastifyRequest, FastifySchemaCompiler } from 'fastify';
 import type { TSchema } from 'typebox';
 import type { AnyRoute, NoTxRouteDefinition, RouteDefinition } from '../entity/define.ts';
-import type { PublishAllowList, TxOptions } from '../context/tx.ts';
+import type { PublishAllowList, TxContext, TxOptions } from '../context/tx.ts';
 import type { ResolvedEntity } from '../entity/resolve.ts';
 import type { Services } from '../services.ts';
 import { authorize, needsSession, refuseOperatorOutsideOperatorTenant } from '../access/guard.ts';
@@ -121,7 +121,8 @@ export function registerRoute(app: FastifyInstance, services: Services, route: A
               txOptions,
             )
           : null;
-        return (route as NoTxRouteDefinition).handler({ ...base, session });
+        const transaction = <T>(fn: (tx: TxContext) => Promise<T>): Promise<T> => services.transactions.run(tenant, fn, txOptions);
+        return (route as NoTxRouteDefinition).handler({ ...base, session, transaction });
       }
       return services.transactions.run(
         tenant,

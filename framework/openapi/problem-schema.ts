@@ -47,5 +47,7 @@ export function problemResponses(route: AnyRoute): Record<number, unknown> {
       ? 'Body neither JSON nor application/x-www-form-urlencoded (UNSUPPORTED_MEDIA_TYPE)'
       : 'Body not JSON; form-encoded bodies are refused (UNSUPPORTED_MEDIA_TYPE)');
   }
+  // Problems particular to the route (a 402, or which 409 it gives), as it documents them.
+  for (const [status, description] of Object.entries(route.problems ?? {})) responses[Number(status)] = ref(description);
   return responses;
 }

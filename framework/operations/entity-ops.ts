@@ -152,11 +152,11 @@ export class EntityOperations {
    * A command on the row by id, or on a singleton's row (id null): run gets the locked row, or
    * null when the singleton has none yet, and its returned values are inserted as the row.
    */
-  async runCommand(ctx: TxContext, id: string | null, command: string, body: unknown, services: Services): Promise<Row> {
+  async runCommand(ctx: TxContext, id: string | null, command: string, body: unknown, services: Services, prepared?: unknown): Promise<Row> {
     const definition = this.entity.def.commands?.[command];
     if (!definition) throw notFound();
     const previous = this.entity.singleton && id === null ? await this.find(ctx, null, true) : await this.read(ctx, id, { lock: true });
-    const changes = (await definition.run(ctx, previous ?? null, body as never, services)) as Values | undefined;
+    const changes = (await definition.run(ctx, previous ?? null, body as never, services, prepared)) as Values | undefined;
     const source: Source = { kind: 'command', command };
     if (!previous) {
       // Nothing to insert: the singleton still does not exist.

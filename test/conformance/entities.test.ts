@@ -90,12 +90,16 @@ describe.each(ENTITIES.map((e) => [e.names.key, e] as const))('entity %s', (_key
     const own = Object.fromEntries(Object.entries(access).filter(([field]) => field in settable));
     return { ...body, ...hint, ...own };
   }
-  const commandBody = (command: string) => {
+  const commandBody = async (tenant: TenantRef, command: string) => {
     const schema = def.commands?.[command]?.body;
-    return schema ? (checkedSample(schema, next(), `${names.key} ${command} body`) as Record<string, unknown>) : undefined;
+    if (!schema) return undefined;
+    const n = next();
+    const body = checkedSample(schema, n, `${names.key} ${command} body`) as Record<string, unknown>;
+    const hint = def.sampleCommand ? await app.services.transactions.run(tenant, (ctx) => def.sampleCommand!(ctx, command, n)) : {};
+    return { ...body, ...hint };
   };
-  const sendCommand = (tenant: TenantRef, c: string, id: string, command: string) => {
-    const body = commandBody(command);
+  const sendCommand = async (tenant: TenantRef, c: string, id: string, command: string) => {
+    const body = await commandBody(tenant, command);
     const req = http(tenant).post(commandPath(id, command)).set('Cookie', c);
     return body ? req.send(body) : req;
   };
@@ -276,7 +280,7 @@ describe.each(ENTITIES.map((e) => [e.names.key, e] as const))('entity %s', (_key
     if (patch && serves('update')) routes.push({ what: 'PATCH', permission: def.permissions.write, send: (c) => withCookie(http().patch(itemPath(id)), c).send(patch) });
     if (serves('delete')) routes.push({ what: 'DELETE', permission: def.permissions.write, send: (c) => withCookie(http().delete(itemPath(id)), c) });
     for (const [command] of commands) {
-      const body = commandBody(command);
+      const body = await commandBody(home, command);
       routes.push({
         what: command,
         permission: commandPermission(command),

@@ -1,0 +1,23 @@
+import { defineModule, entity } from '../../framework/entity/define.ts';
+import { plan } from './plan.entity.ts';
+import { subscription } from './subscription.entity.ts';
+import { renewJob } from './renewal.ts';
+import './tables.ts';
+
+/**
+ * Billing: the operator's price list (plans, global), one subscription per tenant (a singleton
+ * written by subscribe and cancel), the nightly renewal with dunning, and the payment provider
+ * (docs/billing.md).
+ */
+export const billingModule = defineModule({
+  name: 'billing',
+  description: 'The price list, one subscription per tenant, renewal and dunning',
+  permissions: [
+    { name: 'billing:read', description: 'Read the price list and the tenant\'s subscription' },
+    { name: 'billing:manage', description: 'Subscribe, change plan and cancel the tenant\'s subscription' },
+    { name: 'billing:catalog', description: 'Plan writes (the operator-owned price list)', operator: true },
+  ],
+  events: ['billing.subscribed', 'billing.cancelled', 'billing.renewed', 'billing.past_due'],
+  entities: [entity(plan), entity(subscription)],
+  jobs: [renewJob],
+});

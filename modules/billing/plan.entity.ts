@@ -1,0 +1,49 @@
+import Type from 'typebox';
+import { sql } from 'kysely';
+import { defineEntity } from '../../framework/entity/define.ts';
+import { problem } from '../../framework/errors.ts';
+import { isCurrency } from './currencies.ts';
+
+function checkCurrency(currency: unknown): void {
+  if (typeof currency === 'string' && !isCurrency(currency)) {
+    throw problem('VALIDATION_FAILED', `${currency} is not an ISO 4217 currency in use`, { errors: [{ pointer: '/body/currency', message: 'not an ISO 4217 currency code in use' }] });
+  }
+}
+
+/**
+ * The operator's price list at /api/v1/billing/plans: every tenant reads the same plans
+ * (billing:read); only the operator writes them (billing:catalog). No field is immutable: a change
+ * reaches a subscription when its next period starts. A plan some tenant is still on (or will move
+ * to at its next renewal) cannot be deleted: 409 PLAN_IN_USE.
+ */
+export const plan = defineEntity({
+  module: 'billing',
+  name: 'plan',
+  description: 'A plan of the price list. A change applies to subscriptions from their next period.',
+  scope: 'global',
+  fields: {
+    code: Type.String({ pattern: '^[a-z0-9][a-z0-9-]{0,49}$', description: 'Unique among live plans.' }),
+    name: Type.String({ minLength: 1, maxLength: 100 }),
+    price: Type.Integer({ minimum: 0, maximum: 2147483647, description: "In the currency's minor unit (cents for EUR, yen for JPY)." }),
+    currency: Type.String({
+      pattern: '^[A-Z]{3}$',
+      examples: ['EUR', 'USD', 'JPY'],
+      description: 'An ISO 4217 code of a currency in current use (the list shipped with the ICU data); funds, metals and test codes are refused.',
+    }),
+    interval: Type.Union([Type.Literal('month'), Type.Literal('year')]),
+    features: Type.Array(Type.String({ minLength: 1, maxLength: 100 }), { maxItems: 100, description: 'Feature names.' }),
+    active: Type.Boolean({ description: 'Gates new subscriptions, not existence: subscribers of an inactive plan keep renewing.' }),
+  },
+  permissions: { read: 'billing:read', write: 'billing:catalog' },
+  sortable: ['code', 'name', 'price'],
+  hooks: {
+    async beforeWrite(_ctx, { values }) {
+      checkCurrency(values.currency);
+    },
+    async beforeDelete(ctx, { row }) {
+      const { rows } = await sql<{ used: boolean }>`select billing_plan_in_use(${row.id}) as used`.execute(ctx.db);
+      if (rows[0]?.used) throw problem('PLAN_IN_USE', `plan ${row.code} is still subscribed in some tenant`);
+    },
+  },
+  admin: { title: 'name', columns: ['code', 'name', 'price', 'currency', 'interval', 'active'] },
+});
