@@ -1,5 +1,4 @@
 import Type from 'typebox';
-import { sql } from 'kysely';
 import { defineEntity } from '../../framework/entity/define.ts';
 import { problem } from '../../framework/errors.ts';
 import { isCurrency } from './currencies.ts';
@@ -41,7 +40,7 @@ export const plan = defineEntity({
       checkCurrency(values.currency);
     },
     async beforeDelete(ctx, { row }) {
-      const { rows } = await sql<{ used: boolean }>`select billing_plan_in_use(${row.id}) as used`.execute(ctx.db);
+      const rows = await ctx.db.selectNoFrom((eb) => eb.fn<boolean>('billing_plan_in_use', [eb.val(row.id)]).as('used')).execute();
       if (rows[0]?.used) throw problem('PLAN_IN_USE', `plan ${row.code} is still subscribed in some tenant`);
     },
   },
