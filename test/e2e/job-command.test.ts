@@ -1,4 +1,3 @@
-import { spawn } from 'node:child_process';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { CompiledQuery } from 'kysely';
 import { createCustomer, startTestApp, type TestApp } from '../helpers/app.ts';
@@ -9,7 +8,7 @@ import { allModules } from '../../modules/index.ts';
 import type { TenantRef } from '../../framework/context/tenant.ts';
 import { DAY_MS } from '../../framework/clock.ts';
 import { jobCommand } from '../../scripts/job.ts';
-import { childEnv, REPO, type Finished } from './processes.ts';
+import { npmRun, type Finished } from './processes.ts';
 
 let app: TestApp;
 let acme: TenantRef;
@@ -29,24 +28,7 @@ beforeEach(() => {
 });
 
 /** Runs the documented command `npm run job -- <args>` from the repository root. */
-function npmRunJob(args: string[], timeoutMs = 60_000): Promise<Finished> {
-  return new Promise((resolve, reject) => {
-    const child = spawn('npm', ['run', '--silent', 'job', '--', ...args], { cwd: REPO, env: childEnv(settings), stdio: ['ignore', 'pipe', 'pipe'] });
-    let stdout = '';
-    let stderr = '';
-    child.stdout.on('data', (c: Buffer) => (stdout += c.toString()));
-    child.stderr.on('data', (c: Buffer) => (stderr += c.toString()));
-    const timer = setTimeout(() => {
-      child.kill('SIGKILL');
-      reject(new Error(`npm run job did not finish in ${timeoutMs} ms\n${stdout}\n${stderr}`));
-    }, timeoutMs);
-    child.on('error', reject);
-    child.on('close', (code) => {
-      clearTimeout(timer);
-      resolve({ code, stdout, stderr });
-    });
-  });
-}
+const npmRunJob = (args: string[], timeoutMs = 60_000): Promise<Finished> => npmRun('job', args, settings, timeoutMs);
 
 /** The command's main function, in this process, with the test kit's job declared too. */
 async function runInProcess(args: string[]): Promise<Finished> {

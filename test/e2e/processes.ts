@@ -16,17 +16,17 @@ export interface Finished {
   stderr: string;
 }
 
-/** Runs the documented command `npm run admin:invite -- <args>` from the repository root. */
-export function adminInvite(args: string[], settings: Record<string, string>, timeoutMs = 60_000): Promise<Finished> {
+/** Runs `npm run <script> -- <args>` from the repository root, with the given settings, to its end. */
+export function npmRun(script: string, args: string[], settings: Record<string, string>, timeoutMs = 60_000): Promise<Finished> {
   return new Promise((resolve, reject) => {
-    const child = spawn('npm', ['run', 'admin:invite', '--', ...args], { cwd: REPO, env: childEnv(settings), stdio: ['ignore', 'pipe', 'pipe'] });
+    const child = spawn('npm', ['run', '--silent', script, '--', ...args], { cwd: REPO, env: childEnv(settings), stdio: ['ignore', 'pipe', 'pipe'] });
     let stdout = '';
     let stderr = '';
     child.stdout.on('data', (c: Buffer) => (stdout += c.toString()));
     child.stderr.on('data', (c: Buffer) => (stderr += c.toString()));
     const timer = setTimeout(() => {
       child.kill('SIGKILL');
-      reject(new Error(`admin:invite did not finish in ${timeoutMs} ms\n${stdout}\n${stderr}`));
+      reject(new Error(`npm run ${script} did not finish in ${timeoutMs} ms\n${stdout}\n${stderr}`));
     }, timeoutMs);
     child.on('error', reject);
     child.on('close', (code) => {
@@ -35,6 +35,10 @@ export function adminInvite(args: string[], settings: Record<string, string>, ti
     });
   });
 }
+
+/** Runs the documented command `npm run admin:invite -- <args>` from the repository root. */
+export const adminInvite = (args: string[], settings: Record<string, string>, timeoutMs = 60_000): Promise<Finished> =>
+  npmRun('admin:invite', args, settings, timeoutMs);
 
 /** The set-password link the command printed. */
 export function printedLink(output: string): URL {

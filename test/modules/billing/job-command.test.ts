@@ -1,6 +1,5 @@
-import { spawn } from 'node:child_process';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { childEnv, REPO, type Finished } from '../../e2e/processes.ts';
+import { npmRun, type Finished } from '../../e2e/processes.ts';
 import { DAY, billingEvents, billingWorld, createPlan, subscribe, subscription, type BillingWorld } from './support.ts';
 
 let world: BillingWorld;
@@ -15,23 +14,7 @@ afterAll(async () => {
 /** `npm run job -- billing-renew --at <time> --tenant <slug>`, from the repository root. */
 function renewAt(at: Date, env: Record<string, string> = {}, timeoutMs = 60_000): Promise<Finished> {
   const settings = { TENANTRY_DATABASE_URL: world.app.databaseUrl, TENANTRY_SERVER_PUBLIC_HOST: 'operator.localhost', ...env };
-  const args = ['run', '--silent', 'job', '--', 'billing-renew', '--at', at.toISOString(), '--tenant', world.customer.slug];
-  return new Promise((resolve, reject) => {
-    const child = spawn('npm', args, { cwd: REPO, env: childEnv(settings), stdio: ['ignore', 'pipe', 'pipe'] });
-    let stdout = '';
-    let stderr = '';
-    child.stdout.on('data', (c: Buffer) => (stdout += c.toString()));
-    child.stderr.on('data', (c: Buffer) => (stderr += c.toString()));
-    const timer = setTimeout(() => {
-      child.kill('SIGKILL');
-      reject(new Error(`npm run job did not finish in ${timeoutMs} ms\n${stdout}\n${stderr}`));
-    }, timeoutMs);
-    child.on('error', reject);
-    child.on('close', (code) => {
-      clearTimeout(timer);
-      resolve({ code, stdout, stderr });
-    });
-  });
+  return npmRun('job', ['billing-renew', '--at', at.toISOString(), '--tenant', world.customer.slug], settings, timeoutMs);
 }
 
 describe('npm run job -- billing-renew --at <ISO time>', () => {

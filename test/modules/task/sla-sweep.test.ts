@@ -1,10 +1,9 @@
-import { spawn } from 'node:child_process';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createCustomer, signInAs, startTestApp, type SignedIn, type TestApp } from '../../helpers/app.ts';
 import type { TenantRef } from '../../../framework/context/tenant.ts';
 import { HOUR_MS, SettableClock } from '../../../framework/clock.ts';
 import { JobRunner } from '../../../framework/events/jobs.ts';
-import { childEnv, REPO, type Finished } from '../../e2e/processes.ts';
+import { npmRun, type Finished } from '../../e2e/processes.ts';
 
 const clock = new SettableClock();
 let app: TestApp;
@@ -111,22 +110,5 @@ describe('the SLA sweep (task-sla-sweep, every minute, per tenant)', () => {
   }, 120_000);
 });
 
-function npmRunJob(args: string[], timeoutMs = 60_000): Promise<Finished> {
-  const settings = { TENANTRY_DATABASE_URL: app.databaseUrl, TENANTRY_SERVER_PUBLIC_HOST: 'operator.localhost' };
-  return new Promise((resolve, reject) => {
-    const child = spawn('npm', ['run', '--silent', 'job', '--', ...args], { cwd: REPO, env: childEnv(settings), stdio: ['ignore', 'pipe', 'pipe'] });
-    let stdout = '';
-    let stderr = '';
-    child.stdout.on('data', (c: Buffer) => (stdout += c.toString()));
-    child.stderr.on('data', (c: Buffer) => (stderr += c.toString()));
-    const timer = setTimeout(() => {
-      child.kill('SIGKILL');
-      reject(new Error(`npm run job did not finish in ${timeoutMs} ms\n${stdout}\n${stderr}`));
-    }, timeoutMs);
-    child.on('error', reject);
-    child.on('close', (code) => {
-      clearTimeout(timer);
-      resolve({ code, stdout, stderr });
-    });
-  });
-}
+const npmRunJob = (args: string[], timeoutMs = 60_000): Promise<Finished> =>
+  npmRun('job', args, { TENANTRY_DATABASE_URL: app.databaseUrl, TENANTRY_SERVER_PUBLIC_HOST: 'operator.localhost' }, timeoutMs);
