@@ -9,6 +9,8 @@ import { openDatabase, type Db } from './db/pool.ts';
 import { runMigrations, type MigrationSource } from './db/migrate.ts';
 import { checkTables } from './entity/table-check.ts';
 import { HostResolver } from './context/host-cache.ts';
+import { PublicReadCache } from './context/public-read-cache.ts';
+import { ChangeListener } from './db/listener.ts';
 import { TenantTransactions } from './context/tx.ts';
 import { createMailer, type Mailer } from './mail/mailer.ts';
 import { buildWeb } from './http/web.ts';
@@ -64,6 +66,13 @@ export async function buildApp(options: AppOptions): Promise<App> {
     if (applied.length) log.info({ migrations: applied.map((m) => `${m.owner}/${m.name}`) }, 'migrations applied');
     await checkTables(db.pool, registry);
     const hosts = new HostResolver(db);
+    const publicReads = new PublicReadCache();
+    const listener = new ChangeListener(db.url);
+    hosts.listen(listener);
+    publicReads.listen(listener);
+    for (const entity of registry.entities) {
+      if (entity.def.publicRead) registry.ops(entity.names.key).onCommittedWrite((tenantId) => publicReads.evict(entity.names.table, tenantId));
+    }
     const outbox = new OutboxSignal(db.pool);
     const clock = options.clock ?? systemClock;
     const services: Services = {
@@ -72,13 +81,14 @@ export async function buildApp(options: AppOptions): Promise<App> {
       registry,
       transactions: new TenantTransactions(db, registry.events, outbox, clock),
       hosts,
+      publicReads,
       mailer: options.mailer ?? createMailer(options.config.mail),
       log,
       clock,
     };
     const { created } = await ensureOperatorTenant(services);
     if (created) log.info({ host: options.config.server.public_host }, 'created the operator tenant');
-    await hosts.listen();
+    await listener.start();
 
     const web = options.role === 'worker' ? undefined : await buildWeb(services, { logger: log });
     const worker = options.role === 'web' ? undefined : new Worker(services);
@@ -93,7 +103,7 @@ export async function buildApp(options: AppOptions): Promise<App> {
       close: async () => {
         await web?.close();
         await worker?.stop();
-        await hosts.close();
+        await listener.close();
         services.mailer.close();
         await db.close();
       },

@@ -3,6 +3,7 @@ import type { Config } from './config/schema.ts';
 import type { Db } from './db/pool.ts';
 import type { TenantTransactions } from './context/tx.ts';
 import type { HostResolver } from './context/host-cache.ts';
+import type { PublicReadCache } from './context/public-read-cache.ts';
 import type { Registry } from './entity/registry.ts';
 import type { Mailer } from './mail/mailer.ts';
 import type { Clock } from './clock.ts';
@@ -13,6 +14,8 @@ export interface Services {
   db: Db;
   transactions: TenantTransactions;
   hosts: HostResolver;
+  /** Current ETags of publicly readable rows, evicted on every write (framework/context/public-read-cache.ts). */
+  publicReads: PublicReadCache;
   registry: Registry;
   mailer: Mailer;
   log: FastifyBaseLogger;

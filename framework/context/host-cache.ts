@@ -1,5 +1,5 @@
-import pg from 'pg';
 import type { Db } from '../db/pool.ts';
+import type { ChangeListener } from '../db/listener.ts';
 import type { TenantRef } from './tenant.ts';
 
 export const HOST_EVICTION_CHANNEL = 'tenantry_hosts';
@@ -24,7 +24,6 @@ export class HostResolver {
   private readonly cache = new Map<string, Entry>();
   /** Bumped on every eviction; evictions are rare, so one counter per process is enough. */
   private generation = 0;
-  private listener: pg.Client | undefined;
   private readonly ttlMs: number;
   private readonly db: Db;
 
@@ -66,32 +65,13 @@ export class HostResolver {
     return [...this.cache.keys()];
   }
 
-  /** Listens for evictions from every process, this one included. */
-  async listen(): Promise<void> {
-    const client = new pg.Client({ connectionString: this.db.url });
-    client.on('error', () => {
-      // A lost listener means evictions could be missed: drop the cache and reconnect.
+  /** Takes evictions from every process, this one included, through the process's listener. */
+  listen(listener: ChangeListener): void {
+    listener.on(HOST_EVICTION_CHANNEL, (tenantId) => this.evictTenant(tenantId));
+    listener.onLost(() => {
       this.generation++;
       this.cache.clear();
-      this.listener = undefined;
-      setTimeout(() => void this.listen().catch(() => {}), 1000).unref();
     });
-    await client.connect();
-    client.on('notification', (msg) => {
-      if (msg.channel === HOST_EVICTION_CHANNEL && msg.payload) this.evictTenant(msg.payload);
-    });
-    await client.query(`listen ${HOST_EVICTION_CHANNEL}`);
-    this.listener = client;
-  }
-
-  async close(): Promise<void> {
-    const listener = this.listener;
-    this.listener = undefined;
-    if (listener) {
-      listener.removeAllListeners('error');
-      listener.on('error', () => {});
-      await listener.end().catch(() => {});
-    }
   }
 }
 

@@ -33,6 +33,8 @@ export class Registry {
     const events = new Set<string>();
     const routes: RegisteredRoute[] = [];
     const duplicates: string[] = [];
+    // One instance per entity, shared by its routes and by modules acting on its rows.
+    const operations = new Map<string, EntityOperations>();
     for (const module of modules) {
       for (const permission of module.permissions ?? []) {
         if (permissions.has(permission.name)) duplicates.push(`permission ${permission.name} is declared twice`);
@@ -46,7 +48,9 @@ export class Registry {
         const resolved = resolveEntity(definition);
         entities.push(resolved);
         for (const name of Object.values(resolved.names.events)) events.add(name);
-        for (const route of entityRoutes(resolved)) routes.push({ module: module.name, route, entity: resolved });
+        const ops = new EntityOperations(resolved);
+        operations.set(resolved.names.key, ops);
+        for (const route of entityRoutes(resolved, ops)) routes.push({ module: module.name, route, entity: resolved });
       }
       const declared = typeof module.routes === 'function' ? module.routes(config) : (module.routes ?? []);
       for (const route of declared) routes.push({ module: module.name, route });
@@ -57,7 +61,7 @@ export class Registry {
     this.routes = routes;
     this.subscriptions = modules.flatMap((m) => (m.subscriptions ?? []).map((s) => ({ ...s, module: m.name })));
     this.jobs = modules.flatMap((m) => moduleJobs(m, config).map((j) => ({ ...j, module: m.name })));
-    this.operations = new Map(entities.map((e) => [e.names.key, new EntityOperations(e)]));
+    this.operations = operations;
     checkRegistry(this, duplicates);
     Object.freeze(this);
   }

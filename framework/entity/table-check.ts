@@ -6,6 +6,9 @@ import type { ResolvedEntity } from './resolve.ts';
 import { BootCheckError } from './checks.ts';
 import { FRAMEWORK_TABLE_USES, type FrameworkTableUse } from '../access/identity-tables.ts';
 
+/** Created by migrations/framework/0005 (`call watch_public_read(<table>)`). */
+const PUBLIC_READ_TRIGGER_FUNCTION = 'tenantry_public_read_changed';
+
 /** A column as the catalog describes it; arrays are named `<element>[]`, domains by their base type. */
 export interface ColumnInfo {
   type: string;
@@ -19,6 +22,8 @@ export interface TableInfo {
   rowSecurity: boolean;
   forcedRowSecurity: boolean;
   policies: number;
+  /** The functions the table's (user) triggers run. */
+  triggerFunctions: readonly string[];
   columns: ReadonlyMap<string, ColumnInfo>;
 }
 
@@ -28,6 +33,8 @@ select c.relname as table_name,
        c.relrowsecurity as row_security,
        c.relforcerowsecurity as forced_row_security,
        (select count(*) from pg_policy p where p.polrelid = c.oid)::int as policies,
+       array(select f.proname::text from pg_trigger g join pg_proc f on f.oid = g.tgfoid
+              where g.tgrelid = c.oid and not g.tgisinternal) as trigger_functions,
        a.attname as column_name,
        case when t.typcategory = 'A' then e.typname || '[]' else t.typname end as type,
        a.attnotnull as not_null,
@@ -47,6 +54,7 @@ interface CatalogRow {
   row_security: boolean;
   forced_row_security: boolean;
   policies: number;
+  trigger_functions: string[];
   column_name: string;
   type: string;
   not_null: boolean;
@@ -65,6 +73,7 @@ export async function loadTables(pool: pg.Pool, names: readonly string[]): Promi
         rowSecurity: row.row_security,
         forcedRowSecurity: row.forced_row_security,
         policies: row.policies,
+        triggerFunctions: row.trigger_functions,
         columns: new Map(),
       };
       tables.set(row.table_name, table);
@@ -188,6 +197,11 @@ export function entityTableProblems(entity: ResolvedEntity, table: TableInfo | u
   expectSystem('id', 'uuid', { notNull: true, needsDefault: true });
   expectSystem('created_at', 'timestamptz', { notNull: true, needsDefault: true });
   expectSystem('updated_at', 'timestamptz', { notNull: true, needsDefault: true });
+  if (def.publicRead && !table.triggerFunctions.includes(PUBLIC_READ_TRIGGER_FUNCTION)) {
+    problems.push(
+      `${where}: table ${table.name} has no trigger evicting the public read's cached ETags; its migration must call watch_public_read('${table.name}')`,
+    );
+  }
   if (shape.softDelete) {
     expectSystem('deleted_at', 'timestamptz', { notNull: false, needsDefault: false });
     if (column('deleted_at')?.notNull) problems.push(`${where}: column ${table.name}.deleted_at is not null; a live row has none`);

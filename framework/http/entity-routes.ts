@@ -11,8 +11,7 @@ import { OFFSET_MAX, TOTAL_CAP, type PageQuery } from '../operations/paging.ts';
  * singleton) and the declared public read, as plain route definitions: they go through the same registration, guard,
  * validation and OpenAPI path as hand-written routes.
  */
-export function entityRoutes(entity: ResolvedEntity): AnyRoute[] {
-  const ops = new EntityOperations(entity);
+export function entityRoutes(entity: ResolvedEntity, ops: EntityOperations): AnyRoute[] {
   const present = presenter(entity);
   if (entity.singleton) return singletonRoutes(entity, ops, present);
   const { names, schemas, def } = entity;

@@ -1,6 +1,6 @@
 import Type, { type TProperties, type TSchema } from 'typebox';
 import { CompiledQuery } from 'kysely';
-import type { EntityRow, PublicReadDefinition, RouteDefinition } from '../entity/define.ts';
+import type { EntityRow, NoTxRouteDefinition, PublicReadDefinition } from '../entity/define.ts';
 import type { ResolvedEntity } from '../entity/resolve.ts';
 import { API_PREFIX } from '../entity/names.ts';
 import { prepared } from '../db/statements.ts';
@@ -23,7 +23,7 @@ export const publicReadUrl = (entity: ResolvedEntity, spec: PublicReadDefinition
  * one prepared statement by the unique field, the public shape with a weak ETag, 304 when the
  * caller's copy is current. Rows that are deleted or fail `where` answer the unknown-value 404.
  */
-export function publicReadRoute(entity: ResolvedEntity, toRow: (values: Record<string, unknown>) => Row): RouteDefinition | undefined {
+export function publicReadRoute(entity: ResolvedEntity, toRow: (values: Record<string, unknown>) => Row): NoTxRouteDefinition | undefined {
   const spec = entity.def.publicRead;
   if (!spec) return undefined;
   const { names } = entity;
@@ -73,14 +73,27 @@ export function publicReadRoute(entity: ResolvedEntity, toRow: (values: Record<s
         304: Type.Null({ description: 'Not modified: the If-None-Match names the current ETag' }),
       },
     },
-    handler: async ({ tx, params, request, reply }) => {
+    // No transaction is opened for a conditional GET the validator cache answers: a current
+    // If-None-Match is 304 without the database (framework/context/public-read-cache.ts).
+    transaction: 'none',
+    handler: async ({ params, request, reply, services, transaction }) => {
       const value = normalise(String((params as Record<string, unknown>)[spec.by]));
-      const found = await tx.db.executeQuery<Record<string, unknown>>(CompiledQuery.raw(text, [value, ...whereValues]));
-      if (!found.rows[0]) throw notFound();
-      const row = toRow(found.rows[0]);
+      // The host resolved to a tenant before any route runs (NO_SITE otherwise).
+      const tenantId = request.tenant!.id;
+      const cache = services.publicReads;
       if (spec.cacheControl) reply.header('cache-control', spec.cacheControl);
-      if (notModified(request, reply, weakETag(etagOf(row)))) return undefined;
-      return spec.shape(row, tx);
+      const known = request.headers['if-none-match'] === undefined ? undefined : cache.etag(names.table, tenantId, value);
+      if (known && notModified(request, reply, known)) return undefined;
+      const generation = cache.current();
+      return transaction(async (tx) => {
+        const found = await tx.db.executeQuery<Record<string, unknown>>(CompiledQuery.raw(text, [value, ...whereValues]));
+        if (!found.rows[0]) throw notFound();
+        const row = toRow(found.rows[0]);
+        const etag = weakETag(etagOf(row));
+        cache.fill(names.table, tenantId, value, etag, generation);
+        if (notModified(request, reply, etag)) return undefined;
+        return spec.shape(row, tx);
+      });
     },
   };
 }

@@ -44,6 +44,8 @@ export class EntityOperations {
   private readonly accessTexts = new Map<string, string>();
   /** Pages of live rows; a row filter joins as a ListFilter (see framework/operations/paging.ts). */
   readonly pager: KeysetPager;
+  /** Called once a transaction that wrote a row of this entity has committed, with its tenant. */
+  private readonly committedWrite: ((tenantId: string) => void)[] = [];
 
   constructor(entity: ResolvedEntity) {
     this.entity = entity;
@@ -124,6 +126,22 @@ export class EntityOperations {
   }
 
   /** DELETE, soft or hard as the entity declares, of the row by id or a singleton's row (id null). */
+  /**
+   * Runs fn after every committed write of this entity, in this process, before the request that
+   * wrote answers (the public read's validator cache; other processes learn it by NOTIFY).
+   */
+  onCommittedWrite(fn: (tenantId: string) => void): void {
+    this.committedWrite.push(fn);
+  }
+
+  private wrote(ctx: TxContext): void {
+    if (this.committedWrite.length === 0) return;
+    const tenantId = ctx.tenant.id;
+    ctx.afterCommit(() => {
+      for (const fn of this.committedWrite) fn(tenantId);
+    });
+  }
+
   async remove(ctx: TxContext, id: string | null): Promise<void> {
     const hooks = this.entity.def.hooks;
     let row: Row | undefined;
@@ -141,6 +159,7 @@ export class EntityOperations {
       if (!rows[0]) throw notFound();
       row = this.toRow(rows[0]);
     }
+    this.wrote(ctx);
     ctx.publish(this.entity.names.events.deleted, this.eventPayload(row));
     const changes = await hooks?.afterWrite?.(ctx, { op: 'delete', row });
     if (changes && Object.keys(changes).length > 0) {
@@ -235,6 +254,7 @@ export class EntityOperations {
       : `insert into ${this.table} default values returning ${this.selectList}`;
     const rows = await this.unique(run<Values>(ctx.db, text, fields.map((f) => this.toColumnValue(f, values[f]))));
     const row = this.toRow(rows[0]!);
+    this.wrote(ctx);
     ctx.publish(this.entity.names.events.created, this.eventPayload(row));
     return row;
   }
@@ -258,6 +278,7 @@ export class EntityOperations {
       ),
     );
     const row = this.toRow(rows[0]!);
+    this.wrote(ctx);
     if (source.kind !== 'command') ctx.publish(this.entity.names.events.updated, { ...this.eventPayload(row), changed });
     return row;
   }

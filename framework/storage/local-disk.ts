@@ -15,6 +15,9 @@ const SHARD = /^[0-9a-f]{2}$/;
  * flushed to disk, renamed into place and the directory entry synced: a crash leaves at most a
  * stray file under incoming/, never a partial blob under a key.
  */
+/** How much of an incoming blob may wait in memory for the disk. */
+const WRITE_BUFFER_BYTES = 1024 * 1024;
+
 export class LocalDiskStore implements BlobStore {
   readonly capabilities = { seekable: true, listable: true } as const;
   readonly root: string;
@@ -35,7 +38,9 @@ export class LocalDiskStore implements BlobStore {
     const temporary = join(incoming, randomUUID());
     try {
       // flush: the bytes reach the disk before close, so the rename never publishes a partial blob.
-      await pipeline(source, createWriteStream(temporary, { flags: 'wx', flush: true }));
+      // A 1 MiB buffer lets the socket keep reading while earlier chunks are written (one writev
+      // for what piled up), instead of pausing the upload after every 64 KiB chunk.
+      await pipeline(source, createWriteStream(temporary, { flags: 'wx', flush: true, highWaterMark: WRITE_BUFFER_BYTES }));
       const shard = join(this.root, key.slice(0, 2));
       await mkdir(shard, { recursive: true });
       await rename(temporary, path);

@@ -24,7 +24,8 @@ class Meter extends Transform {
   private readonly room: number;
 
   constructor(room: number, checkText: boolean) {
-    super();
+    // As much buffering as the store's writer, so hashing never stalls the socket on a slow disk.
+    super({ highWaterMark: 1024 * 1024 });
     this.room = room;
     this.text = checkText ? new PlainTextCheck() : undefined;
   }

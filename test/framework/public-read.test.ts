@@ -1,4 +1,4 @@
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { startTestApp, createCustomer, signInAs, type TestApp } from '../helpers/app.ts';
 import type { TenantRef } from '../../framework/context/tenant.ts';
 import { ifNoneMatchHits, weakETag } from '../../framework/http/etag.ts';
@@ -134,6 +134,77 @@ describe('conditional GET: weak ETag and If-None-Match', () => {
   it('answers a non-matching 404 rather than 304 for * when there is no row', async () => {
     const res = await anonymous().get(`${PUBLIC}/never-written`).set('If-None-Match', '*');
     expect(res.status).toBe(404);
+  });
+});
+
+describe('the validator cache: a current If-None-Match is 304 without the database', () => {
+  const poll = async (check: () => Promise<boolean>, what: string) => {
+    for (let i = 0; i < 100; i++) {
+      if (await check()) return;
+      await new Promise((resolve) => setTimeout(resolve, 50));
+    }
+    throw new Error(`timed out waiting for ${what}`);
+  };
+  const transactionsDuring = async (request: () => Promise<unknown>, on = app): Promise<number> => {
+    const spy = vi.spyOn(on.services.transactions, 'run');
+    try {
+      await request();
+      return spy.mock.calls.length;
+    } finally {
+      spy.mockRestore();
+    }
+  };
+
+  it('opens no transaction for a current ETag once a read has seen it; a cold, stale or absent one asks the database', async () => {
+    await createArticle('validated-page');
+    const conditional = (etag: string) => anonymous().get(`${PUBLIC}/validated-page`).set('If-None-Match', etag);
+    let etag = '';
+    expect(await transactionsDuring(async () => (etag = (await anonymous().get(`${PUBLIC}/validated-page`)).headers.etag!))).toBe(1);
+    let answer: { status: number; headers: Record<string, string> } | undefined;
+    expect(await transactionsDuring(async () => (answer = await conditional(etag)))).toBe(0);
+    expect(answer!.status).toBe(304);
+    expect(answer!.headers.etag).toBe(etag);
+    expect(await transactionsDuring(() => conditional('W/"stale"'))).toBe(1);
+    expect(await transactionsDuring(() => anonymous().get(`${PUBLIC}/validated-page`))).toBe(1);
+    // Another tenant's host never answers from this tenant's entry.
+    expect((await anonymous(OTHER_HOST).get(`${PUBLIC}/validated-page`).set('If-None-Match', etag)).status).toBe(404);
+  });
+
+  it('a write through the API evicts before it answers, so the old ETag is 200 at once', async () => {
+    const article = await createArticle('evicted-at-once');
+    const etag = (await anonymous().get(`${PUBLIC}/evicted-at-once`)).headers.etag!;
+    expect((await anonymous().get(`${PUBLIC}/evicted-at-once`).set('If-None-Match', etag)).status).toBe(304);
+    // Without the trigger's NOTIFY, so that only the writing process's own eviction can do it.
+    await app.services.db.pool.query('alter table articles disable trigger public_read_changed');
+    try {
+      for (let i = 0; i < 3; i++) {
+        const before = (await anonymous().get(`${PUBLIC}/evicted-at-once`)).headers.etag!;
+        expect((await anonymous().get(`${PUBLIC}/evicted-at-once`).set('If-None-Match', before)).status).toBe(304);
+        const patched = await app.http(HOST).patch(`${ARTICLES}/${article.id}`).set('Cookie', cookie).send({ title: `Title ${i}` });
+        expect(patched.status).toBe(200);
+        const after = await anonymous().get(`${PUBLIC}/evicted-at-once`).set('If-None-Match', before);
+        expect(after.status, `after write ${i}`).toBe(200);
+        expect(after.body.title).toBe(`Title ${i}`);
+      }
+      expect((await app.http(HOST).delete(`${ARTICLES}/${article.id}`).set('Cookie', cookie)).status).toBe(204);
+      expect((await anonymous().get(`${PUBLIC}/evicted-at-once`).set('If-None-Match', '*')).status).toBe(404);
+    } finally {
+      await app.services.db.pool.query('alter table articles enable trigger public_read_changed');
+    }
+  });
+
+  it('a write by any other means, in any process, evicts through the trigger and NOTIFY', async () => {
+    const other = await startTestApp({ databaseUrl: app.databaseUrl });
+    try {
+      await createArticle('seen-everywhere');
+      const etag = (await other.http(HOST).get(`${PUBLIC}/seen-everywhere`)).headers.etag!;
+      expect(await transactionsDuring(() => other.http(HOST).get(`${PUBLIC}/seen-everywhere`).set('If-None-Match', etag), other)).toBe(0);
+      // Unpublished by plain SQL: neither process's operations saw it, only the trigger did.
+      await app.services.db.pool.query(`update articles set status = 'draft', published_at = null, updated_at = now() where slug = 'seen-everywhere'`);
+      await poll(async () => (await other.http(HOST).get(`${PUBLIC}/seen-everywhere`).set('If-None-Match', etag)).status === 404, 'the other process to drop the entry');
+    } finally {
+      await other.close();
+    }
   });
 });
 

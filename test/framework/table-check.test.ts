@@ -198,6 +198,7 @@ describe('the table shape an entity asks for', () => {
     rowSecurity: isolated,
     forcedRowSecurity: isolated,
     policies: isolated ? 1 : 0,
+    triggerFunctions: [],
     columns: new Map(Object.entries(columns)),
   });
   const system = {
@@ -216,6 +217,15 @@ describe('the table shape an entity asks for', () => {
       'entity plan.price: table prices has no tenant_id column; a tenant-scoped entity needs tenant_id uuid not null default app_tenant_id()',
       "entity plan.price: table prices is not isolated by tenant (row-level security enabled, forced, with a policy); call make_tenant_table('prices') in its migration",
     ]);
+  });
+
+  it('a public read needs the trigger that evicts its cached ETags (watch_public_read)', () => {
+    const publicPrice = price({ publicRead: { by: 'amount', schema: Type.Object({}), shape: () => ({}) } });
+    const tenantTable = table({ ...system, deleted_at: column('timestamptz', false), tenant_id: column('uuid', true, 'app_tenant_id()'), amount: column('int4') }, true);
+    expect(entityTableProblems(publicPrice, tenantTable)).toEqual([
+      "entity plan.price: table prices has no trigger evicting the public read's cached ETags; its migration must call watch_public_read('prices')",
+    ]);
+    expect(entityTableProblems(publicPrice, { ...tenantTable, triggerFunctions: ['tenantry_public_read_changed'] })).toEqual([]);
   });
 
   it('global scope and hard delete: no tenant_id, no row-level security, no deleted_at', () => {
