@@ -4,6 +4,9 @@ import type { AdminSite } from './page.ts';
 import { installAdminErrors } from './errors.ts';
 import { registerAssets } from './assets.ts';
 import { registerSignOut } from './sign-out.ts';
+import { registerLoginPage } from './login.ts';
+import { registerResourcePages } from './generated/resource-pages.ts';
+export { renderLoginPage } from './login.ts';
 import { SIDEBAR_ENTRIES, resolveSidebar, type SidebarEntry } from './sidebar.ts';
 import { FIXED_PAGES, type AdminPagesRegistrar } from './fixed-pages.ts';
 
@@ -31,7 +34,9 @@ export async function registerAdmin(app: FastifyInstance, services: Services, op
       const site: AdminSite = { app: scope, services, pages: new Map(), routes: new Map(), sidebar: [] };
       installAdminErrors(site);
       registerAssets(scope);
+      registerLoginPage(site);
       registerSignOut(site);
+      registerResourcePages(site);
       for (const register of options.pages ?? FIXED_PAGES) register(site);
       site.sidebar = resolveSidebar(options.sidebar ?? SIDEBAR_ENTRIES, site.pages, services.log);
     },
