@@ -1,0 +1,53 @@
+import type { FastifyInstance } from 'fastify';
+import type { Services } from '../services.ts';
+import type { AdminSite } from './page.ts';
+import { installAdminErrors } from './errors.ts';
+import { registerAssets } from './assets.ts';
+import { registerSignOut } from './sign-out.ts';
+import { registerLoginPage } from './login.ts';
+import { registerResourcePages } from './generated/resource-pages.ts';
+export { renderLoginPage } from './login.ts';
+import { SIDEBAR_ENTRIES, resolveSidebar, type SidebarEntry } from './sidebar.ts';
+import { FIXED_PAGES, type AdminPagesRegistrar } from './fixed-pages.ts';
+
+export { registerAdminPage, type AdminSite, type AdminPageContext, type AdminPageDefinition, type AdminErrorRenderer } from './page.ts';
+export { renderAdminPage, type AdminView } from './shell.ts';
+export { renderTemplate } from './render.ts';
+export { allows } from './allows.ts';
+export { apiRoute, runApiRoute } from './api-route.ts';
+export { generatedResources } from './generated/resource-pages.ts';
+
+const ADMIN_CSP = "default-src 'self'; script-src 'self'; style-src 'self' 'unsafe-inline'; img-src 'self' data:; object-src 'none'; form-action 'self'; frame-ancestors 'none'; base-uri 'none'";
+
+export interface AdminOptions {
+  /** The sidebar's entries (default: the product's six). */
+  sidebar?: readonly SidebarEntry[];
+  /** The fixed pages (default: FIXED_PAGES). */
+  pages?: readonly AdminPagesRegistrar[];
+}
+
+/**
+ * The admin shell: every page under /admin in one fastify scope whose errors are HTML pages and
+ * whose unknown paths send an anonymous browser to the login page. Pages register through
+ * registerAdminPage (the API's route wrapper), then the sidebar is resolved once against them.
+ */
+export async function registerAdmin(app: FastifyInstance, services: Services, options: AdminOptions = {}): Promise<void> {
+  await app.register(
+    async (scope) => {
+      const site: AdminSite = { app: scope, services, pages: new Map(), routes: new Map(), sidebar: [] };
+      // The shell loads only its own files: scripts from /admin/_assets (htmx), no inline script,
+      // no framing. Inline styles are allowed for the style htmx injects for its indicators.
+      scope.addHook('onRequest', async (_request, reply) => {
+        reply.header('content-security-policy', ADMIN_CSP).header('x-frame-options', 'DENY').header('referrer-policy', 'strict-origin');
+      });
+      installAdminErrors(site);
+      registerAssets(scope);
+      registerLoginPage(site);
+      registerSignOut(site);
+      registerResourcePages(site);
+      for (const register of options.pages ?? FIXED_PAGES) register(site);
+      site.sidebar = resolveSidebar(options.sidebar ?? SIDEBAR_ENTRIES, site.pages, services.log);
+    },
+    { prefix: '/admin' },
+  );
+}
