@@ -23,6 +23,9 @@ const API_TABLES: { table: string; key: string; scope: 'tenant' | 'global' }[] =
   { table: 'tenants', key: 'id', scope: 'global' },
 ];
 
+/** Rows an accepted request writes besides the one it answers with: at most one per such request. */
+const SIDE_EFFECTS: { table: string; causedBy: string[] }[] = [{ table: 'notifications', causedBy: ['task-task-assign'] }];
+
 type Snapshot = Map<string, Map<string, boolean>>; // table -> "tenant|key" -> live
 
 async function hasColumn(world: World, table: string, column: string): Promise<boolean> {
@@ -47,6 +50,19 @@ export async function fetchDocument(world: World) {
   return res.json as never;
 }
 
+/**
+ * The addresses of the world's people, per tenant. Addresses the sweeps generate are left out:
+ * the same seed may well invent the same address in two tenants, which is no leak.
+ */
+function fixtureEmails(world: World): Map<string, string> {
+  const out = new Map<string, string>();
+  for (const t of world.tenants) {
+    for (const a of t.actors) out.set(a.email.toLowerCase(), t.ref.id);
+    for (const who of ['subject', 'bootstrap']) out.set(`${who}@${t.ref.slug}.example.test`, t.ref.id);
+  }
+  return out;
+}
+
 /** Every UUID a text holds. */
 const UUIDS = /[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}/gi;
 
@@ -64,6 +80,7 @@ export async function nothingLostNothingLeaked(world: World, operationCount: () 
       // What the accepted writes answered with, per tenant ("global" for global tables).
       const created = new Set<string>();
       const deleted = new Set<string>();
+      const causes = new Map<string, number>(); // "table|tenant" -> accepted requests that may add such a row
       let accepted = 0;
       for (const entry of world.client.transcript) {
         const { method, host, path } = entry.sent;
@@ -78,7 +95,15 @@ export async function nothingLostNothingLeaked(world: World, operationCount: () 
           continue;
         }
         if (method === 'PUT' && route.startsWith('/api/v1/auth/roles/')) created.add(`${tenant}|${last}`);
-        for (const id of entry.text.match(UUIDS) ?? []) created.add(`${tenant}|${id}`).add(`global|${id}`);
+        // The control plane writes inside the tenant its path names (the first administrator).
+        const target = host === OPERATOR_HOST ? /^\/api\/v1\/tenant\/tenants\/([0-9a-f-]{36})\//.exec(route)?.[1] : undefined;
+        for (const id of entry.text.match(UUIDS) ?? []) {
+          created.add(`${tenant}|${id}`).add(`global|${id}`);
+          if (target) created.add(`${target}|${id}`);
+        }
+        for (const effect of SIDE_EFFECTS) {
+          if (effect.causedBy.includes(entry.sent.operationId ?? '')) causes.set(`${effect.table}|${tenant}`, (causes.get(`${effect.table}|${tenant}`) ?? 0) + 1);
+        }
       }
       const problems: string[] = [];
       // A tenant an accepted request created comes with its seeded rows (roles admin and member).
@@ -86,9 +111,20 @@ export async function nothingLostNothingLeaked(world: World, operationCount: () 
       for (const { table } of API_TABLES) {
         const was = before.get(table)!;
         const now = after.get(table)!;
+        const effect = SIDE_EFFECTS.find((e) => e.table === table);
+        const unexplained = new Map<string, number>();
         for (const [key, live] of now) {
-          if (!was.has(key) && !created.has(key) && !newTenants.has(key.split('|')[0]!)) problems.push(`${table} ${key} appeared, but no accepted request of that tenant wrote it`);
+          const tenant = key.split('|')[0]!;
+          if (effect && !was.has(key) && !created.has(key)) {
+            unexplained.set(tenant, (unexplained.get(tenant) ?? 0) + 1);
+            continue;
+          }
+          if (!was.has(key) && !created.has(key) && !newTenants.has(tenant)) problems.push(`${table} ${key} appeared, but no accepted request of that tenant wrote it`);
           if (was.get(key) === true && !live && !deleted.has(key)) problems.push(`${table} ${key} was deleted, but no accepted DELETE of that tenant named it`);
+        }
+        for (const [tenant, count] of unexplained) {
+          const allowed = causes.get(`${table}|${tenant}`) ?? 0;
+          if (count > allowed) problems.push(`${table}: ${count} rows of ${tenant} appeared, but only ${allowed} accepted ${effect!.causedBy.join(' or ')} could write them`);
         }
         for (const [key, live] of was) if (live && !now.has(key) && !deleted.has(key)) problems.push(`${table} ${key} is gone, but no accepted DELETE of that tenant named it`);
       }
@@ -119,12 +155,15 @@ export async function nothingLostNothingLeaked(world: World, operationCount: () 
       }
       const { rows: tenants } = await pool.query<{ id: string }>('select id from tenants');
       for (const t of tenants) owner.set(t.id, t.id);
-      const emails = new Map<string, string>(); // lower-cased address -> tenant
-      for (const { table, tenant, row } of all) if (table === 'users' && typeof row.email === 'string') emails.set(row.email.toLowerCase(), tenant);
+      const emails = fixtureEmails(world);
+      const operatorUsers = new Set(all.filter((r) => r.table === 'users' && r.tenant === world.operator.ref.id).map((r) => String(r.row.id)));
       const operatorId = world.operator.ref.id;
       const problems: string[] = [];
       for (const { table, tenant, row } of all) {
+        // The control plane acting inside a tenant (its first administrator, a suspension) is
+        // recorded there with the operator's person as the actor: the one reference allowed.
         const { tenant_id: _own, ...rest } = row;
+        if (typeof rest.actor_id === 'string' && operatorUsers.has(rest.actor_id)) delete rest.actor_id;
         const text = JSON.stringify(rest, (_k, v: unknown) => (Buffer.isBuffer(v) ? v.toString('hex') : v)).toLowerCase();
         for (const id of text.match(UUIDS) ?? []) {
           const named = owner.get(id);
@@ -155,8 +194,7 @@ export async function nothingLostNothingLeaked(world: World, operationCount: () 
         const { rows } = await pool.query<{ tenant_id: string; id: string }>(`select tenant_id, id from "${table}"`);
         for (const r of rows) if (names.has(r.tenant_id)) add(r.tenant_id, r.id);
       }
-      const { rows: people } = await pool.query<{ tenant_id: string; email: string }>('select tenant_id, email from users');
-      for (const r of people) if (names.has(r.tenant_id)) add(r.tenant_id, r.email);
+      for (const [email, tenant] of fixtureEmails(world)) add(tenant, email);
       const problems: string[] = [];
       for (const entry of world.client.transcript) {
         const text = entry.text.toLowerCase();
