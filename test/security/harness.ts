@@ -38,7 +38,10 @@ export class Client {
   readonly transcript: TranscriptEntry[] = [];
   requests = 0;
   private readonly agent = new http.Agent({ keepAlive: true, maxSockets: 8 });
-  constructor(private readonly port: number) {}
+  private readonly port: number;
+  constructor(port: number) {
+    this.port = port;
+  }
 
   send(req: Sent): Promise<Answer> {
     this.requests++;
