@@ -88,6 +88,24 @@ describe.each(operations.map((op) => [`${op.id} (${op.method} ${op.path}, ${op.a
     }
   });
 
+  rule(pathParams(op).some((p) => ['global', 'control-plane'].includes(pathSource(op, p).scope)))(
+    "an {id} that no tenant owns (a global row, a tenant of the control plane): writes are operator-only, a read answers every tenant the same",
+    async () => {
+      if (op.operator) {
+        // Refused at every customer host before anything else (the AUTH_NOT_OPERATOR rule above).
+        for (const t of [world.a, world.b]) {
+          const req = validRequest(op, world, t, t.admin.cookie);
+          expectRefusal(req, await send(req), 403, 'AUTH_NOT_OPERATOR', `operator operation at ${t.ref.slug}`);
+        }
+        return;
+      }
+      expect(op.method, `${op.id} writes a row no tenant owns without an operator permission`).toBe('GET');
+      const [atA, atB] = [await send(validRequest(op, world, world.a, world.a.admin.cookie)), await send(validRequest(op, world, world.b, world.b.admin.cookie))];
+      expect(atA.status).toBe(200);
+      expect(atB.json, 'the same shared row at every tenant').toEqual(atA.json);
+    },
+  );
+
   rule(pathParams(op).some((p) => pathSource(op, p).scope === 'name'))("tenant B's role name on tenant A's host writes only in tenant A", async () => {
     const [a, b] = [world.a, world.b];
     const before = await send({ method: 'GET', host: b.host, path: '/api/v1/auth/roles?limit=100', cookie: b.admin.cookie });
