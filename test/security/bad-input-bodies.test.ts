@@ -46,7 +46,7 @@ describe.each(jsonOps.map((op) => [`${op.id} (${op.method} ${op.path})`, op] as 
       const verdicts = new Verdicts();
       for (const entry of FIELD_CORPUS) {
         const req: Sent = { ...baseRequest(op, world), json: undefined, body: bodyWith(baseBody(op, world), field, entry.raw), headers: { 'content-type': 'application/json' } };
-        await verdicts.check(world, req, `${field} = ${entry.label}`);
+        await verdicts.check(world, req, `${field} = ${entry.label}`, entry.refused);
       }
       verdicts.expectNone(op);
       await fuzz(op, field, badValues(schema), async (value) => {
@@ -61,7 +61,7 @@ describe.each(jsonOps.map((op) => [`${op.id} (${op.method} ${op.path})`, op] as 
     const verdicts = new Verdicts();
     for (const entry of bodyCorpus(baseBody(op, world))) {
       const req: Sent = { ...baseRequest(op, world), json: undefined, body: entry.body, headers: entry.type ? { 'content-type': entry.type } : {} };
-      await verdicts.check(world, req, entry.label);
+      await verdicts.check(world, req, entry.label, entry.refused);
     }
     verdicts.expectNone(op);
   });

@@ -56,7 +56,8 @@ export function badValues(schema: TSchema): fc.Arbitrary<unknown> {
 }
 
 /** A body field's fixed corpus, as raw JSON text (so numbers past doubles and `__proto__` keys arrive as written). */
-export const FIELD_CORPUS: { label: string; raw: string }[] = [
+/** `refused`: never accepted, whatever the operation (a prototype key never reaches a handler). */
+export const FIELD_CORPUS: { label: string; raw: string; refused?: true }[] = [
   { label: 'NUL', raw: JSON.stringify('a\u0000b') },
   { label: 'control characters', raw: JSON.stringify('\u0001\u0007\u0008\u001b[31m\u007f\u0085\r\n') },
   { label: 'lone high surrogate', raw: '"\\ud800"' },
@@ -79,13 +80,13 @@ export const FIELD_CORPUS: { label: string; raw: string }[] = [
   { label: 'empty string', raw: '""' },
   { label: 'empty object', raw: '{}' },
   { label: 'array', raw: '[1,"a",null]' },
-  { label: '__proto__ object', raw: '{"__proto__":{"isAdmin":true}}' },
-  { label: 'constructor.prototype object', raw: '{"constructor":{"prototype":{"isAdmin":true}}}' },
+  { label: '__proto__ object', raw: '{"__proto__":{"isAdmin":true}}', refused: true },
+  { label: 'constructor.prototype object', raw: '{"constructor":{"prototype":{"isAdmin":true}}}', refused: true },
   { label: '100k-deep nesting', raw: `${'['.repeat(100_000)}${']'.repeat(100_000)}` },
 ];
 
 /** Whole bodies: what arrives instead of the JSON object the operation declares. */
-export function bodyCorpus(base: Record<string, unknown>): { label: string; body: string | Buffer; type?: string }[] {
+export function bodyCorpus(base: Record<string, unknown>): { label: string; body: string | Buffer; type?: string; refused?: true }[] {
   const text = JSON.stringify(base);
   const inner = text.slice(1, -1);
   const comma = inner === '' ? '' : `${inner},`;
@@ -99,8 +100,8 @@ export function bodyCorpus(base: Record<string, unknown>): { label: string; body
     { label: 'a string where the object belongs', body: '"body"', type: 'application/json' },
     { label: 'a number where the object belongs', body: '9223372036854775808', type: 'application/json' },
     { label: 'null where the object belongs', body: 'null', type: 'application/json' },
-    { label: '__proto__ key', body: `{${comma}"__proto__":{"isAdmin":true,"permissions":["*"]}}`, type: 'application/json' },
-    { label: 'constructor and prototype keys', body: `{${comma}"constructor":{"prototype":{"isAdmin":true}},"prototype":{"x":1}}`, type: 'application/json' },
+    { label: '__proto__ key', body: `{${comma}"__proto__":{"isAdmin":true,"permissions":["*"]}}`, type: 'application/json', refused: true },
+    { label: 'constructor and prototype keys', body: `{${comma}"constructor":{"prototype":{"isAdmin":true}},"prototype":{"x":1}}`, type: 'application/json', refused: true },
     { label: 'duplicated keys', body: `{${comma}${inner}}`, type: 'application/json' },
     { label: '100k-deep nesting as the body', body: `${'{"a":'.repeat(100_000)}1${'}'.repeat(100_000)}`, type: 'application/json' },
     { label: 'text/plain content type', body: text, type: 'text/plain' },
@@ -172,7 +173,7 @@ export function sweeper(op: Operation, world: World): { tenant: TenantWorld; coo
 export class Verdicts {
   readonly failures: string[] = [];
   sent = 0;
-  async check(world: World, req: Sent, what: string): Promise<void> {
+  async check(world: World, req: Sent, what: string, refused = false): Promise<void> {
     this.sent++;
     let res;
     try {
@@ -181,7 +182,7 @@ export class Verdicts {
       this.failures.push(`${what}: the connection failed (${(err as Error).message})`);
       return;
     }
-    const wrong = badAnswer(res);
+    const wrong = badAnswer(res) ?? (refused && res.status < 400 ? `accepted (${res.status}) although it must be refused` : undefined);
     if (wrong) this.failures.push(`${what}: ${wrong} — ${describeExchange(req, res)}`);
   }
   expectNone(op: Operation): void {
