@@ -25,6 +25,8 @@ target=$!
 cleanup() {
   kill "$target" 2>/dev/null || true
   wait "$target" 2>/dev/null || true
+  # The logs stay; the scratch database and stored files go.
+  rm -rf "$work/pg" "$work/files"
 }
 trap cleanup EXIT
 
