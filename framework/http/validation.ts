@@ -52,19 +52,31 @@ const pointerSegment = (key: string) => key.replaceAll('~', '~0').replaceAll('/'
 
 /**
  * Every string (and property name) holding U+0000, which no PostgreSQL text or jsonb value can
- * store: found here, it is a 422 instead of a database error.
+ * store: found here, it is a 422 instead of a database error. The walk keeps its own stack rather
+ * than recursing: a body nested 100,000 levels deep would otherwise overflow the call stack (a
+ * 500) before the schema refused it.
  */
 export function nulIssues(value: unknown, at = '', found: ValidationIssue[] = []): ValidationIssue[] {
-  if (typeof value === 'string') {
-    if (value.includes('\u0000')) found.push({ instancePath: at, keyword: 'nul', message: 'must not contain the NUL character (U+0000)' });
-  } else if (Array.isArray(value)) {
-    for (let i = 0; i < value.length; i++) nulIssues(value[i], `${at}/${i}`, found);
-  } else if (typeof value === 'object' && value !== null && !ArrayBuffer.isView(value)) {
-    // Query strings are parsed into objects of a prototype of their own: any object is walked.
-    for (const key of Object.keys(value)) {
-      const path = `${at}/${pointerSegment(key)}`;
-      if (key.includes('\u0000')) found.push({ instancePath: path, keyword: 'nul', message: 'property name must not contain the NUL character (U+0000)' });
-      nulIssues((value as Record<string, unknown>)[key], path, found);
+  // An entry is a value to walk, or (name: true) a property name already known to hold NUL.
+  const pending: { node: unknown; path: string; name?: true }[] = [{ node: value, path: at }];
+  while (pending.length > 0) {
+    const { node, path, name } = pending.pop()!;
+    if (name) {
+      found.push({ instancePath: path, keyword: 'nul', message: 'property name must not contain the NUL character (U+0000)' });
+    } else if (typeof node === 'string') {
+      if (node.includes('\u0000')) found.push({ instancePath: path, keyword: 'nul', message: 'must not contain the NUL character (U+0000)' });
+    } else if (Array.isArray(node)) {
+      // Children go on the stack last-first, so issues come out in document order.
+      for (let i = node.length - 1; i >= 0; i--) pending.push({ node: node[i], path: `${path}/${i}` });
+    } else if (typeof node === 'object' && node !== null && !ArrayBuffer.isView(node)) {
+      // Query strings are parsed into objects of a prototype of their own: any object is walked.
+      const keys = Object.keys(node);
+      for (let i = keys.length - 1; i >= 0; i--) {
+        const key = keys[i]!;
+        const child = `${path}/${pointerSegment(key)}`;
+        pending.push({ node: (node as Record<string, unknown>)[key], path: child });
+        if (key.includes('\u0000')) pending.push({ node: undefined, path: child, name: true });
+      }
     }
   }
   return found;

@@ -1,5 +1,5 @@
 import { createHash, randomUUID } from 'node:crypto';
-import { Transform, type TransformCallback } from 'node:stream';
+import { Transform, finished, type TransformCallback } from 'node:stream';
 import type { FastifyRequest } from 'fastify';
 import type { MultipartFile } from '@fastify/multipart';
 import { problem, ProblemError } from '../../framework/errors.ts';
@@ -74,7 +74,12 @@ export async function uploadFile(services: Services, request: FastifyRequest, se
   const store = blobStoreFor(services.config);
   // The room left before any byte flows (a short transaction of its own, closed before the form is read).
   const room = quota - (await services.transactions.run(tenant, usedBytes));
-  const part = await request.file({ limits: { files: 1, fileSize: maxBytes }, throwFileSizeLimit: false });
+  const part = await request.file({ limits: { files: 1, fileSize: maxBytes }, throwFileSizeLimit: false }).catch((err: unknown) => {
+    // The form parser's own refusals (a Content-Type with no boundary, say) carry no HTTP status:
+    // they are the client's malformed form, not a 500. Plugin errors with a status keep it.
+    if (err instanceof ProblemError || typeof (err as { statusCode?: unknown }).statusCode === 'number') throw err;
+    throw problem('MALFORMED_REQUEST', 'The multipart form could not be read');
+  });
   if (!part || part.fieldname !== 'file') throw problem('FILE_MISSING', 'The form has no file part named file');
   const mediaType = part.mimetype;
   if (!isMediaType(mediaType)) {
@@ -123,7 +128,11 @@ async function storeBytes(store: BlobStore, key: string, part: MultipartFile, ro
   const meter = new Meter(room, checkText);
   let clientGone = false;
   part.file.on('limit', () => meter.destroy(tooLarge(maxBytes)));
-  part.file.on('error', (err) => {
+  // finished() also reports a part that failed before this listener existed: a form cut short
+  // (no closing boundary) destroys the part while the handler awaited request.file(), and piping
+  // that dead stream would leave the store waiting for bytes forever.
+  finished(part.file, (err) => {
+    if (!err) return;
     clientGone = true;
     meter.destroy(err);
   });

@@ -155,3 +155,21 @@ describe('an error fastify or a plugin raised with a client status keeps it', ()
     expect(res.body.code).toBe('ROUTE_NOT_FOUND');
   });
 });
+
+describe('a body nested 100,000 levels deep is refused as a problem, not a 500 (the NUL walk keeps its own stack)', () => {
+  const deep = (depth: number) => `${'{"a":'.repeat(depth)}"x\\u0000"${'}'.repeat(depth)}`;
+
+  it('as the whole body of a route', async () => {
+    const res = await app.http(HOST).post('/api/v1/auth/login').set('Content-Type', 'application/json').send(`{"email":${deep(100_000)},"password":"x"}`);
+    expect(res.status, JSON.stringify(res.body)).toBe(422);
+    expect(res.body.code).toBe('VALIDATION_FAILED');
+  });
+
+  it('nulIssues walks 100,000 levels and still names the NUL it finds, in document order', async () => {
+    const { nulIssues } = await import('../../framework/http/validation.ts');
+    const issues = nulIssues(JSON.parse(deep(100_000)));
+    expect(issues).toHaveLength(1);
+    expect(issues[0]!.instancePath).toBe('/a'.repeat(100_000));
+    expect(nulIssues({ 'k\u0000': ['a', 'b\u0000'], z: 'c\u0000' }).map((i) => i.instancePath)).toEqual(['/k\u0000', '/k\u0000/1', '/z']);
+  });
+});

@@ -386,3 +386,25 @@ describe('Files: the list has an index for each of its sorts', () => {
     }
   });
 });
+
+describe('Files: a malformed form is a 400 problem, never a hanging request or a 500', () => {
+  it('a form cut short (no closing boundary) answers 400 MALFORMED_REQUEST and keeps nothing', async () => {
+    const ctx = await tenantWithCaller();
+    const before = filesUnder(dir);
+    const { body, type } = form([{ name: 'file', filename: 'a.txt', type: 'text/plain', content: 'cut short' }]);
+    const cut = body.subarray(0, body.length - Buffer.byteLength('--tenantry-file-boundary--\r\n'));
+    const res = await ctx.http().post(`${FILES}?visibility=private`).set('Cookie', ctx.caller.cookie).set('Content-Type', type).timeout(10_000).send(cut);
+    expect(res.status, JSON.stringify(res.body)).toBe(400);
+    expect(res.body.code).toBe('MALFORMED_REQUEST');
+    expect(await rowCount(ctx.tenant)).toBe(0);
+    expect(filesUnder(dir)).toEqual(before);
+  });
+
+  it('multipart/form-data without a boundary answers 400 MALFORMED_REQUEST', async () => {
+    const ctx = await tenantWithCaller();
+    const res = await ctx.http().post(`${FILES}?visibility=private`).set('Cookie', ctx.caller.cookie).set('Content-Type', 'multipart/form-data').send('x');
+    expect(res.status, JSON.stringify(res.body)).toBe(400);
+    expect(res.body.code).toBe('MALFORMED_REQUEST');
+    expect(await rowCount(ctx.tenant)).toBe(0);
+  });
+});

@@ -1,0 +1,167 @@
+import { randomUUID } from 'node:crypto';
+import type { TSchema } from 'typebox';
+import { checkedSample } from '../conformance/sample-values.ts';
+import type { Sent } from './harness.ts';
+import type { TenantWorld, World } from './world.ts';
+
+/** One operation of the live OpenAPI document, as the suite reads it. */
+export interface Operation {
+  id: string;
+  method: string;
+  /** The OpenAPI path template, e.g. /api/v1/task/tasks/{id}. */
+  path: string;
+  /** 'public', 'optional', 'signedIn' or the permission name. */
+  access: string;
+  permission: string | undefined;
+  operator: boolean;
+  params: Param[];
+  body: { contentType: string; schema: TSchema } | undefined;
+  stateChanging: boolean;
+}
+
+export interface Param {
+  in: 'path' | 'query';
+  name: string;
+  required: boolean;
+  schema: TSchema;
+}
+
+interface OpenApi {
+  paths: Record<string, Record<string, { operationId: string; 'x-access'?: string; parameters?: { in: string; name: string; required?: boolean; schema: TSchema }[]; requestBody?: { content: Record<string, { schema: TSchema }> } }>>;
+}
+
+/** Reads every operation of the document; an operation without `x-access` cannot be classified and fails by name. */
+export function readOperations(doc: OpenApi, isOperatorPermission: (p: string) => boolean): Operation[] {
+  const out: Operation[] = [];
+  for (const [path, methods] of Object.entries(doc.paths)) {
+    for (const [method, op] of Object.entries(methods)) {
+      const access = op['x-access'];
+      if (!access) throw new Error(`operation ${op.operationId} (${method.toUpperCase()} ${path}) has no x-access: the suite cannot tell who may call it`);
+      const permission = access.startsWith('permission ') ? access.slice('permission '.length) : undefined;
+      const [contentType, media] = Object.entries(op.requestBody?.content ?? {})[0] ?? [];
+      out.push({
+        id: op.operationId,
+        method: method.toUpperCase(),
+        path,
+        access: permission ?? access,
+        permission,
+        operator: permission !== undefined && isOperatorPermission(permission),
+        params: (op.parameters ?? []).filter((p) => p.in === 'path' || p.in === 'query').map((p) => ({ in: p.in as 'path' | 'query', name: p.name, required: p.required === true || p.in === 'path', schema: p.schema })),
+        body: contentType && media ? { contentType, schema: media.schema } : undefined,
+        stateChanging: ['POST', 'PUT', 'PATCH', 'DELETE'].includes(method.toUpperCase()),
+      });
+    }
+  }
+  return out;
+}
+
+/**
+ * Where a path parameter's value comes from, per tenant. `scope` says whose the value is:
+ * 'tenant' (a row of that tenant: another tenant's value must be 404), 'global' (a row every
+ * tenant shares), 'control-plane' (a tenant id the operator addresses), 'name' (a role name the
+ * caller's tenant owns: a PUT with another tenant's name writes only in the caller's tenant).
+ * A path the table does not know makes the operation fail by name: nothing is skipped silently.
+ */
+export interface PathSource {
+  pattern: RegExp;
+  param: string;
+  scope: 'tenant' | 'global' | 'control-plane' | 'name';
+  value(world: World, tenant: TenantWorld): string;
+}
+
+export const PATH_SOURCES: PathSource[] = [
+  { pattern: /^\/api\/v1\/user\/users\/\{id\}/, param: 'id', scope: 'tenant', value: (_w, t) => t.rows.user },
+  { pattern: /^\/api\/v1\/content\/contents\/\{id\}/, param: 'id', scope: 'tenant', value: (_w, t) => t.rows.content },
+  { pattern: /^\/api\/v1\/content\/public\/\{slug\}$/, param: 'slug', scope: 'tenant', value: (_w, t) => t.rows.publishedSlug },
+  { pattern: /^\/api\/v1\/task\/tasks\/\{id\}/, param: 'id', scope: 'tenant', value: (_w, t) => t.rows.task },
+  { pattern: /^\/api\/v1\/file\/files\/\{id\}/, param: 'id', scope: 'tenant', value: (_w, t) => t.rows.privateFile },
+  { pattern: /^\/api\/v1\/file\/public\/\{id\}$/, param: 'id', scope: 'tenant', value: (_w, t) => t.rows.publicFile },
+  { pattern: /^\/api\/v1\/notification\/notifications\/\{id\}/, param: 'id', scope: 'tenant', value: (_w, t) => t.rows.adminNotification },
+  { pattern: /^\/api\/v1\/auth\/roles\/\{name\}$/, param: 'name', scope: 'name', value: (_w, t) => t.rows.role },
+  { pattern: /^\/api\/v1\/billing\/plans\/\{id\}$/, param: 'id', scope: 'global', value: (w) => w.plans.spare },
+  { pattern: /^\/api\/v1\/tenant\/tenants\/\{id\}/, param: 'id', scope: 'control-plane', value: (w) => w.spareTenantId },
+];
+
+export function pathSource(op: Operation, param: string): PathSource {
+  const source = PATH_SOURCES.find((s) => s.param === param && s.pattern.test(op.path));
+  if (!source) throw new Error(`cannot exercise ${op.id} (${op.method} ${op.path}): no sample for path parameter {${param}}; add it to PATH_SOURCES in test/security/operations.ts`);
+  return source;
+}
+
+let counter = 0;
+const unique = () => `${++counter}${randomUUID().slice(0, 6)}`;
+
+/**
+ * Body fields the schema alone cannot make valid (a value that must name a row of the tenant, or a
+ * unique address): the explicit fixture for each. Every other field is derived from the schema.
+ */
+const BODY_HINTS: Record<string, (world: World, tenant: TenantWorld) => Record<string, unknown>> = {
+  'user-user-roles': () => ({ roles: ['member'] }),
+  'user-user-invite': (_w, t) => ({ email: `invited-${unique()}@${t.ref.slug}.example.test`, roles: ['member'] }),
+  'user-user-create': (_w, t) => ({ email: `created-${unique()}@${t.ref.slug}.example.test` }),
+  'user-user-update': () => ({ displayName: `Renamed ${unique()}` }),
+  'auth-role-put': () => ({ permissions: ['content:read'] }),
+  'auth-session-login': (_w, t) => ({ email: t.admin.email, password: t.admin.password }),
+  'auth-password-change': () => ({ currentPassword: 'not the password in force', newPassword: 'a new password 123' }),
+  'auth-password-forgot': (_w, t) => ({ email: t.member.email }),
+  'task-task-assign': (_w, t) => ({ assigneeId: t.member.userId }),
+  'billing-subscription-subscribe': (w) => ({ planId: w.plans.free }),
+  'billing-subscription-cancel': () => ({ atPeriodEnd: true }),
+  'billing-plan-update': () => ({ name: `Renamed ${unique()}` }),
+  'tenant-tenant-create': () => {
+    const slug = `made-${unique()}`;
+    return { slug, host: `${slug}.localhost` };
+  },
+  'tenant-tenant-add-host': () => ({ host: `added-${unique()}.localhost` }),
+  'tenant-tenant-invite': () => ({ email: `first-${unique()}@spare.example.test` }),
+  'content-content-update': () => ({ title: `Retitled ${unique()}` }),
+  'task-task-update': () => ({ title: `Retitled ${unique()}` }),
+};
+
+/** A body the schema accepts for this operation at this tenant (JSON), or a multipart upload. */
+export function validBody(op: Operation, world: World, tenant: TenantWorld): Pick<Sent, 'json' | 'body' | 'headers'> {
+  if (!op.body) return {};
+  if (op.body.contentType === 'multipart/form-data') {
+    const boundary = `----sec${randomUUID()}`;
+    return {
+      headers: { 'content-type': `multipart/form-data; boundary=${boundary}` },
+      body: Buffer.from(`--${boundary}\r\nContent-Disposition: form-data; name="file"; filename="a.txt"\r\nContent-Type: text/plain\r\n\r\nsecurity suite bytes\r\n--${boundary}--\r\n`),
+    };
+  }
+  const hint = BODY_HINTS[op.id]?.(world, tenant) ?? {};
+  const schema = op.body.schema as { properties?: Record<string, TSchema>; required?: string[]; minProperties?: number };
+  // A PATCH sends its hint alone when it has one (a partial update of one field), else every field.
+  if (op.method === 'PATCH' && Object.keys(hint).length > 0) return { json: hint };
+  const derived = checkedSample(op.body.schema, ++counter, `${op.id} request body`) as Record<string, unknown>;
+  return { json: { ...derived, ...hint } };
+}
+
+/** A valid value for a query parameter (its default, or derived from its schema). */
+export function validQuery(param: Param): string | undefined {
+  const s = param.schema as { default?: unknown };
+  if (!param.required) return s.default === undefined ? undefined : String(s.default);
+  return String(checkedSample(param.schema, ++counter, `query ${param.name}`));
+}
+
+/** The path with each parameter replaced, by default with the tenant's own sample. */
+export function fillPath(op: Operation, world: World, tenant: TenantWorld, override: Record<string, string> = {}): string {
+  let path = op.path;
+  for (const p of op.params.filter((x) => x.in === 'path')) {
+    const value = override[p.name] ?? pathSource(op, p.name).value(world, tenant);
+    path = path.replace(`{${p.name}}`, encodeURIComponent(value));
+  }
+  const query = op.params
+    .filter((x) => x.in === 'query')
+    .map((p) => [p.name, validQuery(p)] as const)
+    .filter(([, v]) => v !== undefined)
+    .map(([k, v]) => `${encodeURIComponent(k)}=${encodeURIComponent(v!)}`);
+  return query.length ? `${path}?${query.join('&')}` : path;
+}
+
+/** A complete, valid request for the operation at the tenant (the cookie is the caller's choice). */
+export function validRequest(op: Operation, world: World, tenant: TenantWorld, cookie?: string, override: Record<string, string> = {}): Sent {
+  return { operationId: op.id, method: op.method, host: tenant.host, path: fillPath(op, world, tenant, override), ...(cookie ? { cookie } : {}), ...validBody(op, world, tenant) };
+}
+
+/** Where an operation lives: an operator operation at the operator's host, any other at a customer's. */
+export const homeTenants = (op: Operation, world: World): TenantWorld[] => (op.operator ? [world.operator] : [world.a, world.b, world.operator]);

@@ -1,0 +1,197 @@
+import { randomUUID } from 'node:crypto';
+import type { AddressInfo } from 'node:net';
+import { CompiledQuery } from 'kysely';
+import { startTestApp, OPERATOR_HOST, type TestApp } from '../helpers/app.ts';
+import { allModules } from '../../modules/index.ts';
+import type { TenantRef } from '../../framework/context/tenant.ts';
+import { hashSecret, newSessionId, sessionCookie } from '../../framework/access/session-cookie.ts';
+import { notify } from '../../modules/notification/notify.ts';
+import { Client, describeExchange, type Answer, type Sent } from './harness.ts';
+
+/**
+ * The world the security suite attacks: the installation's modules (nothing test-only), the
+ * operator tenant and two customer tenants made through the API, and in each tenant an admin, a
+ * member and one person per permission the tenant may grant, each holding exactly a role made
+ * through the API with that one permission, signed in through the login route. Every entity has
+ * sample rows in every tenant.
+ */
+
+export interface Actor {
+  label: string;
+  userId: string;
+  email: string;
+  password: string;
+  /** The Cookie header value. */
+  cookie: string;
+  rawSessionId: string;
+  /** The permissions of the actor's role ('*' for the admin, none for the member). */
+  permissions: readonly string[];
+}
+
+export interface Rows {
+  /** A user other than the actors: the subject of user operations. */
+  user: string;
+  content: string;
+  publishedSlug: string;
+  task: string;
+  privateFile: string;
+  publicFile: string;
+  /** A notification addressed to the admin (owner-scoped: only the admin may read it). */
+  adminNotification: string;
+  memberNotification: string;
+  /** A role only this tenant has. */
+  role: string;
+}
+
+export interface TenantWorld {
+  ref: TenantRef;
+  host: string;
+  admin: Actor;
+  member: Actor;
+  /** One actor per permission this tenant may grant, holding exactly that one. */
+  holder: Map<string, Actor>;
+  rows: Rows;
+  /** Every actor of the tenant. */
+  actors: Actor[];
+}
+
+export interface World {
+  app: TestApp;
+  client: Client;
+  operator: TenantWorld;
+  a: TenantWorld;
+  b: TenantWorld;
+  tenants: TenantWorld[];
+  /** A tenant the destructive sweeps may suspend and write to (tenant operations' {id}). */
+  spareTenantId: string;
+  /** Global rows. */
+  plans: { free: string; spare: string };
+  /** Every permission the installation defines, and which of them are operator permissions. */
+  permissions: string[];
+  isOperatorPermission(name: string): boolean;
+  /** Sends through the client and fails loudly when a set-up step is refused. */
+  must(req: Sent, ...expected: number[]): Promise<Answer>;
+}
+
+export const PASSWORD = 'correct horse battery staple';
+const hostOf = (slug: string) => `${slug}.localhost`;
+
+/** Starts the service (all modules, listening on 127.0.0.1) and builds the world through its API. */
+export async function buildWorld(prefix: string): Promise<World> {
+  const app = await startTestApp({ modules: allModules });
+  await app.web!.listen({ host: '127.0.0.1', port: 0 });
+  const client = new Client((app.web!.server.address() as AddressInfo).port);
+  const must = async (req: Sent, ...expected: number[]) => {
+    const res = await client.send(req);
+    if (!(expected.length ? expected.includes(res.status) : res.status < 300)) throw new Error(`world set-up refused: ${describeExchange(req, res)}`);
+    return res;
+  };
+  const registry = app.services.registry;
+  const permissions = [...registry.permissions.keys()].sort();
+  const isOperatorPermission = (p: string) => registry.isOperatorPermission(p);
+
+  // The first administrator of a tenant is an explicit fixture: the invitation mails a link the
+  // suite does not read, so the bootstrap session is written straight into the tenant's tables.
+  const bootstrap = async (tenant: TenantRef) => {
+    const raw = newSessionId();
+    await app.services.transactions.run(tenant, async (ctx) => {
+      const user = await ctx.db.executeQuery<{ id: string }>(
+        CompiledQuery.raw(`insert into users (email, display_name, status, roles) values ($1, 'Bootstrap', 'active', '{admin}') returning id`, [`bootstrap@${tenant.slug}.example.test`]),
+      );
+      await ctx.db.executeQuery(CompiledQuery.raw(`insert into sessions (id_hash, user_id, expires_at) values ($1, $2, now() + interval '1 day')`, [hashSecret(raw), user.rows[0]!.id]));
+    });
+    return `${sessionCookie(app.config).name}=${raw}`;
+  };
+
+  const operatorBoot = await bootstrap(app.operator);
+  const makeTenant = async (slug: string): Promise<TenantRef> => {
+    const res = await must({ method: 'POST', host: OPERATOR_HOST, path: '/api/v1/tenant/tenants', cookie: operatorBoot, json: { slug, name: `Tenant ${slug}`, host: hostOf(slug) } }, 201);
+    return { id: String(res.json!.id), slug, isOperator: false };
+  };
+  const refA = await makeTenant(`${prefix}-a`);
+  const refB = await makeTenant(`${prefix}-b`);
+  const spare = await makeTenant(`${prefix}-spare`);
+
+  const plan = async (code: string, price: number) =>
+    String(
+      (
+        await must(
+          { method: 'POST', host: OPERATOR_HOST, path: '/api/v1/billing/plans', cookie: operatorBoot, json: { code, name: `Plan ${code}`, price, currency: 'EUR', interval: 'month', features: ['a'], active: true } },
+          201,
+        )
+      ).json!.id,
+    );
+  const plans = { free: await plan(`${prefix}-free`, 0), spare: await plan(`${prefix}-spare`, 500) };
+
+  const populate = async (ref: TenantRef, host: string, boot: string): Promise<TenantWorld> => {
+    const as = (cookie: string, method: string, path: string, json?: unknown, ...expected: number[]) => must({ method, host, path, cookie, ...(json === undefined ? {} : { json }) }, ...expected);
+    const grantable = permissions.filter((p) => ref.isOperator || !isOperatorPermission(p));
+    for (const p of grantable) await as(boot, 'PUT', `/api/v1/auth/roles/only-${p}`, { permissions: [p] });
+    const person = async (label: string, roles: string[], perms: string[]): Promise<Actor> => {
+      const email = `${label.replaceAll(':', '-')}@${ref.slug}.example.test`;
+      const invited = await as(boot, 'POST', '/api/v1/user/invitations', { email, displayName: `${label} of ${ref.slug}`, roles }, 201);
+      const userId = String(invited.json!.id);
+      await as(boot, 'POST', `/api/v1/user/users/${userId}/set-password`, { password: PASSWORD });
+      const login = await must({ method: 'POST', host, path: '/api/v1/auth/login', json: { email, password: PASSWORD } }, 200);
+      const setCookie = ([] as string[]).concat(login.headers['set-cookie'] ?? []).find((c) => c.startsWith(`${sessionCookie(app.config).name}=`));
+      if (!setCookie) throw new Error(`login of ${email} set no session cookie`);
+      const cookie = setCookie.split(';')[0]!;
+      return { label, userId, email, password: PASSWORD, cookie, rawSessionId: cookie.slice(cookie.indexOf('=') + 1), permissions: perms };
+    };
+    const admin = await person('admin', ['admin'], ['*']);
+    const member = await person('member', ['member'], []);
+    const holders = await Promise.all(grantable.map((p) => person(`only-${p}`, [`only-${p}`], [p])));
+    const holder = new Map(grantable.map((p, i) => [p, holders[i]!]));
+
+    const subject = await as(admin.cookie, 'POST', '/api/v1/user/users', { email: `subject@${ref.slug}.example.test`, displayName: 'Subject' }, 201);
+    const content = async (slug: string, kind: string) =>
+      String((await as(admin.cookie, 'POST', '/api/v1/content/contents', { slug, title: `Title ${slug}`, kind, body: `Body of ${slug}` }, 201)).json!.id);
+    const draft = await content(`${ref.slug}-draft`, 'post');
+    const published = await content(`${ref.slug}-page`, 'page');
+    await as(admin.cookie, 'POST', `/api/v1/content/contents/${published}/publish`);
+    const task = async (title: string) =>
+      String((await as(admin.cookie, 'POST', '/api/v1/task/tasks', { title, priority: 'low', deadline: new Date(Date.now() + 86_400_000).toISOString() }, 201)).json!.id);
+    const taskId = await task(`Task of ${ref.slug}`);
+    await task(`Second task of ${ref.slug}`);
+    const upload = async (visibility: string) => {
+      const boundary = `----sec${randomUUID()}`;
+      const body = Buffer.from(
+        `--${boundary}\r\nContent-Disposition: form-data; name="file"; filename="${visibility}.txt"\r\nContent-Type: text/plain\r\n\r\n${visibility} bytes of ${ref.slug}\r\n--${boundary}--\r\n`,
+      );
+      const res = await must({ method: 'POST', host, path: `/api/v1/file/files?visibility=${visibility}`, cookie: admin.cookie, headers: { 'content-type': `multipart/form-data; boundary=${boundary}` }, body }, 201);
+      return String(res.json!.id);
+    };
+    const privateFile = await upload('private');
+    const publicFile = await upload('public');
+    // Notifications have no create route: Notify is a module service, so they are a fixture.
+    const note = (recipientId: string, title: string) =>
+      app.services.transactions.run(ref, async (ctx) => (await notify(ctx, { recipientId, title, body: `${title} body`, link: '/admin', email: false })).id);
+    const adminNotification = await note(admin.userId, `For the admin of ${ref.slug}`);
+    const memberNotification = await note(member.userId, `For the member of ${ref.slug}`);
+    const role = `own-${ref.slug}`;
+    await as(boot, 'PUT', `/api/v1/auth/roles/${role}`, { permissions: ['content:read'] });
+    if (!ref.isOperator) await as(admin.cookie, 'POST', '/api/v1/billing/subscription/subscribe', { planId: plans.free });
+
+    return {
+      ref,
+      host,
+      admin,
+      member,
+      holder,
+      actors: [admin, member, ...holders],
+      rows: { user: String(subject.json!.id), content: draft, publishedSlug: `${ref.slug}-page`, task: taskId, privateFile, publicFile, adminNotification, memberNotification, role },
+    };
+  };
+
+  const [operator, a, b] = await Promise.all([
+    populate(app.operator, OPERATOR_HOST, operatorBoot),
+    bootstrap(refA).then((boot) => populate(refA, hostOf(refA.slug), boot)),
+    bootstrap(refB).then((boot) => populate(refB, hostOf(refB.slug), boot)),
+  ]);
+  return { app, client, operator: operator!, a: a!, b: b!, tenants: [a!, b!, operator!], spareTenantId: spare.id, plans, permissions, isOperatorPermission, must };
+}
+
+export async function closeWorld(world: World | undefined): Promise<void> {
+  world?.client.close();
+  await world?.app.close();
+}
