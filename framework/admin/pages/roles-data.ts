@@ -8,6 +8,8 @@ export const WILDCARD = '*';
 /** One checkbox of the role form. */
 export interface PermissionChoice {
   name: string;
+  /** The checkbox's element id. */
+  id: string;
   description: string;
   /** The module that defines it ('' for the wildcard). */
   module: string;
@@ -35,6 +37,7 @@ export function permissionChoices(registry: Registry, tenant: TenantRef, held: r
   }
   const choice = (name: string, description: string, module: string, operator: boolean): PermissionChoice => ({
     name,
+    id: `perm-${name === WILDCARD ? 'all' : name.replace(/[^A-Za-z0-9_-]/g, '-')}`,
     description,
     module,
     operator,
