@@ -327,6 +327,8 @@ export interface RouteDefinition<S extends RouteSchemas = RouteSchemas, P extend
    * (framework/access/form-token.ts). Every other route refuses form-encoded bodies with 415.
    */
   form?: boolean;
+  /** Left out of the OpenAPI document: the admin shell's HTML pages, which are no API. */
+  hidden?: boolean;
   handler(ctx: RouteContext<S> & { tx: TxContext<P> }): Promise<unknown>;
 }
 
@@ -454,6 +456,20 @@ export interface ModuleDefinition {
   migrations?: string;
   /** Roles every new tenant gets besides admin and member: name → permissions. */
   defaultRoles?: Readonly<Record<string, readonly string[]>>;
+  /** A count the admin shell's header shows to a signed-in caller (e.g. unread notifications). */
+  adminBadge?: AdminBadge;
+}
+
+/**
+ * The admin header's badge: `count` runs in the page's own transaction (tx.db, never the pool),
+ * for the signed-in caller (tx.session), on every admin page: keep it one indexed query.
+ */
+export interface AdminBadge {
+  /** Says what is counted, e.g. "unread notifications" (the badge's accessible name). */
+  label: string;
+  /** Where the badge links to, if anywhere. */
+  href?: string;
+  count(tx: TxContext<never>): Promise<number>;
 }
 
 export function defineModule(module: ModuleDefinition): ModuleDefinition {

@@ -75,6 +75,7 @@ export function registerRoute(app: FastifyInstance, services: Services, route: A
     ...(multipart ? { validatorCompiler: skipBodyValidation } : {}),
     ...(invalidCodes ? { schemaErrorFormatter: invalidCodes } : {}),
     schema: {
+      ...(route.hidden ? { hide: true } : {}),
       operationId: route.operationId,
       summary: route.summary,
       ...(route.description ? { description: route.description } : {}),
@@ -143,7 +144,7 @@ export function registerRoute(app: FastifyInstance, services: Services, route: A
  * immutable fields, before schema validation would call them merely unknown. Fields the service
  * sets (system and read-only fields) are refused on every write. A singleton's PUT is a create.
  */
-function protectedFieldCheck(entity: ResolvedEntity, route: AnyRoute) {
+export function protectedFieldCheck(entity: ResolvedEntity, route: AnyRoute) {
   const isCreate = route.operationId === entity.names.operationId('create') || route.operationId === entity.names.operationId('replace');
   const isPatch = route.operationId === entity.names.operationId('update');
   if (!isCreate && !isPatch) return undefined;
@@ -214,7 +215,7 @@ function multipartCheck(limit: number) {
  * A request whose only failing values are fields with a code of their own (invalidCodes, e.g.
  * slug → SLUG_INVALID) answers that code, with the same pointers VALIDATION_FAILED would carry.
  */
-function fieldCodeFormatter(codes: Readonly<Record<string, ProblemCode | undefined>>) {
+export function fieldCodeFormatter(codes: Readonly<Record<string, ProblemCode | undefined>>) {
   return (issues: ValidationIssue[], part: string): Error => {
     if (part !== 'body') return validationProblem(issues, part);
     const fieldOf = (issue: ValidationIssue) => (issue.instancePath ?? '').split('/')[1];

@@ -13,6 +13,7 @@ import { readinessChecks, registerProbes, type ReadinessCheck } from './probes.t
 import { registerOpenApi } from '../openapi/document.ts';
 import { requestLogSerializers } from './log-redaction.ts';
 import { catalogRoute } from '../catalog/catalog.ts';
+import { registerAdmin } from '../admin/index.ts';
 import { notFound, problem } from '../errors.ts';
 
 declare module 'fastify' {
@@ -92,5 +93,7 @@ export async function buildWeb(services: Services, options: WebOptions = {}): Pr
     for (const { route, entity } of services.registry.routes) if (takesForm(route)) registerRoute(scope, services, route, entity);
   });
   registerRoute(app, services, catalogRoute(services.registry));
+  // The admin shell (HTML pages under /admin), built from the same registry and route wrapper.
+  await registerAdmin(app, services);
   return app;
 }

@@ -1,4 +1,5 @@
 import { defineModule } from '../../framework/entity/define.ts';
+import { unreadCount } from './unread.ts';
 import { notificationRoutes } from './notification.routes.ts';
 import { notificationMail } from './notification-mail.ts';
 import './notifications-table.ts';
@@ -13,4 +14,6 @@ export const notificationModule = defineModule({
   events: ['notification.created', 'notification.email_requested', 'notification.read'],
   routes: notificationRoutes,
   subscriptions: [notificationMail],
+  // The admin header's badge: the caller's unread count, read in the page's own transaction.
+  adminBadge: { label: 'unread notifications', count: unreadCount },
 });

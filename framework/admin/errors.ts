@@ -1,0 +1,85 @@
+import type { FastifyReply, FastifyRequest } from 'fastify';
+import { toProblem } from '../http/problems.ts';
+import { ProblemError, problem as makeProblem } from '../errors.ts';
+import { hashSecret, sessionCookie } from '../access/session-cookie.ts';
+import { issueFormToken } from '../access/form-token.ts';
+import type { AdminSite } from './page.ts';
+import { pageContext } from './page.ts';
+import { LOGIN_PATH, renderAnonymousPage, renderAdminPage } from './shell.ts';
+import { allows } from './allows.ts';
+import { isHtmx } from './html.ts';
+
+/** /admin/login?next=<the page asked for>: where an anonymous browser is sent. */
+export function loginLocation(request: FastifyRequest): string {
+  const wanted = request.method === 'GET' ? request.url : request.url.split('?', 1)[0]!;
+  return `${LOGIN_PATH}?next=${encodeURIComponent(wanted)}`;
+}
+
+/** 303 to the login page; htmx (which would follow a redirect into a fragment) is told to navigate instead. */
+export function sendToLogin(request: FastifyRequest, reply: FastifyReply): FastifyReply {
+  const location = loginLocation(request);
+  reply.header('cache-control', 'no-store');
+  if (isHtmx(request.headers)) return reply.code(200).header('hx-redirect', location).type('text/html; charset=utf-8').send('');
+  return reply.code(303).header('location', location).send('');
+}
+
+const errorView = (p: ProblemError) => ({
+  title: p.status === 404 ? 'Not found' : p.status === 403 ? 'Not allowed' : 'Something went wrong',
+  template: './admin/error',
+  data: { status: p.status, code: p.code, detail: p.message },
+  status: p.status,
+});
+
+/**
+ * The /admin scope answers in HTML. A request with no valid session (AUTH_REQUIRED) is sent to
+ * the login page. Any other refusal is a page with its status: the caller's shell (sidebar, badge)
+ * is rendered in a fresh transaction, the failed one having rolled back; a page that declared
+ * `onError` (a form) renders itself again with the problem, after the route's access is checked
+ * again in that transaction. Server errors get a plain page and no second transaction.
+ */
+export function installAdminErrors(site: AdminSite): void {
+  const { services } = site;
+  const cookieName = sessionCookie(services.config).name;
+
+  const answer = async (request: FastifyRequest, reply: FastifyReply, problem: ProblemError) => {
+    if (problem.code === 'AUTH_REQUIRED') return sendToLogin(request, reply);
+    reply.header('cache-control', 'no-store');
+    const csrf = () => issueFormToken(request, reply, services.config);
+    const tenant = request.tenant;
+    const rawId = request.cookies[cookieName];
+    if (problem.status >= 500 || !tenant || !rawId) {
+      return reply.send(await renderAnonymousPage(site, request, reply, csrf, errorView(problem)));
+    }
+    const key = `${request.method} ${request.routeOptions.url ?? ''}`;
+    const page = site.routes.get(key);
+    const renderer = page?.onError;
+    const access = page?.access;
+    const html = await services.transactions.run(tenant, async (tx) => {
+      if (!tx.session) return null;
+      const ctx = pageContext(site, { tx, request, reply, services, params: request.params, query: request.query, body: request.body });
+      reply.code(problem.status);
+      if (renderer && access && allows(access, tx.session, tenant, services.registry)) return renderer(ctx, problem);
+      return renderAdminPage(site, ctx, errorView(problem));
+    }, { sessionHash: hashSecret(rawId) });
+    if (html === null) return sendToLogin(request, reply);
+    return reply.send(html);
+  };
+
+  site.app.setErrorHandler(async (err, request, reply) => {
+    const problem = toProblem(err);
+    if (problem.status >= 500) request.log.error({ err }, 'admin request failed');
+    try {
+      return await answer(request, reply, problem);
+    } catch (renderErr) {
+      request.log.error({ err: renderErr }, 'admin error page failed');
+      const fallback = toProblem(renderErr);
+      return reply.code(fallback.status).type('text/html; charset=utf-8').send(`<!doctype html><title>Error</title><p>${fallback.status} ${fallback.code}</p>`);
+    }
+  });
+
+  // Any other /admin path: the anonymous browser signs in first; a signed-in one sees a 404 page.
+  site.app.setNotFoundHandler(async (request, reply) => {
+    if (!request.cookies[cookieName]) return sendToLogin(request, reply);
+    return answer(request, reply, makeProblem('ROUTE_NOT_FOUND', `No page at ${request.url.split('?', 1)[0]}`));
+  });
+}

@@ -1,0 +1,9 @@
+import type { AdminSite } from './page.ts';
+
+/**
+ * The hand-written pages the product names (dashboard, health, gallery, tenant switcher, roles),
+ * from framework/admin/pages/. Each registers its routes with registerAdminPage(site, ...).
+ */
+export type AdminPagesRegistrar = (site: AdminSite) => void;
+
+export const FIXED_PAGES: readonly AdminPagesRegistrar[] = [];

@@ -1,0 +1,40 @@
+import type { FastifyInstance } from 'fastify';
+import type { Services } from '../services.ts';
+import type { AdminSite } from './page.ts';
+import { installAdminErrors } from './errors.ts';
+import { registerAssets } from './assets.ts';
+import { registerSignOut } from './sign-out.ts';
+import { SIDEBAR_ENTRIES, resolveSidebar, type SidebarEntry } from './sidebar.ts';
+import { FIXED_PAGES, type AdminPagesRegistrar } from './fixed-pages.ts';
+
+export { registerAdminPage, type AdminSite, type AdminPageContext, type AdminPageDefinition, type AdminErrorRenderer } from './page.ts';
+export { renderAdminPage, type AdminView } from './shell.ts';
+export { renderTemplate } from './render.ts';
+export { allows } from './allows.ts';
+export { apiRoute } from './api-route.ts';
+
+export interface AdminOptions {
+  /** The sidebar's entries (default: the product's six). */
+  sidebar?: readonly SidebarEntry[];
+  /** The fixed pages (default: FIXED_PAGES). */
+  pages?: readonly AdminPagesRegistrar[];
+}
+
+/**
+ * The admin shell: every page under /admin in one fastify scope whose errors are HTML pages and
+ * whose unknown paths send an anonymous browser to the login page. Pages register through
+ * registerAdminPage (the API's route wrapper), then the sidebar is resolved once against them.
+ */
+export async function registerAdmin(app: FastifyInstance, services: Services, options: AdminOptions = {}): Promise<void> {
+  await app.register(
+    async (scope) => {
+      const site: AdminSite = { app: scope, services, pages: new Map(), routes: new Map(), sidebar: [] };
+      installAdminErrors(site);
+      registerAssets(scope);
+      registerSignOut(site);
+      for (const register of options.pages ?? FIXED_PAGES) register(site);
+      site.sidebar = resolveSidebar(options.sidebar ?? SIDEBAR_ENTRIES, site.pages, services.log);
+    },
+    { prefix: '/admin' },
+  );
+}

@@ -1,0 +1,88 @@
+import type { FastifyReply, FastifyRequest } from 'fastify';
+import type { TxContext } from '../context/tx.ts';
+import type { AdminBadge } from '../entity/define.ts';
+import type { AdminPageContext, AdminSite } from './page.ts';
+import { renderTemplate } from './render.ts';
+import { CSS_URL, HTMX_URL } from './assets.ts';
+import { PRODUCT_NAME, isHtmx } from './html.ts';
+import { allows } from './allows.ts';
+import { FORM_TOKEN_FIELD } from '../access/form-token.ts';
+
+/** The path the header's sign-out form posts to. */
+export const SIGN_OUT_PATH = '/admin/logout';
+export const LOGIN_PATH = '/admin/login';
+
+/**
+ * One page for the layout (templates/admin/layout.eta). The content is either `body` (HTML the
+ * caller rendered, e.g. with renderTemplate) or `template` + `data` (rendered here, escaped by
+ * default). `fragment`, when given, is what an htmx request receives instead of the whole page
+ * (e.g. a list's rows, a form with its errors). `status` sets the answer's status (default 200).
+ */
+export interface AdminView {
+  title: string;
+  body?: string;
+  template?: string;
+  data?: object;
+  fragment?: string;
+  status?: number;
+}
+
+/** What the layout shows around every page. */
+export interface ShellModel {
+  productName: string;
+  title: string;
+  cssUrl: string;
+  htmxUrl: string;
+  /** Null for an anonymous page (login, an error before sign-in): no sidebar, no sign-out. */
+  signedIn: { signOutPath: string; csrfField: string; csrf: string } | null;
+  sidebar: { label: string; path: string; current: boolean }[];
+  badge: { label: string; count: number; href: string | undefined } | null;
+  /** The page's own HTML, already rendered. */
+  body: string;
+}
+
+/** The first module's badge: the header has one slot. */
+function badgeOf(site: AdminSite): AdminBadge | undefined {
+  return site.services.registry.modules.find((m) => m.adminBadge)?.adminBadge;
+}
+
+/**
+ * Renders a page in the layout, in the page's transaction: the sidebar entries this caller may
+ * open (the pages' own access, operator check included) and the badge's count (one query on
+ * tx.db). An htmx request that is not a boosted navigation gets `view.fragment` when there is one.
+ */
+export async function renderAdminPage(site: AdminSite, ctx: Pick<AdminPageContext, 'tx' | 'request' | 'reply' | 'csrf'>, view: AdminView): Promise<string> {
+  if (view.status) ctx.reply.code(view.status);
+  ctx.reply.type('text/html; charset=utf-8');
+  if (view.fragment !== undefined && isHtmx(ctx.request.headers) && ctx.request.headers['hx-boosted'] !== 'true') return view.fragment;
+  const body = view.body ?? (view.template ? renderTemplate(view.template, view.data ?? {}) : '');
+  return renderTemplate('./admin/layout', await shellModel(site, ctx.tx, ctx.request, ctx.csrf, view.title, body));
+}
+
+export async function shellModel(site: AdminSite, tx: TxContext | null, request: FastifyRequest, csrf: () => string, title: string, body: string): Promise<ShellModel> {
+  const path = request.url.split('?', 1)[0]!;
+  const session = tx?.session ?? null;
+  const badge = tx && session ? badgeOf(site) : undefined;
+  return {
+    productName: PRODUCT_NAME,
+    title,
+    cssUrl: CSS_URL,
+    htmxUrl: HTMX_URL,
+    signedIn: session ? { signOutPath: SIGN_OUT_PATH, csrfField: FORM_TOKEN_FIELD, csrf: csrf() } : null,
+    sidebar: session
+      ? site.sidebar
+          .filter((entry) => allows(entry.access, session, tx!.tenant, site.services.registry))
+          .map((entry) => ({ label: entry.label, path: entry.path, current: path === entry.path || path.startsWith(`${entry.path}/`) }))
+      : [],
+    badge: badge && tx ? { label: badge.label, count: await badge.count(tx as TxContext<never>), href: badge.href } : null,
+    body,
+  };
+}
+
+/** A page outside any transaction (the login page, errors met before a session was read). */
+export function renderAnonymousPage(site: AdminSite, request: FastifyRequest, reply: FastifyReply, csrf: () => string, view: AdminView): Promise<string> {
+  if (view.status) reply.code(view.status);
+  reply.type('text/html; charset=utf-8');
+  const body = view.body ?? (view.template ? renderTemplate(view.template, view.data ?? {}) : '');
+  return shellModel(site, null, request, csrf, view.title, body).then((model) => renderTemplate('./admin/layout', model));
+}

@@ -1,0 +1,67 @@
+import pino from 'pino';
+import type { FastifyBaseLogger } from 'fastify';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { signInAs, startTestApp, type TestApp } from '../helpers/app.ts';
+import { allModules } from '../../modules/index.ts';
+import { testkitModule } from '../helpers/testkit-module.ts';
+
+let app: TestApp;
+const logLines: string[] = [];
+
+beforeAll(async () => {
+  // Without the content module, nothing serves the Content entry's path.
+  const logger = pino({ level: 'warn' }, { write: (line: string) => void logLines.push(line) }) as unknown as FastifyBaseLogger;
+  app = await startTestApp({ modules: [...allModules.filter((m) => m.name !== 'content'), testkitModule], logger });
+});
+afterAll(async () => {
+  await app?.close();
+});
+
+describe('Admin shell: static files come from node_modules and one style sheet', () => {
+  it('serves htmx 4 and the style sheet at stable URLs, revalidated by ETag', async () => {
+    const htmx = await app.http().get('/admin/_assets/htmx.min.js');
+    expect(htmx.status).toBe(200);
+    expect(htmx.headers['content-type']).toMatch(/^text\/javascript/);
+    expect(htmx.text).toContain('htmx');
+    const css = await app.http().get('/admin/_assets/admin.css');
+    expect(css.status).toBe(200);
+    expect(css.headers['content-type']).toMatch(/^text\/css/);
+    const again = await app.http().get('/admin/_assets/admin.css').set('If-None-Match', css.headers.etag!);
+    expect(again.status).toBe(304);
+  });
+});
+
+describe('Admin shell: an anonymous browser is sent to /admin/login', () => {
+  it('redirects any /admin page, with the path and query as next', async () => {
+    for (const path of ['/admin', '/admin/task/tasks?sort=-createdAt', '/admin/no/such/page']) {
+      const res = await app.http().get(path);
+      expect(res.status, path).toBe(303);
+      expect(res.headers.location).toBe(`/admin/login?next=${encodeURIComponent(path)}`);
+    }
+  });
+
+  it('does not redirect the assets', async () => {
+    expect((await app.http().get('/admin/_assets/admin.css')).status).toBe(200);
+  });
+});
+
+describe('Admin shell: a sidebar entry whose path no route serves is reported once at startup', () => {
+  it('warns once naming the entry', () => {
+    const warnings = logLines.map((line) => JSON.parse(line) as { msg: string; path?: string }).filter((l) => l.msg.startsWith('admin sidebar'));
+    expect(warnings.filter((w) => w.path === '/admin/content/contents')).toHaveLength(1);
+  });
+});
+
+describe('Admin shell: the layout', () => {
+  it('answers a signed-in caller\'s unknown admin path with a 404 page in the layout: landmarks, skip link, badge, sign-out', async () => {
+    const me = await signInAs(app, app.operator, ['*']);
+    const res = await app.http().get('/admin/no/such/page').set('Cookie', me.cookie);
+    expect(res.status).toBe(404);
+    expect(res.headers['content-type']).toMatch(/^text\/html/);
+    expect(res.text).toContain('<a class="skip-link" href="#main">');
+    expect(res.text).toMatch(/<nav class="sidebar" aria-label="Main">/);
+    expect(res.text).toMatch(/<main id="main"/);
+    expect(res.text).toContain('action="/admin/logout"');
+    expect(res.text).toMatch(/id="header-badge" aria-label="0 unread notifications"/);
+  });
+});
