@@ -2,6 +2,7 @@ import type { FastifyInstance } from 'fastify';
 import type { Services } from '../services.ts';
 import type { AdminSite } from './page.ts';
 import { installAdminErrors } from './errors.ts';
+import { databaseCheck, type ReadinessCheck } from '../http/probes.ts';
 import { registerAssets } from './assets.ts';
 import { registerSignOut } from './sign-out.ts';
 import { SIDEBAR_ENTRIES, resolveSidebar, type SidebarEntry } from './sidebar.ts';
@@ -18,6 +19,8 @@ export interface AdminOptions {
   sidebar?: readonly SidebarEntry[];
   /** The fixed pages (default: FIXED_PAGES). */
   pages?: readonly AdminPagesRegistrar[];
+  /** The checks /ready runs (default: the database check alone). */
+  readinessChecks?: readonly ReadinessCheck[];
 }
 
 /**
@@ -28,7 +31,8 @@ export interface AdminOptions {
 export async function registerAdmin(app: FastifyInstance, services: Services, options: AdminOptions = {}): Promise<void> {
   await app.register(
     async (scope) => {
-      const site: AdminSite = { app: scope, services, pages: new Map(), routes: new Map(), sidebar: [] };
+      const readinessChecks = options.readinessChecks ?? [databaseCheck(services)];
+      const site: AdminSite = { app: scope, services, pages: new Map(), routes: new Map(), sidebar: [], readinessChecks };
       installAdminErrors(site);
       registerAssets(scope);
       registerSignOut(site);

@@ -94,6 +94,6 @@ export async function buildWeb(services: Services, options: WebOptions = {}): Pr
   });
   registerRoute(app, services, catalogRoute(services.registry));
   // The admin shell (HTML pages under /admin), built from the same registry and route wrapper.
-  await registerAdmin(app, services);
+  await registerAdmin(app, services, { readinessChecks: checks });
   return app;
 }

@@ -39,7 +39,10 @@ export async function listen(app: TestApp): Promise<(host: string) => string> {
   return (host) => `http://${host}:${port}`;
 }
 
-/** Signs in through /admin/login as a person would, and lands on the dashboard. */
+/**
+ * Signs in through /admin/login as a person would (the form, posted without help), and lands on
+ * the dashboard.
+ */
 export async function signInThroughLogin(browser: Browser, origin: string, person: { email: string; password: string }, options: { javaScriptEnabled?: boolean } = {}): Promise<{ context: BrowserContext; page: Page }> {
   const context = await browser.newContext({ javaScriptEnabled: options.javaScriptEnabled ?? true });
   const page = await context.newPage();

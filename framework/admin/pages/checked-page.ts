@@ -31,6 +31,7 @@ export function registerCheckedPage(site: AdminSite, page: CheckedPageDefinition
   const prefix = site.app.prefix;
   if (!page.path.startsWith(prefix)) throw new Error(`admin page ${page.path} lies outside ${prefix}`);
   site.pages.set(page.path, page.access);
+  site.routes.set(`GET ${page.path}`, { access: page.access });
   registerRoute(site.app, site.services, {
     method: 'GET',
     url: page.path.slice(prefix.length) || '/',

@@ -1,5 +1,4 @@
 import type { AdminSite } from '../page.ts';
-import type { ReadinessCheck } from '../../http/probes.ts';
 import { registerDashboard } from './dashboard.ts';
 import { registerHealth } from './health.ts';
 import { registerTenantSwitcher } from './tenants.ts';
@@ -7,12 +6,12 @@ import { registerRolePages } from './roles.ts';
 
 /**
  * The fixed pages the product names besides login: dashboard, health, gallery, tenant switcher
- * and roles. Register after the generated pages: the dashboard links a card to its list page only
- * where one is served.
+ * and roles. (The dashboard links a card to its resource's list page when one is served, looked
+ * up when the page is asked for, so the order of registration does not matter.)
  */
-export function registerFixedPages(site: AdminSite, checks: readonly ReadinessCheck[]): void {
-  registerDashboard(site, checks);
-  registerHealth(site, checks);
+export function registerFixedPages(site: AdminSite): void {
+  registerDashboard(site, site.readinessChecks);
+  registerHealth(site, site.readinessChecks);
   registerTenantSwitcher(site);
   registerRolePages(site);
 }
