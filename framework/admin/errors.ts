@@ -58,8 +58,8 @@ export function installAdminErrors(site: AdminSite): void {
       if (!tx.session) return null;
       const ctx = pageContext(site, { tx, request, reply, services, params: request.params, query: request.query, body: request.body });
       reply.code(problem.status);
-      if (renderer && access && allows(access, tx.session, tenant, services.registry)) return renderer(ctx, problem);
-      return renderAdminPage(site, ctx, errorView(problem));
+      const own = renderer && access && allows(access, tx.session, tenant, services.registry) ? await renderer(ctx, problem) : null;
+      return own ?? renderAdminPage(site, ctx, errorView(problem));
     }, { sessionHash: hashSecret(rawId) });
     if (html === null) return sendToLogin(request, reply);
     return reply.send(html);

@@ -5,6 +5,9 @@ import { installAdminErrors } from './errors.ts';
 import { databaseCheck, type ReadinessCheck } from '../http/probes.ts';
 import { registerAssets } from './assets.ts';
 import { registerSignOut } from './sign-out.ts';
+import { registerLoginPage } from './login.ts';
+import { registerResourcePages } from './generated/resource-pages.ts';
+export { renderLoginPage } from './login.ts';
 import { SIDEBAR_ENTRIES, resolveSidebar, type SidebarEntry } from './sidebar.ts';
 import { FIXED_PAGES, type AdminPagesRegistrar } from './fixed-pages.ts';
 
@@ -35,7 +38,9 @@ export async function registerAdmin(app: FastifyInstance, services: Services, op
       const site: AdminSite = { app: scope, services, pages: new Map(), routes: new Map(), sidebar: [], readinessChecks };
       installAdminErrors(site);
       registerAssets(scope);
+      registerLoginPage(site);
       registerSignOut(site);
+      registerResourcePages(site);
       for (const register of options.pages ?? FIXED_PAGES) register(site);
       site.sidebar = resolveSidebar(options.sidebar ?? SIDEBAR_ENTRIES, site.pages, services.log);
     },

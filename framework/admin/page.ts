@@ -50,8 +50,12 @@ export interface AdminPageContext {
   csrf(): string;
 }
 
-/** Re-renders a page after its handler threw a problem, in a fresh guarded transaction (the failed one rolled back). */
-export type AdminErrorRenderer = (ctx: AdminPageContext, problem: ProblemError) => Promise<string>;
+/**
+ * Re-renders a page after its handler threw a problem, in a fresh guarded transaction (the failed
+ * one rolled back): e.g. the form again, with the problem's errors beside their fields. Null: the
+ * shell's error page instead.
+ */
+export type AdminErrorRenderer = (ctx: AdminPageContext, problem: ProblemError) => Promise<string | null>;
 
 export interface AdminPageDefinition {
   method?: 'GET' | 'POST';

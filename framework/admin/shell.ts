@@ -59,17 +59,17 @@ export async function renderAdminPage(site: AdminSite, ctx: Pick<AdminPageContex
   return renderTemplate('./admin/layout', await shellModel(site, ctx.tx, ctx.request, ctx.csrf, view.title, body));
 }
 
-export async function shellModel(site: AdminSite, tx: TxContext | null, request: FastifyRequest, csrf: () => string, title: string, body: string): Promise<ShellModel> {
+export async function shellModel(site: AdminSite | null, tx: TxContext | null, request: FastifyRequest, csrf: () => string, title: string, body: string): Promise<ShellModel> {
   const path = request.url.split('?', 1)[0]!;
   const session = tx?.session ?? null;
-  const badge = tx && session ? badgeOf(site) : undefined;
+  const badge = site && tx && session ? badgeOf(site) : undefined;
   return {
     productName: PRODUCT_NAME,
     title,
     cssUrl: CSS_URL,
     htmxUrl: HTMX_URL,
     signedIn: session ? { signOutPath: SIGN_OUT_PATH, csrfField: FORM_TOKEN_FIELD, csrf: csrf() } : null,
-    sidebar: session
+    sidebar: site && session
       ? site.sidebar
           .filter((entry) => allows(entry.access, session, tx!.tenant, site.services.registry))
           .map((entry) => ({ label: entry.label, path: entry.path, current: path === entry.path || path.startsWith(`${entry.path}/`) }))
@@ -80,7 +80,7 @@ export async function shellModel(site: AdminSite, tx: TxContext | null, request:
 }
 
 /** A page outside any transaction (the login page, errors met before a session was read). */
-export function renderAnonymousPage(site: AdminSite, request: FastifyRequest, reply: FastifyReply, csrf: () => string, view: AdminView): Promise<string> {
+export function renderAnonymousPage(site: AdminSite | null, request: FastifyRequest, reply: FastifyReply, csrf: () => string, view: AdminView): Promise<string> {
   if (view.status) reply.code(view.status);
   reply.type('text/html; charset=utf-8');
   const body = view.body ?? (view.template ? renderTemplate(view.template, view.data ?? {}) : '');

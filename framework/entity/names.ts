@@ -45,7 +45,8 @@ export function entityNames(input: {
     path: `${API_PREFIX}/${input.module}/${input.singleton ? input.name : plural}`,
     label,
     labelPlural: input.plural ? titleCase(input.plural) : `${label}s`,
-    adminPath: `/admin/${input.module}/${input.name}`,
+    // The API's path segment: /api/v1/<module>/<plural> is administered at /admin/<module>/<plural>.
+    adminPath: `/admin/${input.module}/${plural}`,
     events: {
       created: input.events?.created ?? `${prefix}.created`,
       updated: input.events?.updated ?? `${prefix}.updated`,

@@ -15,7 +15,7 @@ describe('names are derived in one place', () => {
       path: '/api/v1/task/tasks',
       label: 'Task',
       labelPlural: 'Tasks',
-      adminPath: '/admin/task/task',
+      adminPath: '/admin/task/tasks',
       events: { created: 'task.task.created', updated: 'task.task.updated', deleted: 'task.task.deleted' },
     });
     expect(task.operationId('list')).toBe('task-task-list');
@@ -32,7 +32,7 @@ describe('names are derived in one place', () => {
       label: 'Section',
       events: { created: 'content.category_added' },
     });
-    expect(names).toMatchObject({ path: '/api/v1/content/categories', table: 'content_categories', label: 'Section', labelPlural: 'Categories' });
+    expect(names).toMatchObject({ path: '/api/v1/content/categories', adminPath: '/admin/content/categories', table: 'content_categories', label: 'Section', labelPlural: 'Categories' });
     expect(names.events).toEqual({ created: 'content.category_added', updated: 'content.category.updated', deleted: 'content.category.deleted' });
   });
 

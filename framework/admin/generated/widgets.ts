@@ -1,0 +1,180 @@
+import Type, { type TSchema } from 'typebox';
+import { titleCase } from '../../entity/names.ts';
+
+/**
+ * Form widgets from TypeBox schemas, for every entity alike (no per-entity code): how a field is
+ * shown, how its posted text becomes the typed value the API's body schema checks, and how a
+ * stored value reads on a page.
+ *
+ * Times: a date-time field is edited in a datetime-local input read as UTC (the value shown is the
+ * stored instant in UTC, and what is typed is taken as UTC), so a form means the same instant
+ * whatever the browser's time zone; pages print times as "YYYY-MM-DD HH:MM UTC".
+ */
+export type WidgetKind = 'text' | 'textarea' | 'select' | 'checkbox' | 'integer' | 'number' | 'datetime' | 'email' | 'list' | 'json';
+
+export interface Widget {
+  name: string;
+  label: string;
+  kind: WidgetKind;
+  required: boolean;
+  hint?: string;
+  options?: { value: string; label: string }[];
+  min?: number;
+  max?: number;
+  minlength?: number;
+  maxlength?: number;
+}
+
+/** Strings that may be longer than this are edited in a textarea (e.g. a content body, a description). */
+const TEXTAREA_FROM = 500;
+
+interface SchemaNode {
+  type?: string | string[];
+  format?: string;
+  const?: unknown;
+  enum?: unknown[];
+  anyOf?: SchemaNode[];
+  items?: SchemaNode;
+  minimum?: number;
+  maximum?: number;
+  minLength?: number;
+  maxLength?: number;
+  description?: string;
+}
+
+/** The schema without its optional marker and without a `| null` branch. */
+function core(schema: TSchema): SchemaNode {
+  const node = schema as SchemaNode;
+  if (node.anyOf) {
+    const rest = node.anyOf.filter((branch) => branch.type !== 'null');
+    if (rest.length === 1) return rest[0]!;
+  }
+  return node;
+}
+
+/** The values an enumeration allows (a union of literals or an enum), else undefined. */
+function choices(node: SchemaNode): string[] | undefined {
+  if (node.enum) return node.enum.map(String);
+  if (node.anyOf && node.anyOf.length > 0 && node.anyOf.every((branch) => branch.const !== undefined)) return node.anyOf.map((b) => String(b.const));
+  return undefined;
+}
+
+export function widgetOf(name: string, schema: TSchema, required: boolean): Widget {
+  const node = core(schema);
+  const base = { name, label: titleCase(name), required, ...(node.description ? { hint: node.description } : {}) };
+  const options = choices(node);
+  if (options) return { ...base, kind: 'select', options: options.map((value) => ({ value, label: titleCase(value) })) };
+  const type = Array.isArray(node.type) ? node.type.find((t) => t !== 'null') : node.type;
+  const bounds = { ...(node.minimum !== undefined ? { min: node.minimum } : {}), ...(node.maximum !== undefined ? { max: node.maximum } : {}) };
+  switch (type) {
+    case 'boolean':
+      return { ...base, kind: 'checkbox' };
+    case 'integer':
+      return { ...base, kind: 'integer', ...bounds };
+    case 'number':
+      return { ...base, kind: 'number', ...bounds };
+    case 'array':
+      return { ...base, kind: 'list', hint: [node.description, 'Separate values with commas.'].filter(Boolean).join(' ') };
+    case 'string': {
+      if (node.format === 'date-time') return { ...base, kind: 'datetime', hint: [node.description, 'UTC.'].filter(Boolean).join(' ') };
+      if (node.format === 'email') return { ...base, kind: 'email' };
+      // A reference (uuid) is typed as text: no per-entity lookup widget.
+      if (node.format === 'uuid') return { ...base, kind: 'text' };
+      const lengths = { ...(node.minLength !== undefined ? { minlength: node.minLength } : {}), ...(node.maxLength !== undefined ? { maxlength: node.maxLength } : {}) };
+      const long = node.maxLength !== undefined && node.maxLength > TEXTAREA_FROM;
+      return { ...base, kind: long ? 'textarea' : 'text', ...lengths };
+    }
+    default:
+      return { ...base, kind: 'json', hint: [node.description, 'JSON.'].filter(Boolean).join(' ') };
+  }
+}
+
+/** The widgets of an object schema's properties, in declaration order; required as the object says. */
+export function widgetsOf(schema: TSchema | undefined): Widget[] {
+  const object = schema as { properties?: Record<string, TSchema>; required?: string[] } | undefined;
+  if (!object?.properties) return [];
+  const required = new Set(object.required ?? []);
+  return Object.entries(object.properties).map(([name, property]) => widgetOf(name, property, required.has(name) && !Type.IsOptional(property)));
+}
+
+/** The last of repeated form values (a checkbox posts its hidden "false" before its "true"). */
+const last = (value: unknown): unknown => (Array.isArray(value) ? value[value.length - 1] : value);
+
+/**
+ * The typed value of one posted field, or undefined to leave the field out (an empty optional
+ * field). Text that is no number or instant stays text, so the API's schema reports it beside
+ * the field rather than the form guessing.
+ */
+export function fromForm(widget: Widget, posted: unknown): unknown {
+  const raw = last(posted);
+  if (widget.kind === 'checkbox') return raw === 'true' || raw === 'on';
+  if (typeof raw !== 'string') return undefined;
+  if (raw === '') {
+    // Left out when optional (a create takes the default; PATCH, like the API, cannot clear a field).
+    // Required: empty text is sent so the schema names its rule; any other kind is reported missing.
+    if (!widget.required) return undefined;
+    return widget.kind === 'text' || widget.kind === 'textarea' || widget.kind === 'email' ? '' : undefined;
+  }
+  switch (widget.kind) {
+    case 'integer':
+    case 'number': {
+      const n = Number(raw);
+      return raw.trim() !== '' && Number.isFinite(n) ? n : raw;
+    }
+    case 'datetime': {
+      const instant = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}(:\d{2}(\.\d+)?)?$/.test(raw) ? new Date(`${raw}Z`) : new Date(Number.NaN);
+      return Number.isNaN(instant.getTime()) ? raw : instant.toISOString();
+    }
+    case 'list':
+      return raw.split(',').map((v) => v.trim()).filter((v) => v !== '');
+    case 'json':
+      try {
+        return JSON.parse(raw);
+      } catch {
+        return raw;
+      }
+    default:
+      return raw;
+  }
+}
+
+/** A form body from posted fields: only the widgets' fields; anything else posted is kept to be refused by the schema. */
+export function bodyFromForm(widgets: readonly Widget[], posted: Record<string, unknown>): Record<string, unknown> {
+  const body: Record<string, unknown> = {};
+  const known = new Set(widgets.map((w) => w.name));
+  for (const widget of widgets) {
+    const value = fromForm(widget, posted[widget.name]);
+    if (value !== undefined) body[widget.name] = value;
+  }
+  for (const [key, value] of Object.entries(posted)) if (!known.has(key)) body[key] = last(value);
+  return body;
+}
+
+const pad = (n: number) => String(n).padStart(2, '0');
+
+/** A stored instant as a datetime-local value in UTC. */
+export function toDateTimeLocal(value: unknown): string {
+  const date = value instanceof Date ? value : typeof value === 'string' ? new Date(value) : undefined;
+  if (!date || Number.isNaN(date.getTime())) return '';
+  return `${date.getUTCFullYear()}-${pad(date.getUTCMonth() + 1)}-${pad(date.getUTCDate())}T${pad(date.getUTCHours())}:${pad(date.getUTCMinutes())}`;
+}
+
+/** The text an input starts with: the stored value, or what was posted when the form comes back with errors. */
+export function inputValue(widget: Widget, value: unknown): string {
+  if (value === undefined || value === null) return '';
+  if (widget.kind === 'datetime') return value instanceof Date || !/T\d{2}:\d{2}$/.test(String(value)) ? toDateTimeLocal(value) || String(value) : String(value);
+  if (Array.isArray(value)) return value.map(String).join(', ');
+  if (widget.kind === 'json') return typeof value === 'string' ? value : JSON.stringify(value, null, 2);
+  return String(value);
+}
+
+/** A value as a page prints it. */
+export function display(value: unknown): string {
+  if (value === undefined || value === null) return '';
+  if (value instanceof Date) return `${toDateTimeLocal(value).replace('T', ' ')} UTC`;
+  if (typeof value === 'string' && /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(\.\d+)?Z$/.test(value)) return display(new Date(value));
+  if (typeof value === 'boolean') return value ? 'Yes' : 'No';
+  if (Array.isArray(value)) return value.map(display).join(', ');
+  if (typeof value === 'object') return JSON.stringify(value);
+  return String(value);
+}
