@@ -168,7 +168,8 @@ describe.skipIf(!hasChromium)('admin fixed pages in Chromium', () => {
         const [response] = await Promise.all([page.waitForResponse((r) => r.request().method() === 'POST'), page.click('main form button[type=submit]')]);
         expect(response.status()).toBe(422);
         await page.waitForLoadState('load');
-        const error = await page.textContent(`#${await page.getAttribute(box, 'aria-describedby')}`);
+        const error = await page.textContent(`#${await page.getAttribute(box, 'id')}-error`);
+        expect(await page.getAttribute(box, 'aria-describedby')).toContain(`${await page.getAttribute(box, 'id')}-error`);
         expect(error).toContain('tenant:manage');
         expect(await page.getAttribute(box, 'aria-invalid')).toBe('true');
         const after = (await app.http(ACME).get('/api/v1/auth/roles').set('Cookie', cookie)).body.items.find((r: { name: string }) => r.name === 'support');

@@ -1,6 +1,7 @@
 import type { AdminSite } from '../page.ts';
 import { registerDashboard } from './dashboard.ts';
 import { registerHealth } from './health.ts';
+import { registerGallery } from './gallery.ts';
 import { registerTenantSwitcher } from './tenants.ts';
 import { registerRolePages } from './roles.ts';
 
@@ -12,6 +13,7 @@ import { registerRolePages } from './roles.ts';
 export function registerFixedPages(site: AdminSite): void {
   registerDashboard(site, site.readinessChecks);
   registerHealth(site, site.readinessChecks);
+  registerGallery(site);
   registerTenantSwitcher(site);
   registerRolePages(site);
 }

@@ -22,6 +22,7 @@ export function registerTenantSwitcher(site: AdminSite): void {
       const href = (params: Record<string, string>) => `/admin/tenant/tenants?${new URLSearchParams({ limit: String(query.limit), ...params })}`;
       const body = renderTemplate('./admin/pages/tenants', {
         page: tenants,
+        sorted: { [query.sort.replace(/^-/, '')]: query.sort.startsWith('-') ? 'descending' : 'ascending' },
         sortHref: (field: string) => href({ sort: query.sort === field ? `-${field}` : field }),
         nextHref: tenants.next ? href({ sort: query.sort, after: tenants.next }) : null,
       });
