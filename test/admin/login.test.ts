@@ -1,0 +1,100 @@
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { createCustomer, startTestApp, type TestApp } from '../helpers/app.ts';
+import { testConfig } from '../helpers/config.ts';
+import type { TenantRef } from '../../framework/context/tenant.ts';
+import { addUser } from '../modules/auth/fixtures.ts';
+
+let app: TestApp;
+let acme: TenantRef;
+let person: { id: string; email: string; password: string };
+const HOST = 'acme.localhost';
+const TOKEN = 'L'.repeat(43);
+
+beforeAll(async () => {
+  app = await startTestApp();
+  acme = await createCustomer(app, 'acme', HOST);
+  person = await addUser(app, acme, { roles: ['admin'], password: 'a long enough password' });
+});
+afterAll(async () => {
+  await app?.close();
+});
+
+/** Posts the sign-in form as a browser would, with the page's CSRF token. */
+function postForm(fields: Record<string, string>, next?: string) {
+  const action = next === undefined ? '/api/v1/auth/login' : `/api/v1/auth/login?next=${encodeURIComponent(next)}`;
+  return app.http(HOST).post(action).set('Cookie', `app_csrf=${TOKEN}`).type('form').send({ csrf: TOKEN, ...fields });
+}
+
+describe('Admin login: /admin/login is a public sign-in form that works without JavaScript', () => {
+  it('renders a form posting to the login route with the next path and a CSRF token', async () => {
+    const res = await app.http(HOST).get('/admin/login?next=%2Fadmin%2Ftask%2Ftasks%3Fsort%3Dtitle');
+    expect(res.status).toBe(200);
+    expect(res.headers['content-type']).toMatch(/^text\/html/);
+    expect(res.text).toContain('action="/api/v1/auth/login?next=%2Fadmin%2Ftask%2Ftasks%3Fsort%3Dtitle"');
+    const token = /name="csrf" value="([A-Za-z0-9_-]{43})"/.exec(res.text)?.[1];
+    expect(res.headers['set-cookie']?.[0]).toContain(`app_csrf=${token}`);
+    expect(res.text).toMatch(/<input type="email" id="login-email" name="email"/);
+    expect(res.text).toMatch(/<input type="password" id="login-password" name="password"/);
+    expect(res.text).not.toContain('Sign in with SSO');
+  });
+
+  it('signs in from the form post and goes to the local path in next (303)', async () => {
+    const res = await postForm({ email: person.email, password: person.password }, '/admin/task/tasks?sort=title');
+    expect(res.status).toBe(303);
+    expect(res.headers.location).toBe('/admin/task/tasks?sort=title');
+    expect(String(res.headers['set-cookie'])).toMatch(/app_session=/);
+  });
+
+  it('refuses an open redirect: //x, /\\x, a scheme, control characters and no next all land on /admin', async () => {
+    for (const next of ['//evil.example', 'https://evil.example', '/\\evil.example', '/\\/evil.example', '/ok\u0001x', 'evil.example', undefined]) {
+      const res = await postForm({ email: person.email, password: person.password }, next);
+      expect(res.status, String(next)).toBe(303);
+      expect(res.headers.location, String(next)).toBe('/admin');
+    }
+  });
+
+  it('re-renders the form with one message for a wrong password and an unknown address alike (no enumeration)', async () => {
+    const wrong = await postForm({ email: person.email, password: 'not the password' }, '/admin/x');
+    const unknown = await postForm({ email: 'nobody@example.test', password: 'not the password' }, '/admin/x');
+    for (const res of [wrong, unknown]) {
+      expect(res.status).toBe(401);
+      expect(res.headers['content-type']).toMatch(/^text\/html/);
+      expect(res.text).toContain('The address or the password is wrong.');
+      expect(res.text).toContain('action="/api/v1/auth/login?next=%2Fadmin%2Fx"');
+      expect(res.text).not.toContain('not the password');
+    }
+    const strip = (html: string) => html.replace(/value="[^"]*"/g, '');
+    expect(strip(wrong.text)).toBe(strip(unknown.text));
+  });
+
+  it('refuses a form post without the CSRF token, and one from another site', async () => {
+    const noToken = await app.http(HOST).post('/api/v1/auth/login').type('form').send({ email: person.email, password: person.password });
+    expect(noToken.status).toBe(403);
+    expect(noToken.body.code).toBe('AUTH_CROSS_SITE');
+    const crossSite = (await postForm({ email: person.email, password: person.password }).set('Sec-Fetch-Site', 'cross-site'));
+    expect(crossSite.status).toBe(403);
+  });
+
+  it('keeps the JSON API unchanged: JSON in, Identity out, next ignored', async () => {
+    const res = await app.http(HOST).post('/api/v1/auth/login?next=/admin/x').send({ email: person.email, password: person.password });
+    expect(res.status).toBe(200);
+    expect(res.headers['content-type']).toMatch(/^application\/json/);
+    expect(JSON.stringify(res.body)).toContain(person.id);
+    expect(res.headers.location).toBeUndefined();
+  });
+});
+
+describe('Admin login: with single sign-on configured the page offers it', () => {
+  it('shows a "Sign in with SSO" button starting the flow with the same next', async () => {
+    const sso = await startTestApp({
+      config: testConfig({ auth: { oidc: { issuer: 'https://id.example.com', client_id: 'app' } } }, { TENANTRY_AUTH_OIDC_CLIENT_SECRET: 'secret' }),
+    });
+    try {
+      const res = await sso.http().get('/admin/login?next=%2Fadmin%2Fuser%2Fusers');
+      expect(res.text).toContain('Sign in with SSO');
+      expect(res.text).toContain('href="/api/v1/auth/oidc/start?next=%2Fadmin%2Fuser%2Fusers"');
+    } finally {
+      await sso.close();
+    }
+  });
+});
