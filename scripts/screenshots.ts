@@ -81,6 +81,7 @@ async function sampleData(app: App, operator: TenantRef, acme: TenantRef): Promi
       ['Write the onboarding guide', 'medium', 10],
       ['Review the March invoices', 'low', 20],
       ['Plan the quarterly review', 'medium', 30],
+      ...Array.from({ length: 19 }, (_, i): [string, string, number] => [`Follow up on ticket #${4100 + i}`, ['low', 'medium', 'high'][i % 3]!, 2 + i]),
     ];
     for (const [title, priority, days] of samples) {
       await tasks.create(tx, { title, priority, deadline: new Date(Date.now() + days * day).toISOString(), description: `${title}.` });

@@ -14,6 +14,9 @@ export function registerFixedPages(site: AdminSite): void {
   registerDashboard(site, site.readinessChecks);
   registerHealth(site, site.readinessChecks);
   registerGallery(site);
-  registerTenantSwitcher(site);
-  registerRolePages(site);
+  // The switcher and the roles pages read through their modules: served only where the module,
+  // and so the permission that guards the page, is installed (else the sidebar reports the entry).
+  const { permissions } = site.services.registry;
+  if (permissions.has('tenant:manage')) registerTenantSwitcher(site);
+  if (permissions.has('role:manage')) registerRolePages(site);
 }
