@@ -1,6 +1,6 @@
 import Type from 'typebox';
 import { renderTemplate } from '../render.ts';
-import type { AdminSite } from '../page.ts';
+import { registerAdminPage, type AdminSite } from '../page.ts';
 import type { ReadinessCheck } from '../../http/probes.ts';
 import { notFound } from '../../errors.ts';
 import { registerCheckedPage } from './checked-page.ts';
@@ -13,12 +13,12 @@ import { findCheck, runCheck } from './health-data.ts';
  * answers a whole page for a plain navigation.
  */
 export function registerHealth(site: AdminSite, checks: readonly ReadinessCheck[]): void {
-  registerCheckedPage(site, {
+  // The list runs no check: an ordinary page, in the request's one transaction.
+  registerAdminPage(site, {
     path: '/admin/health',
     access: 'signedIn',
     summary: 'Readiness checks',
-    handler: ({ inTransaction }) =>
-      inTransaction((page) => page.render({ title: 'Health', body: renderTemplate('./admin/pages/health', { checks: checks.map((c) => c.name) }) })),
+    handler: (page) => page.render({ title: 'Health', body: renderTemplate('./admin/pages/health', { checks: checks.map((c) => c.name) }) }),
   });
   registerCheckedPage(site, {
     path: '/admin/health/:check',
