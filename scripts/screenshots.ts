@@ -73,25 +73,27 @@ async function sampleData(app: App, operator: TenantRef, acme: TenantRef): Promi
   // Acting as Ada: content records its author from the acting user.
   await transactions.run(acme, async (tx) => {
     await setRole(tx, registry, 'support', ['content:read', 'task:read', 'task:update', 'user:read']);
-    const tasks = registry.ops('task.task');
-    const day = 24 * 3600_000;
-    const samples: [string, string, number][] = [
-      ['Call the customer back', 'high', 1],
-      ['Renew the TLS certificate', 'critical', 3],
-      ['Write the onboarding guide', 'medium', 10],
-      ['Review the March invoices', 'low', 20],
-      ['Plan the quarterly review', 'medium', 30],
-      ...Array.from({ length: 19 }, (_, i): [string, string, number] => [`Follow up on ticket #${4100 + i}`, ['low', 'medium', 'high'][i % 3]!, 2 + i]),
-    ];
-    for (const [title, priority, days] of samples) {
-      await tasks.create(tx, { title, priority, deadline: new Date(Date.now() + days * day).toISOString(), description: `${title}.` });
-    }
     const contents = registry.ops('content.content');
     for (const [slug, title, kind] of [['welcome', 'Welcome to Acme', 'page'], ['pricing', 'Pricing', 'page'], ['spring-news', 'Spring news', 'post']] as const) {
       await contents.create(tx, { slug, title, kind, body: `# ${title}\n\nSample text.` });
     }
   }, { actorId: ada });
+  // One transaction each: rows made in one share its time, and the list (by createdAt) would mix them.
+  const tasks = registry.ops('task.task');
+  const day = 24 * 3600_000;
+  for (const [title, priority, days] of TASKS) {
+    await transactions.run(acme, (tx) => tasks.create(tx, { title, priority, deadline: new Date(Date.now() + days * day).toISOString(), description: `${title}.` }));
+  }
 }
+
+const TASKS: [string, string, number][] = [
+  ['Call the customer back', 'high', 1],
+  ['Renew the TLS certificate', 'critical', 3],
+  ['Write the onboarding guide', 'medium', 10],
+  ['Review the March invoices', 'low', 20],
+  ['Plan the quarterly review', 'medium', 30],
+  ...Array.from({ length: 19 }, (_, i): [string, string, number] => [`Follow up on ticket #${4100 + i}`, ['low', 'medium', 'high'][i % 3]!, 2 + i]),
+];
 
 async function signIn(page: Page, origin: string, email: string): Promise<void> {
   await page.goto(`${origin}/admin/login`);
