@@ -21,7 +21,7 @@ describe.skipIf(!hasChromium)('admin fixed pages in Chromium', () => {
   beforeAll(async () => {
     app = await startTestApp();
     acme = await createCustomer(app, 'acme', ACME);
-    await createCustomer(app, 'globex', 'globex.localhost');
+    const globex = await createCustomer(app, 'globex', 'globex.localhost');
     acmeAdmin = await addUser(app, acme, { roles: ['admin'], password: 'acme admin password' });
     operatorAdmin = await addUser(app, app.operator, { roles: ['admin'], password: 'operator password' });
     origin = await listen(app);
@@ -32,6 +32,9 @@ describe.skipIf(!hasChromium)('admin fixed pages in Chromium', () => {
     for (const title of ['First', 'Second']) {
       await app.http(ACME).post('/api/v1/task/tasks').set('Cookie', cookie).send({ title, priority: 'low', deadline: '2099-01-01T00:00:00Z' }).expect(201);
     }
+    // A suspended tenant is listed too, with its status and no way into its admin.
+    const operatorLogin = await app.http().post('/api/v1/auth/login').send({ email: operatorAdmin.email, password: operatorAdmin.password });
+    await app.http().post(`/api/v1/tenant/tenants/${globex.id}/suspend`).set('Cookie', operatorLogin.headers['set-cookie']![0]!.split(';', 1)[0]!).expect(200);
     browser = await launch();
   });
   afterAll(async () => {
@@ -114,6 +117,7 @@ describe.skipIf(!hasChromium)('admin fixed pages in Chromium', () => {
         const port = new URL(origin(ACME)).port;
         expect(rows.map((r) => r.slug).sort()).toEqual(['acme', 'globex', app.operator.slug].sort());
         expect(rows.find((r) => r.slug === 'acme')).toEqual({ slug: 'acme', status: 'active', hosts: [ACME], admin: `http://${ACME}:${port}/admin` });
+        expect(rows.find((r) => r.slug === 'globex')).toEqual({ slug: 'globex', status: 'suspended', hosts: ['globex.localhost'], admin: null });
         // Following the link reaches acme's own admin (its login, since the session is the operator's).
         await page.click('[data-tenant=acme] a[data-admin-link]');
         expect(new URL(page.url()).host).toBe(`${ACME}:${port}`);
