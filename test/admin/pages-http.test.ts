@@ -180,6 +180,36 @@ describe('POST /admin/auth/roles/<name>: the role form, through the roles operat
     const manager = await signInAs(app, acme, ['role:manage']);
     expect((await app.http(ACME).get('/admin/auth/roles/nobody').set('Cookie', manager.cookie)).status).toBe(404);
     const { cookie, csrf } = await formToken('/admin/auth/roles/member', manager.cookie);
-    expect((await app.http(ACME).post('/admin/auth/roles/nobody').set('Cookie', cookie).type('form').send({ csrf })).status).toBe(404);
+    const post = await app.http(ACME).post('/admin/auth/roles/nobody').set('Cookie', cookie).type('form').send({ csrf });
+    expect(post.status).toBe(404);
+    expect(post.text).toContain('<h1>Not found</h1>');
+  });
+});
+
+describe('POST /admin/auth/roles: a new role, from the roles list', () => {
+  it('creates the role holding nothing (auth.role_set published) and opens its form', async () => {
+    const manager = await signInAs(app, acme, ['role:manage']);
+    const { cookie, csrf } = await formToken('/admin/auth/roles', manager.cookie);
+    const res = await app.http(ACME).post('/admin/auth/roles').set('Cookie', cookie).type('form').send({ csrf, name: 'auditor' });
+    expect(res.status).toBe(303);
+    expect(res.headers.location).toBe('/admin/auth/roles/auditor');
+    const api = await app.http(ACME).get('/api/v1/auth/roles').set('Cookie', manager.cookie);
+    expect(api.body.items.find((r: { name: string }) => r.name === 'auditor')?.permissions).toEqual([]);
+    expect((await outboxRows(app, 'auth.role_set')).filter((e) => e.payload.name === 'auditor').map((e) => e.payload)).toEqual([{ name: 'auditor', before: null, after: [] }]);
+  });
+
+  it('shows a refused name beside the field: 422 for a name outside the grammar, 409 for a taken one (never replaced)', async () => {
+    const manager = await signInAs(app, acme, ['role:manage']);
+    const { cookie, csrf } = await formToken('/admin/auth/roles', manager.cookie);
+    const invalid = await app.http(ACME).post('/admin/auth/roles').set('Cookie', cookie).type('form').send({ csrf, name: 'Not A Name' });
+    expect(invalid.status).toBe(422);
+    expect(invalid.text).toMatch(/<span class="error-text" id="role-name-error">Lower-case letters/);
+    expect(invalid.text).toContain('value="Not A Name"');
+    const taken = await app.http(ACME).post('/admin/auth/roles').set('Cookie', cookie).type('form').send({ csrf, name: 'admin' });
+    expect(taken.status).toBe(409);
+    expect(taken.text).toMatch(/<span class="error-text" id="role-name-error">a role of this name exists<\/span>/);
+    const api = await app.http(ACME).get('/api/v1/auth/roles').set('Cookie', manager.cookie);
+    expect(api.body.items.find((r: { name: string }) => r.name === 'admin')?.permissions).toEqual(['*']);
+    expect(api.body.items.map((r: { name: string }) => r.name)).not.toContain('Not A Name');
   });
 });

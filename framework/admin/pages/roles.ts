@@ -2,7 +2,7 @@ import Type from 'typebox';
 import { renderTemplate } from '../render.ts';
 import { registerAdminPage, type AdminPageContext, type AdminSite } from '../page.ts';
 import { FORM_TOKEN_FIELD } from '../../access/form-token.ts';
-import { notFound, type ProblemError } from '../../errors.ts';
+import { notFound, problem, type ProblemError } from '../../errors.ts';
 import { pageQuerySchema, type PageQuery } from '../../operations/paging.ts';
 import { ROLE_NAME_PATTERN, listRoles, readRole, setRole } from '../../../modules/auth/roles.routes.ts';
 import { permissionChoices, postedPermissions } from './roles-data.ts';
@@ -11,6 +11,16 @@ const access = { permission: 'role:manage' };
 const RoleParams = Type.Object({ name: Type.String({ pattern: ROLE_NAME_PATTERN }) });
 const RoleListQuery = pageQuerySchema({ sorts: ['name'], defaultSort: 'name' });
 const rolePath = (name: string) => `/admin/auth/roles/${encodeURIComponent(name)}`;
+const ROLE_NAME = new RegExp(ROLE_NAME_PATTERN);
+const NAME_RULE = 'Lower-case letters, digits and _ . : -, starting with a letter or digit; at most 63.';
+const FIRST_PAGE: PageQuery = { limit: 20, offset: 0, sort: 'name' };
+const postedName = (body: Record<string, unknown>): string => (typeof body.name === 'string' ? body.name.trim() : '');
+
+/** The shell's error page for a refusal a form does not show inline (403, 404). */
+function errorPage(page: AdminPageContext, refused: ProblemError): Promise<string> {
+  const title = refused.status === 404 ? 'Not found' : refused.status === 403 ? 'Not allowed' : 'Something went wrong';
+  return page.render({ title, template: './admin/error', data: { status: refused.status, code: refused.code, detail: refused.message }, status: refused.status });
+}
 
 /**
  * The roles pages, guarded like the roles API (role:manage): the list, and one form per role with
@@ -25,11 +35,32 @@ export function registerRolePages(site: AdminSite): void {
     access,
     summary: 'Roles',
     schema: { querystring: RoleListQuery },
+    handler: (page) => renderList(page, page.query as unknown as PageQuery, { name: '' }),
+  });
+
+  // A new role starts with no permission, then opens in its form. An existing name is refused
+  // rather than replaced (the PUT route's create-or-replace is for clients that mean it).
+  registerAdminPage(site, {
+    method: 'POST',
+    path: '/admin/auth/roles',
+    access,
+    summary: 'Create a role',
+    publishes: ['auth.role_set'],
     handler: async (page) => {
-      const query = page.query as unknown as PageQuery;
-      const roles = await listRoles(page.tx, query);
-      const nextHref = roles.next ? `/admin/auth/roles?${new URLSearchParams({ limit: String(query.limit), sort: query.sort, after: roles.next })}` : null;
-      return page.render({ title: 'Roles', body: renderTemplate('./admin/pages/roles', { page: roles, nextHref }) });
+      const name = postedName(page.body);
+      if (!ROLE_NAME.test(name)) {
+        throw problem('VALIDATION_FAILED', 'The role’s name is not valid', { errors: [{ pointer: '/body/name', message: NAME_RULE }] });
+      }
+      if (await readRole(page.tx, name)) {
+        throw problem('ALREADY_EXISTS', `role ${name} already exists`, { errors: [{ pointer: '/body/name', message: 'a role of this name exists' }], extensions: { field: 'name' } });
+      }
+      await setRole(page.tx, site.services.registry, name, []);
+      return page.redirect(rolePath(name));
+    },
+    onError: (page, refused) => {
+      if (refused.status !== 422 && refused.status !== 409) return errorPage(page, refused);
+      const error = refused.errors?.find((e) => e.pointer === '/body/name')?.message ?? refused.message;
+      return renderList(page, FIRST_PAGE, { name: postedName(page.body), error, status: refused.status });
     },
   });
 
@@ -59,11 +90,24 @@ export function registerRolePages(site: AdminSite): void {
       await setRole(page.tx, site.services.registry, name, postedPermissions(page.body));
       return page.redirect(`${rolePath(name)}?saved=1`);
     },
-    onError: async (page, problem) => {
-      if (problem.status !== 422) throw problem;
-      return renderForm(page, page.params.name!, postedPermissions(page.body), { problem, status: 422 });
+    onError: async (page, refused) => {
+      if (refused.status !== 422) return errorPage(page, refused);
+      return renderForm(page, page.params.name!, postedPermissions(page.body), { problem: refused, status: 422 });
     },
   });
+
+  async function renderList(page: AdminPageContext, query: PageQuery, form: { name: string; error?: string; status?: number }): Promise<string> {
+    const roles = await listRoles(page.tx, query);
+    const nextHref = roles.next ? `/admin/auth/roles?${new URLSearchParams({ limit: String(query.limit), sort: query.sort, after: roles.next })}` : null;
+    const body = renderTemplate('./admin/pages/roles', {
+      page: roles,
+      nextHref,
+      form: { ...form, hint: NAME_RULE },
+      csrf: page.csrf(),
+      csrfField: FORM_TOKEN_FIELD,
+    });
+    return page.render({ title: 'Roles', body, ...(form.status ? { status: form.status } : {}) });
+  }
 
   function renderForm(
     page: AdminPageContext,
