@@ -17,6 +17,8 @@ export { renderTemplate } from './render.ts';
 export { allows } from './allows.ts';
 export { apiRoute } from './api-route.ts';
 
+const ADMIN_CSP = "default-src 'self'; script-src 'self'; style-src 'self' 'unsafe-inline'; img-src 'self' data:; object-src 'none'; form-action 'self'; frame-ancestors 'none'; base-uri 'none'";
+
 export interface AdminOptions {
   /** The sidebar's entries (default: the product's six). */
   sidebar?: readonly SidebarEntry[];
@@ -36,6 +38,11 @@ export async function registerAdmin(app: FastifyInstance, services: Services, op
     async (scope) => {
       const readinessChecks = options.readinessChecks ?? [databaseCheck(services)];
       const site: AdminSite = { app: scope, services, pages: new Map(), routes: new Map(), sidebar: [], readinessChecks };
+      // The shell loads only its own files: scripts from /admin/_assets (htmx), no inline script,
+      // no framing. Inline styles are allowed for the style htmx injects for its indicators.
+      scope.addHook('onRequest', async (_request, reply) => {
+        reply.header('content-security-policy', ADMIN_CSP).header('x-frame-options', 'DENY').header('referrer-policy', 'strict-origin');
+      });
       installAdminErrors(site);
       registerAssets(scope);
       registerLoginPage(site);

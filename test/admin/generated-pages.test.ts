@@ -286,8 +286,8 @@ describe('Admin shell: the header', () => {
   it('shows the caller\'s unread notification count in the badge', async () => {
     const admin = await signInAs(app, acme, ['*']);
     await app.services.transactions.run(acme, async (ctx) => {
-      await notify(ctx, { recipientId: admin.userId, title: 'One', body: '', link: '/admin' });
-      await notify(ctx, { recipientId: admin.userId, title: 'Two', body: '', link: '/admin' });
+      await notify(ctx, { recipientId: admin.userId, title: 'One', body: '', link: '/admin', email: false });
+      await notify(ctx, { recipientId: admin.userId, title: 'Two', body: '', link: '/admin', email: false });
     });
     const page = await app.http(HOST).get('/admin/task/tasks').set('Cookie', admin.cookie);
     expect(page.text).toMatch(/id="header-badge" aria-label="2 unread notifications">2</);

@@ -64,5 +64,7 @@ describe('Admin shell: the layout', () => {
     expect(res.text).toMatch(/<main id="main"/);
     expect(res.text).toContain('action="/admin/logout"');
     expect(res.text).toMatch(/id="header-badge" aria-label="0 unread notifications"/);
+    expect(res.headers['content-security-policy']).toContain("script-src 'self'");
+    expect(res.headers['x-frame-options']).toBe('DENY');
   });
 });

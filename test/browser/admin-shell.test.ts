@@ -263,14 +263,14 @@ describe.skipIf(!present)('Admin shell in Chromium: generated pages', () => {
     }
     const page = await adminContext.newPage();
     await page.goto(`${origin}/admin/task/tasks?limit=2`);
-    await page.evaluate(() => ((window as unknown as { marker: number }).marker = 1));
+    await page.evaluate(() => ((globalThis as unknown as { marker: number }).marker = 1));
     await page.getByRole('link', { name: 'Title' }).click();
     await page.waitForURL(`${origin}/admin/task/tasks?sort=title&limit=2`);
     await expect(page.locator('th[aria-sort="ascending"]').count()).resolves.toBe(1);
     await page.getByRole('link', { name: 'Next page' }).click();
     await page.waitForURL(`${origin}/admin/task/tasks?sort=title&limit=2&offset=2`);
     // No page load happened: the marker set on the first page is still there.
-    await expect(page.evaluate(() => (window as unknown as { marker?: number }).marker)).resolves.toBe(1);
+    await expect(page.evaluate(() => (globalThis as unknown as { marker?: number }).marker)).resolves.toBe(1);
   });
 
   it('shows a customer the plans with no write buttons', async () => {
