@@ -15,7 +15,8 @@ export { registerAdminPage, type AdminSite, type AdminPageContext, type AdminPag
 export { renderAdminPage, type AdminView } from './shell.ts';
 export { renderTemplate } from './render.ts';
 export { allows } from './allows.ts';
-export { apiRoute } from './api-route.ts';
+export { apiRoute, runApiRoute } from './api-route.ts';
+export { generatedResources } from './generated/resource-pages.ts';
 
 const ADMIN_CSP = "default-src 'self'; script-src 'self'; style-src 'self' 'unsafe-inline'; img-src 'self' data:; object-src 'none'; form-action 'self'; frame-ancestors 'none'; base-uri 'none'";
 

@@ -1,4 +1,4 @@
-import { apiRoute } from './api-route.ts';
+import { apiRoute, runApiRoute } from './api-route.ts';
 import { registerAdminPage, type AdminSite } from './page.ts';
 import { LOGIN_PATH, SIGN_OUT_PATH } from './shell.ts';
 
@@ -19,7 +19,7 @@ export function registerSignOut(site: AdminSite): void {
     access: logout.access,
     ...(logout.publishes ? { publishes: logout.publishes } : {}),
     handler: async (ctx) => {
-      await logout.handler({ tx: ctx.tx, request: ctx.request, reply: ctx.reply, services: ctx.services, params: {}, query: {}, body: null } as never);
+      await runApiRoute(logout, ctx);
       return ctx.redirect(LOGIN_PATH);
     },
   });

@@ -51,6 +51,14 @@ describe('Admin shell: a sidebar entry whose path no route serves is reported on
     expect(warnings.filter((w) => w.path === '/admin/content/contents')).toHaveLength(1);
     expect(warnings.filter((w) => w.path === '/admin/task/tasks')).toHaveLength(0);
   });
+
+  it('does not show the unserved entry, even to a caller holding every permission', async () => {
+    const me = await signInAs(app, app.operator, ['*']);
+    const page = await app.http().get('/admin/task/tasks').set('Cookie', me.cookie);
+    expect(page.status).toBe(200);
+    expect(page.text).toContain('<a href="/admin/task/tasks" aria-current="page">Tasks</a>');
+    expect(page.text).not.toContain('/admin/content/contents');
+  });
 });
 
 describe('Admin shell: the layout', () => {

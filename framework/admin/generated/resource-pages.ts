@@ -10,7 +10,7 @@ import { validationProblem } from '../../http/problems.ts';
 import { typeboxValidatorCompiler } from '../../http/validation.ts';
 import { FORM_TOKEN_FIELD } from '../../access/form-token.ts';
 import type { PageQuery, Page } from '../../operations/paging.ts';
-import { apiRoute } from '../api-route.ts';
+import { apiRoute, runApiRoute as run } from '../api-route.ts';
 import { isHtmx } from '../html.ts';
 import { registerAdminPage, type AdminPageContext, type AdminSite } from '../page.ts';
 import { renderTemplate } from '../render.ts';
@@ -52,19 +52,6 @@ function apiOf(registry: Registry, entity: ResolvedEntity): Api | undefined {
     return inTransaction(route) ? [{ name, route, body: route.schema.body }] : [];
   });
   return { list, create, read, update, remove, commands };
-}
-
-/** Runs the API route's own handler in the page's transaction: the same operation, hooks and events. */
-function run(route: RouteDefinition, ctx: AdminPageContext, parts: { params?: unknown; query?: unknown; body?: unknown }): Promise<unknown> {
-  return route.handler({
-    tx: ctx.tx,
-    request: ctx.request,
-    reply: ctx.reply,
-    services: ctx.services,
-    params: parts.params ?? {},
-    query: parts.query ?? {},
-    body: parts.body ?? null,
-  } as never);
 }
 
 /** A form post only: JSON or anything else reaching an admin form target is refused like elsewhere. */
