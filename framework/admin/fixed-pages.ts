@@ -1,4 +1,5 @@
 import type { AdminSite } from './page.ts';
+import { registerFixedPages } from './pages/index.ts';
 
 /**
  * The hand-written pages the product names (dashboard, health, gallery, tenant switcher, roles),
@@ -6,4 +7,4 @@ import type { AdminSite } from './page.ts';
  */
 export type AdminPagesRegistrar = (site: AdminSite) => void;
 
-export const FIXED_PAGES: readonly AdminPagesRegistrar[] = [];
+export const FIXED_PAGES: readonly AdminPagesRegistrar[] = [registerFixedPages];

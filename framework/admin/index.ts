@@ -2,6 +2,7 @@ import type { FastifyInstance } from 'fastify';
 import type { Services } from '../services.ts';
 import type { AdminSite } from './page.ts';
 import { installAdminErrors } from './errors.ts';
+import { databaseCheck, type ReadinessCheck } from '../http/probes.ts';
 import { registerAssets } from './assets.ts';
 import { registerSignOut } from './sign-out.ts';
 import { registerLoginPage } from './login.ts';
@@ -24,6 +25,8 @@ export interface AdminOptions {
   sidebar?: readonly SidebarEntry[];
   /** The fixed pages (default: FIXED_PAGES). */
   pages?: readonly AdminPagesRegistrar[];
+  /** The checks /ready runs (default: the database check alone). */
+  readinessChecks?: readonly ReadinessCheck[];
 }
 
 /**
@@ -34,7 +37,8 @@ export interface AdminOptions {
 export async function registerAdmin(app: FastifyInstance, services: Services, options: AdminOptions = {}): Promise<void> {
   await app.register(
     async (scope) => {
-      const site: AdminSite = { app: scope, services, pages: new Map(), routes: new Map(), sidebar: [] };
+      const readinessChecks = options.readinessChecks ?? [databaseCheck(services)];
+      const site: AdminSite = { app: scope, services, pages: new Map(), routes: new Map(), sidebar: [], readinessChecks };
       // The shell loads only its own files: scripts from /admin/_assets (htmx), no inline script,
       // no framing. Inline styles are allowed for the style htmx injects for its indicators.
       scope.addHook('onRequest', async (_request, reply) => {

@@ -8,6 +8,7 @@ import { registerRoute } from '../http/register-route.ts';
 import { HtmlPage } from './html.ts';
 import { renderAdminPage, type AdminView } from './shell.ts';
 import type { ServedSidebarEntry } from './sidebar.ts';
+import type { ReadinessCheck } from '../http/probes.ts';
 import { allows } from './allows.ts';
 import { issueFormToken } from '../access/form-token.ts';
 
@@ -25,6 +26,8 @@ export interface AdminSite {
   readonly routes: Map<string, { access: Access; onError?: AdminErrorRenderer }>;
   /** The served sidebar entries, resolved once every page is registered. */
   sidebar: readonly ServedSidebarEntry[];
+  /** The readiness checks /ready runs (the dashboard and the health page show them). */
+  readonly readinessChecks: readonly ReadinessCheck[];
 }
 
 /** What a page handler receives: the route's context (inside the guarded transaction) plus the shell's helpers. */

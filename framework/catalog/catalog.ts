@@ -51,6 +51,14 @@ export function catalogEntry(entity: ResolvedEntity, ctx: TxContext, isOperatorP
   };
 }
 
+/**
+ * The entities this caller may read, as their read routes decide: the permission, and an operator
+ * permission only in the operator tenant. The catalog and the admin dashboard list this same set.
+ */
+export function readableEntities(registry: Registry, ctx: TxContext): ResolvedEntity[] {
+  return registry.entities.filter((e) => ctx.can(e.def.permissions.read) && (!registry.isOperatorPermission(e.def.permissions.read) || ctx.tenant.isOperator));
+}
+
 /** GET /api/v1/admin/resources: the resources this caller may read; the rest is omitted. */
 export function catalogRoute(registry: Registry): AnyRoute {
   return {
@@ -62,9 +70,7 @@ export function catalogRoute(registry: Registry): AnyRoute {
     access: 'signedIn',
     schema: { response: { 200: Type.Object({ resources: Type.Array(CatalogEntrySchema) }) } },
     handler: async ({ tx }) => ({
-      resources: registry.entities
-        .filter((e) => tx.can(e.def.permissions.read) && (!registry.isOperatorPermission(e.def.permissions.read) || tx.tenant.isOperator))
-        .map((e) => catalogEntry(e, tx, (p) => registry.isOperatorPermission(p))),
+      resources: readableEntities(registry, tx).map((e) => catalogEntry(e, tx, (p) => registry.isOperatorPermission(p))),
     }),
   };
 }

@@ -23,7 +23,7 @@ export function databaseCheck(services: Services): ReadinessCheck {
  * Runs every check in order (so /ready and the admin health page report them all); each is bounded
  * so a hung dependency cannot hang /ready. The first failure is the one /ready names.
  */
-export async function runReadiness(checks: ReadinessCheck[], timeoutMs = 2000): Promise<{ name: string; ok: boolean; error?: string }[]> {
+export async function runReadiness(checks: readonly ReadinessCheck[], timeoutMs = 2000): Promise<{ name: string; ok: boolean; error?: string }[]> {
   const results: { name: string; ok: boolean; error?: string }[] = [];
   for (const c of checks) {
     try {
@@ -64,9 +64,13 @@ export const READY_SCHEMA = {
   },
 };
 
+/** The checks /ready runs, the database first; the admin health page shows this same list. */
+export function readinessChecks(services: Services, extra: readonly ReadinessCheck[]): ReadinessCheck[] {
+  return [databaseCheck(services), ...extra];
+}
+
 /** /health and /ready answer on any host: load balancers probe by address, not by tenant host. */
-export function registerProbes(app: FastifyInstance, services: Services, extra: ReadinessCheck[]): void {
-  const checks = [databaseCheck(services), ...extra];
+export function registerProbes(app: FastifyInstance, services: Services, checks: readonly ReadinessCheck[]): void {
   app.get('/health', { schema: HEALTH_SCHEMA }, async () => ({ status: 'ok' }));
   app.get('/ready', { schema: READY_SCHEMA }, async (request, reply) => {
     const results = await runReadiness(checks);

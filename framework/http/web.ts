@@ -9,7 +9,7 @@ import { normaliseHost } from '../context/tenant.ts';
 import { SECURITY_HEADERS, clientErrorProblem, frameworkErrorProblem, installProblemHandlers, sendProblem } from './problems.ts';
 import { typeboxValidatorCompiler } from './validation.ts';
 import { DEFAULT_BODY_LIMIT, registerRoute } from './register-route.ts';
-import { registerProbes, type ReadinessCheck } from './probes.ts';
+import { readinessChecks, registerProbes, type ReadinessCheck } from './probes.ts';
 import { registerOpenApi } from '../openapi/document.ts';
 import { requestLogSerializers } from './log-redaction.ts';
 import { catalogRoute } from '../catalog/catalog.ts';
@@ -81,7 +81,8 @@ export async function buildWeb(services: Services, options: WebOptions = {}): Pr
 
   // OpenAPI first: @fastify/swagger documents the routes registered after it.
   await registerOpenApi(app, services);
-  registerProbes(app, services, options.readinessChecks ?? []);
+  const checks = readinessChecks(services, options.readinessChecks ?? []);
+  registerProbes(app, services, checks);
   const takesForm = (route: AnyRoute) => route.transaction === 'none' && route.multipart !== undefined;
   for (const { route, entity } of services.registry.routes) if (!takesForm(route)) registerRoute(app, services, route, entity);
   // Multipart parsing exists only in this scope, around the routes that declare it: elsewhere a
@@ -93,6 +94,6 @@ export async function buildWeb(services: Services, options: WebOptions = {}): Pr
   });
   registerRoute(app, services, catalogRoute(services.registry));
   // The admin shell (HTML pages under /admin), built from the same registry and route wrapper.
-  await registerAdmin(app, services);
+  await registerAdmin(app, services, { readinessChecks: checks });
   return app;
 }

@@ -3,7 +3,8 @@ import { defineRoute } from '../../framework/entity/define.ts';
 import type { Registry } from '../../framework/entity/registry.ts';
 import type { TenantRef } from '../../framework/context/tenant.ts';
 import { problem } from '../../framework/errors.ts';
-import { KeysetPager, pageQuerySchema, pageSchema, type PageQuery } from '../../framework/operations/paging.ts';
+import { KeysetPager, pageQuerySchema, pageSchema, type Page, type PageQuery } from '../../framework/operations/paging.ts';
+import type { TxContext } from '../../framework/context/tx.ts';
 import './auth-tables.ts';
 
 const RoleSchema = Type.Object(
@@ -50,6 +51,45 @@ export function checkedPermissions(registry: Registry, tenant: TenantRef, permis
   return list;
 }
 
+export interface RoleView {
+  name: string;
+  permissions: string[];
+  createdAt: Date;
+  updatedAt: Date;
+}
+
+/** A page of the tenant's roles by name: the roles list, for the API route and the admin shell alike. */
+export async function listRoles(tx: TxContext, query: PageQuery): Promise<Page<RoleView>> {
+  return (await rolePages.page(tx.db, query)) as unknown as Page<RoleView>;
+}
+
+/** One role by name, or undefined. */
+export async function readRole(tx: TxContext, name: string): Promise<RoleView | undefined> {
+  return tx.db.selectFrom('roles').select(ROLE_ROW).where('name', '=', name).executeTakeFirst();
+}
+
+/**
+ * Creates or replaces a role's permission list, checked like every write of it (checkedPermissions),
+ * and publishes auth.role_set when the list changed. The PUT route and the admin shell's role form
+ * both go through here, so the same rules apply to both.
+ */
+export async function setRole(tx: TxContext, registry: Registry, name: string, permissions: readonly string[]): Promise<{ role: RoleView; created: boolean }> {
+  const after = checkedPermissions(registry, tx.tenant, permissions);
+  const existing = await tx.db.selectFrom('roles').select('permissions').where('name', '=', name).forUpdate().executeTakeFirst();
+  const before = existing ? [...existing.permissions].sort() : null;
+  const changed = before === null || before.length !== after.length || before.some((p, i) => p !== after[i]);
+  const role = changed
+    ? await tx.db
+        .insertInto('roles')
+        .values({ name, permissions: after })
+        .onConflict((oc) => oc.columns(['tenant_id', 'name']).doUpdateSet((eb) => ({ permissions: eb.ref('excluded.permissions'), updated_at: tx.now })))
+        .returning(ROLE_ROW)
+        .executeTakeFirstOrThrow()
+    : await tx.db.selectFrom('roles').select(ROLE_ROW).where('name', '=', name).executeTakeFirstOrThrow();
+  if (changed) tx.publish('auth.role_set', { name, before, after });
+  return { role, created: before === null };
+}
+
 export const listRolesRoute = defineRoute({
   method: 'GET',
   url: '/api/v1/auth/roles',
@@ -62,7 +102,7 @@ export const listRolesRoute = defineRoute({
     querystring: pageQuerySchema({ sorts: ['name'], defaultSort: 'name', sortDescription: 'name, or -name for descending.' }),
     response: { 200: pageSchema(RoleSchema, 'The tenant\'s roles by name') },
   },
-  handler: ({ tx, query }) => rolePages.page(tx.db, query as PageQuery),
+  handler: ({ tx, query }) => listRoles(tx, query as PageQuery),
 });
 
 export const putRoleRoute = defineRoute({
@@ -87,20 +127,8 @@ export const putRoleRoute = defineRoute({
     response: { 200: { ...RoleSchema, description: 'The role, replaced' }, 201: { ...RoleSchema, description: 'The role, created' } },
   },
   async handler({ tx, params, body, reply, services }) {
-    const after = checkedPermissions(services.registry, tx.tenant, body.permissions);
-    const existing = await tx.db.selectFrom('roles').select('permissions').where('name', '=', params.name).forUpdate().executeTakeFirst();
-    const before = existing ? [...existing.permissions].sort() : null;
-    const changed = before === null || before.length !== after.length || before.some((p, i) => p !== after[i]);
-    const role = changed
-      ? await tx.db
-          .insertInto('roles')
-          .values({ name: params.name, permissions: after })
-          .onConflict((oc) => oc.columns(['tenant_id', 'name']).doUpdateSet((eb) => ({ permissions: eb.ref('excluded.permissions'), updated_at: tx.now })))
-          .returning(ROLE_ROW)
-          .executeTakeFirstOrThrow()
-      : await tx.db.selectFrom('roles').select(ROLE_ROW).where('name', '=', params.name).executeTakeFirstOrThrow();
-    if (changed) tx.publish('auth.role_set', { name: params.name, before, after });
-    reply.code(before === null ? 201 : 200);
+    const { role, created } = await setRole(tx, services.registry, params.name, body.permissions);
+    reply.code(created ? 201 : 200);
     return role;
   },
 });

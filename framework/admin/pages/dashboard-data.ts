@@ -1,0 +1,38 @@
+import type { TxContext } from '../../context/tx.ts';
+import type { Registry } from '../../entity/registry.ts';
+import { readableEntities } from '../../catalog/catalog.ts';
+import type { PageQuery } from '../../operations/paging.ts';
+
+/** One card of the dashboard: a resource the caller may read, and what its list reports. */
+export interface DashboardCard {
+  key: string;
+  module: string;
+  label: string;
+  labelPlural: string;
+  /** The rows its list reports (its capped `total`); null for a singleton, which has no list. */
+  count: number | null;
+  /** False when the list stopped counting at its cap: the count is then "at least". */
+  countExact: boolean;
+}
+
+// A page of one row is the cheapest list that still reports the capped total.
+const COUNT_PAGE: PageQuery = { limit: 1, offset: 0, sort: 'createdAt' };
+
+/**
+ * The cards of the resources the caller may read (the catalog's set), each with the count its list
+ * reports. Every count is the entity's own list operation, row access included, run one after the
+ * other in the caller's transaction: no second connection.
+ */
+export async function dashboardCards(tx: TxContext, registry: Registry): Promise<DashboardCard[]> {
+  const cards: DashboardCard[] = [];
+  for (const entity of readableEntities(registry, tx)) {
+    const base = { key: entity.names.key, module: entity.module, label: entity.names.label, labelPlural: entity.names.labelPlural };
+    if (entity.singleton) {
+      cards.push({ ...base, count: null, countExact: true });
+      continue;
+    }
+    const page = await registry.ops(entity.names.key).list(tx, COUNT_PAGE);
+    cards.push({ ...base, count: page.total, countExact: page.totalExact });
+  }
+  return cards;
+}

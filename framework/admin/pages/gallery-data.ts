@@ -1,0 +1,68 @@
+/**
+ * One sample per UI component of templates/admin/components/, for /admin/_gallery. Each entry
+ * names its partial and the data it is rendered with; `csrf` stands for the page's real token.
+ * A partial without an entry here fails test/admin/pages-gallery.test.ts.
+ */
+export interface GallerySample {
+  component: string;
+  /** What the component is for, shown above it. */
+  about: string;
+  data: (page: { csrf: string; csrfField: string }) => object;
+}
+
+export const GALLERY: readonly GallerySample[] = [
+  {
+    component: 'alert',
+    about: 'A message: error (with the problem code and its field errors), ok or info.',
+    data: () => ({ kind: 'error', title: 'The task was not saved', code: 'VALIDATION_FAILED', items: ['title: must NOT have fewer than 1 characters'] }),
+  },
+  {
+    component: 'badge',
+    about: 'A count, as the header shows the unread notifications.',
+    data: () => ({ count: 3, label: 'unread notifications' }),
+  },
+  {
+    component: 'button',
+    about: 'A link or a submit button; primary, quiet or danger.',
+    data: () => ({ label: 'New task', href: '/admin/_gallery#button' }),
+  },
+  {
+    component: 'confirm',
+    about: 'A confirmation that works without JavaScript: the page is the question, the button posts it.',
+    data: ({ csrf, csrfField }) => ({ action: '/admin/_gallery', csrfField, csrf, question: 'Delete the task “Call the customer back”?', confirmLabel: 'Delete', cancelHref: '/admin/_gallery' }),
+  },
+  {
+    component: 'field',
+    about: 'A form field with its label, hint and an inline error tied to it by aria-describedby.',
+    data: () => ({ id: 'gallery-title', name: 'title', label: 'Title', kind: 'text', value: '', required: true, hint: 'One line, 1 to 200 characters.', error: 'must NOT have fewer than 1 characters', maxlength: 200 }),
+  },
+  {
+    component: 'pager',
+    about: 'Previous and next pages of a list; with htmx the rows swap in place.',
+    data: () => ({ summary: 'Tasks 21–40 of 57', prev: { href: '/admin/_gallery#pager' }, next: { href: '/admin/_gallery#pager' } }),
+  },
+  {
+    component: 'table',
+    about: 'A list’s table: sortable column headings, a link per row.',
+    data: () => ({
+      id: 'gallery-table',
+      caption: 'Tasks (a sample)',
+      columns: [{ label: 'Title', sortHref: '/admin/_gallery#table', sorted: 'ascending' }, { label: 'Priority' }, { label: 'Deadline' }],
+      rows: [
+        { cells: [{ text: 'Call the customer back', href: '/admin/_gallery#table' }, { text: 'high' }, { text: '2026-12-01 09:00' }] },
+        { cells: [{ text: 'Renew the certificate', href: '/admin/_gallery#table' }, { text: 'critical' }, { text: '2026-12-03 17:00' }] },
+      ],
+      empty: 'No tasks yet.',
+    }),
+  },
+  {
+    component: 'value',
+    about: 'A read-only field in a form (command-owned or immutable): shown, never posted.',
+    data: () => ({ label: 'Status', value: 'open', hint: 'Changed by the task’s commands.' }),
+  },
+  {
+    component: 'values',
+    about: 'A record’s fields, as the detail page lists them.',
+    data: () => ({ items: [{ label: 'Title', value: 'Call the customer back' }, { label: 'Priority', value: 'high' }, { label: 'Assignee', value: '' }] }),
+  },
+];

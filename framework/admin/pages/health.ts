@@ -1,0 +1,44 @@
+import Type from 'typebox';
+import { renderTemplate } from '../render.ts';
+import { registerAdminPage, type AdminSite } from '../page.ts';
+import type { ReadinessCheck } from '../../http/probes.ts';
+import { notFound } from '../../errors.ts';
+import { registerCheckedPage } from './checked-page.ts';
+import { findCheck, runCheck } from './health-data.ts';
+
+/**
+ * GET /admin/health lists the readiness checks, each loaded by htmx from its own fragment,
+ * GET /admin/health/<check>, which runs that one check (the page itself runs none, so one slow
+ * check delays only its own line). Without JavaScript each line links to its fragment URL, which
+ * answers a whole page for a plain navigation.
+ */
+export function registerHealth(site: AdminSite, checks: readonly ReadinessCheck[]): void {
+  // The list runs no check: an ordinary page, in the request's one transaction.
+  registerAdminPage(site, {
+    path: '/admin/health',
+    access: 'signedIn',
+    summary: 'Readiness checks',
+    handler: (page) => page.render({ title: 'Health', body: renderTemplate('./admin/pages/health', { checks: checks.map((c) => c.name) }) }),
+  });
+  registerCheckedPage(site, {
+    path: '/admin/health/:check',
+    access: 'signedIn',
+    summary: 'One readiness check',
+    schema: { params: Type.Object({ check: Type.String({ maxLength: 100 }) }) },
+    handler: async ({ params, inTransaction }) => {
+      const check = findCheck(checks, params.check!);
+      if (!check) throw notFound();
+      const outcome = await runCheck(check);
+      if (!outcome.ok) site.services.log.warn({ check: outcome.name, error: outcome.error }, 'admin health: readiness check failed');
+      return inTransaction((page) => {
+        // The reason may name internals (a host, a driver message): the operator sees it, a customer the verdict.
+        const shown = page.tx.tenant.isOperator ? outcome : { name: outcome.name, ok: outcome.ok, ms: outcome.ms };
+        return page.render({
+          title: `Health: ${outcome.name}`,
+          body: renderTemplate('./admin/pages/health-check-page', { check: shown }),
+          fragment: renderTemplate('./admin/pages/health-check', { check: shown }),
+        });
+      });
+    },
+  });
+}

@@ -1,0 +1,129 @@
+import Type from 'typebox';
+import { renderTemplate } from '../render.ts';
+import { registerAdminPage, type AdminPageContext, type AdminSite } from '../page.ts';
+import { FORM_TOKEN_FIELD } from '../../access/form-token.ts';
+import { notFound, problem, type ProblemError } from '../../errors.ts';
+import { pageQuerySchema, type PageQuery } from '../../operations/paging.ts';
+import { ROLE_NAME_PATTERN, listRoles, readRole, setRole } from '../../../modules/auth/roles.routes.ts';
+import { permissionChoices, postedPermissions } from './roles-data.ts';
+
+const access = { permission: 'role:manage' };
+const RoleParams = Type.Object({ name: Type.String({ pattern: ROLE_NAME_PATTERN }) });
+const RoleListQuery = pageQuerySchema({ sorts: ['name'], defaultSort: 'name' });
+const rolePath = (name: string) => `/admin/auth/roles/${encodeURIComponent(name)}`;
+const ROLE_NAME = new RegExp(ROLE_NAME_PATTERN);
+const NAME_RULE = 'Lower-case letters, digits and _ . : -, starting with a letter or digit; at most 63.';
+const FIRST_PAGE: PageQuery = { limit: 20, offset: 0, sort: 'name' };
+const postedName = (body: Record<string, unknown>): string => (typeof body.name === 'string' ? body.name.trim() : '');
+
+/** The shell's error page for a refusal a form does not show inline (403, 404). */
+function errorPage(page: AdminPageContext, refused: ProblemError): Promise<string> {
+  const title = refused.status === 404 ? 'Not found' : refused.status === 403 ? 'Not allowed' : 'Something went wrong';
+  return page.render({ title, template: './admin/error', data: { status: refused.status, code: refused.code, detail: refused.message }, status: refused.status });
+}
+
+/**
+ * The roles pages, guarded like the roles API (role:manage): the list, and one form per role with
+ * a checkbox per permission the modules define. The form posts to its own path and runs the roles
+ * module's setRole, the operation PUT /api/v1/auth/roles/{name} runs, so the same rules refuse
+ * the same lists (an unknown permission, an operator permission in a customer role); a refusal
+ * comes back as the form again, with the problem's errors beside the boxes they name.
+ */
+export function registerRolePages(site: AdminSite): void {
+  registerAdminPage(site, {
+    path: '/admin/auth/roles',
+    access,
+    summary: 'Roles',
+    schema: { querystring: RoleListQuery },
+    handler: (page) => renderList(page, page.query as unknown as PageQuery, { name: '' }),
+  });
+
+  // A new role starts with no permission, then opens in its form. An existing name is refused
+  // rather than replaced (the PUT route's create-or-replace is for clients that mean it).
+  registerAdminPage(site, {
+    method: 'POST',
+    path: '/admin/auth/roles',
+    access,
+    summary: 'Create a role',
+    publishes: ['auth.role_set'],
+    handler: async (page) => {
+      const name = postedName(page.body);
+      if (!ROLE_NAME.test(name)) {
+        throw problem('VALIDATION_FAILED', 'The role’s name is not valid', { errors: [{ pointer: '/body/name', message: NAME_RULE }] });
+      }
+      if (await readRole(page.tx, name)) {
+        throw problem('ALREADY_EXISTS', `role ${name} already exists`, { errors: [{ pointer: '/body/name', message: 'a role of this name exists' }], extensions: { field: 'name' } });
+      }
+      await setRole(page.tx, site.services.registry, name, []);
+      return page.redirect(rolePath(name));
+    },
+    onError: (page, refused) => {
+      if (refused.status !== 422 && refused.status !== 409) return errorPage(page, refused);
+      const error = refused.errors?.find((e) => e.pointer === '/body/name')?.message ?? refused.message;
+      return renderList(page, FIRST_PAGE, { name: postedName(page.body), error, status: refused.status });
+    },
+  });
+
+  registerAdminPage(site, {
+    path: '/admin/auth/roles/:name',
+    access,
+    summary: 'Edit a role',
+    schema: { params: RoleParams, querystring: Type.Object({ saved: Type.Optional(Type.String({ maxLength: 1 })) }) },
+    handler: async (page) => {
+      const role = await readRole(page.tx, page.params.name!);
+      if (!role) throw notFound();
+      return renderForm(page, role.name, role.permissions, { saved: page.query.saved === '1' });
+    },
+  });
+
+  registerAdminPage(site, {
+    method: 'POST',
+    path: '/admin/auth/roles/:name',
+    access,
+    summary: 'Set a role’s permissions',
+    publishes: ['auth.role_set'],
+    schema: { params: RoleParams },
+    handler: async (page) => {
+      const name = page.params.name!;
+      // The form edits roles that exist; a new role is made through the API.
+      if (!(await readRole(page.tx, name))) throw notFound();
+      await setRole(page.tx, site.services.registry, name, postedPermissions(page.body));
+      return page.redirect(`${rolePath(name)}?saved=1`);
+    },
+    onError: async (page, refused) => {
+      if (refused.status !== 422) return errorPage(page, refused);
+      return renderForm(page, page.params.name!, postedPermissions(page.body), { problem: refused, status: 422 });
+    },
+  });
+
+  async function renderList(page: AdminPageContext, query: PageQuery, form: { name: string; error?: string; status?: number }): Promise<string> {
+    const roles = await listRoles(page.tx, query);
+    const nextHref = roles.next ? `/admin/auth/roles?${new URLSearchParams({ limit: String(query.limit), sort: query.sort, after: roles.next })}` : null;
+    const body = renderTemplate('./admin/pages/roles', {
+      page: roles,
+      nextHref,
+      form: { ...form, hint: NAME_RULE },
+      csrf: page.csrf(),
+      csrfField: FORM_TOKEN_FIELD,
+    });
+    return page.render({ title: 'Roles', body, ...(form.status ? { status: form.status } : {}) });
+  }
+
+  function renderForm(
+    page: AdminPageContext,
+    name: string,
+    held: readonly string[],
+    options: { saved?: boolean; problem?: ProblemError; status?: number },
+  ): Promise<string> {
+    const choices = permissionChoices(site.services.registry, page.tx.tenant, held, options.problem?.errors ?? []);
+    const body = renderTemplate('./admin/pages/role-edit', {
+      role: { name },
+      choices,
+      saved: options.saved === true,
+      problem: options.problem ? { detail: options.problem.message, code: options.problem.code } : null,
+      csrf: page.csrf(),
+      csrfField: FORM_TOKEN_FIELD,
+    });
+    return page.render({ title: `Role ${name}`, body, ...(options.status ? { status: options.status } : {}) });
+  }
+}

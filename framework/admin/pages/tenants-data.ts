@@ -1,0 +1,38 @@
+import type { TxContext } from '../../context/tx.ts';
+import type { Page, PageQuery } from '../../operations/paging.ts';
+import { publicOrigin } from '../../config/rules.ts';
+import { listTenants, type TenantView } from '../../../modules/tenant/tenant-store.ts';
+
+/** A tenant as the switcher lists it: its row, and where its own admin shell answers. */
+export interface SwitcherTenant extends TenantView {
+  primaryHost: string | null;
+  /** The primary host's /admin; null for a tenant with no host. */
+  adminUrl: string | null;
+}
+
+/**
+ * A page of tenants through the tenant module's own list (same paging and sorting as
+ * GET /api/v1/tenant/tenants), each with the link to its primary host's /admin. The link keeps
+ * the port the operator is using when the host is a local name (a development set-up where every
+ * tenant is served on that port); a public host is https on its default port, as mailed links are.
+ */
+export async function switcherPage(tx: TxContext, query: PageQuery, port: number): Promise<Page<SwitcherTenant>> {
+  const page = await listTenants(tx, query);
+  return {
+    ...page,
+    items: page.items.map((tenant) => {
+      const primary = tenant.hosts.find((h) => h.primary) ?? tenant.hosts[0];
+      return {
+        ...tenant,
+        primaryHost: primary?.host ?? null,
+        adminUrl: primary ? `${publicOrigin(primary.host, port)}/admin` : null,
+      };
+    }),
+  };
+}
+
+/** The port the request reached the service on, from its Host header; the configured port otherwise. */
+export function requestPort(hostHeader: string | undefined, configured: number): number {
+  const match = /:(\d{1,5})$/.exec(hostHeader ?? '');
+  return match ? Number(match[1]) : configured;
+}
