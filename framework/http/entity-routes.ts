@@ -36,6 +36,7 @@ export function entityRoutes(entity: ResolvedEntity): AnyRoute[] {
       tags,
       access: read,
       schema: { querystring: schemas.listQuery, response: { 200: answer(schemas.list, `A page of ${names.labelPlural.toLowerCase()}`) } },
+      oneExchange: ({ query }) => ops.listExchange(query as PageQuery),
       handler: async ({ tx, query }) => {
         const page = await ops.list(tx, query as PageQuery);
         return def.hooks?.afterRead ? { ...page, items: await presentAll(present, tx, page.items) } : page;

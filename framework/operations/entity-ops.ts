@@ -2,9 +2,9 @@ import { CompiledQuery, type Transaction } from 'kysely';
 import type { TSchema } from 'typebox';
 import { Compile } from 'typebox/compile';
 import type { Database } from '../db/types.ts';
-import type { TxContext } from '../context/tx.ts';
+import { permissionPredicate, type TxContext } from '../context/tx.ts';
 import type { ResolvedEntity } from '../entity/resolve.ts';
-import type { AfterWriteInput, EntityRow } from '../entity/define.ts';
+import type { AfterWriteInput, EntityRow, OneExchange } from '../entity/define.ts';
 import type { TProperties } from 'typebox';
 import type { Services } from '../services.ts';
 import { notFound, problem, type FieldError } from '../errors.ts';
@@ -44,6 +44,8 @@ export class EntityOperations {
   private readonly accessTexts = new Map<string, string>();
   /** Pages of live rows; a row filter joins as a ListFilter (see framework/operations/paging.ts). */
   readonly pager: KeysetPager;
+  /** The read permission as a list condition, for statements sent before the caller is known. */
+  private readonly canRead: ListFilter;
 
   constructor(entity: ResolvedEntity) {
     this.entity = entity;
@@ -58,6 +60,7 @@ export class EntityOperations {
     ]);
     this.live = entity.deleteMode === 'hard' ? '' : 'deleted_at is null';
     this.checkChanges = Compile(entity.schemas.changes);
+    this.canRead = { conditions: [permissionPredicate(entity.def.permissions.read)], params: [] };
     const columnOf = (field: string) => (field === 'createdAt' ? 'created_at' : field === 'updatedAt' ? 'updated_at' : entity.columns[field]);
     this.pager = new KeysetPager({
       select: this.selectList,
@@ -83,6 +86,30 @@ export class EntityOperations {
     const filter: ListFilter | undefined = access.sql ? { conditions: [access.sql], params: access.params } : undefined;
     const result = await this.pager.page(ctx.db, page, filter);
     return { ...result, items: result.items.map((r) => this.toRow(r)) };
+  }
+
+  /**
+   * The list as one statement for a one-exchange request (RouteDefinition.oneExchange): the same
+   * page, with the read permission checked in its WHERE, so a caller without it reads no row.
+   * Undefined when the list needs the caller before its statement (row access) or runs code on
+   * its rows (afterRead).
+   */
+  listExchange(page: PageQuery): OneExchange | undefined {
+    if (this.entity.def.rowAccess || this.entity.def.hooks?.afterRead) return undefined;
+    const { text, params, cursor } = this.pager.statement(page, this.canRead);
+    return {
+      statement: { text, values: params },
+      answer: async (rows, more) => {
+        const result = await this.pager.answer(rows, page, cursor, () =>
+          more(async (ctx) => {
+            const count = this.pager.countStatement(this.canRead);
+            return Number((await run<{ n: string }>(ctx.db, count.text, count.params))[0]!.n);
+          }),
+        );
+        return { ...result, items: result.items.map((r) => this.toRow(r)) };
+      },
+      failed: (err) => this.pager.failure(err, cursor),
+    };
   }
 
   /** The row by id, or a singleton's row (id null); 404 when there is none the caller may see. */
