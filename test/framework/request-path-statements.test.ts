@@ -1,7 +1,10 @@
+import { randomBytes } from 'node:crypto';
 import { sql } from 'kysely';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import type pg from 'pg';
+import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { startTestApp, createCustomer, signInAs, type TestApp, type SignedIn } from '../helpers/app.ts';
 import { testConfig } from '../helpers/config.ts';
+import { hashSecret } from '../../framework/access/session-cookie.ts';
 import type { TenantRef } from '../../framework/context/tenant.ts';
 
 // One connection in the pool: the statements after a transaction run on the session it used, so a
@@ -10,16 +13,123 @@ let app: TestApp;
 let acme: TenantRef;
 let reader: SignedIn;
 
+interface Sent {
+  text: string;
+  values: unknown[];
+  /** Answers this checkout had received when the statement was issued: statements issued with the same count travel together. */
+  answersBefore: number;
+}
+interface Checkout {
+  sent: Sent[];
+  answers: number;
+}
+
+/**
+ * What each pool checkout sent, observed on the real driver: every statement with the number of
+ * answers received before it was issued. Statements issued before any answer came back left in
+ * one write and cost one round trip; each later count is another exchange.
+ */
+let checkouts: Checkout[] = [];
+function watchCheckouts(pool: pg.Pool): void {
+  const current = new WeakMap<pg.PoolClient, Checkout>();
+  const watched = new WeakSet<pg.PoolClient>();
+  pool.on('acquire', (client) => {
+    const checkout: Checkout = { sent: [], answers: 0 };
+    checkouts.push(checkout);
+    current.set(client, checkout);
+    if (watched.has(client)) return;
+    watched.add(client);
+    const query = client.query.bind(client) as (...args: unknown[]) => unknown;
+    (client as unknown as { query: (...args: unknown[]) => unknown }).query = (...args: unknown[]) => {
+      const checkout = current.get(client)!;
+      const config = args[0] as string | { text: string; values?: unknown[] };
+      const text = typeof config === 'string' ? config : config.text;
+      const values = typeof config === 'string' ? ((args[1] as unknown[] | undefined) ?? []) : (config.values ?? []);
+      checkout.sent.push({ text, values, answersBefore: checkout.answers });
+      const result = query(...args);
+      const answered = () => void (checkout.answers += 1);
+      if (result instanceof Promise) result.then(answered, answered);
+      return result;
+    };
+  });
+}
+
+const exchanges = (checkout: Checkout): number => new Set(checkout.sent.map((s) => s.answersBefore)).size;
+const listCheckout = (): Checkout => {
+  const found = checkouts.filter((c) => c.sent.some((s) => s.text.includes('from "widgets"')));
+  expect(found).toHaveLength(1);
+  return found[0]!;
+};
+
 beforeAll(async () => {
   app = await startTestApp({ config: testConfig({ database: { pool_size: 1 } }) });
   acme = await createCustomer(app, 'acme');
   reader = await signInAs(app, acme, ['widget:read', 'widget:write']);
+  watchCheckouts(app.services.db.pool);
 });
 afterAll(async () => {
   await app?.close();
 });
 
 const widgets = async () => (await app.services.transactions.run(acme, (ctx) => sql<{ name: string }>`select name from widgets`.execute(ctx.db))).rows.map((r) => r.name);
+
+describe('one exchange per read request', () => {
+  beforeEach(() => {
+    checkouts = [];
+  });
+
+  it('a list GET sends BEGIN, the opening statement, the list and COMMIT in one write, and reads one answer', async () => {
+    const res = await app.http('acme.localhost').get('/api/v1/testkit/widgets?limit=5').set('Cookie', reader.cookie);
+    expect(res.status).toBe(200);
+    const checkout = listCheckout();
+    expect(checkout.sent.map((s) => s.text.trim().split(/\s+/, 1)[0]!.toLowerCase())).toEqual(['begin', 'select', 'select', 'commit']);
+    expect(checkout.sent[1]!.text).toContain('from sessions');
+    expect(exchanges(checkout)).toBe(1);
+  });
+
+  it('a list GET with an invalid session cookie is 401, and its list statement, sent in that exchange, reads no row', async () => {
+    const res = await app.http('acme.localhost').get('/api/v1/testkit/widgets').set('Cookie', `app_session=${randomBytes(32).toString('base64url')}`);
+    expect(res.status).toBe(401);
+    expect(res.body.code).toBe('AUTH_REQUIRED');
+    const checkout = listCheckout();
+    expect(exchanges(checkout)).toBe(1);
+    const [, opening, list] = checkout.sent;
+
+    // The same statements, run again with EXPLAIN ANALYZE: no plan node that reads widgets ever ran.
+    const loopsOnWidgets = async (openingValues: unknown[]): Promise<number[]> => {
+      const client = await app.services.db.pool.connect();
+      try {
+        await client.query('begin');
+        await client.query(opening!.text, openingValues);
+        const { rows } = await client.query<{ 'QUERY PLAN': unknown }>(`explain (analyze, format json) ${list!.text}`, list!.values);
+        const loops: number[] = [];
+        const walk = (node: { 'Relation Name'?: string; 'Actual Loops'?: number; Plans?: unknown[] }) => {
+          if (node['Relation Name'] === 'widgets') loops.push(node['Actual Loops']!);
+          for (const child of node.Plans ?? []) walk(child as typeof node);
+        };
+        walk((rows[0]!['QUERY PLAN'] as { Plan: Parameters<typeof walk>[0] }[])[0]!.Plan);
+        return loops;
+      } finally {
+        await client.query('rollback');
+        client.release();
+      }
+    };
+    const invalid = await loopsOnWidgets(opening!.values);
+    expect(invalid.length).toBeGreaterThan(0);
+    expect(invalid.every((n) => n === 0)).toBe(true);
+    // The control: with the reader's session, the same statement does read widgets.
+    const valid = await loopsOnWidgets([opening!.values[0], hashSecret(reader.rawSessionId), opening!.values[2]]);
+    expect(valid.some((n) => n > 0)).toBe(true);
+  });
+
+  it('a signed-in caller without the read permission is 403 and the list finds no row for them', async () => {
+    const outsider = await signInAs(app, acme, []);
+    const res = await app.http('acme.localhost').get('/api/v1/testkit/widgets').set('Cookie', outsider.cookie);
+    expect(res.status).toBe(403);
+    expect(res.body.code).toBe('AUTH_FORBIDDEN');
+    expect(exchanges(listCheckout())).toBe(1);
+  });
+});
 
 describe('the request path\'s statements', () => {
   it('are prepared once on the connection and reused by every request after', async () => {
