@@ -3,6 +3,7 @@ import pg from 'pg';
 import { Kysely, PostgresDialect } from 'kysely';
 import type { Database } from './types.ts';
 import { kyselyPool } from './statements.ts';
+import { GatheringClient } from './gathering-client.ts';
 import { problem } from '../errors.ts';
 
 export interface Db {
@@ -94,6 +95,7 @@ export function openDatabase(url: string, options: PoolOptions): Db {
     idleTimeoutMillis: 30_000,
     connectionTimeoutMillis: options.acquireTimeoutMs,
     pipeline: true,
+    Client: GatheringClient,
   });
   guardCheckouts(pool);
   // An idle client losing its server must not crash the process; the next checkout reconnects.

@@ -1,4 +1,5 @@
 import type pg from 'pg';
+import { gathered } from './gathering-client.ts';
 import type { PostgresPool, PostgresPoolClient, PostgresQueryResult } from 'kysely';
 
 /**
@@ -65,7 +66,7 @@ export async function exchange(pool: pg.Pool, statements: readonly Statement[]):
   const client = await pool.connect();
   let broken: Error | undefined;
   try {
-    const settled = await Promise.allSettled([client.query('begin'), ...statements.map((s) => client.query(queryOf(s))), client.query('commit')]);
+    const settled = await Promise.allSettled(gathered(client, () => [client.query('begin'), ...statements.map((s) => client.query(queryOf(s))), client.query('commit')]));
     const answers = settled.map((s): Answer => (s.status === 'fulfilled' ? { ok: true, result: s.value } : { ok: false, error: s.reason as Error }));
     const unanswered = answers.find((a): a is Extract<Answer, { ok: false }> => !a.ok && !isServerError(a.error));
     if (unanswered) {
@@ -75,7 +76,10 @@ export async function exchange(pool: pg.Pool, statements: readonly Statement[]):
     }
     const [begun, ...rest] = answers;
     if (!begun!.ok) throw begun!.error;
-    return rest.slice(0, -1);
+    // A COMMIT that fails (a deferred constraint) undoes every statement, whatever they answered.
+    const committed = rest.pop()!;
+    if (!committed.ok) throw committed.error;
+    return rest;
   } finally {
     client.release(broken);
   }
@@ -93,7 +97,8 @@ const answered = (command: string) => ({ command, rowCount: 0, rows: [], fields:
  * statements are sent by name. A plain BEGIN is held back and sent with the transaction's first
  * statement, a deferrable statement with the statement after it (the COMMIT): the pool runs in
  * pg's pipeline mode, where a client writes each query as it is issued instead of after the
- * previous answer, so a group issued together costs one round trip, and is answered in order: an
+ * previous answer, so a group issued together costs one round trip (and one write: `gathered`),
+ * and is answered in order: an
  * earlier statement's failure is what the group's caller sees. A transaction that ran no
  * statement sends nothing.
  */
@@ -103,7 +108,7 @@ export function kyselyPool(pool: pg.Pool): PostgresPool {
     let inTransaction = false;
     let held: Statement[] = [];
     const send = (statement: Statement) => client.query(queryOf(statement));
-    const sendTogether = async (statements: Statement[]) => (await answersOf(statements.map(send))).at(-1)!;
+    const sendTogether = async (statements: Statement[]) => (await answersOf(gathered(client, () => statements.map(send)))).at(-1)!;
     const wrapped = {
       get processID() {
         return (client as unknown as { processID?: number }).processID;

@@ -51,6 +51,11 @@ export function entityRoutes(entity: ResolvedEntity): AnyRoute[] {
       access: write,
       publishes: [...new Set([events.created, ...hookEvents])],
       schema: { body: schemas.create, response: { 201: answer(schemas.row, `The ${names.label.toLowerCase()} created`) } },
+      oneExchange: ({ body, reply }) =>
+        ops.createExchange(body as Record<string, unknown>, (row) => {
+          reply.code(201).header('location', `${names.path}/${row.id}`);
+          return row;
+        }),
       handler: async ({ tx, body, reply }) => {
         const row = await ops.create(tx, body as Record<string, unknown>);
         reply.code(201).header('location', `${names.path}/${row.id}`);

@@ -124,11 +124,12 @@ export function registerRoute(app: FastifyInstance, services: Services, route: A
         const transaction = <T>(fn: (tx: TxContext) => Promise<T>): Promise<T> => services.transactions.run(tenant, fn, txOptions);
         return (route as NoTxRouteDefinition).handler({ ...base, session, transaction });
       }
-      const single = route.oneExchange ? oneExchangeOf(route as RouteDefinition, base) : undefined;
-      if (single) {
+      const single = route.oneExchange && typeof route.access === 'object' ? oneExchangeOf(route as RouteDefinition, base) : undefined;
+      if (single && typeof route.access === 'object') {
         // One exchange: the statement went with the opening statement, before the caller was known;
         // the guard decides from the opening statement's answer, before the statement's is read.
-        const { session, answer } = await services.transactions.runStatement(tenant, single.statement, txOptions);
+        const work = { statement: single.statement, permission: route.access.permission, ...(single.events ? { events: single.events } : {}) };
+        const { session, answer } = await services.transactions.runStatement(tenant, work, txOptions);
         authorize(route.access, session);
         renewSessionCookie(reply, services.config, rawId, session);
         if (!answer.ok) throw single.failed ? single.failed(answer.error) : answer.error;

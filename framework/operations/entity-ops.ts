@@ -9,6 +9,8 @@ import type { TProperties } from 'typebox';
 import type { Services } from '../services.ts';
 import { notFound, problem, type FieldError } from '../errors.ts';
 import { prepared } from '../db/statements.ts';
+import { uuidv7 } from '../db/uuidv7.ts';
+import { hasDateTimeFormat } from '../entity/date-time.ts';
 import { KeysetPager, type ListFilter, type Page, type PageQuery } from './paging.ts';
 import Type from 'typebox';
 
@@ -46,6 +48,7 @@ export class EntityOperations {
   readonly pager: KeysetPager;
   /** The read permission as a list condition, for statements sent before the caller is known. */
   private readonly canRead: ListFilter;
+  private readonly canWrite: string;
 
   constructor(entity: ResolvedEntity) {
     this.entity = entity;
@@ -61,6 +64,7 @@ export class EntityOperations {
     this.live = entity.deleteMode === 'hard' ? '' : 'deleted_at is null';
     this.checkChanges = Compile(entity.schemas.changes);
     this.canRead = { conditions: [permissionPredicate(entity.def.permissions.read)], params: [] };
+    this.canWrite = permissionPredicate(entity.def.permissions.write);
     const columnOf = (field: string) => (field === 'createdAt' ? 'created_at' : field === 'updatedAt' ? 'updated_at' : entity.columns[field]);
     this.pager = new KeysetPager({
       select: this.selectList,
@@ -109,6 +113,33 @@ export class EntityOperations {
         return { ...result, items: result.items.map((r) => this.toRow(r)) };
       },
       failed: (err) => this.pager.failure(err, cursor),
+    };
+  }
+
+  /**
+   * A create as one statement for a one-exchange request: the row's id is made in the process
+   * (UUIDv7), so the created event is known before the insert runs and its outbox insert travels
+   * with it. The insert and the outbox insert check the write permission themselves. Undefined
+   * when code must run around the write (hooks), for a singleton, or when the event names a field
+   * the body leaves to the database.
+   */
+  createExchange(input: Values, created: (row: Row) => unknown): OneExchange | undefined {
+    const def = this.entity.def;
+    if (this.entity.singleton || def.hooks?.beforeWrite || def.hooks?.afterWrite || def.hooks?.afterRead) return undefined;
+    const values: Values = { ...input, id: uuidv7() };
+    const eventFields = def.eventFields ?? [];
+    // The event carries the body's values: only where they are what the row stores (not a
+    // database default, not a date-time PostgreSQL would print in its own form).
+    if (eventFields.some((f) => values[f] === undefined || (f in def.fields && hasDateTimeFormat(def.fields[f]!)))) return undefined;
+    const fields = Object.keys(values).filter((f) => (f === 'id' || f in this.entity.columns) && values[f] !== undefined);
+    const column = (f: string) => (f === 'id' ? 'id' : this.entity.columns[f]!);
+    const text = `insert into ${this.table} (${fields.map((f) => quote(column(f))).join(', ')})
+select ${fields.map((_, i) => `$${i + 1}`).join(', ')} where ${this.canWrite} returning ${this.selectList}`;
+    return {
+      statement: { text: prepared(text), values: fields.map((f) => (f === 'id' ? values.id : this.toColumnValue(f, values[f]))) },
+      events: [{ name: this.entity.names.events.created, payload: this.eventPayload(values as Row) }],
+      answer: async (rows) => created(this.toRow(rows[0]!)),
+      failed: (err) => this.uniqueFailure(err),
     };
   }
 
@@ -337,16 +368,20 @@ export class EntityOperations {
     try {
       return await write;
     } catch (err) {
-      const { code, constraint } = err as { code?: string; constraint?: string };
-      if (code === '23505') {
-        for (const [field, rule] of Object.entries(this.entity.def.uniqueCodes ?? {})) {
-          if (rule && rule.index === constraint) {
-            throw problem(rule.code, `${field} is already used by another ${this.entity.names.label.toLowerCase()}`, { extensions: { field } });
-          }
+      throw this.uniqueFailure(err);
+    }
+  }
+
+  private uniqueFailure(err: unknown): unknown {
+    const { code, constraint } = err as { code?: string; constraint?: string };
+    if (code === '23505') {
+      for (const [field, rule] of Object.entries(this.entity.def.uniqueCodes ?? {})) {
+        if (rule && rule.index === constraint) {
+          return problem(rule.code, `${field} is already used by another ${this.entity.names.label.toLowerCase()}`, { extensions: { field } });
         }
       }
-      throw err;
     }
+    return err;
   }
 
   private deleteText(): string {

@@ -1,7 +1,8 @@
-import { Socket } from 'node:net';
+import type { Socket } from 'node:net';
 import pg from 'pg';
 import postgres from 'postgres';
 import { ENTER_WITH_SESSION, permissionPredicate } from '../../framework/context/tx.ts';
+import { GatheringClient } from '../../framework/db/gathering-client.ts';
 import { percentile } from './load.ts';
 import { serverCpu, serverCpuSince } from './throughput.ts';
 import { SETTINGS_ENV } from './protocol.ts';
@@ -11,7 +12,16 @@ import { SETTINGS_ENV } from './protocol.ts';
  * running the list request's database work in a loop on a pool of `poolSize` connections, for
  * `seconds`. The work is the request path's: BEGIN, the opening statement (tenant, role, session,
  * permissions), the widget list whose WHERE checks the permission, COMMIT — prepared statements,
- * the same texts on every side. Only how they reach PostgreSQL differs.
+ * the same texts on every side. Only how they reach PostgreSQL differs:
+ * - pg-cork: pg in pipeline mode, the batch gathered into one write by corking pg's own socket
+ *   (`client.connection.stream`, a private field: the request path's shim before this comparison);
+ * - pg-own-socket: the same through public API only: the framework's GatheringClient made the
+ *   socket and gave it to pg (`stream` option), and corks it (framework/db/gathering-client.ts);
+ * - pg-pipeline: pipeline mode alone, one write per statement, one round trip;
+ * - postgres.js: a reserved Postgres.js connection, the four queries issued together (it gathers a
+ *   tick's messages into one write itself);
+ * - pg-3-exchanges: the request path before one exchange: BEGIN with the opening statement, then
+ *   the list, then COMMIT, each waiting for the previous answer.
  */
 
 export const DRIVER_VARIANTS = ['pg-cork', 'pg-own-socket', 'pg-pipeline', 'postgres.js', 'pg-3-exchanges'] as const;
@@ -67,26 +77,16 @@ function statements(settings: DriverLoadSettings): Statement[] {
 
 type Transaction = () => Promise<number>;
 
-/** A pg client that holds its own socket, so it can gather a batch of messages into one write. */
-class OwnSocketClient extends pg.Client {
-  readonly socket: Socket;
-  constructor(config: pg.ClientConfig = {}) {
-    const socket = new Socket();
-    super({ ...config, stream: () => socket });
-    this.socket = socket;
-  }
-}
-
 function pgVariant(settings: DriverLoadSettings): { run: Transaction; end(): Promise<void> } {
   const own = settings.variant === 'pg-own-socket';
-  const pool = new pg.Pool({ connectionString: settings.databaseUrl, max: settings.poolSize, pipeline: true, ...(own ? { Client: OwnSocketClient } : {}) });
+  const pool = new pg.Pool({ connectionString: settings.databaseUrl, max: settings.poolSize, pipeline: true, ...(own ? { Client: GatheringClient } : {}) });
   const send = (client: pg.PoolClient, s: Statement) => client.query({ name: s.name, text: s.text, values: s.values });
   const together = (client: pg.PoolClient, batch: Statement[]) => {
     const stream =
       settings.variant === 'pg-cork'
         ? (client as unknown as { connection: { stream: Socket } }).connection.stream
         : settings.variant === 'pg-own-socket'
-          ? (client as unknown as OwnSocketClient).socket
+          ? (client as unknown as GatheringClient).socket
           : undefined;
     stream?.cork();
     try {
