@@ -131,6 +131,54 @@ describe('one exchange per read request', () => {
   });
 });
 
+describe('one exchange per write whose values are known in advance', () => {
+  beforeEach(() => {
+    checkouts = [];
+  });
+
+  const insertCheckout = (): Checkout => {
+    const found = checkouts.filter((c) => c.sent.some((s) => s.text.startsWith('insert into "widgets"')));
+    expect(found).toHaveLength(1);
+    return found[0]!;
+  };
+
+  it('a create POST sends BEGIN, the opening statement, the insert with its id made in the process, the outbox insert and COMMIT in one write', async () => {
+    const res = await app.http('acme.localhost').post('/api/v1/testkit/widgets').set('Cookie', reader.cookie).send({ name: 'one-exchange', size: 2, color: 'red' });
+    expect(res.status).toBe(201);
+    expect(res.body.id).toMatch(/^[0-9a-f]{8}-[0-9a-f]{4}-7[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$/);
+    expect(res.headers.location).toBe(`/api/v1/testkit/widgets/${res.body.id}`);
+    const checkout = insertCheckout();
+    expect(checkout.sent.map((s) => s.text.trim().split(/\s+/, 2).join(' ').toLowerCase())).toEqual(['begin', 'select set_config(\'app.tenant_id\',', 'insert into', 'insert into', 'commit']);
+    expect(checkout.sent[3]!.text).toContain('into outbox');
+    expect(exchanges(checkout)).toBe(1);
+    // The event names the row and the caller as its actor, as a handler's publish does.
+    const { rows } = await app.services.db.pool.query<{ actor_id: string }>(`select actor_id from outbox where name = 'testkit.widget.created' and payload->>'id' = $1`, [res.body.id]);
+    expect(rows).toEqual([{ actor_id: reader.userId }]);
+    expect(await widgets()).toContain('one-exchange');
+  });
+
+  it('a create by a caller without the write permission is 403, and neither the row nor its event is written', async () => {
+    const viewer = await signInAs(app, acme, ['widget:read']);
+    const res = await app.http('acme.localhost').post('/api/v1/testkit/widgets').set('Cookie', viewer.cookie).send({ name: 'not-written', size: 2, color: 'red' });
+    expect(res.status).toBe(403);
+    expect(res.body.code).toBe('AUTH_FORBIDDEN');
+    expect(exchanges(insertCheckout())).toBe(1);
+    expect(await widgets()).not.toContain('not-written');
+    const { rows } = await app.services.db.pool.query(`select 1 from outbox where actor_id = $1`, [viewer.userId]);
+    expect(rows).toHaveLength(0);
+  });
+
+  it('a create refused by a unique index rolls back its event too and answers as before', async () => {
+    const first = await app.http('acme.localhost').post('/api/v1/testkit/widgets').set('Cookie', reader.cookie).send({ name: 'twice', size: 1, color: 'red' });
+    expect(first.status).toBe(201);
+    const { rows: before } = await app.services.db.pool.query<{ n: number }>(`select count(*)::int as n from outbox where name = 'testkit.widget.created'`);
+    const second = await app.http('acme.localhost').post('/api/v1/testkit/widgets').set('Cookie', reader.cookie).send({ name: 'twice', size: 1, color: 'red' });
+    expect(second.status).toBe(409);
+    const { rows: after } = await app.services.db.pool.query<{ n: number }>(`select count(*)::int as n from outbox where name = 'testkit.widget.created'`);
+    expect(after[0]!.n).toBe(before[0]!.n);
+  });
+});
+
 describe('the request path\'s statements', () => {
   it('are prepared once on the connection and reused by every request after', async () => {
     for (let i = 0; i < 3; i++) {
