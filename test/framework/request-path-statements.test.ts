@@ -122,6 +122,26 @@ describe('one exchange per read request', () => {
     expect(valid.some((n) => n > 0)).toBe(true);
   });
 
+  it('a session due for its touch is slid forward after the list, in an exchange of its own, and its cookie re-issued', async () => {
+    const caller = await signInAs(app, acme, ['widget:read']);
+    await app.services.transactions.run(acme, (ctx) =>
+      sql`update sessions set last_seen_at = now() - interval '6 minutes', expires_at = now() + interval '1 day' where user_id = ${caller.userId}`.execute(ctx.db),
+    );
+    checkouts = [];
+    const res = await app.http('acme.localhost').get('/api/v1/testkit/widgets').set('Cookie', caller.cookie);
+    expect(res.status).toBe(200);
+    expect(exchanges(listCheckout())).toBe(1);
+    const touch = checkouts.filter((c) => c.sent.some((s) => s.text.includes('update sessions')));
+    expect(touch).toHaveLength(1);
+    expect(exchanges(touch[0]!)).toBe(1);
+    const setCookie = ([] as string[]).concat(res.headers['set-cookie'] ?? []);
+    expect(setCookie.join('\n')).toMatch(/Max-Age=(259\d{4})/);
+    const { rows } = await app.services.transactions.run(acme, (ctx) =>
+      sql<{ fresh: boolean }>`select last_seen_at > now() - interval '1 minute' as fresh from sessions where user_id = ${caller.userId}`.execute(ctx.db),
+    );
+    expect(rows).toEqual([{ fresh: true }]);
+  });
+
   it('a signed-in caller without the read permission is 403 and the list finds no row for them', async () => {
     const outsider = await signInAs(app, acme, []);
     const res = await app.http('acme.localhost').get('/api/v1/testkit/widgets').set('Cookie', outsider.cookie);
