@@ -98,9 +98,8 @@ const answered = (command: string) => ({ command, rowCount: 0, rows: [], fields:
  * statement, a deferrable statement with the statement after it (the COMMIT): the pool runs in
  * pg's pipeline mode, where a client writes each query as it is issued instead of after the
  * previous answer, so a group issued together costs one round trip (and one write: `gathered`),
- * and is answered in order: an
- * earlier statement's failure is what the group's caller sees. A transaction that ran no
- * statement sends nothing.
+ * and is answered in order: an earlier statement's failure is what the group's caller sees. A
+ * transaction that ran no statement sends nothing.
  */
 export function kyselyPool(pool: pg.Pool): PostgresPool {
   const clients = new WeakMap<pg.PoolClient, PostgresPoolClient>();

@@ -6,13 +6,13 @@ import { randomFillSync } from 'node:crypto';
  * event together. Time-ordered ids also keep a primary key's index appends local. Within one
  * millisecond the 12 bits after the version count up from a random start (RFC 9562 §6.2, method
  * 1), so ids made by this process sort in the order they were made; a clock that steps back
- * keeps the last time seen.
+ * keeps the last time seen. The time is the caller's: the service's clock.
  */
 let lastMs = -1;
 let counter = 0;
 const bytes = Buffer.alloc(16);
 
-export function uuidv7(nowMs: number = Date.now()): string {
+export function uuidv7(nowMs: number): string {
   randomFillSync(bytes);
   if (nowMs > lastMs) {
     lastMs = nowMs;

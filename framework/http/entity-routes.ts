@@ -51,8 +51,8 @@ export function entityRoutes(entity: ResolvedEntity): AnyRoute[] {
       access: write,
       publishes: [...new Set([events.created, ...hookEvents])],
       schema: { body: schemas.create, response: { 201: answer(schemas.row, `The ${names.label.toLowerCase()} created`) } },
-      oneExchange: ({ body, reply }) =>
-        ops.createExchange(body as Record<string, unknown>, (row) => {
+      oneExchange: ({ body, reply, services }) =>
+        ops.createExchange(body as Record<string, unknown>, services.clock.now(), (row) => {
           reply.code(201).header('location', `${names.path}/${row.id}`);
           return row;
         }),

@@ -118,15 +118,15 @@ export class EntityOperations {
 
   /**
    * A create as one statement for a one-exchange request: the row's id is made in the process
-   * (UUIDv7), so the created event is known before the insert runs and its outbox insert travels
-   * with it. The insert and the outbox insert check the write permission themselves. Undefined
-   * when code must run around the write (hooks), for a singleton, or when the event names a field
-   * the body leaves to the database.
+   * (UUIDv7, stamped with `now`, the service clock's reading), so the created event is known
+   * before the insert runs and its outbox insert travels with it. The insert and the outbox
+   * insert check the write permission themselves. Undefined when code must run around the write
+   * (hooks), for a singleton, or when the event names a field the body leaves to the database.
    */
-  createExchange(input: Values, created: (row: Row) => unknown): OneExchange | undefined {
+  createExchange(input: Values, now: Date, created: (row: Row) => unknown): OneExchange | undefined {
     const def = this.entity.def;
     if (this.entity.singleton || def.hooks?.beforeWrite || def.hooks?.afterWrite || def.hooks?.afterRead) return undefined;
-    const values: Values = { ...input, id: uuidv7() };
+    const values: Values = { ...input, id: uuidv7(now.getTime()) };
     const eventFields = def.eventFields ?? [];
     // The event carries the body's values: only where they are what the row stores (not a
     // database default, not a date-time PostgreSQL would print in its own form).
