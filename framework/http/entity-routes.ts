@@ -71,6 +71,7 @@ export function entityRoutes(entity: ResolvedEntity): AnyRoute[] {
       tags,
       access: read,
       schema: { params: schemas.idParams, response: { 200: answer(schemas.row, `The ${names.label.toLowerCase()}`) } },
+      oneExchange: ({ params }) => ops.readExchange((params as { id: string }).id),
       handler: async ({ tx, params }) => present(tx, await ops.read(tx, (params as { id: string }).id)),
     },
     {

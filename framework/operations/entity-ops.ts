@@ -48,6 +48,9 @@ export class EntityOperations {
   readonly pager: KeysetPager;
   /** The read permission as a list condition, for statements sent before the caller is known. */
   private readonly canRead: ListFilter;
+  private readonly canReadSql: string;
+  /** The one-exchange read by id (readExchange). */
+  private readonly readText: string;
   private readonly canWrite: string;
 
   constructor(entity: ResolvedEntity) {
@@ -63,7 +66,9 @@ export class EntityOperations {
     ]);
     this.live = entity.deleteMode === 'hard' ? '' : 'deleted_at is null';
     this.checkChanges = Compile(entity.schemas.changes);
-    this.canRead = { conditions: [permissionPredicate(entity.def.permissions.read)], params: [] };
+    this.canReadSql = permissionPredicate(entity.def.permissions.read);
+    this.canRead = { conditions: [this.canReadSql], params: [] };
+    this.readText = prepared(`select ${this.selectList} from ${this.table}${where('id = $1', this.live, this.canReadSql)}`);
     this.canWrite = permissionPredicate(entity.def.permissions.write);
     const columnOf = (field: string) => (field === 'createdAt' ? 'created_at' : field === 'updatedAt' ? 'updated_at' : entity.columns[field]);
     this.pager = new KeysetPager({
@@ -113,6 +118,22 @@ export class EntityOperations {
         return { ...result, items: result.items.map((r) => this.toRow(r)) };
       },
       failed: (err) => this.pager.failure(err, cursor),
+    };
+  }
+
+  /**
+   * A read by id as one statement for a one-exchange request, checking the read permission in its
+   * WHERE; no row is 404 once the guard has passed. Undefined under row access or afterRead, and
+   * for an id that is no UUID (the handler answers it, after the guard).
+   */
+  readExchange(id: string): OneExchange | undefined {
+    if (this.entity.def.rowAccess || this.entity.def.hooks?.afterRead || !isUuid(id)) return undefined;
+    return {
+      statement: { text: this.readText, values: [id] },
+      answer: async (rows) => {
+        if (!rows[0]) throw notFound();
+        return this.toRow(rows[0]);
+      },
     };
   }
 

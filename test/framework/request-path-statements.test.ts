@@ -142,6 +142,40 @@ describe('one exchange per read request', () => {
     expect(rows).toEqual([{ fresh: true }]);
   });
 
+  it('a read by id is one exchange too: the row, 404 for an unknown id, 401 and 403 before either', async () => {
+    const created = await app.http('acme.localhost').post('/api/v1/testkit/widgets').set('Cookie', reader.cookie).send({ name: 'read-me', size: 3, color: 'blue' });
+    expect(created.status).toBe(201);
+    const readCheckout = (): Checkout => {
+      const found = checkouts.filter((c) => c.sent.some((s) => s.text.startsWith('select') && s.text.includes('from "widgets" where id = $1')));
+      expect(found).toHaveLength(1);
+      return found[0]!;
+    };
+    const read = (id: string, cookie: string) => app.http('acme.localhost').get(`/api/v1/testkit/widgets/${id}`).set('Cookie', cookie);
+
+    checkouts = [];
+    const found = await read(created.body.id, reader.cookie);
+    expect(found.status).toBe(200);
+    expect(found.body.name).toBe('read-me');
+    expect(exchanges(readCheckout())).toBe(1);
+    expect(readCheckout().sent).toHaveLength(4);
+
+    checkouts = [];
+    const unknown = await read('0190b6a0-0000-7000-8000-000000000000', reader.cookie);
+    expect(unknown.status).toBe(404);
+    expect(exchanges(readCheckout())).toBe(1);
+
+    checkouts = [];
+    const anonymous = await read(created.body.id, `app_session=${randomBytes(32).toString('base64url')}`);
+    expect(anonymous.status).toBe(401);
+    expect(exchanges(readCheckout())).toBe(1);
+
+    const outsider = await signInAs(app, acme, []);
+    checkouts = [];
+    const refused = await read(created.body.id, outsider.cookie);
+    expect(refused.status).toBe(403);
+    expect(exchanges(readCheckout())).toBe(1);
+  });
+
   it('a signed-in caller without the read permission is 403 and the list finds no row for them', async () => {
     const outsider = await signInAs(app, acme, []);
     const res = await app.http('acme.localhost').get('/api/v1/testkit/widgets').set('Cookie', outsider.cookie);
