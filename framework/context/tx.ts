@@ -1,6 +1,6 @@
 import { CompiledQuery, type Transaction } from 'kysely';
 import { asTransactionBody, type Db } from '../db/pool.ts';
-import { deferred, prepared } from '../db/statements.ts';
+import { deferred, exchange, prepared, type Answer, type Statement } from '../db/statements.ts';
 import type { Database } from '../db/types.ts';
 import type { TenantRef } from './tenant.ts';
 import { assertSafePayload } from '../events/payload-policy.ts';
@@ -9,6 +9,21 @@ import { problem } from '../errors.ts';
 import { systemClock, type Clock } from '../clock.ts';
 
 export const APP_ROLE = 'tenantry_app';
+/** The transaction-local setting the opening statement leaves the caller's permissions in. */
+export const PERMISSIONS_SETTING = 'app.permissions';
+/** And the signed-in user's id (empty without a session): the actor of events a one-exchange write publishes. */
+export const ACTOR_SETTING = 'app.actor_id';
+
+/**
+ * A SQL condition true when the transaction's caller holds the permission (or the wildcard), read
+ * from what the opening statement set: a statement sent in the same write as the opening one
+ * finds no row for a caller without it, and does no work for one. The permission is a declared
+ * name, fixed at boot, never a request's value.
+ */
+export function permissionPredicate(permission: string): string {
+  const literal = (value: string) => `'${value.replaceAll("'", "''")}'`;
+  return `string_to_array(current_setting('${PERMISSIONS_SETTING}', true), ',') && array[${literal(permission)}, '*']`;
+}
 
 export interface SessionInfo {
   id: string;
@@ -54,6 +69,15 @@ export interface TxContext<E extends string = string> {
 
 export type AfterTransaction = () => unknown;
 
+/** The work of a one-exchange request (TenantTransactions.runStatement). */
+export interface OneStatement {
+  statement: Statement;
+  /** The permission the statement checks itself; the outbox insert of `events` checks it too. */
+  permission: string;
+  /** Events the statement's write publishes, known before it runs (its ids made in the process). */
+  events?: PendingEvent[];
+}
+
 /** The events one route or command may publish, and who it is, for the refusal's message. */
 export interface PublishAllowList {
   events: ReadonlySet<string>;
@@ -76,31 +100,44 @@ interface EnterRow {
 // The module tables read here (sessions, users, roles) are declared, column by column, in
 // access/identity-tables.ts and checked against the database at boot.
 // One round trip opens the tenant scope and resolves the caller: tenant first, then the
-// restricted role. Permissions are not de-duplicated here (a sort per request): the Set does it.
-// The session subquery filters by tenant explicitly, so it is correct whether
-// the planner evaluates it before or after the role switch.
-const ENTER_WITH_SESSION = prepared(`
+// restricted role, then the caller's permissions, which it also leaves in `app.permissions` for
+// this transaction (comma-separated, empty without a session) so that a statement sent in the same
+// write can refuse an unauthorised caller itself (see `permissionPredicate`), and the user's id in
+// `app.actor_id` (the actor of the events such a write publishes). The columns are
+// evaluated left to right and the session subquery only when its column is, after the role switch.
+// Permissions are not de-duplicated here (a sort per request): the Set does it. The session
+// subquery filters by tenant explicitly, so it is correct whether the planner evaluates it before
+// or after the role switch.
+export const ENTER_WITH_SESSION = prepared(`
 select set_config('app.tenant_id', $1, true) as t,
        set_config('role', '${APP_ROLE}', true) as r,
+       set_config('${PERMISSIONS_SETTING}', '', true) as p,
+       set_config('${ACTOR_SETTING}', '', true) as a,
        (select json_build_object(
                  'id', s.id, 'user_id', s.user_id, 'last_seen_at', s.last_seen_at,
-                 'permissions', coalesce((select array_agg(p)
-                                            from roles r cross join lateral unnest(r.permissions) p
-                                           where r.tenant_id = s.tenant_id and r.name = any (u.roles)), '{}'))
+                 'permissions', g.permissions,
+                 'granted', set_config('${PERMISSIONS_SETTING}', array_to_string(g.permissions, ','), true),
+                 'actor', set_config('${ACTOR_SETTING}', s.user_id::text, true))
           from sessions s
           join users u on u.tenant_id = s.tenant_id and u.id = s.user_id
+          cross join lateral (select coalesce(array_agg(p), '{}') as permissions
+                                from roles r cross join lateral unnest(r.permissions) p
+                               where r.tenant_id = s.tenant_id and r.name = any (u.roles)) g
          where s.tenant_id = $1::uuid and s.id_hash = $2 and s.expires_at > $3
            and u.status = 'active' and u.deleted_at is null) as session`);
 
-const ENTER = prepared(`select set_config('app.tenant_id', $1, true) as t, set_config('role', '${APP_ROLE}', true) as r`);
+export const ENTER = prepared(
+  `select set_config('app.tenant_id', $1, true) as t, set_config('role', '${APP_ROLE}', true) as r,
+          set_config('${PERMISSIONS_SETTING}', '', true) as p, set_config('${ACTOR_SETTING}', '', true) as a`,
+);
 
 const TOUCH_INTERVAL_MS = 5 * 60_000;
-const TOUCH_SESSION = `
+const TOUCH_SESSION = prepared(`
 update sessions
    set last_seen_at = $2,
        expires_at = least($2::timestamptz + interval '30 days', created_at + interval '90 days')
  where id = $1
-returning floor(extract(epoch from expires_at - $2::timestamptz))::int as seconds_left`;
+returning floor(extract(epoch from expires_at - $2::timestamptz))::int as seconds_left`);
 
 /** Transactions that wrote outbox rows, so their commit can wake the relay. */
 const wroteOutbox = new WeakSet<Transaction<Database>>();
@@ -167,23 +204,59 @@ export class TenantTransactions {
     return result;
   }
 
+  /**
+   * Runs one statement in a transaction of the tenant in a single exchange with PostgreSQL: BEGIN,
+   * the opening statement, the statement, the outbox insert of its events (if any) and COMMIT
+   * leave in one write and come back in one read. The events are checked as publish() checks them
+   * and inserted only for a caller holding `work.permission`, with the caller as their actor.
+   * The statement cannot wait for the caller to be known, so it must check the permission itself
+   * (`permissionPredicate`): for a caller without it, it finds nothing and does no work. The caller
+   * is then decided from the opening statement's answer, as in run(). A session due for its touch
+   * is touched afterwards, in an exchange of its own. The statement's answer (rows or error) is
+   * returned beside the caller, for the guard to judge first.
+   */
+  async runStatement(tenant: TenantRef, work: OneStatement, options: TxOptions = {}): Promise<{ session: SessionInfo | null; answer: Answer }> {
+    const now = this.clock.now();
+    const opening: Statement = options.sessionHash ? { text: ENTER_WITH_SESSION, values: [tenant.id, options.sessionHash, now] } : { text: ENTER, values: [tenant.id] };
+    const events = work.events ?? [];
+    for (const event of events) checkEvent(this.declaredEvents, options.publishes, event);
+    const outbox: Statement[] = events.length > 0 ? [outboxInsertFor(work.permission, events)] : [];
+    const [entered, answer, published] = await exchange(this.db.pool, [opening, work.statement, ...outbox]);
+    if (!entered!.ok) throw entered!.error;
+    const session = sessionFrom(entered!.result.rows[0] as EnterRow | undefined);
+    // The caller held the permission and the transaction committed: the relay has work.
+    if (published?.ok && (published.result.rowCount ?? 0) > 0 && answer!.ok) this.outbox?.committed();
+    if (session && needsTouch(session, now)) {
+      const [, touched] = await exchange(this.db.pool, [{ text: ENTER, values: [tenant.id] }, { text: TOUCH_SESSION, values: [session.id, now] }]);
+      if (!touched!.ok) throw touched!.error;
+      session.renewedForSeconds = (touched!.result.rows[0] as { seconds_left: number } | undefined)?.seconds_left;
+    }
+    return { session, answer: answer! };
+  }
+
   private async enter(trx: Transaction<Database>, tenant: TenantRef, sessionHash: Buffer | undefined, now: Date): Promise<SessionInfo | null> {
     if (!sessionHash) {
       await trx.executeQuery(CompiledQuery.raw(ENTER, [tenant.id]));
       return null;
     }
     const result = await trx.executeQuery<EnterRow>(CompiledQuery.raw(ENTER_WITH_SESSION, [tenant.id, sessionHash, now]));
-    const row = result.rows[0]?.session;
-    if (!row) return null;
-    const lastSeenAt = new Date(row.last_seen_at);
-    const session: SessionInfo = { id: row.id, userId: row.user_id, permissions: new Set(row.permissions), lastSeenAt };
-    if (now.getTime() - lastSeenAt.getTime() > TOUCH_INTERVAL_MS) {
-      const touched = await trx.executeQuery<{ seconds_left: number }>(CompiledQuery.raw(TOUCH_SESSION, [row.id, now]));
+    const session = sessionFrom(result.rows[0]);
+    if (session && needsTouch(session, now)) {
+      const touched = await trx.executeQuery<{ seconds_left: number }>(CompiledQuery.raw(TOUCH_SESSION, [session.id, now]));
       session.renewedForSeconds = touched.rows[0]?.seconds_left;
     }
     return session;
   }
 }
+
+function sessionFrom(row: EnterRow | undefined): SessionInfo | null {
+  const found = row?.session;
+  if (!found) return null;
+  return { id: found.id, userId: found.user_id, permissions: new Set(found.permissions), lastSeenAt: new Date(found.last_seen_at) };
+}
+
+/** A session is touched (its expiry slid forward) at most once every TOUCH_INTERVAL_MS. */
+const needsTouch = (session: SessionInfo, now: Date): boolean => now.getTime() - session.lastSeenAt.getTime() > TOUCH_INTERVAL_MS;
 
 /**
  * A context over an open transaction. Events are buffered and written to the outbox by flush(),
@@ -207,12 +280,9 @@ export function scopedContext(
     declaredEvents,
     now,
     publish: (name, payload = {}) => {
-      if (!declaredEvents.has(name)) throw problem('INTERNAL', `event ${name} is not declared by any module`);
-      if (allowed && !allowed.events.has(name)) {
-        throw problem('INTERNAL', `event ${name} is not in the publishes list of ${allowed.by} (${[...allowed.events].join(', ') || 'none'})`);
-      }
-      assertSafePayload(name, payload);
-      events.push({ name, payload });
+      const event = { name, payload };
+      checkEvent(declaredEvents, allowed, event);
+      events.push(event);
     },
     can: (permission) => hasPermission(session, permission),
     onRollback: (fn) => void hooksFor(trx).rollback.push(fn),
@@ -226,6 +296,15 @@ export function scopedContext(
   };
 }
 
+/** What publish() refuses: an undeclared event, one outside the route's list, an unsafe payload. */
+function checkEvent(declaredEvents: ReadonlySet<string>, allowed: PublishAllowList | undefined, { name, payload }: PendingEvent): void {
+  if (!declaredEvents.has(name)) throw problem('INTERNAL', `event ${name} is not declared by any module`);
+  if (allowed && !allowed.events.has(name)) {
+    throw problem('INTERNAL', `event ${name} is not in the publishes list of ${allowed.by} (${[...allowed.events].join(', ') || 'none'})`);
+  }
+  assertSafePayload(name, payload);
+}
+
 export function hasPermission(session: SessionInfo | null, permission: string): boolean {
   if (!session) return false;
   return session.permissions.has('*') || session.permissions.has(permission);
@@ -236,6 +315,22 @@ export function hasPermission(session: SessionInfo | null, permission: string): 
 const INSERT_OUTBOX = deferred(`
 insert into outbox (name, payload, actor_id, tenant_id)
 select e.name, e.payload, $3::uuid, app_tenant_id() from unnest($1::text[], $2::jsonb[]) with ordinality as e(name, payload, n) order by e.n`);
+
+/** The outbox insert of a one-exchange write: only for a caller holding the permission, who is the actor. */
+const guardedOutboxInserts = new Map<string, string>();
+function outboxInsertFor(permission: string, events: PendingEvent[]): Statement {
+  let text = guardedOutboxInserts.get(permission);
+  if (!text) {
+    text = prepared(`
+insert into outbox (name, payload, actor_id, tenant_id)
+select e.name, e.payload, nullif(current_setting('${ACTOR_SETTING}', true), '')::uuid, app_tenant_id()
+  from unnest($1::text[], $2::jsonb[]) with ordinality as e(name, payload, n)
+ where ${permissionPredicate(permission)}
+ order by e.n`);
+    guardedOutboxInserts.set(permission, text);
+  }
+  return { text, values: [events.map((e) => e.name), events.map((e) => JSON.stringify(e.payload))] };
+}
 
 export async function insertOutbox(trx: Transaction<Database>, events: PendingEvent[], actorId: string | null): Promise<void> {
   wroteOutbox.add(trx);

@@ -3,6 +3,7 @@ import pg from 'pg';
 import { Kysely, PostgresDialect } from 'kysely';
 import type { Database } from './types.ts';
 import { kyselyPool } from './statements.ts';
+import { GatheringClient } from './gathering-client.ts';
 import { problem } from '../errors.ts';
 
 export interface Db {
@@ -85,14 +86,16 @@ export interface PoolOptions {
 }
 
 export function openDatabase(url: string, options: PoolOptions): Db {
-  // Pipeline mode: a client writes each query at once instead of after the previous answer; only
-  // the held-back BEGIN (statements.ts) relies on it, everything else awaits query by query.
+  // Pipeline mode: a client writes each query at once instead of after the previous answer, so
+  // queries issued together cost one round trip: the one-exchange requests, the held-back BEGIN and
+  // the outbox insert sent with the COMMIT (statements.ts) rely on it; the rest awaits query by query.
   const pool = new pg.Pool({
     connectionString: url,
     max: options.size,
     idleTimeoutMillis: 30_000,
     connectionTimeoutMillis: options.acquireTimeoutMs,
     pipeline: true,
+    Client: GatheringClient,
   });
   guardCheckouts(pool);
   // An idle client losing its server must not crash the process; the next checkout reconnects.

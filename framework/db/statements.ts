@@ -1,4 +1,5 @@
 import type pg from 'pg';
+import { gathered } from './gathering-client.ts';
 import type { PostgresPool, PostgresPoolClient, PostgresQueryResult } from 'kysely';
 
 /**
@@ -31,7 +32,61 @@ export function preparedQuery(text: string, values: readonly unknown[] = []): pg
   return { name: names.get(text)!, text, values: [...values] };
 }
 
-type Statement = { text: string; values: readonly unknown[] };
+export type Statement = { text: string; values: readonly unknown[] };
+
+/** A statement as pg takes it: by name when its text was registered as prepared. */
+const queryOf = ({ text, values }: Statement): pg.QueryConfig => {
+  const name = names.get(text);
+  return name ? { name, text, values: [...values] } : { text, values: [...values] };
+};
+
+/**
+ * The answers of queries issued together on one client, in order; the first failure is the error.
+ * Every answer is awaited first, so no later failure (a statement after a failed one, in an
+ * aborted transaction) is left unhandled.
+ */
+async function answersOf(pending: Promise<pg.QueryResult>[]): Promise<pg.QueryResult[]> {
+  const settled = await Promise.allSettled(pending);
+  const failed = settled.find((s) => s.status === 'rejected');
+  if (failed) throw failed.reason;
+  return settled.map((s) => (s as PromiseFulfilledResult<pg.QueryResult>).value);
+}
+
+/** A statement's answer in an exchange: its result, or the error PostgreSQL gave it. */
+export type Answer = { ok: true; result: pg.QueryResult } | { ok: false; error: Error };
+
+/**
+ * One exchange with PostgreSQL: BEGIN, the statements and COMMIT issued together on one pool
+ * connection (pipeline mode: one round trip), answered in order, each with its result or its
+ * error. After a failure the later statements find the transaction aborted (their error says so)
+ * and the COMMIT rolls it back. Checked out through pool.connect, so it is refused inside a
+ * transaction and times out as DB_BUSY. A failure of the connection itself is thrown.
+ */
+export async function exchange(pool: pg.Pool, statements: readonly Statement[]): Promise<Answer[]> {
+  const client = await pool.connect();
+  let broken: Error | undefined;
+  try {
+    const settled = await Promise.allSettled(gathered(client, () => [client.query('begin'), ...statements.map((s) => client.query(queryOf(s))), client.query('commit')]));
+    const answers = settled.map((s): Answer => (s.status === 'fulfilled' ? { ok: true, result: s.value } : { ok: false, error: s.reason as Error }));
+    const unanswered = answers.find((a): a is Extract<Answer, { ok: false }> => !a.ok && !isServerError(a.error));
+    if (unanswered) {
+      // Not PostgreSQL's refusal of a statement: the connection failed, and the pool drops it.
+      broken = unanswered.error;
+      throw unanswered.error;
+    }
+    const [begun, ...rest] = answers;
+    if (!begun!.ok) throw begun!.error;
+    // A COMMIT that fails (a deferred constraint) undoes every statement, whatever they answered.
+    const committed = rest.pop()!;
+    if (!committed.ok) throw committed.error;
+    return rest;
+  } finally {
+    client.release(broken);
+  }
+}
+
+/** An error PostgreSQL answered (it carries a SQLSTATE severity), as opposed to a failed connection. */
+const isServerError = (err: Error): boolean => 'severity' in err;
 
 const BEGIN = 'begin';
 const ENDS = new Set(['commit', 'rollback']);
@@ -39,32 +94,20 @@ const answered = (command: string) => ({ command, rowCount: 0, rows: [], fields:
 
 /**
  * The pool as kysely sees it: the same clients, with fewer round trips per transaction. Prepared
- * statements are sent by name. A plain BEGIN is held back and written with the transaction's
- * first statement, a deferrable statement with the statement after it (the COMMIT), each group
- * in one write (the pool runs in pipeline mode), and answered in order: an earlier statement's
- * failure is what the group's caller sees. A transaction that ran no statement sends nothing.
+ * statements are sent by name. A plain BEGIN is held back and sent with the transaction's first
+ * statement, a deferrable statement with the statement after it (the COMMIT): the pool runs in
+ * pg's pipeline mode, where a client writes each query as it is issued instead of after the
+ * previous answer, so a group issued together costs one round trip (and one write: `gathered`),
+ * and is answered in order: an earlier statement's failure is what the group's caller sees. A
+ * transaction that ran no statement sends nothing.
  */
 export function kyselyPool(pool: pg.Pool): PostgresPool {
   const clients = new WeakMap<pg.PoolClient, PostgresPoolClient>();
   const wrap = (client: pg.PoolClient): PostgresPoolClient => {
     let inTransaction = false;
     let held: Statement[] = [];
-    const send = ({ text, values }: Statement) => {
-      const name = names.get(text);
-      return client.query(name ? { name, text, values: [...values] } : { text, values: [...values] });
-    };
-    // Written as one: pg submits synchronously in pipeline mode, the cork gathers the messages.
-    const sendTogether = async (statements: Statement[]) => {
-      const stream = client.connection.stream;
-      stream.cork();
-      let answers: Promise<pg.QueryResult>[];
-      try {
-        answers = statements.map(send);
-      } finally {
-        stream.uncork();
-      }
-      return (await Promise.all(answers)).at(-1)!;
-    };
+    const send = (statement: Statement) => client.query(queryOf(statement));
+    const sendTogether = async (statements: Statement[]) => (await answersOf(gathered(client, () => statements.map(send)))).at(-1)!;
     const wrapped = {
       get processID() {
         return (client as unknown as { processID?: number }).processID;

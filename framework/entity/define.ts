@@ -1,6 +1,7 @@
+import type { Statement } from '../db/statements.ts';
 import type { Static, TObject, TOptional, TProperties, TSchema, TUnsafe } from 'typebox';
 import type { FastifyReply, FastifyRequest } from 'fastify';
-import type { SessionInfo, TxContext } from '../context/tx.ts';
+import type { PendingEvent, SessionInfo, TxContext } from '../context/tx.ts';
 import type { Services } from '../services.ts';
 import type { Config } from '../config/schema.ts';
 import type { TenantRef } from '../context/tenant.ts';
@@ -329,7 +330,30 @@ export interface RouteDefinition<S extends RouteSchemas = RouteSchemas, P extend
   form?: boolean;
   /** Left out of the OpenAPI document: the admin shell's HTML pages, which are no API. */
   hidden?: boolean;
+  /**
+   * The route's whole database work as one statement, so the request costs one exchange with
+   * PostgreSQL: BEGIN, the opening statement, this statement and COMMIT leave in one write. It is
+   * built from the validated request before the caller is known, so it must itself find nothing
+   * for a caller without the route's permission (`permissionPredicate` in its WHERE); the guard
+   * then decides from the opening statement's answer, as for the handler. Only for a route whose
+   * access is a permission. Returning undefined (or throwing) leaves the request to the handler.
+   */
+  oneExchange?(ctx: RouteContext<S>): OneExchange | undefined;
   handler(ctx: RouteContext<S> & { tx: TxContext<P> }): Promise<unknown>;
+}
+
+/** One request's statement and what to answer from it (see RouteDefinition.oneExchange). */
+export interface OneExchange {
+  statement: Statement;
+  /** Events the statement's write publishes (its values known in advance): inserted in the same exchange. */
+  events?: PendingEvent[];
+  /**
+   * The response from the statement's rows, once the guard has passed. `more` opens an ordinary
+   * transaction for a follow-up the rows could not answer (rare: it costs exchanges of its own).
+   */
+  answer(rows: Record<string, unknown>[], more: RequestTransaction): Promise<unknown>;
+  /** The error a failure of the statement stands for (e.g. a malformed cursor is 422). */
+  failed?(err: unknown): unknown;
 }
 
 export interface NoTxRouteDefinition<S extends RouteSchemas = RouteSchemas, P extends string = string>

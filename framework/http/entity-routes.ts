@@ -35,6 +35,7 @@ export function entityRoutes(entity: ResolvedEntity, ops: EntityOperations): Any
       tags,
       access: read,
       schema: { querystring: schemas.listQuery, response: { 200: answer(schemas.list, `A page of ${names.labelPlural.toLowerCase()}`) } },
+      oneExchange: ({ query }) => ops.listExchange(query as PageQuery),
       handler: async ({ tx, query }) => {
         const page = await ops.list(tx, query as PageQuery);
         return def.hooks?.afterRead ? { ...page, items: await presentAll(present, tx, page.items) } : page;
@@ -49,6 +50,11 @@ export function entityRoutes(entity: ResolvedEntity, ops: EntityOperations): Any
       access: write,
       publishes: [...new Set([events.created, ...hookEvents])],
       schema: { body: schemas.create, response: { 201: answer(schemas.row, `The ${names.label.toLowerCase()} created`) } },
+      oneExchange: ({ body, reply, services }) =>
+        ops.createExchange(body as Record<string, unknown>, services.clock.now(), (row) => {
+          reply.code(201).header('location', `${names.path}/${row.id}`);
+          return row;
+        }),
       handler: async ({ tx, body, reply }) => {
         const row = await ops.create(tx, body as Record<string, unknown>);
         reply.code(201).header('location', `${names.path}/${row.id}`);
@@ -64,6 +70,7 @@ export function entityRoutes(entity: ResolvedEntity, ops: EntityOperations): Any
       tags,
       access: read,
       schema: { params: schemas.idParams, response: { 200: answer(schemas.row, `The ${names.label.toLowerCase()}`) } },
+      oneExchange: ({ params }) => ops.readExchange((params as { id: string }).id),
       handler: async ({ tx, params }) => present(tx, await ops.read(tx, (params as { id: string }).id)),
     },
     {

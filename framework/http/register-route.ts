@@ -1,6 +1,6 @@
 import type { FastifyInstance, FastifyReply, FastifyRequest, FastifySchemaCompiler } from 'fastify';
 import type { TSchema } from 'typebox';
-import type { AnyRoute, NoTxRouteDefinition, RouteDefinition } from '../entity/define.ts';
+import type { AnyRoute, NoTxRouteDefinition, OneExchange, RouteDefinition } from '../entity/define.ts';
 import type { PublishAllowList, TxContext, TxOptions } from '../context/tx.ts';
 import type { ResolvedEntity } from '../entity/resolve.ts';
 import type { Services } from '../services.ts';
@@ -125,6 +125,18 @@ export function registerRoute(app: FastifyInstance, services: Services, route: A
         const transaction = <T>(fn: (tx: TxContext) => Promise<T>): Promise<T> => services.transactions.run(tenant, fn, txOptions);
         return (route as NoTxRouteDefinition).handler({ ...base, session, transaction });
       }
+      const single = route.oneExchange && typeof route.access === 'object' ? oneExchangeOf(route as RouteDefinition, base) : undefined;
+      if (single && typeof route.access === 'object') {
+        // One exchange: the statement went with the opening statement, before the caller was known;
+        // the guard decides from the opening statement's answer, before the statement's is read.
+        const work = { statement: single.statement, permission: route.access.permission, ...(single.events ? { events: single.events } : {}) };
+        const { session, answer } = await services.transactions.runStatement(tenant, work, txOptions);
+        authorize(route.access, session);
+        renewSessionCookie(reply, services.config, rawId, session);
+        if (!answer.ok) throw single.failed ? single.failed(answer.error) : answer.error;
+        const more = <T>(fn: (tx: TxContext) => Promise<T>): Promise<T> => services.transactions.run(tenant, fn, txOptions);
+        return single.answer(answer.result.rows, more);
+      }
       return services.transactions.run(
         tenant,
         async (tx) => {
@@ -137,6 +149,19 @@ export function registerRoute(app: FastifyInstance, services: Services, route: A
       );
     },
   });
+}
+
+/**
+ * The request's one-exchange statement, or undefined for the handler to serve it: a statement the
+ * route cannot build from this request (a refused parameter) is the handler's to refuse, after the
+ * guard, so that a caller who may not use the route learns nothing from its parameters.
+ */
+function oneExchangeOf(route: RouteDefinition, input: Parameters<NonNullable<RouteDefinition['oneExchange']>>[0]): OneExchange | undefined {
+  try {
+    return route.oneExchange!(input);
+  } catch {
+    return undefined;
+  }
 }
 
 /**

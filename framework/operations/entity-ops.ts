@@ -2,13 +2,15 @@ import { CompiledQuery, type Transaction } from 'kysely';
 import type { TSchema } from 'typebox';
 import { Compile } from 'typebox/compile';
 import type { Database } from '../db/types.ts';
-import type { TxContext } from '../context/tx.ts';
+import { permissionPredicate, type TxContext } from '../context/tx.ts';
 import type { ResolvedEntity } from '../entity/resolve.ts';
-import type { AfterWriteInput, EntityRow } from '../entity/define.ts';
+import type { AfterWriteInput, EntityRow, OneExchange } from '../entity/define.ts';
 import type { TProperties } from 'typebox';
 import type { Services } from '../services.ts';
 import { notFound, problem, type FieldError } from '../errors.ts';
 import { prepared } from '../db/statements.ts';
+import { uuidv7 } from '../db/uuidv7.ts';
+import { hasDateTimeFormat } from '../entity/date-time.ts';
 import { KeysetPager, type ListFilter, type Page, type PageQuery } from './paging.ts';
 import Type from 'typebox';
 
@@ -46,6 +48,12 @@ export class EntityOperations {
   readonly pager: KeysetPager;
   /** Called once a transaction that wrote a row of this entity has committed, with its tenant. */
   private readonly committedWrite: ((tenantId: string) => void)[] = [];
+  /** The read permission as a list condition, for statements sent before the caller is known. */
+  private readonly canRead: ListFilter;
+  private readonly canReadSql: string;
+  /** The one-exchange read by id (readExchange). */
+  private readonly readText: string;
+  private readonly canWrite: string;
 
   constructor(entity: ResolvedEntity) {
     this.entity = entity;
@@ -60,6 +68,10 @@ export class EntityOperations {
     ]);
     this.live = entity.deleteMode === 'hard' ? '' : 'deleted_at is null';
     this.checkChanges = Compile(entity.schemas.changes);
+    this.canReadSql = permissionPredicate(entity.def.permissions.read);
+    this.canRead = { conditions: [this.canReadSql], params: [] };
+    this.readText = prepared(`select ${this.selectList} from ${this.table}${where('id = $1', this.live, this.canReadSql)}`);
+    this.canWrite = permissionPredicate(entity.def.permissions.write);
     const columnOf = (field: string) => (field === 'createdAt' ? 'created_at' : field === 'updatedAt' ? 'updated_at' : entity.columns[field]);
     this.pager = new KeysetPager({
       select: this.selectList,
@@ -85,6 +97,75 @@ export class EntityOperations {
     const filter: ListFilter | undefined = access.sql ? { conditions: [access.sql], params: access.params } : undefined;
     const result = await this.pager.page(ctx.db, page, filter);
     return { ...result, items: result.items.map((r) => this.toRow(r)) };
+  }
+
+  /**
+   * The list as one statement for a one-exchange request (RouteDefinition.oneExchange): the same
+   * page, with the read permission checked in its WHERE, so a caller without it reads no row.
+   * Undefined when the list needs the caller before its statement (row access) or runs code on
+   * its rows (afterRead).
+   */
+  listExchange(page: PageQuery): OneExchange | undefined {
+    if (this.entity.def.rowAccess || this.entity.def.hooks?.afterRead) return undefined;
+    const { text, params, cursor } = this.pager.statement(page, this.canRead);
+    return {
+      statement: { text, values: params },
+      answer: async (rows, more) => {
+        const result = await this.pager.answer(rows, page, cursor, () =>
+          more(async (ctx) => {
+            const count = this.pager.countStatement(this.canRead);
+            return Number((await run<{ n: string }>(ctx.db, count.text, count.params))[0]!.n);
+          }),
+        );
+        return { ...result, items: result.items.map((r) => this.toRow(r)) };
+      },
+      failed: (err) => this.pager.failure(err, cursor),
+    };
+  }
+
+  /**
+   * A read by id as one statement for a one-exchange request, checking the read permission in its
+   * WHERE; no row is 404 once the guard has passed. Undefined under row access or afterRead, and
+   * for an id that is no UUID (the handler answers it, after the guard).
+   */
+  readExchange(id: string): OneExchange | undefined {
+    if (this.entity.def.rowAccess || this.entity.def.hooks?.afterRead || !isUuid(id)) return undefined;
+    return {
+      statement: { text: this.readText, values: [id] },
+      answer: async (rows) => {
+        if (!rows[0]) throw notFound();
+        return this.toRow(rows[0]);
+      },
+    };
+  }
+
+  /**
+   * A create as one statement for a one-exchange request: the row's id is made in the process
+   * (UUIDv7, stamped with `now`, the service clock's reading), so the created event is known
+   * before the insert runs and its outbox insert travels with it. The insert and the outbox
+   * insert check the write permission themselves. Undefined when code must run around the write
+   * (hooks), for a singleton, for an entity whose committed writes are watched, or when the event names a field the body leaves to the database.
+   */
+  createExchange(input: Values, now: Date, created: (row: Row) => unknown): OneExchange | undefined {
+    const def = this.entity.def;
+    if (this.entity.singleton || def.hooks?.beforeWrite || def.hooks?.afterWrite || def.hooks?.afterRead) return undefined;
+    // Whoever waits on this entity's committed writes (onCommittedWrite) is told by create().
+    if (this.committedWrite.length > 0) return undefined;
+    const values: Values = { ...input, id: uuidv7(now.getTime()) };
+    const eventFields = def.eventFields ?? [];
+    // The event carries the body's values: only where they are what the row stores (not a
+    // database default, not a date-time PostgreSQL would print in its own form).
+    if (eventFields.some((f) => values[f] === undefined || (f in def.fields && hasDateTimeFormat(def.fields[f]!)))) return undefined;
+    const fields = Object.keys(values).filter((f) => (f === 'id' || f in this.entity.columns) && values[f] !== undefined);
+    const column = (f: string) => (f === 'id' ? 'id' : this.entity.columns[f]!);
+    const text = `insert into ${this.table} (${fields.map((f) => quote(column(f))).join(', ')})
+select ${fields.map((_, i) => `$${i + 1}`).join(', ')} where ${this.canWrite} returning ${this.selectList}`;
+    return {
+      statement: { text: prepared(text), values: fields.map((f) => (f === 'id' ? values.id : this.toColumnValue(f, values[f]))) },
+      events: [{ name: this.entity.names.events.created, payload: this.eventPayload(values as Row) }],
+      answer: async (rows) => created(this.toRow(rows[0]!)),
+      failed: (err) => this.uniqueFailure(err),
+    };
   }
 
   /** The row by id, or a singleton's row (id null); 404 when there is none the caller may see. */
@@ -331,16 +412,20 @@ export class EntityOperations {
     try {
       return await write;
     } catch (err) {
-      const { code, constraint } = err as { code?: string; constraint?: string };
-      if (code === '23505') {
-        for (const [field, rule] of Object.entries(this.entity.def.uniqueCodes ?? {})) {
-          if (rule && rule.index === constraint) {
-            throw problem(rule.code, `${field} is already used by another ${this.entity.names.label.toLowerCase()}`, { extensions: { field } });
-          }
+      throw this.uniqueFailure(err);
+    }
+  }
+
+  private uniqueFailure(err: unknown): unknown {
+    const { code, constraint } = err as { code?: string; constraint?: string };
+    if (code === '23505') {
+      for (const [field, rule] of Object.entries(this.entity.def.uniqueCodes ?? {})) {
+        if (rule && rule.index === constraint) {
+          return problem(rule.code, `${field} is already used by another ${this.entity.names.label.toLowerCase()}`, { extensions: { field } });
         }
       }
-      throw err;
     }
+    return err;
   }
 
   private deleteText(): string {

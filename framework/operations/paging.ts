@@ -228,20 +228,35 @@ export class KeysetPager {
     try {
       rows = (await db.executeQuery<Record<string, unknown>>(CompiledQuery.raw(text, params))).rows;
     } catch (err) {
-      // The one value from a request that reaches SQL unparsed is a cursor's sort value: one
-      // PostgreSQL cannot read as the column's type (class 22, data exception) was not ours.
-      if (cursor && typeof (err as { code?: unknown }).code === 'string' && (err as { code: string }).code.startsWith('22')) {
-        throw badCursor('after is not a cursor this list gave');
-      }
-      throw err;
+      throw this.failure(err, cursor);
     }
+    return this.answer(rows, query, cursor, async () => {
+      const count = this.countStatement(filter);
+      return Number((await db.executeQuery<{ n: string }>(CompiledQuery.raw(count.text, count.params))).rows[0]!.n);
+    });
+  }
+
+  /**
+   * The error a failure of the page's statement stands for. The one value from a request that
+   * reaches SQL unparsed is a cursor's sort value: one PostgreSQL cannot read as the column's type
+   * (class 22, data exception) was not ours.
+   */
+  failure(err: unknown, cursor: Cursor | undefined): unknown {
+    if (cursor && typeof (err as { code?: unknown }).code === 'string' && (err as { code: string }).code.startsWith('22')) {
+      return badCursor('after is not a cursor this list gave');
+    }
+    return err;
+  }
+
+  /**
+   * The page from the rows of its statement. The total comes with them; only an empty page past
+   * the first cannot tell it, and then `count` (the capped count, countStatement) is asked.
+   */
+  async answer(rows: Record<string, unknown>[], query: PageQuery, cursor: Cursor | undefined, count: () => Promise<number>): Promise<Page<Record<string, unknown>>> {
     let counted: number;
     if (rows.length > 0) counted = Number(rows[0]!.__total);
     else if (query.offset === 0 && !cursor) counted = 0;
-    else {
-      const count = this.countStatement(filter);
-      counted = Number((await db.executeQuery<{ n: string }>(CompiledQuery.raw(count.text, count.params))).rows[0]!.n);
-    }
+    else counted = await count();
     const more = rows.length > query.limit;
     const items = more ? rows.slice(0, query.limit) : rows;
     const last = items.at(-1);

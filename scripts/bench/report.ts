@@ -13,6 +13,10 @@ export interface ResultRow {
   /** Upload scenario: megabytes (10^6 bytes) per second, and the service's RSS growth during one upload. */
   mb_per_s?: number;
   rss_growth_mib?: number;
+  /** Driver comparison: CPU per transaction of the client process and of PostgreSQL (µs), and each round's tx/s. */
+  client_cpu_us?: number;
+  postgres_cpu_us?: number;
+  rounds_rps?: number[];
 }
 
 const round = (value: number | null, digits: number): number | null =>
@@ -27,6 +31,8 @@ export function rounded(row: ResultRow): ResultRow {
     ratio_to_baseline: round(row.ratio_to_baseline, 3),
     ...(row.mb_per_s !== undefined ? { mb_per_s: round(row.mb_per_s, 1)! } : {}),
     ...(row.rss_growth_mib !== undefined ? { rss_growth_mib: round(row.rss_growth_mib, 1)! } : {}),
+    ...(row.client_cpu_us !== undefined ? { client_cpu_us: round(row.client_cpu_us, 0)! } : {}),
+    ...(row.postgres_cpu_us !== undefined ? { postgres_cpu_us: round(row.postgres_cpu_us, 0)! } : {}),
   };
 }
 

@@ -15,6 +15,7 @@ import { formatTable, rounded, type ResultRow } from './report.ts';
 import type { BaselineSettings, ServiceSettings } from './protocol.ts';
 import { BENCH_PASSWORD, type SeedInfo } from './seed.ts';
 import { BASELINE_PAGE_ETAG } from './baseline-page.ts';
+import { measureDriverGroup } from './drivers.ts';
 
 const LIST_PATH = '/api/v1/testkit/widgets?limit=20';
 const CREATE_PATH = '/api/v1/testkit/widgets';
@@ -205,6 +206,11 @@ async function measure(options: BenchOptions, db: BenchDatabase, runId: string, 
       met: fromCommit.p99_ms <= 50,
       samples: fromCommit.samples,
     });
+  }
+
+  if (options.only.has('drivers')) {
+    const cookie = await signIn(service.port, host, seed.email, BENCH_PASSWORD);
+    rows.push(...(await measureDriverGroup(options, db, seed, cookie, log, load)));
   }
 
   if (options.only.has('login')) {

@@ -2,7 +2,7 @@ import { readFileSync, readdirSync } from 'node:fs';
 import { assertClean, combine, hammer, type Figures, type Sample, type Target } from './load.ts';
 
 /** CPU time so far of each process of a PostgreSQL server: the postmaster and every process under it. */
-function serverCpu(postmasterPid: number): Map<number, number> {
+export function serverCpu(postmasterPid: number): Map<number, number> {
   const times = new Map<number, number>([[postmasterPid, cpuMs(postmasterPid)]]);
   for (const entry of readdirSync('/proc')) {
     if (!/^\d+$/.test(entry)) continue;
@@ -17,7 +17,7 @@ function serverCpu(postmasterPid: number): Map<number, number> {
 }
 
 /** CPU the server used between two snapshots; a process that ended in between is left out (rare: pools keep their connections). */
-function serverCpuSince(before: Map<number, number>, after: Map<number, number>): number {
+export function serverCpuSince(before: Map<number, number>, after: Map<number, number>): number {
   let total = 0;
   for (const [pid, ms] of after) total += ms - (before.get(pid) ?? 0);
   return total;

@@ -1,7 +1,10 @@
+import { randomBytes } from 'node:crypto';
 import { sql } from 'kysely';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import type pg from 'pg';
+import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { startTestApp, createCustomer, signInAs, type TestApp, type SignedIn } from '../helpers/app.ts';
 import { testConfig } from '../helpers/config.ts';
+import { hashSecret } from '../../framework/access/session-cookie.ts';
 import type { TenantRef } from '../../framework/context/tenant.ts';
 
 // One connection in the pool: the statements after a transaction run on the session it used, so a
@@ -10,16 +13,225 @@ let app: TestApp;
 let acme: TenantRef;
 let reader: SignedIn;
 
+interface Sent {
+  text: string;
+  values: unknown[];
+  /** Answers this checkout had received when the statement was issued: statements issued with the same count travel together. */
+  answersBefore: number;
+}
+interface Checkout {
+  sent: Sent[];
+  answers: number;
+}
+
+/**
+ * What each pool checkout sent, observed on the real driver: every statement with the number of
+ * answers received before it was issued. Statements issued before any answer came back left in
+ * one write and cost one round trip; each later count is another exchange.
+ */
+let checkouts: Checkout[] = [];
+function watchCheckouts(pool: pg.Pool): void {
+  const current = new WeakMap<pg.PoolClient, Checkout>();
+  const watched = new WeakSet<pg.PoolClient>();
+  pool.on('acquire', (client) => {
+    const checkout: Checkout = { sent: [], answers: 0 };
+    checkouts.push(checkout);
+    current.set(client, checkout);
+    if (watched.has(client)) return;
+    watched.add(client);
+    const query = client.query.bind(client) as (...args: unknown[]) => unknown;
+    (client as unknown as { query: (...args: unknown[]) => unknown }).query = (...args: unknown[]) => {
+      const checkout = current.get(client)!;
+      const config = args[0] as string | { text: string; values?: unknown[] };
+      const text = typeof config === 'string' ? config : config.text;
+      const values = typeof config === 'string' ? ((args[1] as unknown[] | undefined) ?? []) : (config.values ?? []);
+      checkout.sent.push({ text, values, answersBefore: checkout.answers });
+      const result = query(...args);
+      const answered = () => void (checkout.answers += 1);
+      if (result instanceof Promise) result.then(answered, answered);
+      return result;
+    };
+  });
+}
+
+const exchanges = (checkout: Checkout): number => new Set(checkout.sent.map((s) => s.answersBefore)).size;
+const listCheckout = (): Checkout => {
+  const found = checkouts.filter((c) => c.sent.some((s) => s.text.includes('from "widgets"')));
+  expect(found).toHaveLength(1);
+  return found[0]!;
+};
+
 beforeAll(async () => {
   app = await startTestApp({ config: testConfig({ database: { pool_size: 1 } }) });
   acme = await createCustomer(app, 'acme');
   reader = await signInAs(app, acme, ['widget:read', 'widget:write']);
+  watchCheckouts(app.services.db.pool);
 });
 afterAll(async () => {
   await app?.close();
 });
 
 const widgets = async () => (await app.services.transactions.run(acme, (ctx) => sql<{ name: string }>`select name from widgets`.execute(ctx.db))).rows.map((r) => r.name);
+
+describe('one exchange per read request', () => {
+  beforeEach(() => {
+    checkouts = [];
+  });
+
+  it('a list GET sends BEGIN, the opening statement, the list and COMMIT in one write, and reads one answer', async () => {
+    const res = await app.http('acme.localhost').get('/api/v1/testkit/widgets?limit=5').set('Cookie', reader.cookie);
+    expect(res.status).toBe(200);
+    const checkout = listCheckout();
+    expect(checkout.sent.map((s) => s.text.trim().split(/\s+/, 1)[0]!.toLowerCase())).toEqual(['begin', 'select', 'select', 'commit']);
+    expect(checkout.sent[1]!.text).toContain('from sessions');
+    expect(exchanges(checkout)).toBe(1);
+  });
+
+  it('a list GET with an invalid session cookie is 401, and its list statement, sent in that exchange, reads no row', async () => {
+    const res = await app.http('acme.localhost').get('/api/v1/testkit/widgets').set('Cookie', `app_session=${randomBytes(32).toString('base64url')}`);
+    expect(res.status).toBe(401);
+    expect(res.body.code).toBe('AUTH_REQUIRED');
+    const checkout = listCheckout();
+    expect(exchanges(checkout)).toBe(1);
+    const [, opening, list] = checkout.sent;
+
+    // The same statements, run again with EXPLAIN ANALYZE: no plan node that reads widgets ever ran.
+    const loopsOnWidgets = async (openingValues: unknown[]): Promise<number[]> => {
+      const client = await app.services.db.pool.connect();
+      try {
+        await client.query('begin');
+        await client.query(opening!.text, openingValues);
+        const { rows } = await client.query<{ 'QUERY PLAN': unknown }>(`explain (analyze, format json) ${list!.text}`, list!.values);
+        const loops: number[] = [];
+        const walk = (node: { 'Relation Name'?: string; 'Actual Loops'?: number; Plans?: unknown[] }) => {
+          if (node['Relation Name'] === 'widgets') loops.push(node['Actual Loops']!);
+          for (const child of node.Plans ?? []) walk(child as typeof node);
+        };
+        walk((rows[0]!['QUERY PLAN'] as { Plan: Parameters<typeof walk>[0] }[])[0]!.Plan);
+        return loops;
+      } finally {
+        await client.query('rollback');
+        client.release();
+      }
+    };
+    const invalid = await loopsOnWidgets(opening!.values);
+    expect(invalid.length).toBeGreaterThan(0);
+    expect(invalid.every((n) => n === 0)).toBe(true);
+    // The control: with the reader's session, the same statement does read widgets.
+    const valid = await loopsOnWidgets([opening!.values[0], hashSecret(reader.rawSessionId), opening!.values[2]]);
+    expect(valid.some((n) => n > 0)).toBe(true);
+  });
+
+  it('a session due for its touch is slid forward after the list, in an exchange of its own, and its cookie re-issued', async () => {
+    const caller = await signInAs(app, acme, ['widget:read']);
+    await app.services.transactions.run(acme, (ctx) =>
+      sql`update sessions set last_seen_at = now() - interval '6 minutes', expires_at = now() + interval '1 day' where user_id = ${caller.userId}`.execute(ctx.db),
+    );
+    checkouts = [];
+    const res = await app.http('acme.localhost').get('/api/v1/testkit/widgets').set('Cookie', caller.cookie);
+    expect(res.status).toBe(200);
+    expect(exchanges(listCheckout())).toBe(1);
+    const touch = checkouts.filter((c) => c.sent.some((s) => s.text.includes('update sessions')));
+    expect(touch).toHaveLength(1);
+    expect(exchanges(touch[0]!)).toBe(1);
+    const setCookie = ([] as string[]).concat(res.headers['set-cookie'] ?? []);
+    expect(setCookie.join('\n')).toMatch(/Max-Age=(259\d{4})/);
+    const { rows } = await app.services.transactions.run(acme, (ctx) =>
+      sql<{ fresh: boolean }>`select last_seen_at > now() - interval '1 minute' as fresh from sessions where user_id = ${caller.userId}`.execute(ctx.db),
+    );
+    expect(rows).toEqual([{ fresh: true }]);
+  });
+
+  it('a read by id is one exchange too: the row, 404 for an unknown id, 401 and 403 before either', async () => {
+    const created = await app.http('acme.localhost').post('/api/v1/testkit/widgets').set('Cookie', reader.cookie).send({ name: 'read-me', size: 3, color: 'blue' });
+    expect(created.status).toBe(201);
+    const readCheckout = (): Checkout => {
+      const found = checkouts.filter((c) => c.sent.some((s) => s.text.startsWith('select') && s.text.includes('from "widgets" where id = $1')));
+      expect(found).toHaveLength(1);
+      return found[0]!;
+    };
+    const read = (id: string, cookie: string) => app.http('acme.localhost').get(`/api/v1/testkit/widgets/${id}`).set('Cookie', cookie);
+
+    checkouts = [];
+    const found = await read(created.body.id, reader.cookie);
+    expect(found.status).toBe(200);
+    expect(found.body.name).toBe('read-me');
+    expect(exchanges(readCheckout())).toBe(1);
+    expect(readCheckout().sent).toHaveLength(4);
+
+    checkouts = [];
+    const unknown = await read('0190b6a0-0000-7000-8000-000000000000', reader.cookie);
+    expect(unknown.status).toBe(404);
+    expect(exchanges(readCheckout())).toBe(1);
+
+    checkouts = [];
+    const anonymous = await read(created.body.id, `app_session=${randomBytes(32).toString('base64url')}`);
+    expect(anonymous.status).toBe(401);
+    expect(exchanges(readCheckout())).toBe(1);
+
+    const outsider = await signInAs(app, acme, []);
+    checkouts = [];
+    const refused = await read(created.body.id, outsider.cookie);
+    expect(refused.status).toBe(403);
+    expect(exchanges(readCheckout())).toBe(1);
+  });
+
+  it('a signed-in caller without the read permission is 403 and the list finds no row for them', async () => {
+    const outsider = await signInAs(app, acme, []);
+    const res = await app.http('acme.localhost').get('/api/v1/testkit/widgets').set('Cookie', outsider.cookie);
+    expect(res.status).toBe(403);
+    expect(res.body.code).toBe('AUTH_FORBIDDEN');
+    expect(exchanges(listCheckout())).toBe(1);
+  });
+});
+
+describe('one exchange per write whose values are known in advance', () => {
+  beforeEach(() => {
+    checkouts = [];
+  });
+
+  const insertCheckout = (): Checkout => {
+    const found = checkouts.filter((c) => c.sent.some((s) => s.text.startsWith('insert into "widgets"')));
+    expect(found).toHaveLength(1);
+    return found[0]!;
+  };
+
+  it('a create POST sends BEGIN, the opening statement, the insert with its id made in the process, the outbox insert and COMMIT in one write', async () => {
+    const res = await app.http('acme.localhost').post('/api/v1/testkit/widgets').set('Cookie', reader.cookie).send({ name: 'one-exchange', size: 2, color: 'red' });
+    expect(res.status).toBe(201);
+    expect(res.body.id).toMatch(/^[0-9a-f]{8}-[0-9a-f]{4}-7[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$/);
+    expect(res.headers.location).toBe(`/api/v1/testkit/widgets/${res.body.id}`);
+    const checkout = insertCheckout();
+    expect(checkout.sent.map((s) => s.text.trim().split(/\s+/, 2).join(' ').toLowerCase())).toEqual(['begin', 'select set_config(\'app.tenant_id\',', 'insert into', 'insert into', 'commit']);
+    expect(checkout.sent[3]!.text).toContain('into outbox');
+    expect(exchanges(checkout)).toBe(1);
+    // The event names the row and the caller as its actor, as a handler's publish does.
+    const { rows } = await app.services.db.pool.query<{ actor_id: string }>(`select actor_id from outbox where name = 'testkit.widget.created' and payload->>'id' = $1`, [res.body.id]);
+    expect(rows).toEqual([{ actor_id: reader.userId }]);
+    expect(await widgets()).toContain('one-exchange');
+  });
+
+  it('a create by a caller without the write permission is 403, and neither the row nor its event is written', async () => {
+    const viewer = await signInAs(app, acme, ['widget:read']);
+    const res = await app.http('acme.localhost').post('/api/v1/testkit/widgets').set('Cookie', viewer.cookie).send({ name: 'not-written', size: 2, color: 'red' });
+    expect(res.status).toBe(403);
+    expect(res.body.code).toBe('AUTH_FORBIDDEN');
+    expect(exchanges(insertCheckout())).toBe(1);
+    expect(await widgets()).not.toContain('not-written');
+    const { rows } = await app.services.db.pool.query(`select 1 from outbox where actor_id = $1`, [viewer.userId]);
+    expect(rows).toHaveLength(0);
+  });
+
+  it('a create refused by a unique index rolls back its event too and answers as before', async () => {
+    const first = await app.http('acme.localhost').post('/api/v1/testkit/widgets').set('Cookie', reader.cookie).send({ name: 'twice', size: 1, color: 'red' });
+    expect(first.status).toBe(201);
+    const { rows: before } = await app.services.db.pool.query<{ n: number }>(`select count(*)::int as n from outbox where name = 'testkit.widget.created'`);
+    const second = await app.http('acme.localhost').post('/api/v1/testkit/widgets').set('Cookie', reader.cookie).send({ name: 'twice', size: 1, color: 'red' });
+    expect(second.status).toBe(409);
+    const { rows: after } = await app.services.db.pool.query<{ n: number }>(`select count(*)::int as n from outbox where name = 'testkit.widget.created'`);
+    expect(after[0]!.n).toBe(before[0]!.n);
+  });
+});
 
 describe('the request path\'s statements', () => {
   it('are prepared once on the connection and reused by every request after', async () => {
