@@ -44,8 +44,9 @@ function retryOverrides(sub: SubscriptionDefinition): { retryLimit?: number; ret
 const DRAIN = { burstWhenBatchFull: true, pollingIntervalSeconds: 0.5, notifyPollingIntervalSeconds: 2 };
 
 /**
- * The worker role: relays the outbox, runs subscriptions and the audit recorder, and runs the
- * modules' scheduled jobs, all on pg-boss. Any number of worker processes may run at once.
+ * The worker role: relays the outbox (recording the audit trail as it goes), and runs the
+ * subscriptions and the modules' scheduled jobs on pg-boss. Any number of worker processes may
+ * run at once.
  */
 export class Worker {
   readonly boss: PgBoss;
