@@ -163,15 +163,17 @@ async function main(): Promise<void> {
       STORAGE_LOCAL_ROOT: join(dir, 'uploads'),
       EXTENSIONS_PATH: join(dir, 'extensions'),
     };
+    mkdirSync(join(dir, 'uploads'), { recursive: true });
+    mkdirSync(join(dir, 'extensions'), { recursive: true });
     const cli = join(dir, 'node_modules', 'directus', 'cli.js');
     if (!existsSync(cli)) throw new Error(`no ${cli} after the install`);
     await run(process.execPath, [cli, 'bootstrap'], { cwd: dir, env });
     const directus = spawn(process.execPath, [cli, 'start'], { cwd: dir, env: { ...process.env, ...env }, stdio: ['ignore', 'inherit', 'inherit'] });
     processes.push(directus);
     for (let i = 0; ; i++) {
-      const ok = await http(port, 'GET', '/server/health').then((r) => r.status === 200, () => false);
+      const ok = await fetch(`http://127.0.0.1:${port}/server/ping`).then((r) => r.ok, () => false);
       if (ok) break;
-      if (i > 600 || directus.exitCode !== null) throw new Error('Directus did not answer /server/health');
+      if (i > 600 || directus.exitCode !== null) throw new Error('Directus did not answer /server/ping');
       await sleep(200);
     }
     const login = await http(port, 'POST', '/auth/login', { email: ADMIN_EMAIL, password: ADMIN_PASSWORD });
