@@ -4,9 +4,9 @@ import type { Db } from '../db/pool.ts';
 import { preparedQuery } from '../db/statements.ts';
 import type { Registry } from '../entity/registry.ts';
 import type { DeliveredEvent } from '../entity/define.ts';
+import { auditStatements } from './audit.ts';
 
 export const OUTBOX_CHANNEL = 'tenantry_outbox';
-export const AUDIT_QUEUE = 'tenantry-audit';
 export const subscriptionQueue = (name: string): string => `sub-${name}`;
 
 const BATCH = 500;
@@ -40,9 +40,12 @@ export function deliveredEvent(row: OutboxRow): DeliveredEvent {
 }
 
 /**
- * Moves committed outbox rows into pg-boss queues: one job per subscription of the event plus
- * one for the audit recorder. Claiming (FOR UPDATE SKIP LOCKED), enqueueing and marking happen
- * in one transaction, so several workers never relay a row twice and a crash relays it again.
+ * Moves committed outbox rows on: records each in its tenant's audit trail and queues one pg-boss
+ * job per subscription of the event. Claiming (FOR UPDATE SKIP LOCKED), recording, enqueueing and
+ * marking happen in one transaction, so several workers never relay a row twice, a crash relays
+ * it again (the audit row is keyed by the event id), and an event is in the audit trail exactly
+ * when it has been relayed. The audit trail takes no queue hop: a job per event cost an insert,
+ * a fetch and a completion in pg-boss for what is one row (docs/performance.md).
  */
 export class OutboxRelay {
   private readonly db: Db;
@@ -112,10 +115,10 @@ export class OutboxRelay {
         await client.query('commit');
         return 0;
       }
+      const events = rows.map(deliveredEvent);
       const jobsByQueue = new Map<string, { data: DeliveredEvent }[]>();
-      for (const row of rows) {
-        const event = deliveredEvent(row);
-        for (const queue of [AUDIT_QUEUE, ...(this.queuesByEvent.get(row.name) ?? [])]) {
+      for (const event of events) {
+        for (const queue of this.queuesByEvent.get(event.name) ?? []) {
           const list = jobsByQueue.get(queue) ?? [];
           list.push({ data: event });
           jobsByQueue.set(queue, list);
@@ -123,7 +126,13 @@ export class OutboxRelay {
       }
       const inTransaction = { executeSql: (text: string, values?: unknown[]) => client.query(preparedQuery(text, values)) };
       for (const [queue, jobs] of jobsByQueue) await this.boss.insert(queue, jobs, { db: inTransaction });
-      await Promise.all([client.query(preparedQuery(MARK_RELAYED, [rows.map((r) => r.id)])), client.query('commit')]);
+      // The audit rows, the mark and COMMIT go out together; the first failure is the one thrown
+      // and turns the COMMIT into a rollback, so nothing is relayed without its audit row.
+      await Promise.all([
+        ...auditStatements(events).map((statement) => client.query(statement)),
+        client.query(preparedQuery(MARK_RELAYED, [rows.map((r) => r.id)])),
+        client.query('commit'),
+      ]);
       return rows.length;
     } catch (err) {
       await client.query('rollback').catch(() => {});

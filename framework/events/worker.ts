@@ -2,7 +2,8 @@ import { PgBoss, type Job, type JobResult } from 'pg-boss';
 import type { JobWithMetadata } from 'pg-boss';
 import type { Services } from '../services.ts';
 import type { DeliveredEvent, JobDefinition, SubscriptionDefinition } from '../entity/define.ts';
-import { OutboxRelay, AUDIT_QUEUE, subscriptionQueue } from './relay.ts';
+import { OutboxRelay, subscriptionQueue } from './relay.ts';
+import { auditStatements } from './audit.ts';
 import { tenantById, servedTenants, servedTenantById } from '../context/tenant-lookup.ts';
 import { CompiledQuery, sql } from 'kysely';
 import { prepared } from '../db/statements.ts';
@@ -11,6 +12,11 @@ import { JOB_RETRY_DEFAULTS, JobRunner, jobQueue, runId, runKey, slotOf, tenantJ
 export { jobQueue, tenantJobQueue };
 
 export const DEAD_LETTER_QUEUE = 'tenantry-dead-letters';
+/**
+ * Where the relay used to queue one job per event for the audit recorder, before it recorded the
+ * audit trail itself. A worker still drains jobs left there by an older version, then it stays empty.
+ */
+export const LEGACY_AUDIT_QUEUE = 'tenantry-audit';
 
 /** What a dead-letter job carries: an event delivery's data, or a job run's. */
 type DeadLetterData = Partial<DeliveredEvent> & Partial<TenantJobData>;
@@ -23,11 +29,6 @@ const RETRY = { retryLimit: 5, retryDelay: 2, retryBackoff: true, retryDelayMax:
 const FIRST_DELIVERY = prepared(
   'insert into processed_events (subscription, event_id) values ($1, $2) on conflict do nothing returning event_id',
 );
-const RECORD_AUDIT = prepared(`
-insert into audit_events (event_id, name, actor_id, occurred_at, payload)
-select e.event_id, e.name, e.actor_id, e.occurred_at, e.payload
-  from jsonb_to_recordset($1::jsonb) as e(event_id uuid, name text, actor_id uuid, occurred_at timestamptz, payload jsonb)
-on conflict do nothing`);
 
 /** A subscription may shorten or lengthen its retries; the delay still doubles after each attempt. */
 function retryOverrides(sub: SubscriptionDefinition): { retryLimit?: number; retryDelay?: number } {
@@ -43,8 +44,9 @@ function retryOverrides(sub: SubscriptionDefinition): { retryLimit?: number; ret
 const DRAIN = { burstWhenBatchFull: true, pollingIntervalSeconds: 0.5, notifyPollingIntervalSeconds: 2 };
 
 /**
- * The worker role: relays the outbox, runs subscriptions and the audit recorder, and runs the
- * modules' scheduled jobs, all on pg-boss. Any number of worker processes may run at once.
+ * The worker role: relays the outbox (recording the audit trail as it goes), and runs the
+ * subscriptions and the modules' scheduled jobs on pg-boss. Any number of worker processes may
+ * run at once.
  */
 export class Worker {
   readonly boss: PgBoss;
@@ -72,10 +74,11 @@ export class Worker {
       },
     );
 
-    await this.createEventQueue(AUDIT_QUEUE, {});
-    await this.boss.work<DeliveredEvent>(AUDIT_QUEUE, { ...DRAIN, batchSize: 50 }, async (jobs) => {
-      await this.recordAudits(jobs.map((job) => job.data));
-    });
+    if (await this.boss.getQueue(LEGACY_AUDIT_QUEUE)) {
+      await this.boss.work<DeliveredEvent>(LEGACY_AUDIT_QUEUE, { pollingIntervalSeconds: 30, batchSize: 100 }, async (jobs) => {
+        await this.recordAudits(jobs.map((job) => job.data));
+      });
+    }
 
     for (const sub of registry.subscriptions) {
       const queue = subscriptionQueue(sub.name);
@@ -128,19 +131,21 @@ export class Worker {
     await this.recordAudits([event]);
   }
 
-  /** Records a batch of events: one transaction and one statement per tenant, not per event. */
+  /**
+   * Records events in the audit trail in a transaction of their own, with the statements the
+   * relay runs in its claim's transaction (for events that reached a queue, not the relay).
+   */
   async recordAudits(events: DeliveredEvent[]): Promise<void> {
-    const byTenant = new Map<string, DeliveredEvent[]>();
-    for (const event of events) {
-      const batch = byTenant.get(event.tenantId);
-      if (batch) batch.push(event);
-      else byTenant.set(event.tenantId, [event]);
-    }
-    for (const [tenantId, batch] of byTenant) {
-      const tenant = await tenantById(this.services.db, tenantId);
-      if (!tenant) continue;
-      const rows = batch.map((e) => ({ event_id: e.id, name: e.name, actor_id: e.actorId, occurred_at: e.occurredAt, payload: e.payload }));
-      await this.services.transactions.run(tenant, (ctx) => ctx.db.executeQuery(CompiledQuery.raw(RECORD_AUDIT, [JSON.stringify(rows)])));
+    const client = await this.services.db.pool.connect();
+    try {
+      await client.query('begin');
+      for (const statement of auditStatements(events)) await client.query(statement);
+      await client.query('commit');
+    } catch (err) {
+      await client.query('rollback').catch(() => {});
+      throw err;
+    } finally {
+      client.release();
     }
   }
 

@@ -6,7 +6,8 @@ import { pipeline } from 'node:stream/promises';
 import Fastify from 'fastify';
 import multipart from '@fastify/multipart';
 import pg from 'pg';
-import { BASELINE_TABLE, BENCH_PAGE_SLUG, widgetRowsSql } from './seed.ts';
+import { BASELINE_NOTIFICATIONS, BASELINE_TABLE, BENCH_PAGE_SLUG, widgetRowsSql } from './seed.ts';
+import { encodeCursor, KeysetPager, TOTAL_CAP, type ListFilter } from '../../framework/operations/paging.ts';
 import { BASELINE_PAGE_ETAG } from './baseline-page.ts';
 import { SETTINGS_ENV, type BaselineSettings, type ChildMessage, type ChildRequest } from './protocol.ts';
 
@@ -20,10 +21,49 @@ const settings = JSON.parse(process.env[SETTINGS_ENV] ?? '{}') as BaselineSettin
 const send = (message: ChildMessage) => process.send?.(message);
 
 const COLUMNS = 'id, created_at, updated_at, name, size, note, color, approved, approved_at';
+const quoted = (list: string) => list.split(', ').map((c) => `"${c}"`).join(', ');
 
-// The service's list statement (framework/operations/entity-ops.ts), with the tenant as a filter.
-const LIST = `select ${COLUMNS}, (select count(*) from ${BASELINE_TABLE} where tenant_id = $3 and deleted_at is null) as "__total"
-   from ${BASELINE_TABLE} where tenant_id = $3 and deleted_at is null order by created_at asc, id asc limit $1 offset $2`;
+/**
+ * The service's list statements (framework/operations/paging.ts: the page plus one row, the total
+ * counted up to its cap), built by the same pager over the baseline's copies, with the tenant (and
+ * for notifications the recipient) as where terms instead of row-level security. Built once here.
+ */
+const widgetPager = new KeysetPager({
+  select: quoted(COLUMNS),
+  from: `"${BASELINE_TABLE}"`,
+  id: 'id',
+  where: ['deleted_at is null'],
+  sorts: { createdAt: { column: '"created_at"' } },
+});
+const notificationPager = new KeysetPager({
+  select: 'id, title, body, link, read_at as "readAt", created_at as "createdAt"',
+  from: BASELINE_NOTIFICATIONS,
+  id: 'id',
+  where: [],
+  sorts: { createdAt: { column: 'created_at' } },
+});
+// The params here only number the pager's own after them; each request passes the real values.
+const WIDGET_FILTER: ListFilter = { conditions: ['tenant_id = $1'], params: ['tenant'] };
+const NOTIFICATION_FILTER: ListFilter = { conditions: ['tenant_id = $1', 'recipient_id = $2'], params: ['tenant', 'recipient'] };
+const LIST = widgetPager.statement({ limit: 20, offset: 0, sort: 'createdAt' }, WIDGET_FILTER).text;
+const NOTIFICATIONS = notificationPager.statement({ limit: 20, offset: 0, sort: '-createdAt' }, NOTIFICATION_FILTER).text;
+
+/** The page answer from the rows of a page statement (limit + 1 rows asked for). */
+function page(rows: Record<string, unknown>[], limit: number, offset: number, sort: string) {
+  const total = rows.length > 0 ? Number(rows[0]!.__total) : 0;
+  const more = rows.length > limit;
+  const items = more ? rows.slice(0, limit) : rows;
+  const last = items.at(-1);
+  const next = more && last ? encodeCursor({ sort, value: last.__sort as string, id: String(last.__id) }) : null;
+  return {
+    items: items.map(({ __total, __sort, __id, ...row }) => row),
+    total: Math.min(total, TOTAL_CAP),
+    totalExact: total <= TOTAL_CAP,
+    limit,
+    offset,
+    next,
+  };
+}
 
 const INSERT = `insert into ${BASELINE_TABLE} (tenant_id, name, size, note, color) values ($1, $2, $3, $4, $5) returning ${COLUMNS}`;
 
@@ -39,9 +79,14 @@ async function main(): Promise<void> {
   pool.on('error', () => {});
   await pool.query(`drop table if exists ${BASELINE_TABLE}`);
   await pool.query(`create table ${BASELINE_TABLE} (like widgets including defaults including indexes)`);
-  for (const tenantId of settings.tenantIds) await pool.query(widgetRowsSql(BASELINE_TABLE, true), [settings.rowsPerTenant, tenantId]);
+  for (const tenantId of settings.tenantIds) await pool.query(widgetRowsSql(BASELINE_TABLE, true), [1, settings.rowsPerTenant, tenantId]);
   await pool.query(`vacuum analyze ${BASELINE_TABLE}`);
   const tenantId = settings.tenantIds[0]!;
+  // The first tenant's notifications, copied row for row (the table's row-level security wants the tenant set).
+  await pool.query(`drop table if exists ${BASELINE_NOTIFICATIONS}`);
+  await pool.query(`create table ${BASELINE_NOTIFICATIONS} (like notifications including defaults including indexes)`);
+  await pool.query(`begin; select set_config('app.tenant_id', '${tenantId}', true); insert into ${BASELINE_NOTIFICATIONS} select * from notifications; commit`);
+  await pool.query(`vacuum analyze ${BASELINE_NOTIFICATIONS}`);
 
   const app = Fastify({ logger: false });
   app.get('/health', async () => ({ status: 'ok' }));
@@ -52,12 +97,16 @@ async function main(): Promise<void> {
     return { slug: BENCH_PAGE_SLUG, title: 'Benchmark page', kind: 'page', body: '<h1>A benchmark page</h1>', publishedAt: new Date(0).toISOString() };
   });
   app.get('/api/v1/testkit/widgets', async (request) => {
-    const query = request.query as { limit?: string; offset?: string };
+    const query = request.query as { limit?: string };
     const limit = Number(query.limit ?? 20);
-    const offset = Number(query.offset ?? 0);
-    const { rows } = await pool.query<Record<string, unknown> & { __total: number }>(LIST, [limit, offset, tenantId]);
-    const total = rows.length > 0 ? Number(rows[0]!.__total) : 0;
-    return { items: rows.map(({ __total, ...row }) => row), total, limit, offset };
+    const { rows } = await pool.query<Record<string, unknown>>(LIST, [tenantId, limit + 1, 0]);
+    return page(rows, limit, 0, 'createdAt');
+  });
+  app.get('/api/v1/notification/notifications', async (request) => {
+    const query = request.query as { limit?: string };
+    const limit = Number(query.limit ?? 20);
+    const { rows } = await pool.query<Record<string, unknown>>(NOTIFICATIONS, [tenantId, settings.recipientId, limit + 1, 0]);
+    return page(rows, limit, 0, '-createdAt');
   });
   app.post('/api/v1/testkit/widgets', async (request, reply) => {
     const body = request.body as WidgetBody;
@@ -88,7 +137,7 @@ async function main(): Promise<void> {
     if (message.type === 'stop') {
       app
         .close()
-        .then(() => pool.query(`drop table if exists ${BASELINE_TABLE}`))
+        .then(() => pool.query(`drop table if exists ${BASELINE_TABLE}, ${BASELINE_NOTIFICATIONS}`))
         .then(() => pool.end())
         .finally(() => process.exit(0));
     }

@@ -1,7 +1,7 @@
 import { randomBytes, randomInt } from 'node:crypto';
 import { hashPassword } from '../../modules/auth/passwords.ts';
 import { send } from './http.ts';
-import { percentile } from './load.ts';
+import { assertClean, combine, hammer, percentile } from './load.ts';
 
 export const LOGIN_PATH = '/api/v1/auth/login';
 
@@ -92,3 +92,20 @@ export async function measureFailedLogins(port: number, host: string, wrongPassw
 
 /** Accounts needed so that no address reaches the limit of ten failed logins in fifteen minutes. */
 export const wrongPasswordAccountsFor = (samples: number): number => Math.ceil((samples + 1) / 8);
+
+/**
+ * Successful logins at the argon2id cost, closed loop with a few connections (the hash runs on
+ * libuv's thread pool, so more connections only queue): req/s, and req/s per core of the machine.
+ */
+export async function measureLoginThroughput(port: number, host: string, email: string, password: string, seconds: number, connections: number) {
+  const target = {
+    url: `http://127.0.0.1:${port}${LOGIN_PATH}`,
+    method: 'POST' as const,
+    headers: { host, 'content-type': 'application/json' },
+    body: JSON.stringify({ email, password }),
+  };
+  assertClean('login-throughput (warm-up)', await hammer(target, connections, 1));
+  const sample = await hammer(target, connections, seconds);
+  assertClean('login-throughput', sample);
+  return combine([sample]);
+}

@@ -1,6 +1,6 @@
 import { parseArgs } from 'node:util';
 
-export const SCENARIOS = ['list', 'create', 'health', 'public', 'outbox', 'login', 'upload', 'drivers'] as const;
+export const SCENARIOS = ['list', 'create', 'health', 'public', 'notifications', 'open-loop', 'list-size', 'outbox', 'login', 'upload', 'drivers'] as const;
 export type ScenarioGroup = (typeof SCENARIOS)[number];
 
 export interface BenchOptions {
@@ -13,7 +13,15 @@ export interface BenchOptions {
   seconds: number;
   rounds: number;
   poolSize: number;
+  /** Widgets seeded per tenant, then the first tenant's widgets grown to each further size for the list again. */
+  rows: number[];
   rowsPerTenant: number;
+  /** Notifications seeded for the signed-in bench user (the owner-scoped list). */
+  notifications: number;
+  /** Seconds per side of the open-loop run (at half the bare baseline's measured list peak). */
+  openLoopSeconds: number;
+  /** Seconds of successful logins for the login throughput. */
+  loginSeconds: number;
   outboxEvents: number;
   /** Events per second published for the outbox latency measurement. */
   outboxRate: number;
@@ -28,14 +36,16 @@ export interface BenchOptions {
 }
 
 const USAGE = `usage: npm run bench -- [options]
-  --quick                 short run (under a minute): one round of 3 s per scenario
+  --quick                 short run (about two minutes): one round of 3 s per scenario, lists at 10000 rows
   --database-url URL      benchmark on this database (default: TENANTRY_DATABASE_URL, else an embedded server)
   --connections N         concurrent connections for the throughput scenarios (default 64)
   --seconds N             seconds per round of each throughput scenario (default 10)
   --rounds N              rounds; the service and its baseline alternate within each (default 3)
   --warmup N              warm-up seconds per scenario (default 3)
   --pool-size N           database pool size of the service and of the baseline (default 10)
-  --rows N                widgets seeded per tenant (default 10000)
+  --rows N[,N...]         widgets per tenant, then the first tenant grown to each further size and
+                          the list measured again (default 10000,1000000; --quick 10000)
+  --notifications N       notifications seeded for the signed-in user (default 10000)
   --outbox-rate N         events per second for the outbox latency (default 100)
   --upload-mib N          size of one upload of the upload scenario in MiB (default 1024; --quick 256)
   --only a,b              run only these groups: ${SCENARIOS.join(', ')}
@@ -61,6 +71,7 @@ export function parseOptions(argv: string[], env: NodeJS.ProcessEnv): BenchOptio
       warmup: { type: 'string' },
       'pool-size': { type: 'string' },
       rows: { type: 'string' },
+      notifications: { type: 'string' },
       'outbox-rate': { type: 'string' },
       'upload-mib': { type: 'string' },
       only: { type: 'string' },
@@ -79,6 +90,8 @@ export function parseOptions(argv: string[], env: NodeJS.ProcessEnv): BenchOptio
     if (!(SCENARIOS as readonly string[]).includes(name)) throw new Error(`--only: unknown group ${name}\n${USAGE}`);
     only.add(name as ScenarioGroup);
   }
+  const rows = (values.rows ?? (quick ? '10000' : '10000,1000000')).split(',').map((n) => positiveInt('rows', n.trim(), 0));
+  if (rows.some((n, i) => i > 0 && n <= rows[i - 1]!)) throw new Error(`--rows: sizes grow from one to the next (got ${values.rows})\n${USAGE}`);
   return {
     quick,
     databaseUrl: values['database-url'] ?? env.TENANTRY_DATABASE_URL ?? '',
@@ -87,7 +100,11 @@ export function parseOptions(argv: string[], env: NodeJS.ProcessEnv): BenchOptio
     rounds: positiveInt('rounds', values.rounds, quick ? 1 : 3),
     warmupSeconds: positiveInt('warmup', values.warmup, quick ? 1 : 3),
     poolSize: positiveInt('pool-size', values['pool-size'], 10),
-    rowsPerTenant: positiveInt('rows', values.rows, 10_000),
+    rows,
+    rowsPerTenant: rows[0]!,
+    notifications: positiveInt('notifications', values.notifications, 10_000),
+    openLoopSeconds: quick ? 5 : 15,
+    loginSeconds: quick ? 3 : 10,
     outboxEvents: quick ? 1000 : 2000,
     outboxRate: positiveInt('outbox-rate', values['outbox-rate'], 100),
     hashSamples: quick ? 10 : 40,

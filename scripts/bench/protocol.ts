@@ -7,6 +7,7 @@ export interface ServiceSettings {
   poolSize: number;
   runId: string;
   rowsPerTenant: number;
+  notifications: number;
   wrongPasswordAccounts: number;
   /** files.dir of the service: the upload scenario's blobs land there. */
   filesDir: string;
@@ -19,6 +20,8 @@ export interface BaselineSettings {
   poolSize: number;
   tenantIds: string[];
   rowsPerTenant: number;
+  /** The bench user: the recipient whose notifications the owner-scoped list reads. */
+  recipientId: string;
   /** Where the bare stream-to-disk upload route writes (and removes) its files. */
   filesDir: string;
 }

@@ -17,6 +17,15 @@ export interface ResultRow {
   client_cpu_us?: number;
   postgres_cpu_us?: number;
   rounds_rps?: number[];
+  /** Open-loop runs: the fixed request rate sent, and the 99.9th percentile beside p50 and p99. */
+  rate?: number;
+  p999_ms?: number;
+  /** The slowest catch-up of the worker after a create run: every event relayed and audited. */
+  audit_drain_ms?: number;
+  /** Login throughput divided by the machine's cores. */
+  rps_per_core?: number;
+  /** Rows in the listed tenant's table, for the list measured at several sizes. */
+  table_rows?: number;
 }
 
 const round = (value: number | null, digits: number): number | null =>
@@ -33,6 +42,10 @@ export function rounded(row: ResultRow): ResultRow {
     ...(row.rss_growth_mib !== undefined ? { rss_growth_mib: round(row.rss_growth_mib, 1)! } : {}),
     ...(row.client_cpu_us !== undefined ? { client_cpu_us: round(row.client_cpu_us, 0)! } : {}),
     ...(row.postgres_cpu_us !== undefined ? { postgres_cpu_us: round(row.postgres_cpu_us, 0)! } : {}),
+    ...(row.rate !== undefined ? { rate: round(row.rate, 0)! } : {}),
+    ...(row.p999_ms !== undefined ? { p999_ms: round(row.p999_ms, 2)! } : {}),
+    ...(row.audit_drain_ms !== undefined ? { audit_drain_ms: round(row.audit_drain_ms, 0)! } : {}),
+    ...(row.rps_per_core !== undefined ? { rps_per_core: round(row.rps_per_core, 1)! } : {}),
   };
 }
 
@@ -40,12 +53,13 @@ const cell = (value: number | null | undefined, digits: number) => (value === nu
 
 /** The table printed at the end of a run. */
 export function formatTable(rows: ResultRow[]): string {
-  const header = ['scenario', 'req/s', 'p50 ms', 'p99 ms', 'MB/s', 'RSS+ MiB', 'ratio', 'target', ''];
+  const header = ['scenario', 'req/s', 'p50 ms', 'p99 ms', 'p99.9 ms', 'MB/s', 'RSS+ MiB', 'ratio', 'target', ''];
   const lines = rows.map((r) => [
-    r.name,
-    cell(r.rps, 0),
+    r.audit_drain_ms !== undefined ? `${r.name} (${cell(r.audit_drain_ms, 0)} ms)` : r.name,
+    cell(r.rps ?? r.rate, 0),
     cell(r.p50_ms, 2),
     cell(r.p99_ms, 2),
+    cell(r.p999_ms, 2),
     cell(r.mb_per_s, 0),
     cell(r.rss_growth_mib, 1),
     cell(r.ratio_to_baseline, 3),
@@ -53,6 +67,6 @@ export function formatTable(rows: ResultRow[]): string {
     r.met === undefined ? '' : r.met ? 'met' : 'NOT MET',
   ]);
   const widths = header.map((h, i) => Math.max(h.length, ...lines.map((l) => l[i]!.length)));
-  const format = (cols: string[]) => cols.map((c, i) => (i === 0 || i >= 7 ? c.padEnd(widths[i]!) : c.padStart(widths[i]!))).join('  ').trimEnd();
+  const format = (cols: string[]) => cols.map((c, i) => (i === 0 || i >= 8 ? c.padEnd(widths[i]!) : c.padStart(widths[i]!))).join('  ').trimEnd();
   return [format(header), format(widths.map((w) => '-'.repeat(w))), ...lines.map(format)].join('\n');
 }

@@ -49,6 +49,8 @@ function cpuMs(pid: number): number {
 export interface PairFigures {
   service: Figures;
   baseline: Figures;
+  /** After each measured round of the service: how long until its worker had handled every event. */
+  serviceSettledMs: number[];
 }
 
 export interface Plan {
@@ -66,8 +68,8 @@ export interface Plan {
  */
 export async function measurePair(pair: Pair, plan: Plan): Promise<PairFigures> {
   const sides = [
-    { label: pair.name, target: pair.service, pid: pair.pids.service, samples: [] as Sample[] },
-    { label: `${pair.name}-baseline`, target: pair.baseline, pid: pair.pids.baseline, samples: [] as Sample[] },
+    { label: pair.name, target: pair.service, pid: pair.pids.service, samples: [] as Sample[], settledMs: [] as number[] },
+    { label: `${pair.name}-baseline`, target: pair.baseline, pid: pair.pids.baseline, samples: [] as Sample[], settledMs: [] as number[] },
   ];
   for (const side of sides) {
     assertClean(`${side.label} (warm-up)`, await hammer(side.target, plan.connections, plan.warmupSeconds));
@@ -84,6 +86,7 @@ export async function measurePair(pair: Pair, plan: Plan): Promise<PairFigures> 
       const settled = await pair.settle();
       assertClean(side.label, sample);
       side.samples.push(sample);
+      side.settledMs.push(settled);
       plan.log(
         `  ${side.label.padEnd(18)} round ${round + 1}: ${(sample.ok / sample.seconds).toFixed(0)} req/s, ` +
           `CPU per request: server ${((1000 * cpu) / sample.ok).toFixed(0)} µs (${((100 * cpu) / (sample.seconds * 1000)).toFixed(0)}% of a core)` +
@@ -92,5 +95,5 @@ export async function measurePair(pair: Pair, plan: Plan): Promise<PairFigures> 
       );
     }
   }
-  return { service: combine(sides[0]!.samples), baseline: combine(sides[1]!.samples) };
+  return { service: combine(sides[0]!.samples), baseline: combine(sides[1]!.samples), serviceSettledMs: sides[0]!.settledMs };
 }

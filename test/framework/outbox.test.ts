@@ -224,13 +224,13 @@ describe('the worker: relay, subscriptions, audit', () => {
   const jobsFor = async (eventId: string) =>
     (await pool().query<{ name: string }>(`select name from pgboss.job where data->>'id' = $1 order by name`, [eventId])).rows.map((r) => r.name);
 
-  it('hands each event to the audit queue and to one queue per subscription, and marks it relayed', async () => {
+  it('queues each event once per subscription, no job for the audit trail, and marks it relayed', async () => {
     const happened = await publish('eventprobe.thing.happened', {});
     const plain = await publish('testkit.widget.approved', { id: randomUUID() });
     await relayed(happened.event_id);
     await relayed(plain.event_id);
-    expect(await jobsFor(happened.event_id)).toEqual(['sub-eventprobe-copy', 'tenantry-audit']);
-    expect(await jobsFor(plain.event_id)).toEqual(['tenantry-audit']);
+    expect(await jobsFor(happened.event_id)).toEqual(['sub-eventprobe-copy']);
+    expect(await jobsFor(plain.event_id)).toEqual([]);
   });
 
   it('is woken on commit from another process, well before its one-second tick', async () => {
@@ -252,14 +252,14 @@ describe('the worker: relay, subscriptions, audit', () => {
       for (let i = 0; i < 40; i++) {
         const marker = randomUUID();
         markers.push(marker);
-        ctx.publish('testkit.widget.approved', { id: marker });
+        ctx.publish('eventprobe.thing.happened', { marker });
       }
     });
     const extra = [0, 1].map(() => new OutboxRelay(process2.services.db, running.boss, process2.services.registry));
     await Promise.all([...extra.map((r) => r.relayBatch()), ...extra.map((r) => r.relayBatch()), running.relay.wake()]);
-    await until('all relayed', async () => (await outboxRows(`payload->>'id' = any($1) and relayed_at is null`, [markers])).length === 0);
+    await until('all relayed', async () => (await outboxRows(`payload->>'marker' = any($1) and relayed_at is null`, [markers])).length === 0);
     const { rows } = await pool().query<{ id: string; n: string }>(
-      `select data->'payload'->>'id' as id, count(*) as n from pgboss.job where name = 'tenantry-audit' and data->'payload'->>'id' = any($1) group by 1`,
+      `select data->'payload'->>'marker' as id, count(*) as n from pgboss.job where name = 'sub-eventprobe-copy' and data->'payload'->>'marker' = any($1) group by 1`,
       [markers],
     );
     expect(rows).toHaveLength(40);
@@ -323,6 +323,90 @@ describe('the worker: relay, subscriptions, audit', () => {
     // Tenant-scoped: a tenant's transaction sees its own audit rows only.
     const visible = await web.services.transactions.run(other, async (ctx) => run<{ tenant_id: string }>(ctx, 'select distinct tenant_id::text from audit_events'));
     expect(visible).toEqual([{ tenant_id: other.id }]);
+  });
+
+  // The audit row's recorded_at and the outbox row's relayed_at are both now(): the start of the
+  // transaction that wrote them. Equal values mean one transaction did both.
+  const auditOf = async (eventId: string) =>
+    (await pool().query<{ tenant_id: string; recorded_at: Date; relayed_at: Date }>(
+      `select a.tenant_id::text, a.recorded_at, o.relayed_at from audit_events a join outbox o using (event_id) where event_id = $1`,
+      [eventId],
+    )).rows;
+
+  it('audit in the relay: an event\'s audit row is written by the transaction that relays it, with no job', async () => {
+    const row = await publish('testkit.widget.approved', { id: randomUUID() });
+    await relayed(row.event_id);
+    const [audit] = await auditOf(row.event_id);
+    expect(audit!.recorded_at.getTime()).toBe(audit!.relayed_at.getTime());
+    expect(await jobsFor(row.event_id)).toEqual([]);
+  });
+
+  it('audit in the relay: an audit row that cannot be written keeps its event unrelayed and unqueued, until it can', async () => {
+    const marker = randomUUID();
+    await pool().query(`create function refuse_audit() returns trigger language plpgsql as $$
+      begin if new.payload->>'marker' = '${marker}' then raise exception 'audit refused'; end if; return new; end $$`);
+    await pool().query('create trigger refuse_audit before insert on audit_events for each row execute function refuse_audit()');
+    try {
+      await web.services.transactions.run(tenant, async (ctx) => ctx.publish('eventprobe.thing.happened', { marker }));
+      const [row] = await outboxRows(`payload->>'marker' = $1`, [marker]);
+      // The worker's relay, woken by that commit, fails its pass and leaves the row for later.
+      await running.relay.wake();
+      await expect(new OutboxRelay(process2.services.db, running.boss, process2.services.registry).relayBatch()).rejects.toThrow(/audit refused/);
+      expect((await outboxRows('event_id = $1', [row.event_id]))[0].relayed_at).toBeNull();
+      expect(await jobsFor(row.event_id)).toEqual([]);
+      expect(await auditOf(row.event_id)).toEqual([]);
+    } finally {
+      await pool().query('drop trigger refuse_audit on audit_events; drop function refuse_audit()');
+    }
+    await running.relay.wake();
+    const [row] = await outboxRows(`payload->>'marker' = $1`, [marker]);
+    await relayed(row.event_id);
+    expect(await auditOf(row.event_id)).toHaveLength(1);
+    expect(await jobsFor(row.event_id)).toEqual(['sub-eventprobe-copy']);
+  });
+
+  it('audit in the relay: an event relayed again is recorded once, its first record kept', async () => {
+    const row = await publish('testkit.widget.approved', { id: randomUUID() });
+    await relayed(row.event_id);
+    const [first] = await auditOf(row.event_id);
+    // As after a crash between the relay's commit and anything that followed: the row is pending again.
+    await pool().query('update outbox set relayed_at = null where event_id = $1', [row.event_id]);
+    await running.relay.wake();
+    await relayed(row.event_id);
+    const again = await auditOf(row.event_id);
+    expect(again).toHaveLength(1);
+    expect(again[0]!.recorded_at.getTime()).toBe(first!.recorded_at.getTime());
+    expect(again[0]!.relayed_at.getTime()).toBeGreaterThan(first!.relayed_at.getTime());
+  });
+
+  it('audit in the relay: a subscription that keeps failing does not hold back its event\'s audit row', async () => {
+    const row = await publish('eventprobe.thing.flaky', {});
+    await relayed(row.event_id);
+    const [audit] = await auditOf(row.event_id);
+    expect(audit!.recorded_at.getTime()).toBe(audit!.relayed_at.getTime());
+    await until('the dead letter', async () => (await pool().query('select 1 from dead_letters where event_id = $1', [row.event_id])).rows[0], 20_000);
+    expect(await auditOf(row.event_id)).toHaveLength(1);
+  });
+
+  it('audit in the relay: one relay transaction records each tenant\'s events in that tenant\'s trail', async () => {
+    // Both rows committed at once, so one claim takes them both (written as the owner, as no
+    // request would: a tenant transaction can publish only in its own tenant).
+    const { rows } = await pool().query<{ event_id: string; tenant_id: string }>(
+      `insert into outbox (tenant_id, name, payload) values ($1, 'testkit.widget.approved', '{}'), ($2, 'testkit.widget.approved', '{}')
+       returning event_id, tenant_id::text`,
+      [tenant.id, other.id],
+    );
+    await running.relay.wake();
+    const audits = [];
+    for (const row of rows) {
+      await relayed(row.event_id);
+      const [audit] = await auditOf(row.event_id);
+      expect(audit!.tenant_id).toBe(row.tenant_id);
+      audits.push(audit!);
+    }
+    expect(audits[0]!.recorded_at.getTime()).toBe(audits[1]!.recorded_at.getTime());
+    const visible = await web.services.transactions.run(other, async (ctx) => run<{ event_id: string }>(ctx, 'select event_id from audit_events where event_id = any($1)', [rows.map((r) => r.event_id)]));
+    expect(visible).toEqual([{ event_id: rows[1]!.event_id }]);
   });
 
   it('purges relayed rows once they are old, and only those', async () => {

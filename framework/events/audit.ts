@@ -1,0 +1,36 @@
+import type pg from 'pg';
+import { preparedQuery } from '../db/statements.ts';
+import type { DeliveredEvent } from '../entity/define.ts';
+
+// audit_events is a tenant-owned table with row-level security forced, for its owner too: each
+// tenant's rows are written with that tenant set, so the policy checks every row the relay writes.
+const AS_TENANT = `select set_config('app.tenant_id', $1, true)`;
+const NO_TENANT = `select set_config('app.tenant_id', '', true)`;
+// The event id is the key: an event relayed again (a crash after the claim) is recorded once.
+const RECORD = `
+insert into audit_events (event_id, name, actor_id, occurred_at, payload)
+select e.event_id, e.name, e.actor_id, e.occurred_at, e.payload
+  from jsonb_to_recordset($1::jsonb) as e(event_id uuid, name text, actor_id uuid, occurred_at timestamptz, payload jsonb)
+on conflict do nothing`;
+
+/**
+ * The statements that record events in their tenants' audit trails: per tenant, its tenant set,
+ * then one insert of all its events; at the end no tenant set. Run in order, inside the
+ * transaction that claimed the events (the relay's), so an event is recorded exactly when it is
+ * relayed: no queue, job or transaction of its own per event.
+ */
+export function auditStatements(events: readonly DeliveredEvent[]): pg.QueryConfig[] {
+  const byTenant = new Map<string, DeliveredEvent[]>();
+  for (const event of events) {
+    const batch = byTenant.get(event.tenantId);
+    if (batch) batch.push(event);
+    else byTenant.set(event.tenantId, [event]);
+  }
+  const statements: pg.QueryConfig[] = [];
+  for (const [tenantId, batch] of byTenant) {
+    const rows = batch.map((e) => ({ event_id: e.id, name: e.name, actor_id: e.actorId, occurred_at: e.occurredAt, payload: e.payload }));
+    statements.push(preparedQuery(AS_TENANT, [tenantId]), preparedQuery(RECORD, [JSON.stringify(rows)]));
+  }
+  if (statements.length > 0) statements.push(preparedQuery(NO_TENANT));
+  return statements;
+}
