@@ -1,5 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import Type from 'typebox';
+import { createTestDatabase } from '../helpers/database.ts';
 import { startTestApp, createCustomer, signInAs, type TestApp } from '../helpers/app.ts';
 import { testkitModule } from '../helpers/testkit-module.ts';
 import { allModules } from '../../modules/index.ts';
@@ -45,7 +46,13 @@ let tenant: TenantRef;
 let cookie: string;
 
 beforeAll(async () => {
-  app = await startTestApp({ modules: [...allModules, testkitModule, probe] });
+  // The probe reads the test kit's widgets publicly: that table needs the public read's trigger,
+  // installed once the migrations have made it, before the probe's boot check looks.
+  const databaseUrl = await createTestDatabase();
+  const plain = await startTestApp({ databaseUrl });
+  await plain.services.db.pool.query(`call watch_public_read('widgets')`);
+  await plain.close();
+  app = await startTestApp({ databaseUrl, modules: [...allModules, testkitModule, probe] });
   tenant = await createCustomer(app, 'rules', HOST);
   cookie = (await signInAs(app, tenant, ['widget:read', 'widget:write'])).cookie;
 });
