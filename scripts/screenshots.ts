@@ -21,19 +21,8 @@ import { allModules } from '../modules/index.ts';
 import { usersService } from '../modules/user/users-service.ts';
 import { hashPassword } from '../modules/auth/passwords.ts';
 import { setRole } from '../modules/auth/roles.routes.ts';
+import { CHROMIUM, CHROMIUM_ARGS } from '../test/helpers/chromium.ts';
 
-const CHROMIUM = process.env.CHROMIUM ?? '/usr/bin/chromium';
-const CHROMIUM_ARGS = [
-  '--headless',
-  '--no-sandbox',
-  '--disable-gpu',
-  '--disable-background-networking',
-  '--disable-component-update',
-  '--disable-sync',
-  '--no-first-run',
-  '--no-proxy-server',
-  '--host-resolver-rules=MAP * 127.0.0.1',
-];
 const OUT = resolve(ROOT, 'docs/screenshots');
 const PASSWORD = 'a sample password';
 

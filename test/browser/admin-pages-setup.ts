@@ -1,32 +1,11 @@
-import { existsSync } from 'node:fs';
 import type { AddressInfo } from 'node:net';
 import { chromium, type Browser, type BrowserContext, type Page } from 'playwright-core';
 import { expect } from 'vitest';
 import type { TestApp } from '../helpers/app.ts';
 
-/** Debian's chromium, as .ci/run installs it; the browser tests drive it with playwright-core. */
-export const CHROMIUM = '/usr/bin/chromium';
-export const CHROMIUM_ARGS = [
-  '--headless',
-  '--no-sandbox',
-  '--disable-gpu',
-  '--disable-background-networking',
-  '--disable-component-update',
-  '--disable-sync',
-  '--no-first-run',
-  '--no-proxy-server',
-  // Every tenant host (acme.localhost, operator.localhost) is this machine.
-  '--host-resolver-rules=MAP * 127.0.0.1',
-];
+import { CHROMIUM, CHROMIUM_ARGS } from '../helpers/chromium.ts';
 
-export const hasChromium = existsSync(CHROMIUM);
-
-/** Says, loudly, that a browser suite did not run: only when chromium is absent. */
-export function warnNoChromium(suite: string): void {
-  if (hasChromium) return;
-  const line = '!'.repeat(100);
-  process.stderr.write(`\n${line}\n!!! SKIPPED: ${suite} needs Chromium at ${CHROMIUM} (apt-get install chromium; .ci/run installs it)\n${line}\n\n`);
-}
+export { CHROMIUM, CHROMIUM_ARGS, hasChromium, warnNoChromium } from '../helpers/chromium.ts';
 
 export async function launch(): Promise<Browser> {
   return chromium.launch({ executablePath: CHROMIUM, args: CHROMIUM_ARGS });

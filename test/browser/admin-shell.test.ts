@@ -1,29 +1,15 @@
-import { existsSync } from 'node:fs';
 import type { AddressInfo } from 'node:net';
 import { chromium, type Browser, type BrowserContext, type Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createCustomer, signInAs, startTestApp, type TestApp } from '../helpers/app.ts';
 import type { TenantRef } from '../../framework/context/tenant.ts';
 import { addUser } from '../modules/auth/fixtures.ts';
+import { CHROMIUM, CHROMIUM_ARGS, hasChromium, warnNoChromium } from '../helpers/chromium.ts';
 
 // The admin shell in a real browser: Chromium resolves every name to this machine, and the
 // service answers acme.example.com on its port.
-const CHROMIUM = '/usr/bin/chromium';
-const CHROMIUM_ARGS = [
-  '--headless',
-  '--no-sandbox',
-  '--disable-gpu',
-  '--disable-background-networking',
-  '--disable-component-update',
-  '--disable-sync',
-  '--no-first-run',
-  '--no-proxy-server',
-  '--host-resolver-rules=MAP * 127.0.0.1',
-];
-const present = existsSync(CHROMIUM);
-if (!present) {
-  console.error(`\n\n!!!!!!!!!! SKIPPED: the admin browser tests need Chromium at ${CHROMIUM} (apt-get install chromium; .ci/run installs it) !!!!!!!!!!\n\n`);
-}
+const present = hasChromium;
+warnNoChromium('the admin shell browser tests');
 
 let app: TestApp;
 let acme: TenantRef;

@@ -8,23 +8,12 @@ import { createCustomer, startTestApp, type TestApp } from '../helpers/app.ts';
 import type { TenantRef } from '../../framework/context/tenant.ts';
 import { mintSetPasswordToken } from '../../modules/auth/set-password-tokens.ts';
 import { addUser } from '../modules/auth/fixtures.ts';
+import { CHROMIUM, CHROMIUM_ARGS } from '../helpers/chromium.ts';
 
 // Two tenants of one site: acme.example.com and evil.example.com share the registrable domain
 // example.com, so a SameSite=Lax cookie of acme is sent with a form post from a page on evil.
 // Chromium resolves every name to this machine; the service and the attacker's page each listen
 // on a port of their own.
-const CHROMIUM = '/usr/bin/chromium';
-const CHROMIUM_ARGS = [
-  '--headless',
-  '--no-sandbox',
-  '--disable-gpu',
-  '--disable-background-networking',
-  '--disable-component-update',
-  '--disable-sync',
-  '--no-first-run',
-  '--no-proxy-server',
-  '--host-resolver-rules=MAP * 127.0.0.1',
-];
 
 let app: TestApp;
 let acme: TenantRef;
