@@ -23,8 +23,10 @@ export interface BlobStore {
   /**
    * Streams `source` into a new blob under `key`. Resolves once the blob is durable under the key;
    * if the source fails (a limit, a client gone) nothing is left behind and the error is rethrown.
+   * `handOver`: the source's chunks are the store's alone (nobody reads them again), so it may free
+   * each one's memory as soon as it is stored (framework/storage/chunk-release.ts).
    */
-  put(key: string, source: Readable): Promise<void>;
+  put(key: string, source: Readable, options?: { handOver?: boolean }): Promise<void>;
   /** Size and modification time, or null when there is no blob under the key. */
   stat(key: string): Promise<BlobStat | null>;
   /** The bytes from the start. */

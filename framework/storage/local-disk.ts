@@ -5,6 +5,7 @@ import { randomUUID } from 'node:crypto';
 import { join, resolve } from 'node:path';
 import type { Readable } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
+import { releasingFs } from './chunk-release.ts';
 import { assertBlobKey, isBlobKey, type BlobStat, type BlobStore } from './blob-store.ts';
 
 const SHARD = /^[0-9a-f]{2}$/;
@@ -31,7 +32,7 @@ export class LocalDiskStore implements BlobStore {
     return `${key.slice(0, 2)}/${key}`;
   }
 
-  async put(key: string, source: Readable): Promise<void> {
+  async put(key: string, source: Readable, options: { handOver?: boolean } = {}): Promise<void> {
     const path = join(this.root, this.relative(key));
     const incoming = join(this.root, 'incoming');
     await mkdir(incoming, { recursive: true });
@@ -40,7 +41,9 @@ export class LocalDiskStore implements BlobStore {
       // flush: the bytes reach the disk before close, so the rename never publishes a partial blob.
       // A 1 MiB buffer lets the socket keep reading while earlier chunks are written (one writev
       // for what piled up), instead of pausing the upload after every 64 KiB chunk.
-      await pipeline(source, createWriteStream(temporary, { flags: 'wx', flush: true, highWaterMark: WRITE_BUFFER_BYTES }));
+      // Handed-over chunks are freed once written, so a long upload's memory stays flat.
+      const fs = options.handOver ? { fs: releasingFs } : {};
+      await pipeline(source, createWriteStream(temporary, { flags: 'wx', flush: true, highWaterMark: WRITE_BUFFER_BYTES, ...fs }));
       const shard = join(this.root, key.slice(0, 2));
       await mkdir(shard, { recursive: true });
       await rename(temporary, path);

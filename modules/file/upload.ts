@@ -39,7 +39,8 @@ class Meter extends Transform {
     this.hash.update(chunk);
     this.text?.update(chunk);
     if (this.headLength < SNIFF_BYTES) {
-      this.heads.push(chunk.subarray(0, SNIFF_BYTES - this.headLength));
+      // A copy: the chunk itself is handed over to the store, which frees it once written.
+      this.heads.push(Buffer.from(chunk.subarray(0, SNIFF_BYTES - this.headLength)));
       this.headLength += Math.min(chunk.length, SNIFF_BYTES - this.headLength);
     }
     done(null, chunk);
@@ -141,7 +142,8 @@ async function storeBytes(store: BlobStore, key: string, part: MultipartFile, ro
   meter.on('error', () => {});
   part.file.pipe(meter);
   try {
-    await store.put(key, meter);
+    // The chunks are the request body's, read by nobody after the meter: the store may free them.
+    await store.put(key, meter, { handOver: true });
   } catch (err) {
     part.file.unpipe(meter);
     part.file.resume();

@@ -4,7 +4,9 @@ import { mkdtempSync, readdirSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Readable } from 'node:stream';
+import { createHash } from 'node:crypto';
 import { LocalDiskStore } from '../../framework/storage/local-disk.ts';
+import { releaseChunk } from '../../framework/storage/chunk-release.ts';
 
 const dir = mkdtempSync(join(tmpdir(), 'tenantry-blobs-'));
 afterAll(() => rmSync(dir, { recursive: true, force: true }));
@@ -59,5 +61,48 @@ describe('BlobStore: the local disk', () => {
     };
     expect(await listed(new Date(Date.now() + 60_000))).toContain(key);
     expect(await listed(new Date(Date.now() - 60_000))).not.toContain(key);
+  });
+});
+
+describe('BlobStore: handed-over chunks are freed once stored', () => {
+  const chunkOf = (fill: number) => Buffer.alloc(64 * 1024, fill);
+  const sha256 = (buffers: Buffer[]) => buffers.reduce((h, b) => h.update(b), createHash('sha256')).digest('hex');
+
+  it('frees a chunk that is the whole of its own memory, and nothing else', () => {
+    const own = chunkOf(1);
+    releaseChunk(own);
+    expect(own.byteLength).toBe(0);
+    // A view into a larger buffer, a slice of the shared pool and a small buffer stay as they are.
+    const parent = chunkOf(2);
+    const view = parent.subarray(10);
+    releaseChunk(view);
+    expect(view.byteLength).toBe(64 * 1024 - 10);
+    const pooled = Buffer.from('pooled');
+    releaseChunk(pooled);
+    expect(pooled.toString()).toBe('pooled');
+    const small = Buffer.alloc(4096, 3);
+    releaseChunk(small);
+    expect(small.byteLength).toBe(4096);
+  });
+
+  it('stores the same bytes with or without hand-over; only a hand-over frees the chunks', async () => {
+    const fills = Array.from({ length: 40 }, (_, i) => i);
+    const expected = sha256(fills.map(chunkOf));
+    const readBack = async (key: string) => {
+      const chunks: Buffer[] = [];
+      for await (const c of store.open(key)) chunks.push(c as Buffer);
+      return sha256(chunks);
+    };
+    const kept = fills.map(chunkOf);
+    const keptKey = randomUUID();
+    await store.put(keptKey, Readable.from(kept));
+    expect(await readBack(keptKey)).toBe(expected);
+    expect(kept.every((c) => c.byteLength === 64 * 1024)).toBe(true);
+
+    const handed = fills.map(chunkOf);
+    const handedKey = randomUUID();
+    await store.put(handedKey, Readable.from(handed), { handOver: true });
+    expect(await readBack(handedKey)).toBe(expected);
+    expect(handed.every((c) => c.byteLength === 0)).toBe(true);
   });
 });
