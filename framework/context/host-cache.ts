@@ -32,9 +32,15 @@ export class HostResolver {
     this.ttlMs = options.ttlMs ?? 60_000;
   }
 
-  async resolve(host: string): Promise<TenantRef | undefined> {
+  /** The cached tenant of a served host, without waiting: undefined when resolve() must ask. */
+  cached(host: string): TenantRef | undefined {
     const hit = this.cache.get(host);
-    if (hit && Date.now() - hit.at < this.ttlMs) return hit.tenant;
+    return hit && Date.now() - hit.at < this.ttlMs ? hit.tenant : undefined;
+  }
+
+  async resolve(host: string): Promise<TenantRef | undefined> {
+    const hit = this.cached(host);
+    if (hit) return hit;
     const generation = this.generation;
     const { rows } = await this.db.pool.query<{ id: string; slug: string; is_operator: boolean; status: string }>(
       `select t.id, t.slug, t.is_operator, t.status

@@ -19,8 +19,8 @@ interface Entry {
  * counter, and a fill whose lookup started under an older generation is not kept.
  */
 export class PublicReadCache {
-  /** `<table> <tenant id>` → lookup value → entry. */
-  private readonly groups = new Map<string, Map<string, Entry>>();
+  /** table → tenant id → lookup value → entry (nested, so a lookup builds no key string). */
+  private readonly tables = new Map<string, Map<string, Map<string, Entry>>>();
   private generation = 0;
   private size = 0;
   private readonly ttlMs: number;
@@ -37,16 +37,17 @@ export class PublicReadCache {
   }
 
   etag(table: string, tenantId: string, value: string, now = Date.now()): string | undefined {
-    const entry = this.groups.get(`${table} ${tenantId}`)?.get(value);
+    const entry = this.tables.get(table)?.get(tenantId)?.get(value);
     return entry && now - entry.at < this.ttlMs ? entry.etag : undefined;
   }
 
   fill(table: string, tenantId: string, value: string, etag: string, generation: number, now = Date.now()): void {
     if (generation !== this.generation) return;
     if (this.size >= this.maxEntries) this.clear();
-    const key = `${table} ${tenantId}`;
-    let group = this.groups.get(key);
-    if (!group) this.groups.set(key, (group = new Map()));
+    let tenants = this.tables.get(table);
+    if (!tenants) this.tables.set(table, (tenants = new Map()));
+    let group = tenants.get(tenantId);
+    if (!group) tenants.set(tenantId, (group = new Map()));
     if (!group.has(value)) this.size++;
     group.set(value, { etag, at: now });
   }
@@ -54,16 +55,16 @@ export class PublicReadCache {
   /** Drops the tenant's entries of the table: a row of it was written. */
   evict(table: string, tenantId: string): void {
     this.generation++;
-    const key = `${table} ${tenantId}`;
-    const group = this.groups.get(key);
+    const tenants = this.tables.get(table);
+    const group = tenants?.get(tenantId);
     if (!group) return;
     this.size -= group.size;
-    this.groups.delete(key);
+    tenants!.delete(tenantId);
   }
 
   clear(): void {
     this.generation++;
-    this.groups.clear();
+    this.tables.clear();
     this.size = 0;
   }
 

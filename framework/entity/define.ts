@@ -372,6 +372,14 @@ export interface NoTxRouteDefinition<S extends RouteSchemas = RouteSchemas, P ex
    * the caller and held to the route's publish list, and commits it when fn resolves.
    */
   handler(ctx: RouteContext<S> & { session: SessionInfo | null; transaction: RequestTransaction<P> }): Promise<unknown>;
+  /**
+   * Only for a `public` route: answers the request from memory as soon as it arrives, before its
+   * parameters are validated and the handler runs, and says whether it did (it sets the status and
+   * headers; the framework sends no body). When it says no, or throws, the request goes the usual
+   * way, so it only ever answers what the handler would answer the same (the public read's 304
+   * from the validator cache).
+   */
+  earlyAnswer?(request: FastifyRequest, reply: FastifyReply, services: Services): boolean;
 }
 
 /** A transaction a `transaction: 'none'` route (or a command's prepare) opens for its request. */

@@ -25,6 +25,8 @@ export function weakETag(value: Date | string | number): string {
  */
 export function ifNoneMatchHits(header: string | string[] | undefined, etag: string): boolean {
   if (header === undefined) return false;
+  // The usual case first: a client sending back exactly the tag it was given.
+  if (header === etag) return true;
   const value = Array.isArray(header) ? header.join(',') : header;
   if (value.trim() === '*') return true;
   const wanted = opaqueOf(etag);

@@ -76,6 +76,16 @@ export function publicReadRoute(entity: ResolvedEntity, toRow: (values: Record<s
     // No transaction is opened for a conditional GET the validator cache answers: a current
     // If-None-Match is 304 without the database (framework/context/public-read-cache.ts).
     transaction: 'none',
+    // The usual conditional GET, answered before validation and the handler run: the slug in its
+    // stored form names a cached ETag that the If-None-Match names too.
+    earlyAnswer: (request, reply, services) => {
+      if (request.headers['if-none-match'] === undefined) return false;
+      const value = normalise(String((request.params as Record<string, unknown>)[spec.by]));
+      const known = services.publicReads.etag(names.table, request.tenant!.id, value);
+      if (!known) return false;
+      if (spec.cacheControl) reply.header('cache-control', spec.cacheControl);
+      return notModified(request, reply, known);
+    },
     handler: async ({ params, request, reply, services, transaction }) => {
       const value = normalise(String((params as Record<string, unknown>)[spec.by]));
       // The host resolved to a tenant before any route runs (NO_SITE otherwise).

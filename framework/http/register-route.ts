@@ -1,4 +1,4 @@
-import type { FastifyInstance, FastifyReply, FastifyRequest, FastifySchemaCompiler } from 'fastify';
+import type { FastifyInstance, FastifyReply, FastifyRequest, FastifySchemaCompiler, HookHandlerDoneFunction } from 'fastify';
 import type { TSchema } from 'typebox';
 import type { AnyRoute, NoTxRouteDefinition, OneExchange, RouteDefinition } from '../entity/define.ts';
 import type { PublishAllowList, TxContext, TxOptions } from '../context/tx.ts';
@@ -50,16 +50,19 @@ export function registerRoute(app: FastifyInstance, services: Services, route: A
   // Refusals that need neither the body nor the database run as soon as the request arrives, before
   // the body is read: an operator permission outside the operator tenant (before anything else), a
   // state-changing request another site sent, and a guarded route called with no session cookie.
-  const beforeBody = async (request: FastifyRequest, reply: FastifyReply) => {
+  // A callback hook (no promise per request); fastify turns what it throws into the answer.
+  const beforeBody = (request: FastifyRequest, reply: FastifyReply, done: HookHandlerDoneFunction) => {
     // An answer that may depend on who asks is never stored by a browser or a shared cache,
     // refusals included (set first, so a refusal below keeps it).
     if (route.access !== 'public') reply.header('cache-control', 'no-store');
     refuseOperatorOutsideOperatorTenant(route.access, request.tenant ?? noTenant(), isOperatorPermission);
     if (changesState) refuseCrossSite(request);
     if (needsGuard(route.access) && !request.cookies[cookie.name]) authorize(route.access, null);
+    done();
   };
   // Then, with the body parsed but before it is validated: a form-encoded body where none is
   // expected, or a form without its CSRF token.
+  const early = earlyAnswerHook(route, services);
   const formCheck = async (request: FastifyRequest) => {
     if (!isFormEncoded(request)) return;
     if (!route.form) throw problem('UNSUPPORTED_MEDIA_TYPE', 'This route takes JSON, not a form-encoded body');
@@ -94,7 +97,7 @@ export function registerRoute(app: FastifyInstance, services: Services, route: A
       // A vendor extension: who may call the route, as the guard reads it.
       ...{ 'x-access': typeof route.access === 'object' ? `permission ${route.access.permission}` : route.access },
     },
-    onRequest: beforeBody,
+    onRequest: early ? [beforeBody, early] : beforeBody,
     preValidation: [...(changesState ? [formCheck] : []), ...(multipart ? [multipartCheck(bodyLimit)] : []), ...(protectedFields ? [protectedFields] : [])],
     handler: async (request: FastifyRequest, reply: FastifyReply) => {
       const tenant = request.tenant ?? noTenant();
@@ -149,6 +152,25 @@ export function registerRoute(app: FastifyInstance, services: Services, route: A
       );
     },
   });
+}
+
+/**
+ * A public route's earlyAnswer as an onRequest hook: an answer it gives is sent with no body; a
+ * refusal or a throw leaves the request to validation and the handler, which answer it properly.
+ */
+function earlyAnswerHook(route: AnyRoute, services: Services) {
+  const answer = route.access === 'public' && route.transaction === 'none' ? route.earlyAnswer : undefined;
+  if (!answer) return undefined;
+  return (request: FastifyRequest, reply: FastifyReply, done: HookHandlerDoneFunction) => {
+    let answered = false;
+    try {
+      answered = answer(request, reply, services);
+    } catch {
+      // The handler meets the same input and refuses it with its problem.
+    }
+    if (answered) reply.send();
+    else done();
+  };
 }
 
 /**

@@ -50,6 +50,25 @@ export function boundIntegers<T>(schema: T): T {
 
 const pointerSegment = (key: string) => key.replaceAll('~', '~0').replaceAll('/', '~1');
 
+/** Whether any string or property name in value holds U+0000: nulIssues' question, with no paths built. */
+function containsNul(value: unknown): boolean {
+  const pending: unknown[] = [value];
+  while (pending.length > 0) {
+    const node = pending.pop();
+    if (typeof node === 'string') {
+      if (node.includes('\u0000')) return true;
+    } else if (Array.isArray(node)) {
+      for (const item of node) pending.push(item);
+    } else if (typeof node === 'object' && node !== null && !ArrayBuffer.isView(node)) {
+      for (const key of Object.keys(node)) {
+        if (key.includes('\u0000')) return true;
+        pending.push((node as Record<string, unknown>)[key]);
+      }
+    }
+  }
+  return false;
+}
+
 /**
  * Every string (and property name) holding U+0000, which no PostgreSQL text or jsonb value can
  * store: found here, it is a 422 instead of a database error. The walk keeps its own stack rather
@@ -95,10 +114,10 @@ export const typeboxValidatorCompiler: FastifySchemaCompiler<TSchema> = ({ schem
   // alone decides (the common GET /<id> or /public/<slug>), skipping TypeBox's slower Convert.
   const asSentWhenValid = fromText && !JSON.stringify(schema).includes('"default"');
   return (value: unknown) => {
-    if (asSentWhenValid && check.Check(value) && nulIssues(value).length === 0) return { value };
+    if (asSentWhenValid && check.Check(value) && !containsNul(value)) return { value };
     const prepared = fromText ? Value.Default(schema, Value.Convert(schema, value)) : value;
-    const nul = nulIssues(prepared);
-    if (nul.length > 0) return { error: nul as never };
+    // The issues, with their paths, only for the rare value that has one.
+    if (containsNul(prepared)) return { error: nulIssues(prepared) as never };
     if (check.Check(prepared)) return { value: prepared };
     return { error: [...check.Errors(prepared)] as never };
   };

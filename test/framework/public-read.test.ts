@@ -170,6 +170,17 @@ describe('the validator cache: a current If-None-Match is 304 without the databa
     expect((await anonymous(OTHER_HOST).get(`${PUBLIC}/validated-page`).set('If-None-Match', etag)).status).toBe(404);
   });
 
+  it('answers from the cache before validation and the handler, with the headers the handler gives; a malformed value still goes to them', async () => {
+    await createArticle('early-page');
+    const full = await anonymous().get(`${PUBLIC}/early-page`);
+    const early = await anonymous().get(`${PUBLIC}/early-page`).set('If-None-Match', full.headers.etag!);
+    expect(early.status).toBe(304);
+    for (const header of ['etag', 'cache-control', 'x-content-type-options']) expect(early.headers[header], header).toBe(full.headers[header]);
+    // The same ETag on a value outside the grammar, or holding NUL, is the handler's refusal.
+    expect((await anonymous().get(`${PUBLIC}/Early Page!`).set('If-None-Match', full.headers.etag!)).status).toBe(422);
+    expect((await anonymous().get(`${PUBLIC}/early-page%00`).set('If-None-Match', full.headers.etag!)).status).toBe(422);
+  });
+
   it('a write through the API evicts before it answers, so the old ETag is 200 at once', async () => {
     const article = await createArticle('evicted-at-once');
     const etag = (await anonymous().get(`${PUBLIC}/evicted-at-once`)).headers.etag!;
