@@ -10,10 +10,17 @@ import { randomFillSync } from 'node:crypto';
  */
 let lastMs = -1;
 let counter = 0;
-const bytes = Buffer.alloc(16);
+// Random bytes for 256 ids at a time, as crypto.randomUUID batches its own: one randomFillSync
+// per id was the largest single cost of making one.
+const entropy = Buffer.alloc(16 * 256);
+let used = entropy.length;
 
 export function uuidv7(nowMs: number): string {
-  randomFillSync(bytes);
+  if (used === entropy.length) {
+    randomFillSync(entropy);
+    used = 0;
+  }
+  const bytes = entropy.subarray(used, (used += 16));
   if (nowMs > lastMs) {
     lastMs = nowMs;
     // A random start in the lower half leaves room to count up within the millisecond.
