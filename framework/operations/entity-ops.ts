@@ -39,6 +39,7 @@ export class EntityOperations {
   private readonly table: string;
   private readonly selectList: string;
   private readonly fromColumn: Map<string, string>;
+  private readonly columnFields: [column: string, field: string][];
   /** The condition every live row meets: not soft-deleted (empty: a hard-deleting entity keeps none). */
   private readonly live: string;
   private readonly checkChanges: ReturnType<typeof Compile>;
@@ -66,10 +67,11 @@ export class EntityOperations {
       ['updated_at', 'updatedAt'],
       ...entity.fields.map((f) => [entity.columns[f]!, f] as [string, string]),
     ]);
+    this.columnFields = [...this.fromColumn];
     this.live = entity.deleteMode === 'hard' ? '' : 'deleted_at is null';
     this.checkChanges = Compile(entity.schemas.changes);
     this.canReadSql = permissionPredicate(entity.def.permissions.read);
-    this.canRead = { conditions: [this.canReadSql], params: [] };
+    this.canRead = { conditions: [], params: [], guard: this.canReadSql };
     this.readText = prepared(`select ${this.selectList} from ${this.table}${where('id = $1', this.live, this.canReadSql)}`);
     this.canWrite = permissionPredicate(entity.def.permissions.write);
     const columnOf = (field: string) => (field === 'createdAt' ? 'created_at' : field === 'updatedAt' ? 'updated_at' : entity.columns[field]);
@@ -111,13 +113,17 @@ export class EntityOperations {
     return {
       statement: { text, values: params },
       answer: async (rows, more) => {
-        const result = await this.pager.answer(rows, page, cursor, () =>
-          more(async (ctx) => {
-            const count = this.pager.countStatement(this.canRead);
-            return Number((await run<{ n: string }>(ctx.db, count.text, count.params))[0]!.n);
-          }),
+        return this.pager.answer(
+          rows,
+          page,
+          cursor,
+          () =>
+            more(async (ctx) => {
+              const count = this.pager.countStatement(this.canRead);
+              return Number((await run<{ n: string }>(ctx.db, count.text, count.params))[0]!.n);
+            }),
+          (r) => this.toRow(r),
         );
-        return { ...result, items: result.items.map((r) => this.toRow(r)) };
       },
       failed: (err) => this.pager.failure(err, cursor),
     };
@@ -274,9 +280,10 @@ select ${fields.map((_, i) => `$${i + 1}`).join(', ')} where ${this.canWrite} re
 
   toRow(values: Values): Row {
     const row: Values = {};
-    for (const [column, value] of Object.entries(values)) {
-      const field = this.fromColumn.get(column);
-      if (field) row[field] = value;
+    // By the entity's columns, not the row's keys: no entries array per row, no map lookups.
+    for (const [column, field] of this.columnFields) {
+      const value = values[column];
+      if (value !== undefined || column in values) row[field] = value;
     }
     return row as Row;
   }

@@ -167,6 +167,12 @@ export interface ListSource {
 export interface ListFilter {
   conditions: readonly string[];
   params: readonly unknown[];
+  /**
+   * A condition on no row (the caller's permission, `permissionPredicate`): the page requires it
+   * in its WHERE, and the total is counted only when it holds, around the count rather than on
+   * each counted row, where it cost a pass-through of up to 10,001 rows (about 0.4 ms a list).
+   */
+  guard?: string;
 }
 
 const NO_FILTER: ListFilter = { conditions: [], params: [] };
@@ -197,7 +203,7 @@ export class KeysetPager {
     const cursor = query.after !== undefined ? decodeCursor(query.after, query.sort, this.source.idType) : undefined;
     if (cursor && cursor.value === null && !key.nullable) throw badCursor('after is not a cursor this list gave');
     const kind: CursorKind = !cursor ? 'none' : cursor.value === null ? 'null' : 'value';
-    const cacheKey = `${query.sort}\u0000${kind}\u0000${filter.conditions.join('\u0000')}`;
+    const cacheKey = `${query.sort}\u0000${kind}\u0000${filter.guard ?? ''}\u0000${filter.conditions.join('\u0000')}`;
     let text = this.texts.get(cacheKey);
     if (!text) {
       text = prepared(this.build(query.sort, kind, filter));
@@ -213,7 +219,7 @@ export class KeysetPager {
 
   /** The capped count on its own (for a page that came back empty): what `total` costs. */
   countStatement(filter: ListFilter = NO_FILTER): { text: string; params: unknown[] } {
-    const key = `count\u0000${filter.conditions.join('\u0000')}`;
+    const key = `count\u0000${filter.guard ?? ''}\u0000${filter.conditions.join('\u0000')}`;
     let text = this.texts.get(key);
     if (!text) {
       text = prepared(`select ${this.cappedCount(filter)} as n`);
@@ -252,7 +258,16 @@ export class KeysetPager {
    * The page from the rows of its statement. The total comes with them; only an empty page past
    * the first cannot tell it, and then `count` (the capped count, countStatement) is asked.
    */
-  async answer(rows: Record<string, unknown>[], query: PageQuery, cursor: Cursor | undefined, count: () => Promise<number>): Promise<Page<Record<string, unknown>>> {
+  async answer(rows: Record<string, unknown>[], query: PageQuery, cursor: Cursor | undefined, count: () => Promise<number>): Promise<Page<Record<string, unknown>>>;
+  /** The same, each item made by `shape` from its row (which then keeps the pager's own columns). */
+  async answer<T>(rows: Record<string, unknown>[], query: PageQuery, cursor: Cursor | undefined, count: () => Promise<number>, shape: (row: Record<string, unknown>) => T): Promise<Page<T>>;
+  async answer<T>(
+    rows: Record<string, unknown>[],
+    query: PageQuery,
+    cursor: Cursor | undefined,
+    count: () => Promise<number>,
+    shape?: (row: Record<string, unknown>) => T,
+  ): Promise<Page<T | Record<string, unknown>>> {
     let counted: number;
     if (rows.length > 0) counted = Number(rows[0]!.__total);
     else if (query.offset === 0 && !cursor) counted = 0;
@@ -261,6 +276,9 @@ export class KeysetPager {
     const items = more ? rows.slice(0, query.limit) : rows;
     const last = items.at(-1);
     const next = more && last ? encodeCursor({ sort: query.sort, value: last.__sort as string | null, id: String(last.__id) }) : null;
+    const page = { total: Math.min(counted, TOTAL_CAP), totalExact: counted <= TOTAL_CAP, limit: query.limit, offset: query.offset, next };
+    // Shaped items are new objects; deleting keys would turn each row into a slow dictionary object.
+    if (shape) return { items: items.map(shape), ...page };
     for (const item of items) {
       delete item.__sort;
       delete item.__id;
@@ -289,7 +307,8 @@ export class KeysetPager {
   private cappedCount(filter: ListFilter): string {
     const where = this.conditions(filter);
     const by = this.sortKey(this.source.countBy ?? Object.keys(this.source.sorts)[0]!).column;
-    return `(select count(*) from (select 1 from ${this.source.from}${where.length ? ` where ${where.join(' and ')}` : ''} order by ${by}, ${this.source.id} limit ${TOTAL_CAP + 1}) capped)`;
+    const count = `(select count(*) from (select 1 from ${this.source.from}${where.length ? ` where ${where.join(' and ')}` : ''} order by ${by}, ${this.source.id} limit ${TOTAL_CAP + 1}) capped)`;
+    return filter.guard ? `(select case when ${filter.guard} then ${count} end)` : count;
   }
 
   private build(sort: string, kind: CursorKind, filter: ListFilter): string {
@@ -299,6 +318,7 @@ export class KeysetPager {
     const $ = (i: number) => `$${n + i}`;
     const idParam = (i: number) => `${$(i)}::${this.source.idType ?? 'uuid'}`;
     const where = this.conditions(filter);
+    if (filter.guard) where.push(filter.guard);
     const op = descending ? '<' : '>';
     // Ascending puts nulls last and descending first (PostgreSQL's defaults, which the indexes share).
     if (kind === 'value') {
