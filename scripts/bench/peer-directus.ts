@@ -209,7 +209,10 @@ async function main(): Promise<void> {
     }
 
     const plan: Plan = { connections: CONNECTIONS, warmupSeconds: quick ? 1 : 3, seconds, rounds, log, ...(db.postmasterPid ? { postmasterPid: db.postmasterPid } : {}) };
-    const settle = async () => (await service!.ask({ type: 'drain' }, 'drained', 150_000)).ms;
+    const settle = async () => {
+      const { ms, eventsMs } = await service!.ask({ type: 'drain' }, 'drained', 150_000);
+      return { ms, eventsMs };
+    };
     const pids = { service: service.pid, baseline: directus.pid! };
     const auth = { authorization: `Bearer ${token}` };
     const results: Record<string, { service_rps: number; directus_rps: number; ratio: number }> = {};

@@ -39,7 +39,7 @@ export interface ProbeSamples {
 export type ChildMessage =
   | { type: 'ready'; port: number; seed?: SeedInfo }
   | { type: 'probe-result'; samples: ProbeSamples }
-  | { type: 'drained'; ms: number }
+  | { type: 'drained'; ms: number; eventsMs: number }
   | { type: 'failed'; error: string };
 
 export const SETTINGS_ENV = 'TENANTRY_BENCH_SETTINGS';

@@ -18,15 +18,24 @@ const settings = JSON.parse(process.env[SETTINGS_ENV] ?? '{}') as ServiceSetting
 const send = (message: ChildMessage) => process.send?.(message);
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 
-/** Waits until the worker has relayed and handled everything earlier scenarios published. */
-async function drained(app: App, timeoutMs: number): Promise<void> {
-  const deadline = Date.now() + timeoutMs;
+/**
+ * Waits until the worker has relayed and handled everything earlier scenarios published, and any
+ * job due meanwhile (the schedules' own, such as a per-minute sweep) has run. Resolves to when the
+ * events were done: no outbox row unrelayed (so none unaudited: the relay records the audit trail
+ * in its own transaction) and no subscription job pending, the backlog a run leaves behind.
+ */
+async function drained(app: App, timeoutMs: number): Promise<{ eventsMs: number }> {
+  const started = Date.now();
+  const deadline = started + timeoutMs;
+  let eventsMs: number | undefined;
   while (Date.now() < deadline) {
-    const { rows } = await app.services.db.pool.query<{ pending: number }>(
+    const { rows } = await app.services.db.pool.query<{ events: number; scheduled: number }>(
       `select (select count(*) from outbox where relayed_at is null)
-            + (select count(*) from pgboss.job where state in ('created', 'retry', 'active') and start_after <= now()) as pending`,
+            + (select count(*) from pgboss.job where state in ('created', 'retry', 'active') and start_after <= now() and name like 'sub-%') as events,
+              (select count(*) from pgboss.job where state in ('created', 'retry', 'active') and start_after <= now() and name not like 'sub-%') as scheduled`,
     );
-    if (Number(rows[0]!.pending) === 0) return;
+    if (Number(rows[0]!.events) === 0) eventsMs ??= Date.now() - started;
+    if (eventsMs !== undefined && Number(rows[0]!.scheduled) === 0) return { eventsMs };
     await sleep(100);
   }
   throw new Error(`the worker did not drain earlier events within ${timeoutMs / 1000} s`);
@@ -98,7 +107,7 @@ async function main(): Promise<void> {
     } else if (message.type === 'drain') {
       const started = Date.now();
       drained(app, 120_000).then(
-        () => send({ type: 'drained', ms: Date.now() - started }),
+        ({ eventsMs }) => send({ type: 'drained', ms: Date.now() - started, eventsMs }),
         (err: Error) => send({ type: 'failed', error: err.stack ?? err.message }),
       );
     } else if (message.type === 'stop') {

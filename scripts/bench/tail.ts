@@ -10,7 +10,7 @@ export interface TailPlan {
   rate: number;
   seconds: number;
   rounds: number;
-  settle(): Promise<number>;
+  settle(): Promise<unknown>;
   log(line: string): void;
 }
 

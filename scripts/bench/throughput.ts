@@ -30,10 +30,16 @@ export interface Pair {
   /** The two server processes, for their CPU time per request. */
   pids: { service: number; baseline: number };
   /**
-   * Waits until the service's worker has handled every event the last run published, so that
-   * work never spills into the next measurement; resolves to how long that took.
+   * Waits until the service's worker has handled every event the last run published (and any job
+   * due meanwhile), so that work never spills into the next measurement; resolves to how long
+   * that took, and how long until the run's events alone were done (eventsMs).
    */
-  settle(): Promise<number>;
+  settle(): Promise<Settled>;
+}
+
+export interface Settled {
+  ms: number;
+  eventsMs: number;
 }
 
 /** CPU time (user + system) a process has used so far, in milliseconds (Linux /proc). */
@@ -49,8 +55,11 @@ function cpuMs(pid: number): number {
 export interface PairFigures {
   service: Figures;
   baseline: Figures;
-  /** After each measured round of the service: how long until its worker had handled every event. */
-  serviceSettledMs: number[];
+  /**
+   * After each measured round of the service: how long until its worker had relayed (and so
+   * audited) every event of the run and run every subscription job they made.
+   */
+  serviceEventsMs: number[];
 }
 
 export interface Plan {
@@ -68,8 +77,8 @@ export interface Plan {
  */
 export async function measurePair(pair: Pair, plan: Plan): Promise<PairFigures> {
   const sides = [
-    { label: pair.name, target: pair.service, pid: pair.pids.service, samples: [] as Sample[], settledMs: [] as number[] },
-    { label: `${pair.name}-baseline`, target: pair.baseline, pid: pair.pids.baseline, samples: [] as Sample[], settledMs: [] as number[] },
+    { label: pair.name, target: pair.service, pid: pair.pids.service, samples: [] as Sample[], eventsMs: [] as number[] },
+    { label: `${pair.name}-baseline`, target: pair.baseline, pid: pair.pids.baseline, samples: [] as Sample[], eventsMs: [] as number[] },
   ];
   for (const side of sides) {
     assertClean(`${side.label} (warm-up)`, await hammer(side.target, plan.connections, plan.warmupSeconds));
@@ -83,10 +92,10 @@ export async function measurePair(pair: Pair, plan: Plan): Promise<PairFigures> 
       const sample = await hammer(side.target, plan.connections, plan.seconds);
       const cpu = cpuMs(side.pid) - cpuBefore;
       const pgCpu = plan.postmasterPid && pgBefore ? serverCpuSince(pgBefore, serverCpu(plan.postmasterPid)) : Number.NaN;
-      const settled = await pair.settle();
+      const { ms: settled, eventsMs } = await pair.settle();
       assertClean(side.label, sample);
       side.samples.push(sample);
-      side.settledMs.push(settled);
+      side.eventsMs.push(eventsMs);
       plan.log(
         `  ${side.label.padEnd(18)} round ${round + 1}: ${(sample.ok / sample.seconds).toFixed(0)} req/s, ` +
           `CPU per request: server ${((1000 * cpu) / sample.ok).toFixed(0)} µs (${((100 * cpu) / (sample.seconds * 1000)).toFixed(0)}% of a core)` +
@@ -95,5 +104,5 @@ export async function measurePair(pair: Pair, plan: Plan): Promise<PairFigures> 
       );
     }
   }
-  return { service: combine(sides[0]!.samples), baseline: combine(sides[1]!.samples), serviceSettledMs: sides[0]!.settledMs };
+  return { service: combine(sides[0]!.samples), baseline: combine(sides[1]!.samples), serviceEventsMs: sides[0]!.eventsMs };
 }
