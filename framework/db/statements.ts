@@ -1,5 +1,6 @@
 import type pg from 'pg';
 import { gathered } from './gathering-client.ts';
+import { PipelineBatch, type BatchAnswer } from './pipeline-batch.ts';
 import type { PostgresPool, PostgresPoolClient, PostgresQueryResult } from 'kysely';
 
 /**
@@ -53,40 +54,36 @@ async function answersOf(pending: Promise<pg.QueryResult>[]): Promise<pg.QueryRe
 }
 
 /** A statement's answer in an exchange: its result, or the error PostgreSQL gave it. */
-export type Answer = { ok: true; result: pg.QueryResult } | { ok: false; error: Error };
+export type Answer = BatchAnswer;
 
 /**
- * One exchange with PostgreSQL: BEGIN, the statements and COMMIT issued together on one pool
- * connection (pipeline mode: one round trip), answered in order, each with its result or its
- * error. After a failure the later statements find the transaction aborted (their error says so)
- * and the COMMIT rolls it back. Checked out through pool.connect, so it is refused inside a
- * transaction and times out as DB_BUSY. A failure of the connection itself is thrown.
+ * One exchange with PostgreSQL: the statements sent on one pool connection as one pipeline with a
+ * single Sync (`PipelineBatch`), which PostgreSQL runs as one transaction, committed at the Sync:
+ * one write, one answer. Each statement is answered in order with its result or its error; after a
+ * failure the later statements are skipped (their error says the transaction is aborted) and
+ * nothing is kept. Checked out through pool.connect, so it is refused inside a transaction and
+ * times out as DB_BUSY. A failure of the connection itself, or of the commit, is thrown.
  */
 export async function exchange(pool: pg.Pool, statements: readonly Statement[]): Promise<Answer[]> {
   const client = await pool.connect();
   let broken: Error | undefined;
   try {
-    const settled = await Promise.allSettled(gathered(client, () => [client.query('begin'), ...statements.map((s) => client.query(queryOf(s))), client.query('commit')]));
-    const answers = settled.map((s): Answer => (s.status === 'fulfilled' ? { ok: true, result: s.value } : { ok: false, error: s.reason as Error }));
-    const unanswered = answers.find((a): a is Extract<Answer, { ok: false }> => !a.ok && !isServerError(a.error));
-    if (unanswered) {
+    const batch = new PipelineBatch(statements.map(({ text, values }) => ({ text, values, prepare: names.has(text) })));
+    gathered(client, () => client.query(batch));
+    const { answers, commitError, connectionError, unsent } = await batch.outcome;
+    if (unsent) throw unsent;
+    if (connectionError) {
       // Not PostgreSQL's refusal of a statement: the connection failed, and the pool drops it.
-      broken = unanswered.error;
-      throw unanswered.error;
+      broken = connectionError;
+      throw connectionError;
     }
-    const [begun, ...rest] = answers;
-    if (!begun!.ok) throw begun!.error;
     // A COMMIT that fails (a deferred constraint) undoes every statement, whatever they answered.
-    const committed = rest.pop()!;
-    if (!committed.ok) throw committed.error;
-    return rest;
+    if (commitError) throw commitError;
+    return answers;
   } finally {
     client.release(broken);
   }
 }
-
-/** An error PostgreSQL answered (it carries a SQLSTATE severity), as opposed to a failed connection. */
-const isServerError = (err: Error): boolean => 'severity' in err;
 
 const BEGIN = 'begin';
 const ENDS = new Set(['commit', 'rollback']);

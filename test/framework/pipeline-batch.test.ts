@@ -1,0 +1,112 @@
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { createTestDatabase } from '../helpers/database.ts';
+import { openDatabase, type Db } from '../../framework/db/pool.ts';
+import { exchange, prepared } from '../../framework/db/statements.ts';
+
+// One connection: every exchange runs on the session the one before it used, so a statement left
+// half-prepared, a setting that outlived its transaction or a transaction left open would show.
+let db: Db;
+
+const SET = prepared(`select set_config('app.batch_probe', $1, true) as v`);
+const READ = prepared(`select current_setting('app.batch_probe', true) as v, now() = statement_timestamp() as fresh`);
+const INSERT = prepared('insert into probes (n) values ($1)');
+const INSERT_RETURNING = prepared('insert into probes (n) values ($1) returning n, n * 2 as twice');
+const DIVIDE = prepared('select 10 / $1::int as q');
+const DEFERRED = prepared('insert into deferred_probes (n, other) values ($1, $2)');
+
+beforeAll(async () => {
+  db = openDatabase(await createTestDatabase('batch'), { size: 1, acquireTimeoutMs: 5_000 });
+  await db.pool.query(`create table probes (n int primary key)`);
+  await db.pool.query(`create table deferred_probes (n int primary key, other int references deferred_probes (n) deferrable initially deferred)`);
+});
+afterAll(async () => {
+  await db?.pool.end();
+});
+
+const probes = async () => (await db.pool.query<{ n: number }>('select n from probes order by n')).rows.map((r) => r.n);
+
+describe('one exchange is one transaction ended by one Sync', () => {
+  it('a setting made by the first statement is seen by the later ones and gone after the exchange', async () => {
+    const [set, read] = await exchange(db.pool, [
+      { text: SET, values: ['set-in-batch'] },
+      { text: READ, values: [] },
+    ]);
+    expect(set).toMatchObject({ ok: true, result: { rows: [{ v: 'set-in-batch' }], rowCount: 1 } });
+    expect(read).toMatchObject({ ok: true, result: { rows: [{ v: 'set-in-batch' }] } });
+    const [after] = await exchange(db.pool, [{ text: READ, values: [] }]);
+    expect(after).toMatchObject({ ok: true, result: { rows: [{ v: '' }] } });
+  });
+
+  it('a failed statement undoes the earlier ones, the later ones are skipped as in an aborted transaction, and the connection goes on', async () => {
+    const answers = await exchange(db.pool, [
+      { text: INSERT, values: [1] },
+      { text: DIVIDE, values: [0] },
+      { text: INSERT, values: [2] },
+    ]);
+    expect(answers[0]).toMatchObject({ ok: true, result: { command: 'INSERT', rowCount: 1 } });
+    expect(answers[1]).toMatchObject({ ok: false, error: { code: '22012' } });
+    expect(answers[2]).toMatchObject({ ok: false, error: { code: '25P02' } });
+    expect(await probes()).toEqual([]);
+    const [kept] = await exchange(db.pool, [{ text: INSERT, values: [3] }]);
+    expect(kept!.ok).toBe(true);
+    expect(await probes()).toEqual([3]);
+  });
+
+  it('a statement that failed on its first run (its Parse may have succeeded) runs again on the same connection', async () => {
+    const [failed] = await exchange(db.pool, [{ text: prepared('select 100 / $1::int as q'), values: [0] }]);
+    expect(failed).toMatchObject({ ok: false, error: { code: '22012' } });
+    const [again] = await exchange(db.pool, [{ text: prepared('select 100 / $1::int as q'), values: [4] }]);
+    expect(again).toMatchObject({ ok: true, result: { rows: [{ q: 25 }] } });
+  });
+
+  it('a statement skipped on its first run (never parsed) is parsed when it next runs', async () => {
+    const skippedText = prepared('select $1::int + 1 as next');
+    const answers = await exchange(db.pool, [
+      { text: DIVIDE, values: [0] },
+      { text: skippedText, values: [1] },
+    ]);
+    expect(answers.map((a) => a.ok)).toEqual([false, false]);
+    const [ran] = await exchange(db.pool, [{ text: skippedText, values: [41] }]);
+    expect(ran).toMatchObject({ ok: true, result: { rows: [{ next: 42 }] } });
+  });
+
+  it('rows keep their column names and types when the row shape is no longer asked for, and statements without rows keep answering', async () => {
+    for (const n of [10, 11, 12]) {
+      const [inserted, plain, divided] = await exchange(db.pool, [
+        { text: INSERT_RETURNING, values: [n] },
+        { text: INSERT, values: [n + 100] },
+        { text: DIVIDE, values: [5] },
+      ]);
+      expect(inserted).toMatchObject({ ok: true, result: { rows: [{ n, twice: n * 2 }] } });
+      expect(plain).toMatchObject({ ok: true, result: { command: 'INSERT', rowCount: 1, rows: [] } });
+      expect(divided).toMatchObject({ ok: true, result: { rows: [{ q: 2 }] } });
+    }
+  });
+
+  it('a statement not registered as prepared runs unnamed', async () => {
+    const [answer] = await exchange(db.pool, [{ text: 'select $1::text as echo', values: ['plain'] }]);
+    expect(answer).toMatchObject({ ok: true, result: { rows: [{ echo: 'plain' }] } });
+  });
+
+  it('a commit refused by a deferred constraint is thrown and keeps nothing', async () => {
+    await expect(
+      exchange(db.pool, [
+        { text: INSERT, values: [50] },
+        { text: DEFERRED, values: [1, 999] },
+      ]),
+    ).rejects.toMatchObject({ code: '23503' });
+    expect(await probes()).not.toContain(50);
+    const [ok] = await exchange(db.pool, [{ text: DEFERRED, values: [2, 2] }]);
+    expect(ok!.ok).toBe(true);
+  });
+
+  it('a value pg cannot serialise fails the exchange before anything is sent, and the connection is kept', async () => {
+    const [{ pid }] = (await db.pool.query<{ pid: number }>('select pg_backend_pid() as pid')).rows as [{ pid: number }];
+    const circular: Record<string, unknown> = {};
+    circular.self = circular;
+    await expect(exchange(db.pool, [{ text: INSERT, values: [circular] }])).rejects.toThrow(/circular/);
+    expect((await db.pool.query<{ pid: number }>('select pg_backend_pid() as pid')).rows[0]!.pid).toBe(pid);
+    const [ok] = await exchange(db.pool, [{ text: DIVIDE, values: [2] }]);
+    expect(ok).toMatchObject({ ok: true, result: { rows: [{ q: 5 }] } });
+  });
+});
