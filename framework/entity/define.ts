@@ -5,6 +5,7 @@ import type { PendingEvent, SessionInfo, TxContext } from '../context/tx.ts';
 import type { Services } from '../services.ts';
 import type { Config } from '../config/schema.ts';
 import type { TenantRef } from '../context/tenant.ts';
+import type { IncomingHttpHeaders } from 'node:http';
 import type { ProblemCode } from '../errors.ts';
 
 /** Who may call a route: anybody, anybody (with the session resolved if present), any session, or a permission. */
@@ -373,13 +374,29 @@ export interface NoTxRouteDefinition<S extends RouteSchemas = RouteSchemas, P ex
    */
   handler(ctx: RouteContext<S> & { session: SessionInfo | null; transaction: RequestTransaction<P> }): Promise<unknown>;
   /**
-   * Only for a `public` route: answers the request from memory as soon as it arrives, before its
-   * parameters are validated and the handler runs, and says whether it did (it sets the status and
-   * headers; the framework sends no body). When it says no, or throws, the request goes the usual
-   * way, so it only ever answers what the handler would answer the same (the public read's 304
-   * from the validator cache).
+   * Only for a `public` GET route: the answer it can give from memory as soon as the request
+   * arrives, before its parameters are validated and the handler runs, or undefined. It only ever
+   * gives what the handler would answer the same (the public read's 304 from the validator cache);
+   * when it gives nothing, or throws, the request goes the usual way. The framework sends the
+   * answer with no body and the headers every answer carries, either in front of the router (a
+   * request whose path needs no decoding, at a host already known: `framework/http/front-door.ts`)
+   * or in the route's first hook.
    */
-  earlyAnswer?(request: FastifyRequest, reply: FastifyReply, services: Services): boolean;
+  earlyAnswer?(request: EarlyRequest, services: Services): EarlyAnswer | undefined;
+}
+
+/** What an earlyAnswer sees of a request: its method, headers, path parameters and tenant. */
+export interface EarlyRequest {
+  method: string;
+  headers: IncomingHttpHeaders;
+  params: Readonly<Record<string, string>>;
+  tenant: TenantRef;
+}
+
+/** An answer without a body: the status and the headers of its own. */
+export interface EarlyAnswer {
+  status: number;
+  headers: Readonly<Record<string, string>>;
 }
 
 /** A transaction a `transaction: 'none'` route (or a command's prepare) opens for its request. */

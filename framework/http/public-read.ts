@@ -6,7 +6,7 @@ import { API_PREFIX } from '../entity/names.ts';
 import { prepared } from '../db/statements.ts';
 import { Compile } from 'typebox/compile';
 import { notFound, problem } from '../errors.ts';
-import { notModified, weakETag } from './etag.ts';
+import { ifNoneMatchHits, notModified, weakETag } from './etag.ts';
 
 export const PUBLIC_READ_VERB = 'public-read';
 
@@ -78,13 +78,14 @@ export function publicReadRoute(entity: ResolvedEntity, toRow: (values: Record<s
     transaction: 'none',
     // The usual conditional GET, answered before validation and the handler run: the slug in its
     // stored form names a cached ETag that the If-None-Match names too.
-    earlyAnswer: (request, reply, services) => {
-      if (request.headers['if-none-match'] === undefined) return false;
-      const value = normalise(String((request.params as Record<string, unknown>)[spec.by]));
-      const known = services.publicReads.etag(names.table, request.tenant!.id, value);
-      if (!known) return false;
-      if (spec.cacheControl) reply.header('cache-control', spec.cacheControl);
-      return notModified(request, reply, known);
+    earlyAnswer: ({ method, headers, params, tenant }, services) => {
+      const wanted = headers['if-none-match'];
+      if (wanted === undefined || (method !== 'GET' && method !== 'HEAD')) return undefined;
+      const known = services.publicReads.etag(names.table, tenant.id, normalise(params[spec.by]!));
+      if (!known || !ifNoneMatchHits(wanted, known)) return undefined;
+      const answer: Record<string, string> = { etag: known };
+      if (spec.cacheControl) answer['cache-control'] = spec.cacheControl;
+      return { status: 304, headers: answer };
     },
     handler: async ({ params, request, reply, services, transaction }) => {
       const value = normalise(String((params as Record<string, unknown>)[spec.by]));

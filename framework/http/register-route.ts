@@ -1,6 +1,6 @@
 import type { FastifyInstance, FastifyReply, FastifyRequest, FastifySchemaCompiler, HookHandlerDoneFunction } from 'fastify';
 import type { TSchema } from 'typebox';
-import type { AnyRoute, NoTxRouteDefinition, OneExchange, RouteDefinition } from '../entity/define.ts';
+import type { AnyRoute, EarlyAnswer, NoTxRouteDefinition, OneExchange, RouteDefinition } from '../entity/define.ts';
 import type { PublishAllowList, TxContext, TxOptions } from '../context/tx.ts';
 import type { ResolvedEntity } from '../entity/resolve.ts';
 import type { Services } from '../services.ts';
@@ -155,20 +155,21 @@ export function registerRoute(app: FastifyInstance, services: Services, route: A
 }
 
 /**
- * A public route's earlyAnswer as an onRequest hook: an answer it gives is sent with no body; a
- * refusal or a throw leaves the request to validation and the handler, which answer it properly.
+ * A public route's earlyAnswer as an onRequest hook, for the requests the front door left to the
+ * router: an answer it gives is sent with no body; none, or a throw, leaves the request to
+ * validation and the handler, which answer it properly.
  */
 function earlyAnswerHook(route: AnyRoute, services: Services) {
   const answer = route.access === 'public' && route.transaction === 'none' ? route.earlyAnswer : undefined;
   if (!answer) return undefined;
   return (request: FastifyRequest, reply: FastifyReply, done: HookHandlerDoneFunction) => {
-    let answered = false;
+    let answered: EarlyAnswer | undefined;
     try {
-      answered = answer(request, reply, services);
+      answered = answer({ method: request.method, headers: request.headers, params: request.params as Record<string, string>, tenant: request.tenant! }, services);
     } catch {
       // The handler meets the same input and refuses it with its problem.
     }
-    if (answered) reply.send();
+    if (answered) reply.code(answered.status).headers(answered.headers).send();
     else done();
   };
 }

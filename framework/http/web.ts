@@ -13,6 +13,8 @@ import { readinessChecks, registerProbes, type ReadinessCheck } from './probes.t
 import { registerOpenApi } from '../openapi/document.ts';
 import { requestLogSerializers } from './log-redaction.ts';
 import { lazyRequestLogger } from './request-logger.ts';
+import { frontDoor } from './front-door.ts';
+import type { IncomingMessage, RequestListener, ServerResponse } from 'node:http';
 import { catalogRoute } from '../catalog/catalog.ts';
 import { registerAdmin } from '../admin/index.ts';
 import { notFound, problem } from '../errors.ts';
@@ -57,6 +59,7 @@ export async function buildWeb(services: Services, options: WebOptions = {}): Pr
     frameworkErrors: frameworkErrorProblem,
     clientErrorHandler: clientErrorProblem,
   });
+  installFrontDoor(app, services, options.logger);
   app.setValidatorCompiler(typeboxValidatorCompiler);
   installProblemHandlers(app);
   // Every answer, problems and the NO_SITE refusal included.
@@ -110,4 +113,28 @@ export async function buildWeb(services: Services, options: WebOptions = {}): Pr
   // The admin shell (HTML pages under /admin), built from the same registry and route wrapper.
   await registerAdmin(app, services, { readinessChecks: checks });
   return app;
+}
+
+/**
+ * Puts the front door (front-door.ts) before fastify's request handler on the server fastify
+ * made: a request it answers never reaches fastify; every other one goes there unchanged.
+ */
+function installFrontDoor(app: FastifyInstance, services: Services, logger: FastifyBaseLogger | undefined): void {
+  let closing = false;
+  app.addHook('preClose', (done) => {
+    closing = true;
+    done();
+  });
+  const door = frontDoor(
+    services.registry.routes.map(({ route }) => route),
+    services,
+    logger,
+    () => closing,
+  );
+  const [routed] = app.server.listeners('request') as RequestListener[];
+  if (!door || !routed) return;
+  app.server.removeListener('request', routed);
+  app.server.on('request', (req: IncomingMessage, res: ServerResponse) => {
+    if (!door(req, res)) routed(req, res);
+  });
 }

@@ -1,0 +1,90 @@
+import type { IncomingMessage, ServerResponse } from 'node:http';
+import type { FastifyBaseLogger } from 'fastify';
+import type { AnyRoute, EarlyRequest, NoTxRouteDefinition } from '../entity/define.ts';
+import type { Services } from '../services.ts';
+import { normaliseHost } from '../context/tenant.ts';
+import { SECURITY_HEADERS } from './problems.ts';
+
+/**
+ * The front door: answers the routes' early answers (the public read's 304 from the validator
+ * cache) in the server's request listener, before fastify builds its request and reply, runs
+ * routing, the hooks and the send pipeline, which cost the 304 more than half of its CPU
+ * (docs/performance.md). It answers only what the router would route and answer the same:
+ *
+ * - a GET or HEAD whose path has no query string and matches a route segment for segment, each
+ *   parameter a plain segment the router would pass on undecoded and within its length limit;
+ * - at a host whose tenant is already cached (what the tenant hook would resolve, with no wait);
+ * - with the route's earlyAnswer, and the headers every answer carries (SECURITY_HEADERS).
+ *
+ * Anything else — a percent-encoded or over-long segment, a trailing slash, an unknown host, an
+ * earlyAnswer that declines or throws, a server that is closing — goes to fastify, where the
+ * route's first hook asks the same earlyAnswer. At log level info, where fastify logs each
+ * request, an answer here logs one `request completed` line.
+ */
+
+// What find-my-way hands a parameter over as it is: unreserved characters, no percent-encoding;
+// fastify's default maxParamLength is 100.
+const PLAIN_SEGMENT = /^[A-Za-z0-9._~-]{1,100}$/;
+
+type Segment = string | { param: string };
+interface Door {
+  segments: Segment[];
+  earlyAnswer: NonNullable<NoTxRouteDefinition['earlyAnswer']>;
+}
+
+export type FrontDoor = (req: IncomingMessage, res: ServerResponse) => boolean;
+
+export function frontDoor(routes: readonly AnyRoute[], services: Services, logger: FastifyBaseLogger | undefined, isClosing: () => boolean): FrontDoor | undefined {
+  const log = logger as (FastifyBaseLogger & { isLevelEnabled?(level: string): boolean }) | undefined;
+  const doors: Door[] = [];
+  for (const route of routes) {
+    if (route.access !== 'public' || route.transaction !== 'none' || route.method !== 'GET' || !route.earlyAnswer) continue;
+    const segments = route.url.split('/').map((part): Segment => (part.startsWith(':') ? { param: part.slice(1) } : part));
+    doors.push({ segments, earlyAnswer: route.earlyAnswer });
+  }
+  if (doors.length === 0) return undefined;
+
+  const match = (door: Door, parts: string[]): Record<string, string> | undefined => {
+    if (parts.length !== door.segments.length) return undefined;
+    const params: Record<string, string> = {};
+    for (let i = 0; i < parts.length; i++) {
+      const segment = door.segments[i]!;
+      if (typeof segment === 'string') {
+        if (parts[i] !== segment) return undefined;
+      } else {
+        if (!PLAIN_SEGMENT.test(parts[i]!)) return undefined;
+        params[segment.param] = parts[i]!;
+      }
+    }
+    return params;
+  };
+
+  return (req, res) => {
+    const { method, url, headers } = req;
+    if ((method !== 'GET' && method !== 'HEAD') || !url || url.includes('?') || headers.host === undefined || isClosing()) return false;
+    const tenant = services.hosts.cached(normaliseHost(headers.host));
+    if (!tenant) return false;
+    const parts = url.split('/');
+    for (const door of doors) {
+      const params = match(door, parts);
+      if (!params) continue;
+      const request: EarlyRequest = { method, headers, params, tenant };
+      let answer;
+      try {
+        answer = door.earlyAnswer(request, services);
+      } catch {
+        return false;
+      }
+      if (!answer) return false;
+      const started = log?.isLevelEnabled?.('info') ? performance.now() : undefined;
+      res.writeHead(answer.status, { ...answer.headers, ...SECURITY_HEADERS });
+      res.end();
+      if (started !== undefined) {
+        const req = { method, url, host: headers.host, remoteAddress: res.socket?.remoteAddress, remotePort: res.socket?.remotePort };
+        log!.info({ req, res: { statusCode: answer.status }, responseTime: performance.now() - started }, 'request completed');
+      }
+      return true;
+    }
+    return false;
+  };
+}
