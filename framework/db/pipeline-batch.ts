@@ -71,6 +71,16 @@ const nameOf = (text: string): string => {
   return name;
 };
 
+/**
+ * A failure of the connection rather than PostgreSQL's refusal of a statement: a socket error (no
+ * severity), or a FATAL or PANIC after which the server ends the session (an administrator's
+ * pg_terminate_backend, a shutdown).
+ */
+function endsSession(error: Error): boolean {
+  const severity = (error as { severity?: string }).severity;
+  return severity === undefined || severity === 'FATAL' || severity === 'PANIC';
+}
+
 /** The error PostgreSQL would give a statement after a failed one in a transaction. */
 function skipped(): Error {
   return Object.assign(new Error('current transaction is aborted, commands ignored until end of transaction block'), { severity: 'ERROR', code: '25P02' });
@@ -180,7 +190,7 @@ export class PipelineBatch extends pg.Query {
       this.settle({ answers: [], unsent: error });
       return;
     }
-    if (!('severity' in error)) {
+    if (endsSession(error)) {
       this.settle({ answers: this.answers, connectionError: error });
       return;
     }

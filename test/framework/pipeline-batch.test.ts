@@ -1,3 +1,4 @@
+import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createTestDatabase } from '../helpers/database.ts';
 import { openDatabase, type Db } from '../../framework/db/pool.ts';
@@ -98,6 +99,32 @@ describe('one exchange is one transaction ended by one Sync', () => {
     expect(await probes()).not.toContain(50);
     const [ok] = await exchange(db.pool, [{ text: DEFERRED, values: [2, 2] }]);
     expect(ok!.ok).toBe(true);
+  });
+
+  it('a connection lost in the middle of a batch is thrown, the pool drops it, and the next exchange runs on a new one', async () => {
+    const [{ pid }] = (await db.pool.query<{ pid: number }>('select pg_backend_pid() as pid')).rows as [{ pid: number }];
+    const killer = new pg.Client({ connectionString: db.url });
+    await killer.connect();
+    try {
+      const lost = exchange(db.pool, [
+        { text: INSERT, values: [70] },
+        { text: 'select pg_sleep(5)', values: [] },
+      ]);
+      // Once the batch is running, end its backend from outside.
+      for (let i = 0; i < 50; i++) {
+        const { rows } = await killer.query<{ state: string }>('select state from pg_stat_activity where pid = $1', [pid]);
+        if (rows[0]?.state === 'active') break;
+        await new Promise((resolve) => setTimeout(resolve, 20));
+      }
+      await killer.query('select pg_terminate_backend($1)', [pid]);
+      await expect(lost).rejects.toThrow();
+    } finally {
+      await killer.end();
+    }
+    expect(await probes()).not.toContain(70);
+    const [after] = await exchange(db.pool, [{ text: DIVIDE, values: [5] }]);
+    expect(after).toMatchObject({ ok: true, result: { rows: [{ q: 2 }] } });
+    expect((await db.pool.query<{ pid: number }>('select pg_backend_pid() as pid')).rows[0]!.pid).not.toBe(pid);
   });
 
   it('a value pg cannot serialise fails the exchange before anything is sent, and the connection is kept', async () => {
