@@ -42,11 +42,11 @@ const notificationPager = new KeysetPager({
   where: [],
   sorts: { createdAt: { column: 'created_at' } },
 });
-// The params here only number the pager's own after them; each request passes the real values.
-const WIDGET_FILTER: ListFilter = { conditions: ['tenant_id = $1'], params: ['tenant'] };
-const NOTIFICATION_FILTER: ListFilter = { conditions: ['tenant_id = $1', 'recipient_id = $2'], params: ['tenant', 'recipient'] };
-const LIST = widgetPager.statement({ limit: 20, offset: 0, sort: 'createdAt' }, WIDGET_FILTER).text;
-const NOTIFICATIONS = notificationPager.statement({ limit: 20, offset: 0, sort: '-createdAt' }, NOTIFICATION_FILTER).text;
+const widgetFilter = (tenantId: string): ListFilter => ({ conditions: ['tenant_id = $1'], params: [tenantId] });
+const notificationFilter = (tenantId: string, recipientId: string): ListFilter => ({
+  conditions: ['tenant_id = $1', 'recipient_id = $2'],
+  params: [tenantId, recipientId],
+});
 
 /** The page answer from the rows of a page statement (limit + 1 rows asked for). */
 function page(rows: Record<string, unknown>[], limit: number, offset: number, sort: string) {
@@ -99,13 +99,15 @@ async function main(): Promise<void> {
   app.get('/api/v1/testkit/widgets', async (request) => {
     const query = request.query as { limit?: string };
     const limit = Number(query.limit ?? 20);
-    const { rows } = await pool.query<Record<string, unknown>>(LIST, [tenantId, limit + 1, 0]);
+    const { text, params } = widgetPager.statement({ limit, offset: 0, sort: 'createdAt' }, widgetFilter(tenantId));
+    const { rows } = await pool.query<Record<string, unknown>>(text, params);
     return page(rows, limit, 0, 'createdAt');
   });
   app.get('/api/v1/notification/notifications', async (request) => {
     const query = request.query as { limit?: string };
     const limit = Number(query.limit ?? 20);
-    const { rows } = await pool.query<Record<string, unknown>>(NOTIFICATIONS, [tenantId, settings.recipientId, limit + 1, 0]);
+    const { text, params } = notificationPager.statement({ limit, offset: 0, sort: '-createdAt' }, notificationFilter(tenantId, settings.recipientId));
+    const { rows } = await pool.query<Record<string, unknown>>(text, params);
     return page(rows, limit, 0, '-createdAt');
   });
   app.post('/api/v1/testkit/widgets', async (request, reply) => {
