@@ -31,7 +31,7 @@ export interface BenchOptions {
   uploadMib: number;
   only: ReadonlySet<ScenarioGroup>;
   out: string;
-  /** Directory for a V8 CPU profile of the service process (node --cpu-prof), or empty. */
+  /** Directory for V8 CPU profiles (node --cpu-prof): the service's in it, the baseline's in its `baseline` folder; or empty. */
   cpuProfDir: string;
 }
 
@@ -50,7 +50,7 @@ const USAGE = `usage: npm run bench -- [options]
   --upload-mib N          size of one upload of the upload scenario in MiB (default 1024; --quick 256)
   --only a,b              run only these groups: ${SCENARIOS.join(', ')}
   --out FILE              results file (default bench-results.json)
-  --cpu-prof DIR          write a V8 CPU profile of the service process into DIR`;
+  --cpu-prof DIR          write a V8 CPU profile of the service process into DIR, and the baseline's into DIR/baseline`;
 
 function positiveInt(name: string, raw: string | undefined, fallback: number): number {
   if (raw === undefined) return fallback;

@@ -61,8 +61,8 @@ async function measure(options: BenchOptions, db: BenchDatabase, runId: string, 
     filesDir: join(filesDir, 'service'),
     maxUploadBytes: options.uploadMib * 1024 * 1024,
   };
-  const profile = options.cpuProfDir ? ['--cpu-prof', `--cpu-prof-dir=${options.cpuProfDir}`] : [];
-  const service = await startServer('service', './service.ts', settings, profile);
+  const profileInto = (dir: string) => (options.cpuProfDir ? ['--cpu-prof', `--cpu-prof-dir=${dir}`] : []);
+  const service = await startServer('service', './service.ts', settings, profileInto(options.cpuProfDir));
   servers.push(service);
   const seed = service.ready.seed as SeedInfo;
   const host = seed.tenants[0]!.host;
@@ -83,7 +83,7 @@ async function measure(options: BenchOptions, db: BenchDatabase, runId: string, 
   let baselineProcess: ServerProcess | undefined;
   const startBaseline = async () => {
     if (!baselineProcess) {
-      baselineProcess = await startServer('baseline', './baseline.ts', baselineSettings);
+      baselineProcess = await startServer('baseline', './baseline.ts', baselineSettings, profileInto(join(options.cpuProfDir, 'baseline')));
       servers.push(baselineProcess);
     }
     return baselineProcess;
