@@ -1,0 +1,2 @@
+-- The tenant is named without a foreign key to tenants: see framework/0006_tenants_are_kept.sql.
+alter table notifications drop constraint if exists notifications_tenant_id_fkey;

@@ -1,0 +1,2 @@
+-- The tenant is named without a foreign key to tenants: see framework/0006_tenants_are_kept.sql.
+alter table users drop constraint if exists users_tenant_id_fkey;
