@@ -109,7 +109,7 @@ export class PipelineBatch extends pg.Query {
   readonly statements: readonly BatchStatement[];
 
   constructor(statements: readonly BatchStatement[]) {
-    super({ text: '' });
+    super(''); // a string: pg copies a config object's properties one by one, on every request
     this.statements = statements;
     this.outcome = new Promise((resolve) => (this.settle = resolve));
     this.submit = (connection) => this.send(connection);
