@@ -420,4 +420,25 @@ describe('the worker: relay, subscriptions, audit', () => {
     expect(await outboxRows('event_id = $1', [old.event_id])).toEqual([]);
     expect(await outboxRows('event_id = $1', [recent.event_id])).toHaveLength(1);
   });
+
+  it('purges past an older row still held back at the start, in windows, until none is due', async () => {
+    const held = await publish('testkit.widget.approved', { id: randomUUID() });
+    const due = [];
+    for (let i = 0; i < 3; i++) due.push(await publish('testkit.widget.approved', { id: randomUUID() }));
+    for (const row of [held, ...due]) await relayed(row.event_id);
+    // The oldest row was relayed just now (a late commit); the three after it, two hours ago.
+    await pool().query(`update outbox set relayed_at = now() where event_id = $1`, [held.event_id]);
+    await pool().query(`update outbox set relayed_at = now() - interval '2 hours' where event_id = any($1)`, [due.map((r) => r.event_id)]);
+    expect(await running.relay.purge()).toBeGreaterThanOrEqual(3);
+    expect(await outboxRows('event_id = any($1)', [due.map((r) => r.event_id)])).toEqual([]);
+    expect(await outboxRows('event_id = $1', [held.event_id])).toHaveLength(1);
+    expect(await running.relay.purge()).toBe(0);
+  });
+
+  // Each index of the outbox is written by every write request's insert and again by the relay's
+  // mark: a third one is a deliberate choice (migrations/framework/0007_outbox_two_indexes.sql).
+  it('keeps two indexes: its key, and the unrelayed rows the relay claims', async () => {
+    const { rows } = await pool().query(`select indexdef from pg_indexes where tablename = 'outbox' order by indexname`);
+    expect(rows.map((r) => r.indexdef.replace(/^.* USING /, ''))).toEqual(['btree (id) WHERE (relayed_at IS NULL)', 'btree (id)']);
+  });
 });
