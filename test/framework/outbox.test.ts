@@ -150,6 +150,18 @@ describe('publish: the outbox row belongs to the caller\'s transaction', () => {
     expect(rows[0].occurred_at).toBeInstanceOf(Date);
   });
 
+  it('gives each event a time-ordered id made in the process (UUIDv7), on both the one-exchange and the transaction path', async () => {
+    const v7 = /^[0-9a-f]{8}-[0-9a-f]{4}-7[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$/;
+    const created = await web.http(HOST).post('/api/v1/testkit/widgets').set('Cookie', user.cookie).send({ name: 'v7-event', size: 1, color: 'red' });
+    expect(created.status).toBe(201);
+    const [oneExchange] = await outboxRows(`payload->>'id' = $1`, [created.body.id]);
+    const first = await publish('eventprobe.thing.happened', {});
+    const second = await publish('eventprobe.thing.happened', {});
+    for (const row of [oneExchange, first, second]) expect(row.event_id).toMatch(v7);
+    // Made later, sorted later: the audit trail's key takes them as appends.
+    expect(first.event_id < second.event_id).toBe(true);
+  });
+
   it('leaves no event behind a rolled-back request', async () => {
     const marker = `rolled-back-${randomUUID()}`;
     const res = await web.http(HOST).post('/api/v1/eventprobe/publish-then-fail').set('Cookie', user.cookie).send({ marker });
