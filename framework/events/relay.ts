@@ -4,7 +4,7 @@ import type { Db } from '../db/pool.ts';
 import { preparedQuery } from '../db/statements.ts';
 import type { Registry } from '../entity/registry.ts';
 import type { DeliveredEvent } from '../entity/define.ts';
-import { auditStatements } from './audit.ts';
+import { auditFromOutboxStatements } from './audit.ts';
 
 export const OUTBOX_CHANNEL = 'tenantry_outbox';
 export const subscriptionQueue = (name: string): string => `sub-${name}`;
@@ -126,10 +126,12 @@ export class OutboxRelay {
         await client.query('commit');
         return 0;
       }
-      const events = rows.map(deliveredEvent);
       const jobsByQueue = new Map<string, { data: DeliveredEvent }[]>();
-      for (const event of events) {
-        for (const queue of this.queuesByEvent.get(event.name) ?? []) {
+      for (const row of rows) {
+        const queues = this.queuesByEvent.get(row.name);
+        if (!queues) continue;
+        const event = deliveredEvent(row);
+        for (const queue of queues) {
           const list = jobsByQueue.get(queue) ?? [];
           list.push({ data: event });
           jobsByQueue.set(queue, list);
@@ -140,7 +142,7 @@ export class OutboxRelay {
       // The audit rows, the mark and COMMIT go out together; the first failure is the one thrown
       // and turns the COMMIT into a rollback, so nothing is relayed without its audit row.
       await Promise.all([
-        ...auditStatements(events).map((statement) => client.query(statement)),
+        ...auditFromOutboxStatements(rows).map((statement) => client.query(statement)),
         client.query(preparedQuery(MARK_RELAYED, [rows.map((r) => r.id)])),
         client.query('commit'),
       ]);
