@@ -13,6 +13,12 @@ const BATCH = 500;
 const CLAIM = `select id, event_id, tenant_id, name, payload, actor_id, occurred_at
                  from outbox where relayed_at is null order by id limit ${BATCH} for update skip locked`;
 const MARK_RELAYED = 'update outbox set relayed_at = now() where id = any($1::bigint[])';
+// The relay's commit does not wait for its WAL flush: losing it in a crash loses its marks, audit
+// rows and jobs together, and the rows are relayed again (delivery is at least once; the audit row
+// and every handler are keyed by the event id). Anything durable that follows from it, a
+// handler's committed effect, flushes the WAL past it first. Its jobs' NOTIFY holds a cluster-wide
+// lock through the commit, and the flush was the longest part of an event's way to its handler.
+const RELAY_COMMITS_UNFLUSHED = `set local synchronous_commit = off`;
 const RELAY_INTERVAL_MS = 1000;
 const PURGE_INTERVAL_MS = 60_000;
 const PURGE_AFTER = '1 hour';
@@ -119,9 +125,10 @@ export class OutboxRelay {
   async relayBatch(): Promise<number> {
     const client = await this.db.pool.connect();
     try {
-      // The pool pipelines: BEGIN and the claim are written together, as are the mark and COMMIT
-      // below (a failed mark turns that COMMIT into a rollback, and its error is the one thrown).
-      const [, { rows }] = await Promise.all([client.query('begin'), client.query<OutboxRow>(preparedQuery(CLAIM))]);
+      // The pool pipelines: BEGIN, the commit setting and the claim are written together, as are
+      // the mark and COMMIT below (a failed mark turns that COMMIT into a rollback, and its error
+      // is the one thrown).
+      const [, , { rows }] = await Promise.all([client.query('begin'), client.query(RELAY_COMMITS_UNFLUSHED), client.query<OutboxRow>(preparedQuery(CLAIM))]);
       if (rows.length === 0) {
         await client.query('commit');
         return 0;
