@@ -17,7 +17,8 @@ const MARK_RELAYED = 'update outbox set relayed_at = now() where id = any($1::bi
 // rows and jobs together, and the rows are relayed again (delivery is at least once; the audit row
 // and every handler are keyed by the event id). Anything durable that follows from it, a
 // handler's committed effect, flushes the WAL past it first. Its jobs' NOTIFY holds a cluster-wide
-// lock through the commit, and the flush was the longest part of an event's way to its handler.
+// lock through the commit, and on a busy disk the flush was a long part of an event's way to its
+// handler (docs/performance.md, item 22).
 const RELAY_COMMITS_UNFLUSHED = `set local synchronous_commit = off`;
 const RELAY_INTERVAL_MS = 1000;
 const PURGE_INTERVAL_MS = 60_000;
