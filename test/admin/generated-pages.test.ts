@@ -1,3 +1,4 @@
+import { sessionFormToken } from '../../framework/access/form-token.ts';
 import { randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createCustomer, signInAs, startTestApp, type SignedIn, type TestApp } from '../helpers/app.ts';
@@ -10,8 +11,8 @@ import { checkedSample, sampleValue } from '../conformance/sample-values.ts';
 let app: TestApp;
 let acme: TenantRef;
 const HOST = 'acme.localhost';
-// A CSRF token of our own: the double-submit rule compares the field with the cookie.
-const TOKEN = 'T'.repeat(43);
+// A signed-in browser's form token is its session's own (framework/access/form-token.ts).
+const csrfOf = (who: SignedIn) => sessionFormToken(who.rawSessionId);
 
 beforeAll(async () => {
   app = await startTestApp();
@@ -21,7 +22,7 @@ afterAll(async () => {
   await app?.close();
 });
 
-const withToken = (who: SignedIn) => `${who.cookie}; app_csrf=${TOKEN}`;
+const withToken = (who: SignedIn) => who.cookie;
 
 /** What a caller met: let in (whatever followed), or the refusal's code. The same on both sides. */
 function outcomeOfPage(res: { status: number; text: string; headers: Record<string, unknown> }): string {
@@ -81,7 +82,7 @@ async function pageAs(who: SignedIn | null, method: string, path: string, host =
   const http = app.http(host);
   if (method === 'GET') return who ? http.get(path).set('Cookie', who.cookie) : http.get(path);
   const req = http.post(path).type('form');
-  return (who ? req.set('Cookie', withToken(who)) : req).send({ csrf: TOKEN });
+  return (who ? req.set('Cookie', withToken(who)) : req).send({ csrf: who ? csrfOf(who) : 'T'.repeat(43) });
 }
 async function apiAs(who: SignedIn | null, method: string, path: string, body?: object, host = HOST) {
   const http = app.http(host);
@@ -153,7 +154,7 @@ describe('Generated pages: every form post carries a CSRF token and passes the c
   it('refuses a form post another site sent, token and all (403 AUTH_CROSS_SITE)', async () => {
     const admin = await signInAs(app, acme, ['*']);
     for (const headers of [{ 'Sec-Fetch-Site': 'cross-site' }, { 'Sec-Fetch-Site': 'same-site' }, { Origin: 'http://evil.example' }]) {
-      const res = await app.http(HOST).post('/admin/task/tasks/new').set('Cookie', withToken(admin)).set(headers).type('form').send({ csrf: TOKEN, title: 'Forged', priority: 'low', deadline: '2031-01-01T00:00' });
+      const res = await app.http(HOST).post('/admin/task/tasks/new').set('Cookie', withToken(admin)).set(headers).type('form').send({ csrf: csrfOf(admin), title: 'Forged', priority: 'low', deadline: '2031-01-01T00:00' });
       expect(res.status, JSON.stringify(headers)).toBe(403);
       expect(res.text).toContain('AUTH_CROSS_SITE');
     }
@@ -183,20 +184,20 @@ describe('Generated pages: forms', () => {
   it('creates through the form (303 to the detail page), edits, runs a command and deletes, as the API would', async () => {
     const admin = await signInAs(app, acme, ['*']);
     const http = app.http(HOST);
-    const created = await http.post('/admin/content/contents/new').set('Cookie', withToken(admin)).type('form').send({ csrf: TOKEN, slug: 'hello-form', title: 'Hello', kind: 'page', body: '# Hi' });
+    const created = await http.post('/admin/content/contents/new').set('Cookie', withToken(admin)).type('form').send({ csrf: csrfOf(admin), slug: 'hello-form', title: 'Hello', kind: 'page', body: '# Hi' });
     expect(created.status).toBe(303);
     const detail = created.headers.location as string;
     expect(detail).toMatch(/^\/admin\/content\/contents\/[0-9a-f-]{36}$/);
     const id = detail.split('/').pop()!;
-    const edited = await http.post(`${detail}/edit`).set('Cookie', withToken(admin)).type('form').send({ csrf: TOKEN, title: 'Hello again', kind: 'post', body: '# Hi' });
+    const edited = await http.post(`${detail}/edit`).set('Cookie', withToken(admin)).type('form').send({ csrf: csrfOf(admin), title: 'Hello again', kind: 'post', body: '# Hi' });
     expect(edited.status).toBe(303);
-    const published = await http.post(`${detail}/publish`).set('Cookie', withToken(admin)).type('form').send({ csrf: TOKEN });
+    const published = await http.post(`${detail}/publish`).set('Cookie', withToken(admin)).type('form').send({ csrf: csrfOf(admin) });
     expect(published.status).toBe(303);
     const read = await http.get(`/api/v1/content/contents/${id}`).set('Cookie', admin.cookie);
     expect(read.body).toMatchObject({ title: 'Hello again', kind: 'post', status: 'published', slug: 'hello-form' });
     const page = await http.get(detail).set('Cookie', admin.cookie);
     expect(page.text).toContain('Hello again');
-    const removed = await http.post(`${detail}/delete`).set('Cookie', withToken(admin)).type('form').send({ csrf: TOKEN });
+    const removed = await http.post(`${detail}/delete`).set('Cookie', withToken(admin)).type('form').send({ csrf: csrfOf(admin) });
     expect(removed.status).toBe(303);
     expect(removed.headers.location).toBe('/admin/content/contents');
     expect((await http.get(`/api/v1/content/contents/${id}`).set('Cookie', admin.cookie)).status).toBe(404);
@@ -204,7 +205,7 @@ describe('Generated pages: forms', () => {
 
   it('shows validation errors inline beside their fields, from the problem document, keeping what was typed', async () => {
     const admin = await signInAs(app, acme, ['*']);
-    const res = await app.http(HOST).post('/admin/content/contents/new').set('Cookie', withToken(admin)).type('form').send({ csrf: TOKEN, slug: 'Not A Slug!', title: 'Kept title', kind: 'page', body: 'x' });
+    const res = await app.http(HOST).post('/admin/content/contents/new').set('Cookie', withToken(admin)).type('form').send({ csrf: csrfOf(admin), slug: 'Not A Slug!', title: 'Kept title', kind: 'page', body: 'x' });
     expect(res.status).toBe(422);
     expect(res.text).toMatch(/id="field-slug-field"[\s\S]*?class="error-text" id="field-slug-error">[^<]+</);
     expect(res.text).toContain('aria-invalid="true"');
@@ -214,18 +215,18 @@ describe('Generated pages: forms', () => {
 
   it('answers htmx a form fragment with the errors (422), and a successful post with HX-Redirect', async () => {
     const admin = await signInAs(app, acme, ['*']);
-    const bad = await app.http(HOST).post('/admin/task/tasks/new').set('Cookie', withToken(admin)).set('HX-Request', 'true').type('form').send({ csrf: TOKEN, title: '', priority: 'low', deadline: '2031-01-01T00:00' });
+    const bad = await app.http(HOST).post('/admin/task/tasks/new').set('Cookie', withToken(admin)).set('HX-Request', 'true').type('form').send({ csrf: csrfOf(admin), title: '', priority: 'low', deadline: '2031-01-01T00:00' });
     expect(bad.status).toBe(422);
     expect(bad.text.trimStart()).toMatch(/^<form /);
     expect(bad.text).toContain('id="field-title-error"');
-    const good = await app.http(HOST).post('/admin/task/tasks/new').set('Cookie', withToken(admin)).set('HX-Request', 'true').type('form').send({ csrf: TOKEN, title: 'By htmx', priority: 'low', deadline: '2031-01-01T00:00' });
+    const good = await app.http(HOST).post('/admin/task/tasks/new').set('Cookie', withToken(admin)).set('HX-Request', 'true').type('form').send({ csrf: csrfOf(admin), title: 'By htmx', priority: 'low', deadline: '2031-01-01T00:00' });
     expect(good.status).toBe(200);
     expect(good.headers['hx-redirect']).toMatch(/^\/admin\/task\/tasks\/[0-9a-f-]{36}$/);
   });
 
   it('reads a datetime-local value as UTC', async () => {
     const admin = await signInAs(app, acme, ['*']);
-    const res = await app.http(HOST).post('/admin/task/tasks/new').set('Cookie', withToken(admin)).type('form').send({ csrf: TOKEN, title: 'UTC', priority: 'low', deadline: '2031-05-06T07:08' });
+    const res = await app.http(HOST).post('/admin/task/tasks/new').set('Cookie', withToken(admin)).type('form').send({ csrf: csrfOf(admin), title: 'UTC', priority: 'low', deadline: '2031-05-06T07:08' });
     const id = (res.headers.location as string).split('/').pop();
     const read = await app.http(HOST).get(`/api/v1/task/tasks/${id}`).set('Cookie', admin.cookie);
     expect(read.body.deadline).toBe('2031-05-06T07:08:00.000Z');
@@ -295,7 +296,7 @@ describe('Admin shell: the header', () => {
 
   it('signs out from the header: the session ends and the browser goes to the login page', async () => {
     const admin = await signInAs(app, acme, ['*']);
-    const res = await app.http(HOST).post('/admin/logout').set('Cookie', withToken(admin)).type('form').send({ csrf: TOKEN });
+    const res = await app.http(HOST).post('/admin/logout').set('Cookie', withToken(admin)).type('form').send({ csrf: csrfOf(admin) });
     expect(res.status).toBe(303);
     expect(res.headers.location).toBe('/admin/login');
     expect((await app.http(HOST).get('/api/v1/auth/me').set('Cookie', admin.cookie)).status).toBe(401);

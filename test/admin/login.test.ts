@@ -1,3 +1,4 @@
+import { anonymousFormToken } from '../../framework/access/form-token.ts';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createCustomer, startTestApp, type TestApp } from '../helpers/app.ts';
 import { testConfig } from '../helpers/config.ts';
@@ -8,7 +9,8 @@ let app: TestApp;
 let acme: TenantRef;
 let person: { id: string; email: string; password: string };
 const HOST = 'acme.localhost';
-const TOKEN = 'L'.repeat(43);
+// The browser's pre-session secret (the app_csrf cookie); the form's field is derived from it.
+const SECRET = 'L'.repeat(43);
 
 beforeAll(async () => {
   app = await startTestApp();
@@ -22,7 +24,7 @@ afterAll(async () => {
 /** Posts the sign-in form as a browser would, with the page's CSRF token. */
 function postForm(fields: Record<string, string>, next?: string) {
   const action = next === undefined ? '/api/v1/auth/login' : `/api/v1/auth/login?next=${encodeURIComponent(next)}`;
-  return app.http(HOST).post(action).set('Cookie', `app_csrf=${TOKEN}`).type('form').send({ csrf: TOKEN, ...fields });
+  return app.http(HOST).post(action).set('Cookie', `app_csrf=${SECRET}`).type('form').send({ csrf: anonymousFormToken(SECRET, acme.id), ...fields });
 }
 
 describe('Admin login: /admin/login is a public sign-in form that works without JavaScript', () => {
@@ -32,7 +34,8 @@ describe('Admin login: /admin/login is a public sign-in form that works without 
     expect(res.headers['content-type']).toMatch(/^text\/html/);
     expect(res.text).toContain('action="/api/v1/auth/login?next=%2Fadmin%2Ftask%2Ftasks%3Fsort%3Dtitle"');
     const token = /name="csrf" value="([A-Za-z0-9_-]{43})"/.exec(res.text)?.[1];
-    expect(res.headers['set-cookie']?.[0]).toContain(`app_csrf=${token}`);
+    const secret = /^app_csrf=([^;]+)/.exec(res.headers['set-cookie']?.[0] ?? '')?.[1];
+    expect(token).toBe(anonymousFormToken(secret!, acme.id));
     expect(res.text).toMatch(/<input type="email" id="login-email" name="email"/);
     expect(res.text).toMatch(/<input type="password" id="login-password" name="password"/);
     expect(res.text).not.toContain('Sign in with SSO');

@@ -160,3 +160,77 @@ describe('the JSON API refuses form-encoded bodies', () => {
     expect(res.body.code).toBe('AUTH_CROSS_SITE');
   });
 });
+
+/**
+ * Issue 27, point 1: the admin form token is one per reply and bound to the session. A browser
+ * that holds only its session cookie (after a restart, single sign-on or an API sign-in) posts its
+ * first form; a pair minted without that session is refused.
+ */
+describe('the form token is bound to the session, one per reply', () => {
+  const TASK_FORM = '/admin/task/tasks/new';
+  const fields = (title: string) => ({ title, priority: 'low', deadline: '2031-01-01T00:00' });
+  const csrfFields = (html: string) => [...html.matchAll(/name="csrf" value="([^"]*)"/g)].map((m) => m[1]!);
+  const setCookies = (res: { headers: Record<string, unknown> }) => (res.headers['set-cookie'] as string[] | undefined) ?? [];
+  /** The app_csrf cookie a page set, as a Cookie header part ('' when it set none). */
+  const csrfCookieOf = (res: { headers: Record<string, unknown> }) => setCookies(res).find((c) => c.startsWith('app_csrf='))?.split(';', 1)[0] ?? '';
+  const taskTitles = async () =>
+    app.services.transactions.run(acme, async (ctx) => (await sql<{ title: string }>`select title from tasks`.execute(ctx.db)).rows.map((r) => r.title));
+
+  async function expectRefusedPost(cookie: string, csrf: string, title: string): Promise<void> {
+    const res = await http().post(TASK_FORM).set('Cookie', cookie).type('form').send({ csrf, ...fields(title) });
+    expect(res.status, title).toBe(403);
+    expect(res.text, title).toContain('AUTH_CROSS_SITE');
+    expect(await taskTitles()).not.toContain(title);
+  }
+
+  it('a page gives every form the same token, sets no cookie, and a browser holding only the session cookie posts it', async () => {
+    const page = await http().get(TASK_FORM).set('Cookie', admin);
+    expect(page.status).toBe(200);
+    const tokens = csrfFields(page.text);
+    // The sign-out form in the header and the task form.
+    expect(tokens.length).toBeGreaterThanOrEqual(2);
+    expect(new Set(tokens).size).toBe(1);
+    expect(csrfCookieOf(page)).toBe('');
+    const res = await http().post(TASK_FORM).set('Cookie', admin).type('form').send({ csrf: tokens[0], ...fields('first post after a restart') });
+    expect(res.status).toBe(303);
+    expect(await taskTitles()).toContain('first post after a restart');
+  });
+
+  it('a pair minted for an anonymous visitor is refused with the session (403 AUTH_CROSS_SITE)', async () => {
+    const login = await http().get('/admin/login');
+    const [csrf] = csrfFields(login.text);
+    expect(csrfCookieOf(login)).not.toBe('');
+    await expectRefusedPost(`${admin}; ${csrfCookieOf(login)}`, csrf!, 'with an anonymous pair');
+  });
+
+  it('a pair minted on another tenant is refused (403 AUTH_CROSS_SITE), signed in or anonymous', async () => {
+    const mallory = await signInAs(app, await createCustomer(app, 'evil'), ['*']);
+    const page = await app.http('evil.localhost').get(TASK_FORM).set('Cookie', mallory.cookie);
+    expect(page.status).toBe(200);
+    const own = csrfCookieOf(page);
+    await expectRefusedPost(own ? `${admin}; ${own}` : admin, csrfFields(page.text)[0]!, 'with the other tenant’s pair');
+
+    // The sign-in form: a pair from evil's sign-in page does not sign anybody in on acme.
+    const evilLogin = await app.http('evil.localhost').get('/admin/login');
+    const res = await http().post('/api/v1/auth/login').set('Cookie', csrfCookieOf(evilLogin)).type('form').send({ csrf: csrfFields(evilLogin.text)[0], email: 'a@example.com', password: 'whatever it is' });
+    expect(res.status).toBe(403);
+    expect(res.body.code).toBe('AUTH_CROSS_SITE');
+  });
+
+  it('an equal cookie and field the attacker chose are refused (403 AUTH_CROSS_SITE), signed in or anonymous', async () => {
+    const chosen = 'A'.repeat(43);
+    await expectRefusedPost(`${admin}; app_csrf=${chosen}`, chosen, 'with a chosen pair');
+    const res = await http().post('/api/v1/auth/login').set('Cookie', `app_csrf=${chosen}`).type('form').send({ csrf: chosen, email: 'a@example.com', password: 'whatever it is' });
+    expect(res.status).toBe(403);
+    expect(res.body.code).toBe('AUTH_CROSS_SITE');
+  });
+
+  it('the sign-in page of a browser that still holds a session cookie binds its form to that cookie', async () => {
+    const person = await signInAs(app, acme, ['*'], { email: 'still-signed-in@example.com' });
+    const page = await http().get('/admin/login').set('Cookie', person.cookie);
+    expect(csrfCookieOf(page)).toBe('');
+    const res = await http().post('/api/v1/auth/login').set('Cookie', person.cookie).type('form').send({ csrf: csrfFields(page.text)[0], email: 'nobody@example.com', password: 'not a password' });
+    // Past the token: the credentials are what is refused (the sign-in page again, 401).
+    expect(res.status).toBe(401);
+  });
+});

@@ -1,3 +1,4 @@
+import { anonymousFormToken } from '../../../framework/access/form-token.ts';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createCustomer, startTestApp, type TestApp } from '../../helpers/app.ts';
 import type { TenantRef } from '../../../framework/context/tenant.ts';
@@ -77,11 +78,14 @@ describe('the reset form is a declared form target with a CSRF token', () => {
     expect(attributes).toEqual(expect.arrayContaining(['httponly', 'samesite=lax', 'path=/']));
     const value = line.split(';', 1)[0]!.slice('app_csrf='.length);
     expect(Buffer.from(value, 'base64url')).toHaveLength(32);
-    expect(res.text).toContain(`<input type="hidden" name="csrf" value="${value}">`);
-    // A browser that already holds a token keeps it, so two open forms both stay valid.
+    // The field is bound to the cookie's secret and the tenant, never the cookie's value itself.
+    const field = anonymousFormToken(value, acme.id);
+    expect(field).not.toBe(value);
+    expect(res.text).toContain(`<input type="hidden" name="csrf" value="${field}">`);
+    // A browser that already holds a secret keeps it, so two open forms both stay valid.
     const again = await app.http('acme.localhost').get('/auth/reset?token=abc').set('Cookie', `app_csrf=${value}`);
     expect(again.headers['set-cookie']).toBeUndefined();
-    expect(again.text).toContain(`value="${value}"`);
+    expect(again.text).toContain(`value="${field}"`);
   });
 
   it('a form post without the token, or with another one, is refused with 403 AUTH_CROSS_SITE and redeems nothing', async () => {
