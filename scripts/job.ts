@@ -124,5 +124,5 @@ export async function jobCommand(argv: readonly string[], options: JobCommandOpt
 }
 
 if (import.meta.main) {
-  jobCommand(process.argv.slice(2)).then((code) => process.exit(code));
+  void jobCommand(process.argv.slice(2)).then((code) => process.exit(code));
 }

@@ -1,6 +1,7 @@
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import { toProblem } from '../http/problems.ts';
-import { ProblemError, problem as makeProblem } from '../errors.ts';
+import { methodRefusal } from '../http/methods.ts';
+import { type ProblemError, problem as makeProblem } from '../errors.ts';
 import { hashSecret, sessionCookie } from '../access/session-cookie.ts';
 import { issueFormToken } from '../access/form-token.ts';
 import type { AdminSite } from './page.ts';
@@ -78,7 +79,10 @@ export function installAdminErrors(site: AdminSite): void {
   });
 
   // Any other /admin path: the anonymous browser signs in first; a signed-in one sees a 404 page.
+  // A page asked with a method it does not declare is a 405 page with Allow, signed in or not.
   site.app.setNotFoundHandler(async (request, reply) => {
+    const refused = methodRefusal(request, (allow) => reply.header('allow', allow));
+    if (refused) return answer(request, reply, refused);
     if (!request.cookies[cookieName]) return sendToLogin(request, reply);
     return answer(request, reply, makeProblem('ROUTE_NOT_FOUND', `No page at ${request.url.split('?', 1)[0]}`));
   });

@@ -49,7 +49,7 @@ export class HostResolver {
       [host],
     );
     const row = rows[0];
-    if (!row || row.status !== 'active') {
+    if (row?.status !== 'active') {
       this.cache.delete(host);
       return undefined;
     }

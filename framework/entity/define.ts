@@ -7,6 +7,7 @@ import type { Config } from '../config/schema.ts';
 import type { TenantRef } from '../context/tenant.ts';
 import type { IncomingHttpHeaders } from 'node:http';
 import type { ProblemCode } from '../errors.ts';
+import type { EntityStorage } from './storage.ts';
 
 /** Who may call a route: anybody, anybody (with the session resolved if present), any session, or a permission. */
 export type Access = 'public' | 'optional' | 'signedIn' | { permission: string };
@@ -20,6 +21,10 @@ export interface PermissionDeclaration {
 
 /** The stored values of an entity's fields, as TypeBox infers them. */
 export type FieldValues<F extends TProperties> = Static<TObject<F>>;
+
+/** The empty field set: the default for an entity without computed fields. */
+// biome-ignore lint/complexity/noBannedTypes: `{}` is exactly the empty property map TypeBox's TProperties admits
+export type NoFields = {};
 
 /** A stored value as PostgreSQL hands it back: a date-time (DateTime()) column arrives as a Date. */
 type StoredValue<S extends TSchema> = S extends { format: 'date-time' } ? Date : Static<S>;
@@ -118,7 +123,7 @@ export type AfterWriteInput<F extends TProperties, CN extends string = string> =
   | { op: 'command'; command: CN; row: EntityRow<F>; previous?: EntityRow<F> };
 
 /** A row as the entity's routes return it: afterRead's result, the computed fields included. */
-export type ReadShape<F extends TProperties, C extends TProperties = {}> = EntityRow<F> & FieldValues<C>;
+export type ReadShape<F extends TProperties, C extends TProperties = NoFields> = EntityRow<F> & FieldValues<C>;
 
 /**
  * The lifecycle hooks, all inside the request's transaction, in this order (docs/module-authoring.md):
@@ -127,7 +132,7 @@ export type ReadShape<F extends TProperties, C extends TProperties = {}> = Entit
  * command: read and lock → run → update (or insert) → afterWrite → its changes → afterRead.
  * DELETE: read and lock → beforeDelete → delete → deleted event → afterWrite.
  */
-export interface EntityHooks<F extends TProperties, CN extends string = string, C extends TProperties = {}> {
+export interface EntityHooks<F extends TProperties, CN extends string = string, C extends TProperties = NoFields> {
   /** Before an insert or update from a request body is written: may adjust the values (command-owned fields included). */
   beforeWrite?(ctx: TxContext, input: { op: 'create' | 'update'; values: Partial<FieldValues<F>>; previous?: EntityRow<F> }): Promise<Partial<FieldValues<F>> | void>;
   /** Before a DELETE, with the row read and locked: throws a problem to refuse it (nothing is deleted or published). */
@@ -178,7 +183,7 @@ export interface EntityDefinition<
   F extends TProperties,
   CN extends string = string,
   S extends boolean = false,
-  C extends TProperties = {},
+  C extends TProperties = NoFields,
   PS extends TSchema = TSchema,
 > {
   module: string;
@@ -244,6 +249,8 @@ export interface EntityDefinition<
   publicRead?: PublicReadDefinition<F, PS>;
   /** Fields a list may sort by; createdAt and updatedAt always may. */
   sortable?: readonly (keyof F & string)[];
+  /** What the table holds besides the fields: unique fields, references, extra columns (framework/entity/storage.ts). */
+  storage?: EntityStorage<F>;
   admin?: { title: keyof F & string; columns: readonly (keyof F & string)[] };
   /**
    * Rarely needed: values the conformance suite merges into the create body it derives from the
@@ -268,7 +275,7 @@ export function defineEntity<
   const F extends TProperties,
   const CN extends string = never,
   const S extends boolean = false,
-  const C extends TProperties = {},
+  const C extends TProperties = NoFields,
   PS extends TSchema = TSchema,
 >(definition: EntityDefinition<F, CN, S, C, PS>): EntityDefinition<F, CN, S, C, PS> {
   return definition;
@@ -484,9 +491,7 @@ export interface JobContext {
   transaction<T>(fn: (tx: TxContext) => Promise<T>): Promise<T>;
 }
 
-export interface TenantCreationHook {
-  (ctx: TxContext, services: Services): Promise<void>;
-}
+export type TenantCreationHook = (ctx: TxContext, services: Services) => Promise<void>;
 
 export interface ModuleDefinition {
   name: string;

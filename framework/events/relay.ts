@@ -98,7 +98,7 @@ export class OutboxRelay {
     this.listener = listener;
     this.timers.push(setInterval(() => this.wake(), this.intervalMs));
     this.timers.push(setInterval(() => void this.purge().catch(() => {}), PURGE_INTERVAL_MS));
-    this.wake();
+    void this.wake();
   }
 
   /** Relays now; calls arriving during a pass schedule exactly one more pass. */

@@ -1,4 +1,4 @@
-import { PgBoss, type Job, type JobResult } from 'pg-boss';
+import { PgBoss, type JobResult } from 'pg-boss';
 import type { JobWithMetadata } from 'pg-boss';
 import type { Services } from '../services.ts';
 import type { DeliveredEvent, JobDefinition, SubscriptionDefinition } from '../entity/define.ts';

@@ -70,7 +70,7 @@ export function readinessChecks(services: Services, extra: readonly ReadinessChe
 }
 
 /** /health and /ready answer on any host: load balancers probe by address, not by tenant host. */
-export function registerProbes(app: FastifyInstance, services: Services, checks: readonly ReadinessCheck[]): void {
+export function registerProbes(app: FastifyInstance, _services: Services, checks: readonly ReadinessCheck[]): void {
   app.get('/health', { schema: HEALTH_SCHEMA }, async () => ({ status: 'ok' }));
   app.get('/ready', { schema: READY_SCHEMA }, async (request, reply) => {
     const results = await runReadiness(checks);
@@ -89,6 +89,7 @@ export function registerProbes(app: FastifyInstance, services: Services, checks:
         code: 'NOT_READY',
         check: failed.name,
         checks: results.map((r) => ({ name: r.name, ok: r.ok })),
+        requestId: request.id,
       });
   });
 }

@@ -44,7 +44,7 @@ export function hashPassword(plain: string): Promise<string> {
  * so the caller pays the same cost and gets false.
  */
 export async function verifyPassword(hash: string | null | undefined, plain: string): Promise<boolean> {
-  if (!hash || !hash.startsWith('$argon2')) {
+  if (!hash?.startsWith('$argon2')) {
     await argon2.verify(DUMMY_HASH, plain).catch(() => false);
     return false;
   }

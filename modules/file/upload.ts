@@ -81,7 +81,7 @@ export async function uploadFile(services: Services, request: FastifyRequest, se
     if (err instanceof ProblemError || typeof (err as { statusCode?: unknown }).statusCode === 'number') throw err;
     throw problem('MALFORMED_REQUEST', 'The multipart form could not be read');
   });
-  if (!part || part.fieldname !== 'file') throw problem('FILE_MISSING', 'The form has no file part named file');
+  if (part?.fieldname !== 'file') throw problem('FILE_MISSING', 'The form has no file part named file');
   const mediaType = part.mimetype;
   if (!isMediaType(mediaType)) {
     part.file.resume();

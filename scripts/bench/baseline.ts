@@ -137,7 +137,7 @@ async function main(): Promise<void> {
 
   process.on('message', (message: ChildRequest) => {
     if (message.type === 'stop') {
-      app
+      void app
         .close()
         .then(() => pool.query(`drop table if exists ${BASELINE_TABLE}, ${BASELINE_NOTIFICATIONS}`))
         .then(() => pool.end())

@@ -62,6 +62,7 @@ function run(command: string, args: string[], options: { cwd: string; env?: Node
   });
 }
 
+// biome-ignore lint/suspicious/noExplicitAny: Directus's answers are read field by field, and a wrong guess fails the run
 async function http(port: number, method: string, path: string, body?: unknown, token?: string): Promise<{ status: number; json: any }> {
   const res = await fetch(`http://127.0.0.1:${port}${path}`, {
     method,

@@ -112,7 +112,7 @@ async function main(): Promise<void> {
       );
     } else if (message.type === 'stop') {
       // A clean exit lets --cpu-prof write its profile.
-      app.close().finally(() => process.exit(0));
+      void app.close().finally(() => process.exit(0));
     }
   });
   send({ type: 'ready', port: address.port, seed: seeded });

@@ -27,7 +27,7 @@ function sections(html: string): Map<string, string> {
   let text = '';
   let tags = 0;
   const parser = new Parser({
-    onopentag(name, attrs) {
+    onopentag(_name, attrs) {
       if (current) {
         depth++;
         tags++;

@@ -10,7 +10,7 @@ import { Registry } from '../../framework/entity/registry.ts';
 import type { ResolvedEntity } from '../../framework/entity/resolve.ts';
 import type { AnyRoute } from '../../framework/entity/define.ts';
 import type { TenantRef } from '../../framework/context/tenant.ts';
-import { checkedSample, sampleObject, sampleValue } from './sample-values.ts';
+import { checkedSample, sampleValue } from './sample-values.ts';
 import { hashSecret } from '../../framework/access/session-cookie.ts';
 
 /**

@@ -69,7 +69,7 @@ function sampleString(s: Record<string, unknown>, n: number, where: string): str
   const tag = `${n}${randomUUID().slice(0, 6)}`;
   const min = Number(s.minLength ?? 0);
   const max = s.maxLength === undefined ? Infinity : Number(s.maxLength);
-  const fit = (text: string) => {
+  const fitted = (text: string) => {
     let out = text;
     while (out.length < min) out += 'x';
     return out.length > max ? out.slice(out.length - max) : out;
@@ -94,10 +94,10 @@ function sampleString(s: Record<string, unknown>, n: number, where: string): str
   if (typeof s.pattern === 'string') {
     const pattern = new RegExp(s.pattern as string);
     const candidates = [`sample-${tag}`, `sample${tag}`, `s${tag}`, `${tag}`, `Sample ${tag}`, `sample_${tag}`, `SAMPLE${tag}`.toUpperCase()];
-    for (const candidate of candidates.map(fit)) if (pattern.test(candidate)) return candidate;
+    for (const candidate of candidates.map(fitted)) if (pattern.test(candidate)) return candidate;
     throw new Error(`cannot derive a sample for ${where} matching ${s.pattern}: give the field examples, or the entity a sample()`);
   }
-  return fit(`sample ${tag}`);
+  return fitted(`sample ${tag}`);
 }
 
 /** A sample that the schema accepts, or a clear failure naming where derivation fell short. */

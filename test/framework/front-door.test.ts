@@ -108,7 +108,10 @@ describe('the front door', () => {
 
   it('logs each answer as `request completed` at level info, where fastify logs every request, and nothing above it', async () => {
     const lines: Record<string, unknown>[] = [];
-    const sink = new Writable({ write: (chunk, _encoding, done) => void (lines.push(JSON.parse(String(chunk))), done()) });
+    const sink = new Writable({ write: (chunk, _encoding, done) => {
+        lines.push(JSON.parse(String(chunk)));
+        done();
+      } });
     for (const level of ['info', 'warn']) {
       lines.length = 0;
       const { server, port } = await doorOnly({ logger: pino({ level }, sink) as FastifyBaseLogger });

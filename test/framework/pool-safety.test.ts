@@ -148,7 +148,7 @@ describe('an exhausted pool', () => {
   it('answers 503 DB_BUSY with Retry-After once the acquisition timeout passes, and serves again when a connection frees', async () => {
     const { cookie } = await signInAs(app, app.operator, []);
     const held = await app.services.db.pool.connect();
-    let res;
+    let res: Awaited<ReturnType<ReturnType<TestApp['http']>['get']>>;
     try {
       const started = Date.now();
       res = await app.http().get('/api/v1/auth/me').set('Cookie', cookie).timeout(5_000);

@@ -81,7 +81,10 @@ describe('probes', () => {
     const results = await runReadiness(
       [
         { name: 'database', check: async () => void calls.push('database') },
-        { name: 'queue', check: () => (calls.push('queue'), new Promise<void>(() => {})) },
+        { name: 'queue', check: () => {
+          calls.push('queue');
+          return new Promise<void>(() => {});
+        } },
         { name: 'mail', check: async () => void calls.push('mail') },
       ],
       50,

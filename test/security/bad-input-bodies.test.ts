@@ -1,7 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import { afterAll, describe, it } from 'vitest';
 import { buildWorld, closeWorld } from './world.ts';
-import { pathSource, readOperations, validRequest, type Operation } from './operations.ts';
+import { pathSource, readOperations, validRequest, } from './operations.ts';
 import { FIELD_CORPUS, RUNS, SEED, Verdicts, badValues, baseBody, baseRequest, bodyCorpus, fuzz, sweeper } from './bad-input.ts';
 import { badAnswer } from './problems.ts';
 import { describeExchange, type Sent } from './harness.ts';

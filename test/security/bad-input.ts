@@ -175,7 +175,7 @@ export class Verdicts {
   sent = 0;
   async check(world: World, req: Sent, what: string, refused = false): Promise<void> {
     this.sent++;
-    let res;
+    let res: Awaited<ReturnType<World['client']['send']>>;
     try {
       res = await world.client.send(req);
     } catch (err) {

@@ -129,7 +129,6 @@ export function validBody(op: Operation, world: World, tenant: TenantWorld): Pic
     };
   }
   const hint = BODY_HINTS[op.id]?.(world, tenant) ?? {};
-  const schema = op.body.schema as { properties?: Record<string, TSchema>; required?: string[]; minProperties?: number };
   // A PATCH sends its hint alone when it has one (a partial update of one field), else every field.
   if (op.method === 'PATCH' && Object.keys(hint).length > 0) return { json: hint };
   const derived = checkedSample(op.body.schema, ++counter, `${op.id} request body`) as Record<string, unknown>;

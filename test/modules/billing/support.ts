@@ -6,7 +6,7 @@ import { testConfig } from '../../helpers/config.ts';
 import { SettableClock } from '../../../framework/clock.ts';
 import { JobRunner } from '../../../framework/events/jobs.ts';
 import type { TenantRef } from '../../../framework/context/tenant.ts';
-import { paymentProvider, SandboxProvider, type SandboxOutcome } from '../../../modules/billing/provider.ts';
+import { paymentProvider, type SandboxProvider, type SandboxOutcome } from '../../../modules/billing/provider.ts';
 
 export const DAY = 24 * 60 * 60 * 1000;
 

@@ -19,7 +19,7 @@ const URL_ATTRIBUTES = new Set(['href', 'src', 'xlink:href', 'action', 'formacti
 const SAFE_SCHEMES = new Set(['http:', 'https:', 'mailto:']);
 
 /** Everything wrong with an HTML fragment, as a browser would read it. */
-export function dangersIn(html: string): string[] {
+function dangersIn(html: string): string[] {
   const found: string[] = [];
   const document = parseDocument(html, { decodeEntities: true, lowerCaseTags: true, lowerCaseAttributeNames: true });
   const elements = DomUtils.findAll(() => true, document.children) as Element[];
