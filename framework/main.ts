@@ -7,7 +7,7 @@ import { startEmbeddedPostgres, ensureDatabase, type EmbeddedServer } from './db
 import { redactUrl } from './db/pool.ts';
 import { buildApp, type App, type Role } from './app.ts';
 import { FIRST_ADMINISTRATOR_COMMAND, operatorHasNoUser, operatorUrl } from './tenancy/first-administrator.ts';
-import { allModules } from '../modules/index.ts';
+import type { ModuleDefinition } from './entity/define.ts';
 
 const ROLES: readonly Role[] = ['web', 'worker', 'all'];
 
@@ -15,7 +15,7 @@ const SIGNALS = ['SIGTERM', 'SIGINT', 'SIGHUP'] as const;
 // PostgreSQL's "terminating connection" codes (admin shutdown, crash shutdown, cannot connect now) and socket drops.
 const DROPPED_CONNECTION = new Set(['57P01', '57P02', '57P03', 'ECONNRESET', 'EPIPE']);
 
-async function main(): Promise<void> {
+async function main(modules: readonly ModuleDefinition[]): Promise<void> {
   // Signals stop the service gracefully: stop accepting, finish in-flight requests, then stop the
   // embedded server. The handlers are installed before anything starts, so a signal during startup
   // is honoured once it ends (and nothing is left half-started).
@@ -46,7 +46,7 @@ async function main(): Promise<void> {
   let listening: string | undefined;
   let url: string | undefined;
   try {
-    app = await buildApp({ config, modules: allModules, databaseUrl, role, logger: log });
+    app = await buildApp({ config, modules, databaseUrl, role, logger: log });
     if (app.services.mailer.mode === 'memory') {
       log.warn('mail.host is not set: mail goes to an in-memory mailbox and is not delivered');
     }
@@ -109,10 +109,17 @@ async function main(): Promise<void> {
   if (requested) onStop(requested);
 }
 
-main().catch((err: Error & { code?: unknown }) => {
-  // Our own refusals and system or database errors (which carry a code) read best as their message;
-  // anything else is a defect, and its stack helps.
-  const known = ['ConfigError', 'BootCheckError', 'MigrationError'].includes(err.name) || typeof err.code === 'string';
-  process.stderr.write(`tenantry: ${known ? err.message : (err.stack ?? err.message)}\n`);
-  process.exit(1);
-});
+/**
+ * The service's command line (--role web|worker|all, --config), over the installation's modules:
+ * the repository's main.ts calls it with modules/index.ts's list. The framework itself names no
+ * module (docs/architecture.md, "Import rules").
+ */
+export function runService(modules: readonly ModuleDefinition[]): void {
+  main(modules).catch((err: Error & { code?: unknown }) => {
+    // Our own refusals and system or database errors (which carry a code) read best as their message;
+    // anything else is a defect, and its stack helps.
+    const known = ['ConfigError', 'BootCheckError', 'MigrationError'].includes(err.name) || typeof err.code === 'string';
+    process.stderr.write(`tenantry: ${known ? err.message : (err.stack ?? err.message)}\n`);
+    process.exit(1);
+  });
+}

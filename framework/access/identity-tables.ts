@@ -1,15 +1,17 @@
 /**
- * The tables the framework itself reads and writes although a module's migration creates them.
- * This is the one place that dependency is written down: the SQL in context/tx.ts (the opening
- * statement of every transaction), access/sessions.ts and tenancy/create-tenant.ts uses exactly
- * these columns, and the boot check (entity/table-check.ts) refuses to start when a migration
- * leaves one out, gives it another type, or stops isolating the table by tenant. A module that
- * replaces users, roles or sessions must keep this shape.
+ * The tables the framework itself reads and writes although a module's migration creates them:
+ * its identity reads. This is the one place that dependency is written down: the SQL in
+ * context/tx.ts (the opening statement of every transaction), access/sessions.ts and
+ * tenancy/create-tenant.ts uses exactly these columns, and the boot check (entity/table-check.ts)
+ * refuses to start when a migration leaves one out, gives it another type, or stops isolating the
+ * table by tenant. The framework names no module: a module declares the tables it provides with
+ * `identityTables` in its definition (modules/user and modules/auth today). A module that replaces
+ * users, roles or sessions must keep this shape.
  */
+export type IdentityTableName = 'users' | 'roles' | 'sessions';
+
 export interface FrameworkTableUse {
-  table: string;
-  /** The module whose migrations create the table. */
-  providedBy: string;
+  table: IdentityTableName;
   /** What the framework does with it, and where. */
   usedFor: string;
   /** column → type, as PostgreSQL names it (text[] for arrays). */
@@ -19,20 +21,17 @@ export interface FrameworkTableUse {
 export const FRAMEWORK_TABLE_USES: readonly FrameworkTableUse[] = [
   {
     table: 'users',
-    providedBy: 'user',
     usedFor:
       "context/tx.ts resolves a session only for a live user whose status is 'active', and reads the roles they hold",
     columns: { id: 'uuid', tenant_id: 'uuid', status: 'text', roles: 'text[]', deleted_at: 'timestamptz' },
   },
   {
     table: 'roles',
-    providedBy: 'auth',
     usedFor: 'context/tx.ts turns the roles a user holds into permissions; tenancy/create-tenant.ts seeds admin and member',
     columns: { tenant_id: 'uuid', name: 'text', permissions: 'text[]' },
   },
   {
     table: 'sessions',
-    providedBy: 'auth',
     usedFor: 'context/tx.ts resolves the session cookie and touches the session; access/sessions.ts opens and ends sessions',
     columns: {
       id: 'uuid',
@@ -47,3 +46,10 @@ export const FRAMEWORK_TABLE_USES: readonly FrameworkTableUse[] = [
     },
   },
 ];
+
+/** The module that declares it provides each identity table (ModuleDefinition.identityTables). */
+export function identityTableProviders(modules: readonly { name: string; identityTables?: readonly IdentityTableName[] }[]): Map<IdentityTableName, string> {
+  const providers = new Map<IdentityTableName, string>();
+  for (const module of modules) for (const table of module.identityTables ?? []) providers.set(table, module.name);
+  return providers;
+}

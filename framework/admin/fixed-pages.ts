@@ -1,10 +1,10 @@
-import type { AdminSite } from './page.ts';
+import type { AdminPagesRegistrar } from './page.ts';
 import { registerFixedPages } from './pages/index.ts';
 
-/**
- * The hand-written pages the product names (dashboard, health, gallery, tenant switcher, roles),
- * from framework/admin/pages/. Each registers its routes with registerAdminPage(site, ...).
- */
-export type AdminPagesRegistrar = (site: AdminSite) => void;
+export type { AdminPagesRegistrar } from './page.ts';
 
+/**
+ * The framework's own hand-written pages (dashboard, health, gallery), from framework/admin/pages/.
+ * A module adds its pages through its definition's `admin.pages` (docs/module-authoring.md).
+ */
 export const FIXED_PAGES: readonly AdminPagesRegistrar[] = [registerFixedPages];

@@ -8,10 +8,11 @@ import { registerSignOut } from './sign-out.ts';
 import { registerLoginPage } from './login.ts';
 import { registerResourcePages } from './generated/resource-pages.ts';
 export { renderLoginPage } from './login.ts';
-import { SIDEBAR_ENTRIES, resolveSidebar, type SidebarEntry } from './sidebar.ts';
-import { FIXED_PAGES, type AdminPagesRegistrar } from './fixed-pages.ts';
+import { moduleSidebarEntries, resolveSidebar, type SidebarEntry } from './sidebar.ts';
+import { FIXED_PAGES } from './fixed-pages.ts';
+import type { AdminPagesRegistrar } from './page.ts';
 
-export { registerAdminPage, type AdminSite, type AdminPageContext, type AdminPageDefinition, type AdminErrorRenderer } from './page.ts';
+export { registerAdminPage, type AdminPagesRegistrar, type AdminSite, type AdminPageContext, type AdminPageDefinition, type AdminErrorRenderer } from './page.ts';
 export { renderAdminPage, type AdminView } from './shell.ts';
 export { renderTemplate } from './render.ts';
 export { allows } from './allows.ts';
@@ -21,9 +22,9 @@ export { generatedResources } from './generated/resource-pages.ts';
 const ADMIN_CSP = "default-src 'self'; script-src 'self'; style-src 'self' 'unsafe-inline'; img-src 'self' data:; object-src 'none'; form-action 'self'; frame-ancestors 'none'; base-uri 'none'";
 
 export interface AdminOptions {
-  /** The sidebar's entries (default: the product's six). */
+  /** The sidebar's entries (default: those the installed modules contribute, by their order). */
   sidebar?: readonly SidebarEntry[];
-  /** The fixed pages (default: FIXED_PAGES). */
+  /** The framework's fixed pages (default: FIXED_PAGES); the modules' own pages are registered after them. */
   pages?: readonly AdminPagesRegistrar[];
   /** The checks /ready runs (default: the database check alone). */
   readinessChecks?: readonly ReadinessCheck[];
@@ -32,7 +33,8 @@ export interface AdminOptions {
 /**
  * The admin shell: every page under /admin in one fastify scope whose errors are HTML pages and
  * whose unknown paths send an anonymous browser to the login page. Pages register through
- * registerAdminPage (the API's route wrapper), then the sidebar is resolved once against them.
+ * registerAdminPage (the API's route wrapper): the generated resource pages, the framework's fixed
+ * pages, then each module's; then the sidebar the modules contribute is resolved once against them.
  */
 export async function registerAdmin(app: FastifyInstance, services: Services, options: AdminOptions = {}): Promise<void> {
   await app.register(
@@ -50,7 +52,9 @@ export async function registerAdmin(app: FastifyInstance, services: Services, op
       registerSignOut(site);
       registerResourcePages(site);
       for (const register of options.pages ?? FIXED_PAGES) register(site);
-      site.sidebar = resolveSidebar(options.sidebar ?? SIDEBAR_ENTRIES, site.pages, services.log);
+      // Each installed module's own pages (ModuleDefinition.admin.pages), in module order.
+      for (const module of services.registry.modules) for (const register of module.admin?.pages ?? []) register(site);
+      site.sidebar = resolveSidebar(options.sidebar ?? moduleSidebarEntries(services.registry.modules), site.pages, services.log);
     },
     { prefix: '/admin' },
   );

@@ -30,6 +30,9 @@ export interface AdminSite {
   readonly readinessChecks: readonly ReadinessCheck[];
 }
 
+/** Registers hand-written admin pages on the site (registerAdminPage), once, at startup: the framework's fixed pages and each module's `admin.pages`. */
+export type AdminPagesRegistrar = (site: AdminSite) => void;
+
 /** What a page handler receives: the route's context (inside the guarded transaction) plus the shell's helpers. */
 export interface AdminPageContext {
   tx: TxContext;

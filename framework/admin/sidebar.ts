@@ -1,10 +1,11 @@
 import type { FastifyBaseLogger } from 'fastify';
 import type { Access } from '../entity/define.ts';
 
-/** One navigation entry: a label and the admin path it opens. */
+/** One navigation entry: a label, the admin path it opens, and its place in the sidebar (lower first). */
 export interface SidebarEntry {
   label: string;
   path: string;
+  order: number;
 }
 
 /** A served entry: with the access of the page route at its path. */
@@ -12,15 +13,10 @@ export interface ServedSidebarEntry extends SidebarEntry {
   access: Access;
 }
 
-/** The navigation the product names (SPEC, Authorization), in this order. */
-export const SIDEBAR_ENTRIES: readonly SidebarEntry[] = [
-  { label: 'Users', path: '/admin/user/users' },
-  { label: 'Roles', path: '/admin/auth/roles' },
-  { label: 'Content', path: '/admin/content/contents' },
-  { label: 'Tasks', path: '/admin/task/tasks' },
-  { label: 'Billing', path: '/admin/billing/plans' },
-  { label: 'Tenants', path: '/admin/tenant/tenants' },
-];
+/** The entries the installed modules contribute (ModuleDefinition.admin.sidebar), by `order`, then module order. */
+export function moduleSidebarEntries(modules: readonly { admin?: { sidebar?: readonly SidebarEntry[] } }[]): SidebarEntry[] {
+  return modules.flatMap((module) => module.admin?.sidebar ?? []).sort((a, b) => a.order - b.order);
+}
 
 /**
  * Pairs each entry with the access of the GET page served at its path, once, after every admin

@@ -8,6 +8,9 @@ import type { TenantRef } from '../context/tenant.ts';
 import type { IncomingHttpHeaders } from 'node:http';
 import type { ProblemCode } from '../errors.ts';
 import type { EntityStorage } from './storage.ts';
+import type { AdminPagesRegistrar } from '../admin/page.ts';
+import type { SidebarEntry } from '../admin/sidebar.ts';
+import type { IdentityTableName } from '../access/identity-tables.ts';
 
 /** Who may call a route: anybody, anybody (with the session resolved if present), any session, or a permission. */
 export type Access = 'public' | 'optional' | 'signedIn' | { permission: string };
@@ -512,6 +515,27 @@ export interface ModuleDefinition {
   defaultRoles?: Readonly<Record<string, readonly string[]>>;
   /** A count the admin shell's header shows to a signed-in caller (e.g. unread notifications). */
   adminBadge?: AdminBadge;
+  /** What the module adds to the admin shell: its own pages, sidebar entries (docs/module-authoring.md, "Admin pages"). */
+  admin?: ModuleAdmin;
+  /**
+   * The tables of the framework's identity reads (framework/access/identity-tables.ts: users,
+   * roles, sessions) that this module's migrations create. The framework reads them in every
+   * transaction's opening statement; the boot check names the declaring module when one is off.
+   */
+  identityTables?: readonly IdentityTableName[];
+}
+
+/** What a module contributes to the admin shell besides its entities' generated pages. */
+export interface ModuleAdmin {
+  /** Hand-written pages: each function registers its routes with registerAdminPage(site, ...), once, at startup. */
+  pages?: readonly AdminPagesRegistrar[];
+  /** Sidebar entries; the sidebar lists every module's entries by `order`, and leaves out one whose path no page serves. */
+  sidebar?: readonly SidebarEntry[];
+  /**
+   * false: the module's entities get no generated list/read/create/edit pages (their data is shown
+   * by hand-written pages, or not in the shell at all). Default true.
+   */
+  resourcePages?: boolean;
 }
 
 /**

@@ -4,7 +4,7 @@ import type { AnyEntity } from './define.ts';
 import type { Registry } from './registry.ts';
 import type { ResolvedEntity } from './resolve.ts';
 import { BootCheckError } from './checks.ts';
-import { FRAMEWORK_TABLE_USES, type FrameworkTableUse } from '../access/identity-tables.ts';
+import { FRAMEWORK_TABLE_USES, identityTableProviders, type FrameworkTableUse } from '../access/identity-tables.ts';
 
 /** Created by migrations/framework/0005 (`call watch_public_read(<table>)`). */
 const PUBLIC_READ_TRIGGER_FUNCTION = 'tenantry_public_read_changed';
@@ -258,9 +258,13 @@ function describe(schema: TSchema): string {
   return 'a value';
 }
 
-/** What disagrees between the framework's declared use of a module's table and the table. */
-export function frameworkTableProblems(use: FrameworkTableUse, table: TableInfo | undefined): string[] {
-  const where = `the framework uses table ${use.table} (created by module ${use.providedBy}: ${use.usedFor})`;
+/**
+ * What disagrees between the framework's declared use of a module's table and the table.
+ * providedBy is the module that declares the table in its `identityTables`, if any does.
+ */
+export function frameworkTableProblems(use: FrameworkTableUse, table: TableInfo | undefined, providedBy: string | undefined): string[] {
+  const creator = providedBy ? `created by module ${providedBy}` : 'which no installed module declares in its identityTables';
+  const where = `the framework uses table ${use.table} (${creator}: ${use.usedFor})`;
   if (!table) return [`${where}, but it does not exist`];
   const problems: string[] = [];
   for (const [name, type] of Object.entries(use.columns)) {
@@ -281,8 +285,9 @@ export function frameworkTableProblems(use: FrameworkTableUse, table: TableInfo 
  */
 export async function checkTables(pool: pg.Pool, registry: Registry): Promise<{ entities: string[]; tables: string[] }> {
   const tables = await loadTables(pool, [...registry.entities.map((e) => e.names.table), ...FRAMEWORK_TABLE_USES.map((u) => u.table)]);
+  const providers = identityTableProviders(registry.modules);
   const problems = [
-    ...FRAMEWORK_TABLE_USES.flatMap((use) => frameworkTableProblems(use, tables.get(use.table))),
+    ...FRAMEWORK_TABLE_USES.flatMap((use) => frameworkTableProblems(use, tables.get(use.table), providers.get(use.table))),
     ...registry.entities.flatMap((entity) => entityTableProblems(entity, tables.get(entity.names.table))),
   ];
   if (problems.length > 0) throw new BootCheckError(`startup checks failed: definitions and tables disagree:\n- ${problems.join('\n- ')}`);

@@ -4,6 +4,7 @@ import { oidcRoutes } from './oidc/routes.ts';
 import { resetLinkMail } from './reset-mail.ts';
 import { endSessionsOnDeactivation } from './deactivation.ts';
 import { authSweep } from './sweep.ts';
+import { registerRolePages } from './roles.admin.ts';
 
 export const authModule = defineModule({
   name: 'auth',
@@ -21,4 +22,12 @@ export const authModule = defineModule({
   routes: (config) => [...authRoutes, ...oidcRoutes(config)],
   subscriptions: [resetLinkMail, endSessionsOnDeactivation],
   jobs: [authSweep],
+  // Roles have hand-written pages (roles.admin.ts) in place of generated ones.
+  admin: {
+    pages: [registerRolePages],
+    sidebar: [{ label: 'Roles', path: '/admin/auth/roles', order: 20 }],
+    resourcePages: false,
+  },
+  // The framework's opening statement reads sessions and roles (framework/access/identity-tables.ts).
+  identityTables: ['roles', 'sessions'],
 });

@@ -1,6 +1,6 @@
-import type { TenantRef } from '../../context/tenant.ts';
-import type { Registry } from '../../entity/registry.ts';
-import type { FieldError } from '../../errors.ts';
+import type { TenantRef } from '../../framework/context/tenant.ts';
+import type { Registry } from '../../framework/entity/registry.ts';
+import type { FieldError } from '../../framework/errors.ts';
 
 /** The wildcard: every permission, present and future. */
 export const WILDCARD = '*';

@@ -1,11 +1,10 @@
 import Type from 'typebox';
-import { renderTemplate } from '../render.ts';
-import { registerAdminPage, type AdminPageContext, type AdminSite } from '../page.ts';
-import { FORM_TOKEN_FIELD } from '../../access/form-token.ts';
-import { notFound, problem, type ProblemError } from '../../errors.ts';
-import { pageQuerySchema, type PageQuery } from '../../operations/paging.ts';
-import { ROLE_NAME_PATTERN, listRoles, readRole, setRole } from '../../../modules/auth/roles.routes.ts';
-import { permissionChoices, postedPermissions } from './roles-data.ts';
+import { registerAdminPage, renderTemplate, type AdminPageContext, type AdminSite } from '../../framework/admin/index.ts';
+import { FORM_TOKEN_FIELD } from '../../framework/access/form-token.ts';
+import { notFound, problem, type ProblemError } from '../../framework/errors.ts';
+import { pageQuerySchema, type PageQuery } from '../../framework/operations/paging.ts';
+import { ROLE_NAME_PATTERN, listRoles, readRole, setRole } from './roles.routes.ts';
+import { permissionChoices, postedPermissions } from './roles.admin-data.ts';
 
 const access = { permission: 'role:manage' };
 const RoleParams = Type.Object({ name: Type.String({ pattern: ROLE_NAME_PATTERN }) });
@@ -27,7 +26,8 @@ function errorPage(page: AdminPageContext, refused: ProblemError): Promise<strin
  * a checkbox per permission the modules define. The form posts to its own path and runs the roles
  * module's setRole, the operation PUT /api/v1/auth/roles/{name} runs, so the same rules refuse
  * the same lists (an unknown permission, an operator permission in a customer role); a refusal
- * comes back as the form again, with the problem's errors beside the boxes they name.
+ * comes back as the form again, with the problem's errors beside the boxes they name. Contributed
+ * to the admin shell through the module's `admin.pages` (index.ts).
  */
 export function registerRolePages(site: AdminSite): void {
   registerAdminPage(site, {

@@ -20,4 +20,5 @@ export const billingModule = defineModule({
   events: ['billing.subscribed', 'billing.cancelled', 'billing.renewed', 'billing.past_due'],
   entities: [entity(plan), entity(subscription)],
   jobs: [renewJob],
+  admin: { sidebar: [{ label: 'Billing', path: '/admin/billing/plans', order: 50 }] },
 });

@@ -11,4 +11,5 @@ export const contentModule = defineModule({
   ],
   events: ['content.published', 'content.unpublished', 'content.archived'],
   entities: [entity(content)],
+  admin: { sidebar: [{ label: 'Content', path: '/admin/content/contents', order: 30 }] },
 });

@@ -17,4 +17,6 @@ export const fileModule = defineModule({
   subscriptions: [blobRemoval],
   // Reconcile lists the store: registered only when the store can.
   jobs: (config) => (blobStoreFor(config).capabilities.listable ? [fileReconcile] : []),
+  // Files are uploaded and listed through the API; the shell shows no pages for them.
+  admin: { resourcePages: false },
 });

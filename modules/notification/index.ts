@@ -16,4 +16,5 @@ export const notificationModule = defineModule({
   subscriptions: [notificationMail],
   // The admin header's badge: the caller's unread count, read in the page's own transaction.
   adminBadge: { label: 'unread notifications', count: unreadCount },
+  admin: { resourcePages: false },
 });

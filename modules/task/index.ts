@@ -13,4 +13,5 @@ export const taskModule = defineModule({
   events: ['task.assigned', 'task.resolved', 'task.sla_breached'],
   entities: [entity(task)],
   jobs: [slaSweep],
+  admin: { sidebar: [{ label: 'Tasks', path: '/admin/task/tasks', order: 40 }] },
 });

@@ -1,5 +1,6 @@
 import { defineModule } from '../../framework/entity/define.ts';
 import { tenantRoutes } from './tenant.routes.ts';
+import { registerTenantSwitcher } from './tenants.admin.ts';
 
 /**
  * The control plane: customers, their hosts, suspension and the first administrator. Every route
@@ -15,4 +16,10 @@ export const tenantModule = defineModule({
   ],
   events: ['tenant.created', 'tenant.host_added', 'tenant.suspended'],
   routes: tenantRoutes,
+  admin: {
+    // The tenant switcher replaces the generated pages: tenants are made and changed through the API.
+    pages: [registerTenantSwitcher],
+    sidebar: [{ label: 'Tenants', path: '/admin/tenant/tenants', order: 60 }],
+    resourcePages: false,
+  },
 });

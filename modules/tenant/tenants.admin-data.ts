@@ -1,7 +1,7 @@
-import type { TxContext } from '../../context/tx.ts';
-import type { Page, PageQuery } from '../../operations/paging.ts';
-import { publicOrigin } from '../../config/rules.ts';
-import { listTenants, type TenantView } from '../../../modules/tenant/tenant-store.ts';
+import type { TxContext } from '../../framework/context/tx.ts';
+import type { Page, PageQuery } from '../../framework/operations/paging.ts';
+import { publicOrigin } from '../../framework/config/rules.ts';
+import { listTenants, type TenantView } from './tenant-store.ts';
 
 /** A tenant as the switcher lists it: its row, and where its own admin shell answers. */
 export interface SwitcherTenant extends TenantView {

@@ -1,13 +1,13 @@
-import { renderTemplate } from '../render.ts';
-import { registerAdminPage, type AdminSite } from '../page.ts';
-import type { PageQuery } from '../../operations/paging.ts';
-import { TenantListQuery } from '../../../modules/tenant/tenant.schemas.ts';
-import { requestPort, switcherPage } from './tenants-data.ts';
+import { registerAdminPage, renderTemplate, type AdminSite } from '../../framework/admin/index.ts';
+import type { PageQuery } from '../../framework/operations/paging.ts';
+import { TenantListQuery } from './tenant.schemas.ts';
+import { requestPort, switcherPage } from './tenants.admin-data.ts';
 
 /**
  * GET /admin/tenant/tenants, the operator's tenant switcher: guarded like GET /api/v1/tenant/tenants
  * (tenant:manage, an operator permission, so a customer host answers 403 AUTH_NOT_OPERATOR before
  * any role is read), paged and sorted with the same parameters, read through the tenant module's list.
+ * Contributed to the admin shell through the module's `admin.pages` (index.ts).
  */
 export function registerTenantSwitcher(site: AdminSite): void {
   registerAdminPage(site, {

@@ -24,4 +24,7 @@ export const userModule = defineModule({
   entities: [entity(user)],
   routes: [invitationRoute],
   subscriptions: [invitationMail],
+  admin: { sidebar: [{ label: 'Users', path: '/admin/user/users', order: 10 }] },
+  // The framework's opening statement reads the signed-in user (framework/access/identity-tables.ts).
+  identityTables: ['users'],
 });

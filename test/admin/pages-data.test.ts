@@ -4,8 +4,8 @@ import type { TenantRef } from '../../framework/context/tenant.ts';
 import type { TxContext } from '../../framework/context/tx.ts';
 import { hashSecret } from '../../framework/access/session-cookie.ts';
 import { dashboardCards } from '../../framework/admin/pages/dashboard-data.ts';
-import { permissionChoices, postedPermissions } from '../../framework/admin/pages/roles-data.ts';
-import { requestPort, switcherPage } from '../../framework/admin/pages/tenants-data.ts';
+import { permissionChoices, postedPermissions } from '../../modules/auth/roles.admin-data.ts';
+import { requestPort, switcherPage } from '../../modules/tenant/tenants.admin-data.ts';
 import { findCheck, runCheck } from '../../framework/admin/pages/health-data.ts';
 import { databaseCheck } from '../../framework/http/probes.ts';
 

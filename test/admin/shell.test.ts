@@ -4,14 +4,16 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { signInAs, startTestApp, type TestApp } from '../helpers/app.ts';
 import { allModules } from '../../modules/index.ts';
 import { testkitModule } from '../helpers/testkit-module.ts';
+import { defineModule } from '../../framework/entity/define.ts';
 
 let app: TestApp;
 const logLines: string[] = [];
 
 beforeAll(async () => {
-  // Without the content module, nothing serves the Content entry's path.
+  // A module whose sidebar entry names a path nothing serves.
+  const ghostModule = defineModule({ name: 'ghost', admin: { sidebar: [{ label: 'Ghosts', path: '/admin/ghost/ghosts', order: 35 }] } });
   const logger = pino({ level: 'warn' }, { write: (line: string) => void logLines.push(line) }) as unknown as FastifyBaseLogger;
-  app = await startTestApp({ modules: [...allModules.filter((m) => m.name !== 'content'), testkitModule], logger });
+  app = await startTestApp({ modules: [...allModules, testkitModule, ghostModule], logger });
 });
 afterAll(async () => {
   await app?.close();
@@ -48,7 +50,7 @@ describe('Admin shell: an anonymous browser is sent to /admin/login', () => {
 describe('Admin shell: a sidebar entry whose path no route serves is reported once at startup', () => {
   it('warns once naming the entry, and not for served entries', () => {
     const warnings = logLines.map((line) => JSON.parse(line) as { msg: string; path?: string }).filter((l) => l.msg.startsWith('admin sidebar'));
-    expect(warnings.filter((w) => w.path === '/admin/content/contents')).toHaveLength(1);
+    expect(warnings.filter((w) => w.path === '/admin/ghost/ghosts')).toHaveLength(1);
     expect(warnings.filter((w) => w.path === '/admin/task/tasks')).toHaveLength(0);
   });
 
@@ -57,7 +59,15 @@ describe('Admin shell: a sidebar entry whose path no route serves is reported on
     const page = await app.http().get('/admin/task/tasks').set('Cookie', me.cookie);
     expect(page.status).toBe(200);
     expect(page.text).toContain('<a href="/admin/task/tasks" aria-current="page">Tasks</a>');
-    expect(page.text).not.toContain('/admin/content/contents');
+    expect(page.text).not.toContain('/admin/ghost/ghosts');
+  });
+
+  it('lists the entries the modules contribute by their order, whatever the module order', async () => {
+    const me = await signInAs(app, app.operator, ['*']);
+    const page = await app.http().get('/admin').set('Cookie', me.cookie);
+    const nav = /<nav class="sidebar"[^>]*>([\s\S]*?)<\/nav>/.exec(page.text)?.[1] ?? '';
+    const labels = [...nav.matchAll(/<a href="\/admin\/[a-z]+\/[a-z]+"(?: aria-current="page")?>([A-Za-z]+)<\/a>/g)].map((m) => m[1]);
+    expect(labels).toEqual(['Users', 'Roles', 'Content', 'Tasks', 'Billing', 'Tenants']);
   });
 });
 

@@ -47,10 +47,10 @@ export function printedLink(output: string): URL {
   return new URL(found[0]);
 }
 
-/** Starts `node framework/main.ts` (what npm start runs) and resolves once it logged its start. */
+/** Starts `node main.ts` (what npm start runs) and resolves once it logged its start. */
 export function startService(settings: Record<string, string>, timeoutMs = 60_000): Promise<{ child: ChildProcess; url: string; log: () => string }> {
   return new Promise((resolve, reject) => {
-    const child = spawn(process.execPath, ['framework/main.ts', '--role', 'all'], { cwd: REPO, env: childEnv(settings), stdio: ['ignore', 'pipe', 'pipe'] });
+    const child = spawn(process.execPath, ['main.ts', '--role', 'all'], { cwd: REPO, env: childEnv(settings), stdio: ['ignore', 'pipe', 'pipe'] });
     let output = '';
     const log = () => output;
     const timer = setTimeout(() => {

@@ -253,10 +253,10 @@ describe('a missing or invalid file: one clear message naming the file, the key 
     expect(message).toBe('config.yaml: mail.password must be a string');
   });
 
-  it('`node framework/main.ts` with no config.yaml in its directory exits non-zero with that one line', () => {
+  it('`node main.ts` with no config.yaml in its directory exits non-zero with that one line', () => {
     const empty = join(dir, 'no-config-here');
     mkdirSync(empty);
-    const result = spawnSync(join(ROOT, 'node_modules/.bin/node'), [join(ROOT, 'framework/main.ts')], {
+    const result = spawnSync(join(ROOT, 'node_modules/.bin/node'), [join(ROOT, 'main.ts')], {
       cwd: empty,
       encoding: 'utf8',
       timeout: 20_000,
@@ -266,10 +266,10 @@ describe('a missing or invalid file: one clear message naming the file, the key 
     expect(result.stdout).toBe('');
   });
 
-  it('`node framework/main.ts` with an invalid config exits non-zero naming file, key and rule', () => {
+  it('`node main.ts` with an invalid config exits non-zero naming file, key and rule', () => {
     const file = join(dir, 'bad-port.yaml');
     writeFileSync(file, 'server:\n  port: -4\n');
-    const result = spawnSync(join(ROOT, 'node_modules/.bin/node'), ['framework/main.ts', '--config', file], {
+    const result = spawnSync(join(ROOT, 'node_modules/.bin/node'), ['main.ts', '--config', file], {
       cwd: ROOT,
       encoding: 'utf8',
       timeout: 20_000,

@@ -35,7 +35,7 @@ interface LogLine {
   [key: string]: unknown;
 }
 
-/** A started `node framework/main.ts` with its parsed pino log. */
+/** A started `node main.ts` with its parsed pino log. */
 class Service {
   readonly child: ChildProcessWithoutNullStreams;
   readonly lines: LogLine[] = [];
@@ -43,7 +43,7 @@ class Service {
   readonly exited: Promise<number | null>;
   private buffer = '';
 
-  constructor(args: string[], cwd = ROOT, command: string[] = [NODE, join(ROOT, 'framework/main.ts')], options: { ownGroup?: boolean } = {}) {
+  constructor(args: string[], cwd = ROOT, command: string[] = [NODE, join(ROOT, 'main.ts')], options: { ownGroup?: boolean } = {}) {
     // ownGroup: a process group of its own, as a terminal gives a foreground job.
     this.child = spawn(command[0]!, [...command.slice(1), ...args], { cwd, env: cleanEnv(), detached: options.ownGroup ?? false });
     running.add(this.child);
@@ -258,14 +258,14 @@ describe('process roles', () => {
   });
 
   it('an invalid --role exits non-zero naming the allowed roles', () => {
-    const result = spawnSync(NODE, ['framework/main.ts', '--role', 'cron'], { cwd: ROOT, encoding: 'utf8', timeout: 20_000 });
+    const result = spawnSync(NODE, ['main.ts', '--role', 'cron'], { cwd: ROOT, encoding: 'utf8', timeout: 20_000 });
     expect(result.status).toBe(1);
     expect(result.stderr).toBe('tenantry: --role must be one of web, worker, all (got cron)\n');
   });
 
   it('a startup with an unreachable database exits non-zero', () => {
     const file = writeConfig('unreachable', configFor('postgres://nobody:secret-pw@127.0.0.1:1/none'));
-    const result = spawnSync(NODE, ['framework/main.ts', '--role', 'web', '--config', file], { cwd: ROOT, encoding: 'utf8', timeout: 20_000 });
+    const result = spawnSync(NODE, ['main.ts', '--role', 'web', '--config', file], { cwd: ROOT, encoding: 'utf8', timeout: 20_000 });
     expect(result.status).toBe(1);
     expect(result.stderr).toMatch(/^tenantry: /);
     expect(result.stderr).not.toContain('secret-pw');

@@ -18,14 +18,13 @@ import { bodyFromForm, display, inputValue, widgetsOf, type Widget } from './wid
 import { listModel } from './list-model.ts';
 
 /**
- * Modules whose data has no generated screens (SPEC: files, notifications, tenants; roles have a
- * hand-written page), whatever entities they may declare. Singletons (the subscription) have none
- * either: they are one row, not a collection.
+ * The entities that get generated pages: every collection of a module that does not opt out with
+ * `admin: { resourcePages: false }` (SPEC: files, notifications, tenants; roles have hand-written
+ * pages). Singletons (the subscription) have none: they are one row, not a collection.
  */
-const NO_SCREENS = new Set(['file', 'notification', 'tenant', 'auth']);
-
 export function generatedResources(registry: Registry): ResolvedEntity[] {
-  return registry.entities.filter((entity) => !entity.singleton && !NO_SCREENS.has(entity.module));
+  const noScreens = new Set(registry.modules.filter((module) => module.admin?.resourcePages === false).map((module) => module.name));
+  return registry.entities.filter((entity) => !entity.singleton && !noScreens.has(entity.module));
 }
 
 type Row = Record<string, unknown> & { id: string };
