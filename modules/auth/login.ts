@@ -37,7 +37,7 @@ export const loginRoute = defineRoute({
     `After ${THROTTLE.login.max} failed sign-ins from one client address within ${THROTTLE.login.windowMinutes} minutes: 429 ErrTooManyAttempts.`,
     `An account whose failed sign-ins come from more than ${SOFT_DELAY_SOURCES} client addresses is answered ${SOFT_DELAY_MS / 1000} seconds later instead of being locked.`,
     'A post from another site (Sec-Fetch-Site or Origin) is refused with 403 AUTH_CROSS_SITE; clients that send neither header are not browsers and pass.',
-    'Also a browser form target: the /admin/login page posts application/x-www-form-urlencoded (email, password and the page\'s CSRF token in the field csrf; without it 403 AUTH_CROSS_SITE). A form post is answered for a browser: signed in, 303 to the query parameter next when it is a local path (one leading "/", not "//" or "/\\", no control characters), otherwise to /admin; refused, the sign-in page again (text/html, 401 or 429) with one message for every refusal. JSON posts are answered as above and ignore next.',
+    'Also a browser form target: the /admin/login page posts application/x-www-form-urlencoded (email, password and the page\'s CSRF token in the field csrf; without it 403 AUTH_CROSS_SITE). A form post is answered for a browser: signed in, 303 to the query parameter next when it is a local path (one leading "/", not "//" or "/\\", no control characters), percent-encoded as UTF-8 where it holds anything but URL characters (/é is sent as /%C3%A9), otherwise to /admin; refused, the sign-in page again (text/html, 401 or 429) with one message for every refusal. JSON posts are answered as above and ignore next.',
   ].join('\n\n'),
   tags: ['auth'],
   access: 'public',
