@@ -11,6 +11,7 @@ export { renderLoginPage } from './login.ts';
 import { moduleSidebarEntries, resolveSidebar, type SidebarEntry } from './sidebar.ts';
 import { FIXED_PAGES } from './fixed-pages.ts';
 import type { AdminPagesRegistrar } from './page.ts';
+import { adminContentSecurityPolicy } from './csp.ts';
 
 export { registerAdminPage, type AdminPagesRegistrar, type AdminSite, type AdminPageContext, type AdminPageDefinition, type AdminErrorRenderer } from './page.ts';
 export { renderAdminPage, type AdminView } from './shell.ts';
@@ -18,8 +19,6 @@ export { renderTemplate } from './render.ts';
 export { allows } from './allows.ts';
 export { apiRoute, runApiRoute } from './api-route.ts';
 export { generatedResources } from './generated/resource-pages.ts';
-
-const ADMIN_CSP = "default-src 'self'; script-src 'self'; style-src 'self' 'unsafe-inline'; img-src 'self' data:; object-src 'none'; form-action 'self'; frame-ancestors 'none'; base-uri 'none'";
 
 export interface AdminOptions {
   /** The sidebar's entries (default: those the installed modules contribute, by their order). */
@@ -41,10 +40,10 @@ export async function registerAdmin(app: FastifyInstance, services: Services, op
     async (scope) => {
       const readinessChecks = options.readinessChecks ?? [databaseCheck(services)];
       const site: AdminSite = { app: scope, services, pages: new Map(), routes: new Map(), sidebar: [], readinessChecks };
-      // The shell loads only its own files: scripts from /admin/_assets (htmx), no inline script,
-      // no framing. Inline styles are allowed for the style htmx injects for its indicators.
-      scope.addHook('onRequest', async (_request, reply) => {
-        reply.header('content-security-policy', ADMIN_CSP).header('x-frame-options', 'DENY').header('referrer-policy', 'strict-origin');
+      // The shell loads only its own files: scripts and style sheets from /admin/_assets (csp.ts),
+      // no inline script, no framing.
+      scope.addHook('onRequest', async (request, reply) => {
+        reply.header('content-security-policy', adminContentSecurityPolicy(request)).header('x-frame-options', 'DENY').header('referrer-policy', 'strict-origin');
       });
       installAdminErrors(site);
       registerAssets(scope);

@@ -4,6 +4,7 @@ import type { Services } from '../services.ts';
 import { FORM_TOKEN_FIELD, issueFormToken } from '../access/form-token.ts';
 import { safeNextPath } from '../access/next-path.ts';
 import { apiRoute } from './api-route.ts';
+import { adminContentSecurityPolicy } from './csp.ts';
 import { registerAdminPage, type AdminSite } from './page.ts';
 import { LOGIN_PATH, renderAnonymousPage } from './shell.ts';
 
@@ -31,7 +32,8 @@ export function renderLoginPage(request: FastifyRequest, reply: FastifyReply, se
   const login = apiRoute(services.registry, LOGIN_OPERATION);
   const sso = apiRoute(services.registry, SSO_OPERATION);
   const csrf = () => issueFormToken(request, reply, services.config);
-  reply.header('cache-control', 'no-store').header('x-frame-options', 'DENY');
+  // Also the login route's answer to a refused form post, outside the /admin scope: the same policy.
+  reply.header('cache-control', 'no-store').header('x-frame-options', 'DENY').header('content-security-policy', adminContentSecurityPolicy(request));
   return renderAnonymousPage(null, request, reply, csrf, {
     title: 'Sign in',
     template: './admin/login',

@@ -14,6 +14,7 @@ import { registerOpenApi } from '../openapi/document.ts';
 import { requestLogSerializers } from './log-redaction.ts';
 import { lazyRequestLogger } from './request-logger.ts';
 import { frontDoor } from './front-door.ts';
+import { refuseFramingOfHtml } from './frame-refusal.ts';
 import type { IncomingMessage, RequestListener, ServerResponse } from 'node:http';
 import { catalogRoute } from '../catalog/catalog.ts';
 import { registerAdmin } from '../admin/index.ts';
@@ -62,9 +63,10 @@ export async function buildWeb(services: Services, options: WebOptions = {}): Pr
   installFrontDoor(app, services, options.logger);
   app.setValidatorCompiler(typeboxValidatorCompiler);
   installProblemHandlers(app);
-  // Every answer, problems and the NO_SITE refusal included.
+  // Every answer, problems and the NO_SITE refusal included; every HTML answer refuses framing.
   app.addHook('onSend', (_request, reply, payload, done) => {
     reply.headers(SECURITY_HEADERS);
+    refuseFramingOfHtml(reply);
     done(null, payload);
   });
   await app.register(cookie);

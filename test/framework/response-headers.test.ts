@@ -95,3 +95,89 @@ describe('every answer carries X-Content-Type-Options: nosniff', () => {
     expect(res.headers['x-content-type-options']).toBe('nosniff');
   });
 });
+
+/**
+ * Issue 27, point 5: every HTML answer refuses framing. The walk starts from the known HTML
+ * routes — the registry's routes that document a text/html answer, the sign-in page, the API
+ * viewer's pages, the error pages — and follows every local link the admin pages show, as a
+ * customer's administrator and as the operator's, so a page added later is walked too.
+ */
+describe('every HTML answer carries X-Frame-Options: DENY and CSP frame-ancestors \'none\'', () => {
+  const refusesFraming = (res: { headers: Record<string, string | string[] | undefined> }, where: string) => {
+    expect(res.headers['x-frame-options'], where).toBe('DENY');
+    expect(String(res.headers['content-security-policy']), where).toMatch(/(^|;)\s*frame-ancestors 'none'(;|$)/);
+  };
+  const isHtml = (res: { headers: Record<string, unknown> }) => String(res.headers['content-type'] ?? '').startsWith('text/html');
+
+  /** Visits each path and every local link of each HTML answer; returns the HTML answers' paths. */
+  async function walk(host: string, who: string, start: string[]): Promise<string[]> {
+    const seen = new Set<string>();
+    const html: string[] = [];
+    const queue = [...start];
+    while (queue.length > 0 && seen.size < 400) {
+      const path = queue.shift()!;
+      if (seen.has(path)) continue;
+      seen.add(path);
+      const res = await app.http(host).get(path).set('Cookie', who);
+      if (!isHtml(res)) continue;
+      html.push(path);
+      refusesFraming(res, `GET ${host}${path} (${res.status})`);
+      for (const [, href] of res.text.matchAll(/\shref="(\/[^"#]*)"/g)) {
+        const local = href!.replaceAll('&amp;', '&');
+        // Same-origin pages only; the sign-out link is a form, never a GET.
+        if (!local.startsWith('//') && !seen.has(local)) queue.push(local);
+      }
+    }
+    return html;
+  }
+
+  it('the routes that document text/html, the admin pages reachable by links (customer and operator), the API viewer', async () => {
+    // Rows to link to: a task and a content page, so detail, edit, command and delete pages exist.
+    const task = await app.http(HOST).post('/api/v1/task/tasks').set('Cookie', cookie).send({ title: 'Framed?', priority: 'low', deadline: '2031-01-01T00:00:00Z' });
+    expect(task.status).toBe(201);
+    const documented = app.services.registry.routes
+      .filter(({ route }) => route.method === 'GET' && Object.values(route.schema.response ?? {}).some((r) => JSON.stringify(r).includes('"text/html"')))
+      .map(({ route }) => route.url);
+    expect(documented).toContain('/auth/reset');
+    const start = [...documented, '/auth/reset?token=abc', '/admin', '/admin/login', '/admin/login?next=%2Fadmin', '/admin/no/such/page', '/api/v1/docs', '/api/v1/docs/static/index.html', '/api/v1/docs/static/oauth2-redirect.html'];
+    const customer = await walk(HOST, cookie, start);
+    const operator = await walk('operator.localhost', (await signInAs(app, app.operator, ['*'])).cookie, ['/admin', '/admin/no/such/page']);
+    for (const path of ['/auth/reset', '/admin', '/admin/login', '/admin/no/such/page', '/api/v1/docs', '/api/v1/docs/static/oauth2-redirect.html', '/admin/task/tasks', `/admin/task/tasks/${task.body.id}`, `/admin/task/tasks/${task.body.id}/edit`, `/admin/task/tasks/${task.body.id}/resolve`, `/admin/task/tasks/${task.body.id}/delete`]) {
+      expect(customer, path).toContain(path);
+    }
+    expect(operator).toContain('/admin/tenant/tenants');
+    expect(customer.length + operator.length).toBeGreaterThan(40);
+  });
+
+  it('the HTML answers outside a GET: a refused admin page (403), a refused form post, the login route’s refused form post', async () => {
+    const member = (await signInAs(app, acme, [])).cookie;
+    const refused = await app.http(HOST).get('/admin/task/tasks').set('Cookie', member);
+    expect([refused.status, isHtml(refused)]).toEqual([403, true]);
+    refusesFraming(refused, 'a 403 page');
+    const noToken = await app.http(HOST).post('/admin/task/tasks/new').set('Cookie', cookie).type('form').send({ title: 'x' });
+    expect([noToken.status, isHtml(noToken)]).toEqual([403, true]);
+    refusesFraming(noToken, 'a form post without its token');
+    const page = await app.http(HOST).get('/admin/login');
+    const secret = String((page.headers['set-cookie'] as unknown as string[])[0]).split(';', 1)[0]!;
+    const csrf = /name="csrf" value="([^"]+)"/.exec(page.text)![1]!;
+    const login = await app.http(HOST).post('/api/v1/auth/login').set('Cookie', secret).type('form').send({ csrf, email: 'nobody@example.com', password: 'not the password' });
+    expect([login.status, isHtml(login)]).toEqual([401, true]);
+    refusesFraming(login, 'the login route’s sign-in page');
+  });
+
+  it('the policy a page set itself keeps its directives; a download stays as SPEC Files rule 5 says', async () => {
+    const reset = await app.http(HOST).get('/auth/reset?token=abc');
+    expect(reset.headers['content-security-policy']).toContain("default-src 'none'");
+    const docs = await app.http(HOST).get('/api/v1/docs');
+    expect(docs.headers['content-security-policy']).toBe("frame-ancestors 'none'");
+    // An uploaded file declared text/html is a download (an attachment), not a page.
+    const boundary = 'frame-test-boundary';
+    const body = `--${boundary}\r\nContent-Disposition: form-data; name="file"; filename="page.html"\r\nContent-Type: text/html\r\n\r\n<p>hi</p>\r\n--${boundary}--\r\n`;
+    const uploaded = await app.http(HOST).post('/api/v1/file/files?visibility=public').set('Cookie', cookie).set('Content-Type', `multipart/form-data; boundary=${boundary}`).send(body);
+    expect(uploaded.status).toBe(201);
+    const download = await app.http(HOST).get(`/api/v1/file/public/${uploaded.body.id}`);
+    expect(download.headers['content-type']).toMatch(/^text\/html/);
+    expect(download.headers['content-disposition']).toMatch(/^attachment/);
+    expect(download.headers['content-security-policy']).toBe("default-src 'none'; sandbox");
+  });
+});
