@@ -1,6 +1,6 @@
 import type { SubscriptionDefinition } from '../../framework/entity/define.ts';
 import { isUuid } from '../../framework/operations/entity-ops.ts';
-import { tenantUrl } from '../auth/links.ts';
+import { tenantUrl } from '../../framework/tenancy/tenant-url.ts';
 import { usersService } from '../user/users-service.ts';
 import './notifications-table.ts';
 
