@@ -16,7 +16,7 @@ export const resetPageRoute = defineRoute({
   url: RESET_PAGE_PATH,
   operationId: 'auth-page-reset',
   summary: 'Set-password page (HTML)',
-  description: 'The page the mailed link opens. Answers text/html: a form with the token from the query string that posts to POST /api/v1/auth/password/reset, and sets the CSRF cookie whose value the form repeats in its csrf field.',
+  description: 'The page the mailed link opens. Answers text/html: a form with the token from the query string that posts to POST /api/v1/auth/password/reset, and, for a browser without a session cookie, sets the CSRF cookie (app_csrf) that the token in the form's csrf field is bound to.',
   tags: ['auth'],
   access: 'public',
   transaction: 'none',
@@ -38,7 +38,7 @@ export const resetPageRoute = defineRoute({
     const token = query.token ?? '';
     return renderPage('./auth/reset-page', {
       token,
-      // The form's CSRF token (double submit: a cookie and the hidden field), only when there is a form.
+      // The form's CSRF token (bound to the session cookie, else to app_csrf), only when there is a form.
       csrf: token ? issueFormToken(request, reply, services.config) : '',
       csrfField: FORM_TOKEN_FIELD,
       action: '/api/v1/auth/password/reset',
