@@ -21,6 +21,8 @@ export const ConfigSchema = Type.Object(
           ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'].map((l) => Type.Literal(l)),
           { default: 'info' },
         ),
+        /** json: one JSON object per line; pretty: pino-pretty's coloured lines. Empty: pretty on a terminal, JSON otherwise. */
+        log_format: Type.Union(['', 'json', 'pretty'].map((f) => Type.Literal(f)), { default: '' }),
       },
       { additionalProperties: false, default: {} },
     ),
@@ -32,6 +34,15 @@ export const ConfigSchema = Type.Object(
         acquire_timeout_ms: Type.Integer({ default: 3000, minimum: 1, maximum: 60000 }),
         embedded_dir: Type.String({ default: 'data/postgres', minLength: 1 }),
         embedded_port: Type.Integer({ default: 5488, minimum: 1, maximum: 65535 }),
+      },
+      { additionalProperties: false, default: {} },
+    ),
+    /** The Prometheus listener (docs/observability.md): off unless a port is given. */
+    metrics: Type.Object(
+      {
+        /** Empty or 0: no metrics listener. */
+        port: Type.Union([Type.Integer({ minimum: 0, maximum: 65535 }), Type.Literal(''), Type.Null()], { default: '' }),
+        host: Type.String({ default: '127.0.0.1', minLength: 1 }),
       },
       { additionalProperties: false, default: {} },
     ),

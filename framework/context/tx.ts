@@ -8,6 +8,8 @@ import { assertSafePayload } from '../events/payload-policy.ts';
 import type { OutboxSignal } from '../events/outbox-signal.ts';
 import { problem } from '../errors.ts';
 import { systemClock, type Clock } from '../clock.ts';
+import { currentTraceparent, traceExchange } from '../observability/tracing.ts';
+import { currentRequestId } from '../observability/request-id.ts';
 
 export const APP_ROLE = 'tenantry_app';
 /** The transaction-local setting the opening statement leaves the caller's permissions in. */
@@ -92,6 +94,8 @@ export interface TxOptions {
   actorId?: string | null;
   /** Refuses any publish outside the route's declared events (a programming error: 500 INTERNAL). */
   publishes?: PublishAllowList;
+  /** The request behind the work (its X-Request-Id), recorded with every event it publishes; default: the one in scope (observability/request-id.ts). */
+  requestId?: string | null;
 }
 
 interface EnterRow {
@@ -142,6 +146,9 @@ update sessions
  where id = $1
 returning floor(extract(epoch from expires_at - $2::timestamptz))::int as seconds_left`);
 
+/** The request id of each transaction run() opened for a request: its events record it. */
+const requestIdOf = new WeakMap<Transaction<Database>, string>();
+
 /** Transactions that wrote outbox rows, so their commit can wake the relay. */
 const wroteOutbox = new WeakSet<Transaction<Database>>();
 
@@ -189,6 +196,8 @@ export class TenantTransactions {
       result = await this.db.kysely.transaction().execute((trx) =>
         asTransactionBody(async () => {
           hooksOf.set(trx, hooks);
+          const requestId = options.requestId ?? currentRequestId();
+          if (requestId) requestIdOf.set(trx, requestId);
           const now = this.clock.now();
           const session = await this.enter(trx, tenant, options.sessionHash, now);
           const { ctx, flush } = scopedContext(trx, tenant, session, session?.userId ?? options.actorId ?? null, this.declaredEvents, now, options.publishes);
@@ -223,8 +232,9 @@ export class TenantTransactions {
     const opening: Statement = options.sessionHash ? { text: ENTER_WITH_SESSION, values: [tenant.id, options.sessionHash, now] } : { text: ENTER, values: [tenant.id] };
     const events = work.events ?? [];
     for (const event of events) checkEvent(this.declaredEvents, options.publishes, event);
-    const outbox: Statement[] = events.length > 0 ? [outboxInsertFor(work.permission, events, now)] : [];
-    const [entered, answer, published] = await exchange(this.db.pool, [opening, work.statement, ...outbox]);
+    const outbox: Statement[] = events.length > 0 ? [outboxInsertFor(work.permission, events, now, options.requestId ?? currentRequestId() ?? null)] : [];
+    const statements = [opening, work.statement, ...outbox];
+    const [entered, answer, published] = await traceExchange(statements, () => exchange(this.db.pool, statements));
     if (!entered!.ok) throw entered!.error;
     const session = sessionFrom(entered!.result.rows[0] as EnterRow | undefined);
     // The caller held the permission and the transaction committed: the relay has work.
@@ -319,24 +329,24 @@ export function hasPermission(session: SessionInfo | null, permission: string): 
 // PostgreSQL makes no random uuid per event (gen_random_uuid, the column's default, cost more
 // than a tenth of the insert).
 const INSERT_OUTBOX = deferred(`
-insert into outbox (event_id, name, payload, actor_id, tenant_id)
-select e.event_id, e.name, e.payload, $4::uuid, app_tenant_id()
+insert into outbox (event_id, name, payload, actor_id, tenant_id, request_id, traceparent)
+select e.event_id, e.name, e.payload, $4::uuid, app_tenant_id(), $5::text, $6::text
   from unnest($1::uuid[], $2::text[], $3::jsonb[]) with ordinality as e(event_id, name, payload, n) order by e.n`);
 
 /** The outbox insert of a one-exchange write: only for a caller holding the permission, who is the actor. */
 const guardedOutboxInserts = new Map<string, string>();
-function outboxInsertFor(permission: string, events: PendingEvent[], now: Date): Statement {
+function outboxInsertFor(permission: string, events: PendingEvent[], now: Date, requestId: string | null): Statement {
   let text = guardedOutboxInserts.get(permission);
   if (!text) {
     text = prepared(`
-insert into outbox (event_id, name, payload, actor_id, tenant_id)
-select e.event_id, e.name, e.payload, nullif(current_setting('${ACTOR_SETTING}', true), '')::uuid, app_tenant_id()
+insert into outbox (event_id, name, payload, actor_id, tenant_id, request_id, traceparent)
+select e.event_id, e.name, e.payload, nullif(current_setting('${ACTOR_SETTING}', true), '')::uuid, app_tenant_id(), $4::text, $5::text
   from unnest($1::uuid[], $2::text[], $3::jsonb[]) with ordinality as e(event_id, name, payload, n)
  where ${permissionPredicate(permission)}
  order by e.n`);
     guardedOutboxInserts.set(permission, text);
   }
-  return { text, values: outboxColumns(events, now) };
+  return { text, values: [...outboxColumns(events, now), requestId, currentTraceparent()] };
 }
 
 /** The ids, names and payloads of events, as the outbox inserts' first three parameters. */
@@ -351,5 +361,6 @@ function eventIds(count: number, now: Date): string[] {
 
 export async function insertOutbox(trx: Transaction<Database>, events: PendingEvent[], actorId: string | null, now: Date): Promise<void> {
   wroteOutbox.add(trx);
-  await trx.executeQuery(CompiledQuery.raw(INSERT_OUTBOX, [...outboxColumns(events, now), actorId]));
+  // The request id and the trace context of the span writing the events (null while tracing is off).
+  await trx.executeQuery(CompiledQuery.raw(INSERT_OUTBOX, [...outboxColumns(events, now), actorId, requestIdOf.get(trx) ?? null, currentTraceparent()]));
 }

@@ -5,6 +5,7 @@ import type { Database } from './types.ts';
 import { kyselyPool } from './statements.ts';
 import { GatheringClient } from './gathering-client.ts';
 import { problem } from '../errors.ts';
+import { kyselyQuerySpans } from '../observability/tracing.ts';
 
 export interface Db {
   pool: pg.Pool;
@@ -62,8 +63,8 @@ const translate = (err: Error | undefined): Error | undefined => (err && TIMED_O
  * translation sit there: a checkout inside a transaction fails at once, and one that waited too
  * long fails as DB_BUSY (503, Retry-After) instead of hanging.
  */
-function guardCheckouts(pool: pg.Pool): void {
-  const connect = pool.connect.bind(pool) as (cb?: ConnectCallback) => Promise<pg.PoolClient> | void;
+function guardCheckouts(pool: pg.Pool, onAcquire: ((waitSeconds: number) => void) | undefined): void {
+  const connect = timedCheckouts(pool.connect.bind(pool) as (cb?: ConnectCallback) => Promise<pg.PoolClient> | void, onAcquire);
   const guarded = (cb?: ConnectCallback): Promise<pg.PoolClient> | void => {
     if (insideTransaction.getStore()) {
       const err = new PoolInsideTransactionError();
@@ -79,10 +80,26 @@ function guardCheckouts(pool: pg.Pool): void {
   pool.connect = guarded as typeof pool.connect;
 }
 
+/** The one place a checkout's wait is measured (the acquire-wait histogram), failed checkouts included. */
+function timedCheckouts(
+  connect: (cb?: ConnectCallback) => Promise<pg.PoolClient> | void,
+  onAcquire: ((waitSeconds: number) => void) | undefined,
+): (cb?: ConnectCallback) => Promise<pg.PoolClient> | void {
+  if (!onAcquire) return connect;
+  return (cb) => {
+    const started = performance.now();
+    const waited = () => onAcquire((performance.now() - started) / 1000);
+    if (cb) return connect((err, client, done) => (waited(), cb(err, client, done)));
+    return (connect() as Promise<pg.PoolClient>).finally(waited);
+  };
+}
+
 export interface PoolOptions {
   size: number;
   /** How long a checkout waits for a free connection (or a new one to open) before DB_BUSY. */
   acquireTimeoutMs: number;
+  /** Told how long each checkout waited for its connection, in seconds (metrics). */
+  onAcquire?: (waitSeconds: number) => void;
 }
 
 export function openDatabase(url: string, options: PoolOptions): Db {
@@ -97,14 +114,16 @@ export function openDatabase(url: string, options: PoolOptions): Db {
     pipeline: true,
     Client: GatheringClient,
   });
-  guardCheckouts(pool);
+  guardCheckouts(pool, options.onAcquire);
   // An idle client losing its server must not crash the process; the next checkout reconnects.
   pool.on('error', () => {});
   // Nor may a checked-out client between queries (e.g. the server shutting down while the pool
   // ends): pg emits such errors on the client, and an unheard 'error' event ends the process.
   // A query in progress still fails with the error as usual.
   pool.on('connect', (client) => client.on('error', () => {}));
-  const kysely = new Kysely<Database>({ dialect: new PostgresDialect({ pool: kyselyPool(pool) }) });
+  // While tracing is on, each query is a span under the request's or job's (its text, never its values).
+  const querySpans = kyselyQuerySpans();
+  const kysely = new Kysely<Database>({ dialect: new PostgresDialect({ pool: kyselyPool(pool) }), ...(querySpans ? { log: querySpans } : {}) });
   return {
     pool,
     kysely,

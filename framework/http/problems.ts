@@ -128,7 +128,8 @@ function retryAfter(err: ProblemError): number | undefined {
 export function sendProblem(reply: FastifyReply, err: ProblemError): FastifyReply {
   const seconds = retryAfter(err);
   if (seconds !== undefined) reply.header('retry-after', String(seconds));
-  return reply.code(err.status).type(PROBLEM_CONTENT_TYPE).send(err.toDocument());
+  // The request's id (its X-Request-Id) goes with every problem, for a report to name the request.
+  return reply.code(err.status).type(PROBLEM_CONTENT_TYPE).header('x-request-id', reply.request.id).send({ ...err.toDocument(), requestId: reply.request.id });
 }
 
 /** Headers every answer carries, the ones written straight to the socket included. */

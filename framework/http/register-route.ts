@@ -13,6 +13,7 @@ import { problem, type ProblemCode } from '../errors.ts';
 import { problemResponse, problemResponses } from '../openapi/problem-schema.ts';
 import { typeboxValidatorCompiler } from './validation.ts';
 import { validationProblem, type ValidationIssue } from './problems.ts';
+import { withRequestId } from '../observability/request-id.ts';
 
 /** The body limit of a route that declares none. */
 export const DEFAULT_BODY_LIMIT = 1024 * 1024;
@@ -99,59 +100,62 @@ export function registerRoute(app: FastifyInstance, services: Services, route: A
     },
     onRequest: early ? [beforeBody, early] : beforeBody,
     preValidation: [...(changesState ? [formCheck] : []), ...(multipart ? [multipartCheck(bodyLimit)] : []), ...(protectedFields ? [protectedFields] : [])],
-    handler: async (request: FastifyRequest, reply: FastifyReply) => {
-      const tenant = request.tenant ?? noTenant();
-      const base = {
-        params: request.params as never,
-        query: request.query as never,
-        body: request.body as never,
-        request,
-        reply,
-        services,
-      };
-      const rawId = needsSession(route.access) ? request.cookies[cookie.name] : undefined;
-      const txOptions: TxOptions = rawId ? { sessionHash: hashSecret(rawId), publishes: allowList } : { publishes: allowList };
-      if (route.transaction === 'none') {
-        // The guard still applies: a short transaction of its own resolves the session and its
-        // permissions before the handler runs (e.g. an upload streams with no transaction open).
-        const session = needsGuard(route.access)
-          ? await services.transactions.run(
-              tenant,
-              async (tx) => {
-                authorize(route.access, tx.session);
-                renewSessionCookie(reply, services.config, rawId, tx.session);
-                return tx.session;
-              },
-              txOptions,
-            )
-          : null;
-        const transaction = <T>(fn: (tx: TxContext) => Promise<T>): Promise<T> => services.transactions.run(tenant, fn, txOptions);
-        return (route as NoTxRouteDefinition).handler({ ...base, session, transaction });
-      }
-      const single = route.oneExchange && typeof route.access === 'object' ? oneExchangeOf(route as RouteDefinition, base) : undefined;
-      if (single && typeof route.access === 'object') {
-        // One exchange: the statement went with the opening statement, before the caller was known;
-        // the guard decides from the opening statement's answer, before the statement's is read.
-        const work = { statement: single.statement, permission: route.access.permission, ...(single.events ? { events: single.events } : {}) };
-        const { session, answer } = await services.transactions.runStatement(tenant, work, txOptions);
-        authorize(route.access, session);
-        renewSessionCookie(reply, services.config, rawId, session);
-        if (!answer.ok) throw single.failed ? single.failed(answer.error) : answer.error;
-        const more = <T>(fn: (tx: TxContext) => Promise<T>): Promise<T> => services.transactions.run(tenant, fn, txOptions);
-        return single.answer(answer.result.rows, more);
-      }
-      return services.transactions.run(
-        tenant,
-        async (tx) => {
-          authorize(route.access, tx.session);
-          // Before the handler, so a handler that ends the session (logout) clears the cookie last.
-          renewSessionCookie(reply, services.config, rawId, tx.session);
-          return (route as RouteDefinition).handler({ ...base, tx });
-        },
-        txOptions,
-      );
-    },
+    // The request's id is in scope for all its work: every event it publishes records it.
+    handler: (request: FastifyRequest, reply: FastifyReply) => withRequestId(request.id, () => handle(request, reply)),
   });
+
+  async function handle(request: FastifyRequest, reply: FastifyReply) {
+    const tenant = request.tenant ?? noTenant();
+    const base = {
+      params: request.params as never,
+      query: request.query as never,
+      body: request.body as never,
+      request,
+      reply,
+      services,
+    };
+    const rawId = needsSession(route.access) ? request.cookies[cookie.name] : undefined;
+    const txOptions: TxOptions = rawId ? { sessionHash: hashSecret(rawId), publishes: allowList } : { publishes: allowList };
+    if (route.transaction === 'none') {
+      // The guard still applies: a short transaction of its own resolves the session and its
+      // permissions before the handler runs (e.g. an upload streams with no transaction open).
+      const session = needsGuard(route.access)
+        ? await services.transactions.run(
+            tenant,
+            async (tx) => {
+              authorize(route.access, tx.session);
+              renewSessionCookie(reply, services.config, rawId, tx.session);
+              return tx.session;
+            },
+            txOptions,
+          )
+        : null;
+      const transaction = <T>(fn: (tx: TxContext) => Promise<T>): Promise<T> => services.transactions.run(tenant, fn, txOptions);
+      return (route as NoTxRouteDefinition).handler({ ...base, session, transaction });
+    }
+    const single = route.oneExchange && typeof route.access === 'object' ? oneExchangeOf(route as RouteDefinition, base) : undefined;
+    if (single && typeof route.access === 'object') {
+      // One exchange: the statement went with the opening statement, before the caller was known;
+      // the guard decides from the opening statement's answer, before the statement's is read.
+      const work = { statement: single.statement, permission: route.access.permission, ...(single.events ? { events: single.events } : {}) };
+      const { session, answer } = await services.transactions.runStatement(tenant, work, txOptions);
+      authorize(route.access, session);
+      renewSessionCookie(reply, services.config, rawId, session);
+      if (!answer.ok) throw single.failed ? single.failed(answer.error) : answer.error;
+      const more = <T>(fn: (tx: TxContext) => Promise<T>): Promise<T> => services.transactions.run(tenant, fn, txOptions);
+      return single.answer(answer.result.rows, more);
+    }
+    return services.transactions.run(
+      tenant,
+      async (tx) => {
+        authorize(route.access, tx.session);
+        // Before the handler, so a handler that ends the session (logout) clears the cookie last.
+        renewSessionCookie(reply, services.config, rawId, tx.session);
+        return (route as RouteDefinition).handler({ ...base, tx });
+      },
+      txOptions,
+    );
+  }
 }
 
 /**

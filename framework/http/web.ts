@@ -1,4 +1,4 @@
-import Fastify, { type FastifyBaseLogger, type FastifyInstance } from 'fastify';
+import Fastify, { LogController, type FastifyBaseLogger, type FastifyInstance } from 'fastify';
 import cookie from '@fastify/cookie';
 import formbody from '@fastify/formbody';
 import multipart from '@fastify/multipart';
@@ -19,6 +19,9 @@ import type { IncomingMessage, RequestListener, ServerResponse } from 'node:http
 import { catalogRoute } from '../catalog/catalog.ts';
 import { registerAdmin } from '../admin/index.ts';
 import { notFound, problem } from '../errors.ts';
+import { REQUEST_ID_HEADER, REQUEST_ID_LOG_LABEL, requestIdGenerator } from '../observability/request-id.ts';
+import { installHttpMetrics } from '../observability/http-metrics.ts';
+import { fastifyTracingPlugin } from '../observability/tracing.ts';
 
 declare module 'fastify' {
   interface FastifyRequest {
@@ -50,6 +53,9 @@ export async function buildWeb(services: Services, options: WebOptions = {}): Pr
   const app = Fastify({
     ...(options.logger ? { loggerInstance: options.logger.child({}, { serializers: requestLogSerializers }), childLoggerFactory: lazyRequestLogger } : { logger: false }),
     trustProxy: trustProxySetting(services.config.server.trust_proxy),
+    // X-Request-Id from a trusted proxy, else a new UUID; named `requestId` in every log line.
+    genReqId: requestIdGenerator(services.config.server.trust_proxy),
+    logController: new LogController({ requestIdLogLabel: REQUEST_ID_LOG_LABEL }),
     bodyLimit: DEFAULT_BODY_LIMIT,
     return503OnClosing: true,
     forceCloseConnections: 'idle',
@@ -61,11 +67,16 @@ export async function buildWeb(services: Services, options: WebOptions = {}): Pr
     clientErrorHandler: clientErrorProblem,
   });
   installFrontDoor(app, services, options.logger);
+  // Before any hook or route: the request span (tracing on) and the HTTP series (metrics on).
+  const tracing = fastifyTracingPlugin();
+  if (tracing) await app.register(tracing);
+  if (services.metrics) installHttpMetrics(app, services.metrics);
   app.setValidatorCompiler(typeboxValidatorCompiler);
   installProblemHandlers(app);
   // Every answer, problems and the NO_SITE refusal included; every HTML answer refuses framing.
-  app.addHook('onSend', (_request, reply, payload, done) => {
+  app.addHook('onSend', (request, reply, payload, done) => {
     reply.headers(SECURITY_HEADERS);
+    reply.header(REQUEST_ID_HEADER, request.id);
     refuseFramingOfHtml(reply);
     done(null, payload);
   });

@@ -98,8 +98,10 @@ function expectProblem(res: { status: number; headers: Record<string, string>; b
   expect(res.headers['content-type']).toMatch(/^application\/problem\+json/);
   expect(res.body).toMatchObject({ type: problemType(code), title: PROBLEMS[code].title, status: PROBLEMS[code].status, code });
   expect(typeof res.body.detail).toBe('string');
-  const allowed = new Set(['type', 'title', 'status', 'detail', 'code', 'errors']);
+  const allowed = new Set(['type', 'title', 'status', 'detail', 'code', 'errors', 'requestId']);
   expect(Object.keys(res.body).filter((k) => !allowed.has(k))).toEqual([]);
+  // Every problem names its request, as the X-Request-Id answer header does.
+  expect(res.body.requestId).toBe(res.headers['x-request-id']);
 }
 
 describe('the problem registry', () => {

@@ -1,0 +1,240 @@
+// The entity author API: defineEntity, its hooks, commands (defineCommand) and public read. (define.ts gathers the author API.)
+import type { Static, TProperties, TSchema } from 'typebox';
+import type { TxContext } from '../context/tx.ts';
+import type { Services } from '../services.ts';
+import type { ProblemCode } from '../errors.ts';
+import type { EntityStorage } from './storage.ts';
+import type { CommandPrepareContext } from './route-definition.ts';
+import type { FieldValues, NoFields, EntityRow, CommandRow, FieldChanges, Answer, RowFilter } from './entity-values.ts';
+
+/** Who owns an entity's rows: each tenant its own (the default), or one set every tenant reads. */
+export type EntityScope = 'tenant' | 'global';
+
+/** Soft (the default): DELETE sets deleted_at and keeps the row. Hard: DELETE removes the row. */
+export type DeleteMode = 'soft' | 'hard';
+
+/** Routes a singleton may declare besides GET and its commands: PUT, PATCH and DELETE. */
+export type SingletonRoute = 'replace' | 'update' | 'delete';
+
+/**
+ * A command: `POST .../{id}/<command>`. B is its body schema, P the events it publishes; declared
+ * through defineCommand, `run` sees the body as its schema's type and its ctx.publish accepts only
+ * the events listed in `publishes`.
+ */
+export interface CommandDefinition<F extends TProperties, B extends TSchema = TSchema, P extends string = string, S extends boolean = false> {
+  summary: string;
+  description?: string;
+  /** Request body schema; omitted when the command takes none. */
+  body?: B;
+  /** Defaults to the entity's write permission. */
+  permission?: string;
+  /** Problem answers particular to this command, for OpenAPI: status → description naming the code. */
+  problems?: Readonly<Record<number, string>>;
+  /**
+   * Events this command publishes: each must be declared by a module (boot check), and a publish
+   * of any other event (besides the entity's own lifecycle and hook events) fails the request.
+   */
+  publishes?: readonly P[];
+  /**
+   * Runs inside the request's transaction with the row locked. Returns the changes to store
+   * (command-owned fields included), or nothing when the command changes nothing. The changes are
+   * validated against the field schemas before they are written. On a singleton whose row does not
+   * exist yet, `row` is null and the values returned are inserted as the new row (nothing returned:
+   * the command answers 404, like GET).
+   */
+  run(ctx: TxContext<P>, row: CommandRow<F, S>, body: Static<B>, services: Services, prepared?: unknown): Promise<FieldChanges<F> | void>;
+  /**
+   * Work that must happen before the command's transaction with no transaction open, such as a
+   * payment: it opens transactions of its own (ctx.transaction) and may call out between them.
+   * What it returns reaches `run` as `prepared`; a problem it throws is the answer, and `run` does
+   * not run. A command with `prepare` is served as a `transaction: 'none'` route whose command
+   * transaction opens after prepare returns.
+   */
+  prepare?(ctx: CommandPrepareContext<P>, body: Static<B>): Promise<unknown>;
+}
+
+/**
+ * Declares commands with their types inferred: the row from the entity's fields, the body from
+ * its schema, the events `ctx.publish` accepts from `publishes`. Given the fields first, so they
+ * are fixed before the command is read (one call inferring all three widens the returned
+ * literals and loses the row):
+ *
+ *   const command = defineCommand(articleFields);
+ *   commands: { publish: command({ body, publishes: ['x.published'], async run(ctx, row, body) {...} }) }
+ */
+export function defineCommand<F extends TProperties, S extends boolean = false>(_fields: F, _options?: { singleton: S }) {
+  return <const B extends TSchema = TSchema, const P extends string = never>(command: CommandDefinition<F, B, P, S>): CommandDefinition<F, NoInfer<B>, NoInfer<P>, S> => command;
+}
+
+export type WriteOperation = 'create' | 'update' | 'delete' | 'command';
+
+/** What afterWrite learns: the operation, and for a command its name. previous is absent when the row was created. */
+export type AfterWriteInput<F extends TProperties, CN extends string = string> =
+  | { op: 'create' | 'update' | 'delete'; command?: undefined; row: EntityRow<F>; previous?: EntityRow<F> }
+  | { op: 'command'; command: CN; row: EntityRow<F>; previous?: EntityRow<F> };
+
+/** A row as the entity's routes return it: afterRead's result, the computed fields included. */
+export type ReadShape<F extends TProperties, C extends TProperties = NoFields> = EntityRow<F> & FieldValues<C>;
+
+/**
+ * The lifecycle hooks, all inside the request's transaction, in this order (docs/module-authoring.md):
+ * create: beforeWrite → insert → created event → afterWrite → its changes → afterRead.
+ * PATCH/PUT: read and lock → beforeWrite → update → updated event → afterWrite → its changes → afterRead.
+ * command: read and lock → run → update (or insert) → afterWrite → its changes → afterRead.
+ * DELETE: read and lock → beforeDelete → delete → deleted event → afterWrite.
+ */
+export interface EntityHooks<F extends TProperties, CN extends string = string, C extends TProperties = NoFields> {
+  /** Before an insert or update from a request body is written: may adjust the values (command-owned fields included). */
+  beforeWrite?(ctx: TxContext, input: { op: 'create' | 'update'; values: Partial<FieldValues<F>>; previous?: EntityRow<F> }): Promise<Partial<FieldValues<F>> | void>;
+  /** Before a DELETE, with the row read and locked: throws a problem to refuse it (nothing is deleted or published). */
+  beforeDelete?(ctx: TxContext, input: { row: EntityRow<F> }): Promise<void>;
+  /**
+   * After any write, in the same transaction: follow-up writes and events. May return changes to
+   * the row, validated and stored like a command's (publishing the updated event); storing them
+   * does not call afterWrite again. A delete's afterWrite may return none.
+   */
+  afterWrite?(ctx: TxContext, input: AfterWriteInput<F, CN>): Promise<Partial<FieldValues<F>> | void>;
+  /** Shapes the row every route of the entity returns (list items, read, create, update, commands), computed fields included. */
+  afterRead?(ctx: TxContext, row: EntityRow<F>): ReadShape<F, C> | Promise<ReadShape<F, C>>;
+}
+
+/**
+ * A public read by a unique field: `GET /api/v1/<module>/<path>/{<by>}`, open to anybody at the
+ * tenant's host, answering the public shape of the one live row whose field equals the parameter
+ * (and that meets `where`), else 404 NOT_FOUND; a parameter outside its schema is 422. The answer
+ * carries a weak ETag, and an If-None-Match naming it is 304 with no body.
+ */
+export interface PublicReadDefinition<F extends TProperties, S extends TSchema = TSchema> {
+  /** The unique field looked up, e.g. 'slug'. */
+  by: keyof F & string;
+  /** Path segment after the module; default 'public'. */
+  path?: string;
+  summary?: string;
+  description?: string;
+  /** Schema of the path parameter (default: the field's own); a mismatch answers 422 VALIDATION_FAILED. */
+  param?: TSchema;
+  /** Applied to the validated parameter before the lookup, so it is compared the way the field is stored. */
+  normalise?(value: string): string;
+  /** Values the row must also hold to be public, e.g. { status: 'published' }; other rows answer the same 404. */
+  where?: Partial<FieldValues<F>>;
+  /** The public shape's schema: the 200 response and its OpenAPI. */
+  schema: S;
+  /** Turns the row into the public shape; the only fields that leave. */
+  shape(row: EntityRow<F>, ctx: TxContext<never>): Answer<S> | Promise<Answer<S>>;
+  /** Cache-Control of the 200 and 304 answers (none by default), e.g. 'public, no-cache' to have every cache revalidate. */
+  cacheControl?: string;
+  /** What the weak ETag derives from; default the row's updatedAt. */
+  etag?(row: EntityRow<F>): Date | string;
+}
+
+export interface EntityDefinition<
+  F extends TProperties,
+  CN extends string = string,
+  S extends boolean = false,
+  C extends TProperties = NoFields,
+  PS extends TSchema = TSchema,
+> {
+  module: string;
+  name: string;
+  /** Defaults to name + "s"; names the path segment and the table. */
+  plural?: string;
+  table?: string;
+  label?: string;
+  description?: string;
+  fields: F;
+  /**
+   * 'tenant' (default): the table has tenant_id and row-level security. 'global': one set of rows
+   * every tenant reads (no tenant_id, no policy); writes need an operator permission (checked at boot).
+   */
+  scope?: EntityScope;
+  /**
+   * One row per tenant, served at /api/v1/<module>/<name> with no id: GET, and POST .../<command>.
+   * PUT, PATCH and DELETE only as declared in singletonRoutes.
+   */
+  singleton?: S;
+  /** A singleton's extra routes: 'replace' (PUT, creates or replaces), 'update' (PATCH), 'delete' (DELETE). */
+  singletonRoutes?: S extends true ? readonly SingletonRoute[] : never;
+  /**
+   * Which rows the caller sees, beyond the tenant: applied to list, read, update, delete and
+   * commands, so another caller's row answers 404 like an unknown id. Create is not filtered.
+   */
+  rowAccess?(ctx: TxContext): RowFilter<F>;
+  /** 'soft' (default) or 'hard': a hard delete removes the row, and the table needs no deleted_at. */
+  deleteMode?: DeleteMode;
+  /** Settable on create, refused on PATCH. */
+  immutable?: readonly (keyof F & string)[];
+  /**
+   * Fields only a command writes, each naming the command that owns it, or every command that
+   * writes it (`status: ['deactivate', 'set-password']`): the refusal names all of them.
+   */
+  commandOwned?: { readonly [K in keyof F & string]?: NoInfer<CN> | readonly NoInfer<CN>[] };
+  /** Fields only the service sets (hooks, jobs): refused on create and PATCH like id and createdAt. */
+  readOnly?: readonly (keyof F & string)[];
+  /** Per read-only field: why a body may not name it, as the refusal's detail says (default 'set by the service'). */
+  readOnlyReasons?: { readonly [K in keyof F & string]?: string };
+  /**
+   * Per string field: its stored form (e.g. a slug: NFKC, trimmed, lower-cased), applied to create,
+   * PATCH and PUT bodies before they are validated, and to the public read's parameter before the
+   * lookup when it reads by that field: a value is stored and looked up the same way every time.
+   */
+  normalise?: { readonly [K in keyof F & string]?: (value: string) => string };
+  /** Per field: the code (a 422 of framework/errors.ts) a value outside the field's schema answers instead of VALIDATION_FAILED. */
+  invalidCodes?: { readonly [K in keyof F & string]?: ProblemCode };
+  /** Per unique field: the unique index that keeps it unique, and the code (a 409) a duplicate answers instead of ALREADY_EXISTS. */
+  uniqueCodes?: { readonly [K in keyof F & string]?: { index: string; code: ProblemCode } };
+  /** Fields the created, updated and deleted events carry besides the id (e.g. a slug); never a body or an address. */
+  eventFields?: readonly (keyof F & string)[];
+  /** Response-only fields afterRead adds (no column, never written): part of the row schema. */
+  computed?: C;
+  permissions: { read: string; write: string };
+  /** Event names override; by default <module>.<entity>.created / .updated / .deleted. */
+  events?: { created?: string; updated?: string; deleted?: string };
+  /** Extra events the hooks may publish. */
+  hookPublishes?: readonly string[];
+  hooks?: EntityHooks<F, NoInfer<CN>, NoInfer<C>>;
+  commands?: { readonly [K in CN]: CommandDefinition<F, TSchema, string, S> };
+  /** A public read route by a unique field (e.g. content pages by slug). */
+  publicRead?: PublicReadDefinition<F, PS>;
+  /** Fields a list may sort by; createdAt and updatedAt always may. */
+  sortable?: readonly (keyof F & string)[];
+  /** What the table holds besides the fields: unique fields, references, extra columns (framework/entity/storage.ts). */
+  storage?: EntityStorage<F>;
+  admin?: { title: keyof F & string; columns: readonly (keyof F & string)[] };
+  /**
+   * Rarely needed: values the conformance suite merges into the create body it derives from the
+   * field schemas, for a field no schema can describe (a reference that must name an existing row).
+   * Runs in the tenant's transaction; n varies between calls so unique keys stay unique.
+   */
+  sample?(ctx: TxContext, n: number): Promise<Partial<FieldValues<F>>>;
+  /**
+   * As rare: values the conformance suite merges into a command's body it derives from the body
+   * schema, when the body must name an existing row (a plan to subscribe to). Runs in the
+   * transaction of the tenant the command is sent to.
+   */
+  sampleCommand?(ctx: TxContext, command: CN, n: number): Promise<Record<string, unknown>>;
+}
+
+/**
+ * Declares an entity. The generic parameters are inferred, so naming a field the entity does not
+ * have in immutable, commandOwned, sortable or admin fails to compile, as does a command-owned
+ * field naming an undeclared command.
+ */
+export function defineEntity<
+  const F extends TProperties,
+  const CN extends string = never,
+  const S extends boolean = false,
+  const C extends TProperties = NoFields,
+  PS extends TSchema = TSchema,
+>(definition: EntityDefinition<F, CN, S, C, PS>): EntityDefinition<F, CN, S, C, PS> {
+  return definition;
+}
+
+/** Type-erased entity, as the framework stores it after declaration. */
+export type AnyEntity = EntityDefinition<TProperties, string, boolean, TProperties>;
+
+/** Erases an entity's field types so it can sit in a module's list. */
+export function entity<F extends TProperties, CN extends string, S extends boolean, C extends TProperties, PS extends TSchema>(
+  definition: EntityDefinition<F, CN, S, C, PS>,
+): AnyEntity {
+  return definition as unknown as AnyEntity;
+}

@@ -1,0 +1,146 @@
+// The module author API: defineModule, permissions, subscriptions, jobs, and what a module adds to the admin shell. (define.ts gathers the author API.)
+import type { TxContext } from '../context/tx.ts';
+import type { Services } from '../services.ts';
+import type { Config } from '../config/schema.ts';
+import type { TenantRef } from '../context/tenant.ts';
+import type { AdminPagesRegistrar } from '../admin/page.ts';
+import type { SidebarEntry } from '../admin/sidebar.ts';
+import type { IdentityTableName } from '../access/identity-tables.ts';
+import type { AnyRoute } from './route-definition.ts';
+import type { AnyEntity } from './entity-definition.ts';
+
+export interface PermissionDeclaration {
+  name: string;
+  description: string;
+  /** Operator permissions are refused at every tenant but the operator's, and no customer role may hold them. */
+  operator?: boolean;
+}
+
+export interface SubscriptionDefinition {
+  /** Unique name; also the pg-boss queue name. */
+  name: string;
+  event: string;
+  /** Runs in the event's tenant transaction; the event id is recorded there for idempotency. */
+  handle(ctx: TxContext, event: DeliveredEvent, services: Services): Promise<void>;
+  /** Retries before the event is dead-lettered (default 5). */
+  retryLimit?: number;
+  /** Seconds before the first retry, doubling after each (default 2). */
+  retryDelay?: number;
+  /** Events the handler publishes; each must be declared (boot check). */
+  publishes?: readonly string[];
+}
+
+export interface DeliveredEvent {
+  id: string;
+  name: string;
+  tenantId: string;
+  actorId: string | null;
+  occurredAt: string;
+  payload: Record<string, unknown>;
+}
+
+export interface JobDefinition {
+  name: string;
+  cron: string;
+  /**
+   * Per tenant: each schedule slot fans out as one run per served tenant, each retried and
+   * dead-lettered on its own. Otherwise the job runs once per slot, with no tenant.
+   */
+  perTenant: boolean;
+  /** Events the job publishes; each must be declared (boot check). */
+  publishes?: readonly string[];
+  /** Retries of a failed run before it is dead-lettered (default 2). */
+  retryLimit?: number;
+  /** Seconds before the first retry, doubling after each (default 30). */
+  retryDelay?: number;
+  /**
+   * Runs with no transaction open: it opens its own with ctx.transaction, as many as it needs
+   * (a transaction, a provider call outside any, another transaction). A throw fails the run,
+   * which is then retried. What it returns is logged and printed by `npm run job`.
+   */
+  run(ctx: JobContext): Promise<JobSummary | void>;
+}
+
+/** What a job run did, for the log and the operator's `npm run job` (plain JSON values). */
+export type JobSummary = Record<string, unknown>;
+
+export interface JobContext {
+  services: Services;
+  /** The tenant this run is for; null for a job that is not per tenant. */
+  tenant: TenantRef | null;
+  /** The clock's reading when this run started (see framework/clock.ts); `--at` sets it. */
+  now: Date;
+  /** The schedule slot this run belongs to (an ISO time): the same on every retry of the run. */
+  slot: string;
+  /**
+   * Opens a transaction in the run's tenant, commits it when fn resolves (rolls back if it throws),
+   * and returns fn's result. Only for per-tenant jobs; a job that is not per tenant names its tenant
+   * through services.transactions.
+   */
+  transaction<T>(fn: (tx: TxContext) => Promise<T>): Promise<T>;
+}
+
+export type TenantCreationHook = (ctx: TxContext, services: Services) => Promise<void>;
+
+export interface ModuleDefinition {
+  name: string;
+  description?: string;
+  permissions?: readonly PermissionDeclaration[];
+  events?: readonly string[];
+  entities?: readonly AnyEntity[];
+  /** Hand-written routes; a function when they depend on the configuration (e.g. single sign-on). */
+  routes?: readonly AnyRoute[] | ((config: Config) => readonly AnyRoute[]);
+  subscriptions?: readonly SubscriptionDefinition[];
+  /** Jobs; a function when they depend on the configuration (e.g. on what the blob store can do). */
+  jobs?: readonly JobDefinition[] | ((config: Config) => readonly JobDefinition[]);
+  /** Runs inside the tenant-creation transaction, scoped to the new tenant. */
+  onTenantCreated?: TenantCreationHook;
+  /** Directory of SQL migrations; defaults to migrations/<name>. */
+  migrations?: string;
+  /** Roles every new tenant gets besides admin and member: name → permissions. */
+  defaultRoles?: Readonly<Record<string, readonly string[]>>;
+  /** A count the admin shell's header shows to a signed-in caller (e.g. unread notifications). */
+  adminBadge?: AdminBadge;
+  /** What the module adds to the admin shell: its own pages, sidebar entries (docs/module-authoring.md, "Admin pages"). */
+  admin?: ModuleAdmin;
+  /**
+   * The tables of the framework's identity reads (framework/access/identity-tables.ts: users,
+   * roles, sessions) that this module's migrations create. The framework reads them in every
+   * transaction's opening statement; the boot check names the declaring module when one is off.
+   */
+  identityTables?: readonly IdentityTableName[];
+}
+
+/** What a module contributes to the admin shell besides its entities' generated pages. */
+export interface ModuleAdmin {
+  /** Hand-written pages: each function registers its routes with registerAdminPage(site, ...), once, at startup. */
+  pages?: readonly AdminPagesRegistrar[];
+  /** Sidebar entries; the sidebar lists every module's entries by `order`, and leaves out one whose path no page serves. */
+  sidebar?: readonly SidebarEntry[];
+  /**
+   * false: the module's entities get no generated list/read/create/edit pages (their data is shown
+   * by hand-written pages, or not in the shell at all). Default true.
+   */
+  resourcePages?: boolean;
+}
+
+/**
+ * The admin header's badge: `count` runs in the page's own transaction (tx.db, never the pool),
+ * for the signed-in caller (tx.session), on every admin page: keep it one indexed query.
+ */
+export interface AdminBadge {
+  /** Says what is counted, e.g. "unread notifications" (the badge's accessible name). */
+  label: string;
+  /** Where the badge links to, if anywhere. */
+  href?: string;
+  count(tx: TxContext<never>): Promise<number>;
+}
+
+export function defineModule(module: ModuleDefinition): ModuleDefinition {
+  return module;
+}
+
+/** The jobs a module declares under this configuration. */
+export function moduleJobs(module: ModuleDefinition, config: Config): readonly JobDefinition[] {
+  return typeof module.jobs === 'function' ? module.jobs(config) : (module.jobs ?? []);
+}

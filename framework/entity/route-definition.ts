@@ -1,0 +1,154 @@
+// The route author API: defineRoute, who may call a route (Access), the one-exchange and no-transaction forms. (define.ts gathers the author API.)
+import type { Statement } from '../db/statements.ts';
+import type { Static, TSchema } from 'typebox';
+import type { FastifyReply, FastifyRequest } from 'fastify';
+import type { PendingEvent, SessionInfo, TxContext } from '../context/tx.ts';
+import type { Services } from '../services.ts';
+import type { TenantRef } from '../context/tenant.ts';
+import type { IncomingHttpHeaders } from 'node:http';
+
+/** Who may call a route: anybody, anybody (with the session resolved if present), any session, or a permission. */
+export type Access = 'public' | 'optional' | 'signedIn' | { permission: string };
+
+export interface RouteSchemas {
+  params?: TSchema;
+  querystring?: TSchema;
+  body?: TSchema;
+  response: { [status: number]: TSchema };
+}
+
+export type Infer<T> = T extends TSchema ? Static<T> : undefined;
+
+export interface RouteContext<S extends RouteSchemas> {
+  params: Infer<S['params']>;
+  query: Infer<S['querystring']>;
+  body: Infer<S['body']>;
+  request: FastifyRequest;
+  reply: FastifyReply;
+  services: Services;
+}
+
+export interface RouteDefinition<S extends RouteSchemas = RouteSchemas, P extends string = string> {
+  method: 'GET' | 'POST' | 'PUT' | 'PATCH' | 'DELETE';
+  /** Full path, e.g. /api/v1/auth/login. */
+  url: string;
+  operationId: string;
+  summary: string;
+  description?: string;
+  tags?: readonly string[];
+  access: Access;
+  /** 'tenant' (default) runs the handler in a tenant transaction; see NoTxRouteDefinition for 'none'. */
+  transaction?: 'tenant';
+  schema: S;
+  /**
+   * Events the handler publishes: each must be declared by a module (boot check); `tx.publish`
+   * accepts only these (compile time through defineRoute, run time for every route).
+   */
+  publishes?: readonly P[];
+  /** Largest request body in bytes, past which the answer is 413 PAYLOAD_TOO_LARGE; default 1 MiB. */
+  bodyLimit?: number;
+  /** Problem answers particular to this route, for OpenAPI: status → description naming the code. */
+  problems?: Readonly<Record<number, string>>;
+  /** Answers also on hosts with no tenant (only the probes). */
+  global?: boolean;
+  /**
+   * A host with no tenant answers the route's own 404 NOT_FOUND instead of NO_SITE, so a public
+   * door (e.g. a public file) says nothing about which hosts are served.
+   */
+  hidesNoSite?: boolean;
+  /**
+   * A browser form target (a page's <form method="post">): besides JSON, the route accepts an
+   * application/x-www-form-urlencoded body, which must carry the CSRF token field `csrf`
+   * (framework/access/form-token.ts). Every other route refuses form-encoded bodies with 415.
+   */
+  form?: boolean;
+  /** Left out of the OpenAPI document: the admin shell's HTML pages, which are no API. */
+  hidden?: boolean;
+  /**
+   * The route's whole database work as one statement, so the request costs one exchange with
+   * PostgreSQL: BEGIN, the opening statement, this statement and COMMIT leave in one write. It is
+   * built from the validated request before the caller is known, so it must itself find nothing
+   * for a caller without the route's permission (`permissionPredicate` in its WHERE); the guard
+   * then decides from the opening statement's answer, as for the handler. Only for a route whose
+   * access is a permission. Returning undefined (or throwing) leaves the request to the handler.
+   */
+  oneExchange?(ctx: RouteContext<S>): OneExchange | undefined;
+  handler(ctx: RouteContext<S> & { tx: TxContext<P> }): Promise<unknown>;
+}
+
+/** One request's statement and what to answer from it (see RouteDefinition.oneExchange). */
+export interface OneExchange {
+  statement: Statement;
+  /** Events the statement's write publishes (its values known in advance): inserted in the same exchange. */
+  events?: PendingEvent[];
+  /**
+   * The response from the statement's rows, once the guard has passed. `more` opens an ordinary
+   * transaction for a follow-up the rows could not answer (rare: it costs exchanges of its own).
+   */
+  answer(rows: Record<string, unknown>[], more: RequestTransaction): Promise<unknown>;
+  /** The error a failure of the statement stands for (e.g. a malformed cursor is 422). */
+  failed?(err: unknown): unknown;
+}
+
+export interface NoTxRouteDefinition<S extends RouteSchemas = RouteSchemas, P extends string = string>
+  extends Omit<RouteDefinition<S, P>, 'handler' | 'transaction'> {
+  transaction: 'none';
+  /**
+   * The body is a multipart/form-data form that the handler streams itself with @fastify/multipart
+   * (`request.file()`, `request.parts()`), with no transaction open. It needs a Content-Length of at
+   * most `bodyLimit` (411 LENGTH_REQUIRED, 413 PAYLOAD_TOO_LARGE); any other content type is 415.
+   * `form` documents the form's fields in OpenAPI and is not validated.
+   */
+  multipart?: { form: TSchema };
+  /**
+   * session: resolved (and guarded) in a short transaction of its own when access is signedIn or a
+   * permission; else null. transaction(fn): opens a transaction in the request's tenant, acting for
+   * the caller and held to the route's publish list, and commits it when fn resolves.
+   */
+  handler(ctx: RouteContext<S> & { session: SessionInfo | null; transaction: RequestTransaction<P> }): Promise<unknown>;
+  /**
+   * Only for a `public` GET route: the answer it can give from memory as soon as the request
+   * arrives, before its parameters are validated and the handler runs, or undefined. It only ever
+   * gives what the handler would answer the same (the public read's 304 from the validator cache);
+   * when it gives nothing, or throws, the request goes the usual way. The framework sends the
+   * answer with no body and the headers every answer carries, either in front of the router (a
+   * request whose path needs no decoding, at a host already known: `framework/http/front-door.ts`)
+   * or in the route's first hook.
+   */
+  earlyAnswer?(request: EarlyRequest, services: Services): EarlyAnswer | undefined;
+}
+
+/** What an earlyAnswer sees of a request: its method, headers, path parameters and tenant. */
+export interface EarlyRequest {
+  method: string;
+  headers: IncomingHttpHeaders;
+  params: Readonly<Record<string, string>>;
+  tenant: TenantRef;
+}
+
+/** An answer without a body: the status and the headers of its own. */
+export interface EarlyAnswer {
+  status: number;
+  headers: Readonly<Record<string, string>>;
+}
+
+/** A transaction a `transaction: 'none'` route (or a command's prepare) opens for its request. */
+export type RequestTransaction<P extends string = string> = <T>(fn: (tx: TxContext<P>) => Promise<T>) => Promise<T>;
+
+/** What a command's `prepare` gets: no transaction is open; it opens its own. */
+export interface CommandPrepareContext<P extends string = string> {
+  services: Services;
+  tenant: TenantRef;
+  session: SessionInfo | null;
+  /** The clock's reading when prepare started. */
+  now: Date;
+  transaction: RequestTransaction<P>;
+}
+
+export type AnyRoute = RouteDefinition<RouteSchemas> | NoTxRouteDefinition<RouteSchemas>;
+
+export function defineRoute<const S extends RouteSchemas, const P extends string = never>(route: RouteDefinition<S, P>): AnyRoute;
+export function defineRoute<const S extends RouteSchemas, const P extends string = never>(route: NoTxRouteDefinition<S, P>): AnyRoute;
+export function defineRoute(route: AnyRoute): AnyRoute {
+  return route;
+}
