@@ -1,13 +1,13 @@
 import type { AddressInfo } from 'node:net';
 import { parseArgs } from 'node:util';
-import pino from 'pino';
-import type { FastifyBaseLogger } from 'fastify';
 import { loadConfig, ConfigError } from './config/load.ts';
 import { startEmbeddedPostgres, ensureDatabase, type EmbeddedServer } from './db/embedded.ts';
 import { redactUrl } from './db/pool.ts';
 import { buildApp, type App, type Role } from './app.ts';
 import { FIRST_ADMINISTRATOR_COMMAND, operatorHasNoUser, operatorUrl } from './tenancy/first-administrator.ts';
 import type { ModuleDefinition } from './entity/define.ts';
+import { effectiveLogFormat, processLogger } from './observability/log-output.ts';
+import { startTracing, stopTracing } from './observability/tracing.ts';
 
 const ROLES: readonly Role[] = ['web', 'worker', 'all'];
 
@@ -31,9 +31,9 @@ async function main(modules: readonly ModuleDefinition[]): Promise<void> {
   const role = values.role as Role;
   if (!ROLES.includes(role)) throw new ConfigError(`--role must be one of ${ROLES.join(', ')} (got ${values.role})`);
   const config = loadConfig(values.config);
-  // Synchronous writes: a log line is out before the next step, and a reader that went away
-  // (EPIPE) silences the log instead of hanging the exit-time flush of a buffered one.
-  const log = pino({ level: config.server.log_level }, pino.destination({ dest: 1, sync: true })) as FastifyBaseLogger;
+  const log = await processLogger(config.server.log_level, effectiveLogFormat(config.server.log_format, process.stdout.isTTY === true));
+  // Traces only when the OTEL_* environment asks for them; started before anything is built.
+  const tracing = await startTracing();
 
   let embedded: EmbeddedServer | undefined;
   let databaseUrl = config.database.url;
@@ -72,6 +72,8 @@ async function main(modules: readonly ModuleDefinition[]): Promise<void> {
       publicHost: config.server.public_host,
       database: embedded ? `embedded PostgreSQL in ${config.database.embedded_dir} (port ${embedded.port})` : redactUrl(databaseUrl),
       mail: app.services.mailer.mode === 'smtp' ? `smtp ${config.mail.host}:${config.mail.port}` : 'in-memory mailbox',
+      ...(app.metricsUrl ? { metrics: `${app.metricsUrl}/metrics` } : {}),
+      ...(tracing ? { traces: process.env.OTEL_EXPORTER_OTLP_TRACES_ENDPOINT ?? process.env.OTEL_EXPORTER_OTLP_ENDPOINT ?? process.env.OTEL_TRACES_EXPORTER } : {}),
       ...(next ? { next } : {}),
     },
     'tenantry started',
@@ -98,6 +100,7 @@ async function main(modules: readonly ModuleDefinition[]): Promise<void> {
     try {
       await running.close();
       await embedded?.stop();
+      await stopTracing().catch(() => {});
       clearTimeout(force);
       log.info('stopped');
       process.exit(0);

@@ -7,6 +7,7 @@ import type { PublicReadCache } from './context/public-read-cache.ts';
 import type { Registry } from './entity/registry.ts';
 import type { Mailer } from './mail/mailer.ts';
 import type { Clock } from './clock.ts';
+import type { Metrics } from './observability/metrics.ts';
 
 /** Shared process-wide services handed to handlers, commands, subscriptions and jobs. */
 export interface Services {
@@ -21,4 +22,6 @@ export interface Services {
   log: FastifyBaseLogger;
   /** The time every business decision compares with (see framework/clock.ts). */
   clock: Clock;
+  /** The Prometheus series, when metrics.port is set (framework/observability/metrics.ts); absent, nothing is counted. */
+  metrics?: Metrics;
 }

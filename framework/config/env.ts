@@ -7,6 +7,8 @@ export const ENV_PREFIX = 'TENANTRY';
 interface LeafKey {
   path: string[];
   kind: 'string' | 'integer' | 'boolean';
+  /** An integer key that may also be left empty (metrics.port): an empty variable sets it empty. */
+  emptyAllowed?: boolean;
 }
 
 /** Every leaf key of the schema, so env names derive from known paths (keys themselves contain '_'). */
@@ -15,6 +17,8 @@ function leafKeys(schema: TSchema, prefix: string[] = []): LeafKey[] {
   if (node.type === 'object' && node.properties) {
     return Object.entries(node.properties).flatMap(([key, child]) => leafKeys(child, [...prefix, key]));
   }
+  const members = node.anyOf as { type?: string; const?: unknown }[] | undefined;
+  if (members?.some((m) => m.type === 'integer')) return [{ path: prefix, kind: 'integer', emptyAllowed: members.some((m) => m.const === '') }];
   const kind = node.type === 'integer' ? 'integer' : node.type === 'boolean' ? 'boolean' : 'string';
   return [{ path: prefix, kind }];
 }
@@ -42,6 +46,7 @@ export function applyEnvOverrides(
 
 function convert(value: string, leaf: LeafKey, name: string, file: string): unknown {
   if (leaf.kind === 'integer') {
+    if (leaf.emptyAllowed && value.trim() === '') return '';
     if (!/^-?\d+$/.test(value.trim())) {
       throw new ConfigError(`${file}: ${leaf.path.join('.')} (from ${name}) must be an integer`);
     }

@@ -31,6 +31,8 @@ export interface Database {
     actor_id: string | null;
     occurred_at: Generated<Date>;
     relayed_at: Timestamp | null;
+    request_id: string | null;
+    traceparent: string | null;
   };
   audit_events: {
     tenant_id: Generated<string>;
@@ -40,6 +42,7 @@ export interface Database {
     occurred_at: Timestamp;
     payload: unknown;
     recorded_at: Generated<Date>;
+    request_id: Generated<string | null>;
   };
   processed_events: {
     tenant_id: Generated<string>;

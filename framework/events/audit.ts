@@ -16,8 +16,8 @@ on conflict do nothing`;
 // payload travels to the process and back as JSON to be parsed again. The relay reads the outbox
 // as its owner (row-level security not forced there), hence the explicit tenant.
 const RECORD_FROM_OUTBOX = `
-insert into audit_events (event_id, name, actor_id, occurred_at, payload)
-select o.event_id, o.name, o.actor_id, o.occurred_at, o.payload
+insert into audit_events (event_id, name, actor_id, occurred_at, payload, request_id)
+select o.event_id, o.name, o.actor_id, o.occurred_at, o.payload, o.request_id
   from outbox o
  where o.id = any($1::bigint[]) and o.tenant_id = app_tenant_id()
 on conflict do nothing`;

@@ -3,6 +3,7 @@ import type { Services } from '../services.ts';
 import type { JobContext, JobDefinition, JobSummary } from '../entity/define.ts';
 import type { TenantRef } from '../context/tenant.ts';
 import { servedTenants } from '../context/tenant-lookup.ts';
+import { withSpan } from '../observability/tracing.ts';
 
 /** The queue a job's schedule sends to: it runs the job (or fans it out, per tenant). */
 export const jobQueue = (name: string): string => `job-${name}`;
@@ -78,11 +79,16 @@ export class JobRunner {
         return services.transactions.run(tenant, fn);
       },
     };
+    const started = performance.now();
+    const observe = (ok: boolean) => services.metrics?.observeJob(job.name, ok, (performance.now() - started) / 1000, new Date());
     try {
-      const summary = await job.run(ctx);
+      const attributes = { 'tenantry.job': job.name, 'tenantry.job.slot': slot, 'tenantry.job.attempt': attempt };
+      const summary = await withSpan(`job ${job.name}`, { attributes }, () => job.run(ctx));
+      observe(true);
       services.log.info({ job: job.name, tenant: tenant?.slug ?? null, slot, summary: summary ?? null }, 'job run done');
       return summary;
     } catch (err) {
+      observe(false);
       services.log.error({ err, job: job.name, tenant: tenant?.slug ?? null, slot, attempt }, 'job run failed');
       throw err;
     }

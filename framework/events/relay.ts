@@ -5,12 +5,18 @@ import { preparedQuery } from '../db/statements.ts';
 import type { Registry } from '../entity/registry.ts';
 import type { DeliveredEvent } from '../entity/define.ts';
 import { auditFromOutboxStatements } from './audit.ts';
+import type { Metrics } from '../observability/metrics.ts';
+import { linkTo, startOptionalSpan } from '../observability/tracing.ts';
+import type { Link, Span } from '@opentelemetry/api';
 
 export const OUTBOX_CHANNEL = 'tenantry_outbox';
-export const subscriptionQueue = (name: string): string => `sub-${name}`;
+export const SUBSCRIPTION_QUEUE_PREFIX = 'sub-';
+export const subscriptionQueue = (name: string): string => `${SUBSCRIPTION_QUEUE_PREFIX}${name}`;
 
 const BATCH = 500;
-const CLAIM = `select id, event_id, tenant_id, name, payload, actor_id, occurred_at
+// waited: seconds since the event's transaction, for the relay-lag histogram (PostgreSQL's clock on both ends).
+const CLAIM = `select id, event_id, tenant_id, name, payload, actor_id, occurred_at, request_id, traceparent,
+                      extract(epoch from clock_timestamp() - occurred_at)::float8 as waited
                  from outbox where relayed_at is null order by id limit ${BATCH} for update skip locked`;
 const MARK_RELAYED = 'update outbox set relayed_at = now() where id = any($1::bigint[])';
 // The relay's commit does not wait for its WAL flush: losing it in a crash loses its marks, audit
@@ -43,7 +49,14 @@ export interface OutboxRow {
   payload: Record<string, unknown>;
   actor_id: string | null;
   occurred_at: Date;
+  request_id: string | null;
+  /** The W3C trace context of the span that wrote the event, while tracing was on. */
+  traceparent: string | null;
+  waited?: number;
 }
+
+/** A subscription's job: the event, and the trace context its delivery span continues. */
+export type QueuedEvent = DeliveredEvent & { traceparent?: string | null };
 
 /** The event a subscription receives, from its outbox row. */
 export function deliveredEvent(row: OutboxRow): DeliveredEvent {
@@ -54,6 +67,7 @@ export function deliveredEvent(row: OutboxRow): DeliveredEvent {
     actorId: row.actor_id,
     occurredAt: row.occurred_at.toISOString(),
     payload: row.payload,
+    requestId: row.request_id ?? null,
   };
 }
 
@@ -75,10 +89,12 @@ export class OutboxRelay {
   private again = false;
   private stopped = false;
   private readonly intervalMs: number;
+  private readonly metrics: Metrics | undefined;
 
   /** intervalMs: the polling backstop behind the commit wake-up (the spec's one second). */
-  constructor(db: Db, boss: PgBoss, registry: Registry, options: { intervalMs?: number } = {}) {
+  constructor(db: Db, boss: PgBoss, registry: Registry, options: { intervalMs?: number | undefined; metrics?: Metrics | undefined } = {}) {
     this.intervalMs = options.intervalMs ?? RELAY_INTERVAL_MS;
+    this.metrics = options.metrics;
     this.db = db;
     this.boss = boss;
     this.queuesByEvent = new Map();
@@ -125,6 +141,7 @@ export class OutboxRelay {
 
   async relayBatch(): Promise<number> {
     const client = await this.db.pool.connect();
+    let span: Span | undefined;
     try {
       // The pool pipelines: BEGIN, the commit setting and the claim are written together, as are
       // the mark and COMMIT below (a failed mark turns that COMMIT into a rollback, and its error
@@ -134,11 +151,15 @@ export class OutboxRelay {
         await client.query('commit');
         return 0;
       }
-      const jobsByQueue = new Map<string, { data: DeliveredEvent }[]>();
+      const claimed = performance.now();
+      // Tracing on: a span for a pass that moved events, linked to the spans that wrote them.
+      const traced = startOptionalSpan('outbox.relay', { links: rows.map((r) => linkTo(r.traceparent)).filter((l): l is Link => l !== undefined), attributes: { 'tenantry.outbox.events': rows.length } });
+      span = traced?.span;
+      const jobsByQueue = new Map<string, { data: QueuedEvent }[]>();
       for (const row of rows) {
         const queues = this.queuesByEvent.get(row.name);
         if (!queues) continue;
-        const event = deliveredEvent(row);
+        const event: QueuedEvent = row.traceparent ? { ...deliveredEvent(row), traceparent: row.traceparent } : deliveredEvent(row);
         for (const queue of queues) {
           const list = jobsByQueue.get(queue) ?? [];
           list.push({ data: event });
@@ -149,14 +170,25 @@ export class OutboxRelay {
       for (const [queue, jobs] of jobsByQueue) await this.boss.insert(queue, jobs, { db: inTransaction });
       // The audit rows, the mark and COMMIT go out together; the first failure is the one thrown
       // and turns the COMMIT into a rollback, so nothing is relayed without its audit row.
+      // The audit trail, written in the claim's transaction: the audit "delivery" of the events.
+      const audit = traced ? startOptionalSpan('outbox.audit', { parent: traced.context, attributes: { 'tenantry.outbox.events': rows.length } }) : undefined;
       await Promise.all([
         ...auditFromOutboxStatements(rows).map((statement) => client.query(statement)),
         client.query(preparedQuery(MARK_RELAYED, [rows.map((r) => r.id)])),
         client.query('commit'),
       ]);
+      audit?.span.end();
+      span?.end();
+      span = undefined;
+      if (this.metrics) {
+        const sinceClaim = (performance.now() - claimed) / 1000;
+        for (const row of rows) this.metrics.relayLag.observe((row.waited ?? 0) + sinceClaim);
+      }
       return rows.length;
     } catch (err) {
       await client.query('rollback').catch(() => {});
+      span?.recordException(err as Error);
+      span?.end();
       throw err;
     } finally {
       client.release();

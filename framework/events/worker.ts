@@ -2,7 +2,9 @@ import { PgBoss, type JobResult } from 'pg-boss';
 import type { JobWithMetadata } from 'pg-boss';
 import type { Services } from '../services.ts';
 import type { DeliveredEvent, JobDefinition, SubscriptionDefinition } from '../entity/define.ts';
-import { OutboxRelay, subscriptionQueue } from './relay.ts';
+import { OutboxRelay, SUBSCRIPTION_QUEUE_PREFIX, subscriptionQueue, type QueuedEvent } from './relay.ts';
+import { withRequestId } from '../observability/request-id.ts';
+import { contextOf, withSpan } from '../observability/tracing.ts';
 import { auditStatements } from './audit.ts';
 import { tenantById, servedTenants, servedTenantById } from '../context/tenant-lookup.ts';
 import { CompiledQuery, sql } from 'kysely';
@@ -59,7 +61,7 @@ export class Worker {
     this.jobs = new JobRunner(services);
     this.boss = new PgBoss({ connectionString: services.db.url, max: 4, useListenNotify: true, schema: 'pgboss' });
     this.boss.on('error', (err: Error) => services.log.error({ err }, 'pg-boss error'));
-    this.relay = new OutboxRelay(services.db, this.boss, services.registry, { intervalMs: options.relayIntervalMs });
+    this.relay = new OutboxRelay(services.db, this.boss, services.registry, { intervalMs: options.relayIntervalMs, metrics: services.metrics });
   }
 
   async start(options: { schedule?: boolean } = {}): Promise<void> {
@@ -84,13 +86,15 @@ export class Worker {
       const queue = subscriptionQueue(sub.name);
       await this.createEventQueue(queue, retryOverrides(sub));
       // Settled job by job, so one failing event is retried alone, not with its batch.
-      await this.boss.work<DeliveredEvent>(queue, { ...DRAIN, batchSize: 10, localConcurrency: 2, perJobResults: true }, async (jobs) => {
+      await this.boss.work<QueuedEvent>(queue, { ...DRAIN, batchSize: 10, localConcurrency: 2, perJobResults: true }, async (jobs) => {
         const results: JobResult[] = [];
         for (const job of jobs) {
           try {
-            await this.deliver(sub, job.data);
+            await this.tracedDelivery(sub, job.data);
             results.push({ id: job.id, status: 'completed' });
           } catch (err) {
+            this.services.metrics?.deliveryFailures.inc({ subscription: sub.name });
+            log.warn({ err, subscription: sub.name, event: job.data.name, eventId: job.data.id, requestId: job.data.requestId ?? null, attempt: job.retryCount + 1 }, 'event delivery failed');
             results.push({ id: job.id, status: 'failed', output: { message: (err as Error).message } });
           }
         }
@@ -99,6 +103,8 @@ export class Worker {
     }
 
     for (const job of registry.jobs) await this.startJob(job, options.schedule !== false);
+    // The queues' depth and failures, read through pg-boss at scrape time (metrics on).
+    this.services.metrics?.watchQueues(async () => await this.boss.getQueues());
     await this.relay.start();
     log.info({ subscriptions: registry.subscriptions.length, jobs: registry.jobs.length }, 'worker started');
   }
@@ -110,6 +116,22 @@ export class Worker {
   private async createEventQueue(queue: string, options: ReturnType<typeof retryOverrides>): Promise<void> {
     await this.boss.createQueue(queue, { ...RETRY, ...options, deadLetter: DEAD_LETTER_QUEUE, notify: true });
     await this.boss.updateQueue(queue, { notify: true });
+  }
+
+  /**
+   * One delivery from a subscription's queue: with the event's request id in scope (so what the
+   * subscription publishes records it too) and, tracing on, in a span under the span that wrote
+   * the event. A successful delivery is logged with the request that caused the event.
+   */
+  private async tracedDelivery(sub: SubscriptionDefinition, event: QueuedEvent): Promise<void> {
+    const requestId = event.requestId ?? null;
+    const parent = contextOf(event.traceparent);
+    await withRequestId(requestId, () =>
+      withSpan(`deliver ${sub.name}`, { ...(parent ? { parent } : {}), attributes: { 'tenantry.subscription': sub.name, 'tenantry.event.name': event.name, 'tenantry.event.id': event.id } }, () =>
+        this.deliver(sub, event),
+      ),
+    );
+    this.services.log.info({ subscription: sub.name, event: event.name, eventId: event.id, requestId }, 'event delivered');
   }
 
   /** Runs a subscription in the event's tenant transaction, once per event id. */
@@ -223,7 +245,10 @@ export class Worker {
       })
       .execute();
     if (data.job) this.services.log.error({ queue, job: data.job, tenantId: data.tenantId, slot: data.slot, error }, 'job run dead-lettered');
-    else this.services.log.error({ queue, event: data.name, eventId: data.id, error }, 'event delivery dead-lettered');
+    else {
+      this.services.metrics?.deadLetters.inc({ subscription: queue.startsWith(SUBSCRIPTION_QUEUE_PREFIX) ? queue.slice(SUBSCRIPTION_QUEUE_PREFIX.length) : queue });
+      this.services.log.error({ queue, event: data.name, eventId: data.id, requestId: data.requestId ?? null, error }, 'event delivery dead-lettered');
+    }
   }
 
   async stop(): Promise<void> {

@@ -12,6 +12,7 @@ export const ProblemSchema = Type.Object(
     errors: Type.Optional(
       Type.Array(Type.Object({ pointer: Type.String(), message: Type.String() }), { description: 'Per-field validation errors' }),
     ),
+    requestId: Type.Optional(Type.String({ description: "The request's id, as in its X-Request-Id answer header and its log lines" })),
   },
   { additionalProperties: true, $id: 'Problem', title: 'Problem' },
 );

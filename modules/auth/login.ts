@@ -122,6 +122,7 @@ async function signIn({ body, request, reply, services }: LoginContext): Promise
     );
   } catch (err) {
     if (err instanceof Error && 'code' in err && err.code === 'ErrCredentials') {
+      services.metrics?.failedLogins.inc();
       // The request's transaction rolled back; the failure is counted and published in one of its own.
       await services.transactions.run(tenant, async (ctx) => {
         await recordAttempt(ctx, 'login', source, account);
