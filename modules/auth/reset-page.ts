@@ -16,7 +16,7 @@ export const resetPageRoute = defineRoute({
   url: RESET_PAGE_PATH,
   operationId: 'auth-page-reset',
   summary: 'Set-password page (HTML)',
-  description: 'The page the mailed link opens. Answers text/html: a form with the token from the query string that posts to POST /api/v1/auth/password/reset, and, for a browser without a session cookie, sets the CSRF cookie (app_csrf) that the token in the form's csrf field is bound to.',
+  description: 'The page the mailed link opens. Answers text/html: a form with the token from the query string that posts to POST /api/v1/auth/password/reset, and, for a browser without a session cookie, sets the CSRF cookie (app_csrf) that the token in the csrf field of the form is bound to.',
   tags: ['auth'],
   access: 'public',
   transaction: 'none',
