@@ -1,0 +1,69 @@
+import { titleCase } from '../../entity/names.ts';
+import type { ProblemError } from '../../errors.ts';
+import { runApiRoute as run } from '../api-route.ts';
+import { registerAdminPage, type AdminPageContext } from '../page.ts';
+import { bodyFromForm, inputValue, widgetsOf } from './widgets.ts';
+import { bodyChecker, done, errorsOf, formProblem, requireForm } from './form-posts.ts';
+import type { EntityPages, FieldModel } from './entity-pages.ts';
+import type { Row } from './resource-api.ts';
+
+/** /<id>/<command>: one form per command that runs in the page's transaction, and its post, through the command's route. */
+export function registerCommandPages(pages: EntityPages): void {
+  const { site, entity, api, itemPath, label } = pages;
+  for (const command of api.commands) {
+    const widgets = widgetsOf(command.body);
+    const check = bodyChecker(command.body, entity, false);
+    const definition = entity.def.commands![command.name]!;
+    const commandForm = async (ctx: AdminPageContext, posted: Record<string, unknown> | null, p?: ProblemError) => {
+      const row = await pages.readRow(ctx);
+      const errors = p ? errorsOf(p) : undefined;
+      const fields: FieldModel[] = widgets.map((widget) => {
+        const source = posted?.[widget.name];
+        const value = Array.isArray(source) ? source[source.length - 1] : source;
+        const checked = widget.kind === 'checkbox' ? value === 'true' : undefined;
+        return {
+          readonly: false,
+          label: widget.label,
+          value: inputValue(widget, value),
+          widget: { ...widget, id: `field-${widget.name}`, ...(errors?.fields[widget.name] ? { error: errors.fields[widget.name] } : {}), ...(checked !== undefined ? { checked } : {}) },
+        };
+      });
+      return pages.formPage(
+        ctx,
+        `${titleCase(command.name)}: ${pages.titleOf(row)}`,
+        {
+          action: pages.href(row.id, `/${command.name}`),
+          intro: [definition.summary, definition.description].filter(Boolean).join(' — '),
+          fields,
+          submit: titleCase(command.name),
+          cancel: pages.href(row.id),
+          ...(errors ? { alert: errors.alert } : {}),
+        },
+        p?.status,
+      );
+    };
+    registerAdminPage(site, {
+      path: `${itemPath}/${command.name}`,
+      summary: `${label}: ${command.name} form`,
+      access: command.route.access,
+      schema: { params: entity.schemas.idParams },
+      handler: (ctx) => commandForm(ctx, null),
+    });
+    registerAdminPage(site, {
+      method: 'POST',
+      path: `${itemPath}/${command.name}`,
+      summary: `${label}: ${command.name}`,
+      access: command.route.access,
+      schema: { params: entity.schemas.idParams },
+      ...(command.route.publishes ? { publishes: command.route.publishes } : {}),
+      handler: async (ctx) => {
+        requireForm(ctx.request);
+        const body = command.body ? bodyFromForm(widgets, ctx.body) : undefined;
+        if (body !== undefined) check(body);
+        const row = (await run(command.route, ctx, { params: ctx.params, body })) as Row;
+        return done(ctx, pages.href(row.id));
+      },
+      onError: async (ctx, p) => (formProblem(p) ? commandForm(ctx, ctx.body, p) : null),
+    });
+  }
+}

@@ -1,0 +1,110 @@
+import type { ResolvedEntity } from '../../entity/resolve.ts';
+import { titleCase } from '../../entity/names.ts';
+import { FORM_TOKEN_FIELD } from '../../access/form-token.ts';
+import { runApiRoute as run } from '../api-route.ts';
+import type { AdminPageContext, AdminSite } from '../page.ts';
+import { renderTemplate } from '../render.ts';
+import { display, inputValue, widgetsOf, type Widget } from './widgets.ts';
+import type { Api, Row } from './resource-api.ts';
+
+/** One field of a generated form: an input, or a read-only value with why it is not editable. */
+export interface FieldModel {
+  readonly: boolean;
+  label: string;
+  value: string;
+  hint?: string;
+  widget?: Widget & { id: string; error?: string; checked?: boolean };
+}
+
+/** A generated form as its template takes it. */
+export interface FormModel {
+  action: string;
+  fields: FieldModel[];
+  submit: string;
+  cancel: string;
+  alert?: object;
+  intro?: string;
+}
+
+/**
+ * What every generated page of one entity shares, worked out once at startup: its paths and
+ * labels, how a row is titled, the create and edit widgets, and the form helpers.
+ */
+export interface EntityPages {
+  readonly site: AdminSite;
+  readonly entity: ResolvedEntity;
+  readonly api: Api;
+  /** The list's path, /admin/<module>/<plural>. */
+  readonly base: string;
+  /** A record's path pattern, `${base}/:id`. */
+  readonly itemPath: string;
+  readonly label: string;
+  readonly titleField: string;
+  readonly createWidgets: Widget[];
+  /** The PATCH body's widgets, marked required where a record needs the field. */
+  readonly patchWidgets: Widget[];
+  href(id: string, suffix?: string): string;
+  titleOf(row: Row): string;
+  /** The fields of a create or edit form: inputs for what the route takes, read-only values for the rest. */
+  formFields(widgets: Widget[], row: Row | null, posted: Record<string, unknown> | null, errors: Record<string, string>): FieldModel[];
+  /** A form alone (an htmx swap) or in its page, with the status of a refusal. */
+  formPage(ctx: AdminPageContext, title: string, form: FormModel, status?: number): Promise<string>;
+  /** The record the path names, through the API's read route (row access, 404). */
+  readRow(ctx: AdminPageContext): Promise<Row>;
+}
+
+export function entityPages(site: AdminSite, entity: ResolvedEntity, api: Api): EntityPages {
+  const { names, def } = entity;
+  const base = names.adminPath;
+  const titleField = def.admin?.title ?? entity.fields[0] ?? 'id';
+  const createWidgets = widgetsOf(api.create.schema.body);
+  // PATCH takes every field as optional; the edit form still marks (and keeps) what a record needs.
+  const createRequired = new Set(createWidgets.filter((w) => w.required).map((w) => w.name));
+  const patchWidgets = widgetsOf(api.update.schema.body).map((w) => ({ ...w, required: createRequired.has(w.name) }));
+
+  /** Why a field is not editable here, for its hint. */
+  const readOnlyHint = (field: string, editing: boolean): string | undefined => {
+    const owners = entity.commandOwners[field];
+    if (owners) return `Set by the ${owners.map(titleCase).join(' or ')} command.`;
+    if (entity.readOnly.includes(field)) return `${titleCase(field)} is ${def.readOnlyReasons?.[field] ?? 'set by the service'}.`;
+    if (editing && entity.immutable.includes(field)) return 'Cannot be changed after creation.';
+    return undefined;
+  };
+
+  return {
+    site,
+    entity,
+    api,
+    base,
+    itemPath: `${base}/:id`,
+    label: names.label,
+    titleField,
+    createWidgets,
+    patchWidgets,
+    href: (id, suffix = '') => `${base}/${encodeURIComponent(id)}${suffix}`,
+    titleOf: (row) => display(row[titleField]) || row.id,
+    formFields(widgets, row, posted, errors) {
+      const inputs = new Map(widgets.map((w) => [w.name, w]));
+      const fields = row ? ['id', ...entity.fields, ...entity.computed, 'createdAt', 'updatedAt'] : entity.fields;
+      return fields.flatMap((field): FieldModel[] => {
+        const widget = inputs.get(field);
+        if (!widget) {
+          const hint = readOnlyHint(field, row !== null);
+          // A new record shows what it will not take from the form (commands, the service); an edit shows everything.
+          if (!row && !hint) return [];
+          return [{ readonly: true, label: titleCase(field), value: row ? display(row[field]) : '', ...(hint ? { hint } : {}) }];
+        }
+        const source = posted ? posted[field] : row?.[field];
+        const value = posted && Array.isArray(source) ? source[source.length - 1] : source;
+        const id = `field-${field}`;
+        const checked = widget.kind === 'checkbox' ? value === true || value === 'true' || value === 'on' : undefined;
+        return [{ readonly: false, label: widget.label, value: inputValue(widget, value), widget: { ...widget, id, ...(errors[field] ? { error: errors[field] } : {}), ...(checked !== undefined ? { checked } : {}) } }];
+      });
+    },
+    async formPage(ctx, title, form, status) {
+      const html = renderTemplate('./admin/generated/form', { ...form, csrfField: FORM_TOKEN_FIELD, csrf: ctx.csrf() });
+      return ctx.render({ title, template: './admin/generated/page', data: { title, content: html, back: form.cancel }, fragment: html, ...(status ? { status } : {}) });
+    },
+    readRow: async (ctx) => (await run(api.read, ctx, { params: ctx.params })) as Row,
+  };
+}

@@ -1,0 +1,170 @@
+import type { FastifyRequest } from 'fastify';
+import { titleCase } from '../../entity/names.ts';
+import type { ProblemError } from '../../errors.ts';
+import { protectedFieldCheck } from '../../http/register-route.ts';
+import { FORM_TOKEN_FIELD } from '../../access/form-token.ts';
+import { runApiRoute as run } from '../api-route.ts';
+import { registerAdminPage, type AdminPageContext } from '../page.ts';
+import { display, bodyFromForm } from './widgets.ts';
+import { bodyChecker, done, errorsOf, formProblem, requireForm } from './form-posts.ts';
+import type { EntityPages } from './entity-pages.ts';
+import type { Row } from './resource-api.ts';
+
+/** /new: the create form and its post, through the API's create route (same checks, same problems). */
+export function registerNewPages(pages: EntityPages): void {
+  const { site, entity, api, base, label, createWidgets } = pages;
+  const check = bodyChecker(api.create.schema.body, entity, true);
+  const protect = protectedFieldCheck(entity, api.create);
+  const newForm = (ctx: AdminPageContext, posted: Record<string, unknown> | null, p?: ProblemError) => {
+    const errors = p ? errorsOf(p) : undefined;
+    return pages.formPage(
+      ctx,
+      `New ${label.toLowerCase()}`,
+      { action: `${base}/new`, fields: pages.formFields(createWidgets, null, posted, errors?.fields ?? {}), submit: `Create ${label.toLowerCase()}`, cancel: base, ...(errors ? { alert: errors.alert } : {}) },
+      p?.status,
+    );
+  };
+  registerAdminPage(site, { path: `${base}/new`, summary: `New ${label.toLowerCase()}: form`, access: api.create.access, handler: (ctx) => newForm(ctx, null) });
+  registerAdminPage(site, {
+    method: 'POST',
+    path: `${base}/new`,
+    summary: `New ${label.toLowerCase()}: create`,
+    access: api.create.access,
+    ...(api.create.publishes ? { publishes: api.create.publishes } : {}),
+    handler: async (ctx) => {
+      requireForm(ctx.request);
+      const body = bodyFromForm(createWidgets, ctx.body);
+      await protect?.({ body } as FastifyRequest);
+      check(body);
+      const row = (await run(api.create, ctx, { body })) as Row;
+      return done(ctx, pages.href(row.id));
+    },
+    onError: async (ctx, p) => (formProblem(p) ? newForm(ctx, ctx.body, p) : null),
+  });
+}
+
+/** /<id>: the record, with links to edit, delete and each command the caller may run. */
+export function registerDetailPage(pages: EntityPages): void {
+  const { site, entity, api, base, itemPath, label } = pages;
+  registerAdminPage(site, {
+    path: itemPath,
+    summary: `${label}: detail`,
+    access: api.read.access,
+    schema: { params: entity.schemas.idParams },
+    handler: async (ctx) => {
+      const row = await pages.readRow(ctx);
+      const items = ['id', ...entity.fields, ...entity.computed, 'createdAt', 'updatedAt'].map((field) => ({ label: titleCase(field), value: display(row[field]) }));
+      const csrf = ctx.csrf();
+      const title = `${label}: ${pages.titleOf(row)}`;
+      return ctx.render({
+        title,
+        template: './admin/generated/detail',
+        data: {
+          title,
+          items,
+          back: base,
+          backLabel: `All ${entity.names.labelPlural.toLowerCase()}`,
+          editHref: ctx.can(api.update.access) ? pages.href(row.id, '/edit') : '',
+          deleteHref: ctx.can(api.remove.access) ? pages.href(row.id, '/delete') : '',
+          deleteConfirm: `Delete this ${label.toLowerCase()}?`,
+          csrfVals: JSON.stringify({ [FORM_TOKEN_FIELD]: csrf }),
+          commands: api.commands.filter((c) => ctx.can(c.route.access)).map((c) => ({ label: titleCase(c.name), href: pages.href(row.id, `/${c.name}`) })),
+        },
+      });
+    },
+  });
+}
+
+/** /<id>/edit: the edit form and its post, through the API's PATCH route. */
+export function registerEditPages(pages: EntityPages): void {
+  const { site, entity, api, itemPath, label, patchWidgets } = pages;
+  const check = bodyChecker(api.update.schema.body, entity, true);
+  const protect = protectedFieldCheck(entity, api.update);
+  const editForm = async (ctx: AdminPageContext, posted: Record<string, unknown> | null, p?: ProblemError) => {
+    const row = await pages.readRow(ctx);
+    const errors = p ? errorsOf(p) : undefined;
+    return pages.formPage(
+      ctx,
+      `Edit ${label.toLowerCase()}: ${pages.titleOf(row)}`,
+      {
+        action: pages.href(row.id, '/edit'),
+        fields: pages.formFields(patchWidgets, row, posted, errors?.fields ?? {}),
+        submit: 'Save changes',
+        cancel: pages.href(row.id),
+        ...(errors ? { alert: errors.alert } : {}),
+      },
+      p?.status,
+    );
+  };
+  registerAdminPage(site, {
+    path: `${itemPath}/edit`,
+    summary: `${label}: edit form`,
+    access: api.update.access,
+    schema: { params: entity.schemas.idParams },
+    handler: (ctx) => editForm(ctx, null),
+  });
+  registerAdminPage(site, {
+    method: 'POST',
+    path: `${itemPath}/edit`,
+    summary: `${label}: update`,
+    access: api.update.access,
+    schema: { params: entity.schemas.idParams },
+    ...(api.update.publishes ? { publishes: api.update.publishes } : {}),
+    handler: async (ctx) => {
+      requireForm(ctx.request);
+      const body = bodyFromForm(patchWidgets, ctx.body);
+      await protect?.({ body } as FastifyRequest);
+      check(body);
+      const row = (await run(api.update, ctx, { params: ctx.params, body })) as Row;
+      return done(ctx, pages.href(row.id));
+    },
+    onError: async (ctx, p) => (formProblem(p) ? editForm(ctx, ctx.body, p) : null),
+  });
+}
+
+/** /<id>/delete: the confirmation and its post, through the API's DELETE route. */
+export function registerDeletePages(pages: EntityPages): void {
+  const { site, entity, api, base, itemPath, label } = pages;
+  const deletePage = async (ctx: AdminPageContext, p?: ProblemError) => {
+    const row = await pages.readRow(ctx);
+    const title = `Delete ${label.toLowerCase()}: ${pages.titleOf(row)}`;
+    return ctx.render({
+      title,
+      template: './admin/generated/delete',
+      ...(p ? { status: p.status } : {}),
+      data: {
+        title,
+        alert: p ? { kind: 'error', title: p.message, code: p.code } : null,
+        confirm: {
+          action: pages.href(row.id, '/delete'),
+          csrfField: FORM_TOKEN_FIELD,
+          csrf: ctx.csrf(),
+          question: `Delete ${label.toLowerCase()} “${pages.titleOf(row)}”? ${entity.deleteMode === 'hard' ? 'It is removed for good.' : 'It is no longer listed or changed.'}`,
+          confirmLabel: `Delete ${label.toLowerCase()}`,
+          cancelHref: pages.href(row.id),
+        },
+      },
+    });
+  };
+  registerAdminPage(site, {
+    path: `${itemPath}/delete`,
+    summary: `${label}: delete confirmation`,
+    access: api.remove.access,
+    schema: { params: entity.schemas.idParams },
+    handler: (ctx) => deletePage(ctx),
+  });
+  registerAdminPage(site, {
+    method: 'POST',
+    path: `${itemPath}/delete`,
+    summary: `${label}: delete`,
+    access: api.remove.access,
+    schema: { params: entity.schemas.idParams },
+    ...(api.remove.publishes ? { publishes: api.remove.publishes } : {}),
+    handler: async (ctx) => {
+      requireForm(ctx.request);
+      await run(api.remove, ctx, { params: ctx.params });
+      return done(ctx, base);
+    },
+    onError: async (ctx, p) => (p.status === 409 || p.status === 422 ? deletePage(ctx, p) : null),
+  });
+}
