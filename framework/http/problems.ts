@@ -3,6 +3,7 @@ import type { Socket } from 'node:net';
 import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { ProblemError, problem, type FieldError, type ProblemCode } from '../errors.ts';
 import { pagingRefusal } from '../operations/paging.ts';
+import { uniqueViolationProblem } from '../db/unique-keys.ts';
 
 export const PROBLEM_CONTENT_TYPE = 'application/problem+json';
 
@@ -17,7 +18,9 @@ export interface ValidationIssue {
 function fromDatabaseError(err: { code?: string; constraint?: string; detail?: string }): ProblemError | undefined {
   switch (err.code) {
     case '23505':
-      return problem('ALREADY_EXISTS', `A resource with the same unique value already exists${err.constraint ? ` (${err.constraint})` : ''}`);
+    case '23P01':
+      // Named by the field the key protects (framework/db/unique-keys.ts), never by the constraint.
+      return uniqueViolationProblem(err);
     case '23503':
       return problem('VALIDATION_FAILED', 'A referenced resource does not exist');
     case '23514':

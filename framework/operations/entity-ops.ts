@@ -316,7 +316,15 @@ select ${fields.map((_, i) => `$${i + 1}`).join(', ')} where ${this.canWrite} re
       if (!this.entity.singleton) return undefined;
       const access = this.access(ctx, 1);
       // Row-level security leaves this tenant's rows, of which a unique index keeps one live.
-      const rows = await run<Values>(ctx.db, `select ${this.selectList} from ${this.table}${where(this.live, access.sql)}${suffix}`, access.params);
+      const text = `select ${this.selectList} from ${this.table}${where(this.live, access.sql)}${suffix}`;
+      let rows = await run<Values>(ctx.db, text, access.params);
+      if (!rows[0] && lock) {
+        // No row to lock yet: whoever is about to create the tenant's one row takes turns on an
+        // advisory lock, then looks again, so a concurrent second request finds the first one's
+        // row (and answers as a serial repeat would) instead of colliding on the unique index.
+        await run(ctx.db, SINGLETON_LOCK, [`singleton:${this.entity.names.table}:${ctx.tenant.id}`]);
+        rows = await run<Values>(ctx.db, text, access.params);
+      }
       return rows[0] ? this.toRow(rows[0]) : undefined;
     }
     if (!isUuid(id)) return undefined;
@@ -447,6 +455,9 @@ select ${fields.map((_, i) => `$${i + 1}`).join(', ')} where ${this.canWrite} re
     return json && value !== null ? JSON.stringify(value) : value;
   }
 }
+
+/** Held until the transaction ends; keyed by the singleton's table and the tenant. */
+const SINGLETON_LOCK = 'select pg_advisory_xact_lock(hashtextextended($1, 0))';
 
 const NO_ACCESS_FILTER = Object.freeze({ sql: '', params: [] as unknown[] });
 

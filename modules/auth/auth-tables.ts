@@ -1,5 +1,6 @@
 import type { ColumnType, Generated } from 'kysely';
 import type { AttemptKind } from './throttle.ts';
+import { declareUniqueKeys } from '../../framework/db/unique-keys.ts';
 
 // The auth module's tables (migrations/auth), column for column, for kysely's typed builder.
 // A column with a database default is Generated (optional on insert); timestamps are Date.
@@ -56,3 +57,11 @@ declare module '../../framework/db/types.ts' {
     auth_attempts: AuthAttemptsTable;
   }
 }
+
+// What each unique key of these tables protects, for the 409 a violation answers (never its name).
+declareUniqueKeys({
+  roles_pkey: { fields: ['name'], detail: 'A role of this name already exists' },
+  sessions_tenant_id_id_hash_key: { fields: [], detail: 'This session exists already' },
+  set_password_tokens_tenant_id_token_hash_key: { fields: [], detail: 'This set-password token exists already' },
+  set_password_tokens_one_pending: { fields: [], detail: 'This person has a pending set-password link already' },
+});

@@ -1,5 +1,6 @@
 import type { TxContext } from '../../framework/context/tx.ts';
 import type { ChargeOutcome } from './tables.ts';
+import './unique-keys.ts';
 
 /** A charge worked out in one transaction and sent to the provider after it committed. */
 export interface OwedCharge {
@@ -17,6 +18,48 @@ export interface OwedCharge {
  * the first outcome; each night's retry of a failed charge is a new attempt with a new key.
  */
 export const chargeKey = (tenantId: string, periodStart: Date, attempt: number): string => `${tenantId}:${periodStart.toISOString()}:${attempt}`;
+
+/**
+ * The key of a first subscribe's charge: tenant, "first" and the period start. Distinct from the
+ * renewal's keys, so a first charge still in flight can be found (pendingFirstCharge).
+ */
+export const firstChargeKey = (tenantId: string, periodStart: Date): string => `${tenantId}:first:${periodStart.toISOString()}`;
+
+/** How long a first charge with no receipt yet counts as in flight (the provider is being called). */
+const FIRST_CHARGE_IN_FLIGHT_MS = 10 * 60 * 1000;
+
+/**
+ * Makes the tenant's first-subscribe charges take turns until the transaction ends: two
+ * subscribes at once work out what they owe one after the other, so the second finds the first's
+ * pending charge (pendingFirstCharge) instead of recording a second one.
+ */
+export async function lockFirstCharge(tx: TxContext): Promise<void> {
+  await tx.db
+    .selectNoFrom((eb) => eb.fn('pg_advisory_xact_lock', [eb.fn('hashtextextended', [eb.val(`billing-first-charge:${tx.tenant.id}`), eb.lit(0)])]).as('locked'))
+    .execute();
+}
+
+/**
+ * A first subscribe's charge for this very plan, price and currency that another request recorded
+ * within the last minutes and whose receipt is not in yet: a concurrent subscribe pays with the
+ * same idempotency key, so the provider replays that charge instead of taking the money twice.
+ */
+export async function pendingFirstCharge(tx: TxContext, plan: { id: string; price: number; currency: string }): Promise<OwedCharge | undefined> {
+  const row = await tx.db
+    .selectFrom('billing_charges')
+    .select(['idempotency_key', 'plan_id', 'amount', 'currency', 'period_start', 'attempt'])
+    .where('idempotency_key', 'like', `${tx.tenant.id}:first:%`)
+    .where('outcome', 'is', null)
+    .where('plan_id', '=', plan.id)
+    .where('amount', '=', plan.price)
+    .where('currency', '=', plan.currency)
+    .where('period_start', '>=', new Date(tx.now.getTime() - FIRST_CHARGE_IN_FLIGHT_MS))
+    .orderBy('period_start', 'desc')
+    .limit(1)
+    .executeTakeFirst();
+  if (!row) return undefined;
+  return { idempotencyKey: row.idempotency_key, planId: row.plan_id, amount: row.amount, currency: row.currency, periodStart: row.period_start, attempt: row.attempt };
+}
 
 /** Records the pending charge (once per key: a rerun after a crash finds it there). */
 export async function recordPending(tx: TxContext, charge: OwedCharge): Promise<void> {

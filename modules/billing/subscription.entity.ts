@@ -5,7 +5,7 @@ import { problem } from '../../framework/errors.ts';
 import { subscriptionFields, type SubscriptionFields } from './subscription.fields.ts';
 import { livePlan } from './plans.ts';
 import { addDays, periodEnd } from './periods.ts';
-import { chargeKey, recordPending, recordReceipt, type OwedCharge } from './charges.ts';
+import { firstChargeKey, lockFirstCharge, pendingFirstCharge, recordPending, recordReceipt, type OwedCharge } from './charges.ts';
 import { paymentProvider } from './provider.ts';
 
 type Subscription = EntityRow<SubscriptionFields>;
@@ -42,11 +42,15 @@ async function currentRow(tx: TxContext): Promise<Subscription | null> {
 async function chargeFirstPeriod(ctx: CommandPrepareContext<'billing.subscribed'>, body: { planId: string }): Promise<SettledFirstCharge | undefined> {
   const trialDays = ctx.services.config.billing.trial_days;
   const owed = await ctx.transaction(async (tx) => {
+    await lockFirstCharge(tx);
     const row = await currentRow(tx);
     if (!startsAfresh(row)) return undefined;
     const plan = await livePlan(tx, body.planId, { mustBeActive: true });
     if (plan.price === 0 || trialAvailable(row, trialDays)) return undefined;
-    const charge: OwedCharge = { idempotencyKey: chargeKey(tx.tenant.id, tx.now, 1), planId: plan.id, amount: plan.price, currency: plan.currency, periodStart: tx.now, attempt: 1 };
+    // A concurrent subscribe to the same plan is paying already: pay with its key (charged once).
+    const inFlight = await pendingFirstCharge(tx, plan);
+    if (inFlight) return inFlight;
+    const charge: OwedCharge = { idempotencyKey: firstChargeKey(tx.tenant.id, tx.now), planId: plan.id, amount: plan.price, currency: plan.currency, periodStart: tx.now, attempt: 1 };
     await recordPending(tx, charge);
     return charge;
   });
@@ -64,6 +68,7 @@ const subscribe = command({
   description: [
     'First subscribe (or after the last subscription ended): a free plan is active at once; a paid plan starts the tenant\'s one trial (billing.trial_days, 0: none) and sets trialUsedAt;',
     'otherwise the first period is charged in the request, and a decline is 402 PAYMENT_DECLINED with nothing stored.',
+    'Concurrent repeats answer as serial ones: the first creates the subscription, the others find it (200, nothing changed), and a paid first period is charged once (they share its idempotency key).',
     'The same plan again (or the plan already pending) changes nothing. Another plan becomes pendingPlanId and applies at the next renewal, refused with 409 PERIOD_OWED while past due.',
     'A cancelled subscription whose period is not over yet is 409 INVALID_STATE: subscribe again once it ended.',
     'An unknown or inactive plan is 422. Periods start at the time of the subscribe; anchorDay is its day of the month.',

@@ -1,5 +1,6 @@
 import type { Generated, Selectable } from 'kysely';
 import Type from 'typebox';
+import { declareUniqueKeys } from '../../framework/db/unique-keys.ts';
 
 export interface FilesTable {
   id: Generated<string>;
@@ -19,6 +20,9 @@ declare module '../../framework/db/types.ts' {
     files: FilesTable;
   }
 }
+
+// The storage key is a UUID the service makes: a collision is refused in words, never by the index's name.
+declareUniqueKeys({ files_storage_key: { fields: [], detail: 'A file with this storage key already exists; upload it again' } });
 
 export type FileRow = Selectable<FilesTable>;
 
