@@ -91,8 +91,10 @@ export function registerRolePages(site: AdminSite): void {
       return page.redirect(`${rolePath(name)}?saved=1`);
     },
     onError: async (page, refused) => {
-      if (refused.status !== 422) return errorPage(page, refused);
-      return renderForm(page, page.params.name!, postedPermissions(page.body), { problem: refused, status: 422 });
+      // A list the rules refuse (422), or one that would take the tenant's last administrator
+      // away (409 LAST_ADMINISTRATOR): the form again, as posted, with the problem's message.
+      if (refused.status !== 422 && refused.status !== 409) return errorPage(page, refused);
+      return renderForm(page, page.params.name!, postedPermissions(page.body), { problem: refused, status: refused.status });
     },
   });
 

@@ -2,9 +2,11 @@ import Type from 'typebox';
 import { defineRoute } from '../../framework/entity/define.ts';
 import type { Registry } from '../../framework/entity/registry.ts';
 import type { TenantRef } from '../../framework/context/tenant.ts';
-import { problem } from '../../framework/errors.ts';
+import { notFound, problem } from '../../framework/errors.ts';
 import { KeysetPager, pageQuerySchema, pageSchema, type Page, type PageQuery } from '../../framework/operations/paging.ts';
 import type { TxContext } from '../../framework/context/tx.ts';
+import { usersService } from '../user/users-service.ts';
+import { WILDCARD, administrators } from './administrators.ts';
 import './auth-tables.ts';
 
 const RoleSchema = Type.Object(
@@ -78,6 +80,8 @@ export async function setRole(tx: TxContext, registry: Registry, name: string, p
   const existing = await tx.db.selectFrom('roles').select('permissions').where('name', '=', name).forUpdate().executeTakeFirst();
   const before = existing ? [...existing.permissions].sort() : null;
   const changed = before === null || before.length !== after.length || before.some((p, i) => p !== after[i]);
+  // Dropping * may take the tenant's last administrator away: 409 LAST_ADMINISTRATOR, nothing written.
+  if (before?.includes(WILDCARD) && !after.includes(WILDCARD)) await administrators.assertOneRemains(tx, { role: name });
   const role = changed
     ? await tx.db
         .insertInto('roles')
@@ -88,6 +92,22 @@ export async function setRole(tx: TxContext, registry: Registry, name: string, p
     : await tx.db.selectFrom('roles').select(ROLE_ROW).where('name', '=', name).executeTakeFirstOrThrow();
   if (changed) tx.publish('auth.role_set', { name, before, after });
   return { role, created: before === null };
+}
+
+/**
+ * Deletes a role: takes it from every user holding it (user.roles_set for each, through the
+ * users service), then deletes it and publishes auth.role_set with `after` null. 404 NOT_FOUND
+ * for a role this tenant does not have; 409 LAST_ADMINISTRATOR when it is what makes the tenant's
+ * last administrator, nothing written. The DELETE route and the admin shell's role form share it.
+ */
+export async function deleteRole(tx: TxContext, name: string): Promise<void> {
+  const existing = await tx.db.selectFrom('roles').select('permissions').where('name', '=', name).forUpdate().executeTakeFirst();
+  if (!existing) throw notFound();
+  // The holders' rows first, then the administrators' lock (administrators.ts says why).
+  const { heldByActive } = await usersService.removeRole(tx, name);
+  if (existing.permissions.includes(WILDCARD)) await administrators.assertOneRemains(tx, { role: name, heldByActive });
+  await tx.db.deleteFrom('roles').where('name', '=', name).execute();
+  tx.publish('auth.role_set', { name, before: [...existing.permissions].sort(), after: null });
 }
 
 export const listRolesRoute = defineRoute({
@@ -114,6 +134,7 @@ export const putRoleRoute = defineRoute({
     'Sends the complete permission list; it is stored deduplicated and sorted. Creates the role if new (201), else replaces its list (200).',
     '422 PERMISSION_UNKNOWN for a permission no module defines; 422 PERMISSION_OPERATOR_ONLY for an operator permission outside the operator tenant.',
     'Publishes auth.role_set with the list before (null for a new role) and after, only when the list changed.',
+    'A list without * for the role that gives it to the tenant\'s last administrator (the last active user holding every permission) is 409 LAST_ADMINISTRATOR, nothing written.',
   ].join('\n\n'),
   tags: ['auth'],
   access: { permission: 'role:manage' },
@@ -130,5 +151,30 @@ export const putRoleRoute = defineRoute({
     const { role, created } = await setRole(tx, services.registry, params.name, body.permissions);
     reply.code(created ? 201 : 200);
     return role;
+  },
+});
+
+export const deleteRoleRoute = defineRoute({
+  method: 'DELETE',
+  url: '/api/v1/auth/roles/:name',
+  operationId: 'auth-role-delete',
+  summary: 'Delete a role',
+  description: [
+    'Deletes the role and takes it from every user holding it: each of them loses it as the roles command would take it (user.roles_set). 204 with no body.',
+    '404 NOT_FOUND for a role this tenant does not have. 409 LAST_ADMINISTRATOR when the role is what makes the tenant\'s last administrator (the last active user holding every permission, *): nothing is deleted.',
+    'Publishes auth.role_set with the list before and after null.',
+  ].join('\n\n'),
+  tags: ['auth'],
+  access: { permission: 'role:manage' },
+  publishes: ['auth.role_set', 'user.roles_set'],
+  problems: { 409: 'The role makes the tenant\'s last administrator (LAST_ADMINISTRATOR)' },
+  schema: {
+    params: Type.Object({ name: Type.String({ pattern: ROLE_NAME_PATTERN, description: 'Lower-case letters, digits and _ . : -, at most 63' }) }),
+    response: { 204: Type.Null({ description: 'Deleted' }) },
+  },
+  async handler({ tx, params, reply }) {
+    await deleteRole(tx, params.name);
+    reply.code(204);
+    return null;
   },
 });

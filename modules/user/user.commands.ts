@@ -6,6 +6,7 @@ import { assertPasswordPolicy, hashPassword, PASSWORD_MAX_LENGTH, PASSWORD_MIN_L
 import type { UserFields } from './user.fields.ts';
 import { publishRolesSet, roleChange } from './roles.ts';
 import { usersService } from './users-service.ts';
+import { administrators } from '../auth/administrators.ts';
 
 export const SetPasswordBody = Type.Object(
   { password: Type.String({ minLength: PASSWORD_MIN_LENGTH, maxLength: PASSWORD_MAX_LENGTH, description: 'The new password; never stored or shown, only its argon2id hash is kept.' }) },
@@ -50,12 +51,14 @@ export const setPassword: CommandDefinition<UserFields, typeof SetPasswordBody> 
 export const setRoles: CommandDefinition<UserFields, typeof RolesBody> = {
   summary: 'Set the roles a user holds',
   description:
-    'Sends the complete role set. Names are trimmed, lower-cased, deduplicated and sorted before they are stored; a name no role of this tenant has is refused with 422 ROLE_UNKNOWN. The same set in any order changes nothing and publishes nothing; a different set publishes user.roles_set.',
+    'Sends the complete role set. Names are trimmed, lower-cased, deduplicated and sorted before they are stored; a name no role of this tenant has is refused with 422 ROLE_UNKNOWN. The same set in any order changes nothing and publishes nothing; a different set publishes user.roles_set. A set that would leave the tenant with no active user holding every permission (*) is refused with 409 LAST_ADMINISTRATOR.',
   body: RolesBody,
+  problems: { 409: 'The set would leave the tenant with no active user holding every permission (LAST_ADMINISTRATOR)' },
   publishes: ['user.roles_set'],
   async run(ctx, row, body) {
     const change = await roleChange(ctx, row.roles, body.roles);
     if (!change) return;
+    await administrators.assertOneRemains(ctx, { user: row, roles: change.after });
     publishRolesSet(ctx, row.id, change);
     return { roles: change.after };
   },
@@ -68,10 +71,12 @@ export const setRoles: CommandDefinition<UserFields, typeof RolesBody> = {
 export const deactivate: CommandDefinition<UserFields> = {
   summary: 'Deactivate a user',
   description:
-    'The person can no longer sign in, and their sessions stop counting immediately; the sign-in area deletes them when it handles user.deactivated. Deactivating a deactivated user changes nothing and publishes nothing. No body.',
+    'The person can no longer sign in, and their sessions stop counting immediately; the sign-in area deletes them when it handles user.deactivated. Deactivating a deactivated user changes nothing and publishes nothing. Deactivating the tenant\'s last administrator (the last active user holding every permission, *) is refused with 409 LAST_ADMINISTRATOR. No body.',
+  problems: { 409: 'The user is the tenant\'s last administrator (LAST_ADMINISTRATOR)' },
   publishes: ['user.deactivated'],
   async run(ctx, row) {
     if (row.status === 'deactivated') return;
+    await administrators.assertOneRemains(ctx, { user: row });
     ctx.publish('user.deactivated', { id: row.id });
     return { status: 'deactivated' };
   },

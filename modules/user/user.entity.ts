@@ -1,6 +1,7 @@
 import { defineEntity } from '../../framework/entity/define.ts';
 import { userFields } from './user.fields.ts';
 import { deactivate, setPassword, setRoles } from './user.commands.ts';
+import { administrators } from '../auth/administrators.ts';
 
 /**
  * A person in one tenant. Status and roles belong to the commands, so create and PATCH refuse
@@ -22,6 +23,10 @@ export const user = defineEntity({
     'set-password': setPassword,
     roles: setRoles,
     deactivate,
+  },
+  hooks: {
+    // Deleting the tenant's last administrator is 409 LAST_ADMINISTRATOR, like deactivating them.
+    beforeDelete: (ctx, { row }) => administrators.assertOneRemains(ctx, { user: row }),
   },
   sortable: ['email', 'displayName', 'status'],
   admin: { title: 'email', columns: ['email', 'displayName', 'status', 'roles'] },

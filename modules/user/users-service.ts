@@ -4,6 +4,8 @@ import { findUserByEmail, inviteUser, type Invitation, type InviteOptions, type 
 import { normaliseRoles, publishRolesSet, roleChange } from './roles.ts';
 import { userByEmail, USER_ROW } from './users-query.ts';
 import type { UserStatus } from './users-table.ts';
+import { administrators } from '../auth/administrators.ts';
+import './unique-keys.ts';
 
 /** What sign-in needs of a person: never shown, never published. */
 export interface UserCredentials {
@@ -75,14 +77,49 @@ export const usersService = {
   /**
    * Replaces the user's roles with the requested set (normalised; 422 ROLE_UNKNOWN for a role this
    * tenant lacks) and publishes user.roles_set. The same set changes nothing and publishes nothing.
+   * A set that takes the tenant's last administrator away is 409 LAST_ADMINISTRATOR, nothing written.
    * Answers the roles now held.
    */
   async setRoles(ctx: TxContext, user: { id: string; roles: readonly string[] }, roles: readonly string[]): Promise<string[]> {
     const change = await roleChange(ctx, user.roles, roles);
     if (!change) return normaliseRoles(user.roles);
+    if (change.before.some((role) => !change.after.includes(role))) {
+      // A role taken away may be the tenant's last administrator's.
+      const locked = await usersService.lock(ctx, user.id);
+      if (locked) await administrators.assertOneRemains(ctx, { user: { id: user.id, status: locked.status, roles: change.before }, roles: change.after });
+    }
     await ctx.db.updateTable('users').set({ roles: change.after, updated_at: ctx.now }).where('id', '=', user.id).execute();
     publishRolesSet(ctx, user.id, change);
     return change.after;
+  },
+
+  /**
+   * Whether a live, active user holds any of these roles, leaving out the user `except` names
+   * (the one a change is about to take out): the sign-in area's last-administrator rule
+   * (modules/auth/administrators.ts) asks this.
+   */
+  async anyActiveHolding(ctx: TxContext, roles: readonly string[], options: { except?: string } = {}): Promise<boolean> {
+    if (roles.length === 0) return false;
+    let query = ctx.db.selectFrom('users').select('id').where('status', '=', 'active').where('deleted_at', 'is', null).where((eb) => eb('roles', '&&', eb.val([...roles])));
+    if (options.except !== undefined) query = query.where('id', '<>', options.except);
+    return (await query.limit(1).executeTakeFirst()) !== undefined;
+  },
+
+  /**
+   * Takes a role from every live user holding it (the role is being deleted) and publishes
+   * user.roles_set for each. Answers whether an active user held it. The caller checks the
+   * last-administrator rule: this does not.
+   */
+  async removeRole(ctx: TxContext, role: string): Promise<{ heldByActive: boolean }> {
+    const changed = await ctx.db
+      .updateTable('users')
+      .set((eb) => ({ roles: eb.fn<string[]>('array_remove', ['roles', eb.val(role)]), updated_at: ctx.now }))
+      .where((eb) => eb('roles', '@>', eb.val([role])))
+      .where('deleted_at', 'is', null)
+      .returning(['id', 'roles', 'status'])
+      .execute();
+    for (const user of changed) publishRolesSet(ctx, user.id, { before: [...user.roles, role].sort(), after: user.roles });
+    return { heldByActive: changed.some((user) => user.status === 'active') };
   },
 
   /** Invites a person (see inviteUser): an invited user holding the roles, and user.invited. */
