@@ -4,6 +4,7 @@ import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from
 import { ProblemError, problem, type FieldError, type ProblemCode } from '../errors.ts';
 import { pagingRefusal } from '../operations/paging.ts';
 import { uniqueViolationProblem } from '../db/unique-keys.ts';
+import { answerConnect, collectMethods, methodRefusal } from './methods.ts';
 
 export const PROBLEM_CONTENT_TYPE = 'application/problem+json';
 
@@ -182,12 +183,23 @@ export function clientErrorProblem(err: Error & { code?: string }, socket: Socke
   socket.destroy(err);
 }
 
-/** Every failure leaves as application/problem+json: never a stack trace or SQL text. */
+/**
+ * Every failure leaves as application/problem+json: never a stack trace or SQL text. Call before
+ * any route is declared: a path no route serves is 404 ROUTE_NOT_FOUND, a known path asked with a
+ * method it does not declare 405 METHOD_NOT_ALLOWED with Allow (methods.ts), CONNECT included.
+ */
 export function installProblemHandlers(app: FastifyInstance): void {
+  collectMethods(app);
+  answerConnect(app.server, SECURITY_HEADERS);
   app.setErrorHandler((err, request, reply) => {
     const mapped = toProblem(err);
     if (mapped.status >= 500) request.log.error({ err }, 'request failed');
     return sendProblem(reply, mapped);
   });
-  app.setNotFoundHandler((request, reply) => sendProblem(reply, problem('ROUTE_NOT_FOUND', `No route ${request.method} ${request.url.split('?')[0]}`)));
+  app.setNotFoundHandler((request, reply) =>
+    sendProblem(
+      reply,
+      methodRefusal(request, (allow) => reply.header('allow', allow)) ?? problem('ROUTE_NOT_FOUND', `No route ${request.method} ${request.url.split('?')[0]}`),
+    ),
+  );
 }

@@ -115,9 +115,11 @@ describe('a singleton: one row per tenant at /api/v1/<module>/<name>', () => {
     expect(patched.status).toBe(200);
     expect(patched.body.theme).toBe('light');
     const put = await at(a).put(SETTING).set('Cookie', cookieA).send({ theme: 'x' });
-    expect(put.status).toBe(404);
-    expect(put.body.code).toBe('ROUTE_NOT_FOUND');
-    expect((await at(a).post(SETTING).set('Cookie', cookieA).send({ theme: 'x' })).body.code).toBe('ROUTE_NOT_FOUND');
+    // The singleton's path is known: a method it does not declare is 405 with Allow.
+    expect(put.status).toBe(405);
+    expect(put.body.code).toBe('METHOD_NOT_ALLOWED');
+    expect(put.headers.allow).toBe('GET, HEAD, PATCH, DELETE');
+    expect((await at(a).post(SETTING).set('Cookie', cookieA).send({ theme: 'x' })).body.code).toBe('METHOD_NOT_ALLOWED');
     expect((await at(a).get(`${SETTING}s`).set('Cookie', cookieA)).body.code).toBe('ROUTE_NOT_FOUND');
     expect((await at(a).get(`${SETTING}/${patched.body.id}`).set('Cookie', cookieA)).body.code).toBe('ROUTE_NOT_FOUND');
     expect((await at(a).delete(SETTING).set('Cookie', cookieA)).status).toBe(204);

@@ -124,12 +124,18 @@ describe('unknown route', () => {
   it.each([
     ['GET', '/api/v1/no/such/thing'],
     ['POST', '/api/v1/testkit/gizmos'],
-    ['PUT', '/api/v1/testkit/widgets'],
+    ['PUT', '/api/v1/testkit/gizmos'],
     ['GET', '/'],
   ])('%s %s → 404 ROUTE_NOT_FOUND', async (method, path) => {
     const http = app.http(HOST);
     const res = await (method === 'GET' ? http.get(path) : method === 'POST' ? http.post(path).send({}) : http.put(path).send({}));
     expectProblem(res, 'ROUTE_NOT_FOUND');
+  });
+
+  it('PUT /api/v1/testkit/widgets (a known path, an undeclared method) → 405 METHOD_NOT_ALLOWED with Allow', async () => {
+    const res = await app.http(HOST).put('/api/v1/testkit/widgets').send({});
+    expectProblem(res, 'METHOD_NOT_ALLOWED');
+    expect(res.headers.allow).toBe('GET, HEAD, POST');
   });
 });
 

@@ -112,3 +112,52 @@ describe('failures before any route runs are problem documents', () => {
     expect(answer.status).toBe(200);
   });
 });
+
+describe('a method the path does not declare: 405 METHOD_NOT_ALLOWED with Allow (RFC 9110 15.5.6)', () => {
+  const allowOf = (answer: RawAnswer) => answer.headers.allow?.split(',').map((m) => m.trim());
+
+  it('names the methods the path declares, for a fixed path, a collection and an item', async () => {
+    const me = await send(`PUT /api/v1/auth/me HTTP/1.1\r\n${HOST}Content-Length: 0\r\nConnection: close\r\n\r\n`);
+    expectProblem(me, 'METHOD_NOT_ALLOWED');
+    expect(allowOf(me)).toEqual(['GET', 'HEAD']);
+    const list = await send(`DELETE /api/v1/testkit/widgets HTTP/1.1\r\n${HOST}Connection: close\r\n\r\n`);
+    expectProblem(list, 'METHOD_NOT_ALLOWED');
+    expect(allowOf(list)).toEqual(['GET', 'HEAD', 'POST']);
+    const item = await send(`PUT /api/v1/testkit/widgets/0190b6f0-0000-7000-8000-000000000000 HTTP/1.1\r\n${HOST}Content-Length: 0\r\nConnection: close\r\n\r\n`);
+    expectProblem(item, 'METHOD_NOT_ALLOWED');
+    expect(allowOf(item)).toEqual(['GET', 'HEAD', 'PATCH', 'DELETE']);
+    const slash = await send(`POST /api/v1/auth/me/ HTTP/1.1\r\n${HOST}Content-Length: 0\r\nConnection: close\r\n\r\n`);
+    expectProblem(slash, 'METHOD_NOT_ALLOWED');
+    expect(allowOf(slash)).toEqual(['GET', 'HEAD']);
+  });
+
+  it('answers the other methods Node accepts the same way (OPTIONS, TRACE, PROPFIND, PURGE)', async () => {
+    for (const method of ['OPTIONS', 'TRACE', 'PROPFIND', 'PURGE']) {
+      const answer = await send(`${method} /api/v1/auth/login HTTP/1.1\r\n${HOST}Connection: close\r\n\r\n`);
+      expectProblem(answer, 'METHOD_NOT_ALLOWED');
+      expect(allowOf(answer), method).toEqual(['POST']);
+    }
+  });
+
+  it('answers an admin page the same way, as a 405 page', async () => {
+    const answer = await send(`DELETE /admin/login HTTP/1.1\r\n${HOST}Connection: close\r\n\r\n`);
+    expect(answer.status).toBe(405);
+    expect(answer.headers['content-type']).toMatch(/^text\/html/);
+    expect(allowOf(answer)).toEqual(['GET', 'HEAD']);
+  });
+
+  it('leaves an unknown path 404 ROUTE_NOT_FOUND, with no Allow', async () => {
+    const answer = await send(`PUT /api/v1/testkit/nothing-here HTTP/1.1\r\n${HOST}Content-Length: 0\r\nConnection: close\r\n\r\n`);
+    expectProblem(answer, 'ROUTE_NOT_FOUND');
+    expect(answer.headers.allow).toBeUndefined();
+  });
+
+  it('answers CONNECT with a problem document instead of closing the socket', async () => {
+    const path = await send(`CONNECT /api/v1/auth/me HTTP/1.1\r\n${HOST}\r\n`);
+    expectProblem(path, 'METHOD_NOT_ALLOWED');
+    expect(allowOf(path)).toEqual(['GET', 'HEAD']);
+    const tunnel = await send(`CONNECT example.com:443 HTTP/1.1\r\nHost: example.com:443\r\n\r\n`);
+    expectProblem(tunnel, 'METHOD_NOT_ALLOWED');
+    expect(tunnel.headers.allow).toBe('');
+  });
+});
