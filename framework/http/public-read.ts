@@ -30,8 +30,10 @@ export function publicReadRoute(entity: ResolvedEntity, toRow: (values: Record<s
   const column = (field: string) => quote(entity.columns[field] ?? field);
   const where = Object.entries(spec.where ?? {});
   const selectList = ['id', 'created_at', 'updated_at', ...entity.fields.map((f) => entity.columns[f]!)].map(quote).join(', ');
+  // A soft-deleted row is not there; a hard-delete entity's table has no deleted_at (its rows go).
+  const live = entity.deleteMode === 'hard' ? '' : ' and deleted_at is null';
   const text = prepared(
-    `select ${selectList} from ${quote(names.table)} where ${column(spec.by)} = $1 and deleted_at is null` +
+    `select ${selectList} from ${quote(names.table)} where ${column(spec.by)} = $1${live}` +
       where.map(([field], i) => ` and ${column(field)} = $${i + 2}`).join('') +
       ' limit 1',
   );
