@@ -82,6 +82,8 @@ async function main(): Promise<void> {
       files: { dir: settings.filesDir, max_bytes: settings.maxUploadBytes, quota_bytes: Number.MAX_SAFE_INTEGER },
     },
     'benchmark settings',
+    // The Prometheus listener, to measure the request path with metrics on (docs/observability.md).
+    { TENANTRY_METRICS_PORT: process.env.TENANTRY_METRICS_PORT },
   );
   const logger = pino({ level: config.server.log_level }) as FastifyBaseLogger;
   const recorder = new ProbeRecorder();
