@@ -89,7 +89,12 @@ function timedCheckouts(
   return (cb) => {
     const started = performance.now();
     const waited = () => onAcquire((performance.now() - started) / 1000);
-    if (cb) return connect((err, client, done) => (waited(), cb(err, client, done)));
+    if (cb) {
+      return connect((err, client, done) => {
+        waited();
+        cb(err, client, done);
+      });
+    }
     return (connect() as Promise<pg.PoolClient>).finally(waited);
   };
 }

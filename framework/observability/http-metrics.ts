@@ -32,7 +32,7 @@ export function installHttpMetrics(app: FastifyInstance, metrics: Metrics): void
     route.onResponse = existing === undefined ? [observe] : [...(Array.isArray(existing) ? existing : [existing]), observe];
   });
   // The first hook of every request: the gauge counts it until its response closes, answered or not.
-  app.addHook('onRequest', (request, reply, done) => {
+  app.addHook('onRequest', (_request, reply, done) => {
     metrics.httpInFlight.inc();
     reply.raw.once('close', () => metrics.httpInFlight.dec());
     done();
