@@ -11,22 +11,9 @@ import { systemClock, type Clock } from '../clock.ts';
 import { currentTraceparent, traceExchange } from '../observability/tracing.ts';
 import { currentRequestId } from '../observability/request-id.ts';
 
-export const APP_ROLE = 'tenantry_app';
-/** The transaction-local setting the opening statement leaves the caller's permissions in. */
-export const PERMISSIONS_SETTING = 'app.permissions';
-/** And the signed-in user's id (empty without a session): the actor of events a one-exchange write publishes. */
-export const ACTOR_SETTING = 'app.actor_id';
+import { ACTOR_SETTING, ENTER, ENTER_WITH_SESSION, GUARD, TOUCH_SESSION, needsTouch, permissionPredicate, sessionFrom, type EnterRow } from './opening.ts';
 
-/**
- * A SQL condition true when the transaction's caller holds the permission (or the wildcard), read
- * from what the opening statement set: a statement sent in the same write as the opening one
- * finds no row for a caller without it, and does no work for one. The permission is a declared
- * name, fixed at boot, never a request's value.
- */
-export function permissionPredicate(permission: string): string {
-  const literal = (value: string) => `'${value.replaceAll("'", "''")}'`;
-  return `string_to_array(current_setting('${PERMISSIONS_SETTING}', true), ',') && array[${literal(permission)}, '*']`;
-}
+export { APP_ROLE, ACTOR_SETTING, ENTER, ENTER_WITH_SESSION, PERMISSIONS_SETTING, permissionPredicate } from './opening.ts';
 
 export interface SessionInfo {
   id: string;
@@ -75,7 +62,7 @@ export type AfterTransaction = () => unknown;
 /** The work of a one-exchange request (TenantTransactions.runStatement). */
 export interface OneStatement {
   statement: Statement;
-  /** The permission the statement checks itself; the outbox insert of `events` checks it too. */
+  /** The permission the caller must hold: without it the guard leaves the transaction read-only. */
   permission: string;
   /** Events the statement's write publishes, known before it runs (its ids made in the process). */
   events?: PendingEvent[];
@@ -97,54 +84,6 @@ export interface TxOptions {
   /** The request behind the work (its X-Request-Id), recorded with every event it publishes; default: the one in scope (observability/request-id.ts). */
   requestId?: string | null;
 }
-
-interface EnterRow {
-  session: { id: string; user_id: string; last_seen_at: string; permissions: string[] } | null;
-}
-
-// The module tables read here (sessions, users, roles) are declared, column by column, in
-// access/identity-tables.ts and checked against the database at boot.
-// One round trip opens the tenant scope and resolves the caller: tenant first, then the
-// restricted role, then the caller's permissions, which it also leaves in `app.permissions` for
-// this transaction (comma-separated, empty without a session) so that a statement sent in the same
-// write can refuse an unauthorised caller itself (see `permissionPredicate`), and the user's id in
-// `app.actor_id` (the actor of the events such a write publishes). The columns are
-// evaluated left to right and the session subquery only when its column is, after the role switch.
-// Permissions are not de-duplicated here (a sort per request): the Set does it. The session
-// subquery filters by tenant explicitly, so it is correct whether the planner evaluates it before
-// or after the role switch. The tenant parameter is typed uuid (`$1::uuid::text`): as text, the
-// generic plan compared every row a small table's sequential scan reads with `$1::uuid`, parsing
-// the uuid again per row (users: 0.09 ms of the statement's 0.15 ms at a hundred users).
-export const ENTER_WITH_SESSION = prepared(`
-select set_config('app.tenant_id', $1::uuid::text, true) as t,
-       set_config('role', '${APP_ROLE}', true) as r,
-       set_config('${PERMISSIONS_SETTING}', '', true) as p,
-       set_config('${ACTOR_SETTING}', '', true) as a,
-       (select json_build_object(
-                 'id', s.id, 'user_id', s.user_id, 'last_seen_at', s.last_seen_at,
-                 'permissions', g.permissions,
-                 'granted', set_config('${PERMISSIONS_SETTING}', array_to_string(g.permissions, ','), true),
-                 'actor', set_config('${ACTOR_SETTING}', s.user_id::text, true))
-          from sessions s
-          join users u on u.tenant_id = s.tenant_id and u.id = s.user_id
-          cross join lateral (select coalesce(array_agg(p), '{}') as permissions
-                                from roles r cross join lateral unnest(r.permissions) p
-                               where r.tenant_id = s.tenant_id and r.name = any (u.roles)) g
-         where s.tenant_id = $1 and s.id_hash = $2 and s.expires_at > $3
-           and u.status = 'active' and u.deleted_at is null) as session`);
-
-export const ENTER = prepared(
-  `select set_config('app.tenant_id', $1, true) as t, set_config('role', '${APP_ROLE}', true) as r,
-          set_config('${PERMISSIONS_SETTING}', '', true) as p, set_config('${ACTOR_SETTING}', '', true) as a`,
-);
-
-const TOUCH_INTERVAL_MS = 5 * 60_000;
-const TOUCH_SESSION = prepared(`
-update sessions
-   set last_seen_at = $2,
-       expires_at = least($2::timestamptz + interval '30 days', created_at + interval '90 days')
- where id = $1
-returning floor(extract(epoch from expires_at - $2::timestamptz))::int as seconds_left`);
 
 /** The request id of each transaction run() opened for a request: its events record it. */
 const requestIdOf = new WeakMap<Transaction<Database>, string>();
@@ -218,14 +157,15 @@ export class TenantTransactions {
 
   /**
    * Runs one statement in a transaction of the tenant in a single exchange with PostgreSQL: BEGIN,
-   * the opening statement, the statement, the outbox insert of its events (if any) and COMMIT
-   * leave in one write and come back in one read. The events are checked as publish() checks them
-   * and inserted only for a caller holding `work.permission`, with the caller as their actor.
-   * The statement cannot wait for the caller to be known, so it must check the permission itself
-   * (`permissionPredicate`): for a caller without it, it finds nothing and does no work. The caller
-   * is then decided from the opening statement's answer, as in run(). A session due for its touch
-   * is touched afterwards, in an exchange of its own. The statement's answer (rows or error) is
-   * returned beside the caller, for the guard to judge first.
+   * the opening statement, the guard, the statement, the outbox insert of its events (if any) and
+   * COMMIT leave in one write and come back in one read. The statement is sent before the caller
+   * is known, so the framework puts the guard (opening.ts, GUARD) between the opening statement
+   * and it: for a caller without `work.permission` the transaction turns read-only, the statement
+   * and the outbox insert cannot write, and nothing commits, whichever builder made the statement.
+   * The events are checked as publish() checks them, with the caller as their actor. The caller
+   * is then decided from the opening statement's answer, as in run(), by the route's guard, which
+   * judges the caller before it reads the statement's answer. A session due for its touch is
+   * touched afterwards, in an exchange of its own.
    */
   async runStatement(tenant: TenantRef, work: OneStatement, options: TxOptions = {}): Promise<{ session: SessionInfo | null; answer: Answer }> {
     const now = this.clock.now();
@@ -233,8 +173,9 @@ export class TenantTransactions {
     const events = work.events ?? [];
     for (const event of events) checkEvent(this.declaredEvents, options.publishes, event);
     const outbox: Statement[] = events.length > 0 ? [outboxInsertFor(work.permission, events, now, options.requestId ?? currentRequestId() ?? null)] : [];
-    const statements = [opening, work.statement, ...outbox];
-    const [entered, answer, published] = await traceExchange(statements, () => exchange(this.db.pool, statements));
+    const guard: Statement = { text: GUARD, values: [work.permission] };
+    const statements = [opening, guard, work.statement, ...outbox];
+    const [entered, , answer, published] = await traceExchange(statements, () => exchange(this.db.pool, statements));
     if (!entered!.ok) throw entered!.error;
     const session = sessionFrom(entered!.result.rows[0] as EnterRow | undefined);
     // The caller held the permission and the transaction committed: the relay has work.
@@ -261,15 +202,6 @@ export class TenantTransactions {
     return session;
   }
 }
-
-function sessionFrom(row: EnterRow | undefined): SessionInfo | null {
-  const found = row?.session;
-  if (!found) return null;
-  return { id: found.id, userId: found.user_id, permissions: new Set(found.permissions), lastSeenAt: new Date(found.last_seen_at) };
-}
-
-/** A session is touched (its expiry slid forward) at most once every TOUCH_INTERVAL_MS. */
-const needsTouch = (session: SessionInfo, now: Date): boolean => now.getTime() - session.lastSeenAt.getTime() > TOUCH_INTERVAL_MS;
 
 /**
  * A context over an open transaction. Events are buffered and written to the outbox by flush(),

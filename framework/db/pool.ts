@@ -1,8 +1,8 @@
 import { AsyncLocalStorage } from 'node:async_hooks';
 import pg from 'pg';
-import { Kysely, PostgresDialect } from 'kysely';
+import { Kysely } from 'kysely';
 import type { Database } from './types.ts';
-import { kyselyPool } from './statements.ts';
+import { PipelinedDialect } from './kysely-driver.ts';
 import { GatheringClient } from './gathering-client.ts';
 import { problem } from '../errors.ts';
 import { kyselyQuerySpans } from '../observability/tracing.ts';
@@ -108,9 +108,10 @@ export interface PoolOptions {
 }
 
 export function openDatabase(url: string, options: PoolOptions): Db {
-  // Pipeline mode: a client writes each query at once instead of after the previous answer, so
-  // queries issued together cost one round trip: the one-exchange requests, the held-back BEGIN and
-  // the outbox insert sent with the COMMIT (statements.ts) rely on it; the rest awaits query by query.
+  // Pipeline mode (pg's documented `pipeline` option): a client writes each query at once instead
+  // of after the previous answer, so queries issued together cost one round trip: the one-exchange
+  // requests (statements.ts), the held-back BEGIN and the outbox insert sent with the COMMIT
+  // (kysely-driver.ts) rely on it; the rest awaits query by query.
   const pool = new pg.Pool({
     connectionString: url,
     max: options.size,
@@ -128,7 +129,7 @@ export function openDatabase(url: string, options: PoolOptions): Db {
   pool.on('connect', (client) => client.on('error', () => {}));
   // While tracing is on, each query is a span under the request's or job's (its text, never its values).
   const querySpans = kyselyQuerySpans();
-  const kysely = new Kysely<Database>({ dialect: new PostgresDialect({ pool: kyselyPool(pool) }), ...(querySpans ? { log: querySpans } : {}) });
+  const kysely = new Kysely<Database>({ dialect: new PipelinedDialect(pool), ...(querySpans ? { log: querySpans } : {}) });
   return {
     pool,
     kysely,

@@ -1,4 +1,4 @@
-import Fastify, { LogController, type FastifyBaseLogger, type FastifyInstance } from 'fastify';
+import Fastify, { LogController, type FastifyBaseLogger, type FastifyInstance, type FastifyServerFactory } from 'fastify';
 import cookie from '@fastify/cookie';
 import formbody from '@fastify/formbody';
 import multipart from '@fastify/multipart';
@@ -15,7 +15,7 @@ import { requestLogSerializers } from './log-redaction.ts';
 import { lazyRequestLogger } from './request-logger.ts';
 import { frontDoor } from './front-door.ts';
 import { refuseFramingOfHtml } from './frame-refusal.ts';
-import type { IncomingMessage, RequestListener, ServerResponse } from 'node:http';
+import { createServer, type IncomingMessage, type ServerOptions, type ServerResponse } from 'node:http';
 import { catalogRoute } from '../catalog/catalog.ts';
 import { registerAdmin } from '../admin/index.ts';
 import { notFound, problem } from '../errors.ts';
@@ -50,14 +50,21 @@ export function trustProxySetting(value: string): boolean | string {
 const GLOBAL_PATHS = new Set(['/health', '/ready']);
 
 export async function buildWeb(services: Services, options: WebOptions = {}): Promise<FastifyInstance> {
+  let closing = false;
+  const serverFactory = frontDoorServer(services, options.logger, () => closing);
   const app = Fastify({
+    ...(serverFactory ? { serverFactory } : {}),
     ...(options.logger ? { loggerInstance: options.logger.child({}, { serializers: requestLogSerializers }), childLoggerFactory: lazyRequestLogger } : { logger: false }),
     trustProxy: trustProxySetting(services.config.server.trust_proxy),
     // X-Request-Id from a trusted proxy, else a new UUID; named `requestId` in every log line.
     genReqId: requestIdGenerator(services.config.server.trust_proxy),
     logController: new LogController({ requestIdLogLabel: REQUEST_ID_LOG_LABEL }),
     bodyLimit: DEFAULT_BODY_LIMIT,
-    return503OnClosing: true,
+    // Stopping (SIGTERM): no new connections; a request that still arrives on an open one is
+    // served, and every answer from then on says Connection: close (the onSend hook below), so each
+    // keep-alive connection ends with its answer; idle ones are closed at once. A load balancer
+    // sees connections close and refused, never an error.
+    return503OnClosing: false,
     forceCloseConnections: 'idle',
     ajv: { customOptions: { removeAdditional: false } },
     routerOptions: { ignoreTrailingSlash: true },
@@ -66,7 +73,10 @@ export async function buildWeb(services: Services, options: WebOptions = {}): Pr
     frameworkErrors: frameworkErrorProblem,
     clientErrorHandler: clientErrorProblem,
   });
-  installFrontDoor(app, services, options.logger);
+  app.addHook('preClose', (done) => {
+    closing = true;
+    done();
+  });
   // Before any hook or route: the request span (tracing on) and the HTTP series (metrics on).
   const tracing = fastifyTracingPlugin();
   if (tracing) await app.register(tracing);
@@ -75,6 +85,7 @@ export async function buildWeb(services: Services, options: WebOptions = {}): Pr
   installProblemHandlers(app);
   // Every answer, problems and the NO_SITE refusal included; every HTML answer refuses framing.
   app.addHook('onSend', (request, reply, payload, done) => {
+    if (closing) reply.header('connection', 'close');
     reply.headers(SECURITY_HEADERS);
     reply.header(REQUEST_ID_HEADER, request.id);
     refuseFramingOfHtml(reply);
@@ -129,25 +140,27 @@ export async function buildWeb(services: Services, options: WebOptions = {}): Pr
 }
 
 /**
- * Puts the front door (front-door.ts) before fastify's request handler on the server fastify
- * made: a request it answers never reaches fastify; every other one goes there unchanged.
+ * The HTTP server, made by fastify's documented `serverFactory`: the front door (front-door.ts)
+ * sees each request first, and a request it does not answer goes to fastify's handler unchanged.
+ * Made as fastify would make it (its `http` options, timeouts and socket limit).
  */
-function installFrontDoor(app: FastifyInstance, services: Services, logger: FastifyBaseLogger | undefined): void {
-  let closing = false;
-  app.addHook('preClose', (done) => {
-    closing = true;
-    done();
-  });
+export function frontDoorServer(services: Services, logger: FastifyBaseLogger | undefined, isClosing: () => boolean): FastifyServerFactory | undefined {
   const door = frontDoor(
     services.registry.routes.map(({ route }) => route),
     services,
     logger,
-    () => closing,
+    isClosing,
   );
-  const [routed] = app.server.listeners('request') as RequestListener[];
-  if (!door || !routed) return;
-  app.server.removeListener('request', routed);
-  app.server.on('request', (req: IncomingMessage, res: ServerResponse) => {
-    if (!door(req, res)) routed(req, res);
-  });
+  if (!door) return undefined;
+  return (handler, options) => {
+    const settings = options as typeof options & { http?: ServerOptions; keepAliveTimeout?: number; requestTimeout?: number; connectionTimeout?: number; maxRequestsPerSocket?: number };
+    const server = createServer(settings.http ?? {}, (req: IncomingMessage, res: ServerResponse) => {
+      if (!door(req, res)) handler(req, res);
+    });
+    if (settings.keepAliveTimeout !== undefined) server.keepAliveTimeout = settings.keepAliveTimeout;
+    if (settings.requestTimeout !== undefined) server.requestTimeout = settings.requestTimeout;
+    if (settings.connectionTimeout !== undefined) server.setTimeout(settings.connectionTimeout);
+    if ((settings.maxRequestsPerSocket ?? 0) > 0) server.maxRequestsPerSocket = settings.maxRequestsPerSocket!;
+    return server;
+  };
 }

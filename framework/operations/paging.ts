@@ -1,23 +1,21 @@
 import { CompiledQuery, type Transaction } from 'kysely';
-import Type, { type TSchema } from 'typebox';
 import type { Database } from '../db/types.ts';
 import { prepared } from '../db/statements.ts';
 import { problem } from '../errors.ts';
+import { PAGE_LIMIT_DEFAULT, PAGE_LIMIT_MAX, TOTAL_CAP, type Page, type PageQuery } from './page-query.ts';
+import { badCursor, decodeCursor, encodeCursor, type Cursor } from './cursor.ts';
 
 /**
  * Lists, generated and hand-written alike: the same query parameters (limit, offset, sort, after),
  * the same answer ({ items, total, totalExact, limit, offset, next }) and the same SQL, whose cost
  * does not grow with the table: a page is read from an index in sort order, deep pages go by
  * keyset (`after`) rather than by skipping rows, and the total is counted only up to a cap.
+ * The parameters and answer are declared in page-query.ts, the cursor in cursor.ts.
  */
 
-export const PAGE_LIMIT_DEFAULT = 20;
-export const PAGE_LIMIT_MAX = 100;
-/** The deepest offset: past it, a client follows `next` (the `after` cursor), which costs the same on every page. */
-export const OFFSET_MAX = 10_000;
-/** Rows counted at most for `total`; past it `total` is the cap and `totalExact` is false. */
-export const TOTAL_CAP = 10_000;
-const CURSOR_MAX_LENGTH = 1024;
+export * from './page-query.ts';
+export * from './cursor.ts';
+
 /**
  * Page sizes whose first and keyset pages run a statement with the size written into its text, so
  * PostgreSQL plans it once per connection. With the size as a parameter its generic plan must
@@ -26,126 +24,6 @@ const CURSOR_MAX_LENGTH = 1024;
  * fixed, not every size from 1 to 100, to bound the prepared statements a connection can hold.
  */
 const PLANNED_PAGE_SIZES: ReadonlySet<number> = new Set([10, PAGE_LIMIT_DEFAULT, 25, 50, PAGE_LIMIT_MAX]);
-
-export const OFFSET_REFUSAL = `offset is at most ${OFFSET_MAX}; to page further, pass the previous page's "next" as after=<cursor>`;
-
-/** The paging parameters as a handler receives them (defaults filled in by validation). */
-export interface PageQuery {
-  limit: number;
-  offset: number;
-  sort: string;
-  after?: string;
-}
-
-export interface Page<T> {
-  items: T[];
-  total: number;
-  totalExact: boolean;
-  limit: number;
-  offset: number;
-  next: string | null;
-}
-
-/** The query string of a list: sort takes the given keys, each also with a leading "-" for descending. */
-export function pageQuerySchema(options: { sorts: readonly string[]; defaultSort: string; sortDescription?: string }) {
-  const sortValues = options.sorts.flatMap((s) => [s, `-${s}`]);
-  return Type.Object(
-    {
-      limit: Type.Optional(
-        Type.Integer({ minimum: 1, maximum: PAGE_LIMIT_MAX, default: PAGE_LIMIT_DEFAULT, description: `Page size, 1 to ${PAGE_LIMIT_MAX}.` }),
-      ),
-      offset: Type.Optional(
-        Type.Integer({
-          minimum: 0,
-          maximum: OFFSET_MAX,
-          default: 0,
-          description: `Rows to skip, 0 to ${OFFSET_MAX}. Deeper pages are reached with after=<next>, which costs the same on every page; offset and after do not combine.`,
-        }),
-      ),
-      sort: Type.Optional(
-        Type.Enum(sortValues, {
-          default: options.defaultSort,
-          description:
-            options.sortDescription ?? 'Field to sort by; a leading "-" sorts descending. Ties break on id, in the same direction.',
-        }),
-      ),
-      after: Type.Optional(
-        Type.String({
-          minLength: 1,
-          maxLength: CURSOR_MAX_LENGTH,
-          pattern: '^[A-Za-z0-9_-]+$',
-          description:
-            'Opaque cursor: the "next" of the previous page, with the same sort. Answers the rows after that page (keyset paging). A cursor this list did not give, or one given for another sort, is 422 VALIDATION_FAILED.',
-        }),
-      ),
-    },
-    { additionalProperties: false },
-  );
-}
-
-/** The answer of a list of `item`. */
-export function pageSchema<T extends TSchema>(item: T, description?: string) {
-  return Type.Object(
-    {
-      items: Type.Array(item),
-      total: Type.Integer({
-        minimum: 0,
-        maximum: TOTAL_CAP,
-        description: `Rows the list covers across all pages, counted up to ${TOTAL_CAP}: past that, total is ${TOTAL_CAP} and totalExact is false.`,
-      }),
-      totalExact: Type.Boolean({ description: `False when there are more than ${TOTAL_CAP} rows and total stopped counting at ${TOTAL_CAP}.` }),
-      limit: Type.Integer({ description: 'The page size used.' }),
-      offset: Type.Integer({ description: 'The rows skipped (0 when paging with after).' }),
-      next: Type.Union([Type.String(), Type.Null()], {
-        description: 'Cursor of the following page, to send as after=<next> with the same sort and limit; null on the last page.',
-      }),
-    },
-    { additionalProperties: false, ...(description ? { description } : {}) },
-  );
-}
-
-/** The message a refused paging parameter carries, where it says more than the schema can. */
-export function pagingRefusal(pointer: string, keyword: string | undefined): string | undefined {
-  return pointer === '/querystring/offset' && keyword === 'maximum' ? OFFSET_REFUSAL : undefined;
-}
-
-/** Where a page resumes: the sort it was made for, the last row's sort value (as PostgreSQL prints it) and id. */
-export interface Cursor {
-  sort: string;
-  value: string | null;
-  id: string;
-}
-
-const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
-
-export function encodeCursor(cursor: Cursor): string {
-  return Buffer.from(JSON.stringify([cursor.sort, cursor.value, cursor.id]), 'utf8').toString('base64url');
-}
-
-const badCursor = (detail: string) =>
-  problem('VALIDATION_FAILED', detail, { errors: [{ pointer: '/querystring/after', message: detail }] });
-
-/** The cursor `after` carries, for this sort; 422 VALIDATION_FAILED for anything this list did not give. */
-export function decodeCursor(after: string, sort: string, idType: 'uuid' | 'text' = 'uuid'): Cursor {
-  let parsed: unknown;
-  try {
-    parsed = JSON.parse(Buffer.from(after, 'base64url').toString('utf8'));
-  } catch {
-    throw badCursor('after is not a cursor this list gave');
-  }
-  if (
-    !Array.isArray(parsed) ||
-    parsed.length !== 3 ||
-    typeof parsed[0] !== 'string' ||
-    (typeof parsed[1] !== 'string' && parsed[1] !== null) ||
-    typeof parsed[2] !== 'string' ||
-    (idType === 'uuid' && !UUID.test(parsed[2]))
-  ) {
-    throw badCursor('after is not a cursor this list gave');
-  }
-  if (parsed[0] !== sort) throw badCursor(`after was given for sort=${parsed[0]}; send the same sort, or start again without after`);
-  return { sort, value: parsed[1], id: parsed[2] };
-}
 
 /** How a list reads its rows: all raw SQL fragments fixed at declaration, never from a request. */
 export interface ListSource {

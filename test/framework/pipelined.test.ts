@@ -2,7 +2,10 @@ import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createTestDatabase } from '../helpers/database.ts';
 import { openDatabase, type Db } from '../../framework/db/pool.ts';
-import { exchange, prepared } from '../../framework/db/statements.ts';
+import { CompiledQuery } from 'kysely';
+import { deferred, exchange, prepared, statementName } from '../../framework/db/statements.ts';
+import { BEGIN, COMMIT, PipelinedConnection, issue, settle } from '../../framework/db/pipelined.ts';
+import type { GatheringClient } from '../../framework/db/gathering-client.ts';
 
 // One connection: every exchange runs on the session the one before it used, so a statement left
 // half-prepared, a setting that outlived its transaction or a transaction left open would show.
@@ -26,7 +29,7 @@ afterAll(async () => {
 
 const probes = async () => (await db.pool.query<{ n: number }>('select n from probes order by n')).rows.map((r) => r.n);
 
-describe('one exchange is one transaction ended by one Sync', () => {
+describe('one exchange is one transaction in one round trip', () => {
   it('a setting made by the first statement is seen by the later ones and gone after the exchange', async () => {
     const [set, read] = await exchange(db.pool, [
       { text: SET, values: ['set-in-batch'] },
@@ -101,7 +104,7 @@ describe('one exchange is one transaction ended by one Sync', () => {
     expect(ok!.ok).toBe(true);
   });
 
-  it('a connection lost in the middle of a batch is thrown, the pool drops it, and the next exchange runs on a new one', async () => {
+  it('a connection lost in the middle of an exchange is thrown, the pool drops it, and the next exchange runs on a new one', async () => {
     const [{ pid }] = (await db.pool.query<{ pid: number }>('select pg_backend_pid() as pid')).rows as [{ pid: number }];
     const killer = new pg.Client({ connectionString: db.url });
     await killer.connect();
@@ -114,7 +117,7 @@ describe('one exchange is one transaction ended by one Sync', () => {
         () => undefined,
         (error: Error) => error,
       );
-      // Once the batch is running, end its backend from outside.
+      // Once the exchange is running, end its backend from outside.
       for (let i = 0; i < 50; i++) {
         const { rows } = await killer.query<{ state: string }>('select state from pg_stat_activity where pid = $1', [pid]);
         if (rows[0]?.state === 'active') break;
@@ -139,5 +142,101 @@ describe('one exchange is one transaction ended by one Sync', () => {
     expect((await db.pool.query<{ pid: number }>('select pg_backend_pid() as pid')).rows[0]!.pid).toBe(pid);
     const [ok] = await exchange(db.pool, [{ text: DIVIDE, values: [2] }]);
     expect(ok).toMatchObject({ ok: true, result: { rows: [{ q: 5 }] } });
+  });
+});
+
+/**
+ * The library behaviour the request path relies on, pinned so that an upgrade which changes it
+ * fails here and not in production: pg's pipeline mode (documented: a client in `pipeline: true`
+ * writes each query as it is issued, and answers them in order), PostgreSQL's COMMIT tag after a
+ * failure, and the read-only switch the one-exchange guard throws.
+ */
+describe('what the transport relies on', () => {
+  const wireOf = async (fn: (client: pg.PoolClient) => Promise<unknown>): Promise<('write' | 'read')[]> => {
+    const client = await db.pool.connect();
+    const wire: ('write' | 'read')[] = [];
+    const socket = (client as unknown as GatheringClient).socket;
+    const write = socket.write;
+    const onData = () => void wire.push('read');
+    socket.write = function (this: unknown, ...args: unknown[]) {
+      wire.push('write');
+      return (write as (...a: unknown[]) => boolean).apply(socket, args);
+    } as typeof socket.write;
+    socket.on('data', onData);
+    try {
+      await fn(client);
+    } finally {
+      socket.write = write;
+      socket.off('data', onData);
+      client.release();
+    }
+    return wire;
+  };
+  const roundTrips = (wire: ('write' | 'read')[]) => wire.filter((w, i) => w === 'write' && wire[i - 1] !== 'write').length;
+
+  it('pg in pipeline mode sends every query of a group before the first answer arrives: one round trip', async () => {
+    const wire = await wireOf((client) =>
+      Promise.all(issue(client, [BEGIN, { text: SET, values: ['x'], name: statementName(SET) }, { text: READ, values: [], name: statementName(READ) }, { text: 'select pg_sleep(0.05)', values: [] }, COMMIT])),
+    );
+    expect(wire[0]).toBe('write');
+    expect(roundTrips(wire)).toBe(1);
+  });
+
+  it('an exchange is one round trip on the wire, the first time its statements are prepared and after', async () => {
+    for (let i = 0; i < 2; i++) {
+      const wire = await wireOf((client) => new PipelinedConnection(client).transaction([
+        { text: SET, values: ['y'], name: statementName(SET) },
+        { text: INSERT_RETURNING, values: [200 + i], name: statementName(INSERT_RETURNING) },
+      ]));
+      expect(roundTrips(wire)).toBe(1);
+    }
+  });
+
+  it('a transaction through kysely sends its BEGIN with its first statement, and its deferred statement with the COMMIT', async () => {
+    const later = deferred('insert into probes (n) values ($1)  ');
+    let wire: ('write' | 'read')[] = [];
+    const client = await db.pool.connect();
+    const socket = (client as unknown as GatheringClient).socket;
+    client.release();
+    const write = socket.write;
+    socket.write = function (this: unknown, ...args: unknown[]) {
+      wire.push('write');
+      return (write as (...a: unknown[]) => boolean).apply(socket, args);
+    } as typeof socket.write;
+    const onData = () => void wire.push('read');
+    socket.on('data', onData);
+    try {
+      await db.kysely.transaction().execute(async (trx) => {
+        await trx.executeQuery(CompiledQuery.raw(INSERT, [300]));
+        await trx.executeQuery(CompiledQuery.raw(later, [301]));
+      });
+    } finally {
+      socket.write = write;
+      socket.off('data', onData);
+    }
+    // BEGIN + the insert, then the deferred insert + COMMIT: two round trips, not four.
+    expect(roundTrips(wire)).toBe(2);
+    expect(await probes()).toEqual(expect.arrayContaining([300, 301]));
+    wire = [];
+  });
+
+  it('PostgreSQL answers the COMMIT of a failed transaction with a ROLLBACK tag, which kysely is told as an aborted transaction', async () => {
+    const client = await db.pool.connect();
+    try {
+      const answers = await settle(issue(client, [BEGIN, { text: DIVIDE, values: [0] }, COMMIT]));
+      expect(answers[1]).toMatchObject({ ok: false, error: { code: '22012' } });
+      expect(answers[2]).toMatchObject({ ok: true, result: { command: 'ROLLBACK' } });
+    } finally {
+      client.release();
+    }
+  });
+
+  it('a transaction turned read-only mid-way refuses every write after it, and commits nothing (the one-exchange guard)', async () => {
+    const answers = await exchange(db.pool, [
+      { text: `select set_config('transaction_read_only', 'on', true)`, values: [] },
+      { text: INSERT, values: [400] },
+    ]);
+    expect(answers[1]).toMatchObject({ ok: false, error: { code: '25006' } });
+    expect(await probes()).not.toContain(400);
   });
 });

@@ -1,12 +1,11 @@
 import { randomBytes } from 'node:crypto';
 import { sql } from 'kysely';
-import type { EventEmitter } from 'node:events';
 import type pg from 'pg';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { startTestApp, createCustomer, signInAs, type TestApp, type SignedIn } from '../helpers/app.ts';
 import { testConfig } from '../helpers/config.ts';
 import { hashSecret } from '../../framework/access/session-cookie.ts';
-import { PipelineBatch } from '../../framework/db/pipeline-batch.ts';
+import type { GatheringClient } from '../../framework/db/gathering-client.ts';
 import type { TenantRef } from '../../framework/context/tenant.ts';
 
 // One connection in the pool: the statements after a transaction run on the session it used, so a
@@ -24,37 +23,36 @@ interface Sent {
 interface Checkout {
   sent: Sent[];
   answers: number;
-  /** ReadyForQuery messages PostgreSQL sent: one per Sync, each the end of one flushed answer. */
-  syncs: number;
+  /** What crossed the client's socket, in order: a write to PostgreSQL, or data read from it. */
+  wire: ('write' | 'read')[];
 }
 
 /**
  * What each pool checkout sent, observed on the real driver: every statement with the number of
  * answers received before it was issued. Statements issued before any answer came back left in
- * one write and cost one round trip; each later count is another exchange. The statements of a
- * PipelineBatch are one issue and one answer.
+ * one write and cost one round trip; each later count is another exchange. And, on the socket the
+ * framework hands pg (GatheringClient), what crossed the wire: writes and reads in order.
  */
 let checkouts: Checkout[] = [];
 function watchCheckouts(pool: pg.Pool): void {
   const current = new WeakMap<pg.PoolClient, Checkout>();
   const watched = new WeakSet<pg.PoolClient>();
   pool.on('acquire', (client) => {
-    const checkout: Checkout = { sent: [], answers: 0, syncs: 0 };
+    const checkout: Checkout = { sent: [], answers: 0, wire: [] };
     checkouts.push(checkout);
     current.set(client, checkout);
     if (watched.has(client)) return;
     watched.add(client);
-    (client as unknown as { connection: EventEmitter }).connection.on('readyForQuery', () => void (current.get(client)!.syncs += 1));
+    const socket = (client as unknown as GatheringClient).socket;
+    const write = socket.write.bind(socket) as (...args: unknown[]) => boolean;
+    socket.write = ((...args: unknown[]) => {
+      current.get(client)!.wire.push('write');
+      return write(...args);
+    }) as typeof socket.write;
+    socket.on('data', () => void current.get(client)!.wire.push('read'));
     const query = client.query.bind(client) as (...args: unknown[]) => unknown;
     (client as unknown as { query: (...args: unknown[]) => unknown }).query = (...args: unknown[]) => {
       const checkout = current.get(client)!;
-      if (args[0] instanceof PipelineBatch) {
-        const batch = args[0];
-        for (const { text, values } of batch.statements) checkout.sent.push({ text, values: [...values], answersBefore: checkout.answers });
-        const result = query(...args);
-        void batch.outcome.then(() => void (checkout.answers += 1));
-        return result;
-      }
       const config = args[0] as string | { text: string; values?: unknown[] };
       const text = typeof config === 'string' ? config : config.text;
       const values = typeof config === 'string' ? ((args[1] as unknown[] | undefined) ?? []) : (config.values ?? []);
@@ -67,6 +65,14 @@ function watchCheckouts(pool: pg.Pool): void {
   });
 }
 
+/** Round trips on the wire: each run of writes that follows a read (or opens the checkout) is one. */
+const roundTrips = (checkout: Checkout): number => checkout.wire.filter((w, i) => w === 'write' && checkout.wire[i - 1] !== 'write').length;
+/** The statements between the transaction's BEGIN and COMMIT, which the exchange adds itself. */
+const inner = (checkout: Checkout): Sent[] => {
+  expect(checkout.sent[0]!.text).toBe('begin');
+  expect(checkout.sent.at(-1)!.text).toBe('commit');
+  return checkout.sent.slice(1, -1);
+};
 const exchanges = (checkout: Checkout): number => new Set(checkout.sent.map((s) => s.answersBefore)).size;
 const listCheckout = (): Checkout => {
   const found = checkouts.filter((c) => c.sent.some((s) => s.text.includes('from "widgets"')));
@@ -91,14 +97,16 @@ describe('one exchange per read request', () => {
     checkouts = [];
   });
 
-  it('a list GET sends the opening statement and the list in one write, as one transaction ended by one Sync, and reads one answer', async () => {
+  it('a list GET sends the opening statement and the list in one write, one round trip, as one transaction, and reads one answer', async () => {
     const res = await app.http('acme.localhost').get('/api/v1/testkit/widgets?limit=5').set('Cookie', reader.cookie);
     expect(res.status).toBe(200);
     const checkout = listCheckout();
-    expect(checkout.sent.map((s) => s.text.trim().split(/\s+/, 1)[0]!.toLowerCase())).toEqual(['select', 'select']);
-    expect(checkout.sent[0]!.text).toContain('from sessions');
+    const statements = inner(checkout);
+    expect(statements.map((s) => s.text.trim().split(/\s+/, 1)[0]!.toLowerCase())).toEqual(['select', 'select', 'select']);
+    expect(statements[0]!.text).toContain('from sessions');
+    expect(statements[1]!.text).toContain('transaction_read_only');
     expect(exchanges(checkout)).toBe(1);
-    expect(checkout.syncs).toBe(1);
+    expect(roundTrips(checkout)).toBe(1);
   });
 
   it('a list GET with an invalid session cookie is 401, and its list statement, sent in that exchange, reads no row', async () => {
@@ -107,7 +115,7 @@ describe('one exchange per read request', () => {
     expect(res.body.code).toBe('AUTH_REQUIRED');
     const checkout = listCheckout();
     expect(exchanges(checkout)).toBe(1);
-    const [opening, list] = checkout.sent;
+    const [opening, , list] = inner(checkout);
 
     // The same statements, run again with EXPLAIN ANALYZE: no plan node that reads widgets ever ran.
     const loopsOnWidgets = async (openingValues: unknown[]): Promise<number[]> => {
@@ -171,8 +179,8 @@ describe('one exchange per read request', () => {
     expect(found.status).toBe(200);
     expect(found.body.name).toBe('read-me');
     expect(exchanges(readCheckout())).toBe(1);
-    expect(readCheckout().sent).toHaveLength(2);
-    expect(readCheckout().syncs).toBe(1);
+    expect(inner(readCheckout())).toHaveLength(3);
+    expect(roundTrips(readCheckout())).toBe(1);
 
     checkouts = [];
     const unknown = await read('0190b6a0-0000-7000-8000-000000000000', reader.cookie);
@@ -211,16 +219,17 @@ describe('one exchange per write whose values are known in advance', () => {
     return found[0]!;
   };
 
-  it('a create POST sends the opening statement, the insert with its id made in the process and the outbox insert in one write, as one transaction ended by one Sync', async () => {
+  it('a create POST sends the opening statement, the insert with its id made in the process and the outbox insert in one write, one round trip, as one transaction', async () => {
     const res = await app.http('acme.localhost').post('/api/v1/testkit/widgets').set('Cookie', reader.cookie).send({ name: 'one-exchange', size: 2, color: 'red' });
     expect(res.status).toBe(201);
     expect(res.body.id).toMatch(/^[0-9a-f]{8}-[0-9a-f]{4}-7[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$/);
     expect(res.headers.location).toBe(`/api/v1/testkit/widgets/${res.body.id}`);
     const checkout = insertCheckout();
-    expect(checkout.sent.map((s) => s.text.trim().split(/\s+/, 2).join(' ').toLowerCase())).toEqual(['select set_config(\'app.tenant_id\',', 'insert into', 'insert into']);
-    expect(checkout.sent[2]!.text).toContain('into outbox');
+    const statements = inner(checkout);
+    expect(statements.map((s) => s.text.trim().split(/\s+/, 2).join(' ').toLowerCase())).toEqual(['select set_config(\'app.tenant_id\',', 'select case', 'insert into', 'insert into']);
+    expect(statements[3]!.text).toContain('into outbox');
     expect(exchanges(checkout)).toBe(1);
-    expect(checkout.syncs).toBe(1);
+    expect(roundTrips(checkout)).toBe(1);
     // The event names the row and the caller as its actor, as a handler's publish does.
     const { rows } = await app.services.db.pool.query<{ actor_id: string }>(`select actor_id from outbox where name = 'testkit.widget.created' and payload->>'id' = $1`, [res.body.id]);
     expect(rows).toEqual([{ actor_id: reader.userId }]);

@@ -1,0 +1,97 @@
+import Type, { type TSchema } from 'typebox';
+
+/**
+ * What every list takes and answers, generated and hand-written alike: the query parameters
+ * (limit, offset, sort, after) and the answer ({ items, total, totalExact, limit, offset, next }).
+ * The SQL that reads a page is the pager's (paging.ts).
+ */
+
+export const PAGE_LIMIT_DEFAULT = 20;
+export const PAGE_LIMIT_MAX = 100;
+/** The deepest offset: past it, a client follows `next` (the `after` cursor), which costs the same on every page. */
+export const OFFSET_MAX = 10_000;
+/** Rows counted at most for `total`; past it `total` is the cap and `totalExact` is false. */
+export const TOTAL_CAP = 10_000;
+export const CURSOR_MAX_LENGTH = 1024;
+export const OFFSET_REFUSAL = `offset is at most ${OFFSET_MAX}; to page further, pass the previous page's "next" as after=<cursor>`;
+
+/** The paging parameters as a handler receives them (defaults filled in by validation). */
+export interface PageQuery {
+  limit: number;
+  offset: number;
+  sort: string;
+  after?: string;
+}
+
+export interface Page<T> {
+  items: T[];
+  total: number;
+  totalExact: boolean;
+  limit: number;
+  offset: number;
+  next: string | null;
+}
+
+/** The query string of a list: sort takes the given keys, each also with a leading "-" for descending. */
+export function pageQuerySchema(options: { sorts: readonly string[]; defaultSort: string; sortDescription?: string }) {
+  const sortValues = options.sorts.flatMap((s) => [s, `-${s}`]);
+  return Type.Object(
+    {
+      limit: Type.Optional(
+        Type.Integer({ minimum: 1, maximum: PAGE_LIMIT_MAX, default: PAGE_LIMIT_DEFAULT, description: `Page size, 1 to ${PAGE_LIMIT_MAX}.` }),
+      ),
+      offset: Type.Optional(
+        Type.Integer({
+          minimum: 0,
+          maximum: OFFSET_MAX,
+          default: 0,
+          description: `Rows to skip, 0 to ${OFFSET_MAX}. Deeper pages are reached with after=<next>, which costs the same on every page; offset and after do not combine.`,
+        }),
+      ),
+      sort: Type.Optional(
+        Type.Enum(sortValues, {
+          default: options.defaultSort,
+          description:
+            options.sortDescription ?? 'Field to sort by; a leading "-" sorts descending. Ties break on id, in the same direction.',
+        }),
+      ),
+      after: Type.Optional(
+        Type.String({
+          minLength: 1,
+          maxLength: CURSOR_MAX_LENGTH,
+          pattern: '^[A-Za-z0-9_-]+$',
+          description:
+            'Opaque cursor: the "next" of the previous page, with the same sort. Answers the rows after that page (keyset paging). A cursor this list did not give, or one given for another sort, is 422 VALIDATION_FAILED.',
+        }),
+      ),
+    },
+    { additionalProperties: false },
+  );
+}
+
+/** The answer of a list of `item`. */
+export function pageSchema<T extends TSchema>(item: T, description?: string) {
+  return Type.Object(
+    {
+      items: Type.Array(item),
+      total: Type.Integer({
+        minimum: 0,
+        maximum: TOTAL_CAP,
+        description: `Rows the list covers across all pages, counted up to ${TOTAL_CAP}: past that, total is ${TOTAL_CAP} and totalExact is false.`,
+      }),
+      totalExact: Type.Boolean({ description: `False when there are more than ${TOTAL_CAP} rows and total stopped counting at ${TOTAL_CAP}.` }),
+      limit: Type.Integer({ description: 'The page size used.' }),
+      offset: Type.Integer({ description: 'The rows skipped (0 when paging with after).' }),
+      next: Type.Union([Type.String(), Type.Null()], {
+        description: 'Cursor of the following page, to send as after=<next> with the same sort and limit; null on the last page.',
+      }),
+    },
+    { additionalProperties: false, ...(description ? { description } : {}) },
+  );
+}
+
+/** The message a refused paging parameter carries, where it says more than the schema can. */
+export function pagingRefusal(pointer: string, keyword: string | undefined): string | undefined {
+  return pointer === '/querystring/offset' && keyword === 'maximum' ? OFFSET_REFUSAL : undefined;
+}
+
