@@ -88,10 +88,12 @@ export function registerRoute(app: FastifyInstance, services: Services, route: A
       ...(route.schema.querystring ? { querystring: route.schema.querystring } : {}),
       ...(multipart ? { body: multipart.form, consumes: ['multipart/form-data'] } : route.schema.body ? { body: route.schema.body } : {}),
       response: {
-        ...route.schema.response,
         ...problemResponses(route),
-        ...(route.bodyLimit || multipart ? { 413: problemResponse(`Body larger than ${bodyLimit} bytes (PAYLOAD_TOO_LARGE)`) } : {}),
+        // Every method that carries a body reads it within a limit: the route's, or the app's 1 MiB.
+        ...(route.bodyLimit || multipart || changesState ? { 413: problemResponse(`Body larger than ${bodyLimit} bytes (PAYLOAD_TOO_LARGE)`) } : {}),
         ...(multipart ? MULTIPART_PROBLEMS : {}),
+        // What the route documents itself (e.g. which 413s and 422s an upload gives) is the more precise.
+        ...route.schema.response,
       },
       // An optional route answers with or without the cookie: the empty requirement says so.
       security: route.access === 'public' ? [] : route.access === 'optional' ? [{}, { cookieAuth: [] }] : [{ cookieAuth: [] }],

@@ -1,5 +1,8 @@
 import type { IncomingHttpHeaders } from 'node:http';
+import { stat } from 'node:fs/promises';
+import { join } from 'node:path';
 import { Readable } from 'node:stream';
+import { parse as parseRange } from 'range-parser';
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import Type, { type TSchema } from 'typebox';
 import send from '@fastify/send';
@@ -37,14 +40,22 @@ export interface StreamOptions {
   etag?: string;
 }
 
-const binary = (description: string): TSchema =>
-  Type.Unsafe({ description, content: { 'application/octet-stream': { schema: { type: 'string', format: 'binary' } } } });
+/** The media range for "whatever type the stored bytes were declared with". */
+export const ANY_MEDIA_TYPE = '*/*';
 
-/** The answers a streaming route documents, for its `schema.response`. */
-export function streamResponses(description: string): Record<number, TSchema> {
+const binary = (description: string, mediaType: string): TSchema =>
+  Type.Unsafe({ description, content: { [mediaType]: { schema: { type: 'string', format: 'binary' } } } });
+
+/**
+ * The answers a streaming route documents, for its `schema.response`. `mediaType` is the
+ * Content-Type the bytes are sent with, or a media range (ANY_MEDIA_TYPE) for a route that sends
+ * each file's own type, which its description then names.
+ */
+export function streamResponses(description: string, mediaType = 'application/octet-stream'): Record<number, TSchema> {
   return {
-    200: binary(description),
-    206: binary(`A byte range of it (Range: bytes=...), with Content-Range`),
+    200: binary(description, mediaType),
+    206: binary(`A byte range of it (Range: bytes=first-last, first-, or -suffix), with Content-Range`, mediaType),
+
     304: Type.Null({ description: 'Not modified: the If-None-Match names the current ETag, or If-Modified-Since is not older than Last-Modified' }),
     412: problemResponse('An If-Match or If-Unmodified-Since precondition failed (PRECONDITION_FAILED)'),
     416: problemResponse('No byte of the Range lies within the content (RANGE_NOT_SATISFIABLE); Content-Range gives the size'),
@@ -53,7 +64,8 @@ export function streamResponses(description: string): Record<number, TSchema> {
 
 /**
  * Answers a GET or HEAD with stored bytes. A seekable source goes through @fastify/send: Range
- * (one range: 206 with Content-Range; none satisfiable: 416), If-None-Match and If-Modified-Since
+ * (as rangeFor reads it: one range, 206 with Content-Range; none satisfiable, 416; several or
+ * malformed, the whole body), If-None-Match and If-Modified-Since
  * (304), If-Match and If-Unmodified-Since (412), a weak ETag from size and mtime, Last-Modified,
  * Content-Length and Accept-Ranges. A stream source has no ranges (Range is ignored, the whole is
  * sent) but the same validators and conditional answers. Sets the status and headers on the reply
@@ -81,6 +93,16 @@ async function fromFile(request: FastifyRequest, reply: FastifyReply, source: Se
       return noBody(request);
     }
     asked = { method: request.raw.method, headers: decided };
+  }
+  const range = asked.headers.range;
+  if (range !== undefined) {
+    // send() parses ranges loosely (parseInt): it is given only a range rangeFor has read.
+    const size = await stat(join(source.root, source.path)).then((s) => s.size, () => undefined);
+    const headers: IncomingHttpHeaders = { ...asked.headers };
+    const normalised = size === undefined ? undefined : rangeFor(range, size);
+    if (normalised === undefined) delete headers.range;
+    else headers.range = normalised;
+    asked = { method: request.raw.method, headers };
   }
   const result = await send(asked as typeof request.raw, path, {
     root: source.root,
@@ -128,6 +150,28 @@ async function fromStream(request: FastifyRequest, reply: FastifyReply, source: 
   }
   reply.header('content-type', options.contentType ?? 'application/octet-stream').header('content-length', source.size);
   return request.method === 'HEAD' ? noBody(request) : source.open();
+}
+
+/**
+ * A Range header as this service answers it (RFC 9110 14.1-14.2), read by range-parser, as the
+ * one range to send in the form `bytes=first-last`:
+ *
+ * - one range naming bytes of the content: that range, its last byte clamped to the end, and a
+ *   suffix longer than the content (`bytes=-100001` of 100000 bytes) is the whole content (206);
+ * - one range naming none (its first byte past the end, or `bytes=-0`): `bytes=<size>-`, which
+ *   send() answers 416 with a Content-Range giving the size;
+ * - anything else is ignored (undefined: the whole content, 200): another unit, a malformed or
+ *   reversed range (`1e3-2e3`, `0x10-0x20`, `5-2`), several ranges (`0-100,50-150`, answered
+ *   with the whole content rather than multipart/byteranges), and a suffix of an empty content.
+ */
+export function rangeFor(header: string, size: number): string | undefined {
+  const parsed = parseRange(size, header);
+  if (parsed.type !== 'bytes' || (parsed.code & 1) !== 0) return undefined;
+  const named = header.slice(header.indexOf('=') + 1).split(',').filter((spec) => spec.trim() !== '').length;
+  if (named !== 1) return undefined;
+  const [only] = parsed.ranges;
+  if (only) return `bytes=${only.start}-${only.end}`;
+  return (parsed.code & 2) !== 0 ? `bytes=${size}-` : undefined;
 }
 
 // fastify answers a HEAD whose handler returned nothing with Content-Length: 0; an empty stream

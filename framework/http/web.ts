@@ -83,6 +83,9 @@ export async function buildWeb(services: Services, options: WebOptions = {}): Pr
   if (services.metrics) installHttpMetrics(app, services.metrics);
   app.setValidatorCompiler(typeboxValidatorCompiler);
   installProblemHandlers(app);
+  // Bodies are JSON (forms and multipart only where a route declares them): without fastify's
+  // built-in text/plain parser, a text/plain body is 415 UNSUPPORTED_MEDIA_TYPE before validation.
+  app.removeContentTypeParser('text/plain');
   // Every answer, problems and the NO_SITE refusal included; every HTML answer refuses framing.
   app.addHook('onSend', (request, reply, payload, done) => {
     if (closing) reply.header('connection', 'close');

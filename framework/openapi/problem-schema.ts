@@ -35,6 +35,8 @@ export function problemResponses(route: AnyRoute): Record<number, unknown> {
     responses[400] = ref('Malformed request');
     responses[422] = ref('Validation failed');
   }
+  // The router refuses a path parameter over its length limit (100 characters) before the route runs.
+  if (route.url.includes('/:')) responses[414] = ref('A path parameter longer than the router accepts (URI_TOO_LONG)');
   if (route.access !== 'public' && route.access !== 'optional') responses[401] = ref('Not signed in (AUTH_REQUIRED)');
   const changesState = STATE_CHANGING_METHODS.has(route.method);
   const refusals = [

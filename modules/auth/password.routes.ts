@@ -11,8 +11,10 @@ import { Email, NoContent, problemRef } from './schemas.ts';
 import { usersService } from '../user/users-service.ts';
 import './auth-tables.ts';
 
+// The schema states the policy assertPasswordPolicy enforces, from the same constants; both count
+// code points.
 const NewPassword = Type.String({
-  minLength: 1,
+  minLength: PASSWORD_MIN_LENGTH,
   maxLength: PASSWORD_MAX_LENGTH,
   description: `${PASSWORD_MIN_LENGTH} to ${PASSWORD_MAX_LENGTH} characters`,
 });

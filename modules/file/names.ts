@@ -7,14 +7,17 @@ export const MEDIA_TYPE_MAX = 255;
 
 export const isMediaType = (value: string): boolean => value.length <= MEDIA_TYPE_MAX && MEDIA_TYPE.test(value);
 
+/** Unicode control (Cc) and format (Cf) characters: C0/C1 controls, bidi overrides and isolates (U+202E), zero-width characters. */
+const INVISIBLE = /[\p{Cc}\p{Cf}]/gu;
+
 /**
  * The part's file name, kept for display and Content-Disposition only (never a path): the last
- * path segment, without control characters, at most 255 characters; "file" when nothing is left.
+ * path segment, without control and format characters (so no bidi override makes a name ending
+ * in `.exe` display as one ending in `.jpg`), at most 255 characters; "file" when nothing is left.
  */
 export function sanitiseName(raw: string | undefined): string {
   const last = (raw ?? '').split(/[\\/]/).pop() ?? '';
-  // eslint-disable-next-line no-control-regex
-  const clean = last.replace(/[\u0000-\u001f\u007f-\u009f]/g, '').trim();
+  const clean = last.replace(INVISIBLE, '').trim();
   const chars = [...clean].slice(0, 255).join('');
   return chars === '' || chars === '.' || chars === '..' ? 'file' : chars;
 }

@@ -3,7 +3,7 @@ import { defineRoute } from '../../framework/entity/define.ts';
 import { notFound, problem } from '../../framework/errors.ts';
 import { problemResponse } from '../../framework/openapi/problem-schema.ts';
 import { KeysetPager, pageQuerySchema, pageSchema, type PageQuery } from '../../framework/operations/paging.ts';
-import { streamFrom, streamResponses } from '../../framework/http/stream.ts';
+import { ANY_MEDIA_TYPE, streamFrom, streamResponses } from '../../framework/http/stream.ts';
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import type { Services } from '../../framework/services.ts';
 import { blobStoreFor } from '../../framework/storage/index.ts';
@@ -61,9 +61,16 @@ const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 const downloadDescription =
   "Content-Type is the declared type; X-Content-Type-Options: nosniff, Content-Security-Policy: default-src 'none'; sandbox and " +
   'Cross-Origin-Resource-Policy: same-site always; Content-Disposition: attachment (filename*=UTF-8\'\'...) unless the type is one of ' +
-  'image/png, image/jpeg, image/gif, image/webp, image/avif, application/pdf, text/plain. ETag is the quoted SHA-256. One Range gives 206; ' +
-  'a request for several ranges is answered with the whole file (200). If-None-Match, If-Modified-Since, If-Match and If-Range are honoured. ' +
+  'image/png, image/jpeg, image/gif, image/webp, image/avif, application/pdf, text/plain. ETag is the quoted SHA-256. One Range gives 206 ' +
+  '(a suffix longer than the file gives all of it); a range wholly past the end is 416; a request for several ranges, or a malformed one, is ' +
+  'answered with the whole file (200). If-None-Match, If-Modified-Since, If-Match and If-Range are honoured. ' +
   'A file whose bytes are missing from storage is 503 BLOB_MISSING.';
+
+/** The bytes go out with the media type declared at upload, whatever it is. */
+const downloadResponses = {
+  ...streamResponses('The bytes, with Content-Type the media type the file was uploaded with (its record\'s mediaType)', ANY_MEDIA_TYPE),
+  503: problemResponse('The bytes are missing from storage (BLOB_MISSING)'),
+};
 
 export const fileRoutes = (config: Config) => [
   defineRoute({
@@ -149,7 +156,7 @@ export const fileRoutes = (config: Config) => [
     description: downloadDescription,
     tags: ['file'],
     access: { permission: 'file:read' },
-    schema: { params: Id, response: { ...streamResponses('The bytes'), 503: problemResponse('The bytes are missing from storage (BLOB_MISSING)') } },
+    schema: { params: Id, response: downloadResponses },
     // The row is read in the route's transaction; the bytes flow once it has committed.
     handler: async ({ services, request, reply, tx, params }) => {
       const row = await tx.db.selectFrom('files').selectAll().where('id', '=', params.id).executeTakeFirst();
@@ -167,7 +174,7 @@ export const fileRoutes = (config: Config) => [
     access: 'public',
     hidesNoSite: true,
     // Any id that is not a public file's, well-formed or not, gets the same 404.
-    schema: { params: Type.Object({ id: Type.String({ maxLength: 100 }) }), response: { ...streamResponses('The bytes'), 503: problemResponse('The bytes are missing from storage (BLOB_MISSING)') } },
+    schema: { params: Type.Object({ id: Type.String({ maxLength: 100 }) }), response: downloadResponses },
     handler: async ({ services, request, reply, tx, params }) => {
       if (!UUID.test(params.id)) throw notFound();
       const row = await tx.db.selectFrom('files').selectAll().where('id', '=', params.id).where('visibility', '=', 'public').executeTakeFirst();

@@ -9,6 +9,7 @@ import type { TxContext } from '../../framework/context/tx.ts';
 import { blobStoreFor, type BlobStore } from '../../framework/storage/index.ts';
 import { toRecord, type FileRecordValue } from './files-table.ts';
 import { isMediaType, MEDIA_TYPE_MAX, sanitiseName } from './names.ts';
+import { watchPartType } from './part-type.ts';
 import { bytesAgree, essence, isRenderable, PlainTextCheck, SNIFF_BYTES } from './sniff.ts';
 
 /** Added to files.max_bytes to bound the whole form: boundaries, part headers, a long file name. */
@@ -75,14 +76,20 @@ export async function uploadFile(services: Services, request: FastifyRequest, se
   const store = blobStoreFor(services.config);
   // The room left before any byte flows (a short transaction of its own, closed before the form is read).
   const room = quota - (await services.transactions.run(tenant, usedBytes));
-  const part = await request.file({ limits: { files: 1, fileSize: maxBytes }, throwFileSizeLimit: false }).catch((err: unknown) => {
-    // The form parser's own refusals (a Content-Type with no boundary, say) carry no HTTP status:
-    // they are the client's malformed form, not a 500. Plugin errors with a status keep it.
-    if (err instanceof ProblemError || typeof (err as { statusCode?: unknown }).statusCode === 'number') throw err;
-    throw problem('MALFORMED_REQUEST', 'The multipart form could not be read');
-  });
+  const parsing = request.file({ limits: { files: 1, fileSize: maxBytes }, throwFileSizeLimit: false });
+  // Started after the parser, stopped before a byte of the file is stored (part-type.ts).
+  const typeWatch = watchPartType(request.raw, request.headers['content-type']);
+  const part = await parsing
+    .catch((err: unknown) => {
+      // The form parser's own refusals (a Content-Type with no boundary, say) carry no HTTP status:
+      // they are the client's malformed form, not a 500. Plugin errors with a status keep it.
+      if (err instanceof ProblemError || typeof (err as { statusCode?: unknown }).statusCode === 'number') throw err;
+      throw problem('MALFORMED_REQUEST', 'The multipart form could not be read');
+    })
+    .finally(typeWatch.stop);
   if (part?.fieldname !== 'file') throw problem('FILE_MISSING', 'The form has no file part named file');
-  const mediaType = part.mimetype;
+  // A part that declares no type is application/octet-stream, not the parser's text/plain.
+  const mediaType = part.mimetype === 'text/plain' && typeWatch.declared() === false ? 'application/octet-stream' : part.mimetype;
   if (!isMediaType(mediaType)) {
     part.file.resume();
     throw problem('MEDIA_TYPE_INVALID', `The part's media type must be type/subtype, at most ${MEDIA_TYPE_MAX} characters`);

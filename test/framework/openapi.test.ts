@@ -1,6 +1,8 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import SwaggerParser from '@apidevtools/swagger-parser';
 import { startTestApp, type TestApp } from '../helpers/app.ts';
+import { PASSWORD_MIN_LENGTH } from '../../modules/auth/passwords.ts';
+import { DEFAULT_BODY_LIMIT } from '../../framework/http/register-route.ts';
 
 interface Operation {
   operationId?: string;
@@ -108,7 +110,7 @@ describe('the OpenAPI document', () => {
         // JSON, an HTML page (the set-password page a mailed link opens) or bytes (a streamed file).
         else {
           const content = response.content ?? {};
-          expect((content['application/json'] ?? content['text/html'] ?? content['application/octet-stream'])?.schema, `${route.operationId} ${status}`).toBeTruthy();
+          expect((content['application/json'] ?? content['text/html'] ?? content['application/octet-stream'] ?? content['*/*'])?.schema, `${route.operationId} ${status}`).toBeTruthy();
         }
       }
       if ('body' in route.schema && route.schema.body) {
@@ -235,6 +237,58 @@ describe('the OpenAPI document', () => {
     expect(res.headers['content-type']).toMatch(/^application\/problem\+json/);
     const required = (doc.components.schemas.Problem as { required: string[] }).required;
     for (const key of required) expect(res.body).toHaveProperty(key);
+  });
+});
+
+describe('the OpenAPI document states the rules the server enforces', () => {
+  type Schema = { properties: Record<string, { minLength?: number; maxLength?: number }> };
+  const bodyOf = (key: string) => operations.get(key)!.requestBody!.content['application/json']!.schema as Schema;
+
+  it('gives every new password the minimum length the password policy enforces', () => {
+    expect(bodyOf('POST /api/v1/auth/password').properties.newPassword!.minLength).toBe(PASSWORD_MIN_LENGTH);
+    expect(bodyOf('POST /api/v1/auth/password/reset').properties.password!.minLength).toBe(PASSWORD_MIN_LENGTH);
+    expect(bodyOf('POST /api/v1/user/users/{id}/set-password').properties.password!.minLength).toBe(PASSWORD_MIN_LENGTH);
+  });
+
+  it('declares a download as the stored media type, not application/octet-stream', () => {
+    for (const key of ['GET /api/v1/file/files/{id}/content', 'GET /api/v1/file/public/{id}']) {
+      for (const status of ['200', '206']) {
+        const response = operations.get(key)!.responses[status]!;
+        expect(Object.keys(response.content ?? {}), `${key} ${status}`).toEqual(['*/*']);
+      }
+      expect(operations.get(key)!.responses['200']!.description).toMatch(/media type the file was uploaded with/);
+    }
+  });
+
+  it('documents 413 and 415 on every route that reads a body, and 414 on every route with a path parameter', () => {
+    for (const route of registered()) {
+      const op = operations.get(`${route.method} ${openApiPath(route.url)}`)!;
+      const key = `${route.method} ${route.url}`;
+      const readsBody = ['POST', 'PUT', 'PATCH', 'DELETE'].includes(route.method);
+      expect(op.responses['413'] !== undefined, `${key} 413`).toBe(readsBody);
+      expect(op.responses['415'] !== undefined, `${key} 415`).toBe(readsBody);
+      expect(op.responses['414'] !== undefined, `${key} 414`).toBe(route.url.includes('/:'));
+    }
+    expect(operations.get('POST /api/v1/testkit/widgets')!.responses['413']!.description).toContain(String(DEFAULT_BODY_LIMIT));
+    // What a route documents itself stays: the upload's own 413s and 422s.
+    const upload = operations.get('POST /api/v1/file/files')!.responses;
+    expect(upload['413']!.description).toMatch(/FILE_TOO_LARGE/);
+    expect(upload['422']!.description).toMatch(/MEDIA_TYPE_INVALID/);
+  });
+
+  it('answers them as documented: a text/plain body is 415, an over-long path parameter 414', async () => {
+    for (const [path, body] of [
+      ['/api/v1/auth/login', '{"email":"a@example.com","password":"whatever it is"}'],
+      ['/api/v1/auth/password/forgot', '{"email":"a@example.com"}'],
+    ] as const) {
+      const res = await app.http().post(path).set('Content-Type', 'text/plain').send(body);
+      expect(res.status, path).toBe(415);
+      expect(res.headers['content-type']).toMatch(/^application\/problem\+json/);
+      expect(res.body.code).toBe('UNSUPPORTED_MEDIA_TYPE');
+    }
+    const long = await app.http().get(`/api/v1/file/public/${'a'.repeat(101)}`);
+    expect(long.status).toBe(414);
+    expect(long.body.code).toBe('URI_TOO_LONG');
   });
 });
 

@@ -55,6 +55,47 @@ async function storageKey(id: string): Promise<string> {
 
 const blobPath = (key: string) => join(dir, key.slice(0, 2), key);
 
+describe('Files: the media type and name an upload is stored with', () => {
+  const send = (ctx: Ctx, parts: Parameters<typeof form>[0]) => {
+    const { body, type } = form(parts);
+    return ctx.http().post(`${FILES}?visibility=private`).set('Cookie', ctx.caller.cookie).set('Content-Type', type).send(body);
+  };
+
+  it('stores a part that declares no Content-Type as application/octet-stream, whatever its bytes', async () => {
+    const ctx = await tenantWithCaller();
+    for (const content of ['plain words', PNG, Buffer.from([0xff, 0xfe, 0x00, 0x01])]) {
+      const res = await send(ctx, [{ name: 'file', filename: 'untyped', content }]);
+      expect(res.status, JSON.stringify(res.body)).toBe(201);
+      expect(res.body.mediaType).toBe('application/octet-stream');
+      const download = await ctx.http().get(`${FILES}/${res.body.id}/content`).set('Cookie', ctx.caller.cookie);
+      expect(download.headers['content-type']).toBe('application/octet-stream');
+      expect(download.headers['content-disposition']).toMatch(/^attachment;/);
+    }
+    // A part that says text/plain keeps it; a field before the file part is not taken for it.
+    const typed = await send(ctx, [
+      { name: 'note', content: 'a field first' },
+      { name: 'file', filename: 'typed.txt', type: 'text/plain', content: 'words' },
+    ]);
+    expect(typed.body.mediaType).toBe('text/plain');
+    const untyped = await send(ctx, [
+      { name: 'note', type: 'text/plain', content: 'a typed field first' },
+      { name: 'file', filename: 'untyped', content: 'words' },
+    ]);
+    expect(untyped.body.mediaType).toBe('application/octet-stream');
+  });
+
+  it('removes control and format characters (Cc, Cf: bidi overrides, zero-width characters) from the name', async () => {
+    const ctx = await tenantWithCaller();
+    const res = await send(ctx, [{ name: 'file', filename: 'in\u0007voice\u202Efdp.exe\u200B\u2066\u00AD', type: 'application/zip', content: 'x' }]);
+    expect(res.status, JSON.stringify(res.body)).toBe(201);
+    expect(res.body.name).toBe('invoicefdp.exe');
+    const download = await ctx.http().get(`${FILES}/${res.body.id}/content`).set('Cookie', ctx.caller.cookie);
+    expect(download.headers['content-disposition']).toBe("attachment; filename*=UTF-8''invoicefdp.exe");
+    const nothingLeft = await send(ctx, [{ name: 'file', filename: '\u202E\u200B', type: 'application/zip', content: 'x' }]);
+    expect(nothingLeft.body.name).toBe('file');
+  });
+});
+
 describe('Files rule 1–2: upload streams the bytes to storage, then writes the row', () => {
   it('answers 201 with the record of what arrived, the blob stored under a UUID key, and publishes file.uploaded', async () => {
     const ctx = await tenantWithCaller();
@@ -289,6 +330,37 @@ describe('Files rule 6: ranges, HEAD and conditional requests', () => {
     expect(several.text).toBe(content);
     const outside = await get().set('Range', 'bytes=100-200');
     expect(outside.status).toBe(416);
+  });
+
+  it('reads Range as RFC 9110 does: a suffix longer than the file is all of it; a malformed range or several ranges give the whole file', async () => {
+    const suffix = await get().set('Range', 'bytes=-100001');
+    expect(suffix.status).toBe(206);
+    expect(suffix.headers['content-range']).toBe(`bytes 0-25/${content.length}`);
+    expect(suffix.text).toBe(content);
+    const last = await get().set('Range', 'bytes=-3');
+    expect([last.status, last.text]).toEqual([206, 'xyz']);
+    for (const malformed of ['bytes=1e3-2e3', 'bytes=0x10-0x20', 'bytes=5-2', 'bytes=1-2-3', 'bytes=-', 'bytes=', 'items=0-5', 'bytes=0-1,x-']) {
+      const res = await get().set('Range', malformed);
+      expect(res.status, malformed).toBe(200);
+      expect(res.headers['content-range'], malformed).toBeUndefined();
+      expect(res.text, malformed).toBe(content);
+    }
+    // As docs/files.md says: several ranges, overlapping or not, are answered with the whole file.
+    for (const several of ['bytes=0-10,5-15', 'bytes=0-100,50-150', 'bytes=0-0,-1', 'bytes=0-1,100-200']) {
+      const res = await get().set('Range', several);
+      expect(res.status, several).toBe(200);
+      expect(res.text, several).toBe(content);
+    }
+    for (const unsatisfiable of ['bytes=26-', 'bytes=-0', 'bytes=100-200']) {
+      const res = await get().set('Range', unsatisfiable);
+      expect(res.status, unsatisfiable).toBe(416);
+      expect(res.headers['content-range'], unsatisfiable).toBe(`bytes */${content.length}`);
+      expect(res.body.code).toBe('RANGE_NOT_SATISFIABLE');
+    }
+    const ends = await get().set('Range', 'bytes=25-1000');
+    expect([ends.status, ends.headers['content-range'], ends.text]).toEqual([206, `bytes 25-25/${content.length}`, 'z']);
+    const head = await ctx.http().head(url).set('Cookie', ctx.caller.cookie).set('Range', 'bytes=-100001');
+    expect([head.status, head.headers['content-length']]).toEqual([206, String(content.length)]);
   });
 
   it('If-None-Match naming the sha256 ETag and If-Modified-Since give 304; If-Range decides the range', async () => {
