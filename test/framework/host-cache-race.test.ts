@@ -1,19 +1,16 @@
 import type pg from 'pg';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { startTestApp, createCustomer, signInAs, type TestApp } from '../helpers/app.ts';
+import { beforeAll, describe, expect, it } from 'vitest';
+import { createCustomer, signInAs } from '../helpers/app.ts';
+import { useTestApp } from '../helpers/use-test-app.ts';
 import { HostResolver } from '../../framework/context/host-cache.ts';
 import type { Db } from '../../framework/db/pool.ts';
 import type { TenantRef } from '../../framework/context/tenant.ts';
 
-let app: TestApp;
 let operatorCookie: string;
 
+const t = useTestApp();
 beforeAll(async () => {
-  app = await startTestApp();
-  operatorCookie = (await signInAs(app, app.operator, ['tenant:manage'])).cookie;
-});
-afterAll(async () => {
-  await app?.close();
+  operatorCookie = (await signInAs(t.app, t.app.operator, ['tenant:manage'])).cookie;
 });
 
 /**
@@ -53,12 +50,12 @@ function gatedDb(db: Db) {
   };
 }
 
-const suspend = (tenant: TenantRef) => app.http().post(`/api/v1/tenant/tenants/${tenant.id}/suspend`).set('Cookie', operatorCookie);
+const suspend = (tenant: TenantRef) => t.app.http().post(`/api/v1/tenant/tenants/${tenant.id}/suspend`).set('Cookie', operatorCookie);
 
 describe('host cache: an eviction racing a fill', () => {
   it('a fill whose host query ran before an eviction is not cached, so a suspended tenant is not served from the cache', async () => {
-    const tenant = await createCustomer(app, 'racer');
-    const gated = gatedDb(app.services.db);
+    const tenant = await createCustomer(t.app, 'racer');
+    const gated = gatedDb(t.app.services.db);
     const resolver = new HostResolver(gated.db, { ttlMs: 60_000 });
 
     // The host query answers "active" and is held before the cache is filled.
@@ -78,8 +75,8 @@ describe('host cache: an eviction racing a fill', () => {
   });
 
   it('a fill no eviction raced is cached as before', async () => {
-    await createCustomer(app, 'steady');
-    const gated = gatedDb(app.services.db);
+    await createCustomer(t.app, 'steady');
+    const gated = gatedDb(t.app.services.db);
     const resolver = new HostResolver(gated.db, { ttlMs: 60_000 });
     const held = gated.hold();
     const pending = resolver.resolve('steady.localhost');
@@ -90,13 +87,13 @@ describe('host cache: an eviction racing a fill', () => {
   });
 
   it('an eviction of any tenant during a fill drops the fill (one counter per process)', async () => {
-    const tenant = await createCustomer(app, 'bystander');
-    const gated = gatedDb(app.services.db);
+    const tenant = await createCustomer(t.app, 'bystander');
+    const gated = gatedDb(t.app.services.db);
     const resolver = new HostResolver(gated.db, { ttlMs: 60_000 });
     const held = gated.hold();
     const pending = resolver.resolve('bystander.localhost');
     await held.arrived();
-    resolver.evictTenant(app.operator.id);
+    resolver.evictTenant(t.app.operator.id);
     held.open();
     expect((await pending)?.id).toBe(tenant.id);
     expect(resolver.cachedHosts()).not.toContain('bystander.localhost');

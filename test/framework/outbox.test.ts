@@ -1,4 +1,4 @@
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { randomUUID } from 'node:crypto';
 import Type from 'typebox';
 import { CompiledQuery } from 'kysely';
@@ -120,14 +120,16 @@ async function publish(name: string, payload: Record<string, unknown>, on: Tenan
   return row as { id: string; event_id: string; tenant_id: string; name: string; actor_id: string | null; occurred_at: Date; payload: Record<string, unknown> };
 }
 
-async function until<T>(what: string, probe: () => Promise<T | undefined | null | false>, timeoutMs = 10_000): Promise<T> {
-  const deadline = Date.now() + timeoutMs;
-  for (;;) {
-    const value = await probe();
-    if (value) return value;
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
-    await new Promise((r) => setTimeout(r, 20));
-  }
+/** The probe's first truthy value, polled by vi.waitFor; the timeout names what was awaited. */
+function until<T>(what: string, probe: () => Promise<T | undefined | null | false>, timeoutMs = 10_000): Promise<T> {
+  return vi.waitFor(
+    async () => {
+      const value = await probe();
+      if (!value) throw new Error(`timed out waiting for ${what}`);
+      return value;
+    },
+    { timeout: timeoutMs, interval: 20 },
+  );
 }
 
 describe('publish: the outbox row belongs to the caller\'s transaction', () => {

@@ -1,21 +1,15 @@
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { CompiledQuery } from 'kysely';
-import { startTestApp, type TestApp } from '../helpers/app.ts';
+import { useTestApp } from '../helpers/use-test-app.ts';
 import type { TxContext } from '../../framework/context/tx.ts';
 import { decodeCursor, encodeCursor, KeysetPager, TOTAL_CAP } from '../../framework/operations/paging.ts';
 import { ProblemError } from '../../framework/errors.ts';
 
-let app: TestApp;
-beforeAll(async () => {
-  app = await startTestApp();
-});
-afterAll(async () => {
-  await app?.close();
-});
+const t = useTestApp();
 
 /** Runs fn over a scratch table of the transaction: 9 rows, v in 1..3 or null, k the tenant-like filter key. */
 async function withScratch<T>(fn: (ctx: TxContext) => Promise<T>): Promise<T> {
-  return app.services.transactions.run(app.operator, async (ctx) => {
+  return t.app.services.transactions.run(t.app.operator, async (ctx) => {
     const run = (text: string) => ctx.db.executeQuery(CompiledQuery.raw(text));
     await run(`create temp table scratch (id uuid primary key default gen_random_uuid(), v integer, k text not null) on commit drop`);
     await run(`insert into scratch (v, k) select case when i % 4 = 0 then null else i % 3 + 1 end, case when i % 2 = 0 then 'even' else 'odd' end from generate_series(1, 9) as i`);
@@ -63,7 +57,7 @@ describe('KeysetPager', () => {
   });
 
   it('counts up to the cap and says when it stopped', async () => {
-    await app.services.transactions.run(app.operator, async (ctx) => {
+    await t.app.services.transactions.run(t.app.operator, async (ctx) => {
       await ctx.db.executeQuery(CompiledQuery.raw(`create temp table big (id uuid primary key default gen_random_uuid()) on commit drop`));
       await ctx.db.executeQuery(CompiledQuery.raw(`insert into big select gen_random_uuid() from generate_series(1, ${TOTAL_CAP + 5})`));
       const p = new KeysetPager({ select: 'id', from: 'big', id: 'id', where: [], sorts: { id: { column: 'id' } } });

@@ -4,7 +4,7 @@ import { join } from 'node:path';
 import { spawn, spawnSync, type ChildProcessWithoutNullStreams } from 'node:child_process';
 import { request } from 'node:http';
 import pg from 'pg';
-import { afterAll, describe, expect, it } from 'vitest';
+import { afterAll, describe, expect, it, vi } from 'vitest';
 import { ROOT } from '../../framework/app.ts';
 import { createTestDatabase } from '../helpers/database.ts';
 import { freePort } from '../helpers/ports.ts';
@@ -111,12 +111,14 @@ function get(url: string, path: string, host: string): Promise<{ status: number;
   });
 }
 
-async function poll(condition: () => Promise<boolean>, timeoutMs = 10_000): Promise<void> {
-  const deadline = Date.now() + timeoutMs;
-  while (!(await condition())) {
-    if (Date.now() > deadline) throw new Error('condition not met in time');
-    await new Promise((r) => setTimeout(r, 25));
-  }
+/** Waits until condition holds, polled by vi.waitFor. */
+function poll(condition: () => Promise<boolean>, timeoutMs = 10_000): Promise<void> {
+  return vi.waitFor(
+    async () => {
+      if (!(await condition())) throw new Error('condition not met in time');
+    },
+    { timeout: timeoutMs, interval: 25 },
+  );
 }
 
 

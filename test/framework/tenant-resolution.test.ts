@@ -1,25 +1,20 @@
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { startTestApp, createCustomer, signInAs, OPERATOR_HOST, type TestApp } from '../helpers/app.ts';
+import { useTestApp } from '../helpers/use-test-app.ts';
 import { buildApp } from '../../framework/app.ts';
 import { EVICT_TENANT_SQL } from '../../framework/context/host-cache.ts';
-import { normaliseHost, type TenantRef } from '../../framework/context/tenant.ts';
+import { normaliseHost } from '../../framework/context/tenant.ts';
 import { allModules } from '../../modules/index.ts';
 import { testkitModule } from '../helpers/testkit-module.ts';
 import { createTestDatabase } from '../helpers/database.ts';
 import { testConfig } from '../helpers/config.ts';
 import { withoutRequestId } from '../helpers/problems.ts';
 
-let app: TestApp;
-let acme: TenantRef;
 let cookie: string;
 
+const t = useTestApp({ customers: ['acme'] });
 beforeAll(async () => {
-  app = await startTestApp();
-  acme = await createCustomer(app, 'acme');
-  cookie = (await signInAs(app, acme, ['widget:read'])).cookie;
-});
-afterAll(async () => {
-  await app?.close();
+  cookie = (await signInAs(t.app, t.acme, ['widget:read'])).cookie;
 });
 
 /** Suspends a tenant the way the tenant module does: status and eviction in one transaction. */
@@ -35,12 +30,14 @@ async function suspend(target: TestApp, tenantId: string, options: { evict: bool
   }
 }
 
-async function poll(condition: () => Promise<boolean>, timeoutMs = 5000): Promise<void> {
-  const deadline = Date.now() + timeoutMs;
-  while (!(await condition())) {
-    if (Date.now() > deadline) throw new Error('condition not met in time');
-    await new Promise((r) => setTimeout(r, 20));
-  }
+/** Waits until condition holds, polled by vi.waitFor. */
+function poll(condition: () => Promise<boolean>, timeoutMs = 5000): Promise<void> {
+  return vi.waitFor(
+    async () => {
+      if (!(await condition())) throw new Error('condition not met in time');
+    },
+    { timeout: timeoutMs, interval: 20 },
+  );
 }
 
 describe('the Host header is normalised', () => {
@@ -58,7 +55,7 @@ describe('the Host header is normalised', () => {
 
   it('a request with an upper-case host and a port reaches the same tenant', async () => {
     for (const host of ['acme.localhost', 'ACME.LOCALHOST:3000', 'Acme.localhost:443']) {
-      const res = await app.http(host).get('/api/v1/testkit/widgets').set('Cookie', cookie);
+      const res = await t.app.http(host).get('/api/v1/testkit/widgets').set('Cookie', cookie);
       expect(res.status, host).toBe(200);
     }
   });
@@ -68,12 +65,12 @@ describe('unknown host and suspended tenant: the identical no-site 404', () => {
   let suspendedHost: string;
 
   beforeAll(async () => {
-    const gone = await createCustomer(app, 'gone');
+    const gone = await createCustomer(t.app, 'gone');
     suspendedHost = 'gone.localhost';
     // Served (and cached) first, so the test also shows the suspension reaches the cache.
-    expect((await app.http(suspendedHost).get('/api/v1/testkit/widgets')).status).toBe(401);
-    await suspend(app, gone.id);
-    await poll(async () => (await app.http(suspendedHost).get('/api/v1/testkit/widgets')).status === 404);
+    expect((await t.app.http(suspendedHost).get('/api/v1/testkit/widgets')).status).toBe(401);
+    await suspend(t.app, gone.id);
+    await poll(async () => (await t.app.http(suspendedHost).get('/api/v1/testkit/widgets')).status === 404);
   });
 
   const probes: [string, string, string?][] = [
@@ -88,7 +85,7 @@ describe('unknown host and suspended tenant: the identical no-site 404', () => {
 
   it.each(probes)('%s %s', async (method, path, body) => {
     const send = async (host: string) => {
-      const req = method === 'GET' ? app.http(host).get(path) : app.http(host).post(path).set('Content-Type', 'application/json').send(body ?? '{}');
+      const req = method === 'GET' ? t.app.http(host).get(path) : t.app.http(host).post(path).set('Content-Type', 'application/json').send(body ?? '{}');
       return req.set('Cookie', cookie);
     };
     const unknown = await send('nosuch.example');
@@ -118,31 +115,31 @@ describe('unknown host and suspended tenant: the identical no-site 404', () => {
 
   it('answers before any other work: no session lookup, no body parsing, no route matching', async () => {
     // Malformed JSON would be a 400 and a missing session a 401 on a served host.
-    const malformed = await app.http('nosuch.example').post('/api/v1/testkit/widgets').set('Content-Type', 'application/json').send('{');
+    const malformed = await t.app.http('nosuch.example').post('/api/v1/testkit/widgets').set('Content-Type', 'application/json').send('{');
     expect(malformed.status).toBe(404);
     expect(malformed.body.code).toBe('NO_SITE');
-    const servedMalformed = await app.http('acme.localhost').post('/api/v1/testkit/widgets').set('Cookie', cookie).set('Content-Type', 'application/json').send('{');
+    const servedMalformed = await t.app.http('acme.localhost').post('/api/v1/testkit/widgets').set('Cookie', cookie).set('Content-Type', 'application/json').send('{');
     expect(servedMalformed.status).toBe(400);
   });
 
   it('a request with no Host header at all is no site', async () => {
-    const res = await app.web!.inject({ method: 'GET', url: '/api/v1/testkit/widgets', headers: { host: '' } });
+    const res = await t.app.web!.inject({ method: 'GET', url: '/api/v1/testkit/widgets', headers: { host: '' } });
     expect(res.statusCode).toBe(404);
     expect(res.json().code).toBe('NO_SITE');
   });
 
   it('the probes answer on any host, unknown and suspended included', async () => {
     for (const host of ['nosuch.example', suspendedHost, '10.1.2.3:3000', OPERATOR_HOST]) {
-      expect((await app.http(host).get('/health')).status, host).toBe(200);
-      expect((await app.http(host).get('/ready')).status, host).toBe(200);
+      expect((await t.app.http(host).get('/health')).status, host).toBe(200);
+      expect((await t.app.http(host).get('/ready')).status, host).toBe(200);
     }
   });
 
   it('lifting the suspension serves the host again with no invalidation needed', async () => {
-    const { rows } = await app.services.db.pool.query<{ id: string }>(`update tenants set status = 'active' where slug = 'gone' returning id`);
+    const { rows } = await t.app.services.db.pool.query<{ id: string }>(`update tenants set status = 'active' where slug = 'gone' returning id`);
     expect(rows).toHaveLength(1);
-    expect((await app.http(suspendedHost).get('/api/v1/testkit/widgets')).status).toBe(401);
-    await suspend(app, rows[0]!.id);
+    expect((await t.app.http(suspendedHost).get('/api/v1/testkit/widgets')).status).toBe(401);
+    await suspend(t.app, rows[0]!.id);
   });
 });
 
@@ -150,25 +147,25 @@ describe('eviction reaches every process on the database (LISTEN/NOTIFY)', () =>
   let other: TestApp;
 
   beforeAll(async () => {
-    other = await startTestApp({ databaseUrl: app.databaseUrl });
+    other = await startTestApp({ databaseUrl: t.app.databaseUrl });
   });
   afterAll(async () => {
     await other?.close();
   });
 
   it('a second instance on the same database starts without creating another operator tenant', async () => {
-    expect(other.operator.id).toBe(app.operator.id);
-    const { rows } = await app.services.db.pool.query('select id from tenants where is_operator');
+    expect(other.operator.id).toBe(t.app.operator.id);
+    const { rows } = await t.app.services.db.pool.query('select id from tenants where is_operator');
     expect(rows).toHaveLength(1);
   });
 
   it('a tenant suspended through one instance stops being served by the other', async () => {
-    const tenant = await createCustomer(app, 'evicted');
-    const user = await signInAs(app, tenant, ['widget:read']);
+    const tenant = await createCustomer(t.app, 'evicted');
+    const user = await signInAs(t.app, tenant, ['widget:read']);
     expect((await other.http('evicted.localhost').get('/api/v1/testkit/widgets').set('Cookie', user.cookie)).status).toBe(200);
     expect(other.services.hosts.cachedHosts()).toContain('evicted.localhost');
 
-    await suspend(app, tenant.id);
+    await suspend(t.app, tenant.id);
     await poll(async () => !other.services.hosts.cachedHosts().includes('evicted.localhost'));
     const res = await other.http('evicted.localhost').get('/api/v1/testkit/widgets').set('Cookie', user.cookie);
     expect(res.status).toBe(404);
@@ -176,13 +173,13 @@ describe('eviction reaches every process on the database (LISTEN/NOTIFY)', () =>
   });
 
   it('without the eviction notice the cache would keep serving: the notice is what stops it', async () => {
-    const tenant = await createCustomer(app, 'stale');
-    const user = await signInAs(app, tenant, ['widget:read']);
+    const tenant = await createCustomer(t.app, 'stale');
+    const user = await signInAs(t.app, tenant, ['widget:read']);
     expect((await other.http('stale.localhost').get('/api/v1/testkit/widgets').set('Cookie', user.cookie)).status).toBe(200);
-    await suspend(app, tenant.id, { evict: false });
+    await suspend(t.app, tenant.id, { evict: false });
     // Still cached in the other instance (TTL 60 s) because nobody notified it.
     expect((await other.http('stale.localhost').get('/api/v1/testkit/widgets').set('Cookie', user.cookie)).status).toBe(200);
-    await app.services.db.pool.query(EVICT_TENANT_SQL, [tenant.id]);
+    await t.app.services.db.pool.query(EVICT_TENANT_SQL, [tenant.id]);
     await poll(async () => (await other.http('stale.localhost').get('/api/v1/testkit/widgets').set('Cookie', user.cookie)).status === 404);
   });
 });
