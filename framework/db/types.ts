@@ -3,8 +3,9 @@ import type { ColumnType, Generated } from 'kysely';
 type Timestamp = ColumnType<Date, Date | string | undefined, Date | string>;
 
 /**
- * Tables known to the framework. Modules add their own tables by declaration merging:
- *   declare module '../../framework/db/types.ts' { interface Database { users: UsersTable } }
+ * Tables known to the framework. Modules add their own tables by declaration merging, an entity's
+ * derived from its fields (./entity-table.ts):
+ *   declare module '../../framework/db/types.ts' { interface Database { tasks: EntityTable<TaskFields> } }
  */
 export interface Database {
   tenants: {

@@ -66,6 +66,8 @@ export function checkRegistry(registry: Registry, earlier: string[]): void {
       ['invalidCodes', Object.keys(def.invalidCodes ?? {})],
       ['uniqueCodes', Object.keys(def.uniqueCodes ?? {})],
       ['eventFields', def.eventFields ?? []],
+      ['storage.unique', (def.storage?.unique ?? []).map((u) => (typeof u === 'string' ? u : u.field))],
+      ['storage.references', Object.keys(def.storage?.references ?? {})],
     ] as const) {
       for (const field of list) {
         if (!(field in def.fields)) problems.push(`entity ${entity.names.key}: ${kind} field ${field} is not a field`);

@@ -1,5 +1,6 @@
 import Type from 'typebox';
 import { defineEntity } from '../../framework/entity/define.ts';
+import { WithDefault } from '../../framework/entity/storage.ts';
 import { problem } from '../../framework/errors.ts';
 import { isCurrency } from './currencies.ts';
 
@@ -30,11 +31,12 @@ export const plan = defineEntity({
       description: 'An ISO 4217 code of a currency in current use (the list shipped with the ICU data); funds, metals and test codes are refused.',
     }),
     interval: Type.Union([Type.Literal('month'), Type.Literal('year')]),
-    features: Type.Array(Type.String({ minLength: 1, maxLength: 100 }), { maxItems: 100, description: 'Feature names.' }),
+    features: WithDefault(Type.Array(Type.String({ minLength: 1, maxLength: 100 }), { maxItems: 100, description: 'Feature names.' }), []),
     active: Type.Boolean({ description: 'Gates new subscriptions, not existence: subscribers of an inactive plan keep renewing.' }),
   },
   permissions: { read: 'billing:read', write: 'billing:catalog' },
   sortable: ['code', 'name', 'price'],
+  storage: { unique: ['code'] },
   hooks: {
     async beforeWrite(_ctx, { values }) {
       checkCurrency(values.currency);

@@ -172,6 +172,7 @@ export const subscription = defineEntity({
     endedAt: 'subscribe',
   },
   permissions: { read: 'billing:read', write: 'billing:manage' },
+  storage: { references: { planId: 'plans', pendingPlanId: 'plans' } },
   commands: { subscribe, cancel },
   // The conformance suite subscribes to a free plan of its own.
   async sampleCommand(ctx, name, n) {

@@ -1,5 +1,6 @@
 import Type from 'typebox';
 import { DateTime } from '../../framework/entity/date-time.ts';
+import { WithDefault } from '../../framework/entity/storage.ts';
 
 export const Status = Type.Union([Type.Literal('trial'), Type.Literal('active'), Type.Literal('past_due'), Type.Literal('cancelled')]);
 
@@ -10,11 +11,11 @@ export const subscriptionFields = {
   status: Status,
   periodStart: DateTime({ description: 'Start of the period being served (a trial is a period too).' }),
   periodEnd: DateTime({ description: 'End of the period being served: the renewal job charges for the next period from here.' }),
-  cancelAtPeriodEnd: Type.Boolean(),
+  cancelAtPeriodEnd: WithDefault(Type.Boolean(), false),
   price: Type.Integer({ minimum: 0, description: 'Stamped from the plan when the period started; billed until the next period.' }),
   currency: Type.String({ pattern: '^[A-Z]{3}$', examples: ['EUR', 'USD', 'JPY'] }),
   trialUsedAt: Type.Optional(DateTime({ description: 'When the tenant\'s one trial was issued.' })),
-  attemptCount: Type.Integer({ minimum: 0, description: 'Failed charge attempts (one per night) since the period became owed.' }),
+  attemptCount: WithDefault(Type.Integer({ minimum: 0, description: 'Failed charge attempts (one per night) since the period became owed.' }), 0),
   pastDueSince: Type.Optional(DateTime({ description: 'When the first charge for the owed period failed.' })),
   anchorDay: Type.Integer({ minimum: 1, maximum: 31, description: 'Day of the month the subscription started; monthly periods end on it, clamped to short months (31: Feb 28/29).' }),
   endedAt: Type.Optional(DateTime({ description: 'Set when a cancelled subscription\'s period is over; the tenant may then subscribe again.' })),

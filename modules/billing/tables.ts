@@ -1,44 +1,23 @@
 import type { Generated } from 'kysely';
+import type { Static } from 'typebox';
+import type { EntityTable } from '../../framework/db/entity-table.ts';
+import type { plan } from './plan.entity.ts';
+import type { SubscriptionFields } from './subscription.fields.ts';
 
-export type PlanInterval = 'month' | 'year';
-export type SubscriptionStatus = 'trial' | 'active' | 'past_due' | 'cancelled';
+type PlanFields = (typeof plan)['fields'];
+
+export type PlanInterval = Static<PlanFields['interval']>;
+export type SubscriptionStatus = Static<SubscriptionFields['status']>;
 export type ChargeOutcome = 'settled' | 'declined' | 'error';
 
-/** The billing module's tables (migrations/billing), for typed queries outside the generic operations. */
-export interface PlansTable {
-  id: Generated<string>;
-  code: string;
-  name: string;
-  price: number;
-  currency: string;
-  interval: PlanInterval;
-  features: Generated<string[]>;
-  active: boolean;
-  created_at: Generated<Date>;
-  updated_at: Generated<Date>;
-  deleted_at: Date | null;
-}
+/**
+ * The billing module's tables (migrations/billing), for typed queries outside the generic
+ * operations. The entities' tables are derived from their fields; the ledger and the sandbox
+ * provider's store are no entities (no definition to derive from), so they are written out.
+ */
+export type PlansTable = EntityTable<PlanFields, { scope: 'global' }>;
 
-export interface SubscriptionsTable {
-  id: Generated<string>;
-  tenant_id: Generated<string>;
-  plan_id: string;
-  pending_plan_id: string | null;
-  status: SubscriptionStatus;
-  period_start: Date;
-  period_end: Date;
-  cancel_at_period_end: Generated<boolean>;
-  price: number;
-  currency: string;
-  trial_used_at: Date | null;
-  attempt_count: Generated<number>;
-  past_due_since: Date | null;
-  anchor_day: number;
-  ended_at: Date | null;
-  created_at: Generated<Date>;
-  updated_at: Generated<Date>;
-  deleted_at: Date | null;
-}
+export type SubscriptionsTable = EntityTable<SubscriptionFields>;
 
 export interface BillingChargesTable {
   id: Generated<string>;

@@ -1,5 +1,6 @@
 import Type from 'typebox';
 import { DateTime } from '../../framework/entity/date-time.ts';
+import { WithDefault } from '../../framework/entity/storage.ts';
 import { Slug } from './slug.ts';
 
 export const TITLE_MAX = 200;
@@ -19,7 +20,7 @@ export const contentFields = {
       `Markdown (GitHub-flavoured), at most ${BODY_MAX} characters, stored as written. HTML typed in a body is kept as text ` +
       'here and left out of the rendered page.',
   }),
-  status: ContentStatus,
+  status: WithDefault(ContentStatus, 'draft'),
   publishedAt: Type.Optional(
     DateTime({ description: 'When it was published: set by publish (and not moved by a repeated one), cleared by unpublish; an archived item keeps it.' }),
   ),

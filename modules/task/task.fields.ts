@@ -1,21 +1,28 @@
 import Type from 'typebox';
 import { DateTime } from '../../framework/entity/date-time.ts';
+import { WithDefault } from '../../framework/entity/storage.ts';
 import { STATUS_GRAPH } from './task-status.ts';
 
 export const taskFields = {
   title: Type.String({ minLength: 1, maxLength: 200, pattern: '^[^\\r\\n]*$', description: 'One line, 1 to 200 characters.', examples: ['Call the customer back', 'Renew the certificate'] }),
   description: Type.Optional(Type.String({ maxLength: 20000, description: 'Markdown text.' })),
   status: Type.Optional(
-    Type.Union([Type.Literal('open'), Type.Literal('acknowledged'), Type.Literal('in_progress'), Type.Literal('resolved'), Type.Literal('closed')], {
-      description: `open, acknowledged, in_progress, resolved or closed. A new task is open (a create may only say open). ${STATUS_GRAPH}`,
-    }),
+    WithDefault(
+      Type.Union([Type.Literal('open'), Type.Literal('acknowledged'), Type.Literal('in_progress'), Type.Literal('resolved'), Type.Literal('closed')], {
+        description: `open, acknowledged, in_progress, resolved or closed. A new task is open (a create may only say open). ${STATUS_GRAPH}`,
+      }),
+      'open',
+    ),
   ),
   priority: Type.Union([Type.Literal('low'), Type.Literal('medium'), Type.Literal('high'), Type.Literal('critical')], { description: 'From low to critical.' }),
   deadline: DateTime({ description: 'When the task is due. Once it has passed while the task is not resolved or closed, slaBreached becomes true for good.' }),
   assigneeId: Type.Optional(Type.String({ format: 'uuid', description: 'A user of the tenant; set by POST .../{id}/assign.' })),
-  slaBreached: Type.Boolean({
-    description: 'True once the deadline passed before the task was resolved or closed. Set by the service only (hooks, check-sla, the SLA sweep); never cleared, also not by moving the deadline later.',
-  }),
+  slaBreached: WithDefault(
+    Type.Boolean({
+      description: 'True once the deadline passed before the task was resolved or closed. Set by the service only (hooks, check-sla, the SLA sweep); never cleared, also not by moving the deadline later.',
+    }),
+    false,
+  ),
   resolvedAt: Type.Optional(DateTime({ description: 'Set by POST .../{id}/resolve.' })),
   resolution: Type.Optional(Type.String({ maxLength: 10000, description: 'Set by POST .../{id}/resolve.' })),
 };

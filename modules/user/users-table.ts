@@ -1,20 +1,14 @@
-import type { Generated } from 'kysely';
+import type { Static } from 'typebox';
+import type { EntityTable } from '../../framework/db/entity-table.ts';
+import type { UserFields } from './user.fields.ts';
 
-export type UserStatus = 'invited' | 'active' | 'deactivated';
+export type UserStatus = Static<UserFields['status']>;
 
-/** The users table (migrations/user), for typed queries outside the generic operations. */
-export interface UsersTable {
-  id: Generated<string>;
-  tenant_id: Generated<string>;
-  email: string;
-  display_name: Generated<string>;
-  status: Generated<UserStatus>;
-  roles: Generated<string[]>;
-  password_hash: string | null;
-  created_at: Generated<Date>;
-  updated_at: Generated<Date>;
-  deleted_at: Date | null;
-}
+/**
+ * The users table (migrations/user), for typed queries outside the generic operations: derived
+ * from the fields, plus the password hash, a column (storage.columns) that is no field.
+ */
+export type UsersTable = EntityTable<UserFields> & { password_hash: string | null };
 
 declare module '../../framework/db/types.ts' {
   interface Database {

@@ -7,6 +7,7 @@ import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { defineCommand, defineEntity, defineModule, defineRoute, entity, type CommandDefinition, type JobDefinition } from '../../framework/entity/define.ts';
 import { DateTime } from '../../framework/entity/date-time.ts';
+import { WithDefault } from '../../framework/entity/storage.ts';
 import { streamFrom, streamResponses } from '../../framework/http/stream.ts';
 import { notFound, problem } from '../../framework/errors.ts';
 
@@ -23,13 +24,15 @@ export const widget = defineEntity({
     size: Type.Integer({ minimum: 0, maximum: 1000 }),
     note: Type.Optional(Type.String({ maxLength: 500 })),
     color: Type.String({ minLength: 1, maxLength: 30 }),
-    approved: Type.Boolean(),
+    approved: WithDefault(Type.Boolean(), false),
     approvedAt: Type.Optional(DateTime()),
   },
   immutable: ['color'],
   commandOwned: { approved: 'approve', approvedAt: 'approve' },
   permissions: { read: 'widget:read', write: 'widget:write' },
   sortable: ['name', 'size'],
+  // The tally job's insert names this unique key: on conflict (tenant_id, name) where deleted_at is null.
+  storage: { unique: ['name'] },
   commands: {
     approve: {
       summary: 'Approve a widget',
@@ -62,6 +65,7 @@ export const gadget = defineEntity({
   },
   permissions: { read: 'widget:read', write: 'widget:operate' },
   sortable: ['code', 'price'],
+  storage: { unique: ['code'] },
   hooks: {
     async beforeDelete(ctx, { row }) {
       const { rows } = await sql<{ used: boolean }>`select testkit_gadget_in_use(${row.id}) as used`.execute(ctx.db);
@@ -73,7 +77,7 @@ export const gadget = defineEntity({
 const settingFields = {
   theme: Type.String({ minLength: 1, maxLength: 30 }),
   gadgetId: Type.Optional(Type.String({ format: 'uuid' })),
-  activations: Type.Integer({ minimum: 0 }),
+  activations: WithDefault(Type.Integer({ minimum: 0 }), 0),
   activatedAt: Type.Optional(DateTime()),
 };
 
@@ -120,8 +124,8 @@ export const memo = defineEntity({
   fields: {
     ownerId: Type.String({ format: 'uuid' }),
     text: Type.String({ minLength: 1, maxLength: 2000 }),
-    pinned: Type.Boolean(),
-    long: Type.Boolean({ description: 'Longer than 100 characters; kept by the service.' }),
+    pinned: WithDefault(Type.Boolean(), false),
+    long: WithDefault(Type.Boolean({ description: 'Longer than 100 characters; kept by the service.' }), false),
   },
   immutable: ['ownerId'],
   commandOwned: { pinned: 'pin' },
@@ -156,7 +160,7 @@ const articleFields = {
   slug: Type.String({ pattern: '^[a-z0-9]+(?:-[a-z0-9]+)*$', minLength: 1, maxLength: 80, description: 'Lower-case words joined by hyphens; unique in the tenant.' }),
   title: Type.String({ minLength: 1, maxLength: 200 }),
   body: Type.String({ maxLength: 10_000 }),
-  status: Type.Union([Type.Literal('draft'), Type.Literal('published')], { description: 'Set by the publish command.' }),
+  status: WithDefault(Type.Union([Type.Literal('draft'), Type.Literal('published')], { description: 'Set by the publish command.' }), 'draft'),
   publishedAt: Type.Optional(DateTime({ description: 'Set by the publish command.' })),
 };
 
@@ -177,6 +181,7 @@ export const article = defineEntity({
   commandOwned: { status: 'publish', publishedAt: 'publish' },
   permissions: { read: 'article:read', write: 'article:write' },
   sortable: ['slug'],
+  storage: { unique: ['slug'] },
   commands: {
     publish: defineCommand(articleFields)({
       summary: 'Publish an article',

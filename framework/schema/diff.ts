@@ -1,0 +1,185 @@
+import type { ActualCheck, ActualIndex, ActualTable, ColumnSpec, IndexSpec, TableSpec } from './model.ts';
+
+/** Created by migrations/framework/0005 (`call watch_public_read(<table>)`). */
+export const PUBLIC_READ_TRIGGER_FUNCTION = 'tenantry_public_read_changed';
+
+type Values = readonly (string | number)[];
+
+interface Base {
+  entity: string;
+  table: string;
+  /** Why the change may lose data or fail on existing rows: written only with --allow-destructive. */
+  destructive?: string;
+}
+
+export type Change = Base &
+  (
+    | { kind: 'create-table'; spec: TableSpec }
+    | { kind: 'add-column'; column: ColumnSpec }
+    | { kind: 'drop-column'; column: string }
+    | { kind: 'alter-type'; column: ColumnSpec; from: string }
+    | { kind: 'set-not-null'; column: string }
+    | { kind: 'drop-not-null'; column: string }
+    | { kind: 'set-default'; column: ColumnSpec }
+    | { kind: 'drop-default'; column: string }
+    | { kind: 'replace-check'; column: ColumnSpec; constraint: string | undefined; added: Values; removed: Values }
+    | { kind: 'drop-check'; column: string; constraint: string }
+    | { kind: 'add-foreign-key'; column: string; references: string }
+    | { kind: 'make-tenant-table' }
+    | { kind: 'add-index'; index: IndexSpec }
+    | { kind: 'watch-public-read' }
+    | { kind: 'not-generated'; reason: string }
+  );
+
+// Type changes that keep every value and need no cast a reader must check.
+const WIDENINGS: Readonly<Record<string, readonly string[]>> = {
+  int2: ['int4', 'int8', 'numeric', 'float8'],
+  int4: ['int8', 'numeric', 'float8'],
+  int8: ['numeric'],
+  float4: ['float8'],
+  varchar: ['text'],
+  bpchar: ['text'],
+};
+
+/** The values of a CHECK admitting one column's listed values (`status in ('a', 'b')` as the catalog prints it). */
+export function checkValues(check: ActualCheck): Values | undefined {
+  if (check.columns.length !== 1) return undefined;
+  const column = check.columns[0]!;
+  const body = /^CHECK \((.*)\)$/s.exec(check.definition)?.[1]?.trim();
+  if (!body) return undefined;
+  const strip = (text: string) => text.replace(/^\((.*)\)$/s, '$1');
+  const any = new RegExp(`^"?${column}"? = ANY \\(ARRAY\\[(.*)\\]\\)$`, 's').exec(strip(body));
+  const one = new RegExp(`^"?${column}"? = (.*)$`, 's').exec(strip(body));
+  const list = any?.[1] ?? one?.[1];
+  if (list === undefined) return undefined;
+  const values: (string | number)[] = [];
+  const item = /\s*(?:'((?:[^']|'')*)'(?:::[a-z ]+)?|\(?(-?\d+(?:\.\d+)?)\)?(?:::[a-z ]+)?)\s*(,|$)/gy;
+  let rest = list.length;
+  for (const match of list.matchAll(item)) {
+    values.push(match[1] !== undefined ? match[1].replaceAll("''", "'") : Number(match[2]));
+    rest -= match[0].length;
+  }
+  return rest === 0 && values.length > 0 ? values : undefined;
+}
+
+const normalise = (text: string) => text.toLowerCase().replace(/[()"\s]/g, '');
+
+function sameIndex(wanted: IndexSpec, found: ActualIndex): boolean {
+  if (wanted.unique && !found.unique) return false;
+  if (found.keys.length !== wanted.keys.length || found.keys.some((k, i) => normalise(k) !== normalise(wanted.keys[i]!))) return false;
+  return normalise(found.where ?? '') === normalise(wanted.where ?? '');
+}
+
+/**
+ * Values PostgreSQL handed back (a bigint or numeric as a string, a timestamptz as a Date, a jsonb
+ * object with its keys reordered) compared with a definition's.
+ */
+export function sameValue(wanted: unknown, found: unknown): boolean {
+  if (found instanceof Date) return (typeof wanted === 'string' || wanted instanceof Date) && new Date(wanted).getTime() === found.getTime();
+  if (Array.isArray(wanted)) return Array.isArray(found) && wanted.length === found.length && wanted.every((w, i) => sameValue(w, found[i]));
+  if (typeof wanted === 'number') return (typeof found === 'number' || typeof found === 'string') && Number(found) === wanted;
+  if (typeof wanted === 'object' && wanted !== null) {
+    if (typeof found !== 'object' || found === null || Array.isArray(found)) return false;
+    const keys = Object.keys(wanted);
+    return keys.length === Object.keys(found).length && keys.every((k) => k in found && sameValue((wanted as Record<string, unknown>)[k], (found as Record<string, unknown>)[k]));
+  }
+  return wanted === found;
+}
+
+function freeName(name: string, taken: Set<string>): string {
+  let candidate = name;
+  for (let n = 2; taken.has(candidate); n++) candidate = `${name}_${n}`;
+  taken.add(candidate);
+  return candidate;
+}
+
+function columnChanges(spec: TableSpec, column: ColumnSpec, table: ActualTable): Change[] {
+  const at = { entity: spec.entity, table: spec.table };
+  const found = table.columns.get(column.name)!;
+  const changes: Change[] = [];
+  if (column.accepted && !column.accepted.has(found.type)) {
+    const widening = WIDENINGS[found.type]?.includes(column.type.catalog) === true;
+    changes.push({ ...at, kind: 'alter-type', column, from: found.type, ...(widening ? {} : { destructive: `a ${found.type} value may not convert to ${column.type.sql}` }) });
+  }
+  if (column.notNull && !found.notNull) {
+    changes.push({ ...at, kind: 'set-not-null', column: column.name, destructive: 'fails while a row holds null' });
+  } else if (!column.notNull && found.notNull && found.defaultExpr === null) {
+    changes.push({ ...at, kind: 'drop-not-null', column: column.name });
+  }
+  if (column.default) {
+    if (!found.defaultValue || !sameValue(column.default.value, found.defaultValue.value)) changes.push({ ...at, kind: 'set-default', column });
+  } else if (found.defaultValue) {
+    changes.push({ ...at, kind: 'drop-default', column: column.name, destructive: 'a create leaving the field out then stores null, or fails on not null' });
+  }
+  const checks = table.checks.map((check) => ({ check, values: checkValues(check) })).filter((c) => c.values && c.check.columns[0] === column.name);
+  const current = checks[0];
+  if (column.enumValues) {
+    const had = current?.values ?? [];
+    const added = column.enumValues.filter((v) => !had.includes(v));
+    const removed = had.filter((v) => !column.enumValues!.includes(v));
+    if (!current || added.length > 0 || removed.length > 0) {
+      const narrows = !current ? 'a row holding another value makes it fail' : removed.length > 0 ? `a row still holding ${removed.join(', ')} makes it fail` : undefined;
+      changes.push({ ...at, kind: 'replace-check', column, constraint: current?.check.name, added, removed, ...(narrows ? { destructive: narrows } : {}) });
+    }
+  } else if (current) {
+    changes.push({ ...at, kind: 'drop-check', column: column.name, constraint: current.check.name });
+  }
+  if (column.references && !table.foreignKeys.some((fk) => fk.columns.length === 1 && fk.columns[0] === column.name && fk.table === column.references)) {
+    changes.push({ ...at, kind: 'add-foreign-key', column: column.name, references: column.references });
+  }
+  return changes;
+}
+
+/**
+ * What it takes to bring the tables to what the definitions call for, in a stable order: per
+ * entity (in the module's order), new columns, then changes to existing ones, dropped columns,
+ * row-level security, indexes and the public read's trigger. Never drops an index or a check it
+ * does not manage, nor a column the storage declares; a change of scope is left to a person.
+ */
+export function diffTables(specs: readonly TableSpec[], actual: ReadonlyMap<string, ActualTable>, relationNames: ReadonlySet<string>): Change[] {
+  const taken = new Set(relationNames);
+  const changes: Change[] = [];
+  for (const spec of specs) {
+    const at = { entity: spec.entity, table: spec.table };
+    const table = actual.get(spec.table);
+    if (!table) {
+      taken.add(spec.table);
+      const indexes = spec.indexes.map((index) => ({ ...index, name: freeName(index.name, taken) }));
+      changes.push({ ...at, kind: 'create-table', spec: { ...spec, indexes } });
+      continue;
+    }
+    const hasTenant = table.columns.has('tenant_id');
+    if (spec.tenantScoped !== hasTenant) {
+      changes.push({
+        ...at,
+        kind: 'not-generated',
+        reason: spec.tenantScoped
+          ? `the entity is tenant-owned but table ${spec.table} has no tenant_id: which tenant owns each existing row is a person's decision`
+          : `the entity is global but table ${spec.table} has a tenant_id: merging the tenants' rows is a person's decision`,
+      });
+    }
+    const added: Change[] = [];
+    const altered: Change[] = [];
+    for (const column of spec.columns) {
+      if (!table.columns.has(column.name)) {
+        if (column.name === 'tenant_id') continue;
+        added.push({ ...at, kind: 'add-column', column });
+      } else if (column.field) {
+        altered.push(...columnChanges(spec, column, table));
+      }
+    }
+    const wanted = new Set(spec.columns.map((c) => c.name));
+    const dropped: Change[] = [...table.columns.keys()]
+      .filter((name) => !wanted.has(name) && !(name === 'tenant_id' && !spec.tenantScoped))
+      .map((name) => ({ ...at, kind: 'drop-column', column: name, destructive: `the column's values are lost` }));
+    changes.push(...added, ...altered, ...dropped);
+    if (spec.tenantScoped && hasTenant && !table.rowSecurity && table.policies === 0) changes.push({ ...at, kind: 'make-tenant-table' });
+    for (const index of spec.indexes) {
+      if (!table.indexes.some((found) => sameIndex(index, found))) {
+        changes.push({ ...at, kind: 'add-index', index: { ...index, name: freeName(index.name, taken) } });
+      }
+    }
+    if (spec.publicRead && !table.triggerFunctions.includes(PUBLIC_READ_TRIGGER_FUNCTION)) changes.push({ ...at, kind: 'watch-public-read' });
+  }
+  return changes;
+}

@@ -1,0 +1,11 @@
+import type { EntityTable } from '../../framework/db/entity-table.ts';
+import type { ContentFields } from './content.fields.ts';
+
+/** The contents table (migrations/content), for typed queries outside the generic operations: derived from the fields. */
+export type ContentsTable = EntityTable<ContentFields>;
+
+declare module '../../framework/db/types.ts' {
+  interface Database {
+    contents: ContentsTable;
+  }
+}

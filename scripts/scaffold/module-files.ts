@@ -1,0 +1,195 @@
+import { entityNames, titleCase } from '../../framework/entity/names.ts';
+
+/** The names a scaffolded module is written with. */
+export interface ScaffoldNames {
+  module: string;
+  entity: string;
+  /** The module's export, e.g. `inventoryModule`. */
+  moduleExport: string;
+  /** The entity's export, e.g. `item`; its fields' export `itemFields`. */
+  entityExport: string;
+  fieldsExport: string;
+  /** The table type's name, e.g. `ItemsTable`. */
+  tableType: string;
+  table: string;
+  plural: string;
+  path: string;
+  adminPath: string;
+  label: string;
+}
+
+const NAME = /^[a-z][a-z0-9]{1,39}$/;
+const RESERVED = new Set(['framework', 'admin', 'api', 'testkit', 'health', 'ready']);
+
+const pascal = (s: string) => s.replace(/^./, (c) => c.toUpperCase());
+
+export function scaffoldNames(module: string, entity: string): ScaffoldNames {
+  for (const [what, name] of [['module', module], ['entity', entity]] as const) {
+    if (!NAME.test(name)) throw new Error(`the ${what} name must be 2 to 40 lower-case letters and digits, starting with a letter (got ${JSON.stringify(name)})`);
+  }
+  if (RESERVED.has(module)) throw new Error(`${module} is reserved: choose another module name`);
+  const names = entityNames({ module, name: entity });
+  return {
+    module,
+    entity,
+    moduleExport: `${module}Module`,
+    entityExport: entity,
+    fieldsExport: `${entity}Fields`,
+    tableType: `${pascal(names.plural)}Table`,
+    table: names.table,
+    plural: names.plural,
+    path: names.path,
+    adminPath: names.adminPath,
+    label: names.label,
+  };
+}
+
+/** The module's files, path (from the repository root) → text: the module, its entity, its table type and a test. */
+export function scaffoldFiles(n: ScaffoldNames): Record<string, string> {
+  const dir = `modules/${n.module}`;
+  const lower = n.label.toLowerCase();
+  const lowerPlural = titleCase(n.plural).toLowerCase();
+  return {
+    [`${dir}/index.ts`]: `import { defineModule, entity } from '../../framework/entity/define.ts';
+import { ${n.entityExport} } from './${n.entity}.entity.ts';
+import './${n.plural}-table.ts';
+
+/** ${titleCase(n.module)}: ${lowerPlural}. Scaffolded by \`npm run new:module\`: say here what the module is for. */
+export const ${n.moduleExport} = defineModule({
+  name: '${n.module}',
+  description: '${titleCase(n.plural)} with a name, a quantity and an archive command.',
+  permissions: [
+    { name: '${n.module}:read', description: 'Read ${lowerPlural}' },
+    { name: '${n.module}:write', description: 'Create, change, archive and delete ${lowerPlural}' },
+  ],
+  events: ['${n.module}.${n.entity}.archived'],
+  entities: [entity(${n.entityExport})],
+});
+`,
+    [`${dir}/${n.entity}.fields.ts`]: `import Type from 'typebox';
+import { DateTime } from '../../framework/entity/date-time.ts';
+import { WithDefault } from '../../framework/entity/storage.ts';
+
+/** The fields of a ${lower}: the request, response and OpenAPI schemas, the columns and the query types. */
+export const ${n.fieldsExport} = {
+  name: Type.String({ minLength: 1, maxLength: 100, description: 'What the ${lower} is called; unique in the tenant.' }),
+  quantity: Type.Integer({ minimum: 0, maximum: 1000000, description: 'How many there are.' }),
+  notes: Type.Optional(Type.String({ maxLength: 2000, description: 'Free text.' })),
+  dueAt: Type.Optional(DateTime({ description: 'When it is due, if ever.' })),
+  status: WithDefault(
+    Type.Union([Type.Literal('active'), Type.Literal('archived')], { description: 'active, or archived by POST .../{id}/archive.' }),
+    'active',
+  ),
+};
+
+export type ${pascal(n.entity)}Fields = typeof ${n.fieldsExport};
+`,
+    [`${dir}/${n.entity}.entity.ts`]: `import { defineCommand, defineEntity } from '../../framework/entity/define.ts';
+import { ${n.fieldsExport} } from './${n.entity}.fields.ts';
+
+/**
+ * A ${lower}: served at ${n.path} (list, create, read, PATCH, DELETE and POST .../{id}/archive), in
+ * the OpenAPI document, the catalog and the admin shell (${n.adminPath}). Change the fields here,
+ * then run \`npm run migration:new -- ${n.module} <change>\` and read the migration it writes.
+ */
+export const ${n.entityExport} = defineEntity({
+  module: '${n.module}',
+  name: '${n.entity}',
+  description: '${titleCase(n.plural)} of a tenant, each with a name unique in the tenant.',
+  fields: ${n.fieldsExport},
+  commandOwned: { status: 'archive' },
+  permissions: { read: '${n.module}:read', write: '${n.module}:write' },
+  sortable: ['name', 'quantity', 'dueAt'],
+  storage: { unique: ['name'] },
+  commands: {
+    archive: defineCommand(${n.fieldsExport})({
+      summary: 'Archive a ${lower}',
+      publishes: ['${n.module}.${n.entity}.archived'],
+      async run(ctx, row) {
+        if (row.status === 'archived') return;
+        ctx.publish('${n.module}.${n.entity}.archived', { id: row.id });
+        return { status: 'archived' };
+      },
+    }),
+  },
+  admin: { title: 'name', columns: ['name', 'quantity', 'status', 'dueAt'] },
+});
+`,
+    [`${dir}/${n.plural}-table.ts`]: `import type { EntityTable } from '../../framework/db/entity-table.ts';
+import type { ${pascal(n.entity)}Fields } from './${n.entity}.fields.ts';
+
+/** The ${n.table} table, for typed queries outside the generic operations: derived from the fields. */
+export type ${n.tableType} = EntityTable<${pascal(n.entity)}Fields>;
+
+declare module '../../framework/db/types.ts' {
+  interface Database {
+    ${n.table}: ${n.tableType};
+  }
+}
+`,
+    [`test/modules/${n.module}/${n.entity}.test.ts`]: `import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { createCustomer, signInAs, startTestApp, type TestApp } from '../../helpers/app.ts';
+import { allModules } from '../../../modules/index.ts';
+import { ${n.moduleExport} } from '../../../modules/${n.module}/index.ts';
+
+// Served whether or not it is registered in modules/index.ts yet. The conformance suite
+// (test/conformance/entities.test.ts) holds the entity to the common contract once it is; test
+// here only what is particular to it.
+const modules = allModules.includes(${n.moduleExport}) ? allModules : [...allModules, ${n.moduleExport}];
+const HOST = '${n.module}-test.localhost';
+
+let app: TestApp;
+let cookie: string;
+const http = () => app.http(HOST);
+
+beforeAll(async () => {
+  app = await startTestApp({ modules });
+  const tenant = await createCustomer(app, '${n.module}-test', HOST);
+  ({ cookie } = await signInAs(app, tenant, ['${n.module}:read', '${n.module}:write']));
+});
+afterAll(async () => {
+  await app?.close();
+});
+
+describe('${n.module}.${n.entity}', () => {
+  it('is created active, listed by name and archived by its command', async () => {
+    const created = await http().post('${n.path}').set('Cookie', cookie).send({ name: 'Second', quantity: 2 });
+    expect(created.status, JSON.stringify(created.body)).toBe(201);
+    expect(created.body).toMatchObject({ name: 'Second', quantity: 2, status: 'active', notes: null, dueAt: null });
+    await http().post('${n.path}').set('Cookie', cookie).send({ name: 'First', quantity: 1, dueAt: '2030-01-31T12:00:00.000Z' }).expect(201);
+
+    const list = await http().get('${n.path}?sort=name').set('Cookie', cookie).expect(200);
+    expect(list.body.items.map((row: { name: string }) => row.name)).toEqual(['First', 'Second']);
+
+    const archived = await http().post(\`${n.path}/\${created.body.id}/archive\`).set('Cookie', cookie);
+    expect(archived.status, JSON.stringify(archived.body)).toBe(200);
+    expect(archived.body.status).toBe('archived');
+  });
+
+  it('refuses a second ${lower} of the same name', async () => {
+    await http().post('${n.path}').set('Cookie', cookie).send({ name: 'Twin', quantity: 1 }).expect(201);
+    const again = await http().post('${n.path}').set('Cookie', cookie).send({ name: 'Twin', quantity: 2 });
+    expect(again.status, JSON.stringify(again.body)).toBe(409);
+  });
+
+  it('is in the OpenAPI document, the catalog and the admin shell', async () => {
+    const openapi = await http().get('/api/v1/openapi.json').expect(200);
+    const operations = Object.values(openapi.body.paths as Record<string, Record<string, { operationId: string }>>).flatMap((p) => Object.values(p).map((o) => o.operationId));
+    expect(operations).toEqual(expect.arrayContaining(['${n.module}-${n.entity}-list', '${n.module}-${n.entity}-create', '${n.module}-${n.entity}-archive']));
+
+    const catalog = await http().get('/api/v1/admin/resources').set('Cookie', cookie).expect(200);
+    expect(JSON.stringify(catalog.body)).toContain('${n.path}');
+
+    const page = await http().get('${n.adminPath}').set('Cookie', cookie);
+    expect(page.status).toBe(200);
+    expect(page.text).toContain('${titleCase(n.plural)}');
+  });
+});
+`,
+  };
+}
+
+/** What registering the module takes: one entry in modules/index.ts, with its import. */
+export function registration(n: ScaffoldNames): { importLine: string; entry: string } {
+  return { importLine: `import { ${n.moduleExport} } from './${n.module}/index.ts';`, entry: n.moduleExport };
+}
