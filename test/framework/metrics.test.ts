@@ -104,6 +104,20 @@ describe('HTTP series', () => {
     expect(sampleValue(after, 'tenantry_http_request_duration_seconds_count', unrouted)).toBe((sampleValue(before, 'tenantry_http_request_duration_seconds_count', unrouted) ?? 0) + 1);
   });
 
+  it('a public read\'s 304, answered by the front door before fastify, counts under its operation', async () => {
+    const { cookie } = await signInAs(app, tenant, ['article:read', 'article:write']);
+    const created = await app.http(HOST).post('/api/v1/testkit/articles').set('Cookie', cookie).send({ slug: 'counted-page', title: 'Counted', body: 'Body' });
+    expect((await app.http(HOST).post(`/api/v1/testkit/articles/${created.body.id}/publish`).set('Cookie', cookie).send({})).status).toBe(200);
+    const etag = (await app.http(HOST).get('/api/v1/testkit/public/counted-page')).headers.etag!;
+    const count = (samples: Sample[]) =>
+      new Map(samples.filter((s) => s.name === 'tenantry_http_request_duration_seconds_count' && s.labels.status_class === '3xx').map((s) => [s.labels.operation!, s.value]));
+    const before = count(await metrics());
+    expect((await app.http(HOST).get('/api/v1/testkit/public/counted-page').set('If-None-Match', etag)).status).toBe(304);
+    const after = count(await metrics());
+    const moved = [...after].filter(([operation, n]) => n !== (before.get(operation) ?? 0));
+    expect(moved).toEqual([[expect.stringMatching(/^testkit-article-/), (before.get(moved[0]?.[0] ?? '') ?? 0) + 1]]);
+  });
+
   it('admin pages count under their page kind, not their path', async () => {
     const widget = await createWidget();
     const page = await app.http(HOST).get(`/admin/testkit/widgets/${widget.body.id}`).set('Cookie', user.cookie);
