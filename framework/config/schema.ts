@@ -22,7 +22,7 @@ export const ConfigSchema = Type.Object(
           { default: 'info' },
         ),
         /** json: one JSON object per line; pretty: pino-pretty's coloured lines. Empty: pretty on a terminal, JSON otherwise. */
-        log_format: Type.Union(['', 'json', 'pretty'].map((f) => Type.Literal(f)), { default: '' }),
+        log_format: Type.Union([Type.Literal(''), Type.Literal('json'), Type.Literal('pretty')], { default: '' }),
       },
       { additionalProperties: false, default: {} },
     ),

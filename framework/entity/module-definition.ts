@@ -37,6 +37,8 @@ export interface DeliveredEvent {
   actorId: string | null;
   occurredAt: string;
   payload: Record<string, unknown>;
+  /** The X-Request-Id of the request that caused the event (null for a job's or a tool's). */
+  requestId?: string | null;
 }
 
 export interface JobDefinition {
