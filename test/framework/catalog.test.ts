@@ -1,6 +1,7 @@
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { beforeAll, describe, expect, it } from 'vitest';
 import Type from 'typebox';
-import { startTestApp, createCustomer, signInAs, type TestApp } from '../helpers/app.ts';
+import { createCustomer, signInAs } from '../helpers/app.ts';
+import { useTestApp } from '../helpers/use-test-app.ts';
 import { testkitModule } from '../helpers/testkit-module.ts';
 import { allModules } from '../../modules/index.ts';
 import { defineEntity, defineModule, entity } from '../../framework/entity/define.ts';
@@ -18,7 +19,6 @@ const ledgerModule = defineModule({ name: 'ledgerprobe', entities: [entity(ledge
 
 const CATALOG = '/api/v1/admin/resources';
 const HOST = 'catalog.localhost';
-let app: TestApp;
 let customer: TenantRef;
 
 interface Entry {
@@ -37,25 +37,22 @@ interface Entry {
 
 const TESTKIT = ['testkit.widget', 'testkit.gadget', 'testkit.setting', 'testkit.memo'];
 
+const t = useTestApp({ modules: [...allModules, testkitModule, ledgerModule] });
 beforeAll(async () => {
-  app = await startTestApp({ modules: [...allModules, testkitModule, ledgerModule] });
-  customer = await createCustomer(app, 'catalog', HOST);
-});
-afterAll(async () => {
-  await app?.close();
+  customer = await createCustomer(t.app, 'catalog', HOST);
 });
 
 async function catalog(host: string, permissions: string[]): Promise<Entry[]> {
-  const tenant = host === HOST ? customer : app.operator;
-  const user = await signInAs(app, tenant, permissions);
-  const res = await app.http(host).get(CATALOG).set('Cookie', user.cookie);
+  const tenant = host === HOST ? customer : t.app.operator;
+  const user = await signInAs(t.app, tenant, permissions);
+  const res = await t.app.http(host).get(CATALOG).set('Cookie', user.cookie);
   expect(res.status).toBe(200);
   return res.body.resources;
 }
 
 describe('GET /api/v1/admin/resources', () => {
   it('needs a session', async () => {
-    const res = await app.http(HOST).get(CATALOG);
+    const res = await t.app.http(HOST).get(CATALOG);
     expect(res.status).toBe(401);
     expect(res.body.code).toBe('AUTH_REQUIRED');
   });
@@ -126,10 +123,10 @@ describe('GET /api/v1/admin/resources', () => {
   });
 
   it('follows the stored roles on every request', async () => {
-    const user = await signInAs(app, customer, []);
-    const keys = async () => (await app.http(HOST).get(CATALOG).set('Cookie', user.cookie)).body.resources.map((r: Entry) => r.key);
+    const user = await signInAs(t.app, customer, []);
+    const keys = async () => (await t.app.http(HOST).get(CATALOG).set('Cookie', user.cookie)).body.resources.map((r: Entry) => r.key);
     expect(await keys()).toEqual([]);
-    await app.services.db.pool.query(`update roles set permissions = '{widget:read}' where tenant_id = $1 and name = (select roles[1] from users where id = $2)`, [customer.id, user.userId]);
+    await t.app.services.db.pool.query(`update roles set permissions = '{widget:read}' where tenant_id = $1 and name = (select roles[1] from users where id = $2)`, [customer.id, user.userId]);
     expect(await keys()).toEqual(TESTKIT);
   });
 });
@@ -137,12 +134,12 @@ describe('GET /api/v1/admin/resources', () => {
 describe('catalog, OpenAPI and registered routes agree', () => {
   it('for every entity: each catalog operation id is in OpenAPI at the route the server registered', async () => {
     const entries = await catalog('operator.localhost', ['*']);
-    const doc = (await app.http().get('/api/v1/openapi.json')).body as { paths: Record<string, Record<string, { operationId: string }>> };
+    const doc = (await t.app.http().get('/api/v1/openapi.json')).body as { paths: Record<string, Record<string, { operationId: string }>> };
     const openApi = new Map<string, string>();
     for (const [path, methods] of Object.entries(doc.paths)) {
       for (const [method, op] of Object.entries(methods)) openApi.set(op.operationId, `${method.toUpperCase()} ${path}`);
     }
-    const registry = app.services.registry;
+    const registry = t.app.services.registry;
     expect(entries.map((e) => e.key).sort()).toEqual(registry.entities.map((e) => e.names.key).sort());
 
     for (const entry of entries) {
@@ -164,7 +161,7 @@ describe('catalog, OpenAPI and registered routes agree', () => {
         expect(id).toBe(`${resolved.module}-${resolved.name}-${verb}`);
         expect(openApi.get(id), id).toBe(endpoint);
         const [method, path] = endpoint.split(' ') as [string, string];
-        expect(app.web!.hasRoute({ method: method as 'GET', url: path.replace('{id}', ':id') }), endpoint).toBe(true);
+        expect(t.app.web!.hasRoute({ method: method as 'GET', url: path.replace('{id}', ':id') }), endpoint).toBe(true);
       }
       for (const [field, route] of Object.entries(entry.commandOwned)) {
         expect(Object.values(expected), `${entry.key}.${field}`).toContain(route);

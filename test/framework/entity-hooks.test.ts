@@ -1,7 +1,8 @@
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { beforeAll, describe, expect, it } from 'vitest';
 import Type from 'typebox';
 import { CompiledQuery } from 'kysely';
-import { startTestApp, createCustomer, signInAs, type TestApp } from '../helpers/app.ts';
+import { createCustomer, signInAs } from '../helpers/app.ts';
+import { useTestApp } from '../helpers/use-test-app.ts';
 import { testkitModule } from '../helpers/testkit-module.ts';
 import { allModules } from '../../modules/index.ts';
 import { defineEntity, defineModule, entity } from '../../framework/entity/define.ts';
@@ -46,42 +47,38 @@ const hookProbe = defineModule({ name: 'hookprobe', events: ['hookprobe.sprocket
 
 const HOST = 'hooks.localhost';
 const BASE = '/api/v1/hookprobe/sprockets';
-let app: TestApp;
 let cookie: string;
 
+const t = useTestApp({ modules: [...allModules, testkitModule, hookProbe] });
 beforeAll(async () => {
-  app = await startTestApp({ modules: [...allModules, testkitModule, hookProbe] });
-  const tenant = await createCustomer(app, 'hooks', HOST);
-  cookie = (await signInAs(app, tenant, ['widget:read', 'widget:write'])).cookie;
-});
-afterAll(async () => {
-  await app?.close();
+  const tenant = await createCustomer(t.app, 'hooks', HOST);
+  cookie = (await signInAs(t.app, tenant, ['widget:read', 'widget:write'])).cookie;
 });
 
 async function eventsOf(id: string): Promise<string[]> {
-  const { rows } = await app.services.db.pool.query(`select name, xmin::text as x from outbox where payload->>'id' = $1 order by id`, [id]);
+  const { rows } = await t.app.services.db.pool.query(`select name, xmin::text as x from outbox where payload->>'id' = $1 order by id`, [id]);
   return rows.map((r) => r.name);
 }
 
 describe('entity hooks and event names', () => {
   it('run before and after the write, in the request\'s transaction, and may set command-owned fields', async () => {
     calls.length = 0;
-    const res = await app.http(HOST).post(BASE).set('Cookie', cookie).send({ name: 'small', size: 3, color: 'red' });
+    const res = await t.app.http(HOST).post(BASE).set('Cookie', cookie).send({ name: 'small', size: 3, color: 'red' });
     expect(res.status).toBe(201);
     expect(res.body).toMatchObject({ note: 'made as small', approved: true });
     expect(calls.map((c) => `${c.hook}:${c.op}`)).toEqual(['before:create', 'after:create']);
     expect(calls[0]!.xact).toBe(calls[1]!.xact);
-    const { rows } = await app.services.db.pool.query(`select xmin::text as x from outbox where payload->>'id' = $1`, [res.body.id]);
+    const { rows } = await t.app.services.db.pool.query(`select xmin::text as x from outbox where payload->>'id' = $1`, [res.body.id]);
     expect(rows.map((r) => r.x)).toEqual([calls[0]!.xact]);
   });
 
   it('publish the overridden and the hook\'s declared events', async () => {
-    const big = await app.http(HOST).post(BASE).set('Cookie', cookie).send({ name: 'big', size: 500, color: 'red' });
+    const big = await t.app.http(HOST).post(BASE).set('Cookie', cookie).send({ name: 'big', size: 500, color: 'red' });
     expect(big.body.approved).toBe(false);
     expect(await eventsOf(big.body.id)).toEqual(['hookprobe.sprocket_made', 'hookprobe.sprocket.big']);
     calls.length = 0;
-    await app.http(HOST).patch(`${BASE}/${big.body.id}`).set('Cookie', cookie).send({ size: 7 });
-    await app.http(HOST).delete(`${BASE}/${big.body.id}`).set('Cookie', cookie);
+    await t.app.http(HOST).patch(`${BASE}/${big.body.id}`).set('Cookie', cookie).send({ size: 7 });
+    await t.app.http(HOST).delete(`${BASE}/${big.body.id}`).set('Cookie', cookie);
     expect(calls.map((c) => `${c.hook}:${c.op}`)).toEqual(['before:update', 'after:update', 'after:delete']);
     expect(await eventsOf(big.body.id)).toEqual([
       'hookprobe.sprocket_made',
@@ -92,9 +89,9 @@ describe('entity hooks and event names', () => {
   });
 
   it('run after a command\'s write too', async () => {
-    const made = await app.http(HOST).post(BASE).set('Cookie', cookie).send({ name: 'cmd', size: 50, color: 'red' });
+    const made = await t.app.http(HOST).post(BASE).set('Cookie', cookie).send({ name: 'cmd', size: 50, color: 'red' });
     calls.length = 0;
-    const res = await app.http(HOST).post(`${BASE}/${made.body.id}/approve`).set('Cookie', cookie);
+    const res = await t.app.http(HOST).post(`${BASE}/${made.body.id}/approve`).set('Cookie', cookie);
     expect(res.status).toBe(200);
     expect(res.body.approved).toBe(true);
     expect(calls.map((c) => `${c.hook}:${c.op}`)).toEqual(['after:command']);

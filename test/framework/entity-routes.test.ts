@@ -1,23 +1,20 @@
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { beforeAll, describe, expect, it } from 'vitest';
 import { randomUUID } from 'node:crypto';
-import { startTestApp, createCustomer, signInAs, type TestApp } from '../helpers/app.ts';
+import { createCustomer, signInAs } from '../helpers/app.ts';
+import { useTestApp } from '../helpers/use-test-app.ts';
 
 const BASE = '/api/v1/testkit/widgets';
 const HOST = 'routes.localhost';
 
-let app: TestApp;
 let cookie: string;
 
+const t = useTestApp();
 beforeAll(async () => {
-  app = await startTestApp();
-  const tenant = await createCustomer(app, 'routes', HOST);
-  cookie = (await signInAs(app, tenant, ['widget:read', 'widget:write'])).cookie;
-});
-afterAll(async () => {
-  await app?.close();
+  const tenant = await createCustomer(t.app, 'routes', HOST);
+  cookie = (await signInAs(t.app, tenant, ['widget:read', 'widget:write'])).cookie;
 });
 
-const http = () => app.http(HOST);
+const http = () => t.app.http(HOST);
 const get = (url: string) => http().get(url).set('Cookie', cookie);
 const post = (url: string, body: object) => http().post(url).set('Cookie', cookie).send(body);
 const patch = (url: string, body: object) => http().patch(url).set('Cookie', cookie).send(body);
@@ -33,7 +30,7 @@ async function createWidget(body: Record<string, unknown>): Promise<{ id: string
 const byId = (a: string, b: string): number => (a < b ? -1 : a > b ? 1 : 0);
 
 async function storedRow(id: string): Promise<{ name: string; deleted_at: Date | null } | undefined> {
-  const { rows } = await app.services.db.pool.query('select name, deleted_at from widgets where id = $1', [id]);
+  const { rows } = await t.app.services.db.pool.query('select name, deleted_at from widgets where id = $1', [id]);
   return rows[0];
 }
 
@@ -203,7 +200,7 @@ describe('soft delete', () => {
     await del(`${BASE}/${widget.id}`);
     await patch(`${BASE}/${widget.id}`, { size: 9 });
     await post(`${BASE}/${widget.id}/approve`, {});
-    const { rows } = await app.services.db.pool.query('select size, approved from widgets where id = $1', [widget.id]);
+    const { rows } = await t.app.services.db.pool.query('select size, approved from widgets where id = $1', [widget.id]);
     expect(rows[0]).toEqual({ size: 4, approved: false });
   });
 });
@@ -220,7 +217,7 @@ describe('protected and unknown fields', () => {
       expect(res.body).toMatchObject({ code: 'FIELD_COMMAND_OWNED', field, route: OWNER });
       expect(res.body.detail).toContain(OWNER);
     }
-    const { rows } = await app.services.db.pool.query(`select 1 from widgets where name like 'owned-%'`);
+    const { rows } = await t.app.services.db.pool.query(`select 1 from widgets where name like 'owned-%'`);
     expect(rows).toHaveLength(0);
   });
 
@@ -265,7 +262,7 @@ describe('protected and unknown fields', () => {
     expect(created.status).toBe(422);
     expect(created.body.code).toBe('VALIDATION_FAILED');
     expect(JSON.stringify(created.body.errors)).toContain('shape');
-    const { rows } = await app.services.db.pool.query(`select 1 from widgets where name = 'unknown-1'`);
+    const { rows } = await t.app.services.db.pool.query(`select 1 from widgets where name = 'unknown-1'`);
     expect(rows).toHaveLength(0);
 
     const widget = await createWidget({ name: 'unknown-2' });

@@ -1,7 +1,8 @@
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { beforeAll, describe, expect, it } from 'vitest';
 import Type from 'typebox';
 import { CompiledQuery } from 'kysely';
-import { startTestApp, createCustomer, signInAs, type TestApp, type SignedIn } from '../helpers/app.ts';
+import { createCustomer, signInAs, type SignedIn } from '../helpers/app.ts';
+import { useTestApp } from '../helpers/use-test-app.ts';
 import { testkitModule } from '../helpers/testkit-module.ts';
 import { allModules } from '../../modules/index.ts';
 import { defineModule, defineRoute, type Access } from '../../framework/entity/define.ts';
@@ -66,31 +67,27 @@ const guardProbeModule = defineModule({
 
 const CUSTOMER = 'guard.localhost';
 const OTHER = 'guard-other.localhost';
-let app: TestApp;
 let customer: TenantRef;
 let other: TenantRef;
 
+const t = useTestApp({ modules: [...allModules, testkitModule, guardProbeModule] });
 beforeAll(async () => {
-  app = await startTestApp({ modules: [...allModules, testkitModule, guardProbeModule] });
-  customer = await createCustomer(app, 'guard', CUSTOMER);
-  other = await createCustomer(app, 'guard-other', OTHER);
-});
-afterAll(async () => {
-  await app?.close();
+  customer = await createCustomer(t.app, 'guard', CUSTOMER);
+  other = await createCustomer(t.app, 'guard-other', OTHER);
 });
 
 const call = (host: string, path: string, who?: SignedIn) => {
-  const req = app.http(host).get(`/api/v1/guardprobe/${path}`);
+  const req = t.app.http(host).get(`/api/v1/guardprobe/${path}`);
   return who ? req.set('Cookie', who.cookie) : req;
 };
 
 async function roleOf(user: SignedIn): Promise<string> {
-  const { rows } = await app.services.db.pool.query<{ roles: string[] }>('select roles from users where id = $1', [user.userId]);
+  const { rows } = await t.app.services.db.pool.query<{ roles: string[] }>('select roles from users where id = $1', [user.userId]);
   return rows[0]!.roles[0]!;
 }
 
 async function setPermissions(tenant: TenantRef, role: string, permissions: string[]): Promise<void> {
-  await app.services.db.pool.query('update roles set permissions = $3 where tenant_id = $1 and name = $2', [tenant.id, role, permissions]);
+  await t.app.services.db.pool.query('update roles set permissions = $3 where tenant_id = $1 and name = $2', [tenant.id, role, permissions]);
 }
 
 function expectProblem(res: { status: number; headers: Record<string, string>; body: { code: string } }, status: number, code: string) {
@@ -101,7 +98,7 @@ function expectProblem(res: { status: number; headers: Record<string, string>; b
 
 describe('public, optional and signed-in routes', () => {
   it('serves a public route to anybody, without resolving a session', async () => {
-    const user = await signInAs(app, customer, []);
+    const user = await signInAs(t.app, customer, []);
     expect((await call(CUSTOMER, 'public')).status).toBe(200);
     const res = await call(CUSTOMER, 'public', user);
     expect(res.status).toBe(200);
@@ -109,42 +106,42 @@ describe('public, optional and signed-in routes', () => {
   });
 
   it('serves an optional route to anybody, with the session when there is one', async () => {
-    const user = await signInAs(app, customer, []);
+    const user = await signInAs(t.app, customer, []);
     expect((await call(CUSTOMER, 'optional')).body.userId).toBeNull();
     expect((await call(CUSTOMER, 'optional', user)).body.userId).toBe(user.userId);
   });
 
   it('answers 401 AUTH_REQUIRED without a session, with an unknown or expired one, and with another tenant\'s', async () => {
     expectProblem(await call(CUSTOMER, 'signed-in'), 401, 'AUTH_REQUIRED');
-    expectProblem(await app.http(CUSTOMER).get('/api/v1/guardprobe/signed-in').set('Cookie', 'app_session=forged'), 401, 'AUTH_REQUIRED');
+    expectProblem(await t.app.http(CUSTOMER).get('/api/v1/guardprobe/signed-in').set('Cookie', 'app_session=forged'), 401, 'AUTH_REQUIRED');
 
-    const foreign = await signInAs(app, other, ['*']);
+    const foreign = await signInAs(t.app, other, ['*']);
     expectProblem(await call(CUSTOMER, 'signed-in', foreign), 401, 'AUTH_REQUIRED');
     expect((await call(OTHER, 'signed-in', foreign)).status).toBe(200);
 
-    const expired = await signInAs(app, customer, ['*']);
-    await app.services.db.pool.query(`update sessions set expires_at = now() - interval '1 second' where user_id = $1`, [expired.userId]);
+    const expired = await signInAs(t.app, customer, ['*']);
+    await t.app.services.db.pool.query(`update sessions set expires_at = now() - interval '1 second' where user_id = $1`, [expired.userId]);
     expectProblem(await call(CUSTOMER, 'signed-in', expired), 401, 'AUTH_REQUIRED');
   });
 
   it('answers 401 for a deactivated user\'s session', async () => {
-    const user = await signInAs(app, customer, ['*']);
+    const user = await signInAs(t.app, customer, ['*']);
     expect((await call(CUSTOMER, 'signed-in', user)).body.userId).toBe(user.userId);
-    await app.services.db.pool.query(`update users set status = 'deactivated' where id = $1`, [user.userId]);
+    await t.app.services.db.pool.query(`update users set status = 'deactivated' where id = $1`, [user.userId]);
     expectProblem(await call(CUSTOMER, 'signed-in', user), 401, 'AUTH_REQUIRED');
   });
 });
 
 describe('refusal order', () => {
   it('answers 401 to a caller with no session cookie before looking at the body', async () => {
-    expectProblem(await app.http(CUSTOMER).post('/api/v1/guardprobe/read-body').send({ size: 'big' }), 401, 'AUTH_REQUIRED');
+    expectProblem(await t.app.http(CUSTOMER).post('/api/v1/guardprobe/read-body').send({ size: 'big' }), 401, 'AUTH_REQUIRED');
   });
 
   it('validates the body of a signed-in caller (422), and serves a valid one', async () => {
-    const reader = await signInAs(app, customer, ['widget:read']);
-    const bad = await app.http(CUSTOMER).post('/api/v1/guardprobe/read-body').set('Cookie', reader.cookie).send({ size: 'big' });
+    const reader = await signInAs(t.app, customer, ['widget:read']);
+    const bad = await t.app.http(CUSTOMER).post('/api/v1/guardprobe/read-body').set('Cookie', reader.cookie).send({ size: 'big' });
     expectProblem(bad, 422, 'VALIDATION_FAILED');
-    const good = await app.http(CUSTOMER).post('/api/v1/guardprobe/read-body').set('Cookie', reader.cookie).send({ size: 3 });
+    const good = await t.app.http(CUSTOMER).post('/api/v1/guardprobe/read-body').set('Cookie', reader.cookie).send({ size: 3 });
     expect(good.body).toEqual({ size: 3 });
   });
 });
@@ -152,22 +149,22 @@ describe('refusal order', () => {
 describe('permission routes', () => {
   it('answers 401 AUTH_REQUIRED when not signed in and 403 AUTH_FORBIDDEN without the permission', async () => {
     expectProblem(await call(CUSTOMER, 'read'), 401, 'AUTH_REQUIRED');
-    const user = await signInAs(app, customer, ['widget:write']);
+    const user = await signInAs(t.app, customer, ['widget:write']);
     expectProblem(await call(CUSTOMER, 'read', user), 403, 'AUTH_FORBIDDEN');
-    expectProblem(await app.http(CUSTOMER).get('/api/v1/testkit/widgets').set('Cookie', user.cookie), 403, 'AUTH_FORBIDDEN');
+    expectProblem(await t.app.http(CUSTOMER).get('/api/v1/testkit/widgets').set('Cookie', user.cookie), 403, 'AUTH_FORBIDDEN');
     expect((await call(CUSTOMER, 'signed-in', user)).status).toBe(200);
   });
 
   it('serves a caller whose stored role grants the permission, or the wildcard *', async () => {
-    const reader = await signInAs(app, customer, ['widget:read']);
+    const reader = await signInAs(t.app, customer, ['widget:read']);
     expect((await call(CUSTOMER, 'read', reader)).body.userId).toBe(reader.userId);
-    const admin = await signInAs(app, customer, ['*']);
+    const admin = await signInAs(t.app, customer, ['*']);
     expect((await call(CUSTOMER, 'read', admin)).status).toBe(200);
-    expect((await app.http(CUSTOMER).post('/api/v1/testkit/widgets').set('Cookie', admin.cookie).send({ name: 'star', size: 1, color: 'red' })).status).toBe(201);
+    expect((await t.app.http(CUSTOMER).post('/api/v1/testkit/widgets').set('Cookie', admin.cookie).send({ name: 'star', size: 1, color: 'red' })).status).toBe(201);
   });
 
   it('resolves permissions from the stored roles on every request, with no cache', async () => {
-    const user = await signInAs(app, customer, []);
+    const user = await signInAs(t.app, customer, []);
     const role = await roleOf(user);
     expectProblem(await call(CUSTOMER, 'read', user), 403, 'AUTH_FORBIDDEN');
     await setPermissions(customer, role, ['widget:read']);
@@ -177,15 +174,15 @@ describe('permission routes', () => {
     await setPermissions(customer, role, ['*']);
     expect((await call(CUSTOMER, 'read', user)).status).toBe(200);
     // Taking the role away from the user works the same way.
-    await app.services.db.pool.query(`update users set roles = '{}' where id = $1`, [user.userId]);
+    await t.app.services.db.pool.query(`update users set roles = '{}' where id = $1`, [user.userId]);
     expectProblem(await call(CUSTOMER, 'read', user), 403, 'AUTH_FORBIDDEN');
   });
 
   it('resolves the caller inside the request\'s own transaction', async () => {
     // A session last seen long ago is touched, at the transaction's clock reading, while it is
     // resolved; the handler seeing that uncommitted touch proves it runs in the same transaction.
-    const user = await signInAs(app, customer, ['widget:read']);
-    await app.services.db.pool.query(`update sessions set last_seen_at = now() - interval '1 hour' where user_id = $1`, [user.userId]);
+    const user = await signInAs(t.app, customer, ['widget:read']);
+    await t.app.services.db.pool.query(`update sessions set last_seen_at = now() - interval '1 hour' where user_id = $1`, [user.userId]);
     const res = await call(CUSTOMER, 'read', user);
     expect(res.status).toBe(200);
     expect(res.body.lastSeenAt).toBe(res.body.now);
@@ -193,43 +190,43 @@ describe('permission routes', () => {
 
   it('guards a route that opens its own transactions the same way', async () => {
     expectProblem(await call(CUSTOMER, 'no-transaction'), 401, 'AUTH_REQUIRED');
-    const writer = await signInAs(app, customer, ['widget:write']);
+    const writer = await signInAs(t.app, customer, ['widget:write']);
     expectProblem(await call(CUSTOMER, 'no-transaction', writer), 403, 'AUTH_FORBIDDEN');
-    const reader = await signInAs(app, customer, ['widget:read']);
+    const reader = await signInAs(t.app, customer, ['widget:read']);
     expect((await call(CUSTOMER, 'no-transaction', reader)).body.userId).toBe(reader.userId);
   });
 });
 
 describe('operator permissions', () => {
   it('refuses an operator permission at a customer tenant with 403 AUTH_NOT_OPERATOR, even to a caller holding *', async () => {
-    const admin = await signInAs(app, customer, ['*']);
+    const admin = await signInAs(t.app, customer, ['*']);
     expectProblem(await call(CUSTOMER, 'operate', admin), 403, 'AUTH_NOT_OPERATOR');
   });
 
   it('refuses before the session or the roles are read: the anonymous caller gets the same 403, and no session is touched', async () => {
     expectProblem(await call(CUSTOMER, 'operate'), 403, 'AUTH_NOT_OPERATOR');
-    const user = await signInAs(app, customer, ['widget:operate']);
-    await app.services.db.pool.query(`update sessions set last_seen_at = now() - interval '1 hour' where user_id = $1`, [user.userId]);
-    const before = await app.services.db.pool.query('select last_seen_at from sessions where user_id = $1', [user.userId]);
+    const user = await signInAs(t.app, customer, ['widget:operate']);
+    await t.app.services.db.pool.query(`update sessions set last_seen_at = now() - interval '1 hour' where user_id = $1`, [user.userId]);
+    const before = await t.app.services.db.pool.query('select last_seen_at from sessions where user_id = $1', [user.userId]);
     expectProblem(await call(CUSTOMER, 'operate', user), 403, 'AUTH_NOT_OPERATOR');
-    const after = await app.services.db.pool.query('select last_seen_at from sessions where user_id = $1', [user.userId]);
+    const after = await t.app.services.db.pool.query('select last_seen_at from sessions where user_id = $1', [user.userId]);
     expect(after.rows[0].last_seen_at).toEqual(before.rows[0].last_seen_at);
   });
 
   it('refuses before the body is validated: an invalid body to an operator route still gets 403 AUTH_NOT_OPERATOR', async () => {
-    const admin = await signInAs(app, customer, ['*']);
-    const res = await app.http(CUSTOMER).post('/api/v1/guardprobe/operate-body').set('Cookie', admin.cookie).send({ size: 'big', extra: 1 });
+    const admin = await signInAs(t.app, customer, ['*']);
+    const res = await t.app.http(CUSTOMER).post('/api/v1/guardprobe/operate-body').set('Cookie', admin.cookie).send({ size: 'big', extra: 1 });
     expectProblem(res, 403, 'AUTH_NOT_OPERATOR');
-    expectProblem(await app.http(CUSTOMER).post('/api/v1/guardprobe/operate-body').send({ size: 'big' }), 403, 'AUTH_NOT_OPERATOR');
+    expectProblem(await t.app.http(CUSTOMER).post('/api/v1/guardprobe/operate-body').send({ size: 'big' }), 403, 'AUTH_NOT_OPERATOR');
   });
 
   it('applies the ordinary guard at the operator tenant', async () => {
     expectProblem(await call('operator.localhost', 'operate'), 401, 'AUTH_REQUIRED');
-    const plain = await signInAs(app, app.operator, ['widget:read']);
+    const plain = await signInAs(t.app, t.app.operator, ['widget:read']);
     expectProblem(await call('operator.localhost', 'operate', plain), 403, 'AUTH_FORBIDDEN');
-    const operator = await signInAs(app, app.operator, ['widget:operate']);
+    const operator = await signInAs(t.app, t.app.operator, ['widget:operate']);
     expect((await call('operator.localhost', 'operate', operator)).body.userId).toBe(operator.userId);
-    const admin = await signInAs(app, app.operator, ['*']);
+    const admin = await signInAs(t.app, t.app.operator, ['*']);
     expect((await call('operator.localhost', 'operate', admin)).status).toBe(200);
   });
 });

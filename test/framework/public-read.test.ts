@@ -1,5 +1,6 @@
-import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
-import { startTestApp, createCustomer, signInAs, type TestApp } from '../helpers/app.ts';
+import { beforeAll, describe, expect, it, vi } from 'vitest';
+import { startTestApp, createCustomer, signInAs } from '../helpers/app.ts';
+import { useTestApp } from '../helpers/use-test-app.ts';
 import type { TenantRef } from '../../framework/context/tenant.ts';
 import { ifNoneMatchHits, weakETag } from '../../framework/http/etag.ts';
 import { withoutRequestId } from '../helpers/problems.ts';
@@ -9,27 +10,23 @@ const OTHER_HOST = 'pages-other.localhost';
 const ARTICLES = '/api/v1/testkit/articles';
 const PUBLIC = '/api/v1/testkit/public';
 
-let app: TestApp;
 let tenant: TenantRef;
 let cookie: string;
 
+const t = useTestApp();
 beforeAll(async () => {
-  app = await startTestApp();
-  tenant = await createCustomer(app, 'pages', HOST);
-  await createCustomer(app, 'pages-other', OTHER_HOST);
-  cookie = (await signInAs(app, tenant, ['article:read', 'article:write'])).cookie;
-});
-afterAll(async () => {
-  await app?.close();
+  tenant = await createCustomer(t.app, 'pages', HOST);
+  await createCustomer(t.app, 'pages-other', OTHER_HOST);
+  cookie = (await signInAs(t.app, tenant, ['article:read', 'article:write'])).cookie;
 });
 
-const anonymous = (host = HOST) => app.http(host);
+const anonymous = (host = HOST) => t.app.http(host);
 
 async function createArticle(slug: string, publish = true): Promise<{ id: string; slug: string }> {
-  const created = await app.http(HOST).post(ARTICLES).set('Cookie', cookie).send({ slug, title: `Title of ${slug}`, body: `Body of ${slug}` });
+  const created = await t.app.http(HOST).post(ARTICLES).set('Cookie', cookie).send({ slug, title: `Title of ${slug}`, body: `Body of ${slug}` });
   expect(created.status, JSON.stringify(created.body)).toBe(201);
   if (publish) {
-    const published = await app.http(HOST).post(`${ARTICLES}/${created.body.id}/publish`).set('Cookie', cookie).send({});
+    const published = await t.app.http(HOST).post(`${ARTICLES}/${created.body.id}/publish`).set('Cookie', cookie).send({});
     expect(published.status, JSON.stringify(published.body)).toBe(200);
   }
   return created.body;
@@ -44,14 +41,14 @@ describe('public read by a unique field: GET /api/v1/<module>/<path>/{field}', (
     expect(Object.keys(res.body).sort()).toEqual(['body', 'publishedAt', 'slug', 'title']);
     expect(res.body).toMatchObject({ slug: 'hello-world', title: 'Title of hello-world', body: 'Body of hello-world' });
     // The row holds a Date; the answer carries the ISO string of the stored time.
-    const { rows } = await app.services.db.pool.query<{ published_at: Date }>('select published_at from articles where id = $1', [article.id]);
+    const { rows } = await t.app.services.db.pool.query<{ published_at: Date }>('select published_at from articles where id = $1', [article.id]);
     expect(res.body.publishedAt).toBe(rows[0]!.published_at.toISOString());
   });
 
   it('answers the same 404 NOT_FOUND for an unknown value, a row that is not public and a deleted row', async () => {
     const draft = await createArticle('still-a-draft', false);
     const gone = await createArticle('gone-now');
-    expect((await app.http(HOST).delete(`${ARTICLES}/${gone.id}`).set('Cookie', cookie)).status).toBe(204);
+    expect((await t.app.http(HOST).delete(`${ARTICLES}/${gone.id}`).set('Cookie', cookie)).status).toBe(204);
     const unknown = await anonymous().get(`${PUBLIC}/no-such-page`);
     expect(unknown.status).toBe(404);
     expect(unknown.headers['content-type']).toMatch(/^application\/problem\+json/);
@@ -89,7 +86,7 @@ describe('public read by a unique field: GET /api/v1/<module>/<path>/{field}', (
   });
 
   it('is one operation in OpenAPI: public, with its parameter, shape, 304 and 422', async () => {
-    const doc = (await app.http().get('/api/v1/openapi.json')).body;
+    const doc = (await t.app.http().get('/api/v1/openapi.json')).body;
     const op = doc.paths['/api/v1/testkit/public/{slug}'].get;
     expect(op.operationId).toBe('testkit-article-public-read');
     expect(op.security).toEqual([]);
@@ -123,7 +120,7 @@ describe('conditional GET: weak ETag and If-None-Match', () => {
   it('gives a changed row a new ETag, so the old one answers 200 with the new content', async () => {
     const article = await createArticle('changing-page');
     const before = await anonymous().get(`${PUBLIC}/changing-page`);
-    const patched = await app.http(HOST).patch(`${ARTICLES}/${article.id}`).set('Cookie', cookie).send({ title: 'A new title' });
+    const patched = await t.app.http(HOST).patch(`${ARTICLES}/${article.id}`).set('Cookie', cookie).send({ title: 'A new title' });
     expect(patched.status).toBe(200);
     const after = await anonymous().get(`${PUBLIC}/changing-page`).set('If-None-Match', before.headers.etag!);
     expect(after.status).toBe(200);
@@ -146,7 +143,7 @@ describe('the validator cache: a current If-None-Match is 304 without the databa
     }
     throw new Error(`timed out waiting for ${what}`);
   };
-  const transactionsDuring = async (request: () => Promise<unknown>, on = app): Promise<number> => {
+  const transactionsDuring = async (request: () => Promise<unknown>, on = t.app): Promise<number> => {
     const spy = vi.spyOn(on.services.transactions, 'run');
     try {
       await request();
@@ -187,26 +184,26 @@ describe('the validator cache: a current If-None-Match is 304 without the databa
     const etag = (await anonymous().get(`${PUBLIC}/evicted-at-once`)).headers.etag!;
     expect((await anonymous().get(`${PUBLIC}/evicted-at-once`).set('If-None-Match', etag)).status).toBe(304);
     // Without the trigger's NOTIFY, so that only the writing process's own eviction can do it.
-    await app.services.db.pool.query('alter table articles disable trigger public_read_changed');
+    await t.app.services.db.pool.query('alter table articles disable trigger public_read_changed');
     try {
       for (let i = 0; i < 3; i++) {
         const before = (await anonymous().get(`${PUBLIC}/evicted-at-once`)).headers.etag!;
         expect((await anonymous().get(`${PUBLIC}/evicted-at-once`).set('If-None-Match', before)).status).toBe(304);
-        const patched = await app.http(HOST).patch(`${ARTICLES}/${article.id}`).set('Cookie', cookie).send({ title: `Title ${i}` });
+        const patched = await t.app.http(HOST).patch(`${ARTICLES}/${article.id}`).set('Cookie', cookie).send({ title: `Title ${i}` });
         expect(patched.status).toBe(200);
         const after = await anonymous().get(`${PUBLIC}/evicted-at-once`).set('If-None-Match', before);
         expect(after.status, `after write ${i}`).toBe(200);
         expect(after.body.title).toBe(`Title ${i}`);
       }
-      expect((await app.http(HOST).delete(`${ARTICLES}/${article.id}`).set('Cookie', cookie)).status).toBe(204);
+      expect((await t.app.http(HOST).delete(`${ARTICLES}/${article.id}`).set('Cookie', cookie)).status).toBe(204);
       expect((await anonymous().get(`${PUBLIC}/evicted-at-once`).set('If-None-Match', '*')).status).toBe(404);
     } finally {
-      await app.services.db.pool.query('alter table articles enable trigger public_read_changed');
+      await t.app.services.db.pool.query('alter table articles enable trigger public_read_changed');
     }
   });
 
   it('a write by any other means, in any process, evicts through the trigger and NOTIFY', async () => {
-    const other = await startTestApp({ databaseUrl: app.databaseUrl });
+    const other = await startTestApp({ databaseUrl: t.app.databaseUrl });
     try {
       await createArticle('seen-everywhere');
       // The other process answers from its cache once it has read the page. The create's and the
@@ -218,7 +215,7 @@ describe('the validator cache: a current If-None-Match is 304 without the databa
         return (await transactionsDuring(() => other.http(HOST).get(`${PUBLIC}/seen-everywhere`).set('If-None-Match', etag), other)) === 0;
       }, 'the other process to answer from its cache');
       // Unpublished by plain SQL: neither process's operations saw it, only the trigger did.
-      await app.services.db.pool.query(`update articles set status = 'draft', published_at = null, updated_at = now() where slug = 'seen-everywhere'`);
+      await t.app.services.db.pool.query(`update articles set status = 'draft', published_at = null, updated_at = now() where slug = 'seen-everywhere'`);
       await poll(async () => (await other.http(HOST).get(`${PUBLIC}/seen-everywhere`).set('If-None-Match', etag)).status === 404, 'the other process to drop the entry');
     } finally {
       await other.close();
@@ -229,14 +226,14 @@ describe('the validator cache: a current If-None-Match is 304 without the databa
 describe('rows hold what PostgreSQL returns, as EntityRow types them', () => {
   it('gives a command and the generic operations a Date for a date-time field and null for an empty optional one; JSON carries ISO strings', async () => {
     const draft = await createArticle('typed-row', false);
-    const ops = app.services.registry.ops('testkit.article');
-    const before = await app.services.transactions.run(tenant, (ctx) => ops.read(ctx, draft.id));
+    const ops = t.app.services.registry.ops('testkit.article');
+    const before = await t.app.services.transactions.run(tenant, (ctx) => ops.read(ctx, draft.id));
     expect(before.publishedAt).toBeNull();
     expect(before.createdAt).toBeInstanceOf(Date);
     const at = '2031-05-06T07:08:09.123Z';
-    const published = await app.http(HOST).post(`${ARTICLES}/${draft.id}/publish`).set('Cookie', cookie).send({ at });
+    const published = await t.app.http(HOST).post(`${ARTICLES}/${draft.id}/publish`).set('Cookie', cookie).send({ at });
     expect(published.body.publishedAt).toBe(at);
-    const after = await app.services.transactions.run(tenant, (ctx) => ops.read(ctx, draft.id));
+    const after = await t.app.services.transactions.run(tenant, (ctx) => ops.read(ctx, draft.id));
     expect(after.publishedAt).toBeInstanceOf(Date);
     expect((after.publishedAt as Date).toISOString()).toBe(at);
   });

@@ -1,6 +1,7 @@
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { beforeAll, describe, expect, it } from 'vitest';
 import Type from 'typebox';
-import { startTestApp, createCustomer, signInAs, type TestApp } from '../helpers/app.ts';
+import { createCustomer, signInAs } from '../helpers/app.ts';
+import { useTestApp } from '../helpers/use-test-app.ts';
 import { testkitModule, article } from '../helpers/testkit-module.ts';
 import { testConfig } from '../helpers/config.ts';
 import { allModules } from '../../modules/index.ts';
@@ -71,21 +72,17 @@ const pubProbe = defineModule({
 
 const HOST = 'publish.localhost';
 const BASE = '/api/v1/pubprobe/gadgets';
-let app: TestApp;
 let cookie: string;
 
+const t = useTestApp({ modules: [...allModules, testkitModule, pubProbe] });
 beforeAll(async () => {
-  app = await startTestApp({ modules: [...allModules, testkitModule, pubProbe] });
-  const tenant = await createCustomer(app, 'publish', HOST);
-  cookie = (await signInAs(app, tenant, ['widget:read', 'widget:write'])).cookie;
-});
-afterAll(async () => {
-  await app?.close();
+  const tenant = await createCustomer(t.app, 'publish', HOST);
+  cookie = (await signInAs(t.app, tenant, ['widget:read', 'widget:write'])).cookie;
 });
 
-const post = (url: string, body: object = {}) => app.http(HOST).post(url).set('Cookie', cookie).send(body);
-const outboxCount = async () => Number((await app.services.db.pool.query('select count(*) as n from outbox')).rows[0].n);
-const sizeOf = async (id: string) => (await app.services.db.pool.query('select size from widgets where id = $1', [id])).rows[0].size;
+const post = (url: string, body: object = {}) => t.app.http(HOST).post(url).set('Cookie', cookie).send(body);
+const outboxCount = async () => Number((await t.app.services.db.pool.query('select count(*) as n from outbox')).rows[0].n);
+const sizeOf = async (id: string) => (await t.app.services.db.pool.query('select size from widgets where id = $1', [id])).rows[0].size;
 
 describe('a route or command publishes only what its publishes list declares (run time)', () => {
   let id: string;
@@ -122,8 +119,8 @@ describe('a route or command publishes only what its publishes list declares (ru
   });
 
   it('still lets code outside a route publish any declared event', async () => {
-    const tenant = (await app.services.hosts.resolve(HOST))!;
-    await expect(app.services.transactions.run(tenant, async (ctx) => publishOther(ctx))).resolves.toBeUndefined();
+    const tenant = (await t.app.services.hosts.resolve(HOST))!;
+    await expect(t.app.services.transactions.run(tenant, async (ctx) => publishOther(ctx))).resolves.toBeUndefined();
   });
 });
 

@@ -1,10 +1,11 @@
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { beforeAll, describe, expect, it } from 'vitest';
 import { createHash } from 'node:crypto';
 import { readFileSync, statSync } from 'node:fs';
 import { join } from 'node:path';
 import { Readable } from 'node:stream';
 import Fastify from 'fastify';
-import { startTestApp, createCustomer, signInAs, type TestApp } from '../helpers/app.ts';
+import { createCustomer, signInAs } from '../helpers/app.ts';
+import { useTestApp } from '../helpers/use-test-app.ts';
 import { streamFrom } from '../../framework/http/stream.ts';
 import { installProblemHandlers } from '../../framework/http/problems.ts';
 import { TESTKIT_FILES, UPLOAD_LIMIT } from '../helpers/testkit-module.ts';
@@ -16,19 +17,15 @@ const FILE = '/api/v1/testkit/files/digits.txt';
 const STREAMED = '/api/v1/testkit/streamed-files/digits.txt';
 const DIGITS = readFileSync(join(TESTKIT_FILES, 'digits.txt'), 'utf8');
 
-let app: TestApp;
 let cookie: string;
 
+const t = useTestApp();
 beforeAll(async () => {
-  app = await startTestApp();
-  const tenant = await createCustomer(app, 'streams', HOST);
-  cookie = (await signInAs(app, tenant, ['widget:read', 'widget:write'])).cookie;
-});
-afterAll(async () => {
-  await app?.close();
+  const tenant = await createCustomer(t.app, 'streams', HOST);
+  cookie = (await signInAs(t.app, tenant, ['widget:read', 'widget:write'])).cookie;
 });
 
-const http = () => app.http(HOST);
+const http = () => t.app.http(HOST);
 const sha256 = (data: string | Buffer) => createHash('sha256').update(data).digest('hex');
 
 /** A multipart form with one file part, built by hand so its exact length is known. */
@@ -71,7 +68,7 @@ describe('multipart uploads through @fastify/multipart, bounded by the route\'s 
 
   it('refuses a form sent without Content-Length (chunked) with 411 LENGTH_REQUIRED', async () => {
     const { body, type } = form(Buffer.from('chunked'));
-    const res = await app.web!.inject({
+    const res = await t.app.web!.inject({
       method: 'POST',
       url: UPLOADS,
       headers: { host: HOST, cookie, 'content-type': type, 'transfer-encoding': 'chunked' },
@@ -90,12 +87,12 @@ describe('multipart uploads through @fastify/multipart, bounded by the route\'s 
   it('still guards the route: no session is 401, no permission 403', async () => {
     const content = Buffer.from('x');
     expectProblem(await http().post(UPLOADS).attach('file', content, 'x.txt'), 401, 'AUTH_REQUIRED');
-    const reader = (await signInAs(app, (await app.services.hosts.resolve(HOST))!, ['widget:read'])).cookie;
+    const reader = (await signInAs(t.app, (await t.app.services.hosts.resolve(HOST))!, ['widget:read'])).cookie;
     expectProblem(await http().post(UPLOADS).set('Cookie', reader).attach('file', content, 'x.txt'), 403, 'AUTH_FORBIDDEN');
   });
 
   it('documents the form as multipart/form-data, with 411, 413 and 415', async () => {
-    const op = (await app.http().get('/api/v1/openapi.json')).body.paths[UPLOADS].post;
+    const op = (await t.app.http().get('/api/v1/openapi.json')).body.paths[UPLOADS].post;
     expect(op.requestBody.content['multipart/form-data'].schema.properties.file).toMatchObject({ type: 'string', format: 'binary' });
     expect(op.requestBody.content['application/json']).toBeUndefined();
     for (const status of ['411', '413', '415']) expect(op.responses[status], status).toBeDefined();
@@ -111,7 +108,7 @@ describe('per-route bodyLimit on a JSON route', () => {
     expectProblem(await http().post(NOTES).set('Cookie', cookie).send({ text: 'x'.repeat(60) }), 413, 'PAYLOAD_TOO_LARGE');
   });
 
-  it('leaves other routes at the app\'s default of 1 MiB', async () => {
+  it('leaves other routes at the t.app\'s default of 1 MiB', async () => {
     const res = await http().post('/api/v1/testkit/widgets').set('Cookie', cookie).send({ name: 'long-note', size: 1, color: 'red', note: 'x'.repeat(400) });
     expect(res.status, JSON.stringify(res.body)).toBe(201);
   });
