@@ -31,7 +31,7 @@ async function main(modules: readonly ModuleDefinition[]): Promise<void> {
   const role = values.role as Role;
   if (!ROLES.includes(role)) throw new ConfigError(`--role must be one of ${ROLES.join(', ')} (got ${values.role})`);
   const config = loadConfig(values.config);
-  const log = await processLogger(config.server.log_level, effectiveLogFormat(config.server.log_format, process.stdout.isTTY === true));
+  const log = processLogger(config.server.log_level, effectiveLogFormat(config.server.log_format, process.stdout.isTTY === true));
   // Traces only when the OTEL_* environment asks for them; started before anything is built.
   const tracing = await startTracing();
 
