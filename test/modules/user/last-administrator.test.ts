@@ -3,6 +3,7 @@ import { CompiledQuery } from 'kysely';
 import { createCustomer, signInAs, startTestApp, OPERATOR_HOST, type TestApp } from '../../helpers/app.ts';
 import type { TenantRef } from '../../../framework/context/tenant.ts';
 import { outboxEvents, signInWithRoles, storedUser } from './support.ts';
+import { usersService } from '../../../modules/user/users-service.ts';
 
 /**
  * Issue 27, point 3: a tenant (the operator tenant too) never loses its last active user holding
@@ -199,6 +200,39 @@ function expectOneOfTwo(pair: { status: number; body: { code?: string } }[], wha
 }
 
 describe('concurrently', () => {
+  it('of two overlapping removals through the users service, the second waits for the first to commit and is refused', async () => {
+    const w = await world();
+    const b = await signInWithRoles(app, w.tenant, ['admin']);
+    let release!: () => void;
+    const held = new Promise<void>((resolve) => {
+      release = resolve;
+    });
+    let wrote!: () => void;
+    const firstWrote = new Promise<void>((resolve) => {
+      wrote = resolve;
+    });
+    // The first takes B's role and keeps its transaction open; A is still an administrator then.
+    const first = app.services.transactions.run(w.tenant, async (ctx) => {
+      await usersService.setRoles(ctx, (await usersService.findById(ctx, b.userId))!, []);
+      wrote();
+      await held;
+    });
+    await firstWrote;
+    let secondSettled = false;
+    const second = app.services.transactions
+      .run(w.tenant, async (ctx) => usersService.setRoles(ctx, (await usersService.findById(ctx, w.admin.userId))!, []))
+      .finally(() => {
+        secondSettled = true;
+      });
+    second.catch(() => {});
+    await new Promise((resolve) => setTimeout(resolve, 300));
+    expect(secondSettled, 'the second waits on the administrators\' lock').toBe(false);
+    release();
+    await first;
+    await expect(second).rejects.toMatchObject({ code: 'LAST_ADMINISTRATOR' });
+    expect(await administrators(w.tenant)).toEqual([w.admin.userId]);
+  });
+
   it('two administrators removing each other’s role at once leave exactly one', async () => {
     for (let round = 0; round < 5; round += 1) {
       const w = await world();
