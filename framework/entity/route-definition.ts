@@ -66,11 +66,14 @@ export interface RouteDefinition<S extends RouteSchemas = RouteSchemas, P extend
   hidden?: boolean;
   /**
    * The route's whole database work as one statement, so the request costs one exchange with
-   * PostgreSQL: BEGIN, the opening statement, this statement and COMMIT leave in one write. It is
-   * built from the validated request before the caller is known, so it must itself find nothing
-   * for a caller without the route's permission (`permissionPredicate` in its WHERE); the guard
-   * then decides from the opening statement's answer, as for the handler. Only for a route whose
-   * access is a permission. Returning undefined (or throwing) leaves the request to the handler.
+   * PostgreSQL: BEGIN, the opening statement, the framework's guard, this statement and COMMIT
+   * leave in one write. It is built from the validated request before the caller is known: the
+   * guard (context/opening.ts) makes the transaction read-only for a caller without the route's
+   * permission, so whatever the statement does, such a caller commits nothing; a read may still
+   * carry `permissionPredicate` in its WHERE to read nothing for them. The guard in the process then
+   * decides from the opening statement's answer, as for the handler, before the statement's answer
+   * is used. Only for a route whose access is a permission. Returning undefined (or throwing)
+   * leaves the request to the handler.
    */
   oneExchange?(ctx: RouteContext<S>): OneExchange | undefined;
   handler(ctx: RouteContext<S> & { tx: TxContext<P> }): Promise<unknown>;

@@ -4,17 +4,19 @@ import type { AnyRoute, EarlyRequest, NoTxRouteDefinition } from '../entity/defi
 import type { Services } from '../services.ts';
 import { normaliseHost } from '../context/tenant.ts';
 import { SECURITY_HEADERS } from './problems.ts';
+import { REQUEST_ID_HEADER, REQUEST_ID_LOG_LABEL, requestIdGenerator } from '../observability/request-id.ts';
 
 /**
  * The front door: answers the routes' early answers (the public read's 304 from the validator
  * cache) in the server's request listener, before fastify builds its request and reply, runs
  * routing, the hooks and the send pipeline, which cost the 304 more than half of its CPU
- * (docs/performance.md). It answers only what the router would route and answer the same:
+ * (docs/performance-log.md). It answers only what the router would route and answer the same:
  *
  * - a GET or HEAD whose path has no query string and matches a route segment for segment, each
  *   parameter a plain segment the router would pass on undecoded and within its length limit;
  * - at a host whose tenant is already cached (what the tenant hook would resolve, with no wait);
- * - with the route's earlyAnswer, and the headers every answer carries (SECURITY_HEADERS).
+ * - with the route's earlyAnswer, and the headers every answer carries (SECURITY_HEADERS, and the
+ *   request id, X-Request-Id, made as fastify's genReqId makes it).
  *
  * Anything else — a percent-encoded or over-long segment, a trailing slash, an unknown host, an
  * earlyAnswer that declines or throws, a server that is closing — goes to fastify, where the
@@ -45,6 +47,7 @@ export function frontDoor(routes: readonly AnyRoute[], services: Services, logge
     doors.push({ segments, earlyAnswer: route.earlyAnswer, operation: route.operationId });
   }
   if (doors.length === 0) return undefined;
+  const requestIdOf = requestIdGenerator(services.config.server.trust_proxy);
 
   const match = (door: Door, parts: string[]): Record<string, string> | undefined => {
     if (parts.length !== door.segments.length) return undefined;
@@ -81,12 +84,13 @@ export function frontDoor(routes: readonly AnyRoute[], services: Services, logge
       }
       if (!answer) return false;
       const started = log?.isLevelEnabled?.('info') ? performance.now() : undefined;
-      res.writeHead(answer.status, { ...answer.headers, ...SECURITY_HEADERS });
+      const requestId = requestIdOf(req);
+      res.writeHead(answer.status, { ...answer.headers, ...SECURITY_HEADERS, [REQUEST_ID_HEADER]: requestId });
       res.end();
       services.metrics?.observeRequest(door.operation, method, answer.status, (performance.now() - begun) / 1000);
       if (started !== undefined) {
         const req = { method, url, host: headers.host, remoteAddress: res.socket?.remoteAddress, remotePort: res.socket?.remotePort };
-        log!.info({ req, res: { statusCode: answer.status }, responseTime: performance.now() - started }, 'request completed');
+        log!.info({ [REQUEST_ID_LOG_LABEL]: requestId, req, res: { statusCode: answer.status }, responseTime: performance.now() - started }, 'request completed');
       }
       return true;
     }

@@ -1,4 +1,3 @@
-import type { Socket } from 'node:net';
 import pg from 'pg';
 import postgres from 'postgres';
 import { ENTER_WITH_SESSION, permissionPredicate } from '../../framework/context/tx.ts';
@@ -13,18 +12,19 @@ import { SETTINGS_ENV } from './protocol.ts';
  * `seconds`. The work is the request path's: BEGIN, the opening statement (tenant, role, session,
  * permissions), the widget list whose WHERE checks the permission, COMMIT — prepared statements,
  * the same texts on every side. Only how they reach PostgreSQL differs:
- * - pg-cork: pg in pipeline mode, the batch gathered into one write by corking pg's own socket
- *   (`client.connection.stream`, a private field: the request path's shim before this comparison);
- * - pg-own-socket: the same through public API only: the framework's GatheringClient made the
- *   socket and gave it to pg (`stream` option), and corks it (framework/db/gathering-client.ts);
+ * - pg-own-socket: pg in pipeline mode, the batch gathered into one write by corking a socket the
+ *   framework's GatheringClient made and gave pg (`stream` option; framework/db/gathering-client.ts):
+ *   the request path's transport (framework/db/pipelined.ts);
  * - pg-pipeline: pipeline mode alone, one write per statement, one round trip;
  * - postgres.js: a reserved Postgres.js connection, the four queries issued together (it gathers a
  *   tick's messages into one write itself);
+ * - postgres.js-begin: Postgres.js's documented pipelining, `sql.begin(sql => [...])`: the BEGIN
+ *   answered first, the statements of the array together, then the COMMIT (three round trips);
  * - pg-3-exchanges: the request path before one exchange: BEGIN with the opening statement, then
  *   the list, then COMMIT, each waiting for the previous answer.
  */
 
-export const DRIVER_VARIANTS = ['pg-cork', 'pg-own-socket', 'pg-pipeline', 'postgres.js', 'pg-3-exchanges'] as const;
+export const DRIVER_VARIANTS = ['pg-own-socket', 'pg-pipeline', 'postgres.js', 'postgres.js-begin', 'pg-3-exchanges'] as const;
 export type DriverVariant = (typeof DRIVER_VARIANTS)[number];
 
 export interface DriverLoadSettings {
@@ -82,12 +82,7 @@ function pgVariant(settings: DriverLoadSettings): { run: Transaction; end(): Pro
   const pool = new pg.Pool({ connectionString: settings.databaseUrl, max: settings.poolSize, pipeline: true, ...(own ? { Client: GatheringClient } : {}) });
   const send = (client: pg.PoolClient, s: Statement) => client.query({ name: s.name, text: s.text, values: s.values });
   const together = (client: pg.PoolClient, batch: Statement[]) => {
-    const stream =
-      settings.variant === 'pg-cork'
-        ? (client as unknown as { connection: { stream: Socket } }).connection.stream
-        : settings.variant === 'pg-own-socket'
-          ? (client as unknown as GatheringClient).socket
-          : undefined;
+    const stream = settings.variant === 'pg-own-socket' ? (client as unknown as GatheringClient).socket : undefined;
     stream?.cork();
     try {
       return Promise.all(batch.map((s) => send(client, s)));
@@ -117,6 +112,14 @@ function pgVariant(settings: DriverLoadSettings): { run: Transaction; end(): Pro
 
 function postgresJsVariant(settings: DriverLoadSettings): { run: Transaction; end(): Promise<void> } {
   const sql = postgres(settings.databaseUrl, { max: settings.poolSize, prepare: true, onnotice: () => {} });
+  if (settings.variant === 'postgres.js-begin') {
+    // The opening statement and the list in the array; BEGIN and COMMIT are sql.begin's own.
+    const run: Transaction = async () => {
+      const answers = await sql.begin((tx) => statements(settings).slice(1, 3).map((s) => tx.unsafe(s.text, s.values as never[], { prepare: true })));
+      return (answers[1] as unknown[]).length;
+    };
+    return { run, end: () => sql.end() };
+  }
   const run: Transaction = async () => {
     const reserved = await sql.reserve();
     try {
@@ -148,7 +151,7 @@ async function loop(run: Transaction, connections: number, seconds: number): Pro
 }
 
 export async function measureDriver(settings: DriverLoadSettings): Promise<DriverLoadResult> {
-  const side = settings.variant === 'postgres.js' ? postgresJsVariant(settings) : pgVariant(settings);
+  const side = settings.variant.startsWith('postgres.js') ? postgresJsVariant(settings) : pgVariant(settings);
   try {
     await loop(side.run, settings.connections, settings.warmupSeconds);
     const cpu = process.cpuUsage();

@@ -14,7 +14,7 @@ import { DRIVER_VARIANTS, type DriverLoadResult, type DriverLoadSettings, type D
  * same run, on the same database and rows, one side at a time in its own process, the order
  * rotating from round to round so that drifting machine load falls on every side. Reported per
  * side: the median over rounds of transactions/s, p50 and p99, and the CPU per transaction of the
- * client process and of PostgreSQL, with the ratio to pg-cork (the request path's shim before).
+ * client process and of PostgreSQL, with the ratio to pg-own-socket (the request path's transport).
  */
 
 export interface DriverPlan {
@@ -82,7 +82,7 @@ export async function measureDrivers(plan: DriverPlan, variants: readonly Driver
       );
     }
   }
-  const reference = median(rounds.get('pg-cork')?.map((r) => r.rps) ?? [Number.NaN]);
+  const reference = median(rounds.get('pg-own-socket')?.map((r) => r.rps) ?? [Number.NaN]);
   return variants.map((variant): ResultRow => {
     const figures = rounds.get(variant)!;
     const rps = median(figures.map((f) => f.rps));
@@ -92,7 +92,7 @@ export async function measureDrivers(plan: DriverPlan, variants: readonly Driver
       p50_ms: median(figures.map((f) => f.p50_ms)),
       p99_ms: median(figures.map((f) => f.p99_ms)),
       ratio_to_baseline: rps / reference,
-      baseline: 'driver-pg-cork (median tx/s)',
+      baseline: 'driver-pg-own-socket (median tx/s)',
       samples: figures.reduce((n, f) => n + f.transactions, 0),
       client_cpu_us: median(figures.map((f) => f.cpuUs)),
       ...(plan.postmasterPid ? { postgres_cpu_us: median(figures.map((f) => f.pgCpuUs)) } : {}),

@@ -7,8 +7,9 @@
  *
  * It starts an embedded PostgreSQL of its own, runs every transport for the given seconds in
  * turn, `rounds` times (interleaved, so a change in the machine's load falls on all of them), and
- * prints each transport's transactions per second and its ratio to the bare insert of the same
- * round. Figures on a shared machine are rough: compare them only within one run.
+ * prints each transport's transactions per second, its ratio to the bare insert of the same
+ * round and the client process's CPU per transaction (steadier than throughput on a loaded
+ * machine). Figures on a shared machine are rough: compare them only within one run.
  */
 import { parseArgs } from 'node:util';
 import pg from 'pg';
@@ -113,10 +114,11 @@ const transports: Transport[] = [
   },
 ];
 
-async function measure(run: Run): Promise<number> {
+async function measure(run: Run): Promise<{ rate: number; cpuUs: number }> {
   // Warm up: every connection prepares its statements.
   await Promise.all(Array.from({ length: concurrency }, () => run()));
   let done = 0;
+  const cpu = process.cpuUsage();
   const until = performance.now() + seconds * 1000;
   await Promise.all(
     Array.from({ length: concurrency }, async () => {
@@ -126,7 +128,8 @@ async function measure(run: Run): Promise<number> {
       }
     }),
   );
-  return done / seconds;
+  const used = process.cpuUsage(cpu);
+  return { rate: done / seconds, cpuUs: (used.user + used.system) / done };
 }
 
 async function main(): Promise<void> {
@@ -142,12 +145,12 @@ async function main(): Promise<void> {
       let bare = 0;
       for (const transport of chosen) {
         const opened = await transport.open(db.url);
-        const rate = await measure(opened.run);
+        const { rate, cpuUs } = await measure(opened.run);
         await opened.close();
         if (transport === transports[0]) bare = rate;
         const ratio = rate / bare;
         (figures.get(transport.name) ?? figures.set(transport.name, []).get(transport.name)!).push(ratio);
-        console.log(`round ${round + 1}  ${transport.name.padEnd(34)} ${rate.toFixed(0).padStart(6)} tx/s  ${ratio.toFixed(3)}× bare`);
+        console.log(`round ${round + 1}  ${transport.name.padEnd(34)} ${rate.toFixed(0).padStart(6)} tx/s  ${ratio.toFixed(3)}× bare  client CPU ${cpuUs.toFixed(0)} µs/tx`);
       }
     }
     console.log('');
