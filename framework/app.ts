@@ -19,6 +19,7 @@ import { OutboxSignal } from './events/outbox-signal.ts';
 import { ensureOperatorTenant } from './tenancy/bootstrap.ts';
 import type { Services } from './services.ts';
 import { systemClock, type Clock } from './clock.ts';
+import { blobStoreFor } from './storage/index.ts';
 import { Metrics, poolState } from './observability/metrics.ts';
 import { metricsPort, startMetricsServer, type MetricsServer } from './observability/metrics-server.ts';
 import { databaseFigures } from './observability/metric-queries.ts';
@@ -65,6 +66,8 @@ export interface App {
 export async function buildApp(options: AppOptions): Promise<App> {
   const registry = new Registry(options.modules, options.config);
   const log = options.logger ?? (pino({ level: 'silent' }) as FastifyBaseLogger);
+  // The installation's blob store, made here so that it logs through the service's logger.
+  blobStoreFor(options.config, log);
   const metrics = metricsPort(options.config.metrics.port) ? newMetrics(() => db, log) : undefined;
   const db: Db = openDatabase(options.databaseUrl, {
     size: options.config.database.pool_size,

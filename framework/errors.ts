@@ -52,6 +52,7 @@ export const PROBLEMS = {
   OIDC_ISSUER_UNAVAILABLE: { status: 502, title: 'Identity provider unavailable' },
   NOT_READY: { status: 503, title: 'Not ready' },
   BLOB_MISSING: { status: 503, title: 'Stored bytes unavailable' },
+  STORAGE_UNAVAILABLE: { status: 503, title: 'File storage unavailable' },
   DB_BUSY: { status: 503, title: 'Database busy' },
   INTERNAL: { status: 500, title: 'Internal error' },
 } as const satisfies Record<string, { status: number; title: string }>;

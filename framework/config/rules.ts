@@ -34,6 +34,10 @@ export function checkConfigRules(config: Config): string | undefined {
   if (config.database.url !== '' && !/^postgres(ql)?:\/\//.test(config.database.url)) {
     return 'database.url must be empty (embedded PostgreSQL) or a postgres:// URL';
   }
+  const { storage, s3 } = config.files;
+  if (storage === 's3' && s3.bucket.trim() === '') return 'files.s3.bucket must be set when files.storage is s3';
+  if (s3.endpoint !== '' && !/^https?:\/\/[^\s/?#]+[^\s?#]*$/.test(s3.endpoint)) return 'files.s3.endpoint must be empty (AWS) or an http(s) URL';
+  if (s3.prefix.startsWith('/')) return 'files.s3.prefix must not start with /';
   return undefined;
 }
 

@@ -65,6 +65,22 @@ export const ConfigSchema = Type.Object(
         dir: Type.String({ default: 'data/files', minLength: 1 }),
         max_bytes: Type.Integer({ default: 26214400, minimum: 1 }),
         quota_bytes: Type.Integer({ default: 10737418240, minimum: 0 }),
+        /** Where the bytes live: local (under files.dir) or s3 (a bucket of S3 or an S3-compatible store). */
+        storage: Type.Union([Type.Literal('local'), Type.Literal('s3')], { default: 'local' }),
+        /** files.storage s3. Credentials come from the AWS SDK's own chain (AWS_ACCESS_KEY_ID, profiles, roles), never from here. */
+        s3: Type.Object(
+          {
+            bucket: Type.String({ default: '' }),
+            /** Empty: the SDK's own (AWS_REGION, the profile). */
+            region: Type.String({ default: '' }),
+            /** Empty: AWS. An http(s) URL for MinIO, R2 and other S3-compatible stores. */
+            endpoint: Type.String({ default: '' }),
+            force_path_style: Type.Boolean({ default: false }),
+            /** Prepended to every object key (e.g. tenantry/); the service lists and removes only under it. */
+            prefix: Type.String({ default: '' }),
+          },
+          { additionalProperties: false, default: {} },
+        ),
       },
       { additionalProperties: false, default: {} },
     ),

@@ -4,6 +4,7 @@ import Type from 'typebox';
 import { PROBLEM_CONTENT_TYPE } from './problems.ts';
 import { problemResponse } from '../openapi/problem-schema.ts';
 import { problemType } from '../errors.ts';
+import { storageCheck } from '../storage/index.ts';
 
 export interface ReadinessCheck {
   name: string;
@@ -64,9 +65,9 @@ export const READY_SCHEMA = {
   },
 };
 
-/** The checks /ready runs, the database first; the admin health page shows this same list. */
+/** The checks /ready runs, the database first, then the file storage; the admin health page shows this same list. */
 export function readinessChecks(services: Services, extra: readonly ReadinessCheck[]): ReadinessCheck[] {
-  return [databaseCheck(services), ...extra];
+  return [databaseCheck(services), storageCheck(services.config), ...extra];
 }
 
 /** /health and /ready answer on any host: load balancers probe by address, not by tenant host. */

@@ -18,12 +18,14 @@ export interface SeekableSource {
   path: string;
 }
 
-/** Bytes that can only be read from the start (a store that streams whole objects). */
+/** Bytes a store streams (an object store): from the start, or from any offset when `seekable`. */
 export interface StreamSource {
   size: number;
   mtime: Date;
-  /** Opens the bytes from the start; called only when a body is sent. */
-  open(): Readable;
+  /** The store reads any byte range (S3's ranged GetObject): Range is answered as for a file. */
+  seekable?: boolean;
+  /** Opens the bytes, all of them or the inclusive range; called only when a body is sent. */
+  open(range?: { start: number; end: number }): Readable | Promise<Readable>;
 }
 
 export interface StreamOptions {
@@ -55,7 +57,6 @@ export function streamResponses(description: string, mediaType = 'application/oc
   return {
     200: binary(description, mediaType),
     206: binary(`A byte range of it (Range: bytes=first-last, first-, or -suffix), with Content-Range`, mediaType),
-
     304: Type.Null({ description: 'Not modified: the If-None-Match names the current ETag, or If-Modified-Since is not older than Last-Modified' }),
     412: problemResponse('An If-Match or If-Unmodified-Since precondition failed (PRECONDITION_FAILED)'),
     416: problemResponse('No byte of the Range lies within the content (RANGE_NOT_SATISFIABLE); Content-Range gives the size'),
@@ -67,8 +68,8 @@ export function streamResponses(description: string, mediaType = 'application/oc
  * (as rangeFor reads it: one range, 206 with Content-Range; none satisfiable, 416; several or
  * malformed, the whole body), If-None-Match and If-Modified-Since
  * (304), If-Match and If-Unmodified-Since (412), a weak ETag from size and mtime, Last-Modified,
- * Content-Length and Accept-Ranges. A stream source has no ranges (Range is ignored, the whole is
- * sent) but the same validators and conditional answers. Sets the status and headers on the reply
+ * Content-Length and Accept-Ranges. A stream source answers the same (fromStream), its ranges
+ * only when the store can seek (else Range is ignored, the whole is sent). Sets the status and headers on the reply
  * and returns what the handler returns: the body stream, or nothing to send.
  */
 export async function streamFrom(
@@ -138,18 +139,63 @@ async function fromFile(request: FastifyRequest, reply: FastifyReply, source: Se
   return result.stream;
 }
 
+/**
+ * The same answers as fromFile gives, for bytes a store streams: the entity-tag conditions, then
+ * If-Unmodified-Since (412) and If-Modified-Since (304) to the second, then, for a seekable store,
+ * Range as rangeFor reads it (If-Range permitting): 206 with Content-Range, or 416.
+ */
 async function fromStream(request: FastifyRequest, reply: FastifyReply, source: StreamSource, options: StreamOptions): Promise<Readable | undefined> {
   // The same validators as send() gives a file, so a file moved to such a store keeps its ETag.
   const etag = options.etag ?? `W/"${source.size.toString(16)}-${source.mtime.getTime().toString(16)}"`;
-  const lastModified = source.mtime.toUTCString();
-  reply.header('etag', etag).header('last-modified', lastModified);
-  decorate(reply, options);
-  if (isNotModified(request, etag, source.mtime)) {
-    reply.code(304);
+  const decided = ownValidator(request, etag);
+  if (decided === 412) throw problem('PRECONDITION_FAILED', 'The If-Match precondition does not hold');
+  if (decided === 304) {
+    reply.code(304).header('etag', etag);
+    decorate(reply, options);
     return noBody(request);
   }
-  reply.header('content-type', options.contentType ?? 'application/octet-stream').header('content-length', source.size);
-  return request.method === 'HEAD' ? noBody(request) : source.open();
+  const modified = Math.floor(source.mtime.getTime() / 1000) * 1000;
+  const unmodifiedSince = Date.parse(decided['if-unmodified-since'] ?? '');
+  if (!Number.isNaN(unmodifiedSince) && modified > unmodifiedSince) {
+    throw problem('PRECONDITION_FAILED', 'The If-Match or If-Unmodified-Since precondition does not hold');
+  }
+  const validators = () => {
+    if (source.seekable) reply.header('accept-ranges', 'bytes');
+    reply.header('last-modified', source.mtime.toUTCString()).header('etag', etag);
+  };
+  const modifiedSince = Date.parse(decided['if-modified-since'] ?? '');
+  if (decided['if-none-match'] === undefined && !Number.isNaN(modifiedSince) && modified <= modifiedSince) {
+    validators();
+    reply.code(304);
+    decorate(reply, options);
+    return noBody(request);
+  }
+  let range: { start: number; end: number } | undefined;
+  if (source.seekable && decided.range !== undefined && rangeIsFresh(decided['if-range'], etag, modified)) {
+    const [start, end] = (rangeFor(decided.range, source.size) ?? '').slice('bytes='.length).split('-');
+    if (start !== undefined && end !== undefined) {
+      if (end === '') {
+        const unsatisfiable = `bytes */${source.size}`;
+        reply.header('content-range', unsatisfiable);
+        throw problem('RANGE_NOT_SATISFIABLE', `No byte of the requested range lies within the content (${unsatisfiable})`);
+      }
+      range = { start: Number(start), end: Number(end) };
+    }
+  }
+  validators();
+  reply.header('content-type', options.contentType ?? 'application/octet-stream');
+  if (range) reply.code(206).header('content-range', `bytes ${range.start}-${range.end}/${source.size}`);
+  reply.header('content-length', range ? range.end - range.start + 1 : source.size);
+  decorate(reply, options);
+  return request.method === 'HEAD' ? noBody(request) : source.open(range);
+}
+
+/** If-Range (RFC 9110 13.1.5), after ownValidator: absent or a date not older than the content keeps the range. */
+function rangeIsFresh(ifRange: string | string[] | undefined, etag: string, modified: number): boolean {
+  if (typeof ifRange !== 'string') return true;
+  if (ifRange.includes('"')) return ifRange.includes(etag);
+  const at = Date.parse(ifRange);
+  return !Number.isNaN(at) && modified <= at;
 }
 
 /**
@@ -209,13 +255,4 @@ function ownValidator(request: FastifyRequest, etag: string): 304 | 412 | Incomi
     else headers['if-range'] = '"stale"';
   }
   return headers;
-}
-
-/** RFC 9110 13.2.2: If-None-Match decides when present; else If-Modified-Since, to the second. */
-function isNotModified(request: FastifyRequest, etag: string, mtime: Date): boolean {
-  if (request.method !== 'GET' && request.method !== 'HEAD') return false;
-  const noneMatch = request.headers['if-none-match'];
-  if (noneMatch !== undefined) return ifNoneMatchHits(noneMatch, etag);
-  const since = Date.parse(request.headers['if-modified-since'] ?? '');
-  return !Number.isNaN(since) && Math.floor(mtime.getTime() / 1000) * 1000 <= since;
 }

@@ -13,6 +13,12 @@ export interface BlobStat {
   mtime: Date;
 }
 
+/** Bytes `start` to `end` of a blob, both included (as a Range header names them). */
+export interface ByteRange {
+  start: number;
+  end: number;
+}
+
 /**
  * Where uploaded bytes live. A key is a UUID and nothing else: no name a caller chose ever reaches
  * the storage. A blob under a key is always complete: put() writes elsewhere first and makes the
@@ -29,15 +35,22 @@ export interface BlobStore {
   put(key: string, source: Readable, options?: { handOver?: boolean }): Promise<void>;
   /** Size and modification time, or null when there is no blob under the key. */
   stat(key: string): Promise<BlobStat | null>;
-  /** The bytes from the start. */
-  open(key: string): Readable;
+  /** The bytes from the start, or only `range` (a seekable store). */
+  open(key: string, range?: ByteRange): Readable | Promise<Readable>;
   /** Removes the blob; false when there was none (not an error). Other failures throw. */
   remove(key: string): Promise<boolean>;
-  /** For a seekable store: where the blob lies, for a ranged download (framework/http/stream.ts). */
+  /** Removes several blobs in one request where the store can (reconcile's batches); resolves to how many went. */
+  removeMany?(keys: readonly string[]): Promise<number>;
+  /** Throws unless the store can be reached and written now (the readiness check `storage`). */
+  check?(): Promise<void>;
+  /** For a store on the local disk: where the blob lies, for a ranged download through @fastify/send (framework/http/stream.ts). */
   locate?(key: string): { root: string; path: string };
   /** For a listable store: the keys of blobs last modified before `before`. */
   list?(before: Date): AsyncIterable<string>;
-  /** Removes what interrupted puts left behind before `before` (a crash mid-upload); returns how many. */
+  /**
+   * Removes what interrupted puts left behind before `before` (a crash mid-upload); returns how many.
+   * (An object store leaves incomplete multipart uploads, which its lifecycle rule removes.)
+   */
   purgeIncomplete?(before: Date): Promise<number>;
 }
 

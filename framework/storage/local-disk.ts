@@ -1,12 +1,12 @@
 import { createWriteStream } from 'node:fs';
 import { createReadStream } from 'node:fs';
-import { mkdir, open, readdir, rename, rm, stat } from 'node:fs/promises';
+import { mkdir, open, readdir, rename, rm, stat, writeFile } from 'node:fs/promises';
 import { randomUUID } from 'node:crypto';
 import { join, resolve } from 'node:path';
 import type { Readable } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
 import { releasingFs } from './chunk-release.ts';
-import { assertBlobKey, isBlobKey, type BlobStat, type BlobStore } from './blob-store.ts';
+import { assertBlobKey, isBlobKey, type BlobStat, type BlobStore, type ByteRange } from './blob-store.ts';
 
 const SHARD = /^[0-9a-f]{2}$/;
 
@@ -64,8 +64,20 @@ export class LocalDiskStore implements BlobStore {
     }
   }
 
-  open(key: string): Readable {
-    return createReadStream(join(this.root, this.relative(key)));
+  open(key: string, range?: ByteRange): Readable {
+    return createReadStream(join(this.root, this.relative(key)), range ? { start: range.start, end: range.end } : {});
+  }
+
+  /** Writes a small file where uploads are written, and removes it. */
+  async check(): Promise<void> {
+    const incoming = join(this.root, 'incoming');
+    await mkdir(incoming, { recursive: true });
+    const probe = join(incoming, `${randomUUID()}.check`);
+    try {
+      await writeFile(probe, 'ok', { flag: 'wx' });
+    } finally {
+      await rm(probe, { force: true });
+    }
   }
 
   async remove(key: string): Promise<boolean> {

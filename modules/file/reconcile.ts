@@ -28,7 +28,10 @@ export const fileReconcile: JobDefinition = {
       batches += 1;
       const rows = await services.db.kysely.selectNoFrom((eb) => eb.fn<string>('file_keys_named', [eb.val(batch)]).as('key')).execute();
       const named = new Set(rows.map((r) => r.key));
-      for (const key of batch) if (!named.has(key) && (await store.remove(key))) removed += 1;
+      const orphans = batch.filter((key) => !named.has(key));
+      // A bucket removes the batch in one request (DeleteObjects); the local disk one by one.
+      if (store.removeMany) removed += orphans.length > 0 ? await store.removeMany(orphans) : 0;
+      else for (const key of orphans) if (await store.remove(key)) removed += 1;
       batch = [];
     };
     for await (const key of store.list(before)) {

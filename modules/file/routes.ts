@@ -6,7 +6,7 @@ import { KeysetPager, pageQuerySchema, pageSchema, type PageQuery } from '../../
 import { ANY_MEDIA_TYPE, streamFrom, streamResponses } from '../../framework/http/stream.ts';
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import type { Services } from '../../framework/services.ts';
-import { blobStoreFor } from '../../framework/storage/index.ts';
+import { blobStoreFor, type ByteRange } from '../../framework/storage/index.ts';
 import { FileRecord, toRecord, Visibility, type FileRow } from './files-table.ts';
 import { ENVELOPE_BYTES, uploadFile } from './upload.ts';
 import { attachmentDisposition } from './names.ts';
@@ -53,7 +53,8 @@ async function sendBytes(services: Services, request: FastifyRequest, reply: Fas
     ...(row.visibility === 'private' ? { cacheControl: 'no-store' } : {}),
   };
   if (store.capabilities.seekable && store.locate) return streamFrom(request, reply, store.locate(row.storage_key), options);
-  return streamFrom(request, reply, { size: stat.size, mtime: stat.mtime, open: () => store.open(row.storage_key) }, options);
+  const source = { size: stat.size, mtime: stat.mtime, seekable: store.capabilities.seekable, open: (range?: ByteRange) => store.open(row.storage_key, range) };
+  return streamFrom(request, reply, source, options);
 }
 
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
@@ -95,6 +96,7 @@ export const fileRoutes = (config: Config) => [
         201: FileRecord,
         413: problemResponse('Form past the envelope (PAYLOAD_TOO_LARGE), file past files.max_bytes (FILE_TOO_LARGE) or past the quota (QUOTA_EXCEEDED)'),
         422: problemResponse('No file part (FILE_MISSING), a media type that is not one (MEDIA_TYPE_INVALID), bytes disagreeing with a renderable type (MEDIA_TYPE_MISMATCH)'),
+        503: problemResponse('The file storage cannot be reached (STORAGE_UNAVAILABLE: nothing is kept), or the database is busy (DB_BUSY); retry after the Retry-After seconds'),
       },
     },
     handler: async ({ services, request, reply, session, query }) => {

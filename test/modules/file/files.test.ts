@@ -1,25 +1,26 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { existsSync, rmSync } from 'node:fs';
-import { join } from 'node:path';
 import { startTestApp, createCustomer, signInAs, type TestApp } from '../../helpers/app.ts';
 import { testConfig } from '../../helpers/config.ts';
 import { outboxRows } from '../../helpers/outbox.ts';
 import type { TenantRef } from '../../../framework/context/tenant.ts';
-import { FILES, PNG, PUBLIC, filesUnder, form, sha256, tempFilesDir } from './helpers.ts';
+import { FILES, PNG, PUBLIC, form, sha256 } from './helpers.ts';
+import { fileDriver, type FileDriver } from './driver.ts';
 
 const MAX = 1000;
 const QUOTA = 2500;
-const dir = tempFilesDir();
 
+let driver: FileDriver;
 let app: TestApp;
 let n = 0;
 
 beforeAll(async () => {
-  app = await startTestApp({ config: testConfig({ files: { dir, max_bytes: MAX, quota_bytes: QUOTA } }) });
+  // The local disk, or an S3 bucket (test/modules/file/driver.ts).
+  driver = await fileDriver();
+  app = await startTestApp({ config: testConfig({ files: { ...driver.files, max_bytes: MAX, quota_bytes: QUOTA } }) });
 });
 afterAll(async () => {
   await app?.close();
-  rmSync(dir, { recursive: true, force: true });
+  await driver?.close();
 });
 
 /** A fresh tenant (its own quota) and a caller holding both file permissions. */
@@ -52,8 +53,6 @@ async function storageKey(id: string): Promise<string> {
   const { rows } = await app.services.db.pool.query<{ storage_key: string }>('select storage_key from files where id = $1', [id]);
   return rows[0]!.storage_key;
 }
-
-const blobPath = (key: string) => join(dir, key.slice(0, 2), key);
 
 describe('Files: the media type and name an upload is stored with', () => {
   const send = (ctx: Ctx, parts: Parameters<typeof form>[0]) => {
@@ -114,8 +113,8 @@ describe('Files rule 1–2: upload streams the bytes to storage, then writes the
     });
     const key = await storageKey(res.body.id);
     expect(key).toMatch(/^[0-9a-f-]{36}$/);
-    expect(existsSync(blobPath(key))).toBe(true);
-    expect(filesUnder(dir).every((f) => !f.includes('passwd'))).toBe(true);
+    expect(await driver.has(key)).toBe(true);
+    expect((await driver.stored()).every((f) => !f.includes('passwd'))).toBe(true);
     const events = (await outboxRows(app, 'file.uploaded')).filter((e) => e.payload.id === res.body.id);
     expect(events).toHaveLength(1);
     expect(events[0]!.actor_id).toBe(ctx.caller.userId);
@@ -159,24 +158,24 @@ describe('Files rule 3: 413 past the limit or the quota, nothing kept; exactly t
 
   it('refuses one byte more with 413 FILE_TOO_LARGE and keeps no blob and no row', async () => {
     const ctx = await tenantWithCaller();
-    const before = filesUnder(dir);
+    const before = await driver.stored();
     const res = await upload(ctx, Buffer.alloc(MAX + 1, 7));
     expect(res.status).toBe(413);
     expect(res.body.code).toBe('FILE_TOO_LARGE');
     expect(await rowCount(ctx.tenant)).toBe(0);
-    expect(filesUnder(dir)).toEqual(before);
+    expect(await driver.stored()).toEqual(before);
   });
 
   it("refuses past the tenant's quota with 413 QUOTA_EXCEEDED and keeps nothing", async () => {
     const ctx = await tenantWithCaller();
     expect((await upload(ctx, Buffer.alloc(MAX, 1))).status).toBe(201);
     expect((await upload(ctx, Buffer.alloc(MAX, 2))).status).toBe(201);
-    const before = filesUnder(dir);
+    const before = await driver.stored();
     const res = await upload(ctx, Buffer.alloc(QUOTA - 2 * MAX + 1, 3));
     expect(res.status).toBe(413);
     expect(res.body.code).toBe('QUOTA_EXCEEDED');
     expect(await rowCount(ctx.tenant)).toBe(2);
-    expect(filesUnder(dir)).toEqual(before);
+    expect(await driver.stored()).toEqual(before);
     // Exactly what is left fits.
     expect((await upload(ctx, Buffer.alloc(QUOTA - 2 * MAX, 3))).status).toBe(201);
   });
@@ -190,7 +189,7 @@ describe('Files rule 3: 413 past the limit or the quota, nothing kept; exactly t
     expect(results.find((r) => r.status === 413)!.body.code).toBe('QUOTA_EXCEEDED');
     expect(await rowCount(ctx.tenant)).toBe(2);
     const { rows } = await app.services.db.pool.query<{ storage_key: string }>('select storage_key from files where tenant_id = $1', [ctx.tenant.id]);
-    for (const { storage_key } of rows) expect(existsSync(blobPath(storage_key))).toBe(true);
+    for (const { storage_key } of rows) expect(await driver.has(storage_key)).toBe(true);
   });
 });
 
@@ -211,23 +210,23 @@ describe('Files rule 3: 422 for no file part, a media type that is not one, or b
 
   it('a media type that is not type/subtype, or longer than 255 characters, is MEDIA_TYPE_INVALID', async () => {
     const ctx = await tenantWithCaller();
-    const before = filesUnder(dir);
+    const before = await driver.stored();
     await refused(ctx, await upload(ctx, 'x', { type: 'not-a-media-type' }), 'MEDIA_TYPE_INVALID');
     await refused(ctx, await upload(ctx, 'x', { type: `application/${'x'.repeat(250)}` }), 'MEDIA_TYPE_INVALID');
-    expect(filesUnder(dir)).toEqual(before);
+    expect(await driver.stored()).toEqual(before);
     // 255 characters is a media type.
     expect((await upload(ctx, 'x', { type: `application/${'x'.repeat(243)}` })).status).toBe(201);
   });
 
   it('a renderable type whose bytes disagree is MEDIA_TYPE_MISMATCH, and nothing is kept', async () => {
     const ctx = await tenantWithCaller();
-    const before = filesUnder(dir);
+    const before = await driver.stored();
     await refused(ctx, await upload(ctx, 'plain words', { type: 'image/png' }), 'MEDIA_TYPE_MISMATCH');
     await refused(ctx, await upload(ctx, PNG, { type: 'image/jpeg' }), 'MEDIA_TYPE_MISMATCH');
     await refused(ctx, await upload(ctx, 'not a pdf', { type: 'application/pdf' }), 'MEDIA_TYPE_MISMATCH');
     await refused(ctx, await upload(ctx, Buffer.from('nul\u0000inside'), { type: 'text/plain' }), 'MEDIA_TYPE_MISMATCH');
     await refused(ctx, await upload(ctx, Buffer.from([0x61, 0xff, 0xfe]), { type: 'text/plain; charset=utf-8' }), 'MEDIA_TYPE_MISMATCH');
-    expect(filesUnder(dir)).toEqual(before);
+    expect(await driver.stored()).toEqual(before);
     expect((await upload(ctx, PNG, { type: 'image/png' })).status).toBe(201);
     expect((await upload(ctx, 'héllo', { type: 'text/plain' })).status).toBe(201);
     expect((await upload(ctx, '%PDF-1.7\n', { type: 'application/pdf' })).status).toBe(201);
@@ -421,7 +420,7 @@ describe('Files rule 8: a row whose bytes are missing is an outage, not a 404', 
   it('answers 503 BLOB_MISSING on both doors', async () => {
     const ctx = await tenantWithCaller();
     const up = await upload(ctx, 'soon gone', { visibility: 'public' });
-    rmSync(blobPath(await storageKey(up.body.id)));
+    await driver.drop(await storageKey(up.body.id));
     const res = await ctx.http().get(`${FILES}/${up.body.id}/content`).set('Cookie', ctx.caller.cookie);
     expect(res.status).toBe(503);
     expect(res.body.code).toBe('BLOB_MISSING');
@@ -437,7 +436,7 @@ describe('Files: delete is hard, the row before the bytes', () => {
     const res = await ctx.http().delete(`${FILES}/${up.body.id}`).set('Cookie', ctx.caller.cookie);
     expect(res.status).toBe(204);
     expect(await rowCount(ctx.tenant)).toBe(0);
-    expect(existsSync(blobPath(key))).toBe(true);
+    expect(await driver.has(key)).toBe(true);
     const events = (await outboxRows(app, 'file.deleted')).filter((e) => e.payload.id === up.body.id);
     expect(events).toHaveLength(1);
     expect(events[0]!.payload.storageKey).toBe(key);
@@ -462,14 +461,14 @@ describe('Files: the list has an index for each of its sorts', () => {
 describe('Files: a malformed form is a 400 problem, never a hanging request or a 500', () => {
   it('a form cut short (no closing boundary) answers 400 MALFORMED_REQUEST and keeps nothing', async () => {
     const ctx = await tenantWithCaller();
-    const before = filesUnder(dir);
+    const before = await driver.stored();
     const { body, type } = form([{ name: 'file', filename: 'a.txt', type: 'text/plain', content: 'cut short' }]);
     const cut = body.subarray(0, body.length - Buffer.byteLength('--tenantry-file-boundary--\r\n'));
     const res = await ctx.http().post(`${FILES}?visibility=private`).set('Cookie', ctx.caller.cookie).set('Content-Type', type).timeout(10_000).send(cut);
     expect(res.status, JSON.stringify(res.body)).toBe(400);
     expect(res.body.code).toBe('MALFORMED_REQUEST');
     expect(await rowCount(ctx.tenant)).toBe(0);
-    expect(filesUnder(dir)).toEqual(before);
+    expect(await driver.stored()).toEqual(before);
   });
 
   it('multipart/form-data without a boundary answers 400 MALFORMED_REQUEST', async () => {

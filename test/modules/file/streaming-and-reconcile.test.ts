@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { randomUUID } from 'node:crypto';
-import { mkdirSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdirSync, rmSync } from 'node:fs';
 import { request as httpRequest, type ClientRequest } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { join } from 'node:path';
@@ -11,20 +11,23 @@ import { testConfig } from '../../helpers/config.ts';
 import { SettableClock } from '../../../framework/clock.ts';
 import { JobRunner } from '../../../framework/events/jobs.ts';
 import { blobStoreFor } from '../../../framework/storage/index.ts';
-import { FILES, filesUnder, form, PNG, sha256, tempFilesDir } from './helpers.ts';
+import { FILES, form, PNG, sha256 } from './helpers.ts';
+import { fileDriver, watchPuts, type FileDriver } from './driver.ts';
 
 const HOST = 'reconcile.localhost';
 const HOUR = 60 * 60 * 1000;
-const dir = tempFilesDir();
 const clock = new SettableClock();
 
+let driver: FileDriver;
 let app: TestApp;
 let cookie: string;
 let port: number;
 let owner: pg.Client;
 
 beforeAll(async () => {
-  app = await startTestApp({ config: testConfig({ files: { dir, max_bytes: 1024 * 1024 } }), clock });
+  // The local disk, or an S3 bucket (test/modules/file/driver.ts).
+  driver = await fileDriver();
+  app = await startTestApp({ config: testConfig({ files: { ...driver.files, max_bytes: 1024 * 1024 } }), clock });
   const tenant = await createCustomer(app, 'reconcile', HOST);
   cookie = (await signInAs(app, tenant, ['file:read', 'file:manage'])).cookie;
   await app.web!.listen({ host: '127.0.0.1', port: 0 });
@@ -35,17 +38,10 @@ beforeAll(async () => {
 afterAll(async () => {
   await owner?.end();
   await app?.close();
-  rmSync(dir, { recursive: true, force: true });
+  await driver?.close();
 });
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
-const incoming = () => {
-  try {
-    return readdirSync(join(dir, 'incoming'));
-  } catch {
-    return [];
-  }
-};
 async function until(check: () => boolean, what: string): Promise<void> {
   for (let i = 0; i < 200; i += 1) {
     if (check()) return;
@@ -93,14 +89,19 @@ const reconcile = async () => (await new JobRunner(app.services).runOnce('file-r
 
 describe('Files rule 2: the bytes flow with no transaction open', () => {
   it('holds no database transaction while an upload is half sent, and stores it once the rest arrives', async () => {
-    const upload = slowUpload(Buffer.alloc(200_000, 9));
-    await until(() => incoming().length === 1, 'the upload to reach storage');
-    await sleep(100);
-    expect(await openTransactions()).toBe(0);
-    upload.req.end(upload.rest);
-    const answer = await upload.answer;
-    expect(answer.status).toBe(201);
-    expect(JSON.parse(answer.body).size).toBe(200_000);
+    const puts = watchPuts(app.config);
+    try {
+      const upload = slowUpload(Buffer.alloc(200_000, 9));
+      await until(() => puts.started() === 1, 'the upload to reach storage');
+      await sleep(100);
+      expect(await openTransactions()).toBe(0);
+      upload.req.end(upload.rest);
+      const answer = await upload.answer;
+      expect(answer.status).toBe(201);
+      expect(JSON.parse(answer.body).size).toBe(200_000);
+    } finally {
+      puts.restore();
+    }
   });
 });
 
@@ -119,53 +120,59 @@ describe('Files rule 7: a long upload frees each chunk once stored', () => {
 });
 
 describe('file-reconcile: cron 45 3 * * *, not per tenant, removes blobs no row names that are older than an hour', () => {
-  it('is registered as declared, since the local disk can list', () => {
+  it('is registered as declared, since the store (local disk or bucket) can list', () => {
     const job = app.services.registry.jobs.find((j) => j.name === 'file-reconcile');
     expect(job).toMatchObject({ cron: '45 3 * * *', perTenant: false });
     expect(blobStoreFor(app.config).capabilities).toEqual({ seekable: true, listable: true });
   });
 
   it('an aborted upload (the client disconnects mid-body) leaves nothing after reconcile', async () => {
-    const before = filesUnder(dir);
+    const before = await driver.stored();
     const { rows: rowsBefore } = await owner.query('select count(*)::int as n from files');
+    const puts = watchPuts(app.config);
     const upload = slowUpload(Buffer.alloc(200_000, 7));
     upload.answer.catch(() => undefined);
-    await until(() => incoming().length === 1, 'the upload to reach storage');
-    upload.req.destroy();
     clock.set(new Date(Date.now() + 2 * HOUR));
     try {
-      await until(() => incoming().length === 0, 'the aborted upload to be cleaned');
+      await until(() => puts.started() === 1, 'the upload to reach storage');
+      upload.req.destroy();
+      await until(() => puts.settled() === 1, 'the aborted upload to be cleaned');
       const outcome = await reconcile();
       expect(outcome.ok).toBe(true);
     } finally {
       clock.reset();
+      puts.restore();
     }
-    expect(filesUnder(dir)).toEqual(before);
+    expect(await driver.stored()).toEqual(before);
     const { rows } = await owner.query('select count(*)::int as n from files');
     expect(rows).toEqual(rowsBefore);
   });
 
   it('a crash between the bytes and the row leaves an orphan that reconcile removes; blobs a row names stay', async () => {
+    const before = await driver.stored();
     const kept = await app
       .http(HOST)
       .post(`${FILES}?visibility=private`)
       .set('Cookie', cookie)
       .attach('file', Buffer.from('keep me'), { filename: 'keep.bin', contentType: 'application/octet-stream' });
     expect(kept.status).toBe(201);
-    // The crash: bytes stored under a key, no row written; and a put cut off before its rename.
+    // The crash: bytes stored under a key, no row written; and a put cut off before it completed
+    // (a file under incoming/, or a multipart upload never completed, which is no object).
     const orphan = randomUUID();
     await blobStoreFor(app.config).put(orphan, Readable.from([Buffer.from('orphan')]));
-    mkdirSync(join(dir, 'incoming'), { recursive: true });
-    writeFileSync(join(dir, 'incoming', randomUUID()), 'half written');
+    await driver.plantIncomplete();
     clock.set(new Date(Date.now() + 2 * HOUR));
     try {
       const outcome = await reconcile();
-      expect(outcome).toMatchObject({ ok: true, summary: { removed: 1, incomplete: 1 } });
+      // The local disk removes what a put left under incoming/; a bucket's lifecycle rule removes incomplete multipart uploads.
+      expect(outcome).toMatchObject({ ok: true, summary: { removed: 1, incomplete: driver.name === 'local' ? 1 : 0 } });
     } finally {
       clock.reset();
     }
     expect(await blobStoreFor(app.config).stat(orphan)).toBeNull();
-    expect(incoming()).toEqual([]);
+    const keptKey = (await owner.query<{ storage_key: string }>('select storage_key from files where id = $1', [kept.body.id])).rows[0]!.storage_key;
+    // What is stored now is what was stored before, plus the kept file's blob.
+    expect((await driver.stored()).filter((f) => !before.includes(f))).toEqual([expect.stringContaining(keptKey)]);
     const download = await app.http(HOST).get(`${FILES}/${kept.body.id}/content`).set('Cookie', cookie);
     expect(download.status).toBe(200);
   });
@@ -185,10 +192,7 @@ describe('file-reconcile: cron 45 3 * * *, not per tenant, removes blobs no row 
 
   it('asks in batches of 500 and removes every orphan past the first batch too', async () => {
     const keys = Array.from({ length: 501 }, () => randomUUID());
-    for (const key of keys) {
-      mkdirSync(join(dir, key.slice(0, 2)), { recursive: true });
-      writeFileSync(join(dir, key.slice(0, 2), key), 'o');
-    }
+    for (let at = 0; at < keys.length; at += 50) await Promise.all(keys.slice(at, at + 50).map((key) => driver.plant(key, 'o')));
     clock.set(new Date(Date.now() + 2 * HOUR));
     try {
       const outcome = await reconcile();
@@ -199,8 +203,9 @@ describe('file-reconcile: cron 45 3 * * *, not per tenant, removes blobs no row 
     } finally {
       clock.reset();
     }
-    for (const key of keys) expect(await blobStoreFor(app.config).stat(key)).toBeNull();
-  });
+    const left = await driver.stored();
+    expect(keys.filter((key) => left.some((f) => f.endsWith(key)))).toEqual([]);
+  }, 60_000);
 });
 
 describe('Subscriptions file.deleted: blob removal', () => {
@@ -217,9 +222,24 @@ describe('Subscriptions file.deleted: blob removal', () => {
 
   it('a storage error fails the delivery, so it is retried', async () => {
     const key = randomUUID();
-    // A directory where the blob should be: removing it is a storage error, not "missing".
-    mkdirSync(join(dir, key.slice(0, 2), key, 'inside'), { recursive: true });
-    await expect(app.services.transactions.run(app.operator, (tx) => subscription().handle(tx, event(key), app.services))).rejects.toThrow();
-    rmSync(join(dir, key.slice(0, 2), key), { recursive: true });
+    const deliver = () => app.services.transactions.run(app.operator, (tx) => subscription().handle(tx, event(key), app.services));
+    if (driver.name === 'local') {
+      // A directory where the blob should be: removing it is a storage error, not "missing".
+      const dir = driver.files.dir!;
+      mkdirSync(join(dir, key.slice(0, 2), key, 'inside'), { recursive: true });
+      await expect(deliver()).rejects.toThrow();
+      rmSync(join(dir, key.slice(0, 2), key), { recursive: true });
+    } else {
+      // The bucket unreachable: STORAGE_UNAVAILABLE, not "missing".
+      await blobStoreFor(app.config).put(key, Readable.from([Buffer.from('stays')]));
+      await driver.server!.stop();
+      try {
+        await expect(deliver()).rejects.toMatchObject({ code: 'STORAGE_UNAVAILABLE' });
+      } finally {
+        await driver.server!.start();
+      }
+      await deliver();
+      expect(await driver.has(key)).toBe(false);
+    }
   });
 });
