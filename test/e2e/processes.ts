@@ -47,10 +47,17 @@ export function printedLink(output: string): URL {
   return new URL(found[0]);
 }
 
-/** Starts `node main.ts` (what npm start runs) and resolves once it logged its start. */
-export function startService(settings: Record<string, string>, timeoutMs = 60_000): Promise<{ child: ChildProcess; url: string; log: () => string }> {
+/**
+ * Starts `node main.ts` (what npm start runs, or start:web and start:worker with `role`) and
+ * resolves once it logged its start; `url` is where a web role listens ('' for a worker).
+ */
+export function startService(
+  settings: Record<string, string>,
+  timeoutMs = 60_000,
+  role: 'all' | 'web' | 'worker' = 'all',
+): Promise<{ child: ChildProcess; url: string; log: () => string }> {
   return new Promise((resolve, reject) => {
-    const child = spawn(process.execPath, ['main.ts', '--role', 'all'], { cwd: REPO, env: childEnv(settings), stdio: ['ignore', 'pipe', 'pipe'] });
+    const child = spawn(process.execPath, ['main.ts', '--role', role], { cwd: REPO, env: childEnv(settings), stdio: ['ignore', 'pipe', 'pipe'] });
     let output = '';
     const log = () => output;
     const timer = setTimeout(() => {
@@ -65,7 +72,7 @@ export function startService(settings: Record<string, string>, timeoutMs = 60_00
           // listening: the bound address to connect to (url is the operator's host, for people).
           const entry = JSON.parse(line) as { listening?: string };
           clearTimeout(timer);
-          resolve({ child, url: entry.listening!, log });
+          resolve({ child, url: entry.listening ?? '', log });
           return;
         } catch {
           // a partial line: wait for the rest
