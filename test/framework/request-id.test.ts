@@ -10,6 +10,7 @@ import { allModules } from '../../modules/index.ts';
 import { defineModule, type DeliveredEvent, type SubscriptionDefinition } from '../../framework/entity/define.ts';
 import type { TenantRef } from '../../framework/context/tenant.ts';
 import { requestIdGenerator, trustedPeer } from '../../framework/observability/request-id.ts';
+import { tracingEnabled } from '../../framework/observability/tracing.ts';
 
 const delivered: DeliveredEvent[] = [];
 const watcher: SubscriptionDefinition = { name: 'requestid-watcher', event: 'testkit.widget.created', handle: async (_ctx, event) => void delivered.push(event) };
@@ -60,8 +61,10 @@ describe('X-Request-Id from a trusted proxy, through the request, its event and 
     // Every line of a request names one: fastify's own and the route's.
     expect(lines.filter((l) => l.msg === 'incoming request' || l.msg === 'request completed').every((l) => typeof l.requestId === 'string')).toBe(true);
 
-    const { rows } = await app.services.db.pool.query<{ event_id: string; request_id: string }>(`select event_id, request_id from outbox where payload->>'id' = $1`, [res.body.id]);
-    expect(rows).toEqual([{ event_id: expect.any(String), request_id: requestId }]);
+    const { rows } = await app.services.db.pool.query<{ event_id: string; request_id: string }>(`select event_id, request_id, traceparent from outbox where payload->>'id' = $1`, [res.body.id]);
+    // Tracing is off here (no OTEL_* environment): no SDK, and no trace context written with the event.
+    expect(tracingEnabled()).toBe(false);
+    expect(rows).toEqual([{ event_id: expect.any(String), request_id: requestId, traceparent: null }]);
     const eventId = rows[0]!.event_id;
 
     const line = await until('the delivery log line', async () => lines.find((l) => l.msg === 'event delivered' && l.eventId === eventId));
