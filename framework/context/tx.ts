@@ -11,7 +11,7 @@ import { systemClock, type Clock } from '../clock.ts';
 import { currentTraceparent, traceExchange } from '../observability/tracing.ts';
 import { currentRequestId } from '../observability/request-id.ts';
 
-import { ACTOR_SETTING, ENTER, ENTER_WITH_SESSION, GUARD, TOUCH_SESSION, needsTouch, permissionPredicate, sessionFrom, type EnterRow } from './opening.ts';
+import { ACTOR_SETTING, ENTER, ENTER_GUARDED, ENTER_WITH_SESSION, ENTER_WITH_SESSION_GUARDED, TOUCH_SESSION, needsTouch, permissionPredicate, sessionFrom, type EnterRow } from './opening.ts';
 
 export { APP_ROLE, ACTOR_SETTING, ENTER, ENTER_WITH_SESSION, PERMISSIONS_SETTING, permissionPredicate } from './opening.ts';
 
@@ -157,10 +157,10 @@ export class TenantTransactions {
 
   /**
    * Runs one statement in a transaction of the tenant in a single exchange with PostgreSQL: BEGIN,
-   * the opening statement, the guard, the statement, the outbox insert of its events (if any) and
-   * COMMIT leave in one write and come back in one read. The statement is sent before the caller
-   * is known, so the framework puts the guard (opening.ts, GUARD) between the opening statement
-   * and it: for a caller without `work.permission` the transaction turns read-only, the statement
+   * the opening statement, the statement, the outbox insert of its events (if any) and COMMIT
+   * leave in one write and come back in one read. The statement is sent before the caller is
+   * known, so the framework's opening statement carries the guard (opening.ts, ENTER_*_GUARDED):
+   * for a caller without `work.permission` the transaction turns read-only, the statement
    * and the outbox insert cannot write, and nothing commits, whichever builder made the statement.
    * The events are checked as publish() checks them, with the caller as their actor. The caller
    * is then decided from the opening statement's answer, as in run(), by the route's guard, which
@@ -169,13 +169,15 @@ export class TenantTransactions {
    */
   async runStatement(tenant: TenantRef, work: OneStatement, options: TxOptions = {}): Promise<{ session: SessionInfo | null; answer: Answer }> {
     const now = this.clock.now();
-    const opening: Statement = options.sessionHash ? { text: ENTER_WITH_SESSION, values: [tenant.id, options.sessionHash, now] } : { text: ENTER, values: [tenant.id] };
+    // The opening statement carries the guard (opening.ts): for a caller without the permission the transaction turns read-only.
+    const opening: Statement = options.sessionHash
+      ? { text: ENTER_WITH_SESSION_GUARDED, values: [tenant.id, options.sessionHash, now, work.permission] }
+      : { text: ENTER_GUARDED, values: [tenant.id, work.permission] };
     const events = work.events ?? [];
     for (const event of events) checkEvent(this.declaredEvents, options.publishes, event);
     const outbox: Statement[] = events.length > 0 ? [outboxInsertFor(work.permission, events, now, options.requestId ?? currentRequestId() ?? null)] : [];
-    const guard: Statement = { text: GUARD, values: [work.permission] };
-    const statements = [opening, guard, work.statement, ...outbox];
-    const [entered, , answer, published] = await traceExchange(statements, () => exchange(this.db.pool, statements));
+    const statements = [opening, work.statement, ...outbox];
+    const [entered, answer, published] = await traceExchange(statements, () => exchange(this.db.pool, statements));
     if (!entered!.ok) throw entered!.error;
     const session = sessionFrom(entered!.result.rows[0] as EnterRow | undefined);
     // The caller held the permission and the transaction committed: the relay has work.

@@ -1,7 +1,7 @@
 /**
  * A targeted bench of the transports a one-exchange write can take, with no HTTP in the way:
- * the same transaction (BEGIN, a set_config like the opening statement's, a guard, an insert,
- * COMMIT) sent by each transport, beside the bare insert (one statement, no transaction). Run:
+ * the same transaction (BEGIN, a set_config like the opening statement's with its guard column,
+ * an insert, COMMIT) sent by each transport, beside the bare insert (one statement, no transaction). Run:
  *
  *   node scripts/bench/transports.ts [--seconds 5] [--concurrency 16] [--pool 8] [--rounds 2]
  *
@@ -35,8 +35,10 @@ const rounds = Number(args.rounds);
 const SETUP = `
 create table if not exists probe (id uuid primary key default gen_random_uuid(), tenant uuid not null, name text not null, size int not null);
 `;
-const OPEN = `select set_config('app.tenant_id', $1::uuid::text, true) as t, set_config('app.permissions', 'widget.write', true) as p`;
-const GUARD = `select case when string_to_array(current_setting('app.permissions', true), ',') && array['widget.write', '*'] then true end as allowed`;
+// The opening statement with its guard column, as the request path sends it (context/opening.ts).
+const OPEN = `select set_config('app.tenant_id', $1::uuid::text, true) as t, set_config('app.permissions', 'widget.write', true) as p,
+  case when string_to_array(current_setting('app.permissions', true), ',') && array['widget.write', '*'] then true
+       else set_config('transaction_read_only', 'on', true) = '' end as allowed`;
 const INSERT = `insert into probe (tenant, name, size) values ($1, $2, $3) returning id, name, size`;
 const TENANT = '0190b7a0-0000-7000-8000-000000000001';
 
@@ -67,7 +69,6 @@ const transports: Transport[] = [
           const connection = new PipelinedConnection(client);
           const answers = await connection.transaction([
             { text: OPEN, values: [TENANT], name: 'open' },
-            { text: GUARD, values: [], name: 'guard' },
             { text: INSERT, values: insertValues(), name: 'insert' },
           ]);
           if (!answers.every((a) => a.ok)) throw new Error('failed');
@@ -85,7 +86,6 @@ const transports: Transport[] = [
       const run = () =>
         sql.begin((tx) => [
           tx.unsafe(OPEN, [TENANT], { prepare: true }),
-          tx.unsafe(GUARD, [], { prepare: true }),
           tx.unsafe(INSERT, insertValues(), { prepare: true }),
         ]);
       return { run, close: () => sql.end() };
@@ -101,7 +101,6 @@ const transports: Transport[] = [
           await Promise.all([
             reserved.unsafe('begin'),
             reserved.unsafe(OPEN, [TENANT], { prepare: true }),
-            reserved.unsafe(GUARD, [], { prepare: true }),
             reserved.unsafe(INSERT, insertValues(), { prepare: true }),
             reserved.unsafe('commit'),
           ]);

@@ -3,6 +3,7 @@ import { createCustomer, signInAs, startTestApp, type SignedIn, type TestApp } f
 import { testConfig } from '../helpers/config.ts';
 import type { TenantRef } from '../../framework/context/tenant.ts';
 import { ENTER_WITH_SESSION } from '../../framework/context/tx.ts';
+import { ENTER_WITH_SESSION_GUARDED } from '../../framework/context/opening.ts';
 
 // The opening statement runs on every signed-in request, on a plan made once per connection. A
 // text parameter compared with uuid columns is cast in the plan, and a sequential scan of a small
@@ -26,9 +27,10 @@ describe('the opening statement compares the tenant as a uuid, parsed once', () 
     expect(res.status).toBe(200);
     const { rows } = await app.services.db.pool.query<{ types: string }>(
       `select parameter_types::text as types from pg_prepared_statements where statement = $1`,
-      [ENTER_WITH_SESSION],
+      [ENTER_WITH_SESSION_GUARDED],
     );
-    expect(rows).toEqual([{ types: '{uuid,bytea,"timestamp with time zone"}' }]);
+    // The list is one exchange: its opening statement is the guarded one, the route's permission its fourth parameter.
+    expect(rows).toEqual([{ types: '{uuid,bytea,"timestamp with time zone",text}' }]);
   });
 
   it('has a generic plan with no cast of the tenant in any scan', async () => {

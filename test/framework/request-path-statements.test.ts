@@ -102,9 +102,10 @@ describe('one exchange per read request', () => {
     expect(res.status).toBe(200);
     const checkout = listCheckout();
     const statements = inner(checkout);
-    expect(statements.map((s) => s.text.trim().split(/\s+/, 1)[0]!.toLowerCase())).toEqual(['select', 'select', 'select']);
+    expect(statements.map((s) => s.text.trim().split(/\s+/, 1)[0]!.toLowerCase())).toEqual(['select', 'select']);
     expect(statements[0]!.text).toContain('from sessions');
-    expect(statements[1]!.text).toContain('transaction_read_only');
+    // The opening statement carries the guard: a caller without the permission leaves it read-only.
+    expect(statements[0]!.text).toContain('transaction_read_only');
     expect(exchanges(checkout)).toBe(1);
     expect(roundTrips(checkout)).toBe(1);
   });
@@ -115,7 +116,7 @@ describe('one exchange per read request', () => {
     expect(res.body.code).toBe('AUTH_REQUIRED');
     const checkout = listCheckout();
     expect(exchanges(checkout)).toBe(1);
-    const [opening, , list] = inner(checkout);
+    const [opening, list] = inner(checkout);
 
     // The same statements, run again with EXPLAIN ANALYZE: no plan node that reads widgets ever ran.
     const loopsOnWidgets = async (openingValues: unknown[]): Promise<number[]> => {
@@ -140,7 +141,7 @@ describe('one exchange per read request', () => {
     expect(invalid.length).toBeGreaterThan(0);
     expect(invalid.every((n) => n === 0)).toBe(true);
     // The control: with the reader's session, the same statement does read widgets.
-    const valid = await loopsOnWidgets([opening!.values[0], hashSecret(reader.rawSessionId), opening!.values[2]]);
+    const valid = await loopsOnWidgets([opening!.values[0], hashSecret(reader.rawSessionId), opening!.values[2], opening!.values[3]]);
     expect(valid.some((n) => n > 0)).toBe(true);
   });
 
@@ -179,7 +180,7 @@ describe('one exchange per read request', () => {
     expect(found.status).toBe(200);
     expect(found.body.name).toBe('read-me');
     expect(exchanges(readCheckout())).toBe(1);
-    expect(inner(readCheckout())).toHaveLength(3);
+    expect(inner(readCheckout())).toHaveLength(2);
     expect(roundTrips(readCheckout())).toBe(1);
 
     checkouts = [];
@@ -226,8 +227,8 @@ describe('one exchange per write whose values are known in advance', () => {
     expect(res.headers.location).toBe(`/api/v1/testkit/widgets/${res.body.id}`);
     const checkout = insertCheckout();
     const statements = inner(checkout);
-    expect(statements.map((s) => s.text.trim().split(/\s+/, 2).join(' ').toLowerCase())).toEqual(['select set_config(\'app.tenant_id\',', 'select case', 'insert into', 'insert into']);
-    expect(statements[3]!.text).toContain('into outbox');
+    expect(statements.map((s) => s.text.trim().split(/\s+/, 2).join(' ').toLowerCase())).toEqual(['select set_config(\'app.tenant_id\',', 'insert into', 'insert into']);
+    expect(statements[2]!.text).toContain('into outbox');
     expect(exchanges(checkout)).toBe(1);
     expect(roundTrips(checkout)).toBe(1);
     // The event names the row and the caller as its actor, as a handler's publish does.
