@@ -1,4 +1,5 @@
-import type { Readable } from 'node:stream';
+import { PassThrough, type Readable } from 'node:stream';
+import { pipeline } from 'node:stream/promises';
 import {
   AbortMultipartUploadCommand,
   DeleteObjectCommand,
@@ -98,10 +99,15 @@ export class S3Store implements BlobStore {
 
   async put(key: string, source: Readable): Promise<void> {
     const Key = this.objectKey(key);
+    // Upload reads a body's length from a `size` or `length` property when it has one (the
+    // upload's byte counter has a `size`): a plain stream of the same bytes says nothing, and the
+    // source's failure still reaches it.
+    const Body = new PassThrough();
+    pipeline(source, Body).catch(() => {});
     // leavePartsOnError: the abort is ours, so that a failed abort cannot hide why the upload failed.
     const upload = new Upload({
       client: this.client,
-      params: { Bucket: this.bucket, Key, Body: source },
+      params: { Bucket: this.bucket, Key, Body },
       partSize: this.partSize,
       queueSize: QUEUE_SIZE,
       leavePartsOnError: true,
@@ -109,9 +115,11 @@ export class S3Store implements BlobStore {
     try {
       await upload.done();
     } catch (err) {
-      if (upload.uploadId) await this.abort(Key, upload.uploadId);
       // The source's own failure (a limit, a client gone) is the reason; anything else is the store's.
-      if (source.errored) throw source.errored;
+      const sourceFailure = source.errored;
+      Body.destroy();
+      if (upload.uploadId) await this.abort(Key, upload.uploadId);
+      if (sourceFailure) throw sourceFailure;
       throw unavailable(err);
     }
   }

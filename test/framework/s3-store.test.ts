@@ -147,7 +147,7 @@ describe('the service on files.storage s3', () => {
   let cookie: string;
 
   beforeAll(async () => {
-    app = await startTestApp({ config: testConfig({ files: { storage: 's3', s3: server.settings('service/') } }) });
+    app = await startTestApp({ config: testConfig({ files: { storage: 's3', s3: server.settings('service/'), max_bytes: 8 * MiB } }) });
     const tenant = await createCustomer(app, 'bucket', 'bucket.localhost');
     host = 'bucket.localhost';
     cookie = (await signInAs(app, tenant, ['file:read', 'file:manage'])).cookie;
@@ -156,11 +156,34 @@ describe('the service on files.storage s3', () => {
     await app?.close();
   });
 
-  const upload = (content: string) => {
-    const { body, type } = form([{ name: 'file', filename: 'a.txt', type: 'text/plain', content }]);
+  const upload = (content: string | Buffer, mediaType = 'text/plain') => {
+    const { body, type } = form([{ name: 'file', filename: 'a.txt', type: mediaType, content }]);
     return app.http(host).post('/api/v1/file/files?visibility=private').set('Cookie', cookie).set('Content-Type', type).send(body);
   };
   const rows = async () => (await app.services.db.pool.query<{ n: number }>('select count(*)::int as n from files')).rows[0]!.n;
+
+  it('an upload past one part goes up in parts through the request path, counted and hashed, and downloads whole', async () => {
+    const content = Buffer.alloc(7 * MiB + 123, 7);
+    const up = await upload(content, 'application/octet-stream');
+    expect(up.status, JSON.stringify(up.body)).toBe(201);
+    expect(up.body).toMatchObject({ size: content.length, sha256: sha256([content]) });
+    const down = await app.http(host).get(`/api/v1/file/files/${up.body.id}/content`).set('Cookie', cookie).buffer(true).parse((r, done) => {
+      const chunks: Buffer[] = [];
+      r.on('data', (c: Buffer) => chunks.push(c));
+      r.on('end', () => done(null, Buffer.concat(chunks)));
+    });
+    expect(sha256([down.body as Buffer])).toBe(sha256([content]));
+  });
+
+  it('an upload refused past files.max_bytes after its first part leaves no object and no row; the refused abort is only logged', async () => {
+    const before = await server.keys();
+    const rowsBefore = await rows();
+    // One byte past the limit, inside the form's envelope: refused as the bytes flow, after a 5 MiB part went up.
+    const refused = await upload(Buffer.alloc(8 * MiB + 1, 1), 'application/octet-stream');
+    expect([refused.status, refused.body.code]).toEqual([413, 'FILE_TOO_LARGE']);
+    expect(await server.keys()).toEqual(before);
+    expect(await rows()).toBe(rowsBefore);
+  });
 
   it('/ready checks the bucket (HeadBucket) after the database', async () => {
     const ready = await app.http('10.0.0.1').get('/ready');
