@@ -162,7 +162,8 @@ describe('what the transport relies on', () => {
       wire.push('write');
       return (write as (...a: unknown[]) => boolean).apply(socket, args);
     } as typeof socket.write;
-    socket.on('data', onData);
+    // Before pg's own listener, so a read is recorded before whatever pg writes in answer to it.
+    socket.prependListener('data', onData);
     try {
       await fn(client);
     } finally {
@@ -204,7 +205,7 @@ describe('what the transport relies on', () => {
       return (write as (...a: unknown[]) => boolean).apply(socket, args);
     } as typeof socket.write;
     const onData = () => void wire.push('read');
-    socket.on('data', onData);
+    socket.prependListener('data', onData);
     try {
       await db.kysely.transaction().execute(async (trx) => {
         await trx.executeQuery(CompiledQuery.raw(INSERT, [300]));

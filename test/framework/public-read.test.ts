@@ -86,7 +86,7 @@ describe('public read by a unique field: GET /api/v1/<module>/<path>/{field}', (
   });
 
   it('is one operation in OpenAPI: public, with its parameter, shape, 304 and 422', async () => {
-    const doc = (await t.app.http().get('/api/v1/openapi.json')).body;
+    const doc = await dereferenced<any>((await t.app.http().get('/api/v1/openapi.json')).body);
     const op = doc.paths['/api/v1/testkit/public/{slug}'].get;
     expect(op.operationId).toBe('testkit-article-public-read');
     expect(op.security).toEqual([]);

@@ -49,7 +49,8 @@ function watchCheckouts(pool: pg.Pool): void {
       current.get(client)!.wire.push('write');
       return write(...args);
     }) as typeof socket.write;
-    socket.on('data', () => void current.get(client)!.wire.push('read'));
+    // Before pg's own listener, so a read is recorded before whatever pg writes in answer to it.
+    socket.prependListener('data', () => void current.get(client)!.wire.push('read'));
     const query = client.query.bind(client) as (...args: unknown[]) => unknown;
     (client as unknown as { query: (...args: unknown[]) => unknown }).query = (...args: unknown[]) => {
       const checkout = current.get(client)!;
