@@ -68,7 +68,7 @@ export function catalogRoute(registry: Registry): AnyRoute {
     summary: 'Catalog of the resources the caller may read',
     tags: ['admin'],
     access: 'signedIn',
-    schema: { response: { 200: Type.Object({ resources: Type.Array(CatalogEntrySchema) }) } },
+    schema: { response: { 200: Type.Object({ resources: Type.Array(CatalogEntrySchema) }, { description: 'The resources the caller may read' }) } },
     handler: async ({ tx }) => ({
       resources: readableEntities(registry, tx).map((e) => catalogEntry(e, tx, (p) => registry.isOperatorPermission(p))),
     }),

@@ -12,6 +12,33 @@ export const titleCase = (s: string): string =>
     .replace(/[-_]/g, ' ')
     .replace(/^./, (c) => c.toUpperCase());
 
+export const pascalCase = (s: string): string => camelCase(snakeCase(s)).replace(/^./, (c) => c.toUpperCase());
+
+/** The entity's schemas in the OpenAPI document's components.schemas: Task, TaskCreate, TaskUpdate, TaskPage, TaskAssign. */
+export interface SchemaNames {
+  /** The row as read. */
+  read: string;
+  /** The create body (a singleton's PUT body too). */
+  create: string;
+  /** The PATCH body. */
+  update: string;
+  /** A list's answer. */
+  page: string;
+  /** A command's body. */
+  command(command: string): string;
+}
+
+export function schemaNames(entityName: string): SchemaNames {
+  const base = pascalCase(entityName);
+  return { read: base, create: `${base}Create`, update: `${base}Update`, page: pageSchemaName(base), command: (command) => `${base}${pascalCase(command)}` };
+}
+
+/** A list's answer, named after its item's schema. */
+export const pageSchemaName = (itemName: string): string => `${itemName}Page`;
+
+/** A hand-written route's JSON body or answer that was not given a name: named after its operation id. */
+export const operationSchemaName = (operationId: string, part: 'Request' | 'Response'): string => `${pascalCase(operationId)}${part}`;
+
 export interface EntityNames {
   key: string;
   plural: string;
@@ -23,6 +50,7 @@ export interface EntityNames {
   adminPath: string;
   events: { created: string; updated: string; deleted: string };
   operationId(verb: string): string;
+  schemas: SchemaNames;
 }
 
 export function entityNames(input: {
@@ -53,6 +81,7 @@ export function entityNames(input: {
       deleted: input.events?.deleted ?? `${prefix}.deleted`,
     },
     operationId: (verb) => operationId(input.module, input.name, verb),
+    schemas: schemaNames(input.name),
   };
 }
 

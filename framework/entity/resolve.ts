@@ -2,6 +2,7 @@ import Type, { type TProperties, type TSchema } from 'typebox';
 import type { AnyEntity, DeleteMode, EntityScope } from './define.ts';
 import { camelCase, entityNames, snakeCase, type EntityNames } from './names.ts';
 import { pageQuerySchema, pageSchema } from '../operations/paging.ts';
+import { named } from '../openapi/schema-name.ts';
 
 export const SYSTEM_FIELDS = ['id', 'createdAt', 'updatedAt'] as const;
 
@@ -78,7 +79,7 @@ export function resolveEntity(def: AnyEntity): ResolvedEntity {
   rowProperties.createdAt = Type.String({ format: 'date-time' });
   rowProperties.updatedAt = Type.String({ format: 'date-time' });
   for (const [field, schema] of Object.entries(def.computed ?? {})) rowProperties[field] = nullable(schema);
-  const row = Type.Object(rowProperties, { additionalProperties: false, title: names.label });
+  const row = named(Type.Object(rowProperties, { additionalProperties: false, title: names.label }), names.schemas.read);
   const changes = Type.Object(
     Object.fromEntries(fields.map((f) => [f, Type.Optional(nullable(def.fields[f]!))])),
     { additionalProperties: false },
@@ -86,8 +87,8 @@ export function resolveEntity(def: AnyEntity): ResolvedEntity {
 
   const pick = (keys: string[], partial: boolean): TProperties =>
     Object.fromEntries(keys.map((k) => [k, partial ? Type.Optional(stripOptional(def.fields[k]!)) : def.fields[k]!]));
-  const create = Type.Object(pick(writable, false), { additionalProperties: false });
-  const patch = Type.Object(pick(patchable, true), { additionalProperties: false, minProperties: 1 });
+  const create = named(Type.Object(pick(writable, false), { additionalProperties: false }), names.schemas.create);
+  const patch = named(Type.Object(pick(patchable, true), { additionalProperties: false, minProperties: 1 }), names.schemas.update);
 
   // Every parameter is optional with its default filled in before the handler runs.
   const listQuery = pageQuerySchema({ sorts: sortable, defaultSort: 'createdAt' });

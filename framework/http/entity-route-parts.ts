@@ -3,6 +3,7 @@ import type { AnyRoute, NoTxRouteDefinition, RouteDefinition } from '../entity/d
 import type { ResolvedEntity } from '../entity/resolve.ts';
 import type { TxContext } from '../context/tx.ts';
 import type { EntityOperations } from '../operations/entity-ops.ts';
+import { named, nameOf } from '../openapi/schema-name.ts';
 
 /** What the generic and singleton routes share: answers, the afterRead shaping, command routes. */
 
@@ -59,7 +60,8 @@ export function commandRoutes(entity: ResolvedEntity, ops: EntityOperations, pre
       publishes: [...new Set([...(definition.publishes ?? []), ...(entity.singleton ? [names.events.created] : []), ...followUp])],
       schema: {
         ...(entity.singleton ? {} : { params: schemas.idParams }),
-        ...(definition.body ? { body: definition.body } : {}),
+        // A command's body is <Entity><Command> in the document (TaskAssign), unless it has a name of its own.
+        ...(definition.body ? { body: nameOf(definition.body) ? definition.body : named(definition.body, names.schemas.command(command)) } : {}),
         response: { 200: answer(schemas.row, `The ${names.label.toLowerCase()} after the command`) },
       },
     };

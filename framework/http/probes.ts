@@ -49,7 +49,7 @@ export const HEALTH_SCHEMA = {
   tags: ['probes'],
   security: [],
   'x-access': 'public',
-  response: { 200: Type.Object({ status: Type.Literal('ok') }) },
+  response: { 200: Type.Object({ status: Type.Literal('ok') }, { description: 'The process is up' }) },
 };
 
 export const READY_SCHEMA = {
@@ -60,7 +60,7 @@ export const READY_SCHEMA = {
   security: [],
   'x-access': 'public',
   response: {
-    200: Type.Object({ status: Type.Literal('ready'), checks: CheckList }),
+    200: Type.Object({ status: Type.Literal('ready'), checks: CheckList }, { description: 'Every check passed' }),
     503: problemResponse('NOT_READY: `check` names the failing check'),
   },
 };

@@ -5,6 +5,8 @@ import type { Services } from '../services.ts';
 import { ProblemSchema } from './problem-schema.ts';
 import { sessionCookie } from '../access/session-cookie.ts';
 import { API_PREFIX } from '../entity/names.ts';
+import { operatorUrl } from '../tenancy/first-administrator.ts';
+import { nameSchemas } from './named-schemas.ts';
 
 export const OPENAPI_PATH = `${API_PREFIX}/openapi.json`;
 export const DOCS_PATH = `${API_PREFIX}/docs`;
@@ -24,7 +26,10 @@ export async function registerOpenApi(app: FastifyInstance, services: Services):
           'Lists take `limit` (1-100, default 20), `offset` (0-10000, default 0), `sort` (a field, "-" prefix for descending; ties break on id) and `after` (the previous page\'s `next`, for keyset paging at any depth), all optional, and answer `{ items, total, totalExact, limit, offset, next }`: `total` is counted up to 10000 (`totalExact` false past that), `next` is null on the last page.',
           'Not signed in: 401 AUTH_REQUIRED. Signed in without the permission: 403 AUTH_FORBIDDEN.',
         ].join('\n\n'),
+        // package.json says UNLICENSED (npm's word for proprietary); SPDX names an unlisted license LicenseRef-*.
+        license: { name: 'Proprietary', identifier: 'LicenseRef-Proprietary' },
       },
+      servers: [serverOf(services.config.server.public_host, services.config.server.port)],
       components: {
         securitySchemes: {
           cookieAuth: {
@@ -36,10 +41,50 @@ export async function registerOpenApi(app: FastifyInstance, services: Services):
         },
       },
     },
+    // Named bodies and answers, then what every operation shares (see finishDocument).
+    transformObject: (built) => ('openapiObject' in built ? finishDocument(nameSchemas(built.openapiObject as Record<string, unknown>)) : built.swaggerObject) as never,
     refResolver: {
       buildLocalReference: (json, _baseUri, _fragment, i) => (typeof json.$id === 'string' ? json.$id : `def-${i}`),
     },
   });
   await app.register(swaggerUi, { routePrefix: DOCS_PATH });
-  app.get(OPENAPI_PATH, { schema: { hide: true } }, async () => app.swagger());
+  app.get(OPENAPI_PATH, { schema: { hide: true } }, async () => openApiDocument(app));
+}
+
+/**
+ * Every tenant serves the same paths on its own host, so the server is a template whose host
+ * defaults to server.public_host (the operator tenant's): https, as behind the TLS proxy a public
+ * host sits behind, or http on a local name (with the listening port when public_host names none).
+ */
+function serverOf(publicHost: string, port: number) {
+  const origin = new URL(operatorUrl(publicHost, port));
+  return {
+    url: `${origin.protocol}//{host}`,
+    description:
+      'A tenant\'s host, with its port if any: the tenant comes from the Host header, and an unknown host answers 404 NO_SITE. The default host is the operator tenant\'s (server.public_host).',
+    // (A variable's own description is valid OpenAPI 3.1, but swagger-parser's schema refuses it.)
+    variables: { host: { default: origin.host } },
+  };
+}
+
+/**
+ * What every operation shares, added once the routes are converted: the 431 Node's parser answers
+ * to any request whose headers pass 16 KB (framework/http/problems.ts), as a problem.
+ */
+function finishDocument(document: Record<string, unknown>): Record<string, unknown> {
+  const headersTooLarge = {
+    description: 'Request headers over 16 KB (HEADERS_TOO_LARGE), refused before any route runs',
+    content: { 'application/problem+json': { schema: { $ref: '#/components/schemas/Problem' } } },
+  };
+  for (const operations of Object.values((document.paths ?? {}) as Record<string, Record<string, { responses?: Record<string, unknown> }>>)) {
+    for (const operation of Object.values(operations)) {
+      if (operation.responses && !operation.responses['431']) operation.responses['431'] = headersTooLarge;
+    }
+  }
+  return document;
+}
+
+/** The served document (built once, then cached by @fastify/swagger). */
+export function openApiDocument(app: FastifyInstance): Record<string, unknown> {
+  return app.swagger() as unknown as Record<string, unknown>;
 }

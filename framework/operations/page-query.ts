@@ -1,4 +1,6 @@
 import Type, { type TSchema } from 'typebox';
+import { named, nameOf } from '../openapi/schema-name.ts';
+import { pageSchemaName } from '../entity/names.ts';
 
 /**
  * What every list takes and answers, generated and hand-written alike: the query parameters
@@ -69,9 +71,10 @@ export function pageQuerySchema(options: { sorts: readonly string[]; defaultSort
   );
 }
 
-/** The answer of a list of `item`. */
+/** The answer of a list of `item`; named <Item>Page in the OpenAPI document when the item is named. */
 export function pageSchema<T extends TSchema>(item: T, description?: string) {
-  return Type.Object(
+  const itemName = nameOf(item);
+  const page = Type.Object(
     {
       items: Type.Array(item),
       total: Type.Integer({
@@ -88,6 +91,7 @@ export function pageSchema<T extends TSchema>(item: T, description?: string) {
     },
     { additionalProperties: false, ...(description ? { description } : {}) },
   );
+  return itemName ? named(page, pageSchemaName(itemName)) : page;
 }
 
 /** The message a refused paging parameter carries, where it says more than the schema can. */

@@ -26,6 +26,12 @@ export function tooManyAttempts(reply: FastifyReply) {
   });
 }
 
+const SET_SESSION_COOKIE = {
+  type: 'string',
+  description:
+    'The session cookie, with a fresh id: app_session=<id>; Path=/; HttpOnly; SameSite=Lax; Max-Age in seconds (30 days, sliding). On a public server.public_host it is __Host-app_session and also Secure. A non-browser client sends it back as Cookie: app_session=<id>.',
+};
+
 export const loginRoute = defineRoute({
   method: 'POST',
   url: '/api/v1/auth/login',
@@ -54,7 +60,8 @@ export const loginRoute = defineRoute({
       { additionalProperties: false },
     ),
     response: {
-      200: IdentitySchema,
+      // @fastify/swagger turns a response schema's headers into the response's headers.
+      200: { ...IdentitySchema, headers: { 'Set-Cookie': SET_SESSION_COOKIE } } as unknown as typeof IdentitySchema,
       303: Type.Null({ description: 'A form post that signed in: Location is next (a local path) or /admin' }),
       401: problemRef('ErrCredentials: wrong password, unknown address, invited or deactivated user'),
       403: problemRef('AUTH_CROSS_SITE: posted from another site'),

@@ -7,6 +7,7 @@ import { ANY_MEDIA_TYPE, streamFrom, streamResponses } from '../../framework/htt
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import type { Services } from '../../framework/services.ts';
 import { blobStoreFor, type ByteRange } from '../../framework/storage/index.ts';
+import { answer } from '../../framework/http/entity-route-parts.ts';
 import { FileRecord, toRecord, Visibility, type FileRow } from './files-table.ts';
 import { ENVELOPE_BYTES, uploadFile } from './upload.ts';
 import { attachmentDisposition } from './names.ts';
@@ -93,7 +94,7 @@ export const fileRoutes = (config: Config) => [
     schema: {
       querystring: Type.Object({ visibility: Visibility }, { additionalProperties: false }),
       response: {
-        201: FileRecord,
+        201: answer(FileRecord, 'The file stored'),
         413: problemResponse('Form past the envelope (PAYLOAD_TOO_LARGE), file past files.max_bytes (FILE_TOO_LARGE) or past the quota (QUOTA_EXCEEDED)'),
         422: problemResponse('No file part (FILE_MISSING), a media type that is not one (MEDIA_TYPE_INVALID), bytes disagreeing with a renderable type (MEDIA_TYPE_MISMATCH)'),
         503: problemResponse('The file storage cannot be reached (STORAGE_UNAVAILABLE: nothing is kept), or the database is busy (DB_BUSY); retry after the Retry-After seconds'),
@@ -114,7 +115,7 @@ export const fileRoutes = (config: Config) => [
     access: { permission: 'file:read' },
     schema: {
       querystring: pageQuerySchema({ sorts: ['createdAt', 'name', 'size'], defaultSort: 'createdAt' }),
-      response: { 200: pageSchema(FileRecord) },
+      response: { 200: pageSchema(FileRecord, 'A page of files') },
     },
     handler: ({ tx, query }) => filePages.page(tx.db, query as PageQuery),
   }),
@@ -125,7 +126,7 @@ export const fileRoutes = (config: Config) => [
     summary: 'Read a file record',
     tags: ['file'],
     access: { permission: 'file:read' },
-    schema: { params: Id, response: { 200: FileRecord } },
+    schema: { params: Id, response: { 200: answer(FileRecord, 'The file\'s record') } },
     handler: async ({ tx, params }) => {
       const row = await tx.db.selectFrom('files').selectAll().where('id', '=', params.id).executeTakeFirst();
       if (!row) throw notFound();

@@ -5,6 +5,7 @@ import { isUuid } from '../../framework/operations/entity-ops.ts';
 import { KeysetPager, pageQuerySchema, pageSchema, type PageQuery } from '../../framework/operations/paging.ts';
 import type { TxContext } from '../../framework/context/tx.ts';
 import './notifications-table.ts';
+import { answer } from '../../framework/http/entity-route-parts.ts';
 
 const BASE = '/api/v1/notification/notifications';
 const tags = ['notification'];
@@ -79,7 +80,7 @@ export const notificationRoutes: readonly AnyRoute[] = [
     tags,
     access: 'signedIn',
     publishes: ['notification.read'],
-    schema: { params: IdParams, response: { 200: Notification } },
+    schema: { params: IdParams, response: { 200: answer(Notification, 'The notification, marked read') } },
     handler: async ({ tx, params }) => {
       if (!isUuid(params.id)) throw notFound();
       // The condition on read_at makes the first mark the only one that writes, also when two race.

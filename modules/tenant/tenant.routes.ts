@@ -9,6 +9,7 @@ import { AddHostBody, CreateTenantBody, InviteAdminBody, Tenant, TenantIdParams,
 import { hostOwner, listTenants, readTenant, tenantRef } from './tenant-store.ts';
 import { normaliseHostName } from './host-name.ts';
 import type { PageQuery } from '../../framework/operations/paging.ts';
+import { answer } from '../../framework/http/entity-route-parts.ts';
 
 const BASE = '/api/v1/tenant/tenants';
 const access = { permission: 'tenant:manage' };
@@ -43,7 +44,7 @@ export const tenantRoutes: readonly AnyRoute[] = [
     tags,
     access,
     publishes: ['tenant.created'],
-    schema: { body: CreateTenantBody, response: { 201: Tenant } },
+    schema: { body: CreateTenantBody, response: { 201: answer(Tenant, 'The tenant created, with its primary host') } },
     handler: async ({ tx, body, services, reply }) => {
       const host = normaliseHostName(body.host);
       const slugTaken = await tx.db.selectFrom('tenants').select('id').where('slug', '=', body.slug).executeTakeFirst();
@@ -62,7 +63,7 @@ export const tenantRoutes: readonly AnyRoute[] = [
     summary: 'Read a tenant',
     tags,
     access,
-    schema: { params: TenantIdParams, response: { 200: Tenant } },
+    schema: { params: TenantIdParams, response: { 200: answer(Tenant, 'The tenant') } },
     handler: ({ tx, params }) => readTenant(tx, params.id),
   }),
   defineRoute({
@@ -75,7 +76,7 @@ export const tenantRoutes: readonly AnyRoute[] = [
     tags,
     access,
     publishes: ['tenant.host_added'],
-    schema: { params: TenantIdParams, body: AddHostBody, response: { 201: Tenant } },
+    schema: { params: TenantIdParams, body: AddHostBody, response: { 201: answer(Tenant, 'The tenant with the host added') } },
     handler: async ({ tx, params, body, reply }) => {
       const tenant = await readTenant(tx, params.id, { lock: true });
       const host = normaliseHostName(body.host);
@@ -97,7 +98,7 @@ export const tenantRoutes: readonly AnyRoute[] = [
     tags,
     access,
     publishes: ['user.invited'],
-    schema: { params: TenantIdParams, body: InviteAdminBody, response: { 201: UserRow } },
+    schema: { params: TenantIdParams, body: InviteAdminBody, response: { 201: answer(UserRow, 'The administrator invited in the tenant') } },
     handler: async ({ tx, params, body, reply }) => {
       const tenant = await readTenant(tx, params.id, { lock: true });
       if (tenant.status === 'suspended') throw problem('INVALID_STATE', 'a suspended tenant cannot be given an administrator');
@@ -118,7 +119,7 @@ export const tenantRoutes: readonly AnyRoute[] = [
     tags,
     access,
     publishes: ['tenant.suspended'],
-    schema: { params: TenantIdParams, response: { 200: Tenant } },
+    schema: { params: TenantIdParams, response: { 200: answer(Tenant, 'The tenant, suspended') } },
     handler: async ({ tx, params }) => {
       const tenant = await readTenant(tx, params.id, { lock: true });
       if (tenant.isOperator) throw problem('INVALID_STATE', 'the operator tenant cannot be suspended');

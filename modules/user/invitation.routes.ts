@@ -6,6 +6,7 @@ import { entity } from '../../framework/entity/define.ts';
 import { user } from './user.entity.ts';
 import { userFields } from './user.fields.ts';
 import { usersService } from './users-service.ts';
+import { answer } from '../../framework/http/entity-route-parts.ts';
 
 export const InvitationBody = Type.Object(
   {
@@ -33,7 +34,7 @@ export const invitationRoute: AnyRoute = defineRoute({
   tags: ['user'],
   access: { permission: 'user:manage' },
   publishes: ['user.invited'],
-  schema: { body: InvitationBody, response: { 201: resolved.schemas.row } },
+  schema: { body: InvitationBody, response: { 201: answer(resolved.schemas.row, 'The user invited') } },
   handler: async ({ tx, body, reply }) => {
     const row = await usersService.invite(tx, body);
     reply.code(201).header('location', `${resolved.names.path}/${row.id}`);

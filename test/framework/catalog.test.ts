@@ -6,6 +6,7 @@ import { testkitModule } from '../helpers/testkit-module.ts';
 import { allModules } from '../../modules/index.ts';
 import { defineEntity, defineModule, entity } from '../../framework/entity/define.ts';
 import type { TenantRef } from '../../framework/context/tenant.ts';
+import { dereferenced } from '../helpers/openapi.ts';
 
 /** An operator-only resource (it borrows the widgets table: only its declaration matters here). */
 const ledger = defineEntity({
@@ -134,7 +135,7 @@ describe('GET /api/v1/admin/resources', () => {
 describe('catalog, OpenAPI and registered routes agree', () => {
   it('for every entity: each catalog operation id is in OpenAPI at the route the server registered', async () => {
     const entries = await catalog('operator.localhost', ['*']);
-    const doc = (await t.app.http().get('/api/v1/openapi.json')).body as { paths: Record<string, Record<string, { operationId: string }>> };
+    const doc = await dereferenced((await t.app.http().get('/api/v1/openapi.json')).body as { paths: Record<string, Record<string, { operationId: string }>> });
     const openApi = new Map<string, string>();
     for (const [path, methods] of Object.entries(doc.paths)) {
       for (const [method, op] of Object.entries(methods)) openApi.set(op.operationId, `${method.toUpperCase()} ${path}`);

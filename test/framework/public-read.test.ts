@@ -4,6 +4,7 @@ import { useTestApp } from '../helpers/use-test-app.ts';
 import type { TenantRef } from '../../framework/context/tenant.ts';
 import { ifNoneMatchHits, weakETag } from '../../framework/http/etag.ts';
 import { withoutRequestId } from '../helpers/problems.ts';
+import { dereferenced } from '../helpers/openapi.ts';
 
 const HOST = 'pages.localhost';
 const OTHER_HOST = 'pages-other.localhost';
@@ -86,7 +87,7 @@ describe('public read by a unique field: GET /api/v1/<module>/<path>/{field}', (
   });
 
   it('is one operation in OpenAPI: public, with its parameter, shape, 304 and 422', async () => {
-    const doc = await dereferenced<any>((await t.app.http().get('/api/v1/openapi.json')).body);
+    const doc = await dereferenced((await t.app.http().get('/api/v1/openapi.json')).body);
     const op = doc.paths['/api/v1/testkit/public/{slug}'].get;
     expect(op.operationId).toBe('testkit-article-public-read');
     expect(op.security).toEqual([]);

@@ -1,11 +1,12 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startTestApp, type TestApp } from '../../helpers/app.ts';
+import { dereferenced } from '../../helpers/openapi.ts';
 
 let app: TestApp;
 let doc: { paths: Record<string, Record<string, { operationId: string; responses: Record<string, { content?: Record<string, { schema: Record<string, unknown> }> }> }>> };
 beforeAll(async () => {
   app = await startTestApp();
-  doc = (await app.http().get('/api/v1/openapi.json')).body;
+  doc = await dereferenced((await app.http().get('/api/v1/openapi.json')).body);
 });
 afterAll(async () => {
   await app?.close();
