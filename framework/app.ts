@@ -72,6 +72,7 @@ export async function buildApp(options: AppOptions): Promise<App> {
   const db: Db = openDatabase(options.databaseUrl, {
     size: options.config.database.pool_size,
     acquireTimeoutMs: options.config.database.acquire_timeout_ms,
+    statementTimeoutMs: options.config.database.statement_timeout_ms,
     ...(metrics ? { onAcquire: (seconds: number) => metrics.acquireWait.observe(seconds) } : {}),
   });
   let metricsServer: MetricsServer | undefined;

@@ -54,6 +54,8 @@ export const PROBLEMS = {
   BLOB_MISSING: { status: 503, title: 'Stored bytes unavailable' },
   STORAGE_UNAVAILABLE: { status: 503, title: 'File storage unavailable' },
   DB_BUSY: { status: 503, title: 'Database busy' },
+  DB_TIMEOUT: { status: 503, title: 'Database statement timed out' },
+  DB_UNAVAILABLE: { status: 503, title: 'Database unavailable' },
   INTERNAL: { status: 500, title: 'Internal error' },
 } as const satisfies Record<string, { status: number; title: string }>;
 

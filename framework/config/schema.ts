@@ -32,6 +32,8 @@ export const ConfigSchema = Type.Object(
         pool_size: Type.Integer({ default: 10, minimum: 1, maximum: 200 }),
         /** How long a request waits for a free connection before it answers 503 DB_BUSY. */
         acquire_timeout_ms: Type.Integer({ default: 3000, minimum: 1, maximum: 60000 }),
+        /** PostgreSQL cancels any statement of the service's pool running longer (503 DB_TIMEOUT, the transaction rolled back). */
+        statement_timeout_ms: Type.Integer({ default: 5000, minimum: 1, maximum: 3600000 }),
         embedded_dir: Type.String({ default: 'data/postgres', minLength: 1 }),
         embedded_port: Type.Integer({ default: 5488, minimum: 1, maximum: 65535 }),
       },

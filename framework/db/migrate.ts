@@ -28,6 +28,9 @@ export async function runMigrations(pool: pg.Pool, sources: MigrationSource[]): 
   const client = await pool.connect();
   const applied: AppliedMigration[] = [];
   try {
+    // A migration (an index on a large table) and the wait for another process's migrations may
+    // rightly run past the pool's statement_timeout: none here; reset before the release.
+    await client.query('set statement_timeout = 0');
     await client.query('select pg_advisory_lock($1)', [MIGRATION_LOCK_KEY]);
     await client.query(`create table if not exists migration_history (
       owner text not null,
@@ -55,6 +58,7 @@ export async function runMigrations(pool: pg.Pool, sources: MigrationSource[]): 
     }
   } finally {
     await client.query('select pg_advisory_unlock($1)', [MIGRATION_LOCK_KEY]).catch(() => {});
+    await client.query('reset statement_timeout').catch(() => {});
     client.release();
   }
   return applied;

@@ -103,6 +103,13 @@ export interface PoolOptions {
   size: number;
   /** How long a checkout waits for a free connection (or a new one to open) before DB_BUSY. */
   acquireTimeoutMs: number;
+  /**
+   * PostgreSQL's statement_timeout for every connection of the pool, sent with the connection's
+   * start-up (so no statement of the request path is added): a statement running longer is
+   * cancelled by the server (57014, answered 503 DB_TIMEOUT), its transaction rolls back and the
+   * connection stays usable. Unset: the server's own setting.
+   */
+  statementTimeoutMs?: number;
   /** Told how long each checkout waited for its connection, in seconds (metrics). */
   onAcquire?: (waitSeconds: number) => void;
 }
@@ -117,6 +124,7 @@ export function openDatabase(url: string, options: PoolOptions): Db {
     max: options.size,
     idleTimeoutMillis: 30_000,
     connectionTimeoutMillis: options.acquireTimeoutMs,
+    ...(options.statementTimeoutMs ? { statement_timeout: options.statementTimeoutMs } : {}),
     pipeline: true,
     Client: GatheringClient,
   });

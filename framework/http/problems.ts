@@ -4,6 +4,7 @@ import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from
 import { ProblemError, problem, type FieldError, type ProblemCode } from '../errors.ts';
 import { pagingRefusal } from '../operations/paging.ts';
 import { uniqueViolationProblem } from '../db/unique-keys.ts';
+import { databaseFailureProblem } from '../db/failures.ts';
 import { answerConnect, collectMethods, methodRefusal } from './methods.ts';
 
 export const PROBLEM_CONTENT_TYPE = 'application/problem+json';
@@ -64,7 +65,7 @@ export function toProblem(err: unknown): ProblemError {
   if (err instanceof ProblemError) return err;
   const e = err as FastifyError & { code?: string };
   if (e.validation) return fromValidation(e);
-  const db = fromDatabaseError(e as never);
+  const db = fromDatabaseError(e as never) ?? databaseFailureProblem(e);
   if (db) return db;
   switch (e.code) {
     case 'FST_ERR_CTP_INVALID_JSON_BODY':
