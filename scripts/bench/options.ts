@@ -1,6 +1,6 @@
 import { parseArgs } from 'node:util';
 
-export const SCENARIOS = ['list', 'create', 'health', 'public', 'notifications', 'open-loop', 'list-size', 'outbox', 'login', 'upload', 'drivers'] as const;
+export const SCENARIOS = ['list', 'create', 'health', 'public', 'notifications', 'open-loop', 'list-size', 'outbox', 'login', 'upload', 'upload-s3', 'drivers'] as const;
 export type ScenarioGroup = (typeof SCENARIOS)[number];
 
 export interface BenchOptions {
