@@ -239,6 +239,54 @@ describe('the OpenAPI document', () => {
     }
   });
 
+  it('names every entity\'s read shape, create and update bodies and list page (and every command body) under components.schemas, by $ref', () => {
+    const ref = (name: string) => ({ $ref: `#/components/schemas/${name}` });
+    const body = (key: string) => rawOperations.get(key)!.requestBody!.content['application/json']!.schema;
+    const answer = (key: string, status: string) => rawOperations.get(key)!.responses[status]!.content!['application/json']!.schema;
+    for (const entity of app.services.registry.entities) {
+      const { path, schemas } = entity.names;
+      expect(raw.components.schemas[schemas.read], schemas.read).toBeDefined();
+      if (entity.def.singleton) {
+        expect(answer(`GET ${path}`, '200')).toEqual(ref(schemas.read));
+        continue;
+      }
+      expect(answer(`GET ${path}`, '200'), path).toEqual(ref(schemas.page));
+      expect((raw.components.schemas[schemas.page] as { properties: { items: unknown } }).properties.items).toEqual({ type: 'array', items: ref(schemas.read) });
+      expect(body(`POST ${path}`)).toEqual(ref(schemas.create));
+      expect(answer(`POST ${path}`, '201')).toEqual(ref(schemas.read));
+      expect(answer(`GET ${path}/{id}`, '200')).toEqual(ref(schemas.read));
+      expect(body(`PATCH ${path}/{id}`)).toEqual(ref(schemas.update));
+      for (const [command, definition] of Object.entries(entity.def.commands ?? {})) {
+        if (definition.body) expect(body(`POST ${path}/{id}/${command}`), command).toEqual(ref(schemas.command(command)));
+      }
+    }
+    expect(Object.keys(raw.components.schemas)).toEqual(expect.arrayContaining(['Task', 'TaskCreate', 'TaskUpdate', 'TaskPage', 'TaskAssign', 'Widget', 'WidgetPage']));
+    // Hand-written routes too: by their schema's title, or after their operation id.
+    expect(answer('GET /api/v1/tenant/tenants', '200')).toEqual(ref('TenantPage'));
+    expect(answer('POST /api/v1/auth/login', '200')).toEqual(ref('Identity'));
+    expect(body('POST /api/v1/auth/login')).toEqual(ref('AuthSessionLoginRequest'));
+    // No JSON body or 2xx JSON answer is left inline.
+    for (const [key, op] of rawOperations) {
+      const json = [op.requestBody?.content['application/json'], ...Object.entries(op.responses).filter(([s]) => s.startsWith('2')).map(([, r]) => r.content?.['application/json'])];
+      for (const media of json) if (media) expect(Object.keys(media.schema), key).toEqual(['$ref']);
+    }
+  });
+
+  it('names the servers after server.public_host, the license, and the login\'s Set-Cookie; no 2xx says "Default Response"', () => {
+    const served = raw as unknown as { servers: { url: string; variables: { host: { default: string } } }[]; info: { license: { name: string } } };
+    // The test configuration's public_host is a local name: http, with a {host} any tenant's host fills.
+    expect(served.servers).toEqual([expect.objectContaining({ url: 'http://{host}' })]);
+    expect(served.servers[0]!.variables.host.default).toMatch(new RegExp(`^${app.config.server.public_host}(:\\d+)?$`));
+    expect(served.info.license.name).toBeTruthy();
+    const login = rawOperations.get('POST /api/v1/auth/login')!.responses['200'] as { headers?: Record<string, { description: string }> };
+    expect(login.headers?.['Set-Cookie']?.description).toMatch(/app_session=<id>; Path=\/; HttpOnly; SameSite=Lax/);
+    for (const [key, op] of rawOperations) {
+      for (const [status, response] of Object.entries(op.responses)) {
+        if (status.startsWith('2')) expect(response.description, `${key} ${status}`).not.toBe('Default Response');
+      }
+    }
+  });
+
   it('matches what the service answers: a problem really is application/problem+json with the Problem members', async () => {
     const res = await app.http().get('/api/v1/testkit/widgets');
     expect(res.status).toBe(401);
