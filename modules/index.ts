@@ -7,8 +7,9 @@ import { taskModule } from './task/index.ts';
 import { contentModule } from './content/index.ts';
 import { fileModule } from './file/index.ts';
 import { billingModule } from './billing/index.ts';
+import { webhookModule } from './webhook/index.ts';
 
 /** The installation's modules, in migration order (framework migrations always run first). */
 export const coreModules: readonly ModuleDefinition[] = [userModule, authModule, notificationModule, tenantModule, taskModule, billingModule];
 
-export const allModules: readonly ModuleDefinition[] = [...coreModules, contentModule, fileModule];
+export const allModules: readonly ModuleDefinition[] = [...coreModules, contentModule, fileModule, webhookModule];

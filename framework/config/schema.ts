@@ -102,6 +102,18 @@ export const ConfigSchema = Type.Object(
       },
       { additionalProperties: false, default: {} },
     ),
+    /** Outgoing webhooks (docs/webhooks.md). */
+    webhooks: Type.Object(
+      {
+        /** Endpoints may be plain http:// URLs (else https only). */
+        allow_http: Type.Boolean({ default: false }),
+        /** Deliveries may reach loopback, private, link-local and metadata addresses (tests, on-premise receivers). */
+        allow_private_networks: Type.Boolean({ default: false }),
+        /** The first retry's delay, doubling after each failure up to an hour (whole seconds: rounded, at least 1 s). */
+        retry_base_ms: Type.Integer({ default: 5000, minimum: 1, maximum: 3600000 }),
+      },
+      { additionalProperties: false, default: {} },
+    ),
     mail: Type.Object(
       {
         host: Type.String({ default: '' }),

@@ -98,7 +98,8 @@ export function checkRegistry(registry: Registry, earlier: string[]): void {
 
   const subscriptionNames = new Set<string>();
   for (const subscription of registry.subscriptions) {
-    if (!registry.events.has(subscription.event)) {
+    // '*' (EVERY_EVENT) subscribes to every event.
+    if (subscription.event !== '*' && !registry.events.has(subscription.event)) {
       problems.push(`subscription ${subscription.name} (module ${subscription.module}) listens to undeclared event ${subscription.event}`);
     }
     if (subscriptionNames.has(subscription.name)) problems.push(`subscription ${subscription.name} is declared twice`);

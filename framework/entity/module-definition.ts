@@ -19,15 +19,47 @@ export interface PermissionDeclaration {
 export interface SubscriptionDefinition {
   /** Unique name; also the pg-boss queue name. */
   name: string;
+  /** A declared event, or '*' for every event (e.g. outgoing webhooks). */
   event: string;
-  /** Runs in the event's tenant transaction; the event id is recorded there for idempotency. */
-  handle(ctx: TxContext, event: DeliveredEvent, services: Services): Promise<void>;
+  /**
+   * Runs in the event's tenant transaction; the event id is recorded there for idempotency.
+   * `jobs` queues jobs of the modules' queues in that same transaction (the worker always passes
+   * it; a test calling a handler directly may leave it out when the handler queues nothing).
+   */
+  handle(ctx: TxContext, event: DeliveredEvent, services: Services, jobs?: SubscriptionJobs): Promise<void>;
   /** Retries before the event is dead-lettered (default 5). */
   retryLimit?: number;
   /** Seconds before the first retry, doubling after each (default 2). */
   retryDelay?: number;
   /** Events the handler publishes; each must be declared (boot check). */
   publishes?: readonly string[];
+}
+
+/**
+ * What a subscription may queue: jobs of a module's queue, inserted before the delivery commits,
+ * with ids derived from the event (and the group), so a retried delivery queues nothing twice.
+ */
+export interface SubscriptionJobs {
+  /** group: jobs sharing it run at most the queue's groupConcurrency at once (e.g. one group per receiving endpoint). */
+  send(queue: string, data: Record<string, unknown>, options?: { group?: string }): Promise<void>;
+}
+
+/**
+ * A module's own pg-boss queue, worked in the worker role: each job is retried with a doubling
+ * delay and jitter (pg-boss's retryBackoff) up to its retryLimit, then dead-lettered like an event
+ * delivery. Jobs are added by a subscription (SubscriptionJobs.send).
+ */
+export interface QueueDefinition {
+  /** Unique name; the pg-boss queue is `queue-<name>`. */
+  name: string;
+  /** Seconds before the first retry (a whole number, pg-boss's unit), the cap on the delay, and the retries before the dead letter; may follow the configuration. */
+  retry(config: Config): { retryDelay: number; retryDelayMax: number; retryLimit: number };
+  /** Jobs of one group at once, across all workers (pg-boss groupConcurrency). */
+  groupConcurrency: number;
+  /** Jobs at once in one worker process. */
+  concurrency: number;
+  /** Runs one job with no transaction open; a throw fails the attempt. attempt.last: no retry follows a failure. */
+  work(data: Record<string, unknown>, services: Services, attempt: { number: number; last: boolean }): Promise<void>;
 }
 
 export interface DeliveredEvent {
@@ -93,6 +125,8 @@ export interface ModuleDefinition {
   /** Hand-written routes; a function when they depend on the configuration (e.g. single sign-on). */
   routes?: readonly AnyRoute[] | ((config: Config) => readonly AnyRoute[]);
   subscriptions?: readonly SubscriptionDefinition[];
+  /** Queues of the module's own jobs (QueueDefinition), worked in the worker role. */
+  queues?: readonly QueueDefinition[];
   /** Jobs; a function when they depend on the configuration (e.g. on what the blob store can do). */
   jobs?: readonly JobDefinition[] | ((config: Config) => readonly JobDefinition[]);
   /** Runs inside the tenant-creation transaction, scoped to the new tenant. */

@@ -1,4 +1,4 @@
-import { moduleJobs, type AnyRoute, type ModuleDefinition, type PermissionDeclaration, type SubscriptionDefinition, type JobDefinition } from './define.ts';
+import { moduleJobs, type AnyRoute, type ModuleDefinition, type PermissionDeclaration, type SubscriptionDefinition, type JobDefinition, type QueueDefinition } from './define.ts';
 import { resolveEntity, type ResolvedEntity } from './resolve.ts';
 import { entityRoutes } from '../http/entity-routes.ts';
 import { EntityOperations } from '../operations/entity-ops.ts';
@@ -24,6 +24,7 @@ export class Registry {
   readonly routes: readonly RegisteredRoute[];
   readonly subscriptions: readonly (SubscriptionDefinition & { module: string })[];
   readonly jobs: readonly (JobDefinition & { module: string })[];
+  readonly queues: readonly (QueueDefinition & { module: string })[];
   private readonly operations: ReadonlyMap<string, EntityOperations>;
 
   constructor(modules: readonly ModuleDefinition[], config: Config) {
@@ -61,6 +62,7 @@ export class Registry {
     this.routes = routes;
     this.subscriptions = modules.flatMap((m) => (m.subscriptions ?? []).map((s) => ({ ...s, module: m.name })));
     this.jobs = modules.flatMap((m) => moduleJobs(m, config).map((j) => ({ ...j, module: m.name })));
+    this.queues = modules.flatMap((m) => (m.queues ?? []).map((q) => ({ ...q, module: m.name })));
     this.operations = operations;
     checkRegistry(this, duplicates);
     Object.freeze(this);

@@ -12,6 +12,8 @@ import type { Link, Span } from '@opentelemetry/api';
 export const OUTBOX_CHANNEL = 'tenantry_outbox';
 export const SUBSCRIPTION_QUEUE_PREFIX = 'sub-';
 export const subscriptionQueue = (name: string): string => `${SUBSCRIPTION_QUEUE_PREFIX}${name}`;
+/** The event name a subscription gives to receive every event (e.g. outgoing webhooks). */
+export const EVERY_EVENT = '*';
 
 const BATCH = 500;
 // waited: seconds since the event's transaction, for the relay-lag histogram (PostgreSQL's clock on both ends).
@@ -83,6 +85,7 @@ export class OutboxRelay {
   private readonly db: Db;
   private readonly boss: PgBoss;
   private readonly queuesByEvent: Map<string, string[]>;
+  private readonly everyEvent: readonly string[];
   private listener: pg.Client | undefined;
   private timers: NodeJS.Timeout[] = [];
   private running: Promise<void> | undefined;
@@ -99,10 +102,17 @@ export class OutboxRelay {
     this.boss = boss;
     this.queuesByEvent = new Map();
     for (const sub of registry.subscriptions) {
+      if (sub.event === EVERY_EVENT) continue;
       const list = this.queuesByEvent.get(sub.event) ?? [];
       list.push(subscriptionQueue(sub.name));
       this.queuesByEvent.set(sub.event, list);
     }
+    // A subscription to every event gets a job for each declared event (and for any other name an outbox row carries).
+    const everyEvent = registry.subscriptions.filter((s) => s.event === EVERY_EVENT).map((s) => subscriptionQueue(s.name));
+    if (everyEvent.length > 0) {
+      for (const name of registry.events) this.queuesByEvent.set(name, [...(this.queuesByEvent.get(name) ?? []), ...everyEvent]);
+    }
+    this.everyEvent = everyEvent;
   }
 
   async start(): Promise<void> {
@@ -157,8 +167,8 @@ export class OutboxRelay {
       span = traced?.span;
       const jobsByQueue = new Map<string, { data: QueuedEvent }[]>();
       for (const row of rows) {
-        const queues = this.queuesByEvent.get(row.name);
-        if (!queues) continue;
+        const queues = this.queuesByEvent.get(row.name) ?? this.everyEvent;
+        if (queues.length === 0) continue;
         const event: QueuedEvent = row.traceparent ? { ...deliveredEvent(row), traceparent: row.traceparent } : deliveredEvent(row);
         for (const queue of queues) {
           const list = jobsByQueue.get(queue) ?? [];

@@ -1,7 +1,8 @@
+import { createHash } from 'node:crypto';
 import { PgBoss, type JobResult } from 'pg-boss';
 import type { JobWithMetadata } from 'pg-boss';
 import type { Services } from '../services.ts';
-import type { DeliveredEvent, JobDefinition, SubscriptionDefinition } from '../entity/define.ts';
+import type { DeliveredEvent, JobDefinition, QueueDefinition, SubscriptionDefinition, SubscriptionJobs } from '../entity/define.ts';
 import { OutboxRelay, SUBSCRIPTION_QUEUE_PREFIX, subscriptionQueue, type QueuedEvent } from './relay.ts';
 import { withRequestId } from '../observability/request-id.ts';
 import { contextOf, withSpan } from '../observability/tracing.ts';
@@ -14,6 +15,14 @@ import { JOB_RETRY_DEFAULTS, JobRunner, jobQueue, runId, runKey, slotOf, tenantJ
 export { jobQueue, tenantJobQueue };
 
 export const DEAD_LETTER_QUEUE = 'tenantry-dead-letters';
+/** A UUID-shaped id derived from a key: the same key, the same job id. */
+function stableJobId(key: string): string {
+  const hex = createHash('sha256').update(key).digest('hex');
+  return `${hex.slice(0, 8)}-${hex.slice(8, 12)}-8${hex.slice(13, 16)}-${((parseInt(hex.slice(16, 18), 16) & 0x3f) | 0x80).toString(16)}${hex.slice(18, 20)}-${hex.slice(20, 32)}`;
+}
+
+/** The pg-boss queue of a module's QueueDefinition. */
+export const moduleQueue = (name: string): string => `queue-${name}`;
 /**
  * Where the relay used to queue one job per event for the audit recorder, before it recorded the
  * audit trail itself. A worker still drains jobs left there by an older version, then it stays empty.
@@ -102,6 +111,7 @@ export class Worker {
       });
     }
 
+    for (const queue of registry.queues) await this.startModuleQueue(queue);
     for (const job of registry.jobs) await this.startJob(job, options.schedule !== false);
     // The queues' depth and failures, read through pg-boss at scrape time (metrics on).
     this.services.metrics?.watchQueues(async () => await this.boss.getQueues());
@@ -143,9 +153,50 @@ export class Worker {
       async (ctx) => {
         const first = await ctx.db.executeQuery(CompiledQuery.raw(FIRST_DELIVERY, [sub.name, event.id]));
         if (first.rows.length === 0) return;
-        await sub.handle(ctx, event, this.services);
+        const { jobs, queued } = this.jobsFor(sub, event);
+        await sub.handle(ctx, event, this.services, jobs);
+        // Queued before the delivery commits, on pg-boss's own connections (the tenant's role may
+        // not write pg-boss's tables, and no second connection of the app's pool is taken): a
+        // delivery that then fails to commit is retried and queues the same ids again, which
+        // pg-boss ignores, so every job is queued at least once and never twice.
+        for (const [queue, list] of queued) await this.boss.insert(moduleQueue(queue), list);
       },
       { actorId: event.actorId },
+    );
+  }
+
+  /** Collects what a subscription queues; deliver() inserts it before the delivery commits. */
+  private jobsFor(sub: SubscriptionDefinition, event: DeliveredEvent): { jobs: SubscriptionJobs; queued: Map<string, { id: string; data: object; group?: { id: string } }[]> } {
+    const queued = new Map<string, { id: string; data: object; group?: { id: string } }[]>();
+    return {
+      queued,
+      jobs: {
+        send: async (queue, data, options = {}) => {
+          const list = queued.get(queue) ?? [];
+          // The same event queues the same job ids on every retry of the delivery: pg-boss keeps the first.
+          const id = stableJobId(`${sub.name}\u0000${event.id}\u0000${queue}\u0000${options.group ?? list.length}`);
+          list.push({ id, data, ...(options.group ? { group: { id: options.group } } : {}) });
+          queued.set(queue, list);
+        },
+      },
+    };
+  }
+
+  /**
+   * A module's queue: its retries from the configuration, dead letters to the shared queue, at
+   * most `concurrency` jobs per process and `groupConcurrency` per group across all workers.
+   */
+  private async startModuleQueue(queue: QueueDefinition): Promise<void> {
+    const name = moduleQueue(queue.name);
+    const retry = { ...queue.retry(this.services.config), retryBackoff: true, deadLetter: DEAD_LETTER_QUEUE };
+    await this.boss.createQueue(name, retry);
+    await this.boss.updateQueue(name, retry);
+    await this.boss.work<Record<string, unknown>, unknown, { includeMetadata: true; pollingIntervalSeconds: 0.5; localConcurrency: number; groupConcurrency: number }>(
+      name,
+      { includeMetadata: true, pollingIntervalSeconds: 0.5, localConcurrency: queue.concurrency, groupConcurrency: queue.groupConcurrency },
+      async ([job]) => {
+        await queue.work(job!.data, this.services, { number: job!.retryCount + 1, last: job!.retryCount >= job!.retryLimit });
+      },
     );
   }
 

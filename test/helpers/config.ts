@@ -11,6 +11,7 @@ export function testConfig(overrides: DeepPartial<Config> = {}, env: NodeJS.Proc
     auth: { oidc: { ...(overrides.auth?.oidc ?? {}) } },
     files: { ...(overrides.files ?? {}) },
     mail: { ...(overrides.mail ?? {}) },
+    webhooks: { ...(overrides.webhooks ?? {}) },
     metrics: { ...(overrides.metrics ?? {}) },
     billing: { ...(overrides.billing ?? {}), sandbox: { ...(overrides.billing?.sandbox ?? {}) } },
   };

@@ -1,0 +1,117 @@
+import type { QueueDefinition } from '../../framework/entity/define.ts';
+import type { Services } from '../../framework/services.ts';
+import { tenantById } from '../../framework/context/tenant-lookup.ts';
+import { send, type Attempt } from './send.ts';
+import { signatureHeader } from './signing.ts';
+import { DELIVERY_QUEUE } from './webhook-events.ts';
+import './webhook-tables.ts';
+
+/** One message for one endpoint: the event (id, name, payload as in the outbox), its tenant and the endpoint. */
+export interface DeliveryJob extends Record<string, unknown> {
+  tenantId: string;
+  endpointId: string;
+  /** The event id: the Webhook-Id, kept by every retry and by "send again". */
+  id: string;
+  name: string;
+  createdAt: string;
+  payload: Record<string, unknown>;
+  /** Test events and "send again": delivered to an inactive endpoint too. */
+  evenIfInactive?: boolean;
+}
+
+/** About 24 hours of retries: the delays double from the base up to an hour. */
+const RETRY_WINDOW_S = 24 * 3600;
+const MAX_DELAY_S = 3600;
+
+/**
+ * The retries webhooks.retry_base_ms implies: the first delay in whole seconds (pg-boss's unit),
+ * doubling to an hour, and as many retries as fit in about 24 hours (pg-boss jitters each delay
+ * between half and all of its doubled value, so the last one comes a little earlier on average).
+ */
+export function deliveryRetry(baseMs: number): { retryDelay: number; retryDelayMax: number; retryLimit: number } {
+  const retryDelay = Math.max(1, Math.round(baseMs / 1000));
+  let total = 0;
+  let retries = 0;
+  while (total < RETRY_WINDOW_S) {
+    total += Math.min(MAX_DELAY_S, retryDelay * 2 ** retries);
+    retries++;
+  }
+  return { retryDelay, retryDelayMax: MAX_DELAY_S, retryLimit: retries };
+}
+
+/** The request body: `{id, type, createdAt, tenant, data}`, data the event's payload (no addresses, bodies or links: SPEC). */
+export function messageBody(job: DeliveryJob): string {
+  return JSON.stringify({ id: job.id, type: job.name, createdAt: job.createdAt, tenant: job.tenantId, data: job.payload });
+}
+
+function logStatus(attempt: Attempt, last: boolean): 'succeeded' | 'failed' | 'refused' | 'dead' {
+  if (attempt.outcome === 'refused') return 'refused';
+  if (attempt.outcome === 'answered' && attempt.status >= 200 && attempt.status < 300) return 'succeeded';
+  return last ? 'dead' : 'failed';
+}
+
+function errorOf(attempt: Attempt): string | null {
+  if (attempt.outcome !== 'answered') return attempt.error;
+  if (attempt.status >= 200 && attempt.status < 300) return null;
+  if (attempt.status >= 300 && attempt.status < 400) return `answered ${attempt.status}: redirects are not followed`;
+  return `answered ${attempt.status}`;
+}
+
+/**
+ * One attempt: reads the endpoint (and its secrets) in the tenant's transaction, sends with no
+ * transaction open, and logs the attempt in a transaction of its own. A non-2xx answer, a timeout
+ * or a network error throws, so pg-boss retries it; a refused target (scheme, address) is logged
+ * and not retried, as retrying cannot change the answer.
+ */
+async function deliverOnce(data: Record<string, unknown>, services: Services, attempt: { number: number; last: boolean }): Promise<void> {
+  const job = data as DeliveryJob;
+  const tenant = await tenantById(services.db, job.tenantId);
+  if (!tenant) return;
+  const endpoint = await services.transactions.run(tenant, (ctx) =>
+    ctx.db
+      .selectFrom('webhook_endpoints')
+      .select(['url', 'active', 'secret', 'previous_secret', 'previous_secret_until'])
+      .where('id', '=', job.endpointId)
+      .where('deleted_at', 'is', null)
+      .executeTakeFirst(),
+  );
+  if (!endpoint?.secret || (!endpoint.active && !job.evenIfInactive)) return;
+  const now = services.clock.now();
+  const timestamp = Math.floor(now.getTime() / 1000);
+  const body = messageBody(job);
+  const secrets = endpoint.previous_secret && endpoint.previous_secret_until && endpoint.previous_secret_until > now ? [endpoint.secret, endpoint.previous_secret] : [endpoint.secret];
+  const headers = { 'webhook-id': job.id, 'webhook-timestamp': String(timestamp), 'webhook-signature': signatureHeader(secrets, job.id, timestamp, body) };
+  const result = await send(endpoint.url, headers, body, { allowHttp: services.config.webhooks.allow_http, allowPrivateNetworks: services.config.webhooks.allow_private_networks });
+  const status = logStatus(result, attempt.last);
+  const error = errorOf(result);
+  await services.transactions.run(tenant, (ctx) =>
+    ctx.db
+      .insertInto('webhook_deliveries')
+      .values({
+        endpoint_id: job.endpointId,
+        message_id: job.id,
+        event_type: job.name,
+        message_created_at: new Date(job.createdAt),
+        data: JSON.stringify(job.payload),
+        attempt: attempt.number,
+        status,
+        http_status: result.outcome === 'answered' ? result.status : null,
+        duration_ms: result.durationMs,
+        error,
+      })
+      .execute(),
+  );
+  const logged = { endpointId: job.endpointId, tenantId: job.tenantId, event: job.name, webhookId: job.id, attempt: attempt.number, status, error };
+  if (status === 'succeeded') services.log.info(logged, 'webhook delivered');
+  else services.log.warn(logged, 'webhook delivery failed');
+  if (status === 'failed' || status === 'dead') throw new Error(`webhook delivery to endpoint ${job.endpointId} failed: ${error}`);
+}
+
+/** Deliveries: at most 2 at once per endpoint across all workers, 8 per worker process, so one slow endpoint holds at most 2 slots. */
+export const deliveryQueue: QueueDefinition = {
+  name: DELIVERY_QUEUE,
+  retry: (config) => deliveryRetry(config.webhooks.retry_base_ms),
+  groupConcurrency: 2,
+  concurrency: 8,
+  work: deliverOnce,
+};

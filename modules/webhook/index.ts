@@ -1,0 +1,24 @@
+import { defineModule, entity } from '../../framework/entity/define.ts';
+import { endpoint } from './endpoint.entity.ts';
+import { webhookFanOut } from './fan-out.ts';
+import { deliveryQueue } from './delivery.ts';
+import { deliveryLogPurge, deliveryLogRoutes } from './delivery-log.ts';
+import { REDELIVERY_REQUESTED, SECRET_ROTATED, TEST_REQUESTED } from './webhook-events.ts';
+
+/**
+ * Outgoing webhooks (docs/webhooks.md): a tenant's endpoints receive its events, signed per the
+ * Standard Webhooks specification, retried for about a day, logged, and never sent to the
+ * service's own network.
+ */
+export const webhookModule = defineModule({
+  name: 'webhook',
+  description: 'Outgoing webhooks: the tenant’s events pushed to its own URLs, signed, retried and logged',
+  permissions: [{ name: 'webhook:manage', description: 'Webhook endpoints: create, change, delete, rotate their secret, send test events and read the delivery log' }],
+  events: [TEST_REQUESTED, REDELIVERY_REQUESTED, SECRET_ROTATED],
+  entities: [entity(endpoint)],
+  routes: deliveryLogRoutes,
+  subscriptions: [webhookFanOut],
+  queues: [deliveryQueue],
+  jobs: [deliveryLogPurge],
+  admin: { sidebar: [{ label: 'Webhooks', path: '/admin/webhook/endpoints', order: 80 }] },
+});

@@ -1,0 +1,89 @@
+import http from 'node:http';
+import https from 'node:https';
+import type { LookupFunction } from 'node:net';
+import { checkedTarget } from './address-check.ts';
+
+/** The whole attempt, from the lookup to the end of the answer. */
+export const TOTAL_TIMEOUT_MS = 10_000;
+/** From the socket's creation to its connection. */
+export const CONNECT_TIMEOUT_MS = 5_000;
+/** The receiver's answer is read (and dropped) up to this many bytes. */
+const MAX_ANSWER_BYTES = 64 * 1024;
+
+export interface SendPolicy {
+  allowHttp: boolean;
+  allowPrivateNetworks: boolean;
+}
+
+/** What one attempt did: refused (never sent), answered with a status, or failed on the way. */
+export type Attempt =
+  | { outcome: 'refused'; error: string; durationMs: number }
+  | { outcome: 'answered'; status: number; durationMs: number }
+  | { outcome: 'failed'; error: string; durationMs: number };
+
+/**
+ * POSTs the body to the URL: the scheme checked, the host resolved once and its addresses
+ * checked (checkedTarget), the connection made to the checked address (the request's `lookup`
+ * answers it, so no second resolution happens), no redirect followed (a 3xx is an answer like any
+ * other non-2xx), 5 s to connect and 10 s in all.
+ */
+export async function send(url: string, headers: Record<string, string>, body: string, policy: SendPolicy): Promise<Attempt> {
+  const started = performance.now();
+  const elapsed = () => Math.round(performance.now() - started);
+  let target: URL;
+  try {
+    target = new URL(url);
+  } catch {
+    return { outcome: 'refused', error: 'refused: the URL does not parse', durationMs: elapsed() };
+  }
+  if (target.protocol !== 'https:' && !(target.protocol === 'http:' && policy.allowHttp)) {
+    return { outcome: 'refused', error: `refused: ${target.protocol} URLs are not allowed (https only unless webhooks.allow_http)`, durationMs: elapsed() };
+  }
+  const signal = AbortSignal.timeout(TOTAL_TIMEOUT_MS);
+  const checked = await checkedTarget(target.hostname, policy.allowPrivateNetworks);
+  if (!checked.ok) return { outcome: 'refused', error: checked.reason, durationMs: elapsed() };
+  const pinned: LookupFunction = (_hostname, options, callback) => {
+    if (options.all) (callback as unknown as (e: null, a: { address: string; family: number }[]) => void)(null, [{ address: checked.address, family: checked.family }]);
+    else callback(null, checked.address, checked.family);
+  };
+  const client = target.protocol === 'https:' ? https : http;
+  return await new Promise<Attempt>((resolve) => {
+    let settled = false;
+    const finish = (attempt: Attempt) => {
+      if (settled) return;
+      settled = true;
+      resolve(attempt);
+    };
+    const request = client.request(
+      target,
+      {
+        method: 'POST',
+        headers: { ...headers, 'content-type': 'application/json', 'content-length': String(Buffer.byteLength(body)), 'user-agent': 'Tenantry-Webhooks' },
+        lookup: pinned,
+        agent: false,
+        signal,
+      },
+      (response) => {
+        let read = 0;
+        response.on('data', (chunk: Buffer) => {
+          read += chunk.length;
+          if (read > MAX_ANSWER_BYTES) response.destroy();
+        });
+        const done = () => finish({ outcome: 'answered', status: response.statusCode ?? 0, durationMs: elapsed() });
+        response.on('end', done);
+        response.on('close', done);
+        response.on('error', done);
+      },
+    );
+    request.on('socket', (socket) => {
+      const timer = setTimeout(() => request.destroy(new Error(`no connection within ${CONNECT_TIMEOUT_MS / 1000} s`)), CONNECT_TIMEOUT_MS);
+      socket.once('connect', () => clearTimeout(timer));
+      socket.once('close', () => clearTimeout(timer));
+    });
+    request.on('error', (err) => {
+      const message = signal.aborted ? `no answer within ${TOTAL_TIMEOUT_MS / 1000} s` : err.message;
+      finish({ outcome: 'failed', error: message, durationMs: elapsed() });
+    });
+    request.end(body);
+  });
+}

@@ -1,0 +1,48 @@
+import http from 'node:http';
+import type { AddressInfo } from 'node:net';
+
+export interface Received {
+  path: string;
+  headers: http.IncomingHttpHeaders;
+  body: string;
+}
+
+/**
+ * A real HTTP receiver on a loopback address: records every request, and answers each path with
+ * the statuses queued for it (then 200), or a redirect when one is set.
+ */
+export async function startReceiver(host = '127.0.0.1') {
+  const received: Received[] = [];
+  const statuses = new Map<string, number[]>();
+  const redirects = new Map<string, string>();
+  const server = http.createServer((req, res) => {
+    const chunks: Buffer[] = [];
+    req.on('data', (c: Buffer) => chunks.push(c));
+    req.on('end', () => {
+      const path = req.url ?? '/';
+      received.push({ path, headers: req.headers, body: Buffer.concat(chunks).toString('utf8') });
+      const redirect = redirects.get(path);
+      if (redirect) {
+        res.writeHead(302, { location: redirect }).end();
+        return;
+      }
+      const status = statuses.get(path)?.shift() ?? 200;
+      res.writeHead(status, { 'content-type': 'text/plain' }).end(status === 200 ? 'ok' : 'no');
+    });
+  });
+  await new Promise<void>((resolve, reject) => {
+    server.once('error', reject);
+    server.listen(0, host, () => resolve());
+  });
+  const port = (server.address() as AddressInfo).port;
+  const base = host.includes(':') ? `http://[${host}]:${port}` : `http://${host}:${port}`;
+  return {
+    port,
+    url: (path: string) => `${base}${path}`,
+    received,
+    at: (path: string) => received.filter((r) => r.path === path),
+    answer: (path: string, ...codes: number[]) => statuses.set(path, codes),
+    redirect: (path: string, to: string) => redirects.set(path, to),
+    close: () => new Promise<void>((resolve) => server.close(() => resolve())),
+  };
+}

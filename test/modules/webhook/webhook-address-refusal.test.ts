@@ -1,0 +1,87 @@
+import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
+import { createCustomer, signInAs, startTestApp, type TestApp } from '../../helpers/app.ts';
+import { testConfig } from '../../helpers/config.ts';
+import { send, type SendPolicy } from '../../../modules/webhook/send.ts';
+import { refusalOf } from '../../../modules/webhook/address-check.ts';
+import { startReceiver } from './receiver.ts';
+
+// Plain http allowed, so only the address check decides; private networks not allowed.
+const policy: SendPolicy = { allowHttp: true, allowPrivateNetworks: false };
+let v4: Awaited<ReturnType<typeof startReceiver>>;
+let v6: Awaited<ReturnType<typeof startReceiver>> | undefined;
+
+beforeAll(async () => {
+  v4 = await startReceiver('127.0.0.1');
+  v6 = await startReceiver('::1').catch(() => undefined);
+});
+afterAll(async () => {
+  await v4?.close();
+  await v6?.close();
+});
+
+describe('webhook targets on private networks are refused before anything is sent', () => {
+  it('refuses http://127.0.0.1, http://[::1], http://169.254.169.254, http://10.0.0.1 and a name resolving to 127.0.0.1, sending nothing', async () => {
+    const targets = [
+      [v4.url('/a'), 'loopback'],
+      [v6 ? v6.url('/b') : 'http://[::1]/b', 'loopback'],
+      ['http://169.254.169.254/latest/meta-data/', 'metadata'],
+      ['http://10.0.0.1/hook', 'private'],
+      [`http://localhost:${v4.port}/c`, 'loopback'],
+    ] as const;
+    for (const [url, what] of targets) {
+      const attempt = await send(url, { 'webhook-id': 'x' }, '{}', policy);
+      expect(attempt.outcome, url).toBe('refused');
+      expect(attempt.outcome === 'refused' && attempt.error, url).toMatch(new RegExp(`^refused: .*${what}`));
+    }
+    expect(v4.received).toEqual([]);
+    expect(v6?.received ?? []).toEqual([]);
+    // The same receiver is reached once private networks are allowed: the refusal was the check's.
+    expect(await send(v4.url('/a'), {}, '{}', { ...policy, allowPrivateNetworks: true })).toMatchObject({ outcome: 'answered', status: 200 });
+    expect(v4.received).toHaveLength(1);
+  });
+
+  it('classifies the non-public ranges, IPv4-mapped, NAT64 and 6to4 forms included, and lets public addresses through', () => {
+    const refused = ['127.0.0.1', '0.0.0.0', '10.1.2.3', '172.16.0.1', '192.168.1.1', '100.64.0.1', '169.254.169.254', '169.254.1.1', '224.0.0.1', '255.255.255.255', '::', '::1', 'fc00::1', 'fd12::1', 'fe80::1', 'ff02::1', '::ffff:127.0.0.1', '::ffff:7f00:1', '::ffff:10.0.0.1', '::ffff:169.254.169.254', '64:ff9b::a9fe:a9fe', '2002:7f00:1::1', '::127.0.0.1'];
+    for (const address of refused) expect(refusalOf(address), address).toBeDefined();
+    expect(refusalOf('169.254.169.254')).toBe('the cloud metadata address');
+    expect(refusalOf('::ffff:127.0.0.1')).toMatch(/loopback.*IPv6 form/);
+    for (const address of ['93.184.216.34', '1.1.1.1', '2606:4700:4700::1111', '::ffff:93.184.216.34', '172.32.0.1']) expect(refusalOf(address), address).toBeUndefined();
+  });
+
+  it('refuses http:// unless webhooks.allow_http is on', async () => {
+    const attempt = await send(v4.url('/plain'), {}, '{}', { allowHttp: false, allowPrivateNetworks: true });
+    expect(attempt).toMatchObject({ outcome: 'refused' });
+    expect(v4.at('/plain')).toEqual([]);
+  });
+});
+
+describe('a refused delivery in the service', () => {
+  let app: TestApp;
+  beforeAll(async () => {
+    app = await startTestApp({ role: 'all', startWorker: true, config: testConfig({ webhooks: { allow_http: true, allow_private_networks: false, retry_base_ms: 1000 } }) });
+  });
+  afterAll(async () => {
+    await app?.close();
+  });
+
+  it('fails with the reason in the endpoint’s log, is not retried, and reaches nothing', async () => {
+    const acme = await createCustomer(app, 'refused-acme');
+    const admin = await signInAs(app, acme, ['webhook:manage', 'task:update']);
+    const host = 'refused-acme.localhost';
+    const created = await app.http(host).post('/api/v1/webhook/endpoints').set('Cookie', admin.cookie).send({ url: `http://localhost:${v4.port}/service`, events: ['*'] });
+    expect(created.status).toBe(201);
+    const test = await app.http(host).post(`/api/v1/webhook/endpoints/${created.body.id}/send-test-event`).set('Cookie', admin.cookie);
+    expect(test.status).toBe(200);
+    const log = await vi.waitFor(async () => {
+      const res = await app.http(host).get(`/api/v1/webhook/deliveries?endpointId=${created.body.id}`).set('Cookie', admin.cookie);
+      expect(res.body.items.length).toBeGreaterThan(0);
+      return res.body.items;
+    }, { timeout: 15_000, interval: 100 });
+    expect(log[0]).toMatchObject({ status: 'refused', httpStatus: null, attempt: 1 });
+    expect(log[0].error).toMatch(/^refused: localhost resolves to (127\.0\.0\.1|::1), a loopback address/);
+    await new Promise((r) => setTimeout(r, 2500));
+    const again = await app.http(host).get(`/api/v1/webhook/deliveries?endpointId=${created.body.id}`).set('Cookie', admin.cookie);
+    expect(again.body.items.filter((d: { event: string }) => d.event === 'webhook.test')).toHaveLength(1);
+    expect(v4.at('/service')).toEqual([]);
+  });
+});

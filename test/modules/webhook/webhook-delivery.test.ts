@@ -1,0 +1,181 @@
+import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
+import { createCustomer, signInAs, startTestApp, type SignedIn, type TestApp } from '../../helpers/app.ts';
+import { testConfig } from '../../helpers/config.ts';
+import type { TenantRef } from '../../../framework/context/tenant.ts';
+import { generateSecret, verifySignature } from '../../../modules/webhook/signing.ts';
+import { startReceiver, type Received } from './receiver.ts';
+
+let app: TestApp;
+let acme: TenantRef;
+let globex: TenantRef;
+let acmeAdmin: SignedIn;
+let globexAdmin: SignedIn;
+let receiver: Awaited<ReturnType<typeof startReceiver>>;
+const ENDPOINTS = '/api/v1/webhook/endpoints';
+const acmeHost = 'hooks-acme.localhost';
+const globexHost = 'hooks-globex.localhost';
+
+beforeAll(async () => {
+  receiver = await startReceiver();
+  // Loopback receivers: private networks and plain http allowed here; a 1 s first retry.
+  app = await startTestApp({ ...(process.env.WH_DEBUG ? { logger: (await import('pino')).default({ level: 'warn' }) as never } : {}), role: 'all', startWorker: true, config: testConfig({ webhooks: { allow_http: true, allow_private_networks: true, retry_base_ms: 1000 } }) });
+  acme = await createCustomer(app, 'hooks-acme');
+  globex = await createCustomer(app, 'hooks-globex');
+  acmeAdmin = await signInAs(app, acme, ['webhook:manage', 'task:read', 'task:update']);
+  globexAdmin = await signInAs(app, globex, ['webhook:manage', 'task:read', 'task:update']);
+});
+afterAll(async () => {
+  await app?.close();
+  await receiver?.close();
+});
+
+const createEndpoint = async (host: string, who: SignedIn, body: Record<string, unknown>) => {
+  const res = await app.http(host).post(ENDPOINTS).set('Cookie', who.cookie).send(body);
+  expect(res.status, JSON.stringify(res.body)).toBe(201);
+  return res.body as { id: string; signingSecret: string };
+};
+const createTask = async (host: string, who: SignedIn) => {
+  const res = await app.http(host).post('/api/v1/task/tasks').set('Cookie', who.cookie).send({ title: 'Ship it', priority: 'high', deadline: new Date(Date.now() + 86400_000).toISOString() });
+  expect(res.status).toBe(201);
+  return res.body.id as string;
+};
+const deliveries = async (host: string, who: SignedIn, endpointId: string) => {
+  const res = await app.http(host).get(`/api/v1/webhook/deliveries?endpointId=${endpointId}`).set('Cookie', who.cookie);
+  return res;
+};
+const check = (r: Received, secret: string) =>
+  verifySignature(secret, { id: String(r.headers['webhook-id']), timestamp: String(r.headers['webhook-timestamp']), signature: String(r.headers['webhook-signature']) }, r.body);
+
+describe('outgoing webhooks', () => {
+  it('a task create reaches the receiver with a valid signature; the secret is shown once', async () => {
+    const endpoint = await createEndpoint(acmeHost, acmeAdmin, { url: receiver.url('/tasks'), events: ['task.task.created'], description: 'tasks' });
+    expect(endpoint.signingSecret).toMatch(/^whsec_[A-Za-z0-9+/]+=*$/);
+    const read = await app.http(acmeHost).get(`${ENDPOINTS}/${endpoint.id}`).set('Cookie', acmeAdmin.cookie);
+    expect(read.status).toBe(200);
+    expect(read.body.signingSecret).toBeNull();
+    expect(JSON.stringify(read.body)).not.toContain(endpoint.signingSecret);
+
+    const taskId = await createTask(acmeHost, acmeAdmin);
+    const got = await vi.waitFor(() => {
+      const hit = receiver.at('/tasks').find((r) => JSON.parse(r.body).data.id === taskId);
+      if (!hit) throw new Error('not delivered yet');
+      return hit;
+    }, { timeout: 15_000, interval: 100 });
+    const message = JSON.parse(got.body);
+    expect(message).toMatchObject({ type: 'task.task.created', tenant: acme.id, data: { id: taskId } });
+    expect(Object.keys(message).sort()).toEqual(['createdAt', 'data', 'id', 'tenant', 'type']);
+    expect(got.headers['webhook-id']).toBe(message.id);
+    expect(Math.abs(Number(got.headers['webhook-timestamp']) - Date.now() / 1000)).toBeLessThan(60);
+    expect(got.headers['webhook-signature']).toMatch(/^v1,[A-Za-z0-9+/]+=*$/);
+    expect(check(got, endpoint.signingSecret)).toBe(true);
+    // A wrong secret, a changed body, and a stale timestamp fail the documented check.
+    expect(check(got, generateSecret())).toBe(false);
+    expect(check({ ...got, body: got.body.replace(taskId, '00000000-0000-4000-8000-000000000000') }, endpoint.signingSecret)).toBe(false);
+    expect(verifySignature(endpoint.signingSecret, { id: message.id, timestamp: String(got.headers['webhook-timestamp']), signature: String(got.headers['webhook-signature']) }, got.body, Number(got.headers['webhook-timestamp']) + 600)).toBe(false);
+  });
+
+  it('a receiver answering 500 twice then 200 gets three attempts, and the log shows them', async () => {
+    receiver.answer('/flaky', 500, 500);
+    const endpoint = await createEndpoint(acmeHost, acmeAdmin, { url: receiver.url('/flaky'), events: ['task.task.created'] });
+    const taskId = await createTask(acmeHost, acmeAdmin);
+    const mine = () => receiver.at('/flaky').filter((r) => JSON.parse(r.body).data.id === taskId);
+    await vi.waitFor(() => expect(mine()).toHaveLength(3), { timeout: 25_000, interval: 200 });
+    expect(new Set(mine().map((r) => r.headers['webhook-id'])).size).toBe(1);
+    const log = await vi.waitFor(async () => {
+      const res = await deliveries(acmeHost, acmeAdmin, endpoint.id);
+      expect(res.body.items).toHaveLength(3);
+      return res.body.items as { attempt: number; status: string; httpStatus: number; error: string | null; event: string; durationMs: number }[];
+    }, { timeout: 5_000, interval: 100 });
+    expect(log.map((d) => [d.attempt, d.status, d.httpStatus])).toEqual([
+      [3, 'succeeded', 200],
+      [2, 'failed', 500],
+      [1, 'failed', 500],
+    ]);
+    expect(log[2]!.error).toBe('answered 500');
+    expect(log.every((d) => d.event === 'task.task.created' && d.durationMs >= 0)).toBe(true);
+  });
+
+  it('another tenant’s endpoint never receives the event, nor sees the endpoint or its log', async () => {
+    const acmeEndpoint = await createEndpoint(acmeHost, acmeAdmin, { url: receiver.url('/acme-all'), events: ['*'] });
+    await createEndpoint(globexHost, globexAdmin, { url: receiver.url('/globex-all'), events: ['*'] });
+    const taskId = await createTask(acmeHost, acmeAdmin);
+    await vi.waitFor(() => expect(receiver.at('/acme-all').some((r) => JSON.parse(r.body).data.id === taskId)).toBe(true), { timeout: 15_000, interval: 100 });
+    // The relay moved the event long ago; give the fan-out a moment more, then look.
+    await new Promise((r) => setTimeout(r, 1000));
+    expect(receiver.at('/globex-all').filter((r) => JSON.parse(r.body).tenant !== globex.id)).toEqual([]);
+    expect(receiver.at('/globex-all').some((r) => r.body.includes(taskId))).toBe(false);
+    expect((await app.http(globexHost).get(`${ENDPOINTS}/${acmeEndpoint.id}`).set('Cookie', globexAdmin.cookie)).status).toBe(404);
+    expect((await deliveries(globexHost, globexAdmin, acmeEndpoint.id)).status).toBe(404);
+    const list = await app.http(globexHost).get(ENDPOINTS).set('Cookie', globexAdmin.cookie);
+    expect(list.body.items.map((e: { id: string }) => e.id)).not.toContain(acmeEndpoint.id);
+  });
+
+  it('a receiver that redirects is not followed, even to an address it may reach; the log says why', async () => {
+    receiver.redirect('/moved', receiver.url('/target'));
+    const endpoint = await createEndpoint(acmeHost, acmeAdmin, { url: receiver.url('/moved'), events: ['task.task.created'] });
+    await createTask(acmeHost, acmeAdmin);
+    const log = await vi.waitFor(async () => {
+      const res = await deliveries(acmeHost, acmeAdmin, endpoint.id);
+      expect(res.body.items.length).toBeGreaterThan(0);
+      return res.body.items;
+    }, { timeout: 15_000, interval: 100 });
+    expect(log.at(-1)).toMatchObject({ status: 'failed', httpStatus: 302, error: 'answered 302: redirects are not followed' });
+    expect(receiver.at('/target')).toEqual([]);
+  });
+
+  it('send-test-event delivers a webhook.test message; send-again repeats a logged one with the same Webhook-Id', async () => {
+    const endpoint = await createEndpoint(acmeHost, acmeAdmin, { url: receiver.url('/commands'), events: ['task.task.deleted'] });
+    const test = await app.http(acmeHost).post(`${ENDPOINTS}/${endpoint.id}/send-test-event`).set('Cookie', acmeAdmin.cookie);
+    expect(test.status).toBe(200);
+    const first = await vi.waitFor(() => {
+      const hit = receiver.at('/commands')[0];
+      if (!hit) throw new Error('no test event yet');
+      return hit;
+    }, { timeout: 15_000, interval: 100 });
+    expect(JSON.parse(first.body)).toMatchObject({ type: 'webhook.test', data: { endpointId: endpoint.id } });
+    expect(check(first, endpoint.signingSecret)).toBe(true);
+    const [logged] = (await vi.waitFor(async () => {
+      const res = await deliveries(acmeHost, acmeAdmin, endpoint.id);
+      expect(res.body.items).toHaveLength(1);
+      return res;
+    })).body.items;
+    const again = await app.http(acmeHost).post(`${ENDPOINTS}/${endpoint.id}/send-again`).set('Cookie', acmeAdmin.cookie).send({ deliveryId: logged.id });
+    expect(again.status).toBe(200);
+    await vi.waitFor(() => expect(receiver.at('/commands')).toHaveLength(2), { timeout: 15_000, interval: 100 });
+    expect(receiver.at('/commands')[1]!.headers['webhook-id']).toBe(first.headers['webhook-id']);
+    const unknown = await app.http(acmeHost).post(`${ENDPOINTS}/${endpoint.id}/send-again`).set('Cookie', acmeAdmin.cookie).send({ deliveryId: '0190c4c4-0000-7000-8000-000000000000' });
+    expect(unknown.status).toBe(404);
+    expect(unknown.body.code).toBe('NOT_FOUND');
+  });
+
+  it('rotate-secret answers the new secret once; during the overlap both secrets sign', async () => {
+    const endpoint = await createEndpoint(acmeHost, acmeAdmin, { url: receiver.url('/rotated'), events: ['task.task.created'] });
+    const rotated = await app.http(acmeHost).post(`${ENDPOINTS}/${endpoint.id}/rotate-secret`).set('Cookie', acmeAdmin.cookie).send({ overlapHours: 1 });
+    expect(rotated.status).toBe(200);
+    const fresh = rotated.body.signingSecret as string;
+    expect(fresh).toMatch(/^whsec_/);
+    expect(fresh).not.toBe(endpoint.signingSecret);
+    const taskId = await createTask(acmeHost, acmeAdmin);
+    const got = await vi.waitFor(() => {
+      const hit = receiver.at('/rotated').find((r) => r.body.includes(taskId));
+      if (!hit) throw new Error('not delivered yet');
+      return hit;
+    }, { timeout: 15_000, interval: 100 });
+    expect(String(got.headers['webhook-signature']).split(' ')).toHaveLength(2);
+    expect(check(got, fresh)).toBe(true);
+    expect(check(got, endpoint.signingSecret)).toBe(true);
+  });
+
+  it('refuses an unpublished event name, a URL with credentials and a non-http scheme with 422', async () => {
+    const bad = [
+      { url: receiver.url('/x'), events: ['task.task.nonsense'] },
+      { url: 'https://user:pw@hooks.example.com/x', events: ['*'] },
+      { url: 'ftp://hooks.example.com/x', events: ['*'] },
+    ];
+    for (const body of bad) {
+      const res = await app.http(acmeHost).post(ENDPOINTS).set('Cookie', acmeAdmin.cookie).send(body);
+      expect(res.status, JSON.stringify(body)).toBe(422);
+      expect(res.body.code).toBe('VALIDATION_FAILED');
+    }
+  });
+});
