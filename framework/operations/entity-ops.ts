@@ -228,7 +228,15 @@ export class EntityOperations {
       if (!this.entity.singleton) return undefined;
       const access = this.access(ctx, 1);
       // Row-level security leaves this tenant's rows, of which a unique index keeps one live.
-      const rows = await run<Values>(ctx.db, fixed(`select ${this.selectList} from ${this.table}${where(this.live, access.sql)}${suffix}`), access.params);
+      const text = fixed(`select ${this.selectList} from ${this.table}${where(this.live, access.sql)}${suffix}`);
+      let rows = await run<Values>(ctx.db, text, access.params);
+      if (!rows[0] && lock) {
+        // No row to lock yet: whoever is about to create the tenant's one row takes turns on an
+        // advisory lock, then looks again, so a concurrent second request finds the first one's
+        // row (and answers as a serial repeat would) instead of colliding on the unique index.
+        await run(ctx.db, fixed(SINGLETON_LOCK), [`singleton:${this.entity.names.table}:${ctx.tenant.id}`]);
+        rows = await run<Values>(ctx.db, text, access.params);
+      }
       return rows[0] ? this.toRow(rows[0]) : undefined;
     }
     if (!isUuid(id)) return undefined;
@@ -313,3 +321,6 @@ export class EntityOperations {
     return this.shape.toColumnValue(field, value);
   }
 }
+
+/** Held until the transaction ends; keyed by the singleton's table and the tenant. */
+const SINGLETON_LOCK = 'select pg_advisory_xact_lock(hashtextextended($1, 0))';
