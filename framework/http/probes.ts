@@ -5,6 +5,7 @@ import { PROBLEM_CONTENT_TYPE } from './problems.ts';
 import { problemResponse } from '../openapi/problem-schema.ts';
 import { problemType } from '../errors.ts';
 import { storageCheck } from '../storage/index.ts';
+import { deadLetterSummary } from '../events/dead-letters.ts';
 
 export interface ReadinessCheck {
   name: string;
@@ -42,6 +43,16 @@ export async function runReadiness(checks: readonly ReadinessCheck[], timeoutMs 
 
 const CheckList = Type.Array(Type.Object({ name: Type.String(), ok: Type.Boolean() }));
 
+/** Dead letters are reported, never a reason to fail readiness: the service still serves. */
+const DeadLetters = Type.Object(
+  {
+    count: Type.Integer({ minimum: 0 }),
+    lastError: Type.Union([Type.String(), Type.Null()]),
+    lastFailedAt: Type.Union([Type.String({ format: 'date-time' }), Type.Null()]),
+  },
+  { description: 'Deliveries and job runs that spent their retries (npm run dead-letters -- list); absent when the database cannot be read' },
+);
+
 export const HEALTH_SCHEMA = {
   operationId: 'system-health-read',
   summary: 'Liveness: answers while the process serves, whatever the checks say',
@@ -55,12 +66,13 @@ export const HEALTH_SCHEMA = {
 export const READY_SCHEMA = {
   operationId: 'system-readiness-read',
   summary: 'Readiness: runs the registered checks, the database first',
-  description: 'Answers on any Host. 503 names the first failing check; the reason is only logged.',
+  description:
+    "Answers on any Host. 503 names the first failing check; the reason is only logged. 200 also reports the dead letters (how many, and the latest one's error), which never fail readiness.",
   tags: ['probes'],
   security: [],
   'x-access': 'public',
   response: {
-    200: Type.Object({ status: Type.Literal('ready'), checks: CheckList }, { description: 'Every check passed' }),
+    200: Type.Object({ status: Type.Literal('ready'), checks: CheckList, deadLetters: Type.Optional(DeadLetters) }, { description: 'Every check passed' }),
     503: problemResponse('NOT_READY: `check` names the failing check'),
   },
 };
@@ -71,12 +83,19 @@ export function readinessChecks(services: Services, extra: readonly ReadinessChe
 }
 
 /** /health and /ready answer on any host: load balancers probe by address, not by tenant host. */
-export function registerProbes(app: FastifyInstance, _services: Services, checks: readonly ReadinessCheck[]): void {
+export function registerProbes(app: FastifyInstance, services: Services, checks: readonly ReadinessCheck[]): void {
   app.get('/health', { schema: HEALTH_SCHEMA }, async () => ({ status: 'ok' }));
   app.get('/ready', { schema: READY_SCHEMA }, async (request, reply) => {
     const results = await runReadiness(checks);
     const failed = results.find((r) => !r.ok);
-    if (!failed) return { status: 'ready', checks: results.map((r) => ({ name: r.name, ok: true })) };
+    if (!failed) {
+      const deadLetters = await deadLetterSummary(services.db).catch((err: unknown) => void request.log.warn({ err }, 'readiness: dead letters unreadable'));
+      return {
+        status: 'ready',
+        checks: results.map((r) => ({ name: r.name, ok: true })),
+        ...(deadLetters ? { deadLetters: { ...deadLetters, lastFailedAt: deadLetters.lastFailedAt?.toISOString() ?? null } } : {}),
+      };
+    }
     // The reason goes to the log only: a probe answers anyone who can reach the address.
     request.log.warn({ check: failed.name, error: failed.error }, 'readiness check failed');
     return reply

@@ -1,10 +1,11 @@
 import Type from 'typebox';
 import { renderTemplate } from '../render.ts';
-import { registerAdminPage, type AdminSite } from '../page.ts';
+import type { AdminSite } from '../page.ts';
 import type { ReadinessCheck } from '../../http/probes.ts';
 import { notFound } from '../../errors.ts';
 import { registerCheckedPage } from './checked-page.ts';
 import { findCheck, runCheck } from './health-data.ts';
+import { deadLetterSummary, type DeadLetterSummary } from '../../events/dead-letters.ts';
 
 /**
  * GET /admin/health lists the readiness checks, each loaded by htmx from its own fragment,
@@ -13,12 +14,27 @@ import { findCheck, runCheck } from './health-data.ts';
  * answers a whole page for a plain navigation.
  */
 export function registerHealth(site: AdminSite, checks: readonly ReadinessCheck[]): void {
-  // The list runs no check: an ordinary page, in the request's one transaction.
-  registerAdminPage(site, {
+  // The list runs no check. The dead letters (installation-wide, not readable by a tenant's
+  // transaction) are read before the request's transaction opens, and shown to the operator only.
+  registerCheckedPage(site, {
     path: '/admin/health',
     access: 'signedIn',
-    summary: 'Readiness checks',
-    handler: (page) => page.render({ title: 'Health', body: renderTemplate('./admin/pages/health', { checks: checks.map((c) => c.name) }) }),
+    summary: 'Readiness checks and dead letters',
+    handler: async ({ inTransaction }) => {
+      const deadLetters: DeadLetterSummary | undefined = await deadLetterSummary(site.services.db).catch((err: unknown) => {
+        site.services.log.warn({ err }, 'admin health: dead letters unreadable');
+        return undefined;
+      });
+      return inTransaction((page) =>
+        page.render({
+          title: 'Health',
+          body: renderTemplate('./admin/pages/health', {
+            checks: checks.map((c) => c.name),
+            deadLetters: page.tx.tenant.isOperator && deadLetters ? { ...deadLetters, lastFailedAt: deadLetters.lastFailedAt?.toISOString() ?? null } : null,
+          }),
+        }),
+      );
+    },
   });
   registerCheckedPage(site, {
     path: '/admin/health/:check',
