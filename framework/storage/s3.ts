@@ -70,7 +70,7 @@ export class S3Store implements BlobStore {
   readonly capabilities = { seekable: true, listable: true } as const;
   readonly bucket: string;
   readonly prefix: string;
-  readonly client: S3Client;
+  private readonly client: S3Client;
   private readonly partSize: number;
   private readonly listPageSize: number;
   private readonly log: Log | undefined;
