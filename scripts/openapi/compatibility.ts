@@ -3,7 +3,8 @@
  * consumer, and whether that change is breaking. Breaking (docs/api-conventions.md):
  * - a removed operation;
  * - a removed response field, or one no longer always present;
- * - a new required request field or parameter, or a request field removed from a closed body;
+ * - a new required request field or parameter, or a parameter or a field of a closed body removed
+ *   (this service refuses what it does not know, so a client still sending it would be refused);
  * - a narrowed type or enum (a type or a value no longer accepted or given);
  * - a changed success status code.
  * Everything else that differs (added operations, fields, error answers, wider request types,
@@ -173,7 +174,8 @@ export function compareDocuments(before: Json, after: Json): Change[] {
         compareSchemas(ctx.oldResolve(old.schema), ctx.newResolve(param.schema), `${key} ${name}`, 'request', ctx);
       }
     }
-    for (const name of oldParams.keys()) if (!newParams.has(name)) ctx.add(false, `${key} ${name}`, 'parameter no longer read');
+    // Unknown parameters are refused (the query schemas are closed): a client still sending one would be.
+    for (const name of oldParams.keys()) if (!newParams.has(name)) ctx.add(true, `${key} ${name}`, 'removed parameter');
     // The request body.
     const oldBody = jsonSchemaOf((oldOp.requestBody as Json | undefined)?.content);
     const newBody = jsonSchemaOf((newOp.requestBody as Json | undefined)?.content);

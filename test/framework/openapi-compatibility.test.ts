@@ -87,8 +87,10 @@ describe('the OpenAPI compatibility checker', () => {
     expect(newError).toEqual([{ breaking: false, at: 'POST /things 409', what: 'new error answer' }]);
   });
 
-  it('calls a field removed from a closed request body breaking: a client still sending it is refused', () => {
+  it('calls a field removed from a closed request body, or a removed parameter, breaking: a client still sending it is refused', () => {
     const removed = api(({ create }) => delete (create.properties as Json).status);
     expect(breaking(compareDocuments(api(), removed))).toEqual(['POST /things body.status: removed request field']);
+    const removedParam = api(({ params }) => params.pop());
+    expect(breaking(compareDocuments(api(), removedParam))).toEqual(['GET /things query limit: removed parameter']);
   });
 });
