@@ -6,7 +6,7 @@ import { databaseCheck, type ReadinessCheck } from '../http/probes.ts';
 import { registerAssets } from './assets.ts';
 import { registerSignOut } from './sign-out.ts';
 import { registerLoginPage } from './login.ts';
-import { registerResourcePages } from './generated/resource-pages.ts';
+import { registerResourcePages } from './resource-pages/resource-pages.ts';
 export { renderLoginPage } from './login.ts';
 import { moduleSidebarEntries, resolveSidebar, type SidebarEntry } from './sidebar.ts';
 import { FIXED_PAGES } from './fixed-pages.ts';
@@ -18,7 +18,7 @@ export { renderAdminPage, type AdminView } from './shell.ts';
 export { renderTemplate } from './render.ts';
 export { allows } from './allows.ts';
 export { apiRoute, runApiRoute } from './api-route.ts';
-export { generatedResources } from './generated/resource-pages.ts';
+export { generatedResources } from './resource-pages/resource-pages.ts';
 
 export interface AdminOptions {
   /** The sidebar's entries (default: those the installed modules contribute, by their order). */

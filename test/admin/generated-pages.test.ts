@@ -4,7 +4,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createCustomer, signInAs, startTestApp, type SignedIn, type TestApp } from '../helpers/app.ts';
 import type { TenantRef } from '../../framework/context/tenant.ts';
 import type { ResolvedEntity } from '../../framework/entity/resolve.ts';
-import { generatedResources } from '../../framework/admin/generated/resource-pages.ts';
+import { generatedResources } from '../../framework/admin/resource-pages/resource-pages.ts';
 import { notify } from '../../modules/notification/notify.ts';
 import { checkedSample, sampleValue } from '../conformance/sample-values.ts';
 
