@@ -1,8 +1,6 @@
 import Type from 'typebox';
 import { defineRoute, type AnyRoute, type JobDefinition } from '../../framework/entity/define.ts';
-import { notFound } from '../../framework/errors.ts';
-import { isUuid } from '../../framework/operations/entity-ops.ts';
-import type { TxContext } from '../../framework/context/tx.ts';
+import { KeysetPager, pageQuerySchema, pageSchema, type PageQuery } from '../../framework/operations/paging.ts';
 import './webhook-tables.ts';
 
 /** How long the delivery log keeps an attempt. */
@@ -11,6 +9,7 @@ export const LOG_RETENTION_DAYS = 30;
 export const Delivery = Type.Object(
   {
     id: Type.String({ format: 'uuid', description: 'This attempt; what send-again names.' }),
+    endpointId: Type.String({ format: 'uuid', description: 'The endpoint it was sent to.' }),
     webhookId: Type.String({ description: 'The Webhook-Id sent: the event id, the same on every attempt and on send-again.' }),
     event: Type.String({ description: 'The event type sent.' }),
     attempt: Type.Integer({ minimum: 1, description: '1 for the first attempt, then one more per retry.' }),
@@ -25,54 +24,29 @@ export const Delivery = Type.Object(
   { additionalProperties: false, title: 'WebhookDelivery' },
 );
 
-/** The endpoint's log, newest first: what the API and the admin page show. */
-export async function deliveryLog(tx: TxContext, endpointId: string, limit: number) {
-  const rows = await tx.db
-    .selectFrom('webhook_deliveries')
-    .select(['id', 'message_id', 'event_type', 'attempt', 'status', 'http_status', 'duration_ms', 'error', 'created_at'])
-    .where('endpoint_id', '=', endpointId)
-    .orderBy('created_at', 'desc')
-    .orderBy('id', 'desc')
-    .limit(limit)
-    .execute();
-  return rows.map((r) => ({
-    id: r.id,
-    webhookId: r.message_id,
-    event: r.event_type,
-    attempt: r.attempt,
-    status: r.status,
-    httpStatus: r.http_status,
-    durationMs: r.duration_ms,
-    error: r.error,
-    createdAt: r.created_at.toISOString(),
-  }));
-}
+const COLUMNS = `id, endpoint_id as "endpointId", message_id as "webhookId", event_type as "event", attempt, status,
+  http_status as "httpStatus", duration_ms as "durationMs", error, created_at as "createdAt"`;
+
+/** The tenant's log over all its endpoints, paged by (created_at, id) from the log's age index. */
+const pages = new KeysetPager({ select: COLUMNS, from: 'webhook_deliveries', id: 'id', where: [], sorts: { createdAt: { column: 'created_at' } } });
+
+const ListQuery = pageQuerySchema({
+  sorts: ['createdAt'],
+  defaultSort: '-createdAt',
+  sortDescription: 'Newest first (-createdAt) unless sort=createdAt asks for oldest first. Ties break on id, in the same direction.',
+});
 
 export const deliveryLogRoutes: readonly AnyRoute[] = [
   defineRoute({
     method: 'GET',
     url: '/api/v1/webhook/deliveries',
-    operationId: 'webhook-endpoint-deliveries',
-    summary: 'An endpoint’s delivery log',
-    description: `Every attempt to deliver to the endpoint in the last ${LOG_RETENTION_DAYS} days, newest first, up to limit (default 50, at most 200). An unknown id, or another tenant's endpoint, is 404 NOT_FOUND.`,
+    operationId: 'webhook-delivery-list',
+    summary: 'The delivery log',
+    description: `Every attempt to deliver to the tenant's endpoints in the last ${LOG_RETENTION_DAYS} days, newest first by default, each naming its endpoint (endpointId). Paged like every list: limit and offset, or after=<next> from the previous page; total counted up to 10000. Another tenant's attempts are never listed.`,
     tags: ['webhook'],
     access: { permission: 'webhook:manage' },
-    schema: {
-      querystring: Type.Object(
-        {
-          endpointId: Type.String({ description: 'The endpoint (UUID) whose log is read.' }),
-          limit: Type.Optional(Type.Integer({ minimum: 1, maximum: 200, default: 50 })),
-        },
-        { additionalProperties: false },
-      ),
-      response: { 200: Type.Object({ items: Type.Array(Delivery) }, { additionalProperties: false }) },
-    },
-    handler: async ({ tx, query }) => {
-      if (!isUuid(query.endpointId)) throw notFound();
-      const endpoint = await tx.db.selectFrom('webhook_endpoints').select('id').where('id', '=', query.endpointId).where('deleted_at', 'is', null).executeTakeFirst();
-      if (!endpoint) throw notFound();
-      return { items: await deliveryLog(tx, endpoint.id, query.limit ?? 50) };
-    },
+    schema: { querystring: ListQuery, response: { 200: pageSchema(Delivery, 'A page of the delivery log') } },
+    handler: ({ tx, query }) => pages.page(tx.db, query as PageQuery),
   }),
 ];
 

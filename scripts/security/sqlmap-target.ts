@@ -74,6 +74,7 @@ async function populate(ref: TenantRef, host: string, boot: string): Promise<Ten
   const subject = String((await as('POST', '/api/v1/user/users', { email: `subject@${ref.slug}.example.test` })).json!.id);
   const content = String((await as('POST', '/api/v1/content/contents', { slug: `${ref.slug}-page`, title: 'Page', kind: 'page', body: 'Body' })).json!.id);
   await as('POST', `/api/v1/content/contents/${content}/publish`, undefined);
+  const webhookEndpoint = async () => String((await as('POST', '/api/v1/webhook/endpoints', { url: `https://hooks.${ref.slug}.example.test/in`, events: ['*'] })).json!.id);
   const task = String((await as('POST', '/api/v1/task/tasks', { title: 'Task', priority: 'low', deadline: new Date(Date.now() + 86_400_000).toISOString() })).json!.id);
   const boundary = 'sqlmap-boundary';
   const file = async (visibility: string) =>
@@ -98,7 +99,7 @@ async function populate(ref: TenantRef, host: string, boot: string): Promise<Ten
     member,
     holder: new Map(),
     actors: [admin, member],
-    rows: { user: subject, content, publishedSlug: `${ref.slug}-page`, task, privateFile: await file('private'), publicFile: await file('public'), adminNotification: subject, memberNotification: subject, role: `own-${ref.slug}` },
+    rows: { user: subject, content, publishedSlug: `${ref.slug}-page`, task, webhookEndpoint: await webhookEndpoint(), privateFile: await file('private'), publicFile: await file('public'), adminNotification: subject, memberNotification: subject, role: `own-${ref.slug}` },
   };
 }
 

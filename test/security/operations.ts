@@ -74,6 +74,7 @@ export const PATH_SOURCES: PathSource[] = [
   { pattern: /^\/api\/v1\/content\/contents\/\{id\}/, param: 'id', scope: 'tenant', value: (_w, t) => t.rows.content },
   { pattern: /^\/api\/v1\/content\/public\/\{slug\}$/, param: 'slug', scope: 'tenant', value: (_w, t) => t.rows.publishedSlug },
   { pattern: /^\/api\/v1\/task\/tasks\/\{id\}/, param: 'id', scope: 'tenant', value: (_w, t) => t.rows.task },
+  { pattern: /^\/api\/v1\/webhook\/endpoints\/\{id\}/, param: 'id', scope: 'tenant', value: (_w, t) => t.rows.webhookEndpoint },
   { pattern: /^\/api\/v1\/file\/files\/\{id\}/, param: 'id', scope: 'tenant', value: (_w, t) => t.rows.privateFile },
   { pattern: /^\/api\/v1\/file\/public\/\{id\}$/, param: 'id', scope: 'tenant', value: (_w, t) => t.rows.publicFile },
   { pattern: /^\/api\/v1\/notification\/notifications\/\{id\}/, param: 'id', scope: 'tenant', value: (_w, t) => t.rows.adminNotification },

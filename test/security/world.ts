@@ -34,6 +34,7 @@ export interface Rows {
   content: string;
   publishedSlug: string;
   task: string;
+  webhookEndpoint: string;
   privateFile: string;
   publicFile: string;
   /** A notification addressed to the admin (owner-scoped: only the admin may read it). */
@@ -153,6 +154,7 @@ export async function buildWorld(prefix: string): Promise<World> {
       String((await as(admin.cookie, 'POST', '/api/v1/task/tasks', { title, priority: 'low', deadline: new Date(Date.now() + 86_400_000).toISOString() }, 201)).json!.id);
     const taskId = await task(`Task of ${ref.slug}`);
     await task(`Second task of ${ref.slug}`);
+    const webhookEndpoint = String((await as(admin.cookie, 'POST', '/api/v1/webhook/endpoints', { url: `https://hooks.${ref.slug}.example.test/in`, events: ['*'] }, 201)).json!.id);
     const upload = async (visibility: string) => {
       const boundary = `----sec${randomUUID()}`;
       const body = Buffer.from(
@@ -179,7 +181,7 @@ export async function buildWorld(prefix: string): Promise<World> {
       member,
       holder,
       actors: [admin, member, ...holders],
-      rows: { user: String(subject.json!.id), content: draft, publishedSlug: `${ref.slug}-page`, task: taskId, privateFile, publicFile, adminNotification, memberNotification, role },
+      rows: { user: String(subject.json!.id), content: draft, publishedSlug: `${ref.slug}-page`, task: taskId, webhookEndpoint, privateFile, publicFile, adminNotification, memberNotification, role },
     };
   };
 

@@ -15,7 +15,14 @@ export async function startReceiver(host = '127.0.0.1') {
   const received: Received[] = [];
   const statuses = new Map<string, number[]>();
   const redirects = new Map<string, string>();
+  const delays = new Map<string, number>();
+  const inFlight = new Map<string, number>();
+  const mostAtOnce = new Map<string, number>();
   const server = http.createServer((req, res) => {
+    const path0 = req.url ?? '/';
+    inFlight.set(path0, (inFlight.get(path0) ?? 0) + 1);
+    mostAtOnce.set(path0, Math.max(mostAtOnce.get(path0) ?? 0, inFlight.get(path0)!));
+    res.on('close', () => inFlight.set(path0, inFlight.get(path0)! - 1));
     const chunks: Buffer[] = [];
     req.on('data', (c: Buffer) => chunks.push(c));
     req.on('end', () => {
@@ -27,7 +34,10 @@ export async function startReceiver(host = '127.0.0.1') {
         return;
       }
       const status = statuses.get(path)?.shift() ?? 200;
-      res.writeHead(status, { 'content-type': 'text/plain' }).end(status === 200 ? 'ok' : 'no');
+      const answer = () => res.writeHead(status, { 'content-type': 'text/plain' }).end(status === 200 ? 'ok' : 'no');
+      const delay = delays.get(path);
+      if (delay) setTimeout(answer, delay);
+      else answer();
     });
   });
   await new Promise<void>((resolve, reject) => {
@@ -43,6 +53,10 @@ export async function startReceiver(host = '127.0.0.1') {
     at: (path: string) => received.filter((r) => r.path === path),
     answer: (path: string, ...codes: number[]) => statuses.set(path, codes),
     redirect: (path: string, to: string) => redirects.set(path, to),
-    close: () => new Promise<void>((resolve) => server.close(() => resolve())),
+    /** Answers the path only after ms milliseconds. */
+    slow: (path: string, ms: number) => delays.set(path, ms),
+    /** The most requests of the path that were open at once. */
+    mostAtOnce: (path: string) => mostAtOnce.get(path) ?? 0,
+    close: () => new Promise<void>((resolve) => { server.closeAllConnections(); server.close(() => resolve()); }),
   };
 }

@@ -4,6 +4,7 @@ import { testConfig } from '../../helpers/config.ts';
 import type { TenantRef } from '../../../framework/context/tenant.ts';
 import { generateSecret, verifySignature } from '../../../modules/webhook/signing.ts';
 import { startReceiver, type Received } from './receiver.ts';
+import '../../../modules/webhook/webhook-tables.ts';
 
 let app: TestApp;
 let acme: TenantRef;
@@ -39,9 +40,11 @@ const createTask = async (host: string, who: SignedIn) => {
   expect(res.status).toBe(201);
   return res.body.id as string;
 };
+/** The endpoint's attempts from the tenant's delivery log, newest first. */
 const deliveries = async (host: string, who: SignedIn, endpointId: string) => {
-  const res = await app.http(host).get(`/api/v1/webhook/deliveries?endpointId=${endpointId}`).set('Cookie', who.cookie);
-  return res;
+  const res = await app.http(host).get('/api/v1/webhook/deliveries?limit=100').set('Cookie', who.cookie);
+  expect(res.status).toBe(200);
+  return { ...res, body: { items: res.body.items.filter((d: { endpointId: string }) => d.endpointId === endpointId) } };
 };
 const check = (r: Received, secret: string) =>
   verifySignature(secret, { id: String(r.headers['webhook-id']), timestamp: String(r.headers['webhook-timestamp']), signature: String(r.headers['webhook-signature']) }, r.body);
@@ -105,7 +108,8 @@ describe('outgoing webhooks', () => {
     expect(receiver.at('/globex-all').filter((r) => JSON.parse(r.body).tenant !== globex.id)).toEqual([]);
     expect(receiver.at('/globex-all').some((r) => r.body.includes(taskId))).toBe(false);
     expect((await app.http(globexHost).get(`${ENDPOINTS}/${acmeEndpoint.id}`).set('Cookie', globexAdmin.cookie)).status).toBe(404);
-    expect((await deliveries(globexHost, globexAdmin, acmeEndpoint.id)).status).toBe(404);
+    expect((await deliveries(acmeHost, acmeAdmin, acmeEndpoint.id)).body.items.length).toBeGreaterThan(0);
+    expect((await deliveries(globexHost, globexAdmin, acmeEndpoint.id)).body.items).toEqual([]);
     const list = await app.http(globexHost).get(ENDPOINTS).set('Cookie', globexAdmin.cookie);
     expect(list.body.items.map((e: { id: string }) => e.id)).not.toContain(acmeEndpoint.id);
   });
@@ -164,6 +168,31 @@ describe('outgoing webhooks', () => {
     expect(String(got.headers['webhook-signature']).split(' ')).toHaveLength(2);
     expect(check(got, fresh)).toBe(true);
     expect(check(got, endpoint.signingSecret)).toBe(true);
+  });
+
+  it('a slow endpoint holds at most 2 deliveries at once and does not delay another endpoint', async () => {
+    receiver.slow('/slow', 6000);
+    await createEndpoint(acmeHost, acmeAdmin, { url: receiver.url('/slow'), events: ['task.task.created'] });
+    await createEndpoint(acmeHost, acmeAdmin, { url: receiver.url('/fast'), events: ['task.task.created'] });
+    const ids = await Promise.all(Array.from({ length: 6 }, () => createTask(acmeHost, acmeAdmin)));
+    const got = (path: string) => receiver.at(path).filter((r) => ids.includes(JSON.parse(r.body).data.id)).length;
+    // All six reach the fast endpoint while the slow one is still on its first two.
+    await vi.waitFor(() => expect(got('/fast')).toBe(6), { timeout: 5_500, interval: 50 });
+    expect(got('/slow')).toBeLessThanOrEqual(2);
+    await vi.waitFor(() => expect(got('/slow')).toBe(6), { timeout: 30_000, interval: 200 });
+    expect(receiver.mostAtOnce('/slow')).toBe(2);
+  }, 60_000);
+
+  it('the purge job removes attempts older than 30 days and keeps the rest', async () => {
+    const endpoint = await createEndpoint(acmeHost, acmeAdmin, { url: receiver.url('/purge'), events: ['task.task.deleted'] });
+    const row = (days: number) => ({
+      endpoint_id: endpoint.id, message_id: `m-${days}`, event_type: 'webhook.test', message_created_at: new Date(), data: '{}', attempt: 1,
+      status: 'succeeded' as const, http_status: 200, duration_ms: 1, error: null, created_at: new Date(Date.now() - days * 86400_000),
+    });
+    await app.services.transactions.run(acme, (ctx) => ctx.db.insertInto('webhook_deliveries').values([row(31), row(29)]).execute());
+    await app.worker!.jobs.runOnce('webhook-delivery-log-purge', { tenant: acme });
+    const left = await app.services.transactions.run(acme, (ctx) => ctx.db.selectFrom('webhook_deliveries').select('message_id').where('endpoint_id', '=', endpoint.id).execute());
+    expect(left.map((r) => r.message_id)).toEqual(['m-29']);
   });
 
   it('refuses an unpublished event name, a URL with credentials and a non-http scheme with 422', async () => {
