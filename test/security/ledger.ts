@@ -1,6 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { OPERATOR_HOST } from '../helpers/app.ts';
 import type { World } from './world.ts';
+import { dereferenced } from '../helpers/openapi.ts';
 
 /**
  * Nothing lost, nothing leaked: what every sweep of the suite checks once it has run.
@@ -47,7 +48,8 @@ async function snapshot(world: World): Promise<Snapshot> {
 export async function fetchDocument(world: World) {
   const res = await world.client.send({ method: 'GET', host: OPERATOR_HOST, path: '/api/v1/openapi.json' });
   if (res.status !== 200 || !res.json) throw new Error(`the OpenAPI document did not load: ${res.status}`);
-  return res.json as never;
+  // Bodies and answers are named schemas: the suite reads them through their $refs.
+  return (await dereferenced(res.json)) as never;
 }
 
 /**
