@@ -3,6 +3,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { TSchema } from 'typebox';
 import { createCustomer, signInAs, startTestApp, type TestApp } from '../helpers/app.ts';
 import { testConfig } from '../helpers/config.ts';
+import { dereferenced } from '../helpers/openapi.ts';
 import { sampleObject, sampleValue } from '../conformance/sample-values.ts';
 
 /**
@@ -26,7 +27,8 @@ beforeAll(async () => {
   app = await startTestApp({ config: testConfig({ database: { pool_size: 1 } }) });
   // A customer tenant, so the tenant routes on {id} act on one that is not the operator's.
   await createCustomer(app, 'sweep');
-  const doc = (await app.http().get('/api/v1/openapi.json')).body as { paths: Record<string, Record<string, Omit<Operation, 'method' | 'path'>>> };
+  // Bodies are named schemas: sampled through their $refs.
+  const doc = await dereferenced((await app.http().get('/api/v1/openapi.json')).body as { paths: Record<string, Record<string, Omit<Operation, 'method' | 'path'>>> });
   operations = Object.entries(doc.paths).flatMap(([path, methods]) =>
     Object.entries(methods)
       .filter(([method]) => ['get', 'post', 'put', 'patch', 'delete'].includes(method))
