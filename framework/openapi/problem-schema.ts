@@ -30,7 +30,7 @@ export function problemResponses(route: AnyRoute): Record<number, unknown> {
     404: ref('No site at this host, or no such resource'),
     500: ref('Unexpected error'),
     503: ref(
-      'Database busy (DB_BUSY: every connection stayed in use), a statement past its time limit (DB_TIMEOUT) or the database unreachable (DB_UNAVAILABLE); nothing was saved: retry after the Retry-After seconds',
+      'Database busy (DB_BUSY: every connection stayed in use), a statement past its time limit (DB_TIMEOUT) or the database unreachable (DB_UNAVAILABLE): retry after the Retry-After seconds. Only a 2xx acknowledges a write',
     ),
   };
   if (route.schema.body || route.schema.querystring || route.schema.params) {
