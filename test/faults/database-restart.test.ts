@@ -28,6 +28,7 @@ import { ensureDatabase, startEmbeddedPostgres, type EmbeddedServer } from '../.
 const OPERATOR_HOST = 'operator.localhost';
 const SITE = 'restart.localhost';
 const PAUSED = 'restart-paused.localhost';
+const PAUSED_TOO = 'restart-paused-too.localhost';
 const ACQUIRE_TIMEOUT_MS = 1000;
 // An answer later than this counts as hung: the acquire timeout plus the time to send a problem.
 const ANSWER_WITHIN_MS = ACQUIRE_TIMEOUT_MS + 1500;
@@ -116,6 +117,7 @@ beforeAll(async () => {
   other = await startTestApp({ databaseUrl, modules: allModules, config: testConfig({ database: { acquire_timeout_ms: ACQUIRE_TIMEOUT_MS } }) });
   site = await createCustomer(other, 'restart', SITE);
   await createCustomer(other, 'restart-paused', PAUSED);
+  await createCustomer(other, 'restart-paused-too', PAUSED_TOO);
   siteCookie = (await signInAs(other, site, ['content:read', 'content:manage'])).cookie;
   operatorCookie = (await signInAs(other, other.operator, ['tenant:manage'])).cookie;
   service = await startService({
@@ -207,20 +209,7 @@ describe('PostgreSQL restarted under 16 connections of list and create traffic',
     expectRecoveredWithin5s(outcomes, back);
     await expectNoAcknowledgedCreateMissing(outcomes);
 
-    // The LISTEN connection is back: a suspension made by another process evicts the service's cache within 1 s.
-    expect((await call(service.url, 'GET', '/api/v1/auth/me', PAUSED)).code).not.toBe('NO_SITE');
-    const suspend = await other.http(OPERATOR_HOST).post(`/api/v1/tenant/tenants/${(await tenantId('restart-paused'))}/suspend`).set('Cookie', operatorCookie);
-    expect(suspend.status, JSON.stringify(suspend.body)).toBe(200);
-    const suspendedAt = Date.now();
-    await until('the service to answer no-site', async () => (await call(service.url, 'GET', '/api/v1/auth/me', PAUSED)).code === 'NO_SITE', 5_000);
-    expect(Date.now() - suspendedAt).toBeLessThan(1000);
-
-    // The worker resumed: a new event is relayed (its audit row recorded) within 1 s.
-    const created = await call(service.url, 'POST', '/api/v1/content/contents', SITE, json(), JSON.stringify({ slug: 'after-restart', title: 'After', kind: 'page', body: 'x' }));
-    expect(created.status).toBe(201);
-    const createdAt = Date.now();
-    await until('the new event to be relayed', async () => (await audited(created.id!)) > 0, 5_000);
-    expect(Date.now() - createdAt).toBeLessThan(1000);
+    await expectListeningAndWorking('restart-paused', PAUSED, 'after-restart');
   }, 60_000);
 
   it('every application connection ended by pg_terminate_backend: the same rules, and no restart', async () => {
@@ -248,14 +237,40 @@ describe('PostgreSQL restarted under 16 connections of list and create traffic',
     expectEveryAnswerBounded(outcomes);
     expectRecoveredWithin5s(outcomes, back);
     await expectNoAcknowledgedCreateMissing(outcomes);
-    const created = await call(service.url, 'POST', '/api/v1/content/contents', SITE, json(), JSON.stringify({ slug: 'after-terminate', title: 'After', kind: 'page', body: 'x' }));
-    expect(created.status).toBe(201);
-    const createdAt = Date.now();
-    await until('the new event to be relayed', async () => (await audited(created.id!)) > 0, 5_000);
-    expect(Date.now() - createdAt).toBeLessThan(1000);
+    await expectListeningAndWorking('restart-paused-too', PAUSED_TOO, 'after-terminate');
     expect(service.child.exitCode).toBeNull();
   }, 60_000);
 });
+
+/**
+ * The LISTEN connection is back: a suspension made by another process evicts the service's host
+ * cache within 1 s. The worker is back: a new event is relayed (its audit row) within 1 s, and
+ * delivered through pg-boss to a subscription (webhook-fan-out takes every event).
+ */
+async function expectListeningAndWorking(slug: string, host: string, newSlug: string): Promise<void> {
+  // Cached by the service first, so that only an eviction can make it answer no-site.
+  expect((await call(service.url, 'GET', '/api/v1/auth/me', host)).code).not.toBe('NO_SITE');
+  const suspend = await other.http(OPERATOR_HOST).post(`/api/v1/tenant/tenants/${await tenantId(slug)}/suspend`).set('Cookie', operatorCookie);
+  expect(suspend.status, JSON.stringify(suspend.body)).toBe(200);
+  const suspendedAt = Date.now();
+  await until('the service to answer no-site', async () => (await call(service.url, 'GET', '/api/v1/auth/me', host)).code === 'NO_SITE', 5_000);
+  expect(Date.now() - suspendedAt).toBeLessThan(1000);
+
+  const created = await call(service.url, 'POST', '/api/v1/content/contents', SITE, json(), JSON.stringify({ slug: newSlug, title: 'After', kind: 'page', body: 'x' }));
+  expect(created.status).toBe(201);
+  const createdAt = Date.now();
+  await until('the new event to be relayed', async () => (await audited(created.id!)) > 0, 5_000);
+  expect(Date.now() - createdAt).toBeLessThan(1000);
+  await until('the new event to be delivered to a subscription', async () => (await delivered(created.id!)) > 0, 10_000);
+}
+
+async function delivered(contentId: string): Promise<number> {
+  const { rows } = await other.services.db.pool.query<{ n: number }>(
+    `select count(*)::int as n from processed_events p join audit_events a using (tenant_id, event_id) where a.payload->>'id' = $1 and p.subscription = 'webhook-fan-out'`,
+    [contentId],
+  );
+  return rows[0]!.n;
+}
 
 async function tenantId(slug: string): Promise<string> {
   const { rows } = await other.services.db.pool.query<{ id: string }>('select id from tenants where slug = $1', [slug]);
