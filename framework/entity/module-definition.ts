@@ -54,7 +54,7 @@ export interface QueueDefinition {
   name: string;
   /** Seconds before the first retry (a whole number, pg-boss's unit), the cap on the delay, and the retries before the dead letter; may follow the configuration. */
   retry(config: Config): { retryDelay: number; retryDelayMax: number; retryLimit: number };
-  /** Jobs of one group at once, across all workers (pg-boss groupConcurrency). */
+  /** Jobs of one group at once in one worker process (pg-boss localGroupConcurrency): N worker processes run at most N times as many. */
   groupConcurrency: number;
   /** Jobs at once in one worker process. */
   concurrency: number;

@@ -68,7 +68,14 @@ export class Worker {
   constructor(services: Services, options: { relayIntervalMs?: number } = {}) {
     this.services = services;
     this.jobs = new JobRunner(services);
-    this.boss = new PgBoss({ connectionString: services.db.url, max: 4, useListenNotify: true, schema: 'pgboss' });
+    // supervise: how soon a delivery past its expiry (its worker killed mid-delivery) is failed and retried.
+    this.boss = new PgBoss({
+      connectionString: services.db.url,
+      max: 4,
+      useListenNotify: true,
+      schema: 'pgboss',
+      superviseIntervalSeconds: services.config.worker.supervise_interval_seconds,
+    });
     this.boss.on('error', (err: Error) => services.log.error({ err }, 'pg-boss error'));
     this.relay = new OutboxRelay(services.db, this.boss, services.registry, { intervalMs: options.relayIntervalMs, metrics: services.metrics });
   }
@@ -124,8 +131,9 @@ export class Worker {
    * also when the queue already existed without the option.
    */
   private async createEventQueue(queue: string, options: ReturnType<typeof retryOverrides>): Promise<void> {
-    await this.boss.createQueue(queue, { ...RETRY, ...options, deadLetter: DEAD_LETTER_QUEUE, notify: true });
-    await this.boss.updateQueue(queue, { notify: true });
+    const expireInSeconds = this.services.config.worker.delivery_expire_seconds;
+    await this.boss.createQueue(queue, { ...RETRY, ...options, expireInSeconds, deadLetter: DEAD_LETTER_QUEUE, notify: true });
+    await this.boss.updateQueue(queue, { notify: true, expireInSeconds });
   }
 
   /**
@@ -184,16 +192,18 @@ export class Worker {
 
   /**
    * A module's queue: its retries from the configuration, dead letters to the shared queue, at
-   * most `concurrency` jobs per process and `groupConcurrency` per group across all workers.
+   * most `concurrency` jobs per process and `groupConcurrency` per group in each process.
    */
   private async startModuleQueue(queue: QueueDefinition): Promise<void> {
     const name = moduleQueue(queue.name);
     const retry = { ...queue.retry(this.services.config), retryBackoff: true, deadLetter: DEAD_LETTER_QUEUE };
     await this.boss.createQueue(name, retry);
     await this.boss.updateQueue(name, retry);
-    await this.boss.work<Record<string, unknown>, unknown, { includeMetadata: true; pollingIntervalSeconds: 0.5; localConcurrency: number; groupConcurrency: number }>(
+    // localGroupConcurrency: counted in the process, so it holds however fast the workers fetch (the
+    // database-tracked groupConcurrency let a third job of a group start when several fetched at once).
+    await this.boss.work<Record<string, unknown>, unknown, { includeMetadata: true; pollingIntervalSeconds: 0.5; localConcurrency: number; localGroupConcurrency: number }>(
       name,
-      { includeMetadata: true, pollingIntervalSeconds: 0.5, localConcurrency: queue.concurrency, groupConcurrency: queue.groupConcurrency },
+      { includeMetadata: true, pollingIntervalSeconds: 0.5, localConcurrency: queue.concurrency, localGroupConcurrency: queue.groupConcurrency },
       async ([job]) => {
         await queue.work(job!.data, this.services, { number: job!.retryCount + 1, last: job!.retryCount >= job!.retryLimit });
       },

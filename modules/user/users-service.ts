@@ -105,6 +105,13 @@ export const usersService = {
     return (await query.limit(1).executeTakeFirst()) !== undefined;
   },
 
+  /** The ids of the live, active users holding any of these roles (e.g. the tenant's admins, to notify them). */
+  async activeHolding(ctx: TxContext, roles: readonly string[]): Promise<string[]> {
+    if (roles.length === 0) return [];
+    const rows = await ctx.db.selectFrom('users').select('id').where('status', '=', 'active').where('deleted_at', 'is', null).where((eb) => eb('roles', '&&', eb.val([...roles]))).execute();
+    return rows.map((r) => r.id);
+  },
+
   /**
    * Takes a role from every live user holding it (the role is being deleted) and publishes
    * user.roles_set for each. Answers whether an active user held it. The caller checks the

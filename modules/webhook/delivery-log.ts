@@ -1,5 +1,6 @@
 import Type from 'typebox';
 import { defineRoute, type AnyRoute, type JobDefinition } from '../../framework/entity/define.ts';
+import type { TxContext } from '../../framework/context/tx.ts';
 import { KeysetPager, pageQuerySchema, pageSchema, type PageQuery } from '../../framework/operations/paging.ts';
 import './webhook-tables.ts';
 
@@ -30,11 +31,16 @@ const COLUMNS = `id, endpoint_id as "endpointId", message_id as "webhookId", eve
 /** The tenant's log over all its endpoints, paged by (created_at, id) from the log's age index. */
 const pages = new KeysetPager({ select: COLUMNS, from: 'webhook_deliveries', id: 'id', where: [], sorts: { createdAt: { column: 'created_at' } } });
 
-const ListQuery = pageQuerySchema({
+export const DeliveryListQuery = pageQuerySchema({
   sorts: ['createdAt'],
   defaultSort: '-createdAt',
   sortDescription: 'Newest first (-createdAt) unless sort=createdAt asks for oldest first. Ties break on id, in the same direction.',
 });
+
+/** A page of the tenant's delivery log (the API's list and the admin page). */
+export function deliveryLogPage(tx: TxContext, query: PageQuery) {
+  return pages.page(tx.db, query);
+}
 
 export const deliveryLogRoutes: readonly AnyRoute[] = [
   defineRoute({
@@ -45,8 +51,8 @@ export const deliveryLogRoutes: readonly AnyRoute[] = [
     description: `Every attempt to deliver to the tenant's endpoints in the last ${LOG_RETENTION_DAYS} days, newest first by default, each naming its endpoint (endpointId). Paged like every list: limit and offset, or after=<next> from the previous page; total counted up to 10000. Another tenant's attempts are never listed.`,
     tags: ['webhook'],
     access: { permission: 'webhook:manage' },
-    schema: { querystring: ListQuery, response: { 200: pageSchema(Delivery, 'A page of the delivery log') } },
-    handler: ({ tx, query }) => pages.page(tx.db, query as PageQuery),
+    schema: { querystring: DeliveryListQuery, response: { 200: pageSchema(Delivery, 'A page of the delivery log') } },
+    handler: ({ tx, query }) => deliveryLogPage(tx, query as PageQuery),
   }),
 ];
 

@@ -4,6 +4,9 @@ import { tenantById } from '../../framework/context/tenant-lookup.ts';
 import { send, type Attempt } from './send.ts';
 import { signatureHeader } from './signing.ts';
 import { DELIVERY_QUEUE } from './webhook-events.ts';
+import type { TxContext } from '../../framework/context/tx.ts';
+import { notify } from '../notification/notify.ts';
+import { usersService } from '../user/users-service.ts';
 import './webhook-tables.ts';
 
 /** One message for one endpoint: the event (id, name, payload as in the outbox), its tenant and the endpoint. */
@@ -57,6 +60,40 @@ function errorOf(attempt: Attempt): string | null {
   return `answered ${attempt.status}`;
 }
 
+/** How long an endpoint may keep failing before it is turned inactive. */
+export const DEACTIVATE_AFTER_MS = 3 * 86400_000;
+
+/**
+ * Keeps the endpoint's failure streak: a success ends it; a failure starts it, or, once it has
+ * lasted 3 days, turns the endpoint inactive (publishing its updated event) and notifies the
+ * tenant's active admins. The row is locked, so two attempts ending together deactivate once.
+ */
+async function recordHealth(ctx: TxContext, endpointId: string, status: string, now: Date): Promise<void> {
+  const endpoint = await ctx.db.selectFrom('webhook_endpoints').select(['url', 'active', 'failing_since']).where('id', '=', endpointId).forUpdate().executeTakeFirst();
+  if (!endpoint) return;
+  if (status === 'succeeded') {
+    if (endpoint.failing_since) await ctx.db.updateTable('webhook_endpoints').set({ failing_since: null }).where('id', '=', endpointId).execute();
+    return;
+  }
+  if (!endpoint.failing_since) {
+    await ctx.db.updateTable('webhook_endpoints').set({ failing_since: now }).where('id', '=', endpointId).execute();
+    return;
+  }
+  if (!endpoint.active || now.getTime() - endpoint.failing_since.getTime() < DEACTIVATE_AFTER_MS) return;
+  await ctx.db.updateTable('webhook_endpoints').set({ active: false, updated_at: now }).where('id', '=', endpointId).execute();
+  ctx.publish('webhook.endpoint.updated', { id: endpointId, changed: ['active'] });
+  const host = new URL(endpoint.url).host;
+  for (const recipientId of await usersService.activeHolding(ctx, ['admin'])) {
+    await notify(ctx, {
+      recipientId,
+      title: 'A webhook endpoint was turned off',
+      body: `Deliveries to the webhook endpoint at ${host} kept failing for 3 days, so it no longer receives events. Check the receiver, then make the endpoint active again.`,
+      link: `/admin/webhook/endpoints/${endpointId}`,
+      email: true,
+    });
+  }
+}
+
 /**
  * One attempt: reads the endpoint (and its secrets) in the tenant's transaction, sends with no
  * transaction open, and logs the attempt in a transaction of its own. A non-2xx answer, a timeout
@@ -84,8 +121,9 @@ async function deliverOnce(data: Record<string, unknown>, services: Services, at
   const result = await send(endpoint.url, headers, body, { allowHttp: services.config.webhooks.allow_http, allowPrivateNetworks: services.config.webhooks.allow_private_networks });
   const status = logStatus(result, attempt.last);
   const error = errorOf(result);
-  await services.transactions.run(tenant, (ctx) =>
-    ctx.db
+  await services.transactions.run(tenant, async (ctx) => {
+    await recordHealth(ctx, job.endpointId, status, now);
+    await ctx.db
       .insertInto('webhook_deliveries')
       .values({
         endpoint_id: job.endpointId,
@@ -99,15 +137,15 @@ async function deliverOnce(data: Record<string, unknown>, services: Services, at
         duration_ms: result.durationMs,
         error,
       })
-      .execute(),
-  );
+      .execute();
+  });
   const logged = { endpointId: job.endpointId, tenantId: job.tenantId, event: job.name, webhookId: job.id, attempt: attempt.number, status, error };
   if (status === 'succeeded') services.log.info(logged, 'webhook delivered');
   else services.log.warn(logged, 'webhook delivery failed');
   if (status === 'failed' || status === 'dead') throw new Error(`webhook delivery to endpoint ${job.endpointId} failed: ${error}`);
 }
 
-/** Deliveries: at most 2 at once per endpoint across all workers, 8 per worker process, so one slow endpoint holds at most 2 slots. */
+/** Deliveries: at most 2 at once per endpoint and 8 in all per worker process, so one slow endpoint holds at most 2 of a process's slots. */
 export const deliveryQueue: QueueDefinition = {
   name: DELIVERY_QUEUE,
   retry: (config) => deliveryRetry(config.webhooks.retry_base_ms),

@@ -106,7 +106,7 @@ export const endpoint = defineEntity({
   },
   permissions: { read: 'webhook:manage', write: 'webhook:manage' },
   sortable: ['url'],
-  storage: { columns: { secret: 'text', previous_secret: 'text', previous_secret_until: 'timestamptz' } },
+  storage: { columns: { secret: 'text', previous_secret: 'text', previous_secret_until: 'timestamptz', failing_since: 'timestamptz' } },
   commands: { 'rotate-secret': rotateSecret, 'send-test-event': sendTestEvent, 'send-again': sendAgain },
   hooks: {
     async beforeWrite(ctx, { values }) {

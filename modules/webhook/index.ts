@@ -3,6 +3,7 @@ import { endpoint } from './endpoint.entity.ts';
 import { webhookFanOut } from './fan-out.ts';
 import { deliveryQueue } from './delivery.ts';
 import { deliveryLogPurge, deliveryLogRoutes } from './delivery-log.ts';
+import { registerDeliveryLogPage } from './deliveries.admin.ts';
 import { REDELIVERY_REQUESTED, SECRET_ROTATED, TEST_REQUESTED } from './webhook-events.ts';
 
 /**
@@ -20,5 +21,11 @@ export const webhookModule = defineModule({
   subscriptions: [webhookFanOut],
   queues: [deliveryQueue],
   jobs: [deliveryLogPurge],
-  admin: { sidebar: [{ label: 'Webhooks', path: '/admin/webhook/endpoints', order: 80 }] },
+  admin: {
+    pages: [registerDeliveryLogPage],
+    sidebar: [
+      { label: 'Webhooks', path: '/admin/webhook/endpoints', order: 80 },
+      { label: 'Webhook deliveries', path: '/admin/webhook/deliveries', order: 81 },
+    ],
+  },
 });

@@ -10,6 +10,8 @@ export type WebhookEndpointsTable = EntityTable<EndpointFields> & {
   secret: string | null;
   previous_secret: string | null;
   previous_secret_until: Date | null;
+  /** The first failed attempt since the last success: 3 days of failures turn the endpoint inactive. */
+  failing_since: Date | null;
 };
 
 /** One attempt of one delivery (the delivery log), kept 30 days. */

@@ -195,6 +195,61 @@ describe('outgoing webhooks', () => {
     expect(left.map((r) => r.message_id)).toEqual(['m-29']);
   });
 
+  it('the admin shell shows the tenant’s delivery log, in words, and its "Send again" form sends the message once more', async () => {
+    const endpoint = await createEndpoint(acmeHost, acmeAdmin, { url: receiver.url('/shell'), events: ['task.task.deleted'] });
+    await app.http(acmeHost).post(`${ENDPOINTS}/${endpoint.id}/send-test-event`).set('Cookie', acmeAdmin.cookie).expect(200);
+    const [logged] = (await vi.waitFor(async () => {
+      const res = await deliveries(acmeHost, acmeAdmin, endpoint.id);
+      expect(res.body.items).toHaveLength(1);
+      return res;
+    }, { timeout: 15_000, interval: 100 })).body.items;
+    const page = await app.http(acmeHost).get('/admin/webhook/deliveries?limit=100').set('Cookie', acmeAdmin.cookie);
+    expect(page.status).toBe(200);
+    expect(page.text).toContain(`data-delivery="${logged.id}"`);
+    expect(page.text).toContain('Delivered');
+    expect(page.text).toContain('>Webhook deliveries</a>');
+    expect(page.text).toContain(receiver.url('/shell'));
+    const globexPage = await app.http(globexHost).get('/admin/webhook/deliveries?limit=100').set('Cookie', globexAdmin.cookie);
+    expect(globexPage.status).toBe(200);
+    expect(globexPage.text).not.toContain(logged.id);
+    const csrf = /name="csrf" value="([^"]+)"/.exec(page.text)![1]!;
+    const again = await app.http(acmeHost).post(`/admin/webhook/endpoints/${endpoint.id}/send-again`).set('Cookie', acmeAdmin.cookie).type('form').send({ csrf, deliveryId: logged.id });
+    expect(again.status).toBe(303);
+    await vi.waitFor(() => expect(receiver.at('/shell')).toHaveLength(2), { timeout: 15_000, interval: 100 });
+  });
+
+  it('an endpoint failing for 3 days is turned inactive and the tenant’s admins are notified; a success ends a streak', async () => {
+    const endpoint = await createEndpoint(acmeHost, acmeAdmin, { url: receiver.url('/down'), events: ['task.task.deleted'] });
+    receiver.answer('/down', 503);
+    const adminId = await app.services.transactions.run(acme, async (ctx) => {
+      const row = await ctx.db.insertInto('users').values({ email: `admin-${endpoint.id.slice(0, 8)}@example.test`, display_name: 'Admin', status: 'active', roles: ['admin'] }).returning('id').executeTakeFirstOrThrow();
+      // The streak began 3 days and a minute ago.
+      await ctx.db.updateTable('webhook_endpoints').set({ failing_since: new Date(Date.now() - 3 * 86400_000 - 60_000) }).where('id', '=', endpoint.id).execute();
+      return row.id;
+    });
+    await app.http(acmeHost).post(`${ENDPOINTS}/${endpoint.id}/send-test-event`).set('Cookie', acmeAdmin.cookie).expect(200);
+    await vi.waitFor(async () => {
+      const read = await app.http(acmeHost).get(`${ENDPOINTS}/${endpoint.id}`).set('Cookie', acmeAdmin.cookie);
+      expect(read.body.active).toBe(false);
+    }, { timeout: 15_000, interval: 100 });
+    const notices = await app.services.transactions.run(acme, (ctx) =>
+      ctx.db.selectFrom('notifications').select(['recipient_id', 'title', 'link']).where('link', '=', `/admin/webhook/endpoints/${endpoint.id}`).execute(),
+    );
+    expect(notices).toEqual([{ recipient_id: adminId, title: 'A webhook endpoint was turned off', link: `/admin/webhook/endpoints/${endpoint.id}` }]);
+
+    // A streak younger than 3 days changes nothing; the next success ends it.
+    const young = await createEndpoint(acmeHost, acmeAdmin, { url: receiver.url('/flapping'), events: ['task.task.deleted'] });
+    receiver.answer('/flapping', 500);
+    await app.services.transactions.run(acme, (ctx) => ctx.db.updateTable('webhook_endpoints').set({ failing_since: new Date(Date.now() - 2 * 86400_000) }).where('id', '=', young.id).execute());
+    await app.http(acmeHost).post(`${ENDPOINTS}/${young.id}/send-test-event`).set('Cookie', acmeAdmin.cookie).expect(200);
+    await vi.waitFor(async () => {
+      const rows = (await deliveries(acmeHost, acmeAdmin, young.id)).body.items;
+      expect(rows.map((d: { status: string }) => d.status)).toEqual(['succeeded', 'failed']);
+    }, { timeout: 15_000, interval: 100 });
+    const after = await app.services.transactions.run(acme, (ctx) => ctx.db.selectFrom('webhook_endpoints').select(['active', 'failing_since']).where('id', '=', young.id).executeTakeFirstOrThrow());
+    expect(after).toEqual({ active: true, failing_since: null });
+  });
+
   it('refuses an unpublished event name, a URL with credentials and a non-http scheme with 422', async () => {
     const bad = [
       { url: receiver.url('/x'), events: ['task.task.nonsense'] },
