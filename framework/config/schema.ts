@@ -125,6 +125,16 @@ export const ConfigSchema = Type.Object(
       },
       { additionalProperties: false, default: {} },
     ),
+    /** pg-boss in the worker role: when a delivery whose worker died is given up and retried. */
+    worker: Type.Object(
+      {
+        /** A subscription's delivery still active after this long counts as failed and is retried (its worker was killed). */
+        delivery_expire_seconds: Type.Integer({ default: 900, minimum: 1, maximum: 86400 }),
+        /** How often pg-boss looks for expired deliveries (and does its other upkeep). */
+        supervise_interval_seconds: Type.Integer({ default: 60, minimum: 1, maximum: 3600 }),
+      },
+      { additionalProperties: false, default: {} },
+    ),
   },
   { additionalProperties: false },
 );
