@@ -53,6 +53,7 @@ export const PROBLEMS = {
   NOT_READY: { status: 503, title: 'Not ready' },
   BLOB_MISSING: { status: 503, title: 'Stored bytes unavailable' },
   STORAGE_UNAVAILABLE: { status: 503, title: 'File storage unavailable' },
+  STORAGE_FULL: { status: 507, title: 'File storage full' },
   DB_BUSY: { status: 503, title: 'Database busy' },
   DB_TIMEOUT: { status: 503, title: 'Database statement timed out' },
   DB_UNAVAILABLE: { status: 503, title: 'Database unavailable' },

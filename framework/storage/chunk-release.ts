@@ -17,32 +17,27 @@ export function releaseChunk(chunk: Buffer): void {
   memory.transfer(0);
 }
 
-type WriteCallback = (err: NodeJS.ErrnoException | null, written: number) => void;
+type WriteCallback<B> = (err: NodeJS.ErrnoException | null, written: number, buffers: B) => void;
 
 /**
  * fs methods for createWriteStream (its documented `fs` option) that release each chunk once all
- * of its bytes are written. A chunk written only in part stays: the stream writes the rest from a
- * view of it, which releaseChunk leaves alone. `fsync` is there for the stream's `flush` option.
+ * of its bytes are written. After a short write (a disk filling up) nothing is released: the
+ * stream writes the rest from the buffers the callback hands back (all of them, for writev), so
+ * those are passed on untouched. `fsync` is there for the stream's `flush` option.
  */
 export const releasingFs = {
   open,
   close,
   fsync,
-  write: (fd: number, buffer: Buffer, offset: number, length: number, position: number | null, done: WriteCallback) =>
+  write: (fd: number, buffer: Buffer, offset: number, length: number, position: number | null, done: WriteCallback<Buffer>) =>
     write(fd, buffer, offset, length, position, (err, written) => {
       if (!err && offset === 0 && written === buffer.byteLength) releaseChunk(buffer);
-      done(err, written);
+      done(err, written, buffer);
     }),
-  writev: (fd: number, buffers: Buffer[], position: number | null, done: WriteCallback) =>
+  writev: (fd: number, buffers: Buffer[], position: number | null, done: WriteCallback<Buffer[]>) =>
     writev(fd, buffers, position, (err, written) => {
-      if (!err) {
-        let left = written;
-        for (const buffer of buffers) {
-          if (buffer.byteLength > left) break;
-          left -= buffer.byteLength;
-          releaseChunk(buffer);
-        }
-      }
-      done(err, written);
+      const total = buffers.reduce((sum, buffer) => sum + buffer.byteLength, 0);
+      if (!err && written === total) for (const buffer of buffers) releaseChunk(buffer);
+      done(err, written, buffers);
     }),
 };

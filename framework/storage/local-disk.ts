@@ -5,6 +5,7 @@ import { randomUUID } from 'node:crypto';
 import { join, resolve } from 'node:path';
 import type { Readable } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
+import { problem, type ProblemError } from '../errors.ts';
 import { releasingFs } from './chunk-release.ts';
 import { assertBlobKey, isBlobKey, type BlobStat, type BlobStore, type ByteRange } from './blob-store.ts';
 
@@ -50,7 +51,7 @@ export class LocalDiskStore implements BlobStore {
       await syncDirectory(shard);
     } catch (err) {
       await rm(temporary, { force: true });
-      throw err;
+      throw isDiskFull(err) ? diskFull(err) : err;
     }
   }
 
@@ -122,6 +123,19 @@ export class LocalDiskStore implements BlobStore {
     }
     return removed;
   }
+}
+
+/** The filesystem has no room left (ENOSPC), or the service's user none of its quota (EDQUOT). */
+const isDiskFull = (err: unknown): boolean => {
+  const code = (err as NodeJS.ErrnoException | null)?.code;
+  return code === 'ENOSPC' || code === 'EDQUOT';
+};
+
+/** 507 STORAGE_FULL: the upload is refused (its partial file is already removed), the cause kept for the log. */
+function diskFull(cause: unknown): ProblemError {
+  const err = problem('STORAGE_FULL', 'The file storage has no room left for this upload');
+  (err as Error).cause = cause;
+  return err;
 }
 
 async function syncDirectory(dir: string): Promise<void> {

@@ -98,6 +98,7 @@ export const fileRoutes = (config: Config) => [
         413: problemResponse('Form past the envelope (PAYLOAD_TOO_LARGE), file past files.max_bytes (FILE_TOO_LARGE) or past the quota (QUOTA_EXCEEDED)'),
         422: problemResponse('No file part (FILE_MISSING), a media type that is not one (MEDIA_TYPE_INVALID), bytes disagreeing with a renderable type (MEDIA_TYPE_MISMATCH)'),
         503: problemResponse('The file storage cannot be reached (STORAGE_UNAVAILABLE: nothing is kept), or the database is busy (DB_BUSY); retry after the Retry-After seconds'),
+        507: problemResponse('The disk of the local file storage is full (STORAGE_FULL): nothing is kept; an operator must free space'),
       },
     },
     handler: async ({ services, request, reply, session, query }) => {
