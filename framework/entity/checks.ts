@@ -104,6 +104,13 @@ export function checkRegistry(registry: Registry, earlier: string[]): void {
     }
     if (subscriptionNames.has(subscription.name)) problems.push(`subscription ${subscription.name} is declared twice`);
     subscriptionNames.add(subscription.name);
+    const filter = subscription.onlyTenantsWith;
+    if (filter) {
+      const owner = registry.entities.find((e) => e.names.table === filter.table);
+      if (!owner || owner.module !== subscription.module || owner.scope !== 'tenant') {
+        problems.push(`subscription ${subscription.name} (module ${subscription.module}): onlyTenantsWith names ${filter.table}, which is not a tenant-owned entity table of module ${subscription.module}`);
+      }
+    }
   }
   const jobNames = new Set<string>();
   for (const job of registry.jobs) {

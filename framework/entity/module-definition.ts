@@ -8,6 +8,7 @@ import type { SidebarEntry } from '../admin/sidebar.ts';
 import type { IdentityTableName } from '../access/identity-tables.ts';
 import type { AnyRoute } from './route-definition.ts';
 import type { AnyEntity } from './entity-definition.ts';
+import type { Database } from '../db/types.ts';
 
 export interface PermissionDeclaration {
   name: string;
@@ -33,6 +34,14 @@ export interface SubscriptionDefinition {
   retryDelay?: number;
   /** Events the handler publishes; each must be declared (boot check). */
   publishes?: readonly string[];
+  /**
+   * The tenants whose events concern the subscription: those having a live (not soft-deleted) row
+   * in this table, a tenant-owned entity table of the declaring module (boot check) that the
+   * module's migration opens to cross-tenant reads (`call allow_cross_tenant_read(...)`). The relay
+   * asks once per batch, in its claiming transaction, and queues no job for the events of any other
+   * tenant. Left out: every tenant's events.
+   */
+  onlyTenantsWith?: { table: keyof Database & string };
 }
 
 /**

@@ -5,6 +5,7 @@ import { preparedQuery } from '../db/statements.ts';
 import type { Registry } from '../entity/registry.ts';
 import type { DeliveredEvent } from '../entity/define.ts';
 import { auditFromOutboxStatements } from './audit.ts';
+import { concernedTenants, tenantFilters, type TenantFilter } from './concerned-tenants.ts';
 import type { Metrics } from '../observability/metrics.ts';
 import { linkTo, startOptionalSpan } from '../observability/tracing.ts';
 import type { Link, Span } from '@opentelemetry/api';
@@ -86,6 +87,8 @@ export class OutboxRelay {
   private readonly boss: PgBoss;
   private readonly queuesByEvent: Map<string, string[]>;
   private readonly everyEvent: readonly string[];
+  /** The subscriptions that concern some tenants only (onlyTenantsWith), by queue. */
+  private readonly tenantFilters: ReadonlyMap<string, TenantFilter>;
   private listener: pg.Client | undefined;
   private timers: NodeJS.Timeout[] = [];
   private running: Promise<void> | undefined;
@@ -113,6 +116,7 @@ export class OutboxRelay {
       for (const name of registry.events) this.queuesByEvent.set(name, [...(this.queuesByEvent.get(name) ?? []), ...everyEvent]);
     }
     this.everyEvent = everyEvent;
+    this.tenantFilters = tenantFilters(registry, subscriptionQueue);
   }
 
   async start(): Promise<void> {
@@ -166,11 +170,15 @@ export class OutboxRelay {
       const traced = startOptionalSpan('outbox.relay', { links: rows.map((r) => linkTo(r.traceparent)).filter((l): l is Link => l !== undefined), attributes: { 'tenantry.outbox.events': rows.length } });
       span = traced?.span;
       const jobsByQueue = new Map<string, { data: QueuedEvent }[]>();
+      const concerned = await this.concernedTenants(client, rows);
       for (const row of rows) {
         const queues = this.queuesByEvent.get(row.name) ?? this.everyEvent;
         if (queues.length === 0) continue;
         const event: QueuedEvent = row.traceparent ? { ...deliveredEvent(row), traceparent: row.traceparent } : deliveredEvent(row);
         for (const queue of queues) {
+          // A subscription concerning some tenants only gets no job for another tenant's event.
+          const tenants = concerned.get(queue);
+          if (tenants && !tenants.has(row.tenant_id)) continue;
           const list = jobsByQueue.get(queue) ?? [];
           list.push({ data: event });
           jobsByQueue.set(queue, list);
@@ -203,6 +211,23 @@ export class OutboxRelay {
     } finally {
       client.release();
     }
+  }
+
+  /**
+   * For the filtered subscriptions some claimed row goes to: which of the batch's tenants they
+   * concern, asked in one statement in the claiming transaction (docs/architecture.md).
+   */
+  private async concernedTenants(client: pg.PoolClient, rows: readonly OutboxRow[]): Promise<Map<string, Set<string>>> {
+    if (this.tenantFilters.size === 0) return new Map();
+    const filters = new Map<string, TenantFilter>();
+    for (const row of rows) {
+      for (const queue of this.queuesByEvent.get(row.name) ?? this.everyEvent) {
+        const filter = this.tenantFilters.get(queue);
+        if (filter) filters.set(queue, filter);
+      }
+    }
+    if (filters.size === 0) return new Map();
+    return concernedTenants(client, [...filters.values()], [...new Set(rows.map((r) => r.tenant_id))]);
   }
 
   /** Deletes the rows relayed over an hour ago, a window at a time; returns how many. */

@@ -35,6 +35,8 @@ async function forward(ctx: TxContext, event: { id: string; name: string; occurr
 export const webhookFanOut: SubscriptionDefinition = {
   name: 'webhook-fan-out',
   event: '*',
+  // A tenant with no endpoint gets no job per event (its own requests come from an endpoint's commands).
+  onlyTenantsWith: { table: 'webhook_endpoints' },
   async handle(ctx, event, _services, jobs) {
     if (!jobs) throw new Error('webhook-fan-out queues deliveries: it runs in the worker, which passes its jobs');
     if (!INTERNAL.has(event.name)) return forward(ctx, event, jobs);

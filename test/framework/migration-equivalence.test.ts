@@ -54,6 +54,8 @@ const HAND_WRITTEN_ONLY: Readonly<Record<string, readonly string[]>> = {
   ],
   // testkit_gadget_in_use() reads every tenant's settings.
   settings: ['policies: cross_tenant_read r to tenantry_cross_tenant using true check -'],
+  // The outbox relay asks which tenants have a live endpoint (webhook-fan-out's onlyTenantsWith).
+  webhook_endpoints: ['policies: cross_tenant_read r to tenantry_cross_tenant using true check -'],
 };
 
 const MODULES = [...allModules, testkitModule];
