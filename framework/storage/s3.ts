@@ -1,4 +1,4 @@
-import { PassThrough, type Readable } from 'node:stream';
+import type { Readable } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
 import {
   AbortMultipartUploadCommand,
@@ -10,8 +10,8 @@ import {
   paginateListObjectsV2,
   S3Client,
 } from '@aws-sdk/client-s3';
-import { Upload } from '@aws-sdk/lib-storage';
 import { problem, ProblemError } from '../errors.ts';
+import { PartWriter } from './s3-parts.ts';
 import { assertBlobKey, isBlobKey, type BlobStat, type BlobStore, type ByteRange } from './blob-store.ts';
 
 /** files.s3 of the configuration. */
@@ -32,10 +32,10 @@ export const STORAGE_RETRY_AFTER_SECONDS = 5;
 const MIN_PART_BYTES = 5 * 1024 * 1024;
 const MAX_PARTS = 10_000;
 /**
- * Parts in flight at once. Memory of one upload is about (QUEUE_SIZE + 2) parts: those being
- * sent, the one being gathered and the copy lib-storage makes of it (docs/files.md, "Memory").
+ * UploadPart requests in flight at once. One upload holds at most PARTS_IN_FLIGHT + 1 part
+ * buffers (those being sent and the one being filled), whatever its size (docs/files.md, "Memory").
  */
-const QUEUE_SIZE = 4;
+const PARTS_IN_FLIGHT = 2;
 /** DeleteObjects takes at most this many keys per request. */
 const DELETE_BATCH = 1000;
 
@@ -60,11 +60,12 @@ const isMissing = (err: unknown): boolean => {
 
 /**
  * Blobs as objects of one bucket, under `<prefix><key>`, through the AWS SDK (any S3-compatible
- * store: AWS, MinIO, R2, ...). Credentials come from the SDK's own chain. An upload is one
- * lib-storage Upload: a small blob is one PutObject, a larger one a multipart upload that S3 makes
- * visible under the key only when CompleteMultipartUpload succeeds, so a key never names a partial
- * blob. A failed upload is aborted here; an abort that fails (s3rver answers 405) is logged and the
- * bucket's AbortIncompleteMultipartUpload lifecycle rule removes the parts.
+ * store: AWS, MinIO, R2, ...). Credentials come from the SDK's own chain. An upload goes through a
+ * PartWriter (s3-parts.ts) on client-s3's commands, in a fixed number of reused part buffers: a
+ * small blob is one PutObject, a larger one a multipart upload that S3 makes visible under the key
+ * only when CompleteMultipartUpload succeeds, so a key never names a partial blob. A failed upload
+ * is aborted here; an abort that fails (s3rver answers 405) is logged and the bucket's
+ * AbortIncompleteMultipartUpload lifecycle rule removes the parts.
  */
 export class S3Store implements BlobStore {
   readonly capabilities = { seekable: true, listable: true } as const;
@@ -97,30 +98,26 @@ export class S3Store implements BlobStore {
     return `${this.prefix}${key}`;
   }
 
-  async put(key: string, source: Readable): Promise<void> {
+  async put(key: string, source: Readable, options: { handOver?: boolean } = {}): Promise<void> {
     const Key = this.objectKey(key);
-    // Upload reads a body's length from a `size` or `length` property when it has one (the
-    // upload's byte counter has a `size`): a plain stream of the same bytes says nothing, and the
-    // source's failure still reaches it.
-    const Body = new PassThrough();
-    pipeline(source, Body).catch(() => {});
-    // leavePartsOnError: the abort is ours, so that a failed abort cannot hide why the upload failed.
-    const upload = new Upload({
+    const writer = new PartWriter({
       client: this.client,
-      params: { Bucket: this.bucket, Key, Body },
+      Bucket: this.bucket,
+      Key,
       partSize: this.partSize,
-      queueSize: QUEUE_SIZE,
-      leavePartsOnError: true,
+      partsInFlight: PARTS_IN_FLIGHT,
+      handOver: options.handOver === true,
+      storeFailure: unavailable,
     });
     try {
-      await upload.done();
+      await pipeline(source, writer);
     } catch (err) {
-      // The source's own failure (a limit, a client gone) is the reason; anything else is the store's.
-      const sourceFailure = source.errored;
-      Body.destroy();
-      if (upload.uploadId) await this.abort(Key, upload.uploadId);
-      if (sourceFailure) throw sourceFailure;
-      throw unavailable(err);
+      // The first failure is the reason: the source's own (a limit, a client gone) as it is, the
+      // store's already STORAGE_UNAVAILABLE. No request may still be sending a part when the
+      // upload is aborted, or that part would outlive the abort.
+      await writer.settle();
+      if (writer.uploadId) await this.abort(Key, writer.uploadId);
+      throw err;
     }
   }
 
