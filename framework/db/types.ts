@@ -51,6 +51,16 @@ export interface Database {
     event_id: string;
     processed_at: Generated<Date>;
   };
+  idempotency_keys: {
+    tenant_id: Generated<string>;
+    user_id: string;
+    key: string;
+    request_hash: Buffer;
+    status: number | null;
+    body: unknown;
+    location: string | null;
+    created_at: Timestamp;
+  };
   dead_letters: {
     id: Generated<string>;
     queue: string;

@@ -4,6 +4,10 @@ import { entityRoutes } from '../http/entity-routes.ts';
 import { EntityOperations } from '../operations/entity-ops.ts';
 import { checkRegistry } from './checks.ts';
 import type { Config } from '../config/schema.ts';
+import { idempotencyKeyPurge } from '../http/idempotency.ts';
+
+/** Jobs the framework runs itself, on the tables it owns in every tenant. */
+const FRAMEWORK_JOBS: readonly JobDefinition[] = [idempotencyKeyPurge];
 
 export interface RegisteredRoute {
   module: string;
@@ -61,7 +65,8 @@ export class Registry {
     this.events = events;
     this.routes = routes;
     this.subscriptions = modules.flatMap((m) => (m.subscriptions ?? []).map((s) => ({ ...s, module: m.name })));
-    this.jobs = modules.flatMap((m) => moduleJobs(m, config).map((j) => ({ ...j, module: m.name })));
+    // The framework's own jobs first (its tables are every tenant's), then the modules'.
+    this.jobs = [...FRAMEWORK_JOBS.map((j) => ({ ...j, module: 'framework' })), ...modules.flatMap((m) => moduleJobs(m, config).map((j) => ({ ...j, module: m.name })))];
     this.queues = modules.flatMap((m) => (m.queues ?? []).map((q) => ({ ...q, module: m.name })));
     this.operations = operations;
     checkRegistry(this, duplicates);

@@ -65,6 +65,13 @@ export interface RouteDefinition<S extends RouteSchemas = RouteSchemas, P extend
   /** Left out of the OpenAPI document: the admin shell's HTML pages, which are no API. */
   hidden?: boolean;
   /**
+   * A create or command that honours the Idempotency-Key header (framework/http/idempotency.ts):
+   * the header is declared and validated, and a request carrying it is served by the handler
+   * (never oneExchange), whose transaction claims the key and records the answer beside the effect.
+   * Only for a transactional route whose access is a permission.
+   */
+  idempotent?: boolean;
+  /**
    * The route's whole database work as one statement, so the request costs one exchange with
    * PostgreSQL: BEGIN, the opening statement, the framework's guard, this statement and COMMIT
    * leave in one write. It is built from the validated request before the caller is known: the

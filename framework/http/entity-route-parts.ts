@@ -80,8 +80,11 @@ export function commandRoutes(entity: ResolvedEntity, ops: EntityOperations, pre
       };
       return route;
     }
+    // A prepared command's effect spans transactions (prepare's, then the command's), so only the
+    // plain command takes an Idempotency-Key (its key and effect commit together).
     const route: RouteDefinition = {
       ...base,
+      idempotent: true,
       handler: async ({ tx, params, body, services }) => present(tx, await ops.runCommand(tx, idOf(params), command, body ?? {}, services)),
     };
     return route;

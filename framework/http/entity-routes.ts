@@ -49,6 +49,7 @@ export function entityRoutes(entity: ResolvedEntity, ops: EntityOperations): Any
       tags,
       access: write,
       publishes: [...new Set([events.created, ...hookEvents])],
+      idempotent: true,
       schema: { body: schemas.create, response: { 201: answer(schemas.row, `The ${names.label.toLowerCase()} created`) } },
       oneExchange: ({ body, reply, services }) =>
         ops.createExchange(body as Record<string, unknown>, services.clock.now(), (row) => {

@@ -14,6 +14,7 @@ import { problemResponse, problemResponses } from '../openapi/problem-schema.ts'
 import { typeboxValidatorCompiler } from './validation.ts';
 import { validationProblem, type ValidationIssue } from './problems.ts';
 import { withRequestId } from '../observability/request-id.ts';
+import { idempotencyHeaders, idempotencyKeyOf, runIdempotent } from './idempotency.ts';
 
 /** The body limit of a route that declares none. */
 export const DEFAULT_BODY_LIMIT = 1024 * 1024;
@@ -48,6 +49,8 @@ export function registerRoute(app: FastifyInstance, services: Services, route: A
   const multipart = route.transaction === 'none' ? route.multipart : undefined;
   const bodyLimit = route.bodyLimit ?? app.initialConfig.bodyLimit ?? DEFAULT_BODY_LIMIT;
   const changesState = STATE_CHANGING_METHODS.has(route.method);
+  // Keys are scoped to the caller, so only a transactional route guarded by a permission takes them.
+  const idempotent = route.idempotent === true && route.transaction !== 'none' && typeof route.access === 'object';
   // Refusals that need neither the body nor the database run as soon as the request arrives, before
   // the body is read: an operator permission outside the operator tenant (before anything else), a
   // state-changing request another site sent, and a guarded route called with no session cookie.
@@ -86,6 +89,7 @@ export function registerRoute(app: FastifyInstance, services: Services, route: A
       tags: [...(route.tags ?? [])],
       ...(route.schema.params ? { params: route.schema.params } : {}),
       ...(route.schema.querystring ? { querystring: route.schema.querystring } : {}),
+      ...(idempotent ? { headers: idempotencyHeaders } : {}),
       ...(multipart ? { body: multipart.form, consumes: ['multipart/form-data'] } : route.schema.body ? { body: route.schema.body } : {}),
       response: {
         ...problemResponses(route),
@@ -135,7 +139,9 @@ export function registerRoute(app: FastifyInstance, services: Services, route: A
       const transaction = <T>(fn: (tx: TxContext) => Promise<T>): Promise<T> => services.transactions.run(tenant, fn, txOptions);
       return (route as NoTxRouteDefinition).handler({ ...base, session, transaction });
     }
-    const single = route.oneExchange && typeof route.access === 'object' ? oneExchangeOf(route as RouteDefinition, base) : undefined;
+    // A request with an Idempotency-Key goes through the handler: the key is claimed in its transaction.
+    const key = idempotent ? idempotencyKeyOf(request) : undefined;
+    const single = route.oneExchange && key === undefined && typeof route.access === 'object' ? oneExchangeOf(route as RouteDefinition, base) : undefined;
     if (single && typeof route.access === 'object') {
       // One exchange: the statement went with the opening statement, before the caller was known;
       // the guard decides from the opening statement's answer, before the statement's is read.
@@ -153,7 +159,8 @@ export function registerRoute(app: FastifyInstance, services: Services, route: A
         authorize(route.access, tx.session);
         // Before the handler, so a handler that ends the session (logout) clears the cookie last.
         renewSessionCookie(reply, services.config, rawId, tx.session);
-        return (route as RouteDefinition).handler({ ...base, tx });
+        const run = () => (route as RouteDefinition).handler({ ...base, tx });
+        return key === undefined ? run() : runIdempotent(tx, key, request, reply, run);
       },
       txOptions,
     );

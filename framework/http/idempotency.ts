@@ -1,0 +1,145 @@
+import { createHash } from 'node:crypto';
+import Type, { type TSchema } from 'typebox';
+import { sql } from 'kysely';
+import type { FastifyReply, FastifyRequest } from 'fastify';
+import type { TxContext } from '../context/tx.ts';
+import type { JobDefinition } from '../entity/define.ts';
+import { problem } from '../errors.ts';
+
+/**
+ * Idempotent POSTs, after Stripe's `Idempotency-Key` convention (docs/api-conventions.md,
+ * "Idempotent requests"). A create or command sent with the header claims the key, for its tenant
+ * and caller, in the request's own transaction, and records its answer there: the key commits
+ * with the effect or not at all. A retry with the same key and request replays the recorded
+ * answer; with another request it is refused. A concurrent request with the same key waits on the
+ * key's primary key until the first commits (then replays it) or rolls back (then acts itself).
+ */
+
+export const IDEMPOTENCY_HEADER = 'idempotency-key';
+
+/** How long a key is remembered: a retry later than this acts again. */
+export const KEY_LIFETIME_MS = 24 * 60 * 60_000;
+
+/** The header as the route schemas declare it (validated like any request part, and documented in OpenAPI). */
+export const idempotencyHeaders: TSchema = Type.Object({
+  [IDEMPOTENCY_HEADER]: Type.Optional(
+    Type.String({
+      minLength: 1,
+      maxLength: 255,
+      pattern: '^[\\x20-\\x7E]+$',
+      description:
+        'Makes the request safe to retry: a key of 1-255 printable ASCII characters, new for each distinct request (a UUID does). For 24 hours the same key with the same request replays the first answer (its status and body, with the header Idempotent-Replayed: true) and does nothing again; with another method, path or body it answers 422 IDEMPOTENCY_KEY_REUSED. A request with the same key still running is waited for. Keys are per tenant and caller. A request that failed (any problem answer) leaves no key behind and may be retried with it.',
+    }),
+  ),
+});
+
+/** The key a request carries, or undefined. Its shape was validated with the route's headers. */
+export function idempotencyKeyOf(request: FastifyRequest): string | undefined {
+  const key = request.headers[IDEMPOTENCY_HEADER];
+  return typeof key === 'string' ? key : undefined;
+}
+
+/** What makes two requests "the same": method, path with query, and body (its keys in sorted order). */
+export function requestHash(request: FastifyRequest): Buffer {
+  return createHash('sha256')
+    .update(`${request.method} ${request.url}\n`)
+    .update(canonicalJson(request.body ?? null))
+    .digest();
+}
+
+function canonicalJson(value: unknown): string {
+  if (Array.isArray(value)) return `[${value.map(canonicalJson).join(',')}]`;
+  if (value !== null && typeof value === 'object' && !(value instanceof Date)) {
+    const entries = Object.entries(value as Record<string, unknown>).filter(([, v]) => v !== undefined);
+    entries.sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0));
+    return `{${entries.map(([k, v]) => `${JSON.stringify(k)}:${canonicalJson(v)}`).join(',')}}`;
+  }
+  return JSON.stringify(value) ?? 'null';
+}
+
+interface Recorded {
+  status: number;
+  body: unknown;
+  location: string | null;
+}
+
+/**
+ * Runs the handler once per key: claims the key in the request's transaction (waiting, on the
+ * primary key, for a concurrent request holding it), then either replays the answer recorded
+ * under it or runs the handler and records its answer beside its effect.
+ */
+export async function runIdempotent(tx: TxContext, key: string, request: FastifyRequest, reply: FastifyReply, handler: () => Promise<unknown>): Promise<unknown> {
+  const userId = tx.session?.userId;
+  // Every idempotent route is guarded by a permission, so there is a caller; without one the key has no scope.
+  if (!userId) return handler();
+  const hash = requestHash(request);
+  const expired = new Date(tx.now.getTime() - KEY_LIFETIME_MS);
+  // A key older than its lifetime that the purge has not reached yet is taken over as if absent.
+  const claimed = await tx.db
+    .insertInto('idempotency_keys')
+    .values({ user_id: userId, key, request_hash: hash, created_at: tx.now })
+    .onConflict((oc) =>
+      oc
+        .columns(['tenant_id', 'user_id', 'key'])
+        .doUpdateSet({ request_hash: hash, created_at: tx.now, status: null, body: null, location: null })
+        .where('idempotency_keys.created_at', '<=', expired),
+    )
+    .returning('key')
+    .executeTakeFirst();
+  if (!claimed) return replay(tx, userId, key, hash, reply);
+  const result = await handler();
+  const location = reply.getHeader('location');
+  await tx.db
+    .updateTable('idempotency_keys')
+    .set({ status: reply.statusCode, body: JSON.stringify(result ?? null), location: typeof location === 'string' ? location : null })
+    .where('user_id', '=', userId)
+    .where('key', '=', key)
+    .execute();
+  return result;
+}
+
+async function replay(tx: TxContext, userId: string, key: string, hash: Buffer, reply: FastifyReply): Promise<unknown> {
+  const row = await tx.db
+    .selectFrom('idempotency_keys')
+    .select(['request_hash', 'status', 'body', 'location'])
+    .where('user_id', '=', userId)
+    .where('key', '=', key)
+    .executeTakeFirstOrThrow();
+  if (!hash.equals(row.request_hash)) {
+    throw problem('IDEMPOTENCY_KEY_REUSED', 'This Idempotency-Key was used for another request (method, path or body) in the last 24 hours', {
+      extensions: { header: 'Idempotency-Key' },
+    });
+  }
+  const recorded = row as Recorded;
+  reply.code(recorded.status).header('idempotent-replayed', 'true');
+  if (recorded.location) reply.header('location', recorded.location);
+  return recorded.body;
+}
+
+export const PURGE_BATCH = 1000;
+
+/**
+ * idempotency-key-purge: hourly, per tenant, deletes the keys older than 24 hours, a thousand
+ * rows per transaction. A framework job: every tenant has keys, whichever modules it runs.
+ */
+export const idempotencyKeyPurge: JobDefinition = {
+  name: 'idempotency-key-purge',
+  cron: '23 * * * *',
+  perTenant: true,
+  async run(ctx) {
+    const before = new Date(ctx.now.getTime() - KEY_LIFETIME_MS);
+    let deleted = 0;
+    for (;;) {
+      const batch = await ctx.transaction(async (tx) => {
+        const result = await tx.db
+          .deleteFrom('idempotency_keys')
+          // DELETE takes no LIMIT: the batch is picked by a subquery on the key (tenant by row security).
+          .where(sql<boolean>`(user_id, key) in (${tx.db.selectFrom('idempotency_keys').select(['user_id', 'key']).where('created_at', '<=', before).limit(PURGE_BATCH)})`)
+          .executeTakeFirstOrThrow();
+        return Number(result.numDeletedRows);
+      });
+      deleted += batch;
+      if (batch < PURGE_BATCH) return { deleted, before: before.toISOString() };
+    }
+  },
+};
