@@ -129,6 +129,12 @@ describe(`a full disk under a local-disk upload (${mode})`, () => {
     expect(refused.body.code).toBe('STORAGE_FULL');
     expect(await rows()).toBe(1);
     expect(blobsAndIncoming().filter((f) => f.startsWith('incoming/'))).toEqual([]);
+    if (mounted) {
+      // Readiness says so (its storage check writes a small file), while reads are still served.
+      const ready = await app.http().get('/ready');
+      expect([ready.status, ready.body.check]).toEqual([503, 'storage']);
+      expect((await app.http(HOST).get(FILES).set('Cookie', caller.cookie)).status).toBe(200);
+    }
 
     // Space returns: the same upload goes through, without a restart.
     if (mounted) rmSync(BALLAST);
@@ -138,5 +144,6 @@ describe(`a full disk under a local-disk upload (${mode})`, () => {
     const download = await app.http(HOST).get(`${FILES}/${stored.body.id}/content`).set('Cookie', caller.cookie).buffer(true);
     expect(Buffer.compare(download.body as Buffer, content)).toBe(0);
     expect(await rows()).toBe(2);
+    expect((await app.http().get('/ready')).status).toBe(200);
   }, 30_000);
 });
