@@ -15,6 +15,7 @@ import { problem } from '../errors.ts';
  * key's primary key until the first commits (then replays it) or rolls back (then acts itself).
  */
 
+/** Lower case, as Node gives request headers and as the route's headers schema must name it to validate it. */
 export const IDEMPOTENCY_HEADER = 'idempotency-key';
 
 /** How long a key is remembered: a retry later than this acts again. */

@@ -37,6 +37,10 @@ export function problemResponses(route: AnyRoute): Record<number, unknown> {
     responses[400] = ref('Malformed request');
     responses[422] = ref('Validation failed');
   }
+  // A keyed create or command (framework/http/idempotency.ts) refuses a key reused for another request.
+  if (route.idempotent && route.transaction !== 'none' && typeof route.access === 'object') {
+    responses[422] = ref('Validation failed (VALIDATION_FAILED, the Idempotency-Key header included), or an Idempotency-Key used in the last 24 hours for another request (IDEMPOTENCY_KEY_REUSED)');
+  }
   // The router refuses a path parameter over its length limit (100 characters) before the route runs.
   if (route.url.includes('/:')) responses[414] = ref('A path parameter longer than the router accepts (URI_TOO_LONG)');
   if (route.access !== 'public' && route.access !== 'optional') responses[401] = ref('Not signed in (AUTH_REQUIRED)');

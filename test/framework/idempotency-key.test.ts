@@ -201,6 +201,8 @@ describe('the key itself', () => {
     const res = await create(alice, body, key);
     expect(res.status).toBe(422);
     expect(res.body.code).toBe('VALIDATION_FAILED');
+    // Refused by the route's headers schema, before the handler (not by the table's check).
+    expect(res.body.errors.map((e: { pointer: string }) => e.pointer)).toContain('/headers/idempotency-key');
     expect((await effects(body.title)).tasks).toBe(0);
   });
 
