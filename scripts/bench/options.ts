@@ -1,6 +1,6 @@
 import { parseArgs } from 'node:util';
 
-export const SCENARIOS = ['list', 'create', 'health', 'public', 'notifications', 'open-loop', 'list-size', 'outbox', 'login', 'upload', 'upload-s3', 'drivers'] as const;
+export const SCENARIOS = ['list', 'create', 'health', 'public', 'notifications', 'open-loop', 'list-size', 'outbox', 'login', 'upload', 'upload-s3', 'drivers', 'webhooks'] as const;
 export type ScenarioGroup = (typeof SCENARIOS)[number];
 
 export interface BenchOptions {
@@ -29,6 +29,9 @@ export interface BenchOptions {
   loginSamples: number;
   /** Size of one upload of the upload scenario, in MiB (the RSS target is for 1024). */
   uploadMib: number;
+  /** Task creates per phase of the webhooks scenario, and the rate of its latency phase (per second). */
+  webhookEvents: number;
+  webhookRate: number;
   only: ReadonlySet<ScenarioGroup>;
   out: string;
   /** Directory for V8 CPU profiles (node --cpu-prof): the service's in it, the baseline's in its `baseline` folder; or empty. */
@@ -48,6 +51,8 @@ const USAGE = `usage: npm run bench -- [options]
   --notifications N       notifications seeded for the signed-in user (default 10000)
   --outbox-rate N         events per second for the outbox latency (default 100)
   --upload-mib N          size of one upload of the upload scenario in MiB (default 1024; --quick 256)
+  --webhook-events N      task creates per phase of the webhooks scenario (default 1000; --quick 300)
+  --webhook-rate N        creates per second of its latency phase (default 5)
   --only a,b              run only these groups: ${SCENARIOS.join(', ')}
   --out FILE              results file (default bench-results.json)
   --cpu-prof DIR          write a V8 CPU profile of the service process into DIR, and the baseline's into DIR/baseline`;
@@ -74,6 +79,8 @@ export function parseOptions(argv: string[], env: NodeJS.ProcessEnv): BenchOptio
       notifications: { type: 'string' },
       'outbox-rate': { type: 'string' },
       'upload-mib': { type: 'string' },
+      'webhook-events': { type: 'string' },
+      'webhook-rate': { type: 'string' },
       only: { type: 'string' },
       out: { type: 'string', default: 'bench-results.json' },
       'cpu-prof': { type: 'string' },
@@ -110,6 +117,8 @@ export function parseOptions(argv: string[], env: NodeJS.ProcessEnv): BenchOptio
     hashSamples: quick ? 10 : 40,
     loginSamples: quick ? 16 : 60,
     uploadMib: positiveInt('upload-mib', values['upload-mib'], quick ? 256 : 1024),
+    webhookEvents: positiveInt('webhook-events', values['webhook-events'], quick ? 300 : 1000),
+    webhookRate: positiveInt('webhook-rate', values['webhook-rate'], 5),
     only,
     out: values.out ?? 'bench-results.json',
     cpuProfDir: values['cpu-prof'] ?? '',

@@ -20,6 +20,7 @@ import { BENCH_PASSWORD, type SeedInfo } from './seed.ts';
 import { BASELINE_PAGE_ETAG } from './baseline-page.ts';
 import { measureDriverGroup } from './drivers.ts';
 import { measureS3UploadGroup } from './s3-upload.ts';
+import { measureWebhookGroup } from './webhooks.ts';
 
 const LIST_PATH = '/api/v1/testkit/widgets?limit=20';
 const NOTIFICATIONS_PATH = '/api/v1/notification/notifications?limit=20';
@@ -285,6 +286,7 @@ async function measure(options: BenchOptions, db: BenchDatabase, runId: string, 
   }
 
   if (options.only.has('upload-s3')) rows.push(...(await measureS3UploadGroup(options, db.url, runId, log, load)));
+  if (options.only.has('webhooks')) rows.push(...(await measureWebhookGroup(options, db.url, runId, log, load)));
 
   if (options.only.has('drivers')) {
     const cookie = await signIn(service.port, host, seed.email, BENCH_PASSWORD);

@@ -80,6 +80,8 @@ async function main(): Promise<void> {
       server: { host: '127.0.0.1', port: 0, public_host: 'localhost', log_level: 'warn' },
       database: { url: settings.databaseUrl, pool_size: settings.poolSize },
       files: { dir: settings.filesDir, max_bytes: settings.maxUploadBytes, quota_bytes: Number.MAX_SAFE_INTEGER },
+      // The webhooks scenario's deliveries (to a loopback receiver) are worked by this worker too: same database.
+      webhooks: { allow_private_networks: true, allow_http: true },
     },
     'benchmark settings',
     // The Prometheus listener, to measure the request path with metrics on (docs/observability.md).
