@@ -68,7 +68,8 @@ export interface RouteDefinition<S extends RouteSchemas = RouteSchemas, P extend
    * A create or command that honours the Idempotency-Key header (framework/http/idempotency.ts):
    * the header is declared and validated, and a request carrying it is served by the handler
    * (never oneExchange), whose transaction claims the key and records the answer beside the effect.
-   * Only for a transactional route whose access is a permission.
+   * Only for a route whose access is a permission. A no-transaction route (a prepared command)
+   * makes its effect in ctx.effectTransaction; a retry is replayed before its handler runs.
    */
   idempotent?: boolean;
   /**
@@ -114,8 +115,12 @@ export interface NoTxRouteDefinition<S extends RouteSchemas = RouteSchemas, P ex
    * session: resolved (and guarded) in a short transaction of its own when access is signedIn or a
    * permission; else null. transaction(fn): opens a transaction in the request's tenant, acting for
    * the caller and held to the route's publish list, and commits it when fn resolves.
+   * effectTransaction(fn): the transaction that carries the request's effect. For an idempotent
+   * route called with an Idempotency-Key it claims the key and records the answer beside the
+   * effect, or replays the answer of a request with the same key that committed meanwhile
+   * (framework/http/idempotency.ts); otherwise it is transaction(fn).
    */
-  handler(ctx: RouteContext<S> & { session: SessionInfo | null; transaction: RequestTransaction<P> }): Promise<unknown>;
+  handler(ctx: RouteContext<S> & { session: SessionInfo | null; transaction: RequestTransaction<P>; effectTransaction: RequestTransaction<P> }): Promise<unknown>;
   /**
    * Only for a `public` GET route: the answer it can give from memory as soon as the request
    * arrives, before its parameters are validated and the handler runs, or undefined. It only ever

@@ -72,16 +72,16 @@ export function commandRoutes(entity: ResolvedEntity, ops: EntityOperations, pre
       const route: NoTxRouteDefinition = {
         ...base,
         transaction: 'none',
-        handler: async ({ params, body, services, session, request, transaction }) => {
+        idempotent: true,
+        handler: async ({ params, body, services, session, request, transaction, effectTransaction }) => {
           const ctx = { services, tenant: request.tenant!, session, now: services.clock.now(), transaction };
           const prepared = await prepare(ctx, body ?? {});
-          return transaction(async (tx) => present(tx, await ops.runCommand(tx, idOf(params), command, body ?? {}, services, prepared)));
+          // The key (if any) commits with the command's effect; a retry was replayed before prepare.
+          return effectTransaction(async (tx) => present(tx, await ops.runCommand(tx, idOf(params), command, body ?? {}, services, prepared)));
         },
       };
       return route;
     }
-    // A prepared command's effect spans transactions (prepare's, then the command's), so only the
-    // plain command takes an Idempotency-Key (its key and effect commit together).
     const route: RouteDefinition = {
       ...base,
       idempotent: true,

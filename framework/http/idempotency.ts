@@ -100,12 +100,25 @@ export async function runIdempotent(tx: TxContext, key: string, request: Fastify
 }
 
 async function replay(tx: TxContext, userId: string, key: string, hash: Buffer, reply: FastifyReply): Promise<unknown> {
+  const found = await recordedAnswer(tx, userId, key, hash, reply);
+  if (!found) throw new Error('an idempotency key conflicted but is not there');
+  return found.body;
+}
+
+/**
+ * The answer recorded under the key within its lifetime, set on the reply, or undefined: a
+ * committed key of another request is refused. Used by runIdempotent after a conflict, and before
+ * a prepared command's prepare step, so a retry replays without preparing again.
+ */
+async function recordedAnswer(tx: TxContext, userId: string, key: string, hash: Buffer, reply: FastifyReply): Promise<{ body: unknown } | undefined> {
   const row = await tx.db
     .selectFrom('idempotency_keys')
     .select(['request_hash', 'status', 'body', 'location'])
     .where('user_id', '=', userId)
     .where('key', '=', key)
-    .executeTakeFirstOrThrow();
+    .where('created_at', '>', new Date(tx.now.getTime() - KEY_LIFETIME_MS))
+    .executeTakeFirst();
+  if (!row || row.status === null) return undefined;
   if (!hash.equals(row.request_hash)) {
     throw problem('IDEMPOTENCY_KEY_REUSED', 'This Idempotency-Key was used for another request (method, path or body) in the last 24 hours', {
       extensions: { header: 'Idempotency-Key' },
@@ -114,8 +127,17 @@ async function replay(tx: TxContext, userId: string, key: string, hash: Buffer, 
   const recorded = row as Recorded;
   reply.code(recorded.status).header('idempotent-replayed', 'true');
   if (recorded.location) reply.header('location', recorded.location);
-  return recorded.body;
+  return { body: recorded.body };
 }
+
+/** The recorded answer of a request carrying a key, looked up before a prepared command prepares. */
+export async function earlierAnswer(tx: TxContext, key: string, request: FastifyRequest, reply: FastifyReply): Promise<{ body: unknown } | undefined> {
+  const userId = tx.session?.userId;
+  return userId ? recordedAnswer(tx, userId, key, requestHash(request), reply) : undefined;
+}
+
+/** Whether a route takes the header: a create or command guarded by a permission (keys are per caller). */
+export const takesIdempotencyKey = (route: { idempotent?: boolean; access: unknown }): boolean => route.idempotent === true && typeof route.access === 'object';
 
 export const PURGE_BATCH = 1000;
 

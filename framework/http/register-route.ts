@@ -14,7 +14,7 @@ import { problemResponse, problemResponses } from '../openapi/problem-schema.ts'
 import { typeboxValidatorCompiler } from './validation.ts';
 import { validationProblem, type ValidationIssue } from './problems.ts';
 import { withRequestId } from '../observability/request-id.ts';
-import { idempotencyHeaders, idempotencyKeyOf, runIdempotent } from './idempotency.ts';
+import { earlierAnswer, idempotencyHeaders, idempotencyKeyOf, runIdempotent, takesIdempotencyKey } from './idempotency.ts';
 
 /** The body limit of a route that declares none. */
 export const DEFAULT_BODY_LIMIT = 1024 * 1024;
@@ -49,8 +49,8 @@ export function registerRoute(app: FastifyInstance, services: Services, route: A
   const multipart = route.transaction === 'none' ? route.multipart : undefined;
   const bodyLimit = route.bodyLimit ?? app.initialConfig.bodyLimit ?? DEFAULT_BODY_LIMIT;
   const changesState = STATE_CHANGING_METHODS.has(route.method);
-  // Keys are scoped to the caller, so only a transactional route guarded by a permission takes them.
-  const idempotent = route.idempotent === true && route.transaction !== 'none' && typeof route.access === 'object';
+  // Keys are scoped to the caller, so only a route guarded by a permission takes them.
+  const idempotent = takesIdempotencyKey(route);
   // Refusals that need neither the body nor the database run as soon as the request arrives, before
   // the body is read: an operator permission outside the operator tenant (before anything else), a
   // state-changing request another site sent, and a guarded route called with no session cookie.
@@ -122,25 +122,31 @@ export function registerRoute(app: FastifyInstance, services: Services, route: A
     };
     const rawId = needsSession(route.access) ? request.cookies[cookie.name] : undefined;
     const txOptions: TxOptions = rawId ? { sessionHash: hashSecret(rawId), publishes: allowList } : { publishes: allowList };
+    // A request with an Idempotency-Key: a transactional route claims it in its one transaction (never
+    // the one-exchange path); a no-transaction route (a prepared command) in its effect transaction.
+    const key = idempotent ? idempotencyKeyOf(request) : undefined;
     if (route.transaction === 'none') {
       // The guard still applies: a short transaction of its own resolves the session and its
       // permissions before the handler runs (e.g. an upload streams with no transaction open).
-      const session = needsGuard(route.access)
+      // With a key, the same short transaction looks for the answer recorded under it: a retry
+      // replays it before the handler prepares anything.
+      const guarded = needsGuard(route.access)
         ? await services.transactions.run(
             tenant,
             async (tx) => {
               authorize(route.access, tx.session);
               renewSessionCookie(reply, services.config, rawId, tx.session);
-              return tx.session;
+              return { session: tx.session, earlier: key === undefined ? undefined : await earlierAnswer(tx, key, request, reply) };
             },
             txOptions,
           )
-        : null;
+        : { session: null, earlier: undefined };
+      if (guarded.earlier) return guarded.earlier.body;
       const transaction = <T>(fn: (tx: TxContext) => Promise<T>): Promise<T> => services.transactions.run(tenant, fn, txOptions);
-      return (route as NoTxRouteDefinition).handler({ ...base, session, transaction });
+      const effectTransaction =
+        key === undefined ? transaction : <T>(fn: (tx: TxContext) => Promise<T>): Promise<T> => transaction((tx) => runIdempotent(tx, key, request, reply, () => fn(tx)) as Promise<T>);
+      return (route as NoTxRouteDefinition).handler({ ...base, session: guarded.session, transaction, effectTransaction });
     }
-    // A request with an Idempotency-Key goes through the handler: the key is claimed in its transaction.
-    const key = idempotent ? idempotencyKeyOf(request) : undefined;
     const single = route.oneExchange && key === undefined && typeof route.access === 'object' ? oneExchangeOf(route as RouteDefinition, base) : undefined;
     if (single && typeof route.access === 'object') {
       // One exchange: the statement went with the opening statement, before the caller was known;

@@ -1,6 +1,7 @@
 import Type, { type TSchema } from 'typebox';
 import type { AnyRoute } from '../entity/define.ts';
 import { STATE_CHANGING_METHODS } from '../access/cross-site.ts';
+import { takesIdempotencyKey } from '../http/idempotency.ts';
 
 export const ProblemSchema = Type.Object(
   {
@@ -37,10 +38,6 @@ export function problemResponses(route: AnyRoute): Record<number, unknown> {
     responses[400] = ref('Malformed request');
     responses[422] = ref('Validation failed');
   }
-  // A keyed create or command (framework/http/idempotency.ts) refuses a key reused for another request.
-  if (route.idempotent && route.transaction !== 'none' && typeof route.access === 'object') {
-    responses[422] = ref('Validation failed (VALIDATION_FAILED, the Idempotency-Key header included), or an Idempotency-Key used in the last 24 hours for another request (IDEMPOTENCY_KEY_REUSED)');
-  }
   // The router refuses a path parameter over its length limit (100 characters) before the route runs.
   if (route.url.includes('/:')) responses[414] = ref('A path parameter longer than the router accepts (URI_TOO_LONG)');
   if (route.access !== 'public' && route.access !== 'optional') responses[401] = ref('Not signed in (AUTH_REQUIRED)');
@@ -58,5 +55,10 @@ export function problemResponses(route: AnyRoute): Record<number, unknown> {
   }
   // Problems particular to the route (a 402, or which 409 it gives), as it documents them.
   for (const [status, description] of Object.entries(route.problems ?? {})) responses[Number(status)] = ref(description);
+  // A keyed create or command (framework/http/idempotency.ts) refuses a key reused for another request.
+  if (takesIdempotencyKey(route)) {
+    const validation = route.problems?.[422] ?? 'Validation failed (VALIDATION_FAILED, the Idempotency-Key header included)';
+    responses[422] = ref(`${validation}; or an Idempotency-Key used in the last 24 hours for another request (IDEMPOTENCY_KEY_REUSED)`);
+  }
   return responses;
 }

@@ -28,6 +28,8 @@ beforeAll(async () => {
   const client = await app.services.db.pool.connect();
   try {
     await client.query('begin');
+    // Seeding 250,000 rows on a loaded machine may outlast database.statement_timeout_ms.
+    await client.query('set local statement_timeout = 0');
     await client.query(`select set_config('app.tenant_id', $1, true)`, [neighbour.id]);
     await client.query(
       `insert into widgets (tenant_id, name, size, color) select $1, 'n' || i, i % 1000, 'grey' from generate_series(1, 50000) as i`,

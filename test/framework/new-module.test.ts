@@ -59,7 +59,7 @@ describe('npm run new:module', () => {
     expect(again).toMatchObject({ code: 2, stderr: expect.stringContaining('module inventory is registered already') });
 
     const vitest = join(ROOT, 'node_modules/vitest/vitest.mjs');
-    const tests = await run(process.execPath, [vitest, 'run', 'test/modules/inventory', 'test/conformance/entities.test.ts', '-t', 'inventory', '--typecheck.enabled=false'], {
+    const tests = await run(process.execPath, [vitest, 'run', 'test/modules/inventory', 'test/conformance/entities.test.ts', '-t', 'inventory', '--typecheck.enabled=false', '--reporter=verbose'], {
       cwd: copy,
       env: { ...env, FORCE_COLOR: '0', NO_COLOR: '1' },
       maxBuffer: 64 * 1024 * 1024,

@@ -225,7 +225,7 @@ export const testkitRoutes = [
     multipart: { form: Type.Object({ file: Type.String({ format: 'binary', description: 'The file' }) }) },
     schema: {
       response: {
-        200: Type.Object({ filename: Type.String(), mimetype: Type.String(), size: Type.Integer(), sha256: Type.String() }),
+        200: Type.Object({ filename: Type.String(), mimetype: Type.String(), size: Type.Integer(), sha256: Type.String() }, { description: 'What arrived: the part’s name and type, its size and SHA-256' }),
       },
     },
     handler: async ({ request }) => {
@@ -250,7 +250,7 @@ export const testkitRoutes = [
     bodyLimit: 64,
     schema: {
       body: Type.Object({ text: Type.String() }, { additionalProperties: false }),
-      response: { 200: Type.Object({ length: Type.Integer() }) },
+      response: { 200: Type.Object({ length: Type.Integer() }, { description: 'The note’s length in characters' }) },
     },
     handler: async ({ body }) => ({ length: body.text.length }),
   }),

@@ -25,7 +25,7 @@ async function startMain(yaml: string, env: Record<string, string> = {}): Promis
   try {
     const file = join(dir, 'config.yaml');
     writeFileSync(file, yaml);
-    await run(join(ROOT, 'node_modules/.bin/node'), ['framework/main.ts', '--role', 'web', '--config', file], {
+    await run(join(ROOT, 'node_modules/.bin/node'), ['main.ts', '--role', 'web', '--config', file], {
       cwd: ROOT,
       env: { PATH: process.env.PATH ?? '', HOME: process.env.HOME ?? '', ...env },
       timeout: 20_000,

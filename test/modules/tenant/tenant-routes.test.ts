@@ -96,8 +96,8 @@ describe('tenant routes', () => {
 
   it('has no PATCH and no DELETE', async () => {
     const customer = await createCustomer(app, 'nopatch');
-    expect((await app.http().patch(`/api/v1/tenant/tenants/${customer.id}`).set('Cookie', operatorCookie).send({ name: 'x' })).status).toBe(404);
-    expect((await app.http().delete(`/api/v1/tenant/tenants/${customer.id}`).set('Cookie', operatorCookie)).status).toBe(404);
+    expect((await app.http().patch(`/api/v1/tenant/tenants/${customer.id}`).set('Cookie', operatorCookie).send({ name: 'x' })).status).toBe(405);
+    expect((await app.http().delete(`/api/v1/tenant/tenants/${customer.id}`).set('Cookie', operatorCookie)).status).toBe(405);
     const ids = app.services.registry.routes.filter((r) => r.module === 'tenant').map((r) => `${r.route.method} ${r.route.operationId}`);
     expect(ids.sort()).toEqual([
       'GET tenant-tenant-list',
