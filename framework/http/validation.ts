@@ -113,7 +113,7 @@ export const typeboxValidatorCompiler: FastifySchemaCompiler<TSchema> = ({ schem
   // Text that already meets a schema with no defaults needs no conversion: the compiled check
   // alone decides (the common GET /<id> or /public/<slug>), skipping TypeBox's slower Convert.
   const asSentWhenValid = fromText && !JSON.stringify(schema).includes('"default"');
-  return (value: unknown) => {
+  const validate = (value: unknown) => {
     if (asSentWhenValid && check.Check(value) && !containsNul(value)) return { value };
     const prepared = fromText ? Value.Default(schema, Value.Convert(schema, value)) : value;
     // The issues, with their paths, only for the rare value that has one.
@@ -121,4 +121,16 @@ export const typeboxValidatorCompiler: FastifySchemaCompiler<TSchema> = ({ schem
     if (check.Check(prepared)) return { value: prepared };
     return { error: [...check.Errors(prepared)] as never };
   };
+  return (value: unknown) => {
+    try {
+      return validate(value);
+    } catch (err) {
+      // Some keywords walk a value recursively (uniqueItems compares items deeply): a value
+      // nested deeper than the stack allows is refused as invalid input, not answered 500.
+      if (err instanceof RangeError) return { error: [TOO_DEEP] as never };
+      throw err;
+    }
+  };
 };
+
+const TOO_DEEP: ValidationIssue = { instancePath: '', keyword: 'maxDepth', message: 'is nested too deeply' };

@@ -169,4 +169,12 @@ describe('a body nested 100,000 levels deep is refused as a problem, not a 500 (
     expect(issues[0]!.instancePath).toBe('/a'.repeat(100_000));
     expect(nulIssues({ 'k\u0000': ['a', 'b\u0000'], z: 'c\u0000' }).map((i) => i.instancePath)).toEqual(['/k\u0000', '/k\u0000/1', '/z']);
   });
+
+  it('a keyword that compares items deeply (uniqueItems) refuses a 100,000-deep item as invalid instead of throwing', () => {
+    const validate = typeboxValidatorCompiler({ schema: Type.Array(Type.String(), { uniqueItems: true, maxItems: 10 }), httpPart: 'body', method: 'POST', url: '/x' }) as (value: unknown) => { value?: unknown; error?: unknown };
+    const nested = JSON.parse(`[${'['.repeat(100_000)}${']'.repeat(100_000)}, 1]`);
+    const result = validate(nested);
+    expect(result.error).toBeDefined();
+    expect(validate(['a', 'b'])).toEqual({ value: ['a', 'b'] });
+  });
 });
