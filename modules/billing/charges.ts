@@ -40,19 +40,18 @@ export async function lockFirstCharge(tx: TxContext): Promise<void> {
 }
 
 /**
- * A first subscribe's charge for this very plan, price and currency that another request recorded
- * within the last minutes and whose receipt is not in yet: a concurrent subscribe pays with the
- * same idempotency key, so the provider replays that charge instead of taking the money twice.
+ * A first subscribe's charge for this plan that another request recorded within the last minutes
+ * and whose receipt is not in yet: a concurrent subscribe pays with the same idempotency key (when
+ * price and currency still match), so the provider replays that charge instead of taking the
+ * money twice.
  */
-export async function pendingFirstCharge(tx: TxContext, plan: { id: string; price: number; currency: string }): Promise<OwedCharge | undefined> {
+export async function pendingFirstCharge(tx: TxContext, planId: string): Promise<OwedCharge | undefined> {
   const row = await tx.db
     .selectFrom('billing_charges')
     .select(['idempotency_key', 'plan_id', 'amount', 'currency', 'period_start', 'attempt'])
     .where('idempotency_key', 'like', `${tx.tenant.id}:first:%`)
     .where('outcome', 'is', null)
-    .where('plan_id', '=', plan.id)
-    .where('amount', '=', plan.price)
-    .where('currency', '=', plan.currency)
+    .where('plan_id', '=', planId)
     .where('period_start', '>=', new Date(tx.now.getTime() - FIRST_CHARGE_IN_FLIGHT_MS))
     .orderBy('period_start', 'desc')
     .limit(1)

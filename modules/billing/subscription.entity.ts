@@ -43,13 +43,17 @@ async function chargeFirstPeriod(ctx: CommandPrepareContext<'billing.subscribed'
   const trialDays = ctx.services.config.billing.trial_days;
   const owed = await ctx.transaction(async (tx) => {
     await lockFirstCharge(tx);
+    // A concurrent subscribe to the same plan may be paying already. Its charge is read before the
+    // subscription: each statement sees what had committed when it began, and the subscription
+    // and the charge's receipt commit together, so a receipt recorded after this read leaves its
+    // subscription visible to the next one (read in the other order, both could be missed).
+    const pending = await pendingFirstCharge(tx, body.planId);
     const row = await currentRow(tx);
     if (!startsAfresh(row)) return undefined;
     const plan = await livePlan(tx, body.planId, { mustBeActive: true });
     if (plan.price === 0 || trialAvailable(row, trialDays)) return undefined;
-    // A concurrent subscribe to the same plan is paying already: pay with its key (charged once).
-    const inFlight = await pendingFirstCharge(tx, plan);
-    if (inFlight) return inFlight;
+    // Pay with the concurrent subscribe's key: the provider replays it (charged once).
+    if (pending && pending.amount === plan.price && pending.currency === plan.currency) return pending;
     const charge: OwedCharge = { idempotencyKey: firstChargeKey(tx.tenant.id, tx.now), planId: plan.id, amount: plan.price, currency: plan.currency, periodStart: tx.now, attempt: 1 };
     await recordPending(tx, charge);
     return charge;
