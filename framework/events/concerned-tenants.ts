@@ -18,6 +18,28 @@ export interface TenantFilter {
 const AS_CROSS_TENANT = 'set local role tenantry_cross_tenant';
 const BACK_TO_OWN_ROLE = 'reset role';
 
+// Whether tenantry_cross_tenant may read each table: the grant and the policy allow_cross_tenant_read adds.
+const CROSS_TENANT_READABLE = `
+select t.name
+  from unnest($1::text[]) as t(name)
+ where not has_table_privilege('tenantry_cross_tenant', t.name, 'select')
+    or not exists (select 1 from pg_policies p
+                    where p.schemaname = current_schema() and p.tablename = t.name
+                      and p.cmd = 'SELECT' and 'tenantry_cross_tenant' = any(p.roles))`;
+
+/**
+ * Refuses to start a relay whose filtered subscriptions' tables its cross-tenant read cannot see:
+ * every claim would fail on them, and no event of any subscription would move on.
+ */
+export async function checkCrossTenantReads(pool: pg.Pool, filters: Iterable<TenantFilter>): Promise<void> {
+  const tables = [...new Set([...filters].map((f) => f.table))];
+  if (tables.length === 0) return;
+  const { rows } = await pool.query<{ name: string }>(CROSS_TENANT_READABLE, [tables]);
+  if (rows.length > 0) {
+    throw new Error(`onlyTenantsWith: tenantry_cross_tenant cannot read ${rows.map((r) => r.name).join(', ')}; the module's migration must call allow_cross_tenant_read on it`);
+  }
+}
+
 /** The filters of the registry's subscriptions that declare onlyTenantsWith, by queue. */
 export function tenantFilters(registry: Registry, queueOf: (subscription: string) => string): Map<string, TenantFilter> {
   const filters = new Map<string, TenantFilter>();

@@ -5,7 +5,7 @@ import { preparedQuery } from '../db/statements.ts';
 import type { Registry } from '../entity/registry.ts';
 import type { DeliveredEvent } from '../entity/define.ts';
 import { auditFromOutboxStatements } from './audit.ts';
-import { concernedTenants, tenantFilters, type TenantFilter } from './concerned-tenants.ts';
+import { checkCrossTenantReads, concernedTenants, tenantFilters, type TenantFilter } from './concerned-tenants.ts';
 import type { Metrics } from '../observability/metrics.ts';
 import { linkTo, startOptionalSpan } from '../observability/tracing.ts';
 import type { Link, Span } from '@opentelemetry/api';
@@ -120,6 +120,7 @@ export class OutboxRelay {
   }
 
   async start(): Promise<void> {
+    await checkCrossTenantReads(this.db.pool, this.tenantFilters.values());
     const listener = new pg.Client({ connectionString: this.db.url });
     listener.on('error', () => {});
     await listener.connect();

@@ -7,6 +7,7 @@ import { defineModule } from '../../../framework/entity/define.ts';
 import { allModules } from '../../../modules/index.ts';
 import { webhookFanOut } from '../../../modules/webhook/fan-out.ts';
 import { subscriptionQueue } from '../../../framework/events/relay.ts';
+import { checkCrossTenantReads } from '../../../framework/events/concerned-tenants.ts';
 import { startReceiver } from './receiver.ts';
 
 let app: TestApp;
@@ -84,6 +85,13 @@ describe('webhook fan-out concerns only tenants with an endpoint (onlyTenantsWit
     const task = await createTask(withoutHost, bystander);
     await relayed(task);
     expect(await fanOutJobs(without)).toBe(before);
+  });
+
+  it('a relay does not start when its cross-tenant read cannot see a filtered table (no allow_cross_tenant_read)', async () => {
+    await expect(checkCrossTenantReads(app.services.db.pool, [{ queue: FAN_OUT_QUEUE, table: 'webhook_endpoints', softDelete: true }])).resolves.toBeUndefined();
+    await expect(checkCrossTenantReads(app.services.db.pool, [{ queue: FAN_OUT_QUEUE, table: 'webhook_deliveries', softDelete: false }])).rejects.toThrow(
+      /tenantry_cross_tenant cannot read webhook_deliveries; the module's migration must call allow_cross_tenant_read on it/,
+    );
   });
 
   it('refuses at boot an onlyTenantsWith table that is not a tenant entity table of the declaring module', () => {
