@@ -165,7 +165,7 @@ describe('the restricted role and the tenant-owned tables', () => {
     );
     const names = tables.map((t) => t.name);
     // The framework's, the modules' and the test kit's tenant-owned tables are among them.
-    expect(names).toEqual(expect.arrayContaining(['audit_events', 'processed_events', 'users', 'roles', 'sessions', 'widgets']));
+    expect(names).toEqual(expect.arrayContaining(['audit_events', 'processed_events', 'idempotency_keys', 'users', 'roles', 'sessions', 'widgets']));
     for (const table of names) {
       const column = await app.services.db.pool.query<{ notnull: boolean; def: string | null }>(
         `select a.attnotnull as notnull, pg_get_expr(d.adbin, d.adrelid) as def
