@@ -98,6 +98,33 @@ describe('BlobStore: an S3 bucket (s3rver on loopback)', () => {
     expect(warnings[0]!.details).toMatchObject({ key: `blobs/${key}`, uploadId: expect.any(String) });
   });
 
+  it('a bucket lost in the middle of a multipart put: STORAGE_UNAVAILABLE, the source is read no further, and no object', async () => {
+    const key = randomUUID();
+    const CHUNKS = 1000; // 62.5 MiB
+    let sent = 0;
+    const source = new Readable({
+      read() {
+        if (sent === CHUNKS) {
+          this.push(null);
+          return;
+        }
+        const next = () => this.push(Buffer.alloc(64 * 1024, sent++ % 251));
+        // After 12.5 MiB: two parts have gone up, or are going, when the server disappears.
+        if (sent === 200) void server.stop().then(next);
+        else next();
+      },
+    });
+    try {
+      await expect(store.put(key, source)).rejects.toMatchObject({ code: 'STORAGE_UNAVAILABLE', status: 503 });
+      // The part buffers (three) filled and the failed parts stopped the upload: the rest was never read.
+      expect(sent).toBeLessThan(CHUNKS);
+    } finally {
+      await server.start();
+    }
+    expect(await store.stat(key)).toBeNull();
+    expect(await server.keys()).not.toContain(`blobs/${key}`);
+  });
+
   it('lists the keys under its prefix modified before a time, page by page; keys outside the prefix and other names are not its own', async () => {
     const paged = new S3Store(server.settings('listed/'), { listPageSize: 2 });
     const keys = Array.from({ length: 5 }, () => randomUUID());

@@ -45,14 +45,25 @@ function uploadForm(mib: number): { body: Readable; length: number; type: string
   return { body: Readable.from(parts(), { objectMode: false }), length: head.length + tail.length + mib * MiB, type: `multipart/form-data; boundary=${boundary}` };
 }
 
-/** Sends the upload while sampling this process's RSS every 20 ms; the peak growth over the RSS before it. */
-async function uploadMeasuringRss(mib: number): Promise<{ status: number; body: string; growthMib: number }> {
+/** Peak growth over the value before the upload, in MiB, of RSS, the JS heap and Buffer memory. */
+interface Growth {
+  rss: number;
+  heapUsed: number;
+  arrayBuffers: number;
+}
+
+/** Sends the upload while sampling this process's memory every 20 ms. */
+async function uploadMeasuringMemory(mib: number): Promise<{ status: number; body: string; growth: Growth }> {
   const form = uploadForm(mib);
-  const before = process.memoryUsage().rss;
-  let peak = before;
-  const sampler = setInterval(() => {
-    peak = Math.max(peak, process.memoryUsage().rss);
-  }, 20);
+  const before = process.memoryUsage();
+  const peak = { ...before };
+  const sample = () => {
+    const now = process.memoryUsage();
+    peak.rss = Math.max(peak.rss, now.rss);
+    peak.heapUsed = Math.max(peak.heapUsed, now.heapUsed);
+    peak.arrayBuffers = Math.max(peak.arrayBuffers, now.arrayBuffers);
+  };
+  const sampler = setInterval(sample, 20);
   try {
     const answer = await new Promise<{ status: number; body: string }>((resolve, reject) => {
       const req = request(
@@ -66,19 +77,26 @@ async function uploadMeasuringRss(mib: number): Promise<{ status: number; body: 
       req.on('error', reject);
       form.body.pipe(req);
     });
-    peak = Math.max(peak, process.memoryUsage().rss);
-    return { ...answer, growthMib: (peak - before) / MiB };
+    sample();
+    const growth = (key: keyof Growth) => (peak[key] - before[key]) / MiB;
+    return { ...answer, growth: { rss: growth('rss'), heapUsed: growth('heapUsed'), arrayBuffers: growth('arrayBuffers') } };
   } finally {
     clearInterval(sampler);
   }
 }
 
 describe('Files: memory stays flat during a long upload', () => {
-  it(`a 1 GiB upload grows the service's RSS by less than 64 MiB (${process.env.TEST_FILE_DRIVER === 's3' ? 's3' : 'local disk'})`, { timeout: 600_000 }, async () => {
-    const answer = await uploadMeasuringRss(UPLOAD_MIB);
+  it(`a 1 GiB upload holds less than 32 MiB of Buffer memory at any time; on the local disk RSS grows by less than 64 MiB (${driver?.name ?? process.env.TEST_FILE_DRIVER ?? 'local'})`, { timeout: 600_000 }, async () => {
+    const answer = await uploadMeasuringMemory(UPLOAD_MIB);
     expect(answer.status, answer.body).toBe(201);
     expect(JSON.parse(answer.body).size).toBe(UPLOAD_MIB * MiB);
-    console.log(`RSS growth during a ${UPLOAD_MIB} MiB upload on ${driver.name}: ${answer.growthMib.toFixed(1)} MiB`);
-    expect(answer.growthMib).toBeLessThan(64);
+    const { rss, heapUsed, arrayBuffers } = answer.growth;
+    console.log(`${UPLOAD_MIB} MiB upload on ${driver.name}: growth of RSS ${rss.toFixed(1)} MiB, JS heap ${heapUsed.toFixed(1)} MiB, Buffer memory ${arrayBuffers.toFixed(1)} MiB`);
+    // What the driver holds: the request's chunks (each freed once stored) and, on s3, at most
+    // three 5 MiB part buffers. lib-storage's Upload, before, left ~96 MiB of dead parts and chunks.
+    expect(arrayBuffers).toBeLessThan(32);
+    // On s3 the JS heap's garbage from the SDK's requests (one per 5 MiB part) adds 10 to 70 MiB
+    // more RSS depending on when V8 collects it: logged above, not asserted (docs/files.md, "Memory").
+    if (driver.name === 'local') expect(rss).toBeLessThan(64);
   });
 });
