@@ -5,6 +5,7 @@ import type { FastifyReply, FastifyRequest } from 'fastify';
 import type { TxContext } from '../context/tx.ts';
 import type { JobDefinition } from '../entity/define.ts';
 import { problem } from '../errors.ts';
+import { declareUniqueKeys } from '../db/unique-keys.ts';
 
 /**
  * Idempotent POSTs, after Stripe's `Idempotency-Key` convention (docs/api-conventions.md,
@@ -17,6 +18,10 @@ import { problem } from '../errors.ts';
 
 /** Lower case, as Node gives request headers and as the route's headers schema must name it to validate it. */
 export const IDEMPOTENCY_HEADER = 'idempotency-key';
+
+// A conflict on the key is the wait-then-replay path, never answered as such; declared so that
+// no problem document could ever name the key's index.
+declareUniqueKeys({ idempotency_keys_pkey: { fields: [], detail: 'This Idempotency-Key is in use' } });
 
 /** How long a key is remembered: a retry later than this acts again. */
 export const KEY_LIFETIME_MS = 24 * 60 * 60_000;
