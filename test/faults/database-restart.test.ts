@@ -120,6 +120,11 @@ beforeAll(async () => {
   await createCustomer(other, 'restart-paused-too', PAUSED_TOO);
   siteCookie = (await signInAs(other, site, ['content:read', 'content:manage'])).cookie;
   operatorCookie = (await signInAs(other, other.operator, ['tenant:manage'])).cookie;
+  // An endpoint, so that webhook-fan-out (which takes only the events of tenants with endpoints)
+  // takes this tenant's events: its delivery is the subscription the worker must come back for.
+  const webhookCookie = (await signInAs(other, site, ['webhook:manage'])).cookie;
+  const endpoint = await other.http(SITE).post('/api/v1/webhook/endpoints').set('Cookie', webhookCookie).send({ url: 'https://hooks.example.com/restart', events: ['*'], active: false });
+  expect(endpoint.status, JSON.stringify(endpoint.body)).toBe(201);
   service = await startService({
     TENANTRY_DATABASE_URL: databaseUrl,
     TENANTRY_DATABASE_POOL_SIZE: '8',
@@ -245,7 +250,7 @@ describe('PostgreSQL restarted under 16 connections of list and create traffic',
 /**
  * The LISTEN connection is back: a suspension made by another process evicts the service's host
  * cache within 1 s. The worker is back: a new event is relayed (its audit row) within 1 s, and
- * delivered through pg-boss to a subscription (webhook-fan-out takes every event).
+ * delivered through pg-boss to a subscription (webhook-fan-out, for a tenant with an endpoint).
  */
 async function expectListeningAndWorking(slug: string, host: string, newSlug: string): Promise<void> {
   // Cached by the service first, so that only an eviction can make it answer no-site.
