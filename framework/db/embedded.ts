@@ -123,7 +123,8 @@ function ensurePostgresOwns(dir: string): void {
   } catch {
     execFileSync('groupadd', ['-f', USER]);
     execFileSync('useradd', ['-g', USER, USER]);
-    return ensurePostgresOwns(dir);
+    ensurePostgresOwns(dir);
+    return;
   }
   mkdirSync(dir, { recursive: true, mode: 0o700 });
   chownSync(dir, uid, gid);

@@ -76,7 +76,7 @@ export function frontDoor(routes: readonly AnyRoute[], services: Services, logge
       const params = match(door, parts);
       if (!params) continue;
       const request: EarlyRequest = { method, headers, params, tenant };
-      let answer;
+      let answer: ReturnType<Door['earlyAnswer']>;
       try {
         answer = door.earlyAnswer(request, services);
       } catch {
