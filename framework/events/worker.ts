@@ -68,13 +68,16 @@ export class Worker {
   constructor(services: Services, options: { relayIntervalMs?: number } = {}) {
     this.services = services;
     this.jobs = new JobRunner(services);
-    // supervise: how soon a delivery past its expiry (its worker killed mid-delivery) is failed and retried.
+    // How soon a delivery past its expiry (its worker killed mid-delivery) is failed and retried:
+    // pg-boss expires jobs in its queue monitor pass, which runs at the longer of the supervise and
+    // monitor intervals, and a queue's monitor time is shared by every worker, so both are set.
     this.boss = new PgBoss({
       connectionString: services.db.url,
       max: 4,
       useListenNotify: true,
       schema: 'pgboss',
       superviseIntervalSeconds: services.config.worker.supervise_interval_seconds,
+      monitorIntervalSeconds: services.config.worker.supervise_interval_seconds,
     });
     this.boss.on('error', (err: Error) => services.log.error({ err }, 'pg-boss error'));
     this.relay = new OutboxRelay(services.db, this.boss, services.registry, { intervalMs: options.relayIntervalMs, metrics: services.metrics });

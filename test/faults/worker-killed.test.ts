@@ -16,11 +16,14 @@ import { eventually } from '../modules/user/support.ts';
  * Fault: a worker killed with SIGKILL while delivering (issue 31, point 1). A worker process
  * delivers notification mails to a mail server that accepts the connection and then says nothing,
  * so its deliveries hang, active in pg-boss, when it is killed. A new worker (with a mail server
- * that answers) retries them once their expiry (worker.delivery_expire_seconds, 3 s here) has
+ * that answers) retries them once their expiry (worker.delivery_expire_seconds, 8 s here) has
  * passed: every mail arrives, once; every event has one audit row and one processed record.
  */
 
-const EXPIRE_SECONDS = 3;
+// Long enough that, on a loaded machine, the first worker does not expire and retry its own
+// deliveries before it is killed (each such retry doubles the next delay and spends one of the
+// five), short enough for the test.
+const EXPIRE_SECONDS = 8;
 const MAILS = 3;
 
 let databaseUrl: string;
