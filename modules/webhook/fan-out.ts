@@ -43,7 +43,7 @@ export const webhookFanOut: SubscriptionDefinition = {
     const endpointId = typeof event.payload.id === 'string' && isUuid(event.payload.id) ? event.payload.id : undefined;
     if (!endpointId) return;
     if (event.name === TEST_REQUESTED) {
-      await queue(jobs, { tenantId: ctx.tenant.id, endpointId, id: uuidv7(Date.now()), name: TEST_EVENT_TYPE, createdAt: event.occurredAt, payload: { endpointId }, evenIfInactive: true });
+      await queue(jobs, { tenantId: ctx.tenant.id, endpointId, id: uuidv7(ctx.now.getTime()), name: TEST_EVENT_TYPE, createdAt: event.occurredAt, payload: { endpointId }, evenIfInactive: true });
       return;
     }
     const deliveryId = typeof event.payload.deliveryId === 'string' && isUuid(event.payload.deliveryId) ? event.payload.deliveryId : undefined;

@@ -22,14 +22,15 @@ export function signatureHeader(secrets: readonly string[], id: string, timestam
 }
 
 /**
- * The receiver's check (docs/webhooks.md): the timestamp within `toleranceSeconds` of now, and one
- * of the header's v1 signatures equal to the one computed with the secret (compared in constant time).
+ * The receiver's check (docs/webhooks.md): the timestamp within `toleranceSeconds` of the
+ * receiver's `nowSeconds` (its own clock, passed in), and one of the header's v1 signatures equal to
+ * the one computed with the secret (compared in constant time).
  */
 export function verifySignature(
   secret: string,
   headers: { id: string; timestamp: string; signature: string },
   body: string,
-  nowSeconds = Math.floor(Date.now() / 1000),
+  nowSeconds: number,
   toleranceSeconds = 300,
 ): boolean {
   const timestamp = Number(headers.timestamp);

@@ -162,10 +162,6 @@ const ALLOWED: Record<string, RegExp[]> = {
   'framework/events/jobs.ts': [/observeJob\(.*new Date\(\)\)/],
   // The generator writes SQL column defaults into a migration; it reads no time itself.
   'framework/schema/desired.ts': [/defaultExpr: 'now\(\)'/],
-  // A test event's id (UUIDv7 carries its creation time); nothing is decided by it.
-  'modules/webhook/fan-out.ts': [/uuidv7\(Date\.now\(\)\)/],
-  // The receiver's verification helper (docs/webhooks.md) runs on the receiver's clock.
-  'modules/webhook/signing.ts': [/nowSeconds = Math\.floor\(Date\.now\(\) \/ 1000\)/],
 };
 const STAMPS = /\b(updated_at|deleted_at|created_at)\s*=\s*now\(\)/g;
 
