@@ -19,7 +19,7 @@ import type { TenantRef } from '../framework/context/tenant.ts';
 import { createTenant } from '../framework/tenancy/create-tenant.ts';
 import { allModules } from '../modules/index.ts';
 import { usersService } from '../modules/user/users-service.ts';
-import { hashPassword } from '../modules/auth/passwords.ts';
+import { hashPassword } from '../modules/user/passwords.ts';
 import { setRole } from '../modules/auth/roles.routes.ts';
 import { CHROMIUM, CHROMIUM_ARGS } from '../test/helpers/chromium.ts';
 

@@ -5,7 +5,7 @@ import { defineRoute } from '../../framework/entity/define.ts';
 import { openSession, setSessionCookie } from '../../framework/access/sessions.ts';
 import { hashSecret, sessionCookie } from '../../framework/access/session-cookie.ts';
 import { problem } from '../../framework/errors.ts';
-import { verifyPassword, PASSWORD_MAX_LENGTH } from './passwords.ts';
+import { verifyPassword, PASSWORD_MAX_LENGTH } from '../user/passwords.ts';
 import { IdentitySchema, loadIdentity, type Identity } from './identity.ts';
 import { SOFT_DELAY_MS, SOFT_DELAY_SOURCES, THROTTLE, accountKey, loginPressure, recordAttempt } from './throttle.ts';
 import { Email, problemRef } from './schemas.ts';

@@ -3,7 +3,7 @@ import { defineRoute } from '../../framework/entity/define.ts';
 import { clearSessionCookie, endSessions } from '../../framework/access/sessions.ts';
 import { hashSecret, sessionCookie } from '../../framework/access/session-cookie.ts';
 import { problem } from '../../framework/errors.ts';
-import { assertPasswordPolicy, hashPassword, verifyPassword, PASSWORD_MAX_LENGTH, PASSWORD_MIN_LENGTH } from './passwords.ts';
+import { assertPasswordPolicy, hashPassword, verifyPassword, PASSWORD_MAX_LENGTH, PASSWORD_MIN_LENGTH } from '../user/passwords.ts';
 import { redeemSetPasswordToken } from './set-password-tokens.ts';
 import { THROTTLE, attemptsFrom, recordAttempt, takeSlot } from './throttle.ts';
 import { tooManyAttempts } from './login.ts';

@@ -1,6 +1,6 @@
 import Type from 'typebox';
 import { defineRoute } from '../../framework/entity/define.ts';
-import { PASSWORD_MAX_LENGTH, PASSWORD_MIN_LENGTH } from './passwords.ts';
+import { PASSWORD_MAX_LENGTH, PASSWORD_MIN_LENGTH } from '../user/passwords.ts';
 import { RESET_PAGE_PATH } from './links.ts';
 import { renderPage } from './templates.ts';
 import { HtmlPage } from './schemas.ts';

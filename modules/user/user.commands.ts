@@ -2,7 +2,7 @@ import Type from 'typebox';
 import type { CommandDefinition } from '../../framework/entity/define.ts';
 import { problem } from '../../framework/errors.ts';
 import { endSessions } from '../../framework/access/sessions.ts';
-import { assertPasswordPolicy, hashPassword, PASSWORD_MAX_LENGTH, PASSWORD_MIN_LENGTH } from '../auth/passwords.ts';
+import { assertPasswordPolicy, hashPassword, PASSWORD_MAX_LENGTH, PASSWORD_MIN_LENGTH } from './passwords.ts';
 import type { UserFields } from './user.fields.ts';
 import { publishRolesSet, roleChange } from './roles.ts';
 import { usersService } from './users-service.ts';

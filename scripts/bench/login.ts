@@ -1,5 +1,5 @@
 import { randomBytes, randomInt } from 'node:crypto';
-import { hashPassword } from '../../modules/auth/passwords.ts';
+import { hashPassword } from '../../modules/user/passwords.ts';
 import { send } from './http.ts';
 import { assertClean, combine, hammer, percentile } from './load.ts';
 

@@ -2,7 +2,7 @@ import { CompiledQuery } from 'kysely';
 import type { Services } from '../../framework/services.ts';
 import type { TenantRef } from '../../framework/context/tenant.ts';
 import { createTenant } from '../../framework/tenancy/create-tenant.ts';
-import { hashPassword } from '../../modules/auth/passwords.ts';
+import { hashPassword } from '../../modules/user/passwords.ts';
 import { weakETag } from '../../framework/http/etag.ts';
 
 export const BASELINE_TABLE = 'bench_baseline_widgets';

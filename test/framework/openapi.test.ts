@@ -1,7 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import SwaggerParser from '@apidevtools/swagger-parser';
 import { startTestApp, type TestApp } from '../helpers/app.ts';
-import { PASSWORD_MIN_LENGTH } from '../../modules/auth/passwords.ts';
+import { PASSWORD_MIN_LENGTH } from '../../modules/user/passwords.ts';
 import { DEFAULT_BODY_LIMIT } from '../../framework/http/register-route.ts';
 
 interface Operation {

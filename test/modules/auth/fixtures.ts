@@ -3,7 +3,7 @@ import { CompiledQuery } from 'kysely';
 import type { TestApp } from '../../helpers/app.ts';
 import type { TenantRef } from '../../../framework/context/tenant.ts';
 import { deliveredEvent, type OutboxRow } from '../../../framework/events/relay.ts';
-import { hashPassword } from '../../../modules/auth/passwords.ts';
+import { hashPassword } from '../../../modules/user/passwords.ts';
 
 export interface UserSpec {
   email?: string;

@@ -4,7 +4,7 @@ import argon2 from 'argon2';
 import { createCustomer, signInAs, startTestApp, type TestApp } from '../../helpers/app.ts';
 import type { TenantRef } from '../../../framework/context/tenant.ts';
 import { hashSecret } from '../../../framework/access/session-cookie.ts';
-import { DUMMY_HASH, hashPassword, passwordPolicyViolation, verifyPassword } from '../../../modules/auth/passwords.ts';
+import { DUMMY_HASH, hashPassword, passwordPolicyViolation, verifyPassword } from '../../../modules/user/passwords.ts';
 import { lastSentAt, mintSetPasswordToken, redeemSetPasswordToken } from '../../../modules/auth/set-password-tokens.ts';
 import { setPasswordLink } from '../../../modules/auth/links.ts';
 

@@ -1,6 +1,10 @@
 import argon2 from 'argon2';
 import { problem } from '../../framework/errors.ts';
 
+// The user module owns the users table and its password_hash column, so hashing and the policy
+// live here: its set-password command hashes, and the sign-in area (modules/auth) verifies and
+// hashes with these and stores a hash only through usersService.setPasswordHash.
+
 /**
  * argon2id at OWASP's minimum (19 MiB, two passes, one lane). Raising these later is safe:
  * verification reads the parameters from each stored hash.
