@@ -33,7 +33,7 @@ async function main(): Promise<number> {
   const [{ buildApp }, { allModules }, { inviteAdministrator }] = await Promise.all([
     import('../framework/app.ts'),
     import('../modules/index.ts'),
-    import('../modules/user/administrator-invite.ts'),
+    import('../modules/auth/administrator-invite.ts'),
   ]);
   const { databaseUrl, embedded } = await commandDatabase(config);
   let app: App | undefined;

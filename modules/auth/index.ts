@@ -2,6 +2,7 @@ import { defineModule } from '../../framework/entity/define.ts';
 import { authRoutes } from './routes.ts';
 import { oidcRoutes } from './oidc/routes.ts';
 import { resetLinkMail } from './reset-mail.ts';
+import { invitationMail } from './invitation-mail.ts';
 import { endSessionsOnDeactivation } from './deactivation.ts';
 import { authSweep } from './sweep.ts';
 import { registerRolePages } from './roles.admin.ts';
@@ -20,7 +21,8 @@ export const authModule = defineModule({
   ],
   // Password sign-in, roles and the reset page always; single sign-on only when an issuer is configured.
   routes: (config) => [...authRoutes, ...oidcRoutes(config)],
-  subscriptions: [resetLinkMail, endSessionsOnDeactivation],
+  // Set-password links are auth's (set_password_tokens): it mails the reset and the invitation link.
+  subscriptions: [resetLinkMail, invitationMail, endSessionsOnDeactivation],
   jobs: [authSweep],
   // Roles have hand-written pages (roles.admin.ts) in place of generated ones.
   admin: {

@@ -1,7 +1,6 @@
 import { defineModule, entity } from '../../framework/entity/define.ts';
 import { user } from './user.entity.ts';
 import { invitationRoute } from './invitation.routes.ts';
-import { invitationMail } from './invitation-mail.ts';
 import './users-table.ts';
 
 export const userModule = defineModule({
@@ -22,8 +21,8 @@ export const userModule = defineModule({
     'user.deactivated',
   ],
   entities: [entity(user)],
+  // user.invited is mailed by the sign-in area (modules/auth/invitation-mail.ts): it owns set-password links.
   routes: [invitationRoute],
-  subscriptions: [invitationMail],
   admin: { sidebar: [{ label: 'Users', path: '/admin/user/users', order: 10 }] },
   // The framework's opening statement reads the signed-in user (framework/access/identity-tables.ts).
   identityTables: ['users'],

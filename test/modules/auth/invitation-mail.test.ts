@@ -4,10 +4,10 @@ import { createCustomer, signInAs, startTestApp, type TestApp } from '../../help
 import { testConfig } from '../../helpers/config.ts';
 import type { TenantRef } from '../../../framework/context/tenant.ts';
 import { createMailer, MemoryMailbox, SmtpMailer } from '../../../framework/mail/mailer.ts';
-import { invitationMail } from '../../../modules/user/invitation-mail.ts';
+import { invitationMail } from '../../../modules/auth/invitation-mail.ts';
 import { inviteUser } from '../../../modules/user/invite.ts';
-import { SmtpSink, linkIn } from './smtp-sink.ts';
-import { eventually, storedUser } from './support.ts';
+import { SmtpSink, linkIn } from '../user/smtp-sink.ts';
+import { eventually, storedUser } from '../user/support.ts';
 
 const sink = new SmtpSink();
 let app: TestApp;

@@ -1,6 +1,6 @@
 import type { SubscriptionDefinition } from '../../framework/entity/define.ts';
-import { mintSetPasswordToken, TOKEN_LIFETIME_HOURS } from '../auth/set-password-tokens.ts';
-import { setPasswordLink } from '../auth/links.ts';
+import { mintSetPasswordToken, TOKEN_LIFETIME_HOURS } from './set-password-tokens.ts';
+import { setPasswordLink } from './links.ts';
 import { isUuid } from '../../framework/operations/entity-ops.ts';
 
 /**
@@ -9,8 +9,11 @@ import { isUuid } from '../../framework/operations/entity-ops.ts';
  * mail server rolls the token back and the delivery is retried. Nobody who already has a
  * password is sent a link, and an invitation whose link the admin-invite command already
  * handed out is left alone (a second token would void the printed one).
+ * The sign-in area mails it because it owns set-password tokens and links; the user module only
+ * publishes user.invited. The person is read, never written (the user module owns users).
  */
 export const invitationMail: SubscriptionDefinition = {
+  // The name it had under modules/user, kept: processed_events rows of past deliveries carry it.
   name: 'user-invitation-mail',
   event: 'user.invited',
   async handle(ctx, event, services) {

@@ -1,8 +1,8 @@
 import type { Services } from '../../framework/services.ts';
 import type { TenantRef } from '../../framework/context/tenant.ts';
-import { mintSetPasswordToken } from '../auth/set-password-tokens.ts';
-import { setPasswordLink } from '../auth/links.ts';
-import { usersService } from './users-service.ts';
+import { mintSetPasswordToken } from './set-password-tokens.ts';
+import { setPasswordLink } from './links.ts';
+import { usersService } from '../user/users-service.ts';
 import { invitationText } from './invitation-mail.ts';
 
 export interface AdministratorLink {
