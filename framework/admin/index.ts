@@ -16,6 +16,7 @@ import { adminContentSecurityPolicy } from './csp.ts';
 export { registerAdminPage, type AdminPagesRegistrar, type AdminSite, type AdminPageContext, type AdminPageDefinition, type AdminErrorRenderer } from './page.ts';
 export { renderAdminPage, type AdminView } from './shell.ts';
 export { renderTemplate } from './render.ts';
+export { errorView, problemText } from './errors.ts';
 export { allows } from './allows.ts';
 export { apiRoute, runApiRoute } from './api-route.ts';
 export { generatedResources } from './resource-pages/resource-pages.ts';

@@ -7,3 +7,4 @@ export * from './entity-values.ts';
 export * from './entity-definition.ts';
 export * from './route-definition.ts';
 export * from './module-definition.ts';
+export * from './field-text.ts';

@@ -6,6 +6,7 @@ import type { ProblemCode } from '../errors.ts';
 import type { EntityStorage } from './storage.ts';
 import type { CommandPrepareContext } from './route-definition.ts';
 import type { FieldValues, NoFields, EntityRow, CommandRow, FieldChanges, Answer, RowFilter } from './entity-values.ts';
+import type { CommandText, FieldText } from './field-text.ts';
 
 /** Who owns an entity's rows: each tenant its own (the default), or one set every tenant reads. */
 export type EntityScope = 'tenant' | 'global';
@@ -51,6 +52,8 @@ export interface CommandDefinition<F extends TProperties, B extends TSchema = TS
    * transaction opens after prepare returns.
    */
   prepare?(ctx: CommandPrepareContext<P>, body: Static<B>): Promise<unknown>;
+  /** How the admin shell offers the command to people: its button, opening sentence and body fields' labels (field-text.ts). */
+  admin?: CommandText;
 }
 
 /**
@@ -200,6 +203,12 @@ export interface EntityDefinition<
   /** What the table holds besides the fields: unique fields, references, extra columns (framework/entity/storage.ts). */
   storage?: EntityStorage<F>;
   admin?: { title: keyof F & string; columns: readonly (keyof F & string)[] };
+  /**
+   * What a person reads about each field in the admin shell: its label and hint, and the sentences
+   * a refused value shows where the schema's rule alone says it badly (field-text.ts). The API's
+   * `description` stays for developers.
+   */
+  fieldText?: { readonly [K in (keyof F | keyof C) & string]?: FieldText };
   /**
    * Rarely needed: values the conformance suite merges into the create body it derives from the
    * field schemas, for a field no schema can describe (a reference that must name an existing row).

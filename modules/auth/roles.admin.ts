@@ -1,5 +1,5 @@
 import Type from 'typebox';
-import { registerAdminPage, renderTemplate, type AdminPageContext, type AdminSite } from '../../framework/admin/index.ts';
+import { errorView, problemText, registerAdminPage, renderTemplate, type AdminPageContext, type AdminSite } from '../../framework/admin/index.ts';
 import { FORM_TOKEN_FIELD } from '../../framework/access/form-token.ts';
 import { notFound, problem, type ProblemError } from '../../framework/errors.ts';
 import { pageQuerySchema, type PageQuery } from '../../framework/operations/paging.ts';
@@ -17,8 +17,7 @@ const postedName = (body: Record<string, unknown>): string => (typeof body.name 
 
 /** The shell's error page for a refusal a form does not show inline (403, 404). */
 function errorPage(page: AdminPageContext, refused: ProblemError): Promise<string> {
-  const title = refused.status === 404 ? 'Not found' : refused.status === 403 ? 'Not allowed' : 'Something went wrong';
-  return page.render({ title, template: './admin/error', data: { status: refused.status, code: refused.code, detail: refused.message }, status: refused.status });
+  return page.render(errorView(refused));
 }
 
 /**
@@ -122,7 +121,7 @@ export function registerRolePages(site: AdminSite): void {
       role: { name },
       choices,
       saved: options.saved === true,
-      problem: options.problem ? { detail: options.problem.message, code: options.problem.code } : null,
+      problem: options.problem ? { detail: problemText(options.problem).sentence, code: options.problem.code } : null,
       csrf: page.csrf(),
       csrfField: FORM_TOKEN_FIELD,
     });
