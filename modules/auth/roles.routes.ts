@@ -6,7 +6,8 @@ import { notFound, problem } from '../../framework/errors.ts';
 import { KeysetPager, pageQuerySchema, pageSchema, type Page, type PageQuery } from '../../framework/operations/paging.ts';
 import type { TxContext } from '../../framework/context/tx.ts';
 import { usersService } from '../user/users-service.ts';
-import { WILDCARD, administrators } from './administrators.ts';
+import { WILDCARD } from '../../framework/access/roles.ts';
+import { administrators } from '../user/administrators.ts';
 import './auth-tables.ts';
 
 const RoleSchema = Type.Object(

@@ -1,6 +1,6 @@
-import '../auth/auth-tables.ts';
 import type { TxContext } from '../../framework/context/tx.ts';
 import { problem } from '../../framework/errors.ts';
+import { roleDirectory } from '../../framework/access/roles.ts';
 
 /** Roles are stored trimmed, lower-cased, deduplicated and sorted, so equal sets compare equal. */
 export function normaliseRoles(roles: readonly string[]): string[] {
@@ -11,12 +11,12 @@ export function normaliseRoles(roles: readonly string[]): string[] {
   return [...new Set(cleaned)].sort();
 }
 
-/** Refuses (422 ROLE_UNKNOWN) any role this tenant does not have; roles are a tenant's own rows. */
+/**
+ * Refuses (422 ROLE_UNKNOWN) any role this tenant does not have; roles are a tenant's own rows,
+ * read through the framework's role reads (the sign-in area owns the table).
+ */
 export async function assertRolesExist(ctx: TxContext, roles: readonly string[]): Promise<void> {
-  if (roles.length === 0) return;
-  const rows = await ctx.db.selectFrom('roles').select('name').where('name', 'in', roles).execute();
-  const known = new Set(rows.map((r) => r.name));
-  const unknown = roles.filter((r) => !known.has(r));
+  const unknown = await roleDirectory.unknown(ctx, roles);
   if (unknown.length > 0) {
     throw problem('ROLE_UNKNOWN', `no such role in this tenant: ${unknown.join(', ')}`, {
       errors: [{ pointer: '/body/roles', message: `unknown role: ${unknown.join(', ')}` }],

@@ -6,7 +6,7 @@ import { assertPasswordPolicy, hashPassword, PASSWORD_MAX_LENGTH, PASSWORD_MIN_L
 import type { UserFields } from './user.fields.ts';
 import { publishRolesSet, roleChange } from './roles.ts';
 import { usersService } from './users-service.ts';
-import { administrators } from '../auth/administrators.ts';
+import { administrators } from './administrators.ts';
 
 export const SetPasswordBody = Type.Object(
   { password: Type.String({ minLength: PASSWORD_MIN_LENGTH, maxLength: PASSWORD_MAX_LENGTH, description: 'The new password; never stored or shown, only its argon2id hash is kept.' }) },

@@ -1,7 +1,7 @@
 import { defineEntity } from '../../framework/entity/define.ts';
 import { userFields } from './user.fields.ts';
 import { deactivate, setPassword, setRoles } from './user.commands.ts';
-import { administrators } from '../auth/administrators.ts';
+import { administrators } from './administrators.ts';
 
 /**
  * A person in one tenant. Status and roles belong to the commands, so create and PATCH refuse

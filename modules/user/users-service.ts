@@ -4,7 +4,7 @@ import { findUserByEmail, inviteUser, type Invitation, type InviteOptions, type 
 import { normaliseRoles, publishRolesSet, roleChange } from './roles.ts';
 import { userByEmail, USER_ROW } from './users-query.ts';
 import type { UserStatus } from './users-table.ts';
-import { administrators } from '../auth/administrators.ts';
+import { administrators } from './administrators.ts';
 import './unique-keys.ts';
 
 /** What sign-in needs of a person: never shown, never published. */
@@ -91,18 +91,6 @@ export const usersService = {
     await ctx.db.updateTable('users').set({ roles: change.after, updated_at: ctx.now }).where('id', '=', user.id).execute();
     publishRolesSet(ctx, user.id, change);
     return change.after;
-  },
-
-  /**
-   * Whether a live, active user holds any of these roles, leaving out the user `except` names
-   * (the one a change is about to take out): the sign-in area's last-administrator rule
-   * (modules/auth/administrators.ts) asks this.
-   */
-  async anyActiveHolding(ctx: TxContext, roles: readonly string[], options: { except?: string } = {}): Promise<boolean> {
-    if (roles.length === 0) return false;
-    let query = ctx.db.selectFrom('users').select('id').where('status', '=', 'active').where('deleted_at', 'is', null).where((eb) => eb('roles', '&&', eb.val([...roles])));
-    if (options.except !== undefined) query = query.where('id', '<>', options.except);
-    return (await query.limit(1).executeTakeFirst()) !== undefined;
   },
 
   /** The ids of the live, active users holding any of these roles (e.g. the tenant's admins, to notify them). */

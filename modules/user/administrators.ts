@@ -1,10 +1,7 @@
 import type { TxContext } from '../../framework/context/tx.ts';
 import { problem } from '../../framework/errors.ts';
-import { usersService } from '../user/users-service.ts';
-import './auth-tables.ts';
-
-/** The permission that grants every other: an administrator is an active user holding a role with it. */
-export const WILDCARD = '*';
+import { roleDirectory } from '../../framework/access/roles.ts';
+import { anyActiveHolding } from './users-query.ts';
 
 /**
  * A change that may leave the tenant without an administrator:
@@ -17,13 +14,6 @@ export type AdministratorChange =
   | { role: string; heldByActive?: boolean };
 
 const lastAdministrator = (detail: string) => problem('LAST_ADMINISTRATOR', detail);
-
-/** The tenant's roles that grant `*`, leaving out `except`. */
-async function wildcardRoles(ctx: TxContext, except?: string): Promise<string[]> {
-  let query = ctx.db.selectFrom('roles').select('name').where((eb) => eb('permissions', '@>', eb.val([WILDCARD])));
-  if (except !== undefined) query = query.where('name', '<>', except);
-  return (await query.execute()).map((r) => r.name);
-}
 
 /**
  * Serialises the tenant's administrator changes: a transaction-scoped advisory lock keyed by the
@@ -39,18 +29,18 @@ async function lockAdministrators(ctx: TxContext): Promise<void> {
 }
 
 /**
- * The sign-in area's rule over users and roles: a tenant (the operator tenant too) never loses its
- * last active user holding every permission. The user module (deactivate, delete, the roles
- * command, usersService.setRoles) and the roles routes and page call it before they write; it
- * refuses with 409 LAST_ADMINISTRATOR, and the caller's transaction rolls back with nothing
- * written. Users are read through usersService: auth owns roles, the user module owns users.
+ * The last-administrator rule: a tenant (the operator tenant too) never loses its last active user
+ * holding every permission (a role with `*`). It is a rule over users, so the user module owns it:
+ * its deactivate, delete and roles command and usersService.setRoles call it before they write,
+ * and so do the sign-in area's roles routes and page (modules/auth, which owns the roles table)
+ * before a role stops granting `*`. It refuses with 409 LAST_ADMINISTRATOR, and the caller's
+ * transaction rolls back with nothing written. Roles are read through the framework's role
+ * reads (framework/access/roles.ts), so this module imports nothing of auth.
  */
 export const administrators = {
   /** Whether holding these roles grants every permission in this tenant. */
   async granted(ctx: TxContext, roles: readonly string[]): Promise<boolean> {
-    if (roles.length === 0) return false;
-    const row = await ctx.db.selectFrom('roles').select('name').where('name', 'in', [...roles]).where((eb) => eb('permissions', '@>', eb.val([WILDCARD]))).limit(1).executeTakeFirst();
-    return row !== undefined;
+    return roleDirectory.grantEverything(ctx, roles);
   },
 
   /**
@@ -67,11 +57,11 @@ export const administrators = {
       if (roles !== undefined && (await administrators.granted(ctx, roles))) return;
     }
     await lockAdministrators(ctx);
-    const roles = await wildcardRoles(ctx, 'role' in change ? change.role : undefined);
+    const roles = await roleDirectory.grantingEverything(ctx, 'role' in change ? { except: change.role } : {});
     const except = 'user' in change ? { except: change.user.id } : {};
-    if (await usersService.anyActiveHolding(ctx, roles, except)) return;
+    if (await anyActiveHolding(ctx, roles, except)) return;
     // A role nobody active holds made nobody an administrator: the tenant had none before either.
-    if ('role' in change && !(change.heldByActive ?? (await usersService.anyActiveHolding(ctx, [change.role])))) return;
+    if ('role' in change && !(change.heldByActive ?? (await anyActiveHolding(ctx, [change.role])))) return;
     throw lastAdministrator(
       'user' in change
         ? 'This is the last administrator of the tenant (an active user whose role grants every permission, *). Make another active user an administrator first.'
