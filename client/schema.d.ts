@@ -623,7 +623,7 @@ export interface paths {
         put?: never;
         /**
          * Assign a task to a user of the tenant
-         * @description Sets assigneeId and moves an open task to acknowledged (other statuses stay), publishes task.assigned and notifies the assignee, with a mail when they have an address. An unknown or deactivated user is 422 VALIDATION_FAILED; a closed task is 409 INVALID_TRANSITION. Assigning the same person again changes nothing and publishes nothing.
+         * @description Sets assigneeId and moves an open task to acknowledged (other statuses stay), publishes task.assigned and notifies the assignee, with a mail when they have an address. An unknown or deactivated user is 422 VALIDATION_FAILED; a resolved or closed task is 409 INVALID_TRANSITION (a finished task takes no assignee). Assigning the same person again changes nothing and publishes nothing.
          */
         post: operations["task-task-assign"];
         delete?: never;
@@ -3003,6 +3003,8 @@ export interface operations {
                 limit?: number;
                 /** @description Rows to skip, 0 to 10000. Deeper pages are reached with after=<next>, which costs the same on every page; offset and after do not combine. */
                 offset?: number;
+                /** @description Search: only rows whose name contains this text, ignoring case (a plain substring: no wildcards, no operators). total and paging count the matching rows. 1 to 200 characters. */
+                q?: string;
                 /** @description Field to sort by; a leading "-" sorts descending. Ties break on id, in the same direction. */
                 sort?: "createdAt" | "-createdAt" | "updatedAt" | "-updatedAt" | "code" | "-code" | "name" | "-name" | "price" | "-price";
             };
@@ -3933,6 +3935,8 @@ export interface operations {
                 limit?: number;
                 /** @description Rows to skip, 0 to 10000. Deeper pages are reached with after=<next>, which costs the same on every page; offset and after do not combine. */
                 offset?: number;
+                /** @description Search: only rows whose title contains this text, ignoring case (a plain substring: no wildcards, no operators). total and paging count the matching rows. 1 to 200 characters. */
+                q?: string;
                 /** @description Field to sort by; a leading "-" sorts descending. Ties break on id, in the same direction. */
                 sort?: "createdAt" | "-createdAt" | "updatedAt" | "-updatedAt" | "slug" | "-slug" | "title" | "-title" | "publishedAt" | "-publishedAt";
             };
@@ -5984,6 +5988,8 @@ export interface operations {
                 limit?: number;
                 /** @description Rows to skip, 0 to 10000. Deeper pages are reached with after=<next>, which costs the same on every page; offset and after do not combine. */
                 offset?: number;
+                /** @description Search: only rows whose title contains this text, ignoring case (a plain substring: no wildcards, no operators). total and paging count the matching rows. 1 to 200 characters. */
+                q?: string;
                 /** @description Field to sort by; a leading "-" sorts descending. Ties break on id, in the same direction. */
                 sort?: "createdAt" | "-createdAt" | "updatedAt" | "-updatedAt" | "title" | "-title" | "status" | "-status" | "deadline" | "-deadline";
             };
@@ -7841,6 +7847,8 @@ export interface operations {
                 limit?: number;
                 /** @description Rows to skip, 0 to 10000. Deeper pages are reached with after=<next>, which costs the same on every page; offset and after do not combine. */
                 offset?: number;
+                /** @description Search: only rows whose email or displayName contains this text, ignoring case (a plain substring: no wildcards, no operators). total and paging count the matching rows. 1 to 200 characters. */
+                q?: string;
                 /** @description Field to sort by; a leading "-" sorts descending. Ties break on id, in the same direction. */
                 sort?: "createdAt" | "-createdAt" | "updatedAt" | "-updatedAt" | "email" | "-email" | "displayName" | "-displayName" | "status" | "-status";
             };
@@ -8947,6 +8955,8 @@ export interface operations {
                 limit?: number;
                 /** @description Rows to skip, 0 to 10000. Deeper pages are reached with after=<next>, which costs the same on every page; offset and after do not combine. */
                 offset?: number;
+                /** @description Search: only rows whose url contains this text, ignoring case (a plain substring: no wildcards, no operators). total and paging count the matching rows. 1 to 200 characters. */
+                q?: string;
                 /** @description Field to sort by; a leading "-" sorts descending. Ties break on id, in the same direction. */
                 sort?: "createdAt" | "-createdAt" | "updatedAt" | "-updatedAt" | "url" | "-url";
             };

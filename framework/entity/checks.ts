@@ -5,6 +5,7 @@ import { SYSTEM_FIELDS } from './resolve.ts';
 import type { TxContext } from '../context/tx.ts';
 import type { AnyEntity } from './define.ts';
 import { hasDateTimeFormat, isDeclaredDateTime } from './date-time.ts';
+import { PROBLEMS } from '../errors.ts';
 
 /** Raised at boot when the declarations disagree; the service refuses to start. */
 export class BootCheckError extends Error {
@@ -55,6 +56,7 @@ export function checkRegistry(registry: Registry, earlier: string[]): void {
       if (!registry.events.has(event)) problems.push(`entity ${entity.names.key}: hookPublishes names undeclared event ${event}`);
     }
     problems.push(...publicReadProblems(entity.names.key, def));
+    problems.push(...stateProblems(entity));
     // The types refuse these already; a definition built without them (e.g. from data) is caught here.
     for (const [kind, list] of [
       ['readOnly', entity.readOnly],
@@ -68,6 +70,9 @@ export function checkRegistry(registry: Registry, earlier: string[]): void {
       ['eventFields', def.eventFields ?? []],
       ['storage.unique', (def.storage?.unique ?? []).map((u) => (typeof u === 'string' ? u : u.field))],
       ['storage.references', Object.keys(def.storage?.references ?? {})],
+      ['references', Object.keys(def.references ?? {})],
+      ['searchable', def.searchable ?? []],
+      ['states', def.states ? [def.states.field] : []],
     ] as const) {
       for (const field of list) {
         if (!(field in def.fields)) problems.push(`entity ${entity.names.key}: ${kind} field ${field} is not a field`);
@@ -229,6 +234,31 @@ function publicReadProblems(key: string, def: AnyEntity): string[] {
   }
   if (spec.path !== undefined && !/^[a-z0-9-]+(\/[a-z0-9-]+)*$/.test(spec.path)) {
     problems.push(`entity ${key}: publicRead path ${spec.path} is not lower-case path segments`);
+  }
+  return problems;
+}
+
+/**
+ * The declared state table (command-states.ts): every state a command or a create names is a value
+ * of the state field, the refusal is a 409, and no command declares states without a state field.
+ */
+function stateProblems(entity: ResolvedEntity): string[] {
+  const { def } = entity;
+  const problems: string[] = [];
+  const where = `entity ${entity.names.key}`;
+  const field = def.states?.field;
+  const schema = field === undefined ? undefined : (def.fields[field] as { anyOf?: { const?: unknown }[]; enum?: unknown[] } | undefined);
+  const values = schema?.enum?.map(String) ?? schema?.anyOf?.filter((b) => b.const !== undefined).map((b) => String(b.const));
+  if (def.states && PROBLEMS[def.states.refusal].status !== 409) problems.push(`${where}: states.refusal ${def.states.refusal} is not a 409`);
+  if (field !== undefined && (!values || values.length === 0)) problems.push(`${where}: state field ${field} is not a union of literals`);
+  const known = (kind: string, list: readonly string[]) => {
+    for (const state of list) if (values && !values.includes(state)) problems.push(`${where}: ${kind} names ${state}, which ${field} cannot hold`);
+  };
+  known('states.initial', def.states?.initial ?? []);
+  for (const [name, command] of Object.entries(def.commands ?? {})) {
+    if (!command.states) continue;
+    if (!def.states) problems.push(`${where}: command ${name} declares states, but the entity declares no state field (states.field)`);
+    known(`command ${name} states`, [...command.states.from, ...(command.states.unchanged ?? [])]);
   }
   return problems;
 }

@@ -52,8 +52,38 @@ export interface CommandDefinition<F extends TProperties, B extends TSchema = TS
    * transaction opens after prepare returns.
    */
   prepare?(ctx: CommandPrepareContext<P>, body: Static<B>): Promise<unknown>;
+  /**
+   * The states of the entity's state field (EntityDefinition.states) this command accepts: `from`,
+   * where it acts, and `unchanged`, where it is accepted and changes nothing (no write, no event,
+   * the row answered as it is). Any other state is refused before `run` with the entity's refusal
+   * code (409), and the admin shell offers the command only on a row in a `from` state.
+   * Omitted: every state is accepted and the command is always offered.
+   */
+  states?: CommandStates;
+  /** Body fields that name a row of another entity (`assigneeId: 'user.user'`): the shell offers a picker. */
+  references?: Readonly<Record<string, string>>;
   /** How the admin shell offers the command to people: its button, opening sentence and body fields' labels (field-text.ts). */
   admin?: CommandText;
+}
+
+/** Where a command acts and where it is a no-op; see CommandDefinition.states. */
+export interface CommandStates {
+  from: readonly string[];
+  unchanged?: readonly string[];
+  /** Said after the refusal's first sentence, e.g. 'Unpublish it first.' */
+  hint?: string;
+}
+
+/**
+ * An entity's state field: what commands' `states` are read against, the values a create may
+ * take, and the code a refusal answers.
+ */
+export interface EntityStates<F extends TProperties> {
+  field: keyof F & string;
+  /** The values a create may store (the shell's new form offers only these); default: any. */
+  initial?: readonly string[];
+  /** A 409 of framework/errors.ts: a command in a state it does not accept, a create outside `initial`. */
+  refusal: ProblemCode;
 }
 
 /**
@@ -128,6 +158,13 @@ export interface PublicReadDefinition<F extends TProperties, S extends TSchema =
   cacheControl?: string;
   /** What the weak ETag derives from; default the row's updatedAt. */
   etag?(row: EntityRow<F>): Date | string;
+  /**
+   * The same read as an HTML page for browsers, at `<path>/:<by>` on the tenant's host (e.g.
+   * '/p' serves /p/about-us): the public shape rendered into `template` (a name under templates/,
+   * which templates.dir may replace) as `it.page`, with the JSON read's ETag, 304 and
+   * Cache-Control; anything the JSON read answers 404 or 422 is a plain 404 page. Hidden from OpenAPI.
+   */
+  page?: { path: string; template: string };
 }
 
 export interface EntityDefinition<
@@ -200,6 +237,16 @@ export interface EntityDefinition<
   publicRead?: PublicReadDefinition<F, PS>;
   /** Fields a list may sort by; createdAt and updatedAt always may. */
   sortable?: readonly (keyof F & string)[];
+  /**
+   * Fields that name a row of another entity, by its key (`assigneeId: 'user.user'`). The API keeps
+   * the ids; the admin shell shows the referenced row's title, linked to it, and picks it from a
+   * list. A key no registered entity has leaves the field a plain id.
+   */
+  references?: { readonly [K in keyof F & string]?: string };
+  /** Fields a list's `q` parameter searches (case-insensitive substring); default the admin title field when it is a string. */
+  searchable?: readonly (keyof F & string)[];
+  /** The state field commands declare their `states` against (CommandDefinition.states). */
+  states?: EntityStates<F>;
   /** What the table holds besides the fields: unique fields, references, extra columns (framework/entity/storage.ts). */
   storage?: EntityStorage<F>;
   admin?: { title: keyof F & string; columns: readonly (keyof F & string)[] };

@@ -37,6 +37,8 @@ export interface ResolvedEntity {
   /** Response-only fields afterRead adds. */
   computed: string[];
   sortable: string[];
+  /** Fields the list's `q` searches: the declared searchable fields, else the admin title when it is a string. */
+  searchable: string[];
   /** Every route the entity serves, generic and command routes, in registration order. */
   endpoints: EntityEndpoint[];
   schemas: {
@@ -91,7 +93,9 @@ export function resolveEntity(def: AnyEntity): ResolvedEntity {
   const patch = named(Type.Object(pick(patchable, true), { additionalProperties: false, minProperties: 1 }), names.schemas.update);
 
   // Every parameter is optional with its default filled in before the handler runs.
-  const listQuery = pageQuerySchema({ sorts: sortable, defaultSort: 'createdAt' });
+  const title = def.admin?.title;
+  const searchable = [...(def.searchable ?? (title !== undefined && isStringField(def.fields[title]) ? [title] : []))];
+  const listQuery = pageQuerySchema({ sorts: sortable, defaultSort: 'createdAt', searches: searchable });
   const list = pageSchema(row);
 
   const singleton = def.singleton === true;
@@ -132,10 +136,17 @@ export function resolveEntity(def: AnyEntity): ResolvedEntity {
     readOnly,
     computed,
     sortable,
+    searchable,
     endpoints,
     schemas: { row, create, patch, list, listQuery, idParams: IdParams, changes },
     commandRoute: (command) => `POST ${item}/${command}`,
   };
+}
+
+/** A plain string field (not a date-time), which `q` can search as text. */
+function isStringField(schema: TSchema | undefined): boolean {
+  const node = schema as { type?: unknown; format?: unknown } | undefined;
+  return node?.type === 'string' && node.format !== 'date-time';
 }
 
 function stripOptional(schema: TSchema): TSchema {

@@ -1,3 +1,4 @@
+import { needsInitialCheck } from './command-states.ts';
 import type { TProperties } from 'typebox';
 import type { ResolvedEntity } from '../entity/resolve.ts';
 import type { EntityRow, OneExchange } from '../entity/define.ts';
@@ -106,6 +107,8 @@ export class EntityExchanges {
     const def = entity.def;
     if (entity.singleton || def.hooks?.beforeWrite || def.hooks?.afterWrite || def.hooks?.afterRead) return undefined;
     if (this.source.watchesWrites()) return undefined;
+    // A state a create may not take is the handler's to refuse (command-states.ts).
+    if (needsInitialCheck(entity, input)) return undefined;
     const values: Values = { ...input, id: uuidv7(now.getTime()) };
     const eventFields = def.eventFields ?? [];
     // The event carries the body's values: only where they are what the row stores (not a

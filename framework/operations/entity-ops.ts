@@ -14,6 +14,7 @@ import { mappingUniqueViolations } from './unique-violation.ts';
 import { EntityExchanges } from './entity-exchanges.ts';
 import { RowAccess, type AccessFilter } from './row-access.ts';
 import { RowShape } from './row-shape.ts';
+import { checkInitialState, commandRefusal, verdictOf } from './command-states.ts';
 import { StatementShapes, WRITE_SHAPES_PER_KIND } from './statement-shapes.ts';
 
 export { isUuid } from './entity-sql.ts';
@@ -38,6 +39,8 @@ export class EntityOperations {
   readonly live: string;
   private readonly values: ValueCheck;
   private readonly rowAccess: RowAccess;
+  /** The quoted columns a list's `q` searches (ResolvedEntity.searchable). */
+  private readonly searchable: readonly string[];
   /** Pages of live rows; a row filter joins as a ListFilter (see framework/operations/paging.ts). */
   readonly pager: KeysetPager;
   /** Called once a transaction that wrote a row of this entity has committed, with its tenant. */
@@ -73,6 +76,7 @@ export class EntityOperations {
           .map((f) => [f, { column: quote(columnOf(f)!), nullable: f in entity.def.fields && Type.IsOptional(entity.def.fields[f]!) }]),
       ),
     });
+    this.searchable = entity.searchable.filter((f) => entity.columns[f] !== undefined).map((f) => quote(entity.columns[f]!));
     this.exchanges = new EntityExchanges(this);
   }
 
@@ -83,13 +87,23 @@ export class EntityOperations {
    */
   async list(ctx: TxContext, page: PageQuery): Promise<Page<Row>> {
     const access = this.access(ctx, 1);
-    const filter: ListFilter | undefined = access.sql ? { conditions: [access.sql], params: access.params } : undefined;
+    const conditions = access.sql ? [access.sql] : [];
+    const params = [...access.params];
+    if (page.q !== undefined && this.searchable.length > 0) {
+      // One parameter for every searched column: strpos needs no escaping of % or _ in the text.
+      params.push(page.q.toLowerCase());
+      const n = params.length;
+      conditions.push(`(${this.searchable.map((column) => `strpos(lower(${column}), $${n}) > 0`).join(' or ')})`);
+    }
+    const filter: ListFilter | undefined = conditions.length > 0 ? { conditions, params } : undefined;
     const result = await this.pager.page(ctx.db, page, filter);
     return { ...result, items: result.items.map((r) => this.toRow(r)) };
   }
 
   /** The list as one statement for a one-exchange request (entity-exchanges.ts); undefined for the handler to serve it. */
   listExchange(page: PageQuery): OneExchange | undefined {
+    // A search is served by the handler (list), whose filter carries the text.
+    if (page.q !== undefined) return undefined;
     return this.exchanges.list(page);
   }
 
@@ -116,6 +130,7 @@ export class EntityOperations {
   }
 
   async create(ctx: TxContext, input: Values): Promise<Row> {
+    checkInitialState(this.entity, input);
     const hooks = this.entity.def.hooks;
     const adjusted = hooks?.beforeWrite ? { ...input, ...((await hooks.beforeWrite(ctx, { op: 'create', values: input })) ?? {}) } : input;
     if (hooks?.beforeWrite) this.values.validate(adjusted, 'beforeWrite');
@@ -196,6 +211,12 @@ export class EntityOperations {
     const definition = this.entity.def.commands?.[command];
     if (!definition) throw notFound();
     const previous = this.entity.singleton && id === null ? await this.find(ctx, null, true) : await this.read(ctx, id, { lock: true });
+    // The declared state table first (command-states.ts): a refused state never reaches run.
+    if (previous) {
+      const verdict = verdictOf(this.entity, command, previous);
+      if (verdict === 'refused') throw commandRefusal(this.entity, command, previous);
+      if (verdict === 'unchanged') return previous;
+    }
     const changes = (await definition.run(ctx, previous ?? null, body as never, services, prepared)) as Values | undefined;
     const source: WriteSource = { kind: 'command', command };
     if (!previous) {

@@ -23,7 +23,12 @@ export interface PageQuery {
   offset: number;
   sort: string;
   after?: string;
+  /** Search text (lists that declare searchable fields): rows whose fields contain it, ignoring case. */
+  q?: string;
 }
+
+/** The longest `q` a list takes. */
+export const SEARCH_MAX_LENGTH = 200;
 
 export interface Page<T> {
   items: T[];
@@ -35,7 +40,8 @@ export interface Page<T> {
 }
 
 /** The query string of a list: sort takes the given keys, each also with a leading "-" for descending. */
-export function pageQuerySchema(options: { sorts: readonly string[]; defaultSort: string; sortDescription?: string }) {
+export function pageQuerySchema(options: { sorts: readonly string[]; defaultSort: string; sortDescription?: string; searches?: readonly string[] }) {
+  const searches = options.searches ?? [];
   const sortValues = options.sorts.flatMap((s) => [s, `-${s}`]);
   return Type.Object(
     {
@@ -66,6 +72,17 @@ export function pageQuerySchema(options: { sorts: readonly string[]; defaultSort
             'Opaque cursor: the "next" of the previous page, with the same sort. Answers the rows after that page (keyset paging). A cursor this list did not give, or one given for another sort, is 422 VALIDATION_FAILED.',
         }),
       ),
+      ...(searches.length > 0
+        ? {
+            q: Type.Optional(
+              Type.String({
+                minLength: 1,
+                maxLength: SEARCH_MAX_LENGTH,
+                description: `Search: only rows whose ${searches.join(' or ')} contains this text, ignoring case (a plain substring: no wildcards, no operators). total and paging count the matching rows. 1 to ${SEARCH_MAX_LENGTH} characters.`,
+              }),
+            ),
+          }
+        : {}),
     },
     { additionalProperties: false },
   );

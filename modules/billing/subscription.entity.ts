@@ -78,6 +78,7 @@ const subscribe = command({
     'An unknown or inactive plan is 422. Periods start at the time of the subscribe; anchorDay is its day of the month.',
   ].join(' '),
   body: SubscribeBody,
+  references: { planId: 'billing.plan' },
   permission: 'billing:manage',
   problems: {
     402: 'The first period was not paid: declined or failed at the provider (PAYMENT_DECLINED); nothing stored',
@@ -177,6 +178,7 @@ export const subscription = defineEntity({
   },
   permissions: { read: 'billing:read', write: 'billing:manage' },
   storage: { references: { planId: 'plans', pendingPlanId: 'plans' } },
+  references: { planId: 'billing.plan', pendingPlanId: 'billing.plan' },
   commands: { subscribe, cancel },
   // The conformance suite subscribes to a free plan of its own.
   async sampleCommand(ctx, name, n) {

@@ -2,7 +2,7 @@ import { defineEntity } from '../../framework/entity/define.ts';
 import { contentFields, PublicContent } from './content.fields.ts';
 import { archive, publish, unpublish } from './content.commands.ts';
 import { normaliseSlug } from './slug.ts';
-import { renderMarkdown } from './render.ts';
+import { renderMarkdown } from '../../framework/markdown/render.ts';
 
 /**
  * Cache-Control of the public page: any cache may keep it but must ask again before each use,
@@ -16,6 +16,8 @@ export const content = defineEntity({
   label: 'Content',
   description: 'Markdown pages and posts with a draft, published and archived lifecycle.',
   fields: contentFields,
+  references: { author: 'user.user' },
+  states: { field: 'status', refusal: 'INVALID_STATE' },
   commandOwned: { status: ['publish', 'unpublish', 'archive'], publishedAt: ['publish', 'unpublish'] },
   readOnly: ['author'],
   readOnlyReasons: { author: 'set from the caller (the signed-in user), never from the body' },
@@ -44,6 +46,8 @@ export const content = defineEntity({
     where: { status: 'published' },
     schema: PublicContent,
     cacheControl: PUBLIC_CACHE_CONTROL,
+    // Browsers read the same page as HTML at /p/<slug> (templates/content/public-page.eta, which templates.dir may replace).
+    page: { path: '/p', template: 'content/public-page' },
     shape: (row) => ({ slug: row.slug, title: row.title, kind: row.kind, body: renderMarkdown(row.body), publishedAt: row.publishedAt ?? row.updatedAt }),
   },
   admin: { title: 'title', columns: ['title', 'slug', 'kind', 'status', 'publishedAt'] },

@@ -1,6 +1,7 @@
 import Type from 'typebox';
 import { DateTime } from '../../framework/entity/date-time.ts';
 import { WithDefault } from '../../framework/entity/storage.ts';
+import { Markdown } from '../../framework/markdown/markdown-field.ts';
 import { Slug } from './slug.ts';
 
 export const TITLE_MAX = 200;
@@ -14,7 +15,7 @@ export const contentFields = {
   slug: Slug,
   title: Type.String({ minLength: 1, maxLength: TITLE_MAX, description: `1–${TITLE_MAX} characters, counted as Unicode code points (an emoji is one, a combining mark one more).` }),
   kind: Type.Union([Type.Literal('page'), Type.Literal('post')]),
-  body: Type.String({
+  body: Markdown({
     maxLength: BODY_MAX,
     description:
       `Markdown (GitHub-flavoured), at most ${BODY_MAX} characters, stored as written. HTML typed in a body is kept as text ` +

@@ -6,6 +6,9 @@ export type TaskStatus = (typeof TASK_STATUSES)[number];
 /** Statuses whose deadline no longer counts: a breach is not marked on them. */
 export const FINISHED: readonly TaskStatus[] = ['resolved', 'closed'];
 
+/** Where assign may start: a resolved or closed task is finished, so it takes no assignee. */
+export const ASSIGNABLE: readonly TaskStatus[] = ['open', 'acknowledged', 'in_progress'];
+
 /** Where resolve may start. */
 export const RESOLVABLE: readonly TaskStatus[] = ['open', 'acknowledged', 'in_progress'];
 

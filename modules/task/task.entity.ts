@@ -5,7 +5,7 @@ import { problem } from '../../framework/errors.ts';
 import { notify, TITLE_MAX } from '../notification/notify.ts';
 import { usersService } from '../user/users-service.ts';
 import { taskFields } from './task.fields.ts';
-import { breachDue, checkPatchMove, RESOLVABLE, STATUS_GRAPH, type TaskStatus } from './task-status.ts';
+import { ASSIGNABLE, breachDue, checkPatchMove, RESOLVABLE, STATUS_GRAPH, type TaskStatus } from './task-status.ts';
 
 const command = defineCommand(taskFields);
 
@@ -15,11 +15,12 @@ export const taskLink = (id: string): string => `/admin/task/tasks/${id}`;
 const assign = command({
   summary: 'Assign a task to a user of the tenant',
   description:
-    'Sets assigneeId and moves an open task to acknowledged (other statuses stay), publishes task.assigned and notifies the assignee, with a mail when they have an address. An unknown or deactivated user is 422 VALIDATION_FAILED; a closed task is 409 INVALID_TRANSITION. Assigning the same person again changes nothing and publishes nothing.',
+    'Sets assigneeId and moves an open task to acknowledged (other statuses stay), publishes task.assigned and notifies the assignee, with a mail when they have an address. An unknown or deactivated user is 422 VALIDATION_FAILED; a resolved or closed task is 409 INVALID_TRANSITION (a finished task takes no assignee). Assigning the same person again changes nothing and publishes nothing.',
   body: Type.Object({ assigneeId: Type.String({ format: 'uuid', description: 'A user of this tenant.' }) }, { additionalProperties: false }),
+  references: { assigneeId: 'user.user' },
+  states: { from: ASSIGNABLE },
   publishes: ['task.assigned', 'notification.created', 'notification.email_requested'],
   async run(ctx, row, body) {
-    if (row.status === 'closed') throw problem('INVALID_TRANSITION', 'a closed task cannot be assigned', { extensions: { field: 'status' } });
     const user = await usersService.findById(ctx, body.assigneeId);
     if (!user || user.status === 'deactivated') {
       const message = user ? 'this user is deactivated' : 'no such user in this tenant';
@@ -44,11 +45,9 @@ const resolve = command({
   description:
     'Sets resolvedAt (now) and resolution and moves the task to resolved, publishing task.resolved. Allowed from open, acknowledged and in_progress; from resolved or closed it is 409 INVALID_TRANSITION. A deadline that passed before the resolution is recorded as a breach first.',
   body: Type.Object({ resolution: Type.String({ minLength: 1, maxLength: 10000 }) }, { additionalProperties: false }),
+  states: { from: RESOLVABLE },
   publishes: ['task.resolved', 'task.sla_breached'],
   async run(ctx, row, body) {
-    if (!RESOLVABLE.includes(row.status as TaskStatus)) {
-      throw problem('INVALID_TRANSITION', `a ${row.status} task cannot be resolved`, { extensions: { field: 'status' } });
-    }
     const breached = breachDue(row, ctx.now);
     if (breached) ctx.publish('task.sla_breached', { id: row.id });
     ctx.publish('task.resolved', { id: row.id });
@@ -77,18 +76,18 @@ export const task = defineEntity({
   name: 'task',
   description: `Work items with a deadline, an assignee and a recorded SLA breach. ${STATUS_GRAPH}`,
   fields: taskFields,
+  references: { assigneeId: 'user.user' },
+  searchable: ['title'],
+  states: { field: 'status', initial: ['open'], refusal: 'INVALID_TRANSITION' },
   commandOwned: { assigneeId: 'assign', resolvedAt: 'resolve', resolution: 'resolve', slaBreached: 'check-sla' },
   permissions: { read: 'task:read', write: 'task:update' },
   sortable: ['title', 'status', 'deadline'],
   hookPublishes: ['task.sla_breached'],
   commands: { assign, resolve, 'check-sla': checkSla },
   hooks: {
+    // A create's status is checked by the declared states (initial: open); a PATCH's move here.
     async beforeWrite(_ctx, { op, values, previous }) {
-      if (values.status === undefined) return;
-      if (op === 'create') {
-        if (values.status !== 'open') throw problem('INVALID_TRANSITION', 'a new task is open', { extensions: { field: 'status' } });
-        return;
-      }
+      if (values.status === undefined || op === 'create') return;
       checkPatchMove(previous!.status as TaskStatus, values.status, previous!.assigneeId);
     },
     // A deadline already passed on arrival, or reached by an update or a command: marked once.

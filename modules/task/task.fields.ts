@@ -1,11 +1,12 @@
 import Type from 'typebox';
 import { DateTime } from '../../framework/entity/date-time.ts';
 import { WithDefault } from '../../framework/entity/storage.ts';
+import { Markdown } from '../../framework/markdown/markdown-field.ts';
 import { STATUS_GRAPH } from './task-status.ts';
 
 export const taskFields = {
   title: Type.String({ minLength: 1, maxLength: 200, pattern: '^[^\\r\\n]*$', description: 'One line, 1 to 200 characters.', examples: ['Call the customer back', 'Renew the certificate'] }),
-  description: Type.Optional(Type.String({ maxLength: 20000, description: 'Markdown text.' })),
+  description: Type.Optional(Markdown({ maxLength: 20000, description: 'Markdown text.' })),
   status: Type.Optional(
     WithDefault(
       Type.Union([Type.Literal('open'), Type.Literal('acknowledged'), Type.Literal('in_progress'), Type.Literal('resolved'), Type.Literal('closed')], {

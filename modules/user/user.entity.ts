@@ -29,6 +29,8 @@ export const user = defineEntity({
     beforeDelete: (ctx, { row }) => administrators.assertOneRemains(ctx, { user: row }),
   },
   sortable: ['email', 'displayName', 'status'],
+  // The people pickers search by address or name (GET .../users?q=).
+  searchable: ['email', 'displayName'],
   // The password hash is a column but no field: no response, screen or event carries it.
   storage: { unique: [{ field: 'email', lowerCase: true }], columns: { password_hash: 'text' } },
   admin: { title: 'email', columns: ['email', 'displayName', 'status', 'roles'] },

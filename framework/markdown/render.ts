@@ -1,0 +1,62 @@
+import { Marked } from 'marked';
+import sanitizeHtml from 'sanitize-html';
+
+/**
+ * Markdown to the HTML a public reader receives, on every read (docs/content.md):
+ * 1. marked with GitHub-flavoured Markdown; raw HTML in the body (block or inline) renders as
+ *    nothing, so what a body's author typed as HTML never reaches the page;
+ * 2. sanitize-html with a user-generated-content policy: an allow-list of tags and attributes,
+ *    links and images only over http(s) (mailto for links), so script, event handlers and
+ *    javascript:, vbscript: and data: URLs are gone whatever their spelling; a protocol-relative
+ *    link or image (`//host/x`, and the `\\host` spellings browsers read the same way) is
+ *    rewritten to https://host/x; every link gets rel="nofollow ugc noopener".
+ */
+
+const markdown = new Marked({
+  gfm: true,
+  async: false,
+  renderer: {
+    html: () => '',
+  },
+});
+
+export const LINK_REL = 'nofollow ugc noopener';
+
+// A URL that starts with two slashes or backslashes in any mix names a host with the page's scheme.
+const PROTOCOL_RELATIVE = /^[\s\u0000-\u001f]*[\\/]{2}/;
+
+const withOrigin = (url: string | undefined): string | undefined =>
+  url !== undefined && PROTOCOL_RELATIVE.test(url) ? `https://${url.replace(PROTOCOL_RELATIVE, '')}` : url;
+
+const defined = (attribs: Record<string, string | undefined>): Record<string, string> =>
+  Object.fromEntries(Object.entries(attribs).filter((entry): entry is [string, string] => entry[1] !== undefined));
+
+const POLICY: sanitizeHtml.IOptions = {
+  allowedTags: [
+    'h1', 'h2', 'h3', 'h4', 'h5', 'h6', 'p', 'br', 'hr', 'blockquote', 'pre', 'code', 'em', 'strong', 'del', 's',
+    'ul', 'ol', 'li', 'a', 'img', 'table', 'thead', 'tbody', 'tr', 'th', 'td',
+  ],
+  allowedAttributes: {
+    a: ['href', 'title', 'rel'],
+    img: ['src', 'alt', 'title'],
+    ol: ['start'],
+    th: ['align'],
+    td: ['align'],
+    code: ['class'],
+  },
+  allowedClasses: { code: ['language-*'] },
+  allowedSchemes: ['http', 'https', 'mailto'],
+  allowedSchemesByTag: { img: ['http', 'https'] },
+  allowedSchemesAppliedToAttributes: ['href', 'src'],
+  // Rewritten to https below; one that slipped through is dropped rather than served.
+  allowProtocolRelative: false,
+  disallowedTagsMode: 'discard',
+  transformTags: {
+    a: (tagName, attribs) => ({ tagName, attribs: defined({ ...attribs, href: withOrigin(attribs.href), rel: LINK_REL }) }),
+    img: (tagName, attribs) => ({ tagName, attribs: defined({ ...attribs, src: withOrigin(attribs.src) }) }),
+  },
+};
+
+export function renderMarkdown(body: string): string {
+  return sanitizeHtml(markdown.parse(body) as string, POLICY);
+}
