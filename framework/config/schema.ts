@@ -135,6 +135,17 @@ export const ConfigSchema = Type.Object(
       },
       { additionalProperties: false, default: {} },
     ),
+    /** Public pages (GET /p/<slug>, docs/content.md) from the installation's own templates. */
+    templates: Type.Object(
+      {
+        /**
+         * A directory of eta templates that replace the shipped ones (templates/) of the same
+         * name, e.g. <dir>/content/public-page.eta. Empty: the shipped templates alone.
+         */
+        dir: Type.String({ default: '' }),
+      },
+      { additionalProperties: false, default: {} },
+    ),
   },
   { additionalProperties: false },
 );

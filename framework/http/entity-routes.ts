@@ -4,6 +4,7 @@ import { EntityOperations } from '../operations/entity-ops.ts';
 import { NoContent, answer, commandRoutes, deleteDescription, followUpEvents, presentAll, presenter, sentences, visibility } from './entity-route-parts.ts';
 import { singletonRoutes } from './singleton-routes.ts';
 import { publicReadRoute } from './public-read.ts';
+import { publicPageRoute } from './public-page.ts';
 import { OFFSET_MAX, TOTAL_CAP, type PageQuery } from '../operations/paging.ts';
 
 /**
@@ -107,6 +108,8 @@ export function entityRoutes(entity: ResolvedEntity, ops: EntityOperations): Any
   routes.push(...commandRoutes(entity, ops, present));
   const publicRead = publicReadRoute(entity, (values) => ops.toRow(values));
   if (publicRead) routes.push(publicRead);
+  const publicPage = publicPageRoute(entity, (values) => ops.toRow(values));
+  if (publicPage) routes.push(publicPage);
   return routes;
 }
 

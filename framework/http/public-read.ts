@@ -1,6 +1,7 @@
 import Type, { type TProperties, type TSchema } from 'typebox';
 import { CompiledQuery } from 'kysely';
 import type { EntityRow, NoTxRouteDefinition, PublicReadDefinition } from '../entity/define.ts';
+import type { TxContext } from '../context/tx.ts';
 import type { ResolvedEntity } from '../entity/resolve.ts';
 import { API_PREFIX } from '../entity/names.ts';
 import { prepared } from '../db/statements.ts';
@@ -18,12 +19,20 @@ const quote = (identifier: string): string => `"${identifier.replaceAll('"', '""
 export const publicReadUrl = (entity: ResolvedEntity, spec: PublicReadDefinition<TProperties>): string =>
   `${API_PREFIX}/${entity.module}/${spec.path ?? 'public'}/:${spec.by}`;
 
-/**
- * The declared public read of an entity, as a plain route: anonymous, in the tenant of the host,
- * one prepared statement by the unique field, the public shape with a weak ETag, 304 when the
- * caller's copy is current. Rows that are deleted or fail `where` answer the unknown-value 404.
- */
-export function publicReadRoute(entity: ResolvedEntity, toRow: (values: Record<string, unknown>) => Row): NoTxRouteDefinition | undefined {
+/** What the JSON read and its HTML page share: the parameter's check, the lookup and the ETag. */
+export interface PublicLookup {
+  spec: PublicReadDefinition<TProperties>;
+  /** The path value in its stored form; a value outside the field's rules throws its 422. */
+  normalise(raw: string): string;
+  /** The public row with that value, or undefined (unknown, deleted, not public). */
+  find(tx: TxContext, value: string): Promise<Row | undefined>;
+  etagOf(row: Row): Date | string;
+  /** The parameter's schema as the route declares it. */
+  routeParam: TSchema;
+}
+
+/** The lookup of an entity's declared public read, or undefined when it declares none. */
+export function publicLookup(entity: ResolvedEntity, toRow: (values: Record<string, unknown>) => Row): PublicLookup | undefined {
   const spec = entity.def.publicRead;
   if (!spec) return undefined;
   const { names } = entity;
@@ -39,22 +48,59 @@ export function publicReadRoute(entity: ResolvedEntity, toRow: (values: Record<s
   );
   const whereValues = where.map(([, value]) => value);
   const normaliser = spec.normalise ?? entity.def.normalise?.[spec.by];
-  const etagOf = spec.etag ?? ((row: Row) => row.updatedAt);
   const param = spec.param ?? entity.def.fields[spec.by]!;
   // A normalised field is checked in its stored form: the path takes any text, and the value,
   // once normalised, must meet the parameter's schema (answering the field's own code if it has one).
   const checkStored = normaliser ? Compile(param) : undefined;
   const invalidCode = entity.def.invalidCodes?.[spec.by] ?? 'VALIDATION_FAILED';
-  const normalise = (raw: string): string => {
-    if (!normaliser || !checkStored) return raw;
-    const value = normaliser(raw);
-    if (checkStored.Check(value)) return value;
-    const message = [...checkStored.Errors(value)][0]?.message ?? 'invalid';
-    throw problem(invalidCode, `The request params do not match the schema`, { errors: [{ pointer: `/params/${spec.by}`, message }] });
+  return {
+    spec,
+    normalise: (raw) => {
+      if (!normaliser || !checkStored) return raw;
+      const value = normaliser(raw);
+      if (checkStored.Check(value)) return value;
+      const message = [...checkStored.Errors(value)][0]?.message ?? 'invalid';
+      throw problem(invalidCode, `The request params do not match the schema`, { errors: [{ pointer: `/params/${spec.by}`, message }] });
+    },
+    find: async (tx, value) => {
+      const found = await tx.db.executeQuery<Record<string, unknown>>(CompiledQuery.raw(text, [value, ...whereValues]));
+      return found.rows[0] ? toRow(found.rows[0]) : undefined;
+    },
+    etagOf: spec.etag ?? ((row: Row) => row.updatedAt),
+    routeParam: normaliser
+      ? Type.String({ description: `Any text: normalised the way ${spec.by} is stored, then it must meet ${spec.by}'s rules (422 otherwise)` })
+      : param,
   };
-  const routeParam = normaliser
-    ? Type.String({ description: `Any text: normalised the way ${spec.by} is stored, then it must meet ${spec.by}'s rules (422 otherwise)` })
-    : param;
+}
+
+/**
+ * The conditional GET both doors answer before validation and the handler run: the value in its
+ * stored form names a cached ETag that the If-None-Match names too. No transaction is opened
+ * (framework/context/public-read-cache.ts).
+ */
+export function publicEarlyAnswer(entity: ResolvedEntity, lookup: PublicLookup): NonNullable<NoTxRouteDefinition['earlyAnswer']> {
+  const { spec } = lookup;
+  return ({ method, headers, params, tenant }, services) => {
+    const wanted = headers['if-none-match'];
+    if (wanted === undefined || (method !== 'GET' && method !== 'HEAD')) return undefined;
+    const known = services.publicReads.etag(entity.names.table, tenant.id, lookup.normalise(params[spec.by]!));
+    if (!known || !ifNoneMatchHits(wanted, known)) return undefined;
+    const answer: Record<string, string> = { etag: known };
+    if (spec.cacheControl) answer['cache-control'] = spec.cacheControl;
+    return { status: 304, headers: answer };
+  };
+}
+
+/**
+ * The declared public read of an entity, as a plain route: anonymous, in the tenant of the host,
+ * one prepared statement by the unique field, the public shape with a weak ETag, 304 when the
+ * caller's copy is current. Rows that are deleted or fail `where` answer the unknown-value 404.
+ */
+export function publicReadRoute(entity: ResolvedEntity, toRow: (values: Record<string, unknown>) => Row): NoTxRouteDefinition | undefined {
+  const lookup = publicLookup(entity, toRow);
+  if (!lookup) return undefined;
+  const { spec, normalise, routeParam } = lookup;
+  const { names } = entity;
   const label = names.label.toLowerCase();
 
   return {
@@ -80,15 +126,7 @@ export function publicReadRoute(entity: ResolvedEntity, toRow: (values: Record<s
     transaction: 'none',
     // The usual conditional GET, answered before validation and the handler run: the slug in its
     // stored form names a cached ETag that the If-None-Match names too.
-    earlyAnswer: ({ method, headers, params, tenant }, services) => {
-      const wanted = headers['if-none-match'];
-      if (wanted === undefined || (method !== 'GET' && method !== 'HEAD')) return undefined;
-      const known = services.publicReads.etag(names.table, tenant.id, normalise(params[spec.by]!));
-      if (!known || !ifNoneMatchHits(wanted, known)) return undefined;
-      const answer: Record<string, string> = { etag: known };
-      if (spec.cacheControl) answer['cache-control'] = spec.cacheControl;
-      return { status: 304, headers: answer };
-    },
+    earlyAnswer: publicEarlyAnswer(entity, lookup),
     handler: async ({ params, request, reply, services, transaction }) => {
       const value = normalise(String((params as Record<string, unknown>)[spec.by]));
       // The host resolved to a tenant before any route runs (NO_SITE otherwise).
@@ -98,10 +136,9 @@ export function publicReadRoute(entity: ResolvedEntity, toRow: (values: Record<s
       // A current If-None-Match the cache knows was answered by earlyAnswer: ask the database.
       const generation = cache.current();
       return transaction(async (tx) => {
-        const found = await tx.db.executeQuery<Record<string, unknown>>(CompiledQuery.raw(text, [value, ...whereValues]));
-        if (!found.rows[0]) throw notFound();
-        const row = toRow(found.rows[0]);
-        const etag = weakETag(etagOf(row));
+        const row = await lookup.find(tx, value);
+        if (!row) throw notFound();
+        const etag = weakETag(lookup.etagOf(row));
         cache.fill(names.table, tenantId, value, etag, generation);
         if (notModified(request, reply, etag)) return undefined;
         return spec.shape(row, tx);
