@@ -27,6 +27,8 @@ export const PROBLEMS = {
   ErrCredentials: { status: 401, title: 'Invalid credentials' },
   ErrTooManyAttempts: { status: 429, title: 'Too many attempts' },
   TOKEN_INVALID: { status: 401, title: 'Invalid or expired token' },
+  TOKEN_EXPIRY_TOO_LONG: { status: 422, title: 'Access token expiry beyond the longest allowed' },
+  TOKEN_PERMISSION_NOT_HELD: { status: 403, title: 'Access token permission the caller does not hold' },
   RATE_LIMITED: { status: 429, title: 'Too many requests' },
   CONFLICT: { status: 409, title: 'Conflict' },
   ALREADY_EXISTS: { status: 409, title: 'Already exists' },

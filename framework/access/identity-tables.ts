@@ -8,7 +8,7 @@
  * `identityTables` in its definition (modules/user and modules/auth today). A module that replaces
  * users, roles or sessions must keep this shape.
  */
-export type IdentityTableName = 'users' | 'roles' | 'sessions';
+export type IdentityTableName = 'users' | 'roles' | 'sessions' | 'access_tokens';
 
 export interface FrameworkTableUse {
   table: IdentityTableName;
@@ -43,6 +43,21 @@ export const FRAMEWORK_TABLE_USES: readonly FrameworkTableUse[] = [
       expires_at: 'timestamptz',
       user_agent: 'text',
       ip: 'text',
+    },
+  },
+  {
+    table: 'access_tokens',
+    usedFor:
+      'context/tx.ts resolves an Authorization: Bearer token (personal access token) and records when it was last used',
+    columns: {
+      id: 'uuid',
+      tenant_id: 'uuid',
+      token_hash: 'bytea',
+      user_id: 'uuid',
+      permissions: 'text[]',
+      created_at: 'timestamptz',
+      expires_at: 'timestamptz',
+      last_used_at: 'timestamptz',
     },
   },
 ];

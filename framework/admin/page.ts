@@ -97,6 +97,8 @@ export function registerAdminPage(site: AdminSite, page: AdminPageDefinition): v
     summary: page.summary,
     access: page.access,
     hidden: true,
+    // A personal access token is no session: the shell ignores it (the page sees an anonymous caller).
+    bearer: false,
     form: method === 'POST',
     ...(page.publishes ? { publishes: page.publishes } : {}),
     schema: {

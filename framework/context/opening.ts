@@ -24,7 +24,7 @@ export function permissionPredicate(permission: string): string {
 }
 
 export interface EnterRow {
-  session: { id: string; user_id: string; last_seen_at: string; permissions: string[] } | null;
+  session: { id: string; user_id: string; last_seen_at: string; permissions: string[]; token?: boolean } | null;
 }
 
 // The module tables read here (sessions, users, roles) are declared, column by column, in
@@ -58,6 +58,34 @@ select set_config('app.tenant_id', $1::uuid::text, true) as t,
          where s.tenant_id = $1 and s.id_hash = $2 and s.expires_at > $3
            and u.status = 'active' and u.deleted_at is null) as session`;
 export const ENTER_WITH_SESSION = prepared(ENTER_WITH_SESSION_TEXT);
+
+// The same for a personal access token (Authorization: Bearer, access/bearer.ts): the caller is the
+// token's user, on the token's tenant only (the lookup is by tenant and hash), while the token
+// lives and the user is active. Its permissions are the token's intersected with what the user's
+// roles grant now, so a role change applies at the next request: a permission the token names
+// counts when the roles hold it or the wildcard; the token's wildcard stands for the roles' whole
+// list. last_seen_at is when the token was last used (the epoch when never), for its touch.
+const ENTER_WITH_TOKEN_TEXT = `
+select set_config('app.tenant_id', $1::uuid::text, true) as t,
+       set_config('role', '${APP_ROLE}', true) as r,
+       set_config('${PERMISSIONS_SETTING}', '', true) as p,
+       set_config('${ACTOR_SETTING}', '', true) as a,
+       (select json_build_object(
+                 'id', k.id, 'user_id', k.user_id, 'last_seen_at', coalesce(k.last_used_at, 'epoch'::timestamptz), 'token', true,
+                 'permissions', e.permissions,
+                 'granted', set_config('${PERMISSIONS_SETTING}', array_to_string(e.permissions, ','), true),
+                 'actor', set_config('${ACTOR_SETTING}', k.user_id::text, true))
+          from access_tokens k
+          join users u on u.tenant_id = k.tenant_id and u.id = k.user_id
+          cross join lateral (select coalesce(array_agg(p), '{}') as permissions
+                                from roles r cross join lateral unnest(r.permissions) p
+                               where r.tenant_id = k.tenant_id and r.name = any (u.roles)) g
+          cross join lateral (select array(select p from unnest(k.permissions) p where p = any (g.permissions) or '*' = any (g.permissions)
+                                           union
+                                           select p from unnest(g.permissions) p where '*' = any (k.permissions)) as permissions) e
+         where k.tenant_id = $1 and k.token_hash = $2 and k.expires_at > $3
+           and u.status = 'active' and u.deleted_at is null) as session`;
+export const ENTER_WITH_TOKEN = prepared(ENTER_WITH_TOKEN_TEXT);
 
 const ENTER_TEXT = `select set_config('app.tenant_id', $1, true) as t, set_config('role', '${APP_ROLE}', true) as r,
           set_config('${PERMISSIONS_SETTING}', '', true) as p, set_config('${ACTOR_SETTING}', '', true) as a`;
@@ -94,12 +122,23 @@ update sessions
  where id = $1
 returning floor(extract(epoch from expires_at - $2::timestamptz))::int as seconds_left`);
 
+/** A token's last use is recorded at most once a minute: precise enough to tell a live token from a dead one. */
+export const TOKEN_TOUCH_INTERVAL_MS = 60_000;
+export const TOUCH_TOKEN = prepared(`update access_tokens set last_used_at = $2 where id = $1`);
+
 export function sessionFrom(row: EnterRow | undefined): SessionInfo | null {
   const found = row?.session;
   if (!found) return null;
-  return { id: found.id, userId: found.user_id, permissions: new Set(found.permissions), lastSeenAt: new Date(found.last_seen_at) };
+  return {
+    id: found.id,
+    userId: found.user_id,
+    permissions: new Set(found.permissions),
+    lastSeenAt: new Date(found.last_seen_at),
+    ...(found.token ? { via: 'token' as const } : {}),
+  };
 }
 
 /** A session is touched (its expiry slid forward) at most once every TOUCH_INTERVAL_MS. */
-export const needsTouch = (session: SessionInfo, now: Date): boolean => now.getTime() - session.lastSeenAt.getTime() > TOUCH_INTERVAL_MS;
+export const needsTouch = (session: SessionInfo, now: Date): boolean =>
+  now.getTime() - session.lastSeenAt.getTime() > (session.via === 'token' ? TOKEN_TOUCH_INTERVAL_MS : TOUCH_INTERVAL_MS);
 

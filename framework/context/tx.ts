@@ -11,7 +11,7 @@ import { systemClock, type Clock } from '../clock.ts';
 import { currentTraceparent, traceExchange } from '../observability/tracing.ts';
 import { currentRequestId } from '../observability/request-id.ts';
 
-import { ACTOR_SETTING, ENTER, ENTER_GUARDED, ENTER_WITH_SESSION, ENTER_WITH_SESSION_GUARDED, TOUCH_SESSION, needsTouch, permissionPredicate, sessionFrom, type EnterRow } from './opening.ts';
+import { ACTOR_SETTING, ENTER, ENTER_GUARDED, ENTER_WITH_SESSION, ENTER_WITH_SESSION_GUARDED, ENTER_WITH_TOKEN, TOUCH_SESSION, TOUCH_TOKEN, needsTouch, permissionPredicate, sessionFrom, type EnterRow } from './opening.ts';
 
 export { APP_ROLE, ACTOR_SETTING, ENTER, ENTER_WITH_SESSION, PERMISSIONS_SETTING, permissionPredicate } from './opening.ts';
 
@@ -22,6 +22,11 @@ export interface SessionInfo {
   lastSeenAt: Date;
   /** Set when this request slid the expiry forward: seconds the session now has left, for the cookie's Max-Age. */
   renewedForSeconds?: number;
+  /**
+   * 'token': the caller came with a personal access token (Authorization: Bearer), not a session
+   * cookie; `id` is then the token's id, `permissions` the token's intersected with the user's.
+   */
+  via?: 'token';
 }
 
 export interface PendingEvent {
@@ -77,6 +82,11 @@ export interface PublishAllowList {
 export interface TxOptions {
   /** SHA-256 of the session cookie's id: resolves the session and its permissions in the opening statement. */
   sessionHash?: Buffer;
+  /**
+   * SHA-256 of a personal access token (Authorization: Bearer): resolves the caller from the token
+   * instead (context/opening.ts, ENTER_WITH_TOKEN). Not with sessionHash; run() only, never runStatement.
+   */
+  tokenHash?: Buffer;
   /** Actor for events when there is no session (e.g. a subscription acting for a user). */
   actorId?: string | null;
   /** Refuses any publish outside the route's declared events (a programming error: 500 INTERNAL). */
@@ -138,7 +148,7 @@ export class TenantTransactions {
           const requestId = options.requestId ?? currentRequestId();
           if (requestId) requestIdOf.set(trx, requestId);
           const now = this.clock.now();
-          const session = await this.enter(trx, tenant, options.sessionHash, now);
+          const session = options.tokenHash ? await this.enterWithToken(trx, tenant, options.tokenHash, now) : await this.enter(trx, tenant, options.sessionHash, now);
           const { ctx, flush } = scopedContext(trx, tenant, session, session?.userId ?? options.actorId ?? null, this.declaredEvents, now, options.publishes);
           const value = await fn(ctx);
           await flush();
@@ -168,6 +178,7 @@ export class TenantTransactions {
    * touched afterwards, in an exchange of its own.
    */
   async runStatement(tenant: TenantRef, work: OneStatement, options: TxOptions = {}): Promise<{ session: SessionInfo | null; answer: Answer }> {
+    if (options.tokenHash) throw new Error('runStatement resolves session cookies only: a bearer request runs through run()');
     const now = this.clock.now();
     // The opening statement carries the guard (opening.ts): for a caller without the permission the transaction turns read-only.
     const opening: Statement = options.sessionHash
@@ -188,6 +199,14 @@ export class TenantTransactions {
       session.renewedForSeconds = (touched!.result.rows[0] as { seconds_left: number } | undefined)?.seconds_left;
     }
     return { session, answer: answer! };
+  }
+
+  /** Opens the tenant scope with the caller of a personal access token; records its use at most once a minute. */
+  private async enterWithToken(trx: Transaction<Database>, tenant: TenantRef, tokenHash: Buffer, now: Date): Promise<SessionInfo | null> {
+    const result = await trx.executeQuery<EnterRow>(CompiledQuery.raw(ENTER_WITH_TOKEN, [tenant.id, tokenHash, now]));
+    const session = sessionFrom(result.rows[0]);
+    if (session && needsTouch(session, now)) await trx.executeQuery(CompiledQuery.raw(TOUCH_TOKEN, [session.id, now]));
+    return session;
   }
 
   private async enter(trx: Transaction<Database>, tenant: TenantRef, sessionHash: Buffer | undefined, now: Date): Promise<SessionInfo | null> {

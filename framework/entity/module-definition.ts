@@ -6,6 +6,7 @@ import type { TenantRef } from '../context/tenant.ts';
 import type { AdminPagesRegistrar } from '../admin/page.ts';
 import type { SidebarEntry } from '../admin/sidebar.ts';
 import type { IdentityTableName } from '../access/identity-tables.ts';
+import type { BearerAttemptLimit } from '../access/bearer.ts';
 import type { AnyRoute } from './route-definition.ts';
 import type { AnyEntity } from './entity-definition.ts';
 import type { Database } from '../db/types.ts';
@@ -154,6 +155,11 @@ export interface ModuleDefinition {
    * transaction's opening statement; the boot check names the declaring module when one is off.
    */
   identityTables?: readonly IdentityTableName[];
+  /**
+   * Counts failed `Authorization: Bearer` attempts and refuses a client address past its limit
+   * (framework/access/bearer.ts). At most one module provides it; without one, no limit applies.
+   */
+  bearerAttempts?: BearerAttemptLimit;
 }
 
 /** What a module contributes to the admin shell besides its entities' generated pages. */

@@ -65,6 +65,12 @@ export interface RouteDefinition<S extends RouteSchemas = RouteSchemas, P extend
   /** Left out of the OpenAPI document: the admin shell's HTML pages, which are no API. */
   hidden?: boolean;
   /**
+   * false: the route takes the session cookie only and ignores an `Authorization: Bearer` header
+   * (a personal access token is no session): the admin shell's pages, and the routes that manage
+   * credentials (tokens, the password). Default: a token authenticates the route as its user.
+   */
+  bearer?: false;
+  /**
    * A create or command that honours the Idempotency-Key header (framework/http/idempotency.ts):
    * the header is declared and validated, and a request carrying it is served by the handler
    * (never oneExchange), whose transaction claims the key and records the answer beside the effect.

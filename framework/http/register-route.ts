@@ -9,6 +9,7 @@ import { hashSecret, sessionCookie } from '../access/session-cookie.ts';
 import { renewSessionCookie } from '../access/sessions.ts';
 import { STATE_CHANGING_METHODS, refuseCrossSite } from '../access/cross-site.ts';
 import { checkFormToken } from '../access/form-token.ts';
+import { bearerTokenOf } from '../access/bearer.ts';
 import { problem, type ProblemCode } from '../errors.ts';
 import { problemResponse, problemResponses } from '../openapi/problem-schema.ts';
 import { typeboxValidatorCompiler } from './validation.ts';
@@ -51,6 +52,11 @@ export function registerRoute(app: FastifyInstance, services: Services, route: A
   const changesState = STATE_CHANGING_METHODS.has(route.method);
   // Keys are scoped to the caller, so only a route guarded by a permission takes them.
   const idempotent = takesIdempotencyKey(route);
+  // A personal access token (Authorization: Bearer) authenticates every route that has a caller,
+  // except those that take the session cookie only (the admin shell, credential management).
+  const acceptsBearer = route.bearer !== false && needsSession(route.access);
+  const bearerOf = (request: FastifyRequest): string | undefined => (acceptsBearer ? bearerTokenOf(request) : undefined);
+  const attemptLimit = services.registry.modules.find((m) => m.bearerAttempts)?.bearerAttempts;
   // Refusals that need neither the body nor the database run as soon as the request arrives, before
   // the body is read: an operator permission outside the operator tenant (before anything else), a
   // state-changing request another site sent, and a guarded route called with no session cookie.
@@ -60,8 +66,12 @@ export function registerRoute(app: FastifyInstance, services: Services, route: A
     // refusals included (set first, so a refusal below keeps it).
     if (route.access !== 'public') reply.header('cache-control', 'no-store');
     refuseOperatorOutsideOperatorTenant(route.access, request.tenant ?? noTenant(), isOperatorPermission);
-    if (changesState) refuseCrossSite(request);
-    if (needsGuard(route.access) && !request.cookies[cookie.name]) authorize(route.access, null);
+    const bearer = bearerOf(request);
+    // The cross-site rule guards the cookie a browser attaches by itself; a bearer token is sent
+    // only by code that holds it (no other site's page can set the header without CORS, which the
+    // API does not grant), and a request with one is authenticated by it alone.
+    if (changesState && bearer === undefined) refuseCrossSite(request);
+    if (needsGuard(route.access) && bearer === undefined && !request.cookies[cookie.name]) authorize(route.access, null);
     done();
   };
   // Then, with the body parsed but before it is validated: a form-encoded body where none is
@@ -100,7 +110,7 @@ export function registerRoute(app: FastifyInstance, services: Services, route: A
         ...route.schema.response,
       },
       // An optional route answers with or without the cookie: the empty requirement says so.
-      security: route.access === 'public' ? [] : route.access === 'optional' ? [{}, { cookieAuth: [] }] : [{ cookieAuth: [] }],
+      security: securityOf(route),
       // A vendor extension: who may call the route, as the guard reads it.
       ...{ 'x-access': typeof route.access === 'object' ? `permission ${route.access.permission}` : route.access },
     },
@@ -120,8 +130,21 @@ export function registerRoute(app: FastifyInstance, services: Services, route: A
       reply,
       services,
     };
-    const rawId = needsSession(route.access) ? request.cookies[cookie.name] : undefined;
-    const txOptions: TxOptions = rawId ? { sessionHash: hashSecret(rawId), publishes: allowList } : { publishes: allowList };
+    // With a bearer token the request is the token's: its cookie, if any, is not read.
+    const bearer = bearerOf(request);
+    const rawId = needsSession(route.access) && bearer === undefined ? request.cookies[cookie.name] : undefined;
+    const txOptions: TxOptions =
+      bearer !== undefined ? { tokenHash: hashSecret(bearer), publishes: allowList } : rawId ? { sessionHash: hashSecret(rawId), publishes: allowList } : { publishes: allowList };
+    // A bearer request's transaction first applies the attempt limit, then refuses a token that
+    // did not resolve (unknown, expired, revoked, another tenant's, its user inactive), counting
+    // the failure once the transaction has rolled back.
+    const admitBearer = async (tx: TxContext): Promise<void> => {
+      if (bearer === undefined) return;
+      await attemptLimit?.refuseIfOverLimit(tx, request.ip, reply);
+      if (tx.session) return;
+      if (attemptLimit) tx.onRollback(() => services.transactions.run(tenant, (failed) => attemptLimit.recordFailure(failed, request.ip)));
+      throw problem('TOKEN_INVALID', 'The bearer token is unknown, expired or revoked, or belongs to another site');
+    };
     // A request with an Idempotency-Key: a transactional route claims it in its one transaction (never
     // the one-exchange path); a no-transaction route (a prepared command) in its effect transaction.
     const key = idempotent ? idempotencyKeyOf(request) : undefined;
@@ -130,10 +153,11 @@ export function registerRoute(app: FastifyInstance, services: Services, route: A
       // permissions before the handler runs (e.g. an upload streams with no transaction open).
       // With a key, the same short transaction looks for the answer recorded under it: a retry
       // replays it before the handler prepares anything.
-      const guarded = needsGuard(route.access)
+      const guarded = needsGuard(route.access) || bearer !== undefined
         ? await services.transactions.run(
             tenant,
             async (tx) => {
+              await admitBearer(tx);
               authorize(route.access, tx.session);
               renewSessionCookie(reply, services.config, rawId, tx.session);
               return { session: tx.session, earlier: key === undefined ? undefined : await earlierAnswer(tx, key, request, reply) };
@@ -147,7 +171,8 @@ export function registerRoute(app: FastifyInstance, services: Services, route: A
         key === undefined ? transaction : <T>(fn: (tx: TxContext) => Promise<T>): Promise<T> => transaction((tx) => runIdempotent(tx, key, request, reply, () => fn(tx)) as Promise<T>);
       return (route as NoTxRouteDefinition).handler({ ...base, session: guarded.session, transaction, effectTransaction });
     }
-    const single = route.oneExchange && key === undefined && typeof route.access === 'object' ? oneExchangeOf(route as RouteDefinition, base) : undefined;
+    // A bearer request never takes the one exchange: its limit and its failure need a transaction.
+    const single = route.oneExchange && key === undefined && bearer === undefined && typeof route.access === 'object' ? oneExchangeOf(route as RouteDefinition, base) : undefined;
     if (single && typeof route.access === 'object') {
       // One exchange: the statement went with the opening statement, before the caller was known;
       // the guard decides from the opening statement's answer, before the statement's is read.
@@ -162,6 +187,7 @@ export function registerRoute(app: FastifyInstance, services: Services, route: A
     return services.transactions.run(
       tenant,
       async (tx) => {
+        await admitBearer(tx);
         authorize(route.access, tx.session);
         // Before the handler, so a handler that ends the session (logout) clears the cookie last.
         renewSessionCookie(reply, services.config, rawId, tx.session);
@@ -291,4 +317,16 @@ export function fieldCodeFormatter(codes: Readonly<Record<string, ProblemCode | 
     const only = code !== undefined && relevant.every((issue) => codes[fieldOf(issue) ?? ''] === code);
     return validationProblem(issues, part, only ? code : 'VALIDATION_FAILED');
   };
+}
+
+/**
+ * The credentials an operation accepts, for OpenAPI: none for a public route; the session cookie,
+ * and a personal access token unless the route takes the cookie only; an optional route also
+ * answers with neither (the empty requirement).
+ */
+function securityOf(route: AnyRoute): Record<string, string[]>[] {
+  if (route.access === 'public') return [];
+  const cookie: Record<string, string[]> = { cookieAuth: [] };
+  const schemes = route.bearer === false ? [cookie] : [cookie, { bearerAuth: [] }];
+  return route.access === 'optional' ? [{}, ...schemes] : schemes;
 }

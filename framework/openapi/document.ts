@@ -38,6 +38,14 @@ export async function registerOpenApi(app: FastifyInstance, services: Services):
             name: sessionCookie(services.config).name,
             description: 'The session cookie set by login. Non-browser clients send the Set-Cookie value back as a Cookie header.',
           },
+          bearerAuth: {
+            type: 'http',
+            scheme: 'bearer',
+            description: [
+              'A personal access token (POST /api/v1/auth/tokens), sent as Authorization: Bearer <token>. It acts for the user who made it, on that user\'s tenant only (another host answers 401 TOKEN_INVALID), with the token\'s permissions intersected with the user\'s current ones (403 AUTH_FORBIDDEN beyond them).',
+              'An unknown, expired or revoked token, or one whose user is deactivated, is 401 TOKEN_INVALID; failed attempts count towards the per-address sign-in limit (429 ErrTooManyAttempts with Retry-After). A request with a token is not subject to the cross-site rule and its cookie is not read. Operations that take only cookieAuth ignore the header.',
+            ].join(' '),
+          },
         },
       },
     },

@@ -40,7 +40,12 @@ export function problemResponses(route: AnyRoute): Record<number, unknown> {
   }
   // The router refuses a path parameter over its length limit (100 characters) before the route runs.
   if (route.url.includes('/:')) responses[414] = ref('A path parameter longer than the router accepts (URI_TOO_LONG)');
-  if (route.access !== 'public' && route.access !== 'optional') responses[401] = ref('Not signed in (AUTH_REQUIRED)');
+  const bearer = route.access !== 'public' && route.bearer !== false;
+  if (route.access !== 'public' && route.access !== 'optional') {
+    responses[401] = ref(bearer ? 'Not signed in (AUTH_REQUIRED), or a bearer token unknown, expired, revoked or of another tenant (TOKEN_INVALID)' : 'Not signed in (AUTH_REQUIRED)');
+  } else if (bearer) responses[401] = ref('A bearer token unknown, expired, revoked or of another tenant (TOKEN_INVALID)');
+  // Failed bearer attempts count with failed sign-ins, per client address (framework/access/bearer.ts).
+  if (bearer) responses[429] = ref('Too many failed sign-ins or bearer-token attempts from this client address (ErrTooManyAttempts); Retry-After says when to try again');
   const changesState = STATE_CHANGING_METHODS.has(route.method);
   const refusals = [
     ...(typeof route.access === 'object' ? ['missing permission (AUTH_FORBIDDEN) or operator permission outside the operator tenant (AUTH_NOT_OPERATOR)'] : []),

@@ -6,11 +6,18 @@ import { invitationMail } from './invitation-mail.ts';
 import { endSessionsOnDeactivation } from './deactivation.ts';
 import { authSweep } from './sweep.ts';
 import { registerRolePages } from './roles.admin.ts';
+import { createTokenRoute, listTokensRoute, revokeTokenRoute } from './tokens.routes.ts';
+import { bearerAttempts, revokeTokensOnDeactivation } from './tokens-lifecycle.ts';
+import { registerTokenPages } from './tokens.admin.ts';
+import { TOKEN_MANAGE } from './tokens.ts';
 
 export const authModule = defineModule({
   name: 'auth',
   description: 'Sessions, passwords, single sign-on and roles',
-  permissions: [{ name: 'role:manage', description: 'Read and set roles; the Roles navigation entry' }],
+  permissions: [
+    { name: 'role:manage', description: 'Read and set roles; the Roles navigation entry' },
+    { name: TOKEN_MANAGE, description: 'List and revoke any personal access token of the tenant, not only your own' },
+  ],
   events: [
     'auth.logged_in',
     'auth.logged_out',
@@ -18,18 +25,25 @@ export const authModule = defineModule({
     'auth.reset_requested',
     'auth.password_reset',
     'auth.role_set',
+    'auth.token_created',
+    'auth.token_revoked',
   ],
   // Password sign-in, roles and the reset page always; single sign-on only when an issuer is configured.
-  routes: (config) => [...authRoutes, ...oidcRoutes(config)],
+  routes: (config) => [...authRoutes, createTokenRoute, listTokensRoute, revokeTokenRoute, ...oidcRoutes(config)],
   // Set-password links are auth's (set_password_tokens): it mails the reset and the invitation link.
-  subscriptions: [resetLinkMail, invitationMail, endSessionsOnDeactivation],
+  subscriptions: [resetLinkMail, invitationMail, endSessionsOnDeactivation, revokeTokensOnDeactivation],
   jobs: [authSweep],
   // Roles have hand-written pages (roles.admin.ts) in place of generated ones.
   admin: {
-    pages: [registerRolePages],
-    sidebar: [{ label: 'Roles', path: '/admin/auth/roles', order: 20 }],
+    pages: [registerRolePages, registerTokenPages],
+    sidebar: [
+      { label: 'Roles', path: '/admin/auth/roles', order: 20 },
+      { label: 'Access tokens', path: '/admin/auth/tokens', order: 21 },
+    ],
     resourcePages: false,
   },
   // The framework's opening statement reads sessions and roles (framework/access/identity-tables.ts).
-  identityTables: ['roles', 'sessions'],
+  // And personal access tokens on bearer requests (access_tokens), whose failures it counts here.
+  identityTables: ['roles', 'sessions', 'access_tokens'],
+  bearerAttempts,
 });

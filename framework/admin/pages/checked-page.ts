@@ -39,6 +39,8 @@ export function registerCheckedPage(site: AdminSite, page: CheckedPageDefinition
     summary: page.summary,
     access: page.access,
     hidden: true,
+    // A personal access token is no session: the shell ignores it.
+    bearer: false,
     transaction: 'none',
     schema: {
       ...(page.schema?.params ? { params: page.schema.params } : {}),

@@ -1,0 +1,142 @@
+import Type from 'typebox';
+import { defineRoute } from '../../framework/entity/define.ts';
+import { THROTTLE } from './throttle.ts';
+import { DEFAULT_TOKEN_DAYS, MAX_TOKEN_DAYS, TOKEN_MANAGE, createToken, listTokens, revokeToken, type AccessTokenView } from './tokens.ts';
+
+const AccessTokenFields = {
+  id: Type.String({ format: 'uuid' }),
+  userId: Type.String({ format: 'uuid', description: 'The user the token acts for' }),
+  name: Type.String({ description: 'What its maker called it, to recognise it in the list' }),
+  permissions: Type.Array(Type.String(), {
+    description: 'Sorted. What a request with the token may do is these intersected with what the user holds at that moment; "*" stands for all the user holds',
+  }),
+  createdAt: Type.String({ format: 'date-time' }),
+  expiresAt: Type.String({ format: 'date-time', description: 'From then on the token is refused (401 TOKEN_INVALID)' }),
+  lastUsedAt: Type.Union([Type.String({ format: 'date-time' }), Type.Null()], {
+    description: 'When a request last authenticated with it (recorded at most once a minute); null when never',
+  }),
+};
+
+const AccessTokenSchema = Type.Object(AccessTokenFields, {
+  additionalProperties: false,
+  title: 'AccessToken',
+  description: 'A personal access token, without its secret',
+});
+
+const AccessTokenCreatedSchema = Type.Object(
+  {
+    ...AccessTokenFields,
+    token: Type.String({ description: 'The raw token, shown this once: only its SHA-256 is stored. Send it as Authorization: Bearer <token>' }),
+  },
+  { additionalProperties: false, title: 'AccessTokenCreated', description: 'The token just made, with its raw value' },
+);
+
+const AccessTokenCreateSchema = Type.Object(
+  {
+    name: Type.String({ minLength: 1, maxLength: 100, pattern: '\\S', description: 'To recognise the token in the list' }),
+    expiresInDays: Type.Optional(
+      Type.Integer({ minimum: 1, description: `Days until it expires: default ${DEFAULT_TOKEN_DAYS}, at most ${MAX_TOKEN_DAYS} (more is 422 TOKEN_EXPIRY_TOO_LONG)` }),
+    ),
+    permissions: Type.Array(Type.String({ minLength: 1, maxLength: 100 }), {
+      maxItems: 200,
+      description: 'A subset of the caller\'s own permissions ("*" only for a caller holding every permission)',
+    }),
+  },
+  { additionalProperties: false, title: 'AccessTokenCreate' },
+);
+
+const AccessTokenListSchema = Type.Object(
+  { items: Type.Array(AccessTokenSchema, { description: 'Newest first, expired ones included until the hourly sweep removes them' }) },
+  { additionalProperties: false, title: 'AccessTokenList', description: 'A user\'s personal access tokens' },
+);
+
+const toJson = (token: AccessTokenView) => ({
+  ...token,
+  createdAt: token.createdAt.toISOString(),
+  expiresAt: token.expiresAt.toISOString(),
+  lastUsedAt: token.lastUsedAt ? token.lastUsedAt.toISOString() : null,
+});
+
+const SESSION_ONLY =
+  'Takes the session cookie only: an Authorization: Bearer header is ignored here, so a token can neither make, list nor end tokens.';
+
+export const createTokenRoute = defineRoute({
+  method: 'POST',
+  url: '/api/v1/auth/tokens',
+  operationId: 'auth-token-create',
+  summary: 'Make a personal access token',
+  description: [
+    'Makes a token that acts for the signed-in user through Authorization: Bearer <token>, on this tenant only. The answer carries the raw token once; only its SHA-256 is stored, as for session ids.',
+    `It expires after expiresInDays (default ${DEFAULT_TOKEN_DAYS}, at most ${MAX_TOKEN_DAYS}: more is 422 TOKEN_EXPIRY_TOO_LONG). Its permissions must be ones the caller holds (403 TOKEN_PERMISSION_NOT_HELD otherwise; 422 PERMISSION_UNKNOWN for a name no module defines). Each request with the token may do what the token names and the user still holds at that moment, so taking a role from the user takes it from the token at once.`,
+    `The token ends when revoked (DELETE /api/v1/auth/tokens/{id}), when it expires, and when its user is deactivated. Failed bearer attempts count towards the sign-in limit of the client address (${THROTTLE.login.max} in ${THROTTLE.login.windowMinutes} minutes, then 429 ErrTooManyAttempts with Retry-After).`,
+    SESSION_ONLY,
+    'Publishes auth.token_created.',
+  ].join('\n\n'),
+  tags: ['auth'],
+  access: 'signedIn',
+  bearer: false,
+  publishes: ['auth.token_created'],
+  problems: {
+    403: 'A permission the caller does not hold (TOKEN_PERMISSION_NOT_HELD), or sent from another site (AUTH_CROSS_SITE)',
+    422: 'Validation failed (VALIDATION_FAILED), an expiry past a year (TOKEN_EXPIRY_TOO_LONG), or a permission no module defines (PERMISSION_UNKNOWN)',
+  },
+  schema: {
+    body: AccessTokenCreateSchema,
+    response: { 201: AccessTokenCreatedSchema },
+  },
+  async handler({ tx, body, reply, services }) {
+    const { token, raw } = await createToken(tx, services.registry, body);
+    reply.code(201);
+    return { ...toJson(token), token: raw };
+  },
+});
+
+export const listTokensRoute = defineRoute({
+  method: 'GET',
+  url: '/api/v1/auth/tokens',
+  operationId: 'auth-token-list',
+  summary: 'List personal access tokens',
+  description: [
+    `The caller's own tokens, newest first, without their secrets. With userId, that user's tokens: another user's need permission ${TOKEN_MANAGE} (403 AUTH_FORBIDDEN).`,
+    SESSION_ONLY,
+  ].join('\n\n'),
+  tags: ['auth'],
+  access: 'signedIn',
+  bearer: false,
+  problems: { 403: `Another user's tokens without permission ${TOKEN_MANAGE} (AUTH_FORBIDDEN)` },
+  schema: {
+    querystring: Type.Object(
+      { userId: Type.Optional(Type.String({ format: 'uuid', description: `Whose tokens: default the caller; another user needs ${TOKEN_MANAGE}` })) },
+      { additionalProperties: false },
+    ),
+    response: { 200: AccessTokenListSchema },
+  },
+  async handler({ tx, query }) {
+    return { items: (await listTokens(tx, query.userId)).map(toJson) };
+  },
+});
+
+export const revokeTokenRoute = defineRoute({
+  method: 'DELETE',
+  url: '/api/v1/auth/tokens/:id',
+  operationId: 'auth-token-revoke',
+  summary: 'Revoke a personal access token',
+  description: [
+    `Ends the token at once: its next request is 401 TOKEN_INVALID. The caller's own token, or any of the tenant's with permission ${TOKEN_MANAGE} (an administrator's, through "*"). Another user's token is 404 NOT_FOUND without it, so its existence is not disclosed.`,
+    SESSION_ONLY,
+    'Publishes auth.token_revoked.',
+  ].join('\n\n'),
+  tags: ['auth'],
+  access: 'signedIn',
+  bearer: false,
+  publishes: ['auth.token_revoked'],
+  schema: {
+    params: Type.Object({ id: Type.String({ format: 'uuid' }) }),
+    response: { 204: Type.Null({ description: 'Revoked' }) },
+  },
+  async handler({ tx, params, reply }) {
+    await revokeToken(tx, params.id);
+    reply.code(204);
+    return null;
+  },
+});

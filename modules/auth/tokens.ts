@@ -1,0 +1,118 @@
+import { randomBytes } from 'node:crypto';
+import type { TxContext } from '../../framework/context/tx.ts';
+import type { Registry } from '../../framework/entity/registry.ts';
+import { ACCESS_TOKEN_PREFIX } from '../../framework/access/bearer.ts';
+import { hashSecret } from '../../framework/access/session-cookie.ts';
+import { notFound, problem } from '../../framework/errors.ts';
+import './tokens-table.ts';
+
+/**
+ * Personal access tokens: the operations behind POST/GET /api/v1/auth/tokens and
+ * DELETE /api/v1/auth/tokens/{id}, which the admin shell's tokens page runs too (tokens.admin.ts),
+ * so both apply the same rules. The framework resolves a token on each bearer request
+ * (framework/context/opening.ts); this module makes, lists and ends them.
+ */
+
+/** A token lives this long unless its maker says otherwise… */
+export const DEFAULT_TOKEN_DAYS = 90;
+/** …and never longer than a year. */
+export const MAX_TOKEN_DAYS = 365;
+/** Revokes and lists every token of the tenant, not only the caller's own (the admin role holds it through "*"). */
+export const TOKEN_MANAGE = 'token:manage';
+
+export interface AccessTokenView {
+  id: string;
+  userId: string;
+  name: string;
+  permissions: string[];
+  createdAt: Date;
+  expiresAt: Date;
+  lastUsedAt: Date | null;
+}
+
+const TOKEN_ROW = ['id', 'user_id as userId', 'name', 'permissions', 'created_at as createdAt', 'expires_at as expiresAt', 'last_used_at as lastUsedAt'] as const;
+
+/** A fresh raw token: the prefix and 256 random bits, base64url. Only its SHA-256 is stored. */
+const newRawToken = (): string => `${ACCESS_TOKEN_PREFIX}${randomBytes(32).toString('base64url')}`;
+
+export interface NewToken {
+  name: string;
+  expiresInDays?: number | undefined;
+  permissions: readonly string[];
+}
+
+/**
+ * Makes a token for the signed-in caller: a subset of the permissions the caller holds now (the
+ * wildcard only for a caller who holds it), for at most MAX_TOKEN_DAYS. Answers the token and the
+ * raw value, which is shown this once and never again.
+ */
+export async function createToken(tx: TxContext, registry: Registry, input: NewToken): Promise<{ token: AccessTokenView; raw: string }> {
+  const session = tx.session;
+  if (!session) throw problem('AUTH_REQUIRED', 'Sign in to use this route');
+  const days = input.expiresInDays ?? DEFAULT_TOKEN_DAYS;
+  if (days > MAX_TOKEN_DAYS) {
+    throw problem('TOKEN_EXPIRY_TOO_LONG', `A token lives at most ${MAX_TOKEN_DAYS} days`, {
+      errors: [{ pointer: '/body/expiresInDays', message: `at most ${MAX_TOKEN_DAYS} days` }],
+      extensions: { maxDays: MAX_TOKEN_DAYS },
+    });
+  }
+  const permissions = [...new Set(input.permissions.map((p) => p.trim()))].sort();
+  const unknown = permissions.filter((p) => p !== '*' && !registry.permissions.has(p));
+  if (unknown.length > 0) {
+    throw problem('PERMISSION_UNKNOWN', `No module defines ${unknown.join(', ')}`, {
+      errors: unknown.map((p) => ({ pointer: `/body/permissions/${input.permissions.indexOf(p)}`, message: `unknown permission ${p}` })),
+      extensions: { permissions: unknown },
+    });
+  }
+  const notHeld = permissions.filter((p) => !(session.permissions.has('*') || session.permissions.has(p)));
+  if (notHeld.length > 0) {
+    throw problem('TOKEN_PERMISSION_NOT_HELD', `A token may hold only permissions you hold; you do not hold ${notHeld.join(', ')}`, {
+      errors: notHeld.map((p) => ({ pointer: `/body/permissions/${input.permissions.indexOf(p)}`, message: `you do not hold ${p}` })),
+      extensions: { permissions: notHeld },
+    });
+  }
+  const raw = newRawToken();
+  const token = await tx.db
+    .insertInto('access_tokens')
+    .values({
+      user_id: session.userId,
+      name: input.name.trim(),
+      token_hash: hashSecret(raw),
+      permissions,
+      created_at: tx.now,
+      expires_at: new Date(tx.now.getTime() + days * 24 * 3600_000),
+    })
+    .returning(TOKEN_ROW)
+    .executeTakeFirstOrThrow();
+  tx.publish('auth.token_created', { id: token.id, userId: session.userId });
+  return { token, raw };
+}
+
+/** The caller's own tokens, newest first (expired ones too, until the sweep removes them); another user's with token:manage. */
+export async function listTokens(tx: TxContext, userId?: string): Promise<AccessTokenView[]> {
+  const session = tx.session;
+  if (!session) throw problem('AUTH_REQUIRED', 'Sign in to use this route');
+  const owner = userId ?? session.userId;
+  if (owner !== session.userId && !tx.can(TOKEN_MANAGE)) throw problem('AUTH_FORBIDDEN', `Listing another user's tokens requires permission ${TOKEN_MANAGE}`);
+  return tx.db.selectFrom('access_tokens').select(TOKEN_ROW).where('user_id', '=', owner).orderBy('created_at', 'desc').orderBy('id', 'desc').execute();
+}
+
+/**
+ * Ends a token at once: the caller's own, or any of the tenant's with token:manage. Another
+ * user's token is not found for a caller without it, so its existence is not disclosed.
+ */
+export async function revokeToken(tx: TxContext, id: string): Promise<void> {
+  const session = tx.session;
+  if (!session) throw problem('AUTH_REQUIRED', 'Sign in to use this route');
+  let query = tx.db.deleteFrom('access_tokens').where('id', '=', id);
+  if (!tx.can(TOKEN_MANAGE)) query = query.where('user_id', '=', session.userId);
+  const deleted = await query.returning(['id', 'user_id']).executeTakeFirst();
+  if (!deleted) throw notFound();
+  tx.publish('auth.token_revoked', { id: deleted.id, userId: deleted.user_id });
+}
+
+/** Ends every token of a user (deactivation). */
+export async function revokeTokensOf(tx: TxContext, userId: string): Promise<number> {
+  const result = await tx.db.deleteFrom('access_tokens').where('user_id', '=', userId).executeTakeFirst();
+  return Number(result.numDeletedRows);
+}
