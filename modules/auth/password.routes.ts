@@ -30,6 +30,8 @@ export const changePasswordRoute = defineRoute({
   ].join('\n\n'),
   tags: ['auth'],
   access: 'signedIn',
+  // A personal access token is no session: it can neither change the password nor sign out.
+  bearer: false,
   publishes: ['user.password_set'],
   schema: {
     body: Type.Object(

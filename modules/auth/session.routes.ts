@@ -14,6 +14,8 @@ export const logoutRoute = defineRoute({
   description: 'Deletes the session the cookie names and clears the cookie. Signing out when signed out is not an error: 204 all the same.',
   tags: ['auth'],
   access: 'optional',
+  // A personal access token is no session: it can neither change the password nor sign out.
+  bearer: false,
   publishes: ['auth.logged_out'],
   schema: { response: { 204: NoContent } },
   async handler({ tx, request, reply, services }) {
