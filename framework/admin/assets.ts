@@ -8,6 +8,8 @@ import type { FastifyInstance } from 'fastify';
 export const ASSET_PREFIX = '/admin/_assets';
 export const HTMX_URL = `${ASSET_PREFIX}/htmx.min.js`;
 export const CSS_URL = `${ASSET_PREFIX}/admin.css`;
+/** The shell's icon, linked from every page (an SVG: one small file for every size). */
+export const FAVICON_URL = `${ASSET_PREFIX}/favicon.svg`;
 
 interface Asset {
   body: Buffer;
@@ -21,7 +23,7 @@ function asset(path: string, type: string): Asset {
 }
 
 /**
- * htmx 4 straight from node_modules (no copy, no build step) and the one hand-written style sheet.
+ * htmx 4 straight from node_modules (no copy, no build step), the one hand-written style sheet and the icon.
  * Both are read once at boot; answers carry a strong ETag so a browser revalidates with a 304, and
  * no-cache so a deploy's new file is picked up at once.
  */
@@ -30,6 +32,7 @@ export function registerAssets(app: FastifyInstance): void {
   const files: Record<string, Asset> = {
     [HTMX_URL]: asset(require.resolve('htmx.org/dist/htmx.min.js'), 'text/javascript; charset=utf-8'),
     [CSS_URL]: asset(fileURLToPath(new URL('./assets/admin.css', import.meta.url)), 'text/css; charset=utf-8'),
+    [FAVICON_URL]: asset(fileURLToPath(new URL('./assets/favicon.svg', import.meta.url)), 'image/svg+xml'),
   };
   for (const [url, file] of Object.entries(files)) {
     // Registered in the /admin scope: the route's own path lies under the scope's prefix.

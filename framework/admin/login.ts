@@ -7,6 +7,9 @@ import { apiRoute } from './api-route.ts';
 import { adminContentSecurityPolicy } from './csp.ts';
 import { registerAdminPage, type AdminSite } from './page.ts';
 import { LOGIN_PATH, renderAnonymousPage } from './shell.ts';
+import { HtmlPage } from './html.ts';
+import { registerRoute } from '../http/register-route.ts';
+import { typeboxValidatorCompiler } from '../http/validation.ts';
 
 const LOGIN_OPERATION = 'auth-session-login';
 const SSO_OPERATION = 'auth-oidc-start';
@@ -21,9 +24,13 @@ export interface LoginForm {
   status?: number;
 }
 
+/** The one message of every refused sign-in (no account enumeration), as the login route words it for a form. */
+const REFUSED = 'The address or the password is wrong.';
+
 /**
- * The sign-in page (templates/admin/login.eta): a plain form that posts to the login route,
- * which accepts it as a form post (CSRF token in the csrf field) and redirects to `next`. With
+ * The sign-in page (templates/admin/login.eta): a plain form that posts to POST /admin/login,
+ * which runs the login route's own handler (CSRF token in the csrf field) and redirects to `next`,
+ * or answers this page again with the refusal, so the address bar stays on /admin/login. With
  * single sign-on configured, a "Sign in with SSO" button starts it with the same `next`.
  * Shared by GET /admin/login and the login route's answer to a refused form post.
  */
@@ -39,7 +46,7 @@ export function renderLoginPage(request: FastifyRequest, reply: FastifyReply, se
     template: './admin/login',
     ...(form.status ? { status: form.status } : {}),
     data: {
-      action: login ? `${login.url}?next=${encodeURIComponent(next)}` : '',
+      action: login ? `${LOGIN_PATH}?next=${encodeURIComponent(next)}` : '',
       csrfField: FORM_TOKEN_FIELD,
       csrf: csrf(),
       email: form.email ?? '',
@@ -49,13 +56,55 @@ export function renderLoginPage(request: FastifyRequest, reply: FastifyReply, se
   });
 }
 
-/** GET /admin/login: public. */
+/**
+ * GET /admin/login: public. POST /admin/login: the form's target, running the login route's
+ * handler (`auth-session-login`, a no-transaction route) with its access, publish list and query
+ * schema: signed in, 303 to `next`; refused, the page again with its one message (401, or 429 when
+ * throttled), at the address the person typed it on, with or without JavaScript. A body outside the
+ * route's schema (a password past its length) is refused with the same message, never an error page.
+ */
 export function registerLoginPage(site: AdminSite): void {
+  registerLoginPost(site);
   registerAdminPage(site, {
     path: LOGIN_PATH,
     summary: 'Sign-in page',
     access: 'public',
     schema: { querystring: Type.Object({ next: Type.Optional(Type.String({ maxLength: 2000 })) }) },
     handler: (ctx) => renderLoginPage(ctx.request, ctx.reply, ctx.services, { next: ctx.query.next as string | undefined }),
+  });
+}
+
+function registerLoginPost(site: AdminSite): void {
+  const { services } = site;
+  const login = apiRoute(services.registry, LOGIN_OPERATION);
+  if (login?.transaction !== 'none') return;
+  const body = login.schema.body;
+  const check = body ? typeboxValidatorCompiler({ schema: body, method: 'POST', url: LOGIN_PATH, httpPart: 'body' }) : undefined;
+  site.routes.set(`POST ${LOGIN_PATH}`, { access: 'public' });
+  registerRoute(site.app, services, {
+    method: 'POST',
+    url: LOGIN_PATH.slice(site.app.prefix.length),
+    operationId: 'admin-page-post-login',
+    summary: 'Sign in: the sign-in page’s form',
+    access: 'public',
+    transaction: 'none',
+    hidden: true,
+    bearer: false,
+    form: true,
+    ...(login.publishes ? { publishes: login.publishes } : {}),
+    schema: {
+      ...(login.schema.querystring ? { querystring: login.schema.querystring } : {}),
+      response: { 200: HtmlPage('The sign-in page'), 303: Type.Null({ description: 'Signed in: Location is next' }) },
+    },
+    handler: async (ctx) => {
+      const posted = (typeof ctx.body === 'object' && ctx.body !== null ? ctx.body : {}) as Record<string, unknown>;
+      const email = typeof posted.email === 'string' ? posted.email : '';
+      const result = check ? (check(posted) as { error?: unknown; value?: unknown }) : { value: posted };
+      if (result.error) {
+        const query = ctx.query as { next?: string };
+        return renderLoginPage(ctx.request, ctx.reply, services, { next: query.next, email, error: REFUSED, status: 401 });
+      }
+      return login.handler({ ...ctx, body: result.value ?? posted });
+    },
   });
 }

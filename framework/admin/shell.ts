@@ -3,7 +3,7 @@ import type { TxContext } from '../context/tx.ts';
 import type { AdminBadge } from '../entity/define.ts';
 import type { AdminPageContext, AdminSite } from './page.ts';
 import { renderTemplate } from './render.ts';
-import { CSS_URL, HTMX_URL } from './assets.ts';
+import { CSS_URL, FAVICON_URL, HTMX_URL } from './assets.ts';
 import { PRODUCT_NAME, isHtmx } from './html.ts';
 import { allows } from './allows.ts';
 import { FORM_TOKEN_FIELD } from '../access/form-token.ts';
@@ -33,6 +33,7 @@ export interface ShellModel {
   title: string;
   cssUrl: string;
   htmxUrl: string;
+  faviconUrl: string;
   /** Null for an anonymous page (login, an error before sign-in): no sidebar, no sign-out. */
   signedIn: { signOutPath: string; csrfField: string; csrf: string } | null;
   sidebar: { label: string; path: string; current: boolean }[];
@@ -68,6 +69,7 @@ export async function shellModel(site: AdminSite | null, tx: TxContext | null, r
     title,
     cssUrl: CSS_URL,
     htmxUrl: HTMX_URL,
+    faviconUrl: FAVICON_URL,
     signedIn: session ? { signOutPath: SIGN_OUT_PATH, csrfField: FORM_TOKEN_FIELD, csrf: csrf() } : null,
     sidebar: site && session
       ? site.sidebar

@@ -28,7 +28,8 @@ const withToken = (who: SignedIn) => who.cookie;
 function outcomeOfPage(res: { status: number; text: string; headers: Record<string, unknown> }): string {
   if (res.status === 303 && String(res.headers.location).startsWith('/admin/login')) return 'anonymous';
   if (res.status !== 403) return 'allowed';
-  return `refused ${/\((AUTH_[A-Z_]+)\)/.exec(res.text)?.[1] ?? '?'}`;
+  // The page says the refusal in words; its code is kept in the alert's data-code.
+  return `refused ${/data-code="(AUTH_[A-Z_]+)"/.exec(res.text)?.[1] ?? '?'}`;
 }
 function outcomeOfApi(res: { status: number; body: { code?: string } }): string {
   if (res.status === 401) return 'anonymous';
@@ -239,7 +240,7 @@ describe('Generated pages: forms', () => {
     expect(edit.status).toBe(200);
     // status belongs to the commands: shown, not an input.
     expect(edit.text).not.toMatch(/name="status"/);
-    expect(edit.text).toMatch(/<span class="label">Status<\/span>\s*<span class="readonly">draft<\/span>/);
+    expect(edit.text).toMatch(/<span class="label">Status<\/span>\s*<span class="readonly">Draft<\/span>/);
     const detail = await app.http(HOST).get(`/admin/content/contents/${created.body.id}`).set('Cookie', admin.cookie);
     for (const command of ['publish', 'unpublish', 'archive']) expect(detail.text).toContain(`href="/admin/content/contents/${created.body.id}/${command}"`);
   });

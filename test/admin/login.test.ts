@@ -28,11 +28,11 @@ function postForm(fields: Record<string, string>, next?: string) {
 }
 
 describe('Admin login: /admin/login is a public sign-in form that works without JavaScript', () => {
-  it('renders a form posting to the login route with the next path and a CSRF token', async () => {
+  it('renders a form posting to /admin/login with the next path and a CSRF token', async () => {
     const res = await app.http(HOST).get('/admin/login?next=%2Fadmin%2Ftask%2Ftasks%3Fsort%3Dtitle');
     expect(res.status).toBe(200);
     expect(res.headers['content-type']).toMatch(/^text\/html/);
-    expect(res.text).toContain('action="/api/v1/auth/login?next=%2Fadmin%2Ftask%2Ftasks%3Fsort%3Dtitle"');
+    expect(res.text).toContain('action="/admin/login?next=%2Fadmin%2Ftask%2Ftasks%3Fsort%3Dtitle"');
     const token = /name="csrf" value="([A-Za-z0-9_-]{43})"/.exec(res.text)?.[1];
     const secret = /^app_csrf=([^;]+)/.exec(res.headers['set-cookie']?.[0] ?? '')?.[1];
     expect(token).toBe(anonymousFormToken(secret!, acme.id));
@@ -62,12 +62,33 @@ describe('Admin login: /admin/login is a public sign-in form that works without 
     for (const res of [wrong, unknown]) {
       expect(res.status).toBe(401);
       expect(res.headers['content-type']).toMatch(/^text\/html/);
-      expect(res.text).toContain('The address or the password is wrong.');
-      expect(res.text).toContain('action="/api/v1/auth/login?next=%2Fadmin%2Fx"');
+      expect(res.text.split('The address or the password is wrong.').length - 1).toBe(1);
+      expect(res.text).toContain('action="/admin/login?next=%2Fadmin%2Fx"');
       expect(res.text).not.toContain('not the password');
     }
     const strip = (html: string) => html.replace(/value="[^"]*"/g, '');
     expect(strip(wrong.text)).toBe(strip(unknown.text));
+  });
+
+  it('takes the form at /admin/login itself: a refusal is the page again at that address, its message said once', async () => {
+    const post = (fields: Record<string, string>) =>
+      app.http(HOST).post('/admin/login?next=%2Fadmin%2Fx').set('Cookie', `app_csrf=${SECRET}`).type('form').send({ csrf: anonymousFormToken(SECRET, acme.id), ...fields });
+    const signedIn = await post({ email: person.email, password: person.password });
+    expect(signedIn.status).toBe(303);
+    expect(signedIn.headers.location).toBe('/admin/x');
+    expect(String(signedIn.headers['set-cookie'])).toMatch(/app_session=/);
+    // A wrong password, and a body outside the login route's schema (a password past its length), alike.
+    for (const fields of [{ email: person.email, password: 'not the password' }, { email: person.email, password: 'x'.repeat(5000) }]) {
+      const refused = await post(fields);
+      expect(refused.status).toBe(401);
+      expect(refused.headers['content-type']).toMatch(/^text\/html/);
+      expect(refused.headers.location).toBeUndefined();
+      expect(refused.text.split('The address or the password is wrong.').length - 1).toBe(1);
+      expect(refused.text).toContain('action="/admin/login?next=%2Fadmin%2Fx"');
+      expect(refused.text).toContain(`value="${person.email}"`);
+    }
+    const noToken = await app.http(HOST).post('/admin/login').type('form').send({ email: person.email, password: person.password });
+    expect(noToken.status).toBe(403);
   });
 
   it('refuses a form post without the CSRF token, and one from another site', async () => {

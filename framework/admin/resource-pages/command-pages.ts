@@ -3,7 +3,7 @@ import type { ProblemError } from '../../errors.ts';
 import { runApiRoute as run } from '../api-route.ts';
 import { registerAdminPage, type AdminPageContext } from '../page.ts';
 import { bodyFromForm, inputValue, widgetsOf } from './widgets.ts';
-import { bodyChecker, done, errorsOf, formProblem, requireForm } from './form-posts.ts';
+import { bodyChecker, describer, done, errorsOf, formProblem, requireForm } from './form-posts.ts';
 import type { EntityPages, FieldModel } from './entity-pages.ts';
 import type { Row } from './resource-api.ts';
 
@@ -11,12 +11,17 @@ import type { Row } from './resource-api.ts';
 export function registerCommandPages(pages: EntityPages): void {
   const { site, entity, api, itemPath, label } = pages;
   for (const command of api.commands) {
-    const widgets = widgetsOf(command.body);
-    const check = bodyChecker(command.body, entity, false);
     const definition = entity.def.commands![command.name]!;
+    // A body field's text: the command's own, else the entity field of the same name (assign's assigneeId).
+    const textOf = (field: string) => definition.admin?.fields?.[field] ?? pages.textOf(field);
+    const widgets = widgetsOf(command.body, textOf);
+    const check = bodyChecker(command.body, entity, false);
+    const commandLabel = definition.admin?.label ?? titleCase(command.name);
+    const required = new Set(widgets.filter((w) => w.required).map((w) => w.name));
     const commandForm = async (ctx: AdminPageContext, posted: Record<string, unknown> | null, p?: ProblemError) => {
       const row = await pages.readRow(ctx);
-      const errors = p ? errorsOf(p) : undefined;
+      const body = posted ? bodyFromForm(widgets, posted) : {};
+      const errors = p ? errorsOf(p, widgets.map((w) => w.name), describer(command.body, body, (field) => required.has(field), textOf)) : undefined;
       const fields: FieldModel[] = widgets.map((widget) => {
         const source = posted?.[widget.name];
         const value = Array.isArray(source) ? source[source.length - 1] : source;
@@ -30,12 +35,13 @@ export function registerCommandPages(pages: EntityPages): void {
       });
       return pages.formPage(
         ctx,
-        `${titleCase(command.name)}: ${pages.titleOf(row)}`,
+        `${commandLabel}: ${pages.titleOf(row)}`,
         {
           action: pages.href(row.id, `/${command.name}`),
-          intro: [definition.summary, definition.description].filter(Boolean).join(' — '),
+          // The description is the API's (codes, events); people read the command's intro, else its summary.
+          intro: definition.admin?.intro ?? definition.summary,
           fields,
-          submit: titleCase(command.name),
+          submit: commandLabel,
           cancel: pages.href(row.id),
           ...(errors ? { alert: errors.alert } : {}),
         },

@@ -1,10 +1,12 @@
+import type { TSchema } from 'typebox';
 import type { ResolvedEntity } from '../../entity/resolve.ts';
 import { titleCase } from '../../entity/names.ts';
 import { FORM_TOKEN_FIELD } from '../../access/form-token.ts';
 import { runApiRoute as run } from '../api-route.ts';
 import type { AdminPageContext, AdminSite } from '../page.ts';
 import { renderTemplate } from '../render.ts';
-import { display, inputValue, widgetsOf, type Widget } from './widgets.ts';
+import { SYSTEM_FIELD_TEXT, type FieldText } from '../../entity/field-text.ts';
+import { displayField, inputValue, widgetsOf, type Widget } from './widgets.ts';
 import type { Api, Row } from './resource-api.ts';
 
 /** One field of a generated form: an input, or a read-only value with why it is not editable. */
@@ -43,6 +45,12 @@ export interface EntityPages {
   readonly createWidgets: Widget[];
   /** The PATCH body's widgets, marked required where a record needs the field. */
   readonly patchWidgets: Widget[];
+  /** What a person reads about a field (FieldText), the system columns included. */
+  textOf(field: string): FieldText | undefined;
+  /** A field's label: its FieldText's, else its name in words. */
+  labelOf(field: string): string;
+  /** A row's field as a page prints it (an enumerated value by its label). */
+  valueOf(row: Row, field: string): string;
   href(id: string, suffix?: string): string;
   titleOf(row: Row): string;
   /** The fields of a create or edit form: inputs for what the route takes, read-only values for the rest. */
@@ -57,16 +65,24 @@ export function entityPages(site: AdminSite, entity: ResolvedEntity, api: Api): 
   const { names, def } = entity;
   const base = names.adminPath;
   const titleField = def.admin?.title ?? entity.fields[0] ?? 'id';
-  const createWidgets = widgetsOf(api.create.schema.body);
+  const textOf = (field: string): FieldText | undefined => def.fieldText?.[field] ?? (SYSTEM_FIELD_TEXT as Record<string, FieldText>)[field];
+  const labelOf = (field: string): string => textOf(field)?.label ?? titleCase(field);
+  const fieldSchemas = (entity.schemas.row as { properties?: Record<string, TSchema> }).properties ?? {};
+  const createWidgets = widgetsOf(api.create.schema.body, textOf);
   // PATCH takes every field as optional; the edit form still marks (and keeps) what a record needs.
   const createRequired = new Set(createWidgets.filter((w) => w.required).map((w) => w.name));
-  const patchWidgets = widgetsOf(api.update.schema.body).map((w) => ({ ...w, required: createRequired.has(w.name) }));
+  const patchWidgets = widgetsOf(api.update.schema.body, textOf).map((w) => ({ ...w, required: createRequired.has(w.name) }));
+  const commandLabel = (name: string): string => def.commands?.[name]?.admin?.label ?? titleCase(name);
 
-  /** Why a field is not editable here, for its hint. */
+  /** Why a field is not editable here, for its hint: the buttons that change it, or what sets it. */
   const readOnlyHint = (field: string, editing: boolean): string | undefined => {
     const owners = entity.commandOwners[field];
-    if (owners) return `Set by the ${owners.map(titleCase).join(' or ')} command.`;
-    if (entity.readOnly.includes(field)) return `${titleCase(field)} is ${def.readOnlyReasons?.[field] ?? 'set by the service'}.`;
+    if (owners) {
+      const names = owners.map((o) => `“${commandLabel(o)}”`);
+      const list = names.length > 1 ? `${names.slice(0, -1).join(', ')} or ${names[names.length - 1]}` : names[0];
+      return `Changed with the ${list} button${names.length > 1 ? 's' : ''} on the record’s page.`;
+    }
+    if (entity.readOnly.includes(field)) return textOf(field)?.hint ?? 'Set by the service.';
     if (editing && entity.immutable.includes(field)) return 'Cannot be changed after creation.';
     return undefined;
   };
@@ -81,8 +97,11 @@ export function entityPages(site: AdminSite, entity: ResolvedEntity, api: Api): 
     titleField,
     createWidgets,
     patchWidgets,
+    textOf,
+    labelOf,
+    valueOf: (row, field) => displayField(fieldSchemas[field], row[field]),
     href: (id, suffix = '') => `${base}/${encodeURIComponent(id)}${suffix}`,
-    titleOf: (row) => display(row[titleField]) || row.id,
+    titleOf: (row) => displayField(fieldSchemas[titleField], row[titleField]) || row.id,
     formFields(widgets, row, posted, errors) {
       const inputs = new Map(widgets.map((w) => [w.name, w]));
       const fields = row ? ['id', ...entity.fields, ...entity.computed, 'createdAt', 'updatedAt'] : entity.fields;
@@ -92,7 +111,7 @@ export function entityPages(site: AdminSite, entity: ResolvedEntity, api: Api): 
           const hint = readOnlyHint(field, row !== null);
           // A new record shows what it will not take from the form (commands, the service); an edit shows everything.
           if (!row && !hint) return [];
-          return [{ readonly: true, label: titleCase(field), value: row ? display(row[field]) : '', ...(hint ? { hint } : {}) }];
+          return [{ readonly: true, label: labelOf(field), value: row ? displayField(fieldSchemas[field], row[field]) : '', ...(hint ? { hint } : {}) }];
         }
         const source = posted ? posted[field] : row?.[field];
         const value = posted && Array.isArray(source) ? source[source.length - 1] : source;

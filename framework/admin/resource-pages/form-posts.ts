@@ -6,6 +6,9 @@ import { fieldCodeFormatter } from '../../http/register-route.ts';
 import { validationProblem } from '../../http/problems.ts';
 import { typeboxValidatorCompiler } from '../../http/validation.ts';
 import { isHtmx } from '../html.ts';
+import { problemText } from '../errors.ts';
+import { asSentence, fieldMessage } from '../field-messages.ts';
+import type { FieldText } from '../../entity/field-text.ts';
 import type { AdminPageContext } from '../page.ts';
 
 /** A form post only: JSON or anything else reaching an admin form target is refused like elsewhere. */
@@ -40,19 +43,45 @@ export interface FormErrors {
   alert: { title: string; items: string[]; code: string };
 }
 
-/** Field errors from the problem document's errors[] (pointer /body/<field>), the rest as the alert. */
-export function errorsOf(p: ProblemError): FormErrors {
+/**
+ * A refused field's sentence for people (field-messages.ts): from the field's schema, its value as
+ * posted and its FieldText, else the service's own message when it reads as a sentence.
+ */
+export type FieldDescriber = (field: string, serviceMessage: string) => string;
+
+/**
+ * Field errors from the problem document's errors[] (pointer /body/<field>) for the form's own
+ * fields, phrased by `describe`; anything else, and a refusal naming no field, goes to the alert
+ * as a sentence (errors.ts). No validator text, pointer or code reaches the page: the code rides
+ * only in the alert's data-code.
+ */
+export function errorsOf(p: ProblemError, fieldNames: readonly string[], describe: FieldDescriber): FormErrors {
+  const known = new Set(fieldNames);
   const fields: Record<string, string> = {};
   const items: string[] = [];
+  const text = problemText(p);
   for (const error of p.errors ?? []) {
     const field = /^\/body\/([^/]+)/.exec(error.pointer)?.[1];
-    if (field && fields[field] === undefined) fields[field] = error.message;
-    else if (!field) items.push(error.message);
+    if (field && known.has(field)) {
+      fields[field] ??= describe(field, error.message);
+    } else {
+      const sentence = field ? undefined : asSentence(error.message);
+      if (sentence && !items.includes(sentence)) items.push(sentence);
+    }
   }
   const named = p.extensions.field;
-  if (typeof named === 'string' && fields[named] === undefined) fields[named] = p.message;
-  const title = p.errors?.length ? 'The form has errors; see the fields marked below.' : p.message;
+  if (typeof named === 'string' && known.has(named) && fields[named] === undefined) fields[named] = text.detail ?? text.sentence;
+  const marked = Object.keys(fields).length > 0;
+  if (!marked && text.detail) items.push(text.detail);
+  if (p.errors?.length && !marked && items.length === 0) items.push('The form sent a value this page does not take. Reload the page and try again.');
+  const title = marked ? 'Some fields need attention: see the messages beside them.' : text.sentence;
   return { fields, alert: { title, items, code: p.code } };
+}
+
+/** A describer from a body schema, the body as posted (typed) and the fields' texts. */
+export function describer(schema: TSchema | undefined, body: Record<string, unknown>, required: (field: string) => boolean, texts: (field: string) => FieldText | undefined): FieldDescriber {
+  const properties = (schema as { properties?: Record<string, TSchema> } | undefined)?.properties ?? {};
+  return (field, serviceMessage) => fieldMessage(properties[field], body[field], required(field), texts(field)?.messages, serviceMessage);
 }
 
 /** Problems a form shows beside its fields; anything else (403, 404, 5xx) is the error page. */

@@ -5,12 +5,18 @@ import { display } from './widgets.ts';
 
 type Row = Record<string, unknown> & { id: string };
 
+/** How a list names its columns and prints its cells (the entity's FieldText labels, enumerated values by label). */
+export interface ListText {
+  labelOf(field: string): string;
+  valueOf(row: Row, field: string): string;
+}
+
 /**
  * The table and pager of a generated list (templates/admin/components/table.eta and pager.eta)
  * from the list route's own answer and parameters: sort links flip the direction of the sorted
  * column, paging goes by offset and, past the deepest offset, by the `next` cursor.
  */
-export function listModel(entity: ResolvedEntity, base: string, query: PageQuery, page: Page<Row>, titleField: string) {
+export function listModel(entity: ResolvedEntity, base: string, query: PageQuery, page: Page<Row>, titleField: string, text: ListText = { labelOf: titleCase, valueOf: (row, field) => display(row[field]) }) {
   const columns = [...(entity.def.admin?.columns ?? entity.fields.slice(0, 5))];
   if (!columns.includes(titleField)) columns.unshift(titleField);
   const defaultSort = 'createdAt';
@@ -28,31 +34,32 @@ export function listModel(entity: ResolvedEntity, base: string, query: PageQuery
   const link = (changes: Record<string, string | number | undefined>) => ({ href: `${base}${params(changes)}`, hx: `${base}/rows${params(changes)}` });
 
   const tableColumns = columns.map((field) => {
-    if (!entity.sortable.includes(field)) return { label: titleCase(field) };
+    if (!entity.sortable.includes(field)) return { label: text.labelOf(field) };
     const sorted = query.sort === field ? 'ascending' : query.sort === `-${field}` ? 'descending' : undefined;
     const target = link({ sort: sorted === 'ascending' ? `-${field}` : field, offset: undefined, after: undefined });
-    return { label: titleCase(field), sortHref: target.href, sortHx: target.hx, ...(sorted ? { sorted } : {}) };
+    return { label: text.labelOf(field), sortHref: target.href, sortHx: target.hx, ...(sorted ? { sorted } : {}) };
   });
   const rows = page.items.map((row) => ({
     cells: columns.map((field) => {
-      const text = display(row[field]);
-      return field === titleField ? { text: text || row.id, href: `${base}/${encodeURIComponent(row.id)}` } : { text };
+      const value = text.valueOf(row, field);
+      return field === titleField ? { text: value || row.id, href: `${base}/${encodeURIComponent(row.id)}` } : { text: value };
     }),
   }));
 
   const first = page.items.length ? page.offset + 1 : 0;
   const last = page.offset + page.items.length;
   const paged = query.after !== undefined;
+  // An empty list says so once, in the table; the pager then has nothing to count.
   const summary = page.items.length
     ? paged
       ? `${page.items.length} ${entity.names.labelPlural.toLowerCase()} of ${page.total}${page.totalExact ? '' : '+'}`
       : `${first}–${last} of ${page.total}${page.totalExact ? '' : '+'}`
-    : `No ${entity.names.labelPlural.toLowerCase()}`;
+    : '';
   const nextOffset = page.offset + page.limit;
   const next = page.next === null ? undefined : !paged && nextOffset <= OFFSET_MAX ? link({ offset: nextOffset }) : link({ after: page.next });
   const prev = !paged && page.offset > 0 ? link({ offset: Math.max(0, page.offset - page.limit) }) : undefined;
   return {
-    table: { caption: `${entity.names.labelPlural}, sorted by ${titleCase(query.sort.replace(/^-/, ''))}${query.sort.startsWith('-') ? ' (descending)' : ''}`, columns: tableColumns, rows, empty: `No ${entity.names.labelPlural.toLowerCase()} yet.`, target: '#rows' },
+    table: { caption: `${entity.names.labelPlural}, sorted by ${text.labelOf(query.sort.replace(/^-/, '')).toLowerCase()}${query.sort.startsWith('-') ? ' (descending)' : ''}`, columns: tableColumns, rows, empty: `No ${entity.names.labelPlural.toLowerCase()} yet.`, target: '#rows' },
     pager: { summary, target: '#rows', ...(prev ? { prev } : {}), ...(next ? { next } : {}) },
   };
 }

@@ -12,7 +12,7 @@ export function registerListPages(pages: EntityPages): void {
   const { names } = entity;
   const listPage = async (ctx: AdminPageContext, fragmentOnly: boolean) => {
     const page = (await run(api.list, ctx, { query: ctx.query })) as Page<Row>;
-    const model = listModel(entity, base, ctx.query as unknown as PageQuery, page, titleField);
+    const model = listModel(entity, base, ctx.query as unknown as PageQuery, page, titleField, pages);
     const rows = renderTemplate('./admin/generated/rows', model);
     if (fragmentOnly) return rows;
     const canCreate = ctx.can(api.create.access);

@@ -1,14 +1,23 @@
 import type { FastifyRequest } from 'fastify';
+import type { TSchema } from 'typebox';
 import { titleCase } from '../../entity/names.ts';
 import type { ProblemError } from '../../errors.ts';
 import { protectedFieldCheck } from '../../http/register-route.ts';
 import { FORM_TOKEN_FIELD } from '../../access/form-token.ts';
 import { runApiRoute as run } from '../api-route.ts';
 import { registerAdminPage, type AdminPageContext } from '../page.ts';
-import { display, bodyFromForm } from './widgets.ts';
-import { bodyChecker, done, errorsOf, formProblem, requireForm } from './form-posts.ts';
+import { bodyFromForm, type Widget } from './widgets.ts';
+import { bodyChecker, describer, done, errorsOf, formProblem, requireForm, type FormErrors } from './form-posts.ts';
+import { problemText } from '../errors.ts';
 import type { EntityPages } from './entity-pages.ts';
 import type { Row } from './resource-api.ts';
+
+/** A refused form's errors in people's words: each field's from its schema, its posted value and its FieldText. */
+export function formErrors(pages: EntityPages, schema: TSchema | undefined, widgets: readonly Widget[], posted: Record<string, unknown> | null, p: ProblemError): FormErrors {
+  const body = posted ? bodyFromForm(widgets, posted) : {};
+  const required = new Set(widgets.filter((w) => w.required).map((w) => w.name));
+  return errorsOf(p, widgets.map((w) => w.name), describer(schema, body, (field) => required.has(field), pages.textOf));
+}
 
 /** /new: the create form and its post, through the API's create route (same checks, same problems). */
 export function registerNewPages(pages: EntityPages): void {
@@ -16,7 +25,7 @@ export function registerNewPages(pages: EntityPages): void {
   const check = bodyChecker(api.create.schema.body, entity, true);
   const protect = protectedFieldCheck(entity, api.create);
   const newForm = (ctx: AdminPageContext, posted: Record<string, unknown> | null, p?: ProblemError) => {
-    const errors = p ? errorsOf(p) : undefined;
+    const errors = p ? formErrors(pages, api.create.schema.body, createWidgets, posted, p) : undefined;
     return pages.formPage(
       ctx,
       `New ${label.toLowerCase()}`,
@@ -53,7 +62,7 @@ export function registerDetailPage(pages: EntityPages): void {
     schema: { params: entity.schemas.idParams },
     handler: async (ctx) => {
       const row = await pages.readRow(ctx);
-      const items = ['id', ...entity.fields, ...entity.computed, 'createdAt', 'updatedAt'].map((field) => ({ label: titleCase(field), value: display(row[field]) }));
+      const items = ['id', ...entity.fields, ...entity.computed, 'createdAt', 'updatedAt'].map((field) => ({ label: pages.labelOf(field), value: pages.valueOf(row, field) }));
       const csrf = ctx.csrf();
       const title = `${label}: ${pages.titleOf(row)}`;
       return ctx.render({
@@ -68,7 +77,7 @@ export function registerDetailPage(pages: EntityPages): void {
           deleteHref: ctx.can(api.remove.access) ? pages.href(row.id, '/delete') : '',
           deleteConfirm: `Delete this ${label.toLowerCase()}?`,
           csrfVals: JSON.stringify({ [FORM_TOKEN_FIELD]: csrf }),
-          commands: api.commands.filter((c) => ctx.can(c.route.access)).map((c) => ({ label: titleCase(c.name), href: pages.href(row.id, `/${c.name}`) })),
+          commands: api.commands.filter((c) => ctx.can(c.route.access)).map((c) => ({ label: entity.def.commands?.[c.name]?.admin?.label ?? titleCase(c.name), href: pages.href(row.id, `/${c.name}`) })),
         },
       });
     },
@@ -82,7 +91,7 @@ export function registerEditPages(pages: EntityPages): void {
   const protect = protectedFieldCheck(entity, api.update);
   const editForm = async (ctx: AdminPageContext, posted: Record<string, unknown> | null, p?: ProblemError) => {
     const row = await pages.readRow(ctx);
-    const errors = p ? errorsOf(p) : undefined;
+    const errors = p ? formErrors(pages, api.update.schema.body, patchWidgets, posted, p) : undefined;
     return pages.formPage(
       ctx,
       `Edit ${label.toLowerCase()}: ${pages.titleOf(row)}`,
@@ -134,7 +143,7 @@ export function registerDeletePages(pages: EntityPages): void {
       ...(p ? { status: p.status } : {}),
       data: {
         title,
-        alert: p ? { kind: 'error', title: p.message, code: p.code } : null,
+        alert: p ? { kind: 'error', title: problemText(p).sentence, items: problemText(p).detail ? [problemText(p).detail] : [], code: p.code } : null,
         confirm: {
           action: pages.href(row.id, '/delete'),
           csrfField: FORM_TOKEN_FIELD,

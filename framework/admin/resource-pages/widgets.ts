@@ -1,5 +1,6 @@
 import Type, { type TSchema } from 'typebox';
 import { titleCase } from '../../entity/names.ts';
+import type { FieldText } from '../../entity/field-text.ts';
 
 /**
  * Form widgets from TypeBox schemas, for every entity alike (no per-entity code): how a field is
@@ -59,11 +60,17 @@ function choices(node: SchemaNode): string[] | undefined {
   return undefined;
 }
 
-export function widgetOf(name: string, schema: TSchema, required: boolean): Widget {
+/** The label and hint a person reads: the field's FieldText; the API's description is for developers and never shown. */
+const withHint = (text: FieldText | undefined, extra?: string): { hint?: string } => {
+  const hint = [text?.hint, extra].filter(Boolean).join(' ');
+  return hint ? { hint } : {};
+};
+
+export function widgetOf(name: string, schema: TSchema, required: boolean, text?: FieldText): Widget {
   const node = core(schema);
-  const base = { name, label: titleCase(name), required, ...(node.description ? { hint: node.description } : {}) };
+  const base = { name, label: text?.label ?? titleCase(name), required, ...withHint(text) };
   const options = choices(node);
-  if (options) return { ...base, kind: 'select', options: options.map((value) => ({ value, label: titleCase(value) })) };
+  if (options) return { ...base, kind: 'select', options: options.map((value) => ({ value, label: choiceLabel(value) })) };
   const type = Array.isArray(node.type) ? node.type.find((t) => t !== 'null') : node.type;
   const bounds = { ...(node.minimum !== undefined ? { min: node.minimum } : {}), ...(node.maximum !== undefined ? { max: node.maximum } : {}) };
   switch (type) {
@@ -74,9 +81,9 @@ export function widgetOf(name: string, schema: TSchema, required: boolean): Widg
     case 'number':
       return { ...base, kind: 'number', ...bounds };
     case 'array':
-      return { ...base, kind: 'list', hint: [node.description, 'Separate values with commas.'].filter(Boolean).join(' ') };
+      return { ...base, kind: 'list', ...withHint(text, 'Separate values with commas.') };
     case 'string': {
-      if (node.format === 'date-time') return { ...base, kind: 'datetime', hint: [node.description, 'UTC.'].filter(Boolean).join(' ') };
+      if (node.format === 'date-time') return { ...base, kind: 'datetime', ...withHint(text, 'In UTC.') };
       if (node.format === 'email') return { ...base, kind: 'email' };
       // A reference (uuid) is typed as text: no per-entity lookup widget.
       if (node.format === 'uuid') return { ...base, kind: 'text' };
@@ -85,16 +92,25 @@ export function widgetOf(name: string, schema: TSchema, required: boolean): Widg
       return { ...base, kind: long ? 'textarea' : 'text', ...lengths };
     }
     default:
-      return { ...base, kind: 'json', hint: [node.description, 'JSON.'].filter(Boolean).join(' ') };
+      return { ...base, kind: 'json', ...withHint(text, 'Written as JSON.') };
   }
 }
 
-/** The widgets of an object schema's properties, in declaration order; required as the object says. */
-export function widgetsOf(schema: TSchema | undefined): Widget[] {
+/** The widgets of an object schema's properties, in declaration order; required as the object says; labelled by `texts`. */
+export function widgetsOf(schema: TSchema | undefined, texts: (name: string) => FieldText | undefined = () => undefined): Widget[] {
   const object = schema as { properties?: Record<string, TSchema>; required?: string[] } | undefined;
   if (!object?.properties) return [];
   const required = new Set(object.required ?? []);
-  return Object.entries(object.properties).map(([name, property]) => widgetOf(name, property, required.has(name) && !Type.IsOptional(property)));
+  return Object.entries(object.properties).map(([name, property]) => widgetOf(name, property, required.has(name) && !Type.IsOptional(property), texts(name)));
+}
+
+/** An enumerated value as a person reads it: in_progress → In progress. */
+export const choiceLabel = (value: string): string => titleCase(value);
+
+/** A field's value as a page prints it: an enumerated value by its label, anything else by display(). */
+export function displayField(schema: TSchema | undefined, value: unknown): string {
+  if (schema && typeof value === 'string' && choices(core(schema))?.includes(value)) return choiceLabel(value);
+  return display(value);
 }
 
 /** The last of repeated form values (a checkbox posts its hidden "false" before its "true"). */
