@@ -1,13 +1,12 @@
+import { LRUCache } from 'lru-cache';
 import type { Db } from '../db/pool.ts';
 import type { ChangeListener } from '../db/listener.ts';
 import type { TenantRef } from './tenant.ts';
 
 export const HOST_EVICTION_CHANNEL = 'tenantry_hosts';
 
-interface Entry {
-  tenant: TenantRef;
-  at: number;
-}
+/** Hosts a process keeps resolved by default: ten times the 10,000 tenants the bench measures. */
+export const HOST_CACHE_MAX = 100_000;
 
 /**
  * Host → tenant resolution with an in-process cache. Only served tenants are cached; an unknown
@@ -15,27 +14,37 @@ interface Entry {
  * no invalidation. Suspension and host changes are broadcast with NOTIFY so every process drops the
  * tenant's entries at once; the TTL only bounds staleness should a notification be lost.
  *
+ * The cache is a bounded LRU (lru-cache): past `max` hosts the least recently used one makes room,
+ * so a process serving more hosts than it keeps pays one query for a cold host, never a cliff
+ * where every host misses at once (the clear-all at a size limit it replaces).
+ * A tenant's hosts are also indexed by tenant, kept in step by the cache's dispose callback, so an
+ * eviction costs the tenant's hosts, not a walk over every cached host.
+ *
  * A fill races an eviction: the host query may read the row before a suspension commits while the
  * eviction arrives before the answer is cached. Every eviction bumps a generation counter, and a
  * fill whose query started under an older generation is not cached (the request that asked is
  * still answered, as if it had arrived just before the eviction).
  */
 export class HostResolver {
-  private readonly cache = new Map<string, Entry>();
+  private readonly cache: LRUCache<string, TenantRef>;
+  private readonly hostsByTenant = new Map<string, Set<string>>();
   /** Bumped on every eviction; evictions are rare, so one counter per process is enough. */
   private generation = 0;
-  private readonly ttlMs: number;
   private readonly db: Db;
 
-  constructor(db: Db, options: { ttlMs?: number } = {}) {
+  constructor(db: Db, options: { ttlMs?: number; max?: number } = {}) {
     this.db = db;
-    this.ttlMs = options.ttlMs ?? 60_000;
+    this.cache = new LRUCache<string, TenantRef>({
+      max: options.max ?? HOST_CACHE_MAX,
+      // The TTL is read on get (lru-cache's own monotonic clock), no timer per entry.
+      ttl: options.ttlMs ?? 60_000,
+      dispose: (tenant, host) => this.unindex(tenant.id, host),
+    });
   }
 
   /** The cached tenant of a served host, without waiting: undefined when resolve() must ask. */
   cached(host: string): TenantRef | undefined {
-    const hit = this.cache.get(host);
-    return hit && Date.now() - hit.at < this.ttlMs ? hit.tenant : undefined;
+    return this.cache.get(host);
   }
 
   async resolve(host: string): Promise<TenantRef | undefined> {
@@ -55,28 +64,44 @@ export class HostResolver {
     }
     const tenant = { id: row.id, slug: row.slug, isOperator: row.is_operator };
     if (generation !== this.generation) return tenant;
-    if (this.cache.size > 10_000) this.cache.clear();
-    this.cache.set(host, { tenant, at: Date.now() });
+    this.cache.set(host, tenant);
+    let hosts = this.hostsByTenant.get(tenant.id);
+    if (!hosts) this.hostsByTenant.set(tenant.id, (hosts = new Set()));
+    hosts.add(host);
     return tenant;
   }
 
   evictTenant(tenantId: string): void {
     this.generation++;
-    for (const [host, entry] of this.cache) {
-      if (entry.tenant.id === tenantId) this.cache.delete(host);
-    }
+    // A copy: each delete's dispose callback removes the host from the live set.
+    for (const host of [...(this.hostsByTenant.get(tenantId) ?? [])]) this.cache.delete(host);
+    this.hostsByTenant.delete(tenantId);
   }
 
   cachedHosts(): string[] {
     return [...this.cache.keys()];
   }
 
+  /** How many hosts the cache holds now (at most its max). */
+  get size(): number {
+    return this.cache.size;
+  }
+
+  private unindex(tenantId: string, host: string): void {
+    const hosts = this.hostsByTenant.get(tenantId);
+    if (!hosts) return;
+    hosts.delete(host);
+    if (hosts.size === 0) this.hostsByTenant.delete(tenantId);
+  }
+
   /** Takes evictions from every process, this one included, through the process's listener. */
   listen(listener: ChangeListener): void {
     listener.on(HOST_EVICTION_CHANNEL, (tenantId) => this.evictTenant(tenantId));
+    // Evictions may have been missed while the connection was down: start again from nothing.
     listener.onLost(() => {
       this.generation++;
       this.cache.clear();
+      this.hostsByTenant.clear();
     });
   }
 }

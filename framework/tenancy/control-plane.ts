@@ -31,6 +31,21 @@ export async function suspendTenant(ctx: TxContext, tenantId: string): Promise<b
   return rows[0]?.changed === true;
 }
 
+/** Lifts a suspension; false when the tenant was not suspended. */
+export async function resumeTenant(ctx: TxContext, tenantId: string): Promise<boolean> {
+  const { rows } = await sql<{ changed: boolean }>`select tenant_resume(${tenantId}::uuid) as changed`.execute(ctx.db);
+  return rows[0]?.changed === true;
+}
+
+/**
+ * Removes one of the tenant's hosts: 'removed', or why not: 'last' (a tenant keeps one host) or
+ * 'absent' (not a host of this tenant). The primary's removal promotes the oldest remaining host.
+ */
+export async function removeTenantHost(ctx: TxContext, tenantId: string, host: string): Promise<'removed' | 'last' | 'absent'> {
+  const { rows } = await sql<{ outcome: 'removed' | 'last' | 'absent' }>`select tenant_remove_host(${tenantId}::uuid, ${host}) as outcome`.execute(ctx.db);
+  return rows[0]!.outcome;
+}
+
 /** Holds the tenant's row until the transaction ends. */
 export async function lockTenant(ctx: TxContext, tenantId: string): Promise<void> {
   await sql`select tenant_lock(${tenantId}::uuid)`.execute(ctx.db);

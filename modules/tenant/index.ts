@@ -14,7 +14,7 @@ export const tenantModule = defineModule({
   permissions: [
     { name: 'tenant:manage', description: 'Tenant routes and the Tenants navigation entry', operator: true },
   ],
-  events: ['tenant.created', 'tenant.host_added', 'tenant.suspended'],
+  events: ['tenant.created', 'tenant.host_added', 'tenant.host_removed', 'tenant.suspended', 'tenant.resumed'],
   routes: tenantRoutes,
   admin: {
     // The tenant switcher replaces the generated pages: tenants are made and changed through the API.

@@ -38,8 +38,21 @@ const tenantPages = new KeysetPager({
   sorts: { createdAt: { column: 't.created_at' }, slug: { column: 't.slug' }, name: { column: 't.name' } },
 });
 
-export async function listTenants(ctx: TxContext, page: PageQuery): Promise<Page<TenantView>> {
-  return (await tenantPages.page(ctx.db, page)) as unknown as Page<TenantView>;
+/**
+ * A search (q): tenants whose name or slug, or one of whose hosts, contains the text, ignoring
+ * case. Written as a union of two index reads (the trigram indexes of
+ * migrations/framework/0010_tenant_search_resume_remove_host.sql) rather than an OR with EXISTS,
+ * which PostgreSQL answers by reading every tenant.
+ */
+const SEARCH_CONDITION = `t.id in (select s.id from tenants s where lower(s.name || ' ' || s.slug) like $1
+                   union select h.tenant_id from tenant_hosts h where h.host like $1)`;
+
+/** q as a LIKE pattern matching it anywhere, its own %, _ and backslash taken literally. */
+export const containsPattern = (q: string): string => `%${q.trim().toLowerCase().replace(/[\\%_]/g, (c) => `\\${c}`)}%`;
+
+export async function listTenants(ctx: TxContext, page: PageQuery, search?: string): Promise<Page<TenantView>> {
+  const filter = search?.trim() ? { conditions: [SEARCH_CONDITION], params: [containsPattern(search)] } : undefined;
+  return (await tenantPages.page(ctx.db, page, filter)) as unknown as Page<TenantView>;
 }
 
 /** One tenant, or 404; with lock, the row is held until the transaction ends. */

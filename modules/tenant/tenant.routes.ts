@@ -1,11 +1,11 @@
 import { defineRoute, entity, type AnyRoute } from '../../framework/entity/define.ts';
 import { resolveEntity } from '../../framework/entity/resolve.ts';
 import { createTenant, withinTenant } from '../../framework/tenancy/create-tenant.ts';
-import { addTenantHost, evictTenantHosts, suspendTenant } from '../../framework/tenancy/control-plane.ts';
-import { problem } from '../../framework/errors.ts';
+import { addTenantHost, evictTenantHosts, removeTenantHost, resumeTenant, suspendTenant } from '../../framework/tenancy/control-plane.ts';
+import { notFound, problem } from '../../framework/errors.ts';
 import { user } from '../user/user.entity.ts';
 import { usersService } from '../user/users-service.ts';
-import { AddHostBody, CreateTenantBody, InviteAdminBody, Tenant, TenantIdParams, TenantList, TenantListQuery } from './tenant.schemas.ts';
+import { AddHostBody, CreateTenantBody, HostParams, InviteAdminBody, Tenant, TenantIdParams, TenantList, TenantListQuery } from './tenant.schemas.ts';
 import { hostOwner, listTenants, readTenant, tenantRef } from './tenant-store.ts';
 import { normaliseHostName } from './host-name.ts';
 import type { PageQuery } from '../../framework/operations/paging.ts';
@@ -28,11 +28,12 @@ export const tenantRoutes: readonly AnyRoute[] = [
     url: BASE,
     operationId: 'tenant-tenant-list',
     summary: 'List tenants',
-    description: 'Every tenant, with its status and hosts, oldest first unless sort says otherwise; paged like every list (limit and offset, or after=<next>; total counted up to 10000).',
+    description:
+      'Every tenant, with its status and hosts, oldest first unless sort says otherwise; paged like every list (limit and offset, or after=<next> from the previous page, which reads the next page from an index and costs the same at any depth and at any number of tenants; total counted up to 10000). q narrows the list to the tenants whose name, slug or a host contains it, ignoring case; pass the same q with after.',
     tags,
     access,
     schema: { querystring: TenantListQuery, response: { 200: TenantList } },
-    handler: ({ tx, query }) => listTenants(tx, query as PageQuery),
+    handler: ({ tx, query }) => listTenants(tx, query as PageQuery, (query as { q?: string }).q),
   }),
   defineRoute({
     method: 'POST',
@@ -89,6 +90,28 @@ export const tenantRoutes: readonly AnyRoute[] = [
     },
   }),
   defineRoute({
+    method: 'DELETE',
+    url: `${BASE}/:id/hosts/:host`,
+    operationId: 'tenant-tenant-remove-host',
+    summary: 'Remove a host from a tenant',
+    description:
+      'The host stops naming the tenant in every process as the removal commits (it leaves every resolution cache) and may be given to any tenant afterwards. Removing the primary host makes the oldest remaining host primary. A tenant keeps at least one host: removing its last one is 409 INVALID_STATE. A host the tenant does not have is 404 NOT_FOUND. Publishes tenant.host_removed.',
+    tags,
+    access,
+    publishes: ['tenant.host_removed'],
+    schema: { params: HostParams, response: { 200: answer(Tenant, 'The tenant without the host') } },
+    handler: async ({ tx, params }) => {
+      const tenant = await readTenant(tx, params.id, { lock: true });
+      const host = params.host.trim().toLowerCase().replace(/\.$/, '');
+      const outcome = await removeTenantHost(tx, tenant.id, host);
+      if (outcome === 'absent') throw notFound();
+      if (outcome === 'last') throw problem('INVALID_STATE', 'a tenant keeps at least one host: add another before removing this one');
+      await evictTenantHosts(tx, tenant.id);
+      tx.publish('tenant.host_removed', { id: tenant.id, host });
+      return readTenant(tx, tenant.id);
+    },
+  }),
+  defineRoute({
     method: 'POST',
     url: `${BASE}/:id/invite`,
     operationId: 'tenant-tenant-invite',
@@ -127,6 +150,24 @@ export const tenantRoutes: readonly AnyRoute[] = [
       await suspendTenant(tx, tenant.id);
       await evictTenantHosts(tx, tenant.id);
       tx.publish('tenant.suspended', { id: tenant.id });
+      return readTenant(tx, tenant.id);
+    },
+  }),
+  defineRoute({
+    method: 'POST',
+    url: `${BASE}/:id/resume`,
+    operationId: 'tenant-tenant-resume',
+    summary: 'Resume a suspended tenant',
+    description:
+      'The tenant’s hosts are served again from the next request, in every process (the resolution caches hold served tenants only, so none has to be told). Resuming an active tenant changes nothing and publishes nothing. Publishes tenant.resumed.',
+    tags,
+    access,
+    publishes: ['tenant.resumed'],
+    schema: { params: TenantIdParams, response: { 200: answer(Tenant, 'The tenant, active') } },
+    handler: async ({ tx, params }) => {
+      const tenant = await readTenant(tx, params.id, { lock: true });
+      if (!(await resumeTenant(tx, tenant.id))) return tenant;
+      tx.publish('tenant.resumed', { id: tenant.id });
       return readTenant(tx, tenant.id);
     },
   }),

@@ -153,7 +153,6 @@ const ALLOWED: Record<string, RegExp[]> = {
   'framework/clock.ts': [/Date\.now\(\)/, /new Date\(\)/, /now\(\): Date/],
   'framework/mail/mailer.ts': [/at: new Date\(\)/],
   'framework/db/embedded.ts': [/Date\.now\(\)/],
-  'framework/context/host-cache.ts': [/Date\.now\(\)/],
   'framework/context/public-read-cache.ts': [/now = Date\.now\(\)/],
   'framework/db/migrate.ts': [/default now\(\)/],
   'framework/events/relay.ts': [/relayed_at = now\(\)/, /relayed_at < now\(\)/],

@@ -100,11 +100,13 @@ describe('tenant routes', () => {
     expect((await app.http().delete(`/api/v1/tenant/tenants/${customer.id}`).set('Cookie', operatorCookie)).status).toBe(405);
     const ids = app.services.registry.routes.filter((r) => r.module === 'tenant').map((r) => `${r.route.method} ${r.route.operationId}`);
     expect(ids.sort()).toEqual([
+      'DELETE tenant-tenant-remove-host',
       'GET tenant-tenant-list',
       'GET tenant-tenant-read',
       'POST tenant-tenant-add-host',
       'POST tenant-tenant-create',
       'POST tenant-tenant-invite',
+      'POST tenant-tenant-resume',
       'POST tenant-tenant-suspend',
     ]);
   });
