@@ -739,7 +739,7 @@ export interface paths {
         };
         /**
          * List tenants
-         * @description Every tenant, with its status and hosts, oldest first unless sort says otherwise; paged like every list (limit and offset, or after=<next>; total counted up to 10000).
+         * @description Every tenant, with its status and hosts, oldest first unless sort says otherwise; paged like every list (limit and offset, or after=<next> from the previous page, which reads the next page from an index and costs the same at any depth and at any number of tenants; total counted up to 10000). q narrows the list to the tenants whose name, slug or a host contains it, ignoring case; pass the same q with after.
          */
         get: operations["tenant-tenant-list"];
         put?: never;
@@ -791,6 +791,26 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/api/v1/tenant/tenants/{id}/hosts/{host}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        post?: never;
+        /**
+         * Remove a host from a tenant
+         * @description The host stops naming the tenant in every process as the removal commits (it leaves every resolution cache) and may be given to any tenant afterwards. Removing the primary host makes the oldest remaining host primary. A tenant keeps at least one host: removing its last one is 409 INVALID_STATE. A host the tenant does not have is 404 NOT_FOUND. Publishes tenant.host_removed.
+         */
+        delete: operations["tenant-tenant-remove-host"];
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/api/v1/tenant/tenants/{id}/invite": {
         parameters: {
             query?: never;
@@ -805,6 +825,26 @@ export interface paths {
          * @description Creates an invited user holding the role admin in that tenant and publishes user.invited there, on which the worker mails the set-password link built on the tenant’s primary host. Meant for the first administrator; may be repeated for another address. An address already present in the tenant is 409 ALREADY_EXISTS; a suspended tenant is 409 INVALID_STATE.
          */
         post: operations["tenant-tenant-invite"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/tenant/tenants/{id}/resume": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Resume a suspended tenant
+         * @description The tenant’s hosts are served again from the next request, in every process (the resolution caches hold served tenants only, so none has to be told). Resuming an active tenant changes nothing and publishes nothing. Publishes tenant.resumed.
+         */
+        post: operations["tenant-tenant-resume"];
         delete?: never;
         options?: never;
         head?: never;
@@ -7788,6 +7828,8 @@ export interface operations {
                 limit?: number;
                 /** @description Rows to skip, 0 to 10000. Deeper pages are reached with after=<next>, which costs the same on every page; offset and after do not combine. */
                 offset?: number;
+                /** @description Search: only tenants whose name, slug or one of whose hosts contains this text, ignoring case (e.g. q=acme). Combines with sort and after like the unfiltered list; a cursor is followed with the same q. */
+                q?: string;
                 /** @description createdAt (oldest first, the default), slug or name; a leading "-" sorts descending. Ties break on id, in the same direction. */
                 sort?: "createdAt" | "-createdAt" | "slug" | "-slug" | "name" | "-name";
             };
@@ -8278,6 +8320,148 @@ export interface operations {
             };
         };
     };
+    "tenant-tenant-remove-host": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description One of the tenant’s hosts, as listed in its hosts. */
+                host: string;
+                /** @description Tenant id (UUID) */
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The tenant without the host */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Tenant"];
+                };
+            };
+            /** @description Malformed request */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Not signed in (AUTH_REQUIRED), or a bearer token unknown, expired, revoked or of another tenant (TOKEN_INVALID) */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Missing permission (AUTH_FORBIDDEN) or operator permission outside the operator tenant (AUTH_NOT_OPERATOR); sent from another site (AUTH_CROSS_SITE: Sec-Fetch-Site other than same-origin/none, or an Origin naming another host) */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description No site at this host, or no such resource */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Conflict with the current state */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Body larger than 1048576 bytes (PAYLOAD_TOO_LARGE) */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description A path parameter longer than the router accepts (URI_TOO_LONG) */
+            414: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Body not JSON; form-encoded bodies are refused (UNSUPPORTED_MEDIA_TYPE) */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Validation failed */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Too many failed sign-ins or bearer-token attempts from this client address (ErrTooManyAttempts); Retry-After says when to try again */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Request headers over 16 KB (HEADERS_TOO_LARGE), refused before any route runs */
+            431: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Unexpected error */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Database busy (DB_BUSY: every connection stayed in use), a statement past its time limit (DB_TIMEOUT) or the database unreachable (DB_UNAVAILABLE): retry after the Retry-After seconds. Only a 2xx acknowledges a write */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
     "tenant-tenant-invite": {
         parameters: {
             query?: never;
@@ -8301,6 +8485,146 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["User"];
+                };
+            };
+            /** @description Malformed request */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Not signed in (AUTH_REQUIRED), or a bearer token unknown, expired, revoked or of another tenant (TOKEN_INVALID) */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Missing permission (AUTH_FORBIDDEN) or operator permission outside the operator tenant (AUTH_NOT_OPERATOR); sent from another site (AUTH_CROSS_SITE: Sec-Fetch-Site other than same-origin/none, or an Origin naming another host) */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description No site at this host, or no such resource */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Conflict with the current state */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Body larger than 1048576 bytes (PAYLOAD_TOO_LARGE) */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description A path parameter longer than the router accepts (URI_TOO_LONG) */
+            414: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Body not JSON; form-encoded bodies are refused (UNSUPPORTED_MEDIA_TYPE) */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Validation failed */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Too many failed sign-ins or bearer-token attempts from this client address (ErrTooManyAttempts); Retry-After says when to try again */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Request headers over 16 KB (HEADERS_TOO_LARGE), refused before any route runs */
+            431: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Unexpected error */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Database busy (DB_BUSY: every connection stayed in use), a statement past its time limit (DB_TIMEOUT) or the database unreachable (DB_UNAVAILABLE): retry after the Retry-After seconds. Only a 2xx acknowledges a write */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    "tenant-tenant-resume": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description Tenant id (UUID) */
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The tenant, active */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Tenant"];
                 };
             };
             /** @description Malformed request */
