@@ -111,6 +111,15 @@ export async function revokeToken(tx: TxContext, id: string): Promise<void> {
   tx.publish('auth.token_revoked', { id: deleted.id, userId: deleted.user_id });
 }
 
+/** Deletes at most `batch` tokens past their expiry (auth-sweep); answers how many went. */
+export async function purgeExpiredTokens(tx: TxContext, batch: number): Promise<number> {
+  const result = await tx.db
+    .deleteFrom('access_tokens')
+    .where('id', 'in', (eb) => eb.selectFrom('access_tokens').select('id').where('expires_at', '<=', tx.now).limit(batch))
+    .executeTakeFirstOrThrow();
+  return Number(result.numDeletedRows);
+}
+
 /** Ends every token of a user (deactivation). */
 export async function revokeTokensOf(tx: TxContext, userId: string): Promise<number> {
   const result = await tx.db.deleteFrom('access_tokens').where('user_id', '=', userId).executeTakeFirst();

@@ -67,7 +67,8 @@ async function populate(ref: TenantRef, host: string, boot: string): Promise<Ten
     await as('POST', `/api/v1/user/users/${userId}/set-password`, { password: PASSWORD });
     const login = await must({ method: 'POST', host, path: '/api/v1/auth/login', json: { email, password: PASSWORD } });
     const cookie = ([] as string[]).concat(login.headers['set-cookie'] ?? [])[0]!.split(';')[0]!;
-    return { label, userId, email, password: PASSWORD, cookie, rawSessionId: cookie.split('=')[1]!, permissions: [] };
+    const token = String((await must({ method: 'POST', host, path: '/api/v1/auth/tokens', cookie, json: { name: label, permissions: [] } })).json!.token);
+    return { label, userId, email, password: PASSWORD, cookie, rawSessionId: cookie.split('=')[1]!, permissions: [], token };
   };
   const admin = await person('admin', ['admin']);
   const member = await person('member', ['member']);
@@ -91,6 +92,7 @@ async function populate(ref: TenantRef, host: string, boot: string): Promise<Ten
       ).json!.id,
     );
   await as('PUT', `/api/v1/auth/roles/own-${ref.slug}`, { permissions: ['content:read'] });
+  const accessToken = String((await must({ method: 'POST', host, path: '/api/v1/auth/tokens', cookie: admin.cookie, json: { name: 'sample', permissions: [] } })).json!.id);
   if (!ref.isOperator) await as('POST', '/api/v1/billing/subscription/subscribe', { planId: plans.free });
   return {
     ref,
@@ -99,7 +101,10 @@ async function populate(ref: TenantRef, host: string, boot: string): Promise<Ten
     member,
     holder: new Map(),
     actors: [admin, member],
-    rows: { user: subject, content, publishedSlug: `${ref.slug}-page`, task, webhookEndpoint: await webhookEndpoint(), privateFile: await file('private'), publicFile: await file('public'), adminNotification: subject, memberNotification: subject, role: `own-${ref.slug}` },
+    rows: { user: subject, content, publishedSlug: `${ref.slug}-page`, task, webhookEndpoint: await webhookEndpoint(), privateFile: await file('private'), publicFile: await file('public'), adminNotification: subject, memberNotification: subject, role: `own-${ref.slug}`, accessToken },
+    // The sqlmap targets send no bearer refusals; the fields are the admin's token only to complete the world.
+    expiredToken: admin.token,
+    revokedToken: admin.token,
   };
 }
 

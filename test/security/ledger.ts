@@ -188,6 +188,11 @@ export async function nothingLostNothingLeaked(world: World, operationCount: () 
       for (const { h, b } of hashes) secrets.push(h, b);
       const { rows: pw } = await pool.query<{ p: string }>(`select password_hash as p from users where password_hash is not null`);
       for (const { p } of pw) secrets.push(p);
+      // Personal access tokens: their hashes never leave, the raw tokens only in the answer that makes each.
+      const { rows: tokenHashes } = await pool.query<{ h: string; b: string }>(`select encode(token_hash, 'hex') as h, encode(token_hash, 'base64') as b from access_tokens`);
+      for (const { h, b } of tokenHashes) secrets.push(h, b);
+      const rawTokens = [...world.tenants.flatMap((t) => [...t.actors.map((a) => a.token), t.expiredToken, t.revokedToken])];
+      const makesToken = (sent: { method: string; path: string }, status: number) => sent.method === 'POST' && sent.path === '/api/v1/auth/tokens' && status === 201;
       // Per tenant: its id, its rows' ids and its people's addresses.
       const names = new Map<string, Set<string>>();
       const add = (tenant: string, value: string) => (names.get(tenant) ?? names.set(tenant, new Set()).get(tenant)!).add(value.toLowerCase());
@@ -202,6 +207,7 @@ export async function nothingLostNothingLeaked(world: World, operationCount: () 
         const text = entry.text.toLowerCase();
         const where = `${entry.sent.operationId ?? ''} ${entry.sent.method} ${entry.sent.host}${entry.sent.path.slice(0, 120)} → ${entry.status}`;
         for (const s of secrets) if (s.length >= 8 && entry.text.includes(s)) problems.push(`${where}: carries a secret (${s.slice(0, 12)}…)`);
+        if (!makesToken(entry.sent, entry.status)) for (const s of rawTokens) if (entry.text.includes(s)) problems.push(`${where}: carries a raw access token`);
         const here = tenantOfHost.get(entry.sent.host);
         // The operator's control plane answers with the tenants it manages: their ids and first administrators.
         const controlPlane = entry.sent.host === OPERATOR_HOST && entry.sent.path.startsWith('/api/v1/tenant/');

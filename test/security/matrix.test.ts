@@ -21,6 +21,12 @@ const other = (t: TenantWorld): TenantWorld => (t === world.a ? world.b : world.
 const isGuarded = (op: Operation) => op.access !== 'public' && op.access !== 'optional';
 const pathParams = (op: Operation) => op.params.filter((p) => p.in === 'path').map((p) => p.name);
 const send = (req: Sent) => world.client.send(req);
+let addresses = 0;
+/** A documentation address (RFC 5737, 198.51.100.0/24 onwards) per refused bearer attempt. */
+const nextAddress = () => {
+  addresses += 1;
+  return `198.51.${100 + (addresses >> 8)}.${addresses & 255}`;
+};
 /** Registers a rule's test only where the rule applies: the report lists what ran, nothing shows as skipped. */
 const rule = (applies: boolean) => (applies ? it : (() => {}) as unknown as typeof it);
 
@@ -132,6 +138,56 @@ describe.each(operations.map((op) => [`${op.id} (${op.method} ${op.path}, ${op.a
       } else {
         expectRefusal(req, res, 401, 'AUTH_REQUIRED', `a cookie of another tenant at ${t.ref.slug}`);
       }
+    }
+  });
+
+  // Bearer callers (personal access tokens), on every operation that takes one. Each refused
+  // attempt comes from an address of its own: failed attempts count towards the address's
+  // sign-in limit, which would otherwise turn the rest of the matrix into 429s.
+  const withBearer = (req: Sent, token: string, refused = false): Sent => ({
+    ...req,
+    headers: { ...(req.headers ?? {}), authorization: `Bearer ${token}`, ...(refused ? { 'x-forwarded-for': nextAddress() } : {}) },
+  });
+
+  rule(op.bearer && op.access !== 'optional')(
+    "bearer tokens that do not count: none after the scheme, an expired one, a revoked one, another tenant's: 401 TOKEN_INVALID",
+    async () => {
+      for (const t of homeTenants(op, world)) {
+        const foreign = t === world.operator ? world.a : other(t);
+        const tokens: [string, string][] = [['no token', ''], ['expired', t.expiredToken], ['revoked', t.revokedToken], ["another tenant's", foreign.admin.token]];
+        for (const [label, token] of tokens) {
+          const req = withBearer(validRequest(op, world, t), token, true);
+          expectRefusal(req, await send(req), 401, 'TOKEN_INVALID', `${label} bearer token at ${t.ref.slug}`);
+        }
+      }
+    },
+  );
+
+  rule(op.bearer && op.permission !== undefined)('a bearer token lacking the permission: 403 AUTH_FORBIDDEN (the member\'s, and one holding another permission)', async () => {
+    for (const t of homeTenants(op, world)) {
+      const otherHolder = [...t.holder.entries()].find(([p]) => p !== op.permission)![1];
+      for (const actor of [t.member, otherHolder]) {
+        const req = withBearer(validRequest(op, world, t), actor.token);
+        expectRefusal(req, await send(req), 403, 'AUTH_FORBIDDEN', `the bearer token of ${actor.label} at ${t.ref.slug}`);
+      }
+    }
+  });
+
+  rule(op.bearer && op.permission !== undefined)("a bearer token of exactly that permission's holder passes the guard", async () => {
+    for (const t of homeTenants(op, world)) {
+      const actor = t.holder.get(op.permission!)!;
+      const ids = Object.fromEntries(pathParams(op).filter((p) => pathSource(op, p).scope !== 'name').map((p) => [p, crypto.randomUUID()]));
+      const req = withBearer(validRequest(op, world, t, undefined, ids), actor.token);
+      const res = await send(req);
+      expect([401, 403], describeExchange(req, res)).not.toContain(res.status);
+      expect(badAnswer(res), describeExchange(req, res)).toBeUndefined();
+    }
+  });
+
+  rule(!op.bearer && isGuarded(op))('takes the session cookie only: a bearer token alone is no session, 401 AUTH_REQUIRED', async () => {
+    for (const t of homeTenants(op, world)) {
+      const req = withBearer(validRequest(op, world, t), t.admin.token);
+      expectRefusal(req, await send(req), 401, 'AUTH_REQUIRED', `the admin's bearer token at ${t.ref.slug}`);
     }
   });
 

@@ -17,6 +17,8 @@ export interface Operation {
   params: Param[];
   body: { contentType: string; schema: TSchema } | undefined;
   stateChanging: boolean;
+  /** The operation's security lists bearerAuth: a personal access token authenticates it. */
+  bearer: boolean;
 }
 
 export interface Param {
@@ -27,7 +29,7 @@ export interface Param {
 }
 
 interface OpenApi {
-  paths: Record<string, Record<string, { operationId: string; 'x-access'?: string; parameters?: { in: string; name: string; required?: boolean; schema: TSchema }[]; requestBody?: { content: Record<string, { schema: TSchema }> } }>>;
+  paths: Record<string, Record<string, { operationId: string; 'x-access'?: string; security?: Record<string, string[]>[]; parameters?: { in: string; name: string; required?: boolean; schema: TSchema }[]; requestBody?: { content: Record<string, { schema: TSchema }> } }>>;
 }
 
 /** Reads every operation of the document; an operation without `x-access` cannot be classified and fails by name. */
@@ -49,6 +51,7 @@ export function readOperations(doc: OpenApi, isOperatorPermission: (p: string) =
         params: (op.parameters ?? []).filter((p) => p.in === 'path' || p.in === 'query').map((p) => ({ in: p.in as 'path' | 'query', name: p.name, required: p.required === true || p.in === 'path', schema: p.schema })),
         body: contentType && media ? { contentType, schema: media.schema } : undefined,
         stateChanging: ['POST', 'PUT', 'PATCH', 'DELETE'].includes(method.toUpperCase()),
+        bearer: (op.security ?? []).some((requirement) => 'bearerAuth' in requirement),
       });
     }
   }
@@ -77,6 +80,7 @@ export const PATH_SOURCES: PathSource[] = [
   { pattern: /^\/api\/v1\/webhook\/endpoints\/\{id\}/, param: 'id', scope: 'tenant', value: (_w, t) => t.rows.webhookEndpoint },
   { pattern: /^\/api\/v1\/file\/files\/\{id\}/, param: 'id', scope: 'tenant', value: (_w, t) => t.rows.privateFile },
   { pattern: /^\/api\/v1\/file\/public\/\{id\}$/, param: 'id', scope: 'tenant', value: (_w, t) => t.rows.publicFile },
+  { pattern: /^\/api\/v1\/auth\/tokens\/\{id\}$/, param: 'id', scope: 'tenant', value: (_w, t) => t.rows.accessToken },
   { pattern: /^\/api\/v1\/notification\/notifications\/\{id\}/, param: 'id', scope: 'tenant', value: (_w, t) => t.rows.adminNotification },
   { pattern: /^\/api\/v1\/auth\/roles\/\{name\}$/, param: 'name', scope: 'name', value: (_w, t) => t.rows.role },
   { pattern: /^\/api\/v1\/billing\/plans\/\{id\}$/, param: 'id', scope: 'global', value: (w) => w.plans.spare },
@@ -102,6 +106,7 @@ const BODY_HINTS: Record<string, (world: World, tenant: TenantWorld) => Record<s
   'user-user-create': (_w, t) => ({ email: `created-${unique()}@${t.ref.slug}.example.test` }),
   'user-user-update': () => ({ displayName: `Renamed ${unique()}` }),
   'auth-role-put': () => ({ permissions: ['content:read'] }),
+  'auth-token-create': () => ({ name: `Token ${unique()}`, expiresInDays: 30, permissions: [] }),
   'auth-session-login': (_w, t) => ({ email: t.admin.email, password: t.admin.password }),
   'auth-password-change': () => ({ currentPassword: 'not the password in force', newPassword: 'a new password 123' }),
   'auth-password-forgot': (_w, t) => ({ email: t.member.email }),

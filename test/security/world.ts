@@ -26,6 +26,8 @@ export interface Actor {
   rawSessionId: string;
   /** The permissions of the actor's role ('*' for the admin, none for the member). */
   permissions: readonly string[];
+  /** A personal access token of the actor holding those same permissions (for Authorization: Bearer). */
+  token: string;
 }
 
 export interface Rows {
@@ -42,6 +44,8 @@ export interface Rows {
   memberNotification: string;
   /** A role only this tenant has. */
   role: string;
+  /** A personal access token of the admin's, other than the admin's own bearer token (the {id} of the token operations). */
+  accessToken: string;
 }
 
 export interface TenantWorld {
@@ -54,6 +58,9 @@ export interface TenantWorld {
   rows: Rows;
   /** Every actor of the tenant. */
   actors: Actor[];
+  /** Raw bearer tokens of the admin that no longer count: one past its expiry, one revoked. */
+  expiredToken: string;
+  revokedToken: string;
 }
 
 export interface World {
@@ -137,7 +144,8 @@ export async function buildWorld(prefix: string): Promise<World> {
       const setCookie = ([] as string[]).concat(login.headers['set-cookie'] ?? []).find((c) => c.startsWith(`${sessionCookie(app.config).name}=`));
       if (!setCookie) throw new Error(`login of ${email} set no session cookie`);
       const cookie = setCookie.split(';')[0]!;
-      return { label, userId, email, password: PASSWORD, cookie, rawSessionId: cookie.slice(cookie.indexOf('=') + 1), permissions: perms };
+      const token = String((await as(cookie, 'POST', '/api/v1/auth/tokens', { name: `${label} token`, permissions: perms }, 201)).json!.token);
+      return { label, userId, email, password: PASSWORD, cookie, rawSessionId: cookie.slice(cookie.indexOf('=') + 1), permissions: perms, token };
     };
     const admin = await person('admin', ['admin'], ['*']);
     const member = await person('member', ['member'], []);
@@ -173,6 +181,12 @@ export async function buildWorld(prefix: string): Promise<World> {
     const role = `own-${ref.slug}`;
     await as(boot, 'PUT', `/api/v1/auth/roles/${role}`, { permissions: ['content:read'] });
     if (!ref.isOperator) await as(admin.cookie, 'POST', '/api/v1/billing/subscription/subscribe', { planId: plans.free });
+    const adminToken = async (name: string) => (await as(admin.cookie, 'POST', '/api/v1/auth/tokens', { name, permissions: ['*'] }, 201)).json!;
+    const accessToken = String((await adminToken('sample')).id);
+    const expired = await adminToken('expired');
+    await app.services.db.pool.query(`update access_tokens set expires_at = now() - interval '1 second' where id = $1`, [expired.id]);
+    const revoked = await adminToken('revoked');
+    await as(admin.cookie, 'DELETE', `/api/v1/auth/tokens/${revoked.id}`, undefined, 204);
 
     return {
       ref,
@@ -181,7 +195,9 @@ export async function buildWorld(prefix: string): Promise<World> {
       member,
       holder,
       actors: [admin, member, ...holders],
-      rows: { user: String(subject.json!.id), content: draft, publishedSlug: `${ref.slug}-page`, task: taskId, webhookEndpoint, privateFile, publicFile, adminNotification, memberNotification, role },
+      rows: { user: String(subject.json!.id), content: draft, publishedSlug: `${ref.slug}-page`, task: taskId, webhookEndpoint, privateFile, publicFile, adminNotification, memberNotification, role, accessToken },
+      expiredToken: String(expired.token),
+      revokedToken: String(revoked.token),
     };
   };
 

@@ -63,6 +63,19 @@ describe('auth-sweep', () => {
     expect((await pool().query('select user_id from set_password_tokens where tenant_id = $1', [acme.id])).rows).toEqual([{ user_id: pending.id }]);
   });
 
+  it('deletes expired personal access tokens, keeping live ones', async () => {
+    const user = await addUser(app, acme);
+    await pool().query(
+      `insert into access_tokens (tenant_id, user_id, name, token_hash, expires_at) values
+         ($1, $2, 'old', sha256('pat-old'), now() - interval '1 second'),
+         ($1, $2, 'live', sha256('pat-live'), now() + interval '1 day')`,
+      [acme.id, user.id],
+    );
+    const result = await sweepTenant(app.services, acme);
+    expect(result.accessTokenBatches).toEqual([1]);
+    expect((await pool().query('select name from access_tokens where user_id = $1', [user.id])).rows).toEqual([{ name: 'live' }]);
+  });
+
   it('logs every role naming an undefined permission', async () => {
     await pool().query(`insert into roles (tenant_id, name, permissions) values ($1, 'legacy', '{user:read,billing:refund}')`, [globex.id]);
     const result = await sweepTenant(app.services, globex);
@@ -83,7 +96,7 @@ describe('auth-sweep', () => {
       [acme.id, globex.id],
     );
     const [outcome] = await app.worker!.jobs.runOnce('auth-sweep');
-    expect(outcome).toEqual({ tenant: null, ok: true, summary: { attemptsPurged: 3, swept: { globex: { sessions: 5, tokens: 0 } } } });
+    expect(outcome).toEqual({ tenant: null, ok: true, summary: { attemptsPurged: 3, swept: { globex: { sessions: 5, tokens: 0, accessTokens: 0 } } } });
     expect((await pool().query('select kind from auth_attempts')).rows).toEqual([{ kind: 'reset' }]);
     expect(await count(`select count(*)::int as n from sessions where expires_at <= now()`)).toBe(0);
     expect(authSweep.perTenant).toBe(false);
