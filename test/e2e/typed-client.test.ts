@@ -65,7 +65,7 @@ afterAll(async () => {
   await app?.close();
 });
 
-it('a program signs in, works a task through its commands, pages with the cursor, uploads a file and publishes content', async () => {
+it('a program signs in, works a task through its commands, pages with the cursor, uploads a file and publishes content, then uses a personal access token', async () => {
   const client = createClient<paths>({ baseUrl: base, fetch: programFetch() });
 
   const signedIn = await client.POST('/api/v1/auth/login', { body: { email: user.email, password: user.password } });
@@ -123,4 +123,14 @@ it('a program signs in, works a task through its commands, pages with the cursor
   const refused = await anonymous.GET('/api/v1/task/tasks');
   expect(refused.response.status).toBe(401);
   expect(refused.error?.code).toEqual(expect.any(String));
+
+  // A personal access token: made with the session, then the only credential of a second client.
+  const issued = await client.POST('/api/v1/auth/tokens', { body: { name: 'typed client', permissions: ['task:read'], expiresInDays: 7 } });
+  expect(issued.response.status, JSON.stringify(issued.error)).toBe(201);
+  const bearer = createClient<paths>({ baseUrl: base, fetch: programFetch(), headers: { authorization: `Bearer ${issued.data!.token}` } });
+  const listed = await bearer.GET('/api/v1/task/tasks', { params: { query: { limit: 10 } } });
+  expect(listed.response.status, JSON.stringify(listed.error)).toBe(200);
+  expect(listed.data?.items).toHaveLength(3);
+  const beyond = await bearer.POST('/api/v1/task/tasks', { body: { title: 'not mine to make', priority: 'low', status: 'open', deadline } });
+  expect(beyond.response.status).toBe(403);
 }, 60_000);
