@@ -148,7 +148,10 @@ export function ruleSentence(rule: FieldRule, schema: TSchema, messages: FieldMe
       if (node.maxItems !== undefined && list.length > node.maxItems) return `Give at most ${plural(node.maxItems, 'value', 'values')}.`;
       if (node.uniqueItems && new Set(list.map((v) => JSON.stringify(v))).size !== list.length) return 'Give each value once.';
       const item = node.items ? list.find((v) => brokenRule(node.items as TSchema, v, true) !== undefined) : undefined;
-      if (node.items && item !== undefined) return `“${String(item)}”: ${ruleSentence(brokenRule(node.items as TSchema, item, true)!, node.items as TSchema, {}, item)}`;
+      if (node.items && item !== undefined) {
+        const shown = String(item).length > 24 ? `${String(item).slice(0, 24)}…` : String(item);
+        return `“${shown}”: ${ruleSentence(brokenRule(node.items as TSchema, item, true)!, node.items as TSchema, {}, item)}`;
+      }
       return 'Give the values separated by commas.';
     }
     case 'json':
@@ -183,13 +186,15 @@ export function looksLikeCode(text: string): boolean {
     /\^\S*\$/.test(text) ||
     /\b\d{3} [A-Z]/.test(text) ||
     /(?:^|\s)\/(?:body|query|params)\b/.test(text) ||
-    /\b[a-z]+[A-Z]\w*:/.test(text)
+    /\b[a-z]+[A-Z]\w*:/.test(text) ||
+    /\b(?:GET|POST|PUT|PATCH|DELETE)\s+[./]|\{id\}|\/api\/v\d/.test(text)
   );
 }
 
 /** A service message as a sentence (capital first, full stop last), or undefined when it does not read as one. */
 export function asSentence(text: string | undefined): string | undefined {
-  const trimmed = text?.trim();
+  // A stored value named in a message (in_progress) reads as words.
+  const trimmed = text?.trim().replace(/\b([a-z]+)_([a-z]+)\b/g, '$1 $2');
   if (!trimmed || looksLikeCode(trimmed)) return undefined;
   const capital = trimmed.replace(/^./, (c) => c.toUpperCase());
   return /[.!?]$/.test(capital) ? capital : `${capital}.`;

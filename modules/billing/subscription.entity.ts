@@ -2,7 +2,7 @@ import Type from 'typebox';
 import { defineCommand, defineEntity, type CommandPrepareContext, type EntityRow } from '../../framework/entity/define.ts';
 import type { TxContext } from '../../framework/context/tx.ts';
 import { problem } from '../../framework/errors.ts';
-import { subscriptionFields, type SubscriptionFields } from './subscription.fields.ts';
+import { subscriptionFields, type SubscriptionFields, subscriptionFieldText } from './subscription.fields.ts';
 import { livePlan } from './plans.ts';
 import { addDays, periodEnd } from './periods.ts';
 import { firstChargeKey, lockFirstCharge, pendingFirstCharge, recordPending, recordReceipt, type OwedCharge } from './charges.ts';
@@ -69,6 +69,7 @@ async function chargeFirstPeriod(ctx: CommandPrepareContext<'billing.subscribed'
 
 const subscribe = command({
   summary: 'Subscribe to a plan, or change plan at the next renewal',
+  admin: { label: 'Subscribe', intro: 'Choose a plan. A change of plan starts at the next renewal.', fields: { planId: { label: 'Plan', hint: 'One of the plans on offer.', messages: { format: 'Choose a plan.', required: 'Choose a plan.' } } } },
   description: [
     'First subscribe (or after the last subscription ended): a free plan is active at once; a paid plan starts the tenant\'s one trial (billing.trial_days, 0: none) and sets trialUsedAt;',
     'otherwise the first period is charged in the request, and a decline is 402 PAYMENT_DECLINED with nothing stored.',
@@ -128,6 +129,11 @@ const subscribe = command({
 
 const cancel = command({
   summary: 'Cancel the subscription, now or when the period ends',
+  admin: {
+    label: 'Cancel subscription',
+    intro: 'Stops the subscription, now or when the paid period ends.',
+    fields: { atPeriodEnd: { label: 'At the end of the period', hint: 'Ticked: it stops when the paid period ends. Not ticked: it stops now.' } },
+  },
   description: [
     'atPeriodEnd true sets cancelAtPeriodEnd and publishes billing.cancelled (reason customer, atPeriodEnd true): the renewal cancels and ends the subscription when the period ends, charging nothing.',
     'atPeriodEnd false cancels now (billing.cancelled, reason customer), refused with 409 PERIOD_OWED while past due; the period already paid is not refunded and the subscription ends when it is over.',
@@ -161,6 +167,7 @@ export const subscription = defineEntity({
   description: 'The tenant\'s subscription: one per tenant, written only by subscribe, cancel and the renewal job.',
   singleton: true,
   fields: subscriptionFields,
+  fieldText: subscriptionFieldText,
   commandOwned: {
     planId: 'subscribe',
     pendingPlanId: 'subscribe',

@@ -1,6 +1,7 @@
 import Type from 'typebox';
 import { DateTime } from '../../framework/entity/date-time.ts';
 import { WithDefault } from '../../framework/entity/storage.ts';
+import type { FieldTexts } from '../../framework/entity/field-text.ts';
 
 export const Status = Type.Union([Type.Literal('trial'), Type.Literal('active'), Type.Literal('past_due'), Type.Literal('cancelled')]);
 
@@ -21,3 +22,20 @@ export const subscriptionFields = {
   endedAt: Type.Optional(DateTime({ description: 'Set when a cancelled subscription\'s period is over; the tenant may then subscribe again.' })),
 };
 export type SubscriptionFields = typeof subscriptionFields;
+
+/** What a person reads about each field in the admin shell (the descriptions above are the API's). */
+export const subscriptionFieldText: FieldTexts<keyof SubscriptionFields & string> = {
+  planId: { label: 'Plan', hint: 'The plan being paid for.', messages: { format: 'Choose a plan.', required: 'Choose a plan.', reference: 'Choose a plan.' } },
+  pendingPlanId: { label: 'Next plan', hint: 'The plan that starts at the next renewal, after a change of plan.' },
+  status: { label: 'Status', hint: 'Trial, active, past due (a payment failed) or cancelled.' },
+  periodStart: { label: 'Period start', hint: 'When the period being paid for started.' },
+  periodEnd: { label: 'Period end', hint: 'When the period ends and the next one is charged.' },
+  cancelAtPeriodEnd: { label: 'Cancels at period end', hint: 'Yes when the subscription stops when the period ends.' },
+  price: { label: 'Price', hint: 'What the period costs, in cents (or the currency’s smallest unit).' },
+  currency: { label: 'Currency', hint: 'The currency of the price, like EUR.' },
+  trialUsedAt: { label: 'Trial used', hint: 'When the one free trial was used.' },
+  attemptCount: { label: 'Failed payments', hint: 'How many payment attempts failed since the period became due.' },
+  pastDueSince: { label: 'Past due since', hint: 'When the first payment for the period failed.' },
+  anchorDay: { label: 'Renewal day', hint: 'The day of the month the subscription renews.' },
+  endedAt: { label: 'Ended', hint: 'When a cancelled subscription ended.' },
+};

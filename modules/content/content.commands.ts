@@ -11,6 +11,7 @@ const command = defineCommand(contentFields);
 
 export const publish = command({
   summary: 'Publish a content item',
+  admin: { label: 'Publish', intro: 'Makes it public at its address.' },
   description:
     'draft → published, recording publishedAt and publishing content.published. Already published: no change (publishedAt does not move, no event). ' +
     'Archived: 409 INVALID_STATE (unpublish it first).',
@@ -25,6 +26,7 @@ export const publish = command({
 
 export const unpublish = command({
   summary: 'Unpublish a content item',
+  admin: { label: 'Unpublish', intro: 'Takes it off the public site and makes it a draft again.' },
   description: 'published or archived → draft, clearing publishedAt and publishing content.unpublished. A draft: no change.',
   states: { from: ['published', 'archived'], unchanged: ['draft'] },
   publishes: ['content.unpublished'],
@@ -36,6 +38,7 @@ export const unpublish = command({
 
 export const archive = command({
   summary: 'Archive a content item',
+  admin: { label: 'Archive', intro: 'Takes it off the public site and keeps it aside. It can be published again later.' },
   description:
     'draft or published → archived, publishing content.archived: kept, served to nobody (publishedAt is kept until an unpublish). Already archived: no change.',
   states: { from: ['draft', 'published'], unchanged: ['archived'] },

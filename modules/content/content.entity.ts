@@ -1,5 +1,5 @@
 import { defineEntity } from '../../framework/entity/define.ts';
-import { contentFields, PublicContent } from './content.fields.ts';
+import { contentFieldText, contentFields, PublicContent } from './content.fields.ts';
 import { archive, publish, unpublish } from './content.commands.ts';
 import { normaliseSlug } from './slug.ts';
 import { renderMarkdown } from '../../framework/markdown/render.ts';
@@ -16,6 +16,7 @@ export const content = defineEntity({
   label: 'Content',
   description: 'Markdown pages and posts with a draft, published and archived lifecycle.',
   fields: contentFields,
+  fieldText: contentFieldText,
   references: { author: 'user.user' },
   states: { field: 'status', refusal: 'INVALID_STATE' },
   commandOwned: { status: ['publish', 'unpublish', 'archive'], publishedAt: ['publish', 'unpublish'] },

@@ -3,6 +3,7 @@ import { DateTime } from '../../framework/entity/date-time.ts';
 import { WithDefault } from '../../framework/entity/storage.ts';
 import { Markdown } from '../../framework/markdown/markdown-field.ts';
 import { Slug } from './slug.ts';
+import type { FieldTexts } from '../../framework/entity/field-text.ts';
 
 export const TITLE_MAX = 200;
 export const BODY_MAX = 200_000;
@@ -41,3 +42,18 @@ export const PublicContent = Type.Object(
   },
   { additionalProperties: false, title: 'Public content' },
 );
+
+/** What a person reads about each field in the admin shell (the descriptions above are the API's). */
+export const contentFieldText: FieldTexts<keyof ContentFields & string> = {
+  slug: {
+    label: 'Address',
+    hint: 'The last part of the page’s public address, like about-us. Unique among this site’s pages.',
+    messages: { pattern: 'Use lowercase letters, digits and single hyphens, like about-us.' },
+  },
+  title: { label: 'Title', hint: 'The heading readers see, up to 200 characters.' },
+  kind: { label: 'Kind', hint: 'A page stays where it is; a post is dated news.' },
+  body: { label: 'Text', hint: 'The page’s text, in Markdown: # for a heading, * for a list, [words](address) for a link.' },
+  status: { label: 'Status', hint: 'Draft until published; published pages are public; archived pages are no longer shown.' },
+  publishedAt: { label: 'Published', hint: 'When it was first published.' },
+  author: { label: 'Author', hint: 'The person who created it, set when it was created.', messages: { format: 'Choose a person.', reference: 'Choose a person.' } },
+};

@@ -4,7 +4,7 @@ import { defineCommand, defineEntity } from '../../framework/entity/define.ts';
 import { problem } from '../../framework/errors.ts';
 import { notify, TITLE_MAX } from '../notification/notify.ts';
 import { usersService } from '../user/users-service.ts';
-import { taskFields } from './task.fields.ts';
+import { taskFieldText, taskFields } from './task.fields.ts';
 import { ASSIGNABLE, breachDue, checkPatchMove, RESOLVABLE, STATUS_GRAPH, type TaskStatus } from './task-status.ts';
 
 const command = defineCommand(taskFields);
@@ -14,6 +14,7 @@ export const taskLink = (id: string): string => `/admin/task/tasks/${id}`;
 
 const assign = command({
   summary: 'Assign a task to a user of the tenant',
+  admin: { label: 'Assign', intro: 'Choose who does this task. They are told by a notification and, when they have an address, by mail.' },
   description:
     'Sets assigneeId and moves an open task to acknowledged (other statuses stay), publishes task.assigned and notifies the assignee, with a mail when they have an address. An unknown or deactivated user is 422 VALIDATION_FAILED; a resolved or closed task is 409 INVALID_TRANSITION (a finished task takes no assignee). Assigning the same person again changes nothing and publishes nothing.',
   body: Type.Object({ assigneeId: Type.String({ format: 'uuid', description: 'A user of this tenant.' }) }, { additionalProperties: false }),
@@ -42,6 +43,7 @@ const assign = command({
 
 const resolve = command({
   summary: 'Resolve a task',
+  admin: { label: 'Resolve', intro: 'Record what was done. The task is then resolved; it can be reopened later.', fields: { resolution: { label: 'Resolution', hint: 'What was done to resolve the task.' } } },
   description:
     'Sets resolvedAt (now) and resolution and moves the task to resolved, publishing task.resolved. Allowed from open, acknowledged and in_progress; from resolved or closed it is 409 INVALID_TRANSITION. A deadline that passed before the resolution is recorded as a breach first.',
   body: Type.Object({ resolution: Type.String({ minLength: 1, maxLength: 10000 }) }, { additionalProperties: false }),
@@ -57,6 +59,7 @@ const resolve = command({
 
 const checkSla = command({
   summary: 'Check the task’s deadline now',
+  admin: { label: 'Check the deadline', intro: 'Marks the task overdue now if its due date has passed and it is not resolved yet.' },
   description:
     'Marks slaBreached and publishes task.sla_breached when the deadline has passed and the task is not resolved or closed. Once per task: a breach already marked changes nothing and publishes nothing.',
   publishes: ['task.sla_breached'],
@@ -76,6 +79,7 @@ export const task = defineEntity({
   name: 'task',
   description: `Work items with a deadline, an assignee and a recorded SLA breach. ${STATUS_GRAPH}`,
   fields: taskFields,
+  fieldText: taskFieldText,
   references: { assigneeId: 'user.user' },
   searchable: ['title'],
   states: { field: 'status', initial: ['open'], refusal: 'INVALID_TRANSITION' },

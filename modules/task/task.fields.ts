@@ -3,6 +3,7 @@ import { DateTime } from '../../framework/entity/date-time.ts';
 import { WithDefault } from '../../framework/entity/storage.ts';
 import { Markdown } from '../../framework/markdown/markdown-field.ts';
 import { STATUS_GRAPH } from './task-status.ts';
+import type { FieldTexts } from '../../framework/entity/field-text.ts';
 
 export const taskFields = {
   title: Type.String({ minLength: 1, maxLength: 200, pattern: '^[^\\r\\n]*$', description: 'One line, 1 to 200 characters.', examples: ['Call the customer back', 'Renew the certificate'] }),
@@ -29,3 +30,16 @@ export const taskFields = {
 };
 
 export type TaskFields = typeof taskFields;
+
+/** What a person reads about each field in the admin shell (the descriptions above are the API's). */
+export const taskFieldText: FieldTexts<keyof TaskFields & string> = {
+  title: { label: 'Title', hint: 'One line that says what needs doing, up to 200 characters.', messages: { pattern: 'Keep the title on one line.' } },
+  description: { label: 'Description', hint: 'Details for whoever does the task. You can use Markdown.' },
+  status: { label: 'Status', hint: 'A new task is open. It moves on to acknowledged, in progress, resolved and closed; a resolved task can be reopened.' },
+  priority: { label: 'Priority', hint: 'How urgent the task is, from low to critical.' },
+  deadline: { label: 'Due', hint: 'When the task must be done. If it passes before the task is resolved, the task is marked overdue for good.' },
+  assigneeId: { label: 'Assigned to', hint: 'The person doing the task. Use the Assign button to choose them.', messages: { format: 'Choose a person.', required: 'Choose a person.', reference: 'Choose a person.' } },
+  slaBreached: { label: 'Overdue', hint: 'Yes once the due date passed before the task was resolved. It stays, even if the date is moved later.' },
+  resolvedAt: { label: 'Resolved', hint: 'When the task was resolved.' },
+  resolution: { label: 'Resolution', hint: 'What was done to resolve the task.' },
+};

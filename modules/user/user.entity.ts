@@ -1,5 +1,5 @@
 import { defineEntity } from '../../framework/entity/define.ts';
-import { userFields } from './user.fields.ts';
+import { userFieldText, userFields } from './user.fields.ts';
 import { deactivate, setPassword, setRoles } from './user.commands.ts';
 import { administrators } from './administrators.ts';
 
@@ -14,6 +14,7 @@ export const user = defineEntity({
   label: 'User',
   description: 'People in a tenant, with a status and roles.',
   fields: userFields,
+  fieldText: userFieldText,
   // Both commands write status: deactivate (→ deactivated) and set-password (invited → active).
   // deactivate comes first, so the refusal's `route` stays what it was before set-password was named.
   commandOwned: { status: ['deactivate', 'set-password'], roles: 'roles' },

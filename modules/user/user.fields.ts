@@ -1,5 +1,6 @@
 import Type from 'typebox';
 import { WithDefault } from '../../framework/entity/storage.ts';
+import type { FieldTexts } from '../../framework/entity/field-text.ts';
 
 /** The fields of a user as the API shows them; the password hash is deliberately not one. */
 export const userFields = {
@@ -16,3 +17,11 @@ export const userFields = {
 };
 
 export type UserFields = typeof userFields;
+
+/** What a person reads about each field in the admin shell (the descriptions above are the API's). */
+export const userFieldText: FieldTexts<keyof UserFields & string> = {
+  email: { label: 'Email address', hint: 'The address the person signs in with. Each person in this tenant has their own.' },
+  displayName: { label: 'Name', hint: 'The name others see, like Ada Lovelace.' },
+  status: { label: 'Status', hint: 'Invited until the person sets a password, then active; a deactivated person can no longer sign in.' },
+  roles: { label: 'Roles', hint: 'What the person may do. Change them with the Roles button.' },
+};

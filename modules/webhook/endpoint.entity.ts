@@ -3,7 +3,7 @@ import './webhook-tables.ts';
 import { defineCommand, defineEntity } from '../../framework/entity/define.ts';
 import { problem } from '../../framework/errors.ts';
 import type { TxContext } from '../../framework/context/tx.ts';
-import { endpointFields } from './endpoint.fields.ts';
+import { endpointFieldText, endpointFields } from './endpoint.fields.ts';
 import { generateSecret } from './signing.ts';
 import { ALL_EVENTS, REDELIVERY_REQUESTED, SECRET_ROTATED, TEST_REQUESTED } from './webhook-events.ts';
 
@@ -45,6 +45,11 @@ function checkEvents(ctx: TxContext, events: readonly string[]): void {
 
 const rotateSecret = command({
   summary: 'Replace the signing secret',
+  admin: {
+    label: 'New signing secret',
+    intro: 'Makes a new signing secret and shows it once. The old one keeps working for a while, so the receiving system can switch.',
+    fields: { overlapHours: { label: 'Old secret keeps working for', hint: 'Hours, from 0 to 168 (a week). Leave empty for 24.' } },
+  },
   description:
     'Makes a new signing secret and answers it once, as signingSecret. The old secret keeps signing alongside it for overlapHours (default 24; 0 ends it at once): every delivery in that time carries both signatures in Webhook-Signature, so receivers can switch without losing a delivery. Publishes webhook.endpoint.secret_rotated (the id only).',
   body: Type.Object(
@@ -68,6 +73,7 @@ const rotateSecret = command({
 
 const sendTestEvent = command({
   summary: 'Send a test event to the endpoint',
+  admin: { label: 'Send a test event', intro: 'Sends one test event, to check that the receiving system gets it. It shows in the delivery log.' },
   description: 'Queues one delivery of a webhook.test event (data: the endpoint id) to this endpoint, active or not; it shows in the delivery log like any other.',
   publishes: [TEST_REQUESTED],
   async run(ctx, row) {
@@ -77,6 +83,11 @@ const sendTestEvent = command({
 
 const sendAgain = command({
   summary: 'Send a logged delivery again',
+  admin: {
+    label: 'Send again',
+    intro: 'Sends a delivery from the log again.',
+    fields: { deliveryId: { label: 'Delivery', hint: 'The delivery to send again, from the delivery log.', messages: { format: 'Choose a delivery from the log.', required: 'Choose a delivery from the log.' } } },
+  },
   description:
     'Queues the message of a delivery in this endpoint’s log again (same Webhook-Id, type, time and data; a fresh timestamp and signature), with retries of its own. An id that is not in this endpoint’s log is 404 NOT_FOUND.',
   body: Type.Object({ deliveryId: Type.String({ format: 'uuid', description: 'An id from GET /api/v1/webhook/deliveries.' }) }, { additionalProperties: false }),
@@ -101,6 +112,7 @@ export const endpoint = defineEntity({
   description:
     'A URL that receives the tenant’s events, signed per the Standard Webhooks specification. The signing secret is made by the service and answered once, as signingSecret, by the create and by rotate-secret.',
   fields: endpointFields,
+  fieldText: endpointFieldText,
   computed: {
     signingSecret: Type.Union([Type.String(), Type.Null()], { description: 'The signing secret (whsec_…): only in the answer of the create and of rotate-secret, null in every other; keep it, no read shows it again.' }),
   },

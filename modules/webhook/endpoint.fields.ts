@@ -1,5 +1,6 @@
 import Type from 'typebox';
 import { WithDefault } from '../../framework/entity/storage.ts';
+import type { FieldTexts } from '../../framework/entity/field-text.ts';
 
 export const endpointFields = {
   url: Type.String({
@@ -22,3 +23,16 @@ export const endpointFields = {
 };
 
 export type EndpointFields = typeof endpointFields;
+
+/** What a person reads about each field in the admin shell (the descriptions above are the API's), the signing secret included. */
+export const endpointFieldText: FieldTexts<(keyof EndpointFields & string) | 'signingSecret'> = {
+  url: {
+    label: 'Address',
+    hint: 'Where the events are sent, like https://hooks.example.com/tenantry. It must be reachable from the internet.',
+    messages: { pattern: 'Enter a web address starting with https://, like https://hooks.example.com/tenantry.' },
+  },
+  description: { label: 'Description', hint: 'What the endpoint is for, so others know.' },
+  events: { label: 'Events', hint: 'The kinds of events it receives, or * for all of them.' },
+  active: { label: 'Active', hint: 'Only active endpoints receive events.' },
+  signingSecret: { label: 'Signing secret', hint: 'Shown once, when it is made: copy it to the receiving system.' },
+};

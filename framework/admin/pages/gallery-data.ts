@@ -13,8 +13,8 @@ export interface GallerySample {
 export const GALLERY: readonly GallerySample[] = [
   {
     component: 'alert',
-    about: 'A message: error (with the problem code and its field errors), ok or info.',
-    data: () => ({ kind: 'error', title: 'The task was not saved', code: 'VALIDATION_FAILED', items: ['title: must NOT have fewer than 1 characters'] }),
+    about: 'A message: error (its sentence and the points it lists; the problem code only in data-code), ok or info.',
+    data: () => ({ kind: 'error', title: 'The task was not saved', code: 'VALIDATION_FAILED', items: ['Fill in the title.'] }),
   },
   {
     component: 'badge',
@@ -34,7 +34,7 @@ export const GALLERY: readonly GallerySample[] = [
   {
     component: 'field',
     about: 'A form field with its label, hint and an inline error tied to it by aria-describedby.',
-    data: () => ({ id: 'gallery-title', name: 'title', label: 'Title', kind: 'text', value: '', required: true, hint: 'One line, 1 to 200 characters.', error: 'must NOT have fewer than 1 characters', maxlength: 200 }),
+    data: () => ({ id: 'gallery-title', name: 'title', label: 'Title', kind: 'text', value: '', required: true, hint: 'One line, 1 to 200 characters.', error: 'Use 1 to 200 characters.', maxlength: 200 }),
   },
   {
     component: 'pager',
