@@ -7,7 +7,7 @@ import { OutboxRelay, SUBSCRIPTION_QUEUE_PREFIX, subscriptionQueue, type QueuedE
 import { withRequestId } from '../observability/request-id.ts';
 import { contextOf, withSpan } from '../observability/tracing.ts';
 import { auditStatements } from './audit.ts';
-import { tenantById, servedTenants, servedTenantById } from '../context/tenant-lookup.ts';
+import { tenantById, servedTenants, servedTenantsByIds } from '../context/tenant-lookup.ts';
 import { CompiledQuery, sql } from 'kysely';
 import { prepared } from '../db/statements.ts';
 import { JOB_RETRY_DEFAULTS, JobRunner, jobQueue, runId, runKey, slotOf, tenantJobQueue, type TenantJobData } from './jobs.ts';
@@ -33,6 +33,9 @@ export const LEGACY_AUDIT_QUEUE = 'tenantry-audit';
 type DeadLetterData = Partial<DeliveredEvent> & Partial<TenantJobData>;
 /** A schedule tick: the job's name; a slot too when sent by hand (tests, replays), else the minute it was sent in. */
 type TickData = { job?: string; slot?: string };
+
+/** Per-tenant job runs a worker fetches at once (each still settled, retried and dead-lettered on its own). */
+export const TENANT_RUN_BATCH = 25;
 
 const RETRY = { retryLimit: 5, retryDelay: 2, retryBackoff: true, retryDelayMax: 300 };
 
@@ -267,14 +270,29 @@ export class Worker {
     const runs = tenantJobQueue(job.name);
     await this.boss.createQueue(runs, retry);
     await this.boss.updateQueue(runs, retry);
-    await this.boss.work<TenantJobData, unknown, { pollingIntervalSeconds: 1; includeMetadata: true; localConcurrency: 2 }>(
+    // The runs are fetched a batch at a time, and fetched again at once while batches come back
+    // full: fetching one run per poll capped a fan-out at about two tenants a second (10,000
+    // tenants in an hour and a half; docs/performance.md, the tenants bench). Each run still
+    // settles on its own (perJobResults), so a tenant's failure is retried and dead-lettered alone.
+    await this.boss.work<TenantJobData, unknown, { pollingIntervalSeconds: 1; includeMetadata: true; localConcurrency: 2; batchSize: number; burstWhenBatchFull: true; perJobResults: true }>(
       runs,
-      { pollingIntervalSeconds: 1, includeMetadata: true, localConcurrency: 2 },
-      async ([run]) => {
-        const { tenantId, slot } = run!.data;
-        // A tenant suspended since the fan-out is no longer served: nothing to do.
-        const tenant = await servedTenantById(this.services.db, tenantId);
-        if (tenant) await this.jobs.run(job, tenant, slot, run!.retryCount + 1);
+      { pollingIntervalSeconds: 1, includeMetadata: true, localConcurrency: 2, batchSize: TENANT_RUN_BATCH, burstWhenBatchFull: true, perJobResults: true },
+      async (batch) => {
+        const results: JobResult[] = [];
+        // A tenant suspended since the fan-out is no longer served: nothing to do. One query for the batch.
+        const served = await servedTenantsByIds(this.services.db, batch.map((run) => run.data.tenantId));
+        for (const run of batch) {
+          const { tenantId, slot } = run.data;
+          try {
+            const tenant = served.get(tenantId);
+            if (tenant) await this.jobs.run(job, tenant, slot, run.retryCount + 1);
+            results.push({ id: run.id, status: 'completed' });
+          } catch (err) {
+            // The run's failure, as a thrown handler would have left it (the dead letter reads its message).
+            results.push({ id: run.id, status: 'failed', output: { message: (err as Error).message } });
+          }
+        }
+        return results;
       },
     );
   }

@@ -1,7 +1,9 @@
 import { parseArgs } from 'node:util';
 
-export const SCENARIOS = ['list', 'create', 'health', 'public', 'notifications', 'open-loop', 'list-size', 'outbox', 'login', 'upload', 'upload-s3', 'drivers', 'webhooks'] as const;
+export const SCENARIOS = ['list', 'create', 'health', 'public', 'notifications', 'open-loop', 'list-size', 'outbox', 'login', 'upload', 'upload-s3', 'drivers', 'webhooks', 'tenants'] as const;
 export type ScenarioGroup = (typeof SCENARIOS)[number];
+/** Groups a run without --only leaves out: the tenants scenario seeds 10,000 tenants and takes its own time. */
+const ON_REQUEST: readonly ScenarioGroup[] = ['tenants'];
 
 export interface BenchOptions {
   quick: boolean;
@@ -32,6 +34,8 @@ export interface BenchOptions {
   /** Task creates per phase of the webhooks scenario, and the rate of its latency phase (per second). */
   webhookEvents: number;
   webhookRate: number;
+  /** Tenant counts the tenants scenario seeds and measures, ascending. */
+  tenantSizes: number[];
   only: ReadonlySet<ScenarioGroup>;
   out: string;
   /** Directory for V8 CPU profiles (node --cpu-prof): the service's in it, the baseline's in its `baseline` folder; or empty. */
@@ -53,7 +57,8 @@ const USAGE = `usage: npm run bench -- [options]
   --upload-mib N          size of one upload of the upload scenario in MiB (default 1024; --quick 256)
   --webhook-events N      task creates per phase of the webhooks scenario (default 1000; --quick 300)
   --webhook-rate N        creates per second of its latency phase (default 5)
-  --only a,b              run only these groups: ${SCENARIOS.join(', ')}
+  --tenant-sizes N[,N...] tenant counts of the tenants scenario, ascending (default 100,1000,10000)
+  --only a,b              run only these groups: ${SCENARIOS.join(', ')} (all but tenants by default)
   --out FILE              results file (default bench-results.json)
   --cpu-prof DIR          write a V8 CPU profile of the service process into DIR, and the baseline's into DIR/baseline`;
 
@@ -81,6 +86,7 @@ export function parseOptions(argv: string[], env: NodeJS.ProcessEnv): BenchOptio
       'upload-mib': { type: 'string' },
       'webhook-events': { type: 'string' },
       'webhook-rate': { type: 'string' },
+      'tenant-sizes': { type: 'string' },
       only: { type: 'string' },
       out: { type: 'string', default: 'bench-results.json' },
       'cpu-prof': { type: 'string' },
@@ -93,12 +99,14 @@ export function parseOptions(argv: string[], env: NodeJS.ProcessEnv): BenchOptio
   }
   const quick = values.quick ?? false;
   const only = new Set<ScenarioGroup>();
-  for (const name of (values.only ?? SCENARIOS.join(',')).split(',').map((s) => s.trim()).filter(Boolean)) {
+  for (const name of (values.only ?? SCENARIOS.filter((s) => !ON_REQUEST.includes(s)).join(',')).split(',').map((s) => s.trim()).filter(Boolean)) {
     if (!(SCENARIOS as readonly string[]).includes(name)) throw new Error(`--only: unknown group ${name}\n${USAGE}`);
     only.add(name as ScenarioGroup);
   }
   const rows = (values.rows ?? (quick ? '10000' : '10000,1000000')).split(',').map((n) => positiveInt('rows', n.trim(), 0));
   if (rows.some((n, i) => i > 0 && n <= rows[i - 1]!)) throw new Error(`--rows: sizes grow from one to the next (got ${values.rows})\n${USAGE}`);
+  const tenantSizes = (values['tenant-sizes'] ?? '100,1000,10000').split(',').map((n) => positiveInt('tenant-sizes', n.trim(), 0));
+  if (tenantSizes.some((n, i) => i > 0 && n <= tenantSizes[i - 1]!)) throw new Error(`--tenant-sizes: sizes grow from one to the next (got ${values['tenant-sizes']})\n${USAGE}`);
   return {
     quick,
     databaseUrl: values['database-url'] ?? env.TENANTRY_DATABASE_URL ?? '',
@@ -119,6 +127,7 @@ export function parseOptions(argv: string[], env: NodeJS.ProcessEnv): BenchOptio
     uploadMib: positiveInt('upload-mib', values['upload-mib'], quick ? 256 : 1024),
     webhookEvents: positiveInt('webhook-events', values['webhook-events'], quick ? 300 : 1000),
     webhookRate: positiveInt('webhook-rate', values['webhook-rate'], 5),
+    tenantSizes,
     only,
     out: values.out ?? 'bench-results.json',
     cpuProfDir: values['cpu-prof'] ?? '',

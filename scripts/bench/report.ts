@@ -26,6 +26,14 @@ export interface ResultRow {
   rps_per_core?: number;
   /** Rows in the listed tenant's table, for the list measured at several sizes. */
   table_rows?: number;
+  /** Tenants scenario (scripts/bench/tenants.ts): the size, hosts served and cached, a job's runs, its worker's peak RSS, subscriptions renewed and charged twice. */
+  tenants?: number;
+  hosts?: number;
+  hosts_cached?: number;
+  runs?: number;
+  rss_peak_mib?: number;
+  renewed?: number;
+  double_charged?: number;
 }
 
 const round = (value: number | null, digits: number): number | null =>
@@ -46,6 +54,7 @@ export function rounded(row: ResultRow): ResultRow {
     ...(row.p999_ms !== undefined ? { p999_ms: round(row.p999_ms, 2)! } : {}),
     ...(row.audit_drain_ms !== undefined ? { audit_drain_ms: round(row.audit_drain_ms, 0)! } : {}),
     ...(row.rps_per_core !== undefined ? { rps_per_core: round(row.rps_per_core, 1)! } : {}),
+    ...(row.rss_peak_mib !== undefined ? { rss_peak_mib: round(row.rss_peak_mib, 1)! } : {}),
   };
 }
 

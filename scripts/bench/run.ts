@@ -21,6 +21,7 @@ import { BASELINE_PAGE_ETAG } from './baseline-page.ts';
 import { measureDriverGroup } from './drivers.ts';
 import { measureS3UploadGroup } from './s3-upload.ts';
 import { measureWebhookGroup } from './webhooks.ts';
+import { measureTenantsGroup } from './tenants.ts';
 
 const LIST_PATH = '/api/v1/testkit/widgets?limit=20';
 const NOTIFICATIONS_PATH = '/api/v1/notification/notifications?limit=20';
@@ -287,6 +288,7 @@ async function measure(options: BenchOptions, db: BenchDatabase, runId: string, 
 
   if (options.only.has('upload-s3')) rows.push(...(await measureS3UploadGroup(options, db.url, runId, log, load)));
   if (options.only.has('webhooks')) rows.push(...(await measureWebhookGroup(options, db.url, runId, log, load)));
+  if (options.only.has('tenants')) rows.push(...(await measureTenantsGroup(options, db.url, runId, log, load)));
 
   if (options.only.has('drivers')) {
     const cookie = await signIn(service.port, host, seed.email, BENCH_PASSWORD);
