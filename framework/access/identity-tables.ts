@@ -27,7 +27,8 @@ export const FRAMEWORK_TABLE_USES: readonly FrameworkTableUse[] = [
   },
   {
     table: 'roles',
-    usedFor: 'context/tx.ts turns the roles a user holds into permissions; tenancy/create-tenant.ts seeds admin and member',
+    usedFor:
+      'context/tx.ts turns the roles a user holds into permissions; tenancy/create-tenant.ts seeds admin and member; access/roles.ts answers other modules which roles exist and which grant *',
     columns: { tenant_id: 'uuid', name: 'text', permissions: 'text[]' },
   },
   {
