@@ -31,7 +31,7 @@ async function seriousViolations(page: Page): Promise<string[]> {
 
 /** What a person reads on the page must not be a machine's words. */
 async function expectPlainLanguage(page: Page): Promise<void> {
-  const text = await page.locator('main').innerText();
+  const text = await page.locator('main').textContent();
   expect(text).not.toMatch(/\b[A-Z]+(?:_[A-Z]+)+\b/);
   expect(text).not.toMatch(/\b(?:401|403|422|429)\b/);
 }
@@ -68,7 +68,7 @@ describe.skipIf(!hasChromium)('the admin shell\'s access tokens page', () => {
       const raw = await page.inputValue('#token-value');
       expect(raw).toMatch(/^tnt_pat_/);
       expect(await page.locator('tr[data-token]').count()).toBe(1);
-      expect(await page.locator('tr[data-token] td').nth(1).innerText()).toBe('task:read');
+      expect(await page.locator('tr[data-token] td').nth(1).textContent()).toBe('task:read');
       expect(await seriousViolations(page)).toEqual([]);
       await expectPlainLanguage(page);
 
@@ -82,7 +82,7 @@ describe.skipIf(!hasChromium)('the admin shell\'s access tokens page', () => {
 
       await Promise.all([page.waitForURL(/revoked=1/), page.click('tr[data-token] button[type=submit]')]);
       expect(await page.locator('tr[data-token]').count()).toBe(0);
-      expect(await page.locator('main').innerText()).toContain('Token revoked');
+      expect(await page.locator('main').textContent()).toContain('Token revoked');
       expect((await app.http(ACME).get('/api/v1/task/tasks').set('Authorization', `Bearer ${raw}`)).status).toBe(401);
     } finally {
       await context.close();
@@ -98,7 +98,7 @@ describe.skipIf(!hasChromium)('the admin shell\'s access tokens page', () => {
       await page.locator('#token-days').evaluate((field) => field.removeAttribute('max'));
       await page.fill('#token-days', '400');
       await Promise.all([page.waitForLoadState('load'), page.click('form[aria-labelledby=new-token-heading] button[type=submit]')]);
-      expect(await page.locator('#token-days-error').innerText()).toBe('A token can last at most 365 days.');
+      expect(await page.locator('#token-days-error').textContent()).toBe('A token can last at most 365 days.');
       expect(await page.inputValue('#token-name')).toBe('too long');
       expect(await page.locator('#token-days').getAttribute('aria-invalid')).toBe('true');
       expect(await page.locator('tr[data-token]').count()).toBe(0);
