@@ -5,6 +5,7 @@ import { registerAdminPage, type AdminPageContext } from '../page.ts';
 import { bodyFromForm, inputValue, widgetsOf } from './widgets.ts';
 import { bodyChecker, describer, done, errorsOf, formProblem, requireForm } from './form-posts.ts';
 import type { EntityPages, FieldModel } from './entity-pages.ts';
+import { wantsFormAgain } from './form-aids.ts';
 import type { Row } from './resource-api.ts';
 
 /** /<id>/<command>: one form per command that runs in the page's transaction, and its post, through the command's route. */
@@ -43,6 +44,7 @@ export function registerCommandPages(pages: EntityPages): void {
           fields,
           submit: commandLabel,
           cancel: pages.href(row.id),
+          ...(definition.references ? { references: definition.references } : {}),
           ...(errors ? { alert: errors.alert } : {}),
         },
         p?.status,
@@ -64,6 +66,7 @@ export function registerCommandPages(pages: EntityPages): void {
       ...(command.route.publishes ? { publishes: command.route.publishes } : {}),
       handler: async (ctx) => {
         requireForm(ctx.request);
+        if (wantsFormAgain(ctx.body)) return commandForm(ctx, ctx.body);
         const body = command.body ? bodyFromForm(widgets, ctx.body) : undefined;
         if (body !== undefined) check(body);
         const row = (await run(command.route, ctx, { params: ctx.params, body })) as Row;

@@ -5,6 +5,8 @@ import { FORM_TOKEN_FIELD } from '../../access/form-token.ts';
 import { runApiRoute as run } from '../api-route.ts';
 import type { AdminPageContext, AdminSite } from '../page.ts';
 import { renderTemplate } from '../render.ts';
+import { aidFields, limitToInitialStates } from './form-aids.ts';
+import { entitiesWithPages, referenceTargets } from './references.ts';
 import { SYSTEM_FIELD_TEXT, type FieldText } from '../../entity/field-text.ts';
 import { displayField, inputValue, widgetsOf, type Widget } from './widgets.ts';
 import type { Api, Row } from './resource-api.ts';
@@ -26,6 +28,8 @@ export interface FormModel {
   cancel: string;
   alert?: object;
   intro?: string;
+  /** Body fields naming another entity's row (a command's own references): offered as pickers, like the entity's. */
+  references?: Readonly<Record<string, string>>;
 }
 
 /**
@@ -70,6 +74,7 @@ export function entityPages(site: AdminSite, entity: ResolvedEntity, api: Api): 
   const fieldSchemas = (entity.schemas.row as { properties?: Record<string, TSchema> }).properties ?? {};
   const createWidgets = widgetsOf(api.create.schema.body, textOf);
   // PATCH takes every field as optional; the edit form still marks (and keeps) what a record needs.
+  limitToInitialStates(entity, createWidgets);
   const createRequired = new Set(createWidgets.filter((w) => w.required).map((w) => w.name));
   const patchWidgets = widgetsOf(api.update.schema.body, textOf).map((w) => ({ ...w, required: createRequired.has(w.name) }));
   const commandLabel = (name: string): string => def.commands?.[name]?.admin?.label ?? titleCase(name);
@@ -121,7 +126,10 @@ export function entityPages(site: AdminSite, entity: ResolvedEntity, api: Api): 
       });
     },
     async formPage(ctx, title, form, status) {
-      const html = renderTemplate('./admin/generated/form', { ...form, csrfField: FORM_TOKEN_FIELD, csrf: ctx.csrf() });
+      // Pickers for the reference fields and previews for the Markdown ones (form-aids.ts).
+      const references = referenceTargets(site.services.registry, { ...def.references, ...form.references }, entitiesWithPages(site.services.registry));
+      const fields = await aidFields(ctx, entity, form.fields, references);
+      const html = renderTemplate('./admin/generated/form', { ...form, fields, csrfField: FORM_TOKEN_FIELD, csrf: ctx.csrf() });
       return ctx.render({ title, template: './admin/generated/page', data: { title, content: html, back: form.cancel }, fragment: html, ...(status ? { status } : {}) });
     },
     readRow: async (ctx) => (await run(api.read, ctx, { params: ctx.params })) as Row,

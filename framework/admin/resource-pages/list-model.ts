@@ -11,14 +11,20 @@ export interface ListText {
   valueOf(row: Row, field: string): string;
 }
 
+/** A list's columns, in order: the admin columns (else the first five fields), the title first when not among them. */
+export function listColumns(entity: ResolvedEntity, titleField: string): string[] {
+  const columns = [...(entity.def.admin?.columns ?? entity.fields.slice(0, 5))];
+  if (!columns.includes(titleField)) columns.unshift(titleField);
+  return columns;
+}
+
 /**
  * The table and pager of a generated list (templates/admin/components/table.eta and pager.eta)
  * from the list route's own answer and parameters: sort links flip the direction of the sorted
  * column, paging goes by offset and, past the deepest offset, by the `next` cursor.
  */
 export function listModel(entity: ResolvedEntity, base: string, query: PageQuery, page: Page<Row>, titleField: string, text: ListText = { labelOf: titleCase, valueOf: (row, field) => display(row[field]) }) {
-  const columns = [...(entity.def.admin?.columns ?? entity.fields.slice(0, 5))];
-  if (!columns.includes(titleField)) columns.unshift(titleField);
+  const columns = listColumns(entity, titleField);
   const defaultSort = 'createdAt';
   const params = (changes: Record<string, string | number | undefined>) => {
     const values: Record<string, string | number | undefined> = {

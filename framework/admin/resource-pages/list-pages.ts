@@ -2,7 +2,8 @@ import type { PageQuery, Page } from '../../operations/paging.ts';
 import { runApiRoute as run } from '../api-route.ts';
 import { registerAdminPage, type AdminPageContext } from '../page.ts';
 import { renderTemplate } from '../render.ts';
-import { listModel } from './list-model.ts';
+import { listColumns, listModel } from './list-model.ts';
+import { linkReferenceCells } from './references.ts';
 import type { EntityPages } from './entity-pages.ts';
 import type { Row } from './resource-api.ts';
 
@@ -13,6 +14,7 @@ export function registerListPages(pages: EntityPages): void {
   const listPage = async (ctx: AdminPageContext, fragmentOnly: boolean) => {
     const page = (await run(api.list, ctx, { query: ctx.query })) as Page<Row>;
     const model = listModel(entity, base, ctx.query as unknown as PageQuery, page, titleField, pages);
+    await linkReferenceCells(ctx, entity, listColumns(entity, titleField), page.items, model.table);
     const rows = renderTemplate('./admin/generated/rows', model);
     if (fragmentOnly) return rows;
     const canCreate = ctx.can(api.create.access);

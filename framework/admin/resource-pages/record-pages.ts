@@ -10,6 +10,9 @@ import { bodyFromForm, type Widget } from './widgets.ts';
 import { bodyChecker, describer, done, errorsOf, formProblem, requireForm, type FormErrors } from './form-posts.ts';
 import { problemText } from '../errors.ts';
 import type { EntityPages } from './entity-pages.ts';
+import { wantsFormAgain } from './form-aids.ts';
+import { detailValues } from './references.ts';
+import { offersCommand } from '../../operations/command-states.ts';
 import type { Row } from './resource-api.ts';
 
 /** A refused form's errors in people's words: each field's from its schema, its posted value and its FieldText. */
@@ -42,6 +45,7 @@ export function registerNewPages(pages: EntityPages): void {
     ...(api.create.publishes ? { publishes: api.create.publishes } : {}),
     handler: async (ctx) => {
       requireForm(ctx.request);
+      if (wantsFormAgain(ctx.body)) return newForm(ctx, ctx.body);
       const body = bodyFromForm(createWidgets, ctx.body);
       await protect?.({ body } as FastifyRequest);
       check(body);
@@ -70,14 +74,15 @@ export function registerDetailPage(pages: EntityPages): void {
         template: './admin/generated/detail',
         data: {
           title,
-          items,
+          // References by their rows' titles, linked; Markdown rendered (references.ts).
+          items: await detailValues(ctx, entity, row, ['id', ...entity.fields, ...entity.computed, 'createdAt', 'updatedAt'], items),
           back: base,
           backLabel: `All ${entity.names.labelPlural.toLowerCase()}`,
           editHref: ctx.can(api.update.access) ? pages.href(row.id, '/edit') : '',
           deleteHref: ctx.can(api.remove.access) ? pages.href(row.id, '/delete') : '',
           deleteConfirm: `Delete this ${label.toLowerCase()}?`,
           csrfVals: JSON.stringify({ [FORM_TOKEN_FIELD]: csrf }),
-          commands: api.commands.filter((c) => ctx.can(c.route.access)).map((c) => ({ label: entity.def.commands?.[c.name]?.admin?.label ?? titleCase(c.name), href: pages.href(row.id, `/${c.name}`) })),
+          commands: api.commands.filter((c) => ctx.can(c.route.access) && offersCommand(entity, c.name, row)).map((c) => ({ label: entity.def.commands?.[c.name]?.admin?.label ?? titleCase(c.name), href: pages.href(row.id, `/${c.name}`) })),
         },
       });
     },
@@ -121,6 +126,7 @@ export function registerEditPages(pages: EntityPages): void {
     ...(api.update.publishes ? { publishes: api.update.publishes } : {}),
     handler: async (ctx) => {
       requireForm(ctx.request);
+      if (wantsFormAgain(ctx.body)) return editForm(ctx, ctx.body);
       const body = bodyFromForm(patchWidgets, ctx.body);
       await protect?.({ body } as FastifyRequest);
       check(body);

@@ -4,6 +4,8 @@ import { entityPages } from './entity-pages.ts';
 import { registerListPages } from './list-pages.ts';
 import { registerDeletePages, registerDetailPage, registerEditPages, registerNewPages } from './record-pages.ts';
 import { registerCommandPages } from './command-pages.ts';
+import { registerMarkdownPreview, registerOptionsPage } from './form-aids.ts';
+import { entitiesWithPages } from './references.ts';
 
 export { generatedResources } from './resource-api.ts';
 
@@ -24,5 +26,7 @@ export function registerResourcePages(site: AdminSite): void {
     registerEditPages(pages);
     registerDeletePages(pages);
     registerCommandPages(pages);
+    registerOptionsPage(pages, entitiesWithPages(site.services.registry));
   }
+  registerMarkdownPreview(site);
 }

@@ -1,0 +1,124 @@
+import Type from 'typebox';
+import type { ResolvedEntity } from '../../entity/resolve.ts';
+import { isMarkdown } from '../../markdown/markdown-field.ts';
+import { renderMarkdown } from '../../markdown/render.ts';
+import { registerAdminPage, type AdminPageContext, type AdminSite } from '../page.ts';
+import { renderTemplate } from '../render.ts';
+import type { EntityPages, FieldModel } from './entity-pages.ts';
+import type { Widget } from './widgets.ts';
+import { requireForm } from './form-posts.ts';
+import { pickerFor, pickerOptions, pickerPage, referenceTarget, type PickerModel, type ReferenceTarget } from './references.ts';
+
+/**
+ * What a generated form offers besides its inputs: a picker for a field naming another entity's
+ * row (references.ts), and a preview of a Markdown field. Both work without JavaScript: their
+ * buttons post the form back to its own page, which answers the form again (nothing saved) with
+ * the search applied or the preview shown; with htmx the type-ahead and the preview fetch only
+ * their fragment.
+ */
+
+/** The button that asks for a Markdown field's preview posts `_preview=<field>`. */
+export const PREVIEW_FIELD = '_preview';
+/** The picker's search button posts `_search=<field>`, its text `_q`. */
+export const SEARCH_FIELD = '_search';
+export const SEARCH_TEXT_FIELD = '_q';
+/** The htmx preview's target: one route for every Markdown field. */
+export const PREVIEW_PATH = '/admin/markdown-preview';
+
+/** A form field with its aids, as templates/admin/generated/form.eta takes it. */
+export type AidedField = FieldModel & { picker?: PickerModel; markdown?: { previewUrl: string; label: string; html?: string } };
+
+const text = (value: unknown): string | undefined => {
+  const last = Array.isArray(value) ? value[value.length - 1] : value;
+  return typeof last === 'string' ? last : undefined;
+};
+
+/**
+ * Whether a post asks for the form again (a preview or a search) rather than to save it. The
+ * aids' own fields are taken out of the posted body either way, so they never reach the API.
+ */
+export function wantsFormAgain(body: Record<string, unknown>): boolean {
+  const again = text(body[PREVIEW_FIELD]) !== undefined || text(body[SEARCH_FIELD]) !== undefined;
+  if (!again) delete body[SEARCH_TEXT_FIELD];
+  return again;
+}
+
+/** The form's fields with their aids: pickers for the reference fields, previews for the Markdown ones. */
+export async function aidFields(
+  ctx: AdminPageContext,
+  entity: ResolvedEntity,
+  fields: readonly FieldModel[],
+  references: Readonly<Record<string, ReferenceTarget>>,
+): Promise<AidedField[]> {
+  const searched = text(ctx.body[SEARCH_FIELD]);
+  const previewed = text(ctx.body[PREVIEW_FIELD]);
+  const aided: AidedField[] = [];
+  for (const field of fields) {
+    const widget = field.readonly ? undefined : field.widget;
+    const target = widget ? references[widget.name] : undefined;
+    if (widget && target) {
+      const picker = await pickerFor(ctx, target, { selected: field.value, q: searched === widget.name ? text(ctx.body[SEARCH_TEXT_FIELD]) : undefined });
+      aided.push(picker ? { ...field, picker } : field);
+      continue;
+    }
+    if (widget && widget.kind === 'textarea' && isMarkdown(entity.def.fields[widget.name])) {
+      const html = previewed === widget.name ? renderMarkdown(field.value) : undefined;
+      aided.push({ ...field, markdown: { previewUrl: PREVIEW_PATH, label: `Preview ${widget.label.toLowerCase()}`, ...(html !== undefined ? { html } : {}) } });
+      continue;
+    }
+    aided.push(field);
+  }
+  return aided;
+}
+
+const OptionsQuery = Type.Object({ [SEARCH_TEXT_FIELD]: Type.Optional(Type.String({ maxLength: 200 })) });
+
+/**
+ * GET <list>/options?_q=: the picker's type-ahead (htmx), the option elements of the rows whose
+ * searchable fields contain the text, through the entity's list route and its access.
+ */
+export function registerOptionsPage(pages: EntityPages, withPages: ReadonlySet<string>): void {
+  const { site, entity, api, base, label } = pages;
+  if (entity.searchable.length === 0) return;
+  const target = referenceTarget(site.services.registry, entity.names.key, withPages);
+  if (!target) return;
+  registerAdminPage(site, {
+    path: `${base}/options`,
+    summary: `${label}: options of a picker (htmx fragment)`,
+    access: api.list.access,
+    schema: { querystring: OptionsQuery },
+    handler: async (ctx) => {
+      const page = await pickerPage(ctx, target, text(ctx.query[SEARCH_TEXT_FIELD]));
+      const options = pickerOptions(target, page.items);
+      const shown = page.total > options.length ? `${options.length} of ${page.total}${page.totalExact ? '' : '+'}` : `${options.length}`;
+      return renderTemplate('./admin/components/options', { placeholder: options.length === 0 ? 'No match' : `Choose one (${shown} shown)`, options });
+    },
+  });
+}
+
+/** POST /admin/markdown-preview: the named field's Markdown rendered as detail pages render it (htmx fragment). */
+export function registerMarkdownPreview(site: AdminSite): void {
+  registerAdminPage(site, {
+    method: 'POST',
+    path: PREVIEW_PATH,
+    summary: 'Preview of a Markdown field (htmx fragment)',
+    access: 'signedIn',
+    handler: async (ctx) => {
+      requireForm(ctx.request);
+      const field = text(ctx.body[PREVIEW_FIELD]);
+      const source = field === undefined ? '' : (text(ctx.body[field]) ?? '');
+      return renderTemplate('./admin/components/markdown-body', { html: renderMarkdown(source) });
+    },
+  });
+}
+
+/**
+ * A create form offers only the values a create may take (EntityDefinition.states.initial): the
+ * state field's options are narrowed to them, in place, once at startup.
+ */
+export function limitToInitialStates(entity: ResolvedEntity, createWidgets: Widget[]): void {
+  const initial = entity.def.states?.initial;
+  const widget = createWidgets.find((w) => w.name === entity.def.states?.field);
+  if (!initial || !widget?.options) return;
+  widget.options = widget.options.filter((option) => initial.includes(option.value));
+}

@@ -1,0 +1,172 @@
+import AxeBuilder from '@axe-core/playwright';
+import type { Browser, Page } from 'playwright-core';
+import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
+import { createCustomer, startTestApp, type TestApp } from '../helpers/app.ts';
+import type { TenantRef } from '../../framework/context/tenant.ts';
+import { addUser } from '../modules/auth/fixtures.ts';
+import { hasChromium, launch, listen, signInThroughLogin, warnNoChromium } from './admin-pages-setup.ts';
+
+warnNoChromium('test/browser/admin-references.test.ts');
+
+/**
+ * Issue 35, point 2: a field naming another entity's row (task.assigneeId → user) shows that row's
+ * title linked to it, on lists (one read per page, not per row) and detail pages, and is chosen
+ * from a select — or, past the picker's size, with a type-ahead over the user list's q, which
+ * without JavaScript is a Search button posting the form back.
+ */
+
+let app: TestApp;
+let browser: Browser;
+let acme: TenantRef;
+let origin: (host: string) => string;
+let admin: { id: string; email: string; password: string };
+let cookie: string;
+
+const ACME = 'acme.localhost';
+const BIG = 'big.localhost';
+
+async function seriousViolations(page: Page): Promise<string[]> {
+  const results = await new AxeBuilder({ page }).analyze();
+  return results.violations
+    .filter((v) => v.impact === 'serious' || v.impact === 'critical')
+    .map((v) => `${v.impact} ${v.id}: ${v.help} (${v.nodes.map((n) => n.target.join(' ')).join(', ')})`);
+}
+
+async function signIn(host: string, person: { email: string; password: string }): Promise<string> {
+  const login = await app.http(host).post('/api/v1/auth/login').send({ email: person.email, password: person.password });
+  return login.headers['set-cookie']![0]!.split(';', 1)[0]!;
+}
+
+async function newTask(host: string, session: string, title: string): Promise<string> {
+  const res = await app.http(host).post('/api/v1/task/tasks').set('Cookie', session).send({ title, priority: 'low', deadline: '2099-01-01T00:00:00Z' }).expect(201);
+  return res.body.id;
+}
+
+describe.skipIf(!hasChromium)('references in the admin shell: titles, links and pickers', () => {
+  beforeAll(async () => {
+    app = await startTestApp();
+    acme = await createCustomer(app, 'acme', ACME);
+    admin = await addUser(app, acme, { roles: ['admin'], password: 'acme admin password', email: 'boss@acme.test' });
+    origin = await listen(app);
+    cookie = await signIn(ACME, admin);
+    browser = await launch();
+  });
+  afterAll(async () => {
+    vi.restoreAllMocks();
+    await browser?.close();
+    await app?.close();
+  });
+
+  it('a small tenant: Assign offers a select of people by address; the task then shows the assignee by address, linked to the user, on its page and in the list', async () => {
+    const worker = await addUser(app, acme, { password: null, email: 'worker@acme.test', displayName: 'Wendy Worker' });
+    const taskId = await newTask(ACME, cookie, 'Fix the boiler');
+    const { context, page } = await signInThroughLogin(browser, origin(ACME), admin);
+    try {
+      await page.goto(`${origin(ACME)}/admin/task/tasks/${taskId}/assign`);
+      const options = await page.$$eval('select[name=assigneeId] option', (els) => els.map((el) => ({ value: el.getAttribute('value'), label: el.textContent })));
+      expect(options).toContainEqual({ value: worker.id, label: 'worker@acme.test' });
+      expect(options).toContainEqual({ value: admin.id, label: 'boss@acme.test' });
+      // Few people: no search box, and no text box for an id.
+      expect(await page.$('input[name=_q]')).toBeNull();
+      expect(await page.$('input[name=assigneeId]')).toBeNull();
+      expect(await seriousViolations(page)).toEqual([]);
+
+      await page.selectOption('select[name=assigneeId]', worker.id);
+      await Promise.all([page.waitForURL(`${origin(ACME)}/admin/task/tasks/${taskId}`), page.click('#resource-form .actions button[type=submit]')]);
+      const link = page.locator(`dl.values a[href="/admin/user/users/${worker.id}"]`);
+      expect(await link.textContent()).toBe('worker@acme.test');
+      expect(await page.content()).not.toContain(`<dd>${worker.id}</dd>`);
+      expect(await seriousViolations(page)).toEqual([]);
+
+      await page.goto(`${origin(ACME)}/admin/task/tasks`);
+      expect(await page.locator(`table a[href="/admin/user/users/${worker.id}"]`).textContent()).toBe('worker@acme.test');
+      expect(await seriousViolations(page)).toEqual([]);
+      // The API keeps the id.
+      const api = await app.http(ACME).get(`/api/v1/task/tasks/${taskId}`).set('Cookie', cookie).expect(200);
+      expect(api.body.assigneeId).toBe(worker.id);
+    } finally {
+      await context.close();
+    }
+  });
+
+  it('a list page reads the assignees of all its rows in one statement, not one per row', async () => {
+    const people = await Promise.all([1, 2, 3].map((n) => addUser(app, acme, { password: null, email: `helper${n}@acme.test` })));
+    for (const person of people) {
+      const id = await newTask(ACME, cookie, `Job for ${person.email}`);
+      await app.http(ACME).post(`/api/v1/task/tasks/${id}/assign`).set('Cookie', cookie).send({ assigneeId: person.id }).expect(200);
+    }
+    const readMany = vi.spyOn(app.services.registry.ops('user.user'), 'readMany');
+    const { context, page } = await signInThroughLogin(browser, origin(ACME), admin);
+    try {
+      readMany.mockClear();
+      await page.goto(`${origin(ACME)}/admin/task/tasks`);
+      for (const person of people) expect(await page.locator(`table a[href="/admin/user/users/${person.id}"]`).textContent()).toBe(person.email);
+      expect(readMany).toHaveBeenCalledTimes(1);
+      expect([...readMany.mock.calls[0]![1]]).toEqual(expect.arrayContaining(people.map((p) => p.id)));
+    } finally {
+      readMany.mockRestore();
+      await context.close();
+    }
+  });
+
+  describe('a tenant with more people than the picker shows', () => {
+    let big: TenantRef;
+    let bigAdmin: { id: string; email: string; password: string };
+    let bigCookie: string;
+    let needle: { id: string; email: string };
+
+    beforeAll(async () => {
+      big = await createCustomer(app, 'big', BIG);
+      bigAdmin = await addUser(app, big, { roles: ['admin'], password: 'big admin password', email: 'admin@big.test' });
+      for (let n = 0; n < 60; n++) await addUser(app, big, { password: null, email: `person${String(n).padStart(2, '0')}@big.test` });
+      needle = await addUser(app, big, { password: null, email: 'zz-needle@big.test', displayName: 'Nina Needle' });
+      bigCookie = await signIn(BIG, bigAdmin);
+    });
+
+    it('with JavaScript: typing in the search box refills the select from the user list (q), and the chosen person is assigned', async () => {
+      const taskId = await newTask(BIG, bigCookie, 'Find the needle');
+      const { context, page } = await signInThroughLogin(browser, origin(BIG), bigAdmin);
+      try {
+        await page.goto(`${origin(BIG)}/admin/task/tasks/${taskId}/assign`);
+        // The first page of people (sorted by address) leaves the needle out; a note says more exist.
+        expect(await page.$(`select[name=assigneeId] option[value="${needle.id}"]`)).toBeNull();
+        expect(await page.textContent('#field-assigneeId-note')).toContain('first 50 of 62');
+        expect(await seriousViolations(page)).toEqual([]);
+        const fragment = page.waitForResponse((r) => new URL(r.url()).pathname === '/admin/user/users/options' && new URL(r.url()).searchParams.get('_q') === 'needle');
+        await page.fill('input[name=_q]', 'needle');
+        await fragment;
+        await page.waitForSelector(`select[name=assigneeId] option[value="${needle.id}"]`, { state: 'attached' });
+        const labels = await page.$$eval('select[name=assigneeId] option', (els) => els.map((el) => el.textContent));
+        expect(labels.slice(1)).toEqual(['zz-needle@big.test']);
+        await page.selectOption('select[name=assigneeId]', needle.id);
+        await Promise.all([page.waitForURL(`${origin(BIG)}/admin/task/tasks/${taskId}`), page.click('#resource-form .actions button[type=submit]')]);
+        expect(await page.locator(`dl.values a[href="/admin/user/users/${needle.id}"]`).textContent()).toBe('zz-needle@big.test');
+      } finally {
+        await context.close();
+      }
+    });
+
+    it('without JavaScript: the Search button posts the form back with the matching people, nothing assigned until the form is sent', async () => {
+      const taskId = await newTask(BIG, bigCookie, 'Find the needle by hand');
+      const { context, page } = await signInThroughLogin(browser, origin(BIG), bigAdmin, { javaScriptEnabled: false });
+      try {
+        await page.goto(`${origin(BIG)}/admin/task/tasks/${taskId}/assign`);
+        await page.fill('input[name=_q]', 'Nina');
+        await page.click('button[name=_search]');
+        expect(new URL(page.url()).pathname).toBe(`/admin/task/tasks/${taskId}/assign`);
+        const labels = await page.$$eval('select[name=assigneeId] option', (els) => els.map((el) => el.textContent));
+        expect(labels.slice(1)).toEqual(['zz-needle@big.test']);
+        expect(await page.inputValue('input[name=_q]')).toBe('Nina');
+        const before = await app.http(BIG).get(`/api/v1/task/tasks/${taskId}`).set('Cookie', bigCookie).expect(200);
+        expect(before.body.assigneeId).toBeNull();
+        // (axe cannot run with JavaScript off; the same page with it on is checked above.)
+        await page.selectOption('select[name=assigneeId]', needle.id);
+        await Promise.all([page.waitForURL(`${origin(BIG)}/admin/task/tasks/${taskId}`), page.click('#resource-form .actions button[type=submit]')]);
+        const after = await app.http(BIG).get(`/api/v1/task/tasks/${taskId}`).set('Cookie', bigCookie).expect(200);
+        expect(after.body.assigneeId).toBe(needle.id);
+      } finally {
+        await context.close();
+      }
+    });
+  });
+});
