@@ -1,0 +1,127 @@
+import AxeBuilder from '@axe-core/playwright';
+import type { Browser, Page } from 'playwright-core';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { createCustomer, startTestApp, type TestApp } from '../helpers/app.ts';
+import type { TenantRef } from '../../framework/context/tenant.ts';
+import { addUser } from '../modules/auth/fixtures.ts';
+import { hasChromium, launch, listen, signInThroughLogin, warnNoChromium } from './admin-pages-setup.ts';
+
+warnNoChromium('test/browser/admin-markdown.test.ts');
+
+/**
+ * Issue 35, point 3: Markdown fields (Markdown() in the entity's fields: a content body, a task
+ * description) are rendered on detail pages with the public page's renderer, sanitised; forms
+ * preview them with htmx, and without JavaScript with a Preview button posting the form back.
+ */
+
+let app: TestApp;
+let browser: Browser;
+let acme: TenantRef;
+let origin: (host: string) => string;
+let admin: { id: string; email: string; password: string };
+let cookie: string;
+
+const ACME = 'acme.localhost';
+const HOSTILE = [
+  '# Opening hours',
+  '',
+  'We are **open** on weekdays. [Map](https://example.com/map) [bad](javascript:alert(1))',
+  '',
+  '<script>window.hacked = true</script><img src=x onerror="window.hacked = true">',
+].join('\n');
+
+async function seriousViolations(page: Page): Promise<string[]> {
+  const results = await new AxeBuilder({ page }).analyze();
+  return results.violations
+    .filter((v) => v.impact === 'serious' || v.impact === 'critical')
+    .map((v) => `${v.impact} ${v.id}: ${v.help} (${v.nodes.map((n) => n.target.join(' ')).join(', ')})`);
+}
+
+async function newContent(slug: string, body: string): Promise<string> {
+  const res = await app.http(ACME).post('/api/v1/content/contents').set('Cookie', cookie).send({ slug, title: `Page ${slug}`, kind: 'page', body });
+  expect(res.status, JSON.stringify(res.body)).toBe(201);
+  return res.body.id;
+}
+
+const storedBody = async (id: string): Promise<string> => (await app.http(ACME).get(`/api/v1/content/contents/${id}`).set('Cookie', cookie).expect(200)).body.body;
+
+describe.skipIf(!hasChromium)('Markdown fields in the admin shell', () => {
+  beforeAll(async () => {
+    app = await startTestApp();
+    acme = await createCustomer(app, 'acme', ACME);
+    admin = await addUser(app, acme, { roles: ['admin'], password: 'acme admin password' });
+    origin = await listen(app);
+    const login = await app.http(ACME).post('/api/v1/auth/login').send({ email: admin.email, password: admin.password });
+    cookie = login.headers['set-cookie']![0]!.split(';', 1)[0]!;
+    browser = await launch();
+  });
+  afterAll(async () => {
+    await browser?.close();
+    await app?.close();
+  });
+
+  it('a detail page renders the body as HTML, sanitised: no script, no event handler, no javascript: link', async () => {
+    const id = await newContent('hours', HOSTILE);
+    const taskRes = await app.http(ACME).post('/api/v1/task/tasks').set('Cookie', cookie).send({ title: 'Steps', priority: 'low', deadline: '2099-01-01T00:00:00Z', description: '1. *look*\n2. fix' });
+    const { context, page } = await signInThroughLogin(browser, origin(ACME), admin);
+    try {
+      await page.goto(`${origin(ACME)}/admin/content/contents/${id}`);
+      const rendered = page.locator('dl.values .markdown');
+      expect(await rendered.locator('h1').textContent()).toBe('Opening hours');
+      expect(await rendered.locator('strong').textContent()).toBe('open');
+      expect(await rendered.locator('a[href="https://example.com/map"]').getAttribute('rel')).toBe('nofollow ugc noopener');
+      expect(await rendered.locator('script, img[onerror], a[href^="javascript"]').count()).toBe(0);
+      expect(await page.evaluate(() => (globalThis as unknown as { hacked?: boolean }).hacked)).toBeUndefined();
+      expect(await page.locator('dl.values').textContent()).not.toContain('**open**');
+      expect(await seriousViolations(page)).toEqual([]);
+
+      await page.goto(`${origin(ACME)}/admin/task/tasks/${taskRes.body.id}`);
+      expect(await page.locator('dl.values .markdown ol li em').textContent()).toBe('look');
+    } finally {
+      await context.close();
+    }
+  });
+
+  it('with htmx the Preview button shows the typed text rendered beside the field, and saves nothing', async () => {
+    const id = await newContent('preview-js', 'Old text');
+    const { context, page } = await signInThroughLogin(browser, origin(ACME), admin);
+    try {
+      await page.goto(`${origin(ACME)}/admin/content/contents/${id}/edit`);
+      await page.fill('textarea[name=body]', 'Now **bold** <script>window.hacked = true</script>');
+      const preview = page.waitForResponse((r) => new URL(r.url()).pathname === '/admin/markdown-preview' && r.request().method() === 'POST');
+      await page.click('button[name=_preview][value=body]');
+      expect((await preview).status()).toBe(200);
+      await page.waitForSelector('#field-body-preview strong');
+      expect(await page.textContent('#field-body-preview strong')).toBe('bold');
+      expect(await page.locator('#field-body-preview script').count()).toBe(0);
+      // Still the edit form, with the typed text, and nothing stored.
+      expect(new URL(page.url()).pathname).toBe(`/admin/content/contents/${id}/edit`);
+      expect(await page.inputValue('textarea[name=body]')).toContain('Now **bold**');
+      expect(await storedBody(id)).toBe('Old text');
+      expect(await seriousViolations(page)).toEqual([]);
+    } finally {
+      await context.close();
+    }
+  });
+
+  it('without JavaScript the Preview button posts the form back with the preview and the typed text; Save then stores it', async () => {
+    const id = await newContent('preview-plain', 'Old text');
+    const { context, page } = await signInThroughLogin(browser, origin(ACME), admin, { javaScriptEnabled: false });
+    try {
+      await page.goto(`${origin(ACME)}/admin/content/contents/${id}/edit`);
+      await page.fill('textarea[name=body]', '## Plain\n\n*slanted*');
+      await page.click('button[name=_preview][value=body]');
+      expect(new URL(page.url()).pathname).toBe(`/admin/content/contents/${id}/edit`);
+      expect(await page.textContent('#field-body-preview h2')).toBe('Plain');
+      expect(await page.textContent('#field-body-preview em')).toBe('slanted');
+      // A form posts its text's line breaks as CRLF (HTML's form encoding); the text is otherwise as typed.
+      expect((await page.inputValue('textarea[name=body]')).replaceAll('\r\n', '\n')).toBe('## Plain\n\n*slanted*');
+      expect(await storedBody(id)).toBe('Old text');
+
+      await Promise.all([page.waitForURL(`${origin(ACME)}/admin/content/contents/${id}`), page.click('#resource-form .actions button[type=submit]:not([name])')]);
+      expect((await storedBody(id)).replaceAll('\r\n', '\n')).toBe('## Plain\n\n*slanted*');
+    } finally {
+      await context.close();
+    }
+  });
+});
