@@ -1,3 +1,5 @@
+import { Agent as HttpAgent } from 'node:http';
+import { Agent as HttpsAgent } from 'node:https';
 import type { Readable } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
 import {
@@ -36,6 +38,11 @@ const MAX_PARTS = 10_000;
  * buffers (those being sent and the one being filled), whatever its size (docs/files.md, "Memory").
  */
 const PARTS_IN_FLIGHT = 2;
+/**
+ * Connections to the store kept open between requests, at most this many at once (the SDK's own
+ * default): UploadParts in flight, and downloads, which hold theirs until the body is read.
+ */
+const MAX_SOCKETS = 50;
 /** DeleteObjects takes at most this many keys per request. */
 const DELETE_BATCH = 1000;
 
@@ -88,8 +95,20 @@ export class S3Store implements BlobStore {
       ...(settings.region ? { region: settings.region } : {}),
       ...(settings.endpoint ? { endpoint: settings.endpoint } : {}),
       forcePathStyle: settings.force_path_style,
-      // An unreachable store fails in seconds rather than at the operating system's TCP timeout.
-      requestHandler: { connectionTimeout: 3000, socketTimeout: 60_000 },
+      // Every request on a pooled keep-alive connection. The SDK's own agent is bypassed for a
+      // request that carries `Expect: 100-continue` (by default any body over 2 MB, so every
+      // UploadPart): it is sent on a new agent without keep-alive, a new TCP (and TLS) connection
+      // per part, whose sockets, agents and timers were most of the JS heap an upload left behind
+      // (docs/files.md, "Memory"). An agent of our own is used for every request, and no part waits
+      // for 100 Continue: the upload was accepted by CreateMultipartUpload already.
+      expectContinueHeader: false,
+      requestHandler: {
+        httpAgent: new HttpAgent({ keepAlive: true, maxSockets: MAX_SOCKETS }),
+        httpsAgent: new HttpsAgent({ keepAlive: true, maxSockets: MAX_SOCKETS }),
+        // An unreachable store fails in seconds rather than at the operating system's TCP timeout.
+        connectionTimeout: 3000,
+        socketTimeout: 60_000,
+      },
     });
   }
 
