@@ -46,7 +46,7 @@ export const PublicContent = Type.Object(
 /** What a person reads about each field in the admin shell (the descriptions above are the API's). */
 export const contentFieldText: FieldTexts<keyof ContentFields & string> = {
   slug: {
-    label: 'Address',
+    label: 'Slug',
     hint: 'The last part of the page’s public address, like about-us. Unique among this site’s pages.',
     messages: { pattern: 'Use lowercase letters, digits and single hyphens, like about-us.' },
   },

@@ -147,7 +147,7 @@ describe.skipIf(!present)('Admin shell in Chromium: generated pages', () => {
       [`/admin/task/tasks/${task.body.id}/delete`, 'Delete task: Visit me'],
       [`/admin/task/tasks/${task.body.id}/assign`, 'Assign: Visit me'],
       [`/admin/task/tasks/${task.body.id}/resolve`, 'Resolve: Visit me'],
-      [`/admin/task/tasks/${task.body.id}/check-sla`, 'Check sla: Visit me'],
+      [`/admin/task/tasks/${task.body.id}/check-sla`, 'Check the deadline: Visit me'],
       ['/admin/content/contents', 'Contents'],
       ['/admin/content/contents/rows', null],
       ['/admin/content/contents/new', 'New content'],
@@ -172,7 +172,7 @@ describe.skipIf(!present)('Admin shell in Chromium: generated pages', () => {
     await page.getByLabel('Slug').fill('made-in-a-form');
     await page.getByLabel('Title').fill('Made in a form');
     await page.getByLabel('Kind').selectOption('post');
-    await page.getByLabel('Body').fill('# Hello');
+    await page.getByLabel('Text').fill('# Hello');
     await page.getByRole('button', { name: 'Create content' }).click();
     await page.waitForURL(/\/admin\/content\/contents\/[0-9a-f-]{36}$/);
     const detail = page.url();
@@ -187,7 +187,8 @@ describe.skipIf(!present)('Admin shell in Chromium: generated pages', () => {
     await page.getByRole('link', { name: 'Publish', exact: true }).click();
     await page.getByRole('button', { name: 'Publish', exact: true }).click();
     await page.waitForURL(detail);
-    await expect(page.locator('dl.values').textContent()).resolves.toContain('published');
+    // The status reads as its label.
+    await expect(page.locator('dl.values').textContent()).resolves.toContain('Published');
 
     // Without JavaScript the delete button opens the confirmation page.
     await page.getByRole('link', { name: 'Delete' }).click();
@@ -201,7 +202,7 @@ describe.skipIf(!present)('Admin shell in Chromium: generated pages', () => {
     await page.goto(`${origin}/admin/task/tasks/new`);
     await page.getByLabel('Title').fill('Through htmx');
     await page.getByLabel('Priority').selectOption('high');
-    await page.getByLabel('Deadline').fill('2031-02-03T04:05');
+    await page.getByLabel('Due').fill('2031-02-03T04:05');
     await page.getByRole('button', { name: 'Create task' }).click();
     await page.waitForURL(/\/admin\/task\/tasks\/[0-9a-f-]{36}$/);
     const detail = page.url();
@@ -231,7 +232,7 @@ describe.skipIf(!present)('Admin shell in Chromium: generated pages', () => {
       await page.getByLabel('Slug').fill('Not A Slug!');
       await page.getByLabel('Title').fill('Kept');
       await page.getByLabel('Kind').selectOption('page');
-      await page.getByLabel('Body').fill('x');
+      await page.getByLabel('Text').fill('x');
       await page.getByRole('button', { name: 'Create content' }).click();
       const error = page.locator('#field-slug-error');
       await error.waitFor();
