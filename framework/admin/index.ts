@@ -4,6 +4,7 @@ import type { AdminSite } from './page.ts';
 import { installAdminErrors } from './errors.ts';
 import { databaseCheck, type ReadinessCheck } from '../http/probes.ts';
 import { registerAssets } from './assets.ts';
+import { registerPageTools } from './page-tools.ts';
 import { registerSignOut } from './sign-out.ts';
 import { registerLoginPage } from './login.ts';
 import { registerResourcePages } from './resource-pages/resource-pages.ts';
@@ -19,6 +20,8 @@ export { renderTemplate } from './render.ts';
 export { errorView, problemText } from './errors.ts';
 export { allows } from './allows.ts';
 export { apiRoute, runApiRoute } from './api-route.ts';
+export { registerAdminEffectPage, type AdminEffectPageDefinition, type EffectInput } from './effect-page.ts';
+export { PAGE_TOOLS_URL } from './page-tools.ts';
 export { generatedResources } from './resource-pages/resource-pages.ts';
 
 export interface AdminOptions {
@@ -48,6 +51,7 @@ export async function registerAdmin(app: FastifyInstance, services: Services, op
       });
       installAdminErrors(site);
       registerAssets(scope);
+      registerPageTools(scope);
       registerLoginPage(site);
       registerSignOut(site);
       registerResourcePages(site);

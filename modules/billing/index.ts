@@ -3,6 +3,7 @@ import { plan } from './plan.entity.ts';
 import { subscription } from './subscription.entity.ts';
 import { renewJob } from './renewal.ts';
 import './tables.ts';
+import { registerBillingPages, SUBSCRIPTION_PAGE } from './billing.admin.ts';
 
 /**
  * Billing: the operator's price list (plans, global), one subscription per tenant (a singleton
@@ -20,5 +21,12 @@ export const billingModule = defineModule({
   events: ['billing.subscribed', 'billing.cancelled', 'billing.renewed', 'billing.past_due'],
   entities: [entity(plan), entity(subscription)],
   jobs: [renewJob],
-  admin: { sidebar: [{ label: 'Billing', path: '/admin/billing/plans', order: 50 }] },
+  admin: {
+    sidebar: [
+      { label: 'Billing', path: '/admin/billing/plans', order: 50 },
+      { label: 'Subscription', path: SUBSCRIPTION_PAGE, order: 51 },
+    ],
+    // The subscription has no generated pages (a singleton): a hand-written one (billing.admin.ts).
+    pages: [registerBillingPages],
+  },
 });

@@ -3,6 +3,7 @@ import { blobStoreFor } from '../../framework/storage/index.ts';
 import { fileRoutes } from './routes.ts';
 import { blobRemoval } from './blob-removal.ts';
 import { fileReconcile } from './reconcile.ts';
+import { FILES_PAGE, registerFilePages } from './files.admin.ts';
 
 /** Uploaded blobs with a record per file (docs/files.md). */
 export const fileModule = defineModule({
@@ -17,6 +18,6 @@ export const fileModule = defineModule({
   subscriptions: [blobRemoval],
   // Reconcile lists the store: registered only when the store can.
   jobs: (config) => (blobStoreFor(config).capabilities.listable ? [fileReconcile] : []),
-  // Files are uploaded and listed through the API; the shell shows no pages for them.
-  admin: { resourcePages: false },
+  // No generated pages (a file is uploaded, not typed in): the hand-written Files page (files.admin.ts).
+  admin: { resourcePages: false, pages: [registerFilePages], sidebar: [{ label: 'Files', path: FILES_PAGE, order: 40 }] },
 });

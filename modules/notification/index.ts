@@ -3,6 +3,8 @@ import { unreadCount } from './unread.ts';
 import { notificationRoutes } from './notification.routes.ts';
 import { notificationMail } from './notification-mail.ts';
 import './notifications-table.ts';
+import { readAllRoute } from './read-all.route.ts';
+import { NOTIFICATIONS_PAGE, registerNotificationPages } from './notifications.admin.ts';
 
 /**
  * Per-person messages, optionally mailed. notify() (notify.ts) is the only writer; a person lists
@@ -12,9 +14,10 @@ export const notificationModule = defineModule({
   name: 'notification',
   description: 'Per-person messages, optionally mailed',
   events: ['notification.created', 'notification.email_requested', 'notification.read'],
-  routes: notificationRoutes,
+  routes: [...notificationRoutes, readAllRoute],
   subscriptions: [notificationMail],
   // The admin header's badge: the caller's unread count, read in the page's own transaction.
-  adminBadge: { label: 'unread notifications', count: unreadCount },
-  admin: { resourcePages: false },
+  // The badge opens the caller's notifications (notifications.admin.ts).
+  adminBadge: { label: 'unread notifications', count: unreadCount, href: NOTIFICATIONS_PAGE },
+  admin: { resourcePages: false, pages: [registerNotificationPages] },
 });

@@ -1,0 +1,178 @@
+import Type from 'typebox';
+import {
+  apiRoute,
+  registerAdminEffectPage,
+  registerAdminPage,
+  renderTemplate,
+  runApiRoute,
+  PAGE_TOOLS_URL,
+  type AdminPageContext,
+  type AdminSite,
+} from '../../framework/admin/index.ts';
+import { FORM_TOKEN_FIELD } from '../../framework/access/form-token.ts';
+import { problemText } from '../../framework/admin/errors.ts';
+import { formatBytes, formatDateTime, isoDate } from '../../framework/admin/format.ts';
+import type { NoTxRouteDefinition, RouteDefinition } from '../../framework/entity/define.ts';
+import { notFound, type ProblemError } from '../../framework/errors.ts';
+import { toProblem } from '../../framework/http/problems.ts';
+import type { Page } from '../../framework/operations/paging.ts';
+import type { FileRecordValue } from './files-table.ts';
+
+export const FILES_PAGE = '/admin/file/files';
+const PAGE_SIZE = 20;
+const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
+
+const DONE = { uploaded: 'The file is uploaded.', deleted: 'The file is deleted.' } as const;
+const ListQuery = Type.Object({
+  after: Type.Optional(Type.String({ maxLength: 1024 })),
+  done: Type.Optional(Type.Union([Type.Literal('uploaded'), Type.Literal('deleted')])),
+});
+const UploadQuery = Type.Object({ visibility: Type.Union([Type.Literal('public'), Type.Literal('private')]) });
+const IdParams = Type.Object({ id: Type.String({ maxLength: 100 }) });
+
+/** A file record as the list route answers it (dates may be Date or ISO text). */
+type FileItem = Omit<FileRecordValue, 'createdAt'> & { createdAt: Date | string };
+
+/** After a post: 303 (post/redirect/get); htmx's Delete, which posts no form, is told to navigate there instead. */
+function navigate(page: AdminPageContext, location: string): string {
+  if (page.request.headers['hx-request'] !== 'true') return page.redirect(location);
+  page.reply.code(200).header('hx-redirect', location);
+  return '';
+}
+
+const fileHref = (id: string, suffix = '') => `${FILES_PAGE}/${encodeURIComponent(id)}${suffix}`;
+
+/**
+ * The tenant's files: the list (GET /api/v1/file/files, file:read) with name, size, type,
+ * visibility, uploader and date, newest first; download through GET .../{id}/content; for a public
+ * file its public link (/api/v1/file/public/{id} on this host) to copy; upload (POST
+ * /api/v1/file/files, file:manage) as a plain multipart form, with progress when scripts run
+ * (assets/page-tools.js); delete (DELETE .../{id}, file:manage) after a confirmation page (or
+ * htmx's confirm). Each page runs the API route with its access.
+ */
+export function registerFilePages(site: AdminSite): void {
+  const route = (operationId: string) => {
+    const found = apiRoute(site.services.registry, operationId);
+    if (!found) throw new Error(`the file pages need the API route ${operationId}`);
+    return found;
+  };
+  const list = route('file-file-list') as RouteDefinition;
+  const read = route('file-file-read') as RouteDefinition;
+  const upload = route('file-file-upload') as NoTxRouteDefinition;
+  const remove = route('file-file-delete') as RouteDefinition;
+  const userRead = apiRoute(site.services.registry, 'user-user-read') as RouteDefinition | undefined;
+
+  registerAdminPage(site, {
+    path: FILES_PAGE,
+    access: list.access,
+    summary: 'Files',
+    schema: { querystring: ListQuery },
+    handler: (page) => renderList(page, {}),
+  });
+
+  registerAdminEffectPage(site, {
+    path: FILES_PAGE,
+    route: upload,
+    summary: 'Upload a file',
+    schema: { querystring: UploadQuery },
+    next: () => `${FILES_PAGE}?done=uploaded`,
+    onError: (page, refused) => renderList(page, { refused }),
+  });
+
+  registerAdminPage(site, {
+    path: `${FILES_PAGE}/:id/delete`,
+    access: remove.access,
+    summary: 'Delete a file: confirm',
+    schema: { params: IdParams },
+    handler: async (page) => {
+      const file = await readFile(page);
+      const body = renderTemplate('./admin/pages/file-delete', {
+        file: { name: file.name },
+        action: fileHref(file.id, '/delete'),
+        cancelHref: FILES_PAGE,
+        csrf: page.csrf(),
+        csrfField: FORM_TOKEN_FIELD,
+      });
+      return page.render({ title: `Delete ${file.name}`, body });
+    },
+  });
+
+  registerAdminPage(site, {
+    method: 'POST',
+    path: `${FILES_PAGE}/:id/delete`,
+    access: remove.access,
+    summary: 'Delete a file',
+    ...(remove.publishes ? { publishes: remove.publishes } : {}),
+    schema: { params: IdParams },
+    handler: async (page) => {
+      if (!UUID.test(page.params.id!)) throw notFound();
+      await runApiRoute(remove, page, { params: { id: page.params.id } });
+      return navigate(page, `${FILES_PAGE}?done=deleted`);
+    },
+  });
+
+  async function readFile(page: AdminPageContext): Promise<FileItem> {
+    if (!UUID.test(page.params.id!)) throw notFound();
+    return (await runApiRoute(read, page, { params: { id: page.params.id } })) as FileItem;
+  }
+
+  /** Who uploaded: the person's name where the caller may read people, "You" for the caller. */
+  async function uploaders(page: AdminPageContext, items: readonly FileItem[]): Promise<Map<string, string>> {
+    const names = new Map<string, string>();
+    const me = page.tx.session?.userId;
+    const mayRead = userRead !== undefined && page.can(userRead.access);
+    for (const id of new Set(items.map((item) => item.uploadedBy).filter((id): id is string => id !== null))) {
+      if (id === me) names.set(id, 'You');
+      else if (mayRead) {
+        try {
+          const user = (await runApiRoute(userRead!, page, { params: { id } })) as { displayName?: string | null; email: string };
+          names.set(id, user.displayName || user.email);
+        } catch (err) {
+          if (toProblem(err).status !== 404) throw err;
+          names.set(id, 'A former member');
+        }
+      } else names.set(id, 'Another member');
+    }
+    return names;
+  }
+
+  async function renderList(page: AdminPageContext, options: { refused?: ProblemError }): Promise<string> {
+    const after = typeof page.query.after === 'string' ? page.query.after : undefined;
+    const query = { limit: PAGE_SIZE, offset: 0, sort: '-createdAt', ...(after ? { after } : {}) };
+    const found = (await runApiRoute(list, page, { query })) as Page<FileItem>;
+    const names = await uploaders(page, found.items);
+    const host = page.request.headers.host ?? '';
+    const origin = `${page.request.protocol}://${host}`;
+    const manage = page.can(remove.access);
+    const refused = options.refused ? problemText(options.refused) : null;
+    const done = options.refused ? undefined : (page.query.done as keyof typeof DONE | undefined);
+    const body = renderTemplate('./admin/pages/files', {
+      items: found.items.map((file) => ({
+        id: file.id,
+        name: file.name,
+        size: formatBytes(file.size),
+        type: file.mediaType,
+        public: file.visibility === 'public',
+        uploader: file.uploadedBy ? (names.get(file.uploadedBy) ?? 'Another member') : 'Nobody (a system upload)',
+        at: formatDateTime(file.createdAt),
+        atIso: isoDate(file.createdAt),
+        downloadHref: `/api/v1/file/files/${file.id}/content`,
+        publicUrl: file.visibility === 'public' ? `${origin}/api/v1/file/public/${file.id}` : null,
+        deleteHref: fileHref(file.id, '/delete'),
+      })),
+      nextHref: found.next ? `${FILES_PAGE}?${new URLSearchParams({ after: found.next })}` : null,
+      firstPage: after === undefined,
+      manage,
+      maxSize: formatBytes(site.services.config.files.max_bytes),
+      done: done ? DONE[done] : null,
+      refused: refused ? { title: refused.sentence, items: refused.detail ? [refused.detail] : [], code: options.refused!.code } : null,
+      base: FILES_PAGE,
+      scriptUrl: PAGE_TOOLS_URL,
+      csrf: page.csrf(),
+      csrfField: FORM_TOKEN_FIELD,
+      // htmx's Delete posts no form: the token travels as its value.
+      csrfVals: JSON.stringify({ [FORM_TOKEN_FIELD]: page.csrf() }),
+    });
+    return page.render({ title: 'Files', body, ...(options.refused ? { status: options.refused.status } : {}) });
+  }
+}
