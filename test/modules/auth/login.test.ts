@@ -95,7 +95,8 @@ describe('POST /api/v1/auth/login', () => {
   // milliseconds apart, under the same load), and the median of those differences over the rounds
   // is what counts, so a loaded 2-core machine, whose load changes from one second to the next,
   // moves both sides alike and holds without retries.
-  it('costs the same for all four refusals: within half an argon2id verification of each other, round by round', async () => {
+  // Eighty sign-ins take seconds on a quiet machine and can take a minute on a loaded one.
+  it('costs the same for all four refusals: within half an argon2id verification of each other, round by round', { timeout: 120_000 }, async () => {
     const active = await addUser(app, acme);
     const invited = await addUser(app, acme, { status: 'invited', password: null });
     const deactivated = await addUser(app, acme, { status: 'deactivated' });
