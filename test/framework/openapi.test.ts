@@ -193,7 +193,9 @@ describe('the OpenAPI document', () => {
     for (const [key, op] of lists) {
       const params = op.parameters!;
       const byName = Object.fromEntries(params.map((p) => [p.name, p]));
-      expect(Object.keys(byName).sort(), key).toEqual(['after', 'limit', 'offset', 'sort']);
+      // A list over searchable fields also takes q (docs/api-conventions.md, "Search: q").
+      expect(Object.keys(byName).filter((name) => name !== 'q').sort(), key).toEqual(['after', 'limit', 'offset', 'sort']);
+      if (byName.q) expect(byName.q.schema, key).toMatchObject({ type: 'string', minLength: 1, maxLength: 200 });
       for (const p of params) {
         expect(p.in).toBe('query');
         expect(p.required, `${key} ${p.name}`).toBe(false);
