@@ -38,7 +38,8 @@ export const authModule = defineModule({
     pages: [registerRolePages, registerTokenPages],
     sidebar: [
       { label: 'Roles', path: '/admin/auth/roles', order: 20 },
-      { label: 'Access tokens', path: '/admin/auth/tokens', order: 21 },
+      // Every signed-in person's own tokens: a personal page, after the tenant's screens.
+      { label: 'Access tokens', path: '/admin/auth/tokens', order: 90 },
     ],
     resourcePages: false,
   },

@@ -114,9 +114,10 @@ describe.skipIf(!present)('Admin shell in Chromium: the sidebar shows what the r
 
     const context = await browser.newContext();
     const memberPage = await signIn(await context.newPage(), member, '/admin/task/tasks');
-    // A member holds no permission: the task list itself is refused, and the sidebar is empty.
+    // A member holds no permission: the task list itself is refused, and the sidebar holds only
+    // what every signed-in person has (their own access tokens).
     await expect(memberPage.getByRole('heading', { level: 1 }).textContent()).resolves.toBe('Not allowed');
-    expect(await sidebarOf(memberPage)).toEqual([]);
+    expect(await sidebarOf(memberPage)).toEqual(['Access tokens']);
     await context.close();
 
     const reader = await signInAs(app, acme, ['task:read']);
@@ -124,7 +125,7 @@ describe.skipIf(!present)('Admin shell in Chromium: the sidebar shows what the r
     await readerContext.addCookies([{ name: reader.cookie.split('=')[0]!, value: reader.rawSessionId, url: origin }]);
     const readerPage = await readerContext.newPage();
     await readerPage.goto(`${origin}/admin/task/tasks`);
-    expect(await sidebarOf(readerPage)).toEqual(['Tasks']);
+    expect(await sidebarOf(readerPage)).toEqual(['Tasks', 'Access tokens']);
     // Reading only: no button to create.
     expect(await readerPage.getByRole('link', { name: 'New task' }).count()).toBe(0);
     await readerContext.close();

@@ -230,13 +230,16 @@ describe('the OpenAPI document', () => {
     }
   });
 
-  it('declares the cookie security scheme and requires it exactly where the guard does', () => {
+  it('declares the cookie and bearer security schemes and requires them exactly where the guard does', () => {
     expect(doc.components.securitySchemes.cookieAuth).toMatchObject({ type: 'apiKey', in: 'cookie', name: 'app_session' });
+    expect(doc.components.securitySchemes.bearerAuth).toMatchObject({ type: 'http', scheme: 'bearer' });
     for (const route of registered()) {
       const op = operations.get(`${route.method} ${openApiPath(route.url)}`)!;
+      // A personal access token is accepted wherever a caller is, unless the route takes the cookie only.
+      const schemes = route.bearer === false ? [{ cookieAuth: [] }] : [{ cookieAuth: [] }, { bearerAuth: [] }];
       if (route.access === 'public') expect(op.security ?? [], route.operationId).toEqual([]);
-      else if (route.access === 'optional') expect(op.security).toEqual([{}, { cookieAuth: [] }]);
-      else expect(op.security, route.operationId).toEqual([{ cookieAuth: [] }]);
+      else if (route.access === 'optional') expect(op.security, route.operationId).toEqual([{}, ...schemes]);
+      else expect(op.security, route.operationId).toEqual(schemes);
       expect(op['x-access']).toBe(typeof route.access === 'object' ? `permission ${route.access.permission}` : route.access);
     }
   });
