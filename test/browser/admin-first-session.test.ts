@@ -1,5 +1,5 @@
 import AxeBuilder from '@axe-core/playwright';
-import type { Browser, Page } from 'playwright-core';
+import type { Browser as Chromium, Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { OPERATOR_HOST, createCustomer, startTestApp, type TestApp } from '../helpers/app.ts';
 import type { TenantRef } from '../../framework/context/tenant.ts';
@@ -14,7 +14,7 @@ import { hasChromium, launch, listen, signInThroughLogin, warnNoChromium } from 
 warnNoChromium('test/browser/admin-first-session.test.ts');
 
 let app: TestApp;
-let browser: Browser;
+let browser: Chromium;
 let origin: (host: string) => string;
 let admin: { id: string; email: string; password: string };
 let emptyAdmin: { id: string; email: string; password: string };
@@ -36,29 +36,54 @@ async function seriousViolations(page: Page): Promise<string[]> {
     .map((v) => `${v.impact} ${v.id}: ${v.help} (${v.nodes.map((n) => n.target.join(' ')).join(', ')})`);
 }
 
+/** The few browser globals the checks below use (the project compiles without the DOM library). */
+interface Box {
+  left: number;
+  right: number;
+}
+interface Cell {
+  tagName: string;
+  innerText: string;
+  scrollWidth: number;
+  clientWidth: number;
+  getBoundingClientRect(): Box;
+  closest(selector: string): Cell | null;
+}
+interface Browser {
+  innerWidth: number;
+  getComputedStyle(element: Cell, pseudo?: string): { display: string; overflowX: string; content: string };
+  document: { documentElement: { scrollWidth: number } };
+  Image: new () => { naturalWidth: number; src: string; onload: () => void; onerror: () => void };
+}
+
 /**
  * Every table cell in main that is cut off: wider content than its box (scrollWidth past
  * clientWidth, with overflow hidden or not), or a box past the window's right or left edge when
  * the table is not inside a frame that scrolls sideways (a frame that does scroll must show it can).
  */
 async function clippedCells(page: Page): Promise<string[]> {
-  return page.$$eval('main table th, main table td', (cells) => {
-    const width = window.innerWidth;
+  return page.$$eval('main table th, main table td', (elements) => {
+    const browser = globalThis as unknown as Browser;
+    const width = browser.innerWidth;
     const found: string[] = [];
-    for (const cell of cells as HTMLElement[]) {
-      const style = getComputedStyle(cell);
-      if (style.display === 'none') continue;
+    for (const cell of elements as unknown as Cell[]) {
+      if (browser.getComputedStyle(cell).display === 'none') continue;
       const box = cell.getBoundingClientRect();
       const name = `${cell.tagName.toLowerCase()} "${(cell.innerText || '').slice(0, 40)}"`;
       if (cell.scrollWidth > cell.clientWidth + 1) found.push(`${name}: content ${cell.scrollWidth}px in ${cell.clientWidth}px`);
-      const frame = cell.closest('.table-wrap') as HTMLElement | null;
-      const scrolls = frame !== null && getComputedStyle(frame).overflowX === 'auto' && frame.scrollWidth > frame.clientWidth;
+      const frame = cell.closest('.table-wrap');
+      const scrolls = frame !== null && browser.getComputedStyle(frame).overflowX === 'auto' && frame.scrollWidth > frame.clientWidth;
       if (!scrolls && (box.right > width + 1 || box.left < -1)) found.push(`${name}: at ${Math.round(box.left)}–${Math.round(box.right)} of ${width}px`);
     }
-    if (document.documentElement.scrollWidth > width + 1) found.push(`the page scrolls sideways: ${document.documentElement.scrollWidth}px`);
+    const page = browser.document.documentElement.scrollWidth;
+    if (page > width + 1) found.push(`the page scrolls sideways: ${page}px`);
     return found;
   });
 }
+
+/** A computed style of a cell (and of its ::before). */
+const styleOf = (cell: ReturnType<Page['locator']>, property: 'display' | 'content', pseudo?: string) =>
+  cell.evaluate((element, [name, before]) => (globalThis as unknown as Browser).getComputedStyle(element as unknown as Cell, before)[name as 'display' | 'content'], [property, pseudo] as const);
 
 describe.skipIf(!hasChromium)('a first session in the admin shell', () => {
   beforeAll(async () => {
@@ -107,7 +132,7 @@ describe.skipIf(!hasChromium)('a first session in the admin shell', () => {
       const width = await page.evaluate(
         (url) =>
           new Promise<number>((done) => {
-            const image = new Image();
+            const image = new (globalThis as unknown as Browser).Image();
             image.onload = () => done(image.naturalWidth);
             image.onerror = () => done(-1);
             image.src = url;
@@ -180,12 +205,12 @@ describe.skipIf(!hasChromium)('a first session in the admin shell', () => {
       // A generated list's rows are stacked: each cell a line of its own, labelled.
       await page.goto(`${origin(ACME)}/admin/task/tasks`);
       const cell = page.locator('main table tbody tr').first().locator('td').nth(1);
-      expect(await cell.evaluate((td) => getComputedStyle(td).display)).toBe('grid');
-      expect(await cell.evaluate((td) => getComputedStyle(td, '::before').content)).toBe('"Status"');
+      expect(await styleOf(cell, 'display')).toBe('grid');
+      expect(await styleOf(cell, 'content', '::before')).toBe('"Status"');
       // On a wide screen the same list is an ordinary table.
       await page.setViewportSize({ width: 1280, height: 800 });
       await page.goto(`${origin(ACME)}/admin/task/tasks`);
-      expect(await cell.evaluate((td) => getComputedStyle(td).display)).toBe('table-cell');
+      expect(await styleOf(cell, 'display')).toBe('table-cell');
       expect(await clippedCells(page)).toEqual([]);
     } finally {
       await context.close();
