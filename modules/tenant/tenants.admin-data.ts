@@ -11,24 +11,26 @@ export interface SwitcherTenant extends TenantView {
 }
 
 /**
- * A page of tenants through the tenant module's own list (same paging and sorting as
+ * A page of tenants through the tenant module's own list (same paging, sorting and q search as
  * GET /api/v1/tenant/tenants), each with the link to its primary host's /admin. The link keeps
  * the port the operator is using when the host is a local name (a development set-up where every
  * tenant is served on that port); a public host is https on its default port, as mailed links are.
  */
-export async function switcherPage(tx: TxContext, query: PageQuery, port: number): Promise<Page<SwitcherTenant>> {
-  const page = await listTenants(tx, query);
+export async function switcherPage(tx: TxContext, query: PageQuery, port: number, q = ''): Promise<Page<SwitcherTenant>> {
+  const page = await listTenants(tx, query, q);
   return {
     ...page,
     items: page.items.map((tenant) => {
       const primary = tenant.hosts.find((h) => h.primary) ?? tenant.hosts[0];
-      return {
-        ...tenant,
-        primaryHost: primary?.host ?? null,
-        adminUrl: primary ? `${publicOrigin(primary.host, port)}/admin` : null,
-      };
+      return { ...tenant, primaryHost: primary?.host ?? null, adminUrl: tenantAdminUrl(tenant, port) };
     }),
   };
+}
+
+/** The tenant's own /admin on its primary host (its oldest when none is marked); null without a host. */
+export function tenantAdminUrl(tenant: TenantView, port: number): string | null {
+  const primary = tenant.hosts.find((h) => h.primary) ?? tenant.hosts[0];
+  return primary ? `${publicOrigin(primary.host, port)}/admin` : null;
 }
 
 /** The port the request reached the service on, from its Host header; the configured port otherwise. */

@@ -1,32 +1,255 @@
-import { registerAdminPage, renderTemplate, type AdminSite } from '../../framework/admin/index.ts';
+import Type, { type TSchema } from 'typebox';
+import { apiRoute, errorView, registerAdminPage, renderTemplate, runApiRoute, type AdminPageContext, type AdminSite } from '../../framework/admin/index.ts';
+import { done, errorsOf, describer, formProblem, type FormErrors } from '../../framework/admin/resource-pages/form-posts.ts';
+import { FORM_TOKEN_FIELD } from '../../framework/access/form-token.ts';
+import type { FieldText } from '../../framework/entity/field-text.ts';
+import type { AnyRoute, RouteDefinition } from '../../framework/entity/define.ts';
+import type { ProblemError } from '../../framework/errors.ts';
+import { validationProblem } from '../../framework/http/problems.ts';
+import { typeboxValidatorCompiler } from '../../framework/http/validation.ts';
 import type { PageQuery } from '../../framework/operations/paging.ts';
-import { TenantListQuery } from './tenant.schemas.ts';
-import { requestPort, switcherPage } from './tenants.admin-data.ts';
+import { AddHostBody, CreateTenantBody, InviteAdminBody, TenantListQuery } from './tenant.schemas.ts';
+import { readTenant } from './tenant-store.ts';
+import { requestPort, switcherPage, tenantAdminUrl } from './tenants.admin-data.ts';
+
+const access = { permission: 'tenant:manage' };
+const LIST = '/admin/tenant/tenants';
+const IdParams = Type.Object({ id: Type.String({ maxLength: 64 }) });
+const DetailQuery = Type.Object({ done: Type.Optional(Type.String({ maxLength: 20 })) }, { additionalProperties: false });
+const tenantPath = (id: string) => `${LIST}/${id}`;
+
+/** What each form's fields read as to people; the slug's and host's rules said in words. */
+const TEXTS: Record<string, FieldText> = {
+  name: { label: 'Name', hint: 'The customer’s name as people know it, like Acme Corp.' },
+  slug: {
+    label: 'Short name',
+    hint: 'Lowercase letters, digits and hyphens, like acme-corp. It cannot be changed later.',
+    messages: { pattern: 'Use lowercase letters, digits and hyphens, starting with a letter or digit, like acme-corp (at most 63).' },
+  },
+  host: { label: 'Host', hint: 'The address the tenant is served on, like acme.example.com, without https:// or a path.' },
+  primary: { label: 'Make this the primary host (mailed links are built on it)', hint: '' },
+  email: { label: 'Email address', hint: 'The administrator receives a link to choose a password.' },
+  displayName: { label: 'Name', hint: 'How the administrator is greeted.' },
+};
+
+/** The sentence shown after each action succeeded (?done=...). */
+const DONE: Record<string, string> = {
+  created: 'The tenant was created.',
+  'host-added': 'The host was added.',
+  'host-removed': 'The host was removed.',
+  suspended: 'The tenant was suspended: its hosts no longer answer.',
+  resumed: 'The tenant was resumed: its hosts answer again.',
+  invited: 'The invitation was sent.',
+};
+
+type FormName = 'create' | 'addHost' | 'invite' | 'action';
+interface Refusal {
+  form: FormName;
+  /** The problem's status, which the page answers with (422, 409). */
+  status: number;
+  errors: FormErrors;
+  values: Record<string, string>;
+}
+
+/** A posted form field as text (a repeated field, as a checkbox's hidden twin makes, reads its last value). */
+const text = (body: Record<string, unknown>, name: string): string => {
+  const value = body[name];
+  const last = Array.isArray(value) ? value.at(-1) : value;
+  return typeof last === 'string' ? last.trim() : '';
+};
+
+/** The API body a form makes: only the schema's own fields, blanks of optional ones left out. */
+function bodyOf(body: Record<string, unknown>, fields: readonly string[], optional: readonly string[] = []): Record<string, unknown> {
+  const out: Record<string, unknown> = {};
+  for (const field of fields) {
+    const value = text(body, field);
+    if (value === '' && optional.includes(field)) continue;
+    out[field] = value;
+  }
+  return out;
+}
 
 /**
- * GET /admin/tenant/tenants, the operator's tenant switcher: guarded like GET /api/v1/tenant/tenants
- * (tenant:manage, an operator permission, so a customer host answers 403 AUTH_NOT_OPERATOR before
- * any role is read), paged and sorted with the same parameters, read through the tenant module's list.
- * Contributed to the admin shell through the module's `admin.pages` (index.ts).
+ * The operator's tenants pages, guarded like the tenant API (tenant:manage, an operator permission):
+ * the list (paged by cursor, searched with q, each tenant linked to its own admin) with a form to
+ * create a tenant and its first host, and one page per tenant to add and remove hosts, suspend and
+ * resume it and invite its first administrator. Every action runs the API route's own handler
+ * (runApiRoute) with the route's access and events, after checking the form against the route's
+ * body schema as the API would; a refusal comes back as the page again with the form as posted,
+ * its messages beside the fields and in plain words (no codes, statuses or patterns). Forms post
+ * without JavaScript (post/redirect/get); with htmx they post in place and follow the redirect.
  */
 export function registerTenantSwitcher(site: AdminSite): void {
+  const route = (operationId: string): RouteDefinition => {
+    const found: AnyRoute | undefined = apiRoute(site.services.registry, operationId);
+    // Every tenant route runs in the operator's transaction, which the page shares.
+    if (!found || found.transaction === 'none') throw new Error(`the tenants page needs the API route ${operationId}, run in a transaction`);
+    return found;
+  };
+
+  /** Checks a form body against an API body schema, answering the API's own problem. */
+  const checker = (schema: TSchema) => {
+    const check = typeboxValidatorCompiler({ schema, method: 'POST', url: '', httpPart: 'body' });
+    return (body: unknown) => {
+      const result = check(body) as { error?: never[] };
+      if (result.error) throw validationProblem(result.error, 'body');
+    };
+  };
+  const checks = { create: checker(CreateTenantBody), addHost: checker(AddHostBody), invite: checker(InviteAdminBody) };
+
+  const refusal = (page: AdminPageContext, refused: ProblemError, form: FormName, schema: TSchema | undefined, fields: readonly string[], required: readonly string[]): Refusal => ({
+    form,
+    status: refused.status,
+    errors: errorsOf(refused, fields, describer(schema, page.body, (f) => required.includes(f), (f) => TEXTS[f])),
+    values: Object.fromEntries(fields.map((f) => [f, text(page.body, f)])),
+  });
+
+  // A refusal a form cannot show (403, 404, a server error) is the shell's error page.
+  const orErrorPage = async (page: AdminPageContext, refused: ProblemError, render: () => Promise<string>): Promise<string> =>
+    formProblem(refused) ? render() : page.render(errorView(refused));
+
+  async function renderList(page: AdminPageContext, refused?: Refusal): Promise<string> {
+    const query = (refused ? { limit: 20, offset: 0, sort: 'createdAt' } : page.query) as unknown as PageQuery & { q?: string };
+    const port = requestPort(page.request.headers.host, site.services.config.server.port);
+    const q = typeof query.q === 'string' ? query.q : '';
+    const tenants = await switcherPage(page.tx, query, port, q);
+    const href = (params: Record<string, string>) => `${LIST}?${new URLSearchParams({ limit: String(query.limit), ...(q ? { q } : {}), ...params })}`;
+    const body = renderTemplate('./admin/pages/tenants', {
+      page: tenants,
+      q,
+      sorted: { [query.sort.replace(/^-/, '')]: query.sort.startsWith('-') ? 'descending' : 'ascending' },
+      sortHref: (field: string) => href({ sort: query.sort === field ? `-${field}` : field }),
+      nextHref: tenants.next ? href({ sort: query.sort, after: tenants.next }) : null,
+      firstHref: query.after ? href({ sort: query.sort }) : null,
+      texts: TEXTS,
+      refused: refused ?? null,
+      csrf: page.csrf(),
+      csrfField: FORM_TOKEN_FIELD,
+    });
+    return page.render({ title: 'Tenants', body, fragment: body, ...(refused ? { status: refused.status } : {}) });
+  }
+
+  async function renderTenant(page: AdminPageContext, refused?: Refusal): Promise<string> {
+    const tenant = await readTenant(page.tx, page.params.id!);
+    const port = requestPort(page.request.headers.host, site.services.config.server.port);
+    const doneKey = typeof page.query.done === 'string' ? page.query.done : '';
+    const body = renderTemplate('./admin/pages/tenant', {
+      tenant,
+      adminUrl: tenantAdminUrl(tenant, port),
+      path: tenantPath(tenant.id),
+      doneText: refused ? null : (DONE[doneKey] ?? null),
+      texts: TEXTS,
+      refused: refused ?? null,
+      csrf: page.csrf(),
+      csrfField: FORM_TOKEN_FIELD,
+    });
+    return page.render({ title: `Tenant ${tenant.name}`, body, fragment: body, ...(refused ? { status: refused.status } : {}) });
+  }
+
+  // After an action: the tenant's page, saying what was done (the API's Location header is not ours to send).
+  const after = (page: AdminPageContext, id: string, what: keyof typeof DONE): string => {
+    page.reply.removeHeader('location');
+    return done(page, `${tenantPath(id)}?done=${what}`);
+  };
+
   registerAdminPage(site, {
-    path: '/admin/tenant/tenants',
-    access: { permission: 'tenant:manage' },
-    summary: 'Tenant switcher',
+    path: LIST,
+    access,
+    summary: 'Tenants',
     schema: { querystring: TenantListQuery },
+    handler: (page) => renderList(page),
+  });
+
+  const create = route('tenant-tenant-create');
+  registerAdminPage(site, {
+    method: 'POST',
+    path: LIST,
+    access: create.access,
+    summary: 'Create a tenant',
+    publishes: create.publishes ?? [],
     handler: async (page) => {
-      const query = page.query as unknown as PageQuery;
-      const port = requestPort(page.request.headers.host, site.services.config.server.port);
-      const tenants = await switcherPage(page.tx, query, port);
-      const href = (params: Record<string, string>) => `/admin/tenant/tenants?${new URLSearchParams({ limit: String(query.limit), ...params })}`;
-      const body = renderTemplate('./admin/pages/tenants', {
-        page: tenants,
-        sorted: { [query.sort.replace(/^-/, '')]: query.sort.startsWith('-') ? 'descending' : 'ascending' },
-        sortHref: (field: string) => href({ sort: query.sort === field ? `-${field}` : field }),
-        nextHref: tenants.next ? href({ sort: query.sort, after: tenants.next }) : null,
-      });
-      return page.render({ title: 'Tenants', body });
+      const body = bodyOf(page.body, ['name', 'slug', 'host']);
+      checks.create(body);
+      const created = (await runApiRoute(create, page, { body })) as { id: string };
+      return after(page, created.id, 'created');
     },
+    onError: (page, refused) => orErrorPage(page, refused, () => renderList(page, refusal(page, refused, 'create', CreateTenantBody, ['name', 'slug', 'host'], ['name', 'slug', 'host']))),
+  });
+
+  registerAdminPage(site, {
+    path: `${LIST}/:id`,
+    access: route('tenant-tenant-read').access,
+    summary: 'A tenant',
+    schema: { params: IdParams, querystring: DetailQuery },
+    handler: (page) => renderTenant(page),
+  });
+
+  const addHost = route('tenant-tenant-add-host');
+  registerAdminPage(site, {
+    method: 'POST',
+    path: `${LIST}/:id/hosts`,
+    access: addHost.access,
+    summary: 'Add a host to a tenant',
+    publishes: addHost.publishes ?? [],
+    schema: { params: IdParams },
+    handler: async (page) => {
+      const body = { host: text(page.body, 'host'), primary: text(page.body, 'primary') === 'true' };
+      checks.addHost(body);
+      await runApiRoute(addHost, page, { params: { id: page.params.id }, body });
+      return after(page, page.params.id!, 'host-added');
+    },
+    onError: (page, refused) => orErrorPage(page, refused, () => renderTenant(page, refusal(page, refused, 'addHost', AddHostBody, ['host', 'primary'], ['host']))),
+  });
+
+  const removeHost = route('tenant-tenant-remove-host');
+  registerAdminPage(site, {
+    method: 'POST',
+    path: `${LIST}/:id/hosts/remove`,
+    access: removeHost.access,
+    summary: 'Remove a host from a tenant',
+    publishes: removeHost.publishes ?? [],
+    schema: { params: IdParams },
+    handler: async (page) => {
+      await runApiRoute(removeHost, page, { params: { id: page.params.id, host: text(page.body, 'host') } });
+      return after(page, page.params.id!, 'host-removed');
+    },
+    onError: (page, refused) => orErrorPage(page, refused, () => renderTenant(page, refusal(page, refused, 'action', undefined, [], []))),
+  });
+
+  for (const [action, operationId, what] of [
+    ['suspend', 'tenant-tenant-suspend', 'suspended'],
+    ['resume', 'tenant-tenant-resume', 'resumed'],
+  ] as const) {
+    const api = route(operationId);
+    registerAdminPage(site, {
+      method: 'POST',
+      path: `${LIST}/:id/${action}`,
+      access: api.access,
+      summary: api.summary ?? action,
+      publishes: api.publishes ?? [],
+      schema: { params: IdParams },
+      handler: async (page) => {
+        await runApiRoute(api, page, { params: { id: page.params.id } });
+        return after(page, page.params.id!, what);
+      },
+      onError: (page, refused) => orErrorPage(page, refused, () => renderTenant(page, refusal(page, refused, 'action', undefined, [], []))),
+    });
+  }
+
+  const invite = route('tenant-tenant-invite');
+  registerAdminPage(site, {
+    method: 'POST',
+    path: `${LIST}/:id/invite`,
+    access: invite.access,
+    summary: 'Invite a tenant’s administrator',
+    publishes: invite.publishes ?? [],
+    schema: { params: IdParams },
+    handler: async (page) => {
+      const body = bodyOf(page.body, ['email', 'displayName'], ['displayName']);
+      checks.invite(body);
+      await runApiRoute(invite, page, { params: { id: page.params.id }, body });
+      return after(page, page.params.id!, 'invited');
+    },
+    onError: (page, refused) => orErrorPage(page, refused, () => renderTenant(page, refusal(page, refused, 'invite', InviteAdminBody, ['email', 'displayName'], ['email']))),
   });
 }
