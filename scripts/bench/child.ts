@@ -14,12 +14,12 @@ export interface ServerProcess {
 
 /**
  * Starts one of the bench's server processes (service.ts, baseline.ts) with its settings in the
- * environment and waits for it to report the port it listens on. Servers run in their own
- * processes so the load generator does not share their event loop.
+ * environment (and `env` over the run's own) and waits for it to report the port it listens on.
+ * Servers run in their own processes so the load generator does not share their event loop.
  */
-export async function startServer(name: string, script: string, settings: object, execArgv: string[] = []): Promise<ServerProcess> {
+export async function startServer(name: string, script: string, settings: object, execArgv: string[] = [], env: Record<string, string> = {}): Promise<ServerProcess> {
   const child = fork(fileURLToPath(new URL(script, import.meta.url)), [], {
-    env: { ...process.env, [SETTINGS_ENV]: JSON.stringify(settings) },
+    env: { ...process.env, ...env, [SETTINGS_ENV]: JSON.stringify(settings) },
     execArgv,
     stdio: ['ignore', 'inherit', 'inherit', 'ipc'],
   });

@@ -1,6 +1,6 @@
 import { parseArgs } from 'node:util';
 
-export const SCENARIOS = ['list', 'create', 'health', 'public', 'notifications', 'open-loop', 'list-size', 'outbox', 'login', 'upload', 'upload-s3', 'drivers', 'webhooks', 'tenants'] as const;
+export const SCENARIOS = ['list', 'create', 'health', 'public', 'notifications', 'open-loop', 'list-size', 'outbox', 'login', 'upload', 'upload-s3', 'drivers', 'webhooks', 'tenants', 'metrics-cost'] as const;
 export type ScenarioGroup = (typeof SCENARIOS)[number];
 /** Groups a run without --only leaves out: the tenants scenario seeds 10,000 tenants and takes its own time. */
 const ON_REQUEST: readonly ScenarioGroup[] = ['tenants'];

@@ -22,6 +22,7 @@ import { measureDriverGroup } from './drivers.ts';
 import { measureS3UploadGroup } from './s3-upload.ts';
 import { measureWebhookGroup } from './webhooks.ts';
 import { measureTenantsGroup } from './tenants.ts';
+import { measureMetricsCostGroup } from './metrics-cost.ts';
 
 const LIST_PATH = '/api/v1/testkit/widgets?limit=20';
 const NOTIFICATIONS_PATH = '/api/v1/notification/notifications?limit=20';
@@ -289,6 +290,7 @@ async function measure(options: BenchOptions, db: BenchDatabase, runId: string, 
   if (options.only.has('upload-s3')) rows.push(...(await measureS3UploadGroup(options, db.url, runId, log, load)));
   if (options.only.has('webhooks')) rows.push(...(await measureWebhookGroup(options, db.url, runId, log, load)));
   if (options.only.has('tenants')) rows.push(...(await measureTenantsGroup(options, db.url, runId, log, load)));
+  if (options.only.has('metrics-cost')) rows.push(...(await measureMetricsCostGroup(options, db.url, runId, log, load)));
 
   if (options.only.has('drivers')) {
     const cookie = await signIn(service.port, host, seed.email, BENCH_PASSWORD);
