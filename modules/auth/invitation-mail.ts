@@ -2,6 +2,7 @@ import type { SubscriptionDefinition } from '../../framework/entity/define.ts';
 import { mintSetPasswordToken, TOKEN_LIFETIME_HOURS } from './set-password-tokens.ts';
 import { setPasswordLink } from './links.ts';
 import { isUuid } from '../../framework/operations/entity-ops.ts';
+import { usersService } from '../user/users-service.ts';
 
 /**
  * On user.invited: mints the person's set-password token and mails the link, built on the
@@ -10,7 +11,7 @@ import { isUuid } from '../../framework/operations/entity-ops.ts';
  * password is sent a link, and an invitation whose link the admin-invite command already
  * handed out is left alone (a second token would void the printed one).
  * The sign-in area mails it because it owns set-password tokens and links; the user module only
- * publishes user.invited. The person is read, never written (the user module owns users).
+ * publishes user.invited. The person is read through usersService, never written.
  */
 export const invitationMail: SubscriptionDefinition = {
   // The name it had under modules/user, kept: processed_events rows of past deliveries carry it.
@@ -20,21 +21,18 @@ export const invitationMail: SubscriptionDefinition = {
     if (event.payload.via === 'admin-invite') return;
     const id = String(event.payload.id ?? '');
     if (!isUuid(id)) return;
-    const person = await ctx.db
-      .selectFrom('users as u')
-      .innerJoin('tenants as t', 't.id', 'u.tenant_id')
-      .select((eb) => ['u.email', 'u.display_name', eb('u.password_hash', 'is not', null).$castTo<boolean>().as('has_password'), 't.name as tenant_name'])
-      .where('u.id', '=', id)
-      .where('u.deleted_at', 'is', null)
-      .where('u.status', '=', 'invited')
-      .executeTakeFirst();
-    if (!person || person.has_password) return;
+    // The person through the user module's service (its table); the tenant's name from the framework's.
+    const person = await usersService.findById(ctx, id);
+    if (person?.status !== 'invited') return;
+    if ((await usersService.findByEmail(ctx, person.email))?.hasPassword !== false) return;
+    const tenant = await ctx.db.selectFrom('tenants').select('name').where('id', '=', ctx.tenant.id).executeTakeFirst();
+    if (!tenant) return;
     const raw = await mintSetPasswordToken(ctx, id, 'invitation');
     const link = await setPasswordLink(ctx, services, raw);
     await services.mailer.send({
       to: person.email,
-      subject: `You are invited to ${person.tenant_name}`,
-      text: invitationText({ name: person.display_name, tenant: person.tenant_name, link }),
+      subject: `You are invited to ${tenant.name}`,
+      text: invitationText({ name: person.displayName ?? '', tenant: tenant.name, link }),
     });
   },
 };
