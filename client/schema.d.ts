@@ -153,6 +153,8 @@ export interface paths {
          *     At most 20 attempts per client address per 60 minutes, then 429 RATE_LIMITED.
          *
          *     Accepts JSON, or a form post from the /auth/reset page (application/x-www-form-urlencoded), which must also carry the page's CSRF token in the field csrf; a form post without it is 403 AUTH_CROSS_SITE.
+         *
+         *     A JSON request is answered 204. A form post is answered 303 to /auth/reset?done=1, the page that says the password is set and links to the sign-in page (a browser without scripts would otherwise stay on the form).
          */
         post: operations["auth-password-reset"];
         delete?: never;
@@ -2711,6 +2713,13 @@ export interface operations {
         responses: {
             /** @description No content */
             204: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description A form post: the password is set; Location is /auth/reset?done=1, which says so and links to the sign-in page */
+            303: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -11424,6 +11433,8 @@ export interface operations {
     "auth-page-reset": {
         parameters: {
             query?: {
+                /** @description Set by the reset route after a form post: the page says the password is set and links to the sign-in page. */
+                done?: "1";
                 token?: string;
             };
             header?: never;

@@ -10,6 +10,10 @@ import { tooManyAttempts } from './login.ts';
 import { Email, NoContent, problemRef } from './schemas.ts';
 import { usersService } from '../user/users-service.ts';
 import './auth-tables.ts';
+import { RESET_DONE_PATH } from './links.ts';
+
+/** A browser form's own encoding (the JSON API is sent application/json). */
+const isFormPost = (type: string | undefined): boolean => (type ?? '').split(';', 1)[0]!.trim().toLowerCase() === 'application/x-www-form-urlencoded';
 
 // The schema states the policy assertPasswordPolicy enforces, from the same constants; both count
 // code points.
@@ -106,6 +110,7 @@ export const resetPasswordRoute = defineRoute({
     'An unknown, spent or expired token is one 401 TOKEN_INVALID. A deactivated user is 409 INVALID_STATE and the token stays unspent.',
     `At most ${THROTTLE.reset.max} attempts per client address per ${THROTTLE.reset.windowMinutes} minutes, then 429 RATE_LIMITED.`,
     'Accepts JSON, or a form post from the /auth/reset page (application/x-www-form-urlencoded), which must also carry the page\'s CSRF token in the field csrf; a form post without it is 403 AUTH_CROSS_SITE.',
+    'A JSON request is answered 204. A form post is answered 303 to /auth/reset?done=1, the page that says the password is set and links to the sign-in page (a browser without scripts would otherwise stay on the form).',
   ].join('\n\n'),
   tags: ['auth'],
   access: 'public',
@@ -119,6 +124,7 @@ export const resetPasswordRoute = defineRoute({
     ),
     response: {
       204: NoContent,
+      303: Type.Null({ description: 'A form post: the password is set; Location is /auth/reset?done=1, which says so and links to the sign-in page' }),
       401: problemRef('TOKEN_INVALID: unknown, spent or expired token'),
       403: problemRef('AUTH_CROSS_SITE: posted from another site'),
       429: problemRef('RATE_LIMITED: too many attempts from this client address'),
@@ -153,6 +159,11 @@ export const resetPasswordRoute = defineRoute({
       { actorId: holder },
     );
     clearSessionCookie(reply, services.config);
+    // A form post (the reset page without scripts) goes on to the page that says it is done.
+    if (isFormPost(request.headers['content-type'])) {
+      reply.code(303).header('location', RESET_DONE_PATH);
+      return null;
+    }
     reply.code(204);
     return null;
   },

@@ -5,6 +5,7 @@ import { RESET_PAGE_PATH } from './links.ts';
 import { renderPage } from './templates.ts';
 import { HtmlPage } from './schemas.ts';
 import { FORM_TOKEN_FIELD, issueFormToken } from '../../framework/access/form-token.ts';
+import { LOGIN_PATH } from '../../framework/admin/shell.ts';
 
 /**
  * The page a mailed set-password link opens: a form carrying the token from the query string and
@@ -21,7 +22,10 @@ export const resetPageRoute = defineRoute({
   access: 'public',
   transaction: 'none',
   schema: {
-    querystring: Type.Object({ token: Type.Optional(Type.String({ maxLength: 200 })) }),
+    querystring: Type.Object({
+      token: Type.Optional(Type.String({ maxLength: 200 })),
+      done: Type.Optional(Type.Literal('1', { description: 'Set by the reset route after a form post: the page says the password is set and links to the sign-in page.' })),
+    }),
     response: { 200: HtmlPage('The set-password page') },
   },
   async handler({ query, request, reply, services }) {
@@ -35,13 +39,16 @@ export const resetPageRoute = defineRoute({
       .header('referrer-policy', 'strict-origin')
       .header('x-frame-options', 'DENY')
       .header('content-security-policy', "default-src 'none'; script-src 'unsafe-inline'; style-src 'unsafe-inline'; connect-src 'self'; form-action 'self'; frame-ancestors 'none'; base-uri 'none'");
-    const token = query.token ?? '';
+    const done = query.done === '1';
+    const token = done ? '' : (query.token ?? '');
     return renderPage('./auth/reset-page', {
       token,
       // The form's CSRF token (bound to the session cookie, else to app_csrf), only when there is a form.
       csrf: token ? issueFormToken(request, reply, services.config) : '',
       csrfField: FORM_TOKEN_FIELD,
       action: '/api/v1/auth/password/reset',
+      done,
+      signInPath: LOGIN_PATH,
       minLength: PASSWORD_MIN_LENGTH,
       maxLength: PASSWORD_MAX_LENGTH,
     });

@@ -184,7 +184,10 @@ describe('in Chromium, a page on another host of the same site cannot write thro
       const answered = page.waitForResponse((res) => res.url() === `${acmeOrigin}/api/v1/auth/password/reset`);
       await page.click('button[type=submit]');
       const response = await answered;
-      expect(response.status()).toBe(204);
+      // A form post goes on to the page that says it is done and links to the sign-in page.
+      expect(response.status()).toBe(303);
+      await page.waitForURL(`${acmeOrigin}/auth/reset?done=1`);
+      expect(await page.getByRole('link', { name: 'Sign in' }).getAttribute('href')).toBe('/admin/login');
       const sent = response.request().postData() ?? '';
       expect(new URLSearchParams(sent).get('csrf')).toMatch(/^[A-Za-z0-9_-]{43}$/);
       const login = await app.http('acme.example.com').post('/api/v1/auth/login').send({ email: person.email, password: 'set in a real browser' });

@@ -14,6 +14,7 @@ import { wantsFormAgain } from './form-aids.ts';
 import { detailValues } from './references.ts';
 import { offersCommand } from '../../operations/command-states.ts';
 import type { Row } from './resource-api.ts';
+import { publicPageHref } from './public-page-link.ts';
 
 /** A refused form's errors in people's words: each field's from its schema, its posted value and its FieldText. */
 export function formErrors(pages: EntityPages, schema: TSchema | undefined, widgets: readonly Widget[], posted: Record<string, unknown> | null, p: ProblemError): FormErrors {
@@ -83,6 +84,8 @@ export function registerDetailPage(pages: EntityPages): void {
           deleteConfirm: `Delete this ${label.toLowerCase()}?`,
           csrfVals: JSON.stringify({ [FORM_TOKEN_FIELD]: csrf }),
           commands: api.commands.filter((c) => ctx.can(c.route.access) && offersCommand(entity, c.name, row)).map((c) => ({ label: entity.def.commands?.[c.name]?.admin?.label ?? titleCase(c.name), href: pages.href(row.id, `/${c.name}`) })),
+          // A published record's public page, where readers see it (public-page-link.ts).
+          publicHref: publicPageHref(entity, row) ?? '',
         },
       });
     },

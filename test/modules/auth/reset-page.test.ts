@@ -64,7 +64,13 @@ describe('GET /auth/reset', () => {
     const page = await openResetPage(token);
     const res = await app.http('acme.localhost').post('/api/v1/auth/password/reset').type('form').set('Origin', 'http://acme.localhost')
       .set('Cookie', page.cookie).send({ token, password: 'posted from a form', csrf: page.csrf });
-    expect(res.status).toBe(204);
+    // On to the page that says it is done, with the way to sign in (issue 35, point 5).
+    expect(res.status).toBe(303);
+    expect(res.headers.location).toBe('/auth/reset?done=1');
+    const done = await app.http('acme.localhost').get(res.headers.location!);
+    expect(done.status).toBe(200);
+    expect(done.text).toMatch(/<p id="done">Your password is set\. <a href="\/admin\/login">Sign in<\/a> with it\.<\/p>/);
+    expect(done.text).not.toContain('<form');
     const login = await app.http('acme.localhost').post('/api/v1/auth/login').send({ email: user.email, password: 'posted from a form' });
     expect(login.status).toBe(200);
   });
@@ -110,7 +116,7 @@ describe('the reset form is a declared form target with a CSRF token', () => {
     // The set-password token is still unspent: the genuine form post works.
     const res = await app.http('acme.localhost').post('/api/v1/auth/password/reset').type('form')
       .set('Cookie', page.cookie).send({ token, password: 'the real password', csrf: page.csrf });
-    expect(res.status).toBe(204);
+    expect(res.status).toBe(303);
   });
 
   it('a JSON post needs no form token (a page of another site cannot send JSON without a preflight)', async () => {
