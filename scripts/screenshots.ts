@@ -1,7 +1,8 @@
 /**
  * npm run screenshots: PNGs of the admin shell's main pages under docs/screenshots/, for
- * docs/admin.md. Starts the service on a throw-away embedded PostgreSQL with sample data, signs in
- * through /admin/login in Chromium like a person, and photographs each page.
+ * docs/admin.md: each at 1280 px wide, and the main ones also on a 390-px-wide phone
+ * (`<name>-mobile.png`). Starts the service on a throw-away embedded PostgreSQL with sample data,
+ * signs in through /admin/login in Chromium like a person, and photographs each page.
  *
  *   npm run screenshots                 # Chromium at /usr/bin/chromium
  *   CHROMIUM=/path/to/chrome npm run screenshots
@@ -11,7 +12,8 @@ import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import type { AddressInfo } from 'node:net';
-import { chromium, type Page } from 'playwright-core';
+import { request as httpRequest } from 'node:http';
+import { chromium, type Browser, type Page } from 'playwright-core';
 import { ROOT, buildApp, type App } from '../framework/app.ts';
 import { ensureDatabase, startEmbeddedPostgres, type EmbeddedServer } from '../framework/db/embedded.ts';
 import { validateConfig } from '../framework/config/load.ts';
@@ -21,10 +23,13 @@ import { allModules } from '../modules/index.ts';
 import { usersService } from '../modules/user/users-service.ts';
 import { hashPassword } from '../modules/user/passwords.ts';
 import { setRole } from '../modules/auth/roles.routes.ts';
+import { notify } from '../modules/notification/notify.ts';
 import { CHROMIUM, CHROMIUM_ARGS } from '../test/helpers/chromium.ts';
 
 const OUT = resolve(ROOT, 'docs/screenshots');
 const PASSWORD = 'a sample password';
+const DESKTOP = { width: 1280, height: 800 };
+const PHONE = { width: 390, height: 844 };
 
 async function freePort(): Promise<number> {
   return new Promise((done, fail) => {
@@ -88,14 +93,68 @@ async function signIn(page: Page, origin: string, email: string): Promise<void> 
   await page.goto(`${origin}/admin/login`);
   await page.fill('input[name=email]', email);
   await page.fill('input[name=password]', PASSWORD);
-  await Promise.all([page.waitForURL(`${origin}/admin`), page.click('button[type=submit]')]);
+  await Promise.all([page.waitForURL(`${origin}/admin`), page.click('main form button[type=submit]')]);
+}
+
+/** A signed-in page of its own, at a width: the desktop's and the phone's shots keep separate sessions. */
+async function signedInPage(browser: Browser, origin: string, email: string, viewport: { width: number; height: number }): Promise<Page> {
+  const context = await browser.newContext({ viewport, deviceScaleFactor: 1 });
+  const page = await context.newPage();
+  await signIn(page, origin, email);
+  return page;
 }
 
 async function shoot(page: Page, name: string, url?: string): Promise<void> {
   if (url) await page.goto(url);
   await page.waitForLoadState('networkidle');
-  await page.screenshot({ path: join(OUT, `${name}.png`), fullPage: true });
+  // A phone's shot is its screen, from the top (a whole long page at 390 px is too narrow to read in the docs).
+  if (name.endsWith('-mobile')) await page.evaluate(() => (globalThis as unknown as { scrollTo(x: number, y: number): void }).scrollTo(0, 0));
+  await page.screenshot({ path: join(OUT, `${name}.png`), fullPage: !name.endsWith('-mobile') });
   process.stdout.write(`docs/screenshots/${name}.png  ${page.url()}\n`);
+}
+
+/**
+ * An API request as the signed-in browser would send it (its cookies), to 127.0.0.1 with the
+ * tenant's Host: the sample data a page needs that only a request can make (a subscription's first
+ * charge runs outside any transaction, a personal access token shows its secret once).
+ */
+async function api(page: Page, origin: string, method: string, path: string, body?: unknown): Promise<{ status: number; body: unknown }> {
+  const url = new URL(origin);
+  const cookie = (await page.context().cookies(origin)).map((c) => `${c.name}=${c.value}`).join('; ');
+  const payload = body === undefined ? undefined : JSON.stringify(body);
+  return new Promise((done, fail) => {
+    const req = httpRequest(
+      { host: '127.0.0.1', port: url.port, method, path, headers: { host: url.host, cookie, ...(payload ? { 'content-type': 'application/json' } : {}) } },
+      (res) => {
+        const chunks: Buffer[] = [];
+        res.on('data', (c: Buffer) => chunks.push(c));
+        res.on('end', () => {
+          const text = Buffer.concat(chunks).toString('utf8');
+          done({ status: res.statusCode ?? 0, body: text ? JSON.parse(text) : null });
+        });
+      },
+    );
+    req.on('error', fail);
+    req.end(payload);
+  });
+}
+
+/** Uploads a file through the files page's form, as a person would (skipped when the page is not there). */
+async function upload(page: Page, origin: string, name: string, mimeType: string, text: string, button: string): Promise<void> {
+  const response = await page.goto(`${origin}/admin/file/files`);
+  if (response?.status() !== 200) return;
+  await page.setInputFiles('input[type=file]', { name, mimeType, buffer: Buffer.from(text) });
+  await Promise.all([page.waitForLoadState('load'), page.getByRole('button', { name: button }).click()]);
+  await page.waitForLoadState('networkidle');
+}
+
+/** The edit form posted with an empty title, as the service answers it (the browser's own checks removed). */
+async function editWithError(page: Page, origin: string, taskPath: string): Promise<void> {
+  await page.goto(`${origin}${taskPath}/edit`);
+  await page.fill('[name=title]', '');
+  await page.$$eval('[required], [minlength]', (els) => els.forEach((el) => { el.removeAttribute('required'); el.removeAttribute('minlength'); }));
+  await Promise.all([page.waitForLoadState('load'), page.click('main form button[type=submit]')]);
+  await page.waitForSelector('[aria-invalid=true]');
 }
 
 async function main(): Promise<void> {
@@ -124,31 +183,86 @@ async function main(): Promise<void> {
 
     const acmeOrigin = `http://acme.localhost:${port}`;
     const operatorOrigin = `http://operator.localhost:${port}`;
-    const context = await browser.newContext({ viewport: { width: 1280, height: 800 }, deviceScaleFactor: 1 });
-    const page = await context.newPage();
+    const page = await signedInPage(browser, acmeOrigin, 'ada@acme.localhost', DESKTOP);
 
-    await shoot(page, 'login', `${acmeOrigin}/admin/login`);
-    await signIn(page, acmeOrigin, 'ada@acme.localhost');
+    // Sample data made through requests and forms: a subscription, files, a token, notifications.
+    const plans = (await api(page, acmeOrigin, 'GET', '/api/v1/billing/plans')).body as { items: { id: string; code: string }[] };
+    const team = plans.items.find((p) => p.code === 'team');
+    if (team) await api(page, acmeOrigin, 'POST', '/api/v1/billing/subscription/subscribe', { planId: team.id });
+    await api(page, acmeOrigin, 'POST', '/api/v1/auth/tokens', { name: 'Nightly export', expiresInDays: 30, permissions: ['task:read'] });
+    await upload(page, acmeOrigin, 'price-list-2026.txt', 'text/plain', 'Starter 9 EUR\nTeam 29 EUR\n', 'Upload as public');
+    await upload(page, acmeOrigin, 'minutes-march.txt', 'text/plain', 'Minutes of the March meeting.\n', 'Upload as private');
+    const tasks = (await api(page, acmeOrigin, 'GET', '/api/v1/task/tasks?limit=3')).body as { items: { id: string; title: string }[] };
+    const ada = (await api(page, acmeOrigin, 'GET', '/api/v1/auth/me')).body as { userId?: string; id?: string };
+    const adaId = ada.userId ?? ada.id;
+    if (adaId) {
+      for (const task of tasks.items) {
+        await app.services.transactions.run(acme, (tx) => notify(tx, { recipientId: adaId, title: `Task assigned to you: ${task.title}`, body: 'Due soon.', link: `/admin/task/tasks/${task.id}`, email: false }));
+      }
+    }
+
+    // The login page, and a refused sign-in (it stays on /admin/login).
+    const anonymous = await browser.newContext({ viewport: DESKTOP, deviceScaleFactor: 1 });
+    const loginPage = await anonymous.newPage();
+    await shoot(loginPage, 'login', `${acmeOrigin}/admin/login`);
+    await loginPage.fill('input[name=email]', 'ada@acme.localhost');
+    await loginPage.fill('input[name=password]', 'not the password');
+    await Promise.all([loginPage.waitForLoadState('load'), loginPage.click('main form button[type=submit]')]);
+    await shoot(loginPage, 'login-refused');
+    await anonymous.close();
+
     await shoot(page, 'dashboard', `${acmeOrigin}/admin`);
     await shoot(page, 'list', `${acmeOrigin}/admin/task/tasks`);
     const firstTask = await page.getAttribute('main table tbody tr a', 'href');
     if (firstTask) {
       await shoot(page, 'detail', `${acmeOrigin}${firstTask}`);
-      await page.goto(`${acmeOrigin}${firstTask}/edit`);
-      await page.fill('[name=title]', '');
-      // The browser's own checks would stop the post: the shot is of the service's answer.
-      await page.$$eval('[required], [minlength]', (els) => els.forEach((el) => { el.removeAttribute('required'); el.removeAttribute('minlength'); }));
-      await Promise.all([page.waitForLoadState('load'), page.click('main form button[type=submit]')]);
+      await shoot(page, 'command-assign', `${acmeOrigin}${firstTask}/assign`);
+      await editWithError(page, acmeOrigin, firstTask);
       await shoot(page, 'edit-with-error');
     }
+    await shoot(page, 'content', `${acmeOrigin}/admin/content/contents`);
     await shoot(page, 'roles', `${acmeOrigin}/admin/auth/roles/support`);
     await shoot(page, 'health', `${acmeOrigin}/admin/health`);
     await shoot(page, 'gallery', `${acmeOrigin}/admin/_gallery`);
+    // The screens issue 35 adds, each when its page is there.
+    for (const [name, path] of [
+      ['subscription', '/admin/billing/subscription'],
+      ['files', '/admin/file/files'],
+      ['notifications', '/admin/notification/notifications'],
+      ['tokens', '/admin/auth/tokens'],
+      ['webhooks', '/admin/webhook/endpoints'],
+    ] as const) {
+      const response = await page.goto(`${acmeOrigin}${path}`);
+      if (response?.status() === 200) await shoot(page, name);
+      else process.stdout.write(`(no ${name} screen: ${path} answered ${response?.status()})\n`);
+    }
 
-    const operatorContext = await browser.newContext({ viewport: { width: 1280, height: 800 }, deviceScaleFactor: 1 });
-    const operatorPage = await operatorContext.newPage();
-    await signIn(operatorPage, operatorOrigin, 'olivia@operator.localhost');
+    const operatorPage = await signedInPage(browser, operatorOrigin, 'olivia@operator.localhost', DESKTOP);
     await shoot(operatorPage, 'tenants', `${operatorOrigin}/admin/tenant/tenants`);
+    await shoot(operatorPage, 'plans', `${operatorOrigin}/admin/billing/plans`);
+
+    // The main pages on a 390-px-wide phone.
+    const phone = await signedInPage(browser, acmeOrigin, 'ada@acme.localhost', PHONE);
+    const anonymousPhone = await browser.newContext({ viewport: PHONE, deviceScaleFactor: 1 });
+    await shoot(await anonymousPhone.newPage(), 'login-mobile', `${acmeOrigin}/admin/login`);
+    await anonymousPhone.close();
+    await shoot(phone, 'dashboard-mobile', `${acmeOrigin}/admin`);
+    await shoot(phone, 'list-mobile', `${acmeOrigin}/admin/task/tasks`);
+    if (firstTask) {
+      await shoot(phone, 'detail-mobile', `${acmeOrigin}${firstTask}`);
+      await editWithError(phone, acmeOrigin, firstTask);
+      await shoot(phone, 'edit-with-error-mobile');
+    }
+    for (const [name, path] of [
+      ['subscription-mobile', '/admin/billing/subscription'],
+      ['files-mobile', '/admin/file/files'],
+      ['notifications-mobile', '/admin/notification/notifications'],
+    ] as const) {
+      const response = await phone.goto(`${acmeOrigin}${path}`);
+      if (response?.status() === 200) await shoot(phone, name);
+    }
+    const operatorPhone = await signedInPage(browser, operatorOrigin, 'olivia@operator.localhost', PHONE);
+    await shoot(operatorPhone, 'tenants-mobile', `${operatorOrigin}/admin/tenant/tenants`);
   } finally {
     await browser.close();
     await app?.close();

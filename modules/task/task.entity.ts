@@ -14,7 +14,11 @@ export const taskLink = (id: string): string => `/admin/task/tasks/${id}`;
 
 const assign = command({
   summary: 'Assign a task to a user of the tenant',
-  admin: { label: 'Assign', intro: 'Choose who does this task. They are told by a notification and, when they have an address, by mail.' },
+  admin: {
+    label: 'Assign',
+    intro: 'Choose who does this task. They are told by a notification and, when they have an address, by mail.',
+    fields: { assigneeId: { label: 'Person', hint: 'Someone of this tenant who can sign in.', messages: { format: 'Choose a person.', required: 'Choose a person.', reference: 'Choose a person.' } } },
+  },
   description:
     'Sets assigneeId and moves an open task to acknowledged (other statuses stay), publishes task.assigned and notifies the assignee, with a mail when they have an address. An unknown or deactivated user is 422 VALIDATION_FAILED; a resolved or closed task is 409 INVALID_TRANSITION (a finished task takes no assignee). Assigning the same person again changes nothing and publishes nothing.',
   body: Type.Object({ assigneeId: Type.String({ format: 'uuid', description: 'A user of this tenant.' }) }, { additionalProperties: false }),
