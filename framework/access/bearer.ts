@@ -21,10 +21,11 @@ const MAX_TOKEN_LENGTH = 200;
 export function bearerTokenOf(request: Pick<FastifyRequest, 'headers'>): string | undefined {
   const value = request.headers.authorization;
   if (typeof value !== 'string') return undefined;
-  const match = /^\s*bearer(?:\s+(\S*))?\s*$/i.exec(value);
+  const match = /^\s*bearer(?:\s+|$)(.*)$/is.exec(value);
   if (!match) return undefined;
-  const token = match[1] ?? '';
-  return token.length > MAX_TOKEN_LENGTH ? '' : token;
+  const token = match[1]!.trim();
+  // Anything but one token after the scheme is a credential that fails, never no credential.
+  return token.length > MAX_TOKEN_LENGTH || /\s/.test(token) ? '' : token;
 }
 
 /**
