@@ -1,6 +1,5 @@
 import Type from 'typebox';
 import type { CommandDefinition } from '../../framework/entity/define.ts';
-import { problem } from '../../framework/errors.ts';
 import { endSessions } from '../../framework/access/sessions.ts';
 import { assertPasswordPolicy, hashPassword, PASSWORD_MAX_LENGTH, PASSWORD_MIN_LENGTH } from './passwords.ts';
 import type { UserFields } from './user.fields.ts';
@@ -38,9 +37,10 @@ export const setPassword: CommandDefinition<UserFields, typeof SetPasswordBody> 
   description:
     'Stores the argon2id hash of the password and makes an invited user active, and ends every session of that person in the same transaction, as a reset does (the caller\'s own too when it names the caller; POST /api/v1/auth/password changes one\'s own password and keeps the current session). Setting it again, even to the same password, stores a new hash and publishes user.password_set again. Refused with 409 INVALID_STATE for a deactivated user.',
   body: SetPasswordBody,
+  // A deactivated user is refused (409 INVALID_STATE, the entity's refusal) before run.
+  states: { from: ['invited', 'active'], hint: 'A deactivated person cannot be given a password.' },
   publishes: ['user.password_set'],
   async run(ctx, row, body) {
-    if (row.status === 'deactivated') throw problem('INVALID_STATE', 'a deactivated user cannot be given a password');
     assertPasswordPolicy(body.password);
     const hash = await hashPassword(body.password);
     // The hash through the service (which publishes user.password_set); the status through the
@@ -84,9 +84,10 @@ export const deactivate: CommandDefinition<UserFields> = {
   description:
     'The person can no longer sign in, and their sessions stop counting immediately; the sign-in area deletes them when it handles user.deactivated. Deactivating a deactivated user changes nothing and publishes nothing. Deactivating the tenant\'s last administrator (the last active user holding every permission, *) is refused with 409 LAST_ADMINISTRATOR. No body.',
   problems: { 409: 'The user is the tenant\'s last administrator (LAST_ADMINISTRATOR)' },
+  // Deactivating a deactivated user is accepted and changes nothing (the declared states).
+  states: { from: ['invited', 'active'], unchanged: ['deactivated'] },
   publishes: ['user.deactivated'],
   async run(ctx, row) {
-    if (row.status === 'deactivated') return;
     await administrators.assertOneRemains(ctx, { user: row });
     ctx.publish('user.deactivated', { id: row.id });
     return { status: 'deactivated' };

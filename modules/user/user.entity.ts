@@ -18,6 +18,8 @@ export const user = defineEntity({
   // Both commands write status: deactivate (→ deactivated) and set-password (invited → active).
   // deactivate comes first, so the refusal's `route` stays what it was before set-password was named.
   commandOwned: { status: ['deactivate', 'set-password'], roles: 'roles' },
+  // set-password and deactivate declare where they act; a refusal is 409 INVALID_STATE.
+  states: { field: 'status', refusal: 'INVALID_STATE' },
   permissions: { read: 'user:read', write: 'user:manage' },
   events: { created: 'user.created', updated: 'user.updated', deleted: 'user.deleted' },
   commands: {

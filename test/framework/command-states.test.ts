@@ -95,6 +95,26 @@ describe('content: publish refuses archived with 409 INVALID_STATE, and repeats 
   });
 });
 
+describe('user: set-password and deactivate act on invited and active users', () => {
+  it('a deactivated user refuses set-password with 409 INVALID_STATE, and a second deactivate changes nothing', async () => {
+    const admin = await signInAs(app, acme, ['*']);
+    const person = await signInAs(app, acme, []);
+    const users = (path: string, body?: object) => {
+      const req = app.http(host).post(`/api/v1/user/users/${person.userId}/${path}`).set('Cookie', admin.cookie);
+      return body ? req.send(body) : req;
+    };
+    expect((await users('deactivate')).body.status).toBe('deactivated');
+    expect(await outboxCount('user.deactivated', person.userId)).toBe(1);
+    const again = await users('deactivate');
+    expect(again.status).toBe(200);
+    expect(again.body.status).toBe('deactivated');
+    expect(await outboxCount('user.deactivated', person.userId)).toBe(1);
+    const refused = await users('set-password', { password: 'a long enough password' });
+    expect(refused.status).toBe(409);
+    expect(refused.body).toMatchObject({ code: 'INVALID_STATE', field: 'status', state: 'deactivated' });
+  });
+});
+
 describe('boot checks on the declared states', () => {
   const withTask = (changed: AnyEntity): ModuleDefinition[] =>
     allModules.map((module) => (module.name === 'task' ? { ...module, entities: [changed] } : module));
