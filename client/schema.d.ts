@@ -5288,7 +5288,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Conflict with the current state */
+            /** @description INVALID_STATE: the content's status is not one of draft, published; when it is archived the command changes nothing. The problem names the field and the state. */
             409: {
                 headers: {
                     [name: string]: unknown;
@@ -5431,7 +5431,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Conflict with the current state */
+            /** @description INVALID_STATE: the content's status is not draft; when it is published the command changes nothing. The problem names the field and the state. */
             409: {
                 headers: {
                     [name: string]: unknown;
@@ -5574,7 +5574,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Conflict with the current state */
+            /** @description INVALID_STATE: the content's status is not one of published, archived; when it is draft the command changes nothing. The problem names the field and the state. */
             409: {
                 headers: {
                     [name: string]: unknown;
@@ -7590,7 +7590,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Conflict with the current state */
+            /** @description INVALID_TRANSITION: the task's status is not one of open, acknowledged, in_progress. The problem names the field and the state. */
             409: {
                 headers: {
                     [name: string]: unknown;
@@ -7880,7 +7880,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Conflict with the current state */
+            /** @description INVALID_TRANSITION: the task's status is not one of open, acknowledged, in_progress. The problem names the field and the state. */
             409: {
                 headers: {
                     [name: string]: unknown;
@@ -9864,7 +9864,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description The user is the tenant's last administrator (LAST_ADMINISTRATOR) */
+            /** @description The user is the tenant's last administrator (LAST_ADMINISTRATOR); or INVALID_STATE: the user's status is not one of invited, active; when it is deactivated the command changes nothing. The problem names the field and the state. */
             409: {
                 headers: {
                     [name: string]: unknown;
@@ -10158,7 +10158,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Conflict with the current state */
+            /** @description INVALID_STATE: the user's status is not one of invited, active. The problem names the field and the state. */
             409: {
                 headers: {
                     [name: string]: unknown;

@@ -1,3 +1,4 @@
+import { statesProblem } from '../operations/command-states.ts';
 import Type, { type TSchema } from 'typebox';
 import type { AnyRoute, NoTxRouteDefinition, RouteDefinition } from '../entity/define.ts';
 import type { ResolvedEntity } from '../entity/resolve.ts';
@@ -55,7 +56,7 @@ export function commandRoutes(entity: ResolvedEntity, ops: EntityOperations, pre
       ),
       tags: [def.module],
       access: { permission: definition.permission ?? def.permissions.write },
-      ...(definition.problems ? { problems: definition.problems } : {}),
+      ...(problemsOf(definition.problems, statesProblem(entity, command)) ?? {}),
       // A singleton's command may create the row, which publishes its created event.
       publishes: [...new Set([...(definition.publishes ?? []), ...(entity.singleton ? [names.events.created] : []), ...followUp])],
       schema: {
@@ -106,6 +107,12 @@ export function visibility(entity: ResolvedEntity): string {
   if (entity.scope === 'global') parts.push('Global: every tenant reads the same rows; only the operator tenant writes them.');
   if (entity.def.rowAccess) parts.push('Only the rows the caller may see (row access): another caller\'s row answers 404, like an unknown id.');
   return parts.join(' ');
+}
+
+/** A command's declared problems, its states' 409 joined to any 409 it declares itself. */
+function problemsOf(declared: Readonly<Record<number, string>> | undefined, states: string | undefined): { problems: Readonly<Record<number, string>> } | undefined {
+  if (!states) return declared ? { problems: declared } : undefined;
+  return { problems: { ...declared, 409: declared?.[409] ? `${declared[409]}; or ${states}` : states } };
 }
 
 /** A description made of sentences, any of which may be empty; undefined when all are. */

@@ -57,3 +57,13 @@ export function needsInitialCheck(entity: ResolvedEntity, values: Record<string,
   const field = entity.def.states?.field;
   return entity.def.states?.initial !== undefined && field !== undefined && values[field] !== undefined;
 }
+
+/** The 409 a command's declared states add to its OpenAPI answers; undefined when it declares none. */
+export function statesProblem(entity: ResolvedEntity, command: string): string | undefined {
+  const states = entity.def.commands?.[command]?.states;
+  const declared = entity.def.states;
+  if (!states || !declared) return undefined;
+  const oneOf = (values: readonly string[]) => (values.length === 1 ? values[0] : `one of ${values.join(', ')}`);
+  const unchanged = states.unchanged?.length ? `; when it is ${oneOf(states.unchanged)} the command changes nothing` : '';
+  return `${declared.refusal}: the ${entity.names.label.toLowerCase()}'s ${declared.field} is not ${oneOf(states.from)}${unchanged}. The problem names the field and the state.`;
+}

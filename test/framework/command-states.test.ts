@@ -115,6 +115,17 @@ describe('user: set-password and deactivate act on invited and active users', ()
   });
 });
 
+describe('OpenAPI', () => {
+  it("documents each command's declared states in its 409", async () => {
+    const doc = (await app.http().get('/api/v1/openapi.json').expect(200)).body;
+    const conflict = (path: string) => doc.paths[path].post.responses['409'].description as string;
+    expect(conflict('/api/v1/task/tasks/{id}/assign')).toContain('INVALID_TRANSITION: the task\'s status is not one of open, acknowledged, in_progress');
+    expect(conflict('/api/v1/content/contents/{id}/publish')).toContain('when it is published the command changes nothing');
+    // A command's own 409 is kept beside its states'.
+    expect(conflict('/api/v1/user/users/{id}/deactivate')).toMatch(/LAST_ADMINISTRATOR.*INVALID_STATE/);
+  });
+});
+
 describe('boot checks on the declared states', () => {
   const withTask = (changed: AnyEntity): ModuleDefinition[] =>
     allModules.map((module) => (module.name === 'task' ? { ...module, entities: [changed] } : module));
