@@ -6783,7 +6783,7 @@ export interface operations {
         };
         requestBody?: never;
         responses: {
-            /** @description Default Response */
+            /** @description How many of the caller’s notifications were marked read */
             200: {
                 headers: {
                     [name: string]: unknown;

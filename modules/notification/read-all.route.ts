@@ -1,5 +1,6 @@
 import Type from 'typebox';
 import { defineRoute } from '../../framework/entity/define.ts';
+import { answer } from '../../framework/http/entity-route-parts.ts';
 import './notifications-table.ts';
 
 /**
@@ -21,7 +22,10 @@ export const readAllRoute = defineRoute({
   publishes: ['notification.read'],
   schema: {
     response: {
-      200: Type.Object({ marked: Type.Integer({ minimum: 0, description: 'How many were unread and are read now.' }) }, { additionalProperties: false, title: 'NotificationsMarked' }),
+      200: answer(
+        Type.Object({ marked: Type.Integer({ minimum: 0, description: 'How many were unread and are read now.' }) }, { additionalProperties: false, title: 'NotificationsMarked' }),
+        'How many of the caller’s notifications were marked read',
+      ),
     },
   },
   handler: async ({ tx }) => {

@@ -47,7 +47,8 @@ afterAll(async () => {
 
 const openApiPath = (url: string): string => url.replace(/:([A-Za-z0-9_]+)/g, '{$1}');
 const registered = () => [
-  ...app.services.registry.routes.map((r) => r.route),
+  // Hidden routes serve people, not the API (a public read's HTML page, e.g. /p/<slug>): not documented.
+  ...app.services.registry.routes.map((r) => r.route).filter((route) => !route.hidden),
   // The catalog route is the framework's own, registered beside the modules' routes.
   { method: 'GET', url: '/api/v1/admin/resources', operationId: 'admin-resource-list', access: 'signedIn' as const, schema: {} },
   // The probes: outside any tenant, but documented like every route.

@@ -92,10 +92,10 @@ describe('POST /api/v1/notification/notifications/{id}/read', () => {
     expect(await readEvents(id)).toEqual([]);
   });
 
-  it('is the only write route: no create, PATCH or DELETE of notifications is served', async () => {
+  it('is, with mark-all-read, the only write route: no create, PATCH or DELETE of notifications is served', async () => {
     const { id } = await send(ann.userId, 'no other writes');
     const routes = app.services.registry.routes.map((r) => `${r.route.method} ${r.route.url}`).filter((r) => r.includes('/api/v1/notification/'));
-    expect(routes.sort()).toEqual([`GET ${BASE}`, `POST ${BASE}/:id/read`]);
+    expect(routes.sort()).toEqual([`GET ${BASE}`, `POST ${BASE}/:id/read`, `POST ${BASE}/read`]);
     // A known path asked with an undeclared method: 405 with Allow (RFC 9110).
     const create = await app.http(host).post(BASE).set('Cookie', ann.cookie).send({ title: 'x' });
     expect(create.status).toBe(405);
