@@ -1,0 +1,100 @@
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { sessionFormToken } from '../../framework/access/form-token.ts';
+import { createCustomer, signInAs, startTestApp, type SignedIn, type TestApp } from '../helpers/app.ts';
+import type { TenantRef } from '../../framework/context/tenant.ts';
+
+/**
+ * Issue 35, points 2 and 3, over HTTP: a form's Preview and Search buttons post the form back and
+ * get the same form (200, nothing saved, the typed values kept); the preview is sanitised; the
+ * htmx fragments (POST /admin/markdown-preview, GET <list>/options) answer with their access.
+ */
+
+let app: TestApp;
+let acme: TenantRef;
+let admin: SignedIn;
+let reader: SignedIn;
+const HOST = 'aids-acme.localhost';
+
+beforeAll(async () => {
+  app = await startTestApp();
+  acme = await createCustomer(app, 'aids-acme', HOST);
+  admin = await signInAs(app, acme, ['*'], { email: 'admin@aids.test' });
+  reader = await signInAs(app, acme, ['task:read']);
+});
+afterAll(async () => {
+  await app?.close();
+});
+
+const csrf = (who: SignedIn) => sessionFormToken(who.rawSessionId);
+const countContents = async () =>
+  (await app.http(HOST).get('/api/v1/content/contents').set('Cookie', admin.cookie).expect(200)).body.total as number;
+
+describe('the Preview button of a Markdown field, without JavaScript', () => {
+  it('answers the new form again with the preview, sanitised, and the typed values; nothing is created', async () => {
+    const before = await countContents();
+    const res = await app
+      .http(HOST)
+      .post('/admin/content/contents/new')
+      .set('Cookie', admin.cookie)
+      .type('form')
+      .send({ csrf: csrf(admin), slug: 'kept-slug', title: 'Kept title', kind: 'page', body: '**bold** <script>alert(1)</script>', _preview: 'body' });
+    expect(res.status).toBe(200);
+    expect(res.headers['content-type']).toMatch(/^text\/html/);
+    expect(res.text).toContain('<strong>bold</strong>');
+    expect(res.text).not.toContain('<script>alert(1)</script>');
+    expect(res.text).toContain('value="kept-slug"');
+    expect(res.text).toContain('action="/admin/content/contents/new"');
+    expect(await countContents()).toBe(before);
+  });
+});
+
+describe('POST /admin/markdown-preview (htmx)', () => {
+  it('renders the named field as detail pages do, sanitised', async () => {
+    const res = await app
+      .http(HOST)
+      .post('/admin/markdown-preview')
+      .set('Cookie', admin.cookie)
+      .set('hx-request', 'true')
+      .type('form')
+      .send({ csrf: csrf(admin), _preview: 'body', body: '# Title\n\n[x](javascript:alert(1)) <img src=x onerror=alert(1)>' });
+    expect(res.status).toBe(200);
+    expect(res.text).toContain('<h1>Title</h1>');
+    expect(res.text).not.toMatch(/javascript:|onerror/);
+  });
+
+  it('refuses a post without the form token', async () => {
+    const res = await app.http(HOST).post('/admin/markdown-preview').set('Cookie', admin.cookie).type('form').send({ _preview: 'body', body: 'x' });
+    expect(res.status).toBe(403);
+  });
+});
+
+describe('GET /admin/user/users/options (the picker type-ahead)', () => {
+  it('answers the option elements of the users whose address or name contains _q', async () => {
+    const res = await app.http(HOST).get('/admin/user/users/options').query({ _q: 'ADMIN@aids' }).set('Cookie', admin.cookie);
+    expect(res.status).toBe(200);
+    expect(res.text).toContain(`<option value="${admin.userId}">admin@aids.test</option>`);
+    expect(res.text).not.toContain(reader.userId);
+  });
+
+  it('is refused to a caller who may not list users', async () => {
+    const res = await app.http(HOST).get('/admin/user/users/options').query({ _q: 'a' }).set('Cookie', reader.cookie);
+    expect(res.status).toBe(403);
+  });
+});
+
+describe('the Search button of a picker, without JavaScript', () => {
+  it('answers the command form again with the matching people; nothing is assigned', async () => {
+    const task = await app.http(HOST).post('/api/v1/task/tasks').set('Cookie', admin.cookie).send({ title: 'Pick me', priority: 'low', deadline: '2099-01-01T00:00:00Z' }).expect(201);
+    const res = await app
+      .http(HOST)
+      .post(`/admin/task/tasks/${task.body.id}/assign`)
+      .set('Cookie', admin.cookie)
+      .type('form')
+      .send({ csrf: csrf(admin), assigneeId: '', _q: 'admin@aids', _search: 'assigneeId' });
+    expect(res.status).toBe(200);
+    expect(res.text).toContain(`<option value="${admin.userId}">admin@aids.test</option>`);
+    expect(res.text).not.toContain(`<option value="${reader.userId}"`);
+    const read = await app.http(HOST).get(`/api/v1/task/tasks/${task.body.id}`).set('Cookie', admin.cookie).expect(200);
+    expect(read.body.assigneeId).toBeNull();
+  });
+});
