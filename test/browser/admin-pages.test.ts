@@ -127,12 +127,14 @@ describe.skipIf(!hasChromium)('admin fixed pages in Chromium', () => {
       }
     });
 
-    it('is refused on a customer host, even to its admin: 403 AUTH_NOT_OPERATOR', async () => {
+    it('is refused on a customer host, even to its admin: 403, AUTH_NOT_OPERATOR in words', async () => {
       const { context, page } = await signInThroughLogin(browser, origin(ACME), acmeAdmin);
       try {
         const response = await page.goto(`${origin(ACME)}/admin/tenant/tenants`);
         expect(response!.status()).toBe(403);
-        expect(await page.textContent('main')).toContain('AUTH_NOT_OPERATOR');
+        // Said in words; the code is only in the alert's data-code.
+        expect(await page.textContent('main')).toContain('opens only at the operator’s own address');
+        expect(await page.getAttribute('main [role=alert]', 'data-code')).toBe('AUTH_NOT_OPERATOR');
         expect(await page.locator('[data-tenant]').count()).toBe(0);
       } finally {
         await context.close();

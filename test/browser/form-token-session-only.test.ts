@@ -109,7 +109,7 @@ describe('in Chromium, a browser holding only its session cookie posts every adm
     await page.goto(`${origin}/admin/task/tasks/new`);
     await page.getByLabel('Title').fill('Made after a restart');
     await page.getByLabel('Priority').selectOption('high');
-    await page.getByLabel('Deadline').fill('2031-02-03T04:05');
+    await page.getByLabel('Due').fill('2031-02-03T04:05');
     expect(await firstPost(page, '/admin/task/tasks/new', () => page.getByRole('button', { name: 'Create task' }).click())).toBe(200);
     await page.waitForURL(/\/admin\/task\/tasks\/[0-9a-f-]{36}$/);
     expect(await taskRow('Made after a restart')).toBeDefined();
