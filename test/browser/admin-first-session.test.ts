@@ -27,6 +27,7 @@ const PHONE = { width: 390, height: 844 };
 const REFUSED = 'The address or the password is wrong.';
 
 /** How often a text appears in what the page shows (innerText: visible text only). */
+// biome-ignore lint/performance/useDomNodeTextContent: the text shown (innerText), not every text node, is what a person reads
 const timesShown = async (page: Page, text: string) => (await page.locator('body').innerText()).split(text).length - 1;
 
 async function seriousViolations(page: Page): Promise<string[]> {
@@ -69,6 +70,7 @@ async function clippedCells(page: Page): Promise<string[]> {
     for (const cell of elements as unknown as Cell[]) {
       if (browser.getComputedStyle(cell).display === 'none') continue;
       const box = cell.getBoundingClientRect();
+      // biome-ignore lint/performance/useDomNodeTextContent: the text shown (innerText), not every text node, is what a person reads
       const name = `${cell.tagName.toLowerCase()} "${(cell.innerText || '').slice(0, 40)}"`;
       if (cell.scrollWidth > cell.clientWidth + 1) found.push(`${name}: content ${cell.scrollWidth}px in ${cell.clientWidth}px`);
       const frame = cell.closest('.table-wrap');
