@@ -169,7 +169,8 @@ export function ruleSentence(rule: FieldRule, schema: TSchema, messages: FieldMe
  * sentence for people, else a plain "This value is not accepted."
  */
 export function fieldMessage(schema: TSchema | undefined, value: unknown, required: boolean, messages: FieldMessages | undefined, serviceMessage: string): string {
-  const rule = schema ? brokenRule(schema, value, required) : undefined;
+  // A field the service refused while the form sent none was required there.
+  const rule = schema ? brokenRule(schema, value, required || value === undefined) : undefined;
   if (rule && schema) return ruleSentence(rule, schema, messages, value);
   return asSentence(serviceMessage) ?? 'This value is not accepted.';
 }
