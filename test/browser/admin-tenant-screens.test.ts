@@ -43,13 +43,13 @@ async function seriousViolations(page: Page, javaScriptEnabled = true): Promise<
 }
 
 /** Waits (htmx swaps, navigations) until the locator's text contains, equals, or the count is, what is expected. */
-const contains = (locator: Locator, text: string) => vi.waitFor(async () => expect(await locator.innerText()).toContain(text), { timeout: 10_000 });
-const hasText = (locator: Locator, text: string) => vi.waitFor(async () => expect((await locator.innerText()).trim()).toBe(text), { timeout: 10_000 });
+const contains = (locator: Locator, text: string) => vi.waitFor(async () => expect(await locator.textContent()).toContain(text), { timeout: 10_000 });
+const hasText = (locator: Locator, text: string) => vi.waitFor(async () => expect((await locator.textContent())?.trim()).toBe(text), { timeout: 10_000 });
 const hasCount = (locator: Locator, count: number) => vi.waitFor(async () => expect(await locator.count()).toBe(count), { timeout: 10_000 });
 
 /** What a person reads in the page's main part must not look like the API: codes, statuses, events. */
 async function expectPlainText(page: Page): Promise<void> {
-  const text = await page.locator('main').innerText();
+  const text = (await page.locator('main').textContent()) ?? '';
   expect(text).not.toMatch(/\b[A-Z][A-Z_]{5,}\b/);
   expect(text).not.toMatch(/\b\d{3} [A-Z]/);
   expect(text).not.toMatch(/\b[a-z]+\.[a-z_]+ed\b/);

@@ -72,7 +72,7 @@ describe.skipIf(!hasChromium)('after set-password: a link to sign in', () => {
       await page.goto(`${origin}/auth/reset?token=${encodeURIComponent(token)}`);
       await page.fill('#password', 'set without scripts');
       await Promise.all([page.waitForURL(`${origin}/auth/reset?done=1`), page.click('button[type=submit]')]);
-      expect(await page.locator('#done').innerText()).toBe('Your password is set. Sign in with it.');
+      expect(await page.locator('#done').textContent()).toBe('Your password is set. Sign in with it.');
       expect(await page.getByRole('link', { name: 'Sign in' }).getAttribute('href')).toBe('/admin/login');
     } finally {
       await context.close();
@@ -97,12 +97,12 @@ describe.skipIf(!hasChromium)('a published content’s admin page links to its p
       const link = page.getByRole('link', { name: 'View the public page' });
       expect(await link.getAttribute('href')).toBe('/p/about-us');
       await Promise.all([page.waitForURL(`${origin}/p/about-us`), link.click()]);
-      expect(await page.locator('h1').first().innerText()).toBe('About us');
-      expect(await page.locator('article em').innerText()).toBe('things');
+      expect(await page.locator('h1').first().textContent()).toBe('About us');
+      expect(await page.locator('article em').textContent()).toBe('things');
       expect(await seriousViolations(page)).toEqual([]);
 
       await page.goto(`${origin}/p/no-such-page`);
-      expect(await page.locator('h1').innerText()).toBe('Page not found');
+      expect(await page.locator('h1').textContent()).toBe('Page not found');
       expect(await seriousViolations(page)).toEqual([]);
     } finally {
       await context.close();
