@@ -98,3 +98,22 @@ describe('the Search button of a picker, without JavaScript', () => {
     expect(read.body.assigneeId).toBeNull();
   });
 });
+
+describe('the search box of a generated list', () => {
+  it('narrows the list with q, keeps q in its sort and paging links, and shows everything for an emptied box', async () => {
+    for (const title of ['Search box alpha', 'Search box beta', 'Something else']) {
+      await app.http(HOST).post('/api/v1/task/tasks').set('Cookie', admin.cookie).send({ title, priority: 'low', deadline: '2099-01-01T00:00:00Z' }).expect(201);
+    }
+    const found = await app.http(HOST).get('/admin/task/tasks').query({ q: 'search BOX', limit: 1 }).set('Cookie', admin.cookie);
+    expect(found.status).toBe(200);
+    expect(found.text).toMatch(/<input type="search" id="list-search" name="q" value="search BOX"/);
+    expect(found.text).toMatch(/Search box (alpha|beta)/);
+    expect(found.text).not.toContain('Something else');
+    // The title's sort link and the next page keep the search.
+    expect(found.text).toMatch(/href="\/admin\/task\/tasks\?sort=title&amp;limit=1&amp;q=search\+BOX"/);
+    expect(found.text).toMatch(/href="\/admin\/task\/tasks\?limit=1&amp;q=search\+BOX&amp;offset=1"/);
+    const all = await app.http(HOST).get('/admin/task/tasks?q=').set('Cookie', admin.cookie);
+    expect(all.status).toBe(200);
+    expect(all.text).toContain('Something else');
+  });
+});

@@ -57,7 +57,8 @@ describe.skipIf(!hasChromium)('references in the admin shell: titles, links and 
     await app?.close();
   });
 
-  it('a small tenant: Assign offers a select of people by address; the task then shows the assignee by address, linked to the user, on its page and in the list', async () => {
+  // Three pages, each checked by axe: more than the default 30 s on a loaded 2-core machine.
+  it('a small tenant: Assign offers a select of people by address; the task then shows the assignee by address, linked to the user, on its page and in the list', { timeout: 90_000 }, async () => {
     const worker = await addUser(app, acme, { password: null, email: 'worker@acme.test', displayName: 'Wendy Worker' });
     const taskId = await newTask(ACME, cookie, 'Fix the boiler');
     const { context, page } = await signInThroughLogin(browser, origin(ACME), admin);

@@ -30,6 +30,8 @@ export function listModel(entity: ResolvedEntity, base: string, query: PageQuery
     const values: Record<string, string | number | undefined> = {
       sort: query.sort === defaultSort ? undefined : query.sort,
       limit: query.limit === PAGE_LIMIT_DEFAULT ? undefined : query.limit,
+      // A search stays on through sorting and paging.
+      q: query.q,
       ...changes,
     };
     const search = new URLSearchParams();

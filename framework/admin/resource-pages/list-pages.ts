@@ -1,4 +1,5 @@
-import type { PageQuery, Page } from '../../operations/paging.ts';
+import Type, { type TSchema } from 'typebox';
+import { SEARCH_MAX_LENGTH, type PageQuery, type Page } from '../../operations/paging.ts';
 import { runApiRoute as run } from '../api-route.ts';
 import { registerAdminPage, type AdminPageContext } from '../page.ts';
 import { renderTemplate } from '../render.ts';
@@ -11,9 +12,13 @@ import type { Row } from './resource-api.ts';
 export function registerListPages(pages: EntityPages): void {
   const { site, entity, api, base, label, titleField } = pages;
   const { names } = entity;
+  const pageQuery = searchBoxQuery(entity.schemas.listQuery);
   const listPage = async (ctx: AdminPageContext, fragmentOnly: boolean) => {
-    const page = (await run(api.list, ctx, { query: ctx.query })) as Page<Row>;
-    const model = listModel(entity, base, ctx.query as unknown as PageQuery, page, titleField, pages);
+    const { q, ...rest } = ctx.query;
+    // An emptied search box sends q=: the whole list, as without q.
+    const query = typeof q === 'string' && q !== '' ? { ...rest, q } : rest;
+    const page = (await run(api.list, ctx, { query })) as Page<Row>;
+    const model = listModel(entity, base, query as unknown as PageQuery, page, titleField, pages);
     await linkReferenceCells(ctx, entity, listColumns(entity, titleField), page.items, model.table);
     const rows = renderTemplate('./admin/generated/rows', model);
     if (fragmentOnly) return rows;
@@ -21,7 +26,14 @@ export function registerListPages(pages: EntityPages): void {
     return ctx.render({
       title: names.labelPlural,
       template: './admin/generated/list',
-      data: { title: names.labelPlural, rows, newHref: canCreate ? `${base}/new` : '', newLabel: `New ${label.toLowerCase()}` },
+      data: {
+        title: names.labelPlural,
+        rows,
+        newHref: canCreate ? `${base}/new` : '',
+        newLabel: `New ${label.toLowerCase()}`,
+        // The list's q, over its searchable fields: a plain GET form, which htmx leaves alone.
+        search: entity.searchable.length > 0 ? { action: base, q: typeof ctx.query.q === 'string' ? ctx.query.q : '', label: `Search ${names.labelPlural.toLowerCase()}` } : null,
+      },
       fragment: rows,
     });
   };
@@ -29,14 +41,21 @@ export function registerListPages(pages: EntityPages): void {
     path: base,
     summary: `${names.labelPlural}: list`,
     access: api.list.access,
-    schema: { querystring: entity.schemas.listQuery },
+    schema: { querystring: pageQuery },
     handler: (ctx) => listPage(ctx, false),
   });
   registerAdminPage(site, {
     path: `${base}/rows`,
     summary: `${names.labelPlural}: rows of the list (htmx fragment)`,
     access: api.list.access,
-    schema: { querystring: entity.schemas.listQuery },
+    schema: { querystring: pageQuery },
     handler: (ctx) => listPage(ctx, true),
   });
+}
+
+/** The list's query as the page takes it: the API's, except that an empty q (a cleared search box) is allowed. */
+function searchBoxQuery(listQuery: TSchema): TSchema {
+  const properties = (listQuery as { properties?: Record<string, TSchema> }).properties ?? {};
+  if (!properties.q) return listQuery;
+  return Type.Object({ ...properties, q: Type.Optional(Type.String({ maxLength: SEARCH_MAX_LENGTH })) }, { additionalProperties: false });
 }
