@@ -226,7 +226,7 @@ export interface paths {
         };
         /**
          * List personal access tokens
-         * @description The caller's own tokens, newest first, without their secrets. With userId, that user's tokens: another user's need permission token:manage (403 AUTH_FORBIDDEN).
+         * @description The caller's own tokens, newest first by default, without their secrets, paged like every list (limit and offset, or after=<next>). With userId, that user's tokens: another user's need permission token:manage (403 AUTH_FORBIDDEN).
          *
          *     Takes the session cookie only: an Authorization: Bearer header is ignored here, so a token can neither make, list nor end tokens.
          */
@@ -1263,10 +1263,18 @@ export interface components {
              */
             userId: string;
         };
-        /** AccessTokenList */
-        AccessTokenList: {
-            /** @description Newest first, expired ones included until the hourly sweep removes them */
+        AccessTokenPage: {
             items: components["schemas"]["AccessToken"][];
+            /** @description The page size used. */
+            limit: number;
+            /** @description Cursor of the following page, to send as after=<next> with the same sort and limit; null on the last page. */
+            next: string | null;
+            /** @description The rows skipped (0 when paging with after). */
+            offset: number;
+            /** @description Rows the list covers across all pages, counted up to 10000: past that, total is 10000 and totalExact is false. */
+            total: number;
+            /** @description False when there are more than 10000 rows and total stopped counting at 10000. */
+            totalExact: boolean;
         };
         AdminResourceListResponse: {
             resources: {
@@ -3239,6 +3247,14 @@ export interface operations {
     "auth-token-list": {
         parameters: {
             query?: {
+                /** @description Opaque cursor: the "next" of the previous page, with the same sort. Answers the rows after that page (keyset paging). A cursor this list did not give, or one given for another sort, is 422 VALIDATION_FAILED. */
+                after?: string;
+                /** @description Page size, 1 to 100. */
+                limit?: number;
+                /** @description Rows to skip, 0 to 10000. Deeper pages are reached with after=<next>, which costs the same on every page; offset and after do not combine. */
+                offset?: number;
+                /** @description createdAt, expiresAt or name; a leading "-" sorts descending. Ties break on id. */
+                sort?: "createdAt" | "-createdAt" | "expiresAt" | "-expiresAt" | "name" | "-name";
                 /** @description Whose tokens: default the caller; another user needs token:manage */
                 userId?: string;
             };
@@ -3248,13 +3264,13 @@ export interface operations {
         };
         requestBody?: never;
         responses: {
-            /** @description A user's personal access tokens */
+            /** @description A user's personal access tokens, expired ones included until the hourly sweep removes them */
             200: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["AccessTokenList"];
+                    "application/json": components["schemas"]["AccessTokenPage"];
                 };
             };
             /** @description Malformed request */

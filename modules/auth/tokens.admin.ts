@@ -2,6 +2,7 @@ import Type from 'typebox';
 import { registerAdminPage, renderTemplate, type AdminPageContext, type AdminSite } from '../../framework/admin/index.ts';
 import { FORM_TOKEN_FIELD } from '../../framework/access/form-token.ts';
 import { problem, type ProblemError } from '../../framework/errors.ts';
+import { PAGE_LIMIT_MAX } from '../../framework/operations/page-query.ts';
 import { DEFAULT_TOKEN_DAYS, MAX_TOKEN_DAYS, createToken, listTokens, revokeToken, type AccessTokenView } from './tokens.ts';
 
 /** The page mirrors the token routes: any signed-in person, for their own tokens. */
@@ -88,7 +89,8 @@ export function registerTokenPages(site: AdminSite): void {
     form: TokenForm,
     state: { created?: { name: string; raw: string; expires: string }; revoked?: boolean; failed?: boolean; status?: number },
   ): Promise<string> {
-    const tokens = await listTokens(page.tx);
+    // The newest hundred: a page of the API's list at its largest size; a person holding more revokes through the API.
+    const tokens = (await listTokens(page.tx, { limit: PAGE_LIMIT_MAX, offset: 0, sort: '-createdAt' })).items;
     const body = renderTemplate('./admin/pages/tokens', {
       tokens: tokens.map((t) => rowOf(t, page.tx.now)),
       form: { ...form, maxDays: MAX_TOKEN_DAYS },

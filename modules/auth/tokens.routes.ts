@@ -1,7 +1,8 @@
 import Type from 'typebox';
 import { defineRoute } from '../../framework/entity/define.ts';
 import { THROTTLE } from './throttle.ts';
-import { DEFAULT_TOKEN_DAYS, MAX_TOKEN_DAYS, TOKEN_MANAGE, createToken, listTokens, revokeToken, type AccessTokenView } from './tokens.ts';
+import { DEFAULT_TOKEN_DAYS, MAX_TOKEN_DAYS, TOKEN_MANAGE, TOKEN_SORTS, createToken, listTokens, revokeToken, type AccessTokenView } from './tokens.ts';
+import { pageQuerySchema, pageSchema, type PageQuery } from '../../framework/operations/paging.ts';
 
 const AccessTokenFields = {
   id: Type.String({ format: 'uuid' }),
@@ -45,10 +46,8 @@ const AccessTokenCreateSchema = Type.Object(
   { additionalProperties: false, title: 'AccessTokenCreate' },
 );
 
-const AccessTokenListSchema = Type.Object(
-  { items: Type.Array(AccessTokenSchema, { description: 'Newest first, expired ones included until the hourly sweep removes them' }) },
-  { additionalProperties: false, title: 'AccessTokenList', description: 'A user\'s personal access tokens' },
-);
+// Expired tokens are listed too, until the hourly sweep removes them.
+const AccessTokenListSchema = pageSchema(AccessTokenSchema, "A user's personal access tokens, expired ones included until the hourly sweep removes them");
 
 const toJson = (token: AccessTokenView) => ({
   ...token,
@@ -97,7 +96,7 @@ export const listTokensRoute = defineRoute({
   operationId: 'auth-token-list',
   summary: 'List personal access tokens',
   description: [
-    `The caller's own tokens, newest first, without their secrets. With userId, that user's tokens: another user's need permission ${TOKEN_MANAGE} (403 AUTH_FORBIDDEN).`,
+    `The caller's own tokens, newest first by default, without their secrets, paged like every list (limit and offset, or after=<next>). With userId, that user's tokens: another user's need permission ${TOKEN_MANAGE} (403 AUTH_FORBIDDEN).`,
     SESSION_ONLY,
   ].join('\n\n'),
   tags: ['auth'],
@@ -106,13 +105,18 @@ export const listTokensRoute = defineRoute({
   problems: { 403: `Another user's tokens without permission ${TOKEN_MANAGE} (AUTH_FORBIDDEN)` },
   schema: {
     querystring: Type.Object(
-      { userId: Type.Optional(Type.String({ format: 'uuid', description: `Whose tokens: default the caller; another user needs ${TOKEN_MANAGE}` })) },
+      {
+        ...pageQuerySchema({ sorts: TOKEN_SORTS, defaultSort: '-createdAt', sortDescription: 'createdAt, expiresAt or name; a leading "-" sorts descending. Ties break on id.' }).properties,
+        userId: Type.Optional(Type.String({ format: 'uuid', description: `Whose tokens: default the caller; another user needs ${TOKEN_MANAGE}` })),
+      },
       { additionalProperties: false },
     ),
     response: { 200: AccessTokenListSchema },
   },
   async handler({ tx, query }) {
-    return { items: (await listTokens(tx, query.userId)).map(toJson) };
+    const { userId, ...paging } = query;
+    const page = await listTokens(tx, paging as PageQuery, userId);
+    return { ...page, items: page.items.map(toJson) };
   },
 });
 

@@ -4,6 +4,7 @@ import type { Registry } from '../../framework/entity/registry.ts';
 import { ACCESS_TOKEN_PREFIX } from '../../framework/access/bearer.ts';
 import { hashSecret } from '../../framework/access/session-cookie.ts';
 import { notFound, problem } from '../../framework/errors.ts';
+import { KeysetPager, type Page, type PageQuery } from '../../framework/operations/paging.ts';
 import './tokens-table.ts';
 
 /**
@@ -88,13 +89,30 @@ export async function createToken(tx: TxContext, registry: Registry, input: NewT
   return { token, raw };
 }
 
-/** The caller's own tokens, newest first (expired ones too, until the sweep removes them); another user's with token:manage. */
-export async function listTokens(tx: TxContext, userId?: string): Promise<AccessTokenView[]> {
+// The framework's pager takes its select as SQL text fixed here; the create above returns the same
+// row with the typed builder (TOKEN_ROW).
+const TOKEN_COLUMN_LIST =
+  'id, user_id as "userId", name, permissions, created_at as "createdAt", expires_at as "expiresAt", last_used_at as "lastUsedAt"';
+const tokenPages = new KeysetPager({
+  select: TOKEN_COLUMN_LIST,
+  from: 'access_tokens',
+  id: 'id',
+  where: [],
+  sorts: { createdAt: { column: 'created_at' }, expiresAt: { column: 'expires_at' }, name: { column: 'name' } },
+});
+
+export const TOKEN_SORTS = ['createdAt', 'expiresAt', 'name'] as const;
+
+/**
+ * A page of the caller's own tokens (expired ones too, until the sweep removes them), or of another
+ * user's with token:manage: paged like every list.
+ */
+export async function listTokens(tx: TxContext, query: PageQuery, userId?: string): Promise<Page<AccessTokenView>> {
   const session = tx.session;
   if (!session) throw problem('AUTH_REQUIRED', 'Sign in to use this route');
   const owner = userId ?? session.userId;
   if (owner !== session.userId && !tx.can(TOKEN_MANAGE)) throw problem('AUTH_FORBIDDEN', `Listing another user's tokens requires permission ${TOKEN_MANAGE}`);
-  return tx.db.selectFrom('access_tokens').select(TOKEN_ROW).where('user_id', '=', owner).orderBy('created_at', 'desc').orderBy('id', 'desc').execute();
+  return (await tokenPages.page(tx.db, query, { conditions: ['user_id = $1'], params: [owner] })) as unknown as Page<AccessTokenView>;
 }
 
 /**

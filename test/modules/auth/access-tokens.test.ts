@@ -180,6 +180,11 @@ describe('personal access tokens: ending them', () => {
     expect((await acmeHttp().get('/api/v1/auth/tokens').query({ userId: owner.userId }).set('Cookie', other.cookie)).status).toBe(403);
     const seen = await acmeHttp().get('/api/v1/auth/tokens').query({ userId: owner.userId }).set('Cookie', admin.cookie);
     expect(seen.body.items.map((i: { name: string }) => i.name)).toEqual(['two', 'one']);
+    // Paged like every list: newest first, one at a time by the cursor.
+    const firstPage = await acmeHttp().get('/api/v1/auth/tokens').query({ limit: 1 }).set('Cookie', owner.cookie);
+    expect(firstPage.body).toMatchObject({ items: [{ name: 'two' }], total: 2, totalExact: true, limit: 1, next: expect.any(String) });
+    const nextPage = await acmeHttp().get('/api/v1/auth/tokens').query({ limit: 1, after: firstPage.body.next }).set('Cookie', owner.cookie);
+    expect(nextPage.body).toMatchObject({ items: [{ name: 'one' }], next: null });
     expect((await acmeHttp().delete(`/api/v1/auth/tokens/${first.id}`).set('Cookie', admin.cookie)).status).toBe(204);
     expect((await acmeHttp().delete(`/api/v1/auth/tokens/${second.id}`).set('Cookie', owner.cookie)).status).toBe(204);
     expect((await acmeHttp().get('/api/v1/auth/me').set('Authorization', bearer(first.token))).status).toBe(401);
