@@ -85,6 +85,7 @@ export const PATH_SOURCES: PathSource[] = [
   { pattern: /^\/api\/v1\/auth\/roles\/\{name\}$/, param: 'name', scope: 'name', value: (_w, t) => t.rows.role },
   { pattern: /^\/api\/v1\/billing\/plans\/\{id\}$/, param: 'id', scope: 'global', value: (w) => w.plans.spare },
   { pattern: /^\/api\/v1\/tenant\/tenants\/\{id\}/, param: 'id', scope: 'control-plane', value: (w) => w.spareTenantId },
+  { pattern: /^\/api\/v1\/tenant\/tenants\/\{id\}\/hosts\/\{host\}$/, param: 'host', scope: 'control-plane', value: (w) => w.spareHost },
 ];
 
 export function pathSource(op: Operation, param: string): PathSource {

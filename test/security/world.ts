@@ -72,6 +72,8 @@ export interface World {
   tenants: TenantWorld[];
   /** A tenant the destructive sweeps may suspend and write to (tenant operations' {id}). */
   spareTenantId: string;
+  /** The spare tenant's host, for the operator's host routes. */
+  spareHost: string;
   /** Global rows. */
   plans: { free: string; spare: string };
   /** Every permission the installation defines, and which of them are operator permissions. */
@@ -206,7 +208,7 @@ export async function buildWorld(prefix: string): Promise<World> {
     bootstrap(refA).then((boot) => populate(refA, hostOf(refA.slug), boot)),
     bootstrap(refB).then((boot) => populate(refB, hostOf(refB.slug), boot)),
   ]);
-  return { app, client, operator: operator!, a: a!, b: b!, tenants: [a!, b!, operator!], spareTenantId: spare.id, plans, permissions, isOperatorPermission, must };
+  return { app, client, operator: operator!, a: a!, b: b!, tenants: [a!, b!, operator!], spareTenantId: spare.id, spareHost: hostOf(spare.slug), plans, permissions, isOperatorPermission, must };
 }
 
 export async function closeWorld(world: World | undefined): Promise<void> {
