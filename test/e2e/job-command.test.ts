@@ -73,7 +73,7 @@ describe('npm run job -- <name> [--at <ISO time>] [--tenant <slug>]', () => {
     const later = await npmRunJob(['auth-sweep', '--at', at]);
     expect(later.code, later.stderr).toBe(0);
     expect(later.stdout).toContain(`auth-sweep at ${at.slice(0, 16)}`);
-    expect(later.stdout).toContain('"swept":{"jobcmd-acme":{"sessions":1,"tokens":0}}');
+    expect(later.stdout).toContain('"swept":{"jobcmd-acme":{"sessions":1,"tokens":0,"accessTokens":0}}');
     expect(await sessionsOf(user.id)).toEqual([10]);
   });
 
