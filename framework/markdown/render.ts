@@ -57,6 +57,30 @@ const POLICY: sanitizeHtml.IOptions = {
   },
 };
 
-export function renderMarkdown(body: string): string {
-  return sanitizeHtml(markdown.parse(body) as string, POLICY);
+/**
+ * A page that already has its own h1 (the admin's record page, with the record's title) shows a
+ * body's headings that many levels down, so that `# Heading` in the body is not a second h1 of the
+ * page (capped at h6).
+ */
+export interface MarkdownPlacement {
+  headingOffset?: number;
+}
+
+/** The admin shell's pages: h1 is the page's title and h2 its sections, so a body's headings start at h3. */
+export const ADMIN_MARKDOWN: MarkdownPlacement = { headingOffset: 2 };
+
+const policies = new Map<number, sanitizeHtml.IOptions>([[0, POLICY]]);
+
+function policyFor(headingOffset: number): sanitizeHtml.IOptions {
+  let policy = policies.get(headingOffset);
+  if (!policy) {
+    const shifted = Object.fromEntries([1, 2, 3, 4, 5, 6].map((level) => [`h${level}`, `h${Math.min(6, level + headingOffset)}`]));
+    policy = { ...POLICY, transformTags: { ...POLICY.transformTags, ...shifted } };
+    policies.set(headingOffset, policy);
+  }
+  return policy;
+}
+
+export function renderMarkdown(body: string, placement: MarkdownPlacement = {}): string {
+  return sanitizeHtml(markdown.parse(body) as string, policyFor(Math.max(0, Math.trunc(placement.headingOffset ?? 0))));
 }

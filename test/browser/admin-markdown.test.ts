@@ -67,7 +67,9 @@ describe.skipIf(!hasChromium)('Markdown fields in the admin shell', () => {
     try {
       await page.goto(`${origin(ACME)}/admin/content/contents/${id}`);
       const rendered = page.locator('dl.values .markdown');
-      expect(await rendered.locator('h1').textContent()).toBe('Opening hours');
+      // The body's `# Opening hours` sits under the page's own h1 (the record) and h2s: it is an h3.
+      expect(await rendered.locator('h3').textContent()).toBe('Opening hours');
+      expect(await page.locator('h1').count()).toBe(1);
       expect(await rendered.locator('strong').textContent()).toBe('open');
       expect(await rendered.locator('a[href="https://example.com/map"]').getAttribute('rel')).toBe('nofollow ugc noopener');
       expect(await rendered.locator('script, img[onerror], a[href^="javascript"]').count()).toBe(0);
@@ -112,7 +114,7 @@ describe.skipIf(!hasChromium)('Markdown fields in the admin shell', () => {
       await page.fill('textarea[name=body]', '## Plain\n\n*slanted*');
       await page.click('button[name=_preview][value=body]');
       expect(new URL(page.url()).pathname).toBe(`/admin/content/contents/${id}/edit`);
-      expect(await page.textContent('#field-body-preview h2')).toBe('Plain');
+      expect(await page.textContent('#field-body-preview h4')).toBe('Plain');
       expect(await page.textContent('#field-body-preview em')).toBe('slanted');
       // A form posts its text's line breaks as CRLF (HTML's form encoding); the text is otherwise as typed.
       expect((await page.inputValue('textarea[name=body]')).replaceAll('\r\n', '\n')).toBe('## Plain\n\n*slanted*');

@@ -1,7 +1,7 @@
 import Type from 'typebox';
 import type { ResolvedEntity } from '../../entity/resolve.ts';
 import { isMarkdown } from '../../markdown/markdown-field.ts';
-import { renderMarkdown } from '../../markdown/render.ts';
+import { ADMIN_MARKDOWN, renderMarkdown } from '../../markdown/render.ts';
 import { registerAdminPage, type AdminPageContext, type AdminSite } from '../page.ts';
 import { renderTemplate } from '../render.ts';
 import type { EntityPages, FieldModel } from './entity-pages.ts';
@@ -62,7 +62,7 @@ export async function aidFields(
       continue;
     }
     if (widget && widget.kind === 'textarea' && isMarkdown(entity.def.fields[widget.name])) {
-      const html = previewed === widget.name ? renderMarkdown(field.value) : undefined;
+      const html = previewed === widget.name ? renderMarkdown(field.value, ADMIN_MARKDOWN) : undefined;
       aided.push({ ...field, markdown: { previewUrl: PREVIEW_PATH, label: `Preview ${widget.label.toLowerCase()}`, ...(html !== undefined ? { html } : {}) } });
       continue;
     }
@@ -107,7 +107,7 @@ export function registerMarkdownPreview(site: AdminSite): void {
       requireForm(ctx.request);
       const field = text(ctx.body[PREVIEW_FIELD]);
       const source = field === undefined ? '' : (text(ctx.body[field]) ?? '');
-      return renderTemplate('./admin/components/markdown-body', { html: renderMarkdown(source) });
+      return renderTemplate('./admin/components/markdown-body', { html: renderMarkdown(source, ADMIN_MARKDOWN) });
     },
   });
 }

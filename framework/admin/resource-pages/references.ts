@@ -5,7 +5,7 @@ import type { Page } from '../../operations/paging.ts';
 import { apiRoute, runApiRoute } from '../api-route.ts';
 import type { AdminPageContext } from '../page.ts';
 import { isMarkdown } from '../../markdown/markdown-field.ts';
-import { renderMarkdown } from '../../markdown/render.ts';
+import { ADMIN_MARKDOWN, renderMarkdown } from '../../markdown/render.ts';
 import { apiOf, generatedResources } from './resource-api.ts';
 import { display } from './widgets.ts';
 
@@ -198,7 +198,7 @@ export async function detailValues<I extends { value: string }>(ctx: AdminPageCo
     const id = row[field];
     const cell = typeof id === 'string' ? cells.get(field)?.get(id) : undefined;
     if (cell) return { ...item, value: cell.text, ...(cell.href ? { href: cell.href } : {}) };
-    if (isMarkdown(entity.def.fields[field]) && typeof row[field] === 'string') return { ...item, html: renderMarkdown(row[field]) };
+    if (isMarkdown(entity.def.fields[field]) && typeof row[field] === 'string') return { ...item, html: renderMarkdown(row[field], ADMIN_MARKDOWN) };
     return item;
   });
 }
