@@ -19,7 +19,7 @@ const PLANT = "\nexport const plantedByCheckTest: number = 'not a number';\n";
 
 function workspace(plant: boolean): string {
   const dir = mkdtempSync(join(tmpdir(), 'tenantry-check-'));
-  for (const name of ['main.ts', 'framework', 'scripts', 'test', 'node_modules', 'vitest.config.ts', 'tsconfig.json', 'package.json']) {
+  for (const name of ['main.ts', 'framework', 'scripts', 'test', 'client', 'tools', 'node_modules', 'vitest.config.ts', 'tsconfig.json', 'package.json']) {
     symlinkSync(join(ROOT, name), join(dir, name));
   }
   cpSync(join(ROOT, 'modules'), join(dir, 'modules'), { recursive: true });

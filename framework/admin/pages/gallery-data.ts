@@ -8,6 +8,8 @@ export interface GallerySample {
   /** What the component is for, shown above it. */
   about: string;
   data: (page: { csrf: string; csrfField: string }) => object;
+  /** Markup the partial only makes sense inside (option elements live in a select). */
+  wrap?: (html: string) => string;
 }
 
 export const GALLERY: readonly GallerySample[] = [
@@ -35,6 +37,35 @@ export const GALLERY: readonly GallerySample[] = [
     component: 'field',
     about: 'A form field with its label, hint and an inline error tied to it by aria-describedby.',
     data: () => ({ id: 'gallery-title', name: 'title', label: 'Title', kind: 'text', value: '', required: true, hint: 'One line, 1 to 200 characters.', error: 'Use 1 to 200 characters.', maxlength: 200 }),
+  },
+  {
+    component: 'markdown-body',
+    about: 'A Markdown field rendered and sanitised, as detail pages and the preview show it; a heading sits under the page’s own.',
+    data: () => ({ html: '<h3>Opening hours</h3><p>We are <strong>open</strong> from nine to five.</p>' }),
+  },
+  {
+    component: 'markdown-preview',
+    about: 'Where a Markdown field’s preview appears under the form: filled by htmx, or by the server when the Preview button posted the form without JavaScript.',
+    data: () => ({ id: 'gallery-body', html: '<p>A <em>preview</em> of the text.</p>' }),
+  },
+  {
+    component: 'options',
+    about: 'A picker’s choices, by title; the type-ahead swaps them into the select as one types.',
+    data: () => ({ placeholder: 'Choose one', options: [{ value: 'a', label: 'Ada Lovelace' }, { value: 'b', label: 'Grace Hopper' }], value: 'b' }),
+    wrap: (html) => `<label for="gallery-options">Assigned to</label>\n<select id="gallery-options">${html}</select>`,
+  },
+  {
+    component: 'picker',
+    about: 'A field naming another record, chosen by its title; past fifty rows a search box narrows the choices (as one types with htmx, by a Search button without).',
+    data: () => ({
+      id: 'gallery-assignee',
+      name: 'assigneeId',
+      label: 'Assigned to',
+      required: true,
+      value: '',
+      hint: 'Choose a person.',
+      picker: { options: [{ value: 'a', label: 'Ada Lovelace' }, { value: 'b', label: 'Grace Hopper' }], search: { q: '', label: 'Find a person' } },
+    }),
   },
   {
     component: 'pager',
