@@ -1,10 +1,9 @@
-import AxeBuilder from '@axe-core/playwright';
-import type { Browser, Page } from 'playwright-core';
+import type { Browser } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { OPERATOR_HOST, createCustomer, startTestApp, type TestApp } from '../helpers/app.ts';
 import type { TenantRef } from '../../framework/context/tenant.ts';
 import { addUser } from '../modules/auth/fixtures.ts';
-import { hasChromium, launch, listen, signInThroughLogin, warnNoChromium } from './admin-pages-setup.ts';
+import { hasChromium, launch, listen, seriousViolations, signInThroughLogin, warnNoChromium } from './admin-pages-setup.ts';
 
 warnNoChromium('test/browser/admin-axe.test.ts');
 
@@ -19,13 +18,6 @@ let taskId: string;
 const ACME = 'acme.localhost';
 
 /** Serious and critical violations of the page as it stands, one line each, for a readable failure. */
-async function seriousViolations(page: Page): Promise<string[]> {
-  const results = await new AxeBuilder({ page }).analyze();
-  return results.violations
-    .filter((v) => v.impact === 'serious' || v.impact === 'critical')
-    .map((v) => `${v.impact} ${v.id}: ${v.help} (${v.nodes.map((n) => n.target.join(' ')).join(', ')})`);
-}
-
 describe.skipIf(!hasChromium)('accessibility: no serious or critical axe violation on any kind of admin page', () => {
   beforeAll(async () => {
     app = await startTestApp();

@@ -1,10 +1,9 @@
-import AxeBuilder from '@axe-core/playwright';
 import type { Browser as Chromium, Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { OPERATOR_HOST, createCustomer, startTestApp, type TestApp } from '../helpers/app.ts';
 import type { TenantRef } from '../../framework/context/tenant.ts';
 import { addUser } from '../modules/auth/fixtures.ts';
-import { hasChromium, launch, listen, signInThroughLogin, warnNoChromium } from './admin-pages-setup.ts';
+import { hasChromium, launch, listen, seriousViolations, signInThroughLogin, warnNoChromium } from './admin-pages-setup.ts';
 
 // Issue 35, point 7: the small things a first session meets. A favicon the CSP lets load; a
 // refused sign-in that stays on /admin/login and says so once, with and without JavaScript; an
@@ -29,13 +28,6 @@ const REFUSED = 'The address or the password is wrong.';
 /** How often a text appears in what the page shows (innerText: visible text only). */
 // biome-ignore lint/performance/useDomNodeTextContent: the text shown (innerText), not every text node, is what a person reads
 const timesShown = async (page: Page, text: string) => (await page.locator('body').innerText()).split(text).length - 1;
-
-async function seriousViolations(page: Page): Promise<string[]> {
-  const results = await new AxeBuilder({ page }).analyze();
-  return results.violations
-    .filter((v) => v.impact === 'serious' || v.impact === 'critical')
-    .map((v) => `${v.impact} ${v.id}: ${v.help} (${v.nodes.map((n) => n.target.join(' ')).join(', ')})`);
-}
 
 /** The few browser globals the checks below use (the project compiles without the DOM library). */
 interface Box {

@@ -1,3 +1,4 @@
+import AxeBuilder from '@axe-core/playwright';
 import type { AddressInfo } from 'node:net';
 import { chromium, type Browser, type BrowserContext, type Page } from 'playwright-core';
 import { expect } from 'vitest';
@@ -36,4 +37,12 @@ export async function signInThroughLogin(browser: Browser, origin: string, perso
 /** The session cookie the browser holds for that origin, as a Cookie header value. */
 export async function browserCookie(context: BrowserContext, origin: string): Promise<string> {
   return (await context.cookies(origin)).map((c) => `${c.name}=${c.value}`).join('; ');
+}
+
+/** axe's serious and critical findings on the page as it stands, one line each (empty when clean). */
+export async function seriousViolations(page: Page): Promise<string[]> {
+  const results = await new AxeBuilder({ page }).analyze();
+  return results.violations
+    .filter((v) => v.impact === 'serious' || v.impact === 'critical')
+    .map((v) => `${v.impact} ${v.id}: ${v.help} (${v.nodes.map((n) => n.target.join(' ')).join(', ')})`);
 }

@@ -1,10 +1,9 @@
-import AxeBuilder from '@axe-core/playwright';
 import type { Browser, BrowserContext, Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { OPERATOR_HOST, createCustomer, startTestApp, type TestApp } from '../helpers/app.ts';
 import { addUser } from '../modules/auth/fixtures.ts';
 import { outboxEvents } from '../modules/user/support.ts';
-import { hasChromium, launch, listen, signInThroughLogin, warnNoChromium } from './admin-pages-setup.ts';
+import { hasChromium, launch, listen, seriousViolations, signInThroughLogin, warnNoChromium } from './admin-pages-setup.ts';
 
 warnNoChromium('test/browser/admin-tenants-page.test.ts');
 
@@ -16,13 +15,6 @@ const sessions: BrowserContext[] = [];
 
 /** Text a person must never read on these pages: problem codes, statuses, validator wording, patterns. */
 const CODE_LIKE = /[A-Z]{2,}_[A-Z_]+|\b\d{3} [A-Z]|must match|must NOT|\^[^\s]*\$|\/body\//;
-
-async function seriousViolations(page: Page): Promise<string[]> {
-  const results = await new AxeBuilder({ page }).analyze();
-  return results.violations
-    .filter((v) => v.impact === 'serious' || v.impact === 'critical')
-    .map((v) => `${v.impact} ${v.id}: ${v.help} (${v.nodes.map((n) => n.target.join(' ')).join(', ')})`);
-}
 
 /** An operator's signed-in page, with or without JavaScript (htmx). */
 async function operatorPage(javaScriptEnabled: boolean): Promise<Page> {
