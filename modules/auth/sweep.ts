@@ -71,7 +71,7 @@ export async function sweepTenant(services: Services, tenant: TenantRef): Promis
       roles ??= await ctx.db.selectFrom('roles').select(['name', 'permissions']).orderBy('name').execute();
       return counts;
     });
-    kinds.forEach((kind, i) => batches[kind].push(deleted[i]!));
+    for (const [i, kind] of kinds.entries()) batches[kind].push(deleted[i]!);
     pending = kinds.filter((_kind, i) => deleted[i]! >= SWEEP_BATCH);
   }
   const undefinedPermissions = (roles ?? [])
