@@ -58,7 +58,8 @@ describe('POST /admin/markdown-preview (htmx)', () => {
       .type('form')
       .send({ csrf: csrf(admin), _preview: 'body', body: '# Title\n\n[x](javascript:alert(1)) <img src=x onerror=alert(1)>' });
     expect(res.status).toBe(200);
-    expect(res.text).toContain('<h1>Title</h1>');
+    // Two levels down, as on the detail page: under the page's own h1 and its sections' h2s.
+    expect(res.text).toContain('<h3>Title</h3>');
     expect(res.text).not.toMatch(/javascript:|onerror/);
   });
 
