@@ -1271,7 +1271,7 @@ export interface components {
             next: string | null;
             /** @description The rows skipped (0 when paging with after). */
             offset: number;
-            /** @description Rows the list covers across all pages, counted up to 10000: past that, total is 10000 and totalExact is false. */
+            /** @description Rows the list covers across all pages, counted up to 10000: past that, total is 10000 and totalExact is false. A page read with after answers the count its walk's first page took (the cursor carries it), so a walk counts once; read the first page again for a fresh count. */
             total: number;
             /** @description False when there are more than 10000 rows and total stopped counting at 10000. */
             totalExact: boolean;
@@ -1397,7 +1397,7 @@ export interface components {
             next: string | null;
             /** @description The rows skipped (0 when paging with after). */
             offset: number;
-            /** @description Rows the list covers across all pages, counted up to 10000: past that, total is 10000 and totalExact is false. */
+            /** @description Rows the list covers across all pages, counted up to 10000: past that, total is 10000 and totalExact is false. A page read with after answers the count its walk's first page took (the cursor carries it), so a walk counts once; read the first page again for a fresh count. */
             total: number;
             /** @description False when there are more than 10000 rows and total stopped counting at 10000. */
             totalExact: boolean;
@@ -1465,7 +1465,7 @@ export interface components {
             next: string | null;
             /** @description The rows skipped (0 when paging with after). */
             offset: number;
-            /** @description Rows the list covers across all pages, counted up to 10000: past that, total is 10000 and totalExact is false. */
+            /** @description Rows the list covers across all pages, counted up to 10000: past that, total is 10000 and totalExact is false. A page read with after answers the count its walk's first page took (the cursor carries it), so a walk counts once; read the first page again for a fresh count. */
             total: number;
             /** @description False when there are more than 10000 rows and total stopped counting at 10000. */
             totalExact: boolean;
@@ -1528,7 +1528,7 @@ export interface components {
             next: string | null;
             /** @description The rows skipped (0 when paging with after). */
             offset: number;
-            /** @description Rows the list covers across all pages, counted up to 10000: past that, total is 10000 and totalExact is false. */
+            /** @description Rows the list covers across all pages, counted up to 10000: past that, total is 10000 and totalExact is false. A page read with after answers the count its walk's first page took (the cursor carries it), so a walk counts once; read the first page again for a fresh count. */
             total: number;
             /** @description False when there are more than 10000 rows and total stopped counting at 10000. */
             totalExact: boolean;
@@ -1570,7 +1570,7 @@ export interface components {
             next: string | null;
             /** @description The rows skipped (0 when paging with after). */
             offset: number;
-            /** @description Rows the list covers across all pages, counted up to 10000: past that, total is 10000 and totalExact is false. */
+            /** @description Rows the list covers across all pages, counted up to 10000: past that, total is 10000 and totalExact is false. A page read with after answers the count its walk's first page took (the cursor carries it), so a walk counts once; read the first page again for a fresh count. */
             total: number;
             /** @description False when there are more than 10000 rows and total stopped counting at 10000. */
             totalExact: boolean;
@@ -1639,7 +1639,7 @@ export interface components {
             next: string | null;
             /** @description The rows skipped (0 when paging with after). */
             offset: number;
-            /** @description Rows the list covers across all pages, counted up to 10000: past that, total is 10000 and totalExact is false. */
+            /** @description Rows the list covers across all pages, counted up to 10000: past that, total is 10000 and totalExact is false. A page read with after answers the count its walk's first page took (the cursor carries it), so a walk counts once; read the first page again for a fresh count. */
             total: number;
             /** @description False when there are more than 10000 rows and total stopped counting at 10000. */
             totalExact: boolean;
@@ -1703,7 +1703,7 @@ export interface components {
             next: string | null;
             /** @description The rows skipped (0 when paging with after). */
             offset: number;
-            /** @description Rows the list covers across all pages, counted up to 10000: past that, total is 10000 and totalExact is false. */
+            /** @description Rows the list covers across all pages, counted up to 10000: past that, total is 10000 and totalExact is false. A page read with after answers the count its walk's first page took (the cursor carries it), so a walk counts once; read the first page again for a fresh count. */
             total: number;
             /** @description False when there are more than 10000 rows and total stopped counting at 10000. */
             totalExact: boolean;
@@ -1849,7 +1849,7 @@ export interface components {
             next: string | null;
             /** @description The rows skipped (0 when paging with after). */
             offset: number;
-            /** @description Rows the list covers across all pages, counted up to 10000: past that, total is 10000 and totalExact is false. */
+            /** @description Rows the list covers across all pages, counted up to 10000: past that, total is 10000 and totalExact is false. A page read with after answers the count its walk's first page took (the cursor carries it), so a walk counts once; read the first page again for a fresh count. */
             total: number;
             /** @description False when there are more than 10000 rows and total stopped counting at 10000. */
             totalExact: boolean;
@@ -1908,7 +1908,7 @@ export interface components {
             next: string | null;
             /** @description The rows skipped (0 when paging with after). */
             offset: number;
-            /** @description Rows the list covers across all pages, counted up to 10000: past that, total is 10000 and totalExact is false. */
+            /** @description Rows the list covers across all pages, counted up to 10000: past that, total is 10000 and totalExact is false. A page read with after answers the count its walk's first page took (the cursor carries it), so a walk counts once; read the first page again for a fresh count. */
             total: number;
             /** @description False when there are more than 10000 rows and total stopped counting at 10000. */
             totalExact: boolean;
@@ -1979,7 +1979,7 @@ export interface components {
             next: string | null;
             /** @description The rows skipped (0 when paging with after). */
             offset: number;
-            /** @description Rows the list covers across all pages, counted up to 10000: past that, total is 10000 and totalExact is false. */
+            /** @description Rows the list covers across all pages, counted up to 10000: past that, total is 10000 and totalExact is false. A page read with after answers the count its walk's first page took (the cursor carries it), so a walk counts once; read the first page again for a fresh count. */
             total: number;
             /** @description False when there are more than 10000 rows and total stopped counting at 10000. */
             totalExact: boolean;
@@ -2057,7 +2057,7 @@ export interface components {
             next: string | null;
             /** @description The rows skipped (0 when paging with after). */
             offset: number;
-            /** @description Rows the list covers across all pages, counted up to 10000: past that, total is 10000 and totalExact is false. */
+            /** @description Rows the list covers across all pages, counted up to 10000: past that, total is 10000 and totalExact is false. A page read with after answers the count its walk's first page took (the cursor carries it), so a walk counts once; read the first page again for a fresh count. */
             total: number;
             /** @description False when there are more than 10000 rows and total stopped counting at 10000. */
             totalExact: boolean;

@@ -97,7 +97,7 @@ export function pageSchema<T extends TSchema>(item: T, description?: string) {
       total: Type.Integer({
         minimum: 0,
         maximum: TOTAL_CAP,
-        description: `Rows the list covers across all pages, counted up to ${TOTAL_CAP}: past that, total is ${TOTAL_CAP} and totalExact is false.`,
+        description: `Rows the list covers across all pages, counted up to ${TOTAL_CAP}: past that, total is ${TOTAL_CAP} and totalExact is false. A page read with after answers the count its walk's first page took (the cursor carries it), so a walk counts once; read the first page again for a fresh count.`,
       }),
       totalExact: Type.Boolean({ description: `False when there are more than ${TOTAL_CAP} rows and total stopped counting at ${TOTAL_CAP}.` }),
       limit: Type.Integer({ description: 'The page size used.' }),

@@ -89,12 +89,14 @@ export class KeysetPager {
     const cursor = query.after !== undefined ? decodeCursor(query.after, query.sort, this.source.idType) : undefined;
     if (cursor && cursor.value === null && !key.nullable) throw badCursor('after is not a cursor this list gave');
     const kind: CursorKind = !cursor ? 'none' : cursor.value === null ? 'null' : 'value';
+    // A cursor that carries the walk's count spares its page the count.
+    const counts = cursor?.total === undefined;
     // One row more than the page: its presence is what says there is a next page.
     const rows = query.offset === 0 && PLANNED_PAGE_SIZES.has(query.limit) ? query.limit + 1 : undefined;
-    const cacheKey = `${query.sort}\u0000${kind}\u0000${rows ?? '$'}\u0000${filter.guard ?? ''}\u0000${filter.conditions.join('\u0000')}`;
+    const cacheKey = `${query.sort}\u0000${kind}\u0000${rows ?? '$'}\u0000${counts ? 'count' : ''}\u0000${filter.guard ?? ''}\u0000${filter.conditions.join('\u0000')}`;
     let text = this.texts.get(cacheKey);
     if (!text) {
-      text = prepared(this.build(query.sort, kind, filter, rows));
+      text = prepared(this.build(query.sort, kind, filter, rows, counts));
       this.texts.set(cacheKey, text);
     }
     const params = [...filter.params];
@@ -142,8 +144,9 @@ export class KeysetPager {
   }
 
   /**
-   * The page from the rows of its statement. The total comes with them; only an empty page past
-   * the first cannot tell it, and then `count` (the capped count, countStatement) is asked.
+   * The page from the rows of its statement. The total comes with them, or with the cursor when it
+   * carries the walk's count; only an empty page past the first without one cannot tell it, and
+   * then `count` (the capped count, countStatement) is asked. `next` carries the count on.
    */
   async answer(rows: Record<string, unknown>[], query: PageQuery, cursor: Cursor | undefined, count: () => Promise<number>): Promise<Page<Record<string, unknown>>>;
   /** The same, each item made by `shape` from its row (which then keeps the pager's own columns). */
@@ -156,13 +159,14 @@ export class KeysetPager {
     shape?: (row: Record<string, unknown>) => T,
   ): Promise<Page<T | Record<string, unknown>>> {
     let counted: number;
-    if (rows.length > 0) counted = Number(rows[0]!.__total);
+    if (cursor?.total !== undefined) counted = cursor.total;
+    else if (rows.length > 0) counted = Number(rows[0]!.__total);
     else if (query.offset === 0 && !cursor) counted = 0;
     else counted = await count();
     const more = rows.length > query.limit;
     const items = more ? rows.slice(0, query.limit) : rows;
     const last = items.at(-1);
-    const next = more && last ? encodeCursor({ sort: query.sort, value: last.__sort as string | null, id: String(last.__id) }) : null;
+    const next = more && last ? encodeCursor({ sort: query.sort, value: last.__sort as string | null, id: String(last.__id), total: counted }) : null;
     const page = { total: Math.min(counted, TOTAL_CAP), totalExact: counted <= TOTAL_CAP, limit: query.limit, offset: query.offset, next };
     // Shaped items are new objects; deleting keys would turn each row into a slow dictionary object.
     if (shape) return { items: items.map(shape), ...page };
@@ -198,8 +202,11 @@ export class KeysetPager {
     return filter.guard ? `(select case when ${filter.guard} then ${count} end)` : count;
   }
 
-  /** The page's statement; `rows`, when given, is its limit written as a constant, with no offset. */
-  private build(sort: string, kind: CursorKind, filter: ListFilter, rows: number | undefined): string {
+  /**
+   * The page's statement; `rows`, when given, is its limit written as a constant, with no offset;
+   * `counts`, whether it counts the total beside the rows.
+   */
+  private build(sort: string, kind: CursorKind, filter: ListFilter, rows: number | undefined, counts: boolean): string {
     const { column, nullable, descending } = this.sortKey(sort);
     const id = this.source.id;
     const n = filter.params.length;
@@ -217,7 +224,8 @@ export class KeysetPager {
     }
     const next = kind === 'value' ? 3 : kind === 'null' ? 2 : 1;
     const direction = descending ? 'desc' : 'asc';
-    return `select ${this.source.select}, ${column}::text as "__sort", ${id} as "__id", ${this.cappedCount(filter)} as "__total"
+    const total = counts ? `, ${this.cappedCount(filter)} as "__total"` : '';
+    return `select ${this.source.select}, ${column}::text as "__sort", ${id} as "__id"${total}
   from ${this.source.from}${where.length ? `\n where ${where.join('\n   and ')}` : ''}
  order by ${column} ${direction}, ${id} ${direction}
  limit ${rows ?? `${$(next)} offset ${$(next + 1)}`}`;

@@ -72,5 +72,43 @@ describe('KeysetPager', () => {
     expect(decodeCursor(encodeCursor(cursor), '-v')).toEqual(cursor);
     expect(() => decodeCursor(encodeCursor(cursor), 'v')).toThrow(ProblemError);
     expect(() => decodeCursor('bm9wZQ', 'v')).toThrow(/not a cursor this list gave/);
+    const carrying = { ...cursor, total: 42 };
+    expect(decodeCursor(encodeCursor(carrying), '-v')).toEqual(carrying);
+    for (const total of [-1, 1.5, TOTAL_CAP + 2, '42', null]) {
+      const forged = Buffer.from(JSON.stringify(['-v', null, cursor.id, total])).toString('base64url');
+      expect(() => decodeCursor(forged, '-v'), String(total)).toThrow(/not a cursor this list gave/);
+    }
+  });
+
+  it('counts once per walk: the pages after the first answer the count the cursor carries, and run no count', async () => {
+    await withScratch(async (ctx) => {
+      const p = pager();
+      const first = await p.page(ctx.db, { limit: 2, offset: 0, sort: 'id' });
+      expect(first).toMatchObject({ total: 9, totalExact: true });
+      expect(decodeCursor(first.next!, 'id').total).toBe(9);
+      const cursorPage = p.statement({ limit: 2, offset: 0, sort: 'id', after: first.next! });
+      expect(cursorPage.text).not.toMatch(/count\(/);
+      // Rows added during the walk are not counted again: the walk keeps the total it began with.
+      await ctx.db.executeQuery(CompiledQuery.raw(`insert into scratch (v, k) select 1, 'odd' from generate_series(1, 3)`));
+      const second = await p.page(ctx.db, { limit: 2, offset: 0, sort: 'id', after: first.next! });
+      expect(second).toMatchObject({ total: 9, totalExact: true });
+      expect(decodeCursor(second.next!, 'id').total).toBe(9);
+      // A cursor without a count (as an earlier release gave) counts, and its page's next carries the count on.
+      const carried = decodeCursor(first.next!, 'id');
+      const bare = encodeCursor({ sort: carried.sort, value: carried.value, id: carried.id });
+      expect(p.statement({ limit: 2, offset: 0, sort: 'id', after: bare }).text).toMatch(/count\(/);
+      const recounted = await p.page(ctx.db, { limit: 2, offset: 0, sort: 'id', after: bare });
+      expect(recounted).toMatchObject({ total: 12, totalExact: true });
+      expect(decodeCursor(recounted.next!, 'id').total).toBe(12);
+      // An empty page past the end answers the carried count too.
+      const fresh = await p.page(ctx.db, { limit: 2, offset: 0, sort: 'id' });
+      let after = fresh.next;
+      let last = fresh;
+      while (after) {
+        last = await p.page(ctx.db, { limit: 2, offset: 0, sort: 'id', after });
+        after = last.next;
+      }
+      expect(last.total).toBe(12);
+    });
   });
 });
