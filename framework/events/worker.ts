@@ -36,6 +36,12 @@ type TickData = { job?: string; slot?: string };
 
 /** Per-tenant job runs a worker fetches at once (each still settled, retried and dead-lettered on its own). */
 export const TENANT_RUN_BATCH = 25;
+/**
+ * A fan-out's runs a worker works at once, per job. One: a fan-out is background work, and at
+ * 10,000 tenants two at a time took more of a small machine's CPU than a tenant's requests could
+ * spare (docs/performance.md, "Ten thousand tenants"); more workers run more.
+ */
+export const TENANT_RUN_CONCURRENCY = 1;
 
 const RETRY = { retryLimit: 5, retryDelay: 2, retryBackoff: true, retryDelayMax: 300 };
 
@@ -274,9 +280,9 @@ export class Worker {
     // full: fetching one run per poll capped a fan-out at about two tenants a second (10,000
     // tenants in an hour and a half; docs/performance.md, the tenants bench). Each run still
     // settles on its own (perJobResults), so a tenant's failure is retried and dead-lettered alone.
-    await this.boss.work<TenantJobData, unknown, { pollingIntervalSeconds: 1; includeMetadata: true; localConcurrency: 2; batchSize: number; burstWhenBatchFull: true; perJobResults: true }>(
+    await this.boss.work<TenantJobData, unknown, { pollingIntervalSeconds: 1; includeMetadata: true; localConcurrency: number; batchSize: number; burstWhenBatchFull: true; perJobResults: true }>(
       runs,
-      { pollingIntervalSeconds: 1, includeMetadata: true, localConcurrency: 2, batchSize: TENANT_RUN_BATCH, burstWhenBatchFull: true, perJobResults: true },
+      { pollingIntervalSeconds: 1, includeMetadata: true, localConcurrency: TENANT_RUN_CONCURRENCY, batchSize: TENANT_RUN_BATCH, burstWhenBatchFull: true, perJobResults: true },
       async (batch) => {
         const results: JobResult[] = [];
         // A tenant suspended since the fan-out is no longer served: nothing to do. One query for the batch.
