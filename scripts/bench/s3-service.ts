@@ -1,10 +1,5 @@
-import pino from 'pino';
-import type { FastifyBaseLogger } from 'fastify';
-import { validateConfig } from '../../framework/config/load.ts';
-import { buildApp } from '../../framework/app.ts';
-import { allModules } from '../../modules/index.ts';
-import { createCustomer, signInAs, type TestApp } from '../../test/helpers/app.ts';
-import { SETTINGS_ENV, type ChildMessage, type ChildRequest } from './protocol.ts';
+import { SETTINGS_ENV } from './protocol.ts';
+import { serveScenario } from './scenario-service.ts';
 import type { S3UploadSettings } from './s3-upload.ts';
 
 /**
@@ -12,35 +7,14 @@ import type { S3UploadSettings } from './s3-upload.ts';
  * run's s3rver), one tenant and a signed-in file manager. Answers the run over IPC like service.ts.
  */
 const settings = JSON.parse(process.env[SETTINGS_ENV] ?? '{}') as S3UploadSettings;
-const send = (message: ChildMessage | { type: 'ready'; port: number; host: string; cookie: string }) => process.send?.(message);
 
-async function main(): Promise<void> {
-  const config = validateConfig(
-    {
-      server: { host: '127.0.0.1', port: 0, public_host: 'localhost', log_level: 'warn' },
-      database: { url: settings.databaseUrl },
-      files: { storage: 's3', s3: settings.s3, max_bytes: settings.maxUploadBytes, quota_bytes: Number.MAX_SAFE_INTEGER },
-    },
-    'benchmark settings',
-  );
-  const logger = pino({ level: config.server.log_level }) as FastifyBaseLogger;
-  const built = await buildApp({ config, modules: allModules, databaseUrl: settings.databaseUrl, role: 'web', logger });
-  const { rows } = await built.services.db.pool.query<{ id: string; slug: string }>('select id, slug from tenants where is_operator');
-  // The test helpers' tenant and sign-in: they need the app's services, config and operator tenant only.
-  const app = { ...built, config, operator: { id: rows[0]!.id, slug: rows[0]!.slug, isOperator: true } } as unknown as TestApp;
-  const host = `s3-bench-${settings.runId}.localhost`;
-  const tenant = await createCustomer(app, `s3-bench-${settings.runId}`, host);
-  const { cookie } = await signInAs(app, tenant, ['file:read', 'file:manage']);
-  await built.web!.listen({ host: '127.0.0.1', port: 0 });
-  const address = built.web!.server.address();
-  if (typeof address !== 'object' || !address) throw new Error('the service has no address');
-  process.on('message', (message: ChildRequest) => {
-    if (message.type === 'stop') void built.close().finally(() => process.exit(0));
-  });
-  send({ type: 'ready', port: address.port, host, cookie });
-}
-
-main().catch((err: Error) => {
-  send({ type: 'failed', error: err.stack ?? err.message });
-  process.exit(1);
+void serveScenario({
+  name: `s3-bench-${settings.runId}`,
+  role: 'web',
+  permissions: ['file:read', 'file:manage'],
+  settings: {
+    server: { host: '127.0.0.1', port: 0, public_host: 'localhost', log_level: 'warn' },
+    database: { url: settings.databaseUrl },
+    files: { storage: 's3', s3: settings.s3, max_bytes: settings.maxUploadBytes, quota_bytes: Number.MAX_SAFE_INTEGER },
+  },
 });
