@@ -1,9 +1,9 @@
-import type { Browser, Page } from 'playwright-core';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { createCustomer, startTestApp, type TestApp } from '../helpers/app.ts';
+import type { Page } from 'playwright-core';
+import { beforeAll, describe, expect, it } from 'vitest';
+import { createCustomer } from '../helpers/app.ts';
 import type { TenantRef } from '../../framework/context/tenant.ts';
 import { addUser } from '../modules/auth/fixtures.ts';
-import { hasChromium, launch, listen, seriousViolations, signInThroughLogin, warnNoChromium } from './admin-pages-setup.ts';
+import { hasChromium, useBrowserApp, seriousViolations, signInThroughLogin, warnNoChromium } from './admin-pages-setup.ts';
 
 warnNoChromium('test/browser/admin-access-tokens.test.ts');
 
@@ -15,10 +15,8 @@ warnNoChromium('test/browser/admin-access-tokens.test.ts');
 
 const ACME = 'acme.localhost';
 
-let app: TestApp;
-let browser: Browser;
+const t = useBrowserApp();
 let acme: TenantRef;
-let origin: (host: string) => string;
 let person: { id: string; email: string; password: string };
 
 /** What a person reads on the page must not be a machine's words. */
@@ -30,20 +28,13 @@ async function expectPlainLanguage(page: Page): Promise<void> {
 
 describe.skipIf(!hasChromium)('the admin shell\'s access tokens page', () => {
   beforeAll(async () => {
-    app = await startTestApp();
-    acme = await createCustomer(app, 'acme', ACME);
-    await app.services.transactions.run(acme, (ctx) => ctx.db.insertInto('roles').values({ name: 'reporter', permissions: ['task:read', 'content:read'] }).execute());
-    person = await addUser(app, acme, { roles: ['reporter'], password: 'reporter password' });
-    origin = await listen(app);
-    browser = await launch();
-  });
-  afterAll(async () => {
-    await browser?.close();
-    await app?.close();
+    acme = await createCustomer(t.app, 'acme', ACME);
+    await t.app.services.transactions.run(acme, (ctx) => ctx.db.insertInto('roles').values({ name: 'reporter', permissions: ['task:read', 'content:read'] }).execute());
+    person = await addUser(t.app, acme, { roles: ['reporter'], password: 'reporter password' });
   });
 
   it('makes a token with the ticked permissions, shows it once, lists it, and revokes it', async () => {
-    const { context, page } = await signInThroughLogin(browser, origin(ACME), person);
+    const { context, page } = await signInThroughLogin(t.browser, t.origin(ACME), person);
     try {
       await page.click('nav >> text=Access tokens');
       expect(new URL(page.url()).pathname).toBe('/admin/auth/tokens');
@@ -65,26 +56,26 @@ describe.skipIf(!hasChromium)('the admin shell\'s access tokens page', () => {
       await expectPlainLanguage(page);
 
       // The token works through the API, with what was ticked and no more.
-      expect((await app.http(ACME).get('/api/v1/task/tasks').set('Authorization', `Bearer ${raw}`)).status).toBe(200);
-      expect((await app.http(ACME).get('/api/v1/content/contents').set('Authorization', `Bearer ${raw}`)).status).toBe(403);
+      expect((await t.app.http(ACME).get('/api/v1/task/tasks').set('Authorization', `Bearer ${raw}`)).status).toBe(200);
+      expect((await t.app.http(ACME).get('/api/v1/content/contents').set('Authorization', `Bearer ${raw}`)).status).toBe(403);
 
       // Shown once: the list never carries it again.
-      await page.goto(`${origin(ACME)}/admin/auth/tokens`);
+      await page.goto(`${t.origin(ACME)}/admin/auth/tokens`);
       expect(await page.content()).not.toContain(raw);
 
       await Promise.all([page.waitForURL(/revoked=1/), page.click('tr[data-token] button[type=submit]')]);
       expect(await page.locator('tr[data-token]').count()).toBe(0);
       expect(await page.locator('main').textContent()).toContain('Token revoked');
-      expect((await app.http(ACME).get('/api/v1/task/tasks').set('Authorization', `Bearer ${raw}`)).status).toBe(401);
+      expect((await t.app.http(ACME).get('/api/v1/task/tasks').set('Authorization', `Bearer ${raw}`)).status).toBe(401);
     } finally {
       await context.close();
     }
   }, 120_000);
 
   it('refuses an expiry past a year in plain words beside the field, keeping what was typed', async () => {
-    const { context, page } = await signInThroughLogin(browser, origin(ACME), person);
+    const { context, page } = await signInThroughLogin(t.browser, t.origin(ACME), person);
     try {
-      await page.goto(`${origin(ACME)}/admin/auth/tokens`);
+      await page.goto(`${t.origin(ACME)}/admin/auth/tokens`);
       await page.fill('#token-name', 'too long');
       // The field's own limit stops a browser; the server's rule is what is tested here.
       await page.locator('#token-days').evaluate((field) => field.removeAttribute('max'));

@@ -1,9 +1,9 @@
-import type { Browser, Page } from 'playwright-core';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { createCustomer, startTestApp, type TestApp } from '../helpers/app.ts';
+import type { Page } from 'playwright-core';
+import { beforeAll, describe, expect, it } from 'vitest';
+import { createCustomer } from '../helpers/app.ts';
 import type { TenantRef } from '../../framework/context/tenant.ts';
 import { addUser } from '../modules/auth/fixtures.ts';
-import { hasChromium, launch, listen, seriousViolations, signInThroughLogin, warnNoChromium } from './admin-pages-setup.ts';
+import { hasChromium, useBrowserApp, seriousViolations, signInThroughLogin, warnNoChromium } from './admin-pages-setup.ts';
 
 warnNoChromium('test/browser/admin-command-states.test.ts');
 
@@ -13,40 +13,31 @@ warnNoChromium('test/browser/admin-command-states.test.ts');
  * Archive, not Publish), and the new-task form offers only the status a create may take.
  */
 
-let app: TestApp;
-let browser: Browser;
+const t = useBrowserApp();
 let acme: TenantRef;
-let origin: (host: string) => string;
 let admin: { id: string; email: string; password: string };
 let cookie: string;
 
 const ACME = 'acme.localhost';
 
 const api = (method: 'post' | 'patch', path: string, body?: object) => {
-  const req = app.http(ACME)[method](path).set('Cookie', cookie);
+  const req = t.app.http(ACME)[method](path).set('Cookie', cookie);
   return body ? req.send(body) : req;
 };
 
 /** The commands a detail page links to, by their path's last segment. */
 async function offered(page: Page, path: string): Promise<string[]> {
-  await page.goto(`${origin(ACME)}${path}`);
+  await page.goto(`${t.origin(ACME)}${path}`);
   const hrefs = await page.$$eval('.page-head .actions a', (links) => links.map((a) => a.getAttribute('href') ?? ''));
   return hrefs.filter((href) => href.startsWith(`${path}/`) && !/\/(edit|delete)$/.test(href)).map((href) => href.slice(path.length + 1)).sort();
 }
 
 describe.skipIf(!hasChromium)('command buttons follow the declared states', () => {
   beforeAll(async () => {
-    app = await startTestApp();
-    acme = await createCustomer(app, 'acme', ACME);
-    admin = await addUser(app, acme, { roles: ['admin'], password: 'acme admin password' });
-    origin = await listen(app);
-    const login = await app.http(ACME).post('/api/v1/auth/login').send({ email: admin.email, password: admin.password });
+    acme = await createCustomer(t.app, 'acme', ACME);
+    admin = await addUser(t.app, acme, { roles: ['admin'], password: 'acme admin password' });
+    const login = await t.app.http(ACME).post('/api/v1/auth/login').send({ email: admin.email, password: admin.password });
     cookie = login.headers['set-cookie']![0]!.split(';', 1)[0]!;
-    browser = await launch();
-  });
-  afterAll(async () => {
-    await browser?.close();
-    await app?.close();
   });
 
   it('a task: open offers Assign and Resolve; resolved and closed offer neither (Check the deadline stays)', async () => {
@@ -56,7 +47,7 @@ describe.skipIf(!hasChromium)('command buttons follow the declared states', () =
     const closed = (await api('post', '/api/v1/task/tasks', { title: 'Closed one', priority: 'low', deadline: '2099-01-01T00:00:00Z' }).expect(201)).body.id;
     await api('post', `/api/v1/task/tasks/${closed}/resolve`, { resolution: 'done' }).expect(200);
     await api('patch', `/api/v1/task/tasks/${closed}`, { status: 'closed' }).expect(200);
-    const { context, page } = await signInThroughLogin(browser, origin(ACME), admin);
+    const { context, page } = await signInThroughLogin(t.browser, t.origin(ACME), admin);
     try {
       expect(await offered(page, `/admin/task/tasks/${open}`)).toEqual(['assign', 'check-sla', 'resolve']);
       expect(await offered(page, `/admin/task/tasks/${resolved}`)).toEqual(['check-sla']);
@@ -70,7 +61,7 @@ describe.skipIf(!hasChromium)('command buttons follow the declared states', () =
   it('content: a draft offers Publish and Archive, published Unpublish and Archive, archived Unpublish', async () => {
     const id = (await api('post', '/api/v1/content/contents', { slug: 'states-page', title: 'States', kind: 'page', body: 'x' }).expect(201)).body.id;
     const path = `/admin/content/contents/${id}`;
-    const { context, page } = await signInThroughLogin(browser, origin(ACME), admin);
+    const { context, page } = await signInThroughLogin(t.browser, t.origin(ACME), admin);
     try {
       expect(await offered(page, path)).toEqual(['archive', 'publish']);
       await api('post', `/api/v1/content/contents/${id}/publish`).expect(200);
@@ -84,9 +75,9 @@ describe.skipIf(!hasChromium)('command buttons follow the declared states', () =
   });
 
   it('the new-task form offers only the status a create may take', async () => {
-    const { context, page } = await signInThroughLogin(browser, origin(ACME), admin);
+    const { context, page } = await signInThroughLogin(t.browser, t.origin(ACME), admin);
     try {
-      await page.goto(`${origin(ACME)}/admin/task/tasks/new`);
+      await page.goto(`${t.origin(ACME)}/admin/task/tasks/new`);
       const values = await page.$$eval('select[name=status] option', (options) => options.map((o) => o.getAttribute('value')).filter((v) => v !== ''));
       expect(values).toEqual(['open']);
       // The other statuses are still the edit form's to offer (PATCH takes them).

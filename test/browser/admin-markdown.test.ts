@@ -1,9 +1,9 @@
-import type { Browser } from 'playwright-core';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { createCustomer, startTestApp, type TestApp } from '../helpers/app.ts';
+
+import { beforeAll, describe, expect, it } from 'vitest';
+import { createCustomer } from '../helpers/app.ts';
 import type { TenantRef } from '../../framework/context/tenant.ts';
 import { addUser } from '../modules/auth/fixtures.ts';
-import { hasChromium, launch, listen, seriousViolations, signInThroughLogin, warnNoChromium } from './admin-pages-setup.ts';
+import { hasChromium, useBrowserApp, seriousViolations, signInThroughLogin, warnNoChromium } from './admin-pages-setup.ts';
 
 warnNoChromium('test/browser/admin-markdown.test.ts');
 
@@ -13,10 +13,8 @@ warnNoChromium('test/browser/admin-markdown.test.ts');
  * preview them with htmx, and without JavaScript with a Preview button posting the form back.
  */
 
-let app: TestApp;
-let browser: Browser;
+const t = useBrowserApp();
 let acme: TenantRef;
-let origin: (host: string) => string;
 let admin: { id: string; email: string; password: string };
 let cookie: string;
 
@@ -30,34 +28,27 @@ const HOSTILE = [
 ].join('\n');
 
 async function newContent(slug: string, body: string): Promise<string> {
-  const res = await app.http(ACME).post('/api/v1/content/contents').set('Cookie', cookie).send({ slug, title: `Page ${slug}`, kind: 'page', body });
+  const res = await t.app.http(ACME).post('/api/v1/content/contents').set('Cookie', cookie).send({ slug, title: `Page ${slug}`, kind: 'page', body });
   expect(res.status, JSON.stringify(res.body)).toBe(201);
   return res.body.id;
 }
 
-const storedBody = async (id: string): Promise<string> => (await app.http(ACME).get(`/api/v1/content/contents/${id}`).set('Cookie', cookie).expect(200)).body.body;
+const storedBody = async (id: string): Promise<string> => (await t.app.http(ACME).get(`/api/v1/content/contents/${id}`).set('Cookie', cookie).expect(200)).body.body;
 
 describe.skipIf(!hasChromium)('Markdown fields in the admin shell', () => {
   beforeAll(async () => {
-    app = await startTestApp();
-    acme = await createCustomer(app, 'acme', ACME);
-    admin = await addUser(app, acme, { roles: ['admin'], password: 'acme admin password' });
-    origin = await listen(app);
-    const login = await app.http(ACME).post('/api/v1/auth/login').send({ email: admin.email, password: admin.password });
+    acme = await createCustomer(t.app, 'acme', ACME);
+    admin = await addUser(t.app, acme, { roles: ['admin'], password: 'acme admin password' });
+    const login = await t.app.http(ACME).post('/api/v1/auth/login').send({ email: admin.email, password: admin.password });
     cookie = login.headers['set-cookie']![0]!.split(';', 1)[0]!;
-    browser = await launch();
-  });
-  afterAll(async () => {
-    await browser?.close();
-    await app?.close();
   });
 
   it('a detail page renders the body as HTML, sanitised: no script, no event handler, no javascript: link', async () => {
     const id = await newContent('hours', HOSTILE);
-    const taskRes = await app.http(ACME).post('/api/v1/task/tasks').set('Cookie', cookie).send({ title: 'Steps', priority: 'low', deadline: '2099-01-01T00:00:00Z', description: '1. *look*\n2. fix' });
-    const { context, page } = await signInThroughLogin(browser, origin(ACME), admin);
+    const taskRes = await t.app.http(ACME).post('/api/v1/task/tasks').set('Cookie', cookie).send({ title: 'Steps', priority: 'low', deadline: '2099-01-01T00:00:00Z', description: '1. *look*\n2. fix' });
+    const { context, page } = await signInThroughLogin(t.browser, t.origin(ACME), admin);
     try {
-      await page.goto(`${origin(ACME)}/admin/content/contents/${id}`);
+      await page.goto(`${t.origin(ACME)}/admin/content/contents/${id}`);
       const rendered = page.locator('dl.values .markdown');
       // The body's `# Opening hours` sits under the page's own h1 (the record) and h2s: it is an h3.
       expect(await rendered.locator('h3').textContent()).toBe('Opening hours');
@@ -69,7 +60,7 @@ describe.skipIf(!hasChromium)('Markdown fields in the admin shell', () => {
       expect(await page.locator('dl.values').textContent()).not.toContain('**open**');
       expect(await seriousViolations(page)).toEqual([]);
 
-      await page.goto(`${origin(ACME)}/admin/task/tasks/${taskRes.body.id}`);
+      await page.goto(`${t.origin(ACME)}/admin/task/tasks/${taskRes.body.id}`);
       expect(await page.locator('dl.values .markdown ol li em').textContent()).toBe('look');
     } finally {
       await context.close();
@@ -78,9 +69,9 @@ describe.skipIf(!hasChromium)('Markdown fields in the admin shell', () => {
 
   it('with htmx the Preview button shows the typed text rendered beside the field, and saves nothing', async () => {
     const id = await newContent('preview-js', 'Old text');
-    const { context, page } = await signInThroughLogin(browser, origin(ACME), admin);
+    const { context, page } = await signInThroughLogin(t.browser, t.origin(ACME), admin);
     try {
-      await page.goto(`${origin(ACME)}/admin/content/contents/${id}/edit`);
+      await page.goto(`${t.origin(ACME)}/admin/content/contents/${id}/edit`);
       await page.fill('textarea[name=body]', 'Now **bold** <script>window.hacked = true</script>');
       const preview = page.waitForResponse((r) => new URL(r.url()).pathname === '/admin/markdown-preview' && r.request().method() === 'POST');
       await page.click('button[name=_preview][value=body]');
@@ -100,9 +91,9 @@ describe.skipIf(!hasChromium)('Markdown fields in the admin shell', () => {
 
   it('without JavaScript the Preview button posts the form back with the preview and the typed text; Save then stores it', async () => {
     const id = await newContent('preview-plain', 'Old text');
-    const { context, page } = await signInThroughLogin(browser, origin(ACME), admin, { javaScriptEnabled: false });
+    const { context, page } = await signInThroughLogin(t.browser, t.origin(ACME), admin, { javaScriptEnabled: false });
     try {
-      await page.goto(`${origin(ACME)}/admin/content/contents/${id}/edit`);
+      await page.goto(`${t.origin(ACME)}/admin/content/contents/${id}/edit`);
       await page.fill('textarea[name=body]', '## Plain\n\n*slanted*');
       await page.click('button[name=_preview][value=body]');
       expect(new URL(page.url()).pathname).toBe(`/admin/content/contents/${id}/edit`);
@@ -112,7 +103,7 @@ describe.skipIf(!hasChromium)('Markdown fields in the admin shell', () => {
       expect((await page.inputValue('textarea[name=body]')).replaceAll('\r\n', '\n')).toBe('## Plain\n\n*slanted*');
       expect(await storedBody(id)).toBe('Old text');
 
-      await Promise.all([page.waitForURL(`${origin(ACME)}/admin/content/contents/${id}`), page.click('#resource-form .actions button[type=submit]:not([name])')]);
+      await Promise.all([page.waitForURL(`${t.origin(ACME)}/admin/content/contents/${id}`), page.click('#resource-form .actions button[type=submit]:not([name])')]);
       expect((await storedBody(id)).replaceAll('\r\n', '\n')).toBe('## Plain\n\n*slanted*');
     } finally {
       await context.close();

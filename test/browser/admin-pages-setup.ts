@@ -1,10 +1,10 @@
 import AxeBuilder from '@axe-core/playwright';
 import type { AddressInfo } from 'node:net';
 import { chromium, type Browser, type BrowserContext, type Page } from 'playwright-core';
-import { expect } from 'vitest';
-import type { TestApp } from '../helpers/app.ts';
+import { afterAll, beforeAll, expect } from 'vitest';
+import { startTestApp, type TestApp, type TestAppOptions } from '../helpers/app.ts';
 
-import { CHROMIUM, CHROMIUM_ARGS } from '../helpers/chromium.ts';
+import { CHROMIUM, CHROMIUM_ARGS, hasChromium } from '../helpers/chromium.ts';
 
 export { CHROMIUM, CHROMIUM_ARGS, hasChromium, warnNoChromium } from '../helpers/chromium.ts';
 
@@ -17,6 +17,49 @@ export async function listen(app: TestApp): Promise<(host: string) => string> {
   await app.web!.listen({ host: '127.0.0.1', port: 0 });
   const { port } = app.web!.server.address() as AddressInfo;
   return (host) => `http://${host}:${port}`;
+}
+
+/** A browser test's app, listening on a free port, and Chromium; each readable once the set-up ran. */
+export interface BrowserApp {
+  readonly app: TestApp;
+  readonly browser: Browser;
+  /** The origin of a host on the app's port, e.g. `http://acme.localhost:41234`. */
+  origin(host: string): string;
+}
+
+/**
+ * The set-up every browser test shares, as useTestApp is for the others: before the tests (and
+ * before the hooks registered after this call) starts the app with these options, listens on a
+ * free port and launches Chromium; after them closes both. Nothing starts without Chromium (the
+ * file's describe.skipIf(!hasChromium) skips its tests). Call it first in the describe (or file).
+ */
+export function useBrowserApp(options: TestAppOptions = {}): BrowserApp {
+  let app: TestApp | undefined;
+  let browser: Browser | undefined;
+  let origin: ((host: string) => string) | undefined;
+  beforeAll(async () => {
+    if (!hasChromium) return;
+    app = await startTestApp(options);
+    origin = await listen(app);
+    browser = await launch();
+  }, 60_000);
+  afterAll(async () => {
+    await browser?.close();
+    await app?.close();
+  });
+  const ready = <T>(value: T | undefined, name: string): T => {
+    if (value === undefined) throw new Error(`useBrowserApp: ${name} is read before the set-up ran; read it inside a test or a later hook`);
+    return value;
+  };
+  return {
+    get app() {
+      return ready(app, 'app');
+    },
+    get browser() {
+      return ready(browser, 'browser');
+    },
+    origin: (host) => ready(origin, 'origin')(host),
+  };
 }
 
 /**

@@ -1,9 +1,8 @@
-import type { Browser } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
-import { createCustomer, startTestApp, type TestApp } from '../helpers/app.ts';
+import { createCustomer } from '../helpers/app.ts';
 import type { TenantRef } from '../../framework/context/tenant.ts';
 import { addUser } from '../modules/auth/fixtures.ts';
-import { hasChromium, launch, listen, seriousViolations, signInThroughLogin, warnNoChromium } from './admin-pages-setup.ts';
+import { hasChromium, useBrowserApp, seriousViolations, signInThroughLogin, warnNoChromium } from './admin-pages-setup.ts';
 
 warnNoChromium('test/browser/admin-references.test.ts');
 
@@ -14,10 +13,8 @@ warnNoChromium('test/browser/admin-references.test.ts');
  * without JavaScript is a Search button posting the form back.
  */
 
-let app: TestApp;
-let browser: Browser;
+const t = useBrowserApp();
 let acme: TenantRef;
-let origin: (host: string) => string;
 let admin: { id: string; email: string; password: string };
 let cookie: string;
 
@@ -25,37 +22,32 @@ const ACME = 'acme.localhost';
 const BIG = 'big.localhost';
 
 async function signIn(host: string, person: { email: string; password: string }): Promise<string> {
-  const login = await app.http(host).post('/api/v1/auth/login').send({ email: person.email, password: person.password });
+  const login = await t.app.http(host).post('/api/v1/auth/login').send({ email: person.email, password: person.password });
   return login.headers['set-cookie']![0]!.split(';', 1)[0]!;
 }
 
 async function newTask(host: string, session: string, title: string): Promise<string> {
-  const res = await app.http(host).post('/api/v1/task/tasks').set('Cookie', session).send({ title, priority: 'low', deadline: '2099-01-01T00:00:00Z' }).expect(201);
+  const res = await t.app.http(host).post('/api/v1/task/tasks').set('Cookie', session).send({ title, priority: 'low', deadline: '2099-01-01T00:00:00Z' }).expect(201);
   return res.body.id;
 }
 
 describe.skipIf(!hasChromium)('references in the admin shell: titles, links and pickers', () => {
   beforeAll(async () => {
-    app = await startTestApp();
-    acme = await createCustomer(app, 'acme', ACME);
-    admin = await addUser(app, acme, { roles: ['admin'], password: 'acme admin password', email: 'boss@acme.test' });
-    origin = await listen(app);
+    acme = await createCustomer(t.app, 'acme', ACME);
+    admin = await addUser(t.app, acme, { roles: ['admin'], password: 'acme admin password', email: 'boss@acme.test' });
     cookie = await signIn(ACME, admin);
-    browser = await launch();
   });
   afterAll(async () => {
     vi.restoreAllMocks();
-    await browser?.close();
-    await app?.close();
   });
 
   // Three pages, each checked by axe: more than the default 30 s on a loaded 2-core machine.
   it('a small tenant: Assign offers a select of people by address; the task then shows the assignee by address, linked to the user, on its page and in the list', { timeout: 90_000 }, async () => {
-    const worker = await addUser(app, acme, { password: null, email: 'worker@acme.test', displayName: 'Wendy Worker' });
+    const worker = await addUser(t.app, acme, { password: null, email: 'worker@acme.test', displayName: 'Wendy Worker' });
     const taskId = await newTask(ACME, cookie, 'Fix the boiler');
-    const { context, page } = await signInThroughLogin(browser, origin(ACME), admin);
+    const { context, page } = await signInThroughLogin(t.browser, t.origin(ACME), admin);
     try {
-      await page.goto(`${origin(ACME)}/admin/task/tasks/${taskId}/assign`);
+      await page.goto(`${t.origin(ACME)}/admin/task/tasks/${taskId}/assign`);
       const options = await page.$$eval('select[name=assigneeId] option', (els) => els.map((el) => ({ value: el.getAttribute('value'), label: el.textContent })));
       expect(options).toContainEqual({ value: worker.id, label: 'worker@acme.test' });
       expect(options).toContainEqual({ value: admin.id, label: 'boss@acme.test' });
@@ -65,17 +57,17 @@ describe.skipIf(!hasChromium)('references in the admin shell: titles, links and 
       expect(await seriousViolations(page)).toEqual([]);
 
       await page.selectOption('select[name=assigneeId]', worker.id);
-      await Promise.all([page.waitForURL(`${origin(ACME)}/admin/task/tasks/${taskId}`), page.click('#resource-form .actions button[type=submit]')]);
+      await Promise.all([page.waitForURL(`${t.origin(ACME)}/admin/task/tasks/${taskId}`), page.click('#resource-form .actions button[type=submit]')]);
       const link = page.locator(`dl.values a[href="/admin/user/users/${worker.id}"]`);
       expect(await link.textContent()).toBe('worker@acme.test');
       expect(await page.content()).not.toContain(`<dd>${worker.id}</dd>`);
       expect(await seriousViolations(page)).toEqual([]);
 
-      await page.goto(`${origin(ACME)}/admin/task/tasks`);
+      await page.goto(`${t.origin(ACME)}/admin/task/tasks`);
       expect(await page.locator(`table a[href="/admin/user/users/${worker.id}"]`).textContent()).toBe('worker@acme.test');
       expect(await seriousViolations(page)).toEqual([]);
       // The API keeps the id.
-      const api = await app.http(ACME).get(`/api/v1/task/tasks/${taskId}`).set('Cookie', cookie).expect(200);
+      const api = await t.app.http(ACME).get(`/api/v1/task/tasks/${taskId}`).set('Cookie', cookie).expect(200);
       expect(api.body.assigneeId).toBe(worker.id);
     } finally {
       await context.close();
@@ -83,16 +75,16 @@ describe.skipIf(!hasChromium)('references in the admin shell: titles, links and 
   });
 
   it('a list page reads the assignees of all its rows in one statement, not one per row', async () => {
-    const people = await Promise.all([1, 2, 3].map((n) => addUser(app, acme, { password: null, email: `helper${n}@acme.test` })));
+    const people = await Promise.all([1, 2, 3].map((n) => addUser(t.app, acme, { password: null, email: `helper${n}@acme.test` })));
     for (const person of people) {
       const id = await newTask(ACME, cookie, `Job for ${person.email}`);
-      await app.http(ACME).post(`/api/v1/task/tasks/${id}/assign`).set('Cookie', cookie).send({ assigneeId: person.id }).expect(200);
+      await t.app.http(ACME).post(`/api/v1/task/tasks/${id}/assign`).set('Cookie', cookie).send({ assigneeId: person.id }).expect(200);
     }
-    const readMany = vi.spyOn(app.services.registry.ops('user.user'), 'readMany');
-    const { context, page } = await signInThroughLogin(browser, origin(ACME), admin);
+    const readMany = vi.spyOn(t.app.services.registry.ops('user.user'), 'readMany');
+    const { context, page } = await signInThroughLogin(t.browser, t.origin(ACME), admin);
     try {
       readMany.mockClear();
-      await page.goto(`${origin(ACME)}/admin/task/tasks`);
+      await page.goto(`${t.origin(ACME)}/admin/task/tasks`);
       for (const person of people) expect(await page.locator(`table a[href="/admin/user/users/${person.id}"]`).textContent()).toBe(person.email);
       expect(readMany).toHaveBeenCalledTimes(1);
       expect([...readMany.mock.calls[0]![1]]).toEqual(expect.arrayContaining(people.map((p) => p.id)));
@@ -109,18 +101,18 @@ describe.skipIf(!hasChromium)('references in the admin shell: titles, links and 
     let needle: { id: string; email: string };
 
     beforeAll(async () => {
-      big = await createCustomer(app, 'big', BIG);
-      bigAdmin = await addUser(app, big, { roles: ['admin'], password: 'big admin password', email: 'admin@big.test' });
-      for (let n = 0; n < 60; n++) await addUser(app, big, { password: null, email: `person${String(n).padStart(2, '0')}@big.test` });
-      needle = await addUser(app, big, { password: null, email: 'zz-needle@big.test', displayName: 'Nina Needle' });
+      big = await createCustomer(t.app, 'big', BIG);
+      bigAdmin = await addUser(t.app, big, { roles: ['admin'], password: 'big admin password', email: 'admin@big.test' });
+      for (let n = 0; n < 60; n++) await addUser(t.app, big, { password: null, email: `person${String(n).padStart(2, '0')}@big.test` });
+      needle = await addUser(t.app, big, { password: null, email: 'zz-needle@big.test', displayName: 'Nina Needle' });
       bigCookie = await signIn(BIG, bigAdmin);
     });
 
     it('with JavaScript: typing in the search box refills the select from the user list (q), and the chosen person is assigned', async () => {
       const taskId = await newTask(BIG, bigCookie, 'Find the needle');
-      const { context, page } = await signInThroughLogin(browser, origin(BIG), bigAdmin);
+      const { context, page } = await signInThroughLogin(t.browser, t.origin(BIG), bigAdmin);
       try {
-        await page.goto(`${origin(BIG)}/admin/task/tasks/${taskId}/assign`);
+        await page.goto(`${t.origin(BIG)}/admin/task/tasks/${taskId}/assign`);
         // The first page of people (sorted by address) leaves the needle out; a note says more exist.
         expect(await page.$(`select[name=assigneeId] option[value="${needle.id}"]`)).toBeNull();
         expect(await page.textContent('#field-assigneeId-note')).toContain('first 50 of 62');
@@ -132,7 +124,7 @@ describe.skipIf(!hasChromium)('references in the admin shell: titles, links and 
         const labels = await page.$$eval('select[name=assigneeId] option', (els) => els.map((el) => el.textContent));
         expect(labels.slice(1)).toEqual(['zz-needle@big.test']);
         await page.selectOption('select[name=assigneeId]', needle.id);
-        await Promise.all([page.waitForURL(`${origin(BIG)}/admin/task/tasks/${taskId}`), page.click('#resource-form .actions button[type=submit]')]);
+        await Promise.all([page.waitForURL(`${t.origin(BIG)}/admin/task/tasks/${taskId}`), page.click('#resource-form .actions button[type=submit]')]);
         expect(await page.locator(`dl.values a[href="/admin/user/users/${needle.id}"]`).textContent()).toBe('zz-needle@big.test');
       } finally {
         await context.close();
@@ -141,21 +133,21 @@ describe.skipIf(!hasChromium)('references in the admin shell: titles, links and 
 
     it('without JavaScript: the Search button posts the form back with the matching people, nothing assigned until the form is sent', async () => {
       const taskId = await newTask(BIG, bigCookie, 'Find the needle by hand');
-      const { context, page } = await signInThroughLogin(browser, origin(BIG), bigAdmin, { javaScriptEnabled: false });
+      const { context, page } = await signInThroughLogin(t.browser, t.origin(BIG), bigAdmin, { javaScriptEnabled: false });
       try {
-        await page.goto(`${origin(BIG)}/admin/task/tasks/${taskId}/assign`);
+        await page.goto(`${t.origin(BIG)}/admin/task/tasks/${taskId}/assign`);
         await page.fill('input[name=_q]', 'Nina');
         await page.click('button[name=_search]');
         expect(new URL(page.url()).pathname).toBe(`/admin/task/tasks/${taskId}/assign`);
         const labels = await page.$$eval('select[name=assigneeId] option', (els) => els.map((el) => el.textContent));
         expect(labels.slice(1)).toEqual(['zz-needle@big.test']);
         expect(await page.inputValue('input[name=_q]')).toBe('Nina');
-        const before = await app.http(BIG).get(`/api/v1/task/tasks/${taskId}`).set('Cookie', bigCookie).expect(200);
+        const before = await t.app.http(BIG).get(`/api/v1/task/tasks/${taskId}`).set('Cookie', bigCookie).expect(200);
         expect(before.body.assigneeId).toBeNull();
         // (axe cannot run with JavaScript off; the same page with it on is checked above.)
         await page.selectOption('select[name=assigneeId]', needle.id);
-        await Promise.all([page.waitForURL(`${origin(BIG)}/admin/task/tasks/${taskId}`), page.click('#resource-form .actions button[type=submit]')]);
-        const after = await app.http(BIG).get(`/api/v1/task/tasks/${taskId}`).set('Cookie', bigCookie).expect(200);
+        await Promise.all([page.waitForURL(`${t.origin(BIG)}/admin/task/tasks/${taskId}`), page.click('#resource-form .actions button[type=submit]')]);
+        const after = await t.app.http(BIG).get(`/api/v1/task/tasks/${taskId}`).set('Cookie', bigCookie).expect(200);
         expect(after.body.assigneeId).toBe(needle.id);
       } finally {
         await context.close();
