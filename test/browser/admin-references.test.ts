@@ -74,6 +74,29 @@ describe.skipIf(!hasChromium)('references in the admin shell: titles, links and 
     }
   });
 
+  it("an entity's own reference field, in its new form: a select of the referenced rows by title, and the created record shows the title, linked", { timeout: 60_000 }, async () => {
+    // The test kit's memo declares references: { ownerId: 'user.user' }, a field the body writes on create.
+    const { context, page } = await signInThroughLogin(t.browser, t.origin(ACME), admin);
+    try {
+      await page.goto(`${t.origin(ACME)}/admin/testkit/memos/new`);
+      const options = await page.$$eval('select[name=ownerId] option', (els) => els.map((el) => ({ value: el.getAttribute('value'), label: el.textContent })));
+      expect(options).toContainEqual({ value: admin.id, label: 'boss@acme.test' });
+      expect(await page.$('input[name=ownerId]')).toBeNull();
+      expect(await seriousViolations(page)).toEqual([]);
+
+      await page.selectOption('select[name=ownerId]', admin.id);
+      await page.fill('#field-text', 'Call the plumber');
+      await Promise.all([page.waitForURL(/\/admin\/testkit\/memos\/[0-9a-f-]{36}$/), page.click('#resource-form .actions button[type=submit]')]);
+      expect(await page.locator(`dl.values a[href="/admin/user/users/${admin.id}"]`).textContent()).toBe('boss@acme.test');
+      expect(await seriousViolations(page)).toEqual([]);
+      const id = new URL(page.url()).pathname.split('/').at(-1)!;
+      const api = await t.app.http(ACME).get(`/api/v1/testkit/memos/${id}`).set('Cookie', cookie).expect(200);
+      expect(api.body).toMatchObject({ ownerId: admin.id, text: 'Call the plumber' });
+    } finally {
+      await context.close();
+    }
+  });
+
   it('a list page reads the assignees of all its rows in one statement, not one per row', async () => {
     const people = await Promise.all([1, 2, 3].map((n) => addUser(t.app, acme, { password: null, email: `helper${n}@acme.test` })));
     for (const person of people) {

@@ -128,6 +128,8 @@ export const memo = defineEntity({
     long: WithDefault(Type.Boolean({ description: 'Longer than 100 characters; kept by the service.' }), false),
   },
   immutable: ['ownerId'],
+  // A reference the body writes (on create only): the shell's new form offers a picker for it.
+  references: { ownerId: 'user.user' },
   commandOwned: { pinned: 'pin' },
   readOnly: ['long'],
   computed: { excerpt: Type.String({ maxLength: 21, description: 'The first 20 characters, and … when there are more.' }) },
