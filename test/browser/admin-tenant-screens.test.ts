@@ -1,12 +1,12 @@
 import AxeBuilder from '@axe-core/playwright';
-import type { Browser, Locator, Page } from 'playwright-core';
-import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
-import { createCustomer, signInAs, startTestApp, type TestApp } from '../helpers/app.ts';
+import type { Locator, Page } from 'playwright-core';
+import { beforeAll, describe, expect, it, vi } from 'vitest';
+import { createCustomer, signInAs } from '../helpers/app.ts';
 import { testConfig } from '../helpers/config.ts';
 import type { TenantRef } from '../../framework/context/tenant.ts';
 import { addUser } from '../modules/auth/fixtures.ts';
 import { notify } from '../../modules/notification/notify.ts';
-import { hasChromium, launch, listen, signInThroughLogin, warnNoChromium } from './admin-pages-setup.ts';
+import { hasChromium, signInThroughLogin, useBrowserApp, warnNoChromium } from './admin-pages-setup.ts';
 
 // Issue 35, point 5: the screens a tenant admin looks for, hand-written on the page kit and each
 // running the API's own operation: the subscription, the files, the notifications the badge
@@ -15,9 +15,7 @@ import { hasChromium, launch, listen, signInThroughLogin, warnNoChromium } from 
 warnNoChromium('test/browser/admin-tenant-screens.test.ts');
 
 const MAX_BYTES = 1_000_000;
-let app: TestApp;
-let browser: Browser;
-let origin: (host: string) => string;
+const t = useBrowserApp({ config: { ...testConfig({ files: { max_bytes: MAX_BYTES } }) } });
 
 /**
  * Serious and critical violations of the page as it stands, one line each. axe runs as a script:
@@ -26,7 +24,7 @@ let origin: (host: string) => string;
  */
 async function seriousViolations(page: Page, javaScriptEnabled = true): Promise<string[]> {
   let checked = page;
-  const context = javaScriptEnabled ? undefined : await browser.newContext();
+  const context = javaScriptEnabled ? undefined : await t.browser.newContext();
   if (context) {
     await context.addCookies(await page.context().cookies());
     checked = await context.newPage();
@@ -58,38 +56,27 @@ async function expectPlainText(page: Page): Promise<void> {
 /** A customer tenant with an administrator (role admin: every permission), signed up fresh per suite. */
 async function customer(slug: string): Promise<{ tenant: TenantRef; host: string; admin: { id: string; email: string; password: string } }> {
   const host = `${slug}.localhost`;
-  const tenant = await createCustomer(app, slug, host);
-  const admin = await addUser(app, tenant, { roles: ['admin'], password: 'admin password here', displayName: 'Ada Admin' });
+  const tenant = await createCustomer(t.app, slug, host);
+  const admin = await addUser(t.app, tenant, { roles: ['admin'], password: 'admin password here', displayName: 'Ada Admin' });
   return { tenant, host, admin };
 }
 
 /** Signed in through the login form; a step that cannot happen fails in 15 s, naming itself. */
 async function signIn(host: string, person: { email: string; password: string }, javaScriptEnabled = true) {
-  const signedIn = await signInThroughLogin(browser, origin(host), person, { javaScriptEnabled });
+  const signedIn = await signInThroughLogin(t.browser, t.origin(host), person, { javaScriptEnabled });
   signedIn.context.setDefaultTimeout(15_000);
   return signedIn;
 }
 
-const sql = <T extends Record<string, unknown>>(text: string, values: unknown[]) => app.services.db.pool.query<T>(text, values).then((r) => r.rows);
-
-beforeAll(async () => {
-  if (!hasChromium) return;
-  app = await startTestApp({ config: { ...testConfig({ files: { max_bytes: MAX_BYTES } }) } });
-  origin = await listen(app);
-  browser = await launch();
-}, 60_000);
-afterAll(async () => {
-  await browser?.close();
-  await app?.close();
-});
+const sql = <T extends Record<string, unknown>>(text: string, values: unknown[]) => t.app.services.db.pool.query<T>(text, values).then((r) => r.rows);
 
 describe.skipIf(!hasChromium)('the subscription page, /admin/billing/subscription', () => {
   let plans: Record<'team' | 'free' | 'old', string>;
 
   beforeAll(async () => {
-    const operator = (await signInAs(app, app.operator, ['billing:catalog', 'billing:read'])).cookie;
+    const operator = (await signInAs(t.app, t.app.operator, ['billing:catalog', 'billing:read'])).cookie;
     const plan = async (code: string, name: string, price: number, active: boolean) => {
-      const res = await app.http().post('/api/v1/billing/plans').set('Cookie', operator).send({ code, name, price, currency: 'EUR', interval: 'month', features: [`${name} feature`], active });
+      const res = await t.app.http().post('/api/v1/billing/plans').set('Cookie', operator).send({ code, name, price, currency: 'EUR', interval: 'month', features: [`${name} feature`], active });
       expect(res.status, JSON.stringify(res.body)).toBe(201);
       return res.body.id as string;
     };
@@ -100,7 +87,7 @@ describe.skipIf(!hasChromium)('the subscription page, /admin/billing/subscriptio
     const { tenant, host, admin } = await customer('billing-screens');
     const { context, page } = await signIn(host, admin, false);
     try {
-      await page.goto(`${origin(host)}/admin/billing/subscription`);
+      await page.goto(`${t.origin(host)}/admin/billing/subscription`);
       await contains(page.locator('main'), 'no subscription yet');
       const offered = await page.locator('[data-plan] h3').allInnerTexts();
       expect(offered.sort()).toEqual(['Free', 'Team']);
@@ -135,11 +122,11 @@ describe.skipIf(!hasChromium)('the subscription page, /admin/billing/subscriptio
     const { tenant, host, admin } = await customer('billing-refused');
     const { context, page } = await signIn(host, admin);
     try {
-      const operator = (await signInAs(app, app.operator, ['billing:catalog', 'billing:read'])).cookie;
-      const late = await app.http().post('/api/v1/billing/plans').set('Cookie', operator).send({ code: 'late', name: 'Late', price: 100, currency: 'EUR', interval: 'month', features: [], active: true });
+      const operator = (await signInAs(t.app, t.app.operator, ['billing:catalog', 'billing:read'])).cookie;
+      const late = await t.app.http().post('/api/v1/billing/plans').set('Cookie', operator).send({ code: 'late', name: 'Late', price: 100, currency: 'EUR', interval: 'month', features: [], active: true });
       expect(late.status, JSON.stringify(late.body)).toBe(201);
-      await page.goto(`${origin(host)}/admin/billing/subscription`);
-      const withdrawn = await app.http().patch(`/api/v1/billing/plans/${late.body.id}`).set('Cookie', operator).send({ active: false });
+      await page.goto(`${t.origin(host)}/admin/billing/subscription`);
+      const withdrawn = await t.app.http().patch(`/api/v1/billing/plans/${late.body.id}`).set('Cookie', operator).send({ active: false });
       expect(withdrawn.status, JSON.stringify(withdrawn.body)).toBe(200);
       const [answer] = await Promise.all([page.waitForResponse((r) => r.request().method() === 'POST'), page.getByRole('button', { name: 'Choose this plan: Late' }).click()]);
       expect(answer.status()).toBe(422);
@@ -153,11 +140,11 @@ describe.skipIf(!hasChromium)('the subscription page, /admin/billing/subscriptio
 
   it('a person who may only read billing sees the subscription and no button that would change it', async () => {
     const { tenant, host } = await customer('billing-reader');
-    const reader = await addUser(app, tenant, { roles: ['billing-reader'], password: 'reader password here' });
-    await app.services.db.pool.query(`insert into roles (tenant_id, name, permissions) values ($1, 'billing-reader', '{billing:read}')`, [tenant.id]);
+    const reader = await addUser(t.app, tenant, { roles: ['billing-reader'], password: 'reader password here' });
+    await t.app.services.db.pool.query(`insert into roles (tenant_id, name, permissions) values ($1, 'billing-reader', '{billing:read}')`, [tenant.id]);
     const { context, page } = await signIn(host, reader);
     try {
-      await page.goto(`${origin(host)}/admin/billing/subscription`);
+      await page.goto(`${t.origin(host)}/admin/billing/subscription`);
       await hasText(page.locator('main h1'), 'Subscription');
       expect(await page.locator('main button').count()).toBe(0);
     } finally {
@@ -170,7 +157,7 @@ describe.skipIf(!hasChromium)('the files page, /admin/file/files', () => {
   it('with JavaScript: uploads with progress, lists the file’s details, copies its public link, downloads it and deletes it', async () => {
     const { tenant, host, admin } = await customer('files-js');
     const { context, page } = await signIn(host, admin);
-    await context.grantPermissions(['clipboard-read', 'clipboard-write'], { origin: origin(host) });
+    await context.grantPermissions(['clipboard-read', 'clipboard-write'], { origin: t.origin(host) });
     try {
       // The progress element's values, kept across the navigation that follows the upload.
       // The bar's value and max (properties the script sets), read every few milliseconds and kept
@@ -179,7 +166,7 @@ describe.skipIf(!hasChromium)('the files page, /admin/file/files', () => {
         const bar = document.querySelector('progress');
         if (bar) setInterval(() => { if (bar.value > 0) sessionStorage.setItem('progress', bar.value + '/' + bar.max); }, 2);
       });`);
-      await page.goto(`${origin(host)}/admin/file/files`);
+      await page.goto(`${t.origin(host)}/admin/file/files`);
       await contains(page.locator('main'), 'No files have been uploaded yet.');
       expect(await seriousViolations(page)).toEqual([]);
 
@@ -204,7 +191,7 @@ describe.skipIf(!hasChromium)('the files page, /admin/file/files', () => {
       expect(await seriousViolations(page)).toEqual([]);
 
       // The public link, copied.
-      const link = `${origin(host)}/api/v1/file/public/${fileId}`;
+      const link = `${t.origin(host)}/api/v1/file/public/${fileId}`;
       expect(await row.getByLabel('Public link of notes.txt').inputValue()).toBe(link);
       await row.getByRole('button', { name: 'Copy link' }).click();
       await hasText(row.getByRole('status'), 'Link copied.');
@@ -228,7 +215,7 @@ describe.skipIf(!hasChromium)('the files page, /admin/file/files', () => {
     const { tenant, host, admin } = await customer('files-plain');
     const { context, page } = await signIn(host, admin, false);
     try {
-      await page.goto(`${origin(host)}/admin/file/files`);
+      await page.goto(`${t.origin(host)}/admin/file/files`);
       await page.getByLabel('File', { exact: true }).setInputFiles({ name: 'report.pdf', mimeType: 'application/octet-stream', buffer: Buffer.from('not really a pdf') });
       await Promise.all([page.waitForURL(/done=uploaded/), page.getByRole('button', { name: 'Upload as private' }).click()]);
       const row = page.locator('tr[data-file]');
@@ -245,7 +232,7 @@ describe.skipIf(!hasChromium)('the files page, /admin/file/files', () => {
       await expectPlainText(page);
       expect((await sql('select 1 from files where tenant_id = $1', [tenant.id])).length).toBe(1);
 
-      await page.goto(`${origin(host)}/admin/file/files`);
+      await page.goto(`${t.origin(host)}/admin/file/files`);
       await page.getByRole('link', { name: 'Delete report.pdf' }).click();
       await page.waitForURL(/\/delete$/);
       expect(await seriousViolations(page, false)).toEqual([]);
@@ -259,7 +246,7 @@ describe.skipIf(!hasChromium)('the files page, /admin/file/files', () => {
 
 describe.skipIf(!hasChromium)('the notifications the badge opens, /admin/notification/notifications', () => {
   const send = (tenant: TenantRef, recipientId: string, title: string) =>
-    app.services.transactions.run(tenant, (ctx) => notify(ctx, { recipientId, title, body: `About ${title}`, link: '/admin', email: false }));
+    t.app.services.transactions.run(tenant, (ctx) => notify(ctx, { recipientId, title, body: `About ${title}`, link: '/admin', email: false }));
 
   it('with JavaScript (htmx): the badge leads there; mark one read, then all, and the badge follows', async () => {
     const { tenant, host, admin } = await customer('notes-js');
@@ -289,12 +276,12 @@ describe.skipIf(!hasChromium)('the notifications the badge opens, /admin/notific
 
   it('without JavaScript: the plain forms mark one and all read; another person’s notifications are not shown', async () => {
     const { tenant, host, admin } = await customer('notes-plain');
-    const other = await addUser(app, tenant, { roles: [] });
+    const other = await addUser(t.app, tenant, { roles: [] });
     await send(tenant, admin.id, 'Mine');
     await send(tenant, other.id, 'Not mine');
     const { context, page } = await signIn(host, admin, false);
     try {
-      await page.goto(`${origin(host)}/admin/notification/notifications`);
+      await page.goto(`${t.origin(host)}/admin/notification/notifications`);
       expect(await page.locator('[data-notification] h2').allInnerTexts()).toEqual(['Mine']);
       await Promise.all([page.waitForURL(/marked=one/), page.getByRole('button', { name: 'Mark as read: Mine' }).click()]);
       await hasText(page.locator('#header-badge'), '0');
@@ -309,7 +296,7 @@ describe.skipIf(!hasChromium)('the notifications the badge opens, /admin/notific
     const { host, admin } = await customer('notes-empty');
     const { context, page } = await signIn(host, admin);
     try {
-      await page.goto(`${origin(host)}/admin/notification/notifications`);
+      await page.goto(`${t.origin(host)}/admin/notification/notifications`);
       await contains(page.locator('main'), 'You have no notifications.');
       expect(await page.getByRole('button', { name: 'Mark all as read' }).count()).toBe(0);
       expect(await seriousViolations(page)).toEqual([]);
