@@ -36,9 +36,9 @@ async function runJob(app: App, name: string, slot: string): Promise<{ ms: numbe
     const queue = tenantJobQueue(name);
     // Polled by state alone: the queue holds no other open run (the run asks for one fan-out at a
     // time, and the worker schedules none). Matching the 10,000 ids on every poll was the bench's
-    // own load: ten thousand index probes and a 370 kB parameter every 100 ms. A poll every 250 ms
-    // bounds the figure's error to a quarter of a second, beside the list
-    // whose p99 the fan-out is measured against.
+    // own load (ten thousand index probes and a 370 kB parameter every 100 ms) beside the list
+    // whose p99 the fan-out is measured against. A poll every 250 ms bounds the figure's error to
+    // a quarter of a second.
     for (;;) {
       const { rows } = await app.services.db.pool.query<{ open: string }>(
         `select count(*) as open from pgboss.job where name = $1 and state in ('created', 'retry', 'active')`,
