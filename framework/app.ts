@@ -90,7 +90,8 @@ export async function buildApp(options: AppOptions): Promise<App> {
     hosts.listen(listener);
     publicReads.listen(listener);
     for (const entity of registry.entities) {
-      if (entity.def.publicRead) registry.ops(entity.names.key).onCommittedWrite((tenantId) => publicReads.evict(entity.names.table, tenantId));
+      if (entity.def.publicRead)
+        registry.ops(entity.names.key).onCommittedWrite((tenantId) => publicReads.evict(entity.names.table, tenantId));
     }
     const outbox = new OutboxSignal(db.pool);
     const clock = options.clock ?? systemClock;
@@ -117,7 +118,10 @@ export async function buildApp(options: AppOptions): Promise<App> {
       outbox.relayHere(() => void worker.relay.wake());
     }
     const port = metricsPort(options.config.metrics.port);
-    if (metrics && port) metricsServer = await startMetricsServer(metrics, options.config.metrics.host, port, (err) => log.error({ err }, 'metrics scrape failed'));
+    if (metrics && port)
+      metricsServer = await startMetricsServer(metrics, options.config.metrics.host, port, (err) =>
+        log.error({ err }, 'metrics scrape failed'),
+      );
     return {
       services,
       web,

@@ -91,7 +91,11 @@ export class ProblemError extends Error {
   readonly errors: FieldError[] | undefined;
   readonly extensions: Record<string, unknown>;
 
-  constructor(code: ProblemCode, detail?: string, options: { errors?: FieldError[]; extensions?: Record<string, unknown> } = {}) {
+  constructor(
+    code: ProblemCode,
+    detail?: string,
+    options: { errors?: FieldError[]; extensions?: Record<string, unknown> } = {},
+  ) {
     super(detail ?? PROBLEMS[code].title);
     this.name = 'ProblemError';
     this.code = code;

@@ -31,7 +31,10 @@ async function main(modules: readonly ModuleDefinition[]): Promise<void> {
   const role = values.role as Role;
   if (!ROLES.includes(role)) throw new ConfigError(`--role must be one of ${ROLES.join(', ')} (got ${values.role})`);
   const config = loadConfig(values.config);
-  const log = processLogger(config.server.log_level, effectiveLogFormat(config.server.log_format, process.stdout.isTTY === true));
+  const log = processLogger(
+    config.server.log_level,
+    effectiveLogFormat(config.server.log_format, process.stdout.isTTY === true),
+  );
   // Traces only when the OTEL_* environment asks for them; started before anything is built.
   const tracing = await startTracing();
 
@@ -62,7 +65,8 @@ async function main(modules: readonly ModuleDefinition[]): Promise<void> {
   }
   const running = app;
   // The newcomer's next step, best effort: a database hiccup here must not stop a started service.
-  const next = app.web && (await operatorHasNoUser(app.services).catch(() => false)) ? FIRST_ADMINISTRATOR_COMMAND : undefined;
+  const next =
+    app.web && (await operatorHasNoUser(app.services).catch(() => false)) ? FIRST_ADMINISTRATOR_COMMAND : undefined;
   log.info(
     {
       role,
@@ -70,10 +74,19 @@ async function main(modules: readonly ModuleDefinition[]): Promise<void> {
       url,
       listening,
       publicHost: config.server.public_host,
-      database: embedded ? `embedded PostgreSQL in ${config.database.embedded_dir} (port ${embedded.port})` : redactUrl(databaseUrl),
+      database: embedded
+        ? `embedded PostgreSQL in ${config.database.embedded_dir} (port ${embedded.port})`
+        : redactUrl(databaseUrl),
       mail: app.services.mailer.mode === 'smtp' ? `smtp ${config.mail.host}:${config.mail.port}` : 'in-memory mailbox',
       ...(app.metricsUrl ? { metrics: `${app.metricsUrl}/metrics` } : {}),
-      ...(tracing ? { traces: process.env.OTEL_EXPORTER_OTLP_TRACES_ENDPOINT ?? process.env.OTEL_EXPORTER_OTLP_ENDPOINT ?? process.env.OTEL_TRACES_EXPORTER } : {}),
+      ...(tracing
+        ? {
+            traces:
+              process.env.OTEL_EXPORTER_OTLP_TRACES_ENDPOINT ??
+              process.env.OTEL_EXPORTER_OTLP_ENDPOINT ??
+              process.env.OTEL_TRACES_EXPORTER,
+          }
+        : {}),
       ...(next ? { next } : {}),
     },
     'tenantry started',
@@ -121,7 +134,8 @@ export function runService(modules: readonly ModuleDefinition[]): void {
   main(modules).catch((err: Error & { code?: unknown }) => {
     // Our own refusals and system or database errors (which carry a code) read best as their message;
     // anything else is a defect, and its stack helps.
-    const known = ['ConfigError', 'BootCheckError', 'MigrationError'].includes(err.name) || typeof err.code === 'string';
+    const known =
+      ['ConfigError', 'BootCheckError', 'MigrationError'].includes(err.name) || typeof err.code === 'string';
     process.stderr.write(`tenantry: ${known ? err.message : (err.stack ?? err.message)}\n`);
     process.exit(1);
   });

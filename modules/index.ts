@@ -10,6 +10,13 @@ import { billingModule } from './billing/index.ts';
 import { webhookModule } from './webhook/index.ts';
 
 /** The installation's modules, in migration order (framework migrations always run first). */
-export const coreModules: readonly ModuleDefinition[] = [userModule, authModule, notificationModule, tenantModule, taskModule, billingModule];
+export const coreModules: readonly ModuleDefinition[] = [
+  userModule,
+  authModule,
+  notificationModule,
+  tenantModule,
+  taskModule,
+  billingModule,
+];
 
 export const allModules: readonly ModuleDefinition[] = [...coreModules, contentModule, fileModule, webhookModule];

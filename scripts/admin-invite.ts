@@ -15,13 +15,18 @@ import { commandDatabase } from './command-database.ts';
 import type { App } from '../framework/app.ts';
 import { userFields } from '../modules/user/user.fields.ts';
 
-const USAGE = 'usage: npm run admin:invite -- you@example.com [--name "Your Name"] [--tenant <slug>] [--config config.yaml]';
+const USAGE =
+  'usage: npm run admin:invite -- you@example.com [--name "Your Name"] [--tenant <slug>] [--config config.yaml]';
 const validEmail = Compile(userFields.email);
 
 async function main(): Promise<number> {
   const { values, positionals } = parseArgs({
     allowPositionals: true,
-    options: { name: { type: 'string' }, tenant: { type: 'string' }, config: { type: 'string', default: 'config.yaml' } },
+    options: {
+      name: { type: 'string' },
+      tenant: { type: 'string' },
+      config: { type: 'string', default: 'config.yaml' },
+    },
   });
   const email = positionals[0]?.trim() ?? '';
   if (positionals.length !== 1 || !validEmail.Check(email)) {

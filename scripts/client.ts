@@ -13,11 +13,15 @@ import { join } from 'node:path';
 import { parseArgs } from 'node:util';
 import { CLIENT_SCHEMA_FILE, clientSchemaSource } from '../tools/client-gen/generate.ts';
 
-const { values } = parseArgs({ options: { check: { type: 'boolean', default: false }, config: { type: 'string', default: 'config.yaml' } } });
+const { values } = parseArgs({
+  options: { check: { type: 'boolean', default: false }, config: { type: 'string', default: 'config.yaml' } },
+});
 const scratch = mkdtempSync(join(tmpdir(), 'tenantry-client-'));
 try {
   const documentFile = join(scratch, 'openapi.json');
-  execFileSync(process.execPath, ['scripts/openapi-export.ts', '--out', documentFile, '--config', values.config], { stdio: 'inherit' });
+  execFileSync(process.execPath, ['scripts/openapi-export.ts', '--out', documentFile, '--config', values.config], {
+    stdio: 'inherit',
+  });
   const fresh = await clientSchemaSource(JSON.parse(readFileSync(documentFile, 'utf8')));
   if (values.check) {
     let committed = '';
@@ -27,7 +31,9 @@ try {
       // A missing file is a difference like any other.
     }
     if (committed !== fresh) {
-      process.stderr.write(`${CLIENT_SCHEMA_FILE} is not the client of the served OpenAPI document: run \`npm run client\` and commit it.\n`);
+      process.stderr.write(
+        `${CLIENT_SCHEMA_FILE} is not the client of the served OpenAPI document: run \`npm run client\` and commit it.\n`,
+      );
       process.exitCode = 1;
     } else process.stdout.write(`${CLIENT_SCHEMA_FILE} is current.\n`);
   } else {

@@ -28,7 +28,10 @@ export async function commandDatabase(config: Config): Promise<{ databaseUrl: st
   if (config.database.url) return { databaseUrl: config.database.url };
   const running = embeddedAdminUrl(config.database.embedded_port);
   if (await reachable(running)) return { databaseUrl: await ensureDatabase(running, 'tenantry') };
-  const embedded = await startEmbeddedPostgres({ dir: config.database.embedded_dir, port: config.database.embedded_port });
+  const embedded = await startEmbeddedPostgres({
+    dir: config.database.embedded_dir,
+    port: config.database.embedded_port,
+  });
   try {
     return { databaseUrl: await ensureDatabase(embedded.adminUrl, 'tenantry'), embedded };
   } catch (err) {

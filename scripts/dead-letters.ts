@@ -14,7 +14,13 @@ import { PgBoss } from 'pg-boss';
 import { loadConfig } from '../framework/config/load.ts';
 import type { Config } from '../framework/config/schema.ts';
 import { openDatabase, type Db } from '../framework/db/pool.ts';
-import { listDeadLetters, retryAllDeadLetters, retryDeadLetter, type DeadLetter, type RetryOutcome } from '../framework/events/dead-letters.ts';
+import {
+  listDeadLetters,
+  retryAllDeadLetters,
+  retryDeadLetter,
+  type DeadLetter,
+  type RetryOutcome,
+} from '../framework/events/dead-letters.ts';
 import { commandDatabase } from './command-database.ts';
 
 const USAGE = 'usage: npm run dead-letters -- list | retry <id> | retry --all [--config config.yaml]';
@@ -41,7 +47,10 @@ const SAID: Record<RetryOutcome, string> = {
   gone: 'not retried: its failed job is no longer kept by the queue',
 };
 
-export async function deadLettersCommand(argv: readonly string[], options: DeadLettersCommandOptions = {}): Promise<number> {
+export async function deadLettersCommand(
+  argv: readonly string[],
+  options: DeadLettersCommandOptions = {},
+): Promise<number> {
   const out = options.out ?? ((text: string) => process.stdout.write(text));
   const err = options.err ?? ((text: string) => process.stderr.write(text));
   let db: Db | undefined;
@@ -66,7 +75,11 @@ export async function deadLettersCommand(argv: readonly string[], options: DeadL
     const config = options.config ?? loadConfig(values.config);
     const { databaseUrl, embedded } = await commandDatabase(config);
     stopEmbedded = embedded ? () => embedded.stop() : undefined;
-    db = openDatabase(databaseUrl, { size: 2, acquireTimeoutMs: config.database.acquire_timeout_ms, statementTimeoutMs: config.database.statement_timeout_ms });
+    db = openDatabase(databaseUrl, {
+      size: 2,
+      acquireTimeoutMs: config.database.acquire_timeout_ms,
+      statementTimeoutMs: config.database.statement_timeout_ms,
+    });
 
     if (verb === 'list') {
       const letters = await listDeadLetters(db);
@@ -76,10 +89,19 @@ export async function deadLettersCommand(argv: readonly string[], options: DeadL
     }
 
     // The worker's pg-boss, as a client only: no maintenance, no schedule, no migration of its schema.
-    boss = new PgBoss({ connectionString: databaseUrl, schema: 'pgboss', max: 2, supervise: false, schedule: false, migrate: false });
+    boss = new PgBoss({
+      connectionString: databaseUrl,
+      schema: 'pgboss',
+      max: 2,
+      supervise: false,
+      schedule: false,
+      migrate: false,
+    });
     boss.on('error', (e: Error) => err(`dead-letters: pg-boss: ${e.message}\n`));
     await boss.start();
-    const outcomes = values.all ? await retryAllDeadLetters(db, boss) : [{ id: id!, outcome: await retryDeadLetter(db, boss, id!) }];
+    const outcomes = values.all
+      ? await retryAllDeadLetters(db, boss)
+      : [{ id: id!, outcome: await retryDeadLetter(db, boss, id!) }];
     for (const { id: letter, outcome } of outcomes) out(`${letter}: ${SAID[outcome]}\n`);
     if (values.all) out(`${outcomes.filter((o) => o.outcome === 'retried').length} of ${outcomes.length} retried\n`);
     if (outcomes.some((o) => o.outcome === 'missing')) return 2;

@@ -20,7 +20,8 @@ import type { JobOutcome } from '../framework/events/jobs.ts';
 import { SettableClock, systemClock } from '../framework/clock.ts';
 import { commandDatabase } from './command-database.ts';
 
-const USAGE = 'usage: npm run job -- <name> [--at <ISO time, e.g. 2030-01-31T02:00:00Z>] [--tenant <slug>] [--config config.yaml]';
+const USAGE =
+  'usage: npm run job -- <name> [--at <ISO time, e.g. 2030-01-31T02:00:00Z>] [--tenant <slug>] [--config config.yaml]';
 
 class UsageError extends Error {
   override name = 'UsageError';
@@ -63,7 +64,11 @@ export async function jobCommand(argv: readonly string[], options: JobCommandOpt
     const { values, positionals } = parseArgs({
       args: [...argv],
       allowPositionals: true,
-      options: { at: { type: 'string' }, tenant: { type: 'string' }, config: { type: 'string', default: 'config.yaml' } },
+      options: {
+        at: { type: 'string' },
+        tenant: { type: 'string' },
+        config: { type: 'string', default: 'config.yaml' },
+      },
     });
     if (positionals.length !== 1) throw new UsageError('name one job');
     const name = positionals[0]!;
@@ -75,7 +80,8 @@ export async function jobCommand(argv: readonly string[], options: JobCommandOpt
       const declared = modules.flatMap((m) => moduleJobs(m, config)).map((j) => j.name);
       throw new UsageError(`no job ${name}; declared: ${declared.join(', ') || 'none'}`);
     }
-    if (values.tenant !== undefined && !job.perTenant) throw new UsageError(`job ${name} is not per tenant: --tenant does not apply`);
+    if (values.tenant !== undefined && !job.perTenant)
+      throw new UsageError(`job ${name} is not per tenant: --tenant does not apply`);
 
     const [{ buildApp }, { JobRunner }, { tenantBySlug }] = await Promise.all([
       import('../framework/app.ts'),
@@ -98,7 +104,8 @@ export async function jobCommand(argv: readonly string[], options: JobCommandOpt
     if (values.tenant !== undefined) {
       const found = await tenantBySlug(app.services.db, values.tenant);
       if (!found) throw new UsageError(`no tenant ${values.tenant}`);
-      if (found.status !== 'active') throw new UsageError(`tenant ${values.tenant} is ${found.status}: jobs run only in served tenants`);
+      if (found.status !== 'active')
+        throw new UsageError(`tenant ${values.tenant} is ${found.status}: jobs run only in served tenants`);
       tenant = { id: found.id, slug: found.slug, isOperator: found.isOperator };
     }
     const started = clock.now();
@@ -106,7 +113,10 @@ export async function jobCommand(argv: readonly string[], options: JobCommandOpt
     const outcomes = await new JobRunner(app.services).runOnce(name, tenant ? { tenant } : {});
     for (const outcome of outcomes) out(`${formatOutcome(outcome)}\n`);
     const failed = outcomes.filter((o) => !o.ok).length;
-    if (job.perTenant) out(`${outcomes.length} tenant${outcomes.length === 1 ? '' : 's'}: ${outcomes.length - failed} ok, ${failed} failed\n`);
+    if (job.perTenant)
+      out(
+        `${outcomes.length} tenant${outcomes.length === 1 ? '' : 's'}: ${outcomes.length - failed} ok, ${failed} failed\n`,
+      );
     return failed > 0 ? 1 : 0;
   } catch (error) {
     const e = error as Error & { code?: string };

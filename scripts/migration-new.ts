@@ -42,16 +42,23 @@ export interface MigrationNewOptions {
 const ROOT = resolve(import.meta.dirname, '..');
 
 /** A module by name: a registered one, or one not registered yet, from modules/<name>/index.ts. */
-export async function findModule(name: string, modules: readonly ModuleDefinition[]): Promise<{ module: ModuleDefinition; registered: boolean }> {
+export async function findModule(
+  name: string,
+  modules: readonly ModuleDefinition[],
+): Promise<{ module: ModuleDefinition; registered: boolean }> {
   const registered = modules.find((m) => m.name === name);
   if (registered) return { module: registered, registered: true };
   const file = resolve(ROOT, 'modules', name, 'index.ts');
   if (/^[a-z][a-z0-9_-]*$/.test(name) && existsSync(file)) {
     const exports = (await import(pathToFileURL(file).href)) as Record<string, unknown>;
-    const found = Object.values(exports).find((v): v is ModuleDefinition => typeof v === 'object' && v !== null && (v as ModuleDefinition).name === name);
+    const found = Object.values(exports).find(
+      (v): v is ModuleDefinition => typeof v === 'object' && v !== null && (v as ModuleDefinition).name === name,
+    );
     if (found) return { module: found, registered: false };
   }
-  throw new UsageError(`no module ${name}; registered: ${modules.map((m) => m.name).join(', ')} (or a modules/${name}/index.ts exporting it)`);
+  throw new UsageError(
+    `no module ${name}; registered: ${modules.map((m) => m.name).join(', ')} (or a modules/${name}/index.ts exporting it)`,
+  );
 }
 
 async function reachable(url: string): Promise<boolean> {
@@ -109,7 +116,9 @@ export async function newMigration(
     );
     const existing = generated.changes.filter((c) => c.kind !== 'create-table').map((c) => c.table);
     if (options.newTablesOnly && existing.length > 0) {
-      throw new UsageError(`table ${[...new Set(existing)].join(', ')} exists already (another module's): give the entity another name`);
+      throw new UsageError(
+        `table ${[...new Set(existing)].join(', ')} exists already (another module's): give the entity another name`,
+      );
     }
     const file = generated.sql ? relative(ROOT, writeMigration(dir, name, generated.sql)) : undefined;
     return { file, leftOut: generated.leftOut, notGenerated: generated.notGenerated };
@@ -126,7 +135,10 @@ export async function migrationNewCommand(argv: readonly string[], options: Migr
     const { values, positionals } = parseArgs({
       args: [...argv],
       allowPositionals: true,
-      options: { 'allow-destructive': { type: 'boolean', default: false }, config: { type: 'string', default: 'config.yaml' } },
+      options: {
+        'allow-destructive': { type: 'boolean', default: false },
+        config: { type: 'string', default: 'config.yaml' },
+      },
     });
     if (positionals.length !== 2) throw new UsageError('name the module and the migration');
     const [moduleName, name] = positionals as [string, string];
@@ -146,9 +158,12 @@ export async function migrationNewCommand(argv: readonly string[], options: Migr
     });
     out(result.file ? `wrote ${result.file}: read it, then commit it\n` : 'no changes\n');
     if (result.leftOut.length) {
-      out(`left out, destructive (run again with --allow-destructive to write them):\n${result.leftOut.map((l) => `  ${l}\n`).join('')}`);
+      out(
+        `left out, destructive (run again with --allow-destructive to write them):\n${result.leftOut.map((l) => `  ${l}\n`).join('')}`,
+      );
     }
-    if (result.notGenerated.length) out(`not generated, write these by hand:\n${result.notGenerated.map((l) => `  ${l}\n`).join('')}`);
+    if (result.notGenerated.length)
+      out(`not generated, write these by hand:\n${result.notGenerated.map((l) => `  ${l}\n`).join('')}`);
     return 0;
   } catch (error) {
     const e = error as Error & { code?: string };

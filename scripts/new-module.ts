@@ -52,7 +52,8 @@ export async function newModuleCommand(argv: readonly string[], options: NewModu
     const modules = options.modules ?? (await import('../modules/index.ts')).allModules;
     if (modules.some((m) => m.name === moduleName)) throw new UsageError(`module ${moduleName} is registered already`);
     const migrations = resolve(ROOT, 'migrations', moduleName);
-    if (existsSync(migrations) && readdirSync(migrations).length > 0) throw new UsageError(`migrations/${moduleName} exists already`);
+    if (existsSync(migrations) && readdirSync(migrations).length > 0)
+      throw new UsageError(`migrations/${moduleName} exists already`);
     const files = scaffoldFiles(names);
     for (const path of Object.keys(files)) {
       if (existsSync(resolve(ROOT, path))) throw new UsageError(`${path} exists already`);

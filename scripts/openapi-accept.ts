@@ -13,8 +13,12 @@ import { CLIENT_SCHEMA_FILE, clientSchemaSource } from '../tools/client-gen/gene
 import { SNAPSHOT_FILE, compareDocuments, describeChanges } from './openapi/compatibility.ts';
 
 const previous = existsSync(SNAPSHOT_FILE) ? JSON.parse(readFileSync(SNAPSHOT_FILE, 'utf8')) : undefined;
-execFileSync(process.execPath, ['scripts/openapi-export.ts', '--out', SNAPSHOT_FILE, ...process.argv.slice(2)], { stdio: 'inherit' });
+execFileSync(process.execPath, ['scripts/openapi-export.ts', '--out', SNAPSHOT_FILE, ...process.argv.slice(2)], {
+  stdio: 'inherit',
+});
 const accepted = JSON.parse(readFileSync(SNAPSHOT_FILE, 'utf8'));
 writeFileSync(CLIENT_SCHEMA_FILE, await clientSchemaSource(accepted));
 const changes = previous ? compareDocuments(previous, accepted) : [];
-process.stdout.write(`${SNAPSHOT_FILE} and ${CLIENT_SCHEMA_FILE} written.${changes.length ? `\n${describeChanges(changes)}` : ''}\n`);
+process.stdout.write(
+  `${SNAPSHOT_FILE} and ${CLIENT_SCHEMA_FILE} written.${changes.length ? `\n${describeChanges(changes)}` : ''}\n`,
+);

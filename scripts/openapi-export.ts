@@ -15,7 +15,9 @@ import { commandDatabase } from './command-database.ts';
 import type { App } from '../framework/app.ts';
 
 async function main(): Promise<number> {
-  const { values } = parseArgs({ options: { out: { type: 'string' }, config: { type: 'string', default: 'config.yaml' } } });
+  const { values } = parseArgs({
+    options: { out: { type: 'string' }, config: { type: 'string', default: 'config.yaml' } },
+  });
   const config = loadConfig(values.config);
   const [{ buildApp }, { allModules }, { openApiDocument }] = await Promise.all([
     import('../framework/app.ts'),

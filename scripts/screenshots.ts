@@ -43,7 +43,13 @@ async function freePort(): Promise<number> {
 }
 
 /** A signed-in person of the tenant, with a password, holding these roles. */
-async function person(app: App, tenant: TenantRef, email: string, displayName: string, roles: string[]): Promise<string> {
+async function person(
+  app: App,
+  tenant: TenantRef,
+  email: string,
+  displayName: string,
+  roles: string[],
+): Promise<string> {
   const hash = await hashPassword(PASSWORD);
   return app.services.transactions.run(tenant, async (tx) => {
     const user = await usersService.invite(tx, { email, displayName, roles });
@@ -58,25 +64,52 @@ async function sampleData(app: App, operator: TenantRef, acme: TenantRef): Promi
   await transactions.run(operator, async (tx) => {
     await createTenant(tx, app.services, { slug: 'globex', name: 'Globex Corporation', host: 'globex.localhost' });
     const plans = registry.ops('billing.plan');
-    for (const [code, name, price] of [['starter', 'Starter', 900], ['team', 'Team', 2900], ['business', 'Business', 9900]] as const) {
-      await plans.create(tx, { code, name, price, currency: 'EUR', interval: 'month', features: ['Support by mail'], active: true });
+    for (const [code, name, price] of [
+      ['starter', 'Starter', 900],
+      ['team', 'Team', 2900],
+      ['business', 'Business', 9900],
+    ] as const) {
+      await plans.create(tx, {
+        code,
+        name,
+        price,
+        currency: 'EUR',
+        interval: 'month',
+        features: ['Support by mail'],
+        active: true,
+      });
     }
   });
   const ada = await person(app, acme, 'ada@acme.localhost', 'Ada Admin', ['admin']);
   await person(app, acme, 'max@acme.localhost', 'Max Member', ['member']);
   // Acting as Ada: content records its author from the acting user.
-  await transactions.run(acme, async (tx) => {
-    await setRole(tx, registry, 'support', ['content:read', 'task:read', 'task:update', 'user:read']);
-    const contents = registry.ops('content.content');
-    for (const [slug, title, kind] of [['welcome', 'Welcome to Acme', 'page'], ['pricing', 'Pricing', 'page'], ['spring-news', 'Spring news', 'post']] as const) {
-      await contents.create(tx, { slug, title, kind, body: `# ${title}\n\nSample text.` });
-    }
-  }, { actorId: ada });
+  await transactions.run(
+    acme,
+    async (tx) => {
+      await setRole(tx, registry, 'support', ['content:read', 'task:read', 'task:update', 'user:read']);
+      const contents = registry.ops('content.content');
+      for (const [slug, title, kind] of [
+        ['welcome', 'Welcome to Acme', 'page'],
+        ['pricing', 'Pricing', 'page'],
+        ['spring-news', 'Spring news', 'post'],
+      ] as const) {
+        await contents.create(tx, { slug, title, kind, body: `# ${title}\n\nSample text.` });
+      }
+    },
+    { actorId: ada },
+  );
   // One transaction each: rows made in one share its time, and the list (by createdAt) would mix them.
   const tasks = registry.ops('task.task');
   const day = 24 * 3600_000;
   for (const [title, priority, days] of TASKS) {
-    await transactions.run(acme, (tx) => tasks.create(tx, { title, priority, deadline: new Date(Date.now() + days * day).toISOString(), description: `${title}.` }));
+    await transactions.run(acme, (tx) =>
+      tasks.create(tx, {
+        title,
+        priority,
+        deadline: new Date(Date.now() + days * day).toISOString(),
+        description: `${title}.`,
+      }),
+    );
   }
 }
 
@@ -86,7 +119,11 @@ const TASKS: [string, string, number][] = [
   ['Write the onboarding guide', 'medium', 10],
   ['Review the March invoices', 'low', 20],
   ['Plan the quarterly review', 'medium', 30],
-  ...Array.from({ length: 19 }, (_, i): [string, string, number] => [`Follow up on ticket #${4100 + i}`, ['low', 'medium', 'high'][i % 3]!, 2 + i]),
+  ...Array.from({ length: 19 }, (_, i): [string, string, number] => [
+    `Follow up on ticket #${4100 + i}`,
+    ['low', 'medium', 'high'][i % 3]!,
+    2 + i,
+  ]),
 ];
 
 async function signIn(page: Page, origin: string, email: string): Promise<void> {
@@ -97,7 +134,12 @@ async function signIn(page: Page, origin: string, email: string): Promise<void> 
 }
 
 /** A signed-in page of its own, at a width: the desktop's and the phone's shots keep separate sessions. */
-async function signedInPage(browser: Browser, origin: string, email: string, viewport: { width: number; height: number }): Promise<Page> {
+async function signedInPage(
+  browser: Browser,
+  origin: string,
+  email: string,
+  viewport: { width: number; height: number },
+): Promise<Page> {
   const context = await browser.newContext({ viewport, deviceScaleFactor: 1 });
   const page = await context.newPage();
   await signIn(page, origin, email);
@@ -108,7 +150,8 @@ async function shoot(page: Page, name: string, url?: string): Promise<void> {
   if (url) await page.goto(url);
   await page.waitForLoadState('networkidle');
   // A phone's shot is its screen, from the top (a whole long page at 390 px is too narrow to read in the docs).
-  if (name.endsWith('-mobile')) await page.evaluate(() => (globalThis as unknown as { scrollTo(x: number, y: number): void }).scrollTo(0, 0));
+  if (name.endsWith('-mobile'))
+    await page.evaluate(() => (globalThis as unknown as { scrollTo(x: number, y: number): void }).scrollTo(0, 0));
   await page.screenshot({ path: join(OUT, `${name}.png`), fullPage: !name.endsWith('-mobile') });
   process.stdout.write(`docs/screenshots/${name}.png  ${page.url()}\n`);
 }
@@ -118,13 +161,25 @@ async function shoot(page: Page, name: string, url?: string): Promise<void> {
  * tenant's Host: the sample data a page needs that only a request can make (a subscription's first
  * charge runs outside any transaction, a personal access token shows its secret once).
  */
-async function api(page: Page, origin: string, method: string, path: string, body?: unknown): Promise<{ status: number; body: unknown }> {
+async function api(
+  page: Page,
+  origin: string,
+  method: string,
+  path: string,
+  body?: unknown,
+): Promise<{ status: number; body: unknown }> {
   const url = new URL(origin);
   const cookie = (await page.context().cookies(origin)).map((c) => `${c.name}=${c.value}`).join('; ');
   const payload = body === undefined ? undefined : JSON.stringify(body);
   return new Promise((done, fail) => {
     const req = httpRequest(
-      { host: '127.0.0.1', port: url.port, method, path, headers: { host: url.host, cookie, ...(payload ? { 'content-type': 'application/json' } : {}) } },
+      {
+        host: '127.0.0.1',
+        port: url.port,
+        method,
+        path,
+        headers: { host: url.host, cookie, ...(payload ? { 'content-type': 'application/json' } : {}) },
+      },
       (res) => {
         const chunks: Buffer[] = [];
         res.on('data', (c: Buffer) => chunks.push(c));
@@ -140,7 +195,14 @@ async function api(page: Page, origin: string, method: string, path: string, bod
 }
 
 /** Uploads a file through the files page's form, as a person would (skipped when the page is not there). */
-async function upload(page: Page, origin: string, name: string, mimeType: string, text: string, button: string): Promise<void> {
+async function upload(
+  page: Page,
+  origin: string,
+  name: string,
+  mimeType: string,
+  text: string,
+  button: string,
+): Promise<void> {
   const response = await page.goto(`${origin}/admin/file/files`);
   if (response?.status() !== 200) return;
   await page.setInputFiles('input[type=file]', { name, mimeType, buffer: Buffer.from(text) });
@@ -152,13 +214,19 @@ async function upload(page: Page, origin: string, name: string, mimeType: string
 async function editWithError(page: Page, origin: string, taskPath: string): Promise<void> {
   await page.goto(`${origin}${taskPath}/edit`);
   await page.fill('[name=title]', '');
-  await page.$$eval('[required], [minlength]', (els) => els.forEach((el) => { el.removeAttribute('required'); el.removeAttribute('minlength'); }));
+  await page.$$eval('[required], [minlength]', (els) =>
+    els.forEach((el) => {
+      el.removeAttribute('required');
+      el.removeAttribute('minlength');
+    }),
+  );
   await Promise.all([page.waitForLoadState('load'), page.click('main form button[type=submit]')]);
   await page.waitForSelector('[aria-invalid=true]');
 }
 
 async function main(): Promise<void> {
-  if (!existsSync(CHROMIUM)) throw new Error(`Chromium not found at ${CHROMIUM}: apt-get install chromium, or set CHROMIUM`);
+  if (!existsSync(CHROMIUM))
+    throw new Error(`Chromium not found at ${CHROMIUM}: apt-get install chromium, or set CHROMIUM`);
   mkdirSync(OUT, { recursive: true });
   const dir = mkdtempSync(join(tmpdir(), 'tenantry-screenshots-'));
   chmodSync(dir, 0o755);
@@ -175,9 +243,13 @@ async function main(): Promise<void> {
     );
     app = await buildApp({ config, modules: allModules, databaseUrl, role: 'web' });
     await app.web!.listen({ host: '127.0.0.1', port });
-    const { rows } = await app.services.db.pool.query<{ id: string; slug: string }>('select id, slug from tenants where is_operator');
+    const { rows } = await app.services.db.pool.query<{ id: string; slug: string }>(
+      'select id, slug from tenants where is_operator',
+    );
     const operator: TenantRef = { id: rows[0]!.id, slug: rows[0]!.slug, isOperator: true };
-    const acme = await app.services.transactions.run(operator, (tx) => createTenant(tx, app!.services, { slug: 'acme', name: 'Acme Inc.', host: 'acme.localhost' }));
+    const acme = await app.services.transactions.run(operator, (tx) =>
+      createTenant(tx, app!.services, { slug: 'acme', name: 'Acme Inc.', host: 'acme.localhost' }),
+    );
     await person(app, operator, 'olivia@operator.localhost', 'Olivia Operator', ['admin']);
     await sampleData(app, operator, acme);
 
@@ -186,18 +258,48 @@ async function main(): Promise<void> {
     const page = await signedInPage(browser, acmeOrigin, 'ada@acme.localhost', DESKTOP);
 
     // Sample data made through requests and forms: a subscription, files, a token, notifications.
-    const plans = (await api(page, acmeOrigin, 'GET', '/api/v1/billing/plans')).body as { items: { id: string; code: string }[] };
+    const plans = (await api(page, acmeOrigin, 'GET', '/api/v1/billing/plans')).body as {
+      items: { id: string; code: string }[];
+    };
     const team = plans.items.find((p) => p.code === 'team');
     if (team) await api(page, acmeOrigin, 'POST', '/api/v1/billing/subscription/subscribe', { planId: team.id });
-    await api(page, acmeOrigin, 'POST', '/api/v1/auth/tokens', { name: 'Nightly export', expiresInDays: 30, permissions: ['task:read'] });
-    await upload(page, acmeOrigin, 'price-list-2026.txt', 'text/plain', 'Starter 9 EUR\nTeam 29 EUR\n', 'Upload as public');
-    await upload(page, acmeOrigin, 'minutes-march.txt', 'text/plain', 'Minutes of the March meeting.\n', 'Upload as private');
-    const tasks = (await api(page, acmeOrigin, 'GET', '/api/v1/task/tasks?limit=3')).body as { items: { id: string; title: string }[] };
+    await api(page, acmeOrigin, 'POST', '/api/v1/auth/tokens', {
+      name: 'Nightly export',
+      expiresInDays: 30,
+      permissions: ['task:read'],
+    });
+    await upload(
+      page,
+      acmeOrigin,
+      'price-list-2026.txt',
+      'text/plain',
+      'Starter 9 EUR\nTeam 29 EUR\n',
+      'Upload as public',
+    );
+    await upload(
+      page,
+      acmeOrigin,
+      'minutes-march.txt',
+      'text/plain',
+      'Minutes of the March meeting.\n',
+      'Upload as private',
+    );
+    const tasks = (await api(page, acmeOrigin, 'GET', '/api/v1/task/tasks?limit=3')).body as {
+      items: { id: string; title: string }[];
+    };
     const ada = (await api(page, acmeOrigin, 'GET', '/api/v1/auth/me')).body as { userId?: string; id?: string };
     const adaId = ada.userId ?? ada.id;
     if (adaId) {
       for (const task of tasks.items) {
-        await app.services.transactions.run(acme, (tx) => notify(tx, { recipientId: adaId, title: `Task assigned to you: ${task.title}`, body: 'Due soon.', link: `/admin/task/tasks/${task.id}`, email: false }));
+        await app.services.transactions.run(acme, (tx) =>
+          notify(tx, {
+            recipientId: adaId,
+            title: `Task assigned to you: ${task.title}`,
+            body: 'Due soon.',
+            link: `/admin/task/tasks/${task.id}`,
+            email: false,
+          }),
+        );
       }
     }
 

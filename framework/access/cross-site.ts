@@ -43,4 +43,5 @@ function header(request: Pick<FastifyRequest, 'headers'>, name: string): string 
   return first === undefined ? undefined : first.trim().toLowerCase();
 }
 
-const crossSite = (why: string) => problem('AUTH_CROSS_SITE', `This request was sent from another site (${why}) and is refused`);
+const crossSite = (why: string) =>
+  problem('AUTH_CROSS_SITE', `This request was sent from another site (${why}) and is refused`);

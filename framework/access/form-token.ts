@@ -50,7 +50,9 @@ export function sessionFormToken(rawSessionId: string): string {
 
 /** The token a form posted without a session cookie carries: bound to `app_csrf` and the tenant. */
 export function anonymousFormToken(preSessionSecret: string, tenantId: string): string {
-  return createHmac('sha256', preSessionSecret).update(ANONYMOUS_PURPOSE + tenantId).digest('base64url');
+  return createHmac('sha256', preSessionSecret)
+    .update(ANONYMOUS_PURPOSE + tenantId)
+    .digest('base64url');
 }
 
 /** What the request's cookies bind a form token to: its session, else its pre-session secret. */
@@ -96,7 +98,10 @@ export function checkFormToken(request: TokenRequest & Pick<FastifyRequest, 'bod
   if (body && typeof body === 'object') delete body[FORM_TOKEN_FIELD];
   const expected = expectedToken(request, config);
   if (typeof sent !== 'string' || !expected || !sameToken(sent, expected)) {
-    throw problem('AUTH_CROSS_SITE', `This form post carries no valid ${FORM_TOKEN_FIELD} token; reload the page and send the form again`);
+    throw problem(
+      'AUTH_CROSS_SITE',
+      `This form post carries no valid ${FORM_TOKEN_FIELD} token; reload the page and send the form again`,
+    );
   }
 }
 

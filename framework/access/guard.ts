@@ -8,9 +8,16 @@ import { problem } from '../errors.ts';
  * Refuses an operator permission outside the operator tenant before any transaction opens and
  * before any role is read.
  */
-export function refuseOperatorOutsideOperatorTenant(access: Access, tenant: TenantRef, isOperatorPermission: (p: string) => boolean): void {
+export function refuseOperatorOutsideOperatorTenant(
+  access: Access,
+  tenant: TenantRef,
+  isOperatorPermission: (p: string) => boolean,
+): void {
   if (typeof access === 'object' && isOperatorPermission(access.permission) && !tenant.isOperator) {
-    throw problem('AUTH_NOT_OPERATOR', `${access.permission} is an operator permission and is refused outside the operator tenant`);
+    throw problem(
+      'AUTH_NOT_OPERATOR',
+      `${access.permission} is an operator permission and is refused outside the operator tenant`,
+    );
   }
 }
 

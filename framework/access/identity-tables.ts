@@ -33,7 +33,8 @@ export const FRAMEWORK_TABLE_USES: readonly FrameworkTableUse[] = [
   },
   {
     table: 'sessions',
-    usedFor: 'context/tx.ts resolves the session cookie and touches the session; access/sessions.ts opens and ends sessions',
+    usedFor:
+      'context/tx.ts resolves the session cookie and touches the session; access/sessions.ts opens and ends sessions',
     columns: {
       id: 'uuid',
       tenant_id: 'uuid',
@@ -64,7 +65,9 @@ export const FRAMEWORK_TABLE_USES: readonly FrameworkTableUse[] = [
 ];
 
 /** The module that declares it provides each identity table (ModuleDefinition.identityTables). */
-export function identityTableProviders(modules: readonly { name: string; identityTables?: readonly IdentityTableName[] }[]): Map<IdentityTableName, string> {
+export function identityTableProviders(
+  modules: readonly { name: string; identityTables?: readonly IdentityTableName[] }[],
+): Map<IdentityTableName, string> {
   const providers = new Map<IdentityTableName, string>();
   for (const module of modules) for (const table of module.identityTables ?? []) providers.set(table, module.name);
   return providers;

@@ -21,7 +21,9 @@ export const roleDirectory = {
   /** The names among `names` that are no role of this tenant, in the order given. */
   async unknown(ctx: TxContext, names: readonly string[]): Promise<string[]> {
     if (names.length === 0) return [];
-    const { rows } = await sql<{ name: string }>`select name from roles where name = any(${[...names]}::text[])`.execute(ctx.db);
+    const { rows } = await sql<{
+      name: string;
+    }>`select name from roles where name = any(${[...names]}::text[])`.execute(ctx.db);
     const known = new Set(rows.map((r) => r.name));
     return names.filter((name) => !known.has(name));
   },
@@ -29,13 +31,20 @@ export const roleDirectory = {
   /** Whether holding these roles grants every permission (one of them has `*`). */
   async grantEverything(ctx: TxContext, roles: readonly string[]): Promise<boolean> {
     if (roles.length === 0) return false;
-    const { rows } = await sql`select 1 from roles where name = any(${[...roles]}::text[]) and permissions @> ${[WILDCARD]}::text[] limit 1`.execute(ctx.db);
+    const { rows } =
+      await sql`select 1 from roles where name = any(${[...roles]}::text[]) and permissions @> ${[WILDCARD]}::text[] limit 1`.execute(
+        ctx.db,
+      );
     return rows.length > 0;
   },
 
   /** The tenant's roles that grant every permission, leaving out `except`. */
   async grantingEverything(ctx: TxContext, options: { except?: string } = {}): Promise<string[]> {
-    const { rows } = await sql<{ name: string }>`select name from roles where permissions @> ${[WILDCARD]}::text[] and name is distinct from ${options.except ?? null}::text order by name`.execute(ctx.db);
+    const { rows } = await sql<{
+      name: string;
+    }>`select name from roles where permissions @> ${[WILDCARD]}::text[] and name is distinct from ${options.except ?? null}::text order by name`.execute(
+      ctx.db,
+    );
     return rows.map((r) => r.name);
   },
 } as const;

@@ -15,7 +15,11 @@ export const SESSION_MAX_DAYS = 90;
  * Its times come from the transaction's clock reading, so its lifetime counts from the same clock
  * the opening statement compares expiry with.
  */
-export async function openSession(ctx: TxContext, userId: string, request: Pick<FastifyRequest, 'headers' | 'ip'>): Promise<string> {
+export async function openSession(
+  ctx: TxContext,
+  userId: string,
+  request: Pick<FastifyRequest, 'headers' | 'ip'>,
+): Promise<string> {
   const rawId = newSessionId();
   await ctx.db.executeQuery(
     CompiledQuery.raw(
@@ -32,7 +36,12 @@ export async function openSession(ctx: TxContext, userId: string, request: Pick<
  * opened has SESSION_LIFETIME_DAYS; a renewed one what its slid expiry leaves (never past
  * SESSION_MAX_DAYS from creation), so the browser drops the cookie when the server would refuse it.
  */
-export function setSessionCookie(reply: FastifyReply, config: Config, rawId: string, maxAgeSeconds = SESSION_LIFETIME_DAYS * 24 * 3600): void {
+export function setSessionCookie(
+  reply: FastifyReply,
+  config: Config,
+  rawId: string,
+  maxAgeSeconds = SESSION_LIFETIME_DAYS * 24 * 3600,
+): void {
   const { name, secure } = sessionCookie(config);
   reply.setCookie(name, rawId, {
     path: '/',
@@ -44,8 +53,14 @@ export function setSessionCookie(reply: FastifyReply, config: Config, rawId: str
 }
 
 /** Re-issues the cookie when this request slid the session's expiry (at most once every 5 minutes). */
-export function renewSessionCookie(reply: FastifyReply, config: Config, rawId: string | undefined, session: SessionInfo | null): void {
-  if (rawId && session?.renewedForSeconds !== undefined) setSessionCookie(reply, config, rawId, session.renewedForSeconds);
+export function renewSessionCookie(
+  reply: FastifyReply,
+  config: Config,
+  rawId: string | undefined,
+  session: SessionInfo | null,
+): void {
+  if (rawId && session?.renewedForSeconds !== undefined)
+    setSessionCookie(reply, config, rawId, session.renewedForSeconds);
 }
 
 export function clearSessionCookie(reply: FastifyReply, config: Config): void {
@@ -54,7 +69,11 @@ export function clearSessionCookie(reply: FastifyReply, config: Config): void {
 }
 
 /** Ends sessions of a user in the transaction's tenant, optionally keeping one. */
-export async function endSessions(ctx: TxContext, userId: string, options: { keepSessionId?: string } = {}): Promise<number> {
+export async function endSessions(
+  ctx: TxContext,
+  userId: string,
+  options: { keepSessionId?: string } = {},
+): Promise<number> {
   const result = await ctx.db.executeQuery(
     CompiledQuery.raw(
       options.keepSessionId

@@ -12,7 +12,11 @@ export function apiRoute(registry: Registry, operationId: string): AnyRoute | un
  * access and events as the API. The page must be registered with the route's access (and its
  * `publishes` when it writes), so the guard that let the page in is the route's own.
  */
-export function runApiRoute(route: RouteDefinition, ctx: AdminPageContext, parts: { params?: unknown; query?: unknown; body?: unknown } = {}): Promise<unknown> {
+export function runApiRoute(
+  route: RouteDefinition,
+  ctx: AdminPageContext,
+  parts: { params?: unknown; query?: unknown; body?: unknown } = {},
+): Promise<unknown> {
   return route.handler({
     tx: ctx.tx,
     request: ctx.request,

@@ -20,7 +20,9 @@ const HOST_SOURCE = /^[a-z0-9](?:[a-z0-9.-]*[a-z0-9])?(?::[0-9]{1,5})?$/;
  * Inline styles stay allowed for the style htmx injects for its indicators; no inline script.
  */
 export function adminContentSecurityPolicy(request: Pick<FastifyRequest, 'headers'>): string {
-  const host = String(request.headers.host ?? '').trim().toLowerCase();
+  const host = String(request.headers.host ?? '')
+    .trim()
+    .toLowerCase();
   const assets = HOST_SOURCE.test(host) ? `${host}${ASSET_PREFIX}/` : "'none'";
   const styles = HOST_SOURCE.test(host) ? `${assets} 'unsafe-inline'` : "'unsafe-inline'";
   return [

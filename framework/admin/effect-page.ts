@@ -38,7 +38,11 @@ export interface AdminEffectPageDefinition {
   onError?: AdminErrorRenderer;
 }
 
-const operationIdOf = (path: string) => `admin-page-post${path.replace(/^\/admin/, '').replace(/[^A-Za-z0-9]+/g, '-').replace(/-$/, '')}`;
+const operationIdOf = (path: string) =>
+  `admin-page-post${path
+    .replace(/^\/admin/, '')
+    .replace(/[^A-Za-z0-9]+/g, '-')
+    .replace(/-$/, '')}`;
 
 /**
  * Registers an effect page through the route wrapper (http/register-route.ts): the operator check,

@@ -21,7 +21,8 @@ export function loginLocation(request: FastifyRequest): string {
 export function sendToLogin(request: FastifyRequest, reply: FastifyReply): FastifyReply {
   const location = loginLocation(request);
   reply.header('cache-control', 'no-store');
-  if (isHtmx(request.headers)) return reply.code(200).header('hx-redirect', location).type('text/html; charset=utf-8').send('');
+  if (isHtmx(request.headers))
+    return reply.code(200).header('hx-redirect', location).type('text/html; charset=utf-8').send('');
   return reply.code(303).header('location', location).send('');
 }
 
@@ -41,11 +42,17 @@ const SENTENCES: Partial<Readonly<Record<ProblemCode, { sentence: string; detail
   VALIDATION_FAILED: { sentence: 'Some values were not accepted.', detail: true },
   FIELD_COMMAND_OWNED: { sentence: 'One of the values can only be changed with its own button on the record’s page.' },
   FIELD_IMMUTABLE: { sentence: 'One of the values cannot be changed after the record was created.' },
-  IDEMPOTENCY_KEY_REUSED: { sentence: 'This request was already sent with other values. Reload the page and try again.' },
+  IDEMPOTENCY_KEY_REUSED: {
+    sentence: 'This request was already sent with other values. Reload the page and try again.',
+  },
   AUTH_REQUIRED: { sentence: 'Sign in to continue.' },
   AUTH_FORBIDDEN: { sentence: 'Your roles do not allow this. Ask an administrator for access.' },
-  AUTH_NOT_OPERATOR: { sentence: 'This page belongs to the operator’s administration and opens only at the operator’s own address.' },
-  AUTH_CROSS_SITE: { sentence: 'This form has expired or was sent from another site. Reload the page and send it again.' },
+  AUTH_NOT_OPERATOR: {
+    sentence: 'This page belongs to the operator’s administration and opens only at the operator’s own address.',
+  },
+  AUTH_CROSS_SITE: {
+    sentence: 'This form has expired or was sent from another site. Reload the page and send it again.',
+  },
   ErrCredentials: { sentence: 'The address or the password is wrong.' },
   ErrTooManyAttempts: { sentence: 'Too many failed sign-ins. Wait a few minutes and try again.' },
   TOKEN_INVALID: { sentence: 'This link is invalid or has expired. Ask for a new one.' },
@@ -56,8 +63,12 @@ const SENTENCES: Partial<Readonly<Record<ProblemCode, { sentence: string; detail
   INVALID_TRANSITION: { sentence: 'This step is not possible from the record’s current status.', detail: true },
   SLUG_INVALID: { sentence: 'Use lowercase letters, digits and single hyphens, like about-us.' },
   SLUG_TAKEN: { sentence: 'Another item already uses this address. Choose another one.' },
-  PLAN_IN_USE: { sentence: 'This plan is still in use by a subscription, so it cannot be deleted. Make it inactive instead.' },
-  LAST_ADMINISTRATOR: { sentence: 'This is the last administrator of the tenant. Give someone else the admin role first.' },
+  PLAN_IN_USE: {
+    sentence: 'This plan is still in use by a subscription, so it cannot be deleted. Make it inactive instead.',
+  },
+  LAST_ADMINISTRATOR: {
+    sentence: 'This is the last administrator of the tenant. Give someone else the admin role first.',
+  },
   PERIOD_OWED: { sentence: 'A payment for the current period is still owed. Settle it first.' },
   PAYMENT_DECLINED: { sentence: 'The payment was declined.' },
   PERMISSION_UNKNOWN: { sentence: 'One of the permissions does not exist.', detail: true },
@@ -97,13 +108,23 @@ const BY_STATUS: Readonly<Record<number, string>> = {
 /** A refusal as the shell says it: a sentence, and the problem's own message when that is written for people. */
 export function problemText(p: ProblemError): { sentence: string; detail?: string } {
   const known = SENTENCES[p.code];
-  const sentence = known?.sentence ?? BY_STATUS[p.status] ?? (p.status >= 500 ? SENTENCES.INTERNAL!.sentence : 'This was refused.');
+  const sentence =
+    known?.sentence ?? BY_STATUS[p.status] ?? (p.status >= 500 ? SENTENCES.INTERNAL!.sentence : 'This was refused.');
   const detail = known?.detail && !p.errors?.length ? asSentence(p.message) : undefined;
   return detail && detail !== sentence ? { sentence, detail } : { sentence };
 }
 
 /** The heading of an error page, by status. */
-export const errorHeading = (status: number): string => (status === 404 ? 'Not found' : status === 403 ? 'Not allowed' : status === 409 ? 'Not possible now' : status < 500 ? 'Not accepted' : 'Something went wrong');
+export const errorHeading = (status: number): string =>
+  status === 404
+    ? 'Not found'
+    : status === 403
+      ? 'Not allowed'
+      : status === 409
+        ? 'Not possible now'
+        : status < 500
+          ? 'Not accepted'
+          : 'Something went wrong';
 
 /** The shell's error page for a refusal (a page's own code may render it too, e.g. a 404 it finds itself). */
 export const errorView = (p: ProblemError) => {
@@ -111,7 +132,12 @@ export const errorView = (p: ProblemError) => {
   return {
     title: errorHeading(p.status),
     template: './admin/error',
-    data: { heading: errorHeading(p.status), code: p.code, sentence: text.sentence, items: text.detail ? [text.detail] : [] },
+    data: {
+      heading: errorHeading(p.status),
+      code: p.code,
+      sentence: text.sentence,
+      items: text.detail ? [text.detail] : [],
+    },
     status: p.status,
   };
 };
@@ -140,13 +166,28 @@ export function installAdminErrors(site: AdminSite): void {
     const page = site.routes.get(key);
     const renderer = page?.onError;
     const access = page?.access;
-    const html = await services.transactions.run(tenant, async (tx) => {
-      if (!tx.session) return null;
-      const ctx = pageContext(site, { tx, request, reply, services, params: request.params, query: request.query, body: request.body });
-      reply.code(problem.status);
-      const own = renderer && access && allows(access, tx.session, tenant, services.registry) ? await renderer(ctx, problem) : null;
-      return own ?? renderAdminPage(site, ctx, errorView(problem));
-    }, { sessionHash: hashSecret(rawId) });
+    const html = await services.transactions.run(
+      tenant,
+      async (tx) => {
+        if (!tx.session) return null;
+        const ctx = pageContext(site, {
+          tx,
+          request,
+          reply,
+          services,
+          params: request.params,
+          query: request.query,
+          body: request.body,
+        });
+        reply.code(problem.status);
+        const own =
+          renderer && access && allows(access, tx.session, tenant, services.registry)
+            ? await renderer(ctx, problem)
+            : null;
+        return own ?? renderAdminPage(site, ctx, errorView(problem));
+      },
+      { sessionHash: hashSecret(rawId) },
+    );
     if (html === null) return sendToLogin(request, reply);
     return reply.send(html);
   };
@@ -159,7 +200,12 @@ export function installAdminErrors(site: AdminSite): void {
     } catch (renderErr) {
       request.log.error({ err: renderErr }, 'admin error page failed');
       const fallback = toProblem(renderErr);
-      return reply.code(fallback.status).type('text/html; charset=utf-8').send(`<!doctype html><html lang="en"><title>Error</title><p data-code="${fallback.code}">${problemText(fallback).sentence}</p></html>`);
+      return reply
+        .code(fallback.status)
+        .type('text/html; charset=utf-8')
+        .send(
+          `<!doctype html><html lang="en"><title>Error</title><p data-code="${fallback.code}">${problemText(fallback).sentence}</p></html>`,
+        );
     }
   });
 

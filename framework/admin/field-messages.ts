@@ -38,9 +38,13 @@ function core(schema: Node): Node {
 }
 
 const choicesOf = (node: Node): unknown[] | undefined =>
-  node.enum ?? (node.anyOf && node.anyOf.length > 0 && node.anyOf.every((b) => b.const !== undefined) ? node.anyOf.map((b) => b.const) : undefined);
+  node.enum ??
+  (node.anyOf && node.anyOf.length > 0 && node.anyOf.every((b) => b.const !== undefined)
+    ? node.anyOf.map((b) => b.const)
+    : undefined);
 
-const typeOf = (node: Node): string | undefined => (Array.isArray(node.type) ? node.type.find((t) => t !== 'null') : node.type);
+const typeOf = (node: Node): string | undefined =>
+  Array.isArray(node.type) ? node.type.find((t) => t !== 'null') : node.type;
 
 /** Characters as JSON Schema counts them (code points). */
 const length = (text: string): number => [...text].length;
@@ -75,7 +79,11 @@ export function brokenRule(schema: TSchema, value: unknown, required: boolean): 
   switch (typeOf(node)) {
     case 'string': {
       if (typeof value !== 'string') return 'format';
-      if ((node.minLength !== undefined && length(value) < node.minLength) || (node.maxLength !== undefined && length(value) > node.maxLength)) return value === '' ? 'required' : 'length';
+      if (
+        (node.minLength !== undefined && length(value) < node.minLength) ||
+        (node.maxLength !== undefined && length(value) > node.maxLength)
+      )
+        return value === '' ? 'required' : 'length';
       if (node.format && !formatHolds(node.format, value)) return 'format';
       if (node.pattern && !new RegExp(node.pattern, 'u').test(value)) return 'pattern';
       return undefined;
@@ -83,14 +91,20 @@ export function brokenRule(schema: TSchema, value: unknown, required: boolean): 
     case 'integer':
     case 'number': {
       if (typeof value !== 'number' || (typeOf(node) === 'integer' && !Number.isInteger(value))) return 'number';
-      if ((node.minimum !== undefined && value < node.minimum) || (node.maximum !== undefined && value > node.maximum)) return 'range';
+      if ((node.minimum !== undefined && value < node.minimum) || (node.maximum !== undefined && value > node.maximum))
+        return 'range';
       return undefined;
     }
     case 'array': {
       if (!Array.isArray(value)) return 'items';
-      if ((node.minItems !== undefined && value.length < node.minItems) || (node.maxItems !== undefined && value.length > node.maxItems)) return 'items';
+      if (
+        (node.minItems !== undefined && value.length < node.minItems) ||
+        (node.maxItems !== undefined && value.length > node.maxItems)
+      )
+        return 'items';
       if (node.uniqueItems && new Set(value.map((v) => JSON.stringify(v))).size !== value.length) return 'items';
-      if (node.items && value.some((item) => brokenRule(node.items as TSchema, item, true) !== undefined)) return 'items';
+      if (node.items && value.some((item) => brokenRule(node.items as TSchema, item, true) !== undefined))
+        return 'items';
       return undefined;
     }
     case 'boolean':
@@ -112,9 +126,10 @@ export function ruleSentence(rule: FieldRule, schema: TSchema, messages: FieldMe
   const whole = typeOf(node) === 'integer';
   switch (rule) {
     case 'required':
-      return choicesOf(node) ? 'Choose one of the options.' : messages.reference ?? 'Fill in this field.';
+      return choicesOf(node) ? 'Choose one of the options.' : (messages.reference ?? 'Fill in this field.');
     case 'length':
-      if (node.minLength !== undefined && node.maxLength !== undefined) return `Use ${node.minLength} to ${node.maxLength} characters.`;
+      if (node.minLength !== undefined && node.maxLength !== undefined)
+        return `Use ${node.minLength} to ${node.maxLength} characters.`;
       if (node.maxLength !== undefined) return `Use at most ${plural(node.maxLength, 'character', 'characters')}.`;
       return `Use at least ${plural(node.minLength ?? 1, 'character', 'characters')}.`;
     case 'pattern':
@@ -138,15 +153,19 @@ export function ruleSentence(rule: FieldRule, schema: TSchema, messages: FieldMe
       return whole ? 'Enter a whole number.' : 'Enter a number.';
     case 'range': {
       const kind = whole ? 'a whole number' : 'a number';
-      if (node.minimum !== undefined && node.maximum !== undefined) return `Enter ${kind} from ${node.minimum} to ${node.maximum}.`;
+      if (node.minimum !== undefined && node.maximum !== undefined)
+        return `Enter ${kind} from ${node.minimum} to ${node.maximum}.`;
       if (node.minimum !== undefined) return `Enter ${kind} of at least ${node.minimum}.`;
       return `Enter ${kind} of at most ${node.maximum}.`;
     }
     case 'items': {
       const list = Array.isArray(value) ? value : [];
-      if (node.minItems !== undefined && list.length < node.minItems) return `Give at least ${plural(node.minItems, 'value', 'values')}, separated by commas.`;
-      if (node.maxItems !== undefined && list.length > node.maxItems) return `Give at most ${plural(node.maxItems, 'value', 'values')}.`;
-      if (node.uniqueItems && new Set(list.map((v) => JSON.stringify(v))).size !== list.length) return 'Give each value once.';
+      if (node.minItems !== undefined && list.length < node.minItems)
+        return `Give at least ${plural(node.minItems, 'value', 'values')}, separated by commas.`;
+      if (node.maxItems !== undefined && list.length > node.maxItems)
+        return `Give at most ${plural(node.maxItems, 'value', 'values')}.`;
+      if (node.uniqueItems && new Set(list.map((v) => JSON.stringify(v))).size !== list.length)
+        return 'Give each value once.';
       const item = node.items ? list.find((v) => brokenRule(node.items as TSchema, v, true) !== undefined) : undefined;
       if (node.items && item !== undefined) {
         const shown = String(item).length > 24 ? `${String(item).slice(0, 24)}…` : String(item);
@@ -168,7 +187,13 @@ export function ruleSentence(rule: FieldRule, schema: TSchema, messages: FieldMe
  * schema takes it, a business rule refused it) the service's own message when it reads as a
  * sentence for people, else a plain "This value is not accepted."
  */
-export function fieldMessage(schema: TSchema | undefined, value: unknown, required: boolean, messages: FieldMessages | undefined, serviceMessage: string): string {
+export function fieldMessage(
+  schema: TSchema | undefined,
+  value: unknown,
+  required: boolean,
+  messages: FieldMessages | undefined,
+  serviceMessage: string,
+): string {
   // A field the service refused while the form sent none was required there.
   const rule = schema ? brokenRule(schema, value, required || value === undefined) : undefined;
   if (rule && schema) return ruleSentence(rule, schema, messages, value);

@@ -14,7 +14,14 @@ import { FIXED_PAGES } from './fixed-pages.ts';
 import type { AdminPagesRegistrar } from './page.ts';
 import { adminContentSecurityPolicy } from './csp.ts';
 
-export { registerAdminPage, type AdminPagesRegistrar, type AdminSite, type AdminPageContext, type AdminPageDefinition, type AdminErrorRenderer } from './page.ts';
+export {
+  registerAdminPage,
+  type AdminPagesRegistrar,
+  type AdminSite,
+  type AdminPageContext,
+  type AdminPageDefinition,
+  type AdminErrorRenderer,
+} from './page.ts';
 export { renderAdminPage, type AdminView } from './shell.ts';
 export { renderTemplate } from './render.ts';
 export { errorView, problemText } from './errors.ts';
@@ -39,15 +46,29 @@ export interface AdminOptions {
  * registerAdminPage (the API's route wrapper): the generated resource pages, the framework's fixed
  * pages, then each module's; then the sidebar the modules contribute is resolved once against them.
  */
-export async function registerAdmin(app: FastifyInstance, services: Services, options: AdminOptions = {}): Promise<void> {
+export async function registerAdmin(
+  app: FastifyInstance,
+  services: Services,
+  options: AdminOptions = {},
+): Promise<void> {
   await app.register(
     async (scope) => {
       const readinessChecks = options.readinessChecks ?? [databaseCheck(services)];
-      const site: AdminSite = { app: scope, services, pages: new Map(), routes: new Map(), sidebar: [], readinessChecks };
+      const site: AdminSite = {
+        app: scope,
+        services,
+        pages: new Map(),
+        routes: new Map(),
+        sidebar: [],
+        readinessChecks,
+      };
       // The shell loads only its own files: scripts and style sheets from /admin/_assets (csp.ts),
       // no inline script, no framing.
       scope.addHook('onRequest', async (request, reply) => {
-        reply.header('content-security-policy', adminContentSecurityPolicy(request)).header('x-frame-options', 'DENY').header('referrer-policy', 'strict-origin');
+        reply
+          .header('content-security-policy', adminContentSecurityPolicy(request))
+          .header('x-frame-options', 'DENY')
+          .header('referrer-policy', 'strict-origin');
       });
       installAdminErrors(site);
       registerAssets(scope);
@@ -58,7 +79,11 @@ export async function registerAdmin(app: FastifyInstance, services: Services, op
       for (const register of options.pages ?? FIXED_PAGES) register(site);
       // Each installed module's own pages (ModuleDefinition.admin.pages), in module order.
       for (const module of services.registry.modules) for (const register of module.admin?.pages ?? []) register(site);
-      site.sidebar = resolveSidebar(options.sidebar ?? moduleSidebarEntries(services.registry.modules), site.pages, services.log);
+      site.sidebar = resolveSidebar(
+        options.sidebar ?? moduleSidebarEntries(services.registry.modules),
+        site.pages,
+        services.log,
+      );
     },
     { prefix: '/admin' },
   );

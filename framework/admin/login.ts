@@ -34,13 +34,21 @@ const REFUSED = 'The address or the password is wrong.';
  * single sign-on configured, a "Sign in with SSO" button starts it with the same `next`.
  * Shared by GET /admin/login and the login route's answer to a refused form post.
  */
-export function renderLoginPage(request: FastifyRequest, reply: FastifyReply, services: Services, form: LoginForm): Promise<string> {
+export function renderLoginPage(
+  request: FastifyRequest,
+  reply: FastifyReply,
+  services: Services,
+  form: LoginForm,
+): Promise<string> {
   const next = safeNextPath(form.next);
   const login = apiRoute(services.registry, LOGIN_OPERATION);
   const sso = apiRoute(services.registry, SSO_OPERATION);
   const csrf = () => issueFormToken(request, reply, services.config);
   // Also the login route's answer to a refused form post, outside the /admin scope: the same policy.
-  reply.header('cache-control', 'no-store').header('x-frame-options', 'DENY').header('content-security-policy', adminContentSecurityPolicy(request));
+  reply
+    .header('cache-control', 'no-store')
+    .header('x-frame-options', 'DENY')
+    .header('content-security-policy', adminContentSecurityPolicy(request));
   return renderAnonymousPage(null, request, reply, csrf, {
     title: 'Sign in',
     template: './admin/login',
@@ -70,7 +78,8 @@ export function registerLoginPage(site: AdminSite): void {
     summary: 'Sign-in page',
     access: 'public',
     schema: { querystring: Type.Object({ next: Type.Optional(Type.String({ maxLength: 2000 })) }) },
-    handler: (ctx) => renderLoginPage(ctx.request, ctx.reply, ctx.services, { next: ctx.query.next as string | undefined }),
+    handler: (ctx) =>
+      renderLoginPage(ctx.request, ctx.reply, ctx.services, { next: ctx.query.next as string | undefined }),
   });
 }
 
@@ -79,7 +88,9 @@ function registerLoginPost(site: AdminSite): void {
   const login = apiRoute(services.registry, LOGIN_OPERATION);
   if (login?.transaction !== 'none') return;
   const body = login.schema.body;
-  const check = body ? typeboxValidatorCompiler({ schema: body, method: 'POST', url: LOGIN_PATH, httpPart: 'body' }) : undefined;
+  const check = body
+    ? typeboxValidatorCompiler({ schema: body, method: 'POST', url: LOGIN_PATH, httpPart: 'body' })
+    : undefined;
   site.routes.set(`POST ${LOGIN_PATH}`, { access: 'public' });
   registerRoute(site.app, services, {
     method: 'POST',
@@ -102,7 +113,12 @@ function registerLoginPost(site: AdminSite): void {
       const result = check ? (check(posted) as { error?: unknown; value?: unknown }) : { value: posted };
       if (result.error) {
         const query = ctx.query as { next?: string };
-        return renderLoginPage(ctx.request, ctx.reply, services, { next: query.next, email, error: REFUSED, status: 401 });
+        return renderLoginPage(ctx.request, ctx.reply, services, {
+          next: query.next,
+          email,
+          error: REFUSED,
+          status: 401,
+        });
       }
       return login.handler({ ...ctx, body: result.value ?? posted });
     },

@@ -77,7 +77,12 @@ export interface AdminPageDefinition {
 }
 
 const operationIdOf = (method: string, path: string) =>
-  `admin-page-${method.toLowerCase()}${path.replace(/^\/admin/, '').replace(/[^A-Za-z0-9]+/g, '-').replace(/-$/, '') || '-dashboard'}`;
+  `admin-page-${method.toLowerCase()}${
+    path
+      .replace(/^\/admin/, '')
+      .replace(/[^A-Za-z0-9]+/g, '-')
+      .replace(/-$/, '') || '-dashboard'
+  }`;
 
 /**
  * Registers one admin page through the route wrapper every API route uses
@@ -89,7 +94,10 @@ export function registerAdminPage(site: AdminSite, page: AdminPageDefinition): v
   const prefix = site.app.prefix;
   if (!page.path.startsWith(prefix)) throw new Error(`admin page ${page.path} lies outside ${prefix}`);
   if (method === 'GET') site.pages.set(page.path, page.access);
-  site.routes.set(`${method} ${page.path}`, { access: page.access, ...(page.onError ? { onError: page.onError } : {}) });
+  site.routes.set(`${method} ${page.path}`, {
+    access: page.access,
+    ...(page.onError ? { onError: page.onError } : {}),
+  });
   const route: RouteDefinition = {
     method,
     url: page.path.slice(prefix.length) || '/',
@@ -117,7 +125,15 @@ export function registerAdminPage(site: AdminSite, page: AdminPageDefinition): v
 /** Builds a page context around a transaction: the route's, or the error renderer's fresh one. */
 export function pageContext(
   site: AdminSite,
-  base: { tx: TxContext; request: FastifyRequest; reply: FastifyReply; services: Services; params: unknown; query: unknown; body: unknown },
+  base: {
+    tx: TxContext;
+    request: FastifyRequest;
+    reply: FastifyReply;
+    services: Services;
+    params: unknown;
+    query: unknown;
+    body: unknown;
+  },
 ): AdminPageContext {
   const { tx, request, reply, services } = base;
   reply.type('text/html; charset=utf-8');

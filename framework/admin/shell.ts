@@ -52,15 +52,27 @@ function badgeOf(site: AdminSite): AdminBadge | undefined {
  * open (the pages' own access, operator check included) and the badge's count (one query on
  * tx.db). An htmx request that is not a boosted navigation gets `view.fragment` when there is one.
  */
-export async function renderAdminPage(site: AdminSite, ctx: Pick<AdminPageContext, 'tx' | 'request' | 'reply' | 'csrf'>, view: AdminView): Promise<string> {
+export async function renderAdminPage(
+  site: AdminSite,
+  ctx: Pick<AdminPageContext, 'tx' | 'request' | 'reply' | 'csrf'>,
+  view: AdminView,
+): Promise<string> {
   if (view.status) ctx.reply.code(view.status);
   ctx.reply.type('text/html; charset=utf-8');
-  if (view.fragment !== undefined && isHtmx(ctx.request.headers) && ctx.request.headers['hx-boosted'] !== 'true') return view.fragment;
+  if (view.fragment !== undefined && isHtmx(ctx.request.headers) && ctx.request.headers['hx-boosted'] !== 'true')
+    return view.fragment;
   const body = view.body ?? (view.template ? renderTemplate(view.template, view.data ?? {}) : '');
   return renderTemplate('./admin/layout', await shellModel(site, ctx.tx, ctx.request, ctx.csrf, view.title, body));
 }
 
-export async function shellModel(site: AdminSite | null, tx: TxContext | null, request: FastifyRequest, csrf: () => string, title: string, body: string): Promise<ShellModel> {
+export async function shellModel(
+  site: AdminSite | null,
+  tx: TxContext | null,
+  request: FastifyRequest,
+  csrf: () => string,
+  title: string,
+  body: string,
+): Promise<ShellModel> {
   const path = request.url.split('?', 1)[0]!;
   const session = tx?.session ?? null;
   const badge = site && tx && session ? badgeOf(site) : undefined;
@@ -71,20 +83,34 @@ export async function shellModel(site: AdminSite | null, tx: TxContext | null, r
     htmxUrl: HTMX_URL,
     faviconUrl: FAVICON_URL,
     signedIn: session ? { signOutPath: SIGN_OUT_PATH, csrfField: FORM_TOKEN_FIELD, csrf: csrf() } : null,
-    sidebar: site && session
-      ? site.sidebar
-          .filter((entry) => allows(entry.access, session, tx!.tenant, site.services.registry))
-          .map((entry) => ({ label: entry.label, path: entry.path, current: path === entry.path || path.startsWith(`${entry.path}/`) }))
-      : [],
-    badge: badge && tx ? { label: badge.label, count: await badge.count(tx as TxContext<never>), href: badge.href } : null,
+    sidebar:
+      site && session
+        ? site.sidebar
+            .filter((entry) => allows(entry.access, session, tx!.tenant, site.services.registry))
+            .map((entry) => ({
+              label: entry.label,
+              path: entry.path,
+              current: path === entry.path || path.startsWith(`${entry.path}/`),
+            }))
+        : [],
+    badge:
+      badge && tx ? { label: badge.label, count: await badge.count(tx as TxContext<never>), href: badge.href } : null,
     body,
   };
 }
 
 /** A page outside any transaction (the login page, errors met before a session was read). */
-export function renderAnonymousPage(site: AdminSite | null, request: FastifyRequest, reply: FastifyReply, csrf: () => string, view: AdminView): Promise<string> {
+export function renderAnonymousPage(
+  site: AdminSite | null,
+  request: FastifyRequest,
+  reply: FastifyReply,
+  csrf: () => string,
+  view: AdminView,
+): Promise<string> {
   if (view.status) reply.code(view.status);
   reply.type('text/html; charset=utf-8');
   const body = view.body ?? (view.template ? renderTemplate(view.template, view.data ?? {}) : '');
-  return shellModel(site, null, request, csrf, view.title, body).then((model) => renderTemplate('./admin/layout', model));
+  return shellModel(site, null, request, csrf, view.title, body).then((model) =>
+    renderTemplate('./admin/layout', model),
+  );
 }

@@ -14,7 +14,9 @@ export interface ServedSidebarEntry extends SidebarEntry {
 }
 
 /** The entries the installed modules contribute (ModuleDefinition.admin.sidebar), by `order`, then module order. */
-export function moduleSidebarEntries(modules: readonly { admin?: { sidebar?: readonly SidebarEntry[] } }[]): SidebarEntry[] {
+export function moduleSidebarEntries(
+  modules: readonly { admin?: { sidebar?: readonly SidebarEntry[] } }[],
+): SidebarEntry[] {
   return modules.flatMap((module) => module.admin?.sidebar ?? []).sort((a, b) => a.order - b.order);
 }
 
@@ -23,12 +25,19 @@ export function moduleSidebarEntries(modules: readonly { admin?: { sidebar?: rea
  * page is registered. An entry whose path no page serves is reported (one warning each, at
  * startup) and left out for good: a link that could only 404 is never shown.
  */
-export function resolveSidebar(entries: readonly SidebarEntry[], pages: ReadonlyMap<string, Access>, log: FastifyBaseLogger): ServedSidebarEntry[] {
+export function resolveSidebar(
+  entries: readonly SidebarEntry[],
+  pages: ReadonlyMap<string, Access>,
+  log: FastifyBaseLogger,
+): ServedSidebarEntry[] {
   const served: ServedSidebarEntry[] = [];
   for (const entry of entries) {
     const access = pages.get(entry.path);
     if (access === undefined) {
-      log.warn({ entry: entry.label, path: entry.path }, `admin sidebar: no route serves ${entry.path}; the ${entry.label} entry is not shown`);
+      log.warn(
+        { entry: entry.label, path: entry.path },
+        `admin sidebar: no route serves ${entry.path}; the ${entry.label} entry is not shown`,
+      );
       continue;
     }
     served.push({ ...entry, access });

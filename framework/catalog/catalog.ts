@@ -10,16 +10,24 @@ export const CatalogEntrySchema = Type.Object({
   name: Type.String(),
   label: Type.String(),
   labelPlural: Type.String(),
-  path: Type.String({ description: 'Collection path of the generic routes, or a singleton\'s resource path' }),
-  scope: Type.Union([Type.Literal('tenant'), Type.Literal('global')], { description: 'tenant: each tenant its own rows; global: one set every tenant reads, the operator writes' }),
+  path: Type.String({ description: "Collection path of the generic routes, or a singleton's resource path" }),
+  scope: Type.Union([Type.Literal('tenant'), Type.Literal('global')], {
+    description: 'tenant: each tenant its own rows; global: one set every tenant reads, the operator writes',
+  }),
   singleton: Type.Boolean({ description: 'One row per tenant at path, with no id and no list' }),
-  operationIds: Type.Record(Type.String(), Type.String(), { description: 'verb → operation id, for the routes the entity serves' }),
-  endpoints: Type.Record(Type.String(), Type.String(), { description: 'verb → "METHOD /path" of the routes the entity serves' }),
+  operationIds: Type.Record(Type.String(), Type.String(), {
+    description: 'verb → operation id, for the routes the entity serves',
+  }),
+  endpoints: Type.Record(Type.String(), Type.String(), {
+    description: 'verb → "METHOD /path" of the routes the entity serves',
+  }),
   permissions: Type.Object({ read: Type.String(), write: Type.String() }),
   canWrite: Type.Boolean({ description: 'Whether this caller holds the write permission here' }),
   schema: Type.Unknown({ description: 'JSON Schema of a row' }),
   writable: Type.Array(Type.String(), { description: 'Fields a create may set' }),
-  immutable: Type.Array(Type.String(), { description: 'Fields a PATCH may not set: command-owned, create-only and system fields' }),
+  immutable: Type.Array(Type.String(), {
+    description: 'Fields a PATCH may not set: command-owned, create-only and system fields',
+  }),
   commandOwned: Type.Record(Type.String(), Type.String(), { description: 'field → command route that owns it' }),
   commands: Type.Array(Type.String()),
   admin: Type.Optional(Type.Unknown()),
@@ -28,7 +36,8 @@ export const CatalogEntrySchema = Type.Object({
 export function catalogEntry(entity: ResolvedEntity, ctx: TxContext, isOperatorPermission: (p: string) => boolean) {
   const { names, def } = entity;
   const commands = Object.keys(def.commands ?? {});
-  const writeAllowed = ctx.can(def.permissions.write) && (!isOperatorPermission(def.permissions.write) || ctx.tenant.isOperator);
+  const writeAllowed =
+    ctx.can(def.permissions.write) && (!isOperatorPermission(def.permissions.write) || ctx.tenant.isOperator);
   return {
     key: names.key,
     module: entity.module,
@@ -44,7 +53,14 @@ export function catalogEntry(entity: ResolvedEntity, ctx: TxContext, isOperatorP
     canWrite: writeAllowed,
     schema: entity.schemas.row,
     writable: entity.writable,
-    immutable: ['id', 'createdAt', 'updatedAt', ...Object.keys(entity.commandOwned), ...entity.readOnly, ...entity.immutable],
+    immutable: [
+      'id',
+      'createdAt',
+      'updatedAt',
+      ...Object.keys(entity.commandOwned),
+      ...entity.readOnly,
+      ...entity.immutable,
+    ],
     commandOwned: Object.fromEntries(Object.entries(entity.commandOwned).map(([f, c]) => [f, entity.commandRoute(c)])),
     commands,
     ...(def.admin ? { admin: def.admin } : {}),
@@ -56,7 +72,11 @@ export function catalogEntry(entity: ResolvedEntity, ctx: TxContext, isOperatorP
  * permission only in the operator tenant. The catalog and the admin dashboard list this same set.
  */
 export function readableEntities(registry: Registry, ctx: TxContext): ResolvedEntity[] {
-  return registry.entities.filter((e) => ctx.can(e.def.permissions.read) && (!registry.isOperatorPermission(e.def.permissions.read) || ctx.tenant.isOperator));
+  return registry.entities.filter(
+    (e) =>
+      ctx.can(e.def.permissions.read) &&
+      (!registry.isOperatorPermission(e.def.permissions.read) || ctx.tenant.isOperator),
+  );
 }
 
 /** GET /api/v1/admin/resources: the resources this caller may read; the rest is omitted. */
@@ -68,9 +88,18 @@ export function catalogRoute(registry: Registry): AnyRoute {
     summary: 'Catalog of the resources the caller may read',
     tags: ['admin'],
     access: 'signedIn',
-    schema: { response: { 200: Type.Object({ resources: Type.Array(CatalogEntrySchema) }, { description: 'The resources the caller may read' }) } },
+    schema: {
+      response: {
+        200: Type.Object(
+          { resources: Type.Array(CatalogEntrySchema) },
+          { description: 'The resources the caller may read' },
+        ),
+      },
+    },
     handler: async ({ tx }) => ({
-      resources: readableEntities(registry, tx).map((e) => catalogEntry(e, tx, (p) => registry.isOperatorPermission(p))),
+      resources: readableEntities(registry, tx).map((e) =>
+        catalogEntry(e, tx, (p) => registry.isOperatorPermission(p)),
+      ),
     }),
   };
 }

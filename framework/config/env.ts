@@ -18,7 +18,8 @@ function leafKeys(schema: TSchema, prefix: string[] = []): LeafKey[] {
     return Object.entries(node.properties).flatMap(([key, child]) => leafKeys(child, [...prefix, key]));
   }
   const members = node.anyOf as { type?: string; const?: unknown }[] | undefined;
-  if (members?.some((m) => m.type === 'integer')) return [{ path: prefix, kind: 'integer', emptyAllowed: members.some((m) => m.const === '') }];
+  if (members?.some((m) => m.type === 'integer'))
+    return [{ path: prefix, kind: 'integer', emptyAllowed: members.some((m) => m.const === '') }];
   const kind = node.type === 'integer' ? 'integer' : node.type === 'boolean' ? 'boolean' : 'string';
   return [{ path: prefix, kind }];
 }

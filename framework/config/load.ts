@@ -9,7 +9,6 @@ import { ConfigError } from './config-error.ts';
 
 export { ConfigError };
 
-
 const compiled = Compile(ConfigSchema);
 
 /** Loads a config file, applies TENANTRY_<SECTION>_<KEY> overrides, fills defaults and validates. */
@@ -63,7 +62,13 @@ interface SchemaIssue {
   params: Record<string, unknown>;
 }
 
-const ARTICLE: Record<string, string> = { integer: 'an integer', string: 'a string', boolean: 'true or false', object: 'a mapping', number: 'a number' };
+const ARTICLE: Record<string, string> = {
+  integer: 'an integer',
+  string: 'a string',
+  boolean: 'true or false',
+  object: 'a mapping',
+  number: 'a number',
+};
 
 /** One sentence naming the key and the rule it breaks; values are never echoed, since some are secrets. */
 function describeError(errors: SchemaIssue[]): string {
@@ -79,7 +84,9 @@ function describeError(errors: SchemaIssue[]): string {
     }
     case 'const': {
       // A union of literals reports one issue per allowed value.
-      const allowed = errors.filter((e) => e.instancePath === first.instancePath && e.keyword === 'const').map((e) => String(e.params.allowedValue));
+      const allowed = errors
+        .filter((e) => e.instancePath === first.instancePath && e.keyword === 'const')
+        .map((e) => String(e.params.allowedValue));
       return `${key} must be one of ${allowed.join(', ')}`;
     }
     case 'type':
@@ -89,7 +96,9 @@ function describeError(errors: SchemaIssue[]): string {
     case 'maximum':
       return `${key} must be at most ${String(first.params.limit)}`;
     case 'minLength':
-      return first.params.limit === 1 ? `${key} must not be empty` : `${key} must be at least ${String(first.params.limit)} characters`;
+      return first.params.limit === 1
+        ? `${key} must not be empty`
+        : `${key} must be at least ${String(first.params.limit)} characters`;
     default:
       return `${key} ${first.message}`;
   }

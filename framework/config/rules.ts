@@ -6,7 +6,10 @@ import type { Config } from './schema.ts';
  * session cookie without Secure and without the __Host- prefix.
  */
 export function isLocalHost(host: string): boolean {
-  const name = host.toLowerCase().replace(/:\d+$/, '').replace(/^\[|\]$/g, '');
+  const name = host
+    .toLowerCase()
+    .replace(/:\d+$/, '')
+    .replace(/^\[|\]$/g, '');
   if (name === 'localhost' || name.endsWith('.localhost')) return true;
   if (name === '::1' || /^127(\.\d{1,3}){3}$/.test(name)) return true;
   return !name.includes('.') && !name.includes(':');
@@ -36,7 +39,8 @@ export function checkConfigRules(config: Config): string | undefined {
   }
   const { storage, s3 } = config.files;
   if (storage === 's3' && s3.bucket.trim() === '') return 'files.s3.bucket must be set when files.storage is s3';
-  if (s3.endpoint !== '' && !/^https?:\/\/[^\s/?#]+[^\s?#]*$/.test(s3.endpoint)) return 'files.s3.endpoint must be empty (AWS) or an http(s) URL';
+  if (s3.endpoint !== '' && !/^https?:\/\/[^\s/?#]+[^\s?#]*$/.test(s3.endpoint))
+    return 'files.s3.endpoint must be empty (AWS) or an http(s) URL';
   if (s3.prefix.startsWith('/')) return 'files.s3.prefix must not start with /';
   return undefined;
 }

@@ -43,7 +43,9 @@ export const ConfigSchema = Type.Object(
     metrics: Type.Object(
       {
         /** Empty or 0: no metrics listener. */
-        port: Type.Union([Type.Integer({ minimum: 0, maximum: 65535 }), Type.Literal(''), Type.Null()], { default: '' }),
+        port: Type.Union([Type.Integer({ minimum: 0, maximum: 65535 }), Type.Literal(''), Type.Null()], {
+          default: '',
+        }),
         host: Type.String({ default: '127.0.0.1', minLength: 1 }),
       },
       { additionalProperties: false, default: {} },
@@ -95,7 +97,10 @@ export const ConfigSchema = Type.Object(
         sandbox: Type.Object(
           {
             /** What the sandbox does with a new charge (a replayed idempotency key keeps its first outcome). */
-            outcome: Type.Union(['settle', 'decline', 'error'].map((o) => Type.Literal(o)), { default: 'settle' }),
+            outcome: Type.Union(
+              ['settle', 'decline', 'error'].map((o) => Type.Literal(o)),
+              { default: 'settle' },
+            ),
           },
           { additionalProperties: false, default: {} },
         ),

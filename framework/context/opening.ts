@@ -140,5 +140,5 @@ export function sessionFrom(row: EnterRow | undefined): SessionInfo | null {
 
 /** A session is touched (its expiry slid forward) at most once every TOUCH_INTERVAL_MS. */
 export const needsTouch = (session: SessionInfo, now: Date): boolean =>
-  now.getTime() - session.lastSeenAt.getTime() > (session.via === 'token' ? TOKEN_TOUCH_INTERVAL_MS : TOUCH_INTERVAL_MS);
-
+  now.getTime() - session.lastSeenAt.getTime() >
+  (session.via === 'token' ? TOKEN_TOUCH_INTERVAL_MS : TOUCH_INTERVAL_MS);

@@ -11,9 +11,29 @@ import { systemClock, type Clock } from '../clock.ts';
 import { currentTraceparent, traceExchange } from '../observability/tracing.ts';
 import { currentRequestId } from '../observability/request-id.ts';
 
-import { ACTOR_SETTING, ENTER, ENTER_GUARDED, ENTER_WITH_SESSION, ENTER_WITH_SESSION_GUARDED, ENTER_WITH_TOKEN, TOUCH_SESSION, TOUCH_TOKEN, needsTouch, permissionPredicate, sessionFrom, type EnterRow } from './opening.ts';
+import {
+  ACTOR_SETTING,
+  ENTER,
+  ENTER_GUARDED,
+  ENTER_WITH_SESSION,
+  ENTER_WITH_SESSION_GUARDED,
+  ENTER_WITH_TOKEN,
+  TOUCH_SESSION,
+  TOUCH_TOKEN,
+  needsTouch,
+  permissionPredicate,
+  sessionFrom,
+  type EnterRow,
+} from './opening.ts';
 
-export { APP_ROLE, ACTOR_SETTING, ENTER, ENTER_WITH_SESSION, PERMISSIONS_SETTING, permissionPredicate } from './opening.ts';
+export {
+  APP_ROLE,
+  ACTOR_SETTING,
+  ENTER,
+  ENTER_WITH_SESSION,
+  PERMISSIONS_SETTING,
+  permissionPredicate,
+} from './opening.ts';
 
 export interface SessionInfo {
   id: string;
@@ -148,8 +168,18 @@ export class TenantTransactions {
           const requestId = options.requestId ?? currentRequestId();
           if (requestId) requestIdOf.set(trx, requestId);
           const now = this.clock.now();
-          const session = options.tokenHash ? await this.enterWithToken(trx, tenant, options.tokenHash, now) : await this.enter(trx, tenant, options.sessionHash, now);
-          const { ctx, flush } = scopedContext(trx, tenant, session, session?.userId ?? options.actorId ?? null, this.declaredEvents, now, options.publishes);
+          const session = options.tokenHash
+            ? await this.enterWithToken(trx, tenant, options.tokenHash, now)
+            : await this.enter(trx, tenant, options.sessionHash, now);
+          const { ctx, flush } = scopedContext(
+            trx,
+            tenant,
+            session,
+            session?.userId ?? options.actorId ?? null,
+            this.declaredEvents,
+            now,
+            options.publishes,
+          );
           const value = await fn(ctx);
           await flush();
           published = wroteOutbox.has(trx);
@@ -177,8 +207,13 @@ export class TenantTransactions {
    * judges the caller before it reads the statement's answer. A session due for its touch is
    * touched afterwards, in an exchange of its own.
    */
-  async runStatement(tenant: TenantRef, work: OneStatement, options: TxOptions = {}): Promise<{ session: SessionInfo | null; answer: Answer }> {
-    if (options.tokenHash) throw new Error('runStatement resolves session cookies only: a bearer request runs through run()');
+  async runStatement(
+    tenant: TenantRef,
+    work: OneStatement,
+    options: TxOptions = {},
+  ): Promise<{ session: SessionInfo | null; answer: Answer }> {
+    if (options.tokenHash)
+      throw new Error('runStatement resolves session cookies only: a bearer request runs through run()');
     const now = this.clock.now();
     // The opening statement carries the guard (opening.ts): for a caller without the permission the transaction turns read-only.
     const opening: Statement = options.sessionHash
@@ -186,7 +221,10 @@ export class TenantTransactions {
       : { text: ENTER_GUARDED, values: [tenant.id, work.permission] };
     const events = work.events ?? [];
     for (const event of events) checkEvent(this.declaredEvents, options.publishes, event);
-    const outbox: Statement[] = events.length > 0 ? [outboxInsertFor(work.permission, events, now, options.requestId ?? currentRequestId() ?? null)] : [];
+    const outbox: Statement[] =
+      events.length > 0
+        ? [outboxInsertFor(work.permission, events, now, options.requestId ?? currentRequestId() ?? null)]
+        : [];
     const statements = [opening, work.statement, ...outbox];
     const [entered, answer, published] = await traceExchange(statements, () => exchange(this.db.pool, statements));
     if (!entered!.ok) throw entered!.error;
@@ -194,7 +232,10 @@ export class TenantTransactions {
     // The caller held the permission and the transaction committed: the relay has work.
     if (published?.ok && (published.result.rowCount ?? 0) > 0 && answer!.ok) this.outbox?.committed();
     if (session && needsTouch(session, now)) {
-      const [, touched] = await exchange(this.db.pool, [{ text: ENTER, values: [tenant.id] }, { text: TOUCH_SESSION, values: [session.id, now] }]);
+      const [, touched] = await exchange(this.db.pool, [
+        { text: ENTER, values: [tenant.id] },
+        { text: TOUCH_SESSION, values: [session.id, now] },
+      ]);
       if (!touched!.ok) throw touched!.error;
       session.renewedForSeconds = (touched!.result.rows[0] as { seconds_left: number } | undefined)?.seconds_left;
     }
@@ -202,22 +243,36 @@ export class TenantTransactions {
   }
 
   /** Opens the tenant scope with the caller of a personal access token; records its use at most once a minute. */
-  private async enterWithToken(trx: Transaction<Database>, tenant: TenantRef, tokenHash: Buffer, now: Date): Promise<SessionInfo | null> {
+  private async enterWithToken(
+    trx: Transaction<Database>,
+    tenant: TenantRef,
+    tokenHash: Buffer,
+    now: Date,
+  ): Promise<SessionInfo | null> {
     const result = await trx.executeQuery<EnterRow>(CompiledQuery.raw(ENTER_WITH_TOKEN, [tenant.id, tokenHash, now]));
     const session = sessionFrom(result.rows[0]);
     if (session && needsTouch(session, now)) await trx.executeQuery(CompiledQuery.raw(TOUCH_TOKEN, [session.id, now]));
     return session;
   }
 
-  private async enter(trx: Transaction<Database>, tenant: TenantRef, sessionHash: Buffer | undefined, now: Date): Promise<SessionInfo | null> {
+  private async enter(
+    trx: Transaction<Database>,
+    tenant: TenantRef,
+    sessionHash: Buffer | undefined,
+    now: Date,
+  ): Promise<SessionInfo | null> {
     if (!sessionHash) {
       await trx.executeQuery(CompiledQuery.raw(ENTER, [tenant.id]));
       return null;
     }
-    const result = await trx.executeQuery<EnterRow>(CompiledQuery.raw(ENTER_WITH_SESSION, [tenant.id, sessionHash, now]));
+    const result = await trx.executeQuery<EnterRow>(
+      CompiledQuery.raw(ENTER_WITH_SESSION, [tenant.id, sessionHash, now]),
+    );
     const session = sessionFrom(result.rows[0]);
     if (session && needsTouch(session, now)) {
-      const touched = await trx.executeQuery<{ seconds_left: number }>(CompiledQuery.raw(TOUCH_SESSION, [session.id, now]));
+      const touched = await trx.executeQuery<{ seconds_left: number }>(
+        CompiledQuery.raw(TOUCH_SESSION, [session.id, now]),
+      );
       session.renewedForSeconds = touched.rows[0]?.seconds_left;
     }
     return session;
@@ -263,10 +318,17 @@ export function scopedContext(
 }
 
 /** What publish() refuses: an undeclared event, one outside the route's list, an unsafe payload. */
-function checkEvent(declaredEvents: ReadonlySet<string>, allowed: PublishAllowList | undefined, { name, payload }: PendingEvent): void {
+function checkEvent(
+  declaredEvents: ReadonlySet<string>,
+  allowed: PublishAllowList | undefined,
+  { name, payload }: PendingEvent,
+): void {
   if (!declaredEvents.has(name)) throw problem('INTERNAL', `event ${name} is not declared by any module`);
   if (allowed && !allowed.events.has(name)) {
-    throw problem('INTERNAL', `event ${name} is not in the publishes list of ${allowed.by} (${[...allowed.events].join(', ') || 'none'})`);
+    throw problem(
+      'INTERNAL',
+      `event ${name} is not in the publishes list of ${allowed.by} (${[...allowed.events].join(', ') || 'none'})`,
+    );
   }
   assertSafePayload(name, payload);
 }
@@ -312,8 +374,20 @@ function eventIds(count: number, now: Date): string[] {
   return Array.from({ length: count }, () => uuidv7(ms));
 }
 
-export async function insertOutbox(trx: Transaction<Database>, events: PendingEvent[], actorId: string | null, now: Date): Promise<void> {
+export async function insertOutbox(
+  trx: Transaction<Database>,
+  events: PendingEvent[],
+  actorId: string | null,
+  now: Date,
+): Promise<void> {
   wroteOutbox.add(trx);
   // The request id and the trace context of the span writing the events (null while tracing is off).
-  await trx.executeQuery(CompiledQuery.raw(INSERT_OUTBOX, [...outboxColumns(events, now), actorId, requestIdOf.get(trx) ?? null, currentTraceparent()]));
+  await trx.executeQuery(
+    CompiledQuery.raw(INSERT_OUTBOX, [
+      ...outboxColumns(events, now),
+      actorId,
+      requestIdOf.get(trx) ?? null,
+      currentTraceparent(),
+    ]),
+  );
 }

@@ -82,7 +82,9 @@ export async function startEmbeddedPostgres(options: EmbeddedOptions): Promise<E
   try {
     await server.start();
   } catch (err) {
-    throw new Error(`embedded PostgreSQL did not start on port ${options.port}: ${logs.slice(-5).join(' ').trim() || String(err)}`);
+    throw new Error(
+      `embedded PostgreSQL did not start on port ${options.port}: ${logs.slice(-5).join(' ').trim() || String(err)}`,
+    );
   }
   const pidFile = join(dir, 'postmaster.pid');
   // Should the process end without stop() (a crash), ask the server to shut down rather than leave

@@ -18,8 +18,16 @@ export const DB_UNAVAILABLE_RETRY_AFTER_SECONDS = 1;
 const UNAVAILABLE_STATES = new Set(['57P01', '57P02', '57P03', '53300']);
 // What node's socket and pg say when there is no server to talk to, or the socket broke under a
 // query (pg's own messages carry no SQLSTATE).
-const UNAVAILABLE_SOCKET_CODES = new Set(['ECONNREFUSED', 'ECONNRESET', 'EPIPE', 'ENOTFOUND', 'EAI_AGAIN', 'ETIMEDOUT']);
-const UNAVAILABLE_MESSAGES = /^(Connection terminated|Client has encountered a connection error and is not queryable|Client was closed and is not queryable|terminating connection)/;
+const UNAVAILABLE_SOCKET_CODES = new Set([
+  'ECONNREFUSED',
+  'ECONNRESET',
+  'EPIPE',
+  'ENOTFOUND',
+  'EAI_AGAIN',
+  'ETIMEDOUT',
+]);
+const UNAVAILABLE_MESSAGES =
+  /^(Connection terminated|Client has encountered a connection error and is not queryable|Client was closed and is not queryable|terminating connection)/;
 
 type DatabaseError = { code?: unknown; message?: unknown; severity?: unknown };
 
@@ -29,14 +37,19 @@ export function databaseFailureProblem(err: unknown): ProblemError | undefined {
   const { code, message } = err as DatabaseError;
   if (code === '57014') {
     return withCause(
-      problem('DB_TIMEOUT', 'A database statement ran past its time limit and was cancelled; nothing was saved. Retry later', {
-        extensions: { retryAfterSeconds: DB_TIMEOUT_RETRY_AFTER_SECONDS },
-      }),
+      problem(
+        'DB_TIMEOUT',
+        'A database statement ran past its time limit and was cancelled; nothing was saved. Retry later',
+        {
+          extensions: { retryAfterSeconds: DB_TIMEOUT_RETRY_AFTER_SECONDS },
+        },
+      ),
       err,
     );
   }
   const unavailable =
-    (typeof code === 'string' && (code.startsWith('08') || UNAVAILABLE_STATES.has(code) || UNAVAILABLE_SOCKET_CODES.has(code))) ||
+    (typeof code === 'string' &&
+      (code.startsWith('08') || UNAVAILABLE_STATES.has(code) || UNAVAILABLE_SOCKET_CODES.has(code))) ||
     (typeof message === 'string' && UNAVAILABLE_MESSAGES.test(message));
   if (!unavailable) return undefined;
   return withCause(

@@ -89,7 +89,13 @@ const quote = (identifier: string) => `"${identifier.replaceAll('"', '""')}"`;
 
 const beginText = (settings: TransactionSettings): string => {
   if (!settings.isolationLevel && !settings.accessMode) return 'begin';
-  return ['start transaction', settings.isolationLevel ? `isolation level ${settings.isolationLevel}` : '', settings.accessMode ?? ''].filter(Boolean).join(' ');
+  return [
+    'start transaction',
+    settings.isolationLevel ? `isolation level ${settings.isolationLevel}` : '',
+    settings.accessMode ?? '',
+  ]
+    .filter(Boolean)
+    .join(' ');
 };
 
 const NOTHING: QueryResult<never> = Object.freeze({ rows: [] });

@@ -45,7 +45,12 @@ export function endsSession(error: unknown): boolean {
 /** The answers of queries issued together, in order: every one is awaited, none left unhandled. */
 export async function settle(pending: readonly Promise<pg.QueryResult>[]): Promise<PipelineAnswer[]> {
   const settled = await Promise.allSettled(pending);
-  return settled.map((s): PipelineAnswer => (s.status === 'fulfilled' ? { ok: true, result: s.value as PipelineResult } : { ok: false, error: s.reason as Error }));
+  return settled.map(
+    (s): PipelineAnswer =>
+      s.status === 'fulfilled'
+        ? { ok: true, result: s.value as PipelineResult }
+        : { ok: false, error: s.reason as Error },
+  );
 }
 
 /**
@@ -65,7 +70,8 @@ export function issue(client: pg.ClientBase, statements: readonly PipelineStatem
 function assertSendable(values: readonly unknown[]): void {
   for (const value of values) {
     if (value === null || typeof value !== 'object' || value instanceof Date || Buffer.isBuffer(value)) {
-      if (typeof value === 'bigint' || typeof value === 'symbol' || typeof value === 'function') throw new TypeError(`a ${typeof value} is not a statement value`);
+      if (typeof value === 'bigint' || typeof value === 'symbol' || typeof value === 'function')
+        throw new TypeError(`a ${typeof value} is not a statement value`);
       continue;
     }
     JSON.stringify(value);

@@ -43,7 +43,11 @@ export class PoolInsideTransactionError extends Error {
   }
 }
 
-type ConnectCallback = (err: Error | undefined, client: pg.PoolClient | undefined, done: (release?: unknown) => void) => void;
+type ConnectCallback = (
+  err: Error | undefined,
+  client: pg.PoolClient | undefined,
+  done: (release?: unknown) => void,
+) => void;
 
 // pg-pool's wording for a checkout that waited acquire_timeout_ms, and for a new connection that
 // did not open in that time.
@@ -64,7 +68,10 @@ const translate = (err: Error | undefined): Error | undefined => (err && TIMED_O
  * long fails as DB_BUSY (503, Retry-After) instead of hanging.
  */
 function guardCheckouts(pool: pg.Pool, onAcquire: ((waitSeconds: number) => void) | undefined): void {
-  const connect = timedCheckouts(pool.connect.bind(pool) as (cb?: ConnectCallback) => Promise<pg.PoolClient> | void, onAcquire);
+  const connect = timedCheckouts(
+    pool.connect.bind(pool) as (cb?: ConnectCallback) => Promise<pg.PoolClient> | void,
+    onAcquire,
+  );
   const guarded = (cb?: ConnectCallback): Promise<pg.PoolClient> | void => {
     if (insideTransaction.getStore()) {
       const err = new PoolInsideTransactionError();
@@ -137,7 +144,10 @@ export function openDatabase(url: string, options: PoolOptions): Db {
   pool.on('connect', (client) => client.on('error', () => {}));
   // While tracing is on, each query is a span under the request's or job's (its text, never its values).
   const querySpans = kyselyQuerySpans();
-  const kysely = new Kysely<Database>({ dialect: new PipelinedDialect(pool), ...(querySpans ? { log: querySpans } : {}) });
+  const kysely = new Kysely<Database>({
+    dialect: new PipelinedDialect(pool),
+    ...(querySpans ? { log: querySpans } : {}),
+  });
   return {
     pool,
     kysely,

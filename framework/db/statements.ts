@@ -54,7 +54,9 @@ export async function exchange(pool: pg.Pool, statements: readonly Statement[]):
   const client = await pool.connect();
   let broken: Error | undefined;
   try {
-    return await new PipelinedConnection(client).transaction(statements.map(({ text, values }) => ({ text, values, name: names.get(text) })));
+    return await new PipelinedConnection(client).transaction(
+      statements.map(({ text, values }) => ({ text, values, name: names.get(text) })),
+    );
   } catch (err) {
     // Not PostgreSQL's refusal of a statement: the connection failed, and the pool drops it.
     broken = brokenBy(err);

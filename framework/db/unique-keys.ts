@@ -23,7 +23,8 @@ const keys = new Map<string, UniqueKey>();
 export function declareUniqueKeys(declared: Readonly<Record<string, UniqueKey>>): void {
   for (const [name, key] of Object.entries(declared)) {
     const known = keys.get(name);
-    if (known && JSON.stringify(known) !== JSON.stringify(key)) throw new Error(`unique key ${name} is declared twice, differently`);
+    if (known && JSON.stringify(known) !== JSON.stringify(key))
+      throw new Error(`unique key ${name} is declared twice, differently`);
     keys.set(name, key);
   }
 }
@@ -53,8 +54,14 @@ export function uniqueViolationProblem(err: { code?: string; constraint?: string
   if (!key) return problem('ALREADY_EXISTS', 'A resource with the same unique value already exists');
   const [only] = key.fields;
   return problem('ALREADY_EXISTS', key.detail, {
-    ...(key.fields.length > 0 ? { errors: key.fields.map((field) => ({ pointer: `/body/${field}`, message: 'is already used' })) } : {}),
-    ...(key.fields.length === 1 ? { extensions: { field: only } } : key.fields.length > 1 ? { extensions: { fields: key.fields } } : {}),
+    ...(key.fields.length > 0
+      ? { errors: key.fields.map((field) => ({ pointer: `/body/${field}`, message: 'is already used' })) }
+      : {}),
+    ...(key.fields.length === 1
+      ? { extensions: { field: only } }
+      : key.fields.length > 1
+        ? { extensions: { fields: key.fields } }
+        : {}),
   });
 }
 

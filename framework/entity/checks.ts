@@ -26,7 +26,8 @@ export function checkRegistry(registry: Registry, earlier: string[]): void {
     moduleNames.add(module.name);
     for (const [role, permissions] of Object.entries(module.defaultRoles ?? {})) {
       for (const p of permissions) {
-        if (!permissionKnown(p)) problems.push(`default role ${role} of module ${module.name} names undeclared permission ${p}`);
+        if (!permissionKnown(p))
+          problems.push(`default role ${role} of module ${module.name} names undeclared permission ${p}`);
       }
     }
   }
@@ -38,22 +39,29 @@ export function checkRegistry(registry: Registry, earlier: string[]): void {
     }
     const commands = def.commands ?? {};
     for (const [field, owners] of Object.entries(entity.commandOwners)) {
-      if (!(field in def.fields)) problems.push(`entity ${entity.names.key}: command-owned field ${field} is not a field`);
-      if (owners.length === 0) problems.push(`entity ${entity.names.key}: command-owned field ${field} names no command`);
+      if (!(field in def.fields))
+        problems.push(`entity ${entity.names.key}: command-owned field ${field} is not a field`);
+      if (owners.length === 0)
+        problems.push(`entity ${entity.names.key}: command-owned field ${field} names no command`);
       for (const command of owners) {
         if (!(command in commands)) {
-          problems.push(`entity ${entity.names.key}: field ${field} is owned by command ${command}, which is not declared`);
+          problems.push(
+            `entity ${entity.names.key}: field ${field} is owned by command ${command}, which is not declared`,
+          );
         }
       }
     }
     problems.push(...shapeProblems(entity, (p) => registry.permissions.get(p)?.operator === true));
     for (const [field, schema] of Object.entries(def.fields)) {
       if (hasDateTimeFormat(schema) && !isDeclaredDateTime(schema)) {
-        problems.push(`entity ${entity.names.key}: date-time field ${field} must be declared with DateTime(), so its rows are typed as the Dates PostgreSQL returns`);
+        problems.push(
+          `entity ${entity.names.key}: date-time field ${field} must be declared with DateTime(), so its rows are typed as the Dates PostgreSQL returns`,
+        );
       }
     }
     for (const event of def.hookPublishes ?? []) {
-      if (!registry.events.has(event)) problems.push(`entity ${entity.names.key}: hookPublishes names undeclared event ${event}`);
+      if (!registry.events.has(event))
+        problems.push(`entity ${entity.names.key}: hookPublishes names undeclared event ${event}`);
     }
     problems.push(...publicReadProblems(entity.names.key, def));
     problems.push(...stateProblems(entity));
@@ -97,7 +105,9 @@ export function checkRegistry(registry: Registry, earlier: string[]): void {
       if (!registry.events.has(event)) problems.push(`route ${where} publishes undeclared event ${event}`);
     }
     if ('multipart' in route && route.multipart && route.transaction !== 'none') {
-      problems.push(`route ${where} is multipart: it must declare transaction 'none', as an upload streams with no transaction open`);
+      problems.push(
+        `route ${where} is multipart: it must declare transaction 'none', as an upload streams with no transaction open`,
+      );
     }
   }
 
@@ -105,7 +115,9 @@ export function checkRegistry(registry: Registry, earlier: string[]): void {
   for (const subscription of registry.subscriptions) {
     // '*' (EVERY_EVENT) subscribes to every event.
     if (subscription.event !== '*' && !registry.events.has(subscription.event)) {
-      problems.push(`subscription ${subscription.name} (module ${subscription.module}) listens to undeclared event ${subscription.event}`);
+      problems.push(
+        `subscription ${subscription.name} (module ${subscription.module}) listens to undeclared event ${subscription.event}`,
+      );
     }
     if (subscriptionNames.has(subscription.name)) problems.push(`subscription ${subscription.name} is declared twice`);
     subscriptionNames.add(subscription.name);
@@ -113,7 +125,9 @@ export function checkRegistry(registry: Registry, earlier: string[]): void {
     if (filter) {
       const owner = registry.entities.find((e) => e.names.table === filter.table);
       if (!owner || owner.module !== subscription.module || owner.scope !== 'tenant') {
-        problems.push(`subscription ${subscription.name} (module ${subscription.module}): onlyTenantsWith names ${filter.table}, which is not a tenant-owned entity table of module ${subscription.module}`);
+        problems.push(
+          `subscription ${subscription.name} (module ${subscription.module}): onlyTenantsWith names ${filter.table}, which is not a tenant-owned entity table of module ${subscription.module}`,
+        );
       }
     }
   }
@@ -127,7 +141,8 @@ export function checkRegistry(registry: Registry, earlier: string[]): void {
     ...registry.jobs.map((j) => ({ kind: 'job', ...j })),
   ]) {
     for (const event of publishes ?? []) {
-      if (!registry.events.has(event)) problems.push(`${kind} ${name} (module ${module}) publishes undeclared event ${event}`);
+      if (!registry.events.has(event))
+        problems.push(`${kind} ${name} (module ${module}) publishes undeclared event ${event}`);
     }
   }
 
@@ -141,7 +156,9 @@ export function checkRegistry(registry: Registry, earlier: string[]): void {
   for (const module of registry.modules) {
     for (const event of module.events ?? []) {
       if (!used.has(event)) {
-        problems.push(`event ${event} of module ${module.name} is neither in any publishes list (route, command, hookPublishes, subscription, job) nor listened to by a subscription`);
+        problems.push(
+          `event ${event} of module ${module.name} is neither in any publishes list (route, command, hookPublishes, subscription, job) nor listened to by a subscription`,
+        );
       }
     }
   }
@@ -161,24 +178,35 @@ const SINGLETON_ROUTES = new Set(['replace', 'update', 'delete']);
 function shapeProblems(entity: ResolvedEntity, isOperator: (permission: string) => boolean): string[] {
   const { def, names } = entity;
   const problems: string[] = [];
-  if (def.scope !== undefined && def.scope !== 'tenant' && def.scope !== 'global') problems.push(`entity ${names.key}: scope ${String(def.scope)} is neither tenant nor global`);
-  if (def.deleteMode !== undefined && def.deleteMode !== 'soft' && def.deleteMode !== 'hard') problems.push(`entity ${names.key}: deleteMode ${String(def.deleteMode)} is neither soft nor hard`);
+  if (def.scope !== undefined && def.scope !== 'tenant' && def.scope !== 'global')
+    problems.push(`entity ${names.key}: scope ${String(def.scope)} is neither tenant nor global`);
+  if (def.deleteMode !== undefined && def.deleteMode !== 'soft' && def.deleteMode !== 'hard')
+    problems.push(`entity ${names.key}: deleteMode ${String(def.deleteMode)} is neither soft nor hard`);
   if (entity.scope === 'global') {
     if (!isOperator(def.permissions.write)) {
-      problems.push(`entity ${names.key} is global: its write permission ${def.permissions.write} is not an operator permission`);
+      problems.push(
+        `entity ${names.key} is global: its write permission ${def.permissions.write} is not an operator permission`,
+      );
     }
     for (const [command, definition] of Object.entries(def.commands ?? {})) {
       const permission = definition.permission ?? def.permissions.write;
-      if (!isOperator(permission)) problems.push(`entity ${names.key} is global: command ${command} uses ${permission}, which is not an operator permission`);
+      if (!isOperator(permission))
+        problems.push(
+          `entity ${names.key} is global: command ${command} uses ${permission}, which is not an operator permission`,
+        );
     }
-    if (entity.singleton) problems.push(`entity ${names.key} is global and a singleton: a singleton is one row per tenant`);
+    if (entity.singleton)
+      problems.push(`entity ${names.key} is global and a singleton: a singleton is one row per tenant`);
   }
-  if (!entity.singleton && def.singletonRoutes !== undefined) problems.push(`entity ${names.key} declares singletonRoutes but is not a singleton`);
+  if (!entity.singleton && def.singletonRoutes !== undefined)
+    problems.push(`entity ${names.key} declares singletonRoutes but is not a singleton`);
   for (const route of def.singletonRoutes ?? []) {
-    if (!SINGLETON_ROUTES.has(route)) problems.push(`entity ${names.key}: singleton route ${String(route)} is not one of replace, update, delete`);
+    if (!SINGLETON_ROUTES.has(route))
+      problems.push(`entity ${names.key}: singleton route ${String(route)} is not one of replace, update, delete`);
   }
   for (const field of entity.computed) {
-    if (field in def.fields || (SYSTEM_FIELDS as readonly string[]).includes(field)) problems.push(`entity ${names.key}: computed field ${field} is already a field`);
+    if (field in def.fields || (SYSTEM_FIELDS as readonly string[]).includes(field))
+      problems.push(`entity ${names.key}: computed field ${field} is already a field`);
   }
   if (def.rowAccess) problems.push(...rowAccessProblems(entity));
   return problems;
@@ -212,7 +240,9 @@ function rowAccessProblems(entity: ResolvedEntity): string[] {
   try {
     filter = entity.def.rowAccess!(noCaller) as Record<string, unknown>;
   } catch (err) {
-    return [`entity ${entity.names.key}: rowAccess fails with no caller (${(err as Error).message}); answer null values instead`];
+    return [
+      `entity ${entity.names.key}: rowAccess fails with no caller (${(err as Error).message}); answer null values instead`,
+    ];
   }
   return Object.keys(filter)
     .filter((field) => !(field in entity.def.fields))
@@ -227,7 +257,9 @@ function publicReadProblems(key: string, def: AnyEntity): string[] {
   const schema = def.fields[spec.by];
   if (!schema) problems.push(`entity ${key}: publicRead looks up by ${spec.by}, which is not a field`);
   else if (Type.IsOptional(schema)) {
-    problems.push(`entity ${key}: publicRead looks up by ${spec.by}, which is optional: a lookup field must be required (and unique)`);
+    problems.push(
+      `entity ${key}: publicRead looks up by ${spec.by}, which is optional: a lookup field must be required (and unique)`,
+    );
   }
   for (const field of Object.keys(spec.where ?? {})) {
     if (!(field in def.fields)) problems.push(`entity ${key}: publicRead where names ${field}, which is not a field`);
@@ -247,17 +279,26 @@ function stateProblems(entity: ResolvedEntity): string[] {
   const problems: string[] = [];
   const where = `entity ${entity.names.key}`;
   const field = def.states?.field;
-  const schema = field === undefined ? undefined : (def.fields[field] as { anyOf?: { const?: unknown }[]; enum?: unknown[] } | undefined);
-  const values = schema?.enum?.map(String) ?? schema?.anyOf?.filter((b) => b.const !== undefined).map((b) => String(b.const));
-  if (def.states && PROBLEMS[def.states.refusal].status !== 409) problems.push(`${where}: states.refusal ${def.states.refusal} is not a 409`);
-  if (field !== undefined && (!values || values.length === 0)) problems.push(`${where}: state field ${field} is not a union of literals`);
+  const schema =
+    field === undefined
+      ? undefined
+      : (def.fields[field] as { anyOf?: { const?: unknown }[]; enum?: unknown[] } | undefined);
+  const values =
+    schema?.enum?.map(String) ?? schema?.anyOf?.filter((b) => b.const !== undefined).map((b) => String(b.const));
+  if (def.states && PROBLEMS[def.states.refusal].status !== 409)
+    problems.push(`${where}: states.refusal ${def.states.refusal} is not a 409`);
+  if (field !== undefined && (!values || values.length === 0))
+    problems.push(`${where}: state field ${field} is not a union of literals`);
   const known = (kind: string, list: readonly string[]) => {
-    for (const state of list) if (values && !values.includes(state)) problems.push(`${where}: ${kind} names ${state}, which ${field} cannot hold`);
+    for (const state of list)
+      if (values && !values.includes(state))
+        problems.push(`${where}: ${kind} names ${state}, which ${field} cannot hold`);
   };
   known('states.initial', def.states?.initial ?? []);
   for (const [name, command] of Object.entries(def.commands ?? {})) {
     if (!command.states) continue;
-    if (!def.states) problems.push(`${where}: command ${name} declares states, but the entity declares no state field (states.field)`);
+    if (!def.states)
+      problems.push(`${where}: command ${name} declares states, but the entity declares no state field (states.field)`);
     known(`command ${name} states`, [...command.states.from, ...(command.states.unchanged ?? [])]);
   }
   return problems;

@@ -25,4 +25,5 @@ export function DateTime(options: Omit<TStringOptions, 'format'> = {}): TDateTim
 export const hasDateTimeFormat = (schema: TSchema): boolean => (schema as { format?: unknown }).format === 'date-time';
 
 /** True for a schema made by DateTime(). */
-export const isDeclaredDateTime = (schema: TSchema): boolean => (schema as unknown as Record<symbol, unknown>)[DATE_TIME] === true;
+export const isDeclaredDateTime = (schema: TSchema): boolean =>
+  (schema as unknown as Record<symbol, unknown>)[DATE_TIME] === true;

@@ -22,7 +22,12 @@ export type SingletonRoute = 'replace' | 'update' | 'delete';
  * through defineCommand, `run` sees the body as its schema's type and its ctx.publish accepts only
  * the events listed in `publishes`.
  */
-export interface CommandDefinition<F extends TProperties, B extends TSchema = TSchema, P extends string = string, S extends boolean = false> {
+export interface CommandDefinition<
+  F extends TProperties,
+  B extends TSchema = TSchema,
+  P extends string = string,
+  S extends boolean = false,
+> {
   summary: string;
   description?: string;
   /** Request body schema; omitted when the command takes none. */
@@ -43,7 +48,13 @@ export interface CommandDefinition<F extends TProperties, B extends TSchema = TS
    * exist yet, `row` is null and the values returned are inserted as the new row (nothing returned:
    * the command answers 404, like GET).
    */
-  run(ctx: TxContext<P>, row: CommandRow<F, S>, body: Static<B>, services: Services, prepared?: unknown): Promise<FieldChanges<F> | void>;
+  run(
+    ctx: TxContext<P>,
+    row: CommandRow<F, S>,
+    body: Static<B>,
+    services: Services,
+    prepared?: unknown,
+  ): Promise<FieldChanges<F> | void>;
   /**
    * Work that must happen before the command's transaction with no transaction open, such as a
    * payment: it opens transactions of its own (ctx.transaction) and may call out between them.
@@ -95,8 +106,13 @@ export interface EntityStates<F extends TProperties> {
  *   const command = defineCommand(articleFields);
  *   commands: { publish: command({ body, publishes: ['x.published'], async run(ctx, row, body) {...} }) }
  */
-export function defineCommand<F extends TProperties, S extends boolean = false>(_fields: F, _options?: { singleton: S }) {
-  return <const B extends TSchema = TSchema, const P extends string = never>(command: CommandDefinition<F, B, P, S>): CommandDefinition<F, NoInfer<B>, NoInfer<P>, S> => command;
+export function defineCommand<F extends TProperties, S extends boolean = false>(
+  _fields: F,
+  _options?: { singleton: S },
+) {
+  return <const B extends TSchema = TSchema, const P extends string = never>(
+    command: CommandDefinition<F, B, P, S>,
+  ): CommandDefinition<F, NoInfer<B>, NoInfer<P>, S> => command;
 }
 
 export type WriteOperation = 'create' | 'update' | 'delete' | 'command';
@@ -118,7 +134,10 @@ export type ReadShape<F extends TProperties, C extends TProperties = NoFields> =
  */
 export interface EntityHooks<F extends TProperties, CN extends string = string, C extends TProperties = NoFields> {
   /** Before an insert or update from a request body is written: may adjust the values (command-owned fields included). */
-  beforeWrite?(ctx: TxContext, input: { op: 'create' | 'update'; values: Partial<FieldValues<F>>; previous?: EntityRow<F> }): Promise<Partial<FieldValues<F>> | void>;
+  beforeWrite?(
+    ctx: TxContext,
+    input: { op: 'create' | 'update'; values: Partial<FieldValues<F>>; previous?: EntityRow<F> },
+  ): Promise<Partial<FieldValues<F>> | void>;
   /** Before a DELETE, with the row read and locked: throws a problem to refuse it (nothing is deleted or published). */
   beforeDelete?(ctx: TxContext, input: { row: EntityRow<F> }): Promise<void>;
   /**
@@ -289,8 +308,12 @@ export function defineEntity<
 export type AnyEntity = EntityDefinition<TProperties, string, boolean, TProperties>;
 
 /** Erases an entity's field types so it can sit in a module's list. */
-export function entity<F extends TProperties, CN extends string, S extends boolean, C extends TProperties, PS extends TSchema>(
-  definition: EntityDefinition<F, CN, S, C, PS>,
-): AnyEntity {
+export function entity<
+  F extends TProperties,
+  CN extends string,
+  S extends boolean,
+  C extends TProperties,
+  PS extends TSchema,
+>(definition: EntityDefinition<F, CN, S, C, PS>): AnyEntity {
   return definition as unknown as AnyEntity;
 }

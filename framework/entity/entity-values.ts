@@ -25,17 +25,29 @@ export type EntityRow<F extends TProperties> = {
 };
 
 /** The row a command runs on: locked; for a singleton, null until the tenant's row exists. */
-export type CommandRow<F extends TProperties, S extends boolean = false> = S extends true ? EntityRow<F> | null : EntityRow<F>;
+export type CommandRow<F extends TProperties, S extends boolean = false> = S extends true
+  ? EntityRow<F> | null
+  : EntityRow<F>;
 
 /** Changes a command returns: a date-time may be given as a Date or an ISO string, an optional field cleared with null. */
 export type FieldChanges<F extends TProperties> = {
-  [K in keyof F]?: (F[K] extends { format: 'date-time' } ? Date | string : Static<F[K]>) | (F[K] extends TOptional<TSchema> ? null : never);
+  [K in keyof F]?:
+    | (F[K] extends { format: 'date-time' } ? Date | string : Static<F[K]>)
+    | (F[K] extends TOptional<TSchema> ? null : never);
 };
 
 /** What a handler may return for a response schema: a date-time property may be a Date (serialised as an ISO string). */
 export type Answer<S extends TSchema> =
   S extends TObject<infer P>
-    ? Static<TObject<{ [K in keyof P]: P[K] extends { format: 'date-time' } ? (P[K] extends TOptional<TSchema> ? TOptional<TUnsafe<string | Date>> : TUnsafe<string | Date>) : P[K] }>>
+    ? Static<
+        TObject<{
+          [K in keyof P]: P[K] extends { format: 'date-time' }
+            ? P[K] extends TOptional<TSchema>
+              ? TOptional<TUnsafe<string | Date>>
+              : TUnsafe<string | Date>
+            : P[K];
+        }>
+      >
     : Static<S>;
 
 /** A row-access filter: field → the value a visible row holds (equality; a null value matches no row). */

@@ -18,7 +18,17 @@ export interface FieldText {
 }
 
 /** The rules a field's value can break, as the admin phrases them (framework/admin/field-messages.ts). */
-export type FieldRule = 'required' | 'length' | 'pattern' | 'format' | 'choice' | 'range' | 'number' | 'items' | 'json' | 'reference';
+export type FieldRule =
+  | 'required'
+  | 'length'
+  | 'pattern'
+  | 'format'
+  | 'choice'
+  | 'range'
+  | 'number'
+  | 'items'
+  | 'json'
+  | 'reference';
 
 export type FieldMessages = Partial<Readonly<Record<FieldRule, string>>>;
 

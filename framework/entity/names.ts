@@ -2,7 +2,11 @@
 
 export const API_PREFIX = '/api/v1';
 
-export const snakeCase = (s: string): string => s.replace(/([a-z0-9])([A-Z])/g, '$1_$2').replace(/-/g, '_').toLowerCase();
+export const snakeCase = (s: string): string =>
+  s
+    .replace(/([a-z0-9])([A-Z])/g, '$1_$2')
+    .replace(/-/g, '_')
+    .toLowerCase();
 
 export const camelCase = (s: string): string => s.replace(/_([a-z0-9])/g, (_, c: string) => c.toUpperCase());
 
@@ -30,14 +34,21 @@ export interface SchemaNames {
 
 export function schemaNames(entityName: string): SchemaNames {
   const base = pascalCase(entityName);
-  return { read: base, create: `${base}Create`, update: `${base}Update`, page: pageSchemaName(base), command: (command) => `${base}${pascalCase(command)}` };
+  return {
+    read: base,
+    create: `${base}Create`,
+    update: `${base}Update`,
+    page: pageSchemaName(base),
+    command: (command) => `${base}${pascalCase(command)}`,
+  };
 }
 
 /** A list's answer, named after its item's schema. */
 export const pageSchemaName = (itemName: string): string => `${itemName}Page`;
 
 /** A hand-written route's JSON body or answer that was not given a name: named after its operation id. */
-export const operationSchemaName = (operationId: string, part: 'Request' | 'Response'): string => `${pascalCase(operationId)}${part}`;
+export const operationSchemaName = (operationId: string, part: 'Request' | 'Response'): string =>
+  `${pascalCase(operationId)}${part}`;
 
 export interface EntityNames {
   key: string;

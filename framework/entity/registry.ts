@@ -1,4 +1,12 @@
-import { moduleJobs, type AnyRoute, type ModuleDefinition, type PermissionDeclaration, type SubscriptionDefinition, type JobDefinition, type QueueDefinition } from './define.ts';
+import {
+  moduleJobs,
+  type AnyRoute,
+  type ModuleDefinition,
+  type PermissionDeclaration,
+  type SubscriptionDefinition,
+  type JobDefinition,
+  type QueueDefinition,
+} from './define.ts';
 import { resolveEntity, type ResolvedEntity } from './resolve.ts';
 import { entityRoutes } from '../http/entity-routes.ts';
 import { EntityOperations } from '../operations/entity-ops.ts';
@@ -48,7 +56,9 @@ export class Registry {
       for (const event of module.events ?? []) events.add(event);
       for (const definition of module.entities ?? []) {
         if (definition.module !== module.name) {
-          duplicates.push(`entity ${definition.name} declares module ${definition.module} but sits in module ${module.name}`);
+          duplicates.push(
+            `entity ${definition.name} declares module ${definition.module} but sits in module ${module.name}`,
+          );
         }
         const resolved = resolveEntity(definition);
         entities.push(resolved);
@@ -66,7 +76,10 @@ export class Registry {
     this.routes = routes;
     this.subscriptions = modules.flatMap((m) => (m.subscriptions ?? []).map((s) => ({ ...s, module: m.name })));
     // The framework's own jobs first (its tables are every tenant's), then the modules'.
-    this.jobs = [...FRAMEWORK_JOBS.map((j) => ({ ...j, module: 'framework' })), ...modules.flatMap((m) => moduleJobs(m, config).map((j) => ({ ...j, module: m.name })))];
+    this.jobs = [
+      ...FRAMEWORK_JOBS.map((j) => ({ ...j, module: 'framework' })),
+      ...modules.flatMap((m) => moduleJobs(m, config).map((j) => ({ ...j, module: m.name }))),
+    ];
     this.queues = modules.flatMap((m) => (m.queues ?? []).map((q) => ({ ...q, module: m.name })));
     this.operations = operations;
     checkRegistry(this, duplicates);

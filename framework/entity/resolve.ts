@@ -63,7 +63,10 @@ export function resolveEntity(def: AnyEntity): ResolvedEntity {
   const fields = Object.keys(def.fields);
   const columns = Object.fromEntries(fields.map((f) => [f, snakeCase(f)]));
   const commandOwners: Record<string, readonly string[]> = Object.fromEntries(
-    Object.entries(def.commandOwned ?? {}).map(([field, owner]) => [field, typeof owner === 'string' ? [owner] : [...(owner as readonly string[])]]),
+    Object.entries(def.commandOwned ?? {}).map(([field, owner]) => [
+      field,
+      typeof owner === 'string' ? [owner] : [...(owner as readonly string[])],
+    ]),
   );
   const commandOwned = Object.fromEntries(
     Object.entries(commandOwners).flatMap(([field, owners]) => (owners[0] ? [[field, owners[0]]] : [])),
@@ -75,22 +78,28 @@ export function resolveEntity(def: AnyEntity): ResolvedEntity {
   const patchable = writable.filter((f) => !immutable.includes(f));
   const sortable = ['createdAt', 'updatedAt', ...(def.sortable ?? [])];
 
-  const nullable = (schema: TSchema): TSchema => (Type.IsOptional(schema) ? Type.Union([stripOptional(schema), Type.Null()]) : schema);
+  const nullable = (schema: TSchema): TSchema =>
+    Type.IsOptional(schema) ? Type.Union([stripOptional(schema), Type.Null()]) : schema;
   const rowProperties: TProperties = { id: Type.String({ format: 'uuid' }) };
   for (const [field, schema] of Object.entries(def.fields)) rowProperties[field] = nullable(schema);
   rowProperties.createdAt = Type.String({ format: 'date-time' });
   rowProperties.updatedAt = Type.String({ format: 'date-time' });
   for (const [field, schema] of Object.entries(def.computed ?? {})) rowProperties[field] = nullable(schema);
-  const row = named(Type.Object(rowProperties, { additionalProperties: false, title: names.label }), names.schemas.read);
-  const changes = Type.Object(
-    Object.fromEntries(fields.map((f) => [f, Type.Optional(nullable(def.fields[f]!))])),
-    { additionalProperties: false },
+  const row = named(
+    Type.Object(rowProperties, { additionalProperties: false, title: names.label }),
+    names.schemas.read,
   );
+  const changes = Type.Object(Object.fromEntries(fields.map((f) => [f, Type.Optional(nullable(def.fields[f]!))])), {
+    additionalProperties: false,
+  });
 
   const pick = (keys: string[], partial: boolean): TProperties =>
     Object.fromEntries(keys.map((k) => [k, partial ? Type.Optional(stripOptional(def.fields[k]!)) : def.fields[k]!]));
   const create = named(Type.Object(pick(writable, false), { additionalProperties: false }), names.schemas.create);
-  const patch = named(Type.Object(pick(patchable, true), { additionalProperties: false, minProperties: 1 }), names.schemas.update);
+  const patch = named(
+    Type.Object(pick(patchable, true), { additionalProperties: false, minProperties: 1 }),
+    names.schemas.update,
+  );
 
   // Every parameter is optional with its default filled in before the handler runs.
   const title = def.admin?.title;

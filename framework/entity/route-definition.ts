@@ -126,7 +126,13 @@ export interface NoTxRouteDefinition<S extends RouteSchemas = RouteSchemas, P ex
    * effect, or replays the answer of a request with the same key that committed meanwhile
    * (framework/http/idempotency.ts); otherwise it is transaction(fn).
    */
-  handler(ctx: RouteContext<S> & { session: SessionInfo | null; transaction: RequestTransaction<P>; effectTransaction: RequestTransaction<P> }): Promise<unknown>;
+  handler(
+    ctx: RouteContext<S> & {
+      session: SessionInfo | null;
+      transaction: RequestTransaction<P>;
+      effectTransaction: RequestTransaction<P>;
+    },
+  ): Promise<unknown>;
   /**
    * Only for a `public` GET route: the answer it can give from memory as soon as the request
    * arrives, before its parameters are validated and the handler runs, or undefined. It only ever
@@ -168,8 +174,12 @@ export interface CommandPrepareContext<P extends string = string> {
 
 export type AnyRoute = RouteDefinition<RouteSchemas> | NoTxRouteDefinition<RouteSchemas>;
 
-export function defineRoute<const S extends RouteSchemas, const P extends string = never>(route: RouteDefinition<S, P>): AnyRoute;
-export function defineRoute<const S extends RouteSchemas, const P extends string = never>(route: NoTxRouteDefinition<S, P>): AnyRoute;
+export function defineRoute<const S extends RouteSchemas, const P extends string = never>(
+  route: RouteDefinition<S, P>,
+): AnyRoute;
+export function defineRoute<const S extends RouteSchemas, const P extends string = never>(
+  route: NoTxRouteDefinition<S, P>,
+): AnyRoute;
 export function defineRoute(route: AnyRoute): AnyRoute {
   return route;
 }

@@ -3,7 +3,9 @@ import type { Static, TProperties, TSchema } from 'typebox';
 type FieldName<F extends TProperties> = keyof F & string;
 
 /** A unique field: unique by its value, or (lowerCase) compared case-insensitively, as addresses are. */
-export type UniqueField<F extends TProperties> = FieldName<F> | { readonly field: FieldName<F>; readonly lowerCase: true };
+export type UniqueField<F extends TProperties> =
+  | FieldName<F>
+  | { readonly field: FieldName<F>; readonly lowerCase: true };
 
 /**
  * What an entity's table holds besides what its fields and options already say: the facts the
@@ -39,7 +41,10 @@ export type TWithDefault<S extends TSchema> = S & { default: Static<S> };
  */
 export function WithDefault<S extends TSchema>(schema: S, value: Static<S>): TWithDefault<S> {
   // A copy with every own property (TypeBox's markers, DateTime's mark) and the default added.
-  const copy = Object.create(Object.getPrototypeOf(schema), Object.getOwnPropertyDescriptors(schema)) as Record<string, unknown>;
+  const copy = Object.create(Object.getPrototypeOf(schema), Object.getOwnPropertyDescriptors(schema)) as Record<
+    string,
+    unknown
+  >;
   copy.default = value;
   return copy as unknown as TWithDefault<S>;
 }

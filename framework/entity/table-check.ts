@@ -78,7 +78,12 @@ export async function loadTables(pool: pg.Pool, names: readonly string[]): Promi
       };
       tables.set(row.table_name, table);
     }
-    table.columns.set(row.column_name, { type: row.type, notNull: row.not_null, hasDefault: row.has_default, defaultExpr: row.default_expr });
+    table.columns.set(row.column_name, {
+      type: row.type,
+      notNull: row.not_null,
+      hasDefault: row.has_default,
+      defaultExpr: row.default_expr,
+    });
   }
   return tables;
 }
@@ -186,10 +191,15 @@ export function entityTableProblems(entity: ResolvedEntity, table: TableInfo | u
   const column = (name: string) => table.columns.get(name);
   const expectSystem = (name: string, type: string, opts: { notNull: boolean; needsDefault: boolean }) => {
     const found = column(name);
-    if (!found) return problems.push(`${where}: table ${table.name} has no column ${name} (${type}), which every such table needs`);
+    if (!found)
+      return problems.push(
+        `${where}: table ${table.name} has no column ${name} (${type}), which every such table needs`,
+      );
     if (found.type !== type) problems.push(`${where}: column ${table.name}.${name} is ${found.type}, expected ${type}`);
-    if (opts.notNull && !found.notNull) problems.push(`${where}: column ${table.name}.${name} allows null, expected not null`);
-    if (opts.needsDefault && !found.hasDefault) problems.push(`${where}: column ${table.name}.${name} has no default; the framework never sets it on insert`);
+    if (opts.notNull && !found.notNull)
+      problems.push(`${where}: column ${table.name}.${name} allows null, expected not null`);
+    if (opts.needsDefault && !found.hasDefault)
+      problems.push(`${where}: column ${table.name}.${name} has no default; the framework never sets it on insert`);
     return undefined;
   };
 
@@ -204,25 +214,39 @@ export function entityTableProblems(entity: ResolvedEntity, table: TableInfo | u
   }
   if (shape.softDelete) {
     expectSystem('deleted_at', 'timestamptz', { notNull: false, needsDefault: false });
-    if (column('deleted_at')?.notNull) problems.push(`${where}: column ${table.name}.deleted_at is not null; a live row has none`);
+    if (column('deleted_at')?.notNull)
+      problems.push(`${where}: column ${table.name}.deleted_at is not null; a live row has none`);
   }
 
   if (shape.tenantScoped) {
     const tenantId = column('tenant_id');
     if (!tenantId) {
-      problems.push(`${where}: table ${table.name} has no tenant_id column; a tenant-scoped entity needs tenant_id uuid not null default app_tenant_id()`);
+      problems.push(
+        `${where}: table ${table.name} has no tenant_id column; a tenant-scoped entity needs tenant_id uuid not null default app_tenant_id()`,
+      );
     } else {
-      if (tenantId.type !== 'uuid' || !tenantId.notNull) problems.push(`${where}: column ${table.name}.tenant_id is ${tenantId.type}${tenantId.notNull ? '' : ' allowing null'}, expected uuid not null`);
+      if (tenantId.type !== 'uuid' || !tenantId.notNull)
+        problems.push(
+          `${where}: column ${table.name}.tenant_id is ${tenantId.type}${tenantId.notNull ? '' : ' allowing null'}, expected uuid not null`,
+        );
       if (tenantId.defaultExpr !== 'app_tenant_id()') {
-        problems.push(`${where}: column ${table.name}.tenant_id defaults to ${tenantId.defaultExpr ?? 'nothing'}, expected app_tenant_id()`);
+        problems.push(
+          `${where}: column ${table.name}.tenant_id defaults to ${tenantId.defaultExpr ?? 'nothing'}, expected app_tenant_id()`,
+        );
       }
     }
     if (!table.rowSecurity || !table.forcedRowSecurity || table.policies === 0) {
-      problems.push(`${where}: table ${table.name} is not isolated by tenant (row-level security enabled, forced, with a policy); call make_tenant_table('${table.name}') in its migration`);
+      problems.push(
+        `${where}: table ${table.name} is not isolated by tenant (row-level security enabled, forced, with a policy); call make_tenant_table('${table.name}') in its migration`,
+      );
     }
   } else {
-    if (column('tenant_id')) problems.push(`${where}: the entity is global but table ${table.name} has a tenant_id column`);
-    if (table.rowSecurity) problems.push(`${where}: the entity is global but table ${table.name} has row-level security, which would hide rows from other tenants`);
+    if (column('tenant_id'))
+      problems.push(`${where}: the entity is global but table ${table.name} has a tenant_id column`);
+    if (table.rowSecurity)
+      problems.push(
+        `${where}: the entity is global but table ${table.name} has row-level security, which would hide rows from other tenants`,
+      );
   }
 
   for (const field of entity.fields) {
@@ -235,7 +259,9 @@ export function entityTableProblems(entity: ResolvedEntity, table: TableInfo | u
     }
     const accepted = acceptedColumn(schema);
     if (accepted.types && !accepted.types.has(found.type)) {
-      problems.push(`${where}: field ${field} is ${describe(schema)}, but column ${table.name}.${name} is ${found.type} (expected ${list(accepted.types)})`);
+      problems.push(
+        `${where}: field ${field} is ${describe(schema)}, but column ${table.name}.${name} is ${found.type} (expected ${list(accepted.types)})`,
+      );
     }
     const optional = Type.IsOptional(schema);
     if (!optional && !accepted.nullable && !found.notNull) {
@@ -243,7 +269,9 @@ export function entityTableProblems(entity: ResolvedEntity, table: TableInfo | u
     }
     // An optional field left out of a create takes the column's default; without one, null.
     if (optional && found.notNull && !found.hasDefault) {
-      problems.push(`${where}: field ${field} is optional, but column ${table.name}.${name} is not null and has no default, so a create leaving it out fails`);
+      problems.push(
+        `${where}: field ${field} is optional, but column ${table.name}.${name} is not null and has no default, so a create leaving it out fails`,
+      );
     }
   }
   return problems;
@@ -262,18 +290,27 @@ function describe(schema: TSchema): string {
  * What disagrees between the framework's declared use of a module's table and the table.
  * providedBy is the module that declares the table in its `identityTables`, if any does.
  */
-export function frameworkTableProblems(use: FrameworkTableUse, table: TableInfo | undefined, providedBy: string | undefined): string[] {
-  const creator = providedBy ? `created by module ${providedBy}` : 'which no installed module declares in its identityTables';
+export function frameworkTableProblems(
+  use: FrameworkTableUse,
+  table: TableInfo | undefined,
+  providedBy: string | undefined,
+): string[] {
+  const creator = providedBy
+    ? `created by module ${providedBy}`
+    : 'which no installed module declares in its identityTables';
   const where = `the framework uses table ${use.table} (${creator}: ${use.usedFor})`;
   if (!table) return [`${where}, but it does not exist`];
   const problems: string[] = [];
   for (const [name, type] of Object.entries(use.columns)) {
     const found = table.columns.get(name);
     if (!found) problems.push(`${where}, but column ${use.table}.${name} (${type}) is missing`);
-    else if (found.type !== type) problems.push(`${where}, but column ${use.table}.${name} is ${found.type}, expected ${type}`);
+    else if (found.type !== type)
+      problems.push(`${where}, but column ${use.table}.${name} is ${found.type}, expected ${type}`);
   }
   if (!table.rowSecurity || !table.forcedRowSecurity || table.policies === 0) {
-    problems.push(`${where}, but it is not isolated by tenant: call make_tenant_table('${use.table}') in its migration`);
+    problems.push(
+      `${where}, but it is not isolated by tenant: call make_tenant_table('${use.table}') in its migration`,
+    );
   }
   return problems;
 }
@@ -283,13 +320,22 @@ export function frameworkTableProblems(use: FrameworkTableUse, table: TableInfo 
  * tables the framework reads on every request against their declaration. Runs once, after the
  * migrations, in every role; refuses to start on any mismatch, naming each.
  */
-export async function checkTables(pool: pg.Pool, registry: Registry): Promise<{ entities: string[]; tables: string[] }> {
-  const tables = await loadTables(pool, [...registry.entities.map((e) => e.names.table), ...FRAMEWORK_TABLE_USES.map((u) => u.table)]);
+export async function checkTables(
+  pool: pg.Pool,
+  registry: Registry,
+): Promise<{ entities: string[]; tables: string[] }> {
+  const tables = await loadTables(pool, [
+    ...registry.entities.map((e) => e.names.table),
+    ...FRAMEWORK_TABLE_USES.map((u) => u.table),
+  ]);
   const providers = identityTableProviders(registry.modules);
   const problems = [
-    ...FRAMEWORK_TABLE_USES.flatMap((use) => frameworkTableProblems(use, tables.get(use.table), providers.get(use.table))),
+    ...FRAMEWORK_TABLE_USES.flatMap((use) =>
+      frameworkTableProblems(use, tables.get(use.table), providers.get(use.table)),
+    ),
     ...registry.entities.flatMap((entity) => entityTableProblems(entity, tables.get(entity.names.table))),
   ];
-  if (problems.length > 0) throw new BootCheckError(`startup checks failed: definitions and tables disagree:\n- ${problems.join('\n- ')}`);
+  if (problems.length > 0)
+    throw new BootCheckError(`startup checks failed: definitions and tables disagree:\n- ${problems.join('\n- ')}`);
   return { entities: registry.entities.map((e) => e.names.key), tables: [...tables.keys()].sort() };
 }

@@ -29,18 +29,36 @@ on conflict do nothing`;
  * relayed: no queue, job or transaction of its own per event.
  */
 export function auditStatements(events: readonly DeliveredEvent[]): pg.QueryConfig[] {
-  return perTenant(events, (e) => e.tenantId, (batch) => {
-    const rows = batch.map((e) => ({ event_id: e.id, name: e.name, actor_id: e.actorId, occurred_at: e.occurredAt, payload: e.payload }));
-    return preparedQuery(RECORD, [JSON.stringify(rows)]);
-  });
+  return perTenant(
+    events,
+    (e) => e.tenantId,
+    (batch) => {
+      const rows = batch.map((e) => ({
+        event_id: e.id,
+        name: e.name,
+        actor_id: e.actorId,
+        occurred_at: e.occurredAt,
+        payload: e.payload,
+      }));
+      return preparedQuery(RECORD, [JSON.stringify(rows)]);
+    },
+  );
 }
 
 /** The same statements for outbox rows the caller's transaction has claimed (the relay's). */
 export function auditFromOutboxStatements(rows: readonly { id: string; tenant_id: string }[]): pg.QueryConfig[] {
-  return perTenant(rows, (r) => r.tenant_id, (batch) => preparedQuery(RECORD_FROM_OUTBOX, [batch.map((r) => r.id)]));
+  return perTenant(
+    rows,
+    (r) => r.tenant_id,
+    (batch) => preparedQuery(RECORD_FROM_OUTBOX, [batch.map((r) => r.id)]),
+  );
 }
 
-function perTenant<T>(items: readonly T[], tenantOf: (item: T) => string, record: (batch: T[]) => pg.QueryConfig): pg.QueryConfig[] {
+function perTenant<T>(
+  items: readonly T[],
+  tenantOf: (item: T) => string,
+  record: (batch: T[]) => pg.QueryConfig,
+): pg.QueryConfig[] {
   const byTenant = new Map<string, T[]>();
   for (const item of items) {
     const batch = byTenant.get(tenantOf(item));

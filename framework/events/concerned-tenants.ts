@@ -36,19 +36,28 @@ export async function checkCrossTenantReads(pool: pg.Pool, filters: Iterable<Ten
   if (tables.length === 0) return;
   const { rows } = await pool.query<{ name: string }>(CROSS_TENANT_READABLE, [tables]);
   if (rows.length > 0) {
-    throw new Error(`onlyTenantsWith: tenantry_cross_tenant cannot read ${rows.map((r) => r.name).join(', ')}; the module's migration must call allow_cross_tenant_read on it`);
+    throw new Error(
+      `onlyTenantsWith: tenantry_cross_tenant cannot read ${rows.map((r) => r.name).join(', ')}; the module's migration must call allow_cross_tenant_read on it`,
+    );
   }
 }
 
 /** The filters of the registry's subscriptions that declare onlyTenantsWith, by queue. */
-export function tenantFilters(registry: Registry, queueOf: (subscription: string) => string): Map<string, TenantFilter> {
+export function tenantFilters(
+  registry: Registry,
+  queueOf: (subscription: string) => string,
+): Map<string, TenantFilter> {
   const filters = new Map<string, TenantFilter>();
   for (const sub of registry.subscriptions) {
     if (!sub.onlyTenantsWith) continue;
     // The boot check (checks.ts) has made sure it is a tenant entity table of the subscription's module.
     const entity = registry.entities.find((e) => e.names.table === sub.onlyTenantsWith?.table);
     if (!entity) throw new Error(`subscription ${sub.name}: no entity table ${sub.onlyTenantsWith.table}`);
-    filters.set(queueOf(sub.name), { queue: queueOf(sub.name), table: entity.names.table, softDelete: entity.deleteMode === 'soft' });
+    filters.set(queueOf(sub.name), {
+      queue: queueOf(sub.name),
+      table: entity.names.table,
+      softDelete: entity.deleteMode === 'soft',
+    });
   }
   return filters;
 }
@@ -57,7 +66,10 @@ export function tenantFilters(registry: Registry, queueOf: (subscription: string
  * One statement for a whole batch: which of its tenants each filter concerns, as (filter index,
  * tenant) rows. Each existence check walks the table's index leading with tenant_id.
  */
-export function concernedTenantsStatement(filters: readonly TenantFilter[], tenantIds: readonly string[]): pg.QueryConfig {
+export function concernedTenantsStatement(
+  filters: readonly TenantFilter[],
+  tenantIds: readonly string[],
+): pg.QueryConfig {
   const parts = filters.map((f, i) => {
     const live = f.softDelete ? ' and r.deleted_at is null' : '';
     return `select ${i} as filter, t.tenant_id::text as tenant_id from unnest($1::uuid[]) as t(tenant_id)
@@ -71,7 +83,11 @@ export function concernedTenantsStatement(filters: readonly TenantFilter[], tena
  * and answers queue → the concerned tenants among tenantIds. The role switch, the statement and
  * the switch back go out together.
  */
-export async function concernedTenants(client: pg.PoolClient, filters: readonly TenantFilter[], tenantIds: readonly string[]): Promise<Map<string, Set<string>>> {
+export async function concernedTenants(
+  client: pg.PoolClient,
+  filters: readonly TenantFilter[],
+  tenantIds: readonly string[],
+): Promise<Map<string, Set<string>>> {
   const [, { rows }] = await Promise.all([
     client.query(AS_CROSS_TENANT),
     client.query<{ filter: number; tenant_id: string }>(concernedTenantsStatement(filters, tenantIds)),

@@ -31,8 +31,17 @@ export interface DeadLetterSummary {
 }
 
 export async function deadLetterSummary(db: Db): Promise<DeadLetterSummary> {
-  const counted = await db.kysely.selectFrom('dead_letters').select((eb) => eb.fn.countAll<number>().as('count')).executeTakeFirst();
-  const last = await db.kysely.selectFrom('dead_letters').select(['error', 'failed_at']).orderBy('failed_at', 'desc').orderBy('id', 'desc').limit(1).executeTakeFirst();
+  const counted = await db.kysely
+    .selectFrom('dead_letters')
+    .select((eb) => eb.fn.countAll<number>().as('count'))
+    .executeTakeFirst();
+  const last = await db.kysely
+    .selectFrom('dead_letters')
+    .select(['error', 'failed_at'])
+    .orderBy('failed_at', 'desc')
+    .orderBy('id', 'desc')
+    .limit(1)
+    .executeTakeFirst();
   return { count: Number(counted?.count ?? 0), lastError: last?.error ?? null, lastFailedAt: last?.failed_at ?? null };
 }
 
@@ -43,7 +52,15 @@ export async function listDeadLetters(db: Db): Promise<DeadLetter[]> {
     .orderBy('failed_at')
     .orderBy('id')
     .execute();
-  return rows.map((r) => ({ id: String(r.id), queue: r.queue, eventId: r.event_id, tenantId: r.tenant_id, name: r.name, error: r.error, failedAt: r.failed_at }));
+  return rows.map((r) => ({
+    id: String(r.id),
+    queue: r.queue,
+    eventId: r.event_id,
+    tenantId: r.tenant_id,
+    name: r.name,
+    error: r.error,
+    failedAt: r.failed_at,
+  }));
 }
 
 /** retried: the failed job is queued again; missing: no such letter; gone: its failed job is no longer kept. */
@@ -55,30 +72,40 @@ export type RetryOutcome = 'retried' | 'missing' | 'gone';
  */
 export async function retryDeadLetter(db: Db, boss: PgBoss, id: string): Promise<RetryOutcome> {
   if (!/^\d{1,18}$/.test(id)) return 'missing';
-  return await db.kysely.transaction().execute(async (trx) => {
-    const letter = await trx.deleteFrom('dead_letters').where('id', '=', id).returning(['queue', 'event_id', 'tenant_id', 'name', 'payload']).executeTakeFirst();
-    if (!letter) return 'missing';
-    const connection = {
-      executeSql: async (text: string, values: unknown[] = []) => ({ rows: (await trx.executeQuery(CompiledQuery.raw(text, values))).rows as unknown[] }),
-    };
-    const jobs = await boss.findJobs(letter.queue, { data: jobDataOf(letter), db: connection });
-    const failed = jobs.filter((job) => job.state === 'failed').map((job) => job.id);
-    if (failed.length === 0) {
-      // Nothing to retry: the letter stays, for the operator to see (and act on by hand).
-      throw new GoneJob();
-    }
-    await boss.retry(letter.queue, failed, { db: connection });
-    return 'retried' as const;
-  }).catch((err: unknown) => {
-    if (err instanceof GoneJob) return 'gone' as const;
-    throw err;
-  });
+  return await db.kysely
+    .transaction()
+    .execute(async (trx) => {
+      const letter = await trx
+        .deleteFrom('dead_letters')
+        .where('id', '=', id)
+        .returning(['queue', 'event_id', 'tenant_id', 'name', 'payload'])
+        .executeTakeFirst();
+      if (!letter) return 'missing';
+      const connection = {
+        executeSql: async (text: string, values: unknown[] = []) => ({
+          rows: (await trx.executeQuery(CompiledQuery.raw(text, values))).rows as unknown[],
+        }),
+      };
+      const jobs = await boss.findJobs(letter.queue, { data: jobDataOf(letter), db: connection });
+      const failed = jobs.filter((job) => job.state === 'failed').map((job) => job.id);
+      if (failed.length === 0) {
+        // Nothing to retry: the letter stays, for the operator to see (and act on by hand).
+        throw new GoneJob();
+      }
+      await boss.retry(letter.queue, failed, { db: connection });
+      return 'retried' as const;
+    })
+    .catch((err: unknown) => {
+      if (err instanceof GoneJob) return 'gone' as const;
+      throw err;
+    });
 }
 
 /** Re-drives every letter, oldest first; returns each letter's outcome. */
 export async function retryAllDeadLetters(db: Db, boss: PgBoss): Promise<{ id: string; outcome: RetryOutcome }[]> {
   const outcomes: { id: string; outcome: RetryOutcome }[] = [];
-  for (const letter of await listDeadLetters(db)) outcomes.push({ id: letter.id, outcome: await retryDeadLetter(db, boss, letter.id) });
+  for (const letter of await listDeadLetters(db))
+    outcomes.push({ id: letter.id, outcome: await retryDeadLetter(db, boss, letter.id) });
   return outcomes;
 }
 
@@ -90,7 +117,12 @@ class GoneJob extends Error {
  * What the failed job's data contains, from what the letter recorded: an event delivery carries
  * the event's id; a job run its job, tenant and slot (worker.ts, recordDeadLetter).
  */
-function jobDataOf(letter: { event_id: string | null; tenant_id: string | null; name: string | null; payload: unknown }): Record<string, unknown> {
+function jobDataOf(letter: {
+  event_id: string | null;
+  tenant_id: string | null;
+  name: string | null;
+  payload: unknown;
+}): Record<string, unknown> {
   if (letter.event_id) return { id: letter.event_id };
   const slot = (letter.payload as { slot?: unknown } | null)?.slot;
   return {

@@ -62,7 +62,10 @@ export class JobRunner {
 
   find(name: string): JobDefinition {
     const job = this.services.registry.jobs.find((j) => j.name === name);
-    if (!job) throw new UnknownJobError(`no job ${name}; declared: ${this.services.registry.jobs.map((j) => j.name).join(', ') || 'none'}`);
+    if (!job)
+      throw new UnknownJobError(
+        `no job ${name}; declared: ${this.services.registry.jobs.map((j) => j.name).join(', ') || 'none'}`,
+      );
     return job;
   }
 
@@ -75,17 +78,26 @@ export class JobRunner {
       now: services.clock.now(),
       slot,
       transaction: (fn) => {
-        if (!tenant) return Promise.reject(new Error(`job ${job.name} is not per tenant: open a transaction with services.transactions.run(tenant, fn)`));
+        if (!tenant)
+          return Promise.reject(
+            new Error(
+              `job ${job.name} is not per tenant: open a transaction with services.transactions.run(tenant, fn)`,
+            ),
+          );
         return services.transactions.run(tenant, fn);
       },
     };
     const started = performance.now();
-    const observe = (ok: boolean) => services.metrics?.observeJob(job.name, ok, (performance.now() - started) / 1000, new Date());
+    const observe = (ok: boolean) =>
+      services.metrics?.observeJob(job.name, ok, (performance.now() - started) / 1000, new Date());
     try {
       const attributes = { 'tenantry.job': job.name, 'tenantry.job.slot': slot, 'tenantry.job.attempt': attempt };
       const summary = await withSpan(`job ${job.name}`, { attributes }, () => job.run(ctx));
       observe(true);
-      services.log.info({ job: job.name, tenant: tenant?.slug ?? null, slot, summary: summary ?? null }, 'job run done');
+      services.log.info(
+        { job: job.name, tenant: tenant?.slug ?? null, slot, summary: summary ?? null },
+        'job run done',
+      );
       return summary;
     } catch (err) {
       observe(false);

@@ -98,7 +98,12 @@ export class OutboxRelay {
   private readonly metrics: Metrics | undefined;
 
   /** intervalMs: the polling backstop behind the commit wake-up (the spec's one second). */
-  constructor(db: Db, boss: PgBoss, registry: Registry, options: { intervalMs?: number | undefined; metrics?: Metrics | undefined } = {}) {
+  constructor(
+    db: Db,
+    boss: PgBoss,
+    registry: Registry,
+    options: { intervalMs?: number | undefined; metrics?: Metrics | undefined } = {},
+  ) {
     this.intervalMs = options.intervalMs ?? RELAY_INTERVAL_MS;
     this.metrics = options.metrics;
     this.db = db;
@@ -111,9 +116,12 @@ export class OutboxRelay {
       this.queuesByEvent.set(sub.event, list);
     }
     // A subscription to every event gets a job for each declared event (and for any other name an outbox row carries).
-    const everyEvent = registry.subscriptions.filter((s) => s.event === EVERY_EVENT).map((s) => subscriptionQueue(s.name));
+    const everyEvent = registry.subscriptions
+      .filter((s) => s.event === EVERY_EVENT)
+      .map((s) => subscriptionQueue(s.name));
     if (everyEvent.length > 0) {
-      for (const name of registry.events) this.queuesByEvent.set(name, [...(this.queuesByEvent.get(name) ?? []), ...everyEvent]);
+      for (const name of registry.events)
+        this.queuesByEvent.set(name, [...(this.queuesByEvent.get(name) ?? []), ...everyEvent]);
     }
     this.everyEvent = everyEvent;
     this.tenantFilters = tenantFilters(registry, subscriptionQueue);
@@ -161,21 +169,30 @@ export class OutboxRelay {
       // The pool pipelines: BEGIN, the commit setting and the claim are written together, as are
       // the mark and COMMIT below (a failed mark turns that COMMIT into a rollback, and its error
       // is the one thrown).
-      const [, , { rows }] = await Promise.all([client.query('begin'), client.query(RELAY_COMMITS_UNFLUSHED), client.query<OutboxRow>(preparedQuery(CLAIM))]);
+      const [, , { rows }] = await Promise.all([
+        client.query('begin'),
+        client.query(RELAY_COMMITS_UNFLUSHED),
+        client.query<OutboxRow>(preparedQuery(CLAIM)),
+      ]);
       if (rows.length === 0) {
         await client.query('commit');
         return 0;
       }
       const claimed = performance.now();
       // Tracing on: a span for a pass that moved events, linked to the spans that wrote them.
-      const traced = startOptionalSpan('outbox.relay', { links: rows.map((r) => linkTo(r.traceparent)).filter((l): l is Link => l !== undefined), attributes: { 'tenantry.outbox.events': rows.length } });
+      const traced = startOptionalSpan('outbox.relay', {
+        links: rows.map((r) => linkTo(r.traceparent)).filter((l): l is Link => l !== undefined),
+        attributes: { 'tenantry.outbox.events': rows.length },
+      });
       span = traced?.span;
       const jobsByQueue = new Map<string, { data: QueuedEvent }[]>();
       const concerned = await this.concernedTenants(client, rows);
       for (const row of rows) {
         const queues = this.queuesByEvent.get(row.name) ?? this.everyEvent;
         if (queues.length === 0) continue;
-        const event: QueuedEvent = row.traceparent ? { ...deliveredEvent(row), traceparent: row.traceparent } : deliveredEvent(row);
+        const event: QueuedEvent = row.traceparent
+          ? { ...deliveredEvent(row), traceparent: row.traceparent }
+          : deliveredEvent(row);
         for (const queue of queues) {
           // A subscription concerning some tenants only gets no job for another tenant's event.
           const tenants = concerned.get(queue);
@@ -185,12 +202,19 @@ export class OutboxRelay {
           jobsByQueue.set(queue, list);
         }
       }
-      const inTransaction = { executeSql: (text: string, values?: unknown[]) => client.query(preparedQuery(text, values)) };
+      const inTransaction = {
+        executeSql: (text: string, values?: unknown[]) => client.query(preparedQuery(text, values)),
+      };
       for (const [queue, jobs] of jobsByQueue) await this.boss.insert(queue, jobs, { db: inTransaction });
       // The audit rows, the mark and COMMIT go out together; the first failure is the one thrown
       // and turns the COMMIT into a rollback, so nothing is relayed without its audit row.
       // The audit trail, written in the claim's transaction: the audit "delivery" of the events.
-      const audit = traced ? startOptionalSpan('outbox.audit', { parent: traced.context, attributes: { 'tenantry.outbox.events': rows.length } }) : undefined;
+      const audit = traced
+        ? startOptionalSpan('outbox.audit', {
+            parent: traced.context,
+            attributes: { 'tenantry.outbox.events': rows.length },
+          })
+        : undefined;
       await Promise.all([
         ...auditFromOutboxStatements(rows).map((statement) => client.query(statement)),
         client.query(preparedQuery(MARK_RELAYED, [rows.map((r) => r.id)])),

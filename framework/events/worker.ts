@@ -2,7 +2,13 @@ import { createHash } from 'node:crypto';
 import { PgBoss, type JobResult } from 'pg-boss';
 import type { JobWithMetadata } from 'pg-boss';
 import type { Services } from '../services.ts';
-import type { DeliveredEvent, JobDefinition, QueueDefinition, SubscriptionDefinition, SubscriptionJobs } from '../entity/define.ts';
+import type {
+  DeliveredEvent,
+  JobDefinition,
+  QueueDefinition,
+  SubscriptionDefinition,
+  SubscriptionJobs,
+} from '../entity/define.ts';
 import { OutboxRelay, SUBSCRIPTION_QUEUE_PREFIX, subscriptionQueue, type QueuedEvent } from './relay.ts';
 import { withRequestId } from '../observability/request-id.ts';
 import { contextOf, withSpan } from '../observability/tracing.ts';
@@ -10,7 +16,16 @@ import { auditStatements } from './audit.ts';
 import { tenantById, servedTenants, servedTenantsByIds } from '../context/tenant-lookup.ts';
 import { CompiledQuery, sql } from 'kysely';
 import { prepared } from '../db/statements.ts';
-import { JOB_RETRY_DEFAULTS, JobRunner, jobQueue, runId, runKey, slotOf, tenantJobQueue, type TenantJobData } from './jobs.ts';
+import {
+  JOB_RETRY_DEFAULTS,
+  JobRunner,
+  jobQueue,
+  runId,
+  runKey,
+  slotOf,
+  tenantJobQueue,
+  type TenantJobData,
+} from './jobs.ts';
 
 export { jobQueue, tenantJobQueue };
 
@@ -89,7 +104,10 @@ export class Worker {
       monitorIntervalSeconds: services.config.worker.supervise_interval_seconds,
     });
     this.boss.on('error', (err: Error) => services.log.error({ err }, 'pg-boss error'));
-    this.relay = new OutboxRelay(services.db, this.boss, services.registry, { intervalMs: options.relayIntervalMs, metrics: services.metrics });
+    this.relay = new OutboxRelay(services.db, this.boss, services.registry, {
+      intervalMs: options.relayIntervalMs,
+      metrics: services.metrics,
+    });
   }
 
   async start(options: { schedule?: boolean } = {}): Promise<void> {
@@ -105,29 +123,47 @@ export class Worker {
     );
 
     if (await this.boss.getQueue(LEGACY_AUDIT_QUEUE)) {
-      await this.boss.work<DeliveredEvent>(LEGACY_AUDIT_QUEUE, { pollingIntervalSeconds: 30, batchSize: 100 }, async (jobs) => {
-        await this.recordAudits(jobs.map((job) => job.data));
-      });
+      await this.boss.work<DeliveredEvent>(
+        LEGACY_AUDIT_QUEUE,
+        { pollingIntervalSeconds: 30, batchSize: 100 },
+        async (jobs) => {
+          await this.recordAudits(jobs.map((job) => job.data));
+        },
+      );
     }
 
     for (const sub of registry.subscriptions) {
       const queue = subscriptionQueue(sub.name);
       await this.createEventQueue(queue, retryOverrides(sub));
       // Settled job by job, so one failing event is retried alone, not with its batch.
-      await this.boss.work<QueuedEvent>(queue, { ...DRAIN, batchSize: 10, localConcurrency: 2, perJobResults: true }, async (jobs) => {
-        const results: JobResult[] = [];
-        for (const job of jobs) {
-          try {
-            await this.tracedDelivery(sub, job.data);
-            results.push({ id: job.id, status: 'completed' });
-          } catch (err) {
-            this.services.metrics?.deliveryFailures.inc({ subscription: sub.name });
-            log.warn({ err, subscription: sub.name, event: job.data.name, eventId: job.data.id, requestId: job.data.requestId ?? null, attempt: job.retryCount + 1 }, 'event delivery failed');
-            results.push({ id: job.id, status: 'failed', output: { message: (err as Error).message } });
+      await this.boss.work<QueuedEvent>(
+        queue,
+        { ...DRAIN, batchSize: 10, localConcurrency: 2, perJobResults: true },
+        async (jobs) => {
+          const results: JobResult[] = [];
+          for (const job of jobs) {
+            try {
+              await this.tracedDelivery(sub, job.data);
+              results.push({ id: job.id, status: 'completed' });
+            } catch (err) {
+              this.services.metrics?.deliveryFailures.inc({ subscription: sub.name });
+              log.warn(
+                {
+                  err,
+                  subscription: sub.name,
+                  event: job.data.name,
+                  eventId: job.data.id,
+                  requestId: job.data.requestId ?? null,
+                  attempt: job.retryCount + 1,
+                },
+                'event delivery failed',
+              );
+              results.push({ id: job.id, status: 'failed', output: { message: (err as Error).message } });
+            }
           }
-        }
-        return results;
-      });
+          return results;
+        },
+      );
     }
 
     for (const queue of registry.queues) await this.startModuleQueue(queue);
@@ -144,7 +180,13 @@ export class Worker {
    */
   private async createEventQueue(queue: string, options: ReturnType<typeof retryOverrides>): Promise<void> {
     const expireInSeconds = this.services.config.worker.delivery_expire_seconds;
-    await this.boss.createQueue(queue, { ...RETRY, ...options, expireInSeconds, deadLetter: DEAD_LETTER_QUEUE, notify: true });
+    await this.boss.createQueue(queue, {
+      ...RETRY,
+      ...options,
+      expireInSeconds,
+      deadLetter: DEAD_LETTER_QUEUE,
+      notify: true,
+    });
     await this.boss.updateQueue(queue, { notify: true, expireInSeconds });
   }
 
@@ -157,11 +199,23 @@ export class Worker {
     const requestId = event.requestId ?? null;
     const parent = contextOf(event.traceparent);
     await withRequestId(requestId, () =>
-      withSpan(`deliver ${sub.name}`, { ...(parent ? { parent } : {}), attributes: { 'tenantry.subscription': sub.name, 'tenantry.event.name': event.name, 'tenantry.event.id': event.id } }, () =>
-        this.deliver(sub, event),
+      withSpan(
+        `deliver ${sub.name}`,
+        {
+          ...(parent ? { parent } : {}),
+          attributes: {
+            'tenantry.subscription': sub.name,
+            'tenantry.event.name': event.name,
+            'tenantry.event.id': event.id,
+          },
+        },
+        () => this.deliver(sub, event),
       ),
     );
-    this.services.log.info({ subscription: sub.name, event: event.name, eventId: event.id, requestId }, 'event delivered');
+    this.services.log.info(
+      { subscription: sub.name, event: event.name, eventId: event.id, requestId },
+      'event delivered',
+    );
   }
 
   /** Runs a subscription in the event's tenant transaction, once per event id. */
@@ -186,7 +240,10 @@ export class Worker {
   }
 
   /** Collects what a subscription queues; deliver() inserts it before the delivery commits. */
-  private jobsFor(sub: SubscriptionDefinition, event: DeliveredEvent): { jobs: SubscriptionJobs; queued: Map<string, { id: string; data: object; group?: { id: string } }[]> } {
+  private jobsFor(
+    sub: SubscriptionDefinition,
+    event: DeliveredEvent,
+  ): { jobs: SubscriptionJobs; queued: Map<string, { id: string; data: object; group?: { id: string } }[]> } {
     const queued = new Map<string, { id: string; data: object; group?: { id: string } }[]>();
     return {
       queued,
@@ -213,11 +270,23 @@ export class Worker {
     await this.boss.updateQueue(name, retry);
     // localGroupConcurrency: counted in the process, so it holds however fast the workers fetch (the
     // database-tracked groupConcurrency let a third job of a group start when several fetched at once).
-    await this.boss.work<Record<string, unknown>, unknown, { includeMetadata: true; pollingIntervalSeconds: 0.5; localConcurrency: number; localGroupConcurrency: number }>(
+    await this.boss.work<
+      Record<string, unknown>,
+      unknown,
+      { includeMetadata: true; pollingIntervalSeconds: 0.5; localConcurrency: number; localGroupConcurrency: number }
+    >(
       name,
-      { includeMetadata: true, pollingIntervalSeconds: 0.5, localConcurrency: queue.concurrency, localGroupConcurrency: queue.groupConcurrency },
+      {
+        includeMetadata: true,
+        pollingIntervalSeconds: 0.5,
+        localConcurrency: queue.concurrency,
+        localGroupConcurrency: queue.groupConcurrency,
+      },
       async ([job]) => {
-        await queue.work(job!.data, this.services, { number: job!.retryCount + 1, last: job!.retryCount >= job!.retryLimit });
+        await queue.work(job!.data, this.services, {
+          number: job!.retryCount + 1,
+          last: job!.retryCount >= job!.retryLimit,
+        });
       },
     );
   }
@@ -280,13 +349,34 @@ export class Worker {
     // full: fetching one run per poll capped a fan-out at about two tenants a second (10,000
     // tenants in an hour and a half; docs/performance.md, the tenants bench). Each run still
     // settles on its own (perJobResults), so a tenant's failure is retried and dead-lettered alone.
-    await this.boss.work<TenantJobData, unknown, { pollingIntervalSeconds: 1; includeMetadata: true; localConcurrency: number; batchSize: number; burstWhenBatchFull: true; perJobResults: true }>(
+    await this.boss.work<
+      TenantJobData,
+      unknown,
+      {
+        pollingIntervalSeconds: 1;
+        includeMetadata: true;
+        localConcurrency: number;
+        batchSize: number;
+        burstWhenBatchFull: true;
+        perJobResults: true;
+      }
+    >(
       runs,
-      { pollingIntervalSeconds: 1, includeMetadata: true, localConcurrency: TENANT_RUN_CONCURRENCY, batchSize: TENANT_RUN_BATCH, burstWhenBatchFull: true, perJobResults: true },
+      {
+        pollingIntervalSeconds: 1,
+        includeMetadata: true,
+        localConcurrency: TENANT_RUN_CONCURRENCY,
+        batchSize: TENANT_RUN_BATCH,
+        burstWhenBatchFull: true,
+        perJobResults: true,
+      },
       async (batch) => {
         const results: JobResult[] = [];
         // A tenant suspended since the fan-out is no longer served: nothing to do. One query for the batch.
-        const served = await servedTenantsByIds(this.services.db, batch.map((run) => run.data.tenantId));
+        const served = await servedTenantsByIds(
+          this.services.db,
+          batch.map((run) => run.data.tenantId),
+        );
         for (const run of batch) {
           const { tenantId, slot } = run.data;
           try {
@@ -309,7 +399,11 @@ export class Worker {
     if (tenants.length === 0) return [];
     const runs = tenants.map((tenant) => {
       const singletonKey = runKey(job.name, tenant.id, slot);
-      return { id: runId(singletonKey), singletonKey, data: { job: job.name, tenantId: tenant.id, slot } satisfies TenantJobData };
+      return {
+        id: runId(singletonKey),
+        singletonKey,
+        data: { job: job.name, tenantId: tenant.id, slot } satisfies TenantJobData,
+      };
     });
     await this.boss.insert(tenantJobQueue(job.name), runs);
     return runs.map((r) => r.id);
@@ -332,10 +426,21 @@ export class Worker {
         payload: sql`${JSON.stringify(data.payload ?? (data.slot ? { slot: data.slot } : {}))}::jsonb`,
       })
       .execute();
-    if (data.job) this.services.log.error({ queue, job: data.job, tenantId: data.tenantId, slot: data.slot, error }, 'job run dead-lettered');
+    if (data.job)
+      this.services.log.error(
+        { queue, job: data.job, tenantId: data.tenantId, slot: data.slot, error },
+        'job run dead-lettered',
+      );
     else {
-      this.services.metrics?.deadLetters.inc({ subscription: queue.startsWith(SUBSCRIPTION_QUEUE_PREFIX) ? queue.slice(SUBSCRIPTION_QUEUE_PREFIX.length) : queue });
-      this.services.log.error({ queue, event: data.name, eventId: data.id, requestId: data.requestId ?? null, error }, 'event delivery dead-lettered');
+      this.services.metrics?.deadLetters.inc({
+        subscription: queue.startsWith(SUBSCRIPTION_QUEUE_PREFIX)
+          ? queue.slice(SUBSCRIPTION_QUEUE_PREFIX.length)
+          : queue,
+      });
+      this.services.log.error(
+        { queue, event: data.name, eventId: data.id, requestId: data.requestId ?? null, error },
+        'event delivery dead-lettered',
+      );
     }
   }
 

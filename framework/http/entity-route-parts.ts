@@ -11,7 +11,8 @@ import { named, nameOf } from '../openapi/schema-name.ts';
 export const NoContent = Type.Null({ description: 'No content' });
 
 /** The same schema, with the sentence OpenAPI shows for this answer. */
-export const answer = (schema: TSchema, description: string): TSchema => ({ ...schema, 'x-response-description': description }) as TSchema;
+export const answer = (schema: TSchema, description: string): TSchema =>
+  ({ ...schema, 'x-response-description': description }) as TSchema;
 
 type Present = (tx: TxContext, row: Record<string, unknown>) => unknown;
 
@@ -51,18 +52,24 @@ export function commandRoutes(entity: ResolvedEntity, ops: EntityOperations, pre
       summary: definition.summary,
       description: sentences(
         definition.description,
-        entity.singleton ? `Before the ${names.label.toLowerCase()} exists, the command may create it; if it does not, 404 NOT_FOUND.` : undefined,
+        entity.singleton
+          ? `Before the ${names.label.toLowerCase()} exists, the command may create it; if it does not, 404 NOT_FOUND.`
+          : undefined,
         visibility(entity),
       ),
       tags: [def.module],
       access: { permission: definition.permission ?? def.permissions.write },
       ...(problemsOf(definition.problems, statesProblem(entity, command)) ?? {}),
       // A singleton's command may create the row, which publishes its created event.
-      publishes: [...new Set([...(definition.publishes ?? []), ...(entity.singleton ? [names.events.created] : []), ...followUp])],
+      publishes: [
+        ...new Set([...(definition.publishes ?? []), ...(entity.singleton ? [names.events.created] : []), ...followUp]),
+      ],
       schema: {
         ...(entity.singleton ? {} : { params: schemas.idParams }),
         // A command's body is <Entity><Command> in the document (TaskAssign), unless it has a name of its own.
-        ...(definition.body ? { body: nameOf(definition.body) ? definition.body : named(definition.body, names.schemas.command(command)) } : {}),
+        ...(definition.body
+          ? { body: nameOf(definition.body) ? definition.body : named(definition.body, names.schemas.command(command)) }
+          : {}),
         response: { 200: answer(schemas.row, `The ${names.label.toLowerCase()} after the command`) },
       },
     };
@@ -78,7 +85,9 @@ export function commandRoutes(entity: ResolvedEntity, ops: EntityOperations, pre
           const ctx = { services, tenant: request.tenant!, session, now: services.clock.now(), transaction };
           const prepared = await prepare(ctx, body ?? {});
           // The key (if any) commits with the command's effect; a retry was replayed before prepare.
-          return effectTransaction(async (tx) => present(tx, await ops.runCommand(tx, idOf(params), command, body ?? {}, services, prepared)));
+          return effectTransaction(async (tx) =>
+            present(tx, await ops.runCommand(tx, idOf(params), command, body ?? {}, services, prepared)),
+          );
         },
       };
       return route;
@@ -86,7 +95,8 @@ export function commandRoutes(entity: ResolvedEntity, ops: EntityOperations, pre
     const route: RouteDefinition = {
       ...base,
       idempotent: true,
-      handler: async ({ tx, params, body, services }) => present(tx, await ops.runCommand(tx, idOf(params), command, body ?? {}, services)),
+      handler: async ({ tx, params, body, services }) =>
+        present(tx, await ops.runCommand(tx, idOf(params), command, body ?? {}, services)),
     };
     return route;
   });
@@ -98,22 +108,30 @@ export function deleteDescription(entity: ResolvedEntity): string {
     entity.deleteMode === 'hard'
       ? 'Hard delete: the row is removed; the deleted event is still published.'
       : 'Soft delete: the row is kept but no longer listed, read, updated or commanded; its unique keys are released.';
-  return entity.def.hooks?.beforeDelete ? `${what} The entity may refuse (a problem naming why) while the row is still in use.` : what;
+  return entity.def.hooks?.beforeDelete
+    ? `${what} The entity may refuse (a problem naming why) while the row is still in use.`
+    : what;
 }
 
 /** Who sees which rows, for OpenAPI: a global entity's and a row-access filter's rule, or nothing. */
 export function visibility(entity: ResolvedEntity): string {
   const parts: string[] = [];
-  if (entity.scope === 'global') parts.push('Global: every tenant reads the same rows; only the operator tenant writes them.');
-  if (entity.def.rowAccess) parts.push('Only the rows the caller may see (row access): another caller\'s row answers 404, like an unknown id.');
+  if (entity.scope === 'global')
+    parts.push('Global: every tenant reads the same rows; only the operator tenant writes them.');
+  if (entity.def.rowAccess)
+    parts.push("Only the rows the caller may see (row access): another caller's row answers 404, like an unknown id.");
   return parts.join(' ');
 }
 
 /** A command's declared problems, its states' 409 joined to any 409 it declares itself. */
-function problemsOf(declared: Readonly<Record<number, string>> | undefined, states: string | undefined): { problems: Readonly<Record<number, string>> } | undefined {
+function problemsOf(
+  declared: Readonly<Record<number, string>> | undefined,
+  states: string | undefined,
+): { problems: Readonly<Record<number, string>> } | undefined {
   if (!states) return declared ? { problems: declared } : undefined;
   return { problems: { ...declared, 409: declared?.[409] ? `${declared[409]}; or ${states}` : states } };
 }
 
 /** A description made of sentences, any of which may be empty; undefined when all are. */
-export const sentences = (...parts: (string | undefined)[]): string | undefined => parts.filter((p) => p).join(' ') || undefined;
+export const sentences = (...parts: (string | undefined)[]): string | undefined =>
+  parts.filter((p) => p).join(' ') || undefined;

@@ -1,7 +1,17 @@
 import type { AnyRoute } from '../entity/define.ts';
 import type { ResolvedEntity } from '../entity/resolve.ts';
 import { EntityOperations } from '../operations/entity-ops.ts';
-import { NoContent, answer, commandRoutes, deleteDescription, followUpEvents, presentAll, presenter, sentences, visibility } from './entity-route-parts.ts';
+import {
+  NoContent,
+  answer,
+  commandRoutes,
+  deleteDescription,
+  followUpEvents,
+  presentAll,
+  presenter,
+  sentences,
+  visibility,
+} from './entity-route-parts.ts';
 import { singletonRoutes } from './singleton-routes.ts';
 import { publicReadRoute } from './public-read.ts';
 import { publicPageRoute } from './public-page.ts';
@@ -35,7 +45,10 @@ export function entityRoutes(entity: ResolvedEntity, ops: EntityOperations): Any
       ),
       tags,
       access: read,
-      schema: { querystring: schemas.listQuery, response: { 200: answer(schemas.list, `A page of ${names.labelPlural.toLowerCase()}`) } },
+      schema: {
+        querystring: schemas.listQuery,
+        response: { 200: answer(schemas.list, `A page of ${names.labelPlural.toLowerCase()}`) },
+      },
       oneExchange: ({ query }) => ops.listExchange(query as PageQuery),
       handler: async ({ tx, query }) => {
         const page = await ops.list(tx, query as PageQuery);
@@ -51,7 +64,10 @@ export function entityRoutes(entity: ResolvedEntity, ops: EntityOperations): Any
       access: write,
       publishes: [...new Set([events.created, ...hookEvents])],
       idempotent: true,
-      schema: { body: schemas.create, response: { 201: answer(schemas.row, `The ${names.label.toLowerCase()} created`) } },
+      schema: {
+        body: schemas.create,
+        response: { 201: answer(schemas.row, `The ${names.label.toLowerCase()} created`) },
+      },
       oneExchange: ({ body, reply, services }) =>
         ops.createExchange(body as Record<string, unknown>, services.clock.now(), (row) => {
           reply.code(201).header('location', `${names.path}/${row.id}`);
@@ -80,12 +96,20 @@ export function entityRoutes(entity: ResolvedEntity, ops: EntityOperations): Any
       url: itemPath,
       operationId: names.operationId('update'),
       summary: `Update a ${names.label.toLowerCase()}`,
-      description: sentences(entity.immutable.length ? `Immutable fields: ${entity.immutable.join(', ')}.` : undefined, visibility(entity)),
+      description: sentences(
+        entity.immutable.length ? `Immutable fields: ${entity.immutable.join(', ')}.` : undefined,
+        visibility(entity),
+      ),
       tags,
       access: write,
       publishes: [...new Set([events.updated, ...hookEvents])],
-      schema: { params: schemas.idParams, body: schemas.patch, response: { 200: answer(schemas.row, `The ${names.label.toLowerCase()} as updated`) } },
-      handler: async ({ tx, params, body }) => present(tx, await ops.update(tx, (params as { id: string }).id, body as Record<string, unknown>)),
+      schema: {
+        params: schemas.idParams,
+        body: schemas.patch,
+        response: { 200: answer(schemas.row, `The ${names.label.toLowerCase()} as updated`) },
+      },
+      handler: async ({ tx, params, body }) =>
+        present(tx, await ops.update(tx, (params as { id: string }).id, body as Record<string, unknown>)),
     },
     {
       method: 'DELETE',

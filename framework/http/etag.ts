@@ -13,7 +13,8 @@ const MEMBER = /(?:W\/)?"([^"]*)"/g;
  * entity tag is hashed.
  */
 export function weakETag(value: Date | string | number): string {
-  const text = value instanceof Date ? value.getTime().toString(36) : typeof value === 'number' ? value.toString(36) : value;
+  const text =
+    value instanceof Date ? value.getTime().toString(36) : typeof value === 'number' ? value.toString(36) : value;
   const opaque = OPAQUE.test(text) ? text : createHash('sha256').update(text).digest('base64url').slice(0, 27);
   return `W/"${opaque}"`;
 }

@@ -11,7 +11,9 @@ const FRAME_ANCESTORS = "frame-ancestors 'none'";
  * SPEC Files rule 5, whatever type the uploader declared.
  */
 export function refuseFramingOfHtml(reply: FastifyReply): void {
-  const type = String(reply.getHeader('content-type') ?? '').trim().toLowerCase();
+  const type = String(reply.getHeader('content-type') ?? '')
+    .trim()
+    .toLowerCase();
   if (!type.startsWith('text/html')) return;
   if (/^\s*attachment\b/i.test(String(reply.getHeader('content-disposition') ?? ''))) return;
   reply.header('x-frame-options', 'DENY');

@@ -38,12 +38,20 @@ interface Door {
 
 export type FrontDoor = (req: IncomingMessage, res: ServerResponse) => boolean;
 
-export function frontDoor(routes: readonly AnyRoute[], services: Services, logger: FastifyBaseLogger | undefined, isClosing: () => boolean): FrontDoor | undefined {
+export function frontDoor(
+  routes: readonly AnyRoute[],
+  services: Services,
+  logger: FastifyBaseLogger | undefined,
+  isClosing: () => boolean,
+): FrontDoor | undefined {
   const log = logger as (FastifyBaseLogger & { isLevelEnabled?(level: string): boolean }) | undefined;
   const doors: Door[] = [];
   for (const route of routes) {
-    if (route.access !== 'public' || route.transaction !== 'none' || route.method !== 'GET' || !route.earlyAnswer) continue;
-    const segments = route.url.split('/').map((part): Segment => (part.startsWith(':') ? { param: part.slice(1) } : part));
+    if (route.access !== 'public' || route.transaction !== 'none' || route.method !== 'GET' || !route.earlyAnswer)
+      continue;
+    const segments = route.url
+      .split('/')
+      .map((part): Segment => (part.startsWith(':') ? { param: part.slice(1) } : part));
     doors.push({ segments, earlyAnswer: route.earlyAnswer, operation: route.operationId });
   }
   if (doors.length === 0) return undefined;
@@ -66,7 +74,14 @@ export function frontDoor(routes: readonly AnyRoute[], services: Services, logge
 
   return (req, res) => {
     const { method, url, headers } = req;
-    if ((method !== 'GET' && method !== 'HEAD') || !url || url.includes('?') || headers.host === undefined || isClosing()) return false;
+    if (
+      (method !== 'GET' && method !== 'HEAD') ||
+      !url ||
+      url.includes('?') ||
+      headers.host === undefined ||
+      isClosing()
+    )
+      return false;
     const tenant = services.hosts.cached(normaliseHost(headers.host));
     if (!tenant) return false;
     // Its answers count in the duration histogram like fastify's (metrics on; no clock read otherwise).
@@ -89,8 +104,22 @@ export function frontDoor(routes: readonly AnyRoute[], services: Services, logge
       res.end();
       services.metrics?.observeRequest(door.operation, method, answer.status, (performance.now() - begun) / 1000);
       if (started !== undefined) {
-        const req = { method, url, host: headers.host, remoteAddress: res.socket?.remoteAddress, remotePort: res.socket?.remotePort };
-        log!.info({ [REQUEST_ID_LOG_LABEL]: requestId, req, res: { statusCode: answer.status }, responseTime: performance.now() - started }, 'request completed');
+        const req = {
+          method,
+          url,
+          host: headers.host,
+          remoteAddress: res.socket?.remoteAddress,
+          remotePort: res.socket?.remotePort,
+        };
+        log!.info(
+          {
+            [REQUEST_ID_LOG_LABEL]: requestId,
+            req,
+            res: { statusCode: answer.status },
+            responseTime: performance.now() - started,
+          },
+          'request completed',
+        );
       }
       return true;
     }

@@ -74,7 +74,13 @@ interface Recorded {
  * primary key, for a concurrent request holding it), then either replays the answer recorded
  * under it or runs the handler and records its answer beside its effect.
  */
-export async function runIdempotent(tx: TxContext, key: string, request: FastifyRequest, reply: FastifyReply, handler: () => Promise<unknown>): Promise<unknown> {
+export async function runIdempotent(
+  tx: TxContext,
+  key: string,
+  request: FastifyRequest,
+  reply: FastifyReply,
+  handler: () => Promise<unknown>,
+): Promise<unknown> {
   const userId = tx.session?.userId;
   // Every idempotent route is guarded by a permission, so there is a caller; without one the key has no scope.
   if (!userId) return handler();
@@ -97,7 +103,11 @@ export async function runIdempotent(tx: TxContext, key: string, request: Fastify
   const location = reply.getHeader('location');
   await tx.db
     .updateTable('idempotency_keys')
-    .set({ status: reply.statusCode, body: JSON.stringify(result ?? null), location: typeof location === 'string' ? location : null })
+    .set({
+      status: reply.statusCode,
+      body: JSON.stringify(result ?? null),
+      location: typeof location === 'string' ? location : null,
+    })
     .where('user_id', '=', userId)
     .where('key', '=', key)
     .execute();
@@ -115,7 +125,13 @@ async function replay(tx: TxContext, userId: string, key: string, hash: Buffer, 
  * committed key of another request is refused. Used by runIdempotent after a conflict, and before
  * a prepared command's prepare step, so a retry replays without preparing again.
  */
-async function recordedAnswer(tx: TxContext, userId: string, key: string, hash: Buffer, reply: FastifyReply): Promise<{ body: unknown } | undefined> {
+async function recordedAnswer(
+  tx: TxContext,
+  userId: string,
+  key: string,
+  hash: Buffer,
+  reply: FastifyReply,
+): Promise<{ body: unknown } | undefined> {
   const row = await tx.db
     .selectFrom('idempotency_keys')
     .select(['request_hash', 'status', 'body', 'location'])
@@ -125,9 +141,13 @@ async function recordedAnswer(tx: TxContext, userId: string, key: string, hash: 
     .executeTakeFirst();
   if (!row || row.status === null) return undefined;
   if (!hash.equals(row.request_hash)) {
-    throw problem('IDEMPOTENCY_KEY_REUSED', 'This Idempotency-Key was used for another request (method, path or body) in the last 24 hours', {
-      extensions: { header: 'Idempotency-Key' },
-    });
+    throw problem(
+      'IDEMPOTENCY_KEY_REUSED',
+      'This Idempotency-Key was used for another request (method, path or body) in the last 24 hours',
+      {
+        extensions: { header: 'Idempotency-Key' },
+      },
+    );
   }
   const recorded = row as Recorded;
   reply.code(recorded.status).header('idempotent-replayed', 'true');
@@ -136,13 +156,19 @@ async function recordedAnswer(tx: TxContext, userId: string, key: string, hash: 
 }
 
 /** The recorded answer of a request carrying a key, looked up before a prepared command prepares. */
-export async function earlierAnswer(tx: TxContext, key: string, request: FastifyRequest, reply: FastifyReply): Promise<{ body: unknown } | undefined> {
+export async function earlierAnswer(
+  tx: TxContext,
+  key: string,
+  request: FastifyRequest,
+  reply: FastifyReply,
+): Promise<{ body: unknown } | undefined> {
   const userId = tx.session?.userId;
   return userId ? recordedAnswer(tx, userId, key, requestHash(request), reply) : undefined;
 }
 
 /** Whether a route takes the header: a create or command guarded by a permission (keys are per caller). */
-export const takesIdempotencyKey = (route: { idempotent?: boolean; access: unknown }): boolean => route.idempotent === true && typeof route.access === 'object';
+export const takesIdempotencyKey = (route: { idempotent?: boolean; access: unknown }): boolean =>
+  route.idempotent === true && typeof route.access === 'object';
 
 export const PURGE_BATCH = 1000;
 
@@ -162,7 +188,9 @@ export const idempotencyKeyPurge: JobDefinition = {
         const result = await tx.db
           .deleteFrom('idempotency_keys')
           // DELETE takes no LIMIT: the batch is picked by a subquery on the key (tenant by row security).
-          .where(sql<boolean>`(user_id, key) in (${tx.db.selectFrom('idempotency_keys').select(['user_id', 'key']).where('created_at', '<=', before).limit(PURGE_BATCH)})`)
+          .where(
+            sql<boolean>`(user_id, key) in (${tx.db.selectFrom('idempotency_keys').select(['user_id', 'key']).where('created_at', '<=', before).limit(PURGE_BATCH)})`,
+          )
           .executeTakeFirstOrThrow();
         return Number(result.numDeletedRows);
       });

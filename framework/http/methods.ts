@@ -132,7 +132,10 @@ export function answerConnect(server: Server, headers: Readonly<Record<string, s
     socket.on('error', () => {});
     const target = req.url ?? '';
     const allowed = target.startsWith('/') ? (tables.get(server)?.allowed(target.split('?', 1)[0]!) ?? []) : [];
-    const refused = problem('METHOD_NOT_ALLOWED', 'CONNECT is not allowed: this service is not a proxy and tunnels nothing');
+    const refused = problem(
+      'METHOD_NOT_ALLOWED',
+      'CONNECT is not allowed: this service is not a proxy and tunnels nothing',
+    );
     writeProblem(socket, refused, { ...headers, allow: allowed.join(', ') });
   });
 }
@@ -154,5 +157,7 @@ export function writeProblem(socket: Duplex, refused: ProblemError, headers: Rea
     return;
   }
   // Once the answer is flushed the connection goes, whatever the client still sends.
-  socket.end(`HTTP/1.1 ${refused.status} ${STATUS_CODES[refused.status]}\r\n${head}\r\n${body}`, () => socket.destroy());
+  socket.end(`HTTP/1.1 ${refused.status} ${STATUS_CODES[refused.status]}\r\n${head}\r\n${body}`, () =>
+    socket.destroy(),
+  );
 }

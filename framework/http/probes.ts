@@ -25,7 +25,10 @@ export function databaseCheck(services: Services): ReadinessCheck {
  * Runs every check in order (so /ready and the admin health page report them all); each is bounded
  * so a hung dependency cannot hang /ready. The first failure is the one /ready names.
  */
-export async function runReadiness(checks: readonly ReadinessCheck[], timeoutMs = 2000): Promise<{ name: string; ok: boolean; error?: string }[]> {
+export async function runReadiness(
+  checks: readonly ReadinessCheck[],
+  timeoutMs = 2000,
+): Promise<{ name: string; ok: boolean; error?: string }[]> {
   const results: { name: string; ok: boolean; error?: string }[] = [];
   for (const c of checks) {
     try {
@@ -50,7 +53,10 @@ const DeadLetters = Type.Object(
     lastError: Type.Union([Type.String(), Type.Null()]),
     lastFailedAt: Type.Union([Type.String({ format: 'date-time' }), Type.Null()]),
   },
-  { description: 'Deliveries and job runs that spent their retries (npm run dead-letters -- list); absent when the database cannot be read' },
+  {
+    description:
+      'Deliveries and job runs that spent their retries (npm run dead-letters -- list); absent when the database cannot be read',
+  },
 );
 
 export const HEALTH_SCHEMA = {
@@ -72,7 +78,10 @@ export const READY_SCHEMA = {
   security: [],
   'x-access': 'public',
   response: {
-    200: Type.Object({ status: Type.Literal('ready'), checks: CheckList, deadLetters: Type.Optional(DeadLetters) }, { description: 'Every check passed' }),
+    200: Type.Object(
+      { status: Type.Literal('ready'), checks: CheckList, deadLetters: Type.Optional(DeadLetters) },
+      { description: 'Every check passed' },
+    ),
     503: problemResponse('NOT_READY: `check` names the failing check'),
   },
 };
@@ -89,11 +98,15 @@ export function registerProbes(app: FastifyInstance, services: Services, checks:
     const results = await runReadiness(checks);
     const failed = results.find((r) => !r.ok);
     if (!failed) {
-      const deadLetters = await deadLetterSummary(services.db).catch((err: unknown) => void request.log.warn({ err }, 'readiness: dead letters unreadable'));
+      const deadLetters = await deadLetterSummary(services.db).catch(
+        (err: unknown) => void request.log.warn({ err }, 'readiness: dead letters unreadable'),
+      );
       return {
         status: 'ready',
         checks: results.map((r) => ({ name: r.name, ok: true })),
-        ...(deadLetters ? { deadLetters: { ...deadLetters, lastFailedAt: deadLetters.lastFailedAt?.toISOString() ?? null } } : {}),
+        ...(deadLetters
+          ? { deadLetters: { ...deadLetters, lastFailedAt: deadLetters.lastFailedAt?.toISOString() ?? null } }
+          : {}),
       };
     }
     // The reason goes to the log only: a probe answers anyone who can reach the address.

@@ -42,7 +42,11 @@ function fromValidation(err: FastifyError): ProblemError {
 }
 
 /** A refused request part: one pointer per failing value (missing and unknown properties each their own). */
-export function validationProblem(issues: ValidationIssue[], part: string, code: ProblemCode = 'VALIDATION_FAILED'): ProblemError {
+export function validationProblem(
+  issues: ValidationIssue[],
+  part: string,
+  code: ProblemCode = 'VALIDATION_FAILED',
+): ProblemError {
   const errors: FieldError[] = issues
     .filter((issue) => issue.keyword !== 'boolean')
     .flatMap((issue) => {
@@ -83,7 +87,11 @@ export function toProblem(err: unknown): ProblemError {
   if (e instanceof SyntaxError) return problem('MALFORMED_REQUEST', 'The request could not be parsed');
   // fastify and its plugins (static files, ranges) refuse with a status of their own: it stays.
   const status = typeof e.statusCode === 'number' ? e.statusCode : 0;
-  if (status >= 400 && status < 500) return problem(CLIENT_ERRORS[status] ?? 'MALFORMED_REQUEST', CLIENT_ERROR_DETAIL[status] ?? 'The request was refused');
+  if (status >= 400 && status < 500)
+    return problem(
+      CLIENT_ERRORS[status] ?? 'MALFORMED_REQUEST',
+      CLIENT_ERROR_DETAIL[status] ?? 'The request was refused',
+    );
   return problem('INTERNAL', 'An unexpected error occurred; it has been logged');
 }
 
@@ -134,7 +142,11 @@ export function sendProblem(reply: FastifyReply, err: ProblemError): FastifyRepl
   const seconds = retryAfter(err);
   if (seconds !== undefined) reply.header('retry-after', String(seconds));
   // The request's id (its X-Request-Id) goes with every problem, for a report to name the request.
-  return reply.code(err.status).type(PROBLEM_CONTENT_TYPE).header('x-request-id', reply.request.id).send({ ...err.toDocument(), requestId: reply.request.id });
+  return reply
+    .code(err.status)
+    .type(PROBLEM_CONTENT_TYPE)
+    .header('x-request-id', reply.request.id)
+    .send({ ...err.toDocument(), requestId: reply.request.id });
 }
 
 /** Headers every answer carries, the ones written straight to the socket included. */
@@ -178,7 +190,9 @@ export function clientErrorProblem(err: Error & { code?: string }, socket: Socke
     connection: 'close',
   };
   if (socket.writable) {
-    const head = Object.entries(headers).map(([name, value]) => `${name}: ${value}\r\n`).join('');
+    const head = Object.entries(headers)
+      .map(([name, value]) => `${name}: ${value}\r\n`)
+      .join('');
     socket.write(`HTTP/1.1 ${refused.status} ${STATUS_CODES[refused.status]}\r\n${head}\r\n${body}`);
   }
   socket.destroy(err);
@@ -200,7 +214,8 @@ export function installProblemHandlers(app: FastifyInstance): void {
   app.setNotFoundHandler((request, reply) =>
     sendProblem(
       reply,
-      methodRefusal(request, (allow) => reply.header('allow', allow)) ?? problem('ROUTE_NOT_FOUND', `No route ${request.method} ${request.url.split('?')[0]}`),
+      methodRefusal(request, (allow) => reply.header('allow', allow)) ??
+        problem('ROUTE_NOT_FOUND', `No route ${request.method} ${request.url.split('?')[0]}`),
     ),
   );
 }

@@ -16,7 +16,8 @@ export const PUBLIC_NOT_FOUND_TEMPLATE = 'public/not-found';
  * http(s) address (a page's Markdown may show them; the sanitiser lets no other scheme through),
  * no form, no framing, no <base>.
  */
-export const PUBLIC_PAGE_CSP = "default-src 'none'; style-src 'unsafe-inline'; img-src http: https:; form-action 'none'; frame-ancestors 'none'; base-uri 'none'";
+export const PUBLIC_PAGE_CSP =
+  "default-src 'none'; style-src 'unsafe-inline'; img-src http: https:; form-action 'none'; frame-ancestors 'none'; base-uri 'none'";
 
 /**
  * The HTML page of an entity's public read (PublicReadDefinition.page), e.g. GET /p/<slug> for
@@ -26,7 +27,10 @@ export const PUBLIC_PAGE_CSP = "default-src 'none'; style-src 'unsafe-inline'; i
  * outside the field's grammar) a browser gets the plain not-found page, 404. Not an API route: it
  * is hidden from OpenAPI.
  */
-export function publicPageRoute(entity: ResolvedEntity, toRow: (values: Record<string, unknown>) => EntityRow<TProperties>): NoTxRouteDefinition | undefined {
+export function publicPageRoute(
+  entity: ResolvedEntity,
+  toRow: (values: Record<string, unknown>) => EntityRow<TProperties>,
+): NoTxRouteDefinition | undefined {
   const lookup = publicLookup(entity, toRow);
   const page = lookup?.spec.page;
   if (!lookup || !page) return undefined;
@@ -42,11 +46,17 @@ export function publicPageRoute(entity: ResolvedEntity, toRow: (values: Record<s
     hidden: true,
     hidesNoSite: true,
     transaction: 'none',
-    schema: { params: Type.Object({ [spec.by]: Type.String({ maxLength: 100 }) }), response: { 200: HtmlPage(`The public ${names.label.toLowerCase()}`) } },
+    schema: {
+      params: Type.Object({ [spec.by]: Type.String({ maxLength: 100 }) }),
+      response: { 200: HtmlPage(`The public ${names.label.toLowerCase()}`) },
+    },
     earlyAnswer: publicEarlyAnswer(entity, lookup),
     handler: async ({ params, request, reply, services, transaction }) => {
       const render = pageRendererFor(services.config);
-      reply.type('text/html; charset=utf-8').header('content-security-policy', PUBLIC_PAGE_CSP).header('referrer-policy', 'strict-origin-when-cross-origin');
+      reply
+        .type('text/html; charset=utf-8')
+        .header('content-security-policy', PUBLIC_PAGE_CSP)
+        .header('referrer-policy', 'strict-origin-when-cross-origin');
       const notFoundPage = () => {
         reply.code(404).header('cache-control', 'no-store');
         return render(PUBLIC_NOT_FOUND_TEMPLATE, {});

@@ -32,13 +32,18 @@ export interface PublicLookup {
 }
 
 /** The lookup of an entity's declared public read, or undefined when it declares none. */
-export function publicLookup(entity: ResolvedEntity, toRow: (values: Record<string, unknown>) => Row): PublicLookup | undefined {
+export function publicLookup(
+  entity: ResolvedEntity,
+  toRow: (values: Record<string, unknown>) => Row,
+): PublicLookup | undefined {
   const spec = entity.def.publicRead;
   if (!spec) return undefined;
   const { names } = entity;
   const column = (field: string) => quote(entity.columns[field] ?? field);
   const where = Object.entries(spec.where ?? {});
-  const selectList = ['id', 'created_at', 'updated_at', ...entity.fields.map((f) => entity.columns[f]!)].map(quote).join(', ');
+  const selectList = ['id', 'created_at', 'updated_at', ...entity.fields.map((f) => entity.columns[f]!)]
+    .map(quote)
+    .join(', ');
   // A soft-deleted row is not there; a hard-delete entity's table has no deleted_at (its rows go).
   const live = entity.deleteMode === 'hard' ? '' : ' and deleted_at is null';
   const text = prepared(
@@ -60,7 +65,9 @@ export function publicLookup(entity: ResolvedEntity, toRow: (values: Record<stri
       const value = normaliser(raw);
       if (checkStored.Check(value)) return value;
       const message = [...checkStored.Errors(value)][0]?.message ?? 'invalid';
-      throw problem(invalidCode, `The request params do not match the schema`, { errors: [{ pointer: `/params/${spec.by}`, message }] });
+      throw problem(invalidCode, `The request params do not match the schema`, {
+        errors: [{ pointer: `/params/${spec.by}`, message }],
+      });
     },
     find: async (tx, value) => {
       const found = await tx.db.executeQuery<Record<string, unknown>>(CompiledQuery.raw(text, [value, ...whereValues]));
@@ -68,7 +75,9 @@ export function publicLookup(entity: ResolvedEntity, toRow: (values: Record<stri
     },
     etagOf: spec.etag ?? ((row: Row) => row.updatedAt),
     routeParam: normaliser
-      ? Type.String({ description: `Any text: normalised the way ${spec.by} is stored, then it must meet ${spec.by}'s rules (422 otherwise)` })
+      ? Type.String({
+          description: `Any text: normalised the way ${spec.by} is stored, then it must meet ${spec.by}'s rules (422 otherwise)`,
+        })
       : param,
   };
 }
@@ -78,7 +87,10 @@ export function publicLookup(entity: ResolvedEntity, toRow: (values: Record<stri
  * stored form names a cached ETag that the If-None-Match names too. No transaction is opened
  * (framework/context/public-read-cache.ts).
  */
-export function publicEarlyAnswer(entity: ResolvedEntity, lookup: PublicLookup): NonNullable<NoTxRouteDefinition['earlyAnswer']> {
+export function publicEarlyAnswer(
+  entity: ResolvedEntity,
+  lookup: PublicLookup,
+): NonNullable<NoTxRouteDefinition['earlyAnswer']> {
   const { spec } = lookup;
   return ({ method, headers, params, tenant }, services) => {
     const wanted = headers['if-none-match'];
@@ -96,7 +108,10 @@ export function publicEarlyAnswer(entity: ResolvedEntity, lookup: PublicLookup):
  * one prepared statement by the unique field, the public shape with a weak ETag, 304 when the
  * caller's copy is current. Rows that are deleted or fail `where` answer the unknown-value 404.
  */
-export function publicReadRoute(entity: ResolvedEntity, toRow: (values: Record<string, unknown>) => Row): NoTxRouteDefinition | undefined {
+export function publicReadRoute(
+  entity: ResolvedEntity,
+  toRow: (values: Record<string, unknown>) => Row,
+): NoTxRouteDefinition | undefined {
   const lookup = publicLookup(entity, toRow);
   if (!lookup) return undefined;
   const { spec, normalise, routeParam } = lookup;

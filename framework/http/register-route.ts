@@ -1,4 +1,10 @@
-import type { FastifyInstance, FastifyReply, FastifyRequest, FastifySchemaCompiler, HookHandlerDoneFunction } from 'fastify';
+import type {
+  FastifyInstance,
+  FastifyReply,
+  FastifyRequest,
+  FastifySchemaCompiler,
+  HookHandlerDoneFunction,
+} from 'fastify';
 import type { TSchema } from 'typebox';
 import type { AnyRoute, EarlyAnswer, NoTxRouteDefinition, OneExchange, RouteDefinition } from '../entity/define.ts';
 import type { PublishAllowList, TxContext, TxOptions } from '../context/tx.ts';
@@ -15,7 +21,13 @@ import { problemResponse, problemResponses } from '../openapi/problem-schema.ts'
 import { typeboxValidatorCompiler } from './validation.ts';
 import { validationProblem, type ValidationIssue } from './problems.ts';
 import { withRequestId } from '../observability/request-id.ts';
-import { earlierAnswer, idempotencyHeaders, idempotencyKeyOf, runIdempotent, takesIdempotencyKey } from './idempotency.ts';
+import {
+  earlierAnswer,
+  idempotencyHeaders,
+  idempotencyKeyOf,
+  runIdempotent,
+  takesIdempotencyKey,
+} from './idempotency.ts';
 
 /** The body limit of a route that declares none. */
 export const DEFAULT_BODY_LIMIT = 1024 * 1024;
@@ -40,12 +52,18 @@ const noTenant = (): never => {
  * tenant transaction whose opening statement resolves the session and permissions, the guard,
  * the handler, commit, and only then the reply.
  */
-export function registerRoute(app: FastifyInstance, services: Services, route: AnyRoute, entity?: ResolvedEntity): void {
+export function registerRoute(
+  app: FastifyInstance,
+  services: Services,
+  route: AnyRoute,
+  entity?: ResolvedEntity,
+): void {
   const cookie = sessionCookie(services.config);
   const isOperatorPermission = (p: string) => services.registry.isOperatorPermission(p);
   const protectedFields = entity ? protectedFieldCheck(entity, route) : undefined;
   // Only bodies made of the entity's fields (create, PATCH, PUT) answer a field's own code.
-  const invalidCodes = protectedFields && entity?.def.invalidCodes ? fieldCodeFormatter(entity.def.invalidCodes) : undefined;
+  const invalidCodes =
+    protectedFields && entity?.def.invalidCodes ? fieldCodeFormatter(entity.def.invalidCodes) : undefined;
   const allowList = publishAllowList(route, entity);
   const multipart = route.transaction === 'none' ? route.multipart : undefined;
   const bodyLimit = route.bodyLimit ?? app.initialConfig.bodyLimit ?? DEFAULT_BODY_LIMIT;
@@ -55,7 +73,8 @@ export function registerRoute(app: FastifyInstance, services: Services, route: A
   // A personal access token (Authorization: Bearer) authenticates every route that has a caller,
   // except those that take the session cookie only (the admin shell, credential management).
   const acceptsBearer = route.bearer !== false && needsSession(route.access);
-  const bearerOf = (request: FastifyRequest): string | undefined => (acceptsBearer ? bearerTokenOf(request) : undefined);
+  const bearerOf = (request: FastifyRequest): string | undefined =>
+    acceptsBearer ? bearerTokenOf(request) : undefined;
   const attemptLimit = services.registry.modules.find((m) => m.bearerAttempts)?.bearerAttempts;
   // Refusals that need neither the body nor the database run as soon as the request arrives, before
   // the body is read: an operator permission outside the operator tenant (before anything else), a
@@ -71,7 +90,8 @@ export function registerRoute(app: FastifyInstance, services: Services, route: A
     // only by code that holds it (no other site's page can set the header without CORS, which the
     // API does not grant), and a request with one is authenticated by it alone.
     if (changesState && bearer === undefined) refuseCrossSite(request);
-    if (needsGuard(route.access) && bearer === undefined && !request.cookies[cookie.name]) authorize(route.access, null);
+    if (needsGuard(route.access) && bearer === undefined && !request.cookies[cookie.name])
+      authorize(route.access, null);
     done();
   };
   // Then, with the body parsed but before it is validated: a form-encoded body where none is
@@ -100,11 +120,17 @@ export function registerRoute(app: FastifyInstance, services: Services, route: A
       ...(route.schema.params ? { params: route.schema.params } : {}),
       ...(route.schema.querystring ? { querystring: route.schema.querystring } : {}),
       ...(idempotent ? { headers: idempotencyHeaders } : {}),
-      ...(multipart ? { body: multipart.form, consumes: ['multipart/form-data'] } : route.schema.body ? { body: route.schema.body } : {}),
+      ...(multipart
+        ? { body: multipart.form, consumes: ['multipart/form-data'] }
+        : route.schema.body
+          ? { body: route.schema.body }
+          : {}),
       response: {
         ...problemResponses(route),
         // Every method that carries a body reads it within a limit: the route's, or the app's 1 MiB.
-        ...(route.bodyLimit || multipart || changesState ? { 413: problemResponse(`Body larger than ${bodyLimit} bytes (PAYLOAD_TOO_LARGE)`) } : {}),
+        ...(route.bodyLimit || multipart || changesState
+          ? { 413: problemResponse(`Body larger than ${bodyLimit} bytes (PAYLOAD_TOO_LARGE)`) }
+          : {}),
         ...(multipart ? MULTIPART_PROBLEMS : {}),
         // What the route documents itself (e.g. which 413s and 422s an upload gives) is the more precise.
         ...route.schema.response,
@@ -115,7 +141,11 @@ export function registerRoute(app: FastifyInstance, services: Services, route: A
       ...{ 'x-access': typeof route.access === 'object' ? `permission ${route.access.permission}` : route.access },
     },
     onRequest: early ? [beforeBody, early] : beforeBody,
-    preValidation: [...(changesState ? [formCheck] : []), ...(multipart ? [multipartCheck(bodyLimit)] : []), ...(protectedFields ? [protectedFields] : [])],
+    preValidation: [
+      ...(changesState ? [formCheck] : []),
+      ...(multipart ? [multipartCheck(bodyLimit)] : []),
+      ...(protectedFields ? [protectedFields] : []),
+    ],
     // The request's id is in scope for all its work: every event it publishes records it.
     handler: (request: FastifyRequest, reply: FastifyReply) => withRequestId(request.id, () => handle(request, reply)),
   });
@@ -134,7 +164,11 @@ export function registerRoute(app: FastifyInstance, services: Services, route: A
     const bearer = bearerOf(request);
     const rawId = needsSession(route.access) && bearer === undefined ? request.cookies[cookie.name] : undefined;
     const txOptions: TxOptions =
-      bearer !== undefined ? { tokenHash: hashSecret(bearer), publishes: allowList } : rawId ? { sessionHash: hashSecret(rawId), publishes: allowList } : { publishes: allowList };
+      bearer !== undefined
+        ? { tokenHash: hashSecret(bearer), publishes: allowList }
+        : rawId
+          ? { sessionHash: hashSecret(rawId), publishes: allowList }
+          : { publishes: allowList };
     // A bearer request's transaction first applies the attempt limit, then refuses a token that
     // did not resolve (unknown, expired, revoked, another tenant's, its user inactive), counting
     // the failure once the transaction has rolled back.
@@ -142,7 +176,10 @@ export function registerRoute(app: FastifyInstance, services: Services, route: A
       if (bearer === undefined) return;
       await attemptLimit?.refuseIfOverLimit(tx, request.ip, reply);
       if (tx.session) return;
-      if (attemptLimit) tx.onRollback(() => services.transactions.run(tenant, (failed) => attemptLimit.recordFailure(failed, request.ip)));
+      if (attemptLimit)
+        tx.onRollback(() =>
+          services.transactions.run(tenant, (failed) => attemptLimit.recordFailure(failed, request.ip)),
+        );
       throw problem('TOKEN_INVALID', 'The bearer token is unknown, expired or revoked, or belongs to another site');
     };
     // A request with an Idempotency-Key: a transactional route claims it in its one transaction (never
@@ -153,35 +190,56 @@ export function registerRoute(app: FastifyInstance, services: Services, route: A
       // permissions before the handler runs (e.g. an upload streams with no transaction open).
       // With a key, the same short transaction looks for the answer recorded under it: a retry
       // replays it before the handler prepares anything.
-      const guarded = needsGuard(route.access) || bearer !== undefined
-        ? await services.transactions.run(
-            tenant,
-            async (tx) => {
-              await admitBearer(tx);
-              authorize(route.access, tx.session);
-              renewSessionCookie(reply, services.config, rawId, tx.session);
-              return { session: tx.session, earlier: key === undefined ? undefined : await earlierAnswer(tx, key, request, reply) };
-            },
-            txOptions,
-          )
-        : { session: null, earlier: undefined };
+      const guarded =
+        needsGuard(route.access) || bearer !== undefined
+          ? await services.transactions.run(
+              tenant,
+              async (tx) => {
+                await admitBearer(tx);
+                authorize(route.access, tx.session);
+                renewSessionCookie(reply, services.config, rawId, tx.session);
+                return {
+                  session: tx.session,
+                  earlier: key === undefined ? undefined : await earlierAnswer(tx, key, request, reply),
+                };
+              },
+              txOptions,
+            )
+          : { session: null, earlier: undefined };
       if (guarded.earlier) return guarded.earlier.body;
-      const transaction = <T>(fn: (tx: TxContext) => Promise<T>): Promise<T> => services.transactions.run(tenant, fn, txOptions);
+      const transaction = <T>(fn: (tx: TxContext) => Promise<T>): Promise<T> =>
+        services.transactions.run(tenant, fn, txOptions);
       const effectTransaction =
-        key === undefined ? transaction : <T>(fn: (tx: TxContext) => Promise<T>): Promise<T> => transaction((tx) => runIdempotent(tx, key, request, reply, () => fn(tx)) as Promise<T>);
-      return (route as NoTxRouteDefinition).handler({ ...base, session: guarded.session, transaction, effectTransaction });
+        key === undefined
+          ? transaction
+          : <T>(fn: (tx: TxContext) => Promise<T>): Promise<T> =>
+              transaction((tx) => runIdempotent(tx, key, request, reply, () => fn(tx)) as Promise<T>);
+      return (route as NoTxRouteDefinition).handler({
+        ...base,
+        session: guarded.session,
+        transaction,
+        effectTransaction,
+      });
     }
     // A bearer request never takes the one exchange: its limit and its failure need a transaction.
-    const single = route.oneExchange && key === undefined && bearer === undefined && typeof route.access === 'object' ? oneExchangeOf(route as RouteDefinition, base) : undefined;
+    const single =
+      route.oneExchange && key === undefined && bearer === undefined && typeof route.access === 'object'
+        ? oneExchangeOf(route as RouteDefinition, base)
+        : undefined;
     if (single && typeof route.access === 'object') {
       // One exchange: the statement went with the opening statement, before the caller was known;
       // the guard decides from the opening statement's answer, before the statement's is read.
-      const work = { statement: single.statement, permission: route.access.permission, ...(single.events ? { events: single.events } : {}) };
+      const work = {
+        statement: single.statement,
+        permission: route.access.permission,
+        ...(single.events ? { events: single.events } : {}),
+      };
       const { session, answer } = await services.transactions.runStatement(tenant, work, txOptions);
       authorize(route.access, session);
       renewSessionCookie(reply, services.config, rawId, session);
       if (!answer.ok) throw single.failed ? single.failed(answer.error) : answer.error;
-      const more = <T>(fn: (tx: TxContext) => Promise<T>): Promise<T> => services.transactions.run(tenant, fn, txOptions);
+      const more = <T>(fn: (tx: TxContext) => Promise<T>): Promise<T> =>
+        services.transactions.run(tenant, fn, txOptions);
       return single.answer(answer.result.rows, more);
     }
     return services.transactions.run(
@@ -210,7 +268,15 @@ function earlyAnswerHook(route: AnyRoute, services: Services) {
   return (request: FastifyRequest, reply: FastifyReply, done: HookHandlerDoneFunction) => {
     let answered: EarlyAnswer | undefined;
     try {
-      answered = answer({ method: request.method, headers: request.headers, params: request.params as Record<string, string>, tenant: request.tenant! }, services);
+      answered = answer(
+        {
+          method: request.method,
+          headers: request.headers,
+          params: request.params as Record<string, string>,
+          tenant: request.tenant!,
+        },
+        services,
+      );
     } catch {
       // The handler meets the same input and refuses it with its problem.
     }
@@ -224,7 +290,10 @@ function earlyAnswerHook(route: AnyRoute, services: Services) {
  * route cannot build from this request (a refused parameter) is the handler's to refuse, after the
  * guard, so that a caller who may not use the route learns nothing from its parameters.
  */
-function oneExchangeOf(route: RouteDefinition, input: Parameters<NonNullable<RouteDefinition['oneExchange']>>[0]): OneExchange | undefined {
+function oneExchangeOf(
+  route: RouteDefinition,
+  input: Parameters<NonNullable<RouteDefinition['oneExchange']>>[0],
+): OneExchange | undefined {
   try {
     return route.oneExchange!(input);
   } catch {
@@ -238,10 +307,14 @@ function oneExchangeOf(route: RouteDefinition, input: Parameters<NonNullable<Rou
  * sets (system and read-only fields) are refused on every write. A singleton's PUT is a create.
  */
 export function protectedFieldCheck(entity: ResolvedEntity, route: AnyRoute) {
-  const isCreate = route.operationId === entity.names.operationId('create') || route.operationId === entity.names.operationId('replace');
+  const isCreate =
+    route.operationId === entity.names.operationId('create') ||
+    route.operationId === entity.names.operationId('replace');
   const isPatch = route.operationId === entity.names.operationId('update');
   if (!isCreate && !isPatch) return undefined;
-  const normalisers = Object.entries(entity.def.normalise ?? {}).filter((entry): entry is [string, (value: string) => string] => entry[1] !== undefined);
+  const normalisers = Object.entries(entity.def.normalise ?? {}).filter(
+    (entry): entry is [string, (value: string) => string] => entry[1] !== undefined,
+  );
   return async (request: FastifyRequest) => {
     const body = request.body;
     if (typeof body !== 'object' || body === null || Array.isArray(body)) return;
@@ -250,7 +323,9 @@ export function protectedFieldCheck(entity: ResolvedEntity, route: AnyRoute) {
       if (owners) {
         // `route` (the first owner) stays for clients written before a field could have several.
         const routes = owners.map((c) => entity.commandRoute(c));
-        throw problem('FIELD_COMMAND_OWNED', `${key} is set only by ${routes.join(' or ')}`, { extensions: { field: key, route: routes[0], routes } });
+        throw problem('FIELD_COMMAND_OWNED', `${key} is set only by ${routes.join(' or ')}`, {
+          extensions: { field: key, route: routes[0], routes },
+        });
       }
       if (isPatch && entity.immutable.includes(key)) {
         throw problem('FIELD_IMMUTABLE', `${key} cannot be changed after creation`, { extensions: { field: key } });

@@ -65,5 +65,8 @@ class RequestLogger {
 }
 
 /** fastify's childLoggerFactory: each request gets a RequestLogger. */
-export const lazyRequestLogger = (logger: FastifyBaseLogger, bindings: Record<string, unknown>, options: Parameters<FastifyBaseLogger['child']>[1]): FastifyBaseLogger =>
-  new RequestLogger(logger, bindings, options) as unknown as FastifyBaseLogger;
+export const lazyRequestLogger = (
+  logger: FastifyBaseLogger,
+  bindings: Record<string, unknown>,
+  options: Parameters<FastifyBaseLogger['child']>[1],
+): FastifyBaseLogger => new RequestLogger(logger, bindings, options) as unknown as FastifyBaseLogger;

@@ -39,14 +39,19 @@ export function singletonRoutes(entity: ResolvedEntity, ops: EntityOperations, p
       operationId: names.operationId('replace'),
       summary: `Create or replace the ${label}`,
       description: `Sends every writable field; an optional field left out is cleared. 201 when it created the ${label}, 200 when it replaced it.${
-        entity.immutable.length ? ` Immutable fields (${entity.immutable.join(', ')}) may be repeated, not changed.` : ''
+        entity.immutable.length
+          ? ` Immutable fields (${entity.immutable.join(', ')}) may be repeated, not changed.`
+          : ''
       }`,
       tags,
       access: write,
       publishes: [...new Set([names.events.created, names.events.updated, ...followUp])],
       schema: {
         body: schemas.create,
-        response: { 200: answer(schemas.row, `The ${label} as replaced`), 201: answer(schemas.row, `The ${label} created`) },
+        response: {
+          200: answer(schemas.row, `The ${label} as replaced`),
+          201: answer(schemas.row, `The ${label} created`),
+        },
       },
       handler: async ({ tx, body, reply }) => {
         const { row, created } = await ops.replace(tx, body as Record<string, unknown>);

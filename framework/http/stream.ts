@@ -57,9 +57,14 @@ export function streamResponses(description: string, mediaType = 'application/oc
   return {
     200: binary(description, mediaType),
     206: binary(`A byte range of it (Range: bytes=first-last, first-, or -suffix), with Content-Range`, mediaType),
-    304: Type.Null({ description: 'Not modified: the If-None-Match names the current ETag, or If-Modified-Since is not older than Last-Modified' }),
+    304: Type.Null({
+      description:
+        'Not modified: the If-None-Match names the current ETag, or If-Modified-Since is not older than Last-Modified',
+    }),
     412: problemResponse('An If-Match or If-Unmodified-Since precondition failed (PRECONDITION_FAILED)'),
-    416: problemResponse('No byte of the Range lies within the content (RANGE_NOT_SATISFIABLE); Content-Range gives the size'),
+    416: problemResponse(
+      'No byte of the Range lies within the content (RANGE_NOT_SATISFIABLE); Content-Range gives the size',
+    ),
   };
 }
 
@@ -81,7 +86,12 @@ export async function streamFrom(
   return 'root' in source ? fromFile(request, reply, source, options) : fromStream(request, reply, source, options);
 }
 
-async function fromFile(request: FastifyRequest, reply: FastifyReply, source: SeekableSource, options: StreamOptions): Promise<Readable | undefined> {
+async function fromFile(
+  request: FastifyRequest,
+  reply: FastifyReply,
+  source: SeekableSource,
+  options: StreamOptions,
+): Promise<Readable | undefined> {
   // send() takes a URL path and decodes it; encoding each segment keeps a file name as written.
   const path = `/${source.path.split('/').map(encodeURIComponent).join('/')}`;
   let asked: { method?: string | undefined; headers: IncomingHttpHeaders } = request.raw;
@@ -98,7 +108,10 @@ async function fromFile(request: FastifyRequest, reply: FastifyReply, source: Se
   const range = asked.headers.range;
   if (range !== undefined) {
     // send() parses ranges loosely (parseInt): it is given only a range rangeFor has read.
-    const size = await stat(join(source.root, source.path)).then((s) => s.size, () => undefined);
+    const size = await stat(join(source.root, source.path)).then(
+      (s) => s.size,
+      () => undefined,
+    );
     const headers: IncomingHttpHeaders = { ...asked.headers };
     const normalised = size === undefined ? undefined : rangeFor(range, size);
     if (normalised === undefined) delete headers.range;
@@ -118,9 +131,13 @@ async function fromFile(request: FastifyRequest, reply: FastifyReply, source: Se
     const status = result.statusCode;
     if (status === 416) {
       reply.header('content-range', result.headers['Content-Range']);
-      throw problem('RANGE_NOT_SATISFIABLE', `No byte of the requested range lies within the content (${result.headers['Content-Range']})`);
+      throw problem(
+        'RANGE_NOT_SATISFIABLE',
+        `No byte of the requested range lies within the content (${result.headers['Content-Range']})`,
+      );
     }
-    if (status === 412) throw problem('PRECONDITION_FAILED', 'The If-Match or If-Unmodified-Since precondition does not hold');
+    if (status === 412)
+      throw problem('PRECONDITION_FAILED', 'The If-Match or If-Unmodified-Since precondition does not hold');
     // Missing, a directory's name, a path leaving the root or not decodable: all "no such file".
     if (status === 404 || status === 403 || status === 400) throw notFound();
     throw result.metadata.error;
@@ -144,7 +161,12 @@ async function fromFile(request: FastifyRequest, reply: FastifyReply, source: Se
  * If-Unmodified-Since (412) and If-Modified-Since (304) to the second, then, for a seekable store,
  * Range as rangeFor reads it (If-Range permitting): 206 with Content-Range, or 416.
  */
-async function fromStream(request: FastifyRequest, reply: FastifyReply, source: StreamSource, options: StreamOptions): Promise<Readable | undefined> {
+async function fromStream(
+  request: FastifyRequest,
+  reply: FastifyReply,
+  source: StreamSource,
+  options: StreamOptions,
+): Promise<Readable | undefined> {
   // The same validators as send() gives a file, so a file moved to such a store keeps its ETag.
   const etag = options.etag ?? `W/"${source.size.toString(16)}-${source.mtime.getTime().toString(16)}"`;
   const decided = ownValidator(request, etag);
@@ -177,7 +199,10 @@ async function fromStream(request: FastifyRequest, reply: FastifyReply, source: 
       if (end === '') {
         const unsatisfiable = `bytes */${source.size}`;
         reply.header('content-range', unsatisfiable);
-        throw problem('RANGE_NOT_SATISFIABLE', `No byte of the requested range lies within the content (${unsatisfiable})`);
+        throw problem(
+          'RANGE_NOT_SATISFIABLE',
+          `No byte of the requested range lies within the content (${unsatisfiable})`,
+        );
       }
       range = { start: Number(start), end: Number(end) };
     }
@@ -213,7 +238,10 @@ function rangeIsFresh(ifRange: string | string[] | undefined, etag: string, modi
 export function rangeFor(header: string, size: number): string | undefined {
   const parsed = parseRange(size, header);
   if (parsed.type !== 'bytes' || (parsed.code & 1) !== 0) return undefined;
-  const named = header.slice(header.indexOf('=') + 1).split(',').filter((spec) => spec.trim() !== '').length;
+  const named = header
+    .slice(header.indexOf('=') + 1)
+    .split(',')
+    .filter((spec) => spec.trim() !== '').length;
   if (named !== 1) return undefined;
   const [only] = parsed.ranges;
   if (only) return `bytes=${only.start}-${only.end}`;
@@ -222,7 +250,8 @@ export function rangeFor(header: string, size: number): string | undefined {
 
 // fastify answers a HEAD whose handler returned nothing with Content-Length: 0; an empty stream
 // keeps the length already set (the size, or none on a 304).
-const noBody = (request: FastifyRequest): Readable | undefined => (request.method === 'HEAD' ? Readable.from([]) : undefined);
+const noBody = (request: FastifyRequest): Readable | undefined =>
+  request.method === 'HEAD' ? Readable.from([]) : undefined;
 
 function decorate(reply: FastifyReply, options: StreamOptions): void {
   if (options.contentType !== undefined && reply.statusCode !== 304) reply.header('content-type', options.contentType);

@@ -37,7 +37,10 @@ const isInteger = (node: Record<string, unknown>) =>
 export function boundIntegers<T>(schema: T): T {
   if (Array.isArray(schema)) return schema.map((item) => boundIntegers(item)) as T;
   if (!isPlain(schema)) return schema;
-  const copy = Object.create(Object.getPrototypeOf(schema), Object.getOwnPropertyDescriptors(schema)) as Record<string, unknown>;
+  const copy = Object.create(Object.getPrototypeOf(schema), Object.getOwnPropertyDescriptors(schema)) as Record<
+    string,
+    unknown
+  >;
   for (const key of Object.keys(copy)) {
     if (!DATA_KEYWORDS.has(key)) copy[key] = boundIntegers(copy[key]);
   }
@@ -81,9 +84,14 @@ export function nulIssues(value: unknown, at = '', found: ValidationIssue[] = []
   while (pending.length > 0) {
     const { node, path, name } = pending.pop()!;
     if (name) {
-      found.push({ instancePath: path, keyword: 'nul', message: 'property name must not contain the NUL character (U+0000)' });
+      found.push({
+        instancePath: path,
+        keyword: 'nul',
+        message: 'property name must not contain the NUL character (U+0000)',
+      });
     } else if (typeof node === 'string') {
-      if (node.includes('\u0000')) found.push({ instancePath: path, keyword: 'nul', message: 'must not contain the NUL character (U+0000)' });
+      if (node.includes('\u0000'))
+        found.push({ instancePath: path, keyword: 'nul', message: 'must not contain the NUL character (U+0000)' });
     } else if (Array.isArray(node)) {
       // Children go on the stack last-first, so issues come out in document order.
       for (let i = node.length - 1; i >= 0; i--) pending.push({ node: node[i], path: `${path}/${i}` });

@@ -1,4 +1,9 @@
-import Fastify, { LogController, type FastifyBaseLogger, type FastifyInstance, type FastifyServerFactory } from 'fastify';
+import Fastify, {
+  LogController,
+  type FastifyBaseLogger,
+  type FastifyInstance,
+  type FastifyServerFactory,
+} from 'fastify';
 import cookie from '@fastify/cookie';
 import formbody from '@fastify/formbody';
 import multipart from '@fastify/multipart';
@@ -6,7 +11,13 @@ import type { Services } from '../services.ts';
 import type { AnyRoute } from '../entity/define.ts';
 import type { TenantRef } from '../context/tenant.ts';
 import { normaliseHost } from '../context/tenant.ts';
-import { SECURITY_HEADERS, clientErrorProblem, frameworkErrorProblem, installProblemHandlers, sendProblem } from './problems.ts';
+import {
+  SECURITY_HEADERS,
+  clientErrorProblem,
+  frameworkErrorProblem,
+  installProblemHandlers,
+  sendProblem,
+} from './problems.ts';
 import { typeboxValidatorCompiler } from './validation.ts';
 import { DEFAULT_BODY_LIMIT, registerRoute } from './register-route.ts';
 import { readinessChecks, registerProbes, type ReadinessCheck } from './probes.ts';
@@ -54,7 +65,12 @@ export async function buildWeb(services: Services, options: WebOptions = {}): Pr
   const serverFactory = frontDoorServer(services, options.logger, () => closing);
   const app = Fastify({
     ...(serverFactory ? { serverFactory } : {}),
-    ...(options.logger ? { loggerInstance: options.logger.child({}, { serializers: requestLogSerializers }), childLoggerFactory: lazyRequestLogger } : { logger: false }),
+    ...(options.logger
+      ? {
+          loggerInstance: options.logger.child({}, { serializers: requestLogSerializers }),
+          childLoggerFactory: lazyRequestLogger,
+        }
+      : { logger: false }),
     trustProxy: trustProxySetting(services.config.server.trust_proxy),
     // X-Request-Id from a trusted proxy, else a new UUID; named `requestId` in every log line.
     genReqId: requestIdGenerator(services.config.server.trust_proxy),
@@ -115,7 +131,10 @@ export async function buildWeb(services: Services, options: WebOptions = {}): Pr
     }
     services.hosts.resolve(host).then((tenant) => {
       if (!tenant) {
-        sendProblem(reply, request.routeOptions.config.hidesNoSite ? notFound() : problem('NO_SITE', 'There is no site at this host'));
+        sendProblem(
+          reply,
+          request.routeOptions.config.hidesNoSite ? notFound() : problem('NO_SITE', 'There is no site at this host'),
+        );
         return;
       }
       request.tenant = tenant;
@@ -128,13 +147,15 @@ export async function buildWeb(services: Services, options: WebOptions = {}): Pr
   const checks = readinessChecks(services, options.readinessChecks ?? []);
   registerProbes(app, services, checks);
   const takesForm = (route: AnyRoute) => route.transaction === 'none' && route.multipart !== undefined;
-  for (const { route, entity } of services.registry.routes) if (!takesForm(route)) registerRoute(app, services, route, entity);
+  for (const { route, entity } of services.registry.routes)
+    if (!takesForm(route)) registerRoute(app, services, route, entity);
   // Multipart parsing exists only in this scope, around the routes that declare it: elsewhere a
   // form is an unsupported media type (415) before any handler runs. The form's size is bounded by
   // the route's body limit (register-route.ts), so the plugin sets no per-file limit of its own.
   await app.register(async (scope) => {
     await scope.register(multipart, { limits: { fileSize: Number.POSITIVE_INFINITY } });
-    for (const { route, entity } of services.registry.routes) if (takesForm(route)) registerRoute(scope, services, route, entity);
+    for (const { route, entity } of services.registry.routes)
+      if (takesForm(route)) registerRoute(scope, services, route, entity);
   });
   registerRoute(app, services, catalogRoute(services.registry));
   // The admin shell (HTML pages under /admin), built from the same registry and route wrapper.
@@ -147,7 +168,11 @@ export async function buildWeb(services: Services, options: WebOptions = {}): Pr
  * sees each request first, and a request it does not answer goes to fastify's handler unchanged.
  * Made as fastify would make it (its `http` options, timeouts and socket limit).
  */
-export function frontDoorServer(services: Services, logger: FastifyBaseLogger | undefined, isClosing: () => boolean): FastifyServerFactory | undefined {
+export function frontDoorServer(
+  services: Services,
+  logger: FastifyBaseLogger | undefined,
+  isClosing: () => boolean,
+): FastifyServerFactory | undefined {
   const door = frontDoor(
     services.registry.routes.map(({ route }) => route),
     services,
@@ -156,7 +181,13 @@ export function frontDoorServer(services: Services, logger: FastifyBaseLogger | 
   );
   if (!door) return undefined;
   return (handler, options) => {
-    const settings = options as typeof options & { http?: ServerOptions; keepAliveTimeout?: number; requestTimeout?: number; connectionTimeout?: number; maxRequestsPerSocket?: number };
+    const settings = options as typeof options & {
+      http?: ServerOptions;
+      keepAliveTimeout?: number;
+      requestTimeout?: number;
+      connectionTimeout?: number;
+      maxRequestsPerSocket?: number;
+    };
     const server = createServer(settings.http ?? {}, (req: IncomingMessage, res: ServerResponse) => {
       if (!door(req, res)) handler(req, res);
     });

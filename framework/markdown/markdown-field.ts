@@ -16,5 +16,8 @@ export function Markdown(options: Omit<TStringOptions, 'contentMediaType'> = {})
 export function isMarkdown(schema: TSchema | undefined): boolean {
   if (!schema) return false;
   const node = schema as { contentMediaType?: unknown; anyOf?: { contentMediaType?: unknown }[] };
-  return node.contentMediaType === MARKDOWN_MEDIA_TYPE || (node.anyOf ?? []).some((branch) => branch.contentMediaType === MARKDOWN_MEDIA_TYPE);
+  return (
+    node.contentMediaType === MARKDOWN_MEDIA_TYPE ||
+    (node.anyOf ?? []).some((branch) => branch.contentMediaType === MARKDOWN_MEDIA_TYPE)
+  );
 }

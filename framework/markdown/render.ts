@@ -33,8 +33,33 @@ const defined = (attribs: Record<string, string | undefined>): Record<string, st
 
 const POLICY: sanitizeHtml.IOptions = {
   allowedTags: [
-    'h1', 'h2', 'h3', 'h4', 'h5', 'h6', 'p', 'br', 'hr', 'blockquote', 'pre', 'code', 'em', 'strong', 'del', 's',
-    'ul', 'ol', 'li', 'a', 'img', 'table', 'thead', 'tbody', 'tr', 'th', 'td',
+    'h1',
+    'h2',
+    'h3',
+    'h4',
+    'h5',
+    'h6',
+    'p',
+    'br',
+    'hr',
+    'blockquote',
+    'pre',
+    'code',
+    'em',
+    'strong',
+    'del',
+    's',
+    'ul',
+    'ol',
+    'li',
+    'a',
+    'img',
+    'table',
+    'thead',
+    'tbody',
+    'tr',
+    'th',
+    'td',
   ],
   allowedAttributes: {
     a: ['href', 'title', 'rel'],
@@ -52,7 +77,10 @@ const POLICY: sanitizeHtml.IOptions = {
   allowProtocolRelative: false,
   disallowedTagsMode: 'discard',
   transformTags: {
-    a: (tagName, attribs) => ({ tagName, attribs: defined({ ...attribs, href: withOrigin(attribs.href), rel: LINK_REL }) }),
+    a: (tagName, attribs) => ({
+      tagName,
+      attribs: defined({ ...attribs, href: withOrigin(attribs.href), rel: LINK_REL }),
+    }),
     img: (tagName, attribs) => ({ tagName, attribs: defined({ ...attribs, src: withOrigin(attribs.src) }) }),
   },
 };
@@ -74,7 +102,9 @@ const policies = new Map<number, sanitizeHtml.IOptions>([[0, POLICY]]);
 function policyFor(headingOffset: number): sanitizeHtml.IOptions {
   let policy = policies.get(headingOffset);
   if (!policy) {
-    const shifted = Object.fromEntries([1, 2, 3, 4, 5, 6].map((level) => [`h${level}`, `h${Math.min(6, level + headingOffset)}`]));
+    const shifted = Object.fromEntries(
+      [1, 2, 3, 4, 5, 6].map((level) => [`h${level}`, `h${Math.min(6, level + headingOffset)}`]),
+    );
     policy = { ...POLICY, transformTags: { ...POLICY.transformTags, ...shifted } };
     policies.set(headingOffset, policy);
   }

@@ -29,7 +29,8 @@ export function installHttpMetrics(app: FastifyInstance, metrics: Metrics): void
       done();
     };
     const existing = route.onResponse;
-    route.onResponse = existing === undefined ? [observe] : [...(Array.isArray(existing) ? existing : [existing]), observe];
+    route.onResponse =
+      existing === undefined ? [observe] : [...(Array.isArray(existing) ? existing : [existing]), observe];
   });
   // The first hook of every request: the gauge counts it until its response closes, answered or not.
   app.addHook('onRequest', (_request, reply, done) => {

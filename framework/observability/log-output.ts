@@ -18,7 +18,13 @@ export function effectiveLogFormat(configured: LogFormat, stdoutIsTerminal: bool
  */
 export function processLogger(level: string, format: 'json' | 'pretty'): FastifyBaseLogger {
   if (format === 'pretty') {
-    const stream = pinoPretty({ colorize: process.stdout.isTTY === true, sync: true, translateTime: 'SYS:HH:MM:ss.l', ignore: 'pid,hostname', singleLine: true });
+    const stream = pinoPretty({
+      colorize: process.stdout.isTTY === true,
+      sync: true,
+      translateTime: 'SYS:HH:MM:ss.l',
+      ignore: 'pid,hostname',
+      singleLine: true,
+    });
     return pino({ level }, stream) as FastifyBaseLogger;
   }
   return pino({ level }, pino.destination({ dest: 1, sync: true })) as FastifyBaseLogger;

@@ -20,11 +20,18 @@ export interface MetricsServer {
  * server, so the series are never answered on a tenant's host and the port can be firewalled on its
  * own. It answers GET /metrics (Prometheus text format) and 404 to anything else.
  */
-export async function startMetricsServer(metrics: Metrics, host: string, port: number, onError: (err: unknown) => void): Promise<MetricsServer> {
+export async function startMetricsServer(
+  metrics: Metrics,
+  host: string,
+  port: number,
+  onError: (err: unknown) => void,
+): Promise<MetricsServer> {
   const server: Server = createServer((req, res) => {
     const path = (req.url ?? '').split('?', 1)[0];
     if ((req.method !== 'GET' && req.method !== 'HEAD') || path !== METRICS_PATH) {
-      res.writeHead(404, { 'content-type': 'text/plain; charset=utf-8' }).end('Not found: the metrics are at GET /metrics\n');
+      res
+        .writeHead(404, { 'content-type': 'text/plain; charset=utf-8' })
+        .end('Not found: the metrics are at GET /metrics\n');
       return;
     }
     metrics.exposition().then(

@@ -75,19 +75,48 @@ export class Metrics {
       buckets: LATENCY_BUCKETS,
       registers,
     });
-    this.httpInFlight = new Gauge({ name: 'tenantry_http_requests_in_flight', help: 'Requests received and not yet answered', registers });
+    this.httpInFlight = new Gauge({
+      name: 'tenantry_http_requests_in_flight',
+      help: 'Requests received and not yet answered',
+      registers,
+    });
     this.rateLimited = new Counter({
       name: 'tenantry_http_rate_limited_total',
       help: 'Requests answered 429 (too many sign-in attempts and other rate limits), by operation',
       labelNames: ['operation'],
       registers,
     });
-    this.failedLogins = new Counter({ name: 'tenantry_auth_failed_logins_total', help: 'Sign-ins refused for a wrong address or password (401 ErrCredentials)', registers });
+    this.failedLogins = new Counter({
+      name: 'tenantry_auth_failed_logins_total',
+      help: 'Sign-ins refused for a wrong address or password (401 ErrCredentials)',
+      registers,
+    });
 
     const state = () => sources.pool();
-    new Gauge({ name: 'tenantry_db_pool_connections', help: 'Connections the request pool holds open (in use and idle)', registers, collect() { this.set(state().total); } });
-    new Gauge({ name: 'tenantry_db_pool_idle_connections', help: 'Open pool connections nobody is using', registers, collect() { this.set(state().idle); } });
-    new Gauge({ name: 'tenantry_db_pool_waiting_requests', help: 'Checkouts waiting for a pool connection', registers, collect() { this.set(state().waiting); } });
+    new Gauge({
+      name: 'tenantry_db_pool_connections',
+      help: 'Connections the request pool holds open (in use and idle)',
+      registers,
+      collect() {
+        this.set(state().total);
+      },
+    });
+    new Gauge({
+      name: 'tenantry_db_pool_idle_connections',
+      help: 'Open pool connections nobody is using',
+      registers,
+      collect() {
+        this.set(state().idle);
+      },
+    });
+    new Gauge({
+      name: 'tenantry_db_pool_waiting_requests',
+      help: 'Checkouts waiting for a pool connection',
+      registers,
+      collect() {
+        this.set(state().waiting);
+      },
+    });
     this.acquireWait = new Histogram({
       name: 'tenantry_db_pool_acquire_wait_seconds',
       help: 'Time a checkout waited for a pool connection (failed checkouts included)',
@@ -151,9 +180,24 @@ export class Metrics {
       registers,
     });
 
-    this.jobLastSuccess = new Gauge({ name: 'tenantry_job_last_success_timestamp_seconds', help: 'When a run of the job last succeeded (Unix time), in this process', labelNames: ['job'], registers });
-    this.jobLastDuration = new Gauge({ name: 'tenantry_job_last_duration_seconds', help: 'How long the last run of the job took, succeeded or failed', labelNames: ['job'], registers });
-    this.jobFailures = new Counter({ name: 'tenantry_job_failures_total', help: 'Failed runs of a job (each attempt counts)', labelNames: ['job'], registers });
+    this.jobLastSuccess = new Gauge({
+      name: 'tenantry_job_last_success_timestamp_seconds',
+      help: 'When a run of the job last succeeded (Unix time), in this process',
+      labelNames: ['job'],
+      registers,
+    });
+    this.jobLastDuration = new Gauge({
+      name: 'tenantry_job_last_duration_seconds',
+      help: 'How long the last run of the job took, succeeded or failed',
+      labelNames: ['job'],
+      registers,
+    });
+    this.jobFailures = new Counter({
+      name: 'tenantry_job_failures_total',
+      help: 'Failed runs of a job (each attempt counts)',
+      labelNames: ['job'],
+      registers,
+    });
 
     new Gauge({
       name: 'tenantry_tenants',

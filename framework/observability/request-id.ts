@@ -28,7 +28,10 @@ export function trustedPeer(trustProxy: string): (address: string | undefined) =
   if (setting === '' || setting === 'false') return () => false;
   if (setting === 'true') return () => true;
   const list = new BlockList();
-  for (const entry of setting.split(',').map((s) => s.trim()).filter(Boolean)) {
+  for (const entry of setting
+    .split(',')
+    .map((s) => s.trim())
+    .filter(Boolean)) {
     for (const range of NAMED[entry] ?? [entry]) {
       const [address, bits] = range.split('/') as [string, string | undefined];
       const family = isIP(address) === 6 ? 'ipv6' : 'ipv4';

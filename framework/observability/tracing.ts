@@ -1,4 +1,15 @@
-import { ROOT_CONTEXT, SpanKind, SpanStatusCode, context, propagation, trace, type Attributes, type Context, type Link, type Span } from '@opentelemetry/api';
+import {
+  ROOT_CONTEXT,
+  SpanKind,
+  SpanStatusCode,
+  context,
+  propagation,
+  trace,
+  type Attributes,
+  type Context,
+  type Link,
+  type Span,
+} from '@opentelemetry/api';
 import type { FastifyPluginCallback } from 'fastify';
 import type { NodeSDKConfiguration } from '@opentelemetry/sdk-node';
 
@@ -40,11 +51,16 @@ export const tracingEnabled = (): boolean => active !== undefined;
  * Starts the SDK when the environment asks for it (or when span processors are given: the tests'
  * in-memory exporter). Call it before the app is built. Returns whether tracing is on.
  */
-export async function startTracing(options: { env?: NodeJS.ProcessEnv; spanProcessors?: SpanProcessors } = {}): Promise<boolean> {
+export async function startTracing(
+  options: { env?: NodeJS.ProcessEnv; spanProcessors?: SpanProcessors } = {},
+): Promise<boolean> {
   if (active) return true;
   const env = options.env ?? process.env;
   if (!options.spanProcessors && !tracingRequested(env)) return false;
-  const [{ NodeSDK }, { FastifyOtelInstrumentation }] = await Promise.all([import('@opentelemetry/sdk-node'), import('@fastify/otel')]);
+  const [{ NodeSDK }, { FastifyOtelInstrumentation }] = await Promise.all([
+    import('@opentelemetry/sdk-node'),
+    import('@fastify/otel'),
+  ]);
   // Request and handler spans only: a span per lifecycle hook would be most of the spans and tell little.
   const fastify = new FastifyOtelInstrumentation({ instrumentHooks: false });
   const sdk = new NodeSDK({
@@ -78,10 +94,18 @@ export interface SpanOptions {
 }
 
 /** Runs fn in a span (its child spans nest under it), ending it when fn settles. Off: fn alone. */
-export function withSpan<T>(name: string, options: SpanOptions, fn: (span: Span | undefined) => Promise<T>): Promise<T> {
+export function withSpan<T>(
+  name: string,
+  options: SpanOptions,
+  fn: (span: Span | undefined) => Promise<T>,
+): Promise<T> {
   if (!active) return fn(undefined);
   const parent = options.parent ?? context.active();
-  const span = tracer().startSpan(name, { attributes: options.attributes, links: options.links, kind: options.kind ?? SpanKind.INTERNAL }, parent);
+  const span = tracer().startSpan(
+    name,
+    { attributes: options.attributes, links: options.links, kind: options.kind ?? SpanKind.INTERNAL },
+    parent,
+  );
   return context.with(trace.setSpan(parent, span), async () => {
     try {
       return await fn(span);
@@ -99,10 +123,17 @@ export function withSpan<T>(name: string, options: SpanOptions, fn: (span: Span 
  * A span that is opened now and kept only if `end` is called: for work that learns only once it
  * has started whether it did anything worth a span (a relay pass that claimed nothing does not).
  */
-export function startOptionalSpan(name: string, options: SpanOptions = {}): { span: Span; context: Context } | undefined {
+export function startOptionalSpan(
+  name: string,
+  options: SpanOptions = {},
+): { span: Span; context: Context } | undefined {
   if (!active) return undefined;
   const parent = options.parent ?? ROOT_CONTEXT;
-  const span = tracer().startSpan(name, { attributes: options.attributes, links: options.links, kind: options.kind ?? SpanKind.INTERNAL }, parent);
+  const span = tracer().startSpan(
+    name,
+    { attributes: options.attributes, links: options.links, kind: options.kind ?? SpanKind.INTERNAL },
+    parent,
+  );
   return { span, context: trace.setSpan(parent, span) };
 }
 
@@ -143,12 +174,28 @@ export function dbAttributes(texts: readonly string[], names: readonly (string |
  * the job's), with its text and timing: the query's own statement, never its parameters. Only
  * while tracing is on; kysely is given no log function otherwise.
  */
-export function kyselyQuerySpans(): ((event: { level: 'query' | 'error'; query: { sql: string }; queryDurationMillis: number; error?: unknown }) => void) | undefined {
+export function kyselyQuerySpans():
+  | ((event: {
+      level: 'query' | 'error';
+      query: { sql: string };
+      queryDurationMillis: number;
+      error?: unknown;
+    }) => void)
+  | undefined {
   if (!active) return undefined;
   return (event) => {
     const end = Date.now();
-    const span = tracer().startSpan('db.query', { kind: SpanKind.CLIENT, startTime: end - event.queryDurationMillis, attributes: dbAttributes([event.query.sql]) }, context.active());
-    if (event.level === 'error') span.setStatus({ code: SpanStatusCode.ERROR, message: (event.error as Error | undefined)?.message ?? 'failed' });
+    const span = tracer().startSpan(
+      'db.query',
+      {
+        kind: SpanKind.CLIENT,
+        startTime: end - event.queryDurationMillis,
+        attributes: dbAttributes([event.query.sql]),
+      },
+      context.active(),
+    );
+    if (event.level === 'error')
+      span.setStatus({ code: SpanStatusCode.ERROR, message: (event.error as Error | undefined)?.message ?? 'failed' });
     span.end(end);
   };
 }
@@ -156,5 +203,9 @@ export function kyselyQuerySpans(): ((event: { level: 'query' | 'error'; query: 
 /** One exchange with PostgreSQL (statements sent together, answered together) as a client span. */
 export function traceExchange<T>(statements: readonly { text: string }[], fn: () => Promise<T>): Promise<T> {
   if (!active) return fn();
-  return withSpan('db.exchange', { kind: SpanKind.CLIENT, attributes: dbAttributes(statements.map((s) => s.text)) }, () => fn());
+  return withSpan(
+    'db.exchange',
+    { kind: SpanKind.CLIENT, attributes: dbAttributes(statements.map((s) => s.text)) },
+    () => fn(),
+  );
 }

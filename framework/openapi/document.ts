@@ -36,13 +36,14 @@ export async function registerOpenApi(app: FastifyInstance, services: Services):
             type: 'apiKey',
             in: 'cookie',
             name: sessionCookie(services.config).name,
-            description: 'The session cookie set by login. Non-browser clients send the Set-Cookie value back as a Cookie header.',
+            description:
+              'The session cookie set by login. Non-browser clients send the Set-Cookie value back as a Cookie header.',
           },
           bearerAuth: {
             type: 'http',
             scheme: 'bearer',
             description: [
-              'A personal access token (POST /api/v1/auth/tokens), sent as Authorization: Bearer <token>. It acts for the user who made it, on that user\'s tenant only (another host answers 401 TOKEN_INVALID), with the token\'s permissions intersected with the user\'s current ones (403 AUTH_FORBIDDEN beyond them).',
+              "A personal access token (POST /api/v1/auth/tokens), sent as Authorization: Bearer <token>. It acts for the user who made it, on that user's tenant only (another host answers 401 TOKEN_INVALID), with the token's permissions intersected with the user's current ones (403 AUTH_FORBIDDEN beyond them).",
               'An unknown, expired or revoked token, or one whose user is deactivated, is 401 TOKEN_INVALID; failed attempts count towards the per-address sign-in limit (429 ErrTooManyAttempts with Retry-After). A request with a token is not subject to the cross-site rule and its cookie is not read. Operations that take only cookieAuth ignore the header.',
             ].join(' '),
           },
@@ -50,7 +51,10 @@ export async function registerOpenApi(app: FastifyInstance, services: Services):
       },
     },
     // Named bodies and answers, then what every operation shares (see finishDocument).
-    transformObject: (built) => ('openapiObject' in built ? finishDocument(nameSchemas(built.openapiObject as Record<string, unknown>)) : built.swaggerObject) as never,
+    transformObject: (built) =>
+      ('openapiObject' in built
+        ? finishDocument(nameSchemas(built.openapiObject as Record<string, unknown>))
+        : built.swaggerObject) as never,
     refResolver: {
       buildLocalReference: (json, _baseUri, _fragment, i) => (typeof json.$id === 'string' ? json.$id : `def-${i}`),
     },
@@ -69,7 +73,7 @@ function serverOf(publicHost: string, port: number) {
   return {
     url: `${origin.protocol}//{host}`,
     description:
-      'A tenant\'s host, with its port if any: the tenant comes from the Host header, and an unknown host answers 404 NO_SITE. The default host is the operator tenant\'s (server.public_host).',
+      "A tenant's host, with its port if any: the tenant comes from the Host header, and an unknown host answers 404 NO_SITE. The default host is the operator tenant's (server.public_host).",
     // (A variable's own description is valid OpenAPI 3.1, but swagger-parser's schema refuses it.)
     variables: { host: { default: origin.host } },
   };
@@ -84,7 +88,9 @@ function finishDocument(document: Record<string, unknown>): Record<string, unkno
     description: 'Request headers over 16 KB (HEADERS_TOO_LARGE), refused before any route runs',
     content: { 'application/problem+json': { schema: { $ref: '#/components/schemas/Problem' } } },
   };
-  for (const operations of Object.values((document.paths ?? {}) as Record<string, Record<string, { responses?: Record<string, unknown> }>>)) {
+  for (const operations of Object.values(
+    (document.paths ?? {}) as Record<string, Record<string, { responses?: Record<string, unknown> }>>,
+  )) {
     for (const operation of Object.values(operations)) {
       if (operation.responses && !operation.responses['431']) operation.responses['431'] = headersTooLarge;
     }

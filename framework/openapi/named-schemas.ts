@@ -4,7 +4,8 @@ import { SCHEMA_NAME, nameOf } from './schema-name.ts';
 type Json = Record<string, unknown>;
 
 const COMPONENT_PREFIX = '#/components/schemas/';
-const isObject = (value: unknown): value is Json => typeof value === 'object' && value !== null && !Array.isArray(value);
+const isObject = (value: unknown): value is Json =>
+  typeof value === 'object' && value !== null && !Array.isArray(value);
 const isJson = (mediaType: string): boolean => mediaType === 'application/json';
 
 /**
@@ -18,13 +19,16 @@ const isJson = (mediaType: string): boolean => mediaType === 'application/json';
 export function nameSchemas(document: Json): Json {
   const components = (document.components ?? {}) as Json;
   const schemas = { ...((components.schemas ?? {}) as Record<string, unknown>) };
-  const registered = new Map<string, string>(Object.entries(schemas).map(([name, schema]) => [name, JSON.stringify(schema)]));
+  const registered = new Map<string, string>(
+    Object.entries(schemas).map(([name, schema]) => [name, JSON.stringify(schema)]),
+  );
 
   const register = (name: string, schema: Json): Json => {
     const { [SCHEMA_NAME]: _name, ...clean } = schema;
     const text = JSON.stringify(clean);
     const known = registered.get(name);
-    if (known !== undefined && known !== text) throw new Error(`OpenAPI: two different schemas are named ${name}; give one of them another name`);
+    if (known !== undefined && known !== text)
+      throw new Error(`OpenAPI: two different schemas are named ${name}; give one of them another name`);
     registered.set(name, text);
     schemas[name] = clean;
     return { $ref: `${COMPONENT_PREFIX}${name}` };
@@ -38,7 +42,9 @@ export function nameSchemas(document: Json): Json {
     for (const [key, value] of Object.entries(schema)) {
       if (key === 'properties' || key === 'patternProperties' || key === '$defs') {
         out[key] = Object.fromEntries(Object.entries(value as Json).map(([k, v]) => [k, hoist(v)]));
-      } else if (['items', 'additionalProperties', 'anyOf', 'oneOf', 'allOf', 'not', 'prefixItems', 'contains'].includes(key)) {
+      } else if (
+        ['items', 'additionalProperties', 'anyOf', 'oneOf', 'allOf', 'not', 'prefixItems', 'contains'].includes(key)
+      ) {
         out[key] = hoist(value);
       } else out[key] = value;
     }
@@ -55,8 +61,12 @@ export function nameSchemas(document: Json): Json {
       for (const [mediaType, media] of Object.entries(body?.content ?? {})) {
         media.schema = hoist(media.schema, isJson(mediaType) ? operationSchemaName(id, 'Request') : undefined);
       }
-      const responses = Object.entries((operation.responses ?? {}) as Record<string, { description?: string; content?: Record<string, Json> }>);
-      const successes = responses.filter(([status, response]) => status.startsWith('2') && response.content?.['application/json']);
+      const responses = Object.entries(
+        (operation.responses ?? {}) as Record<string, { description?: string; content?: Record<string, Json> }>,
+      );
+      const successes = responses.filter(
+        ([status, response]) => status.startsWith('2') && response.content?.['application/json'],
+      );
       for (const [status, response] of responses) {
         for (const [mediaType, media] of Object.entries(response.content ?? {})) {
           const success = status.startsWith('2') && isJson(mediaType);
@@ -66,7 +76,10 @@ export function nameSchemas(document: Json): Json {
             const { description: _sentence, ...shape } = media.schema;
             media.schema = shape;
           }
-          const fallback = successes.length > 1 ? `${operationSchemaName(id, 'Response')}${status}` : operationSchemaName(id, 'Response');
+          const fallback =
+            successes.length > 1
+              ? `${operationSchemaName(id, 'Response')}${status}`
+              : operationSchemaName(id, 'Response');
           media.schema = hoist(media.schema, success ? fallback : undefined);
         }
       }

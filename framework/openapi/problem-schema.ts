@@ -11,16 +11,23 @@ export const ProblemSchema = Type.Object(
     detail: Type.String(),
     code: Type.String({ description: 'Stable machine-readable code, e.g. AUTH_NOT_OPERATOR' }),
     errors: Type.Optional(
-      Type.Array(Type.Object({ pointer: Type.String(), message: Type.String() }), { description: 'Per-field validation errors' }),
+      Type.Array(Type.Object({ pointer: Type.String(), message: Type.String() }), {
+        description: 'Per-field validation errors',
+      }),
     ),
-    requestId: Type.Optional(Type.String({ description: "The request's id, as in its X-Request-Id answer header and its log lines" })),
+    requestId: Type.Optional(
+      Type.String({ description: "The request's id, as in its X-Request-Id answer header and its log lines" }),
+    ),
   },
   { additionalProperties: true, $id: 'Problem', title: 'Problem' },
 );
 
 // Problems leave as application/problem+json; the response schema says so, and fastify picks
 // its serializer by that content type (the Problem schema keeps extension members).
-const ref = (description: string) => ({ description, content: { 'application/problem+json': { schema: Type.Ref('Problem') } } });
+const ref = (description: string) => ({
+  description,
+  content: { 'application/problem+json': { schema: Type.Ref('Problem') } },
+});
 
 /** A problem answer a route declares itself (e.g. 429 on a public route), in the same shape. */
 export const problemResponse = (description: string): TSchema => Type.Unsafe(ref(description));
@@ -42,28 +49,48 @@ export function problemResponses(route: AnyRoute): Record<number, unknown> {
   if (route.url.includes('/:')) responses[414] = ref('A path parameter longer than the router accepts (URI_TOO_LONG)');
   const bearer = route.access !== 'public' && route.bearer !== false;
   if (route.access !== 'public' && route.access !== 'optional') {
-    responses[401] = ref(bearer ? 'Not signed in (AUTH_REQUIRED), or a bearer token unknown, expired, revoked or of another tenant (TOKEN_INVALID)' : 'Not signed in (AUTH_REQUIRED)');
-  } else if (bearer) responses[401] = ref('A bearer token unknown, expired, revoked or of another tenant (TOKEN_INVALID)');
+    responses[401] = ref(
+      bearer
+        ? 'Not signed in (AUTH_REQUIRED), or a bearer token unknown, expired, revoked or of another tenant (TOKEN_INVALID)'
+        : 'Not signed in (AUTH_REQUIRED)',
+    );
+  } else if (bearer)
+    responses[401] = ref('A bearer token unknown, expired, revoked or of another tenant (TOKEN_INVALID)');
   // Failed bearer attempts count with failed sign-ins, per client address (framework/access/bearer.ts).
-  if (bearer) responses[429] = ref('Too many failed sign-ins or bearer-token attempts from this client address (ErrTooManyAttempts); Retry-After says when to try again');
+  if (bearer)
+    responses[429] = ref(
+      'Too many failed sign-ins or bearer-token attempts from this client address (ErrTooManyAttempts); Retry-After says when to try again',
+    );
   const changesState = STATE_CHANGING_METHODS.has(route.method);
   const refusals = [
-    ...(typeof route.access === 'object' ? ['missing permission (AUTH_FORBIDDEN) or operator permission outside the operator tenant (AUTH_NOT_OPERATOR)'] : []),
-    ...(changesState ? ['sent from another site (AUTH_CROSS_SITE: Sec-Fetch-Site other than same-origin/none, or an Origin naming another host)'] : []),
+    ...(typeof route.access === 'object'
+      ? ['missing permission (AUTH_FORBIDDEN) or operator permission outside the operator tenant (AUTH_NOT_OPERATOR)']
+      : []),
+    ...(changesState
+      ? [
+          'sent from another site (AUTH_CROSS_SITE: Sec-Fetch-Site other than same-origin/none, or an Origin naming another host)',
+        ]
+      : []),
   ];
   if (refusals.length > 0) responses[403] = ref(refusals.join('; ').replace(/^./, (c) => c.toUpperCase()));
   if (changesState) {
     responses[409] = ref('Conflict with the current state');
-    responses[415] = ref(route.form
-      ? 'Body neither JSON nor application/x-www-form-urlencoded (UNSUPPORTED_MEDIA_TYPE)'
-      : 'Body not JSON; form-encoded bodies are refused (UNSUPPORTED_MEDIA_TYPE)');
+    responses[415] = ref(
+      route.form
+        ? 'Body neither JSON nor application/x-www-form-urlencoded (UNSUPPORTED_MEDIA_TYPE)'
+        : 'Body not JSON; form-encoded bodies are refused (UNSUPPORTED_MEDIA_TYPE)',
+    );
   }
   // Problems particular to the route (a 402, or which 409 it gives), as it documents them.
-  for (const [status, description] of Object.entries(route.problems ?? {})) responses[Number(status)] = ref(description);
+  for (const [status, description] of Object.entries(route.problems ?? {}))
+    responses[Number(status)] = ref(description);
   // A keyed create or command (framework/http/idempotency.ts) refuses a key reused for another request.
   if (takesIdempotencyKey(route)) {
-    const validation = route.problems?.[422] ?? 'Validation failed (VALIDATION_FAILED, the Idempotency-Key header included)';
-    responses[422] = ref(`${validation}; or an Idempotency-Key used in the last 24 hours for another request (IDEMPOTENCY_KEY_REUSED)`);
+    const validation =
+      route.problems?.[422] ?? 'Validation failed (VALIDATION_FAILED, the Idempotency-Key header included)';
+    responses[422] = ref(
+      `${validation}; or an Idempotency-Key used in the last 24 hours for another request (IDEMPOTENCY_KEY_REUSED)`,
+    );
   }
   return responses;
 }

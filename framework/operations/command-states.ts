@@ -64,6 +64,8 @@ export function statesProblem(entity: ResolvedEntity, command: string): string |
   const declared = entity.def.states;
   if (!states || !declared) return undefined;
   const oneOf = (values: readonly string[]) => (values.length === 1 ? values[0] : `one of ${values.join(', ')}`);
-  const unchanged = states.unchanged?.length ? `; when it is ${oneOf(states.unchanged)} the command changes nothing` : '';
+  const unchanged = states.unchanged?.length
+    ? `; when it is ${oneOf(states.unchanged)} the command changes nothing`
+    : '';
   return `${declared.refusal}: the ${entity.names.label.toLowerCase()}'s ${declared.field} is not ${oneOf(states.from)}${unchanged}. The problem names the field and the state.`;
 }

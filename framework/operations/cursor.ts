@@ -21,7 +21,10 @@ const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 const CARRIED_TOTAL_MAX = TOTAL_CAP + 1;
 
 export function encodeCursor(cursor: Cursor): string {
-  const parts = cursor.total === undefined ? [cursor.sort, cursor.value, cursor.id] : [cursor.sort, cursor.value, cursor.id, cursor.total];
+  const parts =
+    cursor.total === undefined
+      ? [cursor.sort, cursor.value, cursor.id]
+      : [cursor.sort, cursor.value, cursor.id, cursor.total];
   return Buffer.from(JSON.stringify(parts), 'utf8').toString('base64url');
 }
 
@@ -50,7 +53,9 @@ export function decodeCursor(after: string, sort: string, idType: 'uuid' | 'text
   ) {
     throw badCursor('after is not a cursor this list gave');
   }
-  if (parsed[0] !== sort) throw badCursor(`after was given for sort=${parsed[0]}; send the same sort, or start again without after`);
-  return parsed.length === 4 ? { sort, value: parsed[1], id: parsed[2], total: parsed[3] as number } : { sort, value: parsed[1], id: parsed[2] };
+  if (parsed[0] !== sort)
+    throw badCursor(`after was given for sort=${parsed[0]}; send the same sort, or start again without after`);
+  return parsed.length === 4
+    ? { sort, value: parsed[1], id: parsed[2], total: parsed[3] as number }
+    : { sort, value: parsed[1], id: parsed[2] };
 }
-

@@ -23,16 +23,29 @@ export class ValueCheck {
       if (value !== undefined) candidate[field] = value instanceof Date ? value.toISOString() : value;
     }
     if (this.checkChanges.Check(candidate)) return;
-    const by = source === 'beforeWrite' ? 'beforeWrite' : source.kind === 'command' ? `command ${source.command}` : 'afterWrite';
+    const by =
+      source === 'beforeWrite' ? 'beforeWrite' : source.kind === 'command' ? `command ${source.command}` : 'afterWrite';
     // The same pointers as a refused body's: one per unknown field, one per field that fails.
     const errors: FieldError[] = [...this.checkChanges.Errors(candidate)].flatMap((e): FieldError[] => {
-      const issue = e as { instancePath?: string; message?: string; keyword?: string; params?: { additionalProperties?: string[] } };
+      const issue = e as {
+        instancePath?: string;
+        message?: string;
+        keyword?: string;
+        params?: { additionalProperties?: string[] };
+      };
       if (issue.keyword === 'boolean') return [];
       if (issue.keyword === 'additionalProperties') {
-        return (issue.params?.additionalProperties ?? []).map((name) => ({ pointer: `/${name}`, message: `not a field: ${name}` }));
+        return (issue.params?.additionalProperties ?? []).map((name) => ({
+          pointer: `/${name}`,
+          message: `not a field: ${name}`,
+        }));
       }
       return [{ pointer: issue.instancePath || '/', message: issue.message ?? 'invalid' }];
     });
-    throw problem('VALIDATION_FAILED', `The values ${by} of ${this.entity.names.key} would store do not match the field schemas`, { errors });
+    throw problem(
+      'VALIDATION_FAILED',
+      `The values ${by} of ${this.entity.names.key} would store do not match the field schemas`,
+      { errors },
+    );
   }
 }

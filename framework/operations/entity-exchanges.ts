@@ -49,7 +49,9 @@ export class EntityExchanges {
     this.source = source;
     const canReadSql = permissionPredicate(source.entity.def.permissions.read);
     this.canRead = { conditions: [], params: [], guard: canReadSql };
-    this.readText = prepared(`select ${source.selectList} from ${source.table}${where('id = $1', source.live, canReadSql)}`);
+    this.readText = prepared(
+      `select ${source.selectList} from ${source.table}${where('id = $1', source.live, canReadSql)}`,
+    );
   }
 
   /**
@@ -113,13 +115,17 @@ export class EntityExchanges {
     const eventFields = def.eventFields ?? [];
     // The event carries the body's values: only where they are what the row stores (not a
     // database default, not a date-time PostgreSQL would print in its own form).
-    if (eventFields.some((f) => values[f] === undefined || (f in def.fields && hasDateTimeFormat(def.fields[f]!)))) return undefined;
+    if (eventFields.some((f) => values[f] === undefined || (f in def.fields && hasDateTimeFormat(def.fields[f]!))))
+      return undefined;
     const fields = Object.keys(values).filter((f) => (f === 'id' || f in entity.columns) && values[f] !== undefined);
     const column = (f: string) => (f === 'id' ? 'id' : entity.columns[f]!);
     const text = `insert into ${this.source.table} (${fields.map((f) => quote(column(f))).join(', ')})
 values (${fields.map((_, i) => `$${i + 1}`).join(', ')}) returning ${this.source.selectList}`;
     return {
-      statement: { text: this.insertShapes.text(text), values: fields.map((f) => (f === 'id' ? values.id : this.source.toColumnValue(f, values[f]))) },
+      statement: {
+        text: this.insertShapes.text(text),
+        values: fields.map((f) => (f === 'id' ? values.id : this.source.toColumnValue(f, values[f]))),
+      },
       events: [{ name: entity.names.events.created, payload: this.source.eventPayload(values as Row) }],
       answer: async (rows) => created(this.source.toRow(rows[0]!)),
       failed: (err) => uniqueFailure(entity, err),

@@ -63,7 +63,8 @@ export class EntityOperations {
     this.live = entity.deleteMode === 'hard' ? '' : 'deleted_at is null';
     this.values = new ValueCheck(entity);
     this.rowAccess = new RowAccess(entity, (field, value) => this.toColumnValue(field, value));
-    const columnOf = (field: string) => (field === 'createdAt' ? 'created_at' : field === 'updatedAt' ? 'updated_at' : entity.columns[field]);
+    const columnOf = (field: string) =>
+      field === 'createdAt' ? 'created_at' : field === 'updatedAt' ? 'updated_at' : entity.columns[field];
     this.pager = new KeysetPager({
       select: this.selectList,
       from: this.table,
@@ -73,10 +74,15 @@ export class EntityOperations {
       sorts: Object.fromEntries(
         entity.sortable
           .filter((f) => columnOf(f) !== undefined)
-          .map((f) => [f, { column: quote(columnOf(f)!), nullable: f in entity.def.fields && Type.IsOptional(entity.def.fields[f]!) }]),
+          .map((f) => [
+            f,
+            { column: quote(columnOf(f)!), nullable: f in entity.def.fields && Type.IsOptional(entity.def.fields[f]!) },
+          ]),
       ),
     });
-    this.searchable = entity.searchable.filter((f) => entity.columns[f] !== undefined).map((f) => quote(entity.columns[f]!));
+    this.searchable = entity.searchable
+      .filter((f) => entity.columns[f] !== undefined)
+      .map((f) => quote(entity.columns[f]!));
     this.exchanges = new EntityExchanges(this);
   }
 
@@ -132,7 +138,9 @@ export class EntityOperations {
   async create(ctx: TxContext, input: Values): Promise<Row> {
     checkInitialState(this.entity, input);
     const hooks = this.entity.def.hooks;
-    const adjusted = hooks?.beforeWrite ? { ...input, ...((await hooks.beforeWrite(ctx, { op: 'create', values: input })) ?? {}) } : input;
+    const adjusted = hooks?.beforeWrite
+      ? { ...input, ...((await hooks.beforeWrite(ctx, { op: 'create', values: input })) ?? {}) }
+      : input;
     if (hooks?.beforeWrite) this.values.validate(adjusted, 'beforeWrite');
     const row = await this.insert(ctx, adjusted);
     return this.afterWrite(ctx, { op: 'create', row });
@@ -185,13 +193,23 @@ export class EntityOperations {
       // The hook sees the row and may refuse: read and lock it first, then delete it by id.
       const target = await this.read(ctx, id, { lock: true });
       await hooks.beforeDelete(ctx, { row: target });
-      row = this.toRow((await run<Values>(ctx.db, fixed(`${this.deleteText()}${where('id = $1')} returning ${this.selectList}`), [target.id]))[0]!);
+      row = this.toRow(
+        (
+          await run<Values>(ctx.db, fixed(`${this.deleteText()}${where('id = $1')} returning ${this.selectList}`), [
+            target.id,
+          ])
+        )[0]!,
+      );
     } else {
       // One statement finds and deletes the row.
       if (id !== null && !isUuid(id)) throw notFound();
       const access = this.access(ctx, id === null ? 1 : 2);
       const match = id === null ? where(this.live, access.sql) : where('id = $1', this.live, access.sql);
-      const rows = await run<Values>(ctx.db, fixed(`${this.deleteText()}${match} returning ${this.selectList}`), id === null ? access.params : [id, ...access.params]);
+      const rows = await run<Values>(
+        ctx.db,
+        fixed(`${this.deleteText()}${match} returning ${this.selectList}`),
+        id === null ? access.params : [id, ...access.params],
+      );
       if (!rows[0]) throw notFound();
       row = this.toRow(rows[0]);
     }
@@ -207,17 +225,29 @@ export class EntityOperations {
    * A command on the row by id, or on a singleton's row (id null): run gets the locked row, or
    * null when the singleton has none yet, and its returned values are inserted as the row.
    */
-  async runCommand(ctx: TxContext, id: string | null, command: string, body: unknown, services: Services, prepared?: unknown): Promise<Row> {
+  async runCommand(
+    ctx: TxContext,
+    id: string | null,
+    command: string,
+    body: unknown,
+    services: Services,
+    prepared?: unknown,
+  ): Promise<Row> {
     const definition = this.entity.def.commands?.[command];
     if (!definition) throw notFound();
-    const previous = this.entity.singleton && id === null ? await this.find(ctx, null, true) : await this.read(ctx, id, { lock: true });
+    const previous =
+      this.entity.singleton && id === null
+        ? await this.find(ctx, null, true)
+        : await this.read(ctx, id, { lock: true });
     // The declared state table first (command-states.ts): a refused state never reaches run.
     if (previous) {
       const verdict = verdictOf(this.entity, command, previous);
       if (verdict === 'refused') throw commandRefusal(this.entity, command, previous);
       if (verdict === 'unchanged') return previous;
     }
-    const changes = (await definition.run(ctx, previous ?? null, body as never, services, prepared)) as Values | undefined;
+    const changes = (await definition.run(ctx, previous ?? null, body as never, services, prepared)) as
+      | Values
+      | undefined;
     const source: WriteSource = { kind: 'command', command };
     if (!previous) {
       // Nothing to insert: the singleton still does not exist.
@@ -242,7 +272,9 @@ export class EntityOperations {
     const wanted = [...new Set(ids.filter(isUuid))];
     if (wanted.length === 0) return [];
     const access = this.access(ctx, 2);
-    const text = fixed(`select ${this.selectList} from ${this.table}${where('id = any($1::uuid[])', this.live, access.sql)}`);
+    const text = fixed(
+      `select ${this.selectList} from ${this.table}${where('id = any($1::uuid[])', this.live, access.sql)}`,
+    );
     return (await run<Values>(ctx.db, text, [wanted, ...access.params])).map((r) => this.toRow(r));
   }
 
@@ -275,13 +307,19 @@ export class EntityOperations {
     }
     if (!isUuid(id)) return undefined;
     const access = this.access(ctx, 2);
-    const rows = await run<Values>(ctx.db, fixed(`select ${this.selectList} from ${this.table}${where('id = $1', this.live, access.sql)}${suffix}`), [id, ...access.params]);
+    const rows = await run<Values>(
+      ctx.db,
+      fixed(`select ${this.selectList} from ${this.table}${where('id = $1', this.live, access.sql)}${suffix}`),
+      [id, ...access.params],
+    );
     return rows[0] ? this.toRow(rows[0]) : undefined;
   }
 
   private async updateFrom(ctx: TxContext, previous: Row, input: Values): Promise<Row> {
     const hooks = this.entity.def.hooks;
-    const adjusted = hooks?.beforeWrite ? { ...input, ...((await hooks.beforeWrite(ctx, { op: 'update', values: input, previous })) ?? {}) } : input;
+    const adjusted = hooks?.beforeWrite
+      ? { ...input, ...((await hooks.beforeWrite(ctx, { op: 'update', values: input, previous })) ?? {}) }
+      : input;
     if (hooks?.beforeWrite) this.values.validate(adjusted, 'beforeWrite');
     const row = await this.write(ctx, previous, adjusted, { kind: 'body' });
     if (!row) return previous;
@@ -294,7 +332,14 @@ export class EntityOperations {
       ? `insert into ${this.table} (${fields.map((f) => quote(this.entity.columns[f]!)).join(', ')})
          values (${fields.map((_, i) => `$${i + 1}`).join(', ')}) returning ${this.selectList}`
       : `insert into ${this.table} default values returning ${this.selectList}`;
-    const rows = await mappingUniqueViolations(this.entity, run<Values>(ctx.db, this.insertShapes.text(text), fields.map((f) => this.toColumnValue(f, values[f]))));
+    const rows = await mappingUniqueViolations(
+      this.entity,
+      run<Values>(
+        ctx.db,
+        this.insertShapes.text(text),
+        fields.map((f) => this.toColumnValue(f, values[f])),
+      ),
+    );
     const row = this.toRow(rows[0]!);
     this.wrote(ctx);
     ctx.publish(this.entity.names.events.created, this.eventPayload(row));
@@ -316,13 +361,16 @@ export class EntityOperations {
       this.entity,
       run<Values>(
         ctx.db,
-        this.updateShapes.text(`update ${this.table} set ${assignments}, updated_at = now() where id = $1 returning ${this.selectList}`),
+        this.updateShapes.text(
+          `update ${this.table} set ${assignments}, updated_at = now() where id = $1 returning ${this.selectList}`,
+        ),
         [previous.id, ...changed.map((f) => this.toColumnValue(f, changes[f]))],
       ),
     );
     const row = this.toRow(rows[0]!);
     this.wrote(ctx);
-    if (source.kind !== 'command') ctx.publish(this.entity.names.events.updated, { ...this.eventPayload(row), changed });
+    if (source.kind !== 'command')
+      ctx.publish(this.entity.names.events.updated, { ...this.eventPayload(row), changed });
     return row;
   }
 

@@ -40,13 +40,23 @@ export interface Page<T> {
 }
 
 /** The query string of a list: sort takes the given keys, each also with a leading "-" for descending. */
-export function pageQuerySchema(options: { sorts: readonly string[]; defaultSort: string; sortDescription?: string; searches?: readonly string[] }) {
+export function pageQuerySchema(options: {
+  sorts: readonly string[];
+  defaultSort: string;
+  sortDescription?: string;
+  searches?: readonly string[];
+}) {
   const searches = options.searches ?? [];
   const sortValues = options.sorts.flatMap((s) => [s, `-${s}`]);
   return Type.Object(
     {
       limit: Type.Optional(
-        Type.Integer({ minimum: 1, maximum: PAGE_LIMIT_MAX, default: PAGE_LIMIT_DEFAULT, description: `Page size, 1 to ${PAGE_LIMIT_MAX}.` }),
+        Type.Integer({
+          minimum: 1,
+          maximum: PAGE_LIMIT_MAX,
+          default: PAGE_LIMIT_DEFAULT,
+          description: `Page size, 1 to ${PAGE_LIMIT_MAX}.`,
+        }),
       ),
       offset: Type.Optional(
         Type.Integer({
@@ -60,7 +70,8 @@ export function pageQuerySchema(options: { sorts: readonly string[]; defaultSort
         Type.Enum(sortValues, {
           default: options.defaultSort,
           description:
-            options.sortDescription ?? 'Field to sort by; a leading "-" sorts descending. Ties break on id, in the same direction.',
+            options.sortDescription ??
+            'Field to sort by; a leading "-" sorts descending. Ties break on id, in the same direction.',
         }),
       ),
       after: Type.Optional(
@@ -99,11 +110,14 @@ export function pageSchema<T extends TSchema>(item: T, description?: string) {
         maximum: TOTAL_CAP,
         description: `Rows the list covers across all pages, counted up to ${TOTAL_CAP}: past that, total is ${TOTAL_CAP} and totalExact is false. A page read with after answers the count its walk's first page took (the cursor carries it), so a walk counts once; read the first page again for a fresh count.`,
       }),
-      totalExact: Type.Boolean({ description: `False when there are more than ${TOTAL_CAP} rows and total stopped counting at ${TOTAL_CAP}.` }),
+      totalExact: Type.Boolean({
+        description: `False when there are more than ${TOTAL_CAP} rows and total stopped counting at ${TOTAL_CAP}.`,
+      }),
       limit: Type.Integer({ description: 'The page size used.' }),
       offset: Type.Integer({ description: 'The rows skipped (0 when paging with after).' }),
       next: Type.Union([Type.String(), Type.Null()], {
-        description: 'Cursor of the following page, to send as after=<next> with the same sort and limit; null on the last page.',
+        description:
+          'Cursor of the following page, to send as after=<next> with the same sort and limit; null on the last page.',
       }),
     },
     { additionalProperties: false, ...(description ? { description } : {}) },
@@ -115,4 +129,3 @@ export function pageSchema<T extends TSchema>(item: T, description?: string) {
 export function pagingRefusal(pointer: string, keyword: string | undefined): string | undefined {
   return pointer === '/querystring/offset' && keyword === 'maximum' ? OFFSET_REFUSAL : undefined;
 }
-

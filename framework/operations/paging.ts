@@ -117,7 +117,11 @@ export class KeysetPager {
     return { text, params: [...filter.params] };
   }
 
-  async page(db: Transaction<Database>, query: PageQuery, filter: ListFilter = NO_FILTER): Promise<Page<Record<string, unknown>>> {
+  async page(
+    db: Transaction<Database>,
+    query: PageQuery,
+    filter: ListFilter = NO_FILTER,
+  ): Promise<Page<Record<string, unknown>>> {
     const { text, params, cursor } = this.statement(query, filter);
     let rows: Record<string, unknown>[];
     try {
@@ -137,7 +141,11 @@ export class KeysetPager {
    * (class 22, data exception) was not ours.
    */
   failure(err: unknown, cursor: Cursor | undefined): unknown {
-    if (cursor && typeof (err as { code?: unknown }).code === 'string' && (err as { code: string }).code.startsWith('22')) {
+    if (
+      cursor &&
+      typeof (err as { code?: unknown }).code === 'string' &&
+      (err as { code: string }).code.startsWith('22')
+    ) {
       return badCursor('after is not a cursor this list gave');
     }
     return err;
@@ -148,9 +156,20 @@ export class KeysetPager {
    * carries the walk's count; only an empty page past the first without one cannot tell it, and
    * then `count` (the capped count, countStatement) is asked. `next` carries the count on.
    */
-  async answer(rows: Record<string, unknown>[], query: PageQuery, cursor: Cursor | undefined, count: () => Promise<number>): Promise<Page<Record<string, unknown>>>;
+  async answer(
+    rows: Record<string, unknown>[],
+    query: PageQuery,
+    cursor: Cursor | undefined,
+    count: () => Promise<number>,
+  ): Promise<Page<Record<string, unknown>>>;
   /** The same, each item made by `shape` from its row (which then keeps the pager's own columns). */
-  async answer<T>(rows: Record<string, unknown>[], query: PageQuery, cursor: Cursor | undefined, count: () => Promise<number>, shape: (row: Record<string, unknown>) => T): Promise<Page<T>>;
+  async answer<T>(
+    rows: Record<string, unknown>[],
+    query: PageQuery,
+    cursor: Cursor | undefined,
+    count: () => Promise<number>,
+    shape: (row: Record<string, unknown>) => T,
+  ): Promise<Page<T>>;
   async answer<T>(
     rows: Record<string, unknown>[],
     query: PageQuery,
@@ -166,8 +185,17 @@ export class KeysetPager {
     const more = rows.length > query.limit;
     const items = more ? rows.slice(0, query.limit) : rows;
     const last = items.at(-1);
-    const next = more && last ? encodeCursor({ sort: query.sort, value: last.__sort as string | null, id: String(last.__id), total: counted }) : null;
-    const page = { total: Math.min(counted, TOTAL_CAP), totalExact: counted <= TOTAL_CAP, limit: query.limit, offset: query.offset, next };
+    const next =
+      more && last
+        ? encodeCursor({ sort: query.sort, value: last.__sort as string | null, id: String(last.__id), total: counted })
+        : null;
+    const page = {
+      total: Math.min(counted, TOTAL_CAP),
+      totalExact: counted <= TOTAL_CAP,
+      limit: query.limit,
+      offset: query.offset,
+      next,
+    };
     // Shaped items are new objects; deleting keys would turn each row into a slow dictionary object.
     if (shape) return { items: items.map(shape), ...page };
     for (const item of items) {
@@ -175,7 +203,14 @@ export class KeysetPager {
       delete item.__id;
       delete item.__total;
     }
-    return { items, total: Math.min(counted, TOTAL_CAP), totalExact: counted <= TOTAL_CAP, limit: query.limit, offset: query.offset, next };
+    return {
+      items,
+      total: Math.min(counted, TOTAL_CAP),
+      totalExact: counted <= TOTAL_CAP,
+      limit: query.limit,
+      offset: query.offset,
+      next,
+    };
   }
 
   private sortKey(sort: string): { column: string; nullable: boolean; descending: boolean } {
@@ -220,7 +255,11 @@ export class KeysetPager {
       const rowCompare = `(${column}, ${id}) ${op} (${$(1)}, ${idParam(2)})`;
       where.push(nullable && !descending ? `(${rowCompare} or ${column} is null)` : rowCompare);
     } else if (kind === 'null') {
-      where.push(descending ? `((${column} is null and ${id} < ${idParam(1)}) or ${column} is not null)` : `(${column} is null and ${id} > ${idParam(1)})`);
+      where.push(
+        descending
+          ? `((${column} is null and ${id} < ${idParam(1)}) or ${column} is not null)`
+          : `(${column} is null and ${id} > ${idParam(1)})`,
+      );
     }
     const next = kind === 'value' ? 3 : kind === 'null' ? 2 : 1;
     const direction = descending ? 'desc' : 'asc';

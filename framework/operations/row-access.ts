@@ -38,7 +38,8 @@ export class RowAccess {
     let sql = this.texts.get(key);
     if (sql === undefined) {
       for (const field of fields) {
-        if (!(field in this.entity.columns)) throw problem('INTERNAL', `rowAccess of ${this.entity.names.key} names ${field}, which is not a field`);
+        if (!(field in this.entity.columns))
+          throw problem('INTERNAL', `rowAccess of ${this.entity.names.key} names ${field}, which is not a field`);
       }
       sql = fields.map((f, i) => `${quote(this.entity.columns[f]!)} = $${first + i}`).join(' and ');
       this.texts.set(key, sql);

@@ -11,7 +11,9 @@ export function uniqueFailure(entity: ResolvedEntity, err: unknown): unknown {
   if (code === '23505') {
     for (const [field, rule] of Object.entries(entity.def.uniqueCodes ?? {})) {
       if (rule && rule.index === constraint) {
-        return problem(rule.code, `${field} is already used by another ${entity.names.label.toLowerCase()}`, { extensions: { field } });
+        return problem(rule.code, `${field} is already used by another ${entity.names.label.toLowerCase()}`, {
+          extensions: { field },
+        });
       }
     }
   }

@@ -48,7 +48,10 @@ interface IndexRow {
 const isConstant = (expr: string) => !/[a-z_]\w*\s*\(/i.test(expr);
 
 /** The constant defaults of a table's columns, evaluated by PostgreSQL: column → value. */
-async function constantDefaults(pool: pg.Pool, columns: ReadonlyMap<string, { defaultExpr: string | null }>): Promise<Map<string, unknown>> {
+async function constantDefaults(
+  pool: pg.Pool,
+  columns: ReadonlyMap<string, { defaultExpr: string | null }>,
+): Promise<Map<string, unknown>> {
   const constant = [...columns].filter(([, c]) => c.defaultExpr !== null && isConstant(c.defaultExpr));
   if (constant.length === 0) return new Map();
   const select = constant.map(([, c], i) => `${c.defaultExpr} as c${i}`).join(', ');
@@ -80,8 +83,12 @@ export async function loadActualTables(pool: pg.Pool, names: readonly string[]):
       });
     }
     const own = constraints.rows.filter((c) => c.table_name === name);
-    const checks: ActualCheck[] = own.filter((c) => c.kind === 'c').map((c) => ({ name: c.name, columns: c.columns, definition: c.definition }));
-    const foreignKeys: ActualForeignKey[] = own.filter((c) => c.kind === 'f').map((c) => ({ name: c.name, columns: c.columns, table: c.ref_table ?? '' }));
+    const checks: ActualCheck[] = own
+      .filter((c) => c.kind === 'c')
+      .map((c) => ({ name: c.name, columns: c.columns, definition: c.definition }));
+    const foreignKeys: ActualForeignKey[] = own
+      .filter((c) => c.kind === 'f')
+      .map((c) => ({ name: c.name, columns: c.columns, table: c.ref_table ?? '' }));
     const tableIndexes: ActualIndex[] = indexes.rows
       .filter((i) => i.table_name === name)
       .map((i) => ({ name: i.name, unique: i.unique, keys: i.keys, where: i.predicate }));

@@ -52,20 +52,25 @@ export function enumValues(schema: TSchema): (string | number)[] | undefined {
   const listed = s.enum ?? ('const' in s ? [s.const] : undefined);
   if (!listed) return undefined;
   const values = listed.filter((v) => v !== null);
-  return values.every((v) => typeof v === 'string' || typeof v === 'number') && values.length > 0 ? (values as (string | number)[]) : undefined;
+  return values.every((v) => typeof v === 'string' || typeof v === 'number') && values.length > 0
+    ? (values as (string | number)[])
+    : undefined;
 }
 
 function integerType(s: JsonSchema): ColumnType {
   const low = s.minimum ?? s.exclusiveMinimum;
   const high = s.maximum ?? s.exclusiveMaximum;
-  return (low !== undefined && low < INT4_MIN) || (high !== undefined && high > INT4_MAX) ? TYPES.bigint : TYPES.integer;
+  return (low !== undefined && low < INT4_MIN) || (high !== undefined && high > INT4_MAX)
+    ? TYPES.bigint
+    : TYPES.integer;
 }
 
 function scalarType(s: JsonSchema): ColumnType | undefined {
   const values = enumValues(s);
   if (values) {
     if (values.every((v) => typeof v === 'string')) return TYPES.text;
-    if (values.every((v) => Number.isInteger(v))) return values.every((v) => (v as number) >= INT4_MIN && (v as number) <= INT4_MAX) ? TYPES.integer : TYPES.bigint;
+    if (values.every((v) => Number.isInteger(v)))
+      return values.every((v) => (v as number) >= INT4_MIN && (v as number) <= INT4_MAX) ? TYPES.integer : TYPES.bigint;
     return TYPES.double;
   }
   const members = (s.anyOf ?? s.oneOf)?.filter((m) => !isNullSchema(m));
@@ -111,7 +116,9 @@ export function columnType(schema: TSchema): ColumnType {
   }
   const accepted = acceptedColumn(schema).types;
   if (accepted && !accepted.has(chosen.catalog)) {
-    throw new Error(`no column type derives from this schema (the boot check accepts ${[...accepted].join(', ')}, the generator chose ${chosen.catalog})`);
+    throw new Error(
+      `no column type derives from this schema (the boot check accepts ${[...accepted].join(', ')}, the generator chose ${chosen.catalog})`,
+    );
   }
   return chosen;
 }
@@ -124,7 +131,8 @@ export function stripOptional(schema: TSchema): TSchema {
 export function sqlLiteral(value: unknown, type: ColumnType): string {
   if (value === null) return 'null';
   if (type.catalog.endsWith('[]')) {
-    if (!Array.isArray(value)) throw new Error(`an array column's default must be an array, not ${JSON.stringify(value)}`);
+    if (!Array.isArray(value))
+      throw new Error(`an array column's default must be an array, not ${JSON.stringify(value)}`);
     return quote(`{${value.map((v) => arrayElement(v)).join(',')}}`);
   }
   if (type.catalog === 'jsonb') return quote(JSON.stringify(value));

@@ -40,7 +40,10 @@ function fieldColumn(def: AnyEntity, field: string): ColumnSpec {
   const accepted = acceptedColumn(schema);
   const nullable = accepted.nullable;
   const optional = Type.IsOptional(schema);
-  const values = type.catalog === 'text' || type.catalog === 'int4' || type.catalog === 'int8' ? enumValues(stripOptional(schema)) : undefined;
+  const values =
+    type.catalog === 'text' || type.catalog === 'int4' || type.catalog === 'int8'
+      ? enumValues(stripOptional(schema))
+      : undefined;
   const references = def.storage?.references?.[field];
   return {
     name,
@@ -48,7 +51,9 @@ function fieldColumn(def: AnyEntity, field: string): ColumnSpec {
     type,
     // Left out of a create, an optional field is null, unless its column has a default.
     notNull: !nullable && (!optional || (found !== undefined && found.value !== null)),
-    ...(found !== undefined && found.value !== null ? { default: { value: found.value, sql: sqlLiteral(found.value, type) } } : {}),
+    ...(found !== undefined && found.value !== null
+      ? { default: { value: found.value, sql: sqlLiteral(found.value, type) } }
+      : {}),
     ...(values ? { enumValues: values } : {}),
     ...(references ? { references } : {}),
     ...(accepted.types ? { accepted: accepted.types } : {}),
@@ -69,11 +74,30 @@ export function desiredTable(def: AnyEntity): TableSpec {
   const resolved = resolveEntity(def);
   const { table } = resolved.names;
   const shape = tableShape(def);
-  const columns: ColumnSpec[] = [{ name: 'id', type: { sql: 'uuid', catalog: 'uuid' }, notNull: true, defaultExpr: 'gen_random_uuid()', primaryKey: true }];
-  if (shape.tenantScoped) columns.push({ name: 'tenant_id', type: { sql: 'uuid', catalog: 'uuid' }, notNull: true, defaultExpr: 'app_tenant_id()' });
+  const columns: ColumnSpec[] = [
+    {
+      name: 'id',
+      type: { sql: 'uuid', catalog: 'uuid' },
+      notNull: true,
+      defaultExpr: 'gen_random_uuid()',
+      primaryKey: true,
+    },
+  ];
+  if (shape.tenantScoped)
+    columns.push({
+      name: 'tenant_id',
+      type: { sql: 'uuid', catalog: 'uuid' },
+      notNull: true,
+      defaultExpr: 'app_tenant_id()',
+    });
   for (const field of resolved.fields) columns.push(fieldColumn(def, field));
   for (const [name, definition] of Object.entries(def.storage?.columns ?? {})) {
-    columns.push({ name, type: { sql: definition, catalog: '' }, notNull: /\bnot null\b/i.test(definition), verbatim: definition });
+    columns.push({
+      name,
+      type: { sql: definition, catalog: '' },
+      notNull: /\bnot null\b/i.test(definition),
+      verbatim: definition,
+    });
   }
   const timestamp = { sql: 'timestamptz', catalog: 'timestamptz' };
   columns.push({ name: 'created_at', type: timestamp, notNull: true, defaultExpr: 'now()' });
@@ -96,14 +120,28 @@ export function desiredTable(def: AnyEntity): TableSpec {
     indexes.push({ name: name ?? `${table}_${column}_unique`, unique: true, keys, ...where, purpose: 'unique', field });
   }
   if (resolved.singleton && shape.tenantScoped) {
-    indexes.push({ name: `${table}_one_per_tenant`, unique: true, keys: ['tenant_id'], ...where, purpose: 'singleton' });
+    indexes.push({
+      name: `${table}_one_per_tenant`,
+      unique: true,
+      keys: ['tenant_id'],
+      ...where,
+      purpose: 'singleton',
+    });
   }
   const sorts = resolved.singleton ? [] : resolved.sortable;
   const prefix = rowAccessFields(def).map(snakeCase);
   for (const sort of sorts) {
     const column = snakeCase(sort);
-    const name = sort === 'createdAt' ? `${table}_list` : sort === 'updatedAt' ? `${table}_by_updated` : `${table}_by_${column}`;
-    indexes.push({ name, unique: false, keys: [...lead, ...prefix, column, 'id'], ...where, purpose: 'list', field: sort });
+    const name =
+      sort === 'createdAt' ? `${table}_list` : sort === 'updatedAt' ? `${table}_by_updated` : `${table}_by_${column}`;
+    indexes.push({
+      name,
+      unique: false,
+      keys: [...lead, ...prefix, column, 'id'],
+      ...where,
+      purpose: 'list',
+      field: sort,
+    });
   }
   return {
     entity: resolved.names.key,

@@ -66,7 +66,11 @@ const normalise = (text: string) => text.toLowerCase().replace(/[()"\s]/g, '');
 
 function sameIndex(wanted: IndexSpec, found: ActualIndex): boolean {
   if (wanted.unique && !found.unique) return false;
-  if (found.keys.length !== wanted.keys.length || found.keys.some((k, i) => normalise(k) !== normalise(wanted.keys[i]!))) return false;
+  if (
+    found.keys.length !== wanted.keys.length ||
+    found.keys.some((k, i) => normalise(k) !== normalise(wanted.keys[i]!))
+  )
+    return false;
   return normalise(found.where ?? '') === normalise(wanted.where ?? '');
 }
 
@@ -75,13 +79,21 @@ function sameIndex(wanted: IndexSpec, found: ActualIndex): boolean {
  * object with its keys reordered) compared with a definition's.
  */
 export function sameValue(wanted: unknown, found: unknown): boolean {
-  if (found instanceof Date) return (typeof wanted === 'string' || wanted instanceof Date) && new Date(wanted).getTime() === found.getTime();
-  if (Array.isArray(wanted)) return Array.isArray(found) && wanted.length === found.length && wanted.every((w, i) => sameValue(w, found[i]));
-  if (typeof wanted === 'number') return (typeof found === 'number' || typeof found === 'string') && Number(found) === wanted;
+  if (found instanceof Date)
+    return (typeof wanted === 'string' || wanted instanceof Date) && new Date(wanted).getTime() === found.getTime();
+  if (Array.isArray(wanted))
+    return Array.isArray(found) && wanted.length === found.length && wanted.every((w, i) => sameValue(w, found[i]));
+  if (typeof wanted === 'number')
+    return (typeof found === 'number' || typeof found === 'string') && Number(found) === wanted;
   if (typeof wanted === 'object' && wanted !== null) {
     if (typeof found !== 'object' || found === null || Array.isArray(found)) return false;
     const keys = Object.keys(wanted);
-    return keys.length === Object.keys(found).length && keys.every((k) => k in found && sameValue((wanted as Record<string, unknown>)[k], (found as Record<string, unknown>)[k]));
+    return (
+      keys.length === Object.keys(found).length &&
+      keys.every(
+        (k) => k in found && sameValue((wanted as Record<string, unknown>)[k], (found as Record<string, unknown>)[k]),
+      )
+    );
   }
   return wanted === found;
 }
@@ -99,7 +111,13 @@ function columnChanges(spec: TableSpec, column: ColumnSpec, table: ActualTable):
   const changes: Change[] = [];
   if (column.accepted && !column.accepted.has(found.type)) {
     const widening = WIDENINGS[found.type]?.includes(column.type.catalog) === true;
-    changes.push({ ...at, kind: 'alter-type', column, from: found.type, ...(widening ? {} : { destructive: `a ${found.type} value may not convert to ${column.type.sql}` }) });
+    changes.push({
+      ...at,
+      kind: 'alter-type',
+      column,
+      from: found.type,
+      ...(widening ? {} : { destructive: `a ${found.type} value may not convert to ${column.type.sql}` }),
+    });
   }
   if (column.notNull && !found.notNull) {
     changes.push({ ...at, kind: 'set-not-null', column: column.name, destructive: 'fails while a row holds null' });
@@ -107,24 +125,49 @@ function columnChanges(spec: TableSpec, column: ColumnSpec, table: ActualTable):
     changes.push({ ...at, kind: 'drop-not-null', column: column.name });
   }
   if (column.default) {
-    if (!found.defaultValue || !sameValue(column.default.value, found.defaultValue.value)) changes.push({ ...at, kind: 'set-default', column });
+    if (!found.defaultValue || !sameValue(column.default.value, found.defaultValue.value))
+      changes.push({ ...at, kind: 'set-default', column });
   } else if (found.defaultValue) {
-    changes.push({ ...at, kind: 'drop-default', column: column.name, destructive: 'a create leaving the field out then stores null, or fails on not null' });
+    changes.push({
+      ...at,
+      kind: 'drop-default',
+      column: column.name,
+      destructive: 'a create leaving the field out then stores null, or fails on not null',
+    });
   }
-  const checks = table.checks.map((check) => ({ check, values: checkValues(check) })).filter((c) => c.values && c.check.columns[0] === column.name);
+  const checks = table.checks
+    .map((check) => ({ check, values: checkValues(check) }))
+    .filter((c) => c.values && c.check.columns[0] === column.name);
   const current = checks[0];
   if (column.enumValues) {
     const had = current?.values ?? [];
     const added = column.enumValues.filter((v) => !had.includes(v));
     const removed = had.filter((v) => !column.enumValues!.includes(v));
     if (!current || added.length > 0 || removed.length > 0) {
-      const narrows = !current ? 'a row holding another value makes it fail' : removed.length > 0 ? `a row still holding ${removed.join(', ')} makes it fail` : undefined;
-      changes.push({ ...at, kind: 'replace-check', column, constraint: current?.check.name, added, removed, ...(narrows ? { destructive: narrows } : {}) });
+      const narrows = !current
+        ? 'a row holding another value makes it fail'
+        : removed.length > 0
+          ? `a row still holding ${removed.join(', ')} makes it fail`
+          : undefined;
+      changes.push({
+        ...at,
+        kind: 'replace-check',
+        column,
+        constraint: current?.check.name,
+        added,
+        removed,
+        ...(narrows ? { destructive: narrows } : {}),
+      });
     }
   } else if (current) {
     changes.push({ ...at, kind: 'drop-check', column: column.name, constraint: current.check.name });
   }
-  if (column.references && !table.foreignKeys.some((fk) => fk.columns.length === 1 && fk.columns[0] === column.name && fk.table === column.references)) {
+  if (
+    column.references &&
+    !table.foreignKeys.some(
+      (fk) => fk.columns.length === 1 && fk.columns[0] === column.name && fk.table === column.references,
+    )
+  ) {
     changes.push({ ...at, kind: 'add-foreign-key', column: column.name, references: column.references });
   }
   return changes;
@@ -136,7 +179,11 @@ function columnChanges(spec: TableSpec, column: ColumnSpec, table: ActualTable):
  * row-level security, indexes and the public read's trigger. Never drops an index or a check it
  * does not manage, nor a column the storage declares; a change of scope is left to a person.
  */
-export function diffTables(specs: readonly TableSpec[], actual: ReadonlyMap<string, ActualTable>, relationNames: ReadonlySet<string>): Change[] {
+export function diffTables(
+  specs: readonly TableSpec[],
+  actual: ReadonlyMap<string, ActualTable>,
+  relationNames: ReadonlySet<string>,
+): Change[] {
   const taken = new Set(relationNames);
   const changes: Change[] = [];
   for (const spec of specs) {
@@ -173,13 +220,15 @@ export function diffTables(specs: readonly TableSpec[], actual: ReadonlyMap<stri
       .filter((name) => !wanted.has(name) && !(name === 'tenant_id' && !spec.tenantScoped))
       .map((name) => ({ ...at, kind: 'drop-column', column: name, destructive: `the column's values are lost` }));
     changes.push(...added, ...altered, ...dropped);
-    if (spec.tenantScoped && hasTenant && !table.rowSecurity && table.policies === 0) changes.push({ ...at, kind: 'make-tenant-table' });
+    if (spec.tenantScoped && hasTenant && !table.rowSecurity && table.policies === 0)
+      changes.push({ ...at, kind: 'make-tenant-table' });
     for (const index of spec.indexes) {
       if (!table.indexes.some((found) => sameIndex(index, found))) {
         changes.push({ ...at, kind: 'add-index', index: { ...index, name: freeName(index.name, taken) } });
       }
     }
-    if (spec.publicRead && !table.triggerFunctions.includes(PUBLIC_READ_TRIGGER_FUNCTION)) changes.push({ ...at, kind: 'watch-public-read' });
+    if (spec.publicRead && !table.triggerFunctions.includes(PUBLIC_READ_TRIGGER_FUNCTION))
+      changes.push({ ...at, kind: 'watch-public-read' });
   }
   return changes;
 }

@@ -27,8 +27,10 @@ function createIndex(table: string, index: IndexSpec): string {
 
 function indexComment(spec: TableSpec, purpose: IndexSpec['purpose']): string {
   const live = spec.softDelete ? ', over live rows' : '';
-  if (purpose === 'singleton') return `-- One row per tenant${spec.softDelete ? ' among live rows' : ''}: the singleton.`;
-  if (purpose === 'unique') return `-- Unique${spec.tenantScoped ? ' in the tenant' : ''}${spec.softDelete ? ' among live rows: a delete releases the value' : ''}.`;
+  if (purpose === 'singleton')
+    return `-- One row per tenant${spec.softDelete ? ' among live rows' : ''}: the singleton.`;
+  if (purpose === 'unique')
+    return `-- Unique${spec.tenantScoped ? ' in the tenant' : ''}${spec.softDelete ? ' among live rows: a delete releases the value' : ''}.`;
   const sorts = spec.sorts.join(', ');
   return `-- One index per sort of the list (${sorts}), ties broken by id${live}.`;
 }
@@ -51,7 +53,11 @@ function addedIndexComment(index: IndexSpec): string {
 }
 
 function describeShape(spec: TableSpec): string {
-  return [spec.tenantScoped ? 'tenant-owned' : 'global', spec.softDelete ? 'soft delete' : 'hard delete', ...(spec.publicRead ? ['public read'] : [])].join(', ');
+  return [
+    spec.tenantScoped ? 'tenant-owned' : 'global',
+    spec.softDelete ? 'soft delete' : 'hard delete',
+    ...(spec.publicRead ? ['public read'] : []),
+  ].join(', ');
 }
 
 function createTable(spec: TableSpec): string[] {
@@ -60,11 +66,16 @@ function createTable(spec: TableSpec): string[] {
   lines.push(');');
   lines.push(...indexLines(spec, spec.indexes));
   if (spec.tenantScoped) lines.push(`call make_tenant_table('${spec.table}');`);
-  if (spec.publicRead) lines.push(`-- Every write evicts the tenant's cached ETags of the public read.`, `call watch_public_read('${spec.table}');`);
+  if (spec.publicRead)
+    lines.push(
+      `-- Every write evicts the tenant's cached ETags of the public read.`,
+      `call watch_public_read('${spec.table}');`,
+    );
   return lines;
 }
 
-const list = (values: readonly (string | number)[]) => values.map((v) => (typeof v === 'string' ? `'${v}'` : String(v))).join(', ');
+const list = (values: readonly (string | number)[]) =>
+  values.map((v) => (typeof v === 'string' ? `'${v}'` : String(v))).join(', ');
 
 function changeLines(change: Change): string[] {
   const t = change.table;
@@ -73,15 +84,22 @@ function changeLines(change: Change): string[] {
       return createTable(change.spec);
     case 'add-column': {
       const note =
-        change.column.notNull && !change.column.default && !change.column.defaultExpr && change.column.verbatim === undefined
-          ? [`-- Required with no default: fails while ${t} has rows (give the field a WithDefault, or make it Optional).`]
+        change.column.notNull &&
+        !change.column.default &&
+        !change.column.defaultExpr &&
+        change.column.verbatim === undefined
+          ? [
+              `-- Required with no default: fails while ${t} has rows (give the field a WithDefault, or make it Optional).`,
+            ]
           : [];
       return [...note, `alter table ${t} add column ${columnDefinition(change.column)};`];
     }
     case 'drop-column':
       return [`alter table ${t} drop column ${change.column};`];
     case 'alter-type':
-      return [`alter table ${t} alter column ${change.column.name} type ${change.column.type.sql} using ${change.column.name}::${change.column.type.sql};`];
+      return [
+        `alter table ${t} alter column ${change.column.name} type ${change.column.type.sql} using ${change.column.name}::${change.column.type.sql};`,
+      ];
     case 'set-not-null':
       return [`alter table ${t} alter column ${change.column} set not null;`];
     case 'drop-not-null':
@@ -92,7 +110,12 @@ function changeLines(change: Change): string[] {
       return [`alter table ${t} alter column ${change.column} drop default;`];
     case 'replace-check': {
       const name = change.constraint ?? `${t}_${change.column.name}_check`;
-      const what = [change.added.length ? `adds ${list(change.added)}` : '', change.removed.length ? `removes ${list(change.removed)}` : ''].filter(Boolean).join(' and ');
+      const what = [
+        change.added.length ? `adds ${list(change.added)}` : '',
+        change.removed.length ? `removes ${list(change.removed)}` : '',
+      ]
+        .filter(Boolean)
+        .join(' and ');
       return [
         ...(change.constraint ? [`-- ${change.column.field}: the check ${what}.`] : []),
         ...(change.constraint ? [`alter table ${t} drop constraint ${change.constraint};`] : []),
@@ -147,7 +170,14 @@ export function renderMigration(changes: readonly Change[], options: RenderOptio
 /** One line per change left out of the file because it is destructive, for the command's report. */
 export function leftOut(changes: readonly Change[], allowDestructive: boolean): string[] {
   if (allowDestructive) return [];
-  return changes.filter((c) => c.destructive).map((c) => `${c.entity}: ${changeLines(c).filter((l) => !l.startsWith('--')).join(' ')} (${c.destructive})`);
+  return changes
+    .filter((c) => c.destructive)
+    .map(
+      (c) =>
+        `${c.entity}: ${changeLines(c)
+          .filter((l) => !l.startsWith('--'))
+          .join(' ')} (${c.destructive})`,
+    );
 }
 
 /** Changes nobody may generate (a change of scope), for the command's report. */

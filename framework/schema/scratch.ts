@@ -63,7 +63,11 @@ async function admin<T>(adminUrl: string, fn: (client: pg.Client) => Promise<T>)
  * Runs fn on a new, empty database of the server, migrated with the given sources in the order
  * given (the runner's: framework first, then the modules), and drops the database afterwards.
  */
-export async function withScratchDatabase<T>(adminUrl: string, sources: readonly MigrationSource[], fn: (pool: pg.Pool) => Promise<T>): Promise<T> {
+export async function withScratchDatabase<T>(
+  adminUrl: string,
+  sources: readonly MigrationSource[],
+  fn: (pool: pg.Pool) => Promise<T>,
+): Promise<T> {
   const name = `tenantry_scratch_${randomBytes(6).toString('hex')}`;
   await admin(adminUrl, (client) => client.query(`create database ${client.escapeIdentifier(name)}`));
   const url = new URL(adminUrl);
@@ -74,6 +78,8 @@ export async function withScratchDatabase<T>(adminUrl: string, sources: readonly
     return await fn(pool);
   } finally {
     await pool.end();
-    await admin(adminUrl, (client) => client.query(`drop database if exists ${client.escapeIdentifier(name)} with (force)`)).catch(() => {});
+    await admin(adminUrl, (client) =>
+      client.query(`drop database if exists ${client.escapeIdentifier(name)} with (force)`),
+    ).catch(() => {});
   }
 }

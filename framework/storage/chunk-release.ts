@@ -13,7 +13,8 @@ const RELEASE_FROM_BYTES = 16 * 1024;
 export function releaseChunk(chunk: Buffer): void {
   const memory = chunk.buffer as ArrayBuffer & { transfer?: (length: number) => ArrayBuffer; detached?: boolean };
   if (typeof memory.transfer !== 'function' || memory.detached) return;
-  if (chunk.byteOffset !== 0 || chunk.byteLength !== memory.byteLength || memory.byteLength < RELEASE_FROM_BYTES) return;
+  if (chunk.byteOffset !== 0 || chunk.byteLength !== memory.byteLength || memory.byteLength < RELEASE_FROM_BYTES)
+    return;
   memory.transfer(0);
 }
 
@@ -29,7 +30,14 @@ export const releasingFs = {
   open,
   close,
   fsync,
-  write: (fd: number, buffer: Buffer, offset: number, length: number, position: number | null, done: WriteCallback<Buffer>) =>
+  write: (
+    fd: number,
+    buffer: Buffer,
+    offset: number,
+    length: number,
+    position: number | null,
+    done: WriteCallback<Buffer>,
+  ) =>
     write(fd, buffer, offset, length, position, (err, written) => {
       if (!err && offset === 0 && written === buffer.byteLength) releaseChunk(buffer);
       done(err, written, buffer);

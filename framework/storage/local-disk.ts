@@ -44,7 +44,10 @@ export class LocalDiskStore implements BlobStore {
       // for what piled up), instead of pausing the upload after every 64 KiB chunk.
       // Handed-over chunks are freed once written, so a long upload's memory stays flat.
       const fs = options.handOver ? { fs: releasingFs } : {};
-      await pipeline(source, createWriteStream(temporary, { flags: 'wx', flush: true, highWaterMark: WRITE_BUFFER_BYTES, ...fs }));
+      await pipeline(
+        source,
+        createWriteStream(temporary, { flags: 'wx', flush: true, highWaterMark: WRITE_BUFFER_BYTES, ...fs }),
+      );
       const shard = join(this.root, key.slice(0, 2));
       await mkdir(shard, { recursive: true });
       await rename(temporary, path);

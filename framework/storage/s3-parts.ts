@@ -64,7 +64,11 @@ export class PartWriter extends Writable {
 
   override _write(chunk: Buffer, _encoding: BufferEncoding, done: (err?: Error | null) => void): void {
     // Most chunks fit in the buffer being filled: copied at once, with no promise per chunk.
-    if (this.failure === undefined && this.filling !== undefined && chunk.length <= this.options.partSize - this.filled) {
+    if (
+      this.failure === undefined &&
+      this.filling !== undefined &&
+      chunk.length <= this.options.partSize - this.filled
+    ) {
       this.filled += chunk.copy(this.filling.buffer, this.filled);
       if (this.options.handOver) releaseChunk(chunk);
       done();
@@ -136,13 +140,31 @@ export class PartWriter extends Writable {
     this.filling = undefined;
     const UploadId = await this.create();
     slot.sending = this.track(
-      this.options.client.send(new UploadPartCommand({ Bucket: this.options.Bucket, Key: this.options.Key, UploadId, PartNumber, Body, ContentLength: Body.length }), {
-        abortSignal: this.cancel.signal,
-      }),
+      this.options.client.send(
+        new UploadPartCommand({
+          Bucket: this.options.Bucket,
+          Key: this.options.Key,
+          UploadId,
+          PartNumber,
+          Body,
+          ContentLength: Body.length,
+        }),
+        {
+          abortSignal: this.cancel.signal,
+        },
+      ),
     ).then(
       (answer) => {
         const { ETag, ChecksumCRC32, ChecksumCRC32C, ChecksumCRC64NVME, ChecksumSHA1, ChecksumSHA256 } = answer;
-        this.parts.push({ PartNumber, ETag, ChecksumCRC32, ChecksumCRC32C, ChecksumCRC64NVME, ChecksumSHA1, ChecksumSHA256 });
+        this.parts.push({
+          PartNumber,
+          ETag,
+          ChecksumCRC32,
+          ChecksumCRC32C,
+          ChecksumCRC64NVME,
+          ChecksumSHA1,
+          ChecksumSHA256,
+        });
         slot.sending = undefined;
       },
       (err: unknown) => {
@@ -161,7 +183,11 @@ export class PartWriter extends Writable {
       const checksums = (await this.options.client.config.requestChecksumCalculation()) === 'WHEN_SUPPORTED';
       const created = await this.track(
         this.options.client.send(
-          new CreateMultipartUploadCommand({ Bucket: this.options.Bucket, Key: this.options.Key, ...(checksums ? { ChecksumAlgorithm: ChecksumAlgorithm.CRC32 } : {}) }),
+          new CreateMultipartUploadCommand({
+            Bucket: this.options.Bucket,
+            Key: this.options.Key,
+            ...(checksums ? { ChecksumAlgorithm: ChecksumAlgorithm.CRC32 } : {}),
+          }),
           { abortSignal: this.cancel.signal },
         ),
       ).catch((err: unknown) => {
@@ -187,7 +213,15 @@ export class PartWriter extends Writable {
       // One part or less: a single PutObject (an empty blob included).
       const Body = this.filling ? this.filling.buffer.subarray(0, this.filled) : Buffer.alloc(0);
       await this.track(
-        this.options.client.send(new PutObjectCommand({ Bucket: this.options.Bucket, Key: this.options.Key, Body, ContentLength: Body.length }), { abortSignal: this.cancel.signal }),
+        this.options.client.send(
+          new PutObjectCommand({
+            Bucket: this.options.Bucket,
+            Key: this.options.Key,
+            Body,
+            ContentLength: Body.length,
+          }),
+          { abortSignal: this.cancel.signal },
+        ),
       ).catch((err: unknown) => {
         throw this.options.storeFailure(err);
       });
@@ -199,7 +233,12 @@ export class PartWriter extends Writable {
     const Parts = [...this.parts].sort((a, b) => a.PartNumber! - b.PartNumber!);
     await this.track(
       this.options.client.send(
-        new CompleteMultipartUploadCommand({ Bucket: this.options.Bucket, Key: this.options.Key, UploadId: this.uploadId, MultipartUpload: { Parts } }),
+        new CompleteMultipartUploadCommand({
+          Bucket: this.options.Bucket,
+          Key: this.options.Key,
+          UploadId: this.uploadId,
+          MultipartUpload: { Parts },
+        }),
         { abortSignal: this.cancel.signal },
       ),
     ).catch((err: unknown) => {

@@ -166,7 +166,13 @@ export class S3Store implements BlobStore {
   async open(key: string, range?: ByteRange): Promise<Readable> {
     const Key = this.objectKey(key);
     try {
-      const object = await this.client.send(new GetObjectCommand({ Bucket: this.bucket, Key, ...(range ? { Range: `bytes=${range.start}-${range.end}` } : {}) }));
+      const object = await this.client.send(
+        new GetObjectCommand({
+          Bucket: this.bucket,
+          Key,
+          ...(range ? { Range: `bytes=${range.start}-${range.end}` } : {}),
+        }),
+      );
       return object.Body as Readable;
     } catch (err) {
       if (isMissing(err)) throw problem('BLOB_MISSING', 'The bytes of this file are unavailable');
@@ -188,10 +194,17 @@ export class S3Store implements BlobStore {
     let removed = 0;
     for (let at = 0; at < keys.length; at += DELETE_BATCH) {
       const Objects = keys.slice(at, at + DELETE_BATCH).map((key) => ({ Key: this.objectKey(key) }));
-      const answer = await this.client.send(new DeleteObjectsCommand({ Bucket: this.bucket, Delete: { Objects, Quiet: false } })).catch((err: unknown) => {
-        throw unavailable(err);
-      });
-      if (answer.Errors?.length) throw unavailable(new Error(`DeleteObjects refused ${answer.Errors.length} key(s): ${answer.Errors[0]?.Code} ${answer.Errors[0]?.Message}`));
+      const answer = await this.client
+        .send(new DeleteObjectsCommand({ Bucket: this.bucket, Delete: { Objects, Quiet: false } }))
+        .catch((err: unknown) => {
+          throw unavailable(err);
+        });
+      if (answer.Errors?.length)
+        throw unavailable(
+          new Error(
+            `DeleteObjects refused ${answer.Errors.length} key(s): ${answer.Errors[0]?.Code} ${answer.Errors[0]?.Message}`,
+          ),
+        );
       removed += answer.Deleted?.length ?? 0;
     }
     return removed;
@@ -199,7 +212,10 @@ export class S3Store implements BlobStore {
 
   /** Every blob under the prefix last modified before `before`, page by page (ListObjectsV2). */
   async *list(before: Date): AsyncIterable<string> {
-    const pages = paginateListObjectsV2({ client: this.client, pageSize: this.listPageSize }, { Bucket: this.bucket, Prefix: this.prefix });
+    const pages = paginateListObjectsV2(
+      { client: this.client, pageSize: this.listPageSize },
+      { Bucket: this.bucket, Prefix: this.prefix },
+    );
     try {
       for await (const page of pages) {
         for (const object of page.Contents ?? []) {
@@ -218,7 +234,9 @@ export class S3Store implements BlobStore {
       await this.client.send(new HeadBucketCommand({ Bucket: this.bucket }));
     } catch (err) {
       const { name, message } = err as Error;
-      throw new Error(`bucket ${this.bucket}: ${name}${message && message !== name ? ` (${message})` : ''}`, { cause: err });
+      throw new Error(`bucket ${this.bucket}: ${name}${message && message !== name ? ` (${message})` : ''}`, {
+        cause: err,
+      });
     }
   }
 }

@@ -17,7 +17,9 @@ export interface TenantRow {
 
 /** Inserts a tenant and its primary host (the operator tenant alone may do so on an empty database). */
 export async function insertTenant(ctx: TxContext, tenant: TenantRow): Promise<void> {
-  await sql`select tenant_create(${tenant.id}::uuid, ${tenant.slug}, ${tenant.name}, ${tenant.host}, ${tenant.isOperator})`.execute(ctx.db);
+  await sql`select tenant_create(${tenant.id}::uuid, ${tenant.slug}, ${tenant.name}, ${tenant.host}, ${tenant.isOperator})`.execute(
+    ctx.db,
+  );
 }
 
 /** Adds a host to a tenant; a primary host demotes the previous primary. */
@@ -41,8 +43,14 @@ export async function resumeTenant(ctx: TxContext, tenantId: string): Promise<bo
  * Removes one of the tenant's hosts: 'removed', or why not: 'last' (a tenant keeps one host) or
  * 'absent' (not a host of this tenant). The primary's removal promotes the oldest remaining host.
  */
-export async function removeTenantHost(ctx: TxContext, tenantId: string, host: string): Promise<'removed' | 'last' | 'absent'> {
-  const { rows } = await sql<{ outcome: 'removed' | 'last' | 'absent' }>`select tenant_remove_host(${tenantId}::uuid, ${host}) as outcome`.execute(ctx.db);
+export async function removeTenantHost(
+  ctx: TxContext,
+  tenantId: string,
+  host: string,
+): Promise<'removed' | 'last' | 'absent'> {
+  const { rows } = await sql<{
+    outcome: 'removed' | 'last' | 'absent';
+  }>`select tenant_remove_host(${tenantId}::uuid, ${host}) as outcome`.execute(ctx.db);
   return rows[0]!.outcome;
 }
 

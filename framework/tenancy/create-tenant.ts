@@ -22,13 +22,22 @@ export const SEEDED_ROLES: Readonly<Record<string, readonly string[]>> = { admin
  */
 export async function createTenant(ctx: TxContext, services: Services, input: NewTenant): Promise<TenantRef> {
   const tenant: TenantRef = { id: randomUUID(), slug: input.slug, isOperator: input.isOperator ?? false };
-  await insertTenant(ctx, { id: tenant.id, slug: input.slug, name: input.name, host: input.host, isOperator: tenant.isOperator });
+  await insertTenant(ctx, {
+    id: tenant.id,
+    slug: input.slug,
+    name: input.name,
+    host: input.host,
+    isOperator: tenant.isOperator,
+  });
   await withinTenant(ctx, tenant, async (inner) => {
     const roles: Record<string, readonly string[]> = { ...SEEDED_ROLES };
     for (const module of services.registry.modules) Object.assign(roles, module.defaultRoles ?? {});
     for (const [name, permissions] of Object.entries(roles)) {
       await inner.db.executeQuery(
-        CompiledQuery.raw('insert into roles (name, permissions) values ($1, $2) on conflict do nothing', [name, [...permissions]]),
+        CompiledQuery.raw('insert into roles (name, permissions) values ($1, $2) on conflict do nothing', [
+          name,
+          [...permissions],
+        ]),
       );
     }
     for (const module of services.registry.modules) await module.onTenantCreated?.(inner, services);
@@ -37,8 +46,13 @@ export async function createTenant(ctx: TxContext, services: Services, input: Ne
 }
 
 /** Runs fn with the transaction scoped to another tenant, restoring the caller's scope afterwards. */
-export async function withinTenant<T>(ctx: TxContext, tenant: TenantRef, fn: (inner: TxContext) => Promise<T>): Promise<T> {
-  const scope = (id: string) => ctx.db.executeQuery(CompiledQuery.raw(`select set_config('app.tenant_id', $1, true)`, [id]));
+export async function withinTenant<T>(
+  ctx: TxContext,
+  tenant: TenantRef,
+  fn: (inner: TxContext) => Promise<T>,
+): Promise<T> {
+  const scope = (id: string) =>
+    ctx.db.executeQuery(CompiledQuery.raw(`select set_config('app.tenant_id', $1, true)`, [id]));
   await scope(tenant.id);
   try {
     const { ctx: inner, flush } = scopedContext(ctx.db, tenant, ctx.session, ctx.actorId, ctx.declaredEvents, ctx.now);

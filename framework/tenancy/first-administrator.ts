@@ -7,7 +7,9 @@ export const FIRST_ADMINISTRATOR_COMMAND = 'npm run admin:invite -- <you@example
 
 /** True while the operator tenant has nobody (no user of any status): the installation is new. */
 export async function operatorHasNoUser(services: Services): Promise<boolean> {
-  const { rows } = await services.db.pool.query<{ id: string; slug: string }>('select id, slug from tenants where is_operator');
+  const { rows } = await services.db.pool.query<{ id: string; slug: string }>(
+    'select id, slug from tenants where is_operator',
+  );
   const operator = rows[0];
   if (!operator) return true;
   return services.transactions.run({ id: operator.id, slug: operator.slug, isOperator: true }, async (ctx) => {

@@ -30,11 +30,22 @@ export class AdministratorInviteError extends Error {
  * user.invited carries via: 'admin-invite', so the worker does not mint a second token that would
  * void the printed link. The link is mailed too when SMTP is configured.
  */
-export async function inviteAdministrator(services: Services, email: string, displayName?: string, tenantSlug?: string): Promise<AdministratorLink> {
+export async function inviteAdministrator(
+  services: Services,
+  email: string,
+  displayName?: string,
+  tenantSlug?: string,
+): Promise<AdministratorLink> {
   // Read before any tenant is known, hence outside a transaction (tenants has no row-level security).
   const tenants = services.db.kysely.selectFrom('tenants').select(['id', 'slug', 'is_operator', 'status']);
-  const found = await (tenantSlug ? tenants.where('slug', '=', tenantSlug) : tenants.where('is_operator', '=', true)).executeTakeFirst();
-  if (!found) throw new AdministratorInviteError(tenantSlug ? `there is no tenant ${tenantSlug}` : 'there is no operator tenant yet');
+  const found = await (tenantSlug
+    ? tenants.where('slug', '=', tenantSlug)
+    : tenants.where('is_operator', '=', true)
+  ).executeTakeFirst();
+  if (!found)
+    throw new AdministratorInviteError(
+      tenantSlug ? `there is no tenant ${tenantSlug}` : 'there is no operator tenant yet',
+    );
   if (found.status !== 'active') throw new AdministratorInviteError(`tenant ${found.slug} is suspended`);
   const tenant: TenantRef = { id: found.id, slug: found.slug, isOperator: found.is_operator };
 
@@ -42,17 +53,25 @@ export async function inviteAdministrator(services: Services, email: string, dis
   const issued = await services.transactions.run(tenant, async (ctx) => {
     const existing = await usersService.findByEmail(ctx, email);
     if (existing?.status === 'deactivated') {
-      throw new AdministratorInviteError(`${existing.email} is a deactivated user of tenant ${tenant.slug}; use another address`);
+      throw new AdministratorInviteError(
+        `${existing.email} is a deactivated user of tenant ${tenant.slug}; use another address`,
+      );
     }
     let adminRoleAdded = false;
     if (existing) {
       const after = await usersService.setRoles(ctx, existing, [...existing.roles, 'admin']);
       adminRoleAdded = !existing.roles.includes('admin') && after.includes('admin');
     }
-    const user = existing ?? (await usersService.invite(ctx, { email, displayName, roles: ['admin'] }, { payload: { via: 'admin-invite' } }));
+    const user =
+      existing ??
+      (await usersService.invite(ctx, { email, displayName, roles: ['admin'] }, { payload: { via: 'admin-invite' } }));
     const raw = await mintSetPasswordToken(ctx, user.id, existing?.status === 'active' ? 'reset' : 'invitation');
     const link = await setPasswordLink(ctx, services, raw);
-    const named = await ctx.db.selectFrom('tenants').select('name').where('id', '=', tenant.id).executeTakeFirstOrThrow();
+    const named = await ctx.db
+      .selectFrom('tenants')
+      .select('name')
+      .where('id', '=', tenant.id)
+      .executeTakeFirstOrThrow();
     return { userId: user.id, email: user.email, created: !existing, adminRoleAdded, link, tenantName: named.name };
   });
 

@@ -11,10 +11,15 @@ export const IdentitySchema = Type.Object(
     displayName: Type.String(),
     roles: Type.Array(Type.String(), { description: 'Roles the user holds, sorted' }),
     permissions: Type.Array(Type.String(), {
-      description: 'Permissions those roles resolve to, deduplicated and sorted; "*" (the wildcard) grants every permission',
+      description:
+        'Permissions those roles resolve to, deduplicated and sorted; "*" (the wildcard) grants every permission',
     }),
   },
-  { additionalProperties: false, title: 'Identity', description: 'The signed-in identity; login also sets the session cookie' },
+  {
+    additionalProperties: false,
+    title: 'Identity',
+    description: 'The signed-in identity; login also sets the session cookie',
+  },
 );
 export type Identity = Static<typeof IdentitySchema>;
 
@@ -27,7 +32,13 @@ export async function loadIdentity(ctx: TxContext, userId: string): Promise<Iden
   const user = await usersService.findById(ctx, userId);
   if (!user) return undefined;
   const permissions = ctx.session?.userId === userId ? ctx.session.permissions : await permissionsOf(ctx, user.roles);
-  return { userId: user.id, email: user.email, displayName: user.displayName ?? '', roles: [...user.roles].sort(), permissions: [...new Set(permissions)].sort() };
+  return {
+    userId: user.id,
+    email: user.email,
+    displayName: user.displayName ?? '',
+    roles: [...user.roles].sort(),
+    permissions: [...new Set(permissions)].sort(),
+  };
 }
 
 /** What holding these roles grants in this tenant (duplicates included). */

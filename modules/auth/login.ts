@@ -21,9 +21,13 @@ const credentials = () => problem('ErrCredentials', 'The address or the password
 export function tooManyAttempts(reply: FastifyReply) {
   const seconds = THROTTLE.login.windowMinutes * 60;
   reply.header('retry-after', String(seconds));
-  return problem('ErrTooManyAttempts', `Too many failed sign-ins from this address; try again within ${THROTTLE.login.windowMinutes} minutes`, {
-    extensions: { retryAfterSeconds: seconds },
-  });
+  return problem(
+    'ErrTooManyAttempts',
+    `Too many failed sign-ins from this address; try again within ${THROTTLE.login.windowMinutes} minutes`,
+    {
+      extensions: { retryAfterSeconds: seconds },
+    },
+  );
 }
 
 const SET_SESSION_COOKIE = {
@@ -52,7 +56,14 @@ export const loginRoute = defineRoute({
   publishes: ['auth.logged_in', 'auth.login_failed'],
   schema: {
     querystring: Type.Object(
-      { next: Type.Optional(Type.String({ maxLength: 2000, description: 'A form post only: the local path to land on after signing in (default /admin).' })) },
+      {
+        next: Type.Optional(
+          Type.String({
+            maxLength: 2000,
+            description: 'A form post only: the local path to land on after signing in (default /admin).',
+          }),
+        ),
+      },
       { additionalProperties: false },
     ),
     body: Type.Object(
@@ -75,9 +86,15 @@ export const loginRoute = defineRoute({
     try {
       await signIn(context);
     } catch (err) {
-      if (!(err instanceof ProblemError) || (err.code !== 'ErrCredentials' && err.code !== 'ErrTooManyAttempts')) throw err;
+      if (!(err instanceof ProblemError) || (err.code !== 'ErrCredentials' && err.code !== 'ErrTooManyAttempts'))
+        throw err;
       const error = err.code === 'ErrCredentials' ? 'The address or the password is wrong.' : err.message;
-      return renderLoginPage(request, reply, services, { next: query.next, email: body.email, error, status: err.status });
+      return renderLoginPage(request, reply, services, {
+        next: query.next,
+        email: body.email,
+        error,
+        status: err.status,
+      });
     }
     reply.code(303).header('location', safeNextPath(query.next));
     return null;
@@ -85,7 +102,8 @@ export const loginRoute = defineRoute({
 });
 
 const isFormPost = (request: FastifyRequest): boolean =>
-  (request.headers['content-type'] ?? '').split(';', 1)[0]!.trim().toLowerCase() === 'application/x-www-form-urlencoded';
+  (request.headers['content-type'] ?? '').split(';', 1)[0]!.trim().toLowerCase() ===
+  'application/x-www-form-urlencoded';
 
 interface LoginContext {
   body: { email: string; password: string };

@@ -3,7 +3,13 @@ import { defineRoute } from '../../framework/entity/define.ts';
 import { clearSessionCookie, endSessions } from '../../framework/access/sessions.ts';
 import { hashSecret, sessionCookie } from '../../framework/access/session-cookie.ts';
 import { problem } from '../../framework/errors.ts';
-import { assertPasswordPolicy, hashPassword, verifyPassword, PASSWORD_MAX_LENGTH, PASSWORD_MIN_LENGTH } from '../user/passwords.ts';
+import {
+  assertPasswordPolicy,
+  hashPassword,
+  verifyPassword,
+  PASSWORD_MAX_LENGTH,
+  PASSWORD_MIN_LENGTH,
+} from '../user/passwords.ts';
 import { redeemSetPasswordToken } from './set-password-tokens.ts';
 import { THROTTLE, attemptsFrom, recordAttempt, takeSlot } from './throttle.ts';
 import { tooManyAttempts } from './login.ts';
@@ -13,7 +19,8 @@ import './auth-tables.ts';
 import { RESET_DONE_PATH } from './links.ts';
 
 /** A browser form's own encoding (the JSON API is sent application/json). */
-const isFormPost = (type: string | undefined): boolean => (type ?? '').split(';', 1)[0]!.trim().toLowerCase() === 'application/x-www-form-urlencoded';
+const isFormPost = (type: string | undefined): boolean =>
+  (type ?? '').split(';', 1)[0]!.trim().toLowerCase() === 'application/x-www-form-urlencoded';
 
 // The schema states the policy assertPasswordPolicy enforces, from the same constants; both count
 // code points.
@@ -27,9 +34,9 @@ export const changePasswordRoute = defineRoute({
   method: 'POST',
   url: '/api/v1/auth/password',
   operationId: 'auth-password-change',
-  summary: 'Change the caller\'s password',
+  summary: "Change the caller's password",
   description: [
-    'Needs the password in force. Stores the new one, ends every other session of the person and keeps the caller\'s; publishes user.password_set.',
+    "Needs the password in force. Stores the new one, ends every other session of the person and keeps the caller's; publishes user.password_set.",
     'A wrong currentPassword is 422 VALIDATION_FAILED pointing at /body/currentPassword (the caller is signed in, so 401 would wrongly say otherwise); it counts as a failed sign-in of the client address, so the same 429 ErrTooManyAttempts applies.',
   ].join('\n\n'),
   tags: ['auth'],
@@ -58,7 +65,9 @@ export const changePasswordRoute = defineRoute({
       // its own once it has, so the request never holds two connections at once.
       tx.onRollback(() => services.transactions.run(tx.tenant, (ctx) => recordAttempt(ctx, 'login', request.ip)));
       const message = 'does not match the password in force';
-      throw problem('VALIDATION_FAILED', `currentPassword ${message}`, { errors: [{ pointer: '/body/currentPassword', message }] });
+      throw problem('VALIDATION_FAILED', `currentPassword ${message}`, {
+        errors: [{ pointer: '/body/currentPassword', message }],
+      });
     }
     const hash = await hashPassword(body.newPassword);
     await usersService.setPasswordHash(tx, session.userId, hash);
@@ -68,7 +77,8 @@ export const changePasswordRoute = defineRoute({
   },
 });
 
-export const FORGOT_ANSWER = 'If the address belongs to an active account here, a link to set a new password is on its way.';
+export const FORGOT_ANSWER =
+  'If the address belongs to an active account here, a link to set a new password is on its way.';
 
 export const forgotPasswordRoute = defineRoute({
   method: 'POST',
@@ -85,7 +95,10 @@ export const forgotPasswordRoute = defineRoute({
   schema: {
     body: Type.Object({ email: Email }, { additionalProperties: false }),
     response: {
-      202: Type.Object({ detail: Type.String() }, { additionalProperties: false, description: 'Accepted, whether or not the address exists' }),
+      202: Type.Object(
+        { detail: Type.String() },
+        { additionalProperties: false, description: 'Accepted, whether or not the address exists' },
+      ),
       403: problemRef('AUTH_CROSS_SITE: posted from another site'),
       429: problemRef('RATE_LIMITED: too many requests from this client address'),
     },
@@ -106,10 +119,10 @@ export const resetPasswordRoute = defineRoute({
   operationId: 'auth-password-reset',
   summary: 'Set a new password with the token from a mailed link',
   description: [
-    'Redeems the set-password token (once), stores the new password, makes an invited user active, ends every session of the person including the caller\'s and clears the cookie; publishes auth.password_reset and user.password_set.',
+    "Redeems the set-password token (once), stores the new password, makes an invited user active, ends every session of the person including the caller's and clears the cookie; publishes auth.password_reset and user.password_set.",
     'An unknown, spent or expired token is one 401 TOKEN_INVALID. A deactivated user is 409 INVALID_STATE and the token stays unspent.',
     `At most ${THROTTLE.reset.max} attempts per client address per ${THROTTLE.reset.windowMinutes} minutes, then 429 RATE_LIMITED.`,
-    'Accepts JSON, or a form post from the /auth/reset page (application/x-www-form-urlencoded), which must also carry the page\'s CSRF token in the field csrf; a form post without it is 403 AUTH_CROSS_SITE.',
+    "Accepts JSON, or a form post from the /auth/reset page (application/x-www-form-urlencoded), which must also carry the page's CSRF token in the field csrf; a form post without it is 403 AUTH_CROSS_SITE.",
     'A JSON request is answered 204. A form post is answered 303 to /auth/reset?done=1, the page that says the password is set and links to the sign-in page (a browser without scripts would otherwise stay on the form).',
   ].join('\n\n'),
   tags: ['auth'],
@@ -124,7 +137,10 @@ export const resetPasswordRoute = defineRoute({
     ),
     response: {
       204: NoContent,
-      303: Type.Null({ description: 'A form post: the password is set; Location is /auth/reset?done=1, which says so and links to the sign-in page' }),
+      303: Type.Null({
+        description:
+          'A form post: the password is set; Location is /auth/reset?done=1, which says so and links to the sign-in page',
+      }),
       401: problemRef('TOKEN_INVALID: unknown, spent or expired token'),
       403: problemRef('AUTH_CROSS_SITE: posted from another site'),
       429: problemRef('RATE_LIMITED: too many attempts from this client address'),
@@ -136,7 +152,11 @@ export const resetPasswordRoute = defineRoute({
     // The attempt is counted in a transaction of its own, so a refused guess still counts.
     const holder = await services.transactions.run(tenant, async (ctx) => {
       await takeSlot(ctx, 'reset', request.ip);
-      const token = await ctx.db.selectFrom('set_password_tokens').select('user_id').where('token_hash', '=', hashSecret(body.token)).executeTakeFirst();
+      const token = await ctx.db
+        .selectFrom('set_password_tokens')
+        .select('user_id')
+        .where('token_hash', '=', hashSecret(body.token))
+        .executeTakeFirst();
       return token?.user_id ?? null;
     });
     const hash = await hashPassword(body.password);
@@ -145,13 +165,16 @@ export const resetPasswordRoute = defineRoute({
       tenant,
       async (ctx) => {
         const redeemed = await redeemSetPasswordToken(ctx, body.token);
-        if (!redeemed) throw problem('TOKEN_INVALID', 'The link is unknown, already used or expired; ask for a new one');
+        if (!redeemed)
+          throw problem('TOKEN_INVALID', 'The link is unknown, already used or expired; ask for a new one');
         const person = await usersService.lock(ctx, redeemed.userId);
         if (!person) throw problem('TOKEN_INVALID', 'The link is unknown, already used or expired; ask for a new one');
-        if (person.status === 'deactivated') throw problem('INVALID_STATE', 'This account is deactivated; its password cannot be set');
+        if (person.status === 'deactivated')
+          throw problem('INVALID_STATE', 'This account is deactivated; its password cannot be set');
         await endSessions(ctx, redeemed.userId);
         // The caller's own session goes too, even when it belongs to somebody else on this browser.
-        if (callerSession) await ctx.db.deleteFrom('sessions').where('id_hash', '=', hashSecret(callerSession)).execute();
+        if (callerSession)
+          await ctx.db.deleteFrom('sessions').where('id_hash', '=', hashSecret(callerSession)).execute();
         ctx.publish('auth.password_reset', { userId: redeemed.userId });
         // Stores the hash, makes an invited user active and publishes user.password_set.
         await usersService.setPasswordHash(ctx, redeemed.userId, hash, { activate: true });

@@ -34,7 +34,13 @@ export const resetLinkMail: SubscriptionDefinition = {
       .select((eb) => [
         'name',
         eb
-          .exists(eb.selectFrom('set_password_tokens').select('id').where('user_id', '=', userId).where('sent_at', '>', since))
+          .exists(
+            eb
+              .selectFrom('set_password_tokens')
+              .select('id')
+              .where('user_id', '=', userId)
+              .where('sent_at', '>', since),
+          )
           .$castTo<boolean>()
           .as('recentlySent'),
       ])

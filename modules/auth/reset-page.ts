@@ -17,14 +17,20 @@ export const resetPageRoute = defineRoute({
   url: RESET_PAGE_PATH,
   operationId: 'auth-page-reset',
   summary: 'Set-password page (HTML)',
-  description: 'The page the mailed link opens. Answers text/html: a form with the token from the query string that posts to POST /api/v1/auth/password/reset, and, for a browser without a session cookie, sets the CSRF cookie (app_csrf) that the token in the csrf field of the form is bound to.',
+  description:
+    'The page the mailed link opens. Answers text/html: a form with the token from the query string that posts to POST /api/v1/auth/password/reset, and, for a browser without a session cookie, sets the CSRF cookie (app_csrf) that the token in the csrf field of the form is bound to.',
   tags: ['auth'],
   access: 'public',
   transaction: 'none',
   schema: {
     querystring: Type.Object({
       token: Type.Optional(Type.String({ maxLength: 200 })),
-      done: Type.Optional(Type.Literal('1', { description: 'Set by the reset route after a form post: the page says the password is set and links to the sign-in page.' })),
+      done: Type.Optional(
+        Type.Literal('1', {
+          description:
+            'Set by the reset route after a form post: the page says the password is set and links to the sign-in page.',
+        }),
+      ),
     }),
     response: { 200: HtmlPage('The set-password page') },
   },
@@ -38,7 +44,10 @@ export const resetPageRoute = defineRoute({
       .header('cache-control', 'no-store')
       .header('referrer-policy', 'strict-origin')
       .header('x-frame-options', 'DENY')
-      .header('content-security-policy', "default-src 'none'; script-src 'unsafe-inline'; style-src 'unsafe-inline'; connect-src 'self'; form-action 'self'; frame-ancestors 'none'; base-uri 'none'");
+      .header(
+        'content-security-policy',
+        "default-src 'none'; script-src 'unsafe-inline'; style-src 'unsafe-inline'; connect-src 'self'; form-action 'self'; frame-ancestors 'none'; base-uri 'none'",
+      );
     const done = query.done === '1';
     const token = done ? '' : (query.token ?? '');
     return renderPage('./auth/reset-page', {

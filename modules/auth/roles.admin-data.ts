@@ -28,7 +28,12 @@ export interface PermissionChoice {
  * One checkbox per permission the modules define, grouped by module in declaration order, after
  * the wildcard; ticked where the role holds it.
  */
-export function permissionChoices(registry: Registry, tenant: TenantRef, held: readonly string[], errors: readonly FieldError[] = []): PermissionChoice[] {
+export function permissionChoices(
+  registry: Registry,
+  tenant: TenantRef,
+  held: readonly string[],
+  errors: readonly FieldError[] = [],
+): PermissionChoice[] {
   const holds = new Set(held);
   const errorOf = new Map<string, string>();
   for (const e of errors) {
@@ -47,7 +52,9 @@ export function permissionChoices(registry: Registry, tenant: TenantRef, held: r
   });
   return [
     choice(WILDCARD, 'Every permission, including those added later', '', false),
-    ...[...registry.permissions.values()].map((p) => choice(p.name, p.description ?? '', p.module, p.operator === true)),
+    ...[...registry.permissions.values()].map((p) =>
+      choice(p.name, p.description ?? '', p.module, p.operator === true),
+    ),
   ];
 }
 

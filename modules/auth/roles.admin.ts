@@ -1,5 +1,12 @@
 import Type from 'typebox';
-import { errorView, problemText, registerAdminPage, renderTemplate, type AdminPageContext, type AdminSite } from '../../framework/admin/index.ts';
+import {
+  errorView,
+  problemText,
+  registerAdminPage,
+  renderTemplate,
+  type AdminPageContext,
+  type AdminSite,
+} from '../../framework/admin/index.ts';
 import { FORM_TOKEN_FIELD } from '../../framework/access/form-token.ts';
 import { notFound, problem, type ProblemError } from '../../framework/errors.ts';
 import { pageQuerySchema, type PageQuery } from '../../framework/operations/paging.ts';
@@ -48,10 +55,15 @@ export function registerRolePages(site: AdminSite): void {
     handler: async (page) => {
       const name = postedName(page.body);
       if (!ROLE_NAME.test(name)) {
-        throw problem('VALIDATION_FAILED', 'The role’s name is not valid', { errors: [{ pointer: '/body/name', message: NAME_RULE }] });
+        throw problem('VALIDATION_FAILED', 'The role’s name is not valid', {
+          errors: [{ pointer: '/body/name', message: NAME_RULE }],
+        });
       }
       if (await readRole(page.tx, name)) {
-        throw problem('ALREADY_EXISTS', `role ${name} already exists`, { errors: [{ pointer: '/body/name', message: 'a role of this name exists' }], extensions: { field: 'name' } });
+        throw problem('ALREADY_EXISTS', `role ${name} already exists`, {
+          errors: [{ pointer: '/body/name', message: 'a role of this name exists' }],
+          extensions: { field: 'name' },
+        });
       }
       await setRole(page.tx, site.services.registry, name, []);
       return page.redirect(rolePath(name));
@@ -93,13 +105,22 @@ export function registerRolePages(site: AdminSite): void {
       // A list the rules refuse (422), or one that would take the tenant's last administrator
       // away (409 LAST_ADMINISTRATOR): the form again, as posted, with the problem's message.
       if (refused.status !== 422 && refused.status !== 409) return errorPage(page, refused);
-      return renderForm(page, page.params.name!, postedPermissions(page.body), { problem: refused, status: refused.status });
+      return renderForm(page, page.params.name!, postedPermissions(page.body), {
+        problem: refused,
+        status: refused.status,
+      });
     },
   });
 
-  async function renderList(page: AdminPageContext, query: PageQuery, form: { name: string; error?: string; status?: number }): Promise<string> {
+  async function renderList(
+    page: AdminPageContext,
+    query: PageQuery,
+    form: { name: string; error?: string; status?: number },
+  ): Promise<string> {
     const roles = await listRoles(page.tx, query);
-    const nextHref = roles.next ? `/admin/auth/roles?${new URLSearchParams({ limit: String(query.limit), sort: query.sort, after: roles.next })}` : null;
+    const nextHref = roles.next
+      ? `/admin/auth/roles?${new URLSearchParams({ limit: String(query.limit), sort: query.sort, after: roles.next })}`
+      : null;
     const body = renderTemplate('./admin/pages/roles', {
       page: roles,
       nextHref,

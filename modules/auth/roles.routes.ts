@@ -3,7 +3,13 @@ import { defineRoute } from '../../framework/entity/define.ts';
 import type { Registry } from '../../framework/entity/registry.ts';
 import type { TenantRef } from '../../framework/context/tenant.ts';
 import { notFound, problem } from '../../framework/errors.ts';
-import { KeysetPager, pageQuerySchema, pageSchema, type Page, type PageQuery } from '../../framework/operations/paging.ts';
+import {
+  KeysetPager,
+  pageQuerySchema,
+  pageSchema,
+  type Page,
+  type PageQuery,
+} from '../../framework/operations/paging.ts';
 import type { TxContext } from '../../framework/context/tx.ts';
 import { usersService } from '../user/users-service.ts';
 import { WILDCARD } from '../../framework/access/roles.ts';
@@ -28,7 +34,14 @@ const ROLE_COLUMN_LIST = 'name, permissions, created_at as "createdAt", updated_
 const ROLE_ROW = ['name', 'permissions', 'created_at as createdAt', 'updated_at as updatedAt'] as const;
 
 // Named, not numbered: a role's name is its key, so it is the list's tie-breaker too.
-const rolePages = new KeysetPager({ select: ROLE_COLUMN_LIST, from: 'roles', id: 'name', idType: 'text', where: [], sorts: { name: { column: 'name' } } });
+const rolePages = new KeysetPager({
+  select: ROLE_COLUMN_LIST,
+  from: 'roles',
+  id: 'name',
+  idType: 'text',
+  where: [],
+  sorts: { name: { column: 'name' } },
+});
 
 /**
  * Checks a permission list against what the installation defines: 422 PERMISSION_UNKNOWN for a
@@ -40,14 +53,20 @@ export function checkedPermissions(registry: Registry, tenant: TenantRef, permis
   const unknown = list.filter((p) => p !== '*' && !registry.permissions.has(p));
   if (unknown.length > 0) {
     throw problem('PERMISSION_UNKNOWN', `No module defines ${unknown.join(', ')}`, {
-      errors: unknown.map((p) => ({ pointer: `/body/permissions/${permissions.indexOf(p)}`, message: `unknown permission ${p}` })),
+      errors: unknown.map((p) => ({
+        pointer: `/body/permissions/${permissions.indexOf(p)}`,
+        message: `unknown permission ${p}`,
+      })),
       extensions: { permissions: unknown },
     });
   }
   const operatorOnly = list.filter((p) => registry.isOperatorPermission(p));
   if (operatorOnly.length > 0 && !tenant.isOperator) {
     throw problem('PERMISSION_OPERATOR_ONLY', `${operatorOnly.join(', ')} may be held only in the operator tenant`, {
-      errors: operatorOnly.map((p) => ({ pointer: `/body/permissions/${permissions.indexOf(p)}`, message: `operator permission ${p}` })),
+      errors: operatorOnly.map((p) => ({
+        pointer: `/body/permissions/${permissions.indexOf(p)}`,
+        message: `operator permission ${p}`,
+      })),
       extensions: { permissions: operatorOnly },
     });
   }
@@ -76,18 +95,33 @@ export async function readRole(tx: TxContext, name: string): Promise<RoleView | 
  * and publishes auth.role_set when the list changed. The PUT route and the admin shell's role form
  * both go through here, so the same rules apply to both.
  */
-export async function setRole(tx: TxContext, registry: Registry, name: string, permissions: readonly string[]): Promise<{ role: RoleView; created: boolean }> {
+export async function setRole(
+  tx: TxContext,
+  registry: Registry,
+  name: string,
+  permissions: readonly string[],
+): Promise<{ role: RoleView; created: boolean }> {
   const after = checkedPermissions(registry, tx.tenant, permissions);
-  const existing = await tx.db.selectFrom('roles').select('permissions').where('name', '=', name).forUpdate().executeTakeFirst();
+  const existing = await tx.db
+    .selectFrom('roles')
+    .select('permissions')
+    .where('name', '=', name)
+    .forUpdate()
+    .executeTakeFirst();
   const before = existing ? [...existing.permissions].sort() : null;
   const changed = before === null || before.length !== after.length || before.some((p, i) => p !== after[i]);
   // Dropping * may take the tenant's last administrator away: 409 LAST_ADMINISTRATOR, nothing written.
-  if (before?.includes(WILDCARD) && !after.includes(WILDCARD)) await administrators.assertOneRemains(tx, { role: name });
+  if (before?.includes(WILDCARD) && !after.includes(WILDCARD))
+    await administrators.assertOneRemains(tx, { role: name });
   const role = changed
     ? await tx.db
         .insertInto('roles')
         .values({ name, permissions: after })
-        .onConflict((oc) => oc.columns(['tenant_id', 'name']).doUpdateSet((eb) => ({ permissions: eb.ref('excluded.permissions'), updated_at: tx.now })))
+        .onConflict((oc) =>
+          oc
+            .columns(['tenant_id', 'name'])
+            .doUpdateSet((eb) => ({ permissions: eb.ref('excluded.permissions'), updated_at: tx.now })),
+        )
         .returning(ROLE_ROW)
         .executeTakeFirstOrThrow()
     : await tx.db.selectFrom('roles').select(ROLE_ROW).where('name', '=', name).executeTakeFirstOrThrow();
@@ -102,7 +136,12 @@ export async function setRole(tx: TxContext, registry: Registry, name: string, p
  * last administrator, nothing written. The DELETE route and the admin shell's role form share it.
  */
 export async function deleteRole(tx: TxContext, name: string): Promise<void> {
-  const existing = await tx.db.selectFrom('roles').select('permissions').where('name', '=', name).forUpdate().executeTakeFirst();
+  const existing = await tx.db
+    .selectFrom('roles')
+    .select('permissions')
+    .where('name', '=', name)
+    .forUpdate()
+    .executeTakeFirst();
   if (!existing) throw notFound();
   // The holders' rows first, then the administrators' lock (administrators.ts says why).
   const { heldByActive } = await usersService.removeRole(tx, name);
@@ -115,13 +154,17 @@ export const listRolesRoute = defineRoute({
   method: 'GET',
   url: '/api/v1/auth/roles',
   operationId: 'auth-role-list',
-  summary: 'List this tenant\'s roles',
-  description: 'The tenant\'s roles by name, paged like every list (limit and offset, or after=<next>).',
+  summary: "List this tenant's roles",
+  description: "The tenant's roles by name, paged like every list (limit and offset, or after=<next>).",
   tags: ['auth'],
   access: { permission: 'role:manage' },
   schema: {
-    querystring: pageQuerySchema({ sorts: ['name'], defaultSort: 'name', sortDescription: 'name, or -name for descending.' }),
-    response: { 200: pageSchema(RoleSchema, 'The tenant\'s roles by name') },
+    querystring: pageQuerySchema({
+      sorts: ['name'],
+      defaultSort: 'name',
+      sortDescription: 'name, or -name for descending.',
+    }),
+    response: { 200: pageSchema(RoleSchema, "The tenant's roles by name") },
   },
   handler: ({ tx, query }) => listRoles(tx, query as PageQuery),
 });
@@ -130,23 +173,31 @@ export const putRoleRoute = defineRoute({
   method: 'PUT',
   url: '/api/v1/auth/roles/:name',
   operationId: 'auth-role-put',
-  summary: 'Create or replace a role\'s permissions',
+  summary: "Create or replace a role's permissions",
   description: [
     'Sends the complete permission list; it is stored deduplicated and sorted. Creates the role if new (201), else replaces its list (200).',
     '422 PERMISSION_UNKNOWN for a permission no module defines; 422 PERMISSION_OPERATOR_ONLY for an operator permission outside the operator tenant.',
     'Publishes auth.role_set with the list before (null for a new role) and after, only when the list changed.',
-    'A list without * for the role that gives it to the tenant\'s last administrator (the last active user holding every permission) is 409 LAST_ADMINISTRATOR, nothing written.',
+    "A list without * for the role that gives it to the tenant's last administrator (the last active user holding every permission) is 409 LAST_ADMINISTRATOR, nothing written.",
   ].join('\n\n'),
   tags: ['auth'],
   access: { permission: 'role:manage' },
   publishes: ['auth.role_set'],
   schema: {
-    params: Type.Object({ name: Type.String({ pattern: ROLE_NAME_PATTERN, description: 'Lower-case letters, digits and _ . : -, at most 63' }) }),
+    params: Type.Object({
+      name: Type.String({
+        pattern: ROLE_NAME_PATTERN,
+        description: 'Lower-case letters, digits and _ . : -, at most 63',
+      }),
+    }),
     body: Type.Object(
       { permissions: Type.Array(Type.String({ minLength: 1, maxLength: 100 }), { maxItems: 200 }) },
       { additionalProperties: false },
     ),
-    response: { 200: { ...RoleSchema, description: 'The role, replaced' }, 201: { ...RoleSchema, description: 'The role, created' } },
+    response: {
+      200: { ...RoleSchema, description: 'The role, replaced' },
+      201: { ...RoleSchema, description: 'The role, created' },
+    },
   },
   async handler({ tx, params, body, reply, services }) {
     const { role, created } = await setRole(tx, services.registry, params.name, body.permissions);
@@ -162,15 +213,20 @@ export const deleteRoleRoute = defineRoute({
   summary: 'Delete a role',
   description: [
     'Deletes the role and takes it from every user holding it: each of them loses it as the roles command would take it (user.roles_set). 204 with no body.',
-    '404 NOT_FOUND for a role this tenant does not have. 409 LAST_ADMINISTRATOR when the role is what makes the tenant\'s last administrator (the last active user holding every permission, *): nothing is deleted.',
+    "404 NOT_FOUND for a role this tenant does not have. 409 LAST_ADMINISTRATOR when the role is what makes the tenant's last administrator (the last active user holding every permission, *): nothing is deleted.",
     'Publishes auth.role_set with the list before and after null.',
   ].join('\n\n'),
   tags: ['auth'],
   access: { permission: 'role:manage' },
   publishes: ['auth.role_set', 'user.roles_set'],
-  problems: { 409: 'The role makes the tenant\'s last administrator (LAST_ADMINISTRATOR)' },
+  problems: { 409: "The role makes the tenant's last administrator (LAST_ADMINISTRATOR)" },
   schema: {
-    params: Type.Object({ name: Type.String({ pattern: ROLE_NAME_PATTERN, description: 'Lower-case letters, digits and _ . : -, at most 63' }) }),
+    params: Type.Object({
+      name: Type.String({
+        pattern: ROLE_NAME_PATTERN,
+        description: 'Lower-case letters, digits and _ . : -, at most 63',
+      }),
+    }),
     response: { 204: Type.Null({ description: 'Deleted' }) },
   },
   async handler({ tx, params, reply }) {

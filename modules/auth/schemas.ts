@@ -10,4 +10,8 @@ export const HtmlPage = (description: string): TSchema =>
 
 export const NoContent = Type.Null({ description: 'No content' });
 
-export const Email = Type.String({ minLength: 1, maxLength: 320, description: 'The address the person signs in with; compared case-insensitively' });
+export const Email = Type.String({
+  minLength: 1,
+  maxLength: 320,
+  description: 'The address the person signs in with; compared case-insensitively',
+});

@@ -11,7 +11,8 @@ export const logoutRoute = defineRoute({
   url: '/api/v1/auth/logout',
   operationId: 'auth-session-logout',
   summary: 'Sign out',
-  description: 'Deletes the session the cookie names and clears the cookie. Signing out when signed out is not an error: 204 all the same.',
+  description:
+    'Deletes the session the cookie names and clears the cookie. Signing out when signed out is not an error: 204 all the same.',
   tags: ['auth'],
   access: 'optional',
   // A personal access token is no session: it can neither change the password nor sign out.
@@ -34,7 +35,7 @@ export const meRoute = defineRoute({
   url: '/api/v1/auth/me',
   operationId: 'auth-identity-read',
   summary: 'The signed-in identity',
-  description: 'The caller\'s Identity, with permissions resolved from the stored roles in this very request.',
+  description: "The caller's Identity, with permissions resolved from the stored roles in this very request.",
   tags: ['auth'],
   access: 'signedIn',
   schema: { response: { 200: IdentitySchema } },

@@ -17,12 +17,22 @@ export const TOKEN_LIFETIME_HOURS: Readonly<Record<SetPasswordPurpose, number>> 
  * is recorded as sending, which is what lastSentAt reports. Every time is the transaction's clock
  * reading, so expiry follows the clock the redemption compares with.
  */
-export async function mintSetPasswordToken(ctx: TxContext, userId: string, purpose: SetPasswordPurpose = 'invitation'): Promise<string> {
+export async function mintSetPasswordToken(
+  ctx: TxContext,
+  userId: string,
+  purpose: SetPasswordPurpose = 'invitation',
+): Promise<string> {
   const raw = randomBytes(32).toString('base64url');
   const hours = TOKEN_LIFETIME_HOURS[purpose];
   await ctx.db
     .insertInto('set_password_tokens')
-    .values({ user_id: userId, token_hash: hashSecret(raw), created_at: ctx.now, sent_at: ctx.now, expires_at: new Date(ctx.now.getTime() + hours * 3_600_000) })
+    .values({
+      user_id: userId,
+      token_hash: hashSecret(raw),
+      created_at: ctx.now,
+      sent_at: ctx.now,
+      expires_at: new Date(ctx.now.getTime() + hours * 3_600_000),
+    })
     // The target is the partial unique index of pending tokens, named by its columns and predicate.
     .onConflict((oc) =>
       oc

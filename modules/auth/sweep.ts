@@ -26,7 +26,9 @@ const expiredSessions = async (ctx: TxContext): Promise<number> =>
   deletedRows(
     await ctx.db
       .deleteFrom('sessions')
-      .where('id', 'in', (eb) => eb.selectFrom('sessions').select('id').where('expires_at', '<=', ctx.now).limit(SWEEP_BATCH))
+      .where('id', 'in', (eb) =>
+        eb.selectFrom('sessions').select('id').where('expires_at', '<=', ctx.now).limit(SWEEP_BATCH),
+      )
       .executeTakeFirstOrThrow(),
   );
 
@@ -75,13 +77,21 @@ export async function sweepTenant(services: Services, tenant: TenantRef): Promis
     pending = kinds.filter((_kind, i) => deleted[i]! >= SWEEP_BATCH);
   }
   const undefinedPermissions = (roles ?? [])
-    .map((role) => ({ role: role.name, permissions: role.permissions.filter((p) => p !== '*' && !services.registry.permissions.has(p)) }))
+    .map((role) => ({
+      role: role.name,
+      permissions: role.permissions.filter((p) => p !== '*' && !services.registry.permissions.has(p)),
+    }))
     .filter((r) => r.permissions.length > 0);
   for (const { role, permissions } of undefinedPermissions) {
     // Left in place (a module may come back), but it grants nothing today and an operator should know.
     services.log.warn({ tenant: tenant.slug, role, permissions }, 'role names permissions no module defines');
   }
-  return { sessionBatches: batches.sessions, tokenBatches: batches.tokens, accessTokenBatches: batches.accessTokens, undefinedPermissions };
+  return {
+    sessionBatches: batches.sessions,
+    tokenBatches: batches.tokens,
+    accessTokenBatches: batches.accessTokens,
+    undefinedPermissions,
+  };
 }
 
 /**
@@ -90,7 +100,8 @@ export async function sweepTenant(services: Services, tenant: TenantRef): Promis
  * keep connections (one at a time on a pool of one or two).
  */
 export const SWEEP_CONCURRENCY = 4;
-const sweepConcurrency = (services: Services): number => Math.max(1, Math.min(SWEEP_CONCURRENCY, Math.floor(services.config.database.pool_size / 2)));
+const sweepConcurrency = (services: Services): number =>
+  Math.max(1, Math.min(SWEEP_CONCURRENCY, Math.floor(services.config.database.pool_size / 2)));
 
 /**
  * auth-sweep: purges old rate-limit rows of every tenant at once, then per tenant (suspended ones
@@ -108,7 +119,12 @@ export const authSweep: JobDefinition = {
     const attemptsPurged = await purgeAttempts(services.db, now);
     if (attemptsPurged > 0) services.log.info({ attempts: attemptsPurged }, 'auth-sweep purged rate-limit windows');
     // Outside any transaction: the job opens one per tenant and batch.
-    const rows = await services.db.kysely.selectFrom('tenants').select(['id', 'slug', 'is_operator']).orderBy('created_at').orderBy('id').execute();
+    const rows = await services.db.kysely
+      .selectFrom('tenants')
+      .select(['id', 'slug', 'is_operator'])
+      .orderBy('created_at')
+      .orderBy('id')
+      .execute();
     const swept: Record<string, { sessions: number; tokens: number; accessTokens: number }> = {};
     const failed: string[] = [];
     let next = 0;
@@ -123,7 +139,10 @@ export const authSweep: JobDefinition = {
           const accessTokens = result.accessTokenBatches.reduce((a, b) => a + b, 0);
           if (sessions + tokens + accessTokens > 0) {
             swept[tenant.slug] = { sessions, tokens, accessTokens };
-            services.log.info({ tenant: tenant.slug, sessions, tokens, accessTokens }, 'auth-sweep deleted expired rows');
+            services.log.info(
+              { tenant: tenant.slug, sessions, tokens, accessTokens },
+              'auth-sweep deleted expired rows',
+            );
           }
         } catch (err) {
           failed.push(tenant.slug);

@@ -30,10 +30,19 @@ export const accountKey = (email: string): Buffer => hashSecret(`login:${email.t
 
 // Windows slide on the transaction's clock reading, which also stamps every attempt: a clock moved
 // forward past a window finds it empty. The window's start is computed here and sent as a parameter.
-const windowStart = (ctx: TxContext, kind: AttemptKind): Date => new Date(ctx.now.getTime() - THROTTLE[kind].windowMinutes * 60_000);
+const windowStart = (ctx: TxContext, kind: AttemptKind): Date =>
+  new Date(ctx.now.getTime() - THROTTLE[kind].windowMinutes * 60_000);
 
-export async function recordAttempt(ctx: TxContext, kind: AttemptKind, source: string, account?: Buffer): Promise<void> {
-  await ctx.db.insertInto('auth_attempts').values({ kind, source, account: account ?? null, at: ctx.now }).execute();
+export async function recordAttempt(
+  ctx: TxContext,
+  kind: AttemptKind,
+  source: string,
+  account?: Buffer,
+): Promise<void> {
+  await ctx.db
+    .insertInto('auth_attempts')
+    .values({ kind, source, account: account ?? null, at: ctx.now })
+    .execute();
 }
 
 export async function attemptsFrom(ctx: TxContext, kind: AttemptKind, source: string): Promise<number> {
@@ -54,7 +63,13 @@ export async function attemptsFrom(ctx: TxContext, kind: AttemptKind, source: st
 export async function takeSlot(ctx: TxContext, kind: 'forgot' | 'reset', source: string): Promise<void> {
   // Serialise one address's requests so two replicas cannot both take the last slot.
   await ctx.db
-    .selectNoFrom((eb) => eb.fn('pg_advisory_xact_lock', [eb.fn('hashtextextended', [eb.val(`${ctx.tenant.id}:${kind}:${source}`), eb.lit(0)])]).as('locked'))
+    .selectNoFrom((eb) =>
+      eb
+        .fn('pg_advisory_xact_lock', [
+          eb.fn('hashtextextended', [eb.val(`${ctx.tenant.id}:${kind}:${source}`), eb.lit(0)]),
+        ])
+        .as('locked'),
+    )
     .execute();
   if ((await attemptsFrom(ctx, kind, source)) >= THROTTLE[kind].max) {
     throw problem('RATE_LIMITED', `Too many requests from this address; try again later`, {

@@ -1,9 +1,21 @@
 import Type from 'typebox';
-import { registerAdminPage, renderTemplate, type AdminPageContext, type AdminSite } from '../../framework/admin/index.ts';
+import {
+  registerAdminPage,
+  renderTemplate,
+  type AdminPageContext,
+  type AdminSite,
+} from '../../framework/admin/index.ts';
 import { FORM_TOKEN_FIELD } from '../../framework/access/form-token.ts';
 import { problem, type ProblemError } from '../../framework/errors.ts';
 import { PAGE_LIMIT_MAX } from '../../framework/operations/page-query.ts';
-import { DEFAULT_TOKEN_DAYS, MAX_TOKEN_DAYS, createToken, listTokens, revokeToken, type AccessTokenView } from './tokens.ts';
+import {
+  DEFAULT_TOKEN_DAYS,
+  MAX_TOKEN_DAYS,
+  createToken,
+  listTokens,
+  revokeToken,
+  type AccessTokenView,
+} from './tokens.ts';
 
 /** The page mirrors the token routes: any signed-in person, for their own tokens. */
 const access = 'signedIn' as const;
@@ -28,7 +40,8 @@ const EMPTY_FORM: TokenForm = { name: '', days: String(DEFAULT_TOKEN_DAYS), perm
 const dateText = new Intl.DateTimeFormat('en-GB', { dateStyle: 'medium', timeStyle: 'short', timeZone: 'UTC' });
 const when = (date: Date | null): string => (date ? `${dateText.format(date)} UTC` : 'never');
 
-const postedList = (value: unknown): string[] => (value === undefined ? [] : (Array.isArray(value) ? value : [value]).map(String));
+const postedList = (value: unknown): string[] =>
+  value === undefined ? [] : (Array.isArray(value) ? value : [value]).map(String);
 
 /**
  * The "Access tokens" page of the admin shell (issue 35): the signed-in person makes personal
@@ -57,11 +70,21 @@ export function registerTokenPages(site: AdminSite): void {
       const form = postedForm(page.body);
       const days = Number(form.days);
       // The route's body schema, for a form: a name, and a whole number of days from 1 (the operation refuses past a year itself).
-      if (form.name.trim() === '' || form.name.length > 100) throw problem('VALIDATION_FAILED', 'name', { errors: [{ pointer: '/body/name', message: 'name' }] });
-      if (!Number.isInteger(days) || days < 1) throw problem('VALIDATION_FAILED', 'expiresInDays', { errors: [{ pointer: '/body/expiresInDays', message: 'days' }] });
-      const created = await createToken(page.tx, site.services.registry, { name: form.name, expiresInDays: days, permissions: form.permissions });
+      if (form.name.trim() === '' || form.name.length > 100)
+        throw problem('VALIDATION_FAILED', 'name', { errors: [{ pointer: '/body/name', message: 'name' }] });
+      if (!Number.isInteger(days) || days < 1)
+        throw problem('VALIDATION_FAILED', 'expiresInDays', {
+          errors: [{ pointer: '/body/expiresInDays', message: 'days' }],
+        });
+      const created = await createToken(page.tx, site.services.registry, {
+        name: form.name,
+        expiresInDays: days,
+        permissions: form.permissions,
+      });
       page.reply.code(201);
-      return renderPage(page, EMPTY_FORM, { created: { name: created.token.name, raw: created.raw, expires: when(created.token.expiresAt) } });
+      return renderPage(page, EMPTY_FORM, {
+        created: { name: created.token.name, raw: created.raw, expires: when(created.token.expiresAt) },
+      });
     },
     // A refused form comes back as posted, with a sentence beside the field it concerns.
     onError: async (page, refused) => {
@@ -87,7 +110,12 @@ export function registerTokenPages(site: AdminSite): void {
   async function renderPage(
     page: AdminPageContext,
     form: TokenForm,
-    state: { created?: { name: string; raw: string; expires: string }; revoked?: boolean; failed?: boolean; status?: number },
+    state: {
+      created?: { name: string; raw: string; expires: string };
+      revoked?: boolean;
+      failed?: boolean;
+      status?: number;
+    },
   ): Promise<string> {
     // The newest hundred: a page of the API's list at its largest size; a person holding more revokes through the API.
     const tokens = (await listTokens(page.tx, { limit: PAGE_LIMIT_MAX, offset: 0, sort: '-createdAt' })).items;
@@ -108,10 +136,16 @@ export function registerTokenPages(site: AdminSite): void {
   function permissionChoices(page: AdminPageContext, ticked: readonly string[]) {
     const held = page.tx.session?.permissions ?? new Set<string>();
     const all = held.has(EVERYTHING);
-    const declared = [...site.services.registry.permissions.values()].filter((p) => (all ? !p.operator || page.tx.tenant.isOperator : held.has(p.name)));
+    const declared = [...site.services.registry.permissions.values()].filter((p) =>
+      all ? !p.operator || page.tx.tenant.isOperator : held.has(p.name),
+    );
     const choices = declared.map((p) => ({ name: p.name, description: p.description ?? '' }));
     if (all) choices.unshift({ name: EVERYTHING, description: 'Everything you can do, now and as your roles change' });
-    return choices.map((c) => ({ ...c, id: `token-perm-${c.name === EVERYTHING ? 'all' : c.name.replace(/[^A-Za-z0-9_-]/g, '-')}`, checked: ticked.includes(c.name) }));
+    return choices.map((c) => ({
+      ...c,
+      id: `token-perm-${c.name === EVERYTHING ? 'all' : c.name.replace(/[^A-Za-z0-9_-]/g, '-')}`,
+      checked: ticked.includes(c.name),
+    }));
   }
 }
 
@@ -134,7 +168,10 @@ function refusalOnForm(form: TokenForm, refused: ProblemError): TokenForm {
         : { ...form, nameError: 'Give the token a name of at most 100 characters.' };
     case 'TOKEN_PERMISSION_NOT_HELD':
     case 'PERMISSION_UNKNOWN':
-      return { ...form, permissionsError: 'A token can only do what you can do yourself. Untick what you no longer hold and try again.' };
+      return {
+        ...form,
+        permissionsError: 'A token can only do what you can do yourself. Untick what you no longer hold and try again.',
+      };
     default:
       return { ...form, nameError: 'The token could not be created. Check the values and try again.' };
   }
@@ -145,7 +182,9 @@ function rowOf(token: AccessTokenView, now: Date) {
     expired: token.expiresAt.getTime() <= now.getTime(),
     id: token.id,
     name: token.name,
-    permissions: token.permissions.includes(EVERYTHING) ? 'everything you can do' : token.permissions.join(', ') || 'none',
+    permissions: token.permissions.includes(EVERYTHING)
+      ? 'everything you can do'
+      : token.permissions.join(', ') || 'none',
     created: when(token.createdAt),
     expires: when(token.expiresAt),
     lastUsed: when(token.lastUsedAt),

@@ -1,7 +1,16 @@
 import Type from 'typebox';
 import { defineRoute } from '../../framework/entity/define.ts';
 import { THROTTLE } from './throttle.ts';
-import { DEFAULT_TOKEN_DAYS, MAX_TOKEN_DAYS, TOKEN_MANAGE, TOKEN_SORTS, createToken, listTokens, revokeToken, type AccessTokenView } from './tokens.ts';
+import {
+  DEFAULT_TOKEN_DAYS,
+  MAX_TOKEN_DAYS,
+  TOKEN_MANAGE,
+  TOKEN_SORTS,
+  createToken,
+  listTokens,
+  revokeToken,
+  type AccessTokenView,
+} from './tokens.ts';
 import { pageQuerySchema, pageSchema, type PageQuery } from '../../framework/operations/paging.ts';
 
 const AccessTokenFields = {
@@ -9,7 +18,8 @@ const AccessTokenFields = {
   userId: Type.String({ format: 'uuid', description: 'The user the token acts for' }),
   name: Type.String({ description: 'What its maker called it, to recognise it in the list' }),
   permissions: Type.Array(Type.String(), {
-    description: 'Sorted. What a request with the token may do is these intersected with what the user holds at that moment; "*" stands for all the user holds',
+    description:
+      'Sorted. What a request with the token may do is these intersected with what the user holds at that moment; "*" stands for all the user holds',
   }),
   createdAt: Type.String({ format: 'date-time' }),
   expiresAt: Type.String({ format: 'date-time', description: 'From then on the token is refused (401 TOKEN_INVALID)' }),
@@ -27,16 +37,27 @@ const AccessTokenSchema = Type.Object(AccessTokenFields, {
 const AccessTokenCreatedSchema = Type.Object(
   {
     ...AccessTokenFields,
-    token: Type.String({ description: 'The raw token, shown this once: only its SHA-256 is stored. Send it as Authorization: Bearer <token>' }),
+    token: Type.String({
+      description:
+        'The raw token, shown this once: only its SHA-256 is stored. Send it as Authorization: Bearer <token>',
+    }),
   },
   { additionalProperties: false, title: 'AccessTokenCreated', description: 'The token just made, with its raw value' },
 );
 
 const AccessTokenCreateSchema = Type.Object(
   {
-    name: Type.String({ minLength: 1, maxLength: 100, pattern: '\\S', description: 'To recognise the token in the list' }),
+    name: Type.String({
+      minLength: 1,
+      maxLength: 100,
+      pattern: '\\S',
+      description: 'To recognise the token in the list',
+    }),
     expiresInDays: Type.Optional(
-      Type.Integer({ minimum: 1, description: `Days until it expires: default ${DEFAULT_TOKEN_DAYS}, at most ${MAX_TOKEN_DAYS} (more is 422 TOKEN_EXPIRY_TOO_LONG)` }),
+      Type.Integer({
+        minimum: 1,
+        description: `Days until it expires: default ${DEFAULT_TOKEN_DAYS}, at most ${MAX_TOKEN_DAYS} (more is 422 TOKEN_EXPIRY_TOO_LONG)`,
+      }),
     ),
     permissions: Type.Array(Type.String({ minLength: 1, maxLength: 100 }), {
       maxItems: 200,
@@ -47,7 +68,10 @@ const AccessTokenCreateSchema = Type.Object(
 );
 
 // Expired tokens are listed too, until the hourly sweep removes them.
-const AccessTokenListSchema = pageSchema(AccessTokenSchema, "A user's personal access tokens, expired ones included until the hourly sweep removes them");
+const AccessTokenListSchema = pageSchema(
+  AccessTokenSchema,
+  "A user's personal access tokens, expired ones included until the hourly sweep removes them",
+);
 
 const toJson = (token: AccessTokenView) => ({
   ...token,
@@ -106,8 +130,17 @@ export const listTokensRoute = defineRoute({
   schema: {
     querystring: Type.Object(
       {
-        ...pageQuerySchema({ sorts: TOKEN_SORTS, defaultSort: '-createdAt', sortDescription: 'createdAt, expiresAt or name; a leading "-" sorts descending. Ties break on id.' }).properties,
-        userId: Type.Optional(Type.String({ format: 'uuid', description: `Whose tokens: default the caller; another user needs ${TOKEN_MANAGE}` })),
+        ...pageQuerySchema({
+          sorts: TOKEN_SORTS,
+          defaultSort: '-createdAt',
+          sortDescription: 'createdAt, expiresAt or name; a leading "-" sorts descending. Ties break on id.',
+        }).properties,
+        userId: Type.Optional(
+          Type.String({
+            format: 'uuid',
+            description: `Whose tokens: default the caller; another user needs ${TOKEN_MANAGE}`,
+          }),
+        ),
       },
       { additionalProperties: false },
     ),

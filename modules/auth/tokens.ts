@@ -31,7 +31,15 @@ export interface AccessTokenView {
   lastUsedAt: Date | null;
 }
 
-const TOKEN_ROW = ['id', 'user_id as userId', 'name', 'permissions', 'created_at as createdAt', 'expires_at as expiresAt', 'last_used_at as lastUsedAt'] as const;
+const TOKEN_ROW = [
+  'id',
+  'user_id as userId',
+  'name',
+  'permissions',
+  'created_at as createdAt',
+  'expires_at as expiresAt',
+  'last_used_at as lastUsedAt',
+] as const;
 
 /** A fresh raw token: the prefix and 256 random bits, base64url. Only its SHA-256 is stored. */
 const newRawToken = (): string => `${ACCESS_TOKEN_PREFIX}${randomBytes(32).toString('base64url')}`;
@@ -47,7 +55,11 @@ export interface NewToken {
  * wildcard only for a caller who holds it), for at most MAX_TOKEN_DAYS. Answers the token and the
  * raw value, which is shown this once and never again.
  */
-export async function createToken(tx: TxContext, registry: Registry, input: NewToken): Promise<{ token: AccessTokenView; raw: string }> {
+export async function createToken(
+  tx: TxContext,
+  registry: Registry,
+  input: NewToken,
+): Promise<{ token: AccessTokenView; raw: string }> {
   const session = tx.session;
   if (!session) throw problem('AUTH_REQUIRED', 'Sign in to use this route');
   const days = input.expiresInDays ?? DEFAULT_TOKEN_DAYS;
@@ -61,16 +73,26 @@ export async function createToken(tx: TxContext, registry: Registry, input: NewT
   const unknown = permissions.filter((p) => p !== '*' && !registry.permissions.has(p));
   if (unknown.length > 0) {
     throw problem('PERMISSION_UNKNOWN', `No module defines ${unknown.join(', ')}`, {
-      errors: unknown.map((p) => ({ pointer: `/body/permissions/${input.permissions.indexOf(p)}`, message: `unknown permission ${p}` })),
+      errors: unknown.map((p) => ({
+        pointer: `/body/permissions/${input.permissions.indexOf(p)}`,
+        message: `unknown permission ${p}`,
+      })),
       extensions: { permissions: unknown },
     });
   }
   const notHeld = permissions.filter((p) => !(session.permissions.has('*') || session.permissions.has(p)));
   if (notHeld.length > 0) {
-    throw problem('TOKEN_PERMISSION_NOT_HELD', `A token may hold only permissions you hold; you do not hold ${notHeld.join(', ')}`, {
-      errors: notHeld.map((p) => ({ pointer: `/body/permissions/${input.permissions.indexOf(p)}`, message: `you do not hold ${p}` })),
-      extensions: { permissions: notHeld },
-    });
+    throw problem(
+      'TOKEN_PERMISSION_NOT_HELD',
+      `A token may hold only permissions you hold; you do not hold ${notHeld.join(', ')}`,
+      {
+        errors: notHeld.map((p) => ({
+          pointer: `/body/permissions/${input.permissions.indexOf(p)}`,
+          message: `you do not hold ${p}`,
+        })),
+        extensions: { permissions: notHeld },
+      },
+    );
   }
   const raw = newRawToken();
   const token = await tx.db
@@ -111,8 +133,12 @@ export async function listTokens(tx: TxContext, query: PageQuery, userId?: strin
   const session = tx.session;
   if (!session) throw problem('AUTH_REQUIRED', 'Sign in to use this route');
   const owner = userId ?? session.userId;
-  if (owner !== session.userId && !tx.can(TOKEN_MANAGE)) throw problem('AUTH_FORBIDDEN', `Listing another user's tokens requires permission ${TOKEN_MANAGE}`);
-  return (await tokenPages.page(tx.db, query, { conditions: ['user_id = $1'], params: [owner] })) as unknown as Page<AccessTokenView>;
+  if (owner !== session.userId && !tx.can(TOKEN_MANAGE))
+    throw problem('AUTH_FORBIDDEN', `Listing another user's tokens requires permission ${TOKEN_MANAGE}`);
+  return (await tokenPages.page(tx.db, query, {
+    conditions: ['user_id = $1'],
+    params: [owner],
+  })) as unknown as Page<AccessTokenView>;
 }
 
 /**
@@ -133,7 +159,9 @@ export async function revokeToken(tx: TxContext, id: string): Promise<void> {
 export async function purgeExpiredTokens(tx: TxContext, batch: number): Promise<number> {
   const result = await tx.db
     .deleteFrom('access_tokens')
-    .where('id', 'in', (eb) => eb.selectFrom('access_tokens').select('id').where('expires_at', '<=', tx.now).limit(batch))
+    .where('id', 'in', (eb) =>
+      eb.selectFrom('access_tokens').select('id').where('expires_at', '<=', tx.now).limit(batch),
+    )
     .executeTakeFirstOrThrow();
   return Number(result.numDeletedRows);
 }

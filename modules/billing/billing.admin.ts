@@ -113,12 +113,18 @@ export function registerBillingPages(site: AdminSite): void {
     }
   }
 
-  async function renderPage(page: AdminPageContext, options: { done?: keyof typeof DONE | undefined; refused?: ProblemError }): Promise<string> {
+  async function renderPage(
+    page: AdminPageContext,
+    options: { done?: keyof typeof DONE | undefined; refused?: ProblemError },
+  ): Promise<string> {
     const subscription = await readSubscription(page);
-    const listed = (await runApiRoute(plans, page, { query: { limit: 100, offset: 0, sort: 'price' } })) as { items: PlanRow[] };
+    const listed = (await runApiRoute(plans, page, { query: { limit: 100, offset: 0, sort: 'price' } })) as {
+      items: PlanRow[];
+    };
     const byId = new Map(listed.items.map((plan) => [plan.id, plan]));
     const live = subscription && !subscription.endedAt ? subscription : null;
-    const planLabel = (id: string | null | undefined) => (id ? (byId.get(id)?.name ?? 'A plan no longer offered') : null);
+    const planLabel = (id: string | null | undefined) =>
+      id ? (byId.get(id)?.name ?? 'A plan no longer offered') : null;
     const price = (plan: PlanRow) => `${formatMoney(plan.price, plan.currency)} a ${plan.interval}`;
     const manage = page.can(cancel.access);
     const refused = options.refused ? problemText(options.refused) : null;
@@ -153,7 +159,9 @@ export function registerBillingPages(site: AdminSite): void {
       // A cancelled subscription runs to its period's end; a new plan is chosen after it ended.
       canChoose: manage && (!live || (live.status !== 'cancelled' && live.status !== 'past_due')),
       done: options.done ? DONE[options.done] : null,
-      refused: refused ? { title: refused.sentence, items: refused.detail ? [refused.detail] : [], code: options.refused!.code } : null,
+      refused: refused
+        ? { title: refused.sentence, items: refused.detail ? [refused.detail] : [], code: options.refused!.code }
+        : null,
       csrf: page.csrf(),
       csrfField: FORM_TOKEN_FIELD,
       base: SUBSCRIPTION_PAGE,

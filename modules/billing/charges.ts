@@ -17,13 +17,15 @@ export interface OwedCharge {
  * number. A run that dies after the charge computes the same key again, so the provider replays
  * the first outcome; each night's retry of a failed charge is a new attempt with a new key.
  */
-export const chargeKey = (tenantId: string, periodStart: Date, attempt: number): string => `${tenantId}:${periodStart.toISOString()}:${attempt}`;
+export const chargeKey = (tenantId: string, periodStart: Date, attempt: number): string =>
+  `${tenantId}:${periodStart.toISOString()}:${attempt}`;
 
 /**
  * The key of a first subscribe's charge: tenant, "first" and the period start. Distinct from the
  * renewal's keys, so a first charge still in flight can be found (pendingFirstCharge).
  */
-export const firstChargeKey = (tenantId: string, periodStart: Date): string => `${tenantId}:first:${periodStart.toISOString()}`;
+export const firstChargeKey = (tenantId: string, periodStart: Date): string =>
+  `${tenantId}:first:${periodStart.toISOString()}`;
 
 /** How long a first charge with no receipt yet counts as in flight (the provider is being called). */
 const FIRST_CHARGE_IN_FLIGHT_MS = 10 * 60 * 1000;
@@ -35,7 +37,13 @@ const FIRST_CHARGE_IN_FLIGHT_MS = 10 * 60 * 1000;
  */
 export async function lockFirstCharge(tx: TxContext): Promise<void> {
   await tx.db
-    .selectNoFrom((eb) => eb.fn('pg_advisory_xact_lock', [eb.fn('hashtextextended', [eb.val(`billing-first-charge:${tx.tenant.id}`), eb.lit(0)])]).as('locked'))
+    .selectNoFrom((eb) =>
+      eb
+        .fn('pg_advisory_xact_lock', [
+          eb.fn('hashtextextended', [eb.val(`billing-first-charge:${tx.tenant.id}`), eb.lit(0)]),
+        ])
+        .as('locked'),
+    )
     .execute();
 }
 
@@ -57,7 +65,14 @@ export async function pendingFirstCharge(tx: TxContext, planId: string): Promise
     .limit(1)
     .executeTakeFirst();
   if (!row) return undefined;
-  return { idempotencyKey: row.idempotency_key, planId: row.plan_id, amount: row.amount, currency: row.currency, periodStart: row.period_start, attempt: row.attempt };
+  return {
+    idempotencyKey: row.idempotency_key,
+    planId: row.plan_id,
+    amount: row.amount,
+    currency: row.currency,
+    periodStart: row.period_start,
+    attempt: row.attempt,
+  };
 }
 
 /** Records the pending charge (once per key: a rerun after a crash finds it there). */
@@ -78,5 +93,9 @@ export async function recordPending(tx: TxContext, charge: OwedCharge): Promise<
 
 /** Records what the provider answered for the charge. */
 export async function recordReceipt(tx: TxContext, idempotencyKey: string, outcome: ChargeOutcome): Promise<void> {
-  await tx.db.updateTable('billing_charges').set({ outcome, recorded_at: tx.now }).where('idempotency_key', '=', idempotencyKey).execute();
+  await tx.db
+    .updateTable('billing_charges')
+    .set({ outcome, recorded_at: tx.now })
+    .where('idempotency_key', '=', idempotencyKey)
+    .execute();
 }

@@ -14,8 +14,8 @@ export const billingModule = defineModule({
   name: 'billing',
   description: 'The price list, one subscription per tenant, renewal and dunning',
   permissions: [
-    { name: 'billing:read', description: 'Read the price list and the tenant\'s subscription' },
-    { name: 'billing:manage', description: 'Subscribe, change plan and cancel the tenant\'s subscription' },
+    { name: 'billing:read', description: "Read the price list and the tenant's subscription" },
+    { name: 'billing:manage', description: "Subscribe, change plan and cancel the tenant's subscription" },
     { name: 'billing:catalog', description: 'Plan writes (the operator-owned price list)', operator: true },
   ],
   events: ['billing.subscribed', 'billing.cancelled', 'billing.renewed', 'billing.past_due'],

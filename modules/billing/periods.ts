@@ -17,7 +17,17 @@ export function periodEnd(start: Date, interval: PlanInterval, anchorDay: number
   const year = start.getUTCFullYear() + Math.floor(target / 12);
   const month = target % 12;
   const day = Math.min(anchorDay, daysInMonth(year, month));
-  return new Date(Date.UTC(year, month, day, start.getUTCHours(), start.getUTCMinutes(), start.getUTCSeconds(), start.getUTCMilliseconds()));
+  return new Date(
+    Date.UTC(
+      year,
+      month,
+      day,
+      start.getUTCHours(),
+      start.getUTCMinutes(),
+      start.getUTCSeconds(),
+      start.getUTCMilliseconds(),
+    ),
+  );
 }
 
 export const addDays = (at: Date, days: number): Date => new Date(at.getTime() + days * MS_PER_DAY);
@@ -25,4 +35,5 @@ export const addDays = (at: Date, days: number): Date => new Date(at.getTime() +
 /** Dunning: a subscription past due for longer than this is cancelled (SPEC, Limits: billing grace). */
 export const GRACE_DAYS = 7;
 
-export const graceOver = (pastDueSince: Date, now: Date): boolean => now.getTime() - pastDueSince.getTime() > GRACE_DAYS * MS_PER_DAY;
+export const graceOver = (pastDueSince: Date, now: Date): boolean =>
+  now.getTime() - pastDueSince.getTime() > GRACE_DAYS * MS_PER_DAY;

@@ -6,7 +6,9 @@ import { isCurrency } from './currencies.ts';
 
 function checkCurrency(currency: unknown): void {
   if (typeof currency === 'string' && !isCurrency(currency)) {
-    throw problem('VALIDATION_FAILED', `${currency} is not an ISO 4217 currency in use`, { errors: [{ pointer: '/body/currency', message: 'not an ISO 4217 currency code in use' }] });
+    throw problem('VALIDATION_FAILED', `${currency} is not an ISO 4217 currency in use`, {
+      errors: [{ pointer: '/body/currency', message: 'not an ISO 4217 currency code in use' }],
+    });
   }
 }
 
@@ -24,25 +26,45 @@ export const plan = defineEntity({
   fields: {
     code: Type.String({ pattern: '^[a-z0-9][a-z0-9-]{0,49}$', description: 'Unique among live plans.' }),
     name: Type.String({ minLength: 1, maxLength: 100 }),
-    price: Type.Integer({ minimum: 0, maximum: 2147483647, description: "In the currency's minor unit (cents for EUR, yen for JPY)." }),
+    price: Type.Integer({
+      minimum: 0,
+      maximum: 2147483647,
+      description: "In the currency's minor unit (cents for EUR, yen for JPY).",
+    }),
     currency: Type.String({
       pattern: '^[A-Z]{3}$',
       examples: ['EUR', 'USD', 'JPY'],
-      description: 'An ISO 4217 code of a currency in current use (the list shipped with the ICU data); funds, metals and test codes are refused.',
+      description:
+        'An ISO 4217 code of a currency in current use (the list shipped with the ICU data); funds, metals and test codes are refused.',
     }),
     interval: Type.Union([Type.Literal('month'), Type.Literal('year')]),
-    features: WithDefault(Type.Array(Type.String({ minLength: 1, maxLength: 100 }), { maxItems: 100, description: 'Feature names.' }), []),
-    active: Type.Boolean({ description: 'Gates new subscriptions, not existence: subscribers of an inactive plan keep renewing.' }),
+    features: WithDefault(
+      Type.Array(Type.String({ minLength: 1, maxLength: 100 }), { maxItems: 100, description: 'Feature names.' }),
+      [],
+    ),
+    active: Type.Boolean({
+      description: 'Gates new subscriptions, not existence: subscribers of an inactive plan keep renewing.',
+    }),
   },
   fieldText: {
     code: {
       label: 'Code',
       hint: 'A short name for the plan used by other systems, like team-monthly. Unique among the plans.',
-      messages: { pattern: 'Use up to 50 lowercase letters, digits and hyphens, starting with a letter or digit, like team-monthly.' },
+      messages: {
+        pattern:
+          'Use up to 50 lowercase letters, digits and hyphens, starting with a letter or digit, like team-monthly.',
+      },
     },
     name: { label: 'Name', hint: 'The plan’s name customers see, like Team.' },
-    price: { label: 'Price', hint: 'What one period costs, in cents (or the currency’s smallest unit): 900 is 9.00 EUR.' },
-    currency: { label: 'Currency', hint: 'The three-letter currency, like EUR, USD or JPY.', messages: { pattern: 'Use a three-letter currency in capitals, like EUR.' } },
+    price: {
+      label: 'Price',
+      hint: 'What one period costs, in cents (or the currency’s smallest unit): 900 is 9.00 EUR.',
+    },
+    currency: {
+      label: 'Currency',
+      hint: 'The three-letter currency, like EUR, USD or JPY.',
+      messages: { pattern: 'Use a three-letter currency in capitals, like EUR.' },
+    },
     interval: { label: 'Billed every', hint: 'A month or a year.' },
     features: { label: 'Features', hint: 'What the plan includes, as customers read it.' },
     active: { label: 'On offer', hint: 'Only plans on offer can be chosen. Customers already on a plan keep it.' },
@@ -55,7 +77,9 @@ export const plan = defineEntity({
       checkCurrency(values.currency);
     },
     async beforeDelete(ctx, { row }) {
-      const rows = await ctx.db.selectNoFrom((eb) => eb.fn<boolean>('billing_plan_in_use', [eb.val(row.id)]).as('used')).execute();
+      const rows = await ctx.db
+        .selectNoFrom((eb) => eb.fn<boolean>('billing_plan_in_use', [eb.val(row.id)]).as('used'))
+        .execute();
       if (rows[0]?.used) throw problem('PLAN_IN_USE', `plan ${row.code} is still subscribed in some tenant`);
     },
   },

@@ -3,10 +3,20 @@ import { problem } from '../../framework/errors.ts';
 
 /** A live plan by id, or a 422 naming the field: an unknown plan cannot be subscribed to. */
 export async function livePlan(tx: TxContext, planId: string, options: { mustBeActive: boolean }) {
-  const plan = await tx.db.selectFrom('plans').selectAll().where('id', '=', planId).where('deleted_at', 'is', null).executeTakeFirst();
-  if (!plan) throw problem('VALIDATION_FAILED', `no plan ${planId}`, { errors: [{ pointer: '/body/planId', message: 'unknown plan' }] });
+  const plan = await tx.db
+    .selectFrom('plans')
+    .selectAll()
+    .where('id', '=', planId)
+    .where('deleted_at', 'is', null)
+    .executeTakeFirst();
+  if (!plan)
+    throw problem('VALIDATION_FAILED', `no plan ${planId}`, {
+      errors: [{ pointer: '/body/planId', message: 'unknown plan' }],
+    });
   if (options.mustBeActive && !plan.active) {
-    throw problem('VALIDATION_FAILED', `plan ${plan.code} is not open to new subscriptions`, { errors: [{ pointer: '/body/planId', message: 'inactive plan' }] });
+    throw problem('VALIDATION_FAILED', `plan ${plan.code} is not open to new subscriptions`, {
+      errors: [{ pointer: '/body/planId', message: 'inactive plan' }],
+    });
   }
   return plan;
 }

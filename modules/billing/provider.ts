@@ -51,13 +51,27 @@ export class SandboxProvider implements PaymentProvider {
     const db = this.services.db.kysely;
     const inserted = await db
       .insertInto('billing_sandbox_charges')
-      .values({ idempotency_key: request.idempotencyKey, tenant_id: request.tenantId, amount: request.amount, currency: request.currency, outcome: OUTCOMES[this.outcome] })
+      .values({
+        idempotency_key: request.idempotencyKey,
+        tenant_id: request.tenantId,
+        amount: request.amount,
+        currency: request.currency,
+        outcome: OUTCOMES[this.outcome],
+      })
       .onConflict((oc) => oc.column('idempotency_key').doNothing())
       .returning('outcome')
       .executeTakeFirst();
     if (inserted) return { outcome: inserted.outcome };
-    const first = await db.selectFrom('billing_sandbox_charges').selectAll().where('idempotency_key', '=', request.idempotencyKey).executeTakeFirstOrThrow();
-    if (first.amount !== request.amount || first.currency !== request.currency || first.tenant_id !== request.tenantId) {
+    const first = await db
+      .selectFrom('billing_sandbox_charges')
+      .selectAll()
+      .where('idempotency_key', '=', request.idempotencyKey)
+      .executeTakeFirstOrThrow();
+    if (
+      first.amount !== request.amount ||
+      first.currency !== request.currency ||
+      first.tenant_id !== request.tenantId
+    ) {
       return { outcome: 'error', reason: `idempotency key ${request.idempotencyKey} was used with other parameters` };
     }
     return { outcome: first.outcome };

@@ -24,7 +24,9 @@ async function due(tx: TxContext): Promise<Row | undefined> {
     .executeTakeFirst();
 }
 
-type Step1 = { done: RenewalAction } | { charge: OwedCharge; subscriptionId: string; attemptCount: number; periodEnd: Date };
+type Step1 =
+  | { done: RenewalAction }
+  | { charge: OwedCharge; subscriptionId: string; attemptCount: number; periodEnd: Date };
 
 /** The next period and its price, stamped from the plan (the pending plan, if one was chosen). */
 async function nextPeriod(tx: TxContext, row: Row) {
@@ -51,7 +53,13 @@ async function renew(tx: TxContext, row: Row, period: Awaited<ReturnType<typeof 
     })
     .where('id', '=', row.id)
     .execute();
-  tx.publish('billing.renewed', { planId: period.plan.id, periodStart: period.start.toISOString(), periodEnd: period.end.toISOString(), price: period.plan.price, currency: period.plan.currency });
+  tx.publish('billing.renewed', {
+    planId: period.plan.id,
+    periodStart: period.start.toISOString(),
+    periodEnd: period.end.toISOString(),
+    price: period.plan.price,
+    currency: period.plan.currency,
+  });
   return 'renewed';
 }
 
@@ -60,7 +68,11 @@ async function renew(tx: TxContext, row: Row, period: Awaited<ReturnType<typeof 
  * (reason dunning); a cancel at period end published its event when the customer asked.
  */
 async function cancelAndEnd(tx: TxContext, row: Row, reason: 'customer' | 'dunning'): Promise<RenewalAction> {
-  await tx.db.updateTable('subscriptions').set({ status: 'cancelled', ended_at: tx.now, updated_at: tx.now }).where('id', '=', row.id).execute();
+  await tx.db
+    .updateTable('subscriptions')
+    .set({ status: 'cancelled', ended_at: tx.now, updated_at: tx.now })
+    .where('id', '=', row.id)
+    .execute();
   if (reason === 'dunning') tx.publish('billing.cancelled', { reason });
   return 'cancelled';
 }
@@ -74,11 +86,16 @@ async function workOut(tx: TxContext): Promise<Step1> {
   const row = await due(tx);
   if (!row) return { done: 'none' };
   if (row.status === 'cancelled') {
-    await tx.db.updateTable('subscriptions').set({ ended_at: tx.now, updated_at: tx.now }).where('id', '=', row.id).execute();
+    await tx.db
+      .updateTable('subscriptions')
+      .set({ ended_at: tx.now, updated_at: tx.now })
+      .where('id', '=', row.id)
+      .execute();
     return { done: 'ended' };
   }
   if (row.cancel_at_period_end) return { done: await cancelAndEnd(tx, row, 'customer') };
-  if (row.status === 'past_due' && row.past_due_since && graceOver(row.past_due_since, tx.now)) return { done: await cancelAndEnd(tx, row, 'dunning') };
+  if (row.status === 'past_due' && row.past_due_since && graceOver(row.past_due_since, tx.now))
+    return { done: await cancelAndEnd(tx, row, 'dunning') };
   const period = await nextPeriod(tx, row);
   if (period.plan.price === 0) return { done: await renew(tx, row, period) };
   const attempt = row.attempt_count + 1;
@@ -100,22 +117,41 @@ async function workOut(tx: TxContext): Promise<Step1> {
  * The period does not advance while unpaid. A subscription that changed since transaction 1
  * (cancelled meanwhile) keeps the receipt and is left as it is.
  */
-async function recordOutcome(tx: TxContext, owed: Extract<Step1, { charge: OwedCharge }>, outcome: 'settled' | 'declined' | 'error'): Promise<RenewalAction> {
+async function recordOutcome(
+  tx: TxContext,
+  owed: Extract<Step1, { charge: OwedCharge }>,
+  outcome: 'settled' | 'declined' | 'error',
+): Promise<RenewalAction> {
   await recordReceipt(tx, owed.charge.idempotencyKey, outcome);
   const row = await due(tx);
-  if (!row || row.id !== owed.subscriptionId || row.attempt_count !== owed.attemptCount || row.period_end.getTime() !== owed.periodEnd.getTime() || row.status === 'cancelled') {
+  if (
+    !row ||
+    row.id !== owed.subscriptionId ||
+    row.attempt_count !== owed.attemptCount ||
+    row.period_end.getTime() !== owed.periodEnd.getTime() ||
+    row.status === 'cancelled'
+  ) {
     return 'none';
   }
   if (outcome === 'settled') {
     const plan = await renewalPlan(tx, owed.charge.planId);
     // The price billed is the one charged, even if the plan's changed since transaction 1.
     const stamped = { ...plan, price: owed.charge.amount, currency: owed.charge.currency };
-    return renew(tx, row, { plan: stamped, start: row.period_end, end: periodEnd(row.period_end, plan.interval, row.anchor_day) });
+    return renew(tx, row, {
+      plan: stamped,
+      start: row.period_end,
+      end: periodEnd(row.period_end, plan.interval, row.anchor_day),
+    });
   }
   const first = row.status !== 'past_due';
   await tx.db
     .updateTable('subscriptions')
-    .set({ status: 'past_due', attempt_count: row.attempt_count + 1, past_due_since: first ? tx.now : row.past_due_since, updated_at: tx.now })
+    .set({
+      status: 'past_due',
+      attempt_count: row.attempt_count + 1,
+      past_due_since: first ? tx.now : row.past_due_since,
+      updated_at: tx.now,
+    })
     .where('id', '=', row.id)
     .execute();
   if (!first) return 'failed_again';
@@ -128,7 +164,12 @@ export async function renewTenant(ctx: JobContext): Promise<{ action: RenewalAct
   const owed = await ctx.transaction(workOut);
   if ('done' in owed) return { action: owed.done };
   const tenant = ctx.tenant!;
-  const result = await paymentProvider(ctx.services).charge({ amount: owed.charge.amount, currency: owed.charge.currency, tenantId: tenant.id, idempotencyKey: owed.charge.idempotencyKey });
+  const result = await paymentProvider(ctx.services).charge({
+    amount: owed.charge.amount,
+    currency: owed.charge.currency,
+    tenantId: tenant.id,
+    idempotencyKey: owed.charge.idempotencyKey,
+  });
   const action = await ctx.transaction((tx) => recordOutcome(tx, owed, result.outcome));
   return { action, outcome: result.outcome };
 }

@@ -1,11 +1,23 @@
 import Type from 'typebox';
-import { defineCommand, defineEntity, type CommandPrepareContext, type EntityRow } from '../../framework/entity/define.ts';
+import {
+  defineCommand,
+  defineEntity,
+  type CommandPrepareContext,
+  type EntityRow,
+} from '../../framework/entity/define.ts';
 import type { TxContext } from '../../framework/context/tx.ts';
 import { problem } from '../../framework/errors.ts';
 import { subscriptionFields, type SubscriptionFields, subscriptionFieldText } from './subscription.fields.ts';
 import { livePlan } from './plans.ts';
 import { addDays, periodEnd } from './periods.ts';
-import { firstChargeKey, lockFirstCharge, pendingFirstCharge, recordPending, recordReceipt, type OwedCharge } from './charges.ts';
+import {
+  firstChargeKey,
+  lockFirstCharge,
+  pendingFirstCharge,
+  recordPending,
+  recordReceipt,
+  type OwedCharge,
+} from './charges.ts';
 import { paymentProvider } from './provider.ts';
 
 type Subscription = EntityRow<SubscriptionFields>;
@@ -13,7 +25,11 @@ const command = defineCommand(subscriptionFields, { singleton: true });
 
 const SubscribeBody = Type.Object({ planId: Type.String({ format: 'uuid' }) }, { additionalProperties: false });
 const CancelBody = Type.Object(
-  { atPeriodEnd: Type.Boolean({ description: 'true: cancelled when the period ends; false: cancelled now (409 PERIOD_OWED while past due).' }) },
+  {
+    atPeriodEnd: Type.Boolean({
+      description: 'true: cancelled when the period ends; false: cancelled now (409 PERIOD_OWED while past due).',
+    }),
+  },
   { additionalProperties: false },
 );
 
@@ -21,7 +37,8 @@ const CancelBody = Type.Object(
 const startsAfresh = (row: Subscription | null): boolean => row === null || row.endedAt !== null;
 
 /** A paid first period is charged before the subscription exists, unless the tenant's one trial covers it. */
-const trialAvailable = (row: Subscription | null, trialDays: number): boolean => trialDays > 0 && (row?.trialUsedAt ?? null) === null;
+const trialAvailable = (row: Subscription | null, trialDays: number): boolean =>
+  trialDays > 0 && (row?.trialUsedAt ?? null) === null;
 
 /** The charge for a first paid period, settled before the command's transaction stores the subscription. */
 interface SettledFirstCharge extends OwedCharge {
@@ -29,7 +46,11 @@ interface SettledFirstCharge extends OwedCharge {
 }
 
 async function currentRow(tx: TxContext): Promise<Subscription | null> {
-  const row = await tx.db.selectFrom('subscriptions').select(['trial_used_at', 'ended_at']).where('deleted_at', 'is', null).executeTakeFirst();
+  const row = await tx.db
+    .selectFrom('subscriptions')
+    .select(['trial_used_at', 'ended_at'])
+    .where('deleted_at', 'is', null)
+    .executeTakeFirst();
   return row ? ({ trialUsedAt: row.trial_used_at, endedAt: row.ended_at } as Subscription) : null;
 }
 
@@ -39,7 +60,10 @@ async function currentRow(tx: TxContext): Promise<Subscription | null> {
  * called with no transaction open, and the command's transaction stores the subscription (and
  * the receipt). A decline records its receipt and answers 402 PAYMENT_DECLINED: no subscription.
  */
-async function chargeFirstPeriod(ctx: CommandPrepareContext<'billing.subscribed'>, body: { planId: string }): Promise<SettledFirstCharge | undefined> {
+async function chargeFirstPeriod(
+  ctx: CommandPrepareContext<'billing.subscribed'>,
+  body: { planId: string },
+): Promise<SettledFirstCharge | undefined> {
   const trialDays = ctx.services.config.billing.trial_days;
   const owed = await ctx.transaction(async (tx) => {
     await lockFirstCharge(tx);
@@ -54,12 +78,24 @@ async function chargeFirstPeriod(ctx: CommandPrepareContext<'billing.subscribed'
     if (plan.price === 0 || trialAvailable(row, trialDays)) return undefined;
     // Pay with the concurrent subscribe's key: the provider replays it (charged once).
     if (pending && pending.amount === plan.price && pending.currency === plan.currency) return pending;
-    const charge: OwedCharge = { idempotencyKey: firstChargeKey(tx.tenant.id, tx.now), planId: plan.id, amount: plan.price, currency: plan.currency, periodStart: tx.now, attempt: 1 };
+    const charge: OwedCharge = {
+      idempotencyKey: firstChargeKey(tx.tenant.id, tx.now),
+      planId: plan.id,
+      amount: plan.price,
+      currency: plan.currency,
+      periodStart: tx.now,
+      attempt: 1,
+    };
     await recordPending(tx, charge);
     return charge;
   });
   if (!owed) return undefined;
-  const result = await paymentProvider(ctx.services).charge({ amount: owed.amount, currency: owed.currency, tenantId: ctx.tenant.id, idempotencyKey: owed.idempotencyKey });
+  const result = await paymentProvider(ctx.services).charge({
+    amount: owed.amount,
+    currency: owed.currency,
+    tenantId: ctx.tenant.id,
+    idempotencyKey: owed.idempotencyKey,
+  });
   if (result.outcome !== 'settled') {
     await ctx.transaction((tx) => recordReceipt(tx, owed.idempotencyKey, result.outcome));
     throw problem('PAYMENT_DECLINED', `the payment provider did not settle the first period (${result.outcome})`);
@@ -69,9 +105,19 @@ async function chargeFirstPeriod(ctx: CommandPrepareContext<'billing.subscribed'
 
 const subscribe = command({
   summary: 'Subscribe to a plan, or change plan at the next renewal',
-  admin: { label: 'Subscribe', intro: 'Choose a plan. A change of plan starts at the next renewal.', fields: { planId: { label: 'Plan', hint: 'One of the plans on offer.', messages: { format: 'Choose a plan.', required: 'Choose a plan.' } } } },
+  admin: {
+    label: 'Subscribe',
+    intro: 'Choose a plan. A change of plan starts at the next renewal.',
+    fields: {
+      planId: {
+        label: 'Plan',
+        hint: 'One of the plans on offer.',
+        messages: { format: 'Choose a plan.', required: 'Choose a plan.' },
+      },
+    },
+  },
   description: [
-    'First subscribe (or after the last subscription ended): a free plan is active at once; a paid plan starts the tenant\'s one trial (billing.trial_days, 0: none) and sets trialUsedAt;',
+    "First subscribe (or after the last subscription ended): a free plan is active at once; a paid plan starts the tenant's one trial (billing.trial_days, 0: none) and sets trialUsedAt;",
     'otherwise the first period is charged in the request, and a decline is 402 PAYMENT_DECLINED with nothing stored.',
     'Concurrent repeats answer as serial ones: the first creates the subscription, the others find it (200, nothing changed), and a paid first period is charged once (they share its idempotency key).',
     'The same plan again (or the plan already pending) changes nothing. Another plan becomes pendingPlanId and applies at the next renewal, refused with 409 PERIOD_OWED while past due.',
@@ -91,8 +137,13 @@ const subscribe = command({
   async run(ctx, row, body, services, prepared) {
     if (row !== null && !startsAfresh(row)) {
       if (body.planId === row.planId || body.planId === row.pendingPlanId) return;
-      if (row.status === 'past_due') throw problem('PERIOD_OWED', 'a period is owed for: the plan cannot change until it is paid');
-      if (row.status === 'cancelled') throw problem('INVALID_STATE', `the subscription is cancelled; subscribe again after ${row.periodEnd.toISOString()}`);
+      if (row.status === 'past_due')
+        throw problem('PERIOD_OWED', 'a period is owed for: the plan cannot change until it is paid');
+      if (row.status === 'cancelled')
+        throw problem(
+          'INVALID_STATE',
+          `the subscription is cancelled; subscribe again after ${row.periodEnd.toISOString()}`,
+        );
       await livePlan(ctx, body.planId, { mustBeActive: true });
       ctx.publish('billing.subscribed', { planId: row.planId, pendingPlanId: body.planId, change: true });
       return { pendingPlanId: body.planId };
@@ -100,17 +151,38 @@ const subscribe = command({
     const plan = await livePlan(ctx, body.planId, { mustBeActive: true });
     const now = ctx.now;
     const anchorDay = now.getUTCDate();
-    const fresh = { planId: plan.id, pendingPlanId: null, cancelAtPeriodEnd: false, attemptCount: 0, pastDueSince: null, endedAt: null, anchorDay, currency: plan.currency, price: plan.price };
+    const fresh = {
+      planId: plan.id,
+      pendingPlanId: null,
+      cancelAtPeriodEnd: false,
+      attemptCount: 0,
+      pastDueSince: null,
+      endedAt: null,
+      anchorDay,
+      currency: plan.currency,
+      price: plan.price,
+    };
     ctx.publish('billing.subscribed', { planId: plan.id, change: false });
     if (plan.price === 0) {
-      return { ...fresh, status: 'active', periodStart: now, periodEnd: periodEnd(now, plan.interval, anchorDay), trialUsedAt: row?.trialUsedAt ?? null };
+      return {
+        ...fresh,
+        status: 'active',
+        periodStart: now,
+        periodEnd: periodEnd(now, plan.interval, anchorDay),
+        trialUsedAt: row?.trialUsedAt ?? null,
+      };
     }
     const trialDays = services.config.billing.trial_days;
     if (trialAvailable(row, trialDays)) {
       return { ...fresh, status: 'trial', periodStart: now, periodEnd: addDays(now, trialDays), trialUsedAt: now };
     }
     const charge = prepared as SettledFirstCharge | undefined;
-    if (!charge?.settled || charge.planId !== plan.id || charge.amount !== plan.price || charge.currency !== plan.currency) {
+    if (
+      !charge?.settled ||
+      charge.planId !== plan.id ||
+      charge.amount !== plan.price ||
+      charge.currency !== plan.currency
+    ) {
       // The plan or the subscription changed between the charge and this transaction.
       throw problem('CONFLICT', 'the plan changed while its first period was being charged; try again');
     }
@@ -132,7 +204,12 @@ const cancel = command({
   admin: {
     label: 'Cancel subscription',
     intro: 'Stops the subscription, now or when the paid period ends.',
-    fields: { atPeriodEnd: { label: 'At the end of the period', hint: 'Ticked: it stops when the paid period ends. Not ticked: it stops now.' } },
+    fields: {
+      atPeriodEnd: {
+        label: 'At the end of the period',
+        hint: 'Ticked: it stops when the paid period ends. Not ticked: it stops now.',
+      },
+    },
   },
   description: [
     'atPeriodEnd true sets cancelAtPeriodEnd and publishes billing.cancelled (reason customer, atPeriodEnd true): the renewal cancels and ends the subscription when the period ends, charging nothing.',
@@ -150,7 +227,8 @@ const cancel = command({
       ctx.publish('billing.cancelled', { reason: 'customer', atPeriodEnd: true });
       return { cancelAtPeriodEnd: true };
     }
-    if (row.status === 'past_due') throw problem('PERIOD_OWED', 'a period is owed for: pay it, or cancel at the period end');
+    if (row.status === 'past_due')
+      throw problem('PERIOD_OWED', 'a period is owed for: pay it, or cancel at the period end');
     ctx.publish('billing.cancelled', { reason: 'customer', atPeriodEnd: false });
     return { status: 'cancelled', cancelAtPeriodEnd: false };
   },
@@ -164,7 +242,7 @@ const cancel = command({
 export const subscription = defineEntity({
   module: 'billing',
   name: 'subscription',
-  description: 'The tenant\'s subscription: one per tenant, written only by subscribe, cancel and the renewal job.',
+  description: "The tenant's subscription: one per tenant, written only by subscribe, cancel and the renewal job.",
   singleton: true,
   fields: subscriptionFields,
   fieldText: subscriptionFieldText,
@@ -192,7 +270,14 @@ export const subscription = defineEntity({
     if (name !== 'subscribe') return {};
     const created = await ctx.db
       .insertInto('plans')
-      .values({ code: `conformance-${n}-${ctx.tenant.id.slice(0, 8)}`, name: `Conformance ${n}`, price: 0, currency: 'EUR', interval: 'month', active: true })
+      .values({
+        code: `conformance-${n}-${ctx.tenant.id.slice(0, 8)}`,
+        name: `Conformance ${n}`,
+        price: 0,
+        currency: 'EUR',
+        interval: 'month',
+        active: true,
+      })
       .returning('id')
       .executeTakeFirstOrThrow();
     return { planId: created.id };

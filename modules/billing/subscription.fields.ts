@@ -3,29 +3,57 @@ import { DateTime } from '../../framework/entity/date-time.ts';
 import { WithDefault } from '../../framework/entity/storage.ts';
 import type { FieldTexts } from '../../framework/entity/field-text.ts';
 
-export const Status = Type.Union([Type.Literal('trial'), Type.Literal('active'), Type.Literal('past_due'), Type.Literal('cancelled')]);
+export const Status = Type.Union([
+  Type.Literal('trial'),
+  Type.Literal('active'),
+  Type.Literal('past_due'),
+  Type.Literal('cancelled'),
+]);
 
 /** The subscription's fields: every one is written by subscribe, cancel or the renewal job only. */
 export const subscriptionFields = {
   planId: Type.String({ format: 'uuid', description: 'The plan being served.' }),
-  pendingPlanId: Type.Optional(Type.String({ format: 'uuid', description: 'The plan chosen by a change of plan, applied at the next renewal.' })),
+  pendingPlanId: Type.Optional(
+    Type.String({ format: 'uuid', description: 'The plan chosen by a change of plan, applied at the next renewal.' }),
+  ),
   status: Status,
   periodStart: DateTime({ description: 'Start of the period being served (a trial is a period too).' }),
-  periodEnd: DateTime({ description: 'End of the period being served: the renewal job charges for the next period from here.' }),
+  periodEnd: DateTime({
+    description: 'End of the period being served: the renewal job charges for the next period from here.',
+  }),
   cancelAtPeriodEnd: WithDefault(Type.Boolean(), false),
-  price: Type.Integer({ minimum: 0, description: 'Stamped from the plan when the period started; billed until the next period.' }),
+  price: Type.Integer({
+    minimum: 0,
+    description: 'Stamped from the plan when the period started; billed until the next period.',
+  }),
   currency: Type.String({ pattern: '^[A-Z]{3}$', examples: ['EUR', 'USD', 'JPY'] }),
-  trialUsedAt: Type.Optional(DateTime({ description: 'When the tenant\'s one trial was issued.' })),
-  attemptCount: WithDefault(Type.Integer({ minimum: 0, description: 'Failed charge attempts (one per night) since the period became owed.' }), 0),
+  trialUsedAt: Type.Optional(DateTime({ description: "When the tenant's one trial was issued." })),
+  attemptCount: WithDefault(
+    Type.Integer({ minimum: 0, description: 'Failed charge attempts (one per night) since the period became owed.' }),
+    0,
+  ),
   pastDueSince: Type.Optional(DateTime({ description: 'When the first charge for the owed period failed.' })),
-  anchorDay: Type.Integer({ minimum: 1, maximum: 31, description: 'Day of the month the subscription started; monthly periods end on it, clamped to short months (31: Feb 28/29).' }),
-  endedAt: Type.Optional(DateTime({ description: 'Set when a cancelled subscription\'s period is over; the tenant may then subscribe again.' })),
+  anchorDay: Type.Integer({
+    minimum: 1,
+    maximum: 31,
+    description:
+      'Day of the month the subscription started; monthly periods end on it, clamped to short months (31: Feb 28/29).',
+  }),
+  endedAt: Type.Optional(
+    DateTime({
+      description: "Set when a cancelled subscription's period is over; the tenant may then subscribe again.",
+    }),
+  ),
 };
 export type SubscriptionFields = typeof subscriptionFields;
 
 /** What a person reads about each field in the admin shell (the descriptions above are the API's). */
 export const subscriptionFieldText: FieldTexts<keyof SubscriptionFields & string> = {
-  planId: { label: 'Plan', hint: 'The plan being paid for.', messages: { format: 'Choose a plan.', required: 'Choose a plan.', reference: 'Choose a plan.' } },
+  planId: {
+    label: 'Plan',
+    hint: 'The plan being paid for.',
+    messages: { format: 'Choose a plan.', required: 'Choose a plan.', reference: 'Choose a plan.' },
+  },
   pendingPlanId: { label: 'Next plan', hint: 'The plan that starts at the next renewal, after a change of plan.' },
   status: { label: 'Status', hint: 'Trial, active, past due (a payment failed) or cancelled.' },
   periodStart: { label: 'Period start', hint: 'When the period being paid for started.' },

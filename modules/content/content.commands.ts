@@ -27,7 +27,8 @@ export const publish = command({
 export const unpublish = command({
   summary: 'Unpublish a content item',
   admin: { label: 'Unpublish', intro: 'Takes it off the public site and makes it a draft again.' },
-  description: 'published or archived → draft, clearing publishedAt and publishing content.unpublished. A draft: no change.',
+  description:
+    'published or archived → draft, clearing publishedAt and publishing content.unpublished. A draft: no change.',
   states: { from: ['published', 'archived'], unchanged: ['draft'] },
   publishes: ['content.unpublished'],
   async run(ctx, row) {
@@ -38,7 +39,10 @@ export const unpublish = command({
 
 export const archive = command({
   summary: 'Archive a content item',
-  admin: { label: 'Archive', intro: 'Takes it off the public site and keeps it aside. It can be published again later.' },
+  admin: {
+    label: 'Archive',
+    intro: 'Takes it off the public site and keeps it aside. It can be published again later.',
+  },
   description:
     'draft or published → archived, publishing content.archived: kept, served to nobody (publishedAt is kept until an unpublish). Already archived: no change.',
   states: { from: ['draft', 'published'], unchanged: ['archived'] },

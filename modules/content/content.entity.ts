@@ -40,7 +40,7 @@ export const content = defineEntity({
     by: 'slug',
     summary: 'Read a published content item by its slug',
     description:
-      'Anybody may read it at the tenant\'s host. The slug is normalised (NFKC, trimmed, lower-cased) before the lookup; outside the slug grammar it is ' +
+      "Anybody may read it at the tenant's host. The slug is normalised (NFKC, trimmed, lower-cased) before the lookup; outside the slug grammar it is " +
       '422 SLUG_INVALID. A draft, an archived item, a deleted item and an unused slug answer the same 404 NOT_FOUND, as does a host with no tenant. ' +
       'The body is the Markdown rendered and sanitised on every read. A weak ETag derives from updatedAt; an If-None-Match naming it is 304 with no body. ' +
       `Cache-Control: ${PUBLIC_CACHE_CONTROL}.`,
@@ -49,7 +49,13 @@ export const content = defineEntity({
     cacheControl: PUBLIC_CACHE_CONTROL,
     // Browsers read the same page as HTML at /p/<slug> (templates/content/public-page.eta, which templates.dir may replace).
     page: { path: '/p', template: 'content/public-page' },
-    shape: (row) => ({ slug: row.slug, title: row.title, kind: row.kind, body: renderMarkdown(row.body), publishedAt: row.publishedAt ?? row.updatedAt }),
+    shape: (row) => ({
+      slug: row.slug,
+      title: row.title,
+      kind: row.kind,
+      body: renderMarkdown(row.body),
+      publishedAt: row.publishedAt ?? row.updatedAt,
+    }),
   },
   admin: { title: 'title', columns: ['title', 'slug', 'kind', 'status', 'publishedAt'] },
 });

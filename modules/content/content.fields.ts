@@ -14,7 +14,11 @@ export const ContentStatus = Type.Union([Type.Literal('draft'), Type.Literal('pu
 
 export const contentFields = {
   slug: Slug,
-  title: Type.String({ minLength: 1, maxLength: TITLE_MAX, description: `1–${TITLE_MAX} characters, counted as Unicode code points (an emoji is one, a combining mark one more).` }),
+  title: Type.String({
+    minLength: 1,
+    maxLength: TITLE_MAX,
+    description: `1–${TITLE_MAX} characters, counted as Unicode code points (an emoji is one, a combining mark one more).`,
+  }),
   kind: Type.Union([Type.Literal('page'), Type.Literal('post')]),
   body: Markdown({
     maxLength: BODY_MAX,
@@ -24,9 +28,15 @@ export const contentFields = {
   }),
   status: WithDefault(ContentStatus, 'draft'),
   publishedAt: Type.Optional(
-    DateTime({ description: 'When it was published: set by publish (and not moved by a repeated one), cleared by unpublish; an archived item keeps it.' }),
+    DateTime({
+      description:
+        'When it was published: set by publish (and not moved by a repeated one), cleared by unpublish; an archived item keeps it.',
+    }),
   ),
-  author: Type.String({ format: 'uuid', description: 'The user who created it: always the caller, never taken from a body.' }),
+  author: Type.String({
+    format: 'uuid',
+    description: 'The user who created it: always the caller, never taken from a body.',
+  }),
 };
 
 export type ContentFields = typeof contentFields;
@@ -52,8 +62,18 @@ export const contentFieldText: FieldTexts<keyof ContentFields & string> = {
   },
   title: { label: 'Title', hint: 'The heading readers see, up to 200 characters.' },
   kind: { label: 'Kind', hint: 'A page stays where it is; a post is dated news.' },
-  body: { label: 'Text', hint: 'The page’s text, in Markdown: # for a heading, * for a list, [words](address) for a link.' },
-  status: { label: 'Status', hint: 'Draft until published; published pages are public; archived pages are no longer shown.' },
+  body: {
+    label: 'Text',
+    hint: 'The page’s text, in Markdown: # for a heading, * for a list, [words](address) for a link.',
+  },
+  status: {
+    label: 'Status',
+    hint: 'Draft until published; published pages are public; archived pages are no longer shown.',
+  },
   publishedAt: { label: 'Published', hint: 'When it was first published.' },
-  author: { label: 'Author', hint: 'The person who created it, set when it was created.', messages: { format: 'Choose a person.', reference: 'Choose a person.' } },
+  author: {
+    label: 'Author',
+    hint: 'The person who created it, set when it was created.',
+    messages: { format: 'Choose a person.', reference: 'Choose a person.' },
+  },
 };

@@ -16,5 +16,5 @@ export const Slug = Type.String({
   pattern: SLUG_PATTERN,
   description:
     `Normalised first (Unicode NFKC, trimmed, lower-cased), then 1–${SLUG_MAX} characters of ${SLUG_PATTERN}; ` +
-    'anything else is 422 SLUG_INVALID. Unique among the tenant\'s live contents (409 SLUG_TAKEN); a delete releases it.',
+    "anything else is 422 SLUG_INVALID. Unique among the tenant's live contents (409 SLUG_TAKEN); a delete releases it.",
 });

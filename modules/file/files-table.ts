@@ -22,11 +22,15 @@ declare module '../../framework/db/types.ts' {
 }
 
 // The storage key is a UUID the service makes: a collision is refused in words, never by the index's name.
-declareUniqueKeys({ files_storage_key: { fields: [], detail: 'A file with this storage key already exists; upload it again' } });
+declareUniqueKeys({
+  files_storage_key: { fields: [], detail: 'A file with this storage key already exists; upload it again' },
+});
 
 export type FileRow = Selectable<FilesTable>;
 
-export const Visibility = Type.Union([Type.Literal('public'), Type.Literal('private')], { description: 'public: also served at /api/v1/file/public/{id}' });
+export const Visibility = Type.Union([Type.Literal('public'), Type.Literal('private')], {
+  description: 'public: also served at /api/v1/file/public/{id}',
+});
 
 /** The file record every route answers with. The storage key never leaves the service. */
 export const FileRecord = Type.Object(

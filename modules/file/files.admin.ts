@@ -125,7 +125,10 @@ export function registerFilePages(site: AdminSite): void {
       if (id === me) names.set(id, 'You');
       else if (mayRead) {
         try {
-          const user = (await runApiRoute(userRead!, page, { params: { id } })) as { displayName?: string | null; email: string };
+          const user = (await runApiRoute(userRead!, page, { params: { id } })) as {
+            displayName?: string | null;
+            email: string;
+          };
           names.set(id, user.displayName || user.email);
         } catch (err) {
           if (toProblem(err).status !== 404) throw err;
@@ -165,7 +168,9 @@ export function registerFilePages(site: AdminSite): void {
       manage,
       maxSize: formatBytes(site.services.config.files.max_bytes),
       done: done ? DONE[done] : null,
-      refused: refused ? { title: refused.sentence, items: refused.detail ? [refused.detail] : [], code: options.refused!.code } : null,
+      refused: refused
+        ? { title: refused.sentence, items: refused.detail ? [refused.detail] : [], code: options.refused!.code }
+        : null,
       base: FILES_PAGE,
       scriptUrl: PAGE_TOOLS_URL,
       csrf: page.csrf(),

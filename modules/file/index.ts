@@ -19,5 +19,9 @@ export const fileModule = defineModule({
   // Reconcile lists the store: registered only when the store can.
   jobs: (config) => (blobStoreFor(config).capabilities.listable ? [fileReconcile] : []),
   // No generated pages (a file is uploaded, not typed in): the hand-written Files page (files.admin.ts).
-  admin: { resourcePages: false, pages: [registerFilePages], sidebar: [{ label: 'Files', path: FILES_PAGE, order: 40 }] },
+  admin: {
+    resourcePages: false,
+    pages: [registerFilePages],
+    sidebar: [{ label: 'Files', path: FILES_PAGE, order: 40 }],
+  },
 });

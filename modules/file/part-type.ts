@@ -43,7 +43,9 @@ export function watchPartType(body: Readable, contentType: string | undefined): 
         done = true;
         return;
       }
-      const blockEnd = seen.subarray(lineEnd, lineEnd + 4).equals(HEADERS_END) ? lineEnd : seen.indexOf(HEADERS_END, lineEnd);
+      const blockEnd = seen.subarray(lineEnd, lineEnd + 4).equals(HEADERS_END)
+        ? lineEnd
+        : seen.indexOf(HEADERS_END, lineEnd);
       if (blockEnd === -1) return;
       const lines = blockEnd === lineEnd ? [] : seen.toString('latin1', lineEnd + 2, blockEnd).split('\r\n');
       const disposition = lines.find((line) => /^content-disposition\s*:/i.test(line));

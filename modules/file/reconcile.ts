@@ -26,7 +26,9 @@ export const fileReconcile: JobDefinition = {
     let batch: string[] = [];
     const flush = async () => {
       batches += 1;
-      const rows = await services.db.kysely.selectNoFrom((eb) => eb.fn<string>('file_keys_named', [eb.val(batch)]).as('key')).execute();
+      const rows = await services.db.kysely
+        .selectNoFrom((eb) => eb.fn<string>('file_keys_named', [eb.val(batch)]).as('key'))
+        .execute();
       const named = new Set(rows.map((r) => r.key));
       const orphans = batch.filter((key) => !named.has(key));
       // A bucket removes the batch in one request (DeleteObjects); the local disk one by one.

@@ -53,8 +53,14 @@ async function sendBytes(services: Services, request: FastifyRequest, reply: Fas
     headers: downloadHeaders(row),
     ...(row.visibility === 'private' ? { cacheControl: 'no-store' } : {}),
   };
-  if (store.capabilities.seekable && store.locate) return streamFrom(request, reply, store.locate(row.storage_key), options);
-  const source = { size: stat.size, mtime: stat.mtime, seekable: store.capabilities.seekable, open: (range?: ByteRange) => store.open(row.storage_key, range) };
+  if (store.capabilities.seekable && store.locate)
+    return streamFrom(request, reply, store.locate(row.storage_key), options);
+  const source = {
+    size: stat.size,
+    mtime: stat.mtime,
+    seekable: store.capabilities.seekable,
+    open: (range?: ByteRange) => store.open(row.storage_key, range),
+  };
   return streamFrom(request, reply, source, options);
 }
 
@@ -62,7 +68,7 @@ const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 
 const downloadDescription =
   "Content-Type is the declared type; X-Content-Type-Options: nosniff, Content-Security-Policy: default-src 'none'; sandbox and " +
-  'Cross-Origin-Resource-Policy: same-site always; Content-Disposition: attachment (filename*=UTF-8\'\'...) unless the type is one of ' +
+  "Cross-Origin-Resource-Policy: same-site always; Content-Disposition: attachment (filename*=UTF-8''...) unless the type is one of " +
   'image/png, image/jpeg, image/gif, image/webp, image/avif, application/pdf, text/plain. ETag is the quoted SHA-256. One Range gives 206 ' +
   '(a suffix longer than the file gives all of it); a range wholly past the end is 416; a request for several ranges, or a malformed one, is ' +
   'answered with the whole file (200). If-None-Match, If-Modified-Since, If-Match and If-Range are honoured. ' +
@@ -70,7 +76,10 @@ const downloadDescription =
 
 /** The bytes go out with the media type declared at upload, whatever it is. */
 const downloadResponses = {
-  ...streamResponses('The bytes, with Content-Type the media type the file was uploaded with (its record\'s mediaType)', ANY_MEDIA_TYPE),
+  ...streamResponses(
+    "The bytes, with Content-Type the media type the file was uploaded with (its record's mediaType)",
+    ANY_MEDIA_TYPE,
+  ),
   503: problemResponse('The bytes are missing from storage (BLOB_MISSING)'),
 };
 
@@ -95,10 +104,18 @@ export const fileRoutes = (config: Config) => [
       querystring: Type.Object({ visibility: Visibility }, { additionalProperties: false }),
       response: {
         201: answer(FileRecord, 'The file stored'),
-        413: problemResponse('Form past the envelope (PAYLOAD_TOO_LARGE), file past files.max_bytes (FILE_TOO_LARGE) or past the quota (QUOTA_EXCEEDED)'),
-        422: problemResponse('No file part (FILE_MISSING), a media type that is not one (MEDIA_TYPE_INVALID), bytes disagreeing with a renderable type (MEDIA_TYPE_MISMATCH)'),
-        503: problemResponse('The file storage cannot be reached (STORAGE_UNAVAILABLE: nothing is kept), or the database is busy (DB_BUSY); retry after the Retry-After seconds'),
-        507: problemResponse('The disk of the local file storage is full (STORAGE_FULL): nothing is kept; an operator must free space'),
+        413: problemResponse(
+          'Form past the envelope (PAYLOAD_TOO_LARGE), file past files.max_bytes (FILE_TOO_LARGE) or past the quota (QUOTA_EXCEEDED)',
+        ),
+        422: problemResponse(
+          'No file part (FILE_MISSING), a media type that is not one (MEDIA_TYPE_INVALID), bytes disagreeing with a renderable type (MEDIA_TYPE_MISMATCH)',
+        ),
+        503: problemResponse(
+          'The file storage cannot be reached (STORAGE_UNAVAILABLE: nothing is kept), or the database is busy (DB_BUSY); retry after the Retry-After seconds',
+        ),
+        507: problemResponse(
+          'The disk of the local file storage is full (STORAGE_FULL): nothing is kept; an operator must free space',
+        ),
       },
     },
     handler: async ({ services, request, reply, session, query }) => {
@@ -127,7 +144,7 @@ export const fileRoutes = (config: Config) => [
     summary: 'Read a file record',
     tags: ['file'],
     access: { permission: 'file:read' },
-    schema: { params: Id, response: { 200: answer(FileRecord, 'The file\'s record') } },
+    schema: { params: Id, response: { 200: answer(FileRecord, "The file's record") } },
     handler: async ({ tx, params }) => {
       const row = await tx.db.selectFrom('files').selectAll().where('id', '=', params.id).executeTakeFirst();
       if (!row) throw notFound();
@@ -139,13 +156,18 @@ export const fileRoutes = (config: Config) => [
     url: '/api/v1/file/files/:id',
     operationId: 'file-file-delete',
     summary: 'Delete a file',
-    description: 'Hard delete: the row goes now; the bytes are removed after the commit by the file.deleted subscription.',
+    description:
+      'Hard delete: the row goes now; the bytes are removed after the commit by the file.deleted subscription.',
     tags: ['file'],
     access: { permission: 'file:manage' },
     publishes: ['file.deleted'],
     schema: { params: Id, response: { 204: Type.Null({ description: 'Deleted' }) } },
     handler: async ({ tx, params, reply }) => {
-      const row = await tx.db.deleteFrom('files').where('id', '=', params.id).returning(['id', 'storage_key']).executeTakeFirst();
+      const row = await tx.db
+        .deleteFrom('files')
+        .where('id', '=', params.id)
+        .returning(['id', 'storage_key'])
+        .executeTakeFirst();
       if (!row) throw notFound();
       tx.publish('file.deleted', { id: row.id, storageKey: row.storage_key });
       reply.code(204);
@@ -181,7 +203,12 @@ export const fileRoutes = (config: Config) => [
     schema: { params: Type.Object({ id: Type.String({ maxLength: 100 }) }), response: downloadResponses },
     handler: async ({ services, request, reply, tx, params }) => {
       if (!UUID.test(params.id)) throw notFound();
-      const row = await tx.db.selectFrom('files').selectAll().where('id', '=', params.id).where('visibility', '=', 'public').executeTakeFirst();
+      const row = await tx.db
+        .selectFrom('files')
+        .selectAll()
+        .where('id', '=', params.id)
+        .where('visibility', '=', 'public')
+        .executeTakeFirst();
       if (!row) throw notFound();
       return sendBytes(services, request, reply, row);
     },

@@ -3,7 +3,15 @@
  * agree with the declared one. Every other declared type is downloaded as an attachment and not
  * checked: its bytes cannot be rendered by a browser under our origin.
  */
-export const RENDERABLE_TYPES = ['image/png', 'image/jpeg', 'image/gif', 'image/webp', 'image/avif', 'application/pdf', 'text/plain'] as const;
+export const RENDERABLE_TYPES = [
+  'image/png',
+  'image/jpeg',
+  'image/gif',
+  'image/webp',
+  'image/avif',
+  'application/pdf',
+  'text/plain',
+] as const;
 
 const RENDERABLE: ReadonlySet<string> = new Set(RENDERABLE_TYPES);
 
@@ -15,8 +23,10 @@ export const isRenderable = (mediaType: string): boolean => RENDERABLE.has(essen
 /** Bytes of the head an upload keeps for sniffing. */
 export const SNIFF_BYTES = 4100;
 
-const startsWith = (head: Buffer, bytes: readonly number[], at = 0): boolean => bytes.every((b, i) => head[at + i] === b);
-const ascii = (head: Buffer, text: string, at = 0): boolean => head.subarray(at, at + text.length).toString('latin1') === text;
+const startsWith = (head: Buffer, bytes: readonly number[], at = 0): boolean =>
+  bytes.every((b, i) => head[at + i] === b);
+const ascii = (head: Buffer, text: string, at = 0): boolean =>
+  head.subarray(at, at + text.length).toString('latin1') === text;
 
 /** Signatures of the binary renderable types (as file-type detects them). */
 const SIGNATURES: Readonly<Record<string, (head: Buffer) => boolean>> = {
@@ -25,7 +35,8 @@ const SIGNATURES: Readonly<Record<string, (head: Buffer) => boolean>> = {
   'image/gif': (h) => ascii(h, 'GIF87a') || ascii(h, 'GIF89a'),
   'image/webp': (h) => ascii(h, 'RIFF') && ascii(h, 'WEBP', 8),
   // An ISO-BMFF file whose major brand (or a compatible one) is avif / avis.
-  'image/avif': (h) => ascii(h, 'ftyp', 4) && /avi[fs]/.test(h.subarray(8, Math.min(h.length, h.readUInt32BE(0) || 0)).toString('latin1')),
+  'image/avif': (h) =>
+    ascii(h, 'ftyp', 4) && /avi[fs]/.test(h.subarray(8, Math.min(h.length, h.readUInt32BE(0) || 0)).toString('latin1')),
   'application/pdf': (h) => ascii(h, '%PDF-'),
 };
 

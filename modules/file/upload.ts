@@ -60,7 +60,10 @@ const tooLarge = (max: number) => problem('FILE_TOO_LARGE', `The file is larger 
 
 /** Bytes of stored files of the transaction's tenant. */
 async function usedBytes(tx: TxContext): Promise<number> {
-  const row = await tx.db.selectFrom('files').select((eb) => eb.fn.coalesce(eb.fn.sum<string>('size'), eb.lit(0)).as('used')).executeTakeFirstOrThrow();
+  const row = await tx.db
+    .selectFrom('files')
+    .select((eb) => eb.fn.coalesce(eb.fn.sum<string>('size'), eb.lit(0)).as('used'))
+    .executeTakeFirstOrThrow();
   return Number(row.used);
 }
 
@@ -70,7 +73,12 @@ async function usedBytes(tx: TxContext): Promise<number> {
  * again, writes the row and publishes file.uploaded. Any refusal after the first byte removes the
  * blob, so nothing is kept.
  */
-export async function uploadFile(services: Services, request: FastifyRequest, session: SessionInfo, visibility: 'public' | 'private'): Promise<FileRecordValue> {
+export async function uploadFile(
+  services: Services,
+  request: FastifyRequest,
+  session: SessionInfo,
+  visibility: 'public' | 'private',
+): Promise<FileRecordValue> {
   const tenant = request.tenant!;
   const { max_bytes: maxBytes, quota_bytes: quota } = services.config.files;
   const store = blobStoreFor(services.config);
@@ -89,10 +97,14 @@ export async function uploadFile(services: Services, request: FastifyRequest, se
     .finally(typeWatch.stop);
   if (part?.fieldname !== 'file') throw problem('FILE_MISSING', 'The form has no file part named file');
   // A part that declares no type is application/octet-stream, not the parser's text/plain.
-  const mediaType = part.mimetype === 'text/plain' && typeWatch.declared() === false ? 'application/octet-stream' : part.mimetype;
+  const mediaType =
+    part.mimetype === 'text/plain' && typeWatch.declared() === false ? 'application/octet-stream' : part.mimetype;
   if (!isMediaType(mediaType)) {
     part.file.resume();
-    throw problem('MEDIA_TYPE_INVALID', `The part's media type must be type/subtype, at most ${MEDIA_TYPE_MAX} characters`);
+    throw problem(
+      'MEDIA_TYPE_INVALID',
+      `The part's media type must be type/subtype, at most ${MEDIA_TYPE_MAX} characters`,
+    );
   }
   const key = randomUUID();
   const meter = await storeBytes(store, key, part, Math.max(room, 0), maxBytes, essence(mediaType) === 'text/plain');
@@ -117,10 +129,22 @@ export async function uploadFile(services: Services, request: FastifyRequest, se
       tenant,
       async (tx) => {
         // One upload of the tenant at a time gets past here, so two cannot both squeeze into the quota.
-        await tx.db.selectNoFrom((eb) => eb.fn('pg_advisory_xact_lock', [eb.fn('hashtextextended', [eb.val(`file-quota:${tenant.id}`), eb.lit(0)])]).as('locked')).execute();
-        if ((await usedBytes(tx)) + values.size > quota) throw problem('QUOTA_EXCEEDED', "The upload does not fit in the tenant's remaining storage quota");
+        await tx.db
+          .selectNoFrom((eb) =>
+            eb
+              .fn('pg_advisory_xact_lock', [eb.fn('hashtextextended', [eb.val(`file-quota:${tenant.id}`), eb.lit(0)])])
+              .as('locked'),
+          )
+          .execute();
+        if ((await usedBytes(tx)) + values.size > quota)
+          throw problem('QUOTA_EXCEEDED', "The upload does not fit in the tenant's remaining storage quota");
         const row = await tx.db.insertInto('files').values(values).returningAll().executeTakeFirstOrThrow();
-        tx.publish('file.uploaded', { id: row.id, size: row.size, mediaType: row.media_type, visibility: row.visibility });
+        tx.publish('file.uploaded', {
+          id: row.id,
+          size: row.size,
+          mediaType: row.media_type,
+          visibility: row.visibility,
+        });
         return toRecord(row);
       },
       { actorId: session.userId },
@@ -132,7 +156,14 @@ export async function uploadFile(services: Services, request: FastifyRequest, se
 }
 
 /** Streams the part into the store under key; maps a limit or a lost client to nothing kept. */
-async function storeBytes(store: BlobStore, key: string, part: MultipartFile, room: number, maxBytes: number, checkText: boolean): Promise<Meter> {
+async function storeBytes(
+  store: BlobStore,
+  key: string,
+  part: MultipartFile,
+  room: number,
+  maxBytes: number,
+  checkText: boolean,
+): Promise<Meter> {
   const meter = new Meter(room, checkText);
   let clientGone = false;
   part.file.on('limit', () => meter.destroy(tooLarge(maxBytes)));

@@ -33,6 +33,10 @@ export const notificationMail: SubscriptionDefinition = {
     const recipient = await usersService.findById(ctx, notice.recipient_id);
     if (!recipient?.email) return;
     const url = await tenantUrl(ctx, services, notice.link);
-    await services.mailer.send({ to: recipient.email, subject: notice.title, text: renderNotificationMail(notice, url) });
+    await services.mailer.send({
+      to: recipient.email,
+      subject: notice.title,
+      text: renderNotificationMail(notice, url),
+    });
   },
 };

@@ -16,7 +16,9 @@ export const Notification = Type.Object(
     title: Type.String({ description: 'One line.' }),
     body: Type.String(),
     link: Type.String({ description: 'A path within the application, never an absolute URL.' }),
-    readAt: Type.Union([Type.String({ format: 'date-time' }), Type.Null()], { description: 'Empty until read; written only by the mark-read operation.' }),
+    readAt: Type.Union([Type.String({ format: 'date-time' }), Type.Null()], {
+      description: 'Empty until read; written only by the mark-read operation.',
+    }),
     createdAt: Type.String({ format: 'date-time' }),
   },
   { additionalProperties: false, title: 'Notification' },
@@ -39,7 +41,8 @@ const pages = new KeysetPager({
 const ListQuery = pageQuerySchema({
   sorts: ['createdAt'],
   defaultSort: '-createdAt',
-  sortDescription: 'Newest first (-createdAt) unless sort=createdAt asks for oldest first. Ties break on id, in the same direction.',
+  sortDescription:
+    'Newest first (-createdAt) unless sort=createdAt asks for oldest first. Ties break on id, in the same direction.',
 });
 
 const IdParams = Type.Object({ id: Type.String({ description: 'Notification id (UUID)' }) });
@@ -67,8 +70,12 @@ export const notificationRoutes: readonly AnyRoute[] = [
       'The caller’s own notifications, newest first by default. Paged like every list: limit and offset, or after=<next> from the previous page; total counted up to 10000. Nobody lists another person’s notifications.',
     tags,
     access: 'signedIn',
-    schema: { querystring: ListQuery, response: { 200: pageSchema(Notification, 'A page of the caller’s notifications') } },
-    handler: ({ tx, query }) => pages.page(tx.db, query as PageQuery, { conditions: ['recipient_id = $1'], params: [callerOf(tx)] }),
+    schema: {
+      querystring: ListQuery,
+      response: { 200: pageSchema(Notification, 'A page of the caller’s notifications') },
+    },
+    handler: ({ tx, query }) =>
+      pages.page(tx.db, query as PageQuery, { conditions: ['recipient_id = $1'], params: [callerOf(tx)] }),
   }),
   defineRoute({
     method: 'POST',

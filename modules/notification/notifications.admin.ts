@@ -1,5 +1,12 @@
 import Type from 'typebox';
-import { apiRoute, registerAdminPage, renderTemplate, runApiRoute, type AdminPageContext, type AdminSite } from '../../framework/admin/index.ts';
+import {
+  apiRoute,
+  registerAdminPage,
+  renderTemplate,
+  runApiRoute,
+  type AdminPageContext,
+  type AdminSite,
+} from '../../framework/admin/index.ts';
 import { FORM_TOKEN_FIELD } from '../../framework/access/form-token.ts';
 import { formatDateTime, isoDate } from '../../framework/admin/format.ts';
 import type { RouteDefinition } from '../../framework/entity/define.ts';
@@ -24,7 +31,8 @@ const ListQuery = Type.Object({
 const IdParams = Type.Object({ id: Type.String({ maxLength: 100 }) });
 
 /** A notification's link is a path within the application (the API guarantees it); anything else is not linked. */
-const localLink = (link: string): string | null => (link.startsWith('/') && !link.startsWith('//') && !link.startsWith('/\\') ? link : null);
+const localLink = (link: string): string | null =>
+  link.startsWith('/') && !link.startsWith('//') && !link.startsWith('/\\') ? link : null;
 
 /**
  * The caller's notifications, where the header's badge leads: guarded like the API's

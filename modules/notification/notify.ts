@@ -25,10 +25,17 @@ export interface Notice {
  * URL names a host), no backslash (browsers read it as a slash), no line break, no scheme.
  */
 export function isAppPath(link: string): boolean {
-  return link.startsWith('/') && !link.startsWith('//') && !link.includes('\\') && !/[\r\n\t]/.test(link) && !/^\/*[a-z][a-z0-9+.-]*:/i.test(link);
+  return (
+    link.startsWith('/') &&
+    !link.startsWith('//') &&
+    !link.includes('\\') &&
+    !/[\r\n\t]/.test(link) &&
+    !/^\/*[a-z][a-z0-9+.-]*:/i.test(link)
+  );
 }
 
-const refused = (pointer: string, message: string) => problem('VALIDATION_FAILED', message, { errors: [{ pointer, message }] });
+const refused = (pointer: string, message: string) =>
+  problem('VALIDATION_FAILED', message, { errors: [{ pointer, message }] });
 
 /**
  * Writes a notification for a person of the transaction's tenant and publishes
@@ -42,7 +49,8 @@ export async function notify(ctx: TxContext, notice: Notice): Promise<{ id: stri
   if (title === '' || /[\r\n]/.test(title) || title.length > TITLE_MAX) {
     throw refused('/title', `a notification title is one line of 1 to ${TITLE_MAX} characters`);
   }
-  if (!isAppPath(notice.link)) throw refused('/link', `a notification link is a path within the application, not ${JSON.stringify(notice.link)}`);
+  if (!isAppPath(notice.link))
+    throw refused('/link', `a notification link is a path within the application, not ${JSON.stringify(notice.link)}`);
   const row = await ctx.db
     .insertInto('notifications')
     .values({ recipient_id: notice.recipientId, title, body: notice.body, link: notice.link })
@@ -52,7 +60,11 @@ export async function notify(ctx: TxContext, notice: Notice): Promise<{ id: stri
   if (notice.email) {
     const recipient = await usersService.findById(ctx, notice.recipientId);
     if (recipient?.email) {
-      ctx.publish('notification.email_requested', { id: row.id, recipientId: notice.recipientId, requestedAt: ctx.now.toISOString() });
+      ctx.publish('notification.email_requested', {
+        id: row.id,
+        recipientId: notice.recipientId,
+        requestedAt: ctx.now.toISOString(),
+      });
     }
   }
   return { id: row.id };

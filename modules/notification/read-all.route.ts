@@ -23,7 +23,10 @@ export const readAllRoute = defineRoute({
   schema: {
     response: {
       200: answer(
-        Type.Object({ marked: Type.Integer({ minimum: 0, description: 'How many were unread and are read now.' }) }, { additionalProperties: false, title: 'NotificationsMarked' }),
+        Type.Object(
+          { marked: Type.Integer({ minimum: 0, description: 'How many were unread and are read now.' }) },
+          { additionalProperties: false, title: 'NotificationsMarked' },
+        ),
         'How many of the caller’s notifications were marked read',
       ),
     },

@@ -36,7 +36,8 @@ export function checkPatchMove(from: TaskStatus, to: TaskStatus, assigneeId: str
   if (from === to) return;
   if (!EDGES[from].includes(to)) throw refuse(`a task cannot move from ${from} to ${to}`);
   if (to === 'resolved') throw refuse('only POST .../{id}/resolve moves a task to resolved');
-  if ((to === 'acknowledged' || to === 'in_progress') && assigneeId === null) throw refuse(`a task with no assignee cannot move to ${to}: assign it first`);
+  if ((to === 'acknowledged' || to === 'in_progress') && assigneeId === null)
+    throw refuse(`a task with no assignee cannot move to ${to}: assign it first`);
   if (to === 'open' && assigneeId !== null) throw refuse('an assigned task does not go back to open');
 }
 

@@ -17,11 +17,20 @@ const assign = command({
   admin: {
     label: 'Assign',
     intro: 'Choose who does this task. They are told by a notification and, when they have an address, by mail.',
-    fields: { assigneeId: { label: 'Person', hint: 'Someone of this tenant who can sign in.', messages: { format: 'Choose a person.', required: 'Choose a person.', reference: 'Choose a person.' } } },
+    fields: {
+      assigneeId: {
+        label: 'Person',
+        hint: 'Someone of this tenant who can sign in.',
+        messages: { format: 'Choose a person.', required: 'Choose a person.', reference: 'Choose a person.' },
+      },
+    },
   },
   description:
     'Sets assigneeId and moves an open task to acknowledged (other statuses stay), publishes task.assigned and notifies the assignee, with a mail when they have an address. An unknown or deactivated user is 422 VALIDATION_FAILED; a resolved or closed task is 409 INVALID_TRANSITION (a finished task takes no assignee). Assigning the same person again changes nothing and publishes nothing.',
-  body: Type.Object({ assigneeId: Type.String({ format: 'uuid', description: 'A user of this tenant.' }) }, { additionalProperties: false }),
+  body: Type.Object(
+    { assigneeId: Type.String({ format: 'uuid', description: 'A user of this tenant.' }) },
+    { additionalProperties: false },
+  ),
   references: { assigneeId: 'user.user' },
   states: { from: ASSIGNABLE },
   publishes: ['task.assigned', 'notification.created', 'notification.email_requested'],
@@ -29,7 +38,9 @@ const assign = command({
     const user = await usersService.findById(ctx, body.assigneeId);
     if (!user || user.status === 'deactivated') {
       const message = user ? 'this user is deactivated' : 'no such user in this tenant';
-      throw problem('VALIDATION_FAILED', `assigneeId: ${message}`, { errors: [{ pointer: '/body/assigneeId', message }] });
+      throw problem('VALIDATION_FAILED', `assigneeId: ${message}`, {
+        errors: [{ pointer: '/body/assigneeId', message }],
+      });
     }
     if (row.assigneeId === user.id) return;
     ctx.publish('task.assigned', { id: row.id, assigneeId: user.id });
@@ -47,7 +58,11 @@ const assign = command({
 
 const resolve = command({
   summary: 'Resolve a task',
-  admin: { label: 'Resolve', intro: 'Record what was done. The task is then resolved; it can be reopened later.', fields: { resolution: { label: 'Resolution', hint: 'What was done to resolve the task.' } } },
+  admin: {
+    label: 'Resolve',
+    intro: 'Record what was done. The task is then resolved; it can be reopened later.',
+    fields: { resolution: { label: 'Resolution', hint: 'What was done to resolve the task.' } },
+  },
   description:
     'Sets resolvedAt (now) and resolution and moves the task to resolved, publishing task.resolved. Allowed from open, acknowledged and in_progress; from resolved or closed it is 409 INVALID_TRANSITION. A deadline that passed before the resolution is recorded as a breach first.',
   body: Type.Object({ resolution: Type.String({ minLength: 1, maxLength: 10000 }) }, { additionalProperties: false }),
@@ -57,13 +72,21 @@ const resolve = command({
     const breached = breachDue(row, ctx.now);
     if (breached) ctx.publish('task.sla_breached', { id: row.id });
     ctx.publish('task.resolved', { id: row.id });
-    return { status: 'resolved', resolvedAt: ctx.now, resolution: body.resolution, ...(breached ? { slaBreached: true } : {}) };
+    return {
+      status: 'resolved',
+      resolvedAt: ctx.now,
+      resolution: body.resolution,
+      ...(breached ? { slaBreached: true } : {}),
+    };
   },
 });
 
 const checkSla = command({
   summary: 'Check the task’s deadline now',
-  admin: { label: 'Check the deadline', intro: 'Marks the task overdue now if its due date has passed and it is not resolved yet.' },
+  admin: {
+    label: 'Check the deadline',
+    intro: 'Marks the task overdue now if its due date has passed and it is not resolved yet.',
+  },
   description:
     'Marks slaBreached and publishes task.sla_breached when the deadline has passed and the task is not resolved or closed. Once per task: a breach already marked changes nothing and publishes nothing.',
   publishes: ['task.sla_breached'],
@@ -107,7 +130,11 @@ export const task = defineEntity({
     // The deleted row keeps the record of a deadline it missed.
     async beforeDelete(ctx, { row }) {
       if (!breachDue(row, ctx.now)) return;
-      await ctx.db.updateTable('tasks').set({ sla_breached: true, updated_at: ctx.now }).where('id', '=', row.id).execute();
+      await ctx.db
+        .updateTable('tasks')
+        .set({ sla_breached: true, updated_at: ctx.now })
+        .where('id', '=', row.id)
+        .execute();
       ctx.publish('task.sla_breached', { id: row.id });
     },
   },

@@ -48,7 +48,11 @@ const SEARCH_CONDITION = `t.id in (select s.id from tenants s where lower(s.name
                    union select h.tenant_id from tenant_hosts h where h.host like $1)`;
 
 /** q as a LIKE pattern matching it anywhere, its own %, _ and backslash taken literally. */
-export const containsPattern = (q: string): string => `%${q.trim().toLowerCase().replace(/[\\%_]/g, (c) => `\\${c}`)}%`;
+export const containsPattern = (q: string): string =>
+  `%${q
+    .trim()
+    .toLowerCase()
+    .replace(/[\\%_]/g, (c) => `\\${c}`)}%`;
 
 export async function listTenants(ctx: TxContext, page: PageQuery, search?: string): Promise<Page<TenantView>> {
   const filter = search?.trim() ? { conditions: [SEARCH_CONDITION], params: [containsPattern(search)] } : undefined;
@@ -85,7 +89,11 @@ export async function readTenant(ctx: TxContext, id: string, options: { lock?: b
   return row;
 }
 
-export const tenantRef = (tenant: TenantView): TenantRef => ({ id: tenant.id, slug: tenant.slug, isOperator: tenant.isOperator });
+export const tenantRef = (tenant: TenantView): TenantRef => ({
+  id: tenant.id,
+  slug: tenant.slug,
+  isOperator: tenant.isOperator,
+});
 
 export async function hostOwner(ctx: TxContext, host: string): Promise<string | undefined> {
   const row = await ctx.db.selectFrom('tenant_hosts').select('tenant_id').where('host', '=', host).executeTakeFirst();

@@ -1,11 +1,26 @@
 import { defineRoute, entity, type AnyRoute } from '../../framework/entity/define.ts';
 import { resolveEntity } from '../../framework/entity/resolve.ts';
 import { createTenant, withinTenant } from '../../framework/tenancy/create-tenant.ts';
-import { addTenantHost, evictTenantHosts, removeTenantHost, resumeTenant, suspendTenant } from '../../framework/tenancy/control-plane.ts';
+import {
+  addTenantHost,
+  evictTenantHosts,
+  removeTenantHost,
+  resumeTenant,
+  suspendTenant,
+} from '../../framework/tenancy/control-plane.ts';
 import { notFound, problem } from '../../framework/errors.ts';
 import { user } from '../user/user.entity.ts';
 import { usersService } from '../user/users-service.ts';
-import { AddHostBody, CreateTenantBody, HostParams, InviteAdminBody, Tenant, TenantIdParams, TenantList, TenantListQuery } from './tenant.schemas.ts';
+import {
+  AddHostBody,
+  CreateTenantBody,
+  HostParams,
+  InviteAdminBody,
+  Tenant,
+  TenantIdParams,
+  TenantList,
+  TenantListQuery,
+} from './tenant.schemas.ts';
 import { hostOwner, listTenants, readTenant, tenantRef } from './tenant-store.ts';
 import { normaliseHostName } from './host-name.ts';
 import type { PageQuery } from '../../framework/operations/paging.ts';
@@ -77,7 +92,11 @@ export const tenantRoutes: readonly AnyRoute[] = [
     tags,
     access,
     publishes: ['tenant.host_added'],
-    schema: { params: TenantIdParams, body: AddHostBody, response: { 201: answer(Tenant, 'The tenant with the host added') } },
+    schema: {
+      params: TenantIdParams,
+      body: AddHostBody,
+      response: { 201: answer(Tenant, 'The tenant with the host added') },
+    },
     handler: async ({ tx, params, body, reply }) => {
       const tenant = await readTenant(tx, params.id, { lock: true });
       const host = normaliseHostName(body.host);
@@ -105,7 +124,8 @@ export const tenantRoutes: readonly AnyRoute[] = [
       const host = params.host.trim().toLowerCase().replace(/\.$/, '');
       const outcome = await removeTenantHost(tx, tenant.id, host);
       if (outcome === 'absent') throw notFound();
-      if (outcome === 'last') throw problem('INVALID_STATE', 'a tenant keeps at least one host: add another before removing this one');
+      if (outcome === 'last')
+        throw problem('INVALID_STATE', 'a tenant keeps at least one host: add another before removing this one');
       await evictTenantHosts(tx, tenant.id);
       tx.publish('tenant.host_removed', { id: tenant.id, host });
       return readTenant(tx, tenant.id);
@@ -121,10 +141,15 @@ export const tenantRoutes: readonly AnyRoute[] = [
     tags,
     access,
     publishes: ['user.invited'],
-    schema: { params: TenantIdParams, body: InviteAdminBody, response: { 201: answer(UserRow, 'The administrator invited in the tenant') } },
+    schema: {
+      params: TenantIdParams,
+      body: InviteAdminBody,
+      response: { 201: answer(UserRow, 'The administrator invited in the tenant') },
+    },
     handler: async ({ tx, params, body, reply }) => {
       const tenant = await readTenant(tx, params.id, { lock: true });
-      if (tenant.status === 'suspended') throw problem('INVALID_STATE', 'a suspended tenant cannot be given an administrator');
+      if (tenant.status === 'suspended')
+        throw problem('INVALID_STATE', 'a suspended tenant cannot be given an administrator');
       const invited = await withinTenant(tx, tenantRef(tenant), (inner) =>
         usersService.invite(inner, { email: body.email, displayName: body.displayName, roles: ['admin'] }),
       );

@@ -5,7 +5,8 @@ import { TENANT_SORTS } from './tenant-store.ts';
 const HostName = Type.String({
   minLength: 1,
   maxLength: 253,
-  description: 'A host name without scheme, port or path, e.g. acme.example.com. Stored lower-cased; a host belongs to one tenant only.',
+  description:
+    'A host name without scheme, port or path, e.g. acme.example.com. Stored lower-cased; a host belongs to one tenant only.',
 });
 
 export const TenantHost = Type.Object(
@@ -24,7 +25,9 @@ export const Tenant = Type.Object(
     status: Type.Union([Type.Literal('active'), Type.Literal('suspended')], {
       description: 'active: served on its hosts. suspended: its hosts answer 404 NO_SITE to everybody.',
     }),
-    isOperator: Type.Boolean({ description: 'True for the one operator tenant, the only one whose roles may hold operator permissions.' }),
+    isOperator: Type.Boolean({
+      description: 'True for the one operator tenant, the only one whose roles may hold operator permissions.',
+    }),
     hosts: Type.Array(TenantHost, { description: 'Primary host first, then in the order they were added.' }),
     createdAt: Type.String({ format: 'date-time' }),
     updatedAt: Type.String({ format: 'date-time' }),
@@ -37,7 +40,8 @@ export const TenantList = pageSchema(Tenant, 'A page of tenants');
 const PageParameters = pageQuerySchema({
   sorts: TENANT_SORTS,
   defaultSort: 'createdAt',
-  sortDescription: 'createdAt (oldest first, the default), slug or name; a leading "-" sorts descending. Ties break on id, in the same direction.',
+  sortDescription:
+    'createdAt (oldest first, the default), slug or name; a leading "-" sorts descending. Ties break on id, in the same direction.',
 });
 
 // Every parameter is optional, as on every list: the list's paging parameters and a search.
@@ -58,14 +62,21 @@ export const TenantListQuery = Type.Object(
 
 export const HostParams = Type.Object({
   id: Type.String({ description: 'Tenant id (UUID)' }),
-  host: Type.String({ minLength: 1, maxLength: 253, description: 'One of the tenant’s hosts, as listed in its hosts.' }),
+  host: Type.String({
+    minLength: 1,
+    maxLength: 253,
+    description: 'One of the tenant’s hosts, as listed in its hosts.',
+  }),
 });
 
 export const TenantIdParams = Type.Object({ id: Type.String({ description: 'Tenant id (UUID)' }) });
 
 export const CreateTenantBody = Type.Object(
   {
-    slug: Type.String({ pattern: '^[a-z0-9][a-z0-9-]{0,62}$', description: 'Short unique name: lower-case letters, digits and dashes, at most 63.' }),
+    slug: Type.String({
+      pattern: '^[a-z0-9][a-z0-9-]{0,62}$',
+      description: 'Short unique name: lower-case letters, digits and dashes, at most 63.',
+    }),
     name: Type.String({ minLength: 1, maxLength: 200 }),
     host: HostName,
   },
@@ -75,7 +86,12 @@ export const CreateTenantBody = Type.Object(
 export const AddHostBody = Type.Object(
   {
     host: HostName,
-    primary: Type.Optional(Type.Boolean({ default: false, description: 'Make this the primary host (the previous primary stays, as a plain host). False unless asked.' })),
+    primary: Type.Optional(
+      Type.Boolean({
+        default: false,
+        description: 'Make this the primary host (the previous primary stays, as a plain host). False unless asked.',
+      }),
+    ),
   },
   { additionalProperties: false },
 );

@@ -16,7 +16,12 @@ export interface SwitcherTenant extends TenantView {
  * the port the operator is using when the host is a local name (a development set-up where every
  * tenant is served on that port); a public host is https on its default port, as mailed links are.
  */
-export async function switcherPage(tx: TxContext, query: PageQuery, port: number, q = ''): Promise<Page<SwitcherTenant>> {
+export async function switcherPage(
+  tx: TxContext,
+  query: PageQuery,
+  port: number,
+  q = '',
+): Promise<Page<SwitcherTenant>> {
   const page = await listTenants(tx, query, q);
   return {
     ...page,

@@ -1,6 +1,20 @@
 import Type, { type TSchema } from 'typebox';
-import { apiRoute, errorView, registerAdminPage, renderTemplate, runApiRoute, type AdminPageContext, type AdminSite } from '../../framework/admin/index.ts';
-import { done, errorsOf, describer, formProblem, type FormErrors } from '../../framework/admin/resource-pages/form-posts.ts';
+import {
+  apiRoute,
+  errorView,
+  registerAdminPage,
+  renderTemplate,
+  runApiRoute,
+  type AdminPageContext,
+  type AdminSite,
+} from '../../framework/admin/index.ts';
+import {
+  done,
+  errorsOf,
+  describer,
+  formProblem,
+  type FormErrors,
+} from '../../framework/admin/resource-pages/form-posts.ts';
 import { FORM_TOKEN_FIELD } from '../../framework/access/form-token.ts';
 import type { FieldText } from '../../framework/entity/field-text.ts';
 import type { AnyRoute, RouteDefinition } from '../../framework/entity/define.ts';
@@ -15,7 +29,10 @@ import { requestPort, switcherPage, tenantAdminUrl } from './tenants.admin-data.
 const access = { permission: 'tenant:manage' };
 const LIST = '/admin/tenant/tenants';
 const IdParams = Type.Object({ id: Type.String({ maxLength: 64 }) });
-const DetailQuery = Type.Object({ done: Type.Optional(Type.String({ maxLength: 20 })) }, { additionalProperties: false });
+const DetailQuery = Type.Object(
+  { done: Type.Optional(Type.String({ maxLength: 20 })) },
+  { additionalProperties: false },
+);
 const tenantPath = (id: string) => `${LIST}/${id}`;
 
 /** What each form's fields read as to people; the slug's and host's rules said in words. */
@@ -24,9 +41,15 @@ const TEXTS: Record<string, FieldText> = {
   slug: {
     label: 'Short name',
     hint: 'Lowercase letters, digits and hyphens, like acme-corp. It cannot be changed later.',
-    messages: { pattern: 'Use lowercase letters, digits and hyphens, starting with a letter or digit, like acme-corp (at most 63).' },
+    messages: {
+      pattern:
+        'Use lowercase letters, digits and hyphens, starting with a letter or digit, like acme-corp (at most 63).',
+    },
   },
-  host: { label: 'Host', hint: 'The address the tenant is served on, like acme.example.com, without https:// or a path.' },
+  host: {
+    label: 'Host',
+    hint: 'The address the tenant is served on, like acme.example.com, without https:// or a path.',
+  },
   primary: { label: 'Make this the primary host (mailed links are built on it)', hint: '' },
   email: { label: 'Email address', hint: 'The administrator receives a link to choose a password.' },
   displayName: { label: 'Name', hint: 'How the administrator is greeted.' },
@@ -59,7 +82,11 @@ const text = (body: Record<string, unknown>, name: string): string => {
 };
 
 /** The API body a form makes: only the schema's own fields, blanks of optional ones left out. */
-function bodyOf(body: Record<string, unknown>, fields: readonly string[], optional: readonly string[] = []): Record<string, unknown> {
+function bodyOf(
+  body: Record<string, unknown>,
+  fields: readonly string[],
+  optional: readonly string[] = [],
+): Record<string, unknown> {
   const out: Record<string, unknown> = {};
   for (const field of fields) {
     const value = text(body, field);
@@ -83,7 +110,8 @@ export function registerTenantSwitcher(site: AdminSite): void {
   const route = (operationId: string): RouteDefinition => {
     const found: AnyRoute | undefined = apiRoute(site.services.registry, operationId);
     // Every tenant route runs in the operator's transaction, which the page shares.
-    if (!found || found.transaction === 'none') throw new Error(`the tenants page needs the API route ${operationId}, run in a transaction`);
+    if (!found || found.transaction === 'none')
+      throw new Error(`the tenants page needs the API route ${operationId}, run in a transaction`);
     return found;
   };
 
@@ -97,23 +125,45 @@ export function registerTenantSwitcher(site: AdminSite): void {
   };
   const checks = { create: checker(CreateTenantBody), addHost: checker(AddHostBody), invite: checker(InviteAdminBody) };
 
-  const refusal = (page: AdminPageContext, refused: ProblemError, form: FormName, schema: TSchema | undefined, fields: readonly string[], required: readonly string[]): Refusal => ({
+  const refusal = (
+    page: AdminPageContext,
+    refused: ProblemError,
+    form: FormName,
+    schema: TSchema | undefined,
+    fields: readonly string[],
+    required: readonly string[],
+  ): Refusal => ({
     form,
     status: refused.status,
-    errors: errorsOf(refused, fields, describer(schema, page.body, (f) => required.includes(f), (f) => TEXTS[f])),
+    errors: errorsOf(
+      refused,
+      fields,
+      describer(
+        schema,
+        page.body,
+        (f) => required.includes(f),
+        (f) => TEXTS[f],
+      ),
+    ),
     values: Object.fromEntries(fields.map((f) => [f, text(page.body, f)])),
   });
 
   // A refusal a form cannot show (403, 404, a server error) is the shell's error page.
-  const orErrorPage = async (page: AdminPageContext, refused: ProblemError, render: () => Promise<string>): Promise<string> =>
-    formProblem(refused) ? render() : page.render(errorView(refused));
+  const orErrorPage = async (
+    page: AdminPageContext,
+    refused: ProblemError,
+    render: () => Promise<string>,
+  ): Promise<string> => (formProblem(refused) ? render() : page.render(errorView(refused)));
 
   async function renderList(page: AdminPageContext, refused?: Refusal): Promise<string> {
-    const query = (refused ? { limit: 20, offset: 0, sort: 'createdAt' } : page.query) as unknown as PageQuery & { q?: string };
+    const query = (refused ? { limit: 20, offset: 0, sort: 'createdAt' } : page.query) as unknown as PageQuery & {
+      q?: string;
+    };
     const port = requestPort(page.request.headers.host, site.services.config.server.port);
     const q = typeof query.q === 'string' ? query.q : '';
     const tenants = await switcherPage(page.tx, query, port, q);
-    const href = (params: Record<string, string>) => `${LIST}?${new URLSearchParams({ limit: String(query.limit), ...(q ? { q } : {}), ...params })}`;
+    const href = (params: Record<string, string>) =>
+      `${LIST}?${new URLSearchParams({ limit: String(query.limit), ...(q ? { q } : {}), ...params })}`;
     const body = renderTemplate('./admin/pages/tenants', {
       page: tenants,
       q,
@@ -143,7 +193,12 @@ export function registerTenantSwitcher(site: AdminSite): void {
       csrf: page.csrf(),
       csrfField: FORM_TOKEN_FIELD,
     });
-    return page.render({ title: `Tenant ${tenant.name}`, body, fragment: body, ...(refused ? { status: refused.status } : {}) });
+    return page.render({
+      title: `Tenant ${tenant.name}`,
+      body,
+      fragment: body,
+      ...(refused ? { status: refused.status } : {}),
+    });
   }
 
   // After an action: the tenant's page, saying what was done (the API's Location header is not ours to send).
@@ -173,7 +228,13 @@ export function registerTenantSwitcher(site: AdminSite): void {
       const created = (await runApiRoute(create, page, { body })) as { id: string };
       return after(page, created.id, 'created');
     },
-    onError: (page, refused) => orErrorPage(page, refused, () => renderList(page, refusal(page, refused, 'create', CreateTenantBody, ['name', 'slug', 'host'], ['name', 'slug', 'host']))),
+    onError: (page, refused) =>
+      orErrorPage(page, refused, () =>
+        renderList(
+          page,
+          refusal(page, refused, 'create', CreateTenantBody, ['name', 'slug', 'host'], ['name', 'slug', 'host']),
+        ),
+      ),
   });
 
   registerAdminPage(site, {
@@ -198,7 +259,10 @@ export function registerTenantSwitcher(site: AdminSite): void {
       await runApiRoute(addHost, page, { params: { id: page.params.id }, body });
       return after(page, page.params.id!, 'host-added');
     },
-    onError: (page, refused) => orErrorPage(page, refused, () => renderTenant(page, refusal(page, refused, 'addHost', AddHostBody, ['host', 'primary'], ['host']))),
+    onError: (page, refused) =>
+      orErrorPage(page, refused, () =>
+        renderTenant(page, refusal(page, refused, 'addHost', AddHostBody, ['host', 'primary'], ['host'])),
+      ),
   });
 
   const removeHost = route('tenant-tenant-remove-host');
@@ -213,7 +277,8 @@ export function registerTenantSwitcher(site: AdminSite): void {
       await runApiRoute(removeHost, page, { params: { id: page.params.id, host: text(page.body, 'host') } });
       return after(page, page.params.id!, 'host-removed');
     },
-    onError: (page, refused) => orErrorPage(page, refused, () => renderTenant(page, refusal(page, refused, 'action', undefined, [], []))),
+    onError: (page, refused) =>
+      orErrorPage(page, refused, () => renderTenant(page, refusal(page, refused, 'action', undefined, [], []))),
   });
 
   for (const [action, operationId, what] of [
@@ -232,7 +297,8 @@ export function registerTenantSwitcher(site: AdminSite): void {
         await runApiRoute(api, page, { params: { id: page.params.id } });
         return after(page, page.params.id!, what);
       },
-      onError: (page, refused) => orErrorPage(page, refused, () => renderTenant(page, refusal(page, refused, 'action', undefined, [], []))),
+      onError: (page, refused) =>
+        orErrorPage(page, refused, () => renderTenant(page, refusal(page, refused, 'action', undefined, [], []))),
     });
   }
 
@@ -250,6 +316,9 @@ export function registerTenantSwitcher(site: AdminSite): void {
       await runApiRoute(invite, page, { params: { id: page.params.id }, body });
       return after(page, page.params.id!, 'invited');
     },
-    onError: (page, refused) => orErrorPage(page, refused, () => renderTenant(page, refusal(page, refused, 'invite', InviteAdminBody, ['email', 'displayName'], ['email']))),
+    onError: (page, refused) =>
+      orErrorPage(page, refused, () =>
+        renderTenant(page, refusal(page, refused, 'invite', InviteAdminBody, ['email', 'displayName'], ['email'])),
+      ),
   });
 }

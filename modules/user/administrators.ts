@@ -24,7 +24,13 @@ const lastAdministrator = (detail: string) => problem('LAST_ADMINISTRATOR', deta
  */
 async function lockAdministrators(ctx: TxContext): Promise<void> {
   await ctx.db
-    .selectNoFrom((eb) => eb.fn('pg_advisory_xact_lock', [eb.fn('hashtextextended', [eb.val(`administrators:${ctx.tenant.id}`), eb.lit(0)])]).as('locked'))
+    .selectNoFrom((eb) =>
+      eb
+        .fn('pg_advisory_xact_lock', [
+          eb.fn('hashtextextended', [eb.val(`administrators:${ctx.tenant.id}`), eb.lit(0)]),
+        ])
+        .as('locked'),
+    )
     .execute();
 }
 

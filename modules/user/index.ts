@@ -8,7 +8,10 @@ export const userModule = defineModule({
   description: 'People in a tenant, with a status and roles',
   permissions: [
     { name: 'user:read', description: 'User list and reads; the Users navigation entry' },
-    { name: 'user:manage', description: 'Invite, create, update, delete users; set their password and roles; deactivate' },
+    {
+      name: 'user:manage',
+      description: 'Invite, create, update, delete users; set their password and roles; deactivate',
+    },
   ],
   // The seven user events: the entity's three plus the four of its flows.
   events: [

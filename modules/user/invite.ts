@@ -22,7 +22,10 @@ export interface InviteOptions {
 }
 
 /** The user of this tenant at an address, compared case-insensitively, soft-deleted ones aside. */
-export async function findUserByEmail(ctx: TxContext, email: string): Promise<(UserRow & { hasPassword: boolean }) | undefined> {
+export async function findUserByEmail(
+  ctx: TxContext,
+  email: string,
+): Promise<(UserRow & { hasPassword: boolean }) | undefined> {
   return userByEmail(ctx, email)
     .select(USER_ROW)
     .select((eb) => eb('password_hash', 'is not', null).$castTo<boolean>().as('hasPassword'))
@@ -34,7 +37,11 @@ export async function findUserByEmail(ctx: TxContext, email: string): Promise<(U
  * holding the given roles, granted in this same transaction, and user.invited. An address already
  * present, in any letter case, is 409 ALREADY_EXISTS; an unknown role is 422 ROLE_UNKNOWN.
  */
-export async function inviteUser(ctx: TxContext, invitation: Invitation, options: InviteOptions = {}): Promise<UserRow> {
+export async function inviteUser(
+  ctx: TxContext,
+  invitation: Invitation,
+  options: InviteOptions = {},
+): Promise<UserRow> {
   const email = invitation.email.trim();
   const roles = await checkedRoles(ctx, invitation.roles ?? []);
   if (await findUserByEmail(ctx, email)) throw alreadyPresent();
@@ -54,4 +61,7 @@ export async function inviteUser(ctx: TxContext, invitation: Invitation, options
   return row;
 }
 
-const alreadyPresent = () => problem('ALREADY_EXISTS', 'a user with this address already exists in this tenant', { extensions: { field: 'email' } });
+const alreadyPresent = () =>
+  problem('ALREADY_EXISTS', 'a user with this address already exists in this tenant', {
+    extensions: { field: 'email' },
+  });

@@ -23,7 +23,8 @@ export const PASSWORD_MAX_LENGTH = 1024;
  * address matches no usable account costs what a real verification costs, so timing does not
  * tell whether an address exists.
  */
-export const DUMMY_HASH = '$argon2id$v=19$m=19456,p=1,t=2$u/EpxtZW8yWAZ0cUlAogtw$KLBHGDodgatFp30YuFsX1s7AgC/aVFeRNZHXj9snJ9A';
+export const DUMMY_HASH =
+  '$argon2id$v=19$m=19456,p=1,t=2$u/EpxtZW8yWAZ0cUlAogtw$KLBHGDodgatFp30YuFsX1s7AgC/aVFeRNZHXj9snJ9A';
 
 /** Returns the first broken policy rule as a sentence, or undefined. */
 export function passwordPolicyViolation(plain: string): string | undefined {

@@ -6,7 +6,9 @@ import { roleDirectory } from '../../framework/access/roles.ts';
 export function normaliseRoles(roles: readonly string[]): string[] {
   const cleaned = roles.map((r) => r.trim().toLowerCase());
   if (cleaned.some((r) => r === '')) {
-    throw problem('VALIDATION_FAILED', 'a role name may not be empty', { errors: [{ pointer: '/body/roles', message: 'empty role name' }] });
+    throw problem('VALIDATION_FAILED', 'a role name may not be empty', {
+      errors: [{ pointer: '/body/roles', message: 'empty role name' }],
+    });
   }
   return [...new Set(cleaned)].sort();
 }
@@ -44,7 +46,11 @@ export interface RoleChange {
  * What replacing a user's roles with the requested set changes: both sets normalised, the new one
  * refused (422 ROLE_UNKNOWN) unless every role exists here; undefined when the sets are equal.
  */
-export async function roleChange(ctx: TxContext, current: readonly string[], requested: readonly string[]): Promise<RoleChange | undefined> {
+export async function roleChange(
+  ctx: TxContext,
+  current: readonly string[],
+  requested: readonly string[],
+): Promise<RoleChange | undefined> {
   const after = await checkedRoles(ctx, requested);
   const before = normaliseRoles(current);
   return sameRoles(before, after) ? undefined : { before, after };

@@ -8,7 +8,13 @@ import { usersService } from './users-service.ts';
 import { administrators } from './administrators.ts';
 
 export const SetPasswordBody = Type.Object(
-  { password: Type.String({ minLength: PASSWORD_MIN_LENGTH, maxLength: PASSWORD_MAX_LENGTH, description: 'The new password; never stored or shown, only its argon2id hash is kept.' }) },
+  {
+    password: Type.String({
+      minLength: PASSWORD_MIN_LENGTH,
+      maxLength: PASSWORD_MAX_LENGTH,
+      description: 'The new password; never stored or shown, only its argon2id hash is kept.',
+    }),
+  },
   { additionalProperties: false },
 );
 
@@ -32,10 +38,12 @@ export const setPassword: CommandDefinition<UserFields, typeof SetPasswordBody> 
   admin: {
     label: 'Set password',
     intro: 'Sets a new password and signs the person out everywhere. An invited person becomes active.',
-    fields: { password: { label: 'New password', hint: 'At least 8 characters. Tell the person through a safe channel.' } },
+    fields: {
+      password: { label: 'New password', hint: 'At least 8 characters. Tell the person through a safe channel.' },
+    },
   },
   description:
-    'Stores the argon2id hash of the password and makes an invited user active, and ends every session of that person in the same transaction, as a reset does (the caller\'s own too when it names the caller; POST /api/v1/auth/password changes one\'s own password and keeps the current session). Setting it again, even to the same password, stores a new hash and publishes user.password_set again. Refused with 409 INVALID_STATE for a deactivated user.',
+    "Stores the argon2id hash of the password and makes an invited user active, and ends every session of that person in the same transaction, as a reset does (the caller's own too when it names the caller; POST /api/v1/auth/password changes one's own password and keeps the current session). Setting it again, even to the same password, stores a new hash and publishes user.password_set again. Refused with 409 INVALID_STATE for a deactivated user.",
   body: SetPasswordBody,
   // A deactivated user is refused (409 INVALID_STATE, the entity's refusal) before run.
   states: { from: ['invited', 'active'], hint: 'A deactivated person cannot be given a password.' },
@@ -58,7 +66,12 @@ export const setRoles: CommandDefinition<UserFields, typeof RolesBody> = {
   admin: {
     label: 'Roles',
     intro: 'Sets every role the person holds; roles left out are taken away.',
-    fields: { roles: { label: 'Roles', hint: 'The names of the roles, like admin or support. Each must exist on the Roles page.' } },
+    fields: {
+      roles: {
+        label: 'Roles',
+        hint: 'The names of the roles, like admin or support. Each must exist on the Roles page.',
+      },
+    },
   },
   description:
     'Sends the complete role set. Names are trimmed, lower-cased, deduplicated and sorted before they are stored; a name no role of this tenant has is refused with 422 ROLE_UNKNOWN. The same set in any order changes nothing and publishes nothing; a different set publishes user.roles_set. A set that would leave the tenant with no active user holding every permission (*) is refused with 409 LAST_ADMINISTRATOR.',
@@ -82,8 +95,8 @@ export const deactivate: CommandDefinition<UserFields> = {
   summary: 'Deactivate a user',
   admin: { label: 'Deactivate', intro: 'The person can no longer sign in, and is signed out everywhere.' },
   description:
-    'The person can no longer sign in, and their sessions stop counting immediately; the sign-in area deletes them when it handles user.deactivated. Deactivating a deactivated user changes nothing and publishes nothing. Deactivating the tenant\'s last administrator (the last active user holding every permission, *) is refused with 409 LAST_ADMINISTRATOR. No body.',
-  problems: { 409: 'The user is the tenant\'s last administrator (LAST_ADMINISTRATOR)' },
+    "The person can no longer sign in, and their sessions stop counting immediately; the sign-in area deletes them when it handles user.deactivated. Deactivating a deactivated user changes nothing and publishes nothing. Deactivating the tenant's last administrator (the last active user holding every permission, *) is refused with 409 LAST_ADMINISTRATOR. No body.",
+  problems: { 409: "The user is the tenant's last administrator (LAST_ADMINISTRATOR)" },
   // Deactivating a deactivated user is accepted and changes nothing (the declared states).
   states: { from: ['invited', 'active'], unchanged: ['deactivated'] },
   publishes: ['user.deactivated'],

@@ -27,9 +27,18 @@ export function userByEmail(ctx: TxContext, email: string) {
  * Whether a live, active user holds any of these roles, leaving out the user `except` names (the
  * one a change is about to take out): the last-administrator rule (administrators.ts) asks this.
  */
-export async function anyActiveHolding(ctx: TxContext, roles: readonly string[], options: { except?: string } = {}): Promise<boolean> {
+export async function anyActiveHolding(
+  ctx: TxContext,
+  roles: readonly string[],
+  options: { except?: string } = {},
+): Promise<boolean> {
   if (roles.length === 0) return false;
-  let query = ctx.db.selectFrom('users').select('id').where('status', '=', 'active').where('deleted_at', 'is', null).where((eb) => eb('roles', '&&', eb.val([...roles])));
+  let query = ctx.db
+    .selectFrom('users')
+    .select('id')
+    .where('status', '=', 'active')
+    .where('deleted_at', 'is', null)
+    .where((eb) => eb('roles', '&&', eb.val([...roles])));
   if (options.except !== undefined) query = query.where('id', '<>', options.except);
   return (await query.limit(1).executeTakeFirst()) !== undefined;
 }

@@ -31,7 +31,12 @@ export const usersService = {
 
   /** The live user with this id, as the API shows it (never the password hash), or undefined. */
   async findById(ctx: TxContext, userId: string): Promise<UserRow | undefined> {
-    return ctx.db.selectFrom('users').select(USER_ROW).where('id', '=', userId).where('deleted_at', 'is', null).executeTakeFirst();
+    return ctx.db
+      .selectFrom('users')
+      .select(USER_ROW)
+      .where('id', '=', userId)
+      .where('deleted_at', 'is', null)
+      .executeTakeFirst();
   },
 
   /**
@@ -40,8 +45,16 @@ export const usersService = {
    * instead: enough to keep the status from changing, while other readers that only share it
    * (two sign-ins of one person) do not wait for each other.
    */
-  async lock(ctx: TxContext, userId: string, options: { share?: boolean } = {}): Promise<{ id: string; status: UserStatus } | undefined> {
-    const query = ctx.db.selectFrom('users').select(['id', 'status']).where('id', '=', userId).where('deleted_at', 'is', null);
+  async lock(
+    ctx: TxContext,
+    userId: string,
+    options: { share?: boolean } = {},
+  ): Promise<{ id: string; status: UserStatus } | undefined> {
+    const query = ctx.db
+      .selectFrom('users')
+      .select(['id', 'status'])
+      .where('id', '=', userId)
+      .where('deleted_at', 'is', null);
     return (options.share ? query.forShare() : query.forUpdate()).executeTakeFirst();
   },
 
@@ -61,7 +74,12 @@ export const usersService = {
    * becomes active in the same statement. A deactivated (or deleted) user is refused with 409
    * INVALID_STATE and nothing is written: callers that want their own wording check first.
    */
-  async setPasswordHash(ctx: TxContext, userId: string, hash: string, options: { activate?: boolean } = {}): Promise<void> {
+  async setPasswordHash(
+    ctx: TxContext,
+    userId: string,
+    hash: string,
+    options: { activate?: boolean } = {},
+  ): Promise<void> {
     const updated = await ctx.db
       .updateTable('users')
       .set({ password_hash: hash, updated_at: ctx.now, ...(options.activate ? { status: 'active' as const } : {}) })
@@ -80,15 +98,27 @@ export const usersService = {
    * A set that takes the tenant's last administrator away is 409 LAST_ADMINISTRATOR, nothing written.
    * Answers the roles now held.
    */
-  async setRoles(ctx: TxContext, user: { id: string; roles: readonly string[] }, roles: readonly string[]): Promise<string[]> {
+  async setRoles(
+    ctx: TxContext,
+    user: { id: string; roles: readonly string[] },
+    roles: readonly string[],
+  ): Promise<string[]> {
     const change = await roleChange(ctx, user.roles, roles);
     if (!change) return normaliseRoles(user.roles);
     if (change.before.some((role) => !change.after.includes(role))) {
       // A role taken away may be the tenant's last administrator's.
       const locked = await usersService.lock(ctx, user.id);
-      if (locked) await administrators.assertOneRemains(ctx, { user: { id: user.id, status: locked.status, roles: change.before }, roles: change.after });
+      if (locked)
+        await administrators.assertOneRemains(ctx, {
+          user: { id: user.id, status: locked.status, roles: change.before },
+          roles: change.after,
+        });
     }
-    await ctx.db.updateTable('users').set({ roles: change.after, updated_at: ctx.now }).where('id', '=', user.id).execute();
+    await ctx.db
+      .updateTable('users')
+      .set({ roles: change.after, updated_at: ctx.now })
+      .where('id', '=', user.id)
+      .execute();
     publishRolesSet(ctx, user.id, change);
     return change.after;
   },
@@ -96,7 +126,13 @@ export const usersService = {
   /** The ids of the live, active users holding any of these roles (e.g. the tenant's admins, to notify them). */
   async activeHolding(ctx: TxContext, roles: readonly string[]): Promise<string[]> {
     if (roles.length === 0) return [];
-    const rows = await ctx.db.selectFrom('users').select('id').where('status', '=', 'active').where('deleted_at', 'is', null).where((eb) => eb('roles', '&&', eb.val([...roles]))).execute();
+    const rows = await ctx.db
+      .selectFrom('users')
+      .select('id')
+      .where('status', '=', 'active')
+      .where('deleted_at', 'is', null)
+      .where((eb) => eb('roles', '&&', eb.val([...roles])))
+      .execute();
     return rows.map((r) => r.id);
   },
 
@@ -113,10 +149,12 @@ export const usersService = {
       .where('deleted_at', 'is', null)
       .returning(['id', 'roles', 'status'])
       .execute();
-    for (const user of changed) publishRolesSet(ctx, user.id, { before: [...user.roles, role].sort(), after: user.roles });
+    for (const user of changed)
+      publishRolesSet(ctx, user.id, { before: [...user.roles, role].sort(), after: user.roles });
     return { heldByActive: changed.some((user) => user.status === 'active') };
   },
 
   /** Invites a person (see inviteUser): an invited user holding the roles, and user.invited. */
-  invite: (ctx: TxContext, invitation: Invitation, options?: InviteOptions): Promise<UserRow> => inviteUser(ctx, invitation, options),
+  invite: (ctx: TxContext, invitation: Invitation, options?: InviteOptions): Promise<UserRow> =>
+    inviteUser(ctx, invitation, options),
 } as const;

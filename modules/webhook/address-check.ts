@@ -94,14 +94,21 @@ export async function checkedTarget(hostname: string, allowPrivate: boolean): Pr
     try {
       addresses = await lookup(host, { all: true, verbatim: true });
     } catch (err) {
-      return { ok: false, reason: `the host ${host} does not resolve (${(err as NodeJS.ErrnoException).code ?? 'lookup failed'})` };
+      return {
+        ok: false,
+        reason: `the host ${host} does not resolve (${(err as NodeJS.ErrnoException).code ?? 'lookup failed'})`,
+      };
     }
   }
   if (addresses.length === 0) return { ok: false, reason: `the host ${host} has no address` };
   if (!allowPrivate) {
     for (const { address } of addresses) {
       const why = refusalOf(address);
-      if (why) return { ok: false, reason: `refused: ${host === address ? address : `${host} resolves to ${address}`}, ${why}; private networks are not allowed (webhooks.allow_private_networks)` };
+      if (why)
+        return {
+          ok: false,
+          reason: `refused: ${host === address ? address : `${host} resolves to ${address}`}, ${why}; private networks are not allowed (webhooks.allow_private_networks)`,
+        };
     }
   }
   const first = addresses[0]!;

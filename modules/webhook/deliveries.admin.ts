@@ -15,7 +15,8 @@ const RESULTS: Record<string, string> = {
 function why(status: string, error: string | null, httpStatus: number | null): string {
   if (status === 'succeeded' || !error) return '';
   if (status === 'refused') return error.replace(/^refused: /, '').replace(/ \(webhooks\.[a-z_]+\)$/, '');
-  if (httpStatus !== null && httpStatus >= 300 && httpStatus < 400) return 'The receiver redirected; redirects are not followed.';
+  if (httpStatus !== null && httpStatus >= 300 && httpStatus < 400)
+    return 'The receiver redirected; redirects are not followed.';
   if (httpStatus !== null) return 'The receiver did not accept it.';
   return error;
 }
@@ -46,7 +47,9 @@ export function registerDeliveryLogPage(site: AdminSite): void {
         answer: d.httpStatus ?? 'none',
         why: why(String(d.status), d.error as string | null, d.httpStatus as number | null),
       }));
-      const nextHref = log.next ? `/admin/webhook/deliveries?${new URLSearchParams({ limit: String(query.limit), sort: query.sort, after: log.next })}` : null;
+      const nextHref = log.next
+        ? `/admin/webhook/deliveries?${new URLSearchParams({ limit: String(query.limit), sort: query.sort, after: log.next })}`
+        : null;
       const body = renderTemplate('./admin/pages/webhook-deliveries', { page: log, rows, csrf: page.csrf(), nextHref });
       return page.render({ title: 'Webhook deliveries', body });
     },

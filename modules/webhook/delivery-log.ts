@@ -11,15 +11,25 @@ export const Delivery = Type.Object(
   {
     id: Type.String({ format: 'uuid', description: 'This attempt; what send-again names.' }),
     endpointId: Type.String({ format: 'uuid', description: 'The endpoint it was sent to.' }),
-    webhookId: Type.String({ description: 'The Webhook-Id sent: the event id, the same on every attempt and on send-again.' }),
+    webhookId: Type.String({
+      description: 'The Webhook-Id sent: the event id, the same on every attempt and on send-again.',
+    }),
     event: Type.String({ description: 'The event type sent.' }),
     attempt: Type.Integer({ minimum: 1, description: '1 for the first attempt, then one more per retry.' }),
-    status: Type.Union(['succeeded', 'failed', 'refused', 'dead'].map((s) => Type.Literal(s)), {
-      description: 'succeeded (a 2xx answer); failed (another answer, a timeout or a network error: retried); refused (the URL or its address is not allowed: never sent, not retried); dead (the last attempt failed: no more retries).',
+    status: Type.Union(
+      ['succeeded', 'failed', 'refused', 'dead'].map((s) => Type.Literal(s)),
+      {
+        description:
+          'succeeded (a 2xx answer); failed (another answer, a timeout or a network error: retried); refused (the URL or its address is not allowed: never sent, not retried); dead (the last attempt failed: no more retries).',
+      },
+    ),
+    httpStatus: Type.Union([Type.Integer(), Type.Null()], {
+      description: 'The receiver’s status code; null when nothing answered.',
     }),
-    httpStatus: Type.Union([Type.Integer(), Type.Null()], { description: 'The receiver’s status code; null when nothing answered.' }),
     durationMs: Type.Integer({ minimum: 0 }),
-    error: Type.Union([Type.String(), Type.Null()], { description: 'Why the attempt failed or was refused; null on success.' }),
+    error: Type.Union([Type.String(), Type.Null()], {
+      description: 'Why the attempt failed or was refused; null on success.',
+    }),
     createdAt: Type.String({ format: 'date-time', description: 'When the attempt ended.' }),
   },
   { additionalProperties: false, title: 'WebhookDelivery' },
@@ -29,12 +39,19 @@ const COLUMNS = `id, endpoint_id as "endpointId", message_id as "webhookId", eve
   http_status as "httpStatus", duration_ms as "durationMs", error, created_at as "createdAt"`;
 
 /** The tenant's log over all its endpoints, paged by (created_at, id) from the log's age index. */
-const pages = new KeysetPager({ select: COLUMNS, from: 'webhook_deliveries', id: 'id', where: [], sorts: { createdAt: { column: 'created_at' } } });
+const pages = new KeysetPager({
+  select: COLUMNS,
+  from: 'webhook_deliveries',
+  id: 'id',
+  where: [],
+  sorts: { createdAt: { column: 'created_at' } },
+});
 
 export const DeliveryListQuery = pageQuerySchema({
   sorts: ['createdAt'],
   defaultSort: '-createdAt',
-  sortDescription: 'Newest first (-createdAt) unless sort=createdAt asks for oldest first. Ties break on id, in the same direction.',
+  sortDescription:
+    'Newest first (-createdAt) unless sort=createdAt asks for oldest first. Ties break on id, in the same direction.',
 });
 
 /** A page of the tenant's delivery log (the API's list and the admin page). */
@@ -63,7 +80,9 @@ export const deliveryLogPurge: JobDefinition = {
   perTenant: true,
   async run(ctx) {
     const cutoff = new Date(ctx.now.getTime() - LOG_RETENTION_DAYS * 86400_000);
-    const deleted = await ctx.transaction((tx) => tx.db.deleteFrom('webhook_deliveries').where('created_at', '<', cutoff).executeTakeFirst());
+    const deleted = await ctx.transaction((tx) =>
+      tx.db.deleteFrom('webhook_deliveries').where('created_at', '<', cutoff).executeTakeFirst(),
+    );
     return { deleted: Number(deleted.numDeletedRows), before: cutoff.toISOString() };
   },
 };

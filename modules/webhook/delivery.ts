@@ -44,7 +44,13 @@ export function deliveryRetry(baseMs: number): { retryDelay: number; retryDelayM
 
 /** The request body: `{id, type, createdAt, tenant, data}`, data the event's payload (no addresses, bodies or links: SPEC). */
 export function messageBody(job: DeliveryJob): string {
-  return JSON.stringify({ id: job.id, type: job.name, createdAt: job.createdAt, tenant: job.tenantId, data: job.payload });
+  return JSON.stringify({
+    id: job.id,
+    type: job.name,
+    createdAt: job.createdAt,
+    tenant: job.tenantId,
+    data: job.payload,
+  });
 }
 
 function logStatus(attempt: Attempt, last: boolean): 'succeeded' | 'failed' | 'refused' | 'dead' {
@@ -69,10 +75,16 @@ export const DEACTIVATE_AFTER_MS = 3 * 86400_000;
  * tenant's active admins. The row is locked, so two attempts ending together deactivate once.
  */
 async function recordHealth(ctx: TxContext, endpointId: string, status: string, now: Date): Promise<void> {
-  const endpoint = await ctx.db.selectFrom('webhook_endpoints').select(['url', 'active', 'failing_since']).where('id', '=', endpointId).forUpdate().executeTakeFirst();
+  const endpoint = await ctx.db
+    .selectFrom('webhook_endpoints')
+    .select(['url', 'active', 'failing_since'])
+    .where('id', '=', endpointId)
+    .forUpdate()
+    .executeTakeFirst();
   if (!endpoint) return;
   if (status === 'succeeded') {
-    if (endpoint.failing_since) await ctx.db.updateTable('webhook_endpoints').set({ failing_since: null }).where('id', '=', endpointId).execute();
+    if (endpoint.failing_since)
+      await ctx.db.updateTable('webhook_endpoints').set({ failing_since: null }).where('id', '=', endpointId).execute();
     return;
   }
   if (!endpoint.failing_since) {
@@ -80,7 +92,11 @@ async function recordHealth(ctx: TxContext, endpointId: string, status: string, 
     return;
   }
   if (!endpoint.active || now.getTime() - endpoint.failing_since.getTime() < DEACTIVATE_AFTER_MS) return;
-  await ctx.db.updateTable('webhook_endpoints').set({ active: false, updated_at: now }).where('id', '=', endpointId).execute();
+  await ctx.db
+    .updateTable('webhook_endpoints')
+    .set({ active: false, updated_at: now })
+    .where('id', '=', endpointId)
+    .execute();
   ctx.publish('webhook.endpoint.updated', { id: endpointId, changed: ['active'] });
   const host = new URL(endpoint.url).host;
   for (const recipientId of await usersService.activeHolding(ctx, ['admin'])) {
@@ -100,7 +116,11 @@ async function recordHealth(ctx: TxContext, endpointId: string, status: string, 
  * or a network error throws, so pg-boss retries it; a refused target (scheme, address) is logged
  * and not retried, as retrying cannot change the answer.
  */
-async function deliverOnce(data: Record<string, unknown>, services: Services, attempt: { number: number; last: boolean }): Promise<void> {
+async function deliverOnce(
+  data: Record<string, unknown>,
+  services: Services,
+  attempt: { number: number; last: boolean },
+): Promise<void> {
   const job = data as DeliveryJob;
   const tenant = await tenantById(services.db, job.tenantId);
   if (!tenant) return;
@@ -116,9 +136,19 @@ async function deliverOnce(data: Record<string, unknown>, services: Services, at
   const now = services.clock.now();
   const timestamp = Math.floor(now.getTime() / 1000);
   const body = messageBody(job);
-  const secrets = endpoint.previous_secret && endpoint.previous_secret_until && endpoint.previous_secret_until > now ? [endpoint.secret, endpoint.previous_secret] : [endpoint.secret];
-  const headers = { 'webhook-id': job.id, 'webhook-timestamp': String(timestamp), 'webhook-signature': signatureHeader(secrets, job.id, timestamp, body) };
-  const result = await send(endpoint.url, headers, body, { allowHttp: services.config.webhooks.allow_http, allowPrivateNetworks: services.config.webhooks.allow_private_networks });
+  const secrets =
+    endpoint.previous_secret && endpoint.previous_secret_until && endpoint.previous_secret_until > now
+      ? [endpoint.secret, endpoint.previous_secret]
+      : [endpoint.secret];
+  const headers = {
+    'webhook-id': job.id,
+    'webhook-timestamp': String(timestamp),
+    'webhook-signature': signatureHeader(secrets, job.id, timestamp, body),
+  };
+  const result = await send(endpoint.url, headers, body, {
+    allowHttp: services.config.webhooks.allow_http,
+    allowPrivateNetworks: services.config.webhooks.allow_private_networks,
+  });
   const status = logStatus(result, attempt.last);
   const error = errorOf(result);
   await services.transactions.run(tenant, async (ctx) => {
@@ -139,10 +169,19 @@ async function deliverOnce(data: Record<string, unknown>, services: Services, at
       })
       .execute();
   });
-  const logged = { endpointId: job.endpointId, tenantId: job.tenantId, event: job.name, webhookId: job.id, attempt: attempt.number, status, error };
+  const logged = {
+    endpointId: job.endpointId,
+    tenantId: job.tenantId,
+    event: job.name,
+    webhookId: job.id,
+    attempt: attempt.number,
+    status,
+    error,
+  };
   if (status === 'succeeded') services.log.info(logged, 'webhook delivered');
   else services.log.warn(logged, 'webhook delivery failed');
-  if (status === 'failed' || status === 'dead') throw new Error(`webhook delivery to endpoint ${job.endpointId} failed: ${error}`);
+  if (status === 'failed' || status === 'dead')
+    throw new Error(`webhook delivery to endpoint ${job.endpointId} failed: ${error}`);
 }
 
 /** Deliveries: at most 2 at once per endpoint and 8 in all per worker process, so one slow endpoint holds at most 2 of a process's slots. */

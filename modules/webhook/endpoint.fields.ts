@@ -16,7 +16,8 @@ export const endpointFields = {
     minItems: 1,
     maxItems: 100,
     uniqueItems: true,
-    description: 'The event names it receives: names the service publishes (GET /api/v1/admin/resources lists them), or "*" for every event.',
+    description:
+      'The event names it receives: names the service publishes (GET /api/v1/admin/resources lists them), or "*" for every event.',
     examples: [['*']],
   }),
   active: Type.Optional(WithDefault(Type.Boolean({ description: 'Only active endpoints receive deliveries.' }), true)),

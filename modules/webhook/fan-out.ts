@@ -13,17 +13,30 @@ async function queue(jobs: SubscriptionJobs, job: DeliveryJob): Promise<void> {
   await jobs.send(DELIVERY_QUEUE, job, { group: job.endpointId });
 }
 
-async function forward(ctx: TxContext, event: { id: string; name: string; occurredAt: string; payload: Record<string, unknown> }, jobs: SubscriptionJobs): Promise<void> {
+async function forward(
+  ctx: TxContext,
+  event: { id: string; name: string; occurredAt: string; payload: Record<string, unknown> },
+  jobs: SubscriptionJobs,
+): Promise<void> {
   const endpoints = await ctx.db
     .selectFrom('webhook_endpoints')
     .select('id')
     .where('deleted_at', 'is', null)
     .where('active', '=', true)
     .where('secret', 'is not', null)
-    .where((eb) => eb.or([eb(eb.val(event.name), '=', eb.fn.any('events')), eb(eb.val(ALL_EVENTS), '=', eb.fn.any('events'))]))
+    .where((eb) =>
+      eb.or([eb(eb.val(event.name), '=', eb.fn.any('events')), eb(eb.val(ALL_EVENTS), '=', eb.fn.any('events'))]),
+    )
     .execute();
   for (const { id } of endpoints) {
-    await queue(jobs, { tenantId: ctx.tenant.id, endpointId: id, id: event.id, name: event.name, createdAt: event.occurredAt, payload: event.payload });
+    await queue(jobs, {
+      tenantId: ctx.tenant.id,
+      endpointId: id,
+      id: event.id,
+      name: event.name,
+      createdAt: event.occurredAt,
+      payload: event.payload,
+    });
   }
 }
 
@@ -43,10 +56,21 @@ export const webhookFanOut: SubscriptionDefinition = {
     const endpointId = typeof event.payload.id === 'string' && isUuid(event.payload.id) ? event.payload.id : undefined;
     if (!endpointId) return;
     if (event.name === TEST_REQUESTED) {
-      await queue(jobs, { tenantId: ctx.tenant.id, endpointId, id: uuidv7(ctx.now.getTime()), name: TEST_EVENT_TYPE, createdAt: event.occurredAt, payload: { endpointId }, evenIfInactive: true });
+      await queue(jobs, {
+        tenantId: ctx.tenant.id,
+        endpointId,
+        id: uuidv7(ctx.now.getTime()),
+        name: TEST_EVENT_TYPE,
+        createdAt: event.occurredAt,
+        payload: { endpointId },
+        evenIfInactive: true,
+      });
       return;
     }
-    const deliveryId = typeof event.payload.deliveryId === 'string' && isUuid(event.payload.deliveryId) ? event.payload.deliveryId : undefined;
+    const deliveryId =
+      typeof event.payload.deliveryId === 'string' && isUuid(event.payload.deliveryId)
+        ? event.payload.deliveryId
+        : undefined;
     if (!deliveryId) return;
     const logged = await ctx.db
       .selectFrom('webhook_deliveries')

@@ -14,7 +14,13 @@ import { REDELIVERY_REQUESTED, SECRET_ROTATED, TEST_REQUESTED } from './webhook-
 export const webhookModule = defineModule({
   name: 'webhook',
   description: 'Outgoing webhooks: the tenant’s events pushed to its own URLs, signed, retried and logged',
-  permissions: [{ name: 'webhook:manage', description: 'Webhook endpoints: create, change, delete, rotate their secret, send test events and read the delivery log' }],
+  permissions: [
+    {
+      name: 'webhook:manage',
+      description:
+        'Webhook endpoints: create, change, delete, rotate their secret, send test events and read the delivery log',
+    },
+  ],
   events: [TEST_REQUESTED, REDELIVERY_REQUESTED, SECRET_ROTATED],
   entities: [entity(endpoint)],
   routes: deliveryLogRoutes,

@@ -27,7 +27,12 @@ export type Attempt =
  * answers it, so no second resolution happens), no redirect followed (a 3xx is an answer like any
  * other non-2xx), 5 s to connect and 10 s in all.
  */
-export async function send(url: string, headers: Record<string, string>, body: string, policy: SendPolicy): Promise<Attempt> {
+export async function send(
+  url: string,
+  headers: Record<string, string>,
+  body: string,
+  policy: SendPolicy,
+): Promise<Attempt> {
   const started = performance.now();
   const elapsed = () => Math.round(performance.now() - started);
   let target: URL;
@@ -37,13 +42,20 @@ export async function send(url: string, headers: Record<string, string>, body: s
     return { outcome: 'refused', error: 'refused: the URL does not parse', durationMs: elapsed() };
   }
   if (target.protocol !== 'https:' && !(target.protocol === 'http:' && policy.allowHttp)) {
-    return { outcome: 'refused', error: `refused: ${target.protocol} URLs are not allowed (https only unless webhooks.allow_http)`, durationMs: elapsed() };
+    return {
+      outcome: 'refused',
+      error: `refused: ${target.protocol} URLs are not allowed (https only unless webhooks.allow_http)`,
+      durationMs: elapsed(),
+    };
   }
   const signal = AbortSignal.timeout(TOTAL_TIMEOUT_MS);
   const checked = await checkedTarget(target.hostname, policy.allowPrivateNetworks);
   if (!checked.ok) return { outcome: 'refused', error: checked.reason, durationMs: elapsed() };
   const pinned: LookupFunction = (_hostname, options, callback) => {
-    if (options.all) (callback as unknown as (e: null, a: { address: string; family: number }[]) => void)(null, [{ address: checked.address, family: checked.family }]);
+    if (options.all)
+      (callback as unknown as (e: null, a: { address: string; family: number }[]) => void)(null, [
+        { address: checked.address, family: checked.family },
+      ]);
     else callback(null, checked.address, checked.family);
   };
   const client = target.protocol === 'https:' ? https : http;
@@ -58,7 +70,12 @@ export async function send(url: string, headers: Record<string, string>, body: s
       target,
       {
         method: 'POST',
-        headers: { ...headers, 'content-type': 'application/json', 'content-length': String(Buffer.byteLength(body)), 'user-agent': 'Tenantry-Webhooks' },
+        headers: {
+          ...headers,
+          'content-type': 'application/json',
+          'content-length': String(Buffer.byteLength(body)),
+          'user-agent': 'Tenantry-Webhooks',
+        },
         lookup: pinned,
         agent: false,
         signal,
@@ -76,7 +93,10 @@ export async function send(url: string, headers: Record<string, string>, body: s
       },
     );
     request.on('socket', (socket) => {
-      const timer = setTimeout(() => request.destroy(new Error(`no connection within ${CONNECT_TIMEOUT_MS / 1000} s`)), CONNECT_TIMEOUT_MS);
+      const timer = setTimeout(
+        () => request.destroy(new Error(`no connection within ${CONNECT_TIMEOUT_MS / 1000} s`)),
+        CONNECT_TIMEOUT_MS,
+      );
       socket.once('connect', () => clearTimeout(timer));
       socket.once('close', () => clearTimeout(timer));
     });

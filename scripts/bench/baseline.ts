@@ -21,7 +21,11 @@ const settings = JSON.parse(process.env[SETTINGS_ENV] ?? '{}') as BaselineSettin
 const send = (message: ChildMessage) => process.send?.(message);
 
 const COLUMNS = 'id, created_at, updated_at, name, size, note, color, approved, approved_at';
-const quoted = (list: string) => list.split(', ').map((c) => `"${c}"`).join(', ');
+const quoted = (list: string) =>
+  list
+    .split(', ')
+    .map((c) => `"${c}"`)
+    .join(', ');
 
 /**
  * The service's list statements (framework/operations/paging.ts: the page plus one row, the total
@@ -79,13 +83,16 @@ async function main(): Promise<void> {
   pool.on('error', () => {});
   await pool.query(`drop table if exists ${BASELINE_TABLE}`);
   await pool.query(`create table ${BASELINE_TABLE} (like widgets including defaults including indexes)`);
-  for (const tenantId of settings.tenantIds) await pool.query(widgetRowsSql(BASELINE_TABLE, true), [1, settings.rowsPerTenant, tenantId]);
+  for (const tenantId of settings.tenantIds)
+    await pool.query(widgetRowsSql(BASELINE_TABLE, true), [1, settings.rowsPerTenant, tenantId]);
   await pool.query(`vacuum analyze ${BASELINE_TABLE}`);
   const tenantId = settings.tenantIds[0]!;
   // The first tenant's notifications, copied row for row (the table's row-level security wants the tenant set).
   await pool.query(`drop table if exists ${BASELINE_NOTIFICATIONS}`);
   await pool.query(`create table ${BASELINE_NOTIFICATIONS} (like notifications including defaults including indexes)`);
-  await pool.query(`begin; select set_config('app.tenant_id', '${tenantId}', true); insert into ${BASELINE_NOTIFICATIONS} select * from notifications; commit`);
+  await pool.query(
+    `begin; select set_config('app.tenant_id', '${tenantId}', true); insert into ${BASELINE_NOTIFICATIONS} select * from notifications; commit`,
+  );
   await pool.query(`vacuum analyze ${BASELINE_NOTIFICATIONS}`);
 
   const app = Fastify({ logger: false });
@@ -93,8 +100,18 @@ async function main(): Promise<void> {
   // The bare static 304: a fixed ETag compared with If-None-Match, no tenant, no database.
   app.get('/api/v1/content/public/:slug', async (request, reply) => {
     reply.header('etag', BASELINE_PAGE_ETAG).header('cache-control', 'public, no-cache');
-    if ((request.params as { slug: string }).slug === BENCH_PAGE_SLUG && request.headers['if-none-match'] === BASELINE_PAGE_ETAG) return reply.code(304).send();
-    return { slug: BENCH_PAGE_SLUG, title: 'Benchmark page', kind: 'page', body: '<h1>A benchmark page</h1>', publishedAt: new Date(0).toISOString() };
+    if (
+      (request.params as { slug: string }).slug === BENCH_PAGE_SLUG &&
+      request.headers['if-none-match'] === BASELINE_PAGE_ETAG
+    )
+      return reply.code(304).send();
+    return {
+      slug: BENCH_PAGE_SLUG,
+      title: 'Benchmark page',
+      kind: 'page',
+      body: '<h1>A benchmark page</h1>',
+      publishedAt: new Date(0).toISOString(),
+    };
   });
   app.get('/api/v1/testkit/widgets', async (request) => {
     const query = request.query as { limit?: string };
@@ -106,7 +123,10 @@ async function main(): Promise<void> {
   app.get('/api/v1/notification/notifications', async (request) => {
     const query = request.query as { limit?: string };
     const limit = Number(query.limit ?? 20);
-    const { text, params } = notificationPager.statement({ limit, offset: 0, sort: '-createdAt' }, notificationFilter(tenantId, settings.recipientId));
+    const { text, params } = notificationPager.statement(
+      { limit, offset: 0, sort: '-createdAt' },
+      notificationFilter(tenantId, settings.recipientId),
+    );
     const { rows } = await pool.query<Record<string, unknown>>(text, params);
     return page(rows, limit, 0, '-createdAt');
   });

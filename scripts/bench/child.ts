@@ -8,7 +8,11 @@ export interface ServerProcess {
   readonly ready: Extract<ChildMessage, { type: 'ready' }>;
   readonly pid: number;
   /** Sends a request and waits for the next message of the given type. */
-  ask<T extends ChildMessage['type']>(request: ChildRequest, answer: T, timeoutMs: number): Promise<Extract<ChildMessage, { type: T }>>;
+  ask<T extends ChildMessage['type']>(
+    request: ChildRequest,
+    answer: T,
+    timeoutMs: number,
+  ): Promise<Extract<ChildMessage, { type: T }>>;
   stop(): Promise<void>;
 }
 
@@ -17,7 +21,13 @@ export interface ServerProcess {
  * environment (and `env` over the run's own) and waits for it to report the port it listens on.
  * Servers run in their own processes so the load generator does not share their event loop.
  */
-export async function startServer(name: string, script: string, settings: object, execArgv: string[] = [], env: Record<string, string> = {}): Promise<ServerProcess> {
+export async function startServer(
+  name: string,
+  script: string,
+  settings: object,
+  execArgv: string[] = [],
+  env: Record<string, string> = {},
+): Promise<ServerProcess> {
   const child = fork(fileURLToPath(new URL(script, import.meta.url)), [], {
     env: { ...process.env, ...env, [SETTINGS_ENV]: JSON.stringify(settings) },
     execArgv,
@@ -45,7 +55,12 @@ export async function startServer(name: string, script: string, settings: object
   };
 }
 
-function nextMessage<T extends ChildMessage['type']>(child: ChildProcess, name: string, type: T, timeoutMs: number): Promise<Extract<ChildMessage, { type: T }>> {
+function nextMessage<T extends ChildMessage['type']>(
+  child: ChildProcess,
+  name: string,
+  type: T,
+  timeoutMs: number,
+): Promise<Extract<ChildMessage, { type: T }>> {
   return new Promise((resolve, reject) => {
     const done = () => {
       clearTimeout(timer);

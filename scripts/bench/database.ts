@@ -22,7 +22,9 @@ export function freePort(): Promise<number> {
     server.on('error', reject);
     server.listen(0, '127.0.0.1', () => {
       const address = server.address();
-      server.close(() => (typeof address === 'object' && address ? resolvePort(address.port) : reject(new Error('no free port'))));
+      server.close(() =>
+        typeof address === 'object' && address ? resolvePort(address.port) : reject(new Error('no free port')),
+      );
     });
   });
 }
@@ -34,7 +36,12 @@ export function freePort(): Promise<number> {
  */
 export async function openBenchDatabase(givenUrl: string): Promise<BenchDatabase> {
   if (givenUrl) {
-    return { url: givenUrl, description: `given database ${redactUrl(givenUrl)}`, settings: await durability(givenUrl), stop: async () => {} };
+    return {
+      url: givenUrl,
+      description: `given database ${redactUrl(givenUrl)}`,
+      settings: await durability(givenUrl),
+      stop: async () => {},
+    };
   }
   const dir = mkdtempSync(join(tmpdir(), 'tenantry-bench-'));
   // The server runs as the postgres OS user when we are root: it must reach its data directory.

@@ -24,7 +24,13 @@ import { SETTINGS_ENV } from './protocol.ts';
  *   the list, then COMMIT, each waiting for the previous answer.
  */
 
-export const DRIVER_VARIANTS = ['pg-own-socket', 'pg-pipeline', 'postgres.js', 'postgres.js-begin', 'pg-3-exchanges'] as const;
+export const DRIVER_VARIANTS = [
+  'pg-own-socket',
+  'pg-pipeline',
+  'postgres.js',
+  'postgres.js-begin',
+  'pg-3-exchanges',
+] as const;
 export type DriverVariant = (typeof DRIVER_VARIANTS)[number];
 
 export interface DriverLoadSettings {
@@ -69,7 +75,11 @@ type Statement = { name: string; text: string; values: unknown[] };
 function statements(settings: DriverLoadSettings): Statement[] {
   return [
     { name: 'bench_begin', text: 'begin', values: [] },
-    { name: 'bench_open', text: ENTER_WITH_SESSION, values: [settings.tenantId, Buffer.from(settings.sessionHash, 'hex'), new Date()] },
+    {
+      name: 'bench_open',
+      text: ENTER_WITH_SESSION,
+      values: [settings.tenantId, Buffer.from(settings.sessionHash, 'hex'), new Date()],
+    },
     { name: 'bench_list', text: LIST, values: [21, 0] },
     { name: 'bench_commit', text: 'commit', values: [] },
   ];
@@ -79,7 +89,12 @@ type Transaction = () => Promise<number>;
 
 function pgVariant(settings: DriverLoadSettings): { run: Transaction; end(): Promise<void> } {
   const own = settings.variant === 'pg-own-socket';
-  const pool = new pg.Pool({ connectionString: settings.databaseUrl, max: settings.poolSize, pipeline: true, ...(own ? { Client: GatheringClient } : {}) });
+  const pool = new pg.Pool({
+    connectionString: settings.databaseUrl,
+    max: settings.poolSize,
+    pipeline: true,
+    ...(own ? { Client: GatheringClient } : {}),
+  });
   const send = (client: pg.PoolClient, s: Statement) => client.query({ name: s.name, text: s.text, values: s.values });
   const together = (client: pg.PoolClient, batch: Statement[]) => {
     const stream = settings.variant === 'pg-own-socket' ? (client as unknown as GatheringClient).socket : undefined;
@@ -115,7 +130,11 @@ function postgresJsVariant(settings: DriverLoadSettings): { run: Transaction; en
   if (settings.variant === 'postgres.js-begin') {
     // The opening statement and the list in the array; BEGIN and COMMIT are sql.begin's own.
     const run: Transaction = async () => {
-      const answers = await sql.begin((tx) => statements(settings).slice(1, 3).map((s) => tx.unsafe(s.text, s.values as never[], { prepare: true })));
+      const answers = await sql.begin((tx) =>
+        statements(settings)
+          .slice(1, 3)
+          .map((s) => tx.unsafe(s.text, s.values as never[], { prepare: true })),
+      );
       return (answers[1] as unknown[]).length;
     };
     return { run, end: () => sql.end() };
@@ -124,7 +143,9 @@ function postgresJsVariant(settings: DriverLoadSettings): { run: Transaction; en
     const reserved = await sql.reserve();
     try {
       // Queries on one connection are written together (the driver gathers a tick's messages) and answered in order.
-      const answers = await Promise.all(statements(settings).map((s) => reserved.unsafe(s.text, s.values as never[], { prepare: true })));
+      const answers = await Promise.all(
+        statements(settings).map((s) => reserved.unsafe(s.text, s.values as never[], { prepare: true })),
+      );
       return answers[2]!.length;
     } finally {
       reserved.release();
@@ -133,7 +154,11 @@ function postgresJsVariant(settings: DriverLoadSettings): { run: Transaction; en
   return { run, end: () => sql.end() };
 }
 
-async function loop(run: Transaction, connections: number, seconds: number): Promise<{ latencies: number[]; elapsed: number }> {
+async function loop(
+  run: Transaction,
+  connections: number,
+  seconds: number,
+): Promise<{ latencies: number[]; elapsed: number }> {
   const latencies: number[] = [];
   const started = performance.now();
   const until = started + seconds * 1000;
@@ -142,7 +167,8 @@ async function loop(run: Transaction, connections: number, seconds: number): Pro
       while (performance.now() < until) {
         const t = performance.now();
         const rows = await run();
-        if (rows !== 21) throw new Error(`the list answered ${rows} rows, not 21: the statements do not measure the request`);
+        if (rows !== 21)
+          throw new Error(`the list answered ${rows} rows, not 21: the statements do not measure the request`);
         latencies.push(performance.now() - t);
       }
     }),
@@ -158,7 +184,8 @@ export async function measureDriver(settings: DriverLoadSettings): Promise<Drive
     const pgBefore = settings.postmasterPid ? serverCpu(settings.postmasterPid) : undefined;
     const { latencies, elapsed } = await loop(side.run, settings.connections, settings.seconds);
     const used = process.cpuUsage(cpu);
-    const pgCpuMs = settings.postmasterPid && pgBefore ? serverCpuSince(pgBefore, serverCpu(settings.postmasterPid)) : Number.NaN;
+    const pgCpuMs =
+      settings.postmasterPid && pgBefore ? serverCpuSince(pgBefore, serverCpu(settings.postmasterPid)) : Number.NaN;
     const sorted = Float64Array.from(latencies).sort();
     return {
       variant: settings.variant,

@@ -46,7 +46,10 @@ function runSide(settings: DriverLoadSettings): Promise<DriverLoadResult> {
       if (message.type === 'driver-result') resolve(message.result!);
       else reject(new Error(`driver ${settings.variant}: ${message.error}`));
     });
-    child.once('exit', (code) => answered || reject(new Error(`driver ${settings.variant} exited (code ${code}) without a result`)));
+    child.once(
+      'exit',
+      (code) => answered || reject(new Error(`driver ${settings.variant} exited (code ${code}) without a result`)),
+    );
   });
 }
 
@@ -56,7 +59,10 @@ const median = (values: number[]): number => {
   return sorted.length % 2 ? sorted[mid]! : (sorted[mid - 1]! + sorted[mid]!) / 2;
 };
 
-export async function measureDrivers(plan: DriverPlan, variants: readonly DriverVariant[] = DRIVER_VARIANTS): Promise<ResultRow[]> {
+export async function measureDrivers(
+  plan: DriverPlan,
+  variants: readonly DriverVariant[] = DRIVER_VARIANTS,
+): Promise<ResultRow[]> {
   const rounds = new Map<DriverVariant, RoundFigures[]>(variants.map((v) => [v, []]));
   for (let round = 0; round < plan.rounds; round++) {
     // Rotate the order: each side runs first, in the middle and last across rounds.
@@ -110,7 +116,9 @@ export async function measureDriverGroup(
   log: (line: string) => void,
   load: () => string,
 ): Promise<ResultRow[]> {
-  log(`drivers: ${DRIVER_VARIANTS.join(', ')}; ${options.connections} callers, pool ${options.poolSize}, warm-up ${options.warmupSeconds} s, ${options.rounds} × ${options.seconds} s each, order rotating (load average ${load()})`);
+  log(
+    `drivers: ${DRIVER_VARIANTS.join(', ')}; ${options.connections} callers, pool ${options.poolSize}, warm-up ${options.warmupSeconds} s, ${options.rounds} × ${options.seconds} s each, order rotating (load average ${load()})`,
+  );
   return measureDrivers({
     databaseUrl: db.url,
     poolSize: options.poolSize,

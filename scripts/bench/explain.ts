@@ -25,19 +25,27 @@ export interface ListPlan {
 }
 
 export async function explainList(databaseUrl: string, tenantId: string): Promise<ListPlan> {
-  const { text, params } = pager.statement({ limit: 20, offset: 0, sort: 'createdAt' }, { conditions: [], params: [], guard: permissionPredicate('widget:read') });
+  const { text, params } = pager.statement(
+    { limit: 20, offset: 0, sort: 'createdAt' },
+    { conditions: [], params: [], guard: permissionPredicate('widget:read') },
+  );
   const client = new pg.Client({ connectionString: databaseUrl });
   await client.connect();
   try {
     await client.query('begin');
-    await client.query(`select set_config('app.tenant_id', $1, true), set_config('role', 'tenantry_app', true), set_config('app.permissions', 'widget:read', true)`, [tenantId]);
+    await client.query(
+      `select set_config('app.tenant_id', $1, true), set_config('role', 'tenantry_app', true), set_config('app.permissions', 'widget:read', true)`,
+      [tenantId],
+    );
     // Twice: the first run warms the cache, the second is the one a busy list sees.
     await client.query(`explain (analyze, buffers, format json) ${text}`, params);
-    const { rows } = await client.query<{ 'QUERY PLAN': [{ 'Execution Time': number; Plan: { 'Shared Hit Blocks': number; 'Shared Read Blocks': number } }] }>(
-      `explain (analyze, buffers, format json) ${text}`,
+    const { rows } = await client.query<{
+      'QUERY PLAN': [{ 'Execution Time': number; Plan: { 'Shared Hit Blocks': number; 'Shared Read Blocks': number } }];
+    }>(`explain (analyze, buffers, format json) ${text}`, params);
+    const explained = await client.query<{ 'QUERY PLAN': string }>(
+      `explain (analyze, buffers, costs off, timing off, summary off) ${text}`,
       params,
     );
-    const explained = await client.query<{ 'QUERY PLAN': string }>(`explain (analyze, buffers, costs off, timing off, summary off) ${text}`, params);
     await client.query('rollback');
     const plan = rows[0]!['QUERY PLAN'][0];
     return {

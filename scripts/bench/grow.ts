@@ -19,7 +19,9 @@ export async function growWidgets(databaseUrl: string, tenantId: string, from: n
         await service.query('begin');
         await service.query(`select set_config('app.tenant_id', $1, true)`, [tenantId]);
         // The rows' tenant exists: a superuser skips a million foreign-key checks against it.
-        const { rows } = await service.query<{ rolsuper: boolean }>('select rolsuper from pg_roles where rolname = current_user');
+        const { rows } = await service.query<{ rolsuper: boolean }>(
+          'select rolsuper from pg_roles where rolname = current_user',
+        );
         if (rows[0]?.rolsuper) await service.query('set local session_replication_role = replica');
         await service.query(widgetRowsSql('widgets', false), [from + 1, to]);
         await service.query('commit');

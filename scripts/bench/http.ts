@@ -8,7 +8,10 @@ export interface Answer {
 }
 
 /** One HTTP request to 127.0.0.1 with an explicit Host header (fetch may not set Host). */
-export function send(port: number, options: { method: string; path: string; host: string; headers?: Record<string, string>; json?: unknown }): Promise<Answer> {
+export function send(
+  port: number,
+  options: { method: string; path: string; host: string; headers?: Record<string, string>; json?: unknown },
+): Promise<Answer> {
   const body = options.json === undefined ? undefined : JSON.stringify(options.json);
   return new Promise((resolve, reject) => {
     const started = performance.now();
@@ -20,7 +23,9 @@ export function send(port: number, options: { method: string; path: string; host
         path: options.path,
         headers: {
           host: options.host,
-          ...(body !== undefined ? { 'content-type': 'application/json', 'content-length': Buffer.byteLength(body) } : {}),
+          ...(body !== undefined
+            ? { 'content-type': 'application/json', 'content-length': Buffer.byteLength(body) }
+            : {}),
           ...options.headers,
         },
       },
@@ -28,7 +33,12 @@ export function send(port: number, options: { method: string; path: string; host
         const chunks: Buffer[] = [];
         res.on('data', (chunk: Buffer) => chunks.push(chunk));
         res.on('end', () =>
-          resolve({ status: res.statusCode ?? 0, headers: res.headers, body: Buffer.concat(chunks).toString('utf8'), ms: performance.now() - started }),
+          resolve({
+            status: res.statusCode ?? 0,
+            headers: res.headers,
+            body: Buffer.concat(chunks).toString('utf8'),
+            ms: performance.now() - started,
+          }),
         );
         res.on('error', reject);
       },

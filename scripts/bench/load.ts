@@ -47,7 +47,8 @@ export function hammer(target: Target, connections: number, seconds: number): Pr
       },
     );
     instance.on('response', (_client: unknown, statusCode: number, _bytes: number, responseTime: number) => {
-      const expected = target.expectStatus === undefined ? statusCode >= 200 && statusCode < 300 : statusCode === target.expectStatus;
+      const expected =
+        target.expectStatus === undefined ? statusCode >= 200 && statusCode < 300 : statusCode === target.expectStatus;
       if (expected) latencies.push(responseTime);
       else refused[statusCode] = (refused[statusCode] ?? 0) + 1;
     });
@@ -81,6 +82,8 @@ export function assertClean(name: string, sample: Sample): void {
   const refused = Object.entries(sample.refused);
   if (refused.length > 0 || sample.errors > 0) {
     const codes = refused.map(([code, n]) => `${n}× ${code}`).join(', ');
-    throw new Error(`${name}: ${codes || ''}${codes && sample.errors ? ', ' : ''}${sample.errors ? `${sample.errors} errors/timeouts` : ''} — the figures would not measure the scenario`);
+    throw new Error(
+      `${name}: ${codes || ''}${codes && sample.errors ? ', ' : ''}${sample.errors ? `${sample.errors} errors/timeouts` : ''} — the figures would not measure the scenario`,
+    );
   }
 }

@@ -56,7 +56,12 @@ export interface LoginComparison {
  * the service trusts from its own client addresses: each wrong-password account from one address,
  * at most eight failures per address; the unknown addresses likewise eight per client address.
  */
-export async function measureFailedLogins(port: number, host: string, wrongPasswordEmails: string[], samples: number): Promise<LoginComparison> {
+export async function measureFailedLogins(
+  port: number,
+  host: string,
+  wrongPasswordEmails: string[],
+  samples: number,
+): Promise<LoginComparison> {
   const wrong: number[] = [];
   const unknown: number[] = [];
   const net = `10.${randomInt(256)}.${randomInt(256)}`;
@@ -68,11 +73,13 @@ export async function measureFailedLogins(port: number, host: string, wrongPassw
       headers: { 'x-forwarded-for': client },
       json: { email, password: 'not-the-password-9876' },
     });
-    if (answer.status !== 401) throw new Error(`a failed login answered ${answer.status}, not 401: ${answer.body.slice(0, 300)}`);
+    if (answer.status !== 401)
+      throw new Error(`a failed login answered ${answer.status}, not 401: ${answer.body.slice(0, 300)}`);
     into?.push(answer.ms);
   };
   const accounts = wrongPasswordEmails.length;
-  const wrongPassword = (i: number, into?: number[]) => attempt(wrongPasswordEmails[i % accounts]!, `${net}.${i % accounts}`, into);
+  const wrongPassword = (i: number, into?: number[]) =>
+    attempt(wrongPasswordEmails[i % accounts]!, `${net}.${i % accounts}`, into);
   const unknownAddress = (i: number, into?: number[]) =>
     attempt(`nobody-${i}-${randomBytes(4).toString('hex')}@example.test`, `${net}.${128 + Math.floor(i / 8)}`, into);
   // Warm-up, not counted: the first of each kind pays for cold code paths.
@@ -97,7 +104,14 @@ export const wrongPasswordAccountsFor = (samples: number): number => Math.ceil((
  * Successful logins at the argon2id cost, closed loop with a few connections (the hash runs on
  * libuv's thread pool, so more connections only queue): req/s, and req/s per core of the machine.
  */
-export async function measureLoginThroughput(port: number, host: string, email: string, password: string, seconds: number, connections: number) {
+export async function measureLoginThroughput(
+  port: number,
+  host: string,
+  email: string,
+  password: string,
+  seconds: number,
+  connections: number,
+) {
   const target = {
     url: `http://127.0.0.1:${port}${LOGIN_PATH}`,
     method: 'POST' as const,

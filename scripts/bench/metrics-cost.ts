@@ -29,7 +29,13 @@ const SCRAPE_SECONDS = 15;
  * ≥ 0.95. The metrics side is checked to have counted the requests, so a listener that recorded
  * nothing cannot pass for a cheap one.
  */
-export async function measureMetricsCostGroup(options: BenchOptions, databaseUrl: string, runId: string, log: (line: string) => void, load: () => string): Promise<ResultRow[]> {
+export async function measureMetricsCostGroup(
+  options: BenchOptions,
+  databaseUrl: string,
+  runId: string,
+  log: (line: string) => void,
+  load: () => string,
+): Promise<ResultRow[]> {
   const filesDir = mkdtempSync(join(tmpdir(), 'tenantry-bench-metrics-'));
   const servers: ServerProcess[] = [];
   let scraper: NodeJS.Timeout | undefined;
@@ -46,9 +52,13 @@ export async function measureMetricsCostGroup(options: BenchOptions, databaseUrl
     });
     const metricsPort = await freePort();
     // Started one after the other: each seeds its tenants and runs its migrations check alone.
-    const off = await startServer('service-metrics-off', './service.ts', settings('moff'), [], { TENANTRY_METRICS_PORT: '' });
+    const off = await startServer('service-metrics-off', './service.ts', settings('moff'), [], {
+      TENANTRY_METRICS_PORT: '',
+    });
     servers.push(off);
-    const on = await startServer('service-metrics-on', './service.ts', settings('mon'), [], { TENANTRY_METRICS_PORT: String(metricsPort) });
+    const on = await startServer('service-metrics-on', './service.ts', settings('mon'), [], {
+      TENANTRY_METRICS_PORT: String(metricsPort),
+    });
     servers.push(on);
     const metricsUrl = `http://127.0.0.1:${metricsPort}/metrics`;
     const scrape = async () => {
@@ -57,7 +67,10 @@ export async function measureMetricsCostGroup(options: BenchOptions, databaseUrl
       return answer.text();
     };
     await scrape();
-    scraper = setInterval(() => void scrape().catch((err: Error) => log(`  metrics scrape failed: ${err.message}`)), SCRAPE_SECONDS * 1000);
+    scraper = setInterval(
+      () => void scrape().catch((err: Error) => log(`  metrics scrape failed: ${err.message}`)),
+      SCRAPE_SECONDS * 1000,
+    );
 
     const sides = await Promise.all(
       [off, on].map(async (service) => {
@@ -65,14 +78,23 @@ export async function measureMetricsCostGroup(options: BenchOptions, databaseUrl
         const host = seed.tenants[0]!.host;
         const cookie = await signIn(service.port, host, seed.email, BENCH_PASSWORD);
         const check = await send(service.port, { method: 'GET', path: LIST_PATH, host, headers: { cookie } });
-        if (check.status !== 200) throw new Error(`${service.name}: GET ${LIST_PATH} answered ${check.status}: ${check.body.slice(0, 300)}`);
+        if (check.status !== 200)
+          throw new Error(`${service.name}: GET ${LIST_PATH} answered ${check.status}: ${check.body.slice(0, 300)}`);
         return { service, host, cookie, at: `http://127.0.0.1:${service.port}` };
       }),
     );
     const [offSide, onSide] = sides as [(typeof sides)[number], (typeof sides)[number]];
-    log(`metrics-cost: metrics off on port ${off.port}, metrics on on port ${on.port} (listener ${metricsUrl}, scraped every ${SCRAPE_SECONDS} s); load average ${load()}`);
+    log(
+      `metrics-cost: metrics off on port ${off.port}, metrics on on port ${on.port} (listener ${metricsUrl}, scraped every ${SCRAPE_SECONDS} s); load average ${load()}`,
+    );
 
-    const plan: Plan = { connections: options.connections, warmupSeconds: options.warmupSeconds, seconds: options.seconds, rounds: options.rounds, log };
+    const plan: Plan = {
+      connections: options.connections,
+      warmupSeconds: options.warmupSeconds,
+      seconds: options.seconds,
+      rounds: options.rounds,
+      log,
+    };
     const pids = { service: on.pid, baseline: off.pid };
     // Both services run a worker on the one database: each settles once every event of the run is handled.
     const settle = async () => {
@@ -86,29 +108,55 @@ export async function measureMetricsCostGroup(options: BenchOptions, databaseUrl
         pids,
         settle,
         service: { url: onSide.at + LIST_PATH, method: 'GET', headers: { host: onSide.host, cookie: onSide.cookie } },
-        baseline: { url: offSide.at + LIST_PATH, method: 'GET', headers: { host: offSide.host, cookie: offSide.cookie } },
+        baseline: {
+          url: offSide.at + LIST_PATH,
+          method: 'GET',
+          headers: { host: offSide.host, cookie: offSide.cookie },
+        },
       },
       {
         name: 'create-metrics-on',
         pids,
         settle,
-        service: { url: onSide.at + CREATE_PATH, method: 'POST', headers: { host: onSide.host, cookie: onSide.cookie, 'content-type': 'application/json' }, body: CREATE_BODY },
-        baseline: { url: offSide.at + CREATE_PATH, method: 'POST', headers: { host: offSide.host, cookie: offSide.cookie, 'content-type': 'application/json' }, body: CREATE_BODY },
+        service: {
+          url: onSide.at + CREATE_PATH,
+          method: 'POST',
+          headers: { host: onSide.host, cookie: onSide.cookie, 'content-type': 'application/json' },
+          body: CREATE_BODY,
+        },
+        baseline: {
+          url: offSide.at + CREATE_PATH,
+          method: 'POST',
+          headers: { host: offSide.host, cookie: offSide.cookie, 'content-type': 'application/json' },
+          body: CREATE_BODY,
+        },
       },
     ];
 
     const rows: ResultRow[] = [];
     for (const pair of pairs) {
       const operation = pair.name.replace('-metrics-on', '');
-      log(`${operation} with metrics on and off: ${options.connections} connections, warm-up ${options.warmupSeconds} s, ${options.rounds} × ${options.seconds} s each side, alternating (load average ${load()})`);
+      log(
+        `${operation} with metrics on and off: ${options.connections} connections, warm-up ${options.warmupSeconds} s, ${options.rounds} × ${options.seconds} s each side, alternating (load average ${load()})`,
+      );
       const counted = requestsCounted(await scrape());
       const figures = await measurePair(pair, plan);
       // The metrics side recorded what it answered: its request counter grew by at least the requests measured.
       const recorded = requestsCounted(await scrape()) - counted;
-      if (recorded < figures.service.requests) throw new Error(`metrics-cost: the metrics side counted ${recorded} requests during ${operation}, fewer than the ${figures.service.requests} it answered`);
+      if (recorded < figures.service.requests)
+        throw new Error(
+          `metrics-cost: the metrics side counted ${recorded} requests during ${operation}, fewer than the ${figures.service.requests} it answered`,
+        );
       const ratio = figures.service.rps / figures.baseline.rps;
-      log(`  ${operation}: metrics on ${figures.service.rps.toFixed(0)} req/s, off ${figures.baseline.rps.toFixed(0)} req/s: ${ratio.toFixed(3)}× (target ≥ ${TARGET}); ${recorded} requests counted by tenantry_http_request_duration_seconds`);
-      const pick = (f: typeof figures.service) => ({ rps: f.rps, p50_ms: f.p50_ms, p99_ms: f.p99_ms, samples: f.requests });
+      log(
+        `  ${operation}: metrics on ${figures.service.rps.toFixed(0)} req/s, off ${figures.baseline.rps.toFixed(0)} req/s: ${ratio.toFixed(3)}× (target ≥ ${TARGET}); ${recorded} requests counted by tenantry_http_request_duration_seconds`,
+      );
+      const pick = (f: typeof figures.service) => ({
+        rps: f.rps,
+        p50_ms: f.p50_ms,
+        p99_ms: f.p99_ms,
+        samples: f.requests,
+      });
       rows.push({
         name: pair.name,
         ...pick(figures.service),
@@ -131,7 +179,8 @@ export async function measureMetricsCostGroup(options: BenchOptions, databaseUrl
 function requestsCounted(exposition: string): number {
   let total = 0;
   for (const line of exposition.split('\n')) {
-    if (line.startsWith('tenantry_http_request_duration_seconds_count')) total += Number(line.slice(line.lastIndexOf(' ') + 1));
+    if (line.startsWith('tenantry_http_request_duration_seconds_count'))
+      total += Number(line.slice(line.lastIndexOf(' ') + 1));
   }
   return total;
 }

@@ -31,7 +31,12 @@ export interface OpenLoopFigures {
  * coordinated omission). A closed-loop generator, such as one with a fixed number of
  * connections, stops sending while the server stalls and so under-reports the tail.
  */
-export async function openLoop(target: Target, rate: number, seconds: number, maxSockets = 512): Promise<OpenLoopSample> {
+export async function openLoop(
+  target: Target,
+  rate: number,
+  seconds: number,
+  maxSockets = 512,
+): Promise<OpenLoopSample> {
   const url = new URL(target.url);
   const agent = new Agent({ keepAlive: true, maxSockets, maxFreeSockets: maxSockets });
   const total = Math.round(rate * seconds);
@@ -54,7 +59,8 @@ export async function openLoop(target: Target, rate: number, seconds: number, ma
           res.resume();
           res.on('end', () => {
             const status = res.statusCode ?? 0;
-            const expected = target.expectStatus === undefined ? status >= 200 && status < 300 : status === target.expectStatus;
+            const expected =
+              target.expectStatus === undefined ? status >= 200 && status < 300 : status === target.expectStatus;
             if (expected) {
               sample.ok++;
               sample.latencies.push(performance.now() - scheduledAt);
@@ -108,6 +114,8 @@ export function assertOpenLoopClean(name: string, sample: OpenLoopSample): void 
   const refused = Object.entries(sample.refused);
   if (refused.length > 0 || sample.errors > 0 || sample.ok !== sample.scheduled) {
     const codes = refused.map(([code, n]) => `${n}× ${code}`).join(', ');
-    throw new Error(`${name} (open loop): ${sample.ok} of ${sample.scheduled} answered as expected${codes ? `; ${codes}` : ''}${sample.errors ? `; ${sample.errors} errors` : ''}`);
+    throw new Error(
+      `${name} (open loop): ${sample.ok} of ${sample.scheduled} answered as expected${codes ? `; ${codes}` : ''}${sample.errors ? `; ${sample.errors} errors` : ''}`,
+    );
   }
 }

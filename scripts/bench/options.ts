@@ -1,6 +1,22 @@
 import { parseArgs } from 'node:util';
 
-export const SCENARIOS = ['list', 'create', 'health', 'public', 'notifications', 'open-loop', 'list-size', 'outbox', 'login', 'upload', 'upload-s3', 'drivers', 'webhooks', 'tenants', 'metrics-cost'] as const;
+export const SCENARIOS = [
+  'list',
+  'create',
+  'health',
+  'public',
+  'notifications',
+  'open-loop',
+  'list-size',
+  'outbox',
+  'login',
+  'upload',
+  'upload-s3',
+  'drivers',
+  'webhooks',
+  'tenants',
+  'metrics-cost',
+] as const;
 export type ScenarioGroup = (typeof SCENARIOS)[number];
 /** Groups a run without --only leaves out: the tenants scenario seeds 10,000 tenants and takes its own time. */
 const ON_REQUEST: readonly ScenarioGroup[] = ['tenants'];
@@ -65,7 +81,8 @@ const USAGE = `usage: npm run bench -- [options]
 function positiveInt(name: string, raw: string | undefined, fallback: number): number {
   if (raw === undefined) return fallback;
   const value = Number(raw);
-  if (!Number.isInteger(value) || value < 1) throw new Error(`--${name} must be a positive integer (got ${raw})\n${USAGE}`);
+  if (!Number.isInteger(value) || value < 1)
+    throw new Error(`--${name} must be a positive integer (got ${raw})\n${USAGE}`);
   return value;
 }
 
@@ -99,14 +116,23 @@ export function parseOptions(argv: string[], env: NodeJS.ProcessEnv): BenchOptio
   }
   const quick = values.quick ?? false;
   const only = new Set<ScenarioGroup>();
-  for (const name of (values.only ?? SCENARIOS.filter((s) => !ON_REQUEST.includes(s)).join(',')).split(',').map((s) => s.trim()).filter(Boolean)) {
+  for (const name of (values.only ?? SCENARIOS.filter((s) => !ON_REQUEST.includes(s)).join(','))
+    .split(',')
+    .map((s) => s.trim())
+    .filter(Boolean)) {
     if (!(SCENARIOS as readonly string[]).includes(name)) throw new Error(`--only: unknown group ${name}\n${USAGE}`);
     only.add(name as ScenarioGroup);
   }
-  const rows = (values.rows ?? (quick ? '10000' : '10000,1000000')).split(',').map((n) => positiveInt('rows', n.trim(), 0));
-  if (rows.some((n, i) => i > 0 && n <= rows[i - 1]!)) throw new Error(`--rows: sizes grow from one to the next (got ${values.rows})\n${USAGE}`);
-  const tenantSizes = (values['tenant-sizes'] ?? '100,1000,10000').split(',').map((n) => positiveInt('tenant-sizes', n.trim(), 0));
-  if (tenantSizes.some((n, i) => i > 0 && n <= tenantSizes[i - 1]!)) throw new Error(`--tenant-sizes: sizes grow from one to the next (got ${values['tenant-sizes']})\n${USAGE}`);
+  const rows = (values.rows ?? (quick ? '10000' : '10000,1000000'))
+    .split(',')
+    .map((n) => positiveInt('rows', n.trim(), 0));
+  if (rows.some((n, i) => i > 0 && n <= rows[i - 1]!))
+    throw new Error(`--rows: sizes grow from one to the next (got ${values.rows})\n${USAGE}`);
+  const tenantSizes = (values['tenant-sizes'] ?? '100,1000,10000')
+    .split(',')
+    .map((n) => positiveInt('tenant-sizes', n.trim(), 0));
+  if (tenantSizes.some((n, i) => i > 0 && n <= tenantSizes[i - 1]!))
+    throw new Error(`--tenant-sizes: sizes grow from one to the next (got ${values['tenant-sizes']})\n${USAGE}`);
   return {
     quick,
     databaseUrl: values['database-url'] ?? env.TENANTRY_DATABASE_URL ?? '',

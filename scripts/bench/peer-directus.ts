@@ -56,14 +56,28 @@ const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
 function run(command: string, args: string[], options: { cwd: string; env?: NodeJS.ProcessEnv }): Promise<void> {
   return new Promise((resolve, reject) => {
-    const child = spawn(command, args, { cwd: options.cwd, env: { ...process.env, ...options.env }, stdio: ['ignore', 'inherit', 'inherit'] });
+    const child = spawn(command, args, {
+      cwd: options.cwd,
+      env: { ...process.env, ...options.env },
+      stdio: ['ignore', 'inherit', 'inherit'],
+    });
     child.on('error', reject);
-    child.on('exit', (code) => (code === 0 ? resolve() : reject(new Error(`${command} ${args.join(' ')} exited with ${code}`))));
+    child.on('exit', (code) =>
+      code === 0 ? resolve() : reject(new Error(`${command} ${args.join(' ')} exited with ${code}`)),
+    );
   });
 }
 
-// biome-ignore lint/suspicious/noExplicitAny: Directus's answers are read field by field, and a wrong guess fails the run
-async function http(port: number, method: string, path: string, body?: unknown, token?: string): Promise<{ status: number; json: any }> {
+// Directus's answers are read field by field, and a wrong guess fails the run.
+// biome-ignore lint/suspicious/noExplicitAny: see above
+type DirectusJson = any;
+async function http(
+  port: number,
+  method: string,
+  path: string,
+  body?: unknown,
+  token?: string,
+): Promise<{ status: number; json: DirectusJson }> {
   const res = await fetch(`http://127.0.0.1:${port}${path}`, {
     method,
     headers: { 'content-type': 'application/json', ...(token ? { authorization: `Bearer ${token}` } : {}) },
@@ -79,7 +93,12 @@ const COLLECTION = {
   meta: { icon: 'box' },
   schema: {},
   fields: [
-    { field: 'id', type: 'uuid', meta: { special: ['uuid'], hidden: true, readonly: true }, schema: { is_primary_key: true, length: 36, has_auto_increment: false } },
+    {
+      field: 'id',
+      type: 'uuid',
+      meta: { special: ['uuid'], hidden: true, readonly: true },
+      schema: { is_primary_key: true, length: 36, has_auto_increment: false },
+    },
     { field: 'name', type: 'string', schema: { is_nullable: false, is_unique: true } },
     { field: 'size', type: 'integer', schema: { is_nullable: false } },
     { field: 'note', type: 'text', schema: { is_nullable: true } },
@@ -106,17 +125,39 @@ const SEED_SQL = `insert into widgets (id, name, size, note, color, approved, cr
  * 12.4's pin) does not compile against Node 24's V8; 6.2 does, with the same API.
  */
 async function install(dir: string): Promise<void> {
-  writeFileSync(join(dir, 'package.json'), JSON.stringify({ name: 'peer-directus', private: true, overrides: { 'isolated-vm': values['isolated-vm'] } }));
+  writeFileSync(
+    join(dir, 'package.json'),
+    JSON.stringify({ name: 'peer-directus', private: true, overrides: { 'isolated-vm': values['isolated-vm'] } }),
+  );
   const headers = join(dir, 'headers');
-  await run('npm', ['install', '--prefix', headers, `node-${process.platform}-${process.arch}@${process.versions.node}`, '--no-audit', '--no-fund', '--loglevel=error'], { cwd: dir });
+  await run(
+    'npm',
+    [
+      'install',
+      '--prefix',
+      headers,
+      `node-${process.platform}-${process.arch}@${process.versions.node}`,
+      '--no-audit',
+      '--no-fund',
+      '--loglevel=error',
+    ],
+    { cwd: dir },
+  );
   await run('npm', ['install', `directus@${values.version}`, '--no-audit', '--no-fund', '--loglevel=error'], {
     cwd: dir,
-    env: { PATH: `${dirname(process.execPath)}:${process.env.PATH ?? ''}`, npm_config_nodedir: join(headers, 'node_modules', `node-${process.platform}-${process.arch}`) },
+    env: {
+      PATH: `${dirname(process.execPath)}:${process.env.PATH ?? ''}`,
+      npm_config_nodedir: join(headers, 'node_modules', `node-${process.platform}-${process.arch}`),
+    },
   });
 }
 
 async function main(): Promise<void> {
-  log(`peer comparison with Directus ${values.version}: ${cpus().length} cores, node ${process.version}, load average ${loadavg().map((n) => n.toFixed(2)).join(' ')}`);
+  log(
+    `peer comparison with Directus ${values.version}: ${cpus().length} cores, node ${process.version}, load average ${loadavg()
+      .map((n) => n.toFixed(2))
+      .join(' ')}`,
+  );
   // --dir reuses (or keeps) an installation: the install is most of the run's time.
   const dir = values.dir ?? mkdtempSync(join(tmpdir(), 'tenantry-peer-directus-'));
   mkdirSync(dir, { recursive: true });
@@ -169,10 +210,17 @@ async function main(): Promise<void> {
     const cli = join(dir, 'node_modules', 'directus', 'cli.js');
     if (!existsSync(cli)) throw new Error(`no ${cli} after the install`);
     await run(process.execPath, [cli, 'bootstrap'], { cwd: dir, env });
-    const directus = spawn(process.execPath, [cli, 'start'], { cwd: dir, env: { ...process.env, ...env }, stdio: ['ignore', 'inherit', 'inherit'] });
+    const directus = spawn(process.execPath, [cli, 'start'], {
+      cwd: dir,
+      env: { ...process.env, ...env },
+      stdio: ['ignore', 'inherit', 'inherit'],
+    });
     processes.push(directus);
     for (let i = 0; ; i++) {
-      const ok = await fetch(`http://127.0.0.1:${port}/server/ping`).then((r) => r.ok, () => false);
+      const ok = await fetch(`http://127.0.0.1:${port}/server/ping`).then(
+        (r) => r.ok,
+        () => false,
+      );
       if (ok) break;
       if (i > 600 || directus.exitCode !== null) throw new Error('Directus did not answer /server/ping');
       await sleep(200);
@@ -181,8 +229,11 @@ async function main(): Promise<void> {
     if (login.status !== 200) throw new Error(`Directus login answered ${login.status}: ${JSON.stringify(login.json)}`);
     const token = login.json.data.access_token as string;
     const created = await http(port, 'POST', '/collections', COLLECTION, token);
-    if (created.status !== 200) throw new Error(`creating the collection answered ${created.status}: ${JSON.stringify(created.json)}`);
-    const peerDb = new pg.Client({ connectionString: Object.assign(new URL(db.url), { pathname: '/directus_peer' }).toString() });
+    if (created.status !== 200)
+      throw new Error(`creating the collection answered ${created.status}: ${JSON.stringify(created.json)}`);
+    const peerDb = new pg.Client({
+      connectionString: Object.assign(new URL(db.url), { pathname: '/directus_peer' }).toString(),
+    });
     await peerDb.connect();
     await peerDb.query(SEED_SQL, [rows]);
     await peerDb.query('create index widgets_list on widgets (created_at, id)');
@@ -204,12 +255,27 @@ async function main(): Promise<void> {
     const seed = service.ready.seed as SeedInfo;
     const host = seed.tenants[0]!.host;
     const cookie = await signIn(service.port, host, seed.email, BENCH_PASSWORD);
-    const theirs = await http(port, 'GET', '/items/widgets?limit=20&sort=created_at&meta=total_count', undefined, token);
+    const theirs = await http(
+      port,
+      'GET',
+      '/items/widgets?limit=20&sort=created_at&meta=total_count',
+      undefined,
+      token,
+    );
     if (theirs.status !== 200 || theirs.json.data.length !== 20 || theirs.json.meta.total_count !== rows) {
-      throw new Error(`Directus's list is not the same page: ${theirs.status} ${JSON.stringify(theirs.json).slice(0, 300)}`);
+      throw new Error(
+        `Directus's list is not the same page: ${theirs.status} ${JSON.stringify(theirs.json).slice(0, 300)}`,
+      );
     }
 
-    const plan: Plan = { connections: CONNECTIONS, warmupSeconds: quick ? 1 : 3, seconds, rounds, log, ...(db.postmasterPid ? { postmasterPid: db.postmasterPid } : {}) };
+    const plan: Plan = {
+      connections: CONNECTIONS,
+      warmupSeconds: quick ? 1 : 3,
+      seconds,
+      rounds,
+      log,
+      ...(db.postmasterPid ? { postmasterPid: db.postmasterPid } : {}),
+    };
     const settle = async () => {
       const { ms, eventsMs } = await service!.ask({ type: 'drain' }, 'drained', 150_000);
       return { ms, eventsMs };
@@ -220,25 +286,52 @@ async function main(): Promise<void> {
     const scenarios: { name: string; service: Target; baseline: Target }[] = [
       {
         name: 'list',
-        service: { url: `http://127.0.0.1:${service.port}/api/v1/testkit/widgets?limit=20`, method: 'GET' as const, headers: { host, cookie } },
-        baseline: { url: `http://127.0.0.1:${port}/items/widgets?limit=20&sort=created_at&meta=total_count`, method: 'GET' as const, headers: auth },
+        service: {
+          url: `http://127.0.0.1:${service.port}/api/v1/testkit/widgets?limit=20`,
+          method: 'GET' as const,
+          headers: { host, cookie },
+        },
+        baseline: {
+          url: `http://127.0.0.1:${port}/items/widgets?limit=20&sort=created_at&meta=total_count`,
+          method: 'GET' as const,
+          headers: auth,
+        },
       },
       {
         name: 'create',
-        service: { url: `http://127.0.0.1:${service.port}/api/v1/testkit/widgets`, method: 'POST' as const, headers: { host, cookie, 'content-type': 'application/json' }, body: CREATE_BODY },
-        baseline: { url: `http://127.0.0.1:${port}/items/widgets`, method: 'POST' as const, headers: { ...auth, 'content-type': 'application/json' }, body: CREATE_BODY },
+        service: {
+          url: `http://127.0.0.1:${service.port}/api/v1/testkit/widgets`,
+          method: 'POST' as const,
+          headers: { host, cookie, 'content-type': 'application/json' },
+          body: CREATE_BODY,
+        },
+        baseline: {
+          url: `http://127.0.0.1:${port}/items/widgets`,
+          method: 'POST' as const,
+          headers: { ...auth, 'content-type': 'application/json' },
+          body: CREATE_BODY,
+        },
       },
     ];
     for (const scenario of scenarios) {
       log(`${scenario.name}: this service against Directus, ${CONNECTIONS} connections, ${rounds} × ${seconds} s each`);
       const figures = await measurePair({ ...scenario, name: scenario.name, pids, settle }, plan);
-      results[scenario.name] = { service_rps: figures.service.rps, directus_rps: figures.baseline.rps, ratio: figures.service.rps / figures.baseline.rps };
+      results[scenario.name] = {
+        service_rps: figures.service.rps,
+        directus_rps: figures.baseline.rps,
+        ratio: figures.service.rps / figures.baseline.rps,
+      };
     }
     log('');
     for (const [name, r] of Object.entries(results)) {
-      log(`${name.padEnd(7)} this service ${r.service_rps.toFixed(0)} req/s, Directus ${r.directus_rps.toFixed(0)} req/s: ${r.ratio.toFixed(2)}×`);
+      log(
+        `${name.padEnd(7)} this service ${r.service_rps.toFixed(0)} req/s, Directus ${r.directus_rps.toFixed(0)} req/s: ${r.ratio.toFixed(2)}×`,
+      );
     }
-    writeFileSync('peer-directus-results.json', `${JSON.stringify({ directus: values.version, connections: CONNECTIONS, seconds, rounds, rows, results }, null, 2)}\n`);
+    writeFileSync(
+      'peer-directus-results.json',
+      `${JSON.stringify({ directus: values.version, connections: CONNECTIONS, seconds, rounds, rows, results }, null, 2)}\n`,
+    );
     log('wrote peer-directus-results.json');
   } finally {
     await service?.stop().catch(() => {});

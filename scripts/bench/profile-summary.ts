@@ -60,7 +60,9 @@ for (const [id, us] of selfUs) {
   const name = node.callFrame.functionName || '(anonymous)';
   if (name === '(idle)' || name === '(program)') continue;
   busy += us;
-  const where = node.callFrame.url ? `${relative(process.cwd(), node.callFrame.url.replace('file://', ''))}:${node.callFrame.lineNumber + 1}` : '';
+  const where = node.callFrame.url
+    ? `${relative(process.cwd(), node.callFrame.url.replace('file://', ''))}:${node.callFrame.lineNumber + 1}`
+    : '';
   const key = `${name} ${where}`.trim();
   byFunction.set(key, (byFunction.get(key) ?? 0) + us);
   const pkg = name === '(garbage collector)' ? '(gc)' : packageOf(node.callFrame.url);
@@ -73,7 +75,9 @@ const parentOf = new Map<number, number>();
 for (const node of profile.nodes) for (const child of node.children ?? []) parentOf.set(child, node.id);
 const keyOf = (node: ProfileNode) => {
   const name = node.callFrame.functionName || '(anonymous)';
-  const where = node.callFrame.url ? `${relative(process.cwd(), node.callFrame.url.replace('file://', ''))}:${node.callFrame.lineNumber + 1}` : '';
+  const where = node.callFrame.url
+    ? `${relative(process.cwd(), node.callFrame.url.replace('file://', ''))}:${node.callFrame.lineNumber + 1}`
+    : '';
   return `${name} ${where}`.trim();
 };
 const inclusive = new Map<string, number>();
@@ -91,9 +95,17 @@ for (const [id, us] of selfUs) {
 
 const total = profile.endTime - profile.startTime;
 const pct = (us: number) => `${((100 * us) / busy).toFixed(1).padStart(5)}%`;
-process.stdout.write(`${file}\nprofiled ${(total / 1e6).toFixed(1)} s, busy ${(busy / 1e6).toFixed(1)} s (${((100 * busy) / total).toFixed(0)}%)\n\nby package (self time):\n`);
-for (const [pkg, us] of [...byPackage].sort((a, b) => b[1] - a[1]).slice(0, 15)) process.stdout.write(`  ${pct(us)}  ${pkg}\n`);
+process.stdout.write(
+  `${file}\nprofiled ${(total / 1e6).toFixed(1)} s, busy ${(busy / 1e6).toFixed(1)} s (${((100 * busy) / total).toFixed(0)}%)\n\nby package (self time):\n`,
+);
+for (const [pkg, us] of [...byPackage].sort((a, b) => b[1] - a[1]).slice(0, 15))
+  process.stdout.write(`  ${pct(us)}  ${pkg}\n`);
 process.stdout.write(`\nby function (self time), top ${top}:\n`);
-for (const [fn, us] of [...byFunction].sort((a, b) => b[1] - a[1]).slice(0, top)) process.stdout.write(`  ${pct(us)}  ${fn}\n`);
+for (const [fn, us] of [...byFunction].sort((a, b) => b[1] - a[1]).slice(0, top))
+  process.stdout.write(`  ${pct(us)}  ${fn}\n`);
 process.stdout.write(`\nby function (inclusive time), top ${top}:\n`);
-for (const [fn, us] of [...inclusive].filter(([fn]) => !fn.startsWith('(root)')).sort((a, b) => b[1] - a[1]).slice(0, top)) process.stdout.write(`  ${pct(us)}  ${fn}\n`);
+for (const [fn, us] of [...inclusive]
+  .filter(([fn]) => !fn.startsWith('(root)'))
+  .sort((a, b) => b[1] - a[1])
+  .slice(0, top))
+  process.stdout.write(`  ${pct(us)}  ${fn}\n`);

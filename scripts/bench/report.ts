@@ -58,7 +58,8 @@ export function rounded(row: ResultRow): ResultRow {
   };
 }
 
-const cell = (value: number | null | undefined, digits: number) => (value === null || value === undefined ? '—' : value.toFixed(digits));
+const cell = (value: number | null | undefined, digits: number) =>
+  value === null || value === undefined ? '—' : value.toFixed(digits);
 
 /** The table printed at the end of a run. */
 export function formatTable(rows: ResultRow[]): string {
@@ -76,6 +77,10 @@ export function formatTable(rows: ResultRow[]): string {
     r.met === undefined ? '' : r.met ? 'met' : 'NOT MET',
   ]);
   const widths = header.map((h, i) => Math.max(h.length, ...lines.map((l) => l[i]!.length)));
-  const format = (cols: string[]) => cols.map((c, i) => (i === 0 || i >= 8 ? c.padEnd(widths[i]!) : c.padStart(widths[i]!))).join('  ').trimEnd();
+  const format = (cols: string[]) =>
+    cols
+      .map((c, i) => (i === 0 || i >= 8 ? c.padEnd(widths[i]!) : c.padStart(widths[i]!)))
+      .join('  ')
+      .trimEnd();
   return [format(header), format(widths.map((w) => '-'.repeat(w))), ...lines.map(format)].join('\n');
 }

@@ -5,7 +5,14 @@ import { parseOptions, type BenchOptions } from './options.ts';
 import { openBenchDatabase, type BenchDatabase } from './database.ts';
 import { startServer, type ServerProcess } from './child.ts';
 import { measurePair, type Pair, type Plan } from './throughput.ts';
-import { measureFailedLogins, measureHash, measureLoginThroughput, signIn, timing, wrongPasswordAccountsFor } from './login.ts';
+import {
+  measureFailedLogins,
+  measureHash,
+  measureLoginThroughput,
+  signIn,
+  timing,
+  wrongPasswordAccountsFor,
+} from './login.ts';
 import { measureTail } from './tail.ts';
 import { growWidgets } from './grow.ts';
 import { explainList, type ListPlan } from './explain.ts';
@@ -30,17 +37,26 @@ const CREATE_PATH = '/api/v1/testkit/widgets';
 const CREATE_BODY = '{"name":"bench-[<id>]","size":7,"color":"blue","note":"created by the benchmark"}';
 
 const log = (line: string) => process.stdout.write(`${line}\n`);
-const load = () => loadavg().map((n) => n.toFixed(2)).join(' ');
+const load = () =>
+  loadavg()
+    .map((n) => n.toFixed(2))
+    .join(' ');
 
 async function main(): Promise<void> {
   const options = parseOptions(process.argv.slice(2), process.env);
   const startedAt = performance.now();
-  log(`tenantry bench${options.quick ? ' (quick)' : ''}: ${cpus().length} cores, node ${process.version}, load average ${load()}`);
+  log(
+    `tenantry bench${options.quick ? ' (quick)' : ''}: ${cpus().length} cores, node ${process.version}, load average ${load()}`,
+  );
   const runId = randomBytes(3).toString('hex');
   const db = await openBenchDatabase(options.databaseUrl);
   const servers: ServerProcess[] = [];
   try {
-    log(`database: ${db.description}; ${Object.entries(db.settings).map(([k, v]) => `${k}=${v}`).join(', ')}`);
+    log(
+      `database: ${db.description}; ${Object.entries(db.settings)
+        .map(([k, v]) => `${k}=${v}`)
+        .join(', ')}`,
+    );
     const rows = await measure(options, db, runId, servers);
     log('');
     log(formatTable(rows));
@@ -52,7 +68,12 @@ async function main(): Promise<void> {
   }
 }
 
-async function measure(options: BenchOptions, db: BenchDatabase, runId: string, servers: ServerProcess[]): Promise<ResultRow[]> {
+async function measure(
+  options: BenchOptions,
+  db: BenchDatabase,
+  runId: string,
+  servers: ServerProcess[],
+): Promise<ResultRow[]> {
   const filesDir = mkdtempSync(join(tmpdir(), 'tenantry-bench-files-'));
   process.once('exit', () => rmSync(filesDir, { recursive: true, force: true }));
   const settings: ServiceSettings = {
@@ -70,7 +91,9 @@ async function measure(options: BenchOptions, db: BenchDatabase, runId: string, 
   servers.push(service);
   const seed = service.ready.seed as SeedInfo;
   const host = seed.tenants[0]!.host;
-  log(`service (role all, pool ${options.poolSize}) on port ${service.port}; seeded 2 tenants × ${options.rowsPerTenant} widgets, ${options.notifications} notifications for the bench user`);
+  log(
+    `service (role all, pool ${options.poolSize}) on port ${service.port}; seeded 2 tenants × ${options.rowsPerTenant} widgets, ${options.notifications} notifications for the bench user`,
+  );
 
   const rows: ResultRow[] = [];
   const httpGroups = ['list', 'create', 'health', 'public', 'notifications', 'open-loop', 'list-size'] as const;
@@ -87,7 +110,12 @@ async function measure(options: BenchOptions, db: BenchDatabase, runId: string, 
   let baselineProcess: ServerProcess | undefined;
   const startBaseline = async () => {
     if (!baselineProcess) {
-      baselineProcess = await startServer('baseline', './baseline.ts', baselineSettings, profileInto(join(options.cpuProfDir, 'baseline')));
+      baselineProcess = await startServer(
+        'baseline',
+        './baseline.ts',
+        baselineSettings,
+        profileInto(join(options.cpuProfDir, 'baseline')),
+      );
       servers.push(baselineProcess);
     }
     return baselineProcess;
@@ -112,7 +140,10 @@ async function measure(options: BenchOptions, db: BenchDatabase, runId: string, 
       const { ms, eventsMs } = await service.ask({ type: 'drain' }, 'drained', 150_000);
       return { ms, eventsMs };
     };
-    const pairs: (Pair & { group: (typeof httpGroups)[number]; target: (ratio: number, p99: number) => { text: string; met: boolean } | undefined })[] = [
+    const pairs: (Pair & {
+      group: (typeof httpGroups)[number];
+      target: (ratio: number, p99: number) => { text: string; met: boolean } | undefined;
+    })[] = [
       {
         group: 'list',
         name: 'list',
@@ -127,8 +158,18 @@ async function measure(options: BenchOptions, db: BenchDatabase, runId: string, 
         name: 'create',
         pids,
         settle,
-        service: { url: at(service.port) + CREATE_PATH, method: 'POST', headers: { host, cookie, 'content-type': 'application/json' }, body: CREATE_BODY },
-        baseline: { url: at(baseline.port) + CREATE_PATH, method: 'POST', headers: { 'content-type': 'application/json' }, body: CREATE_BODY },
+        service: {
+          url: at(service.port) + CREATE_PATH,
+          method: 'POST',
+          headers: { host, cookie, 'content-type': 'application/json' },
+          body: CREATE_BODY,
+        },
+        baseline: {
+          url: at(baseline.port) + CREATE_PATH,
+          method: 'POST',
+          headers: { 'content-type': 'application/json' },
+          body: CREATE_BODY,
+        },
         target: (ratio) => ({ text: '≥ 0.6× baseline insert', met: ratio >= 0.6 }),
       },
       {
@@ -147,8 +188,18 @@ async function measure(options: BenchOptions, db: BenchDatabase, runId: string, 
         name: 'public-304',
         pids,
         settle,
-        service: { url: at(service.port) + seed.page.path, method: 'GET', headers: { host, 'if-none-match': seed.page.etag }, expectStatus: 304 },
-        baseline: { url: at(baseline.port) + seed.page.path, method: 'GET', headers: { 'if-none-match': BASELINE_PAGE_ETAG }, expectStatus: 304 },
+        service: {
+          url: at(service.port) + seed.page.path,
+          method: 'GET',
+          headers: { host, 'if-none-match': seed.page.etag },
+          expectStatus: 304,
+        },
+        baseline: {
+          url: at(baseline.port) + seed.page.path,
+          method: 'GET',
+          headers: { 'if-none-match': BASELINE_PAGE_ETAG },
+          expectStatus: 304,
+        },
         target: (ratio) => ({ text: '≥ 0.7× baseline', met: ratio >= 0.7 }),
       },
       {
@@ -163,41 +214,78 @@ async function measure(options: BenchOptions, db: BenchDatabase, runId: string, 
     ];
     const measured = new Map<string, Awaited<ReturnType<typeof measurePair>>>();
     for (const pair of pairs.filter((p) => options.only.has(p.group))) {
-      log(`${pair.name}: ${options.connections} connections, warm-up ${options.warmupSeconds} s, ${options.rounds} × ${options.seconds} s each side (load average ${load()})`);
+      log(
+        `${pair.name}: ${options.connections} connections, warm-up ${options.warmupSeconds} s, ${options.rounds} × ${options.seconds} s each side (load average ${load()})`,
+      );
       const figures = await measurePair(pair, plan);
       measured.set(pair.name, figures);
       const ratio = figures.service.rps / figures.baseline.rps;
       const target = pair.target(ratio, figures.service.p99_ms);
       const size = pair.group === 'list' ? { table_rows: options.rowsPerTenant } : {};
-      rows.push({ name: pair.name, ...pick(figures.service), ratio_to_baseline: ratio, ...size, ...(target ? { target: target.text, met: target.met } : {}) });
+      rows.push({
+        name: pair.name,
+        ...pick(figures.service),
+        ratio_to_baseline: ratio,
+        ...size,
+        ...(target ? { target: target.text, met: target.met } : {}),
+      });
       rows.push({ name: `${pair.name}-baseline`, ...pick(figures.baseline), ratio_to_baseline: 1, ...size });
       if (pair.group === 'create') {
         // Each create run's events are relayed and audited in the relay's transactions: the
         // slowest catch-up after a run, once its load stopped.
         const drainMs = Math.max(...figures.serviceEventsMs);
         log(`  audit drained ${figures.serviceEventsMs.map((ms) => `${ms} ms`).join(', ')} after the create runs`);
-        rows.push({ name: 'audit-drain', rps: null, p50_ms: null, p99_ms: null, ratio_to_baseline: null, audit_drain_ms: drainMs, target: `≤ 2000 ms after a ${options.seconds} s create run`, met: drainMs <= 2000 });
+        rows.push({
+          name: 'audit-drain',
+          rps: null,
+          p50_ms: null,
+          p99_ms: null,
+          ratio_to_baseline: null,
+          audit_drain_ms: drainMs,
+          target: `≤ 2000 ms after a ${options.seconds} s create run`,
+          met: drainMs <= 2000,
+        });
       }
     }
 
     const listPair = pairs.find((p) => p.group === 'list')!;
     if (options.only.has('open-loop')) {
       // Half the bare baseline's closed-loop peak, from this run's list if it ran, else measured now.
-      const peak = measured.get('list')?.baseline.rps ?? (await measurePair({ ...listPair }, { ...plan, rounds: 1 })).baseline.rps;
+      const peak =
+        measured.get('list')?.baseline.rps ?? (await measurePair({ ...listPair }, { ...plan, rounds: 1 })).baseline.rps;
       const rate = Math.max(1, Math.round(peak / 2));
-      log(`list-open-loop: ${rate} req/s (half the baseline's ${peak.toFixed(0)} req/s), ${options.openLoopSeconds} s each side in ${options.rounds} round(s) (load average ${load()})`);
-      rows.push(...(await measureTail({ name: 'list-open-loop', service: listPair.service, baseline: listPair.baseline, rate, seconds: options.openLoopSeconds, rounds: options.rounds, settle, log })));
+      log(
+        `list-open-loop: ${rate} req/s (half the baseline's ${peak.toFixed(0)} req/s), ${options.openLoopSeconds} s each side in ${options.rounds} round(s) (load average ${load()})`,
+      );
+      rows.push(
+        ...(await measureTail({
+          name: 'list-open-loop',
+          service: listPair.service,
+          baseline: listPair.baseline,
+          rate,
+          seconds: options.openLoopSeconds,
+          rounds: options.rounds,
+          settle,
+          log,
+        })),
+      );
     }
 
     if (options.only.has('list-size') && options.rows.length > 1) {
       const first = measured.get('list') ?? (await measurePair(listPair, plan));
       const describe = (size: number, p: ListPlan) =>
-        log(`  EXPLAIN (ANALYZE, BUFFERS) of the list at ${size} rows: ${p.executionMs.toFixed(2)} ms, ${p.sharedHit + p.sharedRead} buffers (${p.sharedRead} read)\n${p.text.replace(/^/gm, '    ')}`);
+        log(
+          `  EXPLAIN (ANALYZE, BUFFERS) of the list at ${size} rows: ${p.executionMs.toFixed(2)} ms, ${p.sharedHit + p.sharedRead} buffers (${p.sharedRead} read)\n${p.text.replace(/^/gm, '    ')}`,
+        );
       let size = options.rowsPerTenant;
       describe(size, await explainList(db.url, seed.tenants[0]!.id));
       for (const next of options.rows.slice(1)) {
-        log(`list-size: growing the first tenant's widgets from ${size} to ${next} (service and baseline tables; load average ${load()})`);
-        log(`  grown and vacuum-analysed in ${(await growWidgets(db.url, seed.tenants[0]!.id, size, next)).toFixed(1)} s`);
+        log(
+          `list-size: growing the first tenant's widgets from ${size} to ${next} (service and baseline tables; load average ${load()})`,
+        );
+        log(
+          `  grown and vacuum-analysed in ${(await growWidgets(db.url, seed.tenants[0]!.id, size, next)).toFixed(1)} s`,
+        );
         size = next;
         describe(size, await explainList(db.url, seed.tenants[0]!.id));
         await checkSameAnswer(service.port, baseline.port, host, cookie);
@@ -209,7 +297,12 @@ async function measure(options: BenchOptions, db: BenchDatabase, runId: string, 
           ratio_to_baseline: figures.service.rps / figures.baseline.rps,
           table_rows: size,
         });
-        rows.push({ name: `list-${size}-rows-baseline`, ...pick(figures.baseline), ratio_to_baseline: 1, table_rows: size });
+        rows.push({
+          name: `list-${size}-rows-baseline`,
+          ...pick(figures.baseline),
+          ratio_to_baseline: 1,
+          table_rows: size,
+        });
         rows.push({
           name: `list-p50-${size}-vs-${options.rowsPerTenant}`,
           rps: null,
@@ -227,13 +320,24 @@ async function measure(options: BenchOptions, db: BenchDatabase, runId: string, 
   // Before the uploads: their gigabytes, written back to disk afterwards, would slow the WAL
   // flushes this measures.
   if (options.only.has('outbox')) {
-    log(`outbox: ${options.outboxEvents} events at ${options.outboxRate}/s, commit → subscription handler start (load average ${load()})`);
+    log(
+      `outbox: ${options.outboxEvents} events at ${options.outboxRate}/s, commit → subscription handler start (load average ${load()})`,
+    );
     await service.ask({ type: 'probe', count: 100, rate: options.outboxRate }, 'probe-result', 60_000);
-    const { samples } = await service.ask({ type: 'probe', count: options.outboxEvents, rate: options.outboxRate }, 'probe-result', 120_000);
-    if (samples.missing > 0) throw new Error(`outbox: ${samples.missing} of ${options.outboxEvents} events never reached the handler within 30 s`);
+    const { samples } = await service.ask(
+      { type: 'probe', count: options.outboxEvents, rate: options.outboxRate },
+      'probe-result',
+      120_000,
+    );
+    if (samples.missing > 0)
+      throw new Error(
+        `outbox: ${samples.missing} of ${options.outboxEvents} events never reached the handler within 30 s`,
+      );
     const fromCommit = timing(samples.fromCommitMs);
     const fromOccurred = timing(samples.fromOccurredMs);
-    log(`  from the transaction's start (occurred_at): p50 ${fromOccurred.p50_ms.toFixed(2)} ms, p99 ${fromOccurred.p99_ms.toFixed(2)} ms`);
+    log(
+      `  from the transaction's start (occurred_at): p50 ${fromOccurred.p50_ms.toFixed(2)} ms, p99 ${fromOccurred.p99_ms.toFixed(2)} ms`,
+    );
     rows.push({
       name: 'outbox-latency',
       rps: null,
@@ -249,13 +353,27 @@ async function measure(options: BenchOptions, db: BenchDatabase, runId: string, 
   if (options.only.has('upload')) {
     const baseline = await startBaseline();
     const cookie = await signIn(service.port, host, seed.email, BENCH_PASSWORD);
-    log(`upload: ${options.uploadMib} MiB per upload, ${options.rounds} round(s) each side, alternating (load average ${load()})`);
+    log(
+      `upload: ${options.uploadMib} MiB per upload, ${options.rounds} round(s) each side, alternating (load average ${load()})`,
+    );
     const service_: UploadFigures[] = [];
     const baseline_: UploadFigures[] = [];
     for (let round = 0; round < options.rounds; round++) {
-      service_.push(await measureUpload(service.port, '/api/v1/file/files?visibility=private', { host, cookie }, options.uploadMib, service.pid));
-      baseline_.push(await measureUpload(baseline.port, '/upload', { host: 'baseline' }, options.uploadMib, baseline.pid));
-      log(`  round ${round + 1}: service ${service_.at(-1)!.mbPerSecond.toFixed(0)} MB/s, baseline ${baseline_.at(-1)!.mbPerSecond.toFixed(0)} MB/s`);
+      service_.push(
+        await measureUpload(
+          service.port,
+          '/api/v1/file/files?visibility=private',
+          { host, cookie },
+          options.uploadMib,
+          service.pid,
+        ),
+      );
+      baseline_.push(
+        await measureUpload(baseline.port, '/upload', { host: 'baseline' }, options.uploadMib, baseline.pid),
+      );
+      log(
+        `  round ${round + 1}: service ${service_.at(-1)!.mbPerSecond.toFixed(0)} MB/s, baseline ${baseline_.at(-1)!.mbPerSecond.toFixed(0)} MB/s`,
+      );
     }
     const best = (figures: UploadFigures[]) => Math.max(...figures.map((f) => f.mbPerSecond));
     const growths = service_.map((f) => f.rssGrowth).filter((g): g is number => g !== null);
@@ -264,7 +382,9 @@ async function measure(options: BenchOptions, db: BenchDatabase, runId: string, 
     const rssMet = growthMib === undefined ? false : growthMib < 64;
     const baselineGrowths = baseline_.map((f) => f.rssGrowth).filter((g): g is number => g !== null);
     const baselineGrowthMib = baselineGrowths.length > 0 ? Math.max(...baselineGrowths) / (1024 * 1024) : undefined;
-    log(`  RSS growth during one upload: service ${growthMib === undefined ? 'unknown (no /proc)' : `${growthMib.toFixed(1)} MiB`}, baseline ${baselineGrowthMib === undefined ? 'unknown' : `${baselineGrowthMib.toFixed(1)} MiB`}`);
+    log(
+      `  RSS growth during one upload: service ${growthMib === undefined ? 'unknown (no /proc)' : `${growthMib.toFixed(1)} MiB`}, baseline ${baselineGrowthMib === undefined ? 'unknown' : `${baselineGrowthMib.toFixed(1)} MiB`}`,
+    );
     rows.push({
       name: `upload-${options.uploadMib}MiB`,
       rps: null,
@@ -290,7 +410,8 @@ async function measure(options: BenchOptions, db: BenchDatabase, runId: string, 
   if (options.only.has('upload-s3')) rows.push(...(await measureS3UploadGroup(options, db.url, runId, log, load)));
   if (options.only.has('webhooks')) rows.push(...(await measureWebhookGroup(options, db.url, runId, log, load)));
   if (options.only.has('tenants')) rows.push(...(await measureTenantsGroup(options, db.url, runId, log, load)));
-  if (options.only.has('metrics-cost')) rows.push(...(await measureMetricsCostGroup(options, db.url, runId, log, load)));
+  if (options.only.has('metrics-cost'))
+    rows.push(...(await measureMetricsCostGroup(options, db.url, runId, log, load)));
 
   if (options.only.has('drivers')) {
     const cookie = await signIn(service.port, host, seed.email, BENCH_PASSWORD);
@@ -298,17 +419,49 @@ async function measure(options: BenchOptions, db: BenchDatabase, runId: string, 
   }
 
   if (options.only.has('login')) {
-    log(`login: argon2id hash × ${options.hashSamples}; failed logins × ${options.loginSamples} each kind, alternating (load average ${load()})`);
+    log(
+      `login: argon2id hash × ${options.hashSamples}; failed logins × ${options.loginSamples} each kind, alternating (load average ${load()})`,
+    );
     const hash = await measureHash(options.hashSamples);
     const failed = await measureFailedLogins(service.port, host, seed.wrongPasswordEmails, options.loginSamples);
     const ratio = failed.unknownAddress.p50_ms / failed.wrongPassword.p50_ms;
-    log(`  means: wrong password ${failed.wrongPassword.mean_ms.toFixed(1)} ms, unknown address ${failed.unknownAddress.mean_ms.toFixed(1)} ms`);
+    log(
+      `  means: wrong password ${failed.wrongPassword.mean_ms.toFixed(1)} ms, unknown address ${failed.unknownAddress.mean_ms.toFixed(1)} ms`,
+    );
     const connections = 2 * cpus().length;
-    const throughput = await measureLoginThroughput(service.port, host, seed.email, BENCH_PASSWORD, options.loginSeconds, connections);
-    log(`  successful logins, ${connections} connections × ${options.loginSeconds} s: ${throughput.rps.toFixed(1)} req/s, ${(throughput.rps / cpus().length).toFixed(1)} per core`);
-    rows.push({ name: 'login-throughput', ...pick(throughput), ratio_to_baseline: null, rps_per_core: throughput.rps / cpus().length });
-    rows.push({ name: 'login-argon2id-hash', rps: null, p50_ms: hash.p50_ms, p99_ms: hash.p99_ms, ratio_to_baseline: null, samples: hash.samples });
-    rows.push({ name: 'login-wrong-password', rps: null, p50_ms: failed.wrongPassword.p50_ms, p99_ms: failed.wrongPassword.p99_ms, ratio_to_baseline: 1, samples: failed.wrongPassword.samples });
+    const throughput = await measureLoginThroughput(
+      service.port,
+      host,
+      seed.email,
+      BENCH_PASSWORD,
+      options.loginSeconds,
+      connections,
+    );
+    log(
+      `  successful logins, ${connections} connections × ${options.loginSeconds} s: ${throughput.rps.toFixed(1)} req/s, ${(throughput.rps / cpus().length).toFixed(1)} per core`,
+    );
+    rows.push({
+      name: 'login-throughput',
+      ...pick(throughput),
+      ratio_to_baseline: null,
+      rps_per_core: throughput.rps / cpus().length,
+    });
+    rows.push({
+      name: 'login-argon2id-hash',
+      rps: null,
+      p50_ms: hash.p50_ms,
+      p99_ms: hash.p99_ms,
+      ratio_to_baseline: null,
+      samples: hash.samples,
+    });
+    rows.push({
+      name: 'login-wrong-password',
+      rps: null,
+      p50_ms: failed.wrongPassword.p50_ms,
+      p99_ms: failed.wrongPassword.p99_ms,
+      ratio_to_baseline: 1,
+      samples: failed.wrongPassword.samples,
+    });
     rows.push({
       name: 'login-unknown-address',
       rps: null,
@@ -324,7 +477,12 @@ async function measure(options: BenchOptions, db: BenchDatabase, runId: string, 
   return rows;
 }
 
-const pick = (f: { rps: number; p50_ms: number; p99_ms: number; requests: number }) => ({ rps: f.rps, p50_ms: f.p50_ms, p99_ms: f.p99_ms, samples: f.requests });
+const pick = (f: { rps: number; p50_ms: number; p99_ms: number; requests: number }) => ({
+  rps: f.rps,
+  p50_ms: f.p50_ms,
+  p99_ms: f.p99_ms,
+  samples: f.requests,
+});
 
 /** Both servers must answer the list with the same page before their speeds mean anything side by side. */
 async function checkSameAnswer(servicePort: number, baselinePort: number, host: string, cookie: string): Promise<void> {
@@ -337,7 +495,9 @@ async function checkSameAnswer(servicePort: number, baselinePort: number, host: 
   const baseline = JSON.parse(b.body) as { items: { name: string }[]; total: number };
   const names = (page: { items: { name: string }[] }) => page.items.map((i) => i.name).join(',');
   if (service.items.length !== 20 || service.total !== baseline.total || names(service) !== names(baseline)) {
-    throw new Error(`the service and the baseline list different pages (totals ${service.total} and ${baseline.total})`);
+    throw new Error(
+      `the service and the baseline list different pages (totals ${service.total} and ${baseline.total})`,
+    );
   }
 }
 

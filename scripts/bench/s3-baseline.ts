@@ -16,7 +16,11 @@ const settings = JSON.parse(process.env[SETTINGS_ENV] ?? '{}') as S3UploadSettin
 const send = (message: ChildMessage) => process.send?.(message);
 
 async function main(): Promise<void> {
-  const client = new S3Client({ region: settings.s3.region, endpoint: settings.s3.endpoint, forcePathStyle: settings.s3.force_path_style });
+  const client = new S3Client({
+    region: settings.s3.region,
+    endpoint: settings.s3.endpoint,
+    forcePathStyle: settings.s3.force_path_style,
+  });
   const app = Fastify({ logger: false, bodyLimit: Number.MAX_SAFE_INTEGER });
   await app.register(multipart, { limits: { fileSize: Number.POSITIVE_INFINITY } });
   app.post('/upload', async (request, reply) => {

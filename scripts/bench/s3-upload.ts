@@ -21,23 +21,48 @@ export interface S3UploadSettings {
  * own), alternating, in the same run. Reported: the best MB/s of each side, their ratio (target
  * ≥ 0.8) and the service's RSS growth during one upload (target < 64 MiB for 1024 MiB).
  */
-export async function measureS3UploadGroup(options: BenchOptions, databaseUrl: string, runId: string, log: (line: string) => void, load: () => string): Promise<ResultRow[]> {
+export async function measureS3UploadGroup(
+  options: BenchOptions,
+  databaseUrl: string,
+  runId: string,
+  log: (line: string) => void,
+  load: () => string,
+): Promise<ResultRow[]> {
   const bucket = await startS3Server({ bucket: 'tenantry-bench' });
   const servers: ServerProcess[] = [];
   try {
-    const settings: S3UploadSettings = { databaseUrl, runId, s3: bucket.settings('bench/'), maxUploadBytes: options.uploadMib * 1024 * 1024 };
+    const settings: S3UploadSettings = {
+      databaseUrl,
+      runId,
+      s3: bucket.settings('bench/'),
+      maxUploadBytes: options.uploadMib * 1024 * 1024,
+    };
     const service = await startServer('service-s3', './s3-service.ts', settings);
     servers.push(service);
     const baseline = await startServer('baseline-s3', './s3-baseline.ts', settings);
     servers.push(baseline);
     const { host, cookie } = service.ready as unknown as { host: string; cookie: string };
-    log(`upload-s3: ${options.uploadMib} MiB per upload into s3rver on port ${bucket.port}, ${options.rounds} round(s) each side, alternating (load average ${load()})`);
+    log(
+      `upload-s3: ${options.uploadMib} MiB per upload into s3rver on port ${bucket.port}, ${options.rounds} round(s) each side, alternating (load average ${load()})`,
+    );
     const service_: UploadFigures[] = [];
     const baseline_: UploadFigures[] = [];
     for (let round = 0; round < options.rounds; round++) {
-      service_.push(await measureUpload(service.port, '/api/v1/file/files?visibility=private', { host, cookie }, options.uploadMib, service.pid));
-      baseline_.push(await measureUpload(baseline.port, '/upload', { host: 'baseline' }, options.uploadMib, baseline.pid));
-      log(`  round ${round + 1}: service ${service_.at(-1)!.mbPerSecond.toFixed(0)} MB/s, bare lib-storage ${baseline_.at(-1)!.mbPerSecond.toFixed(0)} MB/s`);
+      service_.push(
+        await measureUpload(
+          service.port,
+          '/api/v1/file/files?visibility=private',
+          { host, cookie },
+          options.uploadMib,
+          service.pid,
+        ),
+      );
+      baseline_.push(
+        await measureUpload(baseline.port, '/upload', { host: 'baseline' }, options.uploadMib, baseline.pid),
+      );
+      log(
+        `  round ${round + 1}: service ${service_.at(-1)!.mbPerSecond.toFixed(0)} MB/s, bare lib-storage ${baseline_.at(-1)!.mbPerSecond.toFixed(0)} MB/s`,
+      );
     }
     const best = (figures: UploadFigures[]) => Math.max(...figures.map((f) => f.mbPerSecond));
     const growthMib = (figures: UploadFigures[]) => {
@@ -47,7 +72,9 @@ export async function measureS3UploadGroup(options: BenchOptions, databaseUrl: s
     const ratio = best(service_) / best(baseline_);
     const serviceGrowth = growthMib(service_);
     const baselineGrowth = growthMib(baseline_);
-    log(`  RSS growth during one upload: service ${serviceGrowth?.toFixed(1) ?? 'unknown'} MiB, bare lib-storage ${baselineGrowth?.toFixed(1) ?? 'unknown'} MiB`);
+    log(
+      `  RSS growth during one upload: service ${serviceGrowth?.toFixed(1) ?? 'unknown'} MiB, bare lib-storage ${baselineGrowth?.toFixed(1) ?? 'unknown'} MiB`,
+    );
     return [
       {
         name: `upload-s3-${options.uploadMib}MiB`,

@@ -15,15 +15,32 @@ export type ScenarioReady = { type: 'ready'; port: number; host: string; cookie:
  * (`<name>.localhost`) and a user signed in with the given permissions, listens on a free port,
  * answers `ready` over IPC like service.ts, and closes on `stop`.
  */
-export async function serveScenario(options: { name: string; role: Role; settings: Record<string, unknown>; permissions: string[] }): Promise<void> {
+export async function serveScenario(options: {
+  name: string;
+  role: Role;
+  settings: Record<string, unknown>;
+  permissions: string[];
+}): Promise<void> {
   const send = (message: ChildMessage | ScenarioReady) => process.send?.(message);
   try {
     const config = validateConfig(options.settings, 'benchmark settings');
     const logger = pino({ level: config.server.log_level }) as FastifyBaseLogger;
-    const built = await buildApp({ config, modules: allModules, databaseUrl: config.database.url, role: options.role, logger });
-    const { rows } = await built.services.db.pool.query<{ id: string; slug: string }>('select id, slug from tenants where is_operator');
+    const built = await buildApp({
+      config,
+      modules: allModules,
+      databaseUrl: config.database.url,
+      role: options.role,
+      logger,
+    });
+    const { rows } = await built.services.db.pool.query<{ id: string; slug: string }>(
+      'select id, slug from tenants where is_operator',
+    );
     // The test helpers' tenant and sign-in: they need the app's services, config and operator tenant only.
-    const app = { ...built, config, operator: { id: rows[0]!.id, slug: rows[0]!.slug, isOperator: true } } as unknown as TestApp;
+    const app = {
+      ...built,
+      config,
+      operator: { id: rows[0]!.id, slug: rows[0]!.slug, isOperator: true },
+    } as unknown as TestApp;
     const host = `${options.name}.localhost`;
     const tenant = await createCustomer(app, options.name, host);
     const { cookie } = await signInAs(app, tenant, options.permissions);

@@ -30,7 +30,8 @@ export interface SeedInfo {
 
 /** The public page the 304 scenario asks for, and its Markdown (rendered only on a 200). */
 export const BENCH_PAGE_SLUG = 'bench-page';
-const BENCH_PAGE_BODY = '# A benchmark page\n\nSome *Markdown* with [a link](https://example.test/) and a list:\n\n- one\n- two\n';
+const BENCH_PAGE_BODY =
+  '# A benchmark page\n\nSome *Markdown* with [a link](https://example.test/) and a list:\n\n- one\n- two\n';
 
 /**
  * The seeded widget rows number from..to: one generator for the service's table and for the
@@ -66,30 +67,53 @@ export async function seed(
   services: Services,
   options: { runId: string; rowsPerTenant: number; wrongPasswordAccounts: number; notifications: number },
 ): Promise<SeedInfo> {
-  const { rows } = await services.db.pool.query<{ id: string; slug: string }>('select id, slug from tenants where is_operator');
+  const { rows } = await services.db.pool.query<{ id: string; slug: string }>(
+    'select id, slug from tenants where is_operator',
+  );
   const operator: TenantRef = { id: rows[0]!.id, slug: rows[0]!.slug, isOperator: true };
   const tenants: SeededTenant[] = [];
   for (const letter of ['a', 'b']) {
     const slug = `bench-${letter}-${options.runId}`;
     const host = `${slug}.localhost`;
-    const tenant = await services.transactions.run(operator, (ctx) => createTenant(ctx, services, { slug, name: `Bench ${letter}`, host }));
-    await services.transactions.run(tenant, (ctx) => ctx.db.executeQuery(CompiledQuery.raw(widgetRowsSql('widgets', false), [1, options.rowsPerTenant])));
+    const tenant = await services.transactions.run(operator, (ctx) =>
+      createTenant(ctx, services, { slug, name: `Bench ${letter}`, host }),
+    );
+    await services.transactions.run(tenant, (ctx) =>
+      ctx.db.executeQuery(CompiledQuery.raw(widgetRowsSql('widgets', false), [1, options.rowsPerTenant])),
+    );
     tenants.push({ id: tenant.id, slug, host });
   }
 
   const hash = await hashPassword(BENCH_PASSWORD);
   const email = `bench-${options.runId}@example.test`;
-  const wrongPasswordEmails = Array.from({ length: options.wrongPasswordAccounts }, (_, i) => `wrong-${i}-${options.runId}@example.test`);
+  const wrongPasswordEmails = Array.from(
+    { length: options.wrongPasswordAccounts },
+    (_, i) => `wrong-${i}-${options.runId}@example.test`,
+  );
   const first: TenantRef = { id: tenants[0]!.id, slug: tenants[0]!.slug, isOperator: false };
   const { pageUpdatedAt, userId } = await services.transactions.run(first, async (ctx) => {
     const raw = <R>(text: string, params: unknown[]) => ctx.db.executeQuery<R>(CompiledQuery.raw(text, params));
-    await raw('insert into roles (name, permissions) values ($1, $2)', [BENCH_ROLE, ['widget:read', 'widget:write', 'file:read', 'file:manage']]);
-    const user = await raw<{ id: string }>(`insert into users (email, display_name, status, roles, password_hash) values ($1, 'Bench', 'active', $2, $3) returning id`, [email, [BENCH_ROLE], hash]);
+    await raw('insert into roles (name, permissions) values ($1, $2)', [
+      BENCH_ROLE,
+      ['widget:read', 'widget:write', 'file:read', 'file:manage'],
+    ]);
+    const user = await raw<{ id: string }>(
+      `insert into users (email, display_name, status, roles, password_hash) values ($1, 'Bench', 'active', $2, $3) returning id`,
+      [email, [BENCH_ROLE], hash],
+    );
     for (const address of wrongPasswordEmails) {
-      await raw(`insert into users (email, display_name, status, roles, password_hash) values ($1, 'Bench', 'active', '{}', $2)`, [address, hash]);
+      await raw(
+        `insert into users (email, display_name, status, roles, password_hash) values ($1, 'Bench', 'active', '{}', $2)`,
+        [address, hash],
+      );
     }
     // One in ten for another recipient, interleaved in time, so the owner condition has rows to skip.
-    const someoneElse = (await raw<{ id: string }>(`insert into users (email, display_name, status, roles) values ($1, 'Other', 'active', '{}') returning id`, [`other-${options.runId}@example.test`])).rows[0]!.id;
+    const someoneElse = (
+      await raw<{ id: string }>(
+        `insert into users (email, display_name, status, roles) values ($1, 'Other', 'active', '{}') returning id`,
+        [`other-${options.runId}@example.test`],
+      )
+    ).rows[0]!.id;
     await raw(NOTIFICATIONS_SQL, [user.rows[0]!.id, someoneElse, Math.ceil(options.notifications / 0.9)]);
     const page = await raw<{ updated_at: Date }>(
       `insert into contents (slug, title, kind, body, status, published_at, author) values ($1, 'Benchmark page', 'page', $2, 'published', now(), $3) returning updated_at`,
@@ -102,5 +126,11 @@ export async function seed(
   await services.db.pool.query('vacuum analyze users');
   await services.db.pool.query('vacuum analyze contents');
   await services.db.pool.query('vacuum analyze notifications');
-  return { tenants, email, userId, wrongPasswordEmails, page: { path: `/api/v1/content/public/${BENCH_PAGE_SLUG}`, etag: weakETag(pageUpdatedAt) } };
+  return {
+    tenants,
+    email,
+    userId,
+    wrongPasswordEmails,
+    page: { path: `/api/v1/content/public/${BENCH_PAGE_SLUG}`, etag: weakETag(pageUpdatedAt) },
+  };
 }

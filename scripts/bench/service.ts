@@ -7,7 +7,13 @@ import { allModules } from '../../modules/index.ts';
 import { testkitModule } from '../../test/helpers/testkit-module.ts';
 import { benchModule, ProbeRecorder, PROBE_EVENT, wallClockMs } from './bench-module.ts';
 import { seed } from './seed.ts';
-import { SETTINGS_ENV, type ChildMessage, type ChildRequest, type ProbeSamples, type ServiceSettings } from './protocol.ts';
+import {
+  SETTINGS_ENV,
+  type ChildMessage,
+  type ChildRequest,
+  type ProbeSamples,
+  type ServiceSettings,
+} from './protocol.ts';
 
 /**
  * The service under test, in its own process: role `all` (web and worker) with the installation's
@@ -41,7 +47,13 @@ async function drained(app: App, timeoutMs: number): Promise<{ eventsMs: number 
   throw new Error(`the worker did not drain earlier events within ${timeoutMs / 1000} s`);
 }
 
-async function publishProbes(app: App, tenant: TenantRef, recorder: ProbeRecorder, count: number, rate: number): Promise<ProbeSamples> {
+async function publishProbes(
+  app: App,
+  tenant: TenantRef,
+  recorder: ProbeRecorder,
+  count: number,
+  rate: number,
+): Promise<ProbeSamples> {
   await drained(app, 120_000);
   recorder.clear();
   const committedAt: number[] = new Array(count);

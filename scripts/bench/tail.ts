@@ -36,15 +36,31 @@ export async function measureTail(plan: TailPlan): Promise<ResultRow[]> {
       assertOpenLoopClean(side.label, sample);
       side.samples.push(sample);
       const f = openLoopFigures(plan.rate, [sample]);
-      plan.log(`  ${side.label.padEnd(24)} round ${round + 1}: ${plan.rate.toFixed(0)} req/s scheduled, p50 ${f.p50_ms.toFixed(2)} ms, p99 ${f.p99_ms.toFixed(2)} ms, p99.9 ${f.p999_ms.toFixed(2)} ms (send lag ≤ ${f.maxSendLagMs.toFixed(1)} ms)`);
+      plan.log(
+        `  ${side.label.padEnd(24)} round ${round + 1}: ${plan.rate.toFixed(0)} req/s scheduled, p50 ${f.p50_ms.toFixed(2)} ms, p99 ${f.p99_ms.toFixed(2)} ms, p99.9 ${f.p999_ms.toFixed(2)} ms (send lag ≤ ${f.maxSendLagMs.toFixed(1)} ms)`,
+      );
     }
   }
   const service = openLoopFigures(plan.rate, sides[0]!.samples);
   const baseline = openLoopFigures(plan.rate, sides[1]!.samples);
   const ratio = service.p99_ms / baseline.p99_ms;
-  const row = (name: string, f: typeof service) => ({ name, rps: null, rate: f.rate, p50_ms: f.p50_ms, p99_ms: f.p99_ms, p999_ms: f.p999_ms, samples: f.requests });
+  const row = (name: string, f: typeof service) => ({
+    name,
+    rps: null,
+    rate: f.rate,
+    p50_ms: f.p50_ms,
+    p99_ms: f.p99_ms,
+    p999_ms: f.p999_ms,
+    samples: f.requests,
+  });
   return [
-    { ...row(plan.name, service), ratio_to_baseline: ratio, baseline: `${plan.name}-baseline (p99)`, target: 'p99 ≤ 2× baseline p99 at the same fixed rate', met: ratio <= 2 },
+    {
+      ...row(plan.name, service),
+      ratio_to_baseline: ratio,
+      baseline: `${plan.name}-baseline (p99)`,
+      target: 'p99 ≤ 2× baseline p99 at the same fixed rate',
+      met: ratio <= 2,
+    },
     { ...row(`${plan.name}-baseline`, baseline), ratio_to_baseline: 1 },
   ];
 }

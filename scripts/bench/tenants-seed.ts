@@ -109,21 +109,29 @@ export class TenantSeeder {
              from users u join tenants t on t.id = u.tenant_id and t.slug like 'bt-%' cross join generate_series(1, 2)`,
       );
     });
-    await this.client.query('vacuum analyze tenants, tenant_hosts, users, subscriptions, tasks, sessions, set_password_tokens');
+    await this.client.query(
+      'vacuum analyze tenants, tenant_hosts, users, subscriptions, tasks, sessions, set_password_tokens',
+    );
   }
 
   /** A session of a user holding admin in the tenant (`operator` or bench tenant i): the raw cookie value. */
   async adminSession(tenant: 'operator' | number): Promise<string> {
     const raw = `bench-${tenant}-${Math.random().toString(36).slice(2)}${Math.random().toString(36).slice(2)}`;
     await this.inTransaction(async () => {
-      const { rows } = await this.client.query<{ id: string }>(tenant === 'operator' ? 'select id from tenants where is_operator' : 'select id from tenants where slug = $1', tenant === 'operator' ? [] : [tenantSlug(tenant)]);
+      const { rows } = await this.client.query<{ id: string }>(
+        tenant === 'operator' ? 'select id from tenants where is_operator' : 'select id from tenants where slug = $1',
+        tenant === 'operator' ? [] : [tenantSlug(tenant)],
+      );
       const tenantId = rows[0]!.id;
       const user = await this.client.query<{ id: string }>(
         `insert into users (tenant_id, email, display_name, status, roles) values ($1, $2, 'Bench operator', 'active', '{admin}')
          on conflict (tenant_id, lower(email)) where deleted_at is null do update set status = 'active' returning id`,
         [tenantId, `bench-admin-${tenant}@example.test`],
       );
-      await this.client.query(`insert into sessions (tenant_id, id_hash, user_id, expires_at) values ($1, $2, $3, now() + interval '1 day')`, [tenantId, hashSecret(raw), user.rows[0]!.id]);
+      await this.client.query(
+        `insert into sessions (tenant_id, id_hash, user_id, expires_at) values ($1, $2, $3, now() + interval '1 day')`,
+        [tenantId, hashSecret(raw), user.rows[0]!.id],
+      );
     });
     return raw;
   }
@@ -147,7 +155,12 @@ export class TenantSeeder {
               (select count(*) from tasks where sla_breached) as marked`,
     );
     const r = rows[0]!;
-    return { sessions: Number(r.sessions), tokens: Number(r.tokens), unmarked: Number(r.unmarked), marked: Number(r.marked) };
+    return {
+      sessions: Number(r.sessions),
+      tokens: Number(r.tokens),
+      unmarked: Number(r.unmarked),
+      marked: Number(r.marked),
+    };
   }
 
   private async inTransaction(fn: () => Promise<void>): Promise<void> {

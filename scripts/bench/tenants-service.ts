@@ -19,7 +19,11 @@ const send = (message: TenantsMessage) => process.send?.(message);
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 
 /** Runs a job as the schedule's tick would (a per-tenant job fanned out into one queued run per tenant) until no run is left. */
-async function runJob(app: App, name: string, slot: string): Promise<{ ms: number; rssPeakMiB: number; runs: number; failed: number }> {
+async function runJob(
+  app: App,
+  name: string,
+  slot: string,
+): Promise<{ ms: number; rssPeakMiB: number; runs: number; failed: number }> {
   const worker = app.worker!;
   const job = worker.jobs.find(name);
   let rssPeak = process.memoryUsage().rss;
@@ -67,7 +71,14 @@ async function main(): Promise<void> {
     'benchmark settings',
   );
   const logger = pino({ level: config.server.log_level }) as FastifyBaseLogger;
-  const app = await buildApp({ config, modules: allModules, databaseUrl: settings.databaseUrl, role: settings.role, logger, scheduleJobs: false });
+  const app = await buildApp({
+    config,
+    modules: allModules,
+    databaseUrl: settings.databaseUrl,
+    role: settings.role,
+    logger,
+    scheduleJobs: false,
+  });
   let port = 0;
   if (app.web) {
     await app.web.listen({ host: '127.0.0.1', port: 0 });
@@ -87,7 +98,13 @@ async function main(): Promise<void> {
       void app.close().finally(() => process.exit(0));
     }
   });
-  send({ type: 'ready', port, startupMs: performance.now(), cookieName: sessionCookie(config).name, rssMiB: process.memoryUsage().rss / 2 ** 20 });
+  send({
+    type: 'ready',
+    port,
+    startupMs: performance.now(),
+    cookieName: sessionCookie(config).name,
+    rssMiB: process.memoryUsage().rss / 2 ** 20,
+  });
 }
 
 main().catch((err: Error) => {

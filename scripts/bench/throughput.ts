@@ -8,7 +8,8 @@ export function serverCpu(postmasterPid: number): Map<number, number> {
     if (!/^\d+$/.test(entry)) continue;
     try {
       const fields = readFileSync(`/proc/${entry}/stat`, 'utf8').split(') ')[1]!.split(' ');
-      if (Number(fields[1]) === postmasterPid) times.set(Number(entry), ((Number(fields[11]) + Number(fields[12])) * 1000) / 100);
+      if (Number(fields[1]) === postmasterPid)
+        times.set(Number(entry), ((Number(fields[11]) + Number(fields[12])) * 1000) / 100);
     } catch {
       // The process ended while we looked.
     }
@@ -77,8 +78,20 @@ export interface Plan {
  */
 export async function measurePair(pair: Pair, plan: Plan): Promise<PairFigures> {
   const sides = [
-    { label: pair.name, target: pair.service, pid: pair.pids.service, samples: [] as Sample[], eventsMs: [] as number[] },
-    { label: `${pair.name}-baseline`, target: pair.baseline, pid: pair.pids.baseline, samples: [] as Sample[], eventsMs: [] as number[] },
+    {
+      label: pair.name,
+      target: pair.service,
+      pid: pair.pids.service,
+      samples: [] as Sample[],
+      eventsMs: [] as number[],
+    },
+    {
+      label: `${pair.name}-baseline`,
+      target: pair.baseline,
+      pid: pair.pids.baseline,
+      samples: [] as Sample[],
+      eventsMs: [] as number[],
+    },
   ];
   for (const side of sides) {
     assertClean(`${side.label} (warm-up)`, await hammer(side.target, plan.connections, plan.warmupSeconds));
@@ -91,7 +104,8 @@ export async function measurePair(pair: Pair, plan: Plan): Promise<PairFigures> 
       const pgBefore = plan.postmasterPid ? serverCpu(plan.postmasterPid) : undefined;
       const sample = await hammer(side.target, plan.connections, plan.seconds);
       const cpu = cpuMs(side.pid) - cpuBefore;
-      const pgCpu = plan.postmasterPid && pgBefore ? serverCpuSince(pgBefore, serverCpu(plan.postmasterPid)) : Number.NaN;
+      const pgCpu =
+        plan.postmasterPid && pgBefore ? serverCpuSince(pgBefore, serverCpu(plan.postmasterPid)) : Number.NaN;
       const { ms: settled, eventsMs } = await pair.settle();
       assertClean(side.label, sample);
       side.samples.push(sample);
@@ -104,5 +118,9 @@ export async function measurePair(pair: Pair, plan: Plan): Promise<PairFigures> 
       );
     }
   }
-  return { service: combine(sides[0]!.samples), baseline: combine(sides[1]!.samples), serviceEventsMs: sides[0]!.eventsMs };
+  return {
+    service: combine(sides[0]!.samples),
+    baseline: combine(sides[1]!.samples),
+    serviceEventsMs: sides[0]!.eventsMs,
+  };
 }

@@ -56,7 +56,10 @@ const transports: Transport[] = [
     name: 'bare insert (pg)',
     async open(url) {
       const pool = new pg.Pool({ connectionString: url, max: poolSize });
-      return { run: () => pool.query({ name: 'insert', text: INSERT, values: insertValues() }), close: () => pool.end() };
+      return {
+        run: () => pool.query({ name: 'insert', text: INSERT, values: insertValues() }),
+        close: () => pool.end(),
+      };
     },
   },
   {
@@ -149,11 +152,16 @@ async function main(): Promise<void> {
         if (transport === transports[0]) bare = rate;
         const ratio = rate / bare;
         (figures.get(transport.name) ?? figures.set(transport.name, []).get(transport.name)!).push(ratio);
-        console.log(`round ${round + 1}  ${transport.name.padEnd(34)} ${rate.toFixed(0).padStart(6)} tx/s  ${ratio.toFixed(3)}× bare  client CPU ${cpuUs.toFixed(0)} µs/tx`);
+        console.log(
+          `round ${round + 1}  ${transport.name.padEnd(34)} ${rate.toFixed(0).padStart(6)} tx/s  ${ratio.toFixed(3)}× bare  client CPU ${cpuUs.toFixed(0)} µs/tx`,
+        );
       }
     }
     console.log('');
-    for (const [name, ratios] of figures) console.log(`${name.padEnd(34)} median ${ratios.sort((a, b) => a - b)[Math.floor(ratios.length / 2)]!.toFixed(3)}× bare`);
+    for (const [name, ratios] of figures)
+      console.log(
+        `${name.padEnd(34)} median ${ratios.sort((a, b) => a - b)[Math.floor(ratios.length / 2)]!.toFixed(3)}× bare`,
+      );
   } finally {
     await db.stop();
   }

@@ -16,7 +16,11 @@ function uploadForm(mib: number): { body: () => Readable; length: number; type: 
     for (let i = 0; i < mib; i++) yield CHUNK;
     yield tail;
   }
-  return { body: () => Readable.from(parts(), { objectMode: false }), length: head.length + tail.length + mib * CHUNK.length, type: `multipart/form-data; boundary=${BOUNDARY}` };
+  return {
+    body: () => Readable.from(parts(), { objectMode: false }),
+    length: head.length + tail.length + mib * CHUNK.length,
+    type: `multipart/form-data; boundary=${BOUNDARY}`,
+  };
 }
 
 /** Resident set size of a process in bytes (Linux /proc), or null where it cannot be read. */
@@ -36,7 +40,13 @@ export interface UploadFigures {
 }
 
 /** Sends one upload, timing it and sampling the receiving process's RSS every 20 ms. */
-export async function measureUpload(port: number, path: string, headers: Record<string, string>, mib: number, pid: number): Promise<UploadFigures> {
+export async function measureUpload(
+  port: number,
+  path: string,
+  headers: Record<string, string>,
+  mib: number,
+  pid: number,
+): Promise<UploadFigures> {
   const form = uploadForm(mib);
   const before = rssOf(pid);
   let peak = before ?? 0;
@@ -48,11 +58,23 @@ export async function measureUpload(port: number, path: string, headers: Record<
   try {
     const status = await new Promise<number>((resolve, reject) => {
       const req = request(
-        { host: '127.0.0.1', port, method: 'POST', path, headers: { ...headers, 'content-type': form.type, 'content-length': form.length } },
+        {
+          host: '127.0.0.1',
+          port,
+          method: 'POST',
+          path,
+          headers: { ...headers, 'content-type': form.type, 'content-length': form.length },
+        },
         (res) => {
           const chunks: Buffer[] = [];
           res.on('data', (c: Buffer) => chunks.push(c));
-          res.on('end', () => (res.statusCode === 201 ? resolve(201) : reject(new Error(`upload answered ${res.statusCode}: ${Buffer.concat(chunks).toString().slice(0, 300)}`))));
+          res.on('end', () =>
+            res.statusCode === 201
+              ? resolve(201)
+              : reject(
+                  new Error(`upload answered ${res.statusCode}: ${Buffer.concat(chunks).toString().slice(0, 300)}`),
+                ),
+          );
         },
       );
       req.on('error', reject);

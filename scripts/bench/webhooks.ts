@@ -18,7 +18,12 @@ const TASKS = '/api/v1/task/tasks';
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 
 /** A loopback receiver answering 204 at once; it notes when each endpoint's message for each task arrived. */
-async function startReceiver(): Promise<{ server: Server; port: number; arrivals: Map<string, number[]>; count: () => number }> {
+async function startReceiver(): Promise<{
+  server: Server;
+  port: number;
+  arrivals: Map<string, number[]>;
+  count: () => number;
+}> {
   const arrivals = new Map<string, number[]>();
   let count = 0;
   const server = createServer((req, res) => {
@@ -48,7 +53,13 @@ async function startReceiver(): Promise<{ server: Server; port: number; arrivals
  * creates as fast as 8 connections go, for deliveries per second (deliveries over the time from
  * the first create to the last arrival). Both clocks are this process's.
  */
-export async function measureWebhookGroup(options: BenchOptions, databaseUrl: string, runId: string, log: (line: string) => void, load: () => string): Promise<ResultRow[]> {
+export async function measureWebhookGroup(
+  options: BenchOptions,
+  databaseUrl: string,
+  runId: string,
+  log: (line: string) => void,
+  load: () => string,
+): Promise<ResultRow[]> {
   const receiver = await startReceiver();
   const servers: ServerProcess[] = [];
   try {
@@ -57,13 +68,27 @@ export async function measureWebhookGroup(options: BenchOptions, databaseUrl: st
     servers.push(service);
     const { host, cookie } = service.ready as unknown as { host: string; cookie: string };
     for (let i = 0; i < ENDPOINTS; i++) {
-      const answer = await send(service.port, { method: 'POST', path: '/api/v1/webhook/endpoints', host, headers: { cookie }, json: { url: `http://127.0.0.1:${receiver.port}/e${i}`, events: ['task.task.created'] } });
-      if (answer.status !== 201) throw new Error(`webhooks: creating an endpoint answered ${answer.status}: ${answer.body.slice(0, 300)}`);
+      const answer = await send(service.port, {
+        method: 'POST',
+        path: '/api/v1/webhook/endpoints',
+        host,
+        headers: { cookie },
+        json: { url: `http://127.0.0.1:${receiver.port}/e${i}`, events: ['task.task.created'] },
+      });
+      if (answer.status !== 201)
+        throw new Error(`webhooks: creating an endpoint answered ${answer.status}: ${answer.body.slice(0, 300)}`);
     }
     const answeredAt = new Map<string, number>();
     const create = async () => {
-      const answer = await send(service.port, { method: 'POST', path: TASKS, host, headers: { cookie }, json: { title: 'Bench', priority: 'medium', deadline: new Date(Date.now() + 86_400_000).toISOString() } });
-      if (answer.status !== 201) throw new Error(`webhooks: POST ${TASKS} answered ${answer.status}: ${answer.body.slice(0, 300)}`);
+      const answer = await send(service.port, {
+        method: 'POST',
+        path: TASKS,
+        host,
+        headers: { cookie },
+        json: { title: 'Bench', priority: 'medium', deadline: new Date(Date.now() + 86_400_000).toISOString() },
+      });
+      if (answer.status !== 201)
+        throw new Error(`webhooks: POST ${TASKS} answered ${answer.status}: ${answer.body.slice(0, 300)}`);
       answeredAt.set((JSON.parse(answer.body) as { id: string }).id, performance.now());
     };
     const delivered = async (expected: number, timeoutMs: number) => {
@@ -77,7 +102,9 @@ export async function measureWebhookGroup(options: BenchOptions, databaseUrl: st
 
     const rate = options.webhookRate;
     const latencyEvents = options.webhookEvents;
-    log(`webhooks: ${ENDPOINTS} endpoints on a loopback receiver; ${latencyEvents} creates at ${rate}/s for the latency, then ${latencyEvents} as fast as 8 connections go (load average ${load()})`);
+    log(
+      `webhooks: ${ENDPOINTS} endpoints on a loopback receiver; ${latencyEvents} creates at ${rate}/s for the latency, then ${latencyEvents} as fast as 8 connections go (load average ${load()})`,
+    );
     receiver.arrivals.clear();
     answeredAt.clear();
     const base = receiver.count();
@@ -91,27 +118,49 @@ export async function measureWebhookGroup(options: BenchOptions, databaseUrl: st
     await Promise.all(pending);
     const got = (await delivered(base + latencyEvents * ENDPOINTS, 120_000)) - base;
     const latencies: number[] = [];
-    for (const [taskId, at] of answeredAt) for (const arrived of receiver.arrivals.get(taskId) ?? []) latencies.push(arrived - at);
+    for (const [taskId, at] of answeredAt)
+      for (const arrived of receiver.arrivals.get(taskId) ?? []) latencies.push(arrived - at);
     const fromCommit = timing(latencies);
-    log(`  latency: ${got} of ${latencyEvents * ENDPOINTS} deliveries; commit → receipt p50 ${fromCommit.p50_ms.toFixed(1)} ms, p99 ${fromCommit.p99_ms.toFixed(1)} ms`);
+    log(
+      `  latency: ${got} of ${latencyEvents * ENDPOINTS} deliveries; commit → receipt p50 ${fromCommit.p50_ms.toFixed(1)} ms, p99 ${fromCommit.p99_ms.toFixed(1)} ms`,
+    );
 
     const burstBase = receiver.count();
     const burstStart = performance.now();
     let next = 0;
-    await Promise.all(Array.from({ length: 8 }, async () => {
-      while (next < latencyEvents) {
-        next++;
-        await create();
-      }
-    }));
+    await Promise.all(
+      Array.from({ length: 8 }, async () => {
+        while (next < latencyEvents) {
+          next++;
+          await create();
+        }
+      }),
+    );
     const createdMs = performance.now() - burstStart;
     const burstGot = (await delivered(burstBase + latencyEvents * ENDPOINTS, 180_000)) - burstBase;
     const lastArrival = Math.max(...[...receiver.arrivals.values()].flat());
     const perSecond = burstGot / ((lastArrival - burstStart) / 1000);
-    log(`  burst: ${latencyEvents} creates in ${(createdMs / 1000).toFixed(1)} s; ${burstGot} of ${latencyEvents * ENDPOINTS} deliveries, ${perSecond.toFixed(0)} deliveries/s`);
+    log(
+      `  burst: ${latencyEvents} creates in ${(createdMs / 1000).toFixed(1)} s; ${burstGot} of ${latencyEvents * ENDPOINTS} deliveries, ${perSecond.toFixed(0)} deliveries/s`,
+    );
     return [
-      { name: 'webhook-commit-to-receipt', rps: null, p50_ms: fromCommit.p50_ms, p99_ms: fromCommit.p99_ms, ratio_to_baseline: null, rate, samples: fromCommit.samples },
-      { name: 'webhook-deliveries', rps: perSecond, p50_ms: null, p99_ms: null, ratio_to_baseline: null, samples: burstGot },
+      {
+        name: 'webhook-commit-to-receipt',
+        rps: null,
+        p50_ms: fromCommit.p50_ms,
+        p99_ms: fromCommit.p99_ms,
+        ratio_to_baseline: null,
+        rate,
+        samples: fromCommit.samples,
+      },
+      {
+        name: 'webhook-deliveries',
+        rps: perSecond,
+        p50_ms: null,
+        p99_ms: null,
+        ratio_to_baseline: null,
+        samples: burstGot,
+      },
     ];
   } finally {
     await Promise.allSettled(servers.map((s) => s.stop()));

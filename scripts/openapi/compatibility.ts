@@ -33,7 +33,10 @@ function resolver(document: Json) {
     let current = schema;
     for (let depth = 0; isObject(current) && typeof current.$ref === 'string' && depth < 32; depth++) {
       const path = (current.$ref as string).replace(/^#\//, '').split('/');
-      current = path.reduce<unknown>((node, key) => (isObject(node) ? node[key.replace(/~1/g, '/').replace(/~0/g, '~')] : undefined), document);
+      current = path.reduce<unknown>(
+        (node, key) => (isObject(node) ? node[key.replace(/~1/g, '/').replace(/~0/g, '~')] : undefined),
+        document,
+      );
     }
     return isObject(current) ? current : {};
   };
@@ -51,7 +54,10 @@ function typesOf(schema: Schema, resolve: (s: unknown) => Schema): Set<string> |
     }
     return out;
   }
-  if (schema.const !== undefined) return new Set([schema.const === null ? 'null' : typeof schema.const === 'number' ? 'number' : typeof schema.const]);
+  if (schema.const !== undefined)
+    return new Set([
+      schema.const === null ? 'null' : typeof schema.const === 'number' ? 'number' : typeof schema.const,
+    ]);
   if (typeof schema.type === 'string') return new Set([schema.type === 'integer' ? 'integer' : schema.type]);
   if (Array.isArray(schema.type)) return new Set(schema.type as string[]);
   return undefined;
@@ -82,7 +88,14 @@ const admits = (wider: Set<string>, type: string) => wider.has(type) || (type ==
 
 type Side = 'request' | 'response';
 
-function compareSchemas(before: Schema, after: Schema, at: string, side: Side, ctx: Context, ancestors = new Set<Schema>()): void {
+function compareSchemas(
+  before: Schema,
+  after: Schema,
+  at: string,
+  side: Side,
+  ctx: Context,
+  ancestors = new Set<Schema>(),
+): void {
   // A recursive schema is compared once along a path.
   if (ancestors.has(before)) return;
   const seen = new Set(ancestors).add(before);
@@ -91,7 +104,8 @@ function compareSchemas(before: Schema, after: Schema, at: string, side: Side, c
   if (oldTypes && newTypes) {
     const lost = [...oldTypes].filter((t) => !admits(newTypes, t));
     if (lost.length) ctx.add(true, at, `narrowed type: ${[...oldTypes].join('|')} → ${[...newTypes].join('|')}`);
-    else if ([...newTypes].some((t) => !admits(oldTypes, t))) ctx.add(false, at, `wider type: ${[...oldTypes].join('|')} → ${[...newTypes].join('|')}`);
+    else if ([...newTypes].some((t) => !admits(oldTypes, t)))
+      ctx.add(false, at, `wider type: ${[...oldTypes].join('|')} → ${[...newTypes].join('|')}`);
   } else if (oldTypes === undefined && newTypes !== undefined) {
     ctx.add(true, at, `narrowed type: any → ${[...newTypes].join('|')}`);
   }
@@ -115,8 +129,10 @@ function compareSchemas(before: Schema, after: Schema, at: string, side: Side, c
       else ctx.add(after.additionalProperties === false, field, 'removed request field');
       continue;
     }
-    if (side === 'response' && oldRequired.has(name) && !newRequired.has(name)) ctx.add(true, field, 'response field no longer always present');
-    if (side === 'request' && !oldRequired.has(name) && newRequired.has(name)) ctx.add(true, field, 'request field now required');
+    if (side === 'response' && oldRequired.has(name) && !newRequired.has(name))
+      ctx.add(true, field, 'response field no longer always present');
+    if (side === 'request' && !oldRequired.has(name) && newRequired.has(name))
+      ctx.add(true, field, 'request field now required');
     compareSchemas(ctx.oldResolve(schema), ctx.newResolve(newProps[name]), field, side, ctx, seen);
   }
   for (const name of Object.keys(newProps)) {
@@ -135,12 +151,14 @@ interface Context {
   add(breaking: boolean, at: string, what: string): void;
 }
 
-const jsonSchemaOf = (content: unknown): unknown => (isObject(content) ? (content['application/json'] as Json | undefined)?.schema : undefined);
+const jsonSchemaOf = (content: unknown): unknown =>
+  isObject(content) ? (content['application/json'] as Json | undefined)?.schema : undefined;
 
 function operationsOf(document: Json): Map<string, Json> {
   const out = new Map<string, Json>();
   for (const [path, item] of Object.entries((document.paths ?? {}) as Record<string, Json>)) {
-    for (const method of METHODS) if (isObject(item[method])) out.set(`${method.toUpperCase()} ${path}`, item[method] as Json);
+    for (const method of METHODS)
+      if (isObject(item[method])) out.set(`${method.toUpperCase()} ${path}`, item[method] as Json);
   }
   return out;
 }
@@ -179,20 +197,28 @@ export function compareDocuments(before: Json, after: Json): Change[] {
     // The request body.
     const oldBody = jsonSchemaOf((oldOp.requestBody as Json | undefined)?.content);
     const newBody = jsonSchemaOf((newOp.requestBody as Json | undefined)?.content);
-    if (newBody && !oldBody && (newOp.requestBody as Json).required === true) ctx.add(true, `${key} body`, 'new required request body');
-    if (oldBody && newBody) compareSchemas(ctx.oldResolve(oldBody), ctx.newResolve(newBody), `${key} body`, 'request', ctx);
+    if (newBody && !oldBody && (newOp.requestBody as Json).required === true)
+      ctx.add(true, `${key} body`, 'new required request body');
+    if (oldBody && newBody)
+      compareSchemas(ctx.oldResolve(oldBody), ctx.newResolve(newBody), `${key} body`, 'request', ctx);
     // The answers: the success statuses, then each one's shape.
     const oldResponses = (oldOp.responses ?? {}) as Record<string, Json>;
     const newResponses = (newOp.responses ?? {}) as Record<string, Json>;
-    const successes = (r: Record<string, Json>) => Object.keys(r).filter((s) => s.startsWith('2')).sort();
+    const successes = (r: Record<string, Json>) =>
+      Object.keys(r)
+        .filter((s) => s.startsWith('2'))
+        .sort();
     const oldOk = successes(oldResponses);
     const newOk = successes(newResponses);
-    if (oldOk.join() !== newOk.join()) ctx.add(true, key, `changed status code: ${oldOk.join('/')} → ${newOk.join('/')}`);
-    for (const status of Object.keys(newResponses)) if (!status.startsWith('2') && !oldResponses[status]) ctx.add(false, `${key} ${status}`, 'new error answer');
+    if (oldOk.join() !== newOk.join())
+      ctx.add(true, key, `changed status code: ${oldOk.join('/')} → ${newOk.join('/')}`);
+    for (const status of Object.keys(newResponses))
+      if (!status.startsWith('2') && !oldResponses[status]) ctx.add(false, `${key} ${status}`, 'new error answer');
     for (const status of oldOk) {
       const oldSchema = jsonSchemaOf(oldResponses[status]?.content);
       const newSchema = jsonSchemaOf(newResponses[status]?.content);
-      if (oldSchema && newSchema) compareSchemas(ctx.oldResolve(oldSchema), ctx.newResolve(newSchema), `${key} ${status}`, 'response', ctx);
+      if (oldSchema && newSchema)
+        compareSchemas(ctx.oldResolve(oldSchema), ctx.newResolve(newSchema), `${key} ${status}`, 'response', ctx);
     }
   }
   for (const key of newOps.keys()) if (!oldOps.has(key)) ctx.add(false, key, 'new operation');
@@ -214,7 +240,8 @@ export interface GateVerdict {
 export function gate(snapshot: Json, served: Json, snapshotFile = SNAPSHOT_FILE): GateVerdict {
   const { servers: _a, ...accepted } = snapshot;
   const { servers: _b, ...current } = served;
-  if (JSON.stringify(canonical(accepted)) === JSON.stringify(canonical(current))) return { pass: true, breaking: false, changes: [], report: '' };
+  if (JSON.stringify(canonical(accepted)) === JSON.stringify(canonical(current)))
+    return { pass: true, breaking: false, changes: [], report: '' };
   const changes = compareDocuments(snapshot, served);
   const breaking = changes.some((c) => c.breaking);
   const report = [
@@ -229,7 +256,11 @@ export function gate(snapshot: Json, served: Json, snapshotFile = SNAPSHOT_FILE)
 function canonical(value: unknown): unknown {
   if (Array.isArray(value)) return value.map(canonical);
   if (!isObject(value)) return value;
-  return Object.fromEntries(Object.keys(value).sort().map((k) => [k, canonical(value[k])]));
+  return Object.fromEntries(
+    Object.keys(value)
+      .sort()
+      .map((k) => [k, canonical(value[k])]),
+  );
 }
 
 /** What the gate says: nothing changed, or each change, breaking ones first. */

@@ -24,8 +24,14 @@ const RESERVED = new Set(['framework', 'admin', 'api', 'testkit', 'health', 'rea
 const pascal = (s: string) => s.replace(/^./, (c) => c.toUpperCase());
 
 export function scaffoldNames(module: string, entity: string): ScaffoldNames {
-  for (const [what, name] of [['module', module], ['entity', entity]] as const) {
-    if (!NAME.test(name)) throw new Error(`the ${what} name must be 2 to 40 lower-case letters and digits, starting with a letter (got ${JSON.stringify(name)})`);
+  for (const [what, name] of [
+    ['module', module],
+    ['entity', entity],
+  ] as const) {
+    if (!NAME.test(name))
+      throw new Error(
+        `the ${what} name must be 2 to 40 lower-case letters and digits, starting with a letter (got ${JSON.stringify(name)})`,
+      );
   }
   if (RESERVED.has(module)) throw new Error(`${module} is reserved: choose another module name`);
   const names = entityNames({ module, name: entity });

@@ -28,8 +28,21 @@ const PASSWORD = 'correct horse battery staple';
 
 const embedded = await startEmbeddedPostgres({ dir: join(dir, 'pg'), port: 5400 + Math.floor(Math.random() * 500) });
 const databaseUrl = await ensureDatabase(embedded.adminUrl, 'tenantry');
-const config = validateConfig({ server: { public_host: OPERATOR_HOST, log_level: 'silent', host: '127.0.0.1', port: 0 }, files: { dir: join(dir, 'files') } }, 'sqlmap-target');
-const app = await buildApp({ config, modules: allModules, databaseUrl, role: 'web', startWorker: false, scheduleJobs: false });
+const config = validateConfig(
+  {
+    server: { public_host: OPERATOR_HOST, log_level: 'silent', host: '127.0.0.1', port: 0 },
+    files: { dir: join(dir, 'files') },
+  },
+  'sqlmap-target',
+);
+const app = await buildApp({
+  config,
+  modules: allModules,
+  databaseUrl,
+  role: 'web',
+  startWorker: false,
+  scheduleJobs: false,
+});
 await app.web!.listen({ host: '127.0.0.1', port: 0 });
 const port = (app.web!.server.address() as AddressInfo).port;
 const client = new Client(port);
@@ -38,25 +51,61 @@ const must = async (req: Sent) => {
   if (res.status >= 300) throw new Error(`set-up refused: ${req.method} ${req.path} → ${res.status} ${res.text}`);
   return res;
 };
-const { rows } = await app.services.db.pool.query<{ id: string; slug: string }>('select id, slug from tenants where is_operator');
+const { rows } = await app.services.db.pool.query<{ id: string; slug: string }>(
+  'select id, slug from tenants where is_operator',
+);
 const operatorRef: TenantRef = { id: rows[0]!.id, slug: rows[0]!.slug, isOperator: true };
 
 /** The first administrator is written straight into the tenant: the invitation mails a link nobody reads here. */
 async function bootstrap(tenant: TenantRef): Promise<string> {
   const raw = newSessionId();
   await app.services.transactions.run(tenant, async (ctx) => {
-    const user = await ctx.db.executeQuery<{ id: string }>(CompiledQuery.raw(`insert into users (email, display_name, status, roles) values ($1, 'Bootstrap', 'active', '{admin}') returning id`, [`bootstrap@${tenant.slug}.example.test`]));
-    await ctx.db.executeQuery(CompiledQuery.raw(`insert into sessions (id_hash, user_id, expires_at) values ($1, $2, now() + interval '1 day')`, [hashSecret(raw), user.rows[0]!.id]));
+    const user = await ctx.db.executeQuery<{ id: string }>(
+      CompiledQuery.raw(
+        `insert into users (email, display_name, status, roles) values ($1, 'Bootstrap', 'active', '{admin}') returning id`,
+        [`bootstrap@${tenant.slug}.example.test`],
+      ),
+    );
+    await ctx.db.executeQuery(
+      CompiledQuery.raw(
+        `insert into sessions (id_hash, user_id, expires_at) values ($1, $2, now() + interval '1 day')`,
+        [hashSecret(raw), user.rows[0]!.id],
+      ),
+    );
   });
   return `${sessionCookie(config).name}=${raw}`;
 }
 
 const operatorCookie = await bootstrap(operatorRef);
-const made = async (slug: string) => ({ id: String((await must({ method: 'POST', host: OPERATOR_HOST, path: '/api/v1/tenant/tenants', cookie: operatorCookie, json: { slug, name: slug, host: `${slug}.localhost` } })).json!.id), slug, isOperator: false });
+const made = async (slug: string) => ({
+  id: String(
+    (
+      await must({
+        method: 'POST',
+        host: OPERATOR_HOST,
+        path: '/api/v1/tenant/tenants',
+        cookie: operatorCookie,
+        json: { slug, name: slug, host: `${slug}.localhost` },
+      })
+    ).json!.id,
+  ),
+  slug,
+  isOperator: false,
+});
 const customer: TenantRef = await made('sqlmap-a');
 const spare = await made('sqlmap-spare');
 const plan = async (code: string, price: number) =>
-  String((await must({ method: 'POST', host: OPERATOR_HOST, path: '/api/v1/billing/plans', cookie: operatorCookie, json: { code, name: code, price, currency: 'EUR', interval: 'month', features: ['a'], active: true } })).json!.id);
+  String(
+    (
+      await must({
+        method: 'POST',
+        host: OPERATOR_HOST,
+        path: '/api/v1/billing/plans',
+        cookie: operatorCookie,
+        json: { code, name: code, price, currency: 'EUR', interval: 'month', features: ['a'], active: true },
+      })
+    ).json!.id,
+  );
 const plans = { free: await plan('sqlmap-free', 0), spare: await plan('sqlmap-spare', 100) };
 
 async function populate(ref: TenantRef, host: string, boot: string): Promise<TenantWorld> {
@@ -67,16 +116,62 @@ async function populate(ref: TenantRef, host: string, boot: string): Promise<Ten
     await as('POST', `/api/v1/user/users/${userId}/set-password`, { password: PASSWORD });
     const login = await must({ method: 'POST', host, path: '/api/v1/auth/login', json: { email, password: PASSWORD } });
     const cookie = ([] as string[]).concat(login.headers['set-cookie'] ?? [])[0]!.split(';')[0]!;
-    const token = String((await must({ method: 'POST', host, path: '/api/v1/auth/tokens', cookie, json: { name: label, permissions: [] } })).json!.token);
-    return { label, userId, email, password: PASSWORD, cookie, rawSessionId: cookie.split('=')[1]!, permissions: [], token };
+    const token = String(
+      (
+        await must({
+          method: 'POST',
+          host,
+          path: '/api/v1/auth/tokens',
+          cookie,
+          json: { name: label, permissions: [] },
+        })
+      ).json!.token,
+    );
+    return {
+      label,
+      userId,
+      email,
+      password: PASSWORD,
+      cookie,
+      rawSessionId: cookie.split('=')[1]!,
+      permissions: [],
+      token,
+    };
   };
   const admin = await person('admin', ['admin']);
   const member = await person('member', ['member']);
-  const subject = String((await as('POST', '/api/v1/user/users', { email: `subject@${ref.slug}.example.test` })).json!.id);
-  const content = String((await as('POST', '/api/v1/content/contents', { slug: `${ref.slug}-page`, title: 'Page', kind: 'page', body: 'Body' })).json!.id);
+  const subject = String(
+    (await as('POST', '/api/v1/user/users', { email: `subject@${ref.slug}.example.test` })).json!.id,
+  );
+  const content = String(
+    (
+      await as('POST', '/api/v1/content/contents', {
+        slug: `${ref.slug}-page`,
+        title: 'Page',
+        kind: 'page',
+        body: 'Body',
+      })
+    ).json!.id,
+  );
   await as('POST', `/api/v1/content/contents/${content}/publish`, undefined);
-  const webhookEndpoint = async () => String((await as('POST', '/api/v1/webhook/endpoints', { url: `https://hooks.${ref.slug}.example.test/in`, events: ['*'] })).json!.id);
-  const task = String((await as('POST', '/api/v1/task/tasks', { title: 'Task', priority: 'low', deadline: new Date(Date.now() + 86_400_000).toISOString() })).json!.id);
+  const webhookEndpoint = async () =>
+    String(
+      (
+        await as('POST', '/api/v1/webhook/endpoints', {
+          url: `https://hooks.${ref.slug}.example.test/in`,
+          events: ['*'],
+        })
+      ).json!.id,
+    );
+  const task = String(
+    (
+      await as('POST', '/api/v1/task/tasks', {
+        title: 'Task',
+        priority: 'low',
+        deadline: new Date(Date.now() + 86_400_000).toISOString(),
+      })
+    ).json!.id,
+  );
   const boundary = 'sqlmap-boundary';
   const file = async (visibility: string) =>
     String(
@@ -92,7 +187,17 @@ async function populate(ref: TenantRef, host: string, boot: string): Promise<Ten
       ).json!.id,
     );
   await as('PUT', `/api/v1/auth/roles/own-${ref.slug}`, { permissions: ['content:read'] });
-  const accessToken = String((await must({ method: 'POST', host, path: '/api/v1/auth/tokens', cookie: admin.cookie, json: { name: 'sample', permissions: [] } })).json!.id);
+  const accessToken = String(
+    (
+      await must({
+        method: 'POST',
+        host,
+        path: '/api/v1/auth/tokens',
+        cookie: admin.cookie,
+        json: { name: 'sample', permissions: [] },
+      })
+    ).json!.id,
+  );
   if (!ref.isOperator) await as('POST', '/api/v1/billing/subscription/subscribe', { planId: plans.free });
   return {
     ref,
@@ -101,7 +206,19 @@ async function populate(ref: TenantRef, host: string, boot: string): Promise<Ten
     member,
     holder: new Map(),
     actors: [admin, member],
-    rows: { user: subject, content, publishedSlug: `${ref.slug}-page`, task, webhookEndpoint: await webhookEndpoint(), privateFile: await file('private'), publicFile: await file('public'), adminNotification: subject, memberNotification: subject, role: `own-${ref.slug}`, accessToken },
+    rows: {
+      user: subject,
+      content,
+      publishedSlug: `${ref.slug}-page`,
+      task,
+      webhookEndpoint: await webhookEndpoint(),
+      privateFile: await file('private'),
+      publicFile: await file('public'),
+      adminNotification: subject,
+      memberNotification: subject,
+      role: `own-${ref.slug}`,
+      accessToken,
+    },
     // The sqlmap targets send no bearer refusals; the fields are the admin's token only to complete the world.
     expiredToken: admin.token,
     revokedToken: admin.token,
@@ -110,7 +227,16 @@ async function populate(ref: TenantRef, host: string, boot: string): Promise<Ten
 
 const operator = await populate(operatorRef, OPERATOR_HOST, operatorCookie);
 const a = await populate(customer, `${customer.slug}.localhost`, await bootstrap(customer));
-const world = { app, client, operator, a, b: a, tenants: [a, operator], spareTenantId: spare.id, plans } as unknown as World;
+const world = {
+  app,
+  client,
+  operator,
+  a,
+  b: a,
+  tenants: [a, operator],
+  spareTenantId: spare.id,
+  plans,
+} as unknown as World;
 
 const doc = (await client.send({ method: 'GET', host: OPERATOR_HOST, path: '/api/v1/openapi.json' })).json as never;
 const operations: Operation[] = readOperations(doc, (p) => app.services.registry.isOperatorPermission(p));
@@ -120,21 +246,44 @@ for (const op of operations) {
   if (op.id === 'auth-session-logout') continue;
   const tenant = op.operator ? operator : a;
   const req = validRequest(op, world, tenant, op.access === 'public' ? undefined : tenant.admin.cookie);
-  const base = { operationId: op.id, method: op.method, host: req.host, cookie: req.cookie ?? '', url: `http://127.0.0.1:${port}${req.path}` };
+  const base = {
+    operationId: op.id,
+    method: op.method,
+    host: req.host,
+    cookie: req.cookie ?? '',
+    url: `http://127.0.0.1:${port}${req.path}`,
+  };
   const query = new URL(base.url).searchParams;
   for (const p of op.params.filter((x) => x.in === 'query')) {
     const url = new URL(base.url);
     if (!query.has(p.name)) url.searchParams.set(p.name, p.name === 'after' ? 'abc' : '1');
-    lines.push(JSON.stringify({ ...base, url: url.toString(), param: p.name, data: req.json === undefined ? undefined : JSON.stringify(req.json) }));
+    lines.push(
+      JSON.stringify({
+        ...base,
+        url: url.toString(),
+        param: p.name,
+        data: req.json === undefined ? undefined : JSON.stringify(req.json),
+      }),
+    );
   }
   for (const p of op.params.filter((x) => x.in === 'path')) {
     // sqlmap's custom injection marker (*) after the path parameter's value.
-    const value = encodeURIComponent(String(req.path.split('?')[0]!.split('/')[op.path.split('/').indexOf(`{${p.name}}`)]));
+    const value = encodeURIComponent(
+      String(req.path.split('?')[0]!.split('/')[op.path.split('/').indexOf(`{${p.name}}`)]),
+    );
     const marked = base.url.replace(`/${value}`, `/${value}*`);
-    lines.push(JSON.stringify({ ...base, url: marked, param: `{${p.name}}`, data: req.json === undefined ? undefined : JSON.stringify(req.json) }));
+    lines.push(
+      JSON.stringify({
+        ...base,
+        url: marked,
+        param: `{${p.name}}`,
+        data: req.json === undefined ? undefined : JSON.stringify(req.json),
+      }),
+    );
   }
   if (req.json && typeof req.json === 'object') {
-    for (const field of Object.keys(req.json as object)) lines.push(JSON.stringify({ ...base, param: field, data: JSON.stringify(req.json) }));
+    for (const field of Object.keys(req.json as object))
+      lines.push(JSON.stringify({ ...base, param: field, data: JSON.stringify(req.json) }));
   }
 }
 writeFileSync(join(dir, 'targets.jsonl'), `${lines.join('\n')}\n`);

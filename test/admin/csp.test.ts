@@ -2,7 +2,8 @@ import { describe, expect, it } from 'vitest';
 import { adminContentSecurityPolicy } from '../../framework/admin/csp.ts';
 
 /** The admin shell's policy names the asset folder on the host asked, and only a host CSP can name. */
-const policy = (host: string | undefined) => adminContentSecurityPolicy({ headers: host === undefined ? {} : { host } });
+const policy = (host: string | undefined) =>
+  adminContentSecurityPolicy({ headers: host === undefined ? {} : { host } });
 const directive = (csp: string, name: string) => csp.split('; ').find((d) => d.startsWith(`${name} `));
 
 describe('the admin shell’s Content-Security-Policy', () => {
@@ -26,7 +27,10 @@ describe('the admin shell’s Content-Security-Policy', () => {
       const csp = policy(host);
       expect(directive(csp, 'script-src'), String(host)).toBe("script-src 'none'");
       expect(directive(csp, 'style-src'), String(host)).toBe("style-src 'unsafe-inline'");
-      expect(csp.split('; ').filter((d) => d.startsWith('script-src')), String(host)).toHaveLength(1);
+      expect(
+        csp.split('; ').filter((d) => d.startsWith('script-src')),
+        String(host),
+      ).toHaveLength(1);
     }
   });
 });

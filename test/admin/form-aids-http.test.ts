@@ -37,7 +37,14 @@ describe('the Preview button of a Markdown field, without JavaScript', () => {
       .post('/admin/content/contents/new')
       .set('Cookie', admin.cookie)
       .type('form')
-      .send({ csrf: csrf(admin), slug: 'kept-slug', title: 'Kept title', kind: 'page', body: '**bold** <script>alert(1)</script>', _preview: 'body' });
+      .send({
+        csrf: csrf(admin),
+        slug: 'kept-slug',
+        title: 'Kept title',
+        kind: 'page',
+        body: '**bold** <script>alert(1)</script>',
+        _preview: 'body',
+      });
     expect(res.status).toBe(200);
     expect(res.headers['content-type']).toMatch(/^text\/html/);
     expect(res.text).toContain('<strong>bold</strong>');
@@ -56,7 +63,11 @@ describe('POST /admin/markdown-preview (htmx)', () => {
       .set('Cookie', admin.cookie)
       .set('hx-request', 'true')
       .type('form')
-      .send({ csrf: csrf(admin), _preview: 'body', body: '# Title\n\n[x](javascript:alert(1)) <img src=x onerror=alert(1)>' });
+      .send({
+        csrf: csrf(admin),
+        _preview: 'body',
+        body: '# Title\n\n[x](javascript:alert(1)) <img src=x onerror=alert(1)>',
+      });
     expect(res.status).toBe(200);
     // Two levels down, as on the detail page: under the page's own h1 and its sections' h2s.
     expect(res.text).toContain('<h3>Title</h3>');
@@ -64,14 +75,23 @@ describe('POST /admin/markdown-preview (htmx)', () => {
   });
 
   it('refuses a post without the form token', async () => {
-    const res = await app.http(HOST).post('/admin/markdown-preview').set('Cookie', admin.cookie).type('form').send({ _preview: 'body', body: 'x' });
+    const res = await app
+      .http(HOST)
+      .post('/admin/markdown-preview')
+      .set('Cookie', admin.cookie)
+      .type('form')
+      .send({ _preview: 'body', body: 'x' });
     expect(res.status).toBe(403);
   });
 });
 
 describe('GET /admin/user/users/options (the picker type-ahead)', () => {
   it('answers the option elements of the users whose address or name contains _q', async () => {
-    const res = await app.http(HOST).get('/admin/user/users/options').query({ _q: 'ADMIN@aids' }).set('Cookie', admin.cookie);
+    const res = await app
+      .http(HOST)
+      .get('/admin/user/users/options')
+      .query({ _q: 'ADMIN@aids' })
+      .set('Cookie', admin.cookie);
     expect(res.status).toBe(200);
     expect(res.text).toContain(`<option value="${admin.userId}">admin@aids.test</option>`);
     expect(res.text).not.toContain(reader.userId);
@@ -85,7 +105,12 @@ describe('GET /admin/user/users/options (the picker type-ahead)', () => {
 
 describe('the Search button of a picker, without JavaScript', () => {
   it('answers the command form again with the matching people; nothing is assigned', async () => {
-    const task = await app.http(HOST).post('/api/v1/task/tasks').set('Cookie', admin.cookie).send({ title: 'Pick me', priority: 'low', deadline: '2099-01-01T00:00:00Z' }).expect(201);
+    const task = await app
+      .http(HOST)
+      .post('/api/v1/task/tasks')
+      .set('Cookie', admin.cookie)
+      .send({ title: 'Pick me', priority: 'low', deadline: '2099-01-01T00:00:00Z' })
+      .expect(201);
     const res = await app
       .http(HOST)
       .post(`/admin/task/tasks/${task.body.id}/assign`)
@@ -103,9 +128,18 @@ describe('the Search button of a picker, without JavaScript', () => {
 describe('the search box of a generated list', () => {
   it('narrows the list with q, keeps q in its sort and paging links, and shows everything for an emptied box', async () => {
     for (const title of ['Search box alpha', 'Search box beta', 'Something else']) {
-      await app.http(HOST).post('/api/v1/task/tasks').set('Cookie', admin.cookie).send({ title, priority: 'low', deadline: '2099-01-01T00:00:00Z' }).expect(201);
+      await app
+        .http(HOST)
+        .post('/api/v1/task/tasks')
+        .set('Cookie', admin.cookie)
+        .send({ title, priority: 'low', deadline: '2099-01-01T00:00:00Z' })
+        .expect(201);
     }
-    const found = await app.http(HOST).get('/admin/task/tasks').query({ q: 'search BOX', limit: 1 }).set('Cookie', admin.cookie);
+    const found = await app
+      .http(HOST)
+      .get('/admin/task/tasks')
+      .query({ q: 'search BOX', limit: 1 })
+      .set('Cookie', admin.cookie);
     expect(found.status).toBe(200);
     expect(found.text).toMatch(/<input type="search" id="list-search" name="q" value="search BOX"/);
     expect(found.text).toMatch(/Search box (alpha|beta)/);

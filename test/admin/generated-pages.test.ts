@@ -57,7 +57,9 @@ async function pairs(entity: ResolvedEntity, tenant: TenantRef) {
   const commandBody = async (command: string) => {
     const schema = def.commands?.[command]?.body;
     if (!schema) return undefined;
-    const hint = def.sampleCommand ? await app.services.transactions.run(tenant, (ctx) => def.sampleCommand!(ctx, command, n)) : {};
+    const hint = def.sampleCommand
+      ? await app.services.transactions.run(tenant, (ctx) => def.sampleCommand!(ctx, command, n))
+      : {};
     return { ...(checkedSample(schema, ++n, command) as object), ...hint };
   };
   const list: { page: [string, string]; api: [string, string, object?] }[] = [
@@ -87,7 +89,14 @@ async function pageAs(who: SignedIn | null, method: string, path: string, host =
 }
 async function apiAs(who: SignedIn | null, method: string, path: string, body?: object, host = HOST) {
   const http = app.http(host);
-  const req = method === 'GET' ? http.get(path) : method === 'POST' ? http.post(path) : method === 'PATCH' ? http.patch(path) : http.delete(path);
+  const req =
+    method === 'GET'
+      ? http.get(path)
+      : method === 'POST'
+        ? http.post(path)
+        : method === 'PATCH'
+          ? http.patch(path)
+          : http.delete(path);
   if (who) req.set('Cookie', who.cookie);
   return body ? req.send(body) : method === 'POST' ? req.send({}) : req;
 }
@@ -96,14 +105,23 @@ describe('Generated pages: each page and post is authorised exactly as its API r
   it('generates screens for tasks, content, users and plans, and none for files, notifications, tenants, roles or the subscription', () => {
     const keys = generatedResources(app.services.registry).map((e) => e.names.key);
     expect(keys).toEqual(expect.arrayContaining(['task.task', 'content.content', 'user.user', 'billing.plan']));
-    expect(keys.filter((k) => /^(file|notification|tenant|auth)\./.test(k) || k === 'billing.subscription')).toEqual([]);
+    expect(keys.filter((k) => /^(file|notification|tenant|auth)\./.test(k) || k === 'billing.subscription')).toEqual(
+      [],
+    );
   });
 
   it('gives every caller the same answer on every generated page as on its API route: nobody, a reader, a writer, and a customer facing operator-only plans', async () => {
     const callers: Record<string, SignedIn | null> = {
       anonymous: null,
       member: await signInAs(app, acme, []),
-      reader: await signInAs(app, acme, ['task:read', 'content:read', 'user:read', 'billing:read', 'widget:read', 'article:read']),
+      reader: await signInAs(app, acme, [
+        'task:read',
+        'content:read',
+        'user:read',
+        'billing:read',
+        'widget:read',
+        'article:read',
+      ]),
       admin: await signInAs(app, acme, ['*']),
     };
     const seen = new Set<string>();
@@ -128,7 +146,11 @@ describe('Generated pages: each page and post is authorised exactly as its API r
 
   it('answers a member without task:read a 403 page that shows none of the task', async () => {
     const admin = await signInAs(app, acme, ['*']);
-    const created = await app.http(HOST).post('/api/v1/task/tasks').set('Cookie', admin.cookie).send({ title: 'Secret plans', priority: 'low', deadline: '2031-01-01T00:00:00Z' });
+    const created = await app
+      .http(HOST)
+      .post('/api/v1/task/tasks')
+      .set('Cookie', admin.cookie)
+      .send({ title: 'Secret plans', priority: 'low', deadline: '2031-01-01T00:00:00Z' });
     expect(created.status).toBe(201);
     const member = await signInAs(app, acme, []);
     for (const path of ['/admin/task/tasks', `/admin/task/tasks/${created.body.id}`, `/admin/task/tasks/rows`]) {
@@ -143,10 +165,20 @@ describe('Generated pages: each page and post is authorised exactly as its API r
 describe('Generated pages: every form post carries a CSRF token and passes the cross-site check', () => {
   it('refuses a form post without the token (403 AUTH_CROSS_SITE) and creates nothing', async () => {
     const admin = await signInAs(app, acme, ['*']);
-    const res = await app.http(HOST).post('/admin/task/tasks/new').set('Cookie', admin.cookie).type('form').send({ title: 'No token', priority: 'low', deadline: '2031-01-01T00:00' });
+    const res = await app
+      .http(HOST)
+      .post('/admin/task/tasks/new')
+      .set('Cookie', admin.cookie)
+      .type('form')
+      .send({ title: 'No token', priority: 'low', deadline: '2031-01-01T00:00' });
     expect(res.status).toBe(403);
     expect(res.text).toContain('AUTH_CROSS_SITE');
-    const wrong = await app.http(HOST).post('/admin/task/tasks/new').set('Cookie', withToken(admin)).type('form').send({ csrf: 'W'.repeat(43), title: 'No token', priority: 'low', deadline: '2031-01-01T00:00' });
+    const wrong = await app
+      .http(HOST)
+      .post('/admin/task/tasks/new')
+      .set('Cookie', withToken(admin))
+      .type('form')
+      .send({ csrf: 'W'.repeat(43), title: 'No token', priority: 'low', deadline: '2031-01-01T00:00' });
     expect(wrong.status).toBe(403);
     const list = await app.http(HOST).get('/api/v1/task/tasks').set('Cookie', admin.cookie);
     expect(list.body.items.map((t: { title: string }) => t.title)).not.toContain('No token');
@@ -154,8 +186,18 @@ describe('Generated pages: every form post carries a CSRF token and passes the c
 
   it('refuses a form post another site sent, token and all (403 AUTH_CROSS_SITE)', async () => {
     const admin = await signInAs(app, acme, ['*']);
-    for (const headers of [{ 'Sec-Fetch-Site': 'cross-site' }, { 'Sec-Fetch-Site': 'same-site' }, { Origin: 'http://evil.example' }]) {
-      const res = await app.http(HOST).post('/admin/task/tasks/new').set('Cookie', withToken(admin)).set(headers).type('form').send({ csrf: csrfOf(admin), title: 'Forged', priority: 'low', deadline: '2031-01-01T00:00' });
+    for (const headers of [
+      { 'Sec-Fetch-Site': 'cross-site' },
+      { 'Sec-Fetch-Site': 'same-site' },
+      { Origin: 'http://evil.example' },
+    ]) {
+      const res = await app
+        .http(HOST)
+        .post('/admin/task/tasks/new')
+        .set('Cookie', withToken(admin))
+        .set(headers)
+        .type('form')
+        .send({ csrf: csrfOf(admin), title: 'Forged', priority: 'low', deadline: '2031-01-01T00:00' });
       expect(res.status, JSON.stringify(headers)).toBe(403);
       expect(res.text).toContain('AUTH_CROSS_SITE');
     }
@@ -163,7 +205,11 @@ describe('Generated pages: every form post carries a CSRF token and passes the c
 
   it('takes only forms: a JSON body posted to an admin form target is 415', async () => {
     const admin = await signInAs(app, acme, ['*']);
-    const res = await app.http(HOST).post('/admin/task/tasks/new').set('Cookie', admin.cookie).send({ title: 'JSON', priority: 'low', deadline: '2031-01-01T00:00:00Z' });
+    const res = await app
+      .http(HOST)
+      .post('/admin/task/tasks/new')
+      .set('Cookie', admin.cookie)
+      .send({ title: 'JSON', priority: 'low', deadline: '2031-01-01T00:00:00Z' });
     expect(res.status).toBe(415);
   });
 });
@@ -175,7 +221,12 @@ describe('Generated pages: files, notifications, tenants and the subscription ha
   it('answers 404 for their would-be generated paths', async () => {
     const admin = await signInAs(app, acme, ['*']);
     const operatorAdmin = await signInAs(app, app.operator, ['*']);
-    for (const path of ['/admin/file/files/new', '/admin/notification/notifications/rows', '/admin/billing/subscriptions', '/admin/billing/subscription/new']) {
+    for (const path of [
+      '/admin/file/files/new',
+      '/admin/notification/notifications/rows',
+      '/admin/billing/subscriptions',
+      '/admin/billing/subscription/new',
+    ]) {
       expect((await app.http(HOST).get(path).set('Cookie', admin.cookie)).status, path).toBe(404);
     }
     for (const path of ['/admin/tenant/tenants/new', '/admin/tenant/tenants/rows']) {
@@ -188,20 +239,36 @@ describe('Generated pages: forms', () => {
   it('creates through the form (303 to the detail page), edits, runs a command and deletes, as the API would', async () => {
     const admin = await signInAs(app, acme, ['*']);
     const http = app.http(HOST);
-    const created = await http.post('/admin/content/contents/new').set('Cookie', withToken(admin)).type('form').send({ csrf: csrfOf(admin), slug: 'hello-form', title: 'Hello', kind: 'page', body: '# Hi' });
+    const created = await http
+      .post('/admin/content/contents/new')
+      .set('Cookie', withToken(admin))
+      .type('form')
+      .send({ csrf: csrfOf(admin), slug: 'hello-form', title: 'Hello', kind: 'page', body: '# Hi' });
     expect(created.status).toBe(303);
     const detail = created.headers.location as string;
     expect(detail).toMatch(/^\/admin\/content\/contents\/[0-9a-f-]{36}$/);
     const id = detail.split('/').pop()!;
-    const edited = await http.post(`${detail}/edit`).set('Cookie', withToken(admin)).type('form').send({ csrf: csrfOf(admin), title: 'Hello again', kind: 'post', body: '# Hi' });
+    const edited = await http
+      .post(`${detail}/edit`)
+      .set('Cookie', withToken(admin))
+      .type('form')
+      .send({ csrf: csrfOf(admin), title: 'Hello again', kind: 'post', body: '# Hi' });
     expect(edited.status).toBe(303);
-    const published = await http.post(`${detail}/publish`).set('Cookie', withToken(admin)).type('form').send({ csrf: csrfOf(admin) });
+    const published = await http
+      .post(`${detail}/publish`)
+      .set('Cookie', withToken(admin))
+      .type('form')
+      .send({ csrf: csrfOf(admin) });
     expect(published.status).toBe(303);
     const read = await http.get(`/api/v1/content/contents/${id}`).set('Cookie', admin.cookie);
     expect(read.body).toMatchObject({ title: 'Hello again', kind: 'post', status: 'published', slug: 'hello-form' });
     const page = await http.get(detail).set('Cookie', admin.cookie);
     expect(page.text).toContain('Hello again');
-    const removed = await http.post(`${detail}/delete`).set('Cookie', withToken(admin)).type('form').send({ csrf: csrfOf(admin) });
+    const removed = await http
+      .post(`${detail}/delete`)
+      .set('Cookie', withToken(admin))
+      .type('form')
+      .send({ csrf: csrfOf(admin) });
     expect(removed.status).toBe(303);
     expect(removed.headers.location).toBe('/admin/content/contents');
     expect((await http.get(`/api/v1/content/contents/${id}`).set('Cookie', admin.cookie)).status).toBe(404);
@@ -209,7 +276,12 @@ describe('Generated pages: forms', () => {
 
   it('shows validation errors inline beside their fields, from the problem document, keeping what was typed', async () => {
     const admin = await signInAs(app, acme, ['*']);
-    const res = await app.http(HOST).post('/admin/content/contents/new').set('Cookie', withToken(admin)).type('form').send({ csrf: csrfOf(admin), slug: 'Not A Slug!', title: 'Kept title', kind: 'page', body: 'x' });
+    const res = await app
+      .http(HOST)
+      .post('/admin/content/contents/new')
+      .set('Cookie', withToken(admin))
+      .type('form')
+      .send({ csrf: csrfOf(admin), slug: 'Not A Slug!', title: 'Kept title', kind: 'page', body: 'x' });
     expect(res.status).toBe(422);
     expect(res.text).toMatch(/id="field-slug-field"[\s\S]*?class="error-text" id="field-slug-error">[^<]+</);
     expect(res.text).toContain('aria-invalid="true"');
@@ -219,18 +291,35 @@ describe('Generated pages: forms', () => {
 
   it('answers htmx a form fragment with the errors (422), and a successful post with HX-Redirect', async () => {
     const admin = await signInAs(app, acme, ['*']);
-    const bad = await app.http(HOST).post('/admin/task/tasks/new').set('Cookie', withToken(admin)).set('HX-Request', 'true').type('form').send({ csrf: csrfOf(admin), title: '', priority: 'low', deadline: '2031-01-01T00:00' });
+    const bad = await app
+      .http(HOST)
+      .post('/admin/task/tasks/new')
+      .set('Cookie', withToken(admin))
+      .set('HX-Request', 'true')
+      .type('form')
+      .send({ csrf: csrfOf(admin), title: '', priority: 'low', deadline: '2031-01-01T00:00' });
     expect(bad.status).toBe(422);
     expect(bad.text.trimStart()).toMatch(/^<form /);
     expect(bad.text).toContain('id="field-title-error"');
-    const good = await app.http(HOST).post('/admin/task/tasks/new').set('Cookie', withToken(admin)).set('HX-Request', 'true').type('form').send({ csrf: csrfOf(admin), title: 'By htmx', priority: 'low', deadline: '2031-01-01T00:00' });
+    const good = await app
+      .http(HOST)
+      .post('/admin/task/tasks/new')
+      .set('Cookie', withToken(admin))
+      .set('HX-Request', 'true')
+      .type('form')
+      .send({ csrf: csrfOf(admin), title: 'By htmx', priority: 'low', deadline: '2031-01-01T00:00' });
     expect(good.status).toBe(200);
     expect(good.headers['hx-redirect']).toMatch(/^\/admin\/task\/tasks\/[0-9a-f-]{36}$/);
   });
 
   it('reads a datetime-local value as UTC', async () => {
     const admin = await signInAs(app, acme, ['*']);
-    const res = await app.http(HOST).post('/admin/task/tasks/new').set('Cookie', withToken(admin)).type('form').send({ csrf: csrfOf(admin), title: 'UTC', priority: 'low', deadline: '2031-05-06T07:08' });
+    const res = await app
+      .http(HOST)
+      .post('/admin/task/tasks/new')
+      .set('Cookie', withToken(admin))
+      .type('form')
+      .send({ csrf: csrfOf(admin), title: 'UTC', priority: 'low', deadline: '2031-05-06T07:08' });
     const id = (res.headers.location as string).split('/').pop();
     const read = await app.http(HOST).get(`/api/v1/task/tasks/${id}`).set('Cookie', admin.cookie);
     expect(read.body.deadline).toBe('2031-05-06T07:08:00.000Z');
@@ -238,22 +327,34 @@ describe('Generated pages: forms', () => {
 
   it('renders command-owned and immutable fields read-only, and commands as buttons', async () => {
     const admin = await signInAs(app, acme, ['*']);
-    const created = await app.http(HOST).post('/api/v1/content/contents').set('Cookie', admin.cookie).send({ slug: 'read-only-check', title: 'RO', kind: 'page', body: 'x' });
-    const edit = await app.http(HOST).get(`/admin/content/contents/${created.body.id}/edit`).set('Cookie', admin.cookie);
+    const created = await app
+      .http(HOST)
+      .post('/api/v1/content/contents')
+      .set('Cookie', admin.cookie)
+      .send({ slug: 'read-only-check', title: 'RO', kind: 'page', body: 'x' });
+    const edit = await app
+      .http(HOST)
+      .get(`/admin/content/contents/${created.body.id}/edit`)
+      .set('Cookie', admin.cookie);
     expect(edit.status).toBe(200);
     // status belongs to the commands: shown, not an input.
     expect(edit.text).not.toMatch(/name="status"/);
     expect(edit.text).toMatch(/<span class="label">Status<\/span>\s*<span class="readonly">Draft<\/span>/);
     const detail = await app.http(HOST).get(`/admin/content/contents/${created.body.id}`).set('Cookie', admin.cookie);
     // A draft offers the commands its state table lets act on it (issue 35, point 4): not unpublish.
-    for (const command of ['publish', 'archive']) expect(detail.text).toContain(`href="/admin/content/contents/${created.body.id}/${command}"`);
+    for (const command of ['publish', 'archive'])
+      expect(detail.text).toContain(`href="/admin/content/contents/${created.body.id}/${command}"`);
     expect(detail.text).not.toContain(`href="/admin/content/contents/${created.body.id}/unpublish"`);
   });
 
   it('pages and sorts through the list parameters, and the rows fragment is the table alone', async () => {
     const admin = await signInAs(app, acme, ['*']);
     for (const title of ['Alpha', 'Bravo', 'Charlie']) {
-      await app.http(HOST).post('/api/v1/task/tasks').set('Cookie', admin.cookie).send({ title: `Paged ${title}`, priority: 'low', deadline: '2031-01-01T00:00:00Z' });
+      await app
+        .http(HOST)
+        .post('/api/v1/task/tasks')
+        .set('Cookie', admin.cookie)
+        .send({ title: `Paged ${title}`, priority: 'low', deadline: '2031-01-01T00:00:00Z' });
     }
     const page = await app.http(HOST).get('/admin/task/tasks?sort=-title&limit=1').set('Cookie', admin.cookie);
     expect(page.status).toBe(200);
@@ -268,13 +369,27 @@ describe('Generated pages: forms', () => {
 
   it('offers a customer no write on operator-only plans: no buttons, and the write pages refuse with AUTH_NOT_OPERATOR', async () => {
     const operatorAdmin = await signInAs(app, app.operator, ['*']);
-    const plan = await app.http().post('/api/v1/billing/plans').set('Cookie', operatorAdmin.cookie).send({ code: 'gold', name: 'Gold', price: 1000, currency: 'EUR', interval: 'month', features: ['support'], active: true });
+    const plan = await app
+      .http()
+      .post('/api/v1/billing/plans')
+      .set('Cookie', operatorAdmin.cookie)
+      .send({
+        code: 'gold',
+        name: 'Gold',
+        price: 1000,
+        currency: 'EUR',
+        interval: 'month',
+        features: ['support'],
+        active: true,
+      });
     expect(plan.status).toBe(201);
     const customer = await signInAs(app, acme, ['*']);
     const list = await app.http(HOST).get('/admin/billing/plans').set('Cookie', customer.cookie);
     expect(list.text).toContain('Gold');
     expect(list.text).not.toContain('/admin/billing/plans/new');
-    expect((await app.http(HOST).get('/admin/billing/plans/new').set('Cookie', customer.cookie)).text).toContain('AUTH_NOT_OPERATOR');
+    expect((await app.http(HOST).get('/admin/billing/plans/new').set('Cookie', customer.cookie)).text).toContain(
+      'AUTH_NOT_OPERATOR',
+    );
     const detail = await app.http(HOST).get(`/admin/billing/plans/${plan.body.id}`).set('Cookie', customer.cookie);
     expect(detail.status).toBe(200);
     const main = detail.text.slice(detail.text.indexOf('<main'));
@@ -290,7 +405,7 @@ describe('Generated pages: forms', () => {
 });
 
 describe('Admin shell: the header', () => {
-  it('shows the caller\'s unread notification count in the badge', async () => {
+  it("shows the caller's unread notification count in the badge", async () => {
     const admin = await signInAs(app, acme, ['*']);
     await app.services.transactions.run(acme, async (ctx) => {
       await notify(ctx, { recipientId: admin.userId, title: 'One', body: '', link: '/admin', email: false });
@@ -302,7 +417,12 @@ describe('Admin shell: the header', () => {
 
   it('signs out from the header: the session ends and the browser goes to the login page', async () => {
     const admin = await signInAs(app, acme, ['*']);
-    const res = await app.http(HOST).post('/admin/logout').set('Cookie', withToken(admin)).type('form').send({ csrf: csrfOf(admin) });
+    const res = await app
+      .http(HOST)
+      .post('/admin/logout')
+      .set('Cookie', withToken(admin))
+      .type('form')
+      .send({ csrf: csrfOf(admin) });
     expect(res.status).toBe(303);
     expect(res.headers.location).toBe('/admin/login');
     expect((await app.http(HOST).get('/api/v1/auth/me').set('Cookie', admin.cookie)).status).toBe(401);

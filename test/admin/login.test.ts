@@ -24,7 +24,12 @@ afterAll(async () => {
 /** Posts the sign-in form as a browser would, with the page's CSRF token. */
 function postForm(fields: Record<string, string>, next?: string) {
   const action = next === undefined ? '/api/v1/auth/login' : `/api/v1/auth/login?next=${encodeURIComponent(next)}`;
-  return app.http(HOST).post(action).set('Cookie', `app_csrf=${SECRET}`).type('form').send({ csrf: anonymousFormToken(SECRET, acme.id), ...fields });
+  return app
+    .http(HOST)
+    .post(action)
+    .set('Cookie', `app_csrf=${SECRET}`)
+    .type('form')
+    .send({ csrf: anonymousFormToken(SECRET, acme.id), ...fields });
 }
 
 describe('Admin login: /admin/login is a public sign-in form that works without JavaScript', () => {
@@ -49,7 +54,15 @@ describe('Admin login: /admin/login is a public sign-in form that works without 
   });
 
   it('refuses an open redirect: //x, /\\x, a scheme, control characters and no next all land on /admin', async () => {
-    for (const next of ['//evil.example', 'https://evil.example', '/\\evil.example', '/\\/evil.example', '/ok\u0001x', 'evil.example', undefined]) {
+    for (const next of [
+      '//evil.example',
+      'https://evil.example',
+      '/\\evil.example',
+      '/\\/evil.example',
+      '/ok\u0001x',
+      'evil.example',
+      undefined,
+    ]) {
       const res = await postForm({ email: person.email, password: person.password }, next);
       expect(res.status, String(next)).toBe(303);
       expect(res.headers.location, String(next)).toBe('/admin');
@@ -72,13 +85,21 @@ describe('Admin login: /admin/login is a public sign-in form that works without 
 
   it('takes the form at /admin/login itself: a refusal is the page again at that address, its message said once', async () => {
     const post = (fields: Record<string, string>) =>
-      app.http(HOST).post('/admin/login?next=%2Fadmin%2Fx').set('Cookie', `app_csrf=${SECRET}`).type('form').send({ csrf: anonymousFormToken(SECRET, acme.id), ...fields });
+      app
+        .http(HOST)
+        .post('/admin/login?next=%2Fadmin%2Fx')
+        .set('Cookie', `app_csrf=${SECRET}`)
+        .type('form')
+        .send({ csrf: anonymousFormToken(SECRET, acme.id), ...fields });
     const signedIn = await post({ email: person.email, password: person.password });
     expect(signedIn.status).toBe(303);
     expect(signedIn.headers.location).toBe('/admin/x');
     expect(String(signedIn.headers['set-cookie'])).toMatch(/app_session=/);
     // A wrong password, and a body outside the login route's schema (a password past its length), alike.
-    for (const fields of [{ email: person.email, password: 'not the password' }, { email: person.email, password: 'x'.repeat(5000) }]) {
+    for (const fields of [
+      { email: person.email, password: 'not the password' },
+      { email: person.email, password: 'x'.repeat(5000) },
+    ]) {
       const refused = await post(fields);
       expect(refused.status).toBe(401);
       expect(refused.headers['content-type']).toMatch(/^text\/html/);
@@ -87,20 +108,34 @@ describe('Admin login: /admin/login is a public sign-in form that works without 
       expect(refused.text).toContain('action="/admin/login?next=%2Fadmin%2Fx"');
       expect(refused.text).toContain(`value="${person.email}"`);
     }
-    const noToken = await app.http(HOST).post('/admin/login').type('form').send({ email: person.email, password: person.password });
+    const noToken = await app
+      .http(HOST)
+      .post('/admin/login')
+      .type('form')
+      .send({ email: person.email, password: person.password });
     expect(noToken.status).toBe(403);
   });
 
   it('refuses a form post without the CSRF token, and one from another site', async () => {
-    const noToken = await app.http(HOST).post('/api/v1/auth/login').type('form').send({ email: person.email, password: person.password });
+    const noToken = await app
+      .http(HOST)
+      .post('/api/v1/auth/login')
+      .type('form')
+      .send({ email: person.email, password: person.password });
     expect(noToken.status).toBe(403);
     expect(noToken.body.code).toBe('AUTH_CROSS_SITE');
-    const crossSite = (await postForm({ email: person.email, password: person.password }).set('Sec-Fetch-Site', 'cross-site'));
+    const crossSite = await postForm({ email: person.email, password: person.password }).set(
+      'Sec-Fetch-Site',
+      'cross-site',
+    );
     expect(crossSite.status).toBe(403);
   });
 
   it('keeps the JSON API unchanged: JSON in, Identity out, next ignored', async () => {
-    const res = await app.http(HOST).post('/api/v1/auth/login?next=/admin/x').send({ email: person.email, password: person.password });
+    const res = await app
+      .http(HOST)
+      .post('/api/v1/auth/login?next=/admin/x')
+      .send({ email: person.email, password: person.password });
     expect(res.status).toBe(200);
     expect(res.headers['content-type']).toMatch(/^application\/json/);
     expect(JSON.stringify(res.body)).toContain(person.id);
@@ -111,7 +146,10 @@ describe('Admin login: /admin/login is a public sign-in form that works without 
 describe('Admin login: with single sign-on configured the page offers it', () => {
   it('shows a "Sign in with SSO" button starting the flow with the same next', async () => {
     const sso = await startTestApp({
-      config: testConfig({ auth: { oidc: { issuer: 'https://id.example.com', client_id: 'app' } } }, { TENANTRY_AUTH_OIDC_CLIENT_SECRET: 'secret' }),
+      config: testConfig(
+        { auth: { oidc: { issuer: 'https://id.example.com', client_id: 'app' } } },
+        { TENANTRY_AUTH_OIDC_CLIENT_SECRET: 'secret' },
+      ),
     });
     try {
       const res = await sso.http().get('/admin/login?next=%2Fadmin%2Fuser%2Fusers');

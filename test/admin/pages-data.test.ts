@@ -43,8 +43,12 @@ describe('dashboard: a card per readable resource with the count its list report
   it('counts what the list reports, row access included, inside the one request transaction', async () => {
     const { cookie } = await signInAs(app, acme, ['*']);
     for (const title of ['One', 'Two', 'Three']) {
-      await app.http('acme.localhost').post('/api/v1/task/tasks').set('Cookie', cookie)
-        .send({ title, priority: 'low', deadline: '2099-01-01T00:00:00Z' }).expect(201);
+      await app
+        .http('acme.localhost')
+        .post('/api/v1/task/tasks')
+        .set('Cookie', cookie)
+        .send({ title, priority: 'low', deadline: '2099-01-01T00:00:00Z' })
+        .expect(201);
     }
     const listed = await app.http('acme.localhost').get('/api/v1/task/tasks?limit=1').set('Cookie', cookie);
     // A pool checkout from inside the transaction would throw PoolInsideTransactionError here.
@@ -62,9 +66,15 @@ describe('dashboard: a card per readable resource with the count its list report
 
 describe('tenant switcher data: every tenant with its hosts and its primary host’s /admin', () => {
   it('links each tenant to /admin on its primary host, keeping the port of a local name', async () => {
-    const page = await asCaller(app.operator, ['tenant:manage'], (tx) => switcherPage(tx, { limit: 100, offset: 0, sort: 'createdAt' }, 8123));
+    const page = await asCaller(app.operator, ['tenant:manage'], (tx) =>
+      switcherPage(tx, { limit: 100, offset: 0, sort: 'createdAt' }, 8123),
+    );
     const acmeRow = page.items.find((t) => t.slug === 'acme');
-    expect(acmeRow).toMatchObject({ status: 'active', primaryHost: 'acme.localhost', adminUrl: 'http://acme.localhost:8123/admin' });
+    expect(acmeRow).toMatchObject({
+      status: 'active',
+      primaryHost: 'acme.localhost',
+      adminUrl: 'http://acme.localhost:8123/admin',
+    });
     expect(page.items.map((t) => t.slug)).toContain(app.operator.slug);
   });
 
@@ -79,7 +89,12 @@ describe('health data: one readiness check at a time', () => {
     const checks = [databaseCheck(app.services)];
     expect(findCheck(checks, 'nope')).toBeUndefined();
     expect(await runCheck(findCheck(checks, 'database')!)).toMatchObject({ name: 'database', ok: true });
-    const failing = await runCheck({ name: 'queue', check: async () => { throw new Error('down'); } });
+    const failing = await runCheck({
+      name: 'queue',
+      check: async () => {
+        throw new Error('down');
+      },
+    });
     expect(failing).toMatchObject({ name: 'queue', ok: false, error: 'down' });
   });
 });
@@ -91,12 +106,16 @@ describe('role form data: one checkbox per permission the modules define', () =>
     expect(choices.map((c) => c.name)).toEqual(['*', ...registry.permissions.keys()]);
     expect(choices.filter((c) => c.checked).map((c) => c.name)).toEqual(['task:read']);
     expect(choices.find((c) => c.name === 'tenant:manage')).toMatchObject({ operator: true, disabled: true });
-    expect(permissionChoices(registry, app.operator, []).find((c) => c.name === 'tenant:manage')).toMatchObject({ disabled: false });
+    expect(permissionChoices(registry, app.operator, []).find((c) => c.name === 'tenant:manage')).toMatchObject({
+      disabled: false,
+    });
   });
 
   it('puts a refusal from the problem document beside the box it names', () => {
     const posted = ['task:read', 'tenant:manage'];
-    const choices = permissionChoices(app.services.registry, acme, posted, [{ pointer: '/body/permissions/1', message: 'operator permission tenant:manage' }]);
+    const choices = permissionChoices(app.services.registry, acme, posted, [
+      { pointer: '/body/permissions/1', message: 'operator permission tenant:manage' },
+    ]);
     expect(choices.find((c) => c.name === 'tenant:manage')?.error).toBe('operator permission tenant:manage');
     expect(choices.filter((c) => c.error)).toHaveLength(1);
   });

@@ -6,7 +6,11 @@ import { createCustomer, signInAs, startTestApp, type TestApp } from '../helpers
 import { GALLERY } from '../../framework/admin/pages/gallery-data.ts';
 
 const COMPONENTS_DIR = fileURLToPath(new URL('../../templates/admin/components/', import.meta.url));
-const componentNames = () => readdirSync(COMPONENTS_DIR).filter((f) => f.endsWith('.eta')).map((f) => f.slice(0, -'.eta'.length)).sort();
+const componentNames = () =>
+  readdirSync(COMPONENTS_DIR)
+    .filter((f) => f.endsWith('.eta'))
+    .map((f) => f.slice(0, -'.eta'.length))
+    .sort();
 
 let app: TestApp;
 let cookie: string;

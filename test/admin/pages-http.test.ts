@@ -31,7 +31,14 @@ async function formToken(path: string, cookie: string): Promise<{ cookie: string
 
 describe('fixed pages: an anonymous browser is sent to /admin/login?next=<the page>', () => {
   it('for the dashboard, health, a check, the gallery, the tenant switcher and the roles pages', async () => {
-    for (const path of ['/admin', '/admin/health', '/admin/health/database', '/admin/_gallery', '/admin/auth/roles', '/admin/auth/roles/member']) {
+    for (const path of [
+      '/admin',
+      '/admin/health',
+      '/admin/health/database',
+      '/admin/_gallery',
+      '/admin/auth/roles',
+      '/admin/auth/roles/member',
+    ]) {
       const res = await app.http(ACME).get(path);
       expect(res.status, path).toBe(303);
       expect(res.headers.location, path).toBe(`/admin/login?next=${encodeURIComponent(path)}`);
@@ -71,16 +78,24 @@ describe('GET /admin/tenant/tenants: authorised exactly like GET /api/v1/tenant/
     expect(sorted.status).toBe(200);
     expect(sorted.text.match(/data-tenant="([^"]+)"/g)).toEqual(['data-tenant="operator"']);
     expect(sorted.text).toMatch(/rel="next" href="\/admin\/tenant\/tenants\?limit=1&amp;sort=-slug&amp;after=/);
-    expect((await app.http().get('/admin/tenant/tenants?sort=password').set('Cookie', manager.cookie)).status).toBe(422);
+    expect((await app.http().get('/admin/tenant/tenants?sort=password').set('Cookie', manager.cookie)).status).toBe(
+      422,
+    );
   });
 });
 
 describe('GET /admin/health/<check>: one readiness check, an htmx fragment or a whole page', () => {
   it('answers htmx with the check’s line alone, and a plain navigation with the page around it', async () => {
     const me = await signInAs(app, acme, []);
-    const fragment = await app.http(ACME).get('/admin/health/database').set('Cookie', me.cookie).set('HX-Request', 'true');
+    const fragment = await app
+      .http(ACME)
+      .get('/admin/health/database')
+      .set('Cookie', me.cookie)
+      .set('HX-Request', 'true');
     expect(fragment.status).toBe(200);
-    expect(fragment.text.trim()).toMatch(/^<li class="check" id="check-database" data-check="database" data-ok="true">/);
+    expect(fragment.text.trim()).toMatch(
+      /^<li class="check" id="check-database" data-check="database" data-ok="true">/,
+    );
     expect(fragment.text).not.toContain('<html');
     const page = await app.http(ACME).get('/admin/health/database').set('Cookie', me.cookie);
     expect(page.text).toContain('<html');
@@ -95,7 +110,16 @@ describe('GET /admin/health/<check>: one readiness check, an htmx fragment or a 
   describe('with a failing check among those /ready runs', () => {
     let web: FastifyInstance;
     beforeAll(async () => {
-      web = await buildWeb(app.services, { readinessChecks: [{ name: 'queue', check: async () => { throw new Error('queue at 10.0.0.7 unreachable'); } }] });
+      web = await buildWeb(app.services, {
+        readinessChecks: [
+          {
+            name: 'queue',
+            check: async () => {
+              throw new Error('queue at 10.0.0.7 unreachable');
+            },
+          },
+        ],
+      });
       await web.ready();
     });
     afterAll(async () => {
@@ -108,12 +132,20 @@ describe('GET /admin/health/<check>: one readiness check, an htmx fragment or a 
       expect(ready.status).toBe(503);
       const customer = await signInAs(app, acme, []);
       const list = await http(ACME).get('/admin/health').set('Cookie', customer.cookie);
-      expect([...list.text.matchAll(/hx-get="\/admin\/health\/([^"]+)"/g)].map((m) => m[1])).toEqual(ready.body.checks.map((c: { name: string }) => c.name));
-      const failed = await http(ACME).get('/admin/health/queue').set('Cookie', customer.cookie).set('HX-Request', 'true');
+      expect([...list.text.matchAll(/hx-get="\/admin\/health\/([^"]+)"/g)].map((m) => m[1])).toEqual(
+        ready.body.checks.map((c: { name: string }) => c.name),
+      );
+      const failed = await http(ACME)
+        .get('/admin/health/queue')
+        .set('Cookie', customer.cookie)
+        .set('HX-Request', 'true');
       expect(failed.text).toContain('data-ok="false"');
       expect(failed.text).not.toContain('10.0.0.7');
       const operator = await signInAs(app, app.operator, []);
-      const seen = await http('operator.localhost').get('/admin/health/queue').set('Cookie', operator.cookie).set('HX-Request', 'true');
+      const seen = await http('operator.localhost')
+        .get('/admin/health/queue')
+        .set('Cookie', operator.cookie)
+        .set('HX-Request', 'true');
       expect(seen.text).toContain('queue at 10.0.0.7 unreachable');
     });
   });
@@ -129,42 +161,85 @@ describe('POST /admin/auth/roles/<name>: the role form, through the roles operat
   it('saves the ticked permissions, publishes auth.role_set, and answers 303 back to the form', async () => {
     const manager = await signInAs(app, acme, ['role:manage']);
     const { cookie, csrf } = await formToken('/admin/auth/roles/member', manager.cookie);
-    const res = await app.http(ACME).post('/admin/auth/roles/member').set('Cookie', cookie).type('form').send({ csrf, permissions: ['task:read', 'user:read'] });
+    const res = await app
+      .http(ACME)
+      .post('/admin/auth/roles/member')
+      .set('Cookie', cookie)
+      .type('form')
+      .send({ csrf, permissions: ['task:read', 'user:read'] });
     expect(res.status).toBe(303);
     expect(res.headers.location).toBe('/admin/auth/roles/member?saved=1');
     const api = await app.http(ACME).get('/api/v1/auth/roles').set('Cookie', manager.cookie);
-    expect(api.body.items.find((r: { name: string }) => r.name === 'member').permissions).toEqual(['task:read', 'user:read']);
+    expect(api.body.items.find((r: { name: string }) => r.name === 'member').permissions).toEqual([
+      'task:read',
+      'user:read',
+    ]);
     const events = (await outboxRows(app, 'auth.role_set')).filter((e) => e.payload.name === 'member');
     expect(events.at(-1)?.payload).toEqual({ name: 'member', before: [], after: ['task:read', 'user:read'] });
     // No box ticked: the role holds nothing.
     await app.http(ACME).post('/admin/auth/roles/member').set('Cookie', cookie).type('form').send({ csrf }).expect(303);
-    expect((await app.http(ACME).get('/api/v1/auth/roles').set('Cookie', manager.cookie)).body.items.find((r: { name: string }) => r.name === 'member').permissions).toEqual([]);
+    expect(
+      (await app.http(ACME).get('/api/v1/auth/roles').set('Cookie', manager.cookie)).body.items.find(
+        (r: { name: string }) => r.name === 'member',
+      ).permissions,
+    ).toEqual([]);
   });
 
   it('refuses a post without the CSRF token, or from another site: 403 AUTH_CROSS_SITE, nothing changed', async () => {
     const manager = await signInAs(app, acme, ['role:manage']);
     const { cookie, csrf } = await formToken('/admin/auth/roles/member', manager.cookie);
-    const missing = await app.http(ACME).post('/admin/auth/roles/member').set('Cookie', cookie).type('form').send({ permissions: 'task:read' });
+    const missing = await app
+      .http(ACME)
+      .post('/admin/auth/roles/member')
+      .set('Cookie', cookie)
+      .type('form')
+      .send({ permissions: 'task:read' });
     expect(missing.status).toBe(403);
     expect(missing.text).toContain('AUTH_CROSS_SITE');
-    const crossSite = await app.http(ACME).post('/admin/auth/roles/member').set('Cookie', cookie).set('Origin', 'http://evil.localhost').type('form').send({ csrf, permissions: 'task:read' });
+    const crossSite = await app
+      .http(ACME)
+      .post('/admin/auth/roles/member')
+      .set('Cookie', cookie)
+      .set('Origin', 'http://evil.localhost')
+      .type('form')
+      .send({ csrf, permissions: 'task:read' });
     expect(crossSite.status).toBe(403);
-    expect((await app.http(ACME).get('/api/v1/auth/roles').set('Cookie', manager.cookie)).body.items.find((r: { name: string }) => r.name === 'member').permissions).toEqual([]);
+    expect(
+      (await app.http(ACME).get('/api/v1/auth/roles').set('Cookie', manager.cookie)).body.items.find(
+        (r: { name: string }) => r.name === 'member',
+      ).permissions,
+    ).toEqual([]);
   });
 
   it('answers a refused list with the form again (422), the problem’s error beside the box it names', async () => {
     const manager = await signInAs(app, acme, ['role:manage']);
     const { cookie, csrf } = await formToken('/admin/auth/roles/member', manager.cookie);
-    const operatorOnly = await app.http(ACME).post('/admin/auth/roles/member').set('Cookie', cookie).type('form').send({ csrf, permissions: ['task:read', 'billing:catalog'] });
+    const operatorOnly = await app
+      .http(ACME)
+      .post('/admin/auth/roles/member')
+      .set('Cookie', cookie)
+      .type('form')
+      .send({ csrf, permissions: ['task:read', 'billing:catalog'] });
     expect(operatorOnly.status).toBe(422);
     expect(operatorOnly.text).toContain('PERMISSION_OPERATOR_ONLY');
-    expect(operatorOnly.text).toMatch(/<span class="error-text" id="perm-billing-catalog-error">operator permission billing:catalog<\/span>/);
+    expect(operatorOnly.text).toMatch(
+      /<span class="error-text" id="perm-billing-catalog-error">operator permission billing:catalog<\/span>/,
+    );
     // The posted choice is kept, so the person sees what was refused.
     expect(operatorOnly.text).toMatch(/value="task:read" checked/);
-    const unknown = await app.http(ACME).post('/admin/auth/roles/member').set('Cookie', cookie).type('form').send({ csrf, permissions: 'made:up' });
+    const unknown = await app
+      .http(ACME)
+      .post('/admin/auth/roles/member')
+      .set('Cookie', cookie)
+      .type('form')
+      .send({ csrf, permissions: 'made:up' });
     expect(unknown.status).toBe(422);
     expect(unknown.text).toContain('PERMISSION_UNKNOWN');
-    expect((await app.http(ACME).get('/api/v1/auth/roles').set('Cookie', manager.cookie)).body.items.find((r: { name: string }) => r.name === 'member').permissions).toEqual([]);
+    expect(
+      (await app.http(ACME).get('/api/v1/auth/roles').set('Cookie', manager.cookie)).body.items.find(
+        (r: { name: string }) => r.name === 'member',
+      ).permissions,
+    ).toEqual([]);
   });
 
   it('the operator tenant may grant an operator permission through the same form', async () => {
@@ -172,7 +247,12 @@ describe('POST /admin/auth/roles/<name>: the role form, through the roles operat
     const page = await app.http().get('/admin/auth/roles/member').set('Cookie', manager.cookie);
     expect(page.text).toMatch(/value="tenant:manage"(?! disabled)/);
     const csrf = /name="csrf" value="([^"]+)"/.exec(page.text)![1]!;
-    const res = await app.http().post('/admin/auth/roles/member').set('Cookie', manager.cookie).type('form').send({ csrf, permissions: 'tenant:manage' });
+    const res = await app
+      .http()
+      .post('/admin/auth/roles/member')
+      .set('Cookie', manager.cookie)
+      .type('form')
+      .send({ csrf, permissions: 'tenant:manage' });
     expect(res.status).toBe(303);
   });
 
@@ -180,7 +260,12 @@ describe('POST /admin/auth/roles/<name>: the role form, through the roles operat
     const manager = await signInAs(app, acme, ['role:manage']);
     expect((await app.http(ACME).get('/admin/auth/roles/nobody').set('Cookie', manager.cookie)).status).toBe(404);
     const { cookie, csrf } = await formToken('/admin/auth/roles/member', manager.cookie);
-    const post = await app.http(ACME).post('/admin/auth/roles/nobody').set('Cookie', cookie).type('form').send({ csrf });
+    const post = await app
+      .http(ACME)
+      .post('/admin/auth/roles/nobody')
+      .set('Cookie', cookie)
+      .type('form')
+      .send({ csrf });
     expect(post.status).toBe(404);
     expect(post.text).toContain('<h1>Not found</h1>');
   });
@@ -190,22 +275,39 @@ describe('POST /admin/auth/roles: a new role, from the roles list', () => {
   it('creates the role holding nothing (auth.role_set published) and opens its form', async () => {
     const manager = await signInAs(app, acme, ['role:manage']);
     const { cookie, csrf } = await formToken('/admin/auth/roles', manager.cookie);
-    const res = await app.http(ACME).post('/admin/auth/roles').set('Cookie', cookie).type('form').send({ csrf, name: 'auditor' });
+    const res = await app
+      .http(ACME)
+      .post('/admin/auth/roles')
+      .set('Cookie', cookie)
+      .type('form')
+      .send({ csrf, name: 'auditor' });
     expect(res.status).toBe(303);
     expect(res.headers.location).toBe('/admin/auth/roles/auditor');
     const api = await app.http(ACME).get('/api/v1/auth/roles').set('Cookie', manager.cookie);
     expect(api.body.items.find((r: { name: string }) => r.name === 'auditor')?.permissions).toEqual([]);
-    expect((await outboxRows(app, 'auth.role_set')).filter((e) => e.payload.name === 'auditor').map((e) => e.payload)).toEqual([{ name: 'auditor', before: null, after: [] }]);
+    expect(
+      (await outboxRows(app, 'auth.role_set')).filter((e) => e.payload.name === 'auditor').map((e) => e.payload),
+    ).toEqual([{ name: 'auditor', before: null, after: [] }]);
   });
 
   it('shows a refused name beside the field: 422 for a name outside the grammar, 409 for a taken one (never replaced)', async () => {
     const manager = await signInAs(app, acme, ['role:manage']);
     const { cookie, csrf } = await formToken('/admin/auth/roles', manager.cookie);
-    const invalid = await app.http(ACME).post('/admin/auth/roles').set('Cookie', cookie).type('form').send({ csrf, name: 'Not A Name' });
+    const invalid = await app
+      .http(ACME)
+      .post('/admin/auth/roles')
+      .set('Cookie', cookie)
+      .type('form')
+      .send({ csrf, name: 'Not A Name' });
     expect(invalid.status).toBe(422);
     expect(invalid.text).toMatch(/<span class="error-text" id="role-name-error">Lower-case letters/);
     expect(invalid.text).toContain('value="Not A Name"');
-    const taken = await app.http(ACME).post('/admin/auth/roles').set('Cookie', cookie).type('form').send({ csrf, name: 'admin' });
+    const taken = await app
+      .http(ACME)
+      .post('/admin/auth/roles')
+      .set('Cookie', cookie)
+      .type('form')
+      .send({ csrf, name: 'admin' });
     expect(taken.status).toBe(409);
     expect(taken.text).toMatch(/<span class="error-text" id="role-name-error">a role of this name exists<\/span>/);
     const api = await app.http(ACME).get('/api/v1/auth/roles').set('Cookie', manager.cookie);

@@ -50,7 +50,12 @@ async function get(who: SignedIn | null, host: string, path: string) {
   return who ? req.set('Cookie', who.cookie) : req;
 }
 async function post(who: SignedIn, host: string, path: string, fields: Record<string, string>) {
-  return app.http(host).post(path).type('form').set('Cookie', who.cookie).send({ csrf: sessionFormToken(who.rawSessionId), ...fields });
+  return app
+    .http(host)
+    .post(path)
+    .type('form')
+    .set('Cookie', who.cookie)
+    .send({ csrf: sessionFormToken(who.rawSessionId), ...fields });
 }
 
 /** A row made through the API, with a body derived from the schema (as the conformance suite does). */
@@ -79,26 +84,44 @@ interface Node {
   minItems?: number;
   items?: Node;
 }
-const core = (node: Node): Node => (node.anyOf?.filter((b) => b.type !== 'null').length === 1 ? node.anyOf.find((b) => b.type !== 'null')! : node);
+const core = (node: Node): Node =>
+  node.anyOf?.filter((b) => b.type !== 'null').length === 1 ? node.anyOf.find((b) => b.type !== 'null')! : node;
 const typeOf = (node: Node) => (Array.isArray(node.type) ? node.type.find((t) => t !== 'null') : node.type);
-const isChoice = (node: Node) => node.enum !== undefined || (node.anyOf?.length ? node.anyOf.every((b) => 'const' in b) : false);
+const isChoice = (node: Node) =>
+  node.enum !== undefined || (node.anyOf?.length ? node.anyOf.every((b) => 'const' in b) : false);
 
 /** The kinds of refused value a form can meet, and the text that breaks each in one field (undefined: the field has no such rule). */
 const KINDS: Record<string, (node: Node) => string | undefined> = {
   required: () => '',
   length: (node) =>
-    typeOf(node) === 'string' && node.maxLength !== undefined && node.maxLength <= 20_000 ? 'x'.repeat(node.maxLength + 1) : typeOf(node) === 'string' && (node.minLength ?? 0) > 1 ? 'x' : undefined,
+    typeOf(node) === 'string' && node.maxLength !== undefined && node.maxLength <= 20_000
+      ? 'x'.repeat(node.maxLength + 1)
+      : typeOf(node) === 'string' && (node.minLength ?? 0) > 1
+        ? 'x'
+        : undefined,
   pattern: (node) => (typeOf(node) === 'string' && node.pattern ? 'Not Like This!\nTwo lines' : undefined),
   format: (node) => (typeOf(node) === 'string' && node.format ? 'not-a-valid-value' : undefined),
   choice: (node) => (isChoice(node) ? 'not-an-option' : undefined),
   number: (node) => (typeOf(node) === 'integer' || typeOf(node) === 'number' ? 'twelve' : undefined),
-  range: (node) => (typeOf(node) === 'integer' && node.maximum !== undefined ? String(node.maximum + 1) : typeOf(node) === 'integer' && node.minimum !== undefined ? String(node.minimum - 1) : undefined),
-  items: (node) => (typeOf(node) === 'array' && node.items?.maxLength !== undefined ? 'x'.repeat(node.items.maxLength + 1) : undefined),
+  range: (node) =>
+    typeOf(node) === 'integer' && node.maximum !== undefined
+      ? String(node.maximum + 1)
+      : typeOf(node) === 'integer' && node.minimum !== undefined
+        ? String(node.minimum - 1)
+        : undefined,
+  items: (node) =>
+    typeOf(node) === 'array' && node.items?.maxLength !== undefined ? 'x'.repeat(node.items.maxLength + 1) : undefined,
   json: (node) => (typeOf(node) === 'object' ? '{not json' : undefined),
 };
 
 /** One form post per kind of refused value its fields can take, each field broken the same way. */
-async function postEachKind(who: SignedIn, host: string, path: string, body: TSchema | undefined, seen: Set<string>): Promise<void> {
+async function postEachKind(
+  who: SignedIn,
+  host: string,
+  path: string,
+  body: TSchema | undefined,
+  seen: Set<string>,
+): Promise<void> {
   const properties = (body as { properties?: Record<string, Node> } | undefined)?.properties ?? {};
   for (const [kind, breaker] of Object.entries(KINDS)) {
     const fields: Record<string, string> = {};
@@ -144,7 +167,12 @@ describe('plain language in the admin shell', () => {
     expect(codeLikeText('<a title="Publishes task.assigned" href="/x">x</a>', events)).toHaveLength(1);
     expect(codeLikeText('<td data-label="SLA_BREACHED">Yes</td>', events)).toHaveLength(1);
     // Not read by a person: ids, names, URLs, data-code, scripts.
-    expect(codeLikeText('<div id="X_Y_Z_W" data-code="INVALID_TRANSITION"><a href="/api/v1/task.assigned/ABCDEFG">Open</a><script>var A_B_C_D = 1</script></div>', events)).toEqual([]);
+    expect(
+      codeLikeText(
+        '<div id="X_Y_Z_W" data-code="INVALID_TRANSITION"><a href="/api/v1/task.assigned/ABCDEFG">Open</a><script>var A_B_C_D = 1</script></div>',
+        events,
+      ),
+    ).toEqual([]);
   });
 
   it('shows none on any generated page, on any form with each kind of refused value, or on the refusals of business rules', async () => {
@@ -154,7 +182,15 @@ describe('plain language in the admin shell', () => {
       const who = callerOf(entity);
       const base = entity.names.adminPath;
       const id = await makeRow(entity);
-      const paths = [base, `${base}/rows`, `${base}/new`, `${base}/${id}`, `${base}/${id}/edit`, `${base}/${id}/delete`, ...Object.keys(entity.def.commands ?? {}).map((c) => `${base}/${id}/${c}`)];
+      const paths = [
+        base,
+        `${base}/rows`,
+        `${base}/new`,
+        `${base}/${id}`,
+        `${base}/${id}/edit`,
+        `${base}/${id}/delete`,
+        ...Object.keys(entity.def.commands ?? {}).map((c) => `${base}/${id}/${c}`),
+      ];
       for (const path of paths) {
         const res = await get(who, host, path);
         expect(res.status, path).toBeLessThan(500);
@@ -167,20 +203,46 @@ describe('plain language in the admin shell', () => {
       }
     }
     // Each kind of refused value was met by some form.
-    expect([...kindsSeen].sort()).toEqual(expect.arrayContaining(['choice', 'format', 'length', 'number', 'pattern', 'range', 'required']));
+    expect([...kindsSeen].sort()).toEqual(
+      expect.arrayContaining(['choice', 'format', 'length', 'number', 'pattern', 'range', 'required']),
+    );
 
     // Refusals of business rules (409s): a status move the task's graph refuses, a resolved task
     // resolved again, a slug taken, the last administrator deactivated.
-    const task = await app.http(HOST).post('/api/v1/task/tasks').set('Cookie', admin.cookie).send({ title: 'Graph', priority: 'low', deadline: '2099-01-01T00:00:00Z' });
-    const moved = await post(admin, HOST, `/admin/task/tasks/${task.body.id}/edit`, { title: 'Graph', priority: 'low', deadline: '2099-01-01T00:00', status: 'in_progress' });
+    const task = await app
+      .http(HOST)
+      .post('/api/v1/task/tasks')
+      .set('Cookie', admin.cookie)
+      .send({ title: 'Graph', priority: 'low', deadline: '2099-01-01T00:00:00Z' });
+    const moved = await post(admin, HOST, `/admin/task/tasks/${task.body.id}/edit`, {
+      title: 'Graph',
+      priority: 'low',
+      deadline: '2099-01-01T00:00',
+      status: 'in_progress',
+    });
     expect(moved.status).toBe(409);
     scan('POST task edit (status move refused)', moved.text);
-    await app.http(HOST).post(`/api/v1/task/tasks/${task.body.id}/resolve`).set('Cookie', admin.cookie).send({ resolution: 'Done' }).expect(200);
+    await app
+      .http(HOST)
+      .post(`/api/v1/task/tasks/${task.body.id}/resolve`)
+      .set('Cookie', admin.cookie)
+      .send({ resolution: 'Done' })
+      .expect(200);
     const again = await post(admin, HOST, `/admin/task/tasks/${task.body.id}/resolve`, { resolution: 'Again' });
     expect(again.status).toBe(409);
     scan('POST task resolve (resolved already)', again.text);
-    await app.http(HOST).post('/api/v1/content/contents').set('Cookie', admin.cookie).send({ slug: 'taken', title: 'Taken', kind: 'page', body: 'x' }).expect(201);
-    const taken = await post(admin, HOST, '/admin/content/contents/new', { slug: 'taken', title: 'Second', kind: 'page', body: 'y' });
+    await app
+      .http(HOST)
+      .post('/api/v1/content/contents')
+      .set('Cookie', admin.cookie)
+      .send({ slug: 'taken', title: 'Taken', kind: 'page', body: 'x' })
+      .expect(201);
+    const taken = await post(admin, HOST, '/admin/content/contents/new', {
+      slug: 'taken',
+      title: 'Second',
+      kind: 'page',
+      body: 'y',
+    });
     expect(taken.status).toBe(409);
     expect(taken.text).toContain('Another item already uses this address.');
     scan('POST content new (slug taken)', taken.text);
@@ -224,7 +286,12 @@ describe('plain language in the admin shell', () => {
     }
     // A refused sign-in, and a role form refused for an unknown permission.
     const secret = 'S'.repeat(43);
-    const refused = await app.http(HOST).post('/admin/login').set('Cookie', `app_csrf=${secret}`).type('form').send({ csrf: anonymousFormToken(secret, acme.id), email: 'x@example.test', password: 'wrong' });
+    const refused = await app
+      .http(HOST)
+      .post('/admin/login')
+      .set('Cookie', `app_csrf=${secret}`)
+      .type('form')
+      .send({ csrf: anonymousFormToken(secret, acme.id), email: 'x@example.test', password: 'wrong' });
     expect(refused.status).toBe(401);
     scan('POST login (refused)', refused.text);
     const role = await post(admin, HOST, '/admin/auth/roles/admin', { permissions: 'no:such' });

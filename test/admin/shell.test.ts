@@ -11,8 +11,14 @@ const logLines: string[] = [];
 
 beforeAll(async () => {
   // A module whose sidebar entry names a path nothing serves.
-  const ghostModule = defineModule({ name: 'ghost', admin: { sidebar: [{ label: 'Ghosts', path: '/admin/ghost/ghosts', order: 35 }] } });
-  const logger = pino({ level: 'warn' }, { write: (line: string) => void logLines.push(line) }) as unknown as FastifyBaseLogger;
+  const ghostModule = defineModule({
+    name: 'ghost',
+    admin: { sidebar: [{ label: 'Ghosts', path: '/admin/ghost/ghosts', order: 35 }] },
+  });
+  const logger = pino(
+    { level: 'warn' },
+    { write: (line: string) => void logLines.push(line) },
+  ) as unknown as FastifyBaseLogger;
   app = await startTestApp({ modules: [...allModules, testkitModule, ghostModule], logger });
 });
 afterAll(async () => {
@@ -49,7 +55,9 @@ describe('Admin shell: an anonymous browser is sent to /admin/login', () => {
 
 describe('Admin shell: a sidebar entry whose path no route serves is reported once at startup', () => {
   it('warns once naming the entry, and not for served entries', () => {
-    const warnings = logLines.map((line) => JSON.parse(line) as { msg: string; path?: string }).filter((l) => l.msg.startsWith('admin sidebar'));
+    const warnings = logLines
+      .map((line) => JSON.parse(line) as { msg: string; path?: string })
+      .filter((l) => l.msg.startsWith('admin sidebar'));
     expect(warnings.filter((w) => w.path === '/admin/ghost/ghosts')).toHaveLength(1);
     expect(warnings.filter((w) => w.path === '/admin/task/tasks')).toHaveLength(0);
   });
@@ -66,7 +74,9 @@ describe('Admin shell: a sidebar entry whose path no route serves is reported on
     const me = await signInAs(app, app.operator, ['*']);
     const page = await app.http().get('/admin').set('Cookie', me.cookie);
     const nav = /<nav class="sidebar"[^>]*>([\s\S]*?)<\/nav>/.exec(page.text)?.[1] ?? '';
-    const labels = [...nav.matchAll(/<a href="\/admin\/[^"]+"(?: aria-current="page")?>([^<]+)<\/a>/g)].map((m) => m[1]);
+    const labels = [...nav.matchAll(/<a href="\/admin\/[^"]+"(?: aria-current="page")?>([^<]+)<\/a>/g)].map(
+      (m) => m[1],
+    );
     // By order, not in module order (user, auth, notification, tenant, task, billing, content, ...).
     const product = ['Users', 'Roles', 'Content', 'Tasks', 'Billing', 'Tenants'];
     expect(labels.filter((label) => product.includes(label!))).toEqual(product);
@@ -74,7 +84,7 @@ describe('Admin shell: a sidebar entry whose path no route serves is reported on
 });
 
 describe('Admin shell: the layout', () => {
-  it('answers a signed-in caller\'s unknown admin path with a 404 page in the layout: landmarks, skip link, badge, sign-out', async () => {
+  it("answers a signed-in caller's unknown admin path with a 404 page in the layout: landmarks, skip link, badge, sign-out", async () => {
     const me = await signInAs(app, app.operator, ['*']);
     const res = await app.http().get('/admin/no/such/page').set('Cookie', me.cookie);
     expect(res.status).toBe(404);

@@ -3,7 +3,13 @@ import { beforeAll, describe, expect, it } from 'vitest';
 import { createCustomer } from '../helpers/app.ts';
 import type { TenantRef } from '../../framework/context/tenant.ts';
 import { addUser } from '../modules/auth/fixtures.ts';
-import { hasChromium, useBrowserApp, seriousViolations, signInThroughLogin, warnNoChromium } from './admin-pages-setup.ts';
+import {
+  hasChromium,
+  useBrowserApp,
+  seriousViolations,
+  signInThroughLogin,
+  warnNoChromium,
+} from './admin-pages-setup.ts';
 
 warnNoChromium('test/browser/admin-access-tokens.test.ts');
 
@@ -26,10 +32,15 @@ async function expectPlainLanguage(page: Page): Promise<void> {
   expect(text).not.toMatch(/\b(?:401|403|422|429)\b/);
 }
 
-describe.skipIf(!hasChromium)('the admin shell\'s access tokens page', () => {
+describe.skipIf(!hasChromium)("the admin shell's access tokens page", () => {
   beforeAll(async () => {
     acme = await createCustomer(t.app, 'acme', ACME);
-    await t.app.services.transactions.run(acme, (ctx) => ctx.db.insertInto('roles').values({ name: 'reporter', permissions: ['task:read', 'content:read'] }).execute());
+    await t.app.services.transactions.run(acme, (ctx) =>
+      ctx.db
+        .insertInto('roles')
+        .values({ name: 'reporter', permissions: ['task:read', 'content:read'] })
+        .execute(),
+    );
     person = await addUser(t.app, acme, { roles: ['reporter'], password: 'reporter password' });
   });
 
@@ -39,7 +50,9 @@ describe.skipIf(!hasChromium)('the admin shell\'s access tokens page', () => {
       await page.click('nav >> text=Access tokens');
       expect(new URL(page.url()).pathname).toBe('/admin/auth/tokens');
       // Only what the person holds is offered.
-      const offered = await Promise.all((await page.locator('input[name=permissions]').all()).map((box) => box.getAttribute('value')));
+      const offered = await Promise.all(
+        (await page.locator('input[name=permissions]').all()).map((box) => box.getAttribute('value')),
+      );
       expect(offered.sort()).toEqual(['content:read', 'task:read']);
       expect(await seriousViolations(page)).toEqual([]);
       await expectPlainLanguage(page);
@@ -47,7 +60,10 @@ describe.skipIf(!hasChromium)('the admin shell\'s access tokens page', () => {
       await page.fill('#token-name', 'reporting script');
       await page.fill('#token-days', '30');
       await page.check('input[name=permissions][value="task:read"]');
-      await Promise.all([page.waitForLoadState('load'), page.click('form[aria-labelledby=new-token-heading] button[type=submit]')]);
+      await Promise.all([
+        page.waitForLoadState('load'),
+        page.click('form[aria-labelledby=new-token-heading] button[type=submit]'),
+      ]);
       const raw = await page.inputValue('#token-value');
       expect(raw).toMatch(/^tnt_pat_/);
       expect(await page.locator('tr[data-token]').count()).toBe(1);
@@ -57,7 +73,9 @@ describe.skipIf(!hasChromium)('the admin shell\'s access tokens page', () => {
 
       // The token works through the API, with what was ticked and no more.
       expect((await t.app.http(ACME).get('/api/v1/task/tasks').set('Authorization', `Bearer ${raw}`)).status).toBe(200);
-      expect((await t.app.http(ACME).get('/api/v1/content/contents').set('Authorization', `Bearer ${raw}`)).status).toBe(403);
+      expect(
+        (await t.app.http(ACME).get('/api/v1/content/contents').set('Authorization', `Bearer ${raw}`)).status,
+      ).toBe(403);
 
       // Shown once: the list never carries it again.
       await page.goto(`${t.origin(ACME)}/admin/auth/tokens`);
@@ -80,7 +98,10 @@ describe.skipIf(!hasChromium)('the admin shell\'s access tokens page', () => {
       // The field's own limit stops a browser; the server's rule is what is tested here.
       await page.locator('#token-days').evaluate((field) => field.removeAttribute('max'));
       await page.fill('#token-days', '400');
-      await Promise.all([page.waitForLoadState('load'), page.click('form[aria-labelledby=new-token-heading] button[type=submit]')]);
+      await Promise.all([
+        page.waitForLoadState('load'),
+        page.click('form[aria-labelledby=new-token-heading] button[type=submit]'),
+      ]);
       expect(await page.locator('#token-days-error').textContent()).toBe('A token can last at most 365 days.');
       expect(await page.inputValue('#token-name')).toBe('too long');
       expect(await page.locator('#token-days').getAttribute('aria-invalid')).toBe('true');

@@ -3,7 +3,14 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { OPERATOR_HOST, createCustomer, startTestApp, type TestApp } from '../helpers/app.ts';
 import type { TenantRef } from '../../framework/context/tenant.ts';
 import { addUser } from '../modules/auth/fixtures.ts';
-import { hasChromium, launch, listen, seriousViolations, signInThroughLogin, warnNoChromium } from './admin-pages-setup.ts';
+import {
+  hasChromium,
+  launch,
+  listen,
+  seriousViolations,
+  signInThroughLogin,
+  warnNoChromium,
+} from './admin-pages-setup.ts';
 
 warnNoChromium('test/browser/admin-axe.test.ts');
 
@@ -25,10 +32,18 @@ describe.skipIf(!hasChromium)('accessibility: no serious or critical axe violati
     admin = await addUser(app, acme, { roles: ['admin'], password: 'acme admin password' });
     operatorAdmin = await addUser(app, app.operator, { roles: ['admin'], password: 'operator password' });
     origin = await listen(app);
-    const login = await app.http(ACME).post('/api/v1/auth/login').send({ email: admin.email, password: admin.password });
+    const login = await app
+      .http(ACME)
+      .post('/api/v1/auth/login')
+      .send({ email: admin.email, password: admin.password });
     const cookie = login.headers['set-cookie']![0]!.split(';', 1)[0]!;
     for (let i = 1; i <= 25; i++) {
-      const res = await app.http(ACME).post('/api/v1/task/tasks').set('Cookie', cookie).send({ title: `Task ${i}`, priority: 'low', deadline: '2099-01-01T00:00:00Z' }).expect(201);
+      const res = await app
+        .http(ACME)
+        .post('/api/v1/task/tasks')
+        .set('Cookie', cookie)
+        .send({ title: `Task ${i}`, priority: 'low', deadline: '2099-01-01T00:00:00Z' })
+        .expect(201);
       taskId ??= res.body.id;
     }
     browser = await launch();
@@ -124,7 +139,12 @@ describe.skipIf(!hasChromium)('accessibility: no serious or critical axe violati
     try {
       await page.goto(`${origin(ACME)}/admin/task/tasks/${taskId}/edit`);
       await page.fill('[name=title]', '');
-      await page.$$eval('[required], [minlength]', (els) => els.forEach((el) => { el.removeAttribute('required'); el.removeAttribute('minlength'); }));
+      await page.$$eval('[required], [minlength]', (els) =>
+        els.forEach((el) => {
+          el.removeAttribute('required');
+          el.removeAttribute('minlength');
+        }),
+      );
       await page.click('main form button[type=submit]');
       await page.waitForSelector('[aria-invalid=true]');
       expect(await seriousViolations(page)).toEqual([]);

@@ -3,7 +3,13 @@ import { beforeAll, describe, expect, it } from 'vitest';
 import { createCustomer } from '../helpers/app.ts';
 import type { TenantRef } from '../../framework/context/tenant.ts';
 import { addUser } from '../modules/auth/fixtures.ts';
-import { hasChromium, useBrowserApp, seriousViolations, signInThroughLogin, warnNoChromium } from './admin-pages-setup.ts';
+import {
+  hasChromium,
+  useBrowserApp,
+  seriousViolations,
+  signInThroughLogin,
+  warnNoChromium,
+} from './admin-pages-setup.ts';
 
 warnNoChromium('test/browser/admin-command-states.test.ts');
 
@@ -29,22 +35,46 @@ const api = (method: 'post' | 'patch', path: string, body?: object) => {
 async function offered(page: Page, path: string): Promise<string[]> {
   await page.goto(`${t.origin(ACME)}${path}`);
   const hrefs = await page.$$eval('.page-head .actions a', (links) => links.map((a) => a.getAttribute('href') ?? ''));
-  return hrefs.filter((href) => href.startsWith(`${path}/`) && !/\/(edit|delete)$/.test(href)).map((href) => href.slice(path.length + 1)).sort();
+  return hrefs
+    .filter((href) => href.startsWith(`${path}/`) && !/\/(edit|delete)$/.test(href))
+    .map((href) => href.slice(path.length + 1))
+    .sort();
 }
 
 describe.skipIf(!hasChromium)('command buttons follow the declared states', () => {
   beforeAll(async () => {
     acme = await createCustomer(t.app, 'acme', ACME);
     admin = await addUser(t.app, acme, { roles: ['admin'], password: 'acme admin password' });
-    const login = await t.app.http(ACME).post('/api/v1/auth/login').send({ email: admin.email, password: admin.password });
+    const login = await t.app
+      .http(ACME)
+      .post('/api/v1/auth/login')
+      .send({ email: admin.email, password: admin.password });
     cookie = login.headers['set-cookie']![0]!.split(';', 1)[0]!;
   });
 
   it('a task: open offers Assign and Resolve; resolved and closed offer neither (Check the deadline stays)', async () => {
-    const open = (await api('post', '/api/v1/task/tasks', { title: 'Open one', priority: 'low', deadline: '2099-01-01T00:00:00Z' }).expect(201)).body.id;
-    const resolved = (await api('post', '/api/v1/task/tasks', { title: 'Resolved one', priority: 'low', deadline: '2099-01-01T00:00:00Z' }).expect(201)).body.id;
+    const open = (
+      await api('post', '/api/v1/task/tasks', {
+        title: 'Open one',
+        priority: 'low',
+        deadline: '2099-01-01T00:00:00Z',
+      }).expect(201)
+    ).body.id;
+    const resolved = (
+      await api('post', '/api/v1/task/tasks', {
+        title: 'Resolved one',
+        priority: 'low',
+        deadline: '2099-01-01T00:00:00Z',
+      }).expect(201)
+    ).body.id;
     await api('post', `/api/v1/task/tasks/${resolved}/resolve`, { resolution: 'done' }).expect(200);
-    const closed = (await api('post', '/api/v1/task/tasks', { title: 'Closed one', priority: 'low', deadline: '2099-01-01T00:00:00Z' }).expect(201)).body.id;
+    const closed = (
+      await api('post', '/api/v1/task/tasks', {
+        title: 'Closed one',
+        priority: 'low',
+        deadline: '2099-01-01T00:00:00Z',
+      }).expect(201)
+    ).body.id;
     await api('post', `/api/v1/task/tasks/${closed}/resolve`, { resolution: 'done' }).expect(200);
     await api('patch', `/api/v1/task/tasks/${closed}`, { status: 'closed' }).expect(200);
     const { context, page } = await signInThroughLogin(t.browser, t.origin(ACME), admin);
@@ -59,7 +89,14 @@ describe.skipIf(!hasChromium)('command buttons follow the declared states', () =
   });
 
   it('content: a draft offers Publish and Archive, published Unpublish and Archive, archived Unpublish', async () => {
-    const id = (await api('post', '/api/v1/content/contents', { slug: 'states-page', title: 'States', kind: 'page', body: 'x' }).expect(201)).body.id;
+    const id = (
+      await api('post', '/api/v1/content/contents', {
+        slug: 'states-page',
+        title: 'States',
+        kind: 'page',
+        body: 'x',
+      }).expect(201)
+    ).body.id;
     const path = `/admin/content/contents/${id}`;
     const { context, page } = await signInThroughLogin(t.browser, t.origin(ACME), admin);
     try {
@@ -78,7 +115,9 @@ describe.skipIf(!hasChromium)('command buttons follow the declared states', () =
     const { context, page } = await signInThroughLogin(t.browser, t.origin(ACME), admin);
     try {
       await page.goto(`${t.origin(ACME)}/admin/task/tasks/new`);
-      const values = await page.$$eval('select[name=status] option', (options) => options.map((o) => o.getAttribute('value')).filter((v) => v !== ''));
+      const values = await page.$$eval('select[name=status] option', (options) =>
+        options.map((o) => o.getAttribute('value')).filter((v) => v !== ''),
+      );
       expect(values).toEqual(['open']);
       // The other statuses are still the edit form's to offer (PATCH takes them).
       expect(await seriousViolations(page)).toEqual([]);

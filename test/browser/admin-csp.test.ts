@@ -24,13 +24,19 @@ let styleUrl: string;
 
 async function uploadPublic(name: string, type: string, content: string): Promise<string> {
   const { body, type: contentType } = form([{ name: 'file', filename: name, type, content }]);
-  const res = await app.http('acme.example.com').post(`${FILES}?visibility=public`).set('Cookie', admin.cookie).set('Content-Type', contentType).send(body);
+  const res = await app
+    .http('acme.example.com')
+    .post(`${FILES}?visibility=public`)
+    .set('Cookie', admin.cookie)
+    .set('Content-Type', contentType)
+    .send(body);
   expect(res.status, res.text).toBe(201);
   return `${PUBLIC}/${res.body.id}`;
 }
 
 beforeAll(async () => {
-  if (!existsSync(CHROMIUM)) throw new Error(`These tests drive Chromium at ${CHROMIUM}: apt-get install chromium (.ci/run does it as root)`);
+  if (!existsSync(CHROMIUM))
+    throw new Error(`These tests drive Chromium at ${CHROMIUM}: apt-get install chromium (.ci/run does it as root)`);
   app = await startTestApp();
   acme = await createCustomer(app, 'acme', 'acme.example.com');
   admin = await signInAs(app, acme, ['*']);
@@ -68,7 +74,11 @@ async function inject(page: Page, tag: 'script' | 'link', url: string): Promise<
 }
 
 /** The href and rule count of each style sheet the page applied. */
-const styleSheetsOf = async (page: Page) => (await page.evaluate('[...document.styleSheets].map((s) => ({ href: s.href, rules: s.cssRules.length }))')) as { href: string; rules: number }[];
+const styleSheetsOf = async (page: Page) =>
+  (await page.evaluate('[...document.styleSheets].map((s) => ({ href: s.href, rules: s.cssRules.length }))')) as {
+    href: string;
+    rules: number;
+  }[];
 
 describe('in Chromium, the admin shell runs only its own scripts and style sheets', () => {
   it('the file really is served as a script and a style sheet (the threat is real)', async () => {
@@ -104,7 +114,11 @@ describe('in Chromium, the admin shell runs only its own scripts and style sheet
   it('the shell’s own script (htmx) and style sheet load and work: sorting swaps the rows in place', async () => {
     const session = await signInAs(app, acme, ['*']);
     for (const title of ['CSP A', 'CSP B', 'CSP C']) {
-      await app.http('acme.example.com').post('/api/v1/task/tasks').set('Cookie', session.cookie).send({ title, priority: 'low', deadline: '2031-01-01T00:00:00Z' });
+      await app
+        .http('acme.example.com')
+        .post('/api/v1/task/tasks')
+        .set('Cookie', session.cookie)
+        .send({ title, priority: 'low', deadline: '2031-01-01T00:00:00Z' });
     }
     const page = await context.newPage();
     const violations: string[] = [];

@@ -3,7 +3,14 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { OPERATOR_HOST, createCustomer, startTestApp, type TestApp } from '../helpers/app.ts';
 import type { TenantRef } from '../../framework/context/tenant.ts';
 import { addUser } from '../modules/auth/fixtures.ts';
-import { hasChromium, launch, listen, seriousViolations, signInThroughLogin, warnNoChromium } from './admin-pages-setup.ts';
+import {
+  hasChromium,
+  launch,
+  listen,
+  seriousViolations,
+  signInThroughLogin,
+  warnNoChromium,
+} from './admin-pages-setup.ts';
 
 // Issue 35, point 7: the small things a first session meets. A favicon the CSP lets load; a
 // refused sign-in that stays on /admin/login and says so once, with and without JavaScript; an
@@ -64,10 +71,13 @@ async function clippedCells(page: Page): Promise<string[]> {
       const box = cell.getBoundingClientRect();
       // biome-ignore lint/performance/useDomNodeTextContent: the text shown (innerText), not every text node, is what a person reads
       const name = `${cell.tagName.toLowerCase()} "${(cell.innerText || '').slice(0, 40)}"`;
-      if (cell.scrollWidth > cell.clientWidth + 1) found.push(`${name}: content ${cell.scrollWidth}px in ${cell.clientWidth}px`);
+      if (cell.scrollWidth > cell.clientWidth + 1)
+        found.push(`${name}: content ${cell.scrollWidth}px in ${cell.clientWidth}px`);
       const frame = cell.closest('.table-wrap');
-      const scrolls = frame !== null && browser.getComputedStyle(frame).overflowX === 'auto' && frame.scrollWidth > frame.clientWidth;
-      if (!scrolls && (box.right > width + 1 || box.left < -1)) found.push(`${name}: at ${Math.round(box.left)}–${Math.round(box.right)} of ${width}px`);
+      const scrolls =
+        frame !== null && browser.getComputedStyle(frame).overflowX === 'auto' && frame.scrollWidth > frame.clientWidth;
+      if (!scrolls && (box.right > width + 1 || box.left < -1))
+        found.push(`${name}: at ${Math.round(box.left)}–${Math.round(box.right)} of ${width}px`);
     }
     const page = browser.document.documentElement.scrollWidth;
     if (page > width + 1) found.push(`the page scrolls sideways: ${page}px`);
@@ -77,7 +87,13 @@ async function clippedCells(page: Page): Promise<string[]> {
 
 /** A computed style of a cell (and of its ::before). */
 const styleOf = (cell: ReturnType<Page['locator']>, property: 'display' | 'content', pseudo?: string) =>
-  cell.evaluate((element, [name, before]) => (globalThis as unknown as Browser).getComputedStyle(element as unknown as Cell, before)[name as 'display' | 'content'], [property, pseudo] as const);
+  cell.evaluate(
+    (element, [name, before]) =>
+      (globalThis as unknown as Browser).getComputedStyle(element as unknown as Cell, before)[
+        name as 'display' | 'content'
+      ],
+    [property, pseudo] as const,
+  );
 
 describe.skipIf(!hasChromium)('a first session in the admin shell', () => {
   beforeAll(async () => {
@@ -88,18 +104,39 @@ describe.skipIf(!hasChromium)('a first session in the admin shell', () => {
     emptyAdmin = await addUser(app, empty, { roles: ['admin'], password: 'empty admin password' });
     operatorAdmin = await addUser(app, app.operator, { roles: ['admin'], password: 'operator password' });
     origin = await listen(app);
-    const login = await app.http(ACME).post('/api/v1/auth/login').send({ email: admin.email, password: admin.password });
+    const login = await app
+      .http(ACME)
+      .post('/api/v1/auth/login')
+      .send({ email: admin.email, password: admin.password });
     const cookie = login.headers['set-cookie']![0]!.split(';', 1)[0]!;
     // Long, unbroken values: a title with no space to wrap at, a long web address.
-    for (const title of ['Call the customer back about the renewal of the support contract', `Renew-${'certificate'.repeat(12)}`, 'Short']) {
-      await app.http(ACME).post('/api/v1/task/tasks').set('Cookie', cookie).send({ title, priority: 'critical', deadline: '2099-01-01T00:00:00Z' }).expect(201);
+    for (const title of [
+      'Call the customer back about the renewal of the support contract',
+      `Renew-${'certificate'.repeat(12)}`,
+      'Short',
+    ]) {
+      await app
+        .http(ACME)
+        .post('/api/v1/task/tasks')
+        .set('Cookie', cookie)
+        .send({ title, priority: 'critical', deadline: '2099-01-01T00:00:00Z' })
+        .expect(201);
     }
-    await app.http(ACME).post('/api/v1/content/contents').set('Cookie', cookie).send({ slug: `a-${'very-long-slug-'.repeat(5)}end`, title: 'Welcome', kind: 'page', body: '# Hi' }).expect(201);
+    await app
+      .http(ACME)
+      .post('/api/v1/content/contents')
+      .set('Cookie', cookie)
+      .send({ slug: `a-${'very-long-slug-'.repeat(5)}end`, title: 'Welcome', kind: 'page', body: '# Hi' })
+      .expect(201);
     await app
       .http(ACME)
       .post('/api/v1/webhook/endpoints')
       .set('Cookie', cookie)
-      .send({ url: `https://hooks.example.com/${'path/'.repeat(20)}tenantry`, description: 'The receiving system of the accounting department', events: ['*'] })
+      .send({
+        url: `https://hooks.example.com/${'path/'.repeat(20)}tenantry`,
+        description: 'The receiving system of the accounting department',
+        events: ['*'],
+      })
       .expect(201);
     browser = await launch();
   }, 120_000);
@@ -148,7 +185,10 @@ describe.skipIf(!hasChromium)('a first session in the admin shell', () => {
         await page.goto(`${origin(ACME)}/admin/login?next=${encodeURIComponent('/admin/task/tasks')}`);
         await page.getByLabel('Email address').fill(admin.email);
         await page.getByLabel('Password').fill('not the password');
-        await Promise.all([page.waitForLoadState('load'), page.getByRole('button', { name: 'Sign in', exact: true }).click()]);
+        await Promise.all([
+          page.waitForLoadState('load'),
+          page.getByRole('button', { name: 'Sign in', exact: true }).click(),
+        ]);
         await page.waitForSelector('[role=alert]');
         const at = new URL(page.url());
         expect(at.pathname).toBe('/admin/login');
@@ -157,7 +197,10 @@ describe.skipIf(!hasChromium)('a first session in the admin shell', () => {
         await expect(page.getByLabel('Email address').inputValue()).resolves.toBe(admin.email);
         // And from there, the right password goes on to the page asked for.
         await page.getByLabel('Password').fill(admin.password);
-        await Promise.all([page.waitForURL(`${origin(ACME)}/admin/task/tasks`), page.getByRole('button', { name: 'Sign in', exact: true }).click()]);
+        await Promise.all([
+          page.waitForURL(`${origin(ACME)}/admin/task/tasks`),
+          page.getByRole('button', { name: 'Sign in', exact: true }).click(),
+        ]);
       } finally {
         await context.close();
       }
@@ -186,7 +229,13 @@ describe.skipIf(!hasChromium)('a first session in the admin shell', () => {
     try {
       await page.setViewportSize(PHONE);
       const seen: Record<string, string[]> = {};
-      for (const path of ['/admin/task/tasks', '/admin/content/contents', '/admin/user/users', '/admin/webhook/endpoints', '/admin/auth/roles']) {
+      for (const path of [
+        '/admin/task/tasks',
+        '/admin/content/contents',
+        '/admin/user/users',
+        '/admin/webhook/endpoints',
+        '/admin/auth/roles',
+      ]) {
         await page.goto(`${origin(ACME)}${path}`);
         seen[`${path} clipped`] = await clippedCells(page);
         seen[`${path} axe`] = await seriousViolations(page);

@@ -1,9 +1,14 @@
-
 import { beforeAll, describe, expect, it } from 'vitest';
 import { createCustomer } from '../helpers/app.ts';
 import type { TenantRef } from '../../framework/context/tenant.ts';
 import { addUser } from '../modules/auth/fixtures.ts';
-import { hasChromium, useBrowserApp, seriousViolations, signInThroughLogin, warnNoChromium } from './admin-pages-setup.ts';
+import {
+  hasChromium,
+  useBrowserApp,
+  seriousViolations,
+  signInThroughLogin,
+  warnNoChromium,
+} from './admin-pages-setup.ts';
 
 warnNoChromium('test/browser/admin-markdown.test.ts');
 
@@ -28,24 +33,36 @@ const HOSTILE = [
 ].join('\n');
 
 async function newContent(slug: string, body: string): Promise<string> {
-  const res = await t.app.http(ACME).post('/api/v1/content/contents').set('Cookie', cookie).send({ slug, title: `Page ${slug}`, kind: 'page', body });
+  const res = await t.app
+    .http(ACME)
+    .post('/api/v1/content/contents')
+    .set('Cookie', cookie)
+    .send({ slug, title: `Page ${slug}`, kind: 'page', body });
   expect(res.status, JSON.stringify(res.body)).toBe(201);
   return res.body.id;
 }
 
-const storedBody = async (id: string): Promise<string> => (await t.app.http(ACME).get(`/api/v1/content/contents/${id}`).set('Cookie', cookie).expect(200)).body.body;
+const storedBody = async (id: string): Promise<string> =>
+  (await t.app.http(ACME).get(`/api/v1/content/contents/${id}`).set('Cookie', cookie).expect(200)).body.body;
 
 describe.skipIf(!hasChromium)('Markdown fields in the admin shell', () => {
   beforeAll(async () => {
     acme = await createCustomer(t.app, 'acme', ACME);
     admin = await addUser(t.app, acme, { roles: ['admin'], password: 'acme admin password' });
-    const login = await t.app.http(ACME).post('/api/v1/auth/login').send({ email: admin.email, password: admin.password });
+    const login = await t.app
+      .http(ACME)
+      .post('/api/v1/auth/login')
+      .send({ email: admin.email, password: admin.password });
     cookie = login.headers['set-cookie']![0]!.split(';', 1)[0]!;
   });
 
   it('a detail page renders the body as HTML, sanitised: no script, no event handler, no javascript: link', async () => {
     const id = await newContent('hours', HOSTILE);
-    const taskRes = await t.app.http(ACME).post('/api/v1/task/tasks').set('Cookie', cookie).send({ title: 'Steps', priority: 'low', deadline: '2099-01-01T00:00:00Z', description: '1. *look*\n2. fix' });
+    const taskRes = await t.app
+      .http(ACME)
+      .post('/api/v1/task/tasks')
+      .set('Cookie', cookie)
+      .send({ title: 'Steps', priority: 'low', deadline: '2099-01-01T00:00:00Z', description: '1. *look*\n2. fix' });
     const { context, page } = await signInThroughLogin(t.browser, t.origin(ACME), admin);
     try {
       await page.goto(`${t.origin(ACME)}/admin/content/contents/${id}`);
@@ -54,7 +71,9 @@ describe.skipIf(!hasChromium)('Markdown fields in the admin shell', () => {
       expect(await rendered.locator('h3').textContent()).toBe('Opening hours');
       expect(await page.locator('h1').count()).toBe(1);
       expect(await rendered.locator('strong').textContent()).toBe('open');
-      expect(await rendered.locator('a[href="https://example.com/map"]').getAttribute('rel')).toBe('nofollow ugc noopener');
+      expect(await rendered.locator('a[href="https://example.com/map"]').getAttribute('rel')).toBe(
+        'nofollow ugc noopener',
+      );
       expect(await rendered.locator('script, img[onerror], a[href^="javascript"]').count()).toBe(0);
       expect(await page.evaluate(() => (globalThis as unknown as { hacked?: boolean }).hacked)).toBeUndefined();
       expect(await page.locator('dl.values').textContent()).not.toContain('**open**');
@@ -73,7 +92,9 @@ describe.skipIf(!hasChromium)('Markdown fields in the admin shell', () => {
     try {
       await page.goto(`${t.origin(ACME)}/admin/content/contents/${id}/edit`);
       await page.fill('textarea[name=body]', 'Now **bold** <script>window.hacked = true</script>');
-      const preview = page.waitForResponse((r) => new URL(r.url()).pathname === '/admin/markdown-preview' && r.request().method() === 'POST');
+      const preview = page.waitForResponse(
+        (r) => new URL(r.url()).pathname === '/admin/markdown-preview' && r.request().method() === 'POST',
+      );
       await page.click('button[name=_preview][value=body]');
       expect((await preview).status()).toBe(200);
       await page.waitForSelector('#field-body-preview strong');
@@ -103,7 +124,10 @@ describe.skipIf(!hasChromium)('Markdown fields in the admin shell', () => {
       expect((await page.inputValue('textarea[name=body]')).replaceAll('\r\n', '\n')).toBe('## Plain\n\n*slanted*');
       expect(await storedBody(id)).toBe('Old text');
 
-      await Promise.all([page.waitForURL(`${t.origin(ACME)}/admin/content/contents/${id}`), page.click('#resource-form .actions button[type=submit]:not([name])')]);
+      await Promise.all([
+        page.waitForURL(`${t.origin(ACME)}/admin/content/contents/${id}`),
+        page.click('#resource-form .actions button[type=submit]:not([name])'),
+      ]);
       expect((await storedBody(id)).replaceAll('\r\n', '\n')).toBe('## Plain\n\n*slanted*');
     } finally {
       await context.close();

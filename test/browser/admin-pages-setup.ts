@@ -48,7 +48,8 @@ export function useBrowserApp(options: TestAppOptions = {}): BrowserApp {
     await app?.close();
   });
   const ready = <T>(value: T | undefined, name: string): T => {
-    if (value === undefined) throw new Error(`useBrowserApp: ${name} is read before the set-up ran; read it inside a test or a later hook`);
+    if (value === undefined)
+      throw new Error(`useBrowserApp: ${name} is read before the set-up ran; read it inside a test or a later hook`);
     return value;
   };
   return {
@@ -66,7 +67,12 @@ export function useBrowserApp(options: TestAppOptions = {}): BrowserApp {
  * Signs in through /admin/login as a person would (the form, posted without help), and lands on
  * the dashboard.
  */
-export async function signInThroughLogin(browser: Browser, origin: string, person: { email: string; password: string }, options: { javaScriptEnabled?: boolean } = {}): Promise<{ context: BrowserContext; page: Page }> {
+export async function signInThroughLogin(
+  browser: Browser,
+  origin: string,
+  person: { email: string; password: string },
+  options: { javaScriptEnabled?: boolean } = {},
+): Promise<{ context: BrowserContext; page: Page }> {
   const context = await browser.newContext({ javaScriptEnabled: options.javaScriptEnabled ?? true });
   const page = await context.newPage();
   await page.goto(`${origin}/admin/login`);

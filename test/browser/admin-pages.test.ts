@@ -25,16 +25,36 @@ describe.skipIf(!hasChromium)('admin fixed pages in Chromium', () => {
     acmeAdmin = await addUser(app, acme, { roles: ['admin'], password: 'acme admin password' });
     operatorAdmin = await addUser(app, app.operator, { roles: ['admin'], password: 'operator password' });
     origin = await listen(app);
-    const admin = await app.http(ACME).post('/api/v1/auth/login').send({ email: acmeAdmin.email, password: acmeAdmin.password });
+    const admin = await app
+      .http(ACME)
+      .post('/api/v1/auth/login')
+      .send({ email: acmeAdmin.email, password: acmeAdmin.password });
     const cookie = admin.headers['set-cookie']![0]!.split(';', 1)[0]!;
-    await app.http(ACME).put('/api/v1/auth/roles/support').set('Cookie', cookie).send({ permissions: ['task:read'] }).expect(201);
+    await app
+      .http(ACME)
+      .put('/api/v1/auth/roles/support')
+      .set('Cookie', cookie)
+      .send({ permissions: ['task:read'] })
+      .expect(201);
     acmeSupport = await addUser(app, acme, { roles: ['support'], password: 'acme support password' });
     for (const title of ['First', 'Second']) {
-      await app.http(ACME).post('/api/v1/task/tasks').set('Cookie', cookie).send({ title, priority: 'low', deadline: '2099-01-01T00:00:00Z' }).expect(201);
+      await app
+        .http(ACME)
+        .post('/api/v1/task/tasks')
+        .set('Cookie', cookie)
+        .send({ title, priority: 'low', deadline: '2099-01-01T00:00:00Z' })
+        .expect(201);
     }
     // A suspended tenant is listed too, with its status and no way into its admin.
-    const operatorLogin = await app.http().post('/api/v1/auth/login').send({ email: operatorAdmin.email, password: operatorAdmin.password });
-    await app.http().post(`/api/v1/tenant/tenants/${globex.id}/suspend`).set('Cookie', operatorLogin.headers['set-cookie']![0]!.split(';', 1)[0]!).expect(200);
+    const operatorLogin = await app
+      .http()
+      .post('/api/v1/auth/login')
+      .send({ email: operatorAdmin.email, password: operatorAdmin.password });
+    await app
+      .http()
+      .post(`/api/v1/tenant/tenants/${globex.id}/suspend`)
+      .set('Cookie', operatorLogin.headers['set-cookie']![0]!.split(';', 1)[0]!)
+      .expect(200);
     browser = await launch();
   });
   afterAll(async () => {
@@ -48,10 +68,16 @@ describe.skipIf(!hasChromium)('admin fixed pages in Chromium', () => {
         const { context, page } = await signInThroughLogin(browser, origin(ACME), person);
         try {
           const shown = await page.$$eval('[data-resource]', (els) =>
-            els.map((el) => ({ key: el.getAttribute('data-resource'), count: el.querySelector('[data-count]')?.getAttribute('data-count') ?? null })),
+            els.map((el) => ({
+              key: el.getAttribute('data-resource'),
+              count: el.querySelector('[data-count]')?.getAttribute('data-count') ?? null,
+            })),
           );
           const database = await page.getAttribute('[data-check=database]', 'data-ok');
-          const catalog = await app.http(ACME).get('/api/v1/admin/resources').set('Cookie', await browserCookie(context, origin(ACME)));
+          const catalog = await app
+            .http(ACME)
+            .get('/api/v1/admin/resources')
+            .set('Cookie', await browserCookie(context, origin(ACME)));
           return { shown, database, catalog: catalog.body.resources.map((r: { key: string }) => r.key) };
         } finally {
           await context.close();
@@ -59,7 +85,9 @@ describe.skipIf(!hasChromium)('admin fixed pages in Chromium', () => {
       };
       const admin = await cards(acmeAdmin);
       expect(admin.shown.map((c) => c.key)).toEqual(admin.catalog);
-      expect(admin.shown.map((c) => c.key)).toEqual(expect.arrayContaining(['task.task', 'content.content', 'user.user', 'billing.plan']));
+      expect(admin.shown.map((c) => c.key)).toEqual(
+        expect.arrayContaining(['task.task', 'content.content', 'user.user', 'billing.plan']),
+      );
       expect(admin.shown.find((c) => c.key === 'task.task')?.count).toBe('2');
       expect(admin.database).toBe('true');
 
@@ -87,7 +115,9 @@ describe.skipIf(!hasChromium)('admin fixed pages in Chromium', () => {
     });
 
     it('without JavaScript, each check is a link to its fragment URL, which answers a whole page', async () => {
-      const { context, page } = await signInThroughLogin(browser, origin(ACME), acmeAdmin, { javaScriptEnabled: false });
+      const { context, page } = await signInThroughLogin(browser, origin(ACME), acmeAdmin, {
+        javaScriptEnabled: false,
+      });
       try {
         await page.goto(`${origin(ACME)}/admin/health`);
         await page.click('noscript a, a[href="/admin/health/database"]');
@@ -116,8 +146,18 @@ describe.skipIf(!hasChromium)('admin fixed pages in Chromium', () => {
         );
         const port = new URL(origin(ACME)).port;
         expect(rows.map((r) => r.slug).sort()).toEqual(['acme', 'globex', app.operator.slug].sort());
-        expect(rows.find((r) => r.slug === 'acme')).toEqual({ slug: 'acme', status: 'active', hosts: [ACME], admin: `http://${ACME}:${port}/admin` });
-        expect(rows.find((r) => r.slug === 'globex')).toEqual({ slug: 'globex', status: 'suspended', hosts: ['globex.localhost'], admin: null });
+        expect(rows.find((r) => r.slug === 'acme')).toEqual({
+          slug: 'acme',
+          status: 'active',
+          hosts: [ACME],
+          admin: `http://${ACME}:${port}/admin`,
+        });
+        expect(rows.find((r) => r.slug === 'globex')).toEqual({
+          slug: 'globex',
+          status: 'suspended',
+          hosts: ['globex.localhost'],
+          admin: null,
+        });
         // Following the link reaches acme's own admin (its login, since the session is the operator's).
         await page.click('[data-tenant=acme] a[data-admin-link]');
         expect(new URL(page.url()).host).toBe(`${ACME}:${port}`);
@@ -150,11 +190,20 @@ describe.skipIf(!hasChromium)('admin fixed pages in Chromium', () => {
         await Promise.all([page.waitForURL(/\/admin\/auth\/roles\/member$/), page.click('[data-role=member] a')]);
         await page.check('input[name=permissions][value="task:read"]');
         await page.check('input[name=permissions][value="content:read"]');
-        await Promise.all([page.waitForURL(/\/admin\/auth\/roles\/member\?saved=1$/), page.click('main form button[type=submit]')]);
+        await Promise.all([
+          page.waitForURL(/\/admin\/auth\/roles\/member\?saved=1$/),
+          page.click('main form button[type=submit]'),
+        ]);
         expect(await page.textContent('[role=status]')).toContain('Saved');
         expect(await page.isChecked('input[name=permissions][value="task:read"]')).toBe(true);
-        const roles = await app.http(ACME).get('/api/v1/auth/roles').set('Cookie', await browserCookie(context, origin(ACME)));
-        expect(roles.body.items.find((r: { name: string }) => r.name === 'member').permissions).toEqual(['content:read', 'task:read']);
+        const roles = await app
+          .http(ACME)
+          .get('/api/v1/auth/roles')
+          .set('Cookie', await browserCookie(context, origin(ACME)));
+        expect(roles.body.items.find((r: { name: string }) => r.name === 'member').permissions).toEqual([
+          'content:read',
+          'task:read',
+        ]);
       } finally {
         await context.close();
       }
@@ -164,21 +213,30 @@ describe.skipIf(!hasChromium)('admin fixed pages in Chromium', () => {
       const { context, page } = await signInThroughLogin(browser, origin(ACME), acmeAdmin);
       try {
         const cookie = await browserCookie(context, origin(ACME));
-        const before = (await app.http(ACME).get('/api/v1/auth/roles').set('Cookie', cookie)).body.items.find((r: { name: string }) => r.name === 'support');
+        const before = (await app.http(ACME).get('/api/v1/auth/roles').set('Cookie', cookie)).body.items.find(
+          (r: { name: string }) => r.name === 'support',
+        );
         await page.goto(`${origin(ACME)}/admin/auth/roles/support`);
         const box = 'input[name=permissions][value="tenant:manage"]';
         expect(await page.isDisabled(box)).toBe(true);
         // As a hand-edited page would: enable the box and post it.
         await page.$eval(box, (el) => el.removeAttribute('disabled'));
         await page.check(box);
-        const [response] = await Promise.all([page.waitForResponse((r) => r.request().method() === 'POST'), page.click('main form button[type=submit]')]);
+        const [response] = await Promise.all([
+          page.waitForResponse((r) => r.request().method() === 'POST'),
+          page.click('main form button[type=submit]'),
+        ]);
         expect(response.status()).toBe(422);
         await page.waitForLoadState('load');
         const error = await page.textContent(`#${await page.getAttribute(box, 'id')}-error`);
-        expect(await page.getAttribute(box, 'aria-describedby')).toContain(`${await page.getAttribute(box, 'id')}-error`);
+        expect(await page.getAttribute(box, 'aria-describedby')).toContain(
+          `${await page.getAttribute(box, 'id')}-error`,
+        );
         expect(error).toContain('tenant:manage');
         expect(await page.getAttribute(box, 'aria-invalid')).toBe('true');
-        const after = (await app.http(ACME).get('/api/v1/auth/roles').set('Cookie', cookie)).body.items.find((r: { name: string }) => r.name === 'support');
+        const after = (await app.http(ACME).get('/api/v1/auth/roles').set('Cookie', cookie)).body.items.find(
+          (r: { name: string }) => r.name === 'support',
+        );
         expect(after).toEqual(before);
       } finally {
         await context.close();

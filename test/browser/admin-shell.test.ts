@@ -136,8 +136,14 @@ describe.skipIf(!present)('Admin shell in Chromium: generated pages', () => {
   it('visits every generated page of tasks and content', async () => {
     const http = app.http('acme.example.com');
     const session = await signInAs(app, acme, ['*']);
-    const task = await http.post('/api/v1/task/tasks').set('Cookie', session.cookie).send({ title: 'Visit me', priority: 'medium', deadline: '2031-01-01T00:00:00Z' });
-    const content = await http.post('/api/v1/content/contents').set('Cookie', session.cookie).send({ slug: 'visit-me', title: 'Visit me', kind: 'page', body: '# Visit' });
+    const task = await http
+      .post('/api/v1/task/tasks')
+      .set('Cookie', session.cookie)
+      .send({ title: 'Visit me', priority: 'medium', deadline: '2031-01-01T00:00:00Z' });
+    const content = await http
+      .post('/api/v1/content/contents')
+      .set('Cookie', session.cookie)
+      .send({ slug: 'visit-me', title: 'Visit me', kind: 'page', body: '# Visit' });
     const page = await adminContext.newPage();
     const visits = [
       ['/admin/task/tasks', 'Tasks'],
@@ -247,7 +253,11 @@ describe.skipIf(!present)('Admin shell in Chromium: generated pages', () => {
   it('sorts and pages in place with htmx, pushing the address', async () => {
     const session = await signInAs(app, acme, ['*']);
     for (const title of ['Sort A', 'Sort B', 'Sort C']) {
-      await app.http('acme.example.com').post('/api/v1/task/tasks').set('Cookie', session.cookie).send({ title, priority: 'low', deadline: '2031-01-01T00:00:00Z' });
+      await app
+        .http('acme.example.com')
+        .post('/api/v1/task/tasks')
+        .set('Cookie', session.cookie)
+        .send({ title, priority: 'low', deadline: '2031-01-01T00:00:00Z' });
     }
     const page = await adminContext.newPage();
     await page.goto(`${origin}/admin/task/tasks?limit=2`);
@@ -263,7 +273,15 @@ describe.skipIf(!present)('Admin shell in Chromium: generated pages', () => {
 
   it('shows a customer the plans with no write buttons', async () => {
     const operatorAdmin = await signInAs(app, app.operator, ['*']);
-    const plan = await app.http().post('/api/v1/billing/plans').set('Cookie', operatorAdmin.cookie).send({ code: 'silver', name: 'Silver', price: 500, currency: 'EUR', interval: 'month', features: [], active: true });
+    const plan = await app.http().post('/api/v1/billing/plans').set('Cookie', operatorAdmin.cookie).send({
+      code: 'silver',
+      name: 'Silver',
+      price: 500,
+      currency: 'EUR',
+      interval: 'month',
+      features: [],
+      active: true,
+    });
     expect(plan.status).toBe(201);
     const page = await adminContext.newPage();
     await page.goto(`${origin}/admin/billing/plans`);

@@ -41,9 +41,12 @@ async function seriousViolations(page: Page, javaScriptEnabled = true): Promise<
 }
 
 /** Waits (htmx swaps, navigations) until the locator's text contains, equals, or the count is, what is expected. */
-const contains = (locator: Locator, text: string) => vi.waitFor(async () => expect(await locator.textContent()).toContain(text), { timeout: 10_000 });
-const hasText = (locator: Locator, text: string) => vi.waitFor(async () => expect((await locator.textContent())?.trim()).toBe(text), { timeout: 10_000 });
-const hasCount = (locator: Locator, count: number) => vi.waitFor(async () => expect(await locator.count()).toBe(count), { timeout: 10_000 });
+const contains = (locator: Locator, text: string) =>
+  vi.waitFor(async () => expect(await locator.textContent()).toContain(text), { timeout: 10_000 });
+const hasText = (locator: Locator, text: string) =>
+  vi.waitFor(async () => expect((await locator.textContent())?.trim()).toBe(text), { timeout: 10_000 });
+const hasCount = (locator: Locator, count: number) =>
+  vi.waitFor(async () => expect(await locator.count()).toBe(count), { timeout: 10_000 });
 
 /** What a person reads in the page's main part must not look like the API: codes, statuses, events. */
 async function expectPlainText(page: Page): Promise<void> {
@@ -54,10 +57,16 @@ async function expectPlainText(page: Page): Promise<void> {
 }
 
 /** A customer tenant with an administrator (role admin: every permission), signed up fresh per suite. */
-async function customer(slug: string): Promise<{ tenant: TenantRef; host: string; admin: { id: string; email: string; password: string } }> {
+async function customer(
+  slug: string,
+): Promise<{ tenant: TenantRef; host: string; admin: { id: string; email: string; password: string } }> {
   const host = `${slug}.localhost`;
   const tenant = await createCustomer(t.app, slug, host);
-  const admin = await addUser(t.app, tenant, { roles: ['admin'], password: 'admin password here', displayName: 'Ada Admin' });
+  const admin = await addUser(t.app, tenant, {
+    roles: ['admin'],
+    password: 'admin password here',
+    displayName: 'Ada Admin',
+  });
   return { tenant, host, admin };
 }
 
@@ -68,7 +77,8 @@ async function signIn(host: string, person: { email: string; password: string },
   return signedIn;
 }
 
-const sql = <T extends Record<string, unknown>>(text: string, values: unknown[]) => t.app.services.db.pool.query<T>(text, values).then((r) => r.rows);
+const sql = <T extends Record<string, unknown>>(text: string, values: unknown[]) =>
+  t.app.services.db.pool.query<T>(text, values).then((r) => r.rows);
 
 describe.skipIf(!hasChromium)('the subscription page, /admin/billing/subscription', () => {
   let plans: Record<'team' | 'free' | 'old', string>;
@@ -76,11 +86,19 @@ describe.skipIf(!hasChromium)('the subscription page, /admin/billing/subscriptio
   beforeAll(async () => {
     const operator = (await signInAs(t.app, t.app.operator, ['billing:catalog', 'billing:read'])).cookie;
     const plan = async (code: string, name: string, price: number, active: boolean) => {
-      const res = await t.app.http().post('/api/v1/billing/plans').set('Cookie', operator).send({ code, name, price, currency: 'EUR', interval: 'month', features: [`${name} feature`], active });
+      const res = await t.app
+        .http()
+        .post('/api/v1/billing/plans')
+        .set('Cookie', operator)
+        .send({ code, name, price, currency: 'EUR', interval: 'month', features: [`${name} feature`], active });
       expect(res.status, JSON.stringify(res.body)).toBe(201);
       return res.body.id as string;
     };
-    plans = { team: await plan('team', 'Team', 1900, true), free: await plan('free', 'Free', 0, true), old: await plan('old', 'Old', 500, false) };
+    plans = {
+      team: await plan('team', 'Team', 1900, true),
+      free: await plan('free', 'Free', 0, true),
+      old: await plan('old', 'Old', 500, false),
+    };
   });
 
   it('without JavaScript: shows the active plans, subscribes, changes plan, cancels at the period end, each through the API’s rules', async () => {
@@ -94,24 +112,53 @@ describe.skipIf(!hasChromium)('the subscription page, /admin/billing/subscriptio
       expect(await seriousViolations(page, false)).toEqual([]);
 
       // A paid plan starts the tenant's one trial.
-      await Promise.all([page.waitForURL(/done=subscribed/), page.getByRole('button', { name: 'Choose this plan: Team' }).click()]);
+      await Promise.all([
+        page.waitForURL(/done=subscribed/),
+        page.getByRole('button', { name: 'Choose this plan: Team' }).click(),
+      ]);
       await hasText(page.locator('[data-field=plan]'), 'Team');
       await hasText(page.locator('[data-field=status]'), 'Trial');
-      const stored = (await sql<{ status: string; period_end: Date; plan_id: string }>('select status, period_end, plan_id from subscriptions where tenant_id = $1', [tenant.id]))[0]!;
+      const stored = (
+        await sql<{ status: string; period_end: Date; plan_id: string }>(
+          'select status, period_end, plan_id from subscriptions where tenant_id = $1',
+          [tenant.id],
+        )
+      )[0]!;
       expect(stored).toMatchObject({ status: 'trial', plan_id: plans.team });
-      expect(await page.locator('[data-field=period-end] time').getAttribute('datetime')).toBe(stored.period_end.toISOString());
+      expect(await page.locator('[data-field=period-end] time').getAttribute('datetime')).toBe(
+        stored.period_end.toISOString(),
+      );
       await contains(page.locator('[data-field=renewal]'), 'Renews automatically');
       await expectPlainText(page);
       expect(await seriousViolations(page, false)).toEqual([]);
 
       // Another plan applies at the next renewal.
-      await Promise.all([page.waitForURL(/done=subscribed/), page.getByRole('button', { name: 'Choose this plan: Free' }).click()]);
+      await Promise.all([
+        page.waitForURL(/done=subscribed/),
+        page.getByRole('button', { name: 'Choose this plan: Free' }).click(),
+      ]);
       await contains(page.locator('[data-field=pending-plan]'), 'Changes to Free');
-      expect((await sql<{ pending_plan_id: string }>('select pending_plan_id from subscriptions where tenant_id = $1', [tenant.id]))[0]!.pending_plan_id).toBe(plans.free);
+      expect(
+        (
+          await sql<{ pending_plan_id: string }>('select pending_plan_id from subscriptions where tenant_id = $1', [
+            tenant.id,
+          ])
+        )[0]!.pending_plan_id,
+      ).toBe(plans.free);
 
-      await Promise.all([page.waitForURL(/done=cancelled/), page.getByRole('button', { name: 'Cancel at the end of the period' }).click()]);
+      await Promise.all([
+        page.waitForURL(/done=cancelled/),
+        page.getByRole('button', { name: 'Cancel at the end of the period' }).click(),
+      ]);
       await contains(page.locator('[data-field=renewal]'), 'Cancels at the end of the period');
-      expect((await sql<{ cancel_at_period_end: boolean; status: string }>('select cancel_at_period_end, status from subscriptions where tenant_id = $1', [tenant.id]))[0]).toEqual({ cancel_at_period_end: true, status: 'trial' });
+      expect(
+        (
+          await sql<{ cancel_at_period_end: boolean; status: string }>(
+            'select cancel_at_period_end, status from subscriptions where tenant_id = $1',
+            [tenant.id],
+          )
+        )[0],
+      ).toEqual({ cancel_at_period_end: true, status: 'trial' });
       expect(await page.getByRole('button', { name: 'Cancel at the end of the period' }).count()).toBe(0);
     } finally {
       await context.close();
@@ -123,12 +170,27 @@ describe.skipIf(!hasChromium)('the subscription page, /admin/billing/subscriptio
     const { context, page } = await signIn(host, admin);
     try {
       const operator = (await signInAs(t.app, t.app.operator, ['billing:catalog', 'billing:read'])).cookie;
-      const late = await t.app.http().post('/api/v1/billing/plans').set('Cookie', operator).send({ code: 'late', name: 'Late', price: 100, currency: 'EUR', interval: 'month', features: [], active: true });
+      const late = await t.app.http().post('/api/v1/billing/plans').set('Cookie', operator).send({
+        code: 'late',
+        name: 'Late',
+        price: 100,
+        currency: 'EUR',
+        interval: 'month',
+        features: [],
+        active: true,
+      });
       expect(late.status, JSON.stringify(late.body)).toBe(201);
       await page.goto(`${t.origin(host)}/admin/billing/subscription`);
-      const withdrawn = await t.app.http().patch(`/api/v1/billing/plans/${late.body.id}`).set('Cookie', operator).send({ active: false });
+      const withdrawn = await t.app
+        .http()
+        .patch(`/api/v1/billing/plans/${late.body.id}`)
+        .set('Cookie', operator)
+        .send({ active: false });
       expect(withdrawn.status, JSON.stringify(withdrawn.body)).toBe(200);
-      const [answer] = await Promise.all([page.waitForResponse((r) => r.request().method() === 'POST'), page.getByRole('button', { name: 'Choose this plan: Late' }).click()]);
+      const [answer] = await Promise.all([
+        page.waitForResponse((r) => r.request().method() === 'POST'),
+        page.getByRole('button', { name: 'Choose this plan: Late' }).click(),
+      ]);
       expect(answer.status()).toBe(422);
       await page.getByRole('alert').waitFor({ state: 'visible' });
       await expectPlainText(page);
@@ -141,7 +203,10 @@ describe.skipIf(!hasChromium)('the subscription page, /admin/billing/subscriptio
   it('a person who may only read billing sees the subscription and no button that would change it', async () => {
     const { tenant, host } = await customer('billing-reader');
     const reader = await addUser(t.app, tenant, { roles: ['billing-reader'], password: 'reader password here' });
-    await t.app.services.db.pool.query(`insert into roles (tenant_id, name, permissions) values ($1, 'billing-reader', '{billing:read}')`, [tenant.id]);
+    await t.app.services.db.pool.query(
+      `insert into roles (tenant_id, name, permissions) values ($1, 'billing-reader', '{billing:read}')`,
+      [tenant.id],
+    );
     const { context, page } = await signIn(host, reader);
     try {
       await page.goto(`${t.origin(host)}/admin/billing/subscription`);
@@ -171,10 +236,17 @@ describe.skipIf(!hasChromium)('the files page, /admin/file/files', () => {
       expect(await seriousViolations(page)).toEqual([]);
 
       const bytes = Buffer.alloc(600_000, 'a');
-      await page.getByLabel('File', { exact: true }).setInputFiles({ name: 'notes.txt', mimeType: 'text/plain', buffer: bytes });
-      await Promise.all([page.waitForURL(/done=uploaded/), page.getByRole('button', { name: 'Upload as public' }).click()]);
+      await page
+        .getByLabel('File', { exact: true })
+        .setInputFiles({ name: 'notes.txt', mimeType: 'text/plain', buffer: bytes });
+      await Promise.all([
+        page.waitForURL(/done=uploaded/),
+        page.getByRole('button', { name: 'Upload as public' }).click(),
+      ]);
       // The bar moved while the bytes went up: some of the form, out of all of it (the file and its envelope).
-      const [sent, total] = (await page.evaluate<string | null>("sessionStorage.getItem('progress')"))!.split('/').map(Number);
+      const [sent, total] = (await page.evaluate<string | null>("sessionStorage.getItem('progress')"))!
+        .split('/')
+        .map(Number);
       expect(total).toBeGreaterThan(bytes.length);
       expect(sent).toBeGreaterThan(0);
       expect(sent).toBeLessThanOrEqual(total!);
@@ -184,7 +256,12 @@ describe.skipIf(!hasChromium)('the files page, /admin/file/files', () => {
       const fileId = (await row.getAttribute('data-file'))!;
       const cells = await row.locator('td').allInnerTexts();
       expect(cells.slice(0, 5)).toEqual(['notes.txt', '600 kB', 'text/plain', 'Anyone with the link', 'You']);
-      const stored = (await sql<{ created_at: Date; uploaded_by: string; visibility: string }>('select created_at, uploaded_by, visibility from files where id = $1', [fileId]))[0]!;
+      const stored = (
+        await sql<{ created_at: Date; uploaded_by: string; visibility: string }>(
+          'select created_at, uploaded_by, visibility from files where id = $1',
+          [fileId],
+        )
+      )[0]!;
       expect(stored).toMatchObject({ uploaded_by: admin.id, visibility: 'public' });
       expect(await row.locator('time').getAttribute('datetime')).toBe(stored.created_at.toISOString());
       await expectPlainText(page);
@@ -198,7 +275,10 @@ describe.skipIf(!hasChromium)('the files page, /admin/file/files', () => {
       expect(await page.evaluate<string>('navigator.clipboard.readText()')).toBe(link);
 
       // Download through the API's download route.
-      const [download] = await Promise.all([page.waitForEvent('download'), row.getByRole('link', { name: 'Download notes.txt' }).click()]);
+      const [download] = await Promise.all([
+        page.waitForEvent('download'),
+        row.getByRole('link', { name: 'Download notes.txt' }).click(),
+      ]);
       expect(download.suggestedFilename()).toBe('notes.txt');
 
       // Delete: htmx asks first, then posts.
@@ -216,17 +296,35 @@ describe.skipIf(!hasChromium)('the files page, /admin/file/files', () => {
     const { context, page } = await signIn(host, admin, false);
     try {
       await page.goto(`${t.origin(host)}/admin/file/files`);
-      await page.getByLabel('File', { exact: true }).setInputFiles({ name: 'report.pdf', mimeType: 'application/octet-stream', buffer: Buffer.from('not really a pdf') });
-      await Promise.all([page.waitForURL(/done=uploaded/), page.getByRole('button', { name: 'Upload as private' }).click()]);
+      await page.getByLabel('File', { exact: true }).setInputFiles({
+        name: 'report.pdf',
+        mimeType: 'application/octet-stream',
+        buffer: Buffer.from('not really a pdf'),
+      });
+      await Promise.all([
+        page.waitForURL(/done=uploaded/),
+        page.getByRole('button', { name: 'Upload as private' }).click(),
+      ]);
       const row = page.locator('tr[data-file]');
       const cells = await row.locator('td').allInnerTexts();
-      expect(cells.slice(0, 5)).toEqual(['report.pdf', '16 bytes', 'application/octet-stream', 'Signed-in people', 'You']);
+      expect(cells.slice(0, 5)).toEqual([
+        'report.pdf',
+        '16 bytes',
+        'application/octet-stream',
+        'Signed-in people',
+        'You',
+      ]);
       // A private file has no public link to copy.
       expect(await row.getByRole('textbox').count()).toBe(0);
 
       // Too large for files.max_bytes: the page again, with the reason in words, and nothing kept.
-      await page.getByLabel('File', { exact: true }).setInputFiles({ name: 'big.bin', mimeType: 'application/octet-stream', buffer: Buffer.alloc(MAX_BYTES + 1) });
-      const [refused] = await Promise.all([page.waitForResponse((r) => r.request().method() === 'POST'), page.getByRole('button', { name: 'Upload as private' }).click()]);
+      await page
+        .getByLabel('File', { exact: true })
+        .setInputFiles({ name: 'big.bin', mimeType: 'application/octet-stream', buffer: Buffer.alloc(MAX_BYTES + 1) });
+      const [refused] = await Promise.all([
+        page.waitForResponse((r) => r.request().method() === 'POST'),
+        page.getByRole('button', { name: 'Upload as private' }).click(),
+      ]);
       expect(refused.status()).toBe(413);
       await contains(page.getByRole('alert'), 'larger than the upload limit');
       await expectPlainText(page);
@@ -246,7 +344,9 @@ describe.skipIf(!hasChromium)('the files page, /admin/file/files', () => {
 
 describe.skipIf(!hasChromium)('the notifications the badge opens, /admin/notification/notifications', () => {
   const send = (tenant: TenantRef, recipientId: string, title: string) =>
-    t.app.services.transactions.run(tenant, (ctx) => notify(ctx, { recipientId, title, body: `About ${title}`, link: '/admin', email: false }));
+    t.app.services.transactions.run(tenant, (ctx) =>
+      notify(ctx, { recipientId, title, body: `About ${title}`, link: '/admin', email: false }),
+    );
 
   it('with JavaScript (htmx): the badge leads there; mark one read, then all, and the badge follows', async () => {
     const { tenant, host, admin } = await customer('notes-js');
@@ -254,7 +354,10 @@ describe.skipIf(!hasChromium)('the notifications the badge opens, /admin/notific
     const { context, page } = await signIn(host, admin);
     try {
       await hasText(page.locator('#header-badge'), '3');
-      await Promise.all([page.waitForURL(/\/admin\/notification\/notifications$/), page.locator('a.badge-link').click()]);
+      await Promise.all([
+        page.waitForURL(/\/admin\/notification\/notifications$/),
+        page.locator('a.badge-link').click(),
+      ]);
       await hasCount(page.locator('[data-notification]'), 3);
       expect(await seriousViolations(page)).toEqual([]);
       await expectPlainText(page);
@@ -268,7 +371,9 @@ describe.skipIf(!hasChromium)('the notifications the badge opens, /admin/notific
       await page.getByRole('button', { name: 'Mark all as read' }).click();
       await hasText(page.locator('#header-badge'), '0');
       await contains(page.locator('main'), 'All your notifications are marked read.');
-      expect(await sql('select title from notifications where tenant_id = $1 and read_at is null', [tenant.id])).toEqual([]);
+      expect(
+        await sql('select title from notifications where tenant_id = $1 and read_at is null', [tenant.id]),
+      ).toEqual([]);
     } finally {
       await context.close();
     }
@@ -283,10 +388,15 @@ describe.skipIf(!hasChromium)('the notifications the badge opens, /admin/notific
     try {
       await page.goto(`${t.origin(host)}/admin/notification/notifications`);
       expect(await page.locator('[data-notification] h2').allInnerTexts()).toEqual(['Mine']);
-      await Promise.all([page.waitForURL(/marked=one/), page.getByRole('button', { name: 'Mark as read: Mine' }).click()]);
+      await Promise.all([
+        page.waitForURL(/marked=one/),
+        page.getByRole('button', { name: 'Mark as read: Mine' }).click(),
+      ]);
       await hasText(page.locator('#header-badge'), '0');
       await contains(page.locator('[data-notification]'), 'Read');
-      expect(await sql('select title from notifications where tenant_id = $1 and read_at is null', [tenant.id])).toEqual([{ title: 'Not mine' }]);
+      expect(
+        await sql('select title from notifications where tenant_id = $1 and read_at is null', [tenant.id]),
+      ).toEqual([{ title: 'Not mine' }]);
     } finally {
       await context.close();
     }

@@ -3,7 +3,14 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { OPERATOR_HOST, createCustomer, startTestApp, type TestApp } from '../helpers/app.ts';
 import { addUser } from '../modules/auth/fixtures.ts';
 import { outboxEvents } from '../modules/user/support.ts';
-import { hasChromium, launch, listen, seriousViolations, signInThroughLogin, warnNoChromium } from './admin-pages-setup.ts';
+import {
+  hasChromium,
+  launch,
+  listen,
+  seriousViolations,
+  signInThroughLogin,
+  warnNoChromium,
+} from './admin-pages-setup.ts';
 
 warnNoChromium('test/browser/admin-tenants-page.test.ts');
 
@@ -52,12 +59,16 @@ describe.skipIf(!hasChromium)('the operator’s tenants page', { timeout: 120_00
     expect(await page.locator('tbody tr[data-tenant]').count()).toBe(20);
     await page.click('a[rel=next]');
     expect(new URL(page.url()).searchParams.get('after')).toBeTruthy();
-    const second = await page.locator('tbody tr[data-tenant]').evaluateAll((rows) => rows.map((r) => r.getAttribute('data-tenant')));
+    const second = await page
+      .locator('tbody tr[data-tenant]')
+      .evaluateAll((rows) => rows.map((r) => r.getAttribute('data-tenant')));
     expect(second).toEqual(['shop-19', 'shop-20', 'shop-21', 'globex']);
 
     await page.fill('#tenant-search', 'GLOBEX.test');
     await page.click('form[role=search] button[type=submit]');
-    expect(await page.locator('tbody tr[data-tenant]').evaluateAll((rows) => rows.map((r) => r.getAttribute('data-tenant')))).toEqual(['globex']);
+    expect(
+      await page.locator('tbody tr[data-tenant]').evaluateAll((rows) => rows.map((r) => r.getAttribute('data-tenant'))),
+    ).toEqual(['globex']);
     await page.fill('#tenant-search', 'nothing-like-this');
     await page.click('form[role=search] button[type=submit]');
     expect(await mainText(page)).toContain('No tenant matches “nothing-like-this”.');
@@ -70,7 +81,9 @@ describe.skipIf(!hasChromium)('the operator’s tenants page', { timeout: 120_00
     await page.fill('#create-slug', 'Not A Slug!');
     await page.fill('#create-host', 'initech.example.com');
     await page.click('#create-form button[type=submit]');
-    expect(await page.locator('#create-slug-error').textContent()).toContain('Use lowercase letters, digits and hyphens');
+    expect(await page.locator('#create-slug-error').textContent()).toContain(
+      'Use lowercase letters, digits and hyphens',
+    );
     expect(await mainText(page)).not.toMatch(CODE_LIKE);
     expect(await page.inputValue('#create-name')).toBe('Initech');
 

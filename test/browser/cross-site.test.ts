@@ -38,7 +38,12 @@ beforeAll(async () => {
   // A passive listener beside fastify's own: it sees each request exactly as it arrived.
   app.web!.server.prependListener('request', (req, res) => {
     if (req.method !== 'POST') return;
-    const entry: (typeof received)[number] = { url: req.url ?? '', origin: req.headers.origin, cookie: req.headers.cookie, answer: '' };
+    const entry: (typeof received)[number] = {
+      url: req.url ?? '',
+      origin: req.headers.origin,
+      cookie: req.headers.cookie,
+      answer: '',
+    };
     received.push(entry);
     // An opaque (no-cors) answer is hidden from the page and from the browser's tooling: keep a copy.
     const end = res.end.bind(res) as (...args: unknown[]) => typeof res;
@@ -49,11 +54,14 @@ beforeAll(async () => {
   });
   await app.web!.listen({ host: '127.0.0.1', port: 0 });
   acmeOrigin = `http://acme.example.com:${(app.web!.server.address() as AddressInfo).port}`;
-  attacker = createServer((_req, res) => res.writeHead(200, { 'content-type': 'text/html; charset=utf-8' }).end(attackPage));
+  attacker = createServer((_req, res) =>
+    res.writeHead(200, { 'content-type': 'text/html; charset=utf-8' }).end(attackPage),
+  );
   await new Promise<void>((resolve) => attacker.listen(0, '127.0.0.1', resolve));
   evilOrigin = `http://evil.example.com:${(attacker.address() as AddressInfo).port}`;
 
-  if (!existsSync(CHROMIUM)) throw new Error(`These tests drive Chromium at ${CHROMIUM}: apt-get install chromium (.ci/run does it as root)`);
+  if (!existsSync(CHROMIUM))
+    throw new Error(`These tests drive Chromium at ${CHROMIUM}: apt-get install chromium (.ci/run does it as root)`);
   browser = await chromium.launch({ executablePath: CHROMIUM, args: CHROMIUM_ARGS });
 });
 afterAll(async () => {
@@ -84,15 +92,25 @@ async function adminSignedIn(): Promise<{ context: BrowserContext; page: Page }>
 
 async function acmeState() {
   return app.services.transactions.run(acme, async (ctx) => ({
-    users: (await sql<{ email: string; status: string; roles: string[] }>`select email, status, roles from users order by email`.execute(ctx.db)).rows,
-    events: (await sql<{ name: string }>`select name from outbox where name <> 'auth.logged_in' order by id`.execute(ctx.db)).rows,
+    users: (
+      await sql<{
+        email: string;
+        status: string;
+        roles: string[];
+      }>`select email, status, roles from users order by email`.execute(ctx.db)
+    ).rows,
+    events: (
+      await sql<{ name: string }>`select name from outbox where name <> 'auth.logged_in' order by id`.execute(ctx.db)
+    ).rows,
   }));
 }
 
 /** Serves the attack page on evil, opens it, and returns the answer acme gave to the forged request. */
 async function attack(page: Page, html: string, target: string): Promise<Response> {
   attackPage = html;
-  const answered = page.waitForResponse((res) => res.url() === `${acmeOrigin}${target}` && res.request().method() === 'POST');
+  const answered = page.waitForResponse(
+    (res) => res.url() === `${acmeOrigin}${target}` && res.request().method() === 'POST',
+  );
   await page.goto(`${evilOrigin}/`);
   return answered;
 }
@@ -147,7 +165,10 @@ describe('in Chromium, a page on another host of the same site cannot write thro
       }
       expect(await acmeState()).toEqual(before);
       // The victim's password is the one they chose.
-      const login = await app.http('acme.example.com').post('/api/v1/auth/login').send({ email: victim.email, password: victim.password });
+      const login = await app
+        .http('acme.example.com')
+        .post('/api/v1/auth/login')
+        .send({ email: victim.email, password: victim.password });
       expect(login.status).toBe(200);
     } finally {
       await context.close();
@@ -190,7 +211,10 @@ describe('in Chromium, a page on another host of the same site cannot write thro
       expect(await page.getByRole('link', { name: 'Sign in' }).getAttribute('href')).toBe('/admin/login');
       const sent = response.request().postData() ?? '';
       expect(new URLSearchParams(sent).get('csrf')).toMatch(/^[A-Za-z0-9_-]{43}$/);
-      const login = await app.http('acme.example.com').post('/api/v1/auth/login').send({ email: person.email, password: 'set in a real browser' });
+      const login = await app
+        .http('acme.example.com')
+        .post('/api/v1/auth/login')
+        .send({ email: person.email, password: 'set in a real browser' });
       expect(login.status).toBe(200);
     } finally {
       await context.close();

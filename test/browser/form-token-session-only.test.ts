@@ -22,7 +22,8 @@ let sessionOnly: { name: string; value: string; url: string };
 const contexts: BrowserContext[] = [];
 
 beforeAll(async () => {
-  if (!existsSync(CHROMIUM)) throw new Error(`These tests drive Chromium at ${CHROMIUM}: apt-get install chromium (.ci/run does it as root)`);
+  if (!existsSync(CHROMIUM))
+    throw new Error(`These tests drive Chromium at ${CHROMIUM}: apt-get install chromium (.ci/run does it as root)`);
   app = await startTestApp();
   acme = await createCustomer(app, 'acme', 'acme.example.com');
   admin = await addUser(app, acme, { roles: ['admin'], password: 'admin password here' });
@@ -79,30 +80,50 @@ async function firstPost(page: Page, path: string, click: () => Promise<void>): 
 }
 
 async function taskRow(title: string) {
-  return app.services.transactions.run(acme, async (ctx) =>
-    (await sql<{ id: string; title: string; status: string; resolution: string | null; deleted_at: Date | null }>`select id, title, status, resolution, deleted_at from tasks where title = ${title}`.execute(ctx.db)).rows[0],
+  return app.services.transactions.run(
+    acme,
+    async (ctx) =>
+      (
+        await sql<{
+          id: string;
+          title: string;
+          status: string;
+          resolution: string | null;
+          deleted_at: Date | null;
+        }>`select id, title, status, resolution, deleted_at from tasks where title = ${title}`.execute(ctx.db)
+      ).rows[0],
   );
 }
 
 /** A task made through the API, for the steps that need one. */
 async function newTask(title: string): Promise<string> {
   const session = await signInAs(app, acme, ['*']);
-  const res = await app.http('acme.example.com').post('/api/v1/task/tasks').set('Cookie', session.cookie).send({ title, priority: 'low', deadline: '2031-01-01T00:00:00Z' });
+  const res = await app
+    .http('acme.example.com')
+    .post('/api/v1/task/tasks')
+    .set('Cookie', session.cookie)
+    .send({ title, priority: 'low', deadline: '2031-01-01T00:00:00Z' });
   expect(res.status).toBe(201);
   return res.body.id;
 }
 
 describe('in Chromium, a browser holding only its session cookie posts every admin form on the first try', () => {
-
   it('create: /admin/task/tasks/new, in a browser signed in through the API', async () => {
     // Signing in through the API leaves the session cookie alone as well.
     const context = await fresh();
     const page = await context.newPage();
     await page.goto(`${origin}/health`);
-    const status = await page.evaluate(async (who) => {
-      const res = await fetch('/api/v1/auth/login', { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(who) });
-      return res.status;
-    }, { email: admin.email, password: admin.password });
+    const status = await page.evaluate(
+      async (who) => {
+        const res = await fetch('/api/v1/auth/login', {
+          method: 'POST',
+          headers: { 'content-type': 'application/json' },
+          body: JSON.stringify(who),
+        });
+        return res.status;
+      },
+      { email: admin.email, password: admin.password },
+    );
     expect(status).toBe(200);
     expect((await context.cookies(origin)).map((c) => c.name)).toEqual(['app_session']);
 
@@ -110,7 +131,9 @@ describe('in Chromium, a browser holding only its session cookie posts every adm
     await page.getByLabel('Title').fill('Made after a restart');
     await page.getByLabel('Priority').selectOption('high');
     await page.getByLabel('Due').fill('2031-02-03T04:05');
-    expect(await firstPost(page, '/admin/task/tasks/new', () => page.getByRole('button', { name: 'Create task' }).click())).toBe(200);
+    expect(
+      await firstPost(page, '/admin/task/tasks/new', () => page.getByRole('button', { name: 'Create task' }).click()),
+    ).toBe(200);
     await page.waitForURL(/\/admin\/task\/tasks\/[0-9a-f-]{36}$/);
     expect(await taskRow('Made after a restart')).toBeDefined();
   });
@@ -120,7 +143,11 @@ describe('in Chromium, a browser holding only its session cookie posts every adm
     const page = await restarted();
     await page.goto(`${origin}/admin/task/tasks/${taskId}/edit`);
     await page.getByLabel('Title').fill('Edited after a restart');
-    expect(await firstPost(page, `/admin/task/tasks/${taskId}/edit`, () => page.getByRole('button', { name: 'Save changes' }).click())).toBe(200);
+    expect(
+      await firstPost(page, `/admin/task/tasks/${taskId}/edit`, () =>
+        page.getByRole('button', { name: 'Save changes' }).click(),
+      ),
+    ).toBe(200);
     await page.waitForURL(`${origin}/admin/task/tasks/${taskId}`);
     expect((await taskRow('Edited after a restart'))?.id).toBe(taskId);
   });
@@ -130,7 +157,11 @@ describe('in Chromium, a browser holding only its session cookie posts every adm
     const page = await restarted();
     await page.goto(`${origin}/admin/task/tasks/${taskId}/resolve`);
     await page.getByLabel('Resolution').fill('Resolved after a restart');
-    expect(await firstPost(page, `/admin/task/tasks/${taskId}/resolve`, () => page.getByRole('button', { name: 'Resolve' }).click())).toBe(200);
+    expect(
+      await firstPost(page, `/admin/task/tasks/${taskId}/resolve`, () =>
+        page.getByRole('button', { name: 'Resolve' }).click(),
+      ),
+    ).toBe(200);
     await page.waitForURL(`${origin}/admin/task/tasks/${taskId}`);
     expect((await taskRow('To resolve'))?.resolution).toBe('Resolved after a restart');
   });
@@ -140,7 +171,11 @@ describe('in Chromium, a browser holding only its session cookie posts every adm
     const page = await restarted();
     page.once('dialog', (dialog) => void dialog.accept());
     await page.goto(`${origin}/admin/task/tasks/${taskId}`);
-    expect(await firstPost(page, `/admin/task/tasks/${taskId}/delete`, () => page.getByRole('link', { name: 'Delete' }).click())).toBe(200);
+    expect(
+      await firstPost(page, `/admin/task/tasks/${taskId}/delete`, () =>
+        page.getByRole('link', { name: 'Delete' }).click(),
+      ),
+    ).toBe(200);
     await page.waitForURL(`${origin}/admin/task/tasks`);
     expect((await taskRow('To delete'))?.deleted_at).toBeInstanceOf(Date);
   });

@@ -4,7 +4,14 @@ import { createCustomer, startTestApp, type TestApp } from '../helpers/app.ts';
 import type { TenantRef } from '../../framework/context/tenant.ts';
 import { addUser } from '../modules/auth/fixtures.ts';
 import { mintSetPasswordToken } from '../../modules/auth/set-password-tokens.ts';
-import { hasChromium, launch, listen, seriousViolations, signInThroughLogin, warnNoChromium } from './admin-pages-setup.ts';
+import {
+  hasChromium,
+  launch,
+  listen,
+  seriousViolations,
+  signInThroughLogin,
+  warnNoChromium,
+} from './admin-pages-setup.ts';
 
 // Issue 35, point 5 (onward links) and point 6: after setting a password, the way to sign in; on
 // a published content's admin page, the way to its public page, which is itself accessible.
@@ -32,7 +39,9 @@ afterAll(async () => {
 describe.skipIf(!hasChromium)('after set-password: a link to sign in', () => {
   it('with JavaScript: the page says the password is set and links to the sign-in page, which then takes the new password', async () => {
     const person = await addUser(app, acme, { password: null, status: 'invited' });
-    const token = await app.services.transactions.run(acme, (ctx) => mintSetPasswordToken(ctx, person.id, 'invitation'));
+    const token = await app.services.transactions.run(acme, (ctx) =>
+      mintSetPasswordToken(ctx, person.id, 'invitation'),
+    );
     const context = await browser.newContext();
     try {
       const page = await context.newPage();
@@ -79,12 +88,24 @@ describe.skipIf(!hasChromium)('a published content’s admin page links to its p
     page.setDefaultTimeout(15_000);
     try {
       const cookie = (await context.cookies(origin)).map((c) => `${c.name}=${c.value}`).join('; ');
-      const created = await app.http(HOST).post('/api/v1/content/contents').set('Cookie', cookie).send({ slug: 'about-us', title: 'About us', kind: 'page', body: '# About us\n\nWe make *things*.' });
+      const created = await app
+        .http(HOST)
+        .post('/api/v1/content/contents')
+        .set('Cookie', cookie)
+        .send({ slug: 'about-us', title: 'About us', kind: 'page', body: '# About us\n\nWe make *things*.' });
       expect(created.status, JSON.stringify(created.body)).toBe(201);
       await page.goto(`${origin}/admin/content/contents/${created.body.id}`);
       expect(await page.getByRole('link', { name: 'View the public page' }).count()).toBe(0);
 
-      expect((await app.http(HOST).post(`/api/v1/content/contents/${created.body.id}/publish`).set('Cookie', cookie).send({})).status).toBe(200);
+      expect(
+        (
+          await app
+            .http(HOST)
+            .post(`/api/v1/content/contents/${created.body.id}/publish`)
+            .set('Cookie', cookie)
+            .send({})
+        ).status,
+      ).toBe(200);
       await page.goto(`${origin}/admin/content/contents/${created.body.id}`);
       const link = page.getByRole('link', { name: 'View the public page' });
       expect(await link.getAttribute('href')).toBe('/p/about-us');

@@ -68,8 +68,14 @@ const SAMPLE_REFUSALS: Readonly<Record<string, { status: number; code: string }>
  * uniqueCodes names, otherwise the generic 409 ALREADY_EXISTS (docs/architecture.md, "Unique keys in words").
  */
 function uniqueFields(entity: ResolvedEntity): { field: string; code: string }[] {
-  const coded = Object.entries(entity.def.uniqueCodes ?? {}).map(([field, rule]) => ({ field, code: String(rule!.code) }));
-  const plain = (entity.def.storage?.unique ?? []).map((u) => ({ field: typeof u === 'string' ? u : u.field, code: 'ALREADY_EXISTS' }));
+  const coded = Object.entries(entity.def.uniqueCodes ?? {}).map(([field, rule]) => ({
+    field,
+    code: String(rule!.code),
+  }));
+  const plain = (entity.def.storage?.unique ?? []).map((u) => ({
+    field: typeof u === 'string' ? u : u.field,
+    code: 'ALREADY_EXISTS',
+  }));
   return [...coded, ...plain];
 }
 
@@ -86,11 +92,15 @@ describe.each(ENTITIES.map((e) => [e.names.key, e] as const))('entity %s', (_key
   const hard = def.deleteMode === 'hard';
   const commands = Object.entries(def.commands ?? {});
   const commandPermission = (c: string) => def.commands?.[c]?.permission ?? def.permissions.write;
-  const allPermissions = () => [...new Set([def.permissions.read, def.permissions.write, ...commands.map(([c]) => commandPermission(c))])];
-  const routeOf = (operation: string): AnyRoute => app.services.registry.routes.find((r) => r.route.operationId === names.operationId(operation))!.route;
+  const allPermissions = () => [
+    ...new Set([def.permissions.read, def.permissions.write, ...commands.map(([c]) => commandPermission(c))]),
+  ];
+  const routeOf = (operation: string): AnyRoute =>
+    app.services.registry.routes.find((r) => r.route.operationId === names.operationId(operation))!.route;
   // A collection has its five generic routes; a singleton GET, and PUT, PATCH, DELETE only as declared.
   const declared = new Set<string>(def.singletonRoutes ?? []);
-  const serves = (verb: 'list' | 'create' | 'replace' | 'update' | 'delete') => (singleton ? declared.has(verb) : verb !== 'replace');
+  const serves = (verb: 'list' | 'create' | 'replace' | 'update' | 'delete') =>
+    singleton ? declared.has(verb) : verb !== 'replace';
 
   // An entity guarded by an operator permission lives at the operator tenant; any other at a customer.
   let home: TenantRef;
@@ -122,7 +132,9 @@ describe.each(ENTITIES.map((e) => [e.names.key, e] as const))('entity %s', (_key
     if (!schema) return undefined;
     const n = next();
     const body = checkedSample(schema, n, `${names.key} ${command} body`) as Record<string, unknown>;
-    const hint = def.sampleCommand ? await app.services.transactions.run(tenant, (ctx) => def.sampleCommand!(ctx, command, n)) : {};
+    const hint = def.sampleCommand
+      ? await app.services.transactions.run(tenant, (ctx) => def.sampleCommand!(ctx, command, n))
+      : {};
     return { ...body, ...hint };
   };
   const sendCommand = async (tenant: TenantRef, c: string, id: string, command: string) => {
@@ -132,7 +144,11 @@ describe.each(ENTITIES.map((e) => [e.names.key, e] as const))('entity %s', (_key
   };
   /** The create request: POST to the collection, or a singleton's PUT (undefined when it declares none). */
   const createRequest = (body: Record<string, unknown>) =>
-    singleton ? (declared.has('replace') ? http().put(names.path).set('Cookie', cookie).send(body) : undefined) : http().post(names.path).set('Cookie', cookie).send(body);
+    singleton
+      ? declared.has('replace')
+        ? http().put(names.path).set('Cookie', cookie).send(body)
+        : undefined
+      : http().post(names.path).set('Cookie', cookie).send(body);
 
   /** A valid PATCH body changing one field, or undefined when nothing is patchable. */
   function patchBody(current: Record<string, unknown>): Record<string, unknown> | undefined {
@@ -150,12 +166,19 @@ describe.each(ENTITIES.map((e) => [e.names.key, e] as const))('entity %s', (_key
     const { rows } = await app.services.db.pool.query(`select * from "${names.table}" where id = $1`, [id]);
     return rows[0];
   }
-  async function events(): Promise<{ id: string; name: string; tenant_id: string; payload: Record<string, unknown> }[]> {
-    const { rows } = await app.services.db.pool.query(`select id, name, tenant_id, payload from outbox where tenant_id = any($1) order by id`, [[home.id, other.id]]);
+  async function events(): Promise<
+    { id: string; name: string; tenant_id: string; payload: Record<string, unknown> }[]
+  > {
+    const { rows } = await app.services.db.pool.query(
+      `select id, name, tenant_id, payload from outbox where tenant_id = any($1) order by id`,
+      [[home.id, other.id]],
+    );
     return rows;
   }
   async function liveRows(): Promise<number> {
-    const { rows } = await app.services.db.pool.query(`select count(*)::int as n from "${names.table}"${hard ? '' : ' where deleted_at is null'}`);
+    const { rows } = await app.services.db.pool.query(
+      `select count(*)::int as n from "${names.table}"${hard ? '' : ' where deleted_at is null'}`,
+    );
     return rows[0].n;
   }
   /** Runs the writes and checks nothing was stored or published by them. */
@@ -182,7 +205,9 @@ describe.each(ENTITIES.map((e) => [e.names.key, e] as const))('entity %s', (_key
         return res;
       }
     }
-    throw new Error(`${names.key} declares no PUT and none of its commands creates the row: the conformance suite cannot create one`);
+    throw new Error(
+      `${names.key} declares no PUT and none of its commands creates the row: the conformance suite cannot create one`,
+    );
   }
 
   beforeAll(async () => {
@@ -194,20 +219,43 @@ describe.each(ENTITIES.map((e) => [e.names.key, e] as const))('entity %s', (_key
     otherCookie = (await signInAs(app, other, ['*'])).cookie;
     peerCookie = (await signInAs(app, home, allPermissions())).cookie;
     if (def.rowAccess) {
-      access = await app.services.transactions.run(home, async (ctx) => ({ ...def.rowAccess!(ctx) }), { sessionHash: hashSecret(caller.rawSessionId) });
+      access = await app.services.transactions.run(home, async (ctx) => ({ ...def.rowAccess!(ctx) }), {
+        sessionHash: hashSecret(caller.rawSessionId),
+      });
     }
   });
 
   it('serves its generic routes and its command routes under <module>-<entity>-<verb>, and no others', async () => {
-    const doc = (await app.http().get('/api/v1/openapi.json')).body as { paths: Record<string, Record<string, { operationId: string }>> };
+    const doc = (await app.http().get('/api/v1/openapi.json')).body as {
+      paths: Record<string, Record<string, { operationId: string }>>;
+    };
     const item = singleton ? names.path : `${names.path}/{id}`;
     const generic: [string, string, string][] = singleton
-      ? [['GET', item, 'read'], ['PUT', item, 'replace'], ['PATCH', item, 'update'], ['DELETE', item, 'delete']]
-      : [['GET', names.path, 'list'], ['POST', names.path, 'create'], ['GET', item, 'read'], ['PATCH', item, 'update'], ['DELETE', item, 'delete']];
-    const expected = [...generic.filter(([, , verb]) => verb === 'read' || serves(verb as 'list')), ...commands.map(([c]) => ['POST', `${item}/${c}`, c] as [string, string, string])];
+      ? [
+          ['GET', item, 'read'],
+          ['PUT', item, 'replace'],
+          ['PATCH', item, 'update'],
+          ['DELETE', item, 'delete'],
+        ]
+      : [
+          ['GET', names.path, 'list'],
+          ['POST', names.path, 'create'],
+          ['GET', item, 'read'],
+          ['PATCH', item, 'update'],
+          ['DELETE', item, 'delete'],
+        ];
+    const expected = [
+      ...generic.filter(([, , verb]) => verb === 'read' || serves(verb as 'list')),
+      ...commands.map(([c]) => ['POST', `${item}/${c}`, c] as [string, string, string]),
+    ];
     for (const [method, path, verb] of expected) {
-      expect(app.web!.hasRoute({ method: method as 'GET', url: path.replace('{id}', ':id') }), `${method} ${path}`).toBe(true);
-      expect(doc.paths[path]?.[method.toLowerCase()]?.operationId, `${method} ${path}`).toBe(`${entity.module}-${entity.name}-${verb}`);
+      expect(
+        app.web!.hasRoute({ method: method as 'GET', url: path.replace('{id}', ':id') }),
+        `${method} ${path}`,
+      ).toBe(true);
+      expect(doc.paths[path]?.[method.toLowerCase()]?.operationId, `${method} ${path}`).toBe(
+        `${entity.module}-${entity.name}-${verb}`,
+      );
     }
     const documented = Object.entries(doc.paths)
       .filter(([path]) => path === names.path || path.startsWith(`${names.path}/`))
@@ -230,10 +278,16 @@ describe.each(ENTITIES.map((e) => [e.names.key, e] as const))('entity %s', (_key
       const unknown = await http().get(itemPath(randomUUID())).set('Cookie', cookie);
       expectProblem(unknown, 404, 'NOT_FOUND', 'an unknown id');
       missing = unknown.body;
-      res = await http().post(names.path).set('Cookie', cookie).send(await createBody());
+      res = await http()
+        .post(names.path)
+        .set('Cookie', cookie)
+        .send(await createBody());
       expect(res.status, JSON.stringify(res.body)).toBe(201);
     }
-    expect(Value.Check(entity.schemas.row, res.body), JSON.stringify([...Value.Errors(entity.schemas.row, res.body)])).toBe(true);
+    expect(
+      Value.Check(entity.schemas.row, res.body),
+      JSON.stringify([...Value.Errors(entity.schemas.row, res.body)]),
+    ).toBe(true);
     row = res.body;
     const published = (await events()).slice(before);
     expect(published.filter((e) => e.name === names.events.created)).toEqual([
@@ -241,7 +295,9 @@ describe.each(ENTITIES.map((e) => [e.names.key, e] as const))('entity %s', (_key
     ]);
     const route = singleton ? (declared.has('replace') ? routeOf('replace') : routeOf(creator!)) : routeOf('create');
     for (const e of published) expect(route.publishes ?? [], `create published ${e.name}`).toContain(e.name);
-    const read = await http().get(itemPath(String(row.id))).set('Cookie', cookie);
+    const read = await http()
+      .get(itemPath(String(row.id)))
+      .set('Cookie', cookie);
     expect(read.status).toBe(200);
     expect(read.body.id).toBe(row.id);
   });
@@ -249,7 +305,8 @@ describe.each(ENTITIES.map((e) => [e.names.key, e] as const))('entity %s', (_key
   it('refuses command-owned, immutable, system, read-only and unknown fields on create and PATCH, storing and publishing nothing', async () => {
     const id = String(row.id);
     const create = async (extra: Record<string, unknown>) => createRequest({ ...(await createBody()), ...extra });
-    const patch = (body: Record<string, unknown>) => (serves('update') ? http().patch(itemPath(id)).set('Cookie', cookie).send(body) : undefined);
+    const patch = (body: Record<string, unknown>) =>
+      serves('update') ? http().patch(itemPath(id)).set('Cookie', cookie).send(body) : undefined;
     await writesNothing(id, async () => {
       for (const [field, owners] of Object.entries(entity.commandOwners)) {
         const value = sampleValue(def.fields[field]!, next());
@@ -298,21 +355,55 @@ describe.each(ENTITIES.map((e) => [e.names.key, e] as const))('entity %s', (_key
     const nobody = (await signInAs(app, home, [])).cookie;
     const readerOnly = (await signInAs(app, home, [def.permissions.read])).cookie;
     const patch = patchBody(row);
-    const routes: { what: string; permission: string; send: (cookieValue: string | undefined) => Promise<Problem> }[] = [];
-    const withCookie = <T extends { set(k: string, v: string): T }>(req: T, c: string | undefined): T => (c ? req.set('Cookie', c) : req);
+    const routes: { what: string; permission: string; send: (cookieValue: string | undefined) => Promise<Problem> }[] =
+      [];
+    const withCookie = <T extends { set(k: string, v: string): T }>(req: T, c: string | undefined): T =>
+      c ? req.set('Cookie', c) : req;
     const createPayload = await createBody();
-    if (serves('list')) routes.push({ what: 'list', permission: def.permissions.read, send: (c) => withCookie(http().get(names.path), c) });
-    routes.push({ what: 'read', permission: def.permissions.read, send: (c) => withCookie(http().get(itemPath(id)), c) });
-    if (serves('create')) routes.push({ what: 'create', permission: def.permissions.write, send: (c) => withCookie(http().post(names.path), c).send(createPayload) });
-    if (serves('replace')) routes.push({ what: 'PUT', permission: def.permissions.write, send: (c) => withCookie(http().put(names.path), c).send(createPayload) });
-    if (patch && serves('update')) routes.push({ what: 'PATCH', permission: def.permissions.write, send: (c) => withCookie(http().patch(itemPath(id)), c).send(patch) });
-    if (serves('delete')) routes.push({ what: 'DELETE', permission: def.permissions.write, send: (c) => withCookie(http().delete(itemPath(id)), c) });
+    if (serves('list'))
+      routes.push({
+        what: 'list',
+        permission: def.permissions.read,
+        send: (c) => withCookie(http().get(names.path), c),
+      });
+    routes.push({
+      what: 'read',
+      permission: def.permissions.read,
+      send: (c) => withCookie(http().get(itemPath(id)), c),
+    });
+    if (serves('create'))
+      routes.push({
+        what: 'create',
+        permission: def.permissions.write,
+        send: (c) => withCookie(http().post(names.path), c).send(createPayload),
+      });
+    if (serves('replace'))
+      routes.push({
+        what: 'PUT',
+        permission: def.permissions.write,
+        send: (c) => withCookie(http().put(names.path), c).send(createPayload),
+      });
+    if (patch && serves('update'))
+      routes.push({
+        what: 'PATCH',
+        permission: def.permissions.write,
+        send: (c) => withCookie(http().patch(itemPath(id)), c).send(patch),
+      });
+    if (serves('delete'))
+      routes.push({
+        what: 'DELETE',
+        permission: def.permissions.write,
+        send: (c) => withCookie(http().delete(itemPath(id)), c),
+      });
     for (const [command] of commands) {
       const body = await commandBody(home, command);
       routes.push({
         what: command,
         permission: commandPermission(command),
-        send: (c) => (body ? withCookie(http().post(commandPath(id, command)), c).send(body) : withCookie(http().post(commandPath(id, command)), c)),
+        send: (c) =>
+          body
+            ? withCookie(http().post(commandPath(id, command)), c).send(body)
+            : withCookie(http().post(commandPath(id, command)), c),
       });
     }
     await writesNothing(id, async () => {
@@ -320,89 +411,160 @@ describe.each(ENTITIES.map((e) => [e.names.key, e] as const))('entity %s', (_key
         expectProblem(await route.send(undefined), 401, 'AUTH_REQUIRED', `anonymous ${route.what}`);
         expectProblem(await route.send(nobody), 403, 'AUTH_FORBIDDEN', `${route.what} without any permission`);
         if (route.permission !== def.permissions.read) {
-          expectProblem(await route.send(readerOnly), 403, 'AUTH_FORBIDDEN', `${route.what} with only ${def.permissions.read}`);
+          expectProblem(
+            await route.send(readerOnly),
+            403,
+            'AUTH_FORBIDDEN',
+            `${route.what} with only ${def.permissions.read}`,
+          );
         }
       }
     });
   });
 
-  it.runIf(!global)('hides a row from another tenant: read, PATCH, DELETE and commands answer the unknown-id 404, and nothing changes', async () => {
-    const id = String(row.id);
-    const expectHidden = (res: Problem, permission: string, what: string) => {
-      if (isOperatorPermission(permission) && !other.isOperator) return expectProblem(res, 403, 'AUTH_NOT_OPERATOR', what);
-      expectMissing(res, what);
-    };
-    await writesNothing(id, async () => {
-      // A singleton of another tenant is that tenant's own, which does not exist there yet.
-      expectHidden(await http(other).get(itemPath(id)).set('Cookie', otherCookie), def.permissions.read, 'read from the other tenant');
-      const patch = patchBody(row);
-      if (patch && serves('update')) expectHidden(await http(other).patch(itemPath(id)).set('Cookie', otherCookie).send(patch), def.permissions.write, 'PATCH from the other tenant');
-      if (serves('delete')) expectHidden(await http(other).delete(itemPath(id)).set('Cookie', otherCookie), def.permissions.write, 'DELETE from the other tenant');
-      // A singleton's command at another tenant acts on (or creates) that tenant's own row.
-      if (!singleton) {
+  it.runIf(!global)(
+    'hides a row from another tenant: read, PATCH, DELETE and commands answer the unknown-id 404, and nothing changes',
+    async () => {
+      const id = String(row.id);
+      const expectHidden = (res: Problem, permission: string, what: string) => {
+        if (isOperatorPermission(permission) && !other.isOperator)
+          return expectProblem(res, 403, 'AUTH_NOT_OPERATOR', what);
+        expectMissing(res, what);
+      };
+      await writesNothing(id, async () => {
+        // A singleton of another tenant is that tenant's own, which does not exist there yet.
+        expectHidden(
+          await http(other).get(itemPath(id)).set('Cookie', otherCookie),
+          def.permissions.read,
+          'read from the other tenant',
+        );
+        const patch = patchBody(row);
+        if (patch && serves('update'))
+          expectHidden(
+            await http(other).patch(itemPath(id)).set('Cookie', otherCookie).send(patch),
+            def.permissions.write,
+            'PATCH from the other tenant',
+          );
+        if (serves('delete'))
+          expectHidden(
+            await http(other).delete(itemPath(id)).set('Cookie', otherCookie),
+            def.permissions.write,
+            'DELETE from the other tenant',
+          );
+        // A singleton's command at another tenant acts on (or creates) that tenant's own row.
+        if (!singleton) {
+          for (const [command] of commands) {
+            expectHidden(
+              await sendCommand(other, otherCookie, id, command),
+              commandPermission(command),
+              `${command} from the other tenant`,
+            );
+          }
+        }
+        if (serves('list') && !isOperatorPermission(def.permissions.read)) {
+          const list = await http(other).get(`${names.path}?limit=100`).set('Cookie', otherCookie);
+          expect(list.status).toBe(200);
+          expect(list.body.items.map((r: { id: string }) => r.id)).not.toContain(id);
+        }
+      });
+    },
+  );
+
+  it.runIf(global)(
+    'global scope: every tenant reads the same row, and a customer cannot write it (403 AUTH_NOT_OPERATOR)',
+    async () => {
+      const id = String(row.id);
+      const fresh = (await http().get(itemPath(id)).set('Cookie', cookie)).body;
+      for (const tenant of [customerA, customerB]) {
+        const reader = (await signInAs(app, tenant, [def.permissions.read])).cookie;
+        const read = await http(tenant).get(itemPath(id)).set('Cookie', reader);
+        expect(read.status, `read from ${tenant.slug}: ${JSON.stringify(read.body)}`).toBe(200);
+        expect(read.body).toEqual(fresh);
+        if (serves('list')) {
+          const list = await http(tenant).get(`${names.path}?limit=100`).set('Cookie', reader);
+          expect(
+            list.body.items.map((r: { id: string }) => r.id),
+            `list at ${tenant.slug}`,
+          ).toContain(id);
+        }
+      }
+      await writesNothing(id, async () => {
+        const customer = (await signInAs(app, customerA, ['*'])).cookie;
+        const at = http(customerA);
+        expectProblem(
+          await at
+            .post(names.path)
+            .set('Cookie', customer)
+            .send(await createBody()),
+          403,
+          'AUTH_NOT_OPERATOR',
+          'create at a customer',
+        );
+        const patch = patchBody(row);
+        if (patch)
+          expectProblem(
+            await at.patch(itemPath(id)).set('Cookie', customer).send(patch),
+            403,
+            'AUTH_NOT_OPERATOR',
+            'PATCH at a customer',
+          );
+        expectProblem(
+          await at.delete(itemPath(id)).set('Cookie', customer),
+          403,
+          'AUTH_NOT_OPERATOR',
+          'DELETE at a customer',
+        );
         for (const [command] of commands) {
-          expectHidden(await sendCommand(other, otherCookie, id, command), commandPermission(command), `${command} from the other tenant`);
+          expectProblem(
+            await sendCommand(customerA, customer, id, command),
+            403,
+            'AUTH_NOT_OPERATOR',
+            `${command} at a customer`,
+          );
         }
-      }
-      if (serves('list') && !isOperatorPermission(def.permissions.read)) {
-        const list = await http(other).get(`${names.path}?limit=100`).set('Cookie', otherCookie);
-        expect(list.status).toBe(200);
-        expect(list.body.items.map((r: { id: string }) => r.id)).not.toContain(id);
-      }
-    });
-  });
+      });
+    },
+  );
 
-  it.runIf(global)('global scope: every tenant reads the same row, and a customer cannot write it (403 AUTH_NOT_OPERATOR)', async () => {
-    const id = String(row.id);
-    const fresh = (await http().get(itemPath(id)).set('Cookie', cookie)).body;
-    for (const tenant of [customerA, customerB]) {
-      const reader = (await signInAs(app, tenant, [def.permissions.read])).cookie;
-      const read = await http(tenant).get(itemPath(id)).set('Cookie', reader);
-      expect(read.status, `read from ${tenant.slug}: ${JSON.stringify(read.body)}`).toBe(200);
-      expect(read.body).toEqual(fresh);
-      if (serves('list')) {
-        const list = await http(tenant).get(`${names.path}?limit=100`).set('Cookie', reader);
-        expect(list.body.items.map((r: { id: string }) => r.id), `list at ${tenant.slug}`).toContain(id);
-      }
-    }
-    await writesNothing(id, async () => {
-      const customer = (await signInAs(app, customerA, ['*'])).cookie;
-      const at = http(customerA);
-      expectProblem(await at.post(names.path).set('Cookie', customer).send(await createBody()), 403, 'AUTH_NOT_OPERATOR', 'create at a customer');
-      const patch = patchBody(row);
-      if (patch) expectProblem(await at.patch(itemPath(id)).set('Cookie', customer).send(patch), 403, 'AUTH_NOT_OPERATOR', 'PATCH at a customer');
-      expectProblem(await at.delete(itemPath(id)).set('Cookie', customer), 403, 'AUTH_NOT_OPERATOR', 'DELETE at a customer');
-      for (const [command] of commands) {
-        expectProblem(await sendCommand(customerA, customer, id, command), 403, 'AUTH_NOT_OPERATOR', `${command} at a customer`);
-      }
-    });
-  });
+  it.runIf(def.rowAccess !== undefined)(
+    'row access: another caller of the tenant gets the unknown-id 404 on read, PATCH, DELETE and commands, and does not list the row',
+    async () => {
+      const id = String(row.id);
+      await writesNothing(id, async () => {
+        expectMissing(await http().get(itemPath(id)).set('Cookie', peerCookie), 'read by another caller');
+        const patch = patchBody(row);
+        if (patch && serves('update'))
+          expectMissing(
+            await http().patch(itemPath(id)).set('Cookie', peerCookie).send(patch),
+            'PATCH by another caller',
+          );
+        if (serves('delete'))
+          expectMissing(await http().delete(itemPath(id)).set('Cookie', peerCookie), 'DELETE by another caller');
+        if (!singleton) {
+          for (const [command] of commands)
+            expectMissing(await sendCommand(home, peerCookie, id, command), `${command} by another caller`);
+        }
+        if (serves('list')) {
+          const list = await http().get(`${names.path}?limit=100`).set('Cookie', peerCookie);
+          expect(list.status).toBe(200);
+          expect(list.body.items.map((r: { id: string }) => r.id)).not.toContain(id);
+          const own = await http().get(`${names.path}?limit=100`).set('Cookie', cookie);
+          expect(own.body.items.map((r: { id: string }) => r.id)).toContain(id);
+        }
+      });
+    },
+  );
 
-  it.runIf(def.rowAccess !== undefined)('row access: another caller of the tenant gets the unknown-id 404 on read, PATCH, DELETE and commands, and does not list the row', async () => {
-    const id = String(row.id);
-    await writesNothing(id, async () => {
-      expectMissing(await http().get(itemPath(id)).set('Cookie', peerCookie), 'read by another caller');
-      const patch = patchBody(row);
-      if (patch && serves('update')) expectMissing(await http().patch(itemPath(id)).set('Cookie', peerCookie).send(patch), 'PATCH by another caller');
-      if (serves('delete')) expectMissing(await http().delete(itemPath(id)).set('Cookie', peerCookie), 'DELETE by another caller');
-      if (!singleton) {
-        for (const [command] of commands) expectMissing(await sendCommand(home, peerCookie, id, command), `${command} by another caller`);
-      }
-      if (serves('list')) {
-        const list = await http().get(`${names.path}?limit=100`).set('Cookie', peerCookie);
-        expect(list.status).toBe(200);
-        expect(list.body.items.map((r: { id: string }) => r.id)).not.toContain(id);
-        const own = await http().get(`${names.path}?limit=100`).set('Cookie', cookie);
-        expect(own.body.items.map((r: { id: string }) => r.id)).toContain(id);
-      }
-    });
-  });
-
-  it.runIf(def.rowAccess === undefined)('without row access: every caller of the tenant holding the read permission reads the row', async () => {
-    const read = await http().get(itemPath(String(row.id))).set('Cookie', peerCookie);
-    expect(read.status, JSON.stringify(read.body)).toBe(200);
-    expect(read.body.id).toBe(row.id);
-  });
+  it.runIf(def.rowAccess === undefined)(
+    'without row access: every caller of the tenant holding the read permission reads the row',
+    async () => {
+      const read = await http()
+        .get(itemPath(String(row.id)))
+        .set('Cookie', peerCookie);
+      expect(read.status, JSON.stringify(read.body)).toBe(200);
+      expect(read.body.id).toBe(row.id);
+    },
+  );
 
   it('publishes an event exactly when a write commits: PATCH, commands, a repeated create, DELETE', async () => {
     const id = String(row.id);
@@ -411,13 +573,26 @@ describe.each(ENTITIES.map((e) => [e.names.key, e] as const))('entity %s', (_key
      * code). A refusal must also write and publish nothing; a success publishes only declared
      * events. Any other answer, another 4xx included, fails the step.
      */
-    const step = async (what: string, send: () => Promise<Problem>, declaredEvents: readonly string[], expected: Outcome, committedEvent?: string) => {
+    const step = async (
+      what: string,
+      send: () => Promise<Problem>,
+      declaredEvents: readonly string[],
+      expected: Outcome,
+      committedEvent?: string,
+    ) => {
       const before = (await events()).length;
       const previous = await stored(id);
       const res = await send();
       if (process.env.CONFORMANCE_TRACE) console.log(names.key, what, res.status, res.body?.code ?? '');
-      if (expected === 'success') expect(res.status, `${what} must succeed: ${JSON.stringify(res.body)}`).toBeLessThan(300);
-      else expectProblem(res, expected.status, expected.code, `${what} must be refused with ${expected.status} ${expected.code}`);
+      if (expected === 'success')
+        expect(res.status, `${what} must succeed: ${JSON.stringify(res.body)}`).toBeLessThan(300);
+      else
+        expectProblem(
+          res,
+          expected.status,
+          expected.code,
+          `${what} must be refused with ${expected.status} ${expected.code}`,
+        );
       const published = (await events()).slice(before);
       if (expected !== 'success') {
         expect(published, `${what} was refused (${res.status}) and must publish nothing`).toEqual([]);
@@ -426,7 +601,11 @@ describe.each(ENTITIES.map((e) => [e.names.key, e] as const))('entity %s', (_key
       }
       for (const e of published) expect(declaredEvents, `${what} published ${e.name}`).toContain(e.name);
       const changed = JSON.stringify(await stored(id)) !== JSON.stringify(previous);
-      if (committedEvent) expect(published.some((e) => e.name === committedEvent), `${what} committed: ${committedEvent}`).toBe(changed || what === 'DELETE');
+      if (committedEvent)
+        expect(
+          published.some((e) => e.name === committedEvent),
+          `${what} committed: ${committedEvent}`,
+        ).toBe(changed || what === 'DELETE');
       if (changed) expect(published.length, `${what} changed the row and must publish`).toBeGreaterThan(0);
       return res;
     };
@@ -434,7 +613,14 @@ describe.each(ENTITIES.map((e) => [e.names.key, e] as const))('entity %s', (_key
     const expectedOf = (what: string): Outcome => SAMPLE_REFUSALS[`${names.key} ${what}`] ?? 'success';
 
     const patch = patchBody(row);
-    if (patch && serves('update')) await step('PATCH', () => http().patch(itemPath(id)).set('Cookie', cookie).send(patch), routeOf('update').publishes ?? [], expectedOf('PATCH'), names.events.updated);
+    if (patch && serves('update'))
+      await step(
+        'PATCH',
+        () => http().patch(itemPath(id)).set('Cookie', cookie).send(patch),
+        routeOf('update').publishes ?? [],
+        expectedOf('PATCH'),
+        names.events.updated,
+      );
 
     const body = await createBody();
     const creating = singleton ? (declared.has('replace') ? 'replace' : undefined) : 'create';
@@ -444,15 +630,31 @@ describe.each(ENTITIES.map((e) => [e.names.key, e] as const))('entity %s', (_key
       // key's code (nothing published); otherwise it is a second row (one more event), or for a
       // singleton's PUT the same row again.
       const taken = singleton ? undefined : uniqueFields(entity).find((u) => body[u.field] !== undefined);
-      await step('repeated create', () => createRequest(body)!, routeOf(creating).publishes ?? [], taken ? { status: 409, code: taken.code } : 'success');
+      await step(
+        'repeated create',
+        () => createRequest(body)!,
+        routeOf(creating).publishes ?? [],
+        taken ? { status: 409, code: taken.code } : 'success',
+      );
     }
 
     for (const [command] of commands) {
-      await step(command, () => sendCommand(home, cookie, id, command), routeOf(command).publishes ?? [], expectedOf(command));
+      await step(
+        command,
+        () => sendCommand(home, cookie, id, command),
+        routeOf(command).publishes ?? [],
+        expectedOf(command),
+      );
     }
 
     if (!serves('delete')) return;
-    const deleted = await step('DELETE', () => http().delete(itemPath(id)).set('Cookie', cookie), routeOf('delete').publishes ?? [], expectedOf('DELETE'), names.events.deleted);
+    const deleted = await step(
+      'DELETE',
+      () => http().delete(itemPath(id)).set('Cookie', cookie),
+      routeOf('delete').publishes ?? [],
+      expectedOf('DELETE'),
+      names.events.deleted,
+    );
     expect(deleted.status).toBe(204);
     if (hard) expect(await stored(id), 'a hard delete removes the row').toBeUndefined();
     else expect((await stored(id))?.deleted_at).toBeInstanceOf(Date);

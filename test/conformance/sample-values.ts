@@ -43,7 +43,12 @@ export function sampleValue(schema: TSchema, n: number, where = 'value'): unknow
 }
 
 /** Every property, optional ones included, so a create exercises every column it may write. */
-export function sampleObject(schema: TSchema, n: number, where = 'body', options: { only?: readonly string[] } = {}): Record<string, unknown> {
+export function sampleObject(
+  schema: TSchema,
+  n: number,
+  where = 'body',
+  options: { only?: readonly string[] } = {},
+): Record<string, unknown> {
   const properties = ((schema as { properties?: Record<string, TSchema> }).properties ?? {}) as Record<string, TSchema>;
   const out: Record<string, unknown> = {};
   for (const [key, property] of Object.entries(properties)) {
@@ -55,8 +60,18 @@ export function sampleObject(schema: TSchema, n: number, where = 'body', options
 
 function sampleNumber(s: Record<string, unknown>, n: number): number {
   const integer = s.type === 'integer';
-  let low = typeof s.minimum === 'number' ? s.minimum : typeof s.exclusiveMinimum === 'number' ? s.exclusiveMinimum + (integer ? 1 : 0.5) : 1;
-  const high = typeof s.maximum === 'number' ? s.maximum : typeof s.exclusiveMaximum === 'number' ? s.exclusiveMaximum - (integer ? 1 : 0.5) : low + 1000;
+  let low =
+    typeof s.minimum === 'number'
+      ? s.minimum
+      : typeof s.exclusiveMinimum === 'number'
+        ? s.exclusiveMinimum + (integer ? 1 : 0.5)
+        : 1;
+  const high =
+    typeof s.maximum === 'number'
+      ? s.maximum
+      : typeof s.exclusiveMaximum === 'number'
+        ? s.exclusiveMaximum - (integer ? 1 : 0.5)
+        : low + 1000;
   if (integer) low = Math.ceil(low);
   const span = Math.max(0, Math.floor(high - low));
   let value = low + (span > 0 ? n % (span + 1) : 0);
@@ -93,19 +108,34 @@ function sampleString(s: Record<string, unknown>, n: number, where: string): str
   }
   if (typeof s.pattern === 'string') {
     const pattern = new RegExp(s.pattern as string);
-    const candidates = [`sample-${tag}`, `sample${tag}`, `s${tag}`, `${tag}`, `Sample ${tag}`, `sample_${tag}`, `SAMPLE${tag}`.toUpperCase()];
+    const candidates = [
+      `sample-${tag}`,
+      `sample${tag}`,
+      `s${tag}`,
+      `${tag}`,
+      `Sample ${tag}`,
+      `sample_${tag}`,
+      `SAMPLE${tag}`.toUpperCase(),
+    ];
     for (const candidate of candidates.map(fitted)) if (pattern.test(candidate)) return candidate;
-    throw new Error(`cannot derive a sample for ${where} matching ${s.pattern}: give the field examples, or the entity a sample()`);
+    throw new Error(
+      `cannot derive a sample for ${where} matching ${s.pattern}: give the field examples, or the entity a sample()`,
+    );
   }
   return fitted(`sample ${tag}`);
 }
 
 /** A sample that the schema accepts, or a clear failure naming where derivation fell short. */
 export function checkedSample(schema: TSchema, n: number, where: string): unknown {
-  const value = (schema as { type?: string }).type === 'object' ? sampleObject(schema, n, where) : sampleValue(schema, n, where);
+  const value =
+    (schema as { type?: string }).type === 'object' ? sampleObject(schema, n, where) : sampleValue(schema, n, where);
   if (!Value.Check(schema, value)) {
-    const errors = [...Value.Errors(schema, value)].map((e) => `${(e as { instancePath?: string }).instancePath ?? ''} ${e.message}`);
-    throw new Error(`derived sample for ${where} is invalid (${errors.join('; ')}): give the field examples, or the entity a sample()`);
+    const errors = [...Value.Errors(schema, value)].map(
+      (e) => `${(e as { instancePath?: string }).instancePath ?? ''} ${e.message}`,
+    );
+    throw new Error(
+      `derived sample for ${where} is invalid (${errors.join('; ')}): give the field examples, or the entity a sample()`,
+    );
   }
   return value;
 }

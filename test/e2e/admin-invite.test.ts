@@ -15,7 +15,11 @@ let settings: Record<string, string>;
 beforeAll(async () => {
   // The service's worker runs against the same database the command writes to.
   app = await startTestApp({ role: 'all', startWorker: true });
-  settings = { TENANTRY_DATABASE_URL: app.databaseUrl, TENANTRY_SERVER_PUBLIC_HOST: 'operator.localhost', TENANTRY_SERVER_PORT: '3000' };
+  settings = {
+    TENANTRY_DATABASE_URL: app.databaseUrl,
+    TENANTRY_SERVER_PUBLIC_HOST: 'operator.localhost',
+    TENANTRY_SERVER_PORT: '3000',
+  };
 });
 afterAll(async () => {
   await app?.close();
@@ -29,7 +33,8 @@ const operatorUser = async (email: string) =>
     return rows[0];
   });
 
-const reset = (token: string, password: string) => app.http().post('/api/v1/auth/password/reset').send({ token, password });
+const reset = (token: string, password: string) =>
+  app.http().post('/api/v1/auth/password/reset').send({ token, password });
 
 describe('npm run admin:invite', () => {
   it('invites an operator administrator and prints a working set-password link on the operator host', async () => {
@@ -44,18 +49,29 @@ describe('npm run admin:invite', () => {
     const user = (await operatorUser('first@example.com'))!;
     expect(user).toMatchObject({ status: 'invited', roles: ['admin'] });
     const invited = (await outboxEvents(app, 'user.invited')).filter((e) => e.payload.id === user.id);
-    expect(invited).toEqual([expect.objectContaining({ tenantId: app.operator.id, payload: { id: user.id, via: 'admin-invite' } })]);
+    expect(invited).toEqual([
+      expect.objectContaining({ tenantId: app.operator.id, payload: { id: user.id, via: 'admin-invite' } }),
+    ]);
 
     // The worker handles that event without minting a second token, so the printed link still works.
     await eventually(
-      async () => (await app.services.db.pool.query(`select 1 from processed_events p join outbox o on o.event_id = p.event_id where p.subscription = 'user-invitation-mail' and o.payload->>'id' = $1`, [user.id])).rows.length > 0,
+      async () =>
+        (
+          await app.services.db.pool.query(
+            `select 1 from processed_events p join outbox o on o.event_id = p.event_id where p.subscription = 'user-invitation-mail' and o.payload->>'id' = $1`,
+            [user.id],
+          )
+        ).rows.length > 0,
       15_000,
       'the invitation subscription',
     );
     const token = link.searchParams.get('token')!;
     expect((await reset(token, 'operator password')).status).toBe(204);
     expect((await reset(token, 'operator password')).status).toBe(401);
-    const login = await app.http().post('/api/v1/auth/login').send({ email: 'first@example.com', password: 'operator password' });
+    const login = await app
+      .http()
+      .post('/api/v1/auth/login')
+      .send({ email: 'first@example.com', password: 'operator password' });
     expect(login.status).toBe(200);
     expect(login.headers['set-cookie']).toBeDefined();
   });
@@ -68,17 +84,26 @@ describe('npm run admin:invite', () => {
     const link = printedLink(second.stdout);
     expect((await reset(first.searchParams.get('token')!, 'again password')).status).toBe(401);
     expect((await reset(link.searchParams.get('token')!, 'again password')).status).toBe(204);
-    const { rows } = await app.services.db.pool.query(`select count(*)::int as n from users where lower(email) = 'again@example.com'`);
+    const { rows } = await app.services.db.pool.query(
+      `select count(*)::int as n from users where lower(email) = 'again@example.com'`,
+    );
     expect(rows[0].n).toBe(1);
   });
 
   it('gives an existing operator user the admin role and says that it added it', async () => {
     await app.services.transactions.run(app.operator, (ctx) =>
-      ctx.db.executeQuery(CompiledQuery.raw(`insert into users (email, status, roles) values ('member@example.com', 'active', '{member}')`, [])),
+      ctx.db.executeQuery(
+        CompiledQuery.raw(
+          `insert into users (email, status, roles) values ('member@example.com', 'active', '{member}')`,
+          [],
+        ),
+      ),
     );
     const run = await adminInvite(['member@example.com'], settings);
     expect(run.code, run.stderr).toBe(0);
-    expect(run.stdout).toContain('member@example.com already exists in the operator tenant: added the admin role to it.');
+    expect(run.stdout).toContain(
+      'member@example.com already exists in the operator tenant: added the admin role to it.',
+    );
     expect((await operatorUser('member@example.com'))!.roles).toEqual(['admin', 'member']);
     // Run again, it says there was nothing to add.
     const again = await adminInvite(['member@example.com'], settings);
@@ -93,11 +118,24 @@ describe('npm run admin:invite', () => {
     expect(run.stdout).toContain('Invited boss@acme.test as administrator of tenant acme');
     const link = printedLink(run.stdout);
     expect(link.host).toBe('acme.localhost:3000');
-    const stored = await app.services.transactions.run(acme, async (ctx) =>
-      (await ctx.db.executeQuery<{ roles: string[] }>(CompiledQuery.raw(`select roles from users where email = 'boss@acme.test'`, []))).rows,
+    const stored = await app.services.transactions.run(
+      acme,
+      async (ctx) =>
+        (
+          await ctx.db.executeQuery<{ roles: string[] }>(
+            CompiledQuery.raw(`select roles from users where email = 'boss@acme.test'`, []),
+          )
+        ).rows,
     );
     expect(stored).toEqual([{ roles: ['admin'] }]);
-    expect((await app.http('acme.localhost').post('/api/v1/auth/password/reset').send({ token: link.searchParams.get('token'), password: 'boss password' })).status).toBe(204);
+    expect(
+      (
+        await app
+          .http('acme.localhost')
+          .post('/api/v1/auth/password/reset')
+          .send({ token: link.searchParams.get('token'), password: 'boss password' })
+      ).status,
+    ).toBe(204);
     const unknown = await adminInvite(['boss@nowhere.test', '--tenant', 'nowhere'], settings);
     expect(unknown.code).toBe(1);
     expect(unknown.stderr).toContain('there is no tenant nowhere');
@@ -116,7 +154,11 @@ describe('npm run admin:invite', () => {
     const sink = new SmtpSink();
     const port = await sink.start();
     try {
-      const run = await adminInvite(['mailed@example.com'], { ...settings, TENANTRY_MAIL_HOST: '127.0.0.1', TENANTRY_MAIL_PORT: String(port) });
+      const run = await adminInvite(['mailed@example.com'], {
+        ...settings,
+        TENANTRY_MAIL_HOST: '127.0.0.1',
+        TENANTRY_MAIL_PORT: String(port),
+      });
       expect(run.code, run.stderr).toBe(0);
       expect(run.stdout).toContain('The link was also mailed to mailed@example.com');
       const [mail] = sink.to('mailed@example.com');
@@ -143,7 +185,9 @@ describe('npm run admin:invite without database.url', () => {
     const client = new pg.Client({ connectionString: url.toString() });
     await client.connect();
     try {
-      const { rows } = await client.query(`select u.roles from users u join tenants t on t.id = u.tenant_id where t.is_operator and u.email = 'embedded@example.com'`);
+      const { rows } = await client.query(
+        `select u.roles from users u join tenants t on t.id = u.tenant_id where t.is_operator and u.email = 'embedded@example.com'`,
+      );
       expect(rows).toEqual([{ roles: ['admin'] }]);
     } finally {
       await client.end();
@@ -155,15 +199,22 @@ describe('npm run admin:invite without database.url', () => {
     chmodSync(dir, 0o755);
     const port = await freePort();
     try {
-      const run = await adminInvite(['fresh@example.com'], {
-        TENANTRY_DATABASE_EMBEDDED_PORT: String(port),
-        TENANTRY_DATABASE_EMBEDDED_DIR: join(dir, 'postgres'),
-        TENANTRY_SERVER_PUBLIC_HOST: 'operator.localhost',
-      }, 120_000);
+      const run = await adminInvite(
+        ['fresh@example.com'],
+        {
+          TENANTRY_DATABASE_EMBEDDED_PORT: String(port),
+          TENANTRY_DATABASE_EMBEDDED_DIR: join(dir, 'postgres'),
+          TENANTRY_SERVER_PUBLIC_HOST: 'operator.localhost',
+        },
+        120_000,
+      );
       expect(run.code, run.stderr).toBe(0);
       expect(printedLink(run.stdout).hostname).toBe('operator.localhost');
       // It stopped the server it started.
-      const client = new pg.Client({ connectionString: `postgres://postgres:postgres@127.0.0.1:${port}/postgres`, connectionTimeoutMillis: 1000 });
+      const client = new pg.Client({
+        connectionString: `postgres://postgres:postgres@127.0.0.1:${port}/postgres`,
+        connectionTimeoutMillis: 1000,
+      });
       client.on('error', () => {});
       await expect(client.connect()).rejects.toThrow();
     } finally {
@@ -171,5 +222,3 @@ describe('npm run admin:invite without database.url', () => {
     }
   }, 150_000);
 });
-
-

@@ -65,37 +65,59 @@ describe('first operator to first customer administrator', () => {
     expect(page.status).toBe(200);
     expect(page.headers['content-type']).toMatch(/text\/html/);
     const token = operatorLink.searchParams.get('token')!;
-    const set = await to('operator.localhost').post('/api/v1/auth/password/reset').send({ token, password: 'operator secret 1' });
+    const set = await to('operator.localhost')
+      .post('/api/v1/auth/password/reset')
+      .send({ token, password: 'operator secret 1' });
     expect(set.status).toBe(204);
 
     // 3. Log in as a non-browser client would (curl): keep the Set-Cookie value, send it back.
-    const login = await to('operator.localhost').post('/api/v1/auth/login').send({ email: 'you@example.com', password: 'operator secret 1' });
+    const login = await to('operator.localhost')
+      .post('/api/v1/auth/login')
+      .send({ email: 'you@example.com', password: 'operator secret 1' });
     expect(login.status).toBe(200);
     expect(login.body).toMatchObject({ email: 'you@example.com', roles: ['admin'] });
     const operatorCookie = sessionCookieOf(login);
 
     // 4. Create a customer tenant with a host.
-    const created = await to('operator.localhost').post('/api/v1/tenant/tenants').set('Cookie', operatorCookie).send({ slug: 'acme', name: 'Acme', host: 'acme.localhost' });
+    const created = await to('operator.localhost')
+      .post('/api/v1/tenant/tenants')
+      .set('Cookie', operatorCookie)
+      .send({ slug: 'acme', name: 'Acme', host: 'acme.localhost' });
     expect(created.status).toBe(201);
     expect(created.body.hosts).toEqual([{ host: 'acme.localhost', primary: true }]);
 
     // 5. Invite its administrator; the service's worker mails the link on the customer's host.
-    const boss = await to('operator.localhost').post(`/api/v1/tenant/tenants/${created.body.id}/invite`).set('Cookie', operatorCookie).send({ email: 'boss@acme.test', displayName: 'Boss' });
+    const boss = await to('operator.localhost')
+      .post(`/api/v1/tenant/tenants/${created.body.id}/invite`)
+      .set('Cookie', operatorCookie)
+      .send({ email: 'boss@acme.test', displayName: 'Boss' });
     expect(boss.status).toBe(201);
     expect(boss.body).toMatchObject({ status: 'invited', roles: ['admin'] });
-    const [mail] = await eventually(async () => sink.to('boss@acme.test').length > 0 && sink.to('boss@acme.test'), 20_000, 'the invitation mail');
+    const [mail] = await eventually(
+      async () => sink.to('boss@acme.test').length > 0 && sink.to('boss@acme.test'),
+      20_000,
+      'the invitation mail',
+    );
     const customerLink = linkIn(mail!);
     expect(customerLink.hostname).toBe('acme.localhost');
 
     // 6. The customer administrator sets a password through that link and signs in on the customer host.
     const customerToken = customerLink.searchParams.get('token')!;
-    const customerSet = await eventually(async () => {
-      // The mail leaves inside the worker's transaction; the token counts once that commits.
-      const res = await to('acme.localhost').post('/api/v1/auth/password/reset').send({ token: customerToken, password: 'customer secret 1' });
-      return res.status === 204 ? res : undefined;
-    }, 5000, 'the customer token to be redeemable');
+    const customerSet = await eventually(
+      async () => {
+        // The mail leaves inside the worker's transaction; the token counts once that commits.
+        const res = await to('acme.localhost')
+          .post('/api/v1/auth/password/reset')
+          .send({ token: customerToken, password: 'customer secret 1' });
+        return res.status === 204 ? res : undefined;
+      },
+      5000,
+      'the customer token to be redeemable',
+    );
     expect(customerSet.status).toBe(204);
-    const customerLogin = await to('acme.localhost').post('/api/v1/auth/login').send({ email: 'boss@acme.test', password: 'customer secret 1' });
+    const customerLogin = await to('acme.localhost')
+      .post('/api/v1/auth/login')
+      .send({ email: 'boss@acme.test', password: 'customer secret 1' });
     expect(customerLogin.status).toBe(200);
     expect(customerLogin.body).toMatchObject({ email: 'boss@acme.test', roles: ['admin'], permissions: ['*'] });
     const customerCookie = sessionCookieOf(customerLogin);
@@ -117,10 +139,14 @@ describe('first operator to first customer administrator', () => {
       expect(res.headers['content-type']).toMatch(/application\/problem\+json/);
     }
     // Their session is no session on the operator host either.
-    expect((await to('operator.localhost').get('/api/v1/tenant/tenants').set('Cookie', customerCookie)).status).toBe(401);
+    expect((await to('operator.localhost').get('/api/v1/tenant/tenants').set('Cookie', customerCookie)).status).toBe(
+      401,
+    );
     // And the operator still sees one customer, active.
     const list = await to('operator.localhost').get('/api/v1/tenant/tenants').set('Cookie', operatorCookie);
-    expect(list.body.items.map((t: { slug: string; status: string }) => `${t.slug}:${t.status}`)).toEqual(['operator:active', 'acme:active']);
+    expect(list.body.items.map((t: { slug: string; status: string }) => `${t.slug}:${t.status}`)).toEqual([
+      'operator:active',
+      'acme:active',
+    ]);
   }, 120_000);
 });
-

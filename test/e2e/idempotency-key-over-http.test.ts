@@ -27,22 +27,49 @@ beforeAll(async () => {
   const site = await createCustomer(setup, 'retry', SITE);
   cookie = (await signInAs(setup, site, ['task:read', 'task:update'])).cookie;
   await setup.close();
-  service = await startService({ TENANTRY_DATABASE_URL: databaseUrl, TENANTRY_DATABASE_POOL_SIZE: '4', TENANTRY_SERVER_PORT: '0', TENANTRY_SERVER_PUBLIC_HOST: 'operator.localhost' }, 60_000, 'web');
+  service = await startService(
+    {
+      TENANTRY_DATABASE_URL: databaseUrl,
+      TENANTRY_DATABASE_POOL_SIZE: '4',
+      TENANTRY_SERVER_PORT: '0',
+      TENANTRY_SERVER_PUBLIC_HOST: 'operator.localhost',
+    },
+    60_000,
+    'web',
+  );
 }, 90_000);
 
 afterAll(async () => {
   if (service) await stopService(service.child);
 });
 
-function post(path: string, body: string, headers: Record<string, string>): Promise<{ status: number; headers: Record<string, unknown>; body: string }> {
+function post(
+  path: string,
+  body: string,
+  headers: Record<string, string>,
+): Promise<{ status: number; headers: Record<string, unknown>; body: string }> {
   const { hostname, port } = new URL(service.url);
   return new Promise((resolve, reject) => {
     const req = request(
-      { hostname, port, method: 'POST', path, agent: false, headers: { host: SITE, 'content-type': 'application/json', 'content-length': String(Buffer.byteLength(body)), ...headers } },
+      {
+        hostname,
+        port,
+        method: 'POST',
+        path,
+        agent: false,
+        headers: {
+          host: SITE,
+          'content-type': 'application/json',
+          'content-length': String(Buffer.byteLength(body)),
+          ...headers,
+        },
+      },
       (res) => {
         const chunks: Buffer[] = [];
         res.on('data', (c: Buffer) => chunks.push(c));
-        res.on('end', () => resolve({ status: res.statusCode!, headers: res.headers, body: Buffer.concat(chunks).toString() }));
+        res.on('end', () =>
+          resolve({ status: res.statusCode!, headers: res.headers, body: Buffer.concat(chunks).toString() }),
+        );
         res.on('error', reject);
       },
     );

@@ -44,15 +44,20 @@ async function runInProcess(args: string[]): Promise<Finished> {
 }
 
 const sessionsOf = async (userId: string) =>
-  (await app.services.db.pool.query<{ days: number }>(`select round(extract(epoch from expires_at - now()) / 86400)::int as days from sessions where user_id = $1 order by 1`, [userId])).rows.map(
-    (r) => r.days,
-  );
+  (
+    await app.services.db.pool.query<{ days: number }>(
+      `select round(extract(epoch from expires_at - now()) / 86400)::int as days from sessions where user_id = $1 order by 1`,
+      [userId],
+    )
+  ).rows.map((r) => r.days);
 
 describe('npm run job -- <name> [--at <ISO time>] [--tenant <slug>]', () => {
   it('runs a declared job once now, printing what it did', async () => {
     const run = await npmRunJob(['auth-sweep']);
     expect(run.code, run.stderr).toBe(0);
-    expect(run.stdout).toMatch(/^auth-sweep at \d{4}-\d\d-\d\dT[\d:.]+Z\n {2}\(no tenant\): ok \{"attemptsPurged":\d+,"swept":\{.*\}\}\n$/);
+    expect(run.stdout).toMatch(
+      /^auth-sweep at \d{4}-\d\d-\d\dT[\d:.]+Z\n {2}\(no tenant\): ok \{"attemptsPurged":\d+,"swept":\{.*\}\}\n$/,
+    );
   });
 
   it('runs it as if the clock read --at: the sweep deletes what has expired by then, and says so', async () => {
@@ -90,7 +95,11 @@ describe('npm run job -- <name> [--at <ISO time>] [--tenant <slug>]', () => {
     const lines = run.stdout.trim().split('\n');
     expect(lines[0]).toMatch(/^testkit-tally \(per tenant\) at 2030-03-01T03:00:0\d\.\d{3}Z \(--at\)$/);
     expect(lines.slice(1, -1).sort()).toEqual(
-      [app.operator.slug, 'jobcmd-acme', 'jobcmd-globex'].sort().map((slug) => expect.stringMatching(new RegExp(`^ {2}${slug}: ok \\{"widgetsBefore":\\d+,"created":true\\}$`))),
+      [app.operator.slug, 'jobcmd-acme', 'jobcmd-globex']
+        .sort()
+        .map((slug) =>
+          expect.stringMatching(new RegExp(`^ {2}${slug}: ok \\{"widgetsBefore":\\d+,"created":true\\}$`)),
+        ),
     );
     expect(lines.at(-1)).toBe('3 tenants: 3 ok, 0 failed');
     // The run's slot is the minute the clock read.
@@ -100,7 +109,10 @@ describe('npm run job -- <name> [--at <ISO time>] [--tenant <slug>]', () => {
   it('runs it for the one tenant --tenant names', async () => {
     const run = await runInProcess(['testkit-tally', '--tenant', 'jobcmd-acme', '--at', '2030-03-02T03:00:00Z']);
     expect(run.code, run.stderr).toBe(0);
-    expect(run.stdout.trim().split('\n').slice(1)).toEqual(['  jobcmd-acme: ok {"widgetsBefore":1,"created":true}', '1 tenant: 1 ok, 0 failed']);
+    expect(run.stdout.trim().split('\n').slice(1)).toEqual([
+      '  jobcmd-acme: ok {"widgetsBefore":1,"created":true}',
+      '1 tenant: 1 ok, 0 failed',
+    ]);
     expect(tallyControl.attempts.map((a) => a.tenantId)).toEqual([acme.id]);
   });
 

@@ -17,9 +17,18 @@ export interface Finished {
 }
 
 /** Runs `npm run <script> -- <args>` from the repository root, with the given settings, to its end. */
-export function npmRun(script: string, args: string[], settings: Record<string, string>, timeoutMs = 60_000): Promise<Finished> {
+export function npmRun(
+  script: string,
+  args: string[],
+  settings: Record<string, string>,
+  timeoutMs = 60_000,
+): Promise<Finished> {
   return new Promise((resolve, reject) => {
-    const child = spawn('npm', ['run', '--silent', script, '--', ...args], { cwd: REPO, env: childEnv(settings), stdio: ['ignore', 'pipe', 'pipe'] });
+    const child = spawn('npm', ['run', '--silent', script, '--', ...args], {
+      cwd: REPO,
+      env: childEnv(settings),
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
     let stdout = '';
     let stderr = '';
     child.stdout.on('data', (c: Buffer) => (stdout += c.toString()));
@@ -57,7 +66,11 @@ export function startService(
   role: 'all' | 'web' | 'worker' = 'all',
 ): Promise<{ child: ChildProcess; url: string; log: () => string }> {
   return new Promise((resolve, reject) => {
-    const child = spawn(process.execPath, ['main.ts', '--role', role], { cwd: REPO, env: childEnv(settings), stdio: ['ignore', 'pipe', 'pipe'] });
+    const child = spawn(process.execPath, ['main.ts', '--role', role], {
+      cwd: REPO,
+      env: childEnv(settings),
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
     let output = '';
     const log = () => output;
     const timer = setTimeout(() => {

@@ -43,7 +43,18 @@ function call(base: string, { method = 'GET', path, host, headers = {}, body, ag
   const { hostname, port } = new URL(base);
   return new Promise((resolve, reject) => {
     const req = request(
-      { hostname, port, method, path, agent: agent ?? false, headers: { host, ...(body !== undefined ? { 'content-length': String(Buffer.byteLength(body)) } : {}), ...headers } },
+      {
+        hostname,
+        port,
+        method,
+        path,
+        agent: agent ?? false,
+        headers: {
+          host,
+          ...(body !== undefined ? { 'content-length': String(Buffer.byteLength(body)) } : {}),
+          ...headers,
+        },
+      },
       (res) => {
         const chunks: Buffer[] = [];
         res.on('data', (c: Buffer) => chunks.push(c));
@@ -88,7 +99,11 @@ beforeAll(async () => {
   // Migrations and the data the test needs, through an in-process app (no worker) on the same
   // database; the four processes then start on a migrated database, as a deployment's do after
   // the first.
-  setup = await startTestApp({ databaseUrl, modules: allModules, config: testConfig({ files: { storage: 's3', s3: bucket.settings() } }) });
+  setup = await startTestApp({
+    databaseUrl,
+    modules: allModules,
+    config: testConfig({ files: { storage: 's3', s3: bucket.settings() } }),
+  });
   site = await createCustomer(setup, 'multi', SITE);
   paused = await createCustomer(setup, 'paused', PAUSED);
   siteCookie = (await signInAs(setup, site, ['file:read', 'file:manage', 'content:read', 'content:manage'])).cookie;
@@ -137,25 +152,49 @@ describe('two web and two worker processes on one PostgreSQL and one bucket', ()
   it('a file uploaded through web A downloads through web B, whole and by range', async () => {
     const content = Buffer.from('bytes that went to the bucket through A');
     const { body, type } = form([{ name: 'file', filename: 'shared.txt', type: 'text/plain', content }]);
-    const up = await call(A(), { method: 'POST', path: '/api/v1/file/files?visibility=private', host: SITE, headers: { cookie: siteCookie, 'content-type': type }, body });
+    const up = await call(A(), {
+      method: 'POST',
+      path: '/api/v1/file/files?visibility=private',
+      host: SITE,
+      headers: { cookie: siteCookie, 'content-type': type },
+      body,
+    });
     expect(up.status, up.body.toString()).toBe(201);
     const id = up.json().id as string;
-    const whole = await call(B(), { path: `/api/v1/file/files/${id}/content`, host: SITE, headers: { cookie: siteCookie } });
+    const whole = await call(B(), {
+      path: `/api/v1/file/files/${id}/content`,
+      host: SITE,
+      headers: { cookie: siteCookie },
+    });
     expect(whole.status).toBe(200);
     expect(whole.body.equals(content)).toBe(true);
     expect(whole.headers.etag).toBe(`"${createHash('sha256').update(content).digest('hex')}"`);
-    const part = await call(B(), { path: `/api/v1/file/files/${id}/content`, host: SITE, headers: { cookie: siteCookie, range: 'bytes=6-11' } });
+    const part = await call(B(), {
+      path: `/api/v1/file/files/${id}/content`,
+      host: SITE,
+      headers: { cookie: siteCookie, range: 'bytes=6-11' },
+    });
     expect([part.status, part.body.toString()]).toEqual([206, 'that w']);
   });
 
   it('suspending a tenant through A makes B answer no-site within 1 s', async () => {
     // B has resolved the host (and holds it in its cache).
-    for (const base of [A(), B()]) expect((await call(base, { path: '/api/v1/auth/me', host: PAUSED })).json().code).toBe('AUTH_REQUIRED');
-    const suspend = await call(A(), { method: 'POST', path: `/api/v1/tenant/tenants/${paused.id}/suspend`, host: OPERATOR_HOST, headers: { cookie: operatorCookie } });
+    for (const base of [A(), B()])
+      expect((await call(base, { path: '/api/v1/auth/me', host: PAUSED })).json().code).toBe('AUTH_REQUIRED');
+    const suspend = await call(A(), {
+      method: 'POST',
+      path: `/api/v1/tenant/tenants/${paused.id}/suspend`,
+      host: OPERATOR_HOST,
+      headers: { cookie: operatorCookie },
+    });
     expect(suspend.status, suspend.body.toString()).toBe(200);
     const suspendedAt = Date.now();
     expect((await call(A(), { path: '/api/v1/auth/me', host: PAUSED })).json().code).toBe('NO_SITE');
-    await until('B to answer no-site', async () => (await call(B(), { path: '/api/v1/auth/me', host: PAUSED })).json().code === 'NO_SITE', 5_000);
+    await until(
+      'B to answer no-site',
+      async () => (await call(B(), { path: '/api/v1/auth/me', host: PAUSED })).json().code === 'NO_SITE',
+      5_000,
+    );
     expect(Date.now() - suspendedAt).toBeLessThan(1000);
   });
 
@@ -188,15 +227,44 @@ describe('two web and two worker processes on one PostgreSQL and one bucket', ()
     });
     expect(created.status, created.body.toString()).toBe(201);
     const id = created.json().id as string;
-    expect((await call(A(), { method: 'POST', path: `/api/v1/content/contents/${id}/publish`, host: SITE, headers: json, body: '{}' })).status).toBe(200);
+    expect(
+      (
+        await call(A(), {
+          method: 'POST',
+          path: `/api/v1/content/contents/${id}/publish`,
+          host: SITE,
+          headers: json,
+          body: '{}',
+        })
+      ).status,
+    ).toBe(200);
     const page = await call(B(), { path: '/api/v1/content/public/about-us', host: SITE });
     expect(page.status).toBe(200);
     const etag = page.headers.etag as string;
     // Held: B answers the conditional request 304 (from its cache, for up to its 60 s TTL).
-    expect((await call(B(), { path: '/api/v1/content/public/about-us', host: SITE, headers: { 'if-none-match': etag } })).status).toBe(304);
-    expect((await call(A(), { method: 'POST', path: `/api/v1/content/contents/${id}/unpublish`, host: SITE, headers: json, body: '{}' })).status).toBe(200);
+    expect(
+      (await call(B(), { path: '/api/v1/content/public/about-us', host: SITE, headers: { 'if-none-match': etag } }))
+        .status,
+    ).toBe(304);
+    expect(
+      (
+        await call(A(), {
+          method: 'POST',
+          path: `/api/v1/content/contents/${id}/unpublish`,
+          host: SITE,
+          headers: json,
+          body: '{}',
+        })
+      ).status,
+    ).toBe(200);
     const unpublishedAt = Date.now();
-    await until('B to stop answering 304', async () => (await call(B(), { path: '/api/v1/content/public/about-us', host: SITE, headers: { 'if-none-match': etag } })).status === 404, 5_000);
+    await until(
+      'B to stop answering 304',
+      async () =>
+        (await call(B(), { path: '/api/v1/content/public/about-us', host: SITE, headers: { 'if-none-match': etag } }))
+          .status === 404,
+      5_000,
+    );
     expect(Date.now() - unpublishedAt).toBeLessThan(1000);
   });
 
@@ -205,13 +273,30 @@ describe('two web and two worker processes on one PostgreSQL and one bucket', ()
     // goes to the blob removal subscription.
     const ids: string[] = [];
     for (let i = 0; i < 10; i++) {
-      const { body, type } = form([{ name: 'file', filename: `f${i}.bin`, type: 'application/octet-stream', content: `file ${i}` }]);
-      const up = await call(i % 2 ? B() : A(), { method: 'POST', path: '/api/v1/file/files?visibility=private', host: SITE, headers: { cookie: siteCookie, 'content-type': type }, body });
+      const { body, type } = form([
+        { name: 'file', filename: `f${i}.bin`, type: 'application/octet-stream', content: `file ${i}` },
+      ]);
+      const up = await call(i % 2 ? B() : A(), {
+        method: 'POST',
+        path: '/api/v1/file/files?visibility=private',
+        host: SITE,
+        headers: { cookie: siteCookie, 'content-type': type },
+        body,
+      });
       expect(up.status).toBe(201);
       ids.push(up.json().id as string);
     }
     for (const [i, id] of ids.entries()) {
-      expect((await call(i % 2 ? A() : B(), { method: 'DELETE', path: `/api/v1/file/files/${id}`, host: SITE, headers: { cookie: siteCookie } })).status).toBe(204);
+      expect(
+        (
+          await call(i % 2 ? A() : B(), {
+            method: 'DELETE',
+            path: `/api/v1/file/files/${id}`,
+            host: SITE,
+            headers: { cookie: siteCookie },
+          })
+        ).status,
+      ).toBe(204);
     }
     // Every event relayed, every subscription job settled.
     await until(
@@ -227,20 +312,27 @@ describe('two web and two worker processes on one PostgreSQL and one bucket', ()
     );
     const one = async (sql: string) => (await db.query(sql)).rows;
     // Audit rows = events: every event of the outbox, once.
-    const [counts] = await one(`select (select count(*) from outbox)::int as events, (select count(*) from audit_events)::int as audited,
+    const [counts] =
+      await one(`select (select count(*) from outbox)::int as events, (select count(*) from audit_events)::int as audited,
                                        (select count(*) from outbox o join audit_events a using (tenant_id, event_id))::int as matched`);
     expect(counts.audited).toBe(counts.events);
     expect(counts.matched).toBe(counts.events);
     // Each subscription received each of its events once: one job per (queue, event), completed.
-    const deliveries = await one(`select name as queue, data->>'id' as event, count(*)::int as jobs, array_agg(state::text) as states
+    const deliveries =
+      await one(`select name as queue, data->>'id' as event, count(*)::int as jobs, array_agg(state::text) as states
                                     from pgboss.job where name like 'sub-%' group by 1, 2`);
     expect(deliveries.length).toBeGreaterThanOrEqual(10);
     expect(deliveries.filter((d) => d.jobs !== 1 || d.states[0] !== 'completed')).toEqual([]);
     const deleted = await one(`select event_id::text as event from outbox where name = 'file.deleted'`);
     expect(deleted).toHaveLength(10);
-    const removal = deliveries.filter((d) => d.queue === 'sub-file-blob-removal').map((d) => d.event).sort();
+    const removal = deliveries
+      .filter((d) => d.queue === 'sub-file-blob-removal')
+      .map((d) => d.event)
+      .sort();
     expect(removal).toEqual(deleted.map((d) => d.event).sort());
-    expect((await one(`select count(*)::int as n from processed_events where subscription = 'file-blob-removal'`))[0].n).toBe(10);
+    expect(
+      (await one(`select count(*)::int as n from processed_events where subscription = 'file-blob-removal'`))[0].n,
+    ).toBe(10);
     // The bucket holds exactly the blobs rows name.
     const named = (await one('select storage_key::text as key from files')).map((r) => `${r.key}`).sort();
     expect(await bucket.keys()).toEqual(named);
@@ -250,9 +342,15 @@ describe('two web and two worker processes on one PostgreSQL and one bucket', ()
     const outcome = await loadWhileStopping(A(), B(), web[0]!.child);
     expect(outcome.exitCode).toBe(0);
     // No request failed on B.
-    expect(outcome.onB.filter((r) => r.status !== 200), 'requests to B that failed').toEqual([]);
+    expect(
+      outcome.onB.filter((r) => r.status !== 200),
+      'requests to B that failed',
+    ).toEqual([]);
     // A answered every request it read, in flight at the signal or after it, in full and with 200.
-    expect(outcome.onA.filter((r) => r.status !== undefined && r.status !== 200), 'answers of A other than 200').toEqual([]);
+    expect(
+      outcome.onA.filter((r) => r.status !== undefined && r.status !== 200),
+      'answers of A other than 200',
+    ).toEqual([]);
     expect(outcome.onA.filter((r) => r.status !== undefined && r.sentAt < outcome.killedAt).length).toBeGreaterThan(0);
     expect(outcome.onA.filter((r) => r.status !== undefined && r.doneAt > outcome.killedAt).length).toBeGreaterThan(0);
     // What A never read (a request on a connection it was closing as idle, or a new connection
@@ -263,7 +361,10 @@ describe('two web and two worker processes on one PostgreSQL and one bucket', ()
     }
     // A closed each keep-alive connection: its last answer on it said Connection: close, or it was
     // idle and A closed it (the next request found it gone). No answer before the signal said close.
-    expect(outcome.lanes.every((lane) => lane.endedBy === 'close' || lane.endedBy === 'gone'), JSON.stringify(outcome.lanes)).toBe(true);
+    expect(
+      outcome.lanes.every((lane) => lane.endedBy === 'close' || lane.endedBy === 'gone'),
+      JSON.stringify(outcome.lanes),
+    ).toBe(true);
     expect(outcome.lanes.filter((lane) => lane.endedBy === 'close').length).toBeGreaterThan(0);
     expect(outcome.onA.filter((r) => r.connection === 'close' && r.doneAt < outcome.killedAt)).toEqual([]);
   }, 20_000);
@@ -275,7 +376,9 @@ describe('two web and two worker processes on one PostgreSQL and one bucket', ()
     await until(
       'a tick of the SLA sweep to run',
       async () => {
-        const { rows } = await db.query(`select 1 from pgboss.job where name = 'job-task-sla-sweep' and state = 'completed'`);
+        const { rows } = await db.query(
+          `select 1 from pgboss.job where name = 'job-task-sla-sweep' and state = 'completed'`,
+        );
         return rows.length > 0;
       },
       Math.max(1000, workersStartedAt + 45_000 - Date.now()),
@@ -311,15 +414,25 @@ async function loadWhileStopping(
   a: string,
   b: string,
   child: ChildProcess,
-): Promise<{ onA: Sent[]; onB: Sent[]; lanes: { endedBy?: 'close' | 'gone' }[]; killedAt: number; exitCode: number | null }> {
+): Promise<{
+  onA: Sent[];
+  onB: Sent[];
+  lanes: { endedBy?: 'close' | 'gone' }[];
+  killedAt: number;
+  exitCode: number | null;
+}> {
   const onA: Sent[] = [];
   const onB: Sent[] = [];
   const lanes: { endedBy?: 'close' | 'gone' }[] = [];
   let killedAt = Number.POSITIVE_INFINITY;
   let stop = false;
   const exited = new Promise<number | null>((resolve) => child.once('exit', (code) => resolve(code)));
-  const agents = { a: new Agent({ keepAlive: true, maxSockets: 16 }), b: new Agent({ keepAlive: true, maxSockets: 16 }) };
-  const get = (base: string, agent: Agent) => call(base, { path: '/api/v1/file/files?limit=5', host: SITE, headers: { cookie: siteCookie }, agent });
+  const agents = {
+    a: new Agent({ keepAlive: true, maxSockets: 16 }),
+    b: new Agent({ keepAlive: true, maxSockets: 16 }),
+  };
+  const get = (base: string, agent: Agent) =>
+    call(base, { path: '/api/v1/file/files?limit=5', host: SITE, headers: { cookie: siteCookie }, agent });
   const lane = async (startOnA: boolean) => {
     let onFirst = startOnA;
     const state: { endedBy?: 'close' | 'gone' } = {};
@@ -356,4 +469,3 @@ async function loadWhileStopping(
   agents.b.destroy();
   return { onA, onB, lanes, killedAt, exitCode: await exited };
 }
-

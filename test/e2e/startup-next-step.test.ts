@@ -50,7 +50,11 @@ const NEXT = 'npm run admin:invite -- <you@example.com>';
 describe('the startup log of a new installation', () => {
   it('prints http://localhost:<port> and, until the operator tenant has a user, the exact admin:invite command', async () => {
     // The default public host (localhost), as a newcomer runs it.
-    const settings = { TENANTRY_DATABASE_URL: await createTestDatabase(), TENANTRY_SERVER_PORT: '0', TENANTRY_SERVER_LOG_LEVEL: 'info' };
+    const settings = {
+      TENANTRY_DATABASE_URL: await createTestDatabase(),
+      TENANTRY_SERVER_PORT: '0',
+      TENANTRY_SERVER_LOG_LEVEL: 'info',
+    };
 
     const first = await startService(settings);
     try {
@@ -59,7 +63,10 @@ describe('the startup log of a new installation', () => {
       expect(started.listening).toBe(`http://127.0.0.1:${port}`);
       expect(started.url).toBe(`http://localhost:${port}`);
       expect(started.next).toBe(NEXT);
-      const hint = await eventually(() => entries(first.log()).find((e) => e.msg.includes('admin:invite')), 'the next-command line');
+      const hint = await eventually(
+        () => entries(first.log()).find((e) => e.msg.includes('admin:invite')),
+        'the next-command line',
+      );
       expect(hint.msg).toContain(`run: ${NEXT}`);
       // The printed URL reaches the operator tenant (the bound address would be NO_SITE).
       const viaUrl = await open(started.listening!, started.url!, '/api/v1/auth/me');

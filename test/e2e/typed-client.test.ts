@@ -40,10 +40,16 @@ function programFetch() {
           if (session) cookie = session.split(';', 1)[0];
           const answerHeaders = new Headers();
           for (const [name, value] of Object.entries(response.headers)) {
-            for (const one of Array.isArray(value) ? value : value === undefined ? [] : [value]) answerHeaders.append(name, one);
+            for (const one of Array.isArray(value) ? value : value === undefined ? [] : [value])
+              answerHeaders.append(name, one);
           }
           const status = response.statusCode!;
-          resolve(new Response(status === 204 || status === 304 ? null : Buffer.concat(chunks), { status, headers: answerHeaders }));
+          resolve(
+            new Response(status === 204 || status === 304 ? null : Buffer.concat(chunks), {
+              status,
+              headers: answerHeaders,
+            }),
+          );
         });
         response.on('error', reject);
       });
@@ -73,25 +79,37 @@ it('a program signs in, works a task through its commands, pages with the cursor
   expect(signedIn.data?.email).toBe(user.email);
 
   const deadline = new Date(Date.now() + 86_400_000).toISOString();
-  const created = await client.POST('/api/v1/task/tasks', { body: { title: 'Ship the client', priority: 'high', status: 'open', deadline } });
+  const created = await client.POST('/api/v1/task/tasks', {
+    body: { title: 'Ship the client', priority: 'high', status: 'open', deadline },
+  });
   expect(created.response.status, JSON.stringify(created.error)).toBe(201);
   const taskId = created.data!.id;
 
-  const assigned = await client.POST('/api/v1/task/tasks/{id}/assign', { params: { path: { id: taskId } }, body: { assigneeId: user.id } });
+  const assigned = await client.POST('/api/v1/task/tasks/{id}/assign', {
+    params: { path: { id: taskId } },
+    body: { assigneeId: user.id },
+  });
   expect(assigned.response.status, JSON.stringify(assigned.error)).toBe(200);
   expect(assigned.data?.assigneeId).toBe(user.id);
-  const resolved = await client.POST('/api/v1/task/tasks/{id}/resolve', { params: { path: { id: taskId } }, body: { resolution: 'done by a program' } });
+  const resolved = await client.POST('/api/v1/task/tasks/{id}/resolve', {
+    params: { path: { id: taskId } },
+    body: { resolution: 'done by a program' },
+  });
   expect(resolved.response.status, JSON.stringify(resolved.error)).toBe(200);
   expect(resolved.data?.status).toBe('resolved');
 
   for (const title of ['second', 'third']) {
-    const more = await client.POST('/api/v1/task/tasks', { body: { title, priority: 'low', status: 'open', deadline } });
+    const more = await client.POST('/api/v1/task/tasks', {
+      body: { title, priority: 'low', status: 'open', deadline },
+    });
     expect(more.response.status).toBe(201);
   }
   const firstPage = await client.GET('/api/v1/task/tasks', { params: { query: { limit: 2, sort: 'title' } } });
   expect(firstPage.data?.items.map((t) => t.title)).toEqual(['second', 'Ship the client'].sort());
   expect(firstPage.data?.next).toEqual(expect.any(String));
-  const secondPage = await client.GET('/api/v1/task/tasks', { params: { query: { limit: 2, sort: 'title', after: firstPage.data!.next! } } });
+  const secondPage = await client.GET('/api/v1/task/tasks', {
+    params: { query: { limit: 2, sort: 'title', after: firstPage.data!.next! } },
+  });
   expect(secondPage.data?.items.map((t) => t.title)).toEqual(['third']);
   expect(secondPage.data?.next).toBeNull();
 
@@ -106,13 +124,20 @@ it('a program signs in, works a task through its commands, pages with the cursor
   });
   expect(uploaded.response.status, JSON.stringify(uploaded.error)).toBe(201);
   expect(uploaded.data).toMatchObject({ name: 'hello.txt', size: 20 });
-  const downloaded = await client.GET('/api/v1/file/files/{id}/content', { params: { path: { id: uploaded.data!.id } }, parseAs: 'text' });
+  const downloaded = await client.GET('/api/v1/file/files/{id}/content', {
+    params: { path: { id: uploaded.data!.id } },
+    parseAs: 'text',
+  });
   expect(downloaded.data).toBe('hello from a program');
 
   const slug = `typed-${randomUUID().slice(0, 8)}`;
-  const content = await client.POST('/api/v1/content/contents', { body: { kind: 'page', slug, title: 'Typed', body: '# Typed\n\nFrom a program.' } });
+  const content = await client.POST('/api/v1/content/contents', {
+    body: { kind: 'page', slug, title: 'Typed', body: '# Typed\n\nFrom a program.' },
+  });
   expect(content.response.status, JSON.stringify(content.error)).toBe(201);
-  const published = await client.POST('/api/v1/content/contents/{id}/publish', { params: { path: { id: content.data!.id } } });
+  const published = await client.POST('/api/v1/content/contents/{id}/publish', {
+    params: { path: { id: content.data!.id } },
+  });
   expect(published.response.status, JSON.stringify(published.error)).toBe(200);
   const anonymous = createClient<paths>({ baseUrl: base, fetch: programFetch() });
   const page = await anonymous.GET('/api/v1/content/public/{slug}', { params: { path: { slug } } });
@@ -125,12 +150,20 @@ it('a program signs in, works a task through its commands, pages with the cursor
   expect(refused.error?.code).toEqual(expect.any(String));
 
   // A personal access token: made with the session, then the only credential of a second client.
-  const issued = await client.POST('/api/v1/auth/tokens', { body: { name: 'typed client', permissions: ['task:read'], expiresInDays: 7 } });
+  const issued = await client.POST('/api/v1/auth/tokens', {
+    body: { name: 'typed client', permissions: ['task:read'], expiresInDays: 7 },
+  });
   expect(issued.response.status, JSON.stringify(issued.error)).toBe(201);
-  const bearer = createClient<paths>({ baseUrl: base, fetch: programFetch(), headers: { authorization: `Bearer ${issued.data!.token}` } });
+  const bearer = createClient<paths>({
+    baseUrl: base,
+    fetch: programFetch(),
+    headers: { authorization: `Bearer ${issued.data!.token}` },
+  });
   const listed = await bearer.GET('/api/v1/task/tasks', { params: { query: { limit: 10 } } });
   expect(listed.response.status, JSON.stringify(listed.error)).toBe(200);
   expect(listed.data?.items).toHaveLength(3);
-  const beyond = await bearer.POST('/api/v1/task/tasks', { body: { title: 'not mine to make', priority: 'low', status: 'open', deadline } });
+  const beyond = await bearer.POST('/api/v1/task/tasks', {
+    body: { title: 'not mine to make', priority: 'low', status: 'open', deadline },
+  });
   expect(beyond.response.status).toBe(403);
 }, 60_000);

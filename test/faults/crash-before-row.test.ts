@@ -29,7 +29,11 @@ let locker: pg.Client;
 
 beforeAll(async () => {
   databaseUrl = await createTestDatabase();
-  const setup = await startTestApp({ databaseUrl, modules: allModules, config: testConfig({ files: { storage: 'local', dir } }) });
+  const setup = await startTestApp({
+    databaseUrl,
+    modules: allModules,
+    config: testConfig({ files: { storage: 'local', dir } }),
+  });
   const tenant = await createCustomer(setup, 'crash', HOST);
   cookie = (await signInAs(setup, tenant, ['file:read', 'file:manage'])).cookie;
   await setup.close();
@@ -82,7 +86,9 @@ describe('a service killed after the blob is written and before its row commits'
     await locker.query('begin');
     await locker.query('lock table files in exclusive mode');
 
-    const { body, type } = form([{ name: 'file', filename: 'crash.txt', type: 'text/plain', content: 'bytes written before the row' }]);
+    const { body, type } = form([
+      { name: 'file', filename: 'crash.txt', type: 'text/plain', content: 'bytes written before the row' },
+    ]);
     // The answer never comes: the process is killed while the request waits on the row.
     const pending = supertest(service!.url)
       .post(`${FILES}?visibility=private`)

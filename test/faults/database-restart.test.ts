@@ -43,12 +43,31 @@ interface Outcome {
   id?: string;
 }
 
-function call(base: string, method: string, path: string, host: string, headers: Record<string, string> = {}, body?: string): Promise<Outcome & { json: Record<string, unknown> }> {
+function call(
+  base: string,
+  method: string,
+  path: string,
+  host: string,
+  headers: Record<string, string> = {},
+  body?: string,
+): Promise<Outcome & { json: Record<string, unknown> }> {
   const { hostname, port } = new URL(base);
   const started = Date.now();
   return new Promise((resolve) => {
     const req = request(
-      { hostname, port, method, path, agent: false, timeout: 15_000, headers: { host, ...(body !== undefined ? { 'content-length': String(Buffer.byteLength(body)) } : {}), ...headers } },
+      {
+        hostname,
+        port,
+        method,
+        path,
+        agent: false,
+        timeout: 15_000,
+        headers: {
+          host,
+          ...(body !== undefined ? { 'content-length': String(Buffer.byteLength(body)) } : {}),
+          ...headers,
+        },
+      },
       (res) => {
         const chunks: Buffer[] = [];
         res.on('data', (c: Buffer) => chunks.push(c));
@@ -114,7 +133,11 @@ beforeAll(async () => {
   databaseUrl = await ensureDatabase(server!.adminUrl, 'tenantry');
   // Another process's view of the database (an in-process app, no worker): it migrates, makes the
   // tenants and sessions, and later suspends a tenant, which the service learns of only through LISTEN.
-  other = await startTestApp({ databaseUrl, modules: allModules, config: testConfig({ database: { acquire_timeout_ms: ACQUIRE_TIMEOUT_MS } }) });
+  other = await startTestApp({
+    databaseUrl,
+    modules: allModules,
+    config: testConfig({ database: { acquire_timeout_ms: ACQUIRE_TIMEOUT_MS } }),
+  });
   site = await createCustomer(other, 'restart', SITE);
   await createCustomer(other, 'restart-paused', PAUSED);
   await createCustomer(other, 'restart-paused-too', PAUSED_TOO);
@@ -123,7 +146,11 @@ beforeAll(async () => {
   // An endpoint, so that webhook-fan-out (which takes only the events of tenants with endpoints)
   // takes this tenant's events: its delivery is the subscription the worker must come back for.
   const webhookCookie = (await signInAs(other, site, ['webhook:manage'])).cookie;
-  const endpoint = await other.http(SITE).post('/api/v1/webhook/endpoints').set('Cookie', webhookCookie).send({ url: 'https://hooks.example.com/restart', events: ['*'], active: false });
+  const endpoint = await other
+    .http(SITE)
+    .post('/api/v1/webhook/endpoints')
+    .set('Cookie', webhookCookie)
+    .send({ url: 'https://hooks.example.com/restart', events: ['*'], active: false });
   expect(endpoint.status, JSON.stringify(endpoint.body)).toBe(201);
   service = await startService({
     TENANTRY_DATABASE_URL: databaseUrl,
@@ -153,7 +180,14 @@ function traffic(): { stop(): Promise<Outcome[]> } {
     while (running) {
       const creating = (serial++ + lane) % 2 === 0;
       const answer = creating
-        ? await call(service.url, 'POST', '/api/v1/content/contents', SITE, json(), JSON.stringify({ slug: `r-${serial}-${lane}`, title: 'Restart', kind: 'page', body: 'x' }))
+        ? await call(
+            service.url,
+            'POST',
+            '/api/v1/content/contents',
+            SITE,
+            json(),
+            JSON.stringify({ slug: `r-${serial}-${lane}`, title: 'Restart', kind: 'page', body: 'x' }),
+          )
         : await call(service.url, 'GET', '/api/v1/content/contents?limit=5', SITE, { cookie: siteCookie });
       const { json: _body, ...kept } = answer;
       outcomes.push(kept);
@@ -172,8 +206,15 @@ function traffic(): { stop(): Promise<Outcome[]> } {
 
 /** The rules every answer obeys, through an outage: a success, or a retryable 503 in time. */
 function expectEveryAnswerBounded(outcomes: Outcome[]): void {
-  const bad = outcomes.filter((o) => !(o.status === 200 || o.status === 201) && !(o.status === 503 && (o.code === 'DB_UNAVAILABLE' || o.code === 'DB_BUSY') && o.retryAfter));
-  expect(bad.slice(0, 5), `${bad.length} answers neither a success nor a 503 DB_UNAVAILABLE/DB_BUSY with Retry-After`).toEqual([]);
+  const bad = outcomes.filter(
+    (o) =>
+      !(o.status === 200 || o.status === 201) &&
+      !(o.status === 503 && (o.code === 'DB_UNAVAILABLE' || o.code === 'DB_BUSY') && o.retryAfter),
+  );
+  expect(
+    bad.slice(0, 5),
+    `${bad.length} answers neither a success nor a 503 DB_UNAVAILABLE/DB_BUSY with Retry-After`,
+  ).toEqual([]);
   const slow = outcomes.filter((o) => o.ms > ANSWER_WITHIN_MS);
   expect(slow.slice(0, 5), `${slow.length} answers slower than ${ANSWER_WITHIN_MS} ms`).toEqual([]);
 }
@@ -191,7 +232,10 @@ async function expectNoAcknowledgedCreateMissing(outcomes: Outcome[]): Promise<v
   const client = new pg.Client({ connectionString: databaseUrl });
   await client.connect();
   try {
-    const { rows } = await client.query<{ n: number }>('select count(*)::int as n from contents where id = any($1::uuid[])', [ids]);
+    const { rows } = await client.query<{ n: number }>(
+      'select count(*)::int as n from contents where id = any($1::uuid[])',
+      [ids],
+    );
     expect(rows[0]!.n).toBe(ids.length);
   } finally {
     await client.end();
@@ -255,18 +299,36 @@ describe('PostgreSQL restarted under 16 connections of list and create traffic',
 async function expectListeningAndWorking(slug: string, host: string, newSlug: string): Promise<void> {
   // Cached by the service first, so that only an eviction can make it answer no-site.
   expect((await call(service.url, 'GET', '/api/v1/auth/me', host)).code).not.toBe('NO_SITE');
-  const suspend = await other.http(OPERATOR_HOST).post(`/api/v1/tenant/tenants/${await tenantId(slug)}/suspend`).set('Cookie', operatorCookie);
+  const suspend = await other
+    .http(OPERATOR_HOST)
+    .post(`/api/v1/tenant/tenants/${await tenantId(slug)}/suspend`)
+    .set('Cookie', operatorCookie);
   expect(suspend.status, JSON.stringify(suspend.body)).toBe(200);
   const suspendedAt = Date.now();
-  await until('the service to answer no-site', async () => (await call(service.url, 'GET', '/api/v1/auth/me', host)).code === 'NO_SITE', 5_000);
+  await until(
+    'the service to answer no-site',
+    async () => (await call(service.url, 'GET', '/api/v1/auth/me', host)).code === 'NO_SITE',
+    5_000,
+  );
   expect(Date.now() - suspendedAt).toBeLessThan(1000);
 
-  const created = await call(service.url, 'POST', '/api/v1/content/contents', SITE, json(), JSON.stringify({ slug: newSlug, title: 'After', kind: 'page', body: 'x' }));
+  const created = await call(
+    service.url,
+    'POST',
+    '/api/v1/content/contents',
+    SITE,
+    json(),
+    JSON.stringify({ slug: newSlug, title: 'After', kind: 'page', body: 'x' }),
+  );
   expect(created.status).toBe(201);
   const createdAt = Date.now();
   await until('the new event to be relayed', async () => (await audited(created.id!)) > 0, 5_000);
   expect(Date.now() - createdAt).toBeLessThan(1000);
-  await until('the new event to be delivered to a subscription', async () => (await delivered(created.id!)) > 0, 10_000);
+  await until(
+    'the new event to be delivered to a subscription',
+    async () => (await delivered(created.id!)) > 0,
+    10_000,
+  );
 }
 
 async function delivered(contentId: string): Promise<number> {
@@ -283,6 +345,9 @@ async function tenantId(slug: string): Promise<string> {
 }
 
 async function audited(contentId: string): Promise<number> {
-  const { rows } = await other.services.db.pool.query<{ n: number }>(`select count(*)::int as n from audit_events where payload->>'id' = $1`, [contentId]);
+  const { rows } = await other.services.db.pool.query<{ n: number }>(
+    `select count(*)::int as n from audit_events where payload->>'id' = $1`,
+    [contentId],
+  );
   return rows[0]!.n;
 }

@@ -37,7 +37,9 @@ function mountTmpfs(): boolean {
 }
 
 const mounted = mountTmpfs();
-const mode = mounted ? 'a 512 KiB tmpfs as files.dir' : 'ENOSPC injected at the BlobStore seam (no tmpfs could be mounted here)';
+const mode = mounted
+  ? 'a 512 KiB tmpfs as files.dir'
+  : 'ENOSPC injected at the BlobStore seam (no tmpfs could be mounted here)';
 
 /** The fallback: the disk "fills" after SIZE bytes of all the puts so far, less what the ballast freed. */
 class InjectedFullDisk extends LocalDiskStore {
@@ -48,7 +50,13 @@ class InjectedFullDisk extends LocalDiskStore {
       transform: (chunk: Buffer, _encoding, done) => {
         passed += chunk.length;
         if (this.used + passed > SIZE) {
-          done(Object.assign(new Error('ENOSPC: no space left on device, write'), { code: 'ENOSPC', errno: -28, syscall: 'write' }));
+          done(
+            Object.assign(new Error('ENOSPC: no space left on device, write'), {
+              code: 'ENOSPC',
+              errno: -28,
+              syscall: 'write',
+            }),
+          );
           return;
         }
         done(null, chunk);
@@ -85,9 +93,15 @@ afterAll(async () => {
 
 const upload = (content: Buffer) => {
   const { body, type } = form([{ name: 'file', filename: 'big.bin', type: 'application/octet-stream', content }]);
-  return app.http(HOST).post(`${FILES}?visibility=private`).set('Cookie', caller.cookie).set('Content-Type', type).send(body);
+  return app
+    .http(HOST)
+    .post(`${FILES}?visibility=private`)
+    .set('Cookie', caller.cookie)
+    .set('Content-Type', type)
+    .send(body);
 };
-const rows = async () => (await app.services.db.pool.query<{ n: number }>('select count(*)::int as n from files')).rows[0]!.n;
+const rows = async () =>
+  (await app.services.db.pool.query<{ n: number }>('select count(*)::int as n from files')).rows[0]!.n;
 /** Free bytes of the filesystem: a partial file removed but still held open would not give its space back. */
 const free = () => {
   const s = statfsSync(dir);
@@ -141,7 +155,11 @@ describe(`a full disk under a local-disk upload (${mode})`, () => {
     else injected!.used = 16 * 1024;
     const stored = await upload(content);
     expect(stored.status, JSON.stringify(stored.body)).toBe(201);
-    const download = await app.http(HOST).get(`${FILES}/${stored.body.id}/content`).set('Cookie', caller.cookie).buffer(true);
+    const download = await app
+      .http(HOST)
+      .get(`${FILES}/${stored.body.id}/content`)
+      .set('Cookie', caller.cookie)
+      .buffer(true);
     expect(Buffer.compare(download.body as Buffer, content)).toBe(0);
     expect(await rows()).toBe(2);
     expect((await app.http().get('/ready')).status).toBe(200);

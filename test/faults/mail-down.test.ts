@@ -27,9 +27,17 @@ let settings: Record<string, string>;
 
 beforeAll(async () => {
   const port = await sink.start();
-  const quickRetries = { ...notificationModule, subscriptions: [{ ...notificationMail, retryLimit: 1, retryDelay: 1 }] };
+  const quickRetries = {
+    ...notificationModule,
+    subscriptions: [{ ...notificationMail, retryLimit: 1, retryDelay: 1 }],
+  };
   const modules = [...allModules.map((m) => (m === notificationModule ? quickRetries : m)), testkitModule];
-  app = await startTestApp({ modules, role: 'all', startWorker: true, config: testConfig({ mail: { host: '127.0.0.1', port, from: 'Tenantry <no-reply@tenantry.test>' } }) });
+  app = await startTestApp({
+    modules,
+    role: 'all',
+    startWorker: true,
+    config: testConfig({ mail: { host: '127.0.0.1', port, from: 'Tenantry <no-reply@tenantry.test>' } }),
+  });
   acme = await createCustomer(app, 'deadmail-acme');
   rex = await signInAs(app, acme, [], { email: 'rex@deadmail.test' });
   settings = { TENANTRY_DATABASE_URL: app.databaseUrl, TENANTRY_SERVER_PUBLIC_HOST: 'operator.localhost' };
@@ -39,16 +47,27 @@ afterAll(async () => {
   await sink.stop();
 });
 
-const letters = async () => (await app.services.db.pool.query<{ id: string; queue: string; error: string }>('select id::text as id, queue, error from dead_letters order by id')).rows;
+const letters = async () =>
+  (
+    await app.services.db.pool.query<{ id: string; queue: string; error: string }>(
+      'select id::text as id, queue, error from dead_letters order by id',
+    )
+  ).rows;
 
 describe('mail down: dead-lettered, visible, re-driven by npm run dead-letters', () => {
   it('a refused mail is retried, dead-lettered, shown on /ready and the health page, and delivered by retry --all', async () => {
     sink.reject = () => true;
-    await app.services.transactions.run(acme, (ctx) => notify(ctx, { recipientId: rex.userId, title: 'Delayed news', body: 'x', link: '/admin', email: true }));
-    const [letter] = await eventually(async () => {
-      const found = await letters();
-      return found.length > 0 && found;
-    }, 30_000, 'the dead letter');
+    await app.services.transactions.run(acme, (ctx) =>
+      notify(ctx, { recipientId: rex.userId, title: 'Delayed news', body: 'x', link: '/admin', email: true }),
+    );
+    const [letter] = await eventually(
+      async () => {
+        const found = await letters();
+        return found.length > 0 && found;
+      },
+      30_000,
+      'the dead letter',
+    );
     expect(letter!.queue).toBe(subscriptionQueue(notificationMail.name));
     expect(sink.refused.filter((a) => a === 'rex@deadmail.test')).toHaveLength(2);
 
@@ -67,9 +86,20 @@ describe('mail down: dead-lettered, visible, re-driven by npm run dead-letters',
     expect(page.text).toContain('npm run dead-letters -- retry --all');
     const shownError = /<pre class="dead-letter-error">([^<]*)<\/pre>/.exec(page.text)?.[1];
     expect(shownError).toBeTruthy();
-    expect(letter!.error).toContain(shownError!.replaceAll('&#39;', "'").replaceAll('&quot;', '"').replaceAll('&lt;', '<').replaceAll('&gt;', '>').replaceAll('&amp;', '&').slice(0, 20));
+    expect(letter!.error).toContain(
+      shownError!
+        .replaceAll('&#39;', "'")
+        .replaceAll('&quot;', '"')
+        .replaceAll('&lt;', '<')
+        .replaceAll('&gt;', '>')
+        .replaceAll('&amp;', '&')
+        .slice(0, 20),
+    );
     const customerAdmin = await signInAs(app, acme, ['*']);
-    const customerPage = await app.http('deadmail-acme.localhost').get('/admin/health').set('Cookie', customerAdmin.cookie);
+    const customerPage = await app
+      .http('deadmail-acme.localhost')
+      .get('/admin/health')
+      .set('Cookie', customerAdmin.cookie);
     expect(customerPage.status).toBe(200);
     expect(customerPage.text).not.toContain('dead-letter');
 

@@ -2,7 +2,14 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { Worker } from '../../framework/events/worker.ts';
 import { slotOf } from '../../framework/events/jobs.ts';
 import { renewJob } from '../../modules/billing/renewal.ts';
-import { DAY, billingWorld, createPlan, subscribe, subscription, type BillingWorld } from '../modules/billing/support.ts';
+import {
+  DAY,
+  billingWorld,
+  createPlan,
+  subscribe,
+  subscription,
+  type BillingWorld,
+} from '../modules/billing/support.ts';
 
 /**
  * Fault: no worker ran when a renewal fell due (issue 31, point 1). The subscription's period ended
@@ -22,9 +29,19 @@ afterAll(async () => {
   await world?.app.close();
 });
 
-const charges = async () => (await world.app.services.db.pool.query(`select * from billing_sandbox_charges where tenant_id = $1`, [world.customer.id])).rows;
+const charges = async () =>
+  (
+    await world.app.services.db.pool.query(`select * from billing_sandbox_charges where tenant_id = $1`, [
+      world.customer.id,
+    ])
+  ).rows;
 const runsOf = async (slot: string) =>
-  (await world.app.services.db.pool.query<{ state: string }>(`select state from pgboss.job where name like 'job-billing-renew%' and data->>'slot' = $1 and data->>'tenantId' = $2`, [slot, world.customer.id])).rows;
+  (
+    await world.app.services.db.pool.query<{ state: string }>(
+      `select state from pgboss.job where name like 'job-billing-renew%' and data->>'slot' = $1 and data->>'tenantId' = $2`,
+      [slot, world.customer.id],
+    )
+  ).rows;
 
 async function until<T>(what: string, probe: () => Promise<T | false | undefined>, timeoutMs = 20_000): Promise<T> {
   const deadline = Date.now() + timeoutMs;

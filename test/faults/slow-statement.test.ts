@@ -31,7 +31,10 @@ const slowModule = defineModule({
       summary: 'Writes a mark, then sleeps in PostgreSQL for the given milliseconds',
       access: 'public',
       schema: {
-        body: Type.Object({ ms: Type.Integer({ minimum: 0, maximum: 5000 }), mark: Type.String({ maxLength: 40 }) }, { additionalProperties: false }),
+        body: Type.Object(
+          { ms: Type.Integer({ minimum: 0, maximum: 5000 }), mark: Type.String({ maxLength: 40 }) },
+          { additionalProperties: false },
+        ),
         response: { 200: Type.Object({ slept: Type.Integer() }) },
       },
       handler: async ({ tx, body }) => {
@@ -55,7 +58,9 @@ beforeAll(async () => {
 });
 
 const sleep = (ms: number, mark: string) => t.app.http(HOST).post('/api/v1/slowkit/sleep').send({ ms, mark });
-const marks = async (mark: string) => (await t.app.services.db.pool.query(`select count(*) as n from ${MARKS} where mark = $1`, [mark])).rows[0].n as number;
+const marks = async (mark: string) =>
+  (await t.app.services.db.pool.query(`select count(*) as n from ${MARKS} where mark = $1`, [mark])).rows[0]
+    .n as number;
 const poolCounts = () => {
   const { totalCount, idleCount, waitingCount } = t.app.services.db.pool;
   return { totalCount, idleCount, waitingCount };

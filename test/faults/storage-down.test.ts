@@ -29,7 +29,12 @@ beforeAll(async () => {
   server = await startS3Server();
   const quickRetries = { ...fileModule, subscriptions: [{ ...blobRemoval, retryLimit: 20, retryDelay: 1 }] };
   const modules = allModules.map((m) => (m === fileModule ? quickRetries : m));
-  app = await startTestApp({ modules, role: 'all', startWorker: true, config: testConfig({ files: { storage: 's3', s3: server.settings(PREFIX) } }) });
+  app = await startTestApp({
+    modules,
+    role: 'all',
+    startWorker: true,
+    config: testConfig({ files: { storage: 's3', s3: server.settings(PREFIX) } }),
+  });
   const tenant = await createCustomer(app, 'storagedown', HOST);
   caller = await signInAs(app, tenant, ['file:read', 'file:manage']);
 }, 60_000);
@@ -40,12 +45,25 @@ afterAll(async () => {
 
 const upload = (content: string) => {
   const { body, type } = form([{ name: 'file', filename: 'notes.txt', type: 'text/plain', content }]);
-  return app.http(HOST).post(`${FILES}?visibility=private`).set('Cookie', caller.cookie).set('Content-Type', type).send(body);
+  return app
+    .http(HOST)
+    .post(`${FILES}?visibility=private`)
+    .set('Cookie', caller.cookie)
+    .set('Content-Type', type)
+    .send(body);
 };
 const download = (id: string) => app.http(HOST).get(`${FILES}/${id}/content`).set('Cookie', caller.cookie);
-const storageKeys = async () => (await app.services.db.pool.query<{ key: string }>('select storage_key::text as key from files order by 1')).rows.map((r) => `${PREFIX}${r.key}`);
+const storageKeys = async () =>
+  (await app.services.db.pool.query<{ key: string }>('select storage_key::text as key from files order by 1')).rows.map(
+    (r) => `${PREFIX}${r.key}`,
+  );
 const removals = async () =>
-  (await app.services.db.pool.query<{ state: string; retry_count: number }>('select state, retry_count from pgboss.job where name = $1', [removalQueue])).rows;
+  (
+    await app.services.db.pool.query<{ state: string; retry_count: number }>(
+      'select state, retry_count from pgboss.job where name = $1',
+      [removalQueue],
+    )
+  ).rows;
 
 function expectUnavailable(res: { status: number; headers: Record<string, string>; body: { code?: string } }): void {
   expect(res.status, JSON.stringify(res.body)).toBe(503);
@@ -71,13 +89,21 @@ describe('object storage down during an upload, a download and a removal', () =>
 
     // The row goes at once; its object cannot: the removal fails and is retried.
     expect((await app.http(HOST).delete(`${FILES}/${doomed.body.id}`).set('Cookie', caller.cookie)).status).toBe(204);
-    await eventually(async () => (await removals()).some((job) => job.retry_count >= 2), 30_000, 'file.deleted retried twice');
+    await eventually(
+      async () => (await removals()).some((job) => job.retry_count >= 2),
+      30_000,
+      'file.deleted retried twice',
+    );
     expect((await removals()).some((job) => job.state === 'completed')).toBe(false);
 
     await server.start();
 
     // Back on the same port: the retried removal succeeds, and uploads and downloads work again.
-    await eventually(async () => (await removals()).every((job) => job.state === 'completed'), 30_000, 'the removal to succeed');
+    await eventually(
+      async () => (await removals()).every((job) => job.state === 'completed'),
+      30_000,
+      'the removal to succeed',
+    );
     const again = await upload('sent after the outage');
     expect(again.status, JSON.stringify(again.body)).toBe(201);
     const back = await download(kept.body.id);

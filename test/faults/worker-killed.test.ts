@@ -67,41 +67,80 @@ const workerSettings = (mailPort: number) => ({
   TENANTRY_WORKER_SUPERVISE_INTERVAL_SECONDS: '1',
 });
 
-const one = async <T,>(text: string, values: unknown[] = []) => (await other.services.db.pool.query(text, values)).rows[0] as T;
+const one = async <T>(text: string, values: unknown[] = []) =>
+  (await other.services.db.pool.query(text, values)).rows[0] as T;
 
 describe('a worker killed with SIGKILL while delivering', () => {
   it('its deliveries are retried after their expiry by the next worker: every mail arrives once, nothing doubled', async () => {
     first = await startService(workerSettings(silentPort), 60_000, 'worker');
     const ids: string[] = [];
     for (const r of recipients) {
-      const { id } = await other.services.transactions.run(acme, (ctx) => notify(ctx, { recipientId: r.userId, title: `For ${r.email}`, body: 'x', link: '/admin', email: true }));
+      const { id } = await other.services.transactions.run(acme, (ctx) =>
+        notify(ctx, { recipientId: r.userId, title: `For ${r.email}`, body: 'x', link: '/admin', email: true }),
+      );
       ids.push(id);
     }
     const queue = subscriptionQueue(notificationMail.name);
     // The first worker holds deliveries in progress: active in pg-boss, their connections open on the silent server.
-    await eventually(async () => held.length > 0 && (await one<{ n: number }>(`select count(*)::int as n from pgboss.job where name = $1 and state = 'active'`, [queue])).n > 0, 20_000, 'an active delivery');
-    const active = (await other.services.db.pool.query<{ id: string }>(`select id::text as id from pgboss.job where name = $1 and state = 'active'`, [queue])).rows.map((r) => r.id);
+    await eventually(
+      async () =>
+        held.length > 0 &&
+        (
+          await one<{ n: number }>(`select count(*)::int as n from pgboss.job where name = $1 and state = 'active'`, [
+            queue,
+          ])
+        ).n > 0,
+      20_000,
+      'an active delivery',
+    );
+    const active = (
+      await other.services.db.pool.query<{ id: string }>(
+        `select id::text as id from pgboss.job where name = $1 and state = 'active'`,
+        [queue],
+      )
+    ).rows.map((r) => r.id);
     first.child.kill('SIGKILL');
     await new Promise((resolve) => first!.child.once('exit', resolve));
     first = undefined;
 
     second = await startService(workerSettings(sink.port), 60_000, 'worker');
-    for (const r of recipients) await eventually(async () => sink.to(r.email).length > 0, 30_000, `the mail to ${r.email}`);
+    for (const r of recipients)
+      await eventually(async () => sink.to(r.email).length > 0, 30_000, `the mail to ${r.email}`);
     // A moment more for any second copy to show.
     await new Promise((r) => setTimeout(r, 1500));
     for (const r of recipients) expect(sink.to(r.email), r.email).toHaveLength(1);
 
     // The jobs active at the kill were retried (a second attempt), not left active.
-    const retried = await other.services.db.pool.query<{ state: string; retry_count: number }>(`select state, retry_count from pgboss.job where id = any($1::uuid[])`, [active]);
+    const retried = await other.services.db.pool.query<{ state: string; retry_count: number }>(
+      `select state, retry_count from pgboss.job where id = any($1::uuid[])`,
+      [active],
+    );
     for (const job of retried.rows) {
       expect(job.state).toBe('completed');
       expect(job.retry_count).toBeGreaterThanOrEqual(1);
     }
     // One audit row and one processed record per event: nothing lost, nothing doubled.
-    const events = (await other.services.db.pool.query<{ event_id: string }>(`select event_id::text as event_id from outbox where name = 'notification.email_requested' and payload->>'id' = any($1)`, [ids])).rows.map((r) => r.event_id);
+    const events = (
+      await other.services.db.pool.query<{ event_id: string }>(
+        `select event_id::text as event_id from outbox where name = 'notification.email_requested' and payload->>'id' = any($1)`,
+        [ids],
+      )
+    ).rows.map((r) => r.event_id);
     expect(events).toHaveLength(MAILS);
-    expect((await one<{ n: number }>(`select count(*)::int as n from audit_events where event_id = any($1::uuid[])`, [events])).n).toBe(MAILS);
-    expect((await one<{ n: number }>(`select count(*)::int as n from processed_events where subscription = $1 and event_id = any($2::uuid[])`, [notificationMail.name, events])).n).toBe(MAILS);
+    expect(
+      (
+        await one<{ n: number }>(`select count(*)::int as n from audit_events where event_id = any($1::uuid[])`, [
+          events,
+        ])
+      ).n,
+    ).toBe(MAILS);
+    expect(
+      (
+        await one<{ n: number }>(
+          `select count(*)::int as n from processed_events where subscription = $1 and event_id = any($2::uuid[])`,
+          [notificationMail.name, events],
+        )
+      ).n,
+    ).toBe(MAILS);
   }, 60_000);
 });
-

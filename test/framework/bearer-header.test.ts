@@ -1,7 +1,8 @@
 import { describe, expect, it } from 'vitest';
 import { bearerTokenOf } from '../../framework/access/bearer.ts';
 
-const of = (authorization: string | undefined) => bearerTokenOf({ headers: authorization === undefined ? {} : { authorization } });
+const of = (authorization: string | undefined) =>
+  bearerTokenOf({ headers: authorization === undefined ? {} : { authorization } });
 
 describe('the bearer token a request carries (Authorization: Bearer)', () => {
   it('reads one token after the scheme, whatever its case and the spaces around it', () => {

@@ -31,7 +31,12 @@ async function side(files: NonNullable<Parameters<typeof testConfig>[0]>['files'
   const tenant = await createCustomer(app, 'agree', HOST);
   const { cookie } = await signInAs(app, tenant, ['file:read', 'file:manage']);
   const { body, type } = form([{ name: 'file', filename: 'notes.zip', type: 'application/zip', content: CONTENT }]);
-  const up = await app.http(HOST).post('/api/v1/file/files?visibility=private').set('Cookie', cookie).set('Content-Type', type).send(body);
+  const up = await app
+    .http(HOST)
+    .post('/api/v1/file/files?visibility=private')
+    .set('Cookie', cookie)
+    .set('Content-Type', type)
+    .send(body);
   expect(up.status).toBe(201);
   const url = `/api/v1/file/files/${up.body.id}/content`;
   const first = await app.http(HOST).get(url).set('Cookie', cookie);
@@ -90,18 +95,35 @@ async function answer(s: Side, method: 'get' | 'head', headers: Record<string, s
     r.on('data', (c: Buffer) => chunks.push(c));
     r.on('end', () => done(null, Buffer.concat(chunks)));
   });
-  const { date: _date, 'x-request-id': _id, 'last-modified': lastModified, connection: _c, 'keep-alive': _k, ...rest } = res.headers as Record<string, string>;
+  const {
+    date: _date,
+    'x-request-id': _id,
+    'last-modified': lastModified,
+    connection: _c,
+    'keep-alive': _k,
+    ...rest
+  } = res.headers as Record<string, string>;
   // A HEAD answer has no body.
   const body = Buffer.isBuffer(res.body) ? res.body.toString() : '';
-  const problem = body !== '' && rest['content-type']?.startsWith('application/problem+json') ? (JSON.parse(body) as { code: string; detail: string }) : undefined;
-  return { status: res.status, headers: { ...rest, 'last-modified': lastModified === undefined ? 'absent' : 'present' }, body: problem ? { code: problem.code, detail: problem.detail } : body };
+  const problem =
+    body !== '' && rest['content-type']?.startsWith('application/problem+json')
+      ? (JSON.parse(body) as { code: string; detail: string })
+      : undefined;
+  return {
+    status: res.status,
+    headers: { ...rest, 'last-modified': lastModified === undefined ? 'absent' : 'present' },
+    body: problem ? { code: problem.code, detail: problem.detail } : body,
+  };
 }
 
 describe('Files rule 5-6: the local disk and an S3 bucket answer downloads alike', () => {
   for (const method of ['get', 'head'] as const) {
     for (const [name, headers] of Object.entries(CASES)) {
       it(`${method.toUpperCase()} ${name}`, async () => {
-        const [local, s3] = [await answer(sides.local, method, headers(sides.local)), await answer(sides.s3, method, headers(sides.s3))];
+        const [local, s3] = [
+          await answer(sides.local, method, headers(sides.local)),
+          await answer(sides.s3, method, headers(sides.s3)),
+        ];
         expect(s3).toEqual(local);
       });
     }
@@ -109,10 +131,18 @@ describe('Files rule 5-6: the local disk and an S3 bucket answer downloads alike
 
   it('the answers are the expected ones, not merely the same', async () => {
     const get = (headers: Record<string, string>) => answer(sides.s3, 'get', headers);
-    expect(await get({ range: 'bytes=2-5' })).toMatchObject({ status: 206, body: 'cdef', headers: { 'content-range': 'bytes 2-5/26', 'accept-ranges': 'bytes' } });
+    expect(await get({ range: 'bytes=2-5' })).toMatchObject({
+      status: 206,
+      body: 'cdef',
+      headers: { 'content-range': 'bytes 2-5/26', 'accept-ranges': 'bytes' },
+    });
     expect((await get({ range: 'bytes=100-200' })).status).toBe(416);
     expect((await get({ 'if-none-match': sides.s3.etag })).status).toBe(304);
     expect((await get({ 'if-match': '"other"' })).status).toBe(412);
-    expect(await get({})).toMatchObject({ status: 200, body: CONTENT, headers: { 'content-type': 'application/zip', 'cache-control': 'no-store', 'content-length': '26' } });
+    expect(await get({})).toMatchObject({
+      status: 200,
+      body: CONTENT,
+      headers: { 'content-type': 'application/zip', 'cache-control': 'no-store', 'content-length': '26' },
+    });
   });
 });

@@ -53,7 +53,15 @@ describe('the generic writes on one connection', () => {
       await ops.create(ctx, { name: `${tag}-c`, size: 1, color: 'red', note: 'n', approved: true }),
     ]);
     // Updates of every non-empty subset of the three editable fields: seven texts.
-    const subsets = [['name'], ['size'], ['note'], ['name', 'size'], ['name', 'note'], ['size', 'note'], ['name', 'size', 'note']];
+    const subsets = [
+      ['name'],
+      ['size'],
+      ['note'],
+      ['name', 'size'],
+      ['name', 'note'],
+      ['size', 'note'],
+      ['name', 'size', 'note'],
+    ];
     for (const [i, fields] of subsets.entries()) {
       const changes = Object.fromEntries(fields.map((f) => [f, f === 'size' ? 100 + i : `${tag}-${f}-${i}`]));
       await app.services.transactions.run(acme, (ctx) => ops.update(ctx, rows[0]!.id as string, changes));
@@ -63,7 +71,11 @@ describe('the generic writes on one connection', () => {
     const prepared = async (prefix: string) =>
       (
         await app.services.transactions.run(acme, (ctx) =>
-          sql<{ n: number }>`select count(*)::int as n from pg_prepared_statements where statement like ${`${prefix}%`}`.execute(ctx.db),
+          sql<{
+            n: number;
+          }>`select count(*)::int as n from pg_prepared_statements where statement like ${`${prefix}%`}`.execute(
+            ctx.db,
+          ),
         )
       ).rows[0]!.n;
     expect(await prepared('update "widgets" set')).toBeLessThanOrEqual(2);

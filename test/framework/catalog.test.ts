@@ -64,9 +64,17 @@ describe('GET /api/v1/admin/resources', () => {
     const widget = resources[0]!;
     expect(widget).toMatchObject({ scope: 'tenant', singleton: false });
     expect(widget.path).toBe('/api/v1/testkit/widgets');
-    expect(Object.keys(widget.schema.properties).sort()).toEqual(
-      ['approved', 'approvedAt', 'color', 'createdAt', 'id', 'name', 'note', 'size', 'updatedAt'],
-    );
+    expect(Object.keys(widget.schema.properties).sort()).toEqual([
+      'approved',
+      'approvedAt',
+      'color',
+      'createdAt',
+      'id',
+      'name',
+      'note',
+      'size',
+      'updatedAt',
+    ]);
     expect([...widget.writable].sort()).toEqual(['color', 'name', 'note', 'size']);
     expect([...widget.immutable].sort()).toEqual(['approved', 'approvedAt', 'color', 'createdAt', 'id', 'updatedAt']);
     expect(widget.commandOwned).toEqual({
@@ -79,8 +87,15 @@ describe('GET /api/v1/admin/resources', () => {
 
   it('describes a global entity: every tenant reads it, only the operator tenant may write it', async () => {
     const atCustomer = (await catalog(HOST, ['*'])).find((r) => r.key === 'testkit.gadget')!;
-    expect(atCustomer).toMatchObject({ scope: 'global', singleton: false, path: '/api/v1/testkit/gadgets', canWrite: false });
-    const atOperator = (await catalog('operator.localhost', ['widget:read', 'widget:operate'])).find((r) => r.key === 'testkit.gadget')!;
+    expect(atCustomer).toMatchObject({
+      scope: 'global',
+      singleton: false,
+      path: '/api/v1/testkit/gadgets',
+      canWrite: false,
+    });
+    const atOperator = (await catalog('operator.localhost', ['widget:read', 'widget:operate'])).find(
+      (r) => r.key === 'testkit.gadget',
+    )!;
     expect(atOperator.canWrite).toBe(true);
   });
 
@@ -99,7 +114,10 @@ describe('GET /api/v1/admin/resources', () => {
       delete: 'testkit-setting-delete',
       activate: 'testkit-setting-activate',
     });
-    expect(setting.commandOwned).toEqual({ activations: 'POST /api/v1/testkit/setting/activate', activatedAt: 'POST /api/v1/testkit/setting/activate' });
+    expect(setting.commandOwned).toEqual({
+      activations: 'POST /api/v1/testkit/setting/activate',
+      activatedAt: 'POST /api/v1/testkit/setting/activate',
+    });
   });
 
   it('shows computed fields in the row schema and read-only fields as immutable, never writable', async () => {
@@ -125,9 +143,13 @@ describe('GET /api/v1/admin/resources', () => {
 
   it('follows the stored roles on every request', async () => {
     const user = await signInAs(t.app, customer, []);
-    const keys = async () => (await t.app.http(HOST).get(CATALOG).set('Cookie', user.cookie)).body.resources.map((r: Entry) => r.key);
+    const keys = async () =>
+      (await t.app.http(HOST).get(CATALOG).set('Cookie', user.cookie)).body.resources.map((r: Entry) => r.key);
     expect(await keys()).toEqual([]);
-    await t.app.services.db.pool.query(`update roles set permissions = '{widget:read}' where tenant_id = $1 and name = (select roles[1] from users where id = $2)`, [customer.id, user.userId]);
+    await t.app.services.db.pool.query(
+      `update roles set permissions = '{widget:read}' where tenant_id = $1 and name = (select roles[1] from users where id = $2)`,
+      [customer.id, user.userId],
+    );
     expect(await keys()).toEqual(TESTKIT);
   });
 });
@@ -135,10 +157,15 @@ describe('GET /api/v1/admin/resources', () => {
 describe('catalog, OpenAPI and registered routes agree', () => {
   it('for every entity: each catalog operation id is in OpenAPI at the route the server registered', async () => {
     const entries = await catalog('operator.localhost', ['*']);
-    const doc = await dereferenced((await t.app.http().get('/api/v1/openapi.json')).body as { paths: Record<string, Record<string, { operationId: string }>> });
+    const doc = await dereferenced(
+      (await t.app.http().get('/api/v1/openapi.json')).body as {
+        paths: Record<string, Record<string, { operationId: string }>>;
+      },
+    );
     const openApi = new Map<string, string>();
     for (const [path, methods] of Object.entries(doc.paths)) {
-      for (const [method, op] of Object.entries(methods)) openApi.set(op.operationId, `${method.toUpperCase()} ${path}`);
+      for (const [method, op] of Object.entries(methods))
+        openApi.set(op.operationId, `${method.toUpperCase()} ${path}`);
     }
     const registry = t.app.services.registry;
     expect(entries.map((e) => e.key).sort()).toEqual(registry.entities.map((e) => e.names.key).sort());
@@ -151,10 +178,24 @@ describe('catalog, OpenAPI and registered routes agree', () => {
       const generic: Record<string, string> = resolved.def.singleton
         ? {
             read: `GET ${item}`,
-            ...Object.fromEntries((resolved.def.singletonRoutes ?? []).map((v) => [v, `${{ replace: 'PUT', update: 'PATCH', delete: 'DELETE' }[v]} ${item}`])),
+            ...Object.fromEntries(
+              (resolved.def.singletonRoutes ?? []).map((v) => [
+                v,
+                `${{ replace: 'PUT', update: 'PATCH', delete: 'DELETE' }[v]} ${item}`,
+              ]),
+            ),
           }
-        : { list: `GET ${entry.path}`, create: `POST ${entry.path}`, read: `GET ${item}`, update: `PATCH ${item}`, delete: `DELETE ${item}` };
-      const expected: Record<string, string> = { ...generic, ...Object.fromEntries(commands.map((c) => [c, `POST ${item}/${c}`])) };
+        : {
+            list: `GET ${entry.path}`,
+            create: `POST ${entry.path}`,
+            read: `GET ${item}`,
+            update: `PATCH ${item}`,
+            delete: `DELETE ${item}`,
+          };
+      const expected: Record<string, string> = {
+        ...generic,
+        ...Object.fromEntries(commands.map((c) => [c, `POST ${item}/${c}`])),
+      };
       expect(entry.endpoints, entry.key).toEqual(expected);
       expect(Object.keys(entry.operationIds).sort()).toEqual(Object.keys(expected).sort());
       for (const [verb, endpoint] of Object.entries(expected)) {
@@ -167,9 +208,14 @@ describe('catalog, OpenAPI and registered routes agree', () => {
       for (const [field, route] of Object.entries(entry.commandOwned)) {
         expect(Object.values(expected), `${entry.key}.${field}`).toContain(route);
       }
-      const rowSchema = doc.paths[resolved.def.singleton ? entry.path : `${entry.path}/{id}`]!.get as unknown as { responses: { 200: { content: { 'application/json': { schema: unknown } } } } };
+      const rowSchema = doc.paths[resolved.def.singleton ? entry.path : `${entry.path}/{id}`]!.get as unknown as {
+        responses: { 200: { content: { 'application/json': { schema: unknown } } } };
+      };
       // The same row schema (OpenAPI rewrites const as enum, so compare its shape).
-      const documented = rowSchema.responses[200].content['application/json'].schema as { properties: object; required: string[] };
+      const documented = rowSchema.responses[200].content['application/json'].schema as {
+        properties: object;
+        required: string[];
+      };
       const served = entry.schema as unknown as { properties: object; required: string[] };
       expect(Object.keys(served.properties)).toEqual(Object.keys(documented.properties));
       expect(served.required).toEqual(documented.required);

@@ -19,7 +19,18 @@ const PLANT = "\nexport const plantedByCheckTest: number = 'not a number';\n";
 
 function workspace(plant: boolean): string {
   const dir = mkdtempSync(join(tmpdir(), 'tenantry-check-'));
-  for (const name of ['main.ts', 'framework', 'scripts', 'test', 'client', 'tools', 'node_modules', 'vitest.config.ts', 'tsconfig.json', 'package.json']) {
+  for (const name of [
+    'main.ts',
+    'framework',
+    'scripts',
+    'test',
+    'client',
+    'tools',
+    'node_modules',
+    'vitest.config.ts',
+    'tsconfig.json',
+    'package.json',
+  ]) {
     symlinkSync(join(ROOT, name), join(dir, name));
   }
   cpSync(join(ROOT, 'modules'), join(dir, 'modules'), { recursive: true });
@@ -30,11 +41,17 @@ function workspace(plant: boolean): string {
 /** `npm run check:types` in dir: its exit code and output. */
 async function checkTypes(dir: string): Promise<{ code: number; output: string }> {
   try {
-    const { stdout, stderr } = await run('npm', ['run', '--silent', 'check:types'], { cwd: dir, maxBuffer: 16 * 1024 * 1024 });
+    const { stdout, stderr } = await run('npm', ['run', '--silent', 'check:types'], {
+      cwd: dir,
+      maxBuffer: 16 * 1024 * 1024,
+    });
     return { code: 0, output: stdout + stderr };
   } catch (err) {
     const failed = err as { code?: number; stdout?: string; stderr?: string };
-    return { code: typeof failed.code === 'number' ? failed.code : 1, output: `${failed.stdout ?? ''}${failed.stderr ?? ''}` };
+    return {
+      code: typeof failed.code === 'number' ? failed.code : 1,
+      output: `${failed.stdout ?? ''}${failed.stderr ?? ''}`,
+    };
   }
 }
 
@@ -45,11 +62,13 @@ afterAll(() => {
 
 describe('npm run check', () => {
   it('runs the type check and the linter, and CI runs it', () => {
-    const scripts = (JSON.parse(readFileSync(join(ROOT, 'package.json'), 'utf8')) as { scripts: Record<string, string> }).scripts;
+    const scripts = (
+      JSON.parse(readFileSync(join(ROOT, 'package.json'), 'utf8')) as { scripts: Record<string, string> }
+    ).scripts;
     expect(scripts.check).toContain('check:types');
     expect(scripts.check).toContain('check:lint');
     expect(scripts['check:types']).toMatch(/^tsc --noEmit/);
-    expect(scripts['check:lint']).toMatch(/^biome lint/);
+    expect(scripts['check:lint']).toMatch(/^biome check/);
     expect(readFileSync(join(ROOT, '.ci', 'run'), 'utf8')).toMatch(/npm run check\n/);
     const tsconfig = JSON.parse(readFileSync(join(ROOT, 'tsconfig.json'), 'utf8')) as { include: string[] };
     expect(tsconfig.include).toEqual(expect.arrayContaining(['framework', 'modules', 'scripts', 'test']));

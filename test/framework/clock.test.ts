@@ -24,7 +24,11 @@ afterAll(async () => {
 
 const me = (cookie: string) => app.http('clock-acme.localhost').get('/api/v1/auth/me').set('Cookie', cookie);
 const login = (body: { email: string; password: string }, source: string) =>
-  app.http('clock-acme.localhost').post('/api/v1/auth/login').set('X-Forwarded-For', source).send({ email: body.email, password: body.password });
+  app
+    .http('clock-acme.localhost')
+    .post('/api/v1/auth/login')
+    .set('X-Forwarded-For', source)
+    .send({ email: body.email, password: body.password });
 
 describe('one clock', () => {
   it('is a settable service: set, advanced and reset, it keeps running from where it was set', () => {
@@ -60,7 +64,7 @@ describe('one clock', () => {
     expect((await me(cookie)).status).toBe(200);
   });
 
-  it('touches a session with the clock\'s time, not the database\'s', async () => {
+  it("touches a session with the clock's time, not the database's", async () => {
     const { cookie, userId } = await signInAs(app, acme, []);
     clock.advance(10 * MINUTE_MS);
     expect((await me(cookie)).status).toBe(200);
@@ -86,7 +90,8 @@ describe('one clock', () => {
   it('slides the login throttle window on the clock: 16 minutes ahead, the window is empty', async () => {
     await clearAttempts(app);
     const user = await addUser(app, acme);
-    for (let i = 0; i < 10; i++) expect((await login({ email: user.email, password: 'wrong password' }, '192.0.2.91')).status).toBe(401);
+    for (let i = 0; i < 10; i++)
+      expect((await login({ email: user.email, password: 'wrong password' }, '192.0.2.91')).status).toBe(401);
     expect((await login(user, '192.0.2.91')).status).toBe(429);
     clock.advance(16 * MINUTE_MS);
     expect((await login(user, '192.0.2.91')).status).toBe(200);
@@ -96,13 +101,18 @@ describe('one clock', () => {
     const user = await addUser(app, acme, { status: 'invited', password: null });
     const early = await app.services.transactions.run(acme, (ctx) => mintSetPasswordToken(ctx, user.id, 'reset'));
     clock.advance(23 * HOUR_MS);
-    expect(await app.services.transactions.run(acme, (ctx) => redeemSetPasswordToken(ctx, early))).toEqual({ userId: user.id });
+    expect(await app.services.transactions.run(acme, (ctx) => redeemSetPasswordToken(ctx, early))).toEqual({
+      userId: user.id,
+    });
 
     clock.reset();
     const late = await app.services.transactions.run(acme, (ctx) => mintSetPasswordToken(ctx, user.id, 'reset'));
     clock.advance(25 * HOUR_MS);
     expect(await app.services.transactions.run(acme, (ctx) => redeemSetPasswordToken(ctx, late))).toBeUndefined();
-    const res = await app.http('clock-acme.localhost').post('/api/v1/auth/password/reset').send({ token: late, password: 'a new password' });
+    const res = await app
+      .http('clock-acme.localhost')
+      .post('/api/v1/auth/password/reset')
+      .send({ token: late, password: 'a new password' });
     expect(res.status).toBe(401);
     expect(res.body.code).toBe('TOKEN_INVALID');
   });
@@ -112,7 +122,11 @@ describe('one clock', () => {
     const mailbox = app.services.mailer as MemoryMailbox;
     const mails = () => mailbox.messages.filter((m) => m.to === user.email).length;
     const forgot = async () => {
-      const res = await app.http('clock-acme.localhost').post('/api/v1/auth/password/forgot').set('X-Forwarded-For', '192.0.2.92').send({ email: user.email });
+      const res = await app
+        .http('clock-acme.localhost')
+        .post('/api/v1/auth/password/forgot')
+        .set('X-Forwarded-For', '192.0.2.92')
+        .send({ email: user.email });
       expect(res.status).toBe(202);
       await deliverOutbox(app);
     };
@@ -126,7 +140,7 @@ describe('one clock', () => {
     expect(mails()).toBe(2);
   });
 
-  it('stamps throttle attempts with the clock\'s time', async () => {
+  it("stamps throttle attempts with the clock's time", async () => {
     await clearAttempts(app);
     clock.set(new Date('2032-02-02T02:02:02Z'));
     await login({ email: 'nobody@example.test', password: 'wrong password' }, '192.0.2.93');

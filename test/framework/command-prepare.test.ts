@@ -40,7 +40,9 @@ const prepared = defineEntity({
       async prepare(ctx, body) {
         const widgets = await ctx.transaction(async (tx) => {
           tx.publish('preptest.stamped', { step: 'prepare' });
-          const { rows } = await tx.db.executeQuery<{ n: number }>(CompiledQuery.raw('select count(*)::int as n from widgets'));
+          const { rows } = await tx.db.executeQuery<{ n: number }>(
+            CompiledQuery.raw('select count(*)::int as n from widgets'),
+          );
           return rows[0]!.n;
         });
         // The pool is refused inside a transaction: reaching it proves none is open here.
@@ -53,7 +55,11 @@ const prepared = defineEntity({
       },
       async run(ctx, _row, _body, _services, prepared) {
         ctx.publish('preptest.stamped', { step: 'run' });
-        return { note: `prepared saw ${(prepared as { widgets: number }).widgets}`, approved: true, approvedAt: ctx.now };
+        return {
+          note: `prepared saw ${(prepared as { widgets: number }).widgets}`,
+          approved: true,
+          approvedAt: ctx.now,
+        };
       },
     }),
   },
@@ -78,14 +84,27 @@ beforeEach(() => {
 });
 
 const http = () => app.http('prepare-acme.localhost');
-const stored = async (id: string) => (await app.services.db.pool.query(`select * from widgets where id = $1`, [id])).rows[0];
-const stamped = async () => (await app.services.db.pool.query(`select payload from outbox where tenant_id = $1 and name = 'preptest.stamped' order by id`, [acme.id])).rows.map((r) => r.payload);
+const stored = async (id: string) =>
+  (await app.services.db.pool.query(`select * from widgets where id = $1`, [id])).rows[0];
+const stamped = async () =>
+  (
+    await app.services.db.pool.query(
+      `select payload from outbox where tenant_id = $1 and name = 'preptest.stamped' order by id`,
+      [acme.id],
+    )
+  ).rows.map((r) => r.payload);
 
 describe('a command with prepare', () => {
   it('prepares with no transaction open, in transactions of its own acting for the caller, and hands its result to run', async () => {
-    const created = await http().post('/api/v1/preptest/items').set('Cookie', cookie).send({ name: 'one', size: 1, color: 'red' });
+    const created = await http()
+      .post('/api/v1/preptest/items')
+      .set('Cookie', cookie)
+      .send({ name: 'one', size: 1, color: 'red' });
     expect(created.status, JSON.stringify(created.body)).toBe(201);
-    const res = await http().post(`/api/v1/preptest/items/${created.body.id}/stamp`).set('Cookie', cookie).send({ refuse: false });
+    const res = await http()
+      .post(`/api/v1/preptest/items/${created.body.id}/stamp`)
+      .set('Cookie', cookie)
+      .send({ refuse: false });
     expect(res.status, JSON.stringify(res.body)).toBe(200);
     expect(res.body).toMatchObject({ approved: true, note: 'prepared saw 1' });
     expect(seen).toEqual([{ openTransactions: 0, widgets: 1, tenant: 'prepare-acme', session: true }]);
@@ -94,10 +113,16 @@ describe('a command with prepare', () => {
   });
 
   it('a problem prepare throws is the answer: run does not run and the row is unchanged', async () => {
-    const created = await http().post('/api/v1/preptest/items').set('Cookie', cookie).send({ name: 'two', size: 2, color: 'blue' });
+    const created = await http()
+      .post('/api/v1/preptest/items')
+      .set('Cookie', cookie)
+      .send({ name: 'two', size: 2, color: 'blue' });
     const before = await stored(created.body.id);
     const events = (await stamped()).length;
-    const res = await http().post(`/api/v1/preptest/items/${created.body.id}/stamp`).set('Cookie', cookie).send({ refuse: true });
+    const res = await http()
+      .post(`/api/v1/preptest/items/${created.body.id}/stamp`)
+      .set('Cookie', cookie)
+      .send({ refuse: true });
     expect(res.status).toBe(409);
     expect(res.body.code).toBe('INVALID_STATE');
     expect(await stored(created.body.id)).toEqual(before);
@@ -106,10 +131,22 @@ describe('a command with prepare', () => {
   });
 
   it('is guarded like any command: 401 without a session, 403 without the permission, prepare never called', async () => {
-    const created = await http().post('/api/v1/preptest/items').set('Cookie', cookie).send({ name: 'three', size: 3, color: 'green' });
-    expect((await http().post(`/api/v1/preptest/items/${created.body.id}/stamp`).send({ refuse: false })).status).toBe(401);
+    const created = await http()
+      .post('/api/v1/preptest/items')
+      .set('Cookie', cookie)
+      .send({ name: 'three', size: 3, color: 'green' });
+    expect((await http().post(`/api/v1/preptest/items/${created.body.id}/stamp`).send({ refuse: false })).status).toBe(
+      401,
+    );
     const reader = (await signInAs(app, acme, ['widget:read'])).cookie;
-    expect((await http().post(`/api/v1/preptest/items/${created.body.id}/stamp`).set('Cookie', reader).send({ refuse: false })).status).toBe(403);
+    expect(
+      (
+        await http()
+          .post(`/api/v1/preptest/items/${created.body.id}/stamp`)
+          .set('Cookie', reader)
+          .send({ refuse: false })
+      ).status,
+    ).toBe(403);
     expect(seen).toEqual([]);
   });
 });

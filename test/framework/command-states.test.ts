@@ -36,9 +36,17 @@ const post = (path: string, body?: Record<string, unknown>) => {
   const req = app.http(host).post(path).set('Cookie', manager.cookie);
   return body ? req.send(body) : req;
 };
-const newTask = async (extra: Record<string, unknown> = {}) => post(TASKS, { title: 'Fix it', priority: 'low', deadline: '2099-01-01T00:00:00Z', ...extra });
+const newTask = async (extra: Record<string, unknown> = {}) =>
+  post(TASKS, { title: 'Fix it', priority: 'low', deadline: '2099-01-01T00:00:00Z', ...extra });
 const outboxCount = async (name: string, id: string) =>
-  Number((await app.services.db.pool.query(`select count(*) as n from outbox where name = $1 and payload->>'id' = $2`, [name, id])).rows[0].n);
+  Number(
+    (
+      await app.services.db.pool.query(`select count(*) as n from outbox where name = $1 and payload->>'id' = $2`, [
+        name,
+        id,
+      ])
+    ).rows[0].n,
+  );
 
 describe('task: assign and resolve accept open, acknowledged and in_progress only', () => {
   it('a resolved task refuses assign with 409 INVALID_TRANSITION naming status and the state; nothing written or published', async () => {
@@ -56,15 +64,30 @@ describe('task: assign and resolve accept open, acknowledged and in_progress onl
   it('a resolved or closed task refuses resolve with 409 INVALID_TRANSITION', async () => {
     const { body } = await newTask();
     expect((await post(`${TASKS}/${body.id}/resolve`, { resolution: 'done' })).status).toBe(200);
-    expect((await post(`${TASKS}/${body.id}/resolve`, { resolution: 'again' })).body).toMatchObject({ code: 'INVALID_TRANSITION', state: 'resolved' });
-    expect((await app.http(host).patch(`${TASKS}/${body.id}`).set('Cookie', manager.cookie).send({ status: 'closed' })).status).toBe(200);
-    expect((await post(`${TASKS}/${body.id}/assign`, { assigneeId: worker.userId })).body).toMatchObject({ code: 'INVALID_TRANSITION', state: 'closed' });
-    expect((await post(`${TASKS}/${body.id}/resolve`, { resolution: 'again' })).body).toMatchObject({ code: 'INVALID_TRANSITION', state: 'closed' });
+    expect((await post(`${TASKS}/${body.id}/resolve`, { resolution: 'again' })).body).toMatchObject({
+      code: 'INVALID_TRANSITION',
+      state: 'resolved',
+    });
+    expect(
+      (await app.http(host).patch(`${TASKS}/${body.id}`).set('Cookie', manager.cookie).send({ status: 'closed' }))
+        .status,
+    ).toBe(200);
+    expect((await post(`${TASKS}/${body.id}/assign`, { assigneeId: worker.userId })).body).toMatchObject({
+      code: 'INVALID_TRANSITION',
+      state: 'closed',
+    });
+    expect((await post(`${TASKS}/${body.id}/resolve`, { resolution: 'again' })).body).toMatchObject({
+      code: 'INVALID_TRANSITION',
+      state: 'closed',
+    });
   });
 
   it('an open task takes assign and check-sla (which declares no states) as before', async () => {
     const { body } = await newTask();
-    expect((await post(`${TASKS}/${body.id}/assign`, { assigneeId: worker.userId })).body).toMatchObject({ status: 'acknowledged', assigneeId: worker.userId });
+    expect((await post(`${TASKS}/${body.id}/assign`, { assigneeId: worker.userId })).body).toMatchObject({
+      status: 'acknowledged',
+      assigneeId: worker.userId,
+    });
     expect((await post(`${TASKS}/${body.id}/check-sla`)).status).toBe(200);
   });
 });
@@ -83,7 +106,12 @@ describe('task: a create may only say open (states.initial)', () => {
 
 describe('content: publish refuses archived with 409 INVALID_STATE, and repeats change nothing', () => {
   it('answers an archived publish with the state and how to get out of it', async () => {
-    const created = await post('/api/v1/content/contents', { slug: 'states-page', title: 'A page', kind: 'page', body: 'Hello' });
+    const created = await post('/api/v1/content/contents', {
+      slug: 'states-page',
+      title: 'A page',
+      kind: 'page',
+      body: 'Hello',
+    });
     expect(created.status).toBe(201);
     const id = created.body.id;
     expect((await post(`/api/v1/content/contents/${id}/archive`)).status).toBe(200);
@@ -119,8 +147,12 @@ describe('OpenAPI', () => {
   it("documents each command's declared states in its 409", async () => {
     const doc = (await app.http().get('/api/v1/openapi.json').expect(200)).body;
     const conflict = (path: string) => doc.paths[path].post.responses['409'].description as string;
-    expect(conflict('/api/v1/task/tasks/{id}/assign')).toContain('INVALID_TRANSITION: the task\'s status is not one of open, acknowledged, in_progress');
-    expect(conflict('/api/v1/content/contents/{id}/publish')).toContain('when it is published the command changes nothing');
+    expect(conflict('/api/v1/task/tasks/{id}/assign')).toContain(
+      "INVALID_TRANSITION: the task's status is not one of open, acknowledged, in_progress",
+    );
+    expect(conflict('/api/v1/content/contents/{id}/publish')).toContain(
+      'when it is published the command changes nothing',
+    );
     // A command's own 409 is kept beside its states'.
     expect(conflict('/api/v1/user/users/{id}/deactivate')).toMatch(/LAST_ADMINISTRATOR.*INVALID_STATE/);
   });
@@ -133,17 +165,26 @@ describe('boot checks on the declared states', () => {
   const assign = taskEntity.commands!.assign!;
 
   it('refuses a command state the state field cannot hold', () => {
-    const changed = { ...taskEntity, commands: { ...taskEntity.commands, assign: { ...assign, states: { from: ['open', 'parked'] } } } };
-    expect(() => new Registry(withTask(changed), testConfig())).toThrow(/command assign states names parked, which status cannot hold/);
+    const changed = {
+      ...taskEntity,
+      commands: { ...taskEntity.commands, assign: { ...assign, states: { from: ['open', 'parked'] } } },
+    };
+    expect(() => new Registry(withTask(changed), testConfig())).toThrow(
+      /command assign states names parked, which status cannot hold/,
+    );
   });
 
   it('refuses command states on an entity with no state field', () => {
     const { states: _none, ...withoutStates } = taskEntity;
-    expect(() => new Registry(withTask(withoutStates as AnyEntity), testConfig())).toThrow(/command assign declares states, but the entity declares no state field/);
+    expect(() => new Registry(withTask(withoutStates as AnyEntity), testConfig())).toThrow(
+      /command assign declares states, but the entity declares no state field/,
+    );
   });
 
   it('refuses a refusal code that is not a 409', () => {
     const changed = { ...taskEntity, states: { ...taskEntity.states!, refusal: 'VALIDATION_FAILED' as const } };
-    expect(() => new Registry(withTask(changed), testConfig())).toThrow(/states.refusal VALIDATION_FAILED is not a 409/);
+    expect(() => new Registry(withTask(changed), testConfig())).toThrow(
+      /states.refusal VALIDATION_FAILED is not a 409/,
+    );
   });
 });

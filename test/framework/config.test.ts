@@ -36,7 +36,12 @@ describe('config.yaml defaults', () => {
     const config = load('');
     expect(config.server).toMatchObject({ host: '127.0.0.1', port: 3000, public_host: 'localhost' });
     expect(config.database.url).toBe('');
-    expect(config.auth.oidc).toEqual({ issuer: '', client_id: '', client_secret: '', redirect_path: '/api/v1/auth/oidc/callback' });
+    expect(config.auth.oidc).toEqual({
+      issuer: '',
+      client_id: '',
+      client_secret: '',
+      redirect_path: '/api/v1/auth/oidc/callback',
+    });
     expect(config.mail.host).toBe('');
   });
 
@@ -55,8 +60,16 @@ describe('auth.oidc.issuer, client_id, client_secret: all of them or none', () =
   });
 
   it('accepts all three, the secret from the environment', () => {
-    const config = validateConfig({ auth: { oidc: { issuer: 'https://id.example.com', client_id: 'tenantry' } } }, 'config.yaml', secret);
-    expect(config.auth.oidc).toMatchObject({ issuer: 'https://id.example.com', client_id: 'tenantry', client_secret: 's3cret' });
+    const config = validateConfig(
+      { auth: { oidc: { issuer: 'https://id.example.com', client_id: 'tenantry' } } },
+      'config.yaml',
+      secret,
+    );
+    expect(config.auth.oidc).toMatchObject({
+      issuer: 'https://id.example.com',
+      client_id: 'tenantry',
+      client_secret: 's3cret',
+    });
   });
 
   it.each([
@@ -73,7 +86,9 @@ describe('auth.oidc.issuer, client_id, client_secret: all of them or none', () =
   });
 
   it('refuses a secret written in the file: it is supplied through the environment', () => {
-    const message = refusal({ auth: { oidc: { issuer: 'https://id.example.com', client_id: 'x', client_secret: 'in-file' } } });
+    const message = refusal({
+      auth: { oidc: { issuer: 'https://id.example.com', client_id: 'x', client_secret: 'in-file' } },
+    });
     expect(message).toContain('auth.oidc.client_secret');
     expect(message).toContain('TENANTRY_AUTH_OIDC_CLIENT_SECRET');
     expect(message).not.toContain('in-file');
@@ -86,18 +101,25 @@ describe('auth.oidc.redirect_path', () => {
   });
 
   it('accepts another path under /api/v1/auth/', () => {
-    expect(validateConfig({ auth: { oidc: { redirect_path: '/api/v1/auth/sso/return' } } }, 'config.yaml').auth.oidc.redirect_path).toBe(
-      '/api/v1/auth/sso/return',
-    );
+    expect(
+      validateConfig({ auth: { oidc: { redirect_path: '/api/v1/auth/sso/return' } } }, 'config.yaml').auth.oidc
+        .redirect_path,
+    ).toBe('/api/v1/auth/sso/return');
   });
 
-  it.each(['/callback', '/api/v1/users/callback', '/api/v1/auth/', '/api/v1/authx/callback', 'https://evil.example/api/v1/auth/cb', '/api/v1/auth/../admin'])(
-    'refuses %s',
-    (path) => {
-      const message = refusal({ auth: { oidc: { redirect_path: path } } });
-      expect(message).toMatch(/^config\.yaml: auth\.oidc\.redirect_path must (lie under \/api\/v1\/auth\/|be a plain path)$/);
-    },
-  );
+  it.each([
+    '/callback',
+    '/api/v1/users/callback',
+    '/api/v1/auth/',
+    '/api/v1/authx/callback',
+    'https://evil.example/api/v1/auth/cb',
+    '/api/v1/auth/../admin',
+  ])('refuses %s', (path) => {
+    const message = refusal({ auth: { oidc: { redirect_path: path } } });
+    expect(message).toMatch(
+      /^config\.yaml: auth\.oidc\.redirect_path must (lie under \/api\/v1\/auth\/|be a plain path)$/,
+    );
+  });
 });
 
 describe('files', () => {
@@ -141,16 +163,22 @@ describe('mail.host', () => {
 });
 
 describe('server.public_host', () => {
-  it.each(['localhost', 'operator.localhost', 'LOCALHOST', '127.0.0.1', 'devbox', 'localhost:3000'])('%s is local', (host) => {
-    expect(isLocalHost(host)).toBe(true);
-  });
+  it.each(['localhost', 'operator.localhost', 'LOCALHOST', '127.0.0.1', 'devbox', 'localhost:3000'])(
+    '%s is local',
+    (host) => {
+      expect(isLocalHost(host)).toBe(true);
+    },
+  );
 
   it.each(['example.com', 'app.example.com', '10.0.0.5', 'localhost.example.com'])('%s is not local', (host) => {
     expect(isLocalHost(host)).toBe(false);
   });
 
   it('a local name turns off the Secure flag and the __Host- prefix of the session cookie', () => {
-    expect(sessionCookie(validateConfig({ server: { public_host: 'localhost' } }, 'config.yaml'))).toEqual({ name: 'app_session', secure: false });
+    expect(sessionCookie(validateConfig({ server: { public_host: 'localhost' } }, 'config.yaml'))).toEqual({
+      name: 'app_session',
+      secure: false,
+    });
     expect(sessionCookie(validateConfig({ server: { public_host: 'tenantry.localhost' } }, 'config.yaml'))).toEqual({
       name: 'app_session',
       secure: false,
@@ -201,7 +229,9 @@ describe('environment overrides TENANTRY_<SECTION>_<KEY>', () => {
   });
 
   it('an override that is not of the key’s type is refused naming the variable', () => {
-    expect(() => load('', { TENANTRY_SERVER_PORT: 'eighty' })).toThrow(/server\.port \(from TENANTRY_SERVER_PORT\) must be an integer/);
+    expect(() => load('', { TENANTRY_SERVER_PORT: 'eighty' })).toThrow(
+      /server\.port \(from TENANTRY_SERVER_PORT\) must be an integer/,
+    );
   });
 
   it('the rules apply to overridden values too', () => {
@@ -212,13 +242,17 @@ describe('environment overrides TENANTRY_<SECTION>_<KEY>', () => {
 describe('a missing or invalid file: one clear message naming the file, the key and the rule', () => {
   it('missing file', () => {
     const file = join(dir, 'nope.yaml');
-    expect(() => loadConfig(file, {})).toThrow(new ConfigError(`${file}: the configuration file is missing or unreadable`));
+    expect(() => loadConfig(file, {})).toThrow(
+      new ConfigError(`${file}: the configuration file is missing or unreadable`),
+    );
   });
 
   it('invalid YAML names the file and the position', () => {
     const file = join(dir, 'broken.yaml');
     writeFileSync(file, 'server:\n  port: [3000\nmail: {\n');
-    expect(() => loadConfig(file, {})).toThrow(new RegExp(`^${file.replaceAll('.', '\\.')}: not valid YAML at line \\d+, column \\d+ \\(.+\\)$`));
+    expect(() => loadConfig(file, {})).toThrow(
+      new RegExp(`^${file.replaceAll('.', '\\.')}: not valid YAML at line \\d+, column \\d+ \\(.+\\)$`),
+    );
   });
 
   it('a top level that is not a mapping', () => {

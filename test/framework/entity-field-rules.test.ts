@@ -60,7 +60,12 @@ afterAll(async () => {
   await app?.close();
 });
 
-const create = (body: Record<string, unknown>) => app.http(HOST).post(BASE).set('Cookie', cookie).send({ size: 1, color: 'red', ...body });
+const create = (body: Record<string, unknown>) =>
+  app
+    .http(HOST)
+    .post(BASE)
+    .set('Cookie', cookie)
+    .send({ size: 1, color: 'red', ...body });
 
 describe('entity field rules', () => {
   it('normalise: a body value is put in its stored form before it is validated (create and PATCH)', async () => {
@@ -74,7 +79,10 @@ describe('entity field rules', () => {
   it('invalidCodes: a value outside the field’s schema answers the field’s code; failures of other fields too keep VALIDATION_FAILED', async () => {
     const only = await create({ name: 'a1' });
     expect(only.status).toBe(422);
-    expect(only.body).toMatchObject({ code: 'SLUG_INVALID', errors: [expect.objectContaining({ pointer: '/body/name' })] });
+    expect(only.body).toMatchObject({
+      code: 'SLUG_INVALID',
+      errors: [expect.objectContaining({ pointer: '/body/name' })],
+    });
     const mixed = await create({ name: 'a1', size: -1 });
     expect(mixed.status).toBe(422);
     expect(mixed.body.code).toBe('VALIDATION_FAILED');
@@ -92,14 +100,21 @@ describe('entity field rules', () => {
   it('readOnlyReasons: the refusal of a read-only field says why', async () => {
     const res = await create({ name: 'delta', note: 'x' });
     expect(res.status).toBe(422);
-    expect(res.body).toMatchObject({ code: 'FIELD_IMMUTABLE', field: 'note', detail: 'note is written by the probe itself' });
+    expect(res.body).toMatchObject({
+      code: 'FIELD_IMMUTABLE',
+      field: 'note',
+      detail: 'note is written by the probe itself',
+    });
   });
 
   it('eventFields: the created, updated and deleted events carry the listed fields besides the id', async () => {
     const row = (await create({ name: 'epsilon' })).body;
     await app.http(HOST).patch(`${BASE}/${row.id}`).set('Cookie', cookie).send({ size: 2 });
     await app.http(HOST).delete(`${BASE}/${row.id}`).set('Cookie', cookie);
-    const { rows } = await app.services.db.pool.query(`select name, payload from outbox where tenant_id = $1 and payload->>'id' = $2 order by id`, [tenant.id, row.id]);
+    const { rows } = await app.services.db.pool.query(
+      `select name, payload from outbox where tenant_id = $1 and payload->>'id' = $2 order by id`,
+      [tenant.id, row.id],
+    );
     expect(rows).toEqual([
       { name: 'ruleprobe.gizmo.created', payload: { id: row.id, name: 'epsilon' } },
       { name: 'ruleprobe.gizmo.updated', payload: { id: row.id, name: 'epsilon', changed: ['size'] } },
@@ -113,11 +128,17 @@ describe('entity field rules', () => {
     expect(found.status, JSON.stringify(found.body)).toBe(200);
     expect(found.body).toEqual({ name: 'zeta' });
     expect(found.headers['cache-control']).toBe('public, no-cache');
-    const notModified = await app.http(HOST).get('/api/v1/ruleprobe/public/zeta').set('If-None-Match', found.headers.etag as string);
+    const notModified = await app
+      .http(HOST)
+      .get('/api/v1/ruleprobe/public/zeta')
+      .set('If-None-Match', found.headers.etag as string);
     expect(notModified.status).toBe(304);
     expect(notModified.headers['cache-control']).toBe('public, no-cache');
     const invalid = await app.http(HOST).get('/api/v1/ruleprobe/public/z1');
     expect(invalid.status).toBe(422);
-    expect(invalid.body).toMatchObject({ code: 'SLUG_INVALID', errors: [expect.objectContaining({ pointer: '/params/name' })] });
+    expect(invalid.body).toMatchObject({
+      code: 'SLUG_INVALID',
+      errors: [expect.objectContaining({ pointer: '/params/name' })],
+    });
   });
 });

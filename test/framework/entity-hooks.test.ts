@@ -29,14 +29,18 @@ const sprocket = defineEntity({
   commands: { approve: { summary: 'Approve', run: async () => ({ approved: true }) } },
   hooks: {
     async beforeWrite(ctx, { op, values }) {
-      const { rows } = await ctx.db.executeQuery<{ x: string }>(CompiledQuery.raw('select pg_current_xact_id()::text as x'));
+      const { rows } = await ctx.db.executeQuery<{ x: string }>(
+        CompiledQuery.raw('select pg_current_xact_id()::text as x'),
+      );
       calls.push({ hook: 'before', op, xact: rows[0]!.x });
       // A hook may set what the body may not: here the command-owned flag, for small sprockets.
       if (op === 'create') return { note: `made as ${values.name}`, approved: (values.size ?? 0) < 10 };
       return undefined;
     },
     async afterWrite(ctx, { op, row }) {
-      const { rows } = await ctx.db.executeQuery<{ x: string }>(CompiledQuery.raw('select pg_current_xact_id()::text as x'));
+      const { rows } = await ctx.db.executeQuery<{ x: string }>(
+        CompiledQuery.raw('select pg_current_xact_id()::text as x'),
+      );
       calls.push({ hook: 'after', op, xact: rows[0]!.x });
       if (op !== 'delete' && row.size > 100) ctx.publish('hookprobe.sprocket.big', { id: row.id });
     },
@@ -56,23 +60,29 @@ beforeAll(async () => {
 });
 
 async function eventsOf(id: string): Promise<string[]> {
-  const { rows } = await t.app.services.db.pool.query(`select name, xmin::text as x from outbox where payload->>'id' = $1 order by id`, [id]);
+  const { rows } = await t.app.services.db.pool.query(
+    `select name, xmin::text as x from outbox where payload->>'id' = $1 order by id`,
+    [id],
+  );
   return rows.map((r) => r.name);
 }
 
 describe('entity hooks and event names', () => {
-  it('run before and after the write, in the request\'s transaction, and may set command-owned fields', async () => {
+  it("run before and after the write, in the request's transaction, and may set command-owned fields", async () => {
     calls.length = 0;
     const res = await t.app.http(HOST).post(BASE).set('Cookie', cookie).send({ name: 'small', size: 3, color: 'red' });
     expect(res.status).toBe(201);
     expect(res.body).toMatchObject({ note: 'made as small', approved: true });
     expect(calls.map((c) => `${c.hook}:${c.op}`)).toEqual(['before:create', 'after:create']);
     expect(calls[0]!.xact).toBe(calls[1]!.xact);
-    const { rows } = await t.app.services.db.pool.query(`select xmin::text as x from outbox where payload->>'id' = $1`, [res.body.id]);
+    const { rows } = await t.app.services.db.pool.query(
+      `select xmin::text as x from outbox where payload->>'id' = $1`,
+      [res.body.id],
+    );
     expect(rows.map((r) => r.x)).toEqual([calls[0]!.xact]);
   });
 
-  it('publish the overridden and the hook\'s declared events', async () => {
+  it("publish the overridden and the hook's declared events", async () => {
     const big = await t.app.http(HOST).post(BASE).set('Cookie', cookie).send({ name: 'big', size: 500, color: 'red' });
     expect(big.body.approved).toBe(false);
     expect(await eventsOf(big.body.id)).toEqual(['hookprobe.sprocket_made', 'hookprobe.sprocket.big']);
@@ -88,7 +98,7 @@ describe('entity hooks and event names', () => {
     ]);
   });
 
-  it('run after a command\'s write too', async () => {
+  it("run after a command's write too", async () => {
     const made = await t.app.http(HOST).post(BASE).set('Cookie', cookie).send({ name: 'cmd', size: 50, color: 'red' });
     calls.length = 0;
     const res = await t.app.http(HOST).post(`${BASE}/${made.body.id}/approve`).set('Cookie', cookie);

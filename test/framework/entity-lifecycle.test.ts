@@ -83,7 +83,12 @@ afterAll(async () => {
 
 const http = () => app.http(host);
 const eventsOf = async (id: string) =>
-  (await app.services.db.pool.query<{ name: string; payload: { changed?: string[] } }>(`select name, payload from outbox where payload->>'id' = $1 order by id`, [id])).rows;
+  (
+    await app.services.db.pool.query<{ name: string; payload: { changed?: string[] } }>(
+      `select name, payload from outbox where payload->>'id' = $1 order by id`,
+      [id],
+    )
+  ).rows;
 
 describe('lifecycle hooks, in their documented order', () => {
   it('create: beforeWrite, the insert, afterWrite, then afterRead shapes the answer', async () => {
@@ -107,7 +112,7 @@ describe('lifecycle hooks, in their documented order', () => {
     expect(calls).toEqual(['beforeDelete', 'afterWrite:delete']);
   });
 
-  it('afterWrite\'s returned changes are stored through the framework\'s write, publishing the updated event, without calling afterWrite again', async () => {
+  it("afterWrite's returned changes are stored through the framework's write, publishing the updated event, without calling afterWrite again", async () => {
     calls.length = 0;
     const res = await http().post(NOTES).set('Cookie', cookie).send({ ownerId: userId, text: 'a rather long note' });
     expect(res.body.long).toBe(true);
@@ -123,7 +128,7 @@ describe('lifecycle hooks, in their documented order', () => {
     expect(patched.body).toMatchObject({ text: 'short', long: false, shout: 'SHORT' });
   });
 
-  it('validates afterWrite\'s changes like a command\'s: a value the field refuses answers 422 and the whole write rolls back', async () => {
+  it("validates afterWrite's changes like a command's: a value the field refuses answers 422 and the whole write rolls back", async () => {
     const before = (await app.services.db.pool.query(`select count(*)::int as n from memos`)).rows[0].n;
     const res = await http().post(NOTES).set('Cookie', cookie).send({ ownerId: userId, text: 'invalid' });
     expect(res.status).toBe(422);
@@ -131,7 +136,7 @@ describe('lifecycle hooks, in their documented order', () => {
     expect((await app.services.db.pool.query(`select count(*)::int as n from memos`)).rows[0].n).toBe(before);
   });
 
-  it('afterRead shapes every route\'s rows: list items, read, create, update and commands', async () => {
+  it("afterRead shapes every route's rows: list items, read, create, update and commands", async () => {
     const text = 'a memo long enough for an excerpt';
     const excerpt = `${text.slice(0, 20)}…`;
     const created = await http().post(MEMOS).set('Cookie', cookie).send({ ownerId: userId, text });
@@ -141,8 +146,13 @@ describe('lifecycle hooks, in their documented order', () => {
     const list = await http().get(MEMOS).set('Cookie', cookie);
     expect(list.body.items.find((m: { id: string }) => m.id === id).excerpt).toBe(excerpt);
     for (const m of list.body.items) expect(typeof m.excerpt).toBe('string');
-    expect((await http().patch(`${MEMOS}/${id}`).set('Cookie', cookie).send({ text: 'brief' })).body.excerpt).toBe('brief');
-    expect((await http().post(`${MEMOS}/${id}/pin`).set('Cookie', cookie)).body).toMatchObject({ pinned: true, excerpt: 'brief' });
+    expect((await http().patch(`${MEMOS}/${id}`).set('Cookie', cookie).send({ text: 'brief' })).body.excerpt).toBe(
+      'brief',
+    );
+    expect((await http().post(`${MEMOS}/${id}/pin`).set('Cookie', cookie)).body).toMatchObject({
+      pinned: true,
+      excerpt: 'brief',
+    });
   });
 });
 
@@ -153,7 +163,9 @@ describe('hard delete', () => {
     expect((await app.services.db.pool.query(`select 1 from memos where id = $1`, [id])).rows).toEqual([]);
     expect((await eventsOf(id)).map((e) => e.name)).toEqual(['testkit.memo.created', 'testkit.memo.deleted']);
     expect((await http().delete(`${MEMOS}/${id}`).set('Cookie', cookie)).status).toBe(404);
-    const { rows } = await app.services.db.pool.query(`select 1 from information_schema.columns where table_name = 'memos' and column_name = 'deleted_at'`);
+    const { rows } = await app.services.db.pool.query(
+      `select 1 from information_schema.columns where table_name = 'memos' and column_name = 'deleted_at'`,
+    );
     expect(rows).toEqual([]);
   });
 });
@@ -161,29 +173,54 @@ describe('hard delete', () => {
 describe('beforeDelete may refuse, asking across tenants through a security-definer function', () => {
   it('refuses to delete a global gadget a setting of another tenant still chooses (409, nothing deleted or published), and deletes it once none does', async () => {
     const operator = await signInAs(app, app.operator, ['widget:read', 'widget:operate']);
-    const gadget = await app.http(OPERATOR_HOST).post('/api/v1/testkit/gadgets').set('Cookie', operator.cookie).send({ code: 'g-in-use', name: 'Used', price: 100 });
+    const gadget = await app
+      .http(OPERATOR_HOST)
+      .post('/api/v1/testkit/gadgets')
+      .set('Cookie', operator.cookie)
+      .send({ code: 'g-in-use', name: 'Used', price: 100 });
     expect(gadget.status, JSON.stringify(gadget.body)).toBe(201);
     const id = gadget.body.id;
     // A customer chooses it in its own setting.
     expect((await http().post('/api/v1/testkit/setting/activate').set('Cookie', cookie).send({})).status).toBe(200);
-    expect((await http().patch('/api/v1/testkit/setting').set('Cookie', cookie).send({ gadgetId: id })).status).toBe(200);
+    expect((await http().patch('/api/v1/testkit/setting').set('Cookie', cookie).send({ gadgetId: id })).status).toBe(
+      200,
+    );
 
     // The operator's own transaction cannot see that setting; the function can.
     const seen = await app.services.transactions.run(app.operator, async (ctx) => {
-      const direct = await sql<{ n: number }>`select count(*)::int as n from settings where gadget_id = ${id}`.execute(ctx.db);
+      const direct = await sql<{ n: number }>`select count(*)::int as n from settings where gadget_id = ${id}`.execute(
+        ctx.db,
+      );
       const viaFunction = await sql<{ used: boolean }>`select testkit_gadget_in_use(${id}) as used`.execute(ctx.db);
       return { direct: direct.rows[0]!.n, used: viaFunction.rows[0]!.used };
     });
     expect(seen).toEqual({ direct: 0, used: true });
 
-    const refused = await app.http(OPERATOR_HOST).delete(`/api/v1/testkit/gadgets/${id}`).set('Cookie', operator.cookie);
+    const refused = await app
+      .http(OPERATOR_HOST)
+      .delete(`/api/v1/testkit/gadgets/${id}`)
+      .set('Cookie', operator.cookie);
     expect(refused.status).toBe(409);
-    expect(refused.body).toMatchObject({ code: 'INVALID_STATE', detail: 'gadget g-in-use is still chosen by a tenant\'s setting' });
-    expect((await app.services.db.pool.query(`select deleted_at from gadgets where id = $1`, [id])).rows[0].deleted_at).toBeNull();
+    expect(refused.body).toMatchObject({
+      code: 'INVALID_STATE',
+      detail: "gadget g-in-use is still chosen by a tenant's setting",
+    });
+    expect(
+      (await app.services.db.pool.query(`select deleted_at from gadgets where id = $1`, [id])).rows[0].deleted_at,
+    ).toBeNull();
     expect((await eventsOf(id)).map((e) => e.name)).toEqual(['testkit.gadget.created']);
 
-    expect((await http().patch('/api/v1/testkit/setting').set('Cookie', cookie).send({ gadgetId: '00000000-0000-4000-8000-00000000000f' })).status).toBe(200);
-    expect((await app.http(OPERATOR_HOST).delete(`/api/v1/testkit/gadgets/${id}`).set('Cookie', operator.cookie)).status).toBe(204);
+    expect(
+      (
+        await http()
+          .patch('/api/v1/testkit/setting')
+          .set('Cookie', cookie)
+          .send({ gadgetId: '00000000-0000-4000-8000-00000000000f' })
+      ).status,
+    ).toBe(200);
+    expect(
+      (await app.http(OPERATOR_HOST).delete(`/api/v1/testkit/gadgets/${id}`).set('Cookie', operator.cookie)).status,
+    ).toBe(204);
     expect((await eventsOf(id)).map((e) => e.name)).toEqual(['testkit.gadget.created', 'testkit.gadget.deleted']);
   });
 
@@ -195,7 +232,15 @@ describe('beforeDelete may refuse, asking across tenants through a security-defi
          from pg_roles r, pg_proc p where r.rolname = 'tenantry_cross_tenant' and p.proname = 'testkit_gadget_in_use'`,
     );
     expect(rows).toEqual([
-      { rolcanlogin: false, rolbypassrls: false, rolsuper: false, prosecdef: true, owner: 'tenantry_cross_tenant', writes: false, policies: ['cross_tenant_read', 'tenant_isolation'] },
+      {
+        rolcanlogin: false,
+        rolbypassrls: false,
+        rolsuper: false,
+        prosecdef: true,
+        owner: 'tenantry_cross_tenant',
+        writes: false,
+        policies: ['cross_tenant_read', 'tenant_isolation'],
+      },
     ]);
   });
 });

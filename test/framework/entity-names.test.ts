@@ -32,8 +32,18 @@ describe('names are derived in one place', () => {
       label: 'Section',
       events: { created: 'content.category_added' },
     });
-    expect(names).toMatchObject({ path: '/api/v1/content/categories', adminPath: '/admin/content/categories', table: 'content_categories', label: 'Section', labelPlural: 'Categories' });
-    expect(names.events).toEqual({ created: 'content.category_added', updated: 'content.category.updated', deleted: 'content.category.deleted' });
+    expect(names).toMatchObject({
+      path: '/api/v1/content/categories',
+      adminPath: '/admin/content/categories',
+      table: 'content_categories',
+      label: 'Section',
+      labelPlural: 'Categories',
+    });
+    expect(names.events).toEqual({
+      created: 'content.category_added',
+      updated: 'content.category.updated',
+      deleted: 'content.category.deleted',
+    });
   });
 
   it('maps camelCase fields to snake_case columns and derives the request schemas', () => {
@@ -47,8 +57,20 @@ describe('names are derived in one place', () => {
   });
 
   it('reads an optional field as nullable in the row schema', () => {
-    const thing = resolveEntity(entity(defineEntity({ module: 'm', name: 'thing', fields: { a: Type.Optional(Type.String()) }, permissions: { read: 'r', write: 'w' } })));
-    const row = thing.schemas.row as unknown as { properties: { a: { anyOf: { type: string }[] } }; required: string[] };
+    const thing = resolveEntity(
+      entity(
+        defineEntity({
+          module: 'm',
+          name: 'thing',
+          fields: { a: Type.Optional(Type.String()) },
+          permissions: { read: 'r', write: 'w' },
+        }),
+      ),
+    );
+    const row = thing.schemas.row as unknown as {
+      properties: { a: { anyOf: { type: string }[] } };
+      required: string[];
+    };
     expect(row.properties.a.anyOf.map((s) => s.type)).toEqual(['string', 'null']);
     expect(row.required).toContain('a');
   });

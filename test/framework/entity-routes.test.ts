@@ -103,7 +103,8 @@ describe('list: one paging and sorting convention', () => {
 
   it('pages by cursor: next leads through every row once, in the order offsets give, and is null on the last page', async () => {
     for (const sort of ['createdAt', '-createdAt', 'size', '-size', 'name', '-name', 'updatedAt']) {
-      for (const limit of [1, 2, 5]) expect(await follow(sort, limit), `${sort} by ${limit}`).toEqual(await walk(sort, limit));
+      for (const limit of [1, 2, 5])
+        expect(await follow(sort, limit), `${sort} by ${limit}`).toEqual(await walk(sort, limit));
     }
     const last = await get(`${BASE}?limit=5`);
     expect(last.body.next).toBeNull();
@@ -153,12 +154,16 @@ describe('list: one paging and sorting convention', () => {
       const res = await get(`${BASE}?offset=${offset}`);
       expect(res.status, offset).toBe(422);
       expect(res.body.code).toBe('VALIDATION_FAILED');
-      expect(res.body.errors).toEqual([{ pointer: '/querystring/offset', message: expect.stringContaining('after=<cursor>') }]);
+      expect(res.body.errors).toEqual([
+        { pointer: '/querystring/offset', message: expect.stringContaining('after=<cursor>') },
+      ]);
     }
     const next = (await get(`${BASE}?limit=1`)).body.next as string;
     const both = await get(`${BASE}?limit=1&offset=1&after=${next}`);
     expect(both.status).toBe(422);
-    expect(both.body.errors).toEqual([{ pointer: '/querystring/offset', message: 'must be 0 (or left out) with after' }]);
+    expect(both.body.errors).toEqual([
+      { pointer: '/querystring/offset', message: 'must be 0 (or left out) with after' },
+    ]);
   });
 
   it('refuses a sort field that is not sortable, a limit out of range and an unknown parameter', async () => {
@@ -201,7 +206,9 @@ describe('soft delete', () => {
     await del(`${BASE}/${widget.id}`);
     await patch(`${BASE}/${widget.id}`, { size: 9 });
     await post(`${BASE}/${widget.id}/approve`, {});
-    const { rows } = await t.app.services.db.pool.query('select size, approved from widgets where id = $1', [widget.id]);
+    const { rows } = await t.app.services.db.pool.query('select size, approved from widgets where id = $1', [
+      widget.id,
+    ]);
     expect(rows[0]).toEqual({ size: 4, approved: false });
   });
 });
@@ -284,7 +291,11 @@ describe('protected and unknown fields', () => {
     const wrongType = await post(BASE, { name: 'wrong-2', size: 'big', color: 'red' });
     expect(wrongType.status).toBe(422);
     expect(wrongType.body.errors[0].pointer).toBe('/body/size');
-    const malformed = await http().post(BASE).set('Cookie', cookie).set('Content-Type', 'application/json').send('{"name":');
+    const malformed = await http()
+      .post(BASE)
+      .set('Cookie', cookie)
+      .set('Content-Type', 'application/json')
+      .send('{"name":');
     expect(malformed.status).toBe(400);
     expect(malformed.body.code).toBe('MALFORMED_REQUEST');
     expect(JSON.stringify(malformed.body)).not.toMatch(/at .*\.ts:\d+/);
@@ -310,6 +321,14 @@ describe('one 404 for an unknown, a soft-deleted and a malformed id', () => {
         bodies.add(JSON.stringify(withoutRequestId(res.body)));
       }
     }
-    expect([...bodies]).toEqual([JSON.stringify({ type: 'https://tenantry.dev/problems/NOT_FOUND', title: 'Not found', status: 404, detail: 'No such resource', code: 'NOT_FOUND' })]);
+    expect([...bodies]).toEqual([
+      JSON.stringify({
+        type: 'https://tenantry.dev/problems/NOT_FOUND',
+        title: 'Not found',
+        status: 404,
+        detail: 'No such resource',
+        code: 'NOT_FOUND',
+      }),
+    ]);
   });
 });

@@ -67,9 +67,14 @@ afterAll(async () => {
 
 const at = (tenant: TenantRef) => app.http(`${tenant.slug}.localhost`);
 const liveSettings = async (tenant: TenantRef) =>
-  (await app.services.db.pool.query(`select * from settings where tenant_id = $1 and deleted_at is null`, [tenant.id])).rows;
+  (await app.services.db.pool.query(`select * from settings where tenant_id = $1 and deleted_at is null`, [tenant.id]))
+    .rows;
 const eventNames = async (tenant: TenantRef) =>
-  (await app.services.db.pool.query<{ name: string }>(`select name from outbox where tenant_id = $1 order by id`, [tenant.id])).rows.map((r) => r.name);
+  (
+    await app.services.db.pool.query<{ name: string }>(`select name from outbox where tenant_id = $1 order by id`, [
+      tenant.id,
+    ])
+  ).rows.map((r) => r.name);
 
 describe('a singleton: one row per tenant at /api/v1/<module>/<name>', () => {
   it('answers GET with 404 until its row exists', async () => {
@@ -79,7 +84,7 @@ describe('a singleton: one row per tenant at /api/v1/<module>/<name>', () => {
     expect(await liveSettings(a)).toEqual([]);
   });
 
-  it('is created by a command whose run receives null and returns the new row\'s values; later calls receive the row', async () => {
+  it("is created by a command whose run receives null and returns the new row's values; later calls receive the row", async () => {
     const first = await at(a).post(`${SETTING}/activate`).set('Cookie', cookieA).send({ theme: 'dark' });
     expect(first.status, JSON.stringify(first.body)).toBe(200);
     expect(first.body).toMatchObject({ theme: 'dark', activations: 1 });
@@ -90,7 +95,7 @@ describe('a singleton: one row per tenant at /api/v1/<module>/<name>', () => {
     expect(await liveSettings(a)).toHaveLength(1);
   });
 
-  it('keeps one row per tenant: another tenant\'s first command creates that tenant\'s own', async () => {
+  it("keeps one row per tenant: another tenant's first command creates that tenant's own", async () => {
     expect((await at(b).get(SETTING).set('Cookie', cookieB)).status).toBe(404);
     const created = await at(b).post(`${SETTING}/activate`).set('Cookie', cookieB).send({ theme: 'b-theme' });
     expect(created.body).toMatchObject({ theme: 'b-theme', activations: 1 });
@@ -102,7 +107,9 @@ describe('a singleton: one row per tenant at /api/v1/<module>/<name>', () => {
   it('serialises simultaneous first commands as serial ones: one creates the row, the others find it (all 200, never 409)', async () => {
     const c = await createCustomer(app, 'single-c');
     const cookie = (await signInAs(app, c, ['widget:read', 'widget:write'])).cookie;
-    const answers = await Promise.all([1, 2, 3, 4, 5].map(() => at(c).post(`${SETTING}/activate`).set('Cookie', cookie).send({})));
+    const answers = await Promise.all(
+      [1, 2, 3, 4, 5].map(() => at(c).post(`${SETTING}/activate`).set('Cookie', cookie).send({})),
+    );
     for (const res of answers) expect(res.status, JSON.stringify(res.body)).toBe(200);
     // Each ran on the row the previous one left, as five calls one after another do.
     expect(answers.map((r) => r.body.activations).sort()).toEqual([1, 2, 3, 4, 5]);
@@ -119,7 +126,9 @@ describe('a singleton: one row per tenant at /api/v1/<module>/<name>', () => {
     expect(put.status).toBe(405);
     expect(put.body.code).toBe('METHOD_NOT_ALLOWED');
     expect(put.headers.allow).toBe('GET, HEAD, PATCH, DELETE');
-    expect((await at(a).post(SETTING).set('Cookie', cookieA).send({ theme: 'x' })).body.code).toBe('METHOD_NOT_ALLOWED');
+    expect((await at(a).post(SETTING).set('Cookie', cookieA).send({ theme: 'x' })).body.code).toBe(
+      'METHOD_NOT_ALLOWED',
+    );
     expect((await at(a).get(`${SETTING}s`).set('Cookie', cookieA)).body.code).toBe('ROUTE_NOT_FOUND');
     expect((await at(a).get(`${SETTING}/${patched.body.id}`).set('Cookie', cookieA)).body.code).toBe('ROUTE_NOT_FOUND');
     expect((await at(a).delete(SETTING).set('Cookie', cookieA)).status).toBe(204);
@@ -148,7 +157,11 @@ describe('a singleton: one row per tenant at /api/v1/<module>/<name>', () => {
     const res = await at(b).post(`${PREFERENCE}/broken`).set('Cookie', cookieB);
     expect(res.status).toBe(422);
     expect(res.body.code).toBe('VALIDATION_FAILED');
-    expect(res.body.errors.map((e: { pointer: string }) => e.pointer).sort()).toEqual(['/activations', '/colour', '/theme']);
+    expect(res.body.errors.map((e: { pointer: string }) => e.pointer).sort()).toEqual([
+      '/activations',
+      '/colour',
+      '/theme',
+    ]);
     expect(res.body.errors).toContainEqual({ pointer: '/colour', message: 'not a field: colour' });
     expect(await liveSettings(b)).toEqual([]);
   });
@@ -165,10 +178,15 @@ describe('a singleton: one row per tenant at /api/v1/<module>/<name>', () => {
     expect(replaced.status).toBe(200);
     expect(replaced.body).toMatchObject({ id: created.body.id, theme: 'one', gadgetId: null });
     const commandOwned = await at(b).put(PREFERENCE).set('Cookie', cookieB).send({ theme: 'three', activations: 5 });
-    expect(commandOwned.body).toMatchObject({ code: 'FIELD_COMMAND_OWNED', route: 'POST /api/v1/singletonprobe/preference/touch' });
+    expect(commandOwned.body).toMatchObject({
+      code: 'FIELD_COMMAND_OWNED',
+      route: 'POST /api/v1/singletonprobe/preference/touch',
+    });
     seen.length = 0;
     expect((await at(b).post(`${PREFERENCE}/touch`).set('Cookie', cookieB)).body.activations).toBe(1);
     expect(seen).toEqual([created.body.id]);
-    expect(await eventNames(b)).toEqual(expect.arrayContaining(['singletonprobe.preference.created', 'singletonprobe.preference.updated']));
+    expect(await eventNames(b)).toEqual(
+      expect.arrayContaining(['singletonprobe.preference.created', 'singletonprobe.preference.updated']),
+    );
   });
 });

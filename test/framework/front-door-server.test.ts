@@ -17,9 +17,15 @@ beforeAll(async () => {
   app = await startTestApp();
   const tenant = await createCustomer(app, 'factory', HOST);
   const { cookie } = await signInAs(app, tenant, ['article:read', 'article:write']);
-  const created = await app.http(HOST).post(ARTICLES).set('Cookie', cookie).send({ slug: 'door', title: 'Door', body: 'Body' });
+  const created = await app
+    .http(HOST)
+    .post(ARTICLES)
+    .set('Cookie', cookie)
+    .send({ slug: 'door', title: 'Door', body: 'Body' });
   expect(created.status).toBe(201);
-  expect((await app.http(HOST).post(`${ARTICLES}/${created.body.id}/publish`).set('Cookie', cookie).send({})).status).toBe(200);
+  expect(
+    (await app.http(HOST).post(`${ARTICLES}/${created.body.id}/publish`).set('Cookie', cookie).send({})).status,
+  ).toBe(200);
   etag = (await app.http(HOST).get(`${PUBLIC}/door`)).headers.etag!;
   expect(etag).toMatch(/^W\//);
 });
@@ -38,11 +44,17 @@ const send = (port: number, path: string, headers: Record<string, string>): Prom
   });
 
 describe('the server made by serverFactory', () => {
-  it('answers the early 304 itself and hands every other request to fastify, with fastify\'s server settings', async () => {
+  it("answers the early 304 itself and hands every other request to fastify, with fastify's server settings", async () => {
     const factory = frontDoorServer(app.services, undefined, () => false)!;
     expect(factory).toBeTypeOf('function');
     let handled = 0;
-    const options = { http: { requireHostHeader: false }, keepAliveTimeout: 4321, requestTimeout: 0, connectionTimeout: 0, maxRequestsPerSocket: 0 };
+    const options = {
+      http: { requireHostHeader: false },
+      keepAliveTimeout: 4321,
+      requestTimeout: 0,
+      connectionTimeout: 0,
+      maxRequestsPerSocket: 0,
+    };
     const server = factory((_req, res) => {
       handled += 1;
       res.writeHead(599);
@@ -62,7 +74,7 @@ describe('the server made by serverFactory', () => {
     }
   });
 
-  it('is the server the app listens on: its 304 is the door\'s', async () => {
+  it("is the server the app listens on: its 304 is the door's", async () => {
     expect(app.web!.server.keepAliveTimeout).toBe(app.web!.initialConfig.keepAliveTimeout);
     const res = await app.http(HOST).get(`${PUBLIC}/door`).set('If-None-Match', etag);
     expect(res.status).toBe(304);

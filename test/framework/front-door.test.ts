@@ -20,9 +20,15 @@ beforeAll(async () => {
   app = await startTestApp();
   const tenant = await createCustomer(app, 'door', HOST);
   const { cookie } = await signInAs(app, tenant, ['article:read', 'article:write']);
-  const created = await app.http(HOST).post(ARTICLES).set('Cookie', cookie).send({ slug: 'front-page', title: 'Front page', body: 'Body' });
+  const created = await app
+    .http(HOST)
+    .post(ARTICLES)
+    .set('Cookie', cookie)
+    .send({ slug: 'front-page', title: 'Front page', body: 'Body' });
   expect(created.status).toBe(201);
-  expect((await app.http(HOST).post(`${ARTICLES}/${created.body.id}/publish`).set('Cookie', cookie).send({})).status).toBe(200);
+  expect(
+    (await app.http(HOST).post(`${ARTICLES}/${created.body.id}/publish`).set('Cookie', cookie).send({})).status,
+  ).toBe(200);
   // A full read fills the validator cache, as in production.
   etag = (await app.http(HOST).get(`${PUBLIC}/front-page`)).headers.etag!;
   expect(etag).toMatch(/^W\//);
@@ -32,7 +38,9 @@ afterAll(async () => {
 });
 
 /** A bare server with only the front door: what it leaves to the router is answered 599. */
-async function doorOnly(options: { closing?: () => boolean; logger?: FastifyBaseLogger } = {}): Promise<{ server: Server; port: number }> {
+async function doorOnly(
+  options: { closing?: () => boolean; logger?: FastifyBaseLogger } = {},
+): Promise<{ server: Server; port: number }> {
   const routes = app.services.registry.routes.map(({ route }) => route);
   const door = frontDoor(routes, app.services, options.logger, options.closing ?? (() => false))!;
   expect(door).toBeTypeOf('function');
@@ -45,7 +53,12 @@ async function doorOnly(options: { closing?: () => boolean; logger?: FastifyBase
   return { server, port: (server.address() as AddressInfo).port };
 }
 
-function send(port: number, path: string, headers: Record<string, string>, method = 'GET'): Promise<{ status: number; headers: Record<string, unknown> }> {
+function send(
+  port: number,
+  path: string,
+  headers: Record<string, string>,
+  method = 'GET',
+): Promise<{ status: number; headers: Record<string, unknown> }> {
   return new Promise((resolve, reject) => {
     const req = httpRequest({ host: '127.0.0.1', port, path, method, headers, agent: false }, (res) => {
       res.resume();
@@ -57,14 +70,15 @@ function send(port: number, path: string, headers: Record<string, string>, metho
 }
 
 describe('the front door', () => {
-  it('answers a current If-None-Match with exactly the headers of the router\'s 304', async () => {
+  it("answers a current If-None-Match with exactly the headers of the router's 304", async () => {
     const early = await app.http(HOST).get(`${PUBLIC}/front-page`).set('If-None-Match', etag);
     // Percent-encoded, the same slug is the router's: decoded by find-my-way, answered by the route's first hook.
     const routed = await app.http(HOST).get(`${PUBLIC}/front-pag%65`).set('If-None-Match', etag);
     expect(early.status).toBe(304);
     expect(routed.status).toBe(304);
     // The date and the request id (a new one per request on either way) differ by nature.
-    const without = (headers: Record<string, string>) => Object.fromEntries(Object.entries(headers).filter(([name]) => name !== 'date' && name !== 'x-request-id'));
+    const without = (headers: Record<string, string>) =>
+      Object.fromEntries(Object.entries(headers).filter(([name]) => name !== 'date' && name !== 'x-request-id'));
     expect(without(early.headers)).toEqual(without(routed.headers));
     expect(early.headers['x-request-id']).toMatch(/^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/);
     expect(routed.headers['x-request-id']).toMatch(/^[0-9a-f]{8}-/);
@@ -91,7 +105,11 @@ describe('the front door', () => {
         [`${PUBLIC}/front-page`, { host: `other.${HOST}`, 'if-none-match': etag }],
         [`${ARTICLES}/front-page`, current],
       ];
-      for (const [path, headers, method] of routed) expect((await send(port, path, headers, method)).status, `${method ?? 'GET'} ${path} ${JSON.stringify(headers)}`).toBe(599);
+      for (const [path, headers, method] of routed)
+        expect(
+          (await send(port, path, headers, method)).status,
+          `${method ?? 'GET'} ${path} ${JSON.stringify(headers)}`,
+        ).toBe(599);
     } finally {
       server.close();
     }
@@ -111,10 +129,12 @@ describe('the front door', () => {
 
   it('logs each answer as `request completed` at level info, where fastify logs every request, and nothing above it', async () => {
     const lines: Record<string, unknown>[] = [];
-    const sink = new Writable({ write: (chunk, _encoding, done) => {
+    const sink = new Writable({
+      write: (chunk, _encoding, done) => {
         lines.push(JSON.parse(String(chunk)));
         done();
-      } });
+      },
+    });
     for (const level of ['info', 'warn']) {
       lines.length = 0;
       const { server, port } = await doorOnly({ logger: pino({ level }, sink) as FastifyBaseLogger });
@@ -125,7 +145,11 @@ describe('the front door', () => {
       }
       if (level === 'info') {
         expect(lines).toHaveLength(1);
-        expect(lines[0]).toMatchObject({ msg: 'request completed', req: { method: 'GET', url: `${PUBLIC}/front-page`, host: HOST }, res: { statusCode: 304 } });
+        expect(lines[0]).toMatchObject({
+          msg: 'request completed',
+          req: { method: 'GET', url: `${PUBLIC}/front-page`, host: HOST },
+          res: { statusCode: 304 },
+        });
       } else {
         expect(lines).toEqual([]);
       }

@@ -9,7 +9,11 @@ import { defineModule, defineRoute, type Access } from '../../framework/entity/d
 import type { TenantRef } from '../../framework/context/tenant.ts';
 
 /** One route per kind of access, each answering who the caller is and what its transaction saw. */
-const Answer = Type.Object({ userId: Type.Union([Type.String(), Type.Null()]), now: Type.String(), lastSeenAt: Type.Union([Type.String(), Type.Null()]) });
+const Answer = Type.Object({
+  userId: Type.Union([Type.String(), Type.Null()]),
+  now: Type.String(),
+  lastSeenAt: Type.Union([Type.String(), Type.Null()]),
+});
 
 function probe(path: string, access: Access) {
   return defineRoute({
@@ -25,7 +29,11 @@ function probe(path: string, access: Access) {
           tx.session?.id ?? '00000000-0000-0000-0000-000000000000',
         ]),
       );
-      return { userId: tx.session?.userId ?? null, now: tx.now.toISOString(), lastSeenAt: rows[0]!.last_seen_at?.toISOString() ?? null };
+      return {
+        userId: tx.session?.userId ?? null,
+        now: tx.now.toISOString(),
+        lastSeenAt: rows[0]!.last_seen_at?.toISOString() ?? null,
+      };
     },
   });
 }
@@ -82,15 +90,25 @@ const call = (host: string, path: string, who?: SignedIn) => {
 };
 
 async function roleOf(user: SignedIn): Promise<string> {
-  const { rows } = await t.app.services.db.pool.query<{ roles: string[] }>('select roles from users where id = $1', [user.userId]);
+  const { rows } = await t.app.services.db.pool.query<{ roles: string[] }>('select roles from users where id = $1', [
+    user.userId,
+  ]);
   return rows[0]!.roles[0]!;
 }
 
 async function setPermissions(tenant: TenantRef, role: string, permissions: string[]): Promise<void> {
-  await t.app.services.db.pool.query('update roles set permissions = $3 where tenant_id = $1 and name = $2', [tenant.id, role, permissions]);
+  await t.app.services.db.pool.query('update roles set permissions = $3 where tenant_id = $1 and name = $2', [
+    tenant.id,
+    role,
+    permissions,
+  ]);
 }
 
-function expectProblem(res: { status: number; headers: Record<string, string>; body: { code: string } }, status: number, code: string) {
+function expectProblem(
+  res: { status: number; headers: Record<string, string>; body: { code: string } },
+  status: number,
+  code: string,
+) {
   expect(res.status).toBe(status);
   expect(res.headers['content-type']).toMatch(/^application\/problem\+json/);
   expect(res.body.code).toBe(code);
@@ -111,20 +129,27 @@ describe('public, optional and signed-in routes', () => {
     expect((await call(CUSTOMER, 'optional', user)).body.userId).toBe(user.userId);
   });
 
-  it('answers 401 AUTH_REQUIRED without a session, with an unknown or expired one, and with another tenant\'s', async () => {
+  it("answers 401 AUTH_REQUIRED without a session, with an unknown or expired one, and with another tenant's", async () => {
     expectProblem(await call(CUSTOMER, 'signed-in'), 401, 'AUTH_REQUIRED');
-    expectProblem(await t.app.http(CUSTOMER).get('/api/v1/guardprobe/signed-in').set('Cookie', 'app_session=forged'), 401, 'AUTH_REQUIRED');
+    expectProblem(
+      await t.app.http(CUSTOMER).get('/api/v1/guardprobe/signed-in').set('Cookie', 'app_session=forged'),
+      401,
+      'AUTH_REQUIRED',
+    );
 
     const foreign = await signInAs(t.app, other, ['*']);
     expectProblem(await call(CUSTOMER, 'signed-in', foreign), 401, 'AUTH_REQUIRED');
     expect((await call(OTHER, 'signed-in', foreign)).status).toBe(200);
 
     const expired = await signInAs(t.app, customer, ['*']);
-    await t.app.services.db.pool.query(`update sessions set expires_at = now() - interval '1 second' where user_id = $1`, [expired.userId]);
+    await t.app.services.db.pool.query(
+      `update sessions set expires_at = now() - interval '1 second' where user_id = $1`,
+      [expired.userId],
+    );
     expectProblem(await call(CUSTOMER, 'signed-in', expired), 401, 'AUTH_REQUIRED');
   });
 
-  it('answers 401 for a deactivated user\'s session', async () => {
+  it("answers 401 for a deactivated user's session", async () => {
     const user = await signInAs(t.app, customer, ['*']);
     expect((await call(CUSTOMER, 'signed-in', user)).body.userId).toBe(user.userId);
     await t.app.services.db.pool.query(`update users set status = 'deactivated' where id = $1`, [user.userId]);
@@ -134,14 +159,26 @@ describe('public, optional and signed-in routes', () => {
 
 describe('refusal order', () => {
   it('answers 401 to a caller with no session cookie before looking at the body', async () => {
-    expectProblem(await t.app.http(CUSTOMER).post('/api/v1/guardprobe/read-body').send({ size: 'big' }), 401, 'AUTH_REQUIRED');
+    expectProblem(
+      await t.app.http(CUSTOMER).post('/api/v1/guardprobe/read-body').send({ size: 'big' }),
+      401,
+      'AUTH_REQUIRED',
+    );
   });
 
   it('validates the body of a signed-in caller (422), and serves a valid one', async () => {
     const reader = await signInAs(t.app, customer, ['widget:read']);
-    const bad = await t.app.http(CUSTOMER).post('/api/v1/guardprobe/read-body').set('Cookie', reader.cookie).send({ size: 'big' });
+    const bad = await t.app
+      .http(CUSTOMER)
+      .post('/api/v1/guardprobe/read-body')
+      .set('Cookie', reader.cookie)
+      .send({ size: 'big' });
     expectProblem(bad, 422, 'VALIDATION_FAILED');
-    const good = await t.app.http(CUSTOMER).post('/api/v1/guardprobe/read-body').set('Cookie', reader.cookie).send({ size: 3 });
+    const good = await t.app
+      .http(CUSTOMER)
+      .post('/api/v1/guardprobe/read-body')
+      .set('Cookie', reader.cookie)
+      .send({ size: 3 });
     expect(good.body).toEqual({ size: 3 });
   });
 });
@@ -151,7 +188,11 @@ describe('permission routes', () => {
     expectProblem(await call(CUSTOMER, 'read'), 401, 'AUTH_REQUIRED');
     const user = await signInAs(t.app, customer, ['widget:write']);
     expectProblem(await call(CUSTOMER, 'read', user), 403, 'AUTH_FORBIDDEN');
-    expectProblem(await t.app.http(CUSTOMER).get('/api/v1/testkit/widgets').set('Cookie', user.cookie), 403, 'AUTH_FORBIDDEN');
+    expectProblem(
+      await t.app.http(CUSTOMER).get('/api/v1/testkit/widgets').set('Cookie', user.cookie),
+      403,
+      'AUTH_FORBIDDEN',
+    );
     expect((await call(CUSTOMER, 'signed-in', user)).status).toBe(200);
   });
 
@@ -160,7 +201,15 @@ describe('permission routes', () => {
     expect((await call(CUSTOMER, 'read', reader)).body.userId).toBe(reader.userId);
     const admin = await signInAs(t.app, customer, ['*']);
     expect((await call(CUSTOMER, 'read', admin)).status).toBe(200);
-    expect((await t.app.http(CUSTOMER).post('/api/v1/testkit/widgets').set('Cookie', admin.cookie).send({ name: 'star', size: 1, color: 'red' })).status).toBe(201);
+    expect(
+      (
+        await t.app
+          .http(CUSTOMER)
+          .post('/api/v1/testkit/widgets')
+          .set('Cookie', admin.cookie)
+          .send({ name: 'star', size: 1, color: 'red' })
+      ).status,
+    ).toBe(201);
   });
 
   it('resolves permissions from the stored roles on every request, with no cache', async () => {
@@ -178,11 +227,14 @@ describe('permission routes', () => {
     expectProblem(await call(CUSTOMER, 'read', user), 403, 'AUTH_FORBIDDEN');
   });
 
-  it('resolves the caller inside the request\'s own transaction', async () => {
+  it("resolves the caller inside the request's own transaction", async () => {
     // A session last seen long ago is touched, at the transaction's clock reading, while it is
     // resolved; the handler seeing that uncommitted touch proves it runs in the same transaction.
     const user = await signInAs(t.app, customer, ['widget:read']);
-    await t.app.services.db.pool.query(`update sessions set last_seen_at = now() - interval '1 hour' where user_id = $1`, [user.userId]);
+    await t.app.services.db.pool.query(
+      `update sessions set last_seen_at = now() - interval '1 hour' where user_id = $1`,
+      [user.userId],
+    );
     const res = await call(CUSTOMER, 'read', user);
     expect(res.status).toBe(200);
     expect(res.body.lastSeenAt).toBe(res.body.now);
@@ -206,18 +258,33 @@ describe('operator permissions', () => {
   it('refuses before the session or the roles are read: the anonymous caller gets the same 403, and no session is touched', async () => {
     expectProblem(await call(CUSTOMER, 'operate'), 403, 'AUTH_NOT_OPERATOR');
     const user = await signInAs(t.app, customer, ['widget:operate']);
-    await t.app.services.db.pool.query(`update sessions set last_seen_at = now() - interval '1 hour' where user_id = $1`, [user.userId]);
-    const before = await t.app.services.db.pool.query('select last_seen_at from sessions where user_id = $1', [user.userId]);
+    await t.app.services.db.pool.query(
+      `update sessions set last_seen_at = now() - interval '1 hour' where user_id = $1`,
+      [user.userId],
+    );
+    const before = await t.app.services.db.pool.query('select last_seen_at from sessions where user_id = $1', [
+      user.userId,
+    ]);
     expectProblem(await call(CUSTOMER, 'operate', user), 403, 'AUTH_NOT_OPERATOR');
-    const after = await t.app.services.db.pool.query('select last_seen_at from sessions where user_id = $1', [user.userId]);
+    const after = await t.app.services.db.pool.query('select last_seen_at from sessions where user_id = $1', [
+      user.userId,
+    ]);
     expect(after.rows[0].last_seen_at).toEqual(before.rows[0].last_seen_at);
   });
 
   it('refuses before the body is validated: an invalid body to an operator route still gets 403 AUTH_NOT_OPERATOR', async () => {
     const admin = await signInAs(t.app, customer, ['*']);
-    const res = await t.app.http(CUSTOMER).post('/api/v1/guardprobe/operate-body').set('Cookie', admin.cookie).send({ size: 'big', extra: 1 });
+    const res = await t.app
+      .http(CUSTOMER)
+      .post('/api/v1/guardprobe/operate-body')
+      .set('Cookie', admin.cookie)
+      .send({ size: 'big', extra: 1 });
     expectProblem(res, 403, 'AUTH_NOT_OPERATOR');
-    expectProblem(await t.app.http(CUSTOMER).post('/api/v1/guardprobe/operate-body').send({ size: 'big' }), 403, 'AUTH_NOT_OPERATOR');
+    expectProblem(
+      await t.app.http(CUSTOMER).post('/api/v1/guardprobe/operate-body').send({ size: 'big' }),
+      403,
+      'AUTH_NOT_OPERATOR',
+    );
   });
 
   it('applies the ordinary guard at the operator tenant', async () => {

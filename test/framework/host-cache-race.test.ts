@@ -50,7 +50,8 @@ function gatedDb(db: Db) {
   };
 }
 
-const suspend = (tenant: TenantRef) => t.app.http().post(`/api/v1/tenant/tenants/${tenant.id}/suspend`).set('Cookie', operatorCookie);
+const suspend = (tenant: TenantRef) =>
+  t.app.http().post(`/api/v1/tenant/tenants/${tenant.id}/suspend`).set('Cookie', operatorCookie);
 
 describe('host cache: an eviction racing a fill', () => {
   it('a fill whose host query ran before an eviction is not cached, so a suspended tenant is not served from the cache', async () => {

@@ -30,7 +30,11 @@ beforeAll(async () => {
   carol = await signInAs(t.app, other, PERMISSIONS);
 });
 
-const taskBody = (title: string) => ({ title, priority: 'high', deadline: new Date(Date.now() + 86400_000).toISOString() });
+const taskBody = (title: string) => ({
+  title,
+  priority: 'high',
+  deadline: new Date(Date.now() + 86400_000).toISOString(),
+});
 
 const create = (who: SignedIn, body: object, key?: string, host = HOST) => {
   const req = t.app.http(host).post(TASKS).set('Cookie', who.cookie);
@@ -48,7 +52,10 @@ async function effects(title: string): Promise<{ tasks: number; events: number }
 }
 
 async function storedKeys(key: string): Promise<number> {
-  const { rows } = await t.app.services.db.pool.query<{ n: number }>('select count(*)::int as n from idempotency_keys where key = $1', [key]);
+  const { rows } = await t.app.services.db.pool.query<{ n: number }>(
+    'select count(*)::int as n from idempotency_keys where key = $1',
+    [key],
+  );
   return rows[0]!.n;
 }
 
@@ -92,7 +99,13 @@ describe('the same key with the same request replays the first answer', () => {
     const created = await create(alice, taskBody(`command ${randomUUID()}`));
     const id = created.body.id as string;
     const key = randomUUID();
-    const resolve = () => t.app.http(HOST).post(`${TASKS}/${id}/resolve`).set('Cookie', alice.cookie).set('Idempotency-Key', key).send({ resolution: 'done' });
+    const resolve = () =>
+      t.app
+        .http(HOST)
+        .post(`${TASKS}/${id}/resolve`)
+        .set('Cookie', alice.cookie)
+        .set('Idempotency-Key', key)
+        .send({ resolution: 'done' });
     const first = await resolve();
     expect(first.status, JSON.stringify(first.body)).toBe(200);
     // Run again without the key, resolving a resolved task is 409: the replay is not a second run.
@@ -123,7 +136,12 @@ describe('the same key with another request', () => {
     const key = randomUUID();
     const created = await create(alice, taskBody(`path ${key}`), key);
     const id = created.body.id as string;
-    const res = await t.app.http(HOST).post(`${TASKS}/${id}/resolve`).set('Cookie', alice.cookie).set('Idempotency-Key', key).send({ resolution: 'x' });
+    const res = await t.app
+      .http(HOST)
+      .post(`${TASKS}/${id}/resolve`)
+      .set('Cookie', alice.cookie)
+      .set('Idempotency-Key', key)
+      .send({ resolution: 'x' });
     expect(res.status).toBe(422);
     expect(res.body.code).toBe('IDEMPOTENCY_KEY_REUSED');
   });
@@ -164,9 +182,18 @@ describe('a failed request leaves no key', () => {
     const created = await create(alice, taskBody(`failed ${randomUUID()}`));
     const id = created.body.id as string;
     const key = randomUUID();
-    const resolve = () => t.app.http(HOST).post(`${TASKS}/${id}/resolve`).set('Cookie', alice.cookie).set('Idempotency-Key', key).send({ resolution: 'done' });
+    const resolve = () =>
+      t.app
+        .http(HOST)
+        .post(`${TASKS}/${id}/resolve`)
+        .set('Cookie', alice.cookie)
+        .set('Idempotency-Key', key)
+        .send({ resolution: 'done' });
     // Resolved first without a key, so the keyed resolve fails with 409.
-    expect((await t.app.http(HOST).post(`${TASKS}/${id}/resolve`).set('Cookie', alice.cookie).send({ resolution: 'done' })).status).toBe(200);
+    expect(
+      (await t.app.http(HOST).post(`${TASKS}/${id}/resolve`).set('Cookie', alice.cookie).send({ resolution: 'done' }))
+        .status,
+    ).toBe(200);
     const refused = await resolve();
     expect(refused.status).toBe(409);
     expect(await storedKeys(key)).toBe(0);
@@ -215,7 +242,10 @@ describe('the key itself', () => {
 
 describe('the 24-hour lifetime and the purge', () => {
   async function age(key: string, hours: number): Promise<void> {
-    await t.app.services.db.pool.query(`update idempotency_keys set created_at = now() - make_interval(hours => $2) where key = $1`, [key, hours]);
+    await t.app.services.db.pool.query(
+      `update idempotency_keys set created_at = now() - make_interval(hours => $2) where key = $1`,
+      [key, hours],
+    );
   }
 
   it('a key older than 24 hours is taken as new: the request acts again', async () => {

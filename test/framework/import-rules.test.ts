@@ -18,7 +18,9 @@ import { cycles, importsOf, sourceFiles, type ImportEdge } from '../helpers/impo
  * docs/architecture.md, "Who owns what".
  */
 const ROOT = resolve(import.meta.dirname, '../..');
-const edges: ImportEdge[] = ['main.ts', 'framework', 'modules', 'scripts'].flatMap((dir) => sourceFiles(ROOT, dir)).flatMap((file) => importsOf(ROOT, file));
+const edges: ImportEdge[] = ['main.ts', 'framework', 'modules', 'scripts']
+  .flatMap((dir) => sourceFiles(ROOT, dir))
+  .flatMap((file) => importsOf(ROOT, file));
 const moduleOf = (file: string): string | undefined => /^modules\/([^/]+)\//.exec(file)?.[1];
 
 describe('import rules', () => {
@@ -28,7 +30,9 @@ describe('import rules', () => {
   });
 
   it('the framework imports no module, not even a type', () => {
-    const reaching = edges.filter((e) => e.from.startsWith('framework/') && e.to.startsWith('modules/')).map((e) => `${e.from} -> ${e.to}`);
+    const reaching = edges
+      .filter((e) => e.from.startsWith('framework/') && e.to.startsWith('modules/'))
+      .map((e) => `${e.from} -> ${e.to}`);
     expect(reaching).toEqual([]);
   });
 
@@ -48,8 +52,20 @@ describe('import rules', () => {
 
 describe('the cycle finder', () => {
   it('finds a cycle, a self-import and none in a chain', () => {
-    expect(cycles([{ from: 'a', to: 'b' }, { from: 'b', to: 'c' }, { from: 'c', to: 'a' }, { from: 'c', to: 'd' }])).toEqual([['a', 'b', 'c']]);
+    expect(
+      cycles([
+        { from: 'a', to: 'b' },
+        { from: 'b', to: 'c' },
+        { from: 'c', to: 'a' },
+        { from: 'c', to: 'd' },
+      ]),
+    ).toEqual([['a', 'b', 'c']]);
     expect(cycles([{ from: 'a', to: 'a' }])).toEqual([['a']]);
-    expect(cycles([{ from: 'a', to: 'b' }, { from: 'b', to: 'c' }])).toEqual([]);
+    expect(
+      cycles([
+        { from: 'a', to: 'b' },
+        { from: 'b', to: 'c' },
+      ]),
+    ).toEqual([]);
   });
 });

@@ -26,8 +26,14 @@ const unboundedModule = defineModule({
       summary: 'Casts the number to a PostgreSQL integer',
       access: 'public',
       schema: {
-        querystring: Type.Object({ skip: Type.Optional(Type.Integer()), note: Type.Optional(Type.String()) }, { additionalProperties: false }),
-        body: Type.Object({ n: Type.Integer(), labels: Type.Optional(Type.Record(Type.String(), Type.String())) }, { additionalProperties: false }),
+        querystring: Type.Object(
+          { skip: Type.Optional(Type.Integer()), note: Type.Optional(Type.String()) },
+          { additionalProperties: false },
+        ),
+        body: Type.Object(
+          { n: Type.Integer(), labels: Type.Optional(Type.Record(Type.String(), Type.String())) },
+          { additionalProperties: false },
+        ),
         response: { 200: Type.Object({ n: Type.Integer() }) },
       },
       handler: async ({ tx, body }) => {
@@ -70,23 +76,37 @@ describe('a NUL character (U+0000) in a string is refused with 422 VALIDATION_FA
   });
 
   it('in a password, which no format constrains', async () => {
-    const res = await t.app.http(HOST).post('/api/v1/auth/login').send({ email: 'a@example.com', password: 'x\u0000y' });
+    const res = await t.app
+      .http(HOST)
+      .post('/api/v1/auth/login')
+      .send({ email: 'a@example.com', password: 'x\u0000y' });
     expectValidationFailed(res, '/body/password');
   });
 
   it('in displayName of an invitation and in an element of its roles[]', async () => {
-    const res = await t.app.http(HOST).post('/api/v1/user/invitations').set('Cookie', admin).send({ email: 'nul@example.com', displayName: 'Ada\u0000', roles: ['admin', 'x\u0000'] });
+    const res = await t.app
+      .http(HOST)
+      .post('/api/v1/user/invitations')
+      .set('Cookie', admin)
+      .send({ email: 'nul@example.com', displayName: 'Ada\u0000', roles: ['admin', 'x\u0000'] });
     expectValidationFailed(res, '/body/displayName');
     expectValidationFailed(res, '/body/roles/1');
   });
 
   it('in a tenant name', async () => {
-    const res = await t.app.http().post('/api/v1/tenant/tenants').set('Cookie', operatorAdmin).send({ slug: 'nul', name: 'Nul\u0000 Inc', host: 'nul.localhost' });
+    const res = await t.app
+      .http()
+      .post('/api/v1/tenant/tenants')
+      .set('Cookie', operatorAdmin)
+      .send({ slug: 'nul', name: 'Nul\u0000 Inc', host: 'nul.localhost' });
     expectValidationFailed(res, '/body/name');
   });
 
   it('in a property name', async () => {
-    const res = await t.app.http(HOST).post('/api/v1/unbounded/numbers').send({ n: 1, labels: { 'a\u0000b': 'c' } });
+    const res = await t.app
+      .http(HOST)
+      .post('/api/v1/unbounded/numbers')
+      .send({ n: 1, labels: { 'a\u0000b': 'c' } });
     expectValidationFailed(res, '/body/labels/a\u0000b');
   });
 
@@ -115,21 +135,36 @@ describe('an integer beyond what the database holds is refused with 422, not 500
   });
 
   it('on the tenant list too', async () => {
-    const res = await t.app.http().get('/api/v1/tenant/tenants?offset=9223372036854775807').set('Cookie', operatorAdmin);
+    const res = await t.app
+      .http()
+      .get('/api/v1/tenant/tenants?offset=9223372036854775807')
+      .set('Cookie', operatorAdmin);
     expectValidationFailed(res, '/querystring/offset');
   });
 
   it(`an integer the schema leaves unbounded is kept within ±${INTEGER_LIMIT} (2^53 - 1), in the query and the body`, async () => {
-    const query = await t.app.http(HOST).post(`/api/v1/unbounded/numbers?skip=${2 ** 53}`).send({ n: 1 });
+    const query = await t.app
+      .http(HOST)
+      .post(`/api/v1/unbounded/numbers?skip=${2 ** 53}`)
+      .send({ n: 1 });
     expectValidationFailed(query, '/querystring/skip');
-    const above = await t.app.http(HOST).post('/api/v1/unbounded/numbers').send({ n: 2 ** 53 });
+    const above = await t.app
+      .http(HOST)
+      .post('/api/v1/unbounded/numbers')
+      .send({ n: 2 ** 53 });
     expectValidationFailed(above, '/body/n');
-    const below = await t.app.http(HOST).post('/api/v1/unbounded/numbers').send({ n: -(2 ** 53) });
+    const below = await t.app
+      .http(HOST)
+      .post('/api/v1/unbounded/numbers')
+      .send({ n: -(2 ** 53) });
     expectValidationFailed(below, '/body/n');
   });
 
   it('a value within that range but beyond its column is refused by the database as 422', async () => {
-    const res = await t.app.http(HOST).post('/api/v1/unbounded/numbers').send({ n: 2 ** 40 });
+    const res = await t.app
+      .http(HOST)
+      .post('/api/v1/unbounded/numbers')
+      .send({ n: 2 ** 40 });
     expect(res.status).toBe(422);
     expect(res.body.code).toBe('VALIDATION_FAILED');
     expect((await t.app.http(HOST).post('/api/v1/unbounded/numbers').send({ n: 7 })).body).toEqual({ n: 7 });
@@ -157,7 +192,11 @@ describe('a body nested 100,000 levels deep is refused as a problem, not a 500 (
   const deep = (depth: number) => `${'{"a":'.repeat(depth)}"x\\u0000"${'}'.repeat(depth)}`;
 
   it('as the whole body of a route', async () => {
-    const res = await t.app.http(HOST).post('/api/v1/auth/login').set('Content-Type', 'application/json').send(`{"email":${deep(100_000)},"password":"x"}`);
+    const res = await t.app
+      .http(HOST)
+      .post('/api/v1/auth/login')
+      .set('Content-Type', 'application/json')
+      .send(`{"email":${deep(100_000)},"password":"x"}`);
     expect(res.status, JSON.stringify(res.body)).toBe(422);
     expect(res.body.code).toBe('VALIDATION_FAILED');
   });
@@ -167,11 +206,20 @@ describe('a body nested 100,000 levels deep is refused as a problem, not a 500 (
     const issues = nulIssues(JSON.parse(deep(100_000)));
     expect(issues).toHaveLength(1);
     expect(issues[0]!.instancePath).toBe('/a'.repeat(100_000));
-    expect(nulIssues({ 'k\u0000': ['a', 'b\u0000'], z: 'c\u0000' }).map((i) => i.instancePath)).toEqual(['/k\u0000', '/k\u0000/1', '/z']);
+    expect(nulIssues({ 'k\u0000': ['a', 'b\u0000'], z: 'c\u0000' }).map((i) => i.instancePath)).toEqual([
+      '/k\u0000',
+      '/k\u0000/1',
+      '/z',
+    ]);
   });
 
   it('a keyword that compares items deeply (uniqueItems) refuses a 100,000-deep item as invalid instead of throwing', () => {
-    const validate = typeboxValidatorCompiler({ schema: Type.Array(Type.String(), { uniqueItems: true, maxItems: 10 }), httpPart: 'body', method: 'POST', url: '/x' }) as (value: unknown) => { value?: unknown; error?: unknown };
+    const validate = typeboxValidatorCompiler({
+      schema: Type.Array(Type.String(), { uniqueItems: true, maxItems: 10 }),
+      httpPart: 'body',
+      method: 'POST',
+      url: '/x',
+    }) as (value: unknown) => { value?: unknown; error?: unknown };
     const nested = JSON.parse(`[${'['.repeat(100_000)}${']'.repeat(100_000)}, 1]`);
     const result = validate(nested);
     expect(result.error).toBeDefined();

@@ -78,9 +78,12 @@ async function runsOf(slot: string) {
 }
 
 const tallyWidgets = async (slot: string) =>
-  (await pool().query<{ tenant_id: string }>(`select tenant_id from widgets where color = 'tally' and name = $1 order by tenant_id`, [`tally ${slot}`])).rows.map(
-    (r) => r.tenant_id,
-  );
+  (
+    await pool().query<{ tenant_id: string }>(
+      `select tenant_id from widgets where color = 'tally' and name = $1 order by tenant_id`,
+      [`tally ${slot}`],
+    )
+  ).rows.map((r) => r.tenant_id);
 
 describe('jobs', () => {
   it('are registered as pg-boss schedules by the worker, with their cron', async () => {
@@ -99,7 +102,11 @@ describe('jobs', () => {
       return found.length === 3 && found.every((r) => r.state === 'completed') && found;
     }, 'three completed runs');
     expect(runs.map((r) => r.tenant_id).sort()).toEqual(served());
-    expect(runs.map((r) => r.singleton_key).sort()).toEqual(served().map((id) => runKey(tallyJob.name, id, slot)).sort());
+    expect(runs.map((r) => r.singleton_key).sort()).toEqual(
+      served()
+        .map((id) => runKey(tallyJob.name, id, slot))
+        .sort(),
+    );
     expect(await tallyWidgets(slot)).toEqual(served());
   });
 
@@ -107,7 +114,10 @@ describe('jobs', () => {
     const slot = '2030-01-02T03:00:00.000Z';
     await worker.fanOut(tallyJob, slot);
     await worker.fanOut(tallyJob, slot);
-    await until(async () => (await runsOf(slot)).every((r) => r.state === 'completed') && (await runsOf(slot)).length === 3, 'the runs');
+    await until(
+      async () => (await runsOf(slot)).every((r) => r.state === 'completed') && (await runsOf(slot)).length === 3,
+      'the runs',
+    );
     await worker.fanOut(tallyJob, slot);
     expect(await runsOf(slot)).toHaveLength(3);
     expect(tallyControl.attempts.filter((a) => a.slot === slot)).toHaveLength(3);
@@ -116,22 +126,24 @@ describe('jobs', () => {
   it('run the job body with no transaction open: it opens its own, as many as it needs', async () => {
     const slot = '2030-01-03T03:00:00.000Z';
     const outcomes = await worker.jobs.runOnce(tallyJob.name, { slot, tenant: acme });
-    expect(outcomes).toEqual([{ tenant: 'jobs-acme', ok: true, summary: { widgetsBefore: expect.any(Number), created: true } }]);
+    expect(outcomes).toEqual([
+      { tenant: 'jobs-acme', ok: true, summary: { widgetsBefore: expect.any(Number), created: true } },
+    ]);
     expect(tallyControl.attempts).toEqual([{ tenantId: acme.id, slot, openTransactions: 0 }]);
     // Each transaction it opened is scoped to its tenant by row-level security alone.
     const { rows } = await pool().query(`select tenant_id from widgets where name = $1`, [`tally ${slot}`]);
     expect(rows).toEqual([{ tenant_id: acme.id }]);
   });
 
-  it('retry one tenant\'s failing run alone and dead-letter it after its retries, while the others commit', async () => {
+  it("retry one tenant's failing run alone and dead-letter it after its retries, while the others commit", async () => {
     const slot = '2030-01-04T03:00:00.000Z';
     tallyControl.failFor.add(acme.id);
     await worker.boss.send(jobQueue(tallyJob.name), { slot });
     const letter = await until(async () => {
-      const { rows } = await pool().query(`select queue, event_id, tenant_id, name, error, payload from dead_letters where tenant_id = $1 and payload->>'slot' = $2`, [
-        acme.id,
-        slot,
-      ]);
+      const { rows } = await pool().query(
+        `select queue, event_id, tenant_id, name, error, payload from dead_letters where tenant_id = $1 and payload->>'slot' = $2`,
+        [acme.id, slot],
+      );
       return rows[0];
     }, 'the dead letter');
     expect(letter).toEqual({
@@ -144,7 +156,12 @@ describe('jobs', () => {
     });
     const attempts = tallyControl.attempts.filter((a) => a.slot === slot);
     expect(attempts.filter((a) => a.tenantId === acme.id)).toHaveLength(2);
-    expect(attempts.filter((a) => a.tenantId !== acme.id).map((a) => a.tenantId).sort()).toEqual([app.operator.id, globex.id].sort());
+    expect(
+      attempts
+        .filter((a) => a.tenantId !== acme.id)
+        .map((a) => a.tenantId)
+        .sort(),
+    ).toEqual([app.operator.id, globex.id].sort());
     expect(await tallyWidgets(slot)).toEqual([app.operator.id, globex.id].sort());
     const runs = await runsOf(slot);
     expect(runs.find((r) => r.tenant_id === acme.id)).toMatchObject({ state: 'failed', retry_count: 1 });
@@ -164,7 +181,9 @@ describe('jobs', () => {
     failGlobal = true;
     await worker.boss.send(jobQueue('jobprobe-global'), { job: 'jobprobe-global', slot: '2030-01-07T02:15:00.000Z' });
     const letter = await until(async () => {
-      const { rows } = await pool().query(`select queue, tenant_id, name, error from dead_letters where queue = $1`, [jobQueue('jobprobe-global')]);
+      const { rows } = await pool().query(`select queue, tenant_id, name, error from dead_letters where queue = $1`, [
+        jobQueue('jobprobe-global'),
+      ]);
       return rows[0];
     }, 'the dead letter');
     expect(letter).toEqual({
@@ -177,7 +196,12 @@ describe('jobs', () => {
   });
 
   it('refuse a transaction to a job that is not per tenant, pointing at services.transactions', async () => {
-    const job = { name: 'x', cron: '* * * * *', perTenant: false, run: async (ctx: JobContext) => void (await ctx.transaction(async () => 1)) };
+    const job = {
+      name: 'x',
+      cron: '* * * * *',
+      perTenant: false,
+      run: async (ctx: JobContext) => void (await ctx.transaction(async () => 1)),
+    };
     await expect(worker.jobs.run(job, null, 'slot')).rejects.toThrow(/not per tenant.*services\.transactions/);
   });
 
@@ -185,9 +209,14 @@ describe('jobs', () => {
     await expect(worker.jobs.runOnce('no-such-job')).rejects.toThrow(/no job no-such-job/);
   });
 
-  it('hand each run the clock\'s time', async () => {
+  it("hand each run the clock's time", async () => {
     const seen: Date[] = [];
-    const job = { name: 'y', cron: '* * * * *', perTenant: true, run: async (ctx: JobContext) => void seen.push(ctx.now, await ctx.transaction(async (tx) => tx.now)) };
+    const job = {
+      name: 'y',
+      cron: '* * * * *',
+      perTenant: true,
+      run: async (ctx: JobContext) => void seen.push(ctx.now, await ctx.transaction(async (tx) => tx.now)),
+    };
     await worker.jobs.run(job, acme, 'slot');
     expect(seen).toHaveLength(2);
     expect(Math.abs(seen[0]!.getTime() - Date.now())).toBeLessThan(5000);

@@ -49,7 +49,11 @@ beforeAll(async () => {
   // What autovacuum would have done by the time such a table is listed: statistics and the
   // visibility map (so a count can read the index alone).
   await app.services.db.pool.query('vacuum analyze widgets');
-  tablePages = (await app.services.db.pool.query<{ pages: number }>(`select relpages as pages from pg_class where relname = 'widgets'`)).rows[0]!.pages;
+  tablePages = (
+    await app.services.db.pool.query<{ pages: number }>(
+      `select relpages as pages from pg_class where relname = 'widgets'`,
+    )
+  ).rows[0]!.pages;
 }, 240_000);
 afterAll(async () => {
   await app?.close();
@@ -81,11 +85,19 @@ interface Cost {
 }
 
 function cost(plan: PlanNode): Cost {
-  const result: Cost = { pageRows: 0, countRows: 0, buffers: plan['Shared Hit Blocks'] + plan['Shared Read Blocks'], seqScans: [], plan };
+  const result: Cost = {
+    pageRows: 0,
+    countRows: 0,
+    buffers: plan['Shared Hit Blocks'] + plan['Shared Read Blocks'],
+    seqScans: [],
+    plan,
+  };
   const walk = (node: PlanNode, inCount: boolean) => {
     const counting = inCount || node['Subplan Name'] !== undefined || node['Parent Relationship'] === 'InitPlan';
     if (/Scan/.test(node['Node Type']) && node['Relation Name']) {
-      const touched = (node['Actual Rows'] + (node['Rows Removed by Filter'] ?? 0) + (node['Rows Removed by Index Recheck'] ?? 0)) * node['Actual Loops'];
+      const touched =
+        (node['Actual Rows'] + (node['Rows Removed by Filter'] ?? 0) + (node['Rows Removed by Index Recheck'] ?? 0)) *
+        node['Actual Loops'];
       if (counting) result.countRows += touched;
       else result.pageRows += touched;
       if (node['Node Type'] === 'Seq Scan') result.seqScans.push(node['Relation Name']);
@@ -103,14 +115,17 @@ function cost(plan: PlanNode): Cost {
  */
 async function explain(statement: { text: string; params: unknown[] }, mode: 'custom' | 'generic'): Promise<Cost> {
   return app.services.transactions.run(big, async (ctx) => {
-    const run = (text: string, params: unknown[] = []) => ctx.db.executeQuery<Record<string, unknown>>(CompiledQuery.raw(text, params));
+    const run = (text: string, params: unknown[] = []) =>
+      ctx.db.executeQuery<Record<string, unknown>>(CompiledQuery.raw(text, params));
     if (mode === 'custom') {
       const { rows } = await run(`explain (analyze, buffers, format json) ${statement.text}`, statement.params);
       return cost((rows[0]!['QUERY PLAN'] as { Plan: PlanNode }[])[0]!.Plan);
     }
     await run(`set local plan_cache_mode = force_generic_plan`);
     await run(`prepare list_page as ${statement.text}`);
-    const args = statement.params.map((p) => (p === null ? 'null' : typeof p === 'number' ? String(p) : escapeLiteral(String(p)))).join(', ');
+    const args = statement.params
+      .map((p) => (p === null ? 'null' : typeof p === 'number' ? String(p) : escapeLiteral(String(p))))
+      .join(', ');
     const { rows } = await run(`explain (analyze, buffers, format json) execute list_page${args ? `(${args})` : ''}`);
     await run('deallocate list_page');
     return cost((rows[0]!['QUERY PLAN'] as { Plan: PlanNode }[])[0]!.Plan);
@@ -137,18 +152,32 @@ describe('a list page costs the same however large the table', () => {
     const { cookie } = await signInAs(app, big, ['widget:read']);
     const res = await app.http('big.localhost').get('/api/v1/testkit/widgets?limit=5&sort=-size').set('Cookie', cookie);
     expect(res.status).toBe(200);
-    expect(res.body).toMatchObject({ total: TOTAL_CAP, totalExact: false, limit: 5, offset: 0, next: expect.any(String) });
-    const deeper = await app.http('big.localhost').get(`/api/v1/testkit/widgets?limit=5&sort=-size&after=${res.body.next}`).set('Cookie', cookie);
+    expect(res.body).toMatchObject({
+      total: TOTAL_CAP,
+      totalExact: false,
+      limit: 5,
+      offset: 0,
+      next: expect.any(String),
+    });
+    const deeper = await app
+      .http('big.localhost')
+      .get(`/api/v1/testkit/widgets?limit=5&sort=-size&after=${res.body.next}`)
+      .set('Cookie', cookie);
     expect(deeper.body.items[0].size).toBeLessThanOrEqual(res.body.items[4].size);
     // The neighbour's 50,000 rows are counted for the neighbour only.
     const other = await signInAs(app, neighbour, ['widget:read']);
-    const theirs = await app.http('neighbour.localhost').get('/api/v1/testkit/widgets?limit=1').set('Cookie', other.cookie);
+    const theirs = await app
+      .http('neighbour.localhost')
+      .get('/api/v1/testkit/widgets?limit=1')
+      .set('Cookie', other.cookie);
     expect(theirs.body).toMatchObject({ total: TOTAL_CAP, totalExact: false });
   });
 
-
   it('has 200,000 rows of one tenant to list, on thousands of pages', async () => {
-    const { rows } = await app.services.db.pool.query<{ n: number }>('select count(*)::int as n from widgets where tenant_id = $1', [big.id]);
+    const { rows } = await app.services.db.pool.query<{ n: number }>(
+      'select count(*)::int as n from widgets where tenant_id = $1',
+      [big.id],
+    );
     expect(rows[0]!.n).toBe(ROWS);
     expect(tablePages).toBeGreaterThan(2000);
   });
@@ -187,9 +216,13 @@ describe('a list page costs the same however large the table', () => {
     const first = await app.services.transactions.run(big, (ctx) => ops.list(ctx, page({ sort: 'size' })));
     expect(first).toMatchObject({ total: TOTAL_CAP, totalExact: false, limit: 20, offset: 0 });
     expect(first.items).toHaveLength(20);
-    const second = await app.services.transactions.run(big, (ctx) => ops.list(ctx, page({ sort: 'size', after: first.next! })));
+    const second = await app.services.transactions.run(big, (ctx) =>
+      ops.list(ctx, page({ sort: 'size', after: first.next! })),
+    );
     const both = [...first.items, ...second.items].map((r) => [(r as unknown as { size: number }).size, r.id] as const);
-    const byOffset = await app.services.transactions.run(big, (ctx) => ops.list(ctx, page({ sort: 'size', limit: 40 })));
+    const byOffset = await app.services.transactions.run(big, (ctx) =>
+      ops.list(ctx, page({ sort: 'size', limit: 40 })),
+    );
     expect(both).toEqual(byOffset.items.map((r) => [(r as unknown as { size: number }).size, r.id] as const));
   });
 });
@@ -214,9 +247,12 @@ describe('every list has an index for each of its sorts', () => {
       // A singleton has no list; a global table has no tenant_id; a hard-deleting one keeps no dead rows.
       if (entity.singleton) continue;
       const indexes = await indexesOf(entity.names.table);
-      const accessColumns = Object.keys(entity.def.rowAccess?.({ actorId: null } as never) ?? {}).map((f) => entity.columns[f]!);
+      const accessColumns = Object.keys(entity.def.rowAccess?.({ actorId: null } as never) ?? {}).map(
+        (f) => entity.columns[f]!,
+      );
       for (const field of entity.sortable) {
-        const column = field === 'createdAt' ? 'created_at' : field === 'updatedAt' ? 'updated_at' : entity.columns[field]!;
+        const column =
+          field === 'createdAt' ? 'created_at' : field === 'updatedAt' ? 'updated_at' : entity.columns[field]!;
         const leading = [...(entity.scope === 'global' ? [] : ['tenant_id']), ...accessColumns, column, 'id'];
         const found = indexes.some(
           (i) =>
@@ -233,7 +269,10 @@ describe('every list has an index for each of its sorts', () => {
     const indexes = await indexesOf('tenants');
     const columns = { createdAt: 'created_at', slug: 'slug', name: 'name' };
     for (const sort of TENANT_SORTS) {
-      expect(indexes.some((i) => i.columns.join() === [columns[sort], 'id'].join()), sort).toBe(true);
+      expect(
+        indexes.some((i) => i.columns.join() === [columns[sort], 'id'].join()),
+        sort,
+      ).toBe(true);
     }
   });
 });

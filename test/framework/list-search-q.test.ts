@@ -14,27 +14,43 @@ let manager: SignedIn;
 const host = 'search-acme.localhost';
 const TASKS = '/api/v1/task/tasks';
 
-const titles = ['Renew the certificate', 'renew the domain', 'Call the customer back', '100% done', 'under_score', 'underXscore'];
+const titles = [
+  'Renew the certificate',
+  'renew the domain',
+  'Call the customer back',
+  '100% done',
+  'under_score',
+  'underXscore',
+];
 
 beforeAll(async () => {
   app = await startTestApp();
   acme = await createCustomer(app, 'search-acme', host);
   manager = await signInAs(app, acme, ['task:read', 'task:update', 'user:read'], { email: 'manager@search.test' });
   for (const title of titles) {
-    await app.http(host).post(TASKS).set('Cookie', manager.cookie).send({ title, priority: 'low', deadline: '2099-01-01T00:00:00Z' }).expect(201);
+    await app
+      .http(host)
+      .post(TASKS)
+      .set('Cookie', manager.cookie)
+      .send({ title, priority: 'low', deadline: '2099-01-01T00:00:00Z' })
+      .expect(201);
   }
 });
 afterAll(async () => {
   await app?.close();
 });
 
-const list = (query: Record<string, string | number>) => app.http(host).get(TASKS).query(query).set('Cookie', manager.cookie);
+const list = (query: Record<string, string | number>) =>
+  app.http(host).get(TASKS).query(query).set('Cookie', manager.cookie);
 
 describe('GET /api/v1/task/tasks?q=', () => {
   it('answers the rows whose title contains the text, ignoring case, with total counting only them', async () => {
     const res = await list({ q: 'RENEW', sort: 'title' });
     expect(res.status, JSON.stringify(res.body)).toBe(200);
-    expect(res.body.items.map((t: { title: string }) => t.title)).toEqual(['Renew the certificate', 'renew the domain']);
+    expect(res.body.items.map((t: { title: string }) => t.title)).toEqual([
+      'Renew the certificate',
+      'renew the domain',
+    ]);
     expect(res.body).toMatchObject({ total: 2, totalExact: true, next: null });
   });
 
@@ -75,10 +91,18 @@ describe('GET /api/v1/task/tasks?q=', () => {
 
 describe('GET /api/v1/user/users?q=', () => {
   it('searches the address and the display name', async () => {
-    const byName = await app.http(host).get('/api/v1/user/users').query({ q: 'test user' }).set('Cookie', manager.cookie);
+    const byName = await app
+      .http(host)
+      .get('/api/v1/user/users')
+      .query({ q: 'test user' })
+      .set('Cookie', manager.cookie);
     expect(byName.status).toBe(200);
     expect(byName.body.items.map((u: { email: string }) => u.email)).toContain('manager@search.test');
-    const byAddress = await app.http(host).get('/api/v1/user/users').query({ q: 'MANAGER@search' }).set('Cookie', manager.cookie);
+    const byAddress = await app
+      .http(host)
+      .get('/api/v1/user/users')
+      .query({ q: 'MANAGER@search' })
+      .set('Cookie', manager.cookie);
     expect(byAddress.body.items.map((u: { email: string }) => u.email)).toEqual(['manager@search.test']);
   });
 });
@@ -87,7 +111,11 @@ describe('OpenAPI', () => {
   it('documents q on the generated lists, naming the fields it searches', async () => {
     const doc = (await app.http().get('/api/v1/openapi.json').expect(200)).body;
     const q = (path: string) => doc.paths[path].get.parameters.find((p: { name: string }) => p.name === 'q');
-    expect(q(TASKS)).toMatchObject({ in: 'query', required: false, schema: { type: 'string', minLength: 1, maxLength: 200 } });
+    expect(q(TASKS)).toMatchObject({
+      in: 'query',
+      required: false,
+      schema: { type: 'string', minLength: 1, maxLength: 200 },
+    });
     expect(q(TASKS).description).toContain('title');
     expect(q('/api/v1/user/users').description).toContain('email or displayName');
   });

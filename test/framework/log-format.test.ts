@@ -22,7 +22,8 @@ describe('server.log_format', () => {
       const { processLogger } = await import('./framework/observability/log-output.ts');
       const log = processLogger('info', process.argv[1]);
       log.info({ migrations: 3, owners: 'framework 8, auth 4' }, 'migrations applied');`;
-    const run = (format: string) => spawnSync(process.execPath, ['--input-type=module', '-e', script, format], { cwd: ROOT, encoding: 'utf8' });
+    const run = (format: string) =>
+      spawnSync(process.execPath, ['--input-type=module', '-e', script, format], { cwd: ROOT, encoding: 'utf8' });
     const json = run('json');
     expect(json.status).toBe(0);
     expect(JSON.parse(json.stdout.trim())).toMatchObject({ level: 30, migrations: 3, msg: 'migrations applied' });
@@ -31,6 +32,8 @@ describe('server.log_format', () => {
     expect(pretty.status).toBe(0);
     const lines = pretty.stdout.trim().split('\n');
     expect(lines).toHaveLength(1);
-    expect(lines[0]).toMatch(/^\[\d{2}:\d{2}:\d{2}\.\d{3}\] INFO: migrations applied \{"migrations":3,"owners":"framework 8, auth 4"\}$/);
+    expect(lines[0]).toMatch(
+      /^\[\d{2}:\d{2}:\d{2}\.\d{3}\] INFO: migrations applied \{"migrations":3,"owners":"framework 8, auth 4"\}$/,
+    );
   });
 });

@@ -3,9 +3,13 @@ import { loggableUrl } from '../../framework/http/log-redaction.ts';
 
 describe('request URLs in logs', () => {
   it('keeps paths and ordinary parameters, and hides secret parameter values', () => {
-    expect(loggableUrl('/api/v1/testkit/widgets?limit=5&sort=-name')).toBe('/api/v1/testkit/widgets?limit=5&sort=-name');
+    expect(loggableUrl('/api/v1/testkit/widgets?limit=5&sort=-name')).toBe(
+      '/api/v1/testkit/widgets?limit=5&sort=-name',
+    );
     expect(loggableUrl('/auth/reset?token=s3cr3t')).toBe('/auth/reset?token=redacted');
-    expect(loggableUrl('/api/v1/auth/oidc/callback?code=abc&state=def&iss=x')).toBe('/api/v1/auth/oidc/callback?code=redacted&state=redacted&iss=x');
+    expect(loggableUrl('/api/v1/auth/oidc/callback?code=abc&state=def&iss=x')).toBe(
+      '/api/v1/auth/oidc/callback?code=redacted&state=redacted&iss=x',
+    );
     expect(loggableUrl('/x?Token=a&token=b')).not.toMatch(/=a|=b/);
   });
 });

@@ -12,7 +12,11 @@ import { THROTTLE } from '../../modules/auth/throttle.ts';
 
 // A subscription that takes every widget and one that refuses every widget (no retry: the first
 // failure is a dead letter), so a create moves the delivery series.
-const seen: SubscriptionDefinition = { name: 'metricprobe-seen', event: 'testkit.widget.created', handle: async () => {} };
+const seen: SubscriptionDefinition = {
+  name: 'metricprobe-seen',
+  event: 'testkit.widget.created',
+  handle: async () => {},
+};
 const refuses: SubscriptionDefinition = {
   name: 'metricprobe-refuses',
   event: 'testkit.widget.created',
@@ -31,7 +35,12 @@ let user: SignedIn;
 
 beforeAll(async () => {
   const port = await freePort();
-  app = await startTestApp({ modules: [...allModules, testkitModule, metricProbe], role: 'all', startWorker: true, config: testConfig({ metrics: { port } }) });
+  app = await startTestApp({
+    modules: [...allModules, testkitModule, metricProbe],
+    role: 'all',
+    startWorker: true,
+    config: testConfig({ metrics: { port } }),
+  });
   tenant = await createCustomer(app, 'metrics-acme', HOST);
   user = await signInAs(app, tenant, ['widget:read', 'widget:write']);
 });
@@ -88,7 +97,9 @@ describe('HTTP series', () => {
     expect(res.status).toBe(201);
     const after = await metrics();
     expect(sampleValue(after, 'tenantry_http_request_duration_seconds_count', labels)).toBe(before + 1);
-    expect(sampleValue(after, 'tenantry_http_request_duration_seconds_bucket', { ...labels, le: '+Inf' })).toBe(before + 1);
+    expect(sampleValue(after, 'tenantry_http_request_duration_seconds_bucket', { ...labels, le: '+Inf' })).toBe(
+      before + 1,
+    );
     expect(sampleValue(after, 'tenantry_http_request_duration_seconds_sum', labels)).toBeGreaterThan(0);
     expect(sampleValue(after, 'tenantry_http_requests_in_flight')).toBe(0);
   });
@@ -100,19 +111,36 @@ describe('HTTP series', () => {
     expect((await app.http(HOST).post('/api/v1/testkit/widgets').send({})).status).toBe(401);
     expect((await app.http(HOST).get(`/no/such/${randomUUID()}`)).status).toBe(404);
     const after = await metrics();
-    expect(sampleValue(after, 'tenantry_http_request_duration_seconds_count', refused)).toBe((sampleValue(before, 'tenantry_http_request_duration_seconds_count', refused) ?? 0) + 1);
-    expect(sampleValue(after, 'tenantry_http_request_duration_seconds_count', unrouted)).toBe((sampleValue(before, 'tenantry_http_request_duration_seconds_count', unrouted) ?? 0) + 1);
+    expect(sampleValue(after, 'tenantry_http_request_duration_seconds_count', refused)).toBe(
+      (sampleValue(before, 'tenantry_http_request_duration_seconds_count', refused) ?? 0) + 1,
+    );
+    expect(sampleValue(after, 'tenantry_http_request_duration_seconds_count', unrouted)).toBe(
+      (sampleValue(before, 'tenantry_http_request_duration_seconds_count', unrouted) ?? 0) + 1,
+    );
   });
 
-  it('a public read\'s 304, answered by the front door before fastify, counts under its operation', async () => {
+  it("a public read's 304, answered by the front door before fastify, counts under its operation", async () => {
     const { cookie } = await signInAs(app, tenant, ['article:read', 'article:write']);
-    const created = await app.http(HOST).post('/api/v1/testkit/articles').set('Cookie', cookie).send({ slug: 'counted-page', title: 'Counted', body: 'Body' });
-    expect((await app.http(HOST).post(`/api/v1/testkit/articles/${created.body.id}/publish`).set('Cookie', cookie).send({})).status).toBe(200);
+    const created = await app
+      .http(HOST)
+      .post('/api/v1/testkit/articles')
+      .set('Cookie', cookie)
+      .send({ slug: 'counted-page', title: 'Counted', body: 'Body' });
+    expect(
+      (await app.http(HOST).post(`/api/v1/testkit/articles/${created.body.id}/publish`).set('Cookie', cookie).send({}))
+        .status,
+    ).toBe(200);
     const etag = (await app.http(HOST).get('/api/v1/testkit/public/counted-page')).headers.etag!;
     const count = (samples: Sample[]) =>
-      new Map(samples.filter((s) => s.name === 'tenantry_http_request_duration_seconds_count' && s.labels.status_class === '3xx').map((s) => [s.labels.operation!, s.value]));
+      new Map(
+        samples
+          .filter((s) => s.name === 'tenantry_http_request_duration_seconds_count' && s.labels.status_class === '3xx')
+          .map((s) => [s.labels.operation!, s.value]),
+      );
     const before = count(await metrics());
-    expect((await app.http(HOST).get('/api/v1/testkit/public/counted-page').set('If-None-Match', etag)).status).toBe(304);
+    expect((await app.http(HOST).get('/api/v1/testkit/public/counted-page').set('If-None-Match', etag)).status).toBe(
+      304,
+    );
     const after = count(await metrics());
     const moved = [...after].filter(([operation, n]) => n !== (before.get(operation) ?? 0));
     expect(moved).toEqual([[expect.stringMatching(/^testkit-article-/), (before.get(moved[0]?.[0] ?? '') ?? 0) + 1]]);
@@ -123,7 +151,11 @@ describe('HTTP series', () => {
     const page = await app.http(HOST).get(`/admin/testkit/widgets/${widget.body.id}`).set('Cookie', user.cookie);
     expect(page.status).toBe(200);
     const samples = await metrics();
-    const kinds = samples.filter((s) => s.name === 'tenantry_http_request_duration_seconds_count' && s.labels.operation!.startsWith('admin-page-get-testkit-widgets'));
+    const kinds = samples.filter(
+      (s) =>
+        s.name === 'tenantry_http_request_duration_seconds_count' &&
+        s.labels.operation!.startsWith('admin-page-get-testkit-widgets'),
+    );
     expect(kinds.map((s) => s.labels.operation)).toContain('admin-page-get-testkit-widgets-id');
     expect(JSON.stringify(samples)).not.toContain(widget.body.id);
   });
@@ -132,7 +164,12 @@ describe('HTTP series', () => {
 describe('sign-in series', () => {
   it('a failed login counts, and a throttled one counts as a 429 of its operation', async () => {
     const source = `203.0.113.${Math.floor(Math.random() * 200) + 1}`;
-    const login = () => app.http(HOST).post('/api/v1/auth/login').set('X-Forwarded-For', source).send({ email: 'nobody@example.test', password: 'wrong password' });
+    const login = () =>
+      app
+        .http(HOST)
+        .post('/api/v1/auth/login')
+        .set('X-Forwarded-For', source)
+        .send({ email: 'nobody@example.test', password: 'wrong password' });
     const before = await metrics();
     const failed = sampleValue(before, 'tenantry_auth_failed_logins_total') ?? 0;
     const limited = sampleValue(before, 'tenantry_http_rate_limited_total', { operation: 'auth-session-login' }) ?? 0;
@@ -142,8 +179,16 @@ describe('sign-in series', () => {
     expect((await login()).status).toBe(429);
     const after = await metrics();
     expect(sampleValue(after, 'tenantry_auth_failed_logins_total')).toBe(failed + THROTTLE.login.max);
-    expect(sampleValue(after, 'tenantry_http_rate_limited_total', { operation: 'auth-session-login' })).toBe(limited + 1);
-    expect(sampleValue(after, 'tenantry_http_request_duration_seconds_count', { operation: 'auth-session-login', method: 'POST', status_class: '4xx' })).toBeGreaterThanOrEqual(THROTTLE.login.max + 1);
+    expect(sampleValue(after, 'tenantry_http_rate_limited_total', { operation: 'auth-session-login' })).toBe(
+      limited + 1,
+    );
+    expect(
+      sampleValue(after, 'tenantry_http_request_duration_seconds_count', {
+        operation: 'auth-session-login',
+        method: 'POST',
+        status_class: '4xx',
+      }),
+    ).toBeGreaterThanOrEqual(THROTTLE.login.max + 1);
   });
 });
 
@@ -160,9 +205,14 @@ describe('database series', () => {
   });
 
   it('counts a waiting checkout while every connection is taken, and the scrape does not wait for the pool', async () => {
-    const held = await Promise.all(Array.from({ length: app.config.database.pool_size }, () => app.services.db.pool.connect()));
+    const held = await Promise.all(
+      Array.from({ length: app.config.database.pool_size }, () => app.services.db.pool.connect()),
+    );
     try {
-      const waiting = app.services.db.pool.connect().then((client) => client.release(), () => {});
+      const waiting = app.services.db.pool.connect().then(
+        (client) => client.release(),
+        () => {},
+      );
       const started = performance.now();
       const samples = await metrics();
       expect(performance.now() - started).toBeLessThan(app.config.database.acquire_timeout_ms);
@@ -180,9 +230,13 @@ describe('outbox, queue and tenant series', () => {
   it('a created widget is relayed (lag observed), delivered, refused and dead-lettered by subscription', async () => {
     const before = await metrics();
     const lagCount = sampleValue(before, 'tenantry_outbox_relay_lag_seconds_count') ?? 0;
-    const failures = sampleValue(before, 'tenantry_outbox_delivery_failures_total', { subscription: 'metricprobe-refuses' }) ?? 0;
-    const seenFailures = sampleValue(before, 'tenantry_outbox_delivery_failures_total', { subscription: 'metricprobe-seen' });
-    const dead = sampleValue(before, 'tenantry_outbox_dead_letters_total', { subscription: 'metricprobe-refuses' }) ?? 0;
+    const failures =
+      sampleValue(before, 'tenantry_outbox_delivery_failures_total', { subscription: 'metricprobe-refuses' }) ?? 0;
+    const seenFailures = sampleValue(before, 'tenantry_outbox_delivery_failures_total', {
+      subscription: 'metricprobe-seen',
+    });
+    const dead =
+      sampleValue(before, 'tenantry_outbox_dead_letters_total', { subscription: 'metricprobe-refuses' }) ?? 0;
     expect(sampleValue(before, 'tenantry_outbox_unrelayed_events')).toBeGreaterThanOrEqual(0);
     const created = await createWidget();
     expect(created.status).toBe(201);
@@ -196,22 +250,37 @@ describe('outbox, queue and tenant series', () => {
     });
     const after = await until('the dead-letter count', async () => {
       const s = await metrics();
-      return (sampleValue(s, 'tenantry_outbox_dead_letters_total', { subscription: 'metricprobe-refuses' }) ?? 0) > dead ? s : undefined;
+      return (sampleValue(s, 'tenantry_outbox_dead_letters_total', { subscription: 'metricprobe-refuses' }) ?? 0) > dead
+        ? s
+        : undefined;
     });
     expect(sampleValue(after, 'tenantry_outbox_relay_lag_seconds_count')).toBeGreaterThan(lagCount);
     expect(sampleValue(after, 'tenantry_outbox_relay_lag_seconds_sum')).toBeGreaterThan(0);
-    expect(sampleValue(after, 'tenantry_outbox_delivery_failures_total', { subscription: 'metricprobe-refuses' })).toBeGreaterThanOrEqual(failures + 1);
-    expect(sampleValue(after, 'tenantry_outbox_delivery_failures_total', { subscription: 'metricprobe-seen' })).toBe(seenFailures);
+    expect(
+      sampleValue(after, 'tenantry_outbox_delivery_failures_total', { subscription: 'metricprobe-refuses' }),
+    ).toBeGreaterThanOrEqual(failures + 1);
+    expect(sampleValue(after, 'tenantry_outbox_delivery_failures_total', { subscription: 'metricprobe-seen' })).toBe(
+      seenFailures,
+    );
     expect(sampleValue(after, 'tenantry_outbox_unrelayed_events')).toBe(0);
   });
 
   it('reports the depth and failed jobs of every pg-boss queue, and the tenants by status', async () => {
     const samples = await metrics();
     const queues = samples.filter((s) => s.name === 'tenantry_queue_depth').map((s) => s.labels.queue);
-    expect(queues).toEqual(expect.arrayContaining(['sub-metricprobe-seen', 'sub-metricprobe-refuses', 'job-testkit-tally', 'tenantry-dead-letters']));
+    expect(queues).toEqual(
+      expect.arrayContaining([
+        'sub-metricprobe-seen',
+        'sub-metricprobe-refuses',
+        'job-testkit-tally',
+        'tenantry-dead-letters',
+      ]),
+    );
     expect(sampleValue(samples, 'tenantry_queue_depth', { queue: 'sub-metricprobe-seen' })).toBeGreaterThanOrEqual(0);
     expect(sampleValue(samples, 'tenantry_queue_failed_jobs', { queue: 'sub-metricprobe-seen' })).toBe(0);
-    const { rows } = await app.services.db.pool.query<{ n: number }>(`select count(*)::int as n from tenants where status = 'active'`);
+    const { rows } = await app.services.db.pool.query<{ n: number }>(
+      `select count(*)::int as n from tenants where status = 'active'`,
+    );
     expect(sampleValue(samples, 'tenantry_tenants', { status: 'active' })).toBe(rows[0]!.n);
     expect(sampleValue(samples, 'tenantry_tenants', { status: 'suspended' })).toBeGreaterThanOrEqual(0);
   });
@@ -248,8 +317,26 @@ describe('bounded labels', () => {
     const { text, samples } = await scrape(app.metricsUrl!);
     const labelNames = new Set(samples.flatMap((s) => Object.keys(s.labels)));
     for (const name of labelNames) expect(name).not.toMatch(/tenant|user|host|actor|email|session/i);
-    for (const value of [tenant.id, tenant.slug, HOST, user.userId, user.email, app.operator.id]) expect(text).not.toContain(value);
-    const allowed = new Set(['operation', 'method', 'status_class', 'le', 'subscription', 'queue', 'job', 'status', 'quantile', 'type', 'version', 'major', 'minor', 'patch', 'space', 'kind']);
+    for (const value of [tenant.id, tenant.slug, HOST, user.userId, user.email, app.operator.id])
+      expect(text).not.toContain(value);
+    const allowed = new Set([
+      'operation',
+      'method',
+      'status_class',
+      'le',
+      'subscription',
+      'queue',
+      'job',
+      'status',
+      'quantile',
+      'type',
+      'version',
+      'major',
+      'minor',
+      'patch',
+      'space',
+      'kind',
+    ]);
     expect([...labelNames].filter((n) => !allowed.has(n))).toEqual([]);
   });
 });

@@ -67,7 +67,9 @@ let generated: pg.Pool;
 let sql: string;
 
 beforeAll(async () => {
-  [handWritten, generated] = await Promise.all([createTestDatabase('hand'), createTestDatabase('gen')]).then((urls) => urls.map((url) => new pg.Pool({ connectionString: url, max: 2 })));
+  [handWritten, generated] = await Promise.all([createTestDatabase('hand'), createTestDatabase('gen')]).then((urls) =>
+    urls.map((url) => new pg.Pool({ connectionString: url, max: 2 })),
+  );
   await runMigrations(handWritten, migrationSources(MODULES));
   await runMigrations(generated, migrationSources([]));
   const result = await generateMigration(generated, ENTITIES, { allowDestructive: false, command: 'equivalence test' });
@@ -82,7 +84,20 @@ afterAll(async () => {
 
 describe('the generated create migration and the hand-written migrations make the same tables', () => {
   it('covers every entity of modules/ and the test kit', () => {
-    expect(TABLES).toEqual(expect.arrayContaining(['users', 'tasks', 'plans', 'subscriptions', 'contents', 'widgets', 'gadgets', 'settings', 'memos', 'articles']));
+    expect(TABLES).toEqual(
+      expect.arrayContaining([
+        'users',
+        'tasks',
+        'plans',
+        'subscriptions',
+        'contents',
+        'widgets',
+        'gadgets',
+        'settings',
+        'memos',
+        'articles',
+      ]),
+    );
     for (const table of TABLES) expect(sql).toContain(`create table ${table} (`);
   });
 
@@ -92,12 +107,19 @@ describe('the generated create migration and the hand-written migrations make th
     const genTable = gen.get(table)!;
     expect(handTable.columns.length, `${table} exists in the hand-written database`).toBeGreaterThan(0);
     expect(snapshotLinesMissing(genTable, handTable), 'made by the generated migration alone').toEqual([]);
-    expect(snapshotLinesMissing(handTable, genTable).sort(), 'made by the hand-written migrations alone').toEqual([...(HAND_WRITTEN_ONLY[table] ?? [])].sort());
+    expect(snapshotLinesMissing(handTable, genTable).sort(), 'made by the hand-written migrations alone').toEqual(
+      [...(HAND_WRITTEN_ONLY[table] ?? [])].sort(),
+    );
   });
 
-  it('writes nothing more once the hand-written migrations ran: they agree with the definitions', { timeout: 120_000 }, async () => {
+  it('writes nothing more once the hand-written migrations ran: they agree with the definitions', {
+    timeout: 120_000,
+  }, async () => {
     for (const module of MODULES) {
-      const again = await generateMigration(handWritten, module.entities ?? [], { allowDestructive: true, command: 'equivalence test' });
+      const again = await generateMigration(handWritten, module.entities ?? [], {
+        allowDestructive: true,
+        command: 'equivalence test',
+      });
       expect(again.sql, `module ${module.name}`).toBeUndefined();
     }
   });

@@ -59,7 +59,7 @@ describe('from a field schema to a column', () => {
     expect(sqlLiteral({ a: 1 }, { sql: 'jsonb', catalog: 'jsonb' })).toBe(`'{"a":1}'`);
   });
 
-  it('reads the values back from the catalog\'s enum checks, and leaves other checks alone', () => {
+  it("reads the values back from the catalog's enum checks, and leaves other checks alone", () => {
     const check = (definition: string) => checkValues({ name: 'c', columns: ['status'], definition });
     expect(check("CHECK ((status = ANY (ARRAY['draft'::text, 'it''s'::text])))")).toEqual(['draft', "it's"]);
     expect(check("CHECK (status = ANY (ARRAY['draft'::text, 'published'::text]))")).toEqual(['draft', 'published']);
@@ -88,12 +88,21 @@ describe('from a field schema to a column', () => {
     ]);
     expect(memos.indexes.every((i) => i.where === undefined)).toBe(true);
     const gadgets = desiredTable(entity(gadget));
-    expect(gadgets.indexes[0]).toEqual({ name: 'gadgets_code_unique', unique: true, keys: ['code'], where: 'deleted_at is null', purpose: 'unique', field: 'code' });
+    expect(gadgets.indexes[0]).toEqual({
+      name: 'gadgets_code_unique',
+      unique: true,
+      keys: ['code'],
+      where: 'deleted_at is null',
+      purpose: 'unique',
+      field: 'code',
+    });
     expect(gadgets.columns.map((c) => c.name)).not.toContain('tenant_id');
   });
 
-  it('numbers a module\'s next migration one past its highest', () => {
-    expect(nextMigrationFile(TESTKIT_MIGRATIONS, 'Add a Field!')).toBe(`${String(readdirSync(TESTKIT_MIGRATIONS).length + 1).padStart(4, '0')}_add_a_field.sql`);
+  it("numbers a module's next migration one past its highest", () => {
+    expect(nextMigrationFile(TESTKIT_MIGRATIONS, 'Add a Field!')).toBe(
+      `${String(readdirSync(TESTKIT_MIGRATIONS).length + 1).padStart(4, '0')}_add_a_field.sql`,
+    );
     expect(nextMigrationFile(join(FIXTURES, 'no-such-dir'), 'first')).toBe('0001_first.sql');
   });
 });
@@ -106,17 +115,27 @@ function changedTestkit(dir: string, replace: Record<string, AnyEntity>): Module
 
 /** The golden change: a field added to two entities, an enum value added, two fields made sortable, a default changed. */
 const goldenEntities = () => ({
-  widget: entity({ ...widget, fields: { ...widget.fields, weight: WithDefault(Type.Integer({ minimum: 0 }), 0) }, sortable: ['name', 'size', 'color'] } as never),
+  widget: entity({
+    ...widget,
+    fields: { ...widget.fields, weight: WithDefault(Type.Integer({ minimum: 0 }), 0) },
+    sortable: ['name', 'size', 'color'],
+  } as never),
   article: entity({
     ...article,
     fields: {
       ...article.fields,
-      status: WithDefault(Type.Union([Type.Literal('draft'), Type.Literal('published'), Type.Literal('retracted')]), 'draft'),
+      status: WithDefault(
+        Type.Union([Type.Literal('draft'), Type.Literal('published'), Type.Literal('retracted')]),
+        'draft',
+      ),
       summary: Type.Optional(Type.String({ maxLength: 300 })),
     },
     sortable: ['slug', 'title'],
   } as never),
-  setting: entity({ ...setting, fields: { ...setting.fields, activations: WithDefault(Type.Integer({ minimum: 0 }), 1) } } as never),
+  setting: entity({
+    ...setting,
+    fields: { ...setting.fields, activations: WithDefault(Type.Integer({ minimum: 0 }), 1) },
+  } as never),
 });
 
 describe('a change of a test-kit entity', () => {
@@ -131,10 +150,17 @@ describe('a change of a test-kit entity', () => {
     rmSync(dir, { recursive: true, force: true });
   });
 
-  it('generates the expected ALTER file, which passes the boot check once applied, after which nothing is generated', { timeout: 180_000 }, async () => {
+  it('generates the expected ALTER file, which passes the boot check once applied, after which nothing is generated', {
+    timeout: 180_000,
+  }, async () => {
     const modules = changedTestkit(dir, goldenEntities());
     const before = readdirSync(dir).length;
-    const written = await newMigration('testkit', 'weight summary retracted', { allowDestructive: false, modules, config: testConfig(), scratchUrl: adminUrl() });
+    const written = await newMigration('testkit', 'weight summary retracted', {
+      allowDestructive: false,
+      modules,
+      config: testConfig(),
+      scratchUrl: adminUrl(),
+    });
     expect(written.leftOut).toEqual([]);
     const file = join(dir, nextMigrationFile(TESTKIT_MIGRATIONS, 'weight_summary_retracted'));
     expect(readdirSync(dir)).toHaveLength(before + 1);
@@ -147,15 +173,19 @@ describe('a change of a test-kit entity', () => {
     try {
       await runMigrations(pool, migrationSources(modules));
       const checked = await checkTables(pool, new Registry(modules, testConfig()));
-      const defaults = await pool.query(`select column_default from information_schema.columns where table_name = 'settings' and column_name = 'activations'`);
+      const defaults = await pool.query(
+        `select column_default from information_schema.columns where table_name = 'settings' and column_name = 'activations'`,
+      );
       expect(defaults.rows).toEqual([{ column_default: '1' }]);
       expect(checked.entities).toContain('testkit.article');
-      const { rows } = await pool.query<{ weight: number; status: string }>(
-        `set app.tenant_id = '00000000-0000-0000-0000-000000000001';
+      const { rows } = await pool
+        .query<{ weight: number; status: string }>(
+          `set app.tenant_id = '00000000-0000-0000-0000-000000000001';
          insert into widgets (name, size, color) values ('w', 1, 'red');
          insert into articles (slug, title, body, status) values ('a', 'A', '', 'retracted');
          select w.weight, a.status from widgets w, articles a`,
-      ).then((results) => (results as unknown as pg.QueryResult<{ weight: number; status: string }>[]).at(-1)!);
+        )
+        .then((results) => (results as unknown as pg.QueryResult<{ weight: number; status: string }>[]).at(-1)!);
       expect(rows).toEqual([{ weight: 0, status: 'retracted' }]);
     } finally {
       await pool.end();
@@ -163,17 +193,32 @@ describe('a change of a test-kit entity', () => {
 
     // Running the command again generates nothing and writes no file.
     const out: string[] = [];
-    const status = await migrationNewCommand(['testkit', 'again'], { modules, config: testConfig(), scratchUrl: adminUrl(), out: (t) => out.push(t), err: (t) => out.push(t) });
+    const status = await migrationNewCommand(['testkit', 'again'], {
+      modules,
+      config: testConfig(),
+      scratchUrl: adminUrl(),
+      out: (t) => out.push(t),
+      err: (t) => out.push(t),
+    });
     expect({ status, out: out.join('') }).toEqual({ status: 0, out: 'no changes\n' });
     expect(readdirSync(dir)).toHaveLength(before + 1);
   });
 
-  it('writes a destructive change only with --allow-destructive, under a comment, and lists it otherwise', { timeout: 180_000 }, async () => {
+  it('writes a destructive change only with --allow-destructive, under a comment, and lists it otherwise', {
+    timeout: 180_000,
+  }, async () => {
     const destructive = {
       // price dropped; note made required; the article's status narrowed to draft.
-      gadget: entity({ ...gadget, fields: { code: gadget.fields.code, name: gadget.fields.name }, sortable: ['code'] } as never),
+      gadget: entity({
+        ...gadget,
+        fields: { code: gadget.fields.code, name: gadget.fields.name },
+        sortable: ['code'],
+      } as never),
       widget: entity({ ...widget, fields: { ...widget.fields, note: Type.String({ maxLength: 500 }) } } as never),
-      article: entity({ ...article, fields: { ...article.fields, status: WithDefault(Type.Union([Type.Literal('draft')]), 'draft') } } as never),
+      article: entity({
+        ...article,
+        fields: { ...article.fields, status: WithDefault(Type.Union([Type.Literal('draft')]), 'draft') },
+      } as never),
     };
     const destructiveDir = mkdtempSync(join(tmpdir(), 'tenantry-migration-destructive-'));
     try {
@@ -191,9 +236,15 @@ describe('a change of a test-kit entity', () => {
       const allowed = await newMigration('testkit', 'narrow', { ...options, allowDestructive: true });
       const text = readFileSync(join(destructiveDir, nextMigrationFile(TESTKIT_MIGRATIONS, 'narrow')), 'utf8');
       expect(allowed.file).toBeDefined();
-      expect(text).toContain('-- DESTRUCTIVE (--allow-destructive): fails while a row holds null.\nalter table widgets alter column note set not null;');
-      expect(text).toContain("-- DESTRUCTIVE (--allow-destructive): the column's values are lost.\nalter table gadgets drop column price;");
-      expect(text).toContain("-- status: the check removes 'published'.\nalter table articles drop constraint articles_status_check;");
+      expect(text).toContain(
+        '-- DESTRUCTIVE (--allow-destructive): fails while a row holds null.\nalter table widgets alter column note set not null;',
+      );
+      expect(text).toContain(
+        "-- DESTRUCTIVE (--allow-destructive): the column's values are lost.\nalter table gadgets drop column price;",
+      );
+      expect(text).toContain(
+        "-- status: the check removes 'published'.\nalter table articles drop constraint articles_status_check;",
+      );
       expect(text.match(/-- DESTRUCTIVE/g)).toHaveLength(3);
     } finally {
       rmSync(destructiveDir, { recursive: true, force: true });
@@ -205,6 +256,8 @@ describe('a change of a test-kit entity', () => {
     const options = { modules: allModules, config: testConfig(), out: () => {}, err: (t: string) => err.push(t) };
     expect(await migrationNewCommand(['nosuchmodule', 'x'], options)).toBe(2);
     expect(await migrationNewCommand(['task'], options)).toBe(2);
-    expect(err.join('')).toMatch(/no module nosuchmodule[\s\S]*usage: npm run migration:new[\s\S]*name the module and the migration/);
+    expect(err.join('')).toMatch(
+      /no module nosuchmodule[\s\S]*usage: npm run migration:new[\s\S]*name the module and the migration/,
+    );
   });
 });

@@ -33,7 +33,9 @@ function migrationDir(files: Record<string, string>): string {
 }
 
 async function history(pool: pg.Pool): Promise<string[]> {
-  const { rows } = await pool.query<{ owner: string; name: string }>('select owner, name from migration_history order by applied_at, owner, name');
+  const { rows } = await pool.query<{ owner: string; name: string }>(
+    'select owner, name from migration_history order by applied_at, owner, name',
+  );
   return rows.map((r) => `${r.owner}/${r.name}`);
 }
 
@@ -57,7 +59,12 @@ describe('migrations', () => {
       { owner: 'second', dir: second },
     ];
     const applied = await runMigrations(pool, sources);
-    const expected = ['first/0001_create.sql', 'first/0002_second.sql', 'first/0010_tenth.sql', 'second/0001_create.sql'];
+    const expected = [
+      'first/0001_create.sql',
+      'first/0002_second.sql',
+      'first/0010_tenth.sql',
+      'second/0001_create.sql',
+    ];
     expect(applied.map((m) => `${m.owner}/${m.name}`)).toEqual(expected);
     const { rows } = await pool.query<{ step: string }>('select step from steps order by n');
     expect(rows.map((r) => r.step)).toEqual(['first/0001', 'first/0002', 'first/0010', 'second/0001']);
@@ -97,13 +104,16 @@ describe('migrations', () => {
     const dir = migrationDir({
       '0001_ok.sql': 'create table kept (id int);',
       // The first statement succeeds, the second fails: the first must not survive.
-      '0002_broken.sql': 'create table half_done (id int); insert into half_done values (1); select * from no_such_table;',
+      '0002_broken.sql':
+        'create table half_done (id int); insert into half_done values (1); select * from no_such_table;',
       '0003_after.sql': 'create table never_reached (id int);',
     });
     const sources = [{ owner: 'mod', dir }];
     const failure = await runMigrations(pool, sources).catch((err: unknown) => err);
     expect(failure).toBeInstanceOf(MigrationError);
-    expect((failure as Error).message).toMatch(/^migration mod\/0002_broken\.sql failed: relation "no_such_table" does not exist$/);
+    expect((failure as Error).message).toMatch(
+      /^migration mod\/0002_broken\.sql failed: relation "no_such_table" does not exist$/,
+    );
     expect(await tableExists(pool, 'kept')).toBe(true);
     expect(await tableExists(pool, 'half_done')).toBe(false);
     expect(await tableExists(pool, 'never_reached')).toBe(false);
@@ -121,7 +131,9 @@ describe('migrations', () => {
       '0001_self.sql': `create table from_self (id int);
         insert into migration_history (owner, name) values ('mod', '0001_self.sql');`,
     });
-    await expect(runMigrations(pool, [{ owner: 'mod', dir }])).rejects.toThrow(/migration mod\/0001_self\.sql failed: duplicate key/);
+    await expect(runMigrations(pool, [{ owner: 'mod', dir }])).rejects.toThrow(
+      /migration mod\/0001_self\.sql failed: duplicate key/,
+    );
     expect(await tableExists(pool, 'from_self')).toBe(false);
     expect(await history(pool)).toEqual([]);
   });
@@ -160,11 +172,17 @@ describe('migrations', () => {
 
   it('a failing migration stops startup', async () => {
     const url = await createTestDatabase();
-    const brokenDir = migrationDir({ '0001_broken.sql': 'create table broken_partial (id int); alter table nowhere add column x int;' });
+    const brokenDir = migrationDir({
+      '0001_broken.sql': 'create table broken_partial (id int); alter table nowhere add column x int;',
+    });
     const broken = defineModule({ name: 'broken', migrations: brokenDir });
-    const failure = await buildApp({ config: testConfig(), modules: [...allModules, broken], databaseUrl: url, role: 'web', startWorker: false }).catch(
-      (err: unknown) => err,
-    );
+    const failure = await buildApp({
+      config: testConfig(),
+      modules: [...allModules, broken],
+      databaseUrl: url,
+      role: 'web',
+      startWorker: false,
+    }).catch((err: unknown) => err);
     expect(failure).toBeInstanceOf(MigrationError);
     expect((failure as Error).message).toContain('migration broken/0001_broken.sql failed');
     const pool = poolFor(url);
@@ -226,14 +244,18 @@ describe('migrations', () => {
     }
     const results = await Promise.all(children);
     for (const r of results) expect(r, r.stderr).toMatchObject({ code: 0 });
-    const applied = results.map((r) => (JSON.parse(r.stdout) as { owner: string; name: string }[]).map((m) => `${m.owner}/${m.name}`));
+    const applied = results.map((r) =>
+      (JSON.parse(r.stdout) as { owner: string; name: string }[]).map((m) => `${m.owner}/${m.name}`),
+    );
     const all = [...applied[0]!, ...applied[1]!];
     // Every migration applied by exactly one of the two, and together they applied all of them.
     expect(new Set(all).size).toBe(all.length);
     expect([...all].sort()).toEqual([...(await history(pool))].sort());
     expect(all).toContain('framework/0001_core.sql');
     expect(all).toContain('race/0002_race.sql');
-    const { rows } = await pool.query<{ name: string; n: number }>('select name, count(*)::int as n from race_log group by name order by name');
+    const { rows } = await pool.query<{ name: string; n: number }>(
+      'select name, count(*)::int as n from race_log group by name order by name',
+    );
     expect(rows).toEqual([
       { name: '0001_race.sql', n: 1 },
       { name: '0002_race.sql', n: 1 },
@@ -249,9 +271,16 @@ async function poll(condition: () => Promise<boolean>, timeoutMs = 10_000): Prom
   }
 }
 
-function runChild(args: string[], env: NodeJS.ProcessEnv): Promise<{ code: number | null; stdout: string; stderr: string }> {
+function runChild(
+  args: string[],
+  env: NodeJS.ProcessEnv,
+): Promise<{ code: number | null; stdout: string; stderr: string }> {
   return new Promise((resolveChild, reject) => {
-    const child = spawn(join(ROOT, 'node_modules/.bin/node'), args, { cwd: ROOT, env, stdio: ['ignore', 'pipe', 'pipe'] });
+    const child = spawn(join(ROOT, 'node_modules/.bin/node'), args, {
+      cwd: ROOT,
+      env,
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
     let stdout = '';
     let stderr = '';
     child.stdout.on('data', (d: Buffer) => (stdout += d.toString()));

@@ -14,7 +14,17 @@ const run = promisify(execFile);
  * says, passes its own test (routes, OpenAPI, catalog, admin page) and the conformance suite, with
  * no hand edit. One vitest run inside the copy, on this run's PostgreSQL server.
  */
-const COPIED = ['framework', 'modules', 'migrations', 'templates', 'scripts', 'package.json', 'tsconfig.json', 'vitest.config.ts', 'config.yaml'];
+const COPIED = [
+  'framework',
+  'modules',
+  'migrations',
+  'templates',
+  'scripts',
+  'package.json',
+  'tsconfig.json',
+  'vitest.config.ts',
+  'config.yaml',
+];
 const COPIED_TESTS = ['helpers', 'conformance', 'fixtures'];
 
 let copy: string | undefined;
@@ -33,21 +43,39 @@ function register(source: string, importLine: string, entry: string): string {
 }
 
 describe('npm run new:module', () => {
-  it('scaffolds a working module: its test and the conformance suite pass with no hand edit', { timeout: 600_000 }, async () => {
+  it('scaffolds a working module: its test and the conformance suite pass with no hand edit', {
+    timeout: 600_000,
+  }, async () => {
     copy = mkdtempSync(join(tmpdir(), 'tenantry-scaffold-'));
     for (const entry of COPIED) cpSync(join(ROOT, entry), join(copy, entry), { recursive: true });
     mkdirSync(join(copy, 'test'));
     for (const entry of COPIED_TESTS) cpSync(join(ROOT, 'test', entry), join(copy, 'test', entry), { recursive: true });
     symlinkSync(join(ROOT, 'node_modules'), join(copy, 'node_modules'));
-    const env = { ...process.env, TEST_DATABASE_URL: inject('pgAdminUrl'), PATH: `${join(ROOT, 'node_modules/.bin')}:${process.env.PATH ?? ''}` };
+    const env = {
+      ...process.env,
+      TEST_DATABASE_URL: inject('pgAdminUrl'),
+      PATH: `${join(ROOT, 'node_modules/.bin')}:${process.env.PATH ?? ''}`,
+    };
 
-    const scaffold = await run(process.execPath, ['scripts/new-module.ts', 'inventory', '--entity', 'item'], { cwd: copy, env });
-    for (const file of ['modules/inventory/index.ts', 'modules/inventory/item.entity.ts', 'migrations/inventory/0001_items.sql', 'test/modules/inventory/item.test.ts']) {
+    const scaffold = await run(process.execPath, ['scripts/new-module.ts', 'inventory', '--entity', 'item'], {
+      cwd: copy,
+      env,
+    });
+    for (const file of [
+      'modules/inventory/index.ts',
+      'modules/inventory/item.entity.ts',
+      'migrations/inventory/0001_items.sql',
+      'test/modules/inventory/item.test.ts',
+    ]) {
       expect(existsSync(join(copy, file)), file).toBe(true);
       expect(scaffold.stdout).toContain(`wrote ${file}`);
     }
-    expect(readFileSync(join(copy, 'migrations/inventory/0001_items.sql'), 'utf8')).toContain("call make_tenant_table('items');");
-    const importLine = /^ {2}(import \{ inventoryModule \} from '\.\/inventory\/index\.ts';)$/m.exec(scaffold.stdout)?.[1];
+    expect(readFileSync(join(copy, 'migrations/inventory/0001_items.sql'), 'utf8')).toContain(
+      "call make_tenant_table('items');",
+    );
+    const importLine = /^ {2}(import \{ inventoryModule \} from '\.\/inventory\/index\.ts';)$/m.exec(
+      scaffold.stdout,
+    )?.[1];
     expect(importLine, scaffold.stdout).toBeDefined();
     expect(scaffold.stdout).toContain('add inventoryModule to allModules in modules/index.ts');
 
@@ -55,15 +83,30 @@ describe('npm run new:module', () => {
     writeFileSync(index, register(readFileSync(index, 'utf8'), importLine!, 'inventoryModule'));
 
     // A second scaffold of the same name is refused and writes nothing.
-    const again = await run(process.execPath, ['scripts/new-module.ts', 'inventory'], { cwd: copy, env }).catch((err: { code: number; stderr: string }) => err);
+    const again = await run(process.execPath, ['scripts/new-module.ts', 'inventory'], { cwd: copy, env }).catch(
+      (err: { code: number; stderr: string }) => err,
+    );
     expect(again).toMatchObject({ code: 2, stderr: expect.stringContaining('module inventory is registered already') });
 
     const vitest = join(ROOT, 'node_modules/vitest/vitest.mjs');
-    const tests = await run(process.execPath, [vitest, 'run', 'test/modules/inventory', 'test/conformance/entities.test.ts', '-t', 'inventory', '--typecheck.enabled=false', '--reporter=verbose'], {
-      cwd: copy,
-      env: { ...env, FORCE_COLOR: '0', NO_COLOR: '1' },
-      maxBuffer: 64 * 1024 * 1024,
-    }).catch((err: { code: number; stdout: string; stderr: string }) => err);
+    const tests = await run(
+      process.execPath,
+      [
+        vitest,
+        'run',
+        'test/modules/inventory',
+        'test/conformance/entities.test.ts',
+        '-t',
+        'inventory',
+        '--typecheck.enabled=false',
+        '--reporter=verbose',
+      ],
+      {
+        cwd: copy,
+        env: { ...env, FORCE_COLOR: '0', NO_COLOR: '1' },
+        maxBuffer: 64 * 1024 * 1024,
+      },
+    ).catch((err: { code: number; stdout: string; stderr: string }) => err);
     const output = `${tests.stdout}\n${tests.stderr}`;
     expect('code' in tests ? tests.code : 0, output).toBe(0);
     expect(output).toMatch(/entity inventory\.item/);

@@ -27,11 +27,14 @@ afterAll(async () => {
   await app?.close();
 });
 
-const count = async (sql: string, values: unknown[] = []) => (await app.services.db.pool.query<{ n: number }>(sql, values)).rows[0]!.n;
+const count = async (sql: string, values: unknown[] = []) =>
+  (await app.services.db.pool.query<{ n: number }>(sql, values)).rows[0]!.n;
 const outboxRows = () => count('select count(*)::int as n from outbox');
 
 // A builder that forgot the permission: a plain insert, no predicate anywhere.
-const UNGUARDED = prepared(`insert into widgets (name, size, color, tenant_id) values ($1, 1, 'red', app_tenant_id()) returning id`);
+const UNGUARDED = prepared(
+  `insert into widgets (name, size, color, tenant_id) values ($1, 1, 'red', app_tenant_id()) returning id`,
+);
 
 describe('the one-exchange guard', () => {
   it('leaves a caller without the permission nothing committed and nothing published, even for a statement without a predicate', async () => {
@@ -39,7 +42,11 @@ describe('the one-exchange guard', () => {
     const name = `unguarded-${randomUUID()}`;
     const { session, answer } = await app.services.transactions.runStatement(
       acme,
-      { statement: { text: UNGUARDED, values: [name] }, permission: 'widget:write', events: [{ name: 'testkit.widget.created', payload: { id: randomUUID() } }] },
+      {
+        statement: { text: UNGUARDED, values: [name] },
+        permission: 'widget:write',
+        events: [{ name: 'testkit.widget.created', payload: { id: randomUUID() } }],
+      },
       { sessionHash: hashSecret(nobody.rawSessionId) },
     );
     expect(session?.userId).toBe(nobody.userId);
@@ -68,7 +75,11 @@ describe('the one-exchange guard', () => {
     const name = `guarded-${randomUUID()}`;
     const { answer } = await app.services.transactions.runStatement(
       acme,
-      { statement: { text: UNGUARDED, values: [name] }, permission: 'widget:write', events: [{ name: 'testkit.widget.created', payload: { id: randomUUID() } }] },
+      {
+        statement: { text: UNGUARDED, values: [name] },
+        permission: 'widget:write',
+        events: [{ name: 'testkit.widget.created', payload: { id: randomUUID() } }],
+      },
       { sessionHash: hashSecret(writer.rawSessionId) },
     );
     expect(answer.ok).toBe(true);
@@ -79,7 +90,9 @@ describe('the one-exchange guard', () => {
 
 describe('every one-exchange route', () => {
   const routes = (): { route: AnyRoute; entity: ResolvedEntity }[] =>
-    app.services.registry.routes.flatMap(({ route, entity }) => ('oneExchange' in route && route.oneExchange !== undefined && entity !== undefined ? [{ route, entity }] : []));
+    app.services.registry.routes.flatMap(({ route, entity }) =>
+      'oneExchange' in route && route.oneExchange !== undefined && entity !== undefined ? [{ route, entity }] : [],
+    );
 
   it('is among the routes (the generic list, read and create)', () => {
     expect(routes().length).toBeGreaterThan(3);
@@ -98,7 +111,10 @@ describe('every one-exchange route', () => {
       const schema = (route as RouteDefinition).schema;
       const res =
         route.method === 'POST'
-          ? await agent.post(url).set('Cookie', nobody.cookie).send(checkedSample(schema.body!, ++n, `${route.operationId} body`) as object)
+          ? await agent
+              .post(url)
+              .set('Cookie', nobody.cookie)
+              .send(checkedSample(schema.body!, ++n, `${route.operationId} body`) as object)
           : await agent.get(url).set('Cookie', nobody.cookie);
       expect(res.status, `${route.method} ${route.url}: ${JSON.stringify(res.body)}`).toBe(403);
       expect(await count(`select count(*)::int as n from ${table}`), `${route.method} ${route.url}`).toBe(rowsBefore);

@@ -25,7 +25,9 @@ describe('the OpenAPI compatibility gate', () => {
   });
 
   it('fails, as breaking, when a response field is removed', () => {
-    const next = structuredClone(served) as { components: { schemas: Record<string, { properties: Json; required: string[] }> } };
+    const next = structuredClone(served) as {
+      components: { schemas: Record<string, { properties: Json; required: string[] }> };
+    };
     const task = next.components.schemas.Task!;
     delete task.properties.title;
     task.required = task.required.filter((f) => f !== 'title');

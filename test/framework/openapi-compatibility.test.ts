@@ -6,18 +6,39 @@ const json = (schema: unknown) => ({ content: { 'application/json': { schema } }
 const ref = (name: string) => ({ $ref: `#/components/schemas/${name}` });
 
 /** A small document: one list, one create, with a Thing. */
-function api(change: (d: { thing: Json; create: Json; params: Json[]; responses: Json; paths: Json }) => void = () => {}): Json {
+function api(
+  change: (d: { thing: Json; create: Json; params: Json[]; responses: Json; paths: Json }) => void = () => {},
+): Json {
   const thing: Json = {
     type: 'object',
     required: ['id', 'status', 'size'],
-    properties: { id: { type: 'string' }, status: { type: 'string', enum: ['open', 'closed'] }, size: { type: 'integer' }, note: { anyOf: [{ type: 'string' }, { type: 'null' }] } },
+    properties: {
+      id: { type: 'string' },
+      status: { type: 'string', enum: ['open', 'closed'] },
+      size: { type: 'integer' },
+      note: { anyOf: [{ type: 'string' }, { type: 'null' }] },
+    },
   };
-  const create: Json = { type: 'object', additionalProperties: false, required: ['size'], properties: { size: { type: 'integer' }, status: { type: 'string', enum: ['open', 'closed'] } } };
+  const create: Json = {
+    type: 'object',
+    additionalProperties: false,
+    required: ['size'],
+    properties: { size: { type: 'integer' }, status: { type: 'string', enum: ['open', 'closed'] } },
+  };
   const params: Json[] = [{ in: 'query', name: 'limit', required: false, schema: { type: 'integer' } }];
   const responses: Json = { 201: { description: 'Made', ...json(ref('Thing')) }, 422: { description: 'Bad' } };
   const paths: Json = {
     '/things': {
-      get: { operationId: 'list', parameters: params, responses: { 200: { description: 'Page', ...json({ type: 'object', properties: { items: { type: 'array', items: ref('Thing') } } }) } } },
+      get: {
+        operationId: 'list',
+        parameters: params,
+        responses: {
+          200: {
+            description: 'Page',
+            ...json({ type: 'object', properties: { items: { type: 'array', items: ref('Thing') } } }),
+          },
+        },
+      },
       post: { operationId: 'create', requestBody: { required: true, ...json(ref('ThingCreate')) }, responses },
     },
   };
@@ -41,12 +62,24 @@ describe('the OpenAPI compatibility checker', () => {
   });
 
   it('calls a removed response field breaking, wherever the schema is used, and a field no longer always present', () => {
-    const changes = compareDocuments(api(), api(({ thing }) => delete (thing.properties as Json).size));
-    expect(breaking(changes)).toEqual(['GET /things 200.items[].size: removed response field', 'POST /things 201.size: removed response field']);
-    const optional = compareDocuments(api(), api(({ thing }) => (thing.required = ['id', 'status'])));
+    const changes = compareDocuments(
+      api(),
+      api(({ thing }) => delete (thing.properties as Json).size),
+    );
+    expect(breaking(changes)).toEqual([
+      'GET /things 200.items[].size: removed response field',
+      'POST /things 201.size: removed response field',
+    ]);
+    const optional = compareDocuments(
+      api(),
+      api(({ thing }) => (thing.required = ['id', 'status'])),
+    );
     expect(breaking(optional)).toContain('POST /things 201.size: response field no longer always present');
     // A new response field breaks nobody.
-    const added = compareDocuments(api(), api(({ thing }) => ((thing.properties as Json).extra = { type: 'string' })));
+    const added = compareDocuments(
+      api(),
+      api(({ thing }) => ((thing.properties as Json).extra = { type: 'string' })),
+    );
     expect(breaking(added)).toEqual([]);
     expect(added.length).toBeGreaterThan(0);
   });
@@ -56,10 +89,16 @@ describe('the OpenAPI compatibility checker', () => {
       (create.properties as Json).colour = { type: 'string' };
       create.required = ['size', 'colour'];
     });
-    expect(breaking(compareDocuments(api(), required))).toEqual(['POST /things body.colour: new required request field']);
+    expect(breaking(compareDocuments(api(), required))).toEqual([
+      'POST /things body.colour: new required request field',
+    ]);
     const nowRequired = api(({ create }) => (create.required = ['size', 'status']));
-    expect(breaking(compareDocuments(api(), nowRequired))).toEqual(['POST /things body.status: request field now required']);
-    const param = api(({ params }) => params.push({ in: 'query', name: 'q', required: true, schema: { type: 'string' } }));
+    expect(breaking(compareDocuments(api(), nowRequired))).toEqual([
+      'POST /things body.status: request field now required',
+    ]);
+    const param = api(({ params }) =>
+      params.push({ in: 'query', name: 'q', required: true, schema: { type: 'string' } }),
+    );
     expect(breaking(compareDocuments(api(), param))).toEqual(['GET /things query q: new required parameter']);
     const optional = api(({ create }) => ((create.properties as Json).colour = { type: 'string' }));
     expect(breaking(compareDocuments(api(), optional))).toEqual([]);
@@ -67,11 +106,17 @@ describe('the OpenAPI compatibility checker', () => {
 
   it('calls a narrowed type or enum breaking, a widened request type compatible', () => {
     const narrowedEnum = api(({ create }) => ((create.properties as Json).status = { type: 'string', enum: ['open'] }));
-    expect(breaking(compareDocuments(api(), narrowedEnum))).toEqual(['POST /things body.status: narrowed enum: "closed" no longer accepted']);
+    expect(breaking(compareDocuments(api(), narrowedEnum))).toEqual([
+      'POST /things body.status: narrowed enum: "closed" no longer accepted',
+    ]);
     const narrowedType = api(({ thing }) => ((thing.properties as Json).note = { type: 'string' }));
-    expect(breaking(compareDocuments(api(), narrowedType))).toEqual(expect.arrayContaining(['POST /things 201.note: narrowed type: string|null → string']));
+    expect(breaking(compareDocuments(api(), narrowedType))).toEqual(
+      expect.arrayContaining(['POST /things 201.note: narrowed type: string|null → string']),
+    );
     const changedType = api(({ create }) => ((create.properties as Json).size = { type: 'string' }));
-    expect(breaking(compareDocuments(api(), changedType))).toEqual(['POST /things body.size: narrowed type: integer → string']);
+    expect(breaking(compareDocuments(api(), changedType))).toEqual([
+      'POST /things body.size: narrowed type: integer → string',
+    ]);
     const widened = api(({ create }) => ((create.properties as Json).size = { type: 'number' }));
     expect(breaking(compareDocuments(api(), widened))).toEqual([]);
     expect(compareDocuments(api(), widened)).toHaveLength(1);
@@ -83,7 +128,10 @@ describe('the OpenAPI compatibility checker', () => {
       delete responses[201];
     });
     expect(breaking(compareDocuments(api(), changed))).toEqual(['POST /things: changed status code: 201 → 200']);
-    const newError = compareDocuments(api(), api(({ responses }) => (responses[409] = { description: 'Conflict' })));
+    const newError = compareDocuments(
+      api(),
+      api(({ responses }) => (responses[409] = { description: 'Conflict' })),
+    );
     expect(newError).toEqual([{ breaking: false, at: 'POST /things 409', what: 'new error answer' }]);
   });
 

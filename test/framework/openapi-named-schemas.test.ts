@@ -6,12 +6,22 @@ import { pageSchema } from '../../framework/operations/page-query.ts';
 import { schemaNames } from '../../framework/entity/names.ts';
 
 const json = (schema: unknown) => ({ content: { 'application/json': { schema } } });
-const documentWith = (operations: Record<string, unknown>) => ({ openapi: '3.1.0', components: { schemas: {} }, paths: { '/x': operations } });
+const documentWith = (operations: Record<string, unknown>) => ({
+  openapi: '3.1.0',
+  components: { schemas: {} },
+  paths: { '/x': operations },
+});
 
 describe('named schemas in the OpenAPI document', () => {
-  it('derives an entity\'s schema names from its name, in one place', () => {
+  it("derives an entity's schema names from its name, in one place", () => {
     const names = schemaNames('task');
-    expect([names.read, names.create, names.update, names.page, names.command('check-sla')]).toEqual(['Task', 'TaskCreate', 'TaskUpdate', 'TaskPage', 'TaskCheckSla']);
+    expect([names.read, names.create, names.update, names.page, names.command('check-sla')]).toEqual([
+      'Task',
+      'TaskCreate',
+      'TaskUpdate',
+      'TaskPage',
+      'TaskCheckSla',
+    ]);
     expect(schemaNames('role-assignment').read).toBe('RoleAssignment');
   });
 
@@ -29,14 +39,37 @@ describe('named schemas in the OpenAPI document', () => {
     const doc = nameSchemas(
       documentWith({
         get: { operationId: 'm-thing-list', responses: { 200: { description: 'A page', ...json(pageSchema(item)) } } },
-        post: { operationId: 'm-thing-make', requestBody: json({ type: 'object', properties: { b: { type: 'string' } } }), responses: { 201: { description: 'Made', ...json(item) } } },
+        post: {
+          operationId: 'm-thing-make',
+          requestBody: json({ type: 'object', properties: { b: { type: 'string' } } }),
+          responses: { 201: { description: 'Made', ...json(item) } },
+        },
       }),
-    ) as { paths: { '/x': Record<string, { requestBody?: { content: Record<string, { schema: unknown }> }; responses: Record<string, { content: Record<string, { schema: unknown }> }> }> }; components: { schemas: Record<string, Record<string, unknown>> } };
+    ) as {
+      paths: {
+        '/x': Record<
+          string,
+          {
+            requestBody?: { content: Record<string, { schema: unknown }> };
+            responses: Record<string, { content: Record<string, { schema: unknown }> }>;
+          }
+        >;
+      };
+      components: { schemas: Record<string, Record<string, unknown>> };
+    };
     const ops = doc.paths['/x'];
-    expect(ops.get!.responses['200']!.content['application/json']!.schema).toEqual({ $ref: '#/components/schemas/ThingPage' });
-    expect(ops.post!.responses['201']!.content['application/json']!.schema).toEqual({ $ref: '#/components/schemas/Thing' });
-    expect(ops.post!.requestBody!.content['application/json']!.schema).toEqual({ $ref: '#/components/schemas/MThingMakeRequest' });
-    expect(doc.components.schemas.ThingPage!.properties).toMatchObject({ items: { type: 'array', items: { $ref: '#/components/schemas/Thing' } } });
+    expect(ops.get!.responses['200']!.content['application/json']!.schema).toEqual({
+      $ref: '#/components/schemas/ThingPage',
+    });
+    expect(ops.post!.responses['201']!.content['application/json']!.schema).toEqual({
+      $ref: '#/components/schemas/Thing',
+    });
+    expect(ops.post!.requestBody!.content['application/json']!.schema).toEqual({
+      $ref: '#/components/schemas/MThingMakeRequest',
+    });
+    expect(doc.components.schemas.ThingPage!.properties).toMatchObject({
+      items: { type: 'array', items: { $ref: '#/components/schemas/Thing' } },
+    });
     // The naming keyword itself does not reach the consumer.
     expect(JSON.stringify(doc)).not.toContain('x-schema-name');
   });

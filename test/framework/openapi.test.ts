@@ -35,7 +35,8 @@ beforeAll(async () => {
   raw = res.body;
   doc = (await SwaggerParser.dereference(structuredClone(raw) as never)) as unknown as Document;
   for (const [path, methods] of Object.entries(doc.paths)) {
-    for (const [method, op] of Object.entries(methods)) operations.set(`${method.toUpperCase()} ${path}`, { ...op, method, path });
+    for (const [method, op] of Object.entries(methods))
+      operations.set(`${method.toUpperCase()} ${path}`, { ...op, method, path });
   }
   for (const [path, methods] of Object.entries(raw.paths)) {
     for (const [method, op] of Object.entries(methods)) rawOperations.set(`${method.toUpperCase()} ${path}`, op);
@@ -50,7 +51,13 @@ const registered = () => [
   // Hidden routes serve people, not the API (a public read's HTML page, e.g. /p/<slug>): not documented.
   ...app.services.registry.routes.map((r) => r.route).filter((route) => !route.hidden),
   // The catalog route is the framework's own, registered beside the modules' routes.
-  { method: 'GET', url: '/api/v1/admin/resources', operationId: 'admin-resource-list', access: 'signedIn' as const, schema: {} },
+  {
+    method: 'GET',
+    url: '/api/v1/admin/resources',
+    operationId: 'admin-resource-list',
+    access: 'signedIn' as const,
+    schema: {},
+  },
   // The probes: outside any tenant, but documented like every route.
   { method: 'GET', url: '/health', operationId: 'system-health-read', access: 'public' as const, schema: {} },
   { method: 'GET', url: '/ready', operationId: 'system-readiness-read', access: 'public' as const, schema: {} },
@@ -64,8 +71,12 @@ describe('the OpenAPI document', () => {
   });
 
   it('contains every registered route and command under its operation id, and nothing else', () => {
-    const expected = registered().map((r) => `${r.method} ${openApiPath(r.url)} ${r.operationId}`).sort();
-    const actual = [...operations.values()].map((op) => `${op.method.toUpperCase()} ${op.path} ${op.operationId}`).sort();
+    const expected = registered()
+      .map((r) => `${r.method} ${openApiPath(r.url)} ${r.operationId}`)
+      .sort();
+    const actual = [...operations.values()]
+      .map((op) => `${op.method.toUpperCase()} ${op.path} ${op.operationId}`)
+      .sort();
     expect(actual).toEqual(expected);
   });
 
@@ -119,7 +130,15 @@ describe('the OpenAPI document', () => {
         // JSON, an HTML page (the set-password page a mailed link opens) or bytes (a streamed file).
         else {
           const content = response.content ?? {};
-          expect((content['application/json'] ?? content['text/html'] ?? content['application/octet-stream'] ?? content['*/*'])?.schema, `${route.operationId} ${status}`).toBeTruthy();
+          expect(
+            (
+              content['application/json'] ??
+              content['text/html'] ??
+              content['application/octet-stream'] ??
+              content['*/*']
+            )?.schema,
+            `${route.operationId} ${status}`,
+          ).toBeTruthy();
         }
       }
       if ('body' in route.schema && route.schema.body) {
@@ -137,14 +156,17 @@ describe('the OpenAPI document', () => {
     expect(Object.keys(create.properties).sort()).toEqual(['color', 'name', 'note', 'size']);
     expect([...create.required].sort()).toEqual(['color', 'name', 'size']);
     expect(create.additionalProperties).toBe(false);
-    const patch = operations.get('PATCH /api/v1/testkit/widgets/{id}')!.requestBody!.content['application/json']!.schema as typeof create;
+    const patch = operations.get('PATCH /api/v1/testkit/widgets/{id}')!.requestBody!.content['application/json']!
+      .schema as typeof create;
     expect(Object.keys(patch.properties).sort()).toEqual(['name', 'note', 'size']);
     expect(patch.required ?? []).toEqual([]);
     expect(patch.additionalProperties).toBe(false);
     expect(operations.get('GET /api/v1/testkit/widgets')!.responses['200']!.description).toBe('A page of widgets');
     for (const entity of app.services.registry.entities) {
       const { path } = entity.names;
-      const keys = entity.def.singleton ? [`GET ${path}`] : [`GET ${path}`, `POST ${path}`, `GET ${path}/{id}`, `PATCH ${path}/{id}`];
+      const keys = entity.def.singleton
+        ? [`GET ${path}`]
+        : [`GET ${path}`, `POST ${path}`, `GET ${path}/{id}`, `PATCH ${path}/{id}`];
       for (const key of keys) {
         const success = Object.entries(operations.get(key)!.responses).find(([status]) => status.startsWith('2'))!;
         expect(success[1].description, key).not.toBe('Default Response');
@@ -155,24 +177,45 @@ describe('the OpenAPI document', () => {
     expect(command.responses['200']?.content?.['application/json']?.schema).toMatchObject({ title: 'Widget' });
   });
 
-  it('documents read-only and computed fields, hard delete, global scope, row access and the singleton\'s answers', () => {
-    const body = (key: string) => operations.get(key)!.requestBody!.content['application/json']!.schema as { properties: Record<string, unknown> };
-    const answer = (key: string, status: string) => operations.get(key)!.responses[status]!.content!['application/json']!.schema as { properties: Record<string, unknown> };
+  it("documents read-only and computed fields, hard delete, global scope, row access and the singleton's answers", () => {
+    const body = (key: string) =>
+      operations.get(key)!.requestBody!.content['application/json']!.schema as { properties: Record<string, unknown> };
+    const answer = (key: string, status: string) =>
+      operations.get(key)!.responses[status]!.content!['application/json']!.schema as {
+        properties: Record<string, unknown>;
+      };
     // memo: long is set by the service only, excerpt is added by afterRead.
     expect(Object.keys(body('POST /api/v1/testkit/memos').properties).sort()).toEqual(['ownerId', 'text']);
     expect(Object.keys(body('PATCH /api/v1/testkit/memos/{id}').properties)).toEqual(['text']);
     for (const key of ['GET /api/v1/testkit/memos/{id}', 'POST /api/v1/testkit/memos/{id}/pin']) {
       expect(Object.keys(answer(key, '200').properties), key).toEqual(expect.arrayContaining(['long', 'excerpt']));
     }
-    expect((operations.get('DELETE /api/v1/testkit/memos/{id}') as { description?: string }).description).toMatch(/^Hard delete/);
-    expect((operations.get('DELETE /api/v1/testkit/gadgets/{id}') as { description?: string }).description).toMatch(/^Soft delete.*may refuse/);
-    expect((operations.get('GET /api/v1/testkit/setting') as { description?: string }).description).toMatch(/404 NOT_FOUND until it exists/);
+    expect((operations.get('DELETE /api/v1/testkit/memos/{id}') as { description?: string }).description).toMatch(
+      /^Hard delete/,
+    );
+    expect((operations.get('DELETE /api/v1/testkit/gadgets/{id}') as { description?: string }).description).toMatch(
+      /^Soft delete.*may refuse/,
+    );
+    expect((operations.get('GET /api/v1/testkit/setting') as { description?: string }).description).toMatch(
+      /404 NOT_FOUND until it exists/,
+    );
     expect(operations.get('GET /api/v1/testkit/setting')!.parameters ?? []).toEqual([]);
-    expect((operations.get('POST /api/v1/testkit/setting/activate') as { description?: string }).description).toMatch(/may create it/);
-    for (const key of ['GET /api/v1/testkit/memos', 'GET /api/v1/testkit/memos/{id}', 'PATCH /api/v1/testkit/memos/{id}', 'POST /api/v1/testkit/memos/{id}/pin']) {
-      expect((operations.get(key) as { description?: string }).description, key).toMatch(/another caller's row answers 404/);
+    expect((operations.get('POST /api/v1/testkit/setting/activate') as { description?: string }).description).toMatch(
+      /may create it/,
+    );
+    for (const key of [
+      'GET /api/v1/testkit/memos',
+      'GET /api/v1/testkit/memos/{id}',
+      'PATCH /api/v1/testkit/memos/{id}',
+      'POST /api/v1/testkit/memos/{id}/pin',
+    ]) {
+      expect((operations.get(key) as { description?: string }).description, key).toMatch(
+        /another caller's row answers 404/,
+      );
     }
-    expect((operations.get('GET /api/v1/testkit/gadgets') as { description?: string }).description).toMatch(/every tenant reads the same rows/);
+    expect((operations.get('GET /api/v1/testkit/gadgets') as { description?: string }).description).toMatch(
+      /every tenant reads the same rows/,
+    );
   });
 
   it('documents the paging and sorting parameters on every list route', () => {
@@ -180,7 +223,9 @@ describe('the OpenAPI document', () => {
       const params = operations.get(`GET ${entity.names.path}`)!.parameters!;
       const byName = Object.fromEntries(params.map((p) => [p.name, p]));
       expect(byName.sort!.schema).toMatchObject({ default: 'createdAt' });
-      expect(byName.sort!.schema.enum).toEqual(expect.arrayContaining(['createdAt', '-createdAt', 'updatedAt', '-updatedAt']));
+      expect(byName.sort!.schema.enum).toEqual(
+        expect.arrayContaining(['createdAt', '-createdAt', 'updatedAt', '-updatedAt']),
+      );
     }
   });
 
@@ -189,18 +234,32 @@ describe('the OpenAPI document', () => {
 
   it('gives every list route, generated or hand-written, the same optional paging parameters and the same answer', () => {
     const lists = [...operations.entries()].filter(([, op]) => {
-      const schema = op.responses['200']?.content?.['application/json']?.schema as { properties?: Record<string, unknown> } | undefined;
+      const schema = op.responses['200']?.content?.['application/json']?.schema as
+        | { properties?: Record<string, unknown> }
+        | undefined;
       return schema?.properties?.items !== undefined;
     });
     const keys = lists.map(([key]) => key);
-    expect(keys).toEqual(expect.arrayContaining(['GET /api/v1/tenant/tenants', 'GET /api/v1/auth/roles', 'GET /api/v1/testkit/widgets', 'GET /api/v1/user/users']));
+    expect(keys).toEqual(
+      expect.arrayContaining([
+        'GET /api/v1/tenant/tenants',
+        'GET /api/v1/auth/roles',
+        'GET /api/v1/testkit/widgets',
+        'GET /api/v1/user/users',
+      ]),
+    );
     for (const [key, op] of lists) {
       const params = op.parameters!;
       const byName = Object.fromEntries(params.map((p) => [p.name, p]));
       // A list over searchable fields also takes q (docs/api-conventions.md, "Search: q"); a list
       // may take a filter of its own beside the paging parameters (the tokens list's userId).
       const filters = LIST_FILTERS[key] ?? [];
-      expect(Object.keys(byName).filter((name) => name !== 'q' && !filters.includes(name)).sort(), key).toEqual(['after', 'limit', 'offset', 'sort']);
+      expect(
+        Object.keys(byName)
+          .filter((name) => name !== 'q' && !filters.includes(name))
+          .sort(),
+        key,
+      ).toEqual(['after', 'limit', 'offset', 'sort']);
       if (byName.q) expect(byName.q.schema, key).toMatchObject({ type: 'string', minLength: 1, maxLength: 200 });
       for (const p of params) {
         expect(p.in).toBe('query');
@@ -210,14 +269,19 @@ describe('the OpenAPI document', () => {
       expect(byName.offset!.schema).toMatchObject({ type: 'integer', minimum: 0, maximum: 10000, default: 0 });
       expect((byName.offset as { description?: string }).description).toMatch(/after=<next>/);
       expect(byName.after!.schema).toMatchObject({ type: 'string', maxLength: 1024 });
-      const list = op.responses['200']!.content!['application/json']!.schema as { required: string[]; properties: Record<string, { description?: string }> };
+      const list = op.responses['200']!.content!['application/json']!.schema as {
+        required: string[];
+        properties: Record<string, { description?: string }>;
+      };
       expect([...list.required].sort(), key).toEqual(['items', 'limit', 'next', 'offset', 'total', 'totalExact']);
       expect(list.properties.total!.description).toMatch(/counted up to 10000/);
     }
   });
 
   it('declares the problem responses each route can give, as application/problem+json', () => {
-    expect(doc.components.schemas.Problem).toMatchObject({ required: expect.arrayContaining(['type', 'title', 'status', 'detail', 'code']) });
+    expect(doc.components.schemas.Problem).toMatchObject({
+      required: expect.arrayContaining(['type', 'title', 'status', 'detail', 'code']),
+    });
     for (const route of registered()) {
       const op = rawOperations.get(`${route.method} ${openApiPath(route.url)}`)!;
       // The probes answer on any host and fail only as /ready's 503.
@@ -231,29 +295,39 @@ describe('the OpenAPI document', () => {
       for (const status of expected) {
         const response = op.responses[status];
         expect(response, `${route.operationId} ${status}`).toBeDefined();
-        expect(response!.content?.['application/problem+json']?.schema).toEqual({ $ref: '#/components/schemas/Problem' });
+        expect(response!.content?.['application/problem+json']?.schema).toEqual({
+          $ref: '#/components/schemas/Problem',
+        });
       }
     }
   });
 
   it('declares the cookie and bearer security schemes and requires them exactly where the guard does', () => {
-    expect(doc.components.securitySchemes.cookieAuth).toMatchObject({ type: 'apiKey', in: 'cookie', name: 'app_session' });
+    expect(doc.components.securitySchemes.cookieAuth).toMatchObject({
+      type: 'apiKey',
+      in: 'cookie',
+      name: 'app_session',
+    });
     expect(doc.components.securitySchemes.bearerAuth).toMatchObject({ type: 'http', scheme: 'bearer' });
     for (const route of registered()) {
       const op = operations.get(`${route.method} ${openApiPath(route.url)}`)!;
       // A personal access token is accepted wherever a caller is, unless the route takes the cookie only.
-      const schemes = 'bearer' in route && route.bearer === false ? [{ cookieAuth: [] }] : [{ cookieAuth: [] }, { bearerAuth: [] }];
+      const schemes =
+        'bearer' in route && route.bearer === false ? [{ cookieAuth: [] }] : [{ cookieAuth: [] }, { bearerAuth: [] }];
       if (route.access === 'public') expect(op.security ?? [], route.operationId).toEqual([]);
       else if (route.access === 'optional') expect(op.security, route.operationId).toEqual([{}, ...schemes]);
       else expect(op.security, route.operationId).toEqual(schemes);
-      expect(op['x-access']).toBe(typeof route.access === 'object' ? `permission ${route.access.permission}` : route.access);
+      expect(op['x-access']).toBe(
+        typeof route.access === 'object' ? `permission ${route.access.permission}` : route.access,
+      );
     }
   });
 
-  it('names every entity\'s read shape, create and update bodies and list page (and every command body) under components.schemas, by $ref', () => {
+  it("names every entity's read shape, create and update bodies and list page (and every command body) under components.schemas, by $ref", () => {
     const ref = (name: string) => ({ $ref: `#/components/schemas/${name}` });
     const body = (key: string) => rawOperations.get(key)!.requestBody!.content['application/json']!.schema;
-    const answer = (key: string, status: string) => rawOperations.get(key)!.responses[status]!.content!['application/json']!.schema;
+    const answer = (key: string, status: string) =>
+      rawOperations.get(key)!.responses[status]!.content!['application/json']!.schema;
     for (const entity of app.services.registry.entities) {
       const { path, schemas } = entity.names;
       expect(raw.components.schemas[schemas.read], schemas.read).toBeDefined();
@@ -262,34 +336,50 @@ describe('the OpenAPI document', () => {
         continue;
       }
       expect(answer(`GET ${path}`, '200'), path).toEqual(ref(schemas.page));
-      expect((raw.components.schemas[schemas.page] as { properties: { items: unknown } }).properties.items).toEqual({ type: 'array', items: ref(schemas.read) });
+      expect((raw.components.schemas[schemas.page] as { properties: { items: unknown } }).properties.items).toEqual({
+        type: 'array',
+        items: ref(schemas.read),
+      });
       expect(body(`POST ${path}`)).toEqual(ref(schemas.create));
       expect(answer(`POST ${path}`, '201')).toEqual(ref(schemas.read));
       expect(answer(`GET ${path}/{id}`, '200')).toEqual(ref(schemas.read));
       expect(body(`PATCH ${path}/{id}`)).toEqual(ref(schemas.update));
       for (const [command, definition] of Object.entries(entity.def.commands ?? {})) {
-        if (definition.body) expect(body(`POST ${path}/{id}/${command}`), command).toEqual(ref(schemas.command(command)));
+        if (definition.body)
+          expect(body(`POST ${path}/{id}/${command}`), command).toEqual(ref(schemas.command(command)));
       }
     }
-    expect(Object.keys(raw.components.schemas)).toEqual(expect.arrayContaining(['Task', 'TaskCreate', 'TaskUpdate', 'TaskPage', 'TaskAssign', 'Widget', 'WidgetPage']));
+    expect(Object.keys(raw.components.schemas)).toEqual(
+      expect.arrayContaining(['Task', 'TaskCreate', 'TaskUpdate', 'TaskPage', 'TaskAssign', 'Widget', 'WidgetPage']),
+    );
     // Hand-written routes too: by their schema's title, or after their operation id.
     expect(answer('GET /api/v1/tenant/tenants', '200')).toEqual(ref('TenantPage'));
     expect(answer('POST /api/v1/auth/login', '200')).toEqual(ref('Identity'));
     expect(body('POST /api/v1/auth/login')).toEqual(ref('AuthSessionLoginRequest'));
     // No JSON body or 2xx JSON answer is left inline.
     for (const [key, op] of rawOperations) {
-      const json = [op.requestBody?.content['application/json'], ...Object.entries(op.responses).filter(([s]) => s.startsWith('2')).map(([, r]) => r.content?.['application/json'])];
+      const json = [
+        op.requestBody?.content['application/json'],
+        ...Object.entries(op.responses)
+          .filter(([s]) => s.startsWith('2'))
+          .map(([, r]) => r.content?.['application/json']),
+      ];
       for (const media of json) if (media) expect(Object.keys(media.schema), key).toEqual(['$ref']);
     }
   });
 
   it('names the servers after server.public_host, the license, and the login\'s Set-Cookie; no 2xx says "Default Response"', () => {
-    const served = raw as unknown as { servers: { url: string; variables: { host: { default: string } } }[]; info: { license: { name: string } } };
+    const served = raw as unknown as {
+      servers: { url: string; variables: { host: { default: string } } }[];
+      info: { license: { name: string } };
+    };
     // The test configuration's public_host is a local name: http, with a {host} any tenant's host fills.
     expect(served.servers).toEqual([expect.objectContaining({ url: 'http://{host}' })]);
     expect(served.servers[0]!.variables.host.default).toMatch(new RegExp(`^${app.config.server.public_host}(:\\d+)?$`));
     expect(served.info.license.name).toBeTruthy();
-    const login = rawOperations.get('POST /api/v1/auth/login')!.responses['200'] as { headers?: Record<string, { description: string }> };
+    const login = rawOperations.get('POST /api/v1/auth/login')!.responses['200'] as {
+      headers?: Record<string, { description: string }>;
+    };
     expect(login.headers?.['Set-Cookie']?.description).toMatch(/app_session=<id>; Path=\/; HttpOnly; SameSite=Lax/);
     for (const [key, op] of rawOperations) {
       for (const [status, response] of Object.entries(op.responses)) {
@@ -314,7 +404,9 @@ describe('the OpenAPI document states the rules the server enforces', () => {
   it('gives every new password the minimum length the password policy enforces', () => {
     expect(bodyOf('POST /api/v1/auth/password').properties.newPassword!.minLength).toBe(PASSWORD_MIN_LENGTH);
     expect(bodyOf('POST /api/v1/auth/password/reset').properties.password!.minLength).toBe(PASSWORD_MIN_LENGTH);
-    expect(bodyOf('POST /api/v1/user/users/{id}/set-password').properties.password!.minLength).toBe(PASSWORD_MIN_LENGTH);
+    expect(bodyOf('POST /api/v1/user/users/{id}/set-password').properties.password!.minLength).toBe(
+      PASSWORD_MIN_LENGTH,
+    );
   });
 
   it('declares a download as the stored media type, not application/octet-stream', () => {
@@ -336,7 +428,9 @@ describe('the OpenAPI document states the rules the server enforces', () => {
       expect(op.responses['415'] !== undefined, `${key} 415`).toBe(readsBody);
       expect(op.responses['414'] !== undefined, `${key} 414`).toBe(route.url.includes('/:'));
     }
-    expect(operations.get('POST /api/v1/testkit/widgets')!.responses['413']!.description).toContain(String(DEFAULT_BODY_LIMIT));
+    expect(operations.get('POST /api/v1/testkit/widgets')!.responses['413']!.description).toContain(
+      String(DEFAULT_BODY_LIMIT),
+    );
     // What a route documents itself stays: the upload's own 413s and 422s.
     const upload = operations.get('POST /api/v1/file/files')!.responses;
     expect(upload['413']!.description).toMatch(/FILE_TOO_LARGE/);

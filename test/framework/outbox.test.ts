@@ -5,7 +5,14 @@ import { CompiledQuery } from 'kysely';
 import { startTestApp, createCustomer, signInAs, type TestApp, type SignedIn } from '../helpers/app.ts';
 import { testkitModule } from '../helpers/testkit-module.ts';
 import { allModules } from '../../modules/index.ts';
-import { defineEntity, defineModule, defineRoute, entity, type DeliveredEvent, type SubscriptionDefinition } from '../../framework/entity/define.ts';
+import {
+  defineEntity,
+  defineModule,
+  defineRoute,
+  entity,
+  type DeliveredEvent,
+  type SubscriptionDefinition,
+} from '../../framework/entity/define.ts';
 import { OutboxRelay } from '../../framework/events/relay.ts';
 import { Worker } from '../../framework/events/worker.ts';
 import { problem } from '../../framework/errors.ts';
@@ -24,8 +31,17 @@ const copy: SubscriptionDefinition = {
   name: 'eventprobe-copy',
   event: 'eventprobe.thing.happened',
   handle: async (ctx, event) => {
-    const [scope] = await run<{ tenant: string; role: string }>(ctx, 'select app_tenant_id()::text as tenant, current_user as role');
-    seen.push({ eventId: event.id, tenant: scope!.tenant, role: scope!.role, ctxTenant: ctx.tenant.id, actorId: ctx.actorId });
+    const [scope] = await run<{ tenant: string; role: string }>(
+      ctx,
+      'select app_tenant_id()::text as tenant, current_user as role',
+    );
+    seen.push({
+      eventId: event.id,
+      tenant: scope!.tenant,
+      role: scope!.role,
+      ctxTenant: ctx.tenant.id,
+      actorId: ctx.actorId,
+    });
     await run(ctx, `insert into widgets (name, size, color) values ($1, 1, 'copy')`, [`copy-${event.id}`]);
   },
 };
@@ -115,11 +131,24 @@ async function outboxRows(where: string, params: unknown[]) {
 }
 
 /** Publishes in a transaction of the tenant, as any handler would; returns the outbox row. */
-async function publish(name: string, payload: Record<string, unknown>, on: TenantRef = tenant, actorId: string | null = user.userId) {
+async function publish(
+  name: string,
+  payload: Record<string, unknown>,
+  on: TenantRef = tenant,
+  actorId: string | null = user.userId,
+) {
   const marker = randomUUID();
   await web.services.transactions.run(on, async (ctx) => ctx.publish(name, { ...payload, marker }), { actorId });
   const [row] = await outboxRows(`payload->>'marker' = $1`, [marker]);
-  return row as { id: string; event_id: string; tenant_id: string; name: string; actor_id: string | null; occurred_at: Date; payload: Record<string, unknown> };
+  return row as {
+    id: string;
+    event_id: string;
+    tenant_id: string;
+    name: string;
+    actor_id: string | null;
+    occurred_at: Date;
+    payload: Record<string, unknown>;
+  };
 }
 
 /** The probe's first truthy value, polled by vi.waitFor; the timeout names what was awaited. */
@@ -134,29 +163,45 @@ function until<T>(what: string, probe: () => Promise<T | undefined | null | fals
   );
 }
 
-describe('publish: the outbox row belongs to the caller\'s transaction', () => {
+describe("publish: the outbox row belongs to the caller's transaction", () => {
   it('is written by the very transaction that published', async () => {
     const marker = randomUUID();
     const xact = await web.services.transactions.run(tenant, async (ctx) => {
       ctx.publish('eventprobe.thing.happened', { marker });
       return (await run<{ x: string }>(ctx, 'select pg_current_xact_id()::xid::text as x'))[0]!.x;
     });
-    const { rows } = await pool().query(`select xmin::text as x, tenant_id, name, relayed_at from outbox where payload->>'marker' = $1`, [marker]);
+    const { rows } = await pool().query(
+      `select xmin::text as x, tenant_id, name, relayed_at from outbox where payload->>'marker' = $1`,
+      [marker],
+    );
     expect(rows).toEqual([{ x: xact, tenant_id: tenant.id, name: 'eventprobe.thing.happened', relayed_at: null }]);
   });
 
   it('records name, tenant, actor, time and payload for a generic write', async () => {
-    const res = await web.http(HOST).post('/api/v1/testkit/widgets').set('Cookie', user.cookie).send({ name: 'evented', size: 1, color: 'red' });
+    const res = await web
+      .http(HOST)
+      .post('/api/v1/testkit/widgets')
+      .set('Cookie', user.cookie)
+      .send({ name: 'evented', size: 1, color: 'red' });
     expect(res.status).toBe(201);
     const rows = await outboxRows(`payload->>'id' = $1`, [res.body.id]);
     expect(rows).toHaveLength(1);
-    expect(rows[0]).toMatchObject({ name: 'testkit.widget.created', tenant_id: tenant.id, actor_id: user.userId, payload: { id: res.body.id } });
+    expect(rows[0]).toMatchObject({
+      name: 'testkit.widget.created',
+      tenant_id: tenant.id,
+      actor_id: user.userId,
+      payload: { id: res.body.id },
+    });
     expect(rows[0].occurred_at).toBeInstanceOf(Date);
   });
 
   it('gives each event a time-ordered id made in the process (UUIDv7), on both the one-exchange and the transaction path', async () => {
     const v7 = /^[0-9a-f]{8}-[0-9a-f]{4}-7[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$/;
-    const created = await web.http(HOST).post('/api/v1/testkit/widgets').set('Cookie', user.cookie).send({ name: 'v7-event', size: 1, color: 'red' });
+    const created = await web
+      .http(HOST)
+      .post('/api/v1/testkit/widgets')
+      .set('Cookie', user.cookie)
+      .send({ name: 'v7-event', size: 1, color: 'red' });
     expect(created.status).toBe(201);
     const [oneExchange] = await outboxRows(`payload->>'id' = $1`, [created.body.id]);
     const first = await publish('eventprobe.thing.happened', {});
@@ -168,7 +213,11 @@ describe('publish: the outbox row belongs to the caller\'s transaction', () => {
 
   it('leaves no event behind a rolled-back request', async () => {
     const marker = `rolled-back-${randomUUID()}`;
-    const res = await web.http(HOST).post('/api/v1/eventprobe/publish-then-fail').set('Cookie', user.cookie).send({ marker });
+    const res = await web
+      .http(HOST)
+      .post('/api/v1/eventprobe/publish-then-fail')
+      .set('Cookie', user.cookie)
+      .send({ marker });
     expect(res.status).toBe(409);
     expect(await outboxRows(`payload->>'marker' = $1`, [marker])).toEqual([]);
     expect((await pool().query('select 1 from widgets where name = $1', [marker])).rows).toEqual([]);
@@ -176,9 +225,17 @@ describe('publish: the outbox row belongs to the caller\'s transaction', () => {
 
   it('leaves no event behind a generic create whose hook fails after the write', async () => {
     const before = (await outboxRows(`name = 'eventprobe.gizmo.created'`, [])).length;
-    const ok = await web.http(HOST).post('/api/v1/eventprobe/gizmos').set('Cookie', user.cookie).send({ name: 'fine', size: 1, color: 'c' });
+    const ok = await web
+      .http(HOST)
+      .post('/api/v1/eventprobe/gizmos')
+      .set('Cookie', user.cookie)
+      .send({ name: 'fine', size: 1, color: 'c' });
     expect(ok.status).toBe(201);
-    const boom = await web.http(HOST).post('/api/v1/eventprobe/gizmos').set('Cookie', user.cookie).send({ name: 'boom', size: 1, color: 'c' });
+    const boom = await web
+      .http(HOST)
+      .post('/api/v1/eventprobe/gizmos')
+      .set('Cookie', user.cookie)
+      .send({ name: 'boom', size: 1, color: 'c' });
     expect(boom.status).toBe(409);
     const after = await outboxRows(`name = 'eventprobe.gizmo.created'`, []);
     expect(after).toHaveLength(before + 1);
@@ -208,12 +265,18 @@ describe('publish: the outbox row belongs to the caller\'s transaction', () => {
       expect(await outboxRows(`payload->>'marker' = $1`, [marker])).toEqual([]);
       expect((await pool().query('select 1 from widgets where name = $1', [marker])).rows).toEqual([]);
     }
-    const allowed = await publish('eventprobe.thing.happened', { id: randomUUID(), userId: randomUUID(), changed: ['name'] });
+    const allowed = await publish('eventprobe.thing.happened', {
+      id: randomUUID(),
+      userId: randomUUID(),
+      changed: ['name'],
+    });
     expect(allowed.name).toBe('eventprobe.thing.happened');
   });
 
   it('refuses an event no module declares', async () => {
-    await expect(web.services.transactions.run(tenant, async (ctx) => ctx.publish('eventprobe.thing.undeclared', {}))).rejects.toThrow(/not declared/);
+    await expect(
+      web.services.transactions.run(tenant, async (ctx) => ctx.publish('eventprobe.thing.undeclared', {})),
+    ).rejects.toThrow(/not declared/);
   });
 });
 
@@ -235,10 +298,19 @@ describe('the worker: relay, subscriptions, audit', () => {
   });
 
   const relayed = (eventId: string) =>
-    until(`relay of ${eventId}`, async () => (await pool().query('select relayed_at from outbox where event_id = $1 and relayed_at is not null', [eventId])).rows[0]);
+    until(
+      `relay of ${eventId}`,
+      async () =>
+        (await pool().query('select relayed_at from outbox where event_id = $1 and relayed_at is not null', [eventId]))
+          .rows[0],
+    );
 
   const jobsFor = async (eventId: string) =>
-    (await pool().query<{ name: string }>(`select name from pgboss.job where data->>'id' = $1 order by name`, [eventId])).rows.map((r) => r.name);
+    (
+      await pool().query<{ name: string }>(`select name from pgboss.job where data->>'id' = $1 order by name`, [
+        eventId,
+      ])
+    ).rows.map((r) => r.name);
 
   it('queues each event once per subscription, no job for the audit trail, and marks it relayed', async () => {
     const happened = await publish('eventprobe.thing.happened', {});
@@ -253,8 +325,16 @@ describe('the worker: relay, subscriptions, audit', () => {
     const latencies: number[] = [];
     for (let i = 0; i < 8; i++) {
       const row = await publish('testkit.widget.approved', { id: randomUUID() });
-      const { relayed_at: at } = await until(`relay of ${row.event_id}`, async () =>
-        (await pool().query('select relayed_at from outbox where event_id = $1 and relayed_at is not null', [row.event_id])).rows[0], 2000);
+      const { relayed_at: at } = await until(
+        `relay of ${row.event_id}`,
+        async () =>
+          (
+            await pool().query('select relayed_at from outbox where event_id = $1 and relayed_at is not null', [
+              row.event_id,
+            ])
+          ).rows[0],
+        2000,
+      );
       latencies.push(at.getTime() - row.occurred_at.getTime());
     }
     const mean = latencies.reduce((a, b) => a + b, 0) / latencies.length;
@@ -273,7 +353,10 @@ describe('the worker: relay, subscriptions, audit', () => {
     });
     const extra = [0, 1].map(() => new OutboxRelay(process2.services.db, running.boss, process2.services.registry));
     await Promise.all([...extra.map((r) => r.relayBatch()), ...extra.map((r) => r.relayBatch()), running.relay.wake()]);
-    await until('all relayed', async () => (await outboxRows(`payload->>'marker' = any($1) and relayed_at is null`, [markers])).length === 0);
+    await until(
+      'all relayed',
+      async () => (await outboxRows(`payload->>'marker' = any($1) and relayed_at is null`, [markers])).length === 0,
+    );
     const { rows } = await pool().query<{ id: string; n: string }>(
       `select data->'payload'->>'marker' as id, count(*) as n from pgboss.job where name = 'sub-eventprobe-copy' and data->'payload'->>'marker' = any($1) group by 1`,
       [markers],
@@ -282,19 +365,40 @@ describe('the worker: relay, subscriptions, audit', () => {
     expect(rows.every((r) => Number(r.n) === 1)).toBe(true);
   });
 
-  it('runs a subscription in the event\'s tenant transaction, as the restricted role, for the event\'s actor', async () => {
+  it("runs a subscription in the event's tenant transaction, as the restricted role, for the event's actor", async () => {
     const row = await publish('eventprobe.thing.happened', {});
-    const effect = await until('the subscription\'s effect', async () => (await pool().query('select tenant_id from widgets where name = $1', [`copy-${row.event_id}`])).rows[0]);
+    const effect = await until(
+      "the subscription's effect",
+      async () =>
+        (await pool().query('select tenant_id from widgets where name = $1', [`copy-${row.event_id}`])).rows[0],
+    );
     expect(effect.tenant_id).toBe(tenant.id);
-    expect(seen.find((s) => s.eventId === row.event_id)).toEqual({ eventId: row.event_id, tenant: tenant.id, role: 'tenantry_app', ctxTenant: tenant.id, actorId: user.userId });
+    expect(seen.find((s) => s.eventId === row.event_id)).toEqual({
+      eventId: row.event_id,
+      tenant: tenant.id,
+      role: 'tenantry_app',
+      ctxTenant: tenant.id,
+      actorId: user.userId,
+    });
 
     const elsewhere = await publish('eventprobe.thing.happened', {}, other, null);
-    const second = await until('the other tenant\'s effect', async () => (await pool().query('select tenant_id from widgets where name = $1', [`copy-${elsewhere.event_id}`])).rows[0]);
+    const second = await until(
+      "the other tenant's effect",
+      async () =>
+        (await pool().query('select tenant_id from widgets where name = $1', [`copy-${elsewhere.event_id}`])).rows[0],
+    );
     expect(second.tenant_id).toBe(other.id);
   });
 
   it('is idempotent: the same event delivered twice, even at once, has its effect once', async () => {
-    const event: DeliveredEvent = { id: randomUUID(), name: 'eventprobe.thing.happened', tenantId: tenant.id, actorId: null, occurredAt: new Date().toISOString(), payload: {} };
+    const event: DeliveredEvent = {
+      id: randomUUID(),
+      name: 'eventprobe.thing.happened',
+      tenantId: tenant.id,
+      actorId: null,
+      occurredAt: new Date().toISOString(),
+      payload: {},
+    };
     await Promise.all([running.deliver(copy, event), running.deliver(copy, event)]);
     await running.deliver(copy, event);
     const { rows } = await pool().query('select 1 from widgets where name = $1', [`copy-${event.id}`]);
@@ -305,51 +409,83 @@ describe('the worker: relay, subscriptions, audit', () => {
 
   it('retries a failed delivery, whose effect was rolled back with it, until it succeeds once', async () => {
     const row = await publish('eventprobe.thing.wobbly', {});
-    await until('the retried effect', async () => (await pool().query('select 1 from widgets where name = $1', [`wobbly-${row.event_id}`])).rows[0]);
+    await until(
+      'the retried effect',
+      async () => (await pool().query('select 1 from widgets where name = $1', [`wobbly-${row.event_id}`])).rows[0],
+    );
     expect(attempts.get(`wobbly-${row.event_id}`)).toBe(2);
-    expect((await pool().query('select 1 from widgets where name = $1', [`wobbly-${row.event_id}`])).rows).toHaveLength(1);
+    expect((await pool().query('select 1 from widgets where name = $1', [`wobbly-${row.event_id}`])).rows).toHaveLength(
+      1,
+    );
   });
 
   it('dead-letters an event whose subscription keeps failing, where an operator can see it', async () => {
     const row = await publish('eventprobe.thing.flaky', {});
-    const letter = await until('the dead letter', async () => (await pool().query('select * from dead_letters where event_id = $1', [row.event_id])).rows[0], 20_000);
+    const letter = await until(
+      'the dead letter',
+      async () => (await pool().query('select * from dead_letters where event_id = $1', [row.event_id])).rows[0],
+      20_000,
+    );
     expect(attempts.get(`flaky-${row.event_id}`)).toBe(3);
-    expect(letter).toMatchObject({ queue: 'sub-eventprobe-flaky', tenant_id: tenant.id, name: 'eventprobe.thing.flaky' });
+    expect(letter).toMatchObject({
+      queue: 'sub-eventprobe-flaky',
+      tenant_id: tenant.id,
+      name: 'eventprobe.thing.flaky',
+    });
     expect(letter.error).toContain(`the flaky handler refuses ${row.event_id}`);
     expect(letter.payload).toEqual(row.payload);
   });
 
   it('retries with backoff by default, then dead-letters', async () => {
-    const { rows } = await pool().query(`select retry_limit, retry_backoff, dead_letter from pgboss.queue where name = 'sub-eventprobe-copy'`);
+    const { rows } = await pool().query(
+      `select retry_limit, retry_backoff, dead_letter from pgboss.queue where name = 'sub-eventprobe-copy'`,
+    );
     expect(rows[0]).toEqual({ retry_limit: 5, retry_backoff: true, dead_letter: 'tenantry-dead-letters' });
   });
 
-  it('records every event in the tenant\'s audit trail: name, tenant, actor, time and payload', async () => {
-    const rows = [await publish('eventprobe.thing.happened', {}), await publish('testkit.widget.approved', { id: randomUUID() }, other, null)];
+  it("records every event in the tenant's audit trail: name, tenant, actor, time and payload", async () => {
+    const rows = [
+      await publish('eventprobe.thing.happened', {}),
+      await publish('testkit.widget.approved', { id: randomUUID() }, other, null),
+    ];
     for (const row of rows) {
-      const audit = await until('the audit row', async () => (await pool().query('select * from audit_events where event_id = $1', [row.event_id])).rows[0]);
-      expect(audit).toMatchObject({ tenant_id: row.tenant_id, name: row.name, actor_id: row.actor_id, payload: row.payload });
+      const audit = await until(
+        'the audit row',
+        async () => (await pool().query('select * from audit_events where event_id = $1', [row.event_id])).rows[0],
+      );
+      expect(audit).toMatchObject({
+        tenant_id: row.tenant_id,
+        name: row.name,
+        actor_id: row.actor_id,
+        payload: row.payload,
+      });
       expect(audit.occurred_at.getTime()).toBe(row.occurred_at.getTime());
     }
     // Every relayed event so far is in the trail.
     await until('all audited', async () => {
-      const { rows: missing } = await pool().query(`select event_id from outbox o where relayed_at is not null and not exists (select 1 from audit_events a where a.event_id = o.event_id)`);
+      const { rows: missing } = await pool().query(
+        `select event_id from outbox o where relayed_at is not null and not exists (select 1 from audit_events a where a.event_id = o.event_id)`,
+      );
       return missing.length === 0;
     });
     // Tenant-scoped: a tenant's transaction sees its own audit rows only.
-    const visible = await web.services.transactions.run(other, async (ctx) => run<{ tenant_id: string }>(ctx, 'select distinct tenant_id::text from audit_events'));
+    const visible = await web.services.transactions.run(other, async (ctx) =>
+      run<{ tenant_id: string }>(ctx, 'select distinct tenant_id::text from audit_events'),
+    );
     expect(visible).toEqual([{ tenant_id: other.id }]);
   });
 
   // The audit row's recorded_at and the outbox row's relayed_at are both now(): the start of the
   // transaction that wrote them. Equal values mean one transaction did both.
   const auditOf = async (eventId: string) =>
-    (await pool().query<{ tenant_id: string; recorded_at: Date; relayed_at: Date }>(
-      `select a.tenant_id::text, a.recorded_at, o.relayed_at from audit_events a join outbox o using (event_id) where event_id = $1`,
-      [eventId],
-    )).rows;
+    (
+      await pool().query<{ tenant_id: string; recorded_at: Date; relayed_at: Date }>(
+        `select a.tenant_id::text, a.recorded_at, o.relayed_at from audit_events a join outbox o using (event_id) where event_id = $1`,
+        [eventId],
+      )
+    ).rows;
 
-  it('audit in the relay: an event\'s audit row is written by the transaction that relays it, with no job', async () => {
+  it("audit in the relay: an event's audit row is written by the transaction that relays it, with no job", async () => {
     const row = await publish('testkit.widget.approved', { id: randomUUID() });
     await relayed(row.event_id);
     const [audit] = await auditOf(row.event_id);
@@ -361,13 +497,17 @@ describe('the worker: relay, subscriptions, audit', () => {
     const marker = randomUUID();
     await pool().query(`create function refuse_audit() returns trigger language plpgsql as $$
       begin if new.payload->>'marker' = '${marker}' then raise exception 'audit refused'; end if; return new; end $$`);
-    await pool().query('create trigger refuse_audit before insert on audit_events for each row execute function refuse_audit()');
+    await pool().query(
+      'create trigger refuse_audit before insert on audit_events for each row execute function refuse_audit()',
+    );
     try {
       await web.services.transactions.run(tenant, async (ctx) => ctx.publish('eventprobe.thing.happened', { marker }));
       const [row] = await outboxRows(`payload->>'marker' = $1`, [marker]);
       // The worker's relay, woken by that commit, fails its pass and leaves the row for later.
       await running.relay.wake();
-      await expect(new OutboxRelay(process2.services.db, running.boss, process2.services.registry).relayBatch()).rejects.toThrow(/audit refused/);
+      await expect(
+        new OutboxRelay(process2.services.db, running.boss, process2.services.registry).relayBatch(),
+      ).rejects.toThrow(/audit refused/);
       expect((await outboxRows('event_id = $1', [row.event_id]))[0].relayed_at).toBeNull();
       expect(await jobsFor(row.event_id)).toEqual([]);
       expect(await auditOf(row.event_id)).toEqual([]);
@@ -389,15 +529,21 @@ describe('the worker: relay, subscriptions, audit', () => {
         insert into relay_commit_seen values (new.event_id, current_setting('synchronous_commit'));
         return new;
       end $$`);
-    await pool().query('create trigger note_relay_commit before insert on audit_events for each row execute function note_relay_commit()');
+    await pool().query(
+      'create trigger note_relay_commit before insert on audit_events for each row execute function note_relay_commit()',
+    );
     try {
       const row = await publish('eventprobe.thing.happened', {});
       await running.relay.wake();
       await relayed(row.event_id);
-      const { rows } = await pool().query('select synchronous_commit from relay_commit_seen where event_id = $1', [row.event_id]);
+      const { rows } = await pool().query('select synchronous_commit from relay_commit_seen where event_id = $1', [
+        row.event_id,
+      ]);
       expect(rows).toEqual([{ synchronous_commit: 'off' }]);
     } finally {
-      await pool().query('drop trigger note_relay_commit on audit_events; drop function note_relay_commit(); drop table relay_commit_seen');
+      await pool().query(
+        'drop trigger note_relay_commit on audit_events; drop function note_relay_commit(); drop table relay_commit_seen',
+      );
     }
   });
 
@@ -415,16 +561,20 @@ describe('the worker: relay, subscriptions, audit', () => {
     expect(again[0]!.relayed_at.getTime()).toBeGreaterThan(first!.relayed_at.getTime());
   });
 
-  it('audit in the relay: a subscription that keeps failing does not hold back its event\'s audit row', async () => {
+  it("audit in the relay: a subscription that keeps failing does not hold back its event's audit row", async () => {
     const row = await publish('eventprobe.thing.flaky', {});
     await relayed(row.event_id);
     const [audit] = await auditOf(row.event_id);
     expect(audit!.recorded_at.getTime()).toBe(audit!.relayed_at.getTime());
-    await until('the dead letter', async () => (await pool().query('select 1 from dead_letters where event_id = $1', [row.event_id])).rows[0], 20_000);
+    await until(
+      'the dead letter',
+      async () => (await pool().query('select 1 from dead_letters where event_id = $1', [row.event_id])).rows[0],
+      20_000,
+    );
     expect(await auditOf(row.event_id)).toHaveLength(1);
   });
 
-  it('audit in the relay: one relay transaction records each tenant\'s events in that tenant\'s trail', async () => {
+  it("audit in the relay: one relay transaction records each tenant's events in that tenant's trail", async () => {
     // Both rows committed at once, so one claim takes them both (written as the owner, as no
     // request would: a tenant transaction can publish only in its own tenant).
     const { rows } = await pool().query<{ event_id: string; tenant_id: string }>(
@@ -441,7 +591,11 @@ describe('the worker: relay, subscriptions, audit', () => {
       audits.push(audit!);
     }
     expect(audits[0]!.recorded_at.getTime()).toBe(audits[1]!.recorded_at.getTime());
-    const visible = await web.services.transactions.run(other, async (ctx) => run<{ event_id: string }>(ctx, 'select event_id from audit_events where event_id = any($1)', [rows.map((r) => r.event_id)]));
+    const visible = await web.services.transactions.run(other, async (ctx) =>
+      run<{ event_id: string }>(ctx, 'select event_id from audit_events where event_id = any($1)', [
+        rows.map((r) => r.event_id),
+      ]),
+    );
     expect(visible).toEqual([{ event_id: rows[1]!.event_id }]);
   });
 
@@ -464,7 +618,9 @@ describe('the worker: relay, subscriptions, audit', () => {
     for (const row of [held, ...due]) await relayed(row.event_id);
     // The oldest row was relayed just now (a late commit); the three after it, two hours ago.
     await pool().query(`update outbox set relayed_at = now() where event_id = $1`, [held.event_id]);
-    await pool().query(`update outbox set relayed_at = now() - interval '2 hours' where event_id = any($1)`, [due.map((r) => r.event_id)]);
+    await pool().query(`update outbox set relayed_at = now() - interval '2 hours' where event_id = any($1)`, [
+      due.map((r) => r.event_id),
+    ]);
     expect(await running.relay.purge()).toBeGreaterThanOrEqual(3);
     expect(await outboxRows('event_id = any($1)', [due.map((r) => r.event_id)])).toEqual([]);
     expect(await outboxRows('event_id = $1', [held.event_id])).toHaveLength(1);
@@ -474,7 +630,12 @@ describe('the worker: relay, subscriptions, audit', () => {
   // Each index of the outbox is written by every write request's insert and again by the relay's
   // mark: a third one is a deliberate choice (migrations/framework/0007_outbox_two_indexes.sql).
   it('keeps two indexes: its key, and the unrelayed rows the relay claims', async () => {
-    const { rows } = await pool().query(`select indexdef from pg_indexes where tablename = 'outbox' order by indexname`);
-    expect(rows.map((r) => r.indexdef.replace(/^.* USING /, ''))).toEqual(['btree (id) WHERE (relayed_at IS NULL)', 'btree (id)']);
+    const { rows } = await pool().query(
+      `select indexdef from pg_indexes where tablename = 'outbox' order by indexname`,
+    );
+    expect(rows.map((r) => r.indexdef.replace(/^.* USING /, ''))).toEqual([
+      'btree (id) WHERE (relayed_at IS NULL)',
+      'btree (id)',
+    ]);
   });
 });

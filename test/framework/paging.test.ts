@@ -11,16 +11,31 @@ const t = useTestApp();
 async function withScratch<T>(fn: (ctx: TxContext) => Promise<T>): Promise<T> {
   return t.app.services.transactions.run(t.app.operator, async (ctx) => {
     const run = (text: string) => ctx.db.executeQuery(CompiledQuery.raw(text));
-    await run(`create temp table scratch (id uuid primary key default gen_random_uuid(), v integer, k text not null) on commit drop`);
-    await run(`insert into scratch (v, k) select case when i % 4 = 0 then null else i % 3 + 1 end, case when i % 2 = 0 then 'even' else 'odd' end from generate_series(1, 9) as i`);
+    await run(
+      `create temp table scratch (id uuid primary key default gen_random_uuid(), v integer, k text not null) on commit drop`,
+    );
+    await run(
+      `insert into scratch (v, k) select case when i % 4 = 0 then null else i % 3 + 1 end, case when i % 2 = 0 then 'even' else 'odd' end from generate_series(1, 9) as i`,
+    );
     return fn(ctx);
   });
 }
 
 const pager = () =>
-  new KeysetPager({ select: 'id, v', from: 'scratch', id: 'id', where: [], sorts: { id: { column: 'id' }, v: { column: 'v', nullable: true } } });
+  new KeysetPager({
+    select: 'id, v',
+    from: 'scratch',
+    id: 'id',
+    where: [],
+    sorts: { id: { column: 'id' }, v: { column: 'v', nullable: true } },
+  });
 
-async function follow(ctx: TxContext, p: KeysetPager, sort: string, filter?: { conditions: string[]; params: unknown[] }): Promise<string[]> {
+async function follow(
+  ctx: TxContext,
+  p: KeysetPager,
+  sort: string,
+  filter?: { conditions: string[]; params: unknown[] },
+): Promise<string[]> {
   const ids: string[] = [];
   let after: string | undefined;
   for (let i = 0; i < 20; i++) {
@@ -33,7 +48,11 @@ async function follow(ctx: TxContext, p: KeysetPager, sort: string, filter?: { c
 }
 
 const expected = async (ctx: TxContext, order: string, where = 'true') =>
-  (await ctx.db.executeQuery<{ id: string }>(CompiledQuery.raw(`select id from scratch where ${where} order by ${order}`))).rows.map((r) => r.id);
+  (
+    await ctx.db.executeQuery<{ id: string }>(
+      CompiledQuery.raw(`select id from scratch where ${where} order by ${order}`),
+    )
+  ).rows.map((r) => r.id);
 
 describe('KeysetPager', () => {
   it('walks a column holding nulls in both directions: nulls last ascending, first descending, each row once', async () => {
@@ -48,7 +67,9 @@ describe('KeysetPager', () => {
     await withScratch(async (ctx) => {
       const p = pager();
       const filter = { conditions: ['k = $1'], params: ['even'] };
-      expect(await follow(ctx, p, '-v', filter)).toEqual(await expected(ctx, 'v desc nulls first, id desc', `k = 'even'`));
+      expect(await follow(ctx, p, '-v', filter)).toEqual(
+        await expected(ctx, 'v desc nulls first, id desc', `k = 'even'`),
+      );
       const first = await p.page(ctx.db, { limit: 1, offset: 0, sort: 'id' }, filter);
       expect(first).toMatchObject({ total: 4, totalExact: true, limit: 1, offset: 0 });
       const past = await p.page(ctx.db, { limit: 1, offset: 50, sort: 'id' }, filter);
@@ -58,12 +79,22 @@ describe('KeysetPager', () => {
 
   it('counts up to the cap and says when it stopped', async () => {
     await t.app.services.transactions.run(t.app.operator, async (ctx) => {
-      await ctx.db.executeQuery(CompiledQuery.raw(`create temp table big (id uuid primary key default gen_random_uuid()) on commit drop`));
-      await ctx.db.executeQuery(CompiledQuery.raw(`insert into big select gen_random_uuid() from generate_series(1, ${TOTAL_CAP + 5})`));
+      await ctx.db.executeQuery(
+        CompiledQuery.raw(`create temp table big (id uuid primary key default gen_random_uuid()) on commit drop`),
+      );
+      await ctx.db.executeQuery(
+        CompiledQuery.raw(`insert into big select gen_random_uuid() from generate_series(1, ${TOTAL_CAP + 5})`),
+      );
       const p = new KeysetPager({ select: 'id', from: 'big', id: 'id', where: [], sorts: { id: { column: 'id' } } });
-      expect(await p.page(ctx.db, { limit: 1, offset: 0, sort: 'id' })).toMatchObject({ total: TOTAL_CAP, totalExact: false });
+      expect(await p.page(ctx.db, { limit: 1, offset: 0, sort: 'id' })).toMatchObject({
+        total: TOTAL_CAP,
+        totalExact: false,
+      });
       await ctx.db.executeQuery(CompiledQuery.raw(`delete from big where id in (select id from big limit 5)`));
-      expect(await p.page(ctx.db, { limit: 1, offset: 0, sort: 'id' })).toMatchObject({ total: TOTAL_CAP, totalExact: true });
+      expect(await p.page(ctx.db, { limit: 1, offset: 0, sort: 'id' })).toMatchObject({
+        total: TOTAL_CAP,
+        totalExact: true,
+      });
     });
   });
 
@@ -89,7 +120,9 @@ describe('KeysetPager', () => {
       const cursorPage = p.statement({ limit: 2, offset: 0, sort: 'id', after: first.next! });
       expect(cursorPage.text).not.toMatch(/count\(/);
       // Rows added during the walk are not counted again: the walk keeps the total it began with.
-      await ctx.db.executeQuery(CompiledQuery.raw(`insert into scratch (v, k) select 1, 'odd' from generate_series(1, 3)`));
+      await ctx.db.executeQuery(
+        CompiledQuery.raw(`insert into scratch (v, k) select 1, 'odd' from generate_series(1, 3)`),
+      );
       const second = await p.page(ctx.db, { limit: 2, offset: 0, sort: 'id', after: first.next! });
       expect(second).toMatchObject({ total: 9, totalExact: true });
       expect(decodeCursor(second.next!, 'id').total).toBe(9);

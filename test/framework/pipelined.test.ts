@@ -21,7 +21,9 @@ const DEFERRED = prepared('insert into deferred_probes (n, other) values ($1, $2
 beforeAll(async () => {
   db = openDatabase(await createTestDatabase('batch'), { size: 1, acquireTimeoutMs: 5_000 });
   await db.pool.query(`create table probes (n int primary key)`);
-  await db.pool.query(`create table deferred_probes (n int primary key, other int references deferred_probes (n) deferrable initially deferred)`);
+  await db.pool.query(
+    `create table deferred_probes (n int primary key, other int references deferred_probes (n) deferrable initially deferred)`,
+  );
 });
 afterAll(async () => {
   await db?.pool.end();
@@ -105,7 +107,9 @@ describe('one exchange is one transaction in one round trip', () => {
   });
 
   it('a connection lost in the middle of an exchange is thrown, the pool drops it, and the next exchange runs on a new one', async () => {
-    const [{ pid }] = (await db.pool.query<{ pid: number }>('select pg_backend_pid() as pid')).rows as [{ pid: number }];
+    const [{ pid }] = (await db.pool.query<{ pid: number }>('select pg_backend_pid() as pid')).rows as [
+      { pid: number },
+    ];
     const killer = new pg.Client({ connectionString: db.url });
     await killer.connect();
     try {
@@ -119,7 +123,9 @@ describe('one exchange is one transaction in one round trip', () => {
       );
       // Once the exchange is running, end its backend from outside.
       for (let i = 0; i < 50; i++) {
-        const { rows } = await killer.query<{ state: string }>('select state from pg_stat_activity where pid = $1', [pid]);
+        const { rows } = await killer.query<{ state: string }>('select state from pg_stat_activity where pid = $1', [
+          pid,
+        ]);
         if (rows[0]?.state === 'active') break;
         await new Promise((resolve) => setTimeout(resolve, 20));
       }
@@ -135,7 +141,9 @@ describe('one exchange is one transaction in one round trip', () => {
   });
 
   it('a value pg cannot serialise fails the exchange before anything is sent, and the connection is kept', async () => {
-    const [{ pid }] = (await db.pool.query<{ pid: number }>('select pg_backend_pid() as pid')).rows as [{ pid: number }];
+    const [{ pid }] = (await db.pool.query<{ pid: number }>('select pg_backend_pid() as pid')).rows as [
+      { pid: number },
+    ];
     const circular: Record<string, unknown> = {};
     circular.self = circular;
     await expect(exchange(db.pool, [{ text: INSERT, values: [circular] }])).rejects.toThrow(/circular/);
@@ -173,11 +181,20 @@ describe('what the transport relies on', () => {
     }
     return wire;
   };
-  const roundTrips = (wire: ('write' | 'read')[]) => wire.filter((w, i) => w === 'write' && wire[i - 1] !== 'write').length;
+  const roundTrips = (wire: ('write' | 'read')[]) =>
+    wire.filter((w, i) => w === 'write' && wire[i - 1] !== 'write').length;
 
   it('pg in pipeline mode sends every query of a group before the first answer arrives: one round trip', async () => {
     const wire = await wireOf((client) =>
-      Promise.all(issue(client, [BEGIN, { text: SET, values: ['x'], name: statementName(SET) }, { text: READ, values: [], name: statementName(READ) }, { text: 'select pg_sleep(0.05)', values: [] }, COMMIT])),
+      Promise.all(
+        issue(client, [
+          BEGIN,
+          { text: SET, values: ['x'], name: statementName(SET) },
+          { text: READ, values: [], name: statementName(READ) },
+          { text: 'select pg_sleep(0.05)', values: [] },
+          COMMIT,
+        ]),
+      ),
     );
     expect(wire[0]).toBe('write');
     expect(roundTrips(wire)).toBe(1);
@@ -185,10 +202,12 @@ describe('what the transport relies on', () => {
 
   it('an exchange is one round trip on the wire, the first time its statements are prepared and after', async () => {
     for (let i = 0; i < 2; i++) {
-      const wire = await wireOf((client) => new PipelinedConnection(client).transaction([
-        { text: SET, values: ['y'], name: statementName(SET) },
-        { text: INSERT_RETURNING, values: [200 + i], name: statementName(INSERT_RETURNING) },
-      ]));
+      const wire = await wireOf((client) =>
+        new PipelinedConnection(client).transaction([
+          { text: SET, values: ['y'], name: statementName(SET) },
+          { text: INSERT_RETURNING, values: [200 + i], name: statementName(INSERT_RETURNING) },
+        ]),
+      );
       expect(roundTrips(wire)).toBe(1);
     }
   });

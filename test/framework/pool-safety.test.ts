@@ -15,7 +15,9 @@ import type { TenantRef } from '../../framework/context/tenant.ts';
 
 const attemptsFrom = async (app: TestApp, tenant: TenantRef, source: string): Promise<number> =>
   app.services.transactions.run(tenant, async (ctx) => {
-    const { rows } = await sql<{ n: number }>`select count(*)::int as n from auth_attempts where kind = 'login' and source = ${source}`.execute(ctx.db);
+    const { rows } = await sql<{
+      n: number;
+    }>`select count(*)::int as n from auth_attempts where kind = 'login' and source = ${source}`.execute(ctx.db);
     return rows[0]!.n;
   });
 
@@ -61,11 +63,15 @@ describe('the pool refuses a checkout from inside a transaction', () => {
     }
     const refusal = Math.min(...refusals);
     const baseline = Math.max(...baselines);
-    expect(refusal, `refusal ${refusal.toFixed(1)} ms, an ordinary transaction ${baseline.toFixed(1)} ms`).toBeLessThan(baseline + app.config.database.acquire_timeout_ms / 2);
+    expect(refusal, `refusal ${refusal.toFixed(1)} ms, an ordinary transaction ${baseline.toFixed(1)} ms`).toBeLessThan(
+      baseline + app.config.database.acquire_timeout_ms / 2,
+    );
   });
 
   it('pool.connect, the pool’s kysely instance and a nested transaction are refused the same way', async () => {
-    await expect(app.services.transactions.run(acme, () => app.services.db.pool.connect())).rejects.toBeInstanceOf(PoolInsideTransactionError);
+    await expect(app.services.transactions.run(acme, () => app.services.db.pool.connect())).rejects.toBeInstanceOf(
+      PoolInsideTransactionError,
+    );
     await expect(
       app.services.transactions.run(acme, () => app.services.db.kysely.selectFrom('tenants').select('id').execute()),
     ).rejects.toBeInstanceOf(PoolInsideTransactionError);
@@ -75,12 +81,23 @@ describe('the pool refuses a checkout from inside a transaction', () => {
   });
 
   it('so does a callback the transaction body scheduled (a timer)', async () => {
-    const later = await app.services.transactions.run(acme, async () => new Promise<Promise<unknown>>((resolve) => setTimeout(() => resolve(app.services.db.pool.query('select 1').catch((err: unknown) => err)), 1)));
+    const later = await app.services.transactions.run(
+      acme,
+      async () =>
+        new Promise<Promise<unknown>>((resolve) =>
+          setTimeout(() => resolve(app.services.db.pool.query('select 1').catch((err: unknown) => err)), 1),
+        ),
+    );
     expect(await later).toBeInstanceOf(PoolInsideTransactionError);
   });
 
   it('the transaction’s own connection and the pool outside any transaction keep working', async () => {
-    expect(await app.services.transactions.run(acme, async (ctx) => (await sql<{ n: number }>`select 2 as n`.execute(ctx.db)).rows[0]!.n)).toBe(2);
+    expect(
+      await app.services.transactions.run(
+        acme,
+        async (ctx) => (await sql<{ n: number }>`select 2 as n`.execute(ctx.db)).rows[0]!.n,
+      ),
+    ).toBe(2);
     expect((await app.services.db.pool.query('select 3 as n')).rows[0].n).toBe(3);
   });
 
@@ -90,7 +107,9 @@ describe('the pool refuses a checkout from inside a transaction', () => {
       await sql`insert into widgets (name, size, color) values ('rolled-back', 1, 'red')`.execute(ctx.db);
       ctx.onRollback(async () => {
         // Outside: the pool is usable, and the transaction's insert is gone.
-        const { rows } = await app.services.db.pool.query(`select count(*)::int as n from widgets where name = 'rolled-back'`);
+        const { rows } = await app.services.db.pool.query(
+          `select count(*)::int as n from widgets where name = 'rolled-back'`,
+        );
         order.push(`rolled back, ${rows[0].n} rows`);
       });
       ctx.afterCommit(() => void order.push('committed'));
@@ -105,7 +124,9 @@ describe('the pool refuses a checkout from inside a transaction', () => {
     const value = await app.services.transactions.run(acme, async (ctx) => {
       await sql`insert into widgets (name, size, color) values ('committed', 1, 'red')`.execute(ctx.db);
       ctx.afterCommit(async () => {
-        const { rows } = await app.services.db.pool.query(`select count(*)::int as n from widgets where name = 'committed'`);
+        const { rows } = await app.services.db.pool.query(
+          `select count(*)::int as n from widgets where name = 'committed'`,
+        );
         order.push(`committed, ${rows[0].n} rows`);
       });
       ctx.onRollback(() => void order.push('rolled back'));
@@ -146,7 +167,9 @@ describe('POST /api/v1/auth/password with a wrong currentPassword', () => {
 
   it('ten concurrent callers on the default pool of ten all answer, each attempt recorded', async () => {
     const callers = await Promise.all(Array.from({ length: 10 }, () => signInAs(ten, acmeTen, [])));
-    const answers = await Promise.all(callers.map((c) => wrongCurrentPassword(ten, 'acme.localhost', c.cookie, '198.51.100.2')));
+    const answers = await Promise.all(
+      callers.map((c) => wrongCurrentPassword(ten, 'acme.localhost', c.cookie, '198.51.100.2')),
+    );
     expect(answers.map((a) => a.status)).toEqual(Array(10).fill(422));
     expect(await attemptsFrom(ten, acmeTen, '198.51.100.2')).toBe(10);
   });
@@ -194,7 +217,11 @@ describe('subscriptions that build links (reset and invitation mails)', () => {
 
   it('read the primary host through the transaction: a reset mail is delivered with a pool of one', async () => {
     const user = await addUser(app, acme);
-    const res = await app.http('acme.localhost').post('/api/v1/auth/password/forgot').set('X-Forwarded-For', '198.51.100.3').send({ email: user.email });
+    const res = await app
+      .http('acme.localhost')
+      .post('/api/v1/auth/password/forgot')
+      .set('X-Forwarded-For', '198.51.100.3')
+      .send({ email: user.email });
     expect(res.status).toBe(202);
     await deliverOutbox(app);
     const mailbox = app.services.mailer as MemoryMailbox;
@@ -204,11 +231,19 @@ describe('subscriptions that build links (reset and invitation mails)', () => {
 
   it('and an invitation mail too', async () => {
     const { cookie } = await signInAs(app, acme, ['*']);
-    const res = await app.http('acme.localhost').post('/api/v1/user/invitations').set('Cookie', cookie).send({ email: 'invited@acme.test' });
+    const res = await app
+      .http('acme.localhost')
+      .post('/api/v1/user/invitations')
+      .set('Cookie', cookie)
+      .send({ email: 'invited@acme.test' });
     expect(res.status, JSON.stringify(res.body)).toBeLessThan(300);
     await deliverOutbox(app);
     const mailbox = app.services.mailer as MemoryMailbox;
-    const mail = await waitFor(async () => mailbox.messages.find((m) => m.to === 'invited@acme.test'), 'the invitation mail', 5_000);
+    const mail = await waitFor(
+      async () => mailbox.messages.find((m) => m.to === 'invited@acme.test'),
+      'the invitation mail',
+      5_000,
+    );
     expect(mail.text).toContain(`http://acme.localhost:${app.config.server.port}/auth/reset?token=`);
   });
 });

@@ -28,7 +28,11 @@ beforeAll(async () => {
   // A customer tenant, so the tenant routes on {id} act on one that is not the operator's.
   await createCustomer(app, 'sweep');
   // Bodies are named schemas: sampled through their $refs.
-  const doc = await dereferenced((await app.http().get('/api/v1/openapi.json')).body as { paths: Record<string, Record<string, Omit<Operation, 'method' | 'path'>>> });
+  const doc = await dereferenced(
+    (await app.http().get('/api/v1/openapi.json')).body as {
+      paths: Record<string, Record<string, Omit<Operation, 'method' | 'path'>>>;
+    },
+  );
   operations = Object.entries(doc.paths).flatMap(([path, methods]) =>
     Object.entries(methods)
       .filter(([method]) => ['get', 'post', 'put', 'patch', 'delete'].includes(method))
@@ -96,17 +100,33 @@ describe('with database.pool_size 1', () => {
       // A fresh administrator per call: logout or a password change ends the caller's sessions.
       const { cookie } = await signInAs(app, app.operator, ['*']);
       const url = await urlOf(op, n, cookie);
-      const body = op.requestBody?.content?.['application/json'] ? (sample(op.requestBody.content['application/json'].schema, n) ?? {}) : undefined;
+      const body = op.requestBody?.content?.['application/json']
+        ? (sample(op.requestBody.content['application/json'].schema, n) ?? {})
+        : undefined;
       const started = Date.now();
       const http = app.http();
-      const call = (op.method === 'get' ? http.get(url) : op.method === 'post' ? http.post(url) : op.method === 'put' ? http.put(url) : op.method === 'patch' ? http.patch(url) : http.delete(url))
+      const call = (
+        op.method === 'get'
+          ? http.get(url)
+          : op.method === 'post'
+            ? http.post(url)
+            : op.method === 'put'
+              ? http.put(url)
+              : op.method === 'patch'
+                ? http.patch(url)
+                : http.delete(url)
+      )
         .set('Cookie', cookie)
         .set('X-Forwarded-For', `198.51.100.${n % 250}`)
         .timeout(ANSWER_WITHIN_MS);
-      const res = await (body === undefined ? call : call.send(body as object)).catch((err: Error) => ({ status: 0, body: { error: err.message } }));
+      const res = await (body === undefined ? call : call.send(body as object)).catch((err: Error) => ({
+        status: 0,
+        body: { error: err.message },
+      }));
       const took = Date.now() - started;
       if (res.status === 0 || took >= ANSWER_WITHIN_MS) slow.push(`${op.method.toUpperCase()} ${url}: ${took} ms`);
-      else if (res.status >= 500) failed.push(`${op.method.toUpperCase()} ${url}: ${res.status} ${JSON.stringify(res.body)}`);
+      else if (res.status >= 500)
+        failed.push(`${op.method.toUpperCase()} ${url}: ${res.status} ${JSON.stringify(res.body)}`);
     }
     expect(slow).toEqual([]);
     expect(failed).toEqual([]);

@@ -22,7 +22,10 @@ afterAll(async () => {
 /** Makes the app's database unreachable: no new connection is accepted and the open ones are cut. */
 async function takeDatabaseDown(): Promise<void> {
   await admin.query(`alter database ${admin.escapeIdentifier(dbName)} allow_connections false`);
-  await admin.query('select pg_terminate_backend(pid) from pg_stat_activity where datname = $1 and pid <> pg_backend_pid()', [dbName]);
+  await admin.query(
+    'select pg_terminate_backend(pid) from pg_stat_activity where datname = $1 and pid <> pg_backend_pid()',
+    [dbName],
+  );
 }
 
 async function bringDatabaseBack(): Promise<void> {
@@ -84,10 +87,13 @@ describe('probes', () => {
     const results = await runReadiness(
       [
         { name: 'database', check: async () => void calls.push('database') },
-        { name: 'queue', check: () => {
-          calls.push('queue');
-          return new Promise<void>(() => {});
-        } },
+        {
+          name: 'queue',
+          check: () => {
+            calls.push('queue');
+            return new Promise<void>(() => {});
+          },
+        },
         { name: 'mail', check: async () => void calls.push('mail') },
       ],
       50,

@@ -69,7 +69,11 @@ const failingModule = defineModule({
       access: 'public',
       schema: {
         body: Type.Object(
-          { name: Type.String({ minLength: 1 }), count: Type.Integer({ minimum: 0 }), tags: Type.Optional(Type.Array(Type.String())) },
+          {
+            name: Type.String({ minLength: 1 }),
+            count: Type.Integer({ minimum: 0 }),
+            tags: Type.Optional(Type.Array(Type.String())),
+          },
           { additionalProperties: false },
         ),
         response: ok,
@@ -93,10 +97,18 @@ afterAll(async () => {
 });
 
 /** Asserts the response is a problem document of this code, built from the registry. */
-function expectProblem(res: { status: number; headers: Record<string, string>; body: Record<string, unknown> }, code: ProblemCode): void {
+function expectProblem(
+  res: { status: number; headers: Record<string, string>; body: Record<string, unknown> },
+  code: ProblemCode,
+): void {
   expect(res.status).toBe(PROBLEMS[code].status);
   expect(res.headers['content-type']).toMatch(/^application\/problem\+json/);
-  expect(res.body).toMatchObject({ type: problemType(code), title: PROBLEMS[code].title, status: PROBLEMS[code].status, code });
+  expect(res.body).toMatchObject({
+    type: problemType(code),
+    title: PROBLEMS[code].title,
+    status: PROBLEMS[code].status,
+    code,
+  });
   expect(typeof res.body.detail).toBe('string');
   const allowed = new Set(['type', 'title', 'status', 'detail', 'code', 'errors', 'requestId']);
   expect(Object.keys(res.body).filter((k) => !allowed.has(k))).toEqual([]);
@@ -128,7 +140,11 @@ describe('unknown route', () => {
     ['GET', '/'],
   ])('%s %s → 404 ROUTE_NOT_FOUND', async (method, path) => {
     const http = app.http(HOST);
-    const res = await (method === 'GET' ? http.get(path) : method === 'POST' ? http.post(path).send({}) : http.put(path).send({}));
+    const res = await (method === 'GET'
+      ? http.get(path)
+      : method === 'POST'
+        ? http.post(path).send({})
+        : http.put(path).send({}));
     expectProblem(res, 'ROUTE_NOT_FOUND');
   });
 
@@ -146,14 +162,22 @@ describe('malformed JSON', () => {
   });
 
   it('on a generic entity route too, for a signed-in caller', async () => {
-    const res = await app.http(HOST).post('/api/v1/testkit/widgets').set('Cookie', cookie).set('Content-Type', 'application/json').send('{"name": }');
+    const res = await app
+      .http(HOST)
+      .post('/api/v1/testkit/widgets')
+      .set('Cookie', cookie)
+      .set('Content-Type', 'application/json')
+      .send('{"name": }');
     expectProblem(res, 'MALFORMED_REQUEST');
   });
 });
 
 describe('schema violation', () => {
   it('422 VALIDATION_FAILED with one entry per offending field', async () => {
-    const res = await app.http(HOST).post('/api/v1/failing/echo').send({ name: '', count: 'many', tags: [1], extra: true });
+    const res = await app
+      .http(HOST)
+      .post('/api/v1/failing/echo')
+      .send({ name: '', count: 'many', tags: [1], extra: true });
     expectProblem(res, 'VALIDATION_FAILED');
     const errors = res.body.errors as { pointer: string; message: string }[];
     expect(Array.isArray(errors)).toBe(true);
@@ -169,7 +193,11 @@ describe('schema violation', () => {
   });
 
   it('on a generic entity route: the widget’s field rules', async () => {
-    const res = await app.http(HOST).post('/api/v1/testkit/widgets').set('Cookie', cookie).send({ name: 'w', size: 5000, color: 'red' });
+    const res = await app
+      .http(HOST)
+      .post('/api/v1/testkit/widgets')
+      .set('Cookie', cookie)
+      .send({ name: 'w', size: 5000, color: 'red' });
     expectProblem(res, 'VALIDATION_FAILED');
     expect((res.body.errors as { pointer: string }[]).map((e) => e.pointer)).toContain('/body/size');
   });
@@ -189,7 +217,19 @@ describe('unexpected error', () => {
   ])('%s (%s) → 500 INTERNAL with no stack trace and no SQL text', async (path) => {
     const res = await app.http(HOST).get(path);
     expectProblem(res, 'INTERNAL');
-    for (const leak of [SECRET_TABLE, SECRET_TEXT, 'select', 'selec', 'relation', 'syntax', 'TypeError', 'at ', '.ts:', 'node_modules', 'stack']) {
+    for (const leak of [
+      SECRET_TABLE,
+      SECRET_TEXT,
+      'select',
+      'selec',
+      'relation',
+      'syntax',
+      'TypeError',
+      'at ',
+      '.ts:',
+      'node_modules',
+      'stack',
+    ]) {
       expect(res.text.toLowerCase(), `leaks ${leak}`).not.toContain(leak.toLowerCase());
     }
   });

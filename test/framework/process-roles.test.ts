@@ -43,9 +43,18 @@ class Service {
   readonly exited: Promise<number | null>;
   private buffer = '';
 
-  constructor(args: string[], cwd = ROOT, command: string[] = [NODE, join(ROOT, 'main.ts')], options: { ownGroup?: boolean } = {}) {
+  constructor(
+    args: string[],
+    cwd = ROOT,
+    command: string[] = [NODE, join(ROOT, 'main.ts')],
+    options: { ownGroup?: boolean } = {},
+  ) {
     // ownGroup: a process group of its own, as a terminal gives a foreground job.
-    this.child = spawn(command[0]!, [...command.slice(1), ...args], { cwd, env: cleanEnv(), detached: options.ownGroup ?? false });
+    this.child = spawn(command[0]!, [...command.slice(1), ...args], {
+      cwd,
+      env: cleanEnv(),
+      detached: options.ownGroup ?? false,
+    });
     running.add(this.child);
     this.child.stdout.on('data', (chunk: Buffer) => {
       this.buffer += chunk.toString();
@@ -73,7 +82,8 @@ class Service {
     for (;;) {
       const line = this.lines.find((l) => l.msg === msg);
       if (line) return line;
-      if (this.child.exitCode !== null) throw new Error(`exited ${this.child.exitCode} before "${msg}": ${this.stderr}`);
+      if (this.child.exitCode !== null)
+        throw new Error(`exited ${this.child.exitCode} before "${msg}": ${this.stderr}`);
       if (Date.now() > deadline) throw new Error(`no "${msg}" within ${timeoutMs} ms: ${this.stderr}`);
       await new Promise((r) => setTimeout(r, 25));
     }
@@ -120,7 +130,6 @@ function poll(condition: () => Promise<boolean>, timeoutMs = 10_000): Promise<vo
     { timeout: timeoutMs, interval: 25 },
   );
 }
-
 
 describe('process roles', () => {
   it('--role web: migrates, serves, logs role, URL, hidden password, mail mode and Node 24; SIGTERM finishes the in-flight request and exits 0', async () => {
@@ -197,7 +206,9 @@ describe('process roles', () => {
     const db = new pg.Client({ connectionString: databaseUrl });
     await db.connect();
     try {
-      const { rows } = await db.query<{ n: number }>(`select count(*)::int as n from migration_history where owner = 'framework'`);
+      const { rows } = await db.query<{ n: number }>(
+        `select count(*)::int as n from migration_history where owner = 'framework'`,
+      );
       expect(rows[0]!.n).toBeGreaterThan(0);
     } finally {
       await db.end();
@@ -252,7 +263,11 @@ describe('process roles', () => {
       process.stdout.write(before + ' ' + signals());
       process.exitCode = 3;
     `;
-    const result = spawnSync(NODE, ['--input-type=module', '-e', script], { cwd: ROOT, encoding: 'utf8', timeout: 20_000 });
+    const result = spawnSync(NODE, ['--input-type=module', '-e', script], {
+      cwd: ROOT,
+      encoding: 'utf8',
+      timeout: 20_000,
+    });
     expect(result.stderr).toBe('');
     const [before, after] = result.stdout.split(' ');
     expect(after).toBe(before);
@@ -267,59 +282,59 @@ describe('process roles', () => {
 
   it('a startup with an unreachable database exits non-zero', () => {
     const file = writeConfig('unreachable', configFor('postgres://nobody:secret-pw@127.0.0.1:1/none'));
-    const result = spawnSync(NODE, ['main.ts', '--role', 'web', '--config', file], { cwd: ROOT, encoding: 'utf8', timeout: 20_000 });
+    const result = spawnSync(NODE, ['main.ts', '--role', 'web', '--config', file], {
+      cwd: ROOT,
+      encoding: 'utf8',
+      timeout: 20_000,
+    });
     expect(result.status).toBe(1);
     expect(result.stderr).toMatch(/^tenantry: /);
     expect(result.stderr).not.toContain('secret-pw');
   });
 
-  it(
-    'embedded PostgreSQL: the first start creates the data directory and the operator tenant, the second reuses both; SIGTERM and Ctrl-C leave nothing running',
-    async () => {
-      const work = mkdtempSync(join(tmpdir(), 'tenantry-embedded-'));
-      cleanup.push(work);
-      // PostgreSQL runs as the postgres OS user when we are root: it must be able to reach the directory.
-      chmodSync(work, 0o755);
-      const dataDir = join(work, 'data/postgres');
-      const port = await freePort();
-      const config = writeConfig(
-        'embedded',
-        `server:\n  port: 0\n  public_host: localhost\ndatabase:\n  url: ""\n  embedded_dir: ${dataDir}\n  embedded_port: ${port}\n`,
-      );
-      const operatorIds: string[] = [];
-      for (const round of [1, 2]) {
-        const service = new Service(['--role', 'all', '--config', config], work, undefined, { ownGroup: round === 2 });
-        const started = await service.waitFor('tenantry started', 90_000);
-        expect(service.has('created the operator tenant')).toBe(round === 1);
-        const url = started.listening as string;
-        expect((await get(url, '/health', 'localhost')).status).toBe(200);
-        expect((await get(url, '/ready', 'localhost')).status).toBe(200);
-        const me = await get(url, '/api/v1/admin/resources', 'localhost:3000');
-        expect(JSON.parse(me.body).code).toBe('AUTH_REQUIRED');
-        const noSite = await get(url, '/api/v1/admin/resources', 'nosuch.example');
-        expect(noSite.status).toBe(404);
-        expect(JSON.parse(noSite.body).code).toBe('NO_SITE');
+  it('embedded PostgreSQL: the first start creates the data directory and the operator tenant, the second reuses both; SIGTERM and Ctrl-C leave nothing running', async () => {
+    const work = mkdtempSync(join(tmpdir(), 'tenantry-embedded-'));
+    cleanup.push(work);
+    // PostgreSQL runs as the postgres OS user when we are root: it must be able to reach the directory.
+    chmodSync(work, 0o755);
+    const dataDir = join(work, 'data/postgres');
+    const port = await freePort();
+    const config = writeConfig(
+      'embedded',
+      `server:\n  port: 0\n  public_host: localhost\ndatabase:\n  url: ""\n  embedded_dir: ${dataDir}\n  embedded_port: ${port}\n`,
+    );
+    const operatorIds: string[] = [];
+    for (const round of [1, 2]) {
+      const service = new Service(['--role', 'all', '--config', config], work, undefined, { ownGroup: round === 2 });
+      const started = await service.waitFor('tenantry started', 90_000);
+      expect(service.has('created the operator tenant')).toBe(round === 1);
+      const url = started.listening as string;
+      expect((await get(url, '/health', 'localhost')).status).toBe(200);
+      expect((await get(url, '/ready', 'localhost')).status).toBe(200);
+      const me = await get(url, '/api/v1/admin/resources', 'localhost:3000');
+      expect(JSON.parse(me.body).code).toBe('AUTH_REQUIRED');
+      const noSite = await get(url, '/api/v1/admin/resources', 'nosuch.example');
+      expect(noSite.status).toBe(404);
+      expect(JSON.parse(noSite.body).code).toBe('NO_SITE');
 
-        expect(started.database).toBe(`embedded PostgreSQL in ${dataDir} (port ${port})`);
-        const db = new pg.Client({ connectionString: `postgres://postgres:postgres@127.0.0.1:${port}/tenantry` });
-        await db.connect();
-        operatorIds.push((await db.query<{ id: string }>('select id from tenants where is_operator')).rows[0]!.id);
-        await db.end();
+      expect(started.database).toBe(`embedded PostgreSQL in ${dataDir} (port ${port})`);
+      const db = new pg.Client({ connectionString: `postgres://postgres:postgres@127.0.0.1:${port}/tenantry` });
+      await db.connect();
+      operatorIds.push((await db.query<{ id: string }>('select id from tenants where is_operator')).rows[0]!.id);
+      await db.end();
 
-        if (round === 1) {
-          service.child.kill('SIGTERM');
-        } else {
-          // Ctrl-C in a terminal: SIGINT to the whole process group, the embedded server included.
-          process.kill(-service.child.pid!, 'SIGINT');
-        }
-        expect(await service.exited).toBe(0);
-        expect(service.has('stopped')).toBe(true);
-        expect(service.stderr).toBe('');
-        // The embedded server stopped with the service.
-        expect(existsSync(join(dataDir, 'postmaster.pid'))).toBe(false);
+      if (round === 1) {
+        service.child.kill('SIGTERM');
+      } else {
+        // Ctrl-C in a terminal: SIGINT to the whole process group, the embedded server included.
+        process.kill(-service.child.pid!, 'SIGINT');
       }
-      expect(operatorIds[1]).toBe(operatorIds[0]);
-    },
-    180_000,
-  );
+      expect(await service.exited).toBe(0);
+      expect(service.has('stopped')).toBe(true);
+      expect(service.stderr).toBe('');
+      // The embedded server stopped with the service.
+      expect(existsSync(join(dataDir, 'postmaster.pid'))).toBe(false);
+    }
+    expect(operatorIds[1]).toBe(operatorIds[0]);
+  }, 180_000);
 });

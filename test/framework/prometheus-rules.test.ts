@@ -18,15 +18,21 @@ interface Rule {
   annotations?: Record<string, string>;
 }
 
-const rules = (): Rule[] => (parse(readFileSync(FILE, 'utf8')) as { groups: { name: string; rules: Rule[] }[] }).groups.flatMap((g) => g.rules);
+const rules = (): Rule[] =>
+  (parse(readFileSync(FILE, 'utf8')) as { groups: { name: string; rules: Rule[] }[] }).groups.flatMap((g) => g.rules);
 
 /** Every series name the framework exposes, histograms with their _bucket, _sum and _count. */
 async function exposedSeries(): Promise<Set<string>> {
-  const metrics = new Metrics({ pool: () => ({ total: 0, idle: 0, waiting: 0 }), unrelayedEvents: async () => 0, tenantsByStatus: async () => ({}) });
+  const metrics = new Metrics({
+    pool: () => ({ total: 0, idle: 0, waiting: 0 }),
+    unrelayedEvents: async () => 0,
+    tenantsByStatus: async () => ({}),
+  });
   const names = new Set<string>();
   for (const metric of await metrics.registry.getMetricsAsJSON()) {
     names.add(metric.name);
-    if (String(metric.type) === 'histogram') for (const suffix of ['_bucket', '_sum', '_count']) names.add(`${metric.name}${suffix}`);
+    if (String(metric.type) === 'histogram')
+      for (const suffix of ['_bucket', '_sum', '_count']) names.add(`${metric.name}${suffix}`);
   }
   return names;
 }

@@ -68,7 +68,11 @@ afterAll(async () => {
 
 describe('a public read on a hard-delete entity', () => {
   it('answers its first request, and answers 404 once the row is deleted', async () => {
-    const created = await app.http(HOST).post(PLAQUES).set('Cookie', cookie).send({ code: 'founders', inscription: 'Laid in 2026' });
+    const created = await app
+      .http(HOST)
+      .post(PLAQUES)
+      .set('Cookie', cookie)
+      .send({ code: 'founders', inscription: 'Laid in 2026' });
     expect(created.status, JSON.stringify(created.body)).toBe(201);
     const first = await app.http(HOST).get(`${PUBLIC}/founders`);
     expect(first.status, JSON.stringify(first.body)).toBe(200);
@@ -79,7 +83,10 @@ describe('a public read on a hard-delete entity', () => {
     expect((await app.http(HOST).delete(`${PLAQUES}/${created.body.id}`).set('Cookie', cookie)).status).toBe(204);
     const { rows } = await app.services.db.pool.query('select 1 from plaques where id = $1', [created.body.id]);
     expect(rows).toHaveLength(0);
-    for (const res of [await app.http(HOST).get(`${PUBLIC}/founders`), await app.http(HOST).get(`${PUBLIC}/founders`).set('If-None-Match', etag)]) {
+    for (const res of [
+      await app.http(HOST).get(`${PUBLIC}/founders`),
+      await app.http(HOST).get(`${PUBLIC}/founders`).set('If-None-Match', etag),
+    ]) {
       expect(res.status).toBe(404);
       expect(res.body.code).toBe('NOT_FOUND');
     }

@@ -24,10 +24,18 @@ beforeAll(async () => {
 const anonymous = (host = HOST) => t.app.http(host);
 
 async function createArticle(slug: string, publish = true): Promise<{ id: string; slug: string }> {
-  const created = await t.app.http(HOST).post(ARTICLES).set('Cookie', cookie).send({ slug, title: `Title of ${slug}`, body: `Body of ${slug}` });
+  const created = await t.app
+    .http(HOST)
+    .post(ARTICLES)
+    .set('Cookie', cookie)
+    .send({ slug, title: `Title of ${slug}`, body: `Body of ${slug}` });
   expect(created.status, JSON.stringify(created.body)).toBe(201);
   if (publish) {
-    const published = await t.app.http(HOST).post(`${ARTICLES}/${created.body.id}/publish`).set('Cookie', cookie).send({});
+    const published = await t.app
+      .http(HOST)
+      .post(`${ARTICLES}/${created.body.id}/publish`)
+      .set('Cookie', cookie)
+      .send({});
     expect(published.status, JSON.stringify(published.body)).toBe(200);
   }
   return created.body;
@@ -42,7 +50,10 @@ describe('public read by a unique field: GET /api/v1/<module>/<path>/{field}', (
     expect(Object.keys(res.body).sort()).toEqual(['body', 'publishedAt', 'slug', 'title']);
     expect(res.body).toMatchObject({ slug: 'hello-world', title: 'Title of hello-world', body: 'Body of hello-world' });
     // The row holds a Date; the answer carries the ISO string of the stored time.
-    const { rows } = await t.app.services.db.pool.query<{ published_at: Date }>('select published_at from articles where id = $1', [article.id]);
+    const { rows } = await t.app.services.db.pool.query<{ published_at: Date }>(
+      'select published_at from articles where id = $1',
+      [article.id],
+    );
     expect(res.body.publishedAt).toBe(rows[0]!.published_at.toISOString());
   });
 
@@ -61,7 +72,7 @@ describe('public read by a unique field: GET /api/v1/<module>/<path>/{field}', (
     }
   });
 
-  it('finds only rows of the host\'s tenant', async () => {
+  it("finds only rows of the host's tenant", async () => {
     await createArticle('only-here');
     expect((await anonymous().get(`${PUBLIC}/only-here`)).status).toBe(200);
     const elsewhere = await anonymous(OTHER_HOST).get(`${PUBLIC}/only-here`);
@@ -92,7 +103,12 @@ describe('public read by a unique field: GET /api/v1/<module>/<path>/{field}', (
     expect(op.operationId).toBe('testkit-article-public-read');
     expect(op.security).toEqual([]);
     expect(op.parameters).toEqual([expect.objectContaining({ name: 'slug', in: 'path', required: true })]);
-    expect(Object.keys(op.responses['200'].content['application/json'].schema.properties).sort()).toEqual(['body', 'publishedAt', 'slug', 'title']);
+    expect(Object.keys(op.responses['200'].content['application/json'].schema.properties).sort()).toEqual([
+      'body',
+      'publishedAt',
+      'slug',
+      'title',
+    ]);
     expect(op.responses['304']).toBeDefined();
     expect(op.responses['422']).toBeDefined();
   });
@@ -121,13 +137,19 @@ describe('conditional GET: weak ETag and If-None-Match', () => {
   it('gives a changed row a new ETag, so the old one answers 200 with the new content', async () => {
     const article = await createArticle('changing-page');
     const before = await anonymous().get(`${PUBLIC}/changing-page`);
-    const patched = await t.app.http(HOST).patch(`${ARTICLES}/${article.id}`).set('Cookie', cookie).send({ title: 'A new title' });
+    const patched = await t.app
+      .http(HOST)
+      .patch(`${ARTICLES}/${article.id}`)
+      .set('Cookie', cookie)
+      .send({ title: 'A new title' });
     expect(patched.status).toBe(200);
     const after = await anonymous().get(`${PUBLIC}/changing-page`).set('If-None-Match', before.headers.etag!);
     expect(after.status).toBe(200);
     expect(after.body.title).toBe('A new title');
     expect(after.headers.etag).not.toBe(before.headers.etag);
-    expect((await anonymous().get(`${PUBLIC}/changing-page`).set('If-None-Match', after.headers.etag!)).status).toBe(304);
+    expect((await anonymous().get(`${PUBLIC}/changing-page`).set('If-None-Match', after.headers.etag!)).status).toBe(
+      304,
+    );
   });
 
   it('answers a non-matching 404 rather than 304 for * when there is no row', async () => {
@@ -164,7 +186,11 @@ describe('the validator cache: a current If-None-Match is 304 without the databa
     // that late, so the read and the conditional read are repeated until it has.
     await vi.waitFor(
       async () => {
-        expect(await transactionsDuring(async () => (etag = (await anonymous().get(`${PUBLIC}/validated-page`)).headers.etag!))).toBe(1);
+        expect(
+          await transactionsDuring(
+            async () => (etag = (await anonymous().get(`${PUBLIC}/validated-page`)).headers.etag!),
+          ),
+        ).toBe(1);
         expect(await transactionsDuring(async () => (answer = await conditional(etag)))).toBe(0);
       },
       { timeout: 10_000, interval: 100 },
@@ -182,10 +208,13 @@ describe('the validator cache: a current If-None-Match is 304 without the databa
     const full = await anonymous().get(`${PUBLIC}/early-page`);
     const early = await anonymous().get(`${PUBLIC}/early-page`).set('If-None-Match', full.headers.etag!);
     expect(early.status).toBe(304);
-    for (const header of ['etag', 'cache-control', 'x-content-type-options']) expect(early.headers[header], header).toBe(full.headers[header]);
+    for (const header of ['etag', 'cache-control', 'x-content-type-options'])
+      expect(early.headers[header], header).toBe(full.headers[header]);
     // The same ETag on a value outside the grammar, or holding NUL, is the handler's refusal.
     expect((await anonymous().get(`${PUBLIC}/Early Page!`).set('If-None-Match', full.headers.etag!)).status).toBe(422);
-    expect((await anonymous().get(`${PUBLIC}/early-page%00`).set('If-None-Match', full.headers.etag!)).status).toBe(422);
+    expect((await anonymous().get(`${PUBLIC}/early-page%00`).set('If-None-Match', full.headers.etag!)).status).toBe(
+      422,
+    );
   });
 
   it('a write through the API evicts before it answers, so the old ETag is 200 at once', async () => {
@@ -198,7 +227,11 @@ describe('the validator cache: a current If-None-Match is 304 without the databa
       for (let i = 0; i < 3; i++) {
         const before = (await anonymous().get(`${PUBLIC}/evicted-at-once`)).headers.etag!;
         expect((await anonymous().get(`${PUBLIC}/evicted-at-once`).set('If-None-Match', before)).status).toBe(304);
-        const patched = await t.app.http(HOST).patch(`${ARTICLES}/${article.id}`).set('Cookie', cookie).send({ title: `Title ${i}` });
+        const patched = await t.app
+          .http(HOST)
+          .patch(`${ARTICLES}/${article.id}`)
+          .set('Cookie', cookie)
+          .send({ title: `Title ${i}` });
         expect(patched.status).toBe(200);
         const after = await anonymous().get(`${PUBLIC}/evicted-at-once`).set('If-None-Match', before);
         expect(after.status, `after write ${i}`).toBe(200);
@@ -221,11 +254,21 @@ describe('the validator cache: a current If-None-Match is 304 without the databa
       let etag = '';
       await poll(async () => {
         etag = (await other.http(HOST).get(`${PUBLIC}/seen-everywhere`)).headers.etag!;
-        return (await transactionsDuring(() => other.http(HOST).get(`${PUBLIC}/seen-everywhere`).set('If-None-Match', etag), other)) === 0;
+        return (
+          (await transactionsDuring(
+            () => other.http(HOST).get(`${PUBLIC}/seen-everywhere`).set('If-None-Match', etag),
+            other,
+          )) === 0
+        );
       }, 'the other process to answer from its cache');
       // Unpublished by plain SQL: neither process's operations saw it, only the trigger did.
-      await t.app.services.db.pool.query(`update articles set status = 'draft', published_at = null, updated_at = now() where slug = 'seen-everywhere'`);
-      await poll(async () => (await other.http(HOST).get(`${PUBLIC}/seen-everywhere`).set('If-None-Match', etag)).status === 404, 'the other process to drop the entry');
+      await t.app.services.db.pool.query(
+        `update articles set status = 'draft', published_at = null, updated_at = now() where slug = 'seen-everywhere'`,
+      );
+      await poll(
+        async () => (await other.http(HOST).get(`${PUBLIC}/seen-everywhere`).set('If-None-Match', etag)).status === 404,
+        'the other process to drop the entry',
+      );
     } finally {
       await other.close();
     }

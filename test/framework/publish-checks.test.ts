@@ -6,7 +6,13 @@ import { testkitModule, article } from '../helpers/testkit-module.ts';
 import { testConfig } from '../helpers/config.ts';
 import { allModules } from '../../modules/index.ts';
 import { Registry } from '../../framework/entity/registry.ts';
-import { defineEntity, defineModule, entity, type AnyRoute, type ModuleDefinition } from '../../framework/entity/define.ts';
+import {
+  defineEntity,
+  defineModule,
+  entity,
+  type AnyRoute,
+  type ModuleDefinition,
+} from '../../framework/entity/define.ts';
 import { DateTime } from '../../framework/entity/date-time.ts';
 import type { TxContext } from '../../framework/context/tx.ts';
 
@@ -38,7 +44,7 @@ const gadget = defineEntity({
       },
     },
     touch: {
-      summary: 'Declares nothing, publishes the entity\'s own updated event',
+      summary: "Declares nothing, publishes the entity's own updated event",
       async run(ctx, row) {
         ctx.publish('pubprobe.gadget.updated', { id: row.id });
         return { size: 4 };
@@ -81,8 +87,10 @@ beforeAll(async () => {
 });
 
 const post = (url: string, body: object = {}) => t.app.http(HOST).post(url).set('Cookie', cookie).send(body);
-const outboxCount = async () => Number((await t.app.services.db.pool.query('select count(*) as n from outbox')).rows[0].n);
-const sizeOf = async (id: string) => (await t.app.services.db.pool.query('select size from widgets where id = $1', [id])).rows[0].size;
+const outboxCount = async () =>
+  Number((await t.app.services.db.pool.query('select count(*) as n from outbox')).rows[0].n);
+const sizeOf = async (id: string) =>
+  (await t.app.services.db.pool.query('select size from widgets where id = $1', [id])).rows[0].size;
 
 describe('a route or command publishes only what its publishes list declares (run time)', () => {
   let id: string;
@@ -92,7 +100,7 @@ describe('a route or command publishes only what its publishes list declares (ru
     id = res.body.id;
   });
 
-  it('lets a command publish its declared events and the entity\'s lifecycle events', async () => {
+  it("lets a command publish its declared events and the entity's lifecycle events", async () => {
     expect((await post(`${BASE}/${id}/flag`)).status).toBe(200);
     expect((await post(`${BASE}/${id}/touch`)).status).toBe(200);
     expect(await sizeOf(id)).toBe(4);
@@ -104,7 +112,9 @@ describe('a route or command publishes only what its publishes list declares (ru
     expect(res.status).toBe(500);
     expect(res.headers['content-type']).toMatch(/^application\/problem\+json/);
     expect(res.body.code).toBe('INTERNAL');
-    expect(res.body.detail).toContain('event pubprobe.gadget.other is not in the publishes list of POST /api/v1/pubprobe/gadgets/:id/stray');
+    expect(res.body.detail).toContain(
+      'event pubprobe.gadget.other is not in the publishes list of POST /api/v1/pubprobe/gadgets/:id/stray',
+    );
     expect(await sizeOf(id)).toBe(before.size);
     expect(await outboxCount()).toBe(before.events);
   });
@@ -114,7 +124,9 @@ describe('a route or command publishes only what its publishes list declares (ru
     const res = await post('/api/v1/pubprobe/stray');
     expect(res.status).toBe(500);
     expect(res.body.code).toBe('INTERNAL');
-    expect(res.body.detail).toContain('event pubprobe.gadget.other is not in the publishes list of POST /api/v1/pubprobe/stray (pubprobe-gadget-stray-route)');
+    expect(res.body.detail).toContain(
+      'event pubprobe.gadget.other is not in the publishes list of POST /api/v1/pubprobe/stray (pubprobe-gadget-stray-route)',
+    );
     expect(await outboxCount()).toBe(before);
   });
 
@@ -126,7 +138,10 @@ describe('a route or command publishes only what its publishes list declares (ru
 
 describe('publishes lists and declared events agree (boot)', () => {
   const config = testConfig();
-  const start = (...modules: ModuleDefinition[]) => () => new Registry([...allModules, testkitModule, ...modules], config);
+  const start =
+    (...modules: ModuleDefinition[]) =>
+    () =>
+      new Registry([...allModules, testkitModule, ...modules], config);
   const plain = (extra: Partial<ModuleDefinition>) => defineModule({ name: 'bad', ...extra });
 
   it('accepts the installation, the test kit and the probe above', () => {
@@ -141,50 +156,103 @@ describe('publishes lists and declared events agree (boot)', () => {
 
   it('counts a subscription or job that lists the event in its publishes as its publisher', () => {
     const handle = async () => {};
-    expect(start(plain({ events: ['bad.thing.relayed'], subscriptions: [{ name: 'bad-relay', event: 'user.invited', publishes: ['bad.thing.relayed'], handle }] }))).not.toThrow();
-    expect(start(plain({ events: ['bad.thing.swept'], jobs: [{ name: 'bad-sweep', cron: '* * * * *', perTenant: false, publishes: ['bad.thing.swept'], run: handle }] }))).not.toThrow();
+    expect(
+      start(
+        plain({
+          events: ['bad.thing.relayed'],
+          subscriptions: [{ name: 'bad-relay', event: 'user.invited', publishes: ['bad.thing.relayed'], handle }],
+        }),
+      ),
+    ).not.toThrow();
+    expect(
+      start(
+        plain({
+          events: ['bad.thing.swept'],
+          jobs: [
+            { name: 'bad-sweep', cron: '* * * * *', perTenant: false, publishes: ['bad.thing.swept'], run: handle },
+          ],
+        }),
+      ),
+    ).not.toThrow();
   });
 
   it('refuses a subscription, a job or entity hooks publishing an undeclared event', () => {
     const handle = async () => {};
-    expect(start(plain({ subscriptions: [{ name: 'bad-relay', event: 'user.invited', publishes: ['bad.thing.nowhere'], handle }] }))).toThrow(
-      /subscription bad-relay \(module bad\) publishes undeclared event bad\.thing\.nowhere/,
-    );
-    expect(start(plain({ jobs: [{ name: 'bad-sweep', cron: '* * * * *', perTenant: false, publishes: ['bad.thing.nowhere'], run: handle }] }))).toThrow(
-      /job bad-sweep \(module bad\) publishes undeclared event bad\.thing\.nowhere/,
-    );
+    expect(
+      start(
+        plain({
+          subscriptions: [{ name: 'bad-relay', event: 'user.invited', publishes: ['bad.thing.nowhere'], handle }],
+        }),
+      ),
+    ).toThrow(/subscription bad-relay \(module bad\) publishes undeclared event bad\.thing\.nowhere/);
+    expect(
+      start(
+        plain({
+          jobs: [
+            { name: 'bad-sweep', cron: '* * * * *', perTenant: false, publishes: ['bad.thing.nowhere'], run: handle },
+          ],
+        }),
+      ),
+    ).toThrow(/job bad-sweep \(module bad\) publishes undeclared event bad\.thing\.nowhere/);
     const hooked = defineEntity({ ...gadget, module: 'bad', hookPublishes: ['bad.gadget.nowhere'] });
-    expect(start(plain({ entities: [entity(hooked)] }))).toThrow(/entity bad\.gadget: hookPublishes names undeclared event bad\.gadget\.nowhere/);
+    expect(start(plain({ entities: [entity(hooked)] }))).toThrow(
+      /entity bad\.gadget: hookPublishes names undeclared event bad\.gadget\.nowhere/,
+    );
   });
 });
 
 describe('declarations the types cannot check (boot)', () => {
   const config = testConfig();
-  const start = (...modules: ModuleDefinition[]) => () => new Registry([...allModules, testkitModule, ...modules], config);
+  const start =
+    (...modules: ModuleDefinition[]) =>
+    () =>
+      new Registry([...allModules, testkitModule, ...modules], config);
   const plain = (extra: Partial<ModuleDefinition>) => defineModule({ name: 'bad', ...extra });
 
   it('refuses a date-time field not declared with DateTime(), whose rows would be typed as strings', () => {
-    const dated = defineEntity({ module: 'bad', name: 'gadget', table: 'widgets', permissions: gadget.permissions, fields: { name: Type.String(), seenAt: Type.Optional(Type.String({ format: 'date-time' })) } });
-    expect(start(plain({ entities: [entity(dated)] }))).toThrow(/entity bad\.gadget: date-time field seenAt must be declared with DateTime\(\)/);
-    const declared = defineEntity({ module: 'bad', name: 'gadget', table: 'widgets', permissions: gadget.permissions, fields: { name: Type.String(), seenAt: Type.Optional(DateTime()) } });
+    const dated = defineEntity({
+      module: 'bad',
+      name: 'gadget',
+      table: 'widgets',
+      permissions: gadget.permissions,
+      fields: { name: Type.String(), seenAt: Type.Optional(Type.String({ format: 'date-time' })) },
+    });
+    expect(start(plain({ entities: [entity(dated)] }))).toThrow(
+      /entity bad\.gadget: date-time field seenAt must be declared with DateTime\(\)/,
+    );
+    const declared = defineEntity({
+      module: 'bad',
+      name: 'gadget',
+      table: 'widgets',
+      permissions: gadget.permissions,
+      fields: { name: Type.String(), seenAt: Type.Optional(DateTime()) },
+    });
     expect(start(plain({ entities: [entity(declared)] }))).not.toThrow();
   });
 
   it('refuses a public read by a field that is not one, or is optional, and a where naming no field', () => {
     const base = { ...article, module: 'bad' };
     const unknown = { ...base, publicRead: { ...article.publicRead!, by: 'handle' } } as never;
-    expect(start(plain({ entities: [entity(unknown)] }))).toThrow(/entity bad\.article: publicRead looks up by handle, which is not a field/);
+    expect(start(plain({ entities: [entity(unknown)] }))).toThrow(
+      /entity bad\.article: publicRead looks up by handle, which is not a field/,
+    );
     const optional = { ...base, publicRead: { ...article.publicRead!, by: 'publishedAt' } } as never;
-    expect(start(plain({ entities: [entity(optional)] }))).toThrow(/publicRead looks up by publishedAt, which is optional/);
+    expect(start(plain({ entities: [entity(optional)] }))).toThrow(
+      /publicRead looks up by publishedAt, which is optional/,
+    );
     const where = { ...base, publicRead: { ...article.publicRead!, where: { state: 'live' } } } as never;
     expect(start(plain({ entities: [entity(where)] }))).toThrow(/publicRead where names state, which is not a field/);
   });
 
   it('refuses two public reads at one path', () => {
     const twin = defineEntity({ ...article, name: 'twin', table: 'articles' });
-    expect(() => new Registry([...allModules, defineModule({ ...testkitModule, entities: [...testkitModule.entities!, entity(twin)] })], config)).toThrow(
-      /route GET \/api\/v1\/testkit\/public\/:slug is declared twice/,
-    );
+    expect(
+      () =>
+        new Registry(
+          [...allModules, defineModule({ ...testkitModule, entities: [...testkitModule.entities!, entity(twin)] })],
+          config,
+        ),
+    ).toThrow(/route GET \/api\/v1\/testkit\/public\/:slug is declared twice/);
   });
 
   it('refuses a multipart route that would hold a transaction open while the form streams', () => {
@@ -198,6 +266,8 @@ describe('declarations the types cannot check (boot)', () => {
       schema: { response: { 200: Type.Object({}) } },
       handler: async () => ({}),
     } as unknown as AnyRoute;
-    expect(start(plain({ routes: [route] }))).toThrow(/route POST \/api\/v1\/bad\/uploads \(module bad\) is multipart: it must declare transaction 'none'/);
+    expect(start(plain({ routes: [route] }))).toThrow(
+      /route POST \/api\/v1\/bad\/uploads \(module bad\) is multipart: it must declare transaction 'none'/,
+    );
   });
 });

@@ -35,7 +35,9 @@ function send(raw: string): Promise<RawAnswer> {
     socket.setTimeout(5_000, () => socket.destroy(new Error(`no answer to ${JSON.stringify(raw.slice(0, 80))}`)));
     socket.on('data', (c: Buffer) => chunks.push(c));
     // A server that refuses early may reset the connection while the rest is still being written.
-    socket.on('error', (err: NodeJS.ErrnoException) => (chunks.length > 0 && err.code === 'ECONNRESET' ? finish() : reject(err)));
+    socket.on('error', (err: NodeJS.ErrnoException) =>
+      chunks.length > 0 && err.code === 'ECONNRESET' ? finish() : reject(err),
+    );
     socket.on('close', () => finish());
     let done = false;
     function finish() {
@@ -69,15 +71,26 @@ const HOST = 'Host: operator.localhost\r\n';
 
 describe('failures before any route runs are problem documents', () => {
   it('a bad percent-encoding in the path: 400 MALFORMED_REQUEST', async () => {
-    expectProblem(await send(`GET /api/v1/testkit/widgets/%E0%A4%A HTTP/1.1\r\n${HOST}Connection: close\r\n\r\n`), 'MALFORMED_REQUEST');
+    expectProblem(
+      await send(`GET /api/v1/testkit/widgets/%E0%A4%A HTTP/1.1\r\n${HOST}Connection: close\r\n\r\n`),
+      'MALFORMED_REQUEST',
+    );
   });
 
   it('a path parameter over the router’s length limit: 414 URI_TOO_LONG', async () => {
-    expectProblem(await send(`GET /api/v1/testkit/widgets/${'a'.repeat(200)} HTTP/1.1\r\n${HOST}Connection: close\r\n\r\n`), 'URI_TOO_LONG');
+    expectProblem(
+      await send(`GET /api/v1/testkit/widgets/${'a'.repeat(200)} HTTP/1.1\r\n${HOST}Connection: close\r\n\r\n`),
+      'URI_TOO_LONG',
+    );
   });
 
   it('headers over 16 KB: 431 HEADERS_TOO_LARGE', async () => {
-    expectProblem(await send(`GET /api/v1/auth/me HTTP/1.1\r\n${HOST}X-Padding: ${'a'.repeat(17 * 1024)}\r\nConnection: close\r\n\r\n`), 'HEADERS_TOO_LARGE');
+    expectProblem(
+      await send(
+        `GET /api/v1/auth/me HTTP/1.1\r\n${HOST}X-Padding: ${'a'.repeat(17 * 1024)}\r\nConnection: close\r\n\r\n`,
+      ),
+      'HEADERS_TOO_LARGE',
+    );
   });
 
   it('an unknown method: 400 MALFORMED_REQUEST, through the client error handler', async () => {
@@ -86,7 +99,9 @@ describe('failures before any route runs are problem documents', () => {
 
   it('a bad Content-Length: 400 MALFORMED_REQUEST, through the client error handler', async () => {
     expectProblem(
-      await send(`POST /api/v1/auth/login HTTP/1.1\r\n${HOST}Content-Type: application/json\r\nContent-Length: ten\r\nConnection: close\r\n\r\n{}`),
+      await send(
+        `POST /api/v1/auth/login HTTP/1.1\r\n${HOST}Content-Type: application/json\r\nContent-Length: ten\r\nConnection: close\r\n\r\n{}`,
+      ),
       'MALFORMED_REQUEST',
     );
   });
@@ -98,7 +113,10 @@ describe('failures before any route runs are problem documents', () => {
       headers: { host: 'operator.localhost', 'content-type': 'application/json', 'content-length': '10' },
       payload: '{}',
     });
-    expectProblem({ status: res.statusCode, headers: res.headers as Record<string, string>, body: res.body }, 'MALFORMED_REQUEST');
+    expectProblem(
+      { status: res.statusCode, headers: res.headers as Record<string, string>, body: res.body },
+      'MALFORMED_REQUEST',
+    );
   });
 
   it('an HTTP/1.1 request with no Host header: 400 MALFORMED_REQUEST', async () => {
@@ -123,7 +141,9 @@ describe('a method the path does not declare: 405 METHOD_NOT_ALLOWED with Allow 
     const list = await send(`DELETE /api/v1/testkit/widgets HTTP/1.1\r\n${HOST}Connection: close\r\n\r\n`);
     expectProblem(list, 'METHOD_NOT_ALLOWED');
     expect(allowOf(list)).toEqual(['GET', 'HEAD', 'POST']);
-    const item = await send(`PUT /api/v1/testkit/widgets/0190b6f0-0000-7000-8000-000000000000 HTTP/1.1\r\n${HOST}Content-Length: 0\r\nConnection: close\r\n\r\n`);
+    const item = await send(
+      `PUT /api/v1/testkit/widgets/0190b6f0-0000-7000-8000-000000000000 HTTP/1.1\r\n${HOST}Content-Length: 0\r\nConnection: close\r\n\r\n`,
+    );
     expectProblem(item, 'METHOD_NOT_ALLOWED');
     expect(allowOf(item)).toEqual(['GET', 'HEAD', 'PATCH', 'DELETE']);
     const slash = await send(`POST /api/v1/auth/me/ HTTP/1.1\r\n${HOST}Content-Length: 0\r\nConnection: close\r\n\r\n`);
@@ -148,7 +168,9 @@ describe('a method the path does not declare: 405 METHOD_NOT_ALLOWED with Allow 
   });
 
   it('leaves an unknown path 404 ROUTE_NOT_FOUND, with no Allow', async () => {
-    const answer = await send(`PUT /api/v1/testkit/nothing-here HTTP/1.1\r\n${HOST}Content-Length: 0\r\nConnection: close\r\n\r\n`);
+    const answer = await send(
+      `PUT /api/v1/testkit/nothing-here HTTP/1.1\r\n${HOST}Content-Length: 0\r\nConnection: close\r\n\r\n`,
+    );
     expectProblem(answer, 'ROUTE_NOT_FOUND');
     expect(answer.headers.allow).toBeUndefined();
   });

@@ -15,7 +15,8 @@ const MARKER = '<!-- test/framework/readme-localhost-client.test.ts runs the two
 function readmeBlocks(): { sh: string; js: string } {
   const readme = readFileSync('README.md', 'utf8');
   const after = readme.slice(readme.indexOf(MARKER));
-  const block = (lang: string) => /```(\w+)\n([\s\S]*?)```/g.exec(after.slice(after.indexOf(`\`\`\`${lang}\n`)))?.[2] ?? '';
+  const block = (lang: string) =>
+    /```(\w+)\n([\s\S]*?)```/g.exec(after.slice(after.indexOf(`\`\`\`${lang}\n`)))?.[2] ?? '';
   return { sh: block('sh'), js: block('js') };
 }
 
@@ -64,11 +65,13 @@ describe('the README shows how a program reaches a tenant on *.localhost', () =>
     expect(stdout.trim()).toBe(`200 ${user.email}`);
   });
 
-  it('needs that lookup: without it, Node\'s resolver does not know acme.localhost', async () => {
+  it("needs that lookup: without it, Node's resolver does not know acme.localhost", async () => {
     const file = join(dir, 'no-lookup.mjs');
     const withoutLookup = adapt(readmeBlocks().js).replace('{ method, headers, lookup }', '{ method, headers }');
     expect(withoutLookup).not.toMatch(/\{ method, headers, lookup \}/);
     writeFileSync(file, withoutLookup);
-    await expect(run(process.execPath, [file])).rejects.toMatchObject({ stderr: expect.stringMatching(/ENOTFOUND|EAI_AGAIN/) });
+    await expect(run(process.execPath, [file])).rejects.toMatchObject({
+      stderr: expect.stringMatching(/ENOTFOUND|EAI_AGAIN/),
+    });
   });
 });

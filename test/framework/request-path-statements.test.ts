@@ -67,7 +67,8 @@ function watchCheckouts(pool: pg.Pool): void {
 }
 
 /** Round trips on the wire: each run of writes that follows a read (or opens the checkout) is one. */
-const roundTrips = (checkout: Checkout): number => checkout.wire.filter((w, i) => w === 'write' && checkout.wire[i - 1] !== 'write').length;
+const roundTrips = (checkout: Checkout): number =>
+  checkout.wire.filter((w, i) => w === 'write' && checkout.wire[i - 1] !== 'write').length;
 /** The statements between the transaction's BEGIN and COMMIT, which the exchange adds itself. */
 const inner = (checkout: Checkout): Sent[] => {
   expect(checkout.sent[0]!.text).toBe('begin');
@@ -91,7 +92,10 @@ afterAll(async () => {
   await app?.close();
 });
 
-const widgets = async () => (await app.services.transactions.run(acme, (ctx) => sql<{ name: string }>`select name from widgets`.execute(ctx.db))).rows.map((r) => r.name);
+const widgets = async () =>
+  (
+    await app.services.transactions.run(acme, (ctx) => sql<{ name: string }>`select name from widgets`.execute(ctx.db))
+  ).rows.map((r) => r.name);
 
 describe('one exchange per read request', () => {
   beforeEach(() => {
@@ -112,7 +116,10 @@ describe('one exchange per read request', () => {
   });
 
   it('a list GET with an invalid session cookie is 401, and its list statement, sent in that exchange, reads no row', async () => {
-    const res = await app.http('acme.localhost').get('/api/v1/testkit/widgets').set('Cookie', `app_session=${randomBytes(32).toString('base64url')}`);
+    const res = await app
+      .http('acme.localhost')
+      .get('/api/v1/testkit/widgets')
+      .set('Cookie', `app_session=${randomBytes(32).toString('base64url')}`);
     expect(res.status).toBe(401);
     expect(res.body.code).toBe('AUTH_REQUIRED');
     const checkout = listCheckout();
@@ -125,7 +132,10 @@ describe('one exchange per read request', () => {
       try {
         await client.query('begin');
         await client.query(opening!.text, openingValues);
-        const { rows } = await client.query<{ 'QUERY PLAN': unknown }>(`explain (analyze, format json) ${list!.text}`, list!.values);
+        const { rows } = await client.query<{ 'QUERY PLAN': unknown }>(
+          `explain (analyze, format json) ${list!.text}`,
+          list!.values,
+        );
         const loops: number[] = [];
         const walk = (node: { 'Relation Name'?: string; 'Actual Loops'?: number; Plans?: unknown[] }) => {
           if (node['Relation Name'] === 'widgets') loops.push(node['Actual Loops']!);
@@ -142,14 +152,21 @@ describe('one exchange per read request', () => {
     expect(invalid.length).toBeGreaterThan(0);
     expect(invalid.every((n) => n === 0)).toBe(true);
     // The control: with the reader's session, the same statement does read widgets.
-    const valid = await loopsOnWidgets([opening!.values[0], hashSecret(reader.rawSessionId), opening!.values[2], opening!.values[3]]);
+    const valid = await loopsOnWidgets([
+      opening!.values[0],
+      hashSecret(reader.rawSessionId),
+      opening!.values[2],
+      opening!.values[3],
+    ]);
     expect(valid.some((n) => n > 0)).toBe(true);
   });
 
   it('a session due for its touch is slid forward after the list, in an exchange of its own, and its cookie re-issued', async () => {
     const caller = await signInAs(app, acme, ['widget:read']);
     await app.services.transactions.run(acme, (ctx) =>
-      sql`update sessions set last_seen_at = now() - interval '6 minutes', expires_at = now() + interval '1 day' where user_id = ${caller.userId}`.execute(ctx.db),
+      sql`update sessions set last_seen_at = now() - interval '6 minutes', expires_at = now() + interval '1 day' where user_id = ${caller.userId}`.execute(
+        ctx.db,
+      ),
     );
     checkouts = [];
     const res = await app.http('acme.localhost').get('/api/v1/testkit/widgets').set('Cookie', caller.cookie);
@@ -161,20 +178,31 @@ describe('one exchange per read request', () => {
     const setCookie = ([] as string[]).concat(res.headers['set-cookie'] ?? []);
     expect(setCookie.join('\n')).toMatch(/Max-Age=(259\d{4})/);
     const { rows } = await app.services.transactions.run(acme, (ctx) =>
-      sql<{ fresh: boolean }>`select last_seen_at > now() - interval '1 minute' as fresh from sessions where user_id = ${caller.userId}`.execute(ctx.db),
+      sql<{
+        fresh: boolean;
+      }>`select last_seen_at > now() - interval '1 minute' as fresh from sessions where user_id = ${caller.userId}`.execute(
+        ctx.db,
+      ),
     );
     expect(rows).toEqual([{ fresh: true }]);
   });
 
   it('a read by id is one exchange too: the row, 404 for an unknown id, 401 and 403 before either', async () => {
-    const created = await app.http('acme.localhost').post('/api/v1/testkit/widgets').set('Cookie', reader.cookie).send({ name: 'read-me', size: 3, color: 'blue' });
+    const created = await app
+      .http('acme.localhost')
+      .post('/api/v1/testkit/widgets')
+      .set('Cookie', reader.cookie)
+      .send({ name: 'read-me', size: 3, color: 'blue' });
     expect(created.status).toBe(201);
     const readCheckout = (): Checkout => {
-      const found = checkouts.filter((c) => c.sent.some((s) => s.text.startsWith('select') && s.text.includes('from "widgets" where id = $1')));
+      const found = checkouts.filter((c) =>
+        c.sent.some((s) => s.text.startsWith('select') && s.text.includes('from "widgets" where id = $1')),
+      );
       expect(found).toHaveLength(1);
       return found[0]!;
     };
-    const read = (id: string, cookie: string) => app.http('acme.localhost').get(`/api/v1/testkit/widgets/${id}`).set('Cookie', cookie);
+    const read = (id: string, cookie: string) =>
+      app.http('acme.localhost').get(`/api/v1/testkit/widgets/${id}`).set('Cookie', cookie);
 
     checkouts = [];
     const found = await read(created.body.id, reader.cookie);
@@ -222,25 +250,40 @@ describe('one exchange per write whose values are known in advance', () => {
   };
 
   it('a create POST sends the opening statement, the insert with its id made in the process and the outbox insert in one write, one round trip, as one transaction', async () => {
-    const res = await app.http('acme.localhost').post('/api/v1/testkit/widgets').set('Cookie', reader.cookie).send({ name: 'one-exchange', size: 2, color: 'red' });
+    const res = await app
+      .http('acme.localhost')
+      .post('/api/v1/testkit/widgets')
+      .set('Cookie', reader.cookie)
+      .send({ name: 'one-exchange', size: 2, color: 'red' });
     expect(res.status).toBe(201);
     expect(res.body.id).toMatch(/^[0-9a-f]{8}-[0-9a-f]{4}-7[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$/);
     expect(res.headers.location).toBe(`/api/v1/testkit/widgets/${res.body.id}`);
     const checkout = insertCheckout();
     const statements = inner(checkout);
-    expect(statements.map((s) => s.text.trim().split(/\s+/, 2).join(' ').toLowerCase())).toEqual(['select set_config(\'app.tenant_id\',', 'insert into', 'insert into']);
+    expect(statements.map((s) => s.text.trim().split(/\s+/, 2).join(' ').toLowerCase())).toEqual([
+      "select set_config('app.tenant_id',",
+      'insert into',
+      'insert into',
+    ]);
     expect(statements[2]!.text).toContain('into outbox');
     expect(exchanges(checkout)).toBe(1);
     expect(roundTrips(checkout)).toBe(1);
     // The event names the row and the caller as its actor, as a handler's publish does.
-    const { rows } = await app.services.db.pool.query<{ actor_id: string }>(`select actor_id from outbox where name = 'testkit.widget.created' and payload->>'id' = $1`, [res.body.id]);
+    const { rows } = await app.services.db.pool.query<{ actor_id: string }>(
+      `select actor_id from outbox where name = 'testkit.widget.created' and payload->>'id' = $1`,
+      [res.body.id],
+    );
     expect(rows).toEqual([{ actor_id: reader.userId }]);
     expect(await widgets()).toContain('one-exchange');
   });
 
   it('a create by a caller without the write permission is 403, and neither the row nor its event is written', async () => {
     const viewer = await signInAs(app, acme, ['widget:read']);
-    const res = await app.http('acme.localhost').post('/api/v1/testkit/widgets').set('Cookie', viewer.cookie).send({ name: 'not-written', size: 2, color: 'red' });
+    const res = await app
+      .http('acme.localhost')
+      .post('/api/v1/testkit/widgets')
+      .set('Cookie', viewer.cookie)
+      .send({ name: 'not-written', size: 2, color: 'red' });
     expect(res.status).toBe(403);
     expect(res.body.code).toBe('AUTH_FORBIDDEN');
     expect(exchanges(insertCheckout())).toBe(1);
@@ -250,37 +293,62 @@ describe('one exchange per write whose values are known in advance', () => {
   });
 
   it('a create refused by a unique index rolls back its event too and answers as before', async () => {
-    const first = await app.http('acme.localhost').post('/api/v1/testkit/widgets').set('Cookie', reader.cookie).send({ name: 'twice', size: 1, color: 'red' });
+    const first = await app
+      .http('acme.localhost')
+      .post('/api/v1/testkit/widgets')
+      .set('Cookie', reader.cookie)
+      .send({ name: 'twice', size: 1, color: 'red' });
     expect(first.status).toBe(201);
-    const { rows: before } = await app.services.db.pool.query<{ n: number }>(`select count(*)::int as n from outbox where name = 'testkit.widget.created'`);
-    const second = await app.http('acme.localhost').post('/api/v1/testkit/widgets').set('Cookie', reader.cookie).send({ name: 'twice', size: 1, color: 'red' });
+    const { rows: before } = await app.services.db.pool.query<{ n: number }>(
+      `select count(*)::int as n from outbox where name = 'testkit.widget.created'`,
+    );
+    const second = await app
+      .http('acme.localhost')
+      .post('/api/v1/testkit/widgets')
+      .set('Cookie', reader.cookie)
+      .send({ name: 'twice', size: 1, color: 'red' });
     expect(second.status).toBe(409);
-    const { rows: after } = await app.services.db.pool.query<{ n: number }>(`select count(*)::int as n from outbox where name = 'testkit.widget.created'`);
+    const { rows: after } = await app.services.db.pool.query<{ n: number }>(
+      `select count(*)::int as n from outbox where name = 'testkit.widget.created'`,
+    );
     expect(after[0]!.n).toBe(before[0]!.n);
   });
 });
 
-describe('the request path\'s statements', () => {
+describe("the request path's statements", () => {
   it('are prepared once on the connection and reused by every request after', async () => {
     for (let i = 0; i < 3; i++) {
-      expect((await app.http('acme.localhost').get('/api/v1/testkit/widgets').set('Cookie', reader.cookie)).status).toBe(200);
+      expect(
+        (await app.http('acme.localhost').get('/api/v1/testkit/widgets').set('Cookie', reader.cookie)).status,
+      ).toBe(200);
     }
-    const { rows } = await app.services.db.pool.query<{ statement: string }>(`select statement from pg_prepared_statements where name like 'tenantry\\_%'`);
+    const { rows } = await app.services.db.pool.query<{ statement: string }>(
+      `select statement from pg_prepared_statements where name like 'tenantry\\_%'`,
+    );
     const texts = rows.map((r) => r.statement);
     expect(texts.some((t) => t.includes("set_config('app.tenant_id'") && t.includes('from sessions'))).toBe(true);
     expect(texts.some((t) => t.includes('from "widgets"') && /limit 21$/.test(t))).toBe(true);
   });
 
-  it('keep one prepared text per statement under a row-access filter: the caller\'s values are parameters', async () => {
+  it("keep one prepared text per statement under a row-access filter: the caller's values are parameters", async () => {
     const other = await signInAs(app, acme, ['widget:read', 'widget:write']);
     for (const caller of [reader, other]) {
-      const created = await app.http('acme.localhost').post('/api/v1/testkit/memos').set('Cookie', caller.cookie).send({ ownerId: caller.userId, text: 'mine' });
+      const created = await app
+        .http('acme.localhost')
+        .post('/api/v1/testkit/memos')
+        .set('Cookie', caller.cookie)
+        .send({ ownerId: caller.userId, text: 'mine' });
       expect(created.status).toBe(201);
       const list = await app.http('acme.localhost').get('/api/v1/testkit/memos').set('Cookie', caller.cookie);
       expect(list.body.items.map((m: { id: string }) => m.id)).toEqual([created.body.id]);
-      expect((await app.http('acme.localhost').get(`/api/v1/testkit/memos/${created.body.id}`).set('Cookie', caller.cookie)).status).toBe(200);
+      expect(
+        (await app.http('acme.localhost').get(`/api/v1/testkit/memos/${created.body.id}`).set('Cookie', caller.cookie))
+          .status,
+      ).toBe(200);
     }
-    const { rows } = await app.services.db.pool.query<{ statement: string }>(`select statement from pg_prepared_statements where name like 'tenantry\\_%' and statement like '%from "memos"%'`);
+    const { rows } = await app.services.db.pool.query<{ statement: string }>(
+      `select statement from pg_prepared_statements where name like 'tenantry\\_%' and statement like '%from "memos"%'`,
+    );
     const texts = rows.map((r) => r.statement);
     // The list: the filter's parameter, the caller, is its only one (the page size is in the text).
     expect(texts.filter((t) => /limit 21$/.test(t))).toEqual([expect.stringContaining('"owner_id" = $1')]);
@@ -296,7 +364,11 @@ describe('the request path\'s statements', () => {
       }),
     ).rejects.toThrow('the handler fails after its write');
     expect(await widgets()).not.toContain('held-begin');
-    const res = await app.http('acme.localhost').post('/api/v1/testkit/widgets').set('Cookie', reader.cookie).send({ name: 'kept', size: 1, color: 'red' });
+    const res = await app
+      .http('acme.localhost')
+      .post('/api/v1/testkit/widgets')
+      .set('Cookie', reader.cookie)
+      .send({ name: 'kept', size: 1, color: 'red' });
     expect(res.status).toBe(201);
     expect(await widgets()).toContain('kept');
   });

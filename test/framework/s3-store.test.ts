@@ -16,7 +16,9 @@ const warnings: { details: Record<string, unknown>; message: string }[] = [];
 
 beforeAll(async () => {
   server = await startS3Server();
-  store = new S3Store(server.settings('blobs/'), { log: { warn: (details, message) => void warnings.push({ details: details as Record<string, unknown>, message }) } });
+  store = new S3Store(server.settings('blobs/'), {
+    log: { warn: (details, message) => void warnings.push({ details: details as Record<string, unknown>, message }) },
+  });
 });
 afterAll(async () => {
   await server?.close();
@@ -130,7 +132,9 @@ describe('BlobStore: an S3 bucket (s3rver on loopback)', () => {
     const keys = Array.from({ length: 5 }, () => randomUUID());
     for (const key of keys) await paged.put(key, Readable.from(['x']));
     await server.client.send(new PutObjectCommand({ Bucket: server.bucket, Key: 'listed/not-a-key', Body: 'x' }));
-    await server.client.send(new PutObjectCommand({ Bucket: server.bucket, Key: `elsewhere/${randomUUID()}`, Body: 'x' }));
+    await server.client.send(
+      new PutObjectCommand({ Bucket: server.bucket, Key: `elsewhere/${randomUUID()}`, Body: 'x' }),
+    );
     const listed = async (before: Date) => {
       const found: string[] = [];
       for await (const key of paged.list(before)) found.push(key);
@@ -149,15 +153,21 @@ describe('BlobStore: an S3 bucket (s3rver on loopback)', () => {
     await store.put(key, Readable.from(['kept']));
     await server.stop();
     try {
-      const unavailable = { code: 'STORAGE_UNAVAILABLE', status: 503, extensions: { retryAfterSeconds: STORAGE_RETRY_AFTER_SECONDS } };
+      const unavailable = {
+        code: 'STORAGE_UNAVAILABLE',
+        status: 503,
+        extensions: { retryAfterSeconds: STORAGE_RETRY_AFTER_SECONDS },
+      };
       await expect(store.put(randomUUID(), Readable.from(['x']))).rejects.toMatchObject(unavailable);
       await expect(store.stat(key)).rejects.toMatchObject(unavailable);
       await expect(store.open(key)).rejects.toMatchObject(unavailable);
       await expect(store.remove(key)).rejects.toMatchObject(unavailable);
       await expect(store.removeMany([key])).rejects.toMatchObject(unavailable);
-      await expect((async () => {
-        for await (const _ of store.list(new Date())) void _;
-      })()).rejects.toMatchObject(unavailable);
+      await expect(
+        (async () => {
+          for await (const _ of store.list(new Date())) void _;
+        })(),
+      ).rejects.toMatchObject(unavailable);
       await expect(store.check()).rejects.toThrow(/bucket tenantry-test/);
     } finally {
       await server.start();
@@ -174,7 +184,9 @@ describe('the service on files.storage s3', () => {
   let cookie: string;
 
   beforeAll(async () => {
-    app = await startTestApp({ config: testConfig({ files: { storage: 's3', s3: server.settings('service/'), max_bytes: 8 * MiB } }) });
+    app = await startTestApp({
+      config: testConfig({ files: { storage: 's3', s3: server.settings('service/'), max_bytes: 8 * MiB } }),
+    });
     const tenant = await createCustomer(app, 'bucket', 'bucket.localhost');
     host = 'bucket.localhost';
     cookie = (await signInAs(app, tenant, ['file:read', 'file:manage'])).cookie;
@@ -185,20 +197,31 @@ describe('the service on files.storage s3', () => {
 
   const upload = (content: string | Buffer, mediaType = 'text/plain') => {
     const { body, type } = form([{ name: 'file', filename: 'a.txt', type: mediaType, content }]);
-    return app.http(host).post('/api/v1/file/files?visibility=private').set('Cookie', cookie).set('Content-Type', type).send(body);
+    return app
+      .http(host)
+      .post('/api/v1/file/files?visibility=private')
+      .set('Cookie', cookie)
+      .set('Content-Type', type)
+      .send(body);
   };
-  const rows = async () => (await app.services.db.pool.query<{ n: number }>('select count(*)::int as n from files')).rows[0]!.n;
+  const rows = async () =>
+    (await app.services.db.pool.query<{ n: number }>('select count(*)::int as n from files')).rows[0]!.n;
 
   it('an upload past one part goes up in parts through the request path, counted and hashed, and downloads whole', async () => {
     const content = Buffer.alloc(7 * MiB + 123, 7);
     const up = await upload(content, 'application/octet-stream');
     expect(up.status, JSON.stringify(up.body)).toBe(201);
     expect(up.body).toMatchObject({ size: content.length, sha256: sha256([content]) });
-    const down = await app.http(host).get(`/api/v1/file/files/${up.body.id}/content`).set('Cookie', cookie).buffer(true).parse((r, done) => {
-      const chunks: Buffer[] = [];
-      r.on('data', (c: Buffer) => chunks.push(c));
-      r.on('end', () => done(null, Buffer.concat(chunks)));
-    });
+    const down = await app
+      .http(host)
+      .get(`/api/v1/file/files/${up.body.id}/content`)
+      .set('Cookie', cookie)
+      .buffer(true)
+      .parse((r, done) => {
+        const chunks: Buffer[] = [];
+        r.on('data', (c: Buffer) => chunks.push(c));
+        r.on('end', () => done(null, Buffer.concat(chunks)));
+      });
     expect(sha256([down.body as Buffer])).toBe(sha256([content]));
   });
 
@@ -234,13 +257,21 @@ describe('the service on files.storage s3', () => {
       expect(refused.body.code).toBe('STORAGE_UNAVAILABLE');
       expect(await rows()).toBe(before);
       const download = await app.http(host).get(`/api/v1/file/files/${kept.body.id}/content`).set('Cookie', cookie);
-      expect([download.status, download.body.code, download.headers['retry-after']]).toEqual([503, 'STORAGE_UNAVAILABLE', String(STORAGE_RETRY_AFTER_SECONDS)]);
+      expect([download.status, download.body.code, download.headers['retry-after']]).toEqual([
+        503,
+        'STORAGE_UNAVAILABLE',
+        String(STORAGE_RETRY_AFTER_SECONDS),
+      ]);
       const ready = await app.http('10.0.0.1').get('/ready');
       expect(ready.status).toBe(503);
       expect(ready.body.check).toBe('storage');
       // The admin health page runs the same check.
       const operator = await signInAs(app, app.operator, []);
-      const health = await app.http('operator.localhost').get('/admin/health/storage').set('Cookie', operator.cookie).set('HX-Request', 'true');
+      const health = await app
+        .http('operator.localhost')
+        .get('/admin/health/storage')
+        .set('Cookie', operator.cookie)
+        .set('HX-Request', 'true');
       expect(health.text).toContain('data-ok="false"');
     } finally {
       await server.start();

@@ -4,7 +4,13 @@ import pg from 'pg';
 import { buildApp, type Role } from '../../framework/app.ts';
 import { Registry } from '../../framework/entity/registry.ts';
 import { BootCheckError } from '../../framework/entity/checks.ts';
-import { defineEntity, defineModule, defineRoute, entity, type ModuleDefinition } from '../../framework/entity/define.ts';
+import {
+  defineEntity,
+  defineModule,
+  defineRoute,
+  entity,
+  type ModuleDefinition,
+} from '../../framework/entity/define.ts';
 import { allModules } from '../../modules/index.ts';
 import { gadget, setting, testkitModule, widget } from '../helpers/testkit-module.ts';
 import { createTestDatabase } from '../helpers/database.ts';
@@ -50,40 +56,69 @@ async function expectRefusal(modules: readonly ModuleDefinition[], offender: Reg
 }
 
 describe('startup checks, in every role', () => {
-  it('accept the installation\'s modules with the test kit', () => {
+  it("accept the installation's modules with the test kit", () => {
     expect(() => new Registry([...allModules, testkitModule], config)).not.toThrow();
   });
 
   it('refuse a route guarded by a permission no module declares, naming route and permission', async () => {
     const route = { ...ok, access: { permission: 'thing:frobnicate' } };
-    await expectRefusal([...allModules, bad({ routes: [route] })], /route GET \/api\/v1\/bad\/thing \(module bad\) uses undeclared permission thing:frobnicate/);
+    await expectRefusal(
+      [...allModules, bad({ routes: [route] })],
+      /route GET \/api\/v1\/bad\/thing \(module bad\) uses undeclared permission thing:frobnicate/,
+    );
   });
 
   it('refuse an entity or a command using an undeclared permission', async () => {
-    const thing = defineEntity({ ...widget, module: 'bad', permissions: { read: 'widget:read', write: 'thing:write' } });
-    await expectRefusal([testkitModule, bad({ entities: [entity(thing)] })], /entity bad\.widget uses undeclared permission thing:write/);
+    const thing = defineEntity({
+      ...widget,
+      module: 'bad',
+      permissions: { read: 'widget:read', write: 'thing:write' },
+    });
+    await expectRefusal(
+      [testkitModule, bad({ entities: [entity(thing)] })],
+      /entity bad\.widget uses undeclared permission thing:write/,
+    );
     const commanded = defineEntity({
       ...widget,
       module: 'bad',
       commands: { approve: { ...widget.commands!.approve, permission: 'thing:approve' } },
     });
-    await expectRefusal([testkitModule, bad({ entities: [entity(commanded)] })], /POST \/api\/v1\/bad\/widgets\/:id\/approve \(module bad\) uses undeclared permission thing:approve/);
+    await expectRefusal(
+      [testkitModule, bad({ entities: [entity(commanded)] })],
+      /POST \/api\/v1\/bad\/widgets\/:id\/approve \(module bad\) uses undeclared permission thing:approve/,
+    );
   });
 
   it('refuse a route or a command publishing an undeclared event, naming it', async () => {
-    await expectRefusal([bad({ routes: [{ ...ok, publishes: ['bad.thing.exploded'] }] })], /publishes undeclared event bad\.thing\.exploded/);
-    const commanded = defineEntity({ ...widget, module: 'bad', commands: { approve: { ...widget.commands!.approve, publishes: ['bad.widget.blessed'] } } });
-    await expectRefusal([testkitModule, bad({ entities: [entity(commanded)] })], /approve \(module bad\) publishes undeclared event bad\.widget\.blessed/);
+    await expectRefusal(
+      [bad({ routes: [{ ...ok, publishes: ['bad.thing.exploded'] }] })],
+      /publishes undeclared event bad\.thing\.exploded/,
+    );
+    const commanded = defineEntity({
+      ...widget,
+      module: 'bad',
+      commands: { approve: { ...widget.commands!.approve, publishes: ['bad.widget.blessed'] } },
+    });
+    await expectRefusal(
+      [testkitModule, bad({ entities: [entity(commanded)] })],
+      /approve \(module bad\) publishes undeclared event bad\.widget\.blessed/,
+    );
   });
 
   it('refuse a subscription to an undeclared event, naming subscription and event', async () => {
     const subscription = { name: 'bad-listener', event: 'bad.thing.happened', handle: async () => {} };
-    await expectRefusal([bad({ subscriptions: [subscription] })], /subscription bad-listener \(module bad\) listens to undeclared event bad\.thing\.happened/);
+    await expectRefusal(
+      [bad({ subscriptions: [subscription] })],
+      /subscription bad-listener \(module bad\) listens to undeclared event bad\.thing\.happened/,
+    );
   });
 
   it('refuse a duplicate operation id, naming both routes', async () => {
     const twin = { ...ok, url: '/api/v1/bad/twin' };
-    await expectRefusal([bad({ routes: [ok, twin] })], /operation id bad-thing-read is used by GET \/api\/v1\/bad\/thing \(module bad\) and GET \/api\/v1\/bad\/twin \(module bad\)/);
+    await expectRefusal(
+      [bad({ routes: [ok, twin] })],
+      /operation id bad-thing-read is used by GET \/api\/v1\/bad\/thing \(module bad\) and GET \/api\/v1\/bad\/twin \(module bad\)/,
+    );
     // A hand-written route colliding with a generated one.
     const clash = { ...ok, url: '/api/v1/testkit/special', operationId: 'testkit-widget-list' };
     await expectRefusal([{ ...testkitModule, routes: [clash] }], /operation id testkit-widget-list is used by/);
@@ -97,7 +132,11 @@ describe('startup checks, in every role', () => {
       /entity bad\.widget: field approvedAt is owned by command stamp, which is not declared/,
     );
     // A field written by several commands: each one must be declared.
-    const shared = { ...widget, module: 'bad', commandOwned: { approved: ['approve', 'revoke'], approvedAt: 'approve' } } as never;
+    const shared = {
+      ...widget,
+      module: 'bad',
+      commandOwned: { approved: ['approve', 'revoke'], approvedAt: 'approve' },
+    } as never;
     await expectRefusal(
       [testkitModule, bad({ entities: [entity(shared)] })],
       /entity bad\.widget: field approved is owned by command revoke, which is not declared/,
@@ -105,7 +144,13 @@ describe('startup checks, in every role', () => {
   });
 
   it('refuse unknown fields in immutable, sortable and admin hints', async () => {
-    const broken = { ...widget, module: 'bad', immutable: ['shade'], sortable: ['weight'], admin: { title: 'label', columns: [] } } as never;
+    const broken = {
+      ...widget,
+      module: 'bad',
+      immutable: ['shade'],
+      sortable: ['weight'],
+      admin: { title: 'label', columns: [] },
+    } as never;
     const start = () => new Registry([testkitModule, bad({ entities: [entity(broken)] })], config);
     expect(start).toThrow(/immutable field shade is not a field/);
     expect(start).toThrow(/sortable field weight is not a field/);
@@ -113,8 +158,15 @@ describe('startup checks, in every role', () => {
   });
 
   it('refuse a global entity whose write permission is not an operator permission, naming entity and permission', async () => {
-    const open = defineEntity({ ...gadget, module: 'bad', permissions: { read: 'widget:read', write: 'widget:write' } });
-    await expectRefusal([testkitModule, bad({ entities: [entity(open)] })], /entity bad\.gadget is global: its write permission widget:write is not an operator permission/);
+    const open = defineEntity({
+      ...gadget,
+      module: 'bad',
+      permissions: { read: 'widget:read', write: 'widget:write' },
+    });
+    await expectRefusal(
+      [testkitModule, bad({ entities: [entity(open)] })],
+      /entity bad\.gadget is global: its write permission widget:write is not an operator permission/,
+    );
   });
 
   it('refuse a global entity with a command whose permission is not an operator permission, naming the command', async () => {
@@ -123,30 +175,66 @@ describe('startup checks, in every role', () => {
       module: 'bad',
       commands: { reprice: { summary: 'Reprice', permission: 'widget:write', run: async () => ({ price: 1 }) } },
     });
-    await expectRefusal([testkitModule, bad({ entities: [entity(commanded)] })], /entity bad\.gadget is global: command reprice uses widget:write, which is not an operator permission/);
+    await expectRefusal(
+      [testkitModule, bad({ entities: [entity(commanded)] })],
+      /entity bad\.gadget is global: command reprice uses widget:write, which is not an operator permission/,
+    );
     // Defaulting to the entity's operator write permission is accepted.
-    const defaulted = defineEntity({ ...gadget, module: 'bad', commands: { reprice: { summary: 'Reprice', run: async () => ({ price: 1 }) } } });
+    const defaulted = defineEntity({
+      ...gadget,
+      module: 'bad',
+      commands: { reprice: { summary: 'Reprice', run: async () => ({ price: 1 }) } },
+    });
     expect(() => new Registry([testkitModule, bad({ entities: [entity(defaulted)] })], config)).not.toThrow();
   });
 
   it('refuse contradictory shapes: a global singleton, singleton routes on a collection, a computed field named like a field, a row-access filter naming a non-field', () => {
-    const globalSingleton = { ...setting, module: 'bad', scope: 'global', permissions: { read: 'widget:read', write: 'widget:operate' } } as never;
-    expect(() => new Registry([testkitModule, bad({ entities: [entity(globalSingleton)] })], config)).toThrow(/entity bad\.setting is global and a singleton/);
+    const globalSingleton = {
+      ...setting,
+      module: 'bad',
+      scope: 'global',
+      permissions: { read: 'widget:read', write: 'widget:operate' },
+    } as never;
+    expect(() => new Registry([testkitModule, bad({ entities: [entity(globalSingleton)] })], config)).toThrow(
+      /entity bad\.setting is global and a singleton/,
+    );
     const routesOnCollection = { ...widget, module: 'bad', singletonRoutes: ['update'] } as never;
-    expect(() => new Registry([testkitModule, bad({ entities: [entity(routesOnCollection)] })], config)).toThrow(/entity bad\.widget declares singletonRoutes but is not a singleton/);
+    expect(() => new Registry([testkitModule, bad({ entities: [entity(routesOnCollection)] })], config)).toThrow(
+      /entity bad\.widget declares singletonRoutes but is not a singleton/,
+    );
     const shadowing = { ...widget, module: 'bad', computed: { name: Type.String() } } as never;
-    expect(() => new Registry([testkitModule, bad({ entities: [entity(shadowing)] })], config)).toThrow(/entity bad\.widget: computed field name is already a field/);
-    const strayFilter = { ...widget, module: 'bad', rowAccess: (ctx: { actorId: string | null }) => ({ name: 'x', ownerId: ctx.actorId }) } as never;
-    expect(() => new Registry([testkitModule, bad({ entities: [entity(strayFilter)] })], config)).toThrow(/entity bad\.widget: rowAccess names ownerId, which is not a field/);
-    const needsCaller = { ...widget, module: 'bad', rowAccess: (ctx: { session: { userId: string } }) => ({ name: ctx.session.userId }) } as never;
-    expect(() => new Registry([testkitModule, bad({ entities: [entity(needsCaller)] })], config)).toThrow(/entity bad\.widget: rowAccess fails with no caller/);
+    expect(() => new Registry([testkitModule, bad({ entities: [entity(shadowing)] })], config)).toThrow(
+      /entity bad\.widget: computed field name is already a field/,
+    );
+    const strayFilter = {
+      ...widget,
+      module: 'bad',
+      rowAccess: (ctx: { actorId: string | null }) => ({ name: 'x', ownerId: ctx.actorId }),
+    } as never;
+    expect(() => new Registry([testkitModule, bad({ entities: [entity(strayFilter)] })], config)).toThrow(
+      /entity bad\.widget: rowAccess names ownerId, which is not a field/,
+    );
+    const needsCaller = {
+      ...widget,
+      module: 'bad',
+      rowAccess: (ctx: { session: { userId: string } }) => ({ name: ctx.session.userId }),
+    } as never;
+    expect(() => new Registry([testkitModule, bad({ entities: [entity(needsCaller)] })], config)).toThrow(
+      /entity bad\.widget: rowAccess fails with no caller/,
+    );
     const unknownReadOnly = { ...widget, module: 'bad', readOnly: ['shine'] } as never;
-    expect(() => new Registry([testkitModule, bad({ entities: [entity(unknownReadOnly)] })], config)).toThrow(/readOnly field shine is not a field/);
+    expect(() => new Registry([testkitModule, bad({ entities: [entity(unknownReadOnly)] })], config)).toThrow(
+      /readOnly field shine is not a field/,
+    );
   });
 
   it('list every problem at once', () => {
     const route = { ...ok, access: { permission: 'thing:frobnicate' }, publishes: ['bad.thing.exploded'] };
-    const start = () => new Registry([bad({ routes: [route], subscriptions: [{ name: 's', event: 'bad.nothing', handle: async () => {} }] })], config);
+    const start = () =>
+      new Registry(
+        [bad({ routes: [route], subscriptions: [{ name: 's', event: 'bad.nothing', handle: async () => {} }] })],
+        config,
+      );
     expect(start).toThrow(/thing:frobnicate[\s\S]*bad\.thing\.exploded[\s\S]*bad\.nothing/);
   });
 });

@@ -33,7 +33,10 @@ function form(content: Buffer, filename = 'notes.txt'): { body: Buffer; type: st
   const boundary = 'tenantry-test-boundary';
   const head = `--${boundary}\r\nContent-Disposition: form-data; name="file"; filename="${filename}"\r\nContent-Type: text/plain\r\n\r\n`;
   const tail = `\r\n--${boundary}--\r\n`;
-  return { body: Buffer.concat([Buffer.from(head), content, Buffer.from(tail)]), type: `multipart/form-data; boundary=${boundary}` };
+  return {
+    body: Buffer.concat([Buffer.from(head), content, Buffer.from(tail)]),
+    type: `multipart/form-data; boundary=${boundary}`,
+  };
 }
 /** A form whose whole body is exactly `total` bytes. */
 function formOfLength(total: number): { body: Buffer; type: string; content: Buffer } {
@@ -42,18 +45,30 @@ function formOfLength(total: number): { body: Buffer; type: string; content: Buf
   return { ...form(content), content };
 }
 
-function expectProblem(res: { status: number; headers: Record<string, string>; body: { code?: string } }, status: number, code: string): void {
+function expectProblem(
+  res: { status: number; headers: Record<string, string>; body: { code?: string } },
+  status: number,
+  code: string,
+): void {
   expect(res.status, JSON.stringify(res.body)).toBe(status);
   expect(res.headers['content-type']).toMatch(/^application\/problem\+json/);
   expect(res.body.code).toBe(code);
 }
 
-describe('multipart uploads through @fastify/multipart, bounded by the route\'s bodyLimit', () => {
+describe("multipart uploads through @fastify/multipart, bounded by the route's bodyLimit", () => {
   it('streams the file part to the handler', async () => {
     const content = Buffer.from('hello, multipart');
-    const res = await http().post(UPLOADS).set('Cookie', cookie).attach('file', content, { filename: 'hello.txt', contentType: 'text/plain' });
+    const res = await http()
+      .post(UPLOADS)
+      .set('Cookie', cookie)
+      .attach('file', content, { filename: 'hello.txt', contentType: 'text/plain' });
     expect(res.status, JSON.stringify(res.body)).toBe(200);
-    expect(res.body).toEqual({ filename: 'hello.txt', mimetype: 'text/plain', size: content.length, sha256: sha256(content) });
+    expect(res.body).toEqual({
+      filename: 'hello.txt',
+      mimetype: 'text/plain',
+      size: content.length,
+      sha256: sha256(content),
+    });
   });
 
   it('keeps a form of exactly the limit and refuses one byte more with 413 PAYLOAD_TOO_LARGE', async () => {
@@ -63,7 +78,11 @@ describe('multipart uploads through @fastify/multipart, bounded by the route\'s 
     expect(kept.status, JSON.stringify(kept.body)).toBe(200);
     expect(kept.body).toMatchObject({ size: exact.content.length, sha256: sha256(exact.content) });
     const over = formOfLength(UPLOAD_LIMIT + 1);
-    expectProblem(await http().post(UPLOADS).set('Cookie', cookie).set('Content-Type', over.type).send(over.body), 413, 'PAYLOAD_TOO_LARGE');
+    expectProblem(
+      await http().post(UPLOADS).set('Cookie', cookie).set('Content-Type', over.type).send(over.body),
+      413,
+      'PAYLOAD_TOO_LARGE',
+    );
   });
 
   it('refuses a form sent without Content-Length (chunked) with 411 LENGTH_REQUIRED', async () => {
@@ -74,42 +93,75 @@ describe('multipart uploads through @fastify/multipart, bounded by the route\'s 
       headers: { host: HOST, cookie, 'content-type': type, 'transfer-encoding': 'chunked' },
       payload: Readable.from([body]),
     });
-    expectProblem({ status: res.statusCode, headers: res.headers as Record<string, string>, body: res.json() }, 411, 'LENGTH_REQUIRED');
+    expectProblem(
+      { status: res.statusCode, headers: res.headers as Record<string, string>, body: res.json() },
+      411,
+      'LENGTH_REQUIRED',
+    );
   });
 
   it('refuses a JSON body on the multipart route, and a form on a JSON route, with 415 UNSUPPORTED_MEDIA_TYPE', async () => {
-    expectProblem(await http().post(UPLOADS).set('Cookie', cookie).send({ file: 'not a form' }), 415, 'UNSUPPORTED_MEDIA_TYPE');
+    expectProblem(
+      await http().post(UPLOADS).set('Cookie', cookie).send({ file: 'not a form' }),
+      415,
+      'UNSUPPORTED_MEDIA_TYPE',
+    );
     const { body, type } = form(Buffer.from('a form'));
-    expectProblem(await http().post(NOTES).set('Cookie', cookie).set('Content-Type', type).send(body), 415, 'UNSUPPORTED_MEDIA_TYPE');
-    expectProblem(await http().post('/api/v1/testkit/widgets').set('Cookie', cookie).set('Content-Type', type).send(body), 415, 'UNSUPPORTED_MEDIA_TYPE');
+    expectProblem(
+      await http().post(NOTES).set('Cookie', cookie).set('Content-Type', type).send(body),
+      415,
+      'UNSUPPORTED_MEDIA_TYPE',
+    );
+    expectProblem(
+      await http().post('/api/v1/testkit/widgets').set('Cookie', cookie).set('Content-Type', type).send(body),
+      415,
+      'UNSUPPORTED_MEDIA_TYPE',
+    );
   });
 
   it('still guards the route: no session is 401, no permission 403', async () => {
     const content = Buffer.from('x');
     expectProblem(await http().post(UPLOADS).attach('file', content, 'x.txt'), 401, 'AUTH_REQUIRED');
     const reader = (await signInAs(t.app, (await t.app.services.hosts.resolve(HOST))!, ['widget:read'])).cookie;
-    expectProblem(await http().post(UPLOADS).set('Cookie', reader).attach('file', content, 'x.txt'), 403, 'AUTH_FORBIDDEN');
+    expectProblem(
+      await http().post(UPLOADS).set('Cookie', reader).attach('file', content, 'x.txt'),
+      403,
+      'AUTH_FORBIDDEN',
+    );
   });
 
   it('documents the form as multipart/form-data, with 411, 413 and 415', async () => {
     const op = (await t.app.http().get('/api/v1/openapi.json')).body.paths[UPLOADS].post;
-    expect(op.requestBody.content['multipart/form-data'].schema.properties.file).toMatchObject({ type: 'string', format: 'binary' });
+    expect(op.requestBody.content['multipart/form-data'].schema.properties.file).toMatchObject({
+      type: 'string',
+      format: 'binary',
+    });
     expect(op.requestBody.content['application/json']).toBeUndefined();
     for (const status of ['411', '413', '415']) expect(op.responses[status], status).toBeDefined();
   });
 });
 
 describe('per-route bodyLimit on a JSON route', () => {
-  it('accepts a body within the route\'s limit and refuses a larger one with 413 PAYLOAD_TOO_LARGE', async () => {
+  it("accepts a body within the route's limit and refuses a larger one with 413 PAYLOAD_TOO_LARGE", async () => {
     const ok = await http().post(NOTES).set('Cookie', cookie).send({ text: 'short' });
     expect(ok.status).toBe(200);
     expect(ok.body).toEqual({ length: 5 });
     // 64 bytes is this route's limit; the app's default (1 MiB) would take it.
-    expectProblem(await http().post(NOTES).set('Cookie', cookie).send({ text: 'x'.repeat(60) }), 413, 'PAYLOAD_TOO_LARGE');
+    expectProblem(
+      await http()
+        .post(NOTES)
+        .set('Cookie', cookie)
+        .send({ text: 'x'.repeat(60) }),
+      413,
+      'PAYLOAD_TOO_LARGE',
+    );
   });
 
-  it('leaves other routes at the t.app\'s default of 1 MiB', async () => {
-    const res = await http().post('/api/v1/testkit/widgets').set('Cookie', cookie).send({ name: 'long-note', size: 1, color: 'red', note: 'x'.repeat(400) });
+  it("leaves other routes at the t.app's default of 1 MiB", async () => {
+    const res = await http()
+      .post('/api/v1/testkit/widgets')
+      .set('Cookie', cookie)
+      .send({ name: 'long-note', size: 1, color: 'red', note: 'x'.repeat(400) });
     expect(res.status, JSON.stringify(res.body)).toBe(201);
   });
 });
@@ -126,7 +178,9 @@ describe('responses streamed from a seekable source (@fastify/send): ranges, HEA
     expect(res.headers['content-type']).toBe('text/plain; charset=utf-8');
     expect(res.headers['x-content-type-options']).toBe('nosniff');
     expect(res.headers.etag).toMatch(/^W\/"/);
-    expect(new Date(res.headers['last-modified']!).getTime()).toBe(Math.floor(statSync(join(TESTKIT_FILES, 'digits.txt')).mtimeMs / 1000) * 1000);
+    expect(new Date(res.headers['last-modified']!).getTime()).toBe(
+      Math.floor(statSync(join(TESTKIT_FILES, 'digits.txt')).mtimeMs / 1000) * 1000,
+    );
     // A download behind a permission depends on who asks: no cache keeps it (the route wrapper's rule).
     expect(res.headers['cache-control']).toBe('no-store');
   });
@@ -195,10 +249,19 @@ describe('responses streamed from a seekable source (@fastify/send): ranges, HEA
     // The helper on its own, behind a route that passes any path through.
     const bare = Fastify();
     installProblemHandlers(bare);
-    bare.get('/raw/*', (request, reply) => streamFrom(request, reply, { root: TESTKIT_FILES, path: (request.params as { '*': string })['*'] }));
+    bare.get('/raw/*', (request, reply) =>
+      streamFrom(request, reply, { root: TESTKIT_FILES, path: (request.params as { '*': string })['*'] }),
+    );
     try {
       expect((await bare.inject('/raw/digits.txt')).statusCode).toBe(200);
-      for (const path of ['..%2F..%2F..%2Fpackage.json', 'nested%2F..%2F..%2Fapp.ts', '.hidden', '', 'nested/..', '%00digits.txt']) {
+      for (const path of [
+        '..%2F..%2F..%2Fpackage.json',
+        'nested%2F..%2F..%2Fapp.ts',
+        '.hidden',
+        '',
+        'nested/..',
+        '%00digits.txt',
+      ]) {
         const res = await bare.inject(`/raw/${path}`);
         expect(res.statusCode, path).toBe(404);
         expect(res.json().code, path).toBe('NOT_FOUND');
@@ -234,6 +297,8 @@ describe('responses streamed from a source that cannot seek (a stream factory wi
     expect((await get().set('If-None-Match', etag)).status).toBe(304);
     expect((await get().set('If-Modified-Since', head.headers['last-modified']!)).status).toBe(304);
     // If-None-Match decides when present, whatever If-Modified-Since says.
-    expect((await get().set('If-None-Match', 'W/"other"').set('If-Modified-Since', head.headers['last-modified']!)).status).toBe(200);
+    expect(
+      (await get().set('If-None-Match', 'W/"other"').set('If-Modified-Since', head.headers['last-modified']!)).status,
+    ).toBe(200);
   });
 });

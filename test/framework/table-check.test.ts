@@ -9,7 +9,12 @@ import { BootCheckError } from '../../framework/entity/checks.ts';
 import { defineEntity, defineModule, entity, type ModuleDefinition } from '../../framework/entity/define.ts';
 import { resolveEntity } from '../../framework/entity/resolve.ts';
 import { DateTime } from '../../framework/entity/date-time.ts';
-import { checkTables, entityTableProblems, type ColumnInfo, type TableInfo } from '../../framework/entity/table-check.ts';
+import {
+  checkTables,
+  entityTableProblems,
+  type ColumnInfo,
+  type TableInfo,
+} from '../../framework/entity/table-check.ts';
 import { FRAMEWORK_TABLE_USES } from '../../framework/access/identity-tables.ts';
 import { allModules } from '../../modules/index.ts';
 import { testkitModule } from '../helpers/testkit-module.ts';
@@ -88,13 +93,23 @@ const SYSTEM_COLUMNS = `
 describe('definitions and tables agree (boot check)', () => {
   it('passes every entity of the installation and the test kit, and the tables the framework reads', async () => {
     const url = await createTestDatabase();
-    const app = await buildApp({ config, modules: [...allModules, testkitModule], databaseUrl: url, role: 'web', startWorker: false });
+    const app = await buildApp({
+      config,
+      modules: [...allModules, testkitModule],
+      databaseUrl: url,
+      role: 'web',
+      startWorker: false,
+    });
     try {
       const checked = await checkTables(app.services.db.pool, app.services.registry);
-      const declared = [...allModules, testkitModule].flatMap((m) => (m.entities ?? []).map((e) => `${e.module}.${e.name}`));
+      const declared = [...allModules, testkitModule].flatMap((m) =>
+        (m.entities ?? []).map((e) => `${e.module}.${e.name}`),
+      );
       expect(checked.entities.sort()).toEqual(declared.sort());
       expect(checked.entities).toEqual(expect.arrayContaining(['user.user', 'testkit.widget']));
-      expect(checked.tables).toEqual(expect.arrayContaining(['users', 'widgets', ...FRAMEWORK_TABLE_USES.map((u) => u.table)]));
+      expect(checked.tables).toEqual(
+        expect.arrayContaining(['users', 'widgets', ...FRAMEWORK_TABLE_USES.map((u) => u.table)]),
+      );
     } finally {
       await app.close();
     }
@@ -185,14 +200,23 @@ describe('definitions and tables agree (boot check)', () => {
     );
     const error = await refusal(allModules, url);
     expect(error.message).toContain('the framework uses table sessions (created by module auth: ');
-    expect(error.message).toMatch(/table sessions \(created by module auth: [^)]*\), but column sessions\.last_seen_at \(timestamptz\) is missing/);
-    expect(error.message).toMatch(/table roles \(created by module auth: [^)]*\), but column roles\.permissions is jsonb, expected text\[\]/);
+    expect(error.message).toMatch(
+      /table sessions \(created by module auth: [^)]*\), but column sessions\.last_seen_at \(timestamptz\) is missing/,
+    );
+    expect(error.message).toMatch(
+      /table roles \(created by module auth: [^)]*\), but column roles\.permissions is jsonb, expected text\[\]/,
+    );
     expect(error.message).toMatch(/table users \(created by module user: [^)]*\), but it is not isolated by tenant/);
   });
 });
 
 describe('the table shape an entity asks for', () => {
-  const column = (type: string, notNull = true, defaultExpr: string | null = null): ColumnInfo => ({ type, notNull, hasDefault: defaultExpr !== null, defaultExpr });
+  const column = (type: string, notNull = true, defaultExpr: string | null = null): ColumnInfo => ({
+    type,
+    notNull,
+    hasDefault: defaultExpr !== null,
+    defaultExpr,
+  });
   const table = (columns: Record<string, ColumnInfo>, isolated: boolean): TableInfo => ({
     name: 'prices',
     rowSecurity: isolated,
@@ -207,10 +231,28 @@ describe('the table shape an entity asks for', () => {
     updated_at: column('timestamptz', true, 'now()'),
   };
   const price = (extra: Record<string, unknown>) =>
-    resolveEntity(entity(defineEntity({ module: 'plan', name: 'price', fields: { amount: Type.Integer() }, permissions: { read: 'r', write: 'w' }, ...extra })));
+    resolveEntity(
+      entity(
+        defineEntity({
+          module: 'plan',
+          name: 'price',
+          fields: { amount: Type.Integer() },
+          permissions: { read: 'r', write: 'w' },
+          ...extra,
+        }),
+      ),
+    );
 
   it('tenant scope with soft delete (the default): tenant_id, forced row-level security and deleted_at', () => {
-    const tenantTable = table({ ...system, deleted_at: column('timestamptz', false), tenant_id: column('uuid', true, 'app_tenant_id()'), amount: column('int4') }, true);
+    const tenantTable = table(
+      {
+        ...system,
+        deleted_at: column('timestamptz', false),
+        tenant_id: column('uuid', true, 'app_tenant_id()'),
+        amount: column('int4'),
+      },
+      true,
+    );
     expect(entityTableProblems(price({}), tenantTable)).toEqual([]);
     expect(entityTableProblems(price({}), table({ ...system, amount: column('int4') }, false))).toEqual([
       'entity plan.price: table prices has no column deleted_at (timestamptz), which every such table needs',
@@ -221,17 +263,32 @@ describe('the table shape an entity asks for', () => {
 
   it('a public read needs the trigger that evicts its cached ETags (watch_public_read)', () => {
     const publicPrice = price({ publicRead: { by: 'amount', schema: Type.Object({}), shape: () => ({}) } });
-    const tenantTable = table({ ...system, deleted_at: column('timestamptz', false), tenant_id: column('uuid', true, 'app_tenant_id()'), amount: column('int4') }, true);
+    const tenantTable = table(
+      {
+        ...system,
+        deleted_at: column('timestamptz', false),
+        tenant_id: column('uuid', true, 'app_tenant_id()'),
+        amount: column('int4'),
+      },
+      true,
+    );
     expect(entityTableProblems(publicPrice, tenantTable)).toEqual([
       "entity plan.price: table prices has no trigger evicting the public read's cached ETags; its migration must call watch_public_read('prices')",
     ]);
-    expect(entityTableProblems(publicPrice, { ...tenantTable, triggerFunctions: ['tenantry_public_read_changed'] })).toEqual([]);
+    expect(
+      entityTableProblems(publicPrice, { ...tenantTable, triggerFunctions: ['tenantry_public_read_changed'] }),
+    ).toEqual([]);
   });
 
   it('global scope and hard delete: no tenant_id, no row-level security, no deleted_at', () => {
     const globalHard = price({ scope: 'global', deleteMode: 'hard' });
     expect(entityTableProblems(globalHard, table({ ...system, amount: column('int4') }, false))).toEqual([]);
-    expect(entityTableProblems(globalHard, table({ ...system, tenant_id: column('uuid', true, 'app_tenant_id()'), amount: column('int4') }, true))).toEqual([
+    expect(
+      entityTableProblems(
+        globalHard,
+        table({ ...system, tenant_id: column('uuid', true, 'app_tenant_id()'), amount: column('int4') }, true),
+      ),
+    ).toEqual([
       'entity plan.price: the entity is global but table prices has a tenant_id column',
       'entity plan.price: the entity is global but table prices has row-level security, which would hide rows from other tenants',
     ]);

@@ -18,7 +18,11 @@ beforeAll(async () => {
 });
 
 /** Suspends a tenant the way the tenant module does: status and eviction in one transaction. */
-async function suspend(target: TestApp, tenantId: string, options: { evict: boolean } = { evict: true }): Promise<void> {
+async function suspend(
+  target: TestApp,
+  tenantId: string,
+  options: { evict: boolean } = { evict: true },
+): Promise<void> {
   const client = await target.services.db.pool.connect();
   try {
     await client.query('begin');
@@ -85,7 +89,14 @@ describe('unknown host and suspended tenant: the identical no-site 404', () => {
 
   it.each(probes)('%s %s', async (method, path, body) => {
     const send = async (host: string) => {
-      const req = method === 'GET' ? t.app.http(host).get(path) : t.app.http(host).post(path).set('Content-Type', 'application/json').send(body ?? '{}');
+      const req =
+        method === 'GET'
+          ? t.app.http(host).get(path)
+          : t.app
+              .http(host)
+              .post(path)
+              .set('Content-Type', 'application/json')
+              .send(body ?? '{}');
       return req.set('Cookie', cookie);
     };
     const unknown = await send('nosuch.example');
@@ -115,10 +126,19 @@ describe('unknown host and suspended tenant: the identical no-site 404', () => {
 
   it('answers before any other work: no session lookup, no body parsing, no route matching', async () => {
     // Malformed JSON would be a 400 and a missing session a 401 on a served host.
-    const malformed = await t.app.http('nosuch.example').post('/api/v1/testkit/widgets').set('Content-Type', 'application/json').send('{');
+    const malformed = await t.app
+      .http('nosuch.example')
+      .post('/api/v1/testkit/widgets')
+      .set('Content-Type', 'application/json')
+      .send('{');
     expect(malformed.status).toBe(404);
     expect(malformed.body.code).toBe('NO_SITE');
-    const servedMalformed = await t.app.http('acme.localhost').post('/api/v1/testkit/widgets').set('Cookie', cookie).set('Content-Type', 'application/json').send('{');
+    const servedMalformed = await t.app
+      .http('acme.localhost')
+      .post('/api/v1/testkit/widgets')
+      .set('Cookie', cookie)
+      .set('Content-Type', 'application/json')
+      .send('{');
     expect(servedMalformed.status).toBe(400);
   });
 
@@ -136,7 +156,9 @@ describe('unknown host and suspended tenant: the identical no-site 404', () => {
   });
 
   it('lifting the suspension serves the host again with no invalidation needed', async () => {
-    const { rows } = await t.app.services.db.pool.query<{ id: string }>(`update tenants set status = 'active' where slug = 'gone' returning id`);
+    const { rows } = await t.app.services.db.pool.query<{ id: string }>(
+      `update tenants set status = 'active' where slug = 'gone' returning id`,
+    );
     expect(rows).toHaveLength(1);
     expect((await t.app.http(suspendedHost).get('/api/v1/testkit/widgets')).status).toBe(401);
     await suspend(t.app, rows[0]!.id);
@@ -162,7 +184,9 @@ describe('eviction reaches every process on the database (LISTEN/NOTIFY)', () =>
   it('a tenant suspended through one instance stops being served by the other', async () => {
     const tenant = await createCustomer(t.app, 'evicted');
     const user = await signInAs(t.app, tenant, ['widget:read']);
-    expect((await other.http('evicted.localhost').get('/api/v1/testkit/widgets').set('Cookie', user.cookie)).status).toBe(200);
+    expect(
+      (await other.http('evicted.localhost').get('/api/v1/testkit/widgets').set('Cookie', user.cookie)).status,
+    ).toBe(200);
     expect(other.services.hosts.cachedHosts()).toContain('evicted.localhost');
 
     await suspend(t.app, tenant.id);
@@ -175,12 +199,19 @@ describe('eviction reaches every process on the database (LISTEN/NOTIFY)', () =>
   it('without the eviction notice the cache would keep serving: the notice is what stops it', async () => {
     const tenant = await createCustomer(t.app, 'stale');
     const user = await signInAs(t.app, tenant, ['widget:read']);
-    expect((await other.http('stale.localhost').get('/api/v1/testkit/widgets').set('Cookie', user.cookie)).status).toBe(200);
+    expect((await other.http('stale.localhost').get('/api/v1/testkit/widgets').set('Cookie', user.cookie)).status).toBe(
+      200,
+    );
     await suspend(t.app, tenant.id, { evict: false });
     // Still cached in the other instance (TTL 60 s) because nobody notified it.
-    expect((await other.http('stale.localhost').get('/api/v1/testkit/widgets').set('Cookie', user.cookie)).status).toBe(200);
+    expect((await other.http('stale.localhost').get('/api/v1/testkit/widgets').set('Cookie', user.cookie)).status).toBe(
+      200,
+    );
     await t.app.services.db.pool.query(EVICT_TENANT_SQL, [tenant.id]);
-    await poll(async () => (await other.http('stale.localhost').get('/api/v1/testkit/widgets').set('Cookie', user.cookie)).status === 404);
+    await poll(
+      async () =>
+        (await other.http('stale.localhost').get('/api/v1/testkit/widgets').set('Cookie', user.cookie)).status === 404,
+    );
   });
 });
 
@@ -188,24 +219,42 @@ describe('the operator tenant on first start', () => {
   it('an empty database gets the operator tenant on server.public_host; the next start reuses it', async () => {
     const databaseUrl = await createTestDatabase();
     const config = testConfig({ server: { public_host: 'Control.Example.com' } });
-    const options = { config, modules: [...allModules, testkitModule], databaseUrl, role: 'web' as const, startWorker: false };
+    const options = {
+      config,
+      modules: [...allModules, testkitModule],
+      databaseUrl,
+      role: 'web' as const,
+      startWorker: false,
+    };
     const first = await buildApp(options);
     const read = async () =>
       (
-        await first.services.db.pool.query<{ id: string; slug: string; status: string; host: string; is_primary: boolean }>(
+        await first.services.db.pool.query<{
+          id: string;
+          slug: string;
+          status: string;
+          host: string;
+          is_primary: boolean;
+        }>(
           `select t.id, t.slug, t.status, h.host, h.is_primary from tenants t join tenant_hosts h on h.tenant_id = t.id where t.is_operator`,
         )
       ).rows;
     try {
       const created = await read();
-      expect(created).toEqual([{ id: expect.any(String), slug: 'operator', status: 'active', host: 'control.example.com', is_primary: true }]);
+      expect(created).toEqual([
+        { id: expect.any(String), slug: 'operator', status: 'active', host: 'control.example.com', is_primary: true },
+      ]);
       // Two more starts, at once: no duplicate, the same tenant.
       const again = await Promise.all([buildApp(options), buildApp(options)]);
       await Promise.all(again.map((a) => a.close()));
       expect(await read()).toEqual(created);
       const { rows } = await first.services.db.pool.query('select count(*)::int as n from tenants');
       expect(rows[0].n).toBe(1);
-      const health = await first.web!.inject({ method: 'GET', url: '/api/v1/auth/me', headers: { host: 'control.example.com' } });
+      const health = await first.web!.inject({
+        method: 'GET',
+        url: '/api/v1/auth/me',
+        headers: { host: 'control.example.com' },
+      });
       expect(health.json().code).not.toBe('NO_SITE');
     } finally {
       await first.close();
@@ -214,7 +263,13 @@ describe('the operator tenant on first start', () => {
 
   it('two first starts racing on an empty database create exactly one operator tenant', async () => {
     const databaseUrl = await createTestDatabase();
-    const options = { config: testConfig(), modules: [...allModules, testkitModule], databaseUrl, role: 'web' as const, startWorker: false };
+    const options = {
+      config: testConfig(),
+      modules: [...allModules, testkitModule],
+      databaseUrl,
+      role: 'web' as const,
+      startWorker: false,
+    };
     const apps = await Promise.all([buildApp(options), buildApp(options)]);
     try {
       const { rows } = await apps[0]!.services.db.pool.query<{ host: string }>(

@@ -21,7 +21,8 @@ beforeAll(async () => {
     [b, ['b1', 'b2']],
   ] as const) {
     await app.services.transactions.run(tenant, async (ctx) => {
-      for (const name of names) await sql`insert into widgets (name, size, color) values (${name}, 1, 'red')`.execute(ctx.db);
+      for (const name of names)
+        await sql`insert into widgets (name, size, color) values (${name}, 1, 'red')`.execute(ctx.db);
     });
   }
   loginUser = new URL(app.databaseUrl).username;
@@ -49,7 +50,10 @@ describe('tenant transaction under row-level security (pool of size 1)', () => {
   });
 
   it('select * with no WHERE inside tenant A’s transaction returns only A’s rows', async () => {
-    const rows = await app.services.transactions.run(a, async (ctx) => (await sql<{ name: string; tenant_id: string }>`select * from widgets`.execute(ctx.db)).rows);
+    const rows = await app.services.transactions.run(
+      a,
+      async (ctx) => (await sql<{ name: string; tenant_id: string }>`select * from widgets`.execute(ctx.db)).rows,
+    );
     expect(rows.map((r) => r.name).sort()).toEqual(['a1', 'a2', 'a3']);
     expect(new Set(rows.map((r) => r.tenant_id))).toEqual(new Set([a.id]));
     // The table does hold B's rows: the owner, outside any tenant, sees all five.
@@ -63,7 +67,9 @@ describe('tenant transaction under row-level security (pool of size 1)', () => {
       return Number(updated.numAffectedRows);
     });
     expect(touched).toBe(3);
-    const sizes = await app.services.db.pool.query<{ tenant_id: string; size: number }>('select tenant_id, size from widgets order by name');
+    const sizes = await app.services.db.pool.query<{ tenant_id: string; size: number }>(
+      'select tenant_id, size from widgets order by name',
+    );
     for (const row of sizes.rows) expect(row.size).toBe(row.tenant_id === a.id ? 11 : 1);
     await expect(
       app.services.transactions.run(a, async (ctx) => {
@@ -76,13 +82,27 @@ describe('tenant transaction under row-level security (pool of size 1)', () => {
   });
 
   it('a row inserted without tenant_id belongs to the transaction’s tenant', async () => {
-    const row = await app.services.transactions.run(a, async (ctx) => (await sql<{ tenant_id: string }>`insert into widgets (name, size, color) values ('a-default', 2, 'blue') returning tenant_id`.execute(ctx.db)).rows[0]!);
+    const row = await app.services.transactions.run(
+      a,
+      async (ctx) =>
+        (
+          await sql<{
+            tenant_id: string;
+          }>`insert into widgets (name, size, color) values ('a-default', 2, 'blue') returning tenant_id`.execute(
+            ctx.db,
+          )
+        ).rows[0]!,
+    );
     expect(row.tenant_id).toBe(a.id);
   });
 
   it('inserting a row for tenant B from A’s transaction is refused', async () => {
     const failure = await app.services.transactions
-      .run(a, (ctx) => sql`insert into widgets (tenant_id, name, size, color) values (${b.id}::uuid, 'smuggled', 1, 'red')`.execute(ctx.db))
+      .run(a, (ctx) =>
+        sql`insert into widgets (tenant_id, name, size, color) values (${b.id}::uuid, 'smuggled', 1, 'red')`.execute(
+          ctx.db,
+        ),
+      )
       .catch((err: unknown) => err as { code?: string; message: string });
     expect(failure).toMatchObject({ code: '42501' });
     expect((failure as Error).message).toMatch(/row-level security/);
@@ -92,13 +112,18 @@ describe('tenant transaction under row-level security (pool of size 1)', () => {
 
   it('moving one of A’s rows to tenant B is refused', async () => {
     await expect(
-      app.services.transactions.run(a, (ctx) => sql`update widgets set tenant_id = ${b.id}::uuid where name = 'a1'`.execute(ctx.db)),
+      app.services.transactions.run(a, (ctx) =>
+        sql`update widgets set tenant_id = ${b.id}::uuid where name = 'a1'`.execute(ctx.db),
+      ),
     ).rejects.toMatchObject({ code: '42501' });
   });
 
   it('the transaction runs as the restricted role with the tenant set; afterwards the connection carries neither', async () => {
     const before = await stateOutside();
-    const inside = await app.services.transactions.run(a, async (ctx) => (await sql<SessionState>`${sql.raw(STATE_SQL)}`.execute(ctx.db)).rows[0]!);
+    const inside = await app.services.transactions.run(
+      a,
+      async (ctx) => (await sql<SessionState>`${sql.raw(STATE_SQL)}`.execute(ctx.db)).rows[0]!,
+    );
     const after = await stateOutside();
     expect(inside).toMatchObject({ tenant: a.id, role: APP_ROLE, sessionUser: loginUser });
     // Same server session before, inside and after: the pool has one connection.
@@ -133,7 +158,9 @@ describe('tenant transaction under row-level security (pool of size 1)', () => {
 
   it('B’s transaction right after A’s on the same connection sees only B’s rows', async () => {
     await app.services.transactions.run(a, (ctx) => sql`select 1`.execute(ctx.db));
-    const names = await app.services.transactions.run(b, async (ctx) => (await sql<{ name: string }>`select name from widgets order by name`.execute(ctx.db)).rows.map((r) => r.name));
+    const names = await app.services.transactions.run(b, async (ctx) =>
+      (await sql<{ name: string }>`select name from widgets order by name`.execute(ctx.db)).rows.map((r) => r.name),
+    );
     expect(names).toEqual(['b1', 'b2']);
   });
 
@@ -155,7 +182,9 @@ describe('the restricted role and the tenant-owned tables', () => {
          from pg_roles r where rolname = $1`,
       [APP_ROLE],
     );
-    expect(rows).toEqual([{ rolsuper: false, rolbypassrls: false, rolcanlogin: false, rolcreaterole: false, rolcreatedb: false, owned: 0 }]);
+    expect(rows).toEqual([
+      { rolsuper: false, rolbypassrls: false, rolcanlogin: false, rolcreaterole: false, rolcreatedb: false, owned: 0 },
+    ]);
   });
 
   it('every table with row-level security forced follows the tenant-owned table rules', async () => {
@@ -165,7 +194,17 @@ describe('the restricted role and the tenant-owned tables', () => {
     );
     const names = tables.map((t) => t.name);
     // The framework's, the modules' and the test kit's tenant-owned tables are among them.
-    expect(names).toEqual(expect.arrayContaining(['audit_events', 'processed_events', 'idempotency_keys', 'users', 'roles', 'sessions', 'widgets']));
+    expect(names).toEqual(
+      expect.arrayContaining([
+        'audit_events',
+        'processed_events',
+        'idempotency_keys',
+        'users',
+        'roles',
+        'sessions',
+        'widgets',
+      ]),
+    );
     for (const table of names) {
       const column = await app.services.db.pool.query<{ notnull: boolean; def: string | null }>(
         `select a.attnotnull as notnull, pg_get_expr(d.adbin, d.adrelid) as def
@@ -174,17 +213,37 @@ describe('the restricted role and the tenant-owned tables', () => {
         [table],
       );
       expect(column.rows, `${table}.tenant_id`).toEqual([{ notnull: true, def: 'app_tenant_id()' }]);
-      const policies = await app.services.db.pool.query<{ name: string; qual: string; with_check: string; cmd: string; roles: string[] }>(
+      const policies = await app.services.db.pool.query<{
+        name: string;
+        qual: string;
+        with_check: string;
+        cmd: string;
+        roles: string[];
+      }>(
         `select policyname as name, qual, with_check, cmd, roles::text[] as roles from pg_policies where schemaname = 'public' and tablename = $1 order by 1`,
         [table],
       );
-      const isolation = policies.rows.filter((p) => p.name !== 'cross_tenant_read').map(({ qual, with_check }) => ({ qual, with_check }));
-      expect(isolation, `${table} policy`).toEqual([{ qual: '(tenant_id = app_tenant_id())', with_check: '(tenant_id = app_tenant_id())' }]);
+      const isolation = policies.rows
+        .filter((p) => p.name !== 'cross_tenant_read')
+        .map(({ qual, with_check }) => ({ qual, with_check }));
+      expect(isolation, `${table} policy`).toEqual([
+        { qual: '(tenant_id = app_tenant_id())', with_check: '(tenant_id = app_tenant_id())' },
+      ]);
       // The one other policy allowed: every tenant's rows readable by the owner of cross-tenant functions, and only that.
       for (const other of policies.rows.filter((p) => p.name === 'cross_tenant_read')) {
-        expect(other, `${table} cross_tenant_read`).toMatchObject({ cmd: 'SELECT', roles: ['tenantry_cross_tenant'], with_check: null });
+        expect(other, `${table} cross_tenant_read`).toMatchObject({
+          cmd: 'SELECT',
+          roles: ['tenantry_cross_tenant'],
+          with_check: null,
+        });
       }
-      const indexes = await app.services.db.pool.query<{ name: string; first: string; unique: boolean; primary: boolean; columns: number }>(
+      const indexes = await app.services.db.pool.query<{
+        name: string;
+        first: string;
+        unique: boolean;
+        primary: boolean;
+        columns: number;
+      }>(
         `select ic.relname as name, a.attname as first, i.indisunique as unique, i.indisprimary as primary, i.indnkeyatts::int as columns
            from pg_index i join pg_class ic on ic.oid = i.indexrelid
            left join pg_attribute a on a.attrelid = i.indrelid and a.attnum = i.indkey[0]

@@ -102,7 +102,12 @@ const watcher: SubscriptionDefinition = {
 };
 const probe = defineModule({ name: 'untracedprobe', subscriptions: [watcher] });
 
-const t = useTestApp({ modules: [...allModules, testkitModule, probe], role: 'all', startWorker: true, customers: ['untraced'] });
+const t = useTestApp({
+  modules: [...allModules, testkitModule, probe],
+  role: 'all',
+  startWorker: true,
+  customers: ['untraced'],
+});
 
 describe('tracing off: the request path does no tracing work', () => {
   it('the counters see a span started through the API (they would see the framework start one)', () => {
@@ -118,14 +123,24 @@ describe('tracing off: the request path does no tracing work', () => {
     calls.length = 0;
     const user = await signInAs(t.app, t.untraced, ['widget:read', 'widget:write']);
     const name = `untraced-${randomUUID()}`;
-    const created = await t.app.http('untraced.localhost').post('/api/v1/testkit/widgets').set('Cookie', user.cookie).send({ name, size: 3, color: 'blue' });
+    const created = await t.app
+      .http('untraced.localhost')
+      .post('/api/v1/testkit/widgets')
+      .set('Cookie', user.cookie)
+      .send({ name, size: 3, color: 'blue' });
     expect(created.status, JSON.stringify(created.body)).toBe(201);
-    const listed = await t.app.http('untraced.localhost').get('/api/v1/testkit/widgets?limit=5').set('Cookie', user.cookie);
+    const listed = await t.app
+      .http('untraced.localhost')
+      .get('/api/v1/testkit/widgets?limit=5')
+      .set('Cookie', user.cookie);
     expect(listed.status).toBe(200);
     const id = String(created.body.id);
     await vi.waitFor(() => expect(delivered).toContain(id), { timeout: 15_000, interval: 50 });
 
-    const { rows } = await t.app.services.db.pool.query<{ traceparent: string | null }>(`select traceparent from outbox where payload->>'id' = $1`, [id]);
+    const { rows } = await t.app.services.db.pool.query<{ traceparent: string | null }>(
+      `select traceparent from outbox where payload->>'id' = $1`,
+      [id],
+    );
     expect(rows).toEqual([{ traceparent: null }]);
     expect(calls).toEqual([]);
   });

@@ -10,7 +10,11 @@ import { startTracing, stopTracing, tracingEnabled, tracingRequested } from '../
 // The SDK's in-memory exporter takes every span the process ends (sdk-node, as in production,
 // with the exporter the environment would name replaced by this one).
 const exporter = new InMemorySpanExporter();
-const watcher: SubscriptionDefinition = { name: 'tracing-watcher', event: 'testkit.widget.created', handle: async () => {} };
+const watcher: SubscriptionDefinition = {
+  name: 'tracing-watcher',
+  event: 'testkit.widget.created',
+  handle: async () => {},
+};
 const probe = defineModule({ name: 'tracingprobe', subscriptions: [watcher] });
 
 const HOST = 'tracing.localhost';
@@ -46,17 +50,33 @@ describe('one create, traced from the request to the audit trail and the subscri
   it('gives spans for the request, its exchange, the relay with the audit, and the delivery, in one trace or linked', async () => {
     exporter.reset();
     const name = `traced-${randomUUID()}`;
-    const res = await app.http(HOST).post('/api/v1/testkit/widgets').set('Cookie', user.cookie).send({ name, size: 3, color: 'blue' });
+    const res = await app
+      .http(HOST)
+      .post('/api/v1/testkit/widgets')
+      .set('Cookie', user.cookie)
+      .send({ name, size: 3, color: 'blue' });
     expect(res.status).toBe(201);
 
-    const delivery = await until('the delivery span', () => exporter.getFinishedSpans().find((s) => s.name === 'deliver tracing-watcher'));
+    const delivery = await until('the delivery span', () =>
+      exporter.getFinishedSpans().find((s) => s.name === 'deliver tracing-watcher'),
+    );
     const spans = exporter.getFinishedSpans();
-    const request = spans.find((s) => s.name === 'request' && s.attributes['http.route'] === '/api/v1/testkit/widgets' && s.attributes['http.request.method'] === 'POST')!;
+    const request = spans.find(
+      (s) =>
+        s.name === 'request' &&
+        s.attributes['http.route'] === '/api/v1/testkit/widgets' &&
+        s.attributes['http.request.method'] === 'POST',
+    )!;
     expect(request).toBeDefined();
     const trace = traceOf(request);
 
     // The exchange: a client span in the request's trace, with the statements' text and none of the values.
-    const exchange = spans.find((s) => s.name === 'db.exchange' && traceOf(s) === trace && String(s.attributes['db.query.text']).includes('insert into outbox'))!;
+    const exchange = spans.find(
+      (s) =>
+        s.name === 'db.exchange' &&
+        traceOf(s) === trace &&
+        String(s.attributes['db.query.text']).includes('insert into outbox'),
+    )!;
     expect(exchange).toBeDefined();
     expect(exchange.attributes['db.system.name']).toBe('postgresql');
     expect(JSON.stringify(exchange.attributes)).not.toContain(name);
@@ -65,13 +85,18 @@ describe('one create, traced from the request to the audit trail and the subscri
     // The relay's pass is a trace of its own (it moves many requests' events), linked to the span that wrote each.
     const relay = spans.find((s) => s.name === 'outbox.relay' && s.links.some((l) => l.context.traceId === trace))!;
     expect(relay).toBeDefined();
-    expect(relay.links.find((l) => l.context.traceId === trace)!.context.spanId).toBe(exchange.parentSpanContext?.spanId);
+    expect(relay.links.find((l) => l.context.traceId === trace)!.context.spanId).toBe(
+      exchange.parentSpanContext?.spanId,
+    );
     const audit = spans.find((s) => s.name === 'outbox.audit' && parentOf(s) === relay.spanContext().spanId);
     expect(audit).toBeDefined();
 
     // The delivery continues the request's trace, under the span that wrote the event.
     expect(traceOf(delivery)).toBe(trace);
-    expect(delivery.attributes).toMatchObject({ 'tenantry.subscription': 'tracing-watcher', 'tenantry.event.name': 'testkit.widget.created' });
+    expect(delivery.attributes).toMatchObject({
+      'tenantry.subscription': 'tracing-watcher',
+      'tenantry.event.name': 'testkit.widget.created',
+    });
     // The delivery's own transaction shows as query spans beneath it.
     expect(spans.some((s) => s.name === 'db.query' && parentOf(s) === delivery.spanContext().spanId)).toBe(true);
   });
@@ -83,7 +108,9 @@ describe('one create, traced from the request to the audit trail and the subscri
     const job = exporter.getFinishedSpans().find((s) => s.name === `job ${tallyJob.name}`)!;
     expect(job).toBeDefined();
     expect(job.attributes['tenantry.job']).toBe(tallyJob.name);
-    expect(exporter.getFinishedSpans().some((s) => s.name === 'db.query' && parentOf(s) === job.spanContext().spanId)).toBe(true);
+    expect(
+      exporter.getFinishedSpans().some((s) => s.name === 'db.query' && parentOf(s) === job.spanContext().spanId),
+    ).toBe(true);
   });
 });
 
@@ -94,7 +121,11 @@ describe('switched on by the OTEL_* environment only', () => {
     expect(tracingRequested({ OTEL_EXPORTER_OTLP_ENDPOINT: 'http://collector:4318' })).toBe(true);
     expect(tracingRequested({ OTEL_EXPORTER_OTLP_TRACES_ENDPOINT: 'http://collector:4318/v1/traces' })).toBe(true);
     expect(tracingRequested({ OTEL_TRACES_EXPORTER: 'console' })).toBe(true);
-    expect(tracingRequested({ OTEL_TRACES_EXPORTER: 'none', OTEL_EXPORTER_OTLP_ENDPOINT: 'http://collector:4318' })).toBe(false);
-    expect(tracingRequested({ OTEL_SDK_DISABLED: 'true', OTEL_EXPORTER_OTLP_ENDPOINT: 'http://collector:4318' })).toBe(false);
+    expect(
+      tracingRequested({ OTEL_TRACES_EXPORTER: 'none', OTEL_EXPORTER_OTLP_ENDPOINT: 'http://collector:4318' }),
+    ).toBe(false);
+    expect(tracingRequested({ OTEL_SDK_DISABLED: 'true', OTEL_EXPORTER_OTLP_ENDPOINT: 'http://collector:4318' })).toBe(
+      false,
+    );
   });
 });

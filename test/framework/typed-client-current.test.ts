@@ -10,5 +10,8 @@ import { CLIENT_SCHEMA_FILE, clientSchemaSource } from '../../tools/client-gen/g
  */
 it('client/schema.d.ts is what openapi-typescript makes of openapi/snapshot.json', async () => {
   const fresh = await clientSchemaSource(JSON.parse(readFileSync(SNAPSHOT_FILE, 'utf8')));
-  expect(readFileSync(CLIENT_SCHEMA_FILE, 'utf8') === fresh, 'run `npm run client` (or `npm run openapi:accept`) and commit client/schema.d.ts').toBe(true);
+  expect(
+    readFileSync(CLIENT_SCHEMA_FILE, 'utf8') === fresh,
+    'run `npm run client` (or `npm run openapi:accept`) and commit client/schema.d.ts',
+  ).toBe(true);
 });

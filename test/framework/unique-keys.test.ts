@@ -15,7 +15,12 @@ let keys: { name: string; table: string; columns: string[]; primary: boolean }[]
 
 beforeAll(async () => {
   app = await startTestApp({ modules: allModules });
-  const { rows } = await app.services.db.pool.query<{ name: string; table: string; columns: string[]; primary: boolean }>(
+  const { rows } = await app.services.db.pool.query<{
+    name: string;
+    table: string;
+    columns: string[];
+    primary: boolean;
+  }>(
     `select i.relname as name, t.relname as table, c.contype = 'p' as primary,
             array(select a.attname::text from unnest(x.indkey) k join pg_attribute a on a.attrelid = t.oid and a.attnum = k) as columns
        from pg_index x
@@ -43,10 +48,15 @@ describe('unique keys: every one is declared with the field it protects', () => 
   it('lists the migrated keys (pg_constraint and unique indexes) and finds each declared', () => {
     expect(keys.length).toBeGreaterThan(20);
     // A content slug is an entity's uniqueCodes (SLUG_TAKEN naming slug), answered by the generic operations.
-    const byUniqueCodes = new Set(app.services.registry.entities.flatMap((e) => Object.values(e.def.uniqueCodes ?? {}).map((rule) => rule!.index)));
+    const byUniqueCodes = new Set(
+      app.services.registry.entities.flatMap((e) => Object.values(e.def.uniqueCodes ?? {}).map((rule) => rule!.index)),
+    );
     // A primary key over a generated id alone needs no declaration (no request sends one); any other key does.
-    const generatedId = (k: (typeof keys)[number]) => k.primary && k.name === `${k.table}_pkey` && k.columns.join() === 'id';
-    const undeclared = keys.filter((k) => !declaredUniqueKeys().has(k.name) && !byUniqueCodes.has(k.name) && !generatedId(k)).map((k) => `${k.table}.${k.name} (${k.columns})`);
+    const generatedId = (k: (typeof keys)[number]) =>
+      k.primary && k.name === `${k.table}_pkey` && k.columns.join() === 'id';
+    const undeclared = keys
+      .filter((k) => !declaredUniqueKeys().has(k.name) && !byUniqueCodes.has(k.name) && !generatedId(k))
+      .map((k) => `${k.table}.${k.name} (${k.columns})`);
     expect(undeclared, 'declare these with declareUniqueKeys beside their table').toEqual([]);
     for (const name of byUniqueCodes) expect(keys.map((k) => k.name)).toContain(name);
   });
@@ -54,7 +64,13 @@ describe('unique keys: every one is declared with the field it protects', () => 
   it('a violation of each answers 409 ALREADY_EXISTS in words, naming the field and never the constraint', () => {
     for (const { name } of keys) {
       for (const code of ['23505', '23P01']) {
-        const doc = toProblem(Object.assign(new Error('duplicate key value violates unique constraint'), { code, constraint: name, detail: `Key (x)=(y) already exists.` })).toDocument();
+        const doc = toProblem(
+          Object.assign(new Error('duplicate key value violates unique constraint'), {
+            code,
+            constraint: name,
+            detail: `Key (x)=(y) already exists.`,
+          }),
+        ).toDocument();
         expect(doc.status, name).toBe(409);
         expect(doc.code, name).toBe('ALREADY_EXISTS');
         expect(named(doc), name).toEqual([]);
@@ -64,7 +80,10 @@ describe('unique keys: every one is declared with the field it protects', () => 
         if (!key) continue;
         expect(doc.detail, name).toBe(key.detail);
         if (key.fields.length === 1) expect(doc.field, name).toBe(key.fields[0]);
-        expect((doc.errors ?? []).map((e) => e.pointer), name).toEqual(key.fields.map((f) => `/body/${f}`));
+        expect(
+          (doc.errors ?? []).map((e) => e.pointer),
+          name,
+        ).toEqual(key.fields.map((f) => `/body/${f}`));
       }
     }
     // An undeclared one still names nothing.
@@ -76,7 +95,15 @@ describe('unique keys: every one is declared with the field it protects', () => 
 describe('unique keys: provoked through the API', () => {
   it('plans_code_unique: a taken plan code names the field code', async () => {
     const operator = (await signInAs(app, app.operator, ['billing:catalog', 'billing:read'])).cookie;
-    const plan = { code: 'taken-code', name: 'Plan', price: 100, currency: 'EUR', interval: 'month', features: [], active: true };
+    const plan = {
+      code: 'taken-code',
+      name: 'Plan',
+      price: 100,
+      currency: 'EUR',
+      interval: 'month',
+      features: [],
+      active: true,
+    };
     expect((await app.http().post('/api/v1/billing/plans').set('Cookie', operator).send(plan)).status).toBe(201);
     const again = await app.http().post('/api/v1/billing/plans').set('Cookie', operator).send(plan);
     expect(again.status).toBe(409);
@@ -88,7 +115,9 @@ describe('unique keys: provoked through the API', () => {
     const tenant = await createCustomer(app, 'unique-users');
     const manager = (await signInAs(app, tenant, ['user:manage', 'user:read'])).cookie;
     const http = () => app.http('unique-users.localhost');
-    expect((await http().post('/api/v1/user/users').set('Cookie', manager).send({ email: 'same@unique.test' })).status).toBe(201);
+    expect(
+      (await http().post('/api/v1/user/users').set('Cookie', manager).send({ email: 'same@unique.test' })).status,
+    ).toBe(201);
     const again = await http().post('/api/v1/user/users').set('Cookie', manager).send({ email: 'SAME@unique.test' });
     expect(again.status).toBe(409);
     expect(again.body.code).toBe('ALREADY_EXISTS');
@@ -99,7 +128,13 @@ describe('unique keys: provoked through the API', () => {
   it('tenants_slug_key and tenant_hosts_pkey: simultaneous creates of one slug answer 201 once and 409 naming the field', async () => {
     const operator = (await signInAs(app, app.operator, ['tenant:manage'])).cookie;
     const answers = await Promise.all(
-      [1, 2, 3, 4].map((i) => app.http().post('/api/v1/tenant/tenants').set('Cookie', operator).send({ slug: 'race', name: 'Race', host: `race-${i}.localhost` })),
+      [1, 2, 3, 4].map((i) =>
+        app
+          .http()
+          .post('/api/v1/tenant/tenants')
+          .set('Cookie', operator)
+          .send({ slug: 'race', name: 'Race', host: `race-${i}.localhost` }),
+      ),
     );
     expect(answers.filter((r) => r.status === 201)).toHaveLength(1);
     for (const res of answers.filter((r) => r.status !== 201)) {
@@ -108,7 +143,13 @@ describe('unique keys: provoked through the API', () => {
       expect(named(res.body)).toEqual([]);
     }
     const hosts = await Promise.all(
-      [1, 2, 3].map((i) => app.http().post('/api/v1/tenant/tenants').set('Cookie', operator).send({ slug: `host-race-${i}`, name: 'Race', host: 'same-host.localhost' })),
+      [1, 2, 3].map((i) =>
+        app
+          .http()
+          .post('/api/v1/tenant/tenants')
+          .set('Cookie', operator)
+          .send({ slug: `host-race-${i}`, name: 'Race', host: 'same-host.localhost' }),
+      ),
     );
     expect(hosts.filter((r) => r.status === 201)).toHaveLength(1);
     for (const res of hosts.filter((r) => r.status !== 201)) {

@@ -67,14 +67,18 @@ export async function startTestApp(options: TestAppOptions = {}): Promise<TestAp
     ...(options.clock ? { clock: options.clock } : {}),
   });
   await app.web?.ready();
-  const { rows } = await app.services.db.pool.query<{ id: string; slug: string }>('select id, slug from tenants where is_operator');
+  const { rows } = await app.services.db.pool.query<{ id: string; slug: string }>(
+    'select id, slug from tenants where is_operator',
+  );
   const operator = { id: rows[0]!.id, slug: rows[0]!.slug, isOperator: true };
   return { ...app, databaseUrl, config, operator, http: (host = OPERATOR_HOST) => hostAgent(app, host) };
 }
 
 /** Creates a customer tenant with one primary host, as the tenant module would. */
 export async function createCustomer(app: TestApp, slug: string, host = `${slug}.localhost`): Promise<TenantRef> {
-  return app.services.transactions.run(app.operator, (ctx) => createTenant(ctx, app.services, { slug, name: `Customer ${slug}`, host }));
+  return app.services.transactions.run(app.operator, (ctx) =>
+    createTenant(ctx, app.services, { slug, name: `Customer ${slug}`, host }),
+  );
 }
 
 export interface SignedIn {
@@ -88,18 +92,31 @@ export interface SignedIn {
  * Inserts an active user holding a role with exactly these permissions, and a session for them,
  * straight into the tenant's tables; returns the Cookie header value a client would send.
  */
-export async function signInAs(app: TestApp, tenant: TenantRef, permissions: string[], options: { email?: string } = {}): Promise<SignedIn> {
+export async function signInAs(
+  app: TestApp,
+  tenant: TenantRef,
+  permissions: string[],
+  options: { email?: string } = {},
+): Promise<SignedIn> {
   const email = options.email ?? `${randomUUID().slice(0, 8)}@example.test`;
   const role = `r${randomUUID().replaceAll('-', '').slice(0, 12)}`;
   const rawSessionId = newSessionId();
   const userId = await app.services.transactions.run(tenant, async (ctx) => {
-    await ctx.db.executeQuery(CompiledQuery.raw('insert into roles (name, permissions) values ($1, $2)', [role, permissions]));
+    await ctx.db.executeQuery(
+      CompiledQuery.raw('insert into roles (name, permissions) values ($1, $2)', [role, permissions]),
+    );
     const user = await ctx.db.executeQuery<{ id: string }>(
-      CompiledQuery.raw(`insert into users (email, display_name, status, roles) values ($1, $2, 'active', $3) returning id`, [email, 'Test User', [role]]),
+      CompiledQuery.raw(
+        `insert into users (email, display_name, status, roles) values ($1, $2, 'active', $3) returning id`,
+        [email, 'Test User', [role]],
+      ),
     );
     const id = user.rows[0]!.id;
     await ctx.db.executeQuery(
-      CompiledQuery.raw(`insert into sessions (id_hash, user_id, expires_at) values ($1, $2, now() + interval '30 days')`, [hashSecret(rawSessionId), id]),
+      CompiledQuery.raw(
+        `insert into sessions (id_hash, user_id, expires_at) values ($1, $2, now() + interval '30 days')`,
+        [hashSecret(rawSessionId), id],
+      ),
     );
     return id;
   });

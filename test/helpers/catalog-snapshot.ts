@@ -69,7 +69,8 @@ export async function snapshotTables(pool: pg.Pool, tables: readonly string[]): 
   const queries = [COLUMNS, CONSTRAINTS, INDEXES, SECURITY, POLICIES, TRIGGERS];
   const results = await Promise.all(queries.map((q) => pool.query<{ t: string; line: string }>(q, [[...tables]])));
   const snapshots = new Map<string, TableSnapshot>();
-  for (const table of tables) snapshots.set(table, { columns: [], constraints: [], indexes: [], security: [], policies: [], triggers: [] });
+  for (const table of tables)
+    snapshots.set(table, { columns: [], constraints: [], indexes: [], security: [], policies: [], triggers: [] });
   results.forEach((result, i) => {
     for (const row of result.rows) snapshots.get(row.t)![parts[i]!].push(row.line);
   });
@@ -79,5 +80,7 @@ export async function snapshotTables(pool: pg.Pool, tables: readonly string[]): 
 
 /** Lines of `a` that `b` lacks, per part, as `<part>: <line>`. */
 export function snapshotLinesMissing(a: TableSnapshot, b: TableSnapshot): string[] {
-  return (Object.keys(a) as (keyof TableSnapshot)[]).flatMap((part) => a[part].filter((line) => !b[part].includes(line)).map((line) => `${part}: ${line}`));
+  return (Object.keys(a) as (keyof TableSnapshot)[]).flatMap((part) =>
+    a[part].filter((line) => !b[part].includes(line)).map((line) => `${part}: ${line}`),
+  );
 }

@@ -21,5 +21,7 @@ export const hasChromium = existsSync(CHROMIUM);
 export function warnNoChromium(suite: string): void {
   if (hasChromium) return;
   const line = '!'.repeat(100);
-  process.stderr.write(`\n${line}\n!!! SKIPPED: ${suite} needs Chromium at ${CHROMIUM} (apt-get install chromium; .ci/run installs it)\n${line}\n\n`);
+  process.stderr.write(
+    `\n${line}\n!!! SKIPPED: ${suite} needs Chromium at ${CHROMIUM} (apt-get install chromium; .ci/run installs it)\n${line}\n\n`,
+  );
 }

@@ -12,7 +12,6 @@ declare module 'vitest' {
   }
 }
 
-
 /**
  * The restricted roles are cluster-wide while test databases are per file: created once here, so
  * files migrating their own databases in parallel do not race to create and grant them.

@@ -29,7 +29,8 @@ export function importsOf(root: string, file: string): ImportEdge[] {
   const text = readFileSync(join(root, file), 'utf8');
   const edges: ImportEdge[] = [];
   const add = (specifier: string, typeOnly: boolean) => {
-    if (specifier.startsWith('.')) edges.push({ from: file, to: relative(root, resolve(root, dirname(file), specifier)), typeOnly });
+    if (specifier.startsWith('.'))
+      edges.push({ from: file, to: relative(root, resolve(root, dirname(file), specifier)), typeOnly });
   };
   for (const m of text.matchAll(STATIC)) add(m[3]!, m[2] !== undefined);
   for (const m of text.matchAll(DYNAMIC)) add(m[1]!, false);

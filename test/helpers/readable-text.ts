@@ -17,7 +17,8 @@ export function readableText(html: string): string[] {
       onopentag(name, attributes) {
         if (name === 'script' || name === 'style') skip++;
         for (const attribute of READ_ATTRIBUTES) if (attributes[attribute]) texts.push(attributes[attribute]);
-        if (name === 'input' && (attributes.type === 'submit' || attributes.type === 'button') && attributes.value) texts.push(attributes.value);
+        if (name === 'input' && (attributes.type === 'submit' || attributes.type === 'button') && attributes.value)
+          texts.push(attributes.value);
       },
       ontext(text) {
         if (skip === 0 && text.trim()) texts.push(text.trim());
@@ -42,7 +43,12 @@ export function codeLikeText(html: string, eventNames: Iterable<string> = []): s
     ['a regular expression', (t) => /\^\S*\$/.test(t)],
     ['an HTTP status', (t) => /\b\d{3} [A-Z]/.test(t)],
     ['a JSON pointer', (t) => /(^|\s)\/(body|query|params)\//.test(t)],
-    ['an event name', (t) => events.some((e) => new RegExp(`(^|[^\\w.@])${e.replace(/\./g, '\\.')}($|[^\\w.])`).test(t))],
+    [
+      'an event name',
+      (t) => events.some((e) => new RegExp(`(^|[^\\w.@])${e.replace(/\./g, '\\.')}($|[^\\w.])`).test(t)),
+    ],
   ];
-  return readableText(html).flatMap((text) => rules.filter(([, test]) => test(text)).map(([what]) => `${what}: ${JSON.stringify(text.slice(0, 160))}`));
+  return readableText(html).flatMap((text) =>
+    rules.filter(([, test]) => test(text)).map(([what]) => `${what}: ${JSON.stringify(text.slice(0, 160))}`),
+  );
 }

@@ -46,7 +46,13 @@ export async function startS3Server(options: { bucket?: string; directory?: stri
   const port = child.port;
   const endpoint = `http://127.0.0.1:${port}`;
   const client = new S3Client({ region: 'us-east-1', endpoint, forcePathStyle: true });
-  const settings = (prefix = ''): S3Settings => ({ bucket, region: 'us-east-1', endpoint, force_path_style: true, prefix });
+  const settings = (prefix = ''): S3Settings => ({
+    bucket,
+    region: 'us-east-1',
+    endpoint,
+    force_path_style: true,
+    prefix,
+  });
   return {
     bucket,
     port,
@@ -67,7 +73,9 @@ export async function startS3Server(options: { bucket?: string; directory?: stri
       const keys: string[] = [];
       let token: string | undefined;
       do {
-        const page = await client.send(new ListObjectsV2Command({ Bucket: bucket, ...(token ? { ContinuationToken: token } : {}) }));
+        const page = await client.send(
+          new ListObjectsV2Command({ Bucket: bucket, ...(token ? { ContinuationToken: token } : {}) }),
+        );
         for (const object of page.Contents ?? []) keys.push(object.Key!);
         token = page.IsTruncated ? page.NextContinuationToken : undefined;
       } while (token);
@@ -85,7 +93,11 @@ export async function startS3Server(options: { bucket?: string; directory?: stri
   };
 }
 
-async function spawnServer(directory: string, port: number, bucket: string): Promise<{ process: ChildProcess; port: number }> {
+async function spawnServer(
+  directory: string,
+  port: number,
+  bucket: string,
+): Promise<{ process: ChildProcess; port: number }> {
   const child = fork(SCRIPT, [], {
     execArgv: ['--openssl-legacy-provider'],
     env: { ...process.env, S3RVER_DIRECTORY: directory, S3RVER_PORT: String(port), S3RVER_BUCKET: bucket },

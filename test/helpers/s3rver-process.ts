@@ -10,7 +10,13 @@ const directory = process.env.S3RVER_DIRECTORY!;
 const port = Number(process.env.S3RVER_PORT ?? 0);
 const bucket = process.env.S3RVER_BUCKET!;
 
-const server = new S3rver({ address: '127.0.0.1', port, directory, silent: true, configureBuckets: [{ name: bucket }] });
+const server = new S3rver({
+  address: '127.0.0.1',
+  port,
+  directory,
+  silent: true,
+  configureBuckets: [{ name: bucket }],
+});
 const address = (await server.run()) as { port: number };
 process.send?.({ type: 'ready', port: address.port });
 const stop = () => {

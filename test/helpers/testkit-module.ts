@@ -5,7 +5,15 @@ import { createReadStream } from 'node:fs';
 import { stat } from 'node:fs/promises';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { defineCommand, defineEntity, defineModule, defineRoute, entity, type CommandDefinition, type JobDefinition } from '../../framework/entity/define.ts';
+import {
+  defineCommand,
+  defineEntity,
+  defineModule,
+  defineRoute,
+  entity,
+  type CommandDefinition,
+  type JobDefinition,
+} from '../../framework/entity/define.ts';
 import { DateTime } from '../../framework/entity/date-time.ts';
 import { WithDefault } from '../../framework/entity/storage.ts';
 import { streamFrom, streamResponses } from '../../framework/http/stream.ts';
@@ -81,7 +89,10 @@ const settingFields = {
   activatedAt: Type.Optional(DateTime()),
 };
 
-const ActivateBody = Type.Object({ theme: Type.Optional(Type.String({ minLength: 1, maxLength: 30 })) }, { additionalProperties: false });
+const ActivateBody = Type.Object(
+  { theme: Type.Optional(Type.String({ minLength: 1, maxLength: 30 })) },
+  { additionalProperties: false },
+);
 
 /** A singleton's command receives null until the row exists, and then returns the new row's values. */
 const activate: CommandDefinition<typeof settingFields, typeof ActivateBody, 'testkit.setting.activated', true> = {
@@ -103,7 +114,7 @@ const activate: CommandDefinition<typeof settingFields, typeof ActivateBody, 'te
 export const setting = defineEntity({
   module: 'testkit',
   name: 'setting',
-  description: 'The tenant\'s one setting, created by its first activation.',
+  description: "The tenant's one setting, created by its first activation.",
   singleton: true,
   singletonRoutes: ['update', 'delete'],
   fields: settingFields,
@@ -132,7 +143,9 @@ export const memo = defineEntity({
   references: { ownerId: 'user.user' },
   commandOwned: { pinned: 'pin' },
   readOnly: ['long'],
-  computed: { excerpt: Type.String({ maxLength: 21, description: 'The first 20 characters, and … when there are more.' }) },
+  computed: {
+    excerpt: Type.String({ maxLength: 21, description: 'The first 20 characters, and … when there are more.' }),
+  },
   rowAccess: (ctx) => ({ ownerId: ctx.actorId }),
   deleteMode: 'hard',
   permissions: { read: 'widget:read', write: 'widget:write' },
@@ -159,10 +172,18 @@ export const memo = defineEntity({
 });
 
 const articleFields = {
-  slug: Type.String({ pattern: '^[a-z0-9]+(?:-[a-z0-9]+)*$', minLength: 1, maxLength: 80, description: 'Lower-case words joined by hyphens; unique in the tenant.' }),
+  slug: Type.String({
+    pattern: '^[a-z0-9]+(?:-[a-z0-9]+)*$',
+    minLength: 1,
+    maxLength: 80,
+    description: 'Lower-case words joined by hyphens; unique in the tenant.',
+  }),
   title: Type.String({ minLength: 1, maxLength: 200 }),
   body: Type.String({ maxLength: 10_000 }),
-  status: WithDefault(Type.Union([Type.Literal('draft'), Type.Literal('published')], { description: 'Set by the publish command.' }), 'draft'),
+  status: WithDefault(
+    Type.Union([Type.Literal('draft'), Type.Literal('published')], { description: 'Set by the publish command.' }),
+    'draft',
+  ),
   publishedAt: Type.Optional(DateTime({ description: 'Set by the publish command.' })),
 };
 
@@ -187,7 +208,10 @@ export const article = defineEntity({
   commands: {
     publish: defineCommand(articleFields)({
       summary: 'Publish an article',
-      body: Type.Object({ at: Type.Optional(DateTime({ description: 'Publication time; now when left out.' })) }, { additionalProperties: false }),
+      body: Type.Object(
+        { at: Type.Optional(DateTime({ description: 'Publication time; now when left out.' })) },
+        { additionalProperties: false },
+      ),
       publishes: ['testkit.article.published'],
       async run(ctx, row, body) {
         if (row.status === 'published') return;
@@ -203,13 +227,21 @@ export const article = defineEntity({
     normalise: (slug) => slug.toLowerCase(),
     where: { status: 'published' },
     schema: ArticlePage,
-    shape: (row) => ({ slug: row.slug, title: row.title, body: row.body, publishedAt: row.publishedAt ?? row.updatedAt }),
+    shape: (row) => ({
+      slug: row.slug,
+      title: row.title,
+      body: row.body,
+      publishedAt: row.publishedAt ?? row.updatedAt,
+    }),
   },
 });
 
 /** Files the streaming routes serve (a fixed 100-byte file of digits, digits.txt). */
 export const TESTKIT_FILES = fileURLToPath(new URL('../fixtures/files', import.meta.url));
-const FileName = Type.Object({ name: Type.String({ pattern: '^[a-z0-9-]+\\.[a-z]+$', maxLength: 100 }) }, { additionalProperties: false });
+const FileName = Type.Object(
+  { name: Type.String({ pattern: '^[a-z0-9-]+\\.[a-z]+$', maxLength: 100 }) },
+  { additionalProperties: false },
+);
 export const UPLOAD_LIMIT = 1024;
 
 /** Hand-written routes exercising per-route body limits, multipart uploads and streamed answers. */
@@ -227,7 +259,10 @@ export const testkitRoutes = [
     multipart: { form: Type.Object({ file: Type.String({ format: 'binary', description: 'The file' }) }) },
     schema: {
       response: {
-        200: Type.Object({ filename: Type.String(), mimetype: Type.String(), size: Type.Integer(), sha256: Type.String() }, { description: 'What arrived: the part’s name and type, its size and SHA-256' }),
+        200: Type.Object(
+          { filename: Type.String(), mimetype: Type.String(), size: Type.Integer(), sha256: Type.String() },
+          { description: 'What arrived: the part’s name and type, its size and SHA-256' },
+        ),
       },
     },
     handler: async ({ request }) => {
@@ -265,7 +300,12 @@ export const testkitRoutes = [
     access: { permission: 'widget:read' },
     schema: { params: FileName, response: streamResponses('The file') },
     handler: ({ request, reply, params }) =>
-      streamFrom(request, reply, { root: TESTKIT_FILES, path: params.name }, { headers: { 'x-content-type-options': 'nosniff' } }),
+      streamFrom(
+        request,
+        reply,
+        { root: TESTKIT_FILES, path: params.name },
+        { headers: { 'x-content-type-options': 'nosniff' } },
+      ),
   }),
   defineRoute({
     method: 'GET',
@@ -279,14 +319,21 @@ export const testkitRoutes = [
       const path = join(TESTKIT_FILES, params.name);
       const stats = await stat(path).catch(() => undefined);
       if (!stats?.isFile()) throw notFound();
-      return streamFrom(request, reply, { size: stats.size, mtime: stats.mtime, open: () => createReadStream(path) }, { contentType: 'text/plain' });
+      return streamFrom(
+        request,
+        reply,
+        { size: stats.size, mtime: stats.mtime, open: () => createReadStream(path) },
+        { contentType: 'text/plain' },
+      );
     },
   }),
 ];
 
-
 /** Steers the test kit's job from a test: the tenants (by id) whose run fails, and every attempt made. */
-export const tallyControl = { failFor: new Set<string>(), attempts: [] as { tenantId: string; slot: string; openTransactions: number }[] };
+export const tallyControl = {
+  failFor: new Set<string>(),
+  attempts: [] as { tenantId: string; slot: string; openTransactions: number }[],
+};
 
 /**
  * A per-tenant job shaped like billing's renewal: a transaction, work with no transaction open,
@@ -301,7 +348,9 @@ export const tallyJob: JobDefinition = {
   async run(ctx) {
     const tenant = ctx.tenant!;
     const before = await ctx.transaction(async (tx) => {
-      const { rows } = await tx.db.executeQuery<{ n: number }>(CompiledQuery.raw(`select count(*)::int as n from widgets where color = 'tally'`));
+      const { rows } = await tx.db.executeQuery<{ n: number }>(
+        CompiledQuery.raw(`select count(*)::int as n from widgets where color = 'tally'`),
+      );
       return rows[0]!.n;
     });
     // The stand-in for a provider call: nothing of the run's may be open meanwhile.

@@ -16,7 +16,9 @@ export type TestAppFixture<C extends string> = { readonly app: TestApp } & { rea
  * Call it at the top of the file (it registers beforeAll and afterAll). Reading `t.app` or a
  * customer before beforeAll has run (at the file's top level) throws, naming what was read.
  */
-export function useTestApp<const C extends string = never>(options: TestAppOptions & { customers?: readonly C[] } = {}): TestAppFixture<C> {
+export function useTestApp<const C extends string = never>(
+  options: TestAppOptions & { customers?: readonly C[] } = {},
+): TestAppFixture<C> {
   const { customers = [], ...appOptions } = options;
   let app: TestApp | undefined;
   const tenants = new Map<string, TenantRef>();
@@ -28,14 +30,23 @@ export function useTestApp<const C extends string = never>(options: TestAppOptio
     await app?.close();
   });
   const fixture = {} as Record<string, unknown>;
-  const unready = (name: string) => new Error(`useTestApp: ${name} is read before the file's beforeAll ran; read it inside a test or hook`);
+  const unready = (name: string) =>
+    new Error(`useTestApp: ${name} is read before the file's beforeAll ran; read it inside a test or hook`);
   Object.defineProperty(fixture, 'app', {
-    get: () => app ?? (() => { throw unready('app'); })(),
+    get: () =>
+      app ??
+      (() => {
+        throw unready('app');
+      })(),
     enumerable: true,
   });
   for (const slug of customers) {
     Object.defineProperty(fixture, slug, {
-      get: () => tenants.get(slug) ?? (() => { throw unready(`customer ${slug}`); })(),
+      get: () =>
+        tenants.get(slug) ??
+        (() => {
+          throw unready(`customer ${slug}`);
+        })(),
       enumerable: true,
     });
   }

@@ -55,11 +55,11 @@ function sources(dir: string): string[] {
   });
 }
 
-describe('module code queries through kysely\'s typed builder', () => {
+describe("module code queries through kysely's typed builder", () => {
   it('the scan finds every way of writing SQL text, and not builder calls or comments', () => {
     const bad = [
       'await sql`delete from sessions where id_hash = ${hash}`.execute(ctx.db);',
-      "const { rows } = await sql<{ name: string }>`select name from roles`.execute(ctx.db);",
+      'const { rows } = await sql<{ name: string }>`select name from roles`.execute(ctx.db);',
       'const { rows } = await sql<{\n  a: Array<string>;\n}>`select a from t`.execute(ctx.db);',
       "const COLUMNS = sql.raw('name, permissions');",
       "await tx.db.executeQuery(CompiledQuery.raw('delete from sessions where id_hash = $1', [h]));",
@@ -71,8 +71,8 @@ describe('module code queries through kysely\'s typed builder', () => {
     const fine = [
       "await ctx.db.selectFrom('roles').select('name').where('name', 'in', roles).execute();",
       "await ctx.db.deleteFrom('sessions').where('id_hash', '=', hash).execute();",
-      "// before: await sql`delete from sessions`.execute(ctx.db)",
-      '/* pool.query(\'select 1\') was here */',
+      '// before: await sql`delete from sessions`.execute(ctx.db)',
+      "/* pool.query('select 1') was here */",
       "const link = 'https://example.test/a'; // pool.query('select 1') is gone",
       'const query = buildQuery(); const mysql = 1;',
     ];
@@ -84,6 +84,6 @@ describe('module code queries through kysely\'s typed builder', () => {
     expect(files.length).toBeGreaterThan(20);
     const uses = files.flatMap((path) => rawSqlUses(relative(ROOT, path), readFileSync(path, 'utf8')));
     const offences = uses.map((use) => `${use.file}:${use.line} (${use.kind}): ${use.text}`);
-    expect(offences, 'query through ctx.db\'s typed builder (see docs/architecture.md)').toEqual([]);
+    expect(offences, "query through ctx.db's typed builder (see docs/architecture.md)").toEqual([]);
   });
 });

@@ -1,8 +1,19 @@
 import { randomUUID } from 'node:crypto';
 import { afterAll, describe, it } from 'vitest';
 import { buildWorld, closeWorld } from './world.ts';
-import { pathSource, readOperations, validRequest, } from './operations.ts';
-import { FIELD_CORPUS, RUNS, SEED, Verdicts, badValues, baseBody, baseRequest, bodyCorpus, fuzz, sweeper } from './bad-input.ts';
+import { pathSource, readOperations, validRequest } from './operations.ts';
+import {
+  FIELD_CORPUS,
+  RUNS,
+  SEED,
+  Verdicts,
+  badValues,
+  baseBody,
+  baseRequest,
+  bodyCorpus,
+  fuzz,
+  sweeper,
+} from './bad-input.ts';
 import { badAnswer } from './problems.ts';
 import { describeExchange, type Sent } from './harness.ts';
 import { fetchDocument, nothingLostNothingLeaked } from './ledger.ts';
@@ -26,7 +37,9 @@ afterAll(async () => {
 
 /** The base body with one field written as raw JSON text. */
 function bodyWith(base: Record<string, unknown>, field: string, raw: string): string {
-  const others = Object.entries(base).filter(([k]) => k !== field).map(([k, v]) => `${JSON.stringify(k)}:${JSON.stringify(v)}`);
+  const others = Object.entries(base)
+    .filter(([k]) => k !== field)
+    .map(([k, v]) => `${JSON.stringify(k)}:${JSON.stringify(v)}`);
   return `{${[...others, `${JSON.stringify(field)}:${raw}`].join(',')}}`;
 }
 
@@ -35,9 +48,17 @@ const multipartOps = operations.filter((op) => op.body?.contentType === 'multipa
 const bodyless = operations.filter((op) => op.stateChanging && !op.body);
 
 describe.each(jsonOps.map((op) => [`${op.id} (${op.method} ${op.path})`, op] as const))('%s', (_name, op) => {
-  const properties = Object.entries(((op.body!.schema as { properties?: Record<string, TSchema> }).properties ?? {}));
-  const send = async (body: string | Buffer, type?: string): Promise<[Sent, Awaited<ReturnType<typeof world.client.send>>]> => {
-    const req: Sent = { ...baseRequest(op, world), json: undefined, body, headers: type ? { 'content-type': type } : {} };
+  const properties = Object.entries((op.body!.schema as { properties?: Record<string, TSchema> }).properties ?? {});
+  const send = async (
+    body: string | Buffer,
+    type?: string,
+  ): Promise<[Sent, Awaited<ReturnType<typeof world.client.send>>]> => {
+    const req: Sent = {
+      ...baseRequest(op, world),
+      json: undefined,
+      body,
+      headers: type ? { 'content-type': type } : {},
+    };
     return [req, await world.client.send(req)];
   };
 
@@ -45,12 +66,20 @@ describe.each(jsonOps.map((op) => [`${op.id} (${op.method} ${op.path})`, op] as 
     it(`body field ${field}: the corpus (NUL, surrogates, 1 MB, RTL, ±2^63, ±2^53, "NaN", wrong types, prototype keys, 100k-deep) and generated values answer 4xx problem+json`, async () => {
       const verdicts = new Verdicts();
       for (const entry of FIELD_CORPUS) {
-        const req: Sent = { ...baseRequest(op, world), json: undefined, body: bodyWith(baseBody(op, world), field, entry.raw), headers: { 'content-type': 'application/json' } };
+        const req: Sent = {
+          ...baseRequest(op, world),
+          json: undefined,
+          body: bodyWith(baseBody(op, world), field, entry.raw),
+          headers: { 'content-type': 'application/json' },
+        };
         await verdicts.check(world, req, `${field} = ${entry.label}`, entry.refused);
       }
       verdicts.expectNone(op);
       await fuzz(op, field, badValues(schema), async (value) => {
-        const [req, res] = await send(bodyWith(baseBody(op, world), field, JSON.stringify(value) ?? 'null'), 'application/json');
+        const [req, res] = await send(
+          bodyWith(baseBody(op, world), field, JSON.stringify(value) ?? 'null'),
+          'application/json',
+        );
         const wrong = badAnswer(res);
         return wrong && `${wrong}: ${describeExchange(req, res)}`;
       });
@@ -60,7 +89,12 @@ describe.each(jsonOps.map((op) => [`${op.id} (${op.method} ${op.path})`, op] as 
   it('the whole body: empty, malformed, an array or scalar for the object, prototype keys, duplicated keys, 100k-deep, wrong content types, bad bytes', async () => {
     const verdicts = new Verdicts();
     for (const entry of bodyCorpus(baseBody(op, world))) {
-      const req: Sent = { ...baseRequest(op, world), json: undefined, body: entry.body, headers: entry.type ? { 'content-type': entry.type } : {} };
+      const req: Sent = {
+        ...baseRequest(op, world),
+        json: undefined,
+        body: entry.body,
+        headers: entry.type ? { 'content-type': entry.type } : {},
+      };
       await verdicts.check(world, req, entry.label, entry.refused);
     }
     verdicts.expectNone(op);
@@ -74,21 +108,50 @@ describe.each(multipartOps.map((op) => [`${op.id} (${op.method} ${op.path})`, op
     const part = (headers: string, bytes: string) => `--${b}\r\n${headers}\r\n\r\n${bytes}\r\n`;
     const forms: [string, string, string?][] = [
       ['no file part', `${part('Content-Disposition: form-data; name="other"', 'x')}--${b}--\r\n`],
-      ['file part under another name', `${part('Content-Disposition: form-data; name="upload"; filename="a.txt"\r\nContent-Type: text/plain', 'x')}--${b}--\r\n`],
-      ['media type that is not one', `${part('Content-Disposition: form-data; name="file"; filename="a.txt"\r\nContent-Type: not a type', 'x')}--${b}--\r\n`],
-      ['overlong media type', `${part(`Content-Disposition: form-data; name="file"; filename="a.txt"\r\nContent-Type: text/${'x'.repeat(300)}`, 'x')}--${b}--\r\n`],
-      ['renderable type with other bytes', `${part('Content-Disposition: form-data; name="file"; filename="a.png"\r\nContent-Type: image/png', '<script>alert(1)</script>')}--${b}--\r\n`],
-      ['traversal in the file name', `${part('Content-Disposition: form-data; name="file"; filename="../../../etc/passwd"\r\nContent-Type: text/plain', 'x')}--${b}--\r\n`],
-      ['NUL and RTL in the file name', `${part('Content-Disposition: form-data; name="file"; filename="a\u0000\u202Egpj.exe"\r\nContent-Type: text/plain', 'x')}--${b}--\r\n`],
-      ['two file parts', `${part('Content-Disposition: form-data; name="file"; filename="a.txt"\r\nContent-Type: text/plain', 'x')}${part('Content-Disposition: form-data; name="file"; filename="b.txt"\r\nContent-Type: text/plain', 'y')}--${b}--\r\n`],
-      ['no closing boundary', part('Content-Disposition: form-data; name="file"; filename="a.txt"\r\nContent-Type: text/plain', 'x')],
+      [
+        'file part under another name',
+        `${part('Content-Disposition: form-data; name="upload"; filename="a.txt"\r\nContent-Type: text/plain', 'x')}--${b}--\r\n`,
+      ],
+      [
+        'media type that is not one',
+        `${part('Content-Disposition: form-data; name="file"; filename="a.txt"\r\nContent-Type: not a type', 'x')}--${b}--\r\n`,
+      ],
+      [
+        'overlong media type',
+        `${part(`Content-Disposition: form-data; name="file"; filename="a.txt"\r\nContent-Type: text/${'x'.repeat(300)}`, 'x')}--${b}--\r\n`,
+      ],
+      [
+        'renderable type with other bytes',
+        `${part('Content-Disposition: form-data; name="file"; filename="a.png"\r\nContent-Type: image/png', '<script>alert(1)</script>')}--${b}--\r\n`,
+      ],
+      [
+        'traversal in the file name',
+        `${part('Content-Disposition: form-data; name="file"; filename="../../../etc/passwd"\r\nContent-Type: text/plain', 'x')}--${b}--\r\n`,
+      ],
+      [
+        'NUL and RTL in the file name',
+        `${part('Content-Disposition: form-data; name="file"; filename="a\u0000\u202Egpj.exe"\r\nContent-Type: text/plain', 'x')}--${b}--\r\n`,
+      ],
+      [
+        'two file parts',
+        `${part('Content-Disposition: form-data; name="file"; filename="a.txt"\r\nContent-Type: text/plain', 'x')}${part('Content-Disposition: form-data; name="file"; filename="b.txt"\r\nContent-Type: text/plain', 'y')}--${b}--\r\n`,
+      ],
+      [
+        'no closing boundary',
+        part('Content-Disposition: form-data; name="file"; filename="a.txt"\r\nContent-Type: text/plain', 'x'),
+      ],
       ['empty body', ''],
       ['JSON instead of a form', '{"file":"x"}', 'application/json'],
       ['form without a boundary', 'x', 'multipart/form-data'],
       ['malformed boundary parameter', `--${b}--\r\n`, 'multipart/form-data; boundary='],
     ];
     for (const [label, body, type] of forms) {
-      const req: Sent = { ...baseRequest(op, world), json: undefined, body, headers: { 'content-type': type ?? `multipart/form-data; boundary=${b}` } };
+      const req: Sent = {
+        ...baseRequest(op, world),
+        json: undefined,
+        body,
+        headers: { 'content-type': type ?? `multipart/form-data; boundary=${b}` },
+      };
       await verdicts.check(world, req, label);
     }
     for (const visibility of ['PUBLIC', 'secret', '', 'public&visibility=private', '%00', '__proto__']) {
@@ -105,9 +168,17 @@ describe.each(bodyless.map((op) => [`${op.id} (${op.method} ${op.path})`, op] as
     const verdicts = new Verdicts();
     const { tenant, cookie } = sweeper(op, world);
     // A fresh random id keeps a destructive operation harmless (nothing of the world is named).
-    const ids = Object.fromEntries(op.params.filter((p) => p.in === 'path' && pathSource(op, p.name).scope !== 'name').map((p) => [p.name, randomUUID()]));
+    const ids = Object.fromEntries(
+      op.params
+        .filter((p) => p.in === 'path' && pathSource(op, p.name).scope !== 'name')
+        .map((p) => [p.name, randomUUID()]),
+    );
     for (const entry of bodyCorpus({}).filter((e) => !e.label.startsWith('empty'))) {
-      const req: Sent = { ...validRequest(op, world, tenant, cookie, ids), body: entry.body, headers: entry.type ? { 'content-type': entry.type } : {} };
+      const req: Sent = {
+        ...validRequest(op, world, tenant, cookie, ids),
+        body: entry.body,
+        headers: entry.type ? { 'content-type': entry.type } : {},
+      };
       await verdicts.check(world, req, entry.label);
     }
     verdicts.expectNone(op);

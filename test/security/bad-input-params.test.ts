@@ -13,22 +13,34 @@ import { fetchDocument, nothingLostNothingLeaked } from './ledger.ts';
  */
 const world = await buildWorld('bp');
 const operations = readOperations(await fetchDocument(world), world.isOperatorPermission);
-console.log(`bad input (parameters): seed ${SEED}, ${RUNS} generated values per parameter; replay with SECURITY_SEED=${SEED}`);
+console.log(
+  `bad input (parameters): seed ${SEED}, ${RUNS} generated values per parameter; replay with SECURITY_SEED=${SEED}`,
+);
 
 afterAll(async () => {
-  console.log(`bad input (parameters): ${operations.length} operations, ${world.client.requests} requests, seed ${SEED}`);
+  console.log(
+    `bad input (parameters): ${operations.length} operations, ${world.client.requests} requests, seed ${SEED}`,
+  );
   await closeWorld(world);
 });
 
 /** Percent-encodes any text, lone surrogates included (they go as U+FFFD, the corpus sends the raw bytes). */
 const pct = (text: string) => encodeURIComponent(text.toWellFormed());
-const asText = (value: unknown) => (typeof value === 'string' ? value : JSON.stringify(value) ?? 'undefined');
+const asText = (value: unknown) => (typeof value === 'string' ? value : (JSON.stringify(value) ?? 'undefined'));
 
 function request(op: Operation, path: Record<string, string>, query: string): Sent {
   const { tenant, cookie } = sweeper(op, world);
   let url = op.path;
-  for (const p of op.params.filter((x) => x.in === 'path')) url = url.replace(`{${p.name}}`, path[p.name] ?? pct(pathSource(op, p.name).value(world, tenant)));
-  return { operationId: op.id, method: op.method, host: tenant.host, path: query ? `${url}?${query}` : url, ...(cookie ? { cookie } : {}), ...validBody(op, world, tenant) };
+  for (const p of op.params.filter((x) => x.in === 'path'))
+    url = url.replace(`{${p.name}}`, path[p.name] ?? pct(pathSource(op, p.name).value(world, tenant)));
+  return {
+    operationId: op.id,
+    method: op.method,
+    host: tenant.host,
+    path: query ? `${url}?${query}` : url,
+    ...(cookie ? { cookie } : {}),
+    ...validBody(op, world, tenant),
+  };
 }
 
 const withParams = operations.filter((op) => op.params.length > 0);
@@ -36,7 +48,8 @@ describe.each(withParams.map((op) => [`${op.id} (${op.method} ${op.path})`, op] 
   for (const param of op.params.filter((p) => p.in === 'path')) {
     it(`path parameter {${param.name}}: the corpus (invalid UUIDs, traversal, NUL, surrogates, 1 MB) and generated values answer 4xx problem+json`, async () => {
       const verdicts = new Verdicts();
-      for (const entry of PATH_CORPUS) await verdicts.check(world, request(op, { [param.name]: entry.raw }, ''), `{${param.name}} ${entry.label}`);
+      for (const entry of PATH_CORPUS)
+        await verdicts.check(world, request(op, { [param.name]: entry.raw }, ''), `{${param.name}} ${entry.label}`);
       verdicts.expectNone(op);
       await fuzz(op, `{${param.name}}`, badValues(param.schema), async (value) => {
         const req = request(op, { [param.name]: pct(asText(value)) }, '');
@@ -49,7 +62,8 @@ describe.each(withParams.map((op) => [`${op.id} (${op.method} ${op.path})`, op] 
   for (const param of op.params.filter((p) => p.in === 'query')) {
     it(`query parameter ${param.name}: the corpus (duplicates, NUL, ±2^63, ±2^53, NaN, 1 MB) and generated values answer 4xx problem+json`, async () => {
       const verdicts = new Verdicts();
-      for (const entry of QUERY_CORPUS) await verdicts.check(world, request(op, {}, entry.raw(param.name)), `${param.name} ${entry.label}`);
+      for (const entry of QUERY_CORPUS)
+        await verdicts.check(world, request(op, {}, entry.raw(param.name)), `${param.name} ${entry.label}`);
       verdicts.expectNone(op);
       await fuzz(op, param.name, badValues(param.schema), async (value) => {
         const req = request(op, {}, `${param.name}=${pct(asText(value))}`);

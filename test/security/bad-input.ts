@@ -36,21 +36,43 @@ export function badValues(schema: TSchema): fc.Arbitrary<unknown> {
   const type = s.type ?? (Array.isArray(s.enum) || s.anyOf ? 'string' : undefined);
   if (type === 'string') {
     arbs.push(fc.string({ unit: anyUnit, maxLength: 80 }), fc.string({ unit: 'binary', maxLength: 80 }));
-    if (typeof s.maxLength === 'number' && s.maxLength < 5000) arbs.push(fc.string({ minLength: s.maxLength + 1, maxLength: s.maxLength + 20 }));
+    if (typeof s.maxLength === 'number' && s.maxLength < 5000)
+      arbs.push(fc.string({ minLength: s.maxLength + 1, maxLength: s.maxLength + 20 }));
     if (typeof s.minLength === 'number' && s.minLength > 0) arbs.push(fc.string({ maxLength: s.minLength - 1 }));
-    if (s.format === 'uuid') arbs.push(fc.uuid(), fc.uuid().map((u) => u.toUpperCase()), fc.uuid().map((u) => `${u}x`));
-    if (s.format === 'email') arbs.push(fc.emailAddress(), fc.emailAddress().map((e) => `${e}\u0000`));
-    if (s.format === 'date-time') arbs.push(fc.date({ noInvalidDate: true }).map((d) => d.toISOString().slice(0, 19)), fc.integer().map(String));
+    if (s.format === 'uuid')
+      arbs.push(
+        fc.uuid(),
+        fc.uuid().map((u) => u.toUpperCase()),
+        fc.uuid().map((u) => `${u}x`),
+      );
+    if (s.format === 'email')
+      arbs.push(
+        fc.emailAddress(),
+        fc.emailAddress().map((e) => `${e}\u0000`),
+      );
+    if (s.format === 'date-time')
+      arbs.push(
+        fc.date({ noInvalidDate: true }).map((d) => d.toISOString().slice(0, 19)),
+        fc.integer().map(String),
+      );
   }
   if (type === 'integer' || type === 'number') {
     const max = typeof s.maximum === 'number' ? s.maximum : Number.MAX_SAFE_INTEGER;
     const min = typeof s.minimum === 'number' ? s.minimum : Number.MIN_SAFE_INTEGER;
-    arbs.push(fc.double(), fc.integer({ min: max, max: Number.MAX_SAFE_INTEGER }).map((n) => n + 1), fc.integer({ min: Number.MIN_SAFE_INTEGER, max: min }).map((n) => n - 1), fc.bigInt().map(String));
+    arbs.push(
+      fc.double(),
+      fc.integer({ min: max, max: Number.MAX_SAFE_INTEGER }).map((n) => n + 1),
+      fc.integer({ min: Number.MIN_SAFE_INTEGER, max: min }).map((n) => n - 1),
+      fc.bigInt().map(String),
+    );
   }
   if (type === 'array') {
     const items = (s.items ?? {}) as TSchema;
     arbs.push(fc.array(badValues(items), { maxLength: 4 }));
-    if (typeof s.maxItems === 'number' && s.maxItems <= 200) arbs.push(fc.array(fc.string({ minLength: 1, maxLength: 4 }), { minLength: s.maxItems + 1, maxLength: s.maxItems + 2 }));
+    if (typeof s.maxItems === 'number' && s.maxItems <= 200)
+      arbs.push(
+        fc.array(fc.string({ minLength: 1, maxLength: 4 }), { minLength: s.maxItems + 1, maxLength: s.maxItems + 2 }),
+      );
   }
   return fc.oneof(...arbs);
 }
@@ -86,31 +108,55 @@ export const FIELD_CORPUS: { label: string; raw: string; refused?: true }[] = [
 ];
 
 /** Whole bodies: what arrives instead of the JSON object the operation declares. */
-export function bodyCorpus(base: Record<string, unknown>): { label: string; body: string | Buffer; type?: string; refused?: true }[] {
+export function bodyCorpus(
+  base: Record<string, unknown>,
+): { label: string; body: string | Buffer; type?: string; refused?: true }[] {
   const text = JSON.stringify(base);
   const inner = text.slice(1, -1);
   const comma = inner === '' ? '' : `${inner},`;
   return [
     { label: 'empty body with a JSON content type', body: '', type: 'application/json' },
     { label: 'empty body without a content type', body: '' },
-    { label: 'malformed JSON (cut short)', body: text.slice(0, Math.max(1, text.length - 2)), type: 'application/json' },
+    {
+      label: 'malformed JSON (cut short)',
+      body: text.slice(0, Math.max(1, text.length - 2)),
+      type: 'application/json',
+    },
     { label: 'malformed JSON (single quotes)', body: "{'a': 1}", type: 'application/json' },
     { label: 'JSON with a trailing comma', body: `{${comma}}`.replace(/,}$/, ',}'), type: 'application/json' },
     { label: 'an array where the object belongs', body: `[${text}]`, type: 'application/json' },
     { label: 'a string where the object belongs', body: '"body"', type: 'application/json' },
     { label: 'a number where the object belongs', body: '9223372036854775808', type: 'application/json' },
     { label: 'null where the object belongs', body: 'null', type: 'application/json' },
-    { label: '__proto__ key', body: `{${comma}"__proto__":{"isAdmin":true,"permissions":["*"]}}`, type: 'application/json', refused: true },
-    { label: 'constructor and prototype keys', body: `{${comma}"constructor":{"prototype":{"isAdmin":true}},"prototype":{"x":1}}`, type: 'application/json', refused: true },
+    {
+      label: '__proto__ key',
+      body: `{${comma}"__proto__":{"isAdmin":true,"permissions":["*"]}}`,
+      type: 'application/json',
+      refused: true,
+    },
+    {
+      label: 'constructor and prototype keys',
+      body: `{${comma}"constructor":{"prototype":{"isAdmin":true}},"prototype":{"x":1}}`,
+      type: 'application/json',
+      refused: true,
+    },
     { label: 'duplicated keys', body: `{${comma}${inner}}`, type: 'application/json' },
-    { label: '100k-deep nesting as the body', body: `${'{"a":'.repeat(100_000)}1${'}'.repeat(100_000)}`, type: 'application/json' },
+    {
+      label: '100k-deep nesting as the body',
+      body: `${'{"a":'.repeat(100_000)}1${'}'.repeat(100_000)}`,
+      type: 'application/json',
+    },
     { label: 'text/plain content type', body: text, type: 'text/plain' },
     { label: 'form-encoded content type', body: 'a=1&b=2', type: 'application/x-www-form-urlencoded' },
     { label: 'XML content type', body: '<a>1</a>', type: 'application/xml' },
     { label: 'multipart content type without a boundary', body: text, type: 'multipart/form-data' },
     { label: 'JSON with a bogus charset', body: text, type: 'application/json; charset=ebcdic' },
     { label: 'UTF-16 bytes declared as JSON', body: Buffer.from(text, 'utf16le'), type: 'application/json' },
-    { label: 'invalid UTF-8 bytes', body: Buffer.concat([Buffer.from(text.slice(0, -1)), Buffer.from([0xc0, 0xaf, 0xff]), Buffer.from('}')]), type: 'application/json' },
+    {
+      label: 'invalid UTF-8 bytes',
+      body: Buffer.concat([Buffer.from(text.slice(0, -1)), Buffer.from([0xc0, 0xaf, 0xff]), Buffer.from('}')]),
+      type: 'application/json',
+    },
   ];
 }
 
@@ -182,27 +228,38 @@ export class Verdicts {
       this.failures.push(`${what}: the connection failed (${(err as Error).message})`);
       return;
     }
-    const wrong = badAnswer(res) ?? (refused && res.status < 400 ? `accepted (${res.status}) although it must be refused` : undefined);
+    const wrong =
+      badAnswer(res) ??
+      (refused && res.status < 400 ? `accepted (${res.status}) although it must be refused` : undefined);
     if (wrong) this.failures.push(`${what}: ${wrong} — ${describeExchange(req, res)}`);
   }
   expectNone(op: Operation): void {
     if (this.failures.length > 0) {
-      throw new Error(`${op.id}: ${this.failures.length} answers that are not a 4xx problem with a stable code (seed ${SEED}):\n${this.failures.join('\n')}`);
+      throw new Error(
+        `${op.id}: ${this.failures.length} answers that are not a 4xx problem with a stable code (seed ${SEED}):\n${this.failures.join('\n')}`,
+      );
     }
   }
 }
 
 /** Runs a fast-check property for one input slot; a failure names the seed and the counterexample. */
-export async function fuzz(op: Operation, slot: string, arb: fc.Arbitrary<unknown>, send: (value: unknown) => Promise<string | undefined>): Promise<void> {
-  await fc.assert(
-    fc.asyncProperty(arb, async (value) => {
-      const wrong = await send(value);
-      if (wrong) throw new Error(wrong);
-    }),
-    { seed: SEED, numRuns: RUNS, endOnFailure: true },
-  ).catch((err: Error) => {
-    throw new Error(`${op.id} ${slot}: ${err.message}\nreplay: SECURITY_SEED=${SEED} npx vitest run test/security/`);
-  });
+export async function fuzz(
+  op: Operation,
+  slot: string,
+  arb: fc.Arbitrary<unknown>,
+  send: (value: unknown) => Promise<string | undefined>,
+): Promise<void> {
+  await fc
+    .assert(
+      fc.asyncProperty(arb, async (value) => {
+        const wrong = await send(value);
+        if (wrong) throw new Error(wrong);
+      }),
+      { seed: SEED, numRuns: RUNS, endOnFailure: true },
+    )
+    .catch((err: Error) => {
+      throw new Error(`${op.id} ${slot}: ${err.message}\nreplay: SECURITY_SEED=${SEED} npx vitest run test/security/`);
+    });
 }
 
 /** The base request for the sweep of one operation. */

@@ -56,25 +56,33 @@ export class Client {
     if (payload) headers['content-length'] = payload.length;
     if (req.cookie) headers.cookie = req.cookie;
     return new Promise((resolve, reject) => {
-      const request = http.request({ host: '127.0.0.1', port: this.port, method: req.method, path: req.path, headers, agent: this.agent }, (res) => {
-        const chunks: Buffer[] = [];
-        res.on('data', (c: Buffer) => chunks.push(c));
-        res.on('error', reject);
-        res.on('end', () => {
-          const text = Buffer.concat(chunks).toString('utf8');
-          const contentType = String(res.headers['content-type'] ?? '');
-          let json: Record<string, unknown> | undefined;
-          if (/json/.test(contentType) && text !== '') {
-            try {
-              json = JSON.parse(text) as Record<string, unknown>;
-            } catch {
-              json = undefined;
+      const request = http.request(
+        { host: '127.0.0.1', port: this.port, method: req.method, path: req.path, headers, agent: this.agent },
+        (res) => {
+          const chunks: Buffer[] = [];
+          res.on('data', (c: Buffer) => chunks.push(c));
+          res.on('error', reject);
+          res.on('end', () => {
+            const text = Buffer.concat(chunks).toString('utf8');
+            const contentType = String(res.headers['content-type'] ?? '');
+            let json: Record<string, unknown> | undefined;
+            if (/json/.test(contentType) && text !== '') {
+              try {
+                json = JSON.parse(text) as Record<string, unknown>;
+              } catch {
+                json = undefined;
+              }
             }
-          }
-          this.transcript.push({ sent: { ...req, body: undefined, json: undefined }, status: res.statusCode ?? 0, contentType, text });
-          resolve({ status: res.statusCode ?? 0, headers: res.headers, text, json });
-        });
-      });
+            this.transcript.push({
+              sent: { ...req, body: undefined, json: undefined },
+              status: res.statusCode ?? 0,
+              contentType,
+              text,
+            });
+            resolve({ status: res.statusCode ?? 0, headers: res.headers, text, json });
+          });
+        },
+      );
       request.on('error', reject);
       if (payload) request.write(payload);
       request.end();

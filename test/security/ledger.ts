@@ -25,12 +25,17 @@ const API_TABLES: { table: string; key: string; scope: 'tenant' | 'global' }[] =
 ];
 
 /** Rows an accepted request writes besides the one it answers with: at most one per such request. */
-const SIDE_EFFECTS: { table: string; causedBy: string[] }[] = [{ table: 'notifications', causedBy: ['task-task-assign'] }];
+const SIDE_EFFECTS: { table: string; causedBy: string[] }[] = [
+  { table: 'notifications', causedBy: ['task-task-assign'] },
+];
 
 type Snapshot = Map<string, Map<string, boolean>>; // table -> "tenant|key" -> live
 
 async function hasColumn(world: World, table: string, column: string): Promise<boolean> {
-  const { rows } = await world.app.services.db.pool.query(`select 1 from information_schema.columns where table_schema = 'public' and table_name = $1 and column_name = $2`, [table, column]);
+  const { rows } = await world.app.services.db.pool.query(
+    `select 1 from information_schema.columns where table_schema = 'public' and table_name = $1 and column_name = $2`,
+    [table, column],
+  );
   return rows.length > 0;
 }
 
@@ -39,7 +44,9 @@ async function snapshot(world: World): Promise<Snapshot> {
   for (const { table, key, scope } of API_TABLES) {
     const live = (await hasColumn(world, table, 'deleted_at')) ? 'deleted_at is null' : 'true';
     const tenant = scope === 'tenant' ? 'tenant_id::text' : `'global'`;
-    const { rows } = await world.app.services.db.pool.query<{ k: string; live: boolean }>(`select ${tenant} || '|' || ${key}::text as k, ${live} as live from "${table}"`);
+    const { rows } = await world.app.services.db.pool.query<{ k: string; live: boolean }>(
+      `select ${tenant} || '|' || ${key}::text as k, ${live} as live from "${table}"`,
+    );
     out.set(table, new Map(rows.map((r) => [r.k, r.live])));
   }
   return out;
@@ -98,18 +105,22 @@ export async function nothingLostNothingLeaked(world: World, operationCount: () 
         }
         if (method === 'PUT' && route.startsWith('/api/v1/auth/roles/')) created.add(`${tenant}|${last}`);
         // The control plane writes inside the tenant its path names (the first administrator).
-        const target = host === OPERATOR_HOST ? /^\/api\/v1\/tenant\/tenants\/([0-9a-f-]{36})\//.exec(route)?.[1] : undefined;
+        const target =
+          host === OPERATOR_HOST ? /^\/api\/v1\/tenant\/tenants\/([0-9a-f-]{36})\//.exec(route)?.[1] : undefined;
         for (const id of entry.text.match(UUIDS) ?? []) {
           created.add(`${tenant}|${id}`).add(`global|${id}`);
           if (target) created.add(`${target}|${id}`);
         }
         for (const effect of SIDE_EFFECTS) {
-          if (effect.causedBy.includes(entry.sent.operationId ?? '')) causes.set(`${effect.table}|${tenant}`, (causes.get(`${effect.table}|${tenant}`) ?? 0) + 1);
+          if (effect.causedBy.includes(entry.sent.operationId ?? ''))
+            causes.set(`${effect.table}|${tenant}`, (causes.get(`${effect.table}|${tenant}`) ?? 0) + 1);
         }
       }
       const problems: string[] = [];
       // A tenant an accepted request created comes with its seeded rows (roles admin and member).
-      const newTenants = new Set([...after.get('tenants')!.keys()].filter((k) => !before.get('tenants')!.has(k)).map((k) => k.split('|')[1]!));
+      const newTenants = new Set(
+        [...after.get('tenants')!.keys()].filter((k) => !before.get('tenants')!.has(k)).map((k) => k.split('|')[1]!),
+      );
       for (const { table } of API_TABLES) {
         const was = before.get(table)!;
         const now = after.get(table)!;
@@ -121,14 +132,21 @@ export async function nothingLostNothingLeaked(world: World, operationCount: () 
             unexplained.set(tenant, (unexplained.get(tenant) ?? 0) + 1);
             continue;
           }
-          if (!was.has(key) && !created.has(key) && !newTenants.has(tenant)) problems.push(`${table} ${key} appeared, but no accepted request of that tenant wrote it`);
-          if (was.get(key) === true && !live && !deleted.has(key)) problems.push(`${table} ${key} was deleted, but no accepted DELETE of that tenant named it`);
+          if (!was.has(key) && !created.has(key) && !newTenants.has(tenant))
+            problems.push(`${table} ${key} appeared, but no accepted request of that tenant wrote it`);
+          if (was.get(key) === true && !live && !deleted.has(key))
+            problems.push(`${table} ${key} was deleted, but no accepted DELETE of that tenant named it`);
         }
         for (const [tenant, count] of unexplained) {
           const allowed = causes.get(`${table}|${tenant}`) ?? 0;
-          if (count > allowed) problems.push(`${table}: ${count} rows of ${tenant} appeared, but only ${allowed} accepted ${effect!.causedBy.join(' or ')} could write them`);
+          if (count > allowed)
+            problems.push(
+              `${table}: ${count} rows of ${tenant} appeared, but only ${allowed} accepted ${effect!.causedBy.join(' or ')} could write them`,
+            );
         }
-        for (const [key, live] of was) if (live && !now.has(key) && !deleted.has(key)) problems.push(`${table} ${key} is gone, but no accepted DELETE of that tenant named it`);
+        for (const [key, live] of was)
+          if (live && !now.has(key) && !deleted.has(key))
+            problems.push(`${table} ${key} is gone, but no accepted DELETE of that tenant named it`);
       }
       for (const key of deleted) {
         const [tenant] = key.split('|');
@@ -140,7 +158,7 @@ export async function nothingLostNothingLeaked(world: World, operationCount: () 
       expect(problems).toEqual([]);
     });
 
-    it('no row of one tenant names another tenant (its id, its rows\' ids, its people\'s addresses)', async () => {
+    it("no row of one tenant names another tenant (its id, its rows' ids, its people's addresses)", async () => {
       const pool = world.app.services.db.pool;
       const { rows: tables } = await pool.query<{ table_name: string }>(
         `select table_name from information_schema.columns where table_schema = 'public' and column_name = 'tenant_id' and table_name not like 'pg%' order by 1`,
@@ -158,7 +176,9 @@ export async function nothingLostNothingLeaked(world: World, operationCount: () 
       const { rows: tenants } = await pool.query<{ id: string }>('select id from tenants');
       for (const t of tenants) owner.set(t.id, t.id);
       const emails = fixtureEmails(world);
-      const operatorUsers = new Set(all.filter((r) => r.table === 'users' && r.tenant === world.operator.ref.id).map((r) => String(r.row.id)));
+      const operatorUsers = new Set(
+        all.filter((r) => r.table === 'users' && r.tenant === world.operator.ref.id).map((r) => String(r.row.id)),
+      );
       const operatorId = world.operator.ref.id;
       const problems: string[] = [];
       for (const { table, tenant, row } of all) {
@@ -166,13 +186,18 @@ export async function nothingLostNothingLeaked(world: World, operationCount: () 
         // recorded there with the operator's person as the actor: the one reference allowed.
         const { tenant_id: _own, ...rest } = row;
         if (typeof rest.actor_id === 'string' && operatorUsers.has(rest.actor_id)) delete rest.actor_id;
-        const text = JSON.stringify(rest, (_k, v: unknown) => (Buffer.isBuffer(v) ? v.toString('hex') : v)).toLowerCase();
+        const text = JSON.stringify(rest, (_k, v: unknown) =>
+          Buffer.isBuffer(v) ? v.toString('hex') : v,
+        ).toLowerCase();
         for (const id of text.match(UUIDS) ?? []) {
           const named = owner.get(id);
           // The operator's control plane names the tenants it manages (their ids), nothing inside them.
-          if (named && named !== tenant && !(tenant === operatorId && tenants.some((t) => t.id === id))) problems.push(`${table} row of ${tenant} names ${id} of tenant ${named}`);
+          if (named && named !== tenant && !(tenant === operatorId && tenants.some((t) => t.id === id)))
+            problems.push(`${table} row of ${tenant} names ${id} of tenant ${named}`);
         }
-        for (const [email, of] of emails) if (of !== tenant && text.includes(email)) problems.push(`${table} row of ${tenant} names ${email} of tenant ${of}`);
+        for (const [email, of] of emails)
+          if (of !== tenant && text.includes(email))
+            problems.push(`${table} row of ${tenant} names ${email} of tenant ${of}`);
       }
       console.log(`rows scanned for other tenants' names: ${all.length} in ${tables.length} tables`);
       expect(problems.slice(0, 20)).toEqual([]);
@@ -186,16 +211,24 @@ export async function nothingLostNothingLeaked(world: World, operationCount: () 
         `select encode(id_hash, 'hex') as h, encode(id_hash, 'base64') as b from sessions union all select encode(token_hash, 'hex'), encode(token_hash, 'base64') from set_password_tokens`,
       );
       for (const { h, b } of hashes) secrets.push(h, b);
-      const { rows: pw } = await pool.query<{ p: string }>(`select password_hash as p from users where password_hash is not null`);
+      const { rows: pw } = await pool.query<{ p: string }>(
+        `select password_hash as p from users where password_hash is not null`,
+      );
       for (const { p } of pw) secrets.push(p);
       // Personal access tokens: their hashes never leave, the raw tokens only in the answer that makes each.
-      const { rows: tokenHashes } = await pool.query<{ h: string; b: string }>(`select encode(token_hash, 'hex') as h, encode(token_hash, 'base64') as b from access_tokens`);
+      const { rows: tokenHashes } = await pool.query<{ h: string; b: string }>(
+        `select encode(token_hash, 'hex') as h, encode(token_hash, 'base64') as b from access_tokens`,
+      );
       for (const { h, b } of tokenHashes) secrets.push(h, b);
-      const rawTokens = [...world.tenants.flatMap((t) => [...t.actors.map((a) => a.token), t.expiredToken, t.revokedToken])];
-      const makesToken = (sent: { method: string; path: string }, status: number) => sent.method === 'POST' && sent.path === '/api/v1/auth/tokens' && status === 201;
+      const rawTokens = [
+        ...world.tenants.flatMap((t) => [...t.actors.map((a) => a.token), t.expiredToken, t.revokedToken]),
+      ];
+      const makesToken = (sent: { method: string; path: string }, status: number) =>
+        sent.method === 'POST' && sent.path === '/api/v1/auth/tokens' && status === 201;
       // Per tenant: its id, its rows' ids and its people's addresses.
       const names = new Map<string, Set<string>>();
-      const add = (tenant: string, value: string) => (names.get(tenant) ?? names.set(tenant, new Set()).get(tenant)!).add(value.toLowerCase());
+      const add = (tenant: string, value: string) =>
+        (names.get(tenant) ?? names.set(tenant, new Set()).get(tenant)!).add(value.toLowerCase());
       for (const t of world.tenants) add(t.ref.id, t.ref.id);
       for (const table of ['users', 'contents', 'tasks', 'files', 'notifications', 'subscriptions', 'sessions']) {
         const { rows } = await pool.query<{ tenant_id: string; id: string }>(`select tenant_id, id from "${table}"`);
@@ -206,8 +239,10 @@ export async function nothingLostNothingLeaked(world: World, operationCount: () 
       for (const entry of world.client.transcript) {
         const text = entry.text.toLowerCase();
         const where = `${entry.sent.operationId ?? ''} ${entry.sent.method} ${entry.sent.host}${entry.sent.path.slice(0, 120)} → ${entry.status}`;
-        for (const s of secrets) if (s.length >= 8 && entry.text.includes(s)) problems.push(`${where}: carries a secret (${s.slice(0, 12)}…)`);
-        if (!makesToken(entry.sent, entry.status)) for (const s of rawTokens) if (entry.text.includes(s)) problems.push(`${where}: carries a raw access token`);
+        for (const s of secrets)
+          if (s.length >= 8 && entry.text.includes(s)) problems.push(`${where}: carries a secret (${s.slice(0, 12)}…)`);
+        if (!makesToken(entry.sent, entry.status))
+          for (const s of rawTokens) if (entry.text.includes(s)) problems.push(`${where}: carries a raw access token`);
         const here = tenantOfHost.get(entry.sent.host);
         // The operator's control plane answers with the tenants it manages: their ids and first administrators.
         const controlPlane = entry.sent.host === OPERATOR_HOST && entry.sent.path.startsWith('/api/v1/tenant/');

@@ -29,7 +29,19 @@ export interface Param {
 }
 
 interface OpenApi {
-  paths: Record<string, Record<string, { operationId: string; 'x-access'?: string; security?: Record<string, string[]>[]; parameters?: { in: string; name: string; required?: boolean; schema: TSchema }[]; requestBody?: { content: Record<string, { schema: TSchema }> } }>>;
+  paths: Record<
+    string,
+    Record<
+      string,
+      {
+        operationId: string;
+        'x-access'?: string;
+        security?: Record<string, string[]>[];
+        parameters?: { in: string; name: string; required?: boolean; schema: TSchema }[];
+        requestBody?: { content: Record<string, { schema: TSchema }> };
+      }
+    >
+  >;
 }
 
 /** Reads every operation of the document; an operation without `x-access` cannot be classified and fails by name. */
@@ -38,7 +50,10 @@ export function readOperations(doc: OpenApi, isOperatorPermission: (p: string) =
   for (const [path, methods] of Object.entries(doc.paths)) {
     for (const [method, op] of Object.entries(methods)) {
       const access = op['x-access'];
-      if (!access) throw new Error(`operation ${op.operationId} (${method.toUpperCase()} ${path}) has no x-access: the suite cannot tell who may call it`);
+      if (!access)
+        throw new Error(
+          `operation ${op.operationId} (${method.toUpperCase()} ${path}) has no x-access: the suite cannot tell who may call it`,
+        );
       const permission = access.startsWith('permission ') ? access.slice('permission '.length) : undefined;
       const [contentType, media] = Object.entries(op.requestBody?.content ?? {})[0] ?? [];
       out.push({
@@ -48,7 +63,14 @@ export function readOperations(doc: OpenApi, isOperatorPermission: (p: string) =
         access: permission ?? access,
         permission,
         operator: permission !== undefined && isOperatorPermission(permission),
-        params: (op.parameters ?? []).filter((p) => p.in === 'path' || p.in === 'query').map((p) => ({ in: p.in as 'path' | 'query', name: p.name, required: p.required === true || p.in === 'path', schema: p.schema })),
+        params: (op.parameters ?? [])
+          .filter((p) => p.in === 'path' || p.in === 'query')
+          .map((p) => ({
+            in: p.in as 'path' | 'query',
+            name: p.name,
+            required: p.required === true || p.in === 'path',
+            schema: p.schema,
+          })),
         body: contentType && media ? { contentType, schema: media.schema } : undefined,
         stateChanging: ['POST', 'PUT', 'PATCH', 'DELETE'].includes(method.toUpperCase()),
         bearer: (op.security ?? []).some((requirement) => 'bearerAuth' in requirement),
@@ -75,22 +97,50 @@ export interface PathSource {
 export const PATH_SOURCES: PathSource[] = [
   { pattern: /^\/api\/v1\/user\/users\/\{id\}/, param: 'id', scope: 'tenant', value: (_w, t) => t.rows.user },
   { pattern: /^\/api\/v1\/content\/contents\/\{id\}/, param: 'id', scope: 'tenant', value: (_w, t) => t.rows.content },
-  { pattern: /^\/api\/v1\/content\/public\/\{slug\}$/, param: 'slug', scope: 'tenant', value: (_w, t) => t.rows.publishedSlug },
+  {
+    pattern: /^\/api\/v1\/content\/public\/\{slug\}$/,
+    param: 'slug',
+    scope: 'tenant',
+    value: (_w, t) => t.rows.publishedSlug,
+  },
   { pattern: /^\/api\/v1\/task\/tasks\/\{id\}/, param: 'id', scope: 'tenant', value: (_w, t) => t.rows.task },
-  { pattern: /^\/api\/v1\/webhook\/endpoints\/\{id\}/, param: 'id', scope: 'tenant', value: (_w, t) => t.rows.webhookEndpoint },
+  {
+    pattern: /^\/api\/v1\/webhook\/endpoints\/\{id\}/,
+    param: 'id',
+    scope: 'tenant',
+    value: (_w, t) => t.rows.webhookEndpoint,
+  },
   { pattern: /^\/api\/v1\/file\/files\/\{id\}/, param: 'id', scope: 'tenant', value: (_w, t) => t.rows.privateFile },
   { pattern: /^\/api\/v1\/file\/public\/\{id\}$/, param: 'id', scope: 'tenant', value: (_w, t) => t.rows.publicFile },
   { pattern: /^\/api\/v1\/auth\/tokens\/\{id\}$/, param: 'id', scope: 'tenant', value: (_w, t) => t.rows.accessToken },
-  { pattern: /^\/api\/v1\/notification\/notifications\/\{id\}/, param: 'id', scope: 'tenant', value: (_w, t) => t.rows.adminNotification },
+  {
+    pattern: /^\/api\/v1\/notification\/notifications\/\{id\}/,
+    param: 'id',
+    scope: 'tenant',
+    value: (_w, t) => t.rows.adminNotification,
+  },
   { pattern: /^\/api\/v1\/auth\/roles\/\{name\}$/, param: 'name', scope: 'name', value: (_w, t) => t.rows.role },
   { pattern: /^\/api\/v1\/billing\/plans\/\{id\}$/, param: 'id', scope: 'global', value: (w) => w.plans.spare },
-  { pattern: /^\/api\/v1\/tenant\/tenants\/\{id\}/, param: 'id', scope: 'control-plane', value: (w) => w.spareTenantId },
-  { pattern: /^\/api\/v1\/tenant\/tenants\/\{id\}\/hosts\/\{host\}$/, param: 'host', scope: 'control-plane', value: (w) => w.spareHost },
+  {
+    pattern: /^\/api\/v1\/tenant\/tenants\/\{id\}/,
+    param: 'id',
+    scope: 'control-plane',
+    value: (w) => w.spareTenantId,
+  },
+  {
+    pattern: /^\/api\/v1\/tenant\/tenants\/\{id\}\/hosts\/\{host\}$/,
+    param: 'host',
+    scope: 'control-plane',
+    value: (w) => w.spareHost,
+  },
 ];
 
 export function pathSource(op: Operation, param: string): PathSource {
   const source = PATH_SOURCES.find((s) => s.param === param && s.pattern.test(op.path));
-  if (!source) throw new Error(`cannot exercise ${op.id} (${op.method} ${op.path}): no sample for path parameter {${param}}; add it to PATH_SOURCES in test/security/operations.ts`);
+  if (!source)
+    throw new Error(
+      `cannot exercise ${op.id} (${op.method} ${op.path}): no sample for path parameter {${param}}; add it to PATH_SOURCES in test/security/operations.ts`,
+    );
   return source;
 }
 
@@ -132,7 +182,9 @@ export function validBody(op: Operation, world: World, tenant: TenantWorld): Pic
     const boundary = `----sec${randomUUID()}`;
     return {
       headers: { 'content-type': `multipart/form-data; boundary=${boundary}` },
-      body: Buffer.from(`--${boundary}\r\nContent-Disposition: form-data; name="file"; filename="a.txt"\r\nContent-Type: text/plain\r\n\r\nsecurity suite bytes\r\n--${boundary}--\r\n`),
+      body: Buffer.from(
+        `--${boundary}\r\nContent-Disposition: form-data; name="file"; filename="a.txt"\r\nContent-Type: text/plain\r\n\r\nsecurity suite bytes\r\n--${boundary}--\r\n`,
+      ),
     };
   }
   const hint = BODY_HINTS[op.id]?.(world, tenant) ?? {};
@@ -150,7 +202,12 @@ export function validQuery(param: Param): string | undefined {
 }
 
 /** The path with each parameter replaced, by default with the tenant's own sample. */
-export function fillPath(op: Operation, world: World, tenant: TenantWorld, override: Record<string, string> = {}): string {
+export function fillPath(
+  op: Operation,
+  world: World,
+  tenant: TenantWorld,
+  override: Record<string, string> = {},
+): string {
   let path = op.path;
   for (const p of op.params.filter((x) => x.in === 'path')) {
     const value = override[p.name] ?? pathSource(op, p.name).value(world, tenant);
@@ -165,9 +222,23 @@ export function fillPath(op: Operation, world: World, tenant: TenantWorld, overr
 }
 
 /** A complete, valid request for the operation at the tenant (the cookie is the caller's choice). */
-export function validRequest(op: Operation, world: World, tenant: TenantWorld, cookie?: string, override: Record<string, string> = {}): Sent {
-  return { operationId: op.id, method: op.method, host: tenant.host, path: fillPath(op, world, tenant, override), ...(cookie ? { cookie } : {}), ...validBody(op, world, tenant) };
+export function validRequest(
+  op: Operation,
+  world: World,
+  tenant: TenantWorld,
+  cookie?: string,
+  override: Record<string, string> = {},
+): Sent {
+  return {
+    operationId: op.id,
+    method: op.method,
+    host: tenant.host,
+    path: fillPath(op, world, tenant, override),
+    ...(cookie ? { cookie } : {}),
+    ...validBody(op, world, tenant),
+  };
 }
 
 /** Where an operation lives: an operator operation at the operator's host, any other at a customer's. */
-export const homeTenants = (op: Operation, world: World): TenantWorld[] => (op.operator ? [world.operator] : [world.a, world.b, world.operator]);
+export const homeTenants = (op: Operation, world: World): TenantWorld[] =>
+  op.operator ? [world.operator] : [world.a, world.b, world.operator];

@@ -93,7 +93,8 @@ export async function buildWorld(prefix: string): Promise<World> {
   const client = new Client((app.web!.server.address() as AddressInfo).port);
   const must = async (req: Sent, ...expected: number[]) => {
     const res = await client.send(req);
-    if (!(expected.length ? expected.includes(res.status) : res.status < 300)) throw new Error(`world set-up refused: ${describeExchange(req, res)}`);
+    if (!(expected.length ? expected.includes(res.status) : res.status < 300))
+      throw new Error(`world set-up refused: ${describeExchange(req, res)}`);
     return res;
   };
   const registry = app.services.registry;
@@ -106,16 +107,33 @@ export async function buildWorld(prefix: string): Promise<World> {
     const raw = newSessionId();
     await app.services.transactions.run(tenant, async (ctx) => {
       const user = await ctx.db.executeQuery<{ id: string }>(
-        CompiledQuery.raw(`insert into users (email, display_name, status, roles) values ($1, 'Bootstrap', 'active', '{admin}') returning id`, [`bootstrap@${tenant.slug}.example.test`]),
+        CompiledQuery.raw(
+          `insert into users (email, display_name, status, roles) values ($1, 'Bootstrap', 'active', '{admin}') returning id`,
+          [`bootstrap@${tenant.slug}.example.test`],
+        ),
       );
-      await ctx.db.executeQuery(CompiledQuery.raw(`insert into sessions (id_hash, user_id, expires_at) values ($1, $2, now() + interval '1 day')`, [hashSecret(raw), user.rows[0]!.id]));
+      await ctx.db.executeQuery(
+        CompiledQuery.raw(
+          `insert into sessions (id_hash, user_id, expires_at) values ($1, $2, now() + interval '1 day')`,
+          [hashSecret(raw), user.rows[0]!.id],
+        ),
+      );
     });
     return `${sessionCookie(app.config).name}=${raw}`;
   };
 
   const operatorBoot = await bootstrap(app.operator);
   const makeTenant = async (slug: string): Promise<TenantRef> => {
-    const res = await must({ method: 'POST', host: OPERATOR_HOST, path: '/api/v1/tenant/tenants', cookie: operatorBoot, json: { slug, name: `Tenant ${slug}`, host: hostOf(slug) } }, 201);
+    const res = await must(
+      {
+        method: 'POST',
+        host: OPERATOR_HOST,
+        path: '/api/v1/tenant/tenants',
+        cookie: operatorBoot,
+        json: { slug, name: `Tenant ${slug}`, host: hostOf(slug) },
+      },
+      201,
+    );
     return { id: String(res.json!.id), slug, isOperator: false };
   };
   const refA = await makeTenant(`${prefix}-a`);
@@ -126,7 +144,21 @@ export async function buildWorld(prefix: string): Promise<World> {
     String(
       (
         await must(
-          { method: 'POST', host: OPERATOR_HOST, path: '/api/v1/billing/plans', cookie: operatorBoot, json: { code, name: `Plan ${code}`, price, currency: 'EUR', interval: 'month', features: ['a'], active: true } },
+          {
+            method: 'POST',
+            host: OPERATOR_HOST,
+            path: '/api/v1/billing/plans',
+            cookie: operatorBoot,
+            json: {
+              code,
+              name: `Plan ${code}`,
+              price,
+              currency: 'EUR',
+              interval: 'month',
+              features: ['a'],
+              active: true,
+            },
+          },
           201,
         )
       ).json!.id,
@@ -134,59 +166,138 @@ export async function buildWorld(prefix: string): Promise<World> {
   const plans = { free: await plan(`${prefix}-free`, 0), spare: await plan(`${prefix}-spare`, 500) };
 
   const populate = async (ref: TenantRef, host: string, boot: string): Promise<TenantWorld> => {
-    const as = (cookie: string, method: string, path: string, json?: unknown, ...expected: number[]) => must({ method, host, path, cookie, ...(json === undefined ? {} : { json }) }, ...expected);
+    const as = (cookie: string, method: string, path: string, json?: unknown, ...expected: number[]) =>
+      must({ method, host, path, cookie, ...(json === undefined ? {} : { json }) }, ...expected);
     const grantable = permissions.filter((p) => ref.isOperator || !isOperatorPermission(p));
     for (const p of grantable) await as(boot, 'PUT', `/api/v1/auth/roles/only-${p}`, { permissions: [p] });
     const person = async (label: string, roles: string[], perms: string[]): Promise<Actor> => {
       const email = `${label.replaceAll(':', '-')}@${ref.slug}.example.test`;
-      const invited = await as(boot, 'POST', '/api/v1/user/invitations', { email, displayName: `${label} of ${ref.slug}`, roles }, 201);
+      const invited = await as(
+        boot,
+        'POST',
+        '/api/v1/user/invitations',
+        { email, displayName: `${label} of ${ref.slug}`, roles },
+        201,
+      );
       const userId = String(invited.json!.id);
       await as(boot, 'POST', `/api/v1/user/users/${userId}/set-password`, { password: PASSWORD });
-      const login = await must({ method: 'POST', host, path: '/api/v1/auth/login', json: { email, password: PASSWORD } }, 200);
-      const setCookie = ([] as string[]).concat(login.headers['set-cookie'] ?? []).find((c) => c.startsWith(`${sessionCookie(app.config).name}=`));
+      const login = await must(
+        { method: 'POST', host, path: '/api/v1/auth/login', json: { email, password: PASSWORD } },
+        200,
+      );
+      const setCookie = ([] as string[])
+        .concat(login.headers['set-cookie'] ?? [])
+        .find((c) => c.startsWith(`${sessionCookie(app.config).name}=`));
       if (!setCookie) throw new Error(`login of ${email} set no session cookie`);
       const cookie = setCookie.split(';')[0]!;
-      const token = String((await as(cookie, 'POST', '/api/v1/auth/tokens', { name: `${label} token`, permissions: perms }, 201)).json!.token);
-      return { label, userId, email, password: PASSWORD, cookie, rawSessionId: cookie.slice(cookie.indexOf('=') + 1), permissions: perms, token };
+      const token = String(
+        (await as(cookie, 'POST', '/api/v1/auth/tokens', { name: `${label} token`, permissions: perms }, 201)).json!
+          .token,
+      );
+      return {
+        label,
+        userId,
+        email,
+        password: PASSWORD,
+        cookie,
+        rawSessionId: cookie.slice(cookie.indexOf('=') + 1),
+        permissions: perms,
+        token,
+      };
     };
     const admin = await person('admin', ['admin'], ['*']);
     const member = await person('member', ['member'], []);
     const holders = await Promise.all(grantable.map((p) => person(`only-${p}`, [`only-${p}`], [p])));
     const holder = new Map(grantable.map((p, i) => [p, holders[i]!]));
 
-    const subject = await as(admin.cookie, 'POST', '/api/v1/user/users', { email: `subject@${ref.slug}.example.test`, displayName: 'Subject' }, 201);
+    const subject = await as(
+      admin.cookie,
+      'POST',
+      '/api/v1/user/users',
+      { email: `subject@${ref.slug}.example.test`, displayName: 'Subject' },
+      201,
+    );
     const content = async (slug: string, kind: string) =>
-      String((await as(admin.cookie, 'POST', '/api/v1/content/contents', { slug, title: `Title ${slug}`, kind, body: `Body of ${slug}` }, 201)).json!.id);
+      String(
+        (
+          await as(
+            admin.cookie,
+            'POST',
+            '/api/v1/content/contents',
+            { slug, title: `Title ${slug}`, kind, body: `Body of ${slug}` },
+            201,
+          )
+        ).json!.id,
+      );
     const draft = await content(`${ref.slug}-draft`, 'post');
     const published = await content(`${ref.slug}-page`, 'page');
     await as(admin.cookie, 'POST', `/api/v1/content/contents/${published}/publish`);
     const task = async (title: string) =>
-      String((await as(admin.cookie, 'POST', '/api/v1/task/tasks', { title, priority: 'low', deadline: new Date(Date.now() + 86_400_000).toISOString() }, 201)).json!.id);
+      String(
+        (
+          await as(
+            admin.cookie,
+            'POST',
+            '/api/v1/task/tasks',
+            { title, priority: 'low', deadline: new Date(Date.now() + 86_400_000).toISOString() },
+            201,
+          )
+        ).json!.id,
+      );
     const taskId = await task(`Task of ${ref.slug}`);
     await task(`Second task of ${ref.slug}`);
-    const webhookEndpoint = String((await as(admin.cookie, 'POST', '/api/v1/webhook/endpoints', { url: `https://hooks.${ref.slug}.example.test/in`, events: ['*'] }, 201)).json!.id);
+    const webhookEndpoint = String(
+      (
+        await as(
+          admin.cookie,
+          'POST',
+          '/api/v1/webhook/endpoints',
+          { url: `https://hooks.${ref.slug}.example.test/in`, events: ['*'] },
+          201,
+        )
+      ).json!.id,
+    );
     const upload = async (visibility: string) => {
       const boundary = `----sec${randomUUID()}`;
       const body = Buffer.from(
         `--${boundary}\r\nContent-Disposition: form-data; name="file"; filename="${visibility}.txt"\r\nContent-Type: text/plain\r\n\r\n${visibility} bytes of ${ref.slug}\r\n--${boundary}--\r\n`,
       );
-      const res = await must({ method: 'POST', host, path: `/api/v1/file/files?visibility=${visibility}`, cookie: admin.cookie, headers: { 'content-type': `multipart/form-data; boundary=${boundary}` }, body }, 201);
+      const res = await must(
+        {
+          method: 'POST',
+          host,
+          path: `/api/v1/file/files?visibility=${visibility}`,
+          cookie: admin.cookie,
+          headers: { 'content-type': `multipart/form-data; boundary=${boundary}` },
+          body,
+        },
+        201,
+      );
       return String(res.json!.id);
     };
     const privateFile = await upload('private');
     const publicFile = await upload('public');
     // Notifications have no create route: Notify is a module service, so they are a fixture.
     const note = (recipientId: string, title: string) =>
-      app.services.transactions.run(ref, async (ctx) => (await notify(ctx, { recipientId, title, body: `${title} body`, link: '/admin', email: false })).id);
+      app.services.transactions.run(
+        ref,
+        async (ctx) =>
+          (await notify(ctx, { recipientId, title, body: `${title} body`, link: '/admin', email: false })).id,
+      );
     const adminNotification = await note(admin.userId, `For the admin of ${ref.slug}`);
     const memberNotification = await note(member.userId, `For the member of ${ref.slug}`);
     const role = `own-${ref.slug}`;
     await as(boot, 'PUT', `/api/v1/auth/roles/${role}`, { permissions: ['content:read'] });
-    if (!ref.isOperator) await as(admin.cookie, 'POST', '/api/v1/billing/subscription/subscribe', { planId: plans.free });
-    const adminToken = async (name: string) => (await as(admin.cookie, 'POST', '/api/v1/auth/tokens', { name, permissions: ['*'] }, 201)).json!;
+    if (!ref.isOperator)
+      await as(admin.cookie, 'POST', '/api/v1/billing/subscription/subscribe', { planId: plans.free });
+    const adminToken = async (name: string) =>
+      (await as(admin.cookie, 'POST', '/api/v1/auth/tokens', { name, permissions: ['*'] }, 201)).json!;
     const accessToken = String((await adminToken('sample')).id);
     const expired = await adminToken('expired');
-    await app.services.db.pool.query(`update access_tokens set expires_at = now() - interval '1 second' where id = $1`, [expired.id]);
+    await app.services.db.pool.query(
+      `update access_tokens set expires_at = now() - interval '1 second' where id = $1`,
+      [expired.id],
+    );
     const revoked = await adminToken('revoked');
     await as(admin.cookie, 'DELETE', `/api/v1/auth/tokens/${revoked.id}`, undefined, 204);
 
@@ -197,7 +308,19 @@ export async function buildWorld(prefix: string): Promise<World> {
       member,
       holder,
       actors: [admin, member, ...holders],
-      rows: { user: String(subject.json!.id), content: draft, publishedSlug: `${ref.slug}-page`, task: taskId, webhookEndpoint, privateFile, publicFile, adminNotification, memberNotification, role, accessToken },
+      rows: {
+        user: String(subject.json!.id),
+        content: draft,
+        publishedSlug: `${ref.slug}-page`,
+        task: taskId,
+        webhookEndpoint,
+        privateFile,
+        publicFile,
+        adminNotification,
+        memberNotification,
+        role,
+        accessToken,
+      },
       expiredToken: String(expired.token),
       revokedToken: String(revoked.token),
     };
@@ -208,7 +331,20 @@ export async function buildWorld(prefix: string): Promise<World> {
     bootstrap(refA).then((boot) => populate(refA, hostOf(refA.slug), boot)),
     bootstrap(refB).then((boot) => populate(refB, hostOf(refB.slug), boot)),
   ]);
-  return { app, client, operator: operator!, a: a!, b: b!, tenants: [a!, b!, operator!], spareTenantId: spare.id, spareHost: hostOf(spare.slug), plans, permissions, isOperatorPermission, must };
+  return {
+    app,
+    client,
+    operator: operator!,
+    a: a!,
+    b: b!,
+    tenants: [a!, b!, operator!],
+    spareTenantId: spare.id,
+    spareHost: hostOf(spare.slug),
+    plans,
+    permissions,
+    isOperatorPermission,
+    must,
+  };
 }
 
 export async function closeWorld(world: World | undefined): Promise<void> {

@@ -12,7 +12,12 @@ const fields = {
   doneAt: Type.Optional(DateTime()),
 };
 const permissions = { read: 'thing:read', write: 'thing:write' };
-const finish = { summary: 'Finish', async run() { return { done: true }; } };
+const finish = {
+  summary: 'Finish',
+  async run() {
+    return { done: true };
+  },
+};
 
 describe('defineEntity', () => {
   it('accepts a definition naming only its own fields and commands', () => {
@@ -66,7 +71,12 @@ describe('defineEntity', () => {
   });
 
   it('accepts a field written by several commands, and refuses one of them being undeclared', () => {
-    const reopen = { summary: 'Reopen', async run() { return { done: false }; } };
+    const reopen = {
+      summary: 'Reopen',
+      async run() {
+        return { done: false };
+      },
+    };
     const ok = defineEntity({
       module: 'm',
       name: 'thing',
@@ -129,7 +139,15 @@ describe('defineEntity', () => {
   });
 
   it('accepts the scope, singleton, row-access, delete-mode, read-only and computed options', () => {
-    defineEntity({ module: 'm', name: 'price', fields, permissions, scope: 'global', deleteMode: 'hard', readOnly: ['done'] });
+    defineEntity({
+      module: 'm',
+      name: 'price',
+      fields,
+      permissions,
+      scope: 'global',
+      deleteMode: 'hard',
+      readOnly: ['done'],
+    });
     defineEntity({
       module: 'm',
       name: 'note',
@@ -139,10 +157,17 @@ describe('defineEntity', () => {
       computed: { shout: Type.String() },
       hooks: { afterRead: (_ctx, row) => ({ ...row, shout: row.title.toUpperCase() }) },
     });
-    defineEntity({ module: 'm', name: 'profile', fields, permissions, singleton: true, singletonRoutes: ['replace', 'update', 'delete'] });
+    defineEntity({
+      module: 'm',
+      name: 'profile',
+      fields,
+      permissions,
+      singleton: true,
+      singletonRoutes: ['replace', 'update', 'delete'],
+    });
   });
 
-  it('gives a singleton\'s command the row or null, and a collection\'s command the row', () => {
+  it("gives a singleton's command the row or null, and a collection's command the row", () => {
     defineEntity({
       module: 'm',
       name: 'profile',

@@ -52,14 +52,27 @@ describe('EntityTable: the kysely table type derived from the field schemas', ()
       tags: string[];
       size: number;
     }>();
-    expectTypeOf<Selectable<DB['prices']>>().toEqualTypeOf<{ id: string; created_at: Date; updated_at: Date; code: string }>();
+    expectTypeOf<Selectable<DB['prices']>>().toEqualTypeOf<{
+      id: string;
+      created_at: Date;
+      updated_at: Date;
+      code: string;
+    }>();
   });
 
   it('lets an insert leave out what the database supplies, and only that', () => {
     type Insert = Insertable<DB['chores']>;
     // The required fields alone make an insert: the system columns, defaults and Optional fields may be left out.
     expectTypeOf<{ title: string; due_at: Date; size: number }>().toExtend<Insert>();
-    expectTypeOf<{ title: string; due_at: string; size: number; status: 'done'; note: null; done_at: string; tags: string[] }>().toExtend<Insert>();
+    expectTypeOf<{
+      title: string;
+      due_at: string;
+      size: number;
+      status: 'done';
+      note: null;
+      done_at: string;
+      tags: string[];
+    }>().toExtend<Insert>();
     expectTypeOf<{ due_at: Date; size: number }>().not.toExtend<Insert>();
     expectTypeOf<Insert['status']>().toEqualTypeOf<'open' | 'done' | undefined>();
     expectTypeOf<Insert['nick_name']>().toEqualTypeOf<string | undefined>();
@@ -67,7 +80,11 @@ describe('EntityTable: the kysely table type derived from the field schemas', ()
   });
 
   it('keeps the builder fully typed: a wrong column name or value does not compile', async () => {
-    const rows = await db.selectFrom('chores').select(['title', 'due_at', 'status']).where('status', '=', 'done').execute();
+    const rows = await db
+      .selectFrom('chores')
+      .select(['title', 'due_at', 'status'])
+      .where('status', '=', 'done')
+      .execute();
     expectTypeOf(rows).toEqualTypeOf<{ title: string; due_at: Date; status: 'open' | 'done' }[]>();
 
     // @ts-expect-error: the column is due_at, not dueAt
@@ -84,8 +101,10 @@ describe('EntityTable: the kysely table type derived from the field schemas', ()
     await db.selectFrom('prices').select(['tenant_id', 'deleted_at']).execute();
   });
 
-  it('types the modules\' tables from their definitions (declaration merging into Database)', () => {
-    expectTypeOf<Selectable<Database['tasks']>['status']>().toEqualTypeOf<'open' | 'acknowledged' | 'in_progress' | 'resolved' | 'closed'>();
+  it("types the modules' tables from their definitions (declaration merging into Database)", () => {
+    expectTypeOf<Selectable<Database['tasks']>['status']>().toEqualTypeOf<
+      'open' | 'acknowledged' | 'in_progress' | 'resolved' | 'closed'
+    >();
     expectTypeOf<Selectable<Database['tasks']>['deadline']>().toEqualTypeOf<Date>();
     expectTypeOf<Insertable<Database['tasks']>['sla_breached']>().toEqualTypeOf<boolean | undefined>();
     // The password hash is no field: a column added to the derived type by hand.

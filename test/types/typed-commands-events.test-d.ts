@@ -15,9 +15,12 @@ const fields = {
   note: Type.Optional(Type.String()),
 };
 const command = defineCommand(fields);
-const FinishBody = Type.Object({ comment: Type.String(), at: Type.Optional(DateTime()) }, { additionalProperties: false });
+const FinishBody = Type.Object(
+  { comment: Type.String(), at: Type.Optional(DateTime()) },
+  { additionalProperties: false },
+);
 
-describe('defineCommand: the body is its schema\'s type', () => {
+describe("defineCommand: the body is its schema's type", () => {
   it('types the body of an inline run, and refuses a property the schema does not have', () => {
     defineEntity({
       module: 'm',
@@ -102,7 +105,12 @@ describe('ctx.publish accepts only the declared publishes', () => {
 
   it('still passes a narrowed context to helpers that take any TxContext', () => {
     const helper = (ctx: TxContext) => ctx.tenant.id;
-    command({ summary: 'Help', async run(ctx) { helper(ctx); } });
+    command({
+      summary: 'Help',
+      async run(ctx) {
+        helper(ctx);
+      },
+    });
   });
 });
 

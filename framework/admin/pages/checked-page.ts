@@ -35,7 +35,12 @@ export function registerCheckedPage(site: AdminSite, page: CheckedPageDefinition
   registerRoute(site.app, site.services, {
     method: 'GET',
     url: page.path.slice(prefix.length) || '/',
-    operationId: `admin-page-get${page.path.replace(/^\/admin/, '').replace(/[^A-Za-z0-9]+/g, '-').replace(/-$/, '') || '-dashboard'}`,
+    operationId: `admin-page-get${
+      page.path
+        .replace(/^\/admin/, '')
+        .replace(/[^A-Za-z0-9]+/g, '-')
+        .replace(/-$/, '') || '-dashboard'
+    }`,
     summary: page.summary,
     access: page.access,
     hidden: true,
@@ -51,7 +56,8 @@ export function registerCheckedPage(site: AdminSite, page: CheckedPageDefinition
       page.handler({
         params: (params ?? {}) as Record<string, string>,
         query: (query ?? {}) as Record<string, unknown>,
-        inTransaction: (fn) => transaction((tx) => fn(pageContext(site, { tx, request, reply, services, params, query, body: undefined }))),
+        inTransaction: (fn) =>
+          transaction((tx) => fn(pageContext(site, { tx, request, reply, services, params, query, body: undefined }))),
       }),
   });
 }

@@ -26,7 +26,12 @@ const COUNT_PAGE: PageQuery = { limit: 1, offset: 0, sort: 'createdAt' };
 export async function dashboardCards(tx: TxContext, registry: Registry): Promise<DashboardCard[]> {
   const cards: DashboardCard[] = [];
   for (const entity of readableEntities(registry, tx)) {
-    const base = { key: entity.names.key, module: entity.module, label: entity.names.label, labelPlural: entity.names.labelPlural };
+    const base = {
+      key: entity.names.key,
+      module: entity.module,
+      label: entity.names.label,
+      labelPlural: entity.names.labelPlural,
+    };
     if (entity.singleton) {
       cards.push({ ...base, count: null, countExact: true });
       continue;

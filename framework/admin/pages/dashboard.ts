@@ -18,13 +18,17 @@ export function registerDashboard(site: AdminSite, checks: readonly ReadinessChe
     summary: 'Dashboard',
     handler: async ({ inTransaction }) => {
       const outcome = database ? await runCheck(database) : { name: 'database', ok: false, ms: 0 };
-      if (!outcome.ok) site.services.log.warn({ check: 'database', error: outcome.error }, 'admin dashboard: database check failed');
+      if (!outcome.ok)
+        site.services.log.warn({ check: 'database', error: outcome.error }, 'admin dashboard: database check failed');
       return inTransaction(async (page) => {
         const cards = (await dashboardCards(page.tx, site.services.registry)).map((card) => ({
           ...card,
           href: card.count === null ? null : adminListPath(site, card.key),
         }));
-        return page.render({ title: 'Dashboard', body: renderTemplate('./admin/pages/dashboard', { cards, database: outcome }) });
+        return page.render({
+          title: 'Dashboard',
+          body: renderTemplate('./admin/pages/dashboard', { cards, database: outcome }),
+        });
       });
     },
   });

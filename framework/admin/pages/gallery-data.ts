@@ -16,7 +16,12 @@ export const GALLERY: readonly GallerySample[] = [
   {
     component: 'alert',
     about: 'A message: error (its sentence and the points it lists; the problem code only in data-code), ok or info.',
-    data: () => ({ kind: 'error', title: 'The task was not saved', code: 'VALIDATION_FAILED', items: ['Fill in the title.'] }),
+    data: () => ({
+      kind: 'error',
+      title: 'The task was not saved',
+      code: 'VALIDATION_FAILED',
+      items: ['Fill in the title.'],
+    }),
   },
   {
     component: 'badge',
@@ -31,32 +36,59 @@ export const GALLERY: readonly GallerySample[] = [
   {
     component: 'confirm',
     about: 'A confirmation that works without JavaScript: the page is the question, the button posts it.',
-    data: ({ csrf, csrfField }) => ({ action: '/admin/_gallery', csrfField, csrf, question: 'Delete the task “Call the customer back”?', confirmLabel: 'Delete', cancelHref: '/admin/_gallery' }),
+    data: ({ csrf, csrfField }) => ({
+      action: '/admin/_gallery',
+      csrfField,
+      csrf,
+      question: 'Delete the task “Call the customer back”?',
+      confirmLabel: 'Delete',
+      cancelHref: '/admin/_gallery',
+    }),
   },
   {
     component: 'field',
     about: 'A form field with its label, hint and an inline error tied to it by aria-describedby.',
-    data: () => ({ id: 'gallery-title', name: 'title', label: 'Title', kind: 'text', value: '', required: true, hint: 'One line, 1 to 200 characters.', error: 'Use 1 to 200 characters.', maxlength: 200 }),
+    data: () => ({
+      id: 'gallery-title',
+      name: 'title',
+      label: 'Title',
+      kind: 'text',
+      value: '',
+      required: true,
+      hint: 'One line, 1 to 200 characters.',
+      error: 'Use 1 to 200 characters.',
+      maxlength: 200,
+    }),
   },
   {
     component: 'markdown-body',
-    about: 'A Markdown field rendered and sanitised, as detail pages and the preview show it; a heading sits under the page’s own.',
+    about:
+      'A Markdown field rendered and sanitised, as detail pages and the preview show it; a heading sits under the page’s own.',
     data: () => ({ html: '<h3>Opening hours</h3><p>We are <strong>open</strong> from nine to five.</p>' }),
   },
   {
     component: 'markdown-preview',
-    about: 'Where a Markdown field’s preview appears under the form: filled by htmx, or by the server when the Preview button posted the form without JavaScript.',
+    about:
+      'Where a Markdown field’s preview appears under the form: filled by htmx, or by the server when the Preview button posted the form without JavaScript.',
     data: () => ({ id: 'gallery-body', html: '<p>A <em>preview</em> of the text.</p>' }),
   },
   {
     component: 'options',
     about: 'A picker’s choices, by title; the type-ahead swaps them into the select as one types.',
-    data: () => ({ placeholder: 'Choose one', options: [{ value: 'a', label: 'Ada Lovelace' }, { value: 'b', label: 'Grace Hopper' }], value: 'b' }),
+    data: () => ({
+      placeholder: 'Choose one',
+      options: [
+        { value: 'a', label: 'Ada Lovelace' },
+        { value: 'b', label: 'Grace Hopper' },
+      ],
+      value: 'b',
+    }),
     wrap: (html) => `<label for="gallery-options">Assigned to</label>\n<select id="gallery-options">${html}</select>`,
   },
   {
     component: 'picker',
-    about: 'A field naming another record, chosen by its title; past fifty rows a search box narrows the choices (as one types with htmx, by a Search button without).',
+    about:
+      'A field naming another record, chosen by its title; past fifty rows a search box narrows the choices (as one types with htmx, by a Search button without).',
     data: () => ({
       id: 'gallery-assignee',
       name: 'assigneeId',
@@ -64,13 +96,23 @@ export const GALLERY: readonly GallerySample[] = [
       required: true,
       value: '',
       hint: 'Choose a person.',
-      picker: { options: [{ value: 'a', label: 'Ada Lovelace' }, { value: 'b', label: 'Grace Hopper' }], search: { q: '', label: 'Find a person' } },
+      picker: {
+        options: [
+          { value: 'a', label: 'Ada Lovelace' },
+          { value: 'b', label: 'Grace Hopper' },
+        ],
+        search: { q: '', label: 'Find a person' },
+      },
     }),
   },
   {
     component: 'pager',
     about: 'Previous and next pages of a list; with htmx the rows swap in place.',
-    data: () => ({ summary: 'Tasks 21–40 of 57', prev: { href: '/admin/_gallery#pager' }, next: { href: '/admin/_gallery#pager' } }),
+    data: () => ({
+      summary: 'Tasks 21–40 of 57',
+      prev: { href: '/admin/_gallery#pager' },
+      next: { href: '/admin/_gallery#pager' },
+    }),
   },
   {
     component: 'table',
@@ -78,10 +120,26 @@ export const GALLERY: readonly GallerySample[] = [
     data: () => ({
       id: 'gallery-table',
       caption: 'Tasks (a sample)',
-      columns: [{ label: 'Title', sortHref: '/admin/_gallery#table', sorted: 'ascending' }, { label: 'Priority' }, { label: 'Deadline' }],
+      columns: [
+        { label: 'Title', sortHref: '/admin/_gallery#table', sorted: 'ascending' },
+        { label: 'Priority' },
+        { label: 'Deadline' },
+      ],
       rows: [
-        { cells: [{ text: 'Call the customer back', href: '/admin/_gallery#table' }, { text: 'high' }, { text: '2026-12-01 09:00' }] },
-        { cells: [{ text: 'Renew the certificate', href: '/admin/_gallery#table' }, { text: 'critical' }, { text: '2026-12-03 17:00' }] },
+        {
+          cells: [
+            { text: 'Call the customer back', href: '/admin/_gallery#table' },
+            { text: 'high' },
+            { text: '2026-12-01 09:00' },
+          ],
+        },
+        {
+          cells: [
+            { text: 'Renew the certificate', href: '/admin/_gallery#table' },
+            { text: 'critical' },
+            { text: '2026-12-03 17:00' },
+          ],
+        },
       ],
       empty: 'No tasks yet.',
     }),
@@ -94,6 +152,12 @@ export const GALLERY: readonly GallerySample[] = [
   {
     component: 'values',
     about: 'A record’s fields, as the detail page lists them.',
-    data: () => ({ items: [{ label: 'Title', value: 'Call the customer back' }, { label: 'Priority', value: 'high' }, { label: 'Assignee', value: '' }] }),
+    data: () => ({
+      items: [
+        { label: 'Title', value: 'Call the customer back' },
+        { label: 'Priority', value: 'high' },
+        { label: 'Assignee', value: '' },
+      ],
+    }),
   },
 ];

@@ -14,7 +14,9 @@ export function registerGallery(site: AdminSite): void {
       const samples = GALLERY.map((sample) => ({
         component: sample.component,
         about: sample.about,
-        html: (sample.wrap ?? ((html: string) => html))(renderTemplate(`./admin/components/${sample.component}`, sample.data(token))),
+        html: (sample.wrap ?? ((html: string) => html))(
+          renderTemplate(`./admin/components/${sample.component}`, sample.data(token)),
+        ),
       }));
       return page.render({ title: 'Components', body: renderTemplate('./admin/pages/gallery', { samples }) });
     },

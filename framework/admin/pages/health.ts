@@ -21,16 +21,21 @@ export function registerHealth(site: AdminSite, checks: readonly ReadinessCheck[
     access: 'signedIn',
     summary: 'Readiness checks and dead letters',
     handler: async ({ inTransaction }) => {
-      const deadLetters: DeadLetterSummary | undefined = await deadLetterSummary(site.services.db).catch((err: unknown) => {
-        site.services.log.warn({ err }, 'admin health: dead letters unreadable');
-        return undefined;
-      });
+      const deadLetters: DeadLetterSummary | undefined = await deadLetterSummary(site.services.db).catch(
+        (err: unknown) => {
+          site.services.log.warn({ err }, 'admin health: dead letters unreadable');
+          return undefined;
+        },
+      );
       return inTransaction((page) =>
         page.render({
           title: 'Health',
           body: renderTemplate('./admin/pages/health', {
             checks: checks.map((c) => c.name),
-            deadLetters: page.tx.tenant.isOperator && deadLetters ? { ...deadLetters, lastFailedAt: deadLetters.lastFailedAt?.toISOString() ?? null } : null,
+            deadLetters:
+              page.tx.tenant.isOperator && deadLetters
+                ? { ...deadLetters, lastFailedAt: deadLetters.lastFailedAt?.toISOString() ?? null }
+                : null,
           }),
         }),
       );
@@ -45,7 +50,8 @@ export function registerHealth(site: AdminSite, checks: readonly ReadinessCheck[
       const check = findCheck(checks, params.check!);
       if (!check) throw notFound();
       const outcome = await runCheck(check);
-      if (!outcome.ok) site.services.log.warn({ check: outcome.name, error: outcome.error }, 'admin health: readiness check failed');
+      if (!outcome.ok)
+        site.services.log.warn({ check: outcome.name, error: outcome.error }, 'admin health: readiness check failed');
       return inTransaction((page) => {
         // The reason may name internals (a host, a driver message): the operator sees it, a customer the verdict.
         const shown = page.tx.tenant.isOperator ? outcome : { name: outcome.name, ok: outcome.ok, ms: outcome.ms };

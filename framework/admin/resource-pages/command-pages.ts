@@ -22,7 +22,13 @@ export function registerCommandPages(pages: EntityPages): void {
     const commandForm = async (ctx: AdminPageContext, posted: Record<string, unknown> | null, p?: ProblemError) => {
       const row = await pages.readRow(ctx);
       const body = posted ? bodyFromForm(widgets, posted) : {};
-      const errors = p ? errorsOf(p, widgets.map((w) => w.name), describer(command.body, body, (field) => required.has(field), textOf)) : undefined;
+      const errors = p
+        ? errorsOf(
+            p,
+            widgets.map((w) => w.name),
+            describer(command.body, body, (field) => required.has(field), textOf),
+          )
+        : undefined;
       const fields: FieldModel[] = widgets.map((widget) => {
         const source = posted?.[widget.name];
         const value = Array.isArray(source) ? source[source.length - 1] : source;
@@ -31,7 +37,12 @@ export function registerCommandPages(pages: EntityPages): void {
           readonly: false,
           label: widget.label,
           value: inputValue(widget, value),
-          widget: { ...widget, id: `field-${widget.name}`, ...(errors?.fields[widget.name] ? { error: errors.fields[widget.name] } : {}), ...(checked !== undefined ? { checked } : {}) },
+          widget: {
+            ...widget,
+            id: `field-${widget.name}`,
+            ...(errors?.fields[widget.name] ? { error: errors.fields[widget.name] } : {}),
+            ...(checked !== undefined ? { checked } : {}),
+          },
         };
       });
       return pages.formPage(

@@ -58,7 +58,12 @@ export interface EntityPages {
   href(id: string, suffix?: string): string;
   titleOf(row: Row): string;
   /** The fields of a create or edit form: inputs for what the route takes, read-only values for the rest. */
-  formFields(widgets: Widget[], row: Row | null, posted: Record<string, unknown> | null, errors: Record<string, string>): FieldModel[];
+  formFields(
+    widgets: Widget[],
+    row: Row | null,
+    posted: Record<string, unknown> | null,
+    errors: Record<string, string>,
+  ): FieldModel[];
   /** A form alone (an htmx swap) or in its page, with the status of a refusal. */
   formPage(ctx: AdminPageContext, title: string, form: FormModel, status?: number): Promise<string>;
   /** The record the path names, through the API's read route (row access, 404). */
@@ -69,14 +74,18 @@ export function entityPages(site: AdminSite, entity: ResolvedEntity, api: Api): 
   const { names, def } = entity;
   const base = names.adminPath;
   const titleField = def.admin?.title ?? entity.fields[0] ?? 'id';
-  const textOf = (field: string): FieldText | undefined => def.fieldText?.[field] ?? (SYSTEM_FIELD_TEXT as Record<string, FieldText>)[field];
+  const textOf = (field: string): FieldText | undefined =>
+    def.fieldText?.[field] ?? (SYSTEM_FIELD_TEXT as Record<string, FieldText>)[field];
   const labelOf = (field: string): string => textOf(field)?.label ?? titleCase(field);
   const fieldSchemas = (entity.schemas.row as { properties?: Record<string, TSchema> }).properties ?? {};
   const createWidgets = widgetsOf(api.create.schema.body, textOf);
   // PATCH takes every field as optional; the edit form still marks (and keeps) what a record needs.
   limitToInitialStates(entity, createWidgets);
   const createRequired = new Set(createWidgets.filter((w) => w.required).map((w) => w.name));
-  const patchWidgets = widgetsOf(api.update.schema.body, textOf).map((w) => ({ ...w, required: createRequired.has(w.name) }));
+  const patchWidgets = widgetsOf(api.update.schema.body, textOf).map((w) => ({
+    ...w,
+    required: createRequired.has(w.name),
+  }));
   const commandLabel = (name: string): string => def.commands?.[name]?.admin?.label ?? titleCase(name);
 
   /** Why a field is not editable here, for its hint: the buttons that change it, or what sets it. */
@@ -116,21 +125,55 @@ export function entityPages(site: AdminSite, entity: ResolvedEntity, api: Api): 
           const hint = readOnlyHint(field, row !== null);
           // A new record shows what it will not take from the form (commands, the service); an edit shows everything.
           if (!row && !hint) return [];
-          return [{ readonly: true, label: labelOf(field), value: row ? displayField(fieldSchemas[field], row[field]) : '', ...(hint ? { hint } : {}) }];
+          return [
+            {
+              readonly: true,
+              label: labelOf(field),
+              value: row ? displayField(fieldSchemas[field], row[field]) : '',
+              ...(hint ? { hint } : {}),
+            },
+          ];
         }
         const source = posted ? posted[field] : row?.[field];
         const value = posted && Array.isArray(source) ? source[source.length - 1] : source;
         const id = `field-${field}`;
         const checked = widget.kind === 'checkbox' ? value === true || value === 'true' || value === 'on' : undefined;
-        return [{ readonly: false, label: widget.label, value: inputValue(widget, value), widget: { ...widget, id, ...(errors[field] ? { error: errors[field] } : {}), ...(checked !== undefined ? { checked } : {}) } }];
+        return [
+          {
+            readonly: false,
+            label: widget.label,
+            value: inputValue(widget, value),
+            widget: {
+              ...widget,
+              id,
+              ...(errors[field] ? { error: errors[field] } : {}),
+              ...(checked !== undefined ? { checked } : {}),
+            },
+          },
+        ];
       });
     },
     async formPage(ctx, title, form, status) {
       // Pickers for the reference fields and previews for the Markdown ones (form-aids.ts).
-      const references = referenceTargets(site.services.registry, { ...def.references, ...form.references }, entitiesWithPages(site.services.registry));
+      const references = referenceTargets(
+        site.services.registry,
+        { ...def.references, ...form.references },
+        entitiesWithPages(site.services.registry),
+      );
       const fields = await aidFields(ctx, entity, form.fields, references);
-      const html = renderTemplate('./admin/generated/form', { ...form, fields, csrfField: FORM_TOKEN_FIELD, csrf: ctx.csrf() });
-      return ctx.render({ title, template: './admin/generated/page', data: { title, content: html, back: form.cancel }, fragment: html, ...(status ? { status } : {}) });
+      const html = renderTemplate('./admin/generated/form', {
+        ...form,
+        fields,
+        csrfField: FORM_TOKEN_FIELD,
+        csrf: ctx.csrf(),
+      });
+      return ctx.render({
+        title,
+        template: './admin/generated/page',
+        data: { title, content: html, back: form.cancel },
+        fragment: html,
+        ...(status ? { status } : {}),
+      });
     },
     readRow: async (ctx) => (await run(api.read, ctx, { params: ctx.params })) as Row,
   };

@@ -7,7 +7,14 @@ import { renderTemplate } from '../render.ts';
 import type { EntityPages, FieldModel } from './entity-pages.ts';
 import type { Widget } from './widgets.ts';
 import { requireForm } from './form-posts.ts';
-import { pickerFor, pickerOptions, pickerPage, referenceTarget, type PickerModel, type ReferenceTarget } from './references.ts';
+import {
+  pickerFor,
+  pickerOptions,
+  pickerPage,
+  referenceTarget,
+  type PickerModel,
+  type ReferenceTarget,
+} from './references.ts';
 
 /**
  * What a generated form offers besides its inputs: a picker for a field naming another entity's
@@ -26,7 +33,10 @@ export const SEARCH_TEXT_FIELD = '_q';
 export const PREVIEW_PATH = '/admin/markdown-preview';
 
 /** A form field with its aids, as templates/admin/generated/form.eta takes it. */
-export type AidedField = FieldModel & { picker?: PickerModel; markdown?: { previewUrl: string; label: string; html?: string } };
+export type AidedField = FieldModel & {
+  picker?: PickerModel;
+  markdown?: { previewUrl: string; label: string; html?: string };
+};
 
 const text = (value: unknown): string | undefined => {
   const last = Array.isArray(value) ? value[value.length - 1] : value;
@@ -57,13 +67,23 @@ export async function aidFields(
     const widget = field.readonly ? undefined : field.widget;
     const target = widget ? references[widget.name] : undefined;
     if (widget && target) {
-      const picker = await pickerFor(ctx, target, { selected: field.value, q: searched === widget.name ? text(ctx.body[SEARCH_TEXT_FIELD]) : undefined });
+      const picker = await pickerFor(ctx, target, {
+        selected: field.value,
+        q: searched === widget.name ? text(ctx.body[SEARCH_TEXT_FIELD]) : undefined,
+      });
       aided.push(picker ? { ...field, picker } : field);
       continue;
     }
     if (widget && widget.kind === 'textarea' && isMarkdown(entity.def.fields[widget.name])) {
       const html = previewed === widget.name ? renderMarkdown(field.value, ADMIN_MARKDOWN) : undefined;
-      aided.push({ ...field, markdown: { previewUrl: PREVIEW_PATH, label: `Preview ${widget.label.toLowerCase()}`, ...(html !== undefined ? { html } : {}) } });
+      aided.push({
+        ...field,
+        markdown: {
+          previewUrl: PREVIEW_PATH,
+          label: `Preview ${widget.label.toLowerCase()}`,
+          ...(html !== undefined ? { html } : {}),
+        },
+      });
       continue;
     }
     aided.push(field);
@@ -90,8 +110,14 @@ export function registerOptionsPage(pages: EntityPages, withPages: ReadonlySet<s
     handler: async (ctx) => {
       const page = await pickerPage(ctx, target, text(ctx.query[SEARCH_TEXT_FIELD]));
       const options = pickerOptions(target, page.items);
-      const shown = page.total > options.length ? `${options.length} of ${page.total}${page.totalExact ? '' : '+'}` : `${options.length}`;
-      return renderTemplate('./admin/components/options', { placeholder: options.length === 0 ? 'No match' : `Choose one (${shown} shown)`, options });
+      const shown =
+        page.total > options.length
+          ? `${options.length} of ${page.total}${page.totalExact ? '' : '+'}`
+          : `${options.length}`;
+      return renderTemplate('./admin/components/options', {
+        placeholder: options.length === 0 ? 'No match' : `Choose one (${shown} shown)`,
+        options,
+      });
     },
   });
 }

@@ -14,14 +14,20 @@ import type { AdminPageContext } from '../page.ts';
 /** A form post only: JSON or anything else reaching an admin form target is refused like elsewhere. */
 export function requireForm(request: FastifyRequest): void {
   const type = (request.headers['content-type'] ?? '').split(';', 1)[0]!.trim().toLowerCase();
-  if (type !== 'application/x-www-form-urlencoded') throw problem('UNSUPPORTED_MEDIA_TYPE', 'The admin forms take application/x-www-form-urlencoded');
+  if (type !== 'application/x-www-form-urlencoded')
+    throw problem('UNSUPPORTED_MEDIA_TYPE', 'The admin forms take application/x-www-form-urlencoded');
 }
 
 /** Checks a body against the API route's schema as the route would, answering the same problem document. */
-export function bodyChecker(schema: TSchema | undefined, entity: ResolvedEntity, withFieldCodes: boolean): (body: unknown) => void {
+export function bodyChecker(
+  schema: TSchema | undefined,
+  entity: ResolvedEntity,
+  withFieldCodes: boolean,
+): (body: unknown) => void {
   if (!schema) return (_body: unknown) => undefined;
   const check = typeboxValidatorCompiler({ schema, method: 'POST', url: '', httpPart: 'body' });
-  const format = withFieldCodes && entity.def.invalidCodes ? fieldCodeFormatter(entity.def.invalidCodes) : validationProblem;
+  const format =
+    withFieldCodes && entity.def.invalidCodes ? fieldCodeFormatter(entity.def.invalidCodes) : validationProblem;
   return (body: unknown) => {
     const result = check(body) as { error?: never[] };
     if (result.error) throw format(result.error, 'body');
@@ -70,19 +76,28 @@ export function errorsOf(p: ProblemError, fieldNames: readonly string[], describ
     }
   }
   const named = p.extensions.field;
-  if (typeof named === 'string' && known.has(named) && fields[named] === undefined) fields[named] = text.detail ?? text.sentence;
+  if (typeof named === 'string' && known.has(named) && fields[named] === undefined)
+    fields[named] = text.detail ?? text.sentence;
   const marked = Object.keys(fields).length > 0;
   if (!marked && text.detail) items.push(text.detail);
-  if (p.errors?.length && !marked && items.length === 0) items.push('The form sent a value this page does not take. Reload the page and try again.');
+  if (p.errors?.length && !marked && items.length === 0)
+    items.push('The form sent a value this page does not take. Reload the page and try again.');
   const title = marked ? 'Some fields need attention: see the messages beside them.' : text.sentence;
   return { fields, alert: { title, items, code: p.code } };
 }
 
 /** A describer from a body schema, the body as posted (typed) and the fields' texts. */
-export function describer(schema: TSchema | undefined, body: Record<string, unknown>, required: (field: string) => boolean, texts: (field: string) => FieldText | undefined): FieldDescriber {
+export function describer(
+  schema: TSchema | undefined,
+  body: Record<string, unknown>,
+  required: (field: string) => boolean,
+  texts: (field: string) => FieldText | undefined,
+): FieldDescriber {
   const properties = (schema as { properties?: Record<string, TSchema> } | undefined)?.properties ?? {};
-  return (field, serviceMessage) => fieldMessage(properties[field], body[field], required(field), texts(field)?.messages, serviceMessage);
+  return (field, serviceMessage) =>
+    fieldMessage(properties[field], body[field], required(field), texts(field)?.messages, serviceMessage);
 }
 
 /** Problems a form shows beside its fields; anything else (403, 404, 5xx) is the error page. */
-export const formProblem = (p: ProblemError): boolean => p.status === 400 || p.status === 409 || p.status === 413 || p.status === 422;
+export const formProblem = (p: ProblemError): boolean =>
+  p.status === 400 || p.status === 409 || p.status === 413 || p.status === 422;

@@ -23,7 +23,14 @@ export function listColumns(entity: ResolvedEntity, titleField: string): string[
  * from the list route's own answer and parameters: sort links flip the direction of the sorted
  * column, paging goes by offset and, past the deepest offset, by the `next` cursor.
  */
-export function listModel(entity: ResolvedEntity, base: string, query: PageQuery, page: Page<Row>, titleField: string, text: ListText = { labelOf: titleCase, valueOf: (row, field) => display(row[field]) }) {
+export function listModel(
+  entity: ResolvedEntity,
+  base: string,
+  query: PageQuery,
+  page: Page<Row>,
+  titleField: string,
+  text: ListText = { labelOf: titleCase, valueOf: (row, field) => display(row[field]) },
+) {
   const columns = listColumns(entity, titleField);
   const defaultSort = 'createdAt';
   const params = (changes: Record<string, string | number | undefined>) => {
@@ -35,11 +42,15 @@ export function listModel(entity: ResolvedEntity, base: string, query: PageQuery
       ...changes,
     };
     const search = new URLSearchParams();
-    for (const [key, value] of Object.entries(values)) if (value !== undefined && value !== 0) search.set(key, String(value));
+    for (const [key, value] of Object.entries(values))
+      if (value !== undefined && value !== 0) search.set(key, String(value));
     const text = search.toString();
     return text ? `?${text}` : '';
   };
-  const link = (changes: Record<string, string | number | undefined>) => ({ href: `${base}${params(changes)}`, hx: `${base}/rows${params(changes)}` });
+  const link = (changes: Record<string, string | number | undefined>) => ({
+    href: `${base}${params(changes)}`,
+    hx: `${base}/rows${params(changes)}`,
+  });
 
   const tableColumns = columns.map((field) => {
     if (!entity.sortable.includes(field)) return { label: text.labelOf(field) };
@@ -50,7 +61,9 @@ export function listModel(entity: ResolvedEntity, base: string, query: PageQuery
   const rows = page.items.map((row) => ({
     cells: columns.map((field) => {
       const value = text.valueOf(row, field);
-      return field === titleField ? { text: value || row.id, href: `${base}/${encodeURIComponent(row.id)}` } : { text: value };
+      return field === titleField
+        ? { text: value || row.id, href: `${base}/${encodeURIComponent(row.id)}` }
+        : { text: value };
     }),
   }));
 
@@ -64,10 +77,21 @@ export function listModel(entity: ResolvedEntity, base: string, query: PageQuery
       : `${first}–${last} of ${page.total}${page.totalExact ? '' : '+'}`
     : '';
   const nextOffset = page.offset + page.limit;
-  const next = page.next === null ? undefined : !paged && nextOffset <= OFFSET_MAX ? link({ offset: nextOffset }) : link({ after: page.next });
+  const next =
+    page.next === null
+      ? undefined
+      : !paged && nextOffset <= OFFSET_MAX
+        ? link({ offset: nextOffset })
+        : link({ after: page.next });
   const prev = !paged && page.offset > 0 ? link({ offset: Math.max(0, page.offset - page.limit) }) : undefined;
   return {
-    table: { caption: `${entity.names.labelPlural}, sorted by ${text.labelOf(query.sort.replace(/^-/, '')).toLowerCase()}${query.sort.startsWith('-') ? ' (descending)' : ''}`, columns: tableColumns, rows, empty: `No ${entity.names.labelPlural.toLowerCase()} yet.`, target: '#rows' },
+    table: {
+      caption: `${entity.names.labelPlural}, sorted by ${text.labelOf(query.sort.replace(/^-/, '')).toLowerCase()}${query.sort.startsWith('-') ? ' (descending)' : ''}`,
+      columns: tableColumns,
+      rows,
+      empty: `No ${entity.names.labelPlural.toLowerCase()} yet.`,
+      target: '#rows',
+    },
     pager: { summary, target: '#rows', ...(prev ? { prev } : {}), ...(next ? { next } : {}) },
   };
 }

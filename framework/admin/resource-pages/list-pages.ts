@@ -32,7 +32,14 @@ export function registerListPages(pages: EntityPages): void {
         newHref: canCreate ? `${base}/new` : '',
         newLabel: `New ${label.toLowerCase()}`,
         // The list's q, over its searchable fields: a plain GET form, which htmx leaves alone.
-        search: entity.searchable.length > 0 ? { action: base, q: typeof ctx.query.q === 'string' ? ctx.query.q : '', label: `Search ${names.labelPlural.toLowerCase()}` } : null,
+        search:
+          entity.searchable.length > 0
+            ? {
+                action: base,
+                q: typeof ctx.query.q === 'string' ? ctx.query.q : '',
+                label: `Search ${names.labelPlural.toLowerCase()}`,
+              }
+            : null,
       },
       fragment: rows,
     });
@@ -57,5 +64,8 @@ export function registerListPages(pages: EntityPages): void {
 function searchBoxQuery(listQuery: TSchema): TSchema {
   const properties = (listQuery as { properties?: Record<string, TSchema> }).properties ?? {};
   if (!properties.q) return listQuery;
-  return Type.Object({ ...properties, q: Type.Optional(Type.String({ maxLength: SEARCH_MAX_LENGTH })) }, { additionalProperties: false });
+  return Type.Object(
+    { ...properties, q: Type.Optional(Type.String({ maxLength: SEARCH_MAX_LENGTH })) },
+    { additionalProperties: false },
+  );
 }

@@ -17,10 +17,20 @@ import type { Row } from './resource-api.ts';
 import { publicPageHref } from './public-page-link.ts';
 
 /** A refused form's errors in people's words: each field's from its schema, its posted value and its FieldText. */
-export function formErrors(pages: EntityPages, schema: TSchema | undefined, widgets: readonly Widget[], posted: Record<string, unknown> | null, p: ProblemError): FormErrors {
+export function formErrors(
+  pages: EntityPages,
+  schema: TSchema | undefined,
+  widgets: readonly Widget[],
+  posted: Record<string, unknown> | null,
+  p: ProblemError,
+): FormErrors {
   const body = posted ? bodyFromForm(widgets, posted) : {};
   const required = new Set(widgets.filter((w) => w.required).map((w) => w.name));
-  return errorsOf(p, widgets.map((w) => w.name), describer(schema, body, (field) => required.has(field), pages.textOf));
+  return errorsOf(
+    p,
+    widgets.map((w) => w.name),
+    describer(schema, body, (field) => required.has(field), pages.textOf),
+  );
 }
 
 /** /new: the create form and its post, through the API's create route (same checks, same problems). */
@@ -33,11 +43,22 @@ export function registerNewPages(pages: EntityPages): void {
     return pages.formPage(
       ctx,
       `New ${label.toLowerCase()}`,
-      { action: `${base}/new`, fields: pages.formFields(createWidgets, null, posted, errors?.fields ?? {}), submit: `Create ${label.toLowerCase()}`, cancel: base, ...(errors ? { alert: errors.alert } : {}) },
+      {
+        action: `${base}/new`,
+        fields: pages.formFields(createWidgets, null, posted, errors?.fields ?? {}),
+        submit: `Create ${label.toLowerCase()}`,
+        cancel: base,
+        ...(errors ? { alert: errors.alert } : {}),
+      },
       p?.status,
     );
   };
-  registerAdminPage(site, { path: `${base}/new`, summary: `New ${label.toLowerCase()}: form`, access: api.create.access, handler: (ctx) => newForm(ctx, null) });
+  registerAdminPage(site, {
+    path: `${base}/new`,
+    summary: `New ${label.toLowerCase()}: form`,
+    access: api.create.access,
+    handler: (ctx) => newForm(ctx, null),
+  });
   registerAdminPage(site, {
     method: 'POST',
     path: `${base}/new`,
@@ -67,7 +88,10 @@ export function registerDetailPage(pages: EntityPages): void {
     schema: { params: entity.schemas.idParams },
     handler: async (ctx) => {
       const row = await pages.readRow(ctx);
-      const items = ['id', ...entity.fields, ...entity.computed, 'createdAt', 'updatedAt'].map((field) => ({ label: pages.labelOf(field), value: pages.valueOf(row, field) }));
+      const items = ['id', ...entity.fields, ...entity.computed, 'createdAt', 'updatedAt'].map((field) => ({
+        label: pages.labelOf(field),
+        value: pages.valueOf(row, field),
+      }));
       const csrf = ctx.csrf();
       const title = `${label}: ${pages.titleOf(row)}`;
       return ctx.render({
@@ -76,14 +100,25 @@ export function registerDetailPage(pages: EntityPages): void {
         data: {
           title,
           // References by their rows' titles, linked; Markdown rendered (references.ts).
-          items: await detailValues(ctx, entity, row, ['id', ...entity.fields, ...entity.computed, 'createdAt', 'updatedAt'], items),
+          items: await detailValues(
+            ctx,
+            entity,
+            row,
+            ['id', ...entity.fields, ...entity.computed, 'createdAt', 'updatedAt'],
+            items,
+          ),
           back: base,
           backLabel: `All ${entity.names.labelPlural.toLowerCase()}`,
           editHref: ctx.can(api.update.access) ? pages.href(row.id, '/edit') : '',
           deleteHref: ctx.can(api.remove.access) ? pages.href(row.id, '/delete') : '',
           deleteConfirm: `Delete this ${label.toLowerCase()}?`,
           csrfVals: JSON.stringify({ [FORM_TOKEN_FIELD]: csrf }),
-          commands: api.commands.filter((c) => ctx.can(c.route.access) && offersCommand(entity, c.name, row)).map((c) => ({ label: entity.def.commands?.[c.name]?.admin?.label ?? titleCase(c.name), href: pages.href(row.id, `/${c.name}`) })),
+          commands: api.commands
+            .filter((c) => ctx.can(c.route.access) && offersCommand(entity, c.name, row))
+            .map((c) => ({
+              label: entity.def.commands?.[c.name]?.admin?.label ?? titleCase(c.name),
+              href: pages.href(row.id, `/${c.name}`),
+            })),
           // A published record's public page, where readers see it (public-page-link.ts).
           publicHref: publicPageHref(entity, row) ?? '',
         },
@@ -152,7 +187,14 @@ export function registerDeletePages(pages: EntityPages): void {
       ...(p ? { status: p.status } : {}),
       data: {
         title,
-        alert: p ? { kind: 'error', title: problemText(p).sentence, items: problemText(p).detail ? [problemText(p).detail] : [], code: p.code } : null,
+        alert: p
+          ? {
+              kind: 'error',
+              title: problemText(p).sentence,
+              items: problemText(p).detail ? [problemText(p).detail] : [],
+              code: p.code,
+            }
+          : null,
         confirm: {
           action: pages.href(row.id, '/delete'),
           csrfField: FORM_TOKEN_FIELD,

@@ -45,10 +45,15 @@ export interface PickerModel {
   note?: string;
 }
 
-const inTransaction = (route: ReturnType<typeof apiRoute>): route is RouteDefinition => route !== undefined && route.transaction !== 'none';
+const inTransaction = (route: ReturnType<typeof apiRoute>): route is RouteDefinition =>
+  route !== undefined && route.transaction !== 'none';
 
 /** The target of a reference by entity key; undefined for a key no collection entity has (then the field stays a plain id). */
-export function referenceTarget(registry: Registry, key: string, withPages: ReadonlySet<string>): ReferenceTarget | undefined {
+export function referenceTarget(
+  registry: Registry,
+  key: string,
+  withPages: ReadonlySet<string>,
+): ReferenceTarget | undefined {
   const entity = registry.entities.find((e) => e.names.key === key);
   if (!entity || entity.singleton) return undefined;
   const read = apiRoute(registry, entity.names.operationId('read'));
@@ -85,14 +90,19 @@ export async function referenceCells(
   }
   for (const [key, fields] of fieldsByTarget) {
     const target = targets[fields[0]!]!;
-    const ids = rows.flatMap((row) => fields.map((field) => row[field]).filter((id): id is string => typeof id === 'string'));
+    const ids = rows.flatMap((row) =>
+      fields.map((field) => row[field]).filter((id): id is string => typeof id === 'string'),
+    );
     if (ids.length === 0) continue;
     const found = await ctx.services.registry.ops(key).readMany(ctx.tx, ids);
     const byId = new Map(found.map((row) => [row.id, row as Row]));
     for (const field of fields) {
       const forField = new Map<string, ReferenceCell>();
       for (const [id, row] of byId) {
-        forField.set(id, { text: titleOf(target, row), ...(target.pagesPath ? { href: `${target.pagesPath}/${encodeURIComponent(id)}` } : {}) });
+        forField.set(id, {
+          text: titleOf(target, row),
+          ...(target.pagesPath ? { href: `${target.pagesPath}/${encodeURIComponent(id)}` } : {}),
+        });
       }
       cells.set(field, forField);
     }
@@ -101,7 +111,11 @@ export async function referenceCells(
 }
 
 /** The targets of a set of reference declarations (field → entity key), those that resolve. */
-export function referenceTargets(registry: Registry, references: Readonly<Record<string, string | undefined>> | undefined, withPages: ReadonlySet<string>): Record<string, ReferenceTarget> {
+export function referenceTargets(
+  registry: Registry,
+  references: Readonly<Record<string, string | undefined>> | undefined,
+  withPages: ReadonlySet<string>,
+): Record<string, ReferenceTarget> {
   const targets: Record<string, ReferenceTarget> = {};
   for (const [field, key] of Object.entries(references ?? {})) {
     const target = key === undefined ? undefined : referenceTarget(registry, key, withPages);
@@ -114,7 +128,11 @@ export function referenceTargets(registry: Registry, references: Readonly<Record
  * The rows a picker offers: the referenced list route run in the page's transaction (its own
  * query, row access and `q`), sorted by the title when the list sorts by it, at most PICKER_SIZE.
  */
-export async function pickerPage(ctx: AdminPageContext, target: ReferenceTarget, q: string | undefined): Promise<Page<Row>> {
+export async function pickerPage(
+  ctx: AdminPageContext,
+  target: ReferenceTarget,
+  q: string | undefined,
+): Promise<Page<Row>> {
   const { entity, list } = target;
   const sort = entity.sortable.includes(target.titleField) ? target.titleField : 'createdAt';
   const search = q !== undefined && q !== '' && entity.searchable.length > 0 ? { q: q.slice(0, 200) } : {};
@@ -122,7 +140,8 @@ export async function pickerPage(ctx: AdminPageContext, target: ReferenceTarget,
 }
 
 /** The option elements of a picker: value the id, label the row's title. */
-export const pickerOptions = (target: ReferenceTarget, rows: readonly Row[]) => rows.map((row) => ({ value: row.id, label: titleOf(target, row) }));
+export const pickerOptions = (target: ReferenceTarget, rows: readonly Row[]) =>
+  rows.map((row) => ({ value: row.id, label: titleOf(target, row) }));
 
 /**
  * A picker for one field, or undefined when the caller cannot list the referenced rows (the field
@@ -146,7 +165,11 @@ export async function pickerFor(
   if (!large || target.entity.searchable.length === 0) return { options: offered };
   return {
     options: offered,
-    search: { ...(target.pagesPath ? { url: `${target.pagesPath}/options` } : {}), q: options.q ?? '', label: `Search ${plural}` },
+    search: {
+      ...(target.pagesPath ? { url: `${target.pagesPath}/options` } : {}),
+      q: options.q ?? '',
+      label: `Search ${plural}`,
+    },
     note:
       page.items.length === 0
         ? `No ${plural} match “${options.q}”.`
@@ -162,7 +185,11 @@ const pagesByRegistry = new WeakMap<Registry, ReadonlySet<string>>();
 export function entitiesWithPages(registry: Registry): ReadonlySet<string> {
   let keys = pagesByRegistry.get(registry);
   if (!keys) {
-    keys = new Set(generatedResources(registry).filter((entity) => apiOf(registry, entity) !== undefined).map((entity) => entity.names.key));
+    keys = new Set(
+      generatedResources(registry)
+        .filter((entity) => apiOf(registry, entity) !== undefined)
+        .map((entity) => entity.names.key),
+    );
     pagesByRegistry.set(registry, keys);
   }
   return keys;
@@ -177,7 +204,11 @@ export async function linkReferenceCells(
   table: { rows: { cells: ReferenceCell[] }[] },
 ): Promise<void> {
   const registry = ctx.services.registry;
-  const shown = Object.fromEntries(Object.entries(referenceTargets(registry, entity.def.references, entitiesWithPages(registry))).filter(([field]) => columns.includes(field)));
+  const shown = Object.fromEntries(
+    Object.entries(referenceTargets(registry, entity.def.references, entitiesWithPages(registry))).filter(([field]) =>
+      columns.includes(field),
+    ),
+  );
   if (Object.keys(shown).length === 0) return;
   const cells = await referenceCells(ctx, shown, items);
   items.forEach((row, r) => {
@@ -190,15 +221,26 @@ export async function linkReferenceCells(
 }
 
 /** A detail page's values with its references titled and linked and its Markdown fields rendered. */
-export async function detailValues<I extends { value: string }>(ctx: AdminPageContext, entity: ResolvedEntity, row: Row, fields: readonly string[], items: readonly I[]): Promise<(I & { href?: string; html?: string })[]> {
+export async function detailValues<I extends { value: string }>(
+  ctx: AdminPageContext,
+  entity: ResolvedEntity,
+  row: Row,
+  fields: readonly string[],
+  items: readonly I[],
+): Promise<(I & { href?: string; html?: string })[]> {
   const registry = ctx.services.registry;
-  const cells = await referenceCells(ctx, referenceTargets(registry, entity.def.references, entitiesWithPages(registry)), [row]);
+  const cells = await referenceCells(
+    ctx,
+    referenceTargets(registry, entity.def.references, entitiesWithPages(registry)),
+    [row],
+  );
   return items.map((item, i) => {
     const field = fields[i]!;
     const id = row[field];
     const cell = typeof id === 'string' ? cells.get(field)?.get(id) : undefined;
     if (cell) return { ...item, value: cell.text, ...(cell.href ? { href: cell.href } : {}) };
-    if (isMarkdown(entity.def.fields[field]) && typeof row[field] === 'string') return { ...item, html: renderMarkdown(row[field], ADMIN_MARKDOWN) };
+    if (isMarkdown(entity.def.fields[field]) && typeof row[field] === 'string')
+      return { ...item, html: renderMarkdown(row[field], ADMIN_MARKDOWN) };
     return item;
   });
 }

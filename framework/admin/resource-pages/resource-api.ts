@@ -23,17 +23,27 @@ export interface Api {
  * pages). Singletons (the subscription) have none: they are one row, not a collection.
  */
 export function generatedResources(registry: Registry): ResolvedEntity[] {
-  const noScreens = new Set(registry.modules.filter((module) => module.admin?.resourcePages === false).map((module) => module.name));
+  const noScreens = new Set(
+    registry.modules.filter((module) => module.admin?.resourcePages === false).map((module) => module.name),
+  );
   return registry.entities.filter((entity) => !entity.singleton && !noScreens.has(entity.module));
 }
 
-const inTransaction = (route: AnyRoute | undefined): route is RouteDefinition => route !== undefined && route.transaction !== 'none';
+const inTransaction = (route: AnyRoute | undefined): route is RouteDefinition =>
+  route !== undefined && route.transaction !== 'none';
 
 /** The entity's API routes; undefined when one of the five runs outside a transaction (then it has no pages). */
 export function apiOf(registry: Registry, entity: ResolvedEntity): Api | undefined {
   const of = (verb: string) => apiRoute(registry, entity.names.operationId(verb));
   const [list, create, read, update, remove] = ['list', 'create', 'read', 'update', 'delete'].map(of);
-  if (!inTransaction(list) || !inTransaction(create) || !inTransaction(read) || !inTransaction(update) || !inTransaction(remove)) return undefined;
+  if (
+    !inTransaction(list) ||
+    !inTransaction(create) ||
+    !inTransaction(read) ||
+    !inTransaction(update) ||
+    !inTransaction(remove)
+  )
+    return undefined;
   // A command with `prepare` runs outside the page's transaction (a payment first): it has no page.
   const commands = Object.keys(entity.def.commands ?? {}).flatMap((name) => {
     const route = of(name);

@@ -11,7 +11,17 @@ import type { FieldText } from '../../entity/field-text.ts';
  * stored instant in UTC, and what is typed is taken as UTC), so a form means the same instant
  * whatever the browser's time zone; pages print times as "YYYY-MM-DD HH:MM UTC".
  */
-export type WidgetKind = 'text' | 'textarea' | 'select' | 'checkbox' | 'integer' | 'number' | 'datetime' | 'email' | 'list' | 'json';
+export type WidgetKind =
+  | 'text'
+  | 'textarea'
+  | 'select'
+  | 'checkbox'
+  | 'integer'
+  | 'number'
+  | 'datetime'
+  | 'email'
+  | 'list'
+  | 'json';
 
 export interface Widget {
   name: string;
@@ -56,7 +66,8 @@ function core(schema: TSchema): SchemaNode {
 /** The values an enumeration allows (a union of literals or an enum), else undefined. */
 function choices(node: SchemaNode): string[] | undefined {
   if (node.enum) return node.enum.map(String);
-  if (node.anyOf && node.anyOf.length > 0 && node.anyOf.every((branch) => branch.const !== undefined)) return node.anyOf.map((b) => String(b.const));
+  if (node.anyOf && node.anyOf.length > 0 && node.anyOf.every((branch) => branch.const !== undefined))
+    return node.anyOf.map((b) => String(b.const));
   return undefined;
 }
 
@@ -70,9 +81,13 @@ export function widgetOf(name: string, schema: TSchema, required: boolean, text?
   const node = core(schema);
   const base = { name, label: text?.label ?? titleCase(name), required, ...withHint(text) };
   const options = choices(node);
-  if (options) return { ...base, kind: 'select', options: options.map((value) => ({ value, label: choiceLabel(value) })) };
+  if (options)
+    return { ...base, kind: 'select', options: options.map((value) => ({ value, label: choiceLabel(value) })) };
   const type = Array.isArray(node.type) ? node.type.find((t) => t !== 'null') : node.type;
-  const bounds = { ...(node.minimum !== undefined ? { min: node.minimum } : {}), ...(node.maximum !== undefined ? { max: node.maximum } : {}) };
+  const bounds = {
+    ...(node.minimum !== undefined ? { min: node.minimum } : {}),
+    ...(node.maximum !== undefined ? { max: node.maximum } : {}),
+  };
   switch (type) {
     case 'boolean':
       return { ...base, kind: 'checkbox' };
@@ -87,7 +102,10 @@ export function widgetOf(name: string, schema: TSchema, required: boolean, text?
       if (node.format === 'email') return { ...base, kind: 'email' };
       // A reference (uuid) is typed as text: no per-entity lookup widget.
       if (node.format === 'uuid') return { ...base, kind: 'text' };
-      const lengths = { ...(node.minLength !== undefined ? { minlength: node.minLength } : {}), ...(node.maxLength !== undefined ? { maxlength: node.maxLength } : {}) };
+      const lengths = {
+        ...(node.minLength !== undefined ? { minlength: node.minLength } : {}),
+        ...(node.maxLength !== undefined ? { maxlength: node.maxLength } : {}),
+      };
       const long = node.maxLength !== undefined && node.maxLength > TEXTAREA_FROM;
       return { ...base, kind: long ? 'textarea' : 'text', ...lengths };
     }
@@ -97,11 +115,16 @@ export function widgetOf(name: string, schema: TSchema, required: boolean, text?
 }
 
 /** The widgets of an object schema's properties, in declaration order; required as the object says; labelled by `texts`. */
-export function widgetsOf(schema: TSchema | undefined, texts: (name: string) => FieldText | undefined = () => undefined): Widget[] {
+export function widgetsOf(
+  schema: TSchema | undefined,
+  texts: (name: string) => FieldText | undefined = () => undefined,
+): Widget[] {
   const object = schema as { properties?: Record<string, TSchema>; required?: string[] } | undefined;
   if (!object?.properties) return [];
   const required = new Set(object.required ?? []);
-  return Object.entries(object.properties).map(([name, property]) => widgetOf(name, property, required.has(name) && !Type.IsOptional(property), texts(name)));
+  return Object.entries(object.properties).map(([name, property]) =>
+    widgetOf(name, property, required.has(name) && !Type.IsOptional(property), texts(name)),
+  );
 }
 
 /** An enumerated value as a person reads it: in_progress → In progress. */
@@ -138,11 +161,16 @@ export function fromForm(widget: Widget, posted: unknown): unknown {
       return raw.trim() !== '' && Number.isFinite(n) ? n : raw;
     }
     case 'datetime': {
-      const instant = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}(:\d{2}(\.\d+)?)?$/.test(raw) ? new Date(`${raw}Z`) : new Date(Number.NaN);
+      const instant = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}(:\d{2}(\.\d+)?)?$/.test(raw)
+        ? new Date(`${raw}Z`)
+        : new Date(Number.NaN);
       return Number.isNaN(instant.getTime()) ? raw : instant.toISOString();
     }
     case 'list':
-      return raw.split(',').map((v) => v.trim()).filter((v) => v !== '');
+      return raw
+        .split(',')
+        .map((v) => v.trim())
+        .filter((v) => v !== '');
     case 'json':
       try {
         return JSON.parse(raw);
@@ -178,7 +206,10 @@ export function toDateTimeLocal(value: unknown): string {
 /** The text an input starts with: the stored value, or what was posted when the form comes back with errors. */
 export function inputValue(widget: Widget, value: unknown): string {
   if (value === undefined || value === null) return '';
-  if (widget.kind === 'datetime') return value instanceof Date || !/T\d{2}:\d{2}$/.test(String(value)) ? toDateTimeLocal(value) || String(value) : String(value);
+  if (widget.kind === 'datetime')
+    return value instanceof Date || !/T\d{2}:\d{2}$/.test(String(value))
+      ? toDateTimeLocal(value) || String(value)
+      : String(value);
   if (Array.isArray(value)) return value.map(String).join(', ');
   if (widget.kind === 'json') return typeof value === 'string' ? value : JSON.stringify(value, null, 2);
   return String(value);
@@ -188,7 +219,8 @@ export function inputValue(widget: Widget, value: unknown): string {
 export function display(value: unknown): string {
   if (value === undefined || value === null) return '';
   if (value instanceof Date) return `${toDateTimeLocal(value).replace('T', ' ')} UTC`;
-  if (typeof value === 'string' && /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(\.\d+)?Z$/.test(value)) return display(new Date(value));
+  if (typeof value === 'string' && /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(\.\d+)?Z$/.test(value))
+    return display(new Date(value));
   if (typeof value === 'boolean') return value ? 'Yes' : 'No';
   if (Array.isArray(value)) return value.map(display).join(', ');
   if (typeof value === 'object') return JSON.stringify(value);

@@ -63,14 +63,18 @@ export class IssuerClient {
         ...(this.insecure ? { execute: [oidc.allowInsecureRequests] } : {}),
       });
     } catch (err) {
-      throw problem('OIDC_ISSUER_UNAVAILABLE', `The identity provider's discovery document could not be read (${describe(err)})`);
+      throw problem(
+        'OIDC_ISSUER_UNAVAILABLE',
+        `The identity provider's discovery document could not be read (${describe(err)})`,
+      );
     }
     // RFC 8414: an issuer that lists no methods supports client_secret_basic.
     const server = found.serverMetadata();
     const methods = server.token_endpoint_auth_methods_supported ?? ['client_secret_basic'];
-    const auth = !methods.includes('client_secret_basic') && methods.includes('client_secret_post')
-      ? oidc.ClientSecretPost(this.clientSecret)
-      : oidc.ClientSecretBasic(this.clientSecret);
+    const auth =
+      !methods.includes('client_secret_basic') && methods.includes('client_secret_post')
+        ? oidc.ClientSecretPost(this.clientSecret)
+        : oidc.ClientSecretBasic(this.clientSecret);
     const configuration = new oidc.Configuration(server, this.clientId, this.clientSecret, auth);
     configuration.timeout = REQUEST_TIMEOUT_SECONDS;
     if (this.insecure) oidc.allowInsecureRequests(configuration);
@@ -100,7 +104,10 @@ export class IssuerClient {
    * PKCE verifier, checks the ID token (signature, audience, nonce) and reads the address: from
    * the ID token when it carries one, otherwise from the userinfo endpoint for the same subject.
    */
-  async exchange(callbackUrl: URL, expected: { state: string; nonce: string; codeVerifier: string }): Promise<IssuedIdentity> {
+  async exchange(
+    callbackUrl: URL,
+    expected: { state: string; nonce: string; codeVerifier: string },
+  ): Promise<IssuedIdentity> {
     const configuration = await this.configuration();
     let tokens: Awaited<ReturnType<typeof oidc.authorizationCodeGrant>>;
     try {
@@ -143,10 +150,16 @@ function mapError(err: unknown): ProblemError {
     return refused('issuer_error', `The identity provider refused the sign-in (${err.error})`, { error: err.error });
   }
   if (err instanceof oidc.ResponseBodyError) {
-    return refused('code_rejected', `The identity provider rejected the authorization code (${err.error})`, { error: err.error });
+    return refused('code_rejected', `The identity provider rejected the authorization code (${err.error})`, {
+      error: err.error,
+    });
   }
   // An error page or a 5xx where JSON was due is the issuer being unwell, not a verdict.
-  if (err instanceof oidc.ClientError && err.code !== 'OAUTH_RESPONSE_IS_NOT_CONFORM' && err.code !== 'OAUTH_RESPONSE_IS_NOT_JSON') {
+  if (
+    err instanceof oidc.ClientError &&
+    err.code !== 'OAUTH_RESPONSE_IS_NOT_CONFORM' &&
+    err.code !== 'OAUTH_RESPONSE_IS_NOT_JSON'
+  ) {
     return refused('response_invalid', `The identity provider's response failed a check (${err.message})`);
   }
   return problem('OIDC_ISSUER_UNAVAILABLE', `The identity provider could not be reached (${describe(err)})`);

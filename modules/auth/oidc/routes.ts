@@ -60,16 +60,18 @@ export function oidcRoutes(config: Config): readonly AnyRoute[] {
     description: [
       'Sets the `app_oidc` state cookie (state, nonce and PKCE verifier, sealed with AES-256-GCM; HttpOnly, SameSite=Lax,',
       `${STATE_LIFETIME_SECONDS / 60} minutes; Secure and \`__Host-\` prefixed unless server.public_host is a local name) and redirects (302)`,
-      'to the issuer\'s authorization endpoint with an S256 PKCE challenge. `next` is kept when it is a local path',
+      "to the issuer's authorization endpoint with an S256 PKCE challenge. `next` is kept when it is a local path",
       '(one leading "/", not "//" or "/\\\\"); otherwise the sign-in lands on /admin.',
     ].join(' '),
     tags: ['auth'],
     access: 'public',
     transaction: 'none',
     schema: {
-      querystring: Type.Object({ next: Type.Optional(Type.String({ description: 'Local path to land on after signing in' })) }),
+      querystring: Type.Object({
+        next: Type.Optional(Type.String({ description: 'Local path to land on after signing in' })),
+      }),
       response: {
-        302: Type.Null({ description: 'Redirect to the issuer\'s authorization endpoint' }),
+        302: Type.Null({ description: "Redirect to the issuer's authorization endpoint" }),
         502: problemRef('The issuer could not be reached (OIDC_ISSUER_UNAVAILABLE)'),
       },
     },
@@ -96,7 +98,7 @@ export function oidcRoutes(config: Config): readonly AnyRoute[] {
     summary: 'Finish single sign-on: the issuer redirects the browser here',
     description: [
       'Checks the state cookie and the state parameter, exchanges the code (with the PKCE verifier) at the issuer,',
-      'checks the ID token\'s nonce, requires `email_verified` true and opens a session for the active user this',
+      "checks the ID token's nonce, requires `email_verified` true and opens a session for the active user this",
       'tenant has at that address (compared case-insensitively), exactly as login does. Nobody is created.',
       'Redirects (302) to the `next` given to the start route, or /admin. The state cookie is single-use and is',
       'cleared by every answer. Refusals: 400 OIDC_STATE_INVALID (state cookie missing, tampered, expired, or not',
@@ -128,18 +130,26 @@ export function oidcRoutes(config: Config): readonly AnyRoute[] {
       // Single use: whatever happens next, the browser drops the state.
       clearStateCookie(reply, config);
       const sealed = request.cookies[cookieName];
-      if (!sealed) throw problem('OIDC_STATE_INVALID', 'No single sign-on was started in this browser, or it took too long; start again');
+      if (!sealed)
+        throw problem(
+          'OIDC_STATE_INVALID',
+          'No single sign-on was started in this browser, or it took too long; start again',
+        );
       const saved = openState(key, sealed, services.clock.now());
       if (!saved || saved.tenantId !== tenant.id) {
         throw problem('OIDC_STATE_INVALID', 'The single sign-on state cookie is invalid or expired; start again');
       }
       if (query.state !== saved.state) {
-        throw problem('OIDC_STATE_INVALID', 'The state returned by the identity provider does not match this browser\'s sign-in');
+        throw problem(
+          'OIDC_STATE_INVALID',
+          "The state returned by the identity provider does not match this browser's sign-in",
+        );
       }
       const search = request.url.includes('?') ? request.url.slice(request.url.indexOf('?')) : '';
       const identity = await issuer.exchange(new URL(`${redirectUri(request, config)}${search}`), saved);
       if (!identity.email) throw refused('email_missing', 'The identity provider returned no address');
-      if (!identity.emailVerified) throw refused('email_unverified', 'The identity provider has not verified this address');
+      if (!identity.emailVerified)
+        throw refused('email_unverified', 'The identity provider has not verified this address');
       const previous = request.cookies[sessionCookie(config).name];
       const { rawSessionId } = await signInByAddress(services, tenant, identity.email, request, previous);
       setSessionCookie(reply, config, rawSessionId);

@@ -25,10 +25,16 @@ export async function signInByAddress(
     return found && { id: found.id, status: found.status };
   });
   if (!user) {
-    throw refused('unknown_address', 'No account on this site has the address the identity provider returned; single sign-on creates no accounts');
+    throw refused(
+      'unknown_address',
+      'No account on this site has the address the identity provider returned; single sign-on creates no accounts',
+    );
   }
   if (user.status !== 'active') {
-    throw refused('user_not_active', 'The account at this address is not active (invited and not yet set up, or deactivated)');
+    throw refused(
+      'user_not_active',
+      'The account at this address is not active (invited and not yet set up, or deactivated)',
+    );
   }
   return services.transactions.run(
     tenant,
@@ -37,7 +43,10 @@ export async function signInByAddress(
       // the lookup and the insert cannot slip a session through.
       const locked = await usersService.lock(tx, user.id, { share: true });
       if (locked?.status !== 'active') {
-        throw refused('user_not_active', 'The account at this address is not active (invited and not yet set up, or deactivated)');
+        throw refused(
+          'user_not_active',
+          'The account at this address is not active (invited and not yet set up, or deactivated)',
+        );
       }
       if (previousSessionId) {
         await tx.db.deleteFrom('sessions').where('id_hash', '=', hashSecret(previousSessionId)).execute();

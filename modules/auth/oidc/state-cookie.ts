@@ -60,7 +60,9 @@ export function openState(key: Buffer, sealed: string, now: Date): OidcState | u
     const decipher = createDecipheriv('aes-256-gcm', key, raw.subarray(0, IV_BYTES));
     decipher.setAAD(Buffer.from(`${STATE_COOKIE}.${VERSION}`));
     decipher.setAuthTag(raw.subarray(raw.length - TAG_BYTES));
-    plain = Buffer.concat([decipher.update(raw.subarray(IV_BYTES, raw.length - TAG_BYTES)), decipher.final()]).toString('utf8');
+    plain = Buffer.concat([decipher.update(raw.subarray(IV_BYTES, raw.length - TAG_BYTES)), decipher.final()]).toString(
+      'utf8',
+    );
   } catch {
     return undefined;
   }

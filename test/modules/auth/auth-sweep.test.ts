@@ -11,7 +11,10 @@ let app: TestApp;
 let acme: TenantRef;
 let globex: TenantRef;
 beforeAll(async () => {
-  const logger = pino({ level: 'info' }, { write: (line: string) => void logLines.push(line) }) as unknown as FastifyBaseLogger;
+  const logger = pino(
+    { level: 'info' },
+    { write: (line: string) => void logLines.push(line) },
+  ) as unknown as FastifyBaseLogger;
   app = await startTestApp({ role: 'all', logger });
   acme = await createCustomer(app, 'acme');
   globex = await createCustomer(app, 'globex');
@@ -21,7 +24,8 @@ afterAll(async () => {
 });
 
 const pool = () => app.services.db.pool;
-const count = async (sql: string, params: unknown[] = []) => (await pool().query<{ n: number }>(sql, params)).rows[0]!.n;
+const count = async (sql: string, params: unknown[] = []) =>
+  (await pool().query<{ n: number }>(sql, params)).rows[0]!.n;
 
 async function insertSessions(tenant: TenantRef, userId: string, n: number, expired: boolean): Promise<void> {
   await pool().query(
@@ -60,7 +64,9 @@ describe('auth-sweep', () => {
     );
     const result = await sweepTenant(app.services, acme);
     expect(result.tokenBatches).toEqual([2]);
-    expect((await pool().query('select user_id from set_password_tokens where tenant_id = $1', [acme.id])).rows).toEqual([{ user_id: pending.id }]);
+    expect(
+      (await pool().query('select user_id from set_password_tokens where tenant_id = $1', [acme.id])).rows,
+    ).toEqual([{ user_id: pending.id }]);
   });
 
   it('deletes expired personal access tokens, keeping live ones', async () => {
@@ -73,11 +79,16 @@ describe('auth-sweep', () => {
     );
     const result = await sweepTenant(app.services, acme);
     expect(result.accessTokenBatches).toEqual([1]);
-    expect((await pool().query('select name from access_tokens where user_id = $1', [user.id])).rows).toEqual([{ name: 'live' }]);
+    expect((await pool().query('select name from access_tokens where user_id = $1', [user.id])).rows).toEqual([
+      { name: 'live' },
+    ]);
   });
 
   it('logs every role naming an undefined permission', async () => {
-    await pool().query(`insert into roles (tenant_id, name, permissions) values ($1, 'legacy', '{user:read,billing:refund}')`, [globex.id]);
+    await pool().query(
+      `insert into roles (tenant_id, name, permissions) values ($1, 'legacy', '{user:read,billing:refund}')`,
+      [globex.id],
+    );
     const result = await sweepTenant(app.services, globex);
     expect(result.undefinedPermissions).toEqual([{ role: 'legacy', permissions: ['billing:refund'] }]);
     const entry = logLines.map((l) => JSON.parse(l)).find((l) => l.role === 'legacy');
@@ -96,7 +107,11 @@ describe('auth-sweep', () => {
       [acme.id, globex.id],
     );
     const [outcome] = await app.worker!.jobs.runOnce('auth-sweep');
-    expect(outcome).toEqual({ tenant: null, ok: true, summary: { attemptsPurged: 3, swept: { globex: { sessions: 5, tokens: 0, accessTokens: 0 } } } });
+    expect(outcome).toEqual({
+      tenant: null,
+      ok: true,
+      summary: { attemptsPurged: 3, swept: { globex: { sessions: 5, tokens: 0, accessTokens: 0 } } },
+    });
     expect((await pool().query('select kind from auth_attempts')).rows).toEqual([{ kind: 'reset' }]);
     expect(await count(`select count(*)::int as n from sessions where expires_at <= now()`)).toBe(0);
     expect(authSweep.perTenant).toBe(false);

@@ -19,17 +19,26 @@ describe('user.deactivated', () => {
     const person = await addUser(app, acme);
     const bystander = await addUser(app, acme);
     const login = async (u: { email: string; password: string }) =>
-      sessionCookieOf(await app.http('acme.localhost').post('/api/v1/auth/login').send({ email: u.email, password: u.password }))!;
+      sessionCookieOf(
+        await app.http('acme.localhost').post('/api/v1/auth/login').send({ email: u.email, password: u.password }),
+      )!;
     await login(person);
     await login(person);
     const kept = await login(bystander);
-    const res = await app.http('acme.localhost').post(`/api/v1/user/users/${person.id}/deactivate`).set('Cookie', manager.cookie);
+    const res = await app
+      .http('acme.localhost')
+      .post(`/api/v1/user/users/${person.id}/deactivate`)
+      .set('Cookie', manager.cookie);
     expect(res.status).toBe(200);
     await deliverOutbox(app);
-    const { rows } = await app.services.db.pool.query('select user_id from sessions where user_id = any($1)', [[person.id, bystander.id]]);
+    const { rows } = await app.services.db.pool.query('select user_id from sessions where user_id = any($1)', [
+      [person.id, bystander.id],
+    ]);
     expect(rows.map((r) => r.user_id)).toEqual([bystander.id]);
     expect((await app.http('acme.localhost').get('/api/v1/auth/me').set('Cookie', kept)).status).toBe(200);
-    const processed = await app.services.db.pool.query(`select count(*)::int as n from processed_events where subscription = 'auth-end-sessions-on-deactivation'`);
+    const processed = await app.services.db.pool.query(
+      `select count(*)::int as n from processed_events where subscription = 'auth-end-sessions-on-deactivation'`,
+    );
     expect(processed.rows[0].n).toBe(1);
   });
 });

@@ -14,7 +14,11 @@ export interface UserSpec {
 }
 
 /** Inserts a user straight into the tenant's table, with an argon2id hash of the given password. */
-export async function addUser(app: TestApp, tenant: TenantRef, spec: UserSpec = {}): Promise<{ id: string; email: string; password: string }> {
+export async function addUser(
+  app: TestApp,
+  tenant: TenantRef,
+  spec: UserSpec = {},
+): Promise<{ id: string; email: string; password: string }> {
   const email = spec.email ?? `${randomUUID().slice(0, 8)}@example.test`;
   const password = spec.password === undefined ? 'correct horse battery' : spec.password;
   const hash = password === null ? null : await hashPassword(password);
@@ -54,7 +58,8 @@ export async function deliverOutbox(app: TestApp): Promise<number> {
   for (const row of rows) {
     const event = deliveredEvent(row);
     await worker.recordAudit(event);
-    for (const sub of app.services.registry.subscriptions.filter((s) => s.event === row.name)) await worker.deliver(sub, event);
+    for (const sub of app.services.registry.subscriptions.filter((s) => s.event === row.name))
+      await worker.deliver(sub, event);
     await app.services.db.pool.query('update outbox set relayed_at = now() where id = $1', [row.id]);
   }
   return rows.length;
@@ -66,7 +71,11 @@ export async function clearAttempts(app: TestApp): Promise<void> {
 }
 
 /** Polls until check returns a value other than undefined/false, or fails after the timeout. */
-export async function waitFor<T>(check: () => Promise<T | undefined | false>, what: string, timeoutMs = 15_000): Promise<T> {
+export async function waitFor<T>(
+  check: () => Promise<T | undefined | false>,
+  what: string,
+  timeoutMs = 15_000,
+): Promise<T> {
   const deadline = Date.now() + timeoutMs;
   for (;;) {
     const value = await check();

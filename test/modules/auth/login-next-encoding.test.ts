@@ -87,7 +87,17 @@ describe('safeNextPath', () => {
   });
 
   it('still refuses what is not a local path, and a string with no encoding', () => {
-    for (const unsafe of ['//evil.example', '/\\evil.example', 'https://evil.example', '/ok\u0001x', '/\ud800', '', 'evil', undefined, 3]) {
+    for (const unsafe of [
+      '//evil.example',
+      '/\\evil.example',
+      'https://evil.example',
+      '/ok\u0001x',
+      '/\ud800',
+      '',
+      'evil',
+      undefined,
+      3,
+    ]) {
       expect(safeNextPath(unsafe), JSON.stringify(unsafe)).toBe('/admin');
     }
   });

@@ -19,7 +19,11 @@ afterAll(async () => {
 });
 
 const loginAt = (instance: TestApp, body: { email: string; password: string }, source: string) =>
-  instance.http('acme.localhost').post('/api/v1/auth/login').set('X-Forwarded-For', source).send({ email: body.email, password: body.password });
+  instance
+    .http('acme.localhost')
+    .post('/api/v1/auth/login')
+    .set('X-Forwarded-For', source)
+    .send({ email: body.email, password: body.password });
 
 describe('failed-login limit', () => {
   it('answers 429 ErrTooManyAttempts after 10 failures from one client address in the window, even to the right password', async () => {
@@ -51,15 +55,19 @@ describe('failed-login limit', () => {
     const user = await addUser(app, acme);
     for (let i = 0; i < 10; i++) await loginAt(app, { email: user.email, password: 'wrong password' }, '192.0.2.30');
     expect((await loginAt(app, user, '192.0.2.30')).status).toBe(429);
-    await app.services.db.pool.query(`update auth_attempts set at = at - interval '15 minutes 1 second' where source = '192.0.2.30'`);
+    await app.services.db.pool.query(
+      `update auth_attempts set at = at - interval '15 minutes 1 second' where source = '192.0.2.30'`,
+    );
     expect((await loginAt(app, user, '192.0.2.30')).status).toBe(200);
   });
 
   it('is one counter shared by every replica', async () => {
     await clearAttempts(app);
     const user = await addUser(app, acme);
-    for (let i = 0; i < 5; i++) expect((await loginAt(app, { email: user.email, password: 'wrong' }, '192.0.2.40')).status).toBe(401);
-    for (let i = 0; i < 5; i++) expect((await loginAt(replica, { email: user.email, password: 'wrong' }, '192.0.2.40')).status).toBe(401);
+    for (let i = 0; i < 5; i++)
+      expect((await loginAt(app, { email: user.email, password: 'wrong' }, '192.0.2.40')).status).toBe(401);
+    for (let i = 0; i < 5; i++)
+      expect((await loginAt(replica, { email: user.email, password: 'wrong' }, '192.0.2.40')).status).toBe(401);
     expect((await loginAt(app, user, '192.0.2.40')).status).toBe(429);
     expect((await loginAt(replica, user, '192.0.2.40')).status).toBe(429);
   });
@@ -84,10 +92,17 @@ describe('soft delay', () => {
    * same moment, so it meets the same machine load. The difference between the two is the delay,
    * whatever else the loaded machine adds to both.
    */
-  async function timedAgainstControl(body: { email: string; password: string }, control: { email: string; password: string }) {
+  async function timedAgainstControl(
+    body: { email: string; password: string },
+    control: { email: string; password: string },
+  ) {
     const started = performance.now();
-    const timed = (promise: ReturnType<typeof loginAt>) => promise.then((res) => ({ status: res.status, ms: performance.now() - started }));
-    const [measured, baseline] = await Promise.all([timed(loginAt(app, body, '198.51.100.50')), timed(loginAt(app, control, '198.51.100.60'))]);
+    const timed = (promise: ReturnType<typeof loginAt>) =>
+      promise.then((res) => ({ status: res.status, ms: performance.now() - started }));
+    const [measured, baseline] = await Promise.all([
+      timed(loginAt(app, body, '198.51.100.50')),
+      timed(loginAt(app, control, '198.51.100.60')),
+    ]);
     expect(baseline.status).toBe(200);
     return { status: measured.status, ms: measured.ms, overControl: measured.ms - baseline.ms };
   }

@@ -11,7 +11,10 @@ beforeAll(async () => {
   app = await startTestApp();
   acme = await createCustomer(app, 'acme');
   await app.services.transactions.run(acme, (ctx) =>
-    ctx.db.insertInto('roles' as never).values({ name: 'editor', permissions: ['user:read', 'role:manage'] } as never).execute(),
+    ctx.db
+      .insertInto('roles' as never)
+      .values({ name: 'editor', permissions: ['user:read', 'role:manage'] } as never)
+      .execute(),
   );
 });
 afterAll(async () => {
@@ -23,7 +26,9 @@ const http = () => app.http('acme.localhost');
 describe('POST /api/v1/auth/login', () => {
   it('answers the Identity, sets the session cookie and publishes auth.logged_in with method password', async () => {
     const user = await addUser(app, acme, { roles: ['editor', 'member'], displayName: 'Ada' });
-    const res = await http().post('/api/v1/auth/login').send({ email: user.email.toUpperCase(), password: user.password });
+    const res = await http()
+      .post('/api/v1/auth/login')
+      .send({ email: user.email.toUpperCase(), password: user.password });
     expect(res.status).toBe(200);
     expect(res.body).toEqual({
       userId: user.id,
@@ -41,9 +46,15 @@ describe('POST /api/v1/auth/login', () => {
 
   it('gives a fresh session id every time and ends the session the request carried', async () => {
     const user = await addUser(app, acme);
-    const first = sessionCookieOf(await http().post('/api/v1/auth/login').send({ email: user.email, password: user.password }))!;
-    const second = sessionCookieOf(await http().post('/api/v1/auth/login').set('Cookie', first).send({ email: user.email, password: user.password }))!;
-    const third = sessionCookieOf(await http().post('/api/v1/auth/login').send({ email: user.email, password: user.password }))!;
+    const first = sessionCookieOf(
+      await http().post('/api/v1/auth/login').send({ email: user.email, password: user.password }),
+    )!;
+    const second = sessionCookieOf(
+      await http().post('/api/v1/auth/login').set('Cookie', first).send({ email: user.email, password: user.password }),
+    )!;
+    const third = sessionCookieOf(
+      await http().post('/api/v1/auth/login').send({ email: user.email, password: user.password }),
+    )!;
     expect(new Set([first, second, third]).size).toBe(3);
     expect((await http().get('/api/v1/auth/me').set('Cookie', first)).status).toBe(401);
     expect((await http().get('/api/v1/auth/me').set('Cookie', second)).status).toBe(200);
@@ -80,7 +91,10 @@ describe('POST /api/v1/auth/login', () => {
     const user = await addUser(app, acme);
     const before = (await outbox(app, 'auth.login_failed')).length;
     await http().post('/api/v1/auth/login').send({ email: user.email, password: 'wrong password' }).expect(401);
-    await http().post('/api/v1/auth/login').send({ email: 'ghost@example.test', password: 'wrong password' }).expect(401);
+    await http()
+      .post('/api/v1/auth/login')
+      .send({ email: 'ghost@example.test', password: 'wrong password' })
+      .expect(401);
     const failed = (await outbox(app, 'auth.login_failed')).slice(before);
     expect(failed.map((e) => e.payload)).toEqual([{ userId: user.id }, { userId: null }]);
     expect(JSON.stringify(failed)).not.toContain('@example.test');
@@ -96,7 +110,9 @@ describe('POST /api/v1/auth/login', () => {
   // is what counts, so a loaded 2-core machine, whose load changes from one second to the next,
   // moves both sides alike and holds without retries.
   // Eighty sign-ins take seconds on a quiet machine and can take a minute on a loaded one.
-  it('costs the same for all four refusals: within half an argon2id verification of each other, round by round', { timeout: 120_000 }, async () => {
+  it('costs the same for all four refusals: within half an argon2id verification of each other, round by round', {
+    timeout: 120_000,
+  }, async () => {
     const active = await addUser(app, acme);
     const invited = await addUser(app, acme, { status: 'invited', password: null });
     const deactivated = await addUser(app, acme, { status: 'deactivated' });
@@ -129,10 +145,16 @@ describe('POST /api/v1/auth/login', () => {
     const verification = median(verifications);
     const reference = median(rounds.map((r) => r.wrongPassword!));
     // The reference verifies a hash: it costs at least most of one verification.
-    expect(reference, `reference ${reference.toFixed(1)} ms, one verification ${verification.toFixed(1)} ms`).toBeGreaterThan(0.8 * verification);
+    expect(
+      reference,
+      `reference ${reference.toFixed(1)} ms, one verification ${verification.toFixed(1)} ms`,
+    ).toBeGreaterThan(0.8 * verification);
     for (const name of names) {
       const gap = median(rounds.map((r) => r[name]! - r.wrongPassword!));
-      expect(Math.abs(gap), `${name}: ${gap.toFixed(1)} ms from the reference, one verification ${verification.toFixed(1)} ms`).toBeLessThan(0.5 * verification);
+      expect(
+        Math.abs(gap),
+        `${name}: ${gap.toFixed(1)} ms from the reference, one verification ${verification.toFixed(1)} ms`,
+      ).toBeLessThan(0.5 * verification);
     }
   });
 });
@@ -160,14 +182,18 @@ describe('cross-site login', () => {
     const user = await addUser(app, acme);
     const body = { email: user.email, password: user.password };
     expect((await http().post('/api/v1/auth/login').set('Sec-Fetch-Site', 'same-origin').send(body)).status).toBe(200);
-    expect((await http().post('/api/v1/auth/login').set('Origin', 'http://acme.localhost:3000').send(body)).status).toBe(200);
+    expect(
+      (await http().post('/api/v1/auth/login').set('Origin', 'http://acme.localhost:3000').send(body)).status,
+    ).toBe(200);
     expect((await http().post('/api/v1/auth/login').send(body)).status).toBe(200);
   });
 });
 
 describe('login body', () => {
   it('takes exactly { email, password }', async () => {
-    const unknown = await http().post('/api/v1/auth/login').send({ email: 'a@example.test', password: 'x', remember: true });
+    const unknown = await http()
+      .post('/api/v1/auth/login')
+      .send({ email: 'a@example.test', password: 'x', remember: true });
     expect(unknown.status).toBe(422);
     expect(unknown.body.code).toBe('VALIDATION_FAILED');
     const missing = await http().post('/api/v1/auth/login').send({ username: 'a@example.test', password: 'x' });

@@ -27,7 +27,11 @@ describe('POST /api/v1/auth/logout', () => {
     const other = await signIn(user);
     const res = await http().post('/api/v1/auth/logout').set('Cookie', cookie);
     expect(res.status).toBe(204);
-    expect((res.headers['set-cookie'] as unknown as string[]).some((c) => /^app_session=;.*Expires=Thu, 01 Jan 1970/.test(c))).toBe(true);
+    expect(
+      (res.headers['set-cookie'] as unknown as string[]).some((c) =>
+        /^app_session=;.*Expires=Thu, 01 Jan 1970/.test(c),
+      ),
+    ).toBe(true);
     expect((await http().get('/api/v1/auth/me').set('Cookie', cookie)).status).toBe(401);
     // Only this session ends.
     expect((await http().get('/api/v1/auth/me').set('Cookie', other)).status).toBe(200);
@@ -49,9 +53,17 @@ describe('POST /api/v1/auth/logout', () => {
 describe('GET /api/v1/auth/me', () => {
   it('answers the Identity of the session', async () => {
     const user = await addUser(app, acme, { roles: ['admin'], displayName: 'Grace' });
-    const res = await http().get('/api/v1/auth/me').set('Cookie', await signIn(user));
+    const res = await http()
+      .get('/api/v1/auth/me')
+      .set('Cookie', await signIn(user));
     expect(res.status).toBe(200);
-    expect(res.body).toEqual({ userId: user.id, email: user.email, displayName: 'Grace', roles: ['admin'], permissions: ['*'] });
+    expect(res.body).toEqual({
+      userId: user.id,
+      email: user.email,
+      displayName: 'Grace',
+      roles: ['admin'],
+      permissions: ['*'],
+    });
   });
 
   it('is 401 AUTH_REQUIRED without a session, and for a user deactivated since signing in', async () => {

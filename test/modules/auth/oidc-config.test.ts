@@ -58,25 +58,47 @@ describe('startup refusals', () => {
       [{}, SECRET_ENV],
     ] as const;
     for (const [oidc, env] of half) {
-      expect(() => validateConfig({ auth: { oidc: { ...oidc } } }, 'config.yaml', { ...env }), JSON.stringify(oidc)).toThrow(
+      expect(
+        () => validateConfig({ auth: { oidc: { ...oidc } } }, 'config.yaml', { ...env }),
+        JSON.stringify(oidc),
+      ).toThrow(
         /auth\.oidc\.issuer, auth\.oidc\.client_id and auth\.oidc\.client_secret must be set all together or not at all/,
       );
     }
-    const whole = validateConfig({ auth: { oidc: { issuer: 'https://id.example.com', client_id: 'app' } } }, 'config.yaml', SECRET_ENV);
+    const whole = validateConfig(
+      { auth: { oidc: { issuer: 'https://id.example.com', client_id: 'app' } } },
+      'config.yaml',
+      SECRET_ENV,
+    );
     expect(whole.auth.oidc.client_secret).toBe('from-the-environment');
     expect(whole.auth.oidc.redirect_path).toBe('/api/v1/auth/oidc/callback');
   });
 
   it('refuses a client secret written in the file', () => {
     expect(() =>
-      validateConfig({ auth: { oidc: { issuer: 'https://id.example.com', client_id: 'app', client_secret: 's3cret' } } }, 'config.yaml', {}),
+      validateConfig(
+        { auth: { oidc: { issuer: 'https://id.example.com', client_id: 'app', client_secret: 's3cret' } } },
+        'config.yaml',
+        {},
+      ),
     ).toThrow(/client_secret must not be written in the file; supply it through TENANTRY_AUTH_OIDC_CLIENT_SECRET/);
   });
 
   it('refuses a redirect path outside /api/v1/auth/', () => {
-    for (const redirect_path of ['/api/v1/user/callback', '/oidc/callback', '/api/v1/auth/', '/api/v1/auth/../user/x', 'https://evil.test/api/v1/auth/cb']) {
+    for (const redirect_path of [
+      '/api/v1/user/callback',
+      '/oidc/callback',
+      '/api/v1/auth/',
+      '/api/v1/auth/../user/x',
+      'https://evil.test/api/v1/auth/cb',
+    ]) {
       expect(
-        () => validateConfig({ auth: { oidc: { issuer: 'https://id.example.com', client_id: 'app', redirect_path } } }, 'config.yaml', SECRET_ENV),
+        () =>
+          validateConfig(
+            { auth: { oidc: { issuer: 'https://id.example.com', client_id: 'app', redirect_path } } },
+            'config.yaml',
+            SECRET_ENV,
+          ),
         redirect_path,
       ).toThrow(/auth\.oidc\.redirect_path must/);
     }
@@ -84,25 +106,37 @@ describe('startup refusals', () => {
 
   it('refuses a plain-http issuer that is not on a local name', async () => {
     const config = testConfig({ auth: { oidc: { issuer: 'http://id.example.com', client_id: 'app' } } }, SECRET_ENV);
-    await expect(buildApp({ config, modules: allModules, databaseUrl: 'postgres://unused.invalid/none', role: 'web' })).rejects.toThrow(
-      /auth\.oidc\.issuer must be an https URL unless the issuer runs on a local name/,
-    );
+    await expect(
+      buildApp({ config, modules: allModules, databaseUrl: 'postgres://unused.invalid/none', role: 'web' }),
+    ).rejects.toThrow(/auth\.oidc\.issuer must be an https URL unless the issuer runs on a local name/);
   });
 
   it('refuses a redirect path that another route already serves', async () => {
-    const config = testConfig({ auth: { oidc: { issuer: 'https://id.example.com', client_id: 'app', redirect_path: '/api/v1/auth/oidc/start' } } }, SECRET_ENV);
-    await expect(buildApp({ config, modules: allModules, databaseUrl: 'postgres://unused.invalid/none', role: 'web' })).rejects.toThrow(
-      /route GET \/api\/v1\/auth\/oidc\/start is declared twice/,
+    const config = testConfig(
+      {
+        auth: {
+          oidc: { issuer: 'https://id.example.com', client_id: 'app', redirect_path: '/api/v1/auth/oidc/start' },
+        },
+      },
+      SECRET_ENV,
     );
+    await expect(
+      buildApp({ config, modules: allModules, databaseUrl: 'postgres://unused.invalid/none', role: 'web' }),
+    ).rejects.toThrow(/route GET \/api\/v1\/auth\/oidc\/start is declared twice/);
   });
 
   it('the service exits at startup with a half-configured issuer or a bad redirect path', async () => {
     const [half, badPath] = await Promise.all([
       startMain('auth:\n  oidc:\n    issuer: https://id.example.com\n    client_id: app\n'),
-      startMain('auth:\n  oidc:\n    issuer: https://id.example.com\n    client_id: app\n    redirect_path: /oidc/callback\n', SECRET_ENV),
+      startMain(
+        'auth:\n  oidc:\n    issuer: https://id.example.com\n    client_id: app\n    redirect_path: /oidc/callback\n',
+        SECRET_ENV,
+      ),
     ]);
     expect(half.code).toBe(1);
-    expect(half.stderr).toMatch(/^tenantry: .*config\.yaml: auth\.oidc\.issuer, auth\.oidc\.client_id and auth\.oidc\.client_secret must be set all together or not at all/);
+    expect(half.stderr).toMatch(
+      /^tenantry: .*config\.yaml: auth\.oidc\.issuer, auth\.oidc\.client_id and auth\.oidc\.client_secret must be set all together or not at all/,
+    );
     expect(badPath.code).toBe(1);
     expect(badPath.stderr).toMatch(/^tenantry: .*auth\.oidc\.redirect_path must lie under \/api\/v1\/auth\//);
     expect(badPath.stderr).not.toContain('from-the-environment');
@@ -132,9 +166,9 @@ describe('no issuer configured', () => {
     const paths = Object.keys(res.body.paths);
     expect(paths.length).toBeGreaterThan(0);
     expect(paths.filter((p) => p.includes('oidc'))).toEqual([]);
-    const operationIds = Object.values(res.body.paths as Record<string, Record<string, { operationId?: string }>>).flatMap((item) =>
-      Object.values(item).map((op) => op.operationId),
-    );
+    const operationIds = Object.values(
+      res.body.paths as Record<string, Record<string, { operationId?: string }>>,
+    ).flatMap((item) => Object.values(item).map((op) => op.operationId));
     expect(operationIds).not.toContain('auth-oidc-start');
   });
 
@@ -152,7 +186,12 @@ describe('no issuer configured', () => {
       expect(res.headers['set-cookie']).toBeUndefined();
 
       // A failed discovery is not remembered: once the issuer is up, the next start works.
-      const late = await startTestIssuer({ clientId: 'app', clientSecret: 'from-the-environment', redirectUris: ['http://operator.localhost/api/v1/auth/oidc/callback'], port });
+      const late = await startTestIssuer({
+        clientId: 'app',
+        clientSecret: 'from-the-environment',
+        redirectUris: ['http://operator.localhost/api/v1/auth/oidc/callback'],
+        port,
+      });
       try {
         const again = await down.http().get('/api/v1/auth/oidc/start');
         expect(again.status, JSON.stringify(again.body)).toBe(302);
@@ -183,7 +222,10 @@ describe('on a public host, with a custom redirect path and an issuer offering o
     });
     app = await startTestApp({
       config: testConfig(
-        { server: { public_host: HOST }, auth: { oidc: { issuer: issuer.url, client_id: CLIENT_ID, redirect_path: REDIRECT_PATH } } },
+        {
+          server: { public_host: HOST },
+          auth: { oidc: { issuer: issuer.url, client_id: CLIENT_ID, redirect_path: REDIRECT_PATH } },
+        },
         { TENANTRY_AUTH_OIDC_CLIENT_SECRET: CLIENT_SECRET },
       ),
     });
@@ -200,7 +242,9 @@ describe('on a public host, with a custom redirect path and an issuer offering o
 
     const started = await app.http(HOST).get('/api/v1/auth/oidc/start?next=/admin/health');
     expect(started.status, JSON.stringify(started.body)).toBe(302);
-    const stateCookie = (started.headers['set-cookie'] as unknown as string[]).find((c) => c.startsWith('__Host-app_oidc='))!;
+    const stateCookie = (started.headers['set-cookie'] as unknown as string[]).find((c) =>
+      c.startsWith('__Host-app_oidc='),
+    )!;
     expect(stateCookie).toMatch(/; Secure/);
     expect(stateCookie).toMatch(/; HttpOnly/);
     expect(stateCookie).toMatch(/; SameSite=Lax/);
@@ -214,10 +258,16 @@ describe('on a public host, with a custom redirect path and an issuer offering o
     expect(callback.pathname).toBe(REDIRECT_PATH);
 
     // The default callback path is not served when another one is configured.
-    const defaultPath = await app.http(HOST).get(`/api/v1/auth/oidc/callback${callback.search}`).set('Cookie', stateCookie.split(';')[0]!);
+    const defaultPath = await app
+      .http(HOST)
+      .get(`/api/v1/auth/oidc/callback${callback.search}`)
+      .set('Cookie', stateCookie.split(';')[0]!);
     expect(defaultPath.status).toBe(404);
 
-    const res = await app.http(HOST).get(`${callback.pathname}${callback.search}`).set('Cookie', stateCookie.split(';')[0]!);
+    const res = await app
+      .http(HOST)
+      .get(`${callback.pathname}${callback.search}`)
+      .set('Cookie', stateCookie.split(';')[0]!);
     expect(res.status, JSON.stringify(res.body)).toBe(302);
     expect(res.headers.location).toBe('/admin/health');
     // The issuer offers only client_secret_post: the secret went in the body, not a Basic header.
@@ -237,12 +287,19 @@ describe('on a public host, with a custom redirect path and an issuer offering o
     await signInAs(app, app.operator, [], { email: 'late@example.com' });
     issuer.nextLogin = 'late';
     const started = await app.http(HOST).get('/api/v1/auth/oidc/start');
-    const stateCookie = (started.headers['set-cookie'] as unknown as string[]).find((c) => c.startsWith('__Host-app_oidc='))!;
+    const stateCookie = (started.headers['set-cookie'] as unknown as string[]).find((c) =>
+      c.startsWith('__Host-app_oidc='),
+    )!;
     const callback = await visitIssuer(started.headers.location!, issuer.url);
     await issuer.close();
-    const res = await app.http(HOST).get(`${callback.pathname}${callback.search}`).set('Cookie', stateCookie.split(';')[0]!);
+    const res = await app
+      .http(HOST)
+      .get(`${callback.pathname}${callback.search}`)
+      .set('Cookie', stateCookie.split(';')[0]!);
     expect(res.status, JSON.stringify(res.body)).toBe(502);
     expect(res.body.code).toBe('OIDC_ISSUER_UNAVAILABLE');
-    expect((res.headers['set-cookie'] as unknown as string[]).some((c) => c.startsWith('__Host-app_oidc=;'))).toBe(true);
+    expect((res.headers['set-cookie'] as unknown as string[]).some((c) => c.startsWith('__Host-app_oidc=;'))).toBe(
+      true,
+    );
   });
 });

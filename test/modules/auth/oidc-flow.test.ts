@@ -26,7 +26,10 @@ beforeAll(async () => {
     redirectUris: [`http://acme.localhost${CALLBACK}`, `http://globex.localhost${CALLBACK}`],
   });
   app = await startTestApp({
-    config: testConfig({ auth: { oidc: { issuer: issuer.url, client_id: CLIENT_ID } } }, { TENANTRY_AUTH_OIDC_CLIENT_SECRET: CLIENT_SECRET }),
+    config: testConfig(
+      { auth: { oidc: { issuer: issuer.url, client_id: CLIENT_ID } } },
+      { TENANTRY_AUTH_OIDC_CLIENT_SECRET: CLIENT_SECRET },
+    ),
   });
   acme = await createCustomer(app, 'acme');
   globex = await createCustomer(app, 'globex');
@@ -43,7 +46,8 @@ interface Started {
   setCookie: string;
 }
 
-const setCookies = (res: { headers: Record<string, unknown> }): string[] => (res.headers['set-cookie'] as string[] | undefined) ?? [];
+const setCookies = (res: { headers: Record<string, unknown> }): string[] =>
+  (res.headers['set-cookie'] as string[] | undefined) ?? [];
 const cookieNamed = (res: { headers: Record<string, unknown> }, name: string): string | undefined =>
   setCookies(res).find((c) => c.startsWith(`${name}=`));
 const cookiePair = (setCookie: string): string => setCookie.split(';', 1)[0]!;
@@ -51,7 +55,9 @@ const clearsState = (res: { headers: Record<string, unknown> }): boolean =>
   /^app_oidc=;.*Expires=Thu, 01 Jan 1970/i.test(cookieNamed(res, 'app_oidc') ?? '');
 
 async function start(host: string, next?: string): Promise<Started> {
-  const res = await app.http(host).get(`/api/v1/auth/oidc/start${next === undefined ? '' : `?next=${encodeURIComponent(next)}`}`);
+  const res = await app
+    .http(host)
+    .get(`/api/v1/auth/oidc/start${next === undefined ? '' : `?next=${encodeURIComponent(next)}`}`);
   expect(res.status, JSON.stringify(res.body)).toBe(302);
   const setCookie = cookieNamed(res, 'app_oidc');
   expect(setCookie).toBeDefined();
@@ -59,7 +65,11 @@ async function start(host: string, next?: string): Promise<Started> {
 }
 
 /** start → issuer (signs in as `account`) → the callback URL the issuer sends the browser to. */
-async function throughIssuer(host: string, account: string | null, next?: string): Promise<{ started: Started; callback: URL }> {
+async function throughIssuer(
+  host: string,
+  account: string | null,
+  next?: string,
+): Promise<{ started: Started; callback: URL }> {
   const started = await start(host, next);
   issuer.nextLogin = account;
   const callback = await visitIssuer(started.location.href, issuer.url);
@@ -73,10 +83,17 @@ function callbackRequest(host: string, callback: URL, cookie?: string) {
   return cookie ? req.set('Cookie', cookie) : req;
 }
 
-async function seedUser(tenant: TenantRef, email: string, status: 'invited' | 'active' | 'deactivated'): Promise<string> {
+async function seedUser(
+  tenant: TenantRef,
+  email: string,
+  status: 'invited' | 'active' | 'deactivated',
+): Promise<string> {
   return app.services.transactions.run(tenant, async (tx) => {
     const row = await tx.db.executeQuery<{ id: string }>(
-      CompiledQuery.raw(`insert into users (email, display_name, status) values ($1, 'Seeded', $2) returning id`, [email, status]),
+      CompiledQuery.raw(`insert into users (email, display_name, status) values ($1, 'Seeded', $2) returning id`, [
+        email,
+        status,
+      ]),
     );
     return row.rows[0]!.id;
   });
@@ -89,7 +106,12 @@ async function count(tenant: TenantRef, sql: string, params: unknown[] = []): Pr
   });
 }
 
-function expectRefusal(res: { status: number; headers: Record<string, unknown>; body: Record<string, unknown> }, status: number, code: string, reason?: string): void {
+function expectRefusal(
+  res: { status: number; headers: Record<string, unknown>; body: Record<string, unknown> },
+  status: number,
+  code: string,
+  reason?: string,
+): void {
   expect(res.status, JSON.stringify(res.body)).toBe(status);
   expect(res.headers['content-type']).toMatch(/^application\/problem\+json/);
   expect(res.body.code).toBe(code);
@@ -166,13 +188,20 @@ describe('GET /api/v1/auth/oidc/callback', () => {
     expect(cookiePair(session!)).not.toBe(user.cookie);
     expect((await app.http('acme.localhost').get('/api/v1/auth/me').set('Cookie', user.cookie)).status).toBe(401);
     // ...and of no other tenant.
-    const elsewhere = await app.http('globex.localhost').get('/api/v1/admin/resources').set('Cookie', cookiePair(session!));
+    const elsewhere = await app
+      .http('globex.localhost')
+      .get('/api/v1/admin/resources')
+      .set('Cookie', cookiePair(session!));
     expect(elsewhere.status).toBe(401);
 
-    const events = await app.services.db.pool.query<{ payload: Record<string, unknown>; actor_id: string | null; tenant_id: string }>(
-      `select payload, actor_id, tenant_id from outbox where name = 'auth.logged_in'`,
-    );
-    expect(events.rows).toEqual([{ payload: { method: 'oidc', userId: user.userId }, actor_id: user.userId, tenant_id: acme.id }]);
+    const events = await app.services.db.pool.query<{
+      payload: Record<string, unknown>;
+      actor_id: string | null;
+      tenant_id: string;
+    }>(`select payload, actor_id, tenant_id from outbox where name = 'auth.logged_in'`);
+    expect(events.rows).toEqual([
+      { payload: { method: 'oidc', userId: user.userId }, actor_id: user.userId, tenant_id: acme.id },
+    ]);
   });
 
   it('lands on a safe local next path, and on /admin when next is not local', async () => {
@@ -201,7 +230,12 @@ describe('GET /api/v1/auth/oidc/callback', () => {
     // A claim that is not a JSON true is no verification either.
     issuer.accounts.set('uma', { email: 'uma@acme.test', email_verified: 'true' });
     const again = await throughIssuer('acme.localhost', 'uma');
-    expectRefusal(await callbackRequest('acme.localhost', again.callback, again.started.stateCookie), 401, 'OIDC_REFUSED', 'email_unverified');
+    expectRefusal(
+      await callbackRequest('acme.localhost', again.callback, again.started.stateCookie),
+      401,
+      'OIDC_REFUSED',
+      'email_unverified',
+    );
   });
 
   it('refuses an address with no account in this tenant and creates nobody', async () => {
@@ -237,7 +271,10 @@ describe('GET /api/v1/auth/oidc/callback', () => {
     const deactivated = await seedUser(acme, 'dan@acme.test', 'deactivated');
     issuer.accounts.set('ivy', { email: 'ivy@acme.test', email_verified: true });
     issuer.accounts.set('dan', { email: 'dan@acme.test', email_verified: true });
-    for (const [account, userId] of [['ivy', invited], ['dan', deactivated]] as const) {
+    for (const [account, userId] of [
+      ['ivy', invited],
+      ['dan', deactivated],
+    ] as const) {
       const { started, callback } = await throughIssuer('acme.localhost', account);
       const res = await callbackRequest('acme.localhost', callback, started.stateCookie);
       expectRefusal(res, 401, 'OIDC_REFUSED', 'user_not_active');
@@ -257,7 +294,11 @@ describe('GET /api/v1/auth/oidc/callback', () => {
     expectRefusal(res, 400, 'OIDC_STATE_INVALID');
     // A cookie forged from scratch fails the same way.
     const forged = Buffer.from(JSON.stringify({ state: callback.searchParams.get('state') })).toString('base64url');
-    expectRefusal(await callbackRequest('acme.localhost', callback, `app_oidc=v1.${forged}`), 400, 'OIDC_STATE_INVALID');
+    expectRefusal(
+      await callbackRequest('acme.localhost', callback, `app_oidc=v1.${forged}`),
+      400,
+      'OIDC_STATE_INVALID',
+    );
   });
 
   it('refuses an expired state cookie', async () => {

@@ -94,13 +94,23 @@ export async function startTestIssuer(options: TestIssuerOptions): Promise<TestI
       const details = await provider.interactionDetails(req, res);
       const accountId = issuer.nextLogin;
       if (accountId === null) {
-        await provider.interactionFinished(req, res, { error: 'access_denied', error_description: 'declined' }, { mergeWithLastSubmission: false });
+        await provider.interactionFinished(
+          req,
+          res,
+          { error: 'access_denied', error_description: 'declined' },
+          { mergeWithLastSubmission: false },
+        );
         return;
       }
       const grant = new provider.Grant({ accountId, clientId: String(details.params.client_id) });
       grant.addOIDCScope(String(details.params.scope));
       const grantId = await grant.save();
-      await provider.interactionFinished(req, res, { login: { accountId }, consent: { grantId } }, { mergeWithLastSubmission: false });
+      await provider.interactionFinished(
+        req,
+        res,
+        { login: { accountId }, consent: { grantId } },
+        { mergeWithLastSubmission: false },
+      );
     })().catch((err: unknown) => {
       issuer.errors.push({ event: 'interaction', error: err });
       res.statusCode = 500;
@@ -131,7 +141,9 @@ export async function visitIssuer(authorizationUrl: string, issuerUrl: string): 
     }
     const location = response.headers.get('location');
     if (response.status < 300 || response.status >= 400 || !location) {
-      throw new Error(`the issuer answered ${response.status} at ${next.pathname}: ${(await response.text()).slice(0, 300)}`);
+      throw new Error(
+        `the issuer answered ${response.status} at ${next.pathname}: ${(await response.text()).slice(0, 300)}`,
+      );
     }
     next = new URL(location, next);
   }

@@ -40,7 +40,10 @@ declare module 'oidc-provider' {
 
   export default class Provider {
     constructor(issuer: string, configuration?: Configuration);
-    Grant: new (properties: { accountId: string; clientId: string }) => Grant;
+    Grant: new (properties: {
+      accountId: string;
+      clientId: string;
+    }) => Grant;
     callback(): (req: IncomingMessage, res: ServerResponse) => void;
     interactionDetails(req: IncomingMessage, res: ServerResponse): Promise<Interaction>;
     interactionFinished(

@@ -1,5 +1,11 @@
 import { describe, expect, it } from 'vitest';
-import { openState, sealState, stateCookie, stateKey, type OidcState } from '../../../modules/auth/oidc/state-cookie.ts';
+import {
+  openState,
+  sealState,
+  stateCookie,
+  stateKey,
+  type OidcState,
+} from '../../../modules/auth/oidc/state-cookie.ts';
 import { safeNextPath } from '../../../modules/auth/oidc/next-path.ts';
 import { testConfig } from '../../helpers/config.ts';
 
@@ -17,9 +23,18 @@ const state: OidcState = {
 
 describe('app_oidc cookie', () => {
   it('is app_oidc without Secure on a local public host, __Host-app_oidc with Secure otherwise', () => {
-    expect(stateCookie(testConfig({ server: { public_host: 'localhost' } }))).toEqual({ name: 'app_oidc', secure: false });
-    expect(stateCookie(testConfig({ server: { public_host: 'admin.localhost' } }))).toEqual({ name: 'app_oidc', secure: false });
-    expect(stateCookie(testConfig({ server: { public_host: 'tenantry.example.com' } }))).toEqual({ name: '__Host-app_oidc', secure: true });
+    expect(stateCookie(testConfig({ server: { public_host: 'localhost' } }))).toEqual({
+      name: 'app_oidc',
+      secure: false,
+    });
+    expect(stateCookie(testConfig({ server: { public_host: 'admin.localhost' } }))).toEqual({
+      name: 'app_oidc',
+      secure: false,
+    });
+    expect(stateCookie(testConfig({ server: { public_host: 'tenantry.example.com' } }))).toEqual({
+      name: '__Host-app_oidc',
+      secure: true,
+    });
   });
 
   it('opens what it sealed, with the same key only', () => {
@@ -40,7 +55,9 @@ describe('app_oidc cookie', () => {
     expect(openState(key, sealed.replace(/^v1\./, 'v2.'), new Date())).toBeUndefined();
     expect(openState(key, 'v1.', new Date())).toBeUndefined();
     expect(openState(key, '', new Date())).toBeUndefined();
-    expect(openState(key, `v1.${Buffer.from(JSON.stringify(state)).toString('base64url')}`, new Date())).toBeUndefined();
+    expect(
+      openState(key, `v1.${Buffer.from(JSON.stringify(state)).toString('base64url')}`, new Date()),
+    ).toBeUndefined();
   });
 });
 
@@ -48,7 +65,18 @@ describe('next path after single sign-on', () => {
   it('keeps a local path and sends anything else to /admin', () => {
     expect(safeNextPath('/admin/task/task?page=2')).toBe('/admin/task/task?page=2');
     expect(safeNextPath('/')).toBe('/');
-    for (const unsafe of [undefined, '', 'admin', '//evil.test', '/\\evil.test', '/a\\b', 'https://evil.test/x', 'javascript:alert(1)', '/\nx', `/${'a'.repeat(2001)}`]) {
+    for (const unsafe of [
+      undefined,
+      '',
+      'admin',
+      '//evil.test',
+      '/\\evil.test',
+      '/a\\b',
+      'https://evil.test/x',
+      'javascript:alert(1)',
+      '/\nx',
+      `/${'a'.repeat(2001)}`,
+    ]) {
       expect(safeNextPath(unsafe), JSON.stringify(unsafe)).toBe('/admin');
     }
   });

@@ -3,7 +3,18 @@ import { startTestApp, type TestApp } from '../../helpers/app.ts';
 import { dereferenced } from '../../helpers/openapi.ts';
 
 let app: TestApp;
-let doc: { paths: Record<string, Record<string, { operationId: string; responses: Record<string, { content?: Record<string, { schema: Record<string, unknown> }> }> }>> };
+let doc: {
+  paths: Record<
+    string,
+    Record<
+      string,
+      {
+        operationId: string;
+        responses: Record<string, { content?: Record<string, { schema: Record<string, unknown> }> }>;
+      }
+    >
+  >;
+};
 beforeAll(async () => {
   app = await startTestApp();
   doc = await dereferenced((await app.http().get('/api/v1/openapi.json')).body);
@@ -32,14 +43,19 @@ describe('OpenAPI for the sign-in routes', () => {
       expect(operation.operationId).toBe(operationId);
       expect(Object.keys(operation.responses)).toEqual(expect.arrayContaining(statuses));
       for (const status of statuses.filter((s) => Number(s) >= 400)) {
-        expect(Object.keys(operation.responses[status]!.content ?? {}), `${operationId} ${status}`).toEqual(['application/problem+json']);
+        expect(Object.keys(operation.responses[status]!.content ?? {}), `${operationId} ${status}`).toEqual([
+          'application/problem+json',
+        ]);
       }
     }
   });
 
   it('spells out the Identity, the role and the forgot answer', () => {
     const identity = op('/api/v1/auth/login', 'post').responses['200']!.content!['application/json']!.schema;
-    expect(identity).toMatchObject({ required: ['userId', 'email', 'displayName', 'roles', 'permissions'], additionalProperties: false });
+    expect(identity).toMatchObject({
+      required: ['userId', 'email', 'displayName', 'roles', 'permissions'],
+      additionalProperties: false,
+    });
     expect(op('/api/v1/auth/me', 'get').responses['200']!.content!['application/json']!.schema).toEqual(identity);
     const role = op('/api/v1/auth/roles/{name}', 'put').responses['201']!.content!['application/json']!.schema;
     expect(role).toMatchObject({ required: ['name', 'permissions', 'createdAt', 'updatedAt'] });

@@ -27,7 +27,10 @@ beforeEach(async () => {
 const http = () => app.http('acme.localhost');
 
 async function login(user: { email: string; password: string }, source = '127.0.0.1') {
-  return http().post('/api/v1/auth/login').set('X-Forwarded-For', source).send({ email: user.email, password: user.password });
+  return http()
+    .post('/api/v1/auth/login')
+    .set('X-Forwarded-For', source)
+    .send({ email: user.email, password: user.password });
 }
 
 async function signedIn(user: { email: string; password: string }): Promise<string> {
@@ -53,10 +56,15 @@ describe('POST /api/v1/auth/password (change)', () => {
     const user = await addUser(app, acme);
     const cookie = await signedIn(user);
     const mark = (await outbox(app)).length;
-    const res = await http().post('/api/v1/auth/password').set('Cookie', cookie).send({ currentPassword: 'not it at all', newPassword: 'a brand new secret' });
+    const res = await http()
+      .post('/api/v1/auth/password')
+      .set('Cookie', cookie)
+      .send({ currentPassword: 'not it at all', newPassword: 'a brand new secret' });
     expect(res.status).toBe(422);
     expect(res.body.code).toBe('VALIDATION_FAILED');
-    expect(res.body.errors).toEqual([{ pointer: '/body/currentPassword', message: 'does not match the password in force' }]);
+    expect(res.body.errors).toEqual([
+      { pointer: '/body/currentPassword', message: 'does not match the password in force' },
+    ]);
     expect(await outboxSince(mark)).toEqual([]);
     expect((await login(user)).status).toBe(200);
   });
@@ -64,30 +72,41 @@ describe('POST /api/v1/auth/password (change)', () => {
   it('applies the password policy to the new password', async () => {
     const user = await addUser(app, acme);
     const cookie = await signedIn(user);
-    const res = await http().post('/api/v1/auth/password').set('Cookie', cookie).send({ currentPassword: user.password, newPassword: 'short' });
+    const res = await http()
+      .post('/api/v1/auth/password')
+      .set('Cookie', cookie)
+      .send({ currentPassword: user.password, newPassword: 'short' });
     expect(res.status).toBe(422);
     expect(res.body.errors[0].pointer).toBe('/body/newPassword');
   });
 
-  it('stores the new password, ends every other session, keeps the caller\'s and publishes user.password_set', async () => {
+  it("stores the new password, ends every other session, keeps the caller's and publishes user.password_set", async () => {
     const user = await addUser(app, acme);
     const caller = await signedIn(user);
     const other = await signedIn(user);
     const mark = (await outbox(app)).length;
-    const res = await http().post('/api/v1/auth/password').set('Cookie', caller).send({ currentPassword: user.password, newPassword: 'a brand new secret' });
+    const res = await http()
+      .post('/api/v1/auth/password')
+      .set('Cookie', caller)
+      .send({ currentPassword: user.password, newPassword: 'a brand new secret' });
     expect(res.status).toBe(204);
     expect((await http().get('/api/v1/auth/me').set('Cookie', caller)).status).toBe(200);
     expect((await http().get('/api/v1/auth/me').set('Cookie', other)).status).toBe(401);
     expect((await login(user)).status).toBe(401);
     expect((await login({ email: user.email, password: 'a brand new secret' })).status).toBe(200);
-    const events = (await outboxSince(mark)).filter((e) => e.name !== 'auth.login_failed' && e.name !== 'auth.logged_in');
+    const events = (await outboxSince(mark)).filter(
+      (e) => e.name !== 'auth.login_failed' && e.name !== 'auth.logged_in',
+    );
     expect(events.map((e) => [e.name, e.payload])).toEqual([['user.password_set', { id: user.id }]]);
   });
 
   it('takes exactly { currentPassword, newPassword }', async () => {
     const user = await addUser(app, acme);
     const cookie = await signedIn(user);
-    const res = await http().post('/api/v1/auth/password').set('Cookie', cookie).send({ password: user.password, newPassword: 'a brand new secret' });
+    const res = await http()
+      .post('/api/v1/auth/password')
+      .set('Cookie', cookie)
+      .send({ password: user.password, newPassword: 'a brand new secret' });
     expect(res.status).toBe(422);
   });
 
@@ -95,10 +114,16 @@ describe('POST /api/v1/auth/password (change)', () => {
     const user = await addUser(app, acme);
     const cookie = await signedIn(user);
     for (let i = 0; i < 10; i++) {
-      const res = await http().post('/api/v1/auth/password').set('Cookie', cookie).send({ currentPassword: `guess ${i} wrong`, newPassword: 'a brand new secret' });
+      const res = await http()
+        .post('/api/v1/auth/password')
+        .set('Cookie', cookie)
+        .send({ currentPassword: `guess ${i} wrong`, newPassword: 'a brand new secret' });
       expect(res.status).toBe(422);
     }
-    const res = await http().post('/api/v1/auth/password').set('Cookie', cookie).send({ currentPassword: user.password, newPassword: 'a brand new secret' });
+    const res = await http()
+      .post('/api/v1/auth/password')
+      .set('Cookie', cookie)
+      .send({ currentPassword: user.password, newPassword: 'a brand new secret' });
     expect(res.status).toBe(429);
     expect(res.body.code).toBe('ErrTooManyAttempts');
   });
@@ -134,15 +159,28 @@ describe('POST /api/v1/auth/password/forgot', () => {
   it('limits 10 requests per asking client address, never counting the address asked about', async () => {
     const user = await addUser(app, acme);
     for (let i = 0; i < 10; i++) {
-      const res = await http().post('/api/v1/auth/password/forgot').set('X-Forwarded-For', '192.0.2.60').send({ email: `someone${i}@example.test` });
+      const res = await http()
+        .post('/api/v1/auth/password/forgot')
+        .set('X-Forwarded-For', '192.0.2.60')
+        .send({ email: `someone${i}@example.test` });
       expect(res.status).toBe(202);
     }
-    const refused = await http().post('/api/v1/auth/password/forgot').set('X-Forwarded-For', '192.0.2.60').send({ email: user.email });
+    const refused = await http()
+      .post('/api/v1/auth/password/forgot')
+      .set('X-Forwarded-For', '192.0.2.60')
+      .send({ email: user.email });
     expect(refused.status).toBe(429);
     expect(refused.body.code).toBe('RATE_LIMITED');
     // The same address asked about from elsewhere is still answered, however often it was asked about.
     for (let i = 0; i < 11; i++) {
-      expect((await http().post('/api/v1/auth/password/forgot').set('X-Forwarded-For', `192.0.2.${100 + i}`).send({ email: user.email })).status).toBe(202);
+      expect(
+        (
+          await http()
+            .post('/api/v1/auth/password/forgot')
+            .set('X-Forwarded-For', `192.0.2.${100 + i}`)
+            .send({ email: user.email })
+        ).status,
+      ).toBe(202);
     }
   });
 
@@ -152,13 +190,16 @@ describe('POST /api/v1/auth/password/forgot', () => {
 });
 
 describe('POST /api/v1/auth/password/reset', () => {
-  it('sets the password, ends every session including the caller\'s, clears the cookie and publishes auth.password_reset and user.password_set', async () => {
+  it("sets the password, ends every session including the caller's, clears the cookie and publishes auth.password_reset and user.password_set", async () => {
     const user = await addUser(app, acme);
     const caller = await signedIn(user);
     const other = await signedIn(user);
     const token = await tokenFor(user.id);
     const mark = (await outbox(app)).length;
-    const res = await http().post('/api/v1/auth/password/reset').set('Cookie', caller).send({ token, password: 'the new password' });
+    const res = await http()
+      .post('/api/v1/auth/password/reset')
+      .set('Cookie', caller)
+      .send({ token, password: 'the new password' });
     expect(res.status).toBe(204);
     const cleared = (res.headers['set-cookie'] as unknown as string[]).find((c) => c.startsWith('app_session='))!;
     expect(cleared).toMatch(/^app_session=;/);
@@ -180,7 +221,12 @@ describe('POST /api/v1/auth/password/reset', () => {
     const other = await addUser(app, acme);
     const expired = await tokenFor(other.id);
     await app.services.transactions.run(acme, (ctx) =>
-      ctx.db.executeQuery(CompiledQuery.raw(`update set_password_tokens set expires_at = now() - interval '1 second' where user_id = $1`, [other.id])),
+      ctx.db.executeQuery(
+        CompiledQuery.raw(
+          `update set_password_tokens set expires_at = now() - interval '1 second' where user_id = $1`,
+          [other.id],
+        ),
+      ),
     );
     const answers = [];
     for (const token of ['no-such-token', spent, expired]) {
@@ -207,7 +253,9 @@ describe('POST /api/v1/auth/password/reset', () => {
     const res = await http().post('/api/v1/auth/password/reset').send({ token, password: 'the new password' });
     expect(res.status).toBe(409);
     expect(res.body.code).toBe('INVALID_STATE');
-    const { rows } = await app.services.db.pool.query('select used_at from set_password_tokens where user_id = $1', [user.id]);
+    const { rows } = await app.services.db.pool.query('select used_at from set_password_tokens where user_id = $1', [
+      user.id,
+    ]);
     expect(rows[0].used_at).toBeNull();
   });
 
@@ -222,16 +270,32 @@ describe('POST /api/v1/auth/password/reset', () => {
   it('limits 20 attempts per asking client address per window', async () => {
     const user = await addUser(app, acme);
     for (let i = 0; i < 20; i++) {
-      expect((await http().post('/api/v1/auth/password/reset').set('X-Forwarded-For', '192.0.2.70').send({ token: `guess-${i}`, password: 'whatever it is' })).status).toBe(401);
+      expect(
+        (
+          await http()
+            .post('/api/v1/auth/password/reset')
+            .set('X-Forwarded-For', '192.0.2.70')
+            .send({ token: `guess-${i}`, password: 'whatever it is' })
+        ).status,
+      ).toBe(401);
     }
     const token = await tokenFor(user.id);
-    const refused = await http().post('/api/v1/auth/password/reset').set('X-Forwarded-For', '192.0.2.70').send({ token, password: 'the new password' });
+    const refused = await http()
+      .post('/api/v1/auth/password/reset')
+      .set('X-Forwarded-For', '192.0.2.70')
+      .send({ token, password: 'the new password' });
     expect(refused.status).toBe(429);
     expect(refused.body.code).toBe('RATE_LIMITED');
-    await http().post('/api/v1/auth/password/reset').set('X-Forwarded-For', '192.0.2.71').send({ token, password: 'the new password' }).expect(204);
+    await http()
+      .post('/api/v1/auth/password/reset')
+      .set('X-Forwarded-For', '192.0.2.71')
+      .send({ token, password: 'the new password' })
+      .expect(204);
   });
 
   it('takes exactly { token, password }', async () => {
-    expect((await http().post('/api/v1/auth/password/reset').send({ token: 'x', newPassword: 'long enough now' })).status).toBe(422);
+    expect(
+      (await http().post('/api/v1/auth/password/reset').send({ token: 'x', newPassword: 'long enough now' })).status,
+    ).toBe(422);
   });
 });

@@ -45,7 +45,12 @@ describe('refusals of the sign-in routes', () => {
   });
 
   it('answers an unknown host with 404 NO_SITE before anything else', async () => {
-    for (const [method, url] of [...bodyRoutes, ['get', '/api/v1/auth/me'], ['get', '/api/v1/auth/roles'], ['post', '/api/v1/auth/logout']] as [string, string][]) {
+    for (const [method, url] of [
+      ...bodyRoutes,
+      ['get', '/api/v1/auth/me'],
+      ['get', '/api/v1/auth/roles'],
+      ['post', '/api/v1/auth/logout'],
+    ] as [string, string][]) {
       const http = app.http('nowhere.localhost');
       const res = await (method === 'get' ? http.get(url) : method === 'put' ? http.put(url) : http.post(url)).send({});
       expect(res.status, url).toBe(404);

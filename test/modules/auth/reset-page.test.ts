@@ -39,7 +39,9 @@ describe('GET /auth/reset', () => {
   });
 
   it('escapes the token', async () => {
-    const res = await app.http('acme.localhost').get(`/auth/reset?token=${encodeURIComponent('"><script>alert(1)</script>')}`);
+    const res = await app
+      .http('acme.localhost')
+      .get(`/auth/reset?token=${encodeURIComponent('"><script>alert(1)</script>')}`);
     expect(res.status).toBe(200);
     expect(res.text).not.toContain('<script>alert(1)</script>');
     expect(res.text).toContain('&quot;&gt;&lt;script&gt;');
@@ -62,16 +64,26 @@ describe('GET /auth/reset', () => {
     const token = await app.services.transactions.run(acme, (ctx) => mintSetPasswordToken(ctx, user.id, 'reset'));
     // As a browser does: open the page (which sets the CSRF cookie), then post its form fields.
     const page = await openResetPage(token);
-    const res = await app.http('acme.localhost').post('/api/v1/auth/password/reset').type('form').set('Origin', 'http://acme.localhost')
-      .set('Cookie', page.cookie).send({ token, password: 'posted from a form', csrf: page.csrf });
+    const res = await app
+      .http('acme.localhost')
+      .post('/api/v1/auth/password/reset')
+      .type('form')
+      .set('Origin', 'http://acme.localhost')
+      .set('Cookie', page.cookie)
+      .send({ token, password: 'posted from a form', csrf: page.csrf });
     // On to the page that says it is done, with the way to sign in (issue 35, point 5).
     expect(res.status).toBe(303);
     expect(res.headers.location).toBe('/auth/reset?done=1');
     const done = await app.http('acme.localhost').get(res.headers.location!);
     expect(done.status).toBe(200);
-    expect(done.text).toMatch(/<p id="done">Your password is set\. <a href="\/admin\/login">Sign in<\/a> with it\.<\/p>/);
+    expect(done.text).toMatch(
+      /<p id="done">Your password is set\. <a href="\/admin\/login">Sign in<\/a> with it\.<\/p>/,
+    );
     expect(done.text).not.toContain('<form');
-    const login = await app.http('acme.localhost').post('/api/v1/auth/login').send({ email: user.email, password: 'posted from a form' });
+    const login = await app
+      .http('acme.localhost')
+      .post('/api/v1/auth/login')
+      .send({ email: user.email, password: 'posted from a form' });
     expect(login.status).toBe(200);
   });
 });
@@ -114,15 +126,22 @@ describe('the reset form is a declared form target with a CSRF token', () => {
       expect(res.body.code).toBe('AUTH_CROSS_SITE');
     }
     // The set-password token is still unspent: the genuine form post works.
-    const res = await app.http('acme.localhost').post('/api/v1/auth/password/reset').type('form')
-      .set('Cookie', page.cookie).send({ token, password: 'the real password', csrf: page.csrf });
+    const res = await app
+      .http('acme.localhost')
+      .post('/api/v1/auth/password/reset')
+      .type('form')
+      .set('Cookie', page.cookie)
+      .send({ token, password: 'the real password', csrf: page.csrf });
     expect(res.status).toBe(303);
   });
 
   it('a JSON post needs no form token (a page of another site cannot send JSON without a preflight)', async () => {
     const user = await addUser(app, acme);
     const token = await app.services.transactions.run(acme, (ctx) => mintSetPasswordToken(ctx, user.id, 'reset'));
-    const res = await app.http('acme.localhost').post('/api/v1/auth/password/reset').send({ token, password: 'sent as json' });
+    const res = await app
+      .http('acme.localhost')
+      .post('/api/v1/auth/password/reset')
+      .send({ token, password: 'sent as json' });
     expect(res.status).toBe(204);
   });
 });

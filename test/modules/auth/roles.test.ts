@@ -16,8 +16,10 @@ afterAll(async () => {
 });
 
 const http = () => app.http('acme.localhost');
-const put = (name: string, permissions: unknown, cookie = manager) => http().put(`/api/v1/auth/roles/${name}`).set('Cookie', cookie).send({ permissions });
-const roleSetEvents = async (name: string) => (await outbox(app, 'auth.role_set')).filter((e) => e.payload.name === name);
+const put = (name: string, permissions: unknown, cookie = manager) =>
+  http().put(`/api/v1/auth/roles/${name}`).set('Cookie', cookie).send({ permissions });
+const roleSetEvents = async (name: string) =>
+  (await outbox(app, 'auth.role_set')).filter((e) => e.payload.name === name);
 
 describe('GET /api/v1/auth/roles', () => {
   it('needs role:manage: 401 signed out, 403 without it', async () => {
@@ -28,10 +30,12 @@ describe('GET /api/v1/auth/roles', () => {
     expect(res.body.code).toBe('AUTH_FORBIDDEN');
   });
 
-  it('lists this tenant\'s roles by name, seeded admin and member included', async () => {
+  it("lists this tenant's roles by name, seeded admin and member included", async () => {
     const res = await http().get('/api/v1/auth/roles').set('Cookie', manager);
     expect(res.status).toBe(200);
-    const byName = Object.fromEntries(res.body.items.map((r: { name: string; permissions: string[] }) => [r.name, r.permissions]));
+    const byName = Object.fromEntries(
+      res.body.items.map((r: { name: string; permissions: string[] }) => [r.name, r.permissions]),
+    );
     expect(byName.admin).toEqual(['*']);
     expect(byName.member).toEqual([]);
     const names = res.body.items.map((r: { name: string }) => r.name);
@@ -57,10 +61,15 @@ describe('GET /api/v1/auth/roles', () => {
     }
   });
 
-  it('shows no other tenant\'s roles', async () => {
+  it("shows no other tenant's roles", async () => {
     const globex = await createCustomer(app, 'globex');
     const other = await signInAs(app, globex, ['role:manage']);
-    await app.http('globex.localhost').put('/api/v1/auth/roles/globex-only').set('Cookie', other.cookie).send({ permissions: [] }).expect(201);
+    await app
+      .http('globex.localhost')
+      .put('/api/v1/auth/roles/globex-only')
+      .set('Cookie', other.cookie)
+      .send({ permissions: [] })
+      .expect(201);
     const res = await http().get('/api/v1/auth/roles').set('Cookie', manager);
     expect(res.body.items.map((r: { name: string }) => r.name)).not.toContain('globex-only');
   });
@@ -71,7 +80,9 @@ describe('PUT /api/v1/auth/roles/{name}', () => {
     const res = await put('editor', ['user:read', 'role:manage', 'user:read']);
     expect(res.status).toBe(201);
     expect(res.body).toMatchObject({ name: 'editor', permissions: ['role:manage', 'user:read'] });
-    expect((await roleSetEvents('editor')).map((e) => e.payload)).toEqual([{ name: 'editor', before: null, after: ['role:manage', 'user:read'] }]);
+    expect((await roleSetEvents('editor')).map((e) => e.payload)).toEqual([
+      { name: 'editor', before: null, after: ['role:manage', 'user:read'] },
+    ]);
   });
 
   it('publishes nothing when the list does not change, and before/after when it does', async () => {
@@ -92,7 +103,9 @@ describe('PUT /api/v1/auth/roles/{name}', () => {
     expect((await http().get('/api/v1/auth/roles').set('Cookie', person.cookie)).status).toBe(403);
     await put(roleName, ['role:manage']).expect(200);
     expect((await http().get('/api/v1/auth/roles').set('Cookie', person.cookie)).status).toBe(200);
-    expect((await http().get('/api/v1/auth/me').set('Cookie', person.cookie)).body.permissions).toEqual(['role:manage']);
+    expect((await http().get('/api/v1/auth/me').set('Cookie', person.cookie)).body.permissions).toEqual([
+      'role:manage',
+    ]);
   });
 
   it('refuses a permission no module defines with 422 PERMISSION_UNKNOWN', async () => {
@@ -100,7 +113,9 @@ describe('PUT /api/v1/auth/roles/{name}', () => {
     expect(res.status).toBe(422);
     expect(res.body.code).toBe('PERMISSION_UNKNOWN');
     expect(res.body.errors).toEqual([{ pointer: '/body/permissions/1', message: 'unknown permission user:fly' }]);
-    expect((await http().get('/api/v1/auth/roles').set('Cookie', manager)).body.items.map((r: { name: string }) => r.name)).not.toContain('bad');
+    expect(
+      (await http().get('/api/v1/auth/roles').set('Cookie', manager)).body.items.map((r: { name: string }) => r.name),
+    ).not.toContain('bad');
   });
 
   it('refuses an operator permission outside the operator tenant with 422 PERMISSION_OPERATOR_ONLY, and accepts it there', async () => {
@@ -108,7 +123,11 @@ describe('PUT /api/v1/auth/roles/{name}', () => {
     expect(res.status).toBe(422);
     expect(res.body.code).toBe('PERMISSION_OPERATOR_ONLY');
     const operatorManager = await signInAs(app, app.operator, ['role:manage']);
-    const there = await app.http().put('/api/v1/auth/roles/ops').set('Cookie', operatorManager.cookie).send({ permissions: ['widget:operate'] });
+    const there = await app
+      .http()
+      .put('/api/v1/auth/roles/ops')
+      .set('Cookie', operatorManager.cookie)
+      .send({ permissions: ['widget:operate'] });
     expect(there.status).toBe(201);
   });
 
@@ -119,7 +138,9 @@ describe('PUT /api/v1/auth/roles/{name}', () => {
   it('refuses a malformed role name and a body other than { permissions }', async () => {
     expect((await put('Not%20Valid', [])).status).toBe(422);
     expect((await http().put('/api/v1/auth/roles/fine').set('Cookie', manager).send({ perms: [] })).status).toBe(422);
-    expect((await http().put('/api/v1/auth/roles/fine').set('Cookie', manager).send({ permissions: 'user:read' })).status).toBe(422);
+    expect(
+      (await http().put('/api/v1/auth/roles/fine').set('Cookie', manager).send({ permissions: 'user:read' })).status,
+    ).toBe(422);
   });
 
   it('needs role:manage', async () => {

@@ -39,8 +39,11 @@ interface SessionRow {
 }
 
 async function sessionsOf(tenant: TenantRef, userId: string): Promise<SessionRow[]> {
-  return app.services.transactions.run(tenant, async (ctx) =>
-    (await ctx.db.executeQuery<SessionRow>(CompiledQuery.raw('select * from sessions where user_id = $1', [userId]))).rows,
+  return app.services.transactions.run(
+    tenant,
+    async (ctx) =>
+      (await ctx.db.executeQuery<SessionRow>(CompiledQuery.raw('select * from sessions where user_id = $1', [userId])))
+        .rows,
   );
 }
 
@@ -87,7 +90,7 @@ describe('session cookie', () => {
     expect(me.body.userId).toBe(user.id);
   });
 
-  it('is no session on another tenant\'s host', async () => {
+  it("is no session on another tenant's host", async () => {
     const user = await addUser(app, acme, { email: 'shared@example.test' });
     await addUser(app, globex, { email: 'shared@example.test' });
     const cookie = sessionCookieOf(await login(user))!;
@@ -106,13 +109,21 @@ describe('session lifetime', () => {
     expect(Math.abs(opened!.expires_at.getTime() - opened!.created_at.getTime() - 30 * DAY)).toBeLessThan(5_000);
 
     // Used 4 minutes ago: the expiry does not move.
-    await setSession(acme, opened!.id, `last_seen_at = now() - interval '4 minutes', expires_at = now() + interval '1 day'`);
+    await setSession(
+      acme,
+      opened!.id,
+      `last_seen_at = now() - interval '4 minutes', expires_at = now() + interval '1 day'`,
+    );
     await acmeHttp().get('/api/v1/auth/me').set('Cookie', cookie).expect(200);
     const [untouched] = await sessionsOf(acme, user.id);
     expect(Math.abs(untouched!.expires_at.getTime() - Date.now() - DAY)).toBeLessThan(60_000);
 
     // Used 6 minutes ago: the expiry slides to 30 days from now.
-    await setSession(acme, opened!.id, `last_seen_at = now() - interval '6 minutes', expires_at = now() + interval '1 day'`);
+    await setSession(
+      acme,
+      opened!.id,
+      `last_seen_at = now() - interval '6 minutes', expires_at = now() + interval '1 day'`,
+    );
     await acmeHttp().get('/api/v1/auth/me').set('Cookie', cookie).expect(200);
     const [touched] = await sessionsOf(acme, user.id);
     expect(Math.abs(touched!.expires_at.getTime() - Date.now() - 30 * DAY)).toBeLessThan(60_000);
@@ -123,7 +134,11 @@ describe('session lifetime', () => {
     const user = await addUser(app, acme);
     const cookie = sessionCookieOf(await login(user))!;
     const [row] = await sessionsOf(acme, user.id);
-    await setSession(acme, row!.id, `created_at = now() - interval '89 days', last_seen_at = now() - interval '1 hour', expires_at = now() + interval '1 hour'`);
+    await setSession(
+      acme,
+      row!.id,
+      `created_at = now() - interval '89 days', last_seen_at = now() - interval '1 hour', expires_at = now() + interval '1 hour'`,
+    );
     await acmeHttp().get('/api/v1/auth/me').set('Cookie', cookie).expect(200);
     const [capped] = await sessionsOf(acme, user.id);
     expect(capped!.expires_at.getTime()).toBe(capped!.created_at.getTime() + 90 * DAY);
@@ -139,11 +154,18 @@ describe('session lifetime', () => {
 
   it('records the user agent and the client address once, when the session opens', async () => {
     const user = await addUser(app, acme);
-    const cookie = sessionCookieOf(await login(user, { 'User-Agent': 'first-agent/1.0', 'X-Forwarded-For': '203.0.113.7' }))!;
+    const cookie = sessionCookieOf(
+      await login(user, { 'User-Agent': 'first-agent/1.0', 'X-Forwarded-For': '203.0.113.7' }),
+    )!;
     const [row] = await sessionsOf(acme, user.id);
     expect(row).toMatchObject({ user_agent: 'first-agent/1.0', ip: '203.0.113.7' });
     await setSession(acme, row!.id, `last_seen_at = now() - interval '10 minutes'`);
-    await acmeHttp().get('/api/v1/auth/me').set('Cookie', cookie).set('User-Agent', 'other-agent/2.0').set('X-Forwarded-For', '198.51.100.9').expect(200);
+    await acmeHttp()
+      .get('/api/v1/auth/me')
+      .set('Cookie', cookie)
+      .set('User-Agent', 'other-agent/2.0')
+      .set('X-Forwarded-For', '198.51.100.9')
+      .expect(200);
     const [later] = await sessionsOf(acme, user.id);
     expect(later).toMatchObject({ user_agent: 'first-agent/1.0', ip: '203.0.113.7' });
     expect(later!.last_seen_at.getTime()).toBeGreaterThan(row!.last_seen_at.getTime());
@@ -156,7 +178,10 @@ describe('session cookie on a public host', () => {
     try {
       const shop = await createCustomer(publicApp, 'shop', 'shop.example.com');
       const user = await addUser(publicApp, shop);
-      const res = await publicApp.http('shop.example.com').post('/api/v1/auth/login').send({ email: user.email, password: user.password });
+      const res = await publicApp
+        .http('shop.example.com')
+        .post('/api/v1/auth/login')
+        .send({ email: user.email, password: user.password });
       expect(res.status).toBe(200);
       const line = (res.headers['set-cookie'] as unknown as string[]).find((c) => c.includes('app_session='))!;
       expect(line.startsWith('__Host-app_session=')).toBe(true);
@@ -176,7 +201,9 @@ describe('session cookie on a public host', () => {
 
 describe('session cookie Max-Age follows the server-side expiry', () => {
   const maxAgeOf = (res: { headers: Record<string, unknown> }): number | undefined => {
-    const line = ((res.headers['set-cookie'] as unknown as string[] | undefined) ?? []).find((c) => c.startsWith('app_session='));
+    const line = ((res.headers['set-cookie'] as unknown as string[] | undefined) ?? []).find((c) =>
+      c.startsWith('app_session='),
+    );
     const match = line?.match(/;\s*Max-Age=(\d+)/i);
     return match ? Number(match[1]) : undefined;
   };
@@ -194,7 +221,11 @@ describe('session cookie Max-Age follows the server-side expiry', () => {
     const user = await addUser(app, acme);
     const cookie = sessionCookieOf(await login(user))!;
     const [row] = await sessionsOf(acme, user.id);
-    await setSession(acme, row!.id, `last_seen_at = now() - interval '6 minutes', expires_at = now() + interval '1 day'`);
+    await setSession(
+      acme,
+      row!.id,
+      `last_seen_at = now() - interval '6 minutes', expires_at = now() + interval '1 day'`,
+    );
     const res = await acmeHttp().get('/api/v1/auth/me').set('Cookie', cookie).expect(200);
     expect(sessionCookieOf(res)).toBe(cookie);
     expect(Math.abs(maxAgeOf(res)! - 30 * SECONDS_PER_DAY)).toBeLessThan(60);
@@ -204,7 +235,11 @@ describe('session cookie Max-Age follows the server-side expiry', () => {
     const user = await addUser(app, acme);
     const cookie = sessionCookieOf(await login(user))!;
     const [row] = await sessionsOf(acme, user.id);
-    await setSession(acme, row!.id, `created_at = now() - interval '85 days', last_seen_at = now() - interval '1 hour', expires_at = now() + interval '1 hour'`);
+    await setSession(
+      acme,
+      row!.id,
+      `created_at = now() - interval '85 days', last_seen_at = now() - interval '1 hour', expires_at = now() + interval '1 hour'`,
+    );
     const res = await acmeHttp().get('/api/v1/auth/me').set('Cookie', cookie).expect(200);
     expect(Math.abs(maxAgeOf(res)! - 5 * SECONDS_PER_DAY)).toBeLessThan(60);
     const [capped] = await sessionsOf(acme, user.id);

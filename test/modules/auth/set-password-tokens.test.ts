@@ -24,7 +24,12 @@ describe('password hashing', () => {
   it('hashes with argon2id at no less than m=19456 KiB, t=2, p=1 and verifies', async () => {
     const hash = await hashPassword('correct horse');
     expect(hash).toMatch(/^\$argon2id\$/);
-    const params = Object.fromEntries(hash.split('$')[3]!.split(',').map((kv) => kv.split('=')));
+    const params = Object.fromEntries(
+      hash
+        .split('$')[3]!
+        .split(',')
+        .map((kv) => kv.split('=')),
+    );
     expect(Number(params.m)).toBeGreaterThanOrEqual(19456);
     expect(Number(params.t)).toBeGreaterThanOrEqual(2);
     expect(Number(params.p)).toBeGreaterThanOrEqual(1);
@@ -53,8 +58,15 @@ describe('set-password tokens', () => {
     const first = await app.services.transactions.run(acme, (ctx) => mintSetPasswordToken(ctx, userId));
     const second = await app.services.transactions.run(acme, (ctx) => mintSetPasswordToken(ctx, userId, 'reset'));
     expect(second).not.toBe(first);
-    const rows = await app.services.transactions.run(acme, async (ctx) =>
-      (await sql<{ token_hash: Buffer; used_at: Date | null }>`select token_hash, used_at from set_password_tokens where user_id = ${userId}`.execute(ctx.db)).rows,
+    const rows = await app.services.transactions.run(
+      acme,
+      async (ctx) =>
+        (
+          await sql<{
+            token_hash: Buffer;
+            used_at: Date | null;
+          }>`select token_hash, used_at from set_password_tokens where user_id = ${userId}`.execute(ctx.db)
+        ).rows,
     );
     expect(rows).toHaveLength(1);
     expect(Buffer.compare(rows[0]!.token_hash, hashSecret(second))).toBe(0);
@@ -72,7 +84,9 @@ describe('set-password tokens', () => {
     const raw = await app.services.transactions.run(acme, (ctx) => mintSetPasswordToken(ctx, userId, 'reset'));
     expect(await app.services.transactions.run(globex, (ctx) => redeemSetPasswordToken(ctx, raw))).toBeUndefined();
     await app.services.transactions.run(acme, (ctx) =>
-      sql`update set_password_tokens set expires_at = now() - interval '1 second' where user_id = ${userId}`.execute(ctx.db),
+      sql`update set_password_tokens set expires_at = now() - interval '1 second' where user_id = ${userId}`.execute(
+        ctx.db,
+      ),
     );
     expect(await app.services.transactions.run(acme, (ctx) => redeemSetPasswordToken(ctx, raw))).toBeUndefined();
   });
@@ -104,9 +118,15 @@ describe('set-password tokens', () => {
 
 describe('set-password link', () => {
   it('is built on the primary host, http for a local name and https otherwise', async () => {
-    const link = (tenant: TenantRef, token: string) => app.services.transactions.run(tenant, (ctx) => setPasswordLink(ctx, app.services, token));
-    expect(await link(acme, 'a/b+c')).toBe(`http://acme.localhost:${app.config.server.port}/auth/reset?token=a%2Fb%2Bc`);
-    await app.services.db.pool.query(`insert into tenant_hosts (host, tenant_id) values ('www.globex.example.com', $1)`, [globex.id]);
+    const link = (tenant: TenantRef, token: string) =>
+      app.services.transactions.run(tenant, (ctx) => setPasswordLink(ctx, app.services, token));
+    expect(await link(acme, 'a/b+c')).toBe(
+      `http://acme.localhost:${app.config.server.port}/auth/reset?token=a%2Fb%2Bc`,
+    );
+    await app.services.db.pool.query(
+      `insert into tenant_hosts (host, tenant_id) values ('www.globex.example.com', $1)`,
+      [globex.id],
+    );
     expect(await link(globex, 'tok')).toBe('https://globex.example.com/auth/reset?token=tok');
   });
 });

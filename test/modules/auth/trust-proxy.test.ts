@@ -33,7 +33,11 @@ describe('server.trust_proxy decides who may name the client address the limits 
         .send({ email: user.email, password: 'wrong password' });
       expect(res.status).toBe(401);
     }
-    const refused = await app.http('proxied.localhost').post('/api/v1/auth/login').set('X-Forwarded-For', '203.0.113.99').send({ email: user.email, password: user.password });
+    const refused = await app
+      .http('proxied.localhost')
+      .post('/api/v1/auth/login')
+      .set('X-Forwarded-For', '203.0.113.99')
+      .send({ email: user.email, password: user.password });
     expect(refused.status).toBe(429);
     expect(refused.body.code).toBe('ErrTooManyAttempts');
   });

@@ -1,6 +1,14 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createCustomer, signInAs } from '../../helpers/app.ts';
-import { billingEvents, billingWorld, createPlan, setOutcome, subscribe, subscription, type BillingWorld } from './support.ts';
+import {
+  billingEvents,
+  billingWorld,
+  createPlan,
+  setOutcome,
+  subscribe,
+  subscription,
+  type BillingWorld,
+} from './support.ts';
 
 /**
  * Issue 27, point 7: ten simultaneous subscribes to the same plan, on a tenant with no
@@ -13,7 +21,10 @@ let paid: BillingWorld;
 let n = 0;
 
 beforeAll(async () => {
-  [trial, paid] = await Promise.all([billingWorld('concurrent-trial'), billingWorld('concurrent-paid', { trialDays: 0 })]);
+  [trial, paid] = await Promise.all([
+    billingWorld('concurrent-trial'),
+    billingWorld('concurrent-paid', { trialDays: 0 }),
+  ]);
 });
 afterAll(async () => {
   await Promise.all([trial?.app.close(), paid?.app.close()]);
@@ -62,9 +73,15 @@ describe('ten simultaneous subscribes to the same plan', () => {
     const plan = await createPlan(paid, { price: 1900 });
     const answers = await tenSubscribes(paid, plan.id);
     expect(answers[0]!.body).toMatchObject({ status: 'active', price: 1900 });
-    const { rows: taken } = await paid.app.services.db.pool.query('select amount from billing_sandbox_charges where tenant_id = $1', [paid.customer.id]);
+    const { rows: taken } = await paid.app.services.db.pool.query(
+      'select amount from billing_sandbox_charges where tenant_id = $1',
+      [paid.customer.id],
+    );
     expect(taken, 'the provider took the money once').toEqual([{ amount: 1900 }]);
-    const { rows: ledger } = await paid.app.services.db.pool.query('select amount, outcome from billing_charges where tenant_id = $1', [paid.customer.id]);
+    const { rows: ledger } = await paid.app.services.db.pool.query(
+      'select amount, outcome from billing_charges where tenant_id = $1',
+      [paid.customer.id],
+    );
     expect(ledger).toEqual([{ amount: 1900, outcome: 'settled' }]);
   });
 });

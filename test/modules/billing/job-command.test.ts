@@ -13,8 +13,17 @@ afterAll(async () => {
 
 /** `npm run job -- billing-renew --at <time> --tenant <slug>`, from the repository root. */
 function renewAt(at: Date, env: Record<string, string> = {}, timeoutMs = 60_000): Promise<Finished> {
-  const settings = { TENANTRY_DATABASE_URL: world.app.databaseUrl, TENANTRY_SERVER_PUBLIC_HOST: 'operator.localhost', ...env };
-  return npmRun('job', ['billing-renew', '--at', at.toISOString(), '--tenant', world.customer.slug], settings, timeoutMs);
+  const settings = {
+    TENANTRY_DATABASE_URL: world.app.databaseUrl,
+    TENANTRY_SERVER_PUBLIC_HOST: 'operator.localhost',
+    ...env,
+  };
+  return npmRun(
+    'job',
+    ['billing-renew', '--at', at.toISOString(), '--tenant', world.customer.slug],
+    settings,
+    timeoutMs,
+  );
 }
 
 describe('npm run job -- billing-renew --at <ISO time>', () => {

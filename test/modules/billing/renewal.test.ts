@@ -2,7 +2,20 @@ import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from
 import { createCustomer, signInAs } from '../../helpers/app.ts';
 import { paymentProvider, usePaymentProvider, type PaymentProvider } from '../../../modules/billing/provider.ts';
 import { periodEnd } from '../../../modules/billing/periods.ts';
-import { DAY, billingEvents, billingWorld, cancel, createPlan, renew, sandbox, setOutcome, subscribe, subscription, toPeriodEnd, type BillingWorld } from './support.ts';
+import {
+  DAY,
+  billingEvents,
+  billingWorld,
+  cancel,
+  createPlan,
+  renew,
+  sandbox,
+  setOutcome,
+  subscribe,
+  subscription,
+  toPeriodEnd,
+  type BillingWorld,
+} from './support.ts';
 
 let world: BillingWorld;
 let provider: PaymentProvider;
@@ -25,8 +38,15 @@ beforeEach(async () => {
 });
 afterEach(() => usePaymentProvider(world.app.services, provider));
 
-const charges = async () => (await world.app.services.db.pool.query(`select * from billing_sandbox_charges where tenant_id = $1 order by created_at`, [world.customer.id])).rows;
-const eventNames = async () => (await billingEvents(world)).map((e) => e.name).filter((name) => !name.startsWith('billing.subscription.'));
+const charges = async () =>
+  (
+    await world.app.services.db.pool.query(
+      `select * from billing_sandbox_charges where tenant_id = $1 order by created_at`,
+      [world.customer.id],
+    )
+  ).rows;
+const eventNames = async () =>
+  (await billingEvents(world)).map((e) => e.name).filter((name) => !name.startsWith('billing.subscription.'));
 
 /** A paid subscription whose trial ends, then the clock just past its period end. */
 async function paidAndDue(price = 1500): Promise<{ id: string }> {
@@ -64,7 +84,13 @@ describe('billing-renew: the SPEC state table', () => {
     expect(row).toMatchObject({ status: 'active', attempt_count: 0, past_due_since: null, price: 1500 });
     expect(row.period_start).toEqual(before.period_end);
     expect(row.period_end).toEqual(periodEnd(before.period_end, 'month', before.anchor_day));
-    expect(await charges()).toMatchObject([{ amount: 1500, outcome: 'settled', idempotency_key: `${world.customer.id}:${before.period_end.toISOString()}:1` }]);
+    expect(await charges()).toMatchObject([
+      {
+        amount: 1500,
+        outcome: 'settled',
+        idempotency_key: `${world.customer.id}:${before.period_end.toISOString()}:1`,
+      },
+    ]);
     expect((await eventNames()).at(-1)).toBe('billing.renewed');
   });
 
@@ -82,15 +108,27 @@ describe('billing-renew: the SPEC state table', () => {
     setOutcome(world, 'error');
     expect((await renew(world)).summary).toEqual({ action: 'failed_again', outcome: 'error' });
     const second = await subscription(world);
-    expect(second).toMatchObject({ status: 'past_due', attempt_count: 2, period_end: before.period_end, past_due_since: pastDue.past_due_since });
+    expect(second).toMatchObject({
+      status: 'past_due',
+      attempt_count: 2,
+      period_end: before.period_end,
+      past_due_since: pastDue.past_due_since,
+    });
     expect((await eventNames()).filter((e) => e === 'billing.past_due')).toHaveLength(1);
-    expect((await charges()).map((c) => c.idempotency_key)).toEqual([1, 2].map((a) => `${world.customer.id}:${before.period_end.toISOString()}:${a}`));
+    expect((await charges()).map((c) => c.idempotency_key)).toEqual(
+      [1, 2].map((a) => `${world.customer.id}:${before.period_end.toISOString()}:${a}`),
+    );
 
     // A settled retry renews and clears the dunning state.
     world.clock.advance(DAY);
     setOutcome(world, 'settle');
     expect((await renew(world)).summary).toEqual({ action: 'renewed', outcome: 'settled' });
-    expect(await subscription(world)).toMatchObject({ status: 'active', attempt_count: 0, past_due_since: null, period_start: before.period_end });
+    expect(await subscription(world)).toMatchObject({
+      status: 'active',
+      attempt_count: 0,
+      past_due_since: null,
+      period_start: before.period_end,
+    });
   });
 
   it('an error outcome is a failure too: past_due', async () => {
@@ -147,7 +185,12 @@ describe('billing-renew: plan changes and prices apply at the next period', () =
     const next = await createPlan(world, { price: 3000, currency: 'USD', interval: 'year' });
     await subscribe(world, current.id);
     await subscribe(world, next.id);
-    expect(await subscription(world)).toMatchObject({ plan_id: current.id, pending_plan_id: next.id, price: 1000, currency: 'EUR' });
+    expect(await subscription(world)).toMatchObject({
+      plan_id: current.id,
+      pending_plan_id: next.id,
+      price: 1000,
+      currency: 'EUR',
+    });
     await toPeriodEnd(world);
     expect((await renew(world)).summary).toEqual({ action: 'renewed', outcome: 'settled' });
     const row = await subscription(world);
@@ -159,7 +202,11 @@ describe('billing-renew: plan changes and prices apply at the next period', () =
   it('a catalog price change reaches the subscription only when its next period starts', async () => {
     const plan = await createPlan(world, { price: 1000 });
     await subscribe(world, plan.id);
-    const patched = await world.app.http().patch(`/api/v1/billing/plans/${plan.id}`).set('Cookie', world.operator).send({ price: 1300 });
+    const patched = await world.app
+      .http()
+      .patch(`/api/v1/billing/plans/${plan.id}`)
+      .set('Cookie', world.operator)
+      .send({ price: 1300 });
     expect(patched.status).toBe(200);
     expect((await subscription(world)).price).toBe(1000);
     await toPeriodEnd(world);
@@ -244,7 +291,10 @@ describe('idempotency: a run that dies between the charge and the receipt charge
     const crashed = await renew(world);
     expect(crashed.ok).toBe(false);
     expect(await subscription(world)).toEqual(before);
-    const { rows: pending } = await world.app.services.db.pool.query(`select outcome from billing_charges where tenant_id = $1`, [world.customer.id]);
+    const { rows: pending } = await world.app.services.db.pool.query(
+      `select outcome from billing_charges where tenant_id = $1`,
+      [world.customer.id],
+    );
     expect(pending).toEqual([{ outcome: null }]);
 
     // Restarted; new charges would now be declined, but the key replays the settled one.

@@ -36,10 +36,20 @@ afterAll(async () => {
 });
 
 const charges = async () =>
-  (await world.app.services.db.pool.query<{ n: number }>('select count(*)::int as n from billing_sandbox_charges where tenant_id = $1', [world.customer.id])).rows[0]!.n;
+  (
+    await world.app.services.db.pool.query<{ n: number }>(
+      'select count(*)::int as n from billing_sandbox_charges where tenant_id = $1',
+      [world.customer.id],
+    )
+  ).rows[0]!.n;
 
 const subscribeWithKey = (planId: string, key: string) =>
-  world.app.http(world.host).post('/api/v1/billing/subscription/subscribe').set('Cookie', world.cookie).set('Idempotency-Key', key).send({ planId });
+  world.app
+    .http(world.host)
+    .post('/api/v1/billing/subscription/subscribe')
+    .set('Cookie', world.cookie)
+    .set('Idempotency-Key', key)
+    .send({ planId });
 
 it('a retried paid subscribe replays the first answer: one charge, one billing.subscribed; another plan with the key is 422', async () => {
   const plan = await createPlan(world, { price: 1200 });
@@ -67,7 +77,10 @@ it('a retried paid subscribe replays the first answer: one charge, one billing.s
 });
 
 it('OpenAPI declares the header on subscribe and names IDEMPOTENCY_KEY_REUSED beside its own 422', async () => {
-  const op = (await world.app.http().get('/api/v1/openapi.json')).body.paths['/api/v1/billing/subscription/subscribe'].post;
-  expect(op.parameters.map((p: { in: string; name: string }) => `${p.in} ${p.name}`)).toContain('header idempotency-key');
+  const op = (await world.app.http().get('/api/v1/openapi.json')).body.paths['/api/v1/billing/subscription/subscribe']
+    .post;
+  expect(op.parameters.map((p: { in: string; name: string }) => `${p.in} ${p.name}`)).toContain(
+    'header idempotency-key',
+  );
   expect(op.responses['422'].description).toMatch(/unknown or inactive plan.*IDEMPOTENCY_KEY_REUSED/);
 });

@@ -1,7 +1,20 @@
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { createCustomer, signInAs } from '../../helpers/app.ts';
 import type { TenantRef } from '../../../framework/context/tenant.ts';
-import { DAY, billingEvents, billingWorld, cancel, createPlan, readSubscription, renew, setOutcome, subscribe, subscription, toPeriodEnd, type BillingWorld } from './support.ts';
+import {
+  DAY,
+  billingEvents,
+  billingWorld,
+  cancel,
+  createPlan,
+  readSubscription,
+  renew,
+  setOutcome,
+  subscribe,
+  subscription,
+  toPeriodEnd,
+  type BillingWorld,
+} from './support.ts';
 
 let world: BillingWorld;
 let n = 0;
@@ -24,7 +37,12 @@ beforeEach(async () => {
 });
 
 const sandboxCharges = async (tenantId: string) =>
-  (await world.app.services.db.pool.query(`select * from billing_sandbox_charges where tenant_id = $1 order by created_at`, [tenantId])).rows;
+  (
+    await world.app.services.db.pool.query(
+      `select * from billing_sandbox_charges where tenant_id = $1 order by created_at`,
+      [tenantId],
+    )
+  ).rows;
 
 describe('Subscription: a singleton at /api/v1/billing/subscription', () => {
   it('GET is 404 NOT_FOUND until the first subscribe; there is no PUT, PATCH or DELETE', async () => {
@@ -32,13 +50,17 @@ describe('Subscription: a singleton at /api/v1/billing/subscription', () => {
     expect(before.status).toBe(404);
     expect(before.body.code).toBe('NOT_FOUND');
     for (const method of ['put', 'patch', 'delete'] as const) {
-      const res = await world.app.http(world.host)[method]('/api/v1/billing/subscription').set('Cookie', world.cookie).send({ price: 0 });
+      const res = await world.app
+        .http(world.host)
+        [method]('/api/v1/billing/subscription')
+        .set('Cookie', world.cookie)
+        .send({ price: 0 });
       expect([404, 405], method).toContain(res.status);
       expect(await subscription(world)).toBeUndefined();
     }
   });
 
-  it('OpenAPI documents subscribe\'s 402 PAYMENT_DECLINED and 409 PERIOD_OWED, and no PUT', async () => {
+  it("OpenAPI documents subscribe's 402 PAYMENT_DECLINED and 409 PERIOD_OWED, and no PUT", async () => {
     const doc = (await world.app.http().get('/api/v1/openapi.json')).body;
     const path = doc.paths['/api/v1/billing/subscription'];
     expect(Object.keys(path)).toEqual(['get']);
@@ -50,7 +72,11 @@ describe('Subscription: a singleton at /api/v1/billing/subscription', () => {
 
   it('a customer can never write its period or price: the subscribe body takes planId alone', async () => {
     const plan = await createPlan(world, { price: 0 });
-    const res = await world.app.http(world.host).post('/api/v1/billing/subscription/subscribe').set('Cookie', world.cookie).send({ planId: plan.id, price: 0, periodEnd: '2099-01-01T00:00:00Z' });
+    const res = await world.app
+      .http(world.host)
+      .post('/api/v1/billing/subscription/subscribe')
+      .set('Cookie', world.cookie)
+      .send({ planId: plan.id, price: 0, periodEnd: '2099-01-01T00:00:00Z' });
     expect(res.status).toBe(422);
     expect(await subscription(world)).toBeUndefined();
   });
@@ -62,12 +88,24 @@ describe('subscribe: first subscribe', () => {
     const plan = await createPlan(world, { price: 0, currency: 'USD' });
     const res = await subscribe(world, plan.id);
     expect(res.status, JSON.stringify(res.body)).toBe(200);
-    expect(res.body).toMatchObject({ planId: plan.id, status: 'active', price: 0, currency: 'USD', anchorDay: 10, trialUsedAt: null, attemptCount: 0, cancelAtPeriodEnd: false });
+    expect(res.body).toMatchObject({
+      planId: plan.id,
+      status: 'active',
+      price: 0,
+      currency: 'USD',
+      anchorDay: 10,
+      trialUsedAt: null,
+      attemptCount: 0,
+      cancelAtPeriodEnd: false,
+    });
     // The clock runs on from where it was set: compare to the second.
     expect(res.body.periodStart.slice(0, 19)).toBe('2026-11-10T09:30:00');
     expect(res.body.periodEnd).toBe(res.body.periodStart.replace('2026-11-10', '2026-12-10'));
     expect((await readSubscription(world)).body).toEqual(res.body);
-    expect((await billingEvents(world)).map((e) => e.name)).toEqual(['billing.subscribed', 'billing.subscription.created']);
+    expect((await billingEvents(world)).map((e) => e.name)).toEqual([
+      'billing.subscribed',
+      'billing.subscription.created',
+    ]);
   });
 
   it('a paid plan with the trial unused becomes trial for billing.trial_days and sets trialUsedAt; nothing is charged', async () => {
@@ -120,7 +158,10 @@ describe('subscribe: a paid first period with no trial left is charged in the re
     const charges = await sandboxCharges(world.customer.id);
     expect(charges).toHaveLength(1);
     expect(charges[0]).toMatchObject({ amount: 4900, currency: 'GBP', outcome: 'settled' });
-    const { rows } = await world.app.services.db.pool.query(`select outcome, recorded_at from billing_charges where tenant_id = $1 and amount = 4900`, [world.customer.id]);
+    const { rows } = await world.app.services.db.pool.query(
+      `select outcome, recorded_at from billing_charges where tenant_id = $1 and amount = 4900`,
+      [world.customer.id],
+    );
     expect(rows).toEqual([{ outcome: 'settled', recorded_at: expect.any(Date) }]);
   });
 
@@ -173,7 +214,10 @@ describe('subscribe: later calls', () => {
     await subscribe(world, current.id);
     const res = await subscribe(world, next.id);
     expect(res.body).toMatchObject({ planId: current.id, pendingPlanId: next.id });
-    expect((await billingEvents(world)).at(-1)).toMatchObject({ name: 'billing.subscribed', payload: { pendingPlanId: next.id } });
+    expect((await billingEvents(world)).at(-1)).toMatchObject({
+      name: 'billing.subscribed',
+      payload: { pendingPlanId: next.id },
+    });
   });
 
   it('a different plan while a period is owed for (past_due) is 409 PERIOD_OWED', async () => {
@@ -197,7 +241,10 @@ describe('cancel', () => {
     await subscribe(world, plan.id);
     const res = await cancel(world, true);
     expect(res.body).toMatchObject({ status: 'active', cancelAtPeriodEnd: true });
-    expect((await billingEvents(world)).at(-1)).toMatchObject({ name: 'billing.cancelled', payload: { reason: 'customer' } });
+    expect((await billingEvents(world)).at(-1)).toMatchObject({
+      name: 'billing.cancelled',
+      payload: { reason: 'customer' },
+    });
   });
 
   it('atPeriodEnd false cancels now (billing.cancelled, reason customer)', async () => {
@@ -205,7 +252,10 @@ describe('cancel', () => {
     await subscribe(world, plan.id);
     const res = await cancel(world, false);
     expect(res.body).toMatchObject({ status: 'cancelled', endedAt: null });
-    expect((await billingEvents(world)).at(-1)).toMatchObject({ name: 'billing.cancelled', payload: { reason: 'customer' } });
+    expect((await billingEvents(world)).at(-1)).toMatchObject({
+      name: 'billing.cancelled',
+      payload: { reason: 'customer' },
+    });
   });
 
   it('cancel now while a period is owed for is 409 PERIOD_OWED', async () => {

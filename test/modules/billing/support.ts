@@ -32,12 +32,24 @@ export async function billingWorld(slug: string, options: { trialDays?: number }
 
 let planCounter = 0;
 
-export async function createPlan(world: BillingWorld, fields: Record<string, unknown> = {}): Promise<Record<string, unknown> & { id: string }> {
+export async function createPlan(
+  world: BillingWorld,
+  fields: Record<string, unknown> = {},
+): Promise<Record<string, unknown> & { id: string }> {
   const res = await world.app
     .http()
     .post('/api/v1/billing/plans')
     .set('Cookie', world.operator)
-    .send({ code: `plan-${++planCounter}-${Math.random().toString(36).slice(2, 8)}`, name: 'Plan', price: 1000, currency: 'EUR', interval: 'month', features: ['api'], active: true, ...fields });
+    .send({
+      code: `plan-${++planCounter}-${Math.random().toString(36).slice(2, 8)}`,
+      name: 'Plan',
+      price: 1000,
+      currency: 'EUR',
+      interval: 'month',
+      features: ['api'],
+      active: true,
+      ...fields,
+    });
   expect(res.status, JSON.stringify(res.body)).toBe(201);
   return res.body;
 }
@@ -46,11 +58,21 @@ export const subscribe = (world: BillingWorld, planId: string, cookie = world.co
   world.app.http(host).post('/api/v1/billing/subscription/subscribe').set('Cookie', cookie).send({ planId });
 
 export const cancel = (world: BillingWorld, atPeriodEnd: boolean) =>
-  world.app.http(world.host).post('/api/v1/billing/subscription/cancel').set('Cookie', world.cookie).send({ atPeriodEnd });
+  world.app
+    .http(world.host)
+    .post('/api/v1/billing/subscription/cancel')
+    .set('Cookie', world.cookie)
+    .send({ atPeriodEnd });
 
 /** The tenant's stored subscription row (undefined, despite the type, when there is none). */
-export async function subscription(world: BillingWorld, tenant: TenantRef = world.customer): Promise<Selectable<SubscriptionsTable>> {
-  const { rows } = await world.app.services.db.pool.query<Selectable<SubscriptionsTable>>(`select * from subscriptions where tenant_id = $1 and deleted_at is null`, [tenant.id]);
+export async function subscription(
+  world: BillingWorld,
+  tenant: TenantRef = world.customer,
+): Promise<Selectable<SubscriptionsTable>> {
+  const { rows } = await world.app.services.db.pool.query<Selectable<SubscriptionsTable>>(
+    `select * from subscriptions where tenant_id = $1 and deleted_at is null`,
+    [tenant.id],
+  );
   return rows[0]!;
 }
 
@@ -71,8 +93,14 @@ export function setOutcome(world: BillingWorld, outcome: SandboxOutcome): void {
 }
 
 /** The billing.* events the tenant's outbox holds, in order. */
-export async function billingEvents(world: BillingWorld, tenant: TenantRef = world.customer): Promise<{ name: string; payload: Record<string, unknown> }[]> {
-  const { rows } = await world.app.services.db.pool.query(`select name, payload from outbox where tenant_id = $1 and name like 'billing.%' order by id`, [tenant.id]);
+export async function billingEvents(
+  world: BillingWorld,
+  tenant: TenantRef = world.customer,
+): Promise<{ name: string; payload: Record<string, unknown> }[]> {
+  const { rows } = await world.app.services.db.pool.query(
+    `select name, payload from outbox where tenant_id = $1 and name like 'billing.%' order by id`,
+    [tenant.id],
+  );
   return rows;
 }
 

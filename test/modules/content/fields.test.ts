@@ -12,10 +12,19 @@ afterAll(async () => {
 });
 
 const post = (body: Record<string, unknown>) =>
-  site.app.http(site.host).post(CONTENTS).set('Cookie', site.cookie).send({ title: 'T', kind: 'post', body: '', ...body });
-const patch = (id: string, body: Record<string, unknown>) => site.app.http(site.host).patch(`${CONTENTS}/${id}`).set('Cookie', site.cookie).send(body);
+  site.app
+    .http(site.host)
+    .post(CONTENTS)
+    .set('Cookie', site.cookie)
+    .send({ title: 'T', kind: 'post', body: '', ...body });
+const patch = (id: string, body: Record<string, unknown>) =>
+  site.app.http(site.host).patch(`${CONTENTS}/${id}`).set('Cookie', site.cookie).send(body);
 
-function expectProblem(res: { status: number; headers: Record<string, string>; body: { code?: string } }, status: number, code: string) {
+function expectProblem(
+  res: { status: number; headers: Record<string, string>; body: { code?: string } },
+  status: number,
+  code: string,
+) {
   expect(res.status, JSON.stringify(res.body)).toBe(status);
   expect(res.headers['content-type']).toMatch(/^application\/problem\+json/);
   expect(res.body.code).toBe(code);
@@ -35,7 +44,21 @@ describe('slug: stored normalised (NFKC, trimmed, lower-cased), 1–100 characte
   });
 
   it('refuses anything outside the grammar with 422 SLUG_INVALID, pointing at /body/slug', async () => {
-    const bad = ['', '   ', 'has space', 'under_score', '-leading', 'trailing-', 'double--hyphen', 'ümlaut', 'dot.ted', 'a/b', 'x'.repeat(101), 42, null];
+    const bad = [
+      '',
+      '   ',
+      'has space',
+      'under_score',
+      '-leading',
+      'trailing-',
+      'double--hyphen',
+      'ümlaut',
+      'dot.ted',
+      'a/b',
+      'x'.repeat(101),
+      42,
+      null,
+    ];
     for (const slug of bad) {
       const res = await post({ slug });
       expectProblem(res, 422, 'SLUG_INVALID');
@@ -57,7 +80,9 @@ describe('slug: stored normalised (NFKC, trimmed, lower-cased), 1–100 characte
     const other = await createContent(site);
     expectProblem(await patch(other.id, { slug }), 409, 'SLUG_TAKEN');
     expect((await outbox(site)).length, 'a refused write publishes nothing').toBe(seen + 1); // the other's created event
-    expect((await site.app.http(site.host).delete(`${CONTENTS}/${first.id}`).set('Cookie', site.cookie)).status).toBe(204);
+    expect((await site.app.http(site.host).delete(`${CONTENTS}/${first.id}`).set('Cookie', site.cookie)).status).toBe(
+      204,
+    );
     const again = await post({ slug });
     expect(again.status, JSON.stringify(again.body)).toBe(201);
     expect(again.body.id).not.toBe(first.id);
@@ -69,7 +94,11 @@ describe('slug: stored normalised (NFKC, trimmed, lower-cased), 1–100 characte
     const { createCustomer } = await import('../../helpers/app.ts');
     const other = await createCustomer(site.app, 'fields-other');
     const cookie = (await signInAs(site.app, other, ['content:manage', 'content:read'])).cookie;
-    const res = await site.app.http('fields-other.localhost').post(CONTENTS).set('Cookie', cookie).send({ slug, title: 'T', kind: 'page', body: '' });
+    const res = await site.app
+      .http('fields-other.localhost')
+      .post(CONTENTS)
+      .set('Cookie', cookie)
+      .send({ slug, title: 'T', kind: 'page', body: '' });
     expect(res.status, JSON.stringify(res.body)).toBe(201);
   });
 });
@@ -132,14 +161,21 @@ describe('status, publishedAt and author are not the body’s to set', () => {
     const row = await createContent(site);
     expect(row.author).toBe(site.userId);
     const somebody = (await signInAs(site.app, site.tenant, [])).userId;
-    for (const res of [await post({ slug: uniqueSlug(), author: somebody }), await patch(row.id, { author: somebody })]) {
+    for (const res of [
+      await post({ slug: uniqueSlug(), author: somebody }),
+      await patch(row.id, { author: somebody }),
+    ]) {
       expectProblem(res, 422, 'FIELD_IMMUTABLE');
       expect(res.body).toMatchObject({ field: 'author' });
       expect(res.body.detail).toContain('set from the caller');
     }
     // Another manager's content is theirs.
     const other = await signInAs(site.app, site.tenant, ['content:manage', 'content:read']);
-    const theirs = await site.app.http(site.host).post(CONTENTS).set('Cookie', other.cookie).send({ slug: uniqueSlug(), title: 'T', kind: 'page', body: '' });
+    const theirs = await site.app
+      .http(site.host)
+      .post(CONTENTS)
+      .set('Cookie', other.cookie)
+      .send({ slug: uniqueSlug(), title: 'T', kind: 'page', body: '' });
     expect(theirs.body.author).toBe(other.userId);
   });
 });
@@ -150,7 +186,9 @@ describe('events: created, updated and deleted carry the id and the slug, never 
     const row = await createContent(site, { body: 'secret body text' });
     const renamed = uniqueSlug('renamed');
     expect((await patch(row.id, { slug: renamed, body: 'another body' })).status).toBe(200);
-    expect((await site.app.http(site.host).delete(`${CONTENTS}/${row.id}`).set('Cookie', site.cookie)).status).toBe(204);
+    expect((await site.app.http(site.host).delete(`${CONTENTS}/${row.id}`).set('Cookie', site.cookie)).status).toBe(
+      204,
+    );
     const events = (await outbox(site)).slice(seen);
     expect(events).toEqual([
       { name: 'content.content.created', payload: { id: row.id, slug: row.slug } },
@@ -168,9 +206,18 @@ describe('permissions: content:read lists and reads, content:manage writes', () 
     const http = site.app.http(site.host);
     expect((await http.get(CONTENTS).set('Cookie', reader)).status).toBe(200);
     expect((await http.get(`${CONTENTS}/${row.id}`).set('Cookie', reader)).status).toBe(200);
-    expectProblem(await http.post(CONTENTS).set('Cookie', reader).send({ slug: uniqueSlug(), title: 'T', kind: 'page', body: '' }), 403, 'AUTH_FORBIDDEN');
-    expectProblem(await http.patch(`${CONTENTS}/${row.id}`).set('Cookie', reader).send({ title: 'U' }), 403, 'AUTH_FORBIDDEN');
+    expectProblem(
+      await http.post(CONTENTS).set('Cookie', reader).send({ slug: uniqueSlug(), title: 'T', kind: 'page', body: '' }),
+      403,
+      'AUTH_FORBIDDEN',
+    );
+    expectProblem(
+      await http.patch(`${CONTENTS}/${row.id}`).set('Cookie', reader).send({ title: 'U' }),
+      403,
+      'AUTH_FORBIDDEN',
+    );
     expectProblem(await http.delete(`${CONTENTS}/${row.id}`).set('Cookie', reader), 403, 'AUTH_FORBIDDEN');
-    for (const c of ['publish', 'unpublish', 'archive']) expectProblem(await http.post(`${CONTENTS}/${row.id}/${c}`).set('Cookie', reader), 403, 'AUTH_FORBIDDEN');
+    for (const c of ['publish', 'unpublish', 'archive'])
+      expectProblem(await http.post(`${CONTENTS}/${row.id}/${c}`).set('Cookie', reader), 403, 'AUTH_FORBIDDEN');
   });
 });

@@ -16,7 +16,10 @@ beforeAll(async () => {
   site = await contentSite('html-page');
   const dir = mkdtempSync(join(tmpdir(), 'tenantry-templates-'));
   mkdirSync(join(dir, 'content'));
-  writeFileSync(join(dir, 'content', 'public-page.eta'), '<!doctype html><title><%= it.page.title %></title><p class="installation">Our own layout</p><%~ it.page.body %>');
+  writeFileSync(
+    join(dir, 'content', 'public-page.eta'),
+    '<!doctype html><title><%= it.page.title %></title><p class="installation">Our own layout</p><%~ it.page.body %>',
+  );
   // testConfig takes the sections it knows; the validated config gains the templates directory.
   custom = await contentSite('html-page-own', { config: { ...testConfig(), templates: { dir } } });
 });
@@ -35,7 +38,10 @@ const page = (on: ContentSite, slug: string) => on.app.http(on.host).get(`/p/${e
 
 describe('GET /p/<slug>: the published content as an HTML page', () => {
   it('answers HTML with the title and the Markdown rendered and sanitised, with a content security policy', async () => {
-    const row = await published(site, { title: 'About <us>', body: '# Welcome\n\nSome **bold** text.\n\n<script>alert(1)</script>\n\n[x](javascript:alert(1))' });
+    const row = await published(site, {
+      title: 'About <us>',
+      body: '# Welcome\n\nSome **bold** text.\n\n<script>alert(1)</script>\n\n[x](javascript:alert(1))',
+    });
     const res = await page(site, row.slug);
     expect(res.status).toBe(200);
     expect(res.headers['content-type']).toBe('text/html; charset=utf-8');
@@ -65,7 +71,15 @@ describe('GET /p/<slug>: the published content as an HTML page', () => {
     const stale = await page(site, row.slug).set('If-None-Match', 'W/"stale"');
     expect(stale.status).toBe(200);
     // An edit makes a new tag on both doors.
-    expect((await site.app.http(site.host).patch(`${CONTENTS}/${row.id}`).set('Cookie', site.cookie).send({ title: 'Edited' })).status).toBe(200);
+    expect(
+      (
+        await site.app
+          .http(site.host)
+          .patch(`${CONTENTS}/${row.id}`)
+          .set('Cookie', site.cookie)
+          .send({ title: 'Edited' })
+      ).status,
+    ).toBe(200);
     const edited = await page(site, row.slug).set('If-None-Match', html.headers.etag!);
     expect(edited.status).toBe(200);
     expect(edited.text).toContain('Edited');
@@ -80,9 +94,18 @@ describe('GET /p/<slug>: the published content as an HTML page', () => {
     const archived = await published(site);
     expect((await command(site, archived.id, 'archive')).status).toBe(200);
     const deleted = await published(site);
-    expect((await site.app.http(site.host).delete(`${CONTENTS}/${deleted.id}`).set('Cookie', site.cookie)).status).toBe(204);
+    expect((await site.app.http(site.host).delete(`${CONTENTS}/${deleted.id}`).set('Cookie', site.cookie)).status).toBe(
+      204,
+    );
     const bodies = new Set<string>();
-    for (const slug of [draft.slug, unpublished.slug, archived.slug, deleted.slug, uniqueSlug('never'), 'Not A Slug!']) {
+    for (const slug of [
+      draft.slug,
+      unpublished.slug,
+      archived.slug,
+      deleted.slug,
+      uniqueSlug('never'),
+      'Not A Slug!',
+    ]) {
       const res = await page(site, slug);
       expect(res.status, slug).toBe(404);
       expect(res.headers['content-type'], slug).toBe('text/html; charset=utf-8');

@@ -46,12 +46,18 @@ describe('GET /api/v1/content/public/{slug}', () => {
     const archived = await published();
     expect((await command(site, archived.id, 'archive')).status).toBe(200);
     const deleted = await published();
-    expect((await site.app.http(site.host).delete(`${CONTENTS}/${deleted.id}`).set('Cookie', site.cookie)).status).toBe(204);
+    expect((await site.app.http(site.host).delete(`${CONTENTS}/${deleted.id}`).set('Cookie', site.cookie)).status).toBe(
+      204,
+    );
     const unused = await anonymous().get(`${PUBLIC}/never-used-${Date.now()}`);
     expect(unused.status).toBe(404);
     expect(unused.headers['content-type']).toMatch(/^application\/problem\+json/);
     expect(unused.body.code).toBe('NOT_FOUND');
-    for (const [what, slug] of [['draft', draft.slug], ['archived', archived.slug], ['deleted', deleted.slug]]) {
+    for (const [what, slug] of [
+      ['draft', draft.slug],
+      ['archived', archived.slug],
+      ['deleted', deleted.slug],
+    ]) {
       const res = await anonymous().get(`${PUBLIC}/${slug}`);
       expect(res.status, what).toBe(404);
       expect(res.headers['content-type'], what).toBe(unused.headers['content-type']);
@@ -90,15 +96,32 @@ describe('GET /api/v1/content/public/{slug}', () => {
     expect(again.headers.etag).toBe(etag);
     expect(again.headers['cache-control']).toBe(PUBLIC_CACHE_CONTROL);
     // A list naming it, and the strong spelling, match too (weak comparison).
-    expect((await anonymous().get(`${PUBLIC}/${row.slug}`).set('If-None-Match', `W/"other", ${etag.slice(2)}`)).status).toBe(304);
+    expect(
+      (
+        await anonymous()
+          .get(`${PUBLIC}/${row.slug}`)
+          .set('If-None-Match', `W/"other", ${etag.slice(2)}`)
+      ).status,
+    ).toBe(304);
     expect((await anonymous().get(`${PUBLIC}/${row.slug}`).set('If-None-Match', 'W/"stale"')).status).toBe(200);
     // updatedAt moves with an edit, and so does the tag.
-    expect((await site.app.http(site.host).patch(`${CONTENTS}/${row.id}`).set('Cookie', site.cookie).send({ title: 'Edited' })).status).toBe(200);
+    expect(
+      (
+        await site.app
+          .http(site.host)
+          .patch(`${CONTENTS}/${row.id}`)
+          .set('Cookie', site.cookie)
+          .send({ title: 'Edited' })
+      ).status,
+    ).toBe(200);
     const edited = await anonymous().get(`${PUBLIC}/${row.slug}`).set('If-None-Match', etag);
     expect(edited.status).toBe(200);
     expect(edited.body.title).toBe('Edited');
     expect(edited.headers.etag).not.toBe(etag);
-    const { rows } = await site.app.services.db.pool.query<{ updated_at: Date }>('select updated_at from contents where id = $1', [row.id]);
+    const { rows } = await site.app.services.db.pool.query<{ updated_at: Date }>(
+      'select updated_at from contents where id = $1',
+      [row.id],
+    );
     expect(edited.headers.etag).toBe(`W/"${rows[0]!.updated_at.getTime().toString(36)}"`);
   });
 

@@ -120,7 +120,8 @@ describe('content state table (SPEC States → Content)', () => {
   it('publishedAt is set once: a publish after an unpublish records a new time, a repeated publish never moves it', async () => {
     const row = await inState('published');
     const first = (await storedRow(site, row.id)).published_at as Date;
-    for (let i = 0; i < 3; i++) expect((await command(site, row.id, 'publish')).body.publishedAt).toBe(first.toISOString());
+    for (let i = 0; i < 3; i++)
+      expect((await command(site, row.id, 'publish')).body.publishedAt).toBe(first.toISOString());
     expect((await storedRow(site, row.id)).published_at).toEqual(first);
   });
 });
@@ -129,9 +130,17 @@ describe('the database keeps status and publishedAt consistent (CHECK constraint
   it('refuses a published row without publishedAt and a draft with one', async () => {
     const row = await inState('draft');
     const update = (sql: string) =>
-      site.app.services.transactions.run(site.tenant, (ctx) => ctx.db.executeQuery({ sql, parameters: [row.id], query: { kind: 'RawNode' } } as never));
-    await expect(update(`update contents set status = 'published' where id = $1`)).rejects.toMatchObject({ code: '23514', constraint: 'contents_published_at_matches_status' });
-    await expect(update(`update contents set published_at = now() where id = $1`)).rejects.toMatchObject({ code: '23514', constraint: 'contents_published_at_matches_status' });
+      site.app.services.transactions.run(site.tenant, (ctx) =>
+        ctx.db.executeQuery({ sql, parameters: [row.id], query: { kind: 'RawNode' } } as never),
+      );
+    await expect(update(`update contents set status = 'published' where id = $1`)).rejects.toMatchObject({
+      code: '23514',
+      constraint: 'contents_published_at_matches_status',
+    });
+    await expect(update(`update contents set published_at = now() where id = $1`)).rejects.toMatchObject({
+      code: '23514',
+      constraint: 'contents_published_at_matches_status',
+    });
     expect(await storedRow(site, row.id)).toMatchObject({ status: 'draft', published_at: null });
   });
 });

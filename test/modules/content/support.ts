@@ -15,7 +15,10 @@ export interface ContentSite {
 }
 
 /** An app with one customer tenant at `<slug>.localhost` and a content manager signed in there. */
-export async function contentSite(slug: string, options: Parameters<typeof startTestApp>[0] = {}): Promise<ContentSite> {
+export async function contentSite(
+  slug: string,
+  options: Parameters<typeof startTestApp>[0] = {},
+): Promise<ContentSite> {
   const app = await startTestApp(options);
   const host = `${slug}.localhost`;
   const tenant = await createCustomer(app, slug, host);
@@ -26,7 +29,10 @@ export async function contentSite(slug: string, options: Parameters<typeof start
 let counter = 0;
 export const uniqueSlug = (prefix = 'page') => `${prefix}-${Date.now().toString(36)}-${++counter}`;
 
-export async function createContent(site: ContentSite, values: Record<string, unknown> = {}): Promise<Record<string, unknown> & { id: string; slug: string }> {
+export async function createContent(
+  site: ContentSite,
+  values: Record<string, unknown> = {},
+): Promise<Record<string, unknown> & { id: string; slug: string }> {
   const res = await site.app
     .http(site.host)
     .post(CONTENTS)
@@ -46,6 +52,9 @@ export async function storedRow(site: ContentSite, id: string): Promise<Record<s
 }
 
 export async function outbox(site: ContentSite): Promise<{ name: string; payload: Record<string, unknown> }[]> {
-  const { rows } = await site.app.services.db.pool.query('select name, payload from outbox where tenant_id = $1 order by id', [site.tenant.id]);
+  const { rows } = await site.app.services.db.pool.query(
+    'select name, payload from outbox where tenant_id = $1 order by id',
+    [site.tenant.id],
+  );
   return rows;
 }

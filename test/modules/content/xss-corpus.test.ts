@@ -9,13 +9,44 @@ import { LINK_REL, renderMarkdown } from '../../../modules/content/render.ts';
  * output parsed as a browser would tokenise it (htmlparser2, entities decoded), and every element
  * and attribute checked: no script-capable element, no event handler, no dangerous URL.
  */
-const corpus = JSON.parse(readFileSync(new URL('./xss-corpus.json', import.meta.url), 'utf8')) as { vectors: { name: string; body: string }[] };
+const corpus = JSON.parse(readFileSync(new URL('./xss-corpus.json', import.meta.url), 'utf8')) as {
+  vectors: { name: string; body: string }[];
+};
 
 const SCRIPT_CAPABLE = new Set([
-  'script', 'iframe', 'frame', 'frameset', 'object', 'embed', 'applet', 'form', 'button', 'input', 'textarea', 'select',
-  'meta', 'base', 'link', 'style', 'svg', 'math', 'noscript', 'template',
+  'script',
+  'iframe',
+  'frame',
+  'frameset',
+  'object',
+  'embed',
+  'applet',
+  'form',
+  'button',
+  'input',
+  'textarea',
+  'select',
+  'meta',
+  'base',
+  'link',
+  'style',
+  'svg',
+  'math',
+  'noscript',
+  'template',
 ]);
-const URL_ATTRIBUTES = new Set(['href', 'src', 'xlink:href', 'action', 'formaction', 'background', 'poster', 'srcset', 'data', 'srcdoc']);
+const URL_ATTRIBUTES = new Set([
+  'href',
+  'src',
+  'xlink:href',
+  'action',
+  'formaction',
+  'background',
+  'poster',
+  'srcset',
+  'data',
+  'srcdoc',
+]);
 const SAFE_SCHEMES = new Set(['http:', 'https:', 'mailto:']);
 
 /** Everything wrong with an HTML fragment, as a browser would read it. */
@@ -45,7 +76,21 @@ describe('the XSS corpus renders to HTML with no script, event handler or danger
   it('holds at least 40 vectors of every family the issue names', () => {
     expect(corpus.vectors.length).toBeGreaterThanOrEqual(40);
     const names = corpus.vectors.map((v) => v.name).join('\n');
-    for (const family of ['script', 'onerror', 'javascript', 'vbscript', 'data', 'svg', 'mathml', 'entity-encoded', 'mixed case', 'protocol-relative', 'autolink', 'reference-style', 'nested']) {
+    for (const family of [
+      'script',
+      'onerror',
+      'javascript',
+      'vbscript',
+      'data',
+      'svg',
+      'mathml',
+      'entity-encoded',
+      'mixed case',
+      'protocol-relative',
+      'autolink',
+      'reference-style',
+      'nested',
+    ]) {
       expect(names, family).toMatch(new RegExp(family, 'i'));
     }
   });
@@ -60,7 +105,11 @@ describe('the XSS corpus renders to HTML with no script, event handler or danger
     expect(dangersIn(`<a href="//evil.example" rel="${LINK_REL}">x</a>`)).not.toEqual([]);
     expect(dangersIn('<a href="https://ok.example">x</a>')).not.toEqual([]);
     expect(dangersIn('<svg></svg>')).not.toEqual([]);
-    expect(dangersIn(`<p>fine <a href="https://ok.example/x" rel="${LINK_REL}">x</a> <img src="https://ok.example/i.png" alt=""></p>`)).toEqual([]);
+    expect(
+      dangersIn(
+        `<p>fine <a href="https://ok.example/x" rel="${LINK_REL}">x</a> <img src="https://ok.example/i.png" alt=""></p>`,
+      ),
+    ).toEqual([]);
   });
 
   it.each(corpus.vectors.map((v) => [v.name, v.body] as const))('%s', (_name, body) => {
@@ -74,7 +123,9 @@ describe('the XSS corpus renders to HTML with no script, event handler or danger
     const named = ['protocol-relative link', 'protocol-relative image'];
     for (const vector of corpus.vectors.filter((v) => named.includes(v.name))) {
       const document = parseDocument(renderMarkdown(vector.body));
-      const urls = (DomUtils.findAll(() => true, document.children) as Element[]).flatMap((e) => [e.attribs.href, e.attribs.src]).filter(Boolean);
+      const urls = (DomUtils.findAll(() => true, document.children) as Element[])
+        .flatMap((e) => [e.attribs.href, e.attribs.src])
+        .filter(Boolean);
       expect(urls, vector.name).toEqual([expect.stringMatching(/^https:\/\/evil\.example\/x/)]);
     }
   });

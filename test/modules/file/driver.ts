@@ -1,6 +1,12 @@
 import { mkdirSync, rmSync, writeFileSync, existsSync } from 'node:fs';
 import { join } from 'node:path';
-import { CreateMultipartUploadCommand, DeleteObjectCommand, HeadObjectCommand, PutObjectCommand, UploadPartCommand } from '@aws-sdk/client-s3';
+import {
+  CreateMultipartUploadCommand,
+  DeleteObjectCommand,
+  HeadObjectCommand,
+  PutObjectCommand,
+  UploadPartCommand,
+} from '@aws-sdk/client-s3';
 import type { Config } from '../../../framework/config/schema.ts';
 import { blobStoreFor, useBlobStore, type BlobStore } from '../../../framework/storage/index.ts';
 import { startS3Server, type S3Server } from '../../helpers/s3.ts';

@@ -34,8 +34,19 @@ async function tenantWithCaller(permissions = ['file:read', 'file:manage']) {
 
 type Ctx = Awaited<ReturnType<typeof tenantWithCaller>>;
 
-function upload(ctx: Ctx, content: Buffer | string, options: { visibility?: string; filename?: string; type?: string; field?: string } = {}) {
-  const { body, type } = form([{ name: options.field ?? 'file', filename: options.filename ?? 'notes.bin', type: options.type ?? 'application/octet-stream', content }]);
+function upload(
+  ctx: Ctx,
+  content: Buffer | string,
+  options: { visibility?: string; filename?: string; type?: string; field?: string } = {},
+) {
+  const { body, type } = form([
+    {
+      name: options.field ?? 'file',
+      filename: options.filename ?? 'notes.bin',
+      type: options.type ?? 'application/octet-stream',
+      content,
+    },
+  ]);
   return ctx
     .http()
     .post(`${FILES}?visibility=${options.visibility ?? 'private'}`)
@@ -45,19 +56,30 @@ function upload(ctx: Ctx, content: Buffer | string, options: { visibility?: stri
 }
 
 async function rowCount(tenant: TenantRef): Promise<number> {
-  const { rows } = await app.services.db.pool.query<{ n: number }>('select count(*)::int as n from files where tenant_id = $1', [tenant.id]);
+  const { rows } = await app.services.db.pool.query<{ n: number }>(
+    'select count(*)::int as n from files where tenant_id = $1',
+    [tenant.id],
+  );
   return rows[0]!.n;
 }
 
 async function storageKey(id: string): Promise<string> {
-  const { rows } = await app.services.db.pool.query<{ storage_key: string }>('select storage_key from files where id = $1', [id]);
+  const { rows } = await app.services.db.pool.query<{ storage_key: string }>(
+    'select storage_key from files where id = $1',
+    [id],
+  );
   return rows[0]!.storage_key;
 }
 
 describe('Files: the media type and name an upload is stored with', () => {
   const send = (ctx: Ctx, parts: Parameters<typeof form>[0]) => {
     const { body, type } = form(parts);
-    return ctx.http().post(`${FILES}?visibility=private`).set('Cookie', ctx.caller.cookie).set('Content-Type', type).send(body);
+    return ctx
+      .http()
+      .post(`${FILES}?visibility=private`)
+      .set('Cookie', ctx.caller.cookie)
+      .set('Content-Type', type)
+      .send(body);
   };
 
   it('stores a part that declares no Content-Type as application/octet-stream, whatever its bytes', async () => {
@@ -85,12 +107,16 @@ describe('Files: the media type and name an upload is stored with', () => {
 
   it('removes control and format characters (Cc, Cf: bidi overrides, zero-width characters) from the name', async () => {
     const ctx = await tenantWithCaller();
-    const res = await send(ctx, [{ name: 'file', filename: 'in\u0007voice\u202Efdp.exe\u200B\u2066\u00AD', type: 'application/zip', content: 'x' }]);
+    const res = await send(ctx, [
+      { name: 'file', filename: 'in\u0007voice\u202Efdp.exe\u200B\u2066\u00AD', type: 'application/zip', content: 'x' },
+    ]);
     expect(res.status, JSON.stringify(res.body)).toBe(201);
     expect(res.body.name).toBe('invoicefdp.exe');
     const download = await ctx.http().get(`${FILES}/${res.body.id}/content`).set('Cookie', ctx.caller.cookie);
     expect(download.headers['content-disposition']).toBe("attachment; filename*=UTF-8''invoicefdp.exe");
-    const nothingLeft = await send(ctx, [{ name: 'file', filename: '\u202E\u200B', type: 'application/zip', content: 'x' }]);
+    const nothingLeft = await send(ctx, [
+      { name: 'file', filename: '\u202E\u200B', type: 'application/zip', content: 'x' },
+    ]);
     expect(nothingLeft.body.name).toBe('file');
   });
 });
@@ -188,7 +214,10 @@ describe('Files rule 3: 413 past the limit or the quota, nothing kept; exactly t
     expect(results.map((r) => r.status).sort()).toEqual([201, 413]);
     expect(results.find((r) => r.status === 413)!.body.code).toBe('QUOTA_EXCEEDED');
     expect(await rowCount(ctx.tenant)).toBe(2);
-    const { rows } = await app.services.db.pool.query<{ storage_key: string }>('select storage_key from files where tenant_id = $1', [ctx.tenant.id]);
+    const { rows } = await app.services.db.pool.query<{ storage_key: string }>(
+      'select storage_key from files where tenant_id = $1',
+      [ctx.tenant.id],
+    );
     for (const { storage_key } of rows) expect(await driver.has(storage_key)).toBe(true);
   });
 });
@@ -203,7 +232,12 @@ describe('Files rule 3: 422 for no file part, a media type that is not one, or b
   it('a form with no file part is FILE_MISSING', async () => {
     const ctx = await tenantWithCaller();
     const { body, type } = form([{ name: 'note', content: 'just a field' }]);
-    const res = await ctx.http().post(`${FILES}?visibility=private`).set('Cookie', ctx.caller.cookie).set('Content-Type', type).send(body);
+    const res = await ctx
+      .http()
+      .post(`${FILES}?visibility=private`)
+      .set('Cookie', ctx.caller.cookie)
+      .set('Content-Type', type)
+      .send(body);
     await refused(ctx, res, 'FILE_MISSING');
     await refused(ctx, await upload(ctx, 'x', { field: 'attachment' }), 'FILE_MISSING');
   });
@@ -224,8 +258,16 @@ describe('Files rule 3: 422 for no file part, a media type that is not one, or b
     await refused(ctx, await upload(ctx, 'plain words', { type: 'image/png' }), 'MEDIA_TYPE_MISMATCH');
     await refused(ctx, await upload(ctx, PNG, { type: 'image/jpeg' }), 'MEDIA_TYPE_MISMATCH');
     await refused(ctx, await upload(ctx, 'not a pdf', { type: 'application/pdf' }), 'MEDIA_TYPE_MISMATCH');
-    await refused(ctx, await upload(ctx, Buffer.from('nul\u0000inside'), { type: 'text/plain' }), 'MEDIA_TYPE_MISMATCH');
-    await refused(ctx, await upload(ctx, Buffer.from([0x61, 0xff, 0xfe]), { type: 'text/plain; charset=utf-8' }), 'MEDIA_TYPE_MISMATCH');
+    await refused(
+      ctx,
+      await upload(ctx, Buffer.from('nul\u0000inside'), { type: 'text/plain' }),
+      'MEDIA_TYPE_MISMATCH',
+    );
+    await refused(
+      ctx,
+      await upload(ctx, Buffer.from([0x61, 0xff, 0xfe]), { type: 'text/plain; charset=utf-8' }),
+      'MEDIA_TYPE_MISMATCH',
+    );
     expect(await driver.stored()).toEqual(before);
     expect((await upload(ctx, PNG, { type: 'image/png' })).status).toBe(201);
     expect((await upload(ctx, 'héllo', { type: 'text/plain' })).status).toBe(201);
@@ -271,7 +313,11 @@ describe('Files rule 5: download headers', () => {
   it('a private file of a type that is not renderable: declared type, nosniff, CSP sandbox, CORP, attachment, no-store', async () => {
     const ctx = await tenantWithCaller();
     const up = await upload(ctx, 'zip bytes', { type: 'application/zip', filename: 'résumé (final).zip' });
-    const res = await ctx.http().get(`${FILES}/${up.body.id}/content`).set('Cookie', ctx.caller.cookie).responseType('blob');
+    const res = await ctx
+      .http()
+      .get(`${FILES}/${up.body.id}/content`)
+      .set('Cookie', ctx.caller.cookie)
+      .responseType('blob');
     expect(res.status).toBe(200);
     expect(res.headers['content-type']).toBe('application/zip');
     expect(res.headers['x-content-type-options']).toBe('nosniff');
@@ -290,7 +336,10 @@ describe('Files rule 5: download headers', () => {
       'image/jpeg': Buffer.from([0xff, 0xd8, 0xff, 0xe0, 0, 0x10]),
       'image/gif': 'GIF89a....',
       'image/webp': 'RIFF\u0000\u0000\u0000\u0000WEBPVP8 ',
-      'image/avif': Buffer.concat([Buffer.from([0, 0, 0, 0x1c]), Buffer.from('ftypavif\u0000\u0000\u0000\u0000avifmif1miaf')]),
+      'image/avif': Buffer.concat([
+        Buffer.from([0, 0, 0, 0x1c]),
+        Buffer.from('ftypavif\u0000\u0000\u0000\u0000avifmif1miaf'),
+      ]),
       'application/pdf': '%PDF-1.4\n',
       'text/plain': 'words',
     };
@@ -338,7 +387,16 @@ describe('Files rule 6: ranges, HEAD and conditional requests', () => {
     expect(suffix.text).toBe(content);
     const last = await get().set('Range', 'bytes=-3');
     expect([last.status, last.text]).toEqual([206, 'xyz']);
-    for (const malformed of ['bytes=1e3-2e3', 'bytes=0x10-0x20', 'bytes=5-2', 'bytes=1-2-3', 'bytes=-', 'bytes=', 'items=0-5', 'bytes=0-1,x-']) {
+    for (const malformed of [
+      'bytes=1e3-2e3',
+      'bytes=0x10-0x20',
+      'bytes=5-2',
+      'bytes=1-2-3',
+      'bytes=-',
+      'bytes=',
+      'items=0-5',
+      'bytes=0-1,x-',
+    ]) {
       const res = await get().set('Range', malformed);
       expect(res.status, malformed).toBe(200);
       expect(res.headers['content-range'], malformed).toBeUndefined();
@@ -357,7 +415,11 @@ describe('Files rule 6: ranges, HEAD and conditional requests', () => {
       expect(res.body.code).toBe('RANGE_NOT_SATISFIABLE');
     }
     const ends = await get().set('Range', 'bytes=25-1000');
-    expect([ends.status, ends.headers['content-range'], ends.text]).toEqual([206, `bytes 25-25/${content.length}`, 'z']);
+    expect([ends.status, ends.headers['content-range'], ends.text]).toEqual([
+      206,
+      `bytes 25-25/${content.length}`,
+      'z',
+    ]);
     const head = await ctx.http().head(url).set('Cookie', ctx.caller.cookie).set('Range', 'bytes=-100001');
     expect([head.status, head.headers['content-length']]).toEqual([206, String(content.length)]);
   });
@@ -453,7 +515,10 @@ describe('Files: the list has an index for each of its sorts', () => {
          from pg_index i where i.indrelid = 'files'::regclass`,
     );
     for (const [sort, { column }] of Object.entries(filePages.source.sorts)) {
-      expect(rows.some((r) => r.columns.join() === ['tenant_id', column, 'id'].join()), sort).toBe(true);
+      expect(
+        rows.some((r) => r.columns.join() === ['tenant_id', column, 'id'].join()),
+        sort,
+      ).toBe(true);
     }
   });
 });
@@ -464,7 +529,13 @@ describe('Files: a malformed form is a 400 problem, never a hanging request or a
     const before = await driver.stored();
     const { body, type } = form([{ name: 'file', filename: 'a.txt', type: 'text/plain', content: 'cut short' }]);
     const cut = body.subarray(0, body.length - Buffer.byteLength('--tenantry-file-boundary--\r\n'));
-    const res = await ctx.http().post(`${FILES}?visibility=private`).set('Cookie', ctx.caller.cookie).set('Content-Type', type).timeout(10_000).send(cut);
+    const res = await ctx
+      .http()
+      .post(`${FILES}?visibility=private`)
+      .set('Cookie', ctx.caller.cookie)
+      .set('Content-Type', type)
+      .timeout(10_000)
+      .send(cut);
     expect(res.status, JSON.stringify(res.body)).toBe(400);
     expect(res.body.code).toBe('MALFORMED_REQUEST');
     expect(await rowCount(ctx.tenant)).toBe(0);
@@ -473,7 +544,12 @@ describe('Files: a malformed form is a 400 problem, never a hanging request or a
 
   it('multipart/form-data without a boundary answers 400 MALFORMED_REQUEST', async () => {
     const ctx = await tenantWithCaller();
-    const res = await ctx.http().post(`${FILES}?visibility=private`).set('Cookie', ctx.caller.cookie).set('Content-Type', 'multipart/form-data').send('x');
+    const res = await ctx
+      .http()
+      .post(`${FILES}?visibility=private`)
+      .set('Cookie', ctx.caller.cookie)
+      .set('Content-Type', 'multipart/form-data')
+      .send('x');
     expect(res.status, JSON.stringify(res.body)).toBe(400);
     expect(res.body.code).toBe('MALFORMED_REQUEST');
     expect(await rowCount(ctx.tenant)).toBe(0);

@@ -28,13 +28,20 @@ export function filesUnder(dir: string, prefix = ''): string[] {
 }
 
 /** A multipart form built by hand, so its exact length is known and it can be sent slowly. */
-export function form(parts: { name: string; filename?: string; type?: string; content: Buffer | string }[]): { body: Buffer; type: string } {
+export function form(parts: { name: string; filename?: string; type?: string; content: Buffer | string }[]): {
+  body: Buffer;
+  type: string;
+} {
   const boundary = 'tenantry-file-boundary';
   const chunks: Buffer[] = [];
   for (const part of parts) {
     const disposition = `form-data; name="${part.name}"${part.filename !== undefined ? `; filename="${part.filename}"` : ''}`;
     const type = part.type !== undefined ? `Content-Type: ${part.type}\r\n` : '';
-    chunks.push(Buffer.from(`--${boundary}\r\nContent-Disposition: ${disposition}\r\n${type}\r\n`), Buffer.from(part.content), Buffer.from('\r\n'));
+    chunks.push(
+      Buffer.from(`--${boundary}\r\nContent-Disposition: ${disposition}\r\n${type}\r\n`),
+      Buffer.from(part.content),
+      Buffer.from('\r\n'),
+    );
   }
   chunks.push(Buffer.from(`--${boundary}--\r\n`));
   return { body: Buffer.concat(chunks), type: `multipart/form-data; boundary=${boundary}` };

@@ -54,8 +54,13 @@ async function until(check: () => boolean, what: string): Promise<void> {
  * Starts an upload whose body is sent by hand: the head of the form now (up to `split`, by default
  * half of it), the rest when asked.
  */
-function slowUpload(content: Buffer, options: { type?: string; split?: (body: Buffer) => number } = {}): { req: ClientRequest; rest: Buffer; answer: Promise<{ status: number; body: string }> } {
-  const { body, type } = form([{ name: 'file', filename: 'slow.bin', type: options.type ?? 'application/octet-stream', content }]);
+function slowUpload(
+  content: Buffer,
+  options: { type?: string; split?: (body: Buffer) => number } = {},
+): { req: ClientRequest; rest: Buffer; answer: Promise<{ status: number; body: string }> } {
+  const { body, type } = form([
+    { name: 'file', filename: 'slow.bin', type: options.type ?? 'application/octet-stream', content },
+  ]);
   const req = httpRequest({
     host: '127.0.0.1',
     port,
@@ -170,7 +175,9 @@ describe('file-reconcile: cron 45 3 * * *, not per tenant, removes blobs no row 
       clock.reset();
     }
     expect(await blobStoreFor(app.config).stat(orphan)).toBeNull();
-    const keptKey = (await owner.query<{ storage_key: string }>('select storage_key from files where id = $1', [kept.body.id])).rows[0]!.storage_key;
+    const keptKey = (
+      await owner.query<{ storage_key: string }>('select storage_key from files where id = $1', [kept.body.id])
+    ).rows[0]!.storage_key;
     // What is stored now is what was stored before, plus the kept file's blob.
     expect((await driver.stored()).filter((f) => !before.includes(f))).toEqual([expect.stringContaining(keptKey)]);
     const download = await app.http(HOST).get(`${FILES}/${kept.body.id}/content`).set('Cookie', cookie);
@@ -192,7 +199,8 @@ describe('file-reconcile: cron 45 3 * * *, not per tenant, removes blobs no row 
 
   it('asks in batches of 500 and removes every orphan past the first batch too', async () => {
     const keys = Array.from({ length: 501 }, () => randomUUID());
-    for (let at = 0; at < keys.length; at += 50) await Promise.all(keys.slice(at, at + 50).map((key) => driver.plant(key, 'o')));
+    for (let at = 0; at < keys.length; at += 50)
+      await Promise.all(keys.slice(at, at + 50).map((key) => driver.plant(key, 'o')));
     clock.set(new Date(Date.now() + 2 * HOUR));
     try {
       const outcome = await reconcile();
@@ -210,19 +218,29 @@ describe('file-reconcile: cron 45 3 * * *, not per tenant, removes blobs no row 
 
 describe('Subscriptions file.deleted: blob removal', () => {
   const subscription = () => app.services.registry.subscriptions.find((s) => s.event === 'file.deleted')!;
-  const event = (storageKey: string) => ({ id: randomUUID(), name: 'file.deleted', tenantId: app.operator.id, actorId: null, occurredAt: new Date().toISOString(), payload: { id: randomUUID(), storageKey } });
+  const event = (storageKey: string) => ({
+    id: randomUUID(),
+    name: 'file.deleted',
+    tenantId: app.operator.id,
+    actorId: null,
+    occurredAt: new Date().toISOString(),
+    payload: { id: randomUUID(), storageKey },
+  });
 
   it('deletes the blob named by the key; a missing blob is not an error', async () => {
     const key = randomUUID();
     await blobStoreFor(app.config).put(key, Readable.from([Buffer.from('bye')]));
     await app.services.transactions.run(app.operator, (tx) => subscription().handle(tx, event(key), app.services));
     expect(await blobStoreFor(app.config).stat(key)).toBeNull();
-    await expect(app.services.transactions.run(app.operator, (tx) => subscription().handle(tx, event(key), app.services))).resolves.toBeUndefined();
+    await expect(
+      app.services.transactions.run(app.operator, (tx) => subscription().handle(tx, event(key), app.services)),
+    ).resolves.toBeUndefined();
   });
 
   it('a storage error fails the delivery, so it is retried', async () => {
     const key = randomUUID();
-    const deliver = () => app.services.transactions.run(app.operator, (tx) => subscription().handle(tx, event(key), app.services));
+    const deliver = () =>
+      app.services.transactions.run(app.operator, (tx) => subscription().handle(tx, event(key), app.services));
     if (driver.name === 'local') {
       // A directory where the blob should be: removing it is a storage error, not "missing".
       const dir = driver.files.dir!;

@@ -21,7 +21,11 @@ beforeAll(async () => {
   // The local disk, or an S3 bucket (test/modules/file/driver.ts); s3rver runs in its own process,
   // so this process's RSS is the service's (and the client's, which sends one reused buffer).
   driver = await fileDriver();
-  app = await startTestApp({ config: testConfig({ files: { ...driver.files, max_bytes: 2 * UPLOAD_MIB * MiB, quota_bytes: 4 * UPLOAD_MIB * MiB } }) });
+  app = await startTestApp({
+    config: testConfig({
+      files: { ...driver.files, max_bytes: 2 * UPLOAD_MIB * MiB, quota_bytes: 4 * UPLOAD_MIB * MiB },
+    }),
+  });
   const tenant = await createCustomer(app, 'memory', HOST);
   cookie = (await signInAs(app, tenant, ['file:read', 'file:manage'])).cookie;
   await app.web!.listen({ host: '127.0.0.1', port: 0 });
@@ -35,7 +39,9 @@ afterAll(async () => {
 /** A form with one file part of `mib` MiB of one reused 1 MiB buffer: the sender allocates nothing per chunk. */
 function uploadForm(mib: number): { body: Readable; length: number; type: string } {
   const boundary = 'tenantry-memory-upload';
-  const head = Buffer.from(`--${boundary}\r\nContent-Disposition: form-data; name="file"; filename="large.bin"\r\nContent-Type: application/octet-stream\r\n\r\n`);
+  const head = Buffer.from(
+    `--${boundary}\r\nContent-Disposition: form-data; name="file"; filename="large.bin"\r\nContent-Type: application/octet-stream\r\n\r\n`,
+  );
   const tail = Buffer.from(`\r\n--${boundary}--\r\n`);
   const block = Buffer.alloc(MiB, 0x5a);
   function* parts() {
@@ -43,7 +49,11 @@ function uploadForm(mib: number): { body: Readable; length: number; type: string
     for (let i = 0; i < mib; i++) yield block;
     yield tail;
   }
-  return { body: Readable.from(parts(), { objectMode: false }), length: head.length + tail.length + mib * MiB, type: `multipart/form-data; boundary=${boundary}` };
+  return {
+    body: Readable.from(parts(), { objectMode: false }),
+    length: head.length + tail.length + mib * MiB,
+    type: `multipart/form-data; boundary=${boundary}`,
+  };
 }
 
 /** Peak growth over the value before the upload, in MiB, of RSS, the JS heap and Buffer memory. */
@@ -92,7 +102,13 @@ async function uploadMeasuringMemory(mib: number): Promise<{ status: number; bod
   try {
     const answer = await new Promise<{ status: number; body: string }>((resolve, reject) => {
       const req = request(
-        { host: '127.0.0.1', port, method: 'POST', path: `${FILES}?visibility=private`, headers: { host: HOST, cookie, 'content-type': form.type, 'content-length': form.length } },
+        {
+          host: '127.0.0.1',
+          port,
+          method: 'POST',
+          path: `${FILES}?visibility=private`,
+          headers: { host: HOST, cookie, 'content-type': form.type, 'content-length': form.length },
+        },
         (res) => {
           let text = '';
           res.on('data', (c: Buffer) => (text += c.toString()));
@@ -104,14 +120,19 @@ async function uploadMeasuringMemory(mib: number): Promise<{ status: number; bod
     });
     sample();
     const growth = (key: keyof Growth) => (peak[key] - before[key]) / MiB;
-    return { ...answer, growth: { rss: growth('rss'), heapUsed: growth('heapUsed'), arrayBuffers: growth('arrayBuffers') } };
+    return {
+      ...answer,
+      growth: { rss: growth('rss'), heapUsed: growth('heapUsed'), arrayBuffers: growth('arrayBuffers') },
+    };
   } finally {
     clearInterval(sampler);
   }
 }
 
 describe('Files: memory stays flat during a long upload', () => {
-  it(`a 1 GiB upload grows RSS by less than 64 MiB and holds less than 32 MiB of Buffer memory at any time (${driver?.name ?? process.env.TEST_FILE_DRIVER ?? 'local'})`, { timeout: 600_000 }, async () => {
+  it(`a 1 GiB upload grows RSS by less than 64 MiB and holds less than 32 MiB of Buffer memory at any time (${driver?.name ?? process.env.TEST_FILE_DRIVER ?? 'local'})`, {
+    timeout: 600_000,
+  }, async () => {
     const store = watchStoreRequests(driver.server?.port);
     const answer = await uploadMeasuringMemory(UPLOAD_MIB).finally(() => store.stop());
     expect(answer.status, answer.body).toBe(201);
@@ -119,7 +140,9 @@ describe('Files: memory stays flat during a long upload', () => {
     const { rss, heapUsed, arrayBuffers } = answer.growth;
     console.log(
       `${UPLOAD_MIB} MiB upload on ${driver.name}: growth of RSS ${rss.toFixed(1)} MiB, JS heap ${heapUsed.toFixed(1)} MiB, Buffer memory ${arrayBuffers.toFixed(1)} MiB` +
-        (driver.name === 's3' ? `; ${store.requests} requests to the store, ${store.newConnections} on a new connection` : ''),
+        (driver.name === 's3'
+          ? `; ${store.requests} requests to the store, ${store.newConnections} on a new connection`
+          : ''),
     );
     // What the driver holds: the request's chunks (each freed once stored) and, on s3, at most
     // three 5 MiB part buffers. lib-storage's Upload, before, left ~96 MiB of dead parts and chunks.

@@ -26,11 +26,23 @@ afterAll(async () => {
 });
 
 const send = (recipientId: string, title: string) =>
-  app.services.transactions.run(acme, (ctx) => notify(ctx, { recipientId, title, body: '', link: '/admin', email: false }));
+  app.services.transactions.run(acme, (ctx) =>
+    notify(ctx, { recipientId, title, body: '', link: '/admin', email: false }),
+  );
 const rows = async () =>
-  (await app.services.db.pool.query<{ title: string; read_at: Date | null }>('select title, read_at from notifications where tenant_id = $1 order by title', [acme.id])).rows;
+  (
+    await app.services.db.pool.query<{ title: string; read_at: Date | null }>(
+      'select title, read_at from notifications where tenant_id = $1 order by title',
+      [acme.id],
+    )
+  ).rows;
 const readEvents = async () =>
-  (await app.services.db.pool.query<{ payload: { id: string; recipientId: string } }>(`select payload from outbox where tenant_id = $1 and name = 'notification.read'`, [acme.id])).rows.map((r) => r.payload);
+  (
+    await app.services.db.pool.query<{ payload: { id: string; recipientId: string } }>(
+      `select payload from outbox where tenant_id = $1 and name = 'notification.read'`,
+      [acme.id],
+    )
+  ).rows.map((r) => r.payload);
 
 describe('POST /api/v1/notification/notifications/read: mark all my notifications read', () => {
   it('marks every unread one of the caller read at the clock’s time, one notification.read each, and leaves others’ alone', async () => {
@@ -41,8 +53,13 @@ describe('POST /api/v1/notification/notifications/read: mark all my notification
     // One already read keeps its time and gets no second event.
     const earlier = new Date(Math.floor(Date.now() / 1000) * 1000 - 60_000);
     clock.set(earlier);
-    const first = (await app.http(host).get('/api/v1/notification/notifications?limit=3').set('Cookie', ann.cookie)).body.items.find((n: { title: string }) => n.title === 'ann 1');
-    expect((await app.http(host).post(`/api/v1/notification/notifications/${first.id}/read`).set('Cookie', ann.cookie)).status).toBe(200);
+    const first = (
+      await app.http(host).get('/api/v1/notification/notifications?limit=3').set('Cookie', ann.cookie)
+    ).body.items.find((n: { title: string }) => n.title === 'ann 1');
+    expect(
+      (await app.http(host).post(`/api/v1/notification/notifications/${first.id}/read`).set('Cookie', ann.cookie))
+        .status,
+    ).toBe(200);
     const now = new Date(earlier.getTime() + 30_000);
     clock.set(now);
 

@@ -25,9 +25,17 @@ let bob: SignedIn;
 
 beforeAll(async () => {
   const port = await sink.start();
-  const quickRetries = { ...notificationModule, subscriptions: [{ ...notificationMail, retryLimit: 1, retryDelay: 1 }] };
+  const quickRetries = {
+    ...notificationModule,
+    subscriptions: [{ ...notificationMail, retryLimit: 1, retryDelay: 1 }],
+  };
   const modules = [...allModules.map((m) => (m === notificationModule ? quickRetries : m)), testkitModule];
-  app = await startTestApp({ modules, role: 'all', startWorker: true, config: testConfig({ mail: { host: '127.0.0.1', port, from: 'Tenantry <no-reply@tenantry.test>' } }) });
+  app = await startTestApp({
+    modules,
+    role: 'all',
+    startWorker: true,
+    config: testConfig({ mail: { host: '127.0.0.1', port, from: 'Tenantry <no-reply@tenantry.test>' } }),
+  });
   acme = await createCustomer(app, 'mail-acme', 'app.mail-acme.example');
   local = await createCustomer(app, 'mail-local', 'mail-local.localhost');
   ann = await signInAs(app, acme, [], { email: 'ann@mail-acme.test' });
@@ -51,9 +59,19 @@ const processed = async (eventName: string, notificationId: string) =>
 describe('the notification mail (notification.email_requested)', () => {
   it('mails the recipient plain text with the link made absolute on the tenant’s primary host, https for a public host', async () => {
     await app.services.transactions.run(acme, (ctx) =>
-      notify(ctx, { recipientId: ann.userId, title: 'Task assigned to you: Renew', body: 'Please renew the certificate.', link: '/admin/task/tasks/42', email: true }),
+      notify(ctx, {
+        recipientId: ann.userId,
+        title: 'Task assigned to you: Renew',
+        body: 'Please renew the certificate.',
+        link: '/admin/task/tasks/42',
+        email: true,
+      }),
     );
-    const [mail] = await eventually(async () => sink.to('ann@mail-acme.test').length > 0 && sink.to('ann@mail-acme.test'), 15_000, 'the notification mail');
+    const [mail] = await eventually(
+      async () => sink.to('ann@mail-acme.test').length > 0 && sink.to('ann@mail-acme.test'),
+      15_000,
+      'the notification mail',
+    );
     expect(mail!.headers.subject).toBe('Task assigned to you: Renew');
     expect(mail!.headers['content-type']).toMatch(/^text\/plain/);
     expect(mail!.text).toContain('Please renew the certificate.');
@@ -61,15 +79,27 @@ describe('the notification mail (notification.email_requested)', () => {
   });
 
   it('uses plain http on a local host', async () => {
-    await app.services.transactions.run(local, (ctx) => notify(ctx, { recipientId: bob.userId, title: 'Hello', body: '', link: '/admin', email: true }));
-    const [mail] = await eventually(async () => sink.to('bob@mail-local.test').length > 0 && sink.to('bob@mail-local.test'), 15_000, 'the local mail');
+    await app.services.transactions.run(local, (ctx) =>
+      notify(ctx, { recipientId: bob.userId, title: 'Hello', body: '', link: '/admin', email: true }),
+    );
+    const [mail] = await eventually(
+      async () => sink.to('bob@mail-local.test').length > 0 && sink.to('bob@mail-local.test'),
+      15_000,
+      'the local mail',
+    );
     expect(mail!.text).toMatch(/http:\/\/mail-local\.localhost(:\d+)?\/admin/);
   });
 
   it('skips a notification deleted before the mail went out', async () => {
     const before = sink.to('ann@mail-acme.test').length;
     const { id } = await app.services.transactions.run(acme, async (ctx) => {
-      const created = await notify(ctx, { recipientId: ann.userId, title: 'Gone soon', body: 'x', link: '/admin', email: true });
+      const created = await notify(ctx, {
+        recipientId: ann.userId,
+        title: 'Gone soon',
+        body: 'x',
+        link: '/admin',
+        email: true,
+      });
       await ctx.db.deleteFrom('notifications').where('id', '=', created.id).execute();
       return created;
     });
@@ -83,13 +113,29 @@ describe('the notification mail (notification.email_requested)', () => {
     const { id } = await app.services.transactions.run(acme, (ctx) =>
       notify(ctx, { recipientId: refused.userId, title: 'Never arrives', body: 'x', link: '/admin', email: true }),
     );
-    const event = (await app.services.db.pool.query(`select event_id::text as id from outbox where name = 'notification.email_requested' and payload->>'id' = $1`, [id])).rows[0];
+    const event = (
+      await app.services.db.pool.query(
+        `select event_id::text as id from outbox where name = 'notification.email_requested' and payload->>'id' = $1`,
+        [id],
+      )
+    ).rows[0];
     const letter = await eventually(
-      async () => (await app.services.db.pool.query(`select queue, event_id::text as event_id, tenant_id, name, error from dead_letters where event_id::text = $1`, [event.id])).rows[0],
+      async () =>
+        (
+          await app.services.db.pool.query(
+            `select queue, event_id::text as event_id, tenant_id, name, error from dead_letters where event_id::text = $1`,
+            [event.id],
+          )
+        ).rows[0],
       30_000,
       'the dead letter',
     );
-    expect(letter).toMatchObject({ queue: subscriptionQueue(notificationMail.name), event_id: event.id, tenant_id: acme.id, name: 'notification.email_requested' });
+    expect(letter).toMatchObject({
+      queue: subscriptionQueue(notificationMail.name),
+      event_id: event.id,
+      tenant_id: acme.id,
+      name: 'notification.email_requested',
+    });
     expect(letter.error).toMatch(/after 2 attempts/);
     // The first attempt and its one retry both reached the server and were refused.
     expect(sink.refused.filter((a) => a === 'refused-rex@mail-acme.test')).toHaveLength(2);

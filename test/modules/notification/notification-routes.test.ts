@@ -26,8 +26,16 @@ afterAll(async () => {
 
 const BASE = '/api/v1/notification/notifications';
 const send = (recipientId: string, title: string) =>
-  app.services.transactions.run(acme, (ctx) => notify(ctx, { recipientId, title, body: `body of ${title}`, link: '/admin', email: false }));
-const readEvents = async (id: string) => (await app.services.db.pool.query(`select payload from outbox where name = 'notification.read' and payload->>'id' = $1`, [id])).rows;
+  app.services.transactions.run(acme, (ctx) =>
+    notify(ctx, { recipientId, title, body: `body of ${title}`, link: '/admin', email: false }),
+  );
+const readEvents = async (id: string) =>
+  (
+    await app.services.db.pool.query(
+      `select payload from outbox where name = 'notification.read' and payload->>'id' = $1`,
+      [id],
+    )
+  ).rows;
 
 describe('GET /api/v1/notification/notifications', () => {
   it('returns the caller’s own notifications, newest first, with the framework’s paging and the six fields', async () => {
@@ -84,7 +92,10 @@ describe('POST /api/v1/notification/notifications/{id}/read', () => {
     const res = await app.http(host).post(`${BASE}/${id}/read`).set('Cookie', ann.cookie);
     expect(res.status).toBe(404);
     expect(res.headers['content-type']).toMatch(/^application\/problem\+json/);
-    const unknown = await app.http(host).post(`${BASE}/00000000-0000-4000-8000-000000000000/read`).set('Cookie', ann.cookie);
+    const unknown = await app
+      .http(host)
+      .post(`${BASE}/00000000-0000-4000-8000-000000000000/read`)
+      .set('Cookie', ann.cookie);
     expect(withoutRequestId(res.body)).toEqual(withoutRequestId(unknown.body));
     expect((await app.http(host).post(`${BASE}/not-a-uuid/read`).set('Cookie', ann.cookie)).status).toBe(404);
     const mine = await app.http(host).get(BASE).set('Cookie', bob.cookie);
@@ -94,13 +105,17 @@ describe('POST /api/v1/notification/notifications/{id}/read', () => {
 
   it('is, with mark-all-read, the only write route: no create, PATCH or DELETE of notifications is served', async () => {
     const { id } = await send(ann.userId, 'no other writes');
-    const routes = app.services.registry.routes.map((r) => `${r.route.method} ${r.route.url}`).filter((r) => r.includes('/api/v1/notification/'));
+    const routes = app.services.registry.routes
+      .map((r) => `${r.route.method} ${r.route.url}`)
+      .filter((r) => r.includes('/api/v1/notification/'));
     expect(routes.sort()).toEqual([`GET ${BASE}`, `POST ${BASE}/:id/read`, `POST ${BASE}/read`]);
     // A known path asked with an undeclared method: 405 with Allow (RFC 9110).
     const create = await app.http(host).post(BASE).set('Cookie', ann.cookie).send({ title: 'x' });
     expect(create.status).toBe(405);
     expect(create.headers.allow).toBe('GET, HEAD');
-    expect((await app.http(host).patch(`${BASE}/${id}`).set('Cookie', ann.cookie).send({ readAt: null })).status).toBe(404);
+    expect((await app.http(host).patch(`${BASE}/${id}`).set('Cookie', ann.cookie).send({ readAt: null })).status).toBe(
+      404,
+    );
     expect((await app.http(host).delete(`${BASE}/${id}`).set('Cookie', ann.cookie)).status).toBe(404);
   });
 });

@@ -27,14 +27,25 @@ afterAll(async () => {
 
 const inHours = (hours: number) => new Date(clock.now().getTime() + hours * HOUR_MS).toISOString();
 const create = async (deadline: string) => {
-  const res = await app.http(host).post(BASE).set('Cookie', manager.cookie).send({ title: 'Due', priority: 'medium', deadline });
+  const res = await app
+    .http(host)
+    .post(BASE)
+    .set('Cookie', manager.cookie)
+    .send({ title: 'Due', priority: 'medium', deadline });
   expect(res.status).toBe(201);
   return res.body.id as string;
 };
 const breachEvents = async (ids: string[]) =>
-  (await app.services.db.pool.query(`select payload->>'id' as id from outbox where name = 'task.sla_breached' and payload->>'id' = any($1)`, [ids])).rows.map((r) => r.id);
+  (
+    await app.services.db.pool.query(
+      `select payload->>'id' as id from outbox where name = 'task.sla_breached' and payload->>'id' = any($1)`,
+      [ids],
+    )
+  ).rows.map((r) => r.id);
 const breached = async (ids: string[]) =>
-  (await app.services.db.pool.query(`select id from tasks where id = any($1) and sla_breached order by id`, [ids])).rows.map((r) => r.id);
+  (
+    await app.services.db.pool.query(`select id from tasks where id = any($1) and sla_breached order by id`, [ids])
+  ).rows.map((r) => r.id);
 
 describe('the SLA sweep (task-sla-sweep, every minute, per tenant)', () => {
   it('is declared every minute and per tenant', () => {
@@ -46,7 +57,15 @@ describe('the SLA sweep (task-sla-sweep, every minute, per tenant)', () => {
     const soon = await create(inHours(1));
     const later = await create(inHours(3));
     const resolved = await create(inHours(1));
-    expect((await app.http(host).post(`${BASE}/${resolved}/resolve`).set('Cookie', manager.cookie).send({ resolution: 'done' })).status).toBe(200);
+    expect(
+      (
+        await app
+          .http(host)
+          .post(`${BASE}/${resolved}/resolve`)
+          .set('Cookie', manager.cookie)
+          .send({ resolution: 'done' })
+      ).status,
+    ).toBe(200);
     const ids = [soon, later, resolved];
 
     const beforeAny = await app.worker!.jobs.runOnce('task-sla-sweep', { tenant: acme });
@@ -77,9 +96,17 @@ describe('the SLA sweep (task-sla-sweep, every minute, per tenant)', () => {
     try {
       await blocker.query('begin');
       await blocker.query('select id from tasks where id = any($1) for update', [ids]);
-      const runs = [new JobRunner(app.services), new JobRunner(second.services)].map((runner) => runner.runOnce('task-sla-sweep', { tenant: acme }));
+      const runs = [new JobRunner(app.services), new JobRunner(second.services)].map((runner) =>
+        runner.runOnce('task-sla-sweep', { tenant: acme }),
+      );
       const waiting = async () =>
-        Number((await app.services.db.pool.query(`select count(*) as n from pg_stat_activity where wait_event_type = 'Lock' and query like '%update "tasks" set "sla_breached"%'`)).rows[0].n);
+        Number(
+          (
+            await app.services.db.pool.query(
+              `select count(*) as n from pg_stat_activity where wait_event_type = 'Lock' and query like '%update "tasks" set "sla_breached"%'`,
+            )
+          ).rows[0].n,
+        );
       for (let i = 0; (await waiting()) < 2; i++) {
         if (i > 200) throw new Error('the two sweeps never waited on the rows together');
         await new Promise((r) => setTimeout(r, 25));
@@ -111,4 +138,9 @@ describe('the SLA sweep (task-sla-sweep, every minute, per tenant)', () => {
 });
 
 const npmRunJob = (args: string[], timeoutMs = 60_000): Promise<Finished> =>
-  npmRun('job', args, { TENANTRY_DATABASE_URL: app.databaseUrl, TENANTRY_SERVER_PUBLIC_HOST: 'operator.localhost' }, timeoutMs);
+  npmRun(
+    'job',
+    args,
+    { TENANTRY_DATABASE_URL: app.databaseUrl, TENANTRY_SERVER_PUBLIC_HOST: 'operator.localhost' },
+    timeoutMs,
+  );

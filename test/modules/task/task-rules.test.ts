@@ -26,14 +26,25 @@ afterAll(async () => {
 
 const future = () => new Date(clock.now().getTime() + 24 * HOUR_MS).toISOString();
 const past = () => new Date(clock.now().getTime() - HOUR_MS).toISOString();
-const create = (body: Record<string, unknown> = {}) => app.http(host).post(BASE).set('Cookie', manager.cookie).send({ title: 'Fix it', priority: 'high', deadline: future(), ...body });
-const patch = (id: string, body: Record<string, unknown>) => app.http(host).patch(`${BASE}/${id}`).set('Cookie', manager.cookie).send(body);
+const create = (body: Record<string, unknown> = {}) =>
+  app
+    .http(host)
+    .post(BASE)
+    .set('Cookie', manager.cookie)
+    .send({ title: 'Fix it', priority: 'high', deadline: future(), ...body });
+const patch = (id: string, body: Record<string, unknown>) =>
+  app.http(host).patch(`${BASE}/${id}`).set('Cookie', manager.cookie).send(body);
 const command = (id: string, name: string, body?: Record<string, unknown>) => {
   const req = app.http(host).post(`${BASE}/${id}/${name}`).set('Cookie', manager.cookie);
   return body ? req.send(body) : req;
 };
 const events = async (name: string, id: string) =>
-  (await app.services.db.pool.query(`select payload from outbox where name = $1 and payload->>'id' = $2 order by id`, [name, id])).rows.map((r) => r.payload);
+  (
+    await app.services.db.pool.query(`select payload from outbox where name = $1 and payload->>'id' = $2 order by id`, [
+      name,
+      id,
+    ])
+  ).rows.map((r) => r.payload);
 const assigned = async () => {
   const { body } = await create();
   expect((await command(body.id, 'assign', { assigneeId: worker.userId })).status).toBe(200);
@@ -45,12 +56,40 @@ describe('task entity', () => {
     const res = await create({ description: '# Steps\n\n1. look' });
     expect(res.status).toBe(201);
     expect(Object.keys(res.body).sort()).toEqual(
-      ['assigneeId', 'createdAt', 'deadline', 'description', 'id', 'priority', 'resolution', 'resolvedAt', 'slaBreached', 'status', 'title', 'updatedAt'].sort(),
+      [
+        'assigneeId',
+        'createdAt',
+        'deadline',
+        'description',
+        'id',
+        'priority',
+        'resolution',
+        'resolvedAt',
+        'slaBreached',
+        'status',
+        'title',
+        'updatedAt',
+      ].sort(),
     );
-    expect(res.body).toMatchObject({ status: 'open', slaBreached: false, assigneeId: null, resolvedAt: null, resolution: null, priority: 'high' });
+    expect(res.body).toMatchObject({
+      status: 'open',
+      slaBreached: false,
+      assigneeId: null,
+      resolvedAt: null,
+      resolution: null,
+      priority: 'high',
+    });
     expect(await events('task.task.created', res.body.id)).toHaveLength(1);
     expect((await app.http(host).get(`${BASE}/${res.body.id}`).set('Cookie', reader.cookie)).status).toBe(200);
-    expect((await app.http(host).post(BASE).set('Cookie', reader.cookie).send({ title: 'x', priority: 'low', deadline: future() })).status).toBe(403);
+    expect(
+      (
+        await app
+          .http(host)
+          .post(BASE)
+          .set('Cookie', reader.cookie)
+          .send({ title: 'x', priority: 'low', deadline: future() })
+      ).status,
+    ).toBe(403);
   });
 
   it('refuses assigneeId, slaBreached, resolvedAt and resolution on create and PATCH, naming the owning route', async () => {
@@ -70,7 +109,13 @@ describe('task entity', () => {
   });
 
   it('refuses a title outside 1–200 characters of one line, and an unknown status or priority', async () => {
-    for (const body of [{ title: '' }, { title: 'x'.repeat(201) }, { title: 'two\nlines' }, { priority: 'urgent' }, { status: 'done' }]) {
+    for (const body of [
+      { title: '' },
+      { title: 'x'.repeat(201) },
+      { title: 'two\nlines' },
+      { priority: 'urgent' },
+      { status: 'done' },
+    ]) {
       expect((await create(body)).status, JSON.stringify(body)).toBe(422);
     }
     expect((await create({ title: 'x'.repeat(200) })).status).toBe(201);
@@ -106,11 +151,14 @@ describe('status graph', () => {
 
   it('refuses acknowledged or in_progress for a task with no assignee, and open for an assigned one', async () => {
     const { body } = await create();
-    for (const status of ['acknowledged', 'in_progress']) expect((await patch(body.id, { status })).body.code, status).toBe('INVALID_TRANSITION');
+    for (const status of ['acknowledged', 'in_progress'])
+      expect((await patch(body.id, { status })).body.code, status).toBe('INVALID_TRANSITION');
     const id = await assigned();
     expect((await patch(id, { status: 'open' })).body.code).toBe('INVALID_TRANSITION');
     // Unassigned (as a task whose assignee was never set), acknowledged goes back to open.
-    await app.services.transactions.run(acme, (ctx) => ctx.db.executeQuery(CompiledQuery.raw(`update tasks set assignee_id = null where id = $1`, [id])));
+    await app.services.transactions.run(acme, (ctx) =>
+      ctx.db.executeQuery(CompiledQuery.raw(`update tasks set assignee_id = null where id = $1`, [id])),
+    );
     expect((await patch(id, { status: 'open' })).body.status).toBe('open');
   });
 
@@ -140,8 +188,15 @@ describe('assign', () => {
     const inbox = await app.http(host).get('/api/v1/notification/notifications').set('Cookie', worker.cookie);
     const notice = inbox.body.items.find((n: { link: string }) => n.link === `/admin/task/tasks/${body.id}`);
     expect(notice).toMatchObject({ title: 'Task assigned to you: Call back', readAt: null });
-    const requested = (await app.services.db.pool.query(`select payload from outbox where name = 'notification.email_requested' and payload->>'id' = $1`, [notice.id])).rows;
-    expect(requested).toEqual([{ payload: { id: notice.id, recipientId: worker.userId, requestedAt: expect.any(String) } }]);
+    const requested = (
+      await app.services.db.pool.query(
+        `select payload from outbox where name = 'notification.email_requested' and payload->>'id' = $1`,
+        [notice.id],
+      )
+    ).rows;
+    expect(requested).toEqual([
+      { payload: { id: notice.id, recipientId: worker.userId, requestedAt: expect.any(String) } },
+    ]);
     // The same assignee again: nothing changes, nothing is published.
     expect((await command(body.id, 'assign', { assigneeId: worker.userId })).status).toBe(200);
     expect(await events('task.assigned', body.id)).toHaveLength(1);
@@ -152,7 +207,9 @@ describe('assign', () => {
     const unknown = await command(body.id, 'assign', { assigneeId: '00000000-0000-4000-8000-000000000000' });
     expect(unknown.status).toBe(422);
     const gone = await signInAs(app, acme, []);
-    await app.services.transactions.run(acme, (ctx) => ctx.db.executeQuery(CompiledQuery.raw(`update users set status = 'deactivated' where id = $1`, [gone.userId])));
+    await app.services.transactions.run(acme, (ctx) =>
+      ctx.db.executeQuery(CompiledQuery.raw(`update users set status = 'deactivated' where id = $1`, [gone.userId])),
+    );
     const deactivated = await command(body.id, 'assign', { assigneeId: gone.userId });
     expect(deactivated.status).toBe(422);
     expect(deactivated.headers['content-type']).toMatch(/^application\/problem\+json/);
@@ -200,7 +257,9 @@ describe('SLA breach', () => {
       expect(await events('task.sla_breached', a.id)).toHaveLength(1);
       expect((await app.http(host).delete(`${BASE}/${b.id}`).set('Cookie', manager.cookie)).status).toBe(204);
       expect(await events('task.sla_breached', b.id)).toHaveLength(1);
-      expect((await app.services.db.pool.query('select sla_breached from tasks where id = $1', [b.id])).rows[0].sla_breached).toBe(true);
+      expect(
+        (await app.services.db.pool.query('select sla_breached from tasks where id = $1', [b.id])).rows[0].sla_breached,
+      ).toBe(true);
       expect((await command(c.id, 'check-sla')).body.slaBreached).toBe(false);
       expect(await events('task.sla_breached', c.id)).toEqual([]);
     } finally {

@@ -19,7 +19,10 @@ afterAll(async () => {
   await app?.close();
 });
 
-const openConnections = () => new Promise<number>((resolve, reject) => app.web!.server.getConnections((err, n) => (err ? reject(err) : resolve(n))));
+const openConnections = () =>
+  new Promise<number>((resolve, reject) =>
+    app.web!.server.getConnections((err, n) => (err ? reject(err) : resolve(n))),
+  );
 
 describe('a tenant handler commits even when the caller hangs up', () => {
   it('creates the tenant although the client disconnected mid-request', async () => {
@@ -33,7 +36,12 @@ describe('a tenant handler commits even when the caller hangs up', () => {
       port,
       method: 'POST',
       path: '/api/v1/tenant/tenants',
-      headers: { host: 'operator.localhost', 'content-type': 'application/json', 'content-length': Buffer.byteLength(body), cookie },
+      headers: {
+        host: 'operator.localhost',
+        'content-type': 'application/json',
+        'content-length': Buffer.byteLength(body),
+        cookie,
+      },
     });
     let answered = false;
     req.on('response', () => (answered = true));
@@ -46,9 +54,15 @@ describe('a tenant handler commits even when the caller hangs up', () => {
     await eventually(async () => (await openConnections()) === 0, 5000, 'the server to see the disconnect');
     release();
 
-    const row = await eventually(async () => (await app.services.db.pool.query(`select id, status from tenants where slug = 'hold-gone'`)).rows[0], 5000, 'the tenant row');
+    const row = await eventually(
+      async () => (await app.services.db.pool.query(`select id, status from tenants where slug = 'hold-gone'`)).rows[0],
+      5000,
+      'the tenant row',
+    );
     expect(row.status).toBe('active');
-    const host = await app.services.db.pool.query(`select is_primary from tenant_hosts where host = 'hold-gone.localhost'`);
+    const host = await app.services.db.pool.query(
+      `select is_primary from tenant_hosts where host = 'hold-gone.localhost'`,
+    );
     expect(host.rows).toEqual([{ is_primary: true }]);
     expect((await outboxEvents(app, 'tenant.created')).some((e) => e.payload.id === row.id)).toBe(true);
     expect(answered).toBe(false);

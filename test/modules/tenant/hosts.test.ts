@@ -12,7 +12,8 @@ afterAll(async () => {
   await app?.close();
 });
 
-const addHost = (tenantId: string, body: object) => app.http().post(`/api/v1/tenant/tenants/${tenantId}/hosts`).set('Cookie', cookie).send(body);
+const addHost = (tenantId: string, body: object) =>
+  app.http().post(`/api/v1/tenant/tenants/${tenantId}/hosts`).set('Cookie', cookie).send(body);
 
 describe('adding a host', () => {
   it('adds a plain host unless primary is asked, and the host serves the tenant', async () => {
@@ -24,7 +25,10 @@ describe('adding a host', () => {
       { host: 'www.acme.test', primary: false },
     ]);
     const events = await outboxEvents(app, 'tenant.host_added');
-    expect(events.at(-1)).toMatchObject({ tenantId: app.operator.id, payload: { id: acme.id, host: 'www.acme.test', primary: false } });
+    expect(events.at(-1)).toMatchObject({
+      tenantId: app.operator.id,
+      payload: { id: acme.id, host: 'www.acme.test', primary: false },
+    });
     expect((await app.http('www.acme.test').get('/api/v1/user/users')).status).toBe(401);
   });
 
@@ -48,7 +52,10 @@ describe('adding a host', () => {
     expect(same.status).toBe(409);
     const operatorHost = await addHost(two.id, { host: 'operator.localhost' });
     expect(operatorHost.status).toBe(409);
-    const { rows } = await app.services.db.pool.query('select host, is_primary from tenant_hosts where tenant_id = $1', [one.id]);
+    const { rows } = await app.services.db.pool.query(
+      'select host, is_primary from tenant_hosts where tenant_id = $1',
+      [one.id],
+    );
     expect(rows).toEqual([{ host: 'one.localhost', is_primary: true }]);
   });
 

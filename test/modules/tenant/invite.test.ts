@@ -15,14 +15,20 @@ afterAll(async () => {
   await app?.close();
 });
 
-const invite = (tenantId: string, body: object) => app.http().post(`/api/v1/tenant/tenants/${tenantId}/invite`).set('Cookie', cookie).send(body);
+const invite = (tenantId: string, body: object) =>
+  app.http().post(`/api/v1/tenant/tenants/${tenantId}/invite`).set('Cookie', cookie).send(body);
 
 describe('inviting a tenant’s first administrator', () => {
   it('creates an invited user holding admin in that tenant and publishes user.invited there', async () => {
     const acme = await createCustomer(app, 'acme');
     const res = await invite(acme.id, { email: 'Boss@Acme.test', displayName: 'The Boss' });
     expect(res.status).toBe(201);
-    expect(res.body).toMatchObject({ email: 'Boss@Acme.test', displayName: 'The Boss', status: 'invited', roles: ['admin'] });
+    expect(res.body).toMatchObject({
+      email: 'Boss@Acme.test',
+      displayName: 'The Boss',
+      status: 'invited',
+      roles: ['admin'],
+    });
     expect(JSON.stringify(res.body)).not.toMatch(/password|hash/i);
 
     const stored = await storedUser(app, acme, res.body.id);
@@ -31,7 +37,9 @@ describe('inviting a tenant’s first administrator', () => {
     expect(await storedUser(app, app.operator, res.body.id)).toBeUndefined();
 
     const events = (await outboxEvents(app, 'user.invited')).filter((e) => e.payload.id === res.body.id);
-    expect(events).toEqual([{ name: 'user.invited', tenantId: acme.id, payload: { id: res.body.id }, actorId: operatorUserId }]);
+    expect(events).toEqual([
+      { name: 'user.invited', tenantId: acme.id, payload: { id: res.body.id }, actorId: operatorUserId },
+    ]);
   });
 
   it('refuses an address already present in the tenant, in any letter case, with 409', async () => {
@@ -40,7 +48,9 @@ describe('inviting a tenant’s first administrator', () => {
     const again = await invite(beta.id, { email: 'ADMIN@beta.test' });
     expect(again.status).toBe(409);
     expect(again.body.code).toBe('ALREADY_EXISTS');
-    const { rows } = await app.services.db.pool.query('select count(*)::int as n from users where tenant_id = $1', [beta.id]);
+    const { rows } = await app.services.db.pool.query('select count(*)::int as n from users where tenant_id = $1', [
+      beta.id,
+    ]);
     expect(rows[0].n).toBe(1);
     // The same address in another tenant is another person.
     const gamma = await createCustomer(app, 'gamma');

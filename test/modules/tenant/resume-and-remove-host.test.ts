@@ -12,15 +12,28 @@ afterAll(async () => {
   await app?.close();
 });
 
-const post = (path: string, body?: object) => app.http().post(`/api/v1/tenant/tenants${path}`).set('Cookie', cookie).send(body ?? {});
-const remove = (id: string, host: string) => app.http().delete(`/api/v1/tenant/tenants/${id}/hosts/${encodeURIComponent(host)}`).set('Cookie', cookie);
+const post = (path: string, body?: object) =>
+  app
+    .http()
+    .post(`/api/v1/tenant/tenants${path}`)
+    .set('Cookie', cookie)
+    .send(body ?? {});
+const remove = (id: string, host: string) =>
+  app
+    .http()
+    .delete(`/api/v1/tenant/tenants/${id}/hosts/${encodeURIComponent(host)}`)
+    .set('Cookie', cookie);
 
 describe('resuming a suspended tenant', () => {
   it('serves its hosts again, with one tenant.resumed', async () => {
     const acme = await createCustomer(app, 'acme');
     expect((await app.http('acme.localhost').get('/api/v1/user/users')).status).toBe(401);
     expect((await post(`/${acme.id}/suspend`)).status).toBe(200);
-    await eventually(async () => (await app.http('acme.localhost').get('/api/v1/user/users')).status === 404, 5000, 'suspension served');
+    await eventually(
+      async () => (await app.http('acme.localhost').get('/api/v1/user/users')).status === 404,
+      5000,
+      'suspension served',
+    );
 
     const res = await post(`/${acme.id}/resume`);
     expect(res.status).toBe(200);
@@ -53,7 +66,9 @@ describe('removing a host', () => {
     const gone = await app.http('www.beta.test').get('/api/v1/user/users');
     expect(gone.status).toBe(404);
     expect(gone.body.code).toBe('NO_SITE');
-    expect((await outboxEvents(app, 'tenant.host_removed')).at(-1)).toMatchObject({ payload: { id: beta.id, host: 'www.beta.test' } });
+    expect((await outboxEvents(app, 'tenant.host_removed')).at(-1)).toMatchObject({
+      payload: { id: beta.id, host: 'www.beta.test' },
+    });
 
     const gamma = await createCustomer(app, 'gamma');
     expect((await post(`/${gamma.id}/hosts`, { host: 'www.beta.test' })).status).toBe(201);

@@ -21,7 +21,11 @@ const suspend = (id: string) => app.http().post(`/api/v1/tenant/tenants/${id}/su
 describe('suspending a tenant', () => {
   it('turns its hosts into no site in every process, once, with one tenant.suspended', async () => {
     const acme = await createCustomer(app, 'acme');
-    await app.http().post(`/api/v1/tenant/tenants/${acme.id}/hosts`).set('Cookie', cookie).send({ host: 'www.acme.test' });
+    await app
+      .http()
+      .post(`/api/v1/tenant/tenants/${acme.id}/hosts`)
+      .set('Cookie', cookie)
+      .send({ host: 'www.acme.test' });
     for (const process of [app, other]) {
       for (const host of ['acme.localhost', 'www.acme.test']) {
         expect((await process.http(host).get('/api/v1/user/users')).status).toBe(401);
@@ -34,8 +38,17 @@ describe('suspending a tenant', () => {
     expect(res.body.status).toBe('suspended');
 
     // The other process dropped both hosts from its cache without being asked directly.
-    await eventually(async () => !other.services.hosts.cachedHosts().some((h) => h.endsWith('acme.localhost') || h === 'www.acme.test'), 5000, 'eviction in the other process');
-    await eventually(async () => !app.services.hosts.cachedHosts().includes('acme.localhost'), 5000, 'eviction in this process');
+    await eventually(
+      async () =>
+        !other.services.hosts.cachedHosts().some((h) => h.endsWith('acme.localhost') || h === 'www.acme.test'),
+      5000,
+      'eviction in the other process',
+    );
+    await eventually(
+      async () => !app.services.hosts.cachedHosts().includes('acme.localhost'),
+      5000,
+      'eviction in this process',
+    );
     for (const process of [app, other]) {
       for (const host of ['acme.localhost', 'www.acme.test']) {
         const gone = await process.http(host).get('/api/v1/user/users');

@@ -16,17 +16,30 @@ afterAll(async () => {
   await app?.close();
 });
 
-const post = (url: string, body: object, cookie = operatorCookie) => app.http().post(url).set('Cookie', cookie).send(body);
+const post = (url: string, body: object, cookie = operatorCookie) =>
+  app.http().post(url).set('Cookie', cookie).send(body);
 
 describe('tenant routes', () => {
   it('creates a tenant with its primary host and seeded roles, reads and lists it, and publishes tenant.created', async () => {
     const res = await post('/api/v1/tenant/tenants', { slug: 'acme', name: 'Acme', host: 'Acme.Example.COM' });
     expect(res.status).toBe(201);
     expect(res.headers.location).toBe(`/api/v1/tenant/tenants/${res.body.id}`);
-    expect(res.body).toMatchObject({ slug: 'acme', name: 'Acme', status: 'active', isOperator: false, hosts: [{ host: 'acme.example.com', primary: true }] });
+    expect(res.body).toMatchObject({
+      slug: 'acme',
+      name: 'Acme',
+      status: 'active',
+      isOperator: false,
+      hosts: [{ host: 'acme.example.com', primary: true }],
+    });
 
-    const roles = await app.services.transactions.run({ id: res.body.id, slug: 'acme', isOperator: false }, async (ctx) =>
-      (await ctx.db.executeQuery<{ name: string; permissions: string[] }>(CompiledQuery.raw('select name, permissions from roles order by name', []))).rows,
+    const roles = await app.services.transactions.run(
+      { id: res.body.id, slug: 'acme', isOperator: false },
+      async (ctx) =>
+        (
+          await ctx.db.executeQuery<{ name: string; permissions: string[] }>(
+            CompiledQuery.raw('select name, permissions from roles order by name', []),
+          )
+        ).rows,
     );
     expect(roles).toEqual([
       { name: 'admin', permissions: ['*'] },
@@ -44,7 +57,9 @@ describe('tenant routes', () => {
     expect(list.body.total).toBe(list.body.items.length);
 
     const events = await outboxEvents(app, 'tenant.created');
-    expect(events).toContainEqual(expect.objectContaining({ tenantId: app.operator.id, payload: { id: res.body.id, slug: 'acme' } }));
+    expect(events).toContainEqual(
+      expect.objectContaining({ tenantId: app.operator.id, payload: { id: res.body.id, slug: 'acme' } }),
+    );
     // The new host serves the new tenant.
     const there = await app.http('acme.example.com').get('/api/v1/user/users');
     expect(there.status).toBe(401);
@@ -80,7 +95,9 @@ describe('tenant routes', () => {
     expect(JSON.stringify(res.body)).not.toMatch(/on purpose|stack/);
     const tenants = await app.services.db.pool.query(`select 1 from tenants where slug = 'fail-hook'`);
     const hosts = await app.services.db.pool.query(`select 1 from tenant_hosts where host = 'fail-hook.localhost'`);
-    const roles = await app.services.db.pool.query(`select 1 from roles r left join tenants t on t.id = r.tenant_id where t.id is null`);
+    const roles = await app.services.db.pool.query(
+      `select 1 from roles r left join tenants t on t.id = r.tenant_id where t.id is null`,
+    );
     expect(tenants.rows).toHaveLength(0);
     expect(hosts.rows).toHaveLength(0);
     expect(roles.rows).toHaveLength(0);
@@ -89,16 +106,35 @@ describe('tenant routes', () => {
   });
 
   it('answers 404 for an unknown or malformed id', async () => {
-    expect((await app.http().get('/api/v1/tenant/tenants/00000000-0000-0000-0000-000000000001').set('Cookie', operatorCookie)).status).toBe(404);
+    expect(
+      (
+        await app
+          .http()
+          .get('/api/v1/tenant/tenants/00000000-0000-0000-0000-000000000001')
+          .set('Cookie', operatorCookie)
+      ).status,
+    ).toBe(404);
     expect((await app.http().get('/api/v1/tenant/tenants/nope').set('Cookie', operatorCookie)).status).toBe(404);
     expect((await post('/api/v1/tenant/tenants/00000000-0000-0000-0000-000000000001/suspend', {})).status).toBe(404);
   });
 
   it('has no PATCH and no DELETE', async () => {
     const customer = await createCustomer(app, 'nopatch');
-    expect((await app.http().patch(`/api/v1/tenant/tenants/${customer.id}`).set('Cookie', operatorCookie).send({ name: 'x' })).status).toBe(405);
-    expect((await app.http().delete(`/api/v1/tenant/tenants/${customer.id}`).set('Cookie', operatorCookie)).status).toBe(405);
-    const ids = app.services.registry.routes.filter((r) => r.module === 'tenant').map((r) => `${r.route.method} ${r.route.operationId}`);
+    expect(
+      (
+        await app
+          .http()
+          .patch(`/api/v1/tenant/tenants/${customer.id}`)
+          .set('Cookie', operatorCookie)
+          .send({ name: 'x' })
+      ).status,
+    ).toBe(405);
+    expect(
+      (await app.http().delete(`/api/v1/tenant/tenants/${customer.id}`).set('Cookie', operatorCookie)).status,
+    ).toBe(405);
+    const ids = app.services.registry.routes
+      .filter((r) => r.module === 'tenant')
+      .map((r) => `${r.route.method} ${r.route.operationId}`);
     expect(ids.sort()).toEqual([
       'DELETE tenant-tenant-remove-host',
       'GET tenant-tenant-list',
@@ -119,7 +155,13 @@ describe('the tenant list pages like every list', () => {
     for (const slug of ['page-c', 'page-a', 'page-b']) await createCustomer(app, slug);
     const all = await list('');
     expect(all.status).toBe(200);
-    expect(all.body).toMatchObject({ total: all.body.items.length, totalExact: true, limit: 20, offset: 0, next: null });
+    expect(all.body).toMatchObject({
+      total: all.body.items.length,
+      totalExact: true,
+      limit: 20,
+      offset: 0,
+      next: null,
+    });
 
     const slugs: string[] = [];
     let after: string | null = null;
@@ -129,7 +171,12 @@ describe('the tenant list pages like every list', () => {
       slugs.push(...res.body.items.map((t: { slug: string }) => t.slug));
       after = res.body.next;
     } while (after);
-    expect(slugs).toEqual(all.body.items.map((t: { slug: string }) => t.slug).sort().reverse());
+    expect(slugs).toEqual(
+      all.body.items
+        .map((t: { slug: string }) => t.slug)
+        .sort()
+        .reverse(),
+    );
     expect(slugs).toEqual(expect.arrayContaining(['page-a', 'page-b', 'page-c']));
 
     const byName = await list('?sort=name&limit=1&offset=1');
@@ -162,7 +209,9 @@ describe('tenant:manage is an operator permission', () => {
       expect(res.body.code).toBe('AUTH_NOT_OPERATOR');
     }
     expect((await app.services.db.pool.query(`select 1 from tenants where slug = 'sneaky'`)).rows).toHaveLength(0);
-    expect((await app.services.db.pool.query(`select status from tenants where id = $1`, [customer.id])).rows[0].status).toBe('active');
+    expect(
+      (await app.services.db.pool.query(`select status from tenants where id = $1`, [customer.id])).rows[0].status,
+    ).toBe('active');
   });
 
   it('needs a session and the permission in the operator tenant', async () => {
@@ -181,12 +230,20 @@ describe('tenant:manage is an operator permission', () => {
     expect(app.services.registry.isOperatorPermission('tenant:manage')).toBe(true);
     expect(app.services.registry.isOperatorPermission('billing:catalog')).toBe(true);
     // The operator may also name them in a role of its own; a customer may not.
-    const named = await app.http().put('/api/v1/auth/roles/control').set('Cookie', admin.cookie).send({ permissions: ['tenant:manage', 'billing:catalog'] });
+    const named = await app
+      .http()
+      .put('/api/v1/auth/roles/control')
+      .set('Cookie', admin.cookie)
+      .send({ permissions: ['tenant:manage', 'billing:catalog'] });
     expect(named.status).toBe(201);
     const customer = await createCustomer(app, 'grants');
     const customerAdmin = await signInWithRoles(app, customer, ['admin']);
     for (const permission of ['tenant:manage', 'billing:catalog']) {
-      const refused = await app.http('grants.localhost').put('/api/v1/auth/roles/control').set('Cookie', customerAdmin.cookie).send({ permissions: [permission] });
+      const refused = await app
+        .http('grants.localhost')
+        .put('/api/v1/auth/roles/control')
+        .set('Cookie', customerAdmin.cookie)
+        .send({ permissions: [permission] });
       expect(refused.status).toBe(422);
       expect(refused.body.code).toBe('PERMISSION_OPERATOR_ONLY');
     }

@@ -19,18 +19,27 @@ afterAll(async () => {
 const http = () => app.http('acme.localhost');
 const deactivate = (id: string) => http().post(`/api/v1/user/users/${id}/deactivate`).set('Cookie', manager);
 const sessionCount = async (userId: string) =>
-  Number((await app.services.db.pool.query('select count(*) as n from sessions where user_id = $1', [userId])).rows[0].n);
+  Number(
+    (await app.services.db.pool.query('select count(*) as n from sessions where user_id = $1', [userId])).rows[0].n,
+  );
 
 describe('deactivate', () => {
   it('stops sign-in at once, ends the sessions through the sign-in area, and publishes user.deactivated once', async () => {
     const person = await signInAs(app, acme, ['user:read'], { email: 'ann@acme.test' });
     // Setting the password ends the session signInAs opened; two sign-ins open two new ones.
-    await http().post(`/api/v1/user/users/${person.userId}/set-password`).set('Cookie', manager).send({ password: 'ann password' });
+    await http()
+      .post(`/api/v1/user/users/${person.userId}/set-password`)
+      .set('Cookie', manager)
+      .send({ password: 'ann password' });
     const login = await http().post('/api/v1/auth/login').send({ email: 'ann@acme.test', password: 'ann password' });
     expect(login.status).toBe(200);
-    expect((await http().post('/api/v1/auth/login').send({ email: 'ann@acme.test', password: 'ann password' })).status).toBe(200);
+    expect(
+      (await http().post('/api/v1/auth/login').send({ email: 'ann@acme.test', password: 'ann password' })).status,
+    ).toBe(200);
     expect(await sessionCount(person.userId)).toBe(2);
-    const cookie = (login.headers['set-cookie'] as unknown as string[]).find((c) => c.startsWith('app_session='))!.split(';', 1)[0]!;
+    const cookie = (login.headers['set-cookie'] as unknown as string[])
+      .find((c) => c.startsWith('app_session='))!
+      .split(';', 1)[0]!;
     expect((await http().get('/api/v1/user/users').set('Cookie', cookie)).status).toBe(200);
 
     const res = await deactivate(person.userId);
@@ -56,7 +65,9 @@ describe('deactivate', () => {
 
   it('needs user:manage and an existing user of this tenant', async () => {
     const person = await signInAs(app, acme, []);
-    expect((await http().post(`/api/v1/user/users/${person.userId}/deactivate`).set('Cookie', person.cookie)).status).toBe(403);
+    expect(
+      (await http().post(`/api/v1/user/users/${person.userId}/deactivate`).set('Cookie', person.cookie)).status,
+    ).toBe(403);
     expect((await deactivate('00000000-0000-0000-0000-000000000000')).status).toBe(404);
     const globex = await createCustomer(app, 'globex');
     const stranger = await signInAs(app, globex, []);

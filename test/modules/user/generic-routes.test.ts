@@ -21,7 +21,10 @@ const http = () => app.http('acme.localhost');
 
 describe('the five generic user routes', () => {
   it('creates an invited user, reads, lists, patches and soft-deletes, publishing user.created/updated/deleted', async () => {
-    const created = await http().post('/api/v1/user/users').set('Cookie', manager).send({ email: 'ann@acme.test', displayName: 'Ann' });
+    const created = await http()
+      .post('/api/v1/user/users')
+      .set('Cookie', manager)
+      .send({ email: 'ann@acme.test', displayName: 'Ann' });
     expect(created.status).toBe(201);
     expect(created.body).toMatchObject({ email: 'ann@acme.test', displayName: 'Ann', status: 'invited', roles: [] });
     const id = created.body.id;
@@ -31,7 +34,10 @@ describe('the five generic user routes', () => {
     expect(list.status).toBe(200);
     expect(list.body.items.map((u: { email: string }) => u.email)).toContain('ann@acme.test');
 
-    const patched = await http().patch(`/api/v1/user/users/${id}`).set('Cookie', manager).send({ displayName: 'Ann B.' });
+    const patched = await http()
+      .patch(`/api/v1/user/users/${id}`)
+      .set('Cookie', manager)
+      .send({ displayName: 'Ann B.' });
     expect(patched.status).toBe(200);
     expect(patched.body.displayName).toBe('Ann B.');
 
@@ -44,19 +50,36 @@ describe('the five generic user routes', () => {
   });
 
   it('refuses status and roles on create and PATCH, naming every route that writes each', async () => {
-    const status = await http().post('/api/v1/user/users').set('Cookie', manager).send({ email: 'bob@acme.test', status: 'active' });
+    const status = await http()
+      .post('/api/v1/user/users')
+      .set('Cookie', manager)
+      .send({ email: 'bob@acme.test', status: 'active' });
     expect(status.status).toBe(422);
     // status has two writers: deactivate and set-password (invited → active); both are named.
     const statusRoutes = ['POST /api/v1/user/users/{id}/deactivate', 'POST /api/v1/user/users/{id}/set-password'];
-    expect(status.body).toMatchObject({ code: 'FIELD_COMMAND_OWNED', field: 'status', route: statusRoutes[0], routes: statusRoutes });
+    expect(status.body).toMatchObject({
+      code: 'FIELD_COMMAND_OWNED',
+      field: 'status',
+      route: statusRoutes[0],
+      routes: statusRoutes,
+    });
     expect(status.body.detail).toBe(`status is set only by ${statusRoutes[0]} or ${statusRoutes[1]}`);
-    const roles = await http().post('/api/v1/user/users').set('Cookie', manager).send({ email: 'bob@acme.test', roles: ['admin'] });
+    const roles = await http()
+      .post('/api/v1/user/users')
+      .set('Cookie', manager)
+      .send({ email: 'bob@acme.test', roles: ['admin'] });
     expect(roles.status).toBe(422);
-    expect(roles.body).toMatchObject({ code: 'FIELD_COMMAND_OWNED', field: 'roles', route: 'POST /api/v1/user/users/{id}/roles', routes: ['POST /api/v1/user/users/{id}/roles'] });
+    expect(roles.body).toMatchObject({
+      code: 'FIELD_COMMAND_OWNED',
+      field: 'roles',
+      route: 'POST /api/v1/user/users/{id}/roles',
+      routes: ['POST /api/v1/user/users/{id}/roles'],
+    });
     const { rows } = await app.services.db.pool.query(`select 1 from users where email = 'bob@acme.test'`);
     expect(rows).toHaveLength(0);
 
-    const id = (await http().post('/api/v1/user/users').set('Cookie', manager).send({ email: 'carl@acme.test' })).body.id;
+    const id = (await http().post('/api/v1/user/users').set('Cookie', manager).send({ email: 'carl@acme.test' })).body
+      .id;
     for (const body of [{ status: 'active' }, { roles: ['admin'] }, { displayName: 'C', status: 'deactivated' }]) {
       const res = await http().patch(`/api/v1/user/users/${id}`).set('Cookie', manager).send(body);
       expect(res.status).toBe(422);
@@ -66,7 +89,10 @@ describe('the five generic user routes', () => {
   });
 
   it('refuses a password or hash in a body, since neither is a field', async () => {
-    for (const body of [{ email: 'dan@acme.test', password: 'secret-secret' }, { email: 'dan@acme.test', passwordHash: 'x' }]) {
+    for (const body of [
+      { email: 'dan@acme.test', password: 'secret-secret' },
+      { email: 'dan@acme.test', passwordHash: 'x' },
+    ]) {
       const res = await http().post('/api/v1/user/users').set('Cookie', manager).send(body);
       expect(res.status).toBe(422);
       expect(res.body.code).toBe('VALIDATION_FAILED');
@@ -79,10 +105,15 @@ describe('the five generic user routes', () => {
     const clash = await http().post('/api/v1/user/users').set('Cookie', manager).send({ email: 'EVE@Acme.test' });
     expect(clash.status).toBe(409);
     const other = await http().post('/api/v1/user/users').set('Cookie', manager).send({ email: 'eve2@acme.test' });
-    const patchClash = await http().patch(`/api/v1/user/users/${other.body.id}`).set('Cookie', manager).send({ email: 'Eve@acme.test' });
+    const patchClash = await http()
+      .patch(`/api/v1/user/users/${other.body.id}`)
+      .set('Cookie', manager)
+      .send({ email: 'Eve@acme.test' });
     expect(patchClash.status).toBe(409);
     await http().delete(`/api/v1/user/users/${first.body.id}`).set('Cookie', manager);
-    expect((await http().post('/api/v1/user/users').set('Cookie', manager).send({ email: 'Eve@acme.test' })).status).toBe(201);
+    expect(
+      (await http().post('/api/v1/user/users').set('Cookie', manager).send({ email: 'Eve@acme.test' })).status,
+    ).toBe(201);
   });
 
   it('guards reads with user:read and writes with user:manage', async () => {
@@ -92,6 +123,8 @@ describe('the five generic user routes', () => {
     const write = await http().post('/api/v1/user/users').set('Cookie', reader).send({ email: 'fay@acme.test' });
     expect(write.status).toBe(403);
     expect(write.body.code).toBe('AUTH_FORBIDDEN');
-    expect((await http().post('/api/v1/user/invitations').set('Cookie', reader).send({ email: 'fay@acme.test' })).status).toBe(403);
+    expect(
+      (await http().post('/api/v1/user/invitations').set('Cookie', reader).send({ email: 'fay@acme.test' })).status,
+    ).toBe(403);
   });
 });

@@ -14,24 +14,38 @@ beforeAll(async () => {
   globex = await createCustomer(app, 'globex');
   manager = await signInAs(app, acme, ['user:manage']);
   await app.services.transactions.run(acme, (ctx) =>
-    ctx.db.executeQuery(CompiledQuery.raw(`insert into roles (name, permissions) values ('editor', '{user:read}')`, [])),
+    ctx.db.executeQuery(
+      CompiledQuery.raw(`insert into roles (name, permissions) values ('editor', '{user:read}')`, []),
+    ),
   );
 });
 afterAll(async () => {
   await app?.close();
 });
 
-const invite = (body: object, host = 'acme.localhost', cookie = manager.cookie) => app.http(host).post('/api/v1/user/invitations').set('Cookie', cookie).send(body);
+const invite = (body: object, host = 'acme.localhost', cookie = manager.cookie) =>
+  app.http(host).post('/api/v1/user/invitations').set('Cookie', cookie).send(body);
 
 describe('POST /api/v1/user/invitations', () => {
   it('creates an invited user with the roles granted, normalised, and publishes user.invited', async () => {
     const res = await invite({ email: 'Ann@Acme.test', displayName: 'Ann', roles: [' Editor ', 'member', 'EDITOR'] });
     expect(res.status).toBe(201);
     expect(res.headers.location).toBe(`/api/v1/user/users/${res.body.id}`);
-    expect(res.body).toMatchObject({ email: 'Ann@Acme.test', displayName: 'Ann', status: 'invited', roles: ['editor', 'member'] });
-    expect(await storedUser(app, acme, res.body.id)).toMatchObject({ status: 'invited', roles: ['editor', 'member'], password_hash: null });
+    expect(res.body).toMatchObject({
+      email: 'Ann@Acme.test',
+      displayName: 'Ann',
+      status: 'invited',
+      roles: ['editor', 'member'],
+    });
+    expect(await storedUser(app, acme, res.body.id)).toMatchObject({
+      status: 'invited',
+      roles: ['editor', 'member'],
+      password_hash: null,
+    });
     const events = (await outboxEvents(app, 'user.invited')).filter((e) => e.payload.id === res.body.id);
-    expect(events).toEqual([{ name: 'user.invited', tenantId: acme.id, payload: { id: res.body.id }, actorId: manager.userId }]);
+    expect(events).toEqual([
+      { name: 'user.invited', tenantId: acme.id, payload: { id: res.body.id }, actorId: manager.userId },
+    ]);
   });
 
   it('answers 409 for an address already present, compared case-insensitively, and publishes nothing', async () => {
@@ -61,13 +75,22 @@ describe('POST /api/v1/user/invitations', () => {
     const globexManager = await signInAs(app, globex, ['user:manage']);
     expect((await invite({ email: 'DAN@shared.test' }, 'globex.localhost', globexManager.cookie)).status).toBe(201);
     // 'editor' exists in acme only.
-    const res = await invite({ email: 'erin@globex.test', roles: ['editor'] }, 'globex.localhost', globexManager.cookie);
+    const res = await invite(
+      { email: 'erin@globex.test', roles: ['editor'] },
+      'globex.localhost',
+      globexManager.cookie,
+    );
     expect(res.status).toBe(422);
     expect(res.body.code).toBe('ROLE_UNKNOWN');
   });
 
   it('validates the body', async () => {
-    for (const body of [{}, { email: 'not-an-address' }, { email: 'f@acme.test', roles: 'admin' }, { email: 'f@acme.test', status: 'active' }]) {
+    for (const body of [
+      {},
+      { email: 'not-an-address' },
+      { email: 'f@acme.test', roles: 'admin' },
+      { email: 'f@acme.test', status: 'active' },
+    ]) {
       const res = await invite(body);
       expect(res.status, JSON.stringify(body)).toBe(422);
     }

@@ -39,19 +39,30 @@ async function world(): Promise<World> {
 }
 
 const http = (w: World) => app.http(w.host);
-const setRoles = (w: World, cookie: string, id: string, roles: string[]) => http(w).post(`/api/v1/user/users/${id}/roles`).set('Cookie', cookie).send({ roles });
-const deactivate = (w: World, cookie: string, id: string) => http(w).post(`/api/v1/user/users/${id}/deactivate`).set('Cookie', cookie);
-const remove = (w: World, cookie: string, id: string) => http(w).delete(`/api/v1/user/users/${id}`).set('Cookie', cookie);
-const putRole = (w: World, cookie: string, name: string, permissions: string[]) => http(w).put(`/api/v1/auth/roles/${name}`).set('Cookie', cookie).send({ permissions });
-const deleteRole = (w: World, cookie: string, name: string) => http(w).delete(`/api/v1/auth/roles/${name}`).set('Cookie', cookie);
+const setRoles = (w: World, cookie: string, id: string, roles: string[]) =>
+  http(w).post(`/api/v1/user/users/${id}/roles`).set('Cookie', cookie).send({ roles });
+const deactivate = (w: World, cookie: string, id: string) =>
+  http(w).post(`/api/v1/user/users/${id}/deactivate`).set('Cookie', cookie);
+const remove = (w: World, cookie: string, id: string) =>
+  http(w).delete(`/api/v1/user/users/${id}`).set('Cookie', cookie);
+const putRole = (w: World, cookie: string, name: string, permissions: string[]) =>
+  http(w).put(`/api/v1/auth/roles/${name}`).set('Cookie', cookie).send({ permissions });
+const deleteRole = (w: World, cookie: string, name: string) =>
+  http(w).delete(`/api/v1/auth/roles/${name}`).set('Cookie', cookie);
 
 async function addRole(tenant: TenantRef, name: string, permissions: string[]): Promise<void> {
-  await app.services.transactions.run(tenant, (ctx) => ctx.db.executeQuery(CompiledQuery.raw('insert into roles (name, permissions) values ($1, $2)', [name, permissions])));
+  await app.services.transactions.run(tenant, (ctx) =>
+    ctx.db.executeQuery(
+      CompiledQuery.raw('insert into roles (name, permissions) values ($1, $2)', [name, permissions]),
+    ),
+  );
 }
 
 async function role(tenant: TenantRef, name: string): Promise<string[] | undefined> {
   return app.services.transactions.run(tenant, async (ctx) => {
-    const { rows } = await ctx.db.executeQuery<{ permissions: string[] }>(CompiledQuery.raw('select permissions from roles where name = $1', [name]));
+    const { rows } = await ctx.db.executeQuery<{ permissions: string[] }>(
+      CompiledQuery.raw('select permissions from roles where name = $1', [name]),
+    );
     return rows[0]?.permissions;
   });
 }
@@ -70,7 +81,11 @@ async function administrators(tenant: TenantRef): Promise<string[]> {
   });
 }
 
-function expectLastAdministrator(res: { status: number; body: { code?: string; detail?: string }; headers: Record<string, unknown> }) {
+function expectLastAdministrator(res: {
+  status: number;
+  body: { code?: string; detail?: string };
+  headers: Record<string, unknown>;
+}) {
   expect(res.status).toBe(409);
   expect(res.headers['content-type']).toMatch(/^application\/problem\+json/);
   expect(res.body.code).toBe('LAST_ADMINISTRATOR');
@@ -117,7 +132,12 @@ describe('the last administrator cannot be removed', () => {
 
   it('an invited or deactivated user holding admin does not count as another administrator', async () => {
     const w = await world();
-    const invited = (await http(w).post('/api/v1/user/invitations').set('Cookie', w.admin.cookie).send({ email: 'invited@last-admin.test', roles: ['admin'] })).body;
+    const invited = (
+      await http(w)
+        .post('/api/v1/user/invitations')
+        .set('Cookie', w.admin.cookie)
+        .send({ email: 'invited@last-admin.test', roles: ['admin'] })
+    ).body;
     expect(invited.status).toBe('invited');
     const other = await signInWithRoles(app, w.tenant, ['admin']);
     expect((await deactivate(w, w.admin.cookie, other.userId)).status).toBe(200);
@@ -127,10 +147,25 @@ describe('the last administrator cannot be removed', () => {
 
   it('holds in the operator tenant too', async () => {
     const operatorAdmin = await signInWithRoles(app, app.operator, ['admin']);
-    const res = await app.http(OPERATOR_HOST).post(`/api/v1/user/users/${operatorAdmin.userId}/roles`).set('Cookie', operatorAdmin.cookie).send({ roles: [] });
+    const res = await app
+      .http(OPERATOR_HOST)
+      .post(`/api/v1/user/users/${operatorAdmin.userId}/roles`)
+      .set('Cookie', operatorAdmin.cookie)
+      .send({ roles: [] });
     expectLastAdministrator(res);
-    expectLastAdministrator(await app.http(OPERATOR_HOST).post(`/api/v1/user/users/${operatorAdmin.userId}/deactivate`).set('Cookie', operatorAdmin.cookie));
-    expectLastAdministrator(await app.http(OPERATOR_HOST).put('/api/v1/auth/roles/admin').set('Cookie', operatorAdmin.cookie).send({ permissions: [] }));
+    expectLastAdministrator(
+      await app
+        .http(OPERATOR_HOST)
+        .post(`/api/v1/user/users/${operatorAdmin.userId}/deactivate`)
+        .set('Cookie', operatorAdmin.cookie),
+    );
+    expectLastAdministrator(
+      await app
+        .http(OPERATOR_HOST)
+        .put('/api/v1/auth/roles/admin')
+        .set('Cookie', operatorAdmin.cookie)
+        .send({ permissions: [] }),
+    );
     expect(await administrators(app.operator)).toEqual([operatorAdmin.userId]);
   });
 });
@@ -194,7 +229,10 @@ describe('with another administrator the same changes pass', () => {
  * taken its caller's administration away.
  */
 function expectOneOfTwo(pair: { status: number; body: { code?: string } }[], what: string) {
-  expect(pair.filter((r) => r.status === 200), what).toHaveLength(1);
+  expect(
+    pair.filter((r) => r.status === 200),
+    what,
+  ).toHaveLength(1);
   const refused = pair.find((r) => r.status !== 200)!;
   expect(['LAST_ADMINISTRATOR', 'AUTH_FORBIDDEN', 'AUTH_REQUIRED'], what).toContain(refused.body.code);
 }
@@ -226,7 +264,7 @@ describe('concurrently', () => {
       });
     second.catch(() => {});
     await new Promise((resolve) => setTimeout(resolve, 300));
-    expect(secondSettled, 'the second waits on the administrators\' lock').toBe(false);
+    expect(secondSettled, "the second waits on the administrators' lock").toBe(false);
     release();
     await first;
     await expect(second).rejects.toMatchObject({ code: 'LAST_ADMINISTRATOR' });
@@ -237,7 +275,10 @@ describe('concurrently', () => {
     for (let round = 0; round < 5; round += 1) {
       const w = await world();
       const b = await signInWithRoles(app, w.tenant, ['admin']);
-      const pair = await Promise.all([setRoles(w, w.admin.cookie, b.userId, []), setRoles(w, b.cookie, w.admin.userId, [])]);
+      const pair = await Promise.all([
+        setRoles(w, w.admin.cookie, b.userId, []),
+        setRoles(w, b.cookie, w.admin.userId, []),
+      ]);
       expectOneOfTwo(pair, `round ${round}`);
       expect(await administrators(w.tenant)).toHaveLength(1);
     }
@@ -247,14 +288,20 @@ describe('concurrently', () => {
     for (let round = 0; round < 3; round += 1) {
       const w = await world();
       const b = await signInWithRoles(app, w.tenant, ['admin']);
-      const pair = await Promise.all([deactivate(w, w.admin.cookie, b.userId), deactivate(w, b.cookie, w.admin.userId)]);
+      const pair = await Promise.all([
+        deactivate(w, w.admin.cookie, b.userId),
+        deactivate(w, b.cookie, w.admin.userId),
+      ]);
       expectOneOfTwo(pair, `round ${round}`);
       expect(await administrators(w.tenant)).toHaveLength(1);
 
       const v = await world();
       await addRole(v.tenant, 'owner', ['*']);
       const owner = await signInWithRoles(app, v.tenant, ['owner']);
-      const mixed = await Promise.all([putRole(v, owner.cookie, 'admin', []), setRoles(v, v.admin.cookie, owner.userId, [])]);
+      const mixed = await Promise.all([
+        putRole(v, owner.cookie, 'admin', []),
+        setRoles(v, v.admin.cookie, owner.userId, []),
+      ]);
       expectOneOfTwo(mixed, `round ${round}`);
       expect(await administrators(v.tenant)).toHaveLength(1);
     }
@@ -277,7 +324,11 @@ describe('the admin screens', () => {
 
     const deactivatePath = `/admin/user/users/${w.admin.userId}/deactivate`;
     let token = await formToken(w, deactivatePath, w.admin.cookie);
-    const deactivated = await http(w).post(deactivatePath).set('Cookie', token.cookie).type('form').send({ csrf: token.csrf });
+    const deactivated = await http(w)
+      .post(deactivatePath)
+      .set('Cookie', token.cookie)
+      .type('form')
+      .send({ csrf: token.csrf });
     expect(deactivated.status).toBe(409);
     expect(deactivated.headers['content-type']).toMatch(/^text\/html/);
     expect(deactivated.text).toMatch(message);
@@ -291,7 +342,11 @@ describe('the admin screens', () => {
 
     const rolePath = '/admin/auth/roles/admin';
     token = await formToken(w, rolePath, w.admin.cookie);
-    const dropped = await http(w).post(rolePath).set('Cookie', token.cookie).type('form').send({ csrf: token.csrf, permissions: ['user:read'] });
+    const dropped = await http(w)
+      .post(rolePath)
+      .set('Cookie', token.cookie)
+      .type('form')
+      .send({ csrf: token.csrf, permissions: ['user:read'] });
     expect(dropped.status).toBe(409);
     expect(dropped.headers['content-type']).toMatch(/^text\/html/);
     // In people's words, the same sentence as the user forms (framework/admin/errors.ts), with the code only in data-code.

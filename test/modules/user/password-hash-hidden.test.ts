@@ -17,7 +17,11 @@ beforeAll(async () => {
     },
   });
   // The most talkative log level, so whatever any layer logs is searched.
-  testApp = await startTestApp({ role: 'all', startWorker: true, logger: pino({ level: 'trace' }, sink) as FastifyBaseLogger });
+  testApp = await startTestApp({
+    role: 'all',
+    startWorker: true,
+    logger: pino({ level: 'trace' }, sink) as FastifyBaseLogger,
+  });
 });
 afterAll(async () => {
   await testApp?.close();
@@ -28,16 +32,28 @@ describe('the password hash appears nowhere', () => {
     const acme = await createCustomer(testApp, 'acme');
     const manager = await signInAs(testApp, acme, ['user:read', 'user:manage']);
     const http = testApp.http('acme.localhost');
-    const invited = await http.post('/api/v1/user/invitations').set('Cookie', manager.cookie).send({ email: 'ann@acme.test' });
+    const invited = await http
+      .post('/api/v1/user/invitations')
+      .set('Cookie', manager.cookie)
+      .send({ email: 'ann@acme.test' });
     const id = invited.body.id;
     const answers = [
       invited,
-      await http.post(`/api/v1/user/users/${id}/set-password`).set('Cookie', manager.cookie).send({ password: PASSWORD }),
-      await http.post(`/api/v1/user/users/${id}/set-password`).set('Cookie', manager.cookie).send({ password: PASSWORD }),
+      await http
+        .post(`/api/v1/user/users/${id}/set-password`)
+        .set('Cookie', manager.cookie)
+        .send({ password: PASSWORD }),
+      await http
+        .post(`/api/v1/user/users/${id}/set-password`)
+        .set('Cookie', manager.cookie)
+        .send({ password: PASSWORD }),
       await http.get(`/api/v1/user/users/${id}`).set('Cookie', manager.cookie),
       await http.get('/api/v1/user/users').set('Cookie', manager.cookie),
       await http.patch(`/api/v1/user/users/${id}`).set('Cookie', manager.cookie).send({ displayName: 'Ann' }),
-      await http.post(`/api/v1/user/users/${id}/roles`).set('Cookie', manager.cookie).send({ roles: ['member'] }),
+      await http
+        .post(`/api/v1/user/users/${id}/roles`)
+        .set('Cookie', manager.cookie)
+        .send({ roles: ['member'] }),
       await http.post('/api/v1/auth/login').send({ email: 'ann@acme.test', password: PASSWORD }),
       await http.get('/api/v1/admin/resources').set('Cookie', manager.cookie),
       await http.get('/api/v1/openapi.json'),
@@ -58,11 +74,20 @@ describe('the password hash appears nowhere', () => {
 
     // Wait until the worker recorded every event in the audit trail, then search it and the outbox.
     await eventually(
-      async () => Number((await testApp.services.db.pool.query('select count(*) as n from outbox where event_id not in (select event_id from audit_events)')).rows[0].n) === 0,
+      async () =>
+        Number(
+          (
+            await testApp.services.db.pool.query(
+              'select count(*) as n from outbox where event_id not in (select event_id from audit_events)',
+            )
+          ).rows[0].n,
+        ) === 0,
       15_000,
       'the audit recorder',
     );
-    const { rows } = await testApp.services.db.pool.query(`select payload::text as p from outbox union all select payload::text from audit_events`);
+    const { rows } = await testApp.services.db.pool.query(
+      `select payload::text as p from outbox union all select payload::text from audit_events`,
+    );
     const events = rows.map((r: { p: string }) => r.p).join('\n');
     expect(events).toContain(id);
     for (const secret of secretParts) expect(events).not.toContain(secret);

@@ -12,7 +12,9 @@ beforeAll(async () => {
   acme = await createCustomer(app, 'acme');
   manager = (await signInAs(app, acme, ['user:manage'])).cookie;
   await app.services.transactions.run(acme, (ctx) =>
-    ctx.db.executeQuery(CompiledQuery.raw(`insert into roles (name, permissions) values ('reader', '{user:read}'), ('editor', '{}')`, [])),
+    ctx.db.executeQuery(
+      CompiledQuery.raw(`insert into roles (name, permissions) values ('reader', '{user:read}'), ('editor', '{}')`, []),
+    ),
   );
 });
 afterAll(async () => {
@@ -20,21 +22,34 @@ afterAll(async () => {
 });
 
 const http = () => app.http('acme.localhost');
-const setRoles = (id: string, roles: unknown) => http().post(`/api/v1/user/users/${id}/roles`).set('Cookie', manager).send({ roles });
+const setRoles = (id: string, roles: unknown) =>
+  http().post(`/api/v1/user/users/${id}/roles`).set('Cookie', manager).send({ roles });
 const roleEvents = async (id: string) => (await outboxEvents(app, 'user.roles_set')).filter((e) => e.payload.id === id);
 
 describe('the roles command', () => {
   it('stores the complete set trimmed, lower-cased, deduplicated and sorted, and publishes user.roles_set', async () => {
-    const { id } = (await http().post('/api/v1/user/invitations').set('Cookie', manager).send({ email: 'ann@acme.test', roles: ['member'] })).body;
+    const { id } = (
+      await http()
+        .post('/api/v1/user/invitations')
+        .set('Cookie', manager)
+        .send({ email: 'ann@acme.test', roles: ['member'] })
+    ).body;
     const res = await setRoles(id, ['  Reader', 'EDITOR ', 'reader', 'editor']);
     expect(res.status).toBe(200);
     expect(res.body.roles).toEqual(['editor', 'reader']);
     expect((await storedUser(app, acme, id))!.roles).toEqual(['editor', 'reader']);
-    expect(await roleEvents(id)).toEqual([expect.objectContaining({ payload: { id, before: ['member'], after: ['editor', 'reader'] } })]);
+    expect(await roleEvents(id)).toEqual([
+      expect.objectContaining({ payload: { id, before: ['member'], after: ['editor', 'reader'] } }),
+    ]);
   });
 
   it('the same set in any order or spelling changes nothing and publishes nothing', async () => {
-    const { id } = (await http().post('/api/v1/user/invitations').set('Cookie', manager).send({ email: 'bob@acme.test', roles: ['reader', 'editor'] })).body;
+    const { id } = (
+      await http()
+        .post('/api/v1/user/invitations')
+        .set('Cookie', manager)
+        .send({ email: 'bob@acme.test', roles: ['reader', 'editor'] })
+    ).body;
     const before = (await storedUser(app, acme, id))!;
     const res = await setRoles(id, ['Reader', 'editor', 'EDITOR']);
     expect(res.status).toBe(200);
@@ -46,7 +61,12 @@ describe('the roles command', () => {
   });
 
   it('refuses unknown role names with 422 and keeps the set', async () => {
-    const { id } = (await http().post('/api/v1/user/invitations').set('Cookie', manager).send({ email: 'carl@acme.test', roles: ['editor'] })).body;
+    const { id } = (
+      await http()
+        .post('/api/v1/user/invitations')
+        .set('Cookie', manager)
+        .send({ email: 'carl@acme.test', roles: ['editor'] })
+    ).body;
     const res = await setRoles(id, ['editor', 'ghost']);
     expect(res.status).toBe(422);
     expect(res.body.code).toBe('ROLE_UNKNOWN');

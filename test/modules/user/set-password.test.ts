@@ -18,9 +18,12 @@ afterAll(async () => {
 });
 
 const http = () => app.http('acme.localhost');
-const invite = async (email: string) => (await http().post('/api/v1/user/invitations').set('Cookie', manager).send({ email })).body.id as string;
-const setPassword = (id: string, password: string) => http().post(`/api/v1/user/users/${id}/set-password`).set('Cookie', manager).send({ password });
-const passwordEvents = async (id: string) => (await outboxEvents(app, 'user.password_set')).filter((e) => e.payload.id === id);
+const invite = async (email: string) =>
+  (await http().post('/api/v1/user/invitations').set('Cookie', manager).send({ email })).body.id as string;
+const setPassword = (id: string, password: string) =>
+  http().post(`/api/v1/user/users/${id}/set-password`).set('Cookie', manager).send({ password });
+const passwordEvents = async (id: string) =>
+  (await outboxEvents(app, 'user.password_set')).filter((e) => e.payload.id === id);
 const login = (email: string, password: string) => http().post('/api/v1/auth/login').send({ email, password });
 
 describe('set-password', () => {
@@ -69,7 +72,14 @@ describe('set-password', () => {
     const short = await setPassword(id, 'short');
     expect(short.status).toBe(422);
     const reader = (await signInAs(app, acme, ['user:read'])).cookie;
-    expect((await http().post(`/api/v1/user/users/${id}/set-password`).set('Cookie', reader).send({ password: 'long enough' })).status).toBe(403);
+    expect(
+      (
+        await http()
+          .post(`/api/v1/user/users/${id}/set-password`)
+          .set('Cookie', reader)
+          .send({ password: 'long enough' })
+      ).status,
+    ).toBe(403);
     expect(await storedUser(app, acme, id)).toMatchObject({ status: 'invited', password_hash: null });
     expect(await passwordEvents(id)).toHaveLength(0);
   });
@@ -77,10 +87,15 @@ describe('set-password', () => {
 
 describe('set-password ends the person’s sessions', () => {
   const sessionCookie = (res: { headers: Record<string, unknown> }) =>
-    ((res.headers['set-cookie'] as unknown as string[]) ?? []).find((c) => c.startsWith('app_session='))!.split(';', 1)[0]!;
+    ((res.headers['set-cookie'] as unknown as string[]) ?? [])
+      .find((c) => c.startsWith('app_session='))!
+      .split(';', 1)[0]!;
   const sessionCount = async (userId: string) =>
-    app.services.transactions.run(acme, async (ctx) =>
-      (await sql<{ n: number }>`select count(*)::int as n from sessions where user_id = ${userId}`.execute(ctx.db)).rows[0]!.n,
+    app.services.transactions.run(
+      acme,
+      async (ctx) =>
+        (await sql<{ n: number }>`select count(*)::int as n from sessions where user_id = ${userId}`.execute(ctx.db))
+          .rows[0]!.n,
     );
 
   it('a stolen session no longer works once an administrator sets a new password', async () => {

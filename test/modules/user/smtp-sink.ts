@@ -35,7 +35,10 @@ export class SmtpSink {
         const chunks: Buffer[] = [];
         stream.on('data', (c: Buffer) => chunks.push(c));
         stream.on('end', () => {
-          this.messages.push({ envelopeTo: session.envelope.rcptTo.map((r) => r.address), ...parseMessage(Buffer.concat(chunks).toString('utf8')) });
+          this.messages.push({
+            envelopeTo: session.envelope.rcptTo.map((r) => r.address),
+            ...parseMessage(Buffer.concat(chunks).toString('utf8')),
+          });
           callback();
         });
       },
@@ -72,7 +75,9 @@ export function parseMessage(raw: string): { headers: Record<string, string>; te
   let text = body;
   if (encoding === 'quoted-printable') {
     text = Buffer.from(
-      body.replace(/=\r\n/g, '').replace(/=([0-9A-F]{2})/gi, (_, hex: string) => String.fromCharCode(parseInt(hex, 16))),
+      body
+        .replace(/=\r\n/g, '')
+        .replace(/=([0-9A-F]{2})/gi, (_, hex: string) => String.fromCharCode(parseInt(hex, 16))),
       'latin1',
     ).toString('utf8');
   } else if (encoding === 'base64') {

@@ -19,15 +19,26 @@ export async function outboxEvents(app: TestApp, name?: string): Promise<OutboxE
 }
 
 /** An active user holding the named (existing) roles, with a session: the Cookie header to send. */
-export async function signInWithRoles(app: TestApp, tenant: TenantRef, roles: string[], email = `${randomUUID().slice(0, 8)}@example.test`): Promise<{ userId: string; cookie: string; email: string }> {
+export async function signInWithRoles(
+  app: TestApp,
+  tenant: TenantRef,
+  roles: string[],
+  email = `${randomUUID().slice(0, 8)}@example.test`,
+): Promise<{ userId: string; cookie: string; email: string }> {
   const rawSessionId = newSessionId();
   const userId = await app.services.transactions.run(tenant, async (ctx) => {
     const user = await ctx.db.executeQuery<{ id: string }>(
-      CompiledQuery.raw(`insert into users (email, display_name, status, roles) values ($1, 'Someone', 'active', $2) returning id`, [email, roles]),
+      CompiledQuery.raw(
+        `insert into users (email, display_name, status, roles) values ($1, 'Someone', 'active', $2) returning id`,
+        [email, roles],
+      ),
     );
     const id = user.rows[0]!.id;
     await ctx.db.executeQuery(
-      CompiledQuery.raw(`insert into sessions (id_hash, user_id, expires_at) values ($1, $2, now() + interval '30 days')`, [hashSecret(rawSessionId), id]),
+      CompiledQuery.raw(
+        `insert into sessions (id_hash, user_id, expires_at) values ($1, $2, now() + interval '30 days')`,
+        [hashSecret(rawSessionId), id],
+      ),
     );
     return id;
   });
@@ -35,7 +46,11 @@ export async function signInWithRoles(app: TestApp, tenant: TenantRef, roles: st
 }
 
 /** Polls until check returns a value other than undefined/false, or fails after timeoutMs. */
-export async function eventually<T>(check: () => Promise<T | undefined | false>, timeoutMs = 10_000, what = 'condition'): Promise<T> {
+export async function eventually<T>(
+  check: () => Promise<T | undefined | false>,
+  timeoutMs = 10_000,
+  what = 'condition',
+): Promise<T> {
   const deadline = Date.now() + timeoutMs;
   for (;;) {
     const value = await check();
@@ -48,8 +63,17 @@ export async function eventually<T>(check: () => Promise<T | undefined | false>,
 /** Reads one user row as the database holds it, hash included (tests only). */
 export async function storedUser(app: TestApp, tenant: TenantRef, id: string) {
   return app.services.transactions.run(tenant, async (ctx) => {
-    const { rows } = await ctx.db.executeQuery<{ email: string; status: string; roles: string[]; password_hash: string | null; updated_at: Date; deleted_at: Date | null }>(
-      CompiledQuery.raw('select email, status, roles, password_hash, updated_at, deleted_at from users where id = $1', [id]),
+    const { rows } = await ctx.db.executeQuery<{
+      email: string;
+      status: string;
+      roles: string[];
+      password_hash: string | null;
+      updated_at: Date;
+      deleted_at: Date | null;
+    }>(
+      CompiledQuery.raw('select email, status, roles, password_hash, updated_at, deleted_at from users where id = $1', [
+        id,
+      ]),
     );
     return rows[0];
   });

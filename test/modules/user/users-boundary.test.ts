@@ -54,7 +54,9 @@ describe('module boundaries: only the user module writes users', () => {
 
   it('no file of another module or of the framework writes users by SQL', () => {
     const userModule = join(ROOT, 'modules', 'user');
-    const files = [...sourceFiles(join(ROOT, 'modules')), ...sourceFiles(join(ROOT, 'framework'))].filter((f) => !f.startsWith(`${userModule}/`));
+    const files = [...sourceFiles(join(ROOT, 'modules')), ...sourceFiles(join(ROOT, 'framework'))].filter(
+      (f) => !f.startsWith(`${userModule}/`),
+    );
     expect(files.length).toBeGreaterThan(20);
     const offenders = files.filter((f) => writesUsers(readFileSync(f, 'utf8'))).map((f) => relative(ROOT, f));
     expect(offenders, 'write users through modules/user/users-service.ts').toEqual([]);

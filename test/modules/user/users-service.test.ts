@@ -31,7 +31,9 @@ describe('the users service', () => {
   it('invite: creates an invited user with normalised roles and publishes user.invited', async () => {
     const row = await invited('Inv@Svc.test', [' Member ']);
     expect(row).toMatchObject({ email: 'Inv@Svc.test', status: 'invited', roles: ['member'], displayName: '' });
-    expect(await eventsOf('user.invited', row.id)).toEqual([expect.objectContaining({ tenantId: acme.id, payload: { id: row.id } })]);
+    expect(await eventsOf('user.invited', row.id)).toEqual([
+      expect.objectContaining({ tenantId: acme.id, payload: { id: row.id } }),
+    ]);
     await expect(invited('inv@svc.TEST')).rejects.toMatchObject({ code: 'ALREADY_EXISTS' });
     await expect(invited('nobody-role@svc.test', ['no-such-role'])).rejects.toMatchObject({ code: 'ROLE_UNKNOWN' });
   });
@@ -42,8 +44,14 @@ describe('the users service', () => {
     const found = await inAcme((ctx) => usersService.findByEmail(ctx, '  find.me@SVC.test '));
     expect(found).toMatchObject({ id: row.id, status: 'active', hasPassword: true });
     expect(found).not.toHaveProperty('passwordHash');
-    expect(await inAcme((ctx) => usersService.findCredentials(ctx, 'FIND.ME@svc.test'))).toEqual({ id: row.id, status: 'active', passwordHash: 'hash-one' });
-    expect(await app.services.transactions.run(other, (ctx) => usersService.findByEmail(ctx, 'find.me@svc.test'))).toBeUndefined();
+    expect(await inAcme((ctx) => usersService.findCredentials(ctx, 'FIND.ME@svc.test'))).toEqual({
+      id: row.id,
+      status: 'active',
+      passwordHash: 'hash-one',
+    });
+    expect(
+      await app.services.transactions.run(other, (ctx) => usersService.findByEmail(ctx, 'find.me@svc.test')),
+    ).toBeUndefined();
     await app.services.db.pool.query('update users set deleted_at = now() where id = $1', [row.id]);
     expect(await inAcme((ctx) => usersService.findByEmail(ctx, 'find.me@svc.test'))).toBeUndefined();
     expect(await inAcme((ctx) => usersService.findCredentials(ctx, 'find.me@svc.test'))).toBeUndefined();
@@ -63,11 +71,15 @@ describe('the users service', () => {
   it('setPasswordHash: refuses a deactivated user with 409 INVALID_STATE, writing and publishing nothing', async () => {
     const row = await invited('gone@svc.test');
     await app.services.db.pool.query(`update users set status = 'deactivated' where id = $1`, [row.id]);
-    await expect(inAcme((ctx) => usersService.setPasswordHash(ctx, row.id, 'hash-x', { activate: true }))).rejects.toMatchObject({ code: 'INVALID_STATE' });
+    await expect(
+      inAcme((ctx) => usersService.setPasswordHash(ctx, row.id, 'hash-x', { activate: true })),
+    ).rejects.toMatchObject({ code: 'INVALID_STATE' });
     expect(await storedUser(app, acme, row.id)).toMatchObject({ status: 'deactivated', password_hash: null });
     expect(await eventsOf('user.password_set', row.id)).toEqual([]);
     // A user of another tenant is out of reach the same way: row-level security hides it.
-    await expect(app.services.transactions.run(other, (ctx) => usersService.setPasswordHash(ctx, row.id, 'hash-y'))).rejects.toMatchObject({ code: 'INVALID_STATE' });
+    await expect(
+      app.services.transactions.run(other, (ctx) => usersService.setPasswordHash(ctx, row.id, 'hash-y')),
+    ).rejects.toMatchObject({ code: 'INVALID_STATE' });
   });
 
   it('lock: answers the live user’s status, or nothing for an unknown or soft-deleted one', async () => {
@@ -82,11 +94,23 @@ describe('the users service', () => {
     const row = await invited('By.Id@svc.test', ['member']);
     await inAcme((ctx) => usersService.setPasswordHash(ctx, row.id, 'hash-id'));
     const found = await inAcme((ctx) => usersService.findById(ctx, row.id));
-    expect(found).toMatchObject({ id: row.id, email: 'By.Id@svc.test', status: 'invited', roles: ['member'], displayName: '' });
+    expect(found).toMatchObject({
+      id: row.id,
+      email: 'By.Id@svc.test',
+      status: 'invited',
+      roles: ['member'],
+      displayName: '',
+    });
     expect(found).not.toHaveProperty('passwordHash');
-    expect(await inAcme((ctx) => usersService.lockCredentials(ctx, row.id))).toEqual({ id: row.id, status: 'invited', passwordHash: 'hash-id' });
+    expect(await inAcme((ctx) => usersService.lockCredentials(ctx, row.id))).toEqual({
+      id: row.id,
+      status: 'invited',
+      passwordHash: 'hash-id',
+    });
     expect(await app.services.transactions.run(other, (ctx) => usersService.findById(ctx, row.id))).toBeUndefined();
-    expect(await app.services.transactions.run(other, (ctx) => usersService.lockCredentials(ctx, row.id))).toBeUndefined();
+    expect(
+      await app.services.transactions.run(other, (ctx) => usersService.lockCredentials(ctx, row.id)),
+    ).toBeUndefined();
     await app.services.db.pool.query('update users set deleted_at = now() where id = $1', [row.id]);
     expect(await inAcme((ctx) => usersService.findById(ctx, row.id))).toBeUndefined();
     expect(await inAcme((ctx) => usersService.lockCredentials(ctx, row.id))).toBeUndefined();
@@ -110,7 +134,10 @@ describe('the users service', () => {
         return fn(ctx);
       });
     try {
-      expect(await withTimeout((ctx) => usersService.lock(ctx, row.id, { share: true }))).toEqual({ id: row.id, status: 'invited' });
+      expect(await withTimeout((ctx) => usersService.lock(ctx, row.id, { share: true }))).toEqual({
+        id: row.id,
+        status: 'invited',
+      });
       await expect(withTimeout((ctx) => usersService.lock(ctx, row.id))).rejects.toMatchObject({ code: '55P03' });
     } finally {
       release();
@@ -127,10 +154,14 @@ describe('the users service', () => {
     expect(await eventsOf('user.roles_set', row.id)).toEqual([
       expect.objectContaining({ payload: { id: row.id, before: ['member'], after: ['admin', 'member'] } }),
     ]);
-    expect(await inAcme((ctx) => usersService.setRoles(ctx, { id: row.id, roles: held }, ['member', 'ADMIN']))).toEqual(['admin', 'member']);
+    expect(await inAcme((ctx) => usersService.setRoles(ctx, { id: row.id, roles: held }, ['member', 'ADMIN']))).toEqual(
+      ['admin', 'member'],
+    );
     expect((await storedUser(app, acme, row.id))!.updated_at).toEqual(afterFirst.updated_at);
     expect(await eventsOf('user.roles_set', row.id)).toHaveLength(1);
-    await expect(inAcme((ctx) => usersService.setRoles(ctx, { id: row.id, roles: held }, ['admin', 'ghost']))).rejects.toMatchObject({ code: 'ROLE_UNKNOWN' });
+    await expect(
+      inAcme((ctx) => usersService.setRoles(ctx, { id: row.id, roles: held }, ['admin', 'ghost'])),
+    ).rejects.toMatchObject({ code: 'ROLE_UNKNOWN' });
     expect((await storedUser(app, acme, row.id))!.roles).toEqual(['admin', 'member']);
   });
 });

@@ -57,6 +57,10 @@ export async function startReceiver(host = '127.0.0.1') {
     slow: (path: string, ms: number) => delays.set(path, ms),
     /** The most requests of the path that were open at once. */
     mostAtOnce: (path: string) => mostAtOnce.get(path) ?? 0,
-    close: () => new Promise<void>((resolve) => { server.closeAllConnections(); server.close(() => resolve()); }),
+    close: () =>
+      new Promise<void>((resolve) => {
+        server.closeAllConnections();
+        server.close(() => resolve());
+      }),
   };
 }

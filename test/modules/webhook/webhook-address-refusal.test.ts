@@ -36,16 +36,44 @@ describe('webhook targets on private networks are refused before anything is sen
     expect(v4.received).toEqual([]);
     expect(v6?.received ?? []).toEqual([]);
     // The same receiver is reached once private networks are allowed: the refusal was the check's.
-    expect(await send(v4.url('/a'), {}, '{}', { ...policy, allowPrivateNetworks: true })).toMatchObject({ outcome: 'answered', status: 200 });
+    expect(await send(v4.url('/a'), {}, '{}', { ...policy, allowPrivateNetworks: true })).toMatchObject({
+      outcome: 'answered',
+      status: 200,
+    });
     expect(v4.received).toHaveLength(1);
   });
 
   it('classifies the non-public ranges, IPv4-mapped, NAT64 and 6to4 forms included, and lets public addresses through', () => {
-    const refused = ['127.0.0.1', '0.0.0.0', '10.1.2.3', '172.16.0.1', '192.168.1.1', '100.64.0.1', '169.254.169.254', '169.254.1.1', '224.0.0.1', '255.255.255.255', '::', '::1', 'fc00::1', 'fd12::1', 'fe80::1', 'ff02::1', '::ffff:127.0.0.1', '::ffff:7f00:1', '::ffff:10.0.0.1', '::ffff:169.254.169.254', '64:ff9b::a9fe:a9fe', '2002:7f00:1::1', '::127.0.0.1'];
+    const refused = [
+      '127.0.0.1',
+      '0.0.0.0',
+      '10.1.2.3',
+      '172.16.0.1',
+      '192.168.1.1',
+      '100.64.0.1',
+      '169.254.169.254',
+      '169.254.1.1',
+      '224.0.0.1',
+      '255.255.255.255',
+      '::',
+      '::1',
+      'fc00::1',
+      'fd12::1',
+      'fe80::1',
+      'ff02::1',
+      '::ffff:127.0.0.1',
+      '::ffff:7f00:1',
+      '::ffff:10.0.0.1',
+      '::ffff:169.254.169.254',
+      '64:ff9b::a9fe:a9fe',
+      '2002:7f00:1::1',
+      '::127.0.0.1',
+    ];
     for (const address of refused) expect(refusalOf(address), address).toBeDefined();
     expect(refusalOf('169.254.169.254')).toBe('the cloud metadata address');
     expect(refusalOf('::ffff:127.0.0.1')).toMatch(/loopback.*IPv6 form/);
-    for (const address of ['93.184.216.34', '1.1.1.1', '2606:4700:4700::1111', '::ffff:93.184.216.34', '172.32.0.1']) expect(refusalOf(address), address).toBeUndefined();
+    for (const address of ['93.184.216.34', '1.1.1.1', '2606:4700:4700::1111', '::ffff:93.184.216.34', '172.32.0.1'])
+      expect(refusalOf(address), address).toBeUndefined();
   });
 
   it('refuses http:// unless webhooks.allow_http is on', async () => {
@@ -58,7 +86,11 @@ describe('webhook targets on private networks are refused before anything is sen
 describe('a refused delivery in the service', () => {
   let app: TestApp;
   beforeAll(async () => {
-    app = await startTestApp({ role: 'all', startWorker: true, config: testConfig({ webhooks: { allow_http: true, allow_private_networks: false, retry_base_ms: 1000 } }) });
+    app = await startTestApp({
+      role: 'all',
+      startWorker: true,
+      config: testConfig({ webhooks: { allow_http: true, allow_private_networks: false, retry_base_ms: 1000 } }),
+    });
   });
   afterAll(async () => {
     await app?.close();
@@ -68,15 +100,25 @@ describe('a refused delivery in the service', () => {
     const acme = await createCustomer(app, 'refused-acme');
     const admin = await signInAs(app, acme, ['webhook:manage', 'task:update']);
     const host = 'refused-acme.localhost';
-    const created = await app.http(host).post('/api/v1/webhook/endpoints').set('Cookie', admin.cookie).send({ url: `http://localhost:${v4.port}/service`, events: ['*'] });
+    const created = await app
+      .http(host)
+      .post('/api/v1/webhook/endpoints')
+      .set('Cookie', admin.cookie)
+      .send({ url: `http://localhost:${v4.port}/service`, events: ['*'] });
     expect(created.status).toBe(201);
-    const test = await app.http(host).post(`/api/v1/webhook/endpoints/${created.body.id}/send-test-event`).set('Cookie', admin.cookie);
+    const test = await app
+      .http(host)
+      .post(`/api/v1/webhook/endpoints/${created.body.id}/send-test-event`)
+      .set('Cookie', admin.cookie);
     expect(test.status).toBe(200);
-    const log = await vi.waitFor(async () => {
-      const res = await app.http(host).get('/api/v1/webhook/deliveries').set('Cookie', admin.cookie);
-      expect(res.body.items.length).toBeGreaterThan(0);
-      return res.body.items;
-    }, { timeout: 15_000, interval: 100 });
+    const log = await vi.waitFor(
+      async () => {
+        const res = await app.http(host).get('/api/v1/webhook/deliveries').set('Cookie', admin.cookie);
+        expect(res.body.items.length).toBeGreaterThan(0);
+        return res.body.items;
+      },
+      { timeout: 15_000, interval: 100 },
+    );
     expect(log[0]).toMatchObject({ status: 'refused', httpStatus: null, attempt: 1 });
     expect(log[0].error).toMatch(/^refused: localhost resolves to (127\.0\.0\.1|::1), a loopback address/);
     await new Promise((r) => setTimeout(r, 2500));
