@@ -3,6 +3,7 @@ import type { AnyRoute } from '../entity/define.ts';
 import type { Registry } from '../entity/registry.ts';
 import type { ResolvedEntity } from '../entity/resolve.ts';
 import type { TxContext } from '../context/tx.ts';
+import { allowsAccess, type OperatorPermissions } from '../access/guard.ts';
 
 export const CatalogEntrySchema = Type.Object({
   key: Type.String({ description: '<module>.<entity>' }),
@@ -33,11 +34,11 @@ export const CatalogEntrySchema = Type.Object({
   admin: Type.Optional(Type.Unknown()),
 });
 
-export function catalogEntry(entity: ResolvedEntity, ctx: TxContext, isOperatorPermission: (p: string) => boolean) {
+export function catalogEntry(entity: ResolvedEntity, ctx: TxContext, operator: OperatorPermissions) {
   const { names, def } = entity;
   const commands = Object.keys(def.commands ?? {});
-  const writeAllowed =
-    ctx.can(def.permissions.write) && (!isOperatorPermission(def.permissions.write) || ctx.tenant.isOperator);
+  // As the entity's create route decides it (the route's guard).
+  const writeAllowed = allowsAccess({ permission: def.permissions.write }, ctx.session, ctx.tenant, operator);
   return {
     key: names.key,
     module: entity.module,
@@ -68,14 +69,12 @@ export function catalogEntry(entity: ResolvedEntity, ctx: TxContext, isOperatorP
 }
 
 /**
- * The entities this caller may read, as their read routes decide: the permission, and an operator
- * permission only in the operator tenant. The catalog and the admin dashboard list this same set.
+ * The entities this caller may read, as their read routes' guard decides: the permission, and an
+ * operator permission only in the operator tenant. The catalog and the admin dashboard list this same set.
  */
 export function readableEntities(registry: Registry, ctx: TxContext): ResolvedEntity[] {
-  return registry.entities.filter(
-    (e) =>
-      ctx.can(e.def.permissions.read) &&
-      (!registry.isOperatorPermission(e.def.permissions.read) || ctx.tenant.isOperator),
+  return registry.entities.filter((e) =>
+    allowsAccess({ permission: e.def.permissions.read }, ctx.session, ctx.tenant, registry),
   );
 }
 
@@ -97,9 +96,7 @@ export function catalogRoute(registry: Registry): AnyRoute {
       },
     },
     handler: async ({ tx }) => ({
-      resources: readableEntities(registry, tx).map((e) =>
-        catalogEntry(e, tx, (p) => registry.isOperatorPermission(p)),
-      ),
+      resources: readableEntities(registry, tx).map((e) => catalogEntry(e, tx, registry)),
     }),
   };
 }
