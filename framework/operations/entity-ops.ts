@@ -11,7 +11,7 @@ import { KeysetPager, type ListFilter, type Page, type PageQuery } from './pagin
 import { isUuid, quote, run, sameValue, where } from './entity-sql.ts';
 import { ValueCheck, type WriteSource } from './entity-checks.ts';
 import { mappingUniqueViolations } from './unique-violation.ts';
-import { EntityExchanges } from './entity-exchanges.ts';
+import { EntityExchanges, exchangeKinds, type ExchangeKinds } from './entity-exchanges.ts';
 import { RowAccess, type AccessFilter } from './row-access.ts';
 import { RowShape } from './row-shape.ts';
 import { checkInitialState, commandRefusal, verdictOf } from './command-states.ts';
@@ -44,9 +44,11 @@ export class EntityOperations {
   /** Pages of live rows; a row filter joins as a ListFilter (see framework/operations/paging.ts). */
   readonly pager: KeysetPager;
   /** Called once a transaction that wrote a row of this entity has committed, with its tenant. */
-  private readonly committedWrite: ((tenantId: string) => void)[] = [];
+  private readonly writeWatchers: ((tenantId: string) => void)[] = [];
   /** The list, read and create as one statement each, for one-exchange requests. */
   private readonly exchanges: EntityExchanges;
+  /** Which of them the entity's declarations allow (entity-exchanges.ts): its routes take one exchange only for these. */
+  readonly exchangeKinds: ExchangeKinds;
   /** The insert and update texts, which vary with the fields written: a bounded number prepared. */
   private readonly insertShapes: StatementShapes;
   private readonly updateShapes: StatementShapes;
@@ -84,6 +86,7 @@ export class EntityOperations {
       .filter((f) => entity.columns[f] !== undefined)
       .map((f) => quote(entity.columns[f]!));
     this.exchanges = new EntityExchanges(this);
+    this.exchangeKinds = exchangeKinds(entity);
   }
 
   /**
@@ -108,8 +111,6 @@ export class EntityOperations {
 
   /** The list as one statement for a one-exchange request (entity-exchanges.ts); undefined for the handler to serve it. */
   listExchange(page: PageQuery): OneExchange | undefined {
-    // A search is served by the handler (list), whose filter carries the text.
-    if (page.q !== undefined) return undefined;
     return this.exchanges.list(page);
   }
 
@@ -118,14 +119,9 @@ export class EntityOperations {
     return this.exchanges.read(id);
   }
 
-  /** A create as one statement for a one-exchange request; undefined for the handler to serve it. */
-  createExchange(input: Values, now: Date, created: (row: Row) => unknown): OneExchange | undefined {
-    return this.exchanges.create(input, now, created);
-  }
-
-  /** Whether anyone waits on this entity's committed writes (onCommittedWrite). */
-  watchesWrites(): boolean {
-    return this.committedWrite.length > 0;
+  /** A create as one statement for a one-exchange request in the tenant. */
+  createExchange(input: Values, now: Date, tenantId: string, created: (row: Row) => unknown): OneExchange {
+    return this.exchanges.create(input, now, tenantId, created);
   }
 
   /** The row by id, or a singleton's row (id null); 404 when there is none the caller may see. */
@@ -174,15 +170,18 @@ export class EntityOperations {
    * wrote answers (the public read's validator cache; other processes learn it by NOTIFY).
    */
   onCommittedWrite(fn: (tenantId: string) => void): void {
-    this.committedWrite.push(fn);
+    this.writeWatchers.push(fn);
+  }
+
+  /** Tells the watchers (onCommittedWrite) that a write of the tenant has committed. */
+  committedWrite(tenantId: string): void {
+    for (const fn of this.writeWatchers) fn(tenantId);
   }
 
   private wrote(ctx: TxContext): void {
-    if (this.committedWrite.length === 0) return;
+    if (this.writeWatchers.length === 0) return;
     const tenantId = ctx.tenant.id;
-    ctx.afterCommit(() => {
-      for (const fn of this.committedWrite) fn(tenantId);
-    });
+    ctx.afterCommit(() => this.committedWrite(tenantId));
   }
 
   /** DELETE, soft or hard as the entity declares, of the row by id or a singleton's row (id null). */
