@@ -40,22 +40,32 @@ export class RouteGuard {
 
   /** Refuses an operator permission outside the operator tenant (step one). */
   admitTenant(tenant: TenantRef): void {
-    if (this.operatorOnly && !tenant.isOperator) throw this.notOperator();
+    if (this.outside(tenant)) throw this.notOperator();
   }
 
   /** Refuses a caller without the route's access (step two); null: nobody signed in. */
   admitCaller(session: SessionInfo | null): void {
-    if (!this.requiresCaller) return;
-    if (!session) throw problem('AUTH_REQUIRED', 'Sign in to use this route');
-    if (this.permission !== undefined && !hasPermission(session, this.permission))
-      throw problem('AUTH_FORBIDDEN', `Requires permission ${this.permission}`);
+    const refusal = this.refusal(session);
+    if (refusal === 'AUTH_REQUIRED') throw problem('AUTH_REQUIRED', 'Sign in to use this route');
+    if (refusal === 'AUTH_FORBIDDEN') throw problem('AUTH_FORBIDDEN', `Requires permission ${this.permission}`);
   }
 
   /** Both steps as a yes or no: would the route let this caller in at this tenant? */
   allows(session: SessionInfo | null, tenant: TenantRef): boolean {
-    if (this.operatorOnly && !tenant.isOperator) return false;
-    if (!this.requiresCaller) return true;
-    return session !== null && (this.permission === undefined || hasPermission(session, this.permission));
+    return !this.outside(tenant) && this.refusal(session) === undefined;
+  }
+
+  /** Step one's decision: the route's permission is the operator's and this is not the operator tenant. */
+  private outside(tenant: TenantRef): boolean {
+    return this.operatorOnly && !tenant.isOperator;
+  }
+
+  /** Step two's decision, which admitCaller throws and allows reads: why the caller may not pass, if it may not. */
+  private refusal(session: SessionInfo | null): 'AUTH_REQUIRED' | 'AUTH_FORBIDDEN' | undefined {
+    if (!this.requiresCaller) return undefined;
+    if (!session) return 'AUTH_REQUIRED';
+    if (this.permission !== undefined && !hasPermission(session, this.permission)) return 'AUTH_FORBIDDEN';
+    return undefined;
   }
 
   private notOperator(): ProblemError {
