@@ -4,6 +4,7 @@ import { Worker, jobQueue, tenantJobQueue } from '../../../framework/events/work
 import { slotOf } from '../../../framework/events/jobs.ts';
 import type { TenantRef } from '../../../framework/context/tenant.ts';
 import { renewJob } from '../../../modules/billing/renewal.ts';
+import { paymentProvider, usePaymentProvider } from '../../../modules/billing/provider.ts';
 import { billingWorld, createPlan, subscribe, subscription, type BillingWorld } from './support.ts';
 
 /**
@@ -56,6 +57,15 @@ async function tick(slot: string): Promise<void> {
     return rows[0]!.open === 0;
   });
 }
+
+/** Whether a statement on the table is waiting for a lock another transaction holds. */
+const waiting = async (table: string) =>
+  (
+    await pool().query<{ n: number }>(
+      `select count(*)::int as n from pg_stat_activity where datname = current_database() and wait_event_type = 'Lock' and position($1 in query) > 0`,
+      [table],
+    )
+  ).rows[0]!.n > 0;
 
 /** The charges the sandbox provider took from the tenant, oldest first. */
 const charges = async (tenant: TenantRef) =>
@@ -117,5 +127,60 @@ describe('every run of billing-renew renews every subscription due at its clock,
       [tenantJobQueue(renewJob.name), tenant.id, slot],
     );
     expect(rows[0]!.n).toBe(2);
+  }, 60_000);
+
+  it("two runs of a tenant's renewal at once charge once and renew once, without deadlocking each other", async () => {
+    world.clock.reset();
+    const tenant = await subscribedTenant('every-run-together');
+    const trial = await subscription(world, tenant);
+    world.clock.set(new Date((trial.period_end as Date).getTime() + 60_000));
+    const slot = slotOf(world.clock.now());
+    const job = worker.jobs.find(renewJob.name);
+
+    // The provider holds the first run's answer until the second run is under way.
+    const real = paymentProvider(world.app.services);
+    let charged!: () => void;
+    let answer!: () => void;
+    const firstCharged = new Promise<void>((resolve) => (charged = resolve));
+    const answered = new Promise<void>((resolve) => (answer = resolve));
+    let calls = 0;
+    usePaymentProvider(world.app.services, {
+      name: 'holds-the-first-answer',
+      async charge(request) {
+        const result = await real.charge(request);
+        if (++calls === 1) {
+          charged();
+          await answered;
+        }
+        return result;
+      },
+    });
+    // Holds the second run between locking the subscription and recording the charge (it reads the plan in between).
+    const plans = await pool().connect();
+    try {
+      const first = worker.jobs.run(job, tenant, slot);
+      await firstCharged;
+      await plans.query('begin');
+      await plans.query('lock table plans in access exclusive mode');
+      const second = worker.jobs.run(job, tenant, slot);
+      await until('the second run, the subscription locked, waiting for the plan', () => waiting('"plans"'));
+      // The first run records its receipt while the second holds the subscription.
+      answer();
+      await until('the first run waiting for the subscription', () => waiting('"subscriptions"'));
+      await plans.query('commit');
+
+      const results = await Promise.allSettled([first, second]);
+      expect(results.map((r) => (r.status === 'fulfilled' ? r.value : String(r.reason)))).toEqual([
+        { action: 'renewed', outcome: 'settled' },
+        { action: 'none', outcome: 'settled' },
+      ]);
+    } finally {
+      answer();
+      await plans.query('rollback').catch(() => {});
+      plans.release();
+      usePaymentProvider(world.app.services, real);
+    }
+    expect(await subscription(world, tenant)).toMatchObject({ status: 'active', period_start: trial.period_end });
+    expect(await charges(tenant)).toHaveLength(1);
   }, 60_000);
 });
