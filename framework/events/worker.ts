@@ -1,4 +1,4 @@
-import { createHash } from 'node:crypto';
+import { createHash, randomUUID } from 'node:crypto';
 import { PgBoss, type JobResult } from 'pg-boss';
 import type { JobWithMetadata } from 'pg-boss';
 import type { Services } from '../services.ts';
@@ -337,7 +337,9 @@ export class Worker {
       async ([tick]) => {
         // The slot is the minute the schedule fired in, kept by every retry of the tick.
         const slot = tick!.data?.slot ?? slotOf(tick!.createdOn);
-        if (job.perTenant) await this.fanOut(job, slot);
+        // The tick's id names its fan-out, so a retry of the tick queues nothing twice, and another
+        // tick of the same slot is a run of its own.
+        if (job.perTenant) await this.fanOut(job, slot, tick!.id);
         else await this.jobs.run(job, null, slot, tick!.retryCount + 1);
       },
     );
@@ -393,20 +395,23 @@ export class Worker {
     );
   }
 
-  /** Queues one run per served tenant for the slot; a run already queued for that slot is not queued again. */
-  async fanOut(job: JobDefinition, slot: string): Promise<string[]> {
+  /**
+   * Queues one run per served tenant for the slot, and returns the ids it queued. `fanOut` names
+   * this fan-out (a tick's id; a fresh one by default): asked again under the same name it queues
+   * no run twice, whether the first is queued, running or done. Under another it queues them all.
+   */
+  async fanOut(job: JobDefinition, slot: string, fanOut: string = randomUUID()): Promise<string[]> {
     const tenants = await servedTenants(this.services.db);
     if (tenants.length === 0) return [];
     const runs = tenants.map((tenant) => {
       const singletonKey = runKey(job.name, tenant.id, slot);
       return {
-        id: runId(singletonKey),
+        id: runId(singletonKey, fanOut),
         singletonKey,
         data: { job: job.name, tenantId: tenant.id, slot } satisfies TenantJobData,
       };
     });
-    await this.boss.insert(tenantJobQueue(job.name), runs);
-    return runs.map((r) => r.id);
+    return (await this.boss.insert(tenantJobQueue(job.name), runs, { returnId: true })) ?? [];
   }
 
   /** Keeps what an operator needs to see and replay: the queue that gave up, the event or job run and its last error. */
