@@ -2,7 +2,7 @@ import { randomUUID } from 'node:crypto';
 import supertest from 'supertest';
 import type { FastifyBaseLogger } from 'fastify';
 import { CompiledQuery } from 'kysely';
-import { buildApp, type App, type Role } from '../../framework/app.ts';
+import { buildApp, migrationSources, type App, type Role } from '../../framework/app.ts';
 import type { ModuleDefinition } from '../../framework/entity/define.ts';
 import type { Config } from '../../framework/config/schema.ts';
 import type { TenantRef } from '../../framework/context/tenant.ts';
@@ -12,7 +12,7 @@ import { createTenant } from '../../framework/tenancy/create-tenant.ts';
 import { hashSecret, newSessionId, sessionCookie } from '../../framework/access/session-cookie.ts';
 import { allModules } from '../../modules/index.ts';
 import { testkitModule } from './testkit-module.ts';
-import { createTestDatabase } from './database.ts';
+import { createMigratedTestDatabase } from './database.ts';
 import { testConfig } from './config.ts';
 
 export const OPERATOR_HOST = 'operator.localhost';
@@ -51,13 +51,17 @@ export interface TestAppOptions {
   clock?: Clock;
 }
 
-/** Builds the app on a fresh database (or a given one) with the installation's modules plus the test kit. */
+/**
+ * Builds the app with the installation's modules plus the test kit (or the given modules) on a
+ * database of its own, copied from the run's migrated template (or on a given database).
+ */
 export async function startTestApp(options: TestAppOptions = {}): Promise<TestApp> {
-  const databaseUrl = options.databaseUrl ?? (await createTestDatabase());
+  const modules = options.modules ?? [...allModules, testkitModule];
+  const databaseUrl = options.databaseUrl ?? (await createMigratedTestDatabase(migrationSources(modules)));
   const config = options.config ?? testConfig();
   const app = await buildApp({
     config,
-    modules: options.modules ?? [...allModules, testkitModule],
+    modules,
     databaseUrl,
     role: options.role ?? 'web',
     startWorker: options.startWorker ?? false,
