@@ -40,6 +40,8 @@ async function createClusterRole(adminUrl: string): Promise<void> {
  * most as a copy of a template migrated here once (template-databases.ts).
  */
 export default async function setup(project: TestProject): Promise<() => Promise<void>> {
+  // The unit project alone (npx vitest run --project unit) opens no database: none is started.
+  if (project.vitest.projects.every((p) => p.name === 'unit')) return async () => {};
   const external = process.env.TEST_DATABASE_URL;
   if (external) {
     const templates = await createTemplateDatabases(external);
