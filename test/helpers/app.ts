@@ -1,5 +1,4 @@
 import { randomUUID } from 'node:crypto';
-import supertest from 'supertest';
 import type { FastifyBaseLogger } from 'fastify';
 import { CompiledQuery } from 'kysely';
 import { buildApp, migrationSources, type App, type Role } from '../../framework/app.ts';
@@ -14,6 +13,7 @@ import { allModules } from '../../modules/index.ts';
 import { testkitModule } from './testkit-module.ts';
 import { createMigratedTestDatabase } from './database.ts';
 import { testConfig } from './config.ts';
+import { hostAgent, type HostAgent } from './inject-agent.ts';
 
 export const OPERATOR_HOST = 'operator.localhost';
 
@@ -21,21 +21,11 @@ export interface TestApp extends App {
   databaseUrl: string;
   config: Config;
   operator: TenantRef;
-  /** supertest against the app, with the Host header of the given host (default: the operator's). */
-  http(host?: string): ReturnType<typeof hostAgent>;
-}
-
-function hostAgent(app: App, host: string) {
-  const agent = supertest(app.web!.server);
-  const withHost = <T extends { set(name: string, value: string): T }>(req: T) => req.set('Host', host);
-  return {
-    get: (url: string) => withHost(agent.get(url)),
-    post: (url: string) => withHost(agent.post(url)),
-    put: (url: string) => withHost(agent.put(url)),
-    patch: (url: string) => withHost(agent.patch(url)),
-    delete: (url: string) => withHost(agent.delete(url)),
-    head: (url: string) => withHost(agent.head(url)),
-  };
+  /**
+   * supertest's interface to the app, through fastify's inject (inject-agent.ts), with the Host
+   * header of the given host (default: the operator's).
+   */
+  http(host?: string): HostAgent;
 }
 
 export interface TestAppOptions {
@@ -75,7 +65,7 @@ export async function startTestApp(options: TestAppOptions = {}): Promise<TestAp
     'select id, slug from tenants where is_operator',
   );
   const operator = { id: rows[0]!.id, slug: rows[0]!.slug, isOperator: true };
-  return { ...app, databaseUrl, config, operator, http: (host = OPERATOR_HOST) => hostAgent(app, host) };
+  return { ...app, databaseUrl, config, operator, http: (host = OPERATOR_HOST) => hostAgent(app.web!, host) };
 }
 
 /** Creates a customer tenant with one primary host, as the tenant module would. */
