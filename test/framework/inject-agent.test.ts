@@ -85,6 +85,7 @@ function comparable(res: AgentResponse | supertest.Response) {
   for (const name of ['x-request-id', 'date', 'connection', 'keep-alive', 'transfer-encoding']) delete headers[name];
   const scrub = (value: unknown) => JSON.parse(JSON.stringify(value ?? null).replaceAll(id, '<request id>'));
   return {
+    method: res.request.method,
     status: res.status,
     ok: res.ok,
     redirect: res.redirect,

@@ -59,6 +59,8 @@ export interface AgentResponse {
   text: string | undefined;
   body: unknown;
   get(field: string): string | string[] | undefined;
+  /** What was asked (supertest's `res.request`). */
+  request: { method: string; url: string };
 }
 
 function pendingRequest(web: FastifyInstance, host: string, method: Method, url: string): HttpRequest {
@@ -215,7 +217,7 @@ async function viaInject(web: FastifyInstance, method: Method, url: string, call
     headers: { 'user-agent': undefined, ...headers },
     ...(payload === undefined ? {} : { payload }),
   };
-  const answer = toResponse(method, await web.inject(options));
+  const answer = toResponse(method, path, await web.inject(options));
   for (const status of expected) {
     if (answer.status !== status)
       throw new Error(
@@ -226,7 +228,7 @@ async function viaInject(web: FastifyInstance, method: Method, url: string, call
 }
 
 /** The answer as supertest presents it (superagent's buffering and parsing rules). */
-function toResponse(method: Method, res: LightMyRequestResponse): AgentResponse {
+function toResponse(method: Method, url: string, res: LightMyRequestResponse): AgentResponse {
   // As Node's HTTP client hands headers over: Set-Cookie always a list, any other repeated one joined.
   const headers: Record<string, string | string[] | undefined> = {};
   for (const [name, value] of Object.entries(res.headers)) {
@@ -268,5 +270,6 @@ function toResponse(method: Method, res: LightMyRequestResponse): AgentResponse 
     text,
     body,
     get: (field: string) => headers[field.toLowerCase()],
+    request: { method, url },
   };
 }
