@@ -20,8 +20,14 @@ export default defineConfig({
     maxWorkers: 3,
     testTimeout: 30_000,
     hookTimeout: 120_000,
-    // The slow files first, the unit files last (slow-first-sequencer.ts).
+    // The slow files early, spread among the integration files; the unit files last (slow-first-sequencer.ts).
     sequence: { sequencer: SlowFirstSequencer },
+    // With --coverage (npm run coverage, CI): the framework's and the modules' code, and a floor.
+    coverage: {
+      provider: 'v8',
+      include: ['framework/**/*.ts', 'modules/**/*.ts'],
+      reporter: ['text-summary', 'json-summary'],
+    },
     projects: [
       {
         test: {
