@@ -24,7 +24,21 @@ import { Metrics, poolState } from './observability/metrics.ts';
 import { metricsPort, startMetricsServer, type MetricsServer } from './observability/metrics-server.ts';
 import { databaseFigures } from './observability/metric-queries.ts';
 
+/** The service's process roles (`--role`). */
 export type Role = 'web' | 'worker' | 'all';
+
+/**
+ * What an app is built for: a service role, or `command`, an operator command run beside the
+ * service with its environment (npm run admin:invite, npm run job). A command builds neither the web
+ * server nor the worker and opens no listener of any kind: the metrics port, like the HTTP port,
+ * belongs to the service.
+ */
+export type AppRole = Role | 'command';
+
+const servesHttp = (role: AppRole) => role === 'web' || role === 'all';
+const works = (role: AppRole) => role === 'worker' || role === 'all';
+/** Only a service opens the metrics listener (and so counts): a command's series would have no scraper. */
+const exposesMetrics = (role: AppRole) => role !== 'command';
 
 export const ROOT = resolve(fileURLToPath(new URL('..', import.meta.url)));
 
@@ -39,7 +53,7 @@ export interface AppOptions {
   config: Config;
   modules: readonly ModuleDefinition[];
   databaseUrl: string;
-  role: Role;
+  role: AppRole;
   logger?: FastifyBaseLogger;
   mailer?: Mailer;
   /** Tests build several apps on one database and start the worker themselves. */
@@ -53,7 +67,7 @@ export interface App {
   services: Services;
   web: FastifyInstance | undefined;
   worker: Worker | undefined;
-  /** Where the metrics listener answers GET /metrics, when metrics.port is set. */
+  /** Where the metrics listener answers GET /metrics, when metrics.port is set (a service role only). */
   metricsUrl: string | undefined;
   close(): Promise<void>;
 }
@@ -68,7 +82,8 @@ export async function buildApp(options: AppOptions): Promise<App> {
   const log = options.logger ?? (pino({ level: 'silent' }) as FastifyBaseLogger);
   // The installation's blob store, made here so that it logs through the service's logger.
   blobStoreFor(options.config, log);
-  const metrics = metricsPort(options.config.metrics.port) ? newMetrics(() => db, log) : undefined;
+  const port = exposesMetrics(options.role) ? metricsPort(options.config.metrics.port) : undefined;
+  const metrics = port ? newMetrics(() => db, log) : undefined;
   const db: Db = openDatabase(options.databaseUrl, {
     size: options.config.database.pool_size,
     acquireTimeoutMs: options.config.database.acquire_timeout_ms,
@@ -111,13 +126,12 @@ export async function buildApp(options: AppOptions): Promise<App> {
     if (created) log.info({ host: options.config.server.public_host }, 'created the operator tenant');
     await listener.start();
 
-    const web = options.role === 'worker' ? undefined : await buildWeb(services, { logger: log });
-    const worker = options.role === 'web' ? undefined : new Worker(services);
+    const web = servesHttp(options.role) ? await buildWeb(services, { logger: log }) : undefined;
+    const worker = works(options.role) ? new Worker(services) : undefined;
     if (worker && options.startWorker !== false) {
       await worker.start({ schedule: options.scheduleJobs !== false });
       outbox.relayHere(() => void worker.relay.wake());
     }
-    const port = metricsPort(options.config.metrics.port);
     if (metrics && port)
       metricsServer = await startMetricsServer(metrics, options.config.metrics.host, port, (err) =>
         log.error({ err }, 'metrics scrape failed'),
