@@ -5,7 +5,7 @@ import pino from 'pino';
 import type { Config } from './config/schema.ts';
 import type { ModuleDefinition } from './entity/define.ts';
 import { Registry } from './entity/registry.ts';
-import { openDatabase, type Db } from './db/pool.ts';
+import { openDatabase, unopenedDatabase, type Db } from './db/pool.ts';
 import { runMigrations, type MigrationSource } from './db/migrate.ts';
 import { checkTables } from './entity/table-check.ts';
 import { HostResolver } from './context/host-cache.ts';
@@ -14,6 +14,7 @@ import { ChangeListener } from './db/listener.ts';
 import { TenantTransactions } from './context/tx.ts';
 import { createMailer, type Mailer } from './mail/mailer.ts';
 import { buildWeb } from './http/web.ts';
+import { openApiDocument } from './openapi/document.ts';
 import { Worker } from './events/worker.ts';
 import { OutboxSignal } from './events/outbox-signal.ts';
 import { ensureOperatorTenant } from './tenancy/bootstrap.ts';
@@ -99,29 +100,7 @@ export async function buildApp(options: AppOptions): Promise<App> {
       log.debug({ migrations: applied.map((m) => `${m.owner}/${m.name}`) }, 'migrations applied: files');
     }
     await checkTables(db.pool, registry);
-    const hosts = new HostResolver(db);
-    const publicReads = new PublicReadCache();
-    const listener = new ChangeListener(db.url);
-    hosts.listen(listener);
-    publicReads.listen(listener);
-    for (const entity of registry.entities) {
-      if (entity.def.publicRead)
-        registry.ops(entity.names.key).onCommittedWrite((tenantId) => publicReads.evict(entity.names.table, tenantId));
-    }
-    const outbox = new OutboxSignal(db.pool);
-    const clock = options.clock ?? systemClock;
-    const services: Services = {
-      config: options.config,
-      db,
-      registry,
-      transactions: new TenantTransactions(db, registry.events, outbox, clock),
-      hosts,
-      publicReads,
-      mailer: options.mailer ?? createMailer(options.config.mail),
-      log,
-      clock,
-      ...(metrics ? { metrics } : {}),
-    };
+    const { services, listener, outbox } = composeServices(options, registry, db, log, metrics);
     const { created } = await ensureOperatorTenant(services);
     if (created) log.info({ host: options.config.server.public_host }, 'created the operator tenant');
     await listener.start();
@@ -154,6 +133,72 @@ export async function buildApp(options: AppOptions): Promise<App> {
     await metricsServer?.close();
     await db.close().catch(() => {});
     throw err;
+  }
+}
+
+/**
+ * The process-wide services over a database (opened by the caller) and the process's LISTEN
+ * connection (started by the caller, if at all): what every app shares, whatever it is built for.
+ */
+function composeServices(
+  options: Pick<AppOptions, 'config' | 'mailer' | 'clock'>,
+  registry: Registry,
+  db: Db,
+  log: FastifyBaseLogger,
+  metrics: Metrics | undefined,
+): { services: Services; listener: ChangeListener; outbox: OutboxSignal } {
+  const hosts = new HostResolver(db);
+  const publicReads = new PublicReadCache();
+  const listener = new ChangeListener(db.url);
+  hosts.listen(listener);
+  publicReads.listen(listener);
+  for (const entity of registry.entities) {
+    if (entity.def.publicRead)
+      registry.ops(entity.names.key).onCommittedWrite((tenantId) => publicReads.evict(entity.names.table, tenantId));
+  }
+  const outbox = new OutboxSignal(db.pool);
+  const clock = options.clock ?? systemClock;
+  const services: Services = {
+    config: options.config,
+    db,
+    registry,
+    transactions: new TenantTransactions(db, registry.events, outbox, clock),
+    hosts,
+    publicReads,
+    mailer: options.mailer ?? createMailer(options.config.mail),
+    log,
+    clock,
+    ...(metrics ? { metrics } : {}),
+  };
+  return { services, listener, outbox };
+}
+
+/**
+ * The OpenAPI document the service serves at /api/v1/openapi.json, from the declarations alone:
+ * the web layer is built as the service builds it (the same registry, routes, schemas and
+ * document), over a database it never opens (unopenedDatabase: any query would fail), with no
+ * migration and no listener. So exporting it (npm run openapi:export, and with it npm run check)
+ * needs no PostgreSQL, and works beside a running service.
+ */
+export async function exportOpenApiDocument(options: {
+  config: Config;
+  modules: readonly ModuleDefinition[];
+}): Promise<Record<string, unknown>> {
+  const registry = new Registry(options.modules, options.config);
+  const log = pino({ level: 'silent' }) as FastifyBaseLogger;
+  const db = unopenedDatabase();
+  const { services } = composeServices(options, registry, db, log, undefined);
+  try {
+    const web = await buildWeb(services);
+    try {
+      await web.ready();
+      return openApiDocument(web);
+    } finally {
+      await web.close();
+    }
+  } finally {
+    services.mailer.close();
+    await db.close();
   }
 }
 
