@@ -20,6 +20,7 @@ import { OutboxSignal } from './events/outbox-signal.ts';
 import { ensureOperatorTenant } from './tenancy/bootstrap.ts';
 import type { Services } from './services.ts';
 import { systemClock, type Clock } from './clock.ts';
+import { argon2Verifier, type PasswordVerifier } from './access/password-verifier.ts';
 import { blobStoreFor } from './storage/index.ts';
 import { Metrics, poolState } from './observability/metrics.ts';
 import { metricsPort, startMetricsServer, type MetricsServer } from './observability/metrics-server.ts';
@@ -62,6 +63,8 @@ export interface AppOptions {
   scheduleJobs?: boolean;
   /** The system clock unless given: tests and the job command set their own. */
   clock?: Clock;
+  /** argon2's own unless given: a test counts the verifications a request runs through its own. */
+  passwordVerifier?: PasswordVerifier;
 }
 
 export interface App {
@@ -141,7 +144,7 @@ export async function buildApp(options: AppOptions): Promise<App> {
  * connection (started by the caller, if at all): what every app shares, whatever it is built for.
  */
 function composeServices(
-  options: Pick<AppOptions, 'config' | 'mailer' | 'clock'>,
+  options: Pick<AppOptions, 'config' | 'mailer' | 'clock' | 'passwordVerifier'>,
   registry: Registry,
   db: Db,
   log: FastifyBaseLogger,
@@ -168,6 +171,7 @@ function composeServices(
     mailer: options.mailer ?? createMailer(options.config.mail),
     log,
     clock,
+    passwordVerifier: options.passwordVerifier ?? argon2Verifier,
     ...(metrics ? { metrics } : {}),
   };
   return { services, listener, outbox };
