@@ -60,7 +60,7 @@ export const changePasswordRoute = defineRoute({
     const session = tx.session!;
     if ((await attemptsFrom(tx, 'login', request.ip)) >= THROTTLE.login.max) throw tooManyAttempts(reply);
     const person = await usersService.lockCredentials(tx, session.userId);
-    if (!(await verifyPassword(person?.passwordHash, body.currentPassword))) {
+    if (!(await verifyPassword(services.passwordVerifier, person?.passwordHash, body.currentPassword))) {
       // This request's transaction rolls back with the refusal; the attempt is counted in one of
       // its own once it has, so the request never holds two connections at once.
       tx.onRollback(() => services.transactions.run(tx.tenant, (ctx) => recordAttempt(ctx, 'login', request.ip)));
