@@ -109,9 +109,10 @@ function canonicalV6(address: string): string {
 
 export type Target = { ok: true; address: string; family: 4 | 6 } | { ok: false; reason: string };
 
-/** The refusal of an address the host has, naming the setting that would allow it. */
+/** Why a host's address is refused, naming the setting that would allow it. */
 export function privateRefusal(host: string, address: string, why: string): string {
-  return `refused: ${host === address ? address : `${host} resolves to ${address}`}, ${why}; private networks are not allowed (webhooks.allow_private_networks)`;
+  const what = host === address ? `${address} is ${why}` : `${host} resolves to ${address}, ${why}`;
+  return `${what}; private networks are not allowed (webhooks.allow_private_networks is off)`;
 }
 
 /**
@@ -137,7 +138,7 @@ export async function checkedTarget(hostname: string, allowPrivate: boolean): Pr
   if (!allowPrivate) {
     for (const { address } of addresses) {
       const why = refusalOf(address);
-      if (why) return { ok: false, reason: privateRefusal(host, address, why) };
+      if (why) return { ok: false, reason: `refused: ${privateRefusal(host, address, why)}` };
     }
   }
   const first = addresses[0]!;
