@@ -1,6 +1,6 @@
 import Type from 'typebox';
 import './webhook-tables.ts';
-import { defineCommand, defineEntity } from '../../framework/entity/define.ts';
+import { defineCommand, defineEntity, Secret } from '../../framework/entity/define.ts';
 import { problem } from '../../framework/errors.ts';
 import type { TxContext } from '../../framework/context/tx.ts';
 import type { Config } from '../../framework/config/schema.ts';
@@ -156,10 +156,12 @@ export const endpoint = defineEntity({
   fields: endpointFields,
   fieldText: endpointFieldText,
   computed: {
-    signingSecret: Type.Union([Type.String(), Type.Null()], {
-      description:
-        'The signing secret (whsec_…): only in the answer of the create and of rotate-secret, null in every other; keep it, no read shows it again.',
-    }),
+    signingSecret: Secret(
+      Type.Union([Type.String(), Type.Null()], {
+        description:
+          'The signing secret (whsec_…): only in the answer of the create and of rotate-secret, null in every other; keep it, no read shows it again. A secret shown once: a replay of either answer (the same Idempotency-Key) has null here and names /signingSecret in its header Idempotent-Secrets-Withheld.',
+      }),
+    ),
     deliveryId: Type.Union([Type.String({ format: 'uuid' }), Type.Null()], {
       description:
         'Only in the answer of send-test-event: the id the test delivery’s first attempt takes in the delivery log (GET /api/v1/webhook/deliveries, once it has ended; send-again takes it). Null in every other answer.',
