@@ -259,6 +259,11 @@ export interface EntityDefinition<
   commands?: { readonly [K in CN]: CommandDefinition<F, TSchema, string, S> };
   /** A public read route by a unique field (e.g. content pages by slug). */
   publicRead?: PublicReadDefinition<F, PS>;
+  /**
+   * Problem answers particular to the create, for OpenAPI: status → description naming the code
+   * (a limit its beforeWrite enforces, say). Commands declare theirs on the command.
+   */
+  createProblems?: Readonly<Record<number, string>>;
   /** Fields a list may sort by; createdAt and updatedAt always may. */
   sortable?: readonly (keyof F & string)[];
   /**

@@ -185,11 +185,16 @@ async function deliverOnce(
     throw new Error(`webhook delivery to endpoint ${job.endpointId} failed: ${error}`);
 }
 
-/** Deliveries: at most 2 at once per endpoint and 8 in all per worker process, so one slow endpoint holds at most 2 of a process's slots. */
+/**
+ * Deliveries: 8 at once per worker process, at most 6 of one tenant and 2 of one endpoint, a free
+ * slot going first to a tenant with none running: one slow endpoint holds at most 2 of a process's
+ * slots, and one tenant's flood leaves 2 to the others, whose deliveries do not queue behind it.
+ */
 export const deliveryQueue: QueueDefinition = {
   name: DELIVERY_QUEUE,
   retry: (config) => deliveryRetry(config.webhooks.retry_base_ms),
   groupConcurrency: 2,
+  tenantConcurrency: 6,
   concurrency: 8,
   work: deliverOnce,
 };

@@ -46,6 +46,35 @@ function checkUrl(url: string, config: Config): void {
   if (refused) invalid('/body/url', refused);
 }
 
+/**
+ * A tenant has at most webhooks.max_endpoints_per_tenant live endpoints (plan limits may lower it
+ * later): every delivery of an event is one job per endpoint, so the bound is what one tenant can
+ * put on the queue per event. Creates of one tenant take turns on a transaction-scoped advisory
+ * lock, so two at once cannot both pass at the limit's last place.
+ */
+async function refusePastLimit(ctx: TxContext, limit: number): Promise<void> {
+  await ctx.db
+    .selectNoFrom((eb) =>
+      eb
+        .fn('pg_advisory_xact_lock', [
+          eb.fn('hashtextextended', [eb.val(`webhook-endpoints:${ctx.tenant.id}`), eb.lit(0)]),
+        ])
+        .as('locked'),
+    )
+    .execute();
+  const { live } = await ctx.db
+    .selectFrom('webhook_endpoints')
+    .select((eb) => eb.fn.countAll<string>().as('live'))
+    .where('deleted_at', 'is', null)
+    .executeTakeFirstOrThrow();
+  if (Number(live) >= limit)
+    throw problem(
+      'LIMIT_REACHED',
+      `This tenant has ${limit} webhook endpoints, the most it may have (webhooks.max_endpoints_per_tenant); delete one first`,
+      { extensions: { limit, setting: 'webhooks.max_endpoints_per_tenant' } },
+    );
+}
+
 const rotateSecret = command({
   summary: 'Replace the signing secret',
   admin: {
@@ -152,7 +181,7 @@ export const endpoint = defineEntity({
   table: 'webhook_endpoints',
   label: 'Webhook endpoint',
   description:
-    'A URL that receives the tenant’s events, signed per the Standard Webhooks specification. The signing secret is made by the service and answered once, as signingSecret, by the create and by rotate-secret.',
+    'A URL that receives the tenant’s events, signed per the Standard Webhooks specification. The signing secret is made by the service and answered once, as signingSecret, by the create and by rotate-secret. A tenant has at most webhooks.max_endpoints_per_tenant live endpoints (20 unless configured): a create past it is 409 LIMIT_REACHED, with the limit in the problem’s limit member.',
   fields: endpointFields,
   fieldText: endpointFieldText,
   computed: {
@@ -168,6 +197,9 @@ export const endpoint = defineEntity({
     }),
   },
   permissions: { read: 'webhook:manage', write: 'webhook:manage' },
+  createProblems: {
+    409: 'The tenant already has webhooks.max_endpoints_per_tenant live endpoints (LIMIT_REACHED; the problem’s limit member gives the number)',
+  },
   sortable: ['url'],
   storage: {
     columns: {
@@ -179,8 +211,9 @@ export const endpoint = defineEntity({
   },
   commands: { 'rotate-secret': rotateSecret, 'send-test-event': sendTestEvent, 'send-again': sendAgain },
   hooks: {
-    async beforeWrite(_ctx, { values, config }) {
+    async beforeWrite(ctx, { op, values, config }) {
       if (values.url !== undefined) checkUrl(values.url, config);
+      if (op === 'create') await refusePastLimit(ctx, config.webhooks.max_endpoints_per_tenant);
     },
     async afterWrite(ctx, { op, row }) {
       if (op !== 'create') return;

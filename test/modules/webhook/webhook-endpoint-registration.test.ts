@@ -9,7 +9,7 @@ import { validateConfig } from '../../../framework/config/load.ts';
 
 // The shipped defaults: https only, no private networks. No worker runs here, so no endpoint
 // created below is ever delivered to (its host is never resolved nor reached).
-const t = useTestApp({ customers: ['regcheck'] });
+const t = useTestApp({ customers: ['regcheck', 'limits'] });
 const host = 'regcheck.localhost';
 const ENDPOINTS = '/api/v1/webhook/endpoints';
 
@@ -131,6 +131,43 @@ describe('the event names an endpoint may take are discoverable', () => {
     expect(byKey.get('webhook.endpoint')).toEqual(
       expect.arrayContaining(['webhook.endpoint.created', 'webhook.endpoint.secret_rotated']),
     );
+  });
+});
+
+describe('endpoints per tenant are bounded by webhooks.max_endpoints_per_tenant (default 20)', () => {
+  it('a create past the bound is 409 LIMIT_REACHED with the limit; concurrent creates at the last place make one; a delete frees a place', async () => {
+    const who = await signInAs(t.app, t.limits, ['webhook:manage']);
+    const make = (n: number) =>
+      t.app
+        .http('limits.localhost')
+        .post(ENDPOINTS)
+        .set('Cookie', who.cookie)
+        .send({ url: `https://hooks.example.com/limit/${n}`, events: ['task.sla_breached'] });
+    const ids: string[] = [];
+    for (let n = 0; n < 19; n++) {
+      const res = await make(n);
+      expect(res.status, JSON.stringify(res.body)).toBe(201);
+      ids.push(res.body.id);
+    }
+    // Five at once for the twentieth place: one is made, four are refused.
+    const racing = await Promise.all([19, 20, 21, 22, 23].map(make));
+    expect(racing.map((r) => r.status).sort()).toEqual([201, 409, 409, 409, 409]);
+    const refused = racing.find((r) => r.status === 409)!;
+    expect(refused.body).toMatchObject({
+      code: 'LIMIT_REACHED',
+      status: 409,
+      limit: 20,
+      setting: 'webhooks.max_endpoints_per_tenant',
+    });
+    expect(refused.body.detail).toMatch(/20 webhook endpoints.*webhooks\.max_endpoints_per_tenant/);
+    expect(refused.headers['content-type']).toMatch(/^application\/problem\+json/);
+    expect((await make(99)).status).toBe(409);
+    const list = await t.app.http('limits.localhost').get(`${ENDPOINTS}?limit=100`).set('Cookie', who.cookie);
+    expect(list.body.items).toHaveLength(20);
+    // Another tenant is not affected by this one's endpoints.
+    expect((await create({ url: 'https://hooks.example.com/elsewhere' })).status).toBe(201);
+    await t.app.http('limits.localhost').delete(`${ENDPOINTS}/${ids[0]}`).set('Cookie', who.cookie).expect(204);
+    expect((await make(100)).status).toBe(201);
   });
 });
 
