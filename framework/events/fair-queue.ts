@@ -112,14 +112,16 @@ export class FairQueueWorker {
   private async claim(): Promise<Job | undefined> {
     const { groupConcurrency, tenantConcurrency, pollMs } = this.options;
     const fullGroups = [...this.perGroup].filter(([, n]) => n >= groupConcurrency).map(([g]) => g);
+    const groupsOf = (tenants: string[]) => tenants.flatMap((t) => [...(this.groupsOf.get(t) ?? [])]);
     const busy = [...this.perTenant.keys()];
-    if (busy.length > 0 && Date.now() >= this.othersIdleUntil) {
-      const job = await this.fetch([...fullGroups, ...busy.flatMap((t) => [...(this.groupsOf.get(t) ?? [])])]);
+    const capped = [...this.perTenant].filter(([, n]) => n >= tenantConcurrency).map(([t]) => t);
+    // Rule 1 asks for what rule 2 would not already ignore: some busy tenant is under its cap.
+    if (busy.length > capped.length && Date.now() >= this.othersIdleUntil) {
+      const job = await this.fetch([...fullGroups, ...groupsOf(busy)]);
       if (job) return job;
       this.othersIdleUntil = Date.now() + pollMs;
     }
-    const capped = [...this.perTenant].filter(([, n]) => n >= tenantConcurrency).map(([t]) => t);
-    return this.fetch([...fullGroups, ...capped.flatMap((t) => [...(this.groupsOf.get(t) ?? [])])]);
+    return this.fetch([...fullGroups, ...groupsOf(capped)]);
   }
 
   private async fetch(ignoreGroups: string[]): Promise<Job | undefined> {
