@@ -38,6 +38,7 @@ export const PROBLEMS = {
   SLUG_TAKEN: { status: 409, title: 'Slug already used' },
   PLAN_IN_USE: { status: 409, title: 'Plan still subscribed' },
   LAST_ADMINISTRATOR: { status: 409, title: 'Last administrator' },
+  LIMIT_REACHED: { status: 409, title: 'Limit reached' },
   PERIOD_OWED: { status: 409, title: 'A period is owed for' },
   PAYMENT_DECLINED: { status: 402, title: 'Payment declined' },
   PERMISSION_UNKNOWN: { status: 422, title: 'Unknown permission' },

@@ -69,6 +69,7 @@ const SENTENCES: Partial<Readonly<Record<ProblemCode, { sentence: string; detail
   LAST_ADMINISTRATOR: {
     sentence: 'This is the last administrator of the tenant. Give someone else the admin role first.',
   },
+  LIMIT_REACHED: { sentence: 'There are as many of these as this tenant may have. Delete one first.' },
   PERIOD_OWED: { sentence: 'A payment for the current period is still owed. Settle it first.' },
   PAYMENT_DECLINED: { sentence: 'The payment was declined.' },
   PERMISSION_UNKNOWN: { sentence: 'One of the permissions does not exist.', detail: true },

@@ -116,6 +116,8 @@ export const ConfigSchema = Type.Object(
         allow_private_networks: Type.Boolean({ default: false }),
         /** The first retry's delay, doubling after each failure up to an hour (whole seconds: rounded, at least 1 s). */
         retry_base_ms: Type.Integer({ default: 5000, minimum: 1, maximum: 3600000 }),
+        /** Live endpoints one tenant may have: a create past it is 409 LIMIT_REACHED. */
+        max_endpoints_per_tenant: Type.Integer({ default: 20, minimum: 1, maximum: 10000 }),
       },
       { additionalProperties: false, default: {} },
     ),

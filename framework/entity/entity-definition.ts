@@ -2,6 +2,7 @@
 import type { Static, TProperties, TSchema } from 'typebox';
 import type { TxContext } from '../context/tx.ts';
 import type { Services } from '../services.ts';
+import type { Config } from '../config/schema.ts';
 import type { ProblemCode } from '../errors.ts';
 import type { EntityStorage } from './storage.ts';
 import type { CommandPrepareContext } from './route-definition.ts';
@@ -133,10 +134,14 @@ export type ReadShape<F extends TProperties, C extends TProperties = NoFields> =
  * DELETE: read and lock → beforeDelete → delete → deleted event → afterWrite.
  */
 export interface EntityHooks<F extends TProperties, CN extends string = string, C extends TProperties = NoFields> {
-  /** Before an insert or update from a request body is written: may adjust the values (command-owned fields included). */
+  /**
+   * Before an insert or update from a request body is written: may adjust the values (command-owned
+   * fields included), or refuse them. `config` is the installation's configuration, for rules that
+   * follow it (a webhook URL the settings would never deliver to).
+   */
   beforeWrite?(
     ctx: TxContext,
-    input: { op: 'create' | 'update'; values: Partial<FieldValues<F>>; previous?: EntityRow<F> },
+    input: { op: 'create' | 'update'; values: Partial<FieldValues<F>>; previous?: EntityRow<F>; config: Config },
   ): Promise<Partial<FieldValues<F>> | void>;
   /** Before a DELETE, with the row read and locked: throws a problem to refuse it (nothing is deleted or published). */
   beforeDelete?(ctx: TxContext, input: { row: EntityRow<F> }): Promise<void>;
@@ -254,6 +259,11 @@ export interface EntityDefinition<
   commands?: { readonly [K in CN]: CommandDefinition<F, TSchema, string, S> };
   /** A public read route by a unique field (e.g. content pages by slug). */
   publicRead?: PublicReadDefinition<F, PS>;
+  /**
+   * Problem answers particular to the create, for OpenAPI: status → description naming the code
+   * (a limit its beforeWrite enforces, say). Commands declare theirs on the command.
+   */
+  createProblems?: Readonly<Record<number, string>>;
   /** Fields a list may sort by; createdAt and updatedAt always may. */
   sortable?: readonly (keyof F & string)[];
   /**

@@ -64,6 +64,7 @@ export function entityRoutes(entity: ResolvedEntity, ops: EntityOperations): Any
       summary: `Create a ${names.label.toLowerCase()}`,
       tags,
       access: write,
+      ...(def.createProblems ? { problems: def.createProblems } : {}),
       publishes: [...new Set([events.created, ...hookEvents])],
       idempotent: true,
       schema: {

@@ -21,7 +21,7 @@ beforeAll(async () => {
   app = await startTestApp();
   big = await createCustomer(app, 'big');
   neighbour = await createCustomer(app, 'neighbour');
-  ops = new EntityOperations(resolveEntity(entity(widget)));
+  ops = new EntityOperations(resolveEntity(entity(widget)), { config: app.services.config });
   // One statement each, as the table owner in the tenant's scope: another tenant's 50,000 widgets
   // first in the table (a list that scanned the table would read through them), then 200,000 of
   // one tenant, with names, sizes and times in no particular relation to each other.
