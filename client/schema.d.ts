@@ -102,7 +102,7 @@ export interface paths {
         put?: never;
         /**
          * Change the caller's password
-         * @description Needs the password in force. Stores the new one, ends every other session of the person and keeps the caller's; publishes user.password_set.
+         * @description Needs the password in force. Stores the new one, ends every other session of the person and keeps the caller's, and keeps the person's personal access tokens (a reset or an administrator's set-password ends them); publishes user.password_set.
          *
          *     A wrong currentPassword is 422 VALIDATION_FAILED pointing at /body/currentPassword (the caller is signed in, so 401 would wrongly say otherwise); it counts as a failed sign-in of the client address, so the same 429 ErrTooManyAttempts applies.
          */
@@ -146,7 +146,7 @@ export interface paths {
         put?: never;
         /**
          * Set a new password with the token from a mailed link
-         * @description Redeems the set-password token (once), stores the new password, makes an invited user active, ends every session of the person including the caller's and clears the cookie; publishes auth.password_reset and user.password_set.
+         * @description Redeems the set-password token (once), stores the new password, makes an invited user active, ends every session and every personal access token of the person, the caller's session included, and clears the cookie; publishes auth.password_reset and user.password_set.
          *
          *     An unknown, spent or expired token is one 401 TOKEN_INVALID. A deactivated user is 409 INVALID_STATE and the token stays unspent.
          *
@@ -200,6 +200,8 @@ export interface paths {
          *     Publishes auth.role_set with the list before (null for a new role) and after, only when the list changed.
          *
          *     A list without * for the role that gives it to the tenant's last administrator (the last active user holding every permission) is 409 LAST_ADMINISTRATOR, nothing written.
+         *
+         *     Takes the session cookie only: what a role grants is never changed with a personal access token (an Authorization: Bearer header is ignored here, so a token alone is 401 AUTH_REQUIRED).
          */
         put: operations["auth-role-put"];
         post?: never;
@@ -210,6 +212,8 @@ export interface paths {
          *     404 NOT_FOUND for a role this tenant does not have. 409 LAST_ADMINISTRATOR when the role is what makes the tenant's last administrator (the last active user holding every permission, *): nothing is deleted.
          *
          *     Publishes auth.role_set with the list before and after null.
+         *
+         *     Takes the session cookie only: what a role grants is never changed with a personal access token (an Authorization: Bearer header is ignored here, so a token alone is 401 AUTH_REQUIRED).
          */
         delete: operations["auth-role-delete"];
         options?: never;
@@ -987,7 +991,7 @@ export interface paths {
         put?: never;
         /**
          * Set the roles a user holds
-         * @description Sends the complete role set. Names are trimmed, lower-cased, deduplicated and sorted before they are stored; a name no role of this tenant has is refused with 422 ROLE_UNKNOWN. The same set in any order changes nothing and publishes nothing; a different set publishes user.roles_set. A set that would leave the tenant with no active user holding every permission (*) is refused with 409 LAST_ADMINISTRATOR.
+         * @description Sends the complete role set. Names are trimmed, lower-cased, deduplicated and sorted before they are stored; a name no role of this tenant has is refused with 422 ROLE_UNKNOWN. The same set in any order changes nothing and publishes nothing; a different set publishes user.roles_set. A set that would leave the tenant with no active user holding every permission (*) is refused with 409 LAST_ADMINISTRATOR. Takes the session cookie only: a personal access token never changes roles (401 AUTH_REQUIRED).
          */
         post: operations["user-user-roles"];
         delete?: never;
@@ -1007,7 +1011,7 @@ export interface paths {
         put?: never;
         /**
          * Set a user’s password
-         * @description Stores the argon2id hash of the password and makes an invited user active, and ends every session of that person in the same transaction, as a reset does (the caller's own too when it names the caller; POST /api/v1/auth/password changes one's own password and keeps the current session). Setting it again, even to the same password, stores a new hash and publishes user.password_set again. Refused with 409 INVALID_STATE for a deactivated user.
+         * @description Stores the argon2id hash of the password and makes an invited user active, and ends every session and every personal access token of that person in the same transaction, as a reset does. Setting it again, even to the same password, stores a new hash and publishes user.password_set again. Refused with 409 INVALID_STATE for a deactivated user. Takes the session cookie only: a personal access token never sets a password (401 AUTH_REQUIRED). The caller's own password is refused with 403 USE_PASSWORD_CHANGE: POST /api/v1/auth/password changes it, asking for the current one, and keeps the caller's session and tokens.
          */
         post: operations["user-user-set-password"];
         delete?: never;
@@ -1941,7 +1945,7 @@ export interface components {
             displayName: string | null;
             /**
              * Format: email
-             * @description The address the person signs in with; unique in the tenant, compared case-insensitively.
+             * @description The address the person signs in with (and where a reset link goes); unique in the tenant, compared case-insensitively. Changing it takes the session cookie: with a personal access token it is 401 AUTH_REQUIRED.
              */
             email: string;
             /** Format: uuid */
@@ -1967,7 +1971,7 @@ export interface components {
             displayName: string;
             /**
              * Format: email
-             * @description The address the person signs in with; unique in the tenant, compared case-insensitively.
+             * @description The address the person signs in with (and where a reset link goes); unique in the tenant, compared case-insensitively. Changing it takes the session cookie: with a personal access token it is 401 AUTH_REQUIRED.
              */
             email: string;
         };
@@ -2000,7 +2004,7 @@ export interface components {
             displayName: string;
             /**
              * Format: email
-             * @description The address the person signs in with; unique in the tenant, compared case-insensitively.
+             * @description The address the person signs in with (and where a reset link goes); unique in the tenant, compared case-insensitively. Changing it takes the session cookie: with a personal access token it is 401 AUTH_REQUIRED.
              */
             email?: string;
         };
@@ -2012,7 +2016,7 @@ export interface components {
             displayName: string;
             /**
              * Format: email
-             * @description The address the person signs in with; unique in the tenant, compared case-insensitively.
+             * @description The address the person signs in with (and where a reset link goes); unique in the tenant, compared case-insensitively. Changing it takes the session cookie: with a personal access token it is 401 AUTH_REQUIRED.
              */
             email: string;
             /** @description Roles granted with the invitation, in the same transaction; each must exist in this tenant. */
@@ -2996,7 +3000,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Not signed in (AUTH_REQUIRED), or a bearer token unknown, expired, revoked or of another tenant (TOKEN_INVALID) */
+            /** @description Not signed in (AUTH_REQUIRED) */
             401: {
                 headers: {
                     [name: string]: unknown;
@@ -3068,15 +3072,6 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Too many failed sign-ins or bearer-token attempts from this client address (ErrTooManyAttempts); Retry-After says when to try again */
-            429: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"];
-                };
-            };
             /** @description Request headers over 16 KB (HEADERS_TOO_LARGE), refused before any route runs */
             431: {
                 headers: {
@@ -3134,7 +3129,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Not signed in (AUTH_REQUIRED), or a bearer token unknown, expired, revoked or of another tenant (TOKEN_INVALID) */
+            /** @description Not signed in (AUTH_REQUIRED) */
             401: {
                 headers: {
                     [name: string]: unknown;
@@ -3199,15 +3194,6 @@ export interface operations {
             };
             /** @description Validation failed */
             422: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"];
-                };
-            };
-            /** @description Too many failed sign-ins or bearer-token attempts from this client address (ErrTooManyAttempts); Retry-After says when to try again */
-            429: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -10000,7 +9986,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Not signed in (AUTH_REQUIRED), or a bearer token unknown, expired, revoked or of another tenant (TOKEN_INVALID) */
+            /** @description Not signed in (AUTH_REQUIRED) */
             401: {
                 headers: {
                     [name: string]: unknown;
@@ -10065,15 +10051,6 @@ export interface operations {
             };
             /** @description Validation failed (VALIDATION_FAILED, the Idempotency-Key header included); or an Idempotency-Key used in the last 24 hours for another request (IDEMPOTENCY_KEY_REUSED) */
             422: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"];
-                };
-            };
-            /** @description Too many failed sign-ins or bearer-token attempts from this client address (ErrTooManyAttempts); Retry-After says when to try again */
-            429: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -10147,7 +10124,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Not signed in (AUTH_REQUIRED), or a bearer token unknown, expired, revoked or of another tenant (TOKEN_INVALID) */
+            /** @description Not signed in (AUTH_REQUIRED) */
             401: {
                 headers: {
                     [name: string]: unknown;
@@ -10156,7 +10133,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Missing permission (AUTH_FORBIDDEN) or operator permission outside the operator tenant (AUTH_NOT_OPERATOR); sent from another site (AUTH_CROSS_SITE: Sec-Fetch-Site other than same-origin/none, or an Origin naming another host) */
+            /** @description The caller's own password, which POST /api/v1/auth/password changes (USE_PASSWORD_CHANGE) */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -10212,15 +10189,6 @@ export interface operations {
             };
             /** @description Validation failed (VALIDATION_FAILED, the Idempotency-Key header included); or an Idempotency-Key used in the last 24 hours for another request (IDEMPOTENCY_KEY_REUSED) */
             422: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"];
-                };
-            };
-            /** @description Too many failed sign-ins or bearer-token attempts from this client address (ErrTooManyAttempts); Retry-After says when to try again */
-            429: {
                 headers: {
                     [name: string]: unknown;
                 };

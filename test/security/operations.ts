@@ -153,7 +153,9 @@ const unique = () => `${++counter}${randomUUID().slice(0, 6)}`;
  */
 const BODY_HINTS: Record<string, (world: World, tenant: TenantWorld) => Record<string, unknown>> = {
   'user-user-roles': () => ({ roles: ['member'] }),
-  'user-user-invite': (_w, t) => ({ email: `invited-${unique()}@${t.ref.slug}.example.test`, roles: ['member'] }),
+  // Granting no role: an invitation granting roles takes a session, a bearer token's is 401 (docs/auth.md,
+  // "Credentials need a session"), and the rule of a token holder passing the guard sends this body too.
+  'user-user-invite': (_w, t) => ({ email: `invited-${unique()}@${t.ref.slug}.example.test`, roles: [] }),
   'user-user-create': (_w, t) => ({ email: `created-${unique()}@${t.ref.slug}.example.test` }),
   'user-user-update': () => ({ displayName: `Renamed ${unique()}` }),
   'auth-role-put': () => ({ permissions: ['content:read'] }),
