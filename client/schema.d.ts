@@ -2850,7 +2850,7 @@ export interface operations {
     "auth-role-list": {
         parameters: {
             query?: {
-                /** @description Opaque cursor: the "next" of the previous page, with the same sort. Answers the rows after that page (keyset paging). A cursor this list did not give, or one given for another sort, is 422 VALIDATION_FAILED. */
+                /** @description Opaque, signed cursor: the "next" of the previous page, with the same sort and filters. Answers the rows after that page (keyset paging). A cursor this list did not give (another list's, another tenant's, one given with other filters, an edited or unsigned one), or one given for another sort, is 422 VALIDATION_FAILED. */
                 after?: string;
                 /** @description Page size, 1 to 100. */
                 limit?: number;
@@ -3233,7 +3233,7 @@ export interface operations {
     "auth-token-list": {
         parameters: {
             query?: {
-                /** @description Opaque cursor: the "next" of the previous page, with the same sort. Answers the rows after that page (keyset paging). A cursor this list did not give, or one given for another sort, is 422 VALIDATION_FAILED. */
+                /** @description Opaque, signed cursor: the "next" of the previous page, with the same sort and filters. Answers the rows after that page (keyset paging). A cursor this list did not give (another list's, another tenant's, one given with other filters, an edited or unsigned one), or one given for another sort, is 422 VALIDATION_FAILED. */
                 after?: string;
                 /** @description Page size, 1 to 100. */
                 limit?: number;
@@ -3587,7 +3587,7 @@ export interface operations {
     "billing-plan-list": {
         parameters: {
             query?: {
-                /** @description Opaque cursor: the "next" of the previous page, with the same sort. Answers the rows after that page (keyset paging). A cursor this list did not give, or one given for another sort, is 422 VALIDATION_FAILED. */
+                /** @description Opaque, signed cursor: the "next" of the previous page, with the same sort and filters. Answers the rows after that page (keyset paging). A cursor this list did not give (another list's, another tenant's, one given with other filters, an edited or unsigned one), or one given for another sort, is 422 VALIDATION_FAILED. */
                 after?: string;
                 /** @description Page size, 1 to 100. */
                 limit?: number;
@@ -4591,7 +4591,7 @@ export interface operations {
     "content-content-list": {
         parameters: {
             query?: {
-                /** @description Opaque cursor: the "next" of the previous page, with the same sort. Answers the rows after that page (keyset paging). A cursor this list did not give, or one given for another sort, is 422 VALIDATION_FAILED. */
+                /** @description Opaque, signed cursor: the "next" of the previous page, with the same sort and filters. Answers the rows after that page (keyset paging). A cursor this list did not give (another list's, another tenant's, one given with other filters, an edited or unsigned one), or one given for another sort, is 422 VALIDATION_FAILED. */
                 after?: string;
                 /** @description Page size, 1 to 100. */
                 limit?: number;
@@ -5755,7 +5755,7 @@ export interface operations {
     "file-file-list": {
         parameters: {
             query?: {
-                /** @description Opaque cursor: the "next" of the previous page, with the same sort. Answers the rows after that page (keyset paging). A cursor this list did not give, or one given for another sort, is 422 VALIDATION_FAILED. */
+                /** @description Opaque, signed cursor: the "next" of the previous page, with the same sort and filters. Answers the rows after that page (keyset paging). A cursor this list did not give (another list's, another tenant's, one given with other filters, an edited or unsigned one), or one given for another sort, is 422 VALIDATION_FAILED. */
                 after?: string;
                 /** @description Page size, 1 to 100. */
                 limit?: number;
@@ -6538,7 +6538,7 @@ export interface operations {
     "notification-notification-list": {
         parameters: {
             query?: {
-                /** @description Opaque cursor: the "next" of the previous page, with the same sort. Answers the rows after that page (keyset paging). A cursor this list did not give, or one given for another sort, is 422 VALIDATION_FAILED. */
+                /** @description Opaque, signed cursor: the "next" of the previous page, with the same sort and filters. Answers the rows after that page (keyset paging). A cursor this list did not give (another list's, another tenant's, one given with other filters, an edited or unsigned one), or one given for another sort, is 422 VALIDATION_FAILED. */
                 after?: string;
                 /** @description Page size, 1 to 100. */
                 limit?: number;
@@ -6889,7 +6889,7 @@ export interface operations {
     "task-task-list": {
         parameters: {
             query?: {
-                /** @description Opaque cursor: the "next" of the previous page, with the same sort. Answers the rows after that page (keyset paging). A cursor this list did not give, or one given for another sort, is 422 VALIDATION_FAILED. */
+                /** @description Opaque, signed cursor: the "next" of the previous page, with the same sort and filters. Answers the rows after that page (keyset paging). A cursor this list did not give (another list's, another tenant's, one given with other filters, an edited or unsigned one), or one given for another sort, is 422 VALIDATION_FAILED. */
                 after?: string;
                 /** @description Page size, 1 to 100. */
                 limit?: number;
@@ -7968,7 +7968,7 @@ export interface operations {
     "tenant-tenant-list": {
         parameters: {
             query?: {
-                /** @description Opaque cursor: the "next" of the previous page, with the same sort. Answers the rows after that page (keyset paging). A cursor this list did not give, or one given for another sort, is 422 VALIDATION_FAILED. */
+                /** @description Opaque, signed cursor: the "next" of the previous page, with the same sort and filters. Answers the rows after that page (keyset paging). A cursor this list did not give (another list's, another tenant's, one given with other filters, an edited or unsigned one), or one given for another sort, is 422 VALIDATION_FAILED. */
                 after?: string;
                 /** @description Page size, 1 to 100. */
                 limit?: number;
@@ -9167,7 +9167,7 @@ export interface operations {
     "user-user-list": {
         parameters: {
             query?: {
-                /** @description Opaque cursor: the "next" of the previous page, with the same sort. Answers the rows after that page (keyset paging). A cursor this list did not give, or one given for another sort, is 422 VALIDATION_FAILED. */
+                /** @description Opaque, signed cursor: the "next" of the previous page, with the same sort and filters. Answers the rows after that page (keyset paging). A cursor this list did not give (another list's, another tenant's, one given with other filters, an edited or unsigned one), or one given for another sort, is 422 VALIDATION_FAILED. */
                 after?: string;
                 /** @description Page size, 1 to 100. */
                 limit?: number;
@@ -10228,7 +10228,7 @@ export interface operations {
     "webhook-delivery-list": {
         parameters: {
             query?: {
-                /** @description Opaque cursor: the "next" of the previous page, with the same sort. Answers the rows after that page (keyset paging). A cursor this list did not give, or one given for another sort, is 422 VALIDATION_FAILED. */
+                /** @description Opaque, signed cursor: the "next" of the previous page, with the same sort and filters. Answers the rows after that page (keyset paging). A cursor this list did not give (another list's, another tenant's, one given with other filters, an edited or unsigned one), or one given for another sort, is 422 VALIDATION_FAILED. */
                 after?: string;
                 /** @description Page size, 1 to 100. */
                 limit?: number;
@@ -10338,7 +10338,7 @@ export interface operations {
     "webhook-endpoint-list": {
         parameters: {
             query?: {
-                /** @description Opaque cursor: the "next" of the previous page, with the same sort. Answers the rows after that page (keyset paging). A cursor this list did not give, or one given for another sort, is 422 VALIDATION_FAILED. */
+                /** @description Opaque, signed cursor: the "next" of the previous page, with the same sort and filters. Answers the rows after that page (keyset paging). A cursor this list did not give (another list's, another tenant's, one given with other filters, an edited or unsigned one), or one given for another sort, is 422 VALIDATION_FAILED. */
                 after?: string;
                 /** @description Page size, 1 to 100. */
                 limit?: number;

@@ -23,6 +23,8 @@ import { blobStoreFor } from './storage/index.ts';
 import { Metrics, poolState } from './observability/metrics.ts';
 import { metricsPort, startMetricsServer, type MetricsServer } from './observability/metrics-server.ts';
 import { databaseFigures } from './observability/metric-queries.ts';
+import { keyFor, readInstallationSecret } from './access/installation-secret.ts';
+import { CursorSeal } from './operations/cursor.ts';
 
 export type Role = 'web' | 'worker' | 'all';
 
@@ -84,6 +86,8 @@ export async function buildApp(options: AppOptions): Promise<App> {
       log.debug({ migrations: applied.map((m) => `${m.owner}/${m.name}`) }, 'migrations applied: files');
     }
     await checkTables(db.pool, registry);
+    // The installation's secret, read once: list cursors are signed with a key derived from it.
+    const cursors = new CursorSeal(keyFor(await readInstallationSecret(db.pool), 'cursor'));
     const hosts = new HostResolver(db);
     const publicReads = new PublicReadCache();
     const listener = new ChangeListener(db.url);
@@ -99,7 +103,8 @@ export async function buildApp(options: AppOptions): Promise<App> {
       config: options.config,
       db,
       registry,
-      transactions: new TenantTransactions(db, registry.events, outbox, clock),
+      transactions: new TenantTransactions(db, registry.events, outbox, clock, cursors),
+      cursors,
       hosts,
       publicReads,
       mailer: options.mailer ?? createMailer(options.config.mail),

@@ -49,7 +49,9 @@ export function entityRoutes(entity: ResolvedEntity, ops: EntityOperations): Any
         querystring: schemas.listQuery,
         response: { 200: answer(schemas.list, `A page of ${names.labelPlural.toLowerCase()}`) },
       },
-      oneExchange: ({ query }) => ops.listExchange(query as PageQuery),
+      // Its cursors are sealed for the request's tenant, as the handler's page seals them (paging.ts).
+      oneExchange: ({ query, request, services }) =>
+        ops.listExchange(query as PageQuery, { tenantId: request.tenant!.id, cursors: services.cursors }),
       handler: async ({ tx, query }) => {
         const page = await ops.list(tx, query as PageQuery);
         return def.hooks?.afterRead ? { ...page, items: await presentAll(present, tx, page.items) } : page;

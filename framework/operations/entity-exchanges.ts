@@ -8,7 +8,7 @@ import { uuidv7 } from '../db/uuidv7.ts';
 import { hasDateTimeFormat } from '../entity/date-time.ts';
 import { notFound } from '../errors.ts';
 import { isUuid, quote, run, where } from './entity-sql.ts';
-import type { KeysetPager, ListFilter, PageQuery } from './paging.ts';
+import type { KeysetPager, ListFilter, ListPlace, PageQuery } from './paging.ts';
 import { StatementShapes, WRITE_SHAPES_PER_KIND } from './statement-shapes.ts';
 import { uniqueFailure } from './unique-violation.ts';
 
@@ -55,20 +55,20 @@ export class EntityExchanges {
   }
 
   /**
-   * The page as one statement. Undefined when the list needs the caller before its statement (row
-   * access) or runs code on its rows (afterRead).
+   * The page as one statement, its cursors sealed for the place (the request's tenant). Undefined
+   * when the list needs the caller before its statement (row access) or runs code on its rows (afterRead).
    */
-  list(page: PageQuery): OneExchange | undefined {
+  list(page: PageQuery, place: ListPlace): OneExchange | undefined {
     const { entity, pager } = this.source;
     if (entity.def.rowAccess || entity.def.hooks?.afterRead) return undefined;
-    const { text, params, cursor } = pager.statement(page, this.canRead);
+    const { text, params, walk } = pager.statement(page, this.canRead, place);
     return {
       statement: { text, values: params },
       answer: async (rows, more) => {
         return pager.answer(
           rows,
           page,
-          cursor,
+          walk,
           () =>
             more(async (ctx) => {
               const count = pager.countStatement(this.canRead);
@@ -77,7 +77,7 @@ export class EntityExchanges {
           (r) => this.source.toRow(r),
         );
       },
-      failed: (err) => pager.failure(err, cursor),
+      failed: (err) => pager.failure(err, walk),
     };
   }
 

@@ -7,7 +7,7 @@ import type { Services } from '../services.ts';
 import { notFound, problem } from '../errors.ts';
 // Texts assembled from the entity's declaration alone: a small fixed set, each run prepared.
 import { prepared as fixed } from '../db/statements.ts';
-import { KeysetPager, type ListFilter, type Page, type PageQuery } from './paging.ts';
+import { KeysetPager, type ListFilter, type ListPlace, type Page, type PageQuery } from './paging.ts';
 import { isUuid, quote, run, sameValue, where } from './entity-sql.ts';
 import { ValueCheck, type WriteSource } from './entity-checks.ts';
 import { mappingUniqueViolations } from './unique-violation.ts';
@@ -102,15 +102,15 @@ export class EntityOperations {
       conditions.push(`(${this.searchable.map((column) => `strpos(lower(${column}), $${n}) > 0`).join(' or ')})`);
     }
     const filter: ListFilter | undefined = conditions.length > 0 ? { conditions, params } : undefined;
-    const result = await this.pager.page(ctx.db, page, filter);
+    const result = await this.pager.page(ctx, page, filter);
     return { ...result, items: result.items.map((r) => this.toRow(r)) };
   }
 
   /** The list as one statement for a one-exchange request (entity-exchanges.ts); undefined for the handler to serve it. */
-  listExchange(page: PageQuery): OneExchange | undefined {
+  listExchange(page: PageQuery, place: ListPlace): OneExchange | undefined {
     // A search is served by the handler (list), whose filter carries the text.
     if (page.q !== undefined) return undefined;
-    return this.exchanges.list(page);
+    return this.exchanges.list(page, place);
   }
 
   /** A read by id as one statement for a one-exchange request; undefined for the handler to serve it. */

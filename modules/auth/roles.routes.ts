@@ -83,7 +83,7 @@ export interface RoleView {
 
 /** A page of the tenant's roles by name: the roles list, for the API route and the admin shell alike. */
 export async function listRoles(tx: TxContext, query: PageQuery): Promise<Page<RoleView>> {
-  return (await rolePages.page(tx.db, query)) as unknown as Page<RoleView>;
+  return (await rolePages.page(tx, query)) as unknown as Page<RoleView>;
 }
 
 /** One role by name, or undefined. */

@@ -132,7 +132,7 @@ export async function listTokens(tx: TxContext, query: PageQuery, userId?: strin
   const owner = userId ?? session.userId;
   if (owner !== session.userId && !tx.can(TOKEN_MANAGE))
     throw problem('AUTH_FORBIDDEN', `Listing another user's tokens requires permission ${TOKEN_MANAGE}`);
-  return (await tokenPages.page(tx.db, query, {
+  return (await tokenPages.page(tx, query, {
     conditions: ['user_id = $1'],
     params: [owner],
   })) as unknown as Page<AccessTokenView>;
