@@ -18,7 +18,8 @@ import { REQUEST_ID_HEADER, REQUEST_ID_LOG_LABEL, requestIdGenerator } from '../
  * - with the route's earlyAnswer, and the headers every answer carries (SECURITY_HEADERS, and the
  *   request id, X-Request-Id, made as fastify's genReqId makes it).
  *
- * Anything else — a percent-encoded or over-long segment, a trailing slash, an unknown host, an
+ * Anything else — a percent-encoded or over-long segment, a trailing slash, an unknown host, a
+ * request with an Origin (a cross-origin page's, whose CORS headers the fastify hook decides), an
  * earlyAnswer that declines or throws, a server that is closing — goes to fastify, where the
  * route's first hook asks the same earlyAnswer. At log level info, where fastify logs each
  * request, an answer here logs one `request completed` line.
@@ -79,6 +80,8 @@ export function frontDoor(
       !url ||
       url.includes('?') ||
       headers.host === undefined ||
+      // A page of another origin: the CORS hook (cors.ts) decides the answer's headers.
+      headers.origin !== undefined ||
       isClosing()
     )
       return false;

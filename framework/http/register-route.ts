@@ -87,8 +87,9 @@ export function registerRoute(
     refuseOperatorOutsideOperatorTenant(route.access, request.tenant ?? noTenant(), isOperatorPermission);
     const bearer = bearerOf(request);
     // The cross-site rule guards the cookie a browser attaches by itself; a bearer token is sent
-    // only by code that holds it (no other site's page can set the header without CORS, which the
-    // API does not grant), and a request with one is authenticated by it alone.
+    // only by code that holds it (another site's page sets the header only through a CORS
+    // preflight, granted to listed origins alone and never with credentials: http/cors.ts), and a
+    // request with one is authenticated by it alone.
     if (changesState && bearer === undefined) refuseCrossSite(request);
     if (needsGuard(route.access) && bearer === undefined && !request.cookies[cookie.name])
       authorize(route.access, null);

@@ -160,6 +160,7 @@ const BODY_HINTS: Record<string, (world: World, tenant: TenantWorld) => Record<s
   'user-user-update': () => ({ displayName: `Renamed ${unique()}` }),
   'auth-role-put': () => ({ permissions: ['content:read'] }),
   'auth-token-create': () => ({ name: `Token ${unique()}`, expiresInDays: 30, permissions: [] }),
+  'auth-cors-origins-put': (_w, t) => ({ origins: [`https://app.${t.ref.slug}.example.test`] }),
   'auth-session-login': (_w, t) => ({ email: t.admin.email, password: t.admin.password }),
   'auth-password-change': () => ({ currentPassword: 'not the password in force', newPassword: 'a new password 123' }),
   'auth-password-forgot': (_w, t) => ({ email: t.member.email }),
