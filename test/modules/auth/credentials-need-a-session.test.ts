@@ -153,6 +153,18 @@ describe('a personal access token never changes credentials', () => {
     ).toBe(200);
   });
 
+  it("the operator's control plane is not a tenant's credentials: a token with tenant:manage invites a customer's first administrator", async () => {
+    const operator = await person(t.app.operator, ['tenant:manage'], 'operator.localhost');
+    const token = await tokenOf(operator.cookie, ['tenant:manage'], 'operator.localhost');
+    const res = await t.app
+      .http('operator.localhost')
+      .post(`/api/v1/tenant/tenants/${t.acme.id}/invite`)
+      .set('Authorization', bearer(token))
+      .send({ email: `first-admin-${Date.now()}@acme.test` });
+    expect(res.status, JSON.stringify(res.body)).toBe(201);
+    expect(res.body.roles).toEqual(['admin']);
+  });
+
   it('the operations refuse a token caller themselves, whatever route reaches them', async () => {
     const mallory = await person(t.acme, ['*']);
     const token = await tokenOf(mallory.cookie, ['*']);
