@@ -21,6 +21,32 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/api/v1/auth/cors-origins": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * The origins whose pages may call the API with a token
+         * @description A page served from a listed origin may call this tenant's API with a personal access token (Authorization: Bearer): the API answers its preflights (OPTIONS) and its requests with Access-Control-Allow-Origin naming that origin, and never with Access-Control-Allow-Credentials, so no cookie is ever used across origins. A preflight may ask for the headers Authorization, Content-Type, Idempotency-Key. The installation's own origins (server.cors_origins) are listed for every tenant besides these.
+         */
+        get: operations["auth-cors-origins-read"];
+        /**
+         * Set the origins whose pages may call the API with a token
+         * @description A page served from a listed origin may call this tenant's API with a personal access token (Authorization: Bearer): the API answers its preflights (OPTIONS) and its requests with Access-Control-Allow-Origin naming that origin, and never with Access-Control-Allow-Credentials, so no cookie is ever used across origins. A preflight may ask for the headers Authorization, Content-Type, Idempotency-Key. The installation's own origins (server.cors_origins) are listed for every tenant besides these.
+         *
+         *     Sends the complete list (at most 50; empty: none). Each is stored as a browser sends it: lower-case, without the scheme's default port, deduplicated and sorted. An entry that is no origin (a path, a query, credentials, another scheme, *) is 422 VALIDATION_FAILED pointing at it. Takes effect at the next request, in every process.
+         */
+        put: operations["auth-cors-origins-put"];
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/api/v1/auth/login": {
         parameters: {
             query?: never;
@@ -102,7 +128,7 @@ export interface paths {
         put?: never;
         /**
          * Change the caller's password
-         * @description Needs the password in force. Stores the new one, ends every other session of the person and keeps the caller's; publishes user.password_set.
+         * @description Needs the password in force. Stores the new one, ends every other session of the person and keeps the caller's, and keeps the person's personal access tokens (a reset or an administrator's set-password ends them); publishes user.password_set.
          *
          *     A wrong currentPassword is 422 VALIDATION_FAILED pointing at /body/currentPassword (the caller is signed in, so 401 would wrongly say otherwise); it counts as a failed sign-in of the client address, so the same 429 ErrTooManyAttempts applies.
          */
@@ -146,7 +172,7 @@ export interface paths {
         put?: never;
         /**
          * Set a new password with the token from a mailed link
-         * @description Redeems the set-password token (once), stores the new password, makes an invited user active, ends every session of the person including the caller's and clears the cookie; publishes auth.password_reset and user.password_set.
+         * @description Redeems the set-password token (once), stores the new password, makes an invited user active, ends every session and every personal access token of the person, the caller's session included, and clears the cookie; publishes auth.password_reset and user.password_set.
          *
          *     An unknown, spent or expired token is one 401 TOKEN_INVALID. A deactivated user is 409 INVALID_STATE and the token stays unspent.
          *
@@ -200,6 +226,8 @@ export interface paths {
          *     Publishes auth.role_set with the list before (null for a new role) and after, only when the list changed.
          *
          *     A list without * for the role that gives it to the tenant's last administrator (the last active user holding every permission) is 409 LAST_ADMINISTRATOR, nothing written.
+         *
+         *     Takes the session cookie only: what a role grants is never changed with a personal access token (an Authorization: Bearer header is ignored here, so a token alone is 401 AUTH_REQUIRED).
          */
         put: operations["auth-role-put"];
         post?: never;
@@ -210,6 +238,8 @@ export interface paths {
          *     404 NOT_FOUND for a role this tenant does not have. 409 LAST_ADMINISTRATOR when the role is what makes the tenant's last administrator (the last active user holding every permission, *): nothing is deleted.
          *
          *     Publishes auth.role_set with the list before and after null.
+         *
+         *     Takes the session cookie only: what a role grants is never changed with a personal access token (an Authorization: Bearer header is ignored here, so a token alone is 401 AUTH_REQUIRED).
          */
         delete: operations["auth-role-delete"];
         options?: never;
@@ -987,7 +1017,7 @@ export interface paths {
         put?: never;
         /**
          * Set the roles a user holds
-         * @description Sends the complete role set. Names are trimmed, lower-cased, deduplicated and sorted before they are stored; a name no role of this tenant has is refused with 422 ROLE_UNKNOWN. The same set in any order changes nothing and publishes nothing; a different set publishes user.roles_set. A set that would leave the tenant with no active user holding every permission (*) is refused with 409 LAST_ADMINISTRATOR.
+         * @description Sends the complete role set. Names are trimmed, lower-cased, deduplicated and sorted before they are stored; a name no role of this tenant has is refused with 422 ROLE_UNKNOWN. The same set in any order changes nothing and publishes nothing; a different set publishes user.roles_set. A set that would leave the tenant with no active user holding every permission (*) is refused with 409 LAST_ADMINISTRATOR. Takes the session cookie only: a personal access token never changes roles (401 AUTH_REQUIRED).
          */
         post: operations["user-user-roles"];
         delete?: never;
@@ -1007,7 +1037,7 @@ export interface paths {
         put?: never;
         /**
          * Set a user’s password
-         * @description Stores the argon2id hash of the password and makes an invited user active, and ends every session of that person in the same transaction, as a reset does (the caller's own too when it names the caller; POST /api/v1/auth/password changes one's own password and keeps the current session). Setting it again, even to the same password, stores a new hash and publishes user.password_set again. Refused with 409 INVALID_STATE for a deactivated user.
+         * @description Stores the argon2id hash of the password and makes an invited user active, and ends every session and every personal access token of that person in the same transaction, as a reset does. Setting it again, even to the same password, stores a new hash and publishes user.password_set again. Refused with 409 INVALID_STATE for a deactivated user. Takes the session cookie only: a personal access token never sets a password (401 AUTH_REQUIRED). The caller's own password is refused with 403 USE_PASSWORD_CHANGE: POST /api/v1/auth/password changes it, asking for the current one, and keeps the caller's session and tokens.
          */
         post: operations["user-user-set-password"];
         delete?: never;
@@ -1340,6 +1370,10 @@ export interface components {
                 writable: string[];
             }[];
         };
+        AuthCorsOriginsPutRequest: {
+            /** @description The complete list, e.g. ["https://app.example.com", "http://localhost:5173"] */
+            origins: string[];
+        };
         AuthPasswordChangeRequest: {
             currentPassword: string;
             /** @description 8 to 1024 characters */
@@ -1432,6 +1466,11 @@ export interface components {
             slug?: string;
             /** @description 1–200 characters, counted as Unicode code points (an emoji is one, a combining mark one more). */
             title?: string;
+        };
+        /** CorsOrigins */
+        CorsOrigins: {
+            /** @description Origins, scheme://host[:port] as a browser sends them (lower-case, no default port), sorted */
+            origins: string[];
         };
         /** Webhook endpoint */
         Endpoint: {
@@ -1965,7 +2004,7 @@ export interface components {
             displayName: string | null;
             /**
              * Format: email
-             * @description The address the person signs in with; unique in the tenant, compared case-insensitively.
+             * @description The address the person signs in with (and where a reset link goes); unique in the tenant, compared case-insensitively. Changing it takes the session cookie: with a personal access token it is 401 AUTH_REQUIRED.
              */
             email: string;
             /** Format: uuid */
@@ -1991,7 +2030,7 @@ export interface components {
             displayName: string;
             /**
              * Format: email
-             * @description The address the person signs in with; unique in the tenant, compared case-insensitively.
+             * @description The address the person signs in with (and where a reset link goes); unique in the tenant, compared case-insensitively. Changing it takes the session cookie: with a personal access token it is 401 AUTH_REQUIRED.
              */
             email: string;
         };
@@ -2024,7 +2063,7 @@ export interface components {
             displayName: string;
             /**
              * Format: email
-             * @description The address the person signs in with; unique in the tenant, compared case-insensitively.
+             * @description The address the person signs in with (and where a reset link goes); unique in the tenant, compared case-insensitively. Changing it takes the session cookie: with a personal access token it is 401 AUTH_REQUIRED.
              */
             email?: string;
         };
@@ -2036,7 +2075,7 @@ export interface components {
             displayName: string;
             /**
              * Format: email
-             * @description The address the person signs in with; unique in the tenant, compared case-insensitively.
+             * @description The address the person signs in with (and where a reset link goes); unique in the tenant, compared case-insensitively. Changing it takes the session cookie: with a personal access token it is 401 AUTH_REQUIRED.
              */
             email: string;
             /** @description Roles granted with the invitation, in the same transaction; each must exist in this tenant. */
@@ -2136,6 +2175,221 @@ export interface operations {
             };
             /** @description No site at this host, or no such resource */
             404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Too many failed sign-ins or bearer-token attempts from this client address (ErrTooManyAttempts); Retry-After says when to try again */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Request headers over 16 KB (HEADERS_TOO_LARGE), refused before any route runs */
+            431: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Unexpected error */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Database busy (DB_BUSY: every connection stayed in use), a statement past its time limit (DB_TIMEOUT) or the database unreachable (DB_UNAVAILABLE): retry after the Retry-After seconds. Only a 2xx acknowledges a write */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    "auth-cors-origins-read": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The tenant's origins */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["CorsOrigins"];
+                };
+            };
+            /** @description Not signed in (AUTH_REQUIRED), or a bearer token unknown, expired, revoked or of another tenant (TOKEN_INVALID) */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Missing permission (AUTH_FORBIDDEN) or operator permission outside the operator tenant (AUTH_NOT_OPERATOR) */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description No site at this host, or no such resource */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Too many failed sign-ins or bearer-token attempts from this client address (ErrTooManyAttempts); Retry-After says when to try again */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Request headers over 16 KB (HEADERS_TOO_LARGE), refused before any route runs */
+            431: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Unexpected error */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Database busy (DB_BUSY: every connection stayed in use), a statement past its time limit (DB_TIMEOUT) or the database unreachable (DB_UNAVAILABLE): retry after the Retry-After seconds. Only a 2xx acknowledges a write */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    "auth-cors-origins-put": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["AuthCorsOriginsPutRequest"];
+            };
+        };
+        responses: {
+            /** @description The tenant's origins, as stored */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["CorsOrigins"];
+                };
+            };
+            /** @description Malformed request */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Not signed in (AUTH_REQUIRED), or a bearer token unknown, expired, revoked or of another tenant (TOKEN_INVALID) */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Missing permission (AUTH_FORBIDDEN) or operator permission outside the operator tenant (AUTH_NOT_OPERATOR); sent from another site (AUTH_CROSS_SITE: Sec-Fetch-Site other than same-origin/none, or an Origin naming another host) */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description No site at this host, or no such resource */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Conflict with the current state */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Body larger than 1048576 bytes (PAYLOAD_TOO_LARGE) */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Body not JSON; form-encoded bodies are refused (UNSUPPORTED_MEDIA_TYPE) */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Validation failed */
+            422: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -2882,7 +3136,7 @@ export interface operations {
     "auth-role-list": {
         parameters: {
             query?: {
-                /** @description Opaque cursor: the "next" of the previous page, with the same sort. Answers the rows after that page (keyset paging). A cursor this list did not give, or one given for another sort, is 422 VALIDATION_FAILED. */
+                /** @description Opaque, signed cursor: the "next" of the previous page, with the same sort and filters. Answers the rows after that page (keyset paging). A cursor this list did not give (another list's, another tenant's, one given with other filters, an edited or unsigned one), or one given for another sort, is 422 VALIDATION_FAILED. */
                 after?: string;
                 /** @description Page size, 1 to 100. */
                 limit?: number;
@@ -3032,7 +3286,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Not signed in (AUTH_REQUIRED), or a bearer token unknown, expired, revoked or of another tenant (TOKEN_INVALID) */
+            /** @description Not signed in (AUTH_REQUIRED) */
             401: {
                 headers: {
                     [name: string]: unknown;
@@ -3104,15 +3358,6 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Too many failed sign-ins or bearer-token attempts from this client address (ErrTooManyAttempts); Retry-After says when to try again */
-            429: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"];
-                };
-            };
             /** @description Request headers over 16 KB (HEADERS_TOO_LARGE), refused before any route runs */
             431: {
                 headers: {
@@ -3170,7 +3415,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Not signed in (AUTH_REQUIRED), or a bearer token unknown, expired, revoked or of another tenant (TOKEN_INVALID) */
+            /** @description Not signed in (AUTH_REQUIRED) */
             401: {
                 headers: {
                     [name: string]: unknown;
@@ -3242,15 +3487,6 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Too many failed sign-ins or bearer-token attempts from this client address (ErrTooManyAttempts); Retry-After says when to try again */
-            429: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"];
-                };
-            };
             /** @description Request headers over 16 KB (HEADERS_TOO_LARGE), refused before any route runs */
             431: {
                 headers: {
@@ -3283,7 +3519,7 @@ export interface operations {
     "auth-token-list": {
         parameters: {
             query?: {
-                /** @description Opaque cursor: the "next" of the previous page, with the same sort. Answers the rows after that page (keyset paging). A cursor this list did not give, or one given for another sort, is 422 VALIDATION_FAILED. */
+                /** @description Opaque, signed cursor: the "next" of the previous page, with the same sort and filters. Answers the rows after that page (keyset paging). A cursor this list did not give (another list's, another tenant's, one given with other filters, an edited or unsigned one), or one given for another sort, is 422 VALIDATION_FAILED. */
                 after?: string;
                 /** @description Page size, 1 to 100. */
                 limit?: number;
@@ -3637,7 +3873,7 @@ export interface operations {
     "billing-plan-list": {
         parameters: {
             query?: {
-                /** @description Opaque cursor: the "next" of the previous page, with the same sort. Answers the rows after that page (keyset paging). A cursor this list did not give, or one given for another sort, is 422 VALIDATION_FAILED. */
+                /** @description Opaque, signed cursor: the "next" of the previous page, with the same sort and filters. Answers the rows after that page (keyset paging). A cursor this list did not give (another list's, another tenant's, one given with other filters, an edited or unsigned one), or one given for another sort, is 422 VALIDATION_FAILED. */
                 after?: string;
                 /** @description Page size, 1 to 100. */
                 limit?: number;
@@ -4641,7 +4877,7 @@ export interface operations {
     "content-content-list": {
         parameters: {
             query?: {
-                /** @description Opaque cursor: the "next" of the previous page, with the same sort. Answers the rows after that page (keyset paging). A cursor this list did not give, or one given for another sort, is 422 VALIDATION_FAILED. */
+                /** @description Opaque, signed cursor: the "next" of the previous page, with the same sort and filters. Answers the rows after that page (keyset paging). A cursor this list did not give (another list's, another tenant's, one given with other filters, an edited or unsigned one), or one given for another sort, is 422 VALIDATION_FAILED. */
                 after?: string;
                 /** @description Page size, 1 to 100. */
                 limit?: number;
@@ -5805,7 +6041,7 @@ export interface operations {
     "file-file-list": {
         parameters: {
             query?: {
-                /** @description Opaque cursor: the "next" of the previous page, with the same sort. Answers the rows after that page (keyset paging). A cursor this list did not give, or one given for another sort, is 422 VALIDATION_FAILED. */
+                /** @description Opaque, signed cursor: the "next" of the previous page, with the same sort and filters. Answers the rows after that page (keyset paging). A cursor this list did not give (another list's, another tenant's, one given with other filters, an edited or unsigned one), or one given for another sort, is 422 VALIDATION_FAILED. */
                 after?: string;
                 /** @description Page size, 1 to 100. */
                 limit?: number;
@@ -6588,7 +6824,7 @@ export interface operations {
     "notification-notification-list": {
         parameters: {
             query?: {
-                /** @description Opaque cursor: the "next" of the previous page, with the same sort. Answers the rows after that page (keyset paging). A cursor this list did not give, or one given for another sort, is 422 VALIDATION_FAILED. */
+                /** @description Opaque, signed cursor: the "next" of the previous page, with the same sort and filters. Answers the rows after that page (keyset paging). A cursor this list did not give (another list's, another tenant's, one given with other filters, an edited or unsigned one), or one given for another sort, is 422 VALIDATION_FAILED. */
                 after?: string;
                 /** @description Page size, 1 to 100. */
                 limit?: number;
@@ -6939,7 +7175,7 @@ export interface operations {
     "task-task-list": {
         parameters: {
             query?: {
-                /** @description Opaque cursor: the "next" of the previous page, with the same sort. Answers the rows after that page (keyset paging). A cursor this list did not give, or one given for another sort, is 422 VALIDATION_FAILED. */
+                /** @description Opaque, signed cursor: the "next" of the previous page, with the same sort and filters. Answers the rows after that page (keyset paging). A cursor this list did not give (another list's, another tenant's, one given with other filters, an edited or unsigned one), or one given for another sort, is 422 VALIDATION_FAILED. */
                 after?: string;
                 /** @description Page size, 1 to 100. */
                 limit?: number;
@@ -8018,7 +8254,7 @@ export interface operations {
     "tenant-tenant-list": {
         parameters: {
             query?: {
-                /** @description Opaque cursor: the "next" of the previous page, with the same sort. Answers the rows after that page (keyset paging). A cursor this list did not give, or one given for another sort, is 422 VALIDATION_FAILED. */
+                /** @description Opaque, signed cursor: the "next" of the previous page, with the same sort and filters. Answers the rows after that page (keyset paging). A cursor this list did not give (another list's, another tenant's, one given with other filters, an edited or unsigned one), or one given for another sort, is 422 VALIDATION_FAILED. */
                 after?: string;
                 /** @description Page size, 1 to 100. */
                 limit?: number;
@@ -9217,7 +9453,7 @@ export interface operations {
     "user-user-list": {
         parameters: {
             query?: {
-                /** @description Opaque cursor: the "next" of the previous page, with the same sort. Answers the rows after that page (keyset paging). A cursor this list did not give, or one given for another sort, is 422 VALIDATION_FAILED. */
+                /** @description Opaque, signed cursor: the "next" of the previous page, with the same sort and filters. Answers the rows after that page (keyset paging). A cursor this list did not give (another list's, another tenant's, one given with other filters, an edited or unsigned one), or one given for another sort, is 422 VALIDATION_FAILED. */
                 after?: string;
                 /** @description Page size, 1 to 100. */
                 limit?: number;
@@ -10036,7 +10272,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Not signed in (AUTH_REQUIRED), or a bearer token unknown, expired, revoked or of another tenant (TOKEN_INVALID) */
+            /** @description Not signed in (AUTH_REQUIRED) */
             401: {
                 headers: {
                     [name: string]: unknown;
@@ -10101,15 +10337,6 @@ export interface operations {
             };
             /** @description Validation failed (VALIDATION_FAILED, the Idempotency-Key header included); or an Idempotency-Key used in the last 24 hours for another request (IDEMPOTENCY_KEY_REUSED) */
             422: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"];
-                };
-            };
-            /** @description Too many failed sign-ins or bearer-token attempts from this client address (ErrTooManyAttempts); Retry-After says when to try again */
-            429: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -10183,7 +10410,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Not signed in (AUTH_REQUIRED), or a bearer token unknown, expired, revoked or of another tenant (TOKEN_INVALID) */
+            /** @description Not signed in (AUTH_REQUIRED) */
             401: {
                 headers: {
                     [name: string]: unknown;
@@ -10192,7 +10419,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Missing permission (AUTH_FORBIDDEN) or operator permission outside the operator tenant (AUTH_NOT_OPERATOR); sent from another site (AUTH_CROSS_SITE: Sec-Fetch-Site other than same-origin/none, or an Origin naming another host) */
+            /** @description The caller's own password, which POST /api/v1/auth/password changes (USE_PASSWORD_CHANGE) */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -10255,15 +10482,6 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Too many failed sign-ins or bearer-token attempts from this client address (ErrTooManyAttempts); Retry-After says when to try again */
-            429: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"];
-                };
-            };
             /** @description Request headers over 16 KB (HEADERS_TOO_LARGE), refused before any route runs */
             431: {
                 headers: {
@@ -10296,7 +10514,7 @@ export interface operations {
     "webhook-delivery-list": {
         parameters: {
             query?: {
-                /** @description Opaque cursor: the "next" of the previous page, with the same sort. Answers the rows after that page (keyset paging). A cursor this list did not give, or one given for another sort, is 422 VALIDATION_FAILED. */
+                /** @description Opaque, signed cursor: the "next" of the previous page, with the same sort and filters. Answers the rows after that page (keyset paging). A cursor this list did not give (another list's, another tenant's, one given with other filters, an edited or unsigned one), or one given for another sort, is 422 VALIDATION_FAILED. */
                 after?: string;
                 /** @description Page size, 1 to 100. */
                 limit?: number;
@@ -10406,7 +10624,7 @@ export interface operations {
     "webhook-endpoint-list": {
         parameters: {
             query?: {
-                /** @description Opaque cursor: the "next" of the previous page, with the same sort. Answers the rows after that page (keyset paging). A cursor this list did not give, or one given for another sort, is 422 VALIDATION_FAILED. */
+                /** @description Opaque, signed cursor: the "next" of the previous page, with the same sort and filters. Answers the rows after that page (keyset paging). A cursor this list did not give (another list's, another tenant's, one given with other filters, an edited or unsigned one), or one given for another sort, is 422 VALIDATION_FAILED. */
                 after?: string;
                 /** @description Page size, 1 to 100. */
                 limit?: number;

@@ -24,6 +24,7 @@ export const PROBLEMS = {
   AUTH_FORBIDDEN: { status: 403, title: 'Permission denied' },
   AUTH_NOT_OPERATOR: { status: 403, title: 'Operator permission outside the operator tenant' },
   AUTH_CROSS_SITE: { status: 403, title: 'Cross-site request refused' },
+  USE_PASSWORD_CHANGE: { status: 403, title: 'Own password: change it with the current one' },
   ErrCredentials: { status: 401, title: 'Invalid credentials' },
   ErrTooManyAttempts: { status: 429, title: 'Too many attempts' },
   TOKEN_INVALID: { status: 401, title: 'Invalid or expired token' },

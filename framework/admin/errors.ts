@@ -53,6 +53,10 @@ const SENTENCES: Partial<Readonly<Record<ProblemCode, { sentence: string; detail
   AUTH_CROSS_SITE: {
     sentence: 'This form has expired or was sent from another site. Reload the page and send it again.',
   },
+  USE_PASSWORD_CHANGE: {
+    sentence:
+      'You cannot set your own password here. Your own password is changed by giving the current one, or ask another administrator to set it.',
+  },
   ErrCredentials: { sentence: 'The address or the password is wrong.' },
   ErrTooManyAttempts: { sentence: 'Too many failed sign-ins. Wait a few minutes and try again.' },
   TOKEN_INVALID: { sentence: 'This link is invalid or has expired. Ask for a new one.' },

@@ -17,6 +17,12 @@ export const ConfigSchema = Type.Object(
          * "true" (any peer: only behind a proxy that overwrites the header), or "false" (none).
          */
         trust_proxy: Type.String({ default: 'loopback' }),
+        /**
+         * Web origins (scheme://host[:port], comma-separated) whose pages may call the API of every
+         * tenant with a personal access token (CORS, framework/http/cors.ts); a tenant lists its own
+         * too. Empty: none but each tenant's own.
+         */
+        cors_origins: Type.String({ default: '' }),
         log_level: Type.Union(
           ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'].map((l) => Type.Literal(l)),
           { default: 'info' },

@@ -35,6 +35,12 @@ export interface CommandDefinition<
   body?: B;
   /** Defaults to the entity's write permission. */
   permission?: string;
+  /**
+   * false: the command's route takes the session cookie only and ignores an `Authorization: Bearer`
+   * header (RouteDefinition.bearer): a command that changes credentials or roles
+   * (framework/access/credentials.ts), which a personal access token never may.
+   */
+  bearer?: false;
   /** Problem answers particular to this command, for OpenAPI: status → description naming the code. */
   problems?: Readonly<Record<number, string>>;
   /**

@@ -8,7 +8,7 @@ import type { Config } from '../config/schema.ts';
 import { notFound, problem } from '../errors.ts';
 // Texts assembled from the entity's declaration alone: a small fixed set, each run prepared.
 import { prepared as fixed } from '../db/statements.ts';
-import { KeysetPager, type ListFilter, type Page, type PageQuery } from './paging.ts';
+import { KeysetPager, type ListFilter, type ListPlace, type Page, type PageQuery } from './paging.ts';
 import { isUuid, quote, run, sameValue, where } from './entity-sql.ts';
 import { ValueCheck, type WriteSource } from './entity-checks.ts';
 import { mappingUniqueViolations } from './unique-violation.ts';
@@ -112,13 +112,13 @@ export class EntityOperations {
       conditions.push(`(${this.searchable.map((column) => `strpos(lower(${column}), $${n}) > 0`).join(' or ')})`);
     }
     const filter: ListFilter | undefined = conditions.length > 0 ? { conditions, params } : undefined;
-    const result = await this.pager.page(ctx.db, page, filter);
+    const result = await this.pager.page(ctx, page, filter);
     return { ...result, items: result.items.map((r) => this.toRow(r)) };
   }
 
   /** The list as one statement for a one-exchange request (entity-exchanges.ts); undefined for the handler to serve it. */
-  listExchange(page: PageQuery): OneExchange | undefined {
-    return this.exchanges.list(page);
+  listExchange(page: PageQuery, place: ListPlace): OneExchange | undefined {
+    return this.exchanges.list(page, place);
   }
 
   /** A read by id as one statement for a one-exchange request; undefined for the handler to serve it. */
