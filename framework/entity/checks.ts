@@ -299,7 +299,11 @@ function stateProblems(entity: ResolvedEntity): string[] {
     if (!command.states) continue;
     if (!def.states)
       problems.push(`${where}: command ${name} declares states, but the entity declares no state field (states.field)`);
-    known(`command ${name} states`, [...command.states.from, ...(command.states.unchanged ?? [])]);
+    known(`command ${name} states`, [
+      ...command.states.from,
+      ...(command.states.unchanged ?? []),
+      ...(command.states.to === undefined ? [] : [command.states.to]),
+    ]);
   }
   return problems;
 }

@@ -83,6 +83,12 @@ export interface CommandStates {
   unchanged?: readonly string[];
   /** Said after the refusal's first sentence, e.g. 'Unpublish it first.' */
   hint?: string;
+  /**
+   * The state the command leaves the row in when it acts (resolve: 'resolved'). Where a PATCH
+   * cannot reach that state (EntityStates.patchMoves), the shell's edit form names this command
+   * beside the state field: "To move it to resolved, use the “Resolve” button".
+   */
+  to?: string;
 }
 
 /**
@@ -95,6 +101,14 @@ export interface EntityStates<F extends TProperties> {
   initial?: readonly string[];
   /** A 409 of framework/errors.ts: a command in a state it does not accept, a create outside `initial`. */
   refusal: ProblemCode;
+  /**
+   * The states a PATCH may move a row to from where it stands (the one it holds aside): the
+   * entity's status graph as its update accepts it. The entity's own hooks refuse every other move
+   * (with `refusal`), reading the same rule; the shell's edit form offers only these, and names the
+   * commands (CommandStates.to) that reach the others. Omitted: a PATCH may set any value the
+   * field's schema allows.
+   */
+  patchMoves?(row: EntityRow<F>): readonly string[];
 }
 
 /**

@@ -5,7 +5,9 @@ import { FORM_TOKEN_FIELD } from '../../access/form-token.ts';
 import { runApiRoute as run } from '../api-route.ts';
 import type { AdminPageContext, AdminSite } from '../page.ts';
 import { renderTemplate } from '../render.ts';
-import { aidFields, limitToInitialStates } from './form-aids.ts';
+import { aidFields } from './form-aids.ts';
+import { createInputs, editStateField } from './state-fields.ts';
+import type { Access } from '../../entity/define.ts';
 import { entitiesWithPages, referenceTargets } from './references.ts';
 import { SYSTEM_FIELD_TEXT, type FieldText } from '../../entity/field-text.ts';
 import { displayField, inputValue, widgetsOf, type Widget } from './widgets.ts';
@@ -46,7 +48,10 @@ export interface EntityPages {
   readonly itemPath: string;
   readonly label: string;
   readonly titleField: string;
+  /** The new form's inputs: what the create route takes, less the choices that leave nothing to choose. */
   readonly createWidgets: Widget[];
+  /** What a create sends without asking (state-fields.ts): the one value a forced choice can take. */
+  readonly createFixed: Readonly<Record<string, string>>;
   /** The PATCH body's widgets, marked required where a record needs the field. */
   readonly patchWidgets: Widget[];
   /** What a person reads about a field (FieldText), the system columns included. */
@@ -57,12 +62,17 @@ export interface EntityPages {
   valueOf(row: Row, field: string): string;
   href(id: string, suffix?: string): string;
   titleOf(row: Row): string;
-  /** The fields of a create or edit form: inputs for what the route takes, read-only values for the rest. */
+  /**
+   * The fields of a create or edit form. A new form has an input for each field the create takes,
+   * and nothing else; an edit form shows every field, read-only
+   * where the route does not take it, and the state field as the record's state allows.
+   */
   formFields(
     widgets: Widget[],
     row: Row | null,
     posted: Record<string, unknown> | null,
     errors: Record<string, string>,
+    can: (access: Access) => boolean,
   ): FieldModel[];
   /** A form alone (an htmx swap) or in its page, with the status of a refusal. */
   formPage(ctx: AdminPageContext, title: string, form: FormModel, status?: number): Promise<string>;
@@ -78,10 +88,10 @@ export function entityPages(site: AdminSite, entity: ResolvedEntity, api: Api): 
     def.fieldText?.[field] ?? (SYSTEM_FIELD_TEXT as Record<string, FieldText>)[field];
   const labelOf = (field: string): string => textOf(field)?.label ?? titleCase(field);
   const fieldSchemas = (entity.schemas.row as { properties?: Record<string, TSchema> }).properties ?? {};
-  const createWidgets = widgetsOf(api.create.schema.body, textOf);
+  const createBody = widgetsOf(api.create.schema.body, textOf);
+  const { inputs: createWidgets, fixed: createFixed } = createInputs(entity, createBody);
   // PATCH takes every field as optional; the edit form still marks (and keeps) what a record needs.
-  limitToInitialStates(entity, createWidgets);
-  const createRequired = new Set(createWidgets.filter((w) => w.required).map((w) => w.name));
+  const createRequired = new Set(createBody.filter((w) => w.required).map((w) => w.name));
   const patchWidgets = widgetsOf(api.update.schema.body, textOf).map((w) => ({
     ...w,
     required: createRequired.has(w.name),
@@ -89,7 +99,7 @@ export function entityPages(site: AdminSite, entity: ResolvedEntity, api: Api): 
   const commandLabel = (name: string): string => def.commands?.[name]?.admin?.label ?? titleCase(name);
 
   /** Why a field is not editable here, for its hint: the buttons that change it, or what sets it. */
-  const readOnlyHint = (field: string, editing: boolean): string | undefined => {
+  const readOnlyHint = (field: string): string | undefined => {
     const owners = entity.commandOwners[field];
     if (owners) {
       const names = owners.map((o) => `“${commandLabel(o)}”`);
@@ -97,7 +107,7 @@ export function entityPages(site: AdminSite, entity: ResolvedEntity, api: Api): 
       return `Changed with the ${list} button${names.length > 1 ? 's' : ''} on the record’s page.`;
     }
     if (entity.readOnly.includes(field)) return textOf(field)?.hint ?? 'Set by the service.';
-    if (editing && entity.immutable.includes(field)) return 'Cannot be changed after creation.';
+    if (entity.immutable.includes(field)) return 'Cannot be changed after creation.';
     return undefined;
   };
 
@@ -110,29 +120,30 @@ export function entityPages(site: AdminSite, entity: ResolvedEntity, api: Api): 
     label: names.label,
     titleField,
     createWidgets,
+    createFixed,
     patchWidgets,
     textOf,
     labelOf,
     valueOf: (row, field) => displayField(fieldSchemas[field], row[field]),
     href: (id, suffix = '') => `${base}/${encodeURIComponent(id)}${suffix}`,
     titleOf: (row) => displayField(fieldSchemas[titleField], row[titleField]) || row.id,
-    formFields(widgets, row, posted, errors) {
+    formFields(widgets, row, posted, errors, can) {
       const inputs = new Map(widgets.map((w) => [w.name, w]));
       const fields = row ? ['id', ...entity.fields, ...entity.computed, 'createdAt', 'updatedAt'] : entity.fields;
+      const readOnly = (field: string, hint: string | undefined): FieldModel => ({
+        readonly: true,
+        label: labelOf(field),
+        value: row ? displayField(fieldSchemas[field], row[field]) : '',
+        ...(hint ? { hint } : {}),
+      });
       return fields.flatMap((field): FieldModel[] => {
-        const widget = inputs.get(field);
-        if (!widget) {
-          const hint = readOnlyHint(field, row !== null);
-          // A new record shows what it will not take from the form (commands, the service); an edit shows everything.
-          if (!row && !hint) return [];
-          return [
-            {
-              readonly: true,
-              label: labelOf(field),
-              value: row ? displayField(fieldSchemas[field], row[field]) : '',
-              ...(hint ? { hint } : {}),
-            },
-          ];
+        let widget = inputs.get(field);
+        // A new record has nothing to show yet but what the form asks: what commands and the service set comes later.
+        if (!widget) return row ? [readOnly(field, readOnlyHint(field))] : [];
+        if (row) {
+          const state = editStateField(entity, api, widget, row, can);
+          if (state?.kind === 'fixed') return [readOnly(field, state.hint)];
+          if (state) widget = state.widget;
         }
         const source = posted ? posted[field] : row?.[field];
         const value = posted && Array.isArray(source) ? source[source.length - 1] : source;

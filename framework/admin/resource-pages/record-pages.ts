@@ -45,7 +45,7 @@ export function registerNewPages(pages: EntityPages): void {
       `New ${label.toLowerCase()}`,
       {
         action: `${base}/new`,
-        fields: pages.formFields(createWidgets, null, posted, errors?.fields ?? {}),
+        fields: pages.formFields(createWidgets, null, posted, errors?.fields ?? {}, ctx.can),
         submit: `Create ${label.toLowerCase()}`,
         cancel: base,
         ...(errors ? { alert: errors.alert } : {}),
@@ -68,7 +68,7 @@ export function registerNewPages(pages: EntityPages): void {
     handler: async (ctx) => {
       requireForm(ctx.request);
       if (wantsFormAgain(ctx.body)) return newForm(ctx, ctx.body);
-      const body = bodyFromForm(createWidgets, ctx.body);
+      const body = { ...pages.createFixed, ...bodyFromForm(createWidgets, ctx.body) };
       await protect?.({ body } as FastifyRequest);
       check(body);
       const row = (await run(api.create, ctx, { body })) as Row;
@@ -140,7 +140,7 @@ export function registerEditPages(pages: EntityPages): void {
       `Edit ${label.toLowerCase()}: ${pages.titleOf(row)}`,
       {
         action: pages.href(row.id, '/edit'),
-        fields: pages.formFields(patchWidgets, row, posted, errors?.fields ?? {}),
+        fields: pages.formFields(patchWidgets, row, posted, errors?.fields ?? {}, ctx.can),
         submit: 'Save changes',
         cancel: pages.href(row.id),
         ...(errors ? { alert: errors.alert } : {}),

@@ -1,6 +1,7 @@
 import Type, { type TSchema } from 'typebox';
 import { titleCase } from '../../entity/names.ts';
 import type { FieldText } from '../../entity/field-text.ts';
+import { declaredDefault } from '../../entity/storage.ts';
 
 /**
  * Form widgets from TypeBox schemas, for every entity alike (no per-entity code): how a field is
@@ -34,6 +35,8 @@ export interface Widget {
   max?: number;
   minlength?: number;
   maxlength?: number;
+  /** The schema's default (what a create stores when the field is left out): a new form starts there. */
+  defaultValue?: unknown;
 }
 
 /** Strings that may be longer than this are edited in a textarea (e.g. a content body, a description). */
@@ -79,7 +82,14 @@ const withHint = (text: FieldText | undefined, extra?: string): { hint?: string 
 
 export function widgetOf(name: string, schema: TSchema, required: boolean, text?: FieldText): Widget {
   const node = core(schema);
-  const base = { name, label: text?.label ?? titleCase(name), required, ...withHint(text) };
+  const declared = declaredDefault(schema) ?? declaredDefault(node as TSchema);
+  const base = {
+    name,
+    label: text?.label ?? titleCase(name),
+    required,
+    ...withHint(text),
+    ...(declared ? { defaultValue: declared.value } : {}),
+  };
   const options = choices(node);
   if (options)
     return { ...base, kind: 'select', options: options.map((value) => ({ value, label: choiceLabel(value) })) };
