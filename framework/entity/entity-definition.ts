@@ -91,6 +91,14 @@ export interface CommandStates {
   to?: string;
 }
 
+/** An array field's choices, declared (EntityDefinition.choices). */
+export interface DeclaredChoices {
+  /** 'events': the events the modules declare (their own and their entities' lifecycle events). */
+  from: 'events';
+  /** A value standing for every choice, offered first (a webhook endpoint's '*'), with what people read for it. */
+  all?: { value: string; label: string };
+}
+
 /**
  * An entity's state field: what commands' `states` are read against, the values a create may
  * take, and the code a refusal answers.
@@ -259,6 +267,13 @@ export interface EntityDefinition<
   eventFields?: readonly (keyof F & string)[];
   /** Response-only fields afterRead adds (no column, never written): part of the row schema. */
   computed?: C;
+  /**
+   * Computed fields that carry a secret in the one answer that makes it (the create's, or a
+   * command's such as rotate-secret) and null in every other: a webhook endpoint's signingSecret.
+   * The admin shell shows such a value once, on the page answering the form that made it, and
+   * nowhere else: never in a detail page, a URL, a cookie or a log.
+   */
+  shownOnce?: readonly (keyof C & string)[];
   permissions: { read: string; write: string };
   /** Event names override; by default <module>.<entity>.created / .updated / .deleted. */
   events?: { created?: string; updated?: string; deleted?: string };
@@ -276,6 +291,12 @@ export interface EntityDefinition<
    * list. A key no registered entity has leaves the field a plain id.
    */
   references?: { readonly [K in keyof F & string]?: string };
+  /**
+   * Array fields whose items are names the service declares (DeclaredChoices), offered by the
+   * admin shell as checkboxes grouped by module where the field's own schema lists no values (an
+   * enum of its items, which it prefers). What the API accepts stays the field's schema and hooks.
+   */
+  choices?: { readonly [K in keyof F & string]?: DeclaredChoices };
   /** Fields a list's `q` parameter searches (case-insensitive substring); default the admin title field when it is a string. */
   searchable?: readonly (keyof F & string)[];
   /** The state field commands declare their `states` against (CommandDefinition.states). */

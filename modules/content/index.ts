@@ -11,5 +11,8 @@ export const contentModule = defineModule({
   ],
   events: ['content.published', 'content.unpublished', 'content.archived'],
   entities: [entity(content)],
-  admin: { sidebar: [{ label: 'Content', path: '/admin/content/contents', order: 30 }] },
+  admin: {
+    label: 'Pages and posts',
+    sidebar: [{ label: 'Content', path: '/admin/content/contents', order: 30 }],
+  },
 });

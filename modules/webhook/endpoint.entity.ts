@@ -159,6 +159,10 @@ export const endpoint = defineEntity({
         'The signing secret (whsec_…): only in the answer of the create and of rotate-secret, null in every other; keep it, no read shows it again.',
     }),
   },
+  // The secret is in the create's and rotate-secret's answers only: the shell shows it there, once.
+  shownOnce: ['signingSecret'],
+  // The events a person ticks: the declared ones, grouped by module, and "*" for all of them.
+  choices: { events: { from: 'events', all: { value: ALL_EVENTS, label: 'All events, also kinds added later' } } },
   permissions: { read: 'webhook:manage', write: 'webhook:manage' },
   sortable: ['url'],
   storage: {

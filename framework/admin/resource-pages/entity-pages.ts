@@ -10,7 +10,8 @@ import { createInputs, editStateField } from './state-fields.ts';
 import type { Access } from '../../entity/define.ts';
 import { entitiesWithPages, referenceTargets } from './references.ts';
 import { SYSTEM_FIELD_TEXT, type FieldText } from '../../entity/field-text.ts';
-import { displayField, inputValue, widgetsOf, type Widget } from './widgets.ts';
+import { displayField, inputValue, ticked, widgetsOf, type Widget } from './widgets.ts';
+import { choiceLabelsOf, eventCatalog, withDeclaredChoices } from './choice-fields.ts';
 import type { Api, Row } from './resource-api.ts';
 
 /** One field of a generated form: an input, or a read-only value with why it is not editable. */
@@ -19,7 +20,7 @@ export interface FieldModel {
   label: string;
   value: string;
   hint?: string;
-  widget?: Widget & { id: string; error?: string; checked?: boolean };
+  widget?: Widget & { id: string; error?: string; checked?: boolean; selected?: string[] };
 }
 
 /** A generated form as its template takes it. */
@@ -32,6 +33,11 @@ export interface FormModel {
   intro?: string;
   /** Body fields naming another entity's row (a command's own references): offered as pickers, like the entity's. */
   references?: Readonly<Record<string, string>>;
+  /**
+   * Posted without htmx: the answer is a whole page the browser shows as it is (the record with a
+   * secret shown once, EntityDefinition.shownOnce), not a form to swap.
+   */
+  plain?: boolean;
 }
 
 /**
@@ -58,6 +64,12 @@ export interface EntityPages {
   textOf(field: string): FieldText | undefined;
   /** A field's label: its FieldText's, else its name in words. */
   labelOf(field: string): string;
+  /** The fields a record's page and edit form show: every field but those shown once (EntityDefinition.shownOnce). */
+  readonly shownFields: readonly string[];
+  /** A secret this answer carries (EntityDefinition.shownOnce), each with its label and hint: empty for every other answer. */
+  revealed(row: Row): { label: string; hint: string; value: string }[];
+  /** Whether a create or a command may answer a secret shown once: its forms then post without htmx. */
+  readonly revealsSecrets: boolean;
   /** A row's field as a page prints it (an enumerated value by its label). */
   valueOf(row: Row, field: string): string;
   href(id: string, suffix?: string): string;
@@ -88,14 +100,21 @@ export function entityPages(site: AdminSite, entity: ResolvedEntity, api: Api): 
     def.fieldText?.[field] ?? (SYSTEM_FIELD_TEXT as Record<string, FieldText>)[field];
   const labelOf = (field: string): string => textOf(field)?.label ?? titleCase(field);
   const fieldSchemas = (entity.schemas.row as { properties?: Record<string, TSchema> }).properties ?? {};
-  const createBody = widgetsOf(api.create.schema.body, textOf);
+  const events = eventCatalog(site.services.registry);
+  const createBody = withDeclaredChoices(entity, widgetsOf(api.create.schema.body, textOf), events);
   const { inputs: createWidgets, fixed: createFixed } = createInputs(entity, createBody);
   // PATCH takes every field as optional; the edit form still marks (and keeps) what a record needs.
   const createRequired = new Set(createBody.filter((w) => w.required).map((w) => w.name));
-  const patchWidgets = widgetsOf(api.update.schema.body, textOf).map((w) => ({
+  const patchWidgets = withDeclaredChoices(entity, widgetsOf(api.update.schema.body, textOf), events).map((w) => ({
     ...w,
     required: createRequired.has(w.name),
   }));
+  // A checkbox group's values read on lists and detail pages as the form names them (an event by its words).
+  const choiceLabels = choiceLabelsOf([...createBody, ...patchWidgets]);
+  const shownOnce = new Set<string>(def.shownOnce ?? []);
+  const shownFields = ['id', ...entity.fields, ...entity.computed, 'createdAt', 'updatedAt'].filter(
+    (field) => !shownOnce.has(field),
+  );
   const commandLabel = (name: string): string => def.commands?.[name]?.admin?.label ?? titleCase(name);
 
   /** Why a field is not editable here, for its hint: the buttons that change it, or what sets it. */
@@ -124,12 +143,25 @@ export function entityPages(site: AdminSite, entity: ResolvedEntity, api: Api): 
     patchWidgets,
     textOf,
     labelOf,
-    valueOf: (row, field) => displayField(fieldSchemas[field], row[field]),
+    shownFields,
+    revealsSecrets: shownOnce.size > 0,
+    revealed: (row) =>
+      [...shownOnce].flatMap((field) =>
+        typeof row[field] === 'string' && row[field] !== ''
+          ? [{ label: labelOf(field), hint: textOf(field)?.hint ?? '', value: row[field] as string }]
+          : [],
+      ),
+    valueOf: (row, field) => {
+      const labels = choiceLabels.get(field);
+      const value = row[field];
+      if (labels && Array.isArray(value)) return value.map((v) => labels.get(String(v)) ?? String(v)).join(', ');
+      return displayField(fieldSchemas[field], value);
+    },
     href: (id, suffix = '') => `${base}/${encodeURIComponent(id)}${suffix}`,
     titleOf: (row) => displayField(fieldSchemas[titleField], row[titleField]) || row.id,
     formFields(widgets, row, posted, errors, can) {
       const inputs = new Map(widgets.map((w) => [w.name, w]));
-      const fields = row ? ['id', ...entity.fields, ...entity.computed, 'createdAt', 'updatedAt'] : entity.fields;
+      const fields = row ? shownFields : entity.fields;
       const readOnly = (field: string, hint: string | undefined): FieldModel => ({
         readonly: true,
         label: labelOf(field),
@@ -145,10 +177,12 @@ export function entityPages(site: AdminSite, entity: ResolvedEntity, api: Api): 
           if (state?.kind === 'fixed') return [readOnly(field, state.hint)];
           if (state) widget = state.widget;
         }
-        const source = posted ? posted[field] : row?.[field];
+        // A new form starts each field at its default (an endpoint's Active box ticked, as the API would store it).
+        const source = posted ? posted[field] : row ? row[field] : widget.defaultValue;
         const value = posted && Array.isArray(source) ? source[source.length - 1] : source;
         const id = `field-${field}`;
         const checked = widget.kind === 'checkbox' ? value === true || value === 'true' || value === 'on' : undefined;
+        const selected = widget.kind === 'checkboxes' ? (source === undefined ? [] : ticked(source)) : undefined;
         return [
           {
             readonly: false,
@@ -159,6 +193,7 @@ export function entityPages(site: AdminSite, entity: ResolvedEntity, api: Api): 
               id,
               ...(errors[field] ? { error: errors[field] } : {}),
               ...(checked !== undefined ? { checked } : {}),
+              ...(selected !== undefined ? { selected } : {}),
             },
           },
         ];
