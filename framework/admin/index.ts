@@ -30,6 +30,7 @@ export { apiRoute, runApiRoute } from './api-route.ts';
 export { registerAdminEffectPage, type AdminEffectPageDefinition, type EffectInput } from './effect-page.ts';
 export { PAGE_TOOLS_URL } from './page-tools.ts';
 export { generatedResources } from './resource-pages/resource-pages.ts';
+export { ADMIN_LIST_SORT, newestFirst } from './list-query.ts';
 
 export interface AdminOptions {
   /** The sidebar's entries (default: those the installed modules contribute, by their order). */

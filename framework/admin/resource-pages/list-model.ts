@@ -2,6 +2,7 @@ import type { ResolvedEntity } from '../../entity/resolve.ts';
 import { titleCase } from '../../entity/names.ts';
 import { OFFSET_MAX, PAGE_LIMIT_DEFAULT, type Page, type PageQuery } from '../../operations/paging.ts';
 import { display } from './widgets.ts';
+import { ADMIN_LIST_SORT } from '../list-query.ts';
 
 type Row = Record<string, unknown> & { id: string };
 
@@ -32,7 +33,8 @@ export function listModel(
   text: ListText = { labelOf: titleCase, valueOf: (row, field) => display(row[field]) },
 ) {
   const columns = listColumns(entity, titleField);
-  const defaultSort = 'createdAt';
+  // Links leave out the order the page opens in (list-query.ts), as they leave out the default size.
+  const defaultSort = ADMIN_LIST_SORT;
   const params = (changes: Record<string, string | number | undefined>) => {
     const values: Record<string, string | number | undefined> = {
       sort: query.sort === defaultSort ? undefined : query.sort,
@@ -86,7 +88,7 @@ export function listModel(
   const prev = !paged && page.offset > 0 ? link({ offset: Math.max(0, page.offset - page.limit) }) : undefined;
   return {
     table: {
-      caption: `${entity.names.labelPlural}, sorted by ${text.labelOf(query.sort.replace(/^-/, '')).toLowerCase()}${query.sort.startsWith('-') ? ' (descending)' : ''}`,
+      caption: `${entity.names.labelPlural}, ${orderWords(query.sort, text)}`,
       columns: tableColumns,
       rows,
       empty: `No ${entity.names.labelPlural.toLowerCase()} yet.`,
@@ -94,4 +96,12 @@ export function listModel(
     },
     pager: { summary, target: '#rows', ...(prev ? { prev } : {}), ...(next ? { next } : {}) },
   };
+}
+
+/** A list's order as its caption says it: by creation "newest first" or "oldest first", else by the column's label. */
+function orderWords(sort: string, text: ListText): string {
+  const field = sort.replace(/^-/, '');
+  const descending = sort.startsWith('-');
+  if (field === 'createdAt') return descending ? 'newest first' : 'oldest first';
+  return `sorted by ${text.labelOf(field).toLowerCase()}${descending ? ' (descending)' : ''}`;
 }

@@ -2,6 +2,7 @@ import Type, { type TSchema } from 'typebox';
 import { SEARCH_MAX_LENGTH, type PageQuery, type Page } from '../../operations/paging.ts';
 import { runApiRoute as run } from '../api-route.ts';
 import { registerAdminPage, type AdminPageContext } from '../page.ts';
+import { newestFirst } from '../list-query.ts';
 import { renderTemplate } from '../render.ts';
 import { listColumns, listModel } from './list-model.ts';
 import { linkReferenceCells } from './references.ts';
@@ -12,7 +13,7 @@ import type { Row } from './resource-api.ts';
 export function registerListPages(pages: EntityPages): void {
   const { site, entity, api, base, label, titleField } = pages;
   const { names } = entity;
-  const pageQuery = searchBoxQuery(entity.schemas.listQuery);
+  const pageQuery = pageQueryOf(entity.schemas.listQuery);
   const listPage = async (ctx: AdminPageContext, fragmentOnly: boolean) => {
     const { q, ...rest } = ctx.query;
     // An emptied search box sends q=: the whole list, as without q.
@@ -60,10 +61,14 @@ export function registerListPages(pages: EntityPages): void {
   });
 }
 
-/** The list's query as the page takes it: the API's, except that an empty q (a cleared search box) is allowed. */
-function searchBoxQuery(listQuery: TSchema): TSchema {
-  const properties = (listQuery as { properties?: Record<string, TSchema> }).properties ?? {};
-  if (!properties.q) return listQuery;
+/**
+ * The list's query as the page takes it: the API's, opening on the newest first (list-query.ts),
+ * and taking an empty q (a cleared search box).
+ */
+function pageQueryOf(listQuery: TSchema): TSchema {
+  const newest = newestFirst(listQuery);
+  const properties = (newest as { properties?: Record<string, TSchema> }).properties ?? {};
+  if (!properties.q) return newest;
   return Type.Object(
     { ...properties, q: Type.Optional(Type.String({ maxLength: SEARCH_MAX_LENGTH })) },
     { additionalProperties: false },

@@ -1,0 +1,80 @@
+import type { Page } from 'playwright-core';
+import { beforeAll, describe, expect, it } from 'vitest';
+import { createCustomer } from '../helpers/app.ts';
+import type { TenantRef } from '../../framework/context/tenant.ts';
+import { addUser } from '../modules/auth/fixtures.ts';
+import {
+  hasChromium,
+  seriousViolations,
+  signInThroughLogin,
+  useBrowserApp,
+  warnNoChromium,
+} from './admin-pages-setup.ts';
+
+// Issue 42, points 8, 9 and 10: what a new user meets first. A list opens on the newest first, so
+// what was just made is on page 1 (the API keeps its documented oldest-first default).
+
+warnNoChromium('test/browser/admin-first-look.test.ts');
+
+const t = useBrowserApp();
+const ACME = 'acme.localhost';
+const WIDTHS = [
+  { name: 'desktop', width: 1280, height: 900 },
+  { name: 'phone', width: 390, height: 844 },
+];
+
+let acme: TenantRef;
+let admin: { id: string; email: string; password: string };
+let cookie: string;
+
+const titles = (page: Page) => page.locator('#rows tbody tr td:first-child').allInnerTexts();
+
+describe.skipIf(!hasChromium)('a list opens on the newest first', () => {
+  beforeAll(async () => {
+    acme = await createCustomer(t.app, 'acme', ACME);
+    admin = await addUser(t.app, acme, { roles: ['admin'], password: 'acme admin password' });
+    const login = await t.app
+      .http(ACME)
+      .post('/api/v1/auth/login')
+      .send({ email: admin.email, password: admin.password });
+    cookie = login.headers['set-cookie']![0]!.split(';', 1)[0]!;
+    // A page and one more: the newest would land on page 2 in the API's order.
+    for (let i = 1; i <= 20; i++)
+      await t.app
+        .http(ACME)
+        .post('/api/v1/task/tasks')
+        .set('Cookie', cookie)
+        .send({ title: `Task ${String(i).padStart(2, '0')}`, priority: 'low', deadline: '2099-01-01T00:00:00Z' })
+        .expect(201);
+  });
+
+  it.each(WIDTHS)('a task made through the form is first on page 1 of the tasks ($name)', async (size) => {
+    const { context, page } = await signInThroughLogin(t.browser, t.origin(ACME), admin);
+    try {
+      await page.setViewportSize(size);
+      await page.goto(`${t.origin(ACME)}/admin/task/tasks/new`);
+      await page.fill('input[name=title]', `Made just now (${size.name})`);
+      await page.fill('input[name=deadline]', '2099-01-01T09:00');
+      await Promise.all([
+        page.waitForURL(/\/admin\/task\/tasks\/[0-9a-f-]{36}$/),
+        page.click('#resource-form .actions button[type=submit]:not([name])'),
+      ]);
+      await page.goto(`${t.origin(ACME)}/admin/task/tasks`);
+      const shown = await titles(page);
+      expect(shown[0]).toBe(`Made just now (${size.name})`);
+      expect(shown).toHaveLength(20);
+      expect(await page.locator('#rows caption').textContent()).toBe('Tasks, newest first');
+      // The oldest is on the next page.
+      await page.click('a[rel=next]');
+      await page.waitForURL(/offset=20/);
+      expect((await titles(page)).at(-1)).toBe('Task 01');
+      expect(await seriousViolations(page)).toEqual([]);
+
+      // The API's own default stays the documented one: oldest first.
+      const api = await t.app.http(ACME).get('/api/v1/task/tasks').set('Cookie', cookie).expect(200);
+      expect(api.body.items[0].title).toBe('Task 01');
+    } finally {
+      await context.close();
+    }
+  });
+});
