@@ -12,7 +12,8 @@ import {
 } from './admin-pages-setup.ts';
 
 // Issue 42, points 8, 9 and 10: what a new user meets first. A list opens on the newest first, so
-// what was just made is on page 1 (the API keeps its documented oldest-first default).
+// what was just made is on page 1 (the API keeps its documented oldest-first default). A browser
+// at a tenant host's root is sent to the shell, while an API client keeps the JSON 404.
 
 warnNoChromium('test/browser/admin-first-look.test.ts');
 
@@ -29,15 +30,19 @@ let cookie: string;
 
 const titles = (page: Page) => page.locator('#rows tbody tr td:first-child').allInnerTexts();
 
+beforeAll(async () => {
+  if (!hasChromium) return;
+  acme = await createCustomer(t.app, 'acme', ACME);
+  admin = await addUser(t.app, acme, { roles: ['admin'], password: 'acme admin password' });
+  const login = await t.app
+    .http(ACME)
+    .post('/api/v1/auth/login')
+    .send({ email: admin.email, password: admin.password });
+  cookie = login.headers['set-cookie']![0]!.split(';', 1)[0]!;
+});
+
 describe.skipIf(!hasChromium)('a list opens on the newest first', () => {
   beforeAll(async () => {
-    acme = await createCustomer(t.app, 'acme', ACME);
-    admin = await addUser(t.app, acme, { roles: ['admin'], password: 'acme admin password' });
-    const login = await t.app
-      .http(ACME)
-      .post('/api/v1/auth/login')
-      .send({ email: admin.email, password: admin.password });
-    cookie = login.headers['set-cookie']![0]!.split(';', 1)[0]!;
     // A page and one more: the newest would land on page 2 in the API's order.
     for (let i = 1; i <= 20; i++)
       await t.app
@@ -76,5 +81,58 @@ describe.skipIf(!hasChromium)('a list opens on the newest first', () => {
     } finally {
       await context.close();
     }
+  });
+});
+
+describe.skipIf(!hasChromium)('a tenant host’s root', () => {
+  it.each(WIDTHS)(
+    'a browser opening / lands in the admin shell: the sign-in page, then the dashboard ($name)',
+    async (size) => {
+      const context = await t.browser.newContext({ viewport: size });
+      try {
+        const page = await context.newPage();
+        const answer = await page.goto(`${t.origin(ACME)}/`);
+        expect(new URL(page.url()).pathname).toBe('/admin/login');
+        expect(new URL(page.url()).searchParams.get('next')).toBe('/admin');
+        expect(answer?.status()).toBe(200);
+        expect(await seriousViolations(page)).toEqual([]);
+        await page.fill('input[name=email]', admin.email);
+        await page.fill('input[name=password]', admin.password);
+        await Promise.all([page.waitForURL(`${t.origin(ACME)}/admin`), page.click('main form button[type=submit]')]);
+        // Signed in, the root leads straight to the dashboard.
+        await page.goto(`${t.origin(ACME)}/`);
+        expect(new URL(page.url()).pathname).toBe('/admin');
+      } finally {
+        await context.close();
+      }
+    },
+  );
+
+  it('the API’s clients keep the JSON 404 at /; a browser’s Accept gets a redirect; the answer varies with Accept', async () => {
+    const root = (accept?: string) => {
+      const req = t.app.http(ACME).get('/');
+      return accept === undefined ? req : req.set('Accept', accept);
+    };
+    for (const accept of [
+      undefined,
+      'application/json',
+      '*/*',
+      'application/problem+json, */*;q=0.5',
+      'text/html;q=0',
+    ]) {
+      const res = await root(accept);
+      expect(res.status, String(accept)).toBe(404);
+      expect(res.headers['content-type'], String(accept)).toMatch(/^application\/problem\+json/);
+      expect(res.body.code, String(accept)).toBe('ROUTE_NOT_FOUND');
+      expect(res.headers.vary, String(accept)).toMatch(/Accept/i);
+    }
+    const browser = await root('text/html,application/xhtml+xml,application/xml;q=0.9,*/*;q=0.8');
+    expect(browser.status).toBe(302);
+    expect(browser.headers.location).toBe('/admin');
+    expect(browser.headers.vary).toMatch(/Accept/i);
+    // A host no tenant has keeps its own answer, whatever it accepts.
+    const nowhere = await t.app.http('nowhere.localhost').get('/').set('Accept', 'text/html');
+    expect(nowhere.status).toBe(404);
+    expect(nowhere.body.code).toBe('NO_SITE');
   });
 });
