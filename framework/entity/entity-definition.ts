@@ -91,6 +91,24 @@ export interface CommandStates {
   to?: string;
 }
 
+/** How the admin shell shows an entity (EntityDefinition.admin). */
+export interface EntityAdmin<F extends TProperties> {
+  /** The field that titles a row (a task's title, a user's email). */
+  title: keyof F & string;
+  /** A list's columns. */
+  columns: readonly (keyof F & string)[];
+  /**
+   * What people call one row, where the entity's `label` (also the API's, in OpenAPI) reads badly
+   * to them: content's is 'Page or post' ("New page or post", "1 page or post"). Default `label`.
+   */
+  label?: string;
+  /**
+   * What people call several, where adding an s to the label does not say it: 'Pages and posts',
+   * never the API's path segment ("Contents"). Default the label with an s.
+   */
+  labelPlural?: string;
+}
+
 /** An array field's choices, declared (EntityDefinition.choices). */
 export interface DeclaredChoices {
   /** 'events': the events the modules declare (their own and their entities' lifecycle events). */
@@ -303,7 +321,7 @@ export interface EntityDefinition<
   states?: EntityStates<F>;
   /** What the table holds besides the fields: unique fields, references, extra columns (framework/entity/storage.ts). */
   storage?: EntityStorage<F>;
-  admin?: { title: keyof F & string; columns: readonly (keyof F & string)[] };
+  admin?: EntityAdmin<F>;
   /**
    * What a person reads about each field in the admin shell: its label and hint, and the sentences
    * a refused value shows where the schema's rule alone says it badly (field-text.ts). The API's

@@ -3,6 +3,7 @@ import { beforeAll, describe, expect, it } from 'vitest';
 import { createCustomer } from '../helpers/app.ts';
 import type { TenantRef } from '../../framework/context/tenant.ts';
 import { addUser } from '../modules/auth/fixtures.ts';
+import { readableText } from '../helpers/readable-text.ts';
 import {
   hasChromium,
   seriousViolations,
@@ -13,7 +14,8 @@ import {
 
 // Issue 42, points 8, 9 and 10: what a new user meets first. A list opens on the newest first, so
 // what was just made is on page 1 (the API keeps its documented oldest-first default). A browser
-// at a tenant host's root is sent to the shell, while an API client keeps the JSON 404.
+// at a tenant host's root is sent to the shell, while an API client keeps the JSON 404. And pages
+// and posts are called so, by their declared labels, never "Contents" or "a content".
 
 warnNoChromium('test/browser/admin-first-look.test.ts');
 
@@ -134,5 +136,72 @@ describe.skipIf(!hasChromium)('a tenant host’s root', () => {
     const nowhere = await t.app.http('nowhere.localhost').get('/').set('Accept', 'text/html');
     expect(nowhere.status).toBe(404);
     expect(nowhere.body.code).toBe('NO_SITE');
+  });
+});
+
+describe.skipIf(!hasChromium)('pages and posts are called so', () => {
+  /** What a person reads on the page (its title, text and read attributes) that names content as the API does. */
+  const apiWording = async (page: Page): Promise<string[]> =>
+    readableText(await page.content()).filter(
+      (text) =>
+        /\bcontents\b/i.test(text) || /\b(a|an|one|1|this|new|create|edit|delete|all|no|search) content\b/i.test(text),
+    );
+
+  it.each(WIDTHS)('every page of theirs names them by the declared labels ($name)', async (size) => {
+    const made = await t.app
+      .http(ACME)
+      .post('/api/v1/content/contents')
+      .set('Cookie', cookie)
+      .send({ slug: `named-${size.name}`, title: `Named (${size.name})`, kind: 'page', body: 'Text' })
+      .expect(201);
+    const { context, page } = await signInThroughLogin(t.browser, t.origin(ACME), admin);
+    try {
+      await page.setViewportSize(size);
+      const sidebar = await page.locator('nav[aria-label="Main"] a').allTextContents();
+      expect(sidebar).toContain('Pages and posts');
+      expect(sidebar).not.toContain('Content');
+      const card = page.locator('[data-resource="content.content"]');
+      expect(await card.locator('.card-title').textContent()).toBe('Pages and posts');
+      expect(await apiWording(page)).toEqual([]);
+
+      const base = `${t.origin(ACME)}/admin/content/contents`;
+      await page.goto(base);
+      expect(await page.title()).toBe('Pages and posts · Tenantry');
+      expect(await page.locator('h1').textContent()).toBe('Pages and posts');
+      expect(await page.getByRole('link', { name: 'New page or post' }).count()).toBe(1);
+      expect(await page.getByLabel('Search pages and posts').count()).toBe(1);
+      expect(await page.locator('#rows caption').textContent()).toBe('Pages and posts, newest first');
+      expect(await apiWording(page)).toEqual([]);
+      expect(await seriousViolations(page)).toEqual([]);
+
+      await page.goto(`${base}/new`);
+      expect(await page.locator('h1').textContent()).toBe('New page or post');
+      expect(await page.getByRole('button', { name: 'Create page or post' }).count()).toBe(1);
+      expect(await apiWording(page)).toEqual([]);
+
+      await page.goto(`${base}/${made.body.id}`);
+      expect(await page.locator('h1').textContent()).toBe(`Page or post: Named (${size.name})`);
+      expect(await page.locator('[hx-confirm]').getAttribute('hx-confirm')).toBe('Delete this page or post?');
+      expect(await page.getByRole('link', { name: 'All pages and posts' }).count()).toBe(1);
+      expect(await apiWording(page)).toEqual([]);
+
+      await page.goto(`${base}/${made.body.id}/delete`);
+      expect(await page.getByRole('button', { name: 'Delete page or post' }).count()).toBe(1);
+      expect(await apiWording(page)).toEqual([]);
+
+      // Where permissions are read out (roles, access tokens): in the same words.
+      for (const path of ['/admin/auth/roles/admin', '/admin/auth/tokens']) {
+        await page.goto(`${t.origin(ACME)}${path}`);
+        expect(await page.locator('main').textContent(), path).toContain('List and read pages and posts');
+        expect(await apiWording(page), path).toEqual([]);
+      }
+
+      // The dashboard counts them in the same words: one is "page or post".
+      await page.goto(`${t.origin(ACME)}/admin`);
+      const note = ((await card.locator('.card-count').textContent()) ?? '').replace(/\s+/g, ' ').trim();
+      expect(note).toMatch(/^\d+ (page or post|pages and posts)$/);
+    } finally {
+      await context.close();
+    }
   });
 });

@@ -2,6 +2,7 @@ import type { Registry } from '../../entity/registry.ts';
 import type { ResolvedEntity } from '../../entity/resolve.ts';
 import { titleCase } from '../../entity/names.ts';
 import type { Widget } from './widgets.ts';
+import { peopleLabels } from '../labels.ts';
 
 /**
  * Checkbox groups of declared names: an array field lists its choices in its schema (an enum of
@@ -18,7 +19,7 @@ export function eventCatalog(registry: Registry): Map<string, { group: string; l
   for (const module of registry.modules) {
     const group = module.admin?.label ?? titleCase(module.name);
     for (const entity of registry.entities.filter((e) => e.module === module.name)) {
-      const name = entity.names.label;
+      const name = peopleLabels(entity).label;
       const { created, updated, deleted } = entity.names.events;
       catalog.set(created, { group, label: `${name} created` });
       catalog.set(updated, { group, label: `${name} changed` });

@@ -6,6 +6,7 @@ import { runApiRoute as run } from '../api-route.ts';
 import type { AdminPageContext, AdminSite } from '../page.ts';
 import { renderTemplate } from '../render.ts';
 import { aidFields } from './form-aids.ts';
+import { peopleLabels } from '../labels.ts';
 import { createInputs, editStateField } from './state-fields.ts';
 import type { Access } from '../../entity/define.ts';
 import { entitiesWithPages, referenceTargets } from './references.ts';
@@ -52,7 +53,9 @@ export interface EntityPages {
   readonly base: string;
   /** A record's path pattern, `${base}/:id`. */
   readonly itemPath: string;
+  /** What people call one row and several (labels.ts): "Page or post", "Pages and posts". */
   readonly label: string;
+  readonly labelPlural: string;
   readonly titleField: string;
   /** The new form's inputs: what the create route takes, less the choices that leave nothing to choose. */
   readonly createWidgets: Widget[];
@@ -95,6 +98,7 @@ export interface EntityPages {
 export function entityPages(site: AdminSite, entity: ResolvedEntity, api: Api): EntityPages {
   const { names, def } = entity;
   const base = names.adminPath;
+  const labels = peopleLabels(entity);
   const titleField = def.admin?.title ?? entity.fields[0] ?? 'id';
   const textOf = (field: string): FieldText | undefined =>
     def.fieldText?.[field] ?? (SYSTEM_FIELD_TEXT as Record<string, FieldText>)[field];
@@ -136,7 +140,8 @@ export function entityPages(site: AdminSite, entity: ResolvedEntity, api: Api): 
     api,
     base,
     itemPath: `${base}/:id`,
-    label: names.label,
+    label: labels.label,
+    labelPlural: labels.labelPlural,
     titleField,
     createWidgets,
     createFixed,

@@ -3,6 +3,7 @@ import { titleCase } from '../../entity/names.ts';
 import { OFFSET_MAX, PAGE_LIMIT_DEFAULT, type Page, type PageQuery } from '../../operations/paging.ts';
 import { display } from './widgets.ts';
 import { ADMIN_LIST_SORT } from '../list-query.ts';
+import { peopleLabels } from '../labels.ts';
 
 type Row = Record<string, unknown> & { id: string };
 
@@ -33,6 +34,7 @@ export function listModel(
   text: ListText = { labelOf: titleCase, valueOf: (row, field) => display(row[field]) },
 ) {
   const columns = listColumns(entity, titleField);
+  const { labelPlural } = peopleLabels(entity);
   // Links leave out the order the page opens in (list-query.ts), as they leave out the default size.
   const defaultSort = ADMIN_LIST_SORT;
   const params = (changes: Record<string, string | number | undefined>) => {
@@ -75,7 +77,7 @@ export function listModel(
   // An empty list says so once, in the table; the pager then has nothing to count.
   const summary = page.items.length
     ? paged
-      ? `${page.items.length} ${entity.names.labelPlural.toLowerCase()} of ${page.total}${page.totalExact ? '' : '+'}`
+      ? `${page.items.length} ${labelPlural.toLowerCase()} of ${page.total}${page.totalExact ? '' : '+'}`
       : `${first}–${last} of ${page.total}${page.totalExact ? '' : '+'}`
     : '';
   const nextOffset = page.offset + page.limit;
@@ -88,10 +90,10 @@ export function listModel(
   const prev = !paged && page.offset > 0 ? link({ offset: Math.max(0, page.offset - page.limit) }) : undefined;
   return {
     table: {
-      caption: `${entity.names.labelPlural}, ${orderWords(query.sort, text)}`,
+      caption: `${labelPlural}, ${orderWords(query.sort, text)}`,
       columns: tableColumns,
       rows,
-      empty: `No ${entity.names.labelPlural.toLowerCase()} yet.`,
+      empty: `No ${labelPlural.toLowerCase()} yet.`,
       target: '#rows',
     },
     pager: { summary, target: '#rows', ...(prev ? { prev } : {}), ...(next ? { next } : {}) },

@@ -11,8 +11,7 @@ import type { Row } from './resource-api.ts';
 
 /** The list page and its rows fragment (htmx paging and sorting), both through the API's list route. */
 export function registerListPages(pages: EntityPages): void {
-  const { site, entity, api, base, label, titleField } = pages;
-  const { names } = entity;
+  const { site, entity, api, base, label, labelPlural, titleField } = pages;
   const pageQuery = pageQueryOf(entity.schemas.listQuery);
   const listPage = async (ctx: AdminPageContext, fragmentOnly: boolean) => {
     const { q, ...rest } = ctx.query;
@@ -25,10 +24,10 @@ export function registerListPages(pages: EntityPages): void {
     if (fragmentOnly) return rows;
     const canCreate = ctx.can(api.create.access);
     return ctx.render({
-      title: names.labelPlural,
+      title: labelPlural,
       template: './admin/generated/list',
       data: {
-        title: names.labelPlural,
+        title: labelPlural,
         rows,
         newHref: canCreate ? `${base}/new` : '',
         newLabel: `New ${label.toLowerCase()}`,
@@ -38,7 +37,7 @@ export function registerListPages(pages: EntityPages): void {
             ? {
                 action: base,
                 q: typeof ctx.query.q === 'string' ? ctx.query.q : '',
-                label: `Search ${names.labelPlural.toLowerCase()}`,
+                label: `Search ${labelPlural.toLowerCase()}`,
               }
             : null,
       },
@@ -47,14 +46,14 @@ export function registerListPages(pages: EntityPages): void {
   };
   registerAdminPage(site, {
     path: base,
-    summary: `${names.labelPlural}: list`,
+    summary: `${labelPlural}: list`,
     access: api.list.access,
     schema: { querystring: pageQuery },
     handler: (ctx) => listPage(ctx, false),
   });
   registerAdminPage(site, {
     path: `${base}/rows`,
-    summary: `${names.labelPlural}: rows of the list (htmx fragment)`,
+    summary: `${labelPlural}: rows of the list (htmx fragment)`,
     access: api.list.access,
     schema: { querystring: pageQuery },
     handler: (ctx) => listPage(ctx, true),

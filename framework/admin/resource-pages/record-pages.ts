@@ -108,7 +108,7 @@ export async function renderDetail(
       items: await detailValues(ctx, entity, row, [...fields], items),
       revealed: revealed.map((secret, i) => ({ ...secret, id: `revealed-${i}` })),
       back: base,
-      backLabel: `All ${entity.names.labelPlural.toLowerCase()}`,
+      backLabel: `All ${pages.labelPlural.toLowerCase()}`,
       editHref: ctx.can(api.update.access) ? pages.href(row.id, '/edit') : '',
       deleteHref: ctx.can(api.remove.access) ? pages.href(row.id, '/delete') : '',
       deleteConfirm: `Delete this ${label.toLowerCase()}?`,

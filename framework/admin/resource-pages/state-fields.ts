@@ -4,6 +4,7 @@ import type { ResolvedEntity } from '../../entity/resolve.ts';
 import { offersCommand, stateOf } from '../../operations/command-states.ts';
 import type { Api, Row } from './resource-api.ts';
 import { choiceLabel, type Widget } from './widgets.ts';
+import { peopleLabels } from '../labels.ts';
 
 /**
  * What a generated form offers for an entity's state field (EntityDefinition.states), read from
@@ -70,7 +71,7 @@ export function editStateField(
     if (to === undefined || offered.has(to) || !can(route.access) || !offersCommand(entity, name, row)) return [];
     const label = entity.def.commands?.[name]?.admin?.label ?? titleCase(name);
     return [
-      `To move it to ${choiceLabel(to).toLowerCase()}, use the “${label}” button on the ${entity.names.label.toLowerCase()}’s page.`,
+      `To move it to ${choiceLabel(to).toLowerCase()}, use the “${label}” button on the ${peopleLabels(entity).label.toLowerCase()}’s page.`,
     ];
   });
   const pointer = pointers.length ? pointers.join(' ') : undefined;
