@@ -67,6 +67,16 @@ async function eventBoxes(page: Page) {
   };
 }
 
+/** How far the page is wider than the window (0: nothing scrolls sideways). */
+const sideways = (page: Page) =>
+  page.evaluate(() => {
+    const { document, innerWidth } = globalThis as unknown as {
+      document: { documentElement: { scrollWidth: number } };
+      innerWidth: number;
+    };
+    return Math.max(0, document.documentElement.scrollWidth - innerWidth);
+  });
+
 /** Submits the resource form and returns the answer to its post (a plain post: the page it leads to). */
 async function submit(
   page: Page,
@@ -111,6 +121,7 @@ describe.skipIf(!hasChromium)('webhook endpoints in the admin shell', () => {
         const declared = t.app.services.registry.events;
         expect(boxes.filter((b) => b.value !== '*' && !declared.has(b.value))).toEqual([]);
         expect(boxes.length).toBe(declared.size + 1);
+        expect(await sideways(page)).toBe(0);
         // People read words: no event name shows.
         const shown = (await page.locator('main').textContent()) ?? '';
         expect(shown).not.toMatch(/\b(task\.task\.created|task\.resolved|content\.published)\b/);
@@ -144,6 +155,11 @@ describe.skipIf(!hasChromium)('webhook endpoints in the admin shell', () => {
       expect(await storedSecret(id)).toBe(shown);
       expect(page.url()).not.toContain(shown);
       expect(await seriousViolations(page)).toEqual([]);
+      // On a phone the secret's box fits the screen (the page's long heading is the phone layout's to wrap).
+      await page.setViewportSize({ width: 390, height: 844 });
+      const box = (await page.locator('.secret-shown input.secret-value').boundingBox())!;
+      expect(box.x + box.width).toBeLessThanOrEqual(390);
+      await page.setViewportSize({ width: 1280, height: 900 });
 
       // Made as the API would: active, with the ticked events.
       const read = await t.app
