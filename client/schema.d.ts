@@ -688,7 +688,10 @@ export interface paths {
         delete: operations["task-task-delete"];
         options?: never;
         head?: never;
-        /** Update a task */
+        /**
+         * Update a task
+         * @description description may be sent as null, which clears it (a read then answers null).
+         */
         patch: operations["task-task-update"];
         trace?: never;
     };
@@ -1075,7 +1078,10 @@ export interface paths {
         delete: operations["webhook-endpoint-delete"];
         options?: never;
         head?: never;
-        /** Update a webhook endpoint */
+        /**
+         * Update a webhook endpoint
+         * @description description may be sent as null, which clears it (a read then answers null).
+         */
         patch: operations["webhook-endpoint-update"];
         trace?: never;
     };
@@ -1488,7 +1494,7 @@ export interface components {
              */
             active: boolean;
             /** @description What the endpoint is for. */
-            description?: string;
+            description?: string | null;
             /**
              * @description The event names it receives: names the service publishes (GET /api/v1/admin/resources lists them), or "*" for every event.
              * @example [
@@ -1864,7 +1870,7 @@ export interface components {
              */
             deadline?: string;
             /** @description Markdown text. */
-            description?: string;
+            description?: string | null;
             /** @description From low to critical. */
             priority?: "low" | "medium" | "high" | "critical";
             /**

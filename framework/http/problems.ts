@@ -25,6 +25,8 @@ function fromDatabaseError(err: { code?: string; constraint?: string; detail?: s
       return uniqueViolationProblem(err);
     case '23503':
       return problem('VALIDATION_FAILED', 'A referenced resource does not exist');
+    case '23502':
+      return problem('VALIDATION_FAILED', 'A required value is missing');
     case '23514':
     case '22001':
     case '22003':
