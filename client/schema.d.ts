@@ -1316,7 +1316,10 @@ export interface components {
                 };
                 /** @description JSON Schema of a row */
                 schema: unknown;
-                /** @description tenant: each tenant its own rows; global: one set every tenant reads, the operator writes */
+                /**
+                 * @description tenant: each tenant its own rows; global: one set every tenant reads, the operator writes
+                 * @enum {string}
+                 */
                 scope: "tenant" | "global";
                 /** @description One row per tenant at path, with no id and no list */
                 singleton: boolean;
@@ -1362,6 +1365,7 @@ export interface components {
             createdAt: string;
             /** Format: uuid */
             id: string;
+            /** @enum {string} */
             kind: "page" | "post";
             publishedAt: string | null;
             /** @description Normalised first (Unicode NFKC, trimmed, lower-cased), then 1–100 characters of ^[a-z0-9]+(-[a-z0-9]+)*$; anything else is 422 SLUG_INVALID. Unique among the tenant's live contents (409 SLUG_TAKEN); a delete releases it. */
@@ -1369,6 +1373,7 @@ export interface components {
             /**
              * @description draft, published or archived; changed only by the publish, unpublish and archive commands.
              * @default draft
+             * @enum {string}
              */
             status: "draft" | "published" | "archived";
             /** @description 1–200 characters, counted as Unicode code points (an emoji is one, a combining mark one more). */
@@ -1380,6 +1385,7 @@ export interface components {
         ContentContentPublicReadResponse: {
             /** @description The Markdown rendered to HTML and sanitised (docs/content.md). */
             body: string;
+            /** @enum {string} */
             kind: "page" | "post";
             /** Format: date-time */
             publishedAt: string;
@@ -1389,6 +1395,7 @@ export interface components {
         ContentCreate: {
             /** @description Markdown (GitHub-flavoured), at most 200000 characters, stored as written. HTML typed in a body is kept as text here and left out of the rendered page. */
             body: string;
+            /** @enum {string} */
             kind: "page" | "post";
             /** @description Normalised first (Unicode NFKC, trimmed, lower-cased), then 1–100 characters of ^[a-z0-9]+(-[a-z0-9]+)*$; anything else is 422 SLUG_INVALID. Unique among the tenant's live contents (409 SLUG_TAKEN); a delete releases it. */
             slug: string;
@@ -1411,6 +1418,7 @@ export interface components {
         ContentUpdate: {
             /** @description Markdown (GitHub-flavoured), at most 200000 characters, stored as written. HTML typed in a body is kept as text here and left out of the rendered page. */
             body?: string;
+            /** @enum {string} */
             kind?: "page" | "post";
             /** @description Normalised first (Unicode NFKC, trimmed, lower-cased), then 1–100 characters of ^[a-z0-9]+(-[a-z0-9]+)*$; anything else is 422 SLUG_INVALID. Unique among the tenant's live contents (409 SLUG_TAKEN); a delete releases it. */
             slug?: string;
@@ -1523,7 +1531,10 @@ export interface components {
             /** @description Bytes that arrived */
             size: number;
             uploadedBy: string | null;
-            /** @description public: also served at /api/v1/file/public/{id} */
+            /**
+             * @description public: also served at /api/v1/file/public/{id}
+             * @enum {string}
+             */
             visibility: "public" | "private";
         };
         FilePage: {
@@ -1608,6 +1619,7 @@ export interface components {
             features: string[];
             /** Format: uuid */
             id: string;
+            /** @enum {string} */
             interval: "month" | "year";
             name: string;
             /** @description In the currency's minor unit (cents for EUR, yen for JPY). */
@@ -1632,6 +1644,7 @@ export interface components {
              * @default []
              */
             features: string[];
+            /** @enum {string} */
             interval: "month" | "year";
             name: string;
             /** @description In the currency's minor unit (cents for EUR, yen for JPY). */
@@ -1667,6 +1680,7 @@ export interface components {
              * @default []
              */
             features: string[];
+            /** @enum {string} */
             interval?: "month" | "year";
             name?: string;
             /** @description In the currency's minor unit (cents for EUR, yen for JPY). */
@@ -1755,6 +1769,7 @@ export interface components {
             planId: string;
             /** @description Stamped from the plan when the period started; billed until the next period. */
             price: number;
+            /** @enum {string} */
             status: "trial" | "active" | "past_due" | "cancelled";
             trialUsedAt: string | null;
             /** Format: date-time */
@@ -1799,7 +1814,10 @@ export interface components {
             description: string | null;
             /** Format: uuid */
             id: string;
-            /** @description From low to critical. */
+            /**
+             * @description From low to critical.
+             * @enum {string}
+             */
             priority: "low" | "medium" | "high" | "critical";
             resolution: string | null;
             resolvedAt: string | null;
@@ -1833,11 +1851,15 @@ export interface components {
             deadline: string;
             /** @description Markdown text. */
             description?: string;
-            /** @description From low to critical. */
+            /**
+             * @description From low to critical.
+             * @enum {string}
+             */
             priority: "low" | "medium" | "high" | "critical";
             /**
              * @description open, acknowledged, in_progress, resolved or closed. A new task is open (a create may only say open). Status graph: open → acknowledged → in_progress → resolved → closed; resolved → in_progress (reopen); acknowledged or in_progress → open when the task has no assignee. A PATCH may take these edges except into resolved (the resolve command) and except into acknowledged or in_progress while nobody is assigned; any other move is 409 INVALID_TRANSITION.
              * @default open
+             * @enum {string}
              */
             status: "open" | "acknowledged" | "in_progress" | "resolved" | "closed";
             /**
@@ -1871,11 +1893,15 @@ export interface components {
             deadline?: string;
             /** @description Markdown text. */
             description?: string | null;
-            /** @description From low to critical. */
+            /**
+             * @description From low to critical.
+             * @enum {string}
+             */
             priority?: "low" | "medium" | "high" | "critical";
             /**
              * @description open, acknowledged, in_progress, resolved or closed. A new task is open (a create may only say open). Status graph: open → acknowledged → in_progress → resolved → closed; resolved → in_progress (reopen); acknowledged or in_progress → open when the task has no assignee. A PATCH may take these edges except into resolved (the resolve command) and except into acknowledged or in_progress while nobody is assigned; any other move is 409 INVALID_TRANSITION.
              * @default open
+             * @enum {string}
              */
             status: "open" | "acknowledged" | "in_progress" | "resolved" | "closed";
             /**
@@ -1901,7 +1927,10 @@ export interface components {
             isOperator: boolean;
             name: string;
             slug: string;
-            /** @description active: served on its hosts. suspended: its hosts answer 404 NO_SITE to everybody. */
+            /**
+             * @description active: served on its hosts. suspended: its hosts answer 404 NO_SITE to everybody.
+             * @enum {string}
+             */
             status: "active" | "suspended";
             /** Format: date-time */
             updatedAt: string;
@@ -1960,6 +1989,7 @@ export interface components {
             /**
              * @description invited (cannot sign in yet), active, or deactivated. Set by the set-password and deactivate commands.
              * @default invited
+             * @enum {string}
              */
             status: "invited" | "active" | "deactivated";
             /** Format: date-time */
@@ -2050,7 +2080,10 @@ export interface components {
              * @description This attempt; what send-again names.
              */
             id: string;
-            /** @description succeeded (a 2xx answer); failed (another answer, a timeout or a network error: retried); refused (the URL or its address is not allowed: never sent, not retried); dead (the last attempt failed: no more retries). */
+            /**
+             * @description succeeded (a 2xx answer); failed (another answer, a timeout or a network error: retried); refused (the URL or its address is not allowed: never sent, not retried); dead (the last attempt failed: no more retries).
+             * @enum {string}
+             */
             status: "succeeded" | "failed" | "refused" | "dead";
             /** @description The Webhook-Id sent: the event id, the same on every attempt and on send-again. */
             webhookId: string;

@@ -169,13 +169,15 @@ export function clearable(schema: TSchema): boolean {
 
 /**
  * A field's schema in a PATCH body: the field's own, or, for a clearable field, the same admitting
- * null. A schema with one JSON type says so with a type list (`["string", "null"]`, one refusal
- * naming both), any other with `anyOf` a null branch.
+ * null. An enum lists null among its values; a schema with one JSON type says so with a type list
+ * (`["string", "null"]`, one refusal naming both); any other takes `anyOf` a null branch.
  */
 function patchSchema(schema: TSchema): TSchema {
   const plain = stripOptional(schema);
   if (!clearable(schema)) return plain;
   const node = plain as TSchema & { type?: unknown; enum?: unknown[] };
+  // An enum of its own (Type.Enum): null joins its values, so a refusal still names them all.
+  if (node.type === undefined && Array.isArray(node.enum)) return { ...node, enum: [...node.enum, null] } as TSchema;
   if (typeof node.type !== 'string' || node.type === 'null') return Type.Union([plain, Type.Null()]);
   const copy = { ...node, type: [node.type, 'null'] } as Record<string, unknown>;
   if (Array.isArray(node.enum)) copy.enum = [...node.enum, null];
