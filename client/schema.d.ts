@@ -706,7 +706,7 @@ export interface paths {
         put?: never;
         /**
          * Assign a task to a user of the tenant
-         * @description Sets assigneeId and moves an open task to acknowledged (other statuses stay), publishes task.assigned and notifies the assignee, with a mail when they have an address. An unknown or deactivated user is 422 VALIDATION_FAILED; a resolved or closed task is 409 INVALID_TRANSITION (a finished task takes no assignee). Assigning the same person again changes nothing and publishes nothing.
+         * @description Sets assigneeId and moves an open task to acknowledged (other statuses stay), publishes task.assigned and notifies the assignee, with a mail when they have an address. The assignee must be an active user of the tenant whose roles grant task:read, so that they can open the task their notification links to: anyone else (an unknown, invited or deactivated user, or one without task:read) is 422 VALIDATION_FAILED, its message saying why. A resolved or closed task is 409 INVALID_TRANSITION (a finished task takes no assignee). Assigning the same person again changes nothing and publishes nothing.
          */
         post: operations["task-task-assign"];
         delete?: never;
@@ -749,6 +749,26 @@ export interface paths {
          * @description Sets resolvedAt (now) and resolution and moves the task to resolved, publishing task.resolved. Allowed from open, acknowledged and in_progress; from resolved or closed it is 409 INVALID_TRANSITION. A deadline that passed before the resolution is recorded as a breach first.
          */
         post: operations["task-task-resolve"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/task/tasks/{id}/unassign": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Take the assignee off a task
+         * @description Clears assigneeId and moves the task back to open (the status graph's edge from acknowledged or in_progress to open, for a task with nobody assigned), publishing task.unassigned with the assignee it had. From acknowledged or in_progress; an open task has nobody assigned, so it changes nothing and publishes nothing; a resolved or closed task is 409 INVALID_TRANSITION (a finished task keeps who did it).
+         */
+        post: operations["task-task-unassign"];
         delete?: never;
         options?: never;
         head?: never;
@@ -1839,7 +1859,7 @@ export interface components {
         TaskAssign: {
             /**
              * Format: uuid
-             * @description A user of this tenant.
+             * @description An active user of this tenant whose roles grant task:read.
              */
             assigneeId: string;
         };
@@ -1857,7 +1877,7 @@ export interface components {
              */
             priority: "low" | "medium" | "high" | "critical";
             /**
-             * @description open, acknowledged, in_progress, resolved or closed. A new task is open (a create may only say open). Status graph: open → acknowledged → in_progress → resolved → closed; resolved → in_progress (reopen); acknowledged or in_progress → open when the task has no assignee. A PATCH may take these edges except into resolved (the resolve command) and except into acknowledged or in_progress while nobody is assigned; any other move is 409 INVALID_TRANSITION.
+             * @description open, acknowledged, in_progress, resolved or closed. A new task is open (a create may only say open). Status graph: open → acknowledged → in_progress → resolved → closed; resolved → in_progress (reopen); acknowledged or in_progress → open when the task has no assignee (POST .../{id}/unassign takes the assignee off and moves it there). A PATCH may take these edges except into resolved (the resolve command) and except into acknowledged or in_progress while nobody is assigned; any other move is 409 INVALID_TRANSITION.
              * @default open
              * @enum {string}
              */
@@ -1899,7 +1919,7 @@ export interface components {
              */
             priority?: "low" | "medium" | "high" | "critical";
             /**
-             * @description open, acknowledged, in_progress, resolved or closed. A new task is open (a create may only say open). Status graph: open → acknowledged → in_progress → resolved → closed; resolved → in_progress (reopen); acknowledged or in_progress → open when the task has no assignee. A PATCH may take these edges except into resolved (the resolve command) and except into acknowledged or in_progress while nobody is assigned; any other move is 409 INVALID_TRANSITION.
+             * @description open, acknowledged, in_progress, resolved or closed. A new task is open (a create may only say open). Status graph: open → acknowledged → in_progress → resolved → closed; resolved → in_progress (reopen); acknowledged or in_progress → open when the task has no assignee (POST .../{id}/unassign takes the assignee off and moves it there). A PATCH may take these edges except into resolved (the resolve command) and except into acknowledged or in_progress while nobody is assigned; any other move is 409 INVALID_TRANSITION.
              * @default open
              * @enum {string}
              */
@@ -7936,6 +7956,149 @@ export interface operations {
                 };
             };
             /** @description INVALID_TRANSITION: the task's status is not one of open, acknowledged, in_progress. The problem names the field and the state. */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Body larger than 1048576 bytes (PAYLOAD_TOO_LARGE) */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description A path parameter longer than the router accepts (URI_TOO_LONG) */
+            414: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Body not JSON; form-encoded bodies are refused (UNSUPPORTED_MEDIA_TYPE) */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Validation failed (VALIDATION_FAILED, the Idempotency-Key header included); or an Idempotency-Key used in the last 24 hours for another request (IDEMPOTENCY_KEY_REUSED) */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Too many failed sign-ins or bearer-token attempts from this client address (ErrTooManyAttempts); Retry-After says when to try again */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Request headers over 16 KB (HEADERS_TOO_LARGE), refused before any route runs */
+            431: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Unexpected error */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Database busy (DB_BUSY: every connection stayed in use), a statement past its time limit (DB_TIMEOUT) or the database unreachable (DB_UNAVAILABLE): retry after the Retry-After seconds. Only a 2xx acknowledges a write */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    "task-task-unassign": {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description Makes the request safe to retry: a key of 1-255 printable ASCII characters, new for each distinct request (a UUID does). For 24 hours the same key with the same request replays the first answer (its status and body, with the header Idempotent-Replayed: true) and does nothing again; with another method, path or body it answers 422 IDEMPOTENCY_KEY_REUSED. A request with the same key still running is waited for. Keys are per tenant and caller. A request that failed (any problem answer) leaves no key behind and may be retried with it. */
+                "idempotency-key"?: string;
+            };
+            path: {
+                /** @description Resource id (UUID) */
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The task after the command */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Task"];
+                };
+            };
+            /** @description Malformed request */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Not signed in (AUTH_REQUIRED), or a bearer token unknown, expired, revoked or of another tenant (TOKEN_INVALID) */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Missing permission (AUTH_FORBIDDEN) or operator permission outside the operator tenant (AUTH_NOT_OPERATOR); sent from another site (AUTH_CROSS_SITE: Sec-Fetch-Site other than same-origin/none, or an Origin naming another host) */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description No site at this host, or no such resource */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description INVALID_TRANSITION: the task's status is not one of acknowledged, in_progress; when it is open the command changes nothing. The problem names the field and the state. */
             409: {
                 headers: {
                     [name: string]: unknown;

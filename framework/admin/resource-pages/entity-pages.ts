@@ -6,7 +6,7 @@ import { runApiRoute as run } from '../api-route.ts';
 import type { AdminPageContext, AdminSite } from '../page.ts';
 import { renderTemplate } from '../render.ts';
 import { aidFields, limitToInitialStates } from './form-aids.ts';
-import { entitiesWithPages, referenceTargets } from './references.ts';
+import { entitiesWithPages, referenceTargets, type ActorRule } from './references.ts';
 import { SYSTEM_FIELD_TEXT, type FieldText } from '../../entity/field-text.ts';
 import { displayField, inputValue, widgetsOf, type Widget } from './widgets.ts';
 import type { Api, Row } from './resource-api.ts';
@@ -30,6 +30,8 @@ export interface FormModel {
   intro?: string;
   /** Body fields naming another entity's row (a command's own references): offered as pickers, like the entity's. */
   references?: Readonly<Record<string, string>>;
+  /** Of those, the fields naming a person who must be able to act: their pickers offer only such people. */
+  actors?: Readonly<Record<string, ActorRule>>;
 }
 
 /**
@@ -160,6 +162,8 @@ export function entityPages(site: AdminSite, entity: ResolvedEntity, api: Api): 
         { ...def.references, ...form.references },
         entitiesWithPages(site.services.registry),
       );
+      for (const [field, actor] of Object.entries(form.actors ?? {}))
+        if (references[field]) references[field] = { ...references[field], actor };
       const fields = await aidFields(ctx, entity, form.fields, references);
       const html = renderTemplate('./admin/generated/form', {
         ...form,
