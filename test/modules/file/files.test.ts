@@ -329,7 +329,7 @@ describe('Files rule 5: download headers', () => {
     expect(Buffer.from(res.body).toString()).toBe('zip bytes');
   });
 
-  it('each of the seven renderable types is sent without Content-Disposition; a public file sets no Cache-Control', async () => {
+  it('each of the seven renderable types is sent inline, named (issue 41: a saved copy keeps its name); a public file sets no Cache-Control', async () => {
     const ctx = await tenantWithCaller();
     const samples: Record<string, Buffer | string> = {
       'image/png': PNG,
@@ -349,11 +349,34 @@ describe('Files rule 5: download headers', () => {
       const res = await ctx.http().get(`${PUBLIC}/${up.body.id}`);
       expect(res.status, type).toBe(200);
       expect(res.headers['content-type'], type).toBe(type);
-      expect(res.headers['content-disposition'], type).toBeUndefined();
+      expect(res.headers['content-disposition'], type).toBe("inline; filename*=UTF-8''notes.bin");
       expect(res.headers['cache-control'], type).toBeUndefined();
       expect(res.headers['content-security-policy']).toBe("default-src 'none'; sandbox");
       expect(res.headers['cross-origin-resource-policy']).toBe('same-site');
     }
+  });
+});
+
+describe('Files rule 5, a renderable download keeps its name (issue 41, point 8: downloads)', () => {
+  it('inline; filename*=UTF-8 with the name percent-encoded, on both doors, private and public', async () => {
+    const ctx = await tenantWithCaller();
+    const expected = "inline; filename*=UTF-8''r%C3%A9sum%C3%A9%20%28final%29.txt";
+    const privateUp = await upload(ctx, 'some words', { type: 'text/plain', filename: 'résumé (final).txt' });
+    const privateRes = await ctx.http().get(`${FILES}/${privateUp.body.id}/content`).set('Cookie', ctx.caller.cookie);
+    expect(privateRes.headers['content-disposition']).toBe(expected);
+    expect(privateRes.headers['cache-control']).toBe('no-store');
+    const publicUp = await upload(ctx, PNG, {
+      type: 'image/png',
+      filename: 'résumé (final).txt',
+      visibility: 'public',
+    });
+    const head = await ctx.http().head(`${PUBLIC}/${publicUp.body.id}`);
+    expect(head.status).toBe(200);
+    expect(head.headers['content-disposition']).toBe(expected);
+    // Not renderable: still an attachment, however it is named.
+    const other = await upload(ctx, 'x', { type: 'text/html', filename: 'page.html', visibility: 'public' });
+    const html = await ctx.http().get(`${PUBLIC}/${other.body.id}`);
+    expect(html.headers['content-disposition']).toBe("attachment; filename*=UTF-8''page.html");
   });
 });
 
