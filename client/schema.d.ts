@@ -519,7 +519,7 @@ export interface paths {
         put?: never;
         /**
          * Upload a file
-         * @description A multipart/form-data form with one file part named file. The form is at most files.max_bytes + 65536 bytes (413 PAYLOAD_TOO_LARGE); the file at most files.max_bytes (413 FILE_TOO_LARGE) and within the tenant quota files.quota_bytes (413 QUOTA_EXCEEDED). The part's Content-Type is the declared media type (422 MEDIA_TYPE_INVALID if not type/subtype or over 255 characters); a renderable type whose bytes disagree is 422 MEDIA_TYPE_MISMATCH. Nothing is kept after a refusal.
+         * @description A multipart/form-data form with one file part named file. The form is at most files.max_bytes + 65536 bytes (413 PAYLOAD_TOO_LARGE); the file at most files.max_bytes (413 FILE_TOO_LARGE) and within the tenant quota files.quota_bytes (413 QUOTA_EXCEEDED). The part's Content-Type is the declared media type (422 MEDIA_TYPE_INVALID if not type/subtype or over 255 characters); a renderable type whose bytes disagree is 422 MEDIA_TYPE_MISMATCH. visibility is the query parameter, never a form field: a form field named visibility (before or after the file part) is 422 VALIDATION_FAILED, pointer /body/visibility, saying to send it in the query string. Nothing is kept after a refusal.
          */
         post: operations["file-file-upload"];
         delete?: never;
@@ -6038,7 +6038,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description No file part (FILE_MISSING), a media type that is not one (MEDIA_TYPE_INVALID), bytes disagreeing with a renderable type (MEDIA_TYPE_MISMATCH) */
+            /** @description No file part (FILE_MISSING), a media type that is not one (MEDIA_TYPE_INVALID), bytes disagreeing with a renderable type (MEDIA_TYPE_MISMATCH), visibility missing from the query string or sent as a form field (VALIDATION_FAILED) */
             422: {
                 headers: {
                     [name: string]: unknown;

@@ -78,7 +78,12 @@ export function validationProblem(
       }
       if (issue.keyword === 'required') {
         const missing = (issue.params?.requiredProperties as string[] | undefined) ?? [];
-        if (missing.length > 0) return missing.map((name) => ({ pointer: `${at}/${name}`, message: 'is required' }));
+        // A query parameter looked for in the body (a form field, a JSON member) is missing from the query: say where it goes.
+        const message = (name: string) =>
+          part === 'querystring' && issue.instancePath === ''
+            ? `is required: send it in the query string (?${name}=...), not in the body`
+            : 'is required';
+        if (missing.length > 0) return missing.map((name) => ({ pointer: `${at}/${name}`, message: message(name) }));
       }
       return [{ pointer: at, message: pagingRefusal(at, issue.keyword) ?? issueMessage(issue) }];
     });

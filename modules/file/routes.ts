@@ -96,7 +96,9 @@ export const fileRoutes = (config: Config) => [
       `A multipart/form-data form with one file part named file. The form is at most files.max_bytes + ${ENVELOPE_BYTES} bytes ` +
       '(413 PAYLOAD_TOO_LARGE); the file at most files.max_bytes (413 FILE_TOO_LARGE) and within the tenant quota files.quota_bytes ' +
       "(413 QUOTA_EXCEEDED). The part's Content-Type is the declared media type (422 MEDIA_TYPE_INVALID if not type/subtype or over 255 " +
-      'characters); a renderable type whose bytes disagree is 422 MEDIA_TYPE_MISMATCH. Nothing is kept after a refusal.',
+      'characters); a renderable type whose bytes disagree is 422 MEDIA_TYPE_MISMATCH. visibility is the query parameter, never a form ' +
+      'field: a form field named visibility (before or after the file part) is 422 VALIDATION_FAILED, pointer /body/visibility, saying to ' +
+      'send it in the query string. Nothing is kept after a refusal.',
     tags: ['file'],
     access: { permission: 'file:manage' },
     transaction: 'none',
@@ -111,7 +113,7 @@ export const fileRoutes = (config: Config) => [
           'Form past the envelope (PAYLOAD_TOO_LARGE), file past files.max_bytes (FILE_TOO_LARGE) or past the quota (QUOTA_EXCEEDED)',
         ),
         422: problemResponse(
-          'No file part (FILE_MISSING), a media type that is not one (MEDIA_TYPE_INVALID), bytes disagreeing with a renderable type (MEDIA_TYPE_MISMATCH)',
+          'No file part (FILE_MISSING), a media type that is not one (MEDIA_TYPE_INVALID), bytes disagreeing with a renderable type (MEDIA_TYPE_MISMATCH), visibility missing from the query string or sent as a form field (VALIDATION_FAILED)',
         ),
         503: problemResponse(
           'The file storage cannot be reached (STORAGE_UNAVAILABLE: nothing is kept), or the database is busy (DB_BUSY); retry after the Retry-After seconds',

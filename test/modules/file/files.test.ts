@@ -155,6 +155,42 @@ describe('Files rule 1–2: upload streams the bytes to storage, then writes the
     expect(await rowCount(ctx.tenant)).toBe(0);
   });
 
+  it('visibility sent as a form field is refused, saying to send it in the query string; nothing is kept (issue 41, point 8: uploads)', async () => {
+    const ctx = await tenantWithCaller();
+    const storedBefore = (await driver.stored()).length;
+    const post = (parts: Parameters<typeof form>[0], query = '?visibility=public') => {
+      const { body, type } = form(parts);
+      return ctx.http().post(`${FILES}${query}`).set('Cookie', ctx.caller.cookie).set('Content-Type', type).send(body);
+    };
+    const file = { name: 'file', filename: 'a.bin', content: 'bytes' };
+    const field = { name: 'visibility', content: 'public' };
+    const message =
+      'visibility is a query parameter, not a form field: send it in the query string (?visibility=public or ?visibility=private)';
+    // Before the file part, or after it, as well as in the query.
+    for (const parts of [
+      [field, file],
+      [file, field],
+    ]) {
+      const res = await post(parts);
+      expect(res.status, JSON.stringify(res.body)).toBe(422);
+      expect(res.body).toMatchObject({ code: 'VALIDATION_FAILED', detail: message });
+      expect(res.body.errors).toEqual([{ pointer: '/body/visibility', message }]);
+    }
+    // Only as a form field: the query's own refusal says where it goes.
+    const only = await post([field, file], '');
+    expect(only.status).toBe(422);
+    expect(only.body.errors).toEqual([
+      {
+        pointer: '/querystring/visibility',
+        message: 'is required: send it in the query string (?visibility=...), not in the body',
+      },
+    ]);
+    expect(await rowCount(ctx.tenant)).toBe(0);
+    expect((await driver.stored()).length).toBe(storedBefore);
+    // Another field is no matter: the upload is stored.
+    expect((await post([{ name: 'note', content: 'x' }, file])).status).toBe(201);
+  });
+
   it('needs file:manage', async () => {
     const ctx = await tenantWithCaller(['file:read']);
     const res = await upload(ctx, 'x');
