@@ -68,17 +68,27 @@ describe('the public page, the public JSON and the admin show none of it', () =>
     const admin = await signInAs(site.app, site.tenant, ['*']);
     const detail = await http.get(`/admin/content/contents/${item.id}`).set('Cookie', admin.cookie);
     expect(detail.status).toBe(200);
+    // The edit form posted back for a preview (nothing saved): the form again, with the body rendered.
     const preview = await http
-      .post('/admin/markdown-preview')
+      .post(`/admin/content/contents/${item.id}/edit`)
       .set('Cookie', admin.cookie)
       .type('form')
-      .send({ csrf: sessionFormToken(admin.rawSessionId), _preview: 'body', body });
+      .send({
+        csrf: sessionFormToken(admin.rawSessionId),
+        _preview: 'body',
+        slug: item.slug,
+        title: 'A title',
+        kind: 'page',
+        body,
+      });
     expect(preview.status).toBe(200);
+    // The form keeps the source in its textarea; the preview is the rendered part.
+    const rendered = /<div class="markdown">([\s\S]*?)<\/div>/.exec(preview.text)?.[1] ?? '';
     for (const [where, html] of [
       ['public JSON', json.body.body as string],
       ['public page', page.text],
       ['admin detail page', detail.text],
-      ['admin preview', preview.text],
+      ['admin preview', rendered],
     ] as const) {
       for (const hidden of ['alert(1)', 'display:none', 'secret words', 'inert words'])
         expect(html, `${where}: ${hidden}`).not.toContain(hidden);
