@@ -4,6 +4,7 @@ import type { Registry } from '../entity/registry.ts';
 import type { ResolvedEntity } from '../entity/resolve.ts';
 import type { TxContext } from '../context/tx.ts';
 import { allowsAccess, type OperatorPermissions } from '../access/guard.ts';
+import { StringEnum } from '../entity/string-enum.ts';
 
 export const CatalogEntrySchema = Type.Object({
   key: Type.String({ description: '<module>.<entity>' }),
@@ -12,7 +13,7 @@ export const CatalogEntrySchema = Type.Object({
   label: Type.String(),
   labelPlural: Type.String(),
   path: Type.String({ description: "Collection path of the generic routes, or a singleton's resource path" }),
-  scope: Type.Union([Type.Literal('tenant'), Type.Literal('global')], {
+  scope: StringEnum(['tenant', 'global'], {
     description: 'tenant: each tenant its own rows; global: one set every tenant reads, the operator writes',
   }),
   singleton: Type.Boolean({ description: 'One row per tenant at path, with no id and no list' }),
@@ -31,8 +32,24 @@ export const CatalogEntrySchema = Type.Object({
   }),
   commandOwned: Type.Record(Type.String(), Type.String(), { description: 'field → command route that owns it' }),
   commands: Type.Array(Type.String()),
+  events: Type.Array(Type.String(), {
+    description:
+      'The events the resource publishes, by name: its created, updated and deleted events and what its commands and hooks publish (what a webhook endpoint subscribes to).',
+  }),
   admin: Type.Optional(Type.Unknown()),
 });
+
+/** The events an entity publishes: its lifecycle events, then its commands' and hooks' own, each once. */
+export function resourceEvents(entity: ResolvedEntity): string[] {
+  const { def, names } = entity;
+  return [
+    ...new Set([
+      ...Object.values(names.events),
+      ...Object.values(def.commands ?? {}).flatMap((c) => c.publishes ?? []),
+      ...(def.hookPublishes ?? []),
+    ]),
+  ];
+}
 
 export function catalogEntry(entity: ResolvedEntity, ctx: TxContext, operator: OperatorPermissions) {
   const { names, def } = entity;
@@ -64,6 +81,7 @@ export function catalogEntry(entity: ResolvedEntity, ctx: TxContext, operator: O
     ],
     commandOwned: Object.fromEntries(Object.entries(entity.commandOwned).map(([f, c]) => [f, entity.commandRoute(c)])),
     commands,
+    events: resourceEvents(entity),
     ...(def.admin ? { admin: def.admin } : {}),
   };
 }

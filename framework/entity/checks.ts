@@ -65,6 +65,7 @@ export function checkRegistry(registry: Registry, earlier: string[]): void {
     }
     problems.push(...publicReadProblems(entity.names.key, def));
     problems.push(...stateProblems(entity));
+    problems.push(...actorProblems(entity, registry, permissionKnown));
     // The types refuse these already; a definition built without them (e.g. from data) is caught here.
     for (const [kind, list] of [
       ['readOnly', entity.readOnly],
@@ -81,11 +82,15 @@ export function checkRegistry(registry: Registry, earlier: string[]): void {
       ['references', Object.keys(def.references ?? {})],
       ['searchable', def.searchable ?? []],
       ['states', def.states ? [def.states.field] : []],
+      ['choices', Object.keys(def.choices ?? {})],
     ] as const) {
       for (const field of list) {
         if (!(field in def.fields)) problems.push(`entity ${entity.names.key}: ${kind} field ${field} is not a field`);
       }
     }
+    for (const field of def.shownOnce ?? [])
+      if (!(field in (def.computed ?? {})))
+        problems.push(`entity ${entity.names.key}: shownOnce field ${field} is not a computed field`);
   }
 
   const operationIds = new Map<string, string>();
@@ -271,6 +276,35 @@ function publicReadProblems(key: string, def: AnyEntity): string[] {
 }
 
 /**
+ * A command's actor fields (CommandDefinition.actors): each a field of its body, a reference to
+ * the users entity (the identity table users, whose status and roles the check reads), with a
+ * declared permission.
+ */
+function actorProblems(entity: ResolvedEntity, registry: Registry, permissionKnown: (p: string) => boolean): string[] {
+  const problems: string[] = [];
+  const usersEntity = registry.entities.find(
+    (e) =>
+      e.names.table === 'users' &&
+      registry.modules.some((m) => m.name === e.module && m.identityTables?.includes('users')),
+  );
+  for (const [command, definition] of Object.entries(entity.def.commands ?? {})) {
+    const where = `entity ${entity.names.key}: command ${command}`;
+    for (const [field, permission] of Object.entries(definition.actors ?? {})) {
+      const properties = (definition.body as { properties?: Record<string, unknown> } | undefined)?.properties ?? {};
+      if (!(field in properties)) problems.push(`${where}: actor field ${field} is not a field of its body`);
+      const target = definition.references?.[field];
+      if (!usersEntity || target !== usersEntity.names.key)
+        problems.push(
+          `${where}: actor field ${field} must be a reference to the users entity${usersEntity ? ` (references: { ${field}: '${usersEntity.names.key}' })` : ', and no module provides the identity table users'}`,
+        );
+      if (!permissionKnown(permission))
+        problems.push(`${where}: actor field ${field} names undeclared permission ${permission}`);
+    }
+  }
+  return problems;
+}
+
+/**
  * The declared state table (command-states.ts): every state a command or a create names is a value
  * of the state field, the refusal is a 409, and no command declares states without a state field.
  */
@@ -299,7 +333,11 @@ function stateProblems(entity: ResolvedEntity): string[] {
     if (!command.states) continue;
     if (!def.states)
       problems.push(`${where}: command ${name} declares states, but the entity declares no state field (states.field)`);
-    known(`command ${name} states`, [...command.states.from, ...(command.states.unchanged ?? [])]);
+    known(`command ${name} states`, [
+      ...command.states.from,
+      ...(command.states.unchanged ?? []),
+      ...(command.states.to === undefined ? [] : [command.states.to]),
+    ]);
   }
   return problems;
 }

@@ -20,6 +20,7 @@ type Build = (http: {
   head(u: string): HttpRequest;
   patch(u: string): HttpRequest;
   delete(u: string): HttpRequest;
+  options(u: string): HttpRequest;
 }) => HttpRequest;
 
 /** Each request, as a test would write it against t.app.http(host). */
@@ -74,6 +75,15 @@ const recorded: [string, string, Build][] = [
     'acme.localhost',
     (h) => h.delete('/api/v1/testkit/widgets/nope').set('Cookie', reader.cookie),
   ],
+  [
+    'a CORS preflight',
+    'acme.localhost',
+    (h) =>
+      h
+        .options('/api/v1/testkit/widgets')
+        .set('Origin', 'https://app.acme.test')
+        .set('Access-Control-Request-Method', 'POST'),
+  ],
   ['an HTML page', 'acme.localhost', (h) => h.get('/admin').set('Cookie', reader.cookie)],
   ['the OpenAPI document', 'operator.localhost', (h) => h.get('/api/v1/openapi.json')],
 ];
@@ -117,6 +127,7 @@ describe('the test app’s HTTP client', () => {
       head: (u) => wire.head(u).set('Host', host),
       patch: (u) => wire.patch(u).set('Host', host),
       delete: (u) => wire.delete(u).set('Host', host),
+      options: (u) => wire.options(u).set('Host', host),
     });
     const injected = await build(t.app.http(host));
     expect(comparable(injected)).toEqual(comparable(overWire));

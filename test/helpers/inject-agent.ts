@@ -26,6 +26,7 @@ export interface HostAgent {
   patch(url: string): HttpRequest;
   delete(url: string): HttpRequest;
   head(url: string): HttpRequest;
+  options(url: string): HttpRequest;
 }
 
 export function hostAgent(web: FastifyInstance, host: string): HostAgent {
@@ -37,10 +38,11 @@ export function hostAgent(web: FastifyInstance, host: string): HostAgent {
     patch: request('PATCH'),
     delete: request('DELETE'),
     head: request('HEAD'),
+    options: request('OPTIONS'),
   };
 }
 
-type Method = 'GET' | 'POST' | 'PUT' | 'PATCH' | 'DELETE' | 'HEAD';
+type Method = 'GET' | 'POST' | 'PUT' | 'PATCH' | 'DELETE' | 'HEAD' | 'OPTIONS';
 interface Call {
   name: string;
   args: unknown[];
