@@ -1,3 +1,5 @@
+import type { FieldError, Problem, ProblemCode, ProblemCodesOf, ProblemDocument } from './contracts/problems.ts';
+
 /**
  * The one registry of problem codes. Every failure the service answers is a ProblemError
  * carrying one of these codes; the HTTP layer turns it into application/problem+json.
@@ -63,29 +65,17 @@ export const PROBLEMS = {
   INTERNAL: { status: 500, title: 'Internal error' },
 } as const satisfies Record<string, { status: number; title: string }>;
 
-export type ProblemCode = keyof typeof PROBLEMS;
-
-export interface FieldError {
-  /** JSON pointer into the request part, e.g. /body/title */
-  pointer: string;
-  message: string;
+declare module './contracts/problems.ts' {
+  interface ProblemCodes extends ProblemCodesOf<typeof PROBLEMS> {}
 }
 
-export interface ProblemDocument {
-  type: string;
-  title: string;
-  status: number;
-  detail: string;
-  code: ProblemCode;
-  errors?: FieldError[];
-  [extension: string]: unknown;
-}
+export type { FieldError, ProblemCode, ProblemDocument } from './contracts/problems.ts';
 
 export function problemType(code: ProblemCode): string {
   return `https://tenantry.dev/problems/${code}`;
 }
 
-export class ProblemError extends Error {
+export class ProblemError extends Error implements Problem {
   readonly code: ProblemCode;
   readonly status: number;
   readonly errors: FieldError[] | undefined;

@@ -8,7 +8,9 @@
  * `identityTables` in its definition (modules/user and modules/auth today). A module that replaces
  * users, roles or sessions must keep this shape.
  */
-export type IdentityTableName = 'users' | 'roles' | 'sessions' | 'access_tokens';
+import type { IdentityTableName } from '../contracts/access.ts';
+
+export type { IdentityTableName } from '../contracts/access.ts';
 
 export interface FrameworkTableUse {
   table: IdentityTableName;

@@ -1,5 +1,5 @@
 import type { AnyRoute, RouteDefinition } from '../entity/define.ts';
-import type { Registry } from '../entity/registry.ts';
+import type { ModuleRegistry as Registry } from '../contracts/services.ts';
 import type { AdminPageContext } from './page.ts';
 
 /** The API route with this operation id: an admin page runs its handler, under its access. */

@@ -1,6 +1,6 @@
 import Type from 'typebox';
 import type { AnyRoute } from '../entity/define.ts';
-import type { Registry } from '../entity/registry.ts';
+import type { ModuleRegistry as Registry } from '../contracts/services.ts';
 import type { ResolvedEntity } from '../entity/resolve.ts';
 import type { TxContext } from '../context/tx.ts';
 

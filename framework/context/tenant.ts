@@ -1,9 +1,4 @@
-/** What the request path knows of a tenant once its host resolved. */
-export interface TenantRef {
-  id: string;
-  slug: string;
-  isOperator: boolean;
-}
+export type { TenantRef } from '../contracts/tenant.ts';
 
 /** Normalises a Host header: port stripped, lower-cased, trailing dot removed. */
 export function normaliseHost(header: string | undefined): string {

@@ -1,5 +1,5 @@
 import Type from 'typebox';
-import type { Registry } from './registry.ts';
+import type { ModuleRegistry as Registry } from '../contracts/services.ts';
 import type { ResolvedEntity } from './resolve.ts';
 import { SYSTEM_FIELDS } from './resolve.ts';
 import type { TxContext } from '../context/tx.ts';

@@ -1,8 +1,8 @@
 // The entity author API: defineEntity, its hooks, commands (defineCommand) and public read. (define.ts gathers the author API.)
 import type { Static, TProperties, TSchema } from 'typebox';
-import type { TxContext } from '../context/tx.ts';
-import type { Services } from '../services.ts';
-import type { ProblemCode } from '../errors.ts';
+import type { TxContext } from '../contracts/transaction.ts';
+import type { Services } from '../contracts/services.ts';
+import type { ProblemCode } from '../contracts/problems.ts';
 import type { EntityStorage } from './storage.ts';
 import type { CommandPrepareContext } from './route-definition.ts';
 import type { FieldValues, NoFields, EntityRow, CommandRow, FieldChanges, Answer, RowFilter } from './entity-values.ts';

@@ -1,22 +1,15 @@
 // The module author API: defineModule, permissions, subscriptions, jobs, and what a module adds to the admin shell. (define.ts gathers the author API.)
-import type { TxContext } from '../context/tx.ts';
-import type { Services } from '../services.ts';
-import type { Config } from '../config/schema.ts';
-import type { TenantRef } from '../context/tenant.ts';
-import type { AdminPagesRegistrar } from '../admin/page.ts';
-import type { SidebarEntry } from '../admin/sidebar.ts';
-import type { IdentityTableName } from '../access/identity-tables.ts';
-import type { BearerAttemptLimit } from '../access/bearer.ts';
+import type { TxContext } from '../contracts/transaction.ts';
+import type { PermissionDeclaration, Services } from '../contracts/services.ts';
+import type { Config } from '../contracts/config.ts';
+import type { TenantRef } from '../contracts/tenant.ts';
+import type { AdminPagesRegistrar, SidebarEntry } from '../contracts/admin.ts';
+import type { BearerAttemptLimit, IdentityTableName } from '../contracts/access.ts';
 import type { AnyRoute } from './route-definition.ts';
 import type { AnyEntity } from './entity-definition.ts';
-import type { Database } from '../db/types.ts';
+import type { Database } from '../contracts/database.ts';
 
-export interface PermissionDeclaration {
-  name: string;
-  description: string;
-  /** Operator permissions are refused at every tenant but the operator's, and no customer role may hold them. */
-  operator?: boolean;
-}
+export type { PermissionDeclaration } from '../contracts/services.ts';
 
 export interface SubscriptionDefinition {
   /** Unique name; also the pg-boss queue name. */

@@ -1,6 +1,5 @@
 import {
   moduleJobs,
-  type AnyRoute,
   type ModuleDefinition,
   type PermissionDeclaration,
   type SubscriptionDefinition,
@@ -12,23 +11,20 @@ import { entityRoutes } from '../http/entity-routes.ts';
 import { EntityOperations } from '../operations/entity-ops.ts';
 import { checkRegistry } from './checks.ts';
 import type { Config } from '../config/schema.ts';
+import type { RegisteredRoute } from '../contracts/composition.ts';
+import type { ModuleRegistry } from '../contracts/services.ts';
 import { idempotencyKeyPurge } from '../http/idempotency.ts';
 
 /** Jobs the framework runs itself, on the tables it owns in every tenant. */
 const FRAMEWORK_JOBS: readonly JobDefinition[] = [idempotencyKeyPurge];
 
-export interface RegisteredRoute {
-  module: string;
-  route: AnyRoute;
-  /** Present for the generic and command routes of an entity. */
-  entity?: ResolvedEntity;
-}
+export type { RegisteredRoute } from '../contracts/composition.ts';
 
 /**
  * Everything the modules declared, resolved once and frozen: the single source for routes,
  * OpenAPI, the catalog, the admin shell, the outbox wiring and the job schedule.
  */
-export class Registry {
+export class Registry implements ModuleRegistry {
   readonly modules: readonly ModuleDefinition[];
   readonly entities: readonly ResolvedEntity[];
   readonly permissions: ReadonlyMap<string, PermissionDeclaration & { module: string }>;

@@ -1,7 +1,7 @@
 import type pg from 'pg';
 import Type, { type TSchema } from 'typebox';
 import type { AnyEntity } from './define.ts';
-import type { Registry } from './registry.ts';
+import type { ModuleRegistry as Registry } from '../contracts/services.ts';
 import type { ResolvedEntity } from './resolve.ts';
 import { BootCheckError } from './checks.ts';
 import { FRAMEWORK_TABLE_USES, identityTableProviders, type FrameworkTableUse } from '../access/identity-tables.ts';

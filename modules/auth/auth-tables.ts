@@ -1,9 +1,11 @@
 import type { ColumnType, Generated } from 'kysely';
-import type { AttemptKind } from './throttle.ts';
 import { declareUniqueKeys } from '../../framework/db/unique-keys.ts';
 
 // The auth module's tables (migrations/auth), column for column, for kysely's typed builder.
 // A column with a database default is Generated (optional on insert); timestamps are Date.
+
+/** What an auth_attempts row counts: a failed login, a forgot-password request, a reset. */
+export type AttemptKind = 'login' | 'forgot' | 'reset';
 
 /** roles (0001_sessions_roles.sql); the framework reads it too (framework/access/identity-tables.ts). */
 export interface RolesTable {
@@ -49,7 +51,7 @@ export interface AuthAttemptsTable {
   at: Generated<Date>;
 }
 
-declare module '../../framework/db/types.ts' {
+declare module '../../framework/contracts/database.ts' {
   interface Database {
     roles: RolesTable;
     sessions: SessionsTable;

@@ -13,7 +13,7 @@ import { usersService } from '../user/users-service.ts';
 import { safeNextPath } from '../../framework/access/next-path.ts';
 import { renderLoginPage } from '../../framework/admin/login.ts';
 import { ProblemError } from '../../framework/errors.ts';
-import type { Services } from '../../framework/services.ts';
+import type { Services } from '../../framework/entity/define.ts';
 import './auth-tables.ts';
 
 const credentials = () => problem('ErrCredentials', 'The address or the password is wrong');

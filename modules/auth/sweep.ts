@@ -1,7 +1,4 @@
-import type { JobDefinition } from '../../framework/entity/define.ts';
-import type { Services } from '../../framework/services.ts';
-import type { TenantRef } from '../../framework/context/tenant.ts';
-import type { TxContext } from '../../framework/context/tx.ts';
+import type { JobDefinition, Services, TenantRef, TxContext } from '../../framework/entity/define.ts';
 import { purgeAttempts } from './throttle.ts';
 import { purgeExpiredTokens } from './tokens.ts';
 import './auth-tables.ts';

@@ -18,7 +18,7 @@ export interface AccessTokensTable {
   last_used_at: Date | null;
 }
 
-declare module '../../framework/db/types.ts' {
+declare module '../../framework/contracts/database.ts' {
   interface Database {
     access_tokens: AccessTokensTable;
   }

@@ -5,7 +5,7 @@ import {
   type CommandPrepareContext,
   type EntityRow,
 } from '../../framework/entity/define.ts';
-import type { TxContext } from '../../framework/context/tx.ts';
+import type { TxContext } from '../../framework/entity/define.ts';
 import { problem } from '../../framework/errors.ts';
 import { subscriptionFields, type SubscriptionFields, subscriptionFieldText } from './subscription.fields.ts';
 import { livePlan } from './plans.ts';

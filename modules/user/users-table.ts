@@ -10,7 +10,7 @@ export type UserStatus = Static<UserFields['status']>;
  */
 export type UsersTable = EntityTable<UserFields> & { password_hash: string | null };
 
-declare module '../../framework/db/types.ts' {
+declare module '../../framework/contracts/database.ts' {
   interface Database {
     users: UsersTable;
   }

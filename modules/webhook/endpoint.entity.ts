@@ -2,7 +2,7 @@ import Type from 'typebox';
 import './webhook-tables.ts';
 import { defineCommand, defineEntity } from '../../framework/entity/define.ts';
 import { problem } from '../../framework/errors.ts';
-import type { TxContext } from '../../framework/context/tx.ts';
+import type { TxContext } from '../../framework/entity/define.ts';
 import { endpointFieldText, endpointFields } from './endpoint.fields.ts';
 import { generateSecret } from './signing.ts';
 import { ALL_EVENTS, REDELIVERY_REQUESTED, SECRET_ROTATED, TEST_REQUESTED } from './webhook-events.ts';

@@ -1,5 +1,5 @@
 import type { TxContext } from '../../context/tx.ts';
-import type { Registry } from '../../entity/registry.ts';
+import type { ModuleRegistry as Registry } from '../../contracts/services.ts';
 import { readableEntities } from '../../catalog/catalog.ts';
 import type { PageQuery } from '../../operations/paging.ts';
 

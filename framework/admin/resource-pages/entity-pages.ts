@@ -3,72 +3,16 @@ import type { ResolvedEntity } from '../../entity/resolve.ts';
 import { titleCase } from '../../entity/names.ts';
 import { FORM_TOKEN_FIELD } from '../../access/form-token.ts';
 import { runApiRoute as run } from '../api-route.ts';
-import type { AdminPageContext, AdminSite } from '../page.ts';
+import type { AdminSite } from '../page.ts';
 import { renderTemplate } from '../render.ts';
 import { aidFields, limitToInitialStates } from './form-aids.ts';
 import { entitiesWithPages, referenceTargets } from './references.ts';
 import { SYSTEM_FIELD_TEXT, type FieldText } from '../../entity/field-text.ts';
-import { displayField, inputValue, widgetsOf, type Widget } from './widgets.ts';
+import { displayField, inputValue, widgetsOf } from './widgets.ts';
 import type { Api, Row } from './resource-api.ts';
+import type { EntityPages, FieldModel } from './page-model.ts';
 
-/** One field of a generated form: an input, or a read-only value with why it is not editable. */
-export interface FieldModel {
-  readonly: boolean;
-  label: string;
-  value: string;
-  hint?: string;
-  widget?: Widget & { id: string; error?: string; checked?: boolean };
-}
-
-/** A generated form as its template takes it. */
-export interface FormModel {
-  action: string;
-  fields: FieldModel[];
-  submit: string;
-  cancel: string;
-  alert?: object;
-  intro?: string;
-  /** Body fields naming another entity's row (a command's own references): offered as pickers, like the entity's. */
-  references?: Readonly<Record<string, string>>;
-}
-
-/**
- * What every generated page of one entity shares, worked out once at startup: its paths and
- * labels, how a row is titled, the create and edit widgets, and the form helpers.
- */
-export interface EntityPages {
-  readonly site: AdminSite;
-  readonly entity: ResolvedEntity;
-  readonly api: Api;
-  /** The list's path, /admin/<module>/<plural>. */
-  readonly base: string;
-  /** A record's path pattern, `${base}/:id`. */
-  readonly itemPath: string;
-  readonly label: string;
-  readonly titleField: string;
-  readonly createWidgets: Widget[];
-  /** The PATCH body's widgets, marked required where a record needs the field. */
-  readonly patchWidgets: Widget[];
-  /** What a person reads about a field (FieldText), the system columns included. */
-  textOf(field: string): FieldText | undefined;
-  /** A field's label: its FieldText's, else its name in words. */
-  labelOf(field: string): string;
-  /** A row's field as a page prints it (an enumerated value by its label). */
-  valueOf(row: Row, field: string): string;
-  href(id: string, suffix?: string): string;
-  titleOf(row: Row): string;
-  /** The fields of a create or edit form: inputs for what the route takes, read-only values for the rest. */
-  formFields(
-    widgets: Widget[],
-    row: Row | null,
-    posted: Record<string, unknown> | null,
-    errors: Record<string, string>,
-  ): FieldModel[];
-  /** A form alone (an htmx swap) or in its page, with the status of a refusal. */
-  formPage(ctx: AdminPageContext, title: string, form: FormModel, status?: number): Promise<string>;
-  /** The record the path names, through the API's read route (row access, 404). */
-  readRow(ctx: AdminPageContext): Promise<Row>;
-}
+export type { EntityPages, FieldModel, FormModel } from './page-model.ts';
 
 export function entityPages(site: AdminSite, entity: ResolvedEntity, api: Api): EntityPages {
   const { names, def } = entity;

@@ -4,7 +4,7 @@ import { isMarkdown } from '../../markdown/markdown-field.ts';
 import { ADMIN_MARKDOWN, renderMarkdown } from '../../markdown/render.ts';
 import { registerAdminPage, type AdminPageContext, type AdminSite } from '../page.ts';
 import { renderTemplate } from '../render.ts';
-import type { EntityPages, FieldModel } from './entity-pages.ts';
+import type { EntityPages, FieldModel } from './page-model.ts';
 import type { Widget } from './widgets.ts';
 import { requireForm } from './form-posts.ts';
 import {

@@ -1,5 +1,5 @@
 import type { Access, RouteDefinition } from '../../entity/define.ts';
-import type { Registry } from '../../entity/registry.ts';
+import type { ModuleRegistry as Registry } from '../../contracts/services.ts';
 import type { ResolvedEntity } from '../../entity/resolve.ts';
 import type { Page } from '../../operations/paging.ts';
 import { apiRoute, runApiRoute } from '../api-route.ts';

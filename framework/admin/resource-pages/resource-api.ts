@@ -1,7 +1,7 @@
 import type { TSchema } from 'typebox';
 import type { AnyRoute, RouteDefinition } from '../../entity/define.ts';
 import type { ResolvedEntity } from '../../entity/resolve.ts';
-import type { Registry } from '../../entity/registry.ts';
+import type { ModuleRegistry as Registry } from '../../contracts/services.ts';
 import { apiRoute } from '../api-route.ts';
 
 /** A row as the API routes answer it. */

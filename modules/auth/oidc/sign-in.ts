@@ -1,6 +1,5 @@
 import type { FastifyRequest } from 'fastify';
-import type { TenantRef } from '../../../framework/context/tenant.ts';
-import type { Services } from '../../../framework/services.ts';
+import type { Services, TenantRef } from '../../../framework/entity/define.ts';
 import { openSession } from '../../../framework/access/sessions.ts';
 import { hashSecret } from '../../../framework/access/session-cookie.ts';
 import { usersService } from '../../user/users-service.ts';
