@@ -4,7 +4,7 @@ import type { FastifyBaseLogger, FastifyInstance } from 'fastify';
 import pino from 'pino';
 import type { Config } from './config/schema.ts';
 import type { ModuleDefinition } from './entity/define.ts';
-import { Registry } from './entity/registry.ts';
+import { compose } from './composition.ts';
 import { openDatabase, type Db } from './db/pool.ts';
 import { runMigrations, type MigrationSource } from './db/migrate.ts';
 import { checkTables } from './entity/table-check.ts';
@@ -59,12 +59,13 @@ export interface App {
 }
 
 /**
- * Composition only: checks the declarations (refusing to start on any inconsistency), migrates,
- * checks the tables agree with the declarations, makes sure the operator tenant exists, then
- * builds the web server and/or the worker.
+ * Composition only: composes the service from the declarations (composition.ts: the registry,
+ * each entity's operations and routes, the job schedule) and checks them all, refusing to start
+ * on any inconsistency; migrates, checks the tables agree with the declarations, makes sure the
+ * operator tenant exists, then builds the web server and/or the worker.
  */
 export async function buildApp(options: AppOptions): Promise<App> {
-  const registry = new Registry(options.modules, options.config);
+  const { registry, routes, jobs, operations } = compose(options.modules, options.config);
   const log = options.logger ?? (pino({ level: 'silent' }) as FastifyBaseLogger);
   // The installation's blob store, made here so that it logs through the service's logger.
   blobStoreFor(options.config, log);
@@ -91,7 +92,7 @@ export async function buildApp(options: AppOptions): Promise<App> {
     publicReads.listen(listener);
     for (const entity of registry.entities) {
       if (entity.def.publicRead)
-        registry.ops(entity.names.key).onCommittedWrite((tenantId) => publicReads.evict(entity.names.table, tenantId));
+        operations.of(entity.names.key).onCommittedWrite((tenantId) => publicReads.evict(entity.names.table, tenantId));
     }
     const outbox = new OutboxSignal(db.pool);
     const clock = options.clock ?? systemClock;
@@ -99,6 +100,9 @@ export async function buildApp(options: AppOptions): Promise<App> {
       config: options.config,
       db,
       registry,
+      routes,
+      jobs,
+      operations,
       transactions: new TenantTransactions(db, registry.events, outbox, clock),
       hosts,
       publicReads,

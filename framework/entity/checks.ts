@@ -1,5 +1,6 @@
 import Type from 'typebox';
-import type { ModuleRegistry as Registry } from '../contracts/services.ts';
+import type { Registry } from './registry.ts';
+import type { RegisteredJob, RegisteredRoute } from '../contracts/composition.ts';
 import type { ResolvedEntity } from './resolve.ts';
 import { SYSTEM_FIELDS } from './resolve.ts';
 import type { TxContext } from '../context/tx.ts';
@@ -13,11 +14,15 @@ export class BootCheckError extends Error {
 }
 
 /**
- * The startup checks every role runs: what types cannot catch is caught here, before serving.
- * Each failure names its offender.
+ * The startup checks every role runs, over the declarations and what was composed from them (the
+ * routes, the job schedule): what types cannot catch is caught here, before serving. Each failure
+ * names its offender.
  */
-export function checkRegistry(registry: Registry, earlier: string[]): void {
-  const problems = [...earlier];
+export function checkRegistry(
+  registry: Registry,
+  composed: { routes: readonly RegisteredRoute[]; jobs: readonly RegisteredJob[] },
+): void {
+  const problems = [...registry.conflicts];
   const permissionKnown = (name: string) => name === '*' || registry.permissions.has(name);
 
   const moduleNames = new Set<string>();
@@ -90,7 +95,7 @@ export function checkRegistry(registry: Registry, earlier: string[]): void {
 
   const operationIds = new Map<string, string>();
   const endpoints = new Set<string>();
-  for (const { module, route } of registry.routes) {
+  for (const { module, route } of composed.routes) {
     const where = `${route.method} ${route.url} (module ${module})`;
     if (typeof route.access === 'object' && !permissionKnown(route.access.permission)) {
       problems.push(`route ${where} uses undeclared permission ${route.access.permission}`);
@@ -132,13 +137,13 @@ export function checkRegistry(registry: Registry, earlier: string[]): void {
     }
   }
   const jobNames = new Set<string>();
-  for (const job of registry.jobs) {
+  for (const job of composed.jobs) {
     if (jobNames.has(job.name)) problems.push(`job ${job.name} is declared twice`);
     jobNames.add(job.name);
   }
   for (const { kind, name, module, publishes } of [
     ...registry.subscriptions.map((s) => ({ kind: 'subscription', ...s })),
-    ...registry.jobs.map((j) => ({ kind: 'job', ...j })),
+    ...composed.jobs.map((j) => ({ kind: 'job', ...j })),
   ]) {
     for (const event of publishes ?? []) {
       if (!registry.events.has(event))
@@ -148,10 +153,10 @@ export function checkRegistry(registry: Registry, earlier: string[]): void {
 
   // A declared event nothing publishes and nobody listens to is a leftover or a typo.
   const used = new Set<string>([
-    ...registry.routes.flatMap(({ route }) => route.publishes ?? []),
+    ...composed.routes.flatMap(({ route }) => route.publishes ?? []),
     ...registry.entities.flatMap((e) => e.def.hookPublishes ?? []),
     ...registry.subscriptions.flatMap((s) => [s.event, ...(s.publishes ?? [])]),
-    ...registry.jobs.flatMap((j) => j.publishes ?? []),
+    ...composed.jobs.flatMap((j) => j.publishes ?? []),
   ]);
   for (const module of registry.modules) {
     for (const event of module.events ?? []) {

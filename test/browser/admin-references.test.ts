@@ -146,7 +146,7 @@ describe.skipIf(!hasChromium)('references in the admin shell: titles, links and 
         .send({ assigneeId: person.id })
         .expect(200);
     }
-    const readMany = vi.spyOn(t.app.services.registry.ops('user.user'), 'readMany');
+    const readMany = vi.spyOn(t.app.services.operations.of('user.user'), 'readMany');
     const { context, page } = await signInThroughLogin(t.browser, t.origin(ACME), admin);
     try {
       readMany.mockClear();

@@ -96,7 +96,7 @@ describe.each(ENTITIES.map((e) => [e.names.key, e] as const))('entity %s', (_key
     ...new Set([def.permissions.read, def.permissions.write, ...commands.map(([c]) => commandPermission(c))]),
   ];
   const routeOf = (operation: string): AnyRoute =>
-    app.services.registry.routes.find((r) => r.route.operationId === names.operationId(operation))!.route;
+    app.services.routes.find((r) => r.route.operationId === names.operationId(operation))!.route;
   // A collection has its five generic routes; a singleton GET, and PUT, PATCH, DELETE only as declared.
   const declared = new Set<string>(def.singletonRoutes ?? []);
   const serves = (verb: 'list' | 'create' | 'replace' | 'update' | 'delete') =>

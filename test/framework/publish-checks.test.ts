@@ -5,7 +5,7 @@ import { useTestApp } from '../helpers/use-test-app.ts';
 import { testkitModule, article } from '../helpers/testkit-module.ts';
 import { testConfig } from '../helpers/config.ts';
 import { allModules } from '../../modules/index.ts';
-import { Registry } from '../../framework/entity/registry.ts';
+import { compose } from '../../framework/composition.ts';
 import {
   defineEntity,
   defineModule,
@@ -141,7 +141,7 @@ describe('publishes lists and declared events agree (boot)', () => {
   const start =
     (...modules: ModuleDefinition[]) =>
     () =>
-      new Registry([...allModules, testkitModule, ...modules], config);
+      compose([...allModules, testkitModule, ...modules], config);
   const plain = (extra: Partial<ModuleDefinition>) => defineModule({ name: 'bad', ...extra });
 
   it('accepts the installation, the test kit and the probe above', () => {
@@ -206,7 +206,7 @@ describe('declarations the types cannot check (boot)', () => {
   const start =
     (...modules: ModuleDefinition[]) =>
     () =>
-      new Registry([...allModules, testkitModule, ...modules], config);
+      compose([...allModules, testkitModule, ...modules], config);
   const plain = (extra: Partial<ModuleDefinition>) => defineModule({ name: 'bad', ...extra });
 
   it('refuses a date-time field not declared with DateTime(), whose rows would be typed as strings', () => {
@@ -246,12 +246,11 @@ describe('declarations the types cannot check (boot)', () => {
 
   it('refuses two public reads at one path', () => {
     const twin = defineEntity({ ...article, name: 'twin', table: 'articles' });
-    expect(
-      () =>
-        new Registry(
-          [...allModules, defineModule({ ...testkitModule, entities: [...testkitModule.entities!, entity(twin)] })],
-          config,
-        ),
+    expect(() =>
+      compose(
+        [...allModules, defineModule({ ...testkitModule, entities: [...testkitModule.entities!, entity(twin)] })],
+        config,
+      ),
     ).toThrow(/route GET \/api\/v1\/testkit\/public\/:slug is declared twice/);
   });
 

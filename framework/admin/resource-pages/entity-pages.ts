@@ -100,9 +100,9 @@ export function entityPages(site: AdminSite, entity: ResolvedEntity, api: Api): 
     async formPage(ctx, title, form, status) {
       // Pickers for the reference fields and previews for the Markdown ones (form-aids.ts).
       const references = referenceTargets(
-        site.services.registry,
+        site.services,
         { ...def.references, ...form.references },
-        entitiesWithPages(site.services.registry),
+        entitiesWithPages(site.services),
       );
       const fields = await aidFields(ctx, entity, form.fields, references);
       const html = renderTemplate('./admin/generated/form', {

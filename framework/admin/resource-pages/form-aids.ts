@@ -100,7 +100,7 @@ const OptionsQuery = Type.Object({ [SEARCH_TEXT_FIELD]: Type.Optional(Type.Strin
 export function registerOptionsPage(pages: EntityPages, withPages: ReadonlySet<string>): void {
   const { site, entity, api, base, label } = pages;
   if (entity.searchable.length === 0) return;
-  const target = referenceTarget(site.services.registry, entity.names.key, withPages);
+  const target = referenceTarget(site.services, entity.names.key, withPages);
   if (!target) return;
   registerAdminPage(site, {
     path: `${base}/options`,

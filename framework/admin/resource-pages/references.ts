@@ -1,5 +1,5 @@
 import type { Access, RouteDefinition } from '../../entity/define.ts';
-import type { ModuleRegistry as Registry } from '../../contracts/services.ts';
+import type { Services } from '../../contracts/services.ts';
 import type { ResolvedEntity } from '../../entity/resolve.ts';
 import type { Page } from '../../operations/paging.ts';
 import { apiRoute, runApiRoute } from '../api-route.ts';
@@ -50,15 +50,15 @@ const inTransaction = (route: ReturnType<typeof apiRoute>): route is RouteDefini
 
 /** The target of a reference by entity key; undefined for a key no collection entity has (then the field stays a plain id). */
 export function referenceTarget(
-  registry: Registry,
+  services: Services,
   key: string,
   withPages: ReadonlySet<string>,
 ): ReferenceTarget | undefined {
-  const entity = registry.entities.find((e) => e.names.key === key);
+  const entity = services.registry.entities.find((e) => e.names.key === key);
   if (!entity || entity.singleton) return undefined;
-  const read = apiRoute(registry, entity.names.operationId('read'));
+  const read = apiRoute(services, entity.names.operationId('read'));
   if (!read) return undefined;
-  const list = apiRoute(registry, entity.names.operationId('list'));
+  const list = apiRoute(services, entity.names.operationId('list'));
   return {
     entity,
     titleField: entity.def.admin?.title ?? entity.fields[0] ?? 'id',
@@ -94,7 +94,7 @@ export async function referenceCells(
       fields.map((field) => row[field]).filter((id): id is string => typeof id === 'string'),
     );
     if (ids.length === 0) continue;
-    const found = await ctx.services.registry.ops(key).readMany(ctx.tx, ids);
+    const found = await ctx.services.operations.of(key).readMany(ctx.tx, ids);
     const byId = new Map(found.map((row) => [row.id, row as Row]));
     for (const field of fields) {
       const forField = new Map<string, ReferenceCell>();
@@ -112,13 +112,13 @@ export async function referenceCells(
 
 /** The targets of a set of reference declarations (field → entity key), those that resolve. */
 export function referenceTargets(
-  registry: Registry,
+  services: Services,
   references: Readonly<Record<string, string | undefined>> | undefined,
   withPages: ReadonlySet<string>,
 ): Record<string, ReferenceTarget> {
   const targets: Record<string, ReferenceTarget> = {};
   for (const [field, key] of Object.entries(references ?? {})) {
-    const target = key === undefined ? undefined : referenceTarget(registry, key, withPages);
+    const target = key === undefined ? undefined : referenceTarget(services, key, withPages);
     if (target) targets[field] = target;
   }
   return targets;
@@ -156,7 +156,7 @@ export async function pickerFor(
   const page = await pickerPage(ctx, target, options.q);
   const offered = pickerOptions(target, page.items);
   if (options.selected !== '' && !offered.some((o) => o.value === options.selected)) {
-    const [chosen] = await ctx.services.registry.ops(target.entity.names.key).readMany(ctx.tx, [options.selected]);
+    const [chosen] = await ctx.services.operations.of(target.entity.names.key).readMany(ctx.tx, [options.selected]);
     if (chosen) offered.unshift({ value: chosen.id, label: titleOf(target, chosen as Row) });
   }
   const searching = options.q !== undefined && options.q !== '';
@@ -179,18 +179,18 @@ export async function pickerFor(
   };
 }
 
-const pagesByRegistry = new WeakMap<Registry, ReadonlySet<string>>();
+const pagesByServices = new WeakMap<Services, ReadonlySet<string>>();
 
 /** The keys of the entities that have generated pages: where a reference's link and type-ahead lead. */
-export function entitiesWithPages(registry: Registry): ReadonlySet<string> {
-  let keys = pagesByRegistry.get(registry);
+export function entitiesWithPages(services: Services): ReadonlySet<string> {
+  let keys = pagesByServices.get(services);
   if (!keys) {
     keys = new Set(
-      generatedResources(registry)
-        .filter((entity) => apiOf(registry, entity) !== undefined)
+      generatedResources(services.registry)
+        .filter((entity) => apiOf(services, entity) !== undefined)
         .map((entity) => entity.names.key),
     );
-    pagesByRegistry.set(registry, keys);
+    pagesByServices.set(services, keys);
   }
   return keys;
 }
@@ -203,10 +203,9 @@ export async function linkReferenceCells(
   items: readonly Row[],
   table: { rows: { cells: ReferenceCell[] }[] },
 ): Promise<void> {
-  const registry = ctx.services.registry;
   const shown = Object.fromEntries(
-    Object.entries(referenceTargets(registry, entity.def.references, entitiesWithPages(registry))).filter(([field]) =>
-      columns.includes(field),
+    Object.entries(referenceTargets(ctx.services, entity.def.references, entitiesWithPages(ctx.services))).filter(
+      ([field]) => columns.includes(field),
     ),
   );
   if (Object.keys(shown).length === 0) return;
@@ -228,10 +227,9 @@ export async function detailValues<I extends { value: string }>(
   fields: readonly string[],
   items: readonly I[],
 ): Promise<(I & { href?: string; html?: string })[]> {
-  const registry = ctx.services.registry;
   const cells = await referenceCells(
     ctx,
-    referenceTargets(registry, entity.def.references, entitiesWithPages(registry)),
+    referenceTargets(ctx.services, entity.def.references, entitiesWithPages(ctx.services)),
     [row],
   );
   return items.map((item, i) => {
