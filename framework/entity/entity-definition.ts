@@ -275,18 +275,6 @@ export interface EntityDefinition<
    * `description` stays for developers.
    */
   fieldText?: { readonly [K in (keyof F | keyof C) & string]?: FieldText };
-  /**
-   * Rarely needed: values the conformance suite merges into the create body it derives from the
-   * field schemas, for a field no schema can describe (a reference that must name an existing row).
-   * Runs in the tenant's transaction; n varies between calls so unique keys stay unique.
-   */
-  sample?(ctx: TxContext, n: number): Promise<Partial<FieldValues<F>>>;
-  /**
-   * As rare: values the conformance suite merges into a command's body it derives from the body
-   * schema, when the body must name an existing row (a plan to subscribe to). Runs in the
-   * transaction of the tenant the command is sent to.
-   */
-  sampleCommand?(ctx: TxContext, command: CN, n: number): Promise<Record<string, unknown>>;
 }
 
 /**

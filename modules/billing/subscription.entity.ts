@@ -265,22 +265,5 @@ export const subscription = defineEntity({
   storage: { references: { planId: 'plans', pendingPlanId: 'plans' } },
   references: { planId: 'billing.plan', pendingPlanId: 'billing.plan' },
   commands: { subscribe, cancel },
-  // The conformance suite subscribes to a free plan of its own.
-  async sampleCommand(ctx, name, n) {
-    if (name !== 'subscribe') return {};
-    const created = await ctx.db
-      .insertInto('plans')
-      .values({
-        code: `conformance-${n}-${ctx.tenant.id.slice(0, 8)}`,
-        name: `Conformance ${n}`,
-        price: 0,
-        currency: 'EUR',
-        interval: 'month',
-        active: true,
-      })
-      .returning('id')
-      .executeTakeFirstOrThrow();
-    return { planId: created.id };
-  },
   admin: { title: 'status', columns: ['status', 'planId', 'periodEnd', 'price', 'currency'] },
 });

@@ -1,3 +1,4 @@
+import { createSample } from '../helpers/samples.ts';
 import { anonymousFormToken, sessionFormToken } from '../../framework/access/form-token.ts';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { TSchema } from 'typebox';
@@ -64,7 +65,7 @@ async function makeRow(entity: ResolvedEntity): Promise<string> {
   const tenant = entity.scope === 'global' ? app.operator : acme;
   const body = {
     ...(checkedSample(entity.schemas.create, ++n, 'create') as object),
-    ...(entity.def.sample ? await app.services.transactions.run(tenant, (ctx) => entity.def.sample!(ctx, n)) : {}),
+    ...(await createSample(app.services, tenant, entity.names.key, n)),
   };
   const res = await app.http(hostOf(entity)).post(entity.names.path).set('Cookie', callerOf(entity).cookie).send(body);
   expect(res.status, `${entity.names.key}: ${JSON.stringify(res.body)}`).toBe(201);

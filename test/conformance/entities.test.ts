@@ -1,3 +1,4 @@
+import { commandSample, createSample } from '../helpers/samples.ts';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { randomUUID } from 'node:crypto';
 import type { TSchema } from 'typebox';
@@ -122,7 +123,7 @@ describe.each(ENTITIES.map((e) => [e.names.key, e] as const))('entity %s', (_key
   async function createBody(): Promise<Record<string, unknown>> {
     const n = next();
     const body = checkedSample(entity.schemas.create, n, `${names.key} create body`) as Record<string, unknown>;
-    const hint = def.sample ? await app.services.transactions.run(home, (ctx) => def.sample!(ctx, n)) : {};
+    const hint = await createSample(app.services, home, names.key, n);
     const settable = (entity.schemas.create as { properties: Record<string, unknown> }).properties;
     const own = Object.fromEntries(Object.entries(access).filter(([field]) => field in settable));
     return { ...body, ...hint, ...own };
@@ -132,9 +133,7 @@ describe.each(ENTITIES.map((e) => [e.names.key, e] as const))('entity %s', (_key
     if (!schema) return undefined;
     const n = next();
     const body = checkedSample(schema, n, `${names.key} ${command} body`) as Record<string, unknown>;
-    const hint = def.sampleCommand
-      ? await app.services.transactions.run(tenant, (ctx) => def.sampleCommand!(ctx, command, n))
-      : {};
+    const hint = await commandSample(app.services, tenant, names.key, command, n);
     return { ...body, ...hint };
   };
   const sendCommand = async (tenant: TenantRef, c: string, id: string, command: string) => {
