@@ -63,7 +63,10 @@ export function catalogEntry(entity: ResolvedEntity, ctx: TxContext, isOperatorP
     ],
     commandOwned: Object.fromEntries(Object.entries(entity.commandOwned).map(([f, c]) => [f, entity.commandRoute(c)])),
     commands,
-    ...(def.admin ? { admin: def.admin } : {}),
+    // The admin part's list settings (never its field text, which is for people, not programs).
+    ...(def.admin?.title !== undefined || def.admin?.columns !== undefined
+      ? { admin: { title: def.admin.title, columns: def.admin.columns } }
+      : {}),
   };
 }
 

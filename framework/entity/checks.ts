@@ -75,7 +75,7 @@ export function checkRegistry(
       ['readOnly', entity.readOnly],
       ['immutable', entity.immutable],
       ['sortable', def.sortable ?? []],
-      ['admin column', def.admin ? [def.admin.title, ...def.admin.columns] : []],
+      ['admin column', [...(def.admin?.title !== undefined ? [def.admin.title] : []), ...(def.admin?.columns ?? [])]],
       ['readOnlyReasons', Object.keys(def.readOnlyReasons ?? {})],
       ['normalise', Object.keys(def.normalise ?? {})],
       ['invalidCodes', Object.keys(def.invalidCodes ?? {})],
@@ -185,8 +185,9 @@ function shapeProblems(entity: ResolvedEntity, isOperator: (permission: string) 
   const problems: string[] = [];
   if (def.scope !== undefined && def.scope !== 'tenant' && def.scope !== 'global')
     problems.push(`entity ${names.key}: scope ${String(def.scope)} is neither tenant nor global`);
-  if (def.deleteMode !== undefined && def.deleteMode !== 'soft' && def.deleteMode !== 'hard')
-    problems.push(`entity ${names.key}: deleteMode ${String(def.deleteMode)} is neither soft nor hard`);
+  const deleteMode = def.storage?.deleteMode;
+  if (deleteMode !== undefined && deleteMode !== 'soft' && deleteMode !== 'hard')
+    problems.push(`entity ${names.key}: storage.deleteMode ${String(deleteMode)} is neither soft nor hard`);
   if (entity.scope === 'global') {
     if (!isOperator(def.permissions.write)) {
       problems.push(

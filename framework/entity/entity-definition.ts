@@ -11,8 +11,7 @@ import type { CommandText, FieldText } from './field-text.ts';
 /** Who owns an entity's rows: each tenant its own (the default), or one set every tenant reads. */
 export type EntityScope = 'tenant' | 'global';
 
-/** Soft (the default): DELETE sets deleted_at and keeps the row. Hard: DELETE removes the row. */
-export type DeleteMode = 'soft' | 'hard';
+export type { DeleteMode } from './storage.ts';
 
 /** Routes a singleton may declare besides GET and its commands: PUT, PATCH and DELETE. */
 export type SingletonRoute = 'replace' | 'update' | 'delete';
@@ -197,7 +196,6 @@ export interface EntityDefinition<
   name: string;
   /** Defaults to name + "s"; names the path segment and the table. */
   plural?: string;
-  table?: string;
   label?: string;
   description?: string;
   fields: F;
@@ -218,8 +216,6 @@ export interface EntityDefinition<
    * commands, so another caller's row answers 404 like an unknown id. Create is not filtered.
    */
   rowAccess?(ctx: TxContext): RowFilter<F>;
-  /** 'soft' (default) or 'hard': a hard delete removes the row, and the table needs no deleted_at. */
-  deleteMode?: DeleteMode;
   /** Settable on create, refused on PATCH. */
   immutable?: readonly (keyof F & string)[];
   /**
@@ -266,13 +262,28 @@ export interface EntityDefinition<
   searchable?: readonly (keyof F & string)[];
   /** The state field commands declare their `states` against (CommandDefinition.states). */
   states?: EntityStates<F>;
-  /** What the table holds besides the fields: unique fields, references, extra columns (framework/entity/storage.ts). */
-  storage?: EntityStorage<F>;
-  admin?: { title: keyof F & string; columns: readonly (keyof F & string)[] };
   /**
-   * What a person reads about each field in the admin shell: its label and hint, and the sentences
-   * a refused value shows where the schema's rule alone says it badly (field-text.ts). The API's
-   * `description` stays for developers.
+   * The storage part: the table's name, how a delete is kept, and what the table holds besides the
+   * fields (unique fields, references, extra columns); framework/entity/storage.ts.
+   */
+  storage?: EntityStorage<F>;
+  /** The admin part: what the admin shell shows of the entity and says about its fields. */
+  admin?: EntityAdmin<F, NoInfer<C>>;
+}
+
+/**
+ * An entity's admin part: how the admin shell titles a row, which columns a list shows, and what a
+ * person reads about each field. The API takes none of it.
+ */
+export interface EntityAdmin<F extends TProperties, C extends TProperties = NoFields> {
+  /** The field a row is titled by (links, pickers, headings, the list's q by default); default the first field. */
+  title?: keyof F & string;
+  /** The list's columns; default the first five fields. */
+  columns?: readonly (keyof F & string)[];
+  /**
+   * What a person reads about each field: its label and hint, and the sentences a refused value
+   * shows where the schema's rule alone says it badly (field-text.ts). The API's `description`
+   * stays for developers.
    */
   fieldText?: { readonly [K in (keyof F | keyof C) & string]?: FieldText };
 }

@@ -14,7 +14,7 @@ export { PAGE_LIMIT_DEFAULT, PAGE_LIMIT_MAX } from '../operations/paging.ts';
 export const IdParams = Type.Object({ id: Type.String({ description: 'Resource id (UUID)' }) });
 
 export function resolveEntity(def: AnyEntity): ResolvedEntity {
-  const names = entityNames(def);
+  const names = entityNames({ ...def, table: def.storage?.table });
   const fields = Object.keys(def.fields);
   const columns = Object.fromEntries(fields.map((f) => [f, snakeCase(f)]));
   const commandOwners: Record<string, readonly string[]> = Object.fromEntries(
@@ -89,7 +89,7 @@ export function resolveEntity(def: AnyEntity): ResolvedEntity {
     names,
     scope: def.scope ?? 'tenant',
     singleton,
-    deleteMode: def.deleteMode ?? 'soft',
+    deleteMode: def.storage?.deleteMode ?? 'soft',
     fields,
     columns,
     writable,

@@ -94,7 +94,7 @@ export async function loadTables(pool: pg.Pool, names: readonly string[]): Promi
  * honours them as soon as the definition carries them, whatever else changes around it.
  */
 export function tableShape(def: AnyEntity): { tenantScoped: boolean; softDelete: boolean } {
-  return { tenantScoped: def.scope !== 'global', softDelete: def.deleteMode !== 'hard' };
+  return { tenantScoped: def.scope !== 'global', softDelete: def.storage?.deleteMode !== 'hard' };
 }
 
 /** Which column types can hold a field's values, and whether its schema admits null. */

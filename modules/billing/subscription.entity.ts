@@ -245,7 +245,6 @@ export const subscription = defineEntity({
   description: "The tenant's subscription: one per tenant, written only by subscribe, cancel and the renewal job.",
   singleton: true,
   fields: subscriptionFields,
-  fieldText: subscriptionFieldText,
   commandOwned: {
     planId: 'subscribe',
     pendingPlanId: 'subscribe',
@@ -265,5 +264,9 @@ export const subscription = defineEntity({
   storage: { references: { planId: 'plans', pendingPlanId: 'plans' } },
   references: { planId: 'billing.plan', pendingPlanId: 'billing.plan' },
   commands: { subscribe, cancel },
-  admin: { title: 'status', columns: ['status', 'planId', 'periodEnd', 'price', 'currency'] },
+  admin: {
+    title: 'status',
+    columns: ['status', 'planId', 'periodEnd', 'price', 'currency'],
+    fieldText: subscriptionFieldText,
+  },
 });

@@ -106,7 +106,6 @@ export const task = defineEntity({
   name: 'task',
   description: `Work items with a deadline, an assignee and a recorded SLA breach. ${STATUS_GRAPH}`,
   fields: taskFields,
-  fieldText: taskFieldText,
   references: { assigneeId: 'user.user' },
   searchable: ['title'],
   states: { field: 'status', initial: ['open'], refusal: 'INVALID_TRANSITION' },
@@ -138,5 +137,9 @@ export const task = defineEntity({
       ctx.publish('task.sla_breached', { id: row.id });
     },
   },
-  admin: { title: 'title', columns: ['title', 'status', 'priority', 'deadline', 'assigneeId', 'slaBreached'] },
+  admin: {
+    title: 'title',
+    columns: ['title', 'status', 'priority', 'deadline', 'assigneeId', 'slaBreached'],
+    fieldText: taskFieldText,
+  },
 });

@@ -147,12 +147,10 @@ const sendAgain = command({
 export const endpoint = defineEntity({
   module: 'webhook',
   name: 'endpoint',
-  table: 'webhook_endpoints',
   label: 'Webhook endpoint',
   description:
     'A URL that receives the tenant’s events, signed per the Standard Webhooks specification. The signing secret is made by the service and answered once, as signingSecret, by the create and by rotate-secret.',
   fields: endpointFields,
-  fieldText: endpointFieldText,
   computed: {
     signingSecret: Type.Union([Type.String(), Type.Null()], {
       description:
@@ -162,6 +160,7 @@ export const endpoint = defineEntity({
   permissions: { read: 'webhook:manage', write: 'webhook:manage' },
   sortable: ['url'],
   storage: {
+    table: 'webhook_endpoints',
     columns: {
       secret: 'text',
       previous_secret: 'text',
@@ -186,5 +185,5 @@ export const endpoint = defineEntity({
       return { ...row, signingSecret: secret ?? null };
     },
   },
-  admin: { title: 'url', columns: ['url', 'description', 'events', 'active'] },
+  admin: { title: 'url', columns: ['url', 'description', 'events', 'active'], fieldText: endpointFieldText },
 });

@@ -146,14 +146,14 @@ describe('plain language in the admin shell', () => {
     const product = new Set(allModules.map((m) => m.name));
     for (const entity of app.services.registry.entities.filter((e) => product.has(e.module))) {
       for (const field of [...entity.fields, ...entity.computed]) {
-        const text = entity.def.fieldText?.[field];
+        const text = entity.def.admin?.fieldText?.[field];
         if (!text?.label || !text.hint) missing.push(`${entity.names.key}.${field}`);
       }
       for (const [name, command] of Object.entries(entity.def.commands ?? {})) {
         if (!command.admin?.label) missing.push(`${entity.names.key} command ${name}: label`);
         const properties = (command.body as { properties?: Record<string, unknown> } | undefined)?.properties ?? {};
         for (const field of Object.keys(properties)) {
-          const text = command.admin?.fields?.[field] ?? entity.def.fieldText?.[field];
+          const text = command.admin?.fields?.[field] ?? entity.def.admin?.fieldText?.[field];
           if (!text?.label || !text.hint) missing.push(`${entity.names.key} command ${name}: ${field}`);
         }
       }

@@ -90,7 +90,7 @@ describe.each(ENTITIES.map((e) => [e.names.key, e] as const))('entity %s', (_key
   const { names, def } = entity;
   const singleton = def.singleton === true;
   const global = (def.scope ?? 'tenant') === 'global';
-  const hard = def.deleteMode === 'hard';
+  const hard = def.storage?.deleteMode === 'hard';
   const commands = Object.entries(def.commands ?? {});
   const commandPermission = (c: string) => def.commands?.[c]?.permission ?? def.permissions.write;
   const allPermissions = () => [
@@ -670,5 +670,5 @@ it('covers every entity of the installation and the test kit', () => {
   expect(shapes.some((d) => d.scope === 'global')).toBe(true);
   expect(shapes.some((d) => d.singleton === true)).toBe(true);
   expect(shapes.some((d) => d.rowAccess !== undefined)).toBe(true);
-  expect(shapes.some((d) => d.deleteMode === 'hard')).toBe(true);
+  expect(shapes.some((d) => d.storage?.deleteMode === 'hard')).toBe(true);
 });

@@ -23,7 +23,7 @@ const publishOther = (ctx: TxContext) => ctx.publish('pubprobe.gadget.other', {}
 const gadget = defineEntity({
   module: 'pubprobe',
   name: 'gadget',
-  table: 'widgets',
+  storage: { table: 'widgets' },
   fields: { name: Type.String({ minLength: 1 }), size: Type.Integer(), color: Type.String() },
   permissions: { read: 'widget:read', write: 'widget:write' },
   commands: {
@@ -213,7 +213,7 @@ describe('declarations the types cannot check (boot)', () => {
     const dated = defineEntity({
       module: 'bad',
       name: 'gadget',
-      table: 'widgets',
+      storage: { table: 'widgets' },
       permissions: gadget.permissions,
       fields: { name: Type.String(), seenAt: Type.Optional(Type.String({ format: 'date-time' })) },
     });
@@ -223,7 +223,7 @@ describe('declarations the types cannot check (boot)', () => {
     const declared = defineEntity({
       module: 'bad',
       name: 'gadget',
-      table: 'widgets',
+      storage: { table: 'widgets' },
       permissions: gadget.permissions,
       fields: { name: Type.String(), seenAt: Type.Optional(DateTime()) },
     });
@@ -245,7 +245,7 @@ describe('declarations the types cannot check (boot)', () => {
   });
 
   it('refuses two public reads at one path', () => {
-    const twin = defineEntity({ ...article, name: 'twin', table: 'articles' });
+    const twin = defineEntity({ ...article, name: 'twin', storage: { ...article.storage, table: 'articles' } });
     expect(() =>
       compose(
         [...allModules, defineModule({ ...testkitModule, entities: [...testkitModule.entities!, entity(twin)] })],

@@ -281,7 +281,7 @@ describe('the table shape an entity asks for', () => {
   });
 
   it('global scope and hard delete: no tenant_id, no row-level security, no deleted_at', () => {
-    const globalHard = price({ scope: 'global', deleteMode: 'hard' });
+    const globalHard = price({ scope: 'global', storage: { deleteMode: 'hard' } });
     expect(entityTableProblems(globalHard, table({ ...system, amount: column('int4') }, false))).toEqual([]);
     expect(
       entityTableProblems(

@@ -147,7 +147,7 @@ export const memo = defineEntity({
     excerpt: Type.String({ maxLength: 21, description: 'The first 20 characters, and … when there are more.' }),
   },
   rowAccess: (ctx) => ({ ownerId: ctx.actorId }),
-  deleteMode: 'hard',
+  storage: { deleteMode: 'hard' },
   permissions: { read: 'widget:read', write: 'widget:write' },
   commands: {
     pin: {

@@ -19,7 +19,7 @@ export function entityPages(site: AdminSite, entity: ResolvedEntity, api: Api): 
   const base = names.adminPath;
   const titleField = def.admin?.title ?? entity.fields[0] ?? 'id';
   const textOf = (field: string): FieldText | undefined =>
-    def.fieldText?.[field] ?? (SYSTEM_FIELD_TEXT as Record<string, FieldText>)[field];
+    def.admin?.fieldText?.[field] ?? (SYSTEM_FIELD_TEXT as Record<string, FieldText>)[field];
   const labelOf = (field: string): string => textOf(field)?.label ?? titleCase(field);
   const fieldSchemas = (entity.schemas.row as { properties?: Record<string, TSchema> }).properties ?? {};
   const createWidgets = widgetsOf(api.create.schema.body, textOf);
