@@ -5,6 +5,7 @@ import { EntityOperations } from './operations/entity-ops.ts';
 import { entityRoutes } from './http/entity-routes.ts';
 import { idempotencyKeyPurge } from './http/idempotency.ts';
 import type { Config } from './config/schema.ts';
+import { installProblems } from './errors.ts';
 import type { RegisteredJob, RegisteredRoute } from './contracts/composition.ts';
 
 /** Jobs the framework runs itself, on the tables it owns in every tenant. */
@@ -39,7 +40,8 @@ export interface Composition {
 /**
  * Composes the service from the modules' declarations: the registry (declarations only), each
  * entity's operations and routes, and the job schedule; then runs the boot checks over all of it
- * (entity/checks.ts), refusing to start on any inconsistency.
+ * (entity/checks.ts), refusing to start on any inconsistency, and installs the modules' problem
+ * codes (framework/errors.ts).
  */
 export function compose(modules: readonly ModuleDefinition[], config: Config): Composition {
   const registry = new Registry(modules, config);
@@ -58,5 +60,7 @@ export function compose(modules: readonly ModuleDefinition[], config: Config): C
   }
   const jobs = [...FRAMEWORK_JOBS.map((j) => ({ ...j, module: 'framework' })), ...registry.moduleJobs];
   checkRegistry(registry, { routes, jobs });
+  // The modules' problem codes, now known to be declared once: what ProblemError and the admin shell read.
+  for (const module of registry.modules) if (module.problems) installProblems(module.name, module.problems);
   return { registry, routes, jobs, operations: new EntityOperationsDirectory(operations) };
 }

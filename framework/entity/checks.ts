@@ -6,7 +6,6 @@ import { SYSTEM_FIELDS } from './resolve.ts';
 import type { TxContext } from '../context/tx.ts';
 import type { AnyEntity } from './define.ts';
 import { hasDateTimeFormat, isDeclaredDateTime } from './date-time.ts';
-import { PROBLEMS } from '../errors.ts';
 
 /** Raised at boot when the declarations disagree; the service refuses to start. */
 export class BootCheckError extends Error {
@@ -69,7 +68,8 @@ export function checkRegistry(
         problems.push(`entity ${entity.names.key}: hookPublishes names undeclared event ${event}`);
     }
     problems.push(...publicReadProblems(entity.names.key, def));
-    problems.push(...stateProblems(entity));
+    problems.push(...stateProblems(entity, registry));
+    problems.push(...codeProblems(entity, registry));
     // The types refuse these already; a definition built without them (e.g. from data) is caught here.
     for (const [kind, list] of [
       ['readOnly', entity.readOnly],
@@ -108,6 +108,12 @@ export function checkRegistry(
     endpoints.add(endpoint);
     for (const event of route.publishes ?? []) {
       if (!registry.events.has(event)) problems.push(`route ${where} publishes undeclared event ${event}`);
+    }
+    for (const code of documentedCodes(route.problems)) {
+      if (!registry.problems.has(code))
+        problems.push(
+          `route ${where} documents problem code ${code}, which no module declares (ModuleDefinition.problems)`,
+        );
     }
     if ('multipart' in route && route.multipart && route.transaction !== 'none') {
       problems.push(
@@ -174,6 +180,36 @@ export function checkRegistry(
 }
 
 const SINGLETON_ROUTES = new Set(['replace', 'update', 'delete']);
+
+// A problem code as a description names it: UPPER_SNAKE (PLAN_IN_USE) or the Err prefix (ErrCredentials).
+const CODE_IN_TEXT = /\b(?:[A-Z][A-Z0-9]*(?:_[A-Z0-9]+)+|Err[A-Z][A-Za-z0-9]*)\b/g;
+
+/** The problem codes a route's (or a command's) own problem answers name in their descriptions. */
+export function documentedCodes(problems: Readonly<Record<number, string>> | undefined): string[] {
+  return [...new Set(Object.values(problems ?? {}).flatMap((text) => text.match(CODE_IN_TEXT) ?? []))];
+}
+
+/** The codes an entity answers with instead of the generic ones (states.refusal, invalidCodes, uniqueCodes) are declared. */
+function codeProblems(entity: ResolvedEntity, registry: Registry): string[] {
+  const { def } = entity;
+  const named: [string, string][] = [
+    ...(def.states ? [['states.refusal', def.states.refusal] as [string, string]] : []),
+    ...Object.entries(def.invalidCodes ?? {}).map(([field, code]): [string, string] => [
+      `invalidCodes.${field}`,
+      String(code),
+    ]),
+    ...Object.entries(def.uniqueCodes ?? {}).map(([field, key]): [string, string] => [
+      `uniqueCodes.${field}`,
+      String(key?.code),
+    ]),
+  ];
+  return named
+    .filter(([, code]) => !registry.problems.has(code))
+    .map(
+      ([where, code]) =>
+        `entity ${entity.names.key}: ${where} names problem code ${code}, which no module declares (ModuleDefinition.problems)`,
+    );
+}
 
 /**
  * Scope, singleton and delete options that contradict each other or the permissions: a global
@@ -280,7 +316,7 @@ function publicReadProblems(key: string, def: AnyEntity): string[] {
  * The declared state table (command-states.ts): every state a command or a create names is a value
  * of the state field, the refusal is a 409, and no command declares states without a state field.
  */
-function stateProblems(entity: ResolvedEntity): string[] {
+function stateProblems(entity: ResolvedEntity, registry: Registry): string[] {
   const { def } = entity;
   const problems: string[] = [];
   const where = `entity ${entity.names.key}`;
@@ -291,7 +327,8 @@ function stateProblems(entity: ResolvedEntity): string[] {
       : (def.fields[field] as { anyOf?: { const?: unknown }[]; enum?: unknown[] } | undefined);
   const values =
     schema?.enum?.map(String) ?? schema?.anyOf?.filter((b) => b.const !== undefined).map((b) => String(b.const));
-  if (def.states && PROBLEMS[def.states.refusal].status !== 409)
+  const refusal = def.states ? registry.problems.get(def.states.refusal) : undefined;
+  if (def.states && refusal && refusal.status !== 409)
     problems.push(`${where}: states.refusal ${def.states.refusal} is not a 409`);
   if (field !== undefined && (!values || values.length === 0))
     problems.push(`${where}: state field ${field} is not a union of literals`);

@@ -92,7 +92,7 @@ export interface EntityStates<F extends TProperties> {
   field: keyof F & string;
   /** The values a create may store (the shell's new form offers only these); default: any. */
   initial?: readonly string[];
-  /** A 409 of framework/errors.ts: a command in a state it does not accept, a create outside `initial`. */
+  /** A declared 409 (the framework's INVALID_STATE or INVALID_TRANSITION, or a module's own): a command in a state it does not accept, a create outside `initial`. */
   refusal: ProblemCode;
 }
 
@@ -233,7 +233,7 @@ export interface EntityDefinition<
    * lookup when it reads by that field: a value is stored and looked up the same way every time.
    */
   normalise?: { readonly [K in keyof F & string]?: (value: string) => string };
-  /** Per field: the code (a 422 of framework/errors.ts) a value outside the field's schema answers instead of VALIDATION_FAILED. */
+  /** Per field: the code (a declared 422, e.g. the module's own) a value outside the field's schema answers instead of VALIDATION_FAILED. */
   invalidCodes?: { readonly [K in keyof F & string]?: ProblemCode };
   /** Per unique field: the unique index that keeps it unique, and the code (a 409) a duplicate answers instead of ALREADY_EXISTS. */
   uniqueCodes?: { readonly [K in keyof F & string]?: { index: string; code: ProblemCode } };

@@ -8,6 +8,7 @@ import type { BearerAttemptLimit, IdentityTableName } from '../contracts/access.
 import type { AnyRoute } from './route-definition.ts';
 import type { AnyEntity } from './entity-definition.ts';
 import type { Database } from '../contracts/database.ts';
+import type { ProblemDeclaration } from '../contracts/problems.ts';
 
 export type { PermissionDeclaration } from '../contracts/services.ts';
 
@@ -149,6 +150,13 @@ export interface ModuleDefinition {
    */
   identityTables?: readonly IdentityTableName[];
   /**
+   * The problem codes the module raises, each with its status, title and the sentence a person
+   * reads in the admin shell (defineProblems). Declared here, never in the framework: the boot
+   * check refuses a code two modules (or a module and the framework) declare, and a route or
+   * command documenting a code nobody declares.
+   */
+  problems?: Readonly<Record<string, ProblemDeclaration>>;
+  /**
    * Counts failed `Authorization: Bearer` attempts and refuses a client address past its limit
    * (framework/access/bearer.ts). At most one module provides it; without one, no limit applies.
    */
@@ -182,6 +190,19 @@ export interface AdminBadge {
 
 export function defineModule(module: ModuleDefinition): ModuleDefinition {
   return module;
+}
+
+/**
+ * Declares a module's problem codes, with their literal names kept for the type: the module adds
+ * them to the codes `problem()` accepts by declaration merging, beside the table, and lists the
+ * table in its definition (`problems`):
+ *   export const billingProblems = defineProblems({ PLAN_IN_USE: { status: 409, title: '...', sentence: '...' } });
+ *   declare module '../../framework/contracts/problems.ts' {
+ *     interface ProblemCodes extends ProblemCodesOf<typeof billingProblems> {}
+ *   }
+ */
+export function defineProblems<const T extends Readonly<Record<string, ProblemDeclaration>>>(problems: T): T {
+  return problems;
 }
 
 /** The jobs a module declares under this configuration. */

@@ -10,6 +10,8 @@ import {
 import { resolveEntity, type ResolvedEntity } from './resolve.ts';
 import type { Config } from '../config/schema.ts';
 import type { ModuleRegistry } from '../contracts/services.ts';
+import type { ProblemDeclaration } from '../contracts/problems.ts';
+import { PROBLEMS } from '../errors.ts';
 
 /**
  * Everything the modules declared, resolved once and frozen: declarations only. The routes, the
@@ -27,6 +29,8 @@ export class Registry implements ModuleRegistry {
   /** The modules' jobs (ModuleDefinition.jobs), under this configuration. */
   readonly moduleJobs: readonly (JobDefinition & { module: string })[];
   readonly queues: readonly (QueueDefinition & { module: string })[];
+  /** Every problem code of the installation and who declares it: the framework's own (framework/errors.ts), then each module's (ModuleDefinition.problems). */
+  readonly problems: ReadonlyMap<string, ProblemDeclaration & { owner: string }>;
   /** What contradicts itself already while the declarations are gathered (a name declared twice): the boot checks report it. */
   readonly conflicts: readonly string[];
 
@@ -36,12 +40,21 @@ export class Registry implements ModuleRegistry {
     const permissions = new Map<string, PermissionDeclaration & { module: string }>();
     const events = new Set<string>();
     const conflicts: string[] = [];
+    const problems = new Map<string, ProblemDeclaration & { owner: string }>(
+      Object.entries(PROBLEMS).map(([code, declaration]) => [code, { ...declaration, owner: 'framework' }]),
+    );
     for (const module of modules) {
       for (const permission of module.permissions ?? []) {
         if (permissions.has(permission.name)) conflicts.push(`permission ${permission.name} is declared twice`);
         permissions.set(permission.name, { ...permission, module: module.name });
       }
       for (const event of module.events ?? []) events.add(event);
+      for (const [code, declaration] of Object.entries(module.problems ?? {})) {
+        const earlier = problems.get(code);
+        if (earlier)
+          conflicts.push(`problem code ${code} is declared by ${earlier.owner} and by module ${module.name}`);
+        else problems.set(code, { ...declaration, owner: `module ${module.name}` });
+      }
       for (const definition of module.entities ?? []) {
         if (definition.module !== module.name) {
           conflicts.push(
@@ -65,6 +78,7 @@ export class Registry implements ModuleRegistry {
     this.subscriptions = modules.flatMap((m) => (m.subscriptions ?? []).map((s) => ({ ...s, module: m.name })));
     this.moduleJobs = modules.flatMap((m) => moduleJobs(m, config).map((j) => ({ ...j, module: m.name })));
     this.queues = modules.flatMap((m) => (m.queues ?? []).map((q) => ({ ...q, module: m.name })));
+    this.problems = problems;
     this.conflicts = conflicts;
     Object.freeze(this);
   }

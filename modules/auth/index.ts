@@ -10,10 +10,12 @@ import { createTokenRoute, listTokensRoute, revokeTokenRoute } from './tokens.ro
 import { bearerAttempts, revokeTokensOnDeactivation } from './tokens-lifecycle.ts';
 import { registerTokenPages } from './tokens.admin.ts';
 import { TOKEN_MANAGE } from './tokens.ts';
+import { authProblems } from './problems.ts';
 
 export const authModule = defineModule({
   name: 'auth',
   description: 'Sessions, passwords, single sign-on and roles',
+  problems: authProblems,
   permissions: [
     { name: 'role:manage', description: 'Read and set roles; the Roles navigation entry' },
     { name: TOKEN_MANAGE, description: 'List and revoke any personal access token of the tenant, not only your own' },

@@ -228,6 +228,51 @@ describe('startup checks, in every role', () => {
     );
   });
 
+  it('refuse a problem code two modules declare, or a module and the framework, naming both', async () => {
+    await expectRefusal(
+      [...allModules, bad({ problems: { PLAN_IN_USE: { status: 409, title: 'Busy plan' } } })],
+      /problem code PLAN_IN_USE is declared by module billing and by module bad/,
+    );
+    await expectRefusal(
+      [...allModules, bad({ problems: { NOT_FOUND: { status: 404, title: 'Gone' } } })],
+      /problem code NOT_FOUND is declared by framework and by module bad/,
+    );
+  });
+
+  it('refuse a route or a command documenting a problem code no module declares, naming it', async () => {
+    const route = { ...ok, problems: { 409: 'The thing is gone (THING_GONE)' } };
+    await expectRefusal(
+      [...allModules, bad({ routes: [route] })],
+      /route GET \/api\/v1\/bad\/thing \(module bad\) documents problem code THING_GONE, which no module declares/,
+    );
+    const refusing = defineEntity({
+      ...widget,
+      module: 'bad',
+      commands: {
+        ...widget.commands,
+        approve: { ...widget.commands!.approve, problems: { 409: 'Already approved (WIDGET_APPROVED)' } },
+      },
+    });
+    await expectRefusal(
+      [testkitModule, bad({ entities: [entity(refusing)] })],
+      /route POST \/api\/v1\/bad\/widgets\/:id\/approve \(module bad\) documents problem code WIDGET_APPROVED/,
+    );
+  });
+
+  it('refuse an entity answering with a code no module declares (states.refusal, invalidCodes, uniqueCodes)', () => {
+    const undeclared = defineEntity({
+      ...widget,
+      module: 'bad',
+      invalidCodes: { name: 'NAME_ODD' as never },
+      uniqueCodes: { name: { index: 'widgets_name_unique', code: 'NAME_TAKEN' as never } },
+    });
+    const start = () => compose([testkitModule, bad({ entities: [entity(undeclared)] })], config);
+    expect(start).toThrow(
+      /entity bad\.widget: invalidCodes\.name names problem code NAME_ODD, which no module declares/,
+    );
+    expect(start).toThrow(/entity bad\.widget: uniqueCodes\.name names problem code NAME_TAKEN/);
+  });
+
   it('list every problem at once', () => {
     const route = { ...ok, access: { permission: 'thing:frobnicate' }, publishes: ['bad.thing.exploded'] };
     const start = () =>
