@@ -1,7 +1,6 @@
 import { installedProblems } from '../../framework/errors.ts';
 import { describeExchange, type Answer, type Sent } from './harness.ts';
 
-
 /** A stack frame, a source location or a Node internal: what a leaked exception looks like. */
 const STACK_TRACE =
   /(\n\s+at\s+\S.*:\d+:\d+|node:internal|\/framework\/[\w/-]+\.ts|\/modules\/[\w/-]+\.ts|\/node_modules\/|Error: .*\n\s+at )/;
