@@ -14,6 +14,3 @@ export interface BearerAttemptLimit {
   /** Counts one failed attempt, in a transaction of its own (the request's rolled back). */
   recordFailure(tx: TxContext, source: string): Promise<void>;
 }
-
-/** The tables of the framework's identity reads (framework/access/identity-tables.ts). */
-export type IdentityTableName = 'users' | 'roles' | 'sessions' | 'access_tokens';

@@ -62,6 +62,10 @@ export interface Database {
     location: string | null;
     created_at: Timestamp;
   };
+  users: UsersTable;
+  roles: RolesTable;
+  sessions: SessionsTable;
+  access_tokens: AccessTokensTable;
   dead_letters: {
     id: Generated<string>;
     queue: string;
@@ -72,6 +76,60 @@ export interface Database {
     payload: unknown;
     failed_at: Generated<Date>;
   };
+}
+
+// The identity schema (migrations/framework/0011_identity.sql): the tables the opening statement of
+// every transaction reads. A module adds its own columns to one (the user module's address and
+// name, auth's token names) by declaration merging into the table's interface, as it adds tables
+// to Database:
+//   declare module '../../framework/contracts/database.ts' { interface AccessTokensTable { name: string } }
+
+/**
+ * users: the core of a person. `status` is the framework's column too (a session resolves only
+ * for 'active'), but which statuses exist is the module's that manages people, which declares its
+ * type with its own columns.
+ */
+export interface UsersTable {
+  id: Generated<string>;
+  tenant_id: Generated<string>;
+  roles: Generated<string[]>;
+  created_at: Generated<Date>;
+  updated_at: Generated<Date>;
+  deleted_at: Timestamp | null;
+}
+
+/** roles: a tenant's name for a set of permissions ('*' grants all). */
+export interface RolesTable {
+  tenant_id: Generated<string>;
+  name: string;
+  permissions: Generated<string[]>;
+  created_at: Generated<Date>;
+  updated_at: Generated<Date>;
+}
+
+/** sessions: only the SHA-256 of a session id is stored; opened, touched and ended by the framework (framework/access/sessions.ts). */
+export interface SessionsTable {
+  id: Generated<string>;
+  tenant_id: Generated<string>;
+  id_hash: Buffer;
+  user_id: string;
+  created_at: Generated<Date>;
+  last_seen_at: Generated<Date>;
+  expires_at: Date;
+  user_agent: Generated<string>;
+  ip: Generated<string>;
+}
+
+/** access_tokens: personal access tokens, by the SHA-256 of the token; the framework records their use. */
+export interface AccessTokensTable {
+  id: Generated<string>;
+  tenant_id: Generated<string>;
+  user_id: string;
+  token_hash: Buffer;
+  permissions: Generated<string[]>;
+  created_at: Generated<Date>;
+  expires_at: Date;
+  last_used_at: Date | null;
 }
 
 /** The process's database: the request pool (pg's, in pipeline mode) and kysely over it (framework/db/pool.ts). */

@@ -4,7 +4,7 @@ import type { PermissionDeclaration, Services } from '../contracts/services.ts';
 import type { Config } from '../contracts/config.ts';
 import type { TenantRef } from '../contracts/tenant.ts';
 import type { AdminPagesRegistrar, SidebarEntry } from '../contracts/admin.ts';
-import type { BearerAttemptLimit, IdentityTableName } from '../contracts/access.ts';
+import type { BearerAttemptLimit } from '../contracts/access.ts';
 import type { AnyRoute } from './route-definition.ts';
 import type { AnyEntity } from './entity-definition.ts';
 import type { Database } from '../contracts/database.ts';
@@ -143,12 +143,6 @@ export interface ModuleDefinition {
   adminBadge?: AdminBadge;
   /** What the module adds to the admin shell: its own pages, sidebar entries (docs/module-authoring.md, "Admin pages"). */
   admin?: ModuleAdmin;
-  /**
-   * The tables of the framework's identity reads (framework/access/identity-tables.ts: users,
-   * roles, sessions) that this module's migrations create. The framework reads them in every
-   * transaction's opening statement; the boot check names the declaring module when one is off.
-   */
-  identityTables?: readonly IdentityTableName[];
   /**
    * The problem codes the module raises, each with its status, title and the sentence a person
    * reads in the admin shell (defineProblems). Declared here, never in the framework: the boot

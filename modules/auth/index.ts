@@ -45,8 +45,6 @@ export const authModule = defineModule({
     ],
     resourcePages: false,
   },
-  // The framework's opening statement reads sessions and roles (framework/access/identity-tables.ts).
-  // And personal access tokens on bearer requests (access_tokens), whose failures it counts here.
-  identityTables: ['roles', 'sessions', 'access_tokens'],
+  // Failed personal access token attempts (bearer requests) count with failed sign-ins.
   bearerAttempts,
 });

@@ -2,8 +2,8 @@ import Type from 'typebox';
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { defineRoute } from '../../framework/entity/define.ts';
-import { openSession, setSessionCookie } from '../../framework/access/sessions.ts';
-import { hashSecret, sessionCookie } from '../../framework/access/session-cookie.ts';
+import { endSession, openSession, setSessionCookie } from '../../framework/access/sessions.ts';
+import { sessionCookie } from '../../framework/access/session-cookie.ts';
 import { problem } from '../../framework/errors.ts';
 import { verifyPassword, PASSWORD_MAX_LENGTH } from '../user/passwords.ts';
 import { IdentitySchema, loadIdentity, type Identity } from './identity.ts';
@@ -136,7 +136,7 @@ async function signIn({ body, request, reply, services }: LoginContext): Promise
         // Verify even when there is nothing to verify against, so every refusal costs the same.
         const matches = await verifyPassword(user?.passwordHash, body.password);
         if (!user || !matches || user.status !== 'active') throw credentials();
-        if (previous) await ctx.db.deleteFrom('sessions').where('id_hash', '=', hashSecret(previous)).execute();
+        if (previous) await endSession(ctx, previous);
         const rawId = await openSession(ctx, user.id, request);
         ctx.publish('auth.logged_in', { method: 'password', userId: user.id });
         const identity = await loadIdentity(ctx, user.id);
