@@ -83,7 +83,7 @@ export function checkRegistry(
       ['eventFields', def.eventFields ?? []],
       ['storage.unique', (def.storage?.unique ?? []).map((u) => (typeof u === 'string' ? u : u.field))],
       ['storage.references', Object.keys(def.storage?.references ?? {})],
-      ['references', Object.keys(def.references ?? {})],
+      ['admin.references', Object.keys(def.admin?.references ?? {})],
       ['searchable', def.searchable ?? []],
       ['states', def.states ? [def.states.field] : []],
     ] as const) {

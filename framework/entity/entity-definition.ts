@@ -252,12 +252,6 @@ export interface EntityDefinition<
   publicRead?: PublicReadDefinition<F, PS>;
   /** Fields a list may sort by; createdAt and updatedAt always may. */
   sortable?: readonly (keyof F & string)[];
-  /**
-   * Fields that name a row of another entity, by its key (`assigneeId: 'user.user'`). The API keeps
-   * the ids; the admin shell shows the referenced row's title, linked to it, and picks it from a
-   * list. A key no registered entity has leaves the field a plain id.
-   */
-  references?: { readonly [K in keyof F & string]?: string };
   /** Fields a list's `q` parameter searches (case-insensitive substring); default the admin title field when it is a string. */
   searchable?: readonly (keyof F & string)[];
   /** The state field commands declare their `states` against (CommandDefinition.states). */
@@ -280,6 +274,12 @@ export interface EntityAdmin<F extends TProperties, C extends TProperties = NoFi
   title?: keyof F & string;
   /** The list's columns; default the first five fields. */
   columns?: readonly (keyof F & string)[];
+  /**
+   * Fields that name a row of another entity, by its key (`assigneeId: 'user.user'`). The API keeps
+   * the ids; the admin shell shows the referenced row's title, linked to it, and picks it from a
+   * list. A key no registered entity has leaves the field a plain id.
+   */
+  references?: { readonly [K in keyof F & string]?: string };
   /**
    * What a person reads about each field: its label and hint, and the sentences a refused value
    * shows where the schema's rule alone says it badly (field-text.ts). The API's `description`

@@ -262,11 +262,11 @@ export const subscription = defineEntity({
   },
   permissions: { read: 'billing:read', write: 'billing:manage' },
   storage: { references: { planId: 'plans', pendingPlanId: 'plans' } },
-  references: { planId: 'billing.plan', pendingPlanId: 'billing.plan' },
   commands: { subscribe, cancel },
   admin: {
     title: 'status',
     columns: ['status', 'planId', 'periodEnd', 'price', 'currency'],
+    references: { planId: 'billing.plan', pendingPlanId: 'billing.plan' },
     fieldText: subscriptionFieldText,
   },
 });

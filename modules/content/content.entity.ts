@@ -16,7 +16,6 @@ export const content = defineEntity({
   label: 'Content',
   description: 'Markdown pages and posts with a draft, published and archived lifecycle.',
   fields: contentFields,
-  references: { author: 'user.user' },
   states: { field: 'status', refusal: 'INVALID_STATE' },
   commandOwned: { status: ['publish', 'unpublish', 'archive'], publishedAt: ['publish', 'unpublish'] },
   readOnly: ['author'],
@@ -56,5 +55,10 @@ export const content = defineEntity({
       publishedAt: row.publishedAt ?? row.updatedAt,
     }),
   },
-  admin: { title: 'title', columns: ['title', 'slug', 'kind', 'status', 'publishedAt'], fieldText: contentFieldText },
+  admin: {
+    title: 'title',
+    columns: ['title', 'slug', 'kind', 'status', 'publishedAt'],
+    references: { author: 'user.user' },
+    fieldText: contentFieldText,
+  },
 });

@@ -106,7 +106,6 @@ export const task = defineEntity({
   name: 'task',
   description: `Work items with a deadline, an assignee and a recorded SLA breach. ${STATUS_GRAPH}`,
   fields: taskFields,
-  references: { assigneeId: 'user.user' },
   searchable: ['title'],
   states: { field: 'status', initial: ['open'], refusal: 'INVALID_TRANSITION' },
   commandOwned: { assigneeId: 'assign', resolvedAt: 'resolve', resolution: 'resolve', slaBreached: 'check-sla' },
@@ -140,6 +139,7 @@ export const task = defineEntity({
   admin: {
     title: 'title',
     columns: ['title', 'status', 'priority', 'deadline', 'assigneeId', 'slaBreached'],
+    references: { assigneeId: 'user.user' },
     fieldText: taskFieldText,
   },
 });

@@ -140,7 +140,7 @@ export const memo = defineEntity({
   },
   immutable: ['ownerId'],
   // A reference the body writes (on create only): the shell's new form offers a picker for it.
-  references: { ownerId: 'user.user' },
+  admin: { references: { ownerId: 'user.user' } },
   commandOwned: { pinned: 'pin' },
   readOnly: ['long'],
   computed: {

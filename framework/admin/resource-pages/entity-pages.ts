@@ -101,7 +101,7 @@ export function entityPages(site: AdminSite, entity: ResolvedEntity, api: Api): 
       // Pickers for the reference fields and previews for the Markdown ones (form-aids.ts).
       const references = referenceTargets(
         site.services,
-        { ...def.references, ...form.references },
+        { ...def.admin?.references, ...form.references },
         entitiesWithPages(site.services),
       );
       const fields = await aidFields(ctx, entity, form.fields, references);

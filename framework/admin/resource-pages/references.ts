@@ -10,7 +10,7 @@ import { apiOf, generatedResources } from './resource-api.ts';
 import { display } from './widgets.ts';
 
 /**
- * References in the shell (EntityDefinition.references, CommandDefinition.references): a field
+ * References in the shell (EntityDefinition.admin.references, CommandDefinition.references): a field
  * holding another entity's id is shown as that row's title, linked to its page, and chosen from
  * the referenced list rather than typed. The API keeps the ids; these are the pages' views of them.
  */
@@ -204,9 +204,9 @@ export async function linkReferenceCells(
   table: { rows: { cells: ReferenceCell[] }[] },
 ): Promise<void> {
   const shown = Object.fromEntries(
-    Object.entries(referenceTargets(ctx.services, entity.def.references, entitiesWithPages(ctx.services))).filter(
-      ([field]) => columns.includes(field),
-    ),
+    Object.entries(
+      referenceTargets(ctx.services, entity.def.admin?.references, entitiesWithPages(ctx.services)),
+    ).filter(([field]) => columns.includes(field)),
   );
   if (Object.keys(shown).length === 0) return;
   const cells = await referenceCells(ctx, shown, items);
@@ -229,7 +229,7 @@ export async function detailValues<I extends { value: string }>(
 ): Promise<(I & { href?: string; html?: string })[]> {
   const cells = await referenceCells(
     ctx,
-    referenceTargets(ctx.services, entity.def.references, entitiesWithPages(ctx.services)),
+    referenceTargets(ctx.services, entity.def.admin?.references, entitiesWithPages(ctx.services)),
     [row],
   );
   return items.map((item, i) => {
