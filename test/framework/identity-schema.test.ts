@@ -126,7 +126,10 @@ describe('the identity schema is the framework’s', () => {
     expect(found).toEqual([]);
   });
 
-  it('an installation migrated before the move upgrades to the schema a new installation gets, its session still resolving', async () => {
+  // Two databases migrated from scratch and a service started: minutes on a loaded machine.
+  it('an installation migrated before the move upgrades to the schema a new installation gets, its session still resolving', {
+    timeout: 180_000,
+  }, async () => {
     const before = await database();
     await runMigrations(before.pool, sourcesWithout(MOVE));
     const seeded = await seedSignedIn(before.pool);
@@ -180,7 +183,9 @@ describe('the identity schema is the framework’s', () => {
     }
   });
 
-  it('an installation from before personal access tokens gets access_tokens from the framework and its names from auth', async () => {
+  it('an installation from before personal access tokens gets access_tokens from the framework and its names from auth', {
+    timeout: 180_000,
+  }, async () => {
     const before = await database();
     await runMigrations(before.pool, sourcesWithout([...MOVE, 'auth/0005_access_tokens.sql']));
     expect((await before.pool.query(`select to_regclass('access_tokens') as t`)).rows[0].t).toBeNull();
