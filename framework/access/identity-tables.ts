@@ -1,5 +1,5 @@
 /**
- * The framework's identity schema (migrations/framework/0011_identity.sql): the tables the request
+ * The framework's identity schema (migrations/framework/0013_identity.sql): the tables the request
  * path reads and writes, and the columns it uses of each. The SQL in context/opening.ts (the
  * opening statement of every transaction), access/sessions.ts, access/roles.ts and
  * tenancy/create-tenant.ts uses exactly these columns. Modules add columns and tables of their own

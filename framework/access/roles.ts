@@ -5,7 +5,7 @@ import type { TxContext } from '../context/tx.ts';
 export const WILDCARD = '*';
 
 /**
- * Role reads, over the framework's identity table `roles` (migrations/framework/0011_identity.sql).
+ * Role reads, over the framework's identity table `roles` (migrations/framework/0013_identity.sql).
  * The framework owns what a role means: a tenant's name for a set of permissions, `*` granting
  * all (context/opening.ts turns a user's roles into permissions; tenancy/create-tenant.ts seeds
  * admin and member). The module that administers roles (auth: its routes and pages) writes the

@@ -9,7 +9,7 @@ export const SESSION_LIFETIME_DAYS = 30;
 /** …and never longer than this after it opened. */
 export const SESSION_MAX_DAYS = 90;
 
-// sessions is the framework's identity table (migrations/framework/0011_identity.sql): it opens,
+// sessions is the framework's identity table (migrations/framework/0013_identity.sql): it opens,
 // resolves (context/opening.ts), touches, ends and sweeps them; a module calls these functions.
 
 /**

@@ -78,7 +78,7 @@ export interface Database {
   };
 }
 
-// The identity schema (migrations/framework/0011_identity.sql): the tables the opening statement of
+// The identity schema (migrations/framework/0013_identity.sql): the tables the opening statement of
 // every transaction reads. A module adds its own columns to one (the user module's address and
 // name, auth's token names) by declaration merging into the table's interface, as it adds tables
 // to Database:

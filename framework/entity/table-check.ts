@@ -288,7 +288,7 @@ function describe(schema: TSchema): string {
 
 /** What disagrees between the framework's identity table as the framework uses it and the table in the database. */
 export function identityTableProblems(use: IdentityTable, table: TableInfo | undefined): string[] {
-  const where = `the framework's identity table ${use.table} (migrations/framework/0011_identity.sql; ${use.usedFor})`;
+  const where = `the framework's identity table ${use.table} (migrations/framework/0013_identity.sql; ${use.usedFor})`;
   if (!table) return [`${where} does not exist`];
   const problems: string[] = [];
   for (const [name, type] of Object.entries(use.columns)) {

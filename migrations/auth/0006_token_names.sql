@@ -1,5 +1,5 @@
 -- replaces: 0001_sessions_roles.sql, 0005_access_tokens.sql
--- roles, sessions and access_tokens are the framework's since framework/0011_identity.sql; this
+-- roles, sessions and access_tokens are the framework's since framework/0013_identity.sql; this
 -- module adds what it keeps of a token: the name a person gave it, and the index of a user's own
 -- list. On a database where 0001 and 0005 ran, all of it is there and nothing changes; on a new
 -- one they do not run (the header above).

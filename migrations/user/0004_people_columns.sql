@@ -1,5 +1,5 @@
 -- replaces: 0001_users.sql, 0002_list_indexes.sql
--- The users table is the framework's since framework/0011_identity.sql (its core: id, tenant_id,
+-- The users table is the framework's since framework/0013_identity.sql (its core: id, tenant_id,
 -- status, roles and the timestamps); this module adds what it keeps of a person: the address,
 -- the name, the password hash, which statuses exist, and the indexes of its list. On a database
 -- where 0001 and 0002 ran, all of it is there and nothing changes; on a new one they do not run

@@ -6,7 +6,7 @@ export type UserStatus = Static<UserFields['status']>;
 
 /**
  * What the user module adds to the framework's users table (its core: id, tenant_id, roles and the
- * timestamps; migrations/framework/0011_identity.sql), for typed queries outside the generic
+ * timestamps; migrations/framework/0013_identity.sql), for typed queries outside the generic
  * operations: the entity's own columns, derived from its fields, the statuses it defines, and the
  * password hash, a column (storage.columns) that is no field (migrations/user/0004_people_columns.sql).
  */

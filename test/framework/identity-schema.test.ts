@@ -22,7 +22,7 @@ import { testConfig } from '../helpers/config.ts';
  */
 const MIGRATIONS = join(ROOT, 'migrations');
 /** The files of the move; an installation migrated before it has none of them. */
-const MOVE = ['framework/0011_identity.sql', 'user/0004_people_columns.sql', 'auth/0006_token_names.sql'];
+const MOVE = ['framework/0013_identity.sql', 'user/0004_people_columns.sql', 'auth/0006_token_names.sql'];
 /** The tables the move touches, and the module tables that name them. */
 const TABLES = ['users', 'roles', 'sessions', 'access_tokens', 'set_password_tokens', 'auth_attempts', 'contents'];
 

@@ -74,7 +74,7 @@ beforeAll(async () => {
   await runMigrations(handWritten, migrationSources(MODULES));
   await runMigrations(generated, migrationSources([]));
   const result = await generateMigration(generated, ENTITIES, { allowDestructive: false, command: 'equivalence test' });
-  // users is the framework's identity table (framework/0011_identity.sql): the user entity's migration adds its columns.
+  // users is the framework's identity table (framework/0013_identity.sql): the user entity's migration adds its columns.
   expect(result.changes.filter((c) => c.kind !== 'create-table' && c.table !== 'users')).toEqual([]);
   sql = result.sql!;
   await generated.query(sql);

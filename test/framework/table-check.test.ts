@@ -200,7 +200,7 @@ describe('definitions and tables agree (boot check)', () => {
     );
     const error = await refusal(allModules, url);
     expect(error.message).toContain(
-      "the framework's identity table sessions (migrations/framework/0011_identity.sql; ",
+      "the framework's identity table sessions (migrations/framework/0013_identity.sql; ",
     );
     expect(error.message).toMatch(
       /identity table sessions \([^)]*\): column sessions\.last_seen_at \(timestamptz\) is missing/,
