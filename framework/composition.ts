@@ -52,7 +52,7 @@ export function compose(modules: readonly ModuleDefinition[], config: Config): C
   for (const module of registry.modules) {
     for (const _ of module.entities ?? []) {
       const entity = entities.next().value!;
-      const ops = new EntityOperations(entity);
+      const ops = new EntityOperations(entity, { config });
       operations.set(entity.names.key, ops);
       for (const route of entityRoutes(entity, ops)) routes.push({ module: module.name, route, entity });
     }

@@ -2,33 +2,89 @@ import type { Access } from '../entity/define.ts';
 import type { TenantRef } from '../context/tenant.ts';
 import type { SessionInfo } from '../context/tx.ts';
 import { hasPermission } from '../context/tx.ts';
-import { problem } from '../errors.ts';
+import { problem, type ProblemError } from '../errors.ts';
+
+/** Which permissions only the operator tenant may use (the registry answers it from the declarations). */
+export interface OperatorPermissions {
+  isOperatorPermission(permission: string): boolean;
+}
 
 /**
- * Refuses an operator permission outside the operator tenant before any transaction opens and
- * before any role is read.
+ * Who may call a route, made once from its `access` when the route is registered: the one place
+ * authorization is decided. The route wrapper asks it before the body is read (the tenant, and a
+ * caller with no credential at all), each request strategy asks it once the opening statement has
+ * resolved the caller, the one-exchange strategy hands its permission to the opening statement's
+ * SQL guard (context/opening.ts), and the admin shell and the catalog ask it, as a yes or no,
+ * whether to offer a link.
+ *
+ * The decision is in two steps, in this order: the tenant (an operator permission outside the
+ * operator tenant, 403 AUTH_NOT_OPERATOR, before any role is read), then the caller (not signed
+ * in, 401 AUTH_REQUIRED; signed in without the permission, 403 AUTH_FORBIDDEN).
  */
-export function refuseOperatorOutsideOperatorTenant(
-  access: Access,
-  tenant: TenantRef,
-  isOperatorPermission: (p: string) => boolean,
-): void {
-  if (typeof access === 'object' && isOperatorPermission(access.permission) && !tenant.isOperator) {
-    throw problem(
+export class RouteGuard {
+  /** The permission a caller must hold, when access is one: what the one-exchange SQL guard checks. */
+  readonly permission: string | undefined;
+  /** The route has a caller: its session or bearer token is resolved (every access but 'public'). */
+  readonly resolvesCaller: boolean;
+  /** The route refuses a request without a caller ('signedIn' and a permission). */
+  readonly requiresCaller: boolean;
+  /** An operator permission: refused outside the operator tenant, whoever asks. */
+  private readonly operatorOnly: boolean;
+
+  constructor(access: Access, operator: OperatorPermissions) {
+    this.permission = typeof access === 'object' ? access.permission : undefined;
+    this.resolvesCaller = access !== 'public';
+    this.requiresCaller = access !== 'public' && access !== 'optional';
+    this.operatorOnly = this.permission !== undefined && operator.isOperatorPermission(this.permission);
+  }
+
+  /** Refuses an operator permission outside the operator tenant (step one). */
+  admitTenant(tenant: TenantRef): void {
+    if (this.outside(tenant)) throw this.notOperator();
+  }
+
+  /** Refuses a caller without the route's access (step two); null: nobody signed in. */
+  admitCaller(session: SessionInfo | null): void {
+    const refusal = this.refusal(session);
+    if (refusal === 'AUTH_REQUIRED') throw problem('AUTH_REQUIRED', 'Sign in to use this route');
+    if (refusal === 'AUTH_FORBIDDEN') throw problem('AUTH_FORBIDDEN', `Requires permission ${this.permission}`);
+  }
+
+  /** Both steps as a yes or no: would the route let this caller in at this tenant? */
+  allows(session: SessionInfo | null, tenant: TenantRef): boolean {
+    return !this.outside(tenant) && this.refusal(session) === undefined;
+  }
+
+  /** Step one's decision: the route's permission is the operator's and this is not the operator tenant. */
+  private outside(tenant: TenantRef): boolean {
+    return this.operatorOnly && !tenant.isOperator;
+  }
+
+  /** Step two's decision, which admitCaller throws and allows reads: why the caller may not pass, if it may not. */
+  private refusal(session: SessionInfo | null): 'AUTH_REQUIRED' | 'AUTH_FORBIDDEN' | undefined {
+    if (!this.requiresCaller) return undefined;
+    if (!session) return 'AUTH_REQUIRED';
+    if (this.permission !== undefined && !hasPermission(session, this.permission)) return 'AUTH_FORBIDDEN';
+    return undefined;
+  }
+
+  private notOperator(): ProblemError {
+    return problem(
       'AUTH_NOT_OPERATOR',
-      `${access.permission} is an operator permission and is refused outside the operator tenant`,
+      `${this.permission} is an operator permission and is refused outside the operator tenant`,
     );
   }
 }
 
-/** Not signed in: 401 AUTH_REQUIRED. Signed in without the permission: 403 AUTH_FORBIDDEN. */
-export function authorize(access: Access, session: SessionInfo | null): void {
-  if (access === 'public' || access === 'optional') return;
-  if (!session) throw problem('AUTH_REQUIRED', 'Sign in to use this route');
-  if (access === 'signedIn') return;
-  if (!hasPermission(session, access.permission)) {
-    throw problem('AUTH_FORBIDDEN', `Requires permission ${access.permission}`);
-  }
+/**
+ * Would a route guarded by `access` let this caller in? The route's own guard, for a link, a button
+ * or a sidebar entry shown exactly where following it is allowed.
+ */
+export function allowsAccess(
+  access: Access,
+  session: SessionInfo | null,
+  tenant: TenantRef,
+  operator: OperatorPermissions,
+): boolean {
+  return new RouteGuard(access, operator).allows(session, tenant);
 }
-
-export const needsSession = (access: Access): boolean => access !== 'public';

@@ -21,13 +21,13 @@ export const IDENTITY_TABLES: readonly IdentityTable[] = [
   {
     table: 'users',
     usedFor:
-      "context/opening.ts resolves a session only for a live user whose status is 'active', and reads the roles they hold",
+      "context/opening.ts resolves a session only for a live user whose status is 'active', and reads the roles they hold; access/actors.ts reads the same of the person a command's actor field names, and narrows a picker to the active users holding a permission",
     columns: { id: 'uuid', tenant_id: 'uuid', status: 'text', roles: 'text[]', deleted_at: 'timestamptz' },
   },
   {
     table: 'roles',
     usedFor:
-      'context/opening.ts turns the roles a user holds into permissions; tenancy/create-tenant.ts seeds admin and member; access/roles.ts answers which roles exist and which grant *',
+      'context/opening.ts turns the roles a user holds into permissions; tenancy/create-tenant.ts seeds admin and member; access/roles.ts answers which roles exist, which grant * and which grant a permission',
     columns: { tenant_id: 'uuid', name: 'text', permissions: 'text[]' },
   },
   {
@@ -49,7 +49,7 @@ export const IDENTITY_TABLES: readonly IdentityTable[] = [
   {
     table: 'access_tokens',
     usedFor:
-      'context/opening.ts resolves an Authorization: Bearer token (personal access token) and records when it was last used',
+      "context/opening.ts resolves an Authorization: Bearer token (personal access token) and records when it was last used; access/credentials.ts ends a person's tokens when a password is set without the one in force",
     columns: {
       id: 'uuid',
       tenant_id: 'uuid',

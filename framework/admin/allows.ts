@@ -2,19 +2,13 @@ import type { Access } from '../entity/define.ts';
 import type { TenantRef } from '../context/tenant.ts';
 import type { SessionInfo } from '../context/tx.ts';
 import type { ModuleRegistry as Registry } from '../contracts/services.ts';
-import { authorize, refuseOperatorOutsideOperatorTenant } from '../access/guard.ts';
+import { allowsAccess } from '../access/guard.ts';
 
 /**
- * Would a route guarded by `access` let this caller in? The same two functions the route wrapper
- * runs (the operator check, then the guard), so a link, a button or a sidebar entry is shown
- * exactly where following it is allowed.
+ * Would a route guarded by `access` let this caller in? The route wrapper's own guard
+ * (access/guard.ts, RouteGuard), so a link, a button or a sidebar entry is shown exactly where
+ * following it is allowed.
  */
 export function allows(access: Access, session: SessionInfo | null, tenant: TenantRef, registry: Registry): boolean {
-  try {
-    refuseOperatorOutsideOperatorTenant(access, tenant, (p) => registry.isOperatorPermission(p));
-    authorize(access, session);
-    return true;
-  } catch {
-    return false;
-  }
+  return allowsAccess(access, session, tenant, registry);
 }

@@ -134,20 +134,36 @@ export function installAdminErrors(site: AdminSite): void {
     return reply.send(html);
   };
 
+  /** The last resort, when even the error page could not be rendered: a page that needs nothing. */
+  const plainErrorPage = (request: FastifyRequest, reply: FastifyReply, renderErr: unknown) => {
+    const fallback = toProblem(renderErr);
+    if (fallback.status >= 500) request.log.error({ err: renderErr }, 'admin error page failed');
+    return reply
+      .code(fallback.status)
+      .type('text/html; charset=utf-8')
+      .send(
+        `<!doctype html><html lang="en"><title>Error</title><p data-code="${fallback.code}">${problemText(fallback).sentence}</p></html>`,
+      );
+  };
+
   site.app.setErrorHandler(async (err, request, reply) => {
     const problem = toProblem(err);
     if (problem.status >= 500) request.log.error({ err }, 'admin request failed');
     try {
       return await answer(request, reply, problem);
     } catch (renderErr) {
-      request.log.error({ err: renderErr }, 'admin error page failed');
-      const fallback = toProblem(renderErr);
-      return reply
-        .code(fallback.status)
-        .type('text/html; charset=utf-8')
-        .send(
-          `<!doctype html><html lang="en"><title>Error</title><p data-code="${fallback.code}">${problemText(fallback).sentence}</p></html>`,
-        );
+      // The page shown again for a client's refusal may meet another client refusal: a form posted
+      // for a row that is not there reads that row (404). That refusal is the answer, on the shell's
+      // page for it; a client's 4xx is never an error in the log. Only a server failure is.
+      const refusal = toProblem(renderErr);
+      if (refusal.status < 500 && refusal.code !== problem.code) {
+        try {
+          return await answer(request, reply, refusal);
+        } catch (again) {
+          return plainErrorPage(request, reply, again);
+        }
+      }
+      return plainErrorPage(request, reply, renderErr);
     }
   });
 

@@ -3,6 +3,8 @@ import type { AnyRoute } from '../entity/define.ts';
 import type { ModuleRegistry as Registry } from '../contracts/services.ts';
 import type { ResolvedEntity } from '../entity/resolve.ts';
 import type { TxContext } from '../context/tx.ts';
+import { allowsAccess, type OperatorPermissions } from '../access/guard.ts';
+import { StringEnum } from '../entity/string-enum.ts';
 
 export const CatalogEntrySchema = Type.Object({
   key: Type.String({ description: '<module>.<entity>' }),
@@ -11,7 +13,7 @@ export const CatalogEntrySchema = Type.Object({
   label: Type.String(),
   labelPlural: Type.String(),
   path: Type.String({ description: "Collection path of the generic routes, or a singleton's resource path" }),
-  scope: Type.Union([Type.Literal('tenant'), Type.Literal('global')], {
+  scope: StringEnum(['tenant', 'global'], {
     description: 'tenant: each tenant its own rows; global: one set every tenant reads, the operator writes',
   }),
   singleton: Type.Boolean({ description: 'One row per tenant at path, with no id and no list' }),
@@ -30,14 +32,30 @@ export const CatalogEntrySchema = Type.Object({
   }),
   commandOwned: Type.Record(Type.String(), Type.String(), { description: 'field → command route that owns it' }),
   commands: Type.Array(Type.String()),
+  events: Type.Array(Type.String(), {
+    description:
+      'The events the resource publishes, by name: its created, updated and deleted events and what its commands and hooks publish (what a webhook endpoint subscribes to).',
+  }),
   admin: Type.Optional(Type.Unknown()),
 });
 
-export function catalogEntry(entity: ResolvedEntity, ctx: TxContext, isOperatorPermission: (p: string) => boolean) {
+/** The events an entity publishes: its lifecycle events, then its commands' and hooks' own, each once. */
+export function resourceEvents(entity: ResolvedEntity): string[] {
+  const { def, names } = entity;
+  return [
+    ...new Set([
+      ...Object.values(names.events),
+      ...Object.values(def.commands ?? {}).flatMap((c) => c.publishes ?? []),
+      ...(def.hookPublishes ?? []),
+    ]),
+  ];
+}
+
+export function catalogEntry(entity: ResolvedEntity, ctx: TxContext, operator: OperatorPermissions) {
   const { names, def } = entity;
   const commands = Object.keys(def.commands ?? {});
-  const writeAllowed =
-    ctx.can(def.permissions.write) && (!isOperatorPermission(def.permissions.write) || ctx.tenant.isOperator);
+  // As the entity's create route decides it (the route's guard).
+  const writeAllowed = allowsAccess({ permission: def.permissions.write }, ctx.session, ctx.tenant, operator);
   return {
     key: names.key,
     module: entity.module,
@@ -63,22 +81,30 @@ export function catalogEntry(entity: ResolvedEntity, ctx: TxContext, isOperatorP
     ],
     commandOwned: Object.fromEntries(Object.entries(entity.commandOwned).map(([f, c]) => [f, entity.commandRoute(c)])),
     commands,
-    // The admin part's list settings (never its field text, which is for people, not programs).
-    ...(def.admin?.title !== undefined || def.admin?.columns !== undefined
-      ? { admin: { title: def.admin.title, columns: def.admin.columns } }
-      : {}),
+    events: resourceEvents(entity),
+    ...catalogAdmin(entity),
   };
 }
 
 /**
- * The entities this caller may read, as their read routes decide: the permission, and an operator
- * permission only in the operator tenant. The catalog and the admin dashboard list this same set.
+ * The admin part's list settings and names for people, as declared: never its field text, its
+ * references or its widgets, which are the shell's business, not a program's.
+ */
+function catalogAdmin({ def }: ResolvedEntity): { admin?: Record<string, unknown> } {
+  const { title, columns, label, labelPlural } = def.admin ?? {};
+  const admin = Object.fromEntries(
+    Object.entries({ title, columns, label, labelPlural }).filter(([, value]) => value !== undefined),
+  );
+  return Object.keys(admin).length > 0 ? { admin } : {};
+}
+
+/**
+ * The entities this caller may read, as their read routes' guard decides: the permission, and an
+ * operator permission only in the operator tenant. The catalog and the admin dashboard list this same set.
  */
 export function readableEntities(registry: Registry, ctx: TxContext): ResolvedEntity[] {
-  return registry.entities.filter(
-    (e) =>
-      ctx.can(e.def.permissions.read) &&
-      (!registry.isOperatorPermission(e.def.permissions.read) || ctx.tenant.isOperator),
+  return registry.entities.filter((e) =>
+    allowsAccess({ permission: e.def.permissions.read }, ctx.session, ctx.tenant, registry),
   );
 }
 
@@ -100,9 +126,7 @@ export function catalogRoute(registry: Registry): AnyRoute {
       },
     },
     handler: async ({ tx }) => ({
-      resources: readableEntities(registry, tx).map((e) =>
-        catalogEntry(e, tx, (p) => registry.isOperatorPermission(p)),
-      ),
+      resources: readableEntities(registry, tx).map((e) => catalogEntry(e, tx, registry)),
     }),
   };
 }

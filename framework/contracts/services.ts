@@ -1,7 +1,9 @@
 import type { FastifyBaseLogger } from 'fastify';
 import type { Counter, Gauge, Histogram, Registry as MetricRegistry } from 'prom-client';
+import type { PasswordVerifier } from './access.ts';
 import type { Clock } from './clock.ts';
 import type { Config } from './config.ts';
+import type { ListCursors } from './cursor.ts';
 import type { Db } from './database.ts';
 import type { Mailer } from './mail.ts';
 import type { TenantRef } from './tenant.ts';
@@ -26,6 +28,10 @@ export interface Services {
   log: FastifyBaseLogger;
   /** The time every business decision compares with (see framework/clock.ts). */
   clock: Clock;
+  /** Checks a password against its stored argon2 hash (see framework/access/password-verifier.ts). */
+  passwordVerifier: PasswordVerifier;
+  /** Signs list cursors and checks them, with a key from the installation's secret (operations/cursor.ts). */
+  cursors: ListCursors;
   /** The Prometheus series, when metrics.port is set (framework/observability/metrics.ts); absent, nothing is counted. */
   metrics?: MetricSeries;
 }

@@ -3,4 +3,9 @@ export interface TenantRef {
   id: string;
   slug: string;
   isOperator: boolean;
+  /**
+   * The web origins the tenant lists for cross-origin API clients (tenants.cors_origins,
+   * http/cors.ts): set on a tenant its host resolved to, absent where a tenant is known by id.
+   */
+  corsOrigins?: readonly string[];
 }

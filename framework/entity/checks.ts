@@ -70,6 +70,7 @@ export function checkRegistry(
     problems.push(...publicReadProblems(entity.names.key, def));
     problems.push(...stateProblems(entity, registry));
     problems.push(...codeProblems(entity, registry));
+    problems.push(...actorProblems(entity, registry, permissionKnown));
     // The types refuse these already; a definition built without them (e.g. from data) is caught here.
     for (const [kind, list] of [
       ['readOnly', entity.readOnly],
@@ -86,11 +87,15 @@ export function checkRegistry(
       ['admin.references', Object.keys(def.admin?.references ?? {})],
       ['searchable', def.searchable ?? []],
       ['states', def.states ? [def.states.field] : []],
+      ['admin.choices', Object.keys(def.admin?.choices ?? {})],
     ] as const) {
       for (const field of list) {
         if (!(field in def.fields)) problems.push(`entity ${entity.names.key}: ${kind} field ${field} is not a field`);
       }
     }
+    for (const field of def.admin?.shownOnce ?? [])
+      if (!(field in (def.computed ?? {})))
+        problems.push(`entity ${entity.names.key}: admin.shownOnce field ${field} is not a computed field`);
   }
 
   const operationIds = new Map<string, string>();
@@ -313,6 +318,32 @@ function publicReadProblems(key: string, def: AnyEntity): string[] {
 }
 
 /**
+ * A command's actor fields (CommandDefinition.actors): each a field of its body, a reference to
+ * the users entity (the identity table users, whose status and roles the check reads), with a
+ * declared permission.
+ */
+function actorProblems(entity: ResolvedEntity, registry: Registry, permissionKnown: (p: string) => boolean): string[] {
+  const problems: string[] = [];
+  // The entity on the framework's identity table users (access/identity-tables.ts), if a module declares one.
+  const usersEntity = registry.entities.find((e) => e.names.table === 'users');
+  for (const [command, definition] of Object.entries(entity.def.commands ?? {})) {
+    const where = `entity ${entity.names.key}: command ${command}`;
+    for (const [field, permission] of Object.entries(definition.actors ?? {})) {
+      const properties = (definition.body as { properties?: Record<string, unknown> } | undefined)?.properties ?? {};
+      if (!(field in properties)) problems.push(`${where}: actor field ${field} is not a field of its body`);
+      const target = definition.references?.[field];
+      if (!usersEntity || target !== usersEntity.names.key)
+        problems.push(
+          `${where}: actor field ${field} must be a reference to the users entity${usersEntity ? ` (references: { ${field}: '${usersEntity.names.key}' })` : ', and no entity reads the identity table users'}`,
+        );
+      if (!permissionKnown(permission))
+        problems.push(`${where}: actor field ${field} names undeclared permission ${permission}`);
+    }
+  }
+  return problems;
+}
+
+/**
  * The declared state table (command-states.ts): every state a command or a create names is a value
  * of the state field, the refusal is a 409, and no command declares states without a state field.
  */
@@ -342,7 +373,11 @@ function stateProblems(entity: ResolvedEntity, registry: Registry): string[] {
     if (!command.states) continue;
     if (!def.states)
       problems.push(`${where}: command ${name} declares states, but the entity declares no state field (states.field)`);
-    known(`command ${name} states`, [...command.states.from, ...(command.states.unchanged ?? [])]);
+    known(`command ${name} states`, [
+      ...command.states.from,
+      ...(command.states.unchanged ?? []),
+      ...(command.states.to === undefined ? [] : [command.states.to]),
+    ]);
   }
   return problems;
 }

@@ -11,6 +11,7 @@ export * from './entity-definition.ts';
 export * from './route-definition.ts';
 export * from './module-definition.ts';
 export * from './field-text.ts';
+export { Secret } from './secret-field.ts';
 export type { TenantRef } from '../contracts/tenant.ts';
 export type {
   AfterTransaction,

@@ -8,6 +8,8 @@ import {
   type SubscriptionDefinition,
 } from './define.ts';
 import { resolveEntity, type ResolvedEntity } from './resolve.ts';
+import { entityNames } from './names.ts';
+import { withEventNames } from './event-names.ts';
 import type { Config } from '../config/schema.ts';
 import type { ModuleRegistry } from '../contracts/services.ts';
 import type { ProblemDeclaration } from '../contracts/problems.ts';
@@ -43,6 +45,8 @@ export class Registry implements ModuleRegistry {
     const problems = new Map<string, ProblemDeclaration & { owner: string }>(
       Object.entries(PROBLEMS).map(([code, declaration]) => [code, { ...declaration, owner: 'framework' }]),
     );
+    // Every event first, the entities' lifecycle events included: a field taking event names
+    // (event-names.ts) gets the whole list as its enum before its entity is resolved.
     for (const module of modules) {
       for (const permission of module.permissions ?? []) {
         if (permissions.has(permission.name)) conflicts.push(`permission ${permission.name} is declared twice`);
@@ -55,15 +59,18 @@ export class Registry implements ModuleRegistry {
           conflicts.push(`problem code ${code} is declared by ${earlier.owner} and by module ${module.name}`);
         else problems.set(code, { ...declaration, owner: `module ${module.name}` });
       }
+      for (const definition of module.entities ?? [])
+        for (const name of Object.values(entityNames(definition).events)) events.add(name);
+    }
+    for (const module of modules) {
       for (const definition of module.entities ?? []) {
         if (definition.module !== module.name) {
           conflicts.push(
             `entity ${definition.name} declares module ${definition.module} but sits in module ${module.name}`,
           );
         }
-        const resolved = resolveEntity(definition);
+        const resolved = resolveEntity(withEventNames(definition, events));
         entities.push(resolved);
-        for (const name of Object.values(resolved.names.events)) events.add(name);
       }
     }
     this.entities = entities;

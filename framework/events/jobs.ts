@@ -32,15 +32,22 @@ export class UnknownJobError extends Error {
   override name = 'UnknownJobError';
 }
 
-/** The key that makes a run unique: one per job, tenant and schedule slot. */
+/**
+ * A run's singleton key: its job, tenant and slot. It names the run for people and queries (the
+ * runs of a slot share it); it makes nothing unique, since a standard pg-boss queue keeps every job
+ * whatever its singleton key (only a throttle or a queue policy uses it, and these queues have neither).
+ */
 export const runKey = (job: string, tenantId: string, slot: string): string => `${job}:${tenantId}:${slot}`;
 
 /**
- * A job id derived from the run key, so a slot fanned out twice (a retried fan-out, two workers)
- * queues each tenant's run once: pg-boss drops an insert whose id exists.
+ * A run's job id, derived from its run key and the fan-out that queued it: a fan-out retried (its
+ * tick retried after its worker died before settling it) queues each tenant's run once, since
+ * pg-boss drops an insert whose id exists. Another fan-out of the same slot (another tick, an
+ * operator's rerun) is another run, and queues every tenant again: the slot does not make a run
+ * done (issue 51: a second run of a slot skipped every tenant the first had run).
  */
-export function runId(key: string): string {
-  const h = createHash('sha256').update(key).digest('hex');
+export function runId(key: string, fanOut: string): string {
+  const h = createHash('sha256').update(`${key}:${fanOut}`).digest('hex');
   return `${h.slice(0, 8)}-${h.slice(8, 12)}-8${h.slice(13, 16)}-${((parseInt(h[16]!, 16) & 0x3) | 0x8).toString(16)}${h.slice(17, 20)}-${h.slice(20, 32)}`;
 }
 

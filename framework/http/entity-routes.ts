@@ -4,6 +4,7 @@ import { EntityOperations } from '../operations/entity-ops.ts';
 import {
   NoContent,
   answer,
+  clearing,
   commandRoutes,
   deleteDescription,
   followUpEvents,
@@ -32,6 +33,8 @@ export function entityRoutes(entity: ResolvedEntity, ops: EntityOperations): Any
   const itemPath = `${names.path}/:id`;
   const events = names.events;
   const hookEvents = followUpEvents(entity);
+  // Decided once, from the entity's declarations: a route without oneExchange never tries it.
+  const single = ops.exchangeKinds;
 
   const routes: AnyRoute[] = [
     {
@@ -49,7 +52,13 @@ export function entityRoutes(entity: ResolvedEntity, ops: EntityOperations): Any
         querystring: schemas.listQuery,
         response: { 200: answer(schemas.list, `A page of ${names.labelPlural.toLowerCase()}`) },
       },
-      oneExchange: ({ query }) => ops.listExchange(query as PageQuery),
+      // Its cursors are sealed for the request's tenant, as the handler's page seals them (paging.ts).
+      ...(single.list
+        ? {
+            oneExchange: ({ query, request, services }) =>
+              ops.listExchange(query as PageQuery, { tenantId: request.tenant!.id, cursors: services.cursors }),
+          }
+        : {}),
       handler: async ({ tx, query }) => {
         const page = await ops.list(tx, query as PageQuery);
         return def.hooks?.afterRead ? { ...page, items: await presentAll(present, tx, page.items) } : page;
@@ -62,17 +71,22 @@ export function entityRoutes(entity: ResolvedEntity, ops: EntityOperations): Any
       summary: `Create a ${names.label.toLowerCase()}`,
       tags,
       access: write,
+      ...(def.createProblems ? { problems: def.createProblems } : {}),
       publishes: [...new Set([events.created, ...hookEvents])],
       idempotent: true,
       schema: {
         body: schemas.create,
         response: { 201: answer(schemas.row, `The ${names.label.toLowerCase()} created`) },
       },
-      oneExchange: ({ body, reply, services }) =>
-        ops.createExchange(body as Record<string, unknown>, services.clock.now(), (row) => {
-          reply.code(201).header('location', `${names.path}/${row.id}`);
-          return row;
-        }),
+      ...(single.create
+        ? {
+            oneExchange: ({ body, request, reply, services }) =>
+              ops.createExchange(body as Record<string, unknown>, services.clock.now(), request.tenant!.id, (row) => {
+                reply.code(201).header('location', `${names.path}/${row.id}`);
+                return row;
+              }),
+          }
+        : {}),
       handler: async ({ tx, body, reply }) => {
         const row = await ops.create(tx, body as Record<string, unknown>);
         reply.code(201).header('location', `${names.path}/${row.id}`);
@@ -88,7 +102,7 @@ export function entityRoutes(entity: ResolvedEntity, ops: EntityOperations): Any
       tags,
       access: read,
       schema: { params: schemas.idParams, response: { 200: answer(schemas.row, `The ${names.label.toLowerCase()}`) } },
-      oneExchange: ({ params }) => ops.readExchange((params as { id: string }).id),
+      ...(single.read ? { oneExchange: ({ params }) => ops.readExchange((params as { id: string }).id) } : {}),
       handler: async ({ tx, params }) => present(tx, await ops.read(tx, (params as { id: string }).id)),
     },
     {
@@ -98,6 +112,7 @@ export function entityRoutes(entity: ResolvedEntity, ops: EntityOperations): Any
       summary: `Update a ${names.label.toLowerCase()}`,
       description: sentences(
         entity.immutable.length ? `Immutable fields: ${entity.immutable.join(', ')}.` : undefined,
+        clearing(entity),
         visibility(entity),
       ),
       tags,

@@ -16,9 +16,14 @@ import { REQUEST_ID_HEADER, REQUEST_ID_LOG_LABEL, requestIdGenerator } from '../
  *   parameter a plain segment the router would pass on undecoded and within its length limit;
  * - at a host whose tenant is already cached (what the tenant hook would resolve, with no wait);
  * - with the route's earlyAnswer, and the headers every answer carries (SECURITY_HEADERS, and the
- *   request id, X-Request-Id, made as fastify's genReqId makes it).
+ *   request id, X-Request-Id, made as fastify's genReqId makes it), and to a HEAD the
+ *   `Content-Length: 0` fastify's HEAD route adds to an answer without a body.
  *
- * Anything else — a percent-encoded or over-long segment, a trailing slash, an unknown host, an
+ * test/framework/front-door-answers-as-fastify.test.ts sends a recorded set of requests through the
+ * app with the door and without it and finds every status, header and body the same.
+ *
+ * Anything else — a percent-encoded or over-long segment, a trailing slash, an unknown host, a
+ * request with an Origin (a cross-origin page's, whose CORS headers the fastify hook decides), an
  * earlyAnswer that declines or throws, a server that is closing — goes to fastify, where the
  * route's first hook asks the same earlyAnswer. At log level info, where fastify logs each
  * request, an answer here logs one `request completed` line.
@@ -79,6 +84,8 @@ export function frontDoor(
       !url ||
       url.includes('?') ||
       headers.host === undefined ||
+      // A page of another origin: the CORS hook (cors.ts) decides the answer's headers.
+      headers.origin !== undefined ||
       isClosing()
     )
       return false;
@@ -100,7 +107,10 @@ export function frontDoor(
       if (!answer) return false;
       const started = log?.isLevelEnabled?.('info') ? performance.now() : undefined;
       const requestId = requestIdOf(req);
-      res.writeHead(answer.status, { ...answer.headers, ...SECURITY_HEADERS, [REQUEST_ID_HEADER]: requestId });
+      const head: Record<string, string> = { ...answer.headers, ...SECURITY_HEADERS, [REQUEST_ID_HEADER]: requestId };
+      // As fastify's HEAD route says of an answer without a body (its 304 included).
+      if (method === 'HEAD') head['content-length'] = '0';
+      res.writeHead(answer.status, head);
       res.end();
       services.metrics?.observeRequest(door.operation, method, answer.status, (performance.now() - begun) / 1000);
       if (started !== undefined) {

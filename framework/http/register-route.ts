@@ -6,34 +6,24 @@ import type {
   HookHandlerDoneFunction,
 } from 'fastify';
 import type { TSchema } from 'typebox';
-import type { AnyRoute, EarlyAnswer, NoTxRouteDefinition, OneExchange, RouteDefinition } from '../entity/define.ts';
-import type { PublishAllowList, TxContext, TxOptions } from '../context/tx.ts';
+import type { AnyRoute, EarlyAnswer } from '../entity/define.ts';
+import type { PublishAllowList } from '../context/tx.ts';
 import type { ResolvedEntity } from '../entity/resolve.ts';
 import type { Services } from '../services.ts';
-import { authorize, needsSession, refuseOperatorOutsideOperatorTenant } from '../access/guard.ts';
-import { hashSecret, sessionCookie } from '../access/session-cookie.ts';
-import { renewSessionCookie } from '../access/sessions.ts';
+import { RouteGuard } from '../access/guard.ts';
+import { sessionCookie } from '../access/session-cookie.ts';
 import { STATE_CHANGING_METHODS, refuseCrossSite } from '../access/cross-site.ts';
 import { checkFormToken } from '../access/form-token.ts';
-import { bearerTokenOf } from '../access/bearer.ts';
 import { problem, type ProblemCode } from '../errors.ts';
 import { problemResponse, problemResponses } from '../openapi/problem-schema.ts';
 import { typeboxValidatorCompiler } from './validation.ts';
 import { validationProblem, type ValidationIssue } from './problems.ts';
 import { withRequestId } from '../observability/request-id.ts';
-import {
-  earlierAnswer,
-  idempotencyHeaders,
-  idempotencyKeyOf,
-  runIdempotent,
-  takesIdempotencyKey,
-} from './idempotency.ts';
+import { idempotencyHeaders, takesIdempotencyKey } from './idempotency.ts';
+import { bearerOf, strategyFor, type RoutePlan } from './request-strategies.ts';
 
 /** The body limit of a route that declares none. */
 export const DEFAULT_BODY_LIMIT = 1024 * 1024;
-
-/** Routes whose caller must be checked: signed in or holding a permission. */
-const needsGuard = (access: AnyRoute['access']): boolean => access !== 'public' && access !== 'optional';
 
 const FORM_MEDIA_TYPE = 'application/x-www-form-urlencoded';
 
@@ -48,9 +38,11 @@ const noTenant = (): never => {
 };
 
 /**
- * Registers one declared route. The wrapper owns the transaction: cheap refusals first, then one
- * tenant transaction whose opening statement resolves the session and permissions, the guard,
- * the handler, commit, and only then the reply.
+ * Registers one declared route. Everything that follows from its declarations is settled here,
+ * once: its guard (access/guard.ts), the refusals that run before the body is read, its schemas,
+ * and the strategy that serves it (request-strategies.ts: no transaction, one transaction or one
+ * exchange), which owns the transaction: the opening statement resolves the session and
+ * permissions, the guard decides, the handler runs, it commits, and only then is the reply sent.
  */
 export function registerRoute(
   app: FastifyInstance,
@@ -59,39 +51,44 @@ export function registerRoute(
   entity?: ResolvedEntity,
 ): void {
   const cookie = sessionCookie(services.config);
-  const isOperatorPermission = (p: string) => services.registry.isOperatorPermission(p);
+  const guard = new RouteGuard(route.access, services.registry);
   const protectedFields = entity ? protectedFieldCheck(entity, route) : undefined;
   // Only bodies made of the entity's fields (create, PATCH, PUT) answer a field's own code.
   const invalidCodes =
     protectedFields && entity?.def.invalidCodes ? fieldCodeFormatter(entity.def.invalidCodes) : undefined;
-  const allowList = publishAllowList(route, entity);
   const multipart = route.transaction === 'none' ? route.multipart : undefined;
   const bodyLimit = route.bodyLimit ?? app.initialConfig.bodyLimit ?? DEFAULT_BODY_LIMIT;
   const changesState = STATE_CHANGING_METHODS.has(route.method);
   // Keys are scoped to the caller, so only a route guarded by a permission takes them.
   const idempotent = takesIdempotencyKey(route);
-  // A personal access token (Authorization: Bearer) authenticates every route that has a caller,
-  // except those that take the session cookie only (the admin shell, credential management).
-  const acceptsBearer = route.bearer !== false && needsSession(route.access);
-  const bearerOf = (request: FastifyRequest): string | undefined =>
-    acceptsBearer ? bearerTokenOf(request) : undefined;
-  const attemptLimit = services.registry.modules.find((m) => m.bearerAttempts)?.bearerAttempts;
+  const plan: RoutePlan = {
+    services,
+    guard,
+    cookieName: cookie.name,
+    publishes: publishAllowList(route, entity),
+    // A personal access token (Authorization: Bearer) authenticates every route that has a caller,
+    // except those that take the session cookie only (the admin shell, credential management).
+    acceptsBearer: route.bearer !== false && guard.resolvesCaller,
+    idempotent,
+    attemptLimit: services.registry.modules.find((m) => m.bearerAttempts)?.bearerAttempts,
+  };
+  const serve = strategyFor(plan, route);
   // Refusals that need neither the body nor the database run as soon as the request arrives, before
   // the body is read: an operator permission outside the operator tenant (before anything else), a
-  // state-changing request another site sent, and a guarded route called with no session cookie.
+  // state-changing request another site sent, and a guarded route called with no credential.
   // A callback hook (no promise per request); fastify turns what it throws into the answer.
   const beforeBody = (request: FastifyRequest, reply: FastifyReply, done: HookHandlerDoneFunction) => {
     // An answer that may depend on who asks is never stored by a browser or a shared cache,
     // refusals included (set first, so a refusal below keeps it).
     if (route.access !== 'public') reply.header('cache-control', 'no-store');
-    refuseOperatorOutsideOperatorTenant(route.access, request.tenant ?? noTenant(), isOperatorPermission);
-    const bearer = bearerOf(request);
+    guard.admitTenant(request.tenant ?? noTenant());
+    const bearer = bearerOf(plan, request);
     // The cross-site rule guards the cookie a browser attaches by itself; a bearer token is sent
-    // only by code that holds it (no other site's page can set the header without CORS, which the
-    // API does not grant), and a request with one is authenticated by it alone.
+    // only by code that holds it (another site's page sets the header only through a CORS
+    // preflight, granted to listed origins alone and never with credentials: http/cors.ts), and a
+    // request with one is authenticated by it alone.
     if (changesState && bearer === undefined) refuseCrossSite(request);
-    if (needsGuard(route.access) && bearer === undefined && !request.cookies[cookie.name])
-      authorize(route.access, null);
+    if (guard.requiresCaller && bearer === undefined && !request.cookies[cookie.name]) guard.admitCaller(null);
     done();
   };
   // Then, with the body parsed but before it is validated: a form-encoded body where none is
@@ -147,114 +144,8 @@ export function registerRoute(
       ...(protectedFields ? [protectedFields] : []),
     ],
     // The request's id is in scope for all its work: every event it publishes records it.
-    handler: (request: FastifyRequest, reply: FastifyReply) => withRequestId(request.id, () => handle(request, reply)),
+    handler: (request: FastifyRequest, reply: FastifyReply) => withRequestId(request.id, () => serve(request, reply)),
   });
-
-  async function handle(request: FastifyRequest, reply: FastifyReply) {
-    const tenant = request.tenant ?? noTenant();
-    const base = {
-      params: request.params as never,
-      query: request.query as never,
-      body: request.body as never,
-      request,
-      reply,
-      services,
-    };
-    // With a bearer token the request is the token's: its cookie, if any, is not read.
-    const bearer = bearerOf(request);
-    const rawId = needsSession(route.access) && bearer === undefined ? request.cookies[cookie.name] : undefined;
-    const txOptions: TxOptions =
-      bearer !== undefined
-        ? { tokenHash: hashSecret(bearer), publishes: allowList }
-        : rawId
-          ? { sessionHash: hashSecret(rawId), publishes: allowList }
-          : { publishes: allowList };
-    // A bearer request's transaction first applies the attempt limit, then refuses a token that
-    // did not resolve (unknown, expired, revoked, another tenant's, its user inactive), counting
-    // the failure once the transaction has rolled back.
-    const admitBearer = async (tx: TxContext): Promise<void> => {
-      if (bearer === undefined) return;
-      await attemptLimit?.refuseIfOverLimit(tx, request.ip, reply);
-      if (tx.session) return;
-      if (attemptLimit)
-        tx.onRollback(() =>
-          services.transactions.run(tenant, (failed) => attemptLimit.recordFailure(failed, request.ip)),
-        );
-      throw problem('TOKEN_INVALID', 'The bearer token is unknown, expired or revoked, or belongs to another site');
-    };
-    // A request with an Idempotency-Key: a transactional route claims it in its one transaction (never
-    // the one-exchange path); a no-transaction route (a prepared command) in its effect transaction.
-    const key = idempotent ? idempotencyKeyOf(request) : undefined;
-    if (route.transaction === 'none') {
-      // The guard still applies: a short transaction of its own resolves the session and its
-      // permissions before the handler runs (e.g. an upload streams with no transaction open).
-      // With a key, the same short transaction looks for the answer recorded under it: a retry
-      // replays it before the handler prepares anything.
-      const guarded =
-        needsGuard(route.access) || bearer !== undefined
-          ? await services.transactions.run(
-              tenant,
-              async (tx) => {
-                await admitBearer(tx);
-                authorize(route.access, tx.session);
-                renewSessionCookie(reply, services.config, rawId, tx.session);
-                return {
-                  session: tx.session,
-                  earlier: key === undefined ? undefined : await earlierAnswer(tx, key, request, reply),
-                };
-              },
-              txOptions,
-            )
-          : { session: null, earlier: undefined };
-      if (guarded.earlier) return guarded.earlier.body;
-      const transaction = <T>(fn: (tx: TxContext) => Promise<T>): Promise<T> =>
-        services.transactions.run(tenant, fn, txOptions);
-      const effectTransaction =
-        key === undefined
-          ? transaction
-          : <T>(fn: (tx: TxContext) => Promise<T>): Promise<T> =>
-              transaction((tx) => runIdempotent(tx, key, request, reply, () => fn(tx)) as Promise<T>);
-      return (route as NoTxRouteDefinition).handler({
-        ...base,
-        session: guarded.session,
-        transaction,
-        effectTransaction,
-      });
-    }
-    // A bearer request never takes the one exchange: its limit and its failure need a transaction.
-    const single =
-      route.oneExchange && key === undefined && bearer === undefined && typeof route.access === 'object'
-        ? oneExchangeOf(route as RouteDefinition, base)
-        : undefined;
-    if (single && typeof route.access === 'object') {
-      // One exchange: the statement went with the opening statement, before the caller was known;
-      // the guard decides from the opening statement's answer, before the statement's is read.
-      const work = {
-        statement: single.statement,
-        permission: route.access.permission,
-        ...(single.events ? { events: single.events } : {}),
-      };
-      const { session, answer } = await services.transactions.runStatement(tenant, work, txOptions);
-      authorize(route.access, session);
-      renewSessionCookie(reply, services.config, rawId, session);
-      if (!answer.ok) throw single.failed ? single.failed(answer.error) : answer.error;
-      const more = <T>(fn: (tx: TxContext) => Promise<T>): Promise<T> =>
-        services.transactions.run(tenant, fn, txOptions);
-      return single.answer(answer.result.rows, more);
-    }
-    return services.transactions.run(
-      tenant,
-      async (tx) => {
-        await admitBearer(tx);
-        authorize(route.access, tx.session);
-        // Before the handler, so a handler that ends the session (logout) clears the cookie last.
-        renewSessionCookie(reply, services.config, rawId, tx.session);
-        const run = () => (route as RouteDefinition).handler({ ...base, tx });
-        return key === undefined ? run() : runIdempotent(tx, key, request, reply, run);
-      },
-      txOptions,
-    );
-  }
 }
 
 /**
@@ -283,22 +174,6 @@ function earlyAnswerHook(route: AnyRoute, services: Services) {
     if (answered) reply.code(answered.status).headers(answered.headers).send();
     else done();
   };
-}
-
-/**
- * The request's one-exchange statement, or undefined for the handler to serve it: a statement the
- * route cannot build from this request (a refused parameter) is the handler's to refuse, after the
- * guard, so that a caller who may not use the route learns nothing from its parameters.
- */
-function oneExchangeOf(
-  route: RouteDefinition,
-  input: Parameters<NonNullable<RouteDefinition['oneExchange']>>[0],
-): OneExchange | undefined {
-  try {
-    return route.oneExchange!(input);
-  } catch {
-    return undefined;
-  }
 }
 
 /**

@@ -52,12 +52,6 @@ export function checkInitialState(entity: ResolvedEntity, values: Record<string,
   throw problem(entity.def.states!.refusal, detail, { extensions: { field, state: String(values[field]) } });
 }
 
-/** True when a create body must go through checkInitialState (so not as a one-statement exchange). */
-export function needsInitialCheck(entity: ResolvedEntity, values: Record<string, unknown>): boolean {
-  const field = entity.def.states?.field;
-  return entity.def.states?.initial !== undefined && field !== undefined && values[field] !== undefined;
-}
-
 /** The 409 a command's declared states add to its OpenAPI answers; undefined when it declares none. */
 export function statesProblem(entity: ResolvedEntity, command: string): string | undefined {
   const states = entity.def.commands?.[command]?.states;

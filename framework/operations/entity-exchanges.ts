@@ -1,5 +1,4 @@
-import { needsInitialCheck } from './command-states.ts';
-import type { TProperties } from 'typebox';
+import Type, { type TProperties } from 'typebox';
 import type { ResolvedEntity } from '../entity/resolve.ts';
 import type { EntityRow, OneExchange } from '../entity/define.ts';
 import { permissionPredicate } from '../context/opening.ts';
@@ -8,7 +7,7 @@ import { uuidv7 } from '../db/uuidv7.ts';
 import { hasDateTimeFormat } from '../entity/date-time.ts';
 import { notFound } from '../errors.ts';
 import { isUuid, quote, run, where } from './entity-sql.ts';
-import type { KeysetPager, ListFilter, PageQuery } from './paging.ts';
+import type { KeysetPager, ListFilter, ListPlace, PageQuery } from './paging.ts';
 import { StatementShapes, WRITE_SHAPES_PER_KIND } from './statement-shapes.ts';
 import { uniqueFailure } from './unique-violation.ts';
 
@@ -26,13 +25,45 @@ export interface ExchangeSource {
   toRow(values: Values): Row;
   toColumnValue(field: string, value: unknown): unknown;
   eventPayload(row: Row): Values;
-  /** Someone waits on this entity's committed writes (onCommittedWrite): only the handler tells them. */
-  watchesWrites(): boolean;
+  /** Tells whoever waits on this entity's committed writes (onCommittedWrite) that the tenant's committed one. */
+  committedWrite(tenantId: string): void;
+}
+
+/** Which of the generic list, read and create may run as one statement: decided once, from the declarations. */
+export interface ExchangeKinds {
+  readonly list: boolean;
+  readonly read: boolean;
+  readonly create: boolean;
+}
+
+/**
+ * The entity's declarations decide, at boot, which generic operations a request may run as one
+ * statement. Not a list or read whose rows need the caller before the statement (row access) or
+ * code after it (afterRead). Not a create that runs code around the write (hooks), of a singleton,
+ * whose body may name a state the declared initial states must check (command-states.ts), or whose
+ * event carries a field the body may leave to the database or that PostgreSQL would print in its
+ * own form (a date-time): the event is made from the body before the insert runs.
+ */
+export function exchangeKinds(entity: ResolvedEntity): ExchangeKinds {
+  const def = entity.def;
+  const rows = !def.rowAccess && !def.hooks?.afterRead;
+  const states = def.states;
+  const bodyMayNameState = states?.initial !== undefined && entity.writable.includes(states.field);
+  const bodyCarries = (field: string) =>
+    entity.writable.includes(field) && !Type.IsOptional(def.fields[field]!) && !hasDateTimeFormat(def.fields[field]!);
+  const create =
+    !entity.singleton &&
+    !def.hooks?.beforeWrite &&
+    !def.hooks?.afterWrite &&
+    !def.hooks?.afterRead &&
+    !bodyMayNameState &&
+    (def.eventFields ?? []).every(bodyCarries);
+  return { list: rows, read: rows, create };
 }
 
 /**
  * The generic list, read and create as one statement each, for a one-exchange request
- * (RouteDefinition.oneExchange). The framework sends each with the transaction's opening
+ * (RouteDefinition.oneExchange), on an entity whose declarations allow it (exchangeKinds). The framework sends each with the transaction's opening
  * statement and guard (TenantTransactions.runStatement): a caller without the route's permission
  * leaves the guard with a read-only transaction, so nothing built here can write for them. The
  * reads also carry the read permission in their WHERE, so that for such a caller they read no
@@ -55,20 +86,20 @@ export class EntityExchanges {
   }
 
   /**
-   * The page as one statement. Undefined when the list needs the caller before its statement (row
-   * access) or runs code on its rows (afterRead).
+   * The page as one statement, its cursors sealed for the place (the request's tenant). Undefined
+   * for a search (q), which the handler's filter carries.
    */
-  list(page: PageQuery): OneExchange | undefined {
-    const { entity, pager } = this.source;
-    if (entity.def.rowAccess || entity.def.hooks?.afterRead) return undefined;
-    const { text, params, cursor } = pager.statement(page, this.canRead);
+  list(page: PageQuery, place: ListPlace): OneExchange | undefined {
+    if (page.q !== undefined) return undefined;
+    const { pager } = this.source;
+    const { text, params, walk } = pager.statement(page, this.canRead, place);
     return {
       statement: { text, values: params },
       answer: async (rows, more) => {
         return pager.answer(
           rows,
           page,
-          cursor,
+          walk,
           () =>
             more(async (ctx) => {
               const count = pager.countStatement(this.canRead);
@@ -77,17 +108,16 @@ export class EntityExchanges {
           (r) => this.source.toRow(r),
         );
       },
-      failed: (err) => pager.failure(err, cursor),
+      failed: (err) => pager.failure(err, walk),
     };
   }
 
   /**
-   * A read by id as one statement; no row is 404 once the guard has passed. Undefined under row
-   * access or afterRead, and for an id that is no UUID (the handler answers it, after the guard).
+   * A read by id as one statement; no row is 404 once the guard has passed. Undefined for an id
+   * that is no UUID (the handler answers it, after the guard).
    */
   read(id: string): OneExchange | undefined {
-    const { entity } = this.source;
-    if (entity.def.rowAccess || entity.def.hooks?.afterRead || !isUuid(id)) return undefined;
+    if (!isUuid(id)) return undefined;
     return {
       statement: { text: this.readText, values: [id] },
       answer: async (rows) => {
@@ -100,23 +130,12 @@ export class EntityExchanges {
   /**
    * A create as one statement: the row's id is made in the process (UUIDv7, stamped with `now`,
    * the service clock's reading), so the created event is known before the insert runs and its
-   * outbox insert travels with it. Undefined when code must run around the write (hooks), for a
-   * singleton, for an entity whose committed writes are watched, or when the event names a field
-   * the body leaves to the database.
+   * outbox insert travels with it. Once it has committed, whoever waits on the entity's writes in
+   * this process is told, as the handler's afterCommit tells them.
    */
-  create(input: Values, now: Date, created: (row: Row) => unknown): OneExchange | undefined {
+  create(input: Values, now: Date, tenantId: string, created: (row: Row) => unknown): OneExchange {
     const { entity } = this.source;
-    const def = entity.def;
-    if (entity.singleton || def.hooks?.beforeWrite || def.hooks?.afterWrite || def.hooks?.afterRead) return undefined;
-    if (this.source.watchesWrites()) return undefined;
-    // A state a create may not take is the handler's to refuse (command-states.ts).
-    if (needsInitialCheck(entity, input)) return undefined;
     const values: Values = { ...input, id: uuidv7(now.getTime()) };
-    const eventFields = def.eventFields ?? [];
-    // The event carries the body's values: only where they are what the row stores (not a
-    // database default, not a date-time PostgreSQL would print in its own form).
-    if (eventFields.some((f) => values[f] === undefined || (f in def.fields && hasDateTimeFormat(def.fields[f]!))))
-      return undefined;
     const fields = Object.keys(values).filter((f) => (f === 'id' || f in entity.columns) && values[f] !== undefined);
     const column = (f: string) => (f === 'id' ? 'id' : entity.columns[f]!);
     const text = `insert into ${this.source.table} (${fields.map((f) => quote(column(f))).join(', ')})
@@ -127,7 +146,10 @@ values (${fields.map((_, i) => `$${i + 1}`).join(', ')}) returning ${this.source
         values: fields.map((f) => (f === 'id' ? values.id : this.source.toColumnValue(f, values[f]))),
       },
       events: [{ name: entity.names.events.created, payload: this.source.eventPayload(values as Row) }],
-      answer: async (rows) => created(this.source.toRow(rows[0]!)),
+      answer: async (rows) => {
+        this.source.committedWrite(tenantId);
+        return created(this.source.toRow(rows[0]!));
+      },
       failed: (err) => uniqueFailure(entity, err),
     };
   }

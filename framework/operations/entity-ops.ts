@@ -5,18 +5,20 @@ import type { ResolvedEntity } from '../entity/resolve.ts';
 import type { AfterWriteInput, EntityRow, OneExchange } from '../entity/define.ts';
 import type { Services } from '../services.ts';
 import type { EntityOperationsApi } from '../contracts/operations.ts';
+import type { Config } from '../config/schema.ts';
 import { notFound, problem } from '../errors.ts';
 // Texts assembled from the entity's declaration alone: a small fixed set, each run prepared.
 import { prepared as fixed } from '../db/statements.ts';
-import { KeysetPager, type ListFilter, type Page, type PageQuery } from './paging.ts';
+import { KeysetPager, type ListFilter, type ListPlace, type Page, type PageQuery } from './paging.ts';
 import { isUuid, quote, run, sameValue, where } from './entity-sql.ts';
 import { ValueCheck, type WriteSource } from './entity-checks.ts';
 import { mappingUniqueViolations } from './unique-violation.ts';
-import { EntityExchanges } from './entity-exchanges.ts';
+import { EntityExchanges, exchangeKinds, type ExchangeKinds } from './entity-exchanges.ts';
 import { RowAccess, type AccessFilter } from './row-access.ts';
 import { RowShape } from './row-shape.ts';
 import { checkInitialState, commandRefusal, verdictOf } from './command-states.ts';
 import { StatementShapes, WRITE_SHAPES_PER_KIND } from './statement-shapes.ts';
+import { refuseNonActors, type Narrowing } from '../access/actors.ts';
 
 export { isUuid } from './entity-sql.ts';
 
@@ -42,19 +44,27 @@ export class EntityOperations implements EntityOperationsApi {
   private readonly rowAccess: RowAccess;
   /** The quoted columns a list's `q` searches (ResolvedEntity.searchable). */
   private readonly searchable: readonly string[];
+  /** The installation's configuration, which beforeWrite hooks read. */
+  private readonly config: Config;
   /** Pages of live rows; a row filter joins as a ListFilter (see framework/operations/paging.ts). */
   readonly pager: KeysetPager;
   /** Called once a transaction that wrote a row of this entity has committed, with its tenant. */
-  private readonly committedWrite: ((tenantId: string) => void)[] = [];
+  private readonly writeWatchers: ((tenantId: string) => void)[] = [];
   /** The list, read and create as one statement each, for one-exchange requests. */
   private readonly exchanges: EntityExchanges;
+  /** Which of them the entity's declarations allow (entity-exchanges.ts): its routes take one exchange only for these. */
+  readonly exchangeKinds: ExchangeKinds;
   /** The insert and update texts, which vary with the fields written: a bounded number prepared. */
   private readonly insertShapes: StatementShapes;
   private readonly updateShapes: StatementShapes;
 
-  /** `writeShapes`: how many insert and update texts run prepared per connection (statement-shapes.ts). */
-  constructor(entity: ResolvedEntity, options: { writeShapes?: number } = {}) {
+  /**
+   * `config`: the installation's configuration, handed to beforeWrite hooks. `writeShapes`: how many
+   * insert and update texts run prepared per connection (statement-shapes.ts).
+   */
+  constructor(entity: ResolvedEntity, options: { config: Config; writeShapes?: number }) {
     this.entity = entity;
+    this.config = options.config;
     this.insertShapes = new StatementShapes(options.writeShapes ?? WRITE_SHAPES_PER_KIND);
     this.updateShapes = new StatementShapes(options.writeShapes ?? WRITE_SHAPES_PER_KIND);
     this.table = quote(entity.names.table);
@@ -85,14 +95,15 @@ export class EntityOperations implements EntityOperationsApi {
       .filter((f) => entity.columns[f] !== undefined)
       .map((f) => quote(entity.columns[f]!));
     this.exchanges = new EntityExchanges(this);
+    this.exchangeKinds = exchangeKinds(entity);
   }
 
   /**
    * A page of live rows the caller may see (row access joins the pager's conditions) in the sort
-   * asked for, ties broken by id. Reads the page from the (tenant_id, column, id) index, by keyset
+   * asked for, ties broken by id; `narrow` adds a condition of the framework's own. Reads the page from the (tenant_id, column, id) index, by keyset
    * after a cursor.
    */
-  async list(ctx: TxContext, page: PageQuery): Promise<Page<Row>> {
+  async list(ctx: TxContext, page: PageQuery, narrow?: Narrowing): Promise<Page<Row>> {
     const access = this.access(ctx, 1);
     const conditions = access.sql ? [access.sql] : [];
     const params = [...access.params];
@@ -102,16 +113,20 @@ export class EntityOperations implements EntityOperationsApi {
       const n = params.length;
       conditions.push(`(${this.searchable.map((column) => `strpos(lower(${column}), $${n}) > 0`).join(' or ')})`);
     }
+    if (narrow) {
+      // A condition of the framework's own (a picker's people who can act), after the caller's.
+      const extra = narrow(params.length + 1);
+      conditions.push(`(${extra.sql})`);
+      params.push(...extra.params);
+    }
     const filter: ListFilter | undefined = conditions.length > 0 ? { conditions, params } : undefined;
-    const result = await this.pager.page(ctx.db, page, filter);
+    const result = await this.pager.page(ctx, page, filter);
     return { ...result, items: result.items.map((r) => this.toRow(r)) };
   }
 
   /** The list as one statement for a one-exchange request (entity-exchanges.ts); undefined for the handler to serve it. */
-  listExchange(page: PageQuery): OneExchange | undefined {
-    // A search is served by the handler (list), whose filter carries the text.
-    if (page.q !== undefined) return undefined;
-    return this.exchanges.list(page);
+  listExchange(page: PageQuery, place: ListPlace): OneExchange | undefined {
+    return this.exchanges.list(page, place);
   }
 
   /** A read by id as one statement for a one-exchange request; undefined for the handler to serve it. */
@@ -119,14 +134,9 @@ export class EntityOperations implements EntityOperationsApi {
     return this.exchanges.read(id);
   }
 
-  /** A create as one statement for a one-exchange request; undefined for the handler to serve it. */
-  createExchange(input: Values, now: Date, created: (row: Row) => unknown): OneExchange | undefined {
-    return this.exchanges.create(input, now, created);
-  }
-
-  /** Whether anyone waits on this entity's committed writes (onCommittedWrite). */
-  watchesWrites(): boolean {
-    return this.committedWrite.length > 0;
+  /** A create as one statement for a one-exchange request in the tenant. */
+  createExchange(input: Values, now: Date, tenantId: string, created: (row: Row) => unknown): OneExchange {
+    return this.exchanges.create(input, now, tenantId, created);
   }
 
   /** The row by id, or a singleton's row (id null); 404 when there is none the caller may see. */
@@ -140,7 +150,7 @@ export class EntityOperations implements EntityOperationsApi {
     checkInitialState(this.entity, input);
     const hooks = this.entity.def.hooks;
     const adjusted = hooks?.beforeWrite
-      ? { ...input, ...((await hooks.beforeWrite(ctx, { op: 'create', values: input })) ?? {}) }
+      ? { ...input, ...((await hooks.beforeWrite(ctx, { op: 'create', values: input, config: this.config })) ?? {}) }
       : input;
     if (hooks?.beforeWrite) this.values.validate(adjusted, 'beforeWrite');
     const row = await this.insert(ctx, adjusted);
@@ -175,15 +185,18 @@ export class EntityOperations implements EntityOperationsApi {
    * wrote answers (the public read's validator cache; other processes learn it by NOTIFY).
    */
   onCommittedWrite(fn: (tenantId: string) => void): void {
-    this.committedWrite.push(fn);
+    this.writeWatchers.push(fn);
+  }
+
+  /** Tells the watchers (onCommittedWrite) that a write of the tenant has committed. */
+  committedWrite(tenantId: string): void {
+    for (const fn of this.writeWatchers) fn(tenantId);
   }
 
   private wrote(ctx: TxContext): void {
-    if (this.committedWrite.length === 0) return;
+    if (this.writeWatchers.length === 0) return;
     const tenantId = ctx.tenant.id;
-    ctx.afterCommit(() => {
-      for (const fn of this.committedWrite) fn(tenantId);
-    });
+    ctx.afterCommit(() => this.committedWrite(tenantId));
   }
 
   /** DELETE, soft or hard as the entity declares, of the row by id or a singleton's row (id null). */
@@ -246,6 +259,8 @@ export class EntityOperations implements EntityOperationsApi {
       if (verdict === 'refused') throw commandRefusal(this.entity, command, previous);
       if (verdict === 'unchanged') return previous;
     }
+    // Then the people the body names, who must be able to act (access/actors.ts).
+    await refuseNonActors(ctx, this.entity, definition.actors, body);
     const changes = (await definition.run(ctx, previous ?? null, body as never, services, prepared)) as
       | Values
       | undefined;
@@ -319,7 +334,10 @@ export class EntityOperations implements EntityOperationsApi {
   private async updateFrom(ctx: TxContext, previous: Row, input: Values): Promise<Row> {
     const hooks = this.entity.def.hooks;
     const adjusted = hooks?.beforeWrite
-      ? { ...input, ...((await hooks.beforeWrite(ctx, { op: 'update', values: input, previous })) ?? {}) }
+      ? {
+          ...input,
+          ...((await hooks.beforeWrite(ctx, { op: 'update', values: input, previous, config: this.config })) ?? {}),
+        }
       : input;
     if (hooks?.beforeWrite) this.values.validate(adjusted, 'beforeWrite');
     const row = await this.write(ctx, previous, adjusted, { kind: 'body' });

@@ -1,6 +1,7 @@
 import Type, { type TSchema } from 'typebox';
 import { named, nameOf } from '../openapi/schema-name.ts';
 import { pageSchemaName } from '../entity/names.ts';
+import { StringEnum } from '../entity/string-enum.ts';
 
 export type { Page, PageQuery } from '../contracts/operations.ts';
 
@@ -50,7 +51,7 @@ export function pageQuerySchema(options: {
         }),
       ),
       sort: Type.Optional(
-        Type.Enum(sortValues, {
+        StringEnum(sortValues, {
           default: options.defaultSort,
           description:
             options.sortDescription ??
@@ -63,7 +64,7 @@ export function pageQuerySchema(options: {
           maxLength: CURSOR_MAX_LENGTH,
           pattern: '^[A-Za-z0-9_-]+$',
           description:
-            'Opaque cursor: the "next" of the previous page, with the same sort. Answers the rows after that page (keyset paging). A cursor this list did not give, or one given for another sort, is 422 VALIDATION_FAILED.',
+            'Opaque, signed cursor: the "next" of the previous page, with the same sort and filters. Answers the rows after that page (keyset paging). A cursor this list did not give (another list\'s, another tenant\'s, one given with other filters, an edited or unsigned one), or one given for another sort, is 422 VALIDATION_FAILED.',
         }),
       ),
       ...(searches.length > 0

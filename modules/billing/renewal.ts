@@ -115,14 +115,19 @@ async function workOut(tx: TxContext): Promise<Step1> {
  * the attempt and, the first time, moves to past_due (billing.past_due once, not on later nights).
  * The period does not advance while unpaid. A subscription that changed since transaction 1
  * (cancelled meanwhile) keeps the receipt and is left as it is.
+ *
+ * The subscription is locked before the charge's row is written, in the order transaction 1 takes
+ * them: two runs of one tenant at once (two runs of a slot, an operator's `npm run job` beside the
+ * worker) otherwise deadlocked, one holding the charge's row and waiting for the subscription, the
+ * other holding the subscription and inserting the same charge key.
  */
 async function recordOutcome(
   tx: TxContext,
   owed: Extract<Step1, { charge: OwedCharge }>,
   outcome: 'settled' | 'declined' | 'error',
 ): Promise<RenewalAction> {
-  await recordReceipt(tx, owed.charge.idempotencyKey, outcome);
   const row = await due(tx);
+  await recordReceipt(tx, owed.charge.idempotencyKey, outcome);
   if (
     !row ||
     row.id !== owed.subscriptionId ||

@@ -58,6 +58,9 @@ export const content = defineEntity({
   admin: {
     title: 'title',
     columns: ['title', 'slug', 'kind', 'status', 'publishedAt'],
+    // People write pages and posts; "Content" (the API's label) made "Contents" and "1 content".
+    label: 'Page or post',
+    labelPlural: 'Pages and posts',
     references: { author: 'user.user' },
     fieldText: contentFieldText,
   },

@@ -28,5 +28,8 @@ export const userModule = defineModule({
   entities: [entity(user)],
   // user.invited is mailed by the sign-in area (modules/auth/invitation-mail.ts): it owns set-password links.
   routes: [invitationRoute],
-  admin: { sidebar: [{ label: 'Users', path: '/admin/user/users', order: 10 }] },
+  admin: {
+    label: 'Users',
+    sidebar: [{ label: 'Users', path: '/admin/user/users', order: 10 }],
+  },
 });

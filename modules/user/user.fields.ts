@@ -1,6 +1,7 @@
 import Type from 'typebox';
 import { WithDefault } from '../../framework/entity/storage.ts';
 import type { FieldTexts } from '../../framework/entity/field-text.ts';
+import { StringEnum } from '../../framework/entity/string-enum.ts';
 
 /** The fields of a user as the API shows them; the password hash is deliberately not one. */
 export const userFields = {
@@ -8,13 +9,14 @@ export const userFields = {
     format: 'email',
     minLength: 3,
     maxLength: 320,
-    description: 'The address the person signs in with; unique in the tenant, compared case-insensitively.',
+    description:
+      'The address the person signs in with (and where a reset link goes); unique in the tenant, compared case-insensitively. Changing it takes the session cookie: with a personal access token it is 401 AUTH_REQUIRED.',
   }),
   displayName: Type.Optional(
     WithDefault(Type.String({ maxLength: 200, description: 'Name shown to others; empty when not given.' }), ''),
   ),
   status: WithDefault(
-    Type.Union([Type.Literal('invited'), Type.Literal('active'), Type.Literal('deactivated')], {
+    StringEnum(['invited', 'active', 'deactivated'], {
       description:
         'invited (cannot sign in yet), active, or deactivated. Set by the set-password and deactivate commands.',
     }),

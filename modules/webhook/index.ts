@@ -4,7 +4,9 @@ import { webhookFanOut } from './fan-out.ts';
 import { deliveryQueue } from './delivery.ts';
 import { deliveryLogPurge, deliveryLogRoutes } from './delivery-log.ts';
 import { registerDeliveryLogPage } from './deliveries.admin.ts';
+import { eventListRoutes } from './event-list.ts';
 import { REDELIVERY_REQUESTED, SECRET_ROTATED, TEST_REQUESTED } from './webhook-events.ts';
+import { webhookProblems } from './problems.ts';
 
 /**
  * Outgoing webhooks (docs/webhooks.md): a tenant's endpoints receive its events, signed per the
@@ -14,6 +16,7 @@ import { REDELIVERY_REQUESTED, SECRET_ROTATED, TEST_REQUESTED } from './webhook-
 export const webhookModule = defineModule({
   name: 'webhook',
   description: 'Outgoing webhooks: the tenant’s events pushed to its own URLs, signed, retried and logged',
+  problems: webhookProblems,
   permissions: [
     {
       name: 'webhook:manage',
@@ -23,11 +26,12 @@ export const webhookModule = defineModule({
   ],
   events: [TEST_REQUESTED, REDELIVERY_REQUESTED, SECRET_ROTATED],
   entities: [entity(endpoint)],
-  routes: deliveryLogRoutes,
+  routes: [...deliveryLogRoutes, ...eventListRoutes],
   subscriptions: [webhookFanOut],
   queues: [deliveryQueue],
   jobs: [deliveryLogPurge],
   admin: {
+    label: 'Webhooks',
     pages: [registerDeliveryLogPage],
     sidebar: [
       { label: 'Webhooks', path: '/admin/webhook/endpoints', order: 80 },

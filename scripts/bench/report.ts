@@ -34,6 +34,11 @@ export interface ResultRow {
   rss_peak_mib?: number;
   renewed?: number;
   double_charged?: number;
+  /** billing-renew: bench subscriptions due before the run, still due after it, whether every one due was renewed, and the run's slot. */
+  due_before?: number;
+  still_due?: number;
+  every_due_renewed?: boolean;
+  slot?: string;
 }
 
 const round = (value: number | null, digits: number): number | null =>

@@ -9,6 +9,17 @@ const SEED_BATCH = 1000;
 export const TASKS_PER_TENANT = 10;
 export const PAST_DEADLINE_PER_TENANT = 3;
 
+/** What a stage made due (TenantSeeder.makeDue): each job's check is measured against it. */
+export interface DueState {
+  /** Bench subscriptions whose period is over. */
+  subscriptions: number;
+  /** Expired sessions and spent set-password tokens, for auth-sweep. */
+  sessions: number;
+  tokens: number;
+  /** Tasks past their deadline and not marked, for task-sla-sweep. */
+  overdueTasks: number;
+}
+
 /**
  * Seeds with set-based statements, a batch of 1,000 tenants per transaction, on a connection that
  * may bypass row-level security (the bench database's owner, a superuser). Tenants and hosts go
@@ -87,31 +98,40 @@ export class TenantSeeder {
   }
 
   /**
-   * Makes every bench tenant's work due again before a measurement, set-based: the subscription's
-   * period over (a new period start, so a new charge key), the overdue tasks not yet marked, three
-   * expired sessions and two spent set-password tokens per tenant.
+   * Makes every bench tenant's work due again before a measurement, set-based, and returns what it
+   * set: the subscription's period over (a new period start, so a new charge key; active, nothing
+   * pending, cancelled or ended, whatever an earlier stage left), the overdue tasks not yet marked,
+   * three expired sessions and two spent set-password tokens per bench user. The stage's checks
+   * compare with this, and their premises are checked against it before each job runs.
    */
-  async makeDue(): Promise<void> {
+  async makeDue(): Promise<DueState> {
+    const made: DueState = { subscriptions: 0, sessions: 0, tokens: 0, overdueTasks: 0 };
     await this.inTransaction(async () => {
-      await this.client.query(
-        `update subscriptions s set period_start = now() - interval '1 month', period_end = now() - interval '1 minute', status = 'active', attempt_count = 0, past_due_since = null
-           from tenants t where t.id = s.tenant_id and t.slug like 'bt-%'`,
+      const subscriptions = await this.client.query(
+        `update subscriptions s set period_start = now() - interval '1 month', period_end = now() - interval '1 minute', status = 'active',
+             attempt_count = 0, past_due_since = null, pending_plan_id = null, cancel_at_period_end = false, ended_at = null
+           from tenants t where t.id = s.tenant_id and t.slug like 'bt-%' and s.deleted_at is null`,
       );
+      made.subscriptions = subscriptions.rowCount ?? 0;
       await this.client.query(`update tasks set sla_breached = false where sla_breached`);
-      await this.client.query(
+      const sessions = await this.client.query(
         `insert into sessions (tenant_id, id_hash, user_id, expires_at)
            select u.tenant_id, sha256(convert_to(gen_random_uuid()::text, 'UTF8')), u.id, now() - interval '1 day'
              from users u join tenants t on t.id = u.tenant_id and t.slug like 'bt-%' cross join generate_series(1, 3)`,
       );
-      await this.client.query(
+      made.sessions = sessions.rowCount ?? 0;
+      const tokens = await this.client.query(
         `insert into set_password_tokens (tenant_id, user_id, token_hash, expires_at, used_at)
            select u.tenant_id, u.id, sha256(convert_to(gen_random_uuid()::text, 'UTF8')), now() + interval '1 day', now() - interval '1 hour'
              from users u join tenants t on t.id = u.tenant_id and t.slug like 'bt-%' cross join generate_series(1, 2)`,
       );
+      made.tokens = tokens.rowCount ?? 0;
     });
+    made.overdueTasks = (await this.sweepCheck()).unmarked;
     await this.client.query(
       'vacuum analyze tenants, tenant_hosts, users, subscriptions, tasks, sessions, set_password_tokens',
     );
+    return made;
   }
 
   /** A session of a user holding admin in the tenant (`operator` or bench tenant i): the raw cookie value. */
@@ -136,11 +156,19 @@ export class TenantSeeder {
     return raw;
   }
 
-  /** Due subscriptions left, charges per key, and tenants charged more than once for the period. */
+  /** The served tenants: each fan-out queues one run for each (the bench tenants and the operator). */
+  async servedTenants(): Promise<number> {
+    const { rows } = await this.client.query<{ n: string }>(
+      `select count(*) as n from tenants where status = 'active'`,
+    );
+    return Number(rows[0]!.n);
+  }
+
+  /** Bench subscriptions due, bench subscriptions not due, and tenants charged more than once for a period. */
   async billingCheck(): Promise<{ due: number; doubleCharged: number; renewed: number }> {
     const { rows } = await this.client.query<{ due: string; renewed: string; double: string }>(
-      `select (select count(*) from subscriptions s join tenants t on t.id = s.tenant_id and t.slug like 'bt-%' where s.period_end <= now() and s.ended_at is null) as due,
-              (select count(*) from subscriptions s join tenants t on t.id = s.tenant_id and t.slug like 'bt-%' where s.period_end > now()) as renewed,
+      `select (select count(*) from subscriptions s join tenants t on t.id = s.tenant_id and t.slug like 'bt-%' where s.period_end <= now() and s.ended_at is null and s.deleted_at is null) as due,
+              (select count(*) from subscriptions s join tenants t on t.id = s.tenant_id and t.slug like 'bt-%' where s.period_end > now() and s.ended_at is null and s.deleted_at is null) as renewed,
               (select count(*) from (select tenant_id, period_start from billing_charges where outcome = 'settled' group by 1, 2 having count(*) > 1) d) as double`,
     );
     return { due: Number(rows[0]!.due), renewed: Number(rows[0]!.renewed), doubleCharged: Number(rows[0]!.double) };

@@ -36,6 +36,8 @@ async function runJob(
       await worker.jobs.run(job, null, slot);
       return { ms: performance.now() - started, rssPeakMiB: rssPeak / 2 ** 20, runs: 1, failed: 0 };
     }
+    // A fan-out of its own (a fresh id): the runs it queued, one per served tenant, whatever ran
+    // before under the slot; the scenario checks their number against the served tenants.
     const ids = await worker.fanOut(job, slot);
     const queue = tenantJobQueue(name);
     // Polled by state alone: the queue holds no other open run (the run asks for one fan-out at a

@@ -8,7 +8,8 @@ import type { BenchOptions } from './options.ts';
 import type { ResultRow } from './report.ts';
 import { SETTINGS_ENV } from './protocol.ts';
 import type { TenantsMessage, TenantsRequest, TenantsServiceSettings } from './tenants-protocol.ts';
-import { TenantSeeder, tenantHost } from './tenants-seed.ts';
+import { PAST_DEADLINE_PER_TENANT, TenantSeeder, tenantHost } from './tenants-seed.ts';
+import { SlotSource, premise } from './tenants-premises.ts';
 
 /** The `tenants` scenario's targets at 10,000 tenants (issue 36); they are checked at every size. */
 const TARGETS = {
@@ -205,6 +206,10 @@ const row = (
  * the operator's tenant list by cursor, auth-sweep, billing-renew (with the sandbox settling) and
  * task-sla-sweep run by a worker process as the schedule would, and a tenant's list p99 idle and
  * while the task-sla-sweep fan-out runs. Figures are in rows named tenants-<size>-<figure>.
+ *
+ * Each stage sets the state its checks compare with (makeDue), runs each job under a slot of its
+ * own, and stops the bench (PremiseError) when that state is not what a check finds before its
+ * job runs: due subscriptions before billing-renew must be the stage's size, and so on.
  */
 export async function measureTenantsGroup(
   options: BenchOptions,
@@ -220,11 +225,15 @@ export async function measureTenantsGroup(
   await first.stop();
   const seeder = await TenantSeeder.open(databaseUrl);
   const smallest: { startupMs?: number; pagingP50?: number } = {};
+  const slots = new SlotSource();
   try {
     for (const size of options.tenantSizes) {
+      const stage = `tenants ${size}`;
       const seedStarted = performance.now();
       await seeder.growTo(size);
-      await seeder.makeDue();
+      const made = await seeder.makeDue();
+      premise(stage, 'bench subscriptions made due', made.subscriptions, size);
+      premise(stage, 'overdue tasks made unmarked', made.overdueTasks, size * PAST_DEADLINE_PER_TENANT);
       log(
         `tenants ${size}: seeded in ${((performance.now() - seedStarted) / 1000).toFixed(1)} s (load average ${load()})`,
       );
@@ -368,9 +377,14 @@ export async function measureTenantsGroup(
         // The jobs, as the schedule would run them, in a worker process of their own.
         const worker = await startChild({ databaseUrl, poolSize: options.poolSize, role: 'worker' });
         try {
-          const slot = (offset: number) =>
-            new Date(Math.floor(Date.now() / 60_000) * 60_000 + offset * 60_000).toISOString();
-          const auth = await worker.ask({ type: 'run-job', job: 'auth-sweep', slot: slot(0) }, 'job-done', 30 * 60_000);
+          const beforeAuth = await seeder.sweepCheck();
+          premise(stage, 'expired sessions before auth-sweep', beforeAuth.sessions, made.sessions);
+          premise(stage, 'spent set-password tokens before auth-sweep', beforeAuth.tokens, made.tokens);
+          const auth = await worker.ask(
+            { type: 'run-job', job: 'auth-sweep', slot: slots.next() },
+            'job-done',
+            30 * 60_000,
+          );
           const afterAuth = await seeder.sweepCheck();
           rows.push(
             row('auth-sweep', size, {
@@ -383,38 +397,57 @@ export async function measureTenantsGroup(
             `  auth-sweep ${(auth.ms / 1000).toFixed(1)} s; left ${afterAuth.sessions} expired sessions, ${afterAuth.tokens} spent tokens`,
           );
 
+          // Every bench subscription is due, none was renewed since makeDue, and the run queues one
+          // run per served tenant: otherwise "every due subscription renewed" is measured over
+          // state the stage did not set.
+          const beforeRenew = await seeder.billingCheck();
+          premise(stage, 'bench subscriptions due before billing-renew', beforeRenew.due, size);
+          const served = await seeder.servedTenants();
+          const renewSlot = slots.next();
+          const renewStarted = new Date();
           const renew = await worker.ask(
-            { type: 'run-job', job: 'billing-renew', slot: slot(1) },
+            { type: 'run-job', job: 'billing-renew', slot: renewSlot },
             'job-done',
             60 * 60_000,
           );
+          premise(stage, 'billing-renew runs queued (one per served tenant)', renew.runs, served);
           const billing = await seeder.billingCheck();
+          const everyDueRenewed = billing.due === 0 && billing.renewed === beforeRenew.due;
           rows.push(
             row('billing-renew', size, {
               p50_ms: renew.ms,
               rss_peak_mib: renew.rssPeakMiB,
               runs: renew.runs,
+              due_before: beforeRenew.due,
               renewed: billing.renewed,
+              still_due: billing.due,
+              every_due_renewed: everyDueRenewed,
               double_charged: billing.doubleCharged,
+              slot: renewSlot,
               target: `≤ ${TARGETS.billingRenewMs / 60_000} min, every due subscription renewed, none charged twice, worker RSS < ${TARGETS.workerRssMiB} MiB`,
               met:
                 renew.ms <= TARGETS.billingRenewMs &&
-                billing.due === 0 &&
-                billing.renewed >= size &&
+                everyDueRenewed &&
                 billing.doubleCharged === 0 &&
                 renew.rssPeakMiB < TARGETS.workerRssMiB &&
                 renew.failed === 0,
             }),
           );
           log(
-            `  billing-renew ${(renew.ms / 1000).toFixed(1)} s over ${renew.runs} runs (${renew.failed} failed); ${billing.renewed} renewed, ${billing.due} still due, ${billing.doubleCharged} charged twice; worker RSS peak ${renew.rssPeakMiB.toFixed(0)} MiB`,
+            `  billing-renew (slot ${renewSlot}, started ${renewStarted.toISOString()}) ${(renew.ms / 1000).toFixed(1)} s over ${renew.runs} runs (${renew.failed} failed); every due subscription renewed: ${everyDueRenewed ? 'yes' : 'NO'} (${billing.renewed} renewed of ${beforeRenew.due} due before the run, ${billing.due} still due); ${billing.doubleCharged} charged twice; worker RSS peak ${renew.rssPeakMiB.toFixed(0)} MiB`,
           );
 
           // A tenant's list idle, then while the task-sla-sweep fan-out runs (8 connections).
           const list = { path: '/api/v1/task/tasks?limit=20', host: tenantHost(1), cookie: tenantCookie };
           await closedLoop({ port: webPort, connections: 8, seconds: 2, next: () => list, status: 200 });
           const idle = await closedLoop({ port: webPort, connections: 8, seconds: 8, next: () => list, status: 200 });
-          const sweep = worker.ask({ type: 'run-job', job: 'task-sla-sweep', slot: slot(2) }, 'job-done', 30 * 60_000);
+          const beforeSla = await seeder.sweepCheck();
+          premise(stage, 'overdue tasks unmarked before task-sla-sweep', beforeSla.unmarked, made.overdueTasks);
+          const sweep = worker.ask(
+            { type: 'run-job', job: 'task-sla-sweep', slot: slots.next() },
+            'job-done',
+            30 * 60_000,
+          );
           const busy = await closedLoop({ port: webPort, connections: 8, until: sweep, next: () => list, status: 200 });
           const sla = await sweep;
           const afterSla = await seeder.sweepCheck();

@@ -1,3 +1,4 @@
+import { randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { Worker } from '../../framework/events/worker.ts';
 import { slotOf } from '../../framework/events/jobs.ts';
@@ -14,8 +15,8 @@ import {
 /**
  * Fault: no worker ran when a renewal fell due (issue 31, point 1). The subscription's period ended
  * three days before any worker ran the billing-renew schedule: the next run renews it, once (one
- * charge, the period advanced by one period), and a run fanned out again for the same night, or
- * the next night, charges nothing more.
+ * charge, the period advanced by one period); the night's fan-out retried queues nothing more, and
+ * a run of the same night again, or the next night, runs and charges nothing more.
  */
 
 let world: BillingWorld;
@@ -64,19 +65,26 @@ describe('a renewal due while no worker ran', () => {
     worker = new Worker(world.app.services);
     await worker.start({ schedule: false });
     const night = slotOf(world.clock.now());
-    await worker.fanOut(renewJob, night);
+    const tick = randomUUID();
+    // One run per served tenant: the operator's and the customer's.
+    expect(await worker.fanOut(renewJob, night, tick)).toHaveLength(2);
     await until('the run of the night', async () => (await runsOf(night)).some((r) => r.state === 'completed'));
     const renewed = await subscription(world);
     expect(renewed.status).toBe('active');
     expect((renewed.period_start as Date).getTime()).toBe((before.period_end as Date).getTime());
     expect(await charges()).toHaveLength(1);
 
-    // The same night fanned out again (a second worker's tick), and the next night: nothing more.
-    await worker.fanOut(renewJob, night);
+    // The night's fan-out retried (its tick retried under the same id): no run queued again.
+    expect(await worker.fanOut(renewJob, night, tick)).toEqual([]);
+    expect(await runsOf(night)).toHaveLength(1);
+    // The night run again (an operator's rerun), and the next night: each runs, and charges nothing more.
+    expect(await worker.fanOut(renewJob, night)).toHaveLength(2);
     const next = slotOf(new Date(world.clock.now().getTime() + DAY));
     await worker.fanOut(renewJob, next);
-    await until('the run of the next night', async () => (await runsOf(next)).some((r) => r.state === 'completed'));
-    expect(await runsOf(night)).toHaveLength(1);
+    await until('the runs of both nights', async () => {
+      const runs = [...(await runsOf(night)), ...(await runsOf(next))];
+      return runs.length === 3 && runs.every((r) => r.state === 'completed');
+    });
     expect(await charges()).toHaveLength(1);
     expect((await subscription(world)).period_end).toEqual(renewed.period_end);
   }, 60_000);

@@ -26,7 +26,8 @@ beforeAll(async () => {
   app = await startTestApp();
   acme = await createCustomer(app, 'states-acme', host);
   manager = await signInAs(app, acme, ['task:read', 'task:update', 'content:read', 'content:manage']);
-  worker = await signInAs(app, acme, []);
+  // An assignee must be able to read tasks (issue 41: assignment).
+  worker = await signInAs(app, acme, ['task:read']);
 });
 afterAll(async () => {
   await app?.close();
@@ -168,6 +169,16 @@ describe('boot checks on the declared states', () => {
     const changed = {
       ...taskEntity,
       commands: { ...taskEntity.commands, assign: { ...assign, states: { from: ['open', 'parked'] } } },
+    };
+    expect(() => compose(withTask(changed), testConfig())).toThrow(
+      /command assign states names parked, which status cannot hold/,
+    );
+  });
+
+  it('refuses a command whose declared destination (states.to) the state field cannot hold', () => {
+    const changed = {
+      ...taskEntity,
+      commands: { ...taskEntity.commands, assign: { ...assign, states: { from: ['open'], to: 'parked' } } },
     };
     expect(() => compose(withTask(changed), testConfig())).toThrow(
       /command assign states names parked, which status cannot hold/,

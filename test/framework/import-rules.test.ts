@@ -34,6 +34,7 @@ const DEFINITION_FILES = [
   'framework/entity/entity-values.ts',
   'framework/entity/field-text.ts',
   'framework/entity/storage.ts',
+  'framework/entity/secret-field.ts',
 ];
 const isContract = (file: string): boolean =>
   file.startsWith('framework/contracts/') || DEFINITION_FILES.includes(file);

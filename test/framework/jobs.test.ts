@@ -110,17 +110,42 @@ describe('jobs', () => {
     expect(await tallyWidgets(slot)).toEqual(served());
   });
 
-  it('queue a slot once however often it is fanned out', async () => {
+  it("queue a tick's runs once however often the tick is retried: a retried fan-out is the same run", async () => {
     const slot = '2030-01-02T03:00:00.000Z';
-    await worker.fanOut(tallyJob, slot);
-    await worker.fanOut(tallyJob, slot);
+    const tick = (await worker.boss.send(jobQueue(tallyJob.name), { slot }))!;
     await until(
-      async () => (await runsOf(slot)).every((r) => r.state === 'completed') && (await runsOf(slot)).length === 3,
+      async () => (await runsOf(slot)).length === 3 && (await runsOf(slot)).every((r) => r.state === 'completed'),
       'the runs',
     );
-    await worker.fanOut(tallyJob, slot);
+    // The tick's retries fan out again under its id (its worker died before settling it): queued
+    // and completed runs alike are not queued again.
+    expect(await worker.fanOut(tallyJob, slot, tick)).toEqual([]);
+    expect(await worker.fanOut(tallyJob, slot, tick)).toEqual([]);
     expect(await runsOf(slot)).toHaveLength(3);
     expect(tallyControl.attempts.filter((a) => a.slot === slot)).toHaveLength(3);
+  });
+
+  it('run every served tenant again on another run of a slot already run, whatever ran before (issue 51)', async () => {
+    const slot = '2030-01-08T03:00:00.000Z';
+    await worker.boss.send(jobQueue(tallyJob.name), { slot });
+    await until(
+      async () => (await runsOf(slot)).length === 3 && (await runsOf(slot)).every((r) => r.state === 'completed'),
+      'the first run',
+    );
+    // A second tick of the slot, then a fan-out asked for by hand: each is a run of its own.
+    await worker.boss.send(jobQueue(tallyJob.name), { slot });
+    await until(
+      async () => (await runsOf(slot)).length === 6 && (await runsOf(slot)).every((r) => r.state === 'completed'),
+      'the second run',
+    );
+    const queued = await worker.fanOut(tallyJob, slot);
+    expect(queued).toHaveLength(3);
+    await until(
+      async () => (await runsOf(slot)).length === 9 && (await runsOf(slot)).every((r) => r.state === 'completed'),
+      'the third run',
+    );
+    const attempts = tallyControl.attempts.filter((a) => a.slot === slot).map((a) => a.tenantId);
+    expect(attempts.sort()).toEqual([...served(), ...served(), ...served()].sort());
   });
 
   it('run the job body with no transaction open: it opens its own, as many as it needs', async () => {

@@ -3,10 +3,12 @@ import type { ProblemError } from '../../errors.ts';
 import { runApiRoute as run } from '../api-route.ts';
 import { registerAdminPage, type AdminPageContext } from '../page.ts';
 import { bodyFromForm, inputValue, widgetsOf } from './widgets.ts';
-import { bodyChecker, describer, done, errorsOf, formProblem, requireForm } from './form-posts.ts';
+import { bodyChecker, describer, errorsOf, formProblem, requireForm } from './form-posts.ts';
+import { afterSave } from './record-pages.ts';
 import type { EntityPages, FieldModel } from './entity-pages.ts';
 import { wantsFormAgain } from './form-aids.ts';
 import type { Row } from './resource-api.ts';
+import { commandActors } from './references.ts';
 
 /** /<id>/<command>: one form per command that runs in the page's transaction, and its post, through the command's route. */
 export function registerCommandPages(pages: EntityPages): void {
@@ -19,6 +21,7 @@ export function registerCommandPages(pages: EntityPages): void {
     const check = bodyChecker(command.body, entity, false);
     const commandLabel = definition.admin?.label ?? titleCase(command.name);
     const required = new Set(widgets.filter((w) => w.required).map((w) => w.name));
+    const actors = commandActors(site.services.registry, entity, command.name);
     const commandForm = async (ctx: AdminPageContext, posted: Record<string, unknown> | null, p?: ProblemError) => {
       const row = await pages.readRow(ctx);
       const body = posted ? bodyFromForm(widgets, posted) : {};
@@ -56,6 +59,8 @@ export function registerCommandPages(pages: EntityPages): void {
           submit: commandLabel,
           cancel: pages.href(row.id),
           ...(definition.references ? { references: definition.references } : {}),
+          ...(pages.revealsSecrets ? { plain: true } : {}),
+          ...(definition.actors ? { actors } : {}),
           ...(errors ? { alert: errors.alert } : {}),
         },
         p?.status,
@@ -81,7 +86,7 @@ export function registerCommandPages(pages: EntityPages): void {
         const body = command.body ? bodyFromForm(widgets, ctx.body) : undefined;
         if (body !== undefined) check(body);
         const row = (await run(command.route, ctx, { params: ctx.params, body })) as Row;
-        return done(ctx, pages.href(row.id));
+        return afterSave(pages, ctx, row, 200);
       },
       onError: async (ctx, p) => (formProblem(p) ? commandForm(ctx, ctx.body, p) : null),
     });

@@ -5,10 +5,13 @@ import { FORM_TOKEN_FIELD } from '../../access/form-token.ts';
 import { runApiRoute as run } from '../api-route.ts';
 import type { AdminSite } from '../page.ts';
 import { renderTemplate } from '../render.ts';
-import { aidFields, limitToInitialStates } from './form-aids.ts';
+import { aidFields } from './form-aids.ts';
+import { peopleLabels } from '../labels.ts';
+import { createInputs, editStateField } from './state-fields.ts';
 import { entitiesWithPages, referenceTargets } from './references.ts';
 import { SYSTEM_FIELD_TEXT, type FieldText } from '../../entity/field-text.ts';
-import { displayField, inputValue, widgetsOf } from './widgets.ts';
+import { displayField, inputValue, ticked, widgetsOf } from './widgets.ts';
+import { choiceLabelsOf, eventCatalog, withDeclaredChoices } from './choice-fields.ts';
 import type { Api, Row } from './resource-api.ts';
 import type { EntityPages, FieldModel } from './page-model.ts';
 
@@ -17,23 +20,31 @@ export type { EntityPages, FieldModel, FormModel } from './page-model.ts';
 export function entityPages(site: AdminSite, entity: ResolvedEntity, api: Api): EntityPages {
   const { names, def } = entity;
   const base = names.adminPath;
+  const labels = peopleLabels(entity);
   const titleField = def.admin?.title ?? entity.fields[0] ?? 'id';
   const textOf = (field: string): FieldText | undefined =>
     def.admin?.fieldText?.[field] ?? (SYSTEM_FIELD_TEXT as Record<string, FieldText>)[field];
   const labelOf = (field: string): string => textOf(field)?.label ?? titleCase(field);
   const fieldSchemas = (entity.schemas.row as { properties?: Record<string, TSchema> }).properties ?? {};
-  const createWidgets = widgetsOf(api.create.schema.body, textOf);
+  const events = eventCatalog(site.services.registry);
+  const createBody = withDeclaredChoices(entity, widgetsOf(api.create.schema.body, textOf), events);
+  const { inputs: createWidgets, fixed: createFixed } = createInputs(entity, createBody);
   // PATCH takes every field as optional; the edit form still marks (and keeps) what a record needs.
-  limitToInitialStates(entity, createWidgets);
-  const createRequired = new Set(createWidgets.filter((w) => w.required).map((w) => w.name));
-  const patchWidgets = widgetsOf(api.update.schema.body, textOf).map((w) => ({
+  const createRequired = new Set(createBody.filter((w) => w.required).map((w) => w.name));
+  const patchWidgets = withDeclaredChoices(entity, widgetsOf(api.update.schema.body, textOf), events).map((w) => ({
     ...w,
     required: createRequired.has(w.name),
   }));
+  // A checkbox group's values read on lists and detail pages as the form names them (an event by its words).
+  const choiceLabels = choiceLabelsOf([...createBody, ...patchWidgets]);
+  const shownOnce = new Set<string>(def.admin?.shownOnce ?? []);
+  const shownFields = ['id', ...entity.fields, ...entity.computed, 'createdAt', 'updatedAt'].filter(
+    (field) => !shownOnce.has(field),
+  );
   const commandLabel = (name: string): string => def.commands?.[name]?.admin?.label ?? titleCase(name);
 
   /** Why a field is not editable here, for its hint: the buttons that change it, or what sets it. */
-  const readOnlyHint = (field: string, editing: boolean): string | undefined => {
+  const readOnlyHint = (field: string): string | undefined => {
     const owners = entity.commandOwners[field];
     if (owners) {
       const names = owners.map((o) => `“${commandLabel(o)}”`);
@@ -41,7 +52,7 @@ export function entityPages(site: AdminSite, entity: ResolvedEntity, api: Api): 
       return `Changed with the ${list} button${names.length > 1 ? 's' : ''} on the record’s page.`;
     }
     if (entity.readOnly.includes(field)) return textOf(field)?.hint ?? 'Set by the service.';
-    if (editing && entity.immutable.includes(field)) return 'Cannot be changed after creation.';
+    if (entity.immutable.includes(field)) return 'Cannot be changed after creation.';
     return undefined;
   };
 
@@ -51,37 +62,54 @@ export function entityPages(site: AdminSite, entity: ResolvedEntity, api: Api): 
     api,
     base,
     itemPath: `${base}/:id`,
-    label: names.label,
+    label: labels.label,
+    labelPlural: labels.labelPlural,
     titleField,
     createWidgets,
+    createFixed,
     patchWidgets,
     textOf,
     labelOf,
-    valueOf: (row, field) => displayField(fieldSchemas[field], row[field]),
+    shownFields,
+    revealsSecrets: shownOnce.size > 0,
+    revealed: (row) =>
+      [...shownOnce].flatMap((field) =>
+        typeof row[field] === 'string' && row[field] !== ''
+          ? [{ label: labelOf(field), hint: textOf(field)?.hint ?? '', value: row[field] as string }]
+          : [],
+      ),
+    valueOf: (row, field) => {
+      const labels = choiceLabels.get(field);
+      const value = row[field];
+      if (labels && Array.isArray(value)) return value.map((v) => labels.get(String(v)) ?? String(v)).join(', ');
+      return displayField(fieldSchemas[field], value);
+    },
     href: (id, suffix = '') => `${base}/${encodeURIComponent(id)}${suffix}`,
     titleOf: (row) => displayField(fieldSchemas[titleField], row[titleField]) || row.id,
-    formFields(widgets, row, posted, errors) {
+    formFields(widgets, row, posted, errors, can) {
       const inputs = new Map(widgets.map((w) => [w.name, w]));
-      const fields = row ? ['id', ...entity.fields, ...entity.computed, 'createdAt', 'updatedAt'] : entity.fields;
+      const fields = row ? shownFields : entity.fields;
+      const readOnly = (field: string, hint: string | undefined): FieldModel => ({
+        readonly: true,
+        label: labelOf(field),
+        value: row ? displayField(fieldSchemas[field], row[field]) : '',
+        ...(hint ? { hint } : {}),
+      });
       return fields.flatMap((field): FieldModel[] => {
-        const widget = inputs.get(field);
-        if (!widget) {
-          const hint = readOnlyHint(field, row !== null);
-          // A new record shows what it will not take from the form (commands, the service); an edit shows everything.
-          if (!row && !hint) return [];
-          return [
-            {
-              readonly: true,
-              label: labelOf(field),
-              value: row ? displayField(fieldSchemas[field], row[field]) : '',
-              ...(hint ? { hint } : {}),
-            },
-          ];
+        let widget = inputs.get(field);
+        // A new record has nothing to show yet but what the form asks: what commands and the service set comes later.
+        if (!widget) return row ? [readOnly(field, readOnlyHint(field))] : [];
+        if (row) {
+          const state = editStateField(entity, api, widget, row, can);
+          if (state?.kind === 'fixed') return [readOnly(field, state.hint)];
+          if (state) widget = state.widget;
         }
-        const source = posted ? posted[field] : row?.[field];
+        // A new form starts each field at its default (an endpoint's Active box ticked, as the API would store it).
+        const source = posted ? posted[field] : row ? row[field] : widget.defaultValue;
         const value = posted && Array.isArray(source) ? source[source.length - 1] : source;
         const id = `field-${field}`;
         const checked = widget.kind === 'checkbox' ? value === true || value === 'true' || value === 'on' : undefined;
+        const selected = widget.kind === 'checkboxes' ? (source === undefined ? [] : ticked(source)) : undefined;
         return [
           {
             readonly: false,
@@ -92,6 +120,7 @@ export function entityPages(site: AdminSite, entity: ResolvedEntity, api: Api): 
               id,
               ...(errors[field] ? { error: errors[field] } : {}),
               ...(checked !== undefined ? { checked } : {}),
+              ...(selected !== undefined ? { selected } : {}),
             },
           },
         ];
@@ -104,6 +133,8 @@ export function entityPages(site: AdminSite, entity: ResolvedEntity, api: Api): 
         { ...def.admin?.references, ...form.references },
         entitiesWithPages(site.services),
       );
+      for (const [field, actor] of Object.entries(form.actors ?? {}))
+        if (references[field]) references[field] = { ...references[field], actor };
       const fields = await aidFields(ctx, entity, form.fields, references);
       const html = renderTemplate('./admin/generated/form', {
         ...form,

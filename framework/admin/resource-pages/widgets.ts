@@ -1,6 +1,7 @@
 import Type, { type TSchema } from 'typebox';
 import { titleCase } from '../../entity/names.ts';
 import type { FieldText } from '../../entity/field-text.ts';
+import { declaredDefault } from '../../entity/storage.ts';
 
 /**
  * Form widgets from TypeBox schemas, for every entity alike (no per-entity code): how a field is
@@ -21,6 +22,7 @@ export type WidgetKind =
   | 'datetime'
   | 'email'
   | 'list'
+  | 'checkboxes'
   | 'json';
 
 export interface Widget {
@@ -28,12 +30,17 @@ export interface Widget {
   label: string;
   kind: WidgetKind;
   required: boolean;
+  /** The body may send null for it (an optional field of a PATCH): an emptied input clears the field. */
+  clearable?: boolean;
   hint?: string;
-  options?: { value: string; label: string }[];
+  /** A select's or a checkbox group's choices; `group` heads a run of them (a module's events). */
+  options?: { value: string; label: string; group?: string }[];
   min?: number;
   max?: number;
   minlength?: number;
   maxlength?: number;
+  /** The schema's default (what a create stores when the field is left out): a new form starts there. */
+  defaultValue?: unknown;
 }
 
 /** Strings that may be longer than this are edited in a textarea (e.g. a content body, a description). */
@@ -63,9 +70,17 @@ function core(schema: TSchema): SchemaNode {
   return node;
 }
 
+/** Whether a body may send null for the field: a type list naming null, or a null branch. */
+function admitsNull(schema: TSchema): boolean {
+  const node = schema as SchemaNode;
+  if (Array.isArray(node.type) && node.type.includes('null')) return true;
+  return (node.anyOf ?? []).some((branch) => branch.type === 'null');
+}
+
 /** The values an enumeration allows (a union of literals or an enum), else undefined. */
 function choices(node: SchemaNode): string[] | undefined {
-  if (node.enum) return node.enum.map(String);
+  // null is no choice: a clearable field's select offers its empty option for it.
+  if (node.enum) return node.enum.filter((value) => value !== null).map(String);
   if (node.anyOf && node.anyOf.length > 0 && node.anyOf.every((branch) => branch.const !== undefined))
     return node.anyOf.map((b) => String(b.const));
   return undefined;
@@ -79,7 +94,15 @@ const withHint = (text: FieldText | undefined, extra?: string): { hint?: string 
 
 export function widgetOf(name: string, schema: TSchema, required: boolean, text?: FieldText): Widget {
   const node = core(schema);
-  const base = { name, label: text?.label ?? titleCase(name), required, ...withHint(text) };
+  const declared = declaredDefault(schema) ?? declaredDefault(node as TSchema);
+  const base = {
+    name,
+    label: text?.label ?? titleCase(name),
+    required,
+    ...(admitsNull(schema) ? { clearable: true } : {}),
+    ...withHint(text),
+    ...(declared ? { defaultValue: declared.value } : {}),
+  };
   const options = choices(node);
   if (options)
     return { ...base, kind: 'select', options: options.map((value) => ({ value, label: choiceLabel(value) })) };
@@ -95,8 +118,13 @@ export function widgetOf(name: string, schema: TSchema, required: boolean, text?
       return { ...base, kind: 'integer', ...bounds };
     case 'number':
       return { ...base, kind: 'number', ...bounds };
-    case 'array':
+    case 'array': {
+      // An array of enumerated values: one checkbox per value.
+      const values = node.items ? choices(core(node.items as TSchema)) : undefined;
+      if (values)
+        return { ...base, kind: 'checkboxes', options: values.map((value) => ({ value, label: choiceLabel(value) })) };
       return { ...base, kind: 'list', ...withHint(text, 'Separate values with commas.') };
+    }
     case 'string': {
       if (node.format === 'date-time') return { ...base, kind: 'datetime', ...withHint(text, 'In UTC.') };
       if (node.format === 'email') return { ...base, kind: 'email' };
@@ -145,13 +173,15 @@ const last = (value: unknown): unknown => (Array.isArray(value) ? value[value.le
  * the field rather than the form guessing.
  */
 export function fromForm(widget: Widget, posted: unknown): unknown {
+  // A checkbox group posts an empty marker, then each ticked value: none ticked is an empty list.
+  if (widget.kind === 'checkboxes') return posted === undefined ? undefined : ticked(posted);
   const raw = last(posted);
   if (widget.kind === 'checkbox') return raw === 'true' || raw === 'on';
   if (typeof raw !== 'string') return undefined;
   if (raw === '') {
-    // Left out when optional (a create takes the default; PATCH, like the API, cannot clear a field).
+    // Optional: null where the body may clear the field (an edit), else left out (a create takes the default).
     // Required: empty text is sent so the schema names its rule; any other kind is reported missing.
-    if (!widget.required) return undefined;
+    if (!widget.required) return widget.clearable ? null : undefined;
     return widget.kind === 'text' || widget.kind === 'textarea' || widget.kind === 'email' ? '' : undefined;
   }
   switch (widget.kind) {
@@ -180,6 +210,11 @@ export function fromForm(widget: Widget, posted: unknown): unknown {
     default:
       return raw;
   }
+}
+
+/** The values a checkbox group posted (one value, or several), its empty marker left out. */
+export function ticked(posted: unknown): string[] {
+  return (Array.isArray(posted) ? posted : [posted]).filter((v): v is string => typeof v === 'string' && v !== '');
 }
 
 /** A form body from posted fields: only the widgets' fields; anything else posted is kept to be refused by the schema. */

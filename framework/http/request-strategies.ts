@@ -1,0 +1,242 @@
+import type { FastifyReply, FastifyRequest } from 'fastify';
+import type { AnyRoute, NoTxRouteDefinition, OneExchange, RouteDefinition } from '../entity/define.ts';
+import type { PublishAllowList, SessionInfo, TxContext, TxOptions } from '../context/tx.ts';
+import type { TenantRef } from '../context/tenant.ts';
+import type { Services } from '../services.ts';
+import type { BearerAttemptLimit } from '../access/bearer.ts';
+import type { RouteGuard } from '../access/guard.ts';
+import { bearerTokenOf } from '../access/bearer.ts';
+import { hashSecret } from '../access/session-cookie.ts';
+import { renewSessionCookie } from '../access/sessions.ts';
+import { problem } from '../errors.ts';
+import { earlierAnswer, idempotencyKeyOf, runIdempotent } from './idempotency.ts';
+
+/**
+ * How a route's request is served once its hooks have passed it, in one of three strategies
+ * chosen when the route is registered (strategyFor):
+ *
+ * - no transaction (`transaction: 'none'`): the caller is resolved and guarded in a short
+ *   transaction of its own, then the handler opens the transactions it needs;
+ * - one transaction: the opening statement resolves the caller, the guard decides, the handler
+ *   runs and commits, in one tenant transaction;
+ * - one exchange (a route with `oneExchange` guarded by a permission): the opening statement, its
+ *   SQL guard and the route's one statement leave together; the guard decides from the opening
+ *   statement's answer before the statement's is used.
+ *
+ * All three ask the route's guard (access/guard.ts) and nothing else whether the caller may pass.
+ * At run time each checks only what varies from one request to the next: a bearer token, an
+ * Idempotency-Key (both send a one-exchange request through its transaction instead), and, in the
+ * route's statement builder, what its parameters allow (a search `q`, an id that is no UUID).
+ */
+
+/** What a route's strategy knows of it, fixed at registration. */
+export interface RoutePlan {
+  readonly services: Services;
+  readonly guard: RouteGuard;
+  /** The session cookie's name. */
+  readonly cookieName: string;
+  /** What the route's transactions may publish (its list, an entity's lifecycle and hook events). */
+  readonly publishes: PublishAllowList;
+  /** A bearer token authenticates the route (it has a caller and does not take the cookie only). */
+  readonly acceptsBearer: boolean;
+  /** The route reads an Idempotency-Key (an idempotent route guarded by a permission). */
+  readonly idempotent: boolean;
+  /** How failed bearer attempts are limited and counted, when a module provides it. */
+  readonly attemptLimit: BearerAttemptLimit | undefined;
+}
+
+/** Serves one request: the route's strategy. */
+export type RequestStrategy = (request: FastifyRequest, reply: FastifyReply) => Promise<unknown>;
+
+/** The route's strategy, from its declarations alone. */
+export function strategyFor(plan: RoutePlan, route: AnyRoute): RequestStrategy {
+  if (route.transaction === 'none') return noTransaction(plan, route);
+  if (route.oneExchange && plan.guard.permission !== undefined) return oneExchange(plan, route, plan.guard.permission);
+  return oneTransaction(plan, route);
+}
+
+/** The bearer token a request authenticates with, on a route that accepts one. */
+export const bearerOf = (plan: RoutePlan, request: FastifyRequest): string | undefined =>
+  plan.acceptsBearer ? bearerTokenOf(request) : undefined;
+
+const noTenant = (): never => {
+  throw problem('NO_SITE');
+};
+
+type Context = Parameters<RouteDefinition['handler']>[0];
+type Base = Omit<Context, 'tx'>;
+
+function contextOf(plan: RoutePlan, request: FastifyRequest, reply: FastifyReply): Base {
+  return {
+    params: request.params as never,
+    query: request.query as never,
+    body: request.body as never,
+    request,
+    reply,
+    services: plan.services,
+  };
+}
+
+/**
+ * The caller's credential: with a bearer token the request is the token's (its cookie, if any, is
+ * not read); else the session cookie on a route that has a caller.
+ */
+function sessionIdOf(plan: RoutePlan, request: FastifyRequest, bearer: string | undefined): string | undefined {
+  return plan.guard.resolvesCaller && bearer === undefined ? request.cookies[plan.cookieName] : undefined;
+}
+
+function txOptionsOf(plan: RoutePlan, bearer: string | undefined, rawId: string | undefined): TxOptions {
+  return bearer !== undefined
+    ? { tokenHash: hashSecret(bearer), publishes: plan.publishes }
+    : rawId
+      ? { sessionHash: hashSecret(rawId), publishes: plan.publishes }
+      : { publishes: plan.publishes };
+}
+
+/**
+ * A bearer request's transaction first applies the attempt limit, then refuses a token that did
+ * not resolve (unknown, expired, revoked, another tenant's, its user inactive), counting the
+ * failure once the transaction has rolled back.
+ */
+async function admitBearer(
+  plan: RoutePlan,
+  tx: TxContext,
+  tenant: TenantRef,
+  request: FastifyRequest,
+  reply: FastifyReply,
+): Promise<void> {
+  const limit = plan.attemptLimit;
+  await limit?.refuseIfOverLimit(tx, request.ip, reply);
+  if (tx.session) return;
+  if (limit)
+    tx.onRollback(() => plan.services.transactions.run(tenant, (failed) => limit.recordFailure(failed, request.ip)));
+  throw problem('TOKEN_INVALID', 'The bearer token is unknown, expired or revoked, or belongs to another site');
+}
+
+/** The guard's verdict on the resolved caller, then the session cookie re-issued if this request slid it. */
+function admit(plan: RoutePlan, reply: FastifyReply, rawId: string | undefined, session: SessionInfo | null): void {
+  plan.guard.admitCaller(session);
+  renewSessionCookie(reply, plan.services.config, rawId, session);
+}
+
+/**
+ * No transaction around the handler. The guard still applies: a short transaction of its own
+ * resolves the caller and its permissions before the handler runs (e.g. an upload streams with no
+ * transaction open). With an Idempotency-Key, the same short transaction looks for the answer
+ * recorded under it: a retry replays it before the handler prepares anything; otherwise the key
+ * is claimed in the effect transaction.
+ */
+function noTransaction(plan: RoutePlan, route: NoTxRouteDefinition): RequestStrategy {
+  const { services, guard } = plan;
+  return async (request, reply) => {
+    const tenant = request.tenant ?? noTenant();
+    const base = contextOf(plan, request, reply);
+    const bearer = bearerOf(plan, request);
+    const rawId = sessionIdOf(plan, request, bearer);
+    const txOptions = txOptionsOf(plan, bearer, rawId);
+    const key = plan.idempotent ? idempotencyKeyOf(request) : undefined;
+    const guarded =
+      guard.requiresCaller || bearer !== undefined
+        ? await services.transactions.run(
+            tenant,
+            async (tx) => {
+              if (bearer !== undefined) await admitBearer(plan, tx, tenant, request, reply);
+              admit(plan, reply, rawId, tx.session);
+              return {
+                session: tx.session,
+                earlier: key === undefined ? undefined : await earlierAnswer(tx, key, request, reply),
+              };
+            },
+            txOptions,
+          )
+        : { session: null, earlier: undefined };
+    if (guarded.earlier) return guarded.earlier.body;
+    const transaction = <T>(fn: (tx: TxContext) => Promise<T>): Promise<T> =>
+      services.transactions.run(tenant, fn, txOptions);
+    const effectTransaction =
+      key === undefined
+        ? transaction
+        : <T>(fn: (tx: TxContext) => Promise<T>): Promise<T> =>
+            transaction((tx) => runIdempotent(tx, key, request, reply, () => fn(tx)) as Promise<T>);
+    return route.handler({ ...base, session: guarded.session, transaction, effectTransaction });
+  };
+}
+
+/** One tenant transaction: the caller resolved by its opening statement, the guard, the handler, commit. */
+function oneTransaction(plan: RoutePlan, route: RouteDefinition): RequestStrategy {
+  return (request, reply) => {
+    const tenant = request.tenant ?? noTenant();
+    const bearer = bearerOf(plan, request);
+    const rawId = sessionIdOf(plan, request, bearer);
+    const key = plan.idempotent ? idempotencyKeyOf(request) : undefined;
+    return inTransaction(plan, route, contextOf(plan, request, reply), tenant, bearer, rawId, key);
+  };
+}
+
+function inTransaction(
+  plan: RoutePlan,
+  route: RouteDefinition,
+  base: Base,
+  tenant: TenantRef,
+  bearer: string | undefined,
+  rawId: string | undefined,
+  key: string | undefined,
+): Promise<unknown> {
+  const { request, reply } = base;
+  return plan.services.transactions.run(
+    tenant,
+    async (tx) => {
+      if (bearer !== undefined) await admitBearer(plan, tx, tenant, request, reply);
+      // Before the handler, so a handler that ends the session (logout) clears the cookie last.
+      admit(plan, reply, rawId, tx.session);
+      // A request with an Idempotency-Key claims it in this transaction, beside its effect.
+      const run = () => route.handler({ ...base, tx });
+      return key === undefined ? run() : runIdempotent(tx, key, request, reply, run);
+    },
+    txOptionsOf(plan, bearer, rawId),
+  );
+}
+
+/**
+ * One exchange: the route's statement goes with the opening statement, before the caller is known;
+ * the guard decides from the opening statement's answer, before the statement's is read. A bearer
+ * request (its attempt limit and its failure need a transaction) and a request with an
+ * Idempotency-Key (its key is claimed beside the effect) take the route's transaction instead, as
+ * does a request the route builds no statement for.
+ */
+function oneExchange(plan: RoutePlan, route: RouteDefinition, permission: string): RequestStrategy {
+  const { services } = plan;
+  return async (request, reply) => {
+    const tenant = request.tenant ?? noTenant();
+    const base = contextOf(plan, request, reply);
+    const bearer = bearerOf(plan, request);
+    const rawId = sessionIdOf(plan, request, bearer);
+    const key = plan.idempotent ? idempotencyKeyOf(request) : undefined;
+    const single = key === undefined && bearer === undefined ? statementOf(route, base) : undefined;
+    if (!single) return inTransaction(plan, route, base, tenant, bearer, rawId, key);
+    const txOptions = txOptionsOf(plan, undefined, rawId);
+    const work = {
+      statement: single.statement,
+      permission,
+      ...(single.events ? { events: single.events } : {}),
+    };
+    const { session, answer } = await services.transactions.runStatement(tenant, work, txOptions);
+    admit(plan, reply, rawId, session);
+    if (!answer.ok) throw single.failed ? single.failed(answer.error) : answer.error;
+    const more = <T>(fn: (tx: TxContext) => Promise<T>): Promise<T> => services.transactions.run(tenant, fn, txOptions);
+    return single.answer(answer.result.rows, more);
+  };
+}
+
+/**
+ * The request's one statement, or undefined for the handler to serve it: a statement the route
+ * cannot build from this request (a refused parameter) is the handler's to refuse, after the
+ * guard, so that a caller who may not use the route learns nothing from its parameters.
+ */
+function statementOf(route: RouteDefinition, base: Base): OneExchange | undefined {
+  try {
+    return route.oneExchange!(base);
+  } catch {
+    return undefined;
+  }
+}
