@@ -13,17 +13,14 @@ import { currentRequestId } from '../observability/request-id.ts';
 
 import {
   ACTOR_SETTING,
-  ENTER,
-  ENTER_GUARDED,
-  ENTER_WITH_SESSION,
-  ENTER_WITH_SESSION_GUARDED,
-  ENTER_WITH_TOKEN,
   TOUCH_SESSION,
   TOUCH_TOKEN,
   needsTouch,
+  openingStatements,
   permissionPredicate,
   sessionFrom,
   type EnterRow,
+  type OpeningStatements,
 } from './opening.ts';
 
 export {
@@ -145,9 +142,12 @@ export class TenantTransactions {
   private readonly declaredEvents: ReadonlySet<string>;
   private readonly outbox: OutboxSignal | undefined;
   private readonly clock: Clock;
+  /** The opening statements, each setting the transaction's statement_timeout (opening.ts). */
+  private readonly opening: OpeningStatements;
 
   constructor(db: Db, declaredEvents: ReadonlySet<string>, outbox?: OutboxSignal, clock: Clock = systemClock) {
     this.db = db;
+    this.opening = openingStatements(db.statementTimeoutMs);
     this.declaredEvents = declaredEvents;
     this.outbox = outbox;
     this.clock = clock;
@@ -217,8 +217,8 @@ export class TenantTransactions {
     const now = this.clock.now();
     // The opening statement carries the guard (opening.ts): for a caller without the permission the transaction turns read-only.
     const opening: Statement = options.sessionHash
-      ? { text: ENTER_WITH_SESSION_GUARDED, values: [tenant.id, options.sessionHash, now, work.permission] }
-      : { text: ENTER_GUARDED, values: [tenant.id, work.permission] };
+      ? { text: this.opening.enterWithSessionGuarded, values: [tenant.id, options.sessionHash, now, work.permission] }
+      : { text: this.opening.enterGuarded, values: [tenant.id, work.permission] };
     const events = work.events ?? [];
     for (const event of events) checkEvent(this.declaredEvents, options.publishes, event);
     const outbox: Statement[] =
@@ -233,7 +233,7 @@ export class TenantTransactions {
     if (published?.ok && (published.result.rowCount ?? 0) > 0 && answer!.ok) this.outbox?.committed();
     if (session && needsTouch(session, now)) {
       const [, touched] = await exchange(this.db.pool, [
-        { text: ENTER, values: [tenant.id] },
+        { text: this.opening.enter, values: [tenant.id] },
         { text: TOUCH_SESSION, values: [session.id, now] },
       ]);
       if (!touched!.ok) throw touched!.error;
@@ -249,7 +249,9 @@ export class TenantTransactions {
     tokenHash: Buffer,
     now: Date,
   ): Promise<SessionInfo | null> {
-    const result = await trx.executeQuery<EnterRow>(CompiledQuery.raw(ENTER_WITH_TOKEN, [tenant.id, tokenHash, now]));
+    const result = await trx.executeQuery<EnterRow>(
+      CompiledQuery.raw(this.opening.enterWithToken, [tenant.id, tokenHash, now]),
+    );
     const session = sessionFrom(result.rows[0]);
     if (session && needsTouch(session, now)) await trx.executeQuery(CompiledQuery.raw(TOUCH_TOKEN, [session.id, now]));
     return session;
@@ -262,11 +264,11 @@ export class TenantTransactions {
     now: Date,
   ): Promise<SessionInfo | null> {
     if (!sessionHash) {
-      await trx.executeQuery(CompiledQuery.raw(ENTER, [tenant.id]));
+      await trx.executeQuery(CompiledQuery.raw(this.opening.enter, [tenant.id]));
       return null;
     }
     const result = await trx.executeQuery<EnterRow>(
-      CompiledQuery.raw(ENTER_WITH_SESSION, [tenant.id, sessionHash, now]),
+      CompiledQuery.raw(this.opening.enterWithSession, [tenant.id, sessionHash, now]),
     );
     const session = sessionFrom(result.rows[0]);
     if (session && needsTouch(session, now)) {

@@ -11,6 +11,12 @@ export interface Db {
   pool: pg.Pool;
   kysely: Kysely<Database>;
   url: string;
+  /**
+   * database.statement_timeout_ms: set by each transaction the service opens for a request or a
+   * job, in its opening statement (context/opening.ts), never at connection start-up (a pooler
+   * refuses such a start-up parameter, or drops it). Undefined: the server's own setting.
+   */
+  statementTimeoutMs: number | undefined;
   close(): Promise<void>;
 }
 
@@ -125,10 +131,9 @@ export interface PoolOptions {
   /** How long a checkout waits for a free connection (or a new one to open) before DB_BUSY. */
   acquireTimeoutMs: number;
   /**
-   * PostgreSQL's statement_timeout for every connection of the pool, sent with the connection's
-   * start-up (so no statement of the request path is added): a statement running longer is
-   * cancelled by the server (57014, answered 503 DB_TIMEOUT), its transaction rolls back and the
-   * connection stays usable. Unset: the server's own setting.
+   * PostgreSQL's statement_timeout for the transactions the service opens (see Db): a statement
+   * running longer is cancelled by the server (57014, answered 503 DB_TIMEOUT), its transaction
+   * rolls back and the connection stays usable. Unset: the server's own setting.
    */
   statementTimeoutMs?: number;
   /** Told how long each checkout waited for its connection, in seconds (metrics). */
@@ -162,7 +167,6 @@ function database(url: string, options: PoolOptions, refuse: Refusal): Db {
     max: options.size,
     idleTimeoutMillis: 30_000,
     connectionTimeoutMillis: options.acquireTimeoutMs,
-    ...(options.statementTimeoutMs ? { statement_timeout: options.statementTimeoutMs } : {}),
     pipeline: true,
     Client: GatheringClient,
   });
@@ -183,6 +187,7 @@ function database(url: string, options: PoolOptions, refuse: Refusal): Db {
     pool,
     kysely,
     url,
+    statementTimeoutMs: options.statementTimeoutMs,
     close: async () => {
       await kysely.destroy();
     },
