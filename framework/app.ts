@@ -1,6 +1,7 @@
 import { resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import type { FastifyBaseLogger, FastifyInstance } from 'fastify';
+import pg from 'pg';
 import pino from 'pino';
 import type { Config } from './config/schema.ts';
 import type { ModuleDefinition } from './entity/define.ts';
@@ -92,11 +93,12 @@ export async function buildApp(options: AppOptions): Promise<App> {
     size: options.config.database.pool_size,
     acquireTimeoutMs: options.config.database.acquire_timeout_ms,
     statementTimeoutMs: options.config.database.statement_timeout_ms,
+    directUrl: options.config.database.direct_url || options.databaseUrl,
     ...(metrics ? { onAcquire: (seconds: number) => metrics.acquireWait.observe(seconds) } : {}),
   });
   let metricsServer: MetricsServer | undefined;
   try {
-    const applied = await runMigrations(db.pool, migrationSources(options.modules));
+    const applied = await migrateDirectly(db.directUrl, migrationSources(options.modules));
     // One short line (how many, per owner); the file names at debug, where a first start's list is not a wall.
     if (applied.length) {
       log.info({ migrations: applied.length, owners: countByOwner(applied) }, 'migrations applied');
@@ -152,7 +154,7 @@ function composeServices(
 ): { services: Services; listener: ChangeListener; outbox: OutboxSignal } {
   const hosts = new HostResolver(db);
   const publicReads = new PublicReadCache();
-  const listener = new ChangeListener(db.url);
+  const listener = new ChangeListener(db.directUrl);
   hosts.listen(listener);
   publicReads.listen(listener);
   for (const entity of registry.entities) {
@@ -217,6 +219,21 @@ function newMetrics(db: () => Db, log: FastifyBaseLogger): Metrics {
     },
     (err, series) => log.warn({ err, series }, 'a metric could not be read'),
   );
+}
+
+/**
+ * Migrates on a connection of its own to database.direct_url: PostgreSQL itself, not a pooler in
+ * transaction mode. Each file's transaction takes the lock (db/migrate.ts), so none would leak
+ * through a pooler either; directly, the migrations' long statements hold no pooled connection.
+ */
+async function migrateDirectly(url: string, sources: MigrationSource[]) {
+  const pool = new pg.Pool({ connectionString: url, max: 1 });
+  pool.on('error', () => {});
+  try {
+    return await runMigrations(pool, sources);
+  } finally {
+    await pool.end();
+  }
 }
 
 /** `framework 8, auth 4, ...`: how many migrations each owner had applied. */

@@ -29,6 +29,12 @@ export const ConfigSchema = Type.Object(
     database: Type.Object(
       {
         url: Type.String({ default: '' }),
+        /**
+         * What needs a session of its own (the LISTEN connections, pg-boss, migrations, the operator
+         * commands) connects here: PostgreSQL itself when database.url is a pooler in transaction mode.
+         * Empty: database.url.
+         */
+        direct_url: Type.String({ default: '' }),
         pool_size: Type.Integer({ default: 10, minimum: 1, maximum: 200 }),
         /** How long a request waits for a free connection before it answers 503 DB_BUSY. */
         acquire_timeout_ms: Type.Integer({ default: 3000, minimum: 1, maximum: 60000 }),

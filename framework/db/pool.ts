@@ -10,7 +10,15 @@ import { kyselyQuerySpans } from '../observability/tracing.ts';
 export interface Db {
   pool: pg.Pool;
   kysely: Kysely<Database>;
+  /** Where the pool connects: PostgreSQL, or a pooler in front of it (database.url). */
   url: string;
+  /**
+   * Where what needs a session of its own connects (database.direct_url, by default the url): the
+   * LISTEN connections, pg-boss, migrations. A pooler in transaction mode hands each transaction
+   * whichever server connection is free, so a LISTEN, a session's advisory lock or pg-boss's
+   * notifications through it would be lost or leak to another client.
+   */
+  directUrl: string;
   /**
    * database.statement_timeout_ms: set by each transaction the service opens for a request or a
    * job, in its opening statement (context/opening.ts), never at connection start-up (a pooler
@@ -136,6 +144,8 @@ export interface PoolOptions {
    * rolls back and the connection stays usable. Unset: the server's own setting.
    */
   statementTimeoutMs?: number;
+  /** database.direct_url; default: the url. */
+  directUrl?: string;
   /** Told how long each checkout waited for its connection, in seconds (metrics). */
   onAcquire?: (waitSeconds: number) => void;
 }
@@ -187,6 +197,7 @@ function database(url: string, options: PoolOptions, refuse: Refusal): Db {
     pool,
     kysely,
     url,
+    directUrl: options.directUrl || url,
     statementTimeoutMs: options.statementTimeoutMs,
     close: async () => {
       await kysely.destroy();

@@ -136,7 +136,8 @@ export class OutboxRelay {
 
   async start(): Promise<void> {
     await checkCrossTenantReads(this.db.pool, this.tenantFilters.values());
-    const listener = new pg.Client({ connectionString: this.db.url });
+    // Directly to PostgreSQL (database.direct_url): a LISTEN through a pooler in transaction mode is lost.
+    const listener = new pg.Client({ connectionString: this.db.directUrl });
     listener.on('error', () => {});
     await listener.connect();
     listener.on('notification', () => this.wake());

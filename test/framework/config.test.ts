@@ -269,6 +269,14 @@ describe('a missing or invalid file: one clear message naming the file, the key 
     ['server:\n  prot: 3000\n', 'server.prot is not a known key'],
     ['servers:\n  port: 3000\n', 'servers is not a known key'],
     ['database:\n  url: mysql://x/y\n', 'database.url must be empty (embedded PostgreSQL) or a postgres:// URL'],
+    [
+      'database:\n  url: postgres://pooler/t\n  direct_url: mysql://x/y\n',
+      'database.direct_url must be empty (the same as database.url) or a postgres:// URL',
+    ],
+    [
+      'database:\n  direct_url: postgres://db/t\n',
+      'database.direct_url needs database.url (the embedded PostgreSQL has one address)',
+    ],
   ])('%j → %s', (text, rule) => {
     let message = '';
     const file = join(dir, `invalid-${++counter}.yaml`);
