@@ -94,6 +94,7 @@ export async function buildApp(options: AppOptions): Promise<App> {
     acquireTimeoutMs: options.config.database.acquire_timeout_ms,
     statementTimeoutMs: options.config.database.statement_timeout_ms,
     directUrl: options.config.database.direct_url || options.databaseUrl,
+    preparedStatements: options.config.database.prepared_statements,
     ...(metrics ? { onAcquire: (seconds: number) => metrics.acquireWait.observe(seconds) } : {}),
   });
   let metricsServer: MetricsServer | undefined;

@@ -35,6 +35,12 @@ export const ConfigSchema = Type.Object(
          * Empty: database.url.
          */
         direct_url: Type.String({ default: '' }),
+        /**
+         * named: the request path's fixed statements run as prepared statements named by their text's
+         * hash. unnamed: every statement is sent unnamed (parsed on each run), for a pooler that does
+         * not support prepared statements at the protocol level (PgBouncer before 1.21).
+         */
+        prepared_statements: Type.Union([Type.Literal('named'), Type.Literal('unnamed')], { default: 'named' }),
         pool_size: Type.Integer({ default: 10, minimum: 1, maximum: 200 }),
         /** How long a request waits for a free connection before it answers 503 DB_BUSY. */
         acquire_timeout_ms: Type.Integer({ default: 3000, minimum: 1, maximum: 60000 }),

@@ -3,7 +3,7 @@ import pg from 'pg';
 import { Kysely } from 'kysely';
 import type { Database } from './types.ts';
 import { PipelinedDialect } from './kysely-driver.ts';
-import { GatheringClient } from './gathering-client.ts';
+import { GatheringClient, UnnamedStatementsClient } from './gathering-client.ts';
 import { problem } from '../errors.ts';
 import { kyselyQuerySpans } from '../observability/tracing.ts';
 
@@ -146,6 +146,11 @@ export interface PoolOptions {
   statementTimeoutMs?: number;
   /** database.direct_url; default: the url. */
   directUrl?: string;
+  /**
+   * 'unnamed': every statement leaves unnamed, for a pooler that does not carry prepared statements
+   * from one transaction to the next (PgBouncer before 1.21). Default 'named'.
+   */
+  preparedStatements?: 'named' | 'unnamed';
   /** Told how long each checkout waited for its connection, in seconds (metrics). */
   onAcquire?: (waitSeconds: number) => void;
 }
@@ -178,7 +183,7 @@ function database(url: string, options: PoolOptions, refuse: Refusal): Db {
     idleTimeoutMillis: 30_000,
     connectionTimeoutMillis: options.acquireTimeoutMs,
     pipeline: true,
-    Client: GatheringClient,
+    Client: options.preparedStatements === 'unnamed' ? UnnamedStatementsClient : GatheringClient,
   });
   guardCheckouts(pool, options.onAcquire, refuse);
   // An idle client losing its server must not crash the process; the next checkout reconnects.

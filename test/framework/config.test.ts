@@ -277,6 +277,7 @@ describe('a missing or invalid file: one clear message naming the file, the key 
       'database:\n  direct_url: postgres://db/t\n',
       'database.direct_url needs database.url (the embedded PostgreSQL has one address)',
     ],
+    ['database:\n  prepared_statements: sometimes\n', 'database.prepared_statements must be one of named, unnamed'],
   ])('%j → %s', (text, rule) => {
     let message = '';
     const file = join(dir, `invalid-${++counter}.yaml`);
