@@ -1,3 +1,4 @@
+import { randomBytes } from 'node:crypto';
 import { resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import type { FastifyBaseLogger, FastifyInstance } from 'fastify';
@@ -26,6 +27,8 @@ import { blobStoreFor } from './storage/index.ts';
 import { Metrics, poolState } from './observability/metrics.ts';
 import { metricsPort, startMetricsServer, type MetricsServer } from './observability/metrics-server.ts';
 import { databaseFigures } from './observability/metric-queries.ts';
+import { keyFor, readInstallationSecret } from './access/installation-secret.ts';
+import { CursorSeal } from './operations/cursor.ts';
 
 /** The service's process roles (`--role`). */
 export type Role = 'web' | 'worker' | 'all';
@@ -106,7 +109,9 @@ export async function buildApp(options: AppOptions): Promise<App> {
       log.debug({ migrations: applied.map((m) => `${m.owner}/${m.name}`) }, 'migrations applied: files');
     }
     await checkTables(db.pool, registry);
-    const { services, listener, outbox } = composeServices(options, registry, db, log, metrics);
+    // The installation's secret, read once: list cursors are signed with a key derived from it.
+    const cursors = new CursorSeal(keyFor(await readInstallationSecret(db.pool), 'cursor'));
+    const { services, listener, outbox } = composeServices(options, registry, db, log, metrics, cursors);
     const { created } = await ensureOperatorTenant(services);
     if (created) log.info({ host: options.config.server.public_host }, 'created the operator tenant');
     await listener.start();
@@ -152,6 +157,7 @@ function composeServices(
   db: Db,
   log: FastifyBaseLogger,
   metrics: Metrics | undefined,
+  cursors: CursorSeal,
 ): { services: Services; listener: ChangeListener; outbox: OutboxSignal } {
   const hosts = new HostResolver(db);
   const publicReads = new PublicReadCache();
@@ -168,7 +174,8 @@ function composeServices(
     config: options.config,
     db,
     registry,
-    transactions: new TenantTransactions(db, registry.events, outbox, clock),
+    transactions: new TenantTransactions(db, registry.events, outbox, clock, cursors),
+    cursors,
     hosts,
     publicReads,
     mailer: options.mailer ?? createMailer(options.config.mail),
@@ -194,7 +201,8 @@ export async function exportOpenApiDocument(options: {
   const registry = new Registry(options.modules, options.config);
   const log = pino({ level: 'silent' }) as FastifyBaseLogger;
   const db = unopenedDatabase();
-  const { services } = composeServices(options, registry, db, log, undefined);
+  // No request is served here: the document needs a seal, never a secret.
+  const { services } = composeServices(options, registry, db, log, undefined, new CursorSeal(randomBytes(32)));
   try {
     const web = await buildWeb(services);
     try {

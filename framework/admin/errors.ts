@@ -53,6 +53,10 @@ const SENTENCES: Partial<Readonly<Record<ProblemCode, { sentence: string; detail
   AUTH_CROSS_SITE: {
     sentence: 'This form has expired or was sent from another site. Reload the page and send it again.',
   },
+  USE_PASSWORD_CHANGE: {
+    sentence:
+      'You cannot set your own password here. Your own password is changed by giving the current one, or ask another administrator to set it.',
+  },
   ErrCredentials: { sentence: 'The address or the password is wrong.' },
   ErrTooManyAttempts: { sentence: 'Too many failed sign-ins. Wait a few minutes and try again.' },
   TOKEN_INVALID: { sentence: 'This link is invalid or has expired. Ask for a new one.' },
@@ -69,6 +73,7 @@ const SENTENCES: Partial<Readonly<Record<ProblemCode, { sentence: string; detail
   LAST_ADMINISTRATOR: {
     sentence: 'This is the last administrator of the tenant. Give someone else the admin role first.',
   },
+  LIMIT_REACHED: { sentence: 'There are as many of these as this tenant may have. Delete one first.' },
   PERIOD_OWED: { sentence: 'A payment for the current period is still owed. Settle it first.' },
   PAYMENT_DECLINED: { sentence: 'The payment was declined.' },
   PERMISSION_UNKNOWN: { sentence: 'One of the permissions does not exist.', detail: true },

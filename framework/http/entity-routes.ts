@@ -51,7 +51,13 @@ export function entityRoutes(entity: ResolvedEntity, ops: EntityOperations): Any
         querystring: schemas.listQuery,
         response: { 200: answer(schemas.list, `A page of ${names.labelPlural.toLowerCase()}`) },
       },
-      ...(single.list ? { oneExchange: ({ query }) => ops.listExchange(query as PageQuery) } : {}),
+      // Its cursors are sealed for the request's tenant, as the handler's page seals them (paging.ts).
+      ...(single.list
+        ? {
+            oneExchange: ({ query, request, services }) =>
+              ops.listExchange(query as PageQuery, { tenantId: request.tenant!.id, cursors: services.cursors }),
+          }
+        : {}),
       handler: async ({ tx, query }) => {
         const page = await ops.list(tx, query as PageQuery);
         return def.hooks?.afterRead ? { ...page, items: await presentAll(present, tx, page.items) } : page;
@@ -64,6 +70,7 @@ export function entityRoutes(entity: ResolvedEntity, ops: EntityOperations): Any
       summary: `Create a ${names.label.toLowerCase()}`,
       tags,
       access: write,
+      ...(def.createProblems ? { problems: def.createProblems } : {}),
       publishes: [...new Set([events.created, ...hookEvents])],
       idempotent: true,
       schema: {

@@ -7,7 +7,7 @@ import { uuidv7 } from '../db/uuidv7.ts';
 import { hasDateTimeFormat } from '../entity/date-time.ts';
 import { notFound } from '../errors.ts';
 import { isUuid, quote, run, where } from './entity-sql.ts';
-import type { KeysetPager, ListFilter, PageQuery } from './paging.ts';
+import type { KeysetPager, ListFilter, ListPlace, PageQuery } from './paging.ts';
 import { StatementShapes, WRITE_SHAPES_PER_KIND } from './statement-shapes.ts';
 import { uniqueFailure } from './unique-violation.ts';
 
@@ -85,18 +85,21 @@ export class EntityExchanges {
     );
   }
 
-  /** The page as one statement. Undefined for a search (q), which the handler's filter carries. */
-  list(page: PageQuery): OneExchange | undefined {
+  /**
+   * The page as one statement, its cursors sealed for the place (the request's tenant). Undefined
+   * for a search (q), which the handler's filter carries.
+   */
+  list(page: PageQuery, place: ListPlace): OneExchange | undefined {
     if (page.q !== undefined) return undefined;
     const { pager } = this.source;
-    const { text, params, cursor } = pager.statement(page, this.canRead);
+    const { text, params, walk } = pager.statement(page, this.canRead, place);
     return {
       statement: { text, values: params },
       answer: async (rows, more) => {
         return pager.answer(
           rows,
           page,
-          cursor,
+          walk,
           () =>
             more(async (ctx) => {
               const count = pager.countStatement(this.canRead);
@@ -105,7 +108,7 @@ export class EntityExchanges {
           (r) => this.source.toRow(r),
         );
       },
-      failed: (err) => pager.failure(err, cursor),
+      failed: (err) => pager.failure(err, walk),
     };
   }
 

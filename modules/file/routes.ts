@@ -135,7 +135,7 @@ export const fileRoutes = (config: Config) => [
       querystring: pageQuerySchema({ sorts: ['createdAt', 'name', 'size'], defaultSort: 'createdAt' }),
       response: { 200: pageSchema(FileRecord, 'A page of files') },
     },
-    handler: ({ tx, query }) => filePages.page(tx.db, query as PageQuery),
+    handler: ({ tx, query }) => filePages.page(tx, query as PageQuery),
   }),
   defineRoute({
     method: 'GET',

@@ -75,7 +75,7 @@ export const notificationRoutes: readonly AnyRoute[] = [
       response: { 200: pageSchema(Notification, 'A page of the caller’s notifications') },
     },
     handler: ({ tx, query }) =>
-      pages.page(tx.db, query as PageQuery, { conditions: ['recipient_id = $1'], params: [callerOf(tx)] }),
+      pages.page(tx, query as PageQuery, { conditions: ['recipient_id = $1'], params: [callerOf(tx)] }),
   }),
   defineRoute({
     method: 'POST',

@@ -36,6 +36,7 @@ function hostAgent(app: App, host: string) {
     patch: (url: string) => withHost(agent.patch(url)),
     delete: (url: string) => withHost(agent.delete(url)),
     head: (url: string) => withHost(agent.head(url)),
+    options: (url: string) => withHost(agent.options(url)),
   };
 }
 
