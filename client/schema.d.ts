@@ -3884,7 +3884,10 @@ export interface operations {
                 /** @description Field to sort by; a leading "-" sorts descending. Ties break on id, in the same direction. */
                 sort?: "createdAt" | "-createdAt" | "updatedAt" | "-updatedAt" | "code" | "-code" | "name" | "-name" | "price" | "-price";
             };
-            header?: never;
+            header?: {
+                /** @description replica: read from the read replica, when the installation has one (database.replica_url). Eventually consistent: the answer may be up to database.replica_max_lag_ms behind the latest writes (a row just created may be missing, one just changed may show its earlier values). The answer carries Preference-Applied: replica when the replica served it; without it the primary did (no replica, or one lagging past the bound). Other preferences are ignored. */
+                prefer?: string;
+            };
             path?: never;
             cookie?: never;
         };
@@ -4120,7 +4123,10 @@ export interface operations {
     "billing-plan-read": {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /** @description replica: read from the read replica, when the installation has one (database.replica_url). Eventually consistent: the answer may be up to database.replica_max_lag_ms behind the latest writes (a row just created may be missing, one just changed may show its earlier values). The answer carries Preference-Applied: replica when the replica served it; without it the primary did (no replica, or one lagging past the bound). Other preferences are ignored. */
+                prefer?: string;
+            };
             path: {
                 /** @description Resource id (UUID) */
                 id: string;
@@ -4888,7 +4894,10 @@ export interface operations {
                 /** @description Field to sort by; a leading "-" sorts descending. Ties break on id, in the same direction. */
                 sort?: "createdAt" | "-createdAt" | "updatedAt" | "-updatedAt" | "slug" | "-slug" | "title" | "-title" | "publishedAt" | "-publishedAt";
             };
-            header?: never;
+            header?: {
+                /** @description replica: read from the read replica, when the installation has one (database.replica_url). Eventually consistent: the answer may be up to database.replica_max_lag_ms behind the latest writes (a row just created may be missing, one just changed may show its earlier values). The answer carries Preference-Applied: replica when the replica served it; without it the primary did (no replica, or one lagging past the bound). Other preferences are ignored. */
+                prefer?: string;
+            };
             path?: never;
             cookie?: never;
         };
@@ -5124,7 +5133,10 @@ export interface operations {
     "content-content-read": {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /** @description replica: read from the read replica, when the installation has one (database.replica_url). Eventually consistent: the answer may be up to database.replica_max_lag_ms behind the latest writes (a row just created may be missing, one just changed may show its earlier values). The answer carries Preference-Applied: replica when the replica served it; without it the primary did (no replica, or one lagging past the bound). Other preferences are ignored. */
+                prefer?: string;
+            };
             path: {
                 /** @description Resource id (UUID) */
                 id: string;
@@ -7186,7 +7198,10 @@ export interface operations {
                 /** @description Field to sort by; a leading "-" sorts descending. Ties break on id, in the same direction. */
                 sort?: "createdAt" | "-createdAt" | "updatedAt" | "-updatedAt" | "title" | "-title" | "status" | "-status" | "deadline" | "-deadline";
             };
-            header?: never;
+            header?: {
+                /** @description replica: read from the read replica, when the installation has one (database.replica_url). Eventually consistent: the answer may be up to database.replica_max_lag_ms behind the latest writes (a row just created may be missing, one just changed may show its earlier values). The answer carries Preference-Applied: replica when the replica served it; without it the primary did (no replica, or one lagging past the bound). Other preferences are ignored. */
+                prefer?: string;
+            };
             path?: never;
             cookie?: never;
         };
@@ -7422,7 +7437,10 @@ export interface operations {
     "task-task-read": {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /** @description replica: read from the read replica, when the installation has one (database.replica_url). Eventually consistent: the answer may be up to database.replica_max_lag_ms behind the latest writes (a row just created may be missing, one just changed may show its earlier values). The answer carries Preference-Applied: replica when the replica served it; without it the primary did (no replica, or one lagging past the bound). Other preferences are ignored. */
+                prefer?: string;
+            };
             path: {
                 /** @description Resource id (UUID) */
                 id: string;
@@ -9464,7 +9482,10 @@ export interface operations {
                 /** @description Field to sort by; a leading "-" sorts descending. Ties break on id, in the same direction. */
                 sort?: "createdAt" | "-createdAt" | "updatedAt" | "-updatedAt" | "email" | "-email" | "displayName" | "-displayName" | "status" | "-status";
             };
-            header?: never;
+            header?: {
+                /** @description replica: read from the read replica, when the installation has one (database.replica_url). Eventually consistent: the answer may be up to database.replica_max_lag_ms behind the latest writes (a row just created may be missing, one just changed may show its earlier values). The answer carries Preference-Applied: replica when the replica served it; without it the primary did (no replica, or one lagging past the bound). Other preferences are ignored. */
+                prefer?: string;
+            };
             path?: never;
             cookie?: never;
         };
@@ -9700,7 +9721,10 @@ export interface operations {
     "user-user-read": {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /** @description replica: read from the read replica, when the installation has one (database.replica_url). Eventually consistent: the answer may be up to database.replica_max_lag_ms behind the latest writes (a row just created may be missing, one just changed may show its earlier values). The answer carries Preference-Applied: replica when the replica served it; without it the primary did (no replica, or one lagging past the bound). Other preferences are ignored. */
+                prefer?: string;
+            };
             path: {
                 /** @description Resource id (UUID) */
                 id: string;
@@ -10635,7 +10659,10 @@ export interface operations {
                 /** @description Field to sort by; a leading "-" sorts descending. Ties break on id, in the same direction. */
                 sort?: "createdAt" | "-createdAt" | "updatedAt" | "-updatedAt" | "url" | "-url";
             };
-            header?: never;
+            header?: {
+                /** @description replica: read from the read replica, when the installation has one (database.replica_url). Eventually consistent: the answer may be up to database.replica_max_lag_ms behind the latest writes (a row just created may be missing, one just changed may show its earlier values). The answer carries Preference-Applied: replica when the replica served it; without it the primary did (no replica, or one lagging past the bound). Other preferences are ignored. */
+                prefer?: string;
+            };
             path?: never;
             cookie?: never;
         };
@@ -10871,7 +10898,10 @@ export interface operations {
     "webhook-endpoint-read": {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /** @description replica: read from the read replica, when the installation has one (database.replica_url). Eventually consistent: the answer may be up to database.replica_max_lag_ms behind the latest writes (a row just created may be missing, one just changed may show its earlier values). The answer carries Preference-Applied: replica when the replica served it; without it the primary did (no replica, or one lagging past the bound). Other preferences are ignored. */
+                prefer?: string;
+            };
             path: {
                 /** @description Resource id (UUID) */
                 id: string;

@@ -13,6 +13,7 @@ import { checkTables } from './entity/table-check.ts';
 import { HostResolver } from './context/host-cache.ts';
 import { PublicReadCache } from './context/public-read-cache.ts';
 import { ChangeListener } from './db/listener.ts';
+import { ReplicaReads } from './context/replica-reads.ts';
 import { TenantTransactions } from './context/tx.ts';
 import { createMailer, type Mailer } from './mail/mailer.ts';
 import { buildWeb } from './http/web.ts';
@@ -101,6 +102,7 @@ export async function buildApp(options: AppOptions): Promise<App> {
     ...(metrics ? { onAcquire: (seconds: number) => metrics.acquireWait.observe(seconds) } : {}),
   });
   let metricsServer: MetricsServer | undefined;
+  let replica: ReplicaReads | undefined;
   try {
     const applied = await migrateDirectly(db.directUrl, migrationSources(options.modules));
     // One short line (how many, per owner); the file names at debug, where a first start's list is not a wall.
@@ -111,10 +113,14 @@ export async function buildApp(options: AppOptions): Promise<App> {
     await checkTables(db.pool, registry);
     // The installation's secret, read once: list cursors are signed with a key derived from it.
     const cursors = new CursorSeal(keyFor(await readInstallationSecret(db.pool), 'cursor'));
-    const { services, listener, outbox } = composeServices(options, registry, db, log, metrics, cursors);
+    const { services, listener, outbox } = composeServices(options, registry, db, log, metrics, cursors, {
+      replica: servesHttp(options.role),
+    });
+    replica = services.replica;
     const { created } = await ensureOperatorTenant(services);
     if (created) log.info({ host: options.config.server.public_host }, 'created the operator tenant');
     await listener.start();
+    await replica?.start();
 
     const web = servesHttp(options.role) ? await buildWeb(services, { logger: log }) : undefined;
     const worker = works(options.role) ? new Worker(services) : undefined;
@@ -137,11 +143,13 @@ export async function buildApp(options: AppOptions): Promise<App> {
         await worker?.stop();
         await listener.close();
         services.mailer.close();
+        await replica?.close();
         await db.close();
       },
     };
   } catch (err) {
     await metricsServer?.close();
+    await replica?.close().catch(() => {});
     await db.close().catch(() => {});
     throw err;
   }
@@ -158,6 +166,7 @@ function composeServices(
   log: FastifyBaseLogger,
   metrics: Metrics | undefined,
   cursors: CursorSeal,
+  opens: { replica: boolean } = { replica: false },
 ): { services: Services; listener: ChangeListener; outbox: OutboxSignal } {
   const hosts = new HostResolver(db);
   const publicReads = new PublicReadCache();
@@ -170,11 +179,16 @@ function composeServices(
   }
   const outbox = new OutboxSignal(db.pool);
   const clock = options.clock ?? systemClock;
+  const transactions = new TenantTransactions(db, registry.events, outbox, clock, cursors);
+  const replica = opens.replica
+    ? replicaReads(options.config, registry, transactions, clock, cursors, metrics)
+    : undefined;
   const services: Services = {
     config: options.config,
     db,
     registry,
-    transactions: new TenantTransactions(db, registry.events, outbox, clock, cursors),
+    transactions,
+    ...(replica ? { replica } : {}),
     cursors,
     hosts,
     publicReads,
@@ -228,6 +242,30 @@ function newMetrics(db: () => Db, log: FastifyBaseLogger): Metrics {
     },
     (err, series) => log.warn({ err, series }, 'a metric could not be read'),
   );
+}
+
+/**
+ * The read replica, when database.replica_url names one: a pool of its own (the request pool's
+ * settings) and tenant transactions over it that write nothing (db: context/replica-reads.ts).
+ */
+function replicaReads(
+  config: Config,
+  registry: Registry,
+  primary: TenantTransactions,
+  clock: Clock,
+  cursors: CursorSeal,
+  metrics: Metrics | undefined,
+): ReplicaReads | undefined {
+  const { replica_url: url, replica_max_lag_ms: maxLagMs } = config.database;
+  if (!url) return undefined;
+  const db = openDatabase(url, {
+    size: config.database.pool_size,
+    acquireTimeoutMs: config.database.acquire_timeout_ms,
+    statementTimeoutMs: config.database.statement_timeout_ms,
+    preparedStatements: config.database.prepared_statements,
+  });
+  const onReplica = new TenantTransactions(db, registry.events, undefined, clock, cursors, { replica: true });
+  return new ReplicaReads(db, onReplica, primary, maxLagMs, metrics?.replicaSeries());
 }
 
 /**

@@ -65,6 +65,11 @@ export interface TxContext<E extends string = string> {
   readonly declaredEvents: ReadonlySet<string>;
   /** The time of this transaction, read once from the clock when it opened: compare with this, not now(). */
   readonly now: Date;
+  /**
+   * Set when the transaction runs on the read replica (database.replica_url, for a route that may
+   * read from it): what it reads may be seconds behind, and it can write nothing.
+   */
+  readonly replica?: true;
   /** Records an event in this transaction's outbox; delivered only after commit. */
   publish(name: E, payload?: Record<string, unknown>): void;
   /** True when the caller's roles grant the permission (the wildcard grants all). */
@@ -160,6 +165,11 @@ export class TenantTransactions {
   private readonly opening: OpeningStatements;
   /** The installation's cursor seal (operations/cursor.ts), handed to each transaction's lists. */
   private readonly cursors: CursorSeal | undefined;
+  /**
+   * Transactions on the read replica (context/replica-reads.ts): read-only, so a session's or token's use is
+   * not recorded (the next request the primary serves records it), and each context says so.
+   */
+  private readonly replica: boolean;
 
   constructor(
     db: Db,
@@ -167,8 +177,10 @@ export class TenantTransactions {
     outbox?: OutboxSignal,
     clock: Clock = systemClock,
     cursors?: CursorSeal,
+    options: { replica?: boolean } = {},
   ) {
     this.db = db;
+    this.replica = options.replica === true;
     this.opening = openingStatements(db.statementTimeoutMs);
     this.declaredEvents = declaredEvents;
     this.outbox = outbox;
@@ -204,7 +216,7 @@ export class TenantTransactions {
             now,
             options.publishes,
           );
-          const value = await fn(ctx);
+          const value = await fn(this.replica ? { ...ctx, replica: true } : ctx);
           await flush();
           published = wroteOutbox.has(trx);
           return value;
@@ -255,7 +267,7 @@ export class TenantTransactions {
     const session = sessionFrom(entered!.result.rows[0] as EnterRow | undefined);
     // The caller held the permission and the transaction committed: the relay has work.
     if (published?.ok && (published.result.rowCount ?? 0) > 0 && answer!.ok) this.outbox?.committed();
-    if (session && needsTouch(session, now)) {
+    if (session && !this.replica && needsTouch(session, now)) {
       const [, touched] = await exchange(this.db.pool, [
         { text: this.opening.enter, values: [tenant.id] },
         { text: TOUCH_SESSION, values: [session.id, now] },
@@ -277,7 +289,8 @@ export class TenantTransactions {
       CompiledQuery.raw(this.opening.enterWithToken, [tenant.id, tokenHash, now]),
     );
     const session = sessionFrom(result.rows[0]);
-    if (session && needsTouch(session, now)) await trx.executeQuery(CompiledQuery.raw(TOUCH_TOKEN, [session.id, now]));
+    if (session && !this.replica && needsTouch(session, now))
+      await trx.executeQuery(CompiledQuery.raw(TOUCH_TOKEN, [session.id, now]));
     return session;
   }
 
@@ -295,7 +308,7 @@ export class TenantTransactions {
       CompiledQuery.raw(this.opening.enterWithSession, [tenant.id, sessionHash, now]),
     );
     const session = sessionFrom(result.rows[0]);
-    if (session && needsTouch(session, now)) {
+    if (session && !this.replica && needsTouch(session, now)) {
       const touched = await trx.executeQuery<{ seconds_left: number }>(
         CompiledQuery.raw(TOUCH_SESSION, [session.id, now]),
       );

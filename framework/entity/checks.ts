@@ -108,6 +108,11 @@ export function checkRegistry(registry: Registry, earlier: string[]): void {
     for (const event of route.publishes ?? []) {
       if (!registry.events.has(event)) problems.push(`route ${where} publishes undeclared event ${event}`);
     }
+    if (route.replica && (route.method !== 'GET' || (route.publishes ?? []).length > 0 || route.idempotent)) {
+      problems.push(
+        `route ${where} may read from the replica: it must be a GET that publishes nothing, as a replica refuses every write`,
+      );
+    }
     if ('multipart' in route && route.multipart && route.transaction !== 'none') {
       problems.push(
         `route ${where} is multipart: it must declare transaction 'none', as an upload streams with no transaction open`,

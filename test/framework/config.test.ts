@@ -278,6 +278,15 @@ describe('a missing or invalid file: one clear message naming the file, the key 
       'database.direct_url needs database.url (the embedded PostgreSQL has one address)',
     ],
     ['database:\n  prepared_statements: sometimes\n', 'database.prepared_statements must be one of named, unnamed'],
+    [
+      'database:\n  url: postgres://db/t\n  replica_url: mysql://x/y\n',
+      'database.replica_url must be empty (no replica) or a postgres:// URL',
+    ],
+    [
+      'database:\n  replica_url: postgres://replica/t\n',
+      'database.replica_url needs database.url (the embedded PostgreSQL has no replica)',
+    ],
+    ['database:\n  replica_max_lag_ms: -1\n', 'database.replica_max_lag_ms must be at least 0'],
   ])('%j → %s', (text, rule) => {
     let message = '';
     const file = join(dir, `invalid-${++counter}.yaml`);
