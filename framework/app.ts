@@ -6,7 +6,7 @@ import pg from 'pg';
 import pino from 'pino';
 import type { Config } from './config/schema.ts';
 import type { ModuleDefinition } from './entity/define.ts';
-import { Registry } from './entity/registry.ts';
+import { compose, type Composition } from './composition.ts';
 import { openDatabase, unopenedDatabase, type Db } from './db/pool.ts';
 import { runMigrations, type MigrationSource } from './db/migrate.ts';
 import { checkTables } from './entity/table-check.ts';
@@ -82,12 +82,14 @@ export interface App {
 }
 
 /**
- * Composition only: checks the declarations (refusing to start on any inconsistency), migrates,
- * checks the tables agree with the declarations, makes sure the operator tenant exists, then
- * builds the web server and/or the worker.
+ * Composition only: composes the service from the declarations (composition.ts: the registry,
+ * each entity's operations and routes, the job schedule) and checks them all, refusing to start
+ * on any inconsistency; migrates, checks the tables agree with the declarations, makes sure the
+ * operator tenant exists, then builds the web server and/or the worker.
  */
 export async function buildApp(options: AppOptions): Promise<App> {
-  const registry = new Registry(options.modules, options.config);
+  const composition = compose(options.modules, options.config);
+  const { registry } = composition;
   const log = options.logger ?? (pino({ level: 'silent' }) as FastifyBaseLogger);
   // The installation's blob store, made here so that it logs through the service's logger.
   blobStoreFor(options.config, log);
@@ -113,10 +115,13 @@ export async function buildApp(options: AppOptions): Promise<App> {
     await checkTables(db.pool, registry);
     // The installation's secret, read once: list cursors are signed with a key derived from it.
     const cursors = new CursorSeal(keyFor(await readInstallationSecret(db.pool), 'cursor'));
-    const { services, listener, outbox } = composeServices(options, registry, db, log, metrics, cursors, {
-      replica: servesHttp(options.role),
-    });
-    replica = services.replica;
+    const {
+      services,
+      listener,
+      outbox,
+      replica: opened,
+    } = composeServices(options, composition, db, log, metrics, cursors, { replica: servesHttp(options.role) });
+    replica = opened;
     const { created } = await ensureOperatorTenant(services);
     if (created) log.info({ host: options.config.server.public_host }, 'created the operator tenant');
     await listener.start();
@@ -161,13 +166,13 @@ export async function buildApp(options: AppOptions): Promise<App> {
  */
 function composeServices(
   options: Pick<AppOptions, 'config' | 'mailer' | 'clock' | 'passwordVerifier'>,
-  registry: Registry,
+  { registry, routes, jobs, operations }: Composition,
   db: Db,
   log: FastifyBaseLogger,
   metrics: Metrics | undefined,
   cursors: CursorSeal,
   opens: { replica: boolean } = { replica: false },
-): { services: Services; listener: ChangeListener; outbox: OutboxSignal } {
+): { services: Services; listener: ChangeListener; outbox: OutboxSignal; replica: ReplicaReads | undefined } {
   const hosts = new HostResolver(db);
   const publicReads = new PublicReadCache();
   const listener = new ChangeListener(db.directUrl);
@@ -175,18 +180,21 @@ function composeServices(
   publicReads.listen(listener);
   for (const entity of registry.entities) {
     if (entity.def.publicRead)
-      registry.ops(entity.names.key).onCommittedWrite((tenantId) => publicReads.evict(entity.names.table, tenantId));
+      operations.of(entity.names.key).onCommittedWrite((tenantId) => publicReads.evict(entity.names.table, tenantId));
   }
   const outbox = new OutboxSignal(db.pool);
   const clock = options.clock ?? systemClock;
   const transactions = new TenantTransactions(db, registry.events, outbox, clock, cursors);
   const replica = opens.replica
-    ? replicaReads(options.config, registry, transactions, clock, cursors, metrics)
+    ? replicaReads(options.config, registry.events, transactions, clock, cursors, metrics)
     : undefined;
   const services: Services = {
     config: options.config,
     db,
     registry,
+    routes,
+    jobs,
+    operations,
     transactions,
     ...(replica ? { replica } : {}),
     cursors,
@@ -198,12 +206,12 @@ function composeServices(
     passwordVerifier: options.passwordVerifier ?? argon2Verifier,
     ...(metrics ? { metrics } : {}),
   };
-  return { services, listener, outbox };
+  return { services, listener, outbox, replica };
 }
 
 /**
  * The OpenAPI document the service serves at /api/v1/openapi.json, from the declarations alone:
- * the web layer is built as the service builds it (the same registry, routes, schemas and
+ * the web layer is built as the service builds it (the same composition, routes, schemas and
  * document), over a database it never opens (unopenedDatabase: any query would fail), with no
  * migration and no listener. So exporting it (npm run openapi:export, and with it npm run check)
  * needs no PostgreSQL, and works beside a running service.
@@ -212,11 +220,11 @@ export async function exportOpenApiDocument(options: {
   config: Config;
   modules: readonly ModuleDefinition[];
 }): Promise<Record<string, unknown>> {
-  const registry = new Registry(options.modules, options.config);
+  const composition = compose(options.modules, options.config);
   const log = pino({ level: 'silent' }) as FastifyBaseLogger;
   const db = unopenedDatabase();
   // No request is served here: the document needs a seal, never a secret.
-  const { services } = composeServices(options, registry, db, log, undefined, new CursorSeal(randomBytes(32)));
+  const { services } = composeServices(options, composition, db, log, undefined, new CursorSeal(randomBytes(32)));
   try {
     const web = await buildWeb(services);
     try {
@@ -250,7 +258,7 @@ function newMetrics(db: () => Db, log: FastifyBaseLogger): Metrics {
  */
 function replicaReads(
   config: Config,
-  registry: Registry,
+  events: ReadonlySet<string>,
   primary: TenantTransactions,
   clock: Clock,
   cursors: CursorSeal,
@@ -264,7 +272,7 @@ function replicaReads(
     statementTimeoutMs: config.database.statement_timeout_ms,
     preparedStatements: config.database.prepared_statements,
   });
-  const onReplica = new TenantTransactions(db, registry.events, undefined, clock, cursors, { replica: true });
+  const onReplica = new TenantTransactions(db, events, undefined, clock, cursors, { replica: true });
   return new ReplicaReads(db, onReplica, primary, maxLagMs, metrics?.replicaSeries());
 }
 

@@ -1,4 +1,6 @@
-import type { Db } from '../db/pool.ts';
+import type { Db } from '../contracts/database.ts';
+import type { ReplicaReader } from '../contracts/services.ts';
+import type { Transactions } from '../contracts/transaction.ts';
 import type { ReplicaSeries } from '../observability/metrics.ts';
 import { ProblemError } from '../errors.ts';
 import type { TenantRef } from './tenant.ts';
@@ -11,9 +13,6 @@ import { hasPermission, type AfterTransaction, type TenantTransactions } from '.
  * on the primary otherwise. The lag is checked once a second, by a timer of its own: never by a
  * request, never inside a transaction.
  */
-
-/** What runs a request's transactions: the primary's TenantTransactions or the replica's. */
-export type Transactions = Pick<TenantTransactions, 'run' | 'runStatement'>;
 
 /** How often the replica's lag is read. */
 export const REPLICA_LAG_CHECK_MS = 1000;
@@ -31,7 +30,7 @@ select case when not pg_is_in_recovery() then 0
             else extract(epoch from now() - pg_last_xact_replay_timestamp()) * 1000
        end::float8 as lag_ms`;
 
-export class ReplicaReads {
+export class ReplicaReads implements ReplicaReader {
   private readonly db: Db;
   private readonly replica: TenantTransactions;
   private readonly primary: TenantTransactions;

@@ -33,7 +33,8 @@ const CREATE_HISTORY = `create table if not exists migration_history (
  * commits together with its history row and the lock goes with the commit or the rollback. So no
  * lock outlives its work, whichever connection a pooler in transaction mode hands each transaction,
  * and a process that dies while waiting or applying leaves nothing held. A failure rolls that file
- * back and stops, so nothing is ever half-applied.
+ * back and stops, so nothing is ever half-applied. A file another file of its owner replaces (its
+ * `-- replaces:` header) is not applied where it has not been already.
  */
 export async function runMigrations(pool: pg.Pool, sources: MigrationSource[]): Promise<AppliedMigration[]> {
   const client = await pool.connect();
@@ -96,11 +97,41 @@ function firstPending(
   seen: ReadonlySet<string>,
 ): (AppliedMigration & { dir: string }) | undefined {
   for (const source of sources) {
-    for (const name of listSqlFiles(source.dir)) {
-      if (!seen.has(`${source.owner}/${name}`)) return { owner: source.owner, name, dir: source.dir };
+    const files = listSqlFiles(source.dir);
+    const replaced = replacedFiles(source, files);
+    for (const name of files) {
+      if (!seen.has(`${source.owner}/${name}`) && !replaced.has(name))
+        return { owner: source.owner, name, dir: source.dir };
     }
   }
   return undefined;
+}
+
+/** A file's first line `-- replaces: 0001_a.sql, 0002_b.sql`: earlier files of its owner it stands in for. */
+const REPLACES = /^--[ \t]*replaces:[ \t]*(.+)$/m;
+
+/**
+ * The files of an owner that another of its files replaces (its first line: `-- replaces: <files>`).
+ * A replaced file never runs on a database that has not applied it; the replacing file, written to
+ * work whether or not the files it replaces ran, runs in its place. So a table can change owner
+ * without editing a migration an installation has applied: the new owner's migration creates it
+ * where it is missing, and the old owner's replacing file adds only what the old owner keeps.
+ */
+function replacedFiles(source: MigrationSource, files: readonly string[]): Set<string> {
+  const replaced = new Set<string>();
+  for (const name of files) {
+    const firstLine = readFileSync(join(source.dir, name), 'utf8').split('\n', 1)[0]!;
+    const header = REPLACES.exec(firstLine);
+    if (!header) continue;
+    for (const other of header[1]!.split(',').map((n) => n.trim())) {
+      if (!files.includes(other) || other >= name)
+        throw new MigrationError(
+          `migration ${source.owner}/${name} replaces ${other}, which is no earlier file of ${source.owner}`,
+        );
+      replaced.add(other);
+    }
+  }
+  return replaced;
 }
 
 function listSqlFiles(dir: string): string[] {

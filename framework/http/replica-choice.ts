@@ -2,7 +2,7 @@ import type { FastifyReply, FastifyRequest } from 'fastify';
 import Type, { type TSchema } from 'typebox';
 import type { AnyRoute } from '../entity/define.ts';
 import type { Services } from '../services.ts';
-import type { Transactions } from '../context/replica-reads.ts';
+import type { Transactions } from '../contracts/transaction.ts';
 
 /**
  * Which transactions serve a request of a route that may read from the replica

@@ -10,7 +10,7 @@ import { hashSecret } from '../access/session-cookie.ts';
 import { renewSessionCookie } from '../access/sessions.ts';
 import { problem } from '../errors.ts';
 import { earlierAnswer, idempotencyKeyOf, runIdempotent } from './idempotency.ts';
-import type { Transactions } from '../context/replica-reads.ts';
+import type { Transactions } from '../contracts/transaction.ts';
 
 /**
  * How a route's request is served once its hooks have passed it, in one of three strategies
