@@ -11,6 +11,9 @@ import type { CommandText, FieldText } from './field-text.ts';
 /** Who owns an entity's rows: each tenant its own (the default), or one set every tenant reads. */
 export type EntityScope = 'tenant' | 'global';
 
+/** What a list's query may name besides the declared fields: the id and the two timestamps. */
+export type QueryableName<F extends TProperties> = (keyof F & string) | 'id' | 'createdAt' | 'updatedAt';
+
 /** Soft (the default): DELETE sets deleted_at and keeps the row. Hard: DELETE removes the row. */
 export type DeleteMode = 'soft' | 'hard';
 
@@ -262,6 +265,20 @@ export interface EntityDefinition<
    * list. A key no registered entity has leaves the field a plain id.
    */
   references?: { readonly [K in keyof F & string]?: string };
+  /**
+   * The fields a list may filter by (and so sort by), when not all of them: every field, id,
+   * createdAt and updatedAt are filterable by default (framework/query/, docs/api-conventions.md
+   * "Filters"). A secret field never is.
+   */
+  filterable?: readonly QueryableName<F>[];
+  /**
+   * The name a reference goes by in queries (`?assignee.displayName=`, `expand=assignee`), where
+   * the field's own name without its `Id` suffix will not do; a reference field whose name has no
+   * such suffix and that declares none is filtered by its id only.
+   */
+  referenceNames?: { readonly [K in keyof F & string]?: string };
+  /** Fields and computed fields holding a secret: never filtered, sorted or selected (`fields=`). */
+  secret?: readonly ((keyof F | keyof C) & string)[];
   /** Fields a list's `q` parameter searches (case-insensitive substring); default the admin title field when it is a string. */
   searchable?: readonly (keyof F & string)[];
   /** The state field commands declare their `states` against (CommandDefinition.states). */

@@ -63,9 +63,18 @@ export class Registry {
         const resolved = resolveEntity(definition);
         entities.push(resolved);
         for (const name of Object.values(resolved.names.events)) events.add(name);
-        const ops = new EntityOperations(resolved);
-        operations.set(resolved.names.key, ops);
-        for (const route of entityRoutes(resolved, ops)) routes.push({ module: module.name, route, entity: resolved });
+        operations.set(resolved.names.key, new EntityOperations(resolved));
+      }
+    }
+    // Once every entity is resolved, each one's references reach the entities they name (a query
+    // filters through and expands them), and then the routes, whose schemas show the expansions.
+    const targetOf = (key: string) => operations.get(key)?.asTarget();
+    for (const ops of operations.values()) ops.connect(targetOf);
+    for (const module of modules) {
+      for (const definition of module.entities ?? []) {
+        const ops = operations.get(`${definition.module}.${definition.name}`)!;
+        for (const route of entityRoutes(ops.entity, ops))
+          routes.push({ module: module.name, route, entity: ops.entity });
       }
       const declared = typeof module.routes === 'function' ? module.routes(config) : (module.routes ?? []);
       for (const route of declared) routes.push({ module: module.name, route });

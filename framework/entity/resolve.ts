@@ -46,7 +46,10 @@ export interface ResolvedEntity {
     create: TSchema;
     patch: TSchema;
     list: TSchema;
+    /** A list's parameters: paging, sort, q, the filters, or, fields and expand (framework/query/query-schema.ts). */
     listQuery: TSchema;
+    /** A read by id's parameters: fields and expand. */
+    readQuery: TSchema;
     idParams: TSchema;
     /** Any subset of the fields (optional ones nullable), closed: what a command or hook may store. */
     changes: TSchema;
@@ -57,6 +60,9 @@ export interface ResolvedEntity {
 export { PAGE_LIMIT_DEFAULT, PAGE_LIMIT_MAX } from '../operations/paging.ts';
 
 export const IdParams = Type.Object({ id: Type.String({ description: 'Resource id (UUID)' }) });
+
+/** No query parameters: what a read takes until its entity's operations declare its query (EntityOperations). */
+const NoQuery = Type.Object({}, { additionalProperties: false });
 
 export function resolveEntity(def: AnyEntity): ResolvedEntity {
   const names = entityNames(def);
@@ -147,7 +153,7 @@ export function resolveEntity(def: AnyEntity): ResolvedEntity {
     sortable,
     searchable,
     endpoints,
-    schemas: { row, create, patch, list, listQuery, idParams: IdParams, changes },
+    schemas: { row, create, patch, list, listQuery, readQuery: NoQuery, idParams: IdParams, changes },
     commandRoute: (command) => `POST ${item}/${command}`,
   };
 }

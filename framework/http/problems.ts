@@ -13,7 +13,37 @@ export interface ValidationIssue {
   instancePath?: string;
   message?: string;
   keyword?: string;
+  schemaPath?: string;
   params?: Record<string, unknown>;
+}
+
+/**
+ * A value outside a union of constants (an enum: Type.Union of Type.Literal, optional null) fails
+ * each member and then the union: one issue saying the values it accepts stands for all of them,
+ * rather than "must be equal to constant" once per value.
+ */
+function namingAllowedValues(issues: ValidationIssue[]): ValidationIssue[] {
+  const unions = issues.filter((i) => i.keyword === 'anyOf' && i.schemaPath !== undefined);
+  if (unions.length === 0) return issues;
+  const replaced = new Set<ValidationIssue>();
+  const named = new Map<ValidationIssue, ValidationIssue>();
+  for (const union of unions) {
+    const prefix = `${union.schemaPath}/anyOf/`;
+    const members = issues.filter(
+      (i) => i !== union && i.instancePath === union.instancePath && i.schemaPath?.startsWith(prefix),
+    );
+    const values: string[] = [];
+    const enumLike = members.every((m) => {
+      if (m.keyword === 'const') values.push(JSON.stringify(m.params?.allowedValue));
+      else if (m.keyword === 'type' && m.params?.type === 'null') values.push('null');
+      else return false;
+      return true;
+    });
+    if (members.length === 0 || !enumLike) continue;
+    for (const m of members) replaced.add(m);
+    named.set(union, { ...union, keyword: 'enum', message: `must be one of ${values.join(', ')}` });
+  }
+  return issues.filter((i) => !replaced.has(i)).map((i) => named.get(i) ?? i);
 }
 
 /** Maps PostgreSQL's constraint errors to problems a caller can act on; anything else stays a 500. */
@@ -47,7 +77,7 @@ export function validationProblem(
   part: string,
   code: ProblemCode = 'VALIDATION_FAILED',
 ): ProblemError {
-  const errors: FieldError[] = issues
+  const errors: FieldError[] = namingAllowedValues(issues)
     .filter((issue) => issue.keyword !== 'boolean')
     .flatMap((issue) => {
       const at = `/${part}${issue.instancePath ?? ''}`;

@@ -3,7 +3,7 @@ import type { Database } from '../db/types.ts';
 import { prepared } from '../db/statements.ts';
 import { problem } from '../errors.ts';
 import { PAGE_LIMIT_DEFAULT, PAGE_LIMIT_MAX, TOTAL_CAP, type Page, type PageQuery } from './page-query.ts';
-import { badCursor, decodeCursor, encodeCursor, type Cursor } from './cursor.ts';
+import { badCursor, decodeCursor, encodeCursor, filterDigest, type Cursor } from './cursor.ts';
 
 /**
  * Lists, generated and hand-written alike: the same query parameters (limit, offset, sort, after),
@@ -37,7 +37,10 @@ export interface ListSource {
   idType?: 'uuid' | 'text';
   /** Conditions every listed row meets (e.g. `deleted_at is null`); they apply to the count too. */
   where: readonly string[];
-  /** Sort key → its column; nullable when the column may hold null (nulls sort last ascending). */
+  /**
+   * Sort key → what it orders by (a column, or an expression over columns such as an enum's
+   * declared position); nullable when it may be null. Nulls come last in both directions.
+   */
   sorts: Readonly<Record<string, { column: string; nullable?: boolean }>>;
   /**
    * The sort whose order the capped count walks (default: the first sort), so it reads the first
@@ -59,20 +62,64 @@ export interface ListFilter {
    * each counted row, where it cost a pass-through of up to 10,001 rows (about 0.4 ms a list).
    */
   guard?: string;
+  /**
+   * Select-list expressions beside the row's, their text fixed at boot (an expanded reference
+   * read in the same statement, framework/query/compile.ts): no parameters.
+   */
+  columns?: readonly string[];
+  /**
+   * The conditions' text varies with the request (a query's filters): such texts are kept, and
+   * run prepared, only up to a bound per list; past it they are built on each call and run unnamed.
+   */
+  varies?: boolean;
+  /**
+   * What a cursor given under this filter is bound to, when the conditions and values are not the
+   * right words for it: a query's filters as the request wrote them (`deadline=lt.now` is the same
+   * filter on every page of a walk, though `now` is a new value on each).
+   */
+  binding?: string;
 }
 
 const NO_FILTER: ListFilter = { conditions: [], params: [] };
 
-type CursorKind = 'none' | 'value' | 'null';
+/** Statement texts a list keeps for filters that vary with the request (ListFilter.varies). */
+export const QUERY_SHAPES_PER_LIST = 32;
+
+/** Sorts a list keeps read: the single keys are few; several keys combine into many. */
+const ORDERS_KEPT = 256;
+
+/** One key of an order: what it sorts by, whether it may be null, and its direction. */
+interface OrderKey {
+  expr: string;
+  nullable: boolean;
+  descending: boolean;
+}
+
+/** Where a page starts, per key of the order: after a value ('v') or within the null rows ('n'); none on a first page. */
+type CursorShape = string;
+
+/** What a cursor given under a filter is bound to: the filter's written form, or its conditions and values. */
+export const filterBinding = (filter: ListFilter): string =>
+  filter.binding ??
+  (filter.conditions.length === 0 && filter.params.length === 0
+    ? ''
+    : JSON.stringify([filter.conditions, filter.params], (_key, value) =>
+        typeof value === 'bigint' ? value.toString() : value,
+      ));
 
 /**
- * Reads pages of one source. Each statement text is built once per (sort, cursor kind, filter)
- * and run as a prepared statement. Raw row values come back keyed by column, with the sort
- * value and the capped count beside them.
+ * Reads pages of one source, in the order of one or several sort keys (`sort=priority,-deadline`).
+ * Each statement text is built once per (sort, cursor shape, filter) and run as a prepared
+ * statement. Raw row values come back keyed by column, with the sort value (one key's as text,
+ * several keys' as an array), the id and the capped count beside them.
  */
 export class KeysetPager {
   readonly source: ListSource;
+  /** Texts for the declared shapes (no varying filter): a small set, each prepared. */
   private readonly texts = new Map<string, string>();
+  /** Texts for filters that vary with the request, up to QUERY_SHAPES_PER_LIST. */
+  private readonly queryTexts = new Map<string, string>();
+  private readonly orders = new Map<string, OrderKey[]>();
 
   constructor(source: ListSource) {
     this.source = source;
@@ -80,28 +127,29 @@ export class KeysetPager {
 
   /** The statement the page runs, and its parameters: what the list executes, for EXPLAIN too. */
   statement(query: PageQuery, filter: ListFilter = NO_FILTER): { text: string; params: unknown[]; cursor?: Cursor } {
-    const key = this.sortKey(query.sort);
+    const keys = this.order(query.sort);
     if (query.after !== undefined && query.offset > 0) {
       throw problem('VALIDATION_FAILED', 'offset and after do not combine: after already says where the page starts', {
         errors: [{ pointer: '/querystring/offset', message: 'must be 0 (or left out) with after' }],
       });
     }
-    const cursor = query.after !== undefined ? decodeCursor(query.after, query.sort, this.source.idType) : undefined;
-    if (cursor && cursor.value === null && !key.nullable) throw badCursor('after is not a cursor this list gave');
-    const kind: CursorKind = !cursor ? 'none' : cursor.value === null ? 'null' : 'value';
+    const cursor =
+      query.after !== undefined
+        ? decodeCursor(query.after, query.sort, this.source.idType, filterBinding(filter))
+        : undefined;
+    const values = cursor ? cursorValues(cursor, keys) : undefined;
+    const shape: CursorShape = values ? values.map((v) => (v === null ? 'n' : 'v')).join('') : '';
     // A cursor that carries the walk's count spares its page the count.
     const counts = cursor?.total === undefined;
     // One row more than the page: its presence is what says there is a next page.
     const rows = query.offset === 0 && PLANNED_PAGE_SIZES.has(query.limit) ? query.limit + 1 : undefined;
-    const cacheKey = `${query.sort}\u0000${kind}\u0000${rows ?? '$'}\u0000${counts ? 'count' : ''}\u0000${filter.guard ?? ''}\u0000${filter.conditions.join('\u0000')}`;
-    let text = this.texts.get(cacheKey);
-    if (!text) {
-      text = prepared(this.build(query.sort, kind, filter, rows, counts));
-      this.texts.set(cacheKey, text);
-    }
+    const cacheKey = `${query.sort}\u0000${shape}\u0000${rows ?? '$'}\u0000${counts ? 'count' : ''}\u0000${filter.guard ?? ''}\u0000${(filter.columns ?? []).join('\u0000')}\u0000${filter.conditions.join('\u0000')}`;
+    const text = this.text(cacheKey, filter.varies === true || keys.length > 1, () =>
+      this.build(keys, shape, filter, rows, counts),
+    );
     const params = [...filter.params];
-    if (kind === 'value') params.push(cursor!.value, cursor!.id);
-    if (kind === 'null') params.push(cursor!.id);
+    for (const value of values ?? []) if (value !== null) params.push(value);
+    if (cursor) params.push(cursor.id);
     if (rows === undefined) params.push(query.limit + 1, query.offset);
     return { text, params, ...(cursor ? { cursor } : {}) };
   }
@@ -109,12 +157,24 @@ export class KeysetPager {
   /** The capped count on its own (for a page that came back empty): what `total` costs. */
   countStatement(filter: ListFilter = NO_FILTER): { text: string; params: unknown[] } {
     const key = `count\u0000${filter.guard ?? ''}\u0000${filter.conditions.join('\u0000')}`;
-    let text = this.texts.get(key);
-    if (!text) {
-      text = prepared(`select ${this.cappedCount(filter)} as n`);
-      this.texts.set(key, text);
-    }
+    const text = this.text(key, filter.varies === true, () => `select ${this.cappedCount(filter)} as n`);
     return { text, params: [...filter.params] };
+  }
+
+  /**
+   * A statement's text: kept and prepared once built, for a declared shape always, for one that
+   * varies with the request (`varies`) while the list keeps fewer than QUERY_SHAPES_PER_LIST;
+   * past that, built for the call and run unnamed, so no request can make a connection hold an
+   * unbounded number of prepared statements.
+   */
+  private text(key: string, varies: boolean, build: () => string): string {
+    const kept = varies ? this.queryTexts : this.texts;
+    const found = kept.get(key);
+    if (found) return found;
+    const text = build();
+    if (varies && kept.size >= QUERY_SHAPES_PER_LIST) return text;
+    kept.set(key, prepared(text));
+    return text;
   }
 
   async page(
@@ -129,7 +189,7 @@ export class KeysetPager {
     } catch (err) {
       throw this.failure(err, cursor);
     }
-    return this.answer(rows, query, cursor, async () => {
+    return this.answer(rows, query, cursor, filter, async () => {
       const count = this.countStatement(filter);
       return Number((await db.executeQuery<{ n: string }>(CompiledQuery.raw(count.text, count.params))).rows[0]!.n);
     });
@@ -154,12 +214,14 @@ export class KeysetPager {
   /**
    * The page from the rows of its statement. The total comes with them, or with the cursor when it
    * carries the walk's count; only an empty page past the first without one cannot tell it, and
-   * then `count` (the capped count, countStatement) is asked. `next` carries the count on.
+   * then `count` (the capped count, countStatement) is asked. `next` carries the count on, and is
+   * bound to the filter the page was read under.
    */
   async answer(
     rows: Record<string, unknown>[],
     query: PageQuery,
     cursor: Cursor | undefined,
+    filter: ListFilter,
     count: () => Promise<number>,
   ): Promise<Page<Record<string, unknown>>>;
   /** The same, each item made by `shape` from its row (which then keeps the pager's own columns). */
@@ -167,6 +229,7 @@ export class KeysetPager {
     rows: Record<string, unknown>[],
     query: PageQuery,
     cursor: Cursor | undefined,
+    filter: ListFilter,
     count: () => Promise<number>,
     shape: (row: Record<string, unknown>) => T,
   ): Promise<Page<T>>;
@@ -174,6 +237,7 @@ export class KeysetPager {
     rows: Record<string, unknown>[],
     query: PageQuery,
     cursor: Cursor | undefined,
+    filter: ListFilter,
     count: () => Promise<number>,
     shape?: (row: Record<string, unknown>) => T,
   ): Promise<Page<T | Record<string, unknown>>> {
@@ -185,9 +249,16 @@ export class KeysetPager {
     const more = rows.length > query.limit;
     const items = more ? rows.slice(0, query.limit) : rows;
     const last = items.at(-1);
+    const binding = filterBinding(filter);
     const next =
       more && last
-        ? encodeCursor({ sort: query.sort, value: last.__sort as string | null, id: String(last.__id), total: counted })
+        ? encodeCursor({
+            sort: query.sort,
+            value: last.__sort as Cursor['value'],
+            id: String(last.__id),
+            total: counted,
+            ...(binding ? { filters: filterDigest(binding) } : {}),
+          })
         : null;
     const page = {
       total: Math.min(counted, TOTAL_CAP),
@@ -213,12 +284,22 @@ export class KeysetPager {
     };
   }
 
-  private sortKey(sort: string): { column: string; nullable: boolean; descending: boolean } {
-    const descending = sort.startsWith('-');
-    const key = this.source.sorts[descending ? sort.slice(1) : sort];
-    // The query schema allows only declared sorts; anything else is a caller of this class at fault.
-    if (!key) throw new Error(`no sort ${sort} on ${this.source.from}`);
-    return { column: key.column, nullable: key.nullable === true, descending };
+  /** The sort keys a list's `sort` names; 422 for a key it does not sort by. */
+  order(sort: string): OrderKey[] {
+    const kept = this.orders.get(sort);
+    if (kept) return kept;
+    const names = sort.split(',');
+    const seen = new Set<string>();
+    const keys = names.map((written) => {
+      const descending = written.startsWith('-');
+      const name = descending ? written.slice(1) : written;
+      const key = this.source.sorts[name];
+      if (!key || seen.has(name)) throw sortRefusal(Object.keys(this.source.sorts), written, seen.has(name));
+      seen.add(name);
+      return { expr: key.column, nullable: key.nullable === true, descending };
+    });
+    if (this.orders.size < ORDERS_KEPT) this.orders.set(sort, keys);
+    return keys;
   }
 
   private conditions(filter: ListFilter): string[] {
@@ -232,41 +313,98 @@ export class KeysetPager {
    */
   private cappedCount(filter: ListFilter): string {
     const where = this.conditions(filter);
-    const by = this.sortKey(this.source.countBy ?? Object.keys(this.source.sorts)[0]!).column;
+    const by = this.source.sorts[this.source.countBy ?? Object.keys(this.source.sorts)[0]!]!.column;
     const count = `(select count(*) from (select 1 from ${this.source.from}${where.length ? ` where ${where.join(' and ')}` : ''} order by ${by}, ${this.source.id} limit ${TOTAL_CAP + 1}) capped)`;
     return filter.guard ? `(select case when ${filter.guard} then ${count} end)` : count;
   }
 
   /**
    * The page's statement; `rows`, when given, is its limit written as a constant, with no offset;
-   * `counts`, whether it counts the total beside the rows.
+   * `counts`, whether it counts the total beside the rows. The order is the keys', then the id in
+   * the last key's direction; nulls come last whichever the direction.
    */
-  private build(sort: string, kind: CursorKind, filter: ListFilter, rows: number | undefined, counts: boolean): string {
-    const { column, nullable, descending } = this.sortKey(sort);
+  private build(
+    keys: OrderKey[],
+    shape: CursorShape,
+    filter: ListFilter,
+    rows: number | undefined,
+    counts: boolean,
+  ): string {
     const id = this.source.id;
-    const n = filter.params.length;
-    const $ = (i: number) => `$${n + i}`;
-    const idParam = (i: number) => `${$(i)}::${this.source.idType ?? 'uuid'}`;
+    let n = filter.params.length;
+    const next$ = () => `$${++n}`;
     const where = this.conditions(filter);
     if (filter.guard) where.push(filter.guard);
-    const op = descending ? '<' : '>';
-    // Ascending puts nulls last and descending first (PostgreSQL's defaults, which the indexes share).
-    if (kind === 'value') {
-      const rowCompare = `(${column}, ${id}) ${op} (${$(1)}, ${idParam(2)})`;
-      where.push(nullable && !descending ? `(${rowCompare} or ${column} is null)` : rowCompare);
-    } else if (kind === 'null') {
-      where.push(
-        descending
-          ? `((${column} is null and ${id} < ${idParam(1)}) or ${column} is not null)`
-          : `(${column} is null and ${id} > ${idParam(1)})`,
-      );
+    const descending = keys.at(-1)!.descending;
+    if (shape !== '') {
+      const values = [...shape].map((kind) => (kind === 'v' ? next$() : null));
+      const idParam = `${next$()}::${this.source.idType ?? 'uuid'}`;
+      where.push(keyset(keys, values, id, idParam));
     }
-    const next = kind === 'value' ? 3 : kind === 'null' ? 2 : 1;
-    const direction = descending ? 'desc' : 'asc';
+    const limit = rows ?? `${next$()} offset ${next$()}`;
+    const direction = (d: boolean) => (d ? 'desc' : 'asc');
+    const order = keys.map(
+      (k) => `${k.expr} ${direction(k.descending)}${k.descending && k.nullable ? ' nulls last' : ''}`,
+    );
+    const sortValue =
+      keys.length === 1 ? `${keys[0]!.expr}::text` : `array[${keys.map((k) => `${k.expr}::text`).join(', ')}]`;
+    const columns = filter.columns?.length ? `, ${filter.columns.join(', ')}` : '';
     const total = counts ? `, ${this.cappedCount(filter)} as "__total"` : '';
-    return `select ${this.source.select}, ${column}::text as "__sort", ${id} as "__id"${total}
+    return `select ${this.source.select}${columns}, ${sortValue} as "__sort", ${id} as "__id"${total}
   from ${this.source.from}${where.length ? `\n where ${where.join('\n   and ')}` : ''}
- order by ${column} ${direction}, ${id} ${direction}
- limit ${rows ?? `${$(next)} offset ${$(next + 1)}`}`;
+ order by ${[...order, `${id} ${direction(descending)}`].join(', ')}
+ limit ${limit}`;
   }
+}
+
+/**
+ * The rows after a cursor in the order of `keys` (then the id): `values` holds, per key, the
+ * parameter with the cursor's value, or null where the cursor is among the rows without one.
+ * Nulls come last in both directions, so nothing follows a null on its key but more nulls.
+ * Where every key goes one way and none may be null, one row comparison, which an index on the
+ * keys and the id reads as a range; else the comparison spelt out key by key.
+ */
+function keyset(keys: OrderKey[], values: (string | null)[], id: string, idParam: string): string {
+  const op = (k: { descending: boolean }) => (k.descending ? '<' : '>');
+  const last = keys.at(-1)!;
+  const uniform = keys.every((k) => k.descending === last.descending);
+  if (uniform && values.every((v) => v !== null)) {
+    const rowCompare = `(${[...keys.map((k) => k.expr), id].join(', ')}) ${op(last)} (${[...values, idParam].join(', ')})`;
+    if (keys.every((k) => !k.nullable)) return rowCompare;
+    if (keys.length === 1) return `(${rowCompare} or ${last.expr} is null)`;
+  }
+  const disjuncts: string[] = [];
+  const equal: string[] = [];
+  keys.forEach((k, i) => {
+    const value = values[i];
+    if (value === null || value === undefined) {
+      equal.push(`${k.expr} is null`);
+      return;
+    }
+    const after = `${k.expr} ${op(k)} ${value}`;
+    disjuncts.push([...equal, k.nullable ? `(${after} or ${k.expr} is null)` : after].join(' and '));
+    equal.push(`${k.expr} = ${value}`);
+  });
+  disjuncts.push([...equal, `${id} ${op(last)} ${idParam}`].join(' and '));
+  return disjuncts.length === 1 ? `(${disjuncts[0]})` : `(${disjuncts.map((d) => `(${d})`).join(' or ')})`;
+}
+
+/** A cursor's values, one per key of the order (a single key's value as it stands); 422 for any other shape. */
+function cursorValues(cursor: Cursor, keys: OrderKey[]): (string | null)[] {
+  const values = keys.length === 1 ? [cursor.value] : cursor.value;
+  if (
+    !Array.isArray(values) ||
+    values.length !== keys.length ||
+    values.some((v, i) => (v === null ? !keys[i]!.nullable : typeof v !== 'string'))
+  ) {
+    throw badCursor('after is not a cursor this list gave');
+  }
+  return values as (string | null)[];
+}
+
+function sortRefusal(names: string[], written: string, repeated: boolean) {
+  const message = repeated
+    ? `sort names ${written.replace(/^-/, '')} twice; name each field once`
+    : `sort takes ${names.join(', ')}, each also with "-" for descending, several separated by commas (sort=${names[0]},-${names.at(-1)}); "${written}" is not one of them`;
+  return problem('VALIDATION_FAILED', message, { errors: [{ pointer: '/querystring/sort', message }] });
 }

@@ -58,6 +58,9 @@ function typesOf(schema: Schema, resolve: (s: unknown) => Schema): Set<string> |
     return new Set([
       schema.const === null ? 'null' : typeof schema.const === 'number' ? 'number' : typeof schema.const,
     ]);
+  // An enum admits the types of its values only (a sort's names are strings).
+  if (Array.isArray(schema.enum) && typeof schema.type !== 'string' && !Array.isArray(schema.type))
+    return new Set(schema.enum.map((v) => (v === null ? 'null' : typeof v === 'number' ? 'number' : typeof v)));
   if (typeof schema.type === 'string') return new Set([schema.type === 'integer' ? 'integer' : schema.type]);
   if (Array.isArray(schema.type)) return new Set(schema.type as string[]);
   return undefined;
