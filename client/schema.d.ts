@@ -21,6 +21,32 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/api/v1/auth/cors-origins": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * The origins whose pages may call the API with a token
+         * @description A page served from a listed origin may call this tenant's API with a personal access token (Authorization: Bearer): the API answers its preflights (OPTIONS) and its requests with Access-Control-Allow-Origin naming that origin, and never with Access-Control-Allow-Credentials, so no cookie is ever used across origins. A preflight may ask for the headers Authorization, Content-Type, Idempotency-Key. The installation's own origins (server.cors_origins) are listed for every tenant besides these.
+         */
+        get: operations["auth-cors-origins-read"];
+        /**
+         * Set the origins whose pages may call the API with a token
+         * @description A page served from a listed origin may call this tenant's API with a personal access token (Authorization: Bearer): the API answers its preflights (OPTIONS) and its requests with Access-Control-Allow-Origin naming that origin, and never with Access-Control-Allow-Credentials, so no cookie is ever used across origins. A preflight may ask for the headers Authorization, Content-Type, Idempotency-Key. The installation's own origins (server.cors_origins) are listed for every tenant besides these.
+         *
+         *     Sends the complete list (at most 50; empty: none). Each is stored as a browser sends it: lower-case, without the scheme's default port, deduplicated and sorted. An entry that is no origin (a path, a query, credentials, another scheme, *) is 422 VALIDATION_FAILED pointing at it. Takes effect at the next request, in every process.
+         */
+        put: operations["auth-cors-origins-put"];
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/api/v1/auth/login": {
         parameters: {
             query?: never;
@@ -102,7 +128,7 @@ export interface paths {
         put?: never;
         /**
          * Change the caller's password
-         * @description Needs the password in force. Stores the new one, ends every other session of the person and keeps the caller's; publishes user.password_set.
+         * @description Needs the password in force. Stores the new one, ends every other session of the person and keeps the caller's, and keeps the person's personal access tokens (a reset or an administrator's set-password ends them); publishes user.password_set.
          *
          *     A wrong currentPassword is 422 VALIDATION_FAILED pointing at /body/currentPassword (the caller is signed in, so 401 would wrongly say otherwise); it counts as a failed sign-in of the client address, so the same 429 ErrTooManyAttempts applies.
          */
@@ -146,7 +172,7 @@ export interface paths {
         put?: never;
         /**
          * Set a new password with the token from a mailed link
-         * @description Redeems the set-password token (once), stores the new password, makes an invited user active, ends every session of the person including the caller's and clears the cookie; publishes auth.password_reset and user.password_set.
+         * @description Redeems the set-password token (once), stores the new password, makes an invited user active, ends every session and every personal access token of the person, the caller's session included, and clears the cookie; publishes auth.password_reset and user.password_set.
          *
          *     An unknown, spent or expired token is one 401 TOKEN_INVALID. A deactivated user is 409 INVALID_STATE and the token stays unspent.
          *
@@ -200,6 +226,8 @@ export interface paths {
          *     Publishes auth.role_set with the list before (null for a new role) and after, only when the list changed.
          *
          *     A list without * for the role that gives it to the tenant's last administrator (the last active user holding every permission) is 409 LAST_ADMINISTRATOR, nothing written.
+         *
+         *     Takes the session cookie only: what a role grants is never changed with a personal access token (an Authorization: Bearer header is ignored here, so a token alone is 401 AUTH_REQUIRED).
          */
         put: operations["auth-role-put"];
         post?: never;
@@ -210,6 +238,8 @@ export interface paths {
          *     404 NOT_FOUND for a role this tenant does not have. 409 LAST_ADMINISTRATOR when the role is what makes the tenant's last administrator (the last active user holding every permission, *): nothing is deleted.
          *
          *     Publishes auth.role_set with the list before and after null.
+         *
+         *     Takes the session cookie only: what a role grants is never changed with a personal access token (an Authorization: Bearer header is ignored here, so a token alone is 401 AUTH_REQUIRED).
          */
         delete: operations["auth-role-delete"];
         options?: never;
@@ -990,7 +1020,7 @@ export interface paths {
         put?: never;
         /**
          * Set the roles a user holds
-         * @description Sends the complete role set. Names are trimmed, lower-cased, deduplicated and sorted before they are stored; a name no role of this tenant has is refused with 422 ROLE_UNKNOWN. The same set in any order changes nothing and publishes nothing; a different set publishes user.roles_set. A set that would leave the tenant with no active user holding every permission (*) is refused with 409 LAST_ADMINISTRATOR.
+         * @description Sends the complete role set. Names are trimmed, lower-cased, deduplicated and sorted before they are stored; a name no role of this tenant has is refused with 422 ROLE_UNKNOWN. The same set in any order changes nothing and publishes nothing; a different set publishes user.roles_set. A set that would leave the tenant with no active user holding every permission (*) is refused with 409 LAST_ADMINISTRATOR. Takes the session cookie only: a personal access token never changes roles (401 AUTH_REQUIRED).
          */
         post: operations["user-user-roles"];
         delete?: never;
@@ -1010,7 +1040,7 @@ export interface paths {
         put?: never;
         /**
          * Set a user’s password
-         * @description Stores the argon2id hash of the password and makes an invited user active, and ends every session of that person in the same transaction, as a reset does (the caller's own too when it names the caller; POST /api/v1/auth/password changes one's own password and keeps the current session). Setting it again, even to the same password, stores a new hash and publishes user.password_set again. Refused with 409 INVALID_STATE for a deactivated user.
+         * @description Stores the argon2id hash of the password and makes an invited user active, and ends every session and every personal access token of that person in the same transaction, as a reset does. Setting it again, even to the same password, stores a new hash and publishes user.password_set again. Refused with 409 INVALID_STATE for a deactivated user. Takes the session cookie only: a personal access token never sets a password (401 AUTH_REQUIRED). The caller's own password is refused with 403 USE_PASSWORD_CHANGE: POST /api/v1/auth/password changes it, asking for the current one, and keeps the caller's session and tokens.
          */
         post: operations["user-user-set-password"];
         delete?: never;
@@ -1133,9 +1163,29 @@ export interface paths {
         put?: never;
         /**
          * Send a test event to the endpoint
-         * @description Queues one delivery of a webhook.test event (data: the endpoint id) to this endpoint, active or not; it shows in the delivery log like any other.
+         * @description Queues one delivery of a webhook.test event (data: the endpoint id) to this endpoint, active or not, and answers the endpoint with deliveryId: the id its first attempt takes in the delivery log (GET /api/v1/webhook/deliveries lists it once the attempt has ended; send-again takes it).
          */
         post: operations["webhook-endpoint-send-test-event"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/webhook/events": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * The events an endpoint may receive
+         * @description Every event name an endpoint’s events list may take, besides "*" (every event): the same names as the enum of the endpoint’s events items, each with the module that declares it and the resource that publishes it, sorted by name. The webhook module’s own requests (webhook.test_requested, webhook.redelivery_requested) are listed but never delivered: the module acts on them itself.
+         */
+        get: operations["webhook-event-list"];
+        put?: never;
+        post?: never;
         delete?: never;
         options?: never;
         head?: never;
@@ -1293,6 +1343,8 @@ export interface components {
                 endpoints: {
                     [key: string]: string;
                 };
+                /** @description The events the resource publishes, by name: its created, updated and deleted events and what its commands and hooks publish (what a webhook endpoint subscribes to). */
+                events: string[];
                 /** @description Fields a PATCH may not set: command-owned, create-only and system fields */
                 immutable: string[];
                 /** @description <module>.<entity> */
@@ -1320,6 +1372,10 @@ export interface components {
                 /** @description Fields a create may set */
                 writable: string[];
             }[];
+        };
+        AuthCorsOriginsPutRequest: {
+            /** @description The complete list, e.g. ["https://app.example.com", "http://localhost:5173"] */
+            origins: string[];
         };
         AuthPasswordChangeRequest: {
             currentPassword: string;
@@ -1414,27 +1470,34 @@ export interface components {
             /** @description 1–200 characters, counted as Unicode code points (an emoji is one, a combining mark one more). */
             title?: string;
         };
+        /** CorsOrigins */
+        CorsOrigins: {
+            /** @description Origins, scheme://host[:port] as a browser sends them (lower-case, no default port), sorted */
+            origins: string[];
+        };
         /** Webhook endpoint */
         Endpoint: {
             active: boolean | null;
             /** Format: date-time */
             createdAt: string;
+            /** @description Only in the answer of send-test-event: the id the test delivery’s first attempt takes in the delivery log (GET /api/v1/webhook/deliveries, once it has ended; send-again takes it). Null in every other answer. */
+            deliveryId: string | null;
             description: string | null;
             /**
-             * @description The event names it receives: names the service publishes (GET /api/v1/admin/resources lists them), or "*" for every event.
+             * @description The event names it receives: "*" for every event, or names the service publishes (the enum; GET /api/v1/webhook/events lists them with their module, and each resource of GET /api/v1/admin/resources lists its own). The webhook module’s own requests (webhook.test_requested, webhook.redelivery_requested) are acted on, never delivered.
              * @example [
              *       "*"
              *     ]
              */
-            events: string[];
+            events: ("*" | "auth.logged_in" | "auth.logged_out" | "auth.login_failed" | "auth.password_reset" | "auth.reset_requested" | "auth.role_set" | "auth.token_created" | "auth.token_revoked" | "billing.cancelled" | "billing.past_due" | "billing.plan.created" | "billing.plan.deleted" | "billing.plan.updated" | "billing.renewed" | "billing.subscribed" | "billing.subscription.created" | "billing.subscription.deleted" | "billing.subscription.updated" | "content.archived" | "content.content.created" | "content.content.deleted" | "content.content.updated" | "content.published" | "content.unpublished" | "file.deleted" | "file.uploaded" | "notification.created" | "notification.email_requested" | "notification.read" | "task.assigned" | "task.resolved" | "task.sla_breached" | "task.task.created" | "task.task.deleted" | "task.task.updated" | "tenant.created" | "tenant.host_added" | "tenant.host_removed" | "tenant.resumed" | "tenant.suspended" | "user.created" | "user.deactivated" | "user.deleted" | "user.invited" | "user.password_set" | "user.roles_set" | "user.updated" | "webhook.endpoint.created" | "webhook.endpoint.deleted" | "webhook.endpoint.secret_rotated" | "webhook.endpoint.updated" | "webhook.redelivery_requested" | "webhook.test_requested")[];
             /** Format: uuid */
             id: string;
-            /** @description The signing secret (whsec_…): only in the answer of the create and of rotate-secret, null in every other; keep it, no read shows it again. */
+            /** @description The signing secret (whsec_…): only in the answer of the create and of rotate-secret, null in every other; keep it, no read shows it again. A secret shown once: a replay of either answer (the same Idempotency-Key) has null here and names /signingSecret in its header Idempotent-Secrets-Withheld. */
             signingSecret: string | null;
             /** Format: date-time */
             updatedAt: string;
             /**
-             * @description Where the events are POSTed: an https:// URL (http:// only where webhooks.allow_http is on), with no user name or password. Its host must resolve to public addresses unless webhooks.allow_private_networks is on; redirects are not followed.
+             * @description Where the events are POSTed: an https:// URL (http:// only where webhooks.allow_http is on), with a host and no user name or password. A URL no delivery could reach is refused with 422 VALIDATION_FAILED, naming the setting: http:// while webhooks.allow_http is off, a literal private, loopback or other non-public address while webhooks.allow_private_networks is off, an empty authority (http:///x). A host name must resolve to public addresses when each delivery is made; redirects are not followed.
              * @example https://hooks.example.com/tenantry
              */
             url: string;
@@ -1448,14 +1511,14 @@ export interface components {
             /** @description What the endpoint is for. */
             description?: string;
             /**
-             * @description The event names it receives: names the service publishes (GET /api/v1/admin/resources lists them), or "*" for every event.
+             * @description The event names it receives: "*" for every event, or names the service publishes (the enum; GET /api/v1/webhook/events lists them with their module, and each resource of GET /api/v1/admin/resources lists its own). The webhook module’s own requests (webhook.test_requested, webhook.redelivery_requested) are acted on, never delivered.
              * @example [
              *       "*"
              *     ]
              */
-            events: string[];
+            events: ("*" | "auth.logged_in" | "auth.logged_out" | "auth.login_failed" | "auth.password_reset" | "auth.reset_requested" | "auth.role_set" | "auth.token_created" | "auth.token_revoked" | "billing.cancelled" | "billing.past_due" | "billing.plan.created" | "billing.plan.deleted" | "billing.plan.updated" | "billing.renewed" | "billing.subscribed" | "billing.subscription.created" | "billing.subscription.deleted" | "billing.subscription.updated" | "content.archived" | "content.content.created" | "content.content.deleted" | "content.content.updated" | "content.published" | "content.unpublished" | "file.deleted" | "file.uploaded" | "notification.created" | "notification.email_requested" | "notification.read" | "task.assigned" | "task.resolved" | "task.sla_breached" | "task.task.created" | "task.task.deleted" | "task.task.updated" | "tenant.created" | "tenant.host_added" | "tenant.host_removed" | "tenant.resumed" | "tenant.suspended" | "user.created" | "user.deactivated" | "user.deleted" | "user.invited" | "user.password_set" | "user.roles_set" | "user.updated" | "webhook.endpoint.created" | "webhook.endpoint.deleted" | "webhook.endpoint.secret_rotated" | "webhook.endpoint.updated" | "webhook.redelivery_requested" | "webhook.test_requested")[];
             /**
-             * @description Where the events are POSTed: an https:// URL (http:// only where webhooks.allow_http is on), with no user name or password. Its host must resolve to public addresses unless webhooks.allow_private_networks is on; redirects are not followed.
+             * @description Where the events are POSTed: an https:// URL (http:// only where webhooks.allow_http is on), with a host and no user name or password. A URL no delivery could reach is refused with 422 VALIDATION_FAILED, naming the setting: http:// while webhooks.allow_http is off, a literal private, loopback or other non-public address while webhooks.allow_private_networks is off, an empty authority (http:///x). A host name must resolve to public addresses when each delivery is made; redirects are not followed.
              * @example https://hooks.example.com/tenantry
              */
             url: string;
@@ -1493,14 +1556,14 @@ export interface components {
             /** @description What the endpoint is for. */
             description?: string;
             /**
-             * @description The event names it receives: names the service publishes (GET /api/v1/admin/resources lists them), or "*" for every event.
+             * @description The event names it receives: "*" for every event, or names the service publishes (the enum; GET /api/v1/webhook/events lists them with their module, and each resource of GET /api/v1/admin/resources lists its own). The webhook module’s own requests (webhook.test_requested, webhook.redelivery_requested) are acted on, never delivered.
              * @example [
              *       "*"
              *     ]
              */
-            events?: string[];
+            events?: ("*" | "auth.logged_in" | "auth.logged_out" | "auth.login_failed" | "auth.password_reset" | "auth.reset_requested" | "auth.role_set" | "auth.token_created" | "auth.token_revoked" | "billing.cancelled" | "billing.past_due" | "billing.plan.created" | "billing.plan.deleted" | "billing.plan.updated" | "billing.renewed" | "billing.subscribed" | "billing.subscription.created" | "billing.subscription.deleted" | "billing.subscription.updated" | "content.archived" | "content.content.created" | "content.content.deleted" | "content.content.updated" | "content.published" | "content.unpublished" | "file.deleted" | "file.uploaded" | "notification.created" | "notification.email_requested" | "notification.read" | "task.assigned" | "task.resolved" | "task.sla_breached" | "task.task.created" | "task.task.deleted" | "task.task.updated" | "tenant.created" | "tenant.host_added" | "tenant.host_removed" | "tenant.resumed" | "tenant.suspended" | "user.created" | "user.deactivated" | "user.deleted" | "user.invited" | "user.password_set" | "user.roles_set" | "user.updated" | "webhook.endpoint.created" | "webhook.endpoint.deleted" | "webhook.endpoint.secret_rotated" | "webhook.endpoint.updated" | "webhook.redelivery_requested" | "webhook.test_requested")[];
             /**
-             * @description Where the events are POSTed: an https:// URL (http:// only where webhooks.allow_http is on), with no user name or password. Its host must resolve to public addresses unless webhooks.allow_private_networks is on; redirects are not followed.
+             * @description Where the events are POSTed: an https:// URL (http:// only where webhooks.allow_http is on), with a host and no user name or password. A URL no delivery could reach is refused with 422 VALIDATION_FAILED, naming the setting: http:// while webhooks.allow_http is off, a literal private, loopback or other non-public address while webhooks.allow_private_networks is off, an empty authority (http:///x). A host name must resolve to public addresses when each delivery is made; redirects are not followed.
              * @example https://hooks.example.com/tenantry
              */
             url?: string;
@@ -1946,7 +2009,7 @@ export interface components {
             displayName: string | null;
             /**
              * Format: email
-             * @description The address the person signs in with; unique in the tenant, compared case-insensitively.
+             * @description The address the person signs in with (and where a reset link goes); unique in the tenant, compared case-insensitively. Changing it takes the session cookie: with a personal access token it is 401 AUTH_REQUIRED.
              */
             email: string;
             /** Format: uuid */
@@ -1972,7 +2035,7 @@ export interface components {
             displayName: string;
             /**
              * Format: email
-             * @description The address the person signs in with; unique in the tenant, compared case-insensitively.
+             * @description The address the person signs in with (and where a reset link goes); unique in the tenant, compared case-insensitively. Changing it takes the session cookie: with a personal access token it is 401 AUTH_REQUIRED.
              */
             email: string;
         };
@@ -2005,7 +2068,7 @@ export interface components {
             displayName: string;
             /**
              * Format: email
-             * @description The address the person signs in with; unique in the tenant, compared case-insensitively.
+             * @description The address the person signs in with (and where a reset link goes); unique in the tenant, compared case-insensitively. Changing it takes the session cookie: with a personal access token it is 401 AUTH_REQUIRED.
              */
             email?: string;
         };
@@ -2017,7 +2080,7 @@ export interface components {
             displayName: string;
             /**
              * Format: email
-             * @description The address the person signs in with; unique in the tenant, compared case-insensitively.
+             * @description The address the person signs in with (and where a reset link goes); unique in the tenant, compared case-insensitively. Changing it takes the session cookie: with a personal access token it is 401 AUTH_REQUIRED.
              */
             email: string;
             /** @description Roles granted with the invitation, in the same transaction; each must exist in this tenant. */
@@ -2067,6 +2130,18 @@ export interface components {
             /** @description False when there are more than 10000 rows and total stopped counting at 10000. */
             totalExact: boolean;
         };
+        WebhookEventListResponse: {
+            events: components["schemas"]["WebhookEventName"][];
+        };
+        /** WebhookEventName */
+        WebhookEventName: {
+            /** @description The module that declares it. */
+            module: string;
+            /** @description The event name, as an endpoint’s events list takes it. */
+            name: string;
+            /** @description The resource publishing it (<module>.<entity>, as GET /api/v1/admin/resources keys it), or null for an event of the module itself (a sign-in, an upload). */
+            resource: string | null;
+        };
     };
     responses: never;
     parameters: never;
@@ -2105,6 +2180,221 @@ export interface operations {
             };
             /** @description No site at this host, or no such resource */
             404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Too many failed sign-ins or bearer-token attempts from this client address (ErrTooManyAttempts); Retry-After says when to try again */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Request headers over 16 KB (HEADERS_TOO_LARGE), refused before any route runs */
+            431: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Unexpected error */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Database busy (DB_BUSY: every connection stayed in use), a statement past its time limit (DB_TIMEOUT) or the database unreachable (DB_UNAVAILABLE): retry after the Retry-After seconds. Only a 2xx acknowledges a write */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    "auth-cors-origins-read": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The tenant's origins */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["CorsOrigins"];
+                };
+            };
+            /** @description Not signed in (AUTH_REQUIRED), or a bearer token unknown, expired, revoked or of another tenant (TOKEN_INVALID) */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Missing permission (AUTH_FORBIDDEN) or operator permission outside the operator tenant (AUTH_NOT_OPERATOR) */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description No site at this host, or no such resource */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Too many failed sign-ins or bearer-token attempts from this client address (ErrTooManyAttempts); Retry-After says when to try again */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Request headers over 16 KB (HEADERS_TOO_LARGE), refused before any route runs */
+            431: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Unexpected error */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Database busy (DB_BUSY: every connection stayed in use), a statement past its time limit (DB_TIMEOUT) or the database unreachable (DB_UNAVAILABLE): retry after the Retry-After seconds. Only a 2xx acknowledges a write */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    "auth-cors-origins-put": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["AuthCorsOriginsPutRequest"];
+            };
+        };
+        responses: {
+            /** @description The tenant's origins, as stored */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["CorsOrigins"];
+                };
+            };
+            /** @description Malformed request */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Not signed in (AUTH_REQUIRED), or a bearer token unknown, expired, revoked or of another tenant (TOKEN_INVALID) */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Missing permission (AUTH_FORBIDDEN) or operator permission outside the operator tenant (AUTH_NOT_OPERATOR); sent from another site (AUTH_CROSS_SITE: Sec-Fetch-Site other than same-origin/none, or an Origin naming another host) */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description No site at this host, or no such resource */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Conflict with the current state */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Body larger than 1048576 bytes (PAYLOAD_TOO_LARGE) */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Body not JSON; form-encoded bodies are refused (UNSUPPORTED_MEDIA_TYPE) */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Validation failed */
+            422: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -2851,7 +3141,7 @@ export interface operations {
     "auth-role-list": {
         parameters: {
             query?: {
-                /** @description Opaque cursor: the "next" of the previous page, with the same sort. Answers the rows after that page (keyset paging). A cursor this list did not give, or one given for another sort, is 422 VALIDATION_FAILED. */
+                /** @description Opaque, signed cursor: the "next" of the previous page, with the same sort and filters. Answers the rows after that page (keyset paging). A cursor this list did not give (another list's, another tenant's, one given with other filters, an edited or unsigned one), or one given for another sort, is 422 VALIDATION_FAILED. */
                 after?: string;
                 /** @description Page size, 1 to 100. */
                 limit?: number;
@@ -3001,7 +3291,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Not signed in (AUTH_REQUIRED), or a bearer token unknown, expired, revoked or of another tenant (TOKEN_INVALID) */
+            /** @description Not signed in (AUTH_REQUIRED) */
             401: {
                 headers: {
                     [name: string]: unknown;
@@ -3073,15 +3363,6 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Too many failed sign-ins or bearer-token attempts from this client address (ErrTooManyAttempts); Retry-After says when to try again */
-            429: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"];
-                };
-            };
             /** @description Request headers over 16 KB (HEADERS_TOO_LARGE), refused before any route runs */
             431: {
                 headers: {
@@ -3139,7 +3420,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Not signed in (AUTH_REQUIRED), or a bearer token unknown, expired, revoked or of another tenant (TOKEN_INVALID) */
+            /** @description Not signed in (AUTH_REQUIRED) */
             401: {
                 headers: {
                     [name: string]: unknown;
@@ -3211,15 +3492,6 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Too many failed sign-ins or bearer-token attempts from this client address (ErrTooManyAttempts); Retry-After says when to try again */
-            429: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"];
-                };
-            };
             /** @description Request headers over 16 KB (HEADERS_TOO_LARGE), refused before any route runs */
             431: {
                 headers: {
@@ -3252,7 +3524,7 @@ export interface operations {
     "auth-token-list": {
         parameters: {
             query?: {
-                /** @description Opaque cursor: the "next" of the previous page, with the same sort. Answers the rows after that page (keyset paging). A cursor this list did not give, or one given for another sort, is 422 VALIDATION_FAILED. */
+                /** @description Opaque, signed cursor: the "next" of the previous page, with the same sort and filters. Answers the rows after that page (keyset paging). A cursor this list did not give (another list's, another tenant's, one given with other filters, an edited or unsigned one), or one given for another sort, is 422 VALIDATION_FAILED. */
                 after?: string;
                 /** @description Page size, 1 to 100. */
                 limit?: number;
@@ -3743,7 +4015,7 @@ export interface operations {
         parameters: {
             query?: never;
             header?: {
-                /** @description Makes the request safe to retry: a key of 1-255 printable ASCII characters, new for each distinct request (a UUID does). For 24 hours the same key with the same request replays the first answer (its status and body, with the header Idempotent-Replayed: true) and does nothing again; with another method, path or body it answers 422 IDEMPOTENCY_KEY_REUSED. A request with the same key still running is waited for. Keys are per tenant and caller. A request that failed (any problem answer) leaves no key behind and may be retried with it. */
+                /** @description Makes the request safe to retry: a key of 1-255 printable ASCII characters, new for each distinct request (a UUID does). For 24 hours the same key with the same request replays the first answer (its status and body, with the header Idempotent-Replayed: true) and does nothing again; with another method, path or body it answers 422 IDEMPOTENCY_KEY_REUSED. A secret the first answer showed once (a field marked x-secret, such as a webhook endpoint's signingSecret) is not kept with the answer: the replay has null in its place, and its header Idempotent-Secrets-Withheld names the fields as JSON pointers (e.g. /signingSecret). A request with the same key still running is waited for. Keys are per tenant and caller. A request that failed (any problem answer) leaves no key behind and may be retried with it. */
                 "idempotency-key"?: string;
             };
             path?: never;
@@ -4359,7 +4631,7 @@ export interface operations {
         parameters: {
             query?: never;
             header?: {
-                /** @description Makes the request safe to retry: a key of 1-255 printable ASCII characters, new for each distinct request (a UUID does). For 24 hours the same key with the same request replays the first answer (its status and body, with the header Idempotent-Replayed: true) and does nothing again; with another method, path or body it answers 422 IDEMPOTENCY_KEY_REUSED. A request with the same key still running is waited for. Keys are per tenant and caller. A request that failed (any problem answer) leaves no key behind and may be retried with it. */
+                /** @description Makes the request safe to retry: a key of 1-255 printable ASCII characters, new for each distinct request (a UUID does). For 24 hours the same key with the same request replays the first answer (its status and body, with the header Idempotent-Replayed: true) and does nothing again; with another method, path or body it answers 422 IDEMPOTENCY_KEY_REUSED. A secret the first answer showed once (a field marked x-secret, such as a webhook endpoint's signingSecret) is not kept with the answer: the replay has null in its place, and its header Idempotent-Secrets-Withheld names the fields as JSON pointers (e.g. /signingSecret). A request with the same key still running is waited for. Keys are per tenant and caller. A request that failed (any problem answer) leaves no key behind and may be retried with it. */
                 "idempotency-key"?: string;
             };
             path?: never;
@@ -4494,7 +4766,7 @@ export interface operations {
         parameters: {
             query?: never;
             header?: {
-                /** @description Makes the request safe to retry: a key of 1-255 printable ASCII characters, new for each distinct request (a UUID does). For 24 hours the same key with the same request replays the first answer (its status and body, with the header Idempotent-Replayed: true) and does nothing again; with another method, path or body it answers 422 IDEMPOTENCY_KEY_REUSED. A request with the same key still running is waited for. Keys are per tenant and caller. A request that failed (any problem answer) leaves no key behind and may be retried with it. */
+                /** @description Makes the request safe to retry: a key of 1-255 printable ASCII characters, new for each distinct request (a UUID does). For 24 hours the same key with the same request replays the first answer (its status and body, with the header Idempotent-Replayed: true) and does nothing again; with another method, path or body it answers 422 IDEMPOTENCY_KEY_REUSED. A secret the first answer showed once (a field marked x-secret, such as a webhook endpoint's signingSecret) is not kept with the answer: the replay has null in its place, and its header Idempotent-Secrets-Withheld names the fields as JSON pointers (e.g. /signingSecret). A request with the same key still running is waited for. Keys are per tenant and caller. A request that failed (any problem answer) leaves no key behind and may be retried with it. */
                 "idempotency-key"?: string;
             };
             path?: never;
@@ -4774,7 +5046,7 @@ export interface operations {
         parameters: {
             query?: never;
             header?: {
-                /** @description Makes the request safe to retry: a key of 1-255 printable ASCII characters, new for each distinct request (a UUID does). For 24 hours the same key with the same request replays the first answer (its status and body, with the header Idempotent-Replayed: true) and does nothing again; with another method, path or body it answers 422 IDEMPOTENCY_KEY_REUSED. A request with the same key still running is waited for. Keys are per tenant and caller. A request that failed (any problem answer) leaves no key behind and may be retried with it. */
+                /** @description Makes the request safe to retry: a key of 1-255 printable ASCII characters, new for each distinct request (a UUID does). For 24 hours the same key with the same request replays the first answer (its status and body, with the header Idempotent-Replayed: true) and does nothing again; with another method, path or body it answers 422 IDEMPOTENCY_KEY_REUSED. A secret the first answer showed once (a field marked x-secret, such as a webhook endpoint's signingSecret) is not kept with the answer: the replay has null in its place, and its header Idempotent-Secrets-Withheld names the fields as JSON pointers (e.g. /signingSecret). A request with the same key still running is waited for. Keys are per tenant and caller. A request that failed (any problem answer) leaves no key behind and may be retried with it. */
                 "idempotency-key"?: string;
             };
             path?: never;
@@ -5307,7 +5579,7 @@ export interface operations {
         parameters: {
             query?: never;
             header?: {
-                /** @description Makes the request safe to retry: a key of 1-255 printable ASCII characters, new for each distinct request (a UUID does). For 24 hours the same key with the same request replays the first answer (its status and body, with the header Idempotent-Replayed: true) and does nothing again; with another method, path or body it answers 422 IDEMPOTENCY_KEY_REUSED. A request with the same key still running is waited for. Keys are per tenant and caller. A request that failed (any problem answer) leaves no key behind and may be retried with it. */
+                /** @description Makes the request safe to retry: a key of 1-255 printable ASCII characters, new for each distinct request (a UUID does). For 24 hours the same key with the same request replays the first answer (its status and body, with the header Idempotent-Replayed: true) and does nothing again; with another method, path or body it answers 422 IDEMPOTENCY_KEY_REUSED. A secret the first answer showed once (a field marked x-secret, such as a webhook endpoint's signingSecret) is not kept with the answer: the replay has null in its place, and its header Idempotent-Secrets-Withheld names the fields as JSON pointers (e.g. /signingSecret). A request with the same key still running is waited for. Keys are per tenant and caller. A request that failed (any problem answer) leaves no key behind and may be retried with it. */
                 "idempotency-key"?: string;
             };
             path: {
@@ -5450,7 +5722,7 @@ export interface operations {
         parameters: {
             query?: never;
             header?: {
-                /** @description Makes the request safe to retry: a key of 1-255 printable ASCII characters, new for each distinct request (a UUID does). For 24 hours the same key with the same request replays the first answer (its status and body, with the header Idempotent-Replayed: true) and does nothing again; with another method, path or body it answers 422 IDEMPOTENCY_KEY_REUSED. A request with the same key still running is waited for. Keys are per tenant and caller. A request that failed (any problem answer) leaves no key behind and may be retried with it. */
+                /** @description Makes the request safe to retry: a key of 1-255 printable ASCII characters, new for each distinct request (a UUID does). For 24 hours the same key with the same request replays the first answer (its status and body, with the header Idempotent-Replayed: true) and does nothing again; with another method, path or body it answers 422 IDEMPOTENCY_KEY_REUSED. A secret the first answer showed once (a field marked x-secret, such as a webhook endpoint's signingSecret) is not kept with the answer: the replay has null in its place, and its header Idempotent-Secrets-Withheld names the fields as JSON pointers (e.g. /signingSecret). A request with the same key still running is waited for. Keys are per tenant and caller. A request that failed (any problem answer) leaves no key behind and may be retried with it. */
                 "idempotency-key"?: string;
             };
             path: {
@@ -5593,7 +5865,7 @@ export interface operations {
         parameters: {
             query?: never;
             header?: {
-                /** @description Makes the request safe to retry: a key of 1-255 printable ASCII characters, new for each distinct request (a UUID does). For 24 hours the same key with the same request replays the first answer (its status and body, with the header Idempotent-Replayed: true) and does nothing again; with another method, path or body it answers 422 IDEMPOTENCY_KEY_REUSED. A request with the same key still running is waited for. Keys are per tenant and caller. A request that failed (any problem answer) leaves no key behind and may be retried with it. */
+                /** @description Makes the request safe to retry: a key of 1-255 printable ASCII characters, new for each distinct request (a UUID does). For 24 hours the same key with the same request replays the first answer (its status and body, with the header Idempotent-Replayed: true) and does nothing again; with another method, path or body it answers 422 IDEMPOTENCY_KEY_REUSED. A secret the first answer showed once (a field marked x-secret, such as a webhook endpoint's signingSecret) is not kept with the answer: the replay has null in its place, and its header Idempotent-Secrets-Withheld names the fields as JSON pointers (e.g. /signingSecret). A request with the same key still running is waited for. Keys are per tenant and caller. A request that failed (any problem answer) leaves no key behind and may be retried with it. */
                 "idempotency-key"?: string;
             };
             path: {
@@ -7155,7 +7427,7 @@ export interface operations {
         parameters: {
             query?: never;
             header?: {
-                /** @description Makes the request safe to retry: a key of 1-255 printable ASCII characters, new for each distinct request (a UUID does). For 24 hours the same key with the same request replays the first answer (its status and body, with the header Idempotent-Replayed: true) and does nothing again; with another method, path or body it answers 422 IDEMPOTENCY_KEY_REUSED. A request with the same key still running is waited for. Keys are per tenant and caller. A request that failed (any problem answer) leaves no key behind and may be retried with it. */
+                /** @description Makes the request safe to retry: a key of 1-255 printable ASCII characters, new for each distinct request (a UUID does). For 24 hours the same key with the same request replays the first answer (its status and body, with the header Idempotent-Replayed: true) and does nothing again; with another method, path or body it answers 422 IDEMPOTENCY_KEY_REUSED. A secret the first answer showed once (a field marked x-secret, such as a webhook endpoint's signingSecret) is not kept with the answer: the replay has null in its place, and its header Idempotent-Secrets-Withheld names the fields as JSON pointers (e.g. /signingSecret). A request with the same key still running is waited for. Keys are per tenant and caller. A request that failed (any problem answer) leaves no key behind and may be retried with it. */
                 "idempotency-key"?: string;
             };
             path?: never;
@@ -7690,7 +7962,7 @@ export interface operations {
         parameters: {
             query?: never;
             header?: {
-                /** @description Makes the request safe to retry: a key of 1-255 printable ASCII characters, new for each distinct request (a UUID does). For 24 hours the same key with the same request replays the first answer (its status and body, with the header Idempotent-Replayed: true) and does nothing again; with another method, path or body it answers 422 IDEMPOTENCY_KEY_REUSED. A request with the same key still running is waited for. Keys are per tenant and caller. A request that failed (any problem answer) leaves no key behind and may be retried with it. */
+                /** @description Makes the request safe to retry: a key of 1-255 printable ASCII characters, new for each distinct request (a UUID does). For 24 hours the same key with the same request replays the first answer (its status and body, with the header Idempotent-Replayed: true) and does nothing again; with another method, path or body it answers 422 IDEMPOTENCY_KEY_REUSED. A secret the first answer showed once (a field marked x-secret, such as a webhook endpoint's signingSecret) is not kept with the answer: the replay has null in its place, and its header Idempotent-Secrets-Withheld names the fields as JSON pointers (e.g. /signingSecret). A request with the same key still running is waited for. Keys are per tenant and caller. A request that failed (any problem answer) leaves no key behind and may be retried with it. */
                 "idempotency-key"?: string;
             };
             path: {
@@ -7837,7 +8109,7 @@ export interface operations {
         parameters: {
             query?: never;
             header?: {
-                /** @description Makes the request safe to retry: a key of 1-255 printable ASCII characters, new for each distinct request (a UUID does). For 24 hours the same key with the same request replays the first answer (its status and body, with the header Idempotent-Replayed: true) and does nothing again; with another method, path or body it answers 422 IDEMPOTENCY_KEY_REUSED. A request with the same key still running is waited for. Keys are per tenant and caller. A request that failed (any problem answer) leaves no key behind and may be retried with it. */
+                /** @description Makes the request safe to retry: a key of 1-255 printable ASCII characters, new for each distinct request (a UUID does). For 24 hours the same key with the same request replays the first answer (its status and body, with the header Idempotent-Replayed: true) and does nothing again; with another method, path or body it answers 422 IDEMPOTENCY_KEY_REUSED. A secret the first answer showed once (a field marked x-secret, such as a webhook endpoint's signingSecret) is not kept with the answer: the replay has null in its place, and its header Idempotent-Secrets-Withheld names the fields as JSON pointers (e.g. /signingSecret). A request with the same key still running is waited for. Keys are per tenant and caller. A request that failed (any problem answer) leaves no key behind and may be retried with it. */
                 "idempotency-key"?: string;
             };
             path: {
@@ -7980,7 +8252,7 @@ export interface operations {
         parameters: {
             query?: never;
             header?: {
-                /** @description Makes the request safe to retry: a key of 1-255 printable ASCII characters, new for each distinct request (a UUID does). For 24 hours the same key with the same request replays the first answer (its status and body, with the header Idempotent-Replayed: true) and does nothing again; with another method, path or body it answers 422 IDEMPOTENCY_KEY_REUSED. A request with the same key still running is waited for. Keys are per tenant and caller. A request that failed (any problem answer) leaves no key behind and may be retried with it. */
+                /** @description Makes the request safe to retry: a key of 1-255 printable ASCII characters, new for each distinct request (a UUID does). For 24 hours the same key with the same request replays the first answer (its status and body, with the header Idempotent-Replayed: true) and does nothing again; with another method, path or body it answers 422 IDEMPOTENCY_KEY_REUSED. A secret the first answer showed once (a field marked x-secret, such as a webhook endpoint's signingSecret) is not kept with the answer: the replay has null in its place, and its header Idempotent-Secrets-Withheld names the fields as JSON pointers (e.g. /signingSecret). A request with the same key still running is waited for. Keys are per tenant and caller. A request that failed (any problem answer) leaves no key behind and may be retried with it. */
                 "idempotency-key"?: string;
             };
             path: {
@@ -8126,7 +8398,7 @@ export interface operations {
     "tenant-tenant-list": {
         parameters: {
             query?: {
-                /** @description Opaque cursor: the "next" of the previous page, with the same sort. Answers the rows after that page (keyset paging). A cursor this list did not give, or one given for another sort, is 422 VALIDATION_FAILED. */
+                /** @description Opaque, signed cursor: the "next" of the previous page, with the same sort and filters. Answers the rows after that page (keyset paging). A cursor this list did not give (another list's, another tenant's, one given with other filters, an edited or unsigned one), or one given for another sort, is 422 VALIDATION_FAILED. */
                 after?: string;
                 /** @description Page size, 1 to 100. */
                 limit?: number;
@@ -9456,7 +9728,7 @@ export interface operations {
         parameters: {
             query?: never;
             header?: {
-                /** @description Makes the request safe to retry: a key of 1-255 printable ASCII characters, new for each distinct request (a UUID does). For 24 hours the same key with the same request replays the first answer (its status and body, with the header Idempotent-Replayed: true) and does nothing again; with another method, path or body it answers 422 IDEMPOTENCY_KEY_REUSED. A request with the same key still running is waited for. Keys are per tenant and caller. A request that failed (any problem answer) leaves no key behind and may be retried with it. */
+                /** @description Makes the request safe to retry: a key of 1-255 printable ASCII characters, new for each distinct request (a UUID does). For 24 hours the same key with the same request replays the first answer (its status and body, with the header Idempotent-Replayed: true) and does nothing again; with another method, path or body it answers 422 IDEMPOTENCY_KEY_REUSED. A secret the first answer showed once (a field marked x-secret, such as a webhook endpoint's signingSecret) is not kept with the answer: the replay has null in its place, and its header Idempotent-Secrets-Withheld names the fields as JSON pointers (e.g. /signingSecret). A request with the same key still running is waited for. Keys are per tenant and caller. A request that failed (any problem answer) leaves no key behind and may be retried with it. */
                 "idempotency-key"?: string;
             };
             path?: never;
@@ -9989,7 +10261,7 @@ export interface operations {
         parameters: {
             query?: never;
             header?: {
-                /** @description Makes the request safe to retry: a key of 1-255 printable ASCII characters, new for each distinct request (a UUID does). For 24 hours the same key with the same request replays the first answer (its status and body, with the header Idempotent-Replayed: true) and does nothing again; with another method, path or body it answers 422 IDEMPOTENCY_KEY_REUSED. A request with the same key still running is waited for. Keys are per tenant and caller. A request that failed (any problem answer) leaves no key behind and may be retried with it. */
+                /** @description Makes the request safe to retry: a key of 1-255 printable ASCII characters, new for each distinct request (a UUID does). For 24 hours the same key with the same request replays the first answer (its status and body, with the header Idempotent-Replayed: true) and does nothing again; with another method, path or body it answers 422 IDEMPOTENCY_KEY_REUSED. A secret the first answer showed once (a field marked x-secret, such as a webhook endpoint's signingSecret) is not kept with the answer: the replay has null in its place, and its header Idempotent-Secrets-Withheld names the fields as JSON pointers (e.g. /signingSecret). A request with the same key still running is waited for. Keys are per tenant and caller. A request that failed (any problem answer) leaves no key behind and may be retried with it. */
                 "idempotency-key"?: string;
             };
             path: {
@@ -10132,7 +10404,7 @@ export interface operations {
         parameters: {
             query?: never;
             header?: {
-                /** @description Makes the request safe to retry: a key of 1-255 printable ASCII characters, new for each distinct request (a UUID does). For 24 hours the same key with the same request replays the first answer (its status and body, with the header Idempotent-Replayed: true) and does nothing again; with another method, path or body it answers 422 IDEMPOTENCY_KEY_REUSED. A request with the same key still running is waited for. Keys are per tenant and caller. A request that failed (any problem answer) leaves no key behind and may be retried with it. */
+                /** @description Makes the request safe to retry: a key of 1-255 printable ASCII characters, new for each distinct request (a UUID does). For 24 hours the same key with the same request replays the first answer (its status and body, with the header Idempotent-Replayed: true) and does nothing again; with another method, path or body it answers 422 IDEMPOTENCY_KEY_REUSED. A secret the first answer showed once (a field marked x-secret, such as a webhook endpoint's signingSecret) is not kept with the answer: the replay has null in its place, and its header Idempotent-Secrets-Withheld names the fields as JSON pointers (e.g. /signingSecret). A request with the same key still running is waited for. Keys are per tenant and caller. A request that failed (any problem answer) leaves no key behind and may be retried with it. */
                 "idempotency-key"?: string;
             };
             path: {
@@ -10165,7 +10437,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Not signed in (AUTH_REQUIRED), or a bearer token unknown, expired, revoked or of another tenant (TOKEN_INVALID) */
+            /** @description Not signed in (AUTH_REQUIRED) */
             401: {
                 headers: {
                     [name: string]: unknown;
@@ -10237,15 +10509,6 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Too many failed sign-ins or bearer-token attempts from this client address (ErrTooManyAttempts); Retry-After says when to try again */
-            429: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"];
-                };
-            };
             /** @description Request headers over 16 KB (HEADERS_TOO_LARGE), refused before any route runs */
             431: {
                 headers: {
@@ -10279,7 +10542,7 @@ export interface operations {
         parameters: {
             query?: never;
             header?: {
-                /** @description Makes the request safe to retry: a key of 1-255 printable ASCII characters, new for each distinct request (a UUID does). For 24 hours the same key with the same request replays the first answer (its status and body, with the header Idempotent-Replayed: true) and does nothing again; with another method, path or body it answers 422 IDEMPOTENCY_KEY_REUSED. A request with the same key still running is waited for. Keys are per tenant and caller. A request that failed (any problem answer) leaves no key behind and may be retried with it. */
+                /** @description Makes the request safe to retry: a key of 1-255 printable ASCII characters, new for each distinct request (a UUID does). For 24 hours the same key with the same request replays the first answer (its status and body, with the header Idempotent-Replayed: true) and does nothing again; with another method, path or body it answers 422 IDEMPOTENCY_KEY_REUSED. A secret the first answer showed once (a field marked x-secret, such as a webhook endpoint's signingSecret) is not kept with the answer: the replay has null in its place, and its header Idempotent-Secrets-Withheld names the fields as JSON pointers (e.g. /signingSecret). A request with the same key still running is waited for. Keys are per tenant and caller. A request that failed (any problem answer) leaves no key behind and may be retried with it. */
                 "idempotency-key"?: string;
             };
             path: {
@@ -10312,7 +10575,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Not signed in (AUTH_REQUIRED), or a bearer token unknown, expired, revoked or of another tenant (TOKEN_INVALID) */
+            /** @description Not signed in (AUTH_REQUIRED) */
             401: {
                 headers: {
                     [name: string]: unknown;
@@ -10321,7 +10584,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Missing permission (AUTH_FORBIDDEN) or operator permission outside the operator tenant (AUTH_NOT_OPERATOR); sent from another site (AUTH_CROSS_SITE: Sec-Fetch-Site other than same-origin/none, or an Origin naming another host) */
+            /** @description The caller's own password, which POST /api/v1/auth/password changes (USE_PASSWORD_CHANGE) */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -10384,15 +10647,6 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Too many failed sign-ins or bearer-token attempts from this client address (ErrTooManyAttempts); Retry-After says when to try again */
-            429: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"];
-                };
-            };
             /** @description Request headers over 16 KB (HEADERS_TOO_LARGE), refused before any route runs */
             431: {
                 headers: {
@@ -10425,7 +10679,7 @@ export interface operations {
     "webhook-delivery-list": {
         parameters: {
             query?: {
-                /** @description Opaque cursor: the "next" of the previous page, with the same sort. Answers the rows after that page (keyset paging). A cursor this list did not give, or one given for another sort, is 422 VALIDATION_FAILED. */
+                /** @description Opaque, signed cursor: the "next" of the previous page, with the same sort and filters. Answers the rows after that page (keyset paging). A cursor this list did not give (another list's, another tenant's, one given with other filters, an edited or unsigned one), or one given for another sort, is 422 VALIDATION_FAILED. */
                 after?: string;
                 /** @description Page size, 1 to 100. */
                 limit?: number;
@@ -10543,9 +10797,9 @@ export interface operations {
                 createdAt?: string | string[];
                 /** @description Filter by description: <operator>.<value> with eq, neq, in, is, contains, startsWith, each also after not. (e.g. description=contains.text). is takes null. in takes up to 100 values in parentheses, one holding , ( ) or " in double quotes. contains and startsWith ignore case and take the text as written (no wildcards). Repeat the parameter for several conditions on the field: all of them hold. */
                 description?: string | string[];
-                /** @description Filter by events: <operator>.<value> with contains, each also after not. (e.g. events=contains.<value>). Values: text. Repeat the parameter for several conditions on the field: all of them hold. */
+                /** @description Filter by events: <operator>.<value> with contains, each also after not. (e.g. events=contains.<value>). Values: one of *, auth.logged_in, auth.logged_out, auth.login_failed, auth.password_reset, auth.reset_requested, auth.role_set, auth.token_created, auth.token_revoked, billing.cancelled, billing.past_due, billing.plan.created, billing.plan.deleted, billing.plan.updated, billing.renewed, billing.subscribed, billing.subscription.created, billing.subscription.deleted, billing.subscription.updated, content.archived, content.content.created, content.content.deleted, content.content.updated, content.published, content.unpublished, file.deleted, file.uploaded, notification.created, notification.email_requested, notification.read, task.assigned, task.resolved, task.sla_breached, task.task.created, task.task.deleted, task.task.updated, tenant.created, tenant.host_added, tenant.host_removed, tenant.resumed, tenant.suspended, user.created, user.deactivated, user.deleted, user.invited, user.password_set, user.roles_set, user.updated, webhook.endpoint.created, webhook.endpoint.deleted, webhook.endpoint.secret_rotated, webhook.endpoint.updated, webhook.redelivery_requested, webhook.test_requested. Repeat the parameter for several conditions on the field: all of them hold. */
                 events?: string | string[];
-                /** @description Only these fields in each item, separated by commas (id is always there): id, createdAt, updatedAt, url, description, events, active, signingSecret. A reference's field (none here) expands the reference and keeps that field inside it. */
+                /** @description Only these fields in each item, separated by commas (id is always there): id, createdAt, updatedAt, url, description, events, active, deliveryId. A reference's field (none here) expands the reference and keeps that field inside it. */
                 fields?: string;
                 /** @description Filter by id: <operator>.<value> with eq, neq, in, each also after not. (e.g. id=eq.<uuid>). Values: a UUID. in takes up to 100 values in parentheses, one holding , ( ) or " in double quotes. Repeat the parameter for several conditions on the field: all of them hold. */
                 id?: string | string[];
@@ -10666,7 +10920,7 @@ export interface operations {
         parameters: {
             query?: never;
             header?: {
-                /** @description Makes the request safe to retry: a key of 1-255 printable ASCII characters, new for each distinct request (a UUID does). For 24 hours the same key with the same request replays the first answer (its status and body, with the header Idempotent-Replayed: true) and does nothing again; with another method, path or body it answers 422 IDEMPOTENCY_KEY_REUSED. A request with the same key still running is waited for. Keys are per tenant and caller. A request that failed (any problem answer) leaves no key behind and may be retried with it. */
+                /** @description Makes the request safe to retry: a key of 1-255 printable ASCII characters, new for each distinct request (a UUID does). For 24 hours the same key with the same request replays the first answer (its status and body, with the header Idempotent-Replayed: true) and does nothing again; with another method, path or body it answers 422 IDEMPOTENCY_KEY_REUSED. A secret the first answer showed once (a field marked x-secret, such as a webhook endpoint's signingSecret) is not kept with the answer: the replay has null in its place, and its header Idempotent-Secrets-Withheld names the fields as JSON pointers (e.g. /signingSecret). A request with the same key still running is waited for. Keys are per tenant and caller. A request that failed (any problem answer) leaves no key behind and may be retried with it. */
                 "idempotency-key"?: string;
             };
             path?: never;
@@ -10723,7 +10977,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Conflict with the current state */
+            /** @description The tenant already has webhooks.max_endpoints_per_tenant live endpoints (LIMIT_REACHED; the problem’s limit member gives the number) */
             409: {
                 headers: {
                     [name: string]: unknown;
@@ -10800,7 +11054,7 @@ export interface operations {
     "webhook-endpoint-read": {
         parameters: {
             query?: {
-                /** @description Only these fields in each answer, separated by commas (id is always there): id, createdAt, updatedAt, url, description, events, active, signingSecret. A reference's field (none here) expands the reference and keeps that field inside it. */
+                /** @description Only these fields in each answer, separated by commas (id is always there): id, createdAt, updatedAt, url, description, events, active, deliveryId. A reference's field (none here) expands the reference and keeps that field inside it. */
                 fields?: string;
             };
             header?: never;
@@ -11199,7 +11453,7 @@ export interface operations {
         parameters: {
             query?: never;
             header?: {
-                /** @description Makes the request safe to retry: a key of 1-255 printable ASCII characters, new for each distinct request (a UUID does). For 24 hours the same key with the same request replays the first answer (its status and body, with the header Idempotent-Replayed: true) and does nothing again; with another method, path or body it answers 422 IDEMPOTENCY_KEY_REUSED. A request with the same key still running is waited for. Keys are per tenant and caller. A request that failed (any problem answer) leaves no key behind and may be retried with it. */
+                /** @description Makes the request safe to retry: a key of 1-255 printable ASCII characters, new for each distinct request (a UUID does). For 24 hours the same key with the same request replays the first answer (its status and body, with the header Idempotent-Replayed: true) and does nothing again; with another method, path or body it answers 422 IDEMPOTENCY_KEY_REUSED. A secret the first answer showed once (a field marked x-secret, such as a webhook endpoint's signingSecret) is not kept with the answer: the replay has null in its place, and its header Idempotent-Secrets-Withheld names the fields as JSON pointers (e.g. /signingSecret). A request with the same key still running is waited for. Keys are per tenant and caller. A request that failed (any problem answer) leaves no key behind and may be retried with it. */
                 "idempotency-key"?: string;
             };
             path: {
@@ -11346,7 +11600,7 @@ export interface operations {
         parameters: {
             query?: never;
             header?: {
-                /** @description Makes the request safe to retry: a key of 1-255 printable ASCII characters, new for each distinct request (a UUID does). For 24 hours the same key with the same request replays the first answer (its status and body, with the header Idempotent-Replayed: true) and does nothing again; with another method, path or body it answers 422 IDEMPOTENCY_KEY_REUSED. A request with the same key still running is waited for. Keys are per tenant and caller. A request that failed (any problem answer) leaves no key behind and may be retried with it. */
+                /** @description Makes the request safe to retry: a key of 1-255 printable ASCII characters, new for each distinct request (a UUID does). For 24 hours the same key with the same request replays the first answer (its status and body, with the header Idempotent-Replayed: true) and does nothing again; with another method, path or body it answers 422 IDEMPOTENCY_KEY_REUSED. A secret the first answer showed once (a field marked x-secret, such as a webhook endpoint's signingSecret) is not kept with the answer: the replay has null in its place, and its header Idempotent-Secrets-Withheld names the fields as JSON pointers (e.g. /signingSecret). A request with the same key still running is waited for. Keys are per tenant and caller. A request that failed (any problem answer) leaves no key behind and may be retried with it. */
                 "idempotency-key"?: string;
             };
             path: {
@@ -11493,7 +11747,7 @@ export interface operations {
         parameters: {
             query?: never;
             header?: {
-                /** @description Makes the request safe to retry: a key of 1-255 printable ASCII characters, new for each distinct request (a UUID does). For 24 hours the same key with the same request replays the first answer (its status and body, with the header Idempotent-Replayed: true) and does nothing again; with another method, path or body it answers 422 IDEMPOTENCY_KEY_REUSED. A request with the same key still running is waited for. Keys are per tenant and caller. A request that failed (any problem answer) leaves no key behind and may be retried with it. */
+                /** @description Makes the request safe to retry: a key of 1-255 printable ASCII characters, new for each distinct request (a UUID does). For 24 hours the same key with the same request replays the first answer (its status and body, with the header Idempotent-Replayed: true) and does nothing again; with another method, path or body it answers 422 IDEMPOTENCY_KEY_REUSED. A secret the first answer showed once (a field marked x-secret, such as a webhook endpoint's signingSecret) is not kept with the answer: the replay has null in its place, and its header Idempotent-Secrets-Withheld names the fields as JSON pointers (e.g. /signingSecret). A request with the same key still running is waited for. Keys are per tenant and caller. A request that failed (any problem answer) leaves no key behind and may be retried with it. */
                 "idempotency-key"?: string;
             };
             path: {
@@ -11587,6 +11841,89 @@ export interface operations {
             };
             /** @description Validation failed (VALIDATION_FAILED, the Idempotency-Key header included); or an Idempotency-Key used in the last 24 hours for another request (IDEMPOTENCY_KEY_REUSED) */
             422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Too many failed sign-ins or bearer-token attempts from this client address (ErrTooManyAttempts); Retry-After says when to try again */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Request headers over 16 KB (HEADERS_TOO_LARGE), refused before any route runs */
+            431: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Unexpected error */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Database busy (DB_BUSY: every connection stayed in use), a statement past its time limit (DB_TIMEOUT) or the database unreachable (DB_UNAVAILABLE): retry after the Retry-After seconds. Only a 2xx acknowledges a write */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    "webhook-event-list": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The event names, sorted */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["WebhookEventListResponse"];
+                };
+            };
+            /** @description Not signed in (AUTH_REQUIRED), or a bearer token unknown, expired, revoked or of another tenant (TOKEN_INVALID) */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Missing permission (AUTH_FORBIDDEN) or operator permission outside the operator tenant (AUTH_NOT_OPERATOR) */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description No site at this host, or no such resource */
+            404: {
                 headers: {
                     [name: string]: unknown;
                 };

@@ -1,3 +1,4 @@
+import { randomBytes } from 'node:crypto';
 import { resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import type { FastifyBaseLogger, FastifyInstance } from 'fastify';
@@ -5,7 +6,7 @@ import pino from 'pino';
 import type { Config } from './config/schema.ts';
 import type { ModuleDefinition } from './entity/define.ts';
 import { Registry } from './entity/registry.ts';
-import { openDatabase, type Db } from './db/pool.ts';
+import { openDatabase, unopenedDatabase, type Db } from './db/pool.ts';
 import { runMigrations, type MigrationSource } from './db/migrate.ts';
 import { checkTables } from './entity/table-check.ts';
 import { HostResolver } from './context/host-cache.ts';
@@ -14,17 +15,35 @@ import { ChangeListener } from './db/listener.ts';
 import { TenantTransactions } from './context/tx.ts';
 import { createMailer, type Mailer } from './mail/mailer.ts';
 import { buildWeb } from './http/web.ts';
+import { openApiDocument } from './openapi/document.ts';
 import { Worker } from './events/worker.ts';
 import { OutboxSignal } from './events/outbox-signal.ts';
 import { ensureOperatorTenant } from './tenancy/bootstrap.ts';
 import type { Services } from './services.ts';
 import { systemClock, type Clock } from './clock.ts';
+import { argon2Verifier, type PasswordVerifier } from './access/password-verifier.ts';
 import { blobStoreFor } from './storage/index.ts';
 import { Metrics, poolState } from './observability/metrics.ts';
 import { metricsPort, startMetricsServer, type MetricsServer } from './observability/metrics-server.ts';
 import { databaseFigures } from './observability/metric-queries.ts';
+import { keyFor, readInstallationSecret } from './access/installation-secret.ts';
+import { CursorSeal } from './operations/cursor.ts';
 
+/** The service's process roles (`--role`). */
 export type Role = 'web' | 'worker' | 'all';
+
+/**
+ * What an app is built for: a service role, or `command`, an operator command run beside the
+ * service with its environment (npm run admin:invite, npm run job). A command builds neither the web
+ * server nor the worker and opens no listener of any kind: the metrics port, like the HTTP port,
+ * belongs to the service.
+ */
+export type AppRole = Role | 'command';
+
+const servesHttp = (role: AppRole) => role === 'web' || role === 'all';
+const works = (role: AppRole) => role === 'worker' || role === 'all';
+/** Only a service opens the metrics listener (and so counts): a command's series would have no scraper. */
+const exposesMetrics = (role: AppRole) => role !== 'command';
 
 export const ROOT = resolve(fileURLToPath(new URL('..', import.meta.url)));
 
@@ -39,7 +58,7 @@ export interface AppOptions {
   config: Config;
   modules: readonly ModuleDefinition[];
   databaseUrl: string;
-  role: Role;
+  role: AppRole;
   logger?: FastifyBaseLogger;
   mailer?: Mailer;
   /** Tests build several apps on one database and start the worker themselves. */
@@ -47,13 +66,15 @@ export interface AppOptions {
   scheduleJobs?: boolean;
   /** The system clock unless given: tests and the job command set their own. */
   clock?: Clock;
+  /** argon2's own unless given: a test counts the verifications a request runs through its own. */
+  passwordVerifier?: PasswordVerifier;
 }
 
 export interface App {
   services: Services;
   web: FastifyInstance | undefined;
   worker: Worker | undefined;
-  /** Where the metrics listener answers GET /metrics, when metrics.port is set. */
+  /** Where the metrics listener answers GET /metrics, when metrics.port is set (a service role only). */
   metricsUrl: string | undefined;
   close(): Promise<void>;
 }
@@ -68,7 +89,8 @@ export async function buildApp(options: AppOptions): Promise<App> {
   const log = options.logger ?? (pino({ level: 'silent' }) as FastifyBaseLogger);
   // The installation's blob store, made here so that it logs through the service's logger.
   blobStoreFor(options.config, log);
-  const metrics = metricsPort(options.config.metrics.port) ? newMetrics(() => db, log) : undefined;
+  const port = exposesMetrics(options.role) ? metricsPort(options.config.metrics.port) : undefined;
+  const metrics = port ? newMetrics(() => db, log) : undefined;
   const db: Db = openDatabase(options.databaseUrl, {
     size: options.config.database.pool_size,
     acquireTimeoutMs: options.config.database.acquire_timeout_ms,
@@ -84,40 +106,19 @@ export async function buildApp(options: AppOptions): Promise<App> {
       log.debug({ migrations: applied.map((m) => `${m.owner}/${m.name}`) }, 'migrations applied: files');
     }
     await checkTables(db.pool, registry);
-    const hosts = new HostResolver(db);
-    const publicReads = new PublicReadCache();
-    const listener = new ChangeListener(db.url);
-    hosts.listen(listener);
-    publicReads.listen(listener);
-    for (const entity of registry.entities) {
-      if (entity.def.publicRead)
-        registry.ops(entity.names.key).onCommittedWrite((tenantId) => publicReads.evict(entity.names.table, tenantId));
-    }
-    const outbox = new OutboxSignal(db.pool);
-    const clock = options.clock ?? systemClock;
-    const services: Services = {
-      config: options.config,
-      db,
-      registry,
-      transactions: new TenantTransactions(db, registry.events, outbox, clock),
-      hosts,
-      publicReads,
-      mailer: options.mailer ?? createMailer(options.config.mail),
-      log,
-      clock,
-      ...(metrics ? { metrics } : {}),
-    };
+    // The installation's secret, read once: list cursors are signed with a key derived from it.
+    const cursors = new CursorSeal(keyFor(await readInstallationSecret(db.pool), 'cursor'));
+    const { services, listener, outbox } = composeServices(options, registry, db, log, metrics, cursors);
     const { created } = await ensureOperatorTenant(services);
     if (created) log.info({ host: options.config.server.public_host }, 'created the operator tenant');
     await listener.start();
 
-    const web = options.role === 'worker' ? undefined : await buildWeb(services, { logger: log });
-    const worker = options.role === 'web' ? undefined : new Worker(services);
+    const web = servesHttp(options.role) ? await buildWeb(services, { logger: log }) : undefined;
+    const worker = works(options.role) ? new Worker(services) : undefined;
     if (worker && options.startWorker !== false) {
       await worker.start({ schedule: options.scheduleJobs !== false });
       outbox.relayHere(() => void worker.relay.wake());
     }
-    const port = metricsPort(options.config.metrics.port);
     if (metrics && port)
       metricsServer = await startMetricsServer(metrics, options.config.metrics.host, port, (err) =>
         log.error({ err }, 'metrics scrape failed'),
@@ -140,6 +141,76 @@ export async function buildApp(options: AppOptions): Promise<App> {
     await metricsServer?.close();
     await db.close().catch(() => {});
     throw err;
+  }
+}
+
+/**
+ * The process-wide services over a database (opened by the caller) and the process's LISTEN
+ * connection (started by the caller, if at all): what every app shares, whatever it is built for.
+ */
+function composeServices(
+  options: Pick<AppOptions, 'config' | 'mailer' | 'clock' | 'passwordVerifier'>,
+  registry: Registry,
+  db: Db,
+  log: FastifyBaseLogger,
+  metrics: Metrics | undefined,
+  cursors: CursorSeal,
+): { services: Services; listener: ChangeListener; outbox: OutboxSignal } {
+  const hosts = new HostResolver(db);
+  const publicReads = new PublicReadCache();
+  const listener = new ChangeListener(db.url);
+  hosts.listen(listener);
+  publicReads.listen(listener);
+  for (const entity of registry.entities) {
+    if (entity.def.publicRead)
+      registry.ops(entity.names.key).onCommittedWrite((tenantId) => publicReads.evict(entity.names.table, tenantId));
+  }
+  const outbox = new OutboxSignal(db.pool);
+  const clock = options.clock ?? systemClock;
+  const services: Services = {
+    config: options.config,
+    db,
+    registry,
+    transactions: new TenantTransactions(db, registry.events, outbox, clock, cursors),
+    cursors,
+    hosts,
+    publicReads,
+    mailer: options.mailer ?? createMailer(options.config.mail),
+    log,
+    clock,
+    passwordVerifier: options.passwordVerifier ?? argon2Verifier,
+    ...(metrics ? { metrics } : {}),
+  };
+  return { services, listener, outbox };
+}
+
+/**
+ * The OpenAPI document the service serves at /api/v1/openapi.json, from the declarations alone:
+ * the web layer is built as the service builds it (the same registry, routes, schemas and
+ * document), over a database it never opens (unopenedDatabase: any query would fail), with no
+ * migration and no listener. So exporting it (npm run openapi:export, and with it npm run check)
+ * needs no PostgreSQL, and works beside a running service.
+ */
+export async function exportOpenApiDocument(options: {
+  config: Config;
+  modules: readonly ModuleDefinition[];
+}): Promise<Record<string, unknown>> {
+  const registry = new Registry(options.modules, options.config);
+  const log = pino({ level: 'silent' }) as FastifyBaseLogger;
+  const db = unopenedDatabase();
+  // No request is served here: the document needs a seal, never a secret.
+  const { services } = composeServices(options, registry, db, log, undefined, new CursorSeal(randomBytes(32)));
+  try {
+    const web = await buildWeb(services);
+    try {
+      await web.ready();
+      return openApiDocument(web);
+    } finally {
+      await web.close();
+    }
+  } finally {
+    services.mailer.close();
+    await db.close();
   }
 }
 

@@ -8,6 +8,8 @@ import type { Registry } from './entity/registry.ts';
 import type { Mailer } from './mail/mailer.ts';
 import type { Clock } from './clock.ts';
 import type { Metrics } from './observability/metrics.ts';
+import type { PasswordVerifier } from './access/password-verifier.ts';
+import type { CursorSeal } from './operations/cursor.ts';
 
 /** Shared process-wide services handed to handlers, commands, subscriptions and jobs. */
 export interface Services {
@@ -22,6 +24,10 @@ export interface Services {
   log: FastifyBaseLogger;
   /** The time every business decision compares with (see framework/clock.ts). */
   clock: Clock;
+  /** Checks a password against its stored argon2 hash (see framework/access/password-verifier.ts). */
+  passwordVerifier: PasswordVerifier;
+  /** Signs list cursors and checks them, with a key from the installation's secret (operations/cursor.ts). */
+  cursors: CursorSeal;
   /** The Prometheus series, when metrics.port is set (framework/observability/metrics.ts); absent, nothing is counted. */
   metrics?: Metrics;
 }

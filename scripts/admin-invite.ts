@@ -7,12 +7,9 @@
  * duration of the command. Migrations and the operator tenant are ensured as on a service start.
  */
 import { parseArgs } from 'node:util';
-import pino from 'pino';
-import type { FastifyBaseLogger } from 'fastify';
 import { Compile } from 'typebox/compile';
 import { loadConfig } from '../framework/config/load.ts';
-import { commandDatabase } from './command-database.ts';
-import type { App } from '../framework/app.ts';
+import { openCommandApp, type CommandApp } from './command-database.ts';
 import { userFields } from '../modules/user/user.fields.ts';
 
 const USAGE =
@@ -35,23 +32,14 @@ async function main(): Promise<number> {
   }
   const config = loadConfig(values.config);
   // Loaded only once the arguments are known good: the modules take a moment to load.
-  const [{ buildApp }, { allModules }, { inviteAdministrator }] = await Promise.all([
-    import('../framework/app.ts'),
+  const [{ allModules }, { inviteAdministrator }] = await Promise.all([
     import('../modules/index.ts'),
     import('../modules/auth/administrator-invite.ts'),
   ]);
-  const { databaseUrl, embedded } = await commandDatabase(config);
-  let app: App | undefined;
+  let command: CommandApp | undefined;
   try {
-    app = await buildApp({
-      config,
-      modules: allModules,
-      databaseUrl,
-      role: 'worker',
-      startWorker: false,
-      logger: pino({ level: 'warn' }, pino.destination(2)) as FastifyBaseLogger,
-    });
-    const result = await inviteAdministrator(app.services, email, values.name, values.tenant);
+    command = await openCommandApp(config, { modules: allModules });
+    const result = await inviteAdministrator(command.app.services, email, values.name, values.tenant);
     const where = values.tenant ? `tenant ${values.tenant}` : 'the operator tenant';
     const out = [
       result.created
@@ -71,15 +59,20 @@ async function main(): Promise<number> {
     process.stdout.write(`${out.join('\n')}\n`);
     return 0;
   } finally {
-    await app?.close();
-    await embedded?.stop();
+    await command?.close();
   }
 }
 
 main().then(
   (code) => process.exit(code),
   (err: Error) => {
-    const known = ['ConfigError', 'BootCheckError', 'MigrationError', 'AdministratorInviteError'].includes(err.name);
+    const known = [
+      'ConfigError',
+      'CommandDatabaseError',
+      'BootCheckError',
+      'MigrationError',
+      'AdministratorInviteError',
+    ].includes(err.name);
     process.stderr.write(`admin:invite: ${known ? err.message : (err.stack ?? err.message)}\n`);
     process.exit(1);
   },

@@ -112,7 +112,8 @@ export async function deadLettersCommand(
       err(`dead-letters: ${e.message}\n${USAGE}\n`);
       return 2;
     }
-    err(`dead-letters: ${e.name === 'ConfigError' ? e.message : (e.stack ?? e.message)}\n`);
+    const known = ['ConfigError', 'CommandDatabaseError'].includes(e.name);
+    err(`dead-letters: ${known ? e.message : (e.stack ?? e.message)}\n`);
     return 1;
   } finally {
     await boss?.stop({ graceful: false, close: true }).catch(() => {});

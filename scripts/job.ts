@@ -9,16 +9,13 @@
  * time). Works whether or not the service is running, like admin:invite.
  */
 import { parseArgs } from 'node:util';
-import pino from 'pino';
-import type { FastifyBaseLogger } from 'fastify';
 import { loadConfig } from '../framework/config/load.ts';
 import type { Config } from '../framework/config/schema.ts';
 import { moduleJobs, type ModuleDefinition } from '../framework/entity/define.ts';
-import type { App } from '../framework/app.ts';
 import type { TenantRef } from '../framework/context/tenant.ts';
 import type { JobOutcome } from '../framework/events/jobs.ts';
 import { SettableClock, systemClock } from '../framework/clock.ts';
-import { commandDatabase } from './command-database.ts';
+import { openCommandApp, type CommandApp } from './command-database.ts';
 
 const USAGE =
   'usage: npm run job -- <name> [--at <ISO time, e.g. 2030-01-31T02:00:00Z>] [--tenant <slug>] [--config config.yaml]';
@@ -58,8 +55,7 @@ function parseAt(value: string | undefined): Date | undefined {
 export async function jobCommand(argv: readonly string[], options: JobCommandOptions = {}): Promise<number> {
   const out = options.out ?? ((text: string) => process.stdout.write(text));
   const err = options.err ?? ((text: string) => process.stderr.write(text));
-  let app: App | undefined;
-  let stopEmbedded: (() => Promise<void>) | undefined;
+  let command: CommandApp | undefined;
   try {
     const { values, positionals } = parseArgs({
       args: [...argv],
@@ -83,23 +79,13 @@ export async function jobCommand(argv: readonly string[], options: JobCommandOpt
     if (values.tenant !== undefined && !job.perTenant)
       throw new UsageError(`job ${name} is not per tenant: --tenant does not apply`);
 
-    const [{ buildApp }, { JobRunner }, { tenantBySlug }] = await Promise.all([
-      import('../framework/app.ts'),
+    const [{ JobRunner }, { tenantBySlug }] = await Promise.all([
       import('../framework/events/jobs.ts'),
       import('../framework/context/tenant-lookup.ts'),
     ]);
-    const { databaseUrl, embedded } = await commandDatabase(config);
-    stopEmbedded = embedded ? () => embedded.stop() : undefined;
     const clock = at ? new SettableClock(at) : systemClock;
-    app = await buildApp({
-      config,
-      modules,
-      databaseUrl,
-      role: 'worker',
-      startWorker: false,
-      clock,
-      logger: pino({ level: 'warn' }, pino.destination(2)) as FastifyBaseLogger,
-    });
+    command = await openCommandApp(config, { modules, clock });
+    const { app } = command;
     let tenant: TenantRef | undefined;
     if (values.tenant !== undefined) {
       const found = await tenantBySlug(app.services.db, values.tenant);
@@ -124,12 +110,11 @@ export async function jobCommand(argv: readonly string[], options: JobCommandOpt
       err(`job: ${e.message}\n${USAGE}\n`);
       return 2;
     }
-    const known = ['ConfigError', 'BootCheckError', 'MigrationError'].includes(e.name);
+    const known = ['ConfigError', 'CommandDatabaseError', 'BootCheckError', 'MigrationError'].includes(e.name);
     err(`job: ${known ? e.message : (e.stack ?? e.message)}\n`);
     return 1;
   } finally {
-    await app?.close();
-    await stopEmbedded?.();
+    await command?.close();
   }
 }
 

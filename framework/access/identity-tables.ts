@@ -50,7 +50,7 @@ export const FRAMEWORK_TABLE_USES: readonly FrameworkTableUse[] = [
   {
     table: 'access_tokens',
     usedFor:
-      'context/tx.ts resolves an Authorization: Bearer token (personal access token) and records when it was last used',
+      "context/tx.ts resolves an Authorization: Bearer token (personal access token) and records when it was last used; access/credentials.ts ends a person's tokens when a password is set without the one in force",
     columns: {
       id: 'uuid',
       tenant_id: 'uuid',

@@ -53,6 +53,10 @@ const SENTENCES: Partial<Readonly<Record<ProblemCode, { sentence: string; detail
   AUTH_CROSS_SITE: {
     sentence: 'This form has expired or was sent from another site. Reload the page and send it again.',
   },
+  USE_PASSWORD_CHANGE: {
+    sentence:
+      'You cannot set your own password here. Your own password is changed by giving the current one, or ask another administrator to set it.',
+  },
   ErrCredentials: { sentence: 'The address or the password is wrong.' },
   ErrTooManyAttempts: { sentence: 'Too many failed sign-ins. Wait a few minutes and try again.' },
   TOKEN_INVALID: { sentence: 'This link is invalid or has expired. Ask for a new one.' },
@@ -69,6 +73,7 @@ const SENTENCES: Partial<Readonly<Record<ProblemCode, { sentence: string; detail
   LAST_ADMINISTRATOR: {
     sentence: 'This is the last administrator of the tenant. Give someone else the admin role first.',
   },
+  LIMIT_REACHED: { sentence: 'There are as many of these as this tenant may have. Delete one first.' },
   PERIOD_OWED: { sentence: 'A payment for the current period is still owed. Settle it first.' },
   PAYMENT_DECLINED: { sentence: 'The payment was declined.' },
   PERMISSION_UNKNOWN: { sentence: 'One of the permissions does not exist.', detail: true },
@@ -192,20 +197,36 @@ export function installAdminErrors(site: AdminSite): void {
     return reply.send(html);
   };
 
+  /** The last resort, when even the error page could not be rendered: a page that needs nothing. */
+  const plainErrorPage = (request: FastifyRequest, reply: FastifyReply, renderErr: unknown) => {
+    const fallback = toProblem(renderErr);
+    if (fallback.status >= 500) request.log.error({ err: renderErr }, 'admin error page failed');
+    return reply
+      .code(fallback.status)
+      .type('text/html; charset=utf-8')
+      .send(
+        `<!doctype html><html lang="en"><title>Error</title><p data-code="${fallback.code}">${problemText(fallback).sentence}</p></html>`,
+      );
+  };
+
   site.app.setErrorHandler(async (err, request, reply) => {
     const problem = toProblem(err);
     if (problem.status >= 500) request.log.error({ err }, 'admin request failed');
     try {
       return await answer(request, reply, problem);
     } catch (renderErr) {
-      request.log.error({ err: renderErr }, 'admin error page failed');
-      const fallback = toProblem(renderErr);
-      return reply
-        .code(fallback.status)
-        .type('text/html; charset=utf-8')
-        .send(
-          `<!doctype html><html lang="en"><title>Error</title><p data-code="${fallback.code}">${problemText(fallback).sentence}</p></html>`,
-        );
+      // The page shown again for a client's refusal may meet another client refusal: a form posted
+      // for a row that is not there reads that row (404). That refusal is the answer, on the shell's
+      // page for it; a client's 4xx is never an error in the log. Only a server failure is.
+      const refusal = toProblem(renderErr);
+      if (refusal.status < 500 && refusal.code !== problem.code) {
+        try {
+          return await answer(request, reply, refusal);
+        } catch (again) {
+          return plainErrorPage(request, reply, again);
+        }
+      }
+      return plainErrorPage(request, reply, renderErr);
     }
   });
 

@@ -31,8 +31,24 @@ export const CatalogEntrySchema = Type.Object({
   }),
   commandOwned: Type.Record(Type.String(), Type.String(), { description: 'field → command route that owns it' }),
   commands: Type.Array(Type.String()),
+  events: Type.Array(Type.String(), {
+    description:
+      'The events the resource publishes, by name: its created, updated and deleted events and what its commands and hooks publish (what a webhook endpoint subscribes to).',
+  }),
   admin: Type.Optional(Type.Unknown()),
 });
+
+/** The events an entity publishes: its lifecycle events, then its commands' and hooks' own, each once. */
+export function resourceEvents(entity: ResolvedEntity): string[] {
+  const { def, names } = entity;
+  return [
+    ...new Set([
+      ...Object.values(names.events),
+      ...Object.values(def.commands ?? {}).flatMap((c) => c.publishes ?? []),
+      ...(def.hookPublishes ?? []),
+    ]),
+  ];
+}
 
 export function catalogEntry(entity: ResolvedEntity, ctx: TxContext, operator: OperatorPermissions) {
   const { names, def } = entity;
@@ -64,6 +80,7 @@ export function catalogEntry(entity: ResolvedEntity, ctx: TxContext, operator: O
     ],
     commandOwned: Object.fromEntries(Object.entries(entity.commandOwned).map(([f, c]) => [f, entity.commandRoute(c)])),
     commands,
+    events: resourceEvents(entity),
     ...(def.admin ? { admin: def.admin } : {}),
   };
 }

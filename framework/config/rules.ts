@@ -1,4 +1,5 @@
 import type { Config } from './schema.ts';
+import { parseOriginList } from '../http/origins.ts';
 
 /**
  * A host is local when it is a loopback name or address, a *.localhost name, or a bare name
@@ -33,6 +34,12 @@ export function checkConfigRules(config: Config): string | undefined {
   }
   if (/[\s/:]/.test(config.server.public_host.replace(/:\d+$/, ''))) {
     return 'server.public_host must be a host name, without scheme or path';
+  }
+  const cors = parseOriginList(config.server.cors_origins);
+  if ('invalid' in cors) {
+    return cors.invalid === '*'
+      ? 'server.cors_origins lists origins one by one (like https://app.example.com), never *'
+      : 'server.cors_origins must be a comma-separated list of origins: scheme://host[:port], http or https, no path';
   }
   if (config.database.url !== '' && !/^postgres(ql)?:\/\//.test(config.database.url)) {
     return 'database.url must be empty (embedded PostgreSQL) or a postgres:// URL';

@@ -17,6 +17,12 @@ export const ConfigSchema = Type.Object(
          * "true" (any peer: only behind a proxy that overwrites the header), or "false" (none).
          */
         trust_proxy: Type.String({ default: 'loopback' }),
+        /**
+         * Web origins (scheme://host[:port], comma-separated) whose pages may call the API of every
+         * tenant with a personal access token (CORS, framework/http/cors.ts); a tenant lists its own
+         * too. Empty: none but each tenant's own.
+         */
+        cors_origins: Type.String({ default: '' }),
         log_level: Type.Union(
           ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'].map((l) => Type.Literal(l)),
           { default: 'info' },
@@ -116,6 +122,8 @@ export const ConfigSchema = Type.Object(
         allow_private_networks: Type.Boolean({ default: false }),
         /** The first retry's delay, doubling after each failure up to an hour (whole seconds: rounded, at least 1 s). */
         retry_base_ms: Type.Integer({ default: 5000, minimum: 1, maximum: 3600000 }),
+        /** Live endpoints one tenant may have: a create past it is 409 LIMIT_REACHED. */
+        max_endpoints_per_tenant: Type.Integer({ default: 20, minimum: 1, maximum: 10000 }),
       },
       { additionalProperties: false, default: {} },
     ),

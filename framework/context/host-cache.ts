@@ -51,8 +51,14 @@ export class HostResolver {
     const hit = this.cached(host);
     if (hit) return hit;
     const generation = this.generation;
-    const { rows } = await this.db.pool.query<{ id: string; slug: string; is_operator: boolean; status: string }>(
-      `select t.id, t.slug, t.is_operator, t.status
+    const { rows } = await this.db.pool.query<{
+      id: string;
+      slug: string;
+      is_operator: boolean;
+      status: string;
+      cors_origins: string[];
+    }>(
+      `select t.id, t.slug, t.is_operator, t.status, t.cors_origins
          from tenant_hosts h join tenants t on t.id = h.tenant_id
         where h.host = $1`,
       [host],
@@ -62,7 +68,12 @@ export class HostResolver {
       this.cache.delete(host);
       return undefined;
     }
-    const tenant = { id: row.id, slug: row.slug, isOperator: row.is_operator };
+    const tenant: TenantRef = {
+      id: row.id,
+      slug: row.slug,
+      isOperator: row.is_operator,
+      corsOrigins: row.cors_origins,
+    };
     if (generation !== this.generation) return tenant;
     this.cache.set(host, tenant);
     let hosts = this.hostsByTenant.get(tenant.id);

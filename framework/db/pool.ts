@@ -62,21 +62,35 @@ const busy = (cause: Error) => {
 };
 const translate = (err: Error | undefined): Error | undefined => (err && TIMED_OUT.test(err.message) ? busy(err) : err);
 
+/** A checkout from a Db that was never to be opened (unopenedDatabase). */
+export class NoDatabaseError extends Error {
+  override name = 'NoDatabaseError';
+  constructor() {
+    super('this app was built from the declarations alone, without a database: nothing may query it');
+  }
+}
+
+/** Why a checkout is refused at once, if it is. */
+type Refusal = () => Error | undefined;
+
+const insideTransactionRefusal: Refusal = () =>
+  insideTransaction.getStore() ? new PoolInsideTransactionError() : undefined;
+
 /**
  * Every checkout goes through pool.connect (pool.query too), so the guard and the timeout's
  * translation sit there: a checkout inside a transaction fails at once, and one that waited too
  * long fails as DB_BUSY (503, Retry-After) instead of hanging.
  */
-function guardCheckouts(pool: pg.Pool, onAcquire: ((waitSeconds: number) => void) | undefined): void {
+function guardCheckouts(pool: pg.Pool, onAcquire: ((waitSeconds: number) => void) | undefined, refuse: Refusal): void {
   const connect = timedCheckouts(
     pool.connect.bind(pool) as (cb?: ConnectCallback) => Promise<pg.PoolClient> | void,
     onAcquire,
   );
   const guarded = (cb?: ConnectCallback): Promise<pg.PoolClient> | void => {
-    if (insideTransaction.getStore()) {
-      const err = new PoolInsideTransactionError();
-      if (!cb) return Promise.reject(err);
-      process.nextTick(() => cb(err, undefined, () => {}));
+    const refused = refuse();
+    if (refused) {
+      if (!cb) return Promise.reject(refused);
+      process.nextTick(() => cb(refused, undefined, () => {}));
       return;
     }
     if (cb) return connect((err, client, done) => cb(translate(err), client, done));
@@ -122,6 +136,23 @@ export interface PoolOptions {
 }
 
 export function openDatabase(url: string, options: PoolOptions): Db {
+  return database(url, options, insideTransactionRefusal);
+}
+
+/** Stands for a database in what is built from the declarations alone; never resolved nor connected to. */
+const UNOPENED_URL = 'postgres://no-database.invalid/unopened';
+
+/**
+ * A Db that never connects: every checkout fails at once with NoDatabaseError. What is derived
+ * from the declarations alone (the OpenAPI document: exportOpenApiDocument in app.ts) is built over
+ * it, so it needs no PostgreSQL, and a build step that started to query would fail loudly rather
+ * than pass on whatever database a developer has running.
+ */
+export function unopenedDatabase(): Db {
+  return database(UNOPENED_URL, { size: 1, acquireTimeoutMs: 1 }, () => new NoDatabaseError());
+}
+
+function database(url: string, options: PoolOptions, refuse: Refusal): Db {
   // Pipeline mode (pg's documented `pipeline` option): a client writes each query at once instead
   // of after the previous answer, so queries issued together cost one round trip: the one-exchange
   // requests (statements.ts), the held-back BEGIN and the outbox insert sent with the COMMIT
@@ -135,7 +166,7 @@ export function openDatabase(url: string, options: PoolOptions): Db {
     pipeline: true,
     Client: GatheringClient,
   });
-  guardCheckouts(pool, options.onAcquire);
+  guardCheckouts(pool, options.onAcquire, refuse);
   // An idle client losing its server must not crash the process; the next checkout reconnects.
   pool.on('error', () => {});
   // Nor may a checked-out client between queries (e.g. the server shutting down while the pool

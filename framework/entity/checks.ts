@@ -84,11 +84,15 @@ export function checkRegistry(registry: Registry, earlier: string[]): void {
       ['references', Object.keys(def.references ?? {})],
       ['searchable', def.searchable ?? []],
       ['states', def.states ? [def.states.field] : []],
+      ['choices', Object.keys(def.choices ?? {})],
     ] as const) {
       for (const field of list) {
         if (!(field in def.fields)) problems.push(`entity ${entity.names.key}: ${kind} field ${field} is not a field`);
       }
     }
+    for (const field of def.shownOnce ?? [])
+      if (!(field in (def.computed ?? {})))
+        problems.push(`entity ${entity.names.key}: shownOnce field ${field} is not a computed field`);
   }
 
   const operationIds = new Map<string, string>();
@@ -302,7 +306,11 @@ function stateProblems(entity: ResolvedEntity): string[] {
     if (!command.states) continue;
     if (!def.states)
       problems.push(`${where}: command ${name} declares states, but the entity declares no state field (states.field)`);
-    known(`command ${name} states`, [...command.states.from, ...(command.states.unchanged ?? [])]);
+    known(`command ${name} states`, [
+      ...command.states.from,
+      ...(command.states.unchanged ?? []),
+      ...(command.states.to === undefined ? [] : [command.states.to]),
+    ]);
   }
   return problems;
 }
@@ -310,7 +318,7 @@ function stateProblems(entity: ResolvedEntity): string[] {
 /**
  * What a list's query may name must leave the query's own parameters alone and name what exists:
  * no field, computed field or reference takes a reserved name (limit, offset, sort, after, q, or,
- * fields, expand, format); `filterable` and `secret` name fields; a reference's query name is no
+ * fields, expand, format); `filterable` names fields; a reference's query name is no
  * field's, and a declared one belongs to a declared reference.
  */
 function queryProblems(entity: ResolvedEntity): string[] {
@@ -327,10 +335,6 @@ function queryProblems(entity: ResolvedEntity): string[] {
   for (const name of def.filterable ?? []) {
     if (!(SYSTEM_FIELDS as readonly string[]).includes(name) && !(name in def.fields))
       problems.push(`${where}: filterable field ${name} is not a field`);
-  }
-  for (const name of def.secret ?? []) {
-    if (!(name in def.fields) && !entity.computed.includes(name))
-      problems.push(`${where}: secret field ${name} is not a field or computed field`);
   }
   for (const field of Object.keys(def.referenceNames ?? {})) {
     if (!(field in (def.references ?? {})))

@@ -8,3 +8,4 @@ export * from './entity-definition.ts';
 export * from './route-definition.ts';
 export * from './module-definition.ts';
 export * from './field-text.ts';
+export { Secret } from './secret-field.ts';

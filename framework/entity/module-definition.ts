@@ -50,14 +50,20 @@ export interface SubscriptionDefinition {
  * with ids derived from the event (and the group), so a retried delivery queues nothing twice.
  */
 export interface SubscriptionJobs {
-  /** group: jobs sharing it run at most the queue's groupConcurrency at once (e.g. one group per receiving endpoint). */
+  /**
+   * group: jobs sharing it run at most the queue's groupConcurrency at once (e.g. one group per
+   * receiving endpoint). Every job also counts for the event's tenant (the queue's tenantConcurrency).
+   */
   send(queue: string, data: Record<string, unknown>, options?: { group?: string }): Promise<void>;
 }
 
 /**
  * A module's own pg-boss queue, worked in the worker role: each job is retried with a doubling
  * delay and jitter (pg-boss's retryBackoff) up to its retryLimit, then dead-lettered like an event
- * delivery. Jobs are added by a subscription (SubscriptionJobs.send).
+ * delivery. Jobs are added by a subscription (SubscriptionJobs.send). The worker shares its slots
+ * fairly between tenants (framework/events/fair-queue.ts): a free slot goes first to a tenant with
+ * no job running, and no tenant holds more than tenantConcurrency, so one tenant's burst never
+ * makes another tenant's job wait behind all of it.
  */
 export interface QueueDefinition {
   /** Unique name; the pg-boss queue is `queue-<name>`. */
@@ -68,6 +74,8 @@ export interface QueueDefinition {
   groupConcurrency: number;
   /** Jobs at once in one worker process. */
   concurrency: number;
+  /** Jobs of one tenant at once in one worker process: below concurrency, so other tenants always find a slot. */
+  tenantConcurrency: number;
   /** Runs one job with no transaction open; a throw fails the attempt. attempt.last: no retry follows a failure. */
   work(data: Record<string, unknown>, services: Services, attempt: { number: number; last: boolean }): Promise<void>;
 }
@@ -164,6 +172,8 @@ export interface ModuleDefinition {
 
 /** What a module contributes to the admin shell besides its entities' generated pages. */
 export interface ModuleAdmin {
+  /** What people call the module's part of the service, as the shell heads it (its events, say); default its name in words. */
+  label?: string;
   /** Hand-written pages: each function registers its routes with registerAdminPage(site, ...), once, at startup. */
   pages?: readonly AdminPagesRegistrar[];
   /** Sidebar entries; the sidebar lists every module's entries by `order`, and leaves out one whose path no page serves. */

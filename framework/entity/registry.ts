@@ -8,6 +8,8 @@ import {
   type QueueDefinition,
 } from './define.ts';
 import { resolveEntity, type ResolvedEntity } from './resolve.ts';
+import { entityNames } from './names.ts';
+import { withEventNames } from './event-names.ts';
 import { entityRoutes } from '../http/entity-routes.ts';
 import { EntityOperations } from '../operations/entity-ops.ts';
 import { checkRegistry } from './checks.ts';
@@ -48,22 +50,27 @@ export class Registry {
     const duplicates: string[] = [];
     // One instance per entity, shared by its routes and by modules acting on its rows.
     const operations = new Map<string, EntityOperations>();
+    // Every event first, the entities' lifecycle events included: a field taking event names
+    // (event-names.ts) gets the whole list as its enum before its entity is resolved.
     for (const module of modules) {
       for (const permission of module.permissions ?? []) {
         if (permissions.has(permission.name)) duplicates.push(`permission ${permission.name} is declared twice`);
         permissions.set(permission.name, { ...permission, module: module.name });
       }
       for (const event of module.events ?? []) events.add(event);
+      for (const definition of module.entities ?? [])
+        for (const name of Object.values(entityNames(definition).events)) events.add(name);
+    }
+    for (const module of modules) {
       for (const definition of module.entities ?? []) {
         if (definition.module !== module.name) {
           duplicates.push(
             `entity ${definition.name} declares module ${definition.module} but sits in module ${module.name}`,
           );
         }
-        const resolved = resolveEntity(definition);
+        const resolved = resolveEntity(withEventNames(definition, events));
         entities.push(resolved);
-        for (const name of Object.values(resolved.names.events)) events.add(name);
-        operations.set(resolved.names.key, new EntityOperations(resolved));
+        operations.set(resolved.names.key, new EntityOperations(resolved, { config }));
       }
     }
     // Once every entity is resolved, each one's references reach the entities they name (a query

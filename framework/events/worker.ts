@@ -10,6 +10,7 @@ import type {
   SubscriptionJobs,
 } from '../entity/define.ts';
 import { OutboxRelay, SUBSCRIPTION_QUEUE_PREFIX, subscriptionQueue, type QueuedEvent } from './relay.ts';
+import { FairQueueWorker, fairGroup } from './fair-queue.ts';
 import { withRequestId } from '../observability/request-id.ts';
 import { contextOf, withSpan } from '../observability/tracing.ts';
 import { auditStatements } from './audit.ts';
@@ -60,6 +61,9 @@ export const TENANT_RUN_CONCURRENCY = 1;
 
 const RETRY = { retryLimit: 5, retryDelay: 2, retryBackoff: true, retryDelayMax: 300 };
 
+/** How often an idle module-queue worker looks for jobs; a settled job wakes it at once. */
+const MODULE_QUEUE_POLL_MS = 500;
+
 // The event id recorded in the effect's own transaction: a row back means this is the first delivery.
 const FIRST_DELIVERY = prepared(
   'insert into processed_events (subscription, event_id) values ($1, $2) on conflict do nothing returning event_id',
@@ -88,6 +92,7 @@ export class Worker {
   readonly relay: OutboxRelay;
   readonly jobs: JobRunner;
   private readonly services: Services;
+  private readonly moduleQueueWorkers: FairQueueWorker[] = [];
 
   constructor(services: Services, options: { relayIntervalMs?: number } = {}) {
     this.services = services;
@@ -243,8 +248,8 @@ export class Worker {
   private jobsFor(
     sub: SubscriptionDefinition,
     event: DeliveredEvent,
-  ): { jobs: SubscriptionJobs; queued: Map<string, { id: string; data: object; group?: { id: string } }[]> } {
-    const queued = new Map<string, { id: string; data: object; group?: { id: string } }[]>();
+  ): { jobs: SubscriptionJobs; queued: Map<string, { id: string; data: object; group: { id: string } }[]> } {
+    const queued = new Map<string, { id: string; data: object; group: { id: string } }[]>();
     return {
       queued,
       jobs: {
@@ -252,7 +257,8 @@ export class Worker {
           const list = queued.get(queue) ?? [];
           // The same event queues the same job ids on every retry of the delivery: pg-boss keeps the first.
           const id = stableJobId(`${sub.name}\u0000${event.id}\u0000${queue}\u0000${options.group ?? list.length}`);
-          list.push({ id, data, ...(options.group ? { group: { id: options.group } } : {}) });
+          // Every job's group names its tenant (fair-queue.ts): the worker shares slots out by it.
+          list.push({ id, data, group: { id: fairGroup(event.tenantId, options.group ?? id) } });
           queued.set(queue, list);
         },
       },
@@ -260,35 +266,30 @@ export class Worker {
   }
 
   /**
-   * A module's queue: its retries from the configuration, dead letters to the shared queue, at
-   * most `concurrency` jobs per process and `groupConcurrency` per group in each process.
+   * A module's queue: its retries from the configuration, dead letters to the shared queue, and a
+   * worker fair across tenants (fair-queue.ts): at most `concurrency` jobs per process,
+   * `tenantConcurrency` of one tenant and `groupConcurrency` of one group, a free slot going first
+   * to a tenant with nothing running. Counted in the process, so the caps hold however fast the
+   * workers fetch (pg-boss's database-tracked groupConcurrency let a third job of a group start
+   * when several fetched at once).
    */
   private async startModuleQueue(queue: QueueDefinition): Promise<void> {
     const name = moduleQueue(queue.name);
     const retry = { ...queue.retry(this.services.config), retryBackoff: true, deadLetter: DEAD_LETTER_QUEUE };
     await this.boss.createQueue(name, retry);
     await this.boss.updateQueue(name, retry);
-    // localGroupConcurrency: counted in the process, so it holds however fast the workers fetch (the
-    // database-tracked groupConcurrency let a third job of a group start when several fetched at once).
-    await this.boss.work<
-      Record<string, unknown>,
-      unknown,
-      { includeMetadata: true; pollingIntervalSeconds: 0.5; localConcurrency: number; localGroupConcurrency: number }
-    >(
-      name,
-      {
-        includeMetadata: true,
-        pollingIntervalSeconds: 0.5,
-        localConcurrency: queue.concurrency,
-        localGroupConcurrency: queue.groupConcurrency,
-      },
-      async ([job]) => {
-        await queue.work(job!.data, this.services, {
-          number: job!.retryCount + 1,
-          last: job!.retryCount >= job!.retryLimit,
-        });
-      },
-    );
+    const worker = new FairQueueWorker(this.boss, {
+      queue: name,
+      concurrency: queue.concurrency,
+      groupConcurrency: queue.groupConcurrency,
+      tenantConcurrency: queue.tenantConcurrency,
+      pollMs: MODULE_QUEUE_POLL_MS,
+      work: (job) =>
+        queue.work(job.data, this.services, { number: job.retryCount + 1, last: job.retryCount >= job.retryLimit }),
+      onError: (err) => this.services.log.error({ err, queue: name }, 'module queue worker failed'),
+    });
+    this.moduleQueueWorkers.push(worker);
+    worker.start();
   }
 
   async recordAudit(event: DeliveredEvent): Promise<void> {
@@ -451,6 +452,8 @@ export class Worker {
 
   async stop(): Promise<void> {
     await this.relay.stop();
+    // Before pg-boss stops: their jobs settle through it.
+    await Promise.all(this.moduleQueueWorkers.map((w) => w.stop(10_000)));
     await this.boss.stop({ graceful: true, timeout: 10_000 });
   }
 }

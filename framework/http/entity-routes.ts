@@ -54,11 +54,13 @@ export function entityRoutes(entity: ResolvedEntity, ops: EntityOperations): Any
         querystring: schemas.listQuery,
         response: { 200: answer(schemas.list, `A page of ${names.labelPlural.toLowerCase()}`) },
       },
+      // Its cursors are sealed for the request's tenant, as the handler's page seals them (paging.ts).
       ...(single.list
         ? {
-            oneExchange: ({ query, reply, services }) => {
+            oneExchange: ({ query, request, reply, services }) => {
               const asked = ops.parse(query, services.clock.now());
-              return selecting(ops.listExchange(query as PageQuery, asked), reply, asked);
+              const place = { tenantId: request.tenant!.id, cursors: services.cursors };
+              return selecting(ops.listExchange(query as PageQuery, place, asked), reply, asked);
             },
           }
         : {}),
@@ -79,6 +81,7 @@ export function entityRoutes(entity: ResolvedEntity, ops: EntityOperations): Any
       summary: `Create a ${names.label.toLowerCase()}`,
       tags,
       access: write,
+      ...(def.createProblems ? { problems: def.createProblems } : {}),
       publishes: [...new Set([events.created, ...hookEvents])],
       idempotent: true,
       schema: {

@@ -22,7 +22,8 @@ import { REQUEST_ID_HEADER, REQUEST_ID_LOG_LABEL, requestIdGenerator } from '../
  * test/framework/front-door-answers-as-fastify.test.ts sends a recorded set of requests through the
  * app with the door and without it and finds every status, header and body the same.
  *
- * Anything else — a percent-encoded or over-long segment, a trailing slash, an unknown host, an
+ * Anything else — a percent-encoded or over-long segment, a trailing slash, an unknown host, a
+ * request with an Origin (a cross-origin page's, whose CORS headers the fastify hook decides), an
  * earlyAnswer that declines or throws, a server that is closing — goes to fastify, where the
  * route's first hook asks the same earlyAnswer. At log level info, where fastify logs each
  * request, an answer here logs one `request completed` line.
@@ -83,6 +84,8 @@ export function frontDoor(
       !url ||
       url.includes('?') ||
       headers.host === undefined ||
+      // A page of another origin: the CORS hook (cors.ts) decides the answer's headers.
+      headers.origin !== undefined ||
       isClosing()
     )
       return false;

@@ -6,6 +6,7 @@ import type { TxContext } from '../context/tx.ts';
 import type { JobDefinition } from '../entity/define.ts';
 import { problem } from '../errors.ts';
 import { declareUniqueKeys } from '../db/unique-keys.ts';
+import { routeSecrets, withholdSecrets } from './withheld-secrets.ts';
 
 /**
  * Idempotent POSTs, after Stripe's `Idempotency-Key` convention (docs/api-conventions.md,
@@ -14,6 +15,8 @@ import { declareUniqueKeys } from '../db/unique-keys.ts';
  * with the effect or not at all. A retry with the same key and request replays the recorded
  * answer; with another request it is refused. A concurrent request with the same key waits on the
  * key's primary key until the first commits (then replays it) or rolls back (then acts itself).
+ * A secret the answer shows once (a response field marked Secret()) is never recorded: the stored
+ * answer has null in its place, and a replay names the withheld fields in a header.
  */
 
 /** Lower case, as Node gives request headers and as the route's headers schema must name it to validate it. */
@@ -22,6 +25,9 @@ export const IDEMPOTENCY_HEADER = 'idempotency-key';
 // A conflict on the key is the wait-then-replay path, never answered as such; declared so that
 // no problem document could ever name the key's index.
 declareUniqueKeys({ idempotency_keys_pkey: { fields: [], detail: 'This Idempotency-Key is in use' } });
+
+/** The replay's header naming, as JSON pointers, the secret fields it answers null (shown once, not kept). */
+export const SECRETS_WITHHELD_HEADER = 'idempotent-secrets-withheld';
 
 /** How long a key is remembered: a retry later than this acts again. */
 export const KEY_LIFETIME_MS = 24 * 60 * 60_000;
@@ -34,7 +40,7 @@ export const idempotencyHeaders: TSchema = Type.Object({
       maxLength: 255,
       pattern: '^[\\x20-\\x7E]+$',
       description:
-        'Makes the request safe to retry: a key of 1-255 printable ASCII characters, new for each distinct request (a UUID does). For 24 hours the same key with the same request replays the first answer (its status and body, with the header Idempotent-Replayed: true) and does nothing again; with another method, path or body it answers 422 IDEMPOTENCY_KEY_REUSED. A request with the same key still running is waited for. Keys are per tenant and caller. A request that failed (any problem answer) leaves no key behind and may be retried with it.',
+        "Makes the request safe to retry: a key of 1-255 printable ASCII characters, new for each distinct request (a UUID does). For 24 hours the same key with the same request replays the first answer (its status and body, with the header Idempotent-Replayed: true) and does nothing again; with another method, path or body it answers 422 IDEMPOTENCY_KEY_REUSED. A secret the first answer showed once (a field marked x-secret, such as a webhook endpoint's signingSecret) is not kept with the answer: the replay has null in its place, and its header Idempotent-Secrets-Withheld names the fields as JSON pointers (e.g. /signingSecret). A request with the same key still running is waited for. Keys are per tenant and caller. A request that failed (any problem answer) leaves no key behind and may be retried with it.",
     }),
   ),
 });
@@ -98,14 +104,14 @@ export async function runIdempotent(
     )
     .returning('key')
     .executeTakeFirst();
-  if (!claimed) return replay(tx, userId, key, hash, reply);
+  if (!claimed) return replay(tx, userId, key, hash, request, reply);
   const result = await handler();
   const location = reply.getHeader('location');
   await tx.db
     .updateTable('idempotency_keys')
     .set({
       status: reply.statusCode,
-      body: JSON.stringify(result ?? null),
+      body: JSON.stringify(withoutSecrets(result ?? null, request, reply.statusCode)),
       location: typeof location === 'string' ? location : null,
     })
     .where('user_id', '=', userId)
@@ -114,8 +120,24 @@ export async function runIdempotent(
   return result;
 }
 
-async function replay(tx: TxContext, userId: string, key: string, hash: Buffer, reply: FastifyReply): Promise<unknown> {
-  const found = await recordedAnswer(tx, userId, key, hash, reply);
+/** The answer as it is kept: its secret fields (Secret()) set to null, on a copy. */
+function withoutSecrets(answer: unknown, request: FastifyRequest, status: number): unknown {
+  const secrets = routeSecrets(request, status);
+  if (secrets.length === 0) return answer;
+  const kept = JSON.parse(JSON.stringify(answer)) as unknown;
+  withholdSecrets(kept, secrets);
+  return kept;
+}
+
+async function replay(
+  tx: TxContext,
+  userId: string,
+  key: string,
+  hash: Buffer,
+  request: FastifyRequest,
+  reply: FastifyReply,
+): Promise<unknown> {
+  const found = await recordedAnswer(tx, userId, key, hash, request, reply);
   if (!found) throw new Error('an idempotency key conflicted but is not there');
   return found.body;
 }
@@ -130,6 +152,7 @@ async function recordedAnswer(
   userId: string,
   key: string,
   hash: Buffer,
+  request: FastifyRequest,
   reply: FastifyReply,
 ): Promise<{ body: unknown } | undefined> {
   const row = await tx.db
@@ -152,6 +175,9 @@ async function recordedAnswer(
   const recorded = row as Recorded;
   reply.code(recorded.status).header('idempotent-replayed', 'true');
   if (recorded.location) reply.header('location', recorded.location);
+  // Kept without its secrets (null in their place): the replay says which fields those are.
+  const withheld = withholdSecrets(recorded.body, routeSecrets(request, recorded.status));
+  if (withheld.length > 0) reply.header(SECRETS_WITHHELD_HEADER, withheld.join(', '));
   return { body: recorded.body };
 }
 
@@ -163,7 +189,7 @@ export async function earlierAnswer(
   reply: FastifyReply,
 ): Promise<{ body: unknown } | undefined> {
   const userId = tx.session?.userId;
-  return userId ? recordedAnswer(tx, userId, key, requestHash(request), reply) : undefined;
+  return userId ? recordedAnswer(tx, userId, key, requestHash(request), request, reply) : undefined;
 }
 
 /** Whether a route takes the header: a create or command guarded by a permission (keys are per caller). */

@@ -107,14 +107,18 @@ export function collectMethods(app: FastifyInstance): MethodTable {
   return table;
 }
 
+/** The methods the request's path declares (none for an unknown path), in a stable order. */
+export function declaredMethods(request: FastifyRequest): string[] {
+  return tables.get(request.server.server)?.allowed(request.url.split('?', 1)[0]!) ?? [];
+}
+
 /**
  * For a request no route took: 405 METHOD_NOT_ALLOWED naming the methods its path declares (and
  * setting Allow through `setAllow`), or undefined when the path itself is unknown.
  */
 export function methodRefusal(request: FastifyRequest, setAllow: (value: string) => void): ProblemError | undefined {
-  const table = tables.get(request.server.server);
   const path = request.url.split('?', 1)[0]!;
-  const allowed = table?.allowed(path) ?? [];
+  const allowed = declaredMethods(request);
   // A declared method the router still did not route (a parameter it refused) stays a 404.
   if (allowed.length === 0 || allowed.includes(request.method)) return undefined;
   setAllow(allowed.join(', '));

@@ -84,8 +84,9 @@ export function registerRoute(
     guard.admitTenant(request.tenant ?? noTenant());
     const bearer = bearerOf(plan, request);
     // The cross-site rule guards the cookie a browser attaches by itself; a bearer token is sent
-    // only by code that holds it (no other site's page can set the header without CORS, which the
-    // API does not grant), and a request with one is authenticated by it alone.
+    // only by code that holds it (another site's page sets the header only through a CORS
+    // preflight, granted to listed origins alone and never with credentials: http/cors.ts), and a
+    // request with one is authenticated by it alone.
     if (changesState && bearer === undefined) refuseCrossSite(request);
     if (guard.requiresCaller && bearer === undefined && !request.cookies[cookie.name]) guard.admitCaller(null);
     done();

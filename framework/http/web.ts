@@ -25,6 +25,8 @@ import { registerOpenApi } from '../openapi/document.ts';
 import { requestLogSerializers } from './log-redaction.ts';
 import { lazyRequestLogger } from './request-logger.ts';
 import { frontDoor } from './front-door.ts';
+import { installCors } from './cors.ts';
+import { parseOriginList } from './origins.ts';
 import { refuseFramingOfHtml } from './frame-refusal.ts';
 import { createServer, type IncomingMessage, type ServerOptions, type ServerResponse } from 'node:http';
 import { catalogRoute } from '../catalog/catalog.ts';
@@ -141,6 +143,10 @@ export async function buildWeb(services: Services, options: WebOptions = {}): Pr
       done();
     }, done);
   });
+
+  // Then the answers to cross-origin pages (CORS), which read the tenant's own origins.
+  const cors = parseOriginList(services.config.server.cors_origins);
+  installCors(app, 'origins' in cors ? cors.origins : []);
 
   // OpenAPI first: @fastify/swagger documents the routes registered after it.
   await registerOpenApi(app, services);

@@ -1,25 +1,40 @@
-import { createHash } from 'node:crypto';
+import { createHmac, createSecretKey, timingSafeEqual, type KeyObject } from 'node:crypto';
 import { problem } from '../errors.ts';
 import { TOTAL_CAP } from './page-query.ts';
 
 /**
- * The `after` cursor of keyset paging: opaque to clients, checked against the list, the sort and
- * the filters it was given for.
+ * The `after` cursor of keyset paging: opaque to clients, and signed, so a list answers only the
+ * cursors it gave. The signature (an HMAC-SHA256 keyed by the installation's secret,
+ * access/installation-secret.ts) covers the cursor and where it was given: the list, the tenant
+ * and the list's filters. Anything else — an edited count, another list's cursor, another
+ * tenant's, one given with other filters, an unsigned cursor of an earlier release, garbage — is
+ * 422 VALIDATION_FAILED (pointer /querystring/after), before any SQL runs.
  */
 
 /**
  * Where a page resumes: the sort it was made for, the last row's sort value (as PostgreSQL prints
- * it; for a sort by several keys, one per key) and id, the capped count the walk's first page took,
- * which the pages after it answer as their total rather than counting again (a cursor without it,
- * as earlier releases gave, counts), and a digest of the filters it was given under (filterDigest),
- * which a page read under other filters refuses.
+ * it; for a sort by several keys, one per key) and id, and the capped count the walk's first page
+ * took, which the pages after it answer as their total rather than counting again.
  */
 export interface Cursor {
   sort: string;
   value: string | null | (string | null)[];
   id: string;
-  total?: number;
-  filters?: string;
+  total: number;
+}
+
+/**
+ * What a cursor is good for, besides its sort (which it carries, so that a cursor of another sort
+ * is told apart): the list it was given by, the tenant, and the list's filters: their conditions
+ * and values, or for a query's filters the parameters as the request wrote them (paging.ts,
+ * filterText), so that `deadline=lt.now` holds from page to page while `now` moves on.
+ */
+export interface CursorScope {
+  /** The list: a digest of its declaration (table, id, fixed conditions, sorts; KeysetPager.listKey). */
+  list: string;
+  tenantId: string;
+  /** The list's conditions for this request and their values (search text, row access, filters), canonical. */
+  filters: string;
 }
 
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
@@ -27,19 +42,11 @@ const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 /** The largest count a cursor can carry: the cap plus the one row that says the count was stopped. */
 const CARRIED_TOTAL_MAX = TOTAL_CAP + 1;
 
-/**
- * A short digest of a filter's binding (paging.ts, filterBinding): it tells one filter from another,
- * so a cursor is not followed under filters it was not given for. Empty for no filter.
- */
-export const filterDigest = (binding: string): string =>
-  binding === '' ? '' : createHash('sha256').update(binding).digest('base64url').slice(0, 16);
+/** Bytes of the HMAC a cursor carries: 128 bits, short enough for a URL, far past guessing. */
+const MAC_BYTES = 16;
 
-export function encodeCursor(cursor: Cursor): string {
-  const parts: unknown[] = [cursor.sort, cursor.value, cursor.id];
-  if (cursor.total !== undefined || cursor.filters) parts.push(cursor.total ?? null);
-  if (cursor.filters) parts.push(cursor.filters);
-  return Buffer.from(JSON.stringify(parts), 'utf8').toString('base64url');
-}
+/** Bumped if the signed text's layout ever changes, so a cursor of one layout never opens under another. */
+const LAYOUT = 'tenantry-cursor-1';
 
 const isCarriedTotal = (value: unknown): value is number =>
   typeof value === 'number' && Number.isInteger(value) && value >= 0 && value <= CARRIED_TOTAL_MAX;
@@ -52,41 +59,64 @@ const isSortValue = (value: unknown): value is Cursor['value'] =>
 export const badCursor = (detail: string) =>
   problem('VALIDATION_FAILED', detail, { errors: [{ pointer: '/querystring/after', message: detail }] });
 
+const NOT_GIVEN = 'after is not a cursor this list gave';
+
 /**
- * The cursor `after` carries, for this sort and these filters (their binding, paging.ts
- * filterBinding); 422 VALIDATION_FAILED for anything this list did not give, or gave for another
- * sort or other filters.
+ * Seals and opens cursors with the installation's cursor key. A cursor is the base64url of its
+ * JSON payload ([sort, value, id, total]) followed by the HMAC of the scope and that payload: only
+ * URL characters, as the `after` parameter's pattern wants. The key is a KeyObject, which neither
+ * util.inspect nor JSON shows, so no log line can carry it.
  */
-export function decodeCursor(after: string, sort: string, idType: 'uuid' | 'text' = 'uuid', binding = ''): Cursor {
-  let parsed: unknown;
-  try {
-    parsed = JSON.parse(Buffer.from(after, 'base64url').toString('utf8'));
-  } catch {
-    throw badCursor('after is not a cursor this list gave');
+export class CursorSeal {
+  readonly #key: KeyObject;
+
+  constructor(key: Buffer) {
+    if (key.length < 32) throw new Error('a cursor key has at least 32 bytes');
+    this.#key = createSecretKey(key);
   }
-  if (
-    !Array.isArray(parsed) ||
-    parsed.length < 3 ||
-    parsed.length > 5 ||
-    (parsed.length >= 4 && !isCarriedTotal(parsed[3]) && !(parsed.length === 5 && parsed[3] === null)) ||
-    (parsed.length === 5 && (typeof parsed[4] !== 'string' || parsed[4] === '')) ||
-    typeof parsed[0] !== 'string' ||
-    !isSortValue(parsed[1]) ||
-    typeof parsed[2] !== 'string' ||
-    (idType === 'uuid' && !UUID.test(parsed[2]))
-  ) {
-    throw badCursor('after is not a cursor this list gave');
+
+  seal(cursor: Cursor, scope: CursorScope): string {
+    const payload = Buffer.from(JSON.stringify([cursor.sort, cursor.value, cursor.id, cursor.total]), 'utf8');
+    return Buffer.concat([payload, this.mac(scope, payload)]).toString('base64url');
   }
-  if (parsed[0] !== sort)
-    throw badCursor(`after was given for sort=${parsed[0]}; send the same sort, or start again without after`);
-  const filters = parsed.length === 5 ? (parsed[4] as string) : '';
-  if (filters !== filterDigest(binding))
-    throw badCursor('after was given with other filters (or q); send the same filters, or start again without after');
-  return {
-    sort,
-    value: parsed[1],
-    id: parsed[2],
-    ...(isCarriedTotal(parsed[3]) ? { total: parsed[3] } : {}),
-    ...(filters ? { filters } : {}),
-  };
+
+  /** The cursor `after` carries, for this scope and sort; 422 VALIDATION_FAILED for anything this list did not give. */
+  open(after: string, scope: CursorScope, sort: string, idType: 'uuid' | 'text' = 'uuid'): Cursor {
+    const bytes = Buffer.from(after, 'base64url');
+    if (bytes.length <= MAC_BYTES) throw badCursor(NOT_GIVEN);
+    const payload = bytes.subarray(0, bytes.length - MAC_BYTES);
+    if (!timingSafeEqual(bytes.subarray(bytes.length - MAC_BYTES), this.mac(scope, payload)))
+      throw badCursor(NOT_GIVEN);
+    let parsed: unknown;
+    try {
+      parsed = JSON.parse(payload.toString('utf8'));
+    } catch {
+      throw badCursor(NOT_GIVEN);
+    }
+    // Signed by this installation, so well formed; checked all the same, as a second line.
+    if (
+      !Array.isArray(parsed) ||
+      parsed.length !== 4 ||
+      typeof parsed[0] !== 'string' ||
+      !isSortValue(parsed[1]) ||
+      typeof parsed[2] !== 'string' ||
+      (idType === 'uuid' && !UUID.test(parsed[2])) ||
+      !isCarriedTotal(parsed[3])
+    ) {
+      throw badCursor(NOT_GIVEN);
+    }
+    if (parsed[0] !== sort)
+      throw badCursor(`after was given for sort=${parsed[0]}; send the same sort, or start again without after`);
+    return { sort, value: parsed[1] as Cursor['value'], id: parsed[2], total: parsed[3] };
+  }
+
+  private mac(scope: CursorScope, payload: Buffer): Buffer {
+    // Every part but the last is a digest, a uuid or JSON text, none holding a NUL: the separators
+    // keep one part from running into the next.
+    return createHmac('sha256', this.#key)
+      .update(`${LAYOUT}\u0000${scope.list}\u0000${scope.tenantId}\u0000${scope.filters}\u0000`)
+      .update(payload)
+      .digest()
+      .subarray(0, MAC_BYTES);
+  }
 }

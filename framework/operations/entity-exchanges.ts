@@ -7,7 +7,7 @@ import { uuidv7 } from '../db/uuidv7.ts';
 import { hasDateTimeFormat } from '../entity/date-time.ts';
 import { notFound } from '../errors.ts';
 import { isUuid, quote, run, where } from './entity-sql.ts';
-import type { KeysetPager, ListFilter, PageQuery } from './paging.ts';
+import type { KeysetPager, ListFilter, ListPlace, PageQuery } from './paging.ts';
 import type { QueryReference } from '../query/query-model.ts';
 import { compileFilter, expansionColumn, expansionSelect } from '../query/compile.ts';
 import { admitReferences } from '../query/expansion.ts';
@@ -107,13 +107,14 @@ export class EntityExchanges {
   /**
    * The page as one statement, with the query's filters, sort and expansions in it. Undefined for a
    * search (q), which the handler's filter carries, and for a query naming a reference whose rows
-   * the statement cannot read by itself (exchangeKinds): the handler serves those.
+   * the statement cannot read by itself (exchangeKinds): the handler serves those. Its cursors are
+   * sealed for the place (the request's tenant).
    */
-  list(page: PageQuery, query: ListQuery): OneExchange | undefined {
+  list(page: PageQuery, place: ListPlace, query: ListQuery): OneExchange | undefined {
     if (page.q !== undefined || !answersInStatement(query, this.source.exchangeKinds)) return undefined;
     const { pager } = this.source;
     const filter = this.listFilter(query);
-    const { text, params, cursor } = pager.statement(page, filter);
+    const { text, params, walk } = pager.statement(page, filter, place);
     return {
       statement: { text, values: params },
       admit: (can) => admitReferences(query, can),
@@ -121,8 +122,7 @@ export class EntityExchanges {
         return pager.answer(
           rows,
           page,
-          cursor,
-          filter,
+          walk,
           () =>
             more(async (ctx) => {
               const count = pager.countStatement(filter);
@@ -131,7 +131,7 @@ export class EntityExchanges {
           (r) => this.row(r, query.expand),
         );
       },
-      failed: (err) => pager.failure(err, cursor),
+      failed: (err) => pager.failure(err, walk),
     };
   }
 

@@ -3,10 +3,11 @@ import type { TxContext } from '../context/tx.ts';
 import type { ResolvedEntity } from '../entity/resolve.ts';
 import type { AfterWriteInput, EntityRow, OneExchange } from '../entity/define.ts';
 import type { Services } from '../services.ts';
+import type { Config } from '../config/schema.ts';
 import { notFound, problem } from '../errors.ts';
 // Texts assembled from the entity's declaration alone: a small fixed set, each run prepared.
 import { prepared as fixed } from '../db/statements.ts';
-import { KeysetPager, type ListFilter, type Page, type PageQuery } from './paging.ts';
+import { KeysetPager, type ListFilter, type ListPlace, type Page, type PageQuery } from './paging.ts';
 import type { QueryModel, ReferenceTarget } from '../query/query-model.ts';
 import { compileFilter } from '../query/compile.ts';
 import { NO_QUERY, parseListQuery, type ListQuery } from '../query/parse.ts';
@@ -54,6 +55,8 @@ export class EntityOperations {
   private readonly rowAccess: RowAccess;
   /** The quoted columns a list's `q` searches (ResolvedEntity.searchable). */
   private readonly searchable: readonly string[];
+  /** The installation's configuration, which beforeWrite hooks read. */
+  private readonly config: Config;
   /**
    * What a query of its lists and reads may filter, sort, select and expand (framework/query/):
    * its references join once the registry has every entity (connect).
@@ -77,9 +80,13 @@ export class EntityOperations {
   private readonly insertShapes: StatementShapes;
   private readonly updateShapes: StatementShapes;
 
-  /** `writeShapes`: how many insert and update texts run prepared per connection (statement-shapes.ts). */
-  constructor(entity: ResolvedEntity, options: { writeShapes?: number } = {}) {
+  /**
+   * `config`: the installation's configuration, handed to beforeWrite hooks. `writeShapes`: how many
+   * insert and update texts run prepared per connection (statement-shapes.ts).
+   */
+  constructor(entity: ResolvedEntity, options: { config: Config; writeShapes?: number }) {
     this.entity = entity;
+    this.config = options.config;
     this.insertShapes = new StatementShapes(options.writeShapes ?? WRITE_SHAPES_PER_KIND);
     this.updateShapes = new StatementShapes(options.writeShapes ?? WRITE_SHAPES_PER_KIND);
     this.table = quote(entity.names.table);
@@ -145,7 +152,7 @@ export class EntityOperations {
         : conditions.length > 0
           ? { conditions, params }
           : undefined;
-    const result = await this.pager.page(ctx.db, page, filter);
+    const result = await this.pager.page(ctx, page, filter);
     return { ...result, items: result.items.map((r) => this.toRow(r)) };
   }
 
@@ -162,8 +169,8 @@ export class EntityOperations {
   }
 
   /** The list as one statement for a one-exchange request (entity-exchanges.ts); undefined for the handler to serve it. */
-  listExchange(page: PageQuery, query: ListQuery = NO_QUERY): OneExchange | undefined {
-    return this.exchanges.list(page, query);
+  listExchange(page: PageQuery, place: ListPlace, query: ListQuery = NO_QUERY): OneExchange | undefined {
+    return this.exchanges.list(page, place, query);
   }
 
   /** A read by id as one statement for a one-exchange request; undefined for the handler to serve it. */
@@ -236,7 +243,7 @@ export class EntityOperations {
     checkInitialState(this.entity, input);
     const hooks = this.entity.def.hooks;
     const adjusted = hooks?.beforeWrite
-      ? { ...input, ...((await hooks.beforeWrite(ctx, { op: 'create', values: input })) ?? {}) }
+      ? { ...input, ...((await hooks.beforeWrite(ctx, { op: 'create', values: input, config: this.config })) ?? {}) }
       : input;
     if (hooks?.beforeWrite) this.values.validate(adjusted, 'beforeWrite');
     const row = await this.insert(ctx, adjusted);
@@ -418,7 +425,10 @@ export class EntityOperations {
   private async updateFrom(ctx: TxContext, previous: Row, input: Values): Promise<Row> {
     const hooks = this.entity.def.hooks;
     const adjusted = hooks?.beforeWrite
-      ? { ...input, ...((await hooks.beforeWrite(ctx, { op: 'update', values: input, previous })) ?? {}) }
+      ? {
+          ...input,
+          ...((await hooks.beforeWrite(ctx, { op: 'update', values: input, previous, config: this.config })) ?? {}),
+        }
       : input;
     if (hooks?.beforeWrite) this.values.validate(adjusted, 'beforeWrite');
     const row = await this.write(ctx, previous, adjusted, { kind: 'body' });

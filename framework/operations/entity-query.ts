@@ -4,6 +4,7 @@ import type { TxContext } from '../context/tx.ts';
 import type { ResolvedEntity } from '../entity/resolve.ts';
 import { columnMayHoldNull } from '../schema/column-types.ts';
 import { hasDateTimeFormat } from '../entity/date-time.ts';
+import { SECRET } from '../entity/secret-field.ts';
 import {
   queryField,
   type QueryField,
@@ -53,9 +54,19 @@ function fieldOf(entity: ResolvedEntity, name: string): QueryField | undefined {
   });
 }
 
+/** The fields and computed fields whose schema marks them secret (Secret(), `x-secret`): never queried. */
+export function secretNames(entity: ResolvedEntity): Set<string> {
+  const marked = (schema: TSchema | undefined) => (schema as Record<string, unknown> | undefined)?.[SECRET] === true;
+  return new Set(
+    [...Object.entries(entity.def.fields), ...Object.entries(entity.def.computed ?? {})]
+      .filter(([, schema]) => marked(schema))
+      .map(([name]) => name),
+  );
+}
+
 /** The names a query may filter by: `filterable`, or every field and the system fields; never a secret one. */
 export function filterableNames(entity: ResolvedEntity): string[] {
-  const secret = new Set<string>(entity.def.secret ?? []);
+  const secret = secretNames(entity);
   const declared = entity.def.filterable ?? ['id', 'createdAt', 'updatedAt', ...entity.fields];
   return declared.filter((name) => !secret.has(name));
 }
@@ -71,7 +82,7 @@ export function entityQueryFields(entity: ResolvedEntity): {
     if (field) fields.set(name, field);
   }
   const sorts = new Map<string, QueryField>();
-  const secret = new Set<string>(entity.def.secret ?? []);
+  const secret = secretNames(entity);
   for (const name of entity.sortable) {
     if (fields.has(name) || secret.has(name)) continue;
     const field = fieldOf(entity, name);
@@ -82,7 +93,7 @@ export function entityQueryFields(entity: ResolvedEntity): {
 
 /** The names `fields=` may select: the timestamps, every field and computed field but a secret one. */
 export function selectableNames(entity: ResolvedEntity): Set<string> {
-  const secret = new Set<string>(entity.def.secret ?? []);
+  const secret = secretNames(entity);
   return new Set(['createdAt', 'updatedAt', ...entity.fields, ...entity.computed].filter((n) => !secret.has(n)));
 }
 
@@ -163,7 +174,7 @@ export function entityReferences(
   targetOf: (key: string) => ReferenceTarget | undefined,
 ): Map<string, QueryReference> {
   const out = new Map<string, QueryReference>();
-  const secret = new Set<string>(entity.def.secret ?? []);
+  const secret = secretNames(entity);
   for (const [field, key] of Object.entries(entity.def.references ?? {})) {
     const name = key ? referenceName(entity, field) : undefined;
     const target = key ? targetOf(key) : undefined;

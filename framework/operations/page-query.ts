@@ -80,7 +80,7 @@ export function pageQuerySchema(options: {
           maxLength: CURSOR_MAX_LENGTH,
           pattern: '^[A-Za-z0-9_-]+$',
           description:
-            'Opaque cursor: the "next" of the previous page, with the same sort. Answers the rows after that page (keyset paging). A cursor this list did not give, or one given for another sort, is 422 VALIDATION_FAILED.',
+            'Opaque, signed cursor: the "next" of the previous page, with the same sort and filters. Answers the rows after that page (keyset paging). A cursor this list did not give (another list\'s, another tenant\'s, one given with other filters, an edited or unsigned one), or one given for another sort, is 422 VALIDATION_FAILED.',
         }),
       ),
       ...(searches.length > 0

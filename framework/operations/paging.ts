@@ -1,9 +1,10 @@
-import { CompiledQuery, type Transaction } from 'kysely';
-import type { Database } from '../db/types.ts';
+import { createHash } from 'node:crypto';
+import { CompiledQuery } from 'kysely';
 import { prepared } from '../db/statements.ts';
 import { problem } from '../errors.ts';
+import { cursorsOf, type TxContext } from '../context/tx.ts';
 import { PAGE_LIMIT_DEFAULT, PAGE_LIMIT_MAX, TOTAL_CAP, type Page, type PageQuery } from './page-query.ts';
-import { badCursor, decodeCursor, encodeCursor, filterDigest, type Cursor } from './cursor.ts';
+import { badCursor, type Cursor, type CursorScope, type CursorSeal } from './cursor.ts';
 
 /**
  * Lists, generated and hand-written alike: the same query parameters (limit, offset, sort, after),
@@ -95,14 +96,36 @@ interface OrderKey {
   descending: boolean;
 }
 
-/** Where a page starts, per key of the order: after a value ('v') or within the null rows ('n'); none on a first page. */
+/** Where a page starts, per key of the order: after a value ('v') or within the null rows ('n'); '' on a first page. */
 type CursorShape = string;
 
-/** What a cursor given under a filter is bound to: the filter's written form, or its conditions and values. */
-export const filterBinding = (filter: ListFilter): string =>
+/** Where a list is read: the tenant, and the installation's cursor seal (a cursor is good only there). */
+export interface ListPlace {
+  tenantId: string;
+  cursors: CursorSeal;
+}
+
+/**
+ * One page's place in its walk: the cursor it resumed from (none on a first page) and what its
+ * `next` is sealed for. KeysetPager.statement makes it; answer and failure take it back.
+ */
+export interface Walk {
+  cursor?: Cursor;
+  scope: CursorScope;
+  cursors: CursorSeal;
+}
+
+/**
+ * A filter as the signed text of a cursor: its binding when it has one (a query's filters as the
+ * request wrote them, ListFilter.binding), else its conditions and their values. The guard and
+ * the extra columns are left out: they say who may read and what is shown, not which rows, and a
+ * one-exchange page carries them where the handler's page of the same list does not, so both give
+ * and take the same cursors.
+ */
+export const filterText = (filter: ListFilter): string =>
   filter.binding ??
   (filter.conditions.length === 0 && filter.params.length === 0
-    ? ''
+    ? '[[],[]]'
     : JSON.stringify([filter.conditions, filter.params], (_key, value) =>
         typeof value === 'bigint' ? value.toString() : value,
       ));
@@ -115,6 +138,12 @@ export const filterBinding = (filter: ListFilter): string =>
  */
 export class KeysetPager {
   readonly source: ListSource;
+  /**
+   * The list, as its cursors are signed for: a digest of its declaration (table, id, fixed
+   * conditions and sorts), the same in every process and across restarts, different for every
+   * other list. Decided once, here.
+   */
+  readonly listKey: string;
   /** Texts for the declared shapes (no varying filter): a small set, each prepared. */
   private readonly texts = new Map<string, string>();
   /** Texts for filters that vary with the request, up to QUERY_SHAPES_PER_LIST. */
@@ -123,24 +152,35 @@ export class KeysetPager {
 
   constructor(source: ListSource) {
     this.source = source;
+    const { from, id, idType, where, sorts } = source;
+    this.listKey = createHash('sha256')
+      .update(JSON.stringify([from, id, idType ?? 'uuid', where, sorts]))
+      .digest('base64url');
   }
 
-  /** The statement the page runs, and its parameters: what the list executes, for EXPLAIN too. */
-  statement(query: PageQuery, filter: ListFilter = NO_FILTER): { text: string; params: unknown[]; cursor?: Cursor } {
+  /**
+   * The statement the page runs, and its parameters: what the list executes, for EXPLAIN too. A
+   * cursor (`after`) is opened here, for this list, the place's tenant and this filter, before any
+   * SQL runs: anything else is 422.
+   */
+  statement(
+    query: PageQuery,
+    filter: ListFilter,
+    place: ListPlace,
+  ): { text: string; params: unknown[]; cursor?: Cursor; walk: Walk } {
     const keys = this.order(query.sort);
     if (query.after !== undefined && query.offset > 0) {
       throw problem('VALIDATION_FAILED', 'offset and after do not combine: after already says where the page starts', {
         errors: [{ pointer: '/querystring/offset', message: 'must be 0 (or left out) with after' }],
       });
     }
+    const scope: CursorScope = { list: this.listKey, tenantId: place.tenantId, filters: filterText(filter) };
     const cursor =
-      query.after !== undefined
-        ? decodeCursor(query.after, query.sort, this.source.idType, filterBinding(filter))
-        : undefined;
+      query.after !== undefined ? place.cursors.open(query.after, scope, query.sort, this.source.idType) : undefined;
     const values = cursor ? cursorValues(cursor, keys) : undefined;
     const shape: CursorShape = values ? values.map((v) => (v === null ? 'n' : 'v')).join('') : '';
-    // A cursor that carries the walk's count spares its page the count.
-    const counts = cursor?.total === undefined;
+    // A cursor carries the walk's count, which spares its page the count.
+    const counts = cursor === undefined;
     // One row more than the page: its presence is what says there is a next page.
     const rows = query.offset === 0 && PLANNED_PAGE_SIZES.has(query.limit) ? query.limit + 1 : undefined;
     const cacheKey = `${query.sort}\u0000${shape}\u0000${rows ?? '$'}\u0000${counts ? 'count' : ''}\u0000${filter.guard ?? ''}\u0000${(filter.columns ?? []).join('\u0000')}\u0000${filter.conditions.join('\u0000')}`;
@@ -151,7 +191,8 @@ export class KeysetPager {
     for (const value of values ?? []) if (value !== null) params.push(value);
     if (cursor) params.push(cursor.id);
     if (rows === undefined) params.push(query.limit + 1, query.offset);
-    return { text, params, ...(cursor ? { cursor } : {}) };
+    const walk: Walk = { scope, cursors: place.cursors, ...(cursor ? { cursor } : {}) };
+    return { text, params, walk, ...(cursor ? { cursor } : {}) };
   }
 
   /** The capped count on its own (for a page that came back empty): what `total` costs. */
@@ -177,19 +218,17 @@ export class KeysetPager {
     return text;
   }
 
-  async page(
-    db: Transaction<Database>,
-    query: PageQuery,
-    filter: ListFilter = NO_FILTER,
-  ): Promise<Page<Record<string, unknown>>> {
-    const { text, params, cursor } = this.statement(query, filter);
+  /** A page in the transaction's tenant: its cursors are sealed for that tenant (TxContext's tenant). */
+  async page(ctx: TxContext, query: PageQuery, filter: ListFilter = NO_FILTER): Promise<Page<Record<string, unknown>>> {
+    const { db } = ctx;
+    const { text, params, walk } = this.statement(query, filter, { tenantId: ctx.tenant.id, cursors: cursorsOf(ctx) });
     let rows: Record<string, unknown>[];
     try {
       rows = (await db.executeQuery<Record<string, unknown>>(CompiledQuery.raw(text, params))).rows;
     } catch (err) {
-      throw this.failure(err, cursor);
+      throw this.failure(err, walk);
     }
-    return this.answer(rows, query, cursor, filter, async () => {
+    return this.answer(rows, query, walk, async () => {
       const count = this.countStatement(filter);
       return Number((await db.executeQuery<{ n: string }>(CompiledQuery.raw(count.text, count.params))).rows[0]!.n);
     });
@@ -200,9 +239,9 @@ export class KeysetPager {
    * reaches SQL unparsed is a cursor's sort value: one PostgreSQL cannot read as the column's type
    * (class 22, data exception) was not ours.
    */
-  failure(err: unknown, cursor: Cursor | undefined): unknown {
+  failure(err: unknown, walk: Walk): unknown {
     if (
-      cursor &&
+      walk.cursor &&
       typeof (err as { code?: unknown }).code === 'string' &&
       (err as { code: string }).code.startsWith('22')
     ) {
@@ -212,53 +251,47 @@ export class KeysetPager {
   }
 
   /**
-   * The page from the rows of its statement. The total comes with them, or with the cursor when it
-   * carries the walk's count; only an empty page past the first without one cannot tell it, and
-   * then `count` (the capped count, countStatement) is asked. `next` carries the count on, and is
-   * bound to the filter the page was read under.
+   * The page from the rows of its statement. The total comes with them, or with the cursor, which
+   * carries the walk's count; only an empty page past the first by offset cannot tell it, and then
+   * `count` (the capped count, countStatement) is asked. `next` carries the count on, sealed for
+   * the walk's scope.
    */
   async answer(
     rows: Record<string, unknown>[],
     query: PageQuery,
-    cursor: Cursor | undefined,
-    filter: ListFilter,
+    walk: Walk,
     count: () => Promise<number>,
   ): Promise<Page<Record<string, unknown>>>;
   /** The same, each item made by `shape` from its row (which then keeps the pager's own columns). */
   async answer<T>(
     rows: Record<string, unknown>[],
     query: PageQuery,
-    cursor: Cursor | undefined,
-    filter: ListFilter,
+    walk: Walk,
     count: () => Promise<number>,
     shape: (row: Record<string, unknown>) => T,
   ): Promise<Page<T>>;
   async answer<T>(
     rows: Record<string, unknown>[],
     query: PageQuery,
-    cursor: Cursor | undefined,
-    filter: ListFilter,
+    walk: Walk,
     count: () => Promise<number>,
     shape?: (row: Record<string, unknown>) => T,
   ): Promise<Page<T | Record<string, unknown>>> {
+    const { cursor } = walk;
     let counted: number;
-    if (cursor?.total !== undefined) counted = cursor.total;
+    if (cursor) counted = cursor.total;
     else if (rows.length > 0) counted = Number(rows[0]!.__total);
-    else if (query.offset === 0 && !cursor) counted = 0;
+    else if (query.offset === 0) counted = 0;
     else counted = await count();
     const more = rows.length > query.limit;
     const items = more ? rows.slice(0, query.limit) : rows;
     const last = items.at(-1);
-    const binding = filterBinding(filter);
     const next =
       more && last
-        ? encodeCursor({
-            sort: query.sort,
-            value: last.__sort as Cursor['value'],
-            id: String(last.__id),
-            total: counted,
-            ...(binding ? { filters: filterDigest(binding) } : {}),
-          })
+        ? walk.cursors.seal(
+            { sort: query.sort, value: last.__sort as Cursor['value'], id: String(last.__id), total: counted },
+            walk.scope,
+          )
         : null;
     const page = {
       total: Math.min(counted, TOTAL_CAP),

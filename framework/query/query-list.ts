@@ -124,7 +124,7 @@ export class QueryList {
             binding: JSON.stringify([scope.conditions, scope.params, asked.written]),
           }
         : scope;
-    const page = await this.pager.page(ctx.db, query as unknown as PageQuery, filter);
+    const page = await this.pager.page(ctx, query as unknown as PageQuery, filter);
     return { page, asked };
   }
 

@@ -54,6 +54,27 @@ export async function removeTenantHost(
   return rows[0]!.outcome;
 }
 
+/**
+ * The web origins the transaction's own tenant lists for cross-origin API clients (CORS,
+ * http/cors.ts). Sorted, as stored.
+ */
+export async function ownCorsOrigins(ctx: TxContext): Promise<string[]> {
+  const { rows } = await sql<{
+    origins: string[];
+  }>`select cors_origins as origins from tenants where id = app_tenant_id()`.execute(ctx.db);
+  return rows[0]?.origins ?? [];
+}
+
+/**
+ * Replaces the transaction's own tenant's origins (never another tenant's: the function writes
+ * the transaction's tenant only) and drops the tenant from every process's host cache when the
+ * transaction commits, so the next request reads the new list. The caller normalises them
+ * (http/origins.ts).
+ */
+export async function setOwnCorsOrigins(ctx: TxContext, origins: readonly string[]): Promise<void> {
+  await sql`select tenant_set_cors_origins(${[...origins]}::text[])`.execute(ctx.db);
+}
+
 /** Holds the tenant's row until the transaction ends. */
 export async function lockTenant(ctx: TxContext, tenantId: string): Promise<void> {
   await sql`select tenant_lock(${tenantId}::uuid)`.execute(ctx.db);

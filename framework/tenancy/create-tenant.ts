@@ -55,7 +55,9 @@ export async function withinTenant<T>(
     ctx.db.executeQuery(CompiledQuery.raw(`select set_config('app.tenant_id', $1, true)`, [id]));
   await scope(tenant.id);
   try {
-    const { ctx: inner, flush } = scopedContext(ctx.db, tenant, ctx.session, ctx.actorId, ctx.declaredEvents, ctx.now);
+    // The caller's session is of its own tenant: in another tenant's scope it is none (its
+    // permissions and its kind, cookie or token, say nothing there); the caller stays the actor.
+    const { ctx: inner, flush } = scopedContext(ctx.db, tenant, null, ctx.actorId, ctx.declaredEvents, ctx.now);
     const result = await fn(inner);
     await flush();
     return result;

@@ -10,6 +10,7 @@ import { createTokenRoute, listTokensRoute, revokeTokenRoute } from './tokens.ro
 import { bearerAttempts, revokeTokensOnDeactivation } from './tokens-lifecycle.ts';
 import { registerTokenPages } from './tokens.admin.ts';
 import { TOKEN_MANAGE } from './tokens.ts';
+import { CORS_MANAGE, listCorsOriginsRoute, putCorsOriginsRoute } from './cors-origins.routes.ts';
 
 export const authModule = defineModule({
   name: 'auth',
@@ -17,6 +18,10 @@ export const authModule = defineModule({
   permissions: [
     { name: 'role:manage', description: 'Read and set roles; the Roles navigation entry' },
     { name: TOKEN_MANAGE, description: 'List and revoke any personal access token of the tenant, not only your own' },
+    {
+      name: CORS_MANAGE,
+      description: "Read and set the web origins whose pages may call the tenant's API with a personal access token",
+    },
   ],
   events: [
     'auth.logged_in',
@@ -29,12 +34,21 @@ export const authModule = defineModule({
     'auth.token_revoked',
   ],
   // Password sign-in, roles and the reset page always; single sign-on only when an issuer is configured.
-  routes: (config) => [...authRoutes, createTokenRoute, listTokensRoute, revokeTokenRoute, ...oidcRoutes(config)],
+  routes: (config) => [
+    ...authRoutes,
+    createTokenRoute,
+    listTokensRoute,
+    revokeTokenRoute,
+    listCorsOriginsRoute,
+    putCorsOriginsRoute,
+    ...oidcRoutes(config),
+  ],
   // Set-password links are auth's (set_password_tokens): it mails the reset and the invitation link.
   subscriptions: [resetLinkMail, invitationMail, endSessionsOnDeactivation, revokeTokensOnDeactivation],
   jobs: [authSweep],
   // Roles have hand-written pages (roles.admin.ts) in place of generated ones.
   admin: {
+    label: 'Sign-in and access',
     pages: [registerRolePages, registerTokenPages],
     sidebar: [
       { label: 'Roles', path: '/admin/auth/roles', order: 20 },

@@ -134,7 +134,7 @@ async function signIn({ body, request, reply, services }: LoginContext): Promise
       async (ctx) => {
         const user = await usersService.findCredentials(ctx, body.email);
         // Verify even when there is nothing to verify against, so every refusal costs the same.
-        const matches = await verifyPassword(user?.passwordHash, body.password);
+        const matches = await verifyPassword(services.passwordVerifier, user?.passwordHash, body.password);
         if (!user || !matches || user.status !== 'active') throw credentials();
         if (previous) await ctx.db.deleteFrom('sessions').where('id_hash', '=', hashSecret(previous)).execute();
         const rawId = await openSession(ctx, user.id, request);

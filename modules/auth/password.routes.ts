@@ -1,6 +1,7 @@
 import Type from 'typebox';
 import { defineRoute } from '../../framework/entity/define.ts';
 import { clearSessionCookie, endSessions } from '../../framework/access/sessions.ts';
+import { endCredentialsOf } from '../../framework/access/credentials.ts';
 import { hashSecret, sessionCookie } from '../../framework/access/session-cookie.ts';
 import { problem } from '../../framework/errors.ts';
 import {
@@ -36,7 +37,7 @@ export const changePasswordRoute = defineRoute({
   operationId: 'auth-password-change',
   summary: "Change the caller's password",
   description: [
-    "Needs the password in force. Stores the new one, ends every other session of the person and keeps the caller's; publishes user.password_set.",
+    "Needs the password in force. Stores the new one, ends every other session of the person and keeps the caller's, and keeps the person's personal access tokens (a reset or an administrator's set-password ends them); publishes user.password_set.",
     'A wrong currentPassword is 422 VALIDATION_FAILED pointing at /body/currentPassword (the caller is signed in, so 401 would wrongly say otherwise); it counts as a failed sign-in of the client address, so the same 429 ErrTooManyAttempts applies.',
   ].join('\n\n'),
   tags: ['auth'],
@@ -60,7 +61,7 @@ export const changePasswordRoute = defineRoute({
     const session = tx.session!;
     if ((await attemptsFrom(tx, 'login', request.ip)) >= THROTTLE.login.max) throw tooManyAttempts(reply);
     const person = await usersService.lockCredentials(tx, session.userId);
-    if (!(await verifyPassword(person?.passwordHash, body.currentPassword))) {
+    if (!(await verifyPassword(services.passwordVerifier, person?.passwordHash, body.currentPassword))) {
       // This request's transaction rolls back with the refusal; the attempt is counted in one of
       // its own once it has, so the request never holds two connections at once.
       tx.onRollback(() => services.transactions.run(tx.tenant, (ctx) => recordAttempt(ctx, 'login', request.ip)));
@@ -119,7 +120,7 @@ export const resetPasswordRoute = defineRoute({
   operationId: 'auth-password-reset',
   summary: 'Set a new password with the token from a mailed link',
   description: [
-    "Redeems the set-password token (once), stores the new password, makes an invited user active, ends every session of the person including the caller's and clears the cookie; publishes auth.password_reset and user.password_set.",
+    "Redeems the set-password token (once), stores the new password, makes an invited user active, ends every session and every personal access token of the person, the caller's session included, and clears the cookie; publishes auth.password_reset and user.password_set.",
     'An unknown, spent or expired token is one 401 TOKEN_INVALID. A deactivated user is 409 INVALID_STATE and the token stays unspent.',
     `At most ${THROTTLE.reset.max} attempts per client address per ${THROTTLE.reset.windowMinutes} minutes, then 429 RATE_LIMITED.`,
     "Accepts JSON, or a form post from the /auth/reset page (application/x-www-form-urlencoded), which must also carry the page's CSRF token in the field csrf; a form post without it is 403 AUTH_CROSS_SITE.",
@@ -171,7 +172,8 @@ export const resetPasswordRoute = defineRoute({
         if (!person) throw problem('TOKEN_INVALID', 'The link is unknown, already used or expired; ask for a new one');
         if (person.status === 'deactivated')
           throw problem('INVALID_STATE', 'This account is deactivated; its password cannot be set');
-        await endSessions(ctx, redeemed.userId);
+        // Every session and personal access token of the person: whoever took one before the reset loses it.
+        await endCredentialsOf(ctx, redeemed.userId);
         // The caller's own session goes too, even when it belongs to somebody else on this browser.
         if (callerSession)
           await ctx.db.deleteFrom('sessions').where('id_hash', '=', hashSecret(callerSession)).execute();

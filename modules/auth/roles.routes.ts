@@ -13,6 +13,7 @@ import {
 import type { TxContext } from '../../framework/context/tx.ts';
 import { usersService } from '../user/users-service.ts';
 import { WILDCARD } from '../../framework/access/roles.ts';
+import { refuseTokenCaller } from '../../framework/access/credentials.ts';
 import { administrators } from '../user/administrators.ts';
 import './auth-tables.ts';
 
@@ -82,7 +83,7 @@ export interface RoleView {
 
 /** A page of the tenant's roles by name: the roles list, for the API route and the admin shell alike. */
 export async function listRoles(tx: TxContext, query: PageQuery): Promise<Page<RoleView>> {
-  return (await rolePages.page(tx.db, query)) as unknown as Page<RoleView>;
+  return (await rolePages.page(tx, query)) as unknown as Page<RoleView>;
 }
 
 /** One role by name, or undefined. */
@@ -93,7 +94,8 @@ export async function readRole(tx: TxContext, name: string): Promise<RoleView | 
 /**
  * Creates or replaces a role's permission list, checked like every write of it (checkedPermissions),
  * and publishes auth.role_set when the list changed. The PUT route and the admin shell's role form
- * both go through here, so the same rules apply to both.
+ * both go through here, so the same rules apply to both. What a role grants is for a signed-in
+ * session to change, never a personal access token (framework/access/credentials.ts).
  */
 export async function setRole(
   tx: TxContext,
@@ -101,6 +103,7 @@ export async function setRole(
   name: string,
   permissions: readonly string[],
 ): Promise<{ role: RoleView; created: boolean }> {
+  refuseTokenCaller(tx, "Changing a role's permissions");
   const after = checkedPermissions(registry, tx.tenant, permissions);
   const existing = await tx.db
     .selectFrom('roles')
@@ -136,6 +139,7 @@ export async function setRole(
  * last administrator, nothing written. The DELETE route and the admin shell's role form share it.
  */
 export async function deleteRole(tx: TxContext, name: string): Promise<void> {
+  refuseTokenCaller(tx, 'Deleting a role');
   const existing = await tx.db
     .selectFrom('roles')
     .select('permissions')
@@ -149,6 +153,9 @@ export async function deleteRole(tx: TxContext, name: string): Promise<void> {
   await tx.db.deleteFrom('roles').where('name', '=', name).execute();
   tx.publish('auth.role_set', { name, before: [...existing.permissions].sort(), after: null });
 }
+
+const SESSION_ONLY =
+  'Takes the session cookie only: what a role grants is never changed with a personal access token (an Authorization: Bearer header is ignored here, so a token alone is 401 AUTH_REQUIRED).';
 
 export const listRolesRoute = defineRoute({
   method: 'GET',
@@ -179,9 +186,11 @@ export const putRoleRoute = defineRoute({
     '422 PERMISSION_UNKNOWN for a permission no module defines; 422 PERMISSION_OPERATOR_ONLY for an operator permission outside the operator tenant.',
     'Publishes auth.role_set with the list before (null for a new role) and after, only when the list changed.',
     "A list without * for the role that gives it to the tenant's last administrator (the last active user holding every permission) is 409 LAST_ADMINISTRATOR, nothing written.",
+    SESSION_ONLY,
   ].join('\n\n'),
   tags: ['auth'],
   access: { permission: 'role:manage' },
+  bearer: false,
   publishes: ['auth.role_set'],
   schema: {
     params: Type.Object({
@@ -215,9 +224,11 @@ export const deleteRoleRoute = defineRoute({
     'Deletes the role and takes it from every user holding it: each of them loses it as the roles command would take it (user.roles_set). 204 with no body.',
     "404 NOT_FOUND for a role this tenant does not have. 409 LAST_ADMINISTRATOR when the role is what makes the tenant's last administrator (the last active user holding every permission, *): nothing is deleted.",
     'Publishes auth.role_set with the list before and after null.',
+    SESSION_ONLY,
   ].join('\n\n'),
   tags: ['auth'],
   access: { permission: 'role:manage' },
+  bearer: false,
   publishes: ['auth.role_set', 'user.roles_set'],
   problems: { 409: "The role makes the tenant's last administrator (LAST_ADMINISTRATOR)" },
   schema: {

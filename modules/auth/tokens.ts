@@ -5,6 +5,8 @@ import { ACCESS_TOKEN_PREFIX } from '../../framework/access/bearer.ts';
 import { hashSecret } from '../../framework/access/session-cookie.ts';
 import { notFound, problem } from '../../framework/errors.ts';
 import { KeysetPager, type Page, type PageQuery } from '../../framework/operations/paging.ts';
+import { refuseTokenCaller } from '../../framework/access/credentials.ts';
+import { checkedPermissions } from './roles.routes.ts';
 import './tokens-table.ts';
 
 /**
@@ -52,8 +54,10 @@ export interface NewToken {
 
 /**
  * Makes a token for the signed-in caller: a subset of the permissions the caller holds now (the
- * wildcard only for a caller who holds it), for at most MAX_TOKEN_DAYS. Answers the token and the
- * raw value, which is shown this once and never again.
+ * wildcard only for a caller who holds it), for at most MAX_TOKEN_DAYS, never an operator
+ * permission outside the operator tenant (as roles, checkedPermissions). Answers the token and the
+ * raw value, which is shown this once and never again. A token never makes a token (401
+ * AUTH_REQUIRED): the route takes the cookie only, and this refuses a token's caller itself.
  */
 export async function createToken(
   tx: TxContext,
@@ -62,6 +66,7 @@ export async function createToken(
 ): Promise<{ token: AccessTokenView; raw: string }> {
   const session = tx.session;
   if (!session) throw problem('AUTH_REQUIRED', 'Sign in to use this route');
+  refuseTokenCaller(tx, 'Making an access token');
   const days = input.expiresInDays ?? DEFAULT_TOKEN_DAYS;
   if (days > MAX_TOKEN_DAYS) {
     throw problem('TOKEN_EXPIRY_TOO_LONG', `A token lives at most ${MAX_TOKEN_DAYS} days`, {
@@ -69,17 +74,9 @@ export async function createToken(
       extensions: { maxDays: MAX_TOKEN_DAYS },
     });
   }
-  const permissions = [...new Set(input.permissions.map((p) => p.trim()))].sort();
-  const unknown = permissions.filter((p) => p !== '*' && !registry.permissions.has(p));
-  if (unknown.length > 0) {
-    throw problem('PERMISSION_UNKNOWN', `No module defines ${unknown.join(', ')}`, {
-      errors: unknown.map((p) => ({
-        pointer: `/body/permissions/${input.permissions.indexOf(p)}`,
-        message: `unknown permission ${p}`,
-      })),
-      extensions: { permissions: unknown },
-    });
-  }
+  // 422 PERMISSION_UNKNOWN for a name no module defines, PERMISSION_OPERATOR_ONLY for an operator
+  // permission at a customer (which a customer's `*` would otherwise let through the check below).
+  const permissions = checkedPermissions(registry, tx.tenant, input.permissions);
   const notHeld = permissions.filter((p) => !(session.permissions.has('*') || session.permissions.has(p)));
   if (notHeld.length > 0) {
     throw problem(
@@ -135,7 +132,7 @@ export async function listTokens(tx: TxContext, query: PageQuery, userId?: strin
   const owner = userId ?? session.userId;
   if (owner !== session.userId && !tx.can(TOKEN_MANAGE))
     throw problem('AUTH_FORBIDDEN', `Listing another user's tokens requires permission ${TOKEN_MANAGE}`);
-  return (await tokenPages.page(tx.db, query, {
+  return (await tokenPages.page(tx, query, {
     conditions: ['user_id = $1'],
     params: [owner],
   })) as unknown as Page<AccessTokenView>;

@@ -17,6 +17,7 @@ export const tenantModule = defineModule({
   events: ['tenant.created', 'tenant.host_added', 'tenant.host_removed', 'tenant.suspended', 'tenant.resumed'],
   routes: tenantRoutes,
   admin: {
+    label: 'Tenants',
     // The tenant switcher replaces the generated pages: tenants are made and changed through the API.
     pages: [registerTenantSwitcher],
     sidebar: [{ label: 'Tenants', path: '/admin/tenant/tenants', order: 60 }],

@@ -56,7 +56,7 @@ export const containsPattern = (q: string): string =>
 
 export async function listTenants(ctx: TxContext, page: PageQuery, search?: string): Promise<Page<TenantView>> {
   const filter = search?.trim() ? { conditions: [SEARCH_CONDITION], params: [containsPattern(search)] } : undefined;
-  return (await tenantPages.page(ctx.db, page, filter)) as unknown as Page<TenantView>;
+  return (await tenantPages.page(ctx, page, filter)) as unknown as Page<TenantView>;
 }
 
 /** One tenant, or 404; with lock, the row is held until the transaction ends. */

@@ -1,5 +1,6 @@
 import argon2 from 'argon2';
 import { problem } from '../../framework/errors.ts';
+import type { PasswordVerifier } from '../../framework/access/password-verifier.ts';
 
 // The user module owns the users table and its password_hash column, so hashing and the policy
 // live here: its set-password command hashes, and the sign-in area (modules/auth) verifies and
@@ -45,16 +46,21 @@ export function hashPassword(plain: string): Promise<string> {
 }
 
 /**
- * True when plain matches hash. A missing or malformed hash verifies against DUMMY_HASH instead,
- * so the caller pays the same cost and gets false.
+ * True when plain matches hash, checked through the app's verifier (services.passwordVerifier). A
+ * missing or malformed hash verifies against DUMMY_HASH instead, so every call runs exactly one
+ * argon2id verification with ARGON2_OPTIONS's parameters: the caller pays the same cost and gets false.
  */
-export async function verifyPassword(hash: string | null | undefined, plain: string): Promise<boolean> {
+export async function verifyPassword(
+  verifier: PasswordVerifier,
+  hash: string | null | undefined,
+  plain: string,
+): Promise<boolean> {
   if (!hash?.startsWith('$argon2')) {
-    await argon2.verify(DUMMY_HASH, plain).catch(() => false);
+    await verifier.verify(DUMMY_HASH, plain).catch(() => false);
     return false;
   }
   try {
-    return await argon2.verify(hash, plain);
+    return await verifier.verify(hash, plain);
   } catch {
     return false;
   }

@@ -1,6 +1,7 @@
 import type { TxContext } from '../../framework/context/tx.ts';
 import { problem } from '../../framework/errors.ts';
 import { roleDirectory } from '../../framework/access/roles.ts';
+import { refuseTokenCaller } from '../../framework/access/credentials.ts';
 
 /** Roles are stored trimmed, lower-cased, deduplicated and sorted, so equal sets compare equal. */
 export function normaliseRoles(roles: readonly string[]): string[] {
@@ -27,8 +28,13 @@ export async function assertRolesExist(ctx: TxContext, roles: readonly string[])
   }
 }
 
-/** The sorted, normalised role set of an input, refused unless every role exists here. */
+/**
+ * The sorted, normalised role set of an input, refused unless every role exists here. Granting
+ * roles is for a signed-in session only (framework/access/credentials.ts): a personal access
+ * token's caller is refused with 401 AUTH_REQUIRED, whichever route asked.
+ */
 export async function checkedRoles(ctx: TxContext, roles: readonly string[]): Promise<string[]> {
+  if (roles.length > 0) refuseTokenCaller(ctx, 'Granting roles');
   const normalised = normaliseRoles(roles);
   await assertRolesExist(ctx, normalised);
   return normalised;
@@ -45,12 +51,14 @@ export interface RoleChange {
 /**
  * What replacing a user's roles with the requested set changes: both sets normalised, the new one
  * refused (422 ROLE_UNKNOWN) unless every role exists here; undefined when the sets are equal.
+ * Never for a personal access token's caller (401 AUTH_REQUIRED), even to take roles away.
  */
 export async function roleChange(
   ctx: TxContext,
   current: readonly string[],
   requested: readonly string[],
 ): Promise<RoleChange | undefined> {
+  refuseTokenCaller(ctx, "Changing a user's roles");
   const after = await checkedRoles(ctx, requested);
   const before = normaliseRoles(current);
   return sameRoles(before, after) ? undefined : { before, after };

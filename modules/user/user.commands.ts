@@ -1,6 +1,7 @@
 import Type from 'typebox';
 import type { CommandDefinition } from '../../framework/entity/define.ts';
-import { endSessions } from '../../framework/access/sessions.ts';
+import { endCredentialsOf } from '../../framework/access/credentials.ts';
+import { problem } from '../../framework/errors.ts';
 import { assertPasswordPolicy, hashPassword, PASSWORD_MAX_LENGTH, PASSWORD_MIN_LENGTH } from './passwords.ts';
 import type { UserFields } from './user.fields.ts';
 import { publishRolesSet, roleChange } from './roles.ts';
@@ -28,34 +29,48 @@ export const RolesBody = Type.Object(
   { additionalProperties: false },
 );
 
+/** Where a person changes their own password: it asks for the one in force. */
+export const PASSWORD_CHANGE_ROUTE = 'POST /api/v1/auth/password';
+
 /**
  * invited → active and active → active both store a new hash, end the person's sessions and
- * publish user.password_set (the same password again still counts as setting it); a deactivated
- * user is refused with 409.
+ * personal access tokens and publish user.password_set (the same password again still counts as
+ * setting it); a deactivated user is refused with 409. Cookie only: a token never sets a password.
+ * Nobody sets their own password here (403 USE_PASSWORD_CHANGE): the password change asks for the
+ * one in force, so a session left open on someone's desk cannot take the account over.
  */
 export const setPassword: CommandDefinition<UserFields, typeof SetPasswordBody> = {
   summary: 'Set a user’s password',
   admin: {
     label: 'Set password',
-    intro: 'Sets a new password and signs the person out everywhere. An invited person becomes active.',
+    intro:
+      'Sets a new password and signs the person out everywhere, ending their access tokens too. An invited person becomes active.',
     fields: {
       password: { label: 'New password', hint: 'At least 8 characters. Tell the person through a safe channel.' },
     },
   },
-  description:
-    "Stores the argon2id hash of the password and makes an invited user active, and ends every session of that person in the same transaction, as a reset does (the caller's own too when it names the caller; POST /api/v1/auth/password changes one's own password and keeps the current session). Setting it again, even to the same password, stores a new hash and publishes user.password_set again. Refused with 409 INVALID_STATE for a deactivated user.",
+  description: `Stores the argon2id hash of the password and makes an invited user active, and ends every session and every personal access token of that person in the same transaction, as a reset does. Setting it again, even to the same password, stores a new hash and publishes user.password_set again. Refused with 409 INVALID_STATE for a deactivated user. Takes the session cookie only: a personal access token never sets a password (401 AUTH_REQUIRED). The caller's own password is refused with 403 USE_PASSWORD_CHANGE: ${PASSWORD_CHANGE_ROUTE} changes it, asking for the current one, and keeps the caller's session and tokens.`,
   body: SetPasswordBody,
+  bearer: false,
+  problems: { 403: `The caller's own password, which ${PASSWORD_CHANGE_ROUTE} changes (USE_PASSWORD_CHANGE)` },
   // A deactivated user is refused (409 INVALID_STATE, the entity's refusal) before run.
   states: { from: ['invited', 'active'], hint: 'A deactivated person cannot be given a password.' },
   publishes: ['user.password_set'],
   async run(ctx, row, body) {
+    if (row.id === ctx.session?.userId) {
+      throw problem(
+        'USE_PASSWORD_CHANGE',
+        `You cannot set your own password here: change it with ${PASSWORD_CHANGE_ROUTE}, which asks for the current one`,
+        { extensions: { route: PASSWORD_CHANGE_ROUTE } },
+      );
+    }
     assertPasswordPolicy(body.password);
     const hash = await hashPassword(body.password);
     // The hash through the service (which publishes user.password_set); the status through the
     // returned change, so the answer carries the row as stored.
     await usersService.setPasswordHash(ctx, row.id, hash);
-    // A session stolen before the new password must not outlive it.
-    await endSessions(ctx, row.id);
+    // A session or token taken before the new password must not outlive it.
+    await endCredentialsOf(ctx, row.id);
     return { status: 'active' };
   },
 };
@@ -74,8 +89,9 @@ export const setRoles: CommandDefinition<UserFields, typeof RolesBody> = {
     },
   },
   description:
-    'Sends the complete role set. Names are trimmed, lower-cased, deduplicated and sorted before they are stored; a name no role of this tenant has is refused with 422 ROLE_UNKNOWN. The same set in any order changes nothing and publishes nothing; a different set publishes user.roles_set. A set that would leave the tenant with no active user holding every permission (*) is refused with 409 LAST_ADMINISTRATOR.',
+    'Sends the complete role set. Names are trimmed, lower-cased, deduplicated and sorted before they are stored; a name no role of this tenant has is refused with 422 ROLE_UNKNOWN. The same set in any order changes nothing and publishes nothing; a different set publishes user.roles_set. A set that would leave the tenant with no active user holding every permission (*) is refused with 409 LAST_ADMINISTRATOR. Takes the session cookie only: a personal access token never changes roles (401 AUTH_REQUIRED).',
   body: RolesBody,
+  bearer: false,
   problems: { 409: 'The set would leave the tenant with no active user holding every permission (LAST_ADMINISTRATOR)' },
   publishes: ['user.roles_set'],
   async run(ctx, row, body) {

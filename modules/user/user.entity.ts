@@ -2,6 +2,7 @@ import { defineEntity } from '../../framework/entity/define.ts';
 import { userFieldText, userFields } from './user.fields.ts';
 import { deactivate, setPassword, setRoles } from './user.commands.ts';
 import { administrators } from './administrators.ts';
+import { refuseTokenCaller } from '../../framework/access/credentials.ts';
 
 /**
  * A person in one tenant. Status and roles belong to the commands, so create and PATCH refuse
@@ -28,6 +29,12 @@ export const user = defineEntity({
     deactivate,
   },
   hooks: {
+    // The address is where a reset link goes: changing it is changing a credential, which a
+    // personal access token never may (401 AUTH_REQUIRED), or a token could mail itself a reset.
+    beforeWrite: async (ctx, { op, values, previous }) => {
+      if (op === 'update' && values.email !== undefined && values.email.toLowerCase() !== previous?.email.toLowerCase())
+        refuseTokenCaller(ctx, "Changing a user's sign-in address");
+    },
     // Deleting the tenant's last administrator is 409 LAST_ADMINISTRATOR, like deactivating them.
     beforeDelete: (ctx, { row }) => administrators.assertOneRemains(ctx, { user: row }),
   },

@@ -8,7 +8,8 @@ export const userFields = {
     format: 'email',
     minLength: 3,
     maxLength: 320,
-    description: 'The address the person signs in with; unique in the tenant, compared case-insensitively.',
+    description:
+      'The address the person signs in with (and where a reset link goes); unique in the tenant, compared case-insensitively. Changing it takes the session cookie: with a personal access token it is 401 AUTH_REQUIRED.',
   }),
   displayName: Type.Optional(
     WithDefault(Type.String({ maxLength: 200, description: 'Name shown to others; empty when not given.' }), ''),

@@ -1,5 +1,6 @@
 import type { TxContext } from '../../framework/context/tx.ts';
 import { problem } from '../../framework/errors.ts';
+import { refuseTokenCaller } from '../../framework/access/credentials.ts';
 import { findUserByEmail, inviteUser, type Invitation, type InviteOptions, type UserRow } from './invite.ts';
 import { normaliseRoles, publishRolesSet, roleChange } from './roles.ts';
 import { userByEmail, USER_ROW } from './users-query.ts';
@@ -72,7 +73,8 @@ export const usersService = {
   /**
    * Stores a new password hash and publishes user.password_set; with `activate`, an invited user
    * becomes active in the same statement. A deactivated (or deleted) user is refused with 409
-   * INVALID_STATE and nothing is written: callers that want their own wording check first.
+   * INVALID_STATE and nothing is written: callers that want their own wording check first. Never
+   * for a personal access token's caller (401 AUTH_REQUIRED, framework/access/credentials.ts).
    */
   async setPasswordHash(
     ctx: TxContext,
@@ -80,6 +82,7 @@ export const usersService = {
     hash: string,
     options: { activate?: boolean } = {},
   ): Promise<void> {
+    refuseTokenCaller(ctx, 'Setting a password');
     const updated = await ctx.db
       .updateTable('users')
       .set({ password_hash: hash, updated_at: ctx.now, ...(options.activate ? { status: 'active' as const } : {}) })

@@ -1,85 +1,119 @@
 import { lookup } from 'node:dns/promises';
-import { BlockList, isIP } from 'node:net';
+import { isIP } from 'node:net';
+import ipaddr from 'ipaddr.js';
 
-/** Address ranges a delivery may not reach unless webhooks.allow_private_networks is on, each with what it is. */
-const V4_RANGES: readonly [string, number, string][] = [
-  ['0.0.0.0', 8, 'an unspecified ("this network") address'],
-  ['10.0.0.0', 8, 'a private address'],
-  ['100.64.0.0', 10, 'a shared (carrier-grade NAT) address'],
-  ['127.0.0.0', 8, 'a loopback address'],
-  ['169.254.169.254', 32, 'the cloud metadata address'],
-  ['169.254.0.0', 16, 'a link-local address'],
-  ['172.16.0.0', 12, 'a private address'],
-  ['192.0.0.0', 24, 'a protocol-assignment address'],
-  ['192.0.2.0', 24, 'a documentation address'],
-  ['192.168.0.0', 16, 'a private address'],
-  ['198.18.0.0', 15, 'a benchmarking address'],
-  ['198.51.100.0', 24, 'a documentation address'],
-  ['203.0.113.0', 24, 'a documentation address'],
-  ['224.0.0.0', 4, 'a multicast address'],
-  ['240.0.0.0', 4, 'a reserved address'],
-];
-const V6_RANGES: readonly [string, number, string][] = [
-  ['::', 128, 'an unspecified address'],
-  ['::1', 128, 'a loopback address'],
-  ['::', 96, 'an IPv4-compatible address'],
-  ['100::', 64, 'a discard-only address'],
-  ['2001:db8::', 32, 'a documentation address'],
-  ['fc00::', 7, 'a unique-local address'],
-  ['fe80::', 10, 'a link-local address'],
-  ['fec0::', 10, 'a site-local address'],
-  ['ff00::', 8, 'a multicast address'],
-];
+/**
+ * What each special-purpose range of the classifier (ipaddr.js `range()`, which follows the IANA
+ * special-purpose registries) is, in words. Every range but `unicast` is refused; a range missing
+ * here is refused too, under its classifier name.
+ */
+const RANGE_WORDS: Readonly<Record<string, string>> = {
+  unspecified: 'an unspecified ("this network") address',
+  broadcast: 'the broadcast address',
+  multicast: 'a multicast address',
+  linkLocal: 'a link-local address',
+  loopback: 'a loopback address',
+  carrierGradeNat: 'a shared (carrier-grade NAT) address',
+  private: 'a private address',
+  reserved: 'a reserved or documentation address',
+  benchmarking: 'a benchmarking address',
+  as112: 'an AS112 (reverse-lookup sink) address',
+  as112v6: 'an AS112 (reverse-lookup sink) address',
+  amt: 'an AMT relay address',
+  uniqueLocal: 'a unique-local address',
+  deprecatedSiteLocal: 'a site-local address',
+  discard: 'a discard-only address',
+  segmentRouting: 'a segment-routing address',
+  orchid2: 'an ORCHID (overlay identifier) address',
+  deprecatedOrchid: 'an ORCHID (overlay identifier) address',
+  droneRemoteIdProtocolEntityTags: 'a drone remote-ID tag',
+  teredo: 'a Teredo (IPv4 tunnel) address',
+};
 
-function blockListOf(ranges: readonly [string, number, string][], type: 'ipv4' | 'ipv6'): [BlockList, string][] {
-  return ranges.map(([net, prefix, what]) => {
-    const list = new BlockList();
-    list.addSubnet(net, prefix, type);
-    return [list, what];
-  });
-}
-const V4 = blockListOf(V4_RANGES, 'ipv4');
-const V6 = blockListOf(V6_RANGES, 'ipv6');
+/** The cloud providers' instance metadata service: link-local, named on its own as it is what an attacker is after. */
+const METADATA = ipaddr.parse('169.254.169.254');
+/** NAT64's well-known prefix (RFC 6052): the IPv4 address is the last 32 bits. */
+const NAT64_WELL_KNOWN = ipaddr.parseCIDR('64:ff9b::/96');
+/** The deprecated IPv4-compatible form (::a.b.c.d, RFC 4291): no router forwards it; the classifier calls it unicast. */
+const IPV4_COMPATIBLE = ipaddr.parseCIDR('::/96');
 
-/** The eight 16-bit groups of an IPv6 address (with an embedded dotted IPv4 tail). */
-function groups(v6: string): number[] {
-  let text = v6.toLowerCase().split('%')[0]!;
-  const dotted = /(\d+\.\d+\.\d+\.\d+)$/.exec(text);
-  if (dotted) {
-    const [a, b, c, d] = dotted[1]!.split('.').map(Number) as [number, number, number, number];
-    text = `${text.slice(0, -dotted[1]!.length)}${((a << 8) | b).toString(16)}:${((c << 8) | d).toString(16)}`;
+type Address = ipaddr.IPv4 | ipaddr.IPv6;
+
+const v4Of = (bytes: number[]): ipaddr.IPv4 => ipaddr.fromByteArray(bytes) as ipaddr.IPv4;
+
+/**
+ * The IPv4 address an IPv6 form carries and leaves to the IPv4 network (a translator, a relay or
+ * the kernel's own mapping on the way delivers it there), or a reason to refuse the form outright:
+ * - IPv4-mapped ::ffff:0:0/96 and IPv4-translated ::ffff:0:0:0/96 (SIIT): the last 32 bits;
+ * - NAT64's well-known 64:ff9b::/96: the last 32 bits;
+ * - 6to4 2002::/16: the 32 bits after the prefix;
+ * - NAT64's local-use 64:ff9b:1::/48 is refused: where the IPv4 address sits depends on the prefix
+ *   length the local network chose, which the service cannot know;
+ * - Teredo 2001::/32 is refused (RANGE_WORDS): it tunnels to an obfuscated client address through
+ *   a relay, never a webhook receiver's own address;
+ * - the deprecated IPv4-compatible ::/96 is refused.
+ */
+function embedded(address: ipaddr.IPv6, range: string): { inner: ipaddr.IPv4 } | { refused: string } | undefined {
+  const bytes = address.toByteArray();
+  switch (range) {
+    case 'ipv4Mapped':
+    case 'rfc6145':
+      return { inner: v4Of(bytes.slice(12)) };
+    case 'rfc6052':
+      return address.match(NAT64_WELL_KNOWN)
+        ? { inner: v4Of(bytes.slice(12)) }
+        : { refused: 'a local-use NAT64 address (64:ff9b:1::/48)' };
+    case '6to4':
+      return { inner: v4Of(bytes.slice(2, 6)) };
+    default:
+      if (range === 'unicast' && address.match(IPV4_COMPATIBLE))
+        return { refused: 'an IPv4-compatible address (::/96, deprecated)' };
+      return undefined;
   }
-  const [head, tail] = text.split('::') as [string, string | undefined];
-  const left = head ? head.split(':') : [];
-  const right = tail ? tail.split(':') : [];
-  const middle = tail === undefined ? [] : Array(8 - left.length - right.length).fill('0');
-  return [...left, ...middle, ...right].map((g) => parseInt(g, 16));
 }
 
-/** The IPv4 address an IPv6 one carries: IPv4-mapped (::ffff:a.b.c.d), NAT64 (64:ff9b::/96) or 6to4 (2002::/16). */
-function embeddedV4(v6: string): string | undefined {
-  const g = groups(v6);
-  const v4 = (hi: number, lo: number) => `${hi >> 8}.${hi & 255}.${lo >> 8}.${lo & 255}`;
-  if (g.slice(0, 5).every((x) => x === 0) && g[5] === 0xffff) return v4(g[6]!, g[7]!);
-  if (g[0] === 0x64 && g[1] === 0xff9b && g.slice(2, 6).every((x) => x === 0)) return v4(g[6]!, g[7]!);
-  if (g[0] === 0x2002) return v4(g[1]!, g[2]!);
-  return undefined;
+function refusalOfParsed(address: Address): string | undefined {
+  if (address.kind() === 'ipv4' && address.match(METADATA, 32)) return 'the cloud metadata address';
+  const range: string = address.range();
+  if (address.kind() === 'ipv6') {
+    const form = embedded(address as ipaddr.IPv6, range);
+    if (form && 'refused' in form) return form.refused;
+    if (form) {
+      const why = refusalOfParsed(form.inner);
+      return why ? `${why} (${form.inner.toString()}, in an IPv6 form)` : undefined;
+    }
+  }
+  if (range === 'unicast') return undefined;
+  return RANGE_WORDS[range] ?? `a special-purpose address (${range})`;
 }
 
-/** Why an address may not be reached (undefined: a public address). */
+/**
+ * Why an address may not be reached (undefined: a public address). Classified by ipaddr.js: every
+ * special-purpose range is refused, and an IPv6 form embedding an IPv4 address is judged by the
+ * IPv4 address inside (or refused outright where its place cannot be known).
+ */
 export function refusalOf(address: string): string | undefined {
   const family = isIP(address);
-  if (family === 4) return V4.find(([list]) => list.check(address, 'ipv4'))?.[1];
-  if (family !== 6) return 'not an IP address';
-  const inner = embeddedV4(address);
-  if (inner !== undefined) {
-    const why = refusalOf(inner);
-    return why ? `${why} (${inner}, in an IPv6 form)` : undefined;
-  }
-  return V6.find(([list]) => list.check(address, 'ipv6'))?.[1];
+  if (family === 0) return 'not an IP address';
+  return refusalOfParsed(ipaddr.parse(family === 6 ? canonicalV6(address) : address));
+}
+
+/**
+ * The IPv6 text as the URL standard writes it (a dotted tail as two hex groups, no zone), which
+ * the classifier reads right: given `::a.b.c.d` as such, it reads it as IPv4-mapped instead of
+ * the IPv4-compatible form it is.
+ */
+function canonicalV6(address: string): string {
+  return new URL(`http://[${address.split('%')[0]}]/`).hostname.slice(1, -1);
 }
 
 export type Target = { ok: true; address: string; family: 4 | 6 } | { ok: false; reason: string };
+
+/** Why a host's address is refused, naming the setting that would allow it. */
+export function privateRefusal(host: string, address: string, why: string): string {
+  const what = host === address ? `${address} is ${why}` : `${host} resolves to ${address}, ${why}`;
+  return `${what}; private networks are not allowed (webhooks.allow_private_networks is off)`;
+}
 
 /**
  * Resolves the host once and checks every address it has: a name with any refused address is
@@ -104,11 +138,7 @@ export async function checkedTarget(hostname: string, allowPrivate: boolean): Pr
   if (!allowPrivate) {
     for (const { address } of addresses) {
       const why = refusalOf(address);
-      if (why)
-        return {
-          ok: false,
-          reason: `refused: ${host === address ? address : `${host} resolves to ${address}`}, ${why}; private networks are not allowed (webhooks.allow_private_networks)`,
-        };
+      if (why) return { ok: false, reason: `refused: ${privateRefusal(host, address, why)}` };
     }
   }
   const first = addresses[0]!;

@@ -14,7 +14,7 @@ const RESULTS: Record<string, string> = {
 /** The sentence a log row's error becomes on the page (the API keeps the raw text). */
 function why(status: string, error: string | null, httpStatus: number | null): string {
   if (status === 'succeeded' || !error) return '';
-  if (status === 'refused') return error.replace(/^refused: /, '').replace(/ \(webhooks\.[a-z_]+\)$/, '');
+  if (status === 'refused') return error.replace(/^refused: /, '').replace(/ \(webhooks\.[a-z_]+ is off\)$/, '');
   if (httpStatus !== null && httpStatus >= 300 && httpStatus < 400)
     return 'The receiver redirected; redirects are not followed.';
   if (httpStatus !== null) return 'The receiver did not accept it.';

@@ -56,7 +56,7 @@ export const DeliveryListQuery = pageQuerySchema({
 
 /** A page of the tenant's delivery log (the API's list and the admin page). */
 export function deliveryLogPage(tx: TxContext, query: PageQuery) {
-  return pages.page(tx.db, query);
+  return pages.page(tx, query);
 }
 
 export const deliveryLogRoutes: readonly AnyRoute[] = [

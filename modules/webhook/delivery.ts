@@ -2,6 +2,7 @@ import type { QueueDefinition } from '../../framework/entity/define.ts';
 import type { Services } from '../../framework/services.ts';
 import { tenantById } from '../../framework/context/tenant-lookup.ts';
 import { send, type Attempt } from './send.ts';
+import { policyOf } from './target-url.ts';
 import { signatureHeader } from './signing.ts';
 import { DELIVERY_QUEUE } from './webhook-events.ts';
 import type { TxContext } from '../../framework/context/tx.ts';
@@ -20,6 +21,8 @@ export interface DeliveryJob extends Record<string, unknown> {
   payload: Record<string, unknown>;
   /** Test events and "send again": delivered to an inactive endpoint too. */
   evenIfInactive?: boolean;
+  /** The log id of the first attempt, when it was promised already (send-test-event answers it). */
+  firstAttemptId?: string;
 }
 
 /** About 24 hours of retries: the delays double from the base up to an hour. */
@@ -145,10 +148,7 @@ async function deliverOnce(
     'webhook-timestamp': String(timestamp),
     'webhook-signature': signatureHeader(secrets, job.id, timestamp, body),
   };
-  const result = await send(endpoint.url, headers, body, {
-    allowHttp: services.config.webhooks.allow_http,
-    allowPrivateNetworks: services.config.webhooks.allow_private_networks,
-  });
+  const result = await send(endpoint.url, headers, body, policyOf(services.config.webhooks));
   const status = logStatus(result, attempt.last);
   const error = errorOf(result);
   await services.transactions.run(tenant, async (ctx) => {
@@ -156,6 +156,7 @@ async function deliverOnce(
     await ctx.db
       .insertInto('webhook_deliveries')
       .values({
+        ...(attempt.number === 1 && job.firstAttemptId ? { id: job.firstAttemptId } : {}),
         endpoint_id: job.endpointId,
         message_id: job.id,
         event_type: job.name,
@@ -184,11 +185,16 @@ async function deliverOnce(
     throw new Error(`webhook delivery to endpoint ${job.endpointId} failed: ${error}`);
 }
 
-/** Deliveries: at most 2 at once per endpoint and 8 in all per worker process, so one slow endpoint holds at most 2 of a process's slots. */
+/**
+ * Deliveries: 8 at once per worker process, at most 6 of one tenant and 2 of one endpoint, a free
+ * slot going first to a tenant with none running: one slow endpoint holds at most 2 of a process's
+ * slots, and one tenant's flood leaves 2 to the others, whose deliveries do not queue behind it.
+ */
 export const deliveryQueue: QueueDefinition = {
   name: DELIVERY_QUEUE,
   retry: (config) => deliveryRetry(config.webhooks.retry_base_ms),
   groupConcurrency: 2,
+  tenantConcurrency: 6,
   concurrency: 8,
   work: deliverOnce,
 };

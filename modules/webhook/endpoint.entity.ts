@@ -1,23 +1,32 @@
 import Type from 'typebox';
 import './webhook-tables.ts';
-import { defineCommand, defineEntity } from '../../framework/entity/define.ts';
+import { defineCommand, defineEntity, Secret } from '../../framework/entity/define.ts';
 import { problem } from '../../framework/errors.ts';
 import type { TxContext } from '../../framework/context/tx.ts';
+import type { Config } from '../../framework/config/schema.ts';
+import { policyOf, urlRefusal } from './target-url.ts';
 import { endpointFieldText, endpointFields } from './endpoint.fields.ts';
 import { generateSecret } from './signing.ts';
+import { uuidv7 } from '../../framework/db/uuidv7.ts';
 import { ALL_EVENTS, REDELIVERY_REQUESTED, SECRET_ROTATED, TEST_REQUESTED } from './webhook-events.ts';
 
 const command = defineCommand(endpointFields);
 
+/** What one answer shows once, besides the row: a secret made, or the test delivery queued. */
+interface ShownOnce {
+  signingSecret?: string;
+  deliveryId?: string;
+}
+
 /**
- * A secret made in this transaction, shown in this transaction's answer only (the create's, or
- * rotate-secret's): afterRead adds it as signingSecret; no later read carries it.
+ * What this transaction made that its answer alone shows (the create's or rotate-secret's secret,
+ * send-test-event's delivery id): afterRead adds it to the row; no later read carries it.
  */
-const revealed = new WeakMap<TxContext, Map<string, string>>();
-function reveal(ctx: TxContext, id: string, secret: string): void {
-  const shown = revealed.get(ctx) ?? new Map<string, string>();
-  shown.set(id, secret);
-  revealed.set(ctx, shown);
+const revealed = new WeakMap<TxContext, Map<string, ShownOnce>>();
+function reveal(ctx: TxContext, id: string, shown: ShownOnce): void {
+  const byRow = revealed.get(ctx) ?? new Map<string, ShownOnce>();
+  byRow.set(id, { ...byRow.get(id), ...shown });
+  revealed.set(ctx, byRow);
 }
 
 function invalid(pointer: string, message: string): never {
@@ -26,25 +35,44 @@ function invalid(pointer: string, message: string): never {
   });
 }
 
-/** An http(s) URL with a host and no credentials; whether http is allowed and where it points are checked at delivery. */
-function checkUrl(url: string): void {
-  let parsed: URL;
-  try {
-    parsed = new URL(url);
-  } catch {
-    invalid('/body/url', 'not a URL');
-  }
-  if (parsed.protocol !== 'https:' && parsed.protocol !== 'http:') invalid('/body/url', 'an http(s) URL is needed');
-  if (parsed.username || parsed.password)
-    invalid('/body/url', 'a URL with a user name or password is not accepted; put a token in its path or query');
-  if (!parsed.hostname) invalid('/body/url', 'the URL has no host');
+/**
+ * A URL every delivery would refuse is refused here, naming the setting that decides (urlRefusal):
+ * `http:` while webhooks.allow_http is off, a literal private or loopback address while
+ * webhooks.allow_private_networks is off, an empty authority. A host name's addresses are checked
+ * at every attempt, since DNS may answer otherwise then.
+ */
+function checkUrl(url: string, config: Config): void {
+  const refused = urlRefusal(url, policyOf(config.webhooks));
+  if (refused) invalid('/body/url', refused);
 }
 
-function checkEvents(ctx: TxContext, events: readonly string[]): void {
-  events.forEach((name, i) => {
-    if (name !== ALL_EVENTS && !ctx.declaredEvents.has(name))
-      invalid(`/body/events/${i}`, `no event ${name} is published; use a published event name or "*"`);
-  });
+/**
+ * A tenant has at most webhooks.max_endpoints_per_tenant live endpoints (plan limits may lower it
+ * later): every delivery of an event is one job per endpoint, so the bound is what one tenant can
+ * put on the queue per event. Creates of one tenant take turns on a transaction-scoped advisory
+ * lock, so two at once cannot both pass at the limit's last place.
+ */
+async function refusePastLimit(ctx: TxContext, limit: number): Promise<void> {
+  await ctx.db
+    .selectNoFrom((eb) =>
+      eb
+        .fn('pg_advisory_xact_lock', [
+          eb.fn('hashtextextended', [eb.val(`webhook-endpoints:${ctx.tenant.id}`), eb.lit(0)]),
+        ])
+        .as('locked'),
+    )
+    .execute();
+  const { live } = await ctx.db
+    .selectFrom('webhook_endpoints')
+    .select((eb) => eb.fn.countAll<string>().as('live'))
+    .where('deleted_at', 'is', null)
+    .executeTakeFirstOrThrow();
+  if (Number(live) >= limit)
+    throw problem(
+      'LIMIT_REACHED',
+      `This tenant has ${limit} webhook endpoints, the most it may have (webhooks.max_endpoints_per_tenant); delete one first`,
+      { extensions: { limit, setting: 'webhooks.max_endpoints_per_tenant' } },
+    );
 }
 
 const rotateSecret = command({
@@ -88,7 +116,7 @@ const rotateSecret = command({
       })
       .where('id', '=', row.id)
       .execute();
-    reveal(ctx, row.id, secret);
+    reveal(ctx, row.id, { signingSecret: secret });
     ctx.publish(SECRET_ROTATED, { id: row.id });
   },
 });
@@ -100,10 +128,13 @@ const sendTestEvent = command({
     intro: 'Sends one test event, to check that the receiving system gets it. It shows in the delivery log.',
   },
   description:
-    'Queues one delivery of a webhook.test event (data: the endpoint id) to this endpoint, active or not; it shows in the delivery log like any other.',
+    'Queues one delivery of a webhook.test event (data: the endpoint id) to this endpoint, active or not, and answers the endpoint with deliveryId: the id its first attempt takes in the delivery log (GET /api/v1/webhook/deliveries lists it once the attempt has ended; send-again takes it).',
   publishes: [TEST_REQUESTED],
   async run(ctx, row) {
-    ctx.publish(TEST_REQUESTED, { id: row.id });
+    // The first attempt's log id, made here so the answer can name it; the fan-out passes it on.
+    const deliveryId = uuidv7(ctx.now.getTime());
+    ctx.publish(TEST_REQUESTED, { id: row.id, deliveryId });
+    reveal(ctx, row.id, { deliveryId });
   },
 });
 
@@ -150,16 +181,29 @@ export const endpoint = defineEntity({
   table: 'webhook_endpoints',
   label: 'Webhook endpoint',
   description:
-    'A URL that receives the tenant’s events, signed per the Standard Webhooks specification. The signing secret is made by the service and answered once, as signingSecret, by the create and by rotate-secret.',
+    'A URL that receives the tenant’s events, signed per the Standard Webhooks specification. The signing secret is made by the service and answered once, as signingSecret, by the create and by rotate-secret. A tenant has at most webhooks.max_endpoints_per_tenant live endpoints (20 unless configured): a create past it is 409 LIMIT_REACHED, with the limit in the problem’s limit member.',
   fields: endpointFields,
   fieldText: endpointFieldText,
   computed: {
-    signingSecret: Type.Union([Type.String(), Type.Null()], {
+    signingSecret: Secret(
+      Type.Union([Type.String(), Type.Null()], {
+        description:
+          'The signing secret (whsec_…): only in the answer of the create and of rotate-secret, null in every other; keep it, no read shows it again. A secret shown once: a replay of either answer (the same Idempotency-Key) has null here and names /signingSecret in its header Idempotent-Secrets-Withheld.',
+      }),
+    ),
+    deliveryId: Type.Union([Type.String({ format: 'uuid' }), Type.Null()], {
       description:
-        'The signing secret (whsec_…): only in the answer of the create and of rotate-secret, null in every other; keep it, no read shows it again.',
+        'Only in the answer of send-test-event: the id the test delivery’s first attempt takes in the delivery log (GET /api/v1/webhook/deliveries, once it has ended; send-again takes it). Null in every other answer.',
     }),
   },
+  // The secret is in the create's and rotate-secret's answers only: the shell shows it there, once.
+  shownOnce: ['signingSecret'],
+  // The events a person ticks: the declared ones, grouped by module, and "*" for all of them.
+  choices: { events: { from: 'events', all: { value: ALL_EVENTS, label: 'All events, also kinds added later' } } },
   permissions: { read: 'webhook:manage', write: 'webhook:manage' },
+  createProblems: {
+    409: 'The tenant already has webhooks.max_endpoints_per_tenant live endpoints (LIMIT_REACHED; the problem’s limit member gives the number)',
+  },
   sortable: ['url'],
   storage: {
     columns: {
@@ -171,19 +215,19 @@ export const endpoint = defineEntity({
   },
   commands: { 'rotate-secret': rotateSecret, 'send-test-event': sendTestEvent, 'send-again': sendAgain },
   hooks: {
-    async beforeWrite(ctx, { values }) {
-      if (values.url !== undefined) checkUrl(values.url);
-      if (values.events !== undefined) checkEvents(ctx, values.events);
+    async beforeWrite(ctx, { op, values, config }) {
+      if (values.url !== undefined) checkUrl(values.url, config);
+      if (op === 'create') await refusePastLimit(ctx, config.webhooks.max_endpoints_per_tenant);
     },
     async afterWrite(ctx, { op, row }) {
       if (op !== 'create') return;
       const secret = generateSecret();
       await ctx.db.updateTable('webhook_endpoints').set({ secret }).where('id', '=', row.id).execute();
-      reveal(ctx, row.id, secret);
+      reveal(ctx, row.id, { signingSecret: secret });
     },
     afterRead(ctx, row) {
-      const secret = revealed.get(ctx)?.get(row.id);
-      return { ...row, signingSecret: secret ?? null };
+      const shown = revealed.get(ctx)?.get(row.id);
+      return { ...row, signingSecret: shown?.signingSecret ?? null, deliveryId: shown?.deliveryId ?? null };
     },
   },
   admin: { title: 'url', columns: ['url', 'description', 'events', 'active'] },

@@ -6,6 +6,8 @@ import { ALL_EVENTS, DELIVERY_QUEUE, REDELIVERY_REQUESTED, TEST_EVENT_TYPE, TEST
 import type { DeliveryJob } from './delivery.ts';
 import './webhook-tables.ts';
 
+const uuidOf = (value: unknown): string | undefined => (typeof value === 'string' && isUuid(value) ? value : undefined);
+
 /** The module's own requests: acted on here, never forwarded to endpoints. */
 const INTERNAL = new Set([TEST_REQUESTED, REDELIVERY_REQUESTED]);
 
@@ -53,9 +55,10 @@ export const webhookFanOut: SubscriptionDefinition = {
   async handle(ctx, event, _services, jobs) {
     if (!jobs) throw new Error('webhook-fan-out queues deliveries: it runs in the worker, which passes its jobs');
     if (!INTERNAL.has(event.name)) return forward(ctx, event, jobs);
-    const endpointId = typeof event.payload.id === 'string' && isUuid(event.payload.id) ? event.payload.id : undefined;
+    const endpointId = uuidOf(event.payload.id);
     if (!endpointId) return;
     if (event.name === TEST_REQUESTED) {
+      const deliveryId = uuidOf(event.payload.deliveryId);
       await queue(jobs, {
         tenantId: ctx.tenant.id,
         endpointId,
@@ -64,13 +67,11 @@ export const webhookFanOut: SubscriptionDefinition = {
         createdAt: event.occurredAt,
         payload: { endpointId },
         evenIfInactive: true,
+        ...(deliveryId ? { firstAttemptId: deliveryId } : {}),
       });
       return;
     }
-    const deliveryId =
-      typeof event.payload.deliveryId === 'string' && isUuid(event.payload.deliveryId)
-        ? event.payload.deliveryId
-        : undefined;
+    const deliveryId = uuidOf(event.payload.deliveryId);
     if (!deliveryId) return;
     const logged = await ctx.db
       .selectFrom('webhook_deliveries')

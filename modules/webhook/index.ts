@@ -4,6 +4,7 @@ import { webhookFanOut } from './fan-out.ts';
 import { deliveryQueue } from './delivery.ts';
 import { deliveryLogPurge, deliveryLogRoutes } from './delivery-log.ts';
 import { registerDeliveryLogPage } from './deliveries.admin.ts';
+import { eventListRoutes } from './event-list.ts';
 import { REDELIVERY_REQUESTED, SECRET_ROTATED, TEST_REQUESTED } from './webhook-events.ts';
 
 /**
@@ -23,11 +24,12 @@ export const webhookModule = defineModule({
   ],
   events: [TEST_REQUESTED, REDELIVERY_REQUESTED, SECRET_ROTATED],
   entities: [entity(endpoint)],
-  routes: deliveryLogRoutes,
+  routes: [...deliveryLogRoutes, ...eventListRoutes],
   subscriptions: [webhookFanOut],
   queues: [deliveryQueue],
   jobs: [deliveryLogPurge],
   admin: {
+    label: 'Webhooks',
     pages: [registerDeliveryLogPage],
     sidebar: [
       { label: 'Webhooks', path: '/admin/webhook/endpoints', order: 80 },

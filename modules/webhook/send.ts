@@ -2,6 +2,9 @@ import http from 'node:http';
 import https from 'node:https';
 import type { LookupFunction } from 'node:net';
 import { checkedTarget } from './address-check.ts';
+import { urlRefusal, type SendPolicy } from './target-url.ts';
+
+export type { SendPolicy } from './target-url.ts';
 
 /** The whole attempt, from the lookup to the end of the answer. */
 export const TOTAL_TIMEOUT_MS = 10_000;
@@ -10,11 +13,6 @@ export const CONNECT_TIMEOUT_MS = 5_000;
 /** The receiver's answer is read (and dropped) up to this many bytes. */
 const MAX_ANSWER_BYTES = 64 * 1024;
 
-export interface SendPolicy {
-  allowHttp: boolean;
-  allowPrivateNetworks: boolean;
-}
-
 /** What one attempt did: refused (never sent), answered with a status, or failed on the way. */
 export type Attempt =
   | { outcome: 'refused'; error: string; durationMs: number }
@@ -22,8 +20,8 @@ export type Attempt =
   | { outcome: 'failed'; error: string; durationMs: number };
 
 /**
- * POSTs the body to the URL: the scheme checked, the host resolved once and its addresses
- * checked (checkedTarget), the connection made to the checked address (the request's `lookup`
+ * POSTs the body to the URL: the URL checked as at the endpoint's create (urlRefusal: scheme,
+ * authority, a literal address), the host resolved once and its addresses checked (checkedTarget), the connection made to the checked address (the request's `lookup`
  * answers it, so no second resolution happens), no redirect followed (a 3xx is an answer like any
  * other non-2xx), 5 s to connect and 10 s in all.
  */
@@ -35,19 +33,9 @@ export async function send(
 ): Promise<Attempt> {
   const started = performance.now();
   const elapsed = () => Math.round(performance.now() - started);
-  let target: URL;
-  try {
-    target = new URL(url);
-  } catch {
-    return { outcome: 'refused', error: 'refused: the URL does not parse', durationMs: elapsed() };
-  }
-  if (target.protocol !== 'https:' && !(target.protocol === 'http:' && policy.allowHttp)) {
-    return {
-      outcome: 'refused',
-      error: `refused: ${target.protocol} URLs are not allowed (https only unless webhooks.allow_http)`,
-      durationMs: elapsed(),
-    };
-  }
+  const refused = urlRefusal(url, policy);
+  if (refused) return { outcome: 'refused', error: `refused: ${refused}`, durationMs: elapsed() };
+  const target = new URL(url);
   const signal = AbortSignal.timeout(TOTAL_TIMEOUT_MS);
   const checked = await checkedTarget(target.hostname, policy.allowPrivateNetworks);
   if (!checked.ok) return { outcome: 'refused', error: checked.reason, durationMs: elapsed() };

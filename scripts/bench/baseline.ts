@@ -1,4 +1,4 @@
-import { randomUUID } from 'node:crypto';
+import { randomBytes, randomUUID } from 'node:crypto';
 import { createWriteStream } from 'node:fs';
 import { mkdir, rm } from 'node:fs/promises';
 import { join } from 'node:path';
@@ -7,7 +7,14 @@ import Fastify from 'fastify';
 import multipart from '@fastify/multipart';
 import pg from 'pg';
 import { BASELINE_NOTIFICATIONS, BASELINE_TABLE, BENCH_PAGE_SLUG, widgetRowsSql } from './seed.ts';
-import { encodeCursor, KeysetPager, TOTAL_CAP, type ListFilter } from '../../framework/operations/paging.ts';
+import {
+  KeysetPager,
+  TOTAL_CAP,
+  type ListFilter,
+  type ListPlace,
+  type Walk,
+} from '../../framework/operations/paging.ts';
+import { CursorSeal } from '../../framework/operations/cursor.ts';
 import { BASELINE_PAGE_ETAG } from './baseline-page.ts';
 import { SETTINGS_ENV, type BaselineSettings, type ChildMessage, type ChildRequest } from './protocol.ts';
 
@@ -52,13 +59,19 @@ const notificationFilter = (tenantId: string, recipientId: string): ListFilter =
   params: [tenantId, recipientId],
 });
 
+/** The baseline signs its cursors as the service does (a key of its own): a cursor is part of a list's answer. */
+const place = (tenantId: string): ListPlace => ({ tenantId, cursors: new CursorSeal(randomBytes(32)) });
+
 /** The page answer from the rows of a page statement (limit + 1 rows asked for). */
-function page(rows: Record<string, unknown>[], limit: number, offset: number, sort: string) {
+function page(rows: Record<string, unknown>[], limit: number, offset: number, sort: string, walk: Walk) {
   const total = rows.length > 0 ? Number(rows[0]!.__total) : 0;
   const more = rows.length > limit;
   const items = more ? rows.slice(0, limit) : rows;
   const last = items.at(-1);
-  const next = more && last ? encodeCursor({ sort, value: last.__sort as string, id: String(last.__id) }) : null;
+  const next =
+    more && last
+      ? walk.cursors.seal({ sort, value: last.__sort as string, id: String(last.__id), total }, walk.scope)
+      : null;
   return {
     items: items.map(({ __total, __sort, __id, ...row }) => row),
     total: Math.min(total, TOTAL_CAP),
@@ -87,6 +100,7 @@ async function main(): Promise<void> {
     await pool.query(widgetRowsSql(BASELINE_TABLE, true), [1, settings.rowsPerTenant, tenantId]);
   await pool.query(`vacuum analyze ${BASELINE_TABLE}`);
   const tenantId = settings.tenantIds[0]!;
+  const lists = place(tenantId);
   // The first tenant's notifications, copied row for row (the table's row-level security wants the tenant set).
   await pool.query(`drop table if exists ${BASELINE_NOTIFICATIONS}`);
   await pool.query(`create table ${BASELINE_NOTIFICATIONS} (like notifications including defaults including indexes)`);
@@ -116,19 +130,24 @@ async function main(): Promise<void> {
   app.get('/api/v1/testkit/widgets', async (request) => {
     const query = request.query as { limit?: string };
     const limit = Number(query.limit ?? 20);
-    const { text, params } = widgetPager.statement({ limit, offset: 0, sort: 'createdAt' }, widgetFilter(tenantId));
+    const { text, params, walk } = widgetPager.statement(
+      { limit, offset: 0, sort: 'createdAt' },
+      widgetFilter(tenantId),
+      lists,
+    );
     const { rows } = await pool.query<Record<string, unknown>>(text, params);
-    return page(rows, limit, 0, 'createdAt');
+    return page(rows, limit, 0, 'createdAt', walk);
   });
   app.get('/api/v1/notification/notifications', async (request) => {
     const query = request.query as { limit?: string };
     const limit = Number(query.limit ?? 20);
-    const { text, params } = notificationPager.statement(
+    const { text, params, walk } = notificationPager.statement(
       { limit, offset: 0, sort: '-createdAt' },
       notificationFilter(tenantId, settings.recipientId),
+      lists,
     );
     const { rows } = await pool.query<Record<string, unknown>>(text, params);
-    return page(rows, limit, 0, '-createdAt');
+    return page(rows, limit, 0, '-createdAt', walk);
   });
   app.post('/api/v1/testkit/widgets', async (request, reply) => {
     const body = request.body as WidgetBody;

@@ -1,5 +1,7 @@
+import { randomBytes } from 'node:crypto';
 import pg from 'pg';
 import { KeysetPager } from '../../framework/operations/paging.ts';
+import { CursorSeal } from '../../framework/operations/cursor.ts';
 import { permissionPredicate } from '../../framework/context/tx.ts';
 
 /**
@@ -28,6 +30,8 @@ export async function explainList(databaseUrl: string, tenantId: string): Promis
   const { text, params } = pager.statement(
     { limit: 20, offset: 0, sort: 'createdAt' },
     { conditions: [], params: [], guard: permissionPredicate('widget:read') },
+    // A first page: no cursor to open, its next sealed with a key of this run's own.
+    { tenantId, cursors: new CursorSeal(randomBytes(32)) },
   );
   const client = new pg.Client({ connectionString: databaseUrl });
   await client.connect();

@@ -97,6 +97,70 @@ export async function measureFailedLogins(
   return { wrongPassword: timing(wrong), unknownAddress: timing(unknown) };
 }
 
+/** The four refusals a sign-in can meet, each answered 401 ErrCredentials at what should be one cost. */
+export const REFUSALS = ['wrong-password', 'unknown-address', 'invited', 'deactivated'] as const;
+export type Refusal = (typeof REFUSALS)[number];
+
+/**
+ * Each of the four refusals, one of each per round, the round's order rotated so that no kind
+ * always comes first, one at a time, so drifting machine load falls on all alike: a wrong password
+ * for an active account, an address nobody has (a fresh one each time), an invited account (no
+ * password yet) and a deactivated one (with its right password). Every kind arrives from client
+ * addresses of its own through the proxy header the service trusts, each account from one address,
+ * at most eight failures per address, so neither the failed-login limit nor the soft delay plays.
+ */
+export async function measureRefusals(
+  port: number,
+  host: string,
+  accounts: { wrongPassword: string[]; invited: string[]; deactivated: string[]; password: string },
+  samples: number,
+): Promise<Record<Refusal, Timing>> {
+  const base = `10.${randomInt(256)}`;
+  const times: Record<Refusal, number[]> = {
+    'wrong-password': [],
+    'unknown-address': [],
+    invited: [],
+    deactivated: [],
+  };
+  const attempt = async (kind: Refusal, i: number, into?: number[]) => {
+    const n = accounts.wrongPassword.length;
+    const [email, password, client] =
+      kind === 'wrong-password'
+        ? [accounts.wrongPassword[i % n]!, 'not-the-password-9876', i % n]
+        : kind === 'invited'
+          ? [accounts.invited[i % n]!, 'not-the-password-9876', i % n]
+          : kind === 'deactivated'
+            ? [accounts.deactivated[i % n]!, accounts.password, i % n]
+            : [
+                `nobody-${i}-${randomBytes(4).toString('hex')}@example.test`,
+                'not-the-password-9876',
+                Math.floor(i / 8),
+              ];
+    const answer = await send(port, {
+      method: 'POST',
+      path: LOGIN_PATH,
+      host,
+      headers: { 'x-forwarded-for': `${base}.${REFUSALS.indexOf(kind)}.${client}` },
+      json: { email, password },
+    });
+    if (answer.status !== 401)
+      throw new Error(`a ${kind} sign-in answered ${answer.status}, not 401: ${answer.body.slice(0, 300)}`);
+    into?.push(answer.ms);
+  };
+  // Warm-up, not counted: the first of each kind pays for cold code paths.
+  for (const kind of REFUSALS) await attempt(kind, 0);
+  for (let i = 1; i <= samples; i++) {
+    const order = [...REFUSALS.slice(i % REFUSALS.length), ...REFUSALS.slice(0, i % REFUSALS.length)];
+    for (const kind of order) await attempt(kind, i, times[kind]);
+  }
+  return {
+    'wrong-password': timing(times['wrong-password']),
+    'unknown-address': timing(times['unknown-address']),
+    invited: timing(times.invited),
+    deactivated: timing(times.deactivated),
+  };
+}
+
 /** Accounts needed so that no address reaches the limit of ten failed logins in fifteen minutes. */
 export const wrongPasswordAccountsFor = (samples: number): number => Math.ceil((samples + 1) / 8);
 

@@ -10,6 +10,7 @@ export const SCENARIOS = [
   'list-size',
   'outbox',
   'login',
+  'login-refusals',
   'upload',
   'upload-s3',
   'drivers',

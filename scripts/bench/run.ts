@@ -9,6 +9,8 @@ import {
   measureFailedLogins,
   measureHash,
   measureLoginThroughput,
+  measureRefusals,
+  REFUSALS,
   signIn,
   timing,
   wrongPasswordAccountsFor,
@@ -473,6 +475,43 @@ async function measure(
       met: Math.abs(ratio - 1) <= 0.1,
       samples: failed.unknownAddress.samples,
     });
+  }
+  if (options.only.has('login-refusals')) {
+    log(
+      `login-refusals: the four refusals × ${options.loginSamples} each, one of each per round, rotated (load average ${load()})`,
+    );
+    const refusals = await measureRefusals(
+      service.port,
+      host,
+      {
+        wrongPassword: seed.wrongPasswordEmails,
+        invited: seed.invitedEmails,
+        deactivated: seed.deactivatedEmails,
+        password: BENCH_PASSWORD,
+      },
+      options.loginSamples,
+    );
+    const reference = refusals['wrong-password'].p50_ms;
+    for (const kind of REFUSALS) {
+      const figures = refusals[kind];
+      const ratio = figures.p50_ms / reference;
+      log(`  ${kind}: p50 ${figures.p50_ms.toFixed(1)} ms, ${ratio.toFixed(3)}× wrong password`);
+      rows.push({
+        name: `login-refusal-${kind}`,
+        rps: null,
+        p50_ms: figures.p50_ms,
+        p99_ms: figures.p99_ms,
+        ratio_to_baseline: ratio,
+        ...(kind === 'wrong-password'
+          ? {}
+          : {
+              baseline: 'login-refusal-wrong-password (p50)',
+              target: 'within 10% of wrong password',
+              met: Math.abs(ratio - 1) <= 0.1,
+            }),
+        samples: figures.samples,
+      });
+    }
   }
   return rows;
 }

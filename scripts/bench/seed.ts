@@ -24,6 +24,9 @@ export interface SeedInfo {
   userId: string;
   /** Accounts in the first tenant for wrong-password attempts, spread to stay under the failed-login limit. */
   wrongPasswordEmails: string[];
+  /** As many invited accounts (no password yet) and deactivated ones (BENCH_PASSWORD), for the other refusals. */
+  invitedEmails: string[];
+  deactivatedEmails: string[];
   /** A published content page of the first tenant: its public path and current ETag (for the 304 scenario). */
   page: { path: string; etag: string };
 }
@@ -90,6 +93,10 @@ export async function seed(
     { length: options.wrongPasswordAccounts },
     (_, i) => `wrong-${i}-${options.runId}@example.test`,
   );
+  const accounts = (kind: string) =>
+    Array.from({ length: options.wrongPasswordAccounts }, (_, i) => `${kind}-${i}-${options.runId}@example.test`);
+  const invitedEmails = accounts('invited');
+  const deactivatedEmails = accounts('deactivated');
   const first: TenantRef = { id: tenants[0]!.id, slug: tenants[0]!.slug, isOperator: false };
   const { pageUpdatedAt, userId } = await services.transactions.run(first, async (ctx) => {
     const raw = <R>(text: string, params: unknown[]) => ctx.db.executeQuery<R>(CompiledQuery.raw(text, params));
@@ -104,6 +111,17 @@ export async function seed(
     for (const address of wrongPasswordEmails) {
       await raw(
         `insert into users (email, display_name, status, roles, password_hash) values ($1, 'Bench', 'active', '{}', $2)`,
+        [address, hash],
+      );
+    }
+    for (const address of invitedEmails) {
+      await raw(`insert into users (email, display_name, status, roles) values ($1, 'Bench', 'invited', '{}')`, [
+        address,
+      ]);
+    }
+    for (const address of deactivatedEmails) {
+      await raw(
+        `insert into users (email, display_name, status, roles, password_hash) values ($1, 'Bench', 'deactivated', '{}', $2)`,
         [address, hash],
       );
     }
@@ -131,6 +149,8 @@ export async function seed(
     email,
     userId,
     wrongPasswordEmails,
+    invitedEmails,
+    deactivatedEmails,
     page: { path: `/api/v1/content/public/${BENCH_PAGE_SLUG}`, etag: weakETag(pageUpdatedAt) },
   };
 }

@@ -44,7 +44,7 @@ describe('the generic writes on one connection', () => {
 
   it('prepare at most the bound of update and insert texts, however many shapes the writes take, and every write still lands', async () => {
     const entity = app.services.registry.entities.find((e) => e.names.key === 'testkit.widget')!;
-    const ops = new EntityOperations(entity, { writeShapes: 2 });
+    const ops = new EntityOperations(entity, { config: app.services.config, writeShapes: 2 });
     const tag = randomUUID().slice(0, 8);
     // Inserts of three shapes (with and without the optional note).
     const rows = await app.services.transactions.run(acme, async (ctx) => [

@@ -1,6 +1,7 @@
 import Type from 'typebox';
 import { describe, expect, it } from 'vitest';
 import { signInAs } from '../helpers/app.ts';
+import { testConfig } from '../helpers/config.ts';
 import { useTestApp } from '../helpers/use-test-app.ts';
 import { article, gadget, memo, widget } from '../helpers/testkit-module.ts';
 import { defineEntity, entity, type AnyRoute } from '../../framework/entity/define.ts';
@@ -16,7 +17,7 @@ import { EntityOperations, entityRoutes } from '../../framework/http/entity-rout
  */
 function oneExchangeRoutes(declared: ReturnType<typeof entity>): { list: boolean; read: boolean; create: boolean } {
   const resolved = resolveEntity(declared);
-  const routes = entityRoutes(resolved, new EntityOperations(resolved));
+  const routes = entityRoutes(resolved, new EntityOperations(resolved, { config: testConfig() }));
   const has = (verb: string) => {
     const route = routes.find((r: AnyRoute) => r.operationId === resolved.names.operationId(verb))!;
     expect(route, verb).toBeDefined();

@@ -2,7 +2,8 @@ import { describe, expect, it } from 'vitest';
 import { CompiledQuery } from 'kysely';
 import { useTestApp } from '../helpers/use-test-app.ts';
 import type { TxContext } from '../../framework/context/tx.ts';
-import { decodeCursor, encodeCursor, KeysetPager, TOTAL_CAP } from '../../framework/operations/paging.ts';
+import { KeysetPager, TOTAL_CAP, type ListFilter } from '../../framework/operations/paging.ts';
+import type { Cursor, CursorScope } from '../../framework/operations/cursor.ts';
 import { ProblemError } from '../../framework/errors.ts';
 
 const t = useTestApp();
@@ -30,6 +31,19 @@ const pager = () =>
     sorts: { id: { column: 'id' }, v: { column: 'v', nullable: true } },
   });
 
+const NO_FILTER: ListFilter = { conditions: [], params: [] };
+
+/** Where the operator's pages of `p` (no filter) seal their cursors. */
+const scopeOf = (p: KeysetPager, sort = 'id'): CursorScope =>
+  p.statement({ limit: 1, offset: 0, sort }, NO_FILTER, {
+    tenantId: t.app.operator.id,
+    cursors: t.app.services.cursors,
+  }).walk.scope;
+
+/** The cursor a page's next carries, opened as the list opens it. */
+const opened = (p: KeysetPager, next: string, sort = 'id'): Cursor =>
+  t.app.services.cursors.open(next, scopeOf(p, sort), sort);
+
 async function follow(
   ctx: TxContext,
   p: KeysetPager,
@@ -39,7 +53,7 @@ async function follow(
   const ids: string[] = [];
   let after: string | undefined;
   for (let i = 0; i < 20; i++) {
-    const page = await p.page(ctx.db, { limit: 2, offset: 0, sort, ...(after ? { after } : {}) }, filter);
+    const page = await p.page(ctx, { limit: 2, offset: 0, sort, ...(after ? { after } : {}) }, filter);
     ids.push(...page.items.map((r) => String(r.id)));
     if (!page.next) return ids;
     after = page.next;
@@ -83,11 +97,11 @@ describe('KeysetPager', () => {
     await withScratch(async (ctx) => {
       const p = pager();
       for (const sort of ['w', 'v,-v', 'v,']) {
-        const refusal = await p.page(ctx.db, { limit: 2, offset: 0, sort }).catch((err: unknown) => err);
+        const refusal = await p.page(ctx, { limit: 2, offset: 0, sort }).catch((err: unknown) => err);
         expect(refusal, sort).toBeInstanceOf(ProblemError);
         expect((refusal as ProblemError).errors?.[0]?.pointer).toBe('/querystring/sort');
       }
-      const unknown = await p.page(ctx.db, { limit: 2, offset: 0, sort: 'w' }).catch((err: ProblemError) => err);
+      const unknown = await p.page(ctx, { limit: 2, offset: 0, sort: 'w' }).catch((err: ProblemError) => err);
       expect((unknown as ProblemError).message).toMatch(/sort takes id, v/);
     });
   });
@@ -99,9 +113,9 @@ describe('KeysetPager', () => {
       expect(await follow(ctx, p, '-v', filter)).toEqual(
         await expected(ctx, 'v desc nulls last, id desc', `k = 'even'`),
       );
-      const first = await p.page(ctx.db, { limit: 1, offset: 0, sort: 'id' }, filter);
+      const first = await p.page(ctx, { limit: 1, offset: 0, sort: 'id' }, filter);
       expect(first).toMatchObject({ total: 4, totalExact: true, limit: 1, offset: 0 });
-      const past = await p.page(ctx.db, { limit: 1, offset: 50, sort: 'id' }, filter);
+      const past = await p.page(ctx, { limit: 1, offset: 50, sort: 'id' }, filter);
       expect(past).toEqual({ items: [], total: 4, totalExact: true, limit: 1, offset: 50, next: null });
     });
   });
@@ -115,59 +129,73 @@ describe('KeysetPager', () => {
         CompiledQuery.raw(`insert into big select gen_random_uuid() from generate_series(1, ${TOTAL_CAP + 5})`),
       );
       const p = new KeysetPager({ select: 'id', from: 'big', id: 'id', where: [], sorts: { id: { column: 'id' } } });
-      expect(await p.page(ctx.db, { limit: 1, offset: 0, sort: 'id' })).toMatchObject({
+      expect(await p.page(ctx, { limit: 1, offset: 0, sort: 'id' })).toMatchObject({
         total: TOTAL_CAP,
         totalExact: false,
       });
       await ctx.db.executeQuery(CompiledQuery.raw(`delete from big where id in (select id from big limit 5)`));
-      expect(await p.page(ctx.db, { limit: 1, offset: 0, sort: 'id' })).toMatchObject({
+      expect(await p.page(ctx, { limit: 1, offset: 0, sort: 'id' })).toMatchObject({
         total: TOTAL_CAP,
         totalExact: true,
       });
     });
   });
 
-  it('round-trips a cursor and refuses one made for another sort or not made at all', () => {
-    const cursor = { sort: '-v', value: null, id: '00000000-0000-4000-8000-000000000000' };
-    expect(decodeCursor(encodeCursor(cursor), '-v')).toEqual(cursor);
-    expect(() => decodeCursor(encodeCursor(cursor), 'v')).toThrow(ProblemError);
-    expect(() => decodeCursor('bm9wZQ', 'v')).toThrow(/not a cursor this list gave/);
-    const carrying = { ...cursor, total: 42 };
-    expect(decodeCursor(encodeCursor(carrying), '-v')).toEqual(carrying);
-    for (const total of [-1, 1.5, TOTAL_CAP + 2, '42', null]) {
-      const forged = Buffer.from(JSON.stringify(['-v', null, cursor.id, total])).toString('base64url');
-      expect(() => decodeCursor(forged, '-v'), String(total)).toThrow(/not a cursor this list gave/);
+  it('round-trips a cursor and refuses one made for another sort, another scope or not made at all', () => {
+    const seal = t.app.services.cursors;
+    const scope: CursorScope = { list: 'a list', tenantId: t.app.operator.id, filters: '[[],[]]' };
+    const cursor = { sort: '-v', value: null, id: '00000000-0000-4000-8000-000000000000', total: 42 };
+    expect(seal.open(seal.seal(cursor, scope), scope, '-v')).toEqual(cursor);
+    expect(() => seal.open(seal.seal(cursor, scope), scope, 'v')).toThrow(ProblemError);
+    expect(() => seal.open(seal.seal(cursor, scope), scope, 'v')).toThrow(/given for sort=-v/);
+    for (const other of [
+      { list: 'another list' },
+      { tenantId: crypto.randomUUID() },
+      { filters: '[["k = $1"],["x"]]' },
+    ])
+      expect(() => seal.open(seal.seal(cursor, scope), { ...scope, ...other }, '-v')).toThrow(
+        /not a cursor this list gave/,
+      );
+    expect(() => seal.open('bm9wZQ', scope, 'v')).toThrow(/not a cursor this list gave/);
+    // An unsigned cursor, as releases before signing gave: its count would otherwise be believed.
+    const unsigned = Buffer.from(JSON.stringify(['-v', null, cursor.id, 42])).toString('base64url');
+    expect(() => seal.open(unsigned, scope, '-v')).toThrow(/not a cursor this list gave/);
+    // A signed payload is still checked for shape, as a second line.
+    for (const total of [-1, 1.5, TOTAL_CAP + 2]) {
+      const odd = seal.seal({ ...cursor, total }, scope);
+      expect(() => seal.open(odd, scope, '-v'), String(total)).toThrow(/not a cursor this list gave/);
     }
   });
 
   it('counts once per walk: the pages after the first answer the count the cursor carries, and run no count', async () => {
     await withScratch(async (ctx) => {
       const p = pager();
-      const first = await p.page(ctx.db, { limit: 2, offset: 0, sort: 'id' });
+      const first = await p.page(ctx, { limit: 2, offset: 0, sort: 'id' });
       expect(first).toMatchObject({ total: 9, totalExact: true });
-      expect(decodeCursor(first.next!, 'id').total).toBe(9);
-      const cursorPage = p.statement({ limit: 2, offset: 0, sort: 'id', after: first.next! });
+      expect(opened(p, first.next!).total).toBe(9);
+      const place = { tenantId: ctx.tenant.id, cursors: t.app.services.cursors };
+      const cursorPage = p.statement({ limit: 2, offset: 0, sort: 'id', after: first.next! }, NO_FILTER, place);
       expect(cursorPage.text).not.toMatch(/count\(/);
       // Rows added during the walk are not counted again: the walk keeps the total it began with.
       await ctx.db.executeQuery(
         CompiledQuery.raw(`insert into scratch (v, k) select 1, 'odd' from generate_series(1, 3)`),
       );
-      const second = await p.page(ctx.db, { limit: 2, offset: 0, sort: 'id', after: first.next! });
+      const second = await p.page(ctx, { limit: 2, offset: 0, sort: 'id', after: first.next! });
       expect(second).toMatchObject({ total: 9, totalExact: true });
-      expect(decodeCursor(second.next!, 'id').total).toBe(9);
-      // A cursor without a count (as an earlier release gave) counts, and its page's next carries the count on.
-      const carried = decodeCursor(first.next!, 'id');
-      const bare = encodeCursor({ sort: carried.sort, value: carried.value, id: carried.id });
-      expect(p.statement({ limit: 2, offset: 0, sort: 'id', after: bare }).text).toMatch(/count\(/);
-      const recounted = await p.page(ctx.db, { limit: 2, offset: 0, sort: 'id', after: bare });
-      expect(recounted).toMatchObject({ total: 12, totalExact: true });
-      expect(decodeCursor(recounted.next!, 'id').total).toBe(12);
-      // An empty page past the end answers the carried count too.
-      const fresh = await p.page(ctx.db, { limit: 2, offset: 0, sort: 'id' });
+      expect(opened(p, second.next!).total).toBe(9);
+      // A cursor of an earlier release, without a count or a signature, is refused rather than counted.
+      const carried = opened(p, first.next!);
+      const bare = Buffer.from(JSON.stringify([carried.sort, carried.value, carried.id])).toString('base64url');
+      await expect(p.page(ctx, { limit: 2, offset: 0, sort: 'id', after: bare })).rejects.toThrow(
+        /not a cursor this list gave/,
+      );
+      // A fresh walk counts again, and its pages carry that count on, to an empty page past the end.
+      const fresh = await p.page(ctx, { limit: 2, offset: 0, sort: 'id' });
+      expect(fresh.total).toBe(12);
       let after = fresh.next;
       let last = fresh;
       while (after) {
-        last = await p.page(ctx.db, { limit: 2, offset: 0, sort: 'id', after });
+        last = await p.page(ctx, { limit: 2, offset: 0, sort: 'id', after });
         after = last.next;
       }
       expect(last.total).toBe(12);

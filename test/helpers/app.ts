@@ -8,6 +8,7 @@ import type { Config } from '../../framework/config/schema.ts';
 import type { TenantRef } from '../../framework/context/tenant.ts';
 import type { Mailer } from '../../framework/mail/mailer.ts';
 import type { Clock } from '../../framework/clock.ts';
+import type { PasswordVerifier } from '../../framework/access/password-verifier.ts';
 import { createTenant } from '../../framework/tenancy/create-tenant.ts';
 import { hashSecret, newSessionId, sessionCookie } from '../../framework/access/session-cookie.ts';
 import { allModules } from '../../modules/index.ts';
@@ -35,6 +36,7 @@ function hostAgent(app: App, host: string) {
     patch: (url: string) => withHost(agent.patch(url)),
     delete: (url: string) => withHost(agent.delete(url)),
     head: (url: string) => withHost(agent.head(url)),
+    options: (url: string) => withHost(agent.options(url)),
   };
 }
 
@@ -49,6 +51,8 @@ export interface TestAppOptions {
   logger?: FastifyBaseLogger;
   /** The app's clock (defaults to the system clock); a SettableClock moves time for a test. */
   clock?: Clock;
+  /** The app's password verifier (defaults to argon2's): a test counts verifications through its own. */
+  passwordVerifier?: PasswordVerifier;
 }
 
 /** Builds the app on a fresh database (or a given one) with the installation's modules plus the test kit. */
@@ -65,6 +69,7 @@ export async function startTestApp(options: TestAppOptions = {}): Promise<TestAp
     ...(options.mailer ? { mailer: options.mailer } : {}),
     ...(options.logger ? { logger: options.logger } : {}),
     ...(options.clock ? { clock: options.clock } : {}),
+    ...(options.passwordVerifier ? { passwordVerifier: options.passwordVerifier } : {}),
   });
   await app.web?.ready();
   const { rows } = await app.services.db.pool.query<{ id: string; slug: string }>(

@@ -153,11 +153,14 @@ const unique = () => `${++counter}${randomUUID().slice(0, 6)}`;
  */
 const BODY_HINTS: Record<string, (world: World, tenant: TenantWorld) => Record<string, unknown>> = {
   'user-user-roles': () => ({ roles: ['member'] }),
-  'user-user-invite': (_w, t) => ({ email: `invited-${unique()}@${t.ref.slug}.example.test`, roles: ['member'] }),
+  // Granting no role: an invitation granting roles takes a session, a bearer token's is 401 (docs/auth.md,
+  // "Credentials need a session"), and the rule of a token holder passing the guard sends this body too.
+  'user-user-invite': (_w, t) => ({ email: `invited-${unique()}@${t.ref.slug}.example.test`, roles: [] }),
   'user-user-create': (_w, t) => ({ email: `created-${unique()}@${t.ref.slug}.example.test` }),
   'user-user-update': () => ({ displayName: `Renamed ${unique()}` }),
   'auth-role-put': () => ({ permissions: ['content:read'] }),
   'auth-token-create': () => ({ name: `Token ${unique()}`, expiresInDays: 30, permissions: [] }),
+  'auth-cors-origins-put': (_w, t) => ({ origins: [`https://app.${t.ref.slug}.example.test`] }),
   'auth-session-login': (_w, t) => ({ email: t.admin.email, password: t.admin.password }),
   'auth-password-change': () => ({ currentPassword: 'not the password in force', newPassword: 'a new password 123' }),
   'auth-password-forgot': (_w, t) => ({ email: t.member.email }),

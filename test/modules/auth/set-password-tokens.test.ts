@@ -33,15 +33,15 @@ describe('password hashing', () => {
     expect(Number(params.m)).toBeGreaterThanOrEqual(19456);
     expect(Number(params.t)).toBeGreaterThanOrEqual(2);
     expect(Number(params.p)).toBeGreaterThanOrEqual(1);
-    expect(await verifyPassword(hash, 'correct horse')).toBe(true);
-    expect(await verifyPassword(hash, 'wrong horse')).toBe(false);
-    expect(await verifyPassword(null, 'correct horse')).toBe(false);
+    expect(await verifyPassword(app.services.passwordVerifier, hash, 'correct horse')).toBe(true);
+    expect(await verifyPassword(app.services.passwordVerifier, hash, 'wrong horse')).toBe(false);
+    expect(await verifyPassword(app.services.passwordVerifier, null, 'correct horse')).toBe(false);
   });
 
   it('keeps a dummy hash with the same parameters that no password matches', async () => {
     expect(DUMMY_HASH.split('$').slice(0, 4)).toEqual((await hashPassword('x'.repeat(8))).split('$').slice(0, 4));
     expect(argon2.needsRehash(DUMMY_HASH, { memoryCost: 19456, timeCost: 2, parallelism: 1 })).toBe(false);
-    expect(await verifyPassword(DUMMY_HASH, '')).toBe(false);
+    expect(await verifyPassword(app.services.passwordVerifier, DUMMY_HASH, '')).toBe(false);
   });
 
   it('enforces 8..1024 characters', () => {

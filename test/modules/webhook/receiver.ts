@@ -5,6 +5,8 @@ export interface Received {
   path: string;
   headers: http.IncomingHttpHeaders;
   body: string;
+  /** When the request had arrived whole (performance.now()). */
+  at: number;
 }
 
 /**
@@ -27,7 +29,12 @@ export async function startReceiver(host = '127.0.0.1') {
     req.on('data', (c: Buffer) => chunks.push(c));
     req.on('end', () => {
       const path = req.url ?? '/';
-      received.push({ path, headers: req.headers, body: Buffer.concat(chunks).toString('utf8') });
+      received.push({
+        path,
+        headers: req.headers,
+        body: Buffer.concat(chunks).toString('utf8'),
+        at: performance.now(),
+      });
       const redirect = redirects.get(path);
       if (redirect) {
         res.writeHead(302, { location: redirect }).end();

@@ -76,6 +76,52 @@ describe('webhook targets on private networks are refused before anything is sen
       expect(refusalOf(address), address).toBeUndefined();
   });
 
+  it('classifies every IPv6 form embedding an IPv4 address by that address, or refuses the form outright', () => {
+    // Loopback, private and metadata addresses inside each form: mapped ::ffff:0:0/96, translated
+    // ::ffff:0:0:0/96, NAT64 64:ff9b::/96, 6to4 2002::/16; local-use NAT64 64:ff9b:1::/48, Teredo
+    // 2001::/32 and the deprecated IPv4-compatible ::/96 are refused whatever they carry.
+    const refused: [string, RegExp][] = [
+      ['::ffff:0:127.0.0.1', /loopback address \(127\.0\.0\.1, in an IPv6 form\)/],
+      ['::ffff:0:7f00:1', /loopback address \(127\.0\.0\.1, in an IPv6 form\)/],
+      ['::ffff:0:a00:1', /private address \(10\.0\.0\.1, in an IPv6 form\)/],
+      ['::ffff:0:a9fe:a9fe', /metadata address \(169\.254\.169\.254, in an IPv6 form\)/],
+      ['::ffff:127.0.0.1', /loopback address \(127\.0\.0\.1, in an IPv6 form\)/],
+      ['::ffff:c0a8:101', /private address \(192\.168\.1\.1, in an IPv6 form\)/],
+      ['64:ff9b::127.0.0.1', /loopback address \(127\.0\.0\.1, in an IPv6 form\)/],
+      ['64:ff9b::a00:1', /private address \(10\.0\.0\.1, in an IPv6 form\)/],
+      ['64:ff9b:1::7f00:1', /local-use NAT64/],
+      ['64:ff9b:1:5db8:d822:2200::', /local-use NAT64/],
+      ['2002:7f00:1::1', /loopback address \(127\.0\.0\.1, in an IPv6 form\)/],
+      ['2002:a9fe:a9fe::', /metadata address \(169\.254\.169\.254, in an IPv6 form\)/],
+      ['2001:0:4136:e378:8000:63bf:3fff:fdd2', /Teredo/],
+      ['2001::1', /Teredo/],
+      ['::127.0.0.1', /IPv4-compatible/],
+      ['::5db8:d822', /IPv4-compatible/],
+      ['::93.184.216.34', /IPv4-compatible/],
+      ['100::1', /discard/],
+      ['2001:db8::1', /documentation/],
+      ['fec0::1', /site-local/],
+    ];
+    for (const [address, why] of refused) expect(refusalOf(address), address).toMatch(why);
+    // The same forms around a public IPv4 address pass, as the address would itself (classified only, never sent to).
+    for (const address of ['::ffff:0:5db8:d822', '::ffff:93.184.216.34', '64:ff9b::93.184.216.34', '2002:5db8:d822::1'])
+      expect(refusalOf(address), address).toBeUndefined();
+  });
+
+  it('refuses the reproduction http://[::ffff:0:127.0.0.1]:<port>/ and never attempts it', async () => {
+    const port = v4.port;
+    for (const url of [`http://[::ffff:0:127.0.0.1]:${port}/translated`, `http://[64:ff9b::7f00:1]:${port}/nat64`]) {
+      const attempt = await send(url, { 'webhook-id': 'x' }, '{}', policy);
+      expect(attempt, url).toMatchObject({ outcome: 'refused' });
+      expect(attempt.outcome === 'refused' && attempt.error, url).toMatch(
+        /^refused: ::ffff:0:7f00:1|^refused: 64:ff9b::7f00:1/,
+      );
+      expect(attempt.outcome === 'refused' && attempt.error, url).toMatch(/loopback address \(127\.0\.0\.1/);
+    }
+    expect(v4.at('/translated')).toEqual([]);
+    expect(v4.at('/nat64')).toEqual([]);
+  });
+
   it('refuses http:// unless webhooks.allow_http is on', async () => {
     const attempt = await send(v4.url('/plain'), {}, '{}', { allowHttp: false, allowPrivateNetworks: true });
     expect(attempt).toMatchObject({ outcome: 'refused' });

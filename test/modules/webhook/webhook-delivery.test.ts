@@ -203,6 +203,8 @@ describe('outgoing webhooks', () => {
       .post(`${ENDPOINTS}/${endpoint.id}/send-test-event`)
       .set('Cookie', acmeAdmin.cookie);
     expect(test.status).toBe(200);
+    // It answers the delivery's id: the id its first attempt has in the log.
+    expect(test.body.deliveryId).toMatch(/^[0-9a-f-]{36}$/);
     const first = await vi.waitFor(
       () => {
         const hit = receiver.at('/commands')[0];
@@ -220,6 +222,7 @@ describe('outgoing webhooks', () => {
         return res;
       })
     ).body.items;
+    expect(logged.id).toBe(test.body.deliveryId);
     const again = await app
       .http(acmeHost)
       .post(`${ENDPOINTS}/${endpoint.id}/send-again`)
