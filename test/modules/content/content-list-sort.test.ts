@@ -46,7 +46,7 @@ describe('sorting content by its publication time', () => {
       const walked: string[] = [];
       let after: string | null = null;
       do {
-        const res = await site.app
+        const res: { status: number; body: { items: { title: string }[]; next: string | null } } = await site.app
           .http(site.host)
           .get(`${CONTENTS}?sort=${sort}&limit=1${after ? `&after=${after}` : ''}`)
           .set('Cookie', site.cookie);
