@@ -51,6 +51,16 @@ export interface QueryListDeclaration {
   sortDescription?: string;
   /** The sort the capped count walks (default: the first indexed one). */
   countBy?: string;
+  /**
+   * A search (`q`), when the list has one: the fields its description names, and its condition,
+   * SQL over the list's columns given the placeholder of q's parameter (`$3`), with the value the
+   * parameter takes (default: q lower-cased, for `strpos(lower(column), $n) > 0`).
+   */
+  search?: {
+    fields: readonly string[];
+    condition(placeholder: string): string;
+    value?(q: string): unknown;
+  };
 }
 
 export class QueryList {
@@ -60,6 +70,7 @@ export class QueryList {
   readonly querySchema: TSchema;
   /** The route's answer: a page of items. */
   readonly pageSchema: TSchema;
+  private readonly search: QueryListDeclaration['search'];
 
   constructor(declaration: QueryListDeclaration) {
     const properties = declaration.item.properties as Record<string, TSchema>;
@@ -90,9 +101,11 @@ export class QueryList {
       countBy: declaration.countBy ?? declaration.indexed[0]!,
     };
     this.pager = new KeysetPager(source);
+    this.search = declaration.search;
     this.querySchema = listQuerySchema(this.model, {
       defaultSort: declaration.defaultSort,
       ...(declaration.sortDescription ? { sortDescription: declaration.sortDescription } : {}),
+      ...(declaration.search ? { searches: declaration.search.fields } : {}),
     });
     this.pageSchema = pageSchema(declaration.item);
   }
@@ -113,17 +126,24 @@ export class QueryList {
     scope: ListFilter = { conditions: [], params: [] },
   ): Promise<{ page: Page<Record<string, unknown>>; asked: ListQuery }> {
     const asked = this.parse(query, ctx.now);
-    const compiled = compileFilter(asked, scope.params.length + 1, ctx);
+    const conditions = [...scope.conditions];
+    const params = [...scope.params];
+    const q = query.q;
+    if (this.search && typeof q === 'string' && q.trim() !== '') {
+      params.push(this.search.value ? this.search.value(q) : q.toLowerCase());
+      conditions.push(this.search.condition(`$${params.length}`));
+    }
+    const compiled = compileFilter(asked, params.length + 1, ctx);
     const filter: ListFilter =
       compiled.conditions.length > 0
         ? {
             ...scope,
-            conditions: [...scope.conditions, ...compiled.conditions],
-            params: [...scope.params, ...compiled.params],
+            conditions: [...conditions, ...compiled.conditions],
+            params: [...params, ...compiled.params],
             varies: true,
-            binding: JSON.stringify([scope.conditions, scope.params, asked.written]),
+            binding: JSON.stringify([conditions, params, asked.written]),
           }
-        : scope;
+        : { ...scope, conditions, params };
     const page = await this.pager.page(ctx, query as unknown as PageQuery, filter);
     return { page, asked };
   }

@@ -13,6 +13,7 @@ import { KeysetPager, QUERY_SHAPES_PER_LIST } from '../../framework/operations/p
 import { statementName } from '../../framework/db/statements.ts';
 import { CursorSeal } from '../../framework/operations/cursor.ts';
 import { RESERVED_NAMES } from '../../framework/query/query-model.ts';
+import { QueryList } from '../../framework/query/query-list.ts';
 
 /**
  * Issue 44, the framework's side of the query language: one parser and one compiler for every
@@ -320,5 +321,76 @@ describe('the OpenAPI document', () => {
       anyOf: [{ $ref: '#/components/schemas/User' }, { type: 'null' }],
     });
     expect(doc.components.schemas.Task.required).not.toContain('assignee');
+  });
+});
+
+describe('a hand-written list over its own fields (QueryList)', () => {
+  const Widget = Type.Object({
+    id: Type.String({ format: 'uuid' }),
+    name: Type.String(),
+    size: Type.Integer(),
+    note: Type.Union([Type.String(), Type.Null()]),
+    createdAt: Type.String({ format: 'date-time' }),
+  });
+  const list = new QueryList({
+    label: 'widgets',
+    item: Widget,
+    select: 'id, name, size, note, created_at as "createdAt"',
+    from: 'widgets',
+    where: ['deleted_at is null'],
+    columns: { name: 'name', size: 'size', note: 'note', createdAt: 'created_at' },
+    indexed: ['createdAt', 'name', 'size'],
+    defaultSort: 'createdAt',
+    search: { fields: ['name'], condition: (p) => `strpos(lower(name), ${p}) > 0` },
+  });
+  const page = (query: Record<string, unknown>) =>
+    t.app.services.transactions.run(t.acme, async (ctx) =>
+      (await list.page(ctx, { limit: 20, offset: 0, sort: 'createdAt', ...query })).page.items.map((w) => w.name),
+    );
+
+  it('filters, searches and sorts through the same parser and compiler, its fields from its item schema', async () => {
+    expect(await page({ size: 'gt.10', sort: '-size' })).toEqual(['large', 'medium']);
+    expect(await page({ note: 'is.null' })).toEqual(['small']);
+    expect(await page({ q: 'L', sort: 'name' })).toEqual(['large', 'small']);
+    expect(await page({ q: 'L', size: 'lt.100' })).toEqual(['small']);
+    expect(await page({ or: '(name.eq.small,note.contains.another)', sort: 'size' })).toEqual(['small', 'large']);
+    await expect(page({ size: 'contains.1' })).rejects.toThrow(/size takes eq, neq, gt, gte, lt, lte, in/);
+    const properties = (list.querySchema as unknown as { properties: Record<string, unknown> }).properties;
+    expect(Object.keys(properties)).toEqual(
+      expect.arrayContaining([
+        'limit',
+        'offset',
+        'sort',
+        'after',
+        'q',
+        'name',
+        'size',
+        'note',
+        'createdAt',
+        'or',
+        'fields',
+      ]),
+    );
+    expect(properties.expand).toBeUndefined();
+  });
+
+  it('binds its cursor to its search and filters', async () => {
+    const [first, second] = await t.app.services.transactions.run(t.acme, async (ctx) => {
+      const one = await list.page(ctx, { limit: 1, offset: 0, sort: 'name', size: 'gt.0' });
+      const two = await list.page(ctx, { limit: 1, offset: 0, sort: 'name', size: 'gt.0', after: one.page.next });
+      return [one.page, two.page];
+    });
+    expect(first.items.map((w) => w.name)).toEqual(['large']);
+    expect(second.items.map((w) => w.name)).toEqual(['medium']);
+    await expect(
+      t.app.services.transactions.run(t.acme, (ctx) =>
+        list.page(ctx, { limit: 1, offset: 0, sort: 'name', size: 'gt.1', after: first.next }),
+      ),
+    ).rejects.toThrow(/not a cursor this list gave/);
+    await expect(
+      t.app.services.transactions.run(t.acme, (ctx) =>
+        list.page(ctx, { limit: 1, offset: 0, sort: 'name', size: 'gt.0', q: 'l', after: first.next }),
+      ),
+    ).rejects.toThrow(/not a cursor this list gave/);
   });
 });
