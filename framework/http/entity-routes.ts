@@ -67,7 +67,7 @@ export function entityRoutes(entity: ResolvedEntity, ops: EntityOperations): Any
         : {}),
       handler: async ({ tx, query, reply }) => {
         const asked = ops.parse(query, tx.now);
-        const page = await ops.list(tx, query as PageQuery, asked);
+        const page = await ops.list(tx, query as PageQuery, undefined, asked);
         const items = def.hooks?.afterRead
           ? ((await presentAll(present, tx, page.items)) as Record<string, unknown>[])
           : (page.items as Record<string, unknown>[]);

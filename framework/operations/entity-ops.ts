@@ -3,6 +3,7 @@ import type { TxContext } from '../context/tx.ts';
 import type { ResolvedEntity } from '../entity/resolve.ts';
 import type { AfterWriteInput, EntityRow, OneExchange } from '../entity/define.ts';
 import type { Services } from '../services.ts';
+import type { EntityOperationsApi } from '../contracts/operations.ts';
 import type { Config } from '../config/schema.ts';
 import { notFound, problem } from '../errors.ts';
 // Texts assembled from the entity's declaration alone: a small fixed set, each run prepared.
@@ -45,7 +46,7 @@ type Values = Record<string, unknown>;
  *
  * A singleton entity is addressed with id null: the tenant's one row.
  */
-export class EntityOperations {
+export class EntityOperations implements EntityOperationsApi {
   readonly entity: ResolvedEntity;
   readonly table: string;
   readonly selectList: string;
@@ -130,7 +131,7 @@ export class EntityOperations {
    * asked for, ties broken by id; `narrow` adds a condition of the framework's own. Reads the page from the (tenant_id, column, id) index, by keyset
    * after a cursor.
    */
-  async list(ctx: TxContext, page: PageQuery, query: ListQuery = NO_QUERY, narrow?: Narrowing): Promise<Page<Row>> {
+  async list(ctx: TxContext, page: PageQuery, narrow?: Narrowing, query: ListQuery = NO_QUERY): Promise<Page<Row>> {
     admitReferences(query, (permission) => ctx.can(permission));
     const access = this.access(ctx, 1);
     const conditions = access.sql ? [access.sql] : [];
@@ -224,7 +225,7 @@ export class EntityOperations {
       readsInStatement: exchangeKinds(this.entity).read,
       // The row its read answers; under a name of its own where that entity expands references itself.
       row:
-        Object.keys(this.entity.def.references ?? {}).length > 0
+        Object.keys(this.entity.def.admin?.references ?? {}).length > 0
           ? named(this.baseRow, `${this.entity.names.schemas.read}Expanded`)
           : this.baseRow,
       toRow: (values) => this.toRow(values),

@@ -175,7 +175,7 @@ export function entityReferences(
 ): Map<string, QueryReference> {
   const out = new Map<string, QueryReference>();
   const secret = secretNames(entity);
-  for (const [field, key] of Object.entries(entity.def.references ?? {})) {
+  for (const [field, key] of Object.entries(entity.def.admin?.references ?? {})) {
     const name = key ? referenceName(entity, field) : undefined;
     const target = key ? targetOf(key) : undefined;
     if (!name || !target || secret.has(field) || !(field in entity.columns)) continue;

@@ -4,7 +4,7 @@ import { notFound } from '../../framework/errors.ts';
 import { isUuid } from '../../framework/operations/entity-ops.ts';
 import { pageSchema } from '../../framework/operations/paging.ts';
 import { QueryList } from '../../framework/query/query-list.ts';
-import type { TxContext } from '../../framework/context/tx.ts';
+import type { TxContext } from '../../framework/entity/define.ts';
 import './notifications-table.ts';
 import { answer } from '../../framework/http/entity-route-parts.ts';
 

@@ -6,7 +6,8 @@ import { useTestApp } from '../helpers/use-test-app.ts';
 import { signInAs, type SignedIn } from '../helpers/app.ts';
 import { testConfig } from '../helpers/config.ts';
 import { testkitModule, widget } from '../helpers/testkit-module.ts';
-import { Registry } from '../../framework/entity/registry.ts';
+import { compose } from '../../framework/composition.ts';
+import type { EntityOperations } from '../../framework/operations/entity-ops.ts';
 import { defineEntity, defineModule, entity, type ModuleDefinition } from '../../framework/entity/define.ts';
 import { allModules } from '../../modules/index.ts';
 import { KeysetPager, QUERY_SHAPES_PER_LIST } from '../../framework/operations/paging.ts';
@@ -113,7 +114,7 @@ describe('the names a query reserves', () => {
   for (const name of RESERVED_NAMES) {
     it(`refuses at boot an entity field named ${name}`, () => {
       const fields = { ...widget.fields, [name]: Type.String() };
-      expect(() => new Registry(withWidget({ fields, admin: undefined }), config)).toThrow(
+      expect(() => compose(withWidget({ fields, admin: undefined }), config)).toThrow(
         new RegExp(`entity bad\\.thing: field ${name} has a name a list's query reserves`),
       );
     });
@@ -121,17 +122,22 @@ describe('the names a query reserves', () => {
 
   it('refuses a reference whose query name is a field’s, and a filterable name that is no field', () => {
     const fields = { ...widget.fields, owner: Type.String(), ownerId: Type.String({ format: 'uuid' }) };
-    expect(() => new Registry(withWidget({ fields, references: { ownerId: 'user.user' } }), config)).toThrow(
+    expect(() =>
+      compose(withWidget({ fields, admin: { ...widget.admin, references: { ownerId: 'user.user' } } }), config),
+    ).toThrow(
       /reference ownerId is named owner in queries, which is a field's name; declare another in referenceNames/,
     );
-    expect(
-      () =>
-        new Registry(
-          withWidget({ fields, references: { ownerId: 'user.user' }, referenceNames: { ownerId: 'keeper' } }),
-          config,
-        ),
+    expect(() =>
+      compose(
+        withWidget({
+          fields,
+          admin: { ...widget.admin, references: { ownerId: 'user.user' } },
+          referenceNames: { ownerId: 'keeper' },
+        }),
+        config,
+      ),
     ).not.toThrow();
-    expect(() => new Registry(withWidget({ filterable: ['name', 'colour'] }), config)).toThrow(
+    expect(() => compose(withWidget({ filterable: ['name', 'colour'] }), config)).toThrow(
       /filterable field colour is not a field/,
     );
   });
@@ -140,11 +146,11 @@ describe('the names a query reserves', () => {
 describe('an entity narrows what its lists filter by', () => {
   it('filterable: the other fields answer 422, declared sorts still sort', () => {
     const narrow = defineEntity({ ...widget, module: 'bad', name: 'thing', filterable: ['name', 'createdAt'] });
-    const registry = new Registry(
+    const { operations } = compose(
       [...allModules, testkitModule, defineModule({ name: 'bad', entities: [entity(narrow)] })],
       testConfig(),
     );
-    const ops = registry.ops('bad.thing');
+    const ops = operations.of('bad.thing');
     expect([...ops.model.fields.keys()]).toEqual(['name', 'createdAt']);
     expect(() => ops.parse({ size: 'eq.1' }, new Date())).toThrow(/are not filtered by size/);
     expect(Object.keys(ops.pager.source.sorts)).toEqual(expect.arrayContaining(['name', 'createdAt', 'size']));
@@ -282,7 +288,10 @@ describe('the OpenAPI document', () => {
     const lists = [
       ...t.app.services.registry.entities
         .filter((e) => !e.singleton)
-        .map((e) => ({ path: e.names.path, model: t.app.services.registry.ops(e.names.key).model })),
+        .map((e) => ({
+          path: e.names.path,
+          model: (t.app.services.operations.of(e.names.key) as EntityOperations).model,
+        })),
     ];
     expect(lists.map((l) => l.path)).toContain('/api/v1/task/tasks');
     const OPERATORS = ['eq', 'neq', 'gt', 'gte', 'lt', 'lte', 'in', 'is', 'contains', 'startsWith'];
