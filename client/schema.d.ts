@@ -3955,6 +3955,8 @@ export interface operations {
             /** @description A page of plans */
             200: {
                 headers: {
+                    /** @description replica when the read replica served the answer, which may then be up to database.replica_max_lag_ms behind the latest writes (eventually consistent). Absent: the primary served it. */
+                    "Preference-Applied"?: "replica";
                     [name: string]: unknown;
                 };
                 content: {
@@ -4197,6 +4199,8 @@ export interface operations {
             /** @description The plan */
             200: {
                 headers: {
+                    /** @description replica when the read replica served the answer, which may then be up to database.replica_max_lag_ms behind the latest writes (eventually consistent). Absent: the primary served it. */
+                    "Preference-Applied"?: "replica";
                     [name: string]: unknown;
                 };
                 content: {
@@ -4965,6 +4969,8 @@ export interface operations {
             /** @description A page of contents */
             200: {
                 headers: {
+                    /** @description replica when the read replica served the answer, which may then be up to database.replica_max_lag_ms behind the latest writes (eventually consistent). Absent: the primary served it. */
+                    "Preference-Applied"?: "replica";
                     [name: string]: unknown;
                 };
                 content: {
@@ -5207,6 +5213,8 @@ export interface operations {
             /** @description The content */
             200: {
                 headers: {
+                    /** @description replica when the read replica served the answer, which may then be up to database.replica_max_lag_ms behind the latest writes (eventually consistent). Absent: the primary served it. */
+                    "Preference-Applied"?: "replica";
                     [name: string]: unknown;
                 };
                 content: {
@@ -7269,6 +7277,8 @@ export interface operations {
             /** @description A page of tasks */
             200: {
                 headers: {
+                    /** @description replica when the read replica served the answer, which may then be up to database.replica_max_lag_ms behind the latest writes (eventually consistent). Absent: the primary served it. */
+                    "Preference-Applied"?: "replica";
                     [name: string]: unknown;
                 };
                 content: {
@@ -7511,6 +7521,8 @@ export interface operations {
             /** @description The task */
             200: {
                 headers: {
+                    /** @description replica when the read replica served the answer, which may then be up to database.replica_max_lag_ms behind the latest writes (eventually consistent). Absent: the primary served it. */
+                    "Preference-Applied"?: "replica";
                     [name: string]: unknown;
                 };
                 content: {
@@ -9696,6 +9708,8 @@ export interface operations {
             /** @description A page of users */
             200: {
                 headers: {
+                    /** @description replica when the read replica served the answer, which may then be up to database.replica_max_lag_ms behind the latest writes (eventually consistent). Absent: the primary served it. */
+                    "Preference-Applied"?: "replica";
                     [name: string]: unknown;
                 };
                 content: {
@@ -9938,6 +9952,8 @@ export interface operations {
             /** @description The user */
             200: {
                 headers: {
+                    /** @description replica when the read replica served the answer, which may then be up to database.replica_max_lag_ms behind the latest writes (eventually consistent). Absent: the primary served it. */
+                    "Preference-Applied"?: "replica";
                     [name: string]: unknown;
                 };
                 content: {
@@ -10873,6 +10889,8 @@ export interface operations {
             /** @description A page of webhook endpoints */
             200: {
                 headers: {
+                    /** @description replica when the read replica served the answer, which may then be up to database.replica_max_lag_ms behind the latest writes (eventually consistent). Absent: the primary served it. */
+                    "Preference-Applied"?: "replica";
                     [name: string]: unknown;
                 };
                 content: {
@@ -11115,6 +11133,8 @@ export interface operations {
             /** @description The webhook endpoint */
             200: {
                 headers: {
+                    /** @description replica when the read replica served the answer, which may then be up to database.replica_max_lag_ms behind the latest writes (eventually consistent). Absent: the primary served it. */
+                    "Preference-Applied"?: "replica";
                     [name: string]: unknown;
                 };
                 content: {
