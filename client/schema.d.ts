@@ -3984,6 +3984,8 @@ export interface operations {
             /** @description A page of plans */
             200: {
                 headers: {
+                    /** @description replica when the read replica served the answer, which may then be up to database.replica_max_lag_ms behind the latest writes (eventually consistent). Absent: the primary served it. */
+                    "Preference-Applied"?: "replica";
                     [name: string]: unknown;
                 };
                 content: {
@@ -4229,6 +4231,8 @@ export interface operations {
             /** @description The plan */
             200: {
                 headers: {
+                    /** @description replica when the read replica served the answer, which may then be up to database.replica_max_lag_ms behind the latest writes (eventually consistent). Absent: the primary served it. */
+                    "Preference-Applied"?: "replica";
                     [name: string]: unknown;
                 };
                 content: {
@@ -5021,6 +5025,8 @@ export interface operations {
             /** @description A page of contents */
             200: {
                 headers: {
+                    /** @description replica when the read replica served the answer, which may then be up to database.replica_max_lag_ms behind the latest writes (eventually consistent). Absent: the primary served it. */
+                    "Preference-Applied"?: "replica";
                     [name: string]: unknown;
                 };
                 content: {
@@ -5266,6 +5272,8 @@ export interface operations {
             /** @description The content */
             200: {
                 headers: {
+                    /** @description replica when the read replica served the answer, which may then be up to database.replica_max_lag_ms behind the latest writes (eventually consistent). Absent: the primary served it. */
+                    "Preference-Applied"?: "replica";
                     [name: string]: unknown;
                 };
                 content: {
@@ -7408,6 +7416,8 @@ export interface operations {
             /** @description A page of tasks */
             200: {
                 headers: {
+                    /** @description replica when the read replica served the answer, which may then be up to database.replica_max_lag_ms behind the latest writes (eventually consistent). Absent: the primary served it. */
+                    "Preference-Applied"?: "replica";
                     [name: string]: unknown;
                 };
                 content: {
@@ -7655,6 +7665,8 @@ export interface operations {
             /** @description The task */
             200: {
                 headers: {
+                    /** @description replica when the read replica served the answer, which may then be up to database.replica_max_lag_ms behind the latest writes (eventually consistent). Absent: the primary served it. */
+                    "Preference-Applied"?: "replica";
                     [name: string]: unknown;
                 };
                 content: {
@@ -9858,6 +9870,8 @@ export interface operations {
             /** @description A page of users */
             200: {
                 headers: {
+                    /** @description replica when the read replica served the answer, which may then be up to database.replica_max_lag_ms behind the latest writes (eventually consistent). Absent: the primary served it. */
+                    "Preference-Applied"?: "replica";
                     [name: string]: unknown;
                 };
                 content: {
@@ -10103,6 +10117,8 @@ export interface operations {
             /** @description The user */
             200: {
                 headers: {
+                    /** @description replica when the read replica served the answer, which may then be up to database.replica_max_lag_ms behind the latest writes (eventually consistent). Absent: the primary served it. */
+                    "Preference-Applied"?: "replica";
                     [name: string]: unknown;
                 };
                 content: {
@@ -11056,6 +11072,8 @@ export interface operations {
             /** @description A page of webhook endpoints */
             200: {
                 headers: {
+                    /** @description replica when the read replica served the answer, which may then be up to database.replica_max_lag_ms behind the latest writes (eventually consistent). Absent: the primary served it. */
+                    "Preference-Applied"?: "replica";
                     [name: string]: unknown;
                 };
                 content: {
@@ -11301,6 +11319,8 @@ export interface operations {
             /** @description The webhook endpoint */
             200: {
                 headers: {
+                    /** @description replica when the read replica served the answer, which may then be up to database.replica_max_lag_ms behind the latest writes (eventually consistent). Absent: the primary served it. */
+                    "Preference-Applied"?: "replica";
                     [name: string]: unknown;
                 };
                 content: {

@@ -240,11 +240,15 @@ describe('the OpenAPI document', () => {
         expect((prefer as { description?: string } | undefined)?.description, key).toMatch(
           /Eventually consistent.*Preference-Applied: replica/s,
         );
+        const answer = operations.get(key)!.responses['200'] as { headers?: Record<string, { schema: unknown }> };
+        expect(answer.headers?.['Preference-Applied']?.schema, key).toEqual({ type: 'string', enum: ['replica'] });
       }
     }
     // A write takes no such header.
     const create = operations.get('POST /api/v1/testkit/widgets')!.parameters ?? [];
     expect(create.filter((p) => p.name === 'prefer')).toEqual([]);
+    const created = operations.get('POST /api/v1/testkit/widgets')!.responses['201'] as { headers?: object };
+    expect(created.headers ?? {}).not.toHaveProperty('Preference-Applied');
   });
 
   /** The list routes that take a filter beyond the paging parameters and q, and its names. */
