@@ -55,6 +55,7 @@ export const FRAMEWORK_TABLE_USES: readonly FrameworkTableUse[] = [
       id: 'uuid',
       tenant_id: 'uuid',
       token_hash: 'bytea',
+      name: 'text',
       user_id: 'uuid',
       permissions: 'text[]',
       created_at: 'timestamptz',

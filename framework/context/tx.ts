@@ -11,6 +11,8 @@ import { systemClock, type Clock } from '../clock.ts';
 import { currentTraceparent, traceExchange } from '../observability/tracing.ts';
 import { currentRequestId } from '../observability/request-id.ts';
 import type { CursorSeal } from '../operations/cursor.ts';
+import { actorOf, type ActingAs, type Actor } from './actor.ts';
+import { flushRevisions } from '../history/revisions.ts';
 
 import {
   ACTOR_SETTING,
@@ -48,6 +50,8 @@ export interface SessionInfo {
    * cookie; `id` is then the token's id, `permissions` the token's intersected with the user's.
    */
   via?: 'token';
+  /** The token's name, when the caller came with one: history names it beside the person. */
+  tokenName?: string;
 }
 
 export interface PendingEvent {
@@ -65,6 +69,8 @@ export interface TxContext<E extends string = string> {
   readonly db: Transaction<Database>;
   readonly session: SessionInfo | null;
   readonly actorId: string | null;
+  /** Who acts, as history and the tenant's activity record it (context/actor.ts). */
+  readonly actor: Actor;
   readonly declaredEvents: ReadonlySet<string>;
   /** The time of this transaction, read once from the clock when it opened: compare with this, not now(). */
   readonly now: Date;
@@ -110,6 +116,8 @@ export interface TxOptions {
   tokenHash?: Buffer;
   /** Actor for events when there is no session (e.g. a subscription acting for a user). */
   actorId?: string | null;
+  /** What the transaction is opened for, when no session says who acts: a job's run, a subscription's delivery. */
+  acting?: ActingAs;
   /** Refuses any publish outside the route's declared events (a programming error: 500 INTERNAL). */
   publishes?: PublishAllowList;
   /** The request behind the work (its X-Request-Id), recorded with every event it publishes; default: the one in scope (observability/request-id.ts). */
@@ -195,14 +203,16 @@ export class TenantTransactions {
           const session = options.tokenHash
             ? await this.enterWithToken(trx, tenant, options.tokenHash, now)
             : await this.enter(trx, tenant, options.sessionHash, now);
+          const actorId = session?.userId ?? options.actorId ?? null;
           const { ctx, flush } = scopedContext(
             trx,
             tenant,
             session,
-            session?.userId ?? options.actorId ?? null,
+            actorId,
             this.declaredEvents,
             now,
             options.publishes,
+            actorOf(session, actorId, options.acting),
           );
           const value = await fn(ctx);
           await flush();
@@ -315,6 +325,7 @@ export function scopedContext(
   declaredEvents: ReadonlySet<string>,
   now: Date,
   allowed?: PublishAllowList,
+  actor: Actor = actorOf(session, actorId, undefined),
 ): { ctx: TxContext; flush(): Promise<void> } {
   const events: PendingEvent[] = [];
   const ctx: TxContext = {
@@ -322,6 +333,7 @@ export function scopedContext(
     db: trx,
     session,
     actorId,
+    actor,
     declaredEvents,
     now,
     publish: (name, payload = {}) => {
@@ -335,8 +347,10 @@ export function scopedContext(
   };
   return {
     ctx,
+    // The revisions first, then the events: both held back to leave with the COMMIT.
     flush: async () => {
-      if (events.length > 0) await insertOutbox(trx, events.splice(0), actorId, now);
+      await flushRevisions(trx, tenant.id);
+      if (events.length > 0) await insertOutbox(trx, events.splice(0), actor, now);
     },
   };
 }
@@ -368,8 +382,8 @@ export function hasPermission(session: SessionInfo | null, permission: string): 
 // PostgreSQL makes no random uuid per event (gen_random_uuid, the column's default, cost more
 // than a tenth of the insert).
 const INSERT_OUTBOX = deferred(`
-insert into outbox (event_id, name, payload, actor_id, tenant_id, request_id, traceparent)
-select e.event_id, e.name, e.payload, $4::uuid, app_tenant_id(), $5::text, $6::text
+insert into outbox (event_id, name, payload, actor_id, tenant_id, request_id, traceparent, actor_kind, actor_name)
+select e.event_id, e.name, e.payload, $4::uuid, app_tenant_id(), $5::text, $6::text, $7::text, $8::text
   from unnest($1::uuid[], $2::text[], $3::jsonb[]) with ordinality as e(event_id, name, payload, n) order by e.n`);
 
 /** The outbox insert of a one-exchange write: only for a caller holding the permission, who is the actor. */
@@ -401,17 +415,21 @@ function eventIds(count: number, now: Date): string[] {
 export async function insertOutbox(
   trx: Transaction<Database>,
   events: PendingEvent[],
-  actorId: string | null,
+  actor: Actor,
   now: Date,
 ): Promise<void> {
   wroteOutbox.add(trx);
   // The request id and the trace context of the span writing the events (null while tracing is off).
+  // The actor's kind only where the id alone does not say it (a token, a job, the operator...).
+  const plain = actor.kind === 'user' || actor.kind === 'system';
   await trx.executeQuery(
     CompiledQuery.raw(INSERT_OUTBOX, [
       ...outboxColumns(events, now),
-      actorId,
+      actor.userId,
       requestIdOf.get(trx) ?? null,
       currentTraceparent(),
+      plain ? null : actor.kind,
+      actor.name,
     ]),
   );
 }

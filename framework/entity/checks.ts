@@ -3,6 +3,7 @@ import type { Registry } from './registry.ts';
 import type { ResolvedEntity } from './resolve.ts';
 import { SYSTEM_FIELDS } from './resolve.ts';
 import type { TxContext } from '../context/tx.ts';
+import { SYSTEM_ACTOR } from '../context/actor.ts';
 import type { AnyEntity } from './define.ts';
 import { hasDateTimeFormat, isDeclaredDateTime } from './date-time.ts';
 import { PROBLEMS } from '../errors.ts';
@@ -223,6 +224,7 @@ function rowAccessProblems(entity: ResolvedEntity): string[] {
     db: undefined as never,
     session: null,
     actorId: null,
+    actor: SYSTEM_ACTOR,
     declaredEvents: new Set(),
     now: new Date(0),
     publish: () => {

@@ -16,6 +16,7 @@ import { singletonRoutes } from './singleton-routes.ts';
 import { publicReadRoute } from './public-read.ts';
 import { publicPageRoute } from './public-page.ts';
 import { OFFSET_MAX, TOTAL_CAP, type PageQuery } from '../operations/paging.ts';
+import { historyRoutes } from '../history/history-routes.ts';
 
 /**
  * The five generic routes and one route per command (a singleton's routes instead, for a
@@ -143,6 +144,7 @@ export function entityRoutes(entity: ResolvedEntity, ops: EntityOperations): Any
   ];
 
   routes.push(...commandRoutes(entity, ops, present));
+  routes.push(...historyRoutes(entity, ops, present));
   const publicRead = publicReadRoute(entity, (values) => ops.toRow(values));
   if (publicRead) routes.push(publicRead);
   const publicPage = publicPageRoute(entity, (values) => ops.toRow(values));

@@ -3,6 +3,7 @@ import type { ResolvedEntity } from '../entity/resolve.ts';
 import type { EntityOperations } from '../operations/entity-ops.ts';
 import type { TxContext } from '../context/tx.ts';
 import { NoContent, answer, commandRoutes, deleteDescription, followUpEvents } from './entity-route-parts.ts';
+import { historyRoutes } from '../history/history-routes.ts';
 
 type Present = (tx: TxContext, row: Record<string, unknown>) => unknown;
 
@@ -93,5 +94,6 @@ export function singletonRoutes(entity: ResolvedEntity, ops: EntityOperations, p
     });
   }
   routes.push(...commandRoutes(entity, ops, present));
+  routes.push(...historyRoutes(entity, ops, present));
   return routes;
 }
