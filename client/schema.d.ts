@@ -21,6 +21,26 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/api/v1/audit/activity": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * The tenant’s activity
+         * @description Every event of the tenant once its transaction has committed (the audit trail): when, who acted, the event’s name, and the resource and id it concerns. Newest first, paged like every list (limit and offset, or after=<next>). The operator’s actions on this tenant (a suspension, a resumption, a host added or removed, an administrator invited) appear as done by the operator, naming none of the operator’s people. Payloads never carry an address, a message body or a link.
+         */
+        get: operations["audit-activity-list"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/api/v1/auth/cors-origins": {
         parameters: {
             query?: never;
@@ -1546,6 +1566,43 @@ export interface components {
             /** @description False when there are more than 10000 rows and total stopped counting at 10000. */
             totalExact: boolean;
         };
+        /** @description One event of the tenant. */
+        Activity: {
+            actor: components["schemas"]["Actor"];
+            /**
+             * Format: date-time
+             * @description When it happened (its transaction’s time).
+             */
+            at: string;
+            /** @description The event’s payload: ids and plain values, never an address, a message body or a link. */
+            data: {
+                [key: string]: unknown;
+            };
+            /** @description The resource it concerns (<module>.<entity>, as the catalog keys it), when it concerns one. */
+            entity: string | null;
+            /** @description The id it concerns (the payload’s id): a row of that resource, or for a tenant event the tenant. */
+            entityId: string | null;
+            /** @description The event’s name, e.g. task.task.updated, user.invited, tenant.suspended. */
+            event: string;
+            /**
+             * Format: uuid
+             * @description The event’s id.
+             */
+            id: string;
+        };
+        ActivityPage: {
+            items: components["schemas"]["Activity"][];
+            /** @description The page size used. */
+            limit: number;
+            /** @description Cursor of the following page, to send as after=<next> with the same sort and limit; null on the last page. */
+            next: string | null;
+            /** @description The rows skipped (0 when paging with after). */
+            offset: number;
+            /** @description Rows the list covers across all pages, counted up to 10000: past that, total is 10000 and totalExact is false. A page read with after answers the count its walk's first page took (the cursor carries it), so a walk counts once; read the first page again for a fresh count. */
+            total: number;
+            /** @description False when there are more than 10000 rows and total stopped counting at 10000. */
+            totalExact: boolean;
+        };
         /** @description Who acted. */
         Actor: {
             /** @description user: a person with a session; token: a person with a personal access token (name: the token’s name); job: a scheduled job (name: the job’s); subscription: the service acting on an event (name: the subscription’s; userId: the person whose action caused it, if any); operator: the installation’s operator acting on this tenant (no person named); system: none of these. */
@@ -2504,6 +2561,116 @@ export interface operations {
             };
             /** @description No site at this host, or no such resource */
             404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Too many failed sign-ins or bearer-token attempts from this client address (ErrTooManyAttempts); Retry-After says when to try again */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Request headers over 16 KB (HEADERS_TOO_LARGE), refused before any route runs */
+            431: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Unexpected error */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Database busy (DB_BUSY: every connection stayed in use), a statement past its time limit (DB_TIMEOUT) or the database unreachable (DB_UNAVAILABLE): retry after the Retry-After seconds. Only a 2xx acknowledges a write */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    "audit-activity-list": {
+        parameters: {
+            query?: {
+                /** @description Opaque, signed cursor: the "next" of the previous page, with the same sort and filters. Answers the rows after that page (keyset paging). A cursor this list did not give (another list's, another tenant's, one given with other filters, an edited or unsigned one), or one given for another sort, is 422 VALIDATION_FAILED. */
+                after?: string;
+                /** @description Page size, 1 to 100. */
+                limit?: number;
+                /** @description Rows to skip, 0 to 10000. Deeper pages are reached with after=<next>, which costs the same on every page; offset and after do not combine. */
+                offset?: number;
+                /** @description -at (the default): newest first; at: oldest first. Ties break on the event id. */
+                sort?: "at" | "-at";
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description A page of the tenant’s events */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ActivityPage"];
+                };
+            };
+            /** @description Malformed request */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Not signed in (AUTH_REQUIRED), or a bearer token unknown, expired, revoked or of another tenant (TOKEN_INVALID) */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Missing permission (AUTH_FORBIDDEN) or operator permission outside the operator tenant (AUTH_NOT_OPERATOR) */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description No site at this host, or no such resource */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Validation failed */
+            422: {
                 headers: {
                     [name: string]: unknown;
                 };

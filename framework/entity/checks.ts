@@ -31,6 +31,13 @@ export function checkRegistry(registry: Registry, earlier: string[]): void {
           problems.push(`default role ${role} of module ${module.name} names undeclared permission ${p}`);
       }
     }
+    const ownEvents = new Set(module.events ?? []);
+    for (const [event, field] of Object.entries(module.operatorEventsAbout ?? {})) {
+      if (!ownEvents.has(event))
+        problems.push(`module ${module.name}: operatorEventsAbout names ${event}, which is not one of its events`);
+      if (typeof field !== 'string' || field === '')
+        problems.push(`module ${module.name}: operatorEventsAbout ${event} names no payload field`);
+    }
   }
 
   for (const entity of registry.entities) {
@@ -65,6 +72,14 @@ export function checkRegistry(registry: Registry, earlier: string[]): void {
         problems.push(`entity ${entity.names.key}: hookPublishes names undeclared event ${event}`);
     }
     problems.push(...publicReadProblems(entity.names.key, def));
+    // History's routes sit beside the commands': <item>/history and <item>/restore.
+    if (def.history !== false) {
+      for (const name of ['history', 'restore'])
+        if (name in commands)
+          problems.push(
+            `entity ${entity.names.key}: command ${name} would take the history route's path; rename it, or declare history: false`,
+          );
+    }
     problems.push(...stateProblems(entity));
     // The types refuse these already; a definition built without them (e.g. from data) is caught here.
     for (const [kind, list] of [
@@ -82,6 +97,7 @@ export function checkRegistry(registry: Registry, earlier: string[]): void {
       ['references', Object.keys(def.references ?? {})],
       ['searchable', def.searchable ?? []],
       ['states', def.states ? [def.states.field] : []],
+      ['history.exclude', def.history ? (def.history.exclude ?? []) : []],
     ] as const) {
       for (const field of list) {
         if (!(field in def.fields)) problems.push(`entity ${entity.names.key}: ${kind} field ${field} is not a field`);

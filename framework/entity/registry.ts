@@ -15,9 +15,18 @@ import { EntityOperations } from '../operations/entity-ops.ts';
 import { checkRegistry } from './checks.ts';
 import type { Config } from '../config/schema.ts';
 import { idempotencyKeyPurge } from '../http/idempotency.ts';
+import { historyRetention } from '../history/retention.ts';
 
 /** Jobs the framework runs itself, on the tables it owns in every tenant. */
-const FRAMEWORK_JOBS: readonly JobDefinition[] = [idempotencyKeyPurge];
+const FRAMEWORK_JOBS: readonly JobDefinition[] = [idempotencyKeyPurge, historyRetention];
+
+/** Permissions the framework declares itself, for the routes it serves on the tables it owns. */
+const FRAMEWORK_PERMISSIONS: readonly PermissionDeclaration[] = [
+  {
+    name: 'audit:read',
+    description: "The tenant's activity: GET /api/v1/audit/activity and the admin shell's Activity page",
+  },
+];
 
 export interface RegisteredRoute {
   module: string;
@@ -50,6 +59,8 @@ export class Registry {
     const duplicates: string[] = [];
     // One instance per entity, shared by its routes and by modules acting on its rows.
     const operations = new Map<string, EntityOperations>();
+    for (const permission of FRAMEWORK_PERMISSIONS)
+      permissions.set(permission.name, { ...permission, module: 'framework' });
     // Every event first, the entities' lifecycle events included: a field taking event names
     // (event-names.ts) gets the whole list as its enum before its entity is resolved.
     for (const module of modules) {

@@ -60,7 +60,7 @@ export class EntityOperations {
   /** The entity's history (framework/history/): what its writes record; undefined when it keeps none. */
   readonly history: EntityHistory | undefined;
   /** Its read side: a record's revisions and the values a restore sets. */
-  private readonly recordHistory: RecordHistory | undefined;
+  readonly recordHistory: RecordHistory | undefined;
 
   /**
    * `config`: the installation's configuration, handed to beforeWrite hooks. `writeShapes`: how many
@@ -290,7 +290,7 @@ export class EntityOperations {
   async historyPage(ctx: TxContext, id: string | null, page: PageQuery): Promise<Page<RevisionItem>> {
     if (!this.recordHistory) throw notFound();
     if (id !== null && !isUuid(id)) throw notFound();
-    const result = await this.recordHistory.page(ctx, page, this.recordCondition(ctx, id));
+    const result = await this.recordHistory.page(ctx, page, this.historyCondition(ctx, id));
     if (result.items.length === 0 && page.offset === 0 && page.after === undefined) {
       if (!(await this.findAny(ctx, id, false))) throw notFound();
     }
@@ -334,7 +334,7 @@ export class EntityOperations {
   }
 
   /** The history's condition on the record: by id, or a singleton's rows; the caller's row access applied. */
-  private recordCondition(ctx: TxContext, id: string | null): RecordCondition {
+  historyCondition(ctx: TxContext, id: string | null): RecordCondition {
     if (id === null) {
       const access = this.access(ctx, 1);
       return {
@@ -446,16 +446,17 @@ export class EntityOperations {
     const written = await this.write(ctx, previous, adjusted, { kind: 'body' }, revive);
     if (!written) return previous;
     const row = await this.afterWrite(ctx, { op: 'update', row: written, previous });
-    this.recordChange(ctx, previous, row, operation, revive);
+    this.recordChange(ctx, previous, row, operation);
     return row;
   }
 
-  /** One revision of what a write changed (afterWrite's changes included); none when nothing did. */
-  private recordChange(ctx: TxContext, previous: Row, row: Row, operation: RevisionOperation, revived = false): void {
+  /**
+   * One revision of a write that changed the row (afterWrite's changes included): its recorded
+   * fields' old and new values, none when only unrecorded fields changed.
+   */
+  private recordChange(ctx: TxContext, previous: Row, row: Row, operation: RevisionOperation): void {
     if (!this.history) return;
-    const values = this.history.diff(previous, row);
-    if (values) this.history.record(ctx, row.id, operation, values);
-    else if (revived) this.history.record(ctx, row.id, operation, { old: {}, new: {} });
+    this.history.record(ctx, row.id, operation, this.history.diff(previous, row) ?? { old: {}, new: {} });
   }
 
   private async insert(ctx: TxContext, values: Values): Promise<Row> {
