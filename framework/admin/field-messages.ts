@@ -160,10 +160,16 @@ export function ruleSentence(rule: FieldRule, schema: TSchema, messages: FieldMe
     }
     case 'items': {
       const list = Array.isArray(value) ? value : [];
+      // An array of enumerated values is ticked in boxes, not typed.
+      const boxes = node.items !== undefined && choicesOf(core(node.items as Node)) !== undefined;
       if (node.minItems !== undefined && list.length < node.minItems)
-        return `Give at least ${plural(node.minItems, 'value', 'values')}, separated by commas.`;
+        return boxes
+          ? `Tick at least ${plural(node.minItems, 'option', 'options')}.`
+          : `Give at least ${plural(node.minItems, 'value', 'values')}, separated by commas.`;
       if (node.maxItems !== undefined && list.length > node.maxItems)
-        return `Give at most ${plural(node.maxItems, 'value', 'values')}.`;
+        return boxes
+          ? `Tick at most ${plural(node.maxItems, 'option', 'options')}.`
+          : `Give at most ${plural(node.maxItems, 'value', 'values')}.`;
       if (node.uniqueItems && new Set(list.map((v) => JSON.stringify(v))).size !== list.length)
         return 'Give each value once.';
       const item = node.items ? list.find((v) => brokenRule(node.items as TSchema, v, true) !== undefined) : undefined;

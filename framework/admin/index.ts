@@ -13,6 +13,7 @@ import { moduleSidebarEntries, resolveSidebar, type SidebarEntry } from './sideb
 import { FIXED_PAGES } from './fixed-pages.ts';
 import type { AdminPagesRegistrar } from './page.ts';
 import { adminContentSecurityPolicy } from './csp.ts';
+import { registerHostRoot } from './host-root.ts';
 
 export {
   registerAdminPage,
@@ -30,6 +31,7 @@ export { apiRoute, runApiRoute } from './api-route.ts';
 export { registerAdminEffectPage, type AdminEffectPageDefinition, type EffectInput } from './effect-page.ts';
 export { PAGE_TOOLS_URL } from './page-tools.ts';
 export { generatedResources } from './resource-pages/resource-pages.ts';
+export { ADMIN_LIST_SORT, newestFirst } from './list-query.ts';
 
 export interface AdminOptions {
   /** The sidebar's entries (default: those the installed modules contribute, by their order). */
@@ -51,6 +53,8 @@ export async function registerAdmin(
   services: Services,
   options: AdminOptions = {},
 ): Promise<void> {
+  // A browser at the host's root is sent here (host-root.ts); the API's clients keep their 404.
+  registerHostRoot(app, services);
   await app.register(
     async (scope) => {
       const readinessChecks = options.readinessChecks ?? [databaseCheck(services)];

@@ -98,11 +98,15 @@ export function checkRegistry(registry: Registry, earlier: string[]): void {
       ['searchable', def.searchable ?? []],
       ['states', def.states ? [def.states.field] : []],
       ['history.exclude', def.history ? (def.history.exclude ?? []) : []],
+      ['choices', Object.keys(def.choices ?? {})],
     ] as const) {
       for (const field of list) {
         if (!(field in def.fields)) problems.push(`entity ${entity.names.key}: ${kind} field ${field} is not a field`);
       }
     }
+    for (const field of def.shownOnce ?? [])
+      if (!(field in (def.computed ?? {})))
+        problems.push(`entity ${entity.names.key}: shownOnce field ${field} is not a computed field`);
   }
 
   const operationIds = new Map<string, string>();
@@ -317,7 +321,11 @@ function stateProblems(entity: ResolvedEntity): string[] {
     if (!command.states) continue;
     if (!def.states)
       problems.push(`${where}: command ${name} declares states, but the entity declares no state field (states.field)`);
-    known(`command ${name} states`, [...command.states.from, ...(command.states.unchanged ?? [])]);
+    known(`command ${name} states`, [
+      ...command.states.from,
+      ...(command.states.unchanged ?? []),
+      ...(command.states.to === undefined ? [] : [command.states.to]),
+    ]);
   }
   return problems;
 }

@@ -90,6 +90,38 @@ export interface CommandStates {
   unchanged?: readonly string[];
   /** Said after the refusal's first sentence, e.g. 'Unpublish it first.' */
   hint?: string;
+  /**
+   * The state the command leaves the row in when it acts (resolve: 'resolved'). Where a PATCH
+   * cannot reach that state (EntityStates.patchMoves), the shell's edit form names this command
+   * beside the state field: "To move it to resolved, use the “Resolve” button".
+   */
+  to?: string;
+}
+
+/** How the admin shell shows an entity (EntityDefinition.admin). */
+export interface EntityAdmin<F extends TProperties> {
+  /** The field that titles a row (a task's title, a user's email). */
+  title: keyof F & string;
+  /** A list's columns. */
+  columns: readonly (keyof F & string)[];
+  /**
+   * What people call one row, where the entity's `label` (also the API's, in OpenAPI) reads badly
+   * to them: content's is 'Page or post' ("New page or post", "1 page or post"). Default `label`.
+   */
+  label?: string;
+  /**
+   * What people call several, where adding an s to the label does not say it: 'Pages and posts',
+   * never the API's path segment ("Contents"). Default the label with an s.
+   */
+  labelPlural?: string;
+}
+
+/** An array field's choices, declared (EntityDefinition.choices). */
+export interface DeclaredChoices {
+  /** 'events': the events the modules declare (their own and their entities' lifecycle events). */
+  from: 'events';
+  /** A value standing for every choice, offered first (a webhook endpoint's '*'), with what people read for it. */
+  all?: { value: string; label: string };
 }
 
 /**
@@ -102,6 +134,14 @@ export interface EntityStates<F extends TProperties> {
   initial?: readonly string[];
   /** A 409 of framework/errors.ts: a command in a state it does not accept, a create outside `initial`. */
   refusal: ProblemCode;
+  /**
+   * The states a PATCH may move a row to from where it stands (the one it holds aside): the
+   * entity's status graph as its update accepts it. The entity's own hooks refuse every other move
+   * (with `refusal`), reading the same rule; the shell's edit form offers only these, and names the
+   * commands (CommandStates.to) that reach the others. Omitted: a PATCH may set any value the
+   * field's schema allows.
+   */
+  patchMoves?(row: EntityRow<F>): readonly string[];
 }
 
 /**
@@ -256,6 +296,13 @@ export interface EntityDefinition<
   eventFields?: readonly (keyof F & string)[];
   /** Response-only fields afterRead adds (no column, never written): part of the row schema. */
   computed?: C;
+  /**
+   * Computed fields that carry a secret in the one answer that makes it (the create's, or a
+   * command's such as rotate-secret) and null in every other: a webhook endpoint's signingSecret.
+   * The admin shell shows such a value once, on the page answering the form that made it, and
+   * nowhere else: never in a detail page, a URL, a cookie or a log.
+   */
+  shownOnce?: readonly (keyof C & string)[];
   permissions: { read: string; write: string };
   /** Event names override; by default <module>.<entity>.created / .updated / .deleted. */
   events?: { created?: string; updated?: string; deleted?: string };
@@ -278,6 +325,12 @@ export interface EntityDefinition<
    * list. A key no registered entity has leaves the field a plain id.
    */
   references?: { readonly [K in keyof F & string]?: string };
+  /**
+   * Array fields whose items are names the service declares (DeclaredChoices), offered by the
+   * admin shell as checkboxes grouped by module where the field's own schema lists no values (an
+   * enum of its items, which it prefers). What the API accepts stays the field's schema and hooks.
+   */
+  choices?: { readonly [K in keyof F & string]?: DeclaredChoices };
   /** Fields a list's `q` parameter searches (case-insensitive substring); default the admin title field when it is a string. */
   searchable?: readonly (keyof F & string)[];
   /** The state field commands declare their `states` against (CommandDefinition.states). */
@@ -291,7 +344,7 @@ export interface EntityDefinition<
   history?: false | { readonly exclude?: readonly (keyof F & string)[] };
   /** What the table holds besides the fields: unique fields, references, extra columns (framework/entity/storage.ts). */
   storage?: EntityStorage<F>;
-  admin?: { title: keyof F & string; columns: readonly (keyof F & string)[] };
+  admin?: EntityAdmin<F>;
   /**
    * What a person reads about each field in the admin shell: its label and hint, and the sentences
    * a refused value shows where the schema's rule alone says it badly (field-text.ts). The API's

@@ -179,6 +179,8 @@ export interface ModuleDefinition {
 
 /** What a module contributes to the admin shell besides its entities' generated pages. */
 export interface ModuleAdmin {
+  /** What people call the module's part of the service, as the shell heads it (its events, say); default its name in words. */
+  label?: string;
   /** Hand-written pages: each function registers its routes with registerAdminPage(site, ...), once, at startup. */
   pages?: readonly AdminPagesRegistrar[];
   /** Sidebar entries; the sidebar lists every module's entries by `order`, and leaves out one whose path no page serves. */

@@ -48,6 +48,7 @@ export const authModule = defineModule({
   jobs: [authSweep],
   // Roles have hand-written pages (roles.admin.ts) in place of generated ones.
   admin: {
+    label: 'Sign-in and access',
     pages: [registerRolePages, registerTokenPages],
     sidebar: [
       { label: 'Roles', path: '/admin/auth/roles', order: 20 },

@@ -22,6 +22,7 @@ export const billingModule = defineModule({
   entities: [entity(plan), entity(subscription)],
   jobs: [renewJob],
   admin: {
+    label: 'Billing',
     sidebar: [
       { label: 'Billing', path: '/admin/billing/plans', order: 50 },
       { label: 'Subscription', path: SUBSCRIPTION_PAGE, order: 51 },

@@ -57,5 +57,11 @@ export const content = defineEntity({
       publishedAt: row.publishedAt ?? row.updatedAt,
     }),
   },
-  admin: { title: 'title', columns: ['title', 'slug', 'kind', 'status', 'publishedAt'] },
+  admin: {
+    title: 'title',
+    columns: ['title', 'slug', 'kind', 'status', 'publishedAt'],
+    // People write pages and posts; "Content" (the API's label) made "Contents" and "1 content".
+    label: 'Page or post',
+    labelPlural: 'Pages and posts',
+  },
 });

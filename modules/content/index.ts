@@ -6,10 +6,16 @@ export const contentModule = defineModule({
   name: 'content',
   description: 'Pages and posts in Markdown with a draft, published, archived lifecycle',
   permissions: [
-    { name: 'content:read', description: 'List and read contents; the Content navigation entry' },
-    { name: 'content:manage', description: 'Create, update and delete contents; publish, unpublish and archive them' },
+    { name: 'content:read', description: 'List and read pages and posts; the Pages and posts navigation entry' },
+    {
+      name: 'content:manage',
+      description: 'Create, change and delete pages and posts; publish, unpublish and archive them',
+    },
   ],
   events: ['content.published', 'content.unpublished', 'content.archived'],
   entities: [entity(content)],
-  admin: { sidebar: [{ label: 'Content', path: '/admin/content/contents', order: 30 }] },
+  admin: {
+    label: 'Pages and posts',
+    sidebar: [{ label: 'Pages and posts', path: '/admin/content/contents', order: 30 }],
+  },
 });

@@ -20,6 +20,7 @@ export const fileModule = defineModule({
   jobs: (config) => (blobStoreFor(config).capabilities.listable ? [fileReconcile] : []),
   // No generated pages (a file is uploaded, not typed in): the hand-written Files page (files.admin.ts).
   admin: {
+    label: 'Files',
     resourcePages: false,
     pages: [registerFilePages],
     sidebar: [{ label: 'Files', path: FILES_PAGE, order: 40 }],

@@ -19,5 +19,9 @@ export const notificationModule = defineModule({
   // The admin header's badge: the caller's unread count, read in the page's own transaction.
   // The badge opens the caller's notifications (notifications.admin.ts).
   adminBadge: { label: 'unread notifications', count: unreadCount, href: NOTIFICATIONS_PAGE },
-  admin: { resourcePages: false, pages: [registerNotificationPages] },
+  admin: {
+    label: 'Notifications',
+    resourcePages: false,
+    pages: [registerNotificationPages],
+  },
 });

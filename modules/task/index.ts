@@ -13,5 +13,8 @@ export const taskModule = defineModule({
   events: ['task.assigned', 'task.resolved', 'task.sla_breached'],
   entities: [entity(task)],
   jobs: [slaSweep],
-  admin: { sidebar: [{ label: 'Tasks', path: '/admin/task/tasks', order: 40 }] },
+  admin: {
+    label: 'Tasks',
+    sidebar: [{ label: 'Tasks', path: '/admin/task/tasks', order: 40 }],
+  },
 });

@@ -31,15 +31,29 @@ export const STATUS_GRAPH =
 
 const refuse = (detail: string) => problem('INVALID_TRANSITION', detail, { extensions: { field: 'status' } });
 
+/** Why a PATCH may not move a task from one status to another (they differ), or undefined when it may. */
+function moveRefusal(from: TaskStatus, to: TaskStatus, assigneeId: string | null): string | undefined {
+  if (!EDGES[from].includes(to)) return `a task cannot move from ${from} to ${to}`;
+  if (to === 'resolved') return 'only POST .../{id}/resolve moves a task to resolved';
+  if ((to === 'acknowledged' || to === 'in_progress') && assigneeId === null)
+    return `a task with no assignee cannot move to ${to}: assign it first`;
+  if (to === 'open' && assigneeId !== null) return 'an assigned task does not go back to open';
+  return undefined;
+}
+
 /** Refuses (409 INVALID_TRANSITION) a status move a PATCH may not make. */
 export function checkPatchMove(from: TaskStatus, to: TaskStatus, assigneeId: string | null): void {
   if (from === to) return;
-  if (!EDGES[from].includes(to)) throw refuse(`a task cannot move from ${from} to ${to}`);
-  if (to === 'resolved') throw refuse('only POST .../{id}/resolve moves a task to resolved');
-  if ((to === 'acknowledged' || to === 'in_progress') && assigneeId === null)
-    throw refuse(`a task with no assignee cannot move to ${to}: assign it first`);
-  if (to === 'open' && assigneeId !== null) throw refuse('an assigned task does not go back to open');
+  const refusal = moveRefusal(from, to, assigneeId);
+  if (refusal) throw refuse(refusal);
 }
+
+/**
+ * The statuses a PATCH may move this task to, by the same rule checkPatchMove applies: the
+ * entity's declared `states.patchMoves`, which the admin shell's edit form offers.
+ */
+export const patchMoves = (from: TaskStatus, assigneeId: string | null): TaskStatus[] =>
+  TASK_STATUSES.filter((to) => to !== from && moveRefusal(from, to, assigneeId) === undefined);
 
 /** True when the deadline has passed at `now` for a task that is still to be done and not yet marked. */
 export function breachDue(row: { deadline: Date; status: string | null; slaBreached: boolean }, now: Date): boolean {

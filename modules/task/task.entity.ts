@@ -5,7 +5,15 @@ import { problem } from '../../framework/errors.ts';
 import { notify, TITLE_MAX } from '../notification/notify.ts';
 import { usersService } from '../user/users-service.ts';
 import { taskFieldText, taskFields } from './task.fields.ts';
-import { ASSIGNABLE, breachDue, checkPatchMove, RESOLVABLE, STATUS_GRAPH, type TaskStatus } from './task-status.ts';
+import {
+  ASSIGNABLE,
+  breachDue,
+  checkPatchMove,
+  patchMoves,
+  RESOLVABLE,
+  STATUS_GRAPH,
+  type TaskStatus,
+} from './task-status.ts';
 
 const command = defineCommand(taskFields);
 
@@ -66,7 +74,7 @@ const resolve = command({
   description:
     'Sets resolvedAt (now) and resolution and moves the task to resolved, publishing task.resolved. Allowed from open, acknowledged and in_progress; from resolved or closed it is 409 INVALID_TRANSITION. A deadline that passed before the resolution is recorded as a breach first.',
   body: Type.Object({ resolution: Type.String({ minLength: 1, maxLength: 10000 }) }, { additionalProperties: false }),
-  states: { from: RESOLVABLE },
+  states: { from: RESOLVABLE, to: 'resolved' },
   publishes: ['task.resolved', 'task.sla_breached'],
   async run(ctx, row, body) {
     const breached = breachDue(row, ctx.now);
@@ -109,7 +117,13 @@ export const task = defineEntity({
   fieldText: taskFieldText,
   references: { assigneeId: 'user.user' },
   searchable: ['title'],
-  states: { field: 'status', initial: ['open'], refusal: 'INVALID_TRANSITION' },
+  states: {
+    field: 'status',
+    initial: ['open'],
+    refusal: 'INVALID_TRANSITION',
+    // The PATCH edges of the status graph, read by the edit form; beforeWrite refuses the others.
+    patchMoves: (row) => patchMoves(row.status as TaskStatus, row.assigneeId ?? null),
+  },
   commandOwned: { assigneeId: 'assign', resolvedAt: 'resolve', resolution: 'resolve', slaBreached: 'check-sla' },
   permissions: { read: 'task:read', write: 'task:update' },
   sortable: ['title', 'status', 'deadline'],

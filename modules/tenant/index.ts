@@ -24,6 +24,7 @@ export const tenantModule = defineModule({
   },
   routes: tenantRoutes,
   admin: {
+    label: 'Tenants',
     // The tenant switcher replaces the generated pages: tenants are made and changed through the API.
     pages: [registerTenantSwitcher],
     sidebar: [{ label: 'Tenants', path: '/admin/tenant/tenants', order: 60 }],

@@ -1,7 +1,9 @@
 import Type, { type TSchema } from 'typebox';
 import {
+  ADMIN_LIST_SORT,
   apiRoute,
   errorView,
+  newestFirst,
   registerAdminPage,
   renderTemplate,
   runApiRoute,
@@ -156,7 +158,7 @@ export function registerTenantSwitcher(site: AdminSite): void {
   ): Promise<string> => (formProblem(refused) ? render() : page.render(errorView(refused)));
 
   async function renderList(page: AdminPageContext, refused?: Refusal): Promise<string> {
-    const query = (refused ? { limit: 20, offset: 0, sort: 'createdAt' } : page.query) as unknown as PageQuery & {
+    const query = (refused ? { limit: 20, offset: 0, sort: ADMIN_LIST_SORT } : page.query) as unknown as PageQuery & {
       q?: string;
     };
     const port = requestPort(page.request.headers.host, site.services.config.server.port);
@@ -211,7 +213,7 @@ export function registerTenantSwitcher(site: AdminSite): void {
     path: LIST,
     access,
     summary: 'Tenants',
-    schema: { querystring: TenantListQuery },
+    schema: { querystring: newestFirst(TenantListQuery) },
     handler: (page) => renderList(page),
   });
 

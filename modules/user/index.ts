@@ -26,7 +26,10 @@ export const userModule = defineModule({
   entities: [entity(user)],
   // user.invited is mailed by the sign-in area (modules/auth/invitation-mail.ts): it owns set-password links.
   routes: [invitationRoute],
-  admin: { sidebar: [{ label: 'Users', path: '/admin/user/users', order: 10 }] },
+  admin: {
+    label: 'Users',
+    sidebar: [{ label: 'Users', path: '/admin/user/users', order: 10 }],
+  },
   // The framework's opening statement reads the signed-in user (framework/access/identity-tables.ts).
   identityTables: ['users'],
 });

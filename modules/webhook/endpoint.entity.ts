@@ -8,7 +8,7 @@ import { policyOf, urlRefusal } from './target-url.ts';
 import { endpointFieldText, endpointFields } from './endpoint.fields.ts';
 import { generateSecret } from './signing.ts';
 import { uuidv7 } from '../../framework/db/uuidv7.ts';
-import { REDELIVERY_REQUESTED, SECRET_ROTATED, TEST_REQUESTED } from './webhook-events.ts';
+import { ALL_EVENTS, REDELIVERY_REQUESTED, SECRET_ROTATED, TEST_REQUESTED } from './webhook-events.ts';
 
 const command = defineCommand(endpointFields);
 
@@ -196,6 +196,10 @@ export const endpoint = defineEntity({
         'Only in the answer of send-test-event: the id the test delivery’s first attempt takes in the delivery log (GET /api/v1/webhook/deliveries, once it has ended; send-again takes it). Null in every other answer.',
     }),
   },
+  // The secret is in the create's and rotate-secret's answers only: the shell shows it there, once.
+  shownOnce: ['signingSecret'],
+  // The events a person ticks: the declared ones, grouped by module, and "*" for all of them.
+  choices: { events: { from: 'events', all: { value: ALL_EVENTS, label: 'All events, also kinds added later' } } },
   permissions: { read: 'webhook:manage', write: 'webhook:manage' },
   createProblems: {
     409: 'The tenant already has webhooks.max_endpoints_per_tenant live endpoints (LIMIT_REACHED; the problem’s limit member gives the number)',

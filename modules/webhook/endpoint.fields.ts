@@ -36,7 +36,11 @@ export const endpointFieldText: FieldTexts<(keyof EndpointFields & string) | 'si
     messages: { pattern: 'Enter a web address starting with https://, like https://hooks.example.com/tenantry.' },
   },
   description: { label: 'Description', hint: 'What the endpoint is for, so others know.' },
-  events: { label: 'Events', hint: 'The kinds of events it receives, or * for all of them.' },
+  events: {
+    label: 'Events',
+    hint: 'The kinds of events it receives. “All events” also takes the kinds added later.',
+    messages: { items: 'Tick at least one kind of event.' },
+  },
   active: { label: 'Active', hint: 'Only active endpoints receive events.' },
   signingSecret: { label: 'Signing secret', hint: 'Shown once, when it is made: copy it to the receiving system.' },
   deliveryId: { label: 'Test delivery', hint: 'The test event’s entry in the delivery log, once it has been sent.' },

@@ -29,6 +29,7 @@ export const webhookModule = defineModule({
   queues: [deliveryQueue],
   jobs: [deliveryLogPurge],
   admin: {
+    label: 'Webhooks',
     pages: [registerDeliveryLogPage],
     sidebar: [
       { label: 'Webhooks', path: '/admin/webhook/endpoints', order: 80 },

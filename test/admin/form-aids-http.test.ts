@@ -5,8 +5,9 @@ import type { TenantRef } from '../../framework/context/tenant.ts';
 
 /**
  * Issue 35, points 2 and 3, over HTTP: a form's Preview and Search buttons post the form back and
- * get the same form (200, nothing saved, the typed values kept); the preview is sanitised; the
- * htmx fragments (POST /admin/markdown-preview, GET <list>/options) answer with their access.
+ * get the same form (200, nothing saved, the typed values kept); the preview is sanitised; through
+ * htmx the Preview answers the form alone, and the picker's fragment (GET <list>/options) answers
+ * with its access.
  */
 
 let app: TestApp;
@@ -55,30 +56,41 @@ describe('the Preview button of a Markdown field, without JavaScript', () => {
   });
 });
 
-describe('POST /admin/markdown-preview (htmx)', () => {
-  it('renders the named field as detail pages do, sanitised', async () => {
+describe('the Preview button through htmx (issue 42: each rendering of the form shows only its own messages)', () => {
+  it('answers the form alone, the named field rendered as detail pages do, sanitised, and no message', async () => {
+    const before = await countContents();
     const res = await app
       .http(HOST)
-      .post('/admin/markdown-preview')
+      .post('/admin/content/contents/new')
       .set('Cookie', admin.cookie)
       .set('hx-request', 'true')
       .type('form')
       .send({
         csrf: csrf(admin),
+        slug: 'htmx-preview',
+        title: 'Filled since',
+        kind: 'page',
         _preview: 'body',
         body: '# Title\n\n[x](javascript:alert(1)) <img src=x onerror=alert(1)>',
       });
     expect(res.status).toBe(200);
+    // The form alone (htmx swaps it for the one on the page), not a whole page.
+    expect(res.text.trimStart()).toMatch(/^<form /);
     // Two levels down, as on the detail page: under the page's own h1 and its sections' h2s.
-    expect(res.text).toContain('<h3>Title</h3>');
-    expect(res.text).not.toMatch(/javascript:|onerror/);
+    const preview = res.text.slice(res.text.indexOf('id="field-body-preview"'), res.text.indexOf('class="actions"'));
+    expect(preview).toContain('<h3>Title</h3>');
+    expect(preview).not.toMatch(/javascript:|onerror/);
+    expect(res.text).not.toContain('error-text');
+    expect(res.text).not.toContain('role="alert"');
+    expect(await countContents()).toBe(before);
   });
 
   it('refuses a post without the form token', async () => {
     const res = await app
       .http(HOST)
-      .post('/admin/markdown-preview')
+      .post('/admin/content/contents/new')
       .set('Cookie', admin.cookie)
+      .set('hx-request', 'true')
       .type('form')
       .send({ _preview: 'body', body: 'x' });
     expect(res.status).toBe(403);

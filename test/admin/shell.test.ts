@@ -78,7 +78,7 @@ describe('Admin shell: a sidebar entry whose path no route serves is reported on
       (m) => m[1],
     );
     // By order, not in module order (user, auth, notification, tenant, task, billing, content, ...).
-    const product = ['Users', 'Roles', 'Content', 'Tasks', 'Billing', 'Tenants'];
+    const product = ['Users', 'Roles', 'Pages and posts', 'Tasks', 'Billing', 'Tenants'];
     expect(labels.filter((label) => product.includes(label!))).toEqual(product);
   });
 });

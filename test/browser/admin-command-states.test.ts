@@ -16,7 +16,7 @@ warnNoChromium('test/browser/admin-command-states.test.ts');
 /**
  * Issue 35, point 4: a detail page offers a command only where the declared state table lets it
  * act (a resolved task offers neither Assign nor Resolve; published content offers Unpublish and
- * Archive, not Publish), and the new-task form offers only the status a create may take.
+ * Archive, not Publish), and the new-task form asks no status (a create may take only one).
  */
 
 const t = useBrowserApp();
@@ -26,7 +26,7 @@ let cookie: string;
 
 const ACME = 'acme.localhost';
 
-const api = (method: 'post' | 'patch', path: string, body?: object) => {
+const api = (method: 'get' | 'post' | 'patch', path: string, body?: object) => {
   const req = t.app.http(ACME)[method](path).set('Cookie', cookie);
   return body ? req.send(body) : req;
 };
@@ -111,16 +111,21 @@ describe.skipIf(!hasChromium)('command buttons follow the declared states', () =
     }
   });
 
-  it('the new-task form offers only the status a create may take', async () => {
+  it('the new-task form asks no status: the one a create may take is sent without a choice (issue 42, point 2)', async () => {
     const { context, page } = await signInThroughLogin(t.browser, t.origin(ACME), admin);
     try {
       await page.goto(`${t.origin(ACME)}/admin/task/tasks/new`);
-      const values = await page.$$eval('select[name=status] option', (options) =>
-        options.map((o) => o.getAttribute('value')).filter((v) => v !== ''),
-      );
-      expect(values).toEqual(['open']);
-      // The other statuses are still the edit form's to offer (PATCH takes them).
+      // Open is the only status a create may take: a select with one choice asks nothing.
+      expect(await page.locator('[name=status]').count()).toBe(0);
       expect(await seriousViolations(page)).toEqual([]);
+      await page.fill('input[name=title]', 'Made through the form');
+      await page.fill('input[name=deadline]', '2099-01-01T09:00');
+      await Promise.all([
+        page.waitForURL(/\/admin\/task\/tasks\/[0-9a-f-]{36}$/),
+        page.click('#resource-form .actions button[type=submit]:not([name])'),
+      ]);
+      const id = new URL(page.url()).pathname.split('/').pop()!;
+      expect((await api('get', `/api/v1/task/tasks/${id}`)).body.status).toBe('open');
     } finally {
       await context.close();
     }

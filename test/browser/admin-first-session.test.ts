@@ -212,7 +212,7 @@ describe.skipIf(!hasChromium)('a first session in the admin shell', () => {
     try {
       for (const [path, words] of [
         ['/admin/task/tasks', 'No tasks'],
-        ['/admin/content/contents', 'No contents'],
+        ['/admin/content/contents', 'No pages and posts'],
         ['/admin/webhook/endpoints', 'No webhook endpoints'],
       ] as const) {
         await page.goto(`${origin(EMPTY)}${path}`);

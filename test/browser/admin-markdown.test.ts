@@ -92,8 +92,12 @@ describe.skipIf(!hasChromium)('Markdown fields in the admin shell', () => {
     try {
       await page.goto(`${t.origin(ACME)}/admin/content/contents/${id}/edit`);
       await page.fill('textarea[name=body]', 'Now **bold** <script>window.hacked = true</script>');
+      // htmx posts the form to its own address (nothing saved) and swaps in the form it answers.
       const preview = page.waitForResponse(
-        (r) => new URL(r.url()).pathname === '/admin/markdown-preview' && r.request().method() === 'POST',
+        (r) =>
+          new URL(r.url()).pathname === `/admin/content/contents/${id}/edit` &&
+          r.request().method() === 'POST' &&
+          r.request().headers()['hx-request'] === 'true',
       );
       await page.click('button[name=_preview][value=body]');
       expect((await preview).status()).toBe(200);

@@ -109,7 +109,7 @@ describe.skipIf(!present)('Admin shell in Chromium: the sidebar shows what the r
   it('differs between an admin and a member', async () => {
     const page = await adminContext.newPage();
     await page.goto(`${origin}/admin/task/tasks`);
-    expect(await sidebarOf(page)).toEqual(expect.arrayContaining(['Users', 'Content', 'Tasks', 'Billing']));
+    expect(await sidebarOf(page)).toEqual(expect.arrayContaining(['Users', 'Pages and posts', 'Tasks', 'Billing']));
     expect(await sidebarOf(page)).not.toContain('Tenants');
 
     const context = await browser.newContext();
@@ -155,12 +155,13 @@ describe.skipIf(!present)('Admin shell in Chromium: generated pages', () => {
       [`/admin/task/tasks/${task.body.id}/assign`, 'Assign: Visit me'],
       [`/admin/task/tasks/${task.body.id}/resolve`, 'Resolve: Visit me'],
       [`/admin/task/tasks/${task.body.id}/check-sla`, 'Check the deadline: Visit me'],
-      ['/admin/content/contents', 'Contents'],
+      // Named as people name them (issue 42, point 10), not by the API's plural.
+      ['/admin/content/contents', 'Pages and posts'],
       ['/admin/content/contents/rows', null],
-      ['/admin/content/contents/new', 'New content'],
-      [`/admin/content/contents/${content.body.id}`, 'Content: Visit me'],
-      [`/admin/content/contents/${content.body.id}/edit`, 'Edit content: Visit me'],
-      [`/admin/content/contents/${content.body.id}/delete`, 'Delete content: Visit me'],
+      ['/admin/content/contents/new', 'New page or post'],
+      [`/admin/content/contents/${content.body.id}`, 'Page or post: Visit me'],
+      [`/admin/content/contents/${content.body.id}/edit`, 'Edit page or post: Visit me'],
+      [`/admin/content/contents/${content.body.id}/delete`, 'Delete page or post: Visit me'],
       [`/admin/content/contents/${content.body.id}/publish`, 'Publish: Visit me'],
       [`/admin/content/contents/${content.body.id}/unpublish`, 'Unpublish: Visit me'],
       [`/admin/content/contents/${content.body.id}/archive`, 'Archive: Visit me'],
@@ -180,16 +181,16 @@ describe.skipIf(!present)('Admin shell in Chromium: generated pages', () => {
     await page.getByLabel('Title').fill('Made in a form');
     await page.getByLabel('Kind').selectOption('post');
     await page.getByLabel('Text').fill('# Hello');
-    await page.getByRole('button', { name: 'Create content' }).click();
+    await page.getByRole('button', { name: 'Create page or post' }).click();
     await page.waitForURL(/\/admin\/content\/contents\/[0-9a-f-]{36}$/);
     const detail = page.url();
-    await expect(page.getByRole('heading', { level: 1 }).textContent()).resolves.toBe('Content: Made in a form');
+    await expect(page.getByRole('heading', { level: 1 }).textContent()).resolves.toBe('Page or post: Made in a form');
 
     await page.getByRole('link', { name: 'Edit' }).click();
     await page.getByLabel('Title').fill('Edited in a form');
     await page.getByRole('button', { name: 'Save changes' }).click();
     await page.waitForURL(detail);
-    await expect(page.getByRole('heading', { level: 1 }).textContent()).resolves.toBe('Content: Edited in a form');
+    await expect(page.getByRole('heading', { level: 1 }).textContent()).resolves.toBe('Page or post: Edited in a form');
 
     await page.getByRole('link', { name: 'Publish', exact: true }).click();
     await page.getByRole('button', { name: 'Publish', exact: true }).click();
@@ -199,7 +200,7 @@ describe.skipIf(!present)('Admin shell in Chromium: generated pages', () => {
 
     // Without JavaScript the delete button opens the confirmation page.
     await page.getByRole('link', { name: 'Delete' }).click();
-    await page.getByRole('button', { name: 'Delete content' }).click();
+    await page.getByRole('button', { name: 'Delete page or post' }).click();
     await page.waitForURL(`${origin}/admin/content/contents`);
     expect(await page.locator('#rows').textContent()).not.toContain('Edited in a form');
   });
@@ -240,7 +241,7 @@ describe.skipIf(!present)('Admin shell in Chromium: generated pages', () => {
       await page.getByLabel('Title').fill('Kept');
       await page.getByLabel('Kind').selectOption('page');
       await page.getByLabel('Text').fill('x');
-      await page.getByRole('button', { name: 'Create content' }).click();
+      await page.getByRole('button', { name: 'Create page or post' }).click();
       const error = page.locator('#field-slug-error');
       await error.waitFor();
       expect((await error.textContent())?.length).toBeGreaterThan(0);

@@ -174,6 +174,16 @@ describe('boot checks on the declared states', () => {
     );
   });
 
+  it('refuses a command whose declared destination (states.to) the state field cannot hold', () => {
+    const changed = {
+      ...taskEntity,
+      commands: { ...taskEntity.commands, assign: { ...assign, states: { from: ['open'], to: 'parked' } } },
+    };
+    expect(() => new Registry(withTask(changed), testConfig())).toThrow(
+      /command assign states names parked, which status cannot hold/,
+    );
+  });
+
   it('refuses command states on an entity with no state field', () => {
     const { states: _none, ...withoutStates } = taskEntity;
     expect(() => new Registry(withTask(withoutStates as AnyEntity), testConfig())).toThrow(

@@ -1,6 +1,7 @@
 import type { TxContext } from '../../context/tx.ts';
 import type { Registry } from '../../entity/registry.ts';
 import { readableEntities } from '../../catalog/catalog.ts';
+import { peopleLabels } from '../labels.ts';
 import type { PageQuery } from '../../operations/paging.ts';
 
 /** One card of the dashboard: a resource the caller may read, and what its list reports. */
@@ -29,8 +30,8 @@ export async function dashboardCards(tx: TxContext, registry: Registry): Promise
     const base = {
       key: entity.names.key,
       module: entity.module,
-      label: entity.names.label,
-      labelPlural: entity.names.labelPlural,
+      // What people call it (labels.ts): content's card says "Pages and posts", "1 page or post".
+      ...peopleLabels(entity),
     };
     if (entity.singleton) {
       cards.push({ ...base, count: null, countExact: true });

@@ -69,8 +69,21 @@ export const GALLERY: readonly GallerySample[] = [
   {
     component: 'markdown-preview',
     about:
-      'Where a Markdown field’s preview appears under the form: filled by htmx, or by the server when the Preview button posted the form without JavaScript.',
+      'Where a Markdown field’s preview appears under the form: filled when the Preview button posted the form back (with htmx or without JavaScript).',
     data: () => ({ id: 'gallery-body', html: '<p>A <em>preview</em> of the text.</p>' }),
+  },
+  {
+    component: 'secret',
+    about:
+      'A secret shown once, on the page answering the form that made it (an access token, a signing secret): nothing shows it again.',
+    data: () => ({
+      id: 'gallery-secret',
+      heading: 'Signing secret',
+      notice: 'Copy the signing secret now: it will not be shown again.',
+      label: 'Signing secret',
+      value: 'whsec_c2FtcGxlIHNlY3JldCBmb3IgdGhlIGdhbGxlcnk=',
+      hint: 'Shown once, when it is made: copy it to the receiving system.',
+    }),
   },
   {
     component: 'options',

@@ -3,7 +3,8 @@ import type { ProblemError } from '../../errors.ts';
 import { runApiRoute as run } from '../api-route.ts';
 import { registerAdminPage, type AdminPageContext } from '../page.ts';
 import { bodyFromForm, inputValue, widgetsOf } from './widgets.ts';
-import { bodyChecker, describer, done, errorsOf, formProblem, requireForm } from './form-posts.ts';
+import { bodyChecker, describer, errorsOf, formProblem, requireForm } from './form-posts.ts';
+import { afterSave } from './record-pages.ts';
 import type { EntityPages, FieldModel } from './entity-pages.ts';
 import { wantsFormAgain } from './form-aids.ts';
 import type { Row } from './resource-api.ts';
@@ -56,6 +57,7 @@ export function registerCommandPages(pages: EntityPages): void {
           submit: commandLabel,
           cancel: pages.href(row.id),
           ...(definition.references ? { references: definition.references } : {}),
+          ...(pages.revealsSecrets ? { plain: true } : {}),
           ...(errors ? { alert: errors.alert } : {}),
         },
         p?.status,
@@ -81,7 +83,7 @@ export function registerCommandPages(pages: EntityPages): void {
         const body = command.body ? bodyFromForm(widgets, ctx.body) : undefined;
         if (body !== undefined) check(body);
         const row = (await run(command.route, ctx, { params: ctx.params, body })) as Row;
-        return done(ctx, pages.href(row.id));
+        return afterSave(pages, ctx, row, 200);
       },
       onError: async (ctx, p) => (formProblem(p) ? commandForm(ctx, ctx.body, p) : null),
     });

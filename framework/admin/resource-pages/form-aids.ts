@@ -2,11 +2,9 @@ import Type from 'typebox';
 import type { ResolvedEntity } from '../../entity/resolve.ts';
 import { isMarkdown } from '../../markdown/markdown-field.ts';
 import { ADMIN_MARKDOWN, renderMarkdown } from '../../markdown/render.ts';
-import { registerAdminPage, type AdminPageContext, type AdminSite } from '../page.ts';
+import { registerAdminPage, type AdminPageContext } from '../page.ts';
 import { renderTemplate } from '../render.ts';
 import type { EntityPages, FieldModel } from './entity-pages.ts';
-import type { Widget } from './widgets.ts';
-import { requireForm } from './form-posts.ts';
 import {
   pickerFor,
   pickerOptions,
@@ -20,8 +18,10 @@ import {
  * What a generated form offers besides its inputs: a picker for a field naming another entity's
  * row (references.ts), and a preview of a Markdown field. Both work without JavaScript: their
  * buttons post the form back to its own page, which answers the form again (nothing saved) with
- * the search applied or the preview shown; with htmx the type-ahead and the preview fetch only
- * their fragment.
+ * the search applied or the preview shown. With htmx the type-ahead fetches only the options; the
+ * Preview button posts the form through htmx like its own button, and the answer, the form again
+ * with the preview, takes its place: each rendering of the form carries only its own messages, so
+ * no message of an earlier refused post stays under a field filled since.
  */
 
 /** The button that asks for a Markdown field's preview posts `_preview=<field>`. */
@@ -29,13 +29,11 @@ export const PREVIEW_FIELD = '_preview';
 /** The picker's search button posts `_search=<field>`, its text `_q`. */
 export const SEARCH_FIELD = '_search';
 export const SEARCH_TEXT_FIELD = '_q';
-/** The htmx preview's target: one route for every Markdown field. */
-export const PREVIEW_PATH = '/admin/markdown-preview';
 
 /** A form field with its aids, as templates/admin/generated/form.eta takes it. */
 export type AidedField = FieldModel & {
   picker?: PickerModel;
-  markdown?: { previewUrl: string; label: string; html?: string };
+  markdown?: { label: string; html?: string };
 };
 
 const text = (value: unknown): string | undefined => {
@@ -79,7 +77,6 @@ export async function aidFields(
       aided.push({
         ...field,
         markdown: {
-          previewUrl: PREVIEW_PATH,
           label: `Preview ${widget.label.toLowerCase()}`,
           ...(html !== undefined ? { html } : {}),
         },
@@ -120,31 +117,4 @@ export function registerOptionsPage(pages: EntityPages, withPages: ReadonlySet<s
       });
     },
   });
-}
-
-/** POST /admin/markdown-preview: the named field's Markdown rendered as detail pages render it (htmx fragment). */
-export function registerMarkdownPreview(site: AdminSite): void {
-  registerAdminPage(site, {
-    method: 'POST',
-    path: PREVIEW_PATH,
-    summary: 'Preview of a Markdown field (htmx fragment)',
-    access: 'signedIn',
-    handler: async (ctx) => {
-      requireForm(ctx.request);
-      const field = text(ctx.body[PREVIEW_FIELD]);
-      const source = field === undefined ? '' : (text(ctx.body[field]) ?? '');
-      return renderTemplate('./admin/components/markdown-body', { html: renderMarkdown(source, ADMIN_MARKDOWN) });
-    },
-  });
-}
-
-/**
- * A create form offers only the values a create may take (EntityDefinition.states.initial): the
- * state field's options are narrowed to them, in place, once at startup.
- */
-export function limitToInitialStates(entity: ResolvedEntity, createWidgets: Widget[]): void {
-  const initial = entity.def.states?.initial;
-  const widget = createWidgets.find((w) => w.name === entity.def.states?.field);
-  if (!initial || !widget?.options) return;
-  widget.options = widget.options.filter((option) => initial.includes(option.value));
 }

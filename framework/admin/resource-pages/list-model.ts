@@ -2,6 +2,8 @@ import type { ResolvedEntity } from '../../entity/resolve.ts';
 import { titleCase } from '../../entity/names.ts';
 import { OFFSET_MAX, PAGE_LIMIT_DEFAULT, type Page, type PageQuery } from '../../operations/paging.ts';
 import { display } from './widgets.ts';
+import { ADMIN_LIST_SORT } from '../list-query.ts';
+import { peopleLabels } from '../labels.ts';
 
 type Row = Record<string, unknown> & { id: string };
 
@@ -32,7 +34,9 @@ export function listModel(
   text: ListText = { labelOf: titleCase, valueOf: (row, field) => display(row[field]) },
 ) {
   const columns = listColumns(entity, titleField);
-  const defaultSort = 'createdAt';
+  const { labelPlural } = peopleLabels(entity);
+  // Links leave out the order the page opens in (list-query.ts), as they leave out the default size.
+  const defaultSort = ADMIN_LIST_SORT;
   const params = (changes: Record<string, string | number | undefined>) => {
     const values: Record<string, string | number | undefined> = {
       sort: query.sort === defaultSort ? undefined : query.sort,
@@ -73,7 +77,7 @@ export function listModel(
   // An empty list says so once, in the table; the pager then has nothing to count.
   const summary = page.items.length
     ? paged
-      ? `${page.items.length} ${entity.names.labelPlural.toLowerCase()} of ${page.total}${page.totalExact ? '' : '+'}`
+      ? `${page.items.length} ${labelPlural.toLowerCase()} of ${page.total}${page.totalExact ? '' : '+'}`
       : `${first}–${last} of ${page.total}${page.totalExact ? '' : '+'}`
     : '';
   const nextOffset = page.offset + page.limit;
@@ -86,12 +90,20 @@ export function listModel(
   const prev = !paged && page.offset > 0 ? link({ offset: Math.max(0, page.offset - page.limit) }) : undefined;
   return {
     table: {
-      caption: `${entity.names.labelPlural}, sorted by ${text.labelOf(query.sort.replace(/^-/, '')).toLowerCase()}${query.sort.startsWith('-') ? ' (descending)' : ''}`,
+      caption: `${labelPlural}, ${orderWords(query.sort, text)}`,
       columns: tableColumns,
       rows,
-      empty: `No ${entity.names.labelPlural.toLowerCase()} yet.`,
+      empty: `No ${labelPlural.toLowerCase()} yet.`,
       target: '#rows',
     },
     pager: { summary, target: '#rows', ...(prev ? { prev } : {}), ...(next ? { next } : {}) },
   };
+}
+
+/** A list's order as its caption says it: by creation "newest first" or "oldest first", else by the column's label. */
+function orderWords(sort: string, text: ListText): string {
+  const field = sort.replace(/^-/, '');
+  const descending = sort.startsWith('-');
+  if (field === 'createdAt') return descending ? 'newest first' : 'oldest first';
+  return `sorted by ${text.labelOf(field).toLowerCase()}${descending ? ' (descending)' : ''}`;
 }

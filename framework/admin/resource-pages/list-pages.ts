@@ -2,6 +2,7 @@ import Type, { type TSchema } from 'typebox';
 import { SEARCH_MAX_LENGTH, type PageQuery, type Page } from '../../operations/paging.ts';
 import { runApiRoute as run } from '../api-route.ts';
 import { registerAdminPage, type AdminPageContext } from '../page.ts';
+import { newestFirst } from '../list-query.ts';
 import { renderTemplate } from '../render.ts';
 import { listColumns, listModel } from './list-model.ts';
 import { linkReferenceCells } from './references.ts';
@@ -10,9 +11,8 @@ import type { Row } from './resource-api.ts';
 
 /** The list page and its rows fragment (htmx paging and sorting), both through the API's list route. */
 export function registerListPages(pages: EntityPages): void {
-  const { site, entity, api, base, label, titleField } = pages;
-  const { names } = entity;
-  const pageQuery = searchBoxQuery(entity.schemas.listQuery);
+  const { site, entity, api, base, label, labelPlural, titleField } = pages;
+  const pageQuery = pageQueryOf(entity.schemas.listQuery);
   const listPage = async (ctx: AdminPageContext, fragmentOnly: boolean) => {
     const { q, ...rest } = ctx.query;
     // An emptied search box sends q=: the whole list, as without q.
@@ -24,10 +24,10 @@ export function registerListPages(pages: EntityPages): void {
     if (fragmentOnly) return rows;
     const canCreate = ctx.can(api.create.access);
     return ctx.render({
-      title: names.labelPlural,
+      title: labelPlural,
       template: './admin/generated/list',
       data: {
-        title: names.labelPlural,
+        title: labelPlural,
         rows,
         newHref: canCreate ? `${base}/new` : '',
         newLabel: `New ${label.toLowerCase()}`,
@@ -37,7 +37,7 @@ export function registerListPages(pages: EntityPages): void {
             ? {
                 action: base,
                 q: typeof ctx.query.q === 'string' ? ctx.query.q : '',
-                label: `Search ${names.labelPlural.toLowerCase()}`,
+                label: `Search ${labelPlural.toLowerCase()}`,
               }
             : null,
       },
@@ -46,24 +46,28 @@ export function registerListPages(pages: EntityPages): void {
   };
   registerAdminPage(site, {
     path: base,
-    summary: `${names.labelPlural}: list`,
+    summary: `${labelPlural}: list`,
     access: api.list.access,
     schema: { querystring: pageQuery },
     handler: (ctx) => listPage(ctx, false),
   });
   registerAdminPage(site, {
     path: `${base}/rows`,
-    summary: `${names.labelPlural}: rows of the list (htmx fragment)`,
+    summary: `${labelPlural}: rows of the list (htmx fragment)`,
     access: api.list.access,
     schema: { querystring: pageQuery },
     handler: (ctx) => listPage(ctx, true),
   });
 }
 
-/** The list's query as the page takes it: the API's, except that an empty q (a cleared search box) is allowed. */
-function searchBoxQuery(listQuery: TSchema): TSchema {
-  const properties = (listQuery as { properties?: Record<string, TSchema> }).properties ?? {};
-  if (!properties.q) return listQuery;
+/**
+ * The list's query as the page takes it: the API's, opening on the newest first (list-query.ts),
+ * and taking an empty q (a cleared search box).
+ */
+function pageQueryOf(listQuery: TSchema): TSchema {
+  const newest = newestFirst(listQuery);
+  const properties = (newest as { properties?: Record<string, TSchema> }).properties ?? {};
+  if (!properties.q) return newest;
   return Type.Object(
     { ...properties, q: Type.Optional(Type.String({ maxLength: SEARCH_MAX_LENGTH })) },
     { additionalProperties: false },

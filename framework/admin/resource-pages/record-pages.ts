@@ -45,9 +45,10 @@ export function registerNewPages(pages: EntityPages): void {
       `New ${label.toLowerCase()}`,
       {
         action: `${base}/new`,
-        fields: pages.formFields(createWidgets, null, posted, errors?.fields ?? {}),
+        fields: pages.formFields(createWidgets, null, posted, errors?.fields ?? {}, ctx.can),
         submit: `Create ${label.toLowerCase()}`,
         cancel: base,
+        ...(pages.revealsSecrets ? { plain: true } : {}),
         ...(errors ? { alert: errors.alert } : {}),
       },
       p?.status,
@@ -68,62 +69,86 @@ export function registerNewPages(pages: EntityPages): void {
     handler: async (ctx) => {
       requireForm(ctx.request);
       if (wantsFormAgain(ctx.body)) return newForm(ctx, ctx.body);
-      const body = bodyFromForm(createWidgets, ctx.body);
+      const body = { ...pages.createFixed, ...bodyFromForm(createWidgets, ctx.body) };
       await protect?.({ body } as FastifyRequest);
       check(body);
       const row = (await run(api.create, ctx, { body })) as Row;
-      return done(ctx, pages.href(row.id));
+      return afterSave(pages, ctx, row, 201);
     },
     onError: async (ctx, p) => (formProblem(p) ? newForm(ctx, ctx.body, p) : null),
   });
 }
 
+/**
+ * The record's page: its fields, links to edit, delete and each command the caller may run here,
+ * and, when this answer made a secret (EntityDefinition.shownOnce), that secret shown once. Such
+ * an answer is the post's own (no redirect: the value is never in a URL) and marked no-store, so
+ * no cache, history or back button shows it again.
+ */
+export async function renderDetail(
+  pages: EntityPages,
+  ctx: AdminPageContext,
+  row: Row,
+  revealed: { label: string; hint: string; value: string }[] = [],
+  status?: number,
+): Promise<string> {
+  const { entity, api, base, label } = pages;
+  const fields = pages.shownFields;
+  const items = fields.map((field) => ({ label: pages.labelOf(field), value: pages.valueOf(row, field) }));
+  const csrf = ctx.csrf();
+  const title = `${label}: ${pages.titleOf(row)}`;
+  if (revealed.length) ctx.reply.header('cache-control', 'no-store');
+  return ctx.render({
+    title,
+    template: './admin/generated/detail',
+    ...(status ? { status } : {}),
+    data: {
+      title,
+      // References by their rows' titles, linked; Markdown rendered (references.ts).
+      items: await detailValues(ctx, entity, row, [...fields], items),
+      revealed: revealed.map((secret, i) => ({ ...secret, id: `revealed-${i}` })),
+      back: base,
+      backLabel: `All ${pages.labelPlural.toLowerCase()}`,
+      editHref: ctx.can(api.update.access) ? pages.href(row.id, '/edit') : '',
+      deleteHref: ctx.can(api.remove.access) ? pages.href(row.id, '/delete') : '',
+      deleteConfirm: `Delete this ${label.toLowerCase()}?`,
+      csrfVals: JSON.stringify({ [FORM_TOKEN_FIELD]: csrf }),
+      commands: api.commands
+        .filter((c) => ctx.can(c.route.access) && offersCommand(entity, c.name, row))
+        .map((c) => ({
+          label: entity.def.commands?.[c.name]?.admin?.label ?? titleCase(c.name),
+          href: pages.href(row.id, `/${c.name}`),
+        })),
+      // A published record's public page, where readers see it (public-page-link.ts).
+      publicHref: publicPageHref(entity, row) ?? '',
+    },
+  });
+}
+
+/**
+ * After a create or a command: the record's page. Normally by 303 (post/redirect/get); when the
+ * answer carries a secret shown once, that page is the post's own answer.
+ */
+export async function afterSave(
+  pages: EntityPages,
+  ctx: AdminPageContext,
+  row: Row,
+  status: 200 | 201,
+): Promise<string> {
+  const revealed = pages.revealed(row);
+  if (revealed.length) return renderDetail(pages, ctx, row, revealed, status);
+  return done(ctx, pages.href(row.id));
+}
+
 /** /<id>: the record, with links to edit, delete and each command the caller may run. */
 export function registerDetailPage(pages: EntityPages): void {
-  const { site, entity, api, base, itemPath, label } = pages;
+  const { site, entity, api, itemPath, label } = pages;
   registerAdminPage(site, {
     path: itemPath,
     summary: `${label}: detail`,
     access: api.read.access,
     schema: { params: entity.schemas.idParams },
-    handler: async (ctx) => {
-      const row = await pages.readRow(ctx);
-      const items = ['id', ...entity.fields, ...entity.computed, 'createdAt', 'updatedAt'].map((field) => ({
-        label: pages.labelOf(field),
-        value: pages.valueOf(row, field),
-      }));
-      const csrf = ctx.csrf();
-      const title = `${label}: ${pages.titleOf(row)}`;
-      return ctx.render({
-        title,
-        template: './admin/generated/detail',
-        data: {
-          title,
-          // References by their rows' titles, linked; Markdown rendered (references.ts).
-          items: await detailValues(
-            ctx,
-            entity,
-            row,
-            ['id', ...entity.fields, ...entity.computed, 'createdAt', 'updatedAt'],
-            items,
-          ),
-          back: base,
-          backLabel: `All ${entity.names.labelPlural.toLowerCase()}`,
-          editHref: ctx.can(api.update.access) ? pages.href(row.id, '/edit') : '',
-          deleteHref: ctx.can(api.remove.access) ? pages.href(row.id, '/delete') : '',
-          deleteConfirm: `Delete this ${label.toLowerCase()}?`,
-          csrfVals: JSON.stringify({ [FORM_TOKEN_FIELD]: csrf }),
-          commands: api.commands
-            .filter((c) => ctx.can(c.route.access) && offersCommand(entity, c.name, row))
-            .map((c) => ({
-              label: entity.def.commands?.[c.name]?.admin?.label ?? titleCase(c.name),
-              href: pages.href(row.id, `/${c.name}`),
-            })),
-          // A published record's public page, where readers see it (public-page-link.ts).
-          publicHref: publicPageHref(entity, row) ?? '',
-        },
-      });
-    },
+    handler: async (ctx) => renderDetail(pages, ctx, await pages.readRow(ctx)),
   });
 }
 
@@ -140,7 +165,7 @@ export function registerEditPages(pages: EntityPages): void {
       `Edit ${label.toLowerCase()}: ${pages.titleOf(row)}`,
       {
         action: pages.href(row.id, '/edit'),
-        fields: pages.formFields(patchWidgets, row, posted, errors?.fields ?? {}),
+        fields: pages.formFields(patchWidgets, row, posted, errors?.fields ?? {}, ctx.can),
         submit: 'Save changes',
         cancel: pages.href(row.id),
         ...(errors ? { alert: errors.alert } : {}),

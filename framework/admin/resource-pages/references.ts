@@ -8,6 +8,7 @@ import { isMarkdown } from '../../markdown/markdown-field.ts';
 import { ADMIN_MARKDOWN, renderMarkdown } from '../../markdown/render.ts';
 import { apiOf, generatedResources } from './resource-api.ts';
 import { display } from './widgets.ts';
+import { peopleLabels } from '../labels.ts';
 
 /**
  * References in the shell (EntityDefinition.references, CommandDefinition.references): a field
@@ -161,7 +162,7 @@ export async function pickerFor(
   }
   const searching = options.q !== undefined && options.q !== '';
   const large = page.total > page.items.length || searching;
-  const plural = target.entity.names.labelPlural.toLowerCase();
+  const plural = peopleLabels(target.entity).labelPlural.toLowerCase();
   if (!large || target.entity.searchable.length === 0) return { options: offered };
   return {
     options: offered,

@@ -4,7 +4,7 @@ import { entityPages } from './entity-pages.ts';
 import { registerListPages } from './list-pages.ts';
 import { registerDeletePages, registerDetailPage, registerEditPages, registerNewPages } from './record-pages.ts';
 import { registerCommandPages } from './command-pages.ts';
-import { registerMarkdownPreview, registerOptionsPage } from './form-aids.ts';
+import { registerOptionsPage } from './form-aids.ts';
 import { entitiesWithPages } from './references.ts';
 
 export { generatedResources } from './resource-api.ts';
@@ -28,5 +28,4 @@ export function registerResourcePages(site: AdminSite): void {
     registerCommandPages(pages);
     registerOptionsPage(pages, entitiesWithPages(site.services.registry));
   }
-  registerMarkdownPreview(site);
 }

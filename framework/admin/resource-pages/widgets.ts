@@ -1,6 +1,7 @@
 import Type, { type TSchema } from 'typebox';
 import { titleCase } from '../../entity/names.ts';
 import type { FieldText } from '../../entity/field-text.ts';
+import { declaredDefault } from '../../entity/storage.ts';
 
 /**
  * Form widgets from TypeBox schemas, for every entity alike (no per-entity code): how a field is
@@ -21,6 +22,7 @@ export type WidgetKind =
   | 'datetime'
   | 'email'
   | 'list'
+  | 'checkboxes'
   | 'json';
 
 export interface Widget {
@@ -29,11 +31,14 @@ export interface Widget {
   kind: WidgetKind;
   required: boolean;
   hint?: string;
-  options?: { value: string; label: string }[];
+  /** A select's or a checkbox group's choices; `group` heads a run of them (a module's events). */
+  options?: { value: string; label: string; group?: string }[];
   min?: number;
   max?: number;
   minlength?: number;
   maxlength?: number;
+  /** The schema's default (what a create stores when the field is left out): a new form starts there. */
+  defaultValue?: unknown;
 }
 
 /** Strings that may be longer than this are edited in a textarea (e.g. a content body, a description). */
@@ -79,7 +84,14 @@ const withHint = (text: FieldText | undefined, extra?: string): { hint?: string 
 
 export function widgetOf(name: string, schema: TSchema, required: boolean, text?: FieldText): Widget {
   const node = core(schema);
-  const base = { name, label: text?.label ?? titleCase(name), required, ...withHint(text) };
+  const declared = declaredDefault(schema) ?? declaredDefault(node as TSchema);
+  const base = {
+    name,
+    label: text?.label ?? titleCase(name),
+    required,
+    ...withHint(text),
+    ...(declared ? { defaultValue: declared.value } : {}),
+  };
   const options = choices(node);
   if (options)
     return { ...base, kind: 'select', options: options.map((value) => ({ value, label: choiceLabel(value) })) };
@@ -95,8 +107,13 @@ export function widgetOf(name: string, schema: TSchema, required: boolean, text?
       return { ...base, kind: 'integer', ...bounds };
     case 'number':
       return { ...base, kind: 'number', ...bounds };
-    case 'array':
+    case 'array': {
+      // An array of enumerated values: one checkbox per value.
+      const values = node.items ? choices(core(node.items as TSchema)) : undefined;
+      if (values)
+        return { ...base, kind: 'checkboxes', options: values.map((value) => ({ value, label: choiceLabel(value) })) };
       return { ...base, kind: 'list', ...withHint(text, 'Separate values with commas.') };
+    }
     case 'string': {
       if (node.format === 'date-time') return { ...base, kind: 'datetime', ...withHint(text, 'In UTC.') };
       if (node.format === 'email') return { ...base, kind: 'email' };
@@ -145,6 +162,8 @@ const last = (value: unknown): unknown => (Array.isArray(value) ? value[value.le
  * the field rather than the form guessing.
  */
 export function fromForm(widget: Widget, posted: unknown): unknown {
+  // A checkbox group posts an empty marker, then each ticked value: none ticked is an empty list.
+  if (widget.kind === 'checkboxes') return posted === undefined ? undefined : ticked(posted);
   const raw = last(posted);
   if (widget.kind === 'checkbox') return raw === 'true' || raw === 'on';
   if (typeof raw !== 'string') return undefined;
@@ -180,6 +199,11 @@ export function fromForm(widget: Widget, posted: unknown): unknown {
     default:
       return raw;
   }
+}
+
+/** The values a checkbox group posted (one value, or several), its empty marker left out. */
+export function ticked(posted: unknown): string[] {
+  return (Array.isArray(posted) ? posted : [posted]).filter((v): v is string => typeof v === 'string' && v !== '');
 }
 
 /** A form body from posted fields: only the widgets' fields; anything else posted is kept to be refused by the schema. */
