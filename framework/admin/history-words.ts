@@ -40,7 +40,7 @@ const LONG_TEXT = 80;
  * The people entity: the entity stored in the identity table `users` (framework/access/identity-tables.ts),
  * whose rows name the actors. Undefined in an installation without one.
  */
-function peopleEntity(registry: Registry): ResolvedEntity | undefined {
+function peopleEntity(registry: Pick<Registry, 'entities'>): ResolvedEntity | undefined {
   return registry.entities.find((e) => e.names.table === 'users' && !e.singleton);
 }
 
@@ -53,7 +53,7 @@ export async function actorCells(ctx: AdminPageContext, actors: readonly Actor[]
   const registry = ctx.services.registry;
   const people = peopleEntity(registry);
   if (!people) return new Map();
-  const target = referenceTarget(registry, people.names.key, entitiesWithPages(registry));
+  const target = referenceTarget(ctx.services, people.names.key, entitiesWithPages(ctx.services));
   if (!target) return new Map();
   const rows = actors.flatMap((a) => (a.userId ? [{ id: a.userId, actor: a.userId }] : []));
   const cells = await referenceCells(ctx, { actor: target }, rows);
@@ -157,7 +157,7 @@ export const whenWords = (at: Date | string) => ({ text: formatDateTime(at), iso
  * An event in words for the activity page: the resource it concerns by its people label and what
  * happened ("Task: created", "Task: assigned", "Site: suspended"), never its name.
  */
-export function eventWords(registry: Registry, item: Pick<ActivityItem, 'event' | 'entity'>): string {
+export function eventWords(registry: Pick<Registry, 'entities'>, item: Pick<ActivityItem, 'event' | 'entity'>): string {
   const parts = item.event.split('.');
   const verb = (parts.at(-1) ?? item.event).replaceAll('_', ' ');
   const entity = item.entity ? registry.entities.find((e) => e.names.key === item.entity) : undefined;

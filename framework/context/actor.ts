@@ -4,23 +4,11 @@
  * installation's operator acting on a customer tenant, or nobody in particular (the system).
  */
 
-export type ActorKind = 'user' | 'token' | 'job' | 'subscription' | 'operator' | 'system';
+import type { ActingAs, Actor, ActorKind } from '../contracts/actor.ts';
+
+export type { ActingAs, Actor, ActorKind } from '../contracts/actor.ts';
 
 export const ACTOR_KINDS: readonly ActorKind[] = ['user', 'token', 'job', 'subscription', 'operator', 'system'];
-
-export interface Actor {
-  kind: ActorKind;
-  /** The person who acted (or for whom a subscription acts); null for a job, the operator, the system. */
-  userId: string | null;
-  /** The token's name (kind token), the job's (job) or the subscription's (subscription); else null. */
-  name: string | null;
-}
-
-/** What a transaction is opened for when no session says it: a job's run, a subscription's delivery, the operator. */
-export interface ActingAs {
-  kind: 'job' | 'subscription' | 'operator';
-  name?: string;
-}
 
 export const SYSTEM_ACTOR: Actor = Object.freeze({ kind: 'system', userId: null, name: null });
 

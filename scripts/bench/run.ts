@@ -33,6 +33,7 @@ import { measureWebhookGroup } from './webhooks.ts';
 import { measureTenantsGroup } from './tenants.ts';
 import { measureMetricsCostGroup } from './metrics-cost.ts';
 import { measureHistoryCostGroup } from './history-cost.ts';
+import { measurePreparedStatementsGroup } from './prepared-statements.ts';
 
 const LIST_PATH = '/api/v1/testkit/widgets?limit=20';
 const NOTIFICATIONS_PATH = '/api/v1/notification/notifications?limit=20';
@@ -416,6 +417,8 @@ async function measure(
   if (options.only.has('metrics-cost'))
     rows.push(...(await measureMetricsCostGroup(options, db.url, runId, log, load)));
   if (options.only.has('history')) rows.push(...(await measureHistoryCostGroup(options, db.url, runId, log, load)));
+  if (options.only.has('prepared-statements'))
+    rows.push(...(await measurePreparedStatementsGroup(options, db.url, runId, log, load)));
 
   if (options.only.has('drivers')) {
     const cookie = await signIn(service.port, host, seed.email, BENCH_PASSWORD);

@@ -64,7 +64,7 @@ describe('history retention', () => {
   });
 
   it('is a daily framework job over every tenant', () => {
-    const job = t.app.services.registry.jobs.find((j) => j.name === 'history-retention');
+    const job = t.app.services.jobs.find((j) => j.name === 'history-retention');
     expect(job).toMatchObject({ module: 'framework', perTenant: true, cron: '41 3 * * *' });
   });
 

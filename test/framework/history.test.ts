@@ -74,7 +74,7 @@ describe('what history records', () => {
 
   it('a rolled-back transaction leaves no revision: the revision is written in the write’s own transaction', async () => {
     const widget = await createWidget();
-    const ops = t.app.services.registry.ops('testkit.widget');
+    const ops = t.app.services.operations.of('testkit.widget');
     await expect(
       t.app.services.transactions.run(t.acme, async (ctx) => {
         await ops.update(ctx, widget.id, { size: 77 });
@@ -158,7 +158,7 @@ describe('what history records', () => {
       perTenant: true,
       run: (ctx) =>
         ctx.transaction(async (tx) => {
-          await t.app.services.registry.ops('testkit.widget').update(tx, widget.id, { size: 42 });
+          await t.app.services.operations.of('testkit.widget').update(tx, widget.id, { size: 42 });
         }),
     };
     await new JobRunner(t.app.services).run(touch, t.acme, new Date().toISOString());

@@ -68,7 +68,7 @@ export function registerActivityPage(site: AdminSite): void {
         ctx,
         page.items.map((i) => i.actor),
       );
-      const withPages = entitiesWithPages(registry);
+      const withPages = entitiesWithPages(ctx.services);
       const rows = page.items.map((item) => {
         const when = whenWords(item.at);
         const who = actorWords(item.actor, people, ctx.tx.session?.userId ?? null);
@@ -114,7 +114,7 @@ async function peopleChoices(ctx: AdminPageContext, selected: string | undefined
   const registry = ctx.services.registry;
   const people = registry.entities.find((e) => e.names.table === 'users' && !e.singleton);
   if (!people) return [];
-  const found = apiRoute(registry, people.names.operationId('list'));
+  const found = apiRoute(ctx.services, people.names.operationId('list'));
   const list = found && found.transaction !== 'none' ? (found as RouteDefinition) : undefined;
   if (!list || !ctx.can(list.access)) return [];
   const title = people.def.admin?.title ?? people.fields[0] ?? 'id';
