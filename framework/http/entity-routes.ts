@@ -20,6 +20,7 @@ import { publicPageRoute } from './public-page.ts';
 import { OFFSET_MAX, TOTAL_CAP, type PageQuery } from '../operations/paging.ts';
 import { CONDITIONS_MAX } from '../query/parse.ts';
 import { admitReferences, selectAnswer } from '../query/expansion.ts';
+import { historyRoutes } from '../history/history-routes.ts';
 
 /**
  * The five generic routes and one route per command (a singleton's routes instead, for a
@@ -176,6 +177,7 @@ export function entityRoutes(entity: ResolvedEntity, ops: EntityOperations): Any
   ];
 
   routes.push(...commandRoutes(entity, ops, present));
+  routes.push(...historyRoutes(entity, ops, present));
   const publicRead = publicReadRoute(entity, (values) => ops.toRow(values));
   if (publicRead) routes.push(publicRead);
   const publicPage = publicPageRoute(entity, (values) => ops.toRow(values));

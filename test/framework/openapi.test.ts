@@ -58,6 +58,14 @@ const registered = () => [
     access: 'signedIn' as const,
     schema: {},
   },
+  // So is the tenant's activity (framework/events/activity.ts).
+  {
+    method: 'GET',
+    url: '/api/v1/audit/activity',
+    operationId: 'audit-activity-list',
+    access: { permission: 'audit:read' },
+    schema: {},
+  },
   // The probes: outside any tenant, but documented like every route.
   { method: 'GET', url: '/health', operationId: 'system-health-read', access: 'public' as const, schema: {} },
   { method: 'GET', url: '/ready', operationId: 'system-readiness-read', access: 'public' as const, schema: {} },
@@ -103,6 +111,12 @@ describe('the OpenAPI document', () => {
         for (const command of Object.keys(entity.def.commands ?? {})) {
           expect(at(`POST ${path}/${command}`)).toBe(`${entity.module}-${entity.name}-${command}`);
         }
+        // History, unless declared off; a singleton restores only through its PATCH.
+        const keeps = entity.def.history !== false;
+        expect(at(`GET ${path}/history`)).toBe(keeps ? operationId('history') : undefined);
+        expect(at(`POST ${path}/restore`)).toBe(
+          keeps && declared.includes('update') ? operationId('restore') : undefined,
+        );
         continue;
       }
       expect(at(`GET ${path}`)).toBe(`${entity.module}-${entity.name}-list`);
@@ -113,7 +127,11 @@ describe('the OpenAPI document', () => {
       for (const command of Object.keys(entity.def.commands ?? {})) {
         expect(at(`POST ${path}/{id}/${command}`)).toBe(`${entity.module}-${entity.name}-${command}`);
       }
+      const keeps = entity.def.history !== false;
+      expect(at(`GET ${path}/{id}/history`)).toBe(keeps ? operationId('history') : undefined);
+      expect(at(`POST ${path}/{id}/restore`)).toBe(keeps ? operationId('restore') : undefined);
     }
+    expect(operations.get('GET /api/v1/task/tasks/{id}/history')?.operationId).toBe('task-task-history');
     expect(operations.get('POST /api/v1/testkit/widgets/{id}/approve')?.operationId).toBe('testkit-widget-approve');
     expect(operations.get('GET /api/v1/testkit/setting')?.operationId).toBe('testkit-setting-read');
     expect(operations.get('POST /api/v1/testkit/setting/activate')?.operationId).toBe('testkit-setting-activate');
@@ -271,8 +289,9 @@ describe('the OpenAPI document', () => {
       ]),
     );
     for (const [key, op] of lists) {
-      // A list that may read from the replica takes the Prefer header beside its query (docs/api-conventions.md).
-      const params = op.parameters!.filter((p) => p.in !== 'header');
+      // A record's history is a list under its path's id; a list that may read from the replica
+      // takes the Prefer header beside its query (docs/api-conventions.md).
+      const params = op.parameters!.filter((p) => p.in !== 'path' && p.in !== 'header');
       for (const header of op.parameters!.filter((p) => p.in === 'header'))
         expect([header.name, header.required], key).toEqual(['prefer', false]);
       const byName = Object.fromEntries(params.map((p) => [p.name, p]));
