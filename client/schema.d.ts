@@ -305,6 +305,26 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/api/v1/batch": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Run several writes in one transaction
+         * @description Up to 100 creates, PATCHes, deletes and commands of this tenant's API, run in the order sent in one transaction: all of them apply or none does. Each request is served as if it were sent alone by the same caller (its permission, its validation, its protected fields, its refusals), and the answer carries each one's status and body. The first request that fails stops the batch and rolls back the ones before it: the answer is that request's own problem (its status and code), with `index` (its position, from 0), `request` (its method and path), and its error pointers under /body/requests/<index>. Routes that run outside a transaction of their own (an upload, a command that prepares a payment) cannot be batched: 422 BATCH_REQUEST_UNSUPPORTED. Events are published once the batch commits. An Idempotency-Key covers the whole batch.
+         */
+        post: operations["batch-request-run"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/api/v1/billing/plans": {
         parameters: {
             query?: never;
@@ -1398,6 +1418,30 @@ export interface components {
             /** @description The address the person signs in with; compared case-insensitively */
             email: string;
             password: string;
+        };
+        BatchRequestRunRequest: {
+            /** @description 1 to 100 requests, run in this order in one transaction */
+            requests: {
+                /** @description The request's JSON body, as the route takes it alone */
+                body?: unknown;
+                /** @description A write: creates (POST, a singleton PUT), PATCHes, deletes and commands. Reads are not batched. */
+                method: "POST" | "PUT" | "PATCH" | "DELETE";
+                /** @description A path of this tenant's API, as the request would be sent alone, without a query string */
+                path: string;
+            }[];
+        };
+        BatchRequestRunResponse: {
+            /** @description One result per request, in the order sent */
+            results: {
+                /** @description The request's answer (null for a 204) */
+                body: unknown;
+                /** @description The Location a create answered with */
+                location?: string;
+                /** @description The operation the request reached */
+                operationId: string;
+                /** @description The request's status, as it would have been answered alone */
+                status: number;
+            }[];
         };
         /** Content */
         Content: {
@@ -3834,6 +3878,141 @@ export interface operations {
             };
             /** @description Validation failed */
             422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Request headers over 16 KB (HEADERS_TOO_LARGE), refused before any route runs */
+            431: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Unexpected error */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Database busy (DB_BUSY: every connection stayed in use), a statement past its time limit (DB_TIMEOUT) or the database unreachable (DB_UNAVAILABLE): retry after the Retry-After seconds. Only a 2xx acknowledges a write */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    "batch-request-run": {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description Makes the request safe to retry: a key of 1-255 printable ASCII characters, new for each distinct request (a UUID does). For 24 hours the same key with the same request replays the first answer (its status and body, with the header Idempotent-Replayed: true) and does nothing again; with another method, path or body it answers 422 IDEMPOTENCY_KEY_REUSED. A secret the first answer showed once (a field marked x-secret, such as a webhook endpoint's signingSecret) is not kept with the answer: the replay has null in its place, and its header Idempotent-Secrets-Withheld names the fields as JSON pointers (e.g. /signingSecret). A request with the same key still running is waited for. Keys are per tenant and caller. A request that failed (any problem answer) leaves no key behind and may be retried with it. */
+                "idempotency-key"?: string;
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["BatchRequestRunRequest"];
+            };
+        };
+        responses: {
+            /** @description Every request applied: their results, in order */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["BatchRequestRunResponse"];
+                };
+            };
+            /** @description Malformed request */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Not signed in (AUTH_REQUIRED), or a bearer token unknown, expired, revoked or of another tenant (TOKEN_INVALID) */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description A request the caller may not make (AUTH_FORBIDDEN, AUTH_NOT_OPERATOR), with its index; or the batch sent from another site (AUTH_CROSS_SITE) */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description A request naming no route or no resource (ROUTE_NOT_FOUND, NOT_FOUND), with its index */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description A request's own conflict (ALREADY_EXISTS, INVALID_STATE, ...), with its index */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Body larger than 16777216 bytes (PAYLOAD_TOO_LARGE) */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Body not JSON; form-encoded bodies are refused (UNSUPPORTED_MEDIA_TYPE) */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description A request the batch cannot carry (BATCH_REQUEST_UNSUPPORTED), a body outside the schema (VALIDATION_FAILED), or a request's own 422, with its index; or an Idempotency-Key used in the last 24 hours for another request (IDEMPOTENCY_KEY_REUSED) */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Too many failed sign-ins or bearer-token attempts from this client address (ErrTooManyAttempts); Retry-After says when to try again */
+            429: {
                 headers: {
                     [name: string]: unknown;
                 };

@@ -20,6 +20,7 @@ export const PROBLEMS = {
   FIELD_COMMAND_OWNED: { status: 422, title: 'Field is owned by a command' },
   FIELD_IMMUTABLE: { status: 422, title: 'Field is immutable' },
   IDEMPOTENCY_KEY_REUSED: { status: 422, title: 'Idempotency key used for another request' },
+  BATCH_REQUEST_UNSUPPORTED: { status: 422, title: 'Request cannot be part of a batch' },
   AUTH_REQUIRED: { status: 401, title: 'Sign-in required' },
   AUTH_FORBIDDEN: { status: 403, title: 'Permission denied' },
   AUTH_NOT_OPERATOR: { status: 403, title: 'Operator permission outside the operator tenant' },

@@ -21,6 +21,7 @@ import { validationProblem, type ValidationIssue } from './problems.ts';
 import { withRequestId } from '../observability/request-id.ts';
 import { idempotencyHeaders, takesIdempotencyKey } from './idempotency.ts';
 import { bearerOf, strategyFor, type RoutePlan } from './request-strategies.ts';
+import { batchMemberOf, notBatchable } from '../bulk/batch-member.ts';
 
 /** The body limit of a route that declares none. */
 export const DEFAULT_BODY_LIMIT = 1024 * 1024;
@@ -59,6 +60,9 @@ export function registerRoute(
   const multipart = route.transaction === 'none' ? route.multipart : undefined;
   const bodyLimit = route.bodyLimit ?? app.initialConfig.bodyLimit ?? DEFAULT_BODY_LIMIT;
   const changesState = STATE_CHANGING_METHODS.has(route.method);
+  // A route that opens its own transactions cannot join a batch's one (bulk/batch.ts): refused
+  // before its body is read, so an upload's form is never asked for.
+  const batchRefusal = route.transaction === 'none' ? `${route.method} ${route.url}` : undefined;
   // Keys are scoped to the caller, so only a route guarded by a permission takes them.
   const idempotent = takesIdempotencyKey(route);
   const plan: RoutePlan = {
@@ -82,6 +86,7 @@ export function registerRoute(
     // refusals included (set first, so a refusal below keeps it).
     if (route.access !== 'public') reply.header('cache-control', 'no-store');
     guard.admitTenant(request.tenant ?? noTenant());
+    if (batchRefusal !== undefined && batchMemberOf(request.headers)) throw notBatchable(batchRefusal);
     const bearer = bearerOf(plan, request);
     // The cross-site rule guards the cookie a browser attaches by itself; a bearer token is sent
     // only by code that holds it (another site's page sets the header only through a CORS
