@@ -17,6 +17,7 @@ export const SCENARIOS = [
   'webhooks',
   'tenants',
   'metrics-cost',
+  'batch',
 ] as const;
 export type ScenarioGroup = (typeof SCENARIOS)[number];
 /** Groups a run without --only leaves out: the tenants scenario seeds 10,000 tenants and takes its own time. */

@@ -32,6 +32,7 @@ import { measureS3UploadGroup } from './s3-upload.ts';
 import { measureWebhookGroup } from './webhooks.ts';
 import { measureTenantsGroup } from './tenants.ts';
 import { measureMetricsCostGroup } from './metrics-cost.ts';
+import { measureBatchGroup } from './batch.ts';
 
 const LIST_PATH = '/api/v1/testkit/widgets?limit=20';
 const NOTIFICATIONS_PATH = '/api/v1/notification/notifications?limit=20';
@@ -317,6 +318,12 @@ async function measure(
         });
       }
     }
+  }
+
+  if (options.only.has('batch')) {
+    const cookie = await signIn(service.port, host, seed.email, BENCH_PASSWORD);
+    log(`batch: 100 creates in one POST /api/v1/batch beside 100 single creates (load average ${load()})`);
+    rows.push(...(await measureBatchGroup({ port: service.port, host, cookie, rounds: options.rounds, log })));
   }
 
   // Before the uploads: their gigabytes, written back to disk afterwards, would slow the WAL
