@@ -537,6 +537,26 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/api/v1/content/public": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * List the published pages and posts
+         * @description Anybody may read it at the tenant's host: the published, live items only (a draft, an archived or a deleted item is never listed), newest first by publication time, paged like every list (limit and offset, or after=<next>); kind=page or kind=post narrows it. Each item carries its slug, title, kind, publishedAt and a plain-text excerpt of its body (rendered and sanitised as the public page, tags dropped). A weak ETag changes with any write to the tenant's pages and posts; an If-None-Match naming it is 304 with no body. Cache-Control: public, no-cache.
+         */
+        get: operations["content-content-public-list"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/api/v1/content/public/{slug}": {
         parameters: {
             query?: never;
@@ -1791,6 +1811,29 @@ export interface components {
             type: string;
         } & {
             [key: string]: unknown;
+        };
+        PublicContentSummary: {
+            /** @description The start of its text, plain (no markup): the body rendered and sanitised as the public page shows it, tags dropped, cut at a word before 200 characters with an ellipsis. */
+            excerpt: string;
+            kind: "page" | "post";
+            /** Format: date-time */
+            publishedAt: string;
+            /** @description Its address: /p/<slug>, and the public read /api/v1/content/public/{slug} */
+            slug: string;
+            title: string;
+        };
+        PublicContentSummaryPage: {
+            items: components["schemas"]["PublicContentSummary"][];
+            /** @description The page size used. */
+            limit: number;
+            /** @description Cursor of the following page, to send as after=<next> with the same sort and limit; null on the last page. */
+            next: string | null;
+            /** @description The rows skipped (0 when paging with after). */
+            offset: number;
+            /** @description Rows the list covers across all pages, counted up to 10000: past that, total is 10000 and totalExact is false. A page read with after answers the count its walk's first page took (the cursor carries it), so a walk counts once; read the first page again for a fresh count. */
+            total: number;
+            /** @description False when there are more than 10000 rows and total stopped counting at 10000. */
+            totalExact: boolean;
         };
         /** Role */
         Role: {
@@ -6088,6 +6131,98 @@ export interface operations {
             };
             /** @description Too many failed sign-ins or bearer-token attempts from this client address (ErrTooManyAttempts); Retry-After says when to try again */
             429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Request headers over 16 KB (HEADERS_TOO_LARGE), refused before any route runs */
+            431: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Unexpected error */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Database busy (DB_BUSY: every connection stayed in use), a statement past its time limit (DB_TIMEOUT) or the database unreachable (DB_UNAVAILABLE): retry after the Retry-After seconds. Only a 2xx acknowledges a write */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    "content-content-public-list": {
+        parameters: {
+            query?: {
+                /** @description Opaque, signed cursor: the "next" of the previous page, with the same sort and filters. Answers the rows after that page (keyset paging). A cursor this list did not give (another list's, another tenant's, one given with other filters, an edited or unsigned one), or one given for another sort, is 422 VALIDATION_FAILED. */
+                after?: string;
+                /** @description Only pages, or only posts */
+                kind?: "page" | "post";
+                /** @description Page size, 1 to 100. */
+                limit?: number;
+                /** @description Rows to skip, 0 to 10000. Deeper pages are reached with after=<next>, which costs the same on every page; offset and after do not combine. */
+                offset?: number;
+                /** @description Newest first (-publishedAt) unless sort=publishedAt asks for oldest first. Ties break on id. */
+                sort?: "publishedAt" | "-publishedAt";
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description A page of published pages and posts */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["PublicContentSummaryPage"];
+                };
+            };
+            /** @description Not modified: the If-None-Match names the current ETag */
+            304: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description Malformed request */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description No site at this host, or no such resource */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Validation failed */
+            422: {
                 headers: {
                     [name: string]: unknown;
                 };
