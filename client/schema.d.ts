@@ -374,6 +374,26 @@ export interface paths {
         patch: operations["billing-plan-update"];
         trace?: never;
     };
+    "/api/v1/billing/plans/import": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Import plans from CSV or NDJSON
+         * @description A multipart/form-data form with one file part named file: CSV (RFC 4180, a header row naming the fields, one row per plan; an empty cell leaves its field out) or NDJSON (one JSON object per line, as the create route's body). The format is format=csv or format=ndjson, else the part's type (text/csv, application/x-ndjson), else the file name (.csv, .ndjson). The upload is at most files.max_bytes (413 FILE_TOO_LARGE). It is answered 202 with the import's status and Location /api/v1/imports/{id}, where a worker's progress is read: every row is checked as POST /api/v1/billing/plans checks a body (its protected fields and schema, the same problem codes), and the valid ones are created in batches of 500, each in one transaction; each refused row is reported with its line and problem. dryRun=true checks and counts every row and creates none. An Idempotency-Key makes a retried upload answer the first import, never a second one.
+         */
+        post: operations["billing-plan-import"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/api/v1/billing/subscription": {
         parameters: {
             query?: never;
@@ -537,6 +557,26 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/api/v1/content/contents/import": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Import contents from CSV or NDJSON
+         * @description A multipart/form-data form with one file part named file: CSV (RFC 4180, a header row naming the fields, one row per content; an empty cell leaves its field out) or NDJSON (one JSON object per line, as the create route's body). The format is format=csv or format=ndjson, else the part's type (text/csv, application/x-ndjson), else the file name (.csv, .ndjson). The upload is at most files.max_bytes (413 FILE_TOO_LARGE). It is answered 202 with the import's status and Location /api/v1/imports/{id}, where a worker's progress is read: every row is checked as POST /api/v1/content/contents checks a body (its protected fields and schema, the same problem codes), and the valid ones are created in batches of 500, each in one transaction; each refused row is reported with its line and problem. dryRun=true checks and counts every row and creates none. An Idempotency-Key makes a retried upload answer the first import, never a second one.
+         */
+        post: operations["content-content-import"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/api/v1/content/public": {
         parameters: {
             query?: never;
@@ -651,6 +691,26 @@ export interface paths {
          * @description Content-Type is the declared type; X-Content-Type-Options: nosniff, Content-Security-Policy: default-src 'none'; sandbox and Cross-Origin-Resource-Policy: same-site always; Content-Disposition: attachment (filename*=UTF-8''...) unless the type is one of image/png, image/jpeg, image/gif, image/webp, image/avif, application/pdf, text/plain. ETag is the quoted SHA-256. One Range gives 206 (a suffix longer than the file gives all of it); a range wholly past the end is 416; a request for several ranges, or a malformed one, is answered with the whole file (200). If-None-Match, If-Modified-Since, If-Match and If-Range are honoured. A file whose bytes are missing from storage is 503 BLOB_MISSING. Open to anybody at the tenant's host. A private file, an unknown id and a host with no tenant answer the same 404 NOT_FOUND.
          */
         get: operations["file-file-public-content"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/imports/{id}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * An import's progress and refused rows
+         * @description Rows read, created and refused so far, and the refused rows with their lines and problems, 1000 at most per answer (afterLine pages on). Open to a caller who may create rows in the import's list (403 AUTH_FORBIDDEN otherwise); an unknown id is 404.
+         */
+        get: operations["import-import-read"];
         put?: never;
         post?: never;
         delete?: never;
@@ -816,6 +876,26 @@ export interface paths {
          * @description Sets resolvedAt (now) and resolution and moves the task to resolved, publishing task.resolved. Allowed from open, acknowledged and in_progress; from resolved or closed it is 409 INVALID_TRANSITION. A deadline that passed before the resolution is recorded as a breach first.
          */
         post: operations["task-task-resolve"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/task/tasks/import": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Import tasks from CSV or NDJSON
+         * @description A multipart/form-data form with one file part named file: CSV (RFC 4180, a header row naming the fields, one row per task; an empty cell leaves its field out) or NDJSON (one JSON object per line, as the create route's body). The format is format=csv or format=ndjson, else the part's type (text/csv, application/x-ndjson), else the file name (.csv, .ndjson). The upload is at most files.max_bytes (413 FILE_TOO_LARGE). It is answered 202 with the import's status and Location /api/v1/imports/{id}, where a worker's progress is read: every row is checked as POST /api/v1/task/tasks checks a body (its protected fields and schema, the same problem codes), and the valid ones are created in batches of 500, each in one transaction; each refused row is reported with its line and problem. dryRun=true checks and counts every row and creates none. An Idempotency-Key makes a retried upload answer the first import, never a second one.
+         */
+        post: operations["task-task-import"];
         delete?: never;
         options?: never;
         head?: never;
@@ -1080,6 +1160,26 @@ export interface paths {
          * @description Stores the argon2id hash of the password and makes an invited user active, and ends every session and every personal access token of that person in the same transaction, as a reset does. Setting it again, even to the same password, stores a new hash and publishes user.password_set again. Refused with 409 INVALID_STATE for a deactivated user. Takes the session cookie only: a personal access token never sets a password (401 AUTH_REQUIRED). The caller's own password is refused with 403 USE_PASSWORD_CHANGE: POST /api/v1/auth/password changes it, asking for the current one, and keeps the caller's session and tokens.
          */
         post: operations["user-user-set-password"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/user/users/import": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Import users from CSV or NDJSON
+         * @description A multipart/form-data form with one file part named file: CSV (RFC 4180, a header row naming the fields, one row per user; an empty cell leaves its field out) or NDJSON (one JSON object per line, as the create route's body). The format is format=csv or format=ndjson, else the part's type (text/csv, application/x-ndjson), else the file name (.csv, .ndjson). The upload is at most files.max_bytes (413 FILE_TOO_LARGE). It is answered 202 with the import's status and Location /api/v1/imports/{id}, where a worker's progress is read: every row is checked as POST /api/v1/user/users checks a body (its protected fields and schema, the same problem codes), and the valid ones are created in batches of 500, each in one transaction; each refused row is reported with its line and problem. dryRun=true checks and counts every row and creates none. An Idempotency-Key makes a retried upload answer the first import, never a second one.
+         */
+        post: operations["user-user-import"];
         delete?: never;
         options?: never;
         head?: never;
@@ -1550,7 +1650,7 @@ export interface components {
              *       "*"
              *     ]
              */
-            events: ("*" | "auth.logged_in" | "auth.logged_out" | "auth.login_failed" | "auth.password_reset" | "auth.reset_requested" | "auth.role_set" | "auth.token_created" | "auth.token_revoked" | "billing.cancelled" | "billing.past_due" | "billing.plan.created" | "billing.plan.deleted" | "billing.plan.updated" | "billing.renewed" | "billing.subscribed" | "billing.subscription.created" | "billing.subscription.deleted" | "billing.subscription.updated" | "content.archived" | "content.content.created" | "content.content.deleted" | "content.content.updated" | "content.published" | "content.unpublished" | "file.deleted" | "file.uploaded" | "notification.created" | "notification.email_requested" | "notification.read" | "task.assigned" | "task.resolved" | "task.sla_breached" | "task.task.created" | "task.task.deleted" | "task.task.updated" | "tenant.created" | "tenant.host_added" | "tenant.host_removed" | "tenant.resumed" | "tenant.suspended" | "user.created" | "user.deactivated" | "user.deleted" | "user.invited" | "user.password_set" | "user.roles_set" | "user.updated" | "webhook.endpoint.created" | "webhook.endpoint.deleted" | "webhook.endpoint.secret_rotated" | "webhook.endpoint.updated" | "webhook.redelivery_requested" | "webhook.test_requested")[];
+            events: ("*" | "auth.logged_in" | "auth.logged_out" | "auth.login_failed" | "auth.password_reset" | "auth.reset_requested" | "auth.role_set" | "auth.token_created" | "auth.token_revoked" | "billing.cancelled" | "billing.past_due" | "billing.plan.created" | "billing.plan.deleted" | "billing.plan.updated" | "billing.renewed" | "billing.subscribed" | "billing.subscription.created" | "billing.subscription.deleted" | "billing.subscription.updated" | "content.archived" | "content.content.created" | "content.content.deleted" | "content.content.updated" | "content.published" | "content.unpublished" | "file.deleted" | "file.uploaded" | "import.requested" | "notification.created" | "notification.email_requested" | "notification.read" | "task.assigned" | "task.resolved" | "task.sla_breached" | "task.task.created" | "task.task.deleted" | "task.task.updated" | "tenant.created" | "tenant.host_added" | "tenant.host_removed" | "tenant.resumed" | "tenant.suspended" | "user.created" | "user.deactivated" | "user.deleted" | "user.invited" | "user.password_set" | "user.roles_set" | "user.updated" | "webhook.endpoint.created" | "webhook.endpoint.deleted" | "webhook.endpoint.secret_rotated" | "webhook.endpoint.updated" | "webhook.redelivery_requested" | "webhook.test_requested")[];
             /** Format: uuid */
             id: string;
             /** @description The signing secret (whsec_…): only in the answer of the create and of rotate-secret, null in every other; keep it, no read shows it again. A secret shown once: a replay of either answer (the same Idempotency-Key) has null here and names /signingSecret in its header Idempotent-Secrets-Withheld. */
@@ -1577,7 +1677,7 @@ export interface components {
              *       "*"
              *     ]
              */
-            events: ("*" | "auth.logged_in" | "auth.logged_out" | "auth.login_failed" | "auth.password_reset" | "auth.reset_requested" | "auth.role_set" | "auth.token_created" | "auth.token_revoked" | "billing.cancelled" | "billing.past_due" | "billing.plan.created" | "billing.plan.deleted" | "billing.plan.updated" | "billing.renewed" | "billing.subscribed" | "billing.subscription.created" | "billing.subscription.deleted" | "billing.subscription.updated" | "content.archived" | "content.content.created" | "content.content.deleted" | "content.content.updated" | "content.published" | "content.unpublished" | "file.deleted" | "file.uploaded" | "notification.created" | "notification.email_requested" | "notification.read" | "task.assigned" | "task.resolved" | "task.sla_breached" | "task.task.created" | "task.task.deleted" | "task.task.updated" | "tenant.created" | "tenant.host_added" | "tenant.host_removed" | "tenant.resumed" | "tenant.suspended" | "user.created" | "user.deactivated" | "user.deleted" | "user.invited" | "user.password_set" | "user.roles_set" | "user.updated" | "webhook.endpoint.created" | "webhook.endpoint.deleted" | "webhook.endpoint.secret_rotated" | "webhook.endpoint.updated" | "webhook.redelivery_requested" | "webhook.test_requested")[];
+            events: ("*" | "auth.logged_in" | "auth.logged_out" | "auth.login_failed" | "auth.password_reset" | "auth.reset_requested" | "auth.role_set" | "auth.token_created" | "auth.token_revoked" | "billing.cancelled" | "billing.past_due" | "billing.plan.created" | "billing.plan.deleted" | "billing.plan.updated" | "billing.renewed" | "billing.subscribed" | "billing.subscription.created" | "billing.subscription.deleted" | "billing.subscription.updated" | "content.archived" | "content.content.created" | "content.content.deleted" | "content.content.updated" | "content.published" | "content.unpublished" | "file.deleted" | "file.uploaded" | "import.requested" | "notification.created" | "notification.email_requested" | "notification.read" | "task.assigned" | "task.resolved" | "task.sla_breached" | "task.task.created" | "task.task.deleted" | "task.task.updated" | "tenant.created" | "tenant.host_added" | "tenant.host_removed" | "tenant.resumed" | "tenant.suspended" | "user.created" | "user.deactivated" | "user.deleted" | "user.invited" | "user.password_set" | "user.roles_set" | "user.updated" | "webhook.endpoint.created" | "webhook.endpoint.deleted" | "webhook.endpoint.secret_rotated" | "webhook.endpoint.updated" | "webhook.redelivery_requested" | "webhook.test_requested")[];
             /**
              * @description Where the events are POSTed: an https:// URL (http:// only where webhooks.allow_http is on), with a host and no user name or password. A URL no delivery could reach is refused with 422 VALIDATION_FAILED, naming the setting: http:// while webhooks.allow_http is off, a literal private, loopback or other non-public address while webhooks.allow_private_networks is off, an empty authority (http:///x). A host name must resolve to public addresses when each delivery is made; redirects are not followed.
              * @example https://hooks.example.com/tenantry
@@ -1622,7 +1722,7 @@ export interface components {
              *       "*"
              *     ]
              */
-            events?: ("*" | "auth.logged_in" | "auth.logged_out" | "auth.login_failed" | "auth.password_reset" | "auth.reset_requested" | "auth.role_set" | "auth.token_created" | "auth.token_revoked" | "billing.cancelled" | "billing.past_due" | "billing.plan.created" | "billing.plan.deleted" | "billing.plan.updated" | "billing.renewed" | "billing.subscribed" | "billing.subscription.created" | "billing.subscription.deleted" | "billing.subscription.updated" | "content.archived" | "content.content.created" | "content.content.deleted" | "content.content.updated" | "content.published" | "content.unpublished" | "file.deleted" | "file.uploaded" | "notification.created" | "notification.email_requested" | "notification.read" | "task.assigned" | "task.resolved" | "task.sla_breached" | "task.task.created" | "task.task.deleted" | "task.task.updated" | "tenant.created" | "tenant.host_added" | "tenant.host_removed" | "tenant.resumed" | "tenant.suspended" | "user.created" | "user.deactivated" | "user.deleted" | "user.invited" | "user.password_set" | "user.roles_set" | "user.updated" | "webhook.endpoint.created" | "webhook.endpoint.deleted" | "webhook.endpoint.secret_rotated" | "webhook.endpoint.updated" | "webhook.redelivery_requested" | "webhook.test_requested")[];
+            events?: ("*" | "auth.logged_in" | "auth.logged_out" | "auth.login_failed" | "auth.password_reset" | "auth.reset_requested" | "auth.role_set" | "auth.token_created" | "auth.token_revoked" | "billing.cancelled" | "billing.past_due" | "billing.plan.created" | "billing.plan.deleted" | "billing.plan.updated" | "billing.renewed" | "billing.subscribed" | "billing.subscription.created" | "billing.subscription.deleted" | "billing.subscription.updated" | "content.archived" | "content.content.created" | "content.content.deleted" | "content.content.updated" | "content.published" | "content.unpublished" | "file.deleted" | "file.uploaded" | "import.requested" | "notification.created" | "notification.email_requested" | "notification.read" | "task.assigned" | "task.resolved" | "task.sla_breached" | "task.task.created" | "task.task.deleted" | "task.task.updated" | "tenant.created" | "tenant.host_added" | "tenant.host_removed" | "tenant.resumed" | "tenant.suspended" | "user.created" | "user.deactivated" | "user.deleted" | "user.invited" | "user.password_set" | "user.roles_set" | "user.updated" | "webhook.endpoint.created" | "webhook.endpoint.deleted" | "webhook.endpoint.secret_rotated" | "webhook.endpoint.updated" | "webhook.redelivery_requested" | "webhook.test_requested")[];
             /**
              * @description Where the events are POSTed: an https:// URL (http:// only where webhooks.allow_http is on), with a host and no user name or password. A URL no delivery could reach is refused with 422 VALIDATION_FAILED, naming the setting: http:// while webhooks.allow_http is off, a literal private, loopback or other non-public address while webhooks.allow_private_networks is off, an empty authority (http:///x). A host name must resolve to public addresses when each delivery is made; redirects are not followed.
              * @example https://hooks.example.com/tenantry
@@ -1674,6 +1774,56 @@ export interface components {
              * @description The signed-in user
              */
             userId: string;
+        };
+        ImportStatus: {
+            /** @description Rows created (always 0 in a dry run) */
+            created: number;
+            /** Format: date-time */
+            createdAt: string;
+            /** @description Rows are checked and counted, nothing is written */
+            dryRun: boolean;
+            finishedAt: string | null;
+            format: "csv" | "ndjson";
+            /** Format: uuid */
+            id: string;
+            /** @description The list the rows are created in, as its create route takes them */
+            path: string;
+            /** @description Why a failed import stopped */
+            problem: {
+                code: string;
+                detail: string;
+                errors?: {
+                    message: string;
+                    pointer: string;
+                }[];
+            } | null;
+            /** @description The refused rows after afterLine, by line, at most 1000 (the first 10000 refusals of an import are kept) */
+            refusals: {
+                /** @description The line of the upload the row starts on (the header is line 1 of a CSV) */
+                line: number;
+                problem: {
+                    code: string;
+                    detail: string;
+                    errors?: {
+                        message: string;
+                        pointer: string;
+                    }[];
+                };
+            }[];
+            /** @description More refused rows follow: ask again with afterLine set to this */
+            refusalsNext: number | null;
+            /** @description Rows refused, each listed in refusals */
+            refused: number;
+            /** @description The entity whose list the rows go to, <module>.<entity> */
+            resource: string;
+            /** @description Data rows read so far (the CSV header is no row) */
+            rowsRead: number;
+            /** @description Bytes uploaded */
+            size: number;
+            /** @description queued, running, then done; failed when the upload could not be read on (see problem) */
+            status: "queued" | "running" | "done" | "failed";
+            /** @description Rows that passed every check (in a dry run: would be created) */
+            valid: number;
         };
         /** Notification */
         Notification: {
@@ -4734,6 +4884,160 @@ export interface operations {
             };
         };
     };
+    "billing-plan-import": {
+        parameters: {
+            query?: {
+                /** @description Check and count every row, create none */
+                dryRun?: boolean;
+                format?: "csv" | "ndjson";
+            };
+            header?: {
+                /** @description Makes the request safe to retry: a key of 1-255 printable ASCII characters, new for each distinct request (a UUID does). For 24 hours the same key with the same request replays the first answer (its status and body, with the header Idempotent-Replayed: true) and does nothing again; with another method, path or body it answers 422 IDEMPOTENCY_KEY_REUSED. A secret the first answer showed once (a field marked x-secret, such as a webhook endpoint's signingSecret) is not kept with the answer: the replay has null in its place, and its header Idempotent-Secrets-Withheld names the fields as JSON pointers (e.g. /signingSecret). A request with the same key still running is waited for. Keys are per tenant and caller. A request that failed (any problem answer) leaves no key behind and may be retried with it. */
+                "idempotency-key"?: string;
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "multipart/form-data": {
+                    /**
+                     * Format: binary
+                     * @description The CSV or NDJSON file
+                     */
+                    file: Blob;
+                };
+            };
+        };
+        responses: {
+            /** @description The import, queued */
+            202: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ImportStatus"];
+                };
+            };
+            /** @description Malformed request */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Not signed in (AUTH_REQUIRED), or a bearer token unknown, expired, revoked or of another tenant (TOKEN_INVALID) */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Missing permission (AUTH_FORBIDDEN) or operator permission outside the operator tenant (AUTH_NOT_OPERATOR); sent from another site (AUTH_CROSS_SITE: Sec-Fetch-Site other than same-origin/none, or an Origin naming another host) */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description No site at this host, or no such resource */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Conflict with the current state */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description No Content-Length (LENGTH_REQUIRED): a form is measured before it is read */
+            411: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Form past the envelope (PAYLOAD_TOO_LARGE), or the upload past files.max_bytes (FILE_TOO_LARGE) */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Not a multipart/form-data body (UNSUPPORTED_MEDIA_TYPE) */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description No file part (FILE_MISSING), an upload neither CSV nor NDJSON (IMPORT_FORMAT_UNKNOWN), or an Idempotency-Key used for another request (IDEMPOTENCY_KEY_REUSED) */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Too many failed sign-ins or bearer-token attempts from this client address (ErrTooManyAttempts); Retry-After says when to try again */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Request headers over 16 KB (HEADERS_TOO_LARGE), refused before any route runs */
+            431: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Unexpected error */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Database busy (DB_BUSY: every connection stayed in use), a statement past its time limit (DB_TIMEOUT) or the database unreachable (DB_UNAVAILABLE): retry after the Retry-After seconds. Only a 2xx acknowledges a write */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
     "billing-subscription-read": {
         parameters: {
             query?: never;
@@ -6167,6 +6471,160 @@ export interface operations {
             };
         };
     };
+    "content-content-import": {
+        parameters: {
+            query?: {
+                /** @description Check and count every row, create none */
+                dryRun?: boolean;
+                format?: "csv" | "ndjson";
+            };
+            header?: {
+                /** @description Makes the request safe to retry: a key of 1-255 printable ASCII characters, new for each distinct request (a UUID does). For 24 hours the same key with the same request replays the first answer (its status and body, with the header Idempotent-Replayed: true) and does nothing again; with another method, path or body it answers 422 IDEMPOTENCY_KEY_REUSED. A secret the first answer showed once (a field marked x-secret, such as a webhook endpoint's signingSecret) is not kept with the answer: the replay has null in its place, and its header Idempotent-Secrets-Withheld names the fields as JSON pointers (e.g. /signingSecret). A request with the same key still running is waited for. Keys are per tenant and caller. A request that failed (any problem answer) leaves no key behind and may be retried with it. */
+                "idempotency-key"?: string;
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "multipart/form-data": {
+                    /**
+                     * Format: binary
+                     * @description The CSV or NDJSON file
+                     */
+                    file: Blob;
+                };
+            };
+        };
+        responses: {
+            /** @description The import, queued */
+            202: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ImportStatus"];
+                };
+            };
+            /** @description Malformed request */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Not signed in (AUTH_REQUIRED), or a bearer token unknown, expired, revoked or of another tenant (TOKEN_INVALID) */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Missing permission (AUTH_FORBIDDEN) or operator permission outside the operator tenant (AUTH_NOT_OPERATOR); sent from another site (AUTH_CROSS_SITE: Sec-Fetch-Site other than same-origin/none, or an Origin naming another host) */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description No site at this host, or no such resource */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Conflict with the current state */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description No Content-Length (LENGTH_REQUIRED): a form is measured before it is read */
+            411: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Form past the envelope (PAYLOAD_TOO_LARGE), or the upload past files.max_bytes (FILE_TOO_LARGE) */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Not a multipart/form-data body (UNSUPPORTED_MEDIA_TYPE) */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description No file part (FILE_MISSING), an upload neither CSV nor NDJSON (IMPORT_FORMAT_UNKNOWN), or an Idempotency-Key used for another request (IDEMPOTENCY_KEY_REUSED) */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Too many failed sign-ins or bearer-token attempts from this client address (ErrTooManyAttempts); Retry-After says when to try again */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Request headers over 16 KB (HEADERS_TOO_LARGE), refused before any route runs */
+            431: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Unexpected error */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Database busy (DB_BUSY: every connection stayed in use), a statement past its time limit (DB_TIMEOUT) or the database unreachable (DB_UNAVAILABLE): retry after the Retry-After seconds. Only a 2xx acknowledges a write */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
     "content-content-public-list": {
         parameters: {
             query?: {
@@ -7125,6 +7583,114 @@ export interface operations {
                 };
             };
             /** @description The bytes are missing from storage (BLOB_MISSING) */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    "import-import-read": {
+        parameters: {
+            query?: {
+                /** @description List the refused rows after this line */
+                afterLine?: number;
+                /** @description Refused rows listed at most */
+                limit?: number;
+            };
+            header?: never;
+            path: {
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The import */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ImportStatus"];
+                };
+            };
+            /** @description Malformed request */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Not signed in (AUTH_REQUIRED), or a bearer token unknown, expired, revoked or of another tenant (TOKEN_INVALID) */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description No site at this host, or no such resource */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description A path parameter longer than the router accepts (URI_TOO_LONG) */
+            414: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Validation failed */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Too many failed sign-ins or bearer-token attempts from this client address (ErrTooManyAttempts); Retry-After says when to try again */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Request headers over 16 KB (HEADERS_TOO_LARGE), refused before any route runs */
+            431: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Unexpected error */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Database busy (DB_BUSY: every connection stayed in use), a statement past its time limit (DB_TIMEOUT) or the database unreachable (DB_UNAVAILABLE): retry after the Retry-After seconds. Only a 2xx acknowledges a write */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -8519,6 +9085,160 @@ export interface operations {
                 };
             };
             /** @description Validation failed (VALIDATION_FAILED, the Idempotency-Key header included); or an Idempotency-Key used in the last 24 hours for another request (IDEMPOTENCY_KEY_REUSED) */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Too many failed sign-ins or bearer-token attempts from this client address (ErrTooManyAttempts); Retry-After says when to try again */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Request headers over 16 KB (HEADERS_TOO_LARGE), refused before any route runs */
+            431: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Unexpected error */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Database busy (DB_BUSY: every connection stayed in use), a statement past its time limit (DB_TIMEOUT) or the database unreachable (DB_UNAVAILABLE): retry after the Retry-After seconds. Only a 2xx acknowledges a write */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    "task-task-import": {
+        parameters: {
+            query?: {
+                /** @description Check and count every row, create none */
+                dryRun?: boolean;
+                format?: "csv" | "ndjson";
+            };
+            header?: {
+                /** @description Makes the request safe to retry: a key of 1-255 printable ASCII characters, new for each distinct request (a UUID does). For 24 hours the same key with the same request replays the first answer (its status and body, with the header Idempotent-Replayed: true) and does nothing again; with another method, path or body it answers 422 IDEMPOTENCY_KEY_REUSED. A secret the first answer showed once (a field marked x-secret, such as a webhook endpoint's signingSecret) is not kept with the answer: the replay has null in its place, and its header Idempotent-Secrets-Withheld names the fields as JSON pointers (e.g. /signingSecret). A request with the same key still running is waited for. Keys are per tenant and caller. A request that failed (any problem answer) leaves no key behind and may be retried with it. */
+                "idempotency-key"?: string;
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "multipart/form-data": {
+                    /**
+                     * Format: binary
+                     * @description The CSV or NDJSON file
+                     */
+                    file: Blob;
+                };
+            };
+        };
+        responses: {
+            /** @description The import, queued */
+            202: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ImportStatus"];
+                };
+            };
+            /** @description Malformed request */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Not signed in (AUTH_REQUIRED), or a bearer token unknown, expired, revoked or of another tenant (TOKEN_INVALID) */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Missing permission (AUTH_FORBIDDEN) or operator permission outside the operator tenant (AUTH_NOT_OPERATOR); sent from another site (AUTH_CROSS_SITE: Sec-Fetch-Site other than same-origin/none, or an Origin naming another host) */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description No site at this host, or no such resource */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Conflict with the current state */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description No Content-Length (LENGTH_REQUIRED): a form is measured before it is read */
+            411: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Form past the envelope (PAYLOAD_TOO_LARGE), or the upload past files.max_bytes (FILE_TOO_LARGE) */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Not a multipart/form-data body (UNSUPPORTED_MEDIA_TYPE) */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description No file part (FILE_MISSING), an upload neither CSV nor NDJSON (IMPORT_FORMAT_UNKNOWN), or an Idempotency-Key used for another request (IDEMPOTENCY_KEY_REUSED) */
             422: {
                 headers: {
                     [name: string]: unknown;
@@ -10789,6 +11509,160 @@ export interface operations {
             };
             /** @description Validation failed (VALIDATION_FAILED, the Idempotency-Key header included); or an Idempotency-Key used in the last 24 hours for another request (IDEMPOTENCY_KEY_REUSED) */
             422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Request headers over 16 KB (HEADERS_TOO_LARGE), refused before any route runs */
+            431: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Unexpected error */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Database busy (DB_BUSY: every connection stayed in use), a statement past its time limit (DB_TIMEOUT) or the database unreachable (DB_UNAVAILABLE): retry after the Retry-After seconds. Only a 2xx acknowledges a write */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    "user-user-import": {
+        parameters: {
+            query?: {
+                /** @description Check and count every row, create none */
+                dryRun?: boolean;
+                format?: "csv" | "ndjson";
+            };
+            header?: {
+                /** @description Makes the request safe to retry: a key of 1-255 printable ASCII characters, new for each distinct request (a UUID does). For 24 hours the same key with the same request replays the first answer (its status and body, with the header Idempotent-Replayed: true) and does nothing again; with another method, path or body it answers 422 IDEMPOTENCY_KEY_REUSED. A secret the first answer showed once (a field marked x-secret, such as a webhook endpoint's signingSecret) is not kept with the answer: the replay has null in its place, and its header Idempotent-Secrets-Withheld names the fields as JSON pointers (e.g. /signingSecret). A request with the same key still running is waited for. Keys are per tenant and caller. A request that failed (any problem answer) leaves no key behind and may be retried with it. */
+                "idempotency-key"?: string;
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "multipart/form-data": {
+                    /**
+                     * Format: binary
+                     * @description The CSV or NDJSON file
+                     */
+                    file: Blob;
+                };
+            };
+        };
+        responses: {
+            /** @description The import, queued */
+            202: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ImportStatus"];
+                };
+            };
+            /** @description Malformed request */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Not signed in (AUTH_REQUIRED), or a bearer token unknown, expired, revoked or of another tenant (TOKEN_INVALID) */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Missing permission (AUTH_FORBIDDEN) or operator permission outside the operator tenant (AUTH_NOT_OPERATOR); sent from another site (AUTH_CROSS_SITE: Sec-Fetch-Site other than same-origin/none, or an Origin naming another host) */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description No site at this host, or no such resource */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Conflict with the current state */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description No Content-Length (LENGTH_REQUIRED): a form is measured before it is read */
+            411: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Form past the envelope (PAYLOAD_TOO_LARGE), or the upload past files.max_bytes (FILE_TOO_LARGE) */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Not a multipart/form-data body (UNSUPPORTED_MEDIA_TYPE) */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description No file part (FILE_MISSING), an upload neither CSV nor NDJSON (IMPORT_FORMAT_UNKNOWN), or an Idempotency-Key used for another request (IDEMPOTENCY_KEY_REUSED) */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Too many failed sign-ins or bearer-token attempts from this client address (ErrTooManyAttempts); Retry-After says when to try again */
+            429: {
                 headers: {
                     [name: string]: unknown;
                 };

@@ -15,9 +15,15 @@ import { EntityOperations } from '../operations/entity-ops.ts';
 import { checkRegistry } from './checks.ts';
 import type { Config } from '../config/schema.ts';
 import { idempotencyKeyPurge } from '../http/idempotency.ts';
+import { IMPORT_REQUESTED, importQueue, importRequested } from '../bulk/imports/run-import.ts';
 
 /** Jobs the framework runs itself, on the tables it owns in every tenant. */
 const FRAMEWORK_JOBS: readonly JobDefinition[] = [idempotencyKeyPurge];
+/** Events the framework publishes itself: an import handed to the worker (framework/bulk/imports/). */
+const FRAMEWORK_EVENTS: readonly string[] = [IMPORT_REQUESTED];
+/** The framework's own subscriptions and worker queues: imports run as jobs. */
+const FRAMEWORK_SUBSCRIPTIONS: readonly SubscriptionDefinition[] = [importRequested];
+const FRAMEWORK_QUEUES: readonly QueueDefinition[] = [importQueue];
 
 export interface RegisteredRoute {
   module: string;
@@ -52,6 +58,7 @@ export class Registry {
     const operations = new Map<string, EntityOperations>();
     // Every event first, the entities' lifecycle events included: a field taking event names
     // (event-names.ts) gets the whole list as its enum before its entity is resolved.
+    for (const event of FRAMEWORK_EVENTS) events.add(event);
     for (const module of modules) {
       for (const permission of module.permissions ?? []) {
         if (permissions.has(permission.name)) duplicates.push(`permission ${permission.name} is declared twice`);
@@ -72,7 +79,8 @@ export class Registry {
         entities.push(resolved);
         const ops = new EntityOperations(resolved, { config });
         operations.set(resolved.names.key, ops);
-        for (const route of entityRoutes(resolved, ops)) routes.push({ module: module.name, route, entity: resolved });
+        for (const route of entityRoutes(resolved, ops, config))
+          routes.push({ module: module.name, route, entity: resolved });
       }
       const declared = typeof module.routes === 'function' ? module.routes(config) : (module.routes ?? []);
       for (const route of declared) routes.push({ module: module.name, route });
@@ -81,13 +89,19 @@ export class Registry {
     this.permissions = permissions;
     this.events = events;
     this.routes = routes;
-    this.subscriptions = modules.flatMap((m) => (m.subscriptions ?? []).map((s) => ({ ...s, module: m.name })));
+    this.subscriptions = [
+      ...FRAMEWORK_SUBSCRIPTIONS.map((s) => ({ ...s, module: 'framework' })),
+      ...modules.flatMap((m) => (m.subscriptions ?? []).map((s) => ({ ...s, module: m.name }))),
+    ];
     // The framework's own jobs first (its tables are every tenant's), then the modules'.
     this.jobs = [
       ...FRAMEWORK_JOBS.map((j) => ({ ...j, module: 'framework' })),
       ...modules.flatMap((m) => moduleJobs(m, config).map((j) => ({ ...j, module: m.name }))),
     ];
-    this.queues = modules.flatMap((m) => (m.queues ?? []).map((q) => ({ ...q, module: m.name })));
+    this.queues = [
+      ...FRAMEWORK_QUEUES.map((q) => ({ ...q, module: 'framework' })),
+      ...modules.flatMap((m) => (m.queues ?? []).map((q) => ({ ...q, module: m.name }))),
+    ];
     this.operations = operations;
     checkRegistry(this, duplicates);
     Object.freeze(this);

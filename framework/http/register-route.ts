@@ -192,13 +192,28 @@ export function protectedFieldCheck(entity: ResolvedEntity, route: AnyRoute) {
     route.operationId === entity.names.operationId('replace');
   const isPatch = route.operationId === entity.names.operationId('update');
   if (!isCreate && !isPatch) return undefined;
-  const normalisers = Object.entries(entity.def.normalise ?? {}).filter(
-    (entry): entry is [string, (value: string) => string] => entry[1] !== undefined,
-  );
+  const check = bodyFieldCheck(entity, isPatch ? 'patch' : 'create');
   return async (request: FastifyRequest) => {
     const body = request.body;
     if (typeof body !== 'object' || body === null || Array.isArray(body)) return;
-    for (const key of Object.keys(body)) {
+    check(body as Record<string, unknown>);
+  };
+}
+
+/**
+ * The protected-field refusals and the normalisers of a create's or a PATCH's body, on a body
+ * object (in place): what protectedFieldCheck runs on a request, and an import on each of its rows.
+ */
+export function bodyFieldCheck(
+  entity: ResolvedEntity,
+  kind: 'create' | 'patch',
+): (body: Record<string, unknown>) => void {
+  const isPatch = kind === 'patch';
+  const normalisers = Object.entries(entity.def.normalise ?? {}).filter(
+    (entry): entry is [string, (value: string) => string] => entry[1] !== undefined,
+  );
+  return (fields) => {
+    for (const key of Object.keys(fields)) {
       const owners = entity.commandOwners[key];
       if (owners) {
         // `route` (the first owner) stays for clients written before a field could have several.
@@ -216,7 +231,6 @@ export function protectedFieldCheck(entity: ResolvedEntity, route: AnyRoute) {
       }
     }
     // Then the values are put in their stored form, so the schema checks what will be stored.
-    const fields = body as Record<string, unknown>;
     for (const [field, normalise] of normalisers) {
       const value = fields[field];
       if (typeof value === 'string') fields[field] = normalise(value);

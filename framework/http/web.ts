@@ -27,6 +27,7 @@ import { lazyRequestLogger } from './request-logger.ts';
 import { frontDoor } from './front-door.ts';
 import { batchMemberOf } from '../bulk/batch-member.ts';
 import { batchRoute } from '../bulk/batch.ts';
+import { importStatusRoute } from '../bulk/imports/import-routes.ts';
 import { installCors } from './cors.ts';
 import { parseOriginList } from './origins.ts';
 import { refuseFramingOfHtml } from './frame-refusal.ts';
@@ -174,6 +175,7 @@ export async function buildWeb(services: Services, options: WebOptions = {}): Pr
   });
   registerRoute(app, services, catalogRoute(services.registry));
   registerRoute(app, services, batchRoute(services.registry));
+  registerRoute(app, services, importStatusRoute(services.registry));
   // The admin shell (HTML pages under /admin), built from the same registry and route wrapper.
   await registerAdmin(app, services, { readinessChecks: checks });
   return app;

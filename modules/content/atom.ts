@@ -24,7 +24,7 @@ export interface FeedSite {
  */
 export function atomFeed(site: FeedSite, items: readonly PublicSummary[]): string {
   const index = `${site.origin}/p/`;
-  const updated = items.reduce((latest, item) => (item.updatedAt > latest ? item.updatedAt : latest), new Date(0));
+  const updated = new Date(Math.max(0, ...items.map((item) => item.updatedAt.getTime())));
   const entries = items.map((item) => {
     const page = `${site.origin}/p/${encodeURIComponent(item.slug)}`;
     return [

@@ -60,6 +60,14 @@ const registered = () => [
   },
   // The batch route is the framework's own too (framework/bulk/batch.ts).
   { method: 'POST', url: '/api/v1/batch', operationId: 'batch-request-run', access: 'signedIn' as const, schema: {} },
+  // And the progress of imports (framework/bulk/imports/).
+  {
+    method: 'GET',
+    url: '/api/v1/imports/:id',
+    operationId: 'import-import-read',
+    access: 'signedIn' as const,
+    schema: {},
+  },
   // The probes: outside any tenant, but documented like every route.
   { method: 'GET', url: '/health', operationId: 'system-health-read', access: 'public' as const, schema: {} },
   { method: 'GET', url: '/ready', operationId: 'system-readiness-read', access: 'public' as const, schema: {} },

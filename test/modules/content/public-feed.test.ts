@@ -24,7 +24,7 @@ beforeAll(async () => {
   items.post = await published(site, {
     title: 'First <post>',
     kind: 'post',
-    body: '# News\n\nHello <script>alert(1)</script> [x](javascript:alert(1)) world.\n\n' + 'word '.repeat(100),
+    body: `# News\n\nHello <script>alert(1)</script> [x](javascript:alert(1)) world.\n\n${'word '.repeat(100)}`,
   });
   items.draft = await createContent(site, { title: 'A draft', kind: 'post', slug: uniqueSlug('draft') });
   items.archived = await published(site, { title: 'Archived one', kind: 'post' });
