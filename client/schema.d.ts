@@ -902,6 +902,63 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/api/v1/tenant/export": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Export the tenant's data
+         * @description Queues an export of this tenant: a worker writes one archive (a .tar.gz) with every table's rows as NDJSON (tables/<table>/<n>.ndjson), every file's bytes (files/files/<id>) and manifest.json with each table's row count and SHA-256 and each file's size and SHA-256. Secrets are left out (password hashes, token hashes, signing secrets, sessions, set-password links; the manifest says which and why). Answered 202 with the export's status and Location; its status gives the download link once the archive is written, good for 24 hours. An Idempotency-Key makes a retry answer the same export.
+         */
+        post: operations["tenant-export-create"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/tenant/exports/{id}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** An export's status and download link */
+        get: operations["tenant-export-read"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/tenant/exports/{id}/archive": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Download an export's archive (signed link)
+         * @description The archive, application/gzip, to anybody holding the link its status gave (expires and signature), at the tenant's host, until it expires. A link that is not the service's, is for another export or tenant, or has expired answers the same 404 NOT_FOUND.
+         */
+        get: operations["tenant-export-archive"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/api/v1/tenant/tenants": {
         parameters: {
             query?: never;
@@ -1650,7 +1707,7 @@ export interface components {
              *       "*"
              *     ]
              */
-            events: ("*" | "auth.logged_in" | "auth.logged_out" | "auth.login_failed" | "auth.password_reset" | "auth.reset_requested" | "auth.role_set" | "auth.token_created" | "auth.token_revoked" | "billing.cancelled" | "billing.past_due" | "billing.plan.created" | "billing.plan.deleted" | "billing.plan.updated" | "billing.renewed" | "billing.subscribed" | "billing.subscription.created" | "billing.subscription.deleted" | "billing.subscription.updated" | "content.archived" | "content.content.created" | "content.content.deleted" | "content.content.updated" | "content.published" | "content.unpublished" | "file.deleted" | "file.uploaded" | "import.requested" | "notification.created" | "notification.email_requested" | "notification.read" | "task.assigned" | "task.resolved" | "task.sla_breached" | "task.task.created" | "task.task.deleted" | "task.task.updated" | "tenant.created" | "tenant.host_added" | "tenant.host_removed" | "tenant.resumed" | "tenant.suspended" | "user.created" | "user.deactivated" | "user.deleted" | "user.invited" | "user.password_set" | "user.roles_set" | "user.updated" | "webhook.endpoint.created" | "webhook.endpoint.deleted" | "webhook.endpoint.secret_rotated" | "webhook.endpoint.updated" | "webhook.redelivery_requested" | "webhook.test_requested")[];
+            events: ("*" | "auth.logged_in" | "auth.logged_out" | "auth.login_failed" | "auth.password_reset" | "auth.reset_requested" | "auth.role_set" | "auth.token_created" | "auth.token_revoked" | "billing.cancelled" | "billing.past_due" | "billing.plan.created" | "billing.plan.deleted" | "billing.plan.updated" | "billing.renewed" | "billing.subscribed" | "billing.subscription.created" | "billing.subscription.deleted" | "billing.subscription.updated" | "content.archived" | "content.content.created" | "content.content.deleted" | "content.content.updated" | "content.published" | "content.unpublished" | "file.deleted" | "file.uploaded" | "import.requested" | "notification.created" | "notification.email_requested" | "notification.read" | "task.assigned" | "task.resolved" | "task.sla_breached" | "task.task.created" | "task.task.deleted" | "task.task.updated" | "tenant.created" | "tenant.export_requested" | "tenant.host_added" | "tenant.host_removed" | "tenant.resumed" | "tenant.suspended" | "user.created" | "user.deactivated" | "user.deleted" | "user.invited" | "user.password_set" | "user.roles_set" | "user.updated" | "webhook.endpoint.created" | "webhook.endpoint.deleted" | "webhook.endpoint.secret_rotated" | "webhook.endpoint.updated" | "webhook.redelivery_requested" | "webhook.test_requested")[];
             /** Format: uuid */
             id: string;
             /** @description The signing secret (whsec_…): only in the answer of the create and of rotate-secret, null in every other; keep it, no read shows it again. A secret shown once: a replay of either answer (the same Idempotency-Key) has null here and names /signingSecret in its header Idempotent-Secrets-Withheld. */
@@ -1677,7 +1734,7 @@ export interface components {
              *       "*"
              *     ]
              */
-            events: ("*" | "auth.logged_in" | "auth.logged_out" | "auth.login_failed" | "auth.password_reset" | "auth.reset_requested" | "auth.role_set" | "auth.token_created" | "auth.token_revoked" | "billing.cancelled" | "billing.past_due" | "billing.plan.created" | "billing.plan.deleted" | "billing.plan.updated" | "billing.renewed" | "billing.subscribed" | "billing.subscription.created" | "billing.subscription.deleted" | "billing.subscription.updated" | "content.archived" | "content.content.created" | "content.content.deleted" | "content.content.updated" | "content.published" | "content.unpublished" | "file.deleted" | "file.uploaded" | "import.requested" | "notification.created" | "notification.email_requested" | "notification.read" | "task.assigned" | "task.resolved" | "task.sla_breached" | "task.task.created" | "task.task.deleted" | "task.task.updated" | "tenant.created" | "tenant.host_added" | "tenant.host_removed" | "tenant.resumed" | "tenant.suspended" | "user.created" | "user.deactivated" | "user.deleted" | "user.invited" | "user.password_set" | "user.roles_set" | "user.updated" | "webhook.endpoint.created" | "webhook.endpoint.deleted" | "webhook.endpoint.secret_rotated" | "webhook.endpoint.updated" | "webhook.redelivery_requested" | "webhook.test_requested")[];
+            events: ("*" | "auth.logged_in" | "auth.logged_out" | "auth.login_failed" | "auth.password_reset" | "auth.reset_requested" | "auth.role_set" | "auth.token_created" | "auth.token_revoked" | "billing.cancelled" | "billing.past_due" | "billing.plan.created" | "billing.plan.deleted" | "billing.plan.updated" | "billing.renewed" | "billing.subscribed" | "billing.subscription.created" | "billing.subscription.deleted" | "billing.subscription.updated" | "content.archived" | "content.content.created" | "content.content.deleted" | "content.content.updated" | "content.published" | "content.unpublished" | "file.deleted" | "file.uploaded" | "import.requested" | "notification.created" | "notification.email_requested" | "notification.read" | "task.assigned" | "task.resolved" | "task.sla_breached" | "task.task.created" | "task.task.deleted" | "task.task.updated" | "tenant.created" | "tenant.export_requested" | "tenant.host_added" | "tenant.host_removed" | "tenant.resumed" | "tenant.suspended" | "user.created" | "user.deactivated" | "user.deleted" | "user.invited" | "user.password_set" | "user.roles_set" | "user.updated" | "webhook.endpoint.created" | "webhook.endpoint.deleted" | "webhook.endpoint.secret_rotated" | "webhook.endpoint.updated" | "webhook.redelivery_requested" | "webhook.test_requested")[];
             /**
              * @description Where the events are POSTed: an https:// URL (http:// only where webhooks.allow_http is on), with a host and no user name or password. A URL no delivery could reach is refused with 422 VALIDATION_FAILED, naming the setting: http:// while webhooks.allow_http is off, a literal private, loopback or other non-public address while webhooks.allow_private_networks is off, an empty authority (http:///x). A host name must resolve to public addresses when each delivery is made; redirects are not followed.
              * @example https://hooks.example.com/tenantry
@@ -1722,7 +1779,7 @@ export interface components {
              *       "*"
              *     ]
              */
-            events?: ("*" | "auth.logged_in" | "auth.logged_out" | "auth.login_failed" | "auth.password_reset" | "auth.reset_requested" | "auth.role_set" | "auth.token_created" | "auth.token_revoked" | "billing.cancelled" | "billing.past_due" | "billing.plan.created" | "billing.plan.deleted" | "billing.plan.updated" | "billing.renewed" | "billing.subscribed" | "billing.subscription.created" | "billing.subscription.deleted" | "billing.subscription.updated" | "content.archived" | "content.content.created" | "content.content.deleted" | "content.content.updated" | "content.published" | "content.unpublished" | "file.deleted" | "file.uploaded" | "import.requested" | "notification.created" | "notification.email_requested" | "notification.read" | "task.assigned" | "task.resolved" | "task.sla_breached" | "task.task.created" | "task.task.deleted" | "task.task.updated" | "tenant.created" | "tenant.host_added" | "tenant.host_removed" | "tenant.resumed" | "tenant.suspended" | "user.created" | "user.deactivated" | "user.deleted" | "user.invited" | "user.password_set" | "user.roles_set" | "user.updated" | "webhook.endpoint.created" | "webhook.endpoint.deleted" | "webhook.endpoint.secret_rotated" | "webhook.endpoint.updated" | "webhook.redelivery_requested" | "webhook.test_requested")[];
+            events?: ("*" | "auth.logged_in" | "auth.logged_out" | "auth.login_failed" | "auth.password_reset" | "auth.reset_requested" | "auth.role_set" | "auth.token_created" | "auth.token_revoked" | "billing.cancelled" | "billing.past_due" | "billing.plan.created" | "billing.plan.deleted" | "billing.plan.updated" | "billing.renewed" | "billing.subscribed" | "billing.subscription.created" | "billing.subscription.deleted" | "billing.subscription.updated" | "content.archived" | "content.content.created" | "content.content.deleted" | "content.content.updated" | "content.published" | "content.unpublished" | "file.deleted" | "file.uploaded" | "import.requested" | "notification.created" | "notification.email_requested" | "notification.read" | "task.assigned" | "task.resolved" | "task.sla_breached" | "task.task.created" | "task.task.deleted" | "task.task.updated" | "tenant.created" | "tenant.export_requested" | "tenant.host_added" | "tenant.host_removed" | "tenant.resumed" | "tenant.suspended" | "user.created" | "user.deactivated" | "user.deleted" | "user.invited" | "user.password_set" | "user.roles_set" | "user.updated" | "webhook.endpoint.created" | "webhook.endpoint.deleted" | "webhook.endpoint.secret_rotated" | "webhook.endpoint.updated" | "webhook.redelivery_requested" | "webhook.test_requested")[];
             /**
              * @description Where the events are POSTed: an https:// URL (http:// only where webhooks.allow_http is on), with a host and no user name or password. A URL no delivery could reach is refused with 422 VALIDATION_FAILED, naming the setting: http:// while webhooks.allow_http is off, a literal private, loopback or other non-public address while webhooks.allow_private_networks is off, an empty authority (http:///x). A host name must resolve to public addresses when each delivery is made; redirects are not followed.
              * @example https://hooks.example.com/tenantry
@@ -2199,6 +2256,25 @@ export interface components {
             status: "active" | "suspended";
             /** Format: date-time */
             updatedAt: string;
+        };
+        TenantExportStatus: {
+            /** Format: date-time */
+            createdAt: string;
+            /** @description A link to the archive (a .tar.gz) that opens without a session until expiresAt; null until it is written and after it expired */
+            download: string | null;
+            expiresAt: string | null;
+            finishedAt: string | null;
+            /** Format: uuid */
+            id: string;
+            /** @description The archive's manifest.json: each table's row count and SHA-256, each file's size and SHA-256, what was left out and why */
+            manifest: unknown | null;
+            /** @description Why a failed export stopped */
+            problem: unknown | null;
+            /** @description SHA-256 of the archive, hex */
+            sha256: string | null;
+            /** @description Bytes of the archive, once written */
+            size: number | null;
+            status: "queued" | "running" | "done" | "failed";
         };
         TenantPage: {
             items: components["schemas"]["Tenant"][];
@@ -9249,6 +9325,362 @@ export interface operations {
             };
             /** @description Too many failed sign-ins or bearer-token attempts from this client address (ErrTooManyAttempts); Retry-After says when to try again */
             429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Request headers over 16 KB (HEADERS_TOO_LARGE), refused before any route runs */
+            431: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Unexpected error */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Database busy (DB_BUSY: every connection stayed in use), a statement past its time limit (DB_TIMEOUT) or the database unreachable (DB_UNAVAILABLE): retry after the Retry-After seconds. Only a 2xx acknowledges a write */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    "tenant-export-create": {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description Makes the request safe to retry: a key of 1-255 printable ASCII characters, new for each distinct request (a UUID does). For 24 hours the same key with the same request replays the first answer (its status and body, with the header Idempotent-Replayed: true) and does nothing again; with another method, path or body it answers 422 IDEMPOTENCY_KEY_REUSED. A secret the first answer showed once (a field marked x-secret, such as a webhook endpoint's signingSecret) is not kept with the answer: the replay has null in its place, and its header Idempotent-Secrets-Withheld names the fields as JSON pointers (e.g. /signingSecret). A request with the same key still running is waited for. Keys are per tenant and caller. A request that failed (any problem answer) leaves no key behind and may be retried with it. */
+                "idempotency-key"?: string;
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The export, queued */
+            202: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["TenantExportStatus"];
+                };
+            };
+            /** @description Not signed in (AUTH_REQUIRED), or a bearer token unknown, expired, revoked or of another tenant (TOKEN_INVALID) */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Missing permission (AUTH_FORBIDDEN) or operator permission outside the operator tenant (AUTH_NOT_OPERATOR); sent from another site (AUTH_CROSS_SITE: Sec-Fetch-Site other than same-origin/none, or an Origin naming another host) */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description No site at this host, or no such resource */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Conflict with the current state */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Body larger than 1048576 bytes (PAYLOAD_TOO_LARGE) */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Body not JSON; form-encoded bodies are refused (UNSUPPORTED_MEDIA_TYPE) */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Validation failed (VALIDATION_FAILED, the Idempotency-Key header included); or an Idempotency-Key used in the last 24 hours for another request (IDEMPOTENCY_KEY_REUSED) */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Too many failed sign-ins or bearer-token attempts from this client address (ErrTooManyAttempts); Retry-After says when to try again */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Request headers over 16 KB (HEADERS_TOO_LARGE), refused before any route runs */
+            431: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Unexpected error */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Database busy (DB_BUSY: every connection stayed in use), a statement past its time limit (DB_TIMEOUT) or the database unreachable (DB_UNAVAILABLE): retry after the Retry-After seconds. Only a 2xx acknowledges a write */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    "tenant-export-read": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The export */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["TenantExportStatus"];
+                };
+            };
+            /** @description Malformed request */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Not signed in (AUTH_REQUIRED), or a bearer token unknown, expired, revoked or of another tenant (TOKEN_INVALID) */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Missing permission (AUTH_FORBIDDEN) or operator permission outside the operator tenant (AUTH_NOT_OPERATOR) */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description No site at this host, or no such resource */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description A path parameter longer than the router accepts (URI_TOO_LONG) */
+            414: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Validation failed */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Too many failed sign-ins or bearer-token attempts from this client address (ErrTooManyAttempts); Retry-After says when to try again */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Request headers over 16 KB (HEADERS_TOO_LARGE), refused before any route runs */
+            431: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Unexpected error */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Database busy (DB_BUSY: every connection stayed in use), a statement past its time limit (DB_TIMEOUT) or the database unreachable (DB_UNAVAILABLE): retry after the Retry-After seconds. Only a 2xx acknowledges a write */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    "tenant-export-archive": {
+        parameters: {
+            query: {
+                expires: number;
+                signature: string;
+            };
+            header?: never;
+            path: {
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The archive (.tar.gz) */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/gzip": Blob;
+                };
+            };
+            /** @description A byte range of it (Range: bytes=first-last, first-, or -suffix), with Content-Range */
+            206: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/gzip": Blob;
+                };
+            };
+            /** @description Not modified: the If-None-Match names the current ETag, or If-Modified-Since is not older than Last-Modified */
+            304: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description Malformed request */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description No such archive, or a link that does not open it (NOT_FOUND) */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description An If-Match or If-Unmodified-Since precondition failed (PRECONDITION_FAILED) */
+            412: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description A path parameter longer than the router accepts (URI_TOO_LONG) */
+            414: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description No byte of the Range lies within the content (RANGE_NOT_SATISFIABLE); Content-Range gives the size */
+            416: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Validation failed */
+            422: {
                 headers: {
                     [name: string]: unknown;
                 };

@@ -28,6 +28,7 @@ import { metricsPort, startMetricsServer, type MetricsServer } from './observabi
 import { databaseFigures } from './observability/metric-queries.ts';
 import { keyFor, readInstallationSecret } from './access/installation-secret.ts';
 import { CursorSeal } from './operations/cursor.ts';
+import { LinkSeal } from './access/signed-links.ts';
 
 /** The service's process roles (`--role`). */
 export type Role = 'web' | 'worker' | 'all';
@@ -107,8 +108,10 @@ export async function buildApp(options: AppOptions): Promise<App> {
     }
     await checkTables(db.pool, registry);
     // The installation's secret, read once: list cursors are signed with a key derived from it.
-    const cursors = new CursorSeal(keyFor(await readInstallationSecret(db.pool), 'cursor'));
-    const { services, listener, outbox } = composeServices(options, registry, db, log, metrics, cursors);
+    const secret = await readInstallationSecret(db.pool);
+    const cursors = new CursorSeal(keyFor(secret, 'cursor'));
+    const links = new LinkSeal(keyFor(secret, 'signed link'));
+    const { services, listener, outbox } = composeServices(options, registry, db, log, metrics, cursors, links);
     const { created } = await ensureOperatorTenant(services);
     if (created) log.info({ host: options.config.server.public_host }, 'created the operator tenant');
     await listener.start();
@@ -155,6 +158,7 @@ function composeServices(
   log: FastifyBaseLogger,
   metrics: Metrics | undefined,
   cursors: CursorSeal,
+  links: LinkSeal,
 ): { services: Services; listener: ChangeListener; outbox: OutboxSignal } {
   const hosts = new HostResolver(db);
   const publicReads = new PublicReadCache();
@@ -173,6 +177,7 @@ function composeServices(
     registry,
     transactions: new TenantTransactions(db, registry.events, outbox, clock, cursors),
     cursors,
+    links,
     hosts,
     publicReads,
     mailer: options.mailer ?? createMailer(options.config.mail),
@@ -199,7 +204,15 @@ export async function exportOpenApiDocument(options: {
   const log = pino({ level: 'silent' }) as FastifyBaseLogger;
   const db = unopenedDatabase();
   // No request is served here: the document needs a seal, never a secret.
-  const { services } = composeServices(options, registry, db, log, undefined, new CursorSeal(randomBytes(32)));
+  const { services } = composeServices(
+    options,
+    registry,
+    db,
+    log,
+    undefined,
+    new CursorSeal(randomBytes(32)),
+    new LinkSeal(randomBytes(32)),
+  );
   try {
     const web = await buildWeb(services);
     try {

@@ -10,6 +10,7 @@ import type { Clock } from './clock.ts';
 import type { Metrics } from './observability/metrics.ts';
 import type { PasswordVerifier } from './access/password-verifier.ts';
 import type { CursorSeal } from './operations/cursor.ts';
+import type { LinkSeal } from './access/signed-links.ts';
 
 /** Shared process-wide services handed to handlers, commands, subscriptions and jobs. */
 export interface Services {
@@ -28,6 +29,8 @@ export interface Services {
   passwordVerifier: PasswordVerifier;
   /** Signs list cursors and checks them, with a key from the installation's secret (operations/cursor.ts). */
   cursors: CursorSeal;
+  /** Signs links that open without a session until they expire (an export's archive), with a key from the installation's secret. */
+  links: LinkSeal;
   /** The Prometheus series, when metrics.port is set (framework/observability/metrics.ts); absent, nothing is counted. */
   metrics?: Metrics;
 }

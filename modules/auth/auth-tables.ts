@@ -1,6 +1,7 @@
 import type { ColumnType, Generated } from 'kysely';
 import type { AttemptKind } from './throttle.ts';
 import { declareUniqueKeys } from '../../framework/db/unique-keys.ts';
+import { declareExportExclusions } from '../../framework/bulk/tenant-export/exclusions.ts';
 
 // The auth module's tables (migrations/auth), column for column, for kysely's typed builder.
 // A column with a database default is Generated (optional on insert); timestamps are Date.
@@ -64,4 +65,12 @@ declareUniqueKeys({
   sessions_tenant_id_id_hash_key: { fields: [], detail: 'This session exists already' },
   set_password_tokens_tenant_id_token_hash_key: { fields: [], detail: 'This set-password token exists already' },
   set_password_tokens_one_pending: { fields: [], detail: 'This person has a pending set-password link already' },
+});
+
+// A tenant's export never carries a credential: sessions and set-password tokens are nothing but
+// one, and an access token's hash is left out of its row (framework/bulk/tenant-export/).
+declareExportExclusions({
+  sessions: { reason: 'every row is a credential (a signed-in session)' },
+  set_password_tokens: { reason: 'every row is a credential (a set-password link)' },
+  access_tokens: { columns: ['token_hash'], reason: 'the hash of a personal access token is a credential' },
 });

@@ -137,7 +137,7 @@ describe('the OpenAPI document', () => {
       expect(success.length, route.operationId).toBeGreaterThan(0);
       for (const [status, response] of success) {
         if (status === '204') expect(response.content, route.operationId).toBeUndefined();
-        // JSON, an HTML page (the set-password page a mailed link opens) or bytes (a streamed file).
+        // JSON, an HTML page (the set-password page a mailed link opens) or bytes (a streamed file, a tenant's export archive).
         else {
           const content = response.content ?? {};
           expect(
@@ -145,6 +145,7 @@ describe('the OpenAPI document', () => {
               content['application/json'] ??
               content['text/html'] ??
               content['application/octet-stream'] ??
+              content['application/gzip'] ??
               content['*/*']
             )?.schema,
             `${route.operationId} ${status}`,
