@@ -1,4 +1,5 @@
 import { createHmac, timingSafeEqual } from 'node:crypto';
+import type { SignedLinks } from '../contracts/access.ts';
 
 /**
  * Links that open without a session until they expire (a tenant's export archive): the URL
@@ -6,7 +7,7 @@ import { createHmac, timingSafeEqual } from 'node:crypto';
  * by a key of the installation's secret (access/installation-secret.ts). Nothing is stored: a link
  * is good wherever its signature is, and not after its expiry, nor for anything else.
  */
-export class LinkSeal {
+export class LinkSeal implements SignedLinks {
   private readonly key: Buffer;
 
   constructor(key: Buffer) {

@@ -1,7 +1,8 @@
 import Type, { type TSchema } from 'typebox';
 import type { FastifyRequest } from 'fastify';
 import type { RouteDefinition } from '../entity/define.ts';
-import type { Registry } from '../entity/registry.ts';
+import type { ModuleRegistry } from '../contracts/services.ts';
+import type { RegisteredRoute } from '../contracts/composition.ts';
 import { API_PREFIX } from '../entity/names.ts';
 import { PROBLEMS, ProblemError, problem, type FieldError, type ProblemCode } from '../errors.ts';
 import { problemResponse } from '../openapi/problem-schema.ts';
@@ -91,8 +92,7 @@ const CARRIED_HEADERS = [
  * the batch's outbox and relayed once it commits. An Idempotency-Key covers the whole batch; a
  * secret a request's answer shows once is withheld from the recorded answer by that route's schema.
  */
-export function batchRoute(registry: Registry): RouteDefinition {
-  const routes = registry.routes;
+export function batchRoute(registry: ModuleRegistry, routes: readonly RegisteredRoute[]): RouteDefinition {
   // The response schemas of every operation a batch may reach, by operation id: where their secrets sit.
   const responses = new Map<string, Readonly<Record<number, TSchema>>>(
     routes.map(({ route }) => [route.operationId, route.schema.response]),

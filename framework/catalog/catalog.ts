@@ -1,9 +1,10 @@
 import Type from 'typebox';
 import type { AnyRoute } from '../entity/define.ts';
-import type { Registry } from '../entity/registry.ts';
+import type { ModuleRegistry as Registry } from '../contracts/services.ts';
 import type { ResolvedEntity } from '../entity/resolve.ts';
 import type { TxContext } from '../context/tx.ts';
 import { allowsAccess, type OperatorPermissions } from '../access/guard.ts';
+import { StringEnum } from '../entity/string-enum.ts';
 
 export const CatalogEntrySchema = Type.Object({
   key: Type.String({ description: '<module>.<entity>' }),
@@ -12,7 +13,7 @@ export const CatalogEntrySchema = Type.Object({
   label: Type.String(),
   labelPlural: Type.String(),
   path: Type.String({ description: "Collection path of the generic routes, or a singleton's resource path" }),
-  scope: Type.Union([Type.Literal('tenant'), Type.Literal('global')], {
+  scope: StringEnum(['tenant', 'global'], {
     description: 'tenant: each tenant its own rows; global: one set every tenant reads, the operator writes',
   }),
   singleton: Type.Boolean({ description: 'One row per tenant at path, with no id and no list' }),
@@ -81,8 +82,20 @@ export function catalogEntry(entity: ResolvedEntity, ctx: TxContext, operator: O
     commandOwned: Object.fromEntries(Object.entries(entity.commandOwned).map(([f, c]) => [f, entity.commandRoute(c)])),
     commands,
     events: resourceEvents(entity),
-    ...(def.admin ? { admin: def.admin } : {}),
+    ...catalogAdmin(entity),
   };
+}
+
+/**
+ * The admin part's list settings and names for people, as declared: never its field text, its
+ * references or its widgets, which are the shell's business, not a program's.
+ */
+function catalogAdmin({ def }: ResolvedEntity): { admin?: Record<string, unknown> } {
+  const { title, columns, label, labelPlural } = def.admin ?? {};
+  const admin = Object.fromEntries(
+    Object.entries({ title, columns, label, labelPlural }).filter(([, value]) => value !== undefined),
+  );
+  return Object.keys(admin).length > 0 ? { admin } : {};
 }
 
 /**

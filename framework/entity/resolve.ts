@@ -1,65 +1,21 @@
 import Type, { type TProperties, type TSchema } from 'typebox';
-import type { AnyEntity, DeleteMode, EntityScope } from './define.ts';
-import { camelCase, entityNames, snakeCase, type EntityNames } from './names.ts';
+import type { AnyEntity } from './define.ts';
+import { camelCase, entityNames, snakeCase } from './names.ts';
+import type { EntityEndpoint, ResolvedEntity } from '../contracts/entity.ts';
 import { pageQuerySchema, pageSchema } from '../operations/paging.ts';
 import { named } from '../openapi/schema-name.ts';
+import { declaredDefault } from './storage.ts';
 
 export const SYSTEM_FIELDS = ['id', 'createdAt', 'updatedAt'] as const;
 
-/** One route an entity serves: the verb (its operation id's last part), method and OpenAPI path. */
-export interface EntityEndpoint {
-  verb: string;
-  method: 'GET' | 'POST' | 'PUT' | 'PATCH' | 'DELETE';
-  path: string;
-}
-
-/** An entity with every derived name, column and schema worked out once at boot. */
-export interface ResolvedEntity {
-  def: AnyEntity;
-  module: string;
-  name: string;
-  names: EntityNames;
-  scope: EntityScope;
-  singleton: boolean;
-  deleteMode: DeleteMode;
-  fields: string[];
-  /** field → column */
-  columns: Record<string, string>;
-  writable: string[];
-  patchable: string[];
-  immutable: string[];
-  /** field → the first command owning it (the catalog's and the refusal's `route`). */
-  commandOwned: Record<string, string>;
-  /** field → every command that writes it, in declaration order. */
-  commandOwners: Record<string, readonly string[]>;
-  /** Fields only the service sets: refused on create and PATCH. */
-  readOnly: string[];
-  /** Response-only fields afterRead adds. */
-  computed: string[];
-  sortable: string[];
-  /** Fields the list's `q` searches: the declared searchable fields, else the admin title when it is a string. */
-  searchable: string[];
-  /** Every route the entity serves, generic and command routes, in registration order. */
-  endpoints: EntityEndpoint[];
-  schemas: {
-    row: TSchema;
-    create: TSchema;
-    patch: TSchema;
-    list: TSchema;
-    listQuery: TSchema;
-    idParams: TSchema;
-    /** Any subset of the fields (optional ones nullable), closed: what a command or hook may store. */
-    changes: TSchema;
-  };
-  commandRoute(command: string): string;
-}
+export type { EntityEndpoint, ResolvedEntity } from '../contracts/entity.ts';
 
 export { PAGE_LIMIT_DEFAULT, PAGE_LIMIT_MAX } from '../operations/paging.ts';
 
 export const IdParams = Type.Object({ id: Type.String({ description: 'Resource id (UUID)' }) });
 
 export function resolveEntity(def: AnyEntity): ResolvedEntity {
-  const names = entityNames(def);
+  const names = entityNames({ ...def, table: def.storage?.table });
   const fields = Object.keys(def.fields);
   const columns = Object.fromEntries(fields.map((f) => [f, snakeCase(f)]));
   const commandOwners: Record<string, readonly string[]> = Object.fromEntries(
@@ -93,11 +49,16 @@ export function resolveEntity(def: AnyEntity): ResolvedEntity {
     additionalProperties: false,
   });
 
-  const pick = (keys: string[], partial: boolean): TProperties =>
-    Object.fromEntries(keys.map((k) => [k, partial ? Type.Optional(stripOptional(def.fields[k]!)) : def.fields[k]!]));
-  const create = named(Type.Object(pick(writable, false), { additionalProperties: false }), names.schemas.create);
+  const create = named(
+    Type.Object(Object.fromEntries(writable.map((k) => [k, def.fields[k]!])), { additionalProperties: false }),
+    names.schemas.create,
+  );
+  // PATCH: every field optional; an optional one may be sent as null, which clears it.
   const patch = named(
-    Type.Object(pick(patchable, true), { additionalProperties: false, minProperties: 1 }),
+    Type.Object(Object.fromEntries(patchable.map((k) => [k, Type.Optional(patchSchema(def.fields[k]!))])), {
+      additionalProperties: false,
+      minProperties: 1,
+    }),
     names.schemas.update,
   );
 
@@ -134,7 +95,7 @@ export function resolveEntity(def: AnyEntity): ResolvedEntity {
     names,
     scope: def.scope ?? 'tenant',
     singleton,
-    deleteMode: def.deleteMode ?? 'soft',
+    deleteMode: def.storage?.deleteMode ?? 'soft',
     fields,
     columns,
     writable,
@@ -150,6 +111,32 @@ export function resolveEntity(def: AnyEntity): ResolvedEntity {
     schemas: { row, create, patch, list, listQuery, idParams: IdParams, changes },
     commandRoute: (command) => `POST ${item}/${command}`,
   };
+}
+
+/**
+ * Whether PATCH may clear the field with null: an optional field with no column default, which
+ * reads answer as null when it holds no value. A field with a default (WithDefault) always holds
+ * one (its column is not null), so it takes a value, not null.
+ */
+export function clearable(schema: TSchema): boolean {
+  return Type.IsOptional(schema) && declaredDefault(schema) === undefined;
+}
+
+/**
+ * A field's schema in a PATCH body: the field's own, or, for a clearable field, the same admitting
+ * null. An enum lists null among its values; a schema with one JSON type says so with a type list
+ * (`["string", "null"]`, one refusal naming both); any other takes `anyOf` a null branch.
+ */
+function patchSchema(schema: TSchema): TSchema {
+  const plain = stripOptional(schema);
+  if (!clearable(schema)) return plain;
+  const node = plain as TSchema & { type?: unknown; enum?: unknown[] };
+  // An enum of its own (Type.Enum): null joins its values, so a refusal still names them all.
+  if (node.type === undefined && Array.isArray(node.enum)) return { ...node, enum: [...node.enum, null] } as TSchema;
+  if (typeof node.type !== 'string' || node.type === 'null') return Type.Union([plain, Type.Null()]);
+  const copy = { ...node, type: [node.type, 'null'] } as Record<string, unknown>;
+  if (Array.isArray(node.enum)) copy.enum = [...node.enum, null];
+  return copy as TSchema;
 }
 
 /** A plain string field (not a date-time), which `q` can search as text. */

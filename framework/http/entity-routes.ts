@@ -4,6 +4,7 @@ import { EntityOperations } from '../operations/entity-ops.ts';
 import {
   NoContent,
   answer,
+  clearing,
   commandRoutes,
   deleteDescription,
   followUpEvents,
@@ -24,7 +25,7 @@ import type { Config } from '../config/schema.ts';
  * singleton) and the declared public read, as plain route definitions: they go through the same registration, guard,
  * validation and OpenAPI path as hand-written routes.
  */
-export function entityRoutes(entity: ResolvedEntity, ops: EntityOperations, config?: Config): AnyRoute[] {
+export function entityRoutes(entity: ResolvedEntity, ops: EntityOperations, config: Config): AnyRoute[] {
   const present = presenter(entity);
   if (entity.singleton) return singletonRoutes(entity, ops, present);
   const { names, schemas, def } = entity;
@@ -113,6 +114,7 @@ export function entityRoutes(entity: ResolvedEntity, ops: EntityOperations, conf
       summary: `Update a ${names.label.toLowerCase()}`,
       description: sentences(
         entity.immutable.length ? `Immutable fields: ${entity.immutable.join(', ')}.` : undefined,
+        clearing(entity),
         visibility(entity),
       ),
       tags,
@@ -146,7 +148,7 @@ export function entityRoutes(entity: ResolvedEntity, ops: EntityOperations, conf
 
   routes.push(...commandRoutes(entity, ops, present));
   // The list's import (framework/bulk/imports/), bounded by the installation's upload limit.
-  const importing = config ? importRoute(entity, config) : undefined;
+  const importing = importRoute(entity, config);
   if (importing) routes.push(importing);
   const publicRead = publicReadRoute(entity, (values) => ops.toRow(values));
   if (publicRead) routes.push(publicRead);

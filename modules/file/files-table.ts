@@ -2,6 +2,7 @@ import type { Generated, Selectable } from 'kysely';
 import Type from 'typebox';
 import { declareUniqueKeys } from '../../framework/db/unique-keys.ts';
 import { declareExportBlobs } from '../../framework/bulk/tenant-export/exclusions.ts';
+import { StringEnum } from '../../framework/entity/string-enum.ts';
 
 export interface FilesTable {
   id: Generated<string>;
@@ -16,7 +17,7 @@ export interface FilesTable {
   created_at: Generated<Date>;
 }
 
-declare module '../../framework/db/types.ts' {
+declare module '../../framework/contracts/database.ts' {
   interface Database {
     files: FilesTable;
   }
@@ -29,7 +30,7 @@ declareUniqueKeys({
 
 export type FileRow = Selectable<FilesTable>;
 
-export const Visibility = Type.Union([Type.Literal('public'), Type.Literal('private')], {
+export const Visibility = StringEnum(['public', 'private'], {
   description: 'public: also served at /api/v1/file/public/{id}',
 });
 

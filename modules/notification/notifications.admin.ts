@@ -11,6 +11,7 @@ import { FORM_TOKEN_FIELD } from '../../framework/access/form-token.ts';
 import { formatDateTime, isoDate } from '../../framework/admin/format.ts';
 import type { RouteDefinition } from '../../framework/entity/define.ts';
 import type { Page } from '../../framework/operations/paging.ts';
+import { StringEnum } from '../../framework/entity/string-enum.ts';
 
 export const NOTIFICATIONS_PAGE = '/admin/notification/notifications';
 const PAGE_SIZE = 20;
@@ -26,7 +27,7 @@ interface NotificationItem {
 
 const ListQuery = Type.Object({
   after: Type.Optional(Type.String({ maxLength: 200 })),
-  marked: Type.Optional(Type.Union([Type.Literal('one'), Type.Literal('all')])),
+  marked: Type.Optional(StringEnum(['one', 'all'])),
 });
 const IdParams = Type.Object({ id: Type.String({ maxLength: 100 }) });
 
@@ -43,7 +44,7 @@ const localLink = (link: string): string | null =>
  */
 export function registerNotificationPages(site: AdminSite): void {
   const route = (operationId: string) => {
-    const found = apiRoute(site.services.registry, operationId) as RouteDefinition | undefined;
+    const found = apiRoute(site.services, operationId) as RouteDefinition | undefined;
     if (!found) throw new Error(`the notification pages need the API route ${operationId}`);
     return found;
   };

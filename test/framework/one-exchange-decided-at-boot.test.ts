@@ -17,7 +17,7 @@ import { EntityOperations, entityRoutes } from '../../framework/http/entity-rout
  */
 function oneExchangeRoutes(declared: ReturnType<typeof entity>): { list: boolean; read: boolean; create: boolean } {
   const resolved = resolveEntity(declared);
-  const routes = entityRoutes(resolved, new EntityOperations(resolved, { config: testConfig() }));
+  const routes = entityRoutes(resolved, new EntityOperations(resolved, { config: testConfig() }), testConfig());
   const has = (verb: string) => {
     const route = routes.find((r: AnyRoute) => r.operationId === resolved.names.operationId(verb))!;
     expect(route, verb).toBeDefined();
@@ -97,7 +97,7 @@ describe('an entity whose committed writes are watched', () => {
     expect(oneExchangeRoutes(entity(article)).create).toBe(true);
     const { cookie } = await signInAs(t.app, t.watched, ['article:write']);
     const heard: string[] = [];
-    t.app.services.registry.ops('testkit.article').onCommittedWrite((tenantId) => heard.push(tenantId));
+    t.app.services.operations.of('testkit.article').onCommittedWrite((tenantId) => heard.push(tenantId));
     const transactions = t.app.services.transactions;
     const runStatement = transactions.runStatement.bind(transactions);
     let exchanges = 0;

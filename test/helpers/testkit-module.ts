@@ -16,6 +16,7 @@ import {
 } from '../../framework/entity/define.ts';
 import { DateTime } from '../../framework/entity/date-time.ts';
 import { WithDefault } from '../../framework/entity/storage.ts';
+import { StringEnum } from '../../framework/entity/string-enum.ts';
 import { streamFrom, streamResponses } from '../../framework/http/stream.ts';
 import { notFound, problem } from '../../framework/errors.ts';
 
@@ -140,14 +141,14 @@ export const memo = defineEntity({
   },
   immutable: ['ownerId'],
   // A reference the body writes (on create only): the shell's new form offers a picker for it.
-  references: { ownerId: 'user.user' },
+  admin: { references: { ownerId: 'user.user' } },
   commandOwned: { pinned: 'pin' },
   readOnly: ['long'],
   computed: {
     excerpt: Type.String({ maxLength: 21, description: 'The first 20 characters, and … when there are more.' }),
   },
   rowAccess: (ctx) => ({ ownerId: ctx.actorId }),
-  deleteMode: 'hard',
+  storage: { deleteMode: 'hard' },
   permissions: { read: 'widget:read', write: 'widget:write' },
   commands: {
     pin: {
@@ -180,10 +181,7 @@ const articleFields = {
   }),
   title: Type.String({ minLength: 1, maxLength: 200 }),
   body: Type.String({ maxLength: 10_000 }),
-  status: WithDefault(
-    Type.Union([Type.Literal('draft'), Type.Literal('published')], { description: 'Set by the publish command.' }),
-    'draft',
-  ),
+  status: WithDefault(StringEnum(['draft', 'published'], { description: 'Set by the publish command.' }), 'draft'),
   publishedAt: Type.Optional(DateTime({ description: 'Set by the publish command.' })),
 };
 

@@ -1,5 +1,5 @@
 import type { Access, RouteDefinition } from '../../entity/define.ts';
-import type { Registry } from '../../entity/registry.ts';
+import type { ModuleRegistry as Registry, Services } from '../../contracts/services.ts';
 import type { ResolvedEntity } from '../../entity/resolve.ts';
 import type { Page } from '../../operations/paging.ts';
 import { apiRoute, runApiRoute } from '../api-route.ts';
@@ -9,9 +9,10 @@ import { ADMIN_MARKDOWN, renderMarkdown } from '../../markdown/render.ts';
 import { apiOf, generatedResources } from './resource-api.ts';
 import { display } from './widgets.ts';
 import { peopleLabels } from '../labels.ts';
+import { actorsNarrowing, whyCannotAct } from '../../access/actors.ts';
 
 /**
- * References in the shell (EntityDefinition.references, CommandDefinition.references): a field
+ * References in the shell (EntityDefinition.admin.references, CommandDefinition.references): a field
  * holding another entity's id is shown as that row's title, linked to its page, and chosen from
  * the referenced list rather than typed. The API keeps the ids; these are the pages' views of them.
  */
@@ -26,6 +27,54 @@ export interface ReferenceTarget {
   list: RouteDefinition | undefined;
   /** Its generated pages' path, when it has them (links lead there). */
   pagesPath: string | undefined;
+  /** For a command's actor field (CommandDefinition.actors): the people its picker may offer. */
+  actor?: ActorRule;
+}
+
+/** A command's actor field: the permission the person must hold, and the key its type-ahead names it by. */
+export interface ActorRule {
+  /** `<entity key>.<command>.<field>`, e.g. task.task.assign.assigneeId. */
+  key: string;
+  /** The entity the command belongs to (its label words a refusal) and the permission needed. */
+  entity: ResolvedEntity;
+  permission: string;
+  /** The key of the entity the field references: the people's (user.user). */
+  references: string | undefined;
+}
+
+const actorsByRegistry = new WeakMap<Registry, ReadonlyMap<string, ActorRule>>();
+
+/** Every command's actor fields, by key: worked out once per registry. */
+export function actorRules(registry: Registry): ReadonlyMap<string, ActorRule> {
+  let rules = actorsByRegistry.get(registry);
+  if (!rules) {
+    const found = new Map<string, ActorRule>();
+    for (const entity of registry.entities) {
+      for (const [command, definition] of Object.entries(entity.def.commands ?? {})) {
+        for (const [field, permission] of Object.entries(definition.actors ?? {})) {
+          const key = `${entity.names.key}.${command}.${field}`;
+          found.set(key, { key, entity, permission, references: definition.references?.[field] });
+        }
+      }
+    }
+    rules = found;
+    actorsByRegistry.set(registry, rules);
+  }
+  return rules;
+}
+
+/** A command's actor fields as form fields: field → its rule. */
+export function commandActors(
+  registry: Registry,
+  entity: ResolvedEntity,
+  command: string,
+): Readonly<Record<string, ActorRule>> {
+  const out: Record<string, ActorRule> = {};
+  for (const field of Object.keys(entity.def.commands?.[command]?.actors ?? {})) {
+    const rule = actorRules(registry).get(`${entity.names.key}.${command}.${field}`);
+    if (rule) out[field] = rule;
+  }
+  return out;
 }
 
 /** How a reference prints: the row's title, linked to its page when the caller may open it. */
@@ -51,15 +100,15 @@ const inTransaction = (route: ReturnType<typeof apiRoute>): route is RouteDefini
 
 /** The target of a reference by entity key; undefined for a key no collection entity has (then the field stays a plain id). */
 export function referenceTarget(
-  registry: Registry,
+  services: Services,
   key: string,
   withPages: ReadonlySet<string>,
 ): ReferenceTarget | undefined {
-  const entity = registry.entities.find((e) => e.names.key === key);
+  const entity = services.registry.entities.find((e) => e.names.key === key);
   if (!entity || entity.singleton) return undefined;
-  const read = apiRoute(registry, entity.names.operationId('read'));
+  const read = apiRoute(services, entity.names.operationId('read'));
   if (!read) return undefined;
-  const list = apiRoute(registry, entity.names.operationId('list'));
+  const list = apiRoute(services, entity.names.operationId('list'));
   return {
     entity,
     titleField: entity.def.admin?.title ?? entity.fields[0] ?? 'id',
@@ -95,7 +144,7 @@ export async function referenceCells(
       fields.map((field) => row[field]).filter((id): id is string => typeof id === 'string'),
     );
     if (ids.length === 0) continue;
-    const found = await ctx.services.registry.ops(key).readMany(ctx.tx, ids);
+    const found = await ctx.services.operations.of(key).readMany(ctx.tx, ids);
     const byId = new Map(found.map((row) => [row.id, row as Row]));
     for (const field of fields) {
       const forField = new Map<string, ReferenceCell>();
@@ -113,13 +162,13 @@ export async function referenceCells(
 
 /** The targets of a set of reference declarations (field → entity key), those that resolve. */
 export function referenceTargets(
-  registry: Registry,
+  services: Services,
   references: Readonly<Record<string, string | undefined>> | undefined,
   withPages: ReadonlySet<string>,
 ): Record<string, ReferenceTarget> {
   const targets: Record<string, ReferenceTarget> = {};
   for (const [field, key] of Object.entries(references ?? {})) {
-    const target = key === undefined ? undefined : referenceTarget(registry, key, withPages);
+    const target = key === undefined ? undefined : referenceTarget(services, key, withPages);
     if (target) targets[field] = target;
   }
   return targets;
@@ -128,6 +177,8 @@ export function referenceTargets(
 /**
  * The rows a picker offers: the referenced list route run in the page's transaction (its own
  * query, row access and `q`), sorted by the title when the list sorts by it, at most PICKER_SIZE.
+ * An actor field's picker reads the same list narrowed to the people who can act (active, with
+ * the permission: access/actors.ts), so it never offers anyone the command would refuse.
  */
 export async function pickerPage(
   ctx: AdminPageContext,
@@ -137,7 +188,12 @@ export async function pickerPage(
   const { entity, list } = target;
   const sort = entity.sortable.includes(target.titleField) ? target.titleField : 'createdAt';
   const search = q !== undefined && q !== '' && entity.searchable.length > 0 ? { q: q.slice(0, 200) } : {};
-  return (await runApiRoute(list!, ctx, { query: { limit: PICKER_SIZE, offset: 0, sort, ...search } })) as Page<Row>;
+  const query = { limit: PICKER_SIZE, offset: 0, sort, ...search };
+  if (target.actor) {
+    const narrow = await actorsNarrowing(ctx.tx, target.actor.permission);
+    return (await ctx.services.operations.of(entity.names.key).list(ctx.tx, query, narrow)) as Page<Row>;
+  }
+  return (await runApiRoute(list!, ctx, { query })) as Page<Row>;
 }
 
 /** The option elements of a picker: value the id, label the row's title. */
@@ -157,8 +213,13 @@ export async function pickerFor(
   const page = await pickerPage(ctx, target, options.q);
   const offered = pickerOptions(target, page.items);
   if (options.selected !== '' && !offered.some((o) => o.value === options.selected)) {
-    const [chosen] = await ctx.services.registry.ops(target.entity.names.key).readMany(ctx.tx, [options.selected]);
-    if (chosen) offered.unshift({ value: chosen.id, label: titleOf(target, chosen as Row) });
+    const [chosen] = await ctx.services.operations.of(target.entity.names.key).readMany(ctx.tx, [options.selected]);
+    // A person who cannot act is not offered, even as the value a refused post chose.
+    const offerable =
+      chosen &&
+      (!target.actor ||
+        (await whyCannotAct(ctx.tx, target.actor.entity, chosen.id, target.actor.permission)) === undefined);
+    if (offerable) offered.unshift({ value: chosen.id, label: titleOf(target, chosen as Row) });
   }
   const searching = options.q !== undefined && options.q !== '';
   const large = page.total > page.items.length || searching;
@@ -167,7 +228,7 @@ export async function pickerFor(
   return {
     options: offered,
     search: {
-      ...(target.pagesPath ? { url: `${target.pagesPath}/options` } : {}),
+      ...(target.pagesPath ? { url: optionsUrl(target) } : {}),
       q: options.q ?? '',
       label: `Search ${plural}`,
     },
@@ -180,18 +241,25 @@ export async function pickerFor(
   };
 }
 
-const pagesByRegistry = new WeakMap<Registry, ReadonlySet<string>>();
+/** The parameter of the type-ahead that names the actor field it offers people for. */
+export const ACTOR_FIELD = '_for';
+
+/** The type-ahead's URL: the referenced list's options, narrowed for an actor field. */
+const optionsUrl = (target: ReferenceTarget): string =>
+  `${target.pagesPath}/options${target.actor ? `?${ACTOR_FIELD}=${encodeURIComponent(target.actor.key)}` : ''}`;
+
+const pagesByServices = new WeakMap<Services, ReadonlySet<string>>();
 
 /** The keys of the entities that have generated pages: where a reference's link and type-ahead lead. */
-export function entitiesWithPages(registry: Registry): ReadonlySet<string> {
-  let keys = pagesByRegistry.get(registry);
+export function entitiesWithPages(services: Services): ReadonlySet<string> {
+  let keys = pagesByServices.get(services);
   if (!keys) {
     keys = new Set(
-      generatedResources(registry)
-        .filter((entity) => apiOf(registry, entity) !== undefined)
+      generatedResources(services.registry)
+        .filter((entity) => apiOf(services, entity) !== undefined)
         .map((entity) => entity.names.key),
     );
-    pagesByRegistry.set(registry, keys);
+    pagesByServices.set(services, keys);
   }
   return keys;
 }
@@ -204,11 +272,10 @@ export async function linkReferenceCells(
   items: readonly Row[],
   table: { rows: { cells: ReferenceCell[] }[] },
 ): Promise<void> {
-  const registry = ctx.services.registry;
   const shown = Object.fromEntries(
-    Object.entries(referenceTargets(registry, entity.def.references, entitiesWithPages(registry))).filter(([field]) =>
-      columns.includes(field),
-    ),
+    Object.entries(
+      referenceTargets(ctx.services, entity.def.admin?.references, entitiesWithPages(ctx.services)),
+    ).filter(([field]) => columns.includes(field)),
   );
   if (Object.keys(shown).length === 0) return;
   const cells = await referenceCells(ctx, shown, items);
@@ -229,10 +296,9 @@ export async function detailValues<I extends { value: string }>(
   fields: readonly string[],
   items: readonly I[],
 ): Promise<(I & { href?: string; html?: string })[]> {
-  const registry = ctx.services.registry;
   const cells = await referenceCells(
     ctx,
-    referenceTargets(registry, entity.def.references, entitiesWithPages(registry)),
+    referenceTargets(ctx.services, entity.def.admin?.references, entitiesWithPages(ctx.services)),
     [row],
   );
   return items.map((item, i) => {

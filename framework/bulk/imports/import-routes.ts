@@ -3,7 +3,8 @@ import { Transform, type TransformCallback } from 'node:stream';
 import Type from 'typebox';
 import type { FastifyRequest } from 'fastify';
 import type { NoTxRouteDefinition, RouteDefinition } from '../../entity/define.ts';
-import type { Registry } from '../../entity/registry.ts';
+import type { ModuleRegistry } from '../../contracts/services.ts';
+import type {} from '../../contracts/composition.ts';
 import type { ResolvedEntity } from '../../entity/resolve.ts';
 import type { Services } from '../../services.ts';
 import type { Config } from '../../config/schema.ts';
@@ -110,7 +111,7 @@ async function receiveUpload(
  * once (a webhook endpoint's signing secret) has none: its rows' secrets would never be shown.
  */
 export function importRoute(entity: ResolvedEntity, config: Config): NoTxRouteDefinition | undefined {
-  if (entity.singleton || (entity.def.shownOnce?.length ?? 0) > 0) return undefined;
+  if (entity.singleton || (entity.def.admin?.shownOnce?.length ?? 0) > 0) return undefined;
   const { names, def } = entity;
   const label = names.labelPlural.toLowerCase();
   return {
@@ -192,7 +193,7 @@ export function importRoute(entity: ResolvedEntity, config: Config): NoTxRouteDe
  * GET /api/v1/imports/{id}: an import's progress and its refused rows, to a caller who may create
  * rows in its list (the create route's own guard decides, as for the upload).
  */
-export function importStatusRoute(registry: Registry): RouteDefinition {
+export function importStatusRoute(registry: ModuleRegistry): RouteDefinition {
   const guards = new Map<string, RouteGuard>();
   const guardOf = (entity: ResolvedEntity) => {
     let guard = guards.get(entity.names.key);

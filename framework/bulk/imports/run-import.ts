@@ -173,7 +173,7 @@ class BatchWriter {
 
   async write(progress: Progress, finished?: 'done'): Promise<void> {
     const { services, row } = this;
-    const ops = services.registry.ops(row.resource);
+    const ops = services.operations.of(row.resource);
     const key = row.storage_key;
     await services.transactions.run(
       this.tenant,

@@ -43,8 +43,12 @@ export function declareExportBlobs(declared: Readonly<Record<string, ExportBlobs
 
 export const exportBlobTables = (): ReadonlyMap<string, ExportBlobs> => blobTables;
 
-// The framework's own: its answers cache holds what requests answered (their secrets withheld,
-// but still the callers' own answers), for 24 hours; it is no data of the tenant's.
+// The framework's own tables. Its answers cache holds what requests answered (their secrets
+// withheld, but still the callers' own answers), for 24 hours: it is no data of the tenant's. Of
+// the identity tables (migrations/framework/0013_identity.sql), a session is nothing but a
+// credential, and an access token's hash is one.
 declareExportExclusions({
   idempotency_keys: { reason: 'a 24-hour cache of answers to retried requests, not data of the tenant' },
+  sessions: { reason: 'every row is a credential (a signed-in session)' },
+  access_tokens: { columns: ['token_hash'], reason: 'the hash of a personal access token is a credential' },
 });
