@@ -4391,7 +4391,10 @@ export interface operations {
                 /** @description Field to sort by; a leading "-" sorts descending. Ties break on id, in the same direction. */
                 sort?: "createdAt" | "-createdAt" | "updatedAt" | "-updatedAt" | "code" | "-code" | "name" | "-name" | "price" | "-price";
             };
-            header?: never;
+            header?: {
+                /** @description replica: read from the read replica, when the installation has one (database.replica_url). Eventually consistent: the answer may be up to database.replica_max_lag_ms behind the latest writes (a row just created may be missing, one just changed may show its earlier values). The answer carries Preference-Applied: replica when the replica served it; without it the primary did (no replica, or one lagging past the bound). Other preferences are ignored. */
+                prefer?: string;
+            };
             path?: never;
             cookie?: never;
         };
@@ -4627,7 +4630,10 @@ export interface operations {
     "billing-plan-read": {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /** @description replica: read from the read replica, when the installation has one (database.replica_url). Eventually consistent: the answer may be up to database.replica_max_lag_ms behind the latest writes (a row just created may be missing, one just changed may show its earlier values). The answer carries Preference-Applied: replica when the replica served it; without it the primary did (no replica, or one lagging past the bound). Other preferences are ignored. */
+                prefer?: string;
+            };
             path: {
                 /** @description Resource id (UUID) */
                 id: string;
@@ -5549,7 +5555,10 @@ export interface operations {
                 /** @description Field to sort by; a leading "-" sorts descending. Ties break on id, in the same direction. */
                 sort?: "createdAt" | "-createdAt" | "updatedAt" | "-updatedAt" | "slug" | "-slug" | "title" | "-title" | "publishedAt" | "-publishedAt";
             };
-            header?: never;
+            header?: {
+                /** @description replica: read from the read replica, when the installation has one (database.replica_url). Eventually consistent: the answer may be up to database.replica_max_lag_ms behind the latest writes (a row just created may be missing, one just changed may show its earlier values). The answer carries Preference-Applied: replica when the replica served it; without it the primary did (no replica, or one lagging past the bound). Other preferences are ignored. */
+                prefer?: string;
+            };
             path?: never;
             cookie?: never;
         };
@@ -5785,7 +5794,10 @@ export interface operations {
     "content-content-read": {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /** @description replica: read from the read replica, when the installation has one (database.replica_url). Eventually consistent: the answer may be up to database.replica_max_lag_ms behind the latest writes (a row just created may be missing, one just changed may show its earlier values). The answer carries Preference-Applied: replica when the replica served it; without it the primary did (no replica, or one lagging past the bound). Other preferences are ignored. */
+                prefer?: string;
+            };
             path: {
                 /** @description Resource id (UUID) */
                 id: string;
@@ -8201,7 +8213,10 @@ export interface operations {
                 /** @description Field to sort by; a leading "-" sorts descending. Ties break on id, in the same direction. */
                 sort?: "createdAt" | "-createdAt" | "updatedAt" | "-updatedAt" | "title" | "-title" | "status" | "-status" | "deadline" | "-deadline";
             };
-            header?: never;
+            header?: {
+                /** @description replica: read from the read replica, when the installation has one (database.replica_url). Eventually consistent: the answer may be up to database.replica_max_lag_ms behind the latest writes (a row just created may be missing, one just changed may show its earlier values). The answer carries Preference-Applied: replica when the replica served it; without it the primary did (no replica, or one lagging past the bound). Other preferences are ignored. */
+                prefer?: string;
+            };
             path?: never;
             cookie?: never;
         };
@@ -8437,7 +8452,10 @@ export interface operations {
     "task-task-read": {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /** @description replica: read from the read replica, when the installation has one (database.replica_url). Eventually consistent: the answer may be up to database.replica_max_lag_ms behind the latest writes (a row just created may be missing, one just changed may show its earlier values). The answer carries Preference-Applied: replica when the replica served it; without it the primary did (no replica, or one lagging past the bound). Other preferences are ignored. */
+                prefer?: string;
+            };
             path: {
                 /** @description Resource id (UUID) */
                 id: string;
@@ -11132,7 +11150,10 @@ export interface operations {
                 /** @description Field to sort by; a leading "-" sorts descending. Ties break on id, in the same direction. */
                 sort?: "createdAt" | "-createdAt" | "updatedAt" | "-updatedAt" | "email" | "-email" | "displayName" | "-displayName" | "status" | "-status";
             };
-            header?: never;
+            header?: {
+                /** @description replica: read from the read replica, when the installation has one (database.replica_url). Eventually consistent: the answer may be up to database.replica_max_lag_ms behind the latest writes (a row just created may be missing, one just changed may show its earlier values). The answer carries Preference-Applied: replica when the replica served it; without it the primary did (no replica, or one lagging past the bound). Other preferences are ignored. */
+                prefer?: string;
+            };
             path?: never;
             cookie?: never;
         };
@@ -11368,7 +11389,10 @@ export interface operations {
     "user-user-read": {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /** @description replica: read from the read replica, when the installation has one (database.replica_url). Eventually consistent: the answer may be up to database.replica_max_lag_ms behind the latest writes (a row just created may be missing, one just changed may show its earlier values). The answer carries Preference-Applied: replica when the replica served it; without it the primary did (no replica, or one lagging past the bound). Other preferences are ignored. */
+                prefer?: string;
+            };
             path: {
                 /** @description Resource id (UUID) */
                 id: string;
@@ -12457,7 +12481,10 @@ export interface operations {
                 /** @description Field to sort by; a leading "-" sorts descending. Ties break on id, in the same direction. */
                 sort?: "createdAt" | "-createdAt" | "updatedAt" | "-updatedAt" | "url" | "-url";
             };
-            header?: never;
+            header?: {
+                /** @description replica: read from the read replica, when the installation has one (database.replica_url). Eventually consistent: the answer may be up to database.replica_max_lag_ms behind the latest writes (a row just created may be missing, one just changed may show its earlier values). The answer carries Preference-Applied: replica when the replica served it; without it the primary did (no replica, or one lagging past the bound). Other preferences are ignored. */
+                prefer?: string;
+            };
             path?: never;
             cookie?: never;
         };
@@ -12693,7 +12720,10 @@ export interface operations {
     "webhook-endpoint-read": {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /** @description replica: read from the read replica, when the installation has one (database.replica_url). Eventually consistent: the answer may be up to database.replica_max_lag_ms behind the latest writes (a row just created may be missing, one just changed may show its earlier values). The answer carries Preference-Applied: replica when the replica served it; without it the primary did (no replica, or one lagging past the bound). Other preferences are ignored. */
+                prefer?: string;
+            };
             path: {
                 /** @description Resource id (UUID) */
                 id: string;

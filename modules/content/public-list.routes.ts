@@ -54,6 +54,8 @@ export const publicListRoutes: readonly AnyRoute[] = [
       `A weak ETag changes with any write to the tenant's pages and posts; an If-None-Match naming it is 304 with no body. Cache-Control: ${PUBLIC_CACHE_CONTROL}.`,
     tags: ['content'],
     access: 'public',
+    // Published content may be seconds old: read from the replica when there is one within its bound.
+    replica: 'always',
     schema: {
       querystring: PublicListQuery,
       response: { 200: PublicContentPage, 304: notModifiedAnswer },
@@ -72,6 +74,8 @@ export const publicListRoutes: readonly AnyRoute[] = [
     summary: 'The Atom feed of the published pages and posts',
     tags: ['content'],
     access: 'public',
+    // Published content may be seconds old: read from the replica when there is one within its bound.
+    replica: 'always',
     hidden: true,
     hidesNoSite: true,
     schema: { response: { 200: HtmlPage('The Atom feed (application/atom+xml)'), 304: notModifiedAnswer } },
@@ -91,6 +95,8 @@ export const publicListRoutes: readonly AnyRoute[] = [
     summary: 'The index page of the published pages and posts',
     tags: ['content'],
     access: 'public',
+    // Published content may be seconds old: read from the replica when there is one within its bound.
+    replica: 'always',
     hidden: true,
     hidesNoSite: true,
     schema: {
