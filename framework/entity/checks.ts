@@ -6,6 +6,7 @@ import type { TxContext } from '../context/tx.ts';
 import type { AnyEntity } from './define.ts';
 import { hasDateTimeFormat, isDeclaredDateTime } from './date-time.ts';
 import { PROBLEMS } from '../errors.ts';
+import { referenceProblems } from './references.ts';
 
 /** Raised at boot when the declarations disagree; the service refuses to start. */
 export class BootCheckError extends Error {
@@ -64,6 +65,12 @@ export function checkRegistry(registry: Registry, earlier: string[]): void {
         problems.push(`entity ${entity.names.key}: hookPublishes names undeclared event ${event}`);
     }
     problems.push(...publicReadProblems(entity.names.key, def));
+    problems.push(
+      ...referenceProblems(
+        def,
+        registry.entities.map((e) => e.def),
+      ),
+    );
     problems.push(...stateProblems(entity));
     problems.push(...actorProblems(entity, registry, permissionKnown));
     // The types refuse these already; a definition built without them (e.g. from data) is caught here.
@@ -78,7 +85,6 @@ export function checkRegistry(registry: Registry, earlier: string[]): void {
       ['uniqueCodes', Object.keys(def.uniqueCodes ?? {})],
       ['eventFields', def.eventFields ?? []],
       ['storage.unique', (def.storage?.unique ?? []).map((u) => (typeof u === 'string' ? u : u.field))],
-      ['storage.references', Object.keys(def.storage?.references ?? {})],
       ['references', Object.keys(def.references ?? {})],
       ['searchable', def.searchable ?? []],
       ['states', def.states ? [def.states.field] : []],

@@ -10,6 +10,10 @@ import type { FieldValues, NoFields, EntityRow, CommandRow, FieldChanges, Answer
 import type { CommandText, FieldText } from './field-text.ts';
 
 /** Who owns an entity's rows: each tenant its own (the default), or one set every tenant reads. */
+
+/** An entity's key, `module.entity` (`user.user`): what a reference names. */
+export type EntityKey = `${string}.${string}`;
+
 export type EntityScope = 'tenant' | 'global';
 
 /** Soft (the default): DELETE sets deleted_at and keeps the row. Hard: DELETE removes the row. */
@@ -329,11 +333,14 @@ export interface EntityDefinition<
   /** Fields a list may sort by; createdAt and updatedAt always may. */
   sortable?: readonly (keyof F & string)[];
   /**
-   * Fields that name a row of another entity, by its key (`assigneeId: 'user.user'`). The API keeps
-   * the ids; the admin shell shows the referenced row's title, linked to it, and picks it from a
-   * list. A key no registered entity has leaves the field a plain id.
+   * Fields that name a row of another entity, by its key (`assigneeId: 'user.user'`, module.entity):
+   * the one place a relation is named (framework/entity/references.ts). The table gets the foreign
+   * key, composite `(tenant_id, assignee_id) → users (tenant_id, id)` between tenant-owned entities,
+   * so the database refuses a row of another tenant (422 at the field); the API keeps the ids; the
+   * admin shell shows the referenced row's title, linked to it, and picks it from a list. The type
+   * asks for module.entity; a key no registered entity has fails the boot check.
    */
-  references?: { readonly [K in keyof F & string]?: string };
+  references?: { readonly [K in keyof F & string]?: EntityKey };
   /**
    * Array fields whose items are names the service declares (DeclaredChoices), offered by the
    * admin shell as checkboxes grouped by module where the field's own schema lists no values (an
@@ -344,7 +351,7 @@ export interface EntityDefinition<
   searchable?: readonly (keyof F & string)[];
   /** The state field commands declare their `states` against (CommandDefinition.states). */
   states?: EntityStates<F>;
-  /** What the table holds besides the fields: unique fields, references, extra columns (framework/entity/storage.ts). */
+  /** What the table holds besides the fields: unique fields, extra columns (framework/entity/storage.ts). */
   storage?: EntityStorage<F>;
   admin?: EntityAdmin<F>;
   /**

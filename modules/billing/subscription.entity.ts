@@ -262,7 +262,6 @@ export const subscription = defineEntity({
     endedAt: 'subscribe',
   },
   permissions: { read: 'billing:read', write: 'billing:manage' },
-  storage: { references: { planId: 'plans', pendingPlanId: 'plans' } },
   references: { planId: 'billing.plan', pendingPlanId: 'billing.plan' },
   commands: { subscribe, cancel },
   // The conformance suite subscribes to a free plan of its own.
