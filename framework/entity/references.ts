@@ -7,7 +7,7 @@ import { entityNames, snakeCase } from './names.ts';
  * samples all read it from here.
  */
 export function declaredReferences(def: AnyEntity): Readonly<Record<string, string>> {
-  const references: Readonly<Record<string, string | undefined>> = def.references ?? {};
+  const references: Readonly<Record<string, string | undefined>> = def.admin?.references ?? {};
   return Object.fromEntries(
     Object.entries(references).filter((entry): entry is [string, string] => typeof entry[1] === 'string'),
   );
@@ -41,6 +41,9 @@ export interface ReferenceKey {
 
 const tenantOwned = (def: AnyEntity): boolean => def.scope !== 'global';
 
+/** The entity's table, as resolveEntity names it (the storage part's, or the plural's). */
+const tableOf = (def: AnyEntity): string => entityNames({ ...def, table: def.storage?.table }).table;
+
 /** Finds an entity by its key among the given ones. */
 export function entityByKey(entities: readonly AnyEntity[], key: string): AnyEntity | undefined {
   return entities.find((e) => `${e.module}.${e.name}` === key);
@@ -51,7 +54,7 @@ export function entityByKey(entities: readonly AnyEntity[], key: string): AnyEnt
  * the boot check (referenceProblems) refuses it: no key is guessed, and none dropped for it.
  */
 export function referenceKeys(def: AnyEntity, entities: readonly AnyEntity[]): ReferenceKey[] {
-  const table = entityNames(def).table;
+  const table = tableOf(def);
   const keys: ReferenceKey[] = [];
   for (const [field, target] of Object.entries(declaredReferences(def))) {
     const found = entityByKey(entities, target);
@@ -62,7 +65,7 @@ export function referenceKeys(def: AnyEntity, entities: readonly AnyEntity[]): R
       field,
       column,
       target,
-      targetTable: entityNames(found).table,
+      targetTable: tableOf(found),
       composite: tenantOwned(def) && tenantOwned(found),
     });
   }

@@ -2,11 +2,11 @@ import pg from 'pg';
 import type { PgBoss } from 'pg-boss';
 import type { Db } from '../db/pool.ts';
 import { preparedQuery } from '../db/statements.ts';
-import type { Registry } from '../entity/registry.ts';
+import type { ModuleRegistry as Registry } from '../contracts/services.ts';
 import type { DeliveredEvent } from '../entity/define.ts';
 import { auditFromOutboxStatements } from './audit.ts';
 import { checkCrossTenantReads, concernedTenants, tenantFilters, type TenantFilter } from './concerned-tenants.ts';
-import type { Metrics } from '../observability/metrics.ts';
+import type { MetricSeries as Metrics } from '../contracts/services.ts';
 import { linkTo, startOptionalSpan } from '../observability/tracing.ts';
 import type { Link, Span } from '@opentelemetry/api';
 

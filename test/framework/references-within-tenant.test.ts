@@ -8,12 +8,12 @@ import { testConfig } from '../helpers/config.ts';
 import { signInAs } from '../helpers/app.ts';
 import { useTestApp } from '../helpers/use-test-app.ts';
 import { defineEntity, defineModule, entity, type ModuleDefinition } from '../../framework/entity/define.ts';
-import { Registry } from '../../framework/entity/registry.ts';
+import { compose } from '../../framework/composition.ts';
 import { desiredTable } from '../../framework/schema/desired.ts';
 
 /**
- * References stay inside the tenant by construction: `references: { author: 'user.user' }` is the
- * one declaration, the table's foreign key carries tenant_id, and so the database itself refuses a
+ * References stay inside the tenant by construction: `admin: { references: { author: 'user.user' } }` is
+ * the one declaration, the table's foreign key carries tenant_id, and so the database itself refuses a
  * row naming another tenant's user, answered 422 at the field, whatever the module's hooks do.
  */
 
@@ -63,7 +63,7 @@ describe('boot check: a reference names a registered entity', () => {
             module: 'stock',
             name: 'product',
             fields: { name: Type.String(), ownerId: Type.String({ format: 'uuid' }) },
-            references: { ownerId: target as `${string}.${string}` },
+            admin: { references: { ownerId: target as `${string}.${string}` } },
             permissions: { read: 'stock:read', write: 'stock:write' },
           }),
         ),
@@ -71,7 +71,7 @@ describe('boot check: a reference names a registered entity', () => {
     });
   const refusal = (target: string) => {
     try {
-      new Registry([...allModules, module(target)], testConfig());
+      compose([...allModules, module(target)], testConfig());
       return '';
     } catch (err) {
       return (err as Error).message;
@@ -94,7 +94,7 @@ describe('boot check: a reference names a registered entity', () => {
       name: 'product',
       fields: { ownerId: Type.String({ format: 'uuid' }) },
       // @ts-expect-error a table name is not an entity's key
-      references: { ownerId: 'users' },
+      admin: { references: { ownerId: 'users' } },
       permissions: { read: 'stock:read', write: 'stock:write' },
     });
   });
