@@ -28,8 +28,6 @@ export const SLOW = [
   'test/framework/replica-reads.test.ts',
   // `npm run job` as a process against a running service.
   'test/modules/billing/job-command.test.ts',
-  // A PostgreSQL primary and a streaming replica of its own, started from the embedded binaries.
-  'test/framework/replica-reads.test.ts',
 ];
 
 /** What in a test file, or a test helper it imports, boots the app, opens a database or starts a process. */
