@@ -24,7 +24,14 @@ export function permissionPredicate(permission: string): string {
 }
 
 export interface EnterRow {
-  session: { id: string; user_id: string; last_seen_at: string; permissions: string[]; token?: boolean } | null;
+  session: {
+    id: string;
+    user_id: string;
+    last_seen_at: string;
+    permissions: string[];
+    token?: boolean;
+    name?: string;
+  } | null;
 }
 
 // The module tables read here (sessions, users, roles) are declared, column by column, in
@@ -71,7 +78,7 @@ select set_config('app.tenant_id', $1::uuid::text, true) as t,
        set_config('${PERMISSIONS_SETTING}', '', true) as p,
        set_config('${ACTOR_SETTING}', '', true) as a,
        (select json_build_object(
-                 'id', k.id, 'user_id', k.user_id, 'last_seen_at', coalesce(k.last_used_at, 'epoch'::timestamptz), 'token', true,
+                 'id', k.id, 'user_id', k.user_id, 'last_seen_at', coalesce(k.last_used_at, 'epoch'::timestamptz), 'token', true, 'name', k.name,
                  'permissions', e.permissions,
                  'granted', set_config('${PERMISSIONS_SETTING}', array_to_string(e.permissions, ','), true),
                  'actor', set_config('${ACTOR_SETTING}', k.user_id::text, true))
@@ -114,6 +121,39 @@ export const ENTER_WITH_SESSION_GUARDED = prepared(`${ENTER_WITH_SESSION_TEXT},
 export const ENTER_GUARDED = prepared(`${ENTER_TEXT},
           ${guardColumn('$2')}`);
 
+/** The opening statements a TenantTransactions sends, made once at boot for the installation. */
+export interface OpeningStatements {
+  enter: string;
+  enterWithSession: string;
+  enterWithToken: string;
+  enterGuarded: string;
+  enterWithSessionGuarded: string;
+}
+
+/**
+ * The opening statements with the transaction's statement_timeout (database.statement_timeout_ms)
+ * as one more column, set transaction-locally for every statement after it: so the limit holds
+ * whatever connection runs the transaction, PostgreSQL's own or a pooler's in transaction mode,
+ * which refuses a start-up parameter (or, told to ignore it, drops the limit). A literal, decided
+ * at boot: one set_config in a statement the transaction sends anyway, no statement of its own.
+ * Undefined: the statements as they are, under the server's setting.
+ */
+export function openingStatements(statementTimeoutMs: number | undefined): OpeningStatements {
+  const timed =
+    statementTimeoutMs === undefined
+      ? (text: string) => text
+      : (text: string) =>
+          prepared(`${text},
+       set_config('statement_timeout', '${Math.trunc(statementTimeoutMs)}', true) as statement_timeout`);
+  return {
+    enter: timed(ENTER),
+    enterWithSession: timed(ENTER_WITH_SESSION),
+    enterWithToken: timed(ENTER_WITH_TOKEN),
+    enterGuarded: timed(ENTER_GUARDED),
+    enterWithSessionGuarded: timed(ENTER_WITH_SESSION_GUARDED),
+  };
+}
+
 export const TOUCH_INTERVAL_MS = 5 * 60_000;
 export const TOUCH_SESSION = prepared(`
 update sessions
@@ -134,7 +174,7 @@ export function sessionFrom(row: EnterRow | undefined): SessionInfo | null {
     userId: found.user_id,
     permissions: new Set(found.permissions),
     lastSeenAt: new Date(found.last_seen_at),
-    ...(found.token ? { via: 'token' as const } : {}),
+    ...(found.token ? { via: 'token' as const, ...(found.name !== undefined ? { tokenName: found.name } : {}) } : {}),
   };
 }
 

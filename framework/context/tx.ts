@@ -21,20 +21,19 @@ import { systemClock, type Clock } from '../clock.ts';
 import { currentTraceparent, traceExchange } from '../observability/tracing.ts';
 import { currentRequestId } from '../observability/request-id.ts';
 import type { ListCursors } from '../contracts/cursor.ts';
+import { actorOf, type Actor } from './actor.ts';
+import { flushRevisions } from '../history/revisions.ts';
 
 import {
   ACTOR_SETTING,
-  ENTER,
-  ENTER_GUARDED,
-  ENTER_WITH_SESSION,
-  ENTER_WITH_SESSION_GUARDED,
-  ENTER_WITH_TOKEN,
   TOUCH_SESSION,
   TOUCH_TOKEN,
   needsTouch,
+  openingStatements,
   permissionPredicate,
   sessionFrom,
   type EnterRow,
+  type OpeningStatements,
 } from './opening.ts';
 
 export {
@@ -100,8 +99,15 @@ export class TenantTransactions implements Transactions {
   private readonly declaredEvents: ReadonlySet<string>;
   private readonly outbox: OutboxSignal | undefined;
   private readonly clock: Clock;
+  /** The opening statements, each setting the transaction's statement_timeout (opening.ts). */
+  private readonly opening: OpeningStatements;
   /** The installation's cursor seal (operations/cursor.ts), handed to each transaction's lists. */
   private readonly cursors: ListCursors | undefined;
+  /**
+   * Transactions on the read replica (context/replica-reads.ts): read-only, so a session's or token's use is
+   * not recorded (the next request the primary serves records it), and each context says so.
+   */
+  private readonly replica: boolean;
 
   constructor(
     db: Db,
@@ -109,8 +115,11 @@ export class TenantTransactions implements Transactions {
     outbox?: OutboxSignal,
     clock: Clock = systemClock,
     cursors?: ListCursors,
+    options: { replica?: boolean } = {},
   ) {
     this.db = db;
+    this.replica = options.replica === true;
+    this.opening = openingStatements(db.statementTimeoutMs);
     this.declaredEvents = declaredEvents;
     this.outbox = outbox;
     this.clock = clock;
@@ -136,16 +145,18 @@ export class TenantTransactions implements Transactions {
           const session = options.tokenHash
             ? await this.enterWithToken(trx, tenant, options.tokenHash, now)
             : await this.enter(trx, tenant, options.sessionHash, now);
+          const actorId = session?.userId ?? options.actorId ?? null;
           const { ctx, flush } = scopedContext(
             trx,
             tenant,
             session,
-            session?.userId ?? options.actorId ?? null,
+            actorId,
             this.declaredEvents,
             now,
             options.publishes,
+            actorOf(session, actorId, options.acting),
           );
-          const value = await fn(ctx);
+          const value = await fn(this.replica ? { ...ctx, replica: true } : ctx);
           await flush();
           published = wroteOutbox.has(trx);
           return value;
@@ -182,8 +193,8 @@ export class TenantTransactions implements Transactions {
     const now = this.clock.now();
     // The opening statement carries the guard (opening.ts): for a caller without the permission the transaction turns read-only.
     const opening: Statement = options.sessionHash
-      ? { text: ENTER_WITH_SESSION_GUARDED, values: [tenant.id, options.sessionHash, now, work.permission] }
-      : { text: ENTER_GUARDED, values: [tenant.id, work.permission] };
+      ? { text: this.opening.enterWithSessionGuarded, values: [tenant.id, options.sessionHash, now, work.permission] }
+      : { text: this.opening.enterGuarded, values: [tenant.id, work.permission] };
     const events = work.events ?? [];
     for (const event of events) checkEvent(this.declaredEvents, options.publishes, event);
     const outbox: Statement[] =
@@ -196,9 +207,9 @@ export class TenantTransactions implements Transactions {
     const session = sessionFrom(entered!.result.rows[0] as EnterRow | undefined);
     // The caller held the permission and the transaction committed: the relay has work.
     if (published?.ok && (published.result.rowCount ?? 0) > 0 && answer!.ok) this.outbox?.committed();
-    if (session && needsTouch(session, now)) {
+    if (session && !this.replica && needsTouch(session, now)) {
       const [, touched] = await exchange(this.db.pool, [
-        { text: ENTER, values: [tenant.id] },
+        { text: this.opening.enter, values: [tenant.id] },
         { text: TOUCH_SESSION, values: [session.id, now] },
       ]);
       if (!touched!.ok) throw touched!.error;
@@ -214,9 +225,12 @@ export class TenantTransactions implements Transactions {
     tokenHash: Buffer,
     now: Date,
   ): Promise<SessionInfo | null> {
-    const result = await trx.executeQuery<EnterRow>(CompiledQuery.raw(ENTER_WITH_TOKEN, [tenant.id, tokenHash, now]));
+    const result = await trx.executeQuery<EnterRow>(
+      CompiledQuery.raw(this.opening.enterWithToken, [tenant.id, tokenHash, now]),
+    );
     const session = sessionFrom(result.rows[0]);
-    if (session && needsTouch(session, now)) await trx.executeQuery(CompiledQuery.raw(TOUCH_TOKEN, [session.id, now]));
+    if (session && !this.replica && needsTouch(session, now))
+      await trx.executeQuery(CompiledQuery.raw(TOUCH_TOKEN, [session.id, now]));
     return session;
   }
 
@@ -227,14 +241,14 @@ export class TenantTransactions implements Transactions {
     now: Date,
   ): Promise<SessionInfo | null> {
     if (!sessionHash) {
-      await trx.executeQuery(CompiledQuery.raw(ENTER, [tenant.id]));
+      await trx.executeQuery(CompiledQuery.raw(this.opening.enter, [tenant.id]));
       return null;
     }
     const result = await trx.executeQuery<EnterRow>(
-      CompiledQuery.raw(ENTER_WITH_SESSION, [tenant.id, sessionHash, now]),
+      CompiledQuery.raw(this.opening.enterWithSession, [tenant.id, sessionHash, now]),
     );
     const session = sessionFrom(result.rows[0]);
-    if (session && needsTouch(session, now)) {
+    if (session && !this.replica && needsTouch(session, now)) {
       const touched = await trx.executeQuery<{ seconds_left: number }>(
         CompiledQuery.raw(TOUCH_SESSION, [session.id, now]),
       );
@@ -256,6 +270,7 @@ export function scopedContext(
   declaredEvents: ReadonlySet<string>,
   now: Date,
   allowed?: PublishAllowList,
+  actor: Actor = actorOf(session, actorId, undefined),
 ): { ctx: TxContext; flush(): Promise<void> } {
   const events: PendingEvent[] = [];
   const ctx: TxContext = {
@@ -263,6 +278,7 @@ export function scopedContext(
     db: trx,
     session,
     actorId,
+    actor,
     declaredEvents,
     now,
     publish: (name, payload = {}) => {
@@ -276,8 +292,10 @@ export function scopedContext(
   };
   return {
     ctx,
+    // The revisions first, then the events: both held back to leave with the COMMIT.
     flush: async () => {
-      if (events.length > 0) await insertOutbox(trx, events.splice(0), actorId, now);
+      await flushRevisions(trx, tenant.id);
+      if (events.length > 0) await insertOutbox(trx, events.splice(0), actor, now);
     },
   };
 }
@@ -309,8 +327,8 @@ export function hasPermission(session: SessionInfo | null, permission: string): 
 // PostgreSQL makes no random uuid per event (gen_random_uuid, the column's default, cost more
 // than a tenth of the insert).
 const INSERT_OUTBOX = deferred(`
-insert into outbox (event_id, name, payload, actor_id, tenant_id, request_id, traceparent)
-select e.event_id, e.name, e.payload, $4::uuid, app_tenant_id(), $5::text, $6::text
+insert into outbox (event_id, name, payload, actor_id, tenant_id, request_id, traceparent, actor_kind, actor_name)
+select e.event_id, e.name, e.payload, $4::uuid, app_tenant_id(), $5::text, $6::text, $7::text, $8::text
   from unnest($1::uuid[], $2::text[], $3::jsonb[]) with ordinality as e(event_id, name, payload, n) order by e.n`);
 
 /** The outbox insert of a one-exchange write: only for a caller holding the permission, who is the actor. */
@@ -342,17 +360,21 @@ function eventIds(count: number, now: Date): string[] {
 export async function insertOutbox(
   trx: Transaction<Database>,
   events: PendingEvent[],
-  actorId: string | null,
+  actor: Actor,
   now: Date,
 ): Promise<void> {
   wroteOutbox.add(trx);
   // The request id and the trace context of the span writing the events (null while tracing is off).
+  // The actor's kind only where the id alone does not say it (a token, a job, the operator...).
+  const plain = actor.kind === 'user' || actor.kind === 'system';
   await trx.executeQuery(
     CompiledQuery.raw(INSERT_OUTBOX, [
       ...outboxColumns(events, now),
-      actorId,
+      actor.userId,
       requestIdOf.get(trx) ?? null,
       currentTraceparent(),
+      plain ? null : actor.kind,
+      actor.name,
     ]),
   );
 }

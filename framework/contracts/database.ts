@@ -35,6 +35,8 @@ export interface Database {
     relayed_at: Timestamp | null;
     request_id: string | null;
     traceparent: string | null;
+    actor_kind: string | null;
+    actor_name: string | null;
   };
   audit_events: {
     tenant_id: Generated<string>;
@@ -45,6 +47,22 @@ export interface Database {
     payload: unknown;
     recorded_at: Generated<Date>;
     request_id: Generated<string | null>;
+    actor_kind: Generated<string | null>;
+    actor_name: Generated<string | null>;
+  };
+  /** History (framework/history/, migration framework/0014): written by the framework only. */
+  revisions: {
+    tenant_id: Generated<string>;
+    id: string;
+    entity: string;
+    row_id: string;
+    at: Timestamp;
+    actor_id: string | null;
+    actor_kind: string;
+    actor_name: string | null;
+    operation: string;
+    old_values: Generated<unknown>;
+    new_values: Generated<unknown>;
   };
   processed_events: {
     tenant_id: Generated<string>;
@@ -136,7 +154,21 @@ export interface AccessTokensTable {
 export interface Db {
   pool: pg.Pool;
   kysely: Kysely<Database>;
+  /** Where the pool connects: PostgreSQL, or a pooler in front of it (database.url). */
   url: string;
+  /**
+   * Where what needs a session of its own connects (database.direct_url, by default the url): the
+   * LISTEN connections, pg-boss, migrations. A pooler in transaction mode hands each transaction
+   * whichever server connection is free, so a LISTEN, a session's advisory lock or pg-boss's
+   * notifications through it would be lost or leak to another client.
+   */
+  directUrl: string;
+  /**
+   * database.statement_timeout_ms: set by each transaction the service opens for a request or a
+   * job, in its opening statement (context/opening.ts), never at connection start-up (a pooler
+   * refuses such a start-up parameter, or drops it). Undefined: the server's own setting.
+   */
+  statementTimeoutMs: number | undefined;
   close(): Promise<void>;
 }
 

@@ -4,7 +4,7 @@ import type { Db } from '../db/pool.ts';
 import { preparedQuery } from '../db/statements.ts';
 import type { ModuleRegistry as Registry } from '../contracts/services.ts';
 import type { DeliveredEvent } from '../entity/define.ts';
-import { auditFromOutboxStatements } from './audit.ts';
+import { auditFromOutboxStatements, concernedTenantOf, type ConcernedTenantOf } from './audit.ts';
 import { checkCrossTenantReads, concernedTenants, tenantFilters, type TenantFilter } from './concerned-tenants.ts';
 import type { MetricSeries as Metrics } from '../contracts/services.ts';
 import { linkTo, startOptionalSpan } from '../observability/tracing.ts';
@@ -27,8 +27,12 @@ const MARK_RELAYED = 'update outbox set relayed_at = now() where id = any($1::bi
 // and every handler are keyed by the event id). Anything durable that follows from it, a
 // handler's committed effect, flushes the WAL past it first. Its jobs' NOTIFY holds a cluster-wide
 // lock through the commit, and on a busy disk the flush was a long part of an event's way to its
-// handler (docs/performance.md, item 22).
-const RELAY_COMMITS_UNFLUSHED = `set local synchronous_commit = off`;
+// handler (docs/performance.md, item 22). The same statement sets the transaction's
+// statement_timeout (database.statement_timeout_ms), which no connection carries from its start-up.
+const relaySettings = (statementTimeoutMs: number | undefined): string =>
+  statementTimeoutMs === undefined
+    ? `set local synchronous_commit = off`
+    : `select set_config('synchronous_commit', 'off', true), set_config('statement_timeout', '${Math.trunc(statementTimeoutMs)}', true)`;
 const RELAY_INTERVAL_MS = 1000;
 const PURGE_INTERVAL_MS = 60_000;
 const PURGE_AFTER = '1 hour';
@@ -89,6 +93,8 @@ export class OutboxRelay {
   private readonly everyEvent: readonly string[];
   /** The subscriptions that concern some tenants only (onlyTenantsWith), by queue. */
   private readonly tenantFilters: ReadonlyMap<string, TenantFilter>;
+  /** The customer tenant an operator's event concerns (ModuleDefinition.operatorEventsAbout): its activity records it too. */
+  private readonly concernedTenant: ConcernedTenantOf;
   private listener: pg.Client | undefined;
   private timers: NodeJS.Timeout[] = [];
   private running: Promise<void> | undefined;
@@ -96,6 +102,8 @@ export class OutboxRelay {
   private stopped = false;
   private readonly intervalMs: number;
   private readonly metrics: Metrics | undefined;
+  /** The statement that opens each relay transaction's settings (relaySettings), made once. */
+  private readonly settings: string;
 
   /** intervalMs: the polling backstop behind the commit wake-up (the spec's one second). */
   constructor(
@@ -106,6 +114,7 @@ export class OutboxRelay {
   ) {
     this.intervalMs = options.intervalMs ?? RELAY_INTERVAL_MS;
     this.metrics = options.metrics;
+    this.settings = relaySettings(db.statementTimeoutMs);
     this.db = db;
     this.boss = boss;
     this.queuesByEvent = new Map();
@@ -125,11 +134,15 @@ export class OutboxRelay {
     }
     this.everyEvent = everyEvent;
     this.tenantFilters = tenantFilters(registry, subscriptionQueue);
+    this.concernedTenant = concernedTenantOf(
+      new Map(registry.modules.flatMap((m) => Object.entries(m.operatorEventsAbout ?? {}))),
+    );
   }
 
   async start(): Promise<void> {
     await checkCrossTenantReads(this.db.pool, this.tenantFilters.values());
-    const listener = new pg.Client({ connectionString: this.db.url });
+    // Directly to PostgreSQL (database.direct_url): a LISTEN through a pooler in transaction mode is lost.
+    const listener = new pg.Client({ connectionString: this.db.directUrl });
     listener.on('error', () => {});
     await listener.connect();
     listener.on('notification', () => this.wake());
@@ -171,7 +184,7 @@ export class OutboxRelay {
       // is the one thrown).
       const [, , { rows }] = await Promise.all([
         client.query('begin'),
-        client.query(RELAY_COMMITS_UNFLUSHED),
+        client.query(this.settings),
         client.query<OutboxRow>(preparedQuery(CLAIM)),
       ]);
       if (rows.length === 0) {
@@ -216,7 +229,7 @@ export class OutboxRelay {
           })
         : undefined;
       await Promise.all([
-        ...auditFromOutboxStatements(rows).map((statement) => client.query(statement)),
+        ...auditFromOutboxStatements(rows, this.concernedTenant).map((statement) => client.query(statement)),
         client.query(preparedQuery(MARK_RELAYED, [rows.map((r) => r.id)])),
         client.query('commit'),
       ]);

@@ -20,6 +20,7 @@ import { publicPageRoute } from './public-page.ts';
 import { OFFSET_MAX, TOTAL_CAP, type PageQuery } from '../operations/paging.ts';
 import { CONDITIONS_MAX } from '../query/parse.ts';
 import { admitReferences, selectAnswer } from '../query/expansion.ts';
+import { historyRoutes } from '../history/history-routes.ts';
 
 /**
  * The five generic routes and one route per command (a singleton's routes instead, for a
@@ -44,6 +45,8 @@ export function entityRoutes(entity: ResolvedEntity, ops: EntityOperations): Any
       method: 'GET',
       url: names.path,
       operationId: names.operationId('list'),
+      // Lists stay on the primary unless the caller sends Prefer: replica (eventually consistent).
+      replica: 'on-request',
       summary: `List ${names.labelPlural.toLowerCase()}`,
       description: sentences(
         `Filtered by <field>=<operator>.<value> on any filterable field (all conditions hold; or=(...) for one group of which one holds; at most ${CONDITIONS_MAX} conditions), sorted by one or several fields (sort=a,-b; "-" for descending), ties broken by id. Paged with limit and offset (up to ${OFFSET_MAX}), or with after=<next> from the previous page at any depth; next is null on the last page. total counts the matching rows up to ${TOTAL_CAP} (totalExact false past that). fields= keeps only the fields named; expand= carries a referenced row in each item. docs/api-conventions.md, "Filters".`,
@@ -108,6 +111,7 @@ export function entityRoutes(entity: ResolvedEntity, ops: EntityOperations): Any
       method: 'GET',
       url: itemPath,
       operationId: names.operationId('read'),
+      replica: 'on-request',
       summary: `Read a ${names.label.toLowerCase()}`,
       description: sentences(visibility(entity)),
       tags,
@@ -173,6 +177,7 @@ export function entityRoutes(entity: ResolvedEntity, ops: EntityOperations): Any
   ];
 
   routes.push(...commandRoutes(entity, ops, present));
+  routes.push(...historyRoutes(entity, ops, present));
   const publicRead = publicReadRoute(entity, (values) => ops.toRow(values));
   if (publicRead) routes.push(publicRead);
   const publicPage = publicPageRoute(entity, (values) => ops.toRow(values));

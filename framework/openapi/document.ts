@@ -9,6 +9,7 @@ import { operatorUrl } from '../tenancy/first-administrator.ts';
 import { isLocalHost } from '../config/rules.ts';
 import { normaliseHost } from '../context/tenant.ts';
 import { nameSchemas } from './named-schemas.ts';
+import { PREFER_HEADER, REPLICA_PREFERENCE } from '../http/replica-choice.ts';
 
 export const OPENAPI_PATH = `${API_PREFIX}/openapi.json`;
 export const DOCS_PATH = `${API_PREFIX}/docs`;
@@ -121,22 +122,37 @@ export function withServerOfRequest(document: unknown, request: FastifyRequest):
 
 /**
  * What every operation shares, added once the routes are converted: the 431 Node's parser answers
- * to any request whose headers pass 16 KB (framework/http/problems.ts), as a problem.
+ * to any request whose headers pass 16 KB (framework/http/problems.ts), as a problem. And on the
+ * operations that take `Prefer: replica` (http/replica-choice.ts), the answer's Preference-Applied.
  */
 function finishDocument(document: Record<string, unknown>): Record<string, unknown> {
   const headersTooLarge = {
     description: 'Request headers over 16 KB (HEADERS_TOO_LARGE), refused before any route runs',
     content: { 'application/problem+json': { schema: { $ref: '#/components/schemas/Problem' } } },
   };
-  for (const operations of Object.values(
-    (document.paths ?? {}) as Record<string, Record<string, { responses?: Record<string, unknown> }>>,
-  )) {
+  for (const operations of Object.values((document.paths ?? {}) as Record<string, Record<string, Operation>>)) {
     for (const operation of Object.values(operations)) {
       if (operation.responses && !operation.responses['431']) operation.responses['431'] = headersTooLarge;
+      const answer = operation.responses?.['200'];
+      if (answer && takesReplicaPreference(operation))
+        answer.headers = { ...answer.headers, 'Preference-Applied': PREFERENCE_APPLIED_HEADER };
     }
   }
   return document;
 }
+
+type Operation = {
+  parameters?: { in?: string; name?: string }[];
+  responses?: Record<string, { headers?: Record<string, unknown>; [member: string]: unknown }>;
+};
+
+const takesReplicaPreference = (operation: Operation) =>
+  (operation.parameters ?? []).some((p) => p.in === 'header' && p.name === PREFER_HEADER);
+
+const PREFERENCE_APPLIED_HEADER = {
+  description: `${REPLICA_PREFERENCE} when the read replica served the answer, which may then be up to database.replica_max_lag_ms behind the latest writes (eventually consistent). Absent: the primary served it.`,
+  schema: { type: 'string', enum: [REPLICA_PREFERENCE] },
+};
 
 /** The served document (built once, then cached by @fastify/swagger). */
 export function openApiDocument(app: FastifyInstance): Record<string, unknown> {

@@ -58,6 +58,14 @@ const registered = () => [
     access: 'signedIn' as const,
     schema: {},
   },
+  // So is the tenant's activity (framework/events/activity.ts).
+  {
+    method: 'GET',
+    url: '/api/v1/audit/activity',
+    operationId: 'audit-activity-list',
+    access: { permission: 'audit:read' },
+    schema: {},
+  },
   // The probes: outside any tenant, but documented like every route.
   { method: 'GET', url: '/health', operationId: 'system-health-read', access: 'public' as const, schema: {} },
   { method: 'GET', url: '/ready', operationId: 'system-readiness-read', access: 'public' as const, schema: {} },
@@ -103,6 +111,12 @@ describe('the OpenAPI document', () => {
         for (const command of Object.keys(entity.def.commands ?? {})) {
           expect(at(`POST ${path}/${command}`)).toBe(`${entity.module}-${entity.name}-${command}`);
         }
+        // History, unless declared off; a singleton restores only through its PATCH.
+        const keeps = entity.def.history !== false;
+        expect(at(`GET ${path}/history`)).toBe(keeps ? operationId('history') : undefined);
+        expect(at(`POST ${path}/restore`)).toBe(
+          keeps && declared.includes('update') ? operationId('restore') : undefined,
+        );
         continue;
       }
       expect(at(`GET ${path}`)).toBe(`${entity.module}-${entity.name}-list`);
@@ -113,7 +127,11 @@ describe('the OpenAPI document', () => {
       for (const command of Object.keys(entity.def.commands ?? {})) {
         expect(at(`POST ${path}/{id}/${command}`)).toBe(`${entity.module}-${entity.name}-${command}`);
       }
+      const keeps = entity.def.history !== false;
+      expect(at(`GET ${path}/{id}/history`)).toBe(keeps ? operationId('history') : undefined);
+      expect(at(`POST ${path}/{id}/restore`)).toBe(keeps ? operationId('restore') : undefined);
     }
+    expect(operations.get('GET /api/v1/task/tasks/{id}/history')?.operationId).toBe('task-task-history');
     expect(operations.get('POST /api/v1/testkit/widgets/{id}/approve')?.operationId).toBe('testkit-widget-approve');
     expect(operations.get('GET /api/v1/testkit/setting')?.operationId).toBe('testkit-setting-read');
     expect(operations.get('POST /api/v1/testkit/setting/activate')?.operationId).toBe('testkit-setting-activate');
@@ -232,6 +250,25 @@ describe('the OpenAPI document', () => {
     }
   });
 
+  it('offers Prefer: replica on every generated list and read by id, documented as eventually consistent', () => {
+    for (const entity of app.services.registry.entities.filter((e) => !e.def.singleton)) {
+      for (const key of [`GET ${entity.names.path}`, `GET ${entity.names.path}/{id}`]) {
+        const prefer = (operations.get(key)!.parameters ?? []).find((p) => p.in === 'header' && p.name === 'prefer');
+        expect(prefer?.required, key).toBe(false);
+        expect((prefer as { description?: string } | undefined)?.description, key).toMatch(
+          /Eventually consistent.*Preference-Applied: replica/s,
+        );
+        const answer = operations.get(key)!.responses['200'] as { headers?: Record<string, { schema: unknown }> };
+        expect(answer.headers?.['Preference-Applied']?.schema, key).toEqual({ type: 'string', enum: ['replica'] });
+      }
+    }
+    // A write takes no such header.
+    const create = operations.get('POST /api/v1/testkit/widgets')!.parameters ?? [];
+    expect(create.filter((p) => p.name === 'prefer')).toEqual([]);
+    const created = operations.get('POST /api/v1/testkit/widgets')!.responses['201'] as { headers?: object };
+    expect(created.headers ?? {}).not.toHaveProperty('Preference-Applied');
+  });
+
   /** The list routes that take a filter beyond the paging parameters and q, and its names. */
   const LIST_FILTERS: Record<string, readonly string[]> = { 'GET /api/v1/auth/tokens': ['userId'] };
 
@@ -252,7 +289,11 @@ describe('the OpenAPI document', () => {
       ]),
     );
     for (const [key, op] of lists) {
-      const params = op.parameters!;
+      // A record's history is a list under its path's id; a list that may read from the replica
+      // takes the Prefer header beside its query (docs/api-conventions.md).
+      const params = op.parameters!.filter((p) => p.in !== 'path' && p.in !== 'header');
+      for (const header of op.parameters!.filter((p) => p.in === 'header'))
+        expect([header.name, header.required], key).toEqual(['prefer', false]);
       const byName = Object.fromEntries(params.map((p) => [p.name, p]));
       // A list over searchable fields also takes q (docs/api-conventions.md, "Search: q"); a list
       // may take a filter of its own beside the paging parameters (the tokens list's userId).
