@@ -218,7 +218,7 @@ export interface paths {
         };
         /**
          * List this tenant's roles
-         * @description The tenant's roles by name, paged like every list (limit and offset, or after=<next>).
+         * @description The tenant's roles by name, filtered, sorted and paged like every list (docs/api-conventions.md, "Filters"): by name (name=startsWith.support), by permission (permissions=contains.task:read), by creation or change time; limit and offset, or after=<next>.
          */
         get: operations["auth-role-list"];
         put?: never;
@@ -276,7 +276,7 @@ export interface paths {
         };
         /**
          * List personal access tokens
-         * @description The caller's own tokens, newest first by default, without their secrets, paged like every list (limit and offset, or after=<next>). With userId, that user's tokens: another user's need permission token:manage (403 AUTH_FORBIDDEN).
+         * @description The caller's own tokens, newest first by default, without their secrets. Filtered, sorted and paged like every list (docs/api-conventions.md, "Filters"): by expiry (expiresAt=lt.now+7d), name, permission (permissions=contains.task:read), creation or last use; limit and offset, or after=<next>. With a userId filter (userId=eq.<id>, userId=in.(<id>,<id>); a bare userId=<id> reads as eq), the tokens of the users it names: anyone but the caller needs permission token:manage (403 AUTH_FORBIDDEN). Without that permission a list never holds another person's tokens, whatever the filter.
          *
          *     Takes the session cookie only: an Authorization: Bearer header is ignored here, so a token can neither make, list nor end tokens.
          */
@@ -1154,7 +1154,7 @@ export interface paths {
         };
         /**
          * List tenants
-         * @description Every tenant, with its status and hosts, oldest first unless sort says otherwise; paged like every list (limit and offset, or after=<next> from the previous page, which reads the next page from an index and costs the same at any depth and at any number of tenants; total counted up to 10000). q narrows the list to the tenants whose name, slug or a host contains it, ignoring case; pass the same q with after.
+         * @description Every tenant, with its status and hosts, oldest first unless sort says otherwise; paged like every list (limit and offset, or after=<next> from the previous page, which reads the next page from an index and costs the same at any depth and at any number of tenants; total counted up to 10000). q narrows the list to the tenants whose name, slug or a host contains it, ignoring case; filters narrow it like every list's (docs/api-conventions.md, "Filters"): status=eq.suspended, createdAt=gte.now-30d; pass the same q and filters with after.
          */
         get: operations["tenant-tenant-list"];
         put?: never;
@@ -1478,7 +1478,7 @@ export interface paths {
         };
         /**
          * The delivery log
-         * @description Every attempt to deliver to the tenant's endpoints in the last 30 days, newest first by default, each naming its endpoint (endpointId). Paged like every list: limit and offset, or after=<next> from the previous page; total counted up to 10000. Another tenant's attempts are never listed.
+         * @description Every attempt to deliver to the tenant's endpoints in the last 30 days, newest first by default, each naming its endpoint (endpointId). Filtered, sorted and paged like every list (docs/api-conventions.md, "Filters"): by endpoint (endpointId=eq.<id>), by result (status=in.(failed,dead)), by event or time (createdAt=gte.now-1d); limit and offset, or after=<next> from the previous page; total counted up to 10000. Another tenant's attempts are never listed, whatever the filter.
          */
         get: operations["webhook-delivery-list"];
         put?: never;
@@ -4009,14 +4009,26 @@ export interface operations {
     "auth-role-list": {
         parameters: {
             query?: {
-                /** @description Opaque, signed cursor: the "next" of the previous page, with the same sort and filters. Answers the rows after that page (keyset paging). A cursor this list did not give (another list's, another tenant's, one given with other filters, an edited or unsigned one), or one given for another sort, is 422 VALIDATION_FAILED. */
+                /** @description Opaque cursor: the "next" of the previous page, with the same sort, filters and q. Answers the rows after that page (keyset paging). A cursor this list did not give, or one given for another sort or other filters, is 422 VALIDATION_FAILED. */
                 after?: string;
+                /** @description Filter by createdAt: <operator>.<value> with eq, neq, gt, gte, lt, lte, in, each also after not. (e.g. createdAt=lt.now, createdAt=gte.now-7d). Values: a date-time: ISO 8601 with a time zone (2024-05-01T09:00:00Z, 2024-05-01T11:00:00+02:00), a date (2024-05-01, midnight UTC), or now with an optional offset in minutes, hours or days (now, now-7d, now+48h, now-30m). in takes up to 100 values in parentheses, one holding , ( ) or " in double quotes. Repeat the parameter for several conditions on the field: all of them hold. */
+                createdAt?: string | string[];
+                /** @description Only these fields in each item, separated by commas (id is always there): id, name, permissions, createdAt, updatedAt. A reference's field (none here) expands the reference and keeps that field inside it. */
+                fields?: string;
                 /** @description Page size, 1 to 100. */
                 limit?: number;
+                /** @description Filter by name: <operator>.<value> with eq, neq, in, contains, startsWith, each also after not. (e.g. name=contains.text). in takes up to 100 values in parentheses, one holding , ( ) or " in double quotes. contains and startsWith ignore case and take the text as written (no wildcards). Repeat the parameter for several conditions on the field: all of them hold. */
+                name?: string | string[];
                 /** @description Rows to skip, 0 to 10000. Deeper pages are reached with after=<next>, which costs the same on every page; offset and after do not combine. */
                 offset?: number;
-                /** @description name, or -name for descending. */
-                sort?: "name" | "-name";
+                /** @description One group of conditions of which at least one holds: or=(status.eq.open,slaBreached.is.true). Each member is <field>.<operator>.<value> (not. may come before the operator), or and(...) of such members, one level deep; a value holding , ( ) or " is written in double quotes. Members count towards the 20 conditions a request may hold. */
+                or?: string;
+                /** @description Filter by permissions: <operator>.<value> with contains, each also after not. (e.g. permissions=contains.<value>). Values: text. Repeat the parameter for several conditions on the field: all of them hold. */
+                permissions?: string | string[];
+                /** @description By name unless sort asks for another order. Sort keys in order, separated by commas (sort=permissions,-name): a field, "-" before it for descending; ties break on id, in the last key's direction. An enum sorts in its declared order; rows without a value come last in both directions. Sorts by: name, permissions, createdAt, updatedAt. An index serves: name, -name; any other order reads and sorts the matching rows. */
+                sort?: string;
+                /** @description Filter by updatedAt: <operator>.<value> with eq, neq, gt, gte, lt, lte, in, each also after not. (e.g. updatedAt=lt.now, updatedAt=gte.now-7d). Values: a date-time: ISO 8601 with a time zone (2024-05-01T09:00:00Z, 2024-05-01T11:00:00+02:00), a date (2024-05-01, midnight UTC), or now with an optional offset in minutes, hours or days (now, now-7d, now+48h, now-30m). in takes up to 100 values in parentheses, one holding , ( ) or " in double quotes. Repeat the parameter for several conditions on the field: all of them hold. */
+                updatedAt?: string | string[];
             };
             header?: never;
             path?: never;
@@ -4392,16 +4404,32 @@ export interface operations {
     "auth-token-list": {
         parameters: {
             query?: {
-                /** @description Opaque, signed cursor: the "next" of the previous page, with the same sort and filters. Answers the rows after that page (keyset paging). A cursor this list did not give (another list's, another tenant's, one given with other filters, an edited or unsigned one), or one given for another sort, is 422 VALIDATION_FAILED. */
+                /** @description Opaque cursor: the "next" of the previous page, with the same sort, filters and q. Answers the rows after that page (keyset paging). A cursor this list did not give, or one given for another sort or other filters, is 422 VALIDATION_FAILED. */
                 after?: string;
+                /** @description Filter by createdAt: <operator>.<value> with eq, neq, gt, gte, lt, lte, in, each also after not. (e.g. createdAt=lt.now, createdAt=gte.now-7d). Values: a date-time: ISO 8601 with a time zone (2024-05-01T09:00:00Z, 2024-05-01T11:00:00+02:00), a date (2024-05-01, midnight UTC), or now with an optional offset in minutes, hours or days (now, now-7d, now+48h, now-30m). in takes up to 100 values in parentheses, one holding , ( ) or " in double quotes. Repeat the parameter for several conditions on the field: all of them hold. */
+                createdAt?: string | string[];
+                /** @description Filter by expiresAt: <operator>.<value> with eq, neq, gt, gte, lt, lte, in, each also after not. (e.g. expiresAt=lt.now, expiresAt=gte.now-7d). Values: a date-time: ISO 8601 with a time zone (2024-05-01T09:00:00Z, 2024-05-01T11:00:00+02:00), a date (2024-05-01, midnight UTC), or now with an optional offset in minutes, hours or days (now, now-7d, now+48h, now-30m). in takes up to 100 values in parentheses, one holding , ( ) or " in double quotes. Repeat the parameter for several conditions on the field: all of them hold. */
+                expiresAt?: string | string[];
+                /** @description Only these fields in each item, separated by commas (id is always there): id, userId, name, permissions, createdAt, expiresAt, lastUsedAt. A reference's field (none here) expands the reference and keeps that field inside it. */
+                fields?: string;
+                /** @description Filter by id: <operator>.<value> with eq, neq, in, each also after not. (e.g. id=eq.<uuid>). Values: a UUID. in takes up to 100 values in parentheses, one holding , ( ) or " in double quotes. Repeat the parameter for several conditions on the field: all of them hold. */
+                id?: string | string[];
+                /** @description Filter by lastUsedAt: <operator>.<value> with eq, neq, gt, gte, lt, lte, in, is, each also after not. (e.g. lastUsedAt=lt.now, lastUsedAt=gte.now-7d). Values: a date-time: ISO 8601 with a time zone (2024-05-01T09:00:00Z, 2024-05-01T11:00:00+02:00), a date (2024-05-01, midnight UTC), or now with an optional offset in minutes, hours or days (now, now-7d, now+48h, now-30m). is takes null. in takes up to 100 values in parentheses, one holding , ( ) or " in double quotes. Repeat the parameter for several conditions on the field: all of them hold. */
+                lastUsedAt?: string | string[];
                 /** @description Page size, 1 to 100. */
                 limit?: number;
+                /** @description Filter by name: <operator>.<value> with eq, neq, in, contains, startsWith, each also after not. (e.g. name=contains.text). in takes up to 100 values in parentheses, one holding , ( ) or " in double quotes. contains and startsWith ignore case and take the text as written (no wildcards). Repeat the parameter for several conditions on the field: all of them hold. */
+                name?: string | string[];
                 /** @description Rows to skip, 0 to 10000. Deeper pages are reached with after=<next>, which costs the same on every page; offset and after do not combine. */
                 offset?: number;
-                /** @description createdAt, expiresAt or name; a leading "-" sorts descending. Ties break on id. */
-                sort?: "createdAt" | "-createdAt" | "expiresAt" | "-expiresAt" | "name" | "-name";
-                /** @description Whose tokens: default the caller; another user needs token:manage */
-                userId?: string;
+                /** @description One group of conditions of which at least one holds: or=(status.eq.open,slaBreached.is.true). Each member is <field>.<operator>.<value> (not. may come before the operator), or and(...) of such members, one level deep; a value holding , ( ) or " is written in double quotes. Members count towards the 20 conditions a request may hold. */
+                or?: string;
+                /** @description Filter by permissions: <operator>.<value> with contains, each also after not. (e.g. permissions=contains.<value>). Values: text. Repeat the parameter for several conditions on the field: all of them hold. */
+                permissions?: string | string[];
+                /** @description Newest first (-createdAt) unless sort asks for another order. Sort keys in order, separated by commas (sort=userId,-id): a field, "-" before it for descending; ties break on id, in the last key's direction. An enum sorts in its declared order; rows without a value come last in both directions. Sorts by: id, userId, name, permissions, createdAt, expiresAt, lastUsedAt. An index serves: createdAt, -createdAt; any other order reads and sorts the matching rows. */
+                sort?: string;
+                /** @description Filter by userId: <operator>.<value> with eq, neq, in, each also after not. (e.g. userId=eq.<uuid>). Values: a UUID. in takes up to 100 values in parentheses, one holding , ( ) or " in double quotes. Repeat the parameter for several conditions on the field: all of them hold. A bare value (userId=<value>) reads as eq. */
+                userId?: string | string[];
             };
             header?: never;
             path?: never;
@@ -11509,16 +11537,34 @@ export interface operations {
     "tenant-tenant-list": {
         parameters: {
             query?: {
-                /** @description Opaque, signed cursor: the "next" of the previous page, with the same sort and filters. Answers the rows after that page (keyset paging). A cursor this list did not give (another list's, another tenant's, one given with other filters, an edited or unsigned one), or one given for another sort, is 422 VALIDATION_FAILED. */
+                /** @description Opaque cursor: the "next" of the previous page, with the same sort, filters and q. Answers the rows after that page (keyset paging). A cursor this list did not give, or one given for another sort or other filters, is 422 VALIDATION_FAILED. */
                 after?: string;
+                /** @description Filter by createdAt: <operator>.<value> with eq, neq, gt, gte, lt, lte, in, each also after not. (e.g. createdAt=lt.now, createdAt=gte.now-7d). Values: a date-time: ISO 8601 with a time zone (2024-05-01T09:00:00Z, 2024-05-01T11:00:00+02:00), a date (2024-05-01, midnight UTC), or now with an optional offset in minutes, hours or days (now, now-7d, now+48h, now-30m). in takes up to 100 values in parentheses, one holding , ( ) or " in double quotes. Repeat the parameter for several conditions on the field: all of them hold. */
+                createdAt?: string | string[];
+                /** @description Only these fields in each item, separated by commas (id is always there): id, slug, name, status, isOperator, hosts, createdAt, updatedAt. A reference's field (none here) expands the reference and keeps that field inside it. */
+                fields?: string;
+                /** @description Filter by id: <operator>.<value> with eq, neq, in, each also after not. (e.g. id=eq.<uuid>). Values: a UUID. in takes up to 100 values in parentheses, one holding , ( ) or " in double quotes. Repeat the parameter for several conditions on the field: all of them hold. */
+                id?: string | string[];
+                /** @description Filter by isOperator: <operator>.<value> with eq, neq, is, each also after not. (e.g. isOperator=is.true). Values: true or false. is takes true or false. Repeat the parameter for several conditions on the field: all of them hold. */
+                isOperator?: string | string[];
                 /** @description Page size, 1 to 100. */
                 limit?: number;
+                /** @description Filter by name: <operator>.<value> with eq, neq, in, contains, startsWith, each also after not. (e.g. name=contains.text). in takes up to 100 values in parentheses, one holding , ( ) or " in double quotes. contains and startsWith ignore case and take the text as written (no wildcards). Repeat the parameter for several conditions on the field: all of them hold. */
+                name?: string | string[];
                 /** @description Rows to skip, 0 to 10000. Deeper pages are reached with after=<next>, which costs the same on every page; offset and after do not combine. */
                 offset?: number;
-                /** @description Search: only tenants whose name, slug or one of whose hosts contains this text, ignoring case (e.g. q=acme). Combines with sort and after like the unfiltered list; a cursor is followed with the same q. */
+                /** @description One group of conditions of which at least one holds: or=(status.eq.open,slaBreached.is.true). Each member is <field>.<operator>.<value> (not. may come before the operator), or and(...) of such members, one level deep; a value holding , ( ) or " is written in double quotes. Members count towards the 20 conditions a request may hold. */
+                or?: string;
+                /** @description Search: only rows whose name or slug or hosts contains this text, ignoring case (a plain substring: no wildcards, no operators). total and paging count the matching rows. 1 to 200 characters. */
                 q?: string;
-                /** @description createdAt (oldest first, the default), slug or name; a leading "-" sorts descending. Ties break on id, in the same direction. */
-                sort?: "createdAt" | "-createdAt" | "slug" | "-slug" | "name" | "-name";
+                /** @description Filter by slug: <operator>.<value> with eq, neq, in, contains, startsWith, each also after not. (e.g. slug=contains.text). in takes up to 100 values in parentheses, one holding , ( ) or " in double quotes. contains and startsWith ignore case and take the text as written (no wildcards). Repeat the parameter for several conditions on the field: all of them hold. */
+                slug?: string | string[];
+                /** @description Oldest first (createdAt) unless sort asks for another order. Sort keys in order, separated by commas (sort=slug,-id): a field, "-" before it for descending; ties break on id, in the last key's direction. An enum sorts in its declared order; rows without a value come last in both directions. Sorts by: id, slug, name, status, isOperator, createdAt, updatedAt. An index serves: slug, -slug, name, -name, createdAt, -createdAt; any other order reads and sorts the matching rows. */
+                sort?: string;
+                /** @description Filter by status: <operator>.<value> with eq, neq, gt, gte, lt, lte, in, each also after not. (e.g. status=in.(active,suspended)). Values: one of active, suspended. in takes up to 100 values in parentheses, one holding , ( ) or " in double quotes. Repeat the parameter for several conditions on the field: all of them hold. */
+                status?: string | string[];
+                /** @description Filter by updatedAt: <operator>.<value> with eq, neq, gt, gte, lt, lte, in, each also after not. (e.g. updatedAt=lt.now, updatedAt=gte.now-7d). Values: a date-time: ISO 8601 with a time zone (2024-05-01T09:00:00Z, 2024-05-01T11:00:00+02:00), a date (2024-05-01, midnight UTC), or now with an optional offset in minutes, hours or days (now, now-7d, now+48h, now-30m). in takes up to 100 values in parentheses, one holding , ( ) or " in double quotes. Repeat the parameter for several conditions on the field: all of them hold. */
+                updatedAt?: string | string[];
             };
             header?: never;
             path?: never;
@@ -14223,14 +14269,38 @@ export interface operations {
     "webhook-delivery-list": {
         parameters: {
             query?: {
-                /** @description Opaque, signed cursor: the "next" of the previous page, with the same sort and filters. Answers the rows after that page (keyset paging). A cursor this list did not give (another list's, another tenant's, one given with other filters, an edited or unsigned one), or one given for another sort, is 422 VALIDATION_FAILED. */
+                /** @description Opaque cursor: the "next" of the previous page, with the same sort, filters and q. Answers the rows after that page (keyset paging). A cursor this list did not give, or one given for another sort or other filters, is 422 VALIDATION_FAILED. */
                 after?: string;
+                /** @description Filter by attempt: <operator>.<value> with eq, neq, gt, gte, lt, lte, in, each also after not. (e.g. attempt=gte.10). Values: an integer. in takes up to 100 values in parentheses, one holding , ( ) or " in double quotes. Repeat the parameter for several conditions on the field: all of them hold. */
+                attempt?: string | string[];
+                /** @description Filter by createdAt: <operator>.<value> with eq, neq, gt, gte, lt, lte, in, each also after not. (e.g. createdAt=lt.now, createdAt=gte.now-7d). Values: a date-time: ISO 8601 with a time zone (2024-05-01T09:00:00Z, 2024-05-01T11:00:00+02:00), a date (2024-05-01, midnight UTC), or now with an optional offset in minutes, hours or days (now, now-7d, now+48h, now-30m). in takes up to 100 values in parentheses, one holding , ( ) or " in double quotes. Repeat the parameter for several conditions on the field: all of them hold. */
+                createdAt?: string | string[];
+                /** @description Filter by durationMs: <operator>.<value> with eq, neq, gt, gte, lt, lte, in, each also after not. (e.g. durationMs=gte.10). Values: an integer. in takes up to 100 values in parentheses, one holding , ( ) or " in double quotes. Repeat the parameter for several conditions on the field: all of them hold. */
+                durationMs?: string | string[];
+                /** @description Filter by endpointId: <operator>.<value> with eq, neq, in, each also after not. (e.g. endpointId=eq.<uuid>). Values: a UUID. in takes up to 100 values in parentheses, one holding , ( ) or " in double quotes. Repeat the parameter for several conditions on the field: all of them hold. */
+                endpointId?: string | string[];
+                /** @description Filter by error: <operator>.<value> with eq, neq, in, is, contains, startsWith, each also after not. (e.g. error=contains.text). is takes null. in takes up to 100 values in parentheses, one holding , ( ) or " in double quotes. contains and startsWith ignore case and take the text as written (no wildcards). Repeat the parameter for several conditions on the field: all of them hold. */
+                error?: string | string[];
+                /** @description Filter by event: <operator>.<value> with eq, neq, in, contains, startsWith, each also after not. (e.g. event=contains.text). in takes up to 100 values in parentheses, one holding , ( ) or " in double quotes. contains and startsWith ignore case and take the text as written (no wildcards). Repeat the parameter for several conditions on the field: all of them hold. */
+                event?: string | string[];
+                /** @description Only these fields in each item, separated by commas (id is always there): id, endpointId, webhookId, event, attempt, status, httpStatus, durationMs, error, createdAt. A reference's field (none here) expands the reference and keeps that field inside it. */
+                fields?: string;
+                /** @description Filter by httpStatus: <operator>.<value> with eq, neq, gt, gte, lt, lte, in, is, each also after not. (e.g. httpStatus=gte.10). Values: an integer. is takes null. in takes up to 100 values in parentheses, one holding , ( ) or " in double quotes. Repeat the parameter for several conditions on the field: all of them hold. */
+                httpStatus?: string | string[];
+                /** @description Filter by id: <operator>.<value> with eq, neq, in, each also after not. (e.g. id=eq.<uuid>). Values: a UUID. in takes up to 100 values in parentheses, one holding , ( ) or " in double quotes. Repeat the parameter for several conditions on the field: all of them hold. */
+                id?: string | string[];
                 /** @description Page size, 1 to 100. */
                 limit?: number;
                 /** @description Rows to skip, 0 to 10000. Deeper pages are reached with after=<next>, which costs the same on every page; offset and after do not combine. */
                 offset?: number;
-                /** @description Newest first (-createdAt) unless sort=createdAt asks for oldest first. Ties break on id, in the same direction. */
-                sort?: "createdAt" | "-createdAt";
+                /** @description One group of conditions of which at least one holds: or=(status.eq.open,slaBreached.is.true). Each member is <field>.<operator>.<value> (not. may come before the operator), or and(...) of such members, one level deep; a value holding , ( ) or " is written in double quotes. Members count towards the 20 conditions a request may hold. */
+                or?: string;
+                /** @description Newest first (-createdAt) unless sort asks for another order. Sort keys in order, separated by commas (sort=endpointId,-id): a field, "-" before it for descending; ties break on id, in the last key's direction. An enum sorts in its declared order; rows without a value come last in both directions. Sorts by: id, endpointId, webhookId, event, attempt, status, httpStatus, durationMs, error, createdAt. An index serves: createdAt, -createdAt; any other order reads and sorts the matching rows. */
+                sort?: string;
+                /** @description Filter by status: <operator>.<value> with eq, neq, gt, gte, lt, lte, in, each also after not. (e.g. status=in.(succeeded,failed)). Values: one of succeeded, failed, refused, dead. in takes up to 100 values in parentheses, one holding , ( ) or " in double quotes. Repeat the parameter for several conditions on the field: all of them hold. */
+                status?: string | string[];
+                /** @description Filter by webhookId: <operator>.<value> with eq, neq, in, contains, startsWith, each also after not. (e.g. webhookId=contains.text). in takes up to 100 values in parentheses, one holding , ( ) or " in double quotes. contains and startsWith ignore case and take the text as written (no wildcards). Repeat the parameter for several conditions on the field: all of them hold. */
+                webhookId?: string | string[];
             };
             header?: never;
             path?: never;

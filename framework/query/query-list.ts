@@ -52,6 +52,11 @@ export interface QueryListDeclaration {
   /** The sort the capped count walks (default: the first indexed one). */
   countBy?: string;
   /**
+   * Fields whose parameter also takes a bare value, read as eq (`userId=<id>`): a parameter the list
+   * took before the query language, kept for the callers who send it.
+   */
+  bareEq?: readonly string[];
+  /**
    * A search (`q`), when the list has one: the fields its description names, and its condition,
    * SQL over the list's columns given the placeholder of q's parameter (`$3`), with the value the
    * parameter takes (default: q lower-cased, for `strpos(lower(column), $n) > 0`).
@@ -71,6 +76,7 @@ export class QueryList {
   /** The route's answer: a page of items. */
   readonly pageSchema: TSchema;
   private readonly search: QueryListDeclaration['search'];
+  private readonly bareEq: readonly string[];
 
   constructor(declaration: QueryListDeclaration) {
     const properties = declaration.item.properties as Record<string, TSchema>;
@@ -102,17 +108,27 @@ export class QueryList {
     };
     this.pager = new KeysetPager(source);
     this.search = declaration.search;
+    this.bareEq = declaration.bareEq ?? [];
     this.querySchema = listQuerySchema(this.model, {
       defaultSort: declaration.defaultSort,
       ...(declaration.sortDescription ? { sortDescription: declaration.sortDescription } : {}),
       ...(declaration.search ? { searches: declaration.search.fields } : {}),
+      ...(declaration.bareEq ? { bareEq: declaration.bareEq } : {}),
     });
     this.pageSchema = pageSchema(declaration.item);
   }
 
   /** The request's query string as a query of this list (framework/query/parse.ts); 422 for what does not fit. */
   parse(query: unknown, now: Date): ListQuery {
-    return parseListQuery(this.model, (query ?? {}) as Record<string, unknown>, now);
+    const written = { ...((query ?? {}) as Record<string, unknown>) };
+    for (const name of this.bareEq) {
+      const values = written[name];
+      if (values === undefined) continue;
+      // The schema admits a bare value only where it holds no "." nor "(": never an operator.
+      const read = [values].flat().map((v) => (typeof v === 'string' && !/[.(]/.test(v) ? `eq.${v}` : v));
+      written[name] = Array.isArray(values) ? read : read[0];
+    }
+    return parseListQuery(this.model, written, now);
   }
 
   /**

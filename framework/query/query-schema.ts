@@ -52,7 +52,7 @@ function example(field: QueryField): string {
 }
 
 /** The parameter filtering by one field: text, or the same parameter repeated (all the conditions hold). */
-function filterParameter(field: QueryField, through?: string): TSchema {
+function filterParameter(field: QueryField, through?: string, bareEq = false): TSchema {
   const operators = field.operators;
   const values = field.type.kind === 'text' ? '' : ` Values: ${expectedOf(field.type)}.`;
   const is = operators.includes('is') ? ` is takes ${isValuesOf(field.type).join(' or ')}.` : '';
@@ -60,8 +60,11 @@ function filterParameter(field: QueryField, through?: string): TSchema {
     `Filter${through ? ` through ${through}` : ''} by ${field.name}: <operator>.<value> with ${field.operators.join(', ')}, each also after not. (e.g. ${example(field)}).` +
     `${values}${is}${operators.includes('in') ? ` in takes up to ${IN_VALUES_MAX} values in parentheses, one holding , ( ) or " in double quotes.` : ''}` +
     `${operators.includes('contains') && field.type.kind === 'text' ? ' contains and startsWith ignore case and take the text as written (no wildcards).' : ''}` +
-    ' Repeat the parameter for several conditions on the field: all of them hold.';
-  const pattern = `^(not\\.)?(${operators.join('|')})\\.`;
+    ' Repeat the parameter for several conditions on the field: all of them hold.' +
+    (bareEq ? ` A bare value (${field.name}=<value>) reads as eq.` : '');
+  const operator = `(not\\.)?(${operators.join('|')})\\.`;
+  // A bare value holds no "." nor "(": it cannot be read as an operator.
+  const pattern = bareEq ? `^(${operator}|[^.(]+$)` : `^${operator}`;
   const refused = `${field.name} takes ${operatorList(field)}, as <operator>.<value>`;
   return withRefusal(
     Type.Optional(
@@ -77,6 +80,11 @@ export interface ListQueryOptions {
   searches?: readonly string[];
   /** A sentence on the list's order, before what the sort parameter takes. */
   sortDescription?: string;
+  /**
+   * Fields whose parameter also takes a bare value, read as eq (`userId=<id>` for `userId=eq.<id>`):
+   * a parameter the list took before it took the query language, kept for the callers who send it.
+   */
+  bareEq?: readonly string[];
 }
 
 /** The parameters of a list: paging, sort, q, the filters, or, fields and expand. */
@@ -137,7 +145,7 @@ export function listQuerySchema(model: QueryModel, options: ListQueryOptions) {
       }),
     );
   }
-  Object.assign(properties, filterParameters(model));
+  Object.assign(properties, filterParameters(model, options.bareEq ?? []));
   properties.or = withRefusal(
     Type.Optional(
       Type.String({
@@ -164,9 +172,10 @@ export function readQuerySchema(model: QueryModel) {
 }
 
 /** One parameter per filterable field, and per field of each reference's entity (`assignee.displayName`). */
-function filterParameters(model: QueryModel): TProperties {
+function filterParameters(model: QueryModel, bareEq: readonly string[]): TProperties {
   const out: TProperties = {};
-  for (const field of model.fields.values()) out[field.name] = filterParameter(field);
+  for (const field of model.fields.values())
+    out[field.name] = filterParameter(field, undefined, bareEq.includes(field.name));
   for (const reference of model.references.values()) {
     for (const field of reference.target.fields.values()) {
       const name = `${reference.name}.${field.name}`;

@@ -117,7 +117,7 @@ export function registerRolePages(site: AdminSite): void {
     query: PageQuery,
     form: { name: string; error?: string; status?: number },
   ): Promise<string> {
-    const roles = await listRoles(page.tx, query);
+    const roles = await listRoles(page.tx, { ...query });
     const nextHref = roles.next
       ? `/admin/auth/roles?${new URLSearchParams({ limit: String(query.limit), sort: query.sort, after: roles.next })}`
       : null;

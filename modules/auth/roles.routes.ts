@@ -2,13 +2,8 @@ import Type from 'typebox';
 import { defineRoute } from '../../framework/entity/define.ts';
 import type { ModuleRegistry as Registry, TenantRef, TxContext } from '../../framework/entity/define.ts';
 import { notFound, problem } from '../../framework/errors.ts';
-import {
-  KeysetPager,
-  pageQuerySchema,
-  pageSchema,
-  type Page,
-  type PageQuery,
-} from '../../framework/operations/paging.ts';
+import { pageSchema, type Page } from '../../framework/operations/paging.ts';
+import { QueryList } from '../../framework/query/query-list.ts';
 import { usersService } from '../user/users-service.ts';
 import { WILDCARD } from '../../framework/access/roles.ts';
 import { refuseTokenCaller } from '../../framework/access/credentials.ts';
@@ -32,14 +27,22 @@ export const ROLE_NAME_PATTERN = '^[a-z0-9][a-z0-9_.:-]{0,62}$';
 const ROLE_COLUMN_LIST = 'name, permissions, created_at as "createdAt", updated_at as "updatedAt"';
 const ROLE_ROW = ['name', 'permissions', 'created_at as createdAt', 'updated_at as updatedAt'] as const;
 
-// Named, not numbered: a role's name is its key, so it is the list's tie-breaker too.
-const rolePages = new KeysetPager({
+/**
+ * The roles list, through the query language like every list: by name (`name=startsWith.support`),
+ * by permission (`permissions=contains.task:read`), by creation or change time. Named, not
+ * numbered: a role's name is its key, so it is the list's tie-breaker too.
+ */
+export const roleList = new QueryList({
+  label: 'roles',
+  item: RoleSchema,
   select: ROLE_COLUMN_LIST,
   from: 'roles',
   id: 'name',
   idType: 'text',
-  where: [],
-  sorts: { name: { column: 'name' } },
+  columns: { name: 'name', permissions: 'permissions', createdAt: 'created_at', updatedAt: 'updated_at' },
+  indexed: ['name'],
+  defaultSort: 'name',
+  sortDescription: 'By name unless sort asks for another order.',
 });
 
 /**
@@ -79,9 +82,9 @@ export interface RoleView {
   updatedAt: Date;
 }
 
-/** A page of the tenant's roles by name: the roles list, for the API route and the admin shell alike. */
-export async function listRoles(tx: TxContext, query: PageQuery): Promise<Page<RoleView>> {
-  return (await rolePages.page(tx, query)) as unknown as Page<RoleView>;
+/** A page of the tenant's roles as the query string asks (by name by default): for the API route and the admin shell alike. */
+export async function listRoles(tx: TxContext, query: Record<string, unknown>): Promise<Page<RoleView>> {
+  return (await roleList.page(tx, query)).page as unknown as Page<RoleView>;
 }
 
 /** One role by name, or undefined. */
@@ -160,18 +163,15 @@ export const listRolesRoute = defineRoute({
   url: '/api/v1/auth/roles',
   operationId: 'auth-role-list',
   summary: "List this tenant's roles",
-  description: "The tenant's roles by name, paged like every list (limit and offset, or after=<next>).",
+  description:
+    'The tenant\'s roles by name, filtered, sorted and paged like every list (docs/api-conventions.md, "Filters"): by name (name=startsWith.support), by permission (permissions=contains.task:read), by creation or change time; limit and offset, or after=<next>.',
   tags: ['auth'],
   access: { permission: 'role:manage' },
   schema: {
-    querystring: pageQuerySchema({
-      sorts: ['name'],
-      defaultSort: 'name',
-      sortDescription: 'name, or -name for descending.',
-    }),
+    querystring: roleList.querySchema,
     response: { 200: pageSchema(RoleSchema, "The tenant's roles by name") },
   },
-  handler: ({ tx, query }) => listRoles(tx, query as PageQuery),
+  handler: ({ tx, query, reply }) => roleList.answer(tx, query, reply),
 });
 
 export const putRoleRoute = defineRoute({

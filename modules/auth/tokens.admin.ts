@@ -118,7 +118,7 @@ export function registerTokenPages(site: AdminSite): void {
     },
   ): Promise<string> {
     // The newest hundred: a page of the API's list at its largest size; a person holding more revokes through the API.
-    const tokens = (await listTokens(page.tx, { limit: PAGE_LIMIT_MAX, offset: 0, sort: '-createdAt' })).items;
+    const tokens = (await listTokens(page.tx, { limit: PAGE_LIMIT_MAX, offset: 0, sort: '-createdAt' })).page.items;
     const body = renderTemplate('./admin/pages/tokens', {
       tokens: tokens.map((t) => rowOf(t, page.tx.now)),
       form: { ...form, maxDays: MAX_TOKEN_DAYS },

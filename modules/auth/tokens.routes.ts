@@ -5,34 +5,14 @@ import {
   DEFAULT_TOKEN_DAYS,
   MAX_TOKEN_DAYS,
   TOKEN_MANAGE,
-  TOKEN_SORTS,
   createToken,
   listTokens,
   revokeToken,
   type AccessTokenView,
 } from './tokens.ts';
-import { pageQuerySchema, pageSchema, type PageQuery } from '../../framework/operations/paging.ts';
-
-const AccessTokenFields = {
-  id: Type.String({ format: 'uuid' }),
-  userId: Type.String({ format: 'uuid', description: 'The user the token acts for' }),
-  name: Type.String({ description: 'What its maker called it, to recognise it in the list' }),
-  permissions: Type.Array(Type.String(), {
-    description:
-      'Sorted. What a request with the token may do is these intersected with what the user holds at that moment; "*" stands for all the user holds',
-  }),
-  createdAt: Type.String({ format: 'date-time' }),
-  expiresAt: Type.String({ format: 'date-time', description: 'From then on the token is refused (401 TOKEN_INVALID)' }),
-  lastUsedAt: Type.Union([Type.String({ format: 'date-time' }), Type.Null()], {
-    description: 'When a request last authenticated with it (recorded at most once a minute); null when never',
-  }),
-};
-
-const AccessTokenSchema = Type.Object(AccessTokenFields, {
-  additionalProperties: false,
-  title: 'AccessToken',
-  description: 'A personal access token, without its secret',
-});
+import { pageSchema } from '../../framework/operations/paging.ts';
+import { selectAnswer } from '../../framework/query/expansion.ts';
+import { AccessTokenFields, AccessTokenSchema, TokenListQuery } from './token-list.ts';
 
 const AccessTokenCreatedSchema = Type.Object(
   {
@@ -120,7 +100,7 @@ export const listTokensRoute = defineRoute({
   operationId: 'auth-token-list',
   summary: 'List personal access tokens',
   description: [
-    `The caller's own tokens, newest first by default, without their secrets, paged like every list (limit and offset, or after=<next>). With userId, that user's tokens: another user's need permission ${TOKEN_MANAGE} (403 AUTH_FORBIDDEN).`,
+    `The caller's own tokens, newest first by default, without their secrets. Filtered, sorted and paged like every list (docs/api-conventions.md, "Filters"): by expiry (expiresAt=lt.now+7d), name, permission (permissions=contains.task:read), creation or last use; limit and offset, or after=<next>. With a userId filter (userId=eq.<id>, userId=in.(<id>,<id>); a bare userId=<id> reads as eq), the tokens of the users it names: anyone but the caller needs permission ${TOKEN_MANAGE} (403 AUTH_FORBIDDEN). Without that permission a list never holds another person's tokens, whatever the filter.`,
     SESSION_ONLY,
   ].join('\n\n'),
   tags: ['auth'],
@@ -128,28 +108,12 @@ export const listTokensRoute = defineRoute({
   bearer: false,
   problems: { 403: `Another user's tokens without permission ${TOKEN_MANAGE} (AUTH_FORBIDDEN)` },
   schema: {
-    querystring: Type.Object(
-      {
-        ...pageQuerySchema({
-          sorts: TOKEN_SORTS,
-          defaultSort: '-createdAt',
-          sortDescription: 'createdAt, expiresAt or name; a leading "-" sorts descending. Ties break on id.',
-        }).properties,
-        userId: Type.Optional(
-          Type.String({
-            format: 'uuid',
-            description: `Whose tokens: default the caller; another user needs ${TOKEN_MANAGE}`,
-          }),
-        ),
-      },
-      { additionalProperties: false },
-    ),
+    querystring: TokenListQuery,
     response: { 200: AccessTokenListSchema },
   },
-  async handler({ tx, query }) {
-    const { userId, ...paging } = query;
-    const page = await listTokens(tx, paging as PageQuery, userId);
-    return { ...page, items: page.items.map(toJson) };
+  async handler({ tx, query, reply }) {
+    const { page, asked } = await listTokens(tx, query as Record<string, unknown>);
+    return selectAnswer(reply, { ...page, items: page.items.map(toJson) }, asked);
   },
 });
 

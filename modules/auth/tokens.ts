@@ -3,7 +3,9 @@ import type { ModuleRegistry as Registry, TxContext } from '../../framework/enti
 import { ACCESS_TOKEN_PREFIX } from '../../framework/access/bearer.ts';
 import { hashSecret } from '../../framework/access/session-cookie.ts';
 import { notFound, problem } from '../../framework/errors.ts';
-import { KeysetPager, type Page, type PageQuery } from '../../framework/operations/paging.ts';
+import type { Page } from '../../framework/operations/paging.ts';
+import { tokenList } from './token-list.ts';
+import type { ListQuery } from '../../framework/query/parse.ts';
 import { refuseTokenCaller } from '../../framework/access/credentials.ts';
 import { checkedPermissions } from './roles.routes.ts';
 import './tokens-table.ts';
@@ -107,34 +109,33 @@ export async function createToken(
   return { token, raw };
 }
 
-// The framework's pager takes its select as SQL text fixed here; the create above returns the same
-// row with the typed builder (TOKEN_ROW).
-const TOKEN_COLUMN_LIST =
-  'id, user_id as "userId", name, permissions, created_at as "createdAt", expires_at as "expiresAt", last_used_at as "lastUsedAt"';
-const tokenPages = new KeysetPager({
-  select: TOKEN_COLUMN_LIST,
-  from: 'access_tokens',
-  id: 'id',
-  where: [],
-  sorts: { createdAt: { column: 'created_at' }, expiresAt: { column: 'expires_at' }, name: { column: 'name' } },
-});
-
-export const TOKEN_SORTS = ['createdAt', 'expiresAt', 'name'] as const;
+/** A UUID as a query value names it: in eq.<id>, in.(<id>,...), or alone (`userId=<id>`, the older form). */
+const UUIDS = /[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}/gi;
 
 /**
- * A page of the caller's own tokens (expired ones too, until the sweep removes them), or of another
- * user's with token:manage: paged like every list.
+ * A page of tokens (expired ones too, until the sweep removes them) as the query string asks
+ * (token-list.ts: filters, sort, paging). Whose: the caller's own; with a userId filter, the
+ * users it names, which for anyone but the caller needs token:manage (403 AUTH_FORBIDDEN naming
+ * it). A caller without it is kept to their own rows by the list's own condition, whatever the
+ * filter says; a bare id (`userId=<id>`) is read as `userId=eq.<id>`.
  */
-export async function listTokens(tx: TxContext, query: PageQuery, userId?: string): Promise<Page<AccessTokenView>> {
+export async function listTokens(
+  tx: TxContext,
+  query: Record<string, unknown>,
+): Promise<{ page: Page<AccessTokenView>; asked: ListQuery }> {
   const session = tx.session;
   if (!session) throw problem('AUTH_REQUIRED', 'Sign in to use this route');
-  const owner = userId ?? session.userId;
-  if (owner !== session.userId && !tx.can(TOKEN_MANAGE))
+  const written = [query.userId ?? []].flat().map(String);
+  const named = written.flatMap((value) => value.match(UUIDS) ?? []).map((id) => id.toLowerCase());
+  const manages = tx.can(TOKEN_MANAGE);
+  if (!manages && named.some((id) => id !== session.userId.toLowerCase()))
     throw problem('AUTH_FORBIDDEN', `Listing another user's tokens requires permission ${TOKEN_MANAGE}`);
-  return (await tokenPages.page(tx, query, {
-    conditions: ['user_id = $1'],
-    params: [owner],
-  })) as unknown as Page<AccessTokenView>;
+  const scope =
+    manages && written.length > 0
+      ? { conditions: [], params: [] }
+      : { conditions: ['user_id = $1'], params: [session.userId] };
+  const { page, asked } = await tokenList.page(tx, query, scope);
+  return { page: page as unknown as Page<AccessTokenView>, asked };
 }
 
 /**

@@ -1,7 +1,10 @@
 import { jsonArrayFrom } from 'kysely/helpers/postgres';
 import type { TenantRef, TxContext } from '../../framework/entity/define.ts';
 import { isUuid } from '../../framework/operations/entity-ops.ts';
-import { KeysetPager, type Page, type PageQuery } from '../../framework/operations/paging.ts';
+import type { Page } from '../../framework/operations/paging.ts';
+import { QueryList } from '../../framework/query/query-list.ts';
+import type { ListQuery } from '../../framework/query/parse.ts';
+import { Tenant } from './tenant.schemas.ts';
 import { notFound } from '../../framework/errors.ts';
 import { lockTenant } from '../../framework/tenancy/control-plane.ts';
 
@@ -25,26 +28,16 @@ const TENANT_COLUMNS = `
   coalesce((select json_agg(json_build_object('host', h.host, 'primary', h.is_primary) order by h.is_primary desc, h.created_at, h.host)
               from tenant_hosts h where h.tenant_id = t.id), '[]'::json) as hosts`;
 
-/** The sorts the tenant list offers, each read from an index of its own (migrations/framework). */
-export const TENANT_SORTS = ['createdAt', 'slug', 'name'] as const;
-
-// The framework's list: the same parameters, answer and keyset paging as every generated list.
-const tenantPages = new KeysetPager({
-  select: TENANT_COLUMNS,
-  from: 'tenants t',
-  id: 't.id',
-  where: [],
-  sorts: { createdAt: { column: 't.created_at' }, slug: { column: 't.slug' }, name: { column: 't.name' } },
-});
-
 /**
  * A search (q): tenants whose name or slug, or one of whose hosts, contains the text, ignoring
  * case. Written as a union of two index reads (the trigram indexes of
  * migrations/framework/0010_tenant_search_resume_remove_host.sql) rather than an OR with EXISTS,
  * which PostgreSQL answers by reading every tenant.
  */
-const SEARCH_CONDITION = `t.id in (select s.id from tenants s where lower(s.name || ' ' || s.slug) like $1
-                   union select h.tenant_id from tenant_hosts h where h.host like $1)`;
+const searchCondition = (
+  p: string,
+) => `t.id in (select s.id from tenants s where lower(s.name || ' ' || s.slug) like ${p}
+                   union select h.tenant_id from tenant_hosts h where h.host like ${p})`;
 
 /** q as a LIKE pattern matching it anywhere, its own %, _ and backslash taken literally. */
 export const containsPattern = (q: string): string =>
@@ -53,9 +46,43 @@ export const containsPattern = (q: string): string =>
     .toLowerCase()
     .replace(/[\\%_]/g, (c) => `\\${c}`)}%`;
 
-export async function listTenants(ctx: TxContext, page: PageQuery, search?: string): Promise<Page<TenantView>> {
-  const filter = search?.trim() ? { conditions: [SEARCH_CONDITION], params: [containsPattern(search)] } : undefined;
-  return (await tenantPages.page(ctx, page, filter)) as unknown as Page<TenantView>;
+/**
+ * The operator's tenants list, through the query language like every list: by status
+ * (`status=eq.suspended`), slug, name, creation or change time, operator or not; with q, the
+ * search above. The sorts by creation, slug and name each read an index of their own
+ * (migrations/framework); hosts are answered, never filtered (a list of objects).
+ */
+export const tenantList = new QueryList({
+  label: 'tenants',
+  item: Tenant,
+  select: TENANT_COLUMNS,
+  from: 'tenants t',
+  id: 't.id',
+  columns: {
+    id: 't.id',
+    slug: 't.slug',
+    name: 't.name',
+    status: 't.status',
+    isOperator: 't.is_operator',
+    createdAt: 't.created_at',
+    updatedAt: 't.updated_at',
+  },
+  indexed: ['createdAt', 'slug', 'name'],
+  defaultSort: 'createdAt',
+  sortDescription: 'Oldest first (createdAt) unless sort asks for another order.',
+  search: { fields: ['name', 'slug', 'hosts'], condition: searchCondition, value: containsPattern },
+});
+
+/** The tenants list's query string: paging, sort, q, a filter per field, or and fields. */
+export const TenantListQuery = tenantList.querySchema;
+
+/** A page of tenants as a request's query string asks (filters, q, sort, paging), and the query as read. */
+export async function listTenants(
+  ctx: TxContext,
+  query: Record<string, unknown>,
+): Promise<{ page: Page<TenantView>; asked: ListQuery }> {
+  const { page, asked } = await tenantList.page(ctx, query);
+  return { page: page as unknown as Page<TenantView>, asked };
 }
 
 /** One tenant, or 404; with lock, the row is held until the transaction ends. */

@@ -19,11 +19,10 @@ import {
   Tenant,
   TenantIdParams,
   TenantList,
-  TenantListQuery,
 } from './tenant.schemas.ts';
-import { hostOwner, listTenants, readTenant, tenantRef } from './tenant-store.ts';
+import { hostOwner, listTenants, readTenant, tenantRef, TenantListQuery } from './tenant-store.ts';
+import { selectAnswer } from '../../framework/query/expansion.ts';
 import { normaliseHostName } from './host-name.ts';
-import type { PageQuery } from '../../framework/operations/paging.ts';
 import { answer } from '../../framework/http/entity-route-parts.ts';
 
 const BASE = '/api/v1/tenant/tenants';
@@ -44,11 +43,14 @@ export const tenantRoutes: readonly AnyRoute[] = [
     operationId: 'tenant-tenant-list',
     summary: 'List tenants',
     description:
-      'Every tenant, with its status and hosts, oldest first unless sort says otherwise; paged like every list (limit and offset, or after=<next> from the previous page, which reads the next page from an index and costs the same at any depth and at any number of tenants; total counted up to 10000). q narrows the list to the tenants whose name, slug or a host contains it, ignoring case; pass the same q with after.',
+      'Every tenant, with its status and hosts, oldest first unless sort says otherwise; paged like every list (limit and offset, or after=<next> from the previous page, which reads the next page from an index and costs the same at any depth and at any number of tenants; total counted up to 10000). q narrows the list to the tenants whose name, slug or a host contains it, ignoring case; filters narrow it like every list\'s (docs/api-conventions.md, "Filters"): status=eq.suspended, createdAt=gte.now-30d; pass the same q and filters with after.',
     tags,
     access,
     schema: { querystring: TenantListQuery, response: { 200: TenantList } },
-    handler: ({ tx, query }) => listTenants(tx, query as PageQuery, (query as { q?: string }).q),
+    handler: async ({ tx, query, reply }) => {
+      const { page, asked } = await listTenants(tx, query as Record<string, unknown>);
+      return selectAnswer(reply, page, asked);
+    },
   }),
   defineRoute({
     method: 'POST',

@@ -1,6 +1,5 @@
 import Type from 'typebox';
-import { pageQuerySchema, pageSchema } from '../../framework/operations/paging.ts';
-import { TENANT_SORTS } from './tenant-store.ts';
+import { pageSchema } from '../../framework/operations/paging.ts';
 import { StringEnum } from '../../framework/entity/string-enum.ts';
 
 const HostName = Type.String({
@@ -37,29 +36,6 @@ export const Tenant = Type.Object(
 );
 
 export const TenantList = pageSchema(Tenant, 'A page of tenants');
-
-const PageParameters = pageQuerySchema({
-  sorts: TENANT_SORTS,
-  defaultSort: 'createdAt',
-  sortDescription:
-    'createdAt (oldest first, the default), slug or name; a leading "-" sorts descending. Ties break on id, in the same direction.',
-});
-
-// Every parameter is optional, as on every list: the list's paging parameters and a search.
-export const TenantListQuery = Type.Object(
-  {
-    ...PageParameters.properties,
-    q: Type.Optional(
-      Type.String({
-        minLength: 1,
-        maxLength: 200,
-        description:
-          'Search: only tenants whose name, slug or one of whose hosts contains this text, ignoring case (e.g. q=acme). Combines with sort and after like the unfiltered list; a cursor is followed with the same q.',
-      }),
-    ),
-  },
-  { additionalProperties: false },
-);
 
 export const HostParams = Type.Object({
   id: Type.String({ description: 'Tenant id (UUID)' }),

@@ -22,7 +22,7 @@ export async function switcherPage(
   port: number,
   q = '',
 ): Promise<Page<SwitcherTenant>> {
-  const page = await listTenants(tx, query, q);
+  const { page } = await listTenants(tx, { ...query, ...(q ? { q } : {}) });
   return {
     ...page,
     items: page.items.map((tenant) => {

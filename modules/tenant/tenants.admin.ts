@@ -24,7 +24,8 @@ import type { ProblemError } from '../../framework/errors.ts';
 import { validationProblem } from '../../framework/http/problems.ts';
 import { typeboxValidatorCompiler } from '../../framework/http/validation.ts';
 import type { PageQuery } from '../../framework/operations/paging.ts';
-import { AddHostBody, CreateTenantBody, InviteAdminBody, TenantListQuery } from './tenant.schemas.ts';
+import { AddHostBody, CreateTenantBody, InviteAdminBody } from './tenant.schemas.ts';
+import { TenantListQuery } from './tenant-store.ts';
 import { readTenant } from './tenant-store.ts';
 import { requestPort, switcherPage, tenantAdminUrl } from './tenants.admin-data.ts';
 

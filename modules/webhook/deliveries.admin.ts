@@ -1,5 +1,4 @@
 import { registerAdminPage, renderTemplate, type AdminSite } from '../../framework/admin/index.ts';
-import type { PageQuery } from '../../framework/operations/paging.ts';
 import { deliveryLogPage, DeliveryListQuery } from './delivery-log.ts';
 import './webhook-tables.ts';
 
@@ -32,8 +31,7 @@ export function registerDeliveryLogPage(site: AdminSite): void {
     summary: 'Webhook delivery log',
     schema: { querystring: DeliveryListQuery },
     handler: async (page) => {
-      const query = page.query as unknown as PageQuery;
-      const log = await deliveryLogPage(page.tx, query);
+      const log = await deliveryLogPage(page.tx, page.query);
       const ids = [...new Set(log.items.map((d) => String(d.endpointId)))];
       const endpoints = ids.length
         ? await page.tx.db.selectFrom('webhook_endpoints').select(['id', 'url']).where('id', 'in', ids).execute()
@@ -47,9 +45,12 @@ export function registerDeliveryLogPage(site: AdminSite): void {
         answer: d.httpStatus ?? 'none',
         why: why(String(d.status), d.error as string | null, d.httpStatus as number | null),
       }));
-      const nextHref = log.next
-        ? `/admin/webhook/deliveries?${new URLSearchParams({ limit: String(query.limit), sort: query.sort, after: log.next })}`
-        : null;
+      // The next page keeps the query's filters and sort: its cursor is good only with them.
+      const next = new URLSearchParams();
+      for (const [name, value] of Object.entries(page.query as Record<string, unknown>))
+        if (name !== 'after' && name !== 'offset' && value !== undefined)
+          for (const one of [value].flat()) next.append(name, String(one));
+      const nextHref = log.next ? `/admin/webhook/deliveries?${next}&after=${encodeURIComponent(log.next)}` : null;
       const body = renderTemplate('./admin/pages/webhook-deliveries', { page: log, rows, csrf: page.csrf(), nextHref });
       return page.render({ title: 'Webhook deliveries', body });
     },

@@ -1,7 +1,8 @@
 import Type from 'typebox';
 import { defineRoute, type AnyRoute, type JobDefinition } from '../../framework/entity/define.ts';
 import type { TxContext } from '../../framework/entity/define.ts';
-import { KeysetPager, pageQuerySchema, pageSchema, type PageQuery } from '../../framework/operations/paging.ts';
+import { pageSchema } from '../../framework/operations/paging.ts';
+import { QueryList } from '../../framework/query/query-list.ts';
 import './webhook-tables.ts';
 import { StringEnum } from '../../framework/entity/string-enum.ts';
 
@@ -36,25 +37,40 @@ export const Delivery = Type.Object(
 const COLUMNS = `id, endpoint_id as "endpointId", message_id as "webhookId", event_type as "event", attempt, status,
   http_status as "httpStatus", duration_ms as "durationMs", error, created_at as "createdAt"`;
 
-/** The tenant's log over all its endpoints, paged by (created_at, id) from the log's age index. */
-const pages = new KeysetPager({
+/**
+ * The tenant's log over all its endpoints, through the query language like every list: by
+ * endpoint (`endpointId=eq.<id>`, read from the (tenant_id, endpoint_id, created_at, id) index), by
+ * result (`status=in.(failed,dead)`), by event, attempt, answer or time. Paged by (created_at, id)
+ * from the log's age index by default.
+ */
+export const deliveryList = new QueryList({
+  label: 'webhook deliveries',
+  item: Delivery,
   select: COLUMNS,
   from: 'webhook_deliveries',
-  id: 'id',
-  where: [],
-  sorts: { createdAt: { column: 'created_at' } },
-});
-
-export const DeliveryListQuery = pageQuerySchema({
-  sorts: ['createdAt'],
+  columns: {
+    id: 'id',
+    endpointId: 'endpoint_id',
+    webhookId: 'message_id',
+    event: 'event_type',
+    attempt: 'attempt',
+    status: 'status',
+    httpStatus: 'http_status',
+    durationMs: 'duration_ms',
+    error: 'error',
+    createdAt: 'created_at',
+  },
+  indexed: ['createdAt'],
   defaultSort: '-createdAt',
-  sortDescription:
-    'Newest first (-createdAt) unless sort=createdAt asks for oldest first. Ties break on id, in the same direction.',
+  sortDescription: 'Newest first (-createdAt) unless sort asks for another order.',
 });
 
-/** A page of the tenant's delivery log (the API's list and the admin page). */
-export function deliveryLogPage(tx: TxContext, query: PageQuery) {
-  return pages.page(tx, query);
+/** The delivery log's query string: paging, sort, a filter per field, or and fields. */
+export const DeliveryListQuery = deliveryList.querySchema;
+
+/** A page of the tenant's delivery log as a request's query string asks (the API's list and the admin page). */
+export async function deliveryLogPage(tx: TxContext, query: unknown) {
+  return (await deliveryList.page(tx, query as Record<string, unknown>)).page;
 }
 
 export const deliveryLogRoutes: readonly AnyRoute[] = [
@@ -63,11 +79,11 @@ export const deliveryLogRoutes: readonly AnyRoute[] = [
     url: '/api/v1/webhook/deliveries',
     operationId: 'webhook-delivery-list',
     summary: 'The delivery log',
-    description: `Every attempt to deliver to the tenant's endpoints in the last ${LOG_RETENTION_DAYS} days, newest first by default, each naming its endpoint (endpointId). Paged like every list: limit and offset, or after=<next> from the previous page; total counted up to 10000. Another tenant's attempts are never listed.`,
+    description: `Every attempt to deliver to the tenant's endpoints in the last ${LOG_RETENTION_DAYS} days, newest first by default, each naming its endpoint (endpointId). Filtered, sorted and paged like every list (docs/api-conventions.md, "Filters"): by endpoint (endpointId=eq.<id>), by result (status=in.(failed,dead)), by event or time (createdAt=gte.now-1d); limit and offset, or after=<next> from the previous page; total counted up to 10000. Another tenant's attempts are never listed, whatever the filter.`,
     tags: ['webhook'],
     access: { permission: 'webhook:manage' },
     schema: { querystring: DeliveryListQuery, response: { 200: pageSchema(Delivery, 'A page of the delivery log') } },
-    handler: ({ tx, query }) => deliveryLogPage(tx, query as PageQuery),
+    handler: ({ tx, query, reply }) => deliveryList.answer(tx, query, reply),
   }),
 ];
 

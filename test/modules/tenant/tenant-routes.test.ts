@@ -187,7 +187,8 @@ describe('the tenant list pages like every list', () => {
   });
 
   it('refuses an offset past 10000, a sort it does not offer and a cursor it did not give, with 422', async () => {
-    for (const query of ['?offset=10001', '?offset=9223372036854775807', '?sort=status', '?after=bm9wZQ', '?limit=0']) {
+    // Every field the list filters by sorts (issue 44), status too; hosts (a list of objects) does not.
+    for (const query of ['?offset=10001', '?offset=9223372036854775807', '?sort=hosts', '?after=bm9wZQ', '?limit=0']) {
       const res = await list(query);
       expect(res.status, query).toBe(422);
       expect(res.body.code).toBe('VALIDATION_FAILED');
