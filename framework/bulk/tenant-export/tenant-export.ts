@@ -58,14 +58,17 @@ export const TenantExportStatus = named(
   'TenantExportStatus',
 );
 
-/** An export as its routes answer it; a finished one carries its signed download link while it lasts. */
-export function exportStatus(services: Services, tenant: TenantRef, row: TenantExportRow, now: Date) {
+/**
+ * An export as its routes answer it; a finished one carries its signed download link while it
+ * lasts, on `origin` (an absolute link to another tenant's host) or relative to the host asked.
+ */
+export function exportStatus(services: Services, tenant: TenantRef, row: TenantExportRow, now: Date, origin = '') {
   const live = row.status === 'done' && row.expires_at !== null && row.expires_at > now;
   let download: string | null = null;
   if (live) {
     const expires = Math.floor(row.expires_at!.getTime() / 1000);
     const signature = services.links.sign(linkSubject(tenant.id, row.id), expires);
-    download = `${archivePath(row.id)}?expires=${expires}&signature=${signature}`;
+    download = `${origin}${archivePath(row.id)}?expires=${expires}&signature=${signature}`;
   }
   return {
     id: row.id,
