@@ -2324,10 +2324,10 @@ export interface components {
             finishedAt: string | null;
             /** Format: uuid */
             id: string;
-            /** @description The archive's manifest.json: each table's row count and SHA-256, each file's size and SHA-256, what was left out and why */
-            manifest: unknown | null;
-            /** @description Why a failed export stopped */
-            problem: unknown | null;
+            /** @description The archive's manifest.json, once written (null before): each table's row count and SHA-256, each file's size and SHA-256, what was left out and why */
+            manifest: unknown;
+            /** @description Why a failed export stopped (its code and detail); null otherwise */
+            problem: unknown;
             /** @description SHA-256 of the archive, hex */
             sha256: string | null;
             /** @description Bytes of the archive, once written */

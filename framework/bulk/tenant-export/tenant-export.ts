@@ -40,16 +40,16 @@ export const TenantExportStatus = named(
         description: 'Bytes of the archive, once written',
       }),
       sha256: Type.Union([Type.String(), Type.Null()], { description: 'SHA-256 of the archive, hex' }),
-      manifest: Type.Union([Type.Unknown(), Type.Null()], {
+      manifest: Type.Unknown({
         description:
-          "The archive's manifest.json: each table's row count and SHA-256, each file's size and SHA-256, what was left out and why",
+          "The archive's manifest.json, once written (null before): each table's row count and SHA-256, each file's size and SHA-256, what was left out and why",
       }),
       download: Type.Union([Type.String(), Type.Null()], {
         description:
           'A link to the archive (a .tar.gz) that opens without a session until expiresAt; null until it is written and after it expired',
       }),
       expiresAt: Type.Union([DateTime(), Type.Null()]),
-      problem: Type.Union([Type.Unknown(), Type.Null()], { description: 'Why a failed export stopped' }),
+      problem: Type.Unknown({ description: 'Why a failed export stopped (its code and detail); null otherwise' }),
       createdAt: DateTime(),
       finishedAt: Type.Union([DateTime(), Type.Null()]),
     },
