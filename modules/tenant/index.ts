@@ -27,6 +27,13 @@ export const tenantModule = defineModule({
     'tenant.resumed',
     EXPORT_REQUESTED,
   ],
+  // The customer sees these in its own activity, as done by the operator (the payload's id is the tenant's).
+  operatorEventsAbout: {
+    'tenant.host_added': 'id',
+    'tenant.host_removed': 'id',
+    'tenant.suspended': 'id',
+    'tenant.resumed': 'id',
+  },
   routes: [...tenantRoutes, ...exportRoutes],
   // A tenant's export runs as a job (framework/bulk/tenant-export/), its archive purged once its link expires.
   subscriptions: [exportRequested],

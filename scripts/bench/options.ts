@@ -17,6 +17,7 @@ export const SCENARIOS = [
   'webhooks',
   'tenants',
   'metrics-cost',
+  'history',
   'batch',
   'prepared-statements',
 ] as const;
