@@ -1099,7 +1099,7 @@ export interface paths {
         put?: never;
         /**
          * Export the tenant's data
-         * @description Queues an export of this tenant: a worker writes one archive (a .tar.gz) with every table's rows as NDJSON (tables/<table>/<n>.ndjson), every file's bytes (files/files/<id>) and manifest.json with each table's row count and SHA-256 and each file's size and SHA-256. Secrets are left out (password hashes, token hashes, signing secrets, sessions, set-password links; the manifest says which and why). Answered 202 with the export's status and Location; its status gives the download link once the archive is written, good for 24 hours. An Idempotency-Key makes a retry answer the same export.
+         * @description Queues an export of this tenant: a worker writes one archive (a .tar.gz) with every table's rows as NDJSON (tables/<table>/<n>.ndjson), every file's bytes (files/files/<id>) and manifest.json with each table's row count and SHA-256 and each file's size and SHA-256. Secrets are left out (password hashes, token hashes, signing secrets, sessions, set-password links; the manifest says which and why). Answered 202 with the export's status and Location; its status gives the download link once the archive is written, good for 24 hours. At the operator's host, tenantId names the customer to export (the operator's own tenant without it): the export is that tenant's, its status is read with the same tenantId, and its link is on that tenant's primary host. Elsewhere tenantId naming another tenant is 403 AUTH_NOT_OPERATOR; an unknown one is 404. An Idempotency-Key makes a retry answer the same export.
          */
         post: operations["tenant-export-create"];
         delete?: never;
@@ -1115,7 +1115,10 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** An export's status and download link */
+        /**
+         * An export's status and download link
+         * @description At the operator's host, tenantId names the customer whose export it is (as it was started); its download link is then an absolute URL on that tenant's primary host.
+         */
         get: operations["tenant-export-read"];
         put?: never;
         post?: never;
@@ -2701,10 +2704,10 @@ export interface components {
             finishedAt: string | null;
             /** Format: uuid */
             id: string;
-            /** @description The archive's manifest.json: each table's row count and SHA-256, each file's size and SHA-256, what was left out and why */
-            manifest: unknown | null;
-            /** @description Why a failed export stopped */
-            problem: unknown | null;
+            /** @description The archive's manifest.json, once written (null before): each table's row count and SHA-256, each file's size and SHA-256, what was left out and why */
+            manifest: unknown;
+            /** @description Why a failed export stopped (its code and detail); null otherwise */
+            problem: unknown;
             /** @description SHA-256 of the archive, hex */
             sha256: string | null;
             /** @description Bytes of the archive, once written */
@@ -11180,7 +11183,10 @@ export interface operations {
     };
     "tenant-export-create": {
         parameters: {
-            query?: never;
+            query?: {
+                /** @description The operator only, at the operator's host: the tenant whose export this is */
+                tenantId?: string;
+            };
             header?: {
                 /** @description Makes the request safe to retry: a key of 1-255 printable ASCII characters, new for each distinct request (a UUID does). For 24 hours the same key with the same request replays the first answer (its status and body, with the header Idempotent-Replayed: true) and does nothing again; with another method, path or body it answers 422 IDEMPOTENCY_KEY_REUSED. A secret the first answer showed once (a field marked x-secret, such as a webhook endpoint's signingSecret) is not kept with the answer: the replay has null in its place, and its header Idempotent-Secrets-Withheld names the fields as JSON pointers (e.g. /signingSecret). A request with the same key still running is waited for. Keys are per tenant and caller. A request that failed (any problem answer) leaves no key behind and may be retried with it. */
                 "idempotency-key"?: string;
@@ -11197,6 +11203,15 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["TenantExportStatus"];
+                };
+            };
+            /** @description Malformed request */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
                 };
             };
             /** @description Not signed in (AUTH_REQUIRED), or a bearer token unknown, expired, revoked or of another tenant (TOKEN_INVALID) */
@@ -11302,7 +11317,10 @@ export interface operations {
     };
     "tenant-export-read": {
         parameters: {
-            query?: never;
+            query?: {
+                /** @description The operator only, at the operator's host: the tenant whose export this is */
+                tenantId?: string;
+            };
             header?: never;
             path: {
                 id: string;

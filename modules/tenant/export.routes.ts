@@ -4,9 +4,14 @@ import {
   type AnyRoute,
   type JobDefinition,
   type QueueDefinition,
+  type Services,
   type SubscriptionDefinition,
+  type TxContext,
 } from '../../framework/entity/define.ts';
 import { notFound, problem } from '../../framework/errors.ts';
+import { withinTenant } from '../../framework/tenancy/create-tenant.ts';
+import { tenantUrl } from '../../framework/tenancy/tenant-url.ts';
+import { readTenant, tenantRef } from './tenant-store.ts';
 import { answer } from '../../framework/http/entity-route-parts.ts';
 import { problemResponse } from '../../framework/openapi/problem-schema.ts';
 import { streamFrom, streamResponses } from '../../framework/http/stream.ts';
@@ -22,6 +27,37 @@ import {
   runTenantExport,
   stopTenantExport,
 } from '../../framework/bulk/tenant-export/tenant-export.ts';
+
+const TargetQuery = Type.Object(
+  {
+    tenantId: Type.Optional(
+      Type.String({
+        format: 'uuid',
+        description: "The operator only, at the operator's host: the tenant whose export this is",
+      }),
+    ),
+  },
+  { additionalProperties: false },
+);
+type TargetQueryValue = { tenantId?: string };
+
+/**
+ * Runs `fn` in the export's tenant: the host's, or, for the operator at the operator's host, the
+ * tenant tenantId names (withinTenant: its rows, its outbox), with the origin its download link is
+ * built on (that tenant's primary host; none for the host's own tenant, whose link is relative).
+ */
+async function inTarget<T>(
+  tx: TxContext,
+  services: Services,
+  query: TargetQueryValue,
+  fn: (inner: TxContext, origin: string) => Promise<T>,
+): Promise<T> {
+  if (query.tenantId === undefined || query.tenantId === tx.tenant.id) return fn(tx, '');
+  if (!tx.tenant.isOperator)
+    throw problem('AUTH_NOT_OPERATOR', "Only the operator, at the operator's host, exports another tenant");
+  const target = tenantRef(await readTenant(tx, query.tenantId));
+  return withinTenant(tx, target, async (inner) => fn(inner, await tenantUrl(inner, services, '')));
+}
 
 /** The event that hands an export to the worker, and its queue. */
 export const EXPORT_REQUESTED = 'tenant.export_requested';
@@ -42,35 +78,49 @@ export const exportRoutes: readonly AnyRoute[] = [
     operationId: 'tenant-export-create',
     summary: "Export the tenant's data",
     description:
-      "Queues an export of this tenant: a worker writes one archive (a .tar.gz) with every table's rows as NDJSON (tables/<table>/<n>.ndjson), every file's bytes (files/files/<id>) and manifest.json with each table's row count and SHA-256 and each file's size and SHA-256. Secrets are left out (password hashes, token hashes, signing secrets, sessions, set-password links; the manifest says which and why). Answered 202 with the export's status and Location; its status gives the download link once the archive is written, good for 24 hours. An Idempotency-Key makes a retry answer the same export.",
+      "Queues an export of this tenant: a worker writes one archive (a .tar.gz) with every table's rows as NDJSON (tables/<table>/<n>.ndjson), every file's bytes (files/files/<id>) and manifest.json with each table's row count and SHA-256 and each file's size and SHA-256. Secrets are left out (password hashes, token hashes, signing secrets, sessions, set-password links; the manifest says which and why). Answered 202 with the export's status and Location; its status gives the download link once the archive is written, good for 24 hours. " +
+      "At the operator's host, tenantId names the customer to export (the operator's own tenant without it): the export is that tenant's, its status is read with the same tenantId, and its link is on that tenant's primary host. Elsewhere tenantId naming another tenant is 403 AUTH_NOT_OPERATOR; an unknown one is 404. An Idempotency-Key makes a retry answer the same export.",
     tags,
     access,
     idempotent: true,
     publishes: [EXPORT_REQUESTED],
-    schema: { response: { 202: answer(TenantExportStatus, 'The export, queued') } },
-    handler: async ({ tx, reply, services }) => {
-      const row = await queueTenantExport(tx, tx.session?.userId ?? null);
-      tx.publish(EXPORT_REQUESTED, { id: row.id });
-      reply.code(202).header('location', exportPath(row.id));
-      return exportStatus(services, tx.tenant, row, tx.now);
+    schema: {
+      querystring: TargetQuery,
+      response: { 202: answer(TenantExportStatus, 'The export, queued') },
     },
+    handler: async ({ tx, query, reply, services }) =>
+      inTarget(tx, services, query as TargetQueryValue, async (inner, origin) => {
+        const row = await queueTenantExport(inner, tx.session?.userId ?? null);
+        inner.publish(EXPORT_REQUESTED, { id: row.id });
+        const other = inner.tenant.id !== tx.tenant.id ? `?tenantId=${inner.tenant.id}` : '';
+        reply.code(202).header('location', `${exportPath(row.id)}${other}`);
+        return exportStatus(services, inner.tenant, row, tx.now, origin);
+      }),
   }),
   defineRoute({
     method: 'GET',
     url: `${EXPORTS_PATH}/:id`,
     operationId: 'tenant-export-read',
     summary: "An export's status and download link",
+    description:
+      "At the operator's host, tenantId names the customer whose export it is (as it was started); its download link is then an absolute URL on that tenant's primary host.",
     tags,
     access,
     schema: {
       params: Type.Object({ id: Type.String({ format: 'uuid' }) }),
+      querystring: TargetQuery,
       response: { 200: answer(TenantExportStatus, 'The export') },
     },
-    handler: async ({ tx, params, services }) => {
-      const row = await tx.db.selectFrom('tenant_exports').selectAll().where('id', '=', params.id).executeTakeFirst();
-      if (!row) throw notFound();
-      return exportStatus(services, tx.tenant, row, tx.now);
-    },
+    handler: async ({ tx, params, query, services }) =>
+      inTarget(tx, services, query as TargetQueryValue, async (inner, origin) => {
+        const row = await inner.db
+          .selectFrom('tenant_exports')
+          .selectAll()
+          .where('id', '=', params.id)
+          .executeTakeFirst();
+        if (!row) throw notFound();
+        return exportStatus(services, inner.tenant, row, tx.now, origin);
+      }),
   }),
   defineRoute({
     method: 'GET',

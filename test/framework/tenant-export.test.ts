@@ -401,3 +401,58 @@ describe('a whole tenant’s export', () => {
     expect(res.body.download).toBeNull();
   });
 });
+
+describe('the operator’s export of a customer', () => {
+  it('at the operator’s host, tenantId names the customer; the link is on the customer’s host', async () => {
+    const operator = await signInAs(t.app, t.app.operator, ['tenant:export']);
+    const started = await t.app
+      .http()
+      .post(`/api/v1/tenant/export?tenantId=${t.exporting.id}`)
+      .set('Cookie', operator.cookie);
+    expect(started.status, JSON.stringify(started.body)).toBe(202);
+    expect(started.headers.location).toBe(`/api/v1/tenant/exports/${started.body.id}?tenantId=${t.exporting.id}`);
+    const until = Date.now() + 60_000;
+    let done: { status: string; download: string; manifest: Manifest };
+    for (;;) {
+      const res = await t.app
+        .http()
+        .get(started.headers.location as string)
+        .set('Cookie', operator.cookie);
+      expect(res.status, JSON.stringify(res.body)).toBe(200);
+      done = res.body;
+      if (done.status === 'done' || done.status === 'failed') break;
+      if (Date.now() > until) throw new Error(`the export is still ${done.status}`);
+      await new Promise((r) => setTimeout(r, 200));
+    }
+    expect(done.status).toBe('done');
+    expect(done.manifest.tenant).toEqual({ id: t.exporting.id, slug: t.exporting.slug });
+    const link = new URL(done.download);
+    expect(link.hostname).toBe(HOST);
+    expect(link.pathname).toBe(`/api/v1/tenant/exports/${started.body.id}/archive`);
+    const archived = await t.app.http(HOST).get(`${link.pathname}${link.search}`);
+    expect(archived.status).toBe(200);
+    // The export is the customer's: the operator's own tenant has no such export.
+    const own = await t.app.http().get(`/api/v1/tenant/exports/${started.body.id}`).set('Cookie', operator.cookie);
+    expect(own.status).toBe(404);
+  });
+
+  it('a customer naming another tenant is refused 403 AUTH_NOT_OPERATOR; an unknown tenant is 404', async () => {
+    const refused = await t.app
+      .http(HOST)
+      .post(`/api/v1/tenant/export?tenantId=${t.bystander.id}`)
+      .set('Cookie', admin.cookie);
+    expect(refused.status).toBe(403);
+    expect(refused.body.code).toBe('AUTH_NOT_OPERATOR');
+    const read = await t.app
+      .http(HOST)
+      .get(`/api/v1/tenant/exports/${randomUUID()}?tenantId=${t.bystander.id}`)
+      .set('Cookie', admin.cookie);
+    expect(read.body.code).toBe('AUTH_NOT_OPERATOR');
+    const operator = await signInAs(t.app, t.app.operator, ['tenant:export']);
+    const unknown = await t.app
+      .http()
+      .post(`/api/v1/tenant/export?tenantId=${randomUUID()}`)
+      .set('Cookie', operator.cookie);
+    expect(unknown.status).toBe(404);
+  });
+});

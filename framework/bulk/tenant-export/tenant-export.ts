@@ -40,16 +40,16 @@ export const TenantExportStatus = named(
         description: 'Bytes of the archive, once written',
       }),
       sha256: Type.Union([Type.String(), Type.Null()], { description: 'SHA-256 of the archive, hex' }),
-      manifest: Type.Union([Type.Unknown(), Type.Null()], {
+      manifest: Type.Unknown({
         description:
-          "The archive's manifest.json: each table's row count and SHA-256, each file's size and SHA-256, what was left out and why",
+          "The archive's manifest.json, once written (null before): each table's row count and SHA-256, each file's size and SHA-256, what was left out and why",
       }),
       download: Type.Union([Type.String(), Type.Null()], {
         description:
           'A link to the archive (a .tar.gz) that opens without a session until expiresAt; null until it is written and after it expired',
       }),
       expiresAt: Type.Union([DateTime(), Type.Null()]),
-      problem: Type.Union([Type.Unknown(), Type.Null()], { description: 'Why a failed export stopped' }),
+      problem: Type.Unknown({ description: 'Why a failed export stopped (its code and detail); null otherwise' }),
       createdAt: DateTime(),
       finishedAt: Type.Union([DateTime(), Type.Null()]),
     },
@@ -58,14 +58,17 @@ export const TenantExportStatus = named(
   'TenantExportStatus',
 );
 
-/** An export as its routes answer it; a finished one carries its signed download link while it lasts. */
-export function exportStatus(services: Services, tenant: TenantRef, row: TenantExportRow, now: Date) {
+/**
+ * An export as its routes answer it; a finished one carries its signed download link while it
+ * lasts, on `origin` (an absolute link to another tenant's host) or relative to the host asked.
+ */
+export function exportStatus(services: Services, tenant: TenantRef, row: TenantExportRow, now: Date, origin = '') {
   const live = row.status === 'done' && row.expires_at !== null && row.expires_at > now;
   let download: string | null = null;
   if (live) {
     const expires = Math.floor(row.expires_at!.getTime() / 1000);
     const signature = services.links.sign(linkSubject(tenant.id, row.id), expires);
-    download = `${archivePath(row.id)}?expires=${expires}&signature=${signature}`;
+    download = `${origin}${archivePath(row.id)}?expires=${expires}&signature=${signature}`;
   }
   return {
     id: row.id,
