@@ -314,7 +314,7 @@ export interface paths {
         };
         /**
          * List plans
-         * @description Sorted by one field (prefix "-" for descending), ties broken by id. Paged with limit and offset (up to 10000), or with after=<next> from the previous page at any depth; next is null on the last page. total counts the rows up to 10000 (totalExact false past that). Global: every tenant reads the same rows; only the operator tenant writes them.
+         * @description Filtered by <field>=<operator>.<value> on any filterable field (all conditions hold; or=(...) for one group of which one holds; at most 20 conditions), sorted by one or several fields (sort=a,-b; "-" for descending), ties broken by id. Paged with limit and offset (up to 10000), or with after=<next> from the previous page at any depth; next is null on the last page. total counts the matching rows up to 10000 (totalExact false past that). fields= keeps only the fields named; expand= carries a referenced row in each item. docs/api-conventions.md, "Filters". Global: every tenant reads the same rows; only the operator tenant writes them.
          */
         get: operations["billing-plan-list"];
         put?: never;
@@ -423,7 +423,7 @@ export interface paths {
         };
         /**
          * List contents
-         * @description Sorted by one field (prefix "-" for descending), ties broken by id. Paged with limit and offset (up to 10000), or with after=<next> from the previous page at any depth; next is null on the last page. total counts the rows up to 10000 (totalExact false past that).
+         * @description Filtered by <field>=<operator>.<value> on any filterable field (all conditions hold; or=(...) for one group of which one holds; at most 20 conditions), sorted by one or several fields (sort=a,-b; "-" for descending), ties broken by id. Paged with limit and offset (up to 10000), or with after=<next> from the previous page at any depth; next is null on the last page. total counts the matching rows up to 10000 (totalExact false past that). fields= keeps only the fields named; expand= carries a referenced row in each item. docs/api-conventions.md, "Filters".
          */
         get: operations["content-content-list"];
         put?: never;
@@ -544,7 +544,10 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** List files */
+        /**
+         * List files
+         * @description Filtered, sorted and paged like every list (docs/api-conventions.md, "Filters"): visibility=eq.public, mediaType=startsWith.image/, size=gt.1000000, createdAt=gte.now-7d.
+         */
         get: operations["file-file-list"];
         put?: never;
         /**
@@ -628,7 +631,7 @@ export interface paths {
         };
         /**
          * List my notifications
-         * @description The caller’s own notifications, newest first by default. Paged like every list: limit and offset, or after=<next> from the previous page; total counted up to 10000. Nobody lists another person’s notifications.
+         * @description The caller’s own notifications, newest first by default. Filtered, sorted and paged like every list (readAt=is.null: the unread ones; docs/api-conventions.md, "Filters"): limit and offset, or after=<next> from the previous page; total counted up to 10000. Nobody lists another person’s notifications, whatever the filter.
          */
         get: operations["notification-notification-list"];
         put?: never;
@@ -688,7 +691,7 @@ export interface paths {
         };
         /**
          * List tasks
-         * @description Sorted by one field (prefix "-" for descending), ties broken by id. Paged with limit and offset (up to 10000), or with after=<next> from the previous page at any depth; next is null on the last page. total counts the rows up to 10000 (totalExact false past that).
+         * @description Filtered by <field>=<operator>.<value> on any filterable field (all conditions hold; or=(...) for one group of which one holds; at most 20 conditions), sorted by one or several fields (sort=a,-b; "-" for descending), ties broken by id. Paged with limit and offset (up to 10000), or with after=<next> from the previous page at any depth; next is null on the last page. total counts the matching rows up to 10000 (totalExact false past that). fields= keeps only the fields named; expand= carries a referenced row in each item. docs/api-conventions.md, "Filters".
          */
         get: operations["task-task-list"];
         put?: never;
@@ -975,7 +978,7 @@ export interface paths {
         };
         /**
          * List users
-         * @description Sorted by one field (prefix "-" for descending), ties broken by id. Paged with limit and offset (up to 10000), or with after=<next> from the previous page at any depth; next is null on the last page. total counts the rows up to 10000 (totalExact false past that).
+         * @description Filtered by <field>=<operator>.<value> on any filterable field (all conditions hold; or=(...) for one group of which one holds; at most 20 conditions), sorted by one or several fields (sort=a,-b; "-" for descending), ties broken by id. Paged with limit and offset (up to 10000), or with after=<next> from the previous page at any depth; next is null on the last page. total counts the matching rows up to 10000 (totalExact false past that). fields= keeps only the fields named; expand= carries a referenced row in each item. docs/api-conventions.md, "Filters".
          */
         get: operations["user-user-list"];
         put?: never;
@@ -1098,7 +1101,7 @@ export interface paths {
         };
         /**
          * List webhook endpoints
-         * @description Sorted by one field (prefix "-" for descending), ties broken by id. Paged with limit and offset (up to 10000), or with after=<next> from the previous page at any depth; next is null on the last page. total counts the rows up to 10000 (totalExact false past that).
+         * @description Filtered by <field>=<operator>.<value> on any filterable field (all conditions hold; or=(...) for one group of which one holds; at most 20 conditions), sorted by one or several fields (sort=a,-b; "-" for descending), ties broken by id. Paged with limit and offset (up to 10000), or with after=<next> from the previous page at any depth; next is null on the last page. total counts the matching rows up to 10000 (totalExact false past that). fields= keeps only the fields named; expand= carries a referenced row in each item. docs/api-conventions.md, "Filters".
          */
         get: operations["webhook-endpoint-list"];
         put?: never;
@@ -1886,6 +1889,8 @@ export interface components {
         };
         /** Task */
         Task: {
+            /** @description With expand=assignee (or fields naming it): the user.user its assigneeId names, as its read answers it for the caller; null when there is none the caller may read. */
+            assignee?: components["schemas"]["User"] | null;
             assigneeId: string | null;
             /** Format: date-time */
             createdAt: string;
@@ -3932,16 +3937,40 @@ export interface operations {
     "billing-plan-list": {
         parameters: {
             query?: {
-                /** @description Opaque, signed cursor: the "next" of the previous page, with the same sort and filters. Answers the rows after that page (keyset paging). A cursor this list did not give (another list's, another tenant's, one given with other filters, an edited or unsigned one), or one given for another sort, is 422 VALIDATION_FAILED. */
+                /** @description Filter by active: <operator>.<value> with eq, neq, is, each also after not. (e.g. active=is.true). Values: true or false. is takes true or false. Repeat the parameter for several conditions on the field: all of them hold. */
+                active?: string | string[];
+                /** @description Opaque cursor: the "next" of the previous page, with the same sort, filters and q. Answers the rows after that page (keyset paging). A cursor this list did not give, or one given for another sort or other filters, is 422 VALIDATION_FAILED. */
                 after?: string;
+                /** @description Filter by code: <operator>.<value> with eq, neq, in, contains, startsWith, each also after not. (e.g. code=contains.text). in takes up to 100 values in parentheses, one holding , ( ) or " in double quotes. contains and startsWith ignore case and take the text as written (no wildcards). Repeat the parameter for several conditions on the field: all of them hold. */
+                code?: string | string[];
+                /** @description Filter by createdAt: <operator>.<value> with eq, neq, gt, gte, lt, lte, in, each also after not. (e.g. createdAt=lt.now, createdAt=gte.now-7d). Values: a date-time: ISO 8601 with a time zone (2024-05-01T09:00:00Z, 2024-05-01T11:00:00+02:00), a date (2024-05-01, midnight UTC), or now with an optional offset in minutes, hours or days (now, now-7d, now+48h, now-30m). in takes up to 100 values in parentheses, one holding , ( ) or " in double quotes. Repeat the parameter for several conditions on the field: all of them hold. */
+                createdAt?: string | string[];
+                /** @description Filter by currency: <operator>.<value> with eq, neq, in, contains, startsWith, each also after not. (e.g. currency=contains.text). in takes up to 100 values in parentheses, one holding , ( ) or " in double quotes. contains and startsWith ignore case and take the text as written (no wildcards). Repeat the parameter for several conditions on the field: all of them hold. */
+                currency?: string | string[];
+                /** @description Filter by features: <operator>.<value> with contains, each also after not. (e.g. features=contains.<value>). Values: text. Repeat the parameter for several conditions on the field: all of them hold. */
+                features?: string | string[];
+                /** @description Only these fields in each item, separated by commas (id is always there): id, createdAt, updatedAt, code, name, price, currency, interval, features, active. A reference's field (none here) expands the reference and keeps that field inside it. */
+                fields?: string;
+                /** @description Filter by id: <operator>.<value> with eq, neq, in, each also after not. (e.g. id=eq.<uuid>). Values: a UUID. in takes up to 100 values in parentheses, one holding , ( ) or " in double quotes. Repeat the parameter for several conditions on the field: all of them hold. */
+                id?: string | string[];
+                /** @description Filter by interval: <operator>.<value> with eq, neq, gt, gte, lt, lte, in, each also after not. (e.g. interval=in.(month,year)). Values: one of month, year. in takes up to 100 values in parentheses, one holding , ( ) or " in double quotes. Repeat the parameter for several conditions on the field: all of them hold. */
+                interval?: string | string[];
                 /** @description Page size, 1 to 100. */
                 limit?: number;
+                /** @description Filter by name: <operator>.<value> with eq, neq, in, contains, startsWith, each also after not. (e.g. name=contains.text). in takes up to 100 values in parentheses, one holding , ( ) or " in double quotes. contains and startsWith ignore case and take the text as written (no wildcards). Repeat the parameter for several conditions on the field: all of them hold. */
+                name?: string | string[];
                 /** @description Rows to skip, 0 to 10000. Deeper pages are reached with after=<next>, which costs the same on every page; offset and after do not combine. */
                 offset?: number;
+                /** @description One group of conditions of which at least one holds: or=(status.eq.open,slaBreached.is.true). Each member is <field>.<operator>.<value> (not. may come before the operator), or and(...) of such members, one level deep; a value holding , ( ) or " is written in double quotes. Members count towards the 20 conditions a request may hold. */
+                or?: string;
+                /** @description Filter by price: <operator>.<value> with eq, neq, gt, gte, lt, lte, in, each also after not. (e.g. price=gte.10). Values: an integer. in takes up to 100 values in parentheses, one holding , ( ) or " in double quotes. Repeat the parameter for several conditions on the field: all of them hold. */
+                price?: string | string[];
                 /** @description Search: only rows whose name contains this text, ignoring case (a plain substring: no wildcards, no operators). total and paging count the matching rows. 1 to 200 characters. */
                 q?: string;
-                /** @description Field to sort by; a leading "-" sorts descending. Ties break on id, in the same direction. */
-                sort?: "createdAt" | "-createdAt" | "updatedAt" | "-updatedAt" | "code" | "-code" | "name" | "-name" | "price" | "-price";
+                /** @description Sort keys in order, separated by commas (sort=createdAt,-id): a field, "-" before it for descending; ties break on id, in the last key's direction. An enum sorts in its declared order; rows without a value come last in both directions. Sorts by: id, createdAt, updatedAt, code, name, price, currency, interval, features, active. An index serves: createdAt, -createdAt, updatedAt, -updatedAt, code, -code, name, -name, price, -price; any other order reads and sorts the matching rows. */
+                sort?: string;
+                /** @description Filter by updatedAt: <operator>.<value> with eq, neq, gt, gte, lt, lte, in, each also after not. (e.g. updatedAt=lt.now, updatedAt=gte.now-7d). Values: a date-time: ISO 8601 with a time zone (2024-05-01T09:00:00Z, 2024-05-01T11:00:00+02:00), a date (2024-05-01, midnight UTC), or now with an optional offset in minutes, hours or days (now, now-7d, now+48h, now-30m). in takes up to 100 values in parentheses, one holding , ( ) or " in double quotes. Repeat the parameter for several conditions on the field: all of them hold. */
+                updatedAt?: string | string[];
             };
             header?: {
                 /** @description replica: read from the read replica, when the installation has one (database.replica_url). Eventually consistent: the answer may be up to database.replica_max_lag_ms behind the latest writes (a row just created may be missing, one just changed may show its earlier values). The answer carries Preference-Applied: replica when the replica served it; without it the primary did (no replica, or one lagging past the bound). Other preferences are ignored. */
@@ -4183,7 +4212,10 @@ export interface operations {
     };
     "billing-plan-read": {
         parameters: {
-            query?: never;
+            query?: {
+                /** @description Only these fields in each answer, separated by commas (id is always there): id, createdAt, updatedAt, code, name, price, currency, interval, features, active. A reference's field (none here) expands the reference and keeps that field inside it. */
+                fields?: string;
+            };
             header?: {
                 /** @description replica: read from the read replica, when the installation has one (database.replica_url). Eventually consistent: the answer may be up to database.replica_max_lag_ms behind the latest writes (a row just created may be missing, one just changed may show its earlier values). The answer carries Preference-Applied: replica when the replica served it; without it the primary did (no replica, or one lagging past the bound). Other preferences are ignored. */
                 prefer?: string;
@@ -4946,16 +4978,40 @@ export interface operations {
     "content-content-list": {
         parameters: {
             query?: {
-                /** @description Opaque, signed cursor: the "next" of the previous page, with the same sort and filters. Answers the rows after that page (keyset paging). A cursor this list did not give (another list's, another tenant's, one given with other filters, an edited or unsigned one), or one given for another sort, is 422 VALIDATION_FAILED. */
+                /** @description Opaque cursor: the "next" of the previous page, with the same sort, filters and q. Answers the rows after that page (keyset paging). A cursor this list did not give, or one given for another sort or other filters, is 422 VALIDATION_FAILED. */
                 after?: string;
+                /** @description Filter by author: <operator>.<value> with eq, neq, in, each also after not. (e.g. author=eq.<uuid>). Values: a UUID. in takes up to 100 values in parentheses, one holding , ( ) or " in double quotes. Repeat the parameter for several conditions on the field: all of them hold. */
+                author?: string | string[];
+                /** @description Filter by body: <operator>.<value> with eq, neq, in, contains, startsWith, each also after not. (e.g. body=contains.text). in takes up to 100 values in parentheses, one holding , ( ) or " in double quotes. contains and startsWith ignore case and take the text as written (no wildcards). Repeat the parameter for several conditions on the field: all of them hold. */
+                body?: string | string[];
+                /** @description Filter by createdAt: <operator>.<value> with eq, neq, gt, gte, lt, lte, in, each also after not. (e.g. createdAt=lt.now, createdAt=gte.now-7d). Values: a date-time: ISO 8601 with a time zone (2024-05-01T09:00:00Z, 2024-05-01T11:00:00+02:00), a date (2024-05-01, midnight UTC), or now with an optional offset in minutes, hours or days (now, now-7d, now+48h, now-30m). in takes up to 100 values in parentheses, one holding , ( ) or " in double quotes. Repeat the parameter for several conditions on the field: all of them hold. */
+                createdAt?: string | string[];
+                /** @description Only these fields in each item, separated by commas (id is always there): id, createdAt, updatedAt, slug, title, kind, body, status, publishedAt, author. A reference's field (none here) expands the reference and keeps that field inside it. */
+                fields?: string;
+                /** @description Filter by id: <operator>.<value> with eq, neq, in, each also after not. (e.g. id=eq.<uuid>). Values: a UUID. in takes up to 100 values in parentheses, one holding , ( ) or " in double quotes. Repeat the parameter for several conditions on the field: all of them hold. */
+                id?: string | string[];
+                /** @description Filter by kind: <operator>.<value> with eq, neq, gt, gte, lt, lte, in, each also after not. (e.g. kind=in.(page,post)). Values: one of page, post. in takes up to 100 values in parentheses, one holding , ( ) or " in double quotes. Repeat the parameter for several conditions on the field: all of them hold. */
+                kind?: string | string[];
                 /** @description Page size, 1 to 100. */
                 limit?: number;
                 /** @description Rows to skip, 0 to 10000. Deeper pages are reached with after=<next>, which costs the same on every page; offset and after do not combine. */
                 offset?: number;
+                /** @description One group of conditions of which at least one holds: or=(status.eq.open,slaBreached.is.true). Each member is <field>.<operator>.<value> (not. may come before the operator), or and(...) of such members, one level deep; a value holding , ( ) or " is written in double quotes. Members count towards the 20 conditions a request may hold. */
+                or?: string;
+                /** @description Filter by publishedAt: <operator>.<value> with eq, neq, gt, gte, lt, lte, in, is, each also after not. (e.g. publishedAt=lt.now, publishedAt=gte.now-7d). Values: a date-time: ISO 8601 with a time zone (2024-05-01T09:00:00Z, 2024-05-01T11:00:00+02:00), a date (2024-05-01, midnight UTC), or now with an optional offset in minutes, hours or days (now, now-7d, now+48h, now-30m). is takes null. in takes up to 100 values in parentheses, one holding , ( ) or " in double quotes. Repeat the parameter for several conditions on the field: all of them hold. */
+                publishedAt?: string | string[];
                 /** @description Search: only rows whose title contains this text, ignoring case (a plain substring: no wildcards, no operators). total and paging count the matching rows. 1 to 200 characters. */
                 q?: string;
-                /** @description Field to sort by; a leading "-" sorts descending. Ties break on id, in the same direction. */
-                sort?: "createdAt" | "-createdAt" | "updatedAt" | "-updatedAt" | "slug" | "-slug" | "title" | "-title" | "publishedAt" | "-publishedAt";
+                /** @description Filter by slug: <operator>.<value> with eq, neq, in, contains, startsWith, each also after not. (e.g. slug=contains.text). in takes up to 100 values in parentheses, one holding , ( ) or " in double quotes. contains and startsWith ignore case and take the text as written (no wildcards). Repeat the parameter for several conditions on the field: all of them hold. */
+                slug?: string | string[];
+                /** @description Sort keys in order, separated by commas (sort=createdAt,-id): a field, "-" before it for descending; ties break on id, in the last key's direction. An enum sorts in its declared order; rows without a value come last in both directions. Sorts by: id, createdAt, updatedAt, slug, title, kind, body, status, publishedAt, author. An index serves: createdAt, -createdAt, updatedAt, -updatedAt, slug, -slug, title, -title, publishedAt; any other order reads and sorts the matching rows. */
+                sort?: string;
+                /** @description Filter by status: <operator>.<value> with eq, neq, gt, gte, lt, lte, in, each also after not. (e.g. status=in.(draft,published)). Values: one of draft, published, archived. in takes up to 100 values in parentheses, one holding , ( ) or " in double quotes. Repeat the parameter for several conditions on the field: all of them hold. */
+                status?: string | string[];
+                /** @description Filter by title: <operator>.<value> with eq, neq, in, contains, startsWith, each also after not. (e.g. title=contains.text). in takes up to 100 values in parentheses, one holding , ( ) or " in double quotes. contains and startsWith ignore case and take the text as written (no wildcards). Repeat the parameter for several conditions on the field: all of them hold. */
+                title?: string | string[];
+                /** @description Filter by updatedAt: <operator>.<value> with eq, neq, gt, gte, lt, lte, in, each also after not. (e.g. updatedAt=lt.now, updatedAt=gte.now-7d). Values: a date-time: ISO 8601 with a time zone (2024-05-01T09:00:00Z, 2024-05-01T11:00:00+02:00), a date (2024-05-01, midnight UTC), or now with an optional offset in minutes, hours or days (now, now-7d, now+48h, now-30m). in takes up to 100 values in parentheses, one holding , ( ) or " in double quotes. Repeat the parameter for several conditions on the field: all of them hold. */
+                updatedAt?: string | string[];
             };
             header?: {
                 /** @description replica: read from the read replica, when the installation has one (database.replica_url). Eventually consistent: the answer may be up to database.replica_max_lag_ms behind the latest writes (a row just created may be missing, one just changed may show its earlier values). The answer carries Preference-Applied: replica when the replica served it; without it the primary did (no replica, or one lagging past the bound). Other preferences are ignored. */
@@ -5197,7 +5253,10 @@ export interface operations {
     };
     "content-content-read": {
         parameters: {
-            query?: never;
+            query?: {
+                /** @description Only these fields in each answer, separated by commas (id is always there): id, createdAt, updatedAt, slug, title, kind, body, status, publishedAt, author. A reference's field (none here) expands the reference and keeps that field inside it. */
+                fields?: string;
+            };
             header?: {
                 /** @description replica: read from the read replica, when the installation has one (database.replica_url). Eventually consistent: the answer may be up to database.replica_max_lag_ms behind the latest writes (a row just created may be missing, one just changed may show its earlier values). The answer carries Preference-Applied: replica when the replica served it; without it the primary did (no replica, or one lagging past the bound). Other preferences are ignored. */
                 prefer?: string;
@@ -6120,14 +6179,34 @@ export interface operations {
     "file-file-list": {
         parameters: {
             query?: {
-                /** @description Opaque, signed cursor: the "next" of the previous page, with the same sort and filters. Answers the rows after that page (keyset paging). A cursor this list did not give (another list's, another tenant's, one given with other filters, an edited or unsigned one), or one given for another sort, is 422 VALIDATION_FAILED. */
+                /** @description Opaque cursor: the "next" of the previous page, with the same sort, filters and q. Answers the rows after that page (keyset paging). A cursor this list did not give, or one given for another sort or other filters, is 422 VALIDATION_FAILED. */
                 after?: string;
+                /** @description Filter by createdAt: <operator>.<value> with eq, neq, gt, gte, lt, lte, in, each also after not. (e.g. createdAt=lt.now, createdAt=gte.now-7d). Values: a date-time: ISO 8601 with a time zone (2024-05-01T09:00:00Z, 2024-05-01T11:00:00+02:00), a date (2024-05-01, midnight UTC), or now with an optional offset in minutes, hours or days (now, now-7d, now+48h, now-30m). in takes up to 100 values in parentheses, one holding , ( ) or " in double quotes. Repeat the parameter for several conditions on the field: all of them hold. */
+                createdAt?: string | string[];
+                /** @description Only these fields in each item, separated by commas (id is always there): id, name, size, sha256, mediaType, visibility, uploadedBy, createdAt. A reference's field (none here) expands the reference and keeps that field inside it. */
+                fields?: string;
+                /** @description Filter by id: <operator>.<value> with eq, neq, in, each also after not. (e.g. id=eq.<uuid>). Values: a UUID. in takes up to 100 values in parentheses, one holding , ( ) or " in double quotes. Repeat the parameter for several conditions on the field: all of them hold. */
+                id?: string | string[];
                 /** @description Page size, 1 to 100. */
                 limit?: number;
+                /** @description Filter by mediaType: <operator>.<value> with eq, neq, in, contains, startsWith, each also after not. (e.g. mediaType=contains.text). in takes up to 100 values in parentheses, one holding , ( ) or " in double quotes. contains and startsWith ignore case and take the text as written (no wildcards). Repeat the parameter for several conditions on the field: all of them hold. */
+                mediaType?: string | string[];
+                /** @description Filter by name: <operator>.<value> with eq, neq, in, contains, startsWith, each also after not. (e.g. name=contains.text). in takes up to 100 values in parentheses, one holding , ( ) or " in double quotes. contains and startsWith ignore case and take the text as written (no wildcards). Repeat the parameter for several conditions on the field: all of them hold. */
+                name?: string | string[];
                 /** @description Rows to skip, 0 to 10000. Deeper pages are reached with after=<next>, which costs the same on every page; offset and after do not combine. */
                 offset?: number;
-                /** @description Field to sort by; a leading "-" sorts descending. Ties break on id, in the same direction. */
-                sort?: "createdAt" | "-createdAt" | "name" | "-name" | "size" | "-size";
+                /** @description One group of conditions of which at least one holds: or=(status.eq.open,slaBreached.is.true). Each member is <field>.<operator>.<value> (not. may come before the operator), or and(...) of such members, one level deep; a value holding , ( ) or " is written in double quotes. Members count towards the 20 conditions a request may hold. */
+                or?: string;
+                /** @description Filter by sha256: <operator>.<value> with eq, neq, in, contains, startsWith, each also after not. (e.g. sha256=contains.text). in takes up to 100 values in parentheses, one holding , ( ) or " in double quotes. contains and startsWith ignore case and take the text as written (no wildcards). Repeat the parameter for several conditions on the field: all of them hold. */
+                sha256?: string | string[];
+                /** @description Filter by size: <operator>.<value> with eq, neq, gt, gte, lt, lte, in, each also after not. (e.g. size=gte.10). Values: an integer. in takes up to 100 values in parentheses, one holding , ( ) or " in double quotes. Repeat the parameter for several conditions on the field: all of them hold. */
+                size?: string | string[];
+                /** @description Sort keys in order, separated by commas (sort=name,-id): a field, "-" before it for descending; ties break on id, in the last key's direction. An enum sorts in its declared order; rows without a value come last in both directions. Sorts by: id, name, size, sha256, mediaType, visibility, uploadedBy, createdAt. An index serves: name, -name, size, -size, createdAt, -createdAt; any other order reads and sorts the matching rows. */
+                sort?: string;
+                /** @description Filter by uploadedBy: <operator>.<value> with eq, neq, in, is, each also after not. (e.g. uploadedBy=not.is.null). Values: a UUID. is takes null. in takes up to 100 values in parentheses, one holding , ( ) or " in double quotes. Repeat the parameter for several conditions on the field: all of them hold. */
+                uploadedBy?: string | string[];
+                /** @description Filter by visibility: <operator>.<value> with eq, neq, gt, gte, lt, lte, in, each also after not. (e.g. visibility=in.(public,private)). Values: one of public, private. in takes up to 100 values in parentheses, one holding , ( ) or " in double quotes. Repeat the parameter for several conditions on the field: all of them hold. */
+                visibility?: string | string[];
             };
             header?: never;
             path?: never;
@@ -6903,14 +6982,30 @@ export interface operations {
     "notification-notification-list": {
         parameters: {
             query?: {
-                /** @description Opaque, signed cursor: the "next" of the previous page, with the same sort and filters. Answers the rows after that page (keyset paging). A cursor this list did not give (another list's, another tenant's, one given with other filters, an edited or unsigned one), or one given for another sort, is 422 VALIDATION_FAILED. */
+                /** @description Opaque cursor: the "next" of the previous page, with the same sort, filters and q. Answers the rows after that page (keyset paging). A cursor this list did not give, or one given for another sort or other filters, is 422 VALIDATION_FAILED. */
                 after?: string;
+                /** @description Filter by body: <operator>.<value> with eq, neq, in, contains, startsWith, each also after not. (e.g. body=contains.text). in takes up to 100 values in parentheses, one holding , ( ) or " in double quotes. contains and startsWith ignore case and take the text as written (no wildcards). Repeat the parameter for several conditions on the field: all of them hold. */
+                body?: string | string[];
+                /** @description Filter by createdAt: <operator>.<value> with eq, neq, gt, gte, lt, lte, in, each also after not. (e.g. createdAt=lt.now, createdAt=gte.now-7d). Values: a date-time: ISO 8601 with a time zone (2024-05-01T09:00:00Z, 2024-05-01T11:00:00+02:00), a date (2024-05-01, midnight UTC), or now with an optional offset in minutes, hours or days (now, now-7d, now+48h, now-30m). in takes up to 100 values in parentheses, one holding , ( ) or " in double quotes. Repeat the parameter for several conditions on the field: all of them hold. */
+                createdAt?: string | string[];
+                /** @description Only these fields in each item, separated by commas (id is always there): id, title, body, link, readAt, createdAt. A reference's field (none here) expands the reference and keeps that field inside it. */
+                fields?: string;
+                /** @description Filter by id: <operator>.<value> with eq, neq, in, each also after not. (e.g. id=eq.<uuid>). Values: a UUID. in takes up to 100 values in parentheses, one holding , ( ) or " in double quotes. Repeat the parameter for several conditions on the field: all of them hold. */
+                id?: string | string[];
                 /** @description Page size, 1 to 100. */
                 limit?: number;
+                /** @description Filter by link: <operator>.<value> with eq, neq, in, contains, startsWith, each also after not. (e.g. link=contains.text). in takes up to 100 values in parentheses, one holding , ( ) or " in double quotes. contains and startsWith ignore case and take the text as written (no wildcards). Repeat the parameter for several conditions on the field: all of them hold. */
+                link?: string | string[];
                 /** @description Rows to skip, 0 to 10000. Deeper pages are reached with after=<next>, which costs the same on every page; offset and after do not combine. */
                 offset?: number;
-                /** @description Newest first (-createdAt) unless sort=createdAt asks for oldest first. Ties break on id, in the same direction. */
-                sort?: "createdAt" | "-createdAt";
+                /** @description One group of conditions of which at least one holds: or=(status.eq.open,slaBreached.is.true). Each member is <field>.<operator>.<value> (not. may come before the operator), or and(...) of such members, one level deep; a value holding , ( ) or " is written in double quotes. Members count towards the 20 conditions a request may hold. */
+                or?: string;
+                /** @description Filter by readAt: <operator>.<value> with eq, neq, gt, gte, lt, lte, in, is, each also after not. (e.g. readAt=lt.now, readAt=gte.now-7d). Values: a date-time: ISO 8601 with a time zone (2024-05-01T09:00:00Z, 2024-05-01T11:00:00+02:00), a date (2024-05-01, midnight UTC), or now with an optional offset in minutes, hours or days (now, now-7d, now+48h, now-30m). is takes null. in takes up to 100 values in parentheses, one holding , ( ) or " in double quotes. Repeat the parameter for several conditions on the field: all of them hold. */
+                readAt?: string | string[];
+                /** @description Newest first (-createdAt) unless sort asks for another order. Sort keys in order, separated by commas (sort=title,-id): a field, "-" before it for descending; ties break on id, in the last key's direction. An enum sorts in its declared order; rows without a value come last in both directions. Sorts by: id, title, body, link, readAt, createdAt. An index serves: createdAt, -createdAt; any other order reads and sorts the matching rows. */
+                sort?: string;
+                /** @description Filter by title: <operator>.<value> with eq, neq, in, contains, startsWith, each also after not. (e.g. title=contains.text). in takes up to 100 values in parentheses, one holding , ( ) or " in double quotes. contains and startsWith ignore case and take the text as written (no wildcards). Repeat the parameter for several conditions on the field: all of them hold. */
+                title?: string | string[];
             };
             header?: never;
             path?: never;
@@ -7254,16 +7349,60 @@ export interface operations {
     "task-task-list": {
         parameters: {
             query?: {
-                /** @description Opaque, signed cursor: the "next" of the previous page, with the same sort and filters. Answers the rows after that page (keyset paging). A cursor this list did not give (another list's, another tenant's, one given with other filters, an edited or unsigned one), or one given for another sort, is 422 VALIDATION_FAILED. */
+                /** @description Opaque cursor: the "next" of the previous page, with the same sort, filters and q. Answers the rows after that page (keyset paging). A cursor this list did not give, or one given for another sort or other filters, is 422 VALIDATION_FAILED. */
                 after?: string;
+                /** @description Filter through assignee (the user.user its assigneeId names; needs user:read) by assignee.createdAt: <operator>.<value> with eq, neq, gt, gte, lt, lte, in, each also after not. (e.g. assignee.createdAt=lt.now, assignee.createdAt=gte.now-7d). Values: a date-time: ISO 8601 with a time zone (2024-05-01T09:00:00Z, 2024-05-01T11:00:00+02:00), a date (2024-05-01, midnight UTC), or now with an optional offset in minutes, hours or days (now, now-7d, now+48h, now-30m). in takes up to 100 values in parentheses, one holding , ( ) or " in double quotes. Repeat the parameter for several conditions on the field: all of them hold. */
+                "assignee.createdAt"?: string | string[];
+                /** @description Filter through assignee (the user.user its assigneeId names; needs user:read) by assignee.displayName: <operator>.<value> with eq, neq, in, contains, startsWith, each also after not. (e.g. assignee.displayName=contains.text). in takes up to 100 values in parentheses, one holding , ( ) or " in double quotes. contains and startsWith ignore case and take the text as written (no wildcards). Repeat the parameter for several conditions on the field: all of them hold. */
+                "assignee.displayName"?: string | string[];
+                /** @description Filter through assignee (the user.user its assigneeId names; needs user:read) by assignee.email: <operator>.<value> with eq, neq, in, contains, startsWith, each also after not. (e.g. assignee.email=contains.text). in takes up to 100 values in parentheses, one holding , ( ) or " in double quotes. contains and startsWith ignore case and take the text as written (no wildcards). Repeat the parameter for several conditions on the field: all of them hold. */
+                "assignee.email"?: string | string[];
+                /** @description Filter through assignee (the user.user its assigneeId names; needs user:read) by assignee.id: <operator>.<value> with eq, neq, in, each also after not. (e.g. assignee.id=eq.<uuid>). Values: a UUID. in takes up to 100 values in parentheses, one holding , ( ) or " in double quotes. Repeat the parameter for several conditions on the field: all of them hold. */
+                "assignee.id"?: string | string[];
+                /** @description Filter through assignee (the user.user its assigneeId names; needs user:read) by assignee.roles: <operator>.<value> with contains, each also after not. (e.g. assignee.roles=contains.<value>). Values: text. Repeat the parameter for several conditions on the field: all of them hold. */
+                "assignee.roles"?: string | string[];
+                /** @description Filter through assignee (the user.user its assigneeId names; needs user:read) by assignee.status: <operator>.<value> with eq, neq, gt, gte, lt, lte, in, each also after not. (e.g. assignee.status=in.(invited,active)). Values: one of invited, active, deactivated. in takes up to 100 values in parentheses, one holding , ( ) or " in double quotes. Repeat the parameter for several conditions on the field: all of them hold. */
+                "assignee.status"?: string | string[];
+                /** @description Filter through assignee (the user.user its assigneeId names; needs user:read) by assignee.updatedAt: <operator>.<value> with eq, neq, gt, gte, lt, lte, in, each also after not. (e.g. assignee.updatedAt=lt.now, assignee.updatedAt=gte.now-7d). Values: a date-time: ISO 8601 with a time zone (2024-05-01T09:00:00Z, 2024-05-01T11:00:00+02:00), a date (2024-05-01, midnight UTC), or now with an optional offset in minutes, hours or days (now, now-7d, now+48h, now-30m). in takes up to 100 values in parentheses, one holding , ( ) or " in double quotes. Repeat the parameter for several conditions on the field: all of them hold. */
+                "assignee.updatedAt"?: string | string[];
+                /** @description Filter by assigneeId: <operator>.<value> with eq, neq, in, is, each also after not. (e.g. assigneeId=not.is.null). Values: a UUID. is takes null. in takes up to 100 values in parentheses, one holding , ( ) or " in double quotes. Repeat the parameter for several conditions on the field: all of them hold. */
+                assigneeId?: string | string[];
+                /** @description Filter by createdAt: <operator>.<value> with eq, neq, gt, gte, lt, lte, in, each also after not. (e.g. createdAt=lt.now, createdAt=gte.now-7d). Values: a date-time: ISO 8601 with a time zone (2024-05-01T09:00:00Z, 2024-05-01T11:00:00+02:00), a date (2024-05-01, midnight UTC), or now with an optional offset in minutes, hours or days (now, now-7d, now+48h, now-30m). in takes up to 100 values in parentheses, one holding , ( ) or " in double quotes. Repeat the parameter for several conditions on the field: all of them hold. */
+                createdAt?: string | string[];
+                /** @description Filter by deadline: <operator>.<value> with eq, neq, gt, gte, lt, lte, in, each also after not. (e.g. deadline=lt.now, deadline=gte.now-7d). Values: a date-time: ISO 8601 with a time zone (2024-05-01T09:00:00Z, 2024-05-01T11:00:00+02:00), a date (2024-05-01, midnight UTC), or now with an optional offset in minutes, hours or days (now, now-7d, now+48h, now-30m). in takes up to 100 values in parentheses, one holding , ( ) or " in double quotes. Repeat the parameter for several conditions on the field: all of them hold. */
+                deadline?: string | string[];
+                /** @description Filter by description: <operator>.<value> with eq, neq, in, is, contains, startsWith, each also after not. (e.g. description=contains.text). is takes null. in takes up to 100 values in parentheses, one holding , ( ) or " in double quotes. contains and startsWith ignore case and take the text as written (no wildcards). Repeat the parameter for several conditions on the field: all of them hold. */
+                description?: string | string[];
+                /** @description References each item carries as the referenced row, as its own read answers it for the caller, or null: assignee (user.user, needs user:read). Without that permission the request is 403 AUTH_FORBIDDEN. One statement per page for each, whatever the page size. */
+                expand?: string;
+                /** @description Only these fields in each item, separated by commas (id is always there): id, createdAt, updatedAt, title, description, status, priority, deadline, assigneeId, slaBreached, resolvedAt, resolution, assignee, assignee.id, assignee.createdAt, assignee.updatedAt, assignee.email, assignee.displayName, assignee.status, assignee.roles. A reference's field (assignee.id) expands the reference and keeps that field inside it. */
+                fields?: string;
+                /** @description Filter by id: <operator>.<value> with eq, neq, in, each also after not. (e.g. id=eq.<uuid>). Values: a UUID. in takes up to 100 values in parentheses, one holding , ( ) or " in double quotes. Repeat the parameter for several conditions on the field: all of them hold. */
+                id?: string | string[];
                 /** @description Page size, 1 to 100. */
                 limit?: number;
                 /** @description Rows to skip, 0 to 10000. Deeper pages are reached with after=<next>, which costs the same on every page; offset and after do not combine. */
                 offset?: number;
+                /** @description One group of conditions of which at least one holds: or=(status.eq.open,slaBreached.is.true). Each member is <field>.<operator>.<value> (not. may come before the operator), or and(...) of such members, one level deep; a value holding , ( ) or " is written in double quotes. Members count towards the 20 conditions a request may hold. */
+                or?: string;
+                /** @description Filter by priority: <operator>.<value> with eq, neq, gt, gte, lt, lte, in, each also after not. (e.g. priority=in.(low,medium)). Values: one of low, medium, high, critical. in takes up to 100 values in parentheses, one holding , ( ) or " in double quotes. Repeat the parameter for several conditions on the field: all of them hold. */
+                priority?: string | string[];
                 /** @description Search: only rows whose title contains this text, ignoring case (a plain substring: no wildcards, no operators). total and paging count the matching rows. 1 to 200 characters. */
                 q?: string;
-                /** @description Field to sort by; a leading "-" sorts descending. Ties break on id, in the same direction. */
-                sort?: "createdAt" | "-createdAt" | "updatedAt" | "-updatedAt" | "title" | "-title" | "status" | "-status" | "deadline" | "-deadline";
+                /** @description Filter by resolution: <operator>.<value> with eq, neq, in, is, contains, startsWith, each also after not. (e.g. resolution=contains.text). is takes null. in takes up to 100 values in parentheses, one holding , ( ) or " in double quotes. contains and startsWith ignore case and take the text as written (no wildcards). Repeat the parameter for several conditions on the field: all of them hold. */
+                resolution?: string | string[];
+                /** @description Filter by resolvedAt: <operator>.<value> with eq, neq, gt, gte, lt, lte, in, is, each also after not. (e.g. resolvedAt=lt.now, resolvedAt=gte.now-7d). Values: a date-time: ISO 8601 with a time zone (2024-05-01T09:00:00Z, 2024-05-01T11:00:00+02:00), a date (2024-05-01, midnight UTC), or now with an optional offset in minutes, hours or days (now, now-7d, now+48h, now-30m). is takes null. in takes up to 100 values in parentheses, one holding , ( ) or " in double quotes. Repeat the parameter for several conditions on the field: all of them hold. */
+                resolvedAt?: string | string[];
+                /** @description Filter by slaBreached: <operator>.<value> with eq, neq, is, each also after not. (e.g. slaBreached=is.true). Values: true or false. is takes true or false. Repeat the parameter for several conditions on the field: all of them hold. */
+                slaBreached?: string | string[];
+                /** @description Sort keys in order, separated by commas (sort=createdAt,-id): a field, "-" before it for descending; ties break on id, in the last key's direction. An enum sorts in its declared order; rows without a value come last in both directions. Sorts by: id, createdAt, updatedAt, title, description, status, priority, deadline, assigneeId, slaBreached, resolvedAt, resolution. An index serves: createdAt, -createdAt, updatedAt, -updatedAt, title, -title, deadline, -deadline; any other order reads and sorts the matching rows. */
+                sort?: string;
+                /** @description Filter by status: <operator>.<value> with eq, neq, gt, gte, lt, lte, in, each also after not. (e.g. status=in.(open,acknowledged)). Values: one of open, acknowledged, in_progress, resolved, closed. in takes up to 100 values in parentheses, one holding , ( ) or " in double quotes. Repeat the parameter for several conditions on the field: all of them hold. */
+                status?: string | string[];
+                /** @description Filter by title: <operator>.<value> with eq, neq, in, contains, startsWith, each also after not. (e.g. title=contains.text). in takes up to 100 values in parentheses, one holding , ( ) or " in double quotes. contains and startsWith ignore case and take the text as written (no wildcards). Repeat the parameter for several conditions on the field: all of them hold. */
+                title?: string | string[];
+                /** @description Filter by updatedAt: <operator>.<value> with eq, neq, gt, gte, lt, lte, in, each also after not. (e.g. updatedAt=lt.now, updatedAt=gte.now-7d). Values: a date-time: ISO 8601 with a time zone (2024-05-01T09:00:00Z, 2024-05-01T11:00:00+02:00), a date (2024-05-01, midnight UTC), or now with an optional offset in minutes, hours or days (now, now-7d, now+48h, now-30m). in takes up to 100 values in parentheses, one holding , ( ) or " in double quotes. Repeat the parameter for several conditions on the field: all of them hold. */
+                updatedAt?: string | string[];
             };
             header?: {
                 /** @description replica: read from the read replica, when the installation has one (database.replica_url). Eventually consistent: the answer may be up to database.replica_max_lag_ms behind the latest writes (a row just created may be missing, one just changed may show its earlier values). The answer carries Preference-Applied: replica when the replica served it; without it the primary did (no replica, or one lagging past the bound). Other preferences are ignored. */
@@ -7505,7 +7644,12 @@ export interface operations {
     };
     "task-task-read": {
         parameters: {
-            query?: never;
+            query?: {
+                /** @description References each answer carries as the referenced row, as its own read answers it for the caller, or null: assignee (user.user, needs user:read). Without that permission the request is 403 AUTH_FORBIDDEN. One statement per page for each, whatever the page size. */
+                expand?: string;
+                /** @description Only these fields in each answer, separated by commas (id is always there): id, createdAt, updatedAt, title, description, status, priority, deadline, assigneeId, slaBreached, resolvedAt, resolution, assignee, assignee.id, assignee.createdAt, assignee.updatedAt, assignee.email, assignee.displayName, assignee.status, assignee.roles. A reference's field (assignee.id) expands the reference and keeps that field inside it. */
+                fields?: string;
+            };
             header?: {
                 /** @description replica: read from the read replica, when the installation has one (database.replica_url). Eventually consistent: the answer may be up to database.replica_max_lag_ms behind the latest writes (a row just created may be missing, one just changed may show its earlier values). The answer carries Preference-Applied: replica when the replica served it; without it the primary did (no replica, or one lagging past the bound). Other preferences are ignored. */
                 prefer?: string;
@@ -9685,16 +9829,34 @@ export interface operations {
     "user-user-list": {
         parameters: {
             query?: {
-                /** @description Opaque, signed cursor: the "next" of the previous page, with the same sort and filters. Answers the rows after that page (keyset paging). A cursor this list did not give (another list's, another tenant's, one given with other filters, an edited or unsigned one), or one given for another sort, is 422 VALIDATION_FAILED. */
+                /** @description Opaque cursor: the "next" of the previous page, with the same sort, filters and q. Answers the rows after that page (keyset paging). A cursor this list did not give, or one given for another sort or other filters, is 422 VALIDATION_FAILED. */
                 after?: string;
+                /** @description Filter by createdAt: <operator>.<value> with eq, neq, gt, gte, lt, lte, in, each also after not. (e.g. createdAt=lt.now, createdAt=gte.now-7d). Values: a date-time: ISO 8601 with a time zone (2024-05-01T09:00:00Z, 2024-05-01T11:00:00+02:00), a date (2024-05-01, midnight UTC), or now with an optional offset in minutes, hours or days (now, now-7d, now+48h, now-30m). in takes up to 100 values in parentheses, one holding , ( ) or " in double quotes. Repeat the parameter for several conditions on the field: all of them hold. */
+                createdAt?: string | string[];
+                /** @description Filter by displayName: <operator>.<value> with eq, neq, in, contains, startsWith, each also after not. (e.g. displayName=contains.text). in takes up to 100 values in parentheses, one holding , ( ) or " in double quotes. contains and startsWith ignore case and take the text as written (no wildcards). Repeat the parameter for several conditions on the field: all of them hold. */
+                displayName?: string | string[];
+                /** @description Filter by email: <operator>.<value> with eq, neq, in, contains, startsWith, each also after not. (e.g. email=contains.text). in takes up to 100 values in parentheses, one holding , ( ) or " in double quotes. contains and startsWith ignore case and take the text as written (no wildcards). Repeat the parameter for several conditions on the field: all of them hold. */
+                email?: string | string[];
+                /** @description Only these fields in each item, separated by commas (id is always there): id, createdAt, updatedAt, email, displayName, status, roles. A reference's field (none here) expands the reference and keeps that field inside it. */
+                fields?: string;
+                /** @description Filter by id: <operator>.<value> with eq, neq, in, each also after not. (e.g. id=eq.<uuid>). Values: a UUID. in takes up to 100 values in parentheses, one holding , ( ) or " in double quotes. Repeat the parameter for several conditions on the field: all of them hold. */
+                id?: string | string[];
                 /** @description Page size, 1 to 100. */
                 limit?: number;
                 /** @description Rows to skip, 0 to 10000. Deeper pages are reached with after=<next>, which costs the same on every page; offset and after do not combine. */
                 offset?: number;
+                /** @description One group of conditions of which at least one holds: or=(status.eq.open,slaBreached.is.true). Each member is <field>.<operator>.<value> (not. may come before the operator), or and(...) of such members, one level deep; a value holding , ( ) or " is written in double quotes. Members count towards the 20 conditions a request may hold. */
+                or?: string;
                 /** @description Search: only rows whose email or displayName contains this text, ignoring case (a plain substring: no wildcards, no operators). total and paging count the matching rows. 1 to 200 characters. */
                 q?: string;
-                /** @description Field to sort by; a leading "-" sorts descending. Ties break on id, in the same direction. */
-                sort?: "createdAt" | "-createdAt" | "updatedAt" | "-updatedAt" | "email" | "-email" | "displayName" | "-displayName" | "status" | "-status";
+                /** @description Filter by roles: <operator>.<value> with contains, each also after not. (e.g. roles=contains.<value>). Values: text. Repeat the parameter for several conditions on the field: all of them hold. */
+                roles?: string | string[];
+                /** @description Sort keys in order, separated by commas (sort=createdAt,-id): a field, "-" before it for descending; ties break on id, in the last key's direction. An enum sorts in its declared order; rows without a value come last in both directions. Sorts by: id, createdAt, updatedAt, email, displayName, status, roles. An index serves: createdAt, -createdAt, updatedAt, -updatedAt, email, -email, displayName, -displayName; any other order reads and sorts the matching rows. */
+                sort?: string;
+                /** @description Filter by status: <operator>.<value> with eq, neq, gt, gte, lt, lte, in, each also after not. (e.g. status=in.(invited,active)). Values: one of invited, active, deactivated. in takes up to 100 values in parentheses, one holding , ( ) or " in double quotes. Repeat the parameter for several conditions on the field: all of them hold. */
+                status?: string | string[];
+                /** @description Filter by updatedAt: <operator>.<value> with eq, neq, gt, gte, lt, lte, in, each also after not. (e.g. updatedAt=lt.now, updatedAt=gte.now-7d). Values: a date-time: ISO 8601 with a time zone (2024-05-01T09:00:00Z, 2024-05-01T11:00:00+02:00), a date (2024-05-01, midnight UTC), or now with an optional offset in minutes, hours or days (now, now-7d, now+48h, now-30m). in takes up to 100 values in parentheses, one holding , ( ) or " in double quotes. Repeat the parameter for several conditions on the field: all of them hold. */
+                updatedAt?: string | string[];
             };
             header?: {
                 /** @description replica: read from the read replica, when the installation has one (database.replica_url). Eventually consistent: the answer may be up to database.replica_max_lag_ms behind the latest writes (a row just created may be missing, one just changed may show its earlier values). The answer carries Preference-Applied: replica when the replica served it; without it the primary did (no replica, or one lagging past the bound). Other preferences are ignored. */
@@ -9936,7 +10098,10 @@ export interface operations {
     };
     "user-user-read": {
         parameters: {
-            query?: never;
+            query?: {
+                /** @description Only these fields in each answer, separated by commas (id is always there): id, createdAt, updatedAt, email, displayName, status, roles. A reference's field (none here) expands the reference and keeps that field inside it. */
+                fields?: string;
+            };
             header?: {
                 /** @description replica: read from the read replica, when the installation has one (database.replica_url). Eventually consistent: the answer may be up to database.replica_max_lag_ms behind the latest writes (a row just created may be missing, one just changed may show its earlier values). The answer carries Preference-Applied: replica when the replica served it; without it the primary did (no replica, or one lagging past the bound). Other preferences are ignored. */
                 prefer?: string;
@@ -10866,16 +11031,34 @@ export interface operations {
     "webhook-endpoint-list": {
         parameters: {
             query?: {
-                /** @description Opaque, signed cursor: the "next" of the previous page, with the same sort and filters. Answers the rows after that page (keyset paging). A cursor this list did not give (another list's, another tenant's, one given with other filters, an edited or unsigned one), or one given for another sort, is 422 VALIDATION_FAILED. */
+                /** @description Filter by active: <operator>.<value> with eq, neq, is, each also after not. (e.g. active=is.true). Values: true or false. is takes true or false. Repeat the parameter for several conditions on the field: all of them hold. */
+                active?: string | string[];
+                /** @description Opaque cursor: the "next" of the previous page, with the same sort, filters and q. Answers the rows after that page (keyset paging). A cursor this list did not give, or one given for another sort or other filters, is 422 VALIDATION_FAILED. */
                 after?: string;
+                /** @description Filter by createdAt: <operator>.<value> with eq, neq, gt, gte, lt, lte, in, each also after not. (e.g. createdAt=lt.now, createdAt=gte.now-7d). Values: a date-time: ISO 8601 with a time zone (2024-05-01T09:00:00Z, 2024-05-01T11:00:00+02:00), a date (2024-05-01, midnight UTC), or now with an optional offset in minutes, hours or days (now, now-7d, now+48h, now-30m). in takes up to 100 values in parentheses, one holding , ( ) or " in double quotes. Repeat the parameter for several conditions on the field: all of them hold. */
+                createdAt?: string | string[];
+                /** @description Filter by description: <operator>.<value> with eq, neq, in, is, contains, startsWith, each also after not. (e.g. description=contains.text). is takes null. in takes up to 100 values in parentheses, one holding , ( ) or " in double quotes. contains and startsWith ignore case and take the text as written (no wildcards). Repeat the parameter for several conditions on the field: all of them hold. */
+                description?: string | string[];
+                /** @description Filter by events: <operator>.<value> with contains, each also after not. (e.g. events=contains.<value>). Values: one of *, auth.logged_in, auth.logged_out, auth.login_failed, auth.password_reset, auth.reset_requested, auth.role_set, auth.token_created, auth.token_revoked, billing.cancelled, billing.past_due, billing.plan.created, billing.plan.deleted, billing.plan.updated, billing.renewed, billing.subscribed, billing.subscription.created, billing.subscription.deleted, billing.subscription.updated, content.archived, content.content.created, content.content.deleted, content.content.updated, content.published, content.unpublished, file.deleted, file.uploaded, notification.created, notification.email_requested, notification.read, task.assigned, task.resolved, task.sla_breached, task.task.created, task.task.deleted, task.task.updated, task.unassigned, tenant.created, tenant.host_added, tenant.host_removed, tenant.resumed, tenant.suspended, user.created, user.deactivated, user.deleted, user.invited, user.password_set, user.roles_set, user.updated, webhook.endpoint.created, webhook.endpoint.deleted, webhook.endpoint.secret_rotated, webhook.endpoint.updated, webhook.redelivery_requested, webhook.test_requested. Repeat the parameter for several conditions on the field: all of them hold. */
+                events?: string | string[];
+                /** @description Only these fields in each item, separated by commas (id is always there): id, createdAt, updatedAt, url, description, events, active, deliveryId. A reference's field (none here) expands the reference and keeps that field inside it. */
+                fields?: string;
+                /** @description Filter by id: <operator>.<value> with eq, neq, in, each also after not. (e.g. id=eq.<uuid>). Values: a UUID. in takes up to 100 values in parentheses, one holding , ( ) or " in double quotes. Repeat the parameter for several conditions on the field: all of them hold. */
+                id?: string | string[];
                 /** @description Page size, 1 to 100. */
                 limit?: number;
                 /** @description Rows to skip, 0 to 10000. Deeper pages are reached with after=<next>, which costs the same on every page; offset and after do not combine. */
                 offset?: number;
+                /** @description One group of conditions of which at least one holds: or=(status.eq.open,slaBreached.is.true). Each member is <field>.<operator>.<value> (not. may come before the operator), or and(...) of such members, one level deep; a value holding , ( ) or " is written in double quotes. Members count towards the 20 conditions a request may hold. */
+                or?: string;
                 /** @description Search: only rows whose url contains this text, ignoring case (a plain substring: no wildcards, no operators). total and paging count the matching rows. 1 to 200 characters. */
                 q?: string;
-                /** @description Field to sort by; a leading "-" sorts descending. Ties break on id, in the same direction. */
-                sort?: "createdAt" | "-createdAt" | "updatedAt" | "-updatedAt" | "url" | "-url";
+                /** @description Sort keys in order, separated by commas (sort=createdAt,-id): a field, "-" before it for descending; ties break on id, in the last key's direction. An enum sorts in its declared order; rows without a value come last in both directions. Sorts by: id, createdAt, updatedAt, url, description, events, active. An index serves: createdAt, -createdAt, updatedAt, -updatedAt, url, -url; any other order reads and sorts the matching rows. */
+                sort?: string;
+                /** @description Filter by updatedAt: <operator>.<value> with eq, neq, gt, gte, lt, lte, in, each also after not. (e.g. updatedAt=lt.now, updatedAt=gte.now-7d). Values: a date-time: ISO 8601 with a time zone (2024-05-01T09:00:00Z, 2024-05-01T11:00:00+02:00), a date (2024-05-01, midnight UTC), or now with an optional offset in minutes, hours or days (now, now-7d, now+48h, now-30m). in takes up to 100 values in parentheses, one holding , ( ) or " in double quotes. Repeat the parameter for several conditions on the field: all of them hold. */
+                updatedAt?: string | string[];
+                /** @description Filter by url: <operator>.<value> with eq, neq, in, contains, startsWith, each also after not. (e.g. url=contains.text). in takes up to 100 values in parentheses, one holding , ( ) or " in double quotes. contains and startsWith ignore case and take the text as written (no wildcards). Repeat the parameter for several conditions on the field: all of them hold. */
+                url?: string | string[];
             };
             header?: {
                 /** @description replica: read from the read replica, when the installation has one (database.replica_url). Eventually consistent: the answer may be up to database.replica_max_lag_ms behind the latest writes (a row just created may be missing, one just changed may show its earlier values). The answer carries Preference-Applied: replica when the replica served it; without it the primary did (no replica, or one lagging past the bound). Other preferences are ignored. */
@@ -11117,7 +11300,10 @@ export interface operations {
     };
     "webhook-endpoint-read": {
         parameters: {
-            query?: never;
+            query?: {
+                /** @description Only these fields in each answer, separated by commas (id is always there): id, createdAt, updatedAt, url, description, events, active, deliveryId. A reference's field (none here) expands the reference and keeps that field inside it. */
+                fields?: string;
+            };
             header?: {
                 /** @description replica: read from the read replica, when the installation has one (database.replica_url). Eventually consistent: the answer may be up to database.replica_max_lag_ms behind the latest writes (a row just created may be missing, one just changed may show its earlier values). The answer carries Preference-Applied: replica when the replica served it; without it the primary did (no replica, or one lagging past the bound). Other preferences are ignored. */
                 prefer?: string;

@@ -26,7 +26,8 @@ export async function registerOpenApi(app: FastifyInstance, services: Services):
         description: [
           'Multi-tenant back end. The tenant comes from the Host header; an unknown host answers 404 NO_SITE.',
           'Failures are application/problem+json with a stable `code`.',
-          'Lists take `limit` (1-100, default 20), `offset` (0-10000, default 0), `sort` (a field, "-" prefix for descending; ties break on id) and `after` (the previous page\'s `next`, for keyset paging at any depth), all optional, and answer `{ items, total, totalExact, limit, offset, next }`: `total` is counted up to 10000 (`totalExact` false past that), `next` is null on the last page.',
+          'Lists take `limit` (1-100, default 20), `offset` (0-10000, default 0), `sort` (one or several fields separated by commas, "-" prefix for descending; ties break on id) and `after` (the previous page\'s `next`, for keyset paging at any depth), all optional, and answer `{ items, total, totalExact, limit, offset, next }`: `total` is counted up to 10000 (`totalExact` false past that), `next` is null on the last page.',
+          'Lists that take the query language (every generated list, notifications, files) filter by `<field>=<operator>.<value>` (one parameter per filterable field, its operators in its description), take one `or=(...)` group, `fields` (the fields each item keeps) and `expand` (a referenced row in each item); reads by id take `fields` and `expand` too. At most 20 conditions; a refused parameter is 422 VALIDATION_FAILED naming what it accepts.',
           'Not signed in: 401 AUTH_REQUIRED. Signed in without the permission: 403 AUTH_FORBIDDEN.',
         ].join('\n\n'),
         // package.json says UNLICENSED (npm's word for proprietary); SPDX names an unlisted license LicenseRef-*.
