@@ -4,12 +4,13 @@ import { checkRegistry } from './entity/checks.ts';
 import { EntityOperations } from './operations/entity-ops.ts';
 import { entityRoutes } from './http/entity-routes.ts';
 import { idempotencyKeyPurge } from './http/idempotency.ts';
+import { historyRetention } from './history/retention.ts';
 import type { Config } from './config/schema.ts';
 import { installProblems } from './errors.ts';
 import type { RegisteredJob, RegisteredRoute } from './contracts/composition.ts';
 
 /** Jobs the framework runs itself, on the tables it owns in every tenant. */
-const FRAMEWORK_JOBS = [idempotencyKeyPurge];
+const FRAMEWORK_JOBS = [idempotencyKeyPurge, historyRetention];
 
 /** Each entity's generic operations, by entity key: one instance per entity, shared by its routes and by code acting on its rows. */
 export class EntityOperationsDirectory {
@@ -57,7 +58,7 @@ export function compose(modules: readonly ModuleDefinition[], config: Config): C
   for (const module of registry.modules) {
     for (const _ of module.entities ?? []) {
       const entity = entities.next().value!;
-      for (const route of entityRoutes(entity, operations.get(entity.names.key)!))
+      for (const route of entityRoutes(entity, operations.get(entity.names.key)!, config))
         routes.push({ module: module.name, route, entity });
     }
     routes.push(...registry.moduleRoutes.filter((r) => r.module === module.name));

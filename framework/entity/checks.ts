@@ -4,6 +4,7 @@ import type { RegisteredJob, RegisteredRoute } from '../contracts/composition.ts
 import type { ResolvedEntity } from './resolve.ts';
 import { SYSTEM_FIELDS } from './resolve.ts';
 import type { TxContext } from '../context/tx.ts';
+import { SYSTEM_ACTOR } from '../context/actor.ts';
 import type { AnyEntity } from './define.ts';
 import { hasDateTimeFormat, isDeclaredDateTime } from './date-time.ts';
 import { isReservedName, RESERVED_NAMES } from '../query/query-model.ts';
@@ -33,6 +34,13 @@ export function checkRegistry(
         if (!permissionKnown(p))
           problems.push(`default role ${role} of module ${module.name} names undeclared permission ${p}`);
       }
+    }
+    const ownEvents = new Set(module.events ?? []);
+    for (const [event, field] of Object.entries(module.operatorEventsAbout ?? {})) {
+      if (!ownEvents.has(event))
+        problems.push(`module ${module.name}: operatorEventsAbout names ${event}, which is not one of its events`);
+      if (typeof field !== 'string' || field === '')
+        problems.push(`module ${module.name}: operatorEventsAbout ${event} names no payload field`);
     }
   }
 
@@ -69,6 +77,14 @@ export function checkRegistry(
     }
     problems.push(...publicReadProblems(entity.names.key, def));
     problems.push(...queryProblems(entity));
+    // History's routes sit beside the commands': <item>/history and <item>/restore.
+    if (def.history !== false) {
+      for (const name of ['history', 'restore'])
+        if (name in commands)
+          problems.push(
+            `entity ${entity.names.key}: command ${name} would take the history route's path; rename it, or declare history: false`,
+          );
+    }
     problems.push(...stateProblems(entity, registry));
     problems.push(...codeProblems(entity, registry));
     problems.push(...actorProblems(entity, registry, permissionKnown));
@@ -88,6 +104,7 @@ export function checkRegistry(
       ['admin.references', Object.keys(def.admin?.references ?? {})],
       ['searchable', def.searchable ?? []],
       ['states', def.states ? [def.states.field] : []],
+      ['history.exclude', def.history ? (def.history.exclude ?? []) : []],
       ['admin.choices', Object.keys(def.admin?.choices ?? {})],
     ] as const) {
       for (const field of list) {
@@ -276,6 +293,7 @@ function rowAccessProblems(entity: ResolvedEntity): string[] {
     db: undefined as never,
     session: null,
     actorId: null,
+    actor: SYSTEM_ACTOR,
     declaredEvents: new Set(),
     now: new Date(0),
     publish: () => {

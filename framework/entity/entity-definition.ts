@@ -319,6 +319,13 @@ export interface EntityDefinition<
   /** The state field commands declare their `states` against (CommandDefinition.states). */
   states?: EntityStates<F>;
   /**
+   * History (docs/history.md): kept by default. The framework records a revision of every create,
+   * PATCH, delete, command and restore in the write's own transaction (who, when, each changed
+   * field's old and new value), served at `.../{id}/history` and restorable at `.../{id}/restore`.
+   * `exclude`: fields never recorded (a secret field, marked Secret(), never is). false: no history.
+   */
+  history?: false | { readonly exclude?: readonly (keyof F & string)[] };
+  /**
    * The storage part: the table's name, how a delete is kept, and what the table holds besides the
    * fields (unique fields, references, extra columns); framework/entity/storage.ts.
    */

@@ -90,6 +90,12 @@ export function resolveEntity(def: AnyEntity): ResolvedEntity {
         { verb: 'delete', method: 'DELETE', path: item },
       ];
   for (const command of commandNames) endpoints.push({ verb: command, method: 'POST', path: `${item}/${command}` });
+  // History (framework/history/), unless the entity keeps none; a singleton restores only through its PATCH.
+  if (def.history !== false) {
+    endpoints.push({ verb: 'history', method: 'GET', path: `${item}/history` });
+    if (!singleton || declared.has('update'))
+      endpoints.push({ verb: 'restore', method: 'POST', path: `${item}/restore` });
+  }
 
   return {
     def,

@@ -14,6 +14,7 @@ import { admitReferences } from '../query/expansion.ts';
 import { isEmptyQuery, type ListQuery } from '../query/parse.ts';
 import { StatementShapes, WRITE_SHAPES_PER_KIND } from './statement-shapes.ts';
 import { uniqueFailure } from './unique-violation.ts';
+import type { EntityHistory } from '../history/entity-history.ts';
 
 type Row = EntityRow<TProperties>;
 type Values = Record<string, unknown>;
@@ -33,6 +34,8 @@ export interface ExchangeSource {
   eventPayload(row: Row): Values;
   /** Tells whoever waits on this entity's committed writes (onCommittedWrite) that the tenant's committed one. */
   committedWrite(tenantId: string): void;
+  /** The entity's history, when it keeps one: the create's revision is written by the same statement. */
+  readonly history: EntityHistory | undefined;
 }
 
 /** Which of the generic list, read and create may run as one statement: decided once, from the declarations. */
@@ -192,20 +195,24 @@ export class EntityExchanges {
    * A create as one statement: the row's id is made in the process (UUIDv7, stamped with `now`,
    * the service clock's reading), so the created event is known before the insert runs and its
    * outbox insert travels with it. Once it has committed, whoever waits on the entity's writes in
-   * this process is told, as the handler's afterCommit tells them.
+   * this process is told, as the handler's afterCommit tells them. An entity that keeps history
+   * writes the create's revision in the same statement (EntityHistory.createStatementText).
    */
   create(input: Values, now: Date, tenantId: string, created: (row: Row) => unknown): OneExchange {
-    const { entity } = this.source;
+    const { entity, history } = this.source;
     const values: Values = { ...input, id: uuidv7(now.getTime()) };
     const fields = Object.keys(values).filter((f) => (f === 'id' || f in entity.columns) && values[f] !== undefined);
     const column = (f: string) => (f === 'id' ? 'id' : entity.columns[f]!);
-    const text = `insert into ${this.source.table} (${fields.map((f) => quote(column(f))).join(', ')})
+    const insert = `insert into ${this.source.table} (${fields.map((f) => quote(column(f))).join(', ')})
 values (${fields.map((_, i) => `$${i + 1}`).join(', ')}) returning ${this.source.selectList}`;
+    const params = fields.map((f) => (f === 'id' ? values.id : this.source.toColumnValue(f, values[f])));
     return {
-      statement: {
-        text: this.insertShapes.text(text),
-        values: fields.map((f) => (f === 'id' ? values.id : this.source.toColumnValue(f, values[f]))),
-      },
+      statement: history
+        ? {
+            text: this.insertShapes.text(history.createStatementText(insert, params.length)),
+            values: [...params, uuidv7(now.getTime()), now],
+          }
+        : { text: this.insertShapes.text(insert), values: params },
       events: [{ name: entity.names.events.created, payload: this.source.eventPayload(values as Row) }],
       answer: async (rows) => {
         this.source.committedWrite(tenantId);

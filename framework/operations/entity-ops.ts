@@ -31,6 +31,8 @@ import { RowAccess, type AccessFilter } from './row-access.ts';
 import { RowShape } from './row-shape.ts';
 import { checkInitialState, commandRefusal, verdictOf } from './command-states.ts';
 import { StatementShapes, WRITE_SHAPES_PER_KIND } from './statement-shapes.ts';
+import { EntityHistory, sameJson, type RevisionOperation } from '../history/entity-history.ts';
+import { RecordHistory, type RecordCondition, type RevisionItem } from '../history/record-history.ts';
 import { refuseNonActors, type Narrowing } from '../access/actors.ts';
 
 export { isUuid } from './entity-sql.ts';
@@ -81,6 +83,10 @@ export class EntityOperations implements EntityOperationsApi {
   /** The insert and update texts, which vary with the fields written: a bounded number prepared. */
   private readonly insertShapes: StatementShapes;
   private readonly updateShapes: StatementShapes;
+  /** The entity's history (framework/history/): what its writes record; undefined when it keeps none. */
+  readonly history: EntityHistory | undefined;
+  /** Its read side: a record's revisions and the values a restore sets. */
+  readonly recordHistory: RecordHistory | undefined;
 
   /**
    * `config`: the installation's configuration, handed to beforeWrite hooks. `writeShapes`: how many
@@ -122,6 +128,8 @@ export class EntityOperations implements EntityOperationsApi {
     this.searchable = entity.searchable
       .filter((f) => entity.columns[f] !== undefined)
       .map((f) => quote(entity.columns[f]!));
+    this.history = EntityHistory.of(entity);
+    this.recordHistory = this.history ? new RecordHistory(this.history) : undefined;
     this.exchanges = new EntityExchanges(this);
     this.exchangeKinds = exchangeKinds(entity);
   }
@@ -254,8 +262,9 @@ export class EntityOperations implements EntityOperationsApi {
       ? { ...input, ...((await hooks.beforeWrite(ctx, { op: 'create', values: input, config: this.config })) ?? {}) }
       : input;
     if (hooks?.beforeWrite) this.values.validate(adjusted, 'beforeWrite');
-    const row = await this.insert(ctx, adjusted);
-    return this.afterWrite(ctx, { op: 'create', row });
+    const row = await this.afterWrite(ctx, { op: 'create', row: await this.insert(ctx, adjusted) });
+    this.history?.record(ctx, row.id, 'create', { old: {}, new: this.history.snapshot(row) });
+    return row;
   }
 
   /** PATCH: the changed fields of the row by id, or of a singleton's row (id null). */
@@ -330,6 +339,7 @@ export class EntityOperations implements EntityOperationsApi {
     }
     this.wrote(ctx);
     ctx.publish(this.entity.names.events.deleted, this.eventPayload(row));
+    this.history?.record(ctx, row.id, 'delete', { old: {}, new: {} });
     const changes = await hooks?.afterWrite?.(ctx, { op: 'delete', row });
     if (changes && Object.keys(changes).length > 0) {
       throw problem('INTERNAL', `afterWrite of ${this.entity.names.key} returned changes for a deleted row`);
@@ -370,14 +380,106 @@ export class EntityOperations implements EntityOperationsApi {
       // Nothing to insert: the singleton still does not exist.
       if (!changes) throw notFound();
       this.values.validate(changes, source);
-      const row = await this.insert(ctx, changes);
-      return this.afterWrite(ctx, { op: 'command', command, row });
+      const row = await this.afterWrite(ctx, { op: 'command', command, row: await this.insert(ctx, changes) });
+      this.history?.record(ctx, row.id, command, { old: {}, new: this.history.snapshot(row) });
+      return row;
     }
     if (!changes || Object.keys(changes).length === 0) return previous;
     this.values.validate(changes, source);
-    const row = await this.write(ctx, previous, changes, source);
-    if (!row) return previous;
-    return this.afterWrite(ctx, { op: 'command', command, row, previous });
+    const written = await this.write(ctx, previous, changes, source);
+    if (!written) return previous;
+    const row = await this.afterWrite(ctx, { op: 'command', command, row: written, previous });
+    this.recordChange(ctx, previous, row, command);
+    return row;
+  }
+
+  /**
+   * A page of the record's revisions, newest first by default (the record by id, or a singleton's
+   * row: id null), in one statement whose WHERE requires the record, live or soft-deleted, to be
+   * one the caller may see. An empty first page asks once more whether the record exists: 404 if not.
+   */
+  async historyPage(ctx: TxContext, id: string | null, page: PageQuery): Promise<Page<RevisionItem>> {
+    if (!this.recordHistory) throw notFound();
+    if (id !== null && !isUuid(id)) throw notFound();
+    const result = await this.recordHistory.page(ctx, page, this.historyCondition(ctx, id));
+    if (result.items.length === 0 && page.offset === 0 && page.after === undefined) {
+      if (!(await this.findAny(ctx, id, false))) throw notFound();
+    }
+    return result;
+  }
+
+  /**
+   * Sets the record's writable fields to their values right after the revision, through the PATCH
+   * path (beforeWrite, the write, the updated event, afterWrite) with one revision whose operation
+   * is `restore`; a soft-deleted record comes back to life. Command-owned, immutable and read-only
+   * fields, and the state field, are left as they are, and named. Nothing to change: nothing is written or published.
+   */
+  async restore(ctx: TxContext, id: string | null, revisionId: string): Promise<RestoreOutcome> {
+    const history = this.history;
+    if (!this.recordHistory || !history) throw notFound();
+    if (id !== null && !isUuid(id)) throw notFound();
+    const found = await this.findAny(ctx, id, true);
+    if (!found) throw notFound();
+    const { row: current, deleted } = found;
+    const after = isUuid(revisionId) ? await this.recordHistory.valuesAfter(ctx, current.id, revisionId) : undefined;
+    if (!after) {
+      throw problem('VALIDATION_FAILED', 'revision: not a revision of this record', {
+        errors: [
+          { pointer: '/body/revision', message: `not a revision of this ${this.entity.names.label.toLowerCase()}` },
+        ],
+      });
+    }
+    const changes: Values = {};
+    const kept: RestoreOutcome['kept'] = [];
+    for (const [field, value] of after) {
+      if (sameJson(history.value((current as Values)[field]), value)) continue;
+      const reason = keptReason(this.entity, field);
+      if (reason) kept.push({ field, reason });
+      else changes[field] = value;
+    }
+    if (Object.keys(changes).length === 0 && !deleted) return { row: current, restored: [], kept };
+    this.values.validate(changes, { kind: 'restore' });
+    const row = await this.updateFrom(ctx, current, changes, 'restore', deleted);
+    const restored = Object.keys(changes).filter((f) => !sameValue((current as Values)[f], (row as Values)[f]));
+    return { row, restored, kept };
+  }
+
+  /** The history's condition on the record: by id, or a singleton's rows; the caller's row access applied. */
+  historyCondition(ctx: TxContext, id: string | null): RecordCondition {
+    if (id === null) {
+      const access = this.access(ctx, 1);
+      return {
+        sql: `r.row_id in (select id from ${this.table}${where(access.sql)})`,
+        params: access.params,
+      };
+    }
+    const access = this.access(ctx, 2);
+    return {
+      sql: `r.row_id = $1 and exists (select 1 from ${this.table}${where('id = $1', access.sql)})`,
+      params: [id, ...access.params],
+    };
+  }
+
+  /** The row by id (or a singleton's), soft-deleted or not, that the caller may see; with whether it is deleted. */
+  private async findAny(
+    ctx: TxContext,
+    id: string | null,
+    lock: boolean,
+  ): Promise<{ row: Row; deleted: boolean } | undefined> {
+    const deleted = this.live ? 'deleted_at is not null' : 'false';
+    const suffix = lock ? ' for update' : '';
+    const access = this.access(ctx, id === null ? 1 : 2);
+    // A singleton's live row first, else its latest deleted one.
+    const text =
+      id === null
+        ? fixed(
+            `select ${this.selectList}, ${deleted} as "__deleted" from ${this.table}${where(access.sql)} order by ${deleted}, updated_at desc limit 1${suffix}`,
+          )
+        : fixed(
+            `select ${this.selectList}, ${deleted} as "__deleted" from ${this.table}${where('id = $1', access.sql)}${suffix}`,
+          );
+    const rows = await run<Values>(ctx.db, text, id === null ? access.params : [id, ...access.params]);
+    return rows[0] ? { row: this.toRow(rows[0]), deleted: rows[0].__deleted === true } : undefined;
   }
 
   /**
@@ -432,7 +534,18 @@ export class EntityOperations implements EntityOperationsApi {
     return rows[0] ? this.toRow(rows[0]) : undefined;
   }
 
-  private async updateFrom(ctx: TxContext, previous: Row, input: Values): Promise<Row> {
+  /**
+   * PATCH (and PUT, and a restore) of a read and locked row: beforeWrite, the write of what differs,
+   * the updated event, afterWrite and its changes, and one revision of everything that changed.
+   * `revive`: the row was soft-deleted and comes back (a restore), even when no field differs.
+   */
+  private async updateFrom(
+    ctx: TxContext,
+    previous: Row,
+    input: Values,
+    operation: RevisionOperation = 'update',
+    revive = false,
+  ): Promise<Row> {
     const hooks = this.entity.def.hooks;
     const adjusted = hooks?.beforeWrite
       ? {
@@ -441,9 +554,20 @@ export class EntityOperations implements EntityOperationsApi {
         }
       : input;
     if (hooks?.beforeWrite) this.values.validate(adjusted, 'beforeWrite');
-    const row = await this.write(ctx, previous, adjusted, { kind: 'body' });
-    if (!row) return previous;
-    return this.afterWrite(ctx, { op: 'update', row, previous });
+    const written = await this.write(ctx, previous, adjusted, { kind: 'body' }, revive);
+    if (!written) return previous;
+    const row = await this.afterWrite(ctx, { op: 'update', row: written, previous });
+    this.recordChange(ctx, previous, row, operation);
+    return row;
+  }
+
+  /**
+   * One revision of a write that changed the row (afterWrite's changes included): its recorded
+   * fields' old and new values, none when only unrecorded fields changed.
+   */
+  private recordChange(ctx: TxContext, previous: Row, row: Row, operation: RevisionOperation): void {
+    if (!this.history) return;
+    this.history.record(ctx, row.id, operation, this.history.diff(previous, row) ?? { old: {}, new: {} });
   }
 
   private async insert(ctx: TxContext, values: Values): Promise<Row> {
@@ -471,12 +595,22 @@ export class EntityOperations implements EntityOperationsApi {
    * published (undefined). A PATCH and afterWrite's changes publish the updated event; a command
    * publishes its own, more specific one (task.assigned).
    */
-  private async write(ctx: TxContext, previous: Row, changes: Values, source: WriteSource): Promise<Row | undefined> {
+  private async write(
+    ctx: TxContext,
+    previous: Row,
+    changes: Values,
+    source: WriteSource,
+    revive = false,
+  ): Promise<Row | undefined> {
     const changed = Object.keys(changes).filter(
       (f) => f in this.entity.columns && changes[f] !== undefined && !sameValue((previous as Values)[f], changes[f]),
     );
-    if (changed.length === 0) return undefined;
-    const assignments = changed.map((f, i) => `${quote(this.entity.columns[f]!)} = $${i + 2}`).join(', ');
+    if (changed.length === 0 && !revive) return undefined;
+    const assignments = [
+      ...changed.map((f, i) => `${quote(this.entity.columns[f]!)} = $${i + 2}`),
+      // A restored soft-deleted row is live again: its unique keys are checked anew.
+      ...(revive ? ['deleted_at = null'] : []),
+    ].join(', ');
     const rows = await mappingUniqueViolations(
       this.entity,
       run<Values>(
@@ -522,6 +656,28 @@ export class EntityOperations implements EntityOperationsApi {
   toColumnValue(field: string, value: unknown): unknown {
     return this.shape.toColumnValue(field, value);
   }
+}
+
+/** What a restore did: the row after it, the fields it set, and those it left as they are (and why). */
+export interface RestoreOutcome {
+  row: Row;
+  restored: string[];
+  kept: { field: string; reason: KeptReason }[];
+}
+
+/**
+ * Why a restore leaves a field as it is: only its command writes it, it is set on create only,
+ * only the service sets it, or it is the entity's state field, which moves only as its declared
+ * moves allow (a restore never walks a state back). Undefined: the restore sets it.
+ */
+export type KeptReason = 'command-owned' | 'immutable' | 'read-only' | 'state';
+
+function keptReason(entity: ResolvedEntity, field: string): KeptReason | undefined {
+  if (field in entity.commandOwners) return 'command-owned';
+  if (entity.immutable.includes(field)) return 'immutable';
+  if (entity.readOnly.includes(field) || !entity.writable.includes(field)) return 'read-only';
+  if (entity.def.states?.field === field) return 'state';
+  return undefined;
 }
 
 /** Held until the transaction ends; keyed by the singleton's table and the tenant. */
