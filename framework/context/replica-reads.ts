@@ -89,8 +89,13 @@ export class ReplicaReads implements ReplicaReader {
   }
 
   private async check(): Promise<void> {
-    // A check still waiting for an answer (the replica slow or away) is not doubled.
-    if (this.checking) return;
+    // A check still unanswered a whole interval later: the replica has stopped answering (a hung
+    // server, a dropped network path), and requests sent there would wait as long. As good as
+    // infinitely behind until a check is answered again; the waiting check is not doubled.
+    if (this.checking) {
+      this.record(undefined);
+      return;
+    }
     this.checking = true;
     let lagMs: number | undefined;
     try {
@@ -101,8 +106,13 @@ export class ReplicaReads implements ReplicaReader {
     } finally {
       this.checking = false;
     }
-    this.usable = lagMs !== undefined && lagMs <= this.maxLagMs;
     this.series?.checks.inc();
+    this.record(lagMs);
+  }
+
+  /** The lag found (undefined: none could be read), and whether reads may go to the replica. */
+  private record(lagMs: number | undefined): void {
+    this.usable = lagMs !== undefined && lagMs <= this.maxLagMs;
     this.series?.lag.set(lagMs === undefined ? Number.POSITIVE_INFINITY : lagMs / 1000);
     this.series?.inUse.set(this.usable ? 1 : 0);
   }

@@ -277,7 +277,7 @@ describe.skipIf(!PGBOUNCER)(`behind PgBouncer in transaction mode, default_pool_
     };
     await Promise.all(Array.from({ length: 50 }, (_, n) => client(n)));
     for (const agent of agents) agent.destroy();
-    expect(failures).toEqual([]);
+    expect(failures, failures.join('\n')).toEqual([]);
     expect(answered).toBe(50 * 3 * 4);
     const { rows } = await direct.query<{ n: number }>(
       `select count(*)::int as n from contents where slug like 'load-%' and status = 'published'`,

@@ -5,6 +5,7 @@ import { testConfig } from '../helpers/config.ts';
 import { freePort } from '../helpers/ports.ts';
 import { sampleValue, scrape } from '../helpers/metrics.ts';
 import { startReplicatedPair, type ReplicatedPair } from '../helpers/replica.ts';
+import { startTcpProxy, type TcpProxy } from '../helpers/tcp-proxy.ts';
 import { ensureDatabase } from '../../framework/db/embedded.ts';
 import type { TenantRef } from '../../framework/context/tenant.ts';
 
@@ -25,6 +26,8 @@ let pair: ReplicatedPair;
 let relaxed: TestApp;
 let strict: TestApp;
 let without: TestApp;
+/** Between `strict` and the replica: frozen, the replica stops answering `strict`. */
+let proxy: TcpProxy;
 let acme: TenantRef;
 let writer: SignedIn;
 let primary: pg.Client;
@@ -41,10 +44,13 @@ beforeAll(async () => {
       metrics: { port: await freePort() },
     }),
   });
+  proxy = await startTcpProxy(Number(new URL(replicaUrl).port));
+  const proxied = new URL(replicaUrl);
+  proxied.port = String(proxy.port);
   strict = await startTestApp({
     databaseUrl: url,
     config: testConfig({
-      database: { url, replica_url: replicaUrl, replica_max_lag_ms: 300 },
+      database: { url, replica_url: proxied.toString(), replica_max_lag_ms: 300 },
       metrics: { port: await freePort() },
     }),
   });
@@ -64,6 +70,7 @@ afterAll(async () => {
   await without?.close();
   await strict?.close();
   await relaxed?.close();
+  await proxy?.close();
   await pair?.stop();
 });
 
@@ -259,5 +266,29 @@ describe('past database.replica_max_lag_ms', () => {
     const idle = await metric(strict, 'tenantry_db_replica_lag_checks_total');
     await new Promise((r) => setTimeout(r, 2500));
     expect(await metric(strict, 'tenantry_db_replica_lag_checks_total')).toBeGreaterThanOrEqual(idle + 2);
+  });
+});
+
+describe('a replica that stops answering', () => {
+  it('is left for the primary once a check goes unanswered for a second, and used again once it answers', async () => {
+    await replicaCurrent();
+    const id = await publishedContent(strict, 'frozen', 'Before');
+    await replicaCurrent();
+    expect(await publicTitle(strict, 'frozen')).toBe('Before');
+    proxy.freeze();
+    try {
+      // Its connections stay open and silent: a check waits, and is not waited for.
+      await until('the replica left', async () => (await metric(strict, 'tenantry_db_replica_in_use')) === 0, 5000);
+      await retitle(strict, id, 'After');
+      const toPrimary = await metric(strict, 'tenantry_db_replica_reads_total', { served_by: 'primary' });
+      expect(await publicTitle(strict, 'frozen')).toBe('After');
+      expect(await metric(strict, 'tenantry_db_replica_reads_total', { served_by: 'primary' })).toBe(toPrimary + 1);
+    } finally {
+      proxy.thaw();
+    }
+    await replicaCurrent();
+    const toReplica = await metric(strict, 'tenantry_db_replica_reads_total', { served_by: 'replica' });
+    expect(await publicTitle(strict, 'frozen')).toBe('After');
+    expect(await metric(strict, 'tenantry_db_replica_reads_total', { served_by: 'replica' })).toBe(toReplica + 1);
   });
 });
