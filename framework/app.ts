@@ -101,7 +101,9 @@ export async function buildApp(options: AppOptions): Promise<App> {
   });
   let metricsServer: MetricsServer | undefined;
   try {
-    const applied = await runMigrations(db.pool, migrationSources(options.modules));
+    const applied = await runMigrations(db.pool, migrationSources(options.modules), {
+      allowChanged: options.config.database.allow_changed_migrations,
+    });
     // One short line (how many, per owner); the file names at debug, where a first start's list is not a wall.
     if (applied.length) {
       log.info({ migrations: applied.length, owners: countByOwner(applied) }, 'migrations applied');
