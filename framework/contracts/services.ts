@@ -32,8 +32,23 @@ export interface Services {
   passwordVerifier: PasswordVerifier;
   /** Signs list cursors and checks them, with a key from the installation's secret (operations/cursor.ts). */
   cursors: ListCursors;
+  /**
+   * The read replica (database.replica_url), in a process that serves HTTP: the transactions of
+   * routes that may read from it (RouteDefinition.replica). Absent: every read is the primary's.
+   */
+  replica?: ReplicaReader;
   /** The Prometheus series, when metrics.port is set (framework/observability/metrics.ts); absent, nothing is counted. */
   metrics?: MetricSeries;
+}
+
+/** Where a request that may read from the replica runs its transactions (framework/context/replica-reads.ts). */
+export interface ReplicaReader {
+  /**
+   * The replica's transactions while its lag is within database.replica_max_lag_ms (replica: true),
+   * the primary's otherwise. onFallback: told when the primary served such a request after all (a
+   * caller the replica did not know yet).
+   */
+  forRead(onFallback?: () => void): { transactions: Transactions; replica: boolean };
 }
 
 /** A permission as a module declares it (ModuleDefinition.permissions). */

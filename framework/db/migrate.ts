@@ -61,13 +61,29 @@ function driftedFiles(sources: readonly MigrationSource[], rows: readonly Histor
 // One fixed key for the whole installation: every process serialises on it.
 export const MIGRATION_LOCK_KEY = 7_265_441_001;
 
+const CREATE_HISTORY = `create table if not exists migration_history (
+  owner text not null,
+  name text not null,
+  applied_at timestamptz not null default now(),
+  checksum text,
+  primary key (owner, name)
+)`;
+
+// The checksum column is framework/0014's on a database from before it: read whether or not it is there.
+const READ_HISTORY = `select owner, name, to_jsonb(h) ->> 'checksum' as checksum from migration_history h`;
+
 /**
- * Applies pending SQL files of every owner, in owner order then file name order, behind an
- * advisory lock. Each file commits together with its history row; a failure rolls that file back
- * and stops, so nothing is ever half-applied. A file another file of its owner replaces (its
+ * Applies pending SQL files of every owner, in owner order then file name order. Each file runs in
+ * a transaction of its own that first takes the installation's advisory lock, transaction-scoped
+ * (pg_advisory_xact_lock), then reads the history, applies the file and records it: the file
+ * commits together with its history row and the lock goes with the commit or the rollback. So no
+ * lock outlives its work, whichever connection a pooler in transaction mode hands each transaction,
+ * and a process that dies while waiting or applying leaves nothing held. A failure rolls that file
+ * back and stops, so nothing is ever half-applied. A file another file of its owner replaces (its
  * `-- replaces:` header) is not applied where it has not been already. Each file's SHA-256 is
  * recorded with it (rows from before checksums get theirs on the next start); an applied file
- * since changed or removed refuses the start, naming it, unless options.allowChanged.
+ * since changed or removed refuses the start before anything runs, naming it, unless
+ * options.allowChanged.
  */
 export async function runMigrations(
   pool: pg.Pool,
@@ -76,62 +92,64 @@ export async function runMigrations(
 ): Promise<AppliedMigration[]> {
   const client = await pool.connect();
   const applied: AppliedMigration[] = [];
+  // A migration (an index on a large table) and the wait for another process's migrations may
+  // rightly run past a statement_timeout the role or server sets: none in these transactions.
+  const locked = async () => {
+    await client.query('set local statement_timeout = 0');
+    await client.query('select pg_advisory_xact_lock($1)', [MIGRATION_LOCK_KEY]);
+  };
   try {
-    // A migration (an index on a large table) and the wait for another process's migrations may
-    // rightly run past the pool's statement_timeout: none here; reset before the release.
-    await client.query('set statement_timeout = 0');
-    await client.query('select pg_advisory_lock($1)', [MIGRATION_LOCK_KEY]);
-    // The checksum column is framework/0014's on a database from before it; created here with the table.
-    await client.query(`create table if not exists migration_history (
-      owner text not null,
-      name text not null,
-      applied_at timestamptz not null default now(),
-      checksum text,
-      primary key (owner, name)
-    )`);
-    const done = await client.query<HistoryRow>(
-      `select owner, name, to_jsonb(h) ->> 'checksum' as checksum from migration_history h`,
-    );
-    const seen = new Set(done.rows.map((r) => `${r.owner}/${r.name}`));
-    const drifted = driftedFiles(sources, done.rows);
-    if (drifted.length > 0 && !options.allowChanged) throw new MigrationError(drifted.join('\n'));
-    let recorded = await hasChecksumColumn(client);
-    if (recorded) await recordChecksums(client, sources, done.rows, options.allowChanged === true);
-    for (const source of sources) {
-      const files = listSqlFiles(source.dir);
-      const replaced = replacedFiles(source, files);
-      for (const name of files) {
-        if (seen.has(`${source.owner}/${name}`) || replaced.has(name)) continue;
-        const bytes = readFileSync(join(source.dir, name));
-        const text = bytes.toString('utf8');
+    // The history table first, committed on its own: it stays even when the first file fails.
+    await inTransaction(client, async () => {
+      await locked();
+      await client.query(CREATE_HISTORY);
+    });
+    // The applied files as they are now, against what was recorded of them.
+    await inTransaction(client, async () => {
+      await locked();
+      const done = await client.query<HistoryRow>(READ_HISTORY);
+      const drifted = driftedFiles(sources, done.rows);
+      if (drifted.length > 0 && !options.allowChanged) throw new MigrationError(drifted.join('\n'));
+      if (await hasChecksumColumn(client))
+        await recordChecksums(client, sources, done.rows, options.allowChanged === true);
+    });
+    for (;;) {
+      const next = await inTransaction(client, async () => {
+        await locked();
+        const done = await client.query<{ owner: string; name: string }>('select owner, name from migration_history');
+        const pending = firstPending(sources, new Set(done.rows.map((r) => `${r.owner}/${r.name}`)));
+        if (!pending) return undefined;
+        const bytes = readFileSync(join(pending.dir, pending.name));
         try {
-          await client.query('begin');
-          await client.query(text);
-          await client.query('insert into migration_history (owner, name) values ($1, $2)', [source.owner, name]);
-          if (!recorded) recorded = await hasChecksumColumn(client);
-          // Until framework/0014 adds the column (on a database from before it), its files' rows wait for recordChecksums.
-          if (recorded)
+          await client.query(bytes.toString('utf8'));
+          await client.query('insert into migration_history (owner, name) values ($1, $2)', [
+            pending.owner,
+            pending.name,
+          ]);
+          // On a database from before checksums, framework/0014 adds the column: the rows before it wait for the end.
+          if (await hasChecksumColumn(client))
             await client.query('update migration_history set checksum = $3 where owner = $1 and name = $2', [
-              source.owner,
-              name,
+              pending.owner,
+              pending.name,
               migrationChecksum(bytes),
             ]);
-          await client.query('commit');
         } catch (err) {
-          await client.query('rollback').catch(() => {});
-          throw new MigrationError(`migration ${source.owner}/${name} failed: ${(err as Error).message}`);
+          throw new MigrationError(`migration ${pending.owner}/${pending.name} failed: ${(err as Error).message}`);
         }
-        applied.push({ owner: source.owner, name });
-      }
+        return { owner: pending.owner, name: pending.name };
+      });
+      if (!next) break;
+      applied.push(next);
     }
-    // The rows written before the column existed (this start's first files on an old database).
-    const unrecorded = await client.query<HistoryRow>(
-      'select owner, name, checksum from migration_history where checksum is null',
-    );
-    await recordChecksums(client, sources, unrecorded.rows, false);
+    // The rows recorded before the column existed (this start's first files on an old database).
+    await inTransaction(client, async () => {
+      await locked();
+      const unrecorded = await client.query<HistoryRow>(
+        'select owner, name, checksum from migration_history where checksum is null',
+      );
+      await recordChecksums(client, sources, unrecorded.rows, false);
+    });
   } finally {
-    await client.query('select pg_advisory_unlock($1)', [MIGRATION_LOCK_KEY]).catch(() => {});
-    await client.query('reset statement_timeout').catch(() => {});
     client.release();
   }
   return applied;
@@ -166,6 +184,35 @@ async function recordChecksums(
         checksum,
       ]);
   }
+}
+
+/** Runs fn between BEGIN and COMMIT on the client; a failure rolls back (the lock with it) and is rethrown. */
+async function inTransaction<T>(client: pg.PoolClient, fn: () => Promise<T>): Promise<T> {
+  await client.query('begin');
+  try {
+    const result = await fn();
+    await client.query('commit');
+    return result;
+  } catch (err) {
+    await client.query('rollback').catch(() => {});
+    throw err;
+  }
+}
+
+/** The first file, in owner order then file name order, that the history does not list. */
+function firstPending(
+  sources: readonly MigrationSource[],
+  seen: ReadonlySet<string>,
+): (AppliedMigration & { dir: string }) | undefined {
+  for (const source of sources) {
+    const files = listSqlFiles(source.dir);
+    const replaced = replacedFiles(source, files);
+    for (const name of files) {
+      if (!seen.has(`${source.owner}/${name}`) && !replaced.has(name))
+        return { owner: source.owner, name, dir: source.dir };
+    }
+  }
+  return undefined;
 }
 
 /** A file's first line `-- replaces: 0001_a.sql, 0002_b.sql`: earlier files of its owner it stands in for. */
