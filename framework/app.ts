@@ -8,7 +8,7 @@ import type { Config } from './config/schema.ts';
 import type { ModuleDefinition } from './entity/define.ts';
 import { compose, type Composition } from './composition.ts';
 import { openDatabase, unopenedDatabase, type Db } from './db/pool.ts';
-import { runMigrations, type MigrationSource } from './db/migrate.ts';
+import { runMigrations, type MigrationOptions, type MigrationSource } from './db/migrate.ts';
 import { checkTables } from './entity/table-check.ts';
 import { HostResolver } from './context/host-cache.ts';
 import { PublicReadCache } from './context/public-read-cache.ts';
@@ -107,7 +107,9 @@ export async function buildApp(options: AppOptions): Promise<App> {
   let metricsServer: MetricsServer | undefined;
   let replica: ReplicaReads | undefined;
   try {
-    const applied = await migrateDirectly(db.directUrl, migrationSources(options.modules));
+    const applied = await migrateDirectly(db.directUrl, migrationSources(options.modules), {
+      allowChanged: options.config.database.allow_changed_migrations,
+    });
     // One short line (how many, per owner); the file names at debug, where a first start's list is not a wall.
     if (applied.length) {
       log.info({ migrations: applied.length, owners: countByOwner(applied) }, 'migrations applied');
@@ -294,11 +296,11 @@ function replicaReads(
  * transaction mode. Each file's transaction takes the lock (db/migrate.ts), so none would leak
  * through a pooler either; directly, the migrations' long statements hold no pooled connection.
  */
-async function migrateDirectly(url: string, sources: MigrationSource[]) {
+async function migrateDirectly(url: string, sources: MigrationSource[], options: MigrationOptions) {
   const pool = new pg.Pool({ connectionString: url, max: 1 });
   pool.on('error', () => {});
   try {
-    return await runMigrations(pool, sources);
+    return await runMigrations(pool, sources, options);
   } finally {
     await pool.end();
   }

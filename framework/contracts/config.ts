@@ -61,6 +61,8 @@ export const ConfigSchema = Type.Object(
         statement_timeout_ms: Type.Integer({ default: 5000, minimum: 1, maximum: 3600000 }),
         embedded_dir: Type.String({ default: 'data/postgres', minLength: 1 }),
         embedded_port: Type.Integer({ default: 5488, minimum: 1, maximum: 65535 }),
+        /** Development: an applied migration changed or removed is accepted (its new checksum recorded) instead of refusing the start. */
+        allow_changed_migrations: Type.Boolean({ default: false }),
       },
       { additionalProperties: false, default: {} },
     ),

@@ -1,3 +1,4 @@
+import { createHash } from 'node:crypto';
 import { readdirSync, readFileSync, existsSync } from 'node:fs';
 import { join } from 'node:path';
 import type pg from 'pg';
@@ -16,6 +17,47 @@ export class MigrationError extends Error {
   override name = 'MigrationError';
 }
 
+export interface MigrationOptions {
+  /**
+   * database.allow_changed_migrations (development): an applied file changed or missing is
+   * accepted, and a changed file's new checksum recorded, instead of refusing the start.
+   */
+  allowChanged?: boolean;
+}
+
+/** A file's SHA-256, hex: what migration_history records of every file it applies. */
+export const migrationChecksum = (text: string | Buffer): string => createHash('sha256').update(text).digest('hex');
+
+interface HistoryRow {
+  owner: string;
+  name: string;
+  checksum: string | null;
+}
+
+/**
+ * The applied files of the given owners that changed since (their SHA-256 differs from the one
+ * recorded) or are gone, one line each naming the file and the fix. Rows of owners not given (a
+ * module no longer installed) are not this start's business.
+ */
+function driftedFiles(sources: readonly MigrationSource[], rows: readonly HistoryRow[]): string[] {
+  const lines: string[] = [];
+  for (const row of rows) {
+    const source = sources.find((s) => s.owner === row.owner);
+    if (!source) continue;
+    const path = join(source.dir, row.name);
+    if (!existsSync(path)) {
+      lines.push(
+        `migration ${row.owner}/${row.name} is applied but its file is missing: restore it (an applied migration is never removed; undo it with a new one)`,
+      );
+    } else if (row.checksum !== null && row.checksum !== migrationChecksum(readFileSync(path))) {
+      lines.push(
+        `migration ${row.owner}/${row.name} changed after it was applied (its SHA-256 is not the one recorded): restore it and write the change as a new migration, or set database.allow_changed_migrations in development`,
+      );
+    }
+  }
+  return lines;
+}
+
 // One fixed key for the whole installation: every process serialises on it.
 export const MIGRATION_LOCK_KEY = 7_265_441_001;
 
@@ -23,8 +65,12 @@ const CREATE_HISTORY = `create table if not exists migration_history (
   owner text not null,
   name text not null,
   applied_at timestamptz not null default now(),
+  checksum text,
   primary key (owner, name)
 )`;
+
+// The checksum column is framework/0014's on a database from before it: read whether or not it is there.
+const READ_HISTORY = `select owner, name, to_jsonb(h) ->> 'checksum' as checksum from migration_history h`;
 
 /**
  * Applies pending SQL files of every owner, in owner order then file name order. Each file runs in
@@ -34,9 +80,16 @@ const CREATE_HISTORY = `create table if not exists migration_history (
  * lock outlives its work, whichever connection a pooler in transaction mode hands each transaction,
  * and a process that dies while waiting or applying leaves nothing held. A failure rolls that file
  * back and stops, so nothing is ever half-applied. A file another file of its owner replaces (its
- * `-- replaces:` header) is not applied where it has not been already.
+ * `-- replaces:` header) is not applied where it has not been already. Each file's SHA-256 is
+ * recorded with it (rows from before checksums get theirs on the next start); an applied file
+ * since changed or removed refuses the start before anything runs, naming it, unless
+ * options.allowChanged.
  */
-export async function runMigrations(pool: pg.Pool, sources: MigrationSource[]): Promise<AppliedMigration[]> {
+export async function runMigrations(
+  pool: pg.Pool,
+  sources: MigrationSource[],
+  options: MigrationOptions = {},
+): Promise<AppliedMigration[]> {
   const client = await pool.connect();
   const applied: AppliedMigration[] = [];
   // A migration (an index on a large table) and the wait for another process's migrations may
@@ -51,19 +104,35 @@ export async function runMigrations(pool: pg.Pool, sources: MigrationSource[]): 
       await locked();
       await client.query(CREATE_HISTORY);
     });
+    // The applied files as they are now, against what was recorded of them.
+    await inTransaction(client, async () => {
+      await locked();
+      const done = await client.query<HistoryRow>(READ_HISTORY);
+      const drifted = driftedFiles(sources, done.rows);
+      if (drifted.length > 0 && !options.allowChanged) throw new MigrationError(drifted.join('\n'));
+      if (await hasChecksumColumn(client))
+        await recordChecksums(client, sources, done.rows, options.allowChanged === true);
+    });
     for (;;) {
       const next = await inTransaction(client, async () => {
         await locked();
         const done = await client.query<{ owner: string; name: string }>('select owner, name from migration_history');
         const pending = firstPending(sources, new Set(done.rows.map((r) => `${r.owner}/${r.name}`)));
         if (!pending) return undefined;
-        const text = readFileSync(join(pending.dir, pending.name), 'utf8');
+        const bytes = readFileSync(join(pending.dir, pending.name));
         try {
-          await client.query(text);
+          await client.query(bytes.toString('utf8'));
           await client.query('insert into migration_history (owner, name) values ($1, $2)', [
             pending.owner,
             pending.name,
           ]);
+          // On a database from before checksums, framework/0014 adds the column: the rows before it wait for the end.
+          if (await hasChecksumColumn(client))
+            await client.query('update migration_history set checksum = $3 where owner = $1 and name = $2', [
+              pending.owner,
+              pending.name,
+              migrationChecksum(bytes),
+            ]);
         } catch (err) {
           throw new MigrationError(`migration ${pending.owner}/${pending.name} failed: ${(err as Error).message}`);
         }
@@ -72,10 +141,49 @@ export async function runMigrations(pool: pg.Pool, sources: MigrationSource[]): 
       if (!next) break;
       applied.push(next);
     }
+    // The rows recorded before the column existed (this start's first files on an old database).
+    await inTransaction(client, async () => {
+      await locked();
+      const unrecorded = await client.query<HistoryRow>(
+        'select owner, name, checksum from migration_history where checksum is null',
+      );
+      await recordChecksums(client, sources, unrecorded.rows, false);
+    });
   } finally {
     client.release();
   }
   return applied;
+}
+
+async function hasChecksumColumn(client: pg.PoolClient): Promise<boolean> {
+  const { rows } = await client.query(
+    `select 1 from information_schema.columns where table_name = 'migration_history' and column_name = 'checksum' and table_schema = current_schema()`,
+  );
+  return rows.length > 0;
+}
+
+/**
+ * Records the checksum of each applied file that has none yet (applied before checksums), and,
+ * where changes are allowed, the new checksum of a changed file.
+ */
+async function recordChecksums(
+  client: pg.PoolClient,
+  sources: readonly MigrationSource[],
+  rows: readonly HistoryRow[],
+  acceptChanged: boolean,
+): Promise<void> {
+  for (const row of rows) {
+    const source = sources.find((s) => s.owner === row.owner);
+    const path = source && join(source.dir, row.name);
+    if (!path || !existsSync(path)) continue;
+    const checksum = migrationChecksum(readFileSync(path));
+    if (row.checksum === null || (acceptChanged && row.checksum !== checksum))
+      await client.query('update migration_history set checksum = $3 where owner = $1 and name = $2', [
+        row.owner,
+        row.name,
+        checksum,
+      ]);
+  }
 }
 
 /** Runs fn between BEGIN and COMMIT on the client; a failure rolls back (the lock with it) and is rethrown. */
