@@ -517,6 +517,26 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/api/v1/content/contents/stream": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Follow contents as they change
+         * @description Server-sent events (text/event-stream) for every change of contents this caller may read, from the outbox after each commit, on any web process. Events: created and updated carry data {"id": ..., "row": {...}}, the row as the read route answers this caller; deleted, and removed (a row that no longer matches the filters after an update), carry {"id": ...}; reset (the Last-Event-ID is older than the replay window: reload the list, the stream goes on from now); end carries {"reason": "AUTH_REQUIRED" | "AUTH_FORBIDDEN"} and closes the stream when the caller signed out, was deactivated, lost the permission, or the token expired or was revoked (at the next change, or within live.recheck_seconds). Each event's id is a position that only grows within the tenant: reconnect with Last-Event-ID to receive every change after it. A comment line is sent every live.heartbeat_seconds; retry: 2000 asks the client to reconnect after 2 s. A row is shown as it is when its change is read, so a row changed twice in quick succession may show its later state in both events. Limits: live.max_streams_per_caller streams per session or token and live.max_streams per web process, past either 429 RATE_LIMITED with Retry-After; a client that does not read is disconnected once live.max_buffer_bytes wait for it, and resumes with Last-Event-ID.
+         */
+        get: operations["content-content-stream"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/api/v1/content/public/{slug}": {
         parameters: {
             query?: never;
@@ -679,6 +699,26 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/api/v1/notification/notifications/stream": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Follow your notifications as they change
+         * @description Server-sent events (text/event-stream) for every change of your notifications this caller may read, from the outbox after each commit, on any web process. Events: created and updated carry data {"id": ..., "row": {...}}, the row as the read route answers this caller; deleted, and removed (a row that no longer matches the filters after an update), carry {"id": ...}; reset (the Last-Event-ID is older than the replay window: reload the list, the stream goes on from now); end carries {"reason": "AUTH_REQUIRED" | "AUTH_FORBIDDEN"} and closes the stream when the caller signed out, was deactivated, lost the permission, or the token expired or was revoked (at the next change, or within live.recheck_seconds). Each event's id is a position that only grows within the tenant: reconnect with Last-Event-ID to receive every change after it. A comment line is sent every live.heartbeat_seconds; retry: 2000 asks the client to reconnect after 2 s. A row is shown as it is when its change is read, so a row changed twice in quick succession may show its later state in both events. Limits: live.max_streams_per_caller streams per session or token and live.max_streams per web process, past either 429 RATE_LIMITED with Retry-After; a client that does not read is disconnected once live.max_buffer_bytes wait for it, and resumes with Last-Event-ID.
+         */
+        get: operations["notification-notification-stream"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/api/v1/task/tasks": {
         parameters: {
             query?: never;
@@ -799,6 +839,26 @@ export interface paths {
          * @description Clears assigneeId and moves the task back to open (the status graph's edge from acknowledged or in_progress to open, for a task with nobody assigned), publishing task.unassigned with the assignee it had. From acknowledged or in_progress; an open task has nobody assigned, so it changes nothing and publishes nothing; a resolved or closed task is 409 INVALID_TRANSITION (a finished task keeps who did it).
          */
         post: operations["task-task-unassign"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/task/tasks/stream": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Follow tasks as they change
+         * @description Server-sent events (text/event-stream) for every change of tasks this caller may read, from the outbox after each commit, on any web process. Events: created and updated carry data {"id": ..., "row": {...}}, the row as the read route answers this caller; deleted, and removed (a row that no longer matches the filters after an update), carry {"id": ...}; reset (the Last-Event-ID is older than the replay window: reload the list, the stream goes on from now); end carries {"reason": "AUTH_REQUIRED" | "AUTH_FORBIDDEN"} and closes the stream when the caller signed out, was deactivated, lost the permission, or the token expired or was revoked (at the next change, or within live.recheck_seconds). Each event's id is a position that only grows within the tenant: reconnect with Last-Event-ID to receive every change after it. A comment line is sent every live.heartbeat_seconds; retry: 2000 asks the client to reconnect after 2 s. A row is shown as it is when its change is read, so a row changed twice in quick succession may show its later state in both events. Limits: live.max_streams_per_caller streams per session or token and live.max_streams per web process, past either 429 RATE_LIMITED with Retry-After; a client that does not read is disconnected once live.max_buffer_bytes wait for it, and resumes with Last-Event-ID.
+         */
+        get: operations["task-task-stream"];
+        put?: never;
+        post?: never;
         delete?: never;
         options?: never;
         head?: never;
@@ -1069,6 +1129,26 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/api/v1/user/users/stream": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Follow users as they change
+         * @description Server-sent events (text/event-stream) for every change of users this caller may read, from the outbox after each commit, on any web process. Events: created and updated carry data {"id": ..., "row": {...}}, the row as the read route answers this caller; deleted, and removed (a row that no longer matches the filters after an update), carry {"id": ...}; reset (the Last-Event-ID is older than the replay window: reload the list, the stream goes on from now); end carries {"reason": "AUTH_REQUIRED" | "AUTH_FORBIDDEN"} and closes the stream when the caller signed out, was deactivated, lost the permission, or the token expired or was revoked (at the next change, or within live.recheck_seconds). Each event's id is a position that only grows within the tenant: reconnect with Last-Event-ID to receive every change after it. A comment line is sent every live.heartbeat_seconds; retry: 2000 asks the client to reconnect after 2 s. A row is shown as it is when its change is read, so a row changed twice in quick succession may show its later state in both events. Limits: live.max_streams_per_caller streams per session or token and live.max_streams per web process, past either 429 RATE_LIMITED with Retry-After; a client that does not read is disconnected once live.max_buffer_bytes wait for it, and resumes with Last-Event-ID.
+         */
+        get: operations["user-user-stream"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/api/v1/webhook/deliveries": {
         parameters: {
             query?: never;
@@ -1189,6 +1269,26 @@ export interface paths {
          * @description Queues one delivery of a webhook.test event (data: the endpoint id) to this endpoint, active or not, and answers the endpoint with deliveryId: the id its first attempt takes in the delivery log (GET /api/v1/webhook/deliveries lists it once the attempt has ended; send-again takes it).
          */
         post: operations["webhook-endpoint-send-test-event"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/webhook/endpoints/stream": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Follow webhook endpoints as they change
+         * @description Server-sent events (text/event-stream) for every change of webhook endpoints this caller may read, from the outbox after each commit, on any web process. Events: created and updated carry data {"id": ..., "row": {...}}, the row as the read route answers this caller; deleted, and removed (a row that no longer matches the filters after an update), carry {"id": ...}; reset (the Last-Event-ID is older than the replay window: reload the list, the stream goes on from now); end carries {"reason": "AUTH_REQUIRED" | "AUTH_FORBIDDEN"} and closes the stream when the caller signed out, was deactivated, lost the permission, or the token expired or was revoked (at the next change, or within live.recheck_seconds). Each event's id is a position that only grows within the tenant: reconnect with Last-Event-ID to receive every change after it. A comment line is sent every live.heartbeat_seconds; retry: 2000 asks the client to reconnect after 2 s. A row is shown as it is when its change is read, so a row changed twice in quick succession may show its later state in both events. Limits: live.max_streams_per_caller streams per session or token and live.max_streams per web process, past either 429 RATE_LIMITED with Retry-After; a client that does not read is disconnected once live.max_buffer_bytes wait for it, and resumes with Last-Event-ID.
+         */
+        get: operations["webhook-endpoint-stream"];
+        put?: never;
+        post?: never;
         delete?: never;
         options?: never;
         head?: never;
@@ -6004,6 +6104,110 @@ export interface operations {
             };
         };
     };
+    "content-content-stream": {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description The id of the last event received (an EventSource sends it by itself when it reconnects): the stream first replays every change after it, if it lies within live.replay_minutes, or sends one reset event if not. */
+                "last-event-id"?: string;
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The changes of contents, as server-sent events */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "text/event-stream": string;
+                };
+            };
+            /** @description Malformed request */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Not signed in (AUTH_REQUIRED), or a bearer token unknown, expired, revoked or of another tenant (TOKEN_INVALID) */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Missing permission (AUTH_FORBIDDEN) or operator permission outside the operator tenant (AUTH_NOT_OPERATOR) */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description No site at this host, or no such resource */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Validation failed */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Too many streams open: this caller holds live.max_streams_per_caller, or the process live.max_streams (RATE_LIMITED); Retry-After says when to try again */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Request headers over 16 KB (HEADERS_TOO_LARGE), refused before any route runs */
+            431: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Unexpected error */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Database busy (DB_BUSY: every connection stayed in use), a statement past its time limit (DB_TIMEOUT) or the database unreachable (DB_UNAVAILABLE): retry after the Retry-After seconds. Only a 2xx acknowledges a write */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
     "content-content-public-read": {
         parameters: {
             query?: never;
@@ -7231,6 +7435,101 @@ export interface operations {
             };
         };
     };
+    "notification-notification-stream": {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description The id of the last event received (an EventSource sends it by itself when it reconnects): the stream first replays every change after it, if it lies within live.replay_minutes, or sends one reset event if not. */
+                "last-event-id"?: string;
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The changes of your notifications, as server-sent events */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "text/event-stream": string;
+                };
+            };
+            /** @description Malformed request */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Not signed in (AUTH_REQUIRED), or a bearer token unknown, expired, revoked or of another tenant (TOKEN_INVALID) */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description No site at this host, or no such resource */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Validation failed */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Too many streams open: this caller holds live.max_streams_per_caller, or the process live.max_streams (RATE_LIMITED); Retry-After says when to try again */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Request headers over 16 KB (HEADERS_TOO_LARGE), refused before any route runs */
+            431: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Unexpected error */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Database busy (DB_BUSY: every connection stayed in use), a statement past its time limit (DB_TIMEOUT) or the database unreachable (DB_UNAVAILABLE): retry after the Retry-After seconds. Only a 2xx acknowledges a write */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
     "task-task-list": {
         parameters: {
             query?: {
@@ -8416,6 +8715,110 @@ export interface operations {
                 };
             };
             /** @description Too many failed sign-ins or bearer-token attempts from this client address (ErrTooManyAttempts); Retry-After says when to try again */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Request headers over 16 KB (HEADERS_TOO_LARGE), refused before any route runs */
+            431: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Unexpected error */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Database busy (DB_BUSY: every connection stayed in use), a statement past its time limit (DB_TIMEOUT) or the database unreachable (DB_UNAVAILABLE): retry after the Retry-After seconds. Only a 2xx acknowledges a write */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    "task-task-stream": {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description The id of the last event received (an EventSource sends it by itself when it reconnects): the stream first replays every change after it, if it lies within live.replay_minutes, or sends one reset event if not. */
+                "last-event-id"?: string;
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The changes of tasks, as server-sent events */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "text/event-stream": string;
+                };
+            };
+            /** @description Malformed request */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Not signed in (AUTH_REQUIRED), or a bearer token unknown, expired, revoked or of another tenant (TOKEN_INVALID) */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Missing permission (AUTH_FORBIDDEN) or operator permission outside the operator tenant (AUTH_NOT_OPERATOR) */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description No site at this host, or no such resource */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Validation failed */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Too many streams open: this caller holds live.max_streams_per_caller, or the process live.max_streams (RATE_LIMITED); Retry-After says when to try again */
             429: {
                 headers: {
                     [name: string]: unknown;
@@ -10713,6 +11116,110 @@ export interface operations {
             };
         };
     };
+    "user-user-stream": {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description The id of the last event received (an EventSource sends it by itself when it reconnects): the stream first replays every change after it, if it lies within live.replay_minutes, or sends one reset event if not. */
+                "last-event-id"?: string;
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The changes of users, as server-sent events */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "text/event-stream": string;
+                };
+            };
+            /** @description Malformed request */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Not signed in (AUTH_REQUIRED), or a bearer token unknown, expired, revoked or of another tenant (TOKEN_INVALID) */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Missing permission (AUTH_FORBIDDEN) or operator permission outside the operator tenant (AUTH_NOT_OPERATOR) */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description No site at this host, or no such resource */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Validation failed */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Too many streams open: this caller holds live.max_streams_per_caller, or the process live.max_streams (RATE_LIMITED); Retry-After says when to try again */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Request headers over 16 KB (HEADERS_TOO_LARGE), refused before any route runs */
+            431: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Unexpected error */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Database busy (DB_BUSY: every connection stayed in use), a statement past its time limit (DB_TIMEOUT) or the database unreachable (DB_UNAVAILABLE): retry after the Retry-After seconds. Only a 2xx acknowledges a write */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
     "webhook-delivery-list": {
         parameters: {
             query?: {
@@ -11865,6 +12372,110 @@ export interface operations {
                 };
             };
             /** @description Too many failed sign-ins or bearer-token attempts from this client address (ErrTooManyAttempts); Retry-After says when to try again */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Request headers over 16 KB (HEADERS_TOO_LARGE), refused before any route runs */
+            431: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Unexpected error */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Database busy (DB_BUSY: every connection stayed in use), a statement past its time limit (DB_TIMEOUT) or the database unreachable (DB_UNAVAILABLE): retry after the Retry-After seconds. Only a 2xx acknowledges a write */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    "webhook-endpoint-stream": {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description The id of the last event received (an EventSource sends it by itself when it reconnects): the stream first replays every change after it, if it lies within live.replay_minutes, or sends one reset event if not. */
+                "last-event-id"?: string;
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The changes of webhook endpoints, as server-sent events */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "text/event-stream": string;
+                };
+            };
+            /** @description Malformed request */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Not signed in (AUTH_REQUIRED), or a bearer token unknown, expired, revoked or of another tenant (TOKEN_INVALID) */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Missing permission (AUTH_FORBIDDEN) or operator permission outside the operator tenant (AUTH_NOT_OPERATOR) */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description No site at this host, or no such resource */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Validation failed */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Too many streams open: this caller holds live.max_streams_per_caller, or the process live.max_streams (RATE_LIMITED); Retry-After says when to try again */
             429: {
                 headers: {
                     [name: string]: unknown;

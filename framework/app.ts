@@ -28,6 +28,7 @@ import { metricsPort, startMetricsServer, type MetricsServer } from './observabi
 import { databaseFigures } from './observability/metric-queries.ts';
 import { keyFor, readInstallationSecret } from './access/installation-secret.ts';
 import { CursorSeal } from './operations/cursor.ts';
+import { LiveHub } from './live/hub.ts';
 
 /** The service's process roles (`--role`). */
 export type Role = 'web' | 'worker' | 'all';
@@ -113,6 +114,7 @@ export async function buildApp(options: AppOptions): Promise<App> {
     if (created) log.info({ host: options.config.server.public_host }, 'created the operator tenant');
     await listener.start();
 
+    if (servesHttp(options.role)) await services.live.start();
     const web = servesHttp(options.role) ? await buildWeb(services, { logger: log }) : undefined;
     const worker = works(options.role) ? new Worker(services) : undefined;
     if (worker && options.startWorker !== false) {
@@ -131,6 +133,7 @@ export async function buildApp(options: AppOptions): Promise<App> {
       close: async () => {
         await metricsServer?.close();
         await web?.close();
+        await services.live.close();
         await worker?.stop();
         await listener.close();
         services.mailer.close();
@@ -167,11 +170,23 @@ function composeServices(
   }
   const outbox = new OutboxSignal(db.pool);
   const clock = options.clock ?? systemClock;
+  const transactions = new TenantTransactions(db, registry.events, outbox, clock, cursors);
+  // Learns of relayed changes on the process's listener; serves streams once a web role starts it.
+  const live = new LiveHub({
+    db,
+    transactions,
+    config: options.config.live,
+    sources: registry.live,
+    log,
+    metrics,
+  });
+  live.listen(listener);
   const services: Services = {
     config: options.config,
     db,
     registry,
-    transactions: new TenantTransactions(db, registry.events, outbox, clock, cursors),
+    transactions,
+    live,
     cursors,
     hosts,
     publicReads,

@@ -10,6 +10,7 @@ import type { Clock } from './clock.ts';
 import type { Metrics } from './observability/metrics.ts';
 import type { PasswordVerifier } from './access/password-verifier.ts';
 import type { CursorSeal } from './operations/cursor.ts';
+import type { LiveHub } from './live/hub.ts';
 
 /** Shared process-wide services handed to handlers, commands, subscriptions and jobs. */
 export interface Services {
@@ -28,6 +29,8 @@ export interface Services {
   passwordVerifier: PasswordVerifier;
   /** Signs list cursors and checks them, with a key from the installation's secret (operations/cursor.ts). */
   cursors: CursorSeal;
+  /** The open streams of live changes (framework/live/hub.ts): served by a web process once started. */
+  live: LiveHub;
   /** The Prometheus series, when metrics.port is set (framework/observability/metrics.ts); absent, nothing is counted. */
   metrics?: Metrics;
 }

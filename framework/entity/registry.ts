@@ -15,6 +15,8 @@ import { EntityOperations } from '../operations/entity-ops.ts';
 import { checkRegistry } from './checks.ts';
 import type { Config } from '../config/schema.ts';
 import { idempotencyKeyPurge } from '../http/idempotency.ts';
+import { declaredSources, entitySource, liveEventNames, type LiveSource } from '../live/sources.ts';
+import { streamRoute } from '../live/stream-route.ts';
 
 /** Jobs the framework runs itself, on the tables it owns in every tenant. */
 const FRAMEWORK_JOBS: readonly JobDefinition[] = [idempotencyKeyPurge];
@@ -39,6 +41,10 @@ export class Registry {
   readonly subscriptions: readonly (SubscriptionDefinition & { module: string })[];
   readonly jobs: readonly (JobDefinition & { module: string })[];
   readonly queues: readonly (QueueDefinition & { module: string })[];
+  /** The lists clients may follow live (framework/live): generated lists of tenant entities, and the modules' declared ones. */
+  readonly live: readonly LiveSource[];
+  /** The events some stream shows, by name: the relay gives them live positions. */
+  readonly liveEvents: ReadonlySet<string>;
   private readonly operations: ReadonlyMap<string, EntityOperations>;
 
   constructor(modules: readonly ModuleDefinition[], config: Config) {
@@ -47,6 +53,7 @@ export class Registry {
     const permissions = new Map<string, PermissionDeclaration & { module: string }>();
     const events = new Set<string>();
     const routes: RegisteredRoute[] = [];
+    const live: LiveSource[] = [];
     const duplicates: string[] = [];
     // One instance per entity, shared by its routes and by modules acting on its rows.
     const operations = new Map<string, EntityOperations>();
@@ -73,9 +80,18 @@ export class Registry {
         const ops = new EntityOperations(resolved, { config });
         operations.set(resolved.names.key, ops);
         for (const route of entityRoutes(resolved, ops)) routes.push({ module: module.name, route, entity: resolved });
+        const source = entitySource(resolved, ops);
+        if (source) {
+          live.push(source);
+          routes.push({ module: module.name, route: streamRoute(source) });
+        }
       }
       const declared = typeof module.routes === 'function' ? module.routes(config) : (module.routes ?? []);
       for (const route of declared) routes.push({ module: module.name, route });
+      for (const source of declaredSources([module])) {
+        live.push(source);
+        routes.push({ module: module.name, route: streamRoute(source) });
+      }
     }
     this.entities = entities;
     this.permissions = permissions;
@@ -89,6 +105,8 @@ export class Registry {
     ];
     this.queues = modules.flatMap((m) => (m.queues ?? []).map((q) => ({ ...q, module: m.name })));
     this.operations = operations;
+    this.live = live;
+    this.liveEvents = liveEventNames(live);
     checkRegistry(this, duplicates);
     Object.freeze(this);
   }

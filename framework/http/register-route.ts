@@ -116,7 +116,7 @@ export function registerRoute(
       tags: [...(route.tags ?? [])],
       ...(route.schema.params ? { params: route.schema.params } : {}),
       ...(route.schema.querystring ? { querystring: route.schema.querystring } : {}),
-      ...(idempotent ? { headers: idempotencyHeaders } : {}),
+      ...(idempotent ? { headers: idempotencyHeaders } : route.schema.headers ? { headers: route.schema.headers } : {}),
       ...(multipart
         ? { body: multipart.form, consumes: ['multipart/form-data'] }
         : route.schema.body

@@ -1,6 +1,7 @@
 import type { TProperties } from 'typebox';
 import Type from 'typebox';
-import type { TxContext } from '../context/tx.ts';
+import { carryChange, publishedCount, type TxContext } from '../context/tx.ts';
+import { followsEntity } from '../live/sources.ts';
 import type { ResolvedEntity } from '../entity/resolve.ts';
 import type { AfterWriteInput, EntityRow, OneExchange } from '../entity/define.ts';
 import type { Services } from '../services.ts';
@@ -260,6 +261,7 @@ export class EntityOperations {
     }
     // Then the people the body names, who must be able to act (access/actors.ts).
     await refuseNonActors(ctx, this.entity, definition.actors, body);
+    const ownEvents = publishedCount(ctx);
     const changes = (await definition.run(ctx, previous ?? null, body as never, services, prepared)) as
       | Values
       | undefined;
@@ -273,8 +275,10 @@ export class EntityOperations {
     }
     if (!changes || Object.keys(changes).length === 0) return previous;
     this.values.validate(changes, source);
+    const changed = this.changedFields(previous, changes);
     const row = await this.write(ctx, previous, changes, source);
     if (!row) return previous;
+    this.carryCommandChange(ctx, ownEvents, row, changed);
     return this.afterWrite(ctx, { op: 'command', command, row, previous });
   }
 
@@ -370,9 +374,7 @@ export class EntityOperations {
    * publishes its own, more specific one (task.assigned).
    */
   private async write(ctx: TxContext, previous: Row, changes: Values, source: WriteSource): Promise<Row | undefined> {
-    const changed = Object.keys(changes).filter(
-      (f) => f in this.entity.columns && changes[f] !== undefined && !sameValue((previous as Values)[f], changes[f]),
-    );
+    const changed = this.changedFields(previous, changes);
     if (changed.length === 0) return undefined;
     const assignments = changed.map((f, i) => `${quote(this.entity.columns[f]!)} = $${i + 2}`).join(', ');
     const rows = await mappingUniqueViolations(
@@ -390,6 +392,25 @@ export class EntityOperations {
     if (source.kind !== 'command')
       ctx.publish(this.entity.names.events.updated, { ...this.eventPayload(row), changed });
     return row;
+  }
+
+  /**
+   * A command publishes its own events (task.assigned), not the entity's updated one: the last of
+   * them carries the changed row to the entity's streams (framework/live); a command that changed
+   * the row and published nothing publishes the updated event, so no change escapes the outbox.
+   */
+  private carryCommandChange(ctx: TxContext, since: number, row: Row, changed: string[]): void {
+    if (!followsEntity(this.entity)) return;
+    const key = this.entity.names.key;
+    if (carryChange(ctx, since, { entity: key, id: row.id })) return;
+    ctx.publish(this.entity.names.events.updated, { ...this.eventPayload(row), changed });
+  }
+
+  /** The fields of `changes` that differ from the stored row: what a write stores. */
+  private changedFields(previous: Row, changes: Values): string[] {
+    return Object.keys(changes).filter(
+      (f) => f in this.entity.columns && changes[f] !== undefined && !sameValue((previous as Values)[f], changes[f]),
+    );
   }
 
   /**
