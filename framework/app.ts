@@ -5,7 +5,7 @@ import type { FastifyBaseLogger, FastifyInstance } from 'fastify';
 import pino from 'pino';
 import type { Config } from './config/schema.ts';
 import type { ModuleDefinition } from './entity/define.ts';
-import { Registry } from './entity/registry.ts';
+import { compose, type Composition } from './composition.ts';
 import { openDatabase, unopenedDatabase, type Db } from './db/pool.ts';
 import { runMigrations, type MigrationSource } from './db/migrate.ts';
 import { checkTables } from './entity/table-check.ts';
@@ -81,12 +81,14 @@ export interface App {
 }
 
 /**
- * Composition only: checks the declarations (refusing to start on any inconsistency), migrates,
- * checks the tables agree with the declarations, makes sure the operator tenant exists, then
- * builds the web server and/or the worker.
+ * Composition only: composes the service from the declarations (composition.ts: the registry,
+ * each entity's operations and routes, the job schedule) and checks them all, refusing to start
+ * on any inconsistency; migrates, checks the tables agree with the declarations, makes sure the
+ * operator tenant exists, then builds the web server and/or the worker.
  */
 export async function buildApp(options: AppOptions): Promise<App> {
-  const registry = new Registry(options.modules, options.config);
+  const composition = compose(options.modules, options.config);
+  const { registry } = composition;
   const log = options.logger ?? (pino({ level: 'silent' }) as FastifyBaseLogger);
   // The installation's blob store, made here so that it logs through the service's logger.
   blobStoreFor(options.config, log);
@@ -109,12 +111,12 @@ export async function buildApp(options: AppOptions): Promise<App> {
     await checkTables(db.pool, registry);
     // The installation's secret, read once: list cursors are signed with a key derived from it.
     const cursors = new CursorSeal(keyFor(await readInstallationSecret(db.pool), 'cursor'));
-    const { services, listener, outbox } = composeServices(options, registry, db, log, metrics, cursors);
+    const { services, listener, outbox, live } = composeServices(options, composition, db, log, metrics, cursors);
     const { created } = await ensureOperatorTenant(services);
     if (created) log.info({ host: options.config.server.public_host }, 'created the operator tenant');
     await listener.start();
 
-    if (servesHttp(options.role)) await services.live.start();
+    if (servesHttp(options.role)) await live.start();
     const web = servesHttp(options.role) ? await buildWeb(services, { logger: log }) : undefined;
     const worker = works(options.role) ? new Worker(services) : undefined;
     if (worker && options.startWorker !== false) {
@@ -153,12 +155,12 @@ export async function buildApp(options: AppOptions): Promise<App> {
  */
 function composeServices(
   options: Pick<AppOptions, 'config' | 'mailer' | 'clock' | 'passwordVerifier'>,
-  registry: Registry,
+  { registry, routes, jobs, operations, live: sources }: Composition,
   db: Db,
   log: FastifyBaseLogger,
   metrics: Metrics | undefined,
   cursors: CursorSeal,
-): { services: Services; listener: ChangeListener; outbox: OutboxSignal } {
+): { services: Services; listener: ChangeListener; outbox: OutboxSignal; live: LiveHub } {
   const hosts = new HostResolver(db);
   const publicReads = new PublicReadCache();
   const listener = new ChangeListener(db.url);
@@ -166,7 +168,7 @@ function composeServices(
   publicReads.listen(listener);
   for (const entity of registry.entities) {
     if (entity.def.publicRead)
-      registry.ops(entity.names.key).onCommittedWrite((tenantId) => publicReads.evict(entity.names.table, tenantId));
+      operations.of(entity.names.key).onCommittedWrite((tenantId) => publicReads.evict(entity.names.table, tenantId));
   }
   const outbox = new OutboxSignal(db.pool);
   const clock = options.clock ?? systemClock;
@@ -176,7 +178,7 @@ function composeServices(
     db,
     transactions,
     config: options.config.live,
-    sources: registry.live,
+    sources,
     log,
     metrics,
   });
@@ -185,6 +187,9 @@ function composeServices(
     config: options.config,
     db,
     registry,
+    routes,
+    jobs,
+    operations,
     transactions,
     live,
     cursors,
@@ -196,12 +201,12 @@ function composeServices(
     passwordVerifier: options.passwordVerifier ?? argon2Verifier,
     ...(metrics ? { metrics } : {}),
   };
-  return { services, listener, outbox };
+  return { services, listener, outbox, live };
 }
 
 /**
  * The OpenAPI document the service serves at /api/v1/openapi.json, from the declarations alone:
- * the web layer is built as the service builds it (the same registry, routes, schemas and
+ * the web layer is built as the service builds it (the same composition, routes, schemas and
  * document), over a database it never opens (unopenedDatabase: any query would fail), with no
  * migration and no listener. So exporting it (npm run openapi:export, and with it npm run check)
  * needs no PostgreSQL, and works beside a running service.
@@ -210,11 +215,11 @@ export async function exportOpenApiDocument(options: {
   config: Config;
   modules: readonly ModuleDefinition[];
 }): Promise<Record<string, unknown>> {
-  const registry = new Registry(options.modules, options.config);
+  const composition = compose(options.modules, options.config);
   const log = pino({ level: 'silent' }) as FastifyBaseLogger;
   const db = unopenedDatabase();
   // No request is served here: the document needs a seal, never a secret.
-  const { services } = composeServices(options, registry, db, log, undefined, new CursorSeal(randomBytes(32)));
+  const { services } = composeServices(options, composition, db, log, undefined, new CursorSeal(randomBytes(32)));
   try {
     const web = await buildWeb(services);
     try {

@@ -1,7 +1,7 @@
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import type { TxContext } from '../context/tx.ts';
 import type { AdminBadge } from '../entity/define.ts';
-import type { AdminPageContext, AdminSite } from './page.ts';
+import type { AdminPageContext, AdminSite, AdminView } from '../contracts/admin.ts';
 import { renderTemplate } from './render.ts';
 import { CSS_URL, FAVICON_URL, HTMX_URL } from './assets.ts';
 import { PRODUCT_NAME, isHtmx } from './html.ts';
@@ -12,20 +12,7 @@ import { FORM_TOKEN_FIELD } from '../access/form-token.ts';
 export const SIGN_OUT_PATH = '/admin/logout';
 export const LOGIN_PATH = '/admin/login';
 
-/**
- * One page for the layout (templates/admin/layout.eta). The content is either `body` (HTML the
- * caller rendered, e.g. with renderTemplate) or `template` + `data` (rendered here, escaped by
- * default). `fragment`, when given, is what an htmx request receives instead of the whole page
- * (e.g. a list's rows, a form with its errors). `status` sets the answer's status (default 200).
- */
-export interface AdminView {
-  title: string;
-  body?: string;
-  template?: string;
-  data?: object;
-  fragment?: string;
-  status?: number;
-}
+export type { AdminView } from '../contracts/admin.ts';
 
 /** What the layout shows around every page. */
 export interface ShellModel {

@@ -1,5 +1,5 @@
 import { prepared } from '../db/statements.ts';
-import type { SessionInfo } from './tx.ts';
+import type { SessionInfo } from '../contracts/transaction.ts';
 
 /**
  * The statements that open a tenant transaction and resolve its caller, shared by the two ways a

@@ -3,14 +3,24 @@ import { asTransactionBody, type Db } from '../db/pool.ts';
 import { deferred, exchange, prepared, type Answer, type Statement } from '../db/statements.ts';
 import type { Database } from '../db/types.ts';
 import { uuidv7 } from '../db/uuidv7.ts';
-import type { TenantRef } from './tenant.ts';
+import type { TenantRef } from '../contracts/tenant.ts';
+import type {
+  AfterTransaction,
+  OneStatement,
+  PendingEvent,
+  PublishAllowList,
+  SessionInfo,
+  Transactions,
+  TxContext,
+  TxOptions,
+} from '../contracts/transaction.ts';
 import { assertSafePayload } from '../events/payload-policy.ts';
 import type { OutboxSignal } from '../events/outbox-signal.ts';
 import { problem } from '../errors.ts';
 import { systemClock, type Clock } from '../clock.ts';
 import { currentTraceparent, traceExchange } from '../observability/tracing.ts';
 import { currentRequestId } from '../observability/request-id.ts';
-import type { CursorSeal } from '../operations/cursor.ts';
+import type { ListCursors } from '../contracts/cursor.ts';
 
 import {
   ACTOR_SETTING,
@@ -36,90 +46,16 @@ export {
   permissionPredicate,
 } from './opening.ts';
 
-export interface SessionInfo {
-  id: string;
-  userId: string;
-  permissions: ReadonlySet<string>;
-  lastSeenAt: Date;
-  /** Set when this request slid the expiry forward: seconds the session now has left, for the cookie's Max-Age. */
-  renewedForSeconds?: number;
-  /**
-   * 'token': the caller came with a personal access token (Authorization: Bearer), not a session
-   * cookie; `id` is then the token's id, `permissions` the token's intersected with the user's.
-   */
-  via?: 'token';
-}
-
-export interface PendingEvent {
-  name: string;
-  payload: Record<string, unknown>;
-  /**
-   * The row a command changed, when this event is the one that carries the change to streams
-   * (framework/live): a command publishes its own events, not the entity's updated event.
-   */
-  subject?: { entity: string; id: string };
-}
-
-/**
- * Everything a handler, hook, command or subscription gets inside a tenant transaction. E is what
- * `publish` accepts: a route's or command's own `publishes` list, so publishing anything else
- * does not compile (and is refused at run time, for code the types cannot see).
- */
-export interface TxContext<E extends string = string> {
-  readonly tenant: TenantRef;
-  readonly db: Transaction<Database>;
-  readonly session: SessionInfo | null;
-  readonly actorId: string | null;
-  readonly declaredEvents: ReadonlySet<string>;
-  /** The time of this transaction, read once from the clock when it opened: compare with this, not now(). */
-  readonly now: Date;
-  /** Records an event in this transaction's outbox; delivered only after commit. */
-  publish(name: E, payload?: Record<string, unknown>): void;
-  /** True when the caller's roles grant the permission (the wildcard grants all). */
-  can(permission: string): boolean;
-  /**
-   * Runs fn once this transaction has rolled back (a thrown refusal, a failed commit), outside it:
-   * for work that must commit although the request's own work does not, such as counting a
-   * failed attempt. It may open transactions of its own; code inside a transaction may not.
-   * The transaction's error is rethrown after the hooks, unless a hook fails: then its error is.
-   */
-  onRollback(fn: AfterTransaction): void;
-  /** Runs fn once this transaction has committed, outside it, before run() returns. */
-  afterCommit(fn: AfterTransaction): void;
-}
-
-export type AfterTransaction = () => unknown;
-
-/** The work of a one-exchange request (TenantTransactions.runStatement). */
-export interface OneStatement {
-  statement: Statement;
-  /** The permission the caller must hold: without it the guard leaves the transaction read-only. */
-  permission: string;
-  /** Events the statement's write publishes, known before it runs (its ids made in the process). */
-  events?: PendingEvent[];
-}
-
-/** The events one route or command may publish, and who it is, for the refusal's message. */
-export interface PublishAllowList {
-  events: ReadonlySet<string>;
-  by: string;
-}
-
-export interface TxOptions {
-  /** SHA-256 of the session cookie's id: resolves the session and its permissions in the opening statement. */
-  sessionHash?: Buffer;
-  /**
-   * SHA-256 of a personal access token (Authorization: Bearer): resolves the caller from the token
-   * instead (context/opening.ts, ENTER_WITH_TOKEN). Not with sessionHash; run() only, never runStatement.
-   */
-  tokenHash?: Buffer;
-  /** Actor for events when there is no session (e.g. a subscription acting for a user). */
-  actorId?: string | null;
-  /** Refuses any publish outside the route's declared events (a programming error: 500 INTERNAL). */
-  publishes?: PublishAllowList;
-  /** The request behind the work (its X-Request-Id), recorded with every event it publishes; default: the one in scope (observability/request-id.ts). */
-  requestId?: string | null;
-}
+export type {
+  AfterTransaction,
+  OneStatement,
+  PendingEvent,
+  PublishAllowList,
+  SessionInfo,
+  Transactions,
+  TxContext,
+  TxOptions,
+} from '../contracts/transaction.ts';
 
 /** The request id of each transaction run() opened for a request: its events record it. */
 const requestIdOf = new WeakMap<Transaction<Database>, string>();
@@ -148,13 +84,13 @@ export function carryChange(ctx: TxContext, since: number, subject: { entity: st
 const wroteOutbox = new WeakSet<Transaction<Database>>();
 
 /** The installation's cursor seal, by each transaction run() opened: its lists seal their cursors with it. */
-const cursorsByTransaction = new WeakMap<Transaction<Database>, CursorSeal>();
+const cursorsByTransaction = new WeakMap<Transaction<Database>, ListCursors>();
 
 /**
  * The cursor seal of the installation whose TenantTransactions opened this transaction: what a
  * list in it signs its `next` with and checks its `after` against (operations/paging.ts).
  */
-export function cursorsOf(ctx: Pick<TxContext, 'db'>): CursorSeal {
+export function cursorsOf(ctx: Pick<TxContext, 'db'>): ListCursors {
   const cursors = cursorsByTransaction.get(ctx.db);
   if (!cursors) throw new Error('a list needs a transaction opened by TenantTransactions.run with the cursor seal');
   return cursors;
@@ -179,20 +115,20 @@ async function runHooks(fns: AfterTransaction[]): Promise<void> {
 }
 
 /** Opens tenant-scoped transactions. The only place that sets the tenant and the role. */
-export class TenantTransactions {
+export class TenantTransactions implements Transactions {
   private readonly db: Db;
   private readonly declaredEvents: ReadonlySet<string>;
   private readonly outbox: OutboxSignal | undefined;
   private readonly clock: Clock;
   /** The installation's cursor seal (operations/cursor.ts), handed to each transaction's lists. */
-  private readonly cursors: CursorSeal | undefined;
+  private readonly cursors: ListCursors | undefined;
 
   constructor(
     db: Db,
     declaredEvents: ReadonlySet<string>,
     outbox?: OutboxSignal,
     clock: Clock = systemClock,
-    cursors?: CursorSeal,
+    cursors?: ListCursors,
   ) {
     this.db = db;
     this.declaredEvents = declaredEvents;

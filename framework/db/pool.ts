@@ -6,13 +6,9 @@ import { PipelinedDialect } from './kysely-driver.ts';
 import { GatheringClient } from './gathering-client.ts';
 import { problem } from '../errors.ts';
 import { kyselyQuerySpans } from '../observability/tracing.ts';
+import type { Db } from '../contracts/database.ts';
 
-export interface Db {
-  pool: pg.Pool;
-  kysely: Kysely<Database>;
-  url: string;
-  close(): Promise<void>;
-}
+export type { Db } from '../contracts/database.ts';
 
 // bigint counts (count(*)) arrive as strings by default; our counts fit in a JS number.
 pg.types.setTypeParser(pg.types.builtins.INT8, (v) => Number(v));

@@ -1,5 +1,6 @@
 import type pg from 'pg';
 import { PipelinedConnection, brokenBy, type PipelineAnswer } from './pipelined.ts';
+import type { Statement } from '../contracts/database.ts';
 
 /**
  * The request path's fixed statements (opening a tenant transaction, the generic operations), sent
@@ -31,7 +32,7 @@ export function preparedQuery(text: string, values: readonly unknown[] = []): pg
   return { name: names.get(text)!, text, values: [...values] };
 }
 
-export type Statement = { text: string; values: readonly unknown[] };
+export type { Statement } from '../contracts/database.ts';
 
 /** The name a registered text runs under as a prepared statement; undefined for any other text. */
 export const statementName = (text: string): string | undefined => names.get(text);

@@ -1,10 +1,10 @@
 // The route author API: defineRoute, who may call a route (Access), the one-exchange and no-transaction forms. (define.ts gathers the author API.)
-import type { Statement } from '../db/statements.ts';
+import type { Statement } from '../contracts/database.ts';
 import type { Static, TSchema } from 'typebox';
 import type { FastifyReply, FastifyRequest } from 'fastify';
-import type { PendingEvent, SessionInfo, TxContext } from '../context/tx.ts';
-import type { Services } from '../services.ts';
-import type { TenantRef } from '../context/tenant.ts';
+import type { PendingEvent, SessionInfo, TxContext } from '../contracts/transaction.ts';
+import type { Services } from '../contracts/services.ts';
+import type { TenantRef } from '../contracts/tenant.ts';
 import type { IncomingHttpHeaders } from 'node:http';
 
 /** Who may call a route: anybody, anybody (with the session resolved if present), any session, or a permission. */

@@ -2,11 +2,11 @@ import pg from 'pg';
 import type { PgBoss } from 'pg-boss';
 import type { Db } from '../db/pool.ts';
 import { preparedQuery } from '../db/statements.ts';
-import type { Registry } from '../entity/registry.ts';
+import type { ModuleRegistry as Registry } from '../contracts/services.ts';
 import type { DeliveredEvent } from '../entity/define.ts';
 import { auditFromOutboxStatements } from './audit.ts';
 import { checkCrossTenantReads, concernedTenants, tenantFilters, type TenantFilter } from './concerned-tenants.ts';
-import type { Metrics } from '../observability/metrics.ts';
+import type { MetricSeries as Metrics } from '../contracts/services.ts';
 import { linkTo, startOptionalSpan } from '../observability/tracing.ts';
 import type { Link, Span } from '@opentelemetry/api';
 import { POSITIONS_LOCK, liveNotifications, takePositions } from '../live/positions.ts';
@@ -110,7 +110,8 @@ export class OutboxRelay {
 
   /**
    * intervalMs: the polling backstop behind the commit wake-up (the spec's one second);
-   * replayMinutes: live.replay_minutes, how far back a stream may resume.
+   * replayMinutes: live.replay_minutes, how far back a stream may resume; liveEvents: the events
+   * some stream shows (services.live.events), which get live positions.
    */
   constructor(
     db: Db,
@@ -120,11 +121,12 @@ export class OutboxRelay {
       intervalMs?: number | undefined;
       metrics?: Metrics | undefined;
       replayMinutes?: number | undefined;
+      liveEvents?: ReadonlySet<string> | undefined;
     } = {},
   ) {
     this.intervalMs = options.intervalMs ?? RELAY_INTERVAL_MS;
     this.metrics = options.metrics;
-    this.liveEvents = registry.liveEvents;
+    this.liveEvents = options.liveEvents ?? new Set();
     this.retentionMinutes = Math.max(PURGE_AFTER_MINUTES, options.replayMinutes ?? 0);
     this.db = db;
     this.boss = boss;

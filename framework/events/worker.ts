@@ -113,6 +113,7 @@ export class Worker {
       intervalMs: options.relayIntervalMs,
       metrics: services.metrics,
       replayMinutes: services.config.live.replay_minutes,
+      liveEvents: services.live.events,
     });
   }
 
@@ -173,11 +174,11 @@ export class Worker {
     }
 
     for (const queue of registry.queues) await this.startModuleQueue(queue);
-    for (const job of registry.jobs) await this.startJob(job, options.schedule !== false);
+    for (const job of this.services.jobs) await this.startJob(job, options.schedule !== false);
     // The queues' depth and failures, read through pg-boss at scrape time (metrics on).
     this.services.metrics?.watchQueues(async () => await this.boss.getQueues());
     await this.relay.start();
-    log.info({ subscriptions: registry.subscriptions.length, jobs: registry.jobs.length }, 'worker started');
+    log.info({ subscriptions: registry.subscriptions.length, jobs: this.services.jobs.length }, 'worker started');
   }
 
   /**

@@ -1,5 +1,5 @@
 import type { Change, ChangedRow } from './batch.ts';
-import type { OpenStream } from './hub.ts';
+import type { OpenStream } from './open-stream.ts';
 import type { ChangeKind, LiveSource } from './sources.ts';
 import type { StreamEvent } from './event-stream.ts';
 import { sameValue } from '../operations/entity-sql.ts';

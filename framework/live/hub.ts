@@ -7,15 +7,17 @@ import type { ChangeListener } from '../db/listener.ts';
 import type { TenantRef } from '../context/tenant.ts';
 import type { TenantTransactions, TxContext } from '../context/tx.ts';
 import type { Metrics } from '../observability/metrics.ts';
+import type { LiveStreams } from '../contracts/services.ts';
 import { problem } from '../errors.ts';
 import { prepared } from '../db/statements.ts';
 import { run } from '../operations/entity-sql.ts';
 import { EventStream, type EndReason } from './event-stream.ts';
 import { LIVE_CHANNEL, startPosition } from './positions.ts';
 import { BATCH_EVENTS, batchStatement, columnParsers, parseBatch, type BatchResult, type Change } from './batch.ts';
-import type { LiveSource } from './sources.ts';
+import { liveEventNames, type LiveSource } from './sources.ts';
 import { LAST_EVENT_ID } from './stream-route.ts';
 import { deliveries, type Delivery } from './deliveries.ts';
+import type { OpenStream } from './open-stream.ts';
 
 /** Batches running at once in a process: each holds a pool connection for one short transaction. */
 const CONCURRENT_BATCHES = 2;
@@ -26,22 +28,6 @@ const PROCESS_FULL_RETRY_SECONDS = 5;
 const CALLER_FULL_RETRY_SECONDS = 30;
 
 type Values = Record<string, unknown>;
-
-/** One open stream: its client's connection and what its batches need to know. */
-export interface OpenStream {
-  readonly source: LiveSource;
-  readonly sse: EventStream;
-  /** The last position considered for it: the next batch shows it the events after. */
-  position: number;
-  /** `session:<id>` or `token:<id>`: whom the batches check again. */
-  readonly caller: string;
-  /** The permission the list asks for; undefined: signed in is enough. */
-  readonly permission: string | undefined;
-  /** The caller's row access (column = value), decided when it opened. */
-  readonly access: readonly (readonly [string, unknown])[];
-  /** The row as the list's route serializes it. */
-  readonly serialize: (row: unknown) => string;
-}
 
 /** The open streams of one tenant in this process, and the state of its batches. */
 interface TenantStreams {
@@ -71,8 +57,11 @@ export interface LiveHubOptions {
  * batches no stream holds a database connection. Callers are also checked every
  * live.recheck_seconds, so a stream whose caller went ends even when nothing changes.
  */
-export class LiveHub {
+export class LiveHub implements LiveStreams {
+  /** The events some stream shows, by name: the relay gives them live positions. */
+  readonly events: ReadonlySet<string>;
   private readonly options: LiveHubOptions;
+  private readonly sources: ReadonlyMap<string, LiveSource>;
   private readonly tenants = new Map<string, TenantStreams>();
   private readonly queue: TenantStreams[] = [];
   private readonly perCaller = new Map<string, number>();
@@ -86,6 +75,8 @@ export class LiveHub {
 
   constructor(options: LiveHubOptions) {
     this.options = options;
+    this.sources = new Map(options.sources.map((source) => [source.key, source]));
+    this.events = liveEventNames(options.sources);
   }
 
   /** Subscribes to the relay's notifications (before the listener starts). */
@@ -122,7 +113,9 @@ export class LiveHub {
    * reads where it starts (Last-Event-ID), and hands fastify the Readable to send. The stream joins
    * its tenant's once the transaction has committed; a first batch then replays what it missed.
    */
-  async open(tx: TxContext, source: LiveSource, request: FastifyRequest, reply: FastifyReply): Promise<Readable> {
+  async open(tx: TxContext, list: string, request: FastifyRequest, reply: FastifyReply): Promise<Readable> {
+    const source = this.sources.get(list);
+    if (!source) throw new Error(`no live list ${list}`);
     if (!this.parsers || this.stopped) throw problem('NOT_READY', 'This process does not serve streams');
     const session = tx.session;
     if (!session) throw problem('AUTH_REQUIRED');

@@ -1,9 +1,10 @@
 import type { TSchema } from 'typebox';
-import type { TxContext } from '../context/tx.ts';
-import type { LiveListDefinition, ModuleDefinition } from '../entity/define.ts';
+import type { TxContext } from '../contracts/transaction.ts';
+import type { LiveListDefinition } from '../entity/define.ts';
 import type { ResolvedEntity } from '../entity/resolve.ts';
 import type { EntityOperations } from '../operations/entity-ops.ts';
 import { problem } from '../errors.ts';
+import { followsEntity } from './follows.ts';
 import { quote } from '../operations/entity-sql.ts';
 
 /** What an event is to a stream before the stream's filters and row access are applied. */
@@ -50,9 +51,6 @@ export interface LiveSource {
   /** The entity's afterRead, run once per row in the batch's transaction (with no caller). */
   readonly present: ((tx: TxContext, row: Values) => unknown) | undefined;
 }
-
-/** Whether a generated list can be followed: a collection of a tenant's rows. */
-export const followsEntity = (entity: ResolvedEntity): boolean => !entity.singleton && entity.scope !== 'global';
 
 /**
  * The live source of an entity's generated list. A singleton has no list; a global entity's rows
@@ -119,11 +117,6 @@ export function declaredSource(definition: LiveListDefinition): LiveSource {
     accessOf: (tx) => (owner ? [[owner, tx.session?.userId ?? null]] : []),
     present: undefined,
   };
-}
-
-/** Every module's hand-written live lists. */
-export function declaredSources(modules: readonly ModuleDefinition[]): LiveSource[] {
-  return modules.flatMap((m) => (m.streams ?? []).map(declaredSource));
 }
 
 /** The events some stream shows, by name: the relay gives them positions (with the commands' changes). */

@@ -45,6 +45,6 @@ export function streamRoute(source: LiveSource): AnyRoute {
       querystring: StreamQuery,
       response: { 200: eventStream(`The changes of ${source.label}, as server-sent events`) },
     },
-    handler: ({ tx, request, reply, services }) => services.live.open(tx, source, request, reply),
+    handler: ({ tx, request, reply, services }) => services.live.open(tx, source.key, request, reply),
   };
 }

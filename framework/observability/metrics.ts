@@ -1,5 +1,6 @@
 import type pg from 'pg';
 import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
+import type { MetricSeries, QueueFigures } from '../contracts/services.ts';
 
 /**
  * The Prometheus series of one process (docs/observability.md lists each with its meaning). Every
@@ -24,12 +25,7 @@ export function poolState(pool: pg.Pool): PoolState {
   return { total: pool.totalCount, idle: pool.idleCount, waiting: pool.waitingCount };
 }
 
-/** A queue's figures as pg-boss's getQueues answers them (the fields read here). */
-export interface QueueFigures {
-  name: string;
-  queuedCount: number;
-  failedCount: number;
-}
+export type { QueueFigures } from '../contracts/services.ts';
 
 /** What the scrape-time gauges read: supplied by the composition (app.ts), the worker adds its queues. */
 export interface MetricSources {
@@ -47,7 +43,7 @@ const LAG_BUCKETS = [0.01, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60];
 /** `2xx`, `4xx`, ...: the status class of the duration histogram. */
 export const statusClass = (status: number): string => `${Math.floor(status / 100)}xx`;
 
-export class Metrics {
+export class Metrics implements MetricSeries {
   readonly registry = new Registry();
   readonly httpDuration: Histogram<'operation' | 'method' | 'status_class'>;
   readonly httpInFlight: Gauge;

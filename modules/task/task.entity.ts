@@ -130,8 +130,6 @@ export const task = defineEntity({
   name: 'task',
   description: `Work items with a deadline, an assignee and a recorded SLA breach. ${STATUS_GRAPH}`,
   fields: taskFields,
-  fieldText: taskFieldText,
-  references: { assigneeId: 'user.user' },
   searchable: ['title'],
   states: {
     field: 'status',
@@ -173,5 +171,10 @@ export const task = defineEntity({
       ctx.publish('task.sla_breached', { id: row.id });
     },
   },
-  admin: { title: 'title', columns: ['title', 'status', 'priority', 'deadline', 'assigneeId', 'slaBreached'] },
+  admin: {
+    title: 'title',
+    columns: ['title', 'status', 'priority', 'deadline', 'assigneeId', 'slaBreached'],
+    references: { assigneeId: 'user.user' },
+    fieldText: taskFieldText,
+  },
 });

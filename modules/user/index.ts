@@ -2,10 +2,12 @@ import { defineModule, entity } from '../../framework/entity/define.ts';
 import { user } from './user.entity.ts';
 import { invitationRoute } from './invitation.routes.ts';
 import './users-table.ts';
+import { userProblems } from './problems.ts';
 
 export const userModule = defineModule({
   name: 'user',
   description: 'People in a tenant, with a status and roles',
+  problems: userProblems,
   permissions: [
     { name: 'user:read', description: 'User list and reads; the Users navigation entry' },
     {
@@ -30,6 +32,4 @@ export const userModule = defineModule({
     label: 'Users',
     sidebar: [{ label: 'Users', path: '/admin/user/users', order: 10 }],
   },
-  // The framework's opening statement reads the signed-in user (framework/access/identity-tables.ts).
-  identityTables: ['users'],
 });

@@ -49,7 +49,7 @@ afterAll(async () => {
 const openApiPath = (url: string): string => url.replace(/:([A-Za-z0-9_]+)/g, '{$1}');
 const registered = () => [
   // Hidden routes serve people, not the API (a public read's HTML page, e.g. /p/<slug>): not documented.
-  ...app.services.registry.routes.map((r) => r.route).filter((route) => !route.hidden),
+  ...app.services.routes.map((r) => r.route).filter((route) => !route.hidden),
   // The catalog route is the framework's own, registered beside the modules' routes.
   {
     method: 'GET',
@@ -83,7 +83,7 @@ describe('the OpenAPI document', () => {
   it('names every generic route and command <module>-<entity>-<verb>, every route after its module, uniquely', () => {
     const ids = [...operations.values()].map((op) => op.operationId);
     expect(new Set(ids).size).toBe(ids.length);
-    for (const { module, route } of app.services.registry.routes) {
+    for (const { module, route } of app.services.routes) {
       expect(route.operationId.startsWith(`${module}-`), route.operationId).toBe(true);
       expect(route.operationId).toMatch(/^[a-z0-9]+(-[a-z0-9]+){2,}$/);
     }
