@@ -4043,7 +4043,10 @@ export interface operations {
                 /** @description Field to sort by; a leading "-" sorts descending. Ties break on id, in the same direction. */
                 sort?: "createdAt" | "-createdAt" | "updatedAt" | "-updatedAt" | "code" | "-code" | "name" | "-name" | "price" | "-price";
             };
-            header?: never;
+            header?: {
+                /** @description replica: read from the read replica, when the installation has one (database.replica_url). Eventually consistent: the answer may be up to database.replica_max_lag_ms behind the latest writes (a row just created may be missing, one just changed may show its earlier values). The answer carries Preference-Applied: replica when the replica served it; without it the primary did (no replica, or one lagging past the bound). Other preferences are ignored. */
+                prefer?: string;
+            };
             path?: never;
             cookie?: never;
         };
@@ -4279,7 +4282,10 @@ export interface operations {
     "billing-plan-read": {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /** @description replica: read from the read replica, when the installation has one (database.replica_url). Eventually consistent: the answer may be up to database.replica_max_lag_ms behind the latest writes (a row just created may be missing, one just changed may show its earlier values). The answer carries Preference-Applied: replica when the replica served it; without it the primary did (no replica, or one lagging past the bound). Other preferences are ignored. */
+                prefer?: string;
+            };
             path: {
                 /** @description Resource id (UUID) */
                 id: string;
@@ -5047,7 +5053,10 @@ export interface operations {
                 /** @description Field to sort by; a leading "-" sorts descending. Ties break on id, in the same direction. */
                 sort?: "createdAt" | "-createdAt" | "updatedAt" | "-updatedAt" | "slug" | "-slug" | "title" | "-title" | "publishedAt" | "-publishedAt";
             };
-            header?: never;
+            header?: {
+                /** @description replica: read from the read replica, when the installation has one (database.replica_url). Eventually consistent: the answer may be up to database.replica_max_lag_ms behind the latest writes (a row just created may be missing, one just changed may show its earlier values). The answer carries Preference-Applied: replica when the replica served it; without it the primary did (no replica, or one lagging past the bound). Other preferences are ignored. */
+                prefer?: string;
+            };
             path?: never;
             cookie?: never;
         };
@@ -5283,7 +5292,10 @@ export interface operations {
     "content-content-read": {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /** @description replica: read from the read replica, when the installation has one (database.replica_url). Eventually consistent: the answer may be up to database.replica_max_lag_ms behind the latest writes (a row just created may be missing, one just changed may show its earlier values). The answer carries Preference-Applied: replica when the replica served it; without it the primary did (no replica, or one lagging past the bound). Other preferences are ignored. */
+                prefer?: string;
+            };
             path: {
                 /** @description Resource id (UUID) */
                 id: string;
@@ -7544,7 +7556,10 @@ export interface operations {
                 /** @description Field to sort by; a leading "-" sorts descending. Ties break on id, in the same direction. */
                 sort?: "createdAt" | "-createdAt" | "updatedAt" | "-updatedAt" | "title" | "-title" | "status" | "-status" | "deadline" | "-deadline";
             };
-            header?: never;
+            header?: {
+                /** @description replica: read from the read replica, when the installation has one (database.replica_url). Eventually consistent: the answer may be up to database.replica_max_lag_ms behind the latest writes (a row just created may be missing, one just changed may show its earlier values). The answer carries Preference-Applied: replica when the replica served it; without it the primary did (no replica, or one lagging past the bound). Other preferences are ignored. */
+                prefer?: string;
+            };
             path?: never;
             cookie?: never;
         };
@@ -7780,7 +7795,10 @@ export interface operations {
     "task-task-read": {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /** @description replica: read from the read replica, when the installation has one (database.replica_url). Eventually consistent: the answer may be up to database.replica_max_lag_ms behind the latest writes (a row just created may be missing, one just changed may show its earlier values). The answer carries Preference-Applied: replica when the replica served it; without it the primary did (no replica, or one lagging past the bound). Other preferences are ignored. */
+                prefer?: string;
+            };
             path: {
                 /** @description Resource id (UUID) */
                 id: string;
@@ -10069,7 +10087,10 @@ export interface operations {
                 /** @description Field to sort by; a leading "-" sorts descending. Ties break on id, in the same direction. */
                 sort?: "createdAt" | "-createdAt" | "updatedAt" | "-updatedAt" | "email" | "-email" | "displayName" | "-displayName" | "status" | "-status";
             };
-            header?: never;
+            header?: {
+                /** @description replica: read from the read replica, when the installation has one (database.replica_url). Eventually consistent: the answer may be up to database.replica_max_lag_ms behind the latest writes (a row just created may be missing, one just changed may show its earlier values). The answer carries Preference-Applied: replica when the replica served it; without it the primary did (no replica, or one lagging past the bound). Other preferences are ignored. */
+                prefer?: string;
+            };
             path?: never;
             cookie?: never;
         };
@@ -10305,7 +10326,10 @@ export interface operations {
     "user-user-read": {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /** @description replica: read from the read replica, when the installation has one (database.replica_url). Eventually consistent: the answer may be up to database.replica_max_lag_ms behind the latest writes (a row just created may be missing, one just changed may show its earlier values). The answer carries Preference-Applied: replica when the replica served it; without it the primary did (no replica, or one lagging past the bound). Other preferences are ignored. */
+                prefer?: string;
+            };
             path: {
                 /** @description Resource id (UUID) */
                 id: string;
@@ -11344,7 +11368,10 @@ export interface operations {
                 /** @description Field to sort by; a leading "-" sorts descending. Ties break on id, in the same direction. */
                 sort?: "createdAt" | "-createdAt" | "updatedAt" | "-updatedAt" | "url" | "-url";
             };
-            header?: never;
+            header?: {
+                /** @description replica: read from the read replica, when the installation has one (database.replica_url). Eventually consistent: the answer may be up to database.replica_max_lag_ms behind the latest writes (a row just created may be missing, one just changed may show its earlier values). The answer carries Preference-Applied: replica when the replica served it; without it the primary did (no replica, or one lagging past the bound). Other preferences are ignored. */
+                prefer?: string;
+            };
             path?: never;
             cookie?: never;
         };
@@ -11580,7 +11607,10 @@ export interface operations {
     "webhook-endpoint-read": {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /** @description replica: read from the read replica, when the installation has one (database.replica_url). Eventually consistent: the answer may be up to database.replica_max_lag_ms behind the latest writes (a row just created may be missing, one just changed may show its earlier values). The answer carries Preference-Applied: replica when the replica served it; without it the primary did (no replica, or one lagging past the bound). Other preferences are ignored. */
+                prefer?: string;
+            };
             path: {
                 /** @description Resource id (UUID) */
                 id: string;

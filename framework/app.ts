@@ -2,6 +2,7 @@ import { randomBytes } from 'node:crypto';
 import { resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import type { FastifyBaseLogger, FastifyInstance } from 'fastify';
+import pg from 'pg';
 import pino from 'pino';
 import type { Config } from './config/schema.ts';
 import type { ModuleDefinition } from './entity/define.ts';
@@ -12,6 +13,7 @@ import { checkTables } from './entity/table-check.ts';
 import { HostResolver } from './context/host-cache.ts';
 import { PublicReadCache } from './context/public-read-cache.ts';
 import { ChangeListener } from './db/listener.ts';
+import { ReplicaReads } from './context/replica-reads.ts';
 import { TenantTransactions } from './context/tx.ts';
 import { createMailer, type Mailer } from './mail/mailer.ts';
 import { buildWeb } from './http/web.ts';
@@ -98,11 +100,14 @@ export async function buildApp(options: AppOptions): Promise<App> {
     size: options.config.database.pool_size,
     acquireTimeoutMs: options.config.database.acquire_timeout_ms,
     statementTimeoutMs: options.config.database.statement_timeout_ms,
+    directUrl: options.config.database.direct_url || options.databaseUrl,
+    preparedStatements: options.config.database.prepared_statements,
     ...(metrics ? { onAcquire: (seconds: number) => metrics.acquireWait.observe(seconds) } : {}),
   });
   let metricsServer: MetricsServer | undefined;
+  let replica: ReplicaReads | undefined;
   try {
-    const applied = await runMigrations(db.pool, migrationSources(options.modules));
+    const applied = await migrateDirectly(db.directUrl, migrationSources(options.modules));
     // One short line (how many, per owner); the file names at debug, where a first start's list is not a wall.
     if (applied.length) {
       log.info({ migrations: applied.length, owners: countByOwner(applied) }, 'migrations applied');
@@ -111,10 +116,18 @@ export async function buildApp(options: AppOptions): Promise<App> {
     await checkTables(db.pool, registry);
     // The installation's secret, read once: list cursors are signed with a key derived from it.
     const cursors = new CursorSeal(keyFor(await readInstallationSecret(db.pool), 'cursor'));
-    const { services, listener, outbox, live } = composeServices(options, composition, db, log, metrics, cursors);
+    const {
+      services,
+      listener,
+      outbox,
+      replica: opened,
+      live,
+    } = composeServices(options, composition, db, log, metrics, cursors, { replica: servesHttp(options.role) });
+    replica = opened;
     const { created } = await ensureOperatorTenant(services);
     if (created) log.info({ host: options.config.server.public_host }, 'created the operator tenant');
     await listener.start();
+    await replica?.start();
 
     if (servesHttp(options.role)) await live.start();
     const web = servesHttp(options.role) ? await buildWeb(services, { logger: log }) : undefined;
@@ -139,11 +152,13 @@ export async function buildApp(options: AppOptions): Promise<App> {
         await worker?.stop();
         await listener.close();
         services.mailer.close();
+        await replica?.close();
         await db.close();
       },
     };
   } catch (err) {
     await metricsServer?.close();
+    await replica?.close().catch(() => {});
     await db.close().catch(() => {});
     throw err;
   }
@@ -160,10 +175,17 @@ function composeServices(
   log: FastifyBaseLogger,
   metrics: Metrics | undefined,
   cursors: CursorSeal,
-): { services: Services; listener: ChangeListener; outbox: OutboxSignal; live: LiveHub } {
+  opens: { replica: boolean } = { replica: false },
+): {
+  services: Services;
+  listener: ChangeListener;
+  outbox: OutboxSignal;
+  replica: ReplicaReads | undefined;
+  live: LiveHub;
+} {
   const hosts = new HostResolver(db);
   const publicReads = new PublicReadCache();
-  const listener = new ChangeListener(db.url);
+  const listener = new ChangeListener(db.directUrl);
   hosts.listen(listener);
   publicReads.listen(listener);
   for (const entity of registry.entities) {
@@ -173,6 +195,9 @@ function composeServices(
   const outbox = new OutboxSignal(db.pool);
   const clock = options.clock ?? systemClock;
   const transactions = new TenantTransactions(db, registry.events, outbox, clock, cursors);
+  const replica = opens.replica
+    ? replicaReads(options.config, registry.events, transactions, clock, cursors, metrics)
+    : undefined;
   // Learns of relayed changes on the process's listener; serves streams once a web role starts it.
   const live = new LiveHub({
     db,
@@ -192,6 +217,7 @@ function composeServices(
     operations,
     transactions,
     live,
+    ...(replica ? { replica } : {}),
     cursors,
     hosts,
     publicReads,
@@ -201,7 +227,7 @@ function composeServices(
     passwordVerifier: options.passwordVerifier ?? argon2Verifier,
     ...(metrics ? { metrics } : {}),
   };
-  return { services, listener, outbox, live };
+  return { services, listener, outbox, replica, live };
 }
 
 /**
@@ -245,6 +271,45 @@ function newMetrics(db: () => Db, log: FastifyBaseLogger): Metrics {
     },
     (err, series) => log.warn({ err, series }, 'a metric could not be read'),
   );
+}
+
+/**
+ * The read replica, when database.replica_url names one: a pool of its own (the request pool's
+ * settings) and tenant transactions over it that write nothing (db: context/replica-reads.ts).
+ */
+function replicaReads(
+  config: Config,
+  events: ReadonlySet<string>,
+  primary: TenantTransactions,
+  clock: Clock,
+  cursors: CursorSeal,
+  metrics: Metrics | undefined,
+): ReplicaReads | undefined {
+  const { replica_url: url, replica_max_lag_ms: maxLagMs } = config.database;
+  if (!url) return undefined;
+  const db = openDatabase(url, {
+    size: config.database.pool_size,
+    acquireTimeoutMs: config.database.acquire_timeout_ms,
+    statementTimeoutMs: config.database.statement_timeout_ms,
+    preparedStatements: config.database.prepared_statements,
+  });
+  const onReplica = new TenantTransactions(db, events, undefined, clock, cursors, { replica: true });
+  return new ReplicaReads(db, onReplica, primary, maxLagMs, metrics?.replicaSeries());
+}
+
+/**
+ * Migrates on a connection of its own to database.direct_url: PostgreSQL itself, not a pooler in
+ * transaction mode. Each file's transaction takes the lock (db/migrate.ts), so none would leak
+ * through a pooler either; directly, the migrations' long statements hold no pooled connection.
+ */
+async function migrateDirectly(url: string, sources: MigrationSource[]) {
+  const pool = new pg.Pool({ connectionString: url, max: 1 });
+  pool.on('error', () => {});
+  try {
+    return await runMigrations(pool, sources);
+  } finally {
+    await pool.end();
+  }
 }
 
 /** `framework 8, auth 4, ...`: how many migrations each owner had applied. */

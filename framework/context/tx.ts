@@ -24,17 +24,14 @@ import type { ListCursors } from '../contracts/cursor.ts';
 
 import {
   ACTOR_SETTING,
-  ENTER,
-  ENTER_GUARDED,
-  ENTER_WITH_SESSION,
-  ENTER_WITH_SESSION_GUARDED,
-  ENTER_WITH_TOKEN,
   TOUCH_SESSION,
   TOUCH_TOKEN,
   needsTouch,
+  openingStatements,
   permissionPredicate,
   sessionFrom,
   type EnterRow,
+  type OpeningStatements,
 } from './opening.ts';
 
 export {
@@ -120,8 +117,15 @@ export class TenantTransactions implements Transactions {
   private readonly declaredEvents: ReadonlySet<string>;
   private readonly outbox: OutboxSignal | undefined;
   private readonly clock: Clock;
+  /** The opening statements, each setting the transaction's statement_timeout (opening.ts). */
+  private readonly opening: OpeningStatements;
   /** The installation's cursor seal (operations/cursor.ts), handed to each transaction's lists. */
   private readonly cursors: ListCursors | undefined;
+  /**
+   * Transactions on the read replica (context/replica-reads.ts): read-only, so a session's or token's use is
+   * not recorded (the next request the primary serves records it), and each context says so.
+   */
+  private readonly replica: boolean;
 
   constructor(
     db: Db,
@@ -129,8 +133,11 @@ export class TenantTransactions implements Transactions {
     outbox?: OutboxSignal,
     clock: Clock = systemClock,
     cursors?: ListCursors,
+    options: { replica?: boolean } = {},
   ) {
     this.db = db;
+    this.replica = options.replica === true;
+    this.opening = openingStatements(db.statementTimeoutMs);
     this.declaredEvents = declaredEvents;
     this.outbox = outbox;
     this.clock = clock;
@@ -165,7 +172,7 @@ export class TenantTransactions implements Transactions {
             now,
             options.publishes,
           );
-          const value = await fn(ctx);
+          const value = await fn(this.replica ? { ...ctx, replica: true } : ctx);
           await flush();
           published = wroteOutbox.has(trx);
           return value;
@@ -202,8 +209,8 @@ export class TenantTransactions implements Transactions {
     const now = this.clock.now();
     // The opening statement carries the guard (opening.ts): for a caller without the permission the transaction turns read-only.
     const opening: Statement = options.sessionHash
-      ? { text: ENTER_WITH_SESSION_GUARDED, values: [tenant.id, options.sessionHash, now, work.permission] }
-      : { text: ENTER_GUARDED, values: [tenant.id, work.permission] };
+      ? { text: this.opening.enterWithSessionGuarded, values: [tenant.id, options.sessionHash, now, work.permission] }
+      : { text: this.opening.enterGuarded, values: [tenant.id, work.permission] };
     const events = work.events ?? [];
     for (const event of events) checkEvent(this.declaredEvents, options.publishes, event);
     const outbox: Statement[] =
@@ -216,9 +223,9 @@ export class TenantTransactions implements Transactions {
     const session = sessionFrom(entered!.result.rows[0] as EnterRow | undefined);
     // The caller held the permission and the transaction committed: the relay has work.
     if (published?.ok && (published.result.rowCount ?? 0) > 0 && answer!.ok) this.outbox?.committed();
-    if (session && needsTouch(session, now)) {
+    if (session && !this.replica && needsTouch(session, now)) {
       const [, touched] = await exchange(this.db.pool, [
-        { text: ENTER, values: [tenant.id] },
+        { text: this.opening.enter, values: [tenant.id] },
         { text: TOUCH_SESSION, values: [session.id, now] },
       ]);
       if (!touched!.ok) throw touched!.error;
@@ -234,9 +241,12 @@ export class TenantTransactions implements Transactions {
     tokenHash: Buffer,
     now: Date,
   ): Promise<SessionInfo | null> {
-    const result = await trx.executeQuery<EnterRow>(CompiledQuery.raw(ENTER_WITH_TOKEN, [tenant.id, tokenHash, now]));
+    const result = await trx.executeQuery<EnterRow>(
+      CompiledQuery.raw(this.opening.enterWithToken, [tenant.id, tokenHash, now]),
+    );
     const session = sessionFrom(result.rows[0]);
-    if (session && needsTouch(session, now)) await trx.executeQuery(CompiledQuery.raw(TOUCH_TOKEN, [session.id, now]));
+    if (session && !this.replica && needsTouch(session, now))
+      await trx.executeQuery(CompiledQuery.raw(TOUCH_TOKEN, [session.id, now]));
     return session;
   }
 
@@ -247,14 +257,14 @@ export class TenantTransactions implements Transactions {
     now: Date,
   ): Promise<SessionInfo | null> {
     if (!sessionHash) {
-      await trx.executeQuery(CompiledQuery.raw(ENTER, [tenant.id]));
+      await trx.executeQuery(CompiledQuery.raw(this.opening.enter, [tenant.id]));
       return null;
     }
     const result = await trx.executeQuery<EnterRow>(
-      CompiledQuery.raw(ENTER_WITH_SESSION, [tenant.id, sessionHash, now]),
+      CompiledQuery.raw(this.opening.enterWithSession, [tenant.id, sessionHash, now]),
     );
     const session = sessionFrom(result.rows[0]);
-    if (session && needsTouch(session, now)) {
+    if (session && !this.replica && needsTouch(session, now)) {
       const touched = await trx.executeQuery<{ seconds_left: number }>(
         CompiledQuery.raw(TOUCH_SESSION, [session.id, now]),
       );

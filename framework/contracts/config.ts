@@ -35,6 +35,25 @@ export const ConfigSchema = Type.Object(
     database: Type.Object(
       {
         url: Type.String({ default: '' }),
+        /**
+         * What needs a session of its own (the LISTEN connections, pg-boss, migrations, the operator
+         * commands) connects here: PostgreSQL itself when database.url is a pooler in transaction mode.
+         * Empty: database.url.
+         */
+        direct_url: Type.String({ default: '' }),
+        /**
+         * named: the request path's fixed statements run as prepared statements named by their text's
+         * hash. unnamed: every statement is sent unnamed (parsed on each run), for a pooler that does
+         * not support prepared statements at the protocol level (PgBouncer before 1.21).
+         */
+        prepared_statements: Type.Union([Type.Literal('named'), Type.Literal('unnamed')], { default: 'named' }),
+        /**
+         * A streaming replica of database.url's PostgreSQL, for the reads that may lag (public
+         * content reads; lists and reads by id when the caller sends Prefer: replica). Empty: none.
+         */
+        replica_url: Type.String({ default: '' }),
+        /** Past this replay lag (checked once a second) reads that could go to the replica go to the primary. */
+        replica_max_lag_ms: Type.Integer({ default: 5000, minimum: 0, maximum: 3600000 }),
         pool_size: Type.Integer({ default: 10, minimum: 1, maximum: 200 }),
         /** How long a request waits for a free connection before it answers 503 DB_BUSY. */
         acquire_timeout_ms: Type.Integer({ default: 3000, minimum: 1, maximum: 60000 }),

@@ -136,7 +136,21 @@ export interface AccessTokensTable {
 export interface Db {
   pool: pg.Pool;
   kysely: Kysely<Database>;
+  /** Where the pool connects: PostgreSQL, or a pooler in front of it (database.url). */
   url: string;
+  /**
+   * Where what needs a session of its own connects (database.direct_url, by default the url): the
+   * LISTEN connections, pg-boss, migrations. A pooler in transaction mode hands each transaction
+   * whichever server connection is free, so a LISTEN, a session's advisory lock or pg-boss's
+   * notifications through it would be lost or leak to another client.
+   */
+  directUrl: string;
+  /**
+   * database.statement_timeout_ms: set by each transaction the service opens for a request or a
+   * job, in its opening statement (context/opening.ts), never at connection start-up (a pooler
+   * refuses such a start-up parameter, or drops it). Undefined: the server's own setting.
+   */
+  statementTimeoutMs: number | undefined;
   close(): Promise<void>;
 }
 

@@ -35,6 +35,11 @@ export interface Services {
   cursors: ListCursors;
   /** The open streams of live changes (framework/live/hub.ts): served by a web process once started. */
   live: LiveStreams;
+  /**
+   * The read replica (database.replica_url), in a process that serves HTTP: the transactions of
+   * routes that may read from it (RouteDefinition.replica). Absent: every read is the primary's.
+   */
+  replica?: ReplicaReader;
   /** The Prometheus series, when metrics.port is set (framework/observability/metrics.ts); absent, nothing is counted. */
   metrics?: MetricSeries;
 }
@@ -55,6 +60,16 @@ export interface LiveStreams {
   readonly events: ReadonlySet<string>;
   /** Ends every open stream cleanly (shutdown): clients reconnect, elsewhere, from their last event id. */
   close(): Promise<void>;
+}
+
+/** Where a request that may read from the replica runs its transactions (framework/context/replica-reads.ts). */
+export interface ReplicaReader {
+  /**
+   * The replica's transactions while its lag is within database.replica_max_lag_ms (replica: true),
+   * the primary's otherwise. onFallback: told when the primary served such a request after all (a
+   * caller the replica did not know yet).
+   */
+  forRead(onFallback?: () => void): { transactions: Transactions; replica: boolean };
 }
 
 /** A permission as a module declares it (ModuleDefinition.permissions). */

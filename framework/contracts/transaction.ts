@@ -39,6 +39,11 @@ export interface TxContext<E extends string = string> {
   readonly declaredEvents: ReadonlySet<string>;
   /** The time of this transaction, read once from the clock when it opened: compare with this, not now(). */
   readonly now: Date;
+  /**
+   * Set when the transaction runs on the read replica (database.replica_url, for a route that may
+   * read from it): what it reads may be seconds behind, and it can write nothing.
+   */
+  readonly replica?: true;
   /** Records an event in this transaction's outbox; delivered only after commit. */
   publish(name: E, payload?: Record<string, unknown>): void;
   /** True when the caller's roles grant the permission (the wildcard grants all). */

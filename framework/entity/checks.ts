@@ -114,6 +114,11 @@ export function checkRegistry(
     for (const event of route.publishes ?? []) {
       if (!registry.events.has(event)) problems.push(`route ${where} publishes undeclared event ${event}`);
     }
+    if (route.replica && (route.method !== 'GET' || (route.publishes ?? []).length > 0 || route.idempotent)) {
+      problems.push(
+        `route ${where} may read from the replica: it must be a GET that publishes nothing, as a replica refuses every write`,
+      );
+    }
     for (const code of documentedCodes(route.problems)) {
       if (!registry.problems.has(code))
         problems.push(

@@ -31,8 +31,12 @@ const MARK_RELAYED_AT = `update outbox o set relayed_at = now(), position = u.po
 // and every handler are keyed by the event id). Anything durable that follows from it, a
 // handler's committed effect, flushes the WAL past it first. Its jobs' NOTIFY holds a cluster-wide
 // lock through the commit, and on a busy disk the flush was a long part of an event's way to its
-// handler (docs/performance.md, item 22).
-const RELAY_COMMITS_UNFLUSHED = `set local synchronous_commit = off`;
+// handler (docs/performance.md, item 22). The same statement sets the transaction's
+// statement_timeout (database.statement_timeout_ms), which no connection carries from its start-up.
+const relaySettings = (statementTimeoutMs: number | undefined): string =>
+  statementTimeoutMs === undefined
+    ? `set local synchronous_commit = off`
+    : `select set_config('synchronous_commit', 'off', true), set_config('statement_timeout', '${Math.trunc(statementTimeoutMs)}', true)`;
 const RELAY_INTERVAL_MS = 1000;
 const PURGE_INTERVAL_MS = 60_000;
 /** Relayed rows are kept at least an hour (an operator tracing a request), longer when live.replay_minutes asks. */
@@ -107,6 +111,8 @@ export class OutboxRelay {
   private readonly liveEvents: ReadonlySet<string>;
   /** How long relayed rows are kept: an hour, or live.replay_minutes when longer (a stream resumes from them). */
   private readonly retentionMinutes: number;
+  /** The statement that opens each relay transaction's settings (relaySettings), made once. */
+  private readonly settings: string;
 
   /**
    * intervalMs: the polling backstop behind the commit wake-up (the spec's one second);
@@ -128,6 +134,7 @@ export class OutboxRelay {
     this.metrics = options.metrics;
     this.liveEvents = options.liveEvents ?? new Set();
     this.retentionMinutes = Math.max(PURGE_AFTER_MINUTES, options.replayMinutes ?? 0);
+    this.settings = relaySettings(db.statementTimeoutMs);
     this.db = db;
     this.boss = boss;
     this.queuesByEvent = new Map();
@@ -151,7 +158,8 @@ export class OutboxRelay {
 
   async start(): Promise<void> {
     await checkCrossTenantReads(this.db.pool, this.tenantFilters.values());
-    const listener = new pg.Client({ connectionString: this.db.url });
+    // Directly to PostgreSQL (database.direct_url): a LISTEN through a pooler in transaction mode is lost.
+    const listener = new pg.Client({ connectionString: this.db.directUrl });
     listener.on('error', () => {});
     await listener.connect();
     listener.on('notification', () => this.wake());
@@ -194,7 +202,7 @@ export class OutboxRelay {
       // One relay at a time (the lock): live positions follow the order of the relays' commits.
       const [, , , { rows }] = await Promise.all([
         client.query('begin'),
-        client.query(RELAY_COMMITS_UNFLUSHED),
+        client.query(this.settings),
         client.query(preparedQuery(POSITIONS_LOCK)),
         client.query<OutboxRow>(preparedQuery(CLAIM)),
       ]);

@@ -101,7 +101,8 @@ export class Worker {
     // pg-boss expires jobs in its queue monitor pass, which runs at the longer of the supervise and
     // monitor intervals, and a queue's monitor time is shared by every worker, so both are set.
     this.boss = new PgBoss({
-      connectionString: services.db.url,
+      // Directly to PostgreSQL (database.direct_url): pg-boss LISTENs, and holds sessions of its own.
+      connectionString: services.db.directUrl,
       max: 4,
       useListenNotify: true,
       schema: 'pgboss',

@@ -36,6 +36,14 @@ export interface MetricSources {
   tenantsByStatus(): Promise<Record<string, number> | undefined>;
 }
 
+/** The read replica's series (Metrics.replicaSeries). */
+export interface ReplicaSeries {
+  lag: Gauge;
+  inUse: Gauge;
+  reads: Counter<'served_by'>;
+  checks: Counter;
+}
+
 const LATENCY_BUCKETS = [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10];
 const WAIT_BUCKETS = [0.0005, 0.001, 0.005, 0.01, 0.05, 0.1, 0.5, 1, 2.5, 5];
 const LAG_BUCKETS = [0.01, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60];
@@ -62,6 +70,7 @@ export class Metrics implements MetricSeries {
   readonly liveDroppedSlow: Counter;
   readonly liveBatches: Counter;
   #queues: (() => Promise<QueueFigures[]>) | undefined;
+  #replica: ReplicaSeries | undefined;
   readonly #onError: (err: unknown, series: string) => void;
 
   constructor(sources: MetricSources, onError: (err: unknown, series: string) => void = () => {}) {
@@ -240,6 +249,39 @@ export class Metrics implements MetricSeries {
         });
       },
     });
+  }
+
+  /**
+   * The read replica's series (database.replica_url): registered by the first call, so an
+   * installation without a replica shows none of them.
+   */
+  replicaSeries(): ReplicaSeries {
+    if (this.#replica) return this.#replica;
+    const registers = [this.registry];
+    this.#replica = {
+      lag: new Gauge({
+        name: 'tenantry_db_replica_lag_seconds',
+        help: "The replica's replay lag at its last check (once a second); +Inf when it could not be read",
+        registers,
+      }),
+      inUse: new Gauge({
+        name: 'tenantry_db_replica_in_use',
+        help: '1 while reads that may lag go to the replica; 0 while they go to the primary (the lag past database.replica_max_lag_ms, or the replica unreachable)',
+        registers,
+      }),
+      reads: new Counter({
+        name: 'tenantry_db_replica_reads_total',
+        help: 'Requests that could read from the replica, by who served them: replica, or primary (it lagged or was unreachable)',
+        labelNames: ['served_by'],
+        registers,
+      }),
+      checks: new Counter({
+        name: 'tenantry_db_replica_lag_checks_total',
+        help: "Checks of the replica's lag made (one a second at most, outside any request)",
+        registers,
+      }),
+    };
+    return this.#replica;
   }
 
   /** The worker's pg-boss queues, read at scrape time. */

@@ -269,4 +269,26 @@ describe('declarations the types cannot check (boot)', () => {
       /route POST \/api\/v1\/bad\/uploads \(module bad\) is multipart: it must declare transaction 'none'/,
     );
   });
+
+  it('refuses a route that may read from the replica but writes: not a GET, or publishing', () => {
+    const reading = {
+      method: 'GET',
+      url: '/api/v1/bad/feed',
+      operationId: 'bad-feed',
+      summary: 'Feed',
+      access: 'public',
+      replica: 'always',
+      schema: { response: { 200: Type.Object({}) } },
+      handler: async () => ({}),
+    } as unknown as AnyRoute;
+    expect(start(plain({ routes: [reading] }))).not.toThrow();
+    const posting = { ...reading, method: 'POST' } as AnyRoute;
+    expect(start(plain({ routes: [posting] }))).toThrow(
+      /route POST \/api\/v1\/bad\/feed \(module bad\) may read from the replica: it must be a GET that publishes nothing/,
+    );
+    const publishing = { ...reading, replica: 'on-request', publishes: ['testkit.widget.created'] } as AnyRoute;
+    expect(start(plain({ routes: [publishing] }))).toThrow(
+      /may read from the replica: it must be a GET that publishes nothing/,
+    );
+  });
 });
