@@ -4,6 +4,7 @@ import { checkRegistry } from './entity/checks.ts';
 import { EntityOperations } from './operations/entity-ops.ts';
 import { entityRoutes } from './http/entity-routes.ts';
 import { idempotencyKeyPurge } from './http/idempotency.ts';
+import { historyRetention } from './history/retention.ts';
 import type { Config } from './config/schema.ts';
 import { installProblems } from './errors.ts';
 import type { RegisteredJob, RegisteredRoute } from './contracts/composition.ts';
@@ -11,7 +12,7 @@ import { declaredSource, entitySource, type LiveSource } from './live/sources.ts
 import { streamRoute } from './live/stream-route.ts';
 
 /** Jobs the framework runs itself, on the tables it owns in every tenant. */
-const FRAMEWORK_JOBS = [idempotencyKeyPurge];
+const FRAMEWORK_JOBS = [idempotencyKeyPurge, historyRetention];
 
 /** Each entity's generic operations, by entity key: one instance per entity, shared by its routes and by code acting on its rows. */
 export class EntityOperationsDirectory {
@@ -50,6 +51,11 @@ export interface Composition {
 export function compose(modules: readonly ModuleDefinition[], config: Config): Composition {
   const registry = new Registry(modules, config);
   const operations = new Map<string, EntityOperations>();
+  for (const entity of registry.entities) operations.set(entity.names.key, new EntityOperations(entity, { config }));
+  // Once every entity has its operations, each one's references reach the entities they name (a
+  // query filters through and expands them); then the routes, whose schemas show the expansions.
+  const targetOf = (key: string) => operations.get(key)?.asTarget();
+  for (const ops of operations.values()) ops.connect(targetOf);
   const routes: RegisteredRoute[] = [];
   const live: LiveSource[] = [];
   // Module by module, as declared: its entities' routes (each list's stream after them), then its
@@ -58,9 +64,8 @@ export function compose(modules: readonly ModuleDefinition[], config: Config): C
   for (const module of registry.modules) {
     for (const _ of module.entities ?? []) {
       const entity = entities.next().value!;
-      const ops = new EntityOperations(entity, { config });
-      operations.set(entity.names.key, ops);
-      for (const route of entityRoutes(entity, ops)) routes.push({ module: module.name, route, entity });
+      const ops = operations.get(entity.names.key)!;
+      for (const route of entityRoutes(entity, ops, config)) routes.push({ module: module.name, route, entity });
       const source = entitySource(entity, ops);
       if (source) {
         live.push(source);

@@ -1,7 +1,7 @@
 import type { FastifyBaseLogger, FastifyReply, FastifyRequest } from 'fastify';
 import type { Readable } from 'node:stream';
 import type { Counter, Gauge, Histogram, Registry as MetricRegistry } from 'prom-client';
-import type { PasswordVerifier } from './access.ts';
+import type { PasswordVerifier, SignedLinks } from './access.ts';
 import type { Clock } from './clock.ts';
 import type { Config } from './config.ts';
 import type { ListCursors } from './cursor.ts';
@@ -35,6 +35,8 @@ export interface Services {
   cursors: ListCursors;
   /** The open streams of live changes (framework/live/hub.ts): served by a web process once started. */
   live: LiveStreams;
+  /** Signs links that open without a session until they expire (an export's archive), with a key from the installation's secret. */
+  links: SignedLinks;
   /**
    * The read replica (database.replica_url), in a process that serves HTTP: the transactions of
    * routes that may read from it (RouteDefinition.replica). Absent: every read is the primary's.

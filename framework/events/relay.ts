@@ -4,7 +4,7 @@ import type { Db } from '../db/pool.ts';
 import { preparedQuery } from '../db/statements.ts';
 import type { ModuleRegistry as Registry } from '../contracts/services.ts';
 import type { DeliveredEvent } from '../entity/define.ts';
-import { auditFromOutboxStatements } from './audit.ts';
+import { auditFromOutboxStatements, concernedTenantOf, type ConcernedTenantOf } from './audit.ts';
 import { checkCrossTenantReads, concernedTenants, tenantFilters, type TenantFilter } from './concerned-tenants.ts';
 import type { MetricSeries as Metrics } from '../contracts/services.ts';
 import { linkTo, startOptionalSpan } from '../observability/tracing.ts';
@@ -100,6 +100,8 @@ export class OutboxRelay {
   private readonly everyEvent: readonly string[];
   /** The subscriptions that concern some tenants only (onlyTenantsWith), by queue. */
   private readonly tenantFilters: ReadonlyMap<string, TenantFilter>;
+  /** The customer tenant an operator's event concerns (ModuleDefinition.operatorEventsAbout): its activity records it too. */
+  private readonly concernedTenant: ConcernedTenantOf;
   private listener: pg.Client | undefined;
   private timers: NodeJS.Timeout[] = [];
   private running: Promise<void> | undefined;
@@ -154,6 +156,9 @@ export class OutboxRelay {
     }
     this.everyEvent = everyEvent;
     this.tenantFilters = tenantFilters(registry, subscriptionQueue);
+    this.concernedTenant = concernedTenantOf(
+      new Map(registry.modules.flatMap((m) => Object.entries(m.operatorEventsAbout ?? {}))),
+    );
   }
 
   async start(): Promise<void> {
@@ -251,7 +256,7 @@ export class OutboxRelay {
         : undefined;
       const live = positions.some((p) => p !== null);
       await Promise.all([
-        ...auditFromOutboxStatements(rows).map((statement) => client.query(statement)),
+        ...auditFromOutboxStatements(rows, this.concernedTenant).map((statement) => client.query(statement)),
         client.query(
           live
             ? preparedQuery(MARK_RELAYED_AT, [rows.map((r) => r.id), positions])

@@ -5,7 +5,7 @@ import { run } from '../operations/entity-sql.ts';
 
 /**
  * Positions: each event a stream can show gets, when the relay moves it on, a number that only
- * grows within its tenant (migrations/framework/0014_live_positions.sql). The relay hands them out
+ * grows within its tenant (migrations/framework/0015_live_positions.sql). The relay hands them out
  * under one lock, so the positions of a tenant are in the order of the relays' commits, and the
  * events of one row (whose transactions commit one after another, holding the row) in the order
  * of their commits. A stream's `id:` is the position; a client resumes after it, on any process.

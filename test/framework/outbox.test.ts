@@ -631,7 +631,7 @@ describe('the worker: relay, subscriptions, audit', () => {
   // mark: a third one is a deliberate choice (migrations/framework/0007_outbox_two_indexes.sql).
   // The third, outbox_live, is one: it holds only the events streams show, written by the relay's
   // mark and never by an insert (its predicate), and serves a stream's batch
-  // (migrations/framework/0014_live_positions.sql).
+  // (migrations/framework/0015_live_positions.sql).
   it('keeps three indexes: its key, the unrelayed rows the relay claims, and the live positions', async () => {
     const { rows } = await pool().query(
       `select indexdef from pg_indexes where tablename = 'outbox' order by indexname`,

@@ -15,6 +15,7 @@ export function testConfig(overrides: DeepPartial<Config> = {}, env: NodeJS.Proc
     live: { ...(overrides.live ?? {}) },
     metrics: { ...(overrides.metrics ?? {}) },
     billing: { ...(overrides.billing ?? {}), sandbox: { ...(overrides.billing?.sandbox ?? {}) } },
+    history: { ...(overrides.history ?? {}) },
   };
   return validateConfig(base, 'test-config', env);
 }
