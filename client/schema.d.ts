@@ -697,6 +697,26 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/api/v1/content/contents/stream": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Follow contents as they change
+         * @description Server-sent events (text/event-stream) for every change of contents this caller may read, from the outbox after each commit, on any web process. Events: created and updated carry data {"id": ..., "row": {...}}, the row as the read route answers this caller; deleted, and removed (a row that no longer matches the filters after an update), carry {"id": ...}; reset (the Last-Event-ID is older than the replay window: reload the list, the stream goes on from now); end carries {"reason": "AUTH_REQUIRED" | "AUTH_FORBIDDEN"} and closes the stream when the caller signed out, was deactivated, lost the permission, or the token expired or was revoked (at the next change, or within live.recheck_seconds). Each event's id is a position that only grows within the tenant: reconnect with Last-Event-ID to receive every change after it. A comment line is sent every live.heartbeat_seconds; retry: 2000 asks the client to reconnect after 2 s. A row is shown as it is when its change is read, so a row changed twice in quick succession may show its later state in both events. Limits: live.max_streams_per_caller streams per session or token and live.max_streams per web process, past either 429 RATE_LIMITED with Retry-After; a client that does not read is disconnected once live.max_buffer_bytes wait for it, and resumes with Last-Event-ID.
+         */
+        get: operations["content-content-stream"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/api/v1/content/public": {
         parameters: {
             query?: never;
@@ -902,6 +922,26 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/api/v1/notification/notifications/stream": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Follow your notifications as they change
+         * @description Server-sent events (text/event-stream) for every change of your notifications this caller may read, from the outbox after each commit, on any web process. Events: created and updated carry data {"id": ..., "row": {...}}, the row as the read route answers this caller; deleted, and removed (a row that no longer matches the filters after an update), carry {"id": ...}; reset (the Last-Event-ID is older than the replay window: reload the list, the stream goes on from now); end carries {"reason": "AUTH_REQUIRED" | "AUTH_FORBIDDEN"} and closes the stream when the caller signed out, was deactivated, lost the permission, or the token expired or was revoked (at the next change, or within live.recheck_seconds). Each event's id is a position that only grows within the tenant: reconnect with Last-Event-ID to receive every change after it. A comment line is sent every live.heartbeat_seconds; retry: 2000 asks the client to reconnect after 2 s. A row is shown as it is when its change is read, so a row changed twice in quick succession may show its later state in both events. Limits: live.max_streams_per_caller streams per session or token and live.max_streams per web process, past either 429 RATE_LIMITED with Retry-After; a client that does not read is disconnected once live.max_buffer_bytes wait for it, and resumes with Last-Event-ID.
+         */
+        get: operations["notification-notification-stream"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/api/v1/task/tasks": {
         parameters: {
             query?: never;
@@ -1082,6 +1122,26 @@ export interface paths {
          * @description A multipart/form-data form with one file part named file: CSV (RFC 4180, a header row naming the fields, one row per task; an empty cell leaves its field out) or NDJSON (one JSON object per line, as the create route's body). The format is format=csv or format=ndjson, else the part's type (text/csv, application/x-ndjson), else the file name (.csv, .ndjson). The upload is at most files.max_bytes (413 FILE_TOO_LARGE). It is answered 202 with the import's status and Location /api/v1/imports/{id}, where a worker's progress is read: every row is checked as POST /api/v1/task/tasks checks a body (its protected fields and schema, the same problem codes), and the valid ones are created in batches of 500, each in one transaction; each refused row is reported with its line and problem. dryRun=true checks and counts every row and creates none. An Idempotency-Key makes a retried upload answer the first import, never a second one.
          */
         post: operations["task-task-import"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/task/tasks/stream": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Follow tasks as they change
+         * @description Server-sent events (text/event-stream) for every change of tasks this caller may read, from the outbox after each commit, on any web process. Events: created and updated carry data {"id": ..., "row": {...}}, the row as the read route answers this caller; deleted, and removed (a row that no longer matches the filters after an update), carry {"id": ...}; reset (the Last-Event-ID is older than the replay window: reload the list, the stream goes on from now); end carries {"reason": "AUTH_REQUIRED" | "AUTH_FORBIDDEN"} and closes the stream when the caller signed out, was deactivated, lost the permission, or the token expired or was revoked (at the next change, or within live.recheck_seconds). Each event's id is a position that only grows within the tenant: reconnect with Last-Event-ID to receive every change after it. A comment line is sent every live.heartbeat_seconds; retry: 2000 asks the client to reconnect after 2 s. A row is shown as it is when its change is read, so a row changed twice in quick succession may show its later state in both events. Limits: live.max_streams_per_caller streams per session or token and live.max_streams per web process, past either 429 RATE_LIMITED with Retry-After; a client that does not read is disconnected once live.max_buffer_bytes wait for it, and resumes with Last-Event-ID.
+         */
+        get: operations["task-task-stream"];
+        put?: never;
+        post?: never;
         delete?: never;
         options?: never;
         head?: never;
@@ -1472,6 +1532,26 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/api/v1/user/users/stream": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Follow users as they change
+         * @description Server-sent events (text/event-stream) for every change of users this caller may read, from the outbox after each commit, on any web process. Events: created and updated carry data {"id": ..., "row": {...}}, the row as the read route answers this caller; deleted, and removed (a row that no longer matches the filters after an update), carry {"id": ...}; reset (the Last-Event-ID is older than the replay window: reload the list, the stream goes on from now); end carries {"reason": "AUTH_REQUIRED" | "AUTH_FORBIDDEN"} and closes the stream when the caller signed out, was deactivated, lost the permission, or the token expired or was revoked (at the next change, or within live.recheck_seconds). Each event's id is a position that only grows within the tenant: reconnect with Last-Event-ID to receive every change after it. A comment line is sent every live.heartbeat_seconds; retry: 2000 asks the client to reconnect after 2 s. A row is shown as it is when its change is read, so a row changed twice in quick succession may show its later state in both events. Limits: live.max_streams_per_caller streams per session or token and live.max_streams per web process, past either 429 RATE_LIMITED with Retry-After; a client that does not read is disconnected once live.max_buffer_bytes wait for it, and resumes with Last-Event-ID.
+         */
+        get: operations["user-user-stream"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/api/v1/webhook/deliveries": {
         parameters: {
             query?: never;
@@ -1632,6 +1712,26 @@ export interface paths {
          * @description Queues one delivery of a webhook.test event (data: the endpoint id) to this endpoint, active or not, and answers the endpoint with deliveryId: the id its first attempt takes in the delivery log (GET /api/v1/webhook/deliveries lists it once the attempt has ended; send-again takes it).
          */
         post: operations["webhook-endpoint-send-test-event"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/webhook/endpoints/stream": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Follow webhook endpoints as they change
+         * @description Server-sent events (text/event-stream) for every change of webhook endpoints this caller may read, from the outbox after each commit, on any web process. Events: created and updated carry data {"id": ..., "row": {...}}, the row as the read route answers this caller; deleted, and removed (a row that no longer matches the filters after an update), carry {"id": ...}; reset (the Last-Event-ID is older than the replay window: reload the list, the stream goes on from now); end carries {"reason": "AUTH_REQUIRED" | "AUTH_FORBIDDEN"} and closes the stream when the caller signed out, was deactivated, lost the permission, or the token expired or was revoked (at the next change, or within live.recheck_seconds). Each event's id is a position that only grows within the tenant: reconnect with Last-Event-ID to receive every change after it. A comment line is sent every live.heartbeat_seconds; retry: 2000 asks the client to reconnect after 2 s. A row is shown as it is when its change is read, so a row changed twice in quick succession may show its later state in both events. Limits: live.max_streams_per_caller streams per session or token and live.max_streams per web process, past either 429 RATE_LIMITED with Retry-After; a client that does not read is disconnected once live.max_buffer_bytes wait for it, and resumes with Last-Event-ID.
+         */
+        get: operations["webhook-endpoint-stream"];
+        put?: never;
+        post?: never;
         delete?: never;
         options?: never;
         head?: never;
@@ -8014,6 +8114,110 @@ export interface operations {
             };
         };
     };
+    "content-content-stream": {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description The id of the last event received (an EventSource sends it by itself when it reconnects): the stream first replays every change after it, if it lies within live.replay_minutes, or sends one reset event if not. */
+                "last-event-id"?: string;
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The changes of contents, as server-sent events */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "text/event-stream": string;
+                };
+            };
+            /** @description Malformed request */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Not signed in (AUTH_REQUIRED), or a bearer token unknown, expired, revoked or of another tenant (TOKEN_INVALID) */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Missing permission (AUTH_FORBIDDEN) or operator permission outside the operator tenant (AUTH_NOT_OPERATOR) */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description No site at this host, or no such resource */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Validation failed */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Too many streams open: this caller holds live.max_streams_per_caller, or the process live.max_streams (RATE_LIMITED); Retry-After says when to try again */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Request headers over 16 KB (HEADERS_TOO_LARGE), refused before any route runs */
+            431: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Unexpected error */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Database busy (DB_BUSY: every connection stayed in use), a statement past its time limit (DB_TIMEOUT) or the database unreachable (DB_UNAVAILABLE): retry after the Retry-After seconds. Only a 2xx acknowledges a write */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
     "content-content-public-list": {
         parameters: {
             query?: {
@@ -9440,6 +9644,101 @@ export interface operations {
                 };
             };
             /** @description Too many failed sign-ins or bearer-token attempts from this client address (ErrTooManyAttempts); Retry-After says when to try again */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Request headers over 16 KB (HEADERS_TOO_LARGE), refused before any route runs */
+            431: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Unexpected error */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Database busy (DB_BUSY: every connection stayed in use), a statement past its time limit (DB_TIMEOUT) or the database unreachable (DB_UNAVAILABLE): retry after the Retry-After seconds. Only a 2xx acknowledges a write */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    "notification-notification-stream": {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description The id of the last event received (an EventSource sends it by itself when it reconnects): the stream first replays every change after it, if it lies within live.replay_minutes, or sends one reset event if not. */
+                "last-event-id"?: string;
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The changes of your notifications, as server-sent events */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "text/event-stream": string;
+                };
+            };
+            /** @description Malformed request */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Not signed in (AUTH_REQUIRED), or a bearer token unknown, expired, revoked or of another tenant (TOKEN_INVALID) */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description No site at this host, or no such resource */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Validation failed */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Too many streams open: this caller holds live.max_streams_per_caller, or the process live.max_streams (RATE_LIMITED); Retry-After says when to try again */
             429: {
                 headers: {
                     [name: string]: unknown;
@@ -11144,6 +11443,110 @@ export interface operations {
                 };
             };
             /** @description Too many failed sign-ins or bearer-token attempts from this client address (ErrTooManyAttempts); Retry-After says when to try again */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Request headers over 16 KB (HEADERS_TOO_LARGE), refused before any route runs */
+            431: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Unexpected error */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Database busy (DB_BUSY: every connection stayed in use), a statement past its time limit (DB_TIMEOUT) or the database unreachable (DB_UNAVAILABLE): retry after the Retry-After seconds. Only a 2xx acknowledges a write */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    "task-task-stream": {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description The id of the last event received (an EventSource sends it by itself when it reconnects): the stream first replays every change after it, if it lies within live.replay_minutes, or sends one reset event if not. */
+                "last-event-id"?: string;
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The changes of tasks, as server-sent events */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "text/event-stream": string;
+                };
+            };
+            /** @description Malformed request */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Not signed in (AUTH_REQUIRED), or a bearer token unknown, expired, revoked or of another tenant (TOKEN_INVALID) */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Missing permission (AUTH_FORBIDDEN) or operator permission outside the operator tenant (AUTH_NOT_OPERATOR) */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description No site at this host, or no such resource */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Validation failed */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Too many streams open: this caller holds live.max_streams_per_caller, or the process live.max_streams (RATE_LIMITED); Retry-After says when to try again */
             429: {
                 headers: {
                     [name: string]: unknown;
@@ -14284,6 +14687,110 @@ export interface operations {
             };
         };
     };
+    "user-user-stream": {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description The id of the last event received (an EventSource sends it by itself when it reconnects): the stream first replays every change after it, if it lies within live.replay_minutes, or sends one reset event if not. */
+                "last-event-id"?: string;
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The changes of users, as server-sent events */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "text/event-stream": string;
+                };
+            };
+            /** @description Malformed request */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Not signed in (AUTH_REQUIRED), or a bearer token unknown, expired, revoked or of another tenant (TOKEN_INVALID) */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Missing permission (AUTH_FORBIDDEN) or operator permission outside the operator tenant (AUTH_NOT_OPERATOR) */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description No site at this host, or no such resource */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Validation failed */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Too many streams open: this caller holds live.max_streams_per_caller, or the process live.max_streams (RATE_LIMITED); Retry-After says when to try again */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Request headers over 16 KB (HEADERS_TOO_LARGE), refused before any route runs */
+            431: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Unexpected error */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Database busy (DB_BUSY: every connection stayed in use), a statement past its time limit (DB_TIMEOUT) or the database unreachable (DB_UNAVAILABLE): retry after the Retry-After seconds. Only a 2xx acknowledges a write */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
     "webhook-delivery-list": {
         parameters: {
             query?: {
@@ -15760,6 +16267,110 @@ export interface operations {
                 };
             };
             /** @description Too many failed sign-ins or bearer-token attempts from this client address (ErrTooManyAttempts); Retry-After says when to try again */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Request headers over 16 KB (HEADERS_TOO_LARGE), refused before any route runs */
+            431: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Unexpected error */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Database busy (DB_BUSY: every connection stayed in use), a statement past its time limit (DB_TIMEOUT) or the database unreachable (DB_UNAVAILABLE): retry after the Retry-After seconds. Only a 2xx acknowledges a write */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    "webhook-endpoint-stream": {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description The id of the last event received (an EventSource sends it by itself when it reconnects): the stream first replays every change after it, if it lies within live.replay_minutes, or sends one reset event if not. */
+                "last-event-id"?: string;
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The changes of webhook endpoints, as server-sent events */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "text/event-stream": string;
+                };
+            };
+            /** @description Malformed request */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Not signed in (AUTH_REQUIRED), or a bearer token unknown, expired, revoked or of another tenant (TOKEN_INVALID) */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Missing permission (AUTH_FORBIDDEN) or operator permission outside the operator tenant (AUTH_NOT_OPERATOR) */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description No site at this host, or no such resource */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Validation failed */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Too many streams open: this caller holds live.max_streams_per_caller, or the process live.max_streams (RATE_LIMITED); Retry-After says when to try again */
             429: {
                 headers: {
                     [name: string]: unknown;

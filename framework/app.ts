@@ -30,6 +30,7 @@ import { metricsPort, startMetricsServer, type MetricsServer } from './observabi
 import { databaseFigures } from './observability/metric-queries.ts';
 import { keyFor, readInstallationSecret } from './access/installation-secret.ts';
 import { CursorSeal } from './operations/cursor.ts';
+import { LiveHub } from './live/hub.ts';
 import { LinkSeal } from './access/signed-links.ts';
 
 /** The service's process roles (`--role`). */
@@ -125,6 +126,7 @@ export async function buildApp(options: AppOptions): Promise<App> {
       listener,
       outbox,
       replica: opened,
+      live,
     } = composeServices(options, composition, db, log, metrics, cursors, links, { replica: servesHttp(options.role) });
     replica = opened;
     const { created } = await ensureOperatorTenant(services);
@@ -132,6 +134,7 @@ export async function buildApp(options: AppOptions): Promise<App> {
     await listener.start();
     await replica?.start();
 
+    if (servesHttp(options.role)) await live.start();
     const web = servesHttp(options.role) ? await buildWeb(services, { logger: log }) : undefined;
     const worker = works(options.role) ? new Worker(services) : undefined;
     if (worker && options.startWorker !== false) {
@@ -150,6 +153,7 @@ export async function buildApp(options: AppOptions): Promise<App> {
       close: async () => {
         await metricsServer?.close();
         await web?.close();
+        await services.live.close();
         await worker?.stop();
         await listener.close();
         services.mailer.close();
@@ -171,14 +175,20 @@ export async function buildApp(options: AppOptions): Promise<App> {
  */
 function composeServices(
   options: Pick<AppOptions, 'config' | 'mailer' | 'clock' | 'passwordVerifier'>,
-  { registry, routes, jobs, operations }: Composition,
+  { registry, routes, jobs, operations, live: sources }: Composition,
   db: Db,
   log: FastifyBaseLogger,
   metrics: Metrics | undefined,
   cursors: CursorSeal,
   links: LinkSeal,
   opens: { replica: boolean } = { replica: false },
-): { services: Services; listener: ChangeListener; outbox: OutboxSignal; replica: ReplicaReads | undefined } {
+): {
+  services: Services;
+  listener: ChangeListener;
+  outbox: OutboxSignal;
+  replica: ReplicaReads | undefined;
+  live: LiveHub;
+} {
   const hosts = new HostResolver(db);
   const publicReads = new PublicReadCache();
   const listener = new ChangeListener(db.directUrl);
@@ -194,6 +204,16 @@ function composeServices(
   const replica = opens.replica
     ? replicaReads(options.config, registry.events, transactions, clock, cursors, metrics)
     : undefined;
+  // Learns of relayed changes on the process's listener; serves streams once a web role starts it.
+  const live = new LiveHub({
+    db,
+    transactions,
+    config: options.config.live,
+    sources,
+    log,
+    metrics,
+  });
+  live.listen(listener);
   const services: Services = {
     config: options.config,
     db,
@@ -202,6 +222,7 @@ function composeServices(
     jobs,
     operations,
     transactions,
+    live,
     ...(replica ? { replica } : {}),
     cursors,
     links,
@@ -213,7 +234,7 @@ function composeServices(
     passwordVerifier: options.passwordVerifier ?? argon2Verifier,
     ...(metrics ? { metrics } : {}),
   };
-  return { services, listener, outbox, replica };
+  return { services, listener, outbox, replica, live };
 }
 
 /**

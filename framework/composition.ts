@@ -8,6 +8,8 @@ import { historyRetention } from './history/retention.ts';
 import type { Config } from './config/schema.ts';
 import { installProblems } from './errors.ts';
 import type { RegisteredJob, RegisteredRoute } from './contracts/composition.ts';
+import { declaredSource, entitySource, type LiveSource } from './live/sources.ts';
+import { streamRoute } from './live/stream-route.ts';
 
 /** Jobs the framework runs itself, on the tables it owns in every tenant. */
 const FRAMEWORK_JOBS = [idempotencyKeyPurge, historyRetention];
@@ -36,6 +38,8 @@ export interface Composition {
   /** The job schedule: the framework's own jobs (its tables are every tenant's), then the modules'. */
   jobs: readonly RegisteredJob[];
   operations: EntityOperationsDirectory;
+  /** The lists clients may follow live (framework/live): each generated list of a tenant's entity, then the modules' declared ones. */
+  live: readonly LiveSource[];
 }
 
 /**
@@ -53,19 +57,31 @@ export function compose(modules: readonly ModuleDefinition[], config: Config): C
   const targetOf = (key: string) => operations.get(key)?.asTarget();
   for (const ops of operations.values()) ops.connect(targetOf);
   const routes: RegisteredRoute[] = [];
-  // Module by module, as declared: its entities' routes, then its own (the OpenAPI document's order).
+  const live: LiveSource[] = [];
+  // Module by module, as declared: its entities' routes (each list's stream after them), then its
+  // own and its declared streams (the OpenAPI document's order).
   const entities = registry.entities.values();
   for (const module of registry.modules) {
     for (const _ of module.entities ?? []) {
       const entity = entities.next().value!;
-      for (const route of entityRoutes(entity, operations.get(entity.names.key)!, config))
-        routes.push({ module: module.name, route, entity });
+      const ops = operations.get(entity.names.key)!;
+      for (const route of entityRoutes(entity, ops, config)) routes.push({ module: module.name, route, entity });
+      const source = entitySource(entity, ops);
+      if (source) {
+        live.push(source);
+        routes.push({ module: module.name, route: streamRoute(source) });
+      }
     }
     routes.push(...registry.moduleRoutes.filter((r) => r.module === module.name));
+    for (const definition of module.streams ?? []) {
+      const source = declaredSource(definition);
+      live.push(source);
+      routes.push({ module: module.name, route: streamRoute(source) });
+    }
   }
   const jobs = [...FRAMEWORK_JOBS.map((j) => ({ ...j, module: 'framework' })), ...registry.moduleJobs];
   checkRegistry(registry, { routes, jobs });
   // The modules' problem codes, now known to be declared once: what ProblemError and the admin shell read.
   for (const module of registry.modules) if (module.problems) installProblems(module.name, module.problems);
-  return { registry, routes, jobs, operations: new EntityOperationsDirectory(operations) };
+  return { registry, routes, jobs, operations: new EntityOperationsDirectory(operations), live };
 }

@@ -59,6 +59,26 @@ export type {
 /** The request id of each transaction run() opened for a request: its events record it. */
 const requestIdOf = new WeakMap<Transaction<Database>, string>();
 
+/** The events each context has published and not yet written (scopedContext's buffer). */
+const pendingOf = new WeakMap<TxContext, PendingEvent[]>();
+
+/** How many events the context has published so far: where a command's own events begin. */
+export function publishedCount(ctx: TxContext): number {
+  return pendingOf.get(ctx)?.length ?? 0;
+}
+
+/**
+ * Names the row a command changed on the last event it published (those after `since`), so that
+ * the entity's streams learn of the change from the outbox; false when it published none there
+ * (or the context is not a scoped one), for the caller to publish the entity's updated event.
+ */
+export function carryChange(ctx: TxContext, since: number, subject: { entity: string; id: string }): boolean {
+  const pending = pendingOf.get(ctx);
+  if (!pending || pending.length <= since) return false;
+  pending[pending.length - 1]!.subject = subject;
+  return true;
+}
+
 /** Transactions that wrote outbox rows, so their commit can wake the relay. */
 const wroteOutbox = new WeakSet<Transaction<Database>>();
 
@@ -290,6 +310,7 @@ export function scopedContext(
     onRollback: (fn) => void hooksFor(trx).rollback.push(fn),
     afterCommit: (fn) => void hooksFor(trx).commit.push(fn),
   };
+  pendingOf.set(ctx, events);
   return {
     ctx,
     // The revisions first, then the events: both held back to leave with the COMMIT.
@@ -326,10 +347,12 @@ export function hasPermission(session: SessionInfo | null, permission: string): 
 // here (UUIDv7, eventIds): time-ordered, the audit trail's key takes them as appends, and
 // PostgreSQL makes no random uuid per event (gen_random_uuid, the column's default, cost more
 // than a tenth of the insert).
+// A command's change travels with one of its events: subject_entity and subject_id ($9, $10), null on the others.
 const INSERT_OUTBOX = deferred(`
-insert into outbox (event_id, name, payload, actor_id, tenant_id, request_id, traceparent, actor_kind, actor_name)
-select e.event_id, e.name, e.payload, $4::uuid, app_tenant_id(), $5::text, $6::text, $7::text, $8::text
-  from unnest($1::uuid[], $2::text[], $3::jsonb[]) with ordinality as e(event_id, name, payload, n) order by e.n`);
+insert into outbox (event_id, name, payload, actor_id, tenant_id, request_id, traceparent, actor_kind, actor_name, subject_entity, subject_id)
+select e.event_id, e.name, e.payload, $4::uuid, app_tenant_id(), $5::text, $6::text, $7::text, $8::text, e.subject_entity, e.subject_id
+  from unnest($1::uuid[], $2::text[], $3::jsonb[], $9::text[], $10::uuid[]) with ordinality
+       as e(event_id, name, payload, subject_entity, subject_id, n) order by e.n`);
 
 /** The outbox insert of a one-exchange write: only for a caller holding the permission, who is the actor. */
 const guardedOutboxInserts = new Map<string, string>();
@@ -375,6 +398,8 @@ export async function insertOutbox(
       currentTraceparent(),
       plain ? null : actor.kind,
       actor.name,
+      events.map((e) => e.subject?.entity ?? null),
+      events.map((e) => e.subject?.id ?? null),
     ]),
   );
 }

@@ -169,6 +169,27 @@ export const ConfigSchema = Type.Object(
       },
       { additionalProperties: false, default: {} },
     ),
+    /** Lists followed as server-sent event streams (docs/api-conventions.md, "Live changes"). */
+    live: Type.Object(
+      {
+        /**
+         * How far back a stream that reconnects with Last-Event-ID is replayed; an older position
+         * gets one reset event. The outbox keeps relayed events at least this long (and an hour).
+         */
+        replay_minutes: Type.Integer({ default: 60, minimum: 1, maximum: 10080 }),
+        /** Streams one session or personal access token may hold open on one web process; past it 429. */
+        max_streams_per_caller: Type.Integer({ default: 10, minimum: 1, maximum: 1000 }),
+        /** Streams one web process holds open; past it 429. */
+        max_streams: Type.Integer({ default: 10000, minimum: 1, maximum: 1000000 }),
+        /** Bytes a stream may have written that its client has not read; past it the stream is dropped. */
+        max_buffer_bytes: Type.Integer({ default: 1048576, minimum: 1024, maximum: 268435456 }),
+        /** Seconds between two heartbeat comments on a quiet stream. */
+        heartbeat_seconds: Type.Integer({ default: 15, minimum: 1, maximum: 300 }),
+        /** At most this many seconds between two checks of an open stream's caller, when no change comes sooner. */
+        recheck_seconds: Type.Integer({ default: 15, minimum: 1, maximum: 30 }),
+      },
+      { additionalProperties: false, default: {} },
+    ),
     /** History (docs/history.md): the revisions kept of every record. */
     history: Type.Object(
       {

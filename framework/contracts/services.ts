@@ -1,4 +1,5 @@
-import type { FastifyBaseLogger } from 'fastify';
+import type { FastifyBaseLogger, FastifyReply, FastifyRequest } from 'fastify';
+import type { Readable } from 'node:stream';
 import type { Counter, Gauge, Histogram, Registry as MetricRegistry } from 'prom-client';
 import type { PasswordVerifier, SignedLinks } from './access.ts';
 import type { Clock } from './clock.ts';
@@ -7,7 +8,7 @@ import type { ListCursors } from './cursor.ts';
 import type { Db } from './database.ts';
 import type { Mailer } from './mail.ts';
 import type { TenantRef } from './tenant.ts';
-import type { Transactions } from './transaction.ts';
+import type { Transactions, TxContext } from './transaction.ts';
 
 /**
  * Shared process-wide services handed to handlers, commands, subscriptions and jobs. What the
@@ -32,6 +33,8 @@ export interface Services {
   passwordVerifier: PasswordVerifier;
   /** Signs list cursors and checks them, with a key from the installation's secret (operations/cursor.ts). */
   cursors: ListCursors;
+  /** The open streams of live changes (framework/live/hub.ts): served by a web process once started. */
+  live: LiveStreams;
   /** Signs links that open without a session until they expire (an export's archive), with a key from the installation's secret. */
   links: SignedLinks;
   /**
@@ -41,6 +44,24 @@ export interface Services {
   replica?: ReplicaReader;
   /** The Prometheus series, when metrics.port is set (framework/observability/metrics.ts); absent, nothing is counted. */
   metrics?: MetricSeries;
+}
+
+/**
+ * A web process's open streams of live changes (framework/live/hub.ts; docs/api-conventions.md,
+ * "Live changes"): what a list's stream route and the relay ask of them.
+ */
+export interface LiveStreams {
+  /**
+   * Opens a stream of the list (its key: an entity's, or a declared list's operation id) for the
+   * caller of the route's transaction, and answers what fastify sends: 429 past the limits.
+   */
+  open(tx: TxContext, list: string, request: FastifyRequest, reply: FastifyReply): Promise<Readable>;
+  /** Streams open in this process. */
+  readonly openStreams: number;
+  /** The events some stream shows, by name: the relay gives them live positions. */
+  readonly events: ReadonlySet<string>;
+  /** Ends every open stream cleanly (shutdown): clients reconnect, elsewhere, from their last event id. */
+  close(): Promise<void>;
 }
 
 /** Where a request that may read from the replica runs its transactions (framework/context/replica-reads.ts). */

@@ -22,6 +22,11 @@ export interface SessionInfo {
 export interface PendingEvent {
   name: string;
   payload: Record<string, unknown>;
+  /**
+   * The row a command changed, when this event is the one that carries the change to streams
+   * (framework/live): a command publishes its own events, not the entity's updated event.
+   */
+  subject?: { entity: string; id: string };
 }
 
 /**

@@ -9,6 +9,7 @@ import type { AnyRoute } from './route-definition.ts';
 import type { AnyEntity } from './entity-definition.ts';
 import type { Database } from '../contracts/database.ts';
 import type { ProblemDeclaration } from '../contracts/problems.ts';
+import type { TSchema } from 'typebox';
 
 export type { PermissionDeclaration } from '../contracts/services.ts';
 
@@ -170,6 +171,38 @@ export interface ModuleDefinition {
    * (framework/access/bearer.ts). At most one module provides it; without one, no limit applies.
    */
   bearerAttempts?: BearerAttemptLimit;
+  /**
+   * Hand-written lists of the module that can be followed live, each at `<path>/stream` (a
+   * generated list gets its stream from the framework): docs/api-conventions.md, "Live changes".
+   */
+  streams?: readonly LiveListDefinition[];
+}
+
+/**
+ * A hand-written list that clients may follow as server-sent events (framework/live): which table
+ * its rows live in, how a row is answered, and which events change them. The framework serves
+ * `GET <path>/stream` from it, authorised like the list.
+ */
+export interface LiveListDefinition {
+  /** The list's path (`/api/v1/notification/notifications`); the stream is served at `<path>/stream`. */
+  path: string;
+  /** `<module>-<entity>-stream`. */
+  operationId: string;
+  /** What the list holds, in words for people and OpenAPI: `your notifications`. */
+  label: string;
+  tags?: readonly string[];
+  /** Who may follow it: as the list's own route (signed in, or a permission). */
+  access: 'signedIn' | { permission: string };
+  /** The item as the list answers it: each event's row is serialized by this schema. */
+  item: TSchema;
+  /** The table the list's rows live in (tenant-owned: row-level security scopes every read). */
+  table: keyof Database & string;
+  /** Each field of the item and the column it is read from. */
+  columns: Readonly<Record<string, string>>;
+  /** Owner-only rows: the column holding the id of the one user who sees the row (the caller). */
+  owner?: string;
+  /** The events that change the list's rows, each with what it is to a stream; the payload's `id` names the row. */
+  events: Readonly<Record<string, 'created' | 'updated' | 'deleted'>>;
 }
 
 /** What a module contributes to the admin shell besides its entities' generated pages. */

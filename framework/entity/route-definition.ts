@@ -14,6 +14,8 @@ export interface RouteSchemas {
   params?: TSchema;
   querystring?: TSchema;
   body?: TSchema;
+  /** Request headers the route reads (lower-case names; other headers pass): validated and documented. */
+  headers?: TSchema;
   response: { [status: number]: TSchema };
 }
 

@@ -9,6 +9,7 @@ import { checkCrossTenantReads, concernedTenants, tenantFilters, type TenantFilt
 import type { MetricSeries as Metrics } from '../contracts/services.ts';
 import { linkTo, startOptionalSpan } from '../observability/tracing.ts';
 import type { Link, Span } from '@opentelemetry/api';
+import { POSITIONS_LOCK, liveNotifications, takePositions } from '../live/positions.ts';
 
 export const OUTBOX_CHANNEL = 'tenantry_outbox';
 export const SUBSCRIPTION_QUEUE_PREFIX = 'sub-';
@@ -18,10 +19,13 @@ export const EVERY_EVENT = '*';
 
 const BATCH = 500;
 // waited: seconds since the event's transaction, for the relay-lag histogram (PostgreSQL's clock on both ends).
-const CLAIM = `select id, event_id, tenant_id, name, payload, actor_id, occurred_at, request_id, traceparent,
+const CLAIM = `select id, event_id, tenant_id, name, payload, actor_id, occurred_at, request_id, traceparent, subject_entity,
                       extract(epoch from clock_timestamp() - occurred_at)::float8 as waited
                  from outbox where relayed_at is null order by id limit ${BATCH} for update skip locked`;
 const MARK_RELAYED = 'update outbox set relayed_at = now() where id = any($1::bigint[])';
+// The same, with the live positions of the events streams show (null for the others).
+const MARK_RELAYED_AT = `update outbox o set relayed_at = now(), position = u.position
+  from unnest($1::bigint[], $2::bigint[]) as u(id, position) where o.id = u.id`;
 // The relay's commit does not wait for its WAL flush: losing it in a crash loses its marks, audit
 // rows and jobs together, and the rows are relayed again (delivery is at least once; the audit row
 // and every handler are keyed by the event id). Anything durable that follows from it, a
@@ -35,9 +39,10 @@ const relaySettings = (statementTimeoutMs: number | undefined): string =>
     : `select set_config('synchronous_commit', 'off', true), set_config('statement_timeout', '${Math.trunc(statementTimeoutMs)}', true)`;
 const RELAY_INTERVAL_MS = 1000;
 const PURGE_INTERVAL_MS = 60_000;
-const PURGE_AFTER = '1 hour';
+/** Relayed rows are kept at least an hour (an operator tracing a request), longer when live.replay_minutes asks. */
+const PURGE_AFTER_MINUTES = 60;
 const PURGE_WINDOW = 10_000;
-// The oldest rows by id, of which those relayed over an hour ago go: a bounded walk of the key,
+// The oldest rows by id, of which those relayed longer ago than the retention go: a bounded walk of the key,
 // with no index on relayed_at to keep up on every mark. Rows are relayed in id order, near
 // enough, so what is due sits at the start; a row held back there (a late commit, a relay
 // outage) only narrows the window until it is relayed and old itself. The ids go in as an array:
@@ -46,7 +51,7 @@ const PURGE = `
 delete from outbox
  where id = any (array(select head.id
                          from (select id, relayed_at from outbox order by id limit ${PURGE_WINDOW}) as head
-                        where head.relayed_at < now() - interval '${PURGE_AFTER}'))`;
+                        where head.relayed_at < now() - make_interval(mins => $1::int)))`;
 
 export interface OutboxRow {
   id: string;
@@ -59,6 +64,8 @@ export interface OutboxRow {
   request_id: string | null;
   /** The W3C trace context of the span that wrote the event, while tracing was on. */
   traceparent: string | null;
+  /** The entity a command changed a row of (outbox.subject_entity): streams of its list show the change. */
+  subject_entity?: string | null;
   waited?: number;
 }
 
@@ -102,18 +109,33 @@ export class OutboxRelay {
   private stopped = false;
   private readonly intervalMs: number;
   private readonly metrics: Metrics | undefined;
+  /** The events a stream shows, by name (framework/live): they get live positions as they are relayed. */
+  private readonly liveEvents: ReadonlySet<string>;
+  /** How long relayed rows are kept: an hour, or live.replay_minutes when longer (a stream resumes from them). */
+  private readonly retentionMinutes: number;
   /** The statement that opens each relay transaction's settings (relaySettings), made once. */
   private readonly settings: string;
 
-  /** intervalMs: the polling backstop behind the commit wake-up (the spec's one second). */
+  /**
+   * intervalMs: the polling backstop behind the commit wake-up (the spec's one second);
+   * replayMinutes: live.replay_minutes, how far back a stream may resume; liveEvents: the events
+   * some stream shows (services.live.events), which get live positions.
+   */
   constructor(
     db: Db,
     boss: PgBoss,
     registry: Registry,
-    options: { intervalMs?: number | undefined; metrics?: Metrics | undefined } = {},
+    options: {
+      intervalMs?: number | undefined;
+      metrics?: Metrics | undefined;
+      replayMinutes?: number | undefined;
+      liveEvents?: ReadonlySet<string> | undefined;
+    } = {},
   ) {
     this.intervalMs = options.intervalMs ?? RELAY_INTERVAL_MS;
     this.metrics = options.metrics;
+    this.liveEvents = options.liveEvents ?? new Set();
+    this.retentionMinutes = Math.max(PURGE_AFTER_MINUTES, options.replayMinutes ?? 0);
     this.settings = relaySettings(db.statementTimeoutMs);
     this.db = db;
     this.boss = boss;
@@ -182,9 +204,11 @@ export class OutboxRelay {
       // The pool pipelines: BEGIN, the commit setting and the claim are written together, as are
       // the mark and COMMIT below (a failed mark turns that COMMIT into a rollback, and its error
       // is the one thrown).
-      const [, , { rows }] = await Promise.all([
+      // One relay at a time (the lock): live positions follow the order of the relays' commits.
+      const [, , , { rows }] = await Promise.all([
         client.query('begin'),
         client.query(this.settings),
+        client.query(preparedQuery(POSITIONS_LOCK)),
         client.query<OutboxRow>(preparedQuery(CLAIM)),
       ]);
       if (rows.length === 0) {
@@ -215,6 +239,8 @@ export class OutboxRelay {
           jobsByQueue.set(queue, list);
         }
       }
+      // The events streams show take their tenants' next positions (framework/live/positions.ts).
+      const positions = await takePositions(client, rows, (i) => this.shownLive(rows[i]!));
       const inTransaction = {
         executeSql: (text: string, values?: unknown[]) => client.query(preparedQuery(text, values)),
       };
@@ -228,9 +254,17 @@ export class OutboxRelay {
             attributes: { 'tenantry.outbox.events': rows.length },
           })
         : undefined;
+      const live = positions.some((p) => p !== null);
       await Promise.all([
         ...auditFromOutboxStatements(rows, this.concernedTenant).map((statement) => client.query(statement)),
-        client.query(preparedQuery(MARK_RELAYED, [rows.map((r) => r.id)])),
+        client.query(
+          live
+            ? preparedQuery(MARK_RELAYED_AT, [rows.map((r) => r.id), positions])
+            : preparedQuery(MARK_RELAYED, [rows.map((r) => r.id)]),
+        ),
+        // Every web process learns which tenants changed, on commit: their streams' callers are
+        // checked again whatever the events were (a role set, a sign-out), the changes read.
+        ...liveNotifications([...new Set(rows.map((r) => r.tenant_id))]).map((n) => client.query(n)),
         client.query('commit'),
       ]);
       audit?.span.end();
@@ -268,11 +302,16 @@ export class OutboxRelay {
     return concernedTenants(client, [...filters.values()], [...new Set(rows.map((r) => r.tenant_id))]);
   }
 
-  /** Deletes the rows relayed over an hour ago, a window at a time; returns how many. */
+  /** Whether a stream shows the row's event: a declared live event, or a command's change of a row. */
+  private shownLive(row: OutboxRow): boolean {
+    return this.liveEvents.has(row.name) || (row.subject_entity ?? null) !== null;
+  }
+
+  /** Deletes the rows relayed longer ago than the retention, a window at a time; returns how many. */
   async purge(): Promise<number> {
     let purged = 0;
     for (;;) {
-      const deleted = (await this.db.pool.query(PURGE)).rowCount ?? 0;
+      const deleted = (await this.db.pool.query(PURGE, [this.retentionMinutes])).rowCount ?? 0;
       purged += deleted;
       if (deleted === 0 || this.stopped) return purged;
     }

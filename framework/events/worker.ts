@@ -113,6 +113,8 @@ export class Worker {
     this.relay = new OutboxRelay(services.db, this.boss, services.registry, {
       intervalMs: options.relayIntervalMs,
       metrics: services.metrics,
+      replayMinutes: services.config.live.replay_minutes,
+      liveEvents: services.live.events,
     });
   }
 

@@ -127,7 +127,9 @@ export function registerRoute(
         ? { headers: idempotencyHeaders }
         : route.replica === 'on-request'
           ? { headers: replicaPreferenceHeaders }
-          : {}),
+          : route.schema.headers
+            ? { headers: route.schema.headers }
+            : {}),
       ...(multipart
         ? { body: multipart.form, consumes: ['multipart/form-data'] }
         : route.schema.body

@@ -97,7 +97,9 @@ export async function buildWeb(services: Services, options: WebOptions = {}): Pr
   });
   app.addHook('preClose', (done) => {
     closing = true;
-    done();
+    // Open streams end cleanly, so the server's close does not wait on them; clients reconnect
+    // (to another process) with their last event id and miss nothing.
+    services.live.close().then(() => done(), done);
   });
   // Before any hook or route: the request span (tracing on) and the HTTP series (metrics on).
   const tracing = fastifyTracingPlugin();

@@ -64,6 +64,11 @@ export class Metrics implements MetricSeries {
   readonly jobLastSuccess: Gauge<'job'>;
   readonly jobLastDuration: Gauge<'job'>;
   readonly jobFailures: Counter<'job'>;
+  readonly liveStreams: Gauge;
+  readonly liveDelivered: Counter<'event'>;
+  readonly liveLatency: Histogram;
+  readonly liveDroppedSlow: Counter;
+  readonly liveBatches: Counter;
   #queues: (() => Promise<QueueFigures[]>) | undefined;
   #replica: ReplicaSeries | undefined;
   readonly #onError: (err: unknown, series: string) => void;
@@ -201,6 +206,34 @@ export class Metrics implements MetricSeries {
       name: 'tenantry_job_failures_total',
       help: 'Failed runs of a job (each attempt counts)',
       labelNames: ['job'],
+      registers,
+    });
+
+    this.liveStreams = new Gauge({
+      name: 'tenantry_live_streams',
+      help: 'Streams of live changes (GET .../stream) this web process holds open',
+      registers,
+    });
+    this.liveDelivered = new Counter({
+      name: 'tenantry_live_events_delivered_total',
+      help: 'Events written to open streams, by event (created, updated, deleted, removed)',
+      labelNames: ['event'],
+      registers,
+    });
+    this.liveLatency = new Histogram({
+      name: 'tenantry_live_delivery_latency_seconds',
+      help: "Time from an event's transaction to its delivery on a stream (each delivered event counts)",
+      buckets: LATENCY_BUCKETS,
+      registers,
+    });
+    this.liveDroppedSlow = new Counter({
+      name: 'tenantry_live_streams_dropped_slow_total',
+      help: 'Streams dropped because their client did not read what waited for it (past live.max_buffer_bytes)',
+      registers,
+    });
+    this.liveBatches = new Counter({
+      name: 'tenantry_live_batches_total',
+      help: 'Batches read for the open streams: one transaction, one statement, per tenant with changes or a caller check due',
       registers,
     });
 

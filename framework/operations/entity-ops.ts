@@ -1,5 +1,6 @@
 import type { TProperties, TSchema } from 'typebox';
-import type { TxContext } from '../context/tx.ts';
+import { carryChange, publishedCount, type TxContext } from '../context/tx.ts';
+import { followsEntity } from '../live/follows.ts';
 import type { ResolvedEntity } from '../entity/resolve.ts';
 import type { AfterWriteInput, EntityRow, OneExchange } from '../entity/define.ts';
 import type { Services } from '../services.ts';
@@ -372,6 +373,7 @@ export class EntityOperations implements EntityOperationsApi {
     }
     // Then the people the body names, who must be able to act (access/actors.ts).
     await refuseNonActors(ctx, this.entity, definition.actors, body);
+    const ownEvents = publishedCount(ctx);
     const changes = (await definition.run(ctx, previous ?? null, body as never, services, prepared)) as
       | Values
       | undefined;
@@ -386,8 +388,10 @@ export class EntityOperations implements EntityOperationsApi {
     }
     if (!changes || Object.keys(changes).length === 0) return previous;
     this.values.validate(changes, source);
+    const changed = this.changedFields(previous, changes);
     const written = await this.write(ctx, previous, changes, source);
     if (!written) return previous;
+    this.carryCommandChange(ctx, ownEvents, written, changed);
     const row = await this.afterWrite(ctx, { op: 'command', command, row: written, previous });
     this.recordChange(ctx, previous, row, command);
     return row;
@@ -626,6 +630,25 @@ export class EntityOperations implements EntityOperationsApi {
     if (source.kind !== 'command')
       ctx.publish(this.entity.names.events.updated, { ...this.eventPayload(row), changed });
     return row;
+  }
+
+  /**
+   * A command publishes its own events (task.assigned), not the entity's updated one: the last of
+   * them carries the changed row to the entity's streams (framework/live); a command that changed
+   * the row and published nothing publishes the updated event, so no change escapes the outbox.
+   */
+  private carryCommandChange(ctx: TxContext, since: number, row: Row, changed: string[]): void {
+    if (!followsEntity(this.entity)) return;
+    const key = this.entity.names.key;
+    if (carryChange(ctx, since, { entity: key, id: row.id })) return;
+    ctx.publish(this.entity.names.events.updated, { ...this.eventPayload(row), changed });
+  }
+
+  /** The fields of `changes` that differ from the stored row: what a write stores. */
+  private changedFields(previous: Row, changes: Values): string[] {
+    return Object.keys(changes).filter(
+      (f) => f in this.entity.columns && changes[f] !== undefined && !sameValue((previous as Values)[f], changes[f]),
+    );
   }
 
   /**

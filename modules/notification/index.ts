@@ -1,6 +1,6 @@
 import { defineModule } from '../../framework/entity/define.ts';
 import { unreadCount } from './unread.ts';
-import { notificationRoutes } from './notification.routes.ts';
+import { notificationRoutes, notificationStream } from './notification.routes.ts';
 import { notificationMail } from './notification-mail.ts';
 import './notifications-table.ts';
 import { readAllRoute } from './read-all.route.ts';
@@ -15,6 +15,8 @@ export const notificationModule = defineModule({
   description: 'Per-person messages, optionally mailed',
   events: ['notification.created', 'notification.email_requested', 'notification.read'],
   routes: [...notificationRoutes, readAllRoute],
+  // GET /api/v1/notification/notifications/stream: the caller's own, live (framework/live).
+  streams: [notificationStream],
   subscriptions: [notificationMail],
   // The admin header's badge: the caller's unread count, read in the page's own transaction.
   // The badge opens the caller's notifications (notifications.admin.ts).

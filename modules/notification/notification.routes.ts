@@ -1,5 +1,5 @@
 import Type from 'typebox';
-import { defineRoute, type AnyRoute } from '../../framework/entity/define.ts';
+import { defineRoute, type AnyRoute, type LiveListDefinition } from '../../framework/entity/define.ts';
 import { notFound } from '../../framework/errors.ts';
 import { isUuid } from '../../framework/operations/entity-ops.ts';
 import { pageSchema } from '../../framework/operations/paging.ts';
@@ -115,3 +115,20 @@ export const notificationRoutes: readonly AnyRoute[] = [
     },
   }),
 ];
+
+/**
+ * The caller's own notifications, followed live (docs/api-conventions.md, "Live changes"): a new
+ * one arrives as created, one marked read as updated; nobody's stream names another person's.
+ */
+export const notificationStream: LiveListDefinition = {
+  path: BASE,
+  operationId: 'notification-notification-stream',
+  label: 'your notifications',
+  tags,
+  access: 'signedIn',
+  item: Notification,
+  table: 'notifications',
+  columns: { id: 'id', title: 'title', body: 'body', link: 'link', readAt: 'read_at', createdAt: 'created_at' },
+  owner: 'recipient_id',
+  events: { 'notification.created': 'created', 'notification.read': 'updated' },
+};

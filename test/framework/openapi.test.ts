@@ -155,7 +155,8 @@ describe('the OpenAPI document', () => {
       expect(success.length, route.operationId).toBeGreaterThan(0);
       for (const [status, response] of success) {
         if (status === '204') expect(response.content, route.operationId).toBeUndefined();
-        // JSON, an HTML page (the set-password page a mailed link opens) or bytes (a streamed file, a tenant's export archive).
+        // JSON, an HTML page (the set-password page a mailed link opens), bytes (a streamed file, a tenant's
+        // export archive) or server-sent events (a list's stream of live changes).
         else {
           const content = response.content ?? {};
           expect(
@@ -164,6 +165,7 @@ describe('the OpenAPI document', () => {
               content['text/html'] ??
               content['application/octet-stream'] ??
               content['application/gzip'] ??
+              content['text/event-stream'] ??
               content['*/*']
             )?.schema,
             `${route.operationId} ${status}`,

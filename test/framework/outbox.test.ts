@@ -629,11 +629,15 @@ describe('the worker: relay, subscriptions, audit', () => {
 
   // Each index of the outbox is written by every write request's insert and again by the relay's
   // mark: a third one is a deliberate choice (migrations/framework/0007_outbox_two_indexes.sql).
-  it('keeps two indexes: its key, and the unrelayed rows the relay claims', async () => {
+  // The third, outbox_live, is one: it holds only the events streams show, written by the relay's
+  // mark and never by an insert (its predicate), and serves a stream's batch
+  // (migrations/framework/0015_live_positions.sql).
+  it('keeps three indexes: its key, the unrelayed rows the relay claims, and the live positions', async () => {
     const { rows } = await pool().query(
       `select indexdef from pg_indexes where tablename = 'outbox' order by indexname`,
     );
     expect(rows.map((r) => r.indexdef.replace(/^.* USING /, ''))).toEqual([
+      'btree (tenant_id, "position") WHERE ("position" IS NOT NULL)',
       'btree (id) WHERE (relayed_at IS NULL)',
       'btree (id)',
     ]);

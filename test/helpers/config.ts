@@ -12,6 +12,7 @@ export function testConfig(overrides: DeepPartial<Config> = {}, env: NodeJS.Proc
     files: { ...(overrides.files ?? {}) },
     mail: { ...(overrides.mail ?? {}) },
     webhooks: { ...(overrides.webhooks ?? {}) },
+    live: { ...(overrides.live ?? {}) },
     metrics: { ...(overrides.metrics ?? {}) },
     billing: { ...(overrides.billing ?? {}), sandbox: { ...(overrides.billing?.sandbox ?? {}) } },
     history: { ...(overrides.history ?? {}) },

@@ -60,9 +60,23 @@ export class Client {
         { host: '127.0.0.1', port: this.port, method: req.method, path: req.path, headers, agent: this.agent },
         (res) => {
           const chunks: Buffer[] = [];
-          res.on('data', (c: Buffer) => chunks.push(c));
+          // A stream of live changes (GET <list>/stream) does not end by itself: once its first
+          // block (the retry hint, a reset) has come, the caller has been let in, and the suite
+          // closes it and checks what it answered like any other answer.
+          const streaming = res.statusCode === 200 && /^text\/event-stream/.test(String(res.headers['content-type']));
+          res.on('data', (c: Buffer) => {
+            chunks.push(c);
+            if (streaming && Buffer.concat(chunks).includes('\n\n')) {
+              finish();
+              request.destroy();
+            }
+          });
           res.on('error', reject);
-          res.on('end', () => {
+          res.on('end', () => finish());
+          let finished = false;
+          const finish = () => {
+            if (finished) return;
+            finished = true;
             const text = Buffer.concat(chunks).toString('utf8');
             const contentType = String(res.headers['content-type'] ?? '');
             let json: Record<string, unknown> | undefined;
@@ -80,7 +94,7 @@ export class Client {
               text,
             });
             resolve({ status: res.statusCode ?? 0, headers: res.headers, text, json });
-          });
+          };
         },
       );
       request.on('error', reject);

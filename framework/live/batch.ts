@@ -1,0 +1,179 @@
+import pg from 'pg';
+import type { LiveSource } from './sources.ts';
+import { quote } from '../operations/entity-sql.ts';
+
+/**
+ * The one statement a web process runs per tenant and batch, whatever the number of streams open
+ * on the tenant: it reads the tenant's events after the earliest position a stream is at, checks
+ * again every open stream's caller (session or personal access token, with the permissions their
+ * stored roles grant now) and reads each changed row once. It runs in a tenant transaction as the
+ * restricted role, so row-level security holds every table it reads to the tenant.
+ *
+ * Parameters: $1 the position after which events are read, $2 how many at most, $3 the sessions'
+ * ids, $4 the tokens' ids, $5 the transaction's time.
+ */
+
+/** Events read per batch at most; a batch that reads as many is followed at once by another. */
+export const BATCH_EVENTS = 500;
+
+// The callers, resolved as the opening statement resolves them (context/opening.ts): a session
+// while it lives, a token while it lives (its permissions intersected with its user's), for an
+// active, undeleted user, with the permissions their roles grant now. No row: no caller.
+const CALLERS = `
+callers as (
+  select 'session' as kind, s.id, g.permissions
+    from sessions s
+    join users u on u.tenant_id = s.tenant_id and u.id = s.user_id
+    cross join lateral (select coalesce(array_agg(p), '{}') as permissions
+                          from roles r cross join lateral unnest(r.permissions) p
+                         where r.tenant_id = s.tenant_id and r.name = any (u.roles)) g
+   where s.tenant_id = app_tenant_id() and s.id = any ($3::uuid[]) and s.expires_at > $5
+     and u.status = 'active' and u.deleted_at is null
+  union all
+  select 'token', k.id, e.permissions
+    from access_tokens k
+    join users u on u.tenant_id = k.tenant_id and u.id = k.user_id
+    cross join lateral (select coalesce(array_agg(p), '{}') as permissions
+                          from roles r cross join lateral unnest(r.permissions) p
+                         where r.tenant_id = k.tenant_id and r.name = any (u.roles)) g
+    cross join lateral (select array(select p from unnest(k.permissions) p where p = any (g.permissions) or '*' = any (g.permissions)
+                                     union
+                                     select p from unnest(g.permissions) p where '*' = any (k.permissions)) as permissions) e
+   where k.tenant_id = app_tenant_id() and k.id = any ($4::uuid[]) and k.expires_at > $5
+     and u.status = 'active' and u.deleted_at is null
+)`;
+
+// An event's row: a command's changed row (subject), or the payload's id when it is a uuid.
+const CHANGES = `
+changes as materialized (
+  select o.position, o.name, o.subject_entity, o.subject_id,
+         case when o.payload->>'id' ~* '^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$'
+              then (o.payload->>'id')::uuid end as row_id,
+         extract(epoch from clock_timestamp() - o.occurred_at)::float8 as age
+    from outbox o
+   where o.tenant_id = app_tenant_id() and o.position > $1::bigint
+   order by o.position
+   limit $2
+)`;
+
+const literal = (value: string) => `'${value.replaceAll("'", "''")}'`;
+
+/** The rows of one source the batch's events name: each as its columns' text, and whether it is live. */
+function rowsOf(source: LiveSource, i: number): string {
+  const names = [...source.kinds.keys()].map(literal).join(', ');
+  const wanted = [
+    ...(names ? [`select row_id from changes where name in (${names})`] : []),
+    ...(source.subject ? [`select subject_id from changes where subject_entity = ${literal(source.subject)}`] : []),
+  ].join(' union ');
+  const columns = source.columns.map((c) => `x.${quote(c)}::text`).join(', ');
+  return `
+r${i} as (
+  select x."id", json_build_array(${columns}) as cols, ${source.live ? `(x.${source.live})` : 'true'} as live
+    from ${source.table} x
+   where x."id" in (${wanted})
+)`;
+}
+
+/** The statement for a tenant whose open streams follow these sources (one text per set of sources). */
+export function batchStatement(sources: readonly LiveSource[]): string {
+  const ctes = [CHANGES, CALLERS, ...sources.map(rowsOf)].join(',');
+  const rows = sources
+    .map((_, i) => `(select coalesce(json_agg(json_build_array(r.id, r.cols, r.live)), '[]') from r${i} r) as r${i}`)
+    .join(',\n       ');
+  return `with ${ctes}
+select (select coalesce(json_agg(json_build_array(c.position, c.name, c.subject_entity, c.subject_id, c.row_id, c.age)
+                                 order by c.position), '[]') from changes c) as changes,
+       (select coalesce(json_agg(json_build_array(k.kind, k.id, k.permissions)), '[]') from callers k) as callers${rows ? `,\n       ${rows}` : ''}`;
+}
+
+/** An event the batch read. */
+export interface Change {
+  position: number;
+  name: string;
+  subjectEntity: string | null;
+  subjectId: string | null;
+  rowId: string | null;
+  /** Seconds from the event's transaction to the batch's read (PostgreSQL's clock on both ends). */
+  age: number;
+}
+
+/** A changed row as the batch read it: its columns parsed as pg parses them, and whether it is live. */
+export interface ChangedRow {
+  values: Record<string, unknown>;
+  live: boolean;
+  /** The item as the list answers it (afterRead applied), once the batch has presented it. */
+  item?: unknown;
+}
+
+export interface BatchResult {
+  changes: Change[];
+  /** `session:<id>` or `token:<id>` → the permissions the caller holds now; a missing caller is gone. */
+  callers: Map<string, ReadonlySet<string>>;
+  /** Per source (in the statement's order), the changed rows by id. */
+  rows: Map<string, ChangedRow>[];
+}
+
+type Json = unknown[];
+
+/** The batch's one row, parsed; `parsers` gives each source's column parsers (columnParsers). */
+export function parseBatch(
+  row: Record<string, unknown>,
+  sources: readonly LiveSource[],
+  parsers: ReadonlyMap<string, readonly ((text: string) => unknown)[]>,
+): BatchResult {
+  const changes = (row.changes as Json[]).map(([position, name, subjectEntity, subjectId, rowId, age]) => ({
+    position: Number(position),
+    name: name as string,
+    subjectEntity: (subjectEntity as string | null) ?? null,
+    subjectId: (subjectId as string | null) ?? null,
+    rowId: (rowId as string | null) ?? null,
+    age: Number(age),
+  }));
+  const callers = new Map<string, ReadonlySet<string>>();
+  for (const [kind, id, permissions] of row.callers as Json[])
+    callers.set(`${kind as string}:${id as string}`, new Set(permissions as string[]));
+  const rows = sources.map((source, i) => {
+    const parse = parsers.get(source.key)!;
+    const byId = new Map<string, ChangedRow>();
+    for (const [id, cols, live] of row[`r${i}`] as Json[]) {
+      const values: Record<string, unknown> = {};
+      (cols as (string | null)[]).forEach((text, c) => {
+        values[source.columns[c]!] = text === null ? null : parse[c]!(text);
+      });
+      byId.set(id as string, { values, live: live === true });
+    }
+    return byId;
+  });
+  return { changes, callers, rows };
+}
+
+const COLUMN_TYPES = `
+select c.relname as "table", a.attname as "column", a.atttypid::int as oid
+  from pg_attribute a join pg_class c on c.oid = a.attrelid
+ where c.oid = any ($1::regclass[]) and a.attnum > 0 and not a.attisdropped`;
+
+/**
+ * Each source's column parsers, from the columns' types: a batch reads a row's columns as text and
+ * parses them as pg parses the read route's, so an event's row is the value the read route answers.
+ * Asked once, when the web process starts.
+ */
+export async function columnParsers(
+  pool: pg.Pool,
+  sources: readonly LiveSource[],
+): Promise<Map<string, ((text: string) => unknown)[]>> {
+  if (sources.length === 0) return new Map();
+  const { rows } = await pool.query<{ table: string; column: string; oid: number }>(COLUMN_TYPES, [
+    [...new Set(sources.map((s) => s.table))],
+  ]);
+  const oids = new Map(rows.map((r) => [`${quote(r.table)}.${r.column}`, r.oid]));
+  return new Map(
+    sources.map((source) => [
+      source.key,
+      source.columns.map((column) => {
+        const oid = oids.get(`${source.table}.${column}`);
+        if (oid === undefined) throw new Error(`live list ${source.key}: ${source.table} has no column ${column}`);
+        return pg.types.getTypeParser(oid, 'text') as (text: string) => unknown;
+      }),
+    ]),
+  );
+}

@@ -1,0 +1,82 @@
+import { Readable } from 'node:stream';
+import type { ServerResponse } from 'node:http';
+
+/** The events of a stream (docs/api-conventions.md, "Live changes"). */
+export type StreamEvent = 'created' | 'updated' | 'deleted' | 'removed' | 'reset' | 'end';
+
+/** Why a stream ended with `event: end`: the caller's refusal, as the list's route would answer it now. */
+export type EndReason = 'AUTH_REQUIRED' | 'AUTH_FORBIDDEN';
+
+/** How long a client waits before reconnecting, told once when a stream opens (the `retry:` field). */
+export const RETRY_MS = 2000;
+
+/**
+ * One open stream's connection: a Readable that fastify pipes to the response, written as
+ * server-sent events. What the client has not read yet is bounded: past `maxBuffered` bytes (in
+ * this Readable and the response's buffer together) the connection is dropped, and the client
+ * resumes from its last event id. No database connection is ever held here.
+ */
+export class EventStream {
+  readonly readable = new Readable({ read() {} });
+  private readonly response: ServerResponse;
+  private readonly maxBuffered: number;
+  private readonly onDropped: () => void;
+  private closed = false;
+
+  constructor(response: ServerResponse, maxBuffered: number, onDropped: () => void) {
+    this.response = response;
+    this.maxBuffered = maxBuffered;
+    this.onDropped = onDropped;
+  }
+
+  get isClosed(): boolean {
+    return this.closed || this.response.destroyed;
+  }
+
+  /** The reconnection delay, first of all. */
+  open(): void {
+    this.write(`retry: ${RETRY_MS}\n\n`);
+  }
+
+  /** An event with its position (the client's Last-Event-ID on reconnect) and its data (JSON text). */
+  event(event: StreamEvent, data: string, position?: number): boolean {
+    return this.write(`${position === undefined ? '' : `id: ${position}\n`}event: ${event}\ndata: ${data}\n\n`);
+  }
+
+  /** A comment line: keeps proxies and the client from taking a quiet stream for a dead one. */
+  heartbeat(): boolean {
+    return this.write(': heartbeat\n\n');
+  }
+
+  /** The last event, then the end of the answer: the client should not reconnect. */
+  end(reason: EndReason): void {
+    this.event('end', JSON.stringify({ reason }));
+    this.close();
+  }
+
+  /** Ends the answer cleanly (shutdown): an EventSource reconnects, elsewhere, from its last event id. */
+  close(): void {
+    if (this.closed) return;
+    this.closed = true;
+    this.readable.push(null);
+  }
+
+  /** Bytes written and not yet taken by the client. */
+  buffered(): number {
+    return this.readable.readableLength + this.response.writableLength;
+  }
+
+  private write(text: string): boolean {
+    if (this.isClosed) return false;
+    this.readable.push(text);
+    if (this.buffered() > this.maxBuffered) {
+      // A client that does not read: drop it rather than hold its backlog.
+      this.closed = true;
+      this.response.destroy();
+      this.readable.destroy();
+      this.onDropped();
+      return false;
+    }
+    return true;
+  }
+}

@@ -1,0 +1,357 @@
+import type { FastifyReply, FastifyRequest } from 'fastify';
+import type { Readable } from 'node:stream';
+import type { FastifyBaseLogger } from 'fastify';
+import type { Config } from '../config/schema.ts';
+import type { Db } from '../db/pool.ts';
+import type { ChangeListener } from '../db/listener.ts';
+import type { TenantRef } from '../context/tenant.ts';
+import type { TenantTransactions, TxContext } from '../context/tx.ts';
+import type { Metrics } from '../observability/metrics.ts';
+import type { LiveStreams } from '../contracts/services.ts';
+import { problem } from '../errors.ts';
+import { prepared } from '../db/statements.ts';
+import { run } from '../operations/entity-sql.ts';
+import { EventStream, type EndReason } from './event-stream.ts';
+import { LIVE_CHANNEL, startPosition } from './positions.ts';
+import { BATCH_EVENTS, batchStatement, columnParsers, parseBatch, type BatchResult, type Change } from './batch.ts';
+import { liveEventNames, type LiveSource } from './sources.ts';
+import { LAST_EVENT_ID } from './stream-route.ts';
+import { deliveries, type Delivery } from './deliveries.ts';
+import type { OpenStream } from './open-stream.ts';
+
+/** Batches running at once in a process: each holds a pool connection for one short transaction. */
+const CONCURRENT_BATCHES = 2;
+/** A batch that failed (the database away) is tried again after this long; its streams stay open. */
+const RETRY_AFTER_FAILURE_MS = 1000;
+/** Retry-After of the 429s: a process full of streams, and a caller holding as many as it may. */
+const PROCESS_FULL_RETRY_SECONDS = 5;
+const CALLER_FULL_RETRY_SECONDS = 30;
+
+type Values = Record<string, unknown>;
+
+/** The open streams of one tenant in this process, and the state of its batches. */
+interface TenantStreams {
+  tenant: TenantRef;
+  streams: Set<OpenStream>;
+  queued: boolean;
+  running: boolean;
+  /** Something happened while it ran or waited: one more batch after this one. */
+  again: boolean;
+  lastBatchAt: number;
+}
+
+export interface LiveHubOptions {
+  db: Db;
+  transactions: TenantTransactions;
+  config: Config['live'];
+  sources: readonly LiveSource[];
+  log: FastifyBaseLogger;
+  metrics?: Metrics | undefined;
+}
+
+/**
+ * The open streams of this web process, held in memory by tenant. The process learns of relayed
+ * changes by NOTIFY (LIVE_CHANNEL, on its one LISTEN connection) and then runs, for each tenant
+ * concerned, a batch: one transaction with one statement (batch.ts) that checks every open
+ * stream's caller again and reads the changed rows once, however many streams are open. Between
+ * batches no stream holds a database connection. Callers are also checked every
+ * live.recheck_seconds, so a stream whose caller went ends even when nothing changes.
+ */
+export class LiveHub implements LiveStreams {
+  /** The events some stream shows, by name: the relay gives them live positions. */
+  readonly events: ReadonlySet<string>;
+  private readonly options: LiveHubOptions;
+  private readonly sources: ReadonlyMap<string, LiveSource>;
+  private readonly tenants = new Map<string, TenantStreams>();
+  private readonly queue: TenantStreams[] = [];
+  private readonly perCaller = new Map<string, number>();
+  private readonly running = new Set<Promise<void>>();
+  private parsers: Map<string, ((text: string) => unknown)[]> | undefined;
+  private readonly statements = new Map<string, string>();
+  private open_ = 0;
+  private reserved = 0;
+  private timers: NodeJS.Timeout[] = [];
+  private stopped = false;
+
+  constructor(options: LiveHubOptions) {
+    this.options = options;
+    this.sources = new Map(options.sources.map((source) => [source.key, source]));
+    this.events = liveEventNames(options.sources);
+  }
+
+  /** Subscribes to the relay's notifications (before the listener starts). */
+  listen(listener: ChangeListener): void {
+    listener.on(LIVE_CHANNEL, (payload) => {
+      for (const tenantId of payload.split(',')) {
+        const group = this.tenants.get(tenantId);
+        if (group) this.schedule(group);
+      }
+    });
+    // Notifications may have been missed while the listener was away: every tenant catches up.
+    listener.onLost(() => {
+      for (const group of this.tenants.values()) this.schedule(group);
+    });
+  }
+
+  /** Readies the batches (each list's column types) and starts the heartbeat and the caller checks: a web process. */
+  async start(): Promise<void> {
+    this.parsers = await columnParsers(this.options.db.pool, this.options.sources);
+    const { heartbeat_seconds: heartbeat, recheck_seconds: recheck } = this.options.config;
+    this.timers.push(setInterval(() => this.heartbeat(), heartbeat * 1000));
+    // Half the interval: a caller is checked again at most recheck_seconds after its last check.
+    this.timers.push(setInterval(() => this.recheck(recheck * 1000), (recheck * 1000) / 2));
+    for (const timer of this.timers) timer.unref();
+  }
+
+  /** Streams open in this process. */
+  get openStreams(): number {
+    return this.open_;
+  }
+
+  /**
+   * Opens a stream for the caller of the list route's transaction: refuses past the limits (429),
+   * reads where it starts (Last-Event-ID), and hands fastify the Readable to send. The stream joins
+   * its tenant's once the transaction has committed; a first batch then replays what it missed.
+   */
+  async open(tx: TxContext, list: string, request: FastifyRequest, reply: FastifyReply): Promise<Readable> {
+    const source = this.sources.get(list);
+    if (!source) throw new Error(`no live list ${list}`);
+    if (!this.parsers || this.stopped) throw problem('NOT_READY', 'This process does not serve streams');
+    const session = tx.session;
+    if (!session) throw problem('AUTH_REQUIRED');
+    const caller = `${session.via === 'token' ? 'token' : 'session'}:${session.id}`;
+    const release = this.reserve(`${tx.tenant.id}/${caller}`);
+    tx.onRollback(release);
+    const header = request.headers[LAST_EVENT_ID];
+    const start = await startPosition(
+      tx,
+      typeof header === 'string' ? Number(header) : undefined,
+      this.options.config.replay_minutes,
+    );
+    const sse = new EventStream(reply.raw, this.options.config.max_buffer_bytes, () =>
+      this.options.metrics?.liveDroppedSlow.inc(),
+    );
+    const stream: OpenStream = {
+      source,
+      sse,
+      position: start.position,
+      caller,
+      permission: typeof source.access === 'object' ? source.access.permission : undefined,
+      access: source.accessOf(tx),
+      serialize: reply.compileSerializationSchema(source.rowSchema as Values) as (row: unknown) => string,
+    };
+    const tenant = tx.tenant;
+    let attached = false;
+    reply.raw.once('close', () => {
+      sse.close();
+      if (attached) this.detach(tenant.id, stream);
+      release();
+    });
+    tx.afterCommit(() => {
+      if (sse.isClosed) return;
+      attached = true;
+      this.attach(tenant, stream);
+    });
+    reply.header('content-type', 'text/event-stream; charset=utf-8').header('x-accel-buffering', 'no');
+    sse.open();
+    if (start.reset) sse.event('reset', '{}', start.position);
+    return sse.readable;
+  }
+
+  /**
+   * Ends every stream (shutdown): each answer ends cleanly, its client reconnects (elsewhere) from
+   * its last event id, and nothing is lost. Waits for the batches under way.
+   */
+  async close(): Promise<void> {
+    this.stopped = true;
+    for (const timer of this.timers) clearInterval(timer);
+    this.timers = [];
+    for (const group of this.tenants.values()) for (const stream of group.streams) stream.sse.close();
+    await Promise.allSettled([...this.running]);
+  }
+
+  /** Takes a place for a new stream of the caller (key: tenant and caller); the function gives it back, once. */
+  private reserve(key: string): () => void {
+    const { max_streams: max, max_streams_per_caller: perCaller } = this.options.config;
+    if (this.reserved >= max)
+      throw problem('RATE_LIMITED', `This server holds as many streams as it may (${max}); try again shortly`, {
+        extensions: { retryAfterSeconds: PROCESS_FULL_RETRY_SECONDS },
+      });
+    const held = this.perCaller.get(key) ?? 0;
+    if (held >= perCaller)
+      throw problem('RATE_LIMITED', `This session or token already holds ${perCaller} open streams; close one first`, {
+        extensions: { retryAfterSeconds: CALLER_FULL_RETRY_SECONDS },
+      });
+    this.reserved++;
+    this.perCaller.set(key, held + 1);
+    let released = false;
+    return () => {
+      if (released) return;
+      released = true;
+      this.reserved--;
+      const left = (this.perCaller.get(key) ?? 1) - 1;
+      if (left > 0) this.perCaller.set(key, left);
+      else this.perCaller.delete(key);
+    };
+  }
+
+  private attach(tenant: TenantRef, stream: OpenStream): void {
+    let group = this.tenants.get(tenant.id);
+    if (!group) {
+      group = {
+        tenant,
+        streams: new Set(),
+        queued: false,
+        running: false,
+        again: false,
+        lastBatchAt: performance.now(),
+      };
+      this.tenants.set(tenant.id, group);
+    }
+    group.streams.add(stream);
+    this.open_++;
+    this.options.metrics?.liveStreams.inc();
+    // What committed between its start position and now reaches it with the next batch.
+    this.schedule(group);
+  }
+
+  private detach(tenantId: string, stream: OpenStream): void {
+    const group = this.tenants.get(tenantId);
+    if (!group?.streams.delete(stream)) return;
+    this.open_--;
+    this.options.metrics?.liveStreams.dec();
+    if (group.streams.size === 0 && !group.running && !group.queued) this.tenants.delete(tenantId);
+  }
+
+  private heartbeat(): void {
+    for (const group of this.tenants.values()) for (const stream of group.streams) stream.sse.heartbeat();
+  }
+
+  private recheck(intervalMs: number): void {
+    const due = performance.now() - intervalMs / 2;
+    for (const group of this.tenants.values()) if (group.lastBatchAt <= due) this.schedule(group);
+  }
+
+  private schedule(group: TenantStreams): void {
+    if (this.stopped) return;
+    if (group.running || group.queued) {
+      group.again = true;
+      return;
+    }
+    group.queued = true;
+    this.queue.push(group);
+    this.pump();
+  }
+
+  private pump(): void {
+    while (this.running.size < CONCURRENT_BATCHES && this.queue.length > 0) {
+      const group = this.queue.shift()!;
+      group.queued = false;
+      group.running = true;
+      group.again = false;
+      const done: Promise<void> = this.drain(group).finally(() => {
+        this.running.delete(done);
+        group.running = false;
+        if (group.streams.size === 0) this.tenants.delete(group.tenant.id);
+        else if (group.again) this.schedule(group);
+        this.pump();
+      });
+      this.running.add(done);
+    }
+  }
+
+  /** Batches until the tenant's streams have read everything there is. */
+  private async drain(group: TenantStreams): Promise<void> {
+    try {
+      while (!this.stopped && (await this.batch(group))) {}
+    } catch (err) {
+      this.options.log.warn({ err, tenant: group.tenant.id }, 'live batch failed; retrying');
+      setTimeout(() => this.schedule(group), RETRY_AFTER_FAILURE_MS).unref();
+    }
+  }
+
+  /** One batch of the tenant: true when it read a full batch of events (more may wait). */
+  private async batch(group: TenantStreams): Promise<boolean> {
+    const streams = [...group.streams].filter((s) => !s.sse.isClosed);
+    if (streams.length === 0) return false;
+    group.lastBatchAt = performance.now();
+    const sources = [...new Set(streams.map((s) => s.source))].sort((a, b) => a.key.localeCompare(b.key));
+    const from = Math.min(...streams.map((s) => s.position));
+    const callers = new Set(streams.map((s) => s.caller));
+    const ids = (kind: string) =>
+      [...callers].filter((c) => c.startsWith(`${kind}:`)).map((c) => c.slice(kind.length + 1));
+    const text = this.statementFor(sources);
+    const result = await this.options.transactions.run(group.tenant, async (tx) => {
+      const [row] = await run<Values>(tx.db, text, [from, BATCH_EVENTS, ids('session'), ids('token'), tx.now]);
+      const read = parseBatch(row!, sources, this.parsers!);
+      await this.present(tx, sources, read);
+      return read;
+    });
+    this.options.metrics?.liveBatches.inc();
+    const readAt = performance.now();
+    this.deliver(group, streams, sources, result, readAt);
+    return result.changes.length === BATCH_EVENTS;
+  }
+
+  /** The items of the changed rows, as the list answers them (afterRead run once per row). */
+  private async present(tx: TxContext, sources: readonly LiveSource[], read: BatchResult): Promise<void> {
+    for (const [i, source] of sources.entries()) {
+      for (const row of read.rows[i]!.values()) {
+        const item = source.item(row.values);
+        row.item = source.present ? await source.present(tx, item) : item;
+      }
+    }
+  }
+
+  private deliver(
+    group: TenantStreams,
+    streams: readonly OpenStream[],
+    sources: readonly LiveSource[],
+    read: BatchResult,
+    readAt: number,
+  ): void {
+    const live = streams.filter((stream) => {
+      const reason = refusal(stream, read.callers);
+      if (!reason) return true;
+      stream.sse.end(reason);
+      return false;
+    });
+    const metrics = this.options.metrics;
+    for (const change of read.changes) {
+      for (const [i, source] of sources.entries()) {
+        const followers = live.filter((s) => s.source === source && s.position < change.position);
+        if (followers.length === 0) continue;
+        for (const delivery of deliveries(source, change, read.rows[i]!, followers)) {
+          if (!delivery.stream.sse.event(delivery.event, delivery.data(), change.position)) continue;
+          if (metrics) observe(metrics, delivery, change, readAt);
+        }
+      }
+    }
+    const last = read.changes.at(-1)?.position;
+    if (last !== undefined) for (const stream of live) if (stream.position < last) stream.position = last;
+    for (const stream of streams) if (stream.sse.isClosed) this.detach(group.tenant.id, stream);
+  }
+
+  private statementFor(sources: readonly LiveSource[]): string {
+    const key = sources.map((s) => s.key).join('|');
+    let text = this.statements.get(key);
+    if (!text) {
+      text = prepared(batchStatement(sources));
+      this.statements.set(key, text);
+    }
+    return text;
+  }
+}
+
+/** Why the stream's caller may no longer follow it, as the list's route would refuse them now; none: they may. */
+function refusal(stream: OpenStream, callers: ReadonlyMap<string, ReadonlySet<string>>): EndReason | undefined {
+  const permissions = callers.get(stream.caller);
+  if (!permissions) return 'AUTH_REQUIRED';
+  if (stream.permission && !permissions.has('*') && !permissions.has(stream.permission)) return 'AUTH_FORBIDDEN';
+  return undefined;
+}
+
+function observe(metrics: Metrics, delivery: Delivery, change: Change, readAt: number): void {
+  metrics.liveDelivered.inc({ event: delivery.event });
+  metrics.liveLatency.observe(change.age + (performance.now() - readAt) / 1000);
+}

@@ -1,0 +1,18 @@
+import type { EventStream } from './event-stream.ts';
+import type { LiveSource } from './sources.ts';
+
+/** One open stream: its client's connection and what its batches need to know. */
+export interface OpenStream {
+  readonly source: LiveSource;
+  readonly sse: EventStream;
+  /** The last position considered for it: the next batch shows it the events after. */
+  position: number;
+  /** `session:<id>` or `token:<id>`: whom the batches check again. */
+  readonly caller: string;
+  /** The permission the list asks for; undefined: signed in is enough. */
+  readonly permission: string | undefined;
+  /** The caller's row access (column = value), decided when it opened. */
+  readonly access: readonly (readonly [string, unknown])[];
+  /** The row as the list's route serializes it. */
+  readonly serialize: (row: unknown) => string;
+}
