@@ -7,11 +7,12 @@ import type { TxContext } from '../context/tx.ts';
 import { SYSTEM_ACTOR } from '../context/actor.ts';
 import type { AnyEntity } from './define.ts';
 import { hasDateTimeFormat, isDeclaredDateTime } from './date-time.ts';
+import { isReservedName, RESERVED_NAMES } from '../query/query-model.ts';
+import { referenceName } from '../operations/entity-query.ts';
+import { BootCheckError } from './boot-check-error.ts';
+import { referenceProblems } from './references.ts';
 
-/** Raised at boot when the declarations disagree; the service refuses to start. */
-export class BootCheckError extends Error {
-  override name = 'BootCheckError';
-}
+export { BootCheckError } from './boot-check-error.ts';
 
 /**
  * The startup checks every role runs, over the declarations and what was composed from them (the
@@ -76,6 +77,7 @@ export function checkRegistry(
         problems.push(`entity ${entity.names.key}: hookPublishes names undeclared event ${event}`);
     }
     problems.push(...publicReadProblems(entity.names.key, def));
+    problems.push(...queryProblems(entity));
     // History's routes sit beside the commands': <item>/history and <item>/restore.
     if (def.history !== false) {
       for (const name of ['history', 'restore'])
@@ -84,6 +86,12 @@ export function checkRegistry(
             `entity ${entity.names.key}: command ${name} would take the history route's path; rename it, or declare history: false`,
           );
     }
+    problems.push(
+      ...referenceProblems(
+        def,
+        registry.entities.map((e) => e.def),
+      ),
+    );
     problems.push(...stateProblems(entity, registry));
     problems.push(...codeProblems(entity, registry));
     problems.push(...actorProblems(entity, registry, permissionKnown));
@@ -99,7 +107,6 @@ export function checkRegistry(
       ['uniqueCodes', Object.keys(def.uniqueCodes ?? {})],
       ['eventFields', def.eventFields ?? []],
       ['storage.unique', (def.storage?.unique ?? []).map((u) => (typeof u === 'string' ? u : u.field))],
-      ['storage.references', Object.keys(def.storage?.references ?? {})],
       ['admin.references', Object.keys(def.admin?.references ?? {})],
       ['searchable', def.searchable ?? []],
       ['states', def.states ? [def.states.field] : []],
@@ -401,6 +408,48 @@ function stateProblems(entity: ResolvedEntity, registry: Registry): string[] {
       ...(command.states.unchanged ?? []),
       ...(command.states.to === undefined ? [] : [command.states.to]),
     ]);
+  }
+  return problems;
+}
+
+/**
+ * What a list's query may name must leave the query's own parameters alone and name what exists:
+ * no field, computed field or reference takes a reserved name (limit, offset, sort, after, q, or,
+ * fields, expand, format); `filterable` names fields; a reference's query name is no
+ * field's, and a declared one belongs to a declared reference.
+ */
+function queryProblems(entity: ResolvedEntity): string[] {
+  const { def, names } = entity;
+  const where = `entity ${names.key}`;
+  const problems: string[] = [];
+  const own = new Set([...SYSTEM_FIELDS, ...entity.fields, ...entity.computed]);
+  for (const name of [...entity.fields, ...entity.computed]) {
+    if (isReservedName(name))
+      problems.push(
+        `${where}: field ${name} has a name a list's query reserves for its own parameters (${RESERVED_NAMES.join(', ')}); rename it`,
+      );
+  }
+  for (const name of def.filterable ?? []) {
+    if (!(SYSTEM_FIELDS as readonly string[]).includes(name) && !(name in def.fields))
+      problems.push(`${where}: filterable field ${name} is not a field`);
+  }
+  for (const field of Object.keys(def.referenceNames ?? {})) {
+    if (!(field in (def.admin?.references ?? {})))
+      problems.push(`${where}: referenceNames names ${field}, which is no reference`);
+  }
+  const taken = new Map<string, string>();
+  for (const field of Object.keys(def.admin?.references ?? {})) {
+    const name = referenceName(entity, field);
+    if (name === undefined) continue;
+    if (own.has(name))
+      problems.push(
+        `${where}: reference ${field} is named ${name} in queries, which is a field's name; declare another in referenceNames`,
+      );
+    if (isReservedName(name))
+      problems.push(`${where}: reference ${field} is named ${name} in queries, a name the query reserves`);
+    const earlier = taken.get(name);
+    if (earlier) problems.push(`${where}: references ${earlier} and ${field} are both named ${name} in queries`);
+    taken.set(name, field);
   }
   return problems;
 }

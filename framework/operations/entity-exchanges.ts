@@ -8,6 +8,10 @@ import { hasDateTimeFormat } from '../entity/date-time.ts';
 import { notFound } from '../errors.ts';
 import { isUuid, quote, run, where } from './entity-sql.ts';
 import type { KeysetPager, ListFilter, ListPlace, PageQuery } from './paging.ts';
+import type { QueryReference } from '../query/query-model.ts';
+import { compileFilter, expansionColumn, expansionSelect } from '../query/compile.ts';
+import { admitReferences } from '../query/expansion.ts';
+import { isEmptyQuery, type ListQuery } from '../query/parse.ts';
 import { StatementShapes, WRITE_SHAPES_PER_KIND } from './statement-shapes.ts';
 import { uniqueFailure } from './unique-violation.ts';
 import type { EntityHistory } from '../history/entity-history.ts';
@@ -23,6 +27,8 @@ export interface ExchangeSource {
   readonly selectList: string;
   /** The condition every live row meets (empty for a hard-deleting entity). */
   readonly live: string;
+  /** Which references a statement may read through (decided at boot, exchangeKinds). */
+  readonly exchangeKinds: ExchangeKinds;
   toRow(values: Values): Row;
   toColumnValue(field: string, value: unknown): unknown;
   eventPayload(row: Row): Values;
@@ -37,6 +43,12 @@ export interface ExchangeKinds {
   readonly list: boolean;
   readonly read: boolean;
   readonly create: boolean;
+  /**
+   * The references a one-statement list or read may filter through and expand inside its
+   * statement: those whose entity's rows need no caller (row access) and no code after the
+   * statement (afterRead). A query naming another goes through the handler.
+   */
+  readonly references: ReadonlySet<string>;
 }
 
 /**
@@ -47,7 +59,10 @@ export interface ExchangeKinds {
  * event carries a field the body may leave to the database or that PostgreSQL would print in its
  * own form (a date-time): the event is made from the body before the insert runs.
  */
-export function exchangeKinds(entity: ResolvedEntity): ExchangeKinds {
+export function exchangeKinds(
+  entity: ResolvedEntity,
+  references: ReadonlyMap<string, QueryReference> = new Map(),
+): ExchangeKinds {
   const def = entity.def;
   const rows = !def.rowAccess && !def.hooks?.afterRead;
   const states = def.states;
@@ -61,8 +76,13 @@ export function exchangeKinds(entity: ResolvedEntity): ExchangeKinds {
     !def.hooks?.afterRead &&
     !bodyMayNameState &&
     (def.eventFields ?? []).every(bodyCarries);
-  return { list: rows, read: rows, create };
+  const inStatement = [...references.values()].filter((r) => r.target.inStatement).map((r) => r.name);
+  return { list: rows, read: rows, create, references: new Set(inStatement) };
 }
+
+/** Whether the statement can answer the query by itself: every reference it names may be read inside it. */
+const answersInStatement = (query: ListQuery, kinds: ExchangeKinds): boolean =>
+  query.references.every((r) => kinds.references.has(r.name));
 
 /**
  * The generic list, read and create as one statement each, for a one-exchange request
@@ -76,28 +96,31 @@ export class EntityExchanges {
   private readonly source: ExchangeSource;
   /** The read permission as a list condition: the page requires it, the count runs only when it holds. */
   private readonly canRead: ListFilter;
-  private readonly readText: string;
+  private readonly canReadSql: string;
+  /** Read texts by the expansions they carry (none: the plain read). */
+  private readonly readTexts = new Map<string, string>();
   private readonly insertShapes = new StatementShapes(WRITE_SHAPES_PER_KIND);
 
   constructor(source: ExchangeSource) {
     this.source = source;
-    const canReadSql = permissionPredicate(source.entity.def.permissions.read);
-    this.canRead = { conditions: [], params: [], guard: canReadSql };
-    this.readText = prepared(
-      `select ${source.selectList} from ${source.table}${where('id = $1', source.live, canReadSql)}`,
-    );
+    this.canReadSql = permissionPredicate(source.entity.def.permissions.read);
+    this.canRead = { conditions: [], params: [], guard: this.canReadSql };
   }
 
   /**
-   * The page as one statement, its cursors sealed for the place (the request's tenant). Undefined
-   * for a search (q), which the handler's filter carries.
+   * The page as one statement, with the query's filters, sort and expansions in it. Undefined for a
+   * search (q), which the handler's filter carries, and for a query naming a reference whose rows
+   * the statement cannot read by itself (exchangeKinds): the handler serves those. Its cursors are
+   * sealed for the place (the request's tenant).
    */
-  list(page: PageQuery, place: ListPlace): OneExchange | undefined {
-    if (page.q !== undefined) return undefined;
+  list(page: PageQuery, place: ListPlace, query: ListQuery): OneExchange | undefined {
+    if (page.q !== undefined || !answersInStatement(query, this.source.exchangeKinds)) return undefined;
     const { pager } = this.source;
-    const { text, params, walk } = pager.statement(page, this.canRead, place);
+    const filter = this.listFilter(query);
+    const { text, params, walk } = pager.statement(page, filter, place);
     return {
       statement: { text, values: params },
+      admit: (can) => admitReferences(query, can),
       answer: async (rows, more) => {
         return pager.answer(
           rows,
@@ -105,10 +128,10 @@ export class EntityExchanges {
           walk,
           () =>
             more(async (ctx) => {
-              const count = pager.countStatement(this.canRead);
+              const count = pager.countStatement(filter);
               return Number((await run<{ n: string }>(ctx.db, count.text, count.params))[0]!.n);
             }),
-          (r) => this.source.toRow(r),
+          (r) => this.row(r, query.expand),
         );
       },
       failed: (err) => pager.failure(err, walk),
@@ -116,18 +139,56 @@ export class EntityExchanges {
   }
 
   /**
-   * A read by id as one statement; no row is 404 once the guard has passed. Undefined for an id
-   * that is no UUID (the handler answers it, after the guard).
+   * A read by id as one statement, with the query's expansions in it; no row is 404 once the guard
+   * has passed. Undefined for an id that is no UUID, and for an expansion the statement cannot
+   * read by itself (the handler answers those, after the guard).
    */
-  read(id: string): OneExchange | undefined {
-    if (!isUuid(id)) return undefined;
+  read(id: string, query: ListQuery): OneExchange | undefined {
+    if (!isUuid(id) || !answersInStatement(query, this.source.exchangeKinds)) return undefined;
     return {
-      statement: { text: this.readText, values: [id] },
+      statement: { text: this.readText(query.expand), values: [id] },
+      admit: (can) => admitReferences(query, can),
       answer: async (rows) => {
         if (!rows[0]) throw notFound();
-        return this.source.toRow(rows[0]);
+        return this.row(rows[0], query.expand);
       },
     };
+  }
+
+  /** The read permission and the query's conditions and expansions, as the pager takes them. */
+  private listFilter(query: ListQuery): ListFilter {
+    if (isEmptyQuery(query)) return this.canRead;
+    const compiled = compileFilter(query, 1);
+    return {
+      ...this.canRead,
+      conditions: compiled.conditions,
+      params: compiled.params,
+      ...(query.expand.length > 0 ? { columns: query.expand.map(expansionSelect) } : {}),
+      ...(compiled.conditions.length > 0 ? { varies: true, binding: JSON.stringify([[], [], query.written]) } : {}),
+    };
+  }
+
+  /** The read's text with these expansions: one per set of expanded references, built once. */
+  private readText(expand: readonly QueryReference[]): string {
+    const key = expand.map((r) => r.name).join(',');
+    let text = this.readTexts.get(key);
+    if (!text) {
+      const { selectList, table, live } = this.source;
+      const columns = expand.map((r) => `, ${expansionSelect(r)}`).join('');
+      text = prepared(`select ${selectList}${columns} from ${table}${where('id = $1', live, this.canReadSql)}`);
+      this.readTexts.set(key, text);
+    }
+    return text;
+  }
+
+  /** A row as the API shows it, with each expansion's row read from its JSON value (or null). */
+  private row(values: Values, expand: readonly QueryReference[]): Row {
+    const row = this.source.toRow(values);
+    for (const reference of expand) {
+      const value = values[expansionColumn(reference)];
+      (row as Values)[reference.name] = value === null || value === undefined ? null : reference.target.fromJson(value);
+    }
+    return row;
   }
 
   /**

@@ -1,5 +1,4 @@
-import type { TProperties } from 'typebox';
-import Type from 'typebox';
+import type { TProperties, TSchema } from 'typebox';
 import type { TxContext } from '../context/tx.ts';
 import type { ResolvedEntity } from '../entity/resolve.ts';
 import type { AfterWriteInput, EntityRow, OneExchange } from '../entity/define.ts';
@@ -10,6 +9,20 @@ import { notFound, problem } from '../errors.ts';
 // Texts assembled from the entity's declaration alone: a small fixed set, each run prepared.
 import { prepared as fixed } from '../db/statements.ts';
 import { KeysetPager, type ListFilter, type ListPlace, type Page, type PageQuery } from './paging.ts';
+import type { QueryModel, ReferenceTarget } from '../query/query-model.ts';
+import { compileFilter } from '../query/compile.ts';
+import { NO_QUERY, parseListQuery, type ListQuery } from '../query/parse.ts';
+import { pageSchema } from './page-query.ts';
+import { listQuerySchema, readQuerySchema } from '../query/query-schema.ts';
+import { named } from '../openapi/schema-name.ts';
+import { admitReferences, attachExpansions } from '../query/expansion.ts';
+import {
+  entityQueryFields,
+  entityReferences,
+  referenceTarget,
+  rowWithExpansions,
+  selectableNames,
+} from './entity-query.ts';
 import { isUuid, quote, run, sameValue, where } from './entity-sql.ts';
 import { ValueCheck, type WriteSource } from './entity-checks.ts';
 import { mappingUniqueViolations } from './unique-violation.ts';
@@ -48,14 +61,25 @@ export class EntityOperations implements EntityOperationsApi {
   private readonly searchable: readonly string[];
   /** The installation's configuration, which beforeWrite hooks read. */
   private readonly config: Config;
+  /**
+   * What a query of its lists and reads may filter, sort, select and expand (framework/query/):
+   * its references join once the registry has every entity (connect).
+   */
+  model: QueryModel;
   /** Pages of live rows; a row filter joins as a ListFilter (see framework/operations/paging.ts). */
   readonly pager: KeysetPager;
   /** Called once a transaction that wrote a row of this entity has committed, with its tenant. */
   private readonly writeWatchers: ((tenantId: string) => void)[] = [];
   /** The list, read and create as one statement each, for one-exchange requests. */
   private readonly exchanges: EntityExchanges;
-  /** Which of them the entity's declarations allow (entity-exchanges.ts): its routes take one exchange only for these. */
-  readonly exchangeKinds: ExchangeKinds;
+  /**
+   * Which of them the entity's declarations allow (entity-exchanges.ts): its routes take one
+   * exchange only for these. Decided at boot, again once the references are known (connect).
+   */
+  exchangeKinds: ExchangeKinds;
+  private target: ReferenceTarget | undefined;
+  /** The row schema as resolved, before connect adds the expansions. */
+  private readonly baseRow: TSchema;
   /** The insert and update texts, which vary with the fields written: a bounded number prepared. */
   private readonly insertShapes: StatementShapes;
   private readonly updateShapes: StatementShapes;
@@ -80,22 +104,26 @@ export class EntityOperations implements EntityOperationsApi {
     this.live = entity.deleteMode === 'hard' ? '' : 'deleted_at is null';
     this.values = new ValueCheck(entity);
     this.rowAccess = new RowAccess(entity, (field, value) => this.toColumnValue(field, value));
-    const columnOf = (field: string) =>
-      field === 'createdAt' ? 'created_at' : field === 'updatedAt' ? 'updated_at' : entity.columns[field];
+    this.baseRow = entity.schemas.row;
+    const { fields, sorts } = entityQueryFields(entity);
+    this.model = {
+      label: entity.names.labelPlural.toLowerCase(),
+      fields,
+      sorts,
+      references: new Map(),
+      selectable: selectableNames(entity),
+    };
+    this.declareQuery();
+    // A sortable name that is no field is the startup checks' to refuse, by name; not built here.
+    const sortable = [...fields.values(), ...sorts.values()];
     this.pager = new KeysetPager({
       select: this.selectList,
       from: this.table,
       id: 'id',
       where: this.live ? [this.live] : [],
-      // A sortable name that is no field is the startup checks' to refuse, by name; not built here.
-      sorts: Object.fromEntries(
-        entity.sortable
-          .filter((f) => columnOf(f) !== undefined)
-          .map((f) => [
-            f,
-            { column: quote(columnOf(f)!), nullable: f in entity.def.fields && Type.IsOptional(entity.def.fields[f]!) },
-          ]),
-      ),
+      sorts: Object.fromEntries(sortable.map((f) => [f.name, { column: f.order, nullable: f.type.nullable }])),
+      // The capped count walks the (tenant_id, created_at, id) list index.
+      countBy: 'createdAt',
     });
     this.searchable = entity.searchable
       .filter((f) => entity.columns[f] !== undefined)
@@ -111,7 +139,8 @@ export class EntityOperations implements EntityOperationsApi {
    * asked for, ties broken by id; `narrow` adds a condition of the framework's own. Reads the page from the (tenant_id, column, id) index, by keyset
    * after a cursor.
    */
-  async list(ctx: TxContext, page: PageQuery, narrow?: Narrowing): Promise<Page<Row>> {
+  async list(ctx: TxContext, page: PageQuery, narrow?: Narrowing, query: ListQuery = NO_QUERY): Promise<Page<Row>> {
+    admitReferences(query, (permission) => ctx.can(permission));
     const access = this.access(ctx, 1);
     const conditions = access.sql ? [access.sql] : [];
     const params = [...access.params];
@@ -127,19 +156,91 @@ export class EntityOperations implements EntityOperationsApi {
       conditions.push(`(${extra.sql})`);
       params.push(...extra.params);
     }
-    const filter: ListFilter | undefined = conditions.length > 0 ? { conditions, params } : undefined;
+    const compiled = compileFilter(query, params.length + 1, ctx);
+    const filter: ListFilter | undefined =
+      compiled.conditions.length > 0
+        ? {
+            conditions: [...conditions, ...compiled.conditions],
+            params: [...params, ...compiled.params],
+            varies: true,
+            binding: JSON.stringify([conditions, params, query.written]),
+          }
+        : conditions.length > 0
+          ? { conditions, params }
+          : undefined;
     const result = await this.pager.page(ctx, page, filter);
     return { ...result, items: result.items.map((r) => this.toRow(r)) };
   }
 
+  /**
+   * Each row with the references the query expands, as their read routes answer this caller (or
+   * null): one statement per expanded reference for the whole page, never one per row.
+   */
+  async expand(ctx: TxContext, rows: Values[], query: ListQuery): Promise<void> {
+    for (const reference of query.expand) {
+      const ids = rows.map((row) => row[reference.field]).filter((id): id is string => typeof id === 'string');
+      const found = ids.length > 0 ? await reference.target.readMany(ctx, ids) : [];
+      attachExpansions(rows, reference, found);
+    }
+  }
+
   /** The list as one statement for a one-exchange request (entity-exchanges.ts); undefined for the handler to serve it. */
-  listExchange(page: PageQuery, place: ListPlace): OneExchange | undefined {
-    return this.exchanges.list(page, place);
+  listExchange(page: PageQuery, place: ListPlace, query: ListQuery = NO_QUERY): OneExchange | undefined {
+    return this.exchanges.list(page, place, query);
   }
 
   /** A read by id as one statement for a one-exchange request; undefined for the handler to serve it. */
-  readExchange(id: string): OneExchange | undefined {
-    return this.exchanges.read(id);
+  readExchange(id: string, query: ListQuery = NO_QUERY): OneExchange | undefined {
+    return this.exchanges.read(id, query);
+  }
+
+  /**
+   * Joins the references of the entity to the entities they name (`targetOf`, by key), once the
+   * registry has resolved them all: from then on a query may filter through and expand them.
+   */
+  connect(targetOf: (key: string) => ReferenceTarget | undefined): void {
+    const references = entityReferences(this.entity, this.table, targetOf);
+    this.model = { ...this.model, references };
+    this.exchangeKinds = exchangeKinds(this.entity, references);
+    // A singleton has no list, and its read takes no query: its row stays as declared.
+    if (references.size === 0 || this.entity.singleton) return;
+    this.declareQuery();
+    // The row as its list and read answer it: each reference may come expanded (expand=).
+    const schemas = this.entity.schemas;
+    schemas.row = rowWithExpansions(this.baseRow, references.values());
+    schemas.list = pageSchema(schemas.row);
+  }
+
+  /** The list's and the read's query parameters, from the query model (framework/query/query-schema.ts). */
+  private declareQuery(): void {
+    const { schemas, searchable } = this.entity;
+    schemas.listQuery = listQuerySchema(this.model, { defaultSort: 'createdAt', searches: searchable });
+    schemas.readQuery = readQuerySchema(this.model);
+  }
+
+  /** The parameters of a list or read as a query of this entity (framework/query/parse.ts); 422 for what does not fit. */
+  parse(query: unknown, now: Date): ListQuery {
+    return parseListQuery(this.model, (query ?? {}) as Record<string, unknown>, now);
+  }
+
+  /** This entity as another's reference reaches it (framework/query/query-model.ts, ReferenceTarget). */
+  asTarget(): ReferenceTarget {
+    this.target ??= referenceTarget({
+      entity: this.entity,
+      table: this.table,
+      live: this.live,
+      model: this.model,
+      readsInStatement: exchangeKinds(this.entity).read,
+      // The row its read answers; under a name of its own where that entity expands references itself.
+      row:
+        Object.keys(this.entity.def.admin?.references ?? {}).length > 0
+          ? named(this.baseRow, `${this.entity.names.schemas.read}Expanded`)
+          : this.baseRow,
+      toRow: (values) => this.toRow(values),
+      accessFor: (ctx, first) => this.access(ctx, first),
+      readMany: (ctx, ids) => this.readMany(ctx, ids),
+    });
+    return this.target;
   }
 
   /** A create as one statement for a one-exchange request in the tenant. */

@@ -243,6 +243,8 @@ describe.each(ENTITIES.map((e) => [e.names.key, e] as const))('entity %s', (_key
           ['PATCH', item, 'update'],
           ['DELETE', item, 'delete'],
         ];
+    // A collection's list also takes imports (issue 48), unless its create shows a secret once.
+    const imports = !singleton && !entity.def.admin?.shownOnce?.length;
     const expected = [
       ...generic.filter(([, , verb]) => verb === 'read' || serves(verb as 'list')),
       ...commands.map(([c]) => ['POST', `${item}/${c}`, c] as [string, string, string]),
@@ -251,6 +253,7 @@ describe.each(ENTITIES.map((e) => [e.names.key, e] as const))('entity %s', (_key
       ...(def.history === false || (singleton && !serves('update'))
         ? []
         : [['POST', `${item}/restore`, 'restore'] as [string, string, string]]),
+      ...(imports ? [['POST', `${names.path}/import`, 'import'] as [string, string, string]] : []),
     ];
     for (const [method, path, verb] of expected) {
       expect(
