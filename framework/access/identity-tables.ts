@@ -1,9 +1,10 @@
 /**
- * The framework's identity schema (migrations/framework/0013_identity.sql): the tables the request
+ * The framework's identity schema (migrations/framework/0013_identity.sql, and 0015_token_names.sql
+ * for a token's name, which history records beside the person): the tables the request
  * path reads and writes, and the columns it uses of each. The SQL in context/opening.ts (the
  * opening statement of every transaction), access/sessions.ts, access/roles.ts and
  * tenancy/create-tenant.ts uses exactly these columns. Modules add columns and tables of their own
- * (the user module's address and name, auth's token names), never change these: the boot check
+ * (the user module's address and name, auth's index of a user's tokens), never change these: the boot check
  * (entity/table-check.ts) refuses to start when a migration left one out, gave it another type, or
  * stopped isolating the table by tenant.
  */

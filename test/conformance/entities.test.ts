@@ -224,7 +224,7 @@ describe.each(ENTITIES.map((e) => [e.names.key, e] as const))('entity %s', (_key
     }
   });
 
-  it('serves its generic routes and its command routes under <module>-<entity>-<verb>, and no others', async () => {
+  it('serves its generic routes, its command routes and its history and restore routes under <module>-<entity>-<verb>, and no others', async () => {
     const doc = (await app.http().get('/api/v1/openapi.json')).body as {
       paths: Record<string, Record<string, { operationId: string }>>;
     };
@@ -248,6 +248,11 @@ describe.each(ENTITIES.map((e) => [e.names.key, e] as const))('entity %s', (_key
     const expected = [
       ...generic.filter(([, , verb]) => verb === 'read' || serves(verb as 'list')),
       ...commands.map(([c]) => ['POST', `${item}/${c}`, c] as [string, string, string]),
+      // History (docs/history.md) unless declared off; a singleton restores through its PATCH only.
+      ...(def.history === false ? [] : [['GET', `${item}/history`, 'history'] as [string, string, string]]),
+      ...(def.history === false || (singleton && !serves('update'))
+        ? []
+        : [['POST', `${item}/restore`, 'restore'] as [string, string, string]]),
       ...(imports ? [['POST', `${names.path}/import`, 'import'] as [string, string, string]] : []),
     ];
     for (const [method, path, verb] of expected) {

@@ -120,7 +120,13 @@ export const PATH_SOURCES: PathSource[] = [
     value: (_w, t) => t.rows.adminNotification,
   },
   { pattern: /^\/api\/v1\/auth\/roles\/\{name\}$/, param: 'name', scope: 'name', value: (_w, t) => t.rows.role },
-  { pattern: /^\/api\/v1\/billing\/plans\/\{id\}$/, param: 'id', scope: 'global', value: (w) => w.plans.spare },
+  // The plan, its history and its restore (docs/history.md).
+  {
+    pattern: /^\/api\/v1\/billing\/plans\/\{id\}(\/history|\/restore)?$/,
+    param: 'id',
+    scope: 'global',
+    value: (w) => w.plans.spare,
+  },
   {
     pattern: /^\/api\/v1\/tenant\/tenants\/\{id\}/,
     param: 'id',
