@@ -35,6 +35,8 @@ export interface Database {
     relayed_at: Timestamp | null;
     request_id: string | null;
     traceparent: string | null;
+    actor_kind: string | null;
+    actor_name: string | null;
   };
   audit_events: {
     tenant_id: Generated<string>;
@@ -45,6 +47,22 @@ export interface Database {
     payload: unknown;
     recorded_at: Generated<Date>;
     request_id: Generated<string | null>;
+    actor_kind: Generated<string | null>;
+    actor_name: Generated<string | null>;
+  };
+  /** History (framework/history/, migration framework/0014): written by the framework only. */
+  revisions: {
+    tenant_id: Generated<string>;
+    id: string;
+    entity: string;
+    row_id: string;
+    at: Timestamp;
+    actor_id: string | null;
+    actor_kind: string;
+    actor_name: string | null;
+    operation: string;
+    old_values: Generated<unknown>;
+    new_values: Generated<unknown>;
   };
   processed_events: {
     tenant_id: Generated<string>;
@@ -75,6 +93,48 @@ export interface Database {
     error: string;
     payload: unknown;
     failed_at: Generated<Date>;
+  };
+  /** Imports as jobs (framework/bulk/imports/): one row per upload. */
+  imports: {
+    id: Generated<string>;
+    tenant_id: Generated<string>;
+    resource: string;
+    format: 'csv' | 'ndjson';
+    dry_run: boolean;
+    status: Generated<'queued' | 'running' | 'done' | 'failed'>;
+    storage_key: string | null;
+    size: ColumnType<string, number | string, number | string>;
+    rows_read: Generated<number>;
+    created: Generated<number>;
+    refused: Generated<number>;
+    lines_done: Generated<number>;
+    problem: unknown;
+    created_by: string | null;
+    created_at: Generated<Date>;
+    updated_at: Generated<Date>;
+    finished_at: Date | null;
+  };
+  import_refusals: {
+    tenant_id: Generated<string>;
+    import_id: string;
+    line: number;
+    problem: unknown;
+  };
+  /** A whole tenant's export (framework/bulk/tenant-export/). */
+  tenant_exports: {
+    id: Generated<string>;
+    tenant_id: Generated<string>;
+    status: Generated<'queued' | 'running' | 'done' | 'failed'>;
+    storage_key: string | null;
+    size: ColumnType<string | null, number | string | null, number | string | null>;
+    sha256: string | null;
+    manifest: unknown;
+    problem: unknown;
+    created_by: string | null;
+    created_at: Generated<Date>;
+    updated_at: Generated<Date>;
+    finished_at: Date | null;
+    expires_at: Date | null;
   };
 }
 

@@ -17,6 +17,8 @@ export const SCENARIOS = [
   'webhooks',
   'tenants',
   'metrics-cost',
+  'history',
+  'batch',
   'prepared-statements',
 ] as const;
 export type ScenarioGroup = (typeof SCENARIOS)[number];

@@ -32,6 +32,8 @@ import { measureS3UploadGroup } from './s3-upload.ts';
 import { measureWebhookGroup } from './webhooks.ts';
 import { measureTenantsGroup } from './tenants.ts';
 import { measureMetricsCostGroup } from './metrics-cost.ts';
+import { measureHistoryCostGroup } from './history-cost.ts';
+import { measureBatchGroup } from './batch.ts';
 import { measurePreparedStatementsGroup } from './prepared-statements.ts';
 
 const LIST_PATH = '/api/v1/testkit/widgets?limit=20';
@@ -320,6 +322,12 @@ async function measure(
     }
   }
 
+  if (options.only.has('batch')) {
+    const cookie = await signIn(service.port, host, seed.email, BENCH_PASSWORD);
+    log(`batch: 100 creates in one POST /api/v1/batch beside 100 single creates (load average ${load()})`);
+    rows.push(...(await measureBatchGroup({ port: service.port, host, cookie, rounds: options.rounds, log })));
+  }
+
   // Before the uploads: their gigabytes, written back to disk afterwards, would slow the WAL
   // flushes this measures.
   if (options.only.has('outbox')) {
@@ -415,6 +423,7 @@ async function measure(
   if (options.only.has('tenants')) rows.push(...(await measureTenantsGroup(options, db.url, runId, log, load)));
   if (options.only.has('metrics-cost'))
     rows.push(...(await measureMetricsCostGroup(options, db.url, runId, log, load)));
+  if (options.only.has('history')) rows.push(...(await measureHistoryCostGroup(options, db.url, runId, log, load)));
   if (options.only.has('prepared-statements'))
     rows.push(...(await measurePreparedStatementsGroup(options, db.url, runId, log, load)));
 
