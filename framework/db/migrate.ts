@@ -69,7 +69,7 @@ const CREATE_HISTORY = `create table if not exists migration_history (
   primary key (owner, name)
 )`;
 
-// The checksum column is framework/0014's on a database from before it: read whether or not it is there.
+// The checksum column is framework/0015's on a database from before it: read whether or not it is there.
 const READ_HISTORY = `select owner, name, to_jsonb(h) ->> 'checksum' as checksum from migration_history h`;
 
 /**
@@ -126,7 +126,7 @@ export async function runMigrations(
             pending.owner,
             pending.name,
           ]);
-          // On a database from before checksums, framework/0014 adds the column: the rows before it wait for the end.
+          // On a database from before checksums, framework/0015 adds the column: the rows before it wait for the end.
           if (await hasChecksumColumn(client))
             await client.query('update migration_history set checksum = $3 where owner = $1 and name = $2', [
               pending.owner,

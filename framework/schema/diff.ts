@@ -38,6 +38,7 @@ export type Change = Base &
     | { kind: 'drop-foreign-key'; column: string; constraint: string }
     | { kind: 'make-tenant-table' }
     | { kind: 'add-index'; index: IndexSpec }
+    | { kind: 'drop-index'; index: string }
     | { kind: 'watch-public-read' }
     | { kind: 'not-generated'; reason: string }
   );
@@ -107,6 +108,18 @@ export function sameValue(wanted: unknown, found: unknown): boolean {
     );
   }
   return wanted === found;
+}
+
+/**
+ * Whether an index is named as desiredTable names what it derives (`<table>_<column>_unique`,
+ * `<table>_one_per_tenant`, `<table>_list`, `<table>_by_<column>`, with freeName's `_2`...):
+ * the generator's own, which it may drop once the definition stops calling for it. Any other
+ * index is a person's, kept whatever the definition says.
+ */
+export function derivedIndexName(table: string, name: string): boolean {
+  if (!name.startsWith(`${table}_`)) return false;
+  const rest = name.slice(table.length + 1).replace(/_\d+$/, '');
+  return /^(?:[a-z0-9_]+_unique|one_per_tenant|list|by_[a-z0-9_]+)$/.test(rest);
 }
 
 function freeName(name: string, taken: Set<string>): string {
@@ -282,7 +295,15 @@ export function diffTables(
     for (const column of spec.columns) {
       if (!table.columns.has(column.name)) {
         if (column.name === 'tenant_id') continue;
-        added.push({ ...at, kind: 'add-column', column });
+        // Required with no default, the column cannot be added to a table with rows, and the
+        // generator cannot know the rows: written only when a person says so.
+        const unfilled =
+          column.notNull && !column.default && !column.defaultExpr && column.verbatim === undefined
+            ? {
+                destructive: `${column.field ?? column.name} is required with no default, so it fails while ${spec.table} has rows: give the field a WithDefault (or make it Optional), or write a backfill after it and run again with --allow-destructive`,
+              }
+            : {};
+        added.push({ ...at, kind: 'add-column', column, ...unfilled });
       } else if (column.field) {
         altered.push(...columnChanges(spec, column, table));
       }
@@ -298,6 +319,22 @@ export function diffTables(
       changes.push({ ...at, kind: 'add-tenant-row-key', constraint: freeName(spec.tenantRowKey, taken) });
     // After every table's own changes: a key may name a table this migration creates or gives its unique key.
     keys.push(...foreignKeyChanges(spec, table, actual, specs));
+    // An index named as the generator names what it derives, which no wanted index matches: the
+    // definition called for it once (a unique field, a sort) and no longer does.
+    // An index over a column the definition drops goes with the column (only with --allow-destructive).
+    const droppedColumns = dropped.flatMap((c) => (c.kind === 'drop-column' ? [c.column] : []));
+    const overDropped = (found: ActualIndex) =>
+      found.keys.some((key) => droppedColumns.some((column) => new RegExp(`\\b${column}\\b`).test(key)));
+    for (const found of table.indexes) {
+      if (
+        derivedIndexName(spec.table, found.name) &&
+        !overDropped(found) &&
+        !spec.indexes.some((index) => sameIndex(index, found))
+      ) {
+        changes.push({ ...at, kind: 'drop-index', index: found.name });
+        taken.delete(found.name);
+      }
+    }
     for (const index of spec.indexes) {
       if (!table.indexes.some((found) => sameIndex(index, found))) {
         changes.push({ ...at, kind: 'add-index', index: { ...index, name: freeName(index.name, taken) } });

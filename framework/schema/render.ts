@@ -97,18 +97,8 @@ function changeLines(change: Change): string[] {
   switch (change.kind) {
     case 'create-table':
       return createTable(change.spec);
-    case 'add-column': {
-      const note =
-        change.column.notNull &&
-        !change.column.default &&
-        !change.column.defaultExpr &&
-        change.column.verbatim === undefined
-          ? [
-              `-- Required with no default: fails while ${t} has rows (give the field a WithDefault, or make it Optional).`,
-            ]
-          : [];
-      return [...note, `alter table ${t} add column ${columnDefinition(change.column)};`];
-    }
+    case 'add-column':
+      return [`alter table ${t} add column ${columnDefinition(change.column)};`];
     case 'drop-column':
       return [`alter table ${t} drop column ${change.column};`];
     case 'alter-type':
@@ -158,6 +148,11 @@ function changeLines(change: Change): string[] {
       return [`call make_tenant_table('${t}');`];
     case 'add-index':
       return [addedIndexComment(change.index), createIndex(t, change.index)];
+    case 'drop-index':
+      return [
+        `-- ${change.index} was derived from the definition, which no longer calls for it.`,
+        `drop index ${change.index};`,
+      ];
     case 'watch-public-read':
       return [`-- Every write evicts the tenant's cached ETags of the public read.`, `call watch_public_read('${t}');`];
     case 'not-generated':

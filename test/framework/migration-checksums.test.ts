@@ -59,13 +59,13 @@ describe('migration checksums', () => {
     const pool = new pg.Pool({ connectionString: await createTestDatabase('sums_old'), max: 2 });
     try {
       await runMigrations(pool, sources);
-      // As a database migrated before framework/0014: no column, no checksums.
+      // As a database migrated before framework/0015: no column, no checksums.
       await pool.query(`alter table migration_history drop column checksum`);
       await pool.query(
-        `delete from migration_history where owner = 'framework' and name = '0014_migration_checksums.sql'`,
+        `delete from migration_history where owner = 'framework' and name = '0015_migration_checksums.sql'`,
       );
       expect(await runMigrations(pool, sources)).toEqual([
-        { owner: 'framework', name: '0014_migration_checksums.sql' },
+        { owner: 'framework', name: '0015_migration_checksums.sql' },
       ]);
       const { rows } = await pool.query('select owner, name from migration_history where checksum is null');
       expect(rows).toEqual([]);

@@ -252,6 +252,67 @@ describe('a change of a test-kit entity', () => {
     }
   });
 
+  it('drops an index it derived that the definition no longer calls for (a unique field no longer unique), after which a duplicate is accepted', {
+    timeout: 180_000,
+  }, async () => {
+    const dropDir = mkdtempSync(join(tmpdir(), 'tenantry-migration-drop-'));
+    try {
+      cpSync(TESTKIT_MIGRATIONS, dropDir, { recursive: true });
+      // The widget's name no longer unique, and no longer a sort.
+      const modules = changedTestkit(dropDir, {
+        widget: entity({ ...widget, storage: { ...widget.storage, unique: [] }, sortable: ['size'] } as never),
+      });
+      const options = { modules, config: testConfig(), scratchUrl: adminUrl(), allowDestructive: false };
+      const written = await newMigration('testkit', 'name not unique', options);
+      expect(written.leftOut).toEqual([]);
+      const text = readFileSync(join(dropDir, nextMigrationFile(TESTKIT_MIGRATIONS, 'name_not_unique')), 'utf8');
+      expect(text).toContain(
+        '-- widgets_name_unique was derived from the definition, which no longer calls for it.\ndrop index widgets_name_unique;',
+      );
+      expect(text).toContain('drop index widgets_by_name;');
+      // Indexes it did not derive stay: a person's (the tasks' SLA sweep's, say) are never dropped.
+      expect(text.match(/drop index/g)).toHaveLength(2);
+
+      const pool = new pg.Pool({ connectionString: await createTestDatabase('dropped'), max: 2 });
+      try {
+        await runMigrations(pool, migrationSources(modules));
+        await pool.query(`set app.tenant_id = '00000000-0000-0000-0000-000000000001'`);
+        await pool.query(`insert into widgets (name, size, color) values ('Widget', 1, 'red'), ('Widget', 2, 'blue')`);
+      } finally {
+        await pool.end();
+      }
+      const again = await newMigration('testkit', 'again', options);
+      expect(again.file).toBeUndefined();
+    } finally {
+      rmSync(dropDir, { recursive: true, force: true });
+    }
+  });
+
+  it('refuses a required column with no default, naming the fix, unless --allow-destructive', {
+    timeout: 180_000,
+  }, async () => {
+    const requiredDir = mkdtempSync(join(tmpdir(), 'tenantry-migration-required-'));
+    try {
+      cpSync(TESTKIT_MIGRATIONS, requiredDir, { recursive: true });
+      const modules = changedTestkit(requiredDir, {
+        widget: entity({ ...widget, fields: { ...widget.fields, sku: Type.String({ maxLength: 20 }) } } as never),
+      });
+      const options = { modules, config: testConfig(), scratchUrl: adminUrl() };
+      const refused = await newMigration('testkit', 'sku', { ...options, allowDestructive: false });
+      expect(refused.file).toBeUndefined();
+      expect(refused.leftOut).toEqual([
+        'testkit.widget: alter table widgets add column sku text not null; (sku is required with no default, so it fails while widgets has rows: give the field a WithDefault (or make it Optional), or write a backfill after it and run again with --allow-destructive)',
+      ]);
+      const allowed = await newMigration('testkit', 'sku', { ...options, allowDestructive: true });
+      expect(allowed.file).toBeDefined();
+      expect(readFileSync(join(requiredDir, nextMigrationFile(TESTKIT_MIGRATIONS, 'sku')), 'utf8')).toContain(
+        '-- DESTRUCTIVE (--allow-destructive): sku is required with no default, so it fails while widgets has rows: give the field a WithDefault (or make it Optional), or write a backfill after it and run again with --allow-destructive.\nalter table widgets add column sku text not null;',
+      );
+    } finally {
+      rmSync(requiredDir, { recursive: true, force: true });
+    }
+  });
+
   it('refuses an unknown module or a missing name with the usage', async () => {
     const err: string[] = [];
     const options = { modules: allModules, config: testConfig(), out: () => {}, err: (t: string) => err.push(t) };
