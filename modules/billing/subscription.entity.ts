@@ -282,5 +282,5 @@ export const subscription = defineEntity({
       .executeTakeFirstOrThrow();
     return { planId: created.id };
   },
-  admin: { title: 'status', columns: ['status', 'planId', 'periodEnd', 'price', 'currency'] },
+  admin: { title: 'status', columns: ['status', 'planId', 'periodEnd', 'price'], money: { price: 'currency' } },
 });

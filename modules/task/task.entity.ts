@@ -2,6 +2,7 @@ import Type from 'typebox';
 import './tasks-table.ts';
 import { defineCommand, defineEntity } from '../../framework/entity/define.ts';
 import { problem } from '../../framework/errors.ts';
+import { formatDateTime } from '../../framework/format.ts';
 import { notify, TITLE_MAX } from '../notification/notify.ts';
 import { usersService } from '../user/users-service.ts';
 import { taskFieldText, taskFields } from './task.fields.ts';
@@ -9,6 +10,7 @@ import {
   ASSIGNABLE,
   breachDue,
   checkPatchMove,
+  FINISHED,
   patchMoves,
   RESOLVABLE,
   STATUS_GRAPH,
@@ -56,7 +58,7 @@ const assign = command({
     await notify(ctx, {
       recipientId: user.id,
       title: title.length > TITLE_MAX ? `${title.slice(0, TITLE_MAX - 1)}…` : title,
-      body: `You were assigned the task "${row.title}" (priority ${row.priority}), due ${row.deadline.toISOString()}.`,
+      body: `You were assigned the task "${row.title}" (priority ${row.priority}), due ${formatDateTime(row.deadline)}.`,
       link: taskLink(row.id),
       email: true,
     });
@@ -152,5 +154,10 @@ export const task = defineEntity({
       ctx.publish('task.sla_breached', { id: row.id });
     },
   },
-  admin: { title: 'title', columns: ['title', 'status', 'priority', 'deadline', 'assigneeId', 'slaBreached'] },
+  admin: {
+    title: 'title',
+    columns: ['title', 'status', 'priority', 'deadline', 'assigneeId', 'slaBreached'],
+    // Lists mark a task whose deadline has passed while it is still to be done.
+    overdue: { field: 'deadline', except: FINISHED },
+  },
 });

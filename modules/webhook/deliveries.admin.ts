@@ -1,6 +1,7 @@
 import { registerAdminPage, renderTemplate, type AdminSite } from '../../framework/admin/index.ts';
 import type { PageQuery } from '../../framework/operations/paging.ts';
 import { deliveryLogPage, DeliveryListQuery } from './delivery-log.ts';
+import { when } from '../../framework/format.ts';
 import './webhook-tables.ts';
 
 /** What a person reads for each status: words, not codes. */
@@ -41,7 +42,7 @@ export function registerDeliveryLogPage(site: AdminSite): void {
       const urlOf = new Map(endpoints.map((e) => [e.id, e.url]));
       const rows = log.items.map((d) => ({
         ...d,
-        createdAt: new Date(d.createdAt as string | Date).toISOString(),
+        at: when(d.createdAt as string | Date),
         endpoint: urlOf.get(String(d.endpointId)) ?? 'a deleted endpoint',
         result: RESULTS[String(d.status)] ?? String(d.status),
         answer: d.httpStatus ?? 'none',
