@@ -22,8 +22,16 @@ export const FRAMEWORK_TABLE_USES: readonly FrameworkTableUse[] = [
   {
     table: 'users',
     usedFor:
-      "context/tx.ts resolves a session only for a live user whose status is 'active', and reads the roles they hold",
-    columns: { id: 'uuid', tenant_id: 'uuid', status: 'text', roles: 'text[]', deleted_at: 'timestamptz' },
+      "context/tx.ts resolves a session only for a live user whose status is 'active', and reads the roles they hold; admin/who-and-where.ts names the signed-in person in the admin shell's header",
+    columns: {
+      id: 'uuid',
+      tenant_id: 'uuid',
+      status: 'text',
+      roles: 'text[]',
+      deleted_at: 'timestamptz',
+      display_name: 'text',
+      email: 'text',
+    },
   },
   {
     table: 'roles',

@@ -109,7 +109,7 @@ describe.skipIf(!present)('Admin shell in Chromium: the sidebar shows what the r
   it('differs between an admin and a member', async () => {
     const page = await adminContext.newPage();
     await page.goto(`${origin}/admin/task/tasks`);
-    expect(await sidebarOf(page)).toEqual(expect.arrayContaining(['Users', 'Pages and posts', 'Tasks', 'Billing']));
+    expect(await sidebarOf(page)).toEqual(expect.arrayContaining(['Users', 'Pages and posts', 'Tasks', 'Plans']));
     expect(await sidebarOf(page)).not.toContain('Tenants');
 
     const context = await browser.newContext();

@@ -95,7 +95,8 @@ export async function shellSample(app: TestApp, slug: string, options: { tasks?:
   for (let i = 1; i <= (options.tasks ?? 3); i++)
     await task(`Follow up on ticket #${4100 + i}`, now + (i + 2) * 24 * HOUR, 'low');
   const upcoming = (await task('Plan the quarterly review', now + 30 * 24 * HOUR)).id;
-  const finished = (await task('Close the March books', now + 2 * HOUR)).id;
+  // Past its date too, but resolved: finished tasks are not overdue.
+  const finished = (await task('Close the March books', now - 3 * HOUR)).id;
   // A deadline already passed when made: the task is overdue from the start.
   const overdue = (await task('Call the customer back', now - 2 * HOUR, 'high')).id;
   await api('post', `/api/v1/task/tasks/${finished}/resolve`, { resolution: 'Booked and checked.' }, 200);
