@@ -174,6 +174,12 @@ export interface ModuleDefinition {
 export interface ModuleAdmin {
   /** What people call the module's part of the service, as the shell heads it (its events, say); default its name in words. */
   label?: string;
+  /**
+   * What people read for the module's own events where the name's words say it badly (the shell
+   * names an event by its words otherwise: task.resolved is "Resolved" under the module's heading):
+   * 'task.sla_breached' → "Missed its due date", never "Sla breached".
+   */
+  eventLabels?: Readonly<Record<string, string>>;
   /** Hand-written pages: each function registers its routes with registerAdminPage(site, ...), once, at startup. */
   pages?: readonly AdminPagesRegistrar[];
   /** Sidebar entries; the sidebar lists every module's entries by `order`, and leaves out one whose path no page serves. */

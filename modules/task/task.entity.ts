@@ -95,7 +95,7 @@ const checkSla = command({
   summary: 'Check the task’s deadline now',
   admin: {
     label: 'Check the deadline',
-    intro: 'Marks the task overdue now if its due date has passed and it is not resolved yet.',
+    intro: 'Records now that the task missed its due date, if the date has passed and it is not resolved yet.',
   },
   description:
     'Marks slaBreached and publishes task.sla_breached when the deadline has passed and the task is not resolved or closed. Once per task: a breach already marked changes nothing and publishes nothing.',
