@@ -32,6 +32,7 @@ export { registerAdminEffectPage, type AdminEffectPageDefinition, type EffectInp
 export { PAGE_TOOLS_URL } from './page-tools.ts';
 export { generatedResources } from './resource-pages/resource-pages.ts';
 export { ADMIN_LIST_SORT, newestFirst } from './list-query.ts';
+export { eventCatalog } from './resource-pages/choice-fields.ts';
 
 export interface AdminOptions {
   /** The sidebar's entries (default: those the installed modules contribute, by their order). */

@@ -147,14 +147,14 @@ export const GALLERY: readonly GallerySample[] = [
         {
           overdue: true,
           cells: [
-            { text: 'Call the customer back', href: '/admin/_gallery#table' },
+            { text: 'Call the customer back', href: '/admin/_gallery#table', title: true },
             { text: 'High' },
             { ...DUE, flag: 'Overdue' },
           ],
         },
         {
           cells: [
-            { text: 'Renew the certificate', href: '/admin/_gallery#table' },
+            { text: 'Renew the certificate', href: '/admin/_gallery#table', title: true },
             { text: 'Critical' },
             when('2026-12-03T17:00:00Z'),
           ],

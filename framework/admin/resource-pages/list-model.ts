@@ -70,7 +70,8 @@ export function listModel(
       ...(overdue ? { overdue: true } : {}),
       cells: columns.map((field): ListCell => {
         const value = text.valueOf(row, field);
-        if (field === titleField) return { text: value || row.id, href: `${base}/${encodeURIComponent(row.id)}` };
+        if (field === titleField)
+          return { text: value || row.id, href: `${base}/${encodeURIComponent(row.id)}`, title: true };
         const instant = row[field];
         return {
           text: value,
@@ -115,6 +116,8 @@ export function listModel(
 export interface ListCell {
   text: string;
   href?: string;
+  /** The row's title: it heads the row's card on a phone. */
+  title?: boolean;
   iso?: string;
   flag?: string;
 }
