@@ -204,6 +204,31 @@ describe.skipIf(!hasChromium)('the task list’s stacked cards are tight', () =>
   });
 });
 
+describe.skipIf(!hasChromium)('the access tokens table stacks on a phone', () => {
+  it('a token’s Revoke is on screen and the page does not scroll sideways; on a desktop it stays a table', async () => {
+    const { context, page } = await signedIn(PHONE);
+    try {
+      await page.goto(`${t.origin(sample.host)}/admin/auth/tokens`);
+      expect(await sideways(page)).toBe(0);
+      const revoke = page.getByRole('button', { name: 'Revoke Nightly export' });
+      expect(await revoke.isVisible()).toBe(true);
+      expect(await onScreen(revoke, page)).toBe(true);
+      const token = page.locator('[data-token]').first();
+      for (const label of ['Can', 'Created', 'Expires', 'Last used'])
+        expect(await onScreen(token.locator(`td[data-label="${label}"]`), page), label).toBe(true);
+      expect(await seriousViolations(page)).toEqual([]);
+      await page.setViewportSize(DESKTOP);
+      const display = await token.evaluate(
+        (el) =>
+          (globalThis as unknown as { getComputedStyle(e: unknown): { display: string } }).getComputedStyle(el).display,
+      );
+      expect(display).toBe('table-row');
+    } finally {
+      await context.close();
+    }
+  });
+});
+
 describe.skipIf(!hasChromium)('a long unbroken title', () => {
   it('breaks inside the heading instead of making the page scroll sideways', async () => {
     const { context, page } = await signedIn(PHONE);
@@ -214,6 +239,19 @@ describe.skipIf(!hasChromium)('a long unbroken title', () => {
       expect(await onScreen(page.locator('main h1'), page)).toBe(true);
       for (const button of await page.locator('main .page-head .actions .button').all())
         expect(await onScreen(button, page)).toBe(true);
+    } finally {
+      await context.close();
+    }
+  });
+
+  it('breaks inside a confirmation’s question (Delete this endpoint?) too', async () => {
+    const { context, page } = await signedIn(PHONE);
+    try {
+      await page.goto(`${t.origin(sample.host)}/admin/webhook/endpoints/${longEndpoint}/delete`);
+      expect(await page.locator('main .alert').textContent()).toContain('x'.repeat(160));
+      expect(await sideways(page)).toBe(0);
+      for (const action of await page.locator('main .confirm .actions .button').all())
+        expect(await onScreen(action, page)).toBe(true);
     } finally {
       await context.close();
     }
