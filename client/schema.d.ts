@@ -549,7 +549,7 @@ export interface paths {
         put?: never;
         /**
          * Upload a file
-         * @description A multipart/form-data form with one file part named file. The form is at most files.max_bytes + 65536 bytes (413 PAYLOAD_TOO_LARGE); the file at most files.max_bytes (413 FILE_TOO_LARGE) and within the tenant quota files.quota_bytes (413 QUOTA_EXCEEDED). The part's Content-Type is the declared media type (422 MEDIA_TYPE_INVALID if not type/subtype or over 255 characters); a renderable type whose bytes disagree is 422 MEDIA_TYPE_MISMATCH. Nothing is kept after a refusal.
+         * @description A multipart/form-data form with one file part named file. The form is at most files.max_bytes + 65536 bytes (413 PAYLOAD_TOO_LARGE); the file at most files.max_bytes (413 FILE_TOO_LARGE) and within the tenant quota files.quota_bytes (413 QUOTA_EXCEEDED). The part's Content-Type is the declared media type (422 MEDIA_TYPE_INVALID if not type/subtype or over 255 characters); a renderable type whose bytes disagree is 422 MEDIA_TYPE_MISMATCH. visibility is the query parameter, never a form field: a form field named visibility (before or after the file part) is 422 VALIDATION_FAILED, pointer /body/visibility, saying to send it in the query string. Nothing is kept after a refusal.
          */
         post: operations["file-file-upload"];
         delete?: never;
@@ -588,7 +588,7 @@ export interface paths {
         };
         /**
          * Download a file's bytes
-         * @description Content-Type is the declared type; X-Content-Type-Options: nosniff, Content-Security-Policy: default-src 'none'; sandbox and Cross-Origin-Resource-Policy: same-site always; Content-Disposition: attachment (filename*=UTF-8''...) unless the type is one of image/png, image/jpeg, image/gif, image/webp, image/avif, application/pdf, text/plain. ETag is the quoted SHA-256. One Range gives 206 (a suffix longer than the file gives all of it); a range wholly past the end is 416; a request for several ranges, or a malformed one, is answered with the whole file (200). If-None-Match, If-Modified-Since, If-Match and If-Range are honoured. A file whose bytes are missing from storage is 503 BLOB_MISSING.
+         * @description Content-Type is the declared type; X-Content-Type-Options: nosniff, Content-Security-Policy: default-src 'none'; sandbox and Cross-Origin-Resource-Policy: same-site always; Content-Disposition: attachment; filename*=UTF-8''<name> unless the type is one of image/png, image/jpeg, image/gif, image/webp, image/avif, application/pdf, text/plain, which are inline; filename*=UTF-8''<name> (shown, and saved under their name). ETag is the quoted SHA-256. One Range gives 206 (a suffix longer than the file gives all of it); a range wholly past the end is 416; a request for several ranges, or a malformed one, is answered with the whole file (200). If-None-Match, If-Modified-Since, If-Match and If-Range are honoured. A file whose bytes are missing from storage is 503 BLOB_MISSING.
          */
         get: operations["file-file-content"];
         put?: never;
@@ -608,7 +608,7 @@ export interface paths {
         };
         /**
          * Download a public file's bytes
-         * @description Content-Type is the declared type; X-Content-Type-Options: nosniff, Content-Security-Policy: default-src 'none'; sandbox and Cross-Origin-Resource-Policy: same-site always; Content-Disposition: attachment (filename*=UTF-8''...) unless the type is one of image/png, image/jpeg, image/gif, image/webp, image/avif, application/pdf, text/plain. ETag is the quoted SHA-256. One Range gives 206 (a suffix longer than the file gives all of it); a range wholly past the end is 416; a request for several ranges, or a malformed one, is answered with the whole file (200). If-None-Match, If-Modified-Since, If-Match and If-Range are honoured. A file whose bytes are missing from storage is 503 BLOB_MISSING. Open to anybody at the tenant's host. A private file, an unknown id and a host with no tenant answer the same 404 NOT_FOUND.
+         * @description Content-Type is the declared type; X-Content-Type-Options: nosniff, Content-Security-Policy: default-src 'none'; sandbox and Cross-Origin-Resource-Policy: same-site always; Content-Disposition: attachment; filename*=UTF-8''<name> unless the type is one of image/png, image/jpeg, image/gif, image/webp, image/avif, application/pdf, text/plain, which are inline; filename*=UTF-8''<name> (shown, and saved under their name). ETag is the quoted SHA-256. One Range gives 206 (a suffix longer than the file gives all of it); a range wholly past the end is 416; a request for several ranges, or a malformed one, is answered with the whole file (200). If-None-Match, If-Modified-Since, If-Match and If-Range are honoured. A file whose bytes are missing from storage is 503 BLOB_MISSING. Open to anybody at the tenant's host. A private file, an unknown id and a host with no tenant answer the same 404 NOT_FOUND.
          */
         get: operations["file-file-public-content"];
         put?: never;
@@ -718,7 +718,10 @@ export interface paths {
         delete: operations["task-task-delete"];
         options?: never;
         head?: never;
-        /** Update a task */
+        /**
+         * Update a task
+         * @description description may be sent as null, which clears it (a read then answers null).
+         */
         patch: operations["task-task-update"];
         trace?: never;
     };
@@ -733,7 +736,7 @@ export interface paths {
         put?: never;
         /**
          * Assign a task to a user of the tenant
-         * @description Sets assigneeId and moves an open task to acknowledged (other statuses stay), publishes task.assigned and notifies the assignee, with a mail when they have an address. An unknown or deactivated user is 422 VALIDATION_FAILED; a resolved or closed task is 409 INVALID_TRANSITION (a finished task takes no assignee). Assigning the same person again changes nothing and publishes nothing.
+         * @description Sets assigneeId and moves an open task to acknowledged (other statuses stay), publishes task.assigned and notifies the assignee, with a mail when they have an address. The assignee must be an active user of the tenant whose roles grant task:read, so that they can open the task their notification links to: anyone else (an unknown, invited or deactivated user, or one without task:read) is 422 VALIDATION_FAILED, its message saying why. A resolved or closed task is 409 INVALID_TRANSITION (a finished task takes no assignee). Assigning the same person again changes nothing and publishes nothing.
          */
         post: operations["task-task-assign"];
         delete?: never;
@@ -776,6 +779,26 @@ export interface paths {
          * @description Sets resolvedAt (now) and resolution and moves the task to resolved, publishing task.resolved. Allowed from open, acknowledged and in_progress; from resolved or closed it is 409 INVALID_TRANSITION. A deadline that passed before the resolution is recorded as a breach first.
          */
         post: operations["task-task-resolve"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/task/tasks/{id}/unassign": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Take the assignee off a task
+         * @description Clears assigneeId and moves the task back to open (the status graph's edge from acknowledged or in_progress to open, for a task with nobody assigned), publishing task.unassigned with the assignee it had. From acknowledged or in_progress; an open task has nobody assigned, so it changes nothing and publishes nothing; a resolved or closed task is 409 INVALID_TRANSITION (a finished task keeps who did it).
+         */
+        post: operations["task-task-unassign"];
         delete?: never;
         options?: never;
         head?: never;
@@ -1105,7 +1128,10 @@ export interface paths {
         delete: operations["webhook-endpoint-delete"];
         options?: never;
         head?: never;
-        /** Update a webhook endpoint */
+        /**
+         * Update a webhook endpoint
+         * @description description may be sent as null, which clears it (a read then answers null).
+         */
         patch: operations["webhook-endpoint-update"];
         trace?: never;
     };
@@ -1362,7 +1388,10 @@ export interface components {
                 };
                 /** @description JSON Schema of a row */
                 schema: unknown;
-                /** @description tenant: each tenant its own rows; global: one set every tenant reads, the operator writes */
+                /**
+                 * @description tenant: each tenant its own rows; global: one set every tenant reads, the operator writes
+                 * @enum {string}
+                 */
                 scope: "tenant" | "global";
                 /** @description One row per tenant at path, with no id and no list */
                 singleton: boolean;
@@ -1412,6 +1441,7 @@ export interface components {
             createdAt: string;
             /** Format: uuid */
             id: string;
+            /** @enum {string} */
             kind: "page" | "post";
             publishedAt: string | null;
             /** @description Normalised first (Unicode NFKC, trimmed, lower-cased), then 1–100 characters of ^[a-z0-9]+(-[a-z0-9]+)*$; anything else is 422 SLUG_INVALID. Unique among the tenant's live contents (409 SLUG_TAKEN); a delete releases it. */
@@ -1419,6 +1449,7 @@ export interface components {
             /**
              * @description draft, published or archived; changed only by the publish, unpublish and archive commands.
              * @default draft
+             * @enum {string}
              */
             status: "draft" | "published" | "archived";
             /** @description 1–200 characters, counted as Unicode code points (an emoji is one, a combining mark one more). */
@@ -1430,6 +1461,7 @@ export interface components {
         ContentContentPublicReadResponse: {
             /** @description The Markdown rendered to HTML and sanitised (docs/content.md). */
             body: string;
+            /** @enum {string} */
             kind: "page" | "post";
             /** Format: date-time */
             publishedAt: string;
@@ -1439,6 +1471,7 @@ export interface components {
         ContentCreate: {
             /** @description Markdown (GitHub-flavoured), at most 200000 characters, stored as written. HTML typed in a body is kept as text here and left out of the rendered page. */
             body: string;
+            /** @enum {string} */
             kind: "page" | "post";
             /** @description Normalised first (Unicode NFKC, trimmed, lower-cased), then 1–100 characters of ^[a-z0-9]+(-[a-z0-9]+)*$; anything else is 422 SLUG_INVALID. Unique among the tenant's live contents (409 SLUG_TAKEN); a delete releases it. */
             slug: string;
@@ -1461,6 +1494,7 @@ export interface components {
         ContentUpdate: {
             /** @description Markdown (GitHub-flavoured), at most 200000 characters, stored as written. HTML typed in a body is kept as text here and left out of the rendered page. */
             body?: string;
+            /** @enum {string} */
             kind?: "page" | "post";
             /** @description Normalised first (Unicode NFKC, trimmed, lower-cased), then 1–100 characters of ^[a-z0-9]+(-[a-z0-9]+)*$; anything else is 422 SLUG_INVALID. Unique among the tenant's live contents (409 SLUG_TAKEN); a delete releases it. */
             slug?: string;
@@ -1486,7 +1520,7 @@ export interface components {
              *       "*"
              *     ]
              */
-            events: ("*" | "auth.logged_in" | "auth.logged_out" | "auth.login_failed" | "auth.password_reset" | "auth.reset_requested" | "auth.role_set" | "auth.token_created" | "auth.token_revoked" | "billing.cancelled" | "billing.past_due" | "billing.plan.created" | "billing.plan.deleted" | "billing.plan.updated" | "billing.renewed" | "billing.subscribed" | "billing.subscription.created" | "billing.subscription.deleted" | "billing.subscription.updated" | "content.archived" | "content.content.created" | "content.content.deleted" | "content.content.updated" | "content.published" | "content.unpublished" | "file.deleted" | "file.uploaded" | "notification.created" | "notification.email_requested" | "notification.read" | "task.assigned" | "task.resolved" | "task.sla_breached" | "task.task.created" | "task.task.deleted" | "task.task.updated" | "tenant.created" | "tenant.host_added" | "tenant.host_removed" | "tenant.resumed" | "tenant.suspended" | "user.created" | "user.deactivated" | "user.deleted" | "user.invited" | "user.password_set" | "user.roles_set" | "user.updated" | "webhook.endpoint.created" | "webhook.endpoint.deleted" | "webhook.endpoint.secret_rotated" | "webhook.endpoint.updated" | "webhook.redelivery_requested" | "webhook.test_requested")[];
+            events: ("*" | "auth.logged_in" | "auth.logged_out" | "auth.login_failed" | "auth.password_reset" | "auth.reset_requested" | "auth.role_set" | "auth.token_created" | "auth.token_revoked" | "billing.cancelled" | "billing.past_due" | "billing.plan.created" | "billing.plan.deleted" | "billing.plan.updated" | "billing.renewed" | "billing.subscribed" | "billing.subscription.created" | "billing.subscription.deleted" | "billing.subscription.updated" | "content.archived" | "content.content.created" | "content.content.deleted" | "content.content.updated" | "content.published" | "content.unpublished" | "file.deleted" | "file.uploaded" | "notification.created" | "notification.email_requested" | "notification.read" | "task.assigned" | "task.resolved" | "task.sla_breached" | "task.task.created" | "task.task.deleted" | "task.task.updated" | "task.unassigned" | "tenant.created" | "tenant.host_added" | "tenant.host_removed" | "tenant.resumed" | "tenant.suspended" | "user.created" | "user.deactivated" | "user.deleted" | "user.invited" | "user.password_set" | "user.roles_set" | "user.updated" | "webhook.endpoint.created" | "webhook.endpoint.deleted" | "webhook.endpoint.secret_rotated" | "webhook.endpoint.updated" | "webhook.redelivery_requested" | "webhook.test_requested")[];
             /** Format: uuid */
             id: string;
             /** @description The signing secret (whsec_…): only in the answer of the create and of rotate-secret, null in every other; keep it, no read shows it again. A secret shown once: a replay of either answer (the same Idempotency-Key) has null here and names /signingSecret in its header Idempotent-Secrets-Withheld. */
@@ -1513,7 +1547,7 @@ export interface components {
              *       "*"
              *     ]
              */
-            events: ("*" | "auth.logged_in" | "auth.logged_out" | "auth.login_failed" | "auth.password_reset" | "auth.reset_requested" | "auth.role_set" | "auth.token_created" | "auth.token_revoked" | "billing.cancelled" | "billing.past_due" | "billing.plan.created" | "billing.plan.deleted" | "billing.plan.updated" | "billing.renewed" | "billing.subscribed" | "billing.subscription.created" | "billing.subscription.deleted" | "billing.subscription.updated" | "content.archived" | "content.content.created" | "content.content.deleted" | "content.content.updated" | "content.published" | "content.unpublished" | "file.deleted" | "file.uploaded" | "notification.created" | "notification.email_requested" | "notification.read" | "task.assigned" | "task.resolved" | "task.sla_breached" | "task.task.created" | "task.task.deleted" | "task.task.updated" | "tenant.created" | "tenant.host_added" | "tenant.host_removed" | "tenant.resumed" | "tenant.suspended" | "user.created" | "user.deactivated" | "user.deleted" | "user.invited" | "user.password_set" | "user.roles_set" | "user.updated" | "webhook.endpoint.created" | "webhook.endpoint.deleted" | "webhook.endpoint.secret_rotated" | "webhook.endpoint.updated" | "webhook.redelivery_requested" | "webhook.test_requested")[];
+            events: ("*" | "auth.logged_in" | "auth.logged_out" | "auth.login_failed" | "auth.password_reset" | "auth.reset_requested" | "auth.role_set" | "auth.token_created" | "auth.token_revoked" | "billing.cancelled" | "billing.past_due" | "billing.plan.created" | "billing.plan.deleted" | "billing.plan.updated" | "billing.renewed" | "billing.subscribed" | "billing.subscription.created" | "billing.subscription.deleted" | "billing.subscription.updated" | "content.archived" | "content.content.created" | "content.content.deleted" | "content.content.updated" | "content.published" | "content.unpublished" | "file.deleted" | "file.uploaded" | "notification.created" | "notification.email_requested" | "notification.read" | "task.assigned" | "task.resolved" | "task.sla_breached" | "task.task.created" | "task.task.deleted" | "task.task.updated" | "task.unassigned" | "tenant.created" | "tenant.host_added" | "tenant.host_removed" | "tenant.resumed" | "tenant.suspended" | "user.created" | "user.deactivated" | "user.deleted" | "user.invited" | "user.password_set" | "user.roles_set" | "user.updated" | "webhook.endpoint.created" | "webhook.endpoint.deleted" | "webhook.endpoint.secret_rotated" | "webhook.endpoint.updated" | "webhook.redelivery_requested" | "webhook.test_requested")[];
             /**
              * @description Where the events are POSTed: an https:// URL (http:// only where webhooks.allow_http is on), with a host and no user name or password. A URL no delivery could reach is refused with 422 VALIDATION_FAILED, naming the setting: http:// while webhooks.allow_http is off, a literal private, loopback or other non-public address while webhooks.allow_private_networks is off, an empty authority (http:///x). A host name must resolve to public addresses when each delivery is made; redirects are not followed.
              * @example https://hooks.example.com/tenantry
@@ -1551,14 +1585,14 @@ export interface components {
              */
             active: boolean;
             /** @description What the endpoint is for. */
-            description?: string;
+            description?: string | null;
             /**
              * @description The event names it receives: "*" for every event, or names the service publishes (the enum; GET /api/v1/webhook/events lists them with their module, and each resource of GET /api/v1/admin/resources lists its own). The webhook module’s own requests (webhook.test_requested, webhook.redelivery_requested) are acted on, never delivered.
              * @example [
              *       "*"
              *     ]
              */
-            events?: ("*" | "auth.logged_in" | "auth.logged_out" | "auth.login_failed" | "auth.password_reset" | "auth.reset_requested" | "auth.role_set" | "auth.token_created" | "auth.token_revoked" | "billing.cancelled" | "billing.past_due" | "billing.plan.created" | "billing.plan.deleted" | "billing.plan.updated" | "billing.renewed" | "billing.subscribed" | "billing.subscription.created" | "billing.subscription.deleted" | "billing.subscription.updated" | "content.archived" | "content.content.created" | "content.content.deleted" | "content.content.updated" | "content.published" | "content.unpublished" | "file.deleted" | "file.uploaded" | "notification.created" | "notification.email_requested" | "notification.read" | "task.assigned" | "task.resolved" | "task.sla_breached" | "task.task.created" | "task.task.deleted" | "task.task.updated" | "tenant.created" | "tenant.host_added" | "tenant.host_removed" | "tenant.resumed" | "tenant.suspended" | "user.created" | "user.deactivated" | "user.deleted" | "user.invited" | "user.password_set" | "user.roles_set" | "user.updated" | "webhook.endpoint.created" | "webhook.endpoint.deleted" | "webhook.endpoint.secret_rotated" | "webhook.endpoint.updated" | "webhook.redelivery_requested" | "webhook.test_requested")[];
+            events?: ("*" | "auth.logged_in" | "auth.logged_out" | "auth.login_failed" | "auth.password_reset" | "auth.reset_requested" | "auth.role_set" | "auth.token_created" | "auth.token_revoked" | "billing.cancelled" | "billing.past_due" | "billing.plan.created" | "billing.plan.deleted" | "billing.plan.updated" | "billing.renewed" | "billing.subscribed" | "billing.subscription.created" | "billing.subscription.deleted" | "billing.subscription.updated" | "content.archived" | "content.content.created" | "content.content.deleted" | "content.content.updated" | "content.published" | "content.unpublished" | "file.deleted" | "file.uploaded" | "notification.created" | "notification.email_requested" | "notification.read" | "task.assigned" | "task.resolved" | "task.sla_breached" | "task.task.created" | "task.task.deleted" | "task.task.updated" | "task.unassigned" | "tenant.created" | "tenant.host_added" | "tenant.host_removed" | "tenant.resumed" | "tenant.suspended" | "user.created" | "user.deactivated" | "user.deleted" | "user.invited" | "user.password_set" | "user.roles_set" | "user.updated" | "webhook.endpoint.created" | "webhook.endpoint.deleted" | "webhook.endpoint.secret_rotated" | "webhook.endpoint.updated" | "webhook.redelivery_requested" | "webhook.test_requested")[];
             /**
              * @description Where the events are POSTed: an https:// URL (http:// only where webhooks.allow_http is on), with a host and no user name or password. A URL no delivery could reach is refused with 422 VALIDATION_FAILED, naming the setting: http:// while webhooks.allow_http is off, a literal private, loopback or other non-public address while webhooks.allow_private_networks is off, an empty authority (http:///x). A host name must resolve to public addresses when each delivery is made; redirects are not followed.
              * @example https://hooks.example.com/tenantry
@@ -1580,7 +1614,10 @@ export interface components {
             /** @description Bytes that arrived */
             size: number;
             uploadedBy: string | null;
-            /** @description public: also served at /api/v1/file/public/{id} */
+            /**
+             * @description public: also served at /api/v1/file/public/{id}
+             * @enum {string}
+             */
             visibility: "public" | "private";
         };
         FilePage: {
@@ -1665,6 +1702,7 @@ export interface components {
             features: string[];
             /** Format: uuid */
             id: string;
+            /** @enum {string} */
             interval: "month" | "year";
             name: string;
             /** @description In the currency's minor unit (cents for EUR, yen for JPY). */
@@ -1689,6 +1727,7 @@ export interface components {
              * @default []
              */
             features: string[];
+            /** @enum {string} */
             interval: "month" | "year";
             name: string;
             /** @description In the currency's minor unit (cents for EUR, yen for JPY). */
@@ -1724,6 +1763,7 @@ export interface components {
              * @default []
              */
             features: string[];
+            /** @enum {string} */
             interval?: "month" | "year";
             name?: string;
             /** @description In the currency's minor unit (cents for EUR, yen for JPY). */
@@ -1812,6 +1852,7 @@ export interface components {
             planId: string;
             /** @description Stamped from the plan when the period started; billed until the next period. */
             price: number;
+            /** @enum {string} */
             status: "trial" | "active" | "past_due" | "cancelled";
             trialUsedAt: string | null;
             /** Format: date-time */
@@ -1856,7 +1897,10 @@ export interface components {
             description: string | null;
             /** Format: uuid */
             id: string;
-            /** @description From low to critical. */
+            /**
+             * @description From low to critical.
+             * @enum {string}
+             */
             priority: "low" | "medium" | "high" | "critical";
             resolution: string | null;
             resolvedAt: string | null;
@@ -1878,7 +1922,7 @@ export interface components {
         TaskAssign: {
             /**
              * Format: uuid
-             * @description A user of this tenant.
+             * @description An active user of this tenant whose roles grant task:read.
              */
             assigneeId: string;
         };
@@ -1890,11 +1934,15 @@ export interface components {
             deadline: string;
             /** @description Markdown text. */
             description?: string;
-            /** @description From low to critical. */
+            /**
+             * @description From low to critical.
+             * @enum {string}
+             */
             priority: "low" | "medium" | "high" | "critical";
             /**
-             * @description open, acknowledged, in_progress, resolved or closed. A new task is open (a create may only say open). Status graph: open → acknowledged → in_progress → resolved → closed; resolved → in_progress (reopen); acknowledged or in_progress → open when the task has no assignee. A PATCH may take these edges except into resolved (the resolve command) and except into acknowledged or in_progress while nobody is assigned; any other move is 409 INVALID_TRANSITION.
+             * @description open, acknowledged, in_progress, resolved or closed. A new task is open (a create may only say open). Status graph: open → acknowledged → in_progress → resolved → closed; resolved → in_progress (reopen); acknowledged or in_progress → open when the task has no assignee (POST .../{id}/unassign takes the assignee off and moves it there). A PATCH may take these edges except into resolved (the resolve command) and except into acknowledged or in_progress while nobody is assigned; any other move is 409 INVALID_TRANSITION.
              * @default open
+             * @enum {string}
              */
             status: "open" | "acknowledged" | "in_progress" | "resolved" | "closed";
             /**
@@ -1927,12 +1975,16 @@ export interface components {
              */
             deadline?: string;
             /** @description Markdown text. */
-            description?: string;
-            /** @description From low to critical. */
+            description?: string | null;
+            /**
+             * @description From low to critical.
+             * @enum {string}
+             */
             priority?: "low" | "medium" | "high" | "critical";
             /**
-             * @description open, acknowledged, in_progress, resolved or closed. A new task is open (a create may only say open). Status graph: open → acknowledged → in_progress → resolved → closed; resolved → in_progress (reopen); acknowledged or in_progress → open when the task has no assignee. A PATCH may take these edges except into resolved (the resolve command) and except into acknowledged or in_progress while nobody is assigned; any other move is 409 INVALID_TRANSITION.
+             * @description open, acknowledged, in_progress, resolved or closed. A new task is open (a create may only say open). Status graph: open → acknowledged → in_progress → resolved → closed; resolved → in_progress (reopen); acknowledged or in_progress → open when the task has no assignee (POST .../{id}/unassign takes the assignee off and moves it there). A PATCH may take these edges except into resolved (the resolve command) and except into acknowledged or in_progress while nobody is assigned; any other move is 409 INVALID_TRANSITION.
              * @default open
+             * @enum {string}
              */
             status: "open" | "acknowledged" | "in_progress" | "resolved" | "closed";
             /**
@@ -1958,7 +2010,10 @@ export interface components {
             isOperator: boolean;
             name: string;
             slug: string;
-            /** @description active: served on its hosts. suspended: its hosts answer 404 NO_SITE to everybody. */
+            /**
+             * @description active: served on its hosts. suspended: its hosts answer 404 NO_SITE to everybody.
+             * @enum {string}
+             */
             status: "active" | "suspended";
             /** Format: date-time */
             updatedAt: string;
@@ -2017,6 +2072,7 @@ export interface components {
             /**
              * @description invited (cannot sign in yet), active, or deactivated. Set by the set-password and deactivate commands.
              * @default invited
+             * @enum {string}
              */
             status: "invited" | "active" | "deactivated";
             /** Format: date-time */
@@ -2107,7 +2163,10 @@ export interface components {
              * @description This attempt; what send-again names.
              */
             id: string;
-            /** @description succeeded (a 2xx answer); failed (another answer, a timeout or a network error: retried); refused (the URL or its address is not allowed: never sent, not retried); dead (the last attempt failed: no more retries). */
+            /**
+             * @description succeeded (a 2xx answer); failed (another answer, a timeout or a network error: retried); refused (the URL or its address is not allowed: never sent, not retried); dead (the last attempt failed: no more retries).
+             * @enum {string}
+             */
             status: "succeeded" | "failed" | "refused" | "dead";
             /** @description The Webhook-Id sent: the event id, the same on every attempt and on send-again. */
             webhookId: string;
@@ -6251,7 +6310,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description No file part (FILE_MISSING), a media type that is not one (MEDIA_TYPE_INVALID), bytes disagreeing with a renderable type (MEDIA_TYPE_MISMATCH) */
+            /** @description No file part (FILE_MISSING), a media type that is not one (MEDIA_TYPE_INVALID), bytes disagreeing with a renderable type (MEDIA_TYPE_MISMATCH), visibility missing from the query string or sent as a form field (VALIDATION_FAILED) */
             422: {
                 headers: {
                     [name: string]: unknown;
@@ -8169,6 +8228,149 @@ export interface operations {
                 };
             };
             /** @description INVALID_TRANSITION: the task's status is not one of open, acknowledged, in_progress. The problem names the field and the state. */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Body larger than 1048576 bytes (PAYLOAD_TOO_LARGE) */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description A path parameter longer than the router accepts (URI_TOO_LONG) */
+            414: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Body not JSON; form-encoded bodies are refused (UNSUPPORTED_MEDIA_TYPE) */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Validation failed (VALIDATION_FAILED, the Idempotency-Key header included); or an Idempotency-Key used in the last 24 hours for another request (IDEMPOTENCY_KEY_REUSED) */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Too many failed sign-ins or bearer-token attempts from this client address (ErrTooManyAttempts); Retry-After says when to try again */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Request headers over 16 KB (HEADERS_TOO_LARGE), refused before any route runs */
+            431: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Unexpected error */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Database busy (DB_BUSY: every connection stayed in use), a statement past its time limit (DB_TIMEOUT) or the database unreachable (DB_UNAVAILABLE): retry after the Retry-After seconds. Only a 2xx acknowledges a write */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    "task-task-unassign": {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description Makes the request safe to retry: a key of 1-255 printable ASCII characters, new for each distinct request (a UUID does). For 24 hours the same key with the same request replays the first answer (its status and body, with the header Idempotent-Replayed: true) and does nothing again; with another method, path or body it answers 422 IDEMPOTENCY_KEY_REUSED. A secret the first answer showed once (a field marked x-secret, such as a webhook endpoint's signingSecret) is not kept with the answer: the replay has null in its place, and its header Idempotent-Secrets-Withheld names the fields as JSON pointers (e.g. /signingSecret). A request with the same key still running is waited for. Keys are per tenant and caller. A request that failed (any problem answer) leaves no key behind and may be retried with it. */
+                "idempotency-key"?: string;
+            };
+            path: {
+                /** @description Resource id (UUID) */
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The task after the command */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Task"];
+                };
+            };
+            /** @description Malformed request */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Not signed in (AUTH_REQUIRED), or a bearer token unknown, expired, revoked or of another tenant (TOKEN_INVALID) */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Missing permission (AUTH_FORBIDDEN) or operator permission outside the operator tenant (AUTH_NOT_OPERATOR); sent from another site (AUTH_CROSS_SITE: Sec-Fetch-Site other than same-origin/none, or an Origin naming another host) */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description No site at this host, or no such resource */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description INVALID_TRANSITION: the task's status is not one of acknowledged, in_progress; when it is open the command changes nothing. The problem names the field and the state. */
             409: {
                 headers: {
                     [name: string]: unknown;

@@ -22,7 +22,7 @@ export const FRAMEWORK_TABLE_USES: readonly FrameworkTableUse[] = [
   {
     table: 'users',
     usedFor:
-      "context/tx.ts resolves a session only for a live user whose status is 'active', and reads the roles they hold; admin/who-and-where.ts names the signed-in person in the admin shell's header",
+      "context/tx.ts resolves a session only for a live user whose status is 'active', and reads the roles they hold; access/actors.ts reads the same of the person a command's actor field names, and narrows a picker to the active users holding a permission; admin/who-and-where.ts names the signed-in person in the admin shell's header",
     columns: {
       id: 'uuid',
       tenant_id: 'uuid',
@@ -36,7 +36,7 @@ export const FRAMEWORK_TABLE_USES: readonly FrameworkTableUse[] = [
   {
     table: 'roles',
     usedFor:
-      'context/tx.ts turns the roles a user holds into permissions; tenancy/create-tenant.ts seeds admin and member; access/roles.ts answers other modules which roles exist and which grant *',
+      'context/tx.ts turns the roles a user holds into permissions; tenancy/create-tenant.ts seeds admin and member; access/roles.ts answers other modules which roles exist, which grant * and which grant a permission',
     columns: { tenant_id: 'uuid', name: 'text', permissions: 'text[]' },
   },
   {

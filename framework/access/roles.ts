@@ -38,6 +38,24 @@ export const roleDirectory = {
     return rows.length > 0;
   },
 
+  /** The tenant's roles that grant `permission`: those listing it, and those holding `*`. */
+  async granting(ctx: TxContext, permission: string): Promise<string[]> {
+    const { rows } = await sql<{
+      name: string;
+    }>`select name from roles where permissions && ${[permission, WILDCARD]}::text[] order by name`.execute(ctx.db);
+    return rows.map((r) => r.name);
+  },
+
+  /** Whether holding these roles grants `permission` (one of them lists it, or `*`): as the opening statement reads them. */
+  async grants(ctx: TxContext, roles: readonly string[], permission: string): Promise<boolean> {
+    if (roles.length === 0) return false;
+    const { rows } =
+      await sql`select 1 from roles where name = any(${[...roles]}::text[]) and permissions && ${[permission, WILDCARD]}::text[] limit 1`.execute(
+        ctx.db,
+      );
+    return rows.length > 0;
+  },
+
   /** The tenant's roles that grant every permission, leaving out `except`. */
   async grantingEverything(ctx: TxContext, options: { except?: string } = {}): Promise<string[]> {
     const { rows } = await sql<{

@@ -4,6 +4,7 @@ import type { Registry } from '../entity/registry.ts';
 import type { ResolvedEntity } from '../entity/resolve.ts';
 import type { TxContext } from '../context/tx.ts';
 import { allowsAccess, type OperatorPermissions } from '../access/guard.ts';
+import { StringEnum } from '../entity/string-enum.ts';
 
 export const CatalogEntrySchema = Type.Object({
   key: Type.String({ description: '<module>.<entity>' }),
@@ -12,7 +13,7 @@ export const CatalogEntrySchema = Type.Object({
   label: Type.String(),
   labelPlural: Type.String(),
   path: Type.String({ description: "Collection path of the generic routes, or a singleton's resource path" }),
-  scope: Type.Union([Type.Literal('tenant'), Type.Literal('global')], {
+  scope: StringEnum(['tenant', 'global'], {
     description: 'tenant: each tenant its own rows; global: one set every tenant reads, the operator writes',
   }),
   singleton: Type.Boolean({ description: 'One row per tenant at path, with no id and no list' }),

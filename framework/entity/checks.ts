@@ -65,6 +65,7 @@ export function checkRegistry(registry: Registry, earlier: string[]): void {
     }
     problems.push(...publicReadProblems(entity.names.key, def));
     problems.push(...stateProblems(entity));
+    problems.push(...actorProblems(entity, registry, permissionKnown));
     // The types refuse these already; a definition built without them (e.g. from data) is caught here.
     for (const [kind, list] of [
       ['readOnly', entity.readOnly],
@@ -274,6 +275,35 @@ function publicReadProblems(key: string, def: AnyEntity): string[] {
   }
   if (spec.path !== undefined && !/^[a-z0-9-]+(\/[a-z0-9-]+)*$/.test(spec.path)) {
     problems.push(`entity ${key}: publicRead path ${spec.path} is not lower-case path segments`);
+  }
+  return problems;
+}
+
+/**
+ * A command's actor fields (CommandDefinition.actors): each a field of its body, a reference to
+ * the users entity (the identity table users, whose status and roles the check reads), with a
+ * declared permission.
+ */
+function actorProblems(entity: ResolvedEntity, registry: Registry, permissionKnown: (p: string) => boolean): string[] {
+  const problems: string[] = [];
+  const usersEntity = registry.entities.find(
+    (e) =>
+      e.names.table === 'users' &&
+      registry.modules.some((m) => m.name === e.module && m.identityTables?.includes('users')),
+  );
+  for (const [command, definition] of Object.entries(entity.def.commands ?? {})) {
+    const where = `entity ${entity.names.key}: command ${command}`;
+    for (const [field, permission] of Object.entries(definition.actors ?? {})) {
+      const properties = (definition.body as { properties?: Record<string, unknown> } | undefined)?.properties ?? {};
+      if (!(field in properties)) problems.push(`${where}: actor field ${field} is not a field of its body`);
+      const target = definition.references?.[field];
+      if (!usersEntity || target !== usersEntity.names.key)
+        problems.push(
+          `${where}: actor field ${field} must be a reference to the users entity${usersEntity ? ` (references: { ${field}: '${usersEntity.names.key}' })` : ', and no module provides the identity table users'}`,
+        );
+      if (!permissionKnown(permission))
+        problems.push(`${where}: actor field ${field} names undeclared permission ${permission}`);
+    }
   }
   return problems;
 }

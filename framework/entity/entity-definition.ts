@@ -80,6 +80,15 @@ export interface CommandDefinition<
   states?: CommandStates;
   /** Body fields that name a row of another entity (`assigneeId: 'user.user'`): the shell offers a picker. */
   references?: Readonly<Record<string, string>>;
+  /**
+   * Body fields naming a person who must be able to act once the command has run, with the
+   * permission they need (`assigneeId: 'task:read'`: an assignee must be able to open the task).
+   * The person must be an active user of the tenant whose roles grant it (or `*`): anyone else is
+   * 422 VALIDATION_FAILED before `run`, with the reason (framework/access/actors.ts), and the
+   * shell's picker for the field offers only such people. Each field is also a reference to the
+   * users entity (`references`).
+   */
+  actors?: Readonly<Record<string, string>>;
   /** How the admin shell offers the command to people: its button, opening sentence and body fields' labels (field-text.ts). */
   admin?: CommandText;
 }

@@ -3,6 +3,7 @@ import type { AnyEntity, DeleteMode, EntityScope } from './define.ts';
 import { camelCase, entityNames, snakeCase, type EntityNames } from './names.ts';
 import { pageQuerySchema, pageSchema } from '../operations/paging.ts';
 import { named } from '../openapi/schema-name.ts';
+import { declaredDefault } from './storage.ts';
 
 export const SYSTEM_FIELDS = ['id', 'createdAt', 'updatedAt'] as const;
 
@@ -93,11 +94,16 @@ export function resolveEntity(def: AnyEntity): ResolvedEntity {
     additionalProperties: false,
   });
 
-  const pick = (keys: string[], partial: boolean): TProperties =>
-    Object.fromEntries(keys.map((k) => [k, partial ? Type.Optional(stripOptional(def.fields[k]!)) : def.fields[k]!]));
-  const create = named(Type.Object(pick(writable, false), { additionalProperties: false }), names.schemas.create);
+  const create = named(
+    Type.Object(Object.fromEntries(writable.map((k) => [k, def.fields[k]!])), { additionalProperties: false }),
+    names.schemas.create,
+  );
+  // PATCH: every field optional; an optional one may be sent as null, which clears it.
   const patch = named(
-    Type.Object(pick(patchable, true), { additionalProperties: false, minProperties: 1 }),
+    Type.Object(Object.fromEntries(patchable.map((k) => [k, Type.Optional(patchSchema(def.fields[k]!))])), {
+      additionalProperties: false,
+      minProperties: 1,
+    }),
     names.schemas.update,
   );
 
@@ -150,6 +156,32 @@ export function resolveEntity(def: AnyEntity): ResolvedEntity {
     schemas: { row, create, patch, list, listQuery, idParams: IdParams, changes },
     commandRoute: (command) => `POST ${item}/${command}`,
   };
+}
+
+/**
+ * Whether PATCH may clear the field with null: an optional field with no column default, which
+ * reads answer as null when it holds no value. A field with a default (WithDefault) always holds
+ * one (its column is not null), so it takes a value, not null.
+ */
+export function clearable(schema: TSchema): boolean {
+  return Type.IsOptional(schema) && declaredDefault(schema) === undefined;
+}
+
+/**
+ * A field's schema in a PATCH body: the field's own, or, for a clearable field, the same admitting
+ * null. An enum lists null among its values; a schema with one JSON type says so with a type list
+ * (`["string", "null"]`, one refusal naming both); any other takes `anyOf` a null branch.
+ */
+function patchSchema(schema: TSchema): TSchema {
+  const plain = stripOptional(schema);
+  if (!clearable(schema)) return plain;
+  const node = plain as TSchema & { type?: unknown; enum?: unknown[] };
+  // An enum of its own (Type.Enum): null joins its values, so a refusal still names them all.
+  if (node.type === undefined && Array.isArray(node.enum)) return { ...node, enum: [...node.enum, null] } as TSchema;
+  if (typeof node.type !== 'string' || node.type === 'null') return Type.Union([plain, Type.Null()]);
+  const copy = { ...node, type: [node.type, 'null'] } as Record<string, unknown>;
+  if (Array.isArray(node.enum)) copy.enum = [...node.enum, null];
+  return copy as TSchema;
 }
 
 /** A plain string field (not a date-time), which `q` can search as text. */

@@ -2,7 +2,7 @@ import type pg from 'pg';
 import Type, { type TSchema } from 'typebox';
 import type { AnyEntity } from './define.ts';
 import type { Registry } from './registry.ts';
-import type { ResolvedEntity } from './resolve.ts';
+import { clearable, type ResolvedEntity } from './resolve.ts';
 import { BootCheckError } from './checks.ts';
 import { FRAMEWORK_TABLE_USES, identityTableProviders, type FrameworkTableUse } from '../access/identity-tables.ts';
 
@@ -271,6 +271,11 @@ export function entityTableProblems(entity: ResolvedEntity, table: TableInfo | u
     if (optional && found.notNull && !found.hasDefault) {
       problems.push(
         `${where}: field ${field} is optional, but column ${table.name}.${name} is not null and has no default, so a create leaving it out fails`,
+      );
+    } else if (found.notNull && entity.patchable.includes(field) && clearable(schema)) {
+      // PATCH clears such a field with null (resolve.ts): its column must take null.
+      problems.push(
+        `${where}: field ${field} is optional with no declared default, so PATCH may clear it with null, but column ${table.name}.${name} is not null; declare its default with WithDefault() or let the column allow null`,
       );
     }
   }

@@ -116,10 +116,10 @@ export class FairQueueWorker {
     const busy = [...this.perTenant.keys()];
     const capped = [...this.perTenant].filter(([, n]) => n >= tenantConcurrency).map(([t]) => t);
     // Rule 1 asks for what rule 2 would not already ignore: some busy tenant is under its cap.
-    if (busy.length > capped.length && Date.now() >= this.othersIdleUntil) {
+    if (busy.length > capped.length && performance.now() >= this.othersIdleUntil) {
       const job = await this.fetch([...fullGroups, ...groupsOf(busy)]);
       if (job) return job;
-      this.othersIdleUntil = Date.now() + pollMs;
+      this.othersIdleUntil = performance.now() + pollMs;
     }
     return this.fetch([...fullGroups, ...groupsOf(capped)]);
   }

@@ -1,7 +1,7 @@
 import { statesProblem } from '../operations/command-states.ts';
 import Type, { type TSchema } from 'typebox';
 import type { AnyRoute, NoTxRouteDefinition, RouteDefinition } from '../entity/define.ts';
-import type { ResolvedEntity } from '../entity/resolve.ts';
+import { clearable, type ResolvedEntity } from '../entity/resolve.ts';
 import type { TxContext } from '../context/tx.ts';
 import type { EntityOperations } from '../operations/entity-ops.ts';
 import { named, nameOf } from '../openapi/schema-name.ts';
@@ -112,6 +112,13 @@ export function deleteDescription(entity: ResolvedEntity): string {
   return entity.def.hooks?.beforeDelete
     ? `${what} The entity may refuse (a problem naming why) while the row is still in use.`
     : what;
+}
+
+/** What a PATCH may clear, for OpenAPI: the optional fields without a default, which take null. */
+export function clearing(entity: ResolvedEntity): string | undefined {
+  const fields = entity.patchable.filter((field) => clearable(entity.def.fields[field]!));
+  if (fields.length === 0) return undefined;
+  return `${fields.join(', ')} may be sent as null, which clears ${fields.length > 1 ? 'them' : 'it'} (a read then answers null).`;
 }
 
 /** Who sees which rows, for OpenAPI: a global entity's and a row-access filter's rule, or nothing. */

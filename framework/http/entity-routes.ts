@@ -4,6 +4,7 @@ import { EntityOperations } from '../operations/entity-ops.ts';
 import {
   NoContent,
   answer,
+  clearing,
   commandRoutes,
   deleteDescription,
   followUpEvents,
@@ -111,6 +112,7 @@ export function entityRoutes(entity: ResolvedEntity, ops: EntityOperations): Any
       summary: `Update a ${names.label.toLowerCase()}`,
       description: sentences(
         entity.immutable.length ? `Immutable fields: ${entity.immutable.join(', ')}.` : undefined,
+        clearing(entity),
         visibility(entity),
       ),
       tags,

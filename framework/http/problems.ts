@@ -25,6 +25,8 @@ function fromDatabaseError(err: { code?: string; constraint?: string; detail?: s
       return uniqueViolationProblem(err);
     case '23503':
       return problem('VALIDATION_FAILED', 'A referenced resource does not exist');
+    case '23502':
+      return problem('VALIDATION_FAILED', 'A required value is missing');
     case '23514':
     case '22001':
     case '22003':
@@ -41,14 +43,32 @@ function fromValidation(err: FastifyError): ProblemError {
   return validationProblem((err.validation ?? []) as ValidationIssue[], err.validationContext ?? 'body');
 }
 
+const valueText = (value: unknown): string => (typeof value === 'string' ? value : JSON.stringify(value));
+
+/**
+ * The sentence for one failing value: the validator's own, except where it hides what would be
+ * accepted: an enum names its allowed values ("must be one of: low, medium, high, critical"), a
+ * constant its value.
+ */
+function issueMessage(issue: ValidationIssue): string {
+  const params = issue.params ?? {};
+  if (issue.keyword === 'enum' && Array.isArray(params.allowedValues))
+    return `must be one of: ${params.allowedValues.map(valueText).join(', ')}`;
+  if (issue.keyword === 'const' && 'allowedValue' in params) return `must be ${valueText(params.allowedValue)}`;
+  return issue.message ?? 'invalid';
+}
+
 /** A refused request part: one pointer per failing value (missing and unknown properties each their own). */
 export function validationProblem(
   issues: ValidationIssue[],
   part: string,
   code: ProblemCode = 'VALIDATION_FAILED',
 ): ProblemError {
+  // An enum's refusal names every value it takes: a type refusal of the same value says less.
+  const enums = new Set(issues.filter((issue) => issue.keyword === 'enum').map((issue) => issue.instancePath ?? ''));
   const errors: FieldError[] = issues
     .filter((issue) => issue.keyword !== 'boolean')
+    .filter((issue) => issue.keyword !== 'type' || !enums.has(issue.instancePath ?? ''))
     .flatMap((issue) => {
       const at = `/${part}${issue.instancePath ?? ''}`;
       // Missing and unknown properties point at the property itself, one entry each, so a form can mark the field.
@@ -58,9 +78,14 @@ export function validationProblem(
       }
       if (issue.keyword === 'required') {
         const missing = (issue.params?.requiredProperties as string[] | undefined) ?? [];
-        if (missing.length > 0) return missing.map((name) => ({ pointer: `${at}/${name}`, message: 'is required' }));
+        // A query parameter looked for in the body (a form field, a JSON member) is missing from the query: say where it goes.
+        const message = (name: string) =>
+          part === 'querystring' && issue.instancePath === ''
+            ? `is required: send it in the query string (?${name}=...), not in the body`
+            : 'is required';
+        if (missing.length > 0) return missing.map((name) => ({ pointer: `${at}/${name}`, message: message(name) }));
       }
-      return [{ pointer: at, message: pagingRefusal(at, issue.keyword) ?? issue.message ?? 'invalid' }];
+      return [{ pointer: at, message: pagingRefusal(at, issue.keyword) ?? issueMessage(issue) }];
     });
   return problem(code, `The request ${part} does not match the schema`, { errors });
 }

@@ -2,7 +2,15 @@ import type { AnyRoute } from '../entity/define.ts';
 import type { ResolvedEntity } from '../entity/resolve.ts';
 import type { EntityOperations } from '../operations/entity-ops.ts';
 import type { TxContext } from '../context/tx.ts';
-import { NoContent, answer, commandRoutes, deleteDescription, followUpEvents } from './entity-route-parts.ts';
+import {
+  NoContent,
+  answer,
+  clearing,
+  commandRoutes,
+  deleteDescription,
+  followUpEvents,
+  sentences,
+} from './entity-route-parts.ts';
 
 type Present = (tx: TxContext, row: Record<string, unknown>) => unknown;
 
@@ -66,7 +74,11 @@ export function singletonRoutes(entity: ResolvedEntity, ops: EntityOperations, p
       url: names.path,
       operationId: names.operationId('update'),
       summary: `Update the ${label}`,
-      description: `404 NOT_FOUND until it exists.${entity.immutable.length ? ` Immutable fields: ${entity.immutable.join(', ')}.` : ''}`,
+      description: sentences(
+        '404 NOT_FOUND until it exists.',
+        entity.immutable.length ? `Immutable fields: ${entity.immutable.join(', ')}.` : undefined,
+        clearing(entity),
+      ),
       tags,
       access: write,
       publishes: [...new Set([names.events.updated, ...followUp])],

@@ -109,20 +109,58 @@ export function nulIssues(value: unknown, at = '', found: ValidationIssue[] = []
   return found;
 }
 
+/** An integer written in a query string or a path: decimal digits, with a minus sign for a negative one. */
+const DECIMAL_INTEGER = /^-?[0-9]+$/;
+
+/**
+ * The properties of a query or params schema that take an integer. Their text must be decimal
+ * digits: TypeBox's conversion reads text as JavaScript does, so "1.5" became 1, "0x10" 16 and
+ * "1e2" 100 rather than being refused.
+ */
+function integerProperties(schema: unknown): string[] {
+  const properties = isPlain(schema) && isPlain(schema.properties) ? schema.properties : {};
+  return Object.keys(properties).filter((key) => {
+    const node = properties[key];
+    return (
+      isPlain(node) &&
+      (isInteger(node) || (Array.isArray(node.anyOf) && node.anyOf.some((m) => isPlain(m) && isInteger(m))))
+    );
+  });
+}
+
+/** Each integer property whose text is not decimal digits. */
+function nonDecimalIssues(value: unknown, keys: readonly string[]): ValidationIssue[] {
+  if (keys.length === 0 || typeof value !== 'object' || value === null) return [];
+  const found: ValidationIssue[] = [];
+  for (const key of keys) {
+    const text = (value as Record<string, unknown>)[key];
+    if (typeof text === 'string' && !DECIMAL_INTEGER.test(text))
+      found.push({
+        instancePath: `/${pointerSegment(key)}`,
+        keyword: 'type',
+        message: 'must be an integer written in decimal digits (0-9, a leading - for a negative one)',
+      });
+  }
+  return found;
+}
+
 /**
  * TypeBox validation for every route: bodies are checked as sent (unknown properties refused,
  * nothing silently dropped), while params and query strings are converted from text and get
- * their defaults. Whatever the schema, a string holding NUL is refused and an integer is kept
- * within ±INTEGER_LIMIT.
+ * their defaults; an integer there is decimal digits only. Whatever the schema, a string holding
+ * NUL is refused and an integer is kept within ±INTEGER_LIMIT.
  */
 export const typeboxValidatorCompiler: FastifySchemaCompiler<TSchema> = ({ schema, httpPart }) => {
   const check = Compile(boundIntegers(schema));
   const fromText = httpPart !== 'body';
+  const integers = fromText ? integerProperties(schema) : [];
   // Text that already meets a schema with no defaults needs no conversion: the compiled check
   // alone decides (the common GET /<id> or /public/<slug>), skipping TypeBox's slower Convert.
   const asSentWhenValid = fromText && !JSON.stringify(schema).includes('"default"');
   const validate = (value: unknown) => {
     if (asSentWhenValid && check.Check(value) && !containsNul(value)) return { value };
+    const notDecimal = nonDecimalIssues(value, integers);
+    if (notDecimal.length > 0) return { error: notDecimal as never };
     const prepared = fromText ? Value.Default(schema, Value.Convert(schema, value)) : value;
     // The issues, with their paths, only for the rare value that has one.
     if (containsNul(prepared)) return { error: nulIssues(prepared) as never };

@@ -1,4 +1,4 @@
-import type { FastifyInstance } from 'fastify';
+import type { FastifyInstance, FastifyRequest } from 'fastify';
 import swagger from '@fastify/swagger';
 import swaggerUi from '@fastify/swagger-ui';
 import type { Services } from '../services.ts';
@@ -6,6 +6,8 @@ import { ProblemSchema } from './problem-schema.ts';
 import { sessionCookie } from '../access/session-cookie.ts';
 import { API_PREFIX } from '../entity/names.ts';
 import { operatorUrl } from '../tenancy/first-administrator.ts';
+import { isLocalHost } from '../config/rules.ts';
+import { normaliseHost } from '../context/tenant.ts';
 import { nameSchemas } from './named-schemas.ts';
 
 export const OPENAPI_PATH = `${API_PREFIX}/openapi.json`;
@@ -59,23 +61,60 @@ export async function registerOpenApi(app: FastifyInstance, services: Services):
       buildLocalReference: (json, _baseUri, _fragment, i) => (typeof json.$id === 'string' ? json.$id : `def-${i}`),
     },
   });
-  await app.register(swaggerUi, { routePrefix: DOCS_PATH });
-  app.get(OPENAPI_PATH, { schema: { hide: true } }, async () => openApiDocument(app));
+  // The docs page reads its document at <docs>/json: served with the asking host as the default,
+  // so "Try it out" on a customer's host calls that customer, not the operator. A shallow copy
+  // with other servers: the document itself is built once.
+  await app.register(swaggerUi, {
+    routePrefix: DOCS_PATH,
+    transformSpecificationClone: false,
+    transformSpecification: (document, request) => withServerOfRequest(document, request),
+  });
+  app.get(OPENAPI_PATH, { schema: { hide: true } }, async (request) =>
+    withServerOfRequest(openApiDocument(app), request),
+  );
 }
 
 /**
  * Every tenant serves the same paths on its own host, so the server is a template whose host
  * defaults to server.public_host (the operator tenant's): https, as behind the TLS proxy a public
  * host sits behind, or http on a local name (with the listening port when public_host names none).
+ * That is the exported document's (openapi/snapshot.json, a generated client's); the served
+ * copies default to the host they are asked on (withServerOfRequest).
  */
 function serverOf(publicHost: string, port: number) {
   const origin = new URL(operatorUrl(publicHost, port));
+  return server(
+    origin.protocol.slice(0, -1),
+    origin.host,
+    "The default host is the operator tenant's (server.public_host).",
+  );
+}
+
+function server(scheme: string, host: string, defaultIs: string) {
   return {
-    url: `${origin.protocol}//{host}`,
-    description:
-      "A tenant's host, with its port if any: the tenant comes from the Host header, and an unknown host answers 404 NO_SITE. The default host is the operator tenant's (server.public_host).",
+    url: `${scheme}://{host}`,
+    description: `A tenant's host, with its port if any: the tenant comes from the Host header, and an unknown host answers 404 NO_SITE. ${defaultIs}`,
     // (A variable's own description is valid OpenAPI 3.1, but swagger-parser's schema refuses it.)
-    variables: { host: { default: origin.host } },
+    variables: { host: { default: host } },
+  };
+}
+
+/**
+ * The document as served on a request: its server's default host is the one the request named
+ * (a tenant's host, since an unknown one answered 404 NO_SITE before), with the port it was sent
+ * with; https unless the name is local, as for the exported document.
+ */
+export function withServerOfRequest(document: unknown, request: FastifyRequest): Record<string, unknown> {
+  const header = request.headers.host ?? '';
+  const name = normaliseHost(header);
+  if (name === '') return document as Record<string, unknown>;
+  const port = /^[^[]*:(\d+)$|^\[[^\]]*\]:(\d+)$/.exec(header.trim());
+  const host = port ? `${name}:${port[1] ?? port[2]}` : name;
+  return {
+    ...(document as Record<string, unknown>),
+    servers: [
+      server(isLocalHost(name) ? 'http' : 'https', host, 'The default host is the one this document was read on.'),
+    ],
   };
 }
 

@@ -17,6 +17,7 @@ import { RowAccess, type AccessFilter } from './row-access.ts';
 import { RowShape } from './row-shape.ts';
 import { checkInitialState, commandRefusal, verdictOf } from './command-states.ts';
 import { StatementShapes, WRITE_SHAPES_PER_KIND } from './statement-shapes.ts';
+import { refuseNonActors, type Narrowing } from '../access/actors.ts';
 
 export { isUuid } from './entity-sql.ts';
 
@@ -98,10 +99,10 @@ export class EntityOperations {
 
   /**
    * A page of live rows the caller may see (row access joins the pager's conditions) in the sort
-   * asked for, ties broken by id. Reads the page from the (tenant_id, column, id) index, by keyset
+   * asked for, ties broken by id; `narrow` adds a condition of the framework's own. Reads the page from the (tenant_id, column, id) index, by keyset
    * after a cursor.
    */
-  async list(ctx: TxContext, page: PageQuery): Promise<Page<Row>> {
+  async list(ctx: TxContext, page: PageQuery, narrow?: Narrowing): Promise<Page<Row>> {
     const access = this.access(ctx, 1);
     const conditions = access.sql ? [access.sql] : [];
     const params = [...access.params];
@@ -110,6 +111,12 @@ export class EntityOperations {
       params.push(page.q.toLowerCase());
       const n = params.length;
       conditions.push(`(${this.searchable.map((column) => `strpos(lower(${column}), $${n}) > 0`).join(' or ')})`);
+    }
+    if (narrow) {
+      // A condition of the framework's own (a picker's people who can act), after the caller's.
+      const extra = narrow(params.length + 1);
+      conditions.push(`(${extra.sql})`);
+      params.push(...extra.params);
     }
     const filter: ListFilter | undefined = conditions.length > 0 ? { conditions, params } : undefined;
     const result = await this.pager.page(ctx, page, filter);
@@ -251,6 +258,8 @@ export class EntityOperations {
       if (verdict === 'refused') throw commandRefusal(this.entity, command, previous);
       if (verdict === 'unchanged') return previous;
     }
+    // Then the people the body names, who must be able to act (access/actors.ts).
+    await refuseNonActors(ctx, this.entity, definition.actors, body);
     const changes = (await definition.run(ctx, previous ?? null, body as never, services, prepared)) as
       | Values
       | undefined;

@@ -1,6 +1,7 @@
 import Type, { type TSchema } from 'typebox';
 import { named, nameOf } from '../openapi/schema-name.ts';
 import { pageSchemaName } from '../entity/names.ts';
+import { StringEnum } from '../entity/string-enum.ts';
 
 /**
  * What every list takes and answers, generated and hand-written alike: the query parameters
@@ -67,7 +68,7 @@ export function pageQuerySchema(options: {
         }),
       ),
       sort: Type.Optional(
-        Type.Enum(sortValues, {
+        StringEnum(sortValues, {
           default: options.defaultSort,
           description:
             options.sortDescription ??

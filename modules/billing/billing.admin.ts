@@ -14,6 +14,7 @@ import { formatMoney, when } from '../../framework/format.ts';
 import type { NoTxRouteDefinition, RouteDefinition } from '../../framework/entity/define.ts';
 import { toProblem } from '../../framework/http/problems.ts';
 import type { ProblemError } from '../../framework/errors.ts';
+import { StringEnum } from '../../framework/entity/string-enum.ts';
 
 export const SUBSCRIPTION_PAGE = '/admin/billing/subscription';
 
@@ -22,7 +23,7 @@ const DONE = {
   subscribed: 'Your plan is chosen.',
   cancelled: 'Your subscription is cancelled.',
 } as const;
-const PageQuery = Type.Object({ done: Type.Optional(Type.Union(Object.keys(DONE).map((key) => Type.Literal(key)))) });
+const PageQuery = Type.Object({ done: Type.Optional(StringEnum(Object.keys(DONE))) });
 
 const STATUS_TEXT: Record<string, string> = {
   trial: 'Trial',

@@ -3,6 +3,7 @@ import { defineEntity } from '../../framework/entity/define.ts';
 import { WithDefault } from '../../framework/entity/storage.ts';
 import { problem } from '../../framework/errors.ts';
 import { isCurrency } from './currencies.ts';
+import { StringEnum } from '../../framework/entity/string-enum.ts';
 
 function checkCurrency(currency: unknown): void {
   if (typeof currency === 'string' && !isCurrency(currency)) {
@@ -37,7 +38,7 @@ export const plan = defineEntity({
       description:
         'An ISO 4217 code of a currency in current use (the list shipped with the ICU data); funds, metals and test codes are refused.',
     }),
-    interval: Type.Union([Type.Literal('month'), Type.Literal('year')]),
+    interval: StringEnum(['month', 'year']),
     features: WithDefault(
       Type.Array(Type.String({ minLength: 1, maxLength: 100 }), { maxItems: 100, description: 'Feature names.' }),
       [],

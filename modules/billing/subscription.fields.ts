@@ -2,13 +2,9 @@ import Type from 'typebox';
 import { DateTime } from '../../framework/entity/date-time.ts';
 import { WithDefault } from '../../framework/entity/storage.ts';
 import type { FieldTexts } from '../../framework/entity/field-text.ts';
+import { StringEnum } from '../../framework/entity/string-enum.ts';
 
-export const Status = Type.Union([
-  Type.Literal('trial'),
-  Type.Literal('active'),
-  Type.Literal('past_due'),
-  Type.Literal('cancelled'),
-]);
+export const Status = StringEnum(['trial', 'active', 'past_due', 'cancelled']);
 
 /** The subscription's fields: every one is written by subscribe, cancel or the renewal job only. */
 export const subscriptionFields = {

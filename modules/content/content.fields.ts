@@ -4,11 +4,12 @@ import { WithDefault } from '../../framework/entity/storage.ts';
 import { Markdown } from '../../framework/markdown/markdown-field.ts';
 import { Slug } from './slug.ts';
 import type { FieldTexts } from '../../framework/entity/field-text.ts';
+import { StringEnum } from '../../framework/entity/string-enum.ts';
 
 export const TITLE_MAX = 200;
 export const BODY_MAX = 200_000;
 
-export const ContentStatus = Type.Union([Type.Literal('draft'), Type.Literal('published'), Type.Literal('archived')], {
+export const ContentStatus = StringEnum(['draft', 'published', 'archived'], {
   description: 'draft, published or archived; changed only by the publish, unpublish and archive commands.',
 });
 
@@ -19,7 +20,7 @@ export const contentFields = {
     maxLength: TITLE_MAX,
     description: `1–${TITLE_MAX} characters, counted as Unicode code points (an emoji is one, a combining mark one more).`,
   }),
-  kind: Type.Union([Type.Literal('page'), Type.Literal('post')]),
+  kind: StringEnum(['page', 'post']),
   body: Markdown({
     maxLength: BODY_MAX,
     description:
@@ -46,7 +47,7 @@ export const PublicContent = Type.Object(
   {
     slug: Type.String(),
     title: Type.String(),
-    kind: Type.Union([Type.Literal('page'), Type.Literal('post')]),
+    kind: StringEnum(['page', 'post']),
     body: Type.String({ description: 'The Markdown rendered to HTML and sanitised (docs/content.md).' }),
     publishedAt: DateTime(),
   },

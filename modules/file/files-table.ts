@@ -1,6 +1,7 @@
 import type { Generated, Selectable } from 'kysely';
 import Type from 'typebox';
 import { declareUniqueKeys } from '../../framework/db/unique-keys.ts';
+import { StringEnum } from '../../framework/entity/string-enum.ts';
 
 export interface FilesTable {
   id: Generated<string>;
@@ -28,7 +29,7 @@ declareUniqueKeys({
 
 export type FileRow = Selectable<FilesTable>;
 
-export const Visibility = Type.Union([Type.Literal('public'), Type.Literal('private')], {
+export const Visibility = StringEnum(['public', 'private'], {
   description: 'public: also served at /api/v1/file/public/{id}',
 });
 

@@ -17,6 +17,7 @@ import { notFound, type ProblemError } from '../../framework/errors.ts';
 import { toProblem } from '../../framework/http/problems.ts';
 import type { Page } from '../../framework/operations/paging.ts';
 import type { FileRecordValue } from './files-table.ts';
+import { StringEnum } from '../../framework/entity/string-enum.ts';
 
 export const FILES_PAGE = '/admin/file/files';
 const PAGE_SIZE = 20;
@@ -25,9 +26,9 @@ const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 const DONE = { uploaded: 'The file is uploaded.', deleted: 'The file is deleted.' } as const;
 const ListQuery = Type.Object({
   after: Type.Optional(Type.String({ maxLength: 1024 })),
-  done: Type.Optional(Type.Union([Type.Literal('uploaded'), Type.Literal('deleted')])),
+  done: Type.Optional(StringEnum(['uploaded', 'deleted'])),
 });
-const UploadQuery = Type.Object({ visibility: Type.Union([Type.Literal('public'), Type.Literal('private')]) });
+const UploadQuery = Type.Object({ visibility: StringEnum(['public', 'private']) });
 const IdParams = Type.Object({ id: Type.String({ maxLength: 100 }) });
 
 /** A file record as the list route answers it (dates may be Date or ISO text). */

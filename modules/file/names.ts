@@ -22,8 +22,12 @@ export function sanitiseName(raw: string | undefined): string {
   return chars === '' || chars === '.' || chars === '..' ? 'file' : chars;
 }
 
-/** RFC 8187 / 6266: attachment with the name percent-encoded as UTF-8. */
-export function attachmentDisposition(name: string): string {
+/**
+ * RFC 6266 / 8187: how a download is shown, with the name percent-encoded as UTF-8. `inline` lets
+ * a browser show a renderable file and still names it, so a saved copy keeps its name; `attachment`
+ * makes any other type a download.
+ */
+export function contentDisposition(kind: 'inline' | 'attachment', name: string): string {
   const encoded = encodeURIComponent(name).replace(/['()*]/g, (c) => `%${c.charCodeAt(0).toString(16).toUpperCase()}`);
-  return `attachment; filename*=UTF-8''${encoded}`;
+  return `${kind}; filename*=UTF-8''${encoded}`;
 }

@@ -10,7 +10,7 @@ import { blobStoreFor, type ByteRange } from '../../framework/storage/index.ts';
 import { answer } from '../../framework/http/entity-route-parts.ts';
 import { FileRecord, toRecord, Visibility, type FileRow } from './files-table.ts';
 import { ENVELOPE_BYTES, uploadFile } from './upload.ts';
-import { attachmentDisposition } from './names.ts';
+import { contentDisposition } from './names.ts';
 import { isRenderable } from './sniff.ts';
 import type { Config } from '../../framework/config/schema.ts';
 
@@ -26,13 +26,16 @@ export const filePages = new KeysetPager({
   sorts: { createdAt: { column: 'created_at' }, name: { column: 'name' }, size: { column: 'size' } },
 });
 
-/** SPEC Files rule 5: the same on both doors; a private file adds no-store. */
+/**
+ * SPEC Files rule 5: the same on both doors; a private file adds no-store. A renderable type is
+ * shown inline, named all the same (a browser saving it keeps its name); any other is an attachment.
+ */
 function downloadHeaders(row: FileRow): Record<string, string> {
   return {
     'x-content-type-options': 'nosniff',
     'content-security-policy': "default-src 'none'; sandbox",
     'cross-origin-resource-policy': 'same-site',
-    ...(isRenderable(row.media_type) ? {} : { 'content-disposition': attachmentDisposition(row.name) }),
+    'content-disposition': contentDisposition(isRenderable(row.media_type) ? 'inline' : 'attachment', row.name),
   };
 }
 
@@ -68,8 +71,8 @@ const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 
 const downloadDescription =
   "Content-Type is the declared type; X-Content-Type-Options: nosniff, Content-Security-Policy: default-src 'none'; sandbox and " +
-  "Cross-Origin-Resource-Policy: same-site always; Content-Disposition: attachment (filename*=UTF-8''...) unless the type is one of " +
-  'image/png, image/jpeg, image/gif, image/webp, image/avif, application/pdf, text/plain. ETag is the quoted SHA-256. One Range gives 206 ' +
+  "Cross-Origin-Resource-Policy: same-site always; Content-Disposition: attachment; filename*=UTF-8''<name> unless the type is one of " +
+  "image/png, image/jpeg, image/gif, image/webp, image/avif, application/pdf, text/plain, which are inline; filename*=UTF-8''<name> (shown, and saved under their name). ETag is the quoted SHA-256. One Range gives 206 " +
   '(a suffix longer than the file gives all of it); a range wholly past the end is 416; a request for several ranges, or a malformed one, is ' +
   'answered with the whole file (200). If-None-Match, If-Modified-Since, If-Match and If-Range are honoured. ' +
   'A file whose bytes are missing from storage is 503 BLOB_MISSING.';
@@ -93,7 +96,9 @@ export const fileRoutes = (config: Config) => [
       `A multipart/form-data form with one file part named file. The form is at most files.max_bytes + ${ENVELOPE_BYTES} bytes ` +
       '(413 PAYLOAD_TOO_LARGE); the file at most files.max_bytes (413 FILE_TOO_LARGE) and within the tenant quota files.quota_bytes ' +
       "(413 QUOTA_EXCEEDED). The part's Content-Type is the declared media type (422 MEDIA_TYPE_INVALID if not type/subtype or over 255 " +
-      'characters); a renderable type whose bytes disagree is 422 MEDIA_TYPE_MISMATCH. Nothing is kept after a refusal.',
+      'characters); a renderable type whose bytes disagree is 422 MEDIA_TYPE_MISMATCH. visibility is the query parameter, never a form ' +
+      'field: a form field named visibility (before or after the file part) is 422 VALIDATION_FAILED, pointer /body/visibility, saying to ' +
+      'send it in the query string. Nothing is kept after a refusal.',
     tags: ['file'],
     access: { permission: 'file:manage' },
     transaction: 'none',
@@ -108,7 +113,7 @@ export const fileRoutes = (config: Config) => [
           'Form past the envelope (PAYLOAD_TOO_LARGE), file past files.max_bytes (FILE_TOO_LARGE) or past the quota (QUOTA_EXCEEDED)',
         ),
         422: problemResponse(
-          'No file part (FILE_MISSING), a media type that is not one (MEDIA_TYPE_INVALID), bytes disagreeing with a renderable type (MEDIA_TYPE_MISMATCH)',
+          'No file part (FILE_MISSING), a media type that is not one (MEDIA_TYPE_INVALID), bytes disagreeing with a renderable type (MEDIA_TYPE_MISMATCH), visibility missing from the query string or sent as a form field (VALIDATION_FAILED)',
         ),
         503: problemResponse(
           'The file storage cannot be reached (STORAGE_UNAVAILABLE: nothing is kept), or the database is busy (DB_BUSY); retry after the Retry-After seconds',

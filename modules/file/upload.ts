@@ -7,7 +7,7 @@ import type { Services } from '../../framework/services.ts';
 import type { SessionInfo } from '../../framework/context/tx.ts';
 import type { TxContext } from '../../framework/context/tx.ts';
 import { blobStoreFor, type BlobStore } from '../../framework/storage/index.ts';
-import { toRecord, type FileRecordValue } from './files-table.ts';
+import { toRecord, Visibility, type FileRecordValue } from './files-table.ts';
 import { isMediaType, MEDIA_TYPE_MAX, sanitiseName } from './names.ts';
 import { watchPartType } from './part-type.ts';
 import { bytesAgree, essence, isRenderable, PlainTextCheck, SNIFF_BYTES } from './sniff.ts';
@@ -96,6 +96,10 @@ export async function uploadFile(
     })
     .finally(typeWatch.stop);
   if (part?.fieldname !== 'file') throw problem('FILE_MISSING', 'The form has no file part named file');
+  if (sentVisibilityField(part.fields)) {
+    part.file.resume();
+    throw visibilityFieldRefusal();
+  }
   // A part that declares no type is application/octet-stream, not the parser's text/plain.
   const mediaType =
     part.mimetype === 'text/plain' && typeWatch.declared() === false ? 'application/octet-stream' : part.mimetype;
@@ -112,6 +116,9 @@ export async function uploadFile(
     await store.remove(key);
     throw refusal;
   };
+  // A visibility field after the file part: the rest of the form has arrived once the request has.
+  await requestEnded(request);
+  if (sentVisibilityField(part.fields)) await discard(visibilityFieldRefusal());
   if (isRenderable(mediaType) && !bytesAgree(mediaType, meter.head(), meter.text?.finish() ?? true)) {
     await discard(problem('MEDIA_TYPE_MISMATCH', `The bytes are not ${essence(mediaType)}`));
   }
@@ -153,6 +160,21 @@ export async function uploadFile(
     await store.remove(key);
     throw err;
   }
+}
+
+/** SPEC Files rule 1: visibility is a query parameter, not a form field. */
+const sentVisibilityField = (fields: Record<string, unknown>): boolean => fields.visibility !== undefined;
+
+const visibilityFieldRefusal = (): ProblemError => {
+  const message = `visibility is a query parameter, not a form field: send it in the query string (?visibility=${Visibility.enum.join(' or ?visibility=')})`;
+  return problem('VALIDATION_FAILED', message, { errors: [{ pointer: '/body/visibility', message }] });
+};
+
+/** Resolves once the request body has been read to its end (at once when it has been), or has failed. */
+function requestEnded(request: FastifyRequest): Promise<void> {
+  const raw = request.raw;
+  if (raw.readableEnded || raw.destroyed) return Promise.resolve();
+  return new Promise((resolve) => finished(raw, () => resolve()));
 }
 
 /** Streams the part into the store under key; maps a limit or a lost client to nothing kept. */

@@ -11,6 +11,7 @@ import { FORM_TOKEN_FIELD } from '../../framework/access/form-token.ts';
 import { when } from '../../framework/format.ts';
 import type { RouteDefinition } from '../../framework/entity/define.ts';
 import type { Page } from '../../framework/operations/paging.ts';
+import { StringEnum } from '../../framework/entity/string-enum.ts';
 
 export const NOTIFICATIONS_PAGE = '/admin/notification/notifications';
 const PAGE_SIZE = 20;
@@ -26,7 +27,7 @@ interface NotificationItem {
 
 const ListQuery = Type.Object({
   after: Type.Optional(Type.String({ maxLength: 200 })),
-  marked: Type.Optional(Type.Union([Type.Literal('one'), Type.Literal('all')])),
+  marked: Type.Optional(StringEnum(['one', 'all'])),
 });
 const IdParams = Type.Object({ id: Type.String({ maxLength: 100 }) });
 

@@ -8,9 +8,12 @@ export const taskModule = defineModule({
   description: 'Work items with a deadline and a recorded SLA breach',
   permissions: [
     { name: 'task:read', description: 'Task list and reads; the Tasks navigation entry' },
-    { name: 'task:update', description: 'Task create, update, delete and the assign, resolve and check-sla commands' },
+    {
+      name: 'task:update',
+      description: 'Task create, update, delete and the assign, unassign, resolve and check-sla commands',
+    },
   ],
-  events: ['task.assigned', 'task.resolved', 'task.sla_breached'],
+  events: ['task.assigned', 'task.unassigned', 'task.resolved', 'task.sla_breached'],
   entities: [entity(task)],
   jobs: [slaSweep],
   admin: {

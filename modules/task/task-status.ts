@@ -9,13 +9,16 @@ export const FINISHED: readonly TaskStatus[] = ['resolved', 'closed'];
 /** Where assign may start: a resolved or closed task is finished, so it takes no assignee. */
 export const ASSIGNABLE: readonly TaskStatus[] = ['open', 'acknowledged', 'in_progress'];
 
+/** Where unassign acts: a task with an assignee that is not finished (an open task has none). */
+export const UNASSIGNABLE: readonly TaskStatus[] = ['acknowledged', 'in_progress'];
+
 /** Where resolve may start. */
 export const RESOLVABLE: readonly TaskStatus[] = ['open', 'acknowledged', 'in_progress'];
 
 /**
  * The status graph: open → acknowledged → in_progress → resolved → closed; resolved → in_progress
- * (reopen); acknowledged or in_progress → open when unassigned. Moves into resolved belong to the
- * resolve command; every other edge a PATCH may take.
+ * (reopen); acknowledged or in_progress → open when unassigned (the unassign command takes it).
+ * Moves into resolved belong to the resolve command; every other edge a PATCH may take.
  */
 const EDGES: Readonly<Record<TaskStatus, readonly TaskStatus[]>> = {
   open: ['acknowledged'],
@@ -27,7 +30,7 @@ const EDGES: Readonly<Record<TaskStatus, readonly TaskStatus[]>> = {
 
 /** The graph as one sentence, for OpenAPI and the refusals. */
 export const STATUS_GRAPH =
-  'Status graph: open → acknowledged → in_progress → resolved → closed; resolved → in_progress (reopen); acknowledged or in_progress → open when the task has no assignee. A PATCH may take these edges except into resolved (the resolve command) and except into acknowledged or in_progress while nobody is assigned; any other move is 409 INVALID_TRANSITION.';
+  'Status graph: open → acknowledged → in_progress → resolved → closed; resolved → in_progress (reopen); acknowledged or in_progress → open when the task has no assignee (POST .../{id}/unassign takes the assignee off and moves it there). A PATCH may take these edges except into resolved (the resolve command) and except into acknowledged or in_progress while nobody is assigned; any other move is 409 INVALID_TRANSITION.';
 
 const refuse = (detail: string) => problem('INVALID_TRANSITION', detail, { extensions: { field: 'status' } });
 
@@ -37,7 +40,8 @@ function moveRefusal(from: TaskStatus, to: TaskStatus, assigneeId: string | null
   if (to === 'resolved') return 'only POST .../{id}/resolve moves a task to resolved';
   if ((to === 'acknowledged' || to === 'in_progress') && assigneeId === null)
     return `a task with no assignee cannot move to ${to}: assign it first`;
-  if (to === 'open' && assigneeId !== null) return 'an assigned task does not go back to open';
+  if (to === 'open' && assigneeId !== null)
+    return 'an assigned task does not go back to open: unassign it (POST .../{id}/unassign)';
   return undefined;
 }
 

@@ -1,10 +1,8 @@
 import Type from 'typebox';
 import './tasks-table.ts';
 import { defineCommand, defineEntity } from '../../framework/entity/define.ts';
-import { problem } from '../../framework/errors.ts';
 import { formatDateTime } from '../../framework/format.ts';
 import { notify, TITLE_MAX } from '../notification/notify.ts';
-import { usersService } from '../user/users-service.ts';
 import { taskFieldText, taskFields } from './task.fields.ts';
 import {
   ASSIGNABLE,
@@ -14,6 +12,7 @@ import {
   patchMoves,
   RESOLVABLE,
   STATUS_GRAPH,
+  UNASSIGNABLE,
   type TaskStatus,
 } from './task-status.ts';
 
@@ -30,39 +29,56 @@ const assign = command({
     fields: {
       assigneeId: {
         label: 'Person',
-        hint: 'Someone of this tenant who can sign in.',
+        hint: 'Someone of this tenant who can sign in and read tasks.',
         messages: { format: 'Choose a person.', required: 'Choose a person.', reference: 'Choose a person.' },
       },
     },
   },
   description:
-    'Sets assigneeId and moves an open task to acknowledged (other statuses stay), publishes task.assigned and notifies the assignee, with a mail when they have an address. An unknown or deactivated user is 422 VALIDATION_FAILED; a resolved or closed task is 409 INVALID_TRANSITION (a finished task takes no assignee). Assigning the same person again changes nothing and publishes nothing.',
+    'Sets assigneeId and moves an open task to acknowledged (other statuses stay), publishes task.assigned and notifies the assignee, with a mail when they have an address. The assignee must be an active user of the tenant whose roles grant task:read, so that they can open the task their notification links to: anyone else (an unknown, invited or deactivated user, or one without task:read) is 422 VALIDATION_FAILED, its message saying why. A resolved or closed task is 409 INVALID_TRANSITION (a finished task takes no assignee). Assigning the same person again changes nothing and publishes nothing.',
   body: Type.Object(
-    { assigneeId: Type.String({ format: 'uuid', description: 'A user of this tenant.' }) },
+    {
+      assigneeId: Type.String({
+        format: 'uuid',
+        description: 'An active user of this tenant whose roles grant task:read.',
+      }),
+    },
     { additionalProperties: false },
   ),
   references: { assigneeId: 'user.user' },
+  // Checked by the framework before run (framework/access/actors.ts); the picker offers only such people.
+  actors: { assigneeId: 'task:read' },
   states: { from: ASSIGNABLE },
   publishes: ['task.assigned', 'notification.created', 'notification.email_requested'],
   async run(ctx, row, body) {
-    const user = await usersService.findById(ctx, body.assigneeId);
-    if (!user || user.status === 'deactivated') {
-      const message = user ? 'this user is deactivated' : 'no such user in this tenant';
-      throw problem('VALIDATION_FAILED', `assigneeId: ${message}`, {
-        errors: [{ pointer: '/body/assigneeId', message }],
-      });
-    }
-    if (row.assigneeId === user.id) return;
-    ctx.publish('task.assigned', { id: row.id, assigneeId: user.id });
+    if (row.assigneeId === body.assigneeId) return;
+    ctx.publish('task.assigned', { id: row.id, assigneeId: body.assigneeId });
     const title = `Task assigned to you: ${row.title}`;
     await notify(ctx, {
-      recipientId: user.id,
+      recipientId: body.assigneeId,
       title: title.length > TITLE_MAX ? `${title.slice(0, TITLE_MAX - 1)}…` : title,
       body: `You were assigned the task "${row.title}" (priority ${row.priority}), due ${formatDateTime(row.deadline)}.`,
       link: taskLink(row.id),
       email: true,
     });
-    return { assigneeId: user.id, status: row.status === 'open' ? 'acknowledged' : row.status };
+    return { assigneeId: body.assigneeId, status: row.status === 'open' ? 'acknowledged' : row.status };
+  },
+});
+
+const unassign = command({
+  summary: 'Take the assignee off a task',
+  admin: {
+    label: 'Unassign',
+    intro: 'Nobody will be doing this task any more. It goes back to open, to be assigned again.',
+  },
+  description:
+    "Clears assigneeId and moves the task back to open (the status graph's edge from acknowledged or in_progress to open, for a task with nobody assigned), publishing task.unassigned with the assignee it had. From acknowledged or in_progress; an open task has nobody assigned, so it changes nothing and publishes nothing; a resolved or closed task is 409 INVALID_TRANSITION (a finished task keeps who did it).",
+  states: { from: UNASSIGNABLE, unchanged: ['open'] },
+  publishes: ['task.unassigned'],
+  async run(ctx, row) {
+    if (row.assigneeId === null) return;
+    ctx.publish('task.unassigned', { id: row.id, assigneeId: row.assigneeId });
+    return { assigneeId: null, status: 'open' };
   },
 });
 
@@ -126,11 +142,16 @@ export const task = defineEntity({
     // The PATCH edges of the status graph, read by the edit form; beforeWrite refuses the others.
     patchMoves: (row) => patchMoves(row.status as TaskStatus, row.assigneeId ?? null),
   },
-  commandOwned: { assigneeId: 'assign', resolvedAt: 'resolve', resolution: 'resolve', slaBreached: 'check-sla' },
+  commandOwned: {
+    assigneeId: ['assign', 'unassign'],
+    resolvedAt: 'resolve',
+    resolution: 'resolve',
+    slaBreached: 'check-sla',
+  },
   permissions: { read: 'task:read', write: 'task:update' },
   sortable: ['title', 'status', 'deadline'],
   hookPublishes: ['task.sla_breached'],
-  commands: { assign, resolve, 'check-sla': checkSla },
+  commands: { assign, unassign, resolve, 'check-sla': checkSla },
   hooks: {
     // A create's status is checked by the declared states (initial: open); a PATCH's move here.
     async beforeWrite(_ctx, { op, values, previous }) {

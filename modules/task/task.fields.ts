@@ -4,6 +4,7 @@ import { WithDefault } from '../../framework/entity/storage.ts';
 import { Markdown } from '../../framework/markdown/markdown-field.ts';
 import { STATUS_GRAPH } from './task-status.ts';
 import type { FieldTexts } from '../../framework/entity/field-text.ts';
+import { StringEnum } from '../../framework/entity/string-enum.ts';
 
 export const taskFields = {
   title: Type.String({
@@ -16,22 +17,13 @@ export const taskFields = {
   description: Type.Optional(Markdown({ maxLength: 20000, description: 'Markdown text.' })),
   status: Type.Optional(
     WithDefault(
-      Type.Union(
-        [
-          Type.Literal('open'),
-          Type.Literal('acknowledged'),
-          Type.Literal('in_progress'),
-          Type.Literal('resolved'),
-          Type.Literal('closed'),
-        ],
-        {
-          description: `open, acknowledged, in_progress, resolved or closed. A new task is open (a create may only say open). ${STATUS_GRAPH}`,
-        },
-      ),
+      StringEnum(['open', 'acknowledged', 'in_progress', 'resolved', 'closed'], {
+        description: `open, acknowledged, in_progress, resolved or closed. A new task is open (a create may only say open). ${STATUS_GRAPH}`,
+      }),
       'open',
     ),
   ),
-  priority: Type.Union([Type.Literal('low'), Type.Literal('medium'), Type.Literal('high'), Type.Literal('critical')], {
+  priority: StringEnum(['low', 'medium', 'high', 'critical'], {
     description: 'From low to critical.',
   }),
   deadline: DateTime({

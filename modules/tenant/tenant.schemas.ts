@@ -1,6 +1,7 @@
 import Type from 'typebox';
 import { pageQuerySchema, pageSchema } from '../../framework/operations/paging.ts';
 import { TENANT_SORTS } from './tenant-store.ts';
+import { StringEnum } from '../../framework/entity/string-enum.ts';
 
 const HostName = Type.String({
   minLength: 1,
@@ -22,7 +23,7 @@ export const Tenant = Type.Object(
     id: Type.String({ format: 'uuid' }),
     slug: Type.String(),
     name: Type.String(),
-    status: Type.Union([Type.Literal('active'), Type.Literal('suspended')], {
+    status: StringEnum(['active', 'suspended'], {
       description: 'active: served on its hosts. suspended: its hosts answer 404 NO_SITE to everybody.',
     }),
     isOperator: Type.Boolean({

@@ -1,6 +1,7 @@
 import Type from 'typebox';
 import { WithDefault } from '../../framework/entity/storage.ts';
 import type { FieldTexts } from '../../framework/entity/field-text.ts';
+import { StringEnum } from '../../framework/entity/string-enum.ts';
 
 /** The fields of a user as the API shows them; the password hash is deliberately not one. */
 export const userFields = {
@@ -15,7 +16,7 @@ export const userFields = {
     WithDefault(Type.String({ maxLength: 200, description: 'Name shown to others; empty when not given.' }), ''),
   ),
   status: WithDefault(
-    Type.Union([Type.Literal('invited'), Type.Literal('active'), Type.Literal('deactivated')], {
+    StringEnum(['invited', 'active', 'deactivated'], {
       description:
         'invited (cannot sign in yet), active, or deactivated. Set by the set-password and deactivate commands.',
     }),

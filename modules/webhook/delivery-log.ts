@@ -3,6 +3,7 @@ import { defineRoute, type AnyRoute, type JobDefinition } from '../../framework/
 import type { TxContext } from '../../framework/context/tx.ts';
 import { KeysetPager, pageQuerySchema, pageSchema, type PageQuery } from '../../framework/operations/paging.ts';
 import './webhook-tables.ts';
+import { StringEnum } from '../../framework/entity/string-enum.ts';
 
 /** How long the delivery log keeps an attempt. */
 export const LOG_RETENTION_DAYS = 30;
@@ -16,13 +17,10 @@ export const Delivery = Type.Object(
     }),
     event: Type.String({ description: 'The event type sent.' }),
     attempt: Type.Integer({ minimum: 1, description: '1 for the first attempt, then one more per retry.' }),
-    status: Type.Union(
-      ['succeeded', 'failed', 'refused', 'dead'].map((s) => Type.Literal(s)),
-      {
-        description:
-          'succeeded (a 2xx answer); failed (another answer, a timeout or a network error: retried); refused (the URL or its address is not allowed: never sent, not retried); dead (the last attempt failed: no more retries).',
-      },
-    ),
+    status: StringEnum(['succeeded', 'failed', 'refused', 'dead'], {
+      description:
+        'succeeded (a 2xx answer); failed (another answer, a timeout or a network error: retried); refused (the URL or its address is not allowed: never sent, not retried); dead (the last attempt failed: no more retries).',
+    }),
     httpStatus: Type.Union([Type.Integer(), Type.Null()], {
       description: 'The receiver’s status code; null when nothing answered.',
     }),

@@ -7,8 +7,8 @@
  *   (this service refuses what it does not know, so a client still sending it would be refused);
  * - a narrowed type or enum (a type or a value no longer accepted or given);
  * - a changed success status code.
- * Everything else that differs (added operations, fields, error answers, wider request types,
- * descriptions) is reported as compatible. No maintained library for this installs here, hence this.
+ * Everything else that differs (added operations, fields, error answers, wider request types, the
+ * same values written another way, descriptions) is reported as compatible. No maintained library for this installs here, hence this.
  */
 
 /** The accepted document, committed: what the gate compares the served one with. */
@@ -60,7 +60,24 @@ function typesOf(schema: Schema, resolve: (s: unknown) => Schema): Set<string> |
     ]);
   if (typeof schema.type === 'string') return new Set([schema.type === 'integer' ? 'integer' : schema.type]);
   if (Array.isArray(schema.type)) return new Set(schema.type as string[]);
+  // An enum without a type admits the types of its values and nothing else.
+  if (Array.isArray(schema.enum)) return new Set(schema.enum.map(jsonType));
   return undefined;
+}
+
+/** The JSON type of a value, as a schema's `type` names it. */
+function jsonType(value: unknown): string {
+  if (value === null) return 'null';
+  if (Array.isArray(value)) return 'array';
+  if (typeof value === 'number') return Number.isInteger(value) ? 'integer' : 'number';
+  return typeof value;
+}
+
+/** How a schema writes its allowed values: one enum (with its type, if stated), or a union of single values. */
+function valueForm(schema: Schema): string {
+  if (Array.isArray(schema.enum))
+    return typeof schema.type === 'string' ? `one enum of type ${schema.type}` : 'one enum';
+  return schema.const !== undefined ? 'a constant' : 'a union of single values';
 }
 
 /** The values an enum (or const, or a union of them) allows; undefined when any value of the type is. */
@@ -116,6 +133,9 @@ function compareSchemas(
     ctx.add(true, at, `narrowed enum: ${removed.join(', ')} no longer ${side === 'request' ? 'accepted' : 'given'}`);
   } else if (oldValues && newValues && [...newValues].some((v) => !oldValues.has(v))) {
     ctx.add(false, at, `enum widened: ${[...newValues].filter((v) => !oldValues.has(v)).join(', ')}`);
+  } else if (oldValues && newValues && valueForm(before) !== valueForm(after)) {
+    // The same values written another way (anyOf of single values → enum): a consumer meets the same contract.
+    ctx.add(false, at, `equivalent enum: the same values, now ${valueForm(after)}`);
   }
 
   const oldProps = (before.properties ?? {}) as Json;

@@ -75,6 +75,7 @@ export const ${n.moduleExport} = defineModule({
     [`${dir}/${n.entity}.fields.ts`]: `import Type from 'typebox';
 import { DateTime } from '../../framework/entity/date-time.ts';
 import { WithDefault } from '../../framework/entity/storage.ts';
+import { StringEnum } from '../../framework/entity/string-enum.ts';
 
 /** The fields of a ${lower}: the request, response and OpenAPI schemas, the columns and the query types. */
 export const ${n.fieldsExport} = {
@@ -83,7 +84,7 @@ export const ${n.fieldsExport} = {
   notes: Type.Optional(Type.String({ maxLength: 2000, description: 'Free text.' })),
   dueAt: Type.Optional(DateTime({ description: 'When it is due, if ever.' })),
   status: WithDefault(
-    Type.Union([Type.Literal('active'), Type.Literal('archived')], { description: 'active, or archived by POST .../{id}/archive.' }),
+    StringEnum(['active', 'archived'], { description: 'active, or archived by POST .../{id}/archive.' }),
     'active',
   ),
 };

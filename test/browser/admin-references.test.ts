@@ -1,6 +1,8 @@
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { createCustomer } from '../helpers/app.ts';
 import type { TenantRef } from '../../framework/context/tenant.ts';
+import { CompiledQuery } from 'kysely';
+import type { TestApp } from '../helpers/app.ts';
 import { addUser } from '../modules/auth/fixtures.ts';
 import {
   hasChromium,
@@ -27,6 +29,15 @@ let cookie: string;
 const ACME = 'acme.localhost';
 const BIG = 'big.localhost';
 
+/** A role of the tenant; an assignee must hold one granting task:read (issue 41, point 8: assignment). */
+async function addRole(app: TestApp, tenant: TenantRef, name: string, permissions: string[]): Promise<void> {
+  await app.services.transactions.run(tenant, (ctx) =>
+    ctx.db.executeQuery(
+      CompiledQuery.raw('insert into roles (name, permissions) values ($1, $2)', [name, permissions]),
+    ),
+  );
+}
+
 async function signIn(host: string, person: { email: string; password: string }): Promise<string> {
   const login = await t.app
     .http(host)
@@ -48,6 +59,7 @@ async function newTask(host: string, session: string, title: string): Promise<st
 describe.skipIf(!hasChromium)('references in the admin shell: titles, links and pickers', () => {
   beforeAll(async () => {
     acme = await createCustomer(t.app, 'acme', ACME);
+    await addRole(t.app, acme, 'crew', ['task:read']);
     admin = await addUser(t.app, acme, { roles: ['admin'], password: 'acme admin password', email: 'boss@acme.test' });
     cookie = await signIn(ACME, admin);
   });
@@ -61,6 +73,7 @@ describe.skipIf(!hasChromium)('references in the admin shell: titles, links and 
   }, async () => {
     const worker = await addUser(t.app, acme, {
       password: null,
+      roles: ['crew'],
       email: 'worker@acme.test',
       displayName: 'Wendy Worker',
     });
@@ -135,7 +148,7 @@ describe.skipIf(!hasChromium)('references in the admin shell: titles, links and 
 
   it('a list page reads the assignees of all its rows in one statement, not one per row', async () => {
     const people = await Promise.all(
-      [1, 2, 3].map((n) => addUser(t.app, acme, { password: null, email: `helper${n}@acme.test` })),
+      [1, 2, 3].map((n) => addUser(t.app, acme, { password: null, roles: ['crew'], email: `helper${n}@acme.test` })),
     );
     for (const person of people) {
       const id = await newTask(ACME, cookie, `Job for ${person.email}`);
@@ -169,14 +182,33 @@ describe.skipIf(!hasChromium)('references in the admin shell: titles, links and 
 
     beforeAll(async () => {
       big = await createCustomer(t.app, 'big', BIG);
+      await addRole(t.app, big, 'crew', ['task:read']);
       bigAdmin = await addUser(t.app, big, {
         roles: ['admin'],
         password: 'big admin password',
         email: 'admin@big.test',
       });
       for (let n = 0; n < 60; n++)
-        await addUser(t.app, big, { password: null, email: `person${String(n).padStart(2, '0')}@big.test` });
-      needle = await addUser(t.app, big, { password: null, email: 'zz-needle@big.test', displayName: 'Nina Needle' });
+        await addUser(t.app, big, {
+          password: null,
+          roles: ['crew'],
+          email: `person${String(n).padStart(2, '0')}@big.test`,
+        });
+      needle = await addUser(t.app, big, {
+        password: null,
+        roles: ['crew'],
+        email: 'zz-needle@big.test',
+        displayName: 'Nina Needle',
+      });
+      // Matching the searches too, but nobody the task may go to: never offered, counted or listed.
+      await addUser(t.app, big, {
+        password: null,
+        roles: ['crew'],
+        status: 'deactivated',
+        email: 'zz-needle-gone@big.test',
+        displayName: 'Nina Gone',
+      });
+      await addUser(t.app, big, { password: null, email: 'zz-needle-reader@big.test', displayName: 'Nina Reader' });
       bigCookie = await signIn(BIG, bigAdmin);
     });
 

@@ -5,7 +5,7 @@ import Value from 'typebox/value';
 /**
  * Derives a valid value from a JSON Schema (as TypeBox builds them), so the conformance suite can
  * create and change rows of any entity without knowing it. `n` varies the value: strings and
- * numbers differ between calls, so unique keys stay unique. Honours const, enum, anyOf/oneOf,
+ * numbers differ between calls, so unique keys stay unique. Honours const, enum, anyOf/oneOf, type lists,
  * string length, formats (uuid, date-time, date, email, uri, hostname) and patterns tried against
  * a few candidates, numeric bounds and multipleOf, arrays (minItems, uniqueItems) and objects.
  */
@@ -20,6 +20,11 @@ export function sampleValue(schema: TSchema, n: number, where = 'value'): unknow
     return sampleValue((usable[0] ?? branches[0])!, n, where);
   }
   if (Array.isArray(s.allOf)) return sampleValue(Object.assign({}, ...(s.allOf as object[])) as TSchema, n, where);
+  // A type list (`["string", "null"]`, a field PATCH may clear): a value of its first non-null type.
+  if (Array.isArray(s.type)) {
+    const type = (s.type as string[]).find((t) => t !== 'null') ?? 'null';
+    return sampleValue({ ...s, type } as TSchema, n, where);
+  }
   switch (s.type) {
     case 'string':
       return sampleString(s, n, where);

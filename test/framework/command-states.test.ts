@@ -26,7 +26,8 @@ beforeAll(async () => {
   app = await startTestApp();
   acme = await createCustomer(app, 'states-acme', host);
   manager = await signInAs(app, acme, ['task:read', 'task:update', 'content:read', 'content:manage']);
-  worker = await signInAs(app, acme, []);
+  // An assignee must be able to read tasks (issue 41: assignment).
+  worker = await signInAs(app, acme, ['task:read']);
 });
 afterAll(async () => {
   await app?.close();

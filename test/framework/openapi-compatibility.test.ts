@@ -122,6 +122,43 @@ describe('the OpenAPI compatibility checker', () => {
     expect(compareDocuments(api(), widened)).toHaveLength(1);
   });
 
+  it('calls the same values written as one enum instead of a union of single values compatible, and says so', () => {
+    const union = {
+      anyOf: [
+        { type: 'string', enum: ['open'] },
+        { type: 'string', enum: ['closed'] },
+      ],
+    };
+    const asUnion = api(({ create, thing }) => {
+      (create.properties as Json).status = union;
+      (thing.properties as Json).status = union;
+    });
+    const changes = compareDocuments(asUnion, api());
+    expect(breaking(changes)).toEqual([]);
+    expect(changes).toEqual(
+      expect.arrayContaining([
+        {
+          breaking: false,
+          at: 'POST /things body.status',
+          what: 'equivalent enum: the same values, now one enum of type string',
+        },
+        {
+          breaking: false,
+          at: 'POST /things 201.status',
+          what: 'equivalent enum: the same values, now one enum of type string',
+        },
+      ]),
+    );
+    // An enum that states its type now, with the same values, narrows nothing either.
+    const untyped = api(({ create }) => ((create.properties as Json).status = { enum: ['open', 'closed'] }));
+    expect(breaking(compareDocuments(untyped, api()))).toEqual([]);
+    // A value lost on the way is still breaking.
+    const fewer = api(({ create }) => ((create.properties as Json).status = { type: 'string', enum: ['open'] }));
+    expect(breaking(compareDocuments(asUnion, fewer))).toEqual([
+      'POST /things body.status: narrowed enum: "closed" no longer accepted',
+    ]);
+  });
+
   it('calls a changed success status code breaking, a new error answer compatible', () => {
     const changed = api(({ responses }) => {
       responses[200] = responses[201];

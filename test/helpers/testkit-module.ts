@@ -16,6 +16,7 @@ import {
 } from '../../framework/entity/define.ts';
 import { DateTime } from '../../framework/entity/date-time.ts';
 import { WithDefault } from '../../framework/entity/storage.ts';
+import { StringEnum } from '../../framework/entity/string-enum.ts';
 import { streamFrom, streamResponses } from '../../framework/http/stream.ts';
 import { notFound, problem } from '../../framework/errors.ts';
 
@@ -180,10 +181,7 @@ const articleFields = {
   }),
   title: Type.String({ minLength: 1, maxLength: 200 }),
   body: Type.String({ maxLength: 10_000 }),
-  status: WithDefault(
-    Type.Union([Type.Literal('draft'), Type.Literal('published')], { description: 'Set by the publish command.' }),
-    'draft',
-  ),
+  status: WithDefault(StringEnum(['draft', 'published'], { description: 'Set by the publish command.' }), 'draft'),
   publishedAt: Type.Optional(DateTime({ description: 'Set by the publish command.' })),
 };
 

@@ -164,7 +164,8 @@ const BODY_HINTS: Record<string, (world: World, tenant: TenantWorld) => Record<s
   'auth-session-login': (_w, t) => ({ email: t.admin.email, password: t.admin.password }),
   'auth-password-change': () => ({ currentPassword: 'not the password in force', newPassword: 'a new password 123' }),
   'auth-password-forgot': (_w, t) => ({ email: t.member.email }),
-  'task-task-assign': (_w, t) => ({ assigneeId: t.member.userId }),
+  // An assignee must be able to read tasks: the holder of task:read is one.
+  'task-task-assign': (_w, t) => ({ assigneeId: t.holder.get('task:read')!.userId }),
   'billing-subscription-subscribe': (w) => ({ planId: w.plans.free }),
   'billing-subscription-cancel': () => ({ atPeriodEnd: true }),
   'billing-plan-update': () => ({ name: `Renamed ${unique()}` }),

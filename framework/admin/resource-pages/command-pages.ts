@@ -8,6 +8,7 @@ import { afterSave } from './record-pages.ts';
 import type { EntityPages, FieldModel } from './entity-pages.ts';
 import { wantsFormAgain } from './form-aids.ts';
 import type { Row } from './resource-api.ts';
+import { commandActors } from './references.ts';
 
 /** /<id>/<command>: one form per command that runs in the page's transaction, and its post, through the command's route. */
 export function registerCommandPages(pages: EntityPages): void {
@@ -20,6 +21,7 @@ export function registerCommandPages(pages: EntityPages): void {
     const check = bodyChecker(command.body, entity, false);
     const commandLabel = definition.admin?.label ?? titleCase(command.name);
     const required = new Set(widgets.filter((w) => w.required).map((w) => w.name));
+    const actors = commandActors(site.services.registry, entity, command.name);
     const commandForm = async (ctx: AdminPageContext, posted: Record<string, unknown> | null, p?: ProblemError) => {
       const row = await pages.readRow(ctx);
       const body = posted ? bodyFromForm(widgets, posted) : {};
@@ -58,6 +60,7 @@ export function registerCommandPages(pages: EntityPages): void {
           cancel: pages.href(row.id),
           ...(definition.references ? { references: definition.references } : {}),
           ...(pages.revealsSecrets ? { plain: true } : {}),
+          ...(definition.actors ? { actors } : {}),
           ...(errors ? { alert: errors.alert } : {}),
         },
         p?.status,

@@ -9,7 +9,7 @@ import { aidFields } from './form-aids.ts';
 import { peopleLabels } from '../labels.ts';
 import { createInputs, editStateField } from './state-fields.ts';
 import type { Access } from '../../entity/define.ts';
-import { entitiesWithPages, referenceTargets } from './references.ts';
+import { entitiesWithPages, referenceTargets, type ActorRule } from './references.ts';
 import { SYSTEM_FIELD_TEXT, type FieldText } from '../../entity/field-text.ts';
 import { displayField, inputValue, ticked, widgetsOf, type Widget } from './widgets.ts';
 import { choiceLabelsOf, eventCatalog, withDeclaredChoices } from './choice-fields.ts';
@@ -42,6 +42,8 @@ export interface FormModel {
    * secret shown once, EntityDefinition.shownOnce), not a form to swap.
    */
   plain?: boolean;
+  /** Of those, the fields naming a person who must be able to act: their pickers offer only such people. */
+  actors?: Readonly<Record<string, ActorRule>>;
 }
 
 /**
@@ -221,6 +223,8 @@ export function entityPages(site: AdminSite, entity: ResolvedEntity, api: Api): 
         { ...def.references, ...form.references },
         entitiesWithPages(site.services.registry),
       );
+      for (const [field, actor] of Object.entries(form.actors ?? {}))
+        if (references[field]) references[field] = { ...references[field], actor };
       const fields = await aidFields(ctx, entity, form.fields, references);
       const html = renderTemplate('./admin/generated/form', {
         ...form,

@@ -5,7 +5,10 @@ import { ADMIN_MARKDOWN, renderMarkdown } from '../../markdown/render.ts';
 import { registerAdminPage, type AdminPageContext } from '../page.ts';
 import { renderTemplate } from '../render.ts';
 import type { EntityPages, FieldModel } from './entity-pages.ts';
+import { StringEnum } from '../../entity/string-enum.ts';
 import {
+  ACTOR_FIELD,
+  actorRules,
   pickerFor,
   pickerOptions,
   pickerPage,
@@ -88,24 +91,34 @@ export async function aidFields(
   return aided;
 }
 
-const OptionsQuery = Type.Object({ [SEARCH_TEXT_FIELD]: Type.Optional(Type.String({ maxLength: 200 })) });
-
 /**
  * GET <list>/options?_q=: the picker's type-ahead (htmx), the option elements of the rows whose
- * searchable fields contain the text, through the entity's list route and its access.
+ * searchable fields contain the text, through the entity's list route and its access. With
+ * `_for=<entity>.<command>.<field>`, a command's actor field that references this entity, only the
+ * people who can act (references.ts, pickerPage); any other `_for` is refused by the query schema.
  */
 export function registerOptionsPage(pages: EntityPages, withPages: ReadonlySet<string>): void {
   const { site, entity, api, base, label } = pages;
   if (entity.searchable.length === 0) return;
   const target = referenceTarget(site.services.registry, entity.names.key, withPages);
   if (!target) return;
+  // The actor fields whose people are rows of this entity, known at boot.
+  const actors = [...actorRules(site.services.registry).values()].filter(
+    (rule) => rule.references === entity.names.key,
+  );
+  const OptionsQuery = Type.Object({
+    [SEARCH_TEXT_FIELD]: Type.Optional(Type.String({ maxLength: 200 })),
+    ...(actors.length > 0 ? { [ACTOR_FIELD]: Type.Optional(StringEnum(actors.map((rule) => rule.key))) } : {}),
+  });
+  const byKey = new Map(actors.map((rule) => [rule.key, rule]));
   registerAdminPage(site, {
     path: `${base}/options`,
     summary: `${label}: options of a picker (htmx fragment)`,
     access: api.list.access,
     schema: { querystring: OptionsQuery },
     handler: async (ctx) => {
-      const page = await pickerPage(ctx, target, text(ctx.query[SEARCH_TEXT_FIELD]));
+      const actor = byKey.get(text(ctx.query[ACTOR_FIELD]) ?? '');
+      const page = await pickerPage(ctx, actor ? { ...target, actor } : target, text(ctx.query[SEARCH_TEXT_FIELD]));
       const options = pickerOptions(target, page.items);
       const shown =
         page.total > options.length

@@ -9,6 +9,7 @@ import { ADMIN_MARKDOWN, renderMarkdown } from '../../markdown/render.ts';
 import { apiOf, generatedResources } from './resource-api.ts';
 import { display } from './widgets.ts';
 import { peopleLabels } from '../labels.ts';
+import { actorsNarrowing, whyCannotAct } from '../../access/actors.ts';
 
 /**
  * References in the shell (EntityDefinition.references, CommandDefinition.references): a field
@@ -26,6 +27,54 @@ export interface ReferenceTarget {
   list: RouteDefinition | undefined;
   /** Its generated pages' path, when it has them (links lead there). */
   pagesPath: string | undefined;
+  /** For a command's actor field (CommandDefinition.actors): the people its picker may offer. */
+  actor?: ActorRule;
+}
+
+/** A command's actor field: the permission the person must hold, and the key its type-ahead names it by. */
+export interface ActorRule {
+  /** `<entity key>.<command>.<field>`, e.g. task.task.assign.assigneeId. */
+  key: string;
+  /** The entity the command belongs to (its label words a refusal) and the permission needed. */
+  entity: ResolvedEntity;
+  permission: string;
+  /** The key of the entity the field references: the people's (user.user). */
+  references: string | undefined;
+}
+
+const actorsByRegistry = new WeakMap<Registry, ReadonlyMap<string, ActorRule>>();
+
+/** Every command's actor fields, by key: worked out once per registry. */
+export function actorRules(registry: Registry): ReadonlyMap<string, ActorRule> {
+  let rules = actorsByRegistry.get(registry);
+  if (!rules) {
+    const found = new Map<string, ActorRule>();
+    for (const entity of registry.entities) {
+      for (const [command, definition] of Object.entries(entity.def.commands ?? {})) {
+        for (const [field, permission] of Object.entries(definition.actors ?? {})) {
+          const key = `${entity.names.key}.${command}.${field}`;
+          found.set(key, { key, entity, permission, references: definition.references?.[field] });
+        }
+      }
+    }
+    rules = found;
+    actorsByRegistry.set(registry, rules);
+  }
+  return rules;
+}
+
+/** A command's actor fields as form fields: field → its rule. */
+export function commandActors(
+  registry: Registry,
+  entity: ResolvedEntity,
+  command: string,
+): Readonly<Record<string, ActorRule>> {
+  const out: Record<string, ActorRule> = {};
+  for (const field of Object.keys(entity.def.commands?.[command]?.actors ?? {})) {
+    const rule = actorRules(registry).get(`${entity.names.key}.${command}.${field}`);
+    if (rule) out[field] = rule;
+  }
+  return out;
 }
 
 /** How a reference prints: the row's title, linked to its page when the caller may open it. */
@@ -128,6 +177,8 @@ export function referenceTargets(
 /**
  * The rows a picker offers: the referenced list route run in the page's transaction (its own
  * query, row access and `q`), sorted by the title when the list sorts by it, at most PICKER_SIZE.
+ * An actor field's picker reads the same list narrowed to the people who can act (active, with
+ * the permission: access/actors.ts), so it never offers anyone the command would refuse.
  */
 export async function pickerPage(
   ctx: AdminPageContext,
@@ -137,7 +188,12 @@ export async function pickerPage(
   const { entity, list } = target;
   const sort = entity.sortable.includes(target.titleField) ? target.titleField : 'createdAt';
   const search = q !== undefined && q !== '' && entity.searchable.length > 0 ? { q: q.slice(0, 200) } : {};
-  return (await runApiRoute(list!, ctx, { query: { limit: PICKER_SIZE, offset: 0, sort, ...search } })) as Page<Row>;
+  const query = { limit: PICKER_SIZE, offset: 0, sort, ...search };
+  if (target.actor) {
+    const narrow = await actorsNarrowing(ctx.tx, target.actor.permission);
+    return (await ctx.services.registry.ops(entity.names.key).list(ctx.tx, query, narrow)) as Page<Row>;
+  }
+  return (await runApiRoute(list!, ctx, { query })) as Page<Row>;
 }
 
 /** The option elements of a picker: value the id, label the row's title. */
@@ -158,7 +214,12 @@ export async function pickerFor(
   const offered = pickerOptions(target, page.items);
   if (options.selected !== '' && !offered.some((o) => o.value === options.selected)) {
     const [chosen] = await ctx.services.registry.ops(target.entity.names.key).readMany(ctx.tx, [options.selected]);
-    if (chosen) offered.unshift({ value: chosen.id, label: titleOf(target, chosen as Row) });
+    // A person who cannot act is not offered, even as the value a refused post chose.
+    const offerable =
+      chosen &&
+      (!target.actor ||
+        (await whyCannotAct(ctx.tx, target.actor.entity, chosen.id, target.actor.permission)) === undefined);
+    if (offerable) offered.unshift({ value: chosen.id, label: titleOf(target, chosen as Row) });
   }
   const searching = options.q !== undefined && options.q !== '';
   const large = page.total > page.items.length || searching;
@@ -167,7 +228,7 @@ export async function pickerFor(
   return {
     options: offered,
     search: {
-      ...(target.pagesPath ? { url: `${target.pagesPath}/options` } : {}),
+      ...(target.pagesPath ? { url: optionsUrl(target) } : {}),
       q: options.q ?? '',
       label: `Search ${plural}`,
     },
@@ -179,6 +240,13 @@ export async function pickerFor(
           : `${page.items.length} ${plural} match “${options.q}”.`,
   };
 }
+
+/** The parameter of the type-ahead that names the actor field it offers people for. */
+export const ACTOR_FIELD = '_for';
+
+/** The type-ahead's URL: the referenced list's options, narrowed for an actor field. */
+const optionsUrl = (target: ReferenceTarget): string =>
+  `${target.pagesPath}/options${target.actor ? `?${ACTOR_FIELD}=${encodeURIComponent(target.actor.key)}` : ''}`;
 
 const pagesByRegistry = new WeakMap<Registry, ReadonlySet<string>>();
 

@@ -32,6 +32,8 @@ export interface Widget {
   label: string;
   kind: WidgetKind;
   required: boolean;
+  /** The body may send null for it (an optional field of a PATCH): an emptied input clears the field. */
+  clearable?: boolean;
   hint?: string;
   /** A select's or a checkbox group's choices; `group` heads a run of them (a module's events). */
   options?: { value: string; label: string; group?: string }[];
@@ -70,9 +72,17 @@ function core(schema: TSchema): SchemaNode {
   return node;
 }
 
+/** Whether a body may send null for the field: a type list naming null, or a null branch. */
+function admitsNull(schema: TSchema): boolean {
+  const node = schema as SchemaNode;
+  if (Array.isArray(node.type) && node.type.includes('null')) return true;
+  return (node.anyOf ?? []).some((branch) => branch.type === 'null');
+}
+
 /** The values an enumeration allows (a union of literals or an enum), else undefined. */
 function choices(node: SchemaNode): string[] | undefined {
-  if (node.enum) return node.enum.map(String);
+  // null is no choice: a clearable field's select offers its empty option for it.
+  if (node.enum) return node.enum.filter((value) => value !== null).map(String);
   if (node.anyOf && node.anyOf.length > 0 && node.anyOf.every((branch) => branch.const !== undefined))
     return node.anyOf.map((b) => String(b.const));
   return undefined;
@@ -91,6 +101,7 @@ export function widgetOf(name: string, schema: TSchema, required: boolean, text?
     name,
     label: text?.label ?? titleCase(name),
     required,
+    ...(admitsNull(schema) ? { clearable: true } : {}),
     ...withHint(text),
     ...(declared ? { defaultValue: declared.value } : {}),
   };
@@ -170,9 +181,9 @@ export function fromForm(widget: Widget, posted: unknown): unknown {
   if (widget.kind === 'checkbox') return raw === 'true' || raw === 'on';
   if (typeof raw !== 'string') return undefined;
   if (raw === '') {
-    // Left out when optional (a create takes the default; PATCH, like the API, cannot clear a field).
+    // Optional: null where the body may clear the field (an edit), else left out (a create takes the default).
     // Required: empty text is sent so the schema names its rule; any other kind is reported missing.
-    if (!widget.required) return undefined;
+    if (!widget.required) return widget.clearable ? null : undefined;
     return widget.kind === 'text' || widget.kind === 'textarea' || widget.kind === 'email' ? '' : undefined;
   }
   switch (widget.kind) {

@@ -155,6 +155,42 @@ describe('Files rule 1–2: upload streams the bytes to storage, then writes the
     expect(await rowCount(ctx.tenant)).toBe(0);
   });
 
+  it('visibility sent as a form field is refused, saying to send it in the query string; nothing is kept (issue 41, point 8: uploads)', async () => {
+    const ctx = await tenantWithCaller();
+    const storedBefore = (await driver.stored()).length;
+    const post = (parts: Parameters<typeof form>[0], query = '?visibility=public') => {
+      const { body, type } = form(parts);
+      return ctx.http().post(`${FILES}${query}`).set('Cookie', ctx.caller.cookie).set('Content-Type', type).send(body);
+    };
+    const file = { name: 'file', filename: 'a.bin', content: 'bytes' };
+    const field = { name: 'visibility', content: 'public' };
+    const message =
+      'visibility is a query parameter, not a form field: send it in the query string (?visibility=public or ?visibility=private)';
+    // Before the file part, or after it, as well as in the query.
+    for (const parts of [
+      [field, file],
+      [file, field],
+    ]) {
+      const res = await post(parts);
+      expect(res.status, JSON.stringify(res.body)).toBe(422);
+      expect(res.body).toMatchObject({ code: 'VALIDATION_FAILED', detail: message });
+      expect(res.body.errors).toEqual([{ pointer: '/body/visibility', message }]);
+    }
+    // Only as a form field: the query's own refusal says where it goes.
+    const only = await post([field, file], '');
+    expect(only.status).toBe(422);
+    expect(only.body.errors).toEqual([
+      {
+        pointer: '/querystring/visibility',
+        message: 'is required: send it in the query string (?visibility=...), not in the body',
+      },
+    ]);
+    expect(await rowCount(ctx.tenant)).toBe(0);
+    expect((await driver.stored()).length).toBe(storedBefore);
+    // Another field is no matter: the upload is stored.
+    expect((await post([{ name: 'note', content: 'x' }, file])).status).toBe(201);
+  });
+
   it('needs file:manage', async () => {
     const ctx = await tenantWithCaller(['file:read']);
     const res = await upload(ctx, 'x');
@@ -329,7 +365,7 @@ describe('Files rule 5: download headers', () => {
     expect(Buffer.from(res.body).toString()).toBe('zip bytes');
   });
 
-  it('each of the seven renderable types is sent without Content-Disposition; a public file sets no Cache-Control', async () => {
+  it('each of the seven renderable types is sent inline, named (issue 41: a saved copy keeps its name); a public file sets no Cache-Control', async () => {
     const ctx = await tenantWithCaller();
     const samples: Record<string, Buffer | string> = {
       'image/png': PNG,
@@ -349,11 +385,34 @@ describe('Files rule 5: download headers', () => {
       const res = await ctx.http().get(`${PUBLIC}/${up.body.id}`);
       expect(res.status, type).toBe(200);
       expect(res.headers['content-type'], type).toBe(type);
-      expect(res.headers['content-disposition'], type).toBeUndefined();
+      expect(res.headers['content-disposition'], type).toBe("inline; filename*=UTF-8''notes.bin");
       expect(res.headers['cache-control'], type).toBeUndefined();
       expect(res.headers['content-security-policy']).toBe("default-src 'none'; sandbox");
       expect(res.headers['cross-origin-resource-policy']).toBe('same-site');
     }
+  });
+});
+
+describe('Files rule 5, a renderable download keeps its name (issue 41, point 8: downloads)', () => {
+  it('inline; filename*=UTF-8 with the name percent-encoded, on both doors, private and public', async () => {
+    const ctx = await tenantWithCaller();
+    const expected = "inline; filename*=UTF-8''r%C3%A9sum%C3%A9%20%28final%29.txt";
+    const privateUp = await upload(ctx, 'some words', { type: 'text/plain', filename: 'résumé (final).txt' });
+    const privateRes = await ctx.http().get(`${FILES}/${privateUp.body.id}/content`).set('Cookie', ctx.caller.cookie);
+    expect(privateRes.headers['content-disposition']).toBe(expected);
+    expect(privateRes.headers['cache-control']).toBe('no-store');
+    const publicUp = await upload(ctx, PNG, {
+      type: 'image/png',
+      filename: 'résumé (final).txt',
+      visibility: 'public',
+    });
+    const head = await ctx.http().head(`${PUBLIC}/${publicUp.body.id}`);
+    expect(head.status).toBe(200);
+    expect(head.headers['content-disposition']).toBe(expected);
+    // Not renderable: still an attachment, however it is named.
+    const other = await upload(ctx, 'x', { type: 'text/html', filename: 'page.html', visibility: 'public' });
+    const html = await ctx.http().get(`${PUBLIC}/${other.body.id}`);
+    expect(html.headers['content-disposition']).toBe("attachment; filename*=UTF-8''page.html");
   });
 });
 

@@ -18,7 +18,8 @@ beforeAll(async () => {
   acme = await createCustomer(app, 'tasks-acme');
   manager = await signInAs(app, acme, ['task:read', 'task:update']);
   reader = await signInAs(app, acme, ['task:read']);
-  worker = await signInAs(app, acme, []);
+  // An assignee must be able to read tasks (issue 41: assignment).
+  worker = await signInAs(app, acme, ['task:read']);
 });
 afterAll(async () => {
   await app?.close();
