@@ -1,4 +1,12 @@
-import { defineConfig } from 'vitest/config';
+import { configDefaults, defineConfig } from 'vitest/config';
+import SlowFirstSequencer from './test/helpers/slow-first-sequencer.ts';
+import { SLOW, unitTestFiles } from './test/helpers/test-kinds.ts';
+
+// Three projects (test/helpers/test-kinds.ts says which file goes where): unit (no app, no
+// database, no process), integration (the app on a database of its own), slow (browser, faults,
+// the security suite, processes). `npx vitest run --project unit` runs the fast ones alone.
+const UNIT = unitTestFiles(import.meta.dirname);
+const ALL = 'test/**/*.test.ts';
 
 // The file suite runs a second time on the S3 driver, against s3rver on loopback
 // (test/modules/file/driver.ts); every other test runs once.
@@ -8,17 +16,28 @@ export default defineConfig({
   test: {
     globalSetup: ['test/helpers/global-setup.ts'],
     pool: 'forks',
+    // Two cores: a third worker runs while the other two wait on PostgreSQL, a child process or the browser.
     maxWorkers: 3,
     testTimeout: 30_000,
     hookTimeout: 120_000,
+    // The slow files early, spread among the integration files; the unit files last (slow-first-sequencer.ts).
+    sequence: { sequencer: SlowFirstSequencer },
+    // With --coverage (npm run coverage, CI): the framework's and the modules' code, and a floor.
+    coverage: {
+      provider: 'v8',
+      include: ['framework/**/*.ts', 'modules/**/*.ts'],
+      reporter: ['text-summary', 'json-summary'],
+    },
     projects: [
       {
         test: {
-          name: 'tenantry',
-          include: ['test/**/*.test.ts'],
+          name: 'unit',
+          include: UNIT,
           typecheck: { enabled: true, include: ['test/**/*.test-d.ts'], tsconfig: './tsconfig.json' },
         },
       },
+      { test: { name: 'integration', include: [ALL], exclude: [...configDefaults.exclude, ...UNIT, ...SLOW] } },
+      { test: { name: 'slow', include: SLOW } },
       {
         test: {
           name: 'files on s3',

@@ -3943,7 +3943,10 @@ export interface operations {
                 /** @description Field to sort by; a leading "-" sorts descending. Ties break on id, in the same direction. */
                 sort?: "createdAt" | "-createdAt" | "updatedAt" | "-updatedAt" | "code" | "-code" | "name" | "-name" | "price" | "-price";
             };
-            header?: never;
+            header?: {
+                /** @description replica: read from the read replica, when the installation has one (database.replica_url). Eventually consistent: the answer may be up to database.replica_max_lag_ms behind the latest writes (a row just created may be missing, one just changed may show its earlier values). The answer carries Preference-Applied: replica when the replica served it; without it the primary did (no replica, or one lagging past the bound). Other preferences are ignored. */
+                prefer?: string;
+            };
             path?: never;
             cookie?: never;
         };
@@ -4179,7 +4182,10 @@ export interface operations {
     "billing-plan-read": {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /** @description replica: read from the read replica, when the installation has one (database.replica_url). Eventually consistent: the answer may be up to database.replica_max_lag_ms behind the latest writes (a row just created may be missing, one just changed may show its earlier values). The answer carries Preference-Applied: replica when the replica served it; without it the primary did (no replica, or one lagging past the bound). Other preferences are ignored. */
+                prefer?: string;
+            };
             path: {
                 /** @description Resource id (UUID) */
                 id: string;
@@ -4947,7 +4953,10 @@ export interface operations {
                 /** @description Field to sort by; a leading "-" sorts descending. Ties break on id, in the same direction. */
                 sort?: "createdAt" | "-createdAt" | "updatedAt" | "-updatedAt" | "slug" | "-slug" | "title" | "-title" | "publishedAt" | "-publishedAt";
             };
-            header?: never;
+            header?: {
+                /** @description replica: read from the read replica, when the installation has one (database.replica_url). Eventually consistent: the answer may be up to database.replica_max_lag_ms behind the latest writes (a row just created may be missing, one just changed may show its earlier values). The answer carries Preference-Applied: replica when the replica served it; without it the primary did (no replica, or one lagging past the bound). Other preferences are ignored. */
+                prefer?: string;
+            };
             path?: never;
             cookie?: never;
         };
@@ -5183,7 +5192,10 @@ export interface operations {
     "content-content-read": {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /** @description replica: read from the read replica, when the installation has one (database.replica_url). Eventually consistent: the answer may be up to database.replica_max_lag_ms behind the latest writes (a row just created may be missing, one just changed may show its earlier values). The answer carries Preference-Applied: replica when the replica served it; without it the primary did (no replica, or one lagging past the bound). Other preferences are ignored. */
+                prefer?: string;
+            };
             path: {
                 /** @description Resource id (UUID) */
                 id: string;
@@ -7245,7 +7257,10 @@ export interface operations {
                 /** @description Field to sort by; a leading "-" sorts descending. Ties break on id, in the same direction. */
                 sort?: "createdAt" | "-createdAt" | "updatedAt" | "-updatedAt" | "title" | "-title" | "status" | "-status" | "deadline" | "-deadline";
             };
-            header?: never;
+            header?: {
+                /** @description replica: read from the read replica, when the installation has one (database.replica_url). Eventually consistent: the answer may be up to database.replica_max_lag_ms behind the latest writes (a row just created may be missing, one just changed may show its earlier values). The answer carries Preference-Applied: replica when the replica served it; without it the primary did (no replica, or one lagging past the bound). Other preferences are ignored. */
+                prefer?: string;
+            };
             path?: never;
             cookie?: never;
         };
@@ -7481,7 +7496,10 @@ export interface operations {
     "task-task-read": {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /** @description replica: read from the read replica, when the installation has one (database.replica_url). Eventually consistent: the answer may be up to database.replica_max_lag_ms behind the latest writes (a row just created may be missing, one just changed may show its earlier values). The answer carries Preference-Applied: replica when the replica served it; without it the primary did (no replica, or one lagging past the bound). Other preferences are ignored. */
+                prefer?: string;
+            };
             path: {
                 /** @description Resource id (UUID) */
                 id: string;
@@ -9666,7 +9684,10 @@ export interface operations {
                 /** @description Field to sort by; a leading "-" sorts descending. Ties break on id, in the same direction. */
                 sort?: "createdAt" | "-createdAt" | "updatedAt" | "-updatedAt" | "email" | "-email" | "displayName" | "-displayName" | "status" | "-status";
             };
-            header?: never;
+            header?: {
+                /** @description replica: read from the read replica, when the installation has one (database.replica_url). Eventually consistent: the answer may be up to database.replica_max_lag_ms behind the latest writes (a row just created may be missing, one just changed may show its earlier values). The answer carries Preference-Applied: replica when the replica served it; without it the primary did (no replica, or one lagging past the bound). Other preferences are ignored. */
+                prefer?: string;
+            };
             path?: never;
             cookie?: never;
         };
@@ -9902,7 +9923,10 @@ export interface operations {
     "user-user-read": {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /** @description replica: read from the read replica, when the installation has one (database.replica_url). Eventually consistent: the answer may be up to database.replica_max_lag_ms behind the latest writes (a row just created may be missing, one just changed may show its earlier values). The answer carries Preference-Applied: replica when the replica served it; without it the primary did (no replica, or one lagging past the bound). Other preferences are ignored. */
+                prefer?: string;
+            };
             path: {
                 /** @description Resource id (UUID) */
                 id: string;
@@ -10837,7 +10861,10 @@ export interface operations {
                 /** @description Field to sort by; a leading "-" sorts descending. Ties break on id, in the same direction. */
                 sort?: "createdAt" | "-createdAt" | "updatedAt" | "-updatedAt" | "url" | "-url";
             };
-            header?: never;
+            header?: {
+                /** @description replica: read from the read replica, when the installation has one (database.replica_url). Eventually consistent: the answer may be up to database.replica_max_lag_ms behind the latest writes (a row just created may be missing, one just changed may show its earlier values). The answer carries Preference-Applied: replica when the replica served it; without it the primary did (no replica, or one lagging past the bound). Other preferences are ignored. */
+                prefer?: string;
+            };
             path?: never;
             cookie?: never;
         };
@@ -11073,7 +11100,10 @@ export interface operations {
     "webhook-endpoint-read": {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /** @description replica: read from the read replica, when the installation has one (database.replica_url). Eventually consistent: the answer may be up to database.replica_max_lag_ms behind the latest writes (a row just created may be missing, one just changed may show its earlier values). The answer carries Preference-Applied: replica when the replica served it; without it the primary did (no replica, or one lagging past the bound). Other preferences are ignored. */
+                prefer?: string;
+            };
             path: {
                 /** @description Resource id (UUID) */
                 id: string;

@@ -2,16 +2,18 @@ import { randomBytes } from 'node:crypto';
 import { resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import type { FastifyBaseLogger, FastifyInstance } from 'fastify';
+import pg from 'pg';
 import pino from 'pino';
 import type { Config } from './config/schema.ts';
 import type { ModuleDefinition } from './entity/define.ts';
-import { Registry } from './entity/registry.ts';
+import { compose, type Composition } from './composition.ts';
 import { openDatabase, unopenedDatabase, type Db } from './db/pool.ts';
 import { runMigrations, type MigrationSource } from './db/migrate.ts';
 import { checkTables } from './entity/table-check.ts';
 import { HostResolver } from './context/host-cache.ts';
 import { PublicReadCache } from './context/public-read-cache.ts';
 import { ChangeListener } from './db/listener.ts';
+import { ReplicaReads } from './context/replica-reads.ts';
 import { TenantTransactions } from './context/tx.ts';
 import { createMailer, type Mailer } from './mail/mailer.ts';
 import { buildWeb } from './http/web.ts';
@@ -80,12 +82,14 @@ export interface App {
 }
 
 /**
- * Composition only: checks the declarations (refusing to start on any inconsistency), migrates,
- * checks the tables agree with the declarations, makes sure the operator tenant exists, then
- * builds the web server and/or the worker.
+ * Composition only: composes the service from the declarations (composition.ts: the registry,
+ * each entity's operations and routes, the job schedule) and checks them all, refusing to start
+ * on any inconsistency; migrates, checks the tables agree with the declarations, makes sure the
+ * operator tenant exists, then builds the web server and/or the worker.
  */
 export async function buildApp(options: AppOptions): Promise<App> {
-  const registry = new Registry(options.modules, options.config);
+  const composition = compose(options.modules, options.config);
+  const { registry } = composition;
   const log = options.logger ?? (pino({ level: 'silent' }) as FastifyBaseLogger);
   // The installation's blob store, made here so that it logs through the service's logger.
   blobStoreFor(options.config, log);
@@ -95,11 +99,14 @@ export async function buildApp(options: AppOptions): Promise<App> {
     size: options.config.database.pool_size,
     acquireTimeoutMs: options.config.database.acquire_timeout_ms,
     statementTimeoutMs: options.config.database.statement_timeout_ms,
+    directUrl: options.config.database.direct_url || options.databaseUrl,
+    preparedStatements: options.config.database.prepared_statements,
     ...(metrics ? { onAcquire: (seconds: number) => metrics.acquireWait.observe(seconds) } : {}),
   });
   let metricsServer: MetricsServer | undefined;
+  let replica: ReplicaReads | undefined;
   try {
-    const applied = await runMigrations(db.pool, migrationSources(options.modules));
+    const applied = await migrateDirectly(db.directUrl, migrationSources(options.modules));
     // One short line (how many, per owner); the file names at debug, where a first start's list is not a wall.
     if (applied.length) {
       log.info({ migrations: applied.length, owners: countByOwner(applied) }, 'migrations applied');
@@ -108,10 +115,17 @@ export async function buildApp(options: AppOptions): Promise<App> {
     await checkTables(db.pool, registry);
     // The installation's secret, read once: list cursors are signed with a key derived from it.
     const cursors = new CursorSeal(keyFor(await readInstallationSecret(db.pool), 'cursor'));
-    const { services, listener, outbox } = composeServices(options, registry, db, log, metrics, cursors);
+    const {
+      services,
+      listener,
+      outbox,
+      replica: opened,
+    } = composeServices(options, composition, db, log, metrics, cursors, { replica: servesHttp(options.role) });
+    replica = opened;
     const { created } = await ensureOperatorTenant(services);
     if (created) log.info({ host: options.config.server.public_host }, 'created the operator tenant');
     await listener.start();
+    await replica?.start();
 
     const web = servesHttp(options.role) ? await buildWeb(services, { logger: log }) : undefined;
     const worker = works(options.role) ? new Worker(services) : undefined;
@@ -134,11 +148,13 @@ export async function buildApp(options: AppOptions): Promise<App> {
         await worker?.stop();
         await listener.close();
         services.mailer.close();
+        await replica?.close();
         await db.close();
       },
     };
   } catch (err) {
     await metricsServer?.close();
+    await replica?.close().catch(() => {});
     await db.close().catch(() => {});
     throw err;
   }
@@ -150,28 +166,37 @@ export async function buildApp(options: AppOptions): Promise<App> {
  */
 function composeServices(
   options: Pick<AppOptions, 'config' | 'mailer' | 'clock' | 'passwordVerifier'>,
-  registry: Registry,
+  { registry, routes, jobs, operations }: Composition,
   db: Db,
   log: FastifyBaseLogger,
   metrics: Metrics | undefined,
   cursors: CursorSeal,
-): { services: Services; listener: ChangeListener; outbox: OutboxSignal } {
+  opens: { replica: boolean } = { replica: false },
+): { services: Services; listener: ChangeListener; outbox: OutboxSignal; replica: ReplicaReads | undefined } {
   const hosts = new HostResolver(db);
   const publicReads = new PublicReadCache();
-  const listener = new ChangeListener(db.url);
+  const listener = new ChangeListener(db.directUrl);
   hosts.listen(listener);
   publicReads.listen(listener);
   for (const entity of registry.entities) {
     if (entity.def.publicRead)
-      registry.ops(entity.names.key).onCommittedWrite((tenantId) => publicReads.evict(entity.names.table, tenantId));
+      operations.of(entity.names.key).onCommittedWrite((tenantId) => publicReads.evict(entity.names.table, tenantId));
   }
   const outbox = new OutboxSignal(db.pool);
   const clock = options.clock ?? systemClock;
+  const transactions = new TenantTransactions(db, registry.events, outbox, clock, cursors);
+  const replica = opens.replica
+    ? replicaReads(options.config, registry.events, transactions, clock, cursors, metrics)
+    : undefined;
   const services: Services = {
     config: options.config,
     db,
     registry,
-    transactions: new TenantTransactions(db, registry.events, outbox, clock, cursors),
+    routes,
+    jobs,
+    operations,
+    transactions,
+    ...(replica ? { replica } : {}),
     cursors,
     hosts,
     publicReads,
@@ -181,12 +206,12 @@ function composeServices(
     passwordVerifier: options.passwordVerifier ?? argon2Verifier,
     ...(metrics ? { metrics } : {}),
   };
-  return { services, listener, outbox };
+  return { services, listener, outbox, replica };
 }
 
 /**
  * The OpenAPI document the service serves at /api/v1/openapi.json, from the declarations alone:
- * the web layer is built as the service builds it (the same registry, routes, schemas and
+ * the web layer is built as the service builds it (the same composition, routes, schemas and
  * document), over a database it never opens (unopenedDatabase: any query would fail), with no
  * migration and no listener. So exporting it (npm run openapi:export, and with it npm run check)
  * needs no PostgreSQL, and works beside a running service.
@@ -195,11 +220,11 @@ export async function exportOpenApiDocument(options: {
   config: Config;
   modules: readonly ModuleDefinition[];
 }): Promise<Record<string, unknown>> {
-  const registry = new Registry(options.modules, options.config);
+  const composition = compose(options.modules, options.config);
   const log = pino({ level: 'silent' }) as FastifyBaseLogger;
   const db = unopenedDatabase();
   // No request is served here: the document needs a seal, never a secret.
-  const { services } = composeServices(options, registry, db, log, undefined, new CursorSeal(randomBytes(32)));
+  const { services } = composeServices(options, composition, db, log, undefined, new CursorSeal(randomBytes(32)));
   try {
     const web = await buildWeb(services);
     try {
@@ -225,6 +250,45 @@ function newMetrics(db: () => Db, log: FastifyBaseLogger): Metrics {
     },
     (err, series) => log.warn({ err, series }, 'a metric could not be read'),
   );
+}
+
+/**
+ * The read replica, when database.replica_url names one: a pool of its own (the request pool's
+ * settings) and tenant transactions over it that write nothing (db: context/replica-reads.ts).
+ */
+function replicaReads(
+  config: Config,
+  events: ReadonlySet<string>,
+  primary: TenantTransactions,
+  clock: Clock,
+  cursors: CursorSeal,
+  metrics: Metrics | undefined,
+): ReplicaReads | undefined {
+  const { replica_url: url, replica_max_lag_ms: maxLagMs } = config.database;
+  if (!url) return undefined;
+  const db = openDatabase(url, {
+    size: config.database.pool_size,
+    acquireTimeoutMs: config.database.acquire_timeout_ms,
+    statementTimeoutMs: config.database.statement_timeout_ms,
+    preparedStatements: config.database.prepared_statements,
+  });
+  const onReplica = new TenantTransactions(db, events, undefined, clock, cursors, { replica: true });
+  return new ReplicaReads(db, onReplica, primary, maxLagMs, metrics?.replicaSeries());
+}
+
+/**
+ * Migrates on a connection of its own to database.direct_url: PostgreSQL itself, not a pooler in
+ * transaction mode. Each file's transaction takes the lock (db/migrate.ts), so none would leak
+ * through a pooler either; directly, the migrations' long statements hold no pooled connection.
+ */
+async function migrateDirectly(url: string, sources: MigrationSource[]) {
+  const pool = new pg.Pool({ connectionString: url, max: 1 });
+  pool.on('error', () => {});
+  try {
+    return await runMigrations(pool, sources);
+  } finally {
+    await pool.end();
+  }
 }
 
 /** `framework 8, auth 4, ...`: how many migrations each owner had applied. */

@@ -1,14 +1,36 @@
+import type {
+  FieldError,
+  Problem,
+  ProblemCode,
+  ProblemCodesOf,
+  ProblemDeclaration,
+  ProblemDocument,
+} from './contracts/problems.ts';
+
 /**
- * The one registry of problem codes. Every failure the service answers is a ProblemError
- * carrying one of these codes; the HTTP layer turns it into application/problem+json.
+ * The framework's own problem codes: the refusals of the request path, the generic operations,
+ * the state table, sessions and tokens, storage and the database. Every failure the service
+ * answers is a ProblemError carrying a declared code; the HTTP layer turns it into
+ * application/problem+json. A module declares the codes it raises itself, beside its code
+ * (ModuleDefinition.problems, defineProblems): this list names no module's refusal. `sentence` is
+ * what the admin shell says to a person (admin/errors.ts); `detail: true`, that the problem's own
+ * message is written for people and is shown under it.
  */
 export const PROBLEMS = {
-  NO_SITE: { status: 404, title: 'No site' },
-  NOT_FOUND: { status: 404, title: 'Not found' },
-  ROUTE_NOT_FOUND: { status: 404, title: 'No such route' },
-  MALFORMED_REQUEST: { status: 400, title: 'Malformed request' },
-  FORBIDDEN: { status: 403, title: 'Forbidden' },
-  METHOD_NOT_ALLOWED: { status: 405, title: 'Method not allowed' },
+  NO_SITE: { status: 404, title: 'No site', sentence: 'No site is served at this address.' },
+  NOT_FOUND: { status: 404, title: 'Not found', sentence: 'This record does not exist, or it was deleted.' },
+  ROUTE_NOT_FOUND: { status: 404, title: 'No such route', sentence: 'There is no page at this address.' },
+  MALFORMED_REQUEST: {
+    status: 400,
+    title: 'Malformed request',
+    sentence: 'The form could not be read. Reload the page and try again.',
+  },
+  FORBIDDEN: { status: 403, title: 'Forbidden', sentence: 'You are not allowed to do this.' },
+  METHOD_NOT_ALLOWED: {
+    status: 405,
+    title: 'Method not allowed',
+    sentence: 'This page cannot be used that way. Go back and use its links and buttons.',
+  },
   NOT_ACCEPTABLE: { status: 406, title: 'Not acceptable' },
   REQUEST_TIMEOUT: { status: 408, title: 'Request timeout' },
   LENGTH_REQUIRED: { status: 411, title: 'Length required' },
@@ -16,78 +38,170 @@ export const PROBLEMS = {
   URI_TOO_LONG: { status: 414, title: 'URI too long' },
   RANGE_NOT_SATISFIABLE: { status: 416, title: 'Range not satisfiable' },
   HEADERS_TOO_LARGE: { status: 431, title: 'Request header fields too large' },
-  VALIDATION_FAILED: { status: 422, title: 'Validation failed' },
-  FIELD_COMMAND_OWNED: { status: 422, title: 'Field is owned by a command' },
-  FIELD_IMMUTABLE: { status: 422, title: 'Field is immutable' },
-  IDEMPOTENCY_KEY_REUSED: { status: 422, title: 'Idempotency key used for another request' },
-  AUTH_REQUIRED: { status: 401, title: 'Sign-in required' },
-  AUTH_FORBIDDEN: { status: 403, title: 'Permission denied' },
-  AUTH_NOT_OPERATOR: { status: 403, title: 'Operator permission outside the operator tenant' },
-  AUTH_CROSS_SITE: { status: 403, title: 'Cross-site request refused' },
-  USE_PASSWORD_CHANGE: { status: 403, title: 'Own password: change it with the current one' },
-  ErrCredentials: { status: 401, title: 'Invalid credentials' },
-  ErrTooManyAttempts: { status: 429, title: 'Too many attempts' },
-  TOKEN_INVALID: { status: 401, title: 'Invalid or expired token' },
-  TOKEN_EXPIRY_TOO_LONG: { status: 422, title: 'Access token expiry beyond the longest allowed' },
-  TOKEN_PERMISSION_NOT_HELD: { status: 403, title: 'Access token permission the caller does not hold' },
-  RATE_LIMITED: { status: 429, title: 'Too many requests' },
-  CONFLICT: { status: 409, title: 'Conflict' },
-  ALREADY_EXISTS: { status: 409, title: 'Already exists' },
-  INVALID_STATE: { status: 409, title: 'Not allowed in the current state' },
-  INVALID_TRANSITION: { status: 409, title: 'Status change not allowed' },
-  SLUG_INVALID: { status: 422, title: 'Slug outside the slug grammar' },
-  SLUG_TAKEN: { status: 409, title: 'Slug already used' },
-  PLAN_IN_USE: { status: 409, title: 'Plan still subscribed' },
-  LAST_ADMINISTRATOR: { status: 409, title: 'Last administrator' },
-  LIMIT_REACHED: { status: 409, title: 'Limit reached' },
-  PERIOD_OWED: { status: 409, title: 'A period is owed for' },
-  PAYMENT_DECLINED: { status: 402, title: 'Payment declined' },
-  PERMISSION_UNKNOWN: { status: 422, title: 'Unknown permission' },
-  PERMISSION_OPERATOR_ONLY: { status: 422, title: 'Operator permission in a customer role' },
-  ROLE_UNKNOWN: { status: 422, title: 'Unknown role' },
-  PAYLOAD_TOO_LARGE: { status: 413, title: 'Payload too large' },
-  FILE_TOO_LARGE: { status: 413, title: 'File larger than the upload limit' },
-  QUOTA_EXCEEDED: { status: 413, title: "File past the tenant's storage quota" },
-  FILE_MISSING: { status: 422, title: 'The form has no file part' },
-  MEDIA_TYPE_INVALID: { status: 422, title: 'Invalid media type' },
-  MEDIA_TYPE_MISMATCH: { status: 422, title: 'The bytes disagree with the media type' },
-  UNSUPPORTED_MEDIA_TYPE: { status: 415, title: 'Unsupported media type' },
-  OIDC_STATE_INVALID: { status: 400, title: 'Single sign-on state missing, tampered or expired' },
-  OIDC_REFUSED: { status: 401, title: 'Single sign-on refused' },
-  OIDC_ISSUER_UNAVAILABLE: { status: 502, title: 'Identity provider unavailable' },
-  NOT_READY: { status: 503, title: 'Not ready' },
-  BLOB_MISSING: { status: 503, title: 'Stored bytes unavailable' },
-  STORAGE_UNAVAILABLE: { status: 503, title: 'File storage unavailable' },
-  STORAGE_FULL: { status: 507, title: 'File storage full' },
-  DB_BUSY: { status: 503, title: 'Database busy' },
-  DB_TIMEOUT: { status: 503, title: 'Database statement timed out' },
-  DB_UNAVAILABLE: { status: 503, title: 'Database unavailable' },
-  INTERNAL: { status: 500, title: 'Internal error' },
-} as const satisfies Record<string, { status: number; title: string }>;
+  VALIDATION_FAILED: {
+    status: 422,
+    title: 'Validation failed',
+    sentence: 'Some values were not accepted.',
+    detail: true,
+  },
+  FIELD_COMMAND_OWNED: {
+    status: 422,
+    title: 'Field is owned by a command',
+    sentence: 'One of the values can only be changed with its own button on the record’s page.',
+  },
+  FIELD_IMMUTABLE: {
+    status: 422,
+    title: 'Field is immutable',
+    sentence: 'One of the values cannot be changed after the record was created.',
+  },
+  IDEMPOTENCY_KEY_REUSED: {
+    status: 422,
+    title: 'Idempotency key used for another request',
+    sentence: 'This request was already sent with other values. Reload the page and try again.',
+  },
+  AUTH_REQUIRED: { status: 401, title: 'Sign-in required', sentence: 'Sign in to continue.' },
+  AUTH_FORBIDDEN: {
+    status: 403,
+    title: 'Permission denied',
+    sentence: 'Your roles do not allow this. Ask an administrator for access.',
+  },
+  AUTH_NOT_OPERATOR: {
+    status: 403,
+    title: 'Operator permission outside the operator tenant',
+    sentence: 'This page belongs to the operator’s administration and opens only at the operator’s own address.',
+  },
+  AUTH_CROSS_SITE: {
+    status: 403,
+    title: 'Cross-site request refused',
+    sentence: 'This form has expired or was sent from another site. Reload the page and send it again.',
+  },
+  // The refusal of a module's attempt limit (ModuleDefinition.bearerAttempts), which every bearer route documents.
+  ErrTooManyAttempts: {
+    status: 429,
+    title: 'Too many attempts',
+    sentence: 'Too many failed sign-ins. Wait a few minutes and try again.',
+  },
+  TOKEN_INVALID: {
+    status: 401,
+    title: 'Invalid or expired token',
+    sentence: 'This link is invalid or has expired. Ask for a new one.',
+  },
+  RATE_LIMITED: {
+    status: 429,
+    title: 'Too many requests',
+    sentence: 'Too many requests. Wait a moment and try again.',
+  },
+  CONFLICT: {
+    status: 409,
+    title: 'Conflict',
+    sentence: 'Someone else changed this at the same time. Reload the page and try again.',
+  },
+  ALREADY_EXISTS: {
+    status: 409,
+    title: 'Already exists',
+    sentence: 'A record with this value already exists. Choose another value.',
+  },
+  // The two refusals an entity's declared state table may answer (EntityDefinition.states.refusal).
+  INVALID_STATE: {
+    status: 409,
+    title: 'Not allowed in the current state',
+    sentence: 'This is not possible in the record’s current state.',
+    detail: true,
+  },
+  INVALID_TRANSITION: {
+    status: 409,
+    title: 'Status change not allowed',
+    sentence: 'This step is not possible from the record’s current status.',
+    detail: true,
+  },
+  PAYLOAD_TOO_LARGE: { status: 413, title: 'Payload too large', sentence: 'What was sent is too large.' },
+  UNSUPPORTED_MEDIA_TYPE: {
+    status: 415,
+    title: 'Unsupported media type',
+    sentence: 'The form could not be read. Reload the page and try again.',
+  },
+  NOT_READY: {
+    status: 503,
+    title: 'Not ready',
+    sentence: 'The service is starting or unavailable. Try again in a moment.',
+  },
+  BLOB_MISSING: {
+    status: 503,
+    title: 'Stored bytes unavailable',
+    sentence: 'The file’s contents cannot be read right now. Try again later.',
+  },
+  STORAGE_UNAVAILABLE: {
+    status: 503,
+    title: 'File storage unavailable',
+    sentence: 'File storage cannot be reached right now. Try again later.',
+  },
+  STORAGE_FULL: { status: 507, title: 'File storage full', sentence: 'File storage is full. Tell the operator.' },
+  DB_BUSY: { status: 503, title: 'Database busy', sentence: 'The service is busy. Try again in a moment.' },
+  DB_TIMEOUT: {
+    status: 503,
+    title: 'Database statement timed out',
+    sentence: 'This took too long. Try again in a moment.',
+  },
+  DB_UNAVAILABLE: {
+    status: 503,
+    title: 'Database unavailable',
+    sentence: 'The database cannot be reached. Try again in a moment.',
+  },
+  INTERNAL: {
+    status: 500,
+    title: 'Internal error',
+    sentence: 'Something went wrong on our side. It has been logged; try again in a moment.',
+  },
+} as const satisfies Readonly<Record<string, ProblemDeclaration>>;
 
-export type ProblemCode = keyof typeof PROBLEMS;
-
-export interface FieldError {
-  /** JSON pointer into the request part, e.g. /body/title */
-  pointer: string;
-  message: string;
+declare module './contracts/problems.ts' {
+  interface ProblemCodes extends ProblemCodesOf<typeof PROBLEMS> {}
 }
 
-export interface ProblemDocument {
-  type: string;
-  title: string;
-  status: number;
-  detail: string;
-  code: ProblemCode;
-  errors?: FieldError[];
-  [extension: string]: unknown;
-}
+export type { FieldError, ProblemCode, ProblemDeclaration, ProblemDocument } from './contracts/problems.ts';
 
 export function problemType(code: ProblemCode): string {
   return `https://tenantry.dev/problems/${code}`;
 }
 
-export class ProblemError extends Error {
+/** Every code the service answers, with who declared it: the framework's own, then the installed modules'. */
+const catalogue = new Map<string, { declaration: ProblemDeclaration; owner: string }>(
+  Object.entries(PROBLEMS).map(([code, declaration]) => [code, { declaration, owner: 'framework' }]),
+);
+
+/**
+ * Installs the codes a module declares (ModuleDefinition.problems), once the boot checks have
+ * found no code declared twice (framework/composition.ts). The same declaration installed again
+ * (another app of the same modules in this process) changes nothing; another declaration of a code
+ * is refused.
+ */
+export function installProblems(owner: string, declared: Readonly<Record<string, ProblemDeclaration>>): void {
+  for (const [code, declaration] of Object.entries(declared)) {
+    const known = catalogue.get(code);
+    if (known && known.declaration !== declaration)
+      throw new Error(`problem code ${code} is declared by ${known.owner} and by ${owner}`);
+    catalogue.set(code, { declaration, owner });
+  }
+}
+
+/** What a code means, as its owner declared it; undefined for a code no installed module declares. */
+export function problemDeclaration(code: string): ProblemDeclaration | undefined {
+  return catalogue.get(code)?.declaration;
+}
+
+/** Every installed code and its owner ('framework' or a module's name). */
+export function installedProblems(): ReadonlyMap<string, { declaration: ProblemDeclaration; owner: string }> {
+  return catalogue;
+}
+
+function declared(code: ProblemCode): ProblemDeclaration {
+  const declaration = catalogue.get(code)?.declaration;
+  if (!declaration)
+    throw new Error(`problem code ${code} is declared by no installed module (ModuleDefinition.problems)`);
+  return declaration;
+}
+
+export class ProblemError extends Error implements Problem {
   readonly code: ProblemCode;
   readonly status: number;
   readonly errors: FieldError[] | undefined;
@@ -98,10 +212,11 @@ export class ProblemError extends Error {
     detail?: string,
     options: { errors?: FieldError[]; extensions?: Record<string, unknown> } = {},
   ) {
-    super(detail ?? PROBLEMS[code].title);
+    const declaration = declared(code);
+    super(detail ?? declaration.title);
     this.name = 'ProblemError';
     this.code = code;
-    this.status = PROBLEMS[code].status;
+    this.status = declaration.status;
     this.errors = options.errors;
     this.extensions = options.extensions ?? {};
   }
@@ -109,7 +224,7 @@ export class ProblemError extends Error {
   toDocument(): ProblemDocument {
     return {
       type: problemType(this.code),
-      title: PROBLEMS[this.code].title,
+      title: declared(this.code).title,
       status: this.status,
       detail: this.message,
       code: this.code,

@@ -15,14 +15,36 @@ const SIGNALS = ['SIGTERM', 'SIGINT', 'SIGHUP'] as const;
 // PostgreSQL's "terminating connection" codes (admin shutdown, crash shutdown, cannot connect now) and socket drops.
 const DROPPED_CONNECTION = new Set(['57P01', '57P02', '57P03', 'ECONNRESET', 'EPIPE']);
 
+/** A signal arrived while the service was starting: the start is abandoned. */
+class StartInterrupted extends Error {
+  override name = 'StartInterrupted';
+  readonly signal: string;
+  constructor(signal: string) {
+    super(`stopped by ${signal} while starting`);
+    this.signal = signal;
+  }
+}
+
 async function main(modules: readonly ModuleDefinition[]): Promise<void> {
   // Signals stop the service gracefully: stop accepting, finish in-flight requests, then stop the
-  // embedded server. The handlers are installed before anything starts, so a signal during startup
-  // is honoured once it ends (and nothing is left half-started).
+  // embedded server. The handlers are installed before anything starts. A signal while starting
+  // (waiting for another process's migrations, for a database that does not answer) abandons the
+  // start at once: nothing serves yet, and what was begun is PostgreSQL's to undo (each migration's
+  // transaction and its lock end with the connection).
   let requested: string | undefined;
   let onStop: ((signal: string) => void) | undefined;
+  let interrupt!: (signal: string) => void;
+  const interrupted = new Promise<never>((_, reject) => {
+    interrupt = (signal) => reject(new StartInterrupted(signal));
+  });
+  interrupted.catch(() => {});
   for (const signal of SIGNALS) {
-    process.on(signal, () => (onStop ? onStop(signal) : (requested ??= signal)));
+    process.on(signal, () => {
+      if (onStop) return onStop(signal);
+      // Kept too for the moment between the start and onStop, where no race awaits the interruption.
+      requested ??= signal;
+      interrupt(signal);
+    });
   }
 
   const { values } = parseArgs({
@@ -49,16 +71,27 @@ async function main(modules: readonly ModuleDefinition[]): Promise<void> {
   let listening: string | undefined;
   let url: string | undefined;
   try {
-    app = await buildApp({ config, modules, databaseUrl, role, logger: log });
+    const building = buildApp({ config, modules, databaseUrl, role, logger: log });
+    // Left behind when a signal abandons the start: its failure (the connections going) is no news.
+    building.catch(() => {});
+    app = await Promise.race([building, interrupted]);
     if (app.services.mailer.mode === 'memory') {
       log.warn('mail.host is not set: mail goes to an in-memory mailbox and is not delivered');
     }
     if (app.web) {
-      listening = await app.web.listen({ host: config.server.host, port: config.server.port });
+      listening = await Promise.race([
+        app.web.listen({ host: config.server.host, port: config.server.port }),
+        interrupted,
+      ]);
       // The bound address (127.0.0.1) names no tenant: a person opens the operator's host.
       url = operatorUrl(config.server.public_host, (app.web.server.address() as AddressInfo).port);
     }
   } catch (err) {
+    if (err instanceof StartInterrupted) {
+      log.info({ signal: err.signal }, 'stopped while starting');
+      await embedded?.stop();
+      process.exit(0);
+    }
     await app?.close().catch(() => {});
     await embedded?.stop();
     throw err;

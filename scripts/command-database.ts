@@ -36,14 +36,17 @@ const WHAT_TO_SET =
   "run the command with the service's settings (TENANTRY_DATABASE_EMBEDDED_DIR and TENANTRY_DATABASE_EMBEDDED_PORT), or set TENANTRY_DATABASE_URL";
 
 /**
- * The database an operator command works on: database.url when set; otherwise the embedded
+ * The database an operator command works on: database.direct_url when set (PostgreSQL itself, not
+ * a pooler: a command migrates, and may hold its connections for a while), else database.url;
+ * otherwise the embedded
  * PostgreSQL the running service holds (found through its data directory's lock file, whatever
  * port it was started on, or else on database.embedded_port), or one this command starts for its
  * own duration (then returned, for the command to stop). A server it cannot reach or start is a
  * CommandDatabaseError naming what to set, never a stack trace.
  */
 export async function commandDatabase(config: Config): Promise<{ databaseUrl: string; embedded?: EmbeddedServer }> {
-  if (config.database.url) return { databaseUrl: config.database.url };
+  const given = config.database.direct_url || config.database.url;
+  if (given) return { databaseUrl: given };
   const dir = config.database.embedded_dir;
   const holder = runningServer(dir);
   if (holder) {

@@ -60,10 +60,10 @@ async function person(
 
 /** Sample rows through the entities' own operations, as the API would write them. */
 async function sampleData(app: App, operator: TenantRef, acme: TenantRef): Promise<void> {
-  const { registry, transactions } = app.services;
+  const { registry, transactions, operations } = app.services;
   await transactions.run(operator, async (tx) => {
     await createTenant(tx, app.services, { slug: 'globex', name: 'Globex Corporation', host: 'globex.localhost' });
-    const plans = registry.ops('billing.plan');
+    const plans = operations.of('billing.plan');
     for (const [code, name, price] of [
       ['starter', 'Starter', 900],
       ['team', 'Team', 2900],
@@ -87,7 +87,7 @@ async function sampleData(app: App, operator: TenantRef, acme: TenantRef): Promi
     acme,
     async (tx) => {
       await setRole(tx, registry, 'support', ['content:read', 'task:read', 'task:update', 'user:read']);
-      const contents = registry.ops('content.content');
+      const contents = operations.of('content.content');
       for (const [slug, title, kind] of [
         ['welcome', 'Welcome to Acme', 'page'],
         ['pricing', 'Pricing', 'page'],
@@ -99,7 +99,7 @@ async function sampleData(app: App, operator: TenantRef, acme: TenantRef): Promi
     { actorId: ada },
   );
   // One transaction each: rows made in one share its time, and the list (by createdAt) would mix them.
-  const tasks = registry.ops('task.task');
+  const tasks = operations.of('task.task');
   const day = 24 * 3600_000;
   for (const [title, priority, days] of TASKS) {
     await transactions.run(acme, (tx) =>

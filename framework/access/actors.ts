@@ -3,6 +3,7 @@ import type { TxContext } from '../context/tx.ts';
 import type { ResolvedEntity } from '../entity/resolve.ts';
 import { problem } from '../errors.ts';
 import { roleDirectory } from './roles.ts';
+import type { Narrowing } from '../contracts/operations.ts';
 
 /**
  * People who can act (CommandDefinition.actors): a command's body field naming a person who is
@@ -71,8 +72,7 @@ export async function refuseNonActors(
   }
 }
 
-/** A condition on the users table, its parameters numbered from a given one (EntityOperations.list's `narrow`). */
-export type Narrowing = (first: number) => { sql: string; params: unknown[] };
+export type { Narrowing } from '../contracts/operations.ts';
 
 /** The users who can act with `permission`: active, holding a role that grants it (the roles are read now). */
 export async function actorsNarrowing(ctx: TxContext, permission: string): Promise<Narrowing> {

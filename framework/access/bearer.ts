@@ -1,5 +1,4 @@
-import type { FastifyReply, FastifyRequest } from 'fastify';
-import type { TxContext } from '../context/tx.ts';
+import type { FastifyRequest } from 'fastify';
 
 /**
  * Personal access tokens on the wire: `Authorization: Bearer <token>`. The framework resolves the
@@ -28,16 +27,4 @@ export function bearerTokenOf(request: Pick<FastifyRequest, 'headers'>): string 
   return token.length > MAX_TOKEN_LENGTH || /\s/.test(token) ? '' : token;
 }
 
-/**
- * How failed bearer attempts are counted and limited, provided by a module
- * (ModuleDefinition.bearerAttempts; modules/auth counts them with failed logins, per client address).
- */
-export interface BearerAttemptLimit {
-  /**
-   * Runs first in a bearer request's transaction, before the token counts: throws the refusal
-   * (setting its headers on reply, e.g. Retry-After) when this client address has failed too often.
-   */
-  refuseIfOverLimit(tx: TxContext, source: string, reply: FastifyReply): Promise<void>;
-  /** Counts one failed attempt, in a transaction of its own (the request's rolled back). */
-  recordFailure(tx: TxContext, source: string): Promise<void>;
-}
+export type { BearerAttemptLimit } from '../contracts/access.ts';

@@ -1,16 +1,15 @@
 /**
- * The tables the framework itself reads and writes although a module's migration creates them:
- * its identity reads. This is the one place that dependency is written down: the SQL in
- * context/tx.ts (the opening statement of every transaction), access/sessions.ts and
- * tenancy/create-tenant.ts uses exactly these columns, and the boot check (entity/table-check.ts)
- * refuses to start when a migration leaves one out, gives it another type, or stops isolating the
- * table by tenant. The framework names no module: a module declares the tables it provides with
- * `identityTables` in its definition (modules/user and modules/auth today). A module that replaces
- * users, roles or sessions must keep this shape.
+ * The framework's identity schema (migrations/framework/0013_identity.sql): the tables the request
+ * path reads and writes, and the columns it uses of each. The SQL in context/opening.ts (the
+ * opening statement of every transaction), access/sessions.ts, access/roles.ts and
+ * tenancy/create-tenant.ts uses exactly these columns. Modules add columns and tables of their own
+ * (the user module's address and name, auth's token names), never change these: the boot check
+ * (entity/table-check.ts) refuses to start when a migration left one out, gave it another type, or
+ * stopped isolating the table by tenant.
  */
 export type IdentityTableName = 'users' | 'roles' | 'sessions' | 'access_tokens';
 
-export interface FrameworkTableUse {
+export interface IdentityTable {
   table: IdentityTableName;
   /** What the framework does with it, and where. */
   usedFor: string;
@@ -18,31 +17,23 @@ export interface FrameworkTableUse {
   columns: Readonly<Record<string, string>>;
 }
 
-export const FRAMEWORK_TABLE_USES: readonly FrameworkTableUse[] = [
+export const IDENTITY_TABLES: readonly IdentityTable[] = [
   {
     table: 'users',
     usedFor:
-      "context/tx.ts resolves a session only for a live user whose status is 'active', and reads the roles they hold; access/actors.ts reads the same of the person a command's actor field names, and narrows a picker to the active users holding a permission; admin/who-and-where.ts names the signed-in person in the admin shell's header",
-    columns: {
-      id: 'uuid',
-      tenant_id: 'uuid',
-      status: 'text',
-      roles: 'text[]',
-      deleted_at: 'timestamptz',
-      display_name: 'text',
-      email: 'text',
-    },
+      "context/opening.ts resolves a session only for a live user whose status is 'active', and reads the roles they hold; access/actors.ts reads the same of the person a command's actor field names, and narrows a picker to the active users holding a permission",
+    columns: { id: 'uuid', tenant_id: 'uuid', status: 'text', roles: 'text[]', deleted_at: 'timestamptz' },
   },
   {
     table: 'roles',
     usedFor:
-      'context/tx.ts turns the roles a user holds into permissions; tenancy/create-tenant.ts seeds admin and member; access/roles.ts answers other modules which roles exist, which grant * and which grant a permission',
+      'context/opening.ts turns the roles a user holds into permissions; tenancy/create-tenant.ts seeds admin and member; access/roles.ts answers which roles exist, which grant * and which grant a permission',
     columns: { tenant_id: 'uuid', name: 'text', permissions: 'text[]' },
   },
   {
     table: 'sessions',
     usedFor:
-      'context/tx.ts resolves the session cookie and touches the session; access/sessions.ts opens and ends sessions',
+      'context/opening.ts resolves the session cookie and touches the session; access/sessions.ts opens, ends and sweeps sessions',
     columns: {
       id: 'uuid',
       tenant_id: 'uuid',
@@ -58,7 +49,7 @@ export const FRAMEWORK_TABLE_USES: readonly FrameworkTableUse[] = [
   {
     table: 'access_tokens',
     usedFor:
-      "context/tx.ts resolves an Authorization: Bearer token (personal access token) and records when it was last used; access/credentials.ts ends a person's tokens when a password is set without the one in force",
+      "context/opening.ts resolves an Authorization: Bearer token (personal access token) and records when it was last used; access/credentials.ts ends a person's tokens when a password is set without the one in force",
     columns: {
       id: 'uuid',
       tenant_id: 'uuid',
@@ -71,12 +62,3 @@ export const FRAMEWORK_TABLE_USES: readonly FrameworkTableUse[] = [
     },
   },
 ];
-
-/** The module that declares it provides each identity table (ModuleDefinition.identityTables). */
-export function identityTableProviders(
-  modules: readonly { name: string; identityTables?: readonly IdentityTableName[] }[],
-): Map<IdentityTableName, string> {
-  const providers = new Map<IdentityTableName, string>();
-  for (const module of modules) for (const table of module.identityTables ?? []) providers.set(table, module.name);
-  return providers;
-}

@@ -5,17 +5,14 @@ import type { TxContext } from '../context/tx.ts';
 export const WILDCARD = '*';
 
 /**
- * Role reads, the framework's capability over its identity table `roles` (identity-tables.ts).
+ * Role reads, over the framework's identity table `roles` (migrations/framework/0013_identity.sql).
  * The framework owns what a role means: a tenant's name for a set of permissions, `*` granting
  * all (context/opening.ts turns a user's roles into permissions; tenancy/create-tenant.ts seeds
- * admin and member). The module that declares the table (identityTables) owns its rows and is
- * the only one that writes them. Any other module asks here whether roles exist or grant
- * everything, so it depends on the framework and not on that module (docs/architecture.md,
- * "Who owns what"). Every read runs in the caller's tenant transaction, so it sees only the
- * tenant's own roles and the caller's uncommitted changes.
- *
- * The queries are SQL text rather than kysely's typed builder on purpose: the table's kysely
- * type is the declaring module's, which the framework may not import.
+ * admin and member). The module that administers roles (auth: its routes and pages) writes the
+ * rows; any other module asks here whether roles exist or grant everything, so it depends on the
+ * framework and not on that module (docs/architecture.md, "Who owns what"). Every read runs in the
+ * caller's tenant transaction, so it sees only the tenant's own roles and the caller's uncommitted
+ * changes.
  */
 export const roleDirectory = {
   /** The names among `names` that are no role of this tenant, in the order given. */

@@ -9,6 +9,9 @@ export const SESSION_LIFETIME_DAYS = 30;
 /** …and never longer than this after it opened. */
 export const SESSION_MAX_DAYS = 90;
 
+// sessions is the framework's identity table (migrations/framework/0013_identity.sql): it opens,
+// resolves (context/opening.ts), touches, ends and sweeps them; a module calls these functions.
+
 /**
  * Opens a session for a user of the transaction's tenant: a fresh 256-bit id every time, only its
  * SHA-256 stored, user agent and address recorded once. Login and single sign-on both use this.
@@ -81,6 +84,26 @@ export async function endSessions(
         : 'delete from sessions where user_id = $1',
       options.keepSessionId ? [userId, options.keepSessionId] : [userId],
     ),
+  );
+  return Number(result.numAffectedRows ?? 0);
+}
+
+/**
+ * Ends the session a cookie names, if there is one: sign-out, and a sign-in replacing the
+ * browser's previous session. Also removes a row the cookie names that no longer counts as a
+ * session (expired, or its user deactivated).
+ */
+export async function endSession(ctx: TxContext, rawId: string): Promise<void> {
+  await ctx.db.executeQuery(CompiledQuery.raw('delete from sessions where id_hash = $1', [hashSecret(rawId)]));
+}
+
+/** Deletes up to `batch` sessions of the transaction's tenant that expired by its clock reading; answers how many. */
+export async function purgeExpiredSessions(ctx: TxContext, batch: number): Promise<number> {
+  const result = await ctx.db.executeQuery(
+    CompiledQuery.raw('delete from sessions where id in (select id from sessions where expires_at <= $1 limit $2)', [
+      ctx.now,
+      batch,
+    ]),
   );
   return Number(result.numAffectedRows ?? 0);
 }

@@ -1,7 +1,7 @@
 import type { Access } from '../entity/define.ts';
 import type { TenantRef } from '../context/tenant.ts';
 import type { SessionInfo } from '../context/tx.ts';
-import type { Registry } from '../entity/registry.ts';
+import type { ModuleRegistry as Registry } from '../contracts/services.ts';
 import { allowsAccess } from '../access/guard.ts';
 
 /**

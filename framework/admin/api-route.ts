@@ -1,10 +1,10 @@
 import type { AnyRoute, RouteDefinition } from '../entity/define.ts';
-import type { Registry } from '../entity/registry.ts';
+import type { Services } from '../contracts/services.ts';
 import type { AdminPageContext } from './page.ts';
 
 /** The API route with this operation id: an admin page runs its handler, under its access. */
-export function apiRoute(registry: Registry, operationId: string): AnyRoute | undefined {
-  return registry.routes.find((r) => r.route.operationId === operationId)?.route;
+export function apiRoute(services: Pick<Services, 'routes'>, operationId: string): AnyRoute | undefined {
+  return services.routes.find((r) => r.route.operationId === operationId)?.route;
 }
 
 /**

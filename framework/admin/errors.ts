@@ -1,7 +1,7 @@
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import { toProblem } from '../http/problems.ts';
 import { methodRefusal } from '../http/methods.ts';
-import { type ProblemCode, type ProblemError, problem as makeProblem } from '../errors.ts';
+import { type ProblemError, problem as makeProblem, problemDeclaration } from '../errors.ts';
 import { asSentence } from './field-messages.ts';
 import { hashSecret, sessionCookie } from '../access/session-cookie.ts';
 import { issueFormToken } from '../access/form-token.ts';
@@ -26,79 +26,7 @@ export function sendToLogin(request: FastifyRequest, reply: FastifyReply): Fasti
   return reply.code(303).header('location', location).send('');
 }
 
-/**
- * What a refusal says to a person in the shell, by its code: the API's problem documents keep the
- * codes and their developer wording; a page shows these sentences (the code rides along only in a
- * data-code attribute, for tests and support). A code not listed falls back to its status's.
- * `detail: true`: the problem's own message is written for people and is shown under the sentence.
- */
-const SENTENCES: Partial<Readonly<Record<ProblemCode, { sentence: string; detail?: true }>>> = {
-  NO_SITE: { sentence: 'No site is served at this address.' },
-  NOT_FOUND: { sentence: 'This record does not exist, or it was deleted.' },
-  ROUTE_NOT_FOUND: { sentence: 'There is no page at this address.' },
-  MALFORMED_REQUEST: { sentence: 'The form could not be read. Reload the page and try again.' },
-  FORBIDDEN: { sentence: 'You are not allowed to do this.' },
-  METHOD_NOT_ALLOWED: { sentence: 'This page cannot be used that way. Go back and use its links and buttons.' },
-  VALIDATION_FAILED: { sentence: 'Some values were not accepted.', detail: true },
-  FIELD_COMMAND_OWNED: { sentence: 'One of the values can only be changed with its own button on the record’s page.' },
-  FIELD_IMMUTABLE: { sentence: 'One of the values cannot be changed after the record was created.' },
-  IDEMPOTENCY_KEY_REUSED: {
-    sentence: 'This request was already sent with other values. Reload the page and try again.',
-  },
-  AUTH_REQUIRED: { sentence: 'Sign in to continue.' },
-  AUTH_FORBIDDEN: { sentence: 'Your roles do not allow this. Ask an administrator for access.' },
-  AUTH_NOT_OPERATOR: {
-    sentence: 'This page belongs to the operator’s administration and opens only at the operator’s own address.',
-  },
-  AUTH_CROSS_SITE: {
-    sentence: 'This form has expired or was sent from another site. Reload the page and send it again.',
-  },
-  USE_PASSWORD_CHANGE: {
-    sentence:
-      'You cannot set your own password here. Your own password is changed by giving the current one, or ask another administrator to set it.',
-  },
-  ErrCredentials: { sentence: 'The address or the password is wrong.' },
-  ErrTooManyAttempts: { sentence: 'Too many failed sign-ins. Wait a few minutes and try again.' },
-  TOKEN_INVALID: { sentence: 'This link is invalid or has expired. Ask for a new one.' },
-  RATE_LIMITED: { sentence: 'Too many requests. Wait a moment and try again.' },
-  CONFLICT: { sentence: 'Someone else changed this at the same time. Reload the page and try again.' },
-  ALREADY_EXISTS: { sentence: 'A record with this value already exists. Choose another value.' },
-  INVALID_STATE: { sentence: 'This is not possible in the record’s current state.', detail: true },
-  INVALID_TRANSITION: { sentence: 'This step is not possible from the record’s current status.', detail: true },
-  SLUG_INVALID: { sentence: 'Use lowercase letters, digits and single hyphens, like about-us.' },
-  SLUG_TAKEN: { sentence: 'Another item already uses this address. Choose another one.' },
-  PLAN_IN_USE: {
-    sentence: 'This plan is still in use by a subscription, so it cannot be deleted. Make it inactive instead.',
-  },
-  LAST_ADMINISTRATOR: {
-    sentence: 'This is the last administrator of the tenant. Give someone else the admin role first.',
-  },
-  LIMIT_REACHED: { sentence: 'There are as many of these as this tenant may have. Delete one first.' },
-  PERIOD_OWED: { sentence: 'A payment for the current period is still owed. Settle it first.' },
-  PAYMENT_DECLINED: { sentence: 'The payment was declined.' },
-  PERMISSION_UNKNOWN: { sentence: 'One of the permissions does not exist.', detail: true },
-  PERMISSION_OPERATOR_ONLY: { sentence: 'Only the operator’s own roles may hold operator permissions.', detail: true },
-  ROLE_UNKNOWN: { sentence: 'One of the roles does not exist. Create it on the Roles page first.', detail: true },
-  PAYLOAD_TOO_LARGE: { sentence: 'What was sent is too large.' },
-  FILE_TOO_LARGE: { sentence: 'The file is larger than the upload limit.' },
-  QUOTA_EXCEEDED: { sentence: 'The file does not fit in the storage left to this tenant.' },
-  FILE_MISSING: { sentence: 'Choose a file to upload.' },
-  MEDIA_TYPE_INVALID: { sentence: 'The file’s type is not one the service accepts.' },
-  MEDIA_TYPE_MISMATCH: { sentence: 'The file’s contents do not match its type.' },
-  UNSUPPORTED_MEDIA_TYPE: { sentence: 'The form could not be read. Reload the page and try again.' },
-  OIDC_STATE_INVALID: { sentence: 'The single sign-on took too long or was interrupted. Start it again.' },
-  OIDC_REFUSED: { sentence: 'The identity provider did not sign you in.' },
-  OIDC_ISSUER_UNAVAILABLE: { sentence: 'The identity provider cannot be reached. Try again later.' },
-  NOT_READY: { sentence: 'The service is starting or unavailable. Try again in a moment.' },
-  BLOB_MISSING: { sentence: 'The file’s contents cannot be read right now. Try again later.' },
-  STORAGE_UNAVAILABLE: { sentence: 'File storage cannot be reached right now. Try again later.' },
-  STORAGE_FULL: { sentence: 'File storage is full. Tell the operator.' },
-  DB_BUSY: { sentence: 'The service is busy. Try again in a moment.' },
-  DB_TIMEOUT: { sentence: 'This took too long. Try again in a moment.' },
-  DB_UNAVAILABLE: { sentence: 'The database cannot be reached. Try again in a moment.' },
-  INTERNAL: { sentence: 'Something went wrong on our side. It has been logged; try again in a moment.' },
-};
-
+/** What the shell says of a refusal whose code declares no sentence, by its status. */
 const BY_STATUS: Readonly<Record<number, string>> = {
   400: 'The form could not be read. Reload the page and try again.',
   401: 'Sign in to continue.',
@@ -110,11 +38,20 @@ const BY_STATUS: Readonly<Record<number, string>> = {
   429: 'Too many requests. Wait a moment and try again.',
 };
 
-/** A refusal as the shell says it: a sentence, and the problem's own message when that is written for people. */
+/**
+ * A refusal as the shell says it to a person: the sentence its code's owner declared with it
+ * (ProblemDeclaration.sentence: the framework's in errors.ts, a module's in its `problems`), else
+ * the sentence of its status. The API's problem documents keep the codes and their developer
+ * wording; a page shows these sentences (the code rides along only in a data-code attribute, for
+ * tests and support). When the declaration says its message is written for people (`detail`), the
+ * problem's own message is shown under the sentence.
+ */
 export function problemText(p: ProblemError): { sentence: string; detail?: string } {
-  const known = SENTENCES[p.code];
+  const known = problemDeclaration(p.code);
   const sentence =
-    known?.sentence ?? BY_STATUS[p.status] ?? (p.status >= 500 ? SENTENCES.INTERNAL!.sentence : 'This was refused.');
+    known?.sentence ??
+    BY_STATUS[p.status] ??
+    (p.status >= 500 ? problemDeclaration('INTERNAL')!.sentence! : 'This was refused.');
   const detail = known?.detail && !p.errors?.length ? asSentence(p.message) : undefined;
   return detail && detail !== sentence ? { sentence, detail } : { sentence };
 }

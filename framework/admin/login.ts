@@ -41,8 +41,8 @@ export function renderLoginPage(
   form: LoginForm,
 ): Promise<string> {
   const next = safeNextPath(form.next);
-  const login = apiRoute(services.registry, LOGIN_OPERATION);
-  const sso = apiRoute(services.registry, SSO_OPERATION);
+  const login = apiRoute(services, LOGIN_OPERATION);
+  const sso = apiRoute(services, SSO_OPERATION);
   const csrf = () => issueFormToken(request, reply, services.config);
   // Also the login route's answer to a refused form post, outside the /admin scope: the same policy.
   reply
@@ -85,7 +85,7 @@ export function registerLoginPage(site: AdminSite): void {
 
 function registerLoginPost(site: AdminSite): void {
   const { services } = site;
-  const login = apiRoute(services.registry, LOGIN_OPERATION);
+  const login = apiRoute(services, LOGIN_OPERATION);
   if (login?.transaction !== 'none') return;
   const body = login.schema.body;
   const check = body

@@ -1,7 +1,7 @@
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import type { TxContext } from '../context/tx.ts';
-import type { AdminBadge } from '../entity/define.ts';
-import type { AdminPageContext, AdminSite } from './page.ts';
+import type { AdminBadge, AdminPerson } from '../entity/define.ts';
+import type { AdminPageContext, AdminSite, AdminView } from '../contracts/admin.ts';
 import { renderTemplate } from './render.ts';
 import { CSS_URL, FAVICON_URL, HTMX_URL } from './assets.ts';
 import { PRODUCT_NAME, isHtmx } from './html.ts';
@@ -13,20 +13,7 @@ import { whoAndWhere, type WhoAndWhere } from './who-and-where.ts';
 export const SIGN_OUT_PATH = '/admin/logout';
 export const LOGIN_PATH = '/admin/login';
 
-/**
- * One page for the layout (templates/admin/layout.eta). The content is either `body` (HTML the
- * caller rendered, e.g. with renderTemplate) or `template` + `data` (rendered here, escaped by
- * default). `fragment`, when given, is what an htmx request receives instead of the whole page
- * (e.g. a list's rows, a form with its errors). `status` sets the answer's status (default 200).
- */
-export interface AdminView {
-  title: string;
-  body?: string;
-  template?: string;
-  data?: object;
-  fragment?: string;
-  status?: number;
-}
+export type { AdminView } from '../contracts/admin.ts';
 
 /** What the layout shows around every page. */
 export interface ShellModel {
@@ -50,6 +37,10 @@ export interface ShellModel {
 /** The first module's badge: the header has one slot. */
 function badgeOf(site: AdminSite): AdminBadge | undefined {
   return site.services.registry.modules.find((m) => m.adminBadge)?.adminBadge;
+}
+
+function personOf(site: AdminSite): AdminPerson | undefined {
+  return site.services.registry.modules.find((m) => m.adminPerson)?.adminPerson;
 }
 
 /**
@@ -81,7 +72,7 @@ export async function shellModel(
   const path = request.url.split('?', 1)[0]!;
   const session = tx?.session ?? null;
   const badge = site && tx && session ? badgeOf(site) : undefined;
-  const who = tx && session ? await whoAndWhere(tx) : null;
+  const who = tx && session ? await whoAndWhere(tx, site ? personOf(site) : undefined) : null;
   return {
     productName: PRODUCT_NAME,
     title,

@@ -1,17 +1,8 @@
 import type { FastifyBaseLogger } from 'fastify';
 import type { Access } from '../entity/define.ts';
+import type { ServedSidebarEntry, SidebarEntry } from '../contracts/admin.ts';
 
-/** One navigation entry: a label, the admin path it opens, and its place in the sidebar (lower first). */
-export interface SidebarEntry {
-  label: string;
-  path: string;
-  order: number;
-}
-
-/** A served entry: with the access of the page route at its path. */
-export interface ServedSidebarEntry extends SidebarEntry {
-  access: Access;
-}
+export type { ServedSidebarEntry, SidebarEntry } from '../contracts/admin.ts';
 
 /** The entries the installed modules contribute (ModuleDefinition.admin.sidebar), by `order`, then module order. */
 export function moduleSidebarEntries(

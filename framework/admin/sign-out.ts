@@ -10,7 +10,7 @@ const LOGOUT_OPERATION = 'auth-session-logout';
  * the browser to the login page. Not served when no module provides the logout route.
  */
 export function registerSignOut(site: AdminSite): void {
-  const logout = apiRoute(site.services.registry, LOGOUT_OPERATION);
+  const logout = apiRoute(site.services, LOGOUT_OPERATION);
   if (!logout || logout.transaction === 'none') return;
   registerAdminPage(site, {
     method: 'POST',

@@ -1,6 +1,6 @@
 import Type from 'typebox';
 import type { AnyRoute } from '../entity/define.ts';
-import type { Registry } from '../entity/registry.ts';
+import type { ModuleRegistry as Registry } from '../contracts/services.ts';
 import type { ResolvedEntity } from '../entity/resolve.ts';
 import type { TxContext } from '../context/tx.ts';
 import { allowsAccess, type OperatorPermissions } from '../access/guard.ts';
@@ -82,8 +82,20 @@ export function catalogEntry(entity: ResolvedEntity, ctx: TxContext, operator: O
     commandOwned: Object.fromEntries(Object.entries(entity.commandOwned).map(([f, c]) => [f, entity.commandRoute(c)])),
     commands,
     events: resourceEvents(entity),
-    ...(def.admin ? { admin: def.admin } : {}),
+    ...catalogAdmin(entity),
   };
+}
+
+/**
+ * The admin part's list settings and names for people, as declared: never its field text, its
+ * references or its widgets, which are the shell's business, not a program's.
+ */
+function catalogAdmin({ def }: ResolvedEntity): { admin?: Record<string, unknown> } {
+  const { title, columns, label, labelPlural } = def.admin ?? {};
+  const admin = Object.fromEntries(
+    Object.entries({ title, columns, label, labelPlural }).filter(([, value]) => value !== undefined),
+  );
+  return Object.keys(admin).length > 0 ? { admin } : {};
 }
 
 /**

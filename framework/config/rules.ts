@@ -44,6 +44,18 @@ export function checkConfigRules(config: Config): string | undefined {
   if (config.database.url !== '' && !/^postgres(ql)?:\/\//.test(config.database.url)) {
     return 'database.url must be empty (embedded PostgreSQL) or a postgres:// URL';
   }
+  if (config.database.direct_url !== '') {
+    if (!/^postgres(ql)?:\/\//.test(config.database.direct_url))
+      return 'database.direct_url must be empty (the same as database.url) or a postgres:// URL';
+    if (config.database.url === '')
+      return 'database.direct_url needs database.url (the embedded PostgreSQL has one address)';
+  }
+  if (config.database.replica_url !== '') {
+    if (!/^postgres(ql)?:\/\//.test(config.database.replica_url))
+      return 'database.replica_url must be empty (no replica) or a postgres:// URL';
+    if (config.database.url === '')
+      return 'database.replica_url needs database.url (the embedded PostgreSQL has no replica)';
+  }
   const { storage, s3 } = config.files;
   if (storage === 's3' && s3.bucket.trim() === '') return 'files.s3.bucket must be set when files.storage is s3';
   if (s3.endpoint !== '' && !/^https?:\/\/[^\s/?#]+[^\s?#]*$/.test(s3.endpoint))

@@ -2,6 +2,7 @@ import { LRUCache } from 'lru-cache';
 import type { Db } from '../db/pool.ts';
 import type { ChangeListener } from '../db/listener.ts';
 import type { TenantRef } from './tenant.ts';
+import type { HostDirectory } from '../contracts/services.ts';
 
 export const HOST_EVICTION_CHANNEL = 'tenantry_hosts';
 
@@ -25,7 +26,7 @@ export const HOST_CACHE_MAX = 100_000;
  * fill whose query started under an older generation is not cached (the request that asked is
  * still answered, as if it had arrived just before the eviction).
  */
-export class HostResolver {
+export class HostResolver implements HostDirectory {
   private readonly cache: LRUCache<string, TenantRef>;
   private readonly hostsByTenant = new Map<string, Set<string>>();
   /** Bumped on every eviction; evictions are rare, so one counter per process is enough. */

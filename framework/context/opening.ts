@@ -1,5 +1,5 @@
 import { prepared } from '../db/statements.ts';
-import type { SessionInfo } from './tx.ts';
+import type { SessionInfo } from '../contracts/transaction.ts';
 
 /**
  * The statements that open a tenant transaction and resolve its caller, shared by the two ways a
@@ -113,6 +113,39 @@ export const ENTER_WITH_SESSION_GUARDED = prepared(`${ENTER_WITH_SESSION_TEXT},
 /** The same without a session ($2: the permission): the caller holds nothing, so the transaction turns read-only. */
 export const ENTER_GUARDED = prepared(`${ENTER_TEXT},
           ${guardColumn('$2')}`);
+
+/** The opening statements a TenantTransactions sends, made once at boot for the installation. */
+export interface OpeningStatements {
+  enter: string;
+  enterWithSession: string;
+  enterWithToken: string;
+  enterGuarded: string;
+  enterWithSessionGuarded: string;
+}
+
+/**
+ * The opening statements with the transaction's statement_timeout (database.statement_timeout_ms)
+ * as one more column, set transaction-locally for every statement after it: so the limit holds
+ * whatever connection runs the transaction, PostgreSQL's own or a pooler's in transaction mode,
+ * which refuses a start-up parameter (or, told to ignore it, drops the limit). A literal, decided
+ * at boot: one set_config in a statement the transaction sends anyway, no statement of its own.
+ * Undefined: the statements as they are, under the server's setting.
+ */
+export function openingStatements(statementTimeoutMs: number | undefined): OpeningStatements {
+  const timed =
+    statementTimeoutMs === undefined
+      ? (text: string) => text
+      : (text: string) =>
+          prepared(`${text},
+       set_config('statement_timeout', '${Math.trunc(statementTimeoutMs)}', true) as statement_timeout`);
+  return {
+    enter: timed(ENTER),
+    enterWithSession: timed(ENTER_WITH_SESSION),
+    enterWithToken: timed(ENTER_WITH_TOKEN),
+    enterGuarded: timed(ENTER_GUARDED),
+    enterWithSessionGuarded: timed(ENTER_WITH_SESSION_GUARDED),
+  };
+}
 
 export const TOUCH_INTERVAL_MS = 5 * 60_000;
 export const TOUCH_SESSION = prepared(`

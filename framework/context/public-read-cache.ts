@@ -1,3 +1,4 @@
+import type { PublicReadValidators } from '../contracts/services.ts';
 import type { ChangeListener } from '../db/listener.ts';
 
 export const PUBLIC_READ_CHANGE_CHANNEL = 'tenantry_public_read';
@@ -18,7 +19,7 @@ interface Entry {
  * while the eviction arrives before the answer is stored. Every eviction bumps a generation
  * counter, and a fill whose lookup started under an older generation is not kept.
  */
-export class PublicReadCache {
+export class PublicReadCache implements PublicReadValidators {
   /** table → tenant id → lookup value → entry (nested, so a lookup builds no key string). */
   private readonly tables = new Map<string, Map<string, Map<string, Entry>>>();
   private generation = 0;

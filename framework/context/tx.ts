@@ -3,28 +3,35 @@ import { asTransactionBody, type Db } from '../db/pool.ts';
 import { deferred, exchange, prepared, type Answer, type Statement } from '../db/statements.ts';
 import type { Database } from '../db/types.ts';
 import { uuidv7 } from '../db/uuidv7.ts';
-import type { TenantRef } from './tenant.ts';
+import type { TenantRef } from '../contracts/tenant.ts';
+import type {
+  AfterTransaction,
+  OneStatement,
+  PendingEvent,
+  PublishAllowList,
+  SessionInfo,
+  Transactions,
+  TxContext,
+  TxOptions,
+} from '../contracts/transaction.ts';
 import { assertSafePayload } from '../events/payload-policy.ts';
 import type { OutboxSignal } from '../events/outbox-signal.ts';
 import { problem } from '../errors.ts';
 import { systemClock, type Clock } from '../clock.ts';
 import { currentTraceparent, traceExchange } from '../observability/tracing.ts';
 import { currentRequestId } from '../observability/request-id.ts';
-import type { CursorSeal } from '../operations/cursor.ts';
+import type { ListCursors } from '../contracts/cursor.ts';
 
 import {
   ACTOR_SETTING,
-  ENTER,
-  ENTER_GUARDED,
-  ENTER_WITH_SESSION,
-  ENTER_WITH_SESSION_GUARDED,
-  ENTER_WITH_TOKEN,
   TOUCH_SESSION,
   TOUCH_TOKEN,
   needsTouch,
+  openingStatements,
   permissionPredicate,
   sessionFrom,
   type EnterRow,
+  type OpeningStatements,
 } from './opening.ts';
 
 export {
@@ -36,85 +43,16 @@ export {
   permissionPredicate,
 } from './opening.ts';
 
-export interface SessionInfo {
-  id: string;
-  userId: string;
-  permissions: ReadonlySet<string>;
-  lastSeenAt: Date;
-  /** Set when this request slid the expiry forward: seconds the session now has left, for the cookie's Max-Age. */
-  renewedForSeconds?: number;
-  /**
-   * 'token': the caller came with a personal access token (Authorization: Bearer), not a session
-   * cookie; `id` is then the token's id, `permissions` the token's intersected with the user's.
-   */
-  via?: 'token';
-}
-
-export interface PendingEvent {
-  name: string;
-  payload: Record<string, unknown>;
-}
-
-/**
- * Everything a handler, hook, command or subscription gets inside a tenant transaction. E is what
- * `publish` accepts: a route's or command's own `publishes` list, so publishing anything else
- * does not compile (and is refused at run time, for code the types cannot see).
- */
-export interface TxContext<E extends string = string> {
-  readonly tenant: TenantRef;
-  readonly db: Transaction<Database>;
-  readonly session: SessionInfo | null;
-  readonly actorId: string | null;
-  readonly declaredEvents: ReadonlySet<string>;
-  /** The time of this transaction, read once from the clock when it opened: compare with this, not now(). */
-  readonly now: Date;
-  /** Records an event in this transaction's outbox; delivered only after commit. */
-  publish(name: E, payload?: Record<string, unknown>): void;
-  /** True when the caller's roles grant the permission (the wildcard grants all). */
-  can(permission: string): boolean;
-  /**
-   * Runs fn once this transaction has rolled back (a thrown refusal, a failed commit), outside it:
-   * for work that must commit although the request's own work does not, such as counting a
-   * failed attempt. It may open transactions of its own; code inside a transaction may not.
-   * The transaction's error is rethrown after the hooks, unless a hook fails: then its error is.
-   */
-  onRollback(fn: AfterTransaction): void;
-  /** Runs fn once this transaction has committed, outside it, before run() returns. */
-  afterCommit(fn: AfterTransaction): void;
-}
-
-export type AfterTransaction = () => unknown;
-
-/** The work of a one-exchange request (TenantTransactions.runStatement). */
-export interface OneStatement {
-  statement: Statement;
-  /** The permission the caller must hold: without it the guard leaves the transaction read-only. */
-  permission: string;
-  /** Events the statement's write publishes, known before it runs (its ids made in the process). */
-  events?: PendingEvent[];
-}
-
-/** The events one route or command may publish, and who it is, for the refusal's message. */
-export interface PublishAllowList {
-  events: ReadonlySet<string>;
-  by: string;
-}
-
-export interface TxOptions {
-  /** SHA-256 of the session cookie's id: resolves the session and its permissions in the opening statement. */
-  sessionHash?: Buffer;
-  /**
-   * SHA-256 of a personal access token (Authorization: Bearer): resolves the caller from the token
-   * instead (context/opening.ts, ENTER_WITH_TOKEN). Not with sessionHash; run() only, never runStatement.
-   */
-  tokenHash?: Buffer;
-  /** Actor for events when there is no session (e.g. a subscription acting for a user). */
-  actorId?: string | null;
-  /** Refuses any publish outside the route's declared events (a programming error: 500 INTERNAL). */
-  publishes?: PublishAllowList;
-  /** The request behind the work (its X-Request-Id), recorded with every event it publishes; default: the one in scope (observability/request-id.ts). */
-  requestId?: string | null;
-}
+export type {
+  AfterTransaction,
+  OneStatement,
+  PendingEvent,
+  PublishAllowList,
+  SessionInfo,
+  Transactions,
+  TxContext,
+  TxOptions,
+} from '../contracts/transaction.ts';
 
 /** The request id of each transaction run() opened for a request: its events record it. */
 const requestIdOf = new WeakMap<Transaction<Database>, string>();
@@ -123,13 +61,13 @@ const requestIdOf = new WeakMap<Transaction<Database>, string>();
 const wroteOutbox = new WeakSet<Transaction<Database>>();
 
 /** The installation's cursor seal, by each transaction run() opened: its lists seal their cursors with it. */
-const cursorsByTransaction = new WeakMap<Transaction<Database>, CursorSeal>();
+const cursorsByTransaction = new WeakMap<Transaction<Database>, ListCursors>();
 
 /**
  * The cursor seal of the installation whose TenantTransactions opened this transaction: what a
  * list in it signs its `next` with and checks its `after` against (operations/paging.ts).
  */
-export function cursorsOf(ctx: Pick<TxContext, 'db'>): CursorSeal {
+export function cursorsOf(ctx: Pick<TxContext, 'db'>): ListCursors {
   const cursors = cursorsByTransaction.get(ctx.db);
   if (!cursors) throw new Error('a list needs a transaction opened by TenantTransactions.run with the cursor seal');
   return cursors;
@@ -154,22 +92,32 @@ async function runHooks(fns: AfterTransaction[]): Promise<void> {
 }
 
 /** Opens tenant-scoped transactions. The only place that sets the tenant and the role. */
-export class TenantTransactions {
+export class TenantTransactions implements Transactions {
   private readonly db: Db;
   private readonly declaredEvents: ReadonlySet<string>;
   private readonly outbox: OutboxSignal | undefined;
   private readonly clock: Clock;
+  /** The opening statements, each setting the transaction's statement_timeout (opening.ts). */
+  private readonly opening: OpeningStatements;
   /** The installation's cursor seal (operations/cursor.ts), handed to each transaction's lists. */
-  private readonly cursors: CursorSeal | undefined;
+  private readonly cursors: ListCursors | undefined;
+  /**
+   * Transactions on the read replica (context/replica-reads.ts): read-only, so a session's or token's use is
+   * not recorded (the next request the primary serves records it), and each context says so.
+   */
+  private readonly replica: boolean;
 
   constructor(
     db: Db,
     declaredEvents: ReadonlySet<string>,
     outbox?: OutboxSignal,
     clock: Clock = systemClock,
-    cursors?: CursorSeal,
+    cursors?: ListCursors,
+    options: { replica?: boolean } = {},
   ) {
     this.db = db;
+    this.replica = options.replica === true;
+    this.opening = openingStatements(db.statementTimeoutMs);
     this.declaredEvents = declaredEvents;
     this.outbox = outbox;
     this.clock = clock;
@@ -204,7 +152,7 @@ export class TenantTransactions {
             now,
             options.publishes,
           );
-          const value = await fn(ctx);
+          const value = await fn(this.replica ? { ...ctx, replica: true } : ctx);
           await flush();
           published = wroteOutbox.has(trx);
           return value;
@@ -241,8 +189,8 @@ export class TenantTransactions {
     const now = this.clock.now();
     // The opening statement carries the guard (opening.ts): for a caller without the permission the transaction turns read-only.
     const opening: Statement = options.sessionHash
-      ? { text: ENTER_WITH_SESSION_GUARDED, values: [tenant.id, options.sessionHash, now, work.permission] }
-      : { text: ENTER_GUARDED, values: [tenant.id, work.permission] };
+      ? { text: this.opening.enterWithSessionGuarded, values: [tenant.id, options.sessionHash, now, work.permission] }
+      : { text: this.opening.enterGuarded, values: [tenant.id, work.permission] };
     const events = work.events ?? [];
     for (const event of events) checkEvent(this.declaredEvents, options.publishes, event);
     const outbox: Statement[] =
@@ -255,9 +203,9 @@ export class TenantTransactions {
     const session = sessionFrom(entered!.result.rows[0] as EnterRow | undefined);
     // The caller held the permission and the transaction committed: the relay has work.
     if (published?.ok && (published.result.rowCount ?? 0) > 0 && answer!.ok) this.outbox?.committed();
-    if (session && needsTouch(session, now)) {
+    if (session && !this.replica && needsTouch(session, now)) {
       const [, touched] = await exchange(this.db.pool, [
-        { text: ENTER, values: [tenant.id] },
+        { text: this.opening.enter, values: [tenant.id] },
         { text: TOUCH_SESSION, values: [session.id, now] },
       ]);
       if (!touched!.ok) throw touched!.error;
@@ -273,9 +221,12 @@ export class TenantTransactions {
     tokenHash: Buffer,
     now: Date,
   ): Promise<SessionInfo | null> {
-    const result = await trx.executeQuery<EnterRow>(CompiledQuery.raw(ENTER_WITH_TOKEN, [tenant.id, tokenHash, now]));
+    const result = await trx.executeQuery<EnterRow>(
+      CompiledQuery.raw(this.opening.enterWithToken, [tenant.id, tokenHash, now]),
+    );
     const session = sessionFrom(result.rows[0]);
-    if (session && needsTouch(session, now)) await trx.executeQuery(CompiledQuery.raw(TOUCH_TOKEN, [session.id, now]));
+    if (session && !this.replica && needsTouch(session, now))
+      await trx.executeQuery(CompiledQuery.raw(TOUCH_TOKEN, [session.id, now]));
     return session;
   }
 
@@ -286,14 +237,14 @@ export class TenantTransactions {
     now: Date,
   ): Promise<SessionInfo | null> {
     if (!sessionHash) {
-      await trx.executeQuery(CompiledQuery.raw(ENTER, [tenant.id]));
+      await trx.executeQuery(CompiledQuery.raw(this.opening.enter, [tenant.id]));
       return null;
     }
     const result = await trx.executeQuery<EnterRow>(
-      CompiledQuery.raw(ENTER_WITH_SESSION, [tenant.id, sessionHash, now]),
+      CompiledQuery.raw(this.opening.enterWithSession, [tenant.id, sessionHash, now]),
     );
     const session = sessionFrom(result.rows[0]);
-    if (session && needsTouch(session, now)) {
+    if (session && !this.replica && needsTouch(session, now)) {
       const touched = await trx.executeQuery<{ seconds_left: number }>(
         CompiledQuery.raw(TOUCH_SESSION, [session.id, now]),
       );

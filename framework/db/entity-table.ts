@@ -5,7 +5,7 @@ import type { Static, TProperties, TSchema } from 'typebox';
  * The kysely table type of an entity, derived from its field schemas: what modules declare in
  * framework/db/types.ts's Database (by declaration merging) instead of writing the interface out:
  *
- *   declare module '../../framework/db/types.ts' {
+ *   declare module '../../framework/contracts/database.ts' {
  *     interface Database { tasks: EntityTable<typeof taskFields> }
  *   }
  *

@@ -1,5 +1,6 @@
 import type pg from 'pg';
 import { gathered } from './gathering-client.ts';
+import type { PipelineAnswer, PipelineResult } from '../contracts/database.ts';
 
 /**
  * Statements issued together on one pg client in pg's pipeline mode (the Pool's and Client's
@@ -18,15 +19,8 @@ export interface PipelineStatement {
   name?: string | undefined;
 }
 
-export interface PipelineResult {
-  command: string;
-  rowCount: number | null;
-  rows: Record<string, unknown>[];
-  fields: readonly { name: string; dataTypeID: number }[];
-}
-
-/** A statement's answer: its result, or the error PostgreSQL gave it. */
-export type PipelineAnswer = { ok: true; result: PipelineResult } | { ok: false; error: Error };
+// A statement's result and answer are contract types (the one-exchange answer a route reads).
+export type { PipelineAnswer, PipelineResult };
 
 /** The query config pg takes for a statement. */
 export const queryConfig = ({ text, values, name }: PipelineStatement): pg.QueryConfig =>

@@ -3,16 +3,12 @@ import pg from 'pg';
 import { Kysely } from 'kysely';
 import type { Database } from './types.ts';
 import { PipelinedDialect } from './kysely-driver.ts';
-import { GatheringClient } from './gathering-client.ts';
+import { GatheringClient, UnnamedStatementsClient } from './gathering-client.ts';
 import { problem } from '../errors.ts';
 import { kyselyQuerySpans } from '../observability/tracing.ts';
+import type { Db } from '../contracts/database.ts';
 
-export interface Db {
-  pool: pg.Pool;
-  kysely: Kysely<Database>;
-  url: string;
-  close(): Promise<void>;
-}
+export type { Db } from '../contracts/database.ts';
 
 // bigint counts (count(*)) arrive as strings by default; our counts fit in a JS number.
 pg.types.setTypeParser(pg.types.builtins.INT8, (v) => Number(v));
@@ -125,12 +121,18 @@ export interface PoolOptions {
   /** How long a checkout waits for a free connection (or a new one to open) before DB_BUSY. */
   acquireTimeoutMs: number;
   /**
-   * PostgreSQL's statement_timeout for every connection of the pool, sent with the connection's
-   * start-up (so no statement of the request path is added): a statement running longer is
-   * cancelled by the server (57014, answered 503 DB_TIMEOUT), its transaction rolls back and the
-   * connection stays usable. Unset: the server's own setting.
+   * PostgreSQL's statement_timeout for the transactions the service opens (see Db): a statement
+   * running longer is cancelled by the server (57014, answered 503 DB_TIMEOUT), its transaction
+   * rolls back and the connection stays usable. Unset: the server's own setting.
    */
   statementTimeoutMs?: number;
+  /** database.direct_url; default: the url. */
+  directUrl?: string;
+  /**
+   * 'unnamed': every statement leaves unnamed, for a pooler that does not carry prepared statements
+   * from one transaction to the next (PgBouncer before 1.21). Default 'named'.
+   */
+  preparedStatements?: 'named' | 'unnamed';
   /** Told how long each checkout waited for its connection, in seconds (metrics). */
   onAcquire?: (waitSeconds: number) => void;
 }
@@ -162,9 +164,8 @@ function database(url: string, options: PoolOptions, refuse: Refusal): Db {
     max: options.size,
     idleTimeoutMillis: 30_000,
     connectionTimeoutMillis: options.acquireTimeoutMs,
-    ...(options.statementTimeoutMs ? { statement_timeout: options.statementTimeoutMs } : {}),
     pipeline: true,
-    Client: GatheringClient,
+    Client: options.preparedStatements === 'unnamed' ? UnnamedStatementsClient : GatheringClient,
   });
   guardCheckouts(pool, options.onAcquire, refuse);
   // An idle client losing its server must not crash the process; the next checkout reconnects.
@@ -183,6 +184,8 @@ function database(url: string, options: PoolOptions, refuse: Refusal): Db {
     pool,
     kysely,
     url,
+    directUrl: options.directUrl || url,
+    statementTimeoutMs: options.statementTimeoutMs,
     close: async () => {
       await kysely.destroy();
     },

@@ -1,17 +1,29 @@
+import { createHash } from 'node:crypto';
 import type pg from 'pg';
 import { PipelinedConnection, brokenBy, type PipelineAnswer } from './pipelined.ts';
+import type { Statement } from '../contracts/database.ts';
 
 /**
  * The request path's fixed statements (opening a tenant transaction, the generic operations), sent
  * as named prepared statements: PostgreSQL parses and plans each once per connection instead of on
- * every request, where planning cost more than running them.
+ * every request, where planning cost more than running them. (A pool set to
+ * database.prepared_statements: unnamed sends them unnamed all the same: gathering-client.ts.)
  */
 const names = new Map<string, string>();
 const deferrable = new Set<string>();
 
+/**
+ * A statement's name, from its text alone: the same SQL has the same name in every process and
+ * whatever the order statements were first met, and different SQL never shares one (64 bits of
+ * SHA-256). A name handed out in arrival order meant different SQL in different processes, so a
+ * pooler moving a client between server connections could run another process's statement.
+ */
+export const statementNameOf = (text: string): string =>
+  `tenantry_${createHash('sha256').update(text).digest('hex').slice(0, 16)}`;
+
 /** Registers a statement text, built once at boot, to run as a prepared statement; returns it. */
 export function prepared(text: string): string {
-  if (!names.has(text)) names.set(text, `tenantry_${names.size + 1}`);
+  if (!names.has(text)) names.set(text, statementNameOf(text));
   return text;
 }
 
@@ -31,7 +43,7 @@ export function preparedQuery(text: string, values: readonly unknown[] = []): pg
   return { name: names.get(text)!, text, values: [...values] };
 }
 
-export type Statement = { text: string; values: readonly unknown[] };
+export type { Statement } from '../contracts/database.ts';
 
 /** The name a registered text runs under as a prepared statement; undefined for any other text. */
 export const statementName = (text: string): string | undefined => names.get(text);

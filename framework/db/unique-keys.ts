@@ -77,4 +77,9 @@ declareUniqueKeys({
   audit_events_pkey: { fields: [], detail: 'This event is audited already' },
   processed_events_pkey: { fields: [], detail: 'This event was handled already' },
   migration_history_pkey: { fields: [], detail: 'This migration is applied already' },
+  // The identity tables (0013_identity.sql).
+  users_tenant_id_id_key: { fields: [], detail: 'A user with this id already exists' },
+  roles_pkey: { fields: ['name'], detail: 'A role of this name already exists' },
+  sessions_tenant_id_id_hash_key: { fields: [], detail: 'This session exists already' },
+  access_tokens_tenant_id_token_hash_key: { fields: [], detail: 'This access token exists already' },
 });

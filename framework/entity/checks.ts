@@ -1,11 +1,11 @@
 import Type from 'typebox';
 import type { Registry } from './registry.ts';
+import type { RegisteredJob, RegisteredRoute } from '../contracts/composition.ts';
 import type { ResolvedEntity } from './resolve.ts';
 import { SYSTEM_FIELDS } from './resolve.ts';
 import type { TxContext } from '../context/tx.ts';
 import type { AnyEntity } from './define.ts';
 import { hasDateTimeFormat, isDeclaredDateTime } from './date-time.ts';
-import { PROBLEMS } from '../errors.ts';
 
 /** Raised at boot when the declarations disagree; the service refuses to start. */
 export class BootCheckError extends Error {
@@ -13,14 +13,21 @@ export class BootCheckError extends Error {
 }
 
 /**
- * The startup checks every role runs: what types cannot catch is caught here, before serving.
- * Each failure names its offender.
+ * The startup checks every role runs, over the declarations and what was composed from them (the
+ * routes, the job schedule): what types cannot catch is caught here, before serving. Each failure
+ * names its offender.
  */
-export function checkRegistry(registry: Registry, earlier: string[]): void {
-  const problems = [...earlier];
+export function checkRegistry(
+  registry: Registry,
+  composed: { routes: readonly RegisteredRoute[]; jobs: readonly RegisteredJob[] },
+): void {
+  const problems = [...registry.conflicts];
   const permissionKnown = (name: string) => name === '*' || registry.permissions.has(name);
 
   const moduleNames = new Set<string>();
+  // One module names people in the admin header (the one that keeps their names): two would disagree.
+  const namers = registry.modules.filter((m) => m.adminPerson).map((m) => m.name);
+  if (namers.length > 1) problems.push(`modules ${namers.join(' and ')} both provide adminPerson: at most one may`);
   for (const module of registry.modules) {
     if (moduleNames.has(module.name)) problems.push(`module ${module.name} is registered twice`);
     moduleNames.add(module.name);
@@ -64,14 +71,15 @@ export function checkRegistry(registry: Registry, earlier: string[]): void {
         problems.push(`entity ${entity.names.key}: hookPublishes names undeclared event ${event}`);
     }
     problems.push(...publicReadProblems(entity.names.key, def));
-    problems.push(...stateProblems(entity));
+    problems.push(...stateProblems(entity, registry));
+    problems.push(...codeProblems(entity, registry));
     problems.push(...actorProblems(entity, registry, permissionKnown));
     // The types refuse these already; a definition built without them (e.g. from data) is caught here.
     for (const [kind, list] of [
       ['readOnly', entity.readOnly],
       ['immutable', entity.immutable],
       ['sortable', def.sortable ?? []],
-      ['admin column', def.admin ? [def.admin.title, ...def.admin.columns] : []],
+      ['admin column', [...(def.admin?.title !== undefined ? [def.admin.title] : []), ...(def.admin?.columns ?? [])]],
       ['readOnlyReasons', Object.keys(def.readOnlyReasons ?? {})],
       ['normalise', Object.keys(def.normalise ?? {})],
       ['invalidCodes', Object.keys(def.invalidCodes ?? {})],
@@ -79,23 +87,23 @@ export function checkRegistry(registry: Registry, earlier: string[]): void {
       ['eventFields', def.eventFields ?? []],
       ['storage.unique', (def.storage?.unique ?? []).map((u) => (typeof u === 'string' ? u : u.field))],
       ['storage.references', Object.keys(def.storage?.references ?? {})],
-      ['references', Object.keys(def.references ?? {})],
+      ['admin.references', Object.keys(def.admin?.references ?? {})],
       ['searchable', def.searchable ?? []],
       ['states', def.states ? [def.states.field] : []],
-      ['choices', Object.keys(def.choices ?? {})],
+      ['admin.choices', Object.keys(def.admin?.choices ?? {})],
     ] as const) {
       for (const field of list) {
         if (!(field in def.fields)) problems.push(`entity ${entity.names.key}: ${kind} field ${field} is not a field`);
       }
     }
-    for (const field of def.shownOnce ?? [])
+    for (const field of def.admin?.shownOnce ?? [])
       if (!(field in (def.computed ?? {})))
-        problems.push(`entity ${entity.names.key}: shownOnce field ${field} is not a computed field`);
+        problems.push(`entity ${entity.names.key}: admin.shownOnce field ${field} is not a computed field`);
   }
 
   const operationIds = new Map<string, string>();
   const endpoints = new Set<string>();
-  for (const { module, route } of registry.routes) {
+  for (const { module, route } of composed.routes) {
     const where = `${route.method} ${route.url} (module ${module})`;
     if (typeof route.access === 'object' && !permissionKnown(route.access.permission)) {
       problems.push(`route ${where} uses undeclared permission ${route.access.permission}`);
@@ -108,6 +116,17 @@ export function checkRegistry(registry: Registry, earlier: string[]): void {
     endpoints.add(endpoint);
     for (const event of route.publishes ?? []) {
       if (!registry.events.has(event)) problems.push(`route ${where} publishes undeclared event ${event}`);
+    }
+    if (route.replica && (route.method !== 'GET' || (route.publishes ?? []).length > 0 || route.idempotent)) {
+      problems.push(
+        `route ${where} may read from the replica: it must be a GET that publishes nothing, as a replica refuses every write`,
+      );
+    }
+    for (const code of documentedCodes(route.problems)) {
+      if (!registry.problems.has(code))
+        problems.push(
+          `route ${where} documents problem code ${code}, which no module declares (ModuleDefinition.problems)`,
+        );
     }
     if ('multipart' in route && route.multipart && route.transaction !== 'none') {
       problems.push(
@@ -137,13 +156,13 @@ export function checkRegistry(registry: Registry, earlier: string[]): void {
     }
   }
   const jobNames = new Set<string>();
-  for (const job of registry.jobs) {
+  for (const job of composed.jobs) {
     if (jobNames.has(job.name)) problems.push(`job ${job.name} is declared twice`);
     jobNames.add(job.name);
   }
   for (const { kind, name, module, publishes } of [
     ...registry.subscriptions.map((s) => ({ kind: 'subscription', ...s })),
-    ...registry.jobs.map((j) => ({ kind: 'job', ...j })),
+    ...composed.jobs.map((j) => ({ kind: 'job', ...j })),
   ]) {
     for (const event of publishes ?? []) {
       if (!registry.events.has(event))
@@ -153,10 +172,10 @@ export function checkRegistry(registry: Registry, earlier: string[]): void {
 
   // A declared event nothing publishes and nobody listens to is a leftover or a typo.
   const used = new Set<string>([
-    ...registry.routes.flatMap(({ route }) => route.publishes ?? []),
+    ...composed.routes.flatMap(({ route }) => route.publishes ?? []),
     ...registry.entities.flatMap((e) => e.def.hookPublishes ?? []),
     ...registry.subscriptions.flatMap((s) => [s.event, ...(s.publishes ?? [])]),
-    ...registry.jobs.flatMap((j) => j.publishes ?? []),
+    ...composed.jobs.flatMap((j) => j.publishes ?? []),
   ]);
   for (const module of registry.modules) {
     for (const event of module.events ?? []) {
@@ -175,6 +194,36 @@ export function checkRegistry(registry: Registry, earlier: string[]): void {
 
 const SINGLETON_ROUTES = new Set(['replace', 'update', 'delete']);
 
+// A problem code as a description names it: UPPER_SNAKE (PLAN_IN_USE) or the Err prefix (ErrCredentials).
+const CODE_IN_TEXT = /\b(?:[A-Z][A-Z0-9]*(?:_[A-Z0-9]+)+|Err[A-Z][A-Za-z0-9]*)\b/g;
+
+/** The problem codes a route's (or a command's) own problem answers name in their descriptions. */
+export function documentedCodes(problems: Readonly<Record<number, string>> | undefined): string[] {
+  return [...new Set(Object.values(problems ?? {}).flatMap((text) => text.match(CODE_IN_TEXT) ?? []))];
+}
+
+/** The codes an entity answers with instead of the generic ones (states.refusal, invalidCodes, uniqueCodes) are declared. */
+function codeProblems(entity: ResolvedEntity, registry: Registry): string[] {
+  const { def } = entity;
+  const named: [string, string][] = [
+    ...(def.states ? [['states.refusal', def.states.refusal] as [string, string]] : []),
+    ...Object.entries(def.invalidCodes ?? {}).map(([field, code]): [string, string] => [
+      `invalidCodes.${field}`,
+      String(code),
+    ]),
+    ...Object.entries(def.uniqueCodes ?? {}).map(([field, key]): [string, string] => [
+      `uniqueCodes.${field}`,
+      String(key?.code),
+    ]),
+  ];
+  return named
+    .filter(([, code]) => !registry.problems.has(code))
+    .map(
+      ([where, code]) =>
+        `entity ${entity.names.key}: ${where} names problem code ${code}, which no module declares (ModuleDefinition.problems)`,
+    );
+}
+
 /**
  * Scope, singleton and delete options that contradict each other or the permissions: a global
  * entity is written only by the operator, so its write permission and every command's must be
@@ -185,8 +234,9 @@ function shapeProblems(entity: ResolvedEntity, isOperator: (permission: string) 
   const problems: string[] = [];
   if (def.scope !== undefined && def.scope !== 'tenant' && def.scope !== 'global')
     problems.push(`entity ${names.key}: scope ${String(def.scope)} is neither tenant nor global`);
-  if (def.deleteMode !== undefined && def.deleteMode !== 'soft' && def.deleteMode !== 'hard')
-    problems.push(`entity ${names.key}: deleteMode ${String(def.deleteMode)} is neither soft nor hard`);
+  const deleteMode = def.storage?.deleteMode;
+  if (deleteMode !== undefined && deleteMode !== 'soft' && deleteMode !== 'hard')
+    problems.push(`entity ${names.key}: storage.deleteMode ${String(deleteMode)} is neither soft nor hard`);
   if (entity.scope === 'global') {
     if (!isOperator(def.permissions.write)) {
       problems.push(
@@ -286,11 +336,8 @@ function publicReadProblems(key: string, def: AnyEntity): string[] {
  */
 function actorProblems(entity: ResolvedEntity, registry: Registry, permissionKnown: (p: string) => boolean): string[] {
   const problems: string[] = [];
-  const usersEntity = registry.entities.find(
-    (e) =>
-      e.names.table === 'users' &&
-      registry.modules.some((m) => m.name === e.module && m.identityTables?.includes('users')),
-  );
+  // The entity on the framework's identity table users (access/identity-tables.ts), if a module declares one.
+  const usersEntity = registry.entities.find((e) => e.names.table === 'users');
   for (const [command, definition] of Object.entries(entity.def.commands ?? {})) {
     const where = `entity ${entity.names.key}: command ${command}`;
     for (const [field, permission] of Object.entries(definition.actors ?? {})) {
@@ -299,7 +346,7 @@ function actorProblems(entity: ResolvedEntity, registry: Registry, permissionKno
       const target = definition.references?.[field];
       if (!usersEntity || target !== usersEntity.names.key)
         problems.push(
-          `${where}: actor field ${field} must be a reference to the users entity${usersEntity ? ` (references: { ${field}: '${usersEntity.names.key}' })` : ', and no module provides the identity table users'}`,
+          `${where}: actor field ${field} must be a reference to the users entity${usersEntity ? ` (references: { ${field}: '${usersEntity.names.key}' })` : ', and no entity reads the identity table users'}`,
         );
       if (!permissionKnown(permission))
         problems.push(`${where}: actor field ${field} names undeclared permission ${permission}`);
@@ -312,7 +359,7 @@ function actorProblems(entity: ResolvedEntity, registry: Registry, permissionKno
  * The declared state table (command-states.ts): every state a command or a create names is a value
  * of the state field, the refusal is a 409, and no command declares states without a state field.
  */
-function stateProblems(entity: ResolvedEntity): string[] {
+function stateProblems(entity: ResolvedEntity, registry: Registry): string[] {
   const { def } = entity;
   const problems: string[] = [];
   const where = `entity ${entity.names.key}`;
@@ -323,7 +370,8 @@ function stateProblems(entity: ResolvedEntity): string[] {
       : (def.fields[field] as { anyOf?: { const?: unknown }[]; enum?: unknown[] } | undefined);
   const values =
     schema?.enum?.map(String) ?? schema?.anyOf?.filter((b) => b.const !== undefined).map((b) => String(b.const));
-  if (def.states && PROBLEMS[def.states.refusal].status !== 409)
+  const refusal = def.states ? registry.problems.get(def.states.refusal) : undefined;
+  if (def.states && refusal && refusal.status !== 409)
     problems.push(`${where}: states.refusal ${def.states.refusal} is not a 409`);
   if (field !== undefined && (!values || values.length === 0))
     problems.push(`${where}: state field ${field} is not a union of literals`);

@@ -1,9 +1,9 @@
 // The entity author API: defineEntity, its hooks, commands (defineCommand) and public read. (define.ts gathers the author API.)
 import type { Static, TProperties, TSchema } from 'typebox';
-import type { TxContext } from '../context/tx.ts';
-import type { Services } from '../services.ts';
-import type { Config } from '../config/schema.ts';
-import type { ProblemCode } from '../errors.ts';
+import type { TxContext } from '../contracts/transaction.ts';
+import type { Services } from '../contracts/services.ts';
+import type { Config } from '../contracts/config.ts';
+import type { ProblemCode } from '../contracts/problems.ts';
 import type { EntityStorage } from './storage.ts';
 import type { CommandPrepareContext } from './route-definition.ts';
 import type { FieldValues, NoFields, EntityRow, CommandRow, FieldChanges, Answer, RowFilter } from './entity-values.ts';
@@ -12,8 +12,7 @@ import type { CommandText, FieldText } from './field-text.ts';
 /** Who owns an entity's rows: each tenant its own (the default), or one set every tenant reads. */
 export type EntityScope = 'tenant' | 'global';
 
-/** Soft (the default): DELETE sets deleted_at and keeps the row. Hard: DELETE removes the row. */
-export type DeleteMode = 'soft' | 'hard';
+export type { DeleteMode } from './storage.ts';
 
 /** Routes a singleton may declare besides GET and its commands: PUT, PATCH and DELETE. */
 export type SingletonRoute = 'replace' | 'update' | 'delete';
@@ -107,37 +106,7 @@ export interface CommandStates {
   to?: string;
 }
 
-/** How the admin shell shows an entity (EntityDefinition.admin). */
-export interface EntityAdmin<F extends TProperties> {
-  /** The field that titles a row (a task's title, a user's email). */
-  title: keyof F & string;
-  /** A list's columns. */
-  columns: readonly (keyof F & string)[];
-  /**
-   * What people call one row, where the entity's `label` (also the API's, in OpenAPI) reads badly
-   * to them: content's is 'Page or post' ("New page or post", "1 page or post"). Default `label`.
-   */
-  label?: string;
-  /**
-   * What people call several, where adding an s to the label does not say it: 'Pages and posts',
-   * never the API's path segment ("Contents"). Default the label with an s.
-   */
-  labelPlural?: string;
-  /**
-   * Amounts: an integer field in its currency's minor unit (cents, yen) → the field naming its
-   * currency (ISO 4217). Lists and detail pages show the two as one amount, "€9.00", by the one
-   * formatter (framework/format.ts), never the stored 900 beside EUR.
-   */
-  money?: { readonly [K in keyof F & string]?: keyof F & string };
-  /**
-   * Which rows are overdue, so lists highlight them: `field` holds an instant, and a row is overdue
-   * once it has passed (at the page's transaction time) while the row's state (EntityStates.field)
-   * is none of `except`. A task: its deadline, except when resolved or closed.
-   */
-  overdue?: { field: keyof F & string; except?: readonly string[] };
-}
-
-/** An array field's choices, declared (EntityDefinition.choices). */
+/** An array field's choices, declared (EntityAdmin.choices). */
 export interface DeclaredChoices {
   /** 'events': the events the modules declare (their own and their entities' lifecycle events). */
   from: 'events';
@@ -153,7 +122,7 @@ export interface EntityStates<F extends TProperties> {
   field: keyof F & string;
   /** The values a create may store (the shell's new form offers only these); default: any. */
   initial?: readonly string[];
-  /** A 409 of framework/errors.ts: a command in a state it does not accept, a create outside `initial`. */
+  /** A declared 409 (the framework's INVALID_STATE or INVALID_TRANSITION, or a module's own): a command in a state it does not accept, a create outside `initial`. */
   refusal: ProblemCode;
   /**
    * The states a PATCH may move a row to from where it stands (the one it holds aside): the
@@ -269,7 +238,6 @@ export interface EntityDefinition<
   name: string;
   /** Defaults to name + "s"; names the path segment and the table. */
   plural?: string;
-  table?: string;
   label?: string;
   description?: string;
   fields: F;
@@ -290,8 +258,6 @@ export interface EntityDefinition<
    * commands, so another caller's row answers 404 like an unknown id. Create is not filtered.
    */
   rowAccess?(ctx: TxContext): RowFilter<F>;
-  /** 'soft' (default) or 'hard': a hard delete removes the row, and the table needs no deleted_at. */
-  deleteMode?: DeleteMode;
   /** Settable on create, refused on PATCH. */
   immutable?: readonly (keyof F & string)[];
   /**
@@ -309,7 +275,7 @@ export interface EntityDefinition<
    * lookup when it reads by that field: a value is stored and looked up the same way every time.
    */
   normalise?: { readonly [K in keyof F & string]?: (value: string) => string };
-  /** Per field: the code (a 422 of framework/errors.ts) a value outside the field's schema answers instead of VALIDATION_FAILED. */
+  /** Per field: the code (a declared 422, e.g. the module's own) a value outside the field's schema answers instead of VALIDATION_FAILED. */
   invalidCodes?: { readonly [K in keyof F & string]?: ProblemCode };
   /** Per unique field: the unique index that keeps it unique, and the code (a 409) a duplicate answers instead of ALREADY_EXISTS. */
   uniqueCodes?: { readonly [K in keyof F & string]?: { index: string; code: ProblemCode } };
@@ -317,13 +283,6 @@ export interface EntityDefinition<
   eventFields?: readonly (keyof F & string)[];
   /** Response-only fields afterRead adds (no column, never written): part of the row schema. */
   computed?: C;
-  /**
-   * Computed fields that carry a secret in the one answer that makes it (the create's, or a
-   * command's such as rotate-secret) and null in every other: a webhook endpoint's signingSecret.
-   * The admin shell shows such a value once, on the page answering the form that made it, and
-   * nowhere else: never in a detail page, a URL, a cookie or a log.
-   */
-  shownOnce?: readonly (keyof C & string)[];
   permissions: { read: string; write: string };
   /** Event names override; by default <module>.<entity>.created / .updated / .deleted. */
   events?: { created?: string; updated?: string; deleted?: string };
@@ -340,6 +299,39 @@ export interface EntityDefinition<
   createProblems?: Readonly<Record<number, string>>;
   /** Fields a list may sort by; createdAt and updatedAt always may. */
   sortable?: readonly (keyof F & string)[];
+  /** Fields a list's `q` parameter searches (case-insensitive substring); default the admin title field when it is a string. */
+  searchable?: readonly (keyof F & string)[];
+  /** The state field commands declare their `states` against (CommandDefinition.states). */
+  states?: EntityStates<F>;
+  /**
+   * The storage part: the table's name, how a delete is kept, and what the table holds besides the
+   * fields (unique fields, references, extra columns); framework/entity/storage.ts.
+   */
+  storage?: EntityStorage<F>;
+  /** The admin part: what the admin shell shows of the entity and says about its fields. */
+  admin?: EntityAdmin<F, NoInfer<C>>;
+}
+
+/**
+ * An entity's admin part: how the admin shell titles a row and names rows, which columns a list
+ * shows, where a field's choices come from, which secrets it shows once, and what a person reads
+ * about each field. The API takes none of it.
+ */
+export interface EntityAdmin<F extends TProperties, C extends TProperties = NoFields> {
+  /** The field a row is titled by (links, pickers, headings, the list's q by default); default the first field. */
+  title?: keyof F & string;
+  /** The list's columns; default the first five fields. */
+  columns?: readonly (keyof F & string)[];
+  /**
+   * What people call one row, where the entity's `label` (also the API's, in OpenAPI) reads badly
+   * to them: content's is 'Page or post' ("New page or post", "1 page or post"). Default `label`.
+   */
+  label?: string;
+  /**
+   * What people call several, where adding an s to the label does not say it: 'Pages and posts',
+   * never the API's path segment ("Contents"). Default the label with an s.
+   */
+  labelPlural?: string;
   /**
    * Fields that name a row of another entity, by its key (`assigneeId: 'user.user'`). The API keeps
    * the ids; the admin shell shows the referenced row's title, linked to it, and picks it from a
@@ -347,36 +339,36 @@ export interface EntityDefinition<
    */
   references?: { readonly [K in keyof F & string]?: string };
   /**
-   * Array fields whose items are names the service declares (DeclaredChoices), offered by the
-   * admin shell as checkboxes grouped by module where the field's own schema lists no values (an
-   * enum of its items, which it prefers). What the API accepts stays the field's schema and hooks.
+   * Array fields whose items are names the service declares (DeclaredChoices), offered as
+   * checkboxes grouped by module where the field's own schema lists no values (an enum of its
+   * items, which it prefers). What the API accepts stays the field's schema and hooks.
    */
   choices?: { readonly [K in keyof F & string]?: DeclaredChoices };
-  /** Fields a list's `q` parameter searches (case-insensitive substring); default the admin title field when it is a string. */
-  searchable?: readonly (keyof F & string)[];
-  /** The state field commands declare their `states` against (CommandDefinition.states). */
-  states?: EntityStates<F>;
-  /** What the table holds besides the fields: unique fields, references, extra columns (framework/entity/storage.ts). */
-  storage?: EntityStorage<F>;
-  admin?: EntityAdmin<F>;
   /**
-   * What a person reads about each field in the admin shell: its label and hint, and the sentences
-   * a refused value shows where the schema's rule alone says it badly (field-text.ts). The API's
-   * `description` stays for developers.
+   * Computed fields that carry a secret in the one answer that makes it (the create's, or a
+   * command's such as rotate-secret) and null in every other: a webhook endpoint's signingSecret.
+   * The shell shows such a value once, on the page answering the form that made it, and
+   * nowhere else: never in a detail page, a URL, a cookie or a log.
+   */
+  shownOnce?: readonly (keyof C & string)[];
+  /**
+   * What a person reads about each field: its label and hint, and the sentences a refused value
+   * shows where the schema's rule alone says it badly (field-text.ts). The API's `description`
+   * stays for developers.
    */
   fieldText?: { readonly [K in (keyof F | keyof C) & string]?: FieldText };
   /**
-   * Rarely needed: values the conformance suite merges into the create body it derives from the
-   * field schemas, for a field no schema can describe (a reference that must name an existing row).
-   * Runs in the tenant's transaction; n varies between calls so unique keys stay unique.
+   * Amounts: an integer field in its currency's minor unit (cents, yen) → the field naming its
+   * currency (ISO 4217). Lists and detail pages show the two as one amount, "€9.00", by the one
+   * formatter (framework/format.ts), never the stored 900 beside EUR.
    */
-  sample?(ctx: TxContext, n: number): Promise<Partial<FieldValues<F>>>;
+  money?: { readonly [K in keyof F & string]?: keyof F & string };
   /**
-   * As rare: values the conformance suite merges into a command's body it derives from the body
-   * schema, when the body must name an existing row (a plan to subscribe to). Runs in the
-   * transaction of the tenant the command is sent to.
+   * Which rows are overdue, so lists highlight them: `field` holds an instant, and a row is overdue
+   * once it has passed (at the page's transaction time) while the row's state (EntityStates.field)
+   * is none of `except`. A task: its deadline, except when resolved or closed.
    */
-  sampleCommand?(ctx: TxContext, command: CN, n: number): Promise<Record<string, unknown>>;
+  overdue?: { field: keyof F & string; except?: readonly string[] };
 }
 
 /**

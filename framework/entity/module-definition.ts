@@ -1,22 +1,16 @@
 // The module author API: defineModule, permissions, subscriptions, jobs, and what a module adds to the admin shell. (define.ts gathers the author API.)
-import type { TxContext } from '../context/tx.ts';
-import type { Services } from '../services.ts';
-import type { Config } from '../config/schema.ts';
-import type { TenantRef } from '../context/tenant.ts';
-import type { AdminPagesRegistrar } from '../admin/page.ts';
-import type { SidebarEntry } from '../admin/sidebar.ts';
-import type { IdentityTableName } from '../access/identity-tables.ts';
-import type { BearerAttemptLimit } from '../access/bearer.ts';
+import type { TxContext } from '../contracts/transaction.ts';
+import type { PermissionDeclaration, Services } from '../contracts/services.ts';
+import type { Config } from '../contracts/config.ts';
+import type { TenantRef } from '../contracts/tenant.ts';
+import type { AdminPagesRegistrar, SidebarEntry } from '../contracts/admin.ts';
+import type { BearerAttemptLimit } from '../contracts/access.ts';
 import type { AnyRoute } from './route-definition.ts';
 import type { AnyEntity } from './entity-definition.ts';
-import type { Database } from '../db/types.ts';
+import type { Database } from '../contracts/database.ts';
+import type { ProblemDeclaration } from '../contracts/problems.ts';
 
-export interface PermissionDeclaration {
-  name: string;
-  description: string;
-  /** Operator permissions are refused at every tenant but the operator's, and no customer role may hold them. */
-  operator?: boolean;
-}
+export type { PermissionDeclaration } from '../contracts/services.ts';
 
 export interface SubscriptionDefinition {
   /** Unique name; also the pg-boss queue name. */
@@ -155,14 +149,21 @@ export interface ModuleDefinition {
   defaultRoles?: Readonly<Record<string, readonly string[]>>;
   /** A count the admin shell's header shows to a signed-in caller (e.g. unread notifications). */
   adminBadge?: AdminBadge;
+  /**
+   * How the admin shell's header names the signed-in person: the module that manages people
+   * knows their name and address (the framework's users core holds neither). At most one module
+   * provides it; without one, the header names the tenant alone.
+   */
+  adminPerson?: AdminPerson;
   /** What the module adds to the admin shell: its own pages, sidebar entries (docs/module-authoring.md, "Admin pages"). */
   admin?: ModuleAdmin;
   /**
-   * The tables of the framework's identity reads (framework/access/identity-tables.ts: users,
-   * roles, sessions) that this module's migrations create. The framework reads them in every
-   * transaction's opening statement; the boot check names the declaring module when one is off.
+   * The problem codes the module raises, each with its status, title and the sentence a person
+   * reads in the admin shell (defineProblems). Declared here, never in the framework: the boot
+   * check refuses a code two modules (or a module and the framework) declare, and a route or
+   * command documenting a code nobody declares.
    */
-  identityTables?: readonly IdentityTableName[];
+  problems?: Readonly<Record<string, ProblemDeclaration>>;
   /**
    * Counts failed `Authorization: Bearer` attempts and refuses a client address past its limit
    * (framework/access/bearer.ts). At most one module provides it; without one, no limit applies.
@@ -192,6 +193,15 @@ export interface ModuleAdmin {
 }
 
 /**
+ * The signed-in person as the header names them: `find` runs in the page's own transaction (tx.db,
+ * never the pool) for tx.session.userId, on every signed-in admin page: keep it one indexed query.
+ * Null when the person is not found (the header then names no one).
+ */
+export interface AdminPerson {
+  find(tx: TxContext<never>, userId: string): Promise<{ name: string; email: string } | null>;
+}
+
+/**
  * The admin header's badge: `count` runs in the page's own transaction (tx.db, never the pool),
  * for the signed-in caller (tx.session), on every admin page: keep it one indexed query.
  */
@@ -205,6 +215,19 @@ export interface AdminBadge {
 
 export function defineModule(module: ModuleDefinition): ModuleDefinition {
   return module;
+}
+
+/**
+ * Declares a module's problem codes, with their literal names kept for the type: the module adds
+ * them to the codes `problem()` accepts by declaration merging, beside the table, and lists the
+ * table in its definition (`problems`):
+ *   export const billingProblems = defineProblems({ PLAN_IN_USE: { status: 409, title: '...', sentence: '...' } });
+ *   declare module '../../framework/contracts/problems.ts' {
+ *     interface ProblemCodes extends ProblemCodesOf<typeof billingProblems> {}
+ *   }
+ */
+export function defineProblems<const T extends Readonly<Record<string, ProblemDeclaration>>>(problems: T): T {
+  return problems;
 }
 
 /** The jobs a module declares under this configuration. */

@@ -1,4 +1,7 @@
 /** Every derived name in one place: tables, paths, operation ids, events, labels, columns. */
+import type { EntityNames, SchemaNames } from '../contracts/entity.ts';
+
+export type { EntityNames, SchemaNames } from '../contracts/entity.ts';
 
 export const API_PREFIX = '/api/v1';
 
@@ -18,20 +21,6 @@ export const titleCase = (s: string): string =>
 
 export const pascalCase = (s: string): string => camelCase(snakeCase(s)).replace(/^./, (c) => c.toUpperCase());
 
-/** The entity's schemas in the OpenAPI document's components.schemas: Task, TaskCreate, TaskUpdate, TaskPage, TaskAssign. */
-export interface SchemaNames {
-  /** The row as read. */
-  read: string;
-  /** The create body (a singleton's PUT body too). */
-  create: string;
-  /** The PATCH body. */
-  update: string;
-  /** A list's answer. */
-  page: string;
-  /** A command's body. */
-  command(command: string): string;
-}
-
 export function schemaNames(entityName: string): SchemaNames {
   const base = pascalCase(entityName);
   return {
@@ -49,20 +38,6 @@ export const pageSchemaName = (itemName: string): string => `${itemName}Page`;
 /** A hand-written route's JSON body or answer that was not given a name: named after its operation id. */
 export const operationSchemaName = (operationId: string, part: 'Request' | 'Response'): string =>
   `${pascalCase(operationId)}${part}`;
-
-export interface EntityNames {
-  key: string;
-  plural: string;
-  table: string;
-  /** The collection's path, or a singleton's (singular) resource path. */
-  path: string;
-  label: string;
-  labelPlural: string;
-  adminPath: string;
-  events: { created: string; updated: string; deleted: string };
-  operationId(verb: string): string;
-  schemas: SchemaNames;
-}
 
 export function entityNames(input: {
   module: string;

@@ -1,95 +1,92 @@
 import {
   moduleJobs,
   type AnyRoute,
+  type JobDefinition,
   type ModuleDefinition,
   type PermissionDeclaration,
-  type SubscriptionDefinition,
-  type JobDefinition,
   type QueueDefinition,
+  type SubscriptionDefinition,
 } from './define.ts';
 import { resolveEntity, type ResolvedEntity } from './resolve.ts';
 import { entityNames } from './names.ts';
 import { withEventNames } from './event-names.ts';
-import { entityRoutes } from '../http/entity-routes.ts';
-import { EntityOperations } from '../operations/entity-ops.ts';
-import { checkRegistry } from './checks.ts';
 import type { Config } from '../config/schema.ts';
-import { idempotencyKeyPurge } from '../http/idempotency.ts';
-
-/** Jobs the framework runs itself, on the tables it owns in every tenant. */
-const FRAMEWORK_JOBS: readonly JobDefinition[] = [idempotencyKeyPurge];
-
-export interface RegisteredRoute {
-  module: string;
-  route: AnyRoute;
-  /** Present for the generic and command routes of an entity. */
-  entity?: ResolvedEntity;
-}
+import type { ModuleRegistry } from '../contracts/services.ts';
+import type { ProblemDeclaration } from '../contracts/problems.ts';
+import { PROBLEMS } from '../errors.ts';
 
 /**
- * Everything the modules declared, resolved once and frozen: the single source for routes,
- * OpenAPI, the catalog, the admin shell, the outbox wiring and the job schedule.
+ * Everything the modules declared, resolved once and frozen: declarations only. The routes, the
+ * entities' operations and the job schedule are composed from it by framework/composition.ts
+ * (app.ts), which also runs the boot checks (entity/checks.ts) over both.
  */
-export class Registry {
+export class Registry implements ModuleRegistry {
   readonly modules: readonly ModuleDefinition[];
   readonly entities: readonly ResolvedEntity[];
   readonly permissions: ReadonlyMap<string, PermissionDeclaration & { module: string }>;
   readonly events: ReadonlySet<string>;
-  readonly routes: readonly RegisteredRoute[];
+  /** The modules' hand-written routes (ModuleDefinition.routes), under this configuration. */
+  readonly moduleRoutes: readonly { module: string; route: AnyRoute }[];
   readonly subscriptions: readonly (SubscriptionDefinition & { module: string })[];
-  readonly jobs: readonly (JobDefinition & { module: string })[];
+  /** The modules' jobs (ModuleDefinition.jobs), under this configuration. */
+  readonly moduleJobs: readonly (JobDefinition & { module: string })[];
   readonly queues: readonly (QueueDefinition & { module: string })[];
-  private readonly operations: ReadonlyMap<string, EntityOperations>;
+  /** Every problem code of the installation and who declares it: the framework's own (framework/errors.ts), then each module's (ModuleDefinition.problems). */
+  readonly problems: ReadonlyMap<string, ProblemDeclaration & { owner: string }>;
+  /** What contradicts itself already while the declarations are gathered (a name declared twice): the boot checks report it. */
+  readonly conflicts: readonly string[];
 
   constructor(modules: readonly ModuleDefinition[], config: Config) {
     this.modules = modules;
     const entities: ResolvedEntity[] = [];
     const permissions = new Map<string, PermissionDeclaration & { module: string }>();
     const events = new Set<string>();
-    const routes: RegisteredRoute[] = [];
-    const duplicates: string[] = [];
-    // One instance per entity, shared by its routes and by modules acting on its rows.
-    const operations = new Map<string, EntityOperations>();
+    const conflicts: string[] = [];
+    const problems = new Map<string, ProblemDeclaration & { owner: string }>(
+      Object.entries(PROBLEMS).map(([code, declaration]) => [code, { ...declaration, owner: 'framework' }]),
+    );
     // Every event first, the entities' lifecycle events included: a field taking event names
     // (event-names.ts) gets the whole list as its enum before its entity is resolved.
     for (const module of modules) {
       for (const permission of module.permissions ?? []) {
-        if (permissions.has(permission.name)) duplicates.push(`permission ${permission.name} is declared twice`);
+        if (permissions.has(permission.name)) conflicts.push(`permission ${permission.name} is declared twice`);
         permissions.set(permission.name, { ...permission, module: module.name });
       }
       for (const event of module.events ?? []) events.add(event);
+      for (const [code, declaration] of Object.entries(module.problems ?? {})) {
+        const earlier = problems.get(code);
+        if (earlier)
+          conflicts.push(`problem code ${code} is declared by ${earlier.owner} and by module ${module.name}`);
+        else problems.set(code, { ...declaration, owner: `module ${module.name}` });
+      }
       for (const definition of module.entities ?? [])
         for (const name of Object.values(entityNames(definition).events)) events.add(name);
     }
     for (const module of modules) {
       for (const definition of module.entities ?? []) {
         if (definition.module !== module.name) {
-          duplicates.push(
+          conflicts.push(
             `entity ${definition.name} declares module ${definition.module} but sits in module ${module.name}`,
           );
         }
         const resolved = resolveEntity(withEventNames(definition, events));
         entities.push(resolved);
-        const ops = new EntityOperations(resolved, { config });
-        operations.set(resolved.names.key, ops);
-        for (const route of entityRoutes(resolved, ops)) routes.push({ module: module.name, route, entity: resolved });
       }
-      const declared = typeof module.routes === 'function' ? module.routes(config) : (module.routes ?? []);
-      for (const route of declared) routes.push({ module: module.name, route });
     }
     this.entities = entities;
     this.permissions = permissions;
     this.events = events;
-    this.routes = routes;
+    this.moduleRoutes = modules.flatMap((m) =>
+      (typeof m.routes === 'function' ? m.routes(config) : (m.routes ?? [])).map((route) => ({
+        module: m.name,
+        route,
+      })),
+    );
     this.subscriptions = modules.flatMap((m) => (m.subscriptions ?? []).map((s) => ({ ...s, module: m.name })));
-    // The framework's own jobs first (its tables are every tenant's), then the modules'.
-    this.jobs = [
-      ...FRAMEWORK_JOBS.map((j) => ({ ...j, module: 'framework' })),
-      ...modules.flatMap((m) => moduleJobs(m, config).map((j) => ({ ...j, module: m.name }))),
-    ];
+    this.moduleJobs = modules.flatMap((m) => moduleJobs(m, config).map((j) => ({ ...j, module: m.name })));
     this.queues = modules.flatMap((m) => (m.queues ?? []).map((q) => ({ ...q, module: m.name })));
-    this.operations = operations;
-    checkRegistry(this, duplicates);
+    this.problems = problems;
+    this.conflicts = conflicts;
     Object.freeze(this);
   }
 
@@ -99,13 +96,6 @@ export class Registry {
 
   entity(key: string): ResolvedEntity {
     const found = this.entities.find((e) => e.names.key === key);
-    if (!found) throw new Error(`no entity ${key}`);
-    return found;
-  }
-
-  /** The generic operations of an entity, for modules that act on another module's rows. */
-  ops(key: string): EntityOperations {
-    const found = this.operations.get(key);
     if (!found) throw new Error(`no entity ${key}`);
     return found;
   }

@@ -1,66 +1,21 @@
 import Type, { type TProperties, type TSchema } from 'typebox';
-import type { AnyEntity, DeleteMode, EntityScope } from './define.ts';
-import { camelCase, entityNames, snakeCase, type EntityNames } from './names.ts';
+import type { AnyEntity } from './define.ts';
+import { camelCase, entityNames, snakeCase } from './names.ts';
+import type { EntityEndpoint, ResolvedEntity } from '../contracts/entity.ts';
 import { pageQuerySchema, pageSchema } from '../operations/paging.ts';
 import { named } from '../openapi/schema-name.ts';
 import { declaredDefault } from './storage.ts';
 
 export const SYSTEM_FIELDS = ['id', 'createdAt', 'updatedAt'] as const;
 
-/** One route an entity serves: the verb (its operation id's last part), method and OpenAPI path. */
-export interface EntityEndpoint {
-  verb: string;
-  method: 'GET' | 'POST' | 'PUT' | 'PATCH' | 'DELETE';
-  path: string;
-}
-
-/** An entity with every derived name, column and schema worked out once at boot. */
-export interface ResolvedEntity {
-  def: AnyEntity;
-  module: string;
-  name: string;
-  names: EntityNames;
-  scope: EntityScope;
-  singleton: boolean;
-  deleteMode: DeleteMode;
-  fields: string[];
-  /** field → column */
-  columns: Record<string, string>;
-  writable: string[];
-  patchable: string[];
-  immutable: string[];
-  /** field → the first command owning it (the catalog's and the refusal's `route`). */
-  commandOwned: Record<string, string>;
-  /** field → every command that writes it, in declaration order. */
-  commandOwners: Record<string, readonly string[]>;
-  /** Fields only the service sets: refused on create and PATCH. */
-  readOnly: string[];
-  /** Response-only fields afterRead adds. */
-  computed: string[];
-  sortable: string[];
-  /** Fields the list's `q` searches: the declared searchable fields, else the admin title when it is a string. */
-  searchable: string[];
-  /** Every route the entity serves, generic and command routes, in registration order. */
-  endpoints: EntityEndpoint[];
-  schemas: {
-    row: TSchema;
-    create: TSchema;
-    patch: TSchema;
-    list: TSchema;
-    listQuery: TSchema;
-    idParams: TSchema;
-    /** Any subset of the fields (optional ones nullable), closed: what a command or hook may store. */
-    changes: TSchema;
-  };
-  commandRoute(command: string): string;
-}
+export type { EntityEndpoint, ResolvedEntity } from '../contracts/entity.ts';
 
 export { PAGE_LIMIT_DEFAULT, PAGE_LIMIT_MAX } from '../operations/paging.ts';
 
 export const IdParams = Type.Object({ id: Type.String({ description: 'Resource id (UUID)' }) });
 
 export function resolveEntity(def: AnyEntity): ResolvedEntity {
-  const names = entityNames(def);
+  const names = entityNames({ ...def, table: def.storage?.table });
   const fields = Object.keys(def.fields);
   const columns = Object.fromEntries(fields.map((f) => [f, snakeCase(f)]));
   const commandOwners: Record<string, readonly string[]> = Object.fromEntries(
@@ -140,7 +95,7 @@ export function resolveEntity(def: AnyEntity): ResolvedEntity {
     names,
     scope: def.scope ?? 'tenant',
     singleton,
-    deleteMode: def.deleteMode ?? 'soft',
+    deleteMode: def.storage?.deleteMode ?? 'soft',
     fields,
     columns,
     writable,

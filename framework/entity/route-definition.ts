@@ -1,10 +1,10 @@
 // The route author API: defineRoute, who may call a route (Access), the one-exchange and no-transaction forms. (define.ts gathers the author API.)
-import type { Statement } from '../db/statements.ts';
+import type { Statement } from '../contracts/database.ts';
 import type { Static, TSchema } from 'typebox';
 import type { FastifyReply, FastifyRequest } from 'fastify';
-import type { PendingEvent, SessionInfo, TxContext } from '../context/tx.ts';
-import type { Services } from '../services.ts';
-import type { TenantRef } from '../context/tenant.ts';
+import type { PendingEvent, SessionInfo, TxContext } from '../contracts/transaction.ts';
+import type { Services } from '../contracts/services.ts';
+import type { TenantRef } from '../contracts/tenant.ts';
 import type { IncomingHttpHeaders } from 'node:http';
 
 /** Who may call a route: anybody, anybody (with the session resolved if present), any session, or a permission. */
@@ -62,6 +62,15 @@ export interface RouteDefinition<S extends RouteSchemas = RouteSchemas, P extend
    * (framework/access/form-token.ts). Every other route refuses form-encoded bodies with 415.
    */
   form?: boolean;
+  /**
+   * The route only reads, and may read from the read replica (database.replica_url), which can be
+   * up to database.replica_max_lag_ms behind the primary: 'always' (public content, feeds, exports,
+   * summaries) or 'on-request' (only when the caller sends `Prefer: replica`, which the OpenAPI
+   * document and the answer's `Preference-Applied: replica` then say; lists and reads by id).
+   * Without a replica, or while it lags past the bound, the primary serves. Only for a GET route
+   * that publishes nothing (a boot check): a replica refuses every write.
+   */
+  replica?: 'always' | 'on-request';
   /** Left out of the OpenAPI document: the admin shell's HTML pages, which are no API. */
   hidden?: boolean;
   /**

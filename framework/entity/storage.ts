@@ -7,13 +7,21 @@ export type UniqueField<F extends TProperties> =
   | FieldName<F>
   | { readonly field: FieldName<F>; readonly lowerCase: true };
 
+/** Soft (the default): DELETE sets deleted_at and keeps the row. Hard: DELETE removes the row. */
+export type DeleteMode = 'soft' | 'hard';
+
 /**
- * What an entity's table holds besides what its fields and options already say: the facts the
- * migration generator (framework/schema/) needs and no field schema can carry. Everything else (the
- * columns, their types and nullability, enum checks, the system columns, the tenant policy, the
- * list indexes, the one-per-tenant index of a singleton) is derived from the definition itself.
+ * An entity's storage part: its table, and what the table holds besides what its fields and
+ * options already say: the facts the migration generator (framework/schema/) needs and no field
+ * schema can carry. Everything else (the columns, their types and nullability, enum checks, the
+ * system columns, the tenant policy, the list indexes, the one-per-tenant index of a singleton) is
+ * derived from the definition itself.
  */
 export interface EntityStorage<F extends TProperties> {
+  /** The table's name; default the plural in snake_case. */
+  table?: string;
+  /** 'soft' (default) or 'hard': a hard delete removes the row, and the table needs no deleted_at. */
+  deleteMode?: DeleteMode;
   /**
    * Fields unique among live rows (per tenant for a tenant-owned entity): a unique index
    * `<table>_<column>_unique`, partial on `deleted_at is null` where deletes are soft. A field named

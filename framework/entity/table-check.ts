@@ -1,10 +1,10 @@
 import type pg from 'pg';
 import Type, { type TSchema } from 'typebox';
 import type { AnyEntity } from './define.ts';
-import type { Registry } from './registry.ts';
+import type { ModuleRegistry as Registry } from '../contracts/services.ts';
 import { clearable, type ResolvedEntity } from './resolve.ts';
 import { BootCheckError } from './checks.ts';
-import { FRAMEWORK_TABLE_USES, identityTableProviders, type FrameworkTableUse } from '../access/identity-tables.ts';
+import { IDENTITY_TABLES, type IdentityTable } from '../access/identity-tables.ts';
 
 /** Created by migrations/framework/0005 (`call watch_public_read(<table>)`). */
 const PUBLIC_READ_TRIGGER_FUNCTION = 'tenantry_public_read_changed';
@@ -94,7 +94,7 @@ export async function loadTables(pool: pg.Pool, names: readonly string[]): Promi
  * honours them as soon as the definition carries them, whatever else changes around it.
  */
 export function tableShape(def: AnyEntity): { tenantScoped: boolean; softDelete: boolean } {
-  return { tenantScoped: def.scope !== 'global', softDelete: def.deleteMode !== 'hard' };
+  return { tenantScoped: def.scope !== 'global', softDelete: def.storage?.deleteMode !== 'hard' };
 }
 
 /** Which column types can hold a field's values, and whether its schema admits null. */
@@ -291,39 +291,27 @@ function describe(schema: TSchema): string {
   return 'a value';
 }
 
-/**
- * What disagrees between the framework's declared use of a module's table and the table.
- * providedBy is the module that declares the table in its `identityTables`, if any does.
- */
-export function frameworkTableProblems(
-  use: FrameworkTableUse,
-  table: TableInfo | undefined,
-  providedBy: string | undefined,
-): string[] {
-  const creator = providedBy
-    ? `created by module ${providedBy}`
-    : 'which no installed module declares in its identityTables';
-  const where = `the framework uses table ${use.table} (${creator}: ${use.usedFor})`;
-  if (!table) return [`${where}, but it does not exist`];
+/** What disagrees between the framework's identity table as the framework uses it and the table in the database. */
+export function identityTableProblems(use: IdentityTable, table: TableInfo | undefined): string[] {
+  const where = `the framework's identity table ${use.table} (migrations/framework/0013_identity.sql; ${use.usedFor})`;
+  if (!table) return [`${where} does not exist`];
   const problems: string[] = [];
   for (const [name, type] of Object.entries(use.columns)) {
     const found = table.columns.get(name);
-    if (!found) problems.push(`${where}, but column ${use.table}.${name} (${type}) is missing`);
+    if (!found) problems.push(`${where}: column ${use.table}.${name} (${type}) is missing`);
     else if (found.type !== type)
-      problems.push(`${where}, but column ${use.table}.${name} is ${found.type}, expected ${type}`);
+      problems.push(`${where}: column ${use.table}.${name} is ${found.type}, expected ${type}`);
   }
   if (!table.rowSecurity || !table.forcedRowSecurity || table.policies === 0) {
-    problems.push(
-      `${where}, but it is not isolated by tenant: call make_tenant_table('${use.table}') in its migration`,
-    );
+    problems.push(`${where} is not isolated by tenant: call make_tenant_table('${use.table}') in a migration`);
   }
   return problems;
 }
 
 /**
  * The boot check that definitions and tables agree: every entity against its table, and the
- * tables the framework reads on every request against their declaration. Runs once, after the
- * migrations, in every role; refuses to start on any mismatch, naming each.
+ * framework's identity tables, which it reads on every request, against what it uses of them.
+ * Runs once, after the migrations, in every role; refuses to start on any mismatch, naming each.
  */
 export async function checkTables(
   pool: pg.Pool,
@@ -331,13 +319,10 @@ export async function checkTables(
 ): Promise<{ entities: string[]; tables: string[] }> {
   const tables = await loadTables(pool, [
     ...registry.entities.map((e) => e.names.table),
-    ...FRAMEWORK_TABLE_USES.map((u) => u.table),
+    ...IDENTITY_TABLES.map((u) => u.table),
   ]);
-  const providers = identityTableProviders(registry.modules);
   const problems = [
-    ...FRAMEWORK_TABLE_USES.flatMap((use) =>
-      frameworkTableProblems(use, tables.get(use.table), providers.get(use.table)),
-    ),
+    ...IDENTITY_TABLES.flatMap((use) => identityTableProblems(use, tables.get(use.table))),
     ...registry.entities.flatMap((entity) => entityTableProblems(entity, tables.get(entity.names.table))),
   ];
   if (problems.length > 0)

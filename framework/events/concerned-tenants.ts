@@ -1,5 +1,5 @@
 import type pg from 'pg';
-import type { Registry } from '../entity/registry.ts';
+import type { ModuleRegistry as Registry } from '../contracts/services.ts';
 import { preparedQuery } from '../db/statements.ts';
 
 /** A subscription's onlyTenantsWith, resolved: its queue, and the table a concerned tenant has a live row in. */

@@ -68,10 +68,10 @@ export class JobRunner {
   }
 
   find(name: string): JobDefinition {
-    const job = this.services.registry.jobs.find((j) => j.name === name);
+    const job = this.services.jobs.find((j) => j.name === name);
     if (!job)
       throw new UnknownJobError(
-        `no job ${name}; declared: ${this.services.registry.jobs.map((j) => j.name).join(', ') || 'none'}`,
+        `no job ${name}; declared: ${this.services.jobs.map((j) => j.name).join(', ') || 'none'}`,
       );
     return job;
   }

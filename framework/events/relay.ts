@@ -2,11 +2,11 @@ import pg from 'pg';
 import type { PgBoss } from 'pg-boss';
 import type { Db } from '../db/pool.ts';
 import { preparedQuery } from '../db/statements.ts';
-import type { Registry } from '../entity/registry.ts';
+import type { ModuleRegistry as Registry } from '../contracts/services.ts';
 import type { DeliveredEvent } from '../entity/define.ts';
 import { auditFromOutboxStatements } from './audit.ts';
 import { checkCrossTenantReads, concernedTenants, tenantFilters, type TenantFilter } from './concerned-tenants.ts';
-import type { Metrics } from '../observability/metrics.ts';
+import type { MetricSeries as Metrics } from '../contracts/services.ts';
 import { linkTo, startOptionalSpan } from '../observability/tracing.ts';
 import type { Link, Span } from '@opentelemetry/api';
 
@@ -27,8 +27,12 @@ const MARK_RELAYED = 'update outbox set relayed_at = now() where id = any($1::bi
 // and every handler are keyed by the event id). Anything durable that follows from it, a
 // handler's committed effect, flushes the WAL past it first. Its jobs' NOTIFY holds a cluster-wide
 // lock through the commit, and on a busy disk the flush was a long part of an event's way to its
-// handler (docs/performance.md, item 22).
-const RELAY_COMMITS_UNFLUSHED = `set local synchronous_commit = off`;
+// handler (docs/performance.md, item 22). The same statement sets the transaction's
+// statement_timeout (database.statement_timeout_ms), which no connection carries from its start-up.
+const relaySettings = (statementTimeoutMs: number | undefined): string =>
+  statementTimeoutMs === undefined
+    ? `set local synchronous_commit = off`
+    : `select set_config('synchronous_commit', 'off', true), set_config('statement_timeout', '${Math.trunc(statementTimeoutMs)}', true)`;
 const RELAY_INTERVAL_MS = 1000;
 const PURGE_INTERVAL_MS = 60_000;
 const PURGE_AFTER = '1 hour';
@@ -96,6 +100,8 @@ export class OutboxRelay {
   private stopped = false;
   private readonly intervalMs: number;
   private readonly metrics: Metrics | undefined;
+  /** The statement that opens each relay transaction's settings (relaySettings), made once. */
+  private readonly settings: string;
 
   /** intervalMs: the polling backstop behind the commit wake-up (the spec's one second). */
   constructor(
@@ -106,6 +112,7 @@ export class OutboxRelay {
   ) {
     this.intervalMs = options.intervalMs ?? RELAY_INTERVAL_MS;
     this.metrics = options.metrics;
+    this.settings = relaySettings(db.statementTimeoutMs);
     this.db = db;
     this.boss = boss;
     this.queuesByEvent = new Map();
@@ -129,7 +136,8 @@ export class OutboxRelay {
 
   async start(): Promise<void> {
     await checkCrossTenantReads(this.db.pool, this.tenantFilters.values());
-    const listener = new pg.Client({ connectionString: this.db.url });
+    // Directly to PostgreSQL (database.direct_url): a LISTEN through a pooler in transaction mode is lost.
+    const listener = new pg.Client({ connectionString: this.db.directUrl });
     listener.on('error', () => {});
     await listener.connect();
     listener.on('notification', () => this.wake());
@@ -171,7 +179,7 @@ export class OutboxRelay {
       // is the one thrown).
       const [, , { rows }] = await Promise.all([
         client.query('begin'),
-        client.query(RELAY_COMMITS_UNFLUSHED),
+        client.query(this.settings),
         client.query<OutboxRow>(preparedQuery(CLAIM)),
       ]);
       if (rows.length === 0) {

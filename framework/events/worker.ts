@@ -101,7 +101,8 @@ export class Worker {
     // pg-boss expires jobs in its queue monitor pass, which runs at the longer of the supervise and
     // monitor intervals, and a queue's monitor time is shared by every worker, so both are set.
     this.boss = new PgBoss({
-      connectionString: services.db.url,
+      // Directly to PostgreSQL (database.direct_url): pg-boss LISTENs, and holds sessions of its own.
+      connectionString: services.db.directUrl,
       max: 4,
       useListenNotify: true,
       schema: 'pgboss',
@@ -172,11 +173,11 @@ export class Worker {
     }
 
     for (const queue of registry.queues) await this.startModuleQueue(queue);
-    for (const job of registry.jobs) await this.startJob(job, options.schedule !== false);
+    for (const job of this.services.jobs) await this.startJob(job, options.schedule !== false);
     // The queues' depth and failures, read through pg-boss at scrape time (metrics on).
     this.services.metrics?.watchQueues(async () => await this.boss.getQueues());
     await this.relay.start();
-    log.info({ subscriptions: registry.subscriptions.length, jobs: registry.jobs.length }, 'worker started');
+    log.info({ subscriptions: registry.subscriptions.length, jobs: this.services.jobs.length }, 'worker started');
   }
 
   /**

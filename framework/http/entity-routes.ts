@@ -41,6 +41,8 @@ export function entityRoutes(entity: ResolvedEntity, ops: EntityOperations): Any
       method: 'GET',
       url: names.path,
       operationId: names.operationId('list'),
+      // Lists stay on the primary unless the caller sends Prefer: replica (eventually consistent).
+      replica: 'on-request',
       summary: `List ${names.labelPlural.toLowerCase()}`,
       description: sentences(
         `Sorted by one field (prefix "-" for descending), ties broken by id. Paged with limit and offset (up to ${OFFSET_MAX}), or with after=<next> from the previous page at any depth; next is null on the last page. total counts the rows up to ${TOTAL_CAP} (totalExact false past that).`,
@@ -97,6 +99,7 @@ export function entityRoutes(entity: ResolvedEntity, ops: EntityOperations): Any
       method: 'GET',
       url: itemPath,
       operationId: names.operationId('read'),
+      replica: 'on-request',
       summary: `Read a ${names.label.toLowerCase()}`,
       description: sentences(visibility(entity)),
       tags,

@@ -1,5 +1,6 @@
 import type { FastifyInstance } from 'fastify';
 import type { Services } from '../services.ts';
+import type { ReadinessCheck } from '../contracts/admin.ts';
 import Type from 'typebox';
 import { PROBLEM_CONTENT_TYPE } from './problems.ts';
 import { problemResponse } from '../openapi/problem-schema.ts';
@@ -7,10 +8,7 @@ import { problemType } from '../errors.ts';
 import { storageCheck } from '../storage/index.ts';
 import { deadLetterSummary } from '../events/dead-letters.ts';
 
-export interface ReadinessCheck {
-  name: string;
-  check(): Promise<void>;
-}
+export type { ReadinessCheck } from '../contracts/admin.ts';
 
 export function databaseCheck(services: Services): ReadinessCheck {
   return {

@@ -46,6 +46,7 @@ export function publicPageRoute(
     hidden: true,
     hidesNoSite: true,
     transaction: 'none',
+    replica: 'always',
     schema: {
       params: Type.Object({ [spec.by]: Type.String({ maxLength: 100 }) }),
       response: { 200: HtmlPage(`The public ${names.label.toLowerCase()}`) },
@@ -74,7 +75,8 @@ export function publicPageRoute(
         const row = await lookup.find(tx, value);
         if (!row) return notFoundPage();
         const etag = weakETag(lookup.etagOf(row));
-        cache.fill(names.table, request.tenant!.id, value, etag, generation);
+        // As the JSON read: a replica's row may be older than an eviction already heard.
+        if (!tx.replica) cache.fill(names.table, request.tenant!.id, value, etag, generation);
         if (spec.cacheControl) reply.header('cache-control', spec.cacheControl);
         if (notModified(request, reply, etag)) return undefined;
         return render(page.template, { page: await spec.shape(row, tx) });

@@ -139,6 +139,8 @@ export function publicReadRoute(
     // No transaction is opened for a conditional GET the validator cache answers: a current
     // If-None-Match is 304 without the database (framework/context/public-read-cache.ts).
     transaction: 'none',
+    // Public content may be seconds old: read from the replica when there is one within its bound.
+    replica: 'always',
     // The usual conditional GET, answered before validation and the handler run: the slug in its
     // stored form names a cached ETag that the If-None-Match names too.
     earlyAnswer: publicEarlyAnswer(entity, lookup),
@@ -154,7 +156,8 @@ export function publicReadRoute(
         const row = await lookup.find(tx, value);
         if (!row) throw notFound();
         const etag = weakETag(lookup.etagOf(row));
-        cache.fill(names.table, tenantId, value, etag, generation);
+        // The cache holds current ETags only: a replica's row may be older than an eviction already heard.
+        if (!tx.replica) cache.fill(names.table, tenantId, value, etag, generation);
         if (notModified(request, reply, etag)) return undefined;
         return spec.shape(row, tx);
       });

@@ -21,6 +21,7 @@ import { validationProblem, type ValidationIssue } from './problems.ts';
 import { withRequestId } from '../observability/request-id.ts';
 import { idempotencyHeaders, takesIdempotencyKey } from './idempotency.ts';
 import { bearerOf, strategyFor, type RoutePlan } from './request-strategies.ts';
+import { replicaPreferenceHeaders, transactionsFor } from './replica-choice.ts';
 
 /** The body limit of a route that declares none. */
 export const DEFAULT_BODY_LIMIT = 1024 * 1024;
@@ -71,6 +72,7 @@ export function registerRoute(
     acceptsBearer: route.bearer !== false && guard.resolvesCaller,
     idempotent,
     attemptLimit: services.registry.modules.find((m) => m.bearerAttempts)?.bearerAttempts,
+    transactions: transactionsFor(route, services),
   };
   const serve = strategyFor(plan, route);
   // Refusals that need neither the body nor the database run as soon as the request arrives, before
@@ -116,7 +118,11 @@ export function registerRoute(
       tags: [...(route.tags ?? [])],
       ...(route.schema.params ? { params: route.schema.params } : {}),
       ...(route.schema.querystring ? { querystring: route.schema.querystring } : {}),
-      ...(idempotent ? { headers: idempotencyHeaders } : {}),
+      ...(idempotent
+        ? { headers: idempotencyHeaders }
+        : route.replica === 'on-request'
+          ? { headers: replicaPreferenceHeaders }
+          : {}),
       ...(multipart
         ? { body: multipart.form, consumes: ['multipart/form-data'] }
         : route.schema.body

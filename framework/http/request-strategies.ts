@@ -10,6 +10,7 @@ import { hashSecret } from '../access/session-cookie.ts';
 import { renewSessionCookie } from '../access/sessions.ts';
 import { problem } from '../errors.ts';
 import { earlierAnswer, idempotencyKeyOf, runIdempotent } from './idempotency.ts';
+import type { Transactions } from '../contracts/transaction.ts';
 
 /**
  * How a route's request is served once its hooks have passed it, in one of three strategies
@@ -43,6 +44,11 @@ export interface RoutePlan {
   readonly idempotent: boolean;
   /** How failed bearer attempts are limited and counted, when a module provides it. */
   readonly attemptLimit: BearerAttemptLimit | undefined;
+  /**
+   * What runs the request's transactions: the primary's, or for a route that may read from the
+   * replica, the replica's when the request and the lag allow (replica-choice.ts).
+   */
+  readonly transactions: (request: FastifyRequest, reply: FastifyReply) => Transactions;
 }
 
 /** Serves one request: the route's strategy. */
@@ -127,7 +133,7 @@ function admit(plan: RoutePlan, reply: FastifyReply, rawId: string | undefined, 
  * is claimed in the effect transaction.
  */
 function noTransaction(plan: RoutePlan, route: NoTxRouteDefinition): RequestStrategy {
-  const { services, guard } = plan;
+  const { guard } = plan;
   return async (request, reply) => {
     const tenant = request.tenant ?? noTenant();
     const base = contextOf(plan, request, reply);
@@ -135,9 +141,10 @@ function noTransaction(plan: RoutePlan, route: NoTxRouteDefinition): RequestStra
     const rawId = sessionIdOf(plan, request, bearer);
     const txOptions = txOptionsOf(plan, bearer, rawId);
     const key = plan.idempotent ? idempotencyKeyOf(request) : undefined;
+    const transactions = plan.transactions(request, reply);
     const guarded =
       guard.requiresCaller || bearer !== undefined
-        ? await services.transactions.run(
+        ? await transactions.run(
             tenant,
             async (tx) => {
               if (bearer !== undefined) await admitBearer(plan, tx, tenant, request, reply);
@@ -151,8 +158,7 @@ function noTransaction(plan: RoutePlan, route: NoTxRouteDefinition): RequestStra
           )
         : { session: null, earlier: undefined };
     if (guarded.earlier) return guarded.earlier.body;
-    const transaction = <T>(fn: (tx: TxContext) => Promise<T>): Promise<T> =>
-      services.transactions.run(tenant, fn, txOptions);
+    const transaction = <T>(fn: (tx: TxContext) => Promise<T>): Promise<T> => transactions.run(tenant, fn, txOptions);
     const effectTransaction =
       key === undefined
         ? transaction
@@ -169,12 +175,14 @@ function oneTransaction(plan: RoutePlan, route: RouteDefinition): RequestStrateg
     const bearer = bearerOf(plan, request);
     const rawId = sessionIdOf(plan, request, bearer);
     const key = plan.idempotent ? idempotencyKeyOf(request) : undefined;
-    return inTransaction(plan, route, contextOf(plan, request, reply), tenant, bearer, rawId, key);
+    const transactions = plan.transactions(request, reply);
+    return inTransaction(plan, transactions, route, contextOf(plan, request, reply), tenant, bearer, rawId, key);
   };
 }
 
 function inTransaction(
   plan: RoutePlan,
+  transactions: Transactions,
   route: RouteDefinition,
   base: Base,
   tenant: TenantRef,
@@ -183,7 +191,7 @@ function inTransaction(
   key: string | undefined,
 ): Promise<unknown> {
   const { request, reply } = base;
-  return plan.services.transactions.run(
+  return transactions.run(
     tenant,
     async (tx) => {
       if (bearer !== undefined) await admitBearer(plan, tx, tenant, request, reply);
@@ -205,25 +213,25 @@ function inTransaction(
  * does a request the route builds no statement for.
  */
 function oneExchange(plan: RoutePlan, route: RouteDefinition, permission: string): RequestStrategy {
-  const { services } = plan;
   return async (request, reply) => {
     const tenant = request.tenant ?? noTenant();
     const base = contextOf(plan, request, reply);
     const bearer = bearerOf(plan, request);
     const rawId = sessionIdOf(plan, request, bearer);
     const key = plan.idempotent ? idempotencyKeyOf(request) : undefined;
+    const transactions = plan.transactions(request, reply);
     const single = key === undefined && bearer === undefined ? statementOf(route, base) : undefined;
-    if (!single) return inTransaction(plan, route, base, tenant, bearer, rawId, key);
+    if (!single) return inTransaction(plan, transactions, route, base, tenant, bearer, rawId, key);
     const txOptions = txOptionsOf(plan, undefined, rawId);
     const work = {
       statement: single.statement,
       permission,
       ...(single.events ? { events: single.events } : {}),
     };
-    const { session, answer } = await services.transactions.runStatement(tenant, work, txOptions);
+    const { session, answer } = await transactions.runStatement(tenant, work, txOptions);
     admit(plan, reply, rawId, session);
     if (!answer.ok) throw single.failed ? single.failed(answer.error) : answer.error;
-    const more = <T>(fn: (tx: TxContext) => Promise<T>): Promise<T> => services.transactions.run(tenant, fn, txOptions);
+    const more = <T>(fn: (tx: TxContext) => Promise<T>): Promise<T> => transactions.run(tenant, fn, txOptions);
     return single.answer(answer.result.rows, more);
   };
 }

@@ -153,14 +153,13 @@ export async function buildWeb(services: Services, options: WebOptions = {}): Pr
   const checks = readinessChecks(services, options.readinessChecks ?? []);
   registerProbes(app, services, checks);
   const takesForm = (route: AnyRoute) => route.transaction === 'none' && route.multipart !== undefined;
-  for (const { route, entity } of services.registry.routes)
-    if (!takesForm(route)) registerRoute(app, services, route, entity);
+  for (const { route, entity } of services.routes) if (!takesForm(route)) registerRoute(app, services, route, entity);
   // Multipart parsing exists only in this scope, around the routes that declare it: elsewhere a
   // form is an unsupported media type (415) before any handler runs. The form's size is bounded by
   // the route's body limit (register-route.ts), so the plugin sets no per-file limit of its own.
   await app.register(async (scope) => {
     await scope.register(multipart, { limits: { fileSize: Number.POSITIVE_INFINITY } });
-    for (const { route, entity } of services.registry.routes)
+    for (const { route, entity } of services.routes)
       if (takesForm(route)) registerRoute(scope, services, route, entity);
   });
   registerRoute(app, services, catalogRoute(services.registry));
@@ -180,7 +179,7 @@ export function frontDoorServer(
   isClosing: () => boolean,
 ): FastifyServerFactory | undefined {
   const door = frontDoor(
-    services.registry.routes.map(({ route }) => route),
+    services.routes.map(({ route }) => route),
     services,
     logger,
     isClosing,

@@ -1,17 +1,8 @@
 import nodemailer, { type Transporter } from 'nodemailer';
 import type { Config } from '../config/schema.ts';
+import type { MailMessage, Mailer } from '../contracts/mail.ts';
 
-export interface MailMessage {
-  to: string;
-  subject: string;
-  text: string;
-}
-
-export interface Mailer {
-  readonly mode: 'smtp' | 'memory';
-  send(message: MailMessage): Promise<void>;
-  close(): void;
-}
+export type { MailMessage, Mailer } from '../contracts/mail.ts';
 
 /** Without mail.host, messages land here; tests and operators read them back. */
 export class MemoryMailbox implements Mailer {

@@ -1,5 +1,5 @@
 import type { FastifyInstance, FastifyReply, FastifyRequest, HookHandlerDoneFunction, RouteOptions } from 'fastify';
-import type { Metrics } from './metrics.ts';
+import type { MetricSeries as Metrics } from '../contracts/services.ts';
 
 /** The operation label of a request no route matched (a 404 ROUTE_NOT_FOUND, a NO_SITE before routing). */
 export const UNROUTED = 'unrouted';

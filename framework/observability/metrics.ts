@@ -1,5 +1,6 @@
 import type pg from 'pg';
 import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
+import type { MetricSeries, QueueFigures } from '../contracts/services.ts';
 
 /**
  * The Prometheus series of one process (docs/observability.md lists each with its meaning). Every
@@ -24,12 +25,7 @@ export function poolState(pool: pg.Pool): PoolState {
   return { total: pool.totalCount, idle: pool.idleCount, waiting: pool.waitingCount };
 }
 
-/** A queue's figures as pg-boss's getQueues answers them (the fields read here). */
-export interface QueueFigures {
-  name: string;
-  queuedCount: number;
-  failedCount: number;
-}
+export type { QueueFigures } from '../contracts/services.ts';
 
 /** What the scrape-time gauges read: supplied by the composition (app.ts), the worker adds its queues. */
 export interface MetricSources {
@@ -40,6 +36,14 @@ export interface MetricSources {
   tenantsByStatus(): Promise<Record<string, number> | undefined>;
 }
 
+/** The read replica's series (Metrics.replicaSeries). */
+export interface ReplicaSeries {
+  lag: Gauge;
+  inUse: Gauge;
+  reads: Counter<'served_by'>;
+  checks: Counter;
+}
+
 const LATENCY_BUCKETS = [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10];
 const WAIT_BUCKETS = [0.0005, 0.001, 0.005, 0.01, 0.05, 0.1, 0.5, 1, 2.5, 5];
 const LAG_BUCKETS = [0.01, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60];
@@ -47,7 +51,7 @@ const LAG_BUCKETS = [0.01, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60];
 /** `2xx`, `4xx`, ...: the status class of the duration histogram. */
 export const statusClass = (status: number): string => `${Math.floor(status / 100)}xx`;
 
-export class Metrics {
+export class Metrics implements MetricSeries {
   readonly registry = new Registry();
   readonly httpDuration: Histogram<'operation' | 'method' | 'status_class'>;
   readonly httpInFlight: Gauge;
@@ -61,6 +65,7 @@ export class Metrics {
   readonly jobLastDuration: Gauge<'job'>;
   readonly jobFailures: Counter<'job'>;
   #queues: (() => Promise<QueueFigures[]>) | undefined;
+  #replica: ReplicaSeries | undefined;
   readonly #onError: (err: unknown, series: string) => void;
 
   constructor(sources: MetricSources, onError: (err: unknown, series: string) => void = () => {}) {
@@ -211,6 +216,39 @@ export class Metrics {
         });
       },
     });
+  }
+
+  /**
+   * The read replica's series (database.replica_url): registered by the first call, so an
+   * installation without a replica shows none of them.
+   */
+  replicaSeries(): ReplicaSeries {
+    if (this.#replica) return this.#replica;
+    const registers = [this.registry];
+    this.#replica = {
+      lag: new Gauge({
+        name: 'tenantry_db_replica_lag_seconds',
+        help: "The replica's replay lag at its last check (once a second); +Inf when it could not be read",
+        registers,
+      }),
+      inUse: new Gauge({
+        name: 'tenantry_db_replica_in_use',
+        help: '1 while reads that may lag go to the replica; 0 while they go to the primary (the lag past database.replica_max_lag_ms, or the replica unreachable)',
+        registers,
+      }),
+      reads: new Counter({
+        name: 'tenantry_db_replica_reads_total',
+        help: 'Requests that could read from the replica, by who served them: replica, or primary (it lagged or was unreachable)',
+        labelNames: ['served_by'],
+        registers,
+      }),
+      checks: new Counter({
+        name: 'tenantry_db_replica_lag_checks_total',
+        help: "Checks of the replica's lag made (one a second at most, outside any request)",
+        registers,
+      }),
+    };
+    return this.#replica;
   }
 
   /** The worker's pg-boss queues, read at scrape time. */

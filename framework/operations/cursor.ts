@@ -1,6 +1,9 @@
 import { createHmac, createSecretKey, timingSafeEqual, type KeyObject } from 'node:crypto';
 import { problem } from '../errors.ts';
 import { TOTAL_CAP } from './page-query.ts';
+import type { Cursor, CursorScope, ListCursors } from '../contracts/cursor.ts';
+
+export type { Cursor, CursorScope, ListCursors } from '../contracts/cursor.ts';
 
 /**
  * The `after` cursor of keyset paging: opaque to clients, and signed, so a list answers only the
@@ -10,32 +13,6 @@ import { TOTAL_CAP } from './page-query.ts';
  * tenant's, one given with other filters, an unsigned cursor of an earlier release, garbage — is
  * 422 VALIDATION_FAILED (pointer /querystring/after), before any SQL runs.
  */
-
-/**
- * Where a page resumes: the sort it was made for, the last row's sort value (as PostgreSQL prints
- * it) and id, and the capped count the walk's first page took, which the pages after it answer as
- * their total rather than counting again.
- */
-export interface Cursor {
-  sort: string;
-  value: string | null;
-  id: string;
-  total: number;
-}
-
-/**
- * What a cursor is good for, besides its sort (which it carries, so that a cursor of another sort
- * is told apart): the list it was given by, the tenant, and the list's filters. A later filter (a
- * query language, a new parameter) narrows the list through its conditions and values, so it is
- * covered without a change here.
- */
-export interface CursorScope {
-  /** The list: a digest of its declaration (table, id, fixed conditions, sorts; KeysetPager.listKey). */
-  list: string;
-  tenantId: string;
-  /** The list's conditions for this request and their values (search text, row access, filters), canonical. */
-  filters: string;
-}
 
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 
@@ -62,7 +39,7 @@ const NOT_GIVEN = 'after is not a cursor this list gave';
  * URL characters, as the `after` parameter's pattern wants. The key is a KeyObject, which neither
  * util.inspect nor JSON shows, so no log line can carry it.
  */
-export class CursorSeal {
+export class CursorSeal implements ListCursors {
   readonly #key: KeyObject;
 
   constructor(key: Buffer) {

@@ -4,6 +4,7 @@ import type { TxContext } from '../context/tx.ts';
 import type { ResolvedEntity } from '../entity/resolve.ts';
 import type { AfterWriteInput, EntityRow, OneExchange } from '../entity/define.ts';
 import type { Services } from '../services.ts';
+import type { EntityOperationsApi } from '../contracts/operations.ts';
 import type { Config } from '../config/schema.ts';
 import { notFound, problem } from '../errors.ts';
 // Texts assembled from the entity's declaration alone: a small fixed set, each run prepared.
@@ -32,7 +33,7 @@ type Values = Record<string, unknown>;
  *
  * A singleton entity is addressed with id null: the tenant's one row.
  */
-export class EntityOperations {
+export class EntityOperations implements EntityOperationsApi {
   readonly entity: ResolvedEntity;
   readonly table: string;
   readonly selectList: string;

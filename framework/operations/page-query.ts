@@ -3,6 +3,8 @@ import { named, nameOf } from '../openapi/schema-name.ts';
 import { pageSchemaName } from '../entity/names.ts';
 import { StringEnum } from '../entity/string-enum.ts';
 
+export type { Page, PageQuery } from '../contracts/operations.ts';
+
 /**
  * What every list takes and answers, generated and hand-written alike: the query parameters
  * (limit, offset, sort, after) and the answer ({ items, total, totalExact, limit, offset, next }).
@@ -18,27 +20,8 @@ export const TOTAL_CAP = 10_000;
 export const CURSOR_MAX_LENGTH = 1024;
 export const OFFSET_REFUSAL = `offset is at most ${OFFSET_MAX}; to page further, pass the previous page's "next" as after=<cursor>`;
 
-/** The paging parameters as a handler receives them (defaults filled in by validation). */
-export interface PageQuery {
-  limit: number;
-  offset: number;
-  sort: string;
-  after?: string;
-  /** Search text (lists that declare searchable fields): rows whose fields contain it, ignoring case. */
-  q?: string;
-}
-
 /** The longest `q` a list takes. */
 export const SEARCH_MAX_LENGTH = 200;
-
-export interface Page<T> {
-  items: T[];
-  total: number;
-  totalExact: boolean;
-  limit: number;
-  offset: number;
-  next: string | null;
-}
 
 /** The query string of a list: sort takes the given keys, each also with a leading "-" for descending. */
 export function pageQuerySchema(options: {

@@ -4,7 +4,7 @@ import { prepared } from '../db/statements.ts';
 import { problem } from '../errors.ts';
 import { cursorsOf, type TxContext } from '../context/tx.ts';
 import { PAGE_LIMIT_DEFAULT, PAGE_LIMIT_MAX, TOTAL_CAP, type Page, type PageQuery } from './page-query.ts';
-import { badCursor, type Cursor, type CursorScope, type CursorSeal } from './cursor.ts';
+import { badCursor, type Cursor, type CursorScope, type ListCursors } from './cursor.ts';
 
 /**
  * Lists, generated and hand-written alike: the same query parameters (limit, offset, sort, after),
@@ -67,7 +67,7 @@ const NO_FILTER: ListFilter = { conditions: [], params: [] };
 /** Where a list is read: the tenant, and the installation's cursor seal (a cursor is good only there). */
 export interface ListPlace {
   tenantId: string;
-  cursors: CursorSeal;
+  cursors: ListCursors;
 }
 
 /**
@@ -77,7 +77,7 @@ export interface ListPlace {
 export interface Walk {
   cursor?: Cursor;
   scope: CursorScope;
-  cursors: CursorSeal;
+  cursors: ListCursors;
 }
 
 /**

@@ -1,5 +1,4 @@
-import type { Services } from '../../framework/services.ts';
-import type { TenantRef } from '../../framework/context/tenant.ts';
+import type { Services, TenantRef } from '../../framework/entity/define.ts';
 import { mintSetPasswordToken, tokenExpiry } from './set-password-tokens.ts';
 import { setPasswordLink } from './links.ts';
 import { usersService } from '../user/users-service.ts';

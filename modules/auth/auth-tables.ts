@@ -1,31 +1,12 @@
 import type { ColumnType, Generated } from 'kysely';
-import type { AttemptKind } from './throttle.ts';
 import { declareUniqueKeys } from '../../framework/db/unique-keys.ts';
 
-// The auth module's tables (migrations/auth), column for column, for kysely's typed builder.
+// The auth module's own tables (migrations/auth), column for column, for kysely's typed builder
+// (roles, sessions and access_tokens are the framework's identity tables: framework/contracts/database.ts).
 // A column with a database default is Generated (optional on insert); timestamps are Date.
 
-/** roles (0001_sessions_roles.sql); the framework reads it too (framework/access/identity-tables.ts). */
-export interface RolesTable {
-  tenant_id: Generated<string>;
-  name: string;
-  permissions: Generated<string[]>;
-  created_at: Generated<Date>;
-  updated_at: Generated<Date>;
-}
-
-/** sessions (0001_sessions_roles.sql); the framework opens, touches and ends them too. */
-export interface SessionsTable {
-  id: Generated<string>;
-  tenant_id: Generated<string>;
-  id_hash: Buffer;
-  user_id: string;
-  created_at: Generated<Date>;
-  last_seen_at: Generated<Date>;
-  expires_at: Date;
-  user_agent: Generated<string>;
-  ip: Generated<string>;
-}
+/** What an auth_attempts row counts: a failed login, a forgot-password request, a reset. */
+export type AttemptKind = 'login' | 'forgot' | 'reset';
 
 /** set_password_tokens (0002_set_password_tokens.sql). */
 export interface SetPasswordTokensTable {
@@ -49,10 +30,8 @@ export interface AuthAttemptsTable {
   at: Generated<Date>;
 }
 
-declare module '../../framework/db/types.ts' {
+declare module '../../framework/contracts/database.ts' {
   interface Database {
-    roles: RolesTable;
-    sessions: SessionsTable;
     set_password_tokens: SetPasswordTokensTable;
     auth_attempts: AuthAttemptsTable;
   }
@@ -60,8 +39,6 @@ declare module '../../framework/db/types.ts' {
 
 // What each unique key of these tables protects, for the 409 a violation answers (never its name).
 declareUniqueKeys({
-  roles_pkey: { fields: ['name'], detail: 'A role of this name already exists' },
-  sessions_tenant_id_id_hash_key: { fields: [], detail: 'This session exists already' },
   set_password_tokens_tenant_id_token_hash_key: { fields: [], detail: 'This set-password token exists already' },
   set_password_tokens_one_pending: { fields: [], detail: 'This person has a pending set-password link already' },
 });

@@ -1,5 +1,5 @@
 import Type, { type Static } from 'typebox';
-import type { TxContext } from '../../framework/context/tx.ts';
+import type { TxContext } from '../../framework/entity/define.ts';
 import { usersService } from '../user/users-service.ts';
 import './auth-tables.ts';
 

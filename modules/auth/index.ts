@@ -10,12 +10,14 @@ import { createTokenRoute, listTokensRoute, revokeTokenRoute } from './tokens.ro
 import { bearerAttempts, revokeTokensOnDeactivation } from './tokens-lifecycle.ts';
 import { registerTokenPages } from './tokens.admin.ts';
 import { TOKEN_MANAGE } from './tokens.ts';
+import { authProblems } from './problems.ts';
 import { CORS_MANAGE, listCorsOriginsRoute, putCorsOriginsRoute } from './cors-origins.routes.ts';
 import { CORS_ORIGINS_PAGE, registerCorsOriginPages } from './cors-origins.admin.ts';
 
 export const authModule = defineModule({
   name: 'auth',
   description: 'Sessions, passwords, single sign-on and roles',
+  problems: authProblems,
   permissions: [
     { name: 'role:manage', description: 'Read and set roles; the Roles navigation entry' },
     { name: TOKEN_MANAGE, description: 'List and revoke any personal access token of the tenant, not only your own' },
@@ -60,8 +62,6 @@ export const authModule = defineModule({
     ],
     resourcePages: false,
   },
-  // The framework's opening statement reads sessions and roles (framework/access/identity-tables.ts).
-  // And personal access tokens on bearer requests (access_tokens), whose failures it counts here.
-  identityTables: ['roles', 'sessions', 'access_tokens'],
+  // Failed personal access token attempts (bearer requests) count with failed sign-ins.
   bearerAttempts,
 });

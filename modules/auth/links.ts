@@ -1,5 +1,4 @@
-import type { TxContext } from '../../framework/context/tx.ts';
-import type { Services } from '../../framework/services.ts';
+import type { Services, TxContext } from '../../framework/entity/define.ts';
 import { tenantUrl } from '../../framework/tenancy/tenant-url.ts';
 
 /** Where the set-password page lives on every tenant host. */

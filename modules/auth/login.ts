@@ -2,8 +2,8 @@ import Type from 'typebox';
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { defineRoute } from '../../framework/entity/define.ts';
-import { openSession, setSessionCookie } from '../../framework/access/sessions.ts';
-import { hashSecret, sessionCookie } from '../../framework/access/session-cookie.ts';
+import { endSession, openSession, setSessionCookie } from '../../framework/access/sessions.ts';
+import { sessionCookie } from '../../framework/access/session-cookie.ts';
 import { problem } from '../../framework/errors.ts';
 import { verifyPassword, PASSWORD_MAX_LENGTH } from '../user/passwords.ts';
 import { IdentitySchema, loadIdentity, type Identity } from './identity.ts';
@@ -13,7 +13,7 @@ import { usersService } from '../user/users-service.ts';
 import { safeNextPath } from '../../framework/access/next-path.ts';
 import { renderLoginPage } from '../../framework/admin/login.ts';
 import { ProblemError } from '../../framework/errors.ts';
-import type { Services } from '../../framework/services.ts';
+import type { Services } from '../../framework/entity/define.ts';
 import './auth-tables.ts';
 
 const credentials = () => problem('ErrCredentials', 'The address or the password is wrong');
@@ -136,7 +136,7 @@ async function signIn({ body, request, reply, services }: LoginContext): Promise
         // Verify even when there is nothing to verify against, so every refusal costs the same.
         const matches = await verifyPassword(services.passwordVerifier, user?.passwordHash, body.password);
         if (!user || !matches || user.status !== 'active') throw credentials();
-        if (previous) await ctx.db.deleteFrom('sessions').where('id_hash', '=', hashSecret(previous)).execute();
+        if (previous) await endSession(ctx, previous);
         const rawId = await openSession(ctx, user.id, request);
         ctx.publish('auth.logged_in', { method: 'password', userId: user.id });
         const identity = await loadIdentity(ctx, user.id);

@@ -1,6 +1,6 @@
 import Type from 'typebox';
 import { defineRoute } from '../../framework/entity/define.ts';
-import { clearSessionCookie, endSessions } from '../../framework/access/sessions.ts';
+import { clearSessionCookie, endSession, endSessions } from '../../framework/access/sessions.ts';
 import { endCredentialsOf } from '../../framework/access/credentials.ts';
 import { hashSecret, sessionCookie } from '../../framework/access/session-cookie.ts';
 import { problem } from '../../framework/errors.ts';
@@ -175,8 +175,7 @@ export const resetPasswordRoute = defineRoute({
         // Every session and personal access token of the person: whoever took one before the reset loses it.
         await endCredentialsOf(ctx, redeemed.userId);
         // The caller's own session goes too, even when it belongs to somebody else on this browser.
-        if (callerSession)
-          await ctx.db.deleteFrom('sessions').where('id_hash', '=', hashSecret(callerSession)).execute();
+        if (callerSession) await endSession(ctx, callerSession);
         ctx.publish('auth.password_reset', { userId: redeemed.userId });
         // Stores the hash, makes an invited user active and publishes user.password_set.
         await usersService.setPasswordHash(ctx, redeemed.userId, hash, { activate: true });

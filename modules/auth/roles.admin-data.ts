@@ -1,5 +1,4 @@
-import type { TenantRef } from '../../framework/context/tenant.ts';
-import type { Registry } from '../../framework/entity/registry.ts';
+import type { ModuleRegistry as Registry, TenantRef } from '../../framework/entity/define.ts';
 import type { FieldError } from '../../framework/errors.ts';
 
 /** The wildcard: every permission, present and future. */

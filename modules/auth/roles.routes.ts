@@ -1,7 +1,6 @@
 import Type from 'typebox';
 import { defineRoute } from '../../framework/entity/define.ts';
-import type { Registry } from '../../framework/entity/registry.ts';
-import type { TenantRef } from '../../framework/context/tenant.ts';
+import type { ModuleRegistry as Registry, TenantRef, TxContext } from '../../framework/entity/define.ts';
 import { notFound, problem } from '../../framework/errors.ts';
 import {
   KeysetPager,
@@ -10,7 +9,6 @@ import {
   type Page,
   type PageQuery,
 } from '../../framework/operations/paging.ts';
-import type { TxContext } from '../../framework/context/tx.ts';
 import { usersService } from '../user/users-service.ts';
 import { WILDCARD } from '../../framework/access/roles.ts';
 import { refuseTokenCaller } from '../../framework/access/credentials.ts';

@@ -1,6 +1,6 @@
 import { defineRoute } from '../../framework/entity/define.ts';
-import { clearSessionCookie } from '../../framework/access/sessions.ts';
-import { hashSecret, sessionCookie } from '../../framework/access/session-cookie.ts';
+import { clearSessionCookie, endSession } from '../../framework/access/sessions.ts';
+import { sessionCookie } from '../../framework/access/session-cookie.ts';
 import { problem } from '../../framework/errors.ts';
 import { IdentitySchema, loadIdentity } from './identity.ts';
 import { NoContent } from './schemas.ts';
@@ -22,7 +22,7 @@ export const logoutRoute = defineRoute({
   async handler({ tx, request, reply, services }) {
     const rawId = request.cookies[sessionCookie(services.config).name];
     // Also removes a row the cookie names that no longer counts as a session (expired, or its user deactivated).
-    if (rawId) await tx.db.deleteFrom('sessions').where('id_hash', '=', hashSecret(rawId)).execute();
+    if (rawId) await endSession(tx, rawId);
     if (tx.session) tx.publish('auth.logged_out', { userId: tx.session.userId });
     clearSessionCookie(reply, services.config);
     reply.code(204);

@@ -1,5 +1,5 @@
 import { randomBytes } from 'node:crypto';
-import type { TxContext } from '../../framework/context/tx.ts';
+import type { TxContext } from '../../framework/entity/define.ts';
 import { hashSecret } from '../../framework/access/session-cookie.ts';
 import './auth-tables.ts';
 

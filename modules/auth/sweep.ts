@@ -1,7 +1,5 @@
-import type { JobDefinition } from '../../framework/entity/define.ts';
-import type { Services } from '../../framework/services.ts';
-import type { TenantRef } from '../../framework/context/tenant.ts';
-import type { TxContext } from '../../framework/context/tx.ts';
+import type { JobDefinition, Services, TenantRef, TxContext } from '../../framework/entity/define.ts';
+import { purgeExpiredSessions } from '../../framework/access/sessions.ts';
 import { purgeAttempts } from './throttle.ts';
 import { purgeExpiredTokens } from './tokens.ts';
 import './auth-tables.ts';
@@ -22,15 +20,8 @@ export interface TenantSweep {
 // (the subquery picks the rows, since DELETE takes no LIMIT) and answers how many went.
 const deletedRows = (result: { numDeletedRows: bigint }): number => Number(result.numDeletedRows);
 
-const expiredSessions = async (ctx: TxContext): Promise<number> =>
-  deletedRows(
-    await ctx.db
-      .deleteFrom('sessions')
-      .where('id', 'in', (eb) =>
-        eb.selectFrom('sessions').select('id').where('expires_at', '<=', ctx.now).limit(SWEEP_BATCH),
-      )
-      .executeTakeFirstOrThrow(),
-  );
+// Sessions are the framework's identity table: it sweeps them when asked.
+const expiredSessions = (ctx: TxContext): Promise<number> => purgeExpiredSessions(ctx, SWEEP_BATCH);
 
 // Spent (used) tokens and pending ones past their expiry are both dead.
 const deadTokens = async (ctx: TxContext): Promise<number> =>

@@ -1,10 +1,11 @@
-import type { TxContext } from '../../framework/context/tx.ts';
+import type { TxContext } from '../../framework/entity/define.ts';
 import type { Db } from '../../framework/db/pool.ts';
 import { hashSecret } from '../../framework/access/session-cookie.ts';
 import { problem } from '../../framework/errors.ts';
+import type { AttemptKind } from './auth-tables.ts';
 import './auth-tables.ts';
 
-export type AttemptKind = 'login' | 'forgot' | 'reset';
+export type { AttemptKind } from './auth-tables.ts';
 
 /**
  * Sliding windows, counted per client address in PostgreSQL so every replica shares them.

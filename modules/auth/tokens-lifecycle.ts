@@ -1,7 +1,6 @@
 import type { FastifyReply } from 'fastify';
-import type { SubscriptionDefinition } from '../../framework/entity/define.ts';
+import type { SubscriptionDefinition, TxContext } from '../../framework/entity/define.ts';
 import type { BearerAttemptLimit } from '../../framework/access/bearer.ts';
-import type { TxContext } from '../../framework/context/tx.ts';
 import { isUuid } from '../../framework/operations/entity-ops.ts';
 import { THROTTLE, attemptsFrom, recordAttempt } from './throttle.ts';
 import { tooManyAttempts } from './login.ts';

@@ -1,29 +1,12 @@
-import type { Generated } from 'kysely';
-import { declareUniqueKeys } from '../../framework/db/unique-keys.ts';
-
 /**
- * access_tokens (migrations/auth/0005_access_tokens.sql), column for column, for kysely's typed
- * builder: the personal access tokens. The framework reads it too, in a bearer request's opening
- * statement (framework/access/identity-tables.ts).
+ * access_tokens is the framework's identity table (migrations/framework/0013_identity.sql,
+ * framework/contracts/database.ts); the auth module adds the name a person gave a token
+ * (migrations/auth/0006_token_names.sql), for kysely's typed builder.
  */
-export interface AccessTokensTable {
-  id: Generated<string>;
-  tenant_id: Generated<string>;
-  user_id: string;
-  name: string;
-  token_hash: Buffer;
-  permissions: Generated<string[]>;
-  created_at: Generated<Date>;
-  expires_at: Date;
-  last_used_at: Date | null;
-}
-
-declare module '../../framework/db/types.ts' {
-  interface Database {
-    access_tokens: AccessTokensTable;
+declare module '../../framework/contracts/database.ts' {
+  interface AccessTokensTable {
+    name: string;
   }
 }
 
-declareUniqueKeys({
-  access_tokens_tenant_id_token_hash_key: { fields: [], detail: 'This access token exists already' },
-});
+export {};

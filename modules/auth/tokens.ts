@@ -1,6 +1,5 @@
 import { randomBytes } from 'node:crypto';
-import type { TxContext } from '../../framework/context/tx.ts';
-import type { Registry } from '../../framework/entity/registry.ts';
+import type { ModuleRegistry as Registry, TxContext } from '../../framework/entity/define.ts';
 import { ACCESS_TOKEN_PREFIX } from '../../framework/access/bearer.ts';
 import { hashSecret } from '../../framework/access/session-cookie.ts';
 import { notFound, problem } from '../../framework/errors.ts';

@@ -54,7 +54,7 @@ interface SubscriptionRow {
 }
 
 const route = (site: AdminSite, operationId: string) => {
-  const found = apiRoute(site.services.registry, operationId);
+  const found = apiRoute(site.services, operationId);
   if (!found) throw new Error(`the billing pages need the API route ${operationId}`);
   return found;
 };

@@ -1,4 +1,4 @@
-import type { TxContext } from '../../framework/context/tx.ts';
+import type { TxContext } from '../../framework/entity/define.ts';
 import type { ChargeOutcome } from './tables.ts';
 import './unique-keys.ts';
 

@@ -4,6 +4,7 @@ import { subscription } from './subscription.entity.ts';
 import { renewJob } from './renewal.ts';
 import './tables.ts';
 import { registerBillingPages, SUBSCRIPTION_PAGE } from './billing.admin.ts';
+import { billingProblems } from './problems.ts';
 
 /**
  * Billing: the operator's price list (plans, global), one subscription per tenant (a singleton
@@ -13,6 +14,7 @@ import { registerBillingPages, SUBSCRIPTION_PAGE } from './billing.admin.ts';
 export const billingModule = defineModule({
   name: 'billing',
   description: 'The price list, one subscription per tenant, renewal and dunning',
+  problems: billingProblems,
   permissions: [
     { name: 'billing:read', description: "Read the price list and the tenant's subscription" },
     { name: 'billing:manage', description: "Subscribe, change plan and cancel the tenant's subscription" },

@@ -47,29 +47,6 @@ export const plan = defineEntity({
       description: 'Gates new subscriptions, not existence: subscribers of an inactive plan keep renewing.',
     }),
   },
-  fieldText: {
-    code: {
-      label: 'Code',
-      hint: 'A short name for the plan used by other systems, like team-monthly. Unique among the plans.',
-      messages: {
-        pattern:
-          'Use up to 50 lowercase letters, digits and hyphens, starting with a letter or digit, like team-monthly.',
-      },
-    },
-    name: { label: 'Name', hint: 'The plan’s name customers see, like Team.' },
-    price: {
-      label: 'Price',
-      hint: 'What one period costs, in cents (or the currency’s smallest unit): 900 is 9.00 EUR.',
-    },
-    currency: {
-      label: 'Currency',
-      hint: 'The three-letter currency, like EUR, USD or JPY.',
-      messages: { pattern: 'Use a three-letter currency in capitals, like EUR.' },
-    },
-    interval: { label: 'Billed every', hint: 'A month or a year.' },
-    features: { label: 'Features', hint: 'What the plan includes, as customers read it.' },
-    active: { label: 'On offer', hint: 'Only plans on offer can be chosen. Customers already on a plan keep it.' },
-  },
   permissions: { read: 'billing:read', write: 'billing:catalog' },
   sortable: ['code', 'name', 'price'],
   storage: { unique: ['code'] },
@@ -85,5 +62,32 @@ export const plan = defineEntity({
     },
   },
   // The price reads as one amount in its currency ("€9.00"), so the currency needs no column of its own.
-  admin: { title: 'name', columns: ['code', 'name', 'price', 'interval', 'active'], money: { price: 'currency' } },
+  admin: {
+    title: 'name',
+    columns: ['code', 'name', 'price', 'interval', 'active'],
+    money: { price: 'currency' },
+    fieldText: {
+      code: {
+        label: 'Code',
+        hint: 'A short name for the plan used by other systems, like team-monthly. Unique among the plans.',
+        messages: {
+          pattern:
+            'Use up to 50 lowercase letters, digits and hyphens, starting with a letter or digit, like team-monthly.',
+        },
+      },
+      name: { label: 'Name', hint: 'The plan’s name customers see, like Team.' },
+      price: {
+        label: 'Price',
+        hint: 'What one period costs, in cents (or the currency’s smallest unit): 900 is 9.00 EUR.',
+      },
+      currency: {
+        label: 'Currency',
+        hint: 'The three-letter currency, like EUR, USD or JPY.',
+        messages: { pattern: 'Use a three-letter currency in capitals, like EUR.' },
+      },
+      interval: { label: 'Billed every', hint: 'A month or a year.' },
+      features: { label: 'Features', hint: 'What the plan includes, as customers read it.' },
+      active: { label: 'On offer', hint: 'Only plans on offer can be chosen. Customers already on a plan keep it.' },
+    },
+  },
 });

@@ -1,4 +1,4 @@
-import type { TxContext } from '../../framework/context/tx.ts';
+import type { TxContext } from '../../framework/entity/define.ts';
 import { problem } from '../../framework/errors.ts';
 
 /** A live plan by id, or a 422 naming the field: an unknown plan cannot be subscribed to. */

@@ -1,4 +1,4 @@
-import type { Services } from '../../framework/services.ts';
+import type { Services } from '../../framework/entity/define.ts';
 import type { ChargeOutcome } from './tables.ts';
 
 export interface ChargeRequest {

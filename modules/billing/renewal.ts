@@ -1,5 +1,4 @@
-import type { JobContext, JobDefinition } from '../../framework/entity/define.ts';
-import type { TxContext } from '../../framework/context/tx.ts';
+import type { JobContext, JobDefinition, TxContext } from '../../framework/entity/define.ts';
 import { chargeKey, recordPending, recordReceipt, type OwedCharge } from './charges.ts';
 import { graceOver, periodEnd } from './periods.ts';
 import { renewalPlan } from './plans.ts';

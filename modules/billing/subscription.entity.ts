@@ -5,7 +5,7 @@ import {
   type CommandPrepareContext,
   type EntityRow,
 } from '../../framework/entity/define.ts';
-import type { TxContext } from '../../framework/context/tx.ts';
+import type { TxContext } from '../../framework/entity/define.ts';
 import { problem } from '../../framework/errors.ts';
 import { subscriptionFields, type SubscriptionFields, subscriptionFieldText } from './subscription.fields.ts';
 import { livePlan } from './plans.ts';
@@ -245,7 +245,6 @@ export const subscription = defineEntity({
   description: "The tenant's subscription: one per tenant, written only by subscribe, cancel and the renewal job.",
   singleton: true,
   fields: subscriptionFields,
-  fieldText: subscriptionFieldText,
   commandOwned: {
     planId: 'subscribe',
     pendingPlanId: 'subscribe',
@@ -263,24 +262,12 @@ export const subscription = defineEntity({
   },
   permissions: { read: 'billing:read', write: 'billing:manage' },
   storage: { references: { planId: 'plans', pendingPlanId: 'plans' } },
-  references: { planId: 'billing.plan', pendingPlanId: 'billing.plan' },
   commands: { subscribe, cancel },
-  // The conformance suite subscribes to a free plan of its own.
-  async sampleCommand(ctx, name, n) {
-    if (name !== 'subscribe') return {};
-    const created = await ctx.db
-      .insertInto('plans')
-      .values({
-        code: `conformance-${n}-${ctx.tenant.id.slice(0, 8)}`,
-        name: `Conformance ${n}`,
-        price: 0,
-        currency: 'EUR',
-        interval: 'month',
-        active: true,
-      })
-      .returning('id')
-      .executeTakeFirstOrThrow();
-    return { planId: created.id };
+  admin: {
+    title: 'status',
+    columns: ['status', 'planId', 'periodEnd', 'price'],
+    references: { planId: 'billing.plan', pendingPlanId: 'billing.plan' },
+    fieldText: subscriptionFieldText,
+    money: { price: 'currency' },
   },
-  admin: { title: 'status', columns: ['status', 'planId', 'periodEnd', 'price'], money: { price: 'currency' } },
 });

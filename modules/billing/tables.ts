@@ -42,7 +42,7 @@ export interface BillingSandboxChargesTable {
   created_at: Generated<Date>;
 }
 
-declare module '../../framework/db/types.ts' {
+declare module '../../framework/contracts/database.ts' {
   interface Database {
     plans: PlansTable;
     subscriptions: SubscriptionsTable;

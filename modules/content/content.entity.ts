@@ -16,8 +16,6 @@ export const content = defineEntity({
   label: 'Content',
   description: 'Markdown pages and posts with a draft, published and archived lifecycle.',
   fields: contentFields,
-  fieldText: contentFieldText,
-  references: { author: 'user.user' },
   states: { field: 'status', refusal: 'INVALID_STATE' },
   commandOwned: { status: ['publish', 'unpublish', 'archive'], publishedAt: ['publish', 'unpublish'] },
   readOnly: ['author'],
@@ -63,5 +61,7 @@ export const content = defineEntity({
     // People write pages and posts; "Content" (the API's label) made "Contents" and "1 content".
     label: 'Page or post',
     labelPlural: 'Pages and posts',
+    references: { author: 'user.user' },
+    fieldText: contentFieldText,
   },
 });

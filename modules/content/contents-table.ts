@@ -4,7 +4,7 @@ import type { ContentFields } from './content.fields.ts';
 /** The contents table (migrations/content), for typed queries outside the generic operations: derived from the fields. */
 export type ContentsTable = EntityTable<ContentFields>;
 
-declare module '../../framework/db/types.ts' {
+declare module '../../framework/contracts/database.ts' {
   interface Database {
     contents: ContentsTable;
   }

@@ -1,10 +1,12 @@
 import { defineModule, entity } from '../../framework/entity/define.ts';
 import { content } from './content.entity.ts';
+import { contentProblems } from './problems.ts';
 
 /** Markdown pages and posts, their lifecycle, and the public page by slug (docs/content.md). */
 export const contentModule = defineModule({
   name: 'content',
   description: 'Pages and posts in Markdown with a draft, published, archived lifecycle',
+  problems: contentProblems,
   permissions: [
     { name: 'content:read', description: 'List and read pages and posts; the Pages and posts navigation entry' },
     {

@@ -16,7 +16,7 @@ export interface FilesTable {
   created_at: Generated<Date>;
 }
 
-declare module '../../framework/db/types.ts' {
+declare module '../../framework/contracts/database.ts' {
   interface Database {
     files: FilesTable;
   }

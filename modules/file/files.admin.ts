@@ -53,7 +53,7 @@ const fileHref = (id: string, suffix = '') => `${FILES_PAGE}/${encodeURIComponen
  */
 export function registerFilePages(site: AdminSite): void {
   const route = (operationId: string) => {
-    const found = apiRoute(site.services.registry, operationId);
+    const found = apiRoute(site.services, operationId);
     if (!found) throw new Error(`the file pages need the API route ${operationId}`);
     return found;
   };
@@ -61,7 +61,7 @@ export function registerFilePages(site: AdminSite): void {
   const read = route('file-file-read') as RouteDefinition;
   const upload = route('file-file-upload') as NoTxRouteDefinition;
   const remove = route('file-file-delete') as RouteDefinition;
-  const userRead = apiRoute(site.services.registry, 'user-user-read') as RouteDefinition | undefined;
+  const userRead = apiRoute(site.services, 'user-user-read') as RouteDefinition | undefined;
 
   registerAdminPage(site, {
     path: FILES_PAGE,

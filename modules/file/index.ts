@@ -4,11 +4,13 @@ import { fileRoutes } from './routes.ts';
 import { blobRemoval } from './blob-removal.ts';
 import { fileReconcile } from './reconcile.ts';
 import { FILES_PAGE, registerFilePages } from './files.admin.ts';
+import { fileProblems } from './problems.ts';
 
 /** Uploaded blobs with a record per file (docs/files.md). */
 export const fileModule = defineModule({
   name: 'file',
   description: 'Uploaded blobs with a record per file',
+  problems: fileProblems,
   permissions: [
     { name: 'file:read', description: 'List and read file records, download their bytes' },
     { name: 'file:manage', description: 'Upload and delete files' },

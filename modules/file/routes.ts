@@ -5,14 +5,13 @@ import { problemResponse } from '../../framework/openapi/problem-schema.ts';
 import { KeysetPager, pageQuerySchema, pageSchema, type PageQuery } from '../../framework/operations/paging.ts';
 import { ANY_MEDIA_TYPE, streamFrom, streamResponses } from '../../framework/http/stream.ts';
 import type { FastifyReply, FastifyRequest } from 'fastify';
-import type { Services } from '../../framework/services.ts';
+import type { Config, Services } from '../../framework/entity/define.ts';
 import { blobStoreFor, type ByteRange } from '../../framework/storage/index.ts';
 import { answer } from '../../framework/http/entity-route-parts.ts';
 import { FileRecord, toRecord, Visibility, type FileRow } from './files-table.ts';
 import { ENVELOPE_BYTES, uploadFile } from './upload.ts';
 import { contentDisposition } from './names.ts';
 import { isRenderable } from './sniff.ts';
-import type { Config } from '../../framework/config/schema.ts';
 
 const Id = Type.Object({ id: Type.String({ format: 'uuid' }) });
 

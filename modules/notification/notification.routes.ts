@@ -3,7 +3,7 @@ import { defineRoute, type AnyRoute } from '../../framework/entity/define.ts';
 import { notFound } from '../../framework/errors.ts';
 import { isUuid } from '../../framework/operations/entity-ops.ts';
 import { KeysetPager, pageQuerySchema, pageSchema, type PageQuery } from '../../framework/operations/paging.ts';
-import type { TxContext } from '../../framework/context/tx.ts';
+import type { TxContext } from '../../framework/entity/define.ts';
 import './notifications-table.ts';
 import { answer } from '../../framework/http/entity-route-parts.ts';
 

@@ -12,7 +12,7 @@ export interface NotificationsTable {
   created_at: Generated<Date>;
 }
 
-declare module '../../framework/db/types.ts' {
+declare module '../../framework/contracts/database.ts' {
   interface Database {
     notifications: NotificationsTable;
   }

@@ -44,7 +44,7 @@ const localLink = (link: string): string | null =>
  */
 export function registerNotificationPages(site: AdminSite): void {
   const route = (operationId: string) => {
-    const found = apiRoute(site.services.registry, operationId) as RouteDefinition | undefined;
+    const found = apiRoute(site.services, operationId) as RouteDefinition | undefined;
     if (!found) throw new Error(`the notification pages need the API route ${operationId}`);
     return found;
   };

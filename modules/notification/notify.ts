@@ -1,4 +1,4 @@
-import type { TxContext } from '../../framework/context/tx.ts';
+import type { TxContext } from '../../framework/entity/define.ts';
 import { problem } from '../../framework/errors.ts';
 import { isUuid } from '../../framework/operations/entity-ops.ts';
 import { usersService } from '../user/users-service.ts';

@@ -1,6 +1,5 @@
 import './tasks-table.ts';
-import type { JobDefinition } from '../../framework/entity/define.ts';
-import type { TxContext } from '../../framework/context/tx.ts';
+import type { JobDefinition, TxContext } from '../../framework/entity/define.ts';
 
 /** Rows marked per transaction (the spec's sweep batch). */
 export const SWEEP_BATCH = 1000;

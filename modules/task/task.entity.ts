@@ -132,8 +132,6 @@ export const task = defineEntity({
   name: 'task',
   description: `Work items with a deadline, an assignee and a recorded SLA breach. ${STATUS_GRAPH}`,
   fields: taskFields,
-  fieldText: taskFieldText,
-  references: { assigneeId: 'user.user' },
   searchable: ['title'],
   states: {
     field: 'status',
@@ -178,6 +176,8 @@ export const task = defineEntity({
   admin: {
     title: 'title',
     columns: ['title', 'status', 'priority', 'deadline', 'assigneeId', 'slaBreached'],
+    references: { assigneeId: 'user.user' },
+    fieldText: taskFieldText,
     // Lists mark a task whose deadline has passed while it is still to be done.
     overdue: { field: 'deadline', except: FINISHED },
   },

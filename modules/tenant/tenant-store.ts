@@ -1,6 +1,5 @@
 import { jsonArrayFrom } from 'kysely/helpers/postgres';
-import type { TxContext } from '../../framework/context/tx.ts';
-import type { TenantRef } from '../../framework/context/tenant.ts';
+import type { TenantRef, TxContext } from '../../framework/entity/define.ts';
 import { isUuid } from '../../framework/operations/entity-ops.ts';
 import { KeysetPager, type Page, type PageQuery } from '../../framework/operations/paging.ts';
 import { notFound } from '../../framework/errors.ts';

@@ -1,4 +1,4 @@
-import type { TxContext } from '../../framework/context/tx.ts';
+import type { TxContext } from '../../framework/entity/define.ts';
 import type { Page, PageQuery } from '../../framework/operations/paging.ts';
 import { publicOrigin } from '../../framework/config/rules.ts';
 import { listTenants, type TenantView } from './tenant-store.ts';

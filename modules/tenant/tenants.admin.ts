@@ -110,7 +110,7 @@ function bodyOf(
  */
 export function registerTenantSwitcher(site: AdminSite): void {
   const route = (operationId: string): RouteDefinition => {
-    const found: AnyRoute | undefined = apiRoute(site.services.registry, operationId);
+    const found: AnyRoute | undefined = apiRoute(site.services, operationId);
     // Every tenant route runs in the operator's transaction, which the page shares.
     if (!found || found.transaction === 'none')
       throw new Error(`the tenants page needs the API route ${operationId}, run in a transaction`);

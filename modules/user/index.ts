@@ -2,10 +2,13 @@ import { defineModule, entity } from '../../framework/entity/define.ts';
 import { user } from './user.entity.ts';
 import { invitationRoute } from './invitation.routes.ts';
 import './users-table.ts';
+import { userProblems } from './problems.ts';
+import { adminPerson } from './admin-person.ts';
 
 export const userModule = defineModule({
   name: 'user',
   description: 'People in a tenant, with a status and roles',
+  problems: userProblems,
   permissions: [
     { name: 'user:read', description: 'User list and reads; the Users navigation entry' },
     {
@@ -26,10 +29,10 @@ export const userModule = defineModule({
   entities: [entity(user)],
   // user.invited is mailed by the sign-in area (modules/auth/invitation-mail.ts): it owns set-password links.
   routes: [invitationRoute],
+  // The admin header names the signed-in person by the name and address this module keeps.
+  adminPerson,
   admin: {
     label: 'Users',
     sidebar: [{ label: 'Users', path: '/admin/user/users', order: 10 }],
   },
-  // The framework's opening statement reads the signed-in user (framework/access/identity-tables.ts).
-  identityTables: ['users'],
 });

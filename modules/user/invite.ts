@@ -1,5 +1,4 @@
-import type { TxContext } from '../../framework/context/tx.ts';
-import type { EntityRow } from '../../framework/entity/define.ts';
+import type { EntityRow, TxContext } from '../../framework/entity/define.ts';
 import { problem } from '../../framework/errors.ts';
 import type { UserFields } from './user.fields.ts';
 import { checkedRoles } from './roles.ts';

@@ -1,4 +1,4 @@
-import type { TxContext } from '../../framework/context/tx.ts';
+import type { TxContext } from '../../framework/entity/define.ts';
 import { problem } from '../../framework/errors.ts';
 import { roleDirectory } from '../../framework/access/roles.ts';
 import { refuseTokenCaller } from '../../framework/access/credentials.ts';

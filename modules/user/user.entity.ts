@@ -15,7 +15,6 @@ export const user = defineEntity({
   label: 'User',
   description: 'People in a tenant, with a status and roles.',
   fields: userFields,
-  fieldText: userFieldText,
   // Both commands write status: deactivate (→ deactivated) and set-password (invited → active).
   // deactivate comes first, so the refusal's `route` stays what it was before set-password was named.
   commandOwned: { status: ['deactivate', 'set-password'], roles: 'roles' },
@@ -43,5 +42,5 @@ export const user = defineEntity({
   searchable: ['email', 'displayName'],
   // The password hash is a column but no field: no response, screen or event carries it.
   storage: { unique: [{ field: 'email', lowerCase: true }], columns: { password_hash: 'text' } },
-  admin: { title: 'email', columns: ['email', 'displayName', 'status', 'roles'] },
+  admin: { title: 'email', columns: ['email', 'displayName', 'status', 'roles'], fieldText: userFieldText },
 });

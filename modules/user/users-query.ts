@@ -1,4 +1,4 @@
-import type { TxContext } from '../../framework/context/tx.ts';
+import type { TxContext } from '../../framework/entity/define.ts';
 import './users-table.ts';
 
 /** A user row as the API shows it: the entity's fields and system columns, never the hash. */

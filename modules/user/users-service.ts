@@ -1,4 +1,4 @@
-import type { TxContext } from '../../framework/context/tx.ts';
+import type { TxContext } from '../../framework/entity/define.ts';
 import { problem } from '../../framework/errors.ts';
 import { refuseTokenCaller } from '../../framework/access/credentials.ts';
 import { findUserByEmail, inviteUser, type Invitation, type InviteOptions, type UserRow } from './invite.ts';

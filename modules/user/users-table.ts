@@ -5,13 +5,15 @@ import type { UserFields } from './user.fields.ts';
 export type UserStatus = Static<UserFields['status']>;
 
 /**
- * The users table (migrations/user), for typed queries outside the generic operations: derived
- * from the fields, plus the password hash, a column (storage.columns) that is no field.
+ * What the user module adds to the framework's users table (its core: id, tenant_id, roles and the
+ * timestamps; migrations/framework/0013_identity.sql), for typed queries outside the generic
+ * operations: the entity's own columns, derived from its fields, the statuses it defines, and the
+ * password hash, a column (storage.columns) that is no field (migrations/user/0004_people_columns.sql).
  */
-export type UsersTable = EntityTable<UserFields> & { password_hash: string | null };
+export type UserColumns = Pick<EntityTable<UserFields>, 'email' | 'display_name' | 'status'> & {
+  password_hash: string | null;
+};
 
-declare module '../../framework/db/types.ts' {
-  interface Database {
-    users: UsersTable;
-  }
+declare module '../../framework/contracts/database.ts' {
+  interface UsersTable extends UserColumns {}
 }

@@ -1,6 +1,6 @@
 import Type from 'typebox';
 import { defineRoute, type AnyRoute, type JobDefinition } from '../../framework/entity/define.ts';
-import type { TxContext } from '../../framework/context/tx.ts';
+import type { TxContext } from '../../framework/entity/define.ts';
 import { KeysetPager, pageQuerySchema, pageSchema, type PageQuery } from '../../framework/operations/paging.ts';
 import './webhook-tables.ts';
 import { StringEnum } from '../../framework/entity/string-enum.ts';

@@ -1,11 +1,9 @@
-import type { QueueDefinition } from '../../framework/entity/define.ts';
-import type { Services } from '../../framework/services.ts';
+import type { QueueDefinition, Services, TxContext } from '../../framework/entity/define.ts';
 import { tenantById } from '../../framework/context/tenant-lookup.ts';
 import { send, type Attempt } from './send.ts';
 import { policyOf } from './target-url.ts';
 import { signatureHeader } from './signing.ts';
 import { DELIVERY_QUEUE } from './webhook-events.ts';
-import type { TxContext } from '../../framework/context/tx.ts';
 import { notify } from '../notification/notify.ts';
 import { usersService } from '../user/users-service.ts';
 import './webhook-tables.ts';

@@ -2,8 +2,7 @@ import Type from 'typebox';
 import './webhook-tables.ts';
 import { defineCommand, defineEntity, Secret } from '../../framework/entity/define.ts';
 import { problem } from '../../framework/errors.ts';
-import type { TxContext } from '../../framework/context/tx.ts';
-import type { Config } from '../../framework/config/schema.ts';
+import type { Config, TxContext } from '../../framework/entity/define.ts';
 import { policyOf, urlRefusal } from './target-url.ts';
 import { endpointFieldText, endpointFields } from './endpoint.fields.ts';
 import { generateSecret } from './signing.ts';
@@ -178,12 +177,10 @@ const sendAgain = command({
 export const endpoint = defineEntity({
   module: 'webhook',
   name: 'endpoint',
-  table: 'webhook_endpoints',
   label: 'Webhook endpoint',
   description:
     'A URL that receives the tenant’s events, signed per the Standard Webhooks specification. The signing secret is made by the service and answered once, as signingSecret, by the create and by rotate-secret. A tenant has at most webhooks.max_endpoints_per_tenant live endpoints (20 unless configured): a create past it is 409 LIMIT_REACHED, with the limit in the problem’s limit member.',
   fields: endpointFields,
-  fieldText: endpointFieldText,
   computed: {
     signingSecret: Secret(
       Type.Union([Type.String(), Type.Null()], {
@@ -196,16 +193,13 @@ export const endpoint = defineEntity({
         'Only in the answer of send-test-event: the id the test delivery’s first attempt takes in the delivery log (GET /api/v1/webhook/deliveries, once it has ended; send-again takes it). Null in every other answer.',
     }),
   },
-  // The secret is in the create's and rotate-secret's answers only: the shell shows it there, once.
-  shownOnce: ['signingSecret'],
-  // The events a person ticks: the declared ones, grouped by module, and "*" for all of them.
-  choices: { events: { from: 'events', all: { value: ALL_EVENTS, label: 'All events, also kinds added later' } } },
   permissions: { read: 'webhook:manage', write: 'webhook:manage' },
   createProblems: {
     409: 'The tenant already has webhooks.max_endpoints_per_tenant live endpoints (LIMIT_REACHED; the problem’s limit member gives the number)',
   },
   sortable: ['url'],
   storage: {
+    table: 'webhook_endpoints',
     columns: {
       secret: 'text',
       previous_secret: 'text',
@@ -230,5 +224,13 @@ export const endpoint = defineEntity({
       return { ...row, signingSecret: shown?.signingSecret ?? null, deliveryId: shown?.deliveryId ?? null };
     },
   },
-  admin: { title: 'url', columns: ['url', 'description', 'events', 'active'] },
+  admin: {
+    title: 'url',
+    columns: ['url', 'description', 'events', 'active'],
+    // The events a person ticks: the declared ones, grouped by module, and "*" for all of them.
+    choices: { events: { from: 'events', all: { value: ALL_EVENTS, label: 'All events, also kinds added later' } } },
+    // The secret is in the create's and rotate-secret's answers only: the shell shows it there, once.
+    shownOnce: ['signingSecret'],
+    fieldText: endpointFieldText,
+  },
 });

@@ -1,6 +1,6 @@
 import Type from 'typebox';
 import { defineRoute, type AnyRoute } from '../../framework/entity/define.ts';
-import type { Registry } from '../../framework/entity/registry.ts';
+import type { ModuleRegistry as Registry } from '../../framework/entity/define.ts';
 import { resourceEvents } from '../../framework/catalog/catalog.ts';
 
 const EventItem = Type.Object(

@@ -1,5 +1,4 @@
-import type { SubscriptionDefinition, SubscriptionJobs } from '../../framework/entity/define.ts';
-import type { TxContext } from '../../framework/context/tx.ts';
+import type { SubscriptionDefinition, SubscriptionJobs, TxContext } from '../../framework/entity/define.ts';
 import { isUuid } from '../../framework/operations/entity-ops.ts';
 import { uuidv7 } from '../../framework/db/uuidv7.ts';
 import { ALL_EVENTS, DELIVERY_QUEUE, REDELIVERY_REQUESTED, TEST_EVENT_TYPE, TEST_REQUESTED } from './webhook-events.ts';

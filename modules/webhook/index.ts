@@ -6,6 +6,7 @@ import { deliveryLogPurge, deliveryLogRoutes } from './delivery-log.ts';
 import { registerDeliveryLogPage } from './deliveries.admin.ts';
 import { eventListRoutes } from './event-list.ts';
 import { REDELIVERY_REQUESTED, SECRET_ROTATED, TEST_REQUESTED } from './webhook-events.ts';
+import { webhookProblems } from './problems.ts';
 
 /**
  * Outgoing webhooks (docs/webhooks.md): a tenant's endpoints receive its events, signed per the
@@ -15,6 +16,7 @@ import { REDELIVERY_REQUESTED, SECRET_ROTATED, TEST_REQUESTED } from './webhook-
 export const webhookModule = defineModule({
   name: 'webhook',
   description: 'Outgoing webhooks: the tenant’s events pushed to its own URLs, signed, retried and logged',
+  problems: webhookProblems,
   permissions: [
     {
       name: 'webhook:manage',

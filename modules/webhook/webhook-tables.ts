@@ -33,7 +33,7 @@ export interface WebhookDeliveriesTable {
   created_at: Generated<Date>;
 }
 
-declare module '../../framework/db/types.ts' {
+declare module '../../framework/contracts/database.ts' {
   interface Database {
     webhook_endpoints: WebhookEndpointsTable;
     webhook_deliveries: WebhookDeliveriesTable;

@@ -17,10 +17,14 @@ export const SCENARIOS = [
   'webhooks',
   'tenants',
   'metrics-cost',
+  'prepared-statements',
 ] as const;
 export type ScenarioGroup = (typeof SCENARIOS)[number];
-/** Groups a run without --only leaves out: the tenants scenario seeds 10,000 tenants and takes its own time. */
-const ON_REQUEST: readonly ScenarioGroup[] = ['tenants'];
+/**
+ * Groups a run without --only leaves out: the tenants scenario seeds 10,000 tenants and takes its
+ * own time; prepared-statements measures a setting for poolers, not the service as shipped.
+ */
+const ON_REQUEST: readonly ScenarioGroup[] = ['tenants', 'prepared-statements'];
 
 export interface BenchOptions {
   quick: boolean;
@@ -75,7 +79,7 @@ const USAGE = `usage: npm run bench -- [options]
   --webhook-events N      task creates per phase of the webhooks scenario (default 1000; --quick 300)
   --webhook-rate N        creates per second of its latency phase (default 5)
   --tenant-sizes N[,N...] tenant counts of the tenants scenario, ascending (default 100,1000,10000)
-  --only a,b              run only these groups: ${SCENARIOS.join(', ')} (all but tenants by default)
+  --only a,b              run only these groups: ${SCENARIOS.join(', ')} (all but tenants and prepared-statements by default)
   --out FILE              results file (default bench-results.json)
   --cpu-prof DIR          write a V8 CPU profile of the service process into DIR, and the baseline's into DIR/baseline`;
 

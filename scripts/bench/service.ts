@@ -96,8 +96,12 @@ async function main(): Promise<void> {
       webhooks: { allow_private_networks: true, allow_http: true },
     },
     'benchmark settings',
-    // The Prometheus listener, to measure the request path with metrics on (docs/observability.md).
-    { TENANTRY_METRICS_PORT: process.env.TENANTRY_METRICS_PORT },
+    // The Prometheus listener, to measure the request path with metrics on (docs/observability.md),
+    // and the prepared statements' mode, to measure what unnamed statements cost (prepared-statements.ts).
+    {
+      TENANTRY_METRICS_PORT: process.env.TENANTRY_METRICS_PORT,
+      TENANTRY_DATABASE_PREPARED_STATEMENTS: process.env.TENANTRY_DATABASE_PREPARED_STATEMENTS,
+    },
   );
   const logger = pino({ level: config.server.log_level }) as FastifyBaseLogger;
   const recorder = new ProbeRecorder();

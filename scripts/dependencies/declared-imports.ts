@@ -8,7 +8,8 @@
  *   production npm script runs (the pinned `node`); one that is not is a difference, to remove or to
  *   move to `devDependencies`;
  * - a package in `devDependencies` is imported somewhere, is the program an npm script runs (tsc,
- *   biome, redocly, vitest), or is the `@types/` of a package imported;
+ *   biome, redocly, vitest), is a plugin such a program loads by the name its configuration gives
+ *   (vitest's coverage provider), or is the `@types/` of a package imported;
  * - no package is in both.
  * A workspace (tools/client-gen) declares its own imports in its own package.json.
  *
@@ -146,6 +147,18 @@ function programProviders(root: string, declared: string[]): Map<string, string>
   return out;
 }
 
+// Vitest loads its coverage provider by name: `coverage: { provider: 'v8' }` loads @vitest/coverage-v8.
+const COVERAGE_PROVIDER = /\bcoverage\s*:\s*\{[^}]*?\bprovider\s*:\s*(['"])(v8|istanbul)\1/g;
+
+/** The packages the programs the scripts run load by the names their configuration files at the root give. */
+function configuredPlugins(root: string): Set<string> {
+  const out = new Set<string>();
+  for (const file of readdirSync(root).filter((f) => /^vitest\.config\.(m|c)?[jt]s$/.test(f)))
+    for (const match of readFileSync(join(root, file), 'utf8').matchAll(COVERAGE_PROVIDER))
+      out.add(`@vitest/coverage-${match[2]}`);
+  return out;
+}
+
 /** Every difference between what package.json declares and what the sources import, one sentence each. */
 export async function dependencyDifferences(root: string): Promise<string[]> {
   await init;
@@ -217,6 +230,7 @@ export async function dependencyDifferences(root: string): Promise<string[]> {
     new Set([...scripts].flatMap((s) => [...(programs.get(s) ?? [])].map((p) => providers.get(p) ?? '')));
   const productionPrograms = runBy(Object.keys(PRODUCTION_SCRIPTS));
   const anyPrograms = runBy(programs.keys());
+  const plugins = configuredPlugins(root);
 
   for (const name of dependencies) {
     if (devDependencies.has(name)) differences.push(`${name} is in both dependencies and devDependencies`);
@@ -235,6 +249,7 @@ export async function dependencyDifferences(root: string): Promise<string[]> {
     const used =
       importedAnywhere.has(name) ||
       anyPrograms.has(name) ||
+      plugins.has(name) ||
       (typed !== undefined && (typed === 'node' || importedAnywhere.has(typed) || loadedInProduction.has(typed)));
     if (!used)
       differences.push(`${name} is in devDependencies but nothing imports it, and no npm script runs it: remove it`);

@@ -128,7 +128,7 @@ import type { ${pascal(n.entity)}Fields } from './${n.entity}.fields.ts';
 /** The ${n.table} table, for typed queries outside the generic operations: derived from the fields. */
 export type ${n.tableType} = EntityTable<${pascal(n.entity)}Fields>;
 
-declare module '../../framework/db/types.ts' {
+declare module '../../framework/contracts/database.ts' {
   interface Database {
     ${n.table}: ${n.tableType};
   }

@@ -19,7 +19,7 @@ const endpointEntity = endpoint as unknown as AnyEntity;
 
 const eventsWidget = (entity: AnyEntity) => {
   const resolved = resolveEntity(entity);
-  const widgets = widgetsOf(resolved.schemas.create, (field) => entity.fieldText?.[field]);
+  const widgets = widgetsOf(resolved.schemas.create, (field) => entity.admin?.fieldText?.[field]);
   return withDeclaredChoices(resolved, widgets, events).find((w) => w.name === 'events')!;
 };
 

@@ -1,3 +1,4 @@
+import { commandSample, createSample } from '../helpers/samples.ts';
 import { sessionFormToken } from '../../framework/access/form-token.ts';
 import { randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -50,16 +51,14 @@ async function pairs(entity: ResolvedEntity, tenant: TenantRef) {
   const { def } = entity;
   const createBody = async () => ({
     ...(checkedSample(entity.schemas.create, ++n, 'create') as object),
-    ...(def.sample ? await app.services.transactions.run(tenant, (ctx) => def.sample!(ctx, n)) : {}),
+    ...(await createSample(app.services, tenant, entity.names.key, n)),
   });
   const patchField = entity.patchable[0]!;
   const patchBody = { [patchField]: sampleValue(def.fields[patchField]!, ++n) };
   const commandBody = async (command: string) => {
     const schema = def.commands?.[command]?.body;
     if (!schema) return undefined;
-    const hint = def.sampleCommand
-      ? await app.services.transactions.run(tenant, (ctx) => def.sampleCommand!(ctx, command, n))
-      : {};
+    const hint = await commandSample(app.services, tenant, entity.names.key, command, n);
     return { ...(checkedSample(schema, ++n, command) as object), ...hint };
   };
   const list: { page: [string, string]; api: [string, string, object?] }[] = [

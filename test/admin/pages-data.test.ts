@@ -35,7 +35,7 @@ const catalogKeys = async (tenant: TenantRef, host: string, permissions: string[
 describe('dashboard: a card per readable resource with the count its list reports', () => {
   it('lists the same resources as GET /api/v1/admin/resources, for a narrow and a wide caller', async () => {
     for (const permissions of [['task:read'], ['task:read', 'content:read', 'billing:read'], ['*']]) {
-      const cards = await asCaller(acme, permissions, (tx) => dashboardCards(tx, app.services.registry));
+      const cards = await asCaller(acme, permissions, (tx) => dashboardCards(tx, app.services));
       expect(cards.map((c) => c.key)).toEqual(await catalogKeys(acme, 'acme.localhost', permissions));
     }
   });
@@ -52,13 +52,13 @@ describe('dashboard: a card per readable resource with the count its list report
     }
     const listed = await app.http('acme.localhost').get('/api/v1/task/tasks?limit=1').set('Cookie', cookie);
     // A pool checkout from inside the transaction would throw PoolInsideTransactionError here.
-    const cards = await asCaller(acme, ['task:read'], (tx) => dashboardCards(tx, app.services.registry));
+    const cards = await asCaller(acme, ['task:read'], (tx) => dashboardCards(tx, app.services));
     expect(cards).toEqual([expect.objectContaining({ key: 'task.task', count: listed.body.total, countExact: true })]);
     expect(listed.body.total).toBe(3);
   });
 
   it('a singleton (the subscription) has a card and no count', async () => {
-    const cards = await asCaller(acme, ['billing:read'], (tx) => dashboardCards(tx, app.services.registry));
+    const cards = await asCaller(acme, ['billing:read'], (tx) => dashboardCards(tx, app.services));
     expect(cards.find((c) => c.key === 'billing.subscription')).toMatchObject({ count: null });
     expect(cards.find((c) => c.key === 'billing.plan')?.count).toEqual(expect.any(Number));
   });

@@ -1,3 +1,4 @@
+import { createSample } from '../helpers/samples.ts';
 import { anonymousFormToken, sessionFormToken } from '../../framework/access/form-token.ts';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { TSchema } from 'typebox';
@@ -64,7 +65,7 @@ async function makeRow(entity: ResolvedEntity): Promise<string> {
   const tenant = entity.scope === 'global' ? app.operator : acme;
   const body = {
     ...(checkedSample(entity.schemas.create, ++n, 'create') as object),
-    ...(entity.def.sample ? await app.services.transactions.run(tenant, (ctx) => entity.def.sample!(ctx, n)) : {}),
+    ...(await createSample(app.services, tenant, entity.names.key, n)),
   };
   const res = await app.http(hostOf(entity)).post(entity.names.path).set('Cookie', callerOf(entity).cookie).send(body);
   expect(res.status, `${entity.names.key}: ${JSON.stringify(res.body)}`).toBe(201);
@@ -145,14 +146,14 @@ describe('plain language in the admin shell', () => {
     const product = new Set(allModules.map((m) => m.name));
     for (const entity of app.services.registry.entities.filter((e) => product.has(e.module))) {
       for (const field of [...entity.fields, ...entity.computed]) {
-        const text = entity.def.fieldText?.[field];
+        const text = entity.def.admin?.fieldText?.[field];
         if (!text?.label || !text.hint) missing.push(`${entity.names.key}.${field}`);
       }
       for (const [name, command] of Object.entries(entity.def.commands ?? {})) {
         if (!command.admin?.label) missing.push(`${entity.names.key} command ${name}: label`);
         const properties = (command.body as { properties?: Record<string, unknown> } | undefined)?.properties ?? {};
         for (const field of Object.keys(properties)) {
-          const text = command.admin?.fields?.[field] ?? entity.def.fieldText?.[field];
+          const text = command.admin?.fields?.[field] ?? entity.def.admin?.fieldText?.[field];
           if (!text?.label || !text.hint) missing.push(`${entity.names.key} command ${name}: ${field}`);
         }
       }

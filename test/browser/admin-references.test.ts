@@ -117,7 +117,7 @@ describe.skipIf(!hasChromium)('references in the admin shell: titles, links and 
   it("an entity's own reference field, in its new form: a select of the referenced rows by title, and the created record shows the title, linked", {
     timeout: 60_000,
   }, async () => {
-    // The test kit's memo declares references: { ownerId: 'user.user' }, a field the body writes on create.
+    // The test kit's memo declares admin.references: { ownerId: 'user.user' }, a field the body writes on create.
     const { context, page } = await signInThroughLogin(t.browser, t.origin(ACME), admin);
     try {
       await page.goto(`${t.origin(ACME)}/admin/testkit/memos/new`);
@@ -159,7 +159,7 @@ describe.skipIf(!hasChromium)('references in the admin shell: titles, links and 
         .send({ assigneeId: person.id })
         .expect(200);
     }
-    const readMany = vi.spyOn(t.app.services.registry.ops('user.user'), 'readMany');
+    const readMany = vi.spyOn(t.app.services.operations.of('user.user'), 'readMany');
     const { context, page } = await signInThroughLogin(t.browser, t.origin(ACME), admin);
     try {
       readMany.mockClear();

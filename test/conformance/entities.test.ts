@@ -1,3 +1,4 @@
+import { commandSample, createSample } from '../helpers/samples.ts';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { randomUUID } from 'node:crypto';
 import type { TSchema } from 'typebox';
@@ -89,14 +90,14 @@ describe.each(ENTITIES.map((e) => [e.names.key, e] as const))('entity %s', (_key
   const { names, def } = entity;
   const singleton = def.singleton === true;
   const global = (def.scope ?? 'tenant') === 'global';
-  const hard = def.deleteMode === 'hard';
+  const hard = def.storage?.deleteMode === 'hard';
   const commands = Object.entries(def.commands ?? {});
   const commandPermission = (c: string) => def.commands?.[c]?.permission ?? def.permissions.write;
   const allPermissions = () => [
     ...new Set([def.permissions.read, def.permissions.write, ...commands.map(([c]) => commandPermission(c))]),
   ];
   const routeOf = (operation: string): AnyRoute =>
-    app.services.registry.routes.find((r) => r.route.operationId === names.operationId(operation))!.route;
+    app.services.routes.find((r) => r.route.operationId === names.operationId(operation))!.route;
   // A collection has its five generic routes; a singleton GET, and PUT, PATCH, DELETE only as declared.
   const declared = new Set<string>(def.singletonRoutes ?? []);
   const serves = (verb: 'list' | 'create' | 'replace' | 'update' | 'delete') =>
@@ -122,7 +123,7 @@ describe.each(ENTITIES.map((e) => [e.names.key, e] as const))('entity %s', (_key
   async function createBody(): Promise<Record<string, unknown>> {
     const n = next();
     const body = checkedSample(entity.schemas.create, n, `${names.key} create body`) as Record<string, unknown>;
-    const hint = def.sample ? await app.services.transactions.run(home, (ctx) => def.sample!(ctx, n)) : {};
+    const hint = await createSample(app.services, home, names.key, n);
     const settable = (entity.schemas.create as { properties: Record<string, unknown> }).properties;
     const own = Object.fromEntries(Object.entries(access).filter(([field]) => field in settable));
     return { ...body, ...hint, ...own };
@@ -132,9 +133,7 @@ describe.each(ENTITIES.map((e) => [e.names.key, e] as const))('entity %s', (_key
     if (!schema) return undefined;
     const n = next();
     const body = checkedSample(schema, n, `${names.key} ${command} body`) as Record<string, unknown>;
-    const hint = def.sampleCommand
-      ? await app.services.transactions.run(tenant, (ctx) => def.sampleCommand!(ctx, command, n))
-      : {};
+    const hint = await commandSample(app.services, tenant, names.key, command, n);
     return { ...body, ...hint };
   };
   const sendCommand = async (tenant: TenantRef, c: string, id: string, command: string) => {
@@ -671,5 +670,5 @@ it('covers every entity of the installation and the test kit', () => {
   expect(shapes.some((d) => d.scope === 'global')).toBe(true);
   expect(shapes.some((d) => d.singleton === true)).toBe(true);
   expect(shapes.some((d) => d.rowAccess !== undefined)).toBe(true);
-  expect(shapes.some((d) => d.deleteMode === 'hard')).toBe(true);
+  expect(shapes.some((d) => d.storage?.deleteMode === 'hard')).toBe(true);
 });

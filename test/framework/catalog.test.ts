@@ -12,7 +12,7 @@ import { dereferenced } from '../helpers/openapi.ts';
 const ledger = defineEntity({
   module: 'ledgerprobe',
   name: 'ledger',
-  table: 'widgets',
+  storage: { table: 'widgets' },
   fields: { name: Type.String({ minLength: 1 }) },
   permissions: { read: 'widget:operate', write: 'widget:operate' },
 });

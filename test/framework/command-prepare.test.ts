@@ -28,7 +28,7 @@ const seen: { openTransactions: number; widgets: number; tenant: string; session
 const prepared = defineEntity({
   module: 'preptest',
   name: 'item',
-  table: 'widgets',
+  storage: { table: 'widgets' },
   fields,
   commandOwned: { approved: 'stamp', approvedAt: 'stamp' },
   permissions: { read: 'widget:read', write: 'widget:write' },

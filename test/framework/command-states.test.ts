@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { Registry } from '../../framework/entity/registry.ts';
+import { compose } from '../../framework/composition.ts';
 import type { AnyEntity, ModuleDefinition } from '../../framework/entity/define.ts';
 import { allModules } from '../../modules/index.ts';
 import { task } from '../../modules/task/task.entity.ts';
@@ -170,7 +170,7 @@ describe('boot checks on the declared states', () => {
       ...taskEntity,
       commands: { ...taskEntity.commands, assign: { ...assign, states: { from: ['open', 'parked'] } } },
     };
-    expect(() => new Registry(withTask(changed), testConfig())).toThrow(
+    expect(() => compose(withTask(changed), testConfig())).toThrow(
       /command assign states names parked, which status cannot hold/,
     );
   });
@@ -180,22 +180,20 @@ describe('boot checks on the declared states', () => {
       ...taskEntity,
       commands: { ...taskEntity.commands, assign: { ...assign, states: { from: ['open'], to: 'parked' } } },
     };
-    expect(() => new Registry(withTask(changed), testConfig())).toThrow(
+    expect(() => compose(withTask(changed), testConfig())).toThrow(
       /command assign states names parked, which status cannot hold/,
     );
   });
 
   it('refuses command states on an entity with no state field', () => {
     const { states: _none, ...withoutStates } = taskEntity;
-    expect(() => new Registry(withTask(withoutStates as AnyEntity), testConfig())).toThrow(
+    expect(() => compose(withTask(withoutStates as AnyEntity), testConfig())).toThrow(
       /command assign declares states, but the entity declares no state field/,
     );
   });
 
   it('refuses a refusal code that is not a 409', () => {
     const changed = { ...taskEntity, states: { ...taskEntity.states!, refusal: 'VALIDATION_FAILED' as const } };
-    expect(() => new Registry(withTask(changed), testConfig())).toThrow(
-      /states.refusal VALIDATION_FAILED is not a 409/,
-    );
+    expect(() => compose(withTask(changed), testConfig())).toThrow(/states.refusal VALIDATION_FAILED is not a 409/);
   });
 });

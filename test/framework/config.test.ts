@@ -269,6 +269,24 @@ describe('a missing or invalid file: one clear message naming the file, the key 
     ['server:\n  prot: 3000\n', 'server.prot is not a known key'],
     ['servers:\n  port: 3000\n', 'servers is not a known key'],
     ['database:\n  url: mysql://x/y\n', 'database.url must be empty (embedded PostgreSQL) or a postgres:// URL'],
+    [
+      'database:\n  url: postgres://pooler/t\n  direct_url: mysql://x/y\n',
+      'database.direct_url must be empty (the same as database.url) or a postgres:// URL',
+    ],
+    [
+      'database:\n  direct_url: postgres://db/t\n',
+      'database.direct_url needs database.url (the embedded PostgreSQL has one address)',
+    ],
+    ['database:\n  prepared_statements: sometimes\n', 'database.prepared_statements must be one of named, unnamed'],
+    [
+      'database:\n  url: postgres://db/t\n  replica_url: mysql://x/y\n',
+      'database.replica_url must be empty (no replica) or a postgres:// URL',
+    ],
+    [
+      'database:\n  replica_url: postgres://replica/t\n',
+      'database.replica_url needs database.url (the embedded PostgreSQL has no replica)',
+    ],
+    ['database:\n  replica_max_lag_ms: -1\n', 'database.replica_max_lag_ms must be at least 0'],
   ])('%j → %s', (text, rule) => {
     let message = '';
     const file = join(dir, `invalid-${++counter}.yaml`);

@@ -35,7 +35,7 @@ const send = (method: Method, url: string) => http()[method](url).set('Cookie', 
 
 /** Every declared state-changing route, with its path parameters filled in. */
 function stateChangingRoutes(): { method: Method; url: string; operationId: string }[] {
-  return app.services.registry.routes
+  return app.services.routes
     .filter(({ route }) => STATE_CHANGING_METHODS.has(route.method))
     .map(({ route }) => ({
       method: route.method.toLowerCase() as Method,
@@ -45,7 +45,7 @@ function stateChangingRoutes(): { method: Method; url: string; operationId: stri
 }
 
 function operatorOnly(operationId: string): boolean {
-  const { access } = app.services.registry.routes.find(({ route }) => route.operationId === operationId)!.route;
+  const { access } = app.services.routes.find(({ route }) => route.operationId === operationId)!.route;
   return typeof access === 'object' && app.services.registry.isOperatorPermission(access.permission);
 }
 
@@ -174,7 +174,7 @@ describe('cross-site writes are refused on every state-changing route', () => {
 describe('the JSON API refuses form-encoded bodies', () => {
   it('415 UNSUPPORTED_MEDIA_TYPE on every state-changing route that is not a declared form target, and nothing is written', async () => {
     const formTargets = new Set(
-      app.services.registry.routes.filter(({ route }) => route.form).map(({ route }) => route.operationId),
+      app.services.routes.filter(({ route }) => route.form).map(({ route }) => route.operationId),
     );
     // The reset page's form and the admin sign-in form (/admin/login) post to these two.
     expect([...formTargets].sort()).toEqual(['auth-password-reset', 'auth-session-login']);

@@ -52,6 +52,8 @@ describe('the dependency check fails on every kind of difference', () => {
           '@types/used': '^1.0.0',
           'dev-unused': '^1.0.0',
           twice: '^1.0.0',
+          '@vitest/coverage-v8': '^1.0.0',
+          '@vitest/coverage-istanbul': '^1.0.0',
         },
       }),
     );
@@ -75,6 +77,11 @@ describe('the dependency check fails on every kind of difference', () => {
     // A script file the production code loads is production code too.
     write('scripts/helper.ts', "import beside from 'beside';\nexport const helper = beside;\n");
     write('scripts/check.ts', "import tool from 'tests-only';\nexport default tool;\n");
+    // Vitest loads the coverage provider its configuration names; the other one is used by nothing.
+    write(
+      'vitest.config.ts',
+      "export default { test: { coverage: { include: ['framework/**'], provider: 'v8' } } };\n",
+    );
     write('test/a.test.ts', "import 'undeclared-in-tests';\nimport 'tests-only';\n");
   });
   afterAll(() => {
@@ -83,6 +90,7 @@ describe('the dependency check fails on every kind of difference', () => {
 
   it('reports each difference in a sentence, and nothing for what is declared right', async () => {
     expect(await dependencyDifferences(root)).toEqual([
+      '@vitest/coverage-istanbul is in devDependencies but nothing imports it, and no npm script runs it: remove it',
       'dev-at-runtime is loaded at run time by framework/start.ts (production code) but is not in dependencies (it is in devDependencies)',
       'dev-unused is in devDependencies but nothing imports it, and no npm script runs it: remove it',
       'missing-at-runtime is loaded at run time by framework/start.ts (production code) but is not in dependencies',

@@ -15,7 +15,7 @@ import type { TenantRef } from '../../framework/context/tenant.ts';
 const gizmo = defineEntity({
   module: 'ruleprobe',
   name: 'gizmo',
-  table: 'widgets',
+  storage: { table: 'widgets' },
   fields: {
     name: Type.String({ minLength: 1, maxLength: 20, pattern: '^[a-z]+$' }),
     size: Type.Integer({ minimum: 0 }),

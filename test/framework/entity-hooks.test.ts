@@ -14,7 +14,7 @@ const calls: { hook: string; op: string; xact: string }[] = [];
 const sprocket = defineEntity({
   module: 'hookprobe',
   name: 'sprocket',
-  table: 'widgets',
+  storage: { table: 'widgets' },
   fields: {
     name: Type.String({ minLength: 1 }),
     size: Type.Integer(),

@@ -18,8 +18,7 @@ const calls: string[] = [];
 const note = defineEntity({
   module: 'lifecycleprobe',
   name: 'note',
-  table: 'memos',
-  deleteMode: 'hard',
+  storage: { table: 'memos', deleteMode: 'hard' },
   fields: {
     ownerId: Type.String({ format: 'uuid' }),
     text: Type.String({ minLength: 1 }),

@@ -16,7 +16,7 @@ const seen: (string | null)[] = [];
 const preference = defineEntity({
   module: 'singletonprobe',
   name: 'preference',
-  table: 'settings',
+  storage: { table: 'settings' },
   singleton: true,
   singletonRoutes: ['replace'],
   fields: {

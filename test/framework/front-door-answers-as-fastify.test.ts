@@ -49,7 +49,7 @@ beforeAll(async () => {
   withoutDoor = (plain.address() as AddressInfo).port;
   // And the door with nothing behind it, which tells which requests it answers itself (599: none).
   const answer = frontDoor(
-    app.services.registry.routes.map(({ route }) => route),
+    app.services.routes.map(({ route }) => route),
     app.services,
     undefined,
     () => false,

@@ -41,7 +41,7 @@ afterAll(async () => {
 async function doorOnly(
   options: { closing?: () => boolean; logger?: FastifyBaseLogger } = {},
 ): Promise<{ server: Server; port: number }> {
-  const routes = app.services.registry.routes.map(({ route }) => route);
+  const routes = app.services.routes.map(({ route }) => route);
   const door = frontDoor(routes, app.services, options.logger, options.closing ?? (() => false))!;
   expect(door).toBeTypeOf('function');
   const server = createServer((req, res) => {

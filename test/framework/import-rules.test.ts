@@ -3,25 +3,44 @@ import { describe, expect, it } from 'vitest';
 import { cycles, importsOf, sourceFiles, type ImportEdge } from '../helpers/import-graph.ts';
 
 /**
- * The import rules (docs/architecture.md, "Import rules"), by a scan of every relative import:
+ * The import rules (docs/architecture.md, "Import rules" and "Contracts"), by a scan of every
+ * relative import:
  * - the framework imports no module: modules plug in through ModuleDefinition's extension points,
  *   and main.ts at the repository's root is the one place both meet;
- * - no file cycle among the imports Node loads (a cycle makes the load order decide which
- *   binding is still undefined);
+ * - no file cycle, type imports included: the files import one way only, so each can be read
+ *   from what it imports (a cycle among the imports Node loads would also make the load order
+ *   decide which binding is still undefined; that rule is kept on its own for its message);
+ * - the contracts (framework/contracts/, and the definition files define.ts gathers) import
+ *   contracts only, never an implementation: what a module author writes against stands apart
+ *   from what runs it;
  * - no cycle between modules, type imports included (a module depends on another one way only).
- * Type-only imports are left out of the file rule on purpose: `import type` is erased before Node
- * loads the file (tsconfig's verbatimModuleSyntax and erasableSyntaxOnly guarantee it), and the
- * author API's types are mutually recursive by nature (a module's hooks receive Services, whose
- * Registry holds the modules).
- * There is no list of tolerated cycles: any cycle fails. The modules' order today is
- * auth -> notification -> user (auth also -> user); who owns what between them is in
- * docs/architecture.md, "Who owns what".
+ * The author API's types are recursive by nature (a module's hooks receive Services, whose
+ * registry holds the modules); the files are not: contracts/composition.ts, above both, completes
+ * the registry's type by declaration merging. There is no list of tolerated cycles: any cycle
+ * fails. The modules' order today is auth -> notification -> user (auth also -> user); who owns
+ * what between them is in docs/architecture.md, "Who owns what".
  */
 const ROOT = resolve(import.meta.dirname, '../..');
-const edges: ImportEdge[] = ['main.ts', 'framework', 'modules', 'scripts']
-  .flatMap((dir) => sourceFiles(ROOT, dir))
-  .flatMap((file) => importsOf(ROOT, file));
+const files = ['main.ts', 'framework', 'modules', 'scripts'].flatMap((dir) => sourceFiles(ROOT, dir));
+const edges: ImportEdge[] = files.flatMap((file) => importsOf(ROOT, file));
 const moduleOf = (file: string): string | undefined => /^modules\/([^/]+)\//.exec(file)?.[1];
+
+/** The definition files: what a module declares, gathered by the author entry point define.ts. */
+const DEFINITION_FILES = [
+  'framework/entity/define.ts',
+  'framework/entity/entity-definition.ts',
+  'framework/entity/route-definition.ts',
+  'framework/entity/module-definition.ts',
+  'framework/entity/entity-values.ts',
+  'framework/entity/field-text.ts',
+  'framework/entity/storage.ts',
+  'framework/entity/secret-field.ts',
+];
+const isContract = (file: string): boolean =>
+  file.startsWith('framework/contracts/') || DEFINITION_FILES.includes(file);
+/** The relative imports of these files that reach no contract, `from -> to`. */
+const outsideContracts = (files: (file: string) => boolean): string[] =>
+  edges.filter((e) => files(e.from) && !isContract(e.to)).map((e) => `${e.from} -> ${e.to}`);
 
 describe('import rules', () => {
   it('scans the whole code base', () => {
@@ -38,6 +57,20 @@ describe('import rules', () => {
 
   it('no cycle among the files Node loads', () => {
     expect(cycles(edges.filter((e) => !e.typeOnly)).map((c) => c.join(' -> '))).toEqual([]);
+  });
+
+  it('no cycle among the files, type imports included', () => {
+    expect(cycles(edges).map((c) => c.join(' -> '))).toEqual([]);
+  });
+
+  it('the definition files import only contracts', () => {
+    expect(DEFINITION_FILES.filter((file) => !files.includes(file))).toEqual([]);
+    expect(outsideContracts((file) => DEFINITION_FILES.includes(file))).toEqual([]);
+  });
+
+  it('the contracts (framework/contracts/) import no implementation', () => {
+    expect(edges.filter((e) => e.from.startsWith('framework/contracts/')).length).toBeGreaterThan(10);
+    expect(outsideContracts((file) => file.startsWith('framework/contracts/'))).toEqual([]);
   });
 
   it('no cycle between modules, type imports included', () => {

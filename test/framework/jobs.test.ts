@@ -91,7 +91,7 @@ describe('jobs', () => {
     const byName = Object.fromEntries(schedules.map((s) => [s.name, s.cron]));
     expect(byName[jobQueue('testkit-tally')]).toBe('0 3 * * *');
     expect(byName[jobQueue('jobprobe-global')]).toBe('15 2 * * *');
-    for (const job of app.services.registry.jobs) expect(byName[jobQueue(job.name)], job.name).toBe(job.cron);
+    for (const job of app.services.jobs) expect(byName[jobQueue(job.name)], job.name).toBe(job.cron);
   });
 
   it('fan a per-tenant job out as one pg-boss job per served tenant and slot, keyed job:tenant:slot', async () => {

@@ -99,6 +99,43 @@ describe('migrations', () => {
     expect(rows[0]!.columns).toEqual(['owner', 'name']);
   });
 
+  it('a file replacing earlier files of its owner (`-- replaces:`): where they ran, they stay recorded and the replacing file runs after them; where they did not, they never run', async () => {
+    const before = {
+      '0001_make.sql': 'create table things (id int);',
+      '0002_more.sql': 'alter table things add c int;',
+    };
+    const replacing = {
+      '0003_own.sql': `-- replaces: 0001_make.sql, 0002_more.sql
+        create table if not exists things (id int); alter table things add column if not exists c int;`,
+    };
+    // An installation that applied the old files, then upgrades.
+    const upgraded = poolFor(await createTestDatabase());
+    const dir = migrationDir(before);
+    await runMigrations(upgraded, [{ owner: 'mod', dir }]);
+    writeFileSync(join(dir, '0003_own.sql'), replacing['0003_own.sql']);
+    expect((await runMigrations(upgraded, [{ owner: 'mod', dir }])).map((m) => m.name)).toEqual(['0003_own.sql']);
+    expect(await history(upgraded)).toEqual(['mod/0001_make.sql', 'mod/0002_more.sql', 'mod/0003_own.sql']);
+    // A new installation: the replaced files are not applied, now or on a later run.
+    const fresh = poolFor(await createTestDatabase());
+    const both = migrationDir({ ...before, ...replacing });
+    expect((await runMigrations(fresh, [{ owner: 'mod', dir: both }])).map((m) => m.name)).toEqual(['0003_own.sql']);
+    expect(await runMigrations(fresh, [{ owner: 'mod', dir: both }])).toEqual([]);
+    expect(await history(fresh)).toEqual(['mod/0003_own.sql']);
+    expect(await tableExists(fresh, 'things')).toBe(true);
+  });
+
+  it('a `-- replaces:` naming no earlier file of its owner stops the run before anything runs', async () => {
+    const pool = poolFor(await createTestDatabase());
+    const dir = migrationDir({
+      '0001_ok.sql': 'create table kept (id int);',
+      '0002_own.sql': '-- replaces: 0001_okay.sql\nselect 1;',
+    });
+    await expect(runMigrations(pool, [{ owner: 'mod', dir }])).rejects.toThrow(
+      'migration mod/0002_own.sql replaces 0001_okay.sql, which is no earlier file of mod',
+    );
+    expect(await tableExists(pool, 'kept')).toBe(false);
+  });
+
   it('a failing migration stops the run and leaves nothing of itself; earlier files stay committed', async () => {
     const pool = poolFor(await createTestDatabase());
     const dir = migrationDir({

@@ -97,7 +97,7 @@ describe('an entity whose committed writes are watched', () => {
     expect(oneExchangeRoutes(entity(article)).create).toBe(true);
     const { cookie } = await signInAs(t.app, t.watched, ['article:write']);
     const heard: string[] = [];
-    t.app.services.registry.ops('testkit.article').onCommittedWrite((tenantId) => heard.push(tenantId));
+    t.app.services.operations.of('testkit.article').onCommittedWrite((tenantId) => heard.push(tenantId));
     const transactions = t.app.services.transactions;
     const runStatement = transactions.runStatement.bind(transactions);
     let exchanges = 0;

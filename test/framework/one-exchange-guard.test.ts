@@ -90,7 +90,7 @@ describe('the one-exchange guard', () => {
 
 describe('every one-exchange route', () => {
   const routes = (): { route: AnyRoute; entity: ResolvedEntity }[] =>
-    app.services.registry.routes.flatMap(({ route, entity }) =>
+    app.services.routes.flatMap(({ route, entity }) =>
       'oneExchange' in route && route.oneExchange !== undefined && entity !== undefined ? [{ route, entity }] : [],
     );
 

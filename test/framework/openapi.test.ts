@@ -49,7 +49,7 @@ afterAll(async () => {
 const openApiPath = (url: string): string => url.replace(/:([A-Za-z0-9_]+)/g, '{$1}');
 const registered = () => [
   // Hidden routes serve people, not the API (a public read's HTML page, e.g. /p/<slug>): not documented.
-  ...app.services.registry.routes.map((r) => r.route).filter((route) => !route.hidden),
+  ...app.services.routes.map((r) => r.route).filter((route) => !route.hidden),
   // The catalog route is the framework's own, registered beside the modules' routes.
   {
     method: 'GET',
@@ -83,7 +83,7 @@ describe('the OpenAPI document', () => {
   it('names every generic route and command <module>-<entity>-<verb>, every route after its module, uniquely', () => {
     const ids = [...operations.values()].map((op) => op.operationId);
     expect(new Set(ids).size).toBe(ids.length);
-    for (const { module, route } of app.services.registry.routes) {
+    for (const { module, route } of app.services.routes) {
       expect(route.operationId.startsWith(`${module}-`), route.operationId).toBe(true);
       expect(route.operationId).toMatch(/^[a-z0-9]+(-[a-z0-9]+){2,}$/);
     }
@@ -229,6 +229,21 @@ describe('the OpenAPI document', () => {
     }
   });
 
+  it('offers Prefer: replica on every generated list and read by id, documented as eventually consistent', () => {
+    for (const entity of app.services.registry.entities.filter((e) => !e.def.singleton)) {
+      for (const key of [`GET ${entity.names.path}`, `GET ${entity.names.path}/{id}`]) {
+        const prefer = (operations.get(key)!.parameters ?? []).find((p) => p.in === 'header' && p.name === 'prefer');
+        expect(prefer?.required, key).toBe(false);
+        expect((prefer as { description?: string } | undefined)?.description, key).toMatch(
+          /Eventually consistent.*Preference-Applied: replica/s,
+        );
+      }
+    }
+    // A write takes no such header.
+    const create = operations.get('POST /api/v1/testkit/widgets')!.parameters ?? [];
+    expect(create.filter((p) => p.name === 'prefer')).toEqual([]);
+  });
+
   /** The list routes that take a filter beyond the paging parameters and q, and its names. */
   const LIST_FILTERS: Record<string, readonly string[]> = { 'GET /api/v1/auth/tokens': ['userId'] };
 
@@ -249,7 +264,10 @@ describe('the OpenAPI document', () => {
       ]),
     );
     for (const [key, op] of lists) {
-      const params = op.parameters!;
+      // A list that may read from the replica takes the Prefer header beside its query (docs/api-conventions.md).
+      const params = op.parameters!.filter((p) => p.in !== 'header');
+      for (const header of op.parameters!.filter((p) => p.in === 'header'))
+        expect([header.name, header.required], key).toEqual(['prefer', false]);
       const byName = Object.fromEntries(params.map((p) => [p.name, p]));
       // A list over searchable fields also takes q (docs/api-conventions.md, "Search: q"); a list
       // may take a filter of its own beside the paging parameters (the tokens list's userId).

@@ -2,8 +2,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createCustomer, signInAs, startTestApp, type SignedIn, type TestApp } from '../helpers/app.ts';
 import { testConfig } from '../helpers/config.ts';
 import type { TenantRef } from '../../framework/context/tenant.ts';
-import { ENTER_WITH_SESSION } from '../../framework/context/tx.ts';
-import { ENTER_WITH_SESSION_GUARDED } from '../../framework/context/opening.ts';
+import { openingStatements } from '../../framework/context/opening.ts';
 
 // The opening statement runs on every signed-in request, on a plan made once per connection. A
 // text parameter compared with uuid columns is cast in the plan, and a sequential scan of a small
@@ -17,6 +16,8 @@ beforeAll(async () => {
   acme = await createCustomer(app, 'acme');
   reader = await signInAs(app, acme, ['widget:read']);
 });
+// The texts the app sends: each carries the installation's statement_timeout (opening.ts).
+const opening = () => openingStatements(app.services.db.statementTimeoutMs);
 afterAll(async () => {
   await app?.close();
 });
@@ -27,7 +28,7 @@ describe('the opening statement compares the tenant as a uuid, parsed once', () 
     expect(res.status).toBe(200);
     const { rows } = await app.services.db.pool.query<{ types: string }>(
       `select parameter_types::text as types from pg_prepared_statements where statement = $1`,
-      [ENTER_WITH_SESSION_GUARDED],
+      [opening().enterWithSessionGuarded],
     );
     // The list is one exchange: its opening statement is the guarded one, the route's permission its fourth parameter.
     expect(rows).toEqual([{ types: '{uuid,bytea,"timestamp with time zone",text}' }]);
@@ -38,7 +39,7 @@ describe('the opening statement compares the tenant as a uuid, parsed once', () 
     try {
       await client.query('begin');
       await client.query(`set local plan_cache_mode = force_generic_plan`);
-      await client.query(`prepare opening_probe as ${ENTER_WITH_SESSION}`);
+      await client.query(`prepare opening_probe as ${opening().enterWithSession}`);
       const { rows } = await client.query<{ 'QUERY PLAN': string }>(
         `explain (verbose, costs off) execute opening_probe($1, '\\x00', now())`.replace('$1', `'${acme.id}'`),
       );

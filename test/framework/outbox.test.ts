@@ -71,7 +71,7 @@ const alwaysFails: SubscriptionDefinition = {
 const gizmo = defineEntity({
   module: 'eventprobe',
   name: 'gizmo',
-  table: 'widgets',
+  storage: { table: 'widgets' },
   fields: { name: Type.String({ minLength: 1 }), size: Type.Integer(), color: Type.String() },
   permissions: { read: 'widget:read', write: 'widget:write' },
   hooks: {

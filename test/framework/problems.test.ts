@@ -4,8 +4,24 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startTestApp, createCustomer, signInAs, type TestApp } from '../helpers/app.ts';
 import { testkitModule } from '../helpers/testkit-module.ts';
 import { allModules } from '../../modules/index.ts';
-import { defineModule, defineRoute } from '../../framework/entity/define.ts';
-import { PROBLEMS, problem, problemType, type ProblemCode } from '../../framework/errors.ts';
+import { defineModule, defineProblems, defineRoute, type ProblemCodesOf } from '../../framework/entity/define.ts';
+import { problemText } from '../../framework/admin/errors.ts';
+import {
+  PROBLEMS,
+  installedProblems,
+  problem,
+  problemDeclaration,
+  problemType,
+  type ProblemCode,
+} from '../../framework/errors.ts';
+
+// A refusal of the test's own module: declared here, beside the module, and nowhere in the framework.
+const failingProblems = defineProblems({
+  THING_BUSY: { status: 423, title: 'Thing busy', sentence: 'The thing is busy. Try again when it is free.' },
+});
+declare module '../../framework/contracts/problems.ts' {
+  interface ProblemCodes extends ProblemCodesOf<typeof failingProblems> {}
+}
 
 // A module whose routes fail in each way a real handler can.
 const SECRET_TABLE = 'secret_ledger_7f3a';
@@ -14,7 +30,20 @@ const ok = { 200: Type.Object({ ok: Type.Boolean() }) };
 
 const failingModule = defineModule({
   name: 'failing',
+  problems: failingProblems,
   routes: [
+    defineRoute({
+      method: 'GET',
+      url: '/api/v1/failing/busy',
+      operationId: 'failingBusy',
+      summary: 'Refuses with a problem of its own module',
+      access: 'public',
+      problems: { 423: 'The thing is busy (THING_BUSY)' },
+      schema: { response: ok },
+      handler: async () => {
+        throw problem('THING_BUSY', 'The thing is held by another job');
+      },
+    }),
     defineRoute({
       method: 'GET',
       url: '/api/v1/failing/sql',
@@ -101,12 +130,13 @@ function expectProblem(
   res: { status: number; headers: Record<string, string>; body: Record<string, unknown> },
   code: ProblemCode,
 ): void {
-  expect(res.status).toBe(PROBLEMS[code].status);
+  const declared = problemDeclaration(code)!;
+  expect(res.status).toBe(declared.status);
   expect(res.headers['content-type']).toMatch(/^application\/problem\+json/);
   expect(res.body).toMatchObject({
     type: problemType(code),
-    title: PROBLEMS[code].title,
-    status: PROBLEMS[code].status,
+    title: declared.title,
+    status: declared.status,
     code,
   });
   expect(typeof res.body.detail).toBe('string');
@@ -117,12 +147,41 @@ function expectProblem(
 }
 
 describe('the problem registry', () => {
-  it('every code has an HTTP error status and a title', () => {
-    for (const [code, { status, title }] of Object.entries(PROBLEMS)) {
+  it("every code has an HTTP error status and a title: the framework's and every installed module's", () => {
+    expect(installedProblems().size).toBeGreaterThan(Object.keys(PROBLEMS).length);
+    for (const [code, { declaration }] of installedProblems()) {
+      const { status, title } = declaration;
       expect(status, code).toBeGreaterThanOrEqual(400);
       expect(status, code).toBeLessThan(600);
       expect(title.length, code).toBeGreaterThan(0);
     }
+  });
+
+  it("the framework's list holds only its own: each module's codes are declared by that module", () => {
+    const byModule: [string, string][] = allModules.flatMap((m) =>
+      Object.keys(m.problems ?? {}).map((code): [string, string] => [code, m.name]),
+    );
+    expect(byModule.length).toBeGreaterThan(10);
+    for (const [code, module] of byModule) {
+      expect(Object.keys(PROBLEMS), code).not.toContain(code);
+      expect(installedProblems().get(code)?.owner, code).toBe(module);
+    }
+    const ownerOf = (code: string) => installedProblems().get(code)?.owner;
+    expect(['PLAN_IN_USE', 'LAST_ADMINISTRATOR', 'SLUG_TAKEN', 'OIDC_REFUSED', 'FILE_TOO_LARGE'].map(ownerOf)).toEqual([
+      'billing',
+      'user',
+      'content',
+      'auth',
+      'file',
+    ]);
+    expect(ownerOf('NOT_FOUND')).toBe('framework');
+  });
+
+  it("a new module's own refusal needs no framework edit: its status, title and the sentence a person reads", async () => {
+    const res = await app.http(HOST).get('/api/v1/failing/busy');
+    expectProblem(res, 'THING_BUSY');
+    expect(res.body).toMatchObject({ status: 423, title: 'Thing busy', detail: 'The thing is held by another job' });
+    expect(problemText(problem('THING_BUSY'))).toEqual({ sentence: 'The thing is busy. Try again when it is free.' });
   });
 
   it('a registry problem thrown by a handler leaves as its document', async () => {

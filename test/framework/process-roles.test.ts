@@ -5,8 +5,9 @@ import { spawn, spawnSync, type ChildProcessWithoutNullStreams } from 'node:chil
 import { request } from 'node:http';
 import pg from 'pg';
 import { afterAll, describe, expect, it, vi } from 'vitest';
-import { ROOT } from '../../framework/app.ts';
-import { createTestDatabase } from '../helpers/database.ts';
+import { ROOT, migrationSources } from '../../framework/app.ts';
+import { allModules } from '../../modules/index.ts';
+import { createMigratedTestDatabase, createTestDatabase } from '../helpers/database.ts';
 import { freePort } from '../helpers/ports.ts';
 
 const NODE = join(ROOT, 'node_modules/.bin/node');
@@ -219,7 +220,8 @@ describe('process roles', () => {
   });
 
   it('--role all with mail.host set: web and worker in one process, SMTP mail mode; SIGINT exits 0', async () => {
-    const databaseUrl = await createTestDatabase();
+    // Migrating is the web and worker roles' test: this one starts on a migrated copy.
+    const databaseUrl = await createMigratedTestDatabase(migrationSources(allModules));
     const config = configFor(databaseUrl, 'mail:\n  host: smtp.example.test\n  port: 2525\n');
     const service = new Service(['--role', 'all', '--config', writeConfig('all', config)]);
     const started = await service.waitFor('tenantry started');
@@ -233,7 +235,7 @@ describe('process roles', () => {
   });
 
   it('`npm run start:web` hands SIGTERM to the service, which stops gracefully', async () => {
-    const databaseUrl = await createTestDatabase();
+    const databaseUrl = await createMigratedTestDatabase(migrationSources(allModules));
     const file = writeConfig('npm-web', configFor(databaseUrl));
     const service = new Service(['--config', file], ROOT, ['npm', 'run', '--silent', 'start:web', '--']);
     const started = await service.waitFor('tenantry started');

@@ -6,7 +6,7 @@ import { join, resolve } from 'node:path';
 import { parse } from 'yaml';
 import { Metrics } from '../../framework/observability/metrics.ts';
 import { allModules } from '../../modules/index.ts';
-import { Registry } from '../../framework/entity/registry.ts';
+import { compose } from '../../framework/composition.ts';
 import { testConfig } from '../helpers/config.ts';
 
 const FILE = resolve(import.meta.dirname, '../../deploy/prometheus/tenantry-rules.yaml');
@@ -68,7 +68,7 @@ describe('deploy/prometheus/tenantry-rules.yaml', () => {
   });
 
   it('has, for every job the modules declare, a rule for two missed intervals and one for none since start', () => {
-    const jobs = new Registry(allModules, testConfig()).jobs;
+    const jobs = compose(allModules, testConfig()).jobs;
     expect(jobs.length).toBeGreaterThan(0);
     for (const job of jobs) {
       const late = rules().find((r) => r.alert === 'TenantryJobLate' && r.labels?.job === job.name);

@@ -36,7 +36,7 @@ const PlaquePage = Type.Object({ code: Type.String(), inscription: Type.String()
 const plaque = defineEntity({
   module: 'hardread',
   name: 'plaque',
-  deleteMode: 'hard',
+  storage: { deleteMode: 'hard' },
   fields: {
     code: Type.String({ pattern: '^[a-z0-9-]+$', minLength: 1, maxLength: 40 }),
     inscription: Type.String({ minLength: 1, maxLength: 200 }),

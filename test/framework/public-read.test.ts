@@ -278,7 +278,7 @@ describe('the validator cache: a current If-None-Match is 304 without the databa
 describe('rows hold what PostgreSQL returns, as EntityRow types them', () => {
   it('gives a command and the generic operations a Date for a date-time field and null for an empty optional one; JSON carries ISO strings', async () => {
     const draft = await createArticle('typed-row', false);
-    const ops = t.app.services.registry.ops('testkit.article');
+    const ops = t.app.services.operations.of('testkit.article');
     const before = await t.app.services.transactions.run(tenant, (ctx) => ops.read(ctx, draft.id));
     expect(before.publishedAt).toBeNull();
     expect(before.createdAt).toBeInstanceOf(Date);

@@ -5,7 +5,7 @@ import { useTestApp } from '../helpers/use-test-app.ts';
 import { testkitModule, article } from '../helpers/testkit-module.ts';
 import { testConfig } from '../helpers/config.ts';
 import { allModules } from '../../modules/index.ts';
-import { Registry } from '../../framework/entity/registry.ts';
+import { compose } from '../../framework/composition.ts';
 import {
   defineEntity,
   defineModule,
@@ -23,7 +23,7 @@ const publishOther = (ctx: TxContext) => ctx.publish('pubprobe.gadget.other', {}
 const gadget = defineEntity({
   module: 'pubprobe',
   name: 'gadget',
-  table: 'widgets',
+  storage: { table: 'widgets' },
   fields: { name: Type.String({ minLength: 1 }), size: Type.Integer(), color: Type.String() },
   permissions: { read: 'widget:read', write: 'widget:write' },
   commands: {
@@ -141,7 +141,7 @@ describe('publishes lists and declared events agree (boot)', () => {
   const start =
     (...modules: ModuleDefinition[]) =>
     () =>
-      new Registry([...allModules, testkitModule, ...modules], config);
+      compose([...allModules, testkitModule, ...modules], config);
   const plain = (extra: Partial<ModuleDefinition>) => defineModule({ name: 'bad', ...extra });
 
   it('accepts the installation, the test kit and the probe above', () => {
@@ -206,14 +206,14 @@ describe('declarations the types cannot check (boot)', () => {
   const start =
     (...modules: ModuleDefinition[]) =>
     () =>
-      new Registry([...allModules, testkitModule, ...modules], config);
+      compose([...allModules, testkitModule, ...modules], config);
   const plain = (extra: Partial<ModuleDefinition>) => defineModule({ name: 'bad', ...extra });
 
   it('refuses a date-time field not declared with DateTime(), whose rows would be typed as strings', () => {
     const dated = defineEntity({
       module: 'bad',
       name: 'gadget',
-      table: 'widgets',
+      storage: { table: 'widgets' },
       permissions: gadget.permissions,
       fields: { name: Type.String(), seenAt: Type.Optional(Type.String({ format: 'date-time' })) },
     });
@@ -223,7 +223,7 @@ describe('declarations the types cannot check (boot)', () => {
     const declared = defineEntity({
       module: 'bad',
       name: 'gadget',
-      table: 'widgets',
+      storage: { table: 'widgets' },
       permissions: gadget.permissions,
       fields: { name: Type.String(), seenAt: Type.Optional(DateTime()) },
     });
@@ -245,13 +245,12 @@ describe('declarations the types cannot check (boot)', () => {
   });
 
   it('refuses two public reads at one path', () => {
-    const twin = defineEntity({ ...article, name: 'twin', table: 'articles' });
-    expect(
-      () =>
-        new Registry(
-          [...allModules, defineModule({ ...testkitModule, entities: [...testkitModule.entities!, entity(twin)] })],
-          config,
-        ),
+    const twin = defineEntity({ ...article, name: 'twin', storage: { ...article.storage, table: 'articles' } });
+    expect(() =>
+      compose(
+        [...allModules, defineModule({ ...testkitModule, entities: [...testkitModule.entities!, entity(twin)] })],
+        config,
+      ),
     ).toThrow(/route GET \/api\/v1\/testkit\/public\/:slug is declared twice/);
   });
 
@@ -268,6 +267,28 @@ describe('declarations the types cannot check (boot)', () => {
     } as unknown as AnyRoute;
     expect(start(plain({ routes: [route] }))).toThrow(
       /route POST \/api\/v1\/bad\/uploads \(module bad\) is multipart: it must declare transaction 'none'/,
+    );
+  });
+
+  it('refuses a route that may read from the replica but writes: not a GET, or publishing', () => {
+    const reading = {
+      method: 'GET',
+      url: '/api/v1/bad/feed',
+      operationId: 'bad-feed',
+      summary: 'Feed',
+      access: 'public',
+      replica: 'always',
+      schema: { response: { 200: Type.Object({}) } },
+      handler: async () => ({}),
+    } as unknown as AnyRoute;
+    expect(start(plain({ routes: [reading] }))).not.toThrow();
+    const posting = { ...reading, method: 'POST' } as AnyRoute;
+    expect(start(plain({ routes: [posting] }))).toThrow(
+      /route POST \/api\/v1\/bad\/feed \(module bad\) may read from the replica: it must be a GET that publishes nothing/,
+    );
+    const publishing = { ...reading, replica: 'on-request', publishes: ['testkit.widget.created'] } as AnyRoute;
+    expect(start(plain({ routes: [publishing] }))).toThrow(
+      /may read from the replica: it must be a GET that publishes nothing/,
     );
   });
 });

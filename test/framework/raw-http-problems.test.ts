@@ -1,7 +1,7 @@
 import { connect } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startTestApp, type TestApp } from '../helpers/app.ts';
-import { PROBLEMS, type ProblemCode } from '../../framework/errors.ts';
+import { problemDeclaration, type ProblemCode } from '../../framework/errors.ts';
 
 /**
  * Rule: every failure is application/problem+json with a stable code, also the ones fastify's
@@ -58,11 +58,12 @@ function send(raw: string): Promise<RawAnswer> {
 }
 
 function expectProblem(answer: RawAnswer, code: ProblemCode): void {
-  expect(answer.status, answer.body).toBe(PROBLEMS[code].status);
+  const declared = problemDeclaration(code)!;
+  expect(answer.status, answer.body).toBe(declared.status);
   expect(answer.headers['content-type']).toMatch(/^application\/problem\+json/);
   expect(answer.headers['x-content-type-options']).toBe('nosniff');
   const body = JSON.parse(answer.body) as Record<string, unknown>;
-  expect(body).toMatchObject({ code, status: PROBLEMS[code].status, title: PROBLEMS[code].title });
+  expect(body).toMatchObject({ code, status: declared.status, title: declared.title });
   expect(typeof body.detail).toBe('string');
   expect(answer.body).not.toMatch(/FST_ERR|statusCode|HPE_/);
 }

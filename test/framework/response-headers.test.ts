@@ -147,7 +147,7 @@ describe("every HTML answer carries X-Frame-Options: DENY and CSP frame-ancestor
       .set('Cookie', cookie)
       .send({ title: 'Framed?', priority: 'low', deadline: '2031-01-01T00:00:00Z' });
     expect(task.status).toBe(201);
-    const documented = t.app.services.registry.routes
+    const documented = t.app.services.routes
       .filter(
         ({ route }) =>
           route.method === 'GET' &&

@@ -2,7 +2,7 @@ import { beforeAll, describe, expect, it } from 'vitest';
 import Type from 'typebox';
 import pg from 'pg';
 import { buildApp, type Role } from '../../framework/app.ts';
-import { Registry } from '../../framework/entity/registry.ts';
+import { compose } from '../../framework/composition.ts';
 import { BootCheckError } from '../../framework/entity/checks.ts';
 import {
   defineEntity,
@@ -38,7 +38,7 @@ const ok = defineRoute({
 const bad = (extra: Partial<ModuleDefinition>): ModuleDefinition => defineModule({ name: 'bad', ...extra });
 
 async function expectRefusal(modules: readonly ModuleDefinition[], offender: RegExp): Promise<void> {
-  expect(() => new Registry(modules, config)).toThrow(offender);
+  expect(() => compose(modules, config)).toThrow(offender);
   for (const role of ROLES) {
     const start = buildApp({ config, modules, databaseUrl, role, startWorker: true, scheduleJobs: true });
     await expect(start, role).rejects.toBeInstanceOf(BootCheckError);
@@ -57,7 +57,7 @@ async function expectRefusal(modules: readonly ModuleDefinition[], offender: Reg
 
 describe('startup checks, in every role', () => {
   it("accept the installation's modules with the test kit", () => {
-    expect(() => new Registry([...allModules, testkitModule], config)).not.toThrow();
+    expect(() => compose([...allModules, testkitModule], config)).not.toThrow();
   });
 
   it('refuse a route guarded by a permission no module declares, naming route and permission', async () => {
@@ -151,10 +151,18 @@ describe('startup checks, in every role', () => {
       sortable: ['weight'],
       admin: { title: 'label', columns: [] },
     } as never;
-    const start = () => new Registry([testkitModule, bad({ entities: [entity(broken)] })], config);
+    const start = () => compose([testkitModule, bad({ entities: [entity(broken)] })], config);
     expect(start).toThrow(/immutable field shade is not a field/);
     expect(start).toThrow(/sortable field weight is not a field/);
     expect(start).toThrow(/admin column field label is not a field/);
+  });
+
+  it('refuse two modules that both name the signed-in person in the admin header', async () => {
+    const namer = { find: async () => null };
+    await expectRefusal(
+      [...allModules, bad({ adminPerson: namer })],
+      /modules user and bad both provide adminPerson: at most one may/,
+    );
   });
 
   it('refuse admin amounts and overdue rows declared on what the entity cannot hold', () => {
@@ -168,7 +176,7 @@ describe('startup checks, in every role', () => {
         overdue: { field: 'name', except: ['done'] },
       },
     } as never;
-    const start = () => new Registry([testkitModule, bad({ entities: [entity(broken)] })], config);
+    const start = () => compose([testkitModule, bad({ entities: [entity(broken)] })], config);
     expect(start).toThrow(/entity bad\.widget: admin\.money pairs size with currency: both must be fields/);
     expect(start).toThrow(/entity bad\.widget: admin\.overdue\.field name is not a date-time field/);
     expect(start).toThrow(
@@ -180,7 +188,7 @@ describe('startup checks, in every role', () => {
       module: 'bad',
       admin: { title: 'name', columns: ['name'], overdue: { field: 'approvedAt' } },
     };
-    expect(() => new Registry([testkitModule, bad({ entities: [entity(fine as never)] })], config)).not.toThrow();
+    expect(() => compose([testkitModule, bad({ entities: [entity(fine as never)] })], config)).not.toThrow();
   });
 
   it('refuse a global entity whose write permission is not an operator permission, naming entity and permission', async () => {
@@ -211,7 +219,7 @@ describe('startup checks, in every role', () => {
       module: 'bad',
       commands: { reprice: { summary: 'Reprice', run: async () => ({ price: 1 }) } },
     });
-    expect(() => new Registry([testkitModule, bad({ entities: [entity(defaulted)] })], config)).not.toThrow();
+    expect(() => compose([testkitModule, bad({ entities: [entity(defaulted)] })], config)).not.toThrow();
   });
 
   it('refuse contradictory shapes: a global singleton, singleton routes on a collection, a computed field named like a field, a row-access filter naming a non-field', () => {
@@ -221,15 +229,15 @@ describe('startup checks, in every role', () => {
       scope: 'global',
       permissions: { read: 'widget:read', write: 'widget:operate' },
     } as never;
-    expect(() => new Registry([testkitModule, bad({ entities: [entity(globalSingleton)] })], config)).toThrow(
+    expect(() => compose([testkitModule, bad({ entities: [entity(globalSingleton)] })], config)).toThrow(
       /entity bad\.setting is global and a singleton/,
     );
     const routesOnCollection = { ...widget, module: 'bad', singletonRoutes: ['update'] } as never;
-    expect(() => new Registry([testkitModule, bad({ entities: [entity(routesOnCollection)] })], config)).toThrow(
+    expect(() => compose([testkitModule, bad({ entities: [entity(routesOnCollection)] })], config)).toThrow(
       /entity bad\.widget declares singletonRoutes but is not a singleton/,
     );
     const shadowing = { ...widget, module: 'bad', computed: { name: Type.String() } } as never;
-    expect(() => new Registry([testkitModule, bad({ entities: [entity(shadowing)] })], config)).toThrow(
+    expect(() => compose([testkitModule, bad({ entities: [entity(shadowing)] })], config)).toThrow(
       /entity bad\.widget: computed field name is already a field/,
     );
     const strayFilter = {
@@ -237,7 +245,7 @@ describe('startup checks, in every role', () => {
       module: 'bad',
       rowAccess: (ctx: { actorId: string | null }) => ({ name: 'x', ownerId: ctx.actorId }),
     } as never;
-    expect(() => new Registry([testkitModule, bad({ entities: [entity(strayFilter)] })], config)).toThrow(
+    expect(() => compose([testkitModule, bad({ entities: [entity(strayFilter)] })], config)).toThrow(
       /entity bad\.widget: rowAccess names ownerId, which is not a field/,
     );
     const needsCaller = {
@@ -245,19 +253,64 @@ describe('startup checks, in every role', () => {
       module: 'bad',
       rowAccess: (ctx: { session: { userId: string } }) => ({ name: ctx.session.userId }),
     } as never;
-    expect(() => new Registry([testkitModule, bad({ entities: [entity(needsCaller)] })], config)).toThrow(
+    expect(() => compose([testkitModule, bad({ entities: [entity(needsCaller)] })], config)).toThrow(
       /entity bad\.widget: rowAccess fails with no caller/,
     );
     const unknownReadOnly = { ...widget, module: 'bad', readOnly: ['shine'] } as never;
-    expect(() => new Registry([testkitModule, bad({ entities: [entity(unknownReadOnly)] })], config)).toThrow(
+    expect(() => compose([testkitModule, bad({ entities: [entity(unknownReadOnly)] })], config)).toThrow(
       /readOnly field shine is not a field/,
     );
+  });
+
+  it('refuse a problem code two modules declare, or a module and the framework, naming both', async () => {
+    await expectRefusal(
+      [...allModules, bad({ problems: { PLAN_IN_USE: { status: 409, title: 'Busy plan' } } })],
+      /problem code PLAN_IN_USE is declared by module billing and by module bad/,
+    );
+    await expectRefusal(
+      [...allModules, bad({ problems: { NOT_FOUND: { status: 404, title: 'Gone' } } })],
+      /problem code NOT_FOUND is declared by framework and by module bad/,
+    );
+  });
+
+  it('refuse a route or a command documenting a problem code no module declares, naming it', async () => {
+    const route = { ...ok, problems: { 409: 'The thing is gone (THING_GONE)' } };
+    await expectRefusal(
+      [...allModules, bad({ routes: [route] })],
+      /route GET \/api\/v1\/bad\/thing \(module bad\) documents problem code THING_GONE, which no module declares/,
+    );
+    const refusing = defineEntity({
+      ...widget,
+      module: 'bad',
+      commands: {
+        ...widget.commands,
+        approve: { ...widget.commands!.approve, problems: { 409: 'Already approved (WIDGET_APPROVED)' } },
+      },
+    });
+    await expectRefusal(
+      [testkitModule, bad({ entities: [entity(refusing)] })],
+      /route POST \/api\/v1\/bad\/widgets\/:id\/approve \(module bad\) documents problem code WIDGET_APPROVED/,
+    );
+  });
+
+  it('refuse an entity answering with a code no module declares (states.refusal, invalidCodes, uniqueCodes)', () => {
+    const undeclared = defineEntity({
+      ...widget,
+      module: 'bad',
+      invalidCodes: { name: 'NAME_ODD' as never },
+      uniqueCodes: { name: { index: 'widgets_name_unique', code: 'NAME_TAKEN' as never } },
+    });
+    const start = () => compose([testkitModule, bad({ entities: [entity(undeclared)] })], config);
+    expect(start).toThrow(
+      /entity bad\.widget: invalidCodes\.name names problem code NAME_ODD, which no module declares/,
+    );
+    expect(start).toThrow(/entity bad\.widget: uniqueCodes\.name names problem code NAME_TAKEN/);
   });
 
   it('list every problem at once', () => {
     const route = { ...ok, access: { permission: 'thing:frobnicate' }, publishes: ['bad.thing.exploded'] };
     const start = () =>
-      new Registry(
+      compose(
         [bad({ routes: [route], subscriptions: [{ name: 's', event: 'bad.nothing', handle: async () => {} }] })],
         config,
       );

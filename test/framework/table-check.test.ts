@@ -15,7 +15,7 @@ import {
   type ColumnInfo,
   type TableInfo,
 } from '../../framework/entity/table-check.ts';
-import { FRAMEWORK_TABLE_USES } from '../../framework/access/identity-tables.ts';
+import { IDENTITY_TABLES } from '../../framework/access/identity-tables.ts';
 import { allModules } from '../../modules/index.ts';
 import { testkitModule } from '../helpers/testkit-module.ts';
 import { createTestDatabase } from '../helpers/database.ts';
@@ -108,7 +108,7 @@ describe('definitions and tables agree (boot check)', () => {
       expect(checked.entities.sort()).toEqual(declared.sort());
       expect(checked.entities).toEqual(expect.arrayContaining(['user.user', 'testkit.widget']));
       expect(checked.tables).toEqual(
-        expect.arrayContaining(['users', 'widgets', ...FRAMEWORK_TABLE_USES.map((u) => u.table)]),
+        expect.arrayContaining(['users', 'widgets', ...IDENTITY_TABLES.map((u) => u.table)]),
       );
     } finally {
       await app.close();
@@ -188,7 +188,7 @@ describe('definitions and tables agree (boot check)', () => {
     }
   });
 
-  it('refuses to start when a table the framework reads on every request lost a column, changed type or isolation', async () => {
+  it('refuses to start when a migration changed an identity table the framework reads on every request: a column lost or retyped, isolation off', async () => {
     const url = await createTestDatabase();
     const first = await buildApp({ config, modules: allModules, databaseUrl: url, role: 'web', startWorker: false });
     await first.close();
@@ -199,14 +199,16 @@ describe('definitions and tables agree (boot check)', () => {
        alter table users no force row level security;`,
     );
     const error = await refusal(allModules, url);
-    expect(error.message).toContain('the framework uses table sessions (created by module auth: ');
-    expect(error.message).toMatch(
-      /table sessions \(created by module auth: [^)]*\), but column sessions\.last_seen_at \(timestamptz\) is missing/,
+    expect(error.message).toContain(
+      "the framework's identity table sessions (migrations/framework/0013_identity.sql; ",
     );
     expect(error.message).toMatch(
-      /table roles \(created by module auth: [^)]*\), but column roles\.permissions is jsonb, expected text\[\]/,
+      /identity table sessions \([^)]*\): column sessions\.last_seen_at \(timestamptz\) is missing/,
     );
-    expect(error.message).toMatch(/table users \(created by module user: [^)]*\), but it is not isolated by tenant/);
+    expect(error.message).toMatch(
+      /identity table roles \([^)]*\): column roles\.permissions is jsonb, expected text\[\]/,
+    );
+    expect(error.message).toMatch(/identity table users \([^)]*\) is not isolated by tenant/);
   });
 });
 
@@ -281,7 +283,7 @@ describe('the table shape an entity asks for', () => {
   });
 
   it('global scope and hard delete: no tenant_id, no row-level security, no deleted_at', () => {
-    const globalHard = price({ scope: 'global', deleteMode: 'hard' });
+    const globalHard = price({ scope: 'global', storage: { deleteMode: 'hard' } });
     expect(entityTableProblems(globalHard, table({ ...system, amount: column('int4') }, false))).toEqual([]);
     expect(
       entityTableProblems(

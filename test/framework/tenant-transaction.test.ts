@@ -143,6 +143,20 @@ describe('tenant transaction under row-level security (pool of size 1)', () => {
     }
   });
 
+  it('the transaction carries database.statement_timeout_ms, set by its opening statement; the connection itself keeps the server’s', async () => {
+    const show = 'select current_setting($$statement_timeout$$) as t';
+    const outsideBefore = (await app.services.db.pool.query<{ t: string }>(show)).rows[0]!.t;
+    const inside = await app.services.transactions.run(
+      a,
+      async (ctx) => (await sql<{ t: string }>`${sql.raw(show)}`.execute(ctx.db)).rows[0]!.t,
+    );
+    const outsideAfter = (await app.services.db.pool.query<{ t: string }>(show)).rows[0]!.t;
+    expect(inside).toBe(`${app.services.config.database.statement_timeout_ms / 1000}s`);
+    // Never a start-up parameter: a pooler in transaction mode refuses one (or drops it).
+    expect(outsideBefore).toBe('0');
+    expect(outsideAfter).toBe('0');
+  });
+
   it('a transaction that fails also leaves the connection with no tenant and no role', async () => {
     const before = await stateOutside();
     await expect(

@@ -1,8 +1,7 @@
 import { randomUUID } from 'node:crypto';
-import supertest from 'supertest';
 import type { FastifyBaseLogger } from 'fastify';
 import { CompiledQuery } from 'kysely';
-import { buildApp, type App, type Role } from '../../framework/app.ts';
+import { buildApp, migrationSources, type App, type Role } from '../../framework/app.ts';
 import type { ModuleDefinition } from '../../framework/entity/define.ts';
 import type { Config } from '../../framework/config/schema.ts';
 import type { TenantRef } from '../../framework/context/tenant.ts';
@@ -13,8 +12,9 @@ import { createTenant } from '../../framework/tenancy/create-tenant.ts';
 import { hashSecret, newSessionId, sessionCookie } from '../../framework/access/session-cookie.ts';
 import { allModules } from '../../modules/index.ts';
 import { testkitModule } from './testkit-module.ts';
-import { createTestDatabase } from './database.ts';
+import { createMigratedTestDatabase } from './database.ts';
 import { testConfig } from './config.ts';
+import { hostAgent, type HostAgent } from './inject-agent.ts';
 
 export const OPERATOR_HOST = 'operator.localhost';
 
@@ -22,22 +22,11 @@ export interface TestApp extends App {
   databaseUrl: string;
   config: Config;
   operator: TenantRef;
-  /** supertest against the app, with the Host header of the given host (default: the operator's). */
-  http(host?: string): ReturnType<typeof hostAgent>;
-}
-
-function hostAgent(app: App, host: string) {
-  const agent = supertest(app.web!.server);
-  const withHost = <T extends { set(name: string, value: string): T }>(req: T) => req.set('Host', host);
-  return {
-    get: (url: string) => withHost(agent.get(url)),
-    post: (url: string) => withHost(agent.post(url)),
-    put: (url: string) => withHost(agent.put(url)),
-    patch: (url: string) => withHost(agent.patch(url)),
-    delete: (url: string) => withHost(agent.delete(url)),
-    head: (url: string) => withHost(agent.head(url)),
-    options: (url: string) => withHost(agent.options(url)),
-  };
+  /**
+   * supertest's interface to the app, through fastify's inject (inject-agent.ts), with the Host
+   * header of the given host (default: the operator's).
+   */
+  http(host?: string): HostAgent;
 }
 
 export interface TestAppOptions {
@@ -55,13 +44,17 @@ export interface TestAppOptions {
   passwordVerifier?: PasswordVerifier;
 }
 
-/** Builds the app on a fresh database (or a given one) with the installation's modules plus the test kit. */
+/**
+ * Builds the app with the installation's modules plus the test kit (or the given modules) on a
+ * database of its own, copied from the run's migrated template (or on a given database).
+ */
 export async function startTestApp(options: TestAppOptions = {}): Promise<TestApp> {
-  const databaseUrl = options.databaseUrl ?? (await createTestDatabase());
+  const modules = options.modules ?? [...allModules, testkitModule];
+  const databaseUrl = options.databaseUrl ?? (await createMigratedTestDatabase(migrationSources(modules)));
   const config = options.config ?? testConfig();
   const app = await buildApp({
     config,
-    modules: options.modules ?? [...allModules, testkitModule],
+    modules,
     databaseUrl,
     role: options.role ?? 'web',
     startWorker: options.startWorker ?? false,
@@ -76,7 +69,7 @@ export async function startTestApp(options: TestAppOptions = {}): Promise<TestAp
     'select id, slug from tenants where is_operator',
   );
   const operator = { id: rows[0]!.id, slug: rows[0]!.slug, isOperator: true };
-  return { ...app, databaseUrl, config, operator, http: (host = OPERATOR_HOST) => hostAgent(app, host) };
+  return { ...app, databaseUrl, config, operator, http: (host = OPERATOR_HOST) => hostAgent(app.web!, host) };
 }
 
 /** Creates a customer tenant with one primary host, as the tenant module would. */

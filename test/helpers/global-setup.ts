@@ -5,10 +5,13 @@ import pg from 'pg';
 import type { TestProject } from 'vitest/node';
 import { startEmbeddedPostgres, type EmbeddedServer } from '../../framework/db/embedded.ts';
 import { freePort } from './ports.ts';
+import { createTemplateDatabases, dropTemplateDatabases, type TemplateDatabase } from './template-databases.ts';
 
 declare module 'vitest' {
   export interface ProvidedContext {
     pgAdminUrl: string;
+    /** Databases migrated once for the run, that test databases are copied from (database.ts). */
+    pgTemplates: TemplateDatabase[];
   }
 }
 
@@ -33,13 +36,18 @@ async function createClusterRole(adminUrl: string): Promise<void> {
 
 /**
  * One PostgreSQL for the whole run: TEST_DATABASE_URL (a server where we may create databases),
- * or an embedded server in a temporary directory. Each test file creates its own database on it.
+ * or an embedded server in a temporary directory. Each test file creates its own database on it,
+ * most as a copy of a template migrated here once (template-databases.ts).
  */
 export default async function setup(project: TestProject): Promise<() => Promise<void>> {
+  // The unit project alone (npx vitest run --project unit) opens no database: none is started.
+  if (project.vitest.projects.every((p) => p.name === 'unit')) return async () => {};
   const external = process.env.TEST_DATABASE_URL;
   if (external) {
+    const templates = await createTemplateDatabases(external);
     project.provide('pgAdminUrl', external);
-    return async () => {};
+    project.provide('pgTemplates', templates);
+    return () => dropTemplateDatabases(external, templates);
   }
   const dir = mkdtempSync(join(tmpdir(), 'tenantry-test-pg-'));
   // The server runs as the postgres OS user when we are root: it must reach its data directory.
@@ -48,6 +56,7 @@ export default async function setup(project: TestProject): Promise<() => Promise
   server = await startEmbeddedPostgres({ dir: join(dir, 'data'), port: await freePort() });
   await createClusterRole(server.adminUrl);
   project.provide('pgAdminUrl', server.adminUrl);
+  project.provide('pgTemplates', await createTemplateDatabases(server.adminUrl));
   return async () => {
     await server?.stop();
     rmSync(dir, { recursive: true, force: true });

@@ -141,14 +141,14 @@ export const memo = defineEntity({
   },
   immutable: ['ownerId'],
   // A reference the body writes (on create only): the shell's new form offers a picker for it.
-  references: { ownerId: 'user.user' },
+  admin: { references: { ownerId: 'user.user' } },
   commandOwned: { pinned: 'pin' },
   readOnly: ['long'],
   computed: {
     excerpt: Type.String({ maxLength: 21, description: 'The first 20 characters, and … when there are more.' }),
   },
   rowAccess: (ctx) => ({ ownerId: ctx.actorId }),
-  deleteMode: 'hard',
+  storage: { deleteMode: 'hard' },
   permissions: { read: 'widget:read', write: 'widget:write' },
   commands: {
     pin: {

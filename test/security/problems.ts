@@ -1,7 +1,5 @@
-import { PROBLEMS } from '../../framework/errors.ts';
+import { installedProblems } from '../../framework/errors.ts';
 import { describeExchange, type Answer, type Sent } from './harness.ts';
-
-const CODES = new Set(Object.keys(PROBLEMS));
 
 /** A stack frame, a source location or a Node internal: what a leaked exception looks like. */
 const STACK_TRACE =
@@ -19,7 +17,8 @@ export function badAnswer(res: Answer): string | undefined {
   if (!/^application\/problem\+json/.test(String(res.headers['content-type'] ?? '')))
     return `a ${res.status} that is not application/problem+json (${res.headers['content-type']})`;
   const code = res.json?.code;
-  if (typeof code !== 'string' || !CODES.has(code))
+  // Installed by the app the suite started: the framework's codes and every module's.
+  if (typeof code !== 'string' || !installedProblems().has(code))
     return `a ${res.status} without a registered code (${String(code)})`;
   if (res.json?.status !== res.status)
     return `a problem whose status (${String(res.json?.status)}) differs from the answer's (${res.status})`;

@@ -136,6 +136,31 @@ describe('defineEntity', () => {
       // @ts-expect-error: status is not a field
       admin: { title: 'title', columns: ['title', 'status'] },
     });
+    defineEntity({
+      module: 'm',
+      name: 'thing',
+      fields,
+      permissions,
+      // @ts-expect-error: colour is not a field
+      admin: { fieldText: { colour: { label: 'Colour', hint: 'The colour.' } } },
+    });
+  });
+
+  it('takes each part where it belongs: the table and the delete mode in storage, the field text in admin', () => {
+    defineEntity({
+      module: 'm',
+      name: 'thing',
+      fields,
+      permissions,
+      storage: { table: 'things', deleteMode: 'hard' },
+      admin: { fieldText: { title: { label: 'Title', hint: 'What it is called.' } } },
+    });
+    // @ts-expect-error: the table is the storage part's
+    defineEntity({ module: 'm', name: 'thing', fields, permissions, table: 'things' });
+    // @ts-expect-error: the delete mode is the storage part's
+    defineEntity({ module: 'm', name: 'thing', fields, permissions, deleteMode: 'hard' });
+    // @ts-expect-error: the field text is the admin part's
+    defineEntity({ module: 'm', name: 'thing', fields, permissions, fieldText: {} });
   });
 
   it('accepts the scope, singleton, row-access, delete-mode, read-only and computed options', () => {
@@ -145,7 +170,7 @@ describe('defineEntity', () => {
       fields,
       permissions,
       scope: 'global',
-      deleteMode: 'hard',
+      storage: { deleteMode: 'hard' },
       readOnly: ['done'],
     });
     defineEntity({
@@ -242,8 +267,8 @@ describe('defineEntity', () => {
     // @ts-expect-error: shared is not a scope
     defineEntity({ module: 'm', name: 'thing', fields, permissions, scope: 'shared' });
     // @ts-expect-error: purge is not a delete mode
-    defineEntity({ module: 'm', name: 'thing', fields, permissions, deleteMode: 'purge' });
-    // @ts-expect-error: hardDelete is not an option (deleteMode: 'hard' is)
+    defineEntity({ module: 'm', name: 'thing', fields, permissions, storage: { deleteMode: 'purge' } });
+    // @ts-expect-error: hardDelete is not an option (storage.deleteMode: 'hard' is)
     defineEntity({ module: 'm', name: 'thing', fields, permissions, hardDelete: true });
   });
 

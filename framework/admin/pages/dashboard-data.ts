@@ -1,5 +1,5 @@
 import type { TxContext } from '../../context/tx.ts';
-import type { Registry } from '../../entity/registry.ts';
+import type { Services } from '../../contracts/services.ts';
 import { readableEntities } from '../../catalog/catalog.ts';
 import { peopleLabels } from '../labels.ts';
 import type { PageQuery } from '../../operations/paging.ts';
@@ -24,9 +24,9 @@ const COUNT_PAGE: PageQuery = { limit: 1, offset: 0, sort: 'createdAt' };
  * reports. Every count is the entity's own list operation, row access included, run one after the
  * other in the caller's transaction: no second connection.
  */
-export async function dashboardCards(tx: TxContext, registry: Registry): Promise<DashboardCard[]> {
+export async function dashboardCards(tx: TxContext, services: Services): Promise<DashboardCard[]> {
   const cards: DashboardCard[] = [];
-  for (const entity of readableEntities(registry, tx)) {
+  for (const entity of readableEntities(services.registry, tx)) {
     const base = {
       key: entity.names.key,
       module: entity.module,
@@ -37,7 +37,7 @@ export async function dashboardCards(tx: TxContext, registry: Registry): Promise
       cards.push({ ...base, count: null, countExact: true });
       continue;
     }
-    const page = await registry.ops(entity.names.key).list(tx, COUNT_PAGE);
+    const page = await services.operations.of(entity.names.key).list(tx, COUNT_PAGE);
     cards.push({ ...base, count: page.total, countExact: page.totalExact });
   }
   return cards;

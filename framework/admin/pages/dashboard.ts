@@ -25,7 +25,7 @@ export function registerDashboard(site: AdminSite, checks: readonly ReadinessChe
       if (outcome && !outcome.ok)
         site.services.log.warn({ check: 'database', error: outcome.error }, 'admin dashboard: database check failed');
       return inTransaction(async (page) => {
-        const cards = (await dashboardCards(page.tx, site.services.registry)).map((card) => ({
+        const cards = (await dashboardCards(page.tx, site.services)).map((card) => ({
           ...card,
           href: adminPagePath(site, card.key),
         }));

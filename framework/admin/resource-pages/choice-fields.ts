@@ -1,4 +1,4 @@
-import type { Registry } from '../../entity/registry.ts';
+import type { ModuleRegistry as Registry } from '../../contracts/services.ts';
 import type { ResolvedEntity } from '../../entity/resolve.ts';
 import { titleCase } from '../../entity/names.ts';
 import type { Widget } from './widgets.ts';
@@ -6,7 +6,7 @@ import { peopleLabels } from '../labels.ts';
 
 /**
  * Checkbox groups of declared names: an array field lists its choices in its schema (an enum of
- * its items), or the entity declares where they come from (EntityDefinition.choices: the events
+ * its items), or the entity declares where they come from (EntityAdmin.choices: the events
  * the modules declare). Events are grouped by the module declaring them and read as people name
  * them ("Task created", "Published", or the module's declared words: ModuleAdmin.eventLabels): an
  * event's name is for programs, and never shown.
@@ -48,7 +48,7 @@ export function withDeclaredChoices(
   events: ReadonlyMap<string, { group: string; label: string }>,
 ): Widget[] {
   return widgets.map((widget) => {
-    const declared = entity.def.choices?.[widget.name];
+    const declared = entity.def.admin?.choices?.[widget.name];
     if (!declared || (widget.kind !== 'checkboxes' && widget.kind !== 'list')) return widget;
     const order = [...events.keys()];
     const rank = (value: string) => (order.includes(value) ? order.indexOf(value) : order.length);
@@ -65,7 +65,7 @@ export function withDeclaredChoices(
       options.push(known ? { value, label: known.label, group: known.group } : { value, label: value });
     }
     // The list widget's "separate with commas" hint does not apply to boxes.
-    const hint = entity.def.fieldText?.[widget.name]?.hint;
+    const hint = entity.def.admin?.fieldText?.[widget.name]?.hint;
     const { hint: _listHint, ...rest } = widget;
     return { ...rest, kind: 'checkboxes', options, ...(hint ? { hint } : {}) };
   });

@@ -4,7 +4,7 @@ import { isMarkdown } from '../../markdown/markdown-field.ts';
 import { ADMIN_MARKDOWN, renderMarkdown } from '../../markdown/render.ts';
 import { registerAdminPage, type AdminPageContext } from '../page.ts';
 import { renderTemplate } from '../render.ts';
-import type { EntityPages, FieldModel } from './entity-pages.ts';
+import type { EntityPages, FieldModel } from './page-model.ts';
 import { StringEnum } from '../../entity/string-enum.ts';
 import {
   ACTOR_FIELD,
@@ -100,7 +100,7 @@ export async function aidFields(
 export function registerOptionsPage(pages: EntityPages, withPages: ReadonlySet<string>): void {
   const { site, entity, api, base, label } = pages;
   if (entity.searchable.length === 0) return;
-  const target = referenceTarget(site.services.registry, entity.names.key, withPages);
+  const target = referenceTarget(site.services, entity.names.key, withPages);
   if (!target) return;
   // The actor fields whose people are rows of this entity, known at boot.
   const actors = [...actorRules(site.services.registry).values()].filter(

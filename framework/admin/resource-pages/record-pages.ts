@@ -82,7 +82,7 @@ export function registerNewPages(pages: EntityPages): void {
 
 /**
  * The record's page: its fields, links to edit, delete and each command the caller may run here,
- * and, when this answer made a secret (EntityDefinition.shownOnce), that secret shown once. Such
+ * and, when this answer made a secret (EntityAdmin.shownOnce), that secret shown once. Such
  * an answer is the post's own (no redirect: the value is never in a URL) and marked no-store, so
  * no cache, history or back button shows it again.
  */

@@ -1,5 +1,5 @@
 import type { Access, RouteDefinition } from '../../entity/define.ts';
-import type { Registry } from '../../entity/registry.ts';
+import type { ModuleRegistry as Registry, Services } from '../../contracts/services.ts';
 import type { ResolvedEntity } from '../../entity/resolve.ts';
 import type { Page } from '../../operations/paging.ts';
 import { apiRoute, runApiRoute } from '../api-route.ts';
@@ -12,7 +12,7 @@ import { peopleLabels } from '../labels.ts';
 import { actorsNarrowing, whyCannotAct } from '../../access/actors.ts';
 
 /**
- * References in the shell (EntityDefinition.references, CommandDefinition.references): a field
+ * References in the shell (EntityDefinition.admin.references, CommandDefinition.references): a field
  * holding another entity's id is shown as that row's title, linked to its page, and chosen from
  * the referenced list rather than typed. The API keeps the ids; these are the pages' views of them.
  */
@@ -100,15 +100,15 @@ const inTransaction = (route: ReturnType<typeof apiRoute>): route is RouteDefini
 
 /** The target of a reference by entity key; undefined for a key no collection entity has (then the field stays a plain id). */
 export function referenceTarget(
-  registry: Registry,
+  services: Services,
   key: string,
   withPages: ReadonlySet<string>,
 ): ReferenceTarget | undefined {
-  const entity = registry.entities.find((e) => e.names.key === key);
+  const entity = services.registry.entities.find((e) => e.names.key === key);
   if (!entity || entity.singleton) return undefined;
-  const read = apiRoute(registry, entity.names.operationId('read'));
+  const read = apiRoute(services, entity.names.operationId('read'));
   if (!read) return undefined;
-  const list = apiRoute(registry, entity.names.operationId('list'));
+  const list = apiRoute(services, entity.names.operationId('list'));
   return {
     entity,
     titleField: entity.def.admin?.title ?? entity.fields[0] ?? 'id',
@@ -144,7 +144,7 @@ export async function referenceCells(
       fields.map((field) => row[field]).filter((id): id is string => typeof id === 'string'),
     );
     if (ids.length === 0) continue;
-    const found = await ctx.services.registry.ops(key).readMany(ctx.tx, ids);
+    const found = await ctx.services.operations.of(key).readMany(ctx.tx, ids);
     const byId = new Map(found.map((row) => [row.id, row as Row]));
     for (const field of fields) {
       const forField = new Map<string, ReferenceCell>();
@@ -162,13 +162,13 @@ export async function referenceCells(
 
 /** The targets of a set of reference declarations (field → entity key), those that resolve. */
 export function referenceTargets(
-  registry: Registry,
+  services: Services,
   references: Readonly<Record<string, string | undefined>> | undefined,
   withPages: ReadonlySet<string>,
 ): Record<string, ReferenceTarget> {
   const targets: Record<string, ReferenceTarget> = {};
   for (const [field, key] of Object.entries(references ?? {})) {
-    const target = key === undefined ? undefined : referenceTarget(registry, key, withPages);
+    const target = key === undefined ? undefined : referenceTarget(services, key, withPages);
     if (target) targets[field] = target;
   }
   return targets;
@@ -191,7 +191,7 @@ export async function pickerPage(
   const query = { limit: PICKER_SIZE, offset: 0, sort, ...search };
   if (target.actor) {
     const narrow = await actorsNarrowing(ctx.tx, target.actor.permission);
-    return (await ctx.services.registry.ops(entity.names.key).list(ctx.tx, query, narrow)) as Page<Row>;
+    return (await ctx.services.operations.of(entity.names.key).list(ctx.tx, query, narrow)) as Page<Row>;
   }
   return (await runApiRoute(list!, ctx, { query })) as Page<Row>;
 }
@@ -213,7 +213,7 @@ export async function pickerFor(
   const page = await pickerPage(ctx, target, options.q);
   const offered = pickerOptions(target, page.items);
   if (options.selected !== '' && !offered.some((o) => o.value === options.selected)) {
-    const [chosen] = await ctx.services.registry.ops(target.entity.names.key).readMany(ctx.tx, [options.selected]);
+    const [chosen] = await ctx.services.operations.of(target.entity.names.key).readMany(ctx.tx, [options.selected]);
     // A person who cannot act is not offered, even as the value a refused post chose.
     const offerable =
       chosen &&
@@ -248,18 +248,18 @@ export const ACTOR_FIELD = '_for';
 const optionsUrl = (target: ReferenceTarget): string =>
   `${target.pagesPath}/options${target.actor ? `?${ACTOR_FIELD}=${encodeURIComponent(target.actor.key)}` : ''}`;
 
-const pagesByRegistry = new WeakMap<Registry, ReadonlySet<string>>();
+const pagesByServices = new WeakMap<Services, ReadonlySet<string>>();
 
 /** The keys of the entities that have generated pages: where a reference's link and type-ahead lead. */
-export function entitiesWithPages(registry: Registry): ReadonlySet<string> {
-  let keys = pagesByRegistry.get(registry);
+export function entitiesWithPages(services: Services): ReadonlySet<string> {
+  let keys = pagesByServices.get(services);
   if (!keys) {
     keys = new Set(
-      generatedResources(registry)
-        .filter((entity) => apiOf(registry, entity) !== undefined)
+      generatedResources(services.registry)
+        .filter((entity) => apiOf(services, entity) !== undefined)
         .map((entity) => entity.names.key),
     );
-    pagesByRegistry.set(registry, keys);
+    pagesByServices.set(services, keys);
   }
   return keys;
 }
@@ -272,11 +272,10 @@ export async function linkReferenceCells(
   items: readonly Row[],
   table: { rows: { cells: ReferenceCell[] }[] },
 ): Promise<void> {
-  const registry = ctx.services.registry;
   const shown = Object.fromEntries(
-    Object.entries(referenceTargets(registry, entity.def.references, entitiesWithPages(registry))).filter(([field]) =>
-      columns.includes(field),
-    ),
+    Object.entries(
+      referenceTargets(ctx.services, entity.def.admin?.references, entitiesWithPages(ctx.services)),
+    ).filter(([field]) => columns.includes(field)),
   );
   if (Object.keys(shown).length === 0) return;
   const cells = await referenceCells(ctx, shown, items);
@@ -297,10 +296,9 @@ export async function detailValues<I extends { value: string }>(
   fields: readonly string[],
   items: readonly I[],
 ): Promise<(I & { href?: string; html?: string })[]> {
-  const registry = ctx.services.registry;
   const cells = await referenceCells(
     ctx,
-    referenceTargets(registry, entity.def.references, entitiesWithPages(registry)),
+    referenceTargets(ctx.services, entity.def.admin?.references, entitiesWithPages(ctx.services)),
     [row],
   );
   return items.map((item, i) => {

@@ -1,7 +1,7 @@
 import type { TSchema } from 'typebox';
 import type { AnyRoute, RouteDefinition } from '../../entity/define.ts';
 import type { ResolvedEntity } from '../../entity/resolve.ts';
-import type { Registry } from '../../entity/registry.ts';
+import type { ModuleRegistry as Registry, Services } from '../../contracts/services.ts';
 import { apiRoute } from '../api-route.ts';
 
 /** A row as the API routes answer it. */
@@ -33,8 +33,8 @@ const inTransaction = (route: AnyRoute | undefined): route is RouteDefinition =>
   route !== undefined && route.transaction !== 'none';
 
 /** The entity's API routes; undefined when one of the five runs outside a transaction (then it has no pages). */
-export function apiOf(registry: Registry, entity: ResolvedEntity): Api | undefined {
-  const of = (verb: string) => apiRoute(registry, entity.names.operationId(verb));
+export function apiOf(services: Services, entity: ResolvedEntity): Api | undefined {
+  const of = (verb: string) => apiRoute(services, entity.names.operationId(verb));
   const [list, create, read, update, remove] = ['list', 'create', 'read', 'update', 'delete'].map(of);
   if (
     !inTransaction(list) ||

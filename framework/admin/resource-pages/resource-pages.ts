@@ -17,7 +17,7 @@ export { generatedResources } from './resource-api.ts';
  */
 export function registerResourcePages(site: AdminSite): void {
   for (const entity of generatedResources(site.services.registry)) {
-    const api = apiOf(site.services.registry, entity);
+    const api = apiOf(site.services, entity);
     if (!api) continue;
     const pages = entityPages(site, entity, api);
     registerListPages(pages);
@@ -26,6 +26,6 @@ export function registerResourcePages(site: AdminSite): void {
     registerEditPages(pages);
     registerDeletePages(pages);
     registerCommandPages(pages);
-    registerOptionsPage(pages, entitiesWithPages(site.services.registry));
+    registerOptionsPage(pages, entitiesWithPages(site.services));
   }
 }

@@ -1,7 +1,7 @@
 import * as oidc from 'openid-client';
 import { ConfigError } from '../../../framework/config/config-error.ts';
 import { isLocalHost } from '../../../framework/config/rules.ts';
-import type { Config } from '../../../framework/config/schema.ts';
+import type { Config } from '../../../framework/entity/define.ts';
 import { problem, type ProblemError } from '../../../framework/errors.ts';
 
 /** What the callback learns from the issuer about the person signing in. */

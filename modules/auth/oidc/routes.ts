@@ -1,8 +1,7 @@
 import Type from 'typebox';
 import type { FastifyRequest } from 'fastify';
-import type { AnyRoute } from '../../../framework/entity/define.ts';
+import type { AnyRoute, Config } from '../../../framework/entity/define.ts';
 import { defineRoute } from '../../../framework/entity/define.ts';
-import type { Config } from '../../../framework/config/schema.ts';
 import { isLocalHost } from '../../../framework/config/rules.ts';
 import { setSessionCookie } from '../../../framework/access/sessions.ts';
 import { sessionCookie } from '../../../framework/access/session-cookie.ts';

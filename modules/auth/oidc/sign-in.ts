@@ -1,8 +1,6 @@
 import type { FastifyRequest } from 'fastify';
-import type { TenantRef } from '../../../framework/context/tenant.ts';
-import type { Services } from '../../../framework/services.ts';
-import { openSession } from '../../../framework/access/sessions.ts';
-import { hashSecret } from '../../../framework/access/session-cookie.ts';
+import type { Services, TenantRef } from '../../../framework/entity/define.ts';
+import { endSession, openSession } from '../../../framework/access/sessions.ts';
 import { usersService } from '../../user/users-service.ts';
 import '../auth-tables.ts';
 import { refused } from './issuer-client.ts';
@@ -48,9 +46,7 @@ export async function signInByAddress(
           'The account at this address is not active (invited and not yet set up, or deactivated)',
         );
       }
-      if (previousSessionId) {
-        await tx.db.deleteFrom('sessions').where('id_hash', '=', hashSecret(previousSessionId)).execute();
-      }
+      if (previousSessionId) await endSession(tx, previousSessionId);
       const rawSessionId = await openSession(tx, user.id, request);
       tx.publish('auth.logged_in', { method: 'oidc', userId: user.id });
       return { userId: user.id, rawSessionId };

@@ -1,6 +1,6 @@
 import { createCipheriv, createDecipheriv, hkdfSync, randomBytes } from 'node:crypto';
 import type { FastifyReply } from 'fastify';
-import type { Config } from '../../../framework/config/schema.ts';
+import type { Config } from '../../../framework/entity/define.ts';
 import { isLocalHost } from '../../../framework/config/rules.ts';
 
 export const STATE_COOKIE = 'app_oidc';

@@ -38,7 +38,7 @@ async function insertSessions(tenant: TenantRef, userId: string, n: number, expi
 
 describe('auth-sweep', () => {
   it('is scheduled hourly, on the hour', () => {
-    const job = app.services.registry.jobs.find((j) => j.name === 'auth-sweep');
+    const job = app.services.jobs.find((j) => j.name === 'auth-sweep');
     expect(job?.cron).toBe('0 * * * *');
   });
 

@@ -126,7 +126,7 @@ describe('Files rule 7: a long upload frees each chunk once stored', () => {
 
 describe('file-reconcile: cron 45 3 * * *, not per tenant, removes blobs no row names that are older than an hour', () => {
   it('is registered as declared, since the store (local disk or bucket) can list', () => {
-    const job = app.services.registry.jobs.find((j) => j.name === 'file-reconcile');
+    const job = app.services.jobs.find((j) => j.name === 'file-reconcile');
     expect(job).toMatchObject({ cron: '45 3 * * *', perTenant: false });
     expect(blobStoreFor(app.config).capabilities).toEqual({ seekable: true, listable: true });
   });

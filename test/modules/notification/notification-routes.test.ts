@@ -105,7 +105,7 @@ describe('POST /api/v1/notification/notifications/{id}/read', () => {
 
   it('is, with mark-all-read, the only write route: no create, PATCH or DELETE of notifications is served', async () => {
     const { id } = await send(ann.userId, 'no other writes');
-    const routes = app.services.registry.routes
+    const routes = app.services.routes
       .map((r) => `${r.route.method} ${r.route.url}`)
       .filter((r) => r.includes('/api/v1/notification/'));
     expect(routes.sort()).toEqual([`GET ${BASE}`, `POST ${BASE}/:id/read`, `POST ${BASE}/read`]);

@@ -3,7 +3,7 @@ import Type from 'typebox';
 import { CompiledQuery } from 'kysely';
 import { sessionFormToken } from '../../../framework/access/form-token.ts';
 import { defineCommand, defineEntity, defineModule, entity } from '../../../framework/entity/define.ts';
-import { Registry } from '../../../framework/entity/registry.ts';
+import { compose } from '../../../framework/composition.ts';
 import { allModules } from '../../../modules/index.ts';
 import { signInAs, type SignedIn } from '../../helpers/app.ts';
 import { testConfig } from '../../helpers/config.ts';
@@ -267,7 +267,7 @@ describe('boot check: an actor field', () => {
   };
   const refusal = (mod: ReturnType<typeof module>) => {
     try {
-      new Registry([...allModules, mod], testConfig());
+      compose([...allModules, mod], testConfig());
       return '';
     } catch (err) {
       return (err as Error).message;

@@ -49,7 +49,7 @@ const breached = async (ids: string[]) =>
 
 describe('the SLA sweep (task-sla-sweep, every minute, per tenant)', () => {
   it('is declared every minute and per tenant', () => {
-    const job = app.services.registry.jobs.find((j) => j.name === 'task-sla-sweep');
+    const job = app.services.jobs.find((j) => j.name === 'task-sla-sweep');
     expect(job).toMatchObject({ cron: '* * * * *', perTenant: true });
   });
 

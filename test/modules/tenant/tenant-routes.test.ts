@@ -132,7 +132,7 @@ describe('tenant routes', () => {
     expect(
       (await app.http().delete(`/api/v1/tenant/tenants/${customer.id}`).set('Cookie', operatorCookie)).status,
     ).toBe(405);
-    const ids = app.services.registry.routes
+    const ids = app.services.routes
       .filter((r) => r.module === 'tenant')
       .map((r) => `${r.route.method} ${r.route.operationId}`);
     expect(ids.sort()).toEqual([

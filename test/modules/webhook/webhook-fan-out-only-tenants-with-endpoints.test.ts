@@ -2,7 +2,7 @@ import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { createCustomer, signInAs, startTestApp, type SignedIn, type TestApp } from '../../helpers/app.ts';
 import { testConfig } from '../../helpers/config.ts';
 import type { TenantRef } from '../../../framework/context/tenant.ts';
-import { Registry } from '../../../framework/entity/registry.ts';
+import { compose } from '../../../framework/composition.ts';
 import { defineModule } from '../../../framework/entity/define.ts';
 import { allModules } from '../../../modules/index.ts';
 import { webhookFanOut } from '../../../modules/webhook/fan-out.ts';
@@ -159,7 +159,7 @@ describe('webhook fan-out concerns only tenants with an endpoint (onlyTenantsWit
       name: 'borrower',
       subscriptions: [{ ...webhookFanOut, name: 'borrower-fan-out' }],
     });
-    expect(() => new Registry([...others, borrowing], testConfig())).toThrow(
+    expect(() => compose([...others, borrowing], testConfig())).toThrow(
       /subscription borrower-fan-out \(module borrower\): onlyTenantsWith names webhook_endpoints, which is not a tenant-owned entity table of module borrower/,
     );
     const global = defineModule({
@@ -168,6 +168,6 @@ describe('webhook fan-out concerns only tenants with an endpoint (onlyTenantsWit
         { name: 'on-tenants', event: '*', onlyTenantsWith: { table: 'tenants' }, handle: async () => {} },
       ],
     });
-    expect(() => new Registry([...others, global], testConfig())).toThrow(/onlyTenantsWith names tenants/);
+    expect(() => compose([...others, global], testConfig())).toThrow(/onlyTenantsWith names tenants/);
   });
 });

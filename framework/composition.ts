@@ -1,0 +1,66 @@
+import type { ModuleDefinition } from './entity/define.ts';
+import { Registry } from './entity/registry.ts';
+import { checkRegistry } from './entity/checks.ts';
+import { EntityOperations } from './operations/entity-ops.ts';
+import { entityRoutes } from './http/entity-routes.ts';
+import { idempotencyKeyPurge } from './http/idempotency.ts';
+import type { Config } from './config/schema.ts';
+import { installProblems } from './errors.ts';
+import type { RegisteredJob, RegisteredRoute } from './contracts/composition.ts';
+
+/** Jobs the framework runs itself, on the tables it owns in every tenant. */
+const FRAMEWORK_JOBS = [idempotencyKeyPurge];
+
+/** Each entity's generic operations, by entity key: one instance per entity, shared by its routes and by code acting on its rows. */
+export class EntityOperationsDirectory {
+  private readonly byKey: ReadonlyMap<string, EntityOperations>;
+
+  constructor(byKey: ReadonlyMap<string, EntityOperations>) {
+    this.byKey = byKey;
+  }
+
+  of(key: string): EntityOperations {
+    const found = this.byKey.get(key);
+    if (!found) throw new Error(`no entity ${key}`);
+    return found;
+  }
+}
+
+/** What app.ts builds from the declarations before anything touches the database. */
+export interface Composition {
+  /** The declarations, resolved. */
+  registry: Registry;
+  /** Every route: each entity's generic and command routes, then the modules' own. */
+  routes: readonly RegisteredRoute[];
+  /** The job schedule: the framework's own jobs (its tables are every tenant's), then the modules'. */
+  jobs: readonly RegisteredJob[];
+  operations: EntityOperationsDirectory;
+}
+
+/**
+ * Composes the service from the modules' declarations: the registry (declarations only), each
+ * entity's operations and routes, and the job schedule; then runs the boot checks over all of it
+ * (entity/checks.ts), refusing to start on any inconsistency, and installs the modules' problem
+ * codes (framework/errors.ts).
+ */
+export function compose(modules: readonly ModuleDefinition[], config: Config): Composition {
+  const registry = new Registry(modules, config);
+  const operations = new Map<string, EntityOperations>();
+  const routes: RegisteredRoute[] = [];
+  // Module by module, as declared: its entities' routes, then its own (the OpenAPI document's order).
+  const entities = registry.entities.values();
+  for (const module of registry.modules) {
+    for (const _ of module.entities ?? []) {
+      const entity = entities.next().value!;
+      const ops = new EntityOperations(entity, { config });
+      operations.set(entity.names.key, ops);
+      for (const route of entityRoutes(entity, ops)) routes.push({ module: module.name, route, entity });
+    }
+    routes.push(...registry.moduleRoutes.filter((r) => r.module === module.name));
+  }
+  const jobs = [...FRAMEWORK_JOBS.map((j) => ({ ...j, module: 'framework' })), ...registry.moduleJobs];
+  checkRegistry(registry, { routes, jobs });
+  // The modules' problem codes, now known to be declared once: what ProblemError and the admin shell read.
+  for (const module of registry.modules) if (module.problems) installProblems(module.name, module.problems);
+  return { registry, routes, jobs, operations: new EntityOperationsDirectory(operations) };
+}

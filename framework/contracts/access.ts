@@ -1,0 +1,28 @@
+import type { FastifyReply } from 'fastify';
+import type { TxContext } from './transaction.ts';
+
+/**
+ * How failed bearer attempts are counted and limited, provided by a module
+ * (ModuleDefinition.bearerAttempts; modules/auth counts them with failed logins, per client address).
+ */
+export interface BearerAttemptLimit {
+  /**
+   * Runs first in a bearer request's transaction, before the token counts: throws the refusal
+   * (setting its headers on reply, e.g. Retry-After) when this client address has failed too often.
+   */
+  refuseIfOverLimit(tx: TxContext, source: string, reply: FastifyReply): Promise<void>;
+  /** Counts one failed attempt, in a transaction of its own (the request's rolled back). */
+  recordFailure(tx: TxContext, source: string): Promise<void>;
+}
+
+/**
+ * The one primitive every password check goes through: whether `plain` matches an argon2 `hash`,
+ * whose algorithm and parameters are read from the hash itself. It throws on a hash argon2 cannot
+ * read. The app's is argon2's own (access/password-verifier.ts, argon2Verifier); buildApp takes
+ * another through AppOptions.passwordVerifier, the documented seam through which a test counts the
+ * verifications a request runs (test/modules/auth/login.test.ts proves that every sign-in refusal
+ * runs exactly one).
+ */
+export interface PasswordVerifier {
+  verify(hash: string, plain: string): Promise<boolean>;
+}

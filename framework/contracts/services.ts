@@ -1,0 +1,125 @@
+import type { FastifyBaseLogger } from 'fastify';
+import type { Counter, Gauge, Histogram, Registry as MetricRegistry } from 'prom-client';
+import type { PasswordVerifier } from './access.ts';
+import type { Clock } from './clock.ts';
+import type { Config } from './config.ts';
+import type { ListCursors } from './cursor.ts';
+import type { Db } from './database.ts';
+import type { Mailer } from './mail.ts';
+import type { TenantRef } from './tenant.ts';
+import type { Transactions } from './transaction.ts';
+
+/**
+ * Shared process-wide services handed to handlers, commands, subscriptions and jobs. What the
+ * registry and the composition add (the declarations, the routes, the jobs, each entity's
+ * operations) is declared in contracts/composition.ts, which knows the definitions, by
+ * declaration merging: this file stays below the definitions, which receive Services.
+ */
+export interface Services {
+  config: Config;
+  db: Db;
+  transactions: Transactions;
+  hosts: HostDirectory;
+  /** Current ETags of publicly readable rows, evicted on every write (framework/context/public-read-cache.ts). */
+  publicReads: PublicReadValidators;
+  /** What the modules declared, resolved once at boot (framework/entity/registry.ts). */
+  registry: ModuleRegistry;
+  mailer: Mailer;
+  log: FastifyBaseLogger;
+  /** The time every business decision compares with (see framework/clock.ts). */
+  clock: Clock;
+  /** Checks a password against its stored argon2 hash (see framework/access/password-verifier.ts). */
+  passwordVerifier: PasswordVerifier;
+  /** Signs list cursors and checks them, with a key from the installation's secret (operations/cursor.ts). */
+  cursors: ListCursors;
+  /**
+   * The read replica (database.replica_url), in a process that serves HTTP: the transactions of
+   * routes that may read from it (RouteDefinition.replica). Absent: every read is the primary's.
+   */
+  replica?: ReplicaReader;
+  /** The Prometheus series, when metrics.port is set (framework/observability/metrics.ts); absent, nothing is counted. */
+  metrics?: MetricSeries;
+}
+
+/** Where a request that may read from the replica runs its transactions (framework/context/replica-reads.ts). */
+export interface ReplicaReader {
+  /**
+   * The replica's transactions while its lag is within database.replica_max_lag_ms (replica: true),
+   * the primary's otherwise. onFallback: told when the primary served such a request after all (a
+   * caller the replica did not know yet).
+   */
+  forRead(onFallback?: () => void): { transactions: Transactions; replica: boolean };
+}
+
+/** A permission as a module declares it (ModuleDefinition.permissions). */
+export interface PermissionDeclaration {
+  name: string;
+  description: string;
+  /** Operator permissions are refused at every tenant but the operator's, and no customer role may hold them. */
+  operator?: boolean;
+}
+
+/**
+ * What the modules declared, resolved once and frozen (framework/entity/registry.ts). The members
+ * that are definitions (modules, entities, subscriptions, queues) are added in
+ * contracts/composition.ts.
+ */
+export interface ModuleRegistry {
+  readonly permissions: ReadonlyMap<string, PermissionDeclaration & { module: string }>;
+  /** Every declared event, the entities' lifecycle events included. */
+  readonly events: ReadonlySet<string>;
+  isOperatorPermission(name: string): boolean;
+}
+
+/** Host → tenant, cached per process and evicted on every host or status change (framework/context/host-cache.ts). */
+export interface HostDirectory {
+  /** The cached tenant of a served host, without waiting: undefined when resolve() must ask. */
+  cached(host: string): TenantRef | undefined;
+  /** The tenant a host serves, or undefined for a host no active tenant has. */
+  resolve(host: string): Promise<TenantRef | undefined>;
+  evictTenant(tenantId: string): void;
+  cachedHosts(): string[];
+  readonly size: number;
+}
+
+/** The public reads' current ETags (framework/context/public-read-cache.ts). */
+export interface PublicReadValidators {
+  /** The generation to hand back to `fill`: read it before the lookup starts. */
+  current(): number;
+  etag(table: string, tenantId: string, value: string, now?: number): string | undefined;
+  fill(table: string, tenantId: string, value: string, etag: string, generation: number, now?: number): void;
+  /** Drops the tenant's entries of the table: a row of it was written. */
+  evict(table: string, tenantId: string): void;
+  clear(): void;
+}
+
+/** A queue's figures as pg-boss's getQueues answers them (the fields read). */
+export interface QueueFigures {
+  name: string;
+  queuedCount: number;
+  failedCount: number;
+}
+
+/** The process's Prometheus series (framework/observability/metrics.ts; docs/observability.md). */
+export interface MetricSeries {
+  readonly registry: MetricRegistry;
+  readonly httpDuration: Histogram<'operation' | 'method' | 'status_class'>;
+  readonly httpInFlight: Gauge;
+  readonly rateLimited: Counter<'operation'>;
+  readonly failedLogins: Counter;
+  readonly acquireWait: Histogram;
+  readonly relayLag: Histogram;
+  readonly deliveryFailures: Counter<'subscription'>;
+  readonly deadLetters: Counter<'subscription'>;
+  readonly jobLastSuccess: Gauge<'job'>;
+  readonly jobLastDuration: Gauge<'job'>;
+  readonly jobFailures: Counter<'job'>;
+  /** The worker's pg-boss queues, read at scrape time. */
+  watchQueues(read: () => Promise<QueueFigures[]>): void;
+  /** One HTTP answer. */
+  observeRequest(operation: string, method: string, status: number, seconds: number): void;
+  /** One job run, done or failed. */
+  observeJob(job: string, ok: boolean, seconds: number, endedAt: Date): void;
+  /** The text exposition of every series. */
+  exposition(): Promise<{ contentType: string; body: string }>;
+}

@@ -1,0 +1,70 @@
+import { existsSync, readdirSync, readFileSync } from 'node:fs';
+import { dirname, join, relative, resolve } from 'node:path';
+
+/**
+ * Which vitest project a test file belongs to (vitest.config.ts):
+ *
+ * - slow: what starts another program or a browser, or attacks the whole installation: the browser
+ *   tests, the faults, the security suite, the end-to-end tests with processes, and the few other
+ *   files that start processes of their own (SLOW below, by name);
+ * - unit: a file that boots no app, opens no database and starts no process, it or any test file
+ *   it imports (found here by reading them, so a new file lands where it belongs by itself);
+ * - integration: everything else, the default (the app on a database of its own).
+ *
+ * `npx vitest run --project unit` runs the fast ones alone; `npm test` runs every project.
+ */
+export const SLOW = [
+  'test/browser/**/*.test.ts',
+  'test/e2e/**/*.test.ts',
+  'test/faults/**/*.test.ts',
+  'test/security/**/*.test.ts',
+  // A copy of the repository and a vitest run inside it.
+  'test/framework/new-module.test.ts',
+  // `node main.ts` and `npm run start:web` in every role, and an embedded PostgreSQL started twice.
+  'test/framework/process-roles.test.ts',
+  // The type check of the whole repository.
+  'test/framework/check-catches-type-errors.test.ts',
+  // `npm run job` as a process against a running service.
+  'test/modules/billing/job-command.test.ts',
+];
+
+/** What in a test file, or a test helper it imports, boots the app, opens a database or starts a process. */
+const NEEDS_MORE_THAN_UNIT =
+  /\b(startTestApp|useTestApp|useBrowserApp|buildApp|buildWorld|createTestDatabase|createMigratedTestDatabase|openDatabase|startEmbeddedPostgres)\b|pgAdminUrl|from 'pg'|node:child_process|from 'supertest'/;
+
+const IMPORT = /(?:^|\n)\s*(?:import|export)\s[^'"]*?from\s+'(\.{1,2}\/[^']+)'/g;
+
+/** The unit test files under root/test: none of them, nor the test files they import, needs more. */
+export function unitTestFiles(root: string): string[] {
+  const testDir = join(root, 'test');
+  const verdicts = new Map<string, boolean>();
+  const needsMore = (file: string, seen: Set<string>): boolean => {
+    const known = verdicts.get(file);
+    if (known !== undefined) return known;
+    if (seen.has(file)) return false;
+    seen.add(file);
+    const source = readFileSync(file, 'utf8');
+    let verdict = NEEDS_MORE_THAN_UNIT.test(source);
+    for (const [, spec] of source.matchAll(IMPORT)) {
+      if (verdict) break;
+      const target = resolve(dirname(file), spec!);
+      // Only the test tree's own helpers decide; framework and module code is what is under test.
+      if (target.startsWith(`${testDir}/`) && target.endsWith('.ts') && existsSync(target))
+        verdict = needsMore(target, seen);
+    }
+    verdicts.set(file, verdict);
+    return verdict;
+  };
+  return testFiles(testDir)
+    .filter((file) => !needsMore(file, new Set()))
+    .map((file) => relative(root, file))
+    .sort();
+}
+
+function testFiles(dir: string): string[] {
+  return readdirSync(dir, { withFileTypes: true }).flatMap((entry) => {
+    const path = join(dir, entry.name);
+    if (entry.isDirectory()) return entry.name === 'fixtures' || entry.name === 'node_modules' ? [] : testFiles(path);
+    return entry.name.endsWith('.test.ts') ? [path] : [];
+  });
+}
