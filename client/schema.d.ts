@@ -21,6 +21,26 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/api/v1/audit/activity": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * The tenant’s activity
+         * @description Every event of the tenant once its transaction has committed (the audit trail): when, who acted, the event’s name, and the resource and id it concerns. Newest first, paged like every list (limit and offset, or after=<next>). The operator’s actions on this tenant (a suspension, a resumption, a host added or removed, an administrator invited) appear as done by the operator, naming none of the operator’s people. Payloads never carry an address, a message body or a link.
+         */
+        get: operations["audit-activity-list"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/api/v1/auth/cors-origins": {
         parameters: {
             query?: never;
@@ -314,7 +334,7 @@ export interface paths {
         };
         /**
          * List plans
-         * @description Sorted by one field (prefix "-" for descending), ties broken by id. Paged with limit and offset (up to 10000), or with after=<next> from the previous page at any depth; next is null on the last page. total counts the rows up to 10000 (totalExact false past that). Global: every tenant reads the same rows; only the operator tenant writes them.
+         * @description Filtered by <field>=<operator>.<value> on any filterable field (all conditions hold; or=(...) for one group of which one holds; at most 20 conditions), sorted by one or several fields (sort=a,-b; "-" for descending), ties broken by id. Paged with limit and offset (up to 10000), or with after=<next> from the previous page at any depth; next is null on the last page. total counts the matching rows up to 10000 (totalExact false past that). fields= keeps only the fields named; expand= carries a referenced row in each item. docs/api-conventions.md, "Filters". Global: every tenant reads the same rows; only the operator tenant writes them.
          */
         get: operations["billing-plan-list"];
         put?: never;
@@ -352,6 +372,46 @@ export interface paths {
          * @description Global: every tenant reads the same rows; only the operator tenant writes them.
          */
         patch: operations["billing-plan-update"];
+        trace?: never;
+    };
+    "/api/v1/billing/plans/{id}/history": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * History of the plan
+         * @description Every create, update, delete, restore and command of the plan, newest first: when, who (actor), the operation and each changed field's old and new value. Paged like every list (limit and offset, or after=<next>). Readable for a deleted plan too. A field the read route does not show never appears. Revisions older than history.retention_days are removed. Global: every tenant reads the same rows; only the operator tenant writes them.
+         */
+        get: operations["billing-plan-history"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/billing/plans/{id}/restore": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Restore the plan as it was after a revision
+         * @description Sets the plan's writable fields to their values right after the revision named in the body, through the same path as a PATCH: the same validation and rules, the updated event, and a new revision whose operation is restore. Command-owned, immutable and read-only fields, and the state field, are left as they are: the answer's kept names each one that held another value then. A deleted plan comes back to life. A unique value another plan took meanwhile is 409, naming the field. Restoring to the values it already has changes nothing and publishes nothing. A revision that is not one of this plan's is 422 VALIDATION_FAILED. Global: every tenant reads the same rows; only the operator tenant writes them.
+         */
+        post: operations["billing-plan-restore"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
         trace?: never;
     };
     "/api/v1/billing/subscription": {
@@ -394,6 +454,26 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/api/v1/billing/subscription/history": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * History of the subscription
+         * @description Every create, update, delete, restore and command of the subscription, newest first: when, who (actor), the operation and each changed field's old and new value. Paged like every list (limit and offset, or after=<next>). Readable for a deleted subscription too. A field the read route does not show never appears. Revisions older than history.retention_days are removed.
+         */
+        get: operations["billing-subscription-history"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/api/v1/billing/subscription/subscribe": {
         parameters: {
             query?: never;
@@ -423,7 +503,7 @@ export interface paths {
         };
         /**
          * List contents
-         * @description Sorted by one field (prefix "-" for descending), ties broken by id. Paged with limit and offset (up to 10000), or with after=<next> from the previous page at any depth; next is null on the last page. total counts the rows up to 10000 (totalExact false past that).
+         * @description Filtered by <field>=<operator>.<value> on any filterable field (all conditions hold; or=(...) for one group of which one holds; at most 20 conditions), sorted by one or several fields (sort=a,-b; "-" for descending), ties broken by id. Paged with limit and offset (up to 10000), or with after=<next> from the previous page at any depth; next is null on the last page. total counts the matching rows up to 10000 (totalExact false past that). fields= keeps only the fields named; expand= carries a referenced row in each item. docs/api-conventions.md, "Filters".
          */
         get: operations["content-content-list"];
         put?: never;
@@ -477,6 +557,26 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/api/v1/content/contents/{id}/history": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * History of the content
+         * @description Every create, update, delete, restore and command of the content, newest first: when, who (actor), the operation and each changed field's old and new value. Paged like every list (limit and offset, or after=<next>). Readable for a deleted content too. A field the read route does not show never appears. Revisions older than history.retention_days are removed.
+         */
+        get: operations["content-content-history"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/api/v1/content/contents/{id}/publish": {
         parameters: {
             query?: never;
@@ -491,6 +591,26 @@ export interface paths {
          * @description draft → published, recording publishedAt and publishing content.published. Already published: no change (publishedAt does not move, no event). Archived: 409 INVALID_STATE (unpublish it first).
          */
         post: operations["content-content-publish"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/content/contents/{id}/restore": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Restore the content as it was after a revision
+         * @description Sets the content's writable fields to their values right after the revision named in the body, through the same path as a PATCH: the same validation and rules, the updated event, and a new revision whose operation is restore. Command-owned, immutable and read-only fields, and the state field, are left as they are: the answer's kept names each one that held another value then. A deleted content comes back to life. A unique value another content took meanwhile is 409, naming the field. Restoring to the values it already has changes nothing and publishes nothing. A revision that is not one of this content's is 422 VALIDATION_FAILED.
+         */
+        post: operations["content-content-restore"];
         delete?: never;
         options?: never;
         head?: never;
@@ -544,7 +664,10 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** List files */
+        /**
+         * List files
+         * @description Filtered, sorted and paged like every list (docs/api-conventions.md, "Filters"): visibility=eq.public, mediaType=startsWith.image/, size=gt.1000000, createdAt=gte.now-7d.
+         */
         get: operations["file-file-list"];
         put?: never;
         /**
@@ -628,7 +751,7 @@ export interface paths {
         };
         /**
          * List my notifications
-         * @description The caller’s own notifications, newest first by default. Paged like every list: limit and offset, or after=<next> from the previous page; total counted up to 10000. Nobody lists another person’s notifications.
+         * @description The caller’s own notifications, newest first by default. Filtered, sorted and paged like every list (readAt=is.null: the unread ones; docs/api-conventions.md, "Filters"): limit and offset, or after=<next> from the previous page; total counted up to 10000. Nobody lists another person’s notifications, whatever the filter.
          */
         get: operations["notification-notification-list"];
         put?: never;
@@ -688,7 +811,7 @@ export interface paths {
         };
         /**
          * List tasks
-         * @description Sorted by one field (prefix "-" for descending), ties broken by id. Paged with limit and offset (up to 10000), or with after=<next> from the previous page at any depth; next is null on the last page. total counts the rows up to 10000 (totalExact false past that).
+         * @description Filtered by <field>=<operator>.<value> on any filterable field (all conditions hold; or=(...) for one group of which one holds; at most 20 conditions), sorted by one or several fields (sort=a,-b; "-" for descending), ties broken by id. Paged with limit and offset (up to 10000), or with after=<next> from the previous page at any depth; next is null on the last page. total counts the matching rows up to 10000 (totalExact false past that). fields= keeps only the fields named; expand= carries a referenced row in each item. docs/api-conventions.md, "Filters".
          */
         get: operations["task-task-list"];
         put?: never;
@@ -765,6 +888,26 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/api/v1/task/tasks/{id}/history": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * History of the task
+         * @description Every create, update, delete, restore and command of the task, newest first: when, who (actor), the operation and each changed field's old and new value. Paged like every list (limit and offset, or after=<next>). Readable for a deleted task too. A field the read route does not show never appears. Revisions older than history.retention_days are removed.
+         */
+        get: operations["task-task-history"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/api/v1/task/tasks/{id}/resolve": {
         parameters: {
             query?: never;
@@ -779,6 +922,26 @@ export interface paths {
          * @description Sets resolvedAt (now) and resolution and moves the task to resolved, publishing task.resolved. Allowed from open, acknowledged and in_progress; from resolved or closed it is 409 INVALID_TRANSITION. A deadline that passed before the resolution is recorded as a breach first.
          */
         post: operations["task-task-resolve"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/task/tasks/{id}/restore": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Restore the task as it was after a revision
+         * @description Sets the task's writable fields to their values right after the revision named in the body, through the same path as a PATCH: the same validation and rules, the updated event, and a new revision whose operation is restore. Command-owned, immutable and read-only fields, and the state field, are left as they are: the answer's kept names each one that held another value then. A deleted task comes back to life. A unique value another task took meanwhile is 409, naming the field. Restoring to the values it already has changes nothing and publishes nothing. A revision that is not one of this task's is 422 VALIDATION_FAILED.
+         */
+        post: operations["task-task-restore"];
         delete?: never;
         options?: never;
         head?: never;
@@ -975,7 +1138,7 @@ export interface paths {
         };
         /**
          * List users
-         * @description Sorted by one field (prefix "-" for descending), ties broken by id. Paged with limit and offset (up to 10000), or with after=<next> from the previous page at any depth; next is null on the last page. total counts the rows up to 10000 (totalExact false past that).
+         * @description Filtered by <field>=<operator>.<value> on any filterable field (all conditions hold; or=(...) for one group of which one holds; at most 20 conditions), sorted by one or several fields (sort=a,-b; "-" for descending), ties broken by id. Paged with limit and offset (up to 10000), or with after=<next> from the previous page at any depth; next is null on the last page. total counts the matching rows up to 10000 (totalExact false past that). fields= keeps only the fields named; expand= carries a referenced row in each item. docs/api-conventions.md, "Filters".
          */
         get: operations["user-user-list"];
         put?: never;
@@ -1023,6 +1186,46 @@ export interface paths {
          * @description The person can no longer sign in, and their sessions stop counting immediately; the sign-in area deletes them when it handles user.deactivated. Deactivating a deactivated user changes nothing and publishes nothing. Deactivating the tenant's last administrator (the last active user holding every permission, *) is refused with 409 LAST_ADMINISTRATOR. No body.
          */
         post: operations["user-user-deactivate"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/user/users/{id}/history": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * History of the user
+         * @description Every create, update, delete, restore and command of the user, newest first: when, who (actor), the operation and each changed field's old and new value. Paged like every list (limit and offset, or after=<next>). Readable for a deleted user too. A field the read route does not show never appears. Revisions older than history.retention_days are removed.
+         */
+        get: operations["user-user-history"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/user/users/{id}/restore": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Restore the user as it was after a revision
+         * @description Sets the user's writable fields to their values right after the revision named in the body, through the same path as a PATCH: the same validation and rules, the updated event, and a new revision whose operation is restore. Command-owned, immutable and read-only fields, and the state field, are left as they are: the answer's kept names each one that held another value then. A deleted user comes back to life. A unique value another user took meanwhile is 409, naming the field. Restoring to the values it already has changes nothing and publishes nothing. A revision that is not one of this user's is 422 VALIDATION_FAILED.
+         */
+        post: operations["user-user-restore"];
         delete?: never;
         options?: never;
         head?: never;
@@ -1098,7 +1301,7 @@ export interface paths {
         };
         /**
          * List webhook endpoints
-         * @description Sorted by one field (prefix "-" for descending), ties broken by id. Paged with limit and offset (up to 10000), or with after=<next> from the previous page at any depth; next is null on the last page. total counts the rows up to 10000 (totalExact false past that).
+         * @description Filtered by <field>=<operator>.<value> on any filterable field (all conditions hold; or=(...) for one group of which one holds; at most 20 conditions), sorted by one or several fields (sort=a,-b; "-" for descending), ties broken by id. Paged with limit and offset (up to 10000), or with after=<next> from the previous page at any depth; next is null on the last page. total counts the matching rows up to 10000 (totalExact false past that). fields= keeps only the fields named; expand= carries a referenced row in each item. docs/api-conventions.md, "Filters".
          */
         get: operations["webhook-endpoint-list"];
         put?: never;
@@ -1133,6 +1336,46 @@ export interface paths {
          * @description description may be sent as null, which clears it (a read then answers null).
          */
         patch: operations["webhook-endpoint-update"];
+        trace?: never;
+    };
+    "/api/v1/webhook/endpoints/{id}/history": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * History of the webhook endpoint
+         * @description Every create, update, delete, restore and command of the webhook endpoint, newest first: when, who (actor), the operation and each changed field's old and new value. Paged like every list (limit and offset, or after=<next>). Readable for a deleted webhook endpoint too. A field the read route does not show never appears. Revisions older than history.retention_days are removed.
+         */
+        get: operations["webhook-endpoint-history"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/webhook/endpoints/{id}/restore": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Restore the webhook endpoint as it was after a revision
+         * @description Sets the webhook endpoint's writable fields to their values right after the revision named in the body, through the same path as a PATCH: the same validation and rules, the updated event, and a new revision whose operation is restore. Command-owned, immutable and read-only fields, and the state field, are left as they are: the answer's kept names each one that held another value then. A deleted webhook endpoint comes back to life. A unique value another webhook endpoint took meanwhile is 409, naming the field. Restoring to the values it already has changes nothing and publishes nothing. A revision that is not one of this webhook endpoint's is 422 VALIDATION_FAILED.
+         */
+        post: operations["webhook-endpoint-restore"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
         trace?: never;
     };
     "/api/v1/webhook/endpoints/{id}/rotate-secret": {
@@ -1352,6 +1595,52 @@ export interface components {
             /** @description False when there are more than 10000 rows and total stopped counting at 10000. */
             totalExact: boolean;
         };
+        /** @description One event of the tenant. */
+        Activity: {
+            actor: components["schemas"]["Actor"];
+            /**
+             * Format: date-time
+             * @description When it happened (its transaction’s time).
+             */
+            at: string;
+            /** @description The event’s payload: ids and plain values, never an address, a message body or a link. */
+            data: {
+                [key: string]: unknown;
+            };
+            /** @description The resource it concerns (<module>.<entity>, as the catalog keys it), when it concerns one. */
+            entity: string | null;
+            /** @description The id it concerns (the payload’s id): a row of that resource, or for a tenant event the tenant. */
+            entityId: string | null;
+            /** @description The event’s name, e.g. task.task.updated, user.invited, tenant.suspended. */
+            event: string;
+            /**
+             * Format: uuid
+             * @description The event’s id.
+             */
+            id: string;
+        };
+        ActivityPage: {
+            items: components["schemas"]["Activity"][];
+            /** @description The page size used. */
+            limit: number;
+            /** @description Cursor of the following page, to send as after=<next> with the same sort and limit; null on the last page. */
+            next: string | null;
+            /** @description The rows skipped (0 when paging with after). */
+            offset: number;
+            /** @description Rows the list covers across all pages, counted up to 10000: past that, total is 10000 and totalExact is false. A page read with after answers the count its walk's first page took (the cursor carries it), so a walk counts once; read the first page again for a fresh count. */
+            total: number;
+            /** @description False when there are more than 10000 rows and total stopped counting at 10000. */
+            totalExact: boolean;
+        };
+        /** @description Who acted. */
+        Actor: {
+            /** @description user: a person with a session; token: a person with a personal access token (name: the token’s name); job: a scheduled job (name: the job’s); subscription: the service acting on an event (name: the subscription’s; userId: the person whose action caused it, if any); operator: the installation’s operator acting on this tenant (no person named); system: none of these. */
+            kind: "user" | "token" | "job" | "subscription" | "operator" | "system";
+            /** @description The token’s, job’s or subscription’s name, as kind says; else null. */
+            name: string | null;
+            /** @description The person who acted (a user of this tenant), or null. */
+            userId: string | null;
+        };
         AdminResourceListResponse: {
             resources: {
                 admin?: unknown;
@@ -1491,6 +1780,17 @@ export interface components {
             /** @description False when there are more than 10000 rows and total stopped counting at 10000. */
             totalExact: boolean;
         };
+        ContentRestored: {
+            /** @description The fields that held another value right after the revision but were left as they are, and why. */
+            kept: {
+                field: string;
+                /** @description command-owned: only its command writes it; immutable: set on create only; read-only: only the service sets it; state: the entity’s state field, which moves only as its declared moves allow (a restore never walks it back). */
+                reason: "command-owned" | "immutable" | "read-only" | "state";
+            }[];
+            /** @description The fields the restore set back (empty when it changed nothing). */
+            restored: string[];
+            row: components["schemas"]["Content"];
+        };
         ContentUpdate: {
             /** @description Markdown (GitHub-flavoured), at most 200000 characters, stored as written. HTML typed in a body is kept as text here and left out of the rendered page. */
             body?: string;
@@ -1566,6 +1866,17 @@ export interface components {
             total: number;
             /** @description False when there are more than 10000 rows and total stopped counting at 10000. */
             totalExact: boolean;
+        };
+        EndpointRestored: {
+            /** @description The fields that held another value right after the revision but were left as they are, and why. */
+            kept: {
+                field: string;
+                /** @description command-owned: only its command writes it; immutable: set on create only; read-only: only the service sets it; state: the entity’s state field, which moves only as its declared moves allow (a restore never walks it back). */
+                reason: "command-owned" | "immutable" | "read-only" | "state";
+            }[];
+            /** @description The fields the restore set back (empty when it changed nothing). */
+            restored: string[];
+            row: components["schemas"]["Endpoint"];
         };
         EndpointRotateSecret: {
             /** @description Hours both secrets sign (0 to 168, default 24). */
@@ -1746,6 +2057,17 @@ export interface components {
             /** @description False when there are more than 10000 rows and total stopped counting at 10000. */
             totalExact: boolean;
         };
+        PlanRestored: {
+            /** @description The fields that held another value right after the revision but were left as they are, and why. */
+            kept: {
+                field: string;
+                /** @description command-owned: only its command writes it; immutable: set on create only; read-only: only the service sets it; state: the entity’s state field, which moves only as its declared moves allow (a restore never walks it back). */
+                reason: "command-owned" | "immutable" | "read-only" | "state";
+            }[];
+            /** @description The fields the restore set back (empty when it changed nothing). */
+            restored: string[];
+            row: components["schemas"]["Plan"];
+        };
         PlanUpdate: {
             /** @description Gates new subscriptions, not existence: subscribers of an inactive plan keep renewing. */
             active?: boolean;
@@ -1787,6 +2109,51 @@ export interface components {
             type: string;
         } & {
             [key: string]: unknown;
+        };
+        Restore: {
+            /**
+             * Format: uuid
+             * @description The id of one of the record’s revisions (GET .../{id}/history): its fields come back as they were right after it.
+             */
+            revision: string;
+        };
+        /** @description One write of a record, as history keeps it. */
+        Revision: {
+            actor: components["schemas"]["Actor"];
+            /**
+             * Format: date-time
+             * @description When the write happened (its transaction’s time).
+             */
+            at: string;
+            /** @description Each changed field with its old and new value, in the entity’s field order; a create lists every field it set. Only fields the read route shows: a field declared unrecorded or secret never appears. Empty for a delete. */
+            changes: {
+                /** @description The field, as the read route names it. */
+                field: string;
+                /** @description Its value after, as the read route shows it. */
+                new: unknown;
+                /** @description Its value before (null for a create), as the read route shows it. */
+                old: unknown;
+            }[];
+            /**
+             * Format: uuid
+             * @description The revision’s id: what a restore names.
+             */
+            id: string;
+            /** @description create, update, delete, restore, or the name of the command that made the change. */
+            operation: string;
+        };
+        RevisionPage: {
+            items: components["schemas"]["Revision"][];
+            /** @description The page size used. */
+            limit: number;
+            /** @description Cursor of the following page, to send as after=<next> with the same sort and limit; null on the last page. */
+            next: string | null;
+            /** @description The rows skipped (0 when paging with after). */
+            offset: number;
+            /** @description Rows the list covers across all pages, counted up to 10000: past that, total is 10000 and totalExact is false. A page read with after answers the count its walk's first page took (the cursor carries it), so a walk counts once; read the first page again for a fresh count. */
+            total: number;
+            /** @description False when there are more than 10000 rows and total stopped counting at 10000. */
+            totalExact: boolean;
         };
         /** Role */
         Role: {
@@ -1886,6 +2253,8 @@ export interface components {
         };
         /** Task */
         Task: {
+            /** @description With expand=assignee (or fields naming it): the user.user its assigneeId names, as its read answers it for the caller; null when there is none the caller may read. */
+            assignee?: components["schemas"]["User"] | null;
             assigneeId: string | null;
             /** Format: date-time */
             createdAt: string;
@@ -1967,6 +2336,17 @@ export interface components {
         };
         TaskResolve: {
             resolution: string;
+        };
+        TaskRestored: {
+            /** @description The fields that held another value right after the revision but were left as they are, and why. */
+            kept: {
+                field: string;
+                /** @description command-owned: only its command writes it; immutable: set on create only; read-only: only the service sets it; state: the entity’s state field, which moves only as its declared moves allow (a restore never walks it back). */
+                reason: "command-owned" | "immutable" | "read-only" | "state";
+            }[];
+            /** @description The fields the restore set back (empty when it changed nothing). */
+            restored: string[];
+            row: components["schemas"]["Task"];
         };
         TaskUpdate: {
             /**
@@ -2103,6 +2483,17 @@ export interface components {
             /** @description False when there are more than 10000 rows and total stopped counting at 10000. */
             totalExact: boolean;
         };
+        UserRestored: {
+            /** @description The fields that held another value right after the revision but were left as they are, and why. */
+            kept: {
+                field: string;
+                /** @description command-owned: only its command writes it; immutable: set on create only; read-only: only the service sets it; state: the entity’s state field, which moves only as its declared moves allow (a restore never walks it back). */
+                reason: "command-owned" | "immutable" | "read-only" | "state";
+            }[];
+            /** @description The fields the restore set back (empty when it changed nothing). */
+            restored: string[];
+            row: components["schemas"]["User"];
+        };
         UserRoles: {
             /** @description The complete set of roles the user holds afterwards; each must exist in this tenant. */
             roles: string[];
@@ -2234,6 +2625,116 @@ export interface operations {
             };
             /** @description No site at this host, or no such resource */
             404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Too many failed sign-ins or bearer-token attempts from this client address (ErrTooManyAttempts); Retry-After says when to try again */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Request headers over 16 KB (HEADERS_TOO_LARGE), refused before any route runs */
+            431: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Unexpected error */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Database busy (DB_BUSY: every connection stayed in use), a statement past its time limit (DB_TIMEOUT) or the database unreachable (DB_UNAVAILABLE): retry after the Retry-After seconds. Only a 2xx acknowledges a write */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    "audit-activity-list": {
+        parameters: {
+            query?: {
+                /** @description Opaque, signed cursor: the "next" of the previous page, with the same sort and filters. Answers the rows after that page (keyset paging). A cursor this list did not give (another list's, another tenant's, one given with other filters, an edited or unsigned one), or one given for another sort, is 422 VALIDATION_FAILED. */
+                after?: string;
+                /** @description Page size, 1 to 100. */
+                limit?: number;
+                /** @description Rows to skip, 0 to 10000. Deeper pages are reached with after=<next>, which costs the same on every page; offset and after do not combine. */
+                offset?: number;
+                /** @description -at (the default): newest first; at: oldest first. Ties break on the event id. */
+                sort?: "at" | "-at";
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description A page of the tenant’s events */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ActivityPage"];
+                };
+            };
+            /** @description Malformed request */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Not signed in (AUTH_REQUIRED), or a bearer token unknown, expired, revoked or of another tenant (TOKEN_INVALID) */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Missing permission (AUTH_FORBIDDEN) or operator permission outside the operator tenant (AUTH_NOT_OPERATOR) */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description No site at this host, or no such resource */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Validation failed */
+            422: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -3932,16 +4433,40 @@ export interface operations {
     "billing-plan-list": {
         parameters: {
             query?: {
-                /** @description Opaque, signed cursor: the "next" of the previous page, with the same sort and filters. Answers the rows after that page (keyset paging). A cursor this list did not give (another list's, another tenant's, one given with other filters, an edited or unsigned one), or one given for another sort, is 422 VALIDATION_FAILED. */
+                /** @description Filter by active: <operator>.<value> with eq, neq, is, each also after not. (e.g. active=is.true). Values: true or false. is takes true or false. Repeat the parameter for several conditions on the field: all of them hold. */
+                active?: string | string[];
+                /** @description Opaque cursor: the "next" of the previous page, with the same sort, filters and q. Answers the rows after that page (keyset paging). A cursor this list did not give, or one given for another sort or other filters, is 422 VALIDATION_FAILED. */
                 after?: string;
+                /** @description Filter by code: <operator>.<value> with eq, neq, in, contains, startsWith, each also after not. (e.g. code=contains.text). in takes up to 100 values in parentheses, one holding , ( ) or " in double quotes. contains and startsWith ignore case and take the text as written (no wildcards). Repeat the parameter for several conditions on the field: all of them hold. */
+                code?: string | string[];
+                /** @description Filter by createdAt: <operator>.<value> with eq, neq, gt, gte, lt, lte, in, each also after not. (e.g. createdAt=lt.now, createdAt=gte.now-7d). Values: a date-time: ISO 8601 with a time zone (2024-05-01T09:00:00Z, 2024-05-01T11:00:00+02:00), a date (2024-05-01, midnight UTC), or now with an optional offset in minutes, hours or days (now, now-7d, now+48h, now-30m). in takes up to 100 values in parentheses, one holding , ( ) or " in double quotes. Repeat the parameter for several conditions on the field: all of them hold. */
+                createdAt?: string | string[];
+                /** @description Filter by currency: <operator>.<value> with eq, neq, in, contains, startsWith, each also after not. (e.g. currency=contains.text). in takes up to 100 values in parentheses, one holding , ( ) or " in double quotes. contains and startsWith ignore case and take the text as written (no wildcards). Repeat the parameter for several conditions on the field: all of them hold. */
+                currency?: string | string[];
+                /** @description Filter by features: <operator>.<value> with contains, each also after not. (e.g. features=contains.<value>). Values: text. Repeat the parameter for several conditions on the field: all of them hold. */
+                features?: string | string[];
+                /** @description Only these fields in each item, separated by commas (id is always there): id, createdAt, updatedAt, code, name, price, currency, interval, features, active. A reference's field (none here) expands the reference and keeps that field inside it. */
+                fields?: string;
+                /** @description Filter by id: <operator>.<value> with eq, neq, in, each also after not. (e.g. id=eq.<uuid>). Values: a UUID. in takes up to 100 values in parentheses, one holding , ( ) or " in double quotes. Repeat the parameter for several conditions on the field: all of them hold. */
+                id?: string | string[];
+                /** @description Filter by interval: <operator>.<value> with eq, neq, gt, gte, lt, lte, in, each also after not. (e.g. interval=in.(month,year)). Values: one of month, year. in takes up to 100 values in parentheses, one holding , ( ) or " in double quotes. Repeat the parameter for several conditions on the field: all of them hold. */
+                interval?: string | string[];
                 /** @description Page size, 1 to 100. */
                 limit?: number;
+                /** @description Filter by name: <operator>.<value> with eq, neq, in, contains, startsWith, each also after not. (e.g. name=contains.text). in takes up to 100 values in parentheses, one holding , ( ) or " in double quotes. contains and startsWith ignore case and take the text as written (no wildcards). Repeat the parameter for several conditions on the field: all of them hold. */
+                name?: string | string[];
                 /** @description Rows to skip, 0 to 10000. Deeper pages are reached with after=<next>, which costs the same on every page; offset and after do not combine. */
                 offset?: number;
+                /** @description One group of conditions of which at least one holds: or=(status.eq.open,slaBreached.is.true). Each member is <field>.<operator>.<value> (not. may come before the operator), or and(...) of such members, one level deep; a value holding , ( ) or " is written in double quotes. Members count towards the 20 conditions a request may hold. */
+                or?: string;
+                /** @description Filter by price: <operator>.<value> with eq, neq, gt, gte, lt, lte, in, each also after not. (e.g. price=gte.10). Values: an integer. in takes up to 100 values in parentheses, one holding , ( ) or " in double quotes. Repeat the parameter for several conditions on the field: all of them hold. */
+                price?: string | string[];
                 /** @description Search: only rows whose name contains this text, ignoring case (a plain substring: no wildcards, no operators). total and paging count the matching rows. 1 to 200 characters. */
                 q?: string;
-                /** @description Field to sort by; a leading "-" sorts descending. Ties break on id, in the same direction. */
-                sort?: "createdAt" | "-createdAt" | "updatedAt" | "-updatedAt" | "code" | "-code" | "name" | "-name" | "price" | "-price";
+                /** @description Sort keys in order, separated by commas (sort=createdAt,-id): a field, "-" before it for descending; ties break on id, in the last key's direction. An enum sorts in its declared order; rows without a value come last in both directions. Sorts by: id, createdAt, updatedAt, code, name, price, currency, interval, features, active. An index serves: createdAt, -createdAt, updatedAt, -updatedAt, code, -code, name, -name, price, -price; any other order reads and sorts the matching rows. */
+                sort?: string;
+                /** @description Filter by updatedAt: <operator>.<value> with eq, neq, gt, gte, lt, lte, in, each also after not. (e.g. updatedAt=lt.now, updatedAt=gte.now-7d). Values: a date-time: ISO 8601 with a time zone (2024-05-01T09:00:00Z, 2024-05-01T11:00:00+02:00), a date (2024-05-01, midnight UTC), or now with an optional offset in minutes, hours or days (now, now-7d, now+48h, now-30m). in takes up to 100 values in parentheses, one holding , ( ) or " in double quotes. Repeat the parameter for several conditions on the field: all of them hold. */
+                updatedAt?: string | string[];
             };
             header?: {
                 /** @description replica: read from the read replica, when the installation has one (database.replica_url). Eventually consistent: the answer may be up to database.replica_max_lag_ms behind the latest writes (a row just created may be missing, one just changed may show its earlier values). The answer carries Preference-Applied: replica when the replica served it; without it the primary did (no replica, or one lagging past the bound). Other preferences are ignored. */
@@ -3955,6 +4480,8 @@ export interface operations {
             /** @description A page of plans */
             200: {
                 headers: {
+                    /** @description replica when the read replica served the answer, which may then be up to database.replica_max_lag_ms behind the latest writes (eventually consistent). Absent: the primary served it. */
+                    "Preference-Applied"?: "replica";
                     [name: string]: unknown;
                 };
                 content: {
@@ -4181,7 +4708,10 @@ export interface operations {
     };
     "billing-plan-read": {
         parameters: {
-            query?: never;
+            query?: {
+                /** @description Only these fields in each answer, separated by commas (id is always there): id, createdAt, updatedAt, code, name, price, currency, interval, features, active. A reference's field (none here) expands the reference and keeps that field inside it. */
+                fields?: string;
+            };
             header?: {
                 /** @description replica: read from the read replica, when the installation has one (database.replica_url). Eventually consistent: the answer may be up to database.replica_max_lag_ms behind the latest writes (a row just created may be missing, one just changed may show its earlier values). The answer carries Preference-Applied: replica when the replica served it; without it the primary did (no replica, or one lagging past the bound). Other preferences are ignored. */
                 prefer?: string;
@@ -4197,6 +4727,8 @@ export interface operations {
             /** @description The plan */
             200: {
                 headers: {
+                    /** @description replica when the read replica served the answer, which may then be up to database.replica_max_lag_ms behind the latest writes (eventually consistent). Absent: the primary served it. */
+                    "Preference-Applied"?: "replica";
                     [name: string]: unknown;
                 };
                 content: {
@@ -4577,6 +5109,275 @@ export interface operations {
             };
         };
     };
+    "billing-plan-history": {
+        parameters: {
+            query?: {
+                /** @description Opaque, signed cursor: the "next" of the previous page, with the same sort and filters. Answers the rows after that page (keyset paging). A cursor this list did not give (another list's, another tenant's, one given with other filters, an edited or unsigned one), or one given for another sort, is 422 VALIDATION_FAILED. */
+                after?: string;
+                /** @description Page size, 1 to 100. */
+                limit?: number;
+                /** @description Rows to skip, 0 to 10000. Deeper pages are reached with after=<next>, which costs the same on every page; offset and after do not combine. */
+                offset?: number;
+                /** @description -at (the default): newest first; at: oldest first. Ties cannot happen: a revision’s id orders it. */
+                sort?: "at" | "-at";
+            };
+            header?: never;
+            path: {
+                /** @description Resource id (UUID) */
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description A page of the plan's revisions */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["RevisionPage"];
+                };
+            };
+            /** @description Malformed request */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Not signed in (AUTH_REQUIRED), or a bearer token unknown, expired, revoked or of another tenant (TOKEN_INVALID) */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Missing permission (AUTH_FORBIDDEN) or operator permission outside the operator tenant (AUTH_NOT_OPERATOR) */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description No site at this host, or no such resource */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description A path parameter longer than the router accepts (URI_TOO_LONG) */
+            414: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Validation failed */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Too many failed sign-ins or bearer-token attempts from this client address (ErrTooManyAttempts); Retry-After says when to try again */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Request headers over 16 KB (HEADERS_TOO_LARGE), refused before any route runs */
+            431: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Unexpected error */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Database busy (DB_BUSY: every connection stayed in use), a statement past its time limit (DB_TIMEOUT) or the database unreachable (DB_UNAVAILABLE): retry after the Retry-After seconds. Only a 2xx acknowledges a write */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    "billing-plan-restore": {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description Makes the request safe to retry: a key of 1-255 printable ASCII characters, new for each distinct request (a UUID does). For 24 hours the same key with the same request replays the first answer (its status and body, with the header Idempotent-Replayed: true) and does nothing again; with another method, path or body it answers 422 IDEMPOTENCY_KEY_REUSED. A secret the first answer showed once (a field marked x-secret, such as a webhook endpoint's signingSecret) is not kept with the answer: the replay has null in its place, and its header Idempotent-Secrets-Withheld names the fields as JSON pointers (e.g. /signingSecret). A request with the same key still running is waited for. Keys are per tenant and caller. A request that failed (any problem answer) leaves no key behind and may be retried with it. */
+                "idempotency-key"?: string;
+            };
+            path: {
+                /** @description Resource id (UUID) */
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["Restore"];
+            };
+        };
+        responses: {
+            /** @description The plan after the restore, with what was set back and what was left as it is */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["PlanRestored"];
+                };
+            };
+            /** @description Malformed request */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Not signed in (AUTH_REQUIRED), or a bearer token unknown, expired, revoked or of another tenant (TOKEN_INVALID) */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Missing permission (AUTH_FORBIDDEN) or operator permission outside the operator tenant (AUTH_NOT_OPERATOR); sent from another site (AUTH_CROSS_SITE: Sec-Fetch-Site other than same-origin/none, or an Origin naming another host) */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description No site at this host, or no such resource */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description A unique value another row took meanwhile (ALREADY_EXISTS, or the field’s own code, naming the field), or a value the entity’s rules refuse now */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Body larger than 1048576 bytes (PAYLOAD_TOO_LARGE) */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description A path parameter longer than the router accepts (URI_TOO_LONG) */
+            414: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Body not JSON; form-encoded bodies are refused (UNSUPPORTED_MEDIA_TYPE) */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The revision is not one of this record’s (VALIDATION_FAILED); or an Idempotency-Key used in the last 24 hours for another request (IDEMPOTENCY_KEY_REUSED) */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Too many failed sign-ins or bearer-token attempts from this client address (ErrTooManyAttempts); Retry-After says when to try again */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Request headers over 16 KB (HEADERS_TOO_LARGE), refused before any route runs */
+            431: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Unexpected error */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Database busy (DB_BUSY: every connection stayed in use), a statement past its time limit (DB_TIMEOUT) or the database unreachable (DB_UNAVAILABLE): retry after the Retry-After seconds. Only a 2xx acknowledges a write */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
     "billing-subscription-read": {
         parameters: {
             query?: never;
@@ -4795,6 +5596,116 @@ export interface operations {
             };
         };
     };
+    "billing-subscription-history": {
+        parameters: {
+            query?: {
+                /** @description Opaque, signed cursor: the "next" of the previous page, with the same sort and filters. Answers the rows after that page (keyset paging). A cursor this list did not give (another list's, another tenant's, one given with other filters, an edited or unsigned one), or one given for another sort, is 422 VALIDATION_FAILED. */
+                after?: string;
+                /** @description Page size, 1 to 100. */
+                limit?: number;
+                /** @description Rows to skip, 0 to 10000. Deeper pages are reached with after=<next>, which costs the same on every page; offset and after do not combine. */
+                offset?: number;
+                /** @description -at (the default): newest first; at: oldest first. Ties cannot happen: a revision’s id orders it. */
+                sort?: "at" | "-at";
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description A page of the subscription's revisions */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["RevisionPage"];
+                };
+            };
+            /** @description Malformed request */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Not signed in (AUTH_REQUIRED), or a bearer token unknown, expired, revoked or of another tenant (TOKEN_INVALID) */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Missing permission (AUTH_FORBIDDEN) or operator permission outside the operator tenant (AUTH_NOT_OPERATOR) */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description No site at this host, or no such resource */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Validation failed */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Too many failed sign-ins or bearer-token attempts from this client address (ErrTooManyAttempts); Retry-After says when to try again */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Request headers over 16 KB (HEADERS_TOO_LARGE), refused before any route runs */
+            431: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Unexpected error */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Database busy (DB_BUSY: every connection stayed in use), a statement past its time limit (DB_TIMEOUT) or the database unreachable (DB_UNAVAILABLE): retry after the Retry-After seconds. Only a 2xx acknowledges a write */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
     "billing-subscription-subscribe": {
         parameters: {
             query?: never;
@@ -4942,16 +5853,40 @@ export interface operations {
     "content-content-list": {
         parameters: {
             query?: {
-                /** @description Opaque, signed cursor: the "next" of the previous page, with the same sort and filters. Answers the rows after that page (keyset paging). A cursor this list did not give (another list's, another tenant's, one given with other filters, an edited or unsigned one), or one given for another sort, is 422 VALIDATION_FAILED. */
+                /** @description Opaque cursor: the "next" of the previous page, with the same sort, filters and q. Answers the rows after that page (keyset paging). A cursor this list did not give, or one given for another sort or other filters, is 422 VALIDATION_FAILED. */
                 after?: string;
+                /** @description Filter by author: <operator>.<value> with eq, neq, in, each also after not. (e.g. author=eq.<uuid>). Values: a UUID. in takes up to 100 values in parentheses, one holding , ( ) or " in double quotes. Repeat the parameter for several conditions on the field: all of them hold. */
+                author?: string | string[];
+                /** @description Filter by body: <operator>.<value> with eq, neq, in, contains, startsWith, each also after not. (e.g. body=contains.text). in takes up to 100 values in parentheses, one holding , ( ) or " in double quotes. contains and startsWith ignore case and take the text as written (no wildcards). Repeat the parameter for several conditions on the field: all of them hold. */
+                body?: string | string[];
+                /** @description Filter by createdAt: <operator>.<value> with eq, neq, gt, gte, lt, lte, in, each also after not. (e.g. createdAt=lt.now, createdAt=gte.now-7d). Values: a date-time: ISO 8601 with a time zone (2024-05-01T09:00:00Z, 2024-05-01T11:00:00+02:00), a date (2024-05-01, midnight UTC), or now with an optional offset in minutes, hours or days (now, now-7d, now+48h, now-30m). in takes up to 100 values in parentheses, one holding , ( ) or " in double quotes. Repeat the parameter for several conditions on the field: all of them hold. */
+                createdAt?: string | string[];
+                /** @description Only these fields in each item, separated by commas (id is always there): id, createdAt, updatedAt, slug, title, kind, body, status, publishedAt, author. A reference's field (none here) expands the reference and keeps that field inside it. */
+                fields?: string;
+                /** @description Filter by id: <operator>.<value> with eq, neq, in, each also after not. (e.g. id=eq.<uuid>). Values: a UUID. in takes up to 100 values in parentheses, one holding , ( ) or " in double quotes. Repeat the parameter for several conditions on the field: all of them hold. */
+                id?: string | string[];
+                /** @description Filter by kind: <operator>.<value> with eq, neq, gt, gte, lt, lte, in, each also after not. (e.g. kind=in.(page,post)). Values: one of page, post. in takes up to 100 values in parentheses, one holding , ( ) or " in double quotes. Repeat the parameter for several conditions on the field: all of them hold. */
+                kind?: string | string[];
                 /** @description Page size, 1 to 100. */
                 limit?: number;
                 /** @description Rows to skip, 0 to 10000. Deeper pages are reached with after=<next>, which costs the same on every page; offset and after do not combine. */
                 offset?: number;
+                /** @description One group of conditions of which at least one holds: or=(status.eq.open,slaBreached.is.true). Each member is <field>.<operator>.<value> (not. may come before the operator), or and(...) of such members, one level deep; a value holding , ( ) or " is written in double quotes. Members count towards the 20 conditions a request may hold. */
+                or?: string;
+                /** @description Filter by publishedAt: <operator>.<value> with eq, neq, gt, gte, lt, lte, in, is, each also after not. (e.g. publishedAt=lt.now, publishedAt=gte.now-7d). Values: a date-time: ISO 8601 with a time zone (2024-05-01T09:00:00Z, 2024-05-01T11:00:00+02:00), a date (2024-05-01, midnight UTC), or now with an optional offset in minutes, hours or days (now, now-7d, now+48h, now-30m). is takes null. in takes up to 100 values in parentheses, one holding , ( ) or " in double quotes. Repeat the parameter for several conditions on the field: all of them hold. */
+                publishedAt?: string | string[];
                 /** @description Search: only rows whose title contains this text, ignoring case (a plain substring: no wildcards, no operators). total and paging count the matching rows. 1 to 200 characters. */
                 q?: string;
-                /** @description Field to sort by; a leading "-" sorts descending. Ties break on id, in the same direction. */
-                sort?: "createdAt" | "-createdAt" | "updatedAt" | "-updatedAt" | "slug" | "-slug" | "title" | "-title" | "publishedAt" | "-publishedAt";
+                /** @description Filter by slug: <operator>.<value> with eq, neq, in, contains, startsWith, each also after not. (e.g. slug=contains.text). in takes up to 100 values in parentheses, one holding , ( ) or " in double quotes. contains and startsWith ignore case and take the text as written (no wildcards). Repeat the parameter for several conditions on the field: all of them hold. */
+                slug?: string | string[];
+                /** @description Sort keys in order, separated by commas (sort=createdAt,-id): a field, "-" before it for descending; ties break on id, in the last key's direction. An enum sorts in its declared order; rows without a value come last in both directions. Sorts by: id, createdAt, updatedAt, slug, title, kind, body, status, publishedAt, author. An index serves: createdAt, -createdAt, updatedAt, -updatedAt, slug, -slug, title, -title, publishedAt; any other order reads and sorts the matching rows. */
+                sort?: string;
+                /** @description Filter by status: <operator>.<value> with eq, neq, gt, gte, lt, lte, in, each also after not. (e.g. status=in.(draft,published)). Values: one of draft, published, archived. in takes up to 100 values in parentheses, one holding , ( ) or " in double quotes. Repeat the parameter for several conditions on the field: all of them hold. */
+                status?: string | string[];
+                /** @description Filter by title: <operator>.<value> with eq, neq, in, contains, startsWith, each also after not. (e.g. title=contains.text). in takes up to 100 values in parentheses, one holding , ( ) or " in double quotes. contains and startsWith ignore case and take the text as written (no wildcards). Repeat the parameter for several conditions on the field: all of them hold. */
+                title?: string | string[];
+                /** @description Filter by updatedAt: <operator>.<value> with eq, neq, gt, gte, lt, lte, in, each also after not. (e.g. updatedAt=lt.now, updatedAt=gte.now-7d). Values: a date-time: ISO 8601 with a time zone (2024-05-01T09:00:00Z, 2024-05-01T11:00:00+02:00), a date (2024-05-01, midnight UTC), or now with an optional offset in minutes, hours or days (now, now-7d, now+48h, now-30m). in takes up to 100 values in parentheses, one holding , ( ) or " in double quotes. Repeat the parameter for several conditions on the field: all of them hold. */
+                updatedAt?: string | string[];
             };
             header?: {
                 /** @description replica: read from the read replica, when the installation has one (database.replica_url). Eventually consistent: the answer may be up to database.replica_max_lag_ms behind the latest writes (a row just created may be missing, one just changed may show its earlier values). The answer carries Preference-Applied: replica when the replica served it; without it the primary did (no replica, or one lagging past the bound). Other preferences are ignored. */
@@ -4965,6 +5900,8 @@ export interface operations {
             /** @description A page of contents */
             200: {
                 headers: {
+                    /** @description replica when the read replica served the answer, which may then be up to database.replica_max_lag_ms behind the latest writes (eventually consistent). Absent: the primary served it. */
+                    "Preference-Applied"?: "replica";
                     [name: string]: unknown;
                 };
                 content: {
@@ -5191,7 +6128,10 @@ export interface operations {
     };
     "content-content-read": {
         parameters: {
-            query?: never;
+            query?: {
+                /** @description Only these fields in each answer, separated by commas (id is always there): id, createdAt, updatedAt, slug, title, kind, body, status, publishedAt, author. A reference's field (none here) expands the reference and keeps that field inside it. */
+                fields?: string;
+            };
             header?: {
                 /** @description replica: read from the read replica, when the installation has one (database.replica_url). Eventually consistent: the answer may be up to database.replica_max_lag_ms behind the latest writes (a row just created may be missing, one just changed may show its earlier values). The answer carries Preference-Applied: replica when the replica served it; without it the primary did (no replica, or one lagging past the bound). Other preferences are ignored. */
                 prefer?: string;
@@ -5207,6 +6147,8 @@ export interface operations {
             /** @description The content */
             200: {
                 headers: {
+                    /** @description replica when the read replica served the answer, which may then be up to database.replica_max_lag_ms behind the latest writes (eventually consistent). Absent: the primary served it. */
+                    "Preference-Applied"?: "replica";
                     [name: string]: unknown;
                 };
                 content: {
@@ -5730,6 +6672,128 @@ export interface operations {
             };
         };
     };
+    "content-content-history": {
+        parameters: {
+            query?: {
+                /** @description Opaque, signed cursor: the "next" of the previous page, with the same sort and filters. Answers the rows after that page (keyset paging). A cursor this list did not give (another list's, another tenant's, one given with other filters, an edited or unsigned one), or one given for another sort, is 422 VALIDATION_FAILED. */
+                after?: string;
+                /** @description Page size, 1 to 100. */
+                limit?: number;
+                /** @description Rows to skip, 0 to 10000. Deeper pages are reached with after=<next>, which costs the same on every page; offset and after do not combine. */
+                offset?: number;
+                /** @description -at (the default): newest first; at: oldest first. Ties cannot happen: a revision’s id orders it. */
+                sort?: "at" | "-at";
+            };
+            header?: never;
+            path: {
+                /** @description Resource id (UUID) */
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description A page of the content's revisions */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["RevisionPage"];
+                };
+            };
+            /** @description Malformed request */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Not signed in (AUTH_REQUIRED), or a bearer token unknown, expired, revoked or of another tenant (TOKEN_INVALID) */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Missing permission (AUTH_FORBIDDEN) or operator permission outside the operator tenant (AUTH_NOT_OPERATOR) */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description No site at this host, or no such resource */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description A path parameter longer than the router accepts (URI_TOO_LONG) */
+            414: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Validation failed */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Too many failed sign-ins or bearer-token attempts from this client address (ErrTooManyAttempts); Retry-After says when to try again */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Request headers over 16 KB (HEADERS_TOO_LARGE), refused before any route runs */
+            431: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Unexpected error */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Database busy (DB_BUSY: every connection stayed in use), a statement past its time limit (DB_TIMEOUT) or the database unreachable (DB_UNAVAILABLE): retry after the Retry-After seconds. Only a 2xx acknowledges a write */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
     "content-content-publish": {
         parameters: {
             query?: never;
@@ -5827,6 +6891,153 @@ export interface operations {
                 };
             };
             /** @description Validation failed (VALIDATION_FAILED, the Idempotency-Key header included); or an Idempotency-Key used in the last 24 hours for another request (IDEMPOTENCY_KEY_REUSED) */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Too many failed sign-ins or bearer-token attempts from this client address (ErrTooManyAttempts); Retry-After says when to try again */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Request headers over 16 KB (HEADERS_TOO_LARGE), refused before any route runs */
+            431: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Unexpected error */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Database busy (DB_BUSY: every connection stayed in use), a statement past its time limit (DB_TIMEOUT) or the database unreachable (DB_UNAVAILABLE): retry after the Retry-After seconds. Only a 2xx acknowledges a write */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    "content-content-restore": {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description Makes the request safe to retry: a key of 1-255 printable ASCII characters, new for each distinct request (a UUID does). For 24 hours the same key with the same request replays the first answer (its status and body, with the header Idempotent-Replayed: true) and does nothing again; with another method, path or body it answers 422 IDEMPOTENCY_KEY_REUSED. A secret the first answer showed once (a field marked x-secret, such as a webhook endpoint's signingSecret) is not kept with the answer: the replay has null in its place, and its header Idempotent-Secrets-Withheld names the fields as JSON pointers (e.g. /signingSecret). A request with the same key still running is waited for. Keys are per tenant and caller. A request that failed (any problem answer) leaves no key behind and may be retried with it. */
+                "idempotency-key"?: string;
+            };
+            path: {
+                /** @description Resource id (UUID) */
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["Restore"];
+            };
+        };
+        responses: {
+            /** @description The content after the restore, with what was set back and what was left as it is */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ContentRestored"];
+                };
+            };
+            /** @description Malformed request */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Not signed in (AUTH_REQUIRED), or a bearer token unknown, expired, revoked or of another tenant (TOKEN_INVALID) */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Missing permission (AUTH_FORBIDDEN) or operator permission outside the operator tenant (AUTH_NOT_OPERATOR); sent from another site (AUTH_CROSS_SITE: Sec-Fetch-Site other than same-origin/none, or an Origin naming another host) */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description No site at this host, or no such resource */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description A unique value another row took meanwhile (ALREADY_EXISTS, or the field’s own code, naming the field), or a value the entity’s rules refuse now */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Body larger than 1048576 bytes (PAYLOAD_TOO_LARGE) */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description A path parameter longer than the router accepts (URI_TOO_LONG) */
+            414: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Body not JSON; form-encoded bodies are refused (UNSUPPORTED_MEDIA_TYPE) */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The revision is not one of this record’s (VALIDATION_FAILED); or an Idempotency-Key used in the last 24 hours for another request (IDEMPOTENCY_KEY_REUSED) */
             422: {
                 headers: {
                     [name: string]: unknown;
@@ -6112,14 +7323,34 @@ export interface operations {
     "file-file-list": {
         parameters: {
             query?: {
-                /** @description Opaque, signed cursor: the "next" of the previous page, with the same sort and filters. Answers the rows after that page (keyset paging). A cursor this list did not give (another list's, another tenant's, one given with other filters, an edited or unsigned one), or one given for another sort, is 422 VALIDATION_FAILED. */
+                /** @description Opaque cursor: the "next" of the previous page, with the same sort, filters and q. Answers the rows after that page (keyset paging). A cursor this list did not give, or one given for another sort or other filters, is 422 VALIDATION_FAILED. */
                 after?: string;
+                /** @description Filter by createdAt: <operator>.<value> with eq, neq, gt, gte, lt, lte, in, each also after not. (e.g. createdAt=lt.now, createdAt=gte.now-7d). Values: a date-time: ISO 8601 with a time zone (2024-05-01T09:00:00Z, 2024-05-01T11:00:00+02:00), a date (2024-05-01, midnight UTC), or now with an optional offset in minutes, hours or days (now, now-7d, now+48h, now-30m). in takes up to 100 values in parentheses, one holding , ( ) or " in double quotes. Repeat the parameter for several conditions on the field: all of them hold. */
+                createdAt?: string | string[];
+                /** @description Only these fields in each item, separated by commas (id is always there): id, name, size, sha256, mediaType, visibility, uploadedBy, createdAt. A reference's field (none here) expands the reference and keeps that field inside it. */
+                fields?: string;
+                /** @description Filter by id: <operator>.<value> with eq, neq, in, each also after not. (e.g. id=eq.<uuid>). Values: a UUID. in takes up to 100 values in parentheses, one holding , ( ) or " in double quotes. Repeat the parameter for several conditions on the field: all of them hold. */
+                id?: string | string[];
                 /** @description Page size, 1 to 100. */
                 limit?: number;
+                /** @description Filter by mediaType: <operator>.<value> with eq, neq, in, contains, startsWith, each also after not. (e.g. mediaType=contains.text). in takes up to 100 values in parentheses, one holding , ( ) or " in double quotes. contains and startsWith ignore case and take the text as written (no wildcards). Repeat the parameter for several conditions on the field: all of them hold. */
+                mediaType?: string | string[];
+                /** @description Filter by name: <operator>.<value> with eq, neq, in, contains, startsWith, each also after not. (e.g. name=contains.text). in takes up to 100 values in parentheses, one holding , ( ) or " in double quotes. contains and startsWith ignore case and take the text as written (no wildcards). Repeat the parameter for several conditions on the field: all of them hold. */
+                name?: string | string[];
                 /** @description Rows to skip, 0 to 10000. Deeper pages are reached with after=<next>, which costs the same on every page; offset and after do not combine. */
                 offset?: number;
-                /** @description Field to sort by; a leading "-" sorts descending. Ties break on id, in the same direction. */
-                sort?: "createdAt" | "-createdAt" | "name" | "-name" | "size" | "-size";
+                /** @description One group of conditions of which at least one holds: or=(status.eq.open,slaBreached.is.true). Each member is <field>.<operator>.<value> (not. may come before the operator), or and(...) of such members, one level deep; a value holding , ( ) or " is written in double quotes. Members count towards the 20 conditions a request may hold. */
+                or?: string;
+                /** @description Filter by sha256: <operator>.<value> with eq, neq, in, contains, startsWith, each also after not. (e.g. sha256=contains.text). in takes up to 100 values in parentheses, one holding , ( ) or " in double quotes. contains and startsWith ignore case and take the text as written (no wildcards). Repeat the parameter for several conditions on the field: all of them hold. */
+                sha256?: string | string[];
+                /** @description Filter by size: <operator>.<value> with eq, neq, gt, gte, lt, lte, in, each also after not. (e.g. size=gte.10). Values: an integer. in takes up to 100 values in parentheses, one holding , ( ) or " in double quotes. Repeat the parameter for several conditions on the field: all of them hold. */
+                size?: string | string[];
+                /** @description Sort keys in order, separated by commas (sort=name,-id): a field, "-" before it for descending; ties break on id, in the last key's direction. An enum sorts in its declared order; rows without a value come last in both directions. Sorts by: id, name, size, sha256, mediaType, visibility, uploadedBy, createdAt. An index serves: name, -name, size, -size, createdAt, -createdAt; any other order reads and sorts the matching rows. */
+                sort?: string;
+                /** @description Filter by uploadedBy: <operator>.<value> with eq, neq, in, is, each also after not. (e.g. uploadedBy=not.is.null). Values: a UUID. is takes null. in takes up to 100 values in parentheses, one holding , ( ) or " in double quotes. Repeat the parameter for several conditions on the field: all of them hold. */
+                uploadedBy?: string | string[];
+                /** @description Filter by visibility: <operator>.<value> with eq, neq, gt, gte, lt, lte, in, each also after not. (e.g. visibility=in.(public,private)). Values: one of public, private. in takes up to 100 values in parentheses, one holding , ( ) or " in double quotes. Repeat the parameter for several conditions on the field: all of them hold. */
+                visibility?: string | string[];
             };
             header?: never;
             path?: never;
@@ -6895,14 +8126,30 @@ export interface operations {
     "notification-notification-list": {
         parameters: {
             query?: {
-                /** @description Opaque, signed cursor: the "next" of the previous page, with the same sort and filters. Answers the rows after that page (keyset paging). A cursor this list did not give (another list's, another tenant's, one given with other filters, an edited or unsigned one), or one given for another sort, is 422 VALIDATION_FAILED. */
+                /** @description Opaque cursor: the "next" of the previous page, with the same sort, filters and q. Answers the rows after that page (keyset paging). A cursor this list did not give, or one given for another sort or other filters, is 422 VALIDATION_FAILED. */
                 after?: string;
+                /** @description Filter by body: <operator>.<value> with eq, neq, in, contains, startsWith, each also after not. (e.g. body=contains.text). in takes up to 100 values in parentheses, one holding , ( ) or " in double quotes. contains and startsWith ignore case and take the text as written (no wildcards). Repeat the parameter for several conditions on the field: all of them hold. */
+                body?: string | string[];
+                /** @description Filter by createdAt: <operator>.<value> with eq, neq, gt, gte, lt, lte, in, each also after not. (e.g. createdAt=lt.now, createdAt=gte.now-7d). Values: a date-time: ISO 8601 with a time zone (2024-05-01T09:00:00Z, 2024-05-01T11:00:00+02:00), a date (2024-05-01, midnight UTC), or now with an optional offset in minutes, hours or days (now, now-7d, now+48h, now-30m). in takes up to 100 values in parentheses, one holding , ( ) or " in double quotes. Repeat the parameter for several conditions on the field: all of them hold. */
+                createdAt?: string | string[];
+                /** @description Only these fields in each item, separated by commas (id is always there): id, title, body, link, readAt, createdAt. A reference's field (none here) expands the reference and keeps that field inside it. */
+                fields?: string;
+                /** @description Filter by id: <operator>.<value> with eq, neq, in, each also after not. (e.g. id=eq.<uuid>). Values: a UUID. in takes up to 100 values in parentheses, one holding , ( ) or " in double quotes. Repeat the parameter for several conditions on the field: all of them hold. */
+                id?: string | string[];
                 /** @description Page size, 1 to 100. */
                 limit?: number;
+                /** @description Filter by link: <operator>.<value> with eq, neq, in, contains, startsWith, each also after not. (e.g. link=contains.text). in takes up to 100 values in parentheses, one holding , ( ) or " in double quotes. contains and startsWith ignore case and take the text as written (no wildcards). Repeat the parameter for several conditions on the field: all of them hold. */
+                link?: string | string[];
                 /** @description Rows to skip, 0 to 10000. Deeper pages are reached with after=<next>, which costs the same on every page; offset and after do not combine. */
                 offset?: number;
-                /** @description Newest first (-createdAt) unless sort=createdAt asks for oldest first. Ties break on id, in the same direction. */
-                sort?: "createdAt" | "-createdAt";
+                /** @description One group of conditions of which at least one holds: or=(status.eq.open,slaBreached.is.true). Each member is <field>.<operator>.<value> (not. may come before the operator), or and(...) of such members, one level deep; a value holding , ( ) or " is written in double quotes. Members count towards the 20 conditions a request may hold. */
+                or?: string;
+                /** @description Filter by readAt: <operator>.<value> with eq, neq, gt, gte, lt, lte, in, is, each also after not. (e.g. readAt=lt.now, readAt=gte.now-7d). Values: a date-time: ISO 8601 with a time zone (2024-05-01T09:00:00Z, 2024-05-01T11:00:00+02:00), a date (2024-05-01, midnight UTC), or now with an optional offset in minutes, hours or days (now, now-7d, now+48h, now-30m). is takes null. in takes up to 100 values in parentheses, one holding , ( ) or " in double quotes. Repeat the parameter for several conditions on the field: all of them hold. */
+                readAt?: string | string[];
+                /** @description Newest first (-createdAt) unless sort asks for another order. Sort keys in order, separated by commas (sort=title,-id): a field, "-" before it for descending; ties break on id, in the last key's direction. An enum sorts in its declared order; rows without a value come last in both directions. Sorts by: id, title, body, link, readAt, createdAt. An index serves: createdAt, -createdAt; any other order reads and sorts the matching rows. */
+                sort?: string;
+                /** @description Filter by title: <operator>.<value> with eq, neq, in, contains, startsWith, each also after not. (e.g. title=contains.text). in takes up to 100 values in parentheses, one holding , ( ) or " in double quotes. contains and startsWith ignore case and take the text as written (no wildcards). Repeat the parameter for several conditions on the field: all of them hold. */
+                title?: string | string[];
             };
             header?: never;
             path?: never;
@@ -7246,16 +8493,60 @@ export interface operations {
     "task-task-list": {
         parameters: {
             query?: {
-                /** @description Opaque, signed cursor: the "next" of the previous page, with the same sort and filters. Answers the rows after that page (keyset paging). A cursor this list did not give (another list's, another tenant's, one given with other filters, an edited or unsigned one), or one given for another sort, is 422 VALIDATION_FAILED. */
+                /** @description Opaque cursor: the "next" of the previous page, with the same sort, filters and q. Answers the rows after that page (keyset paging). A cursor this list did not give, or one given for another sort or other filters, is 422 VALIDATION_FAILED. */
                 after?: string;
+                /** @description Filter through assignee (the user.user its assigneeId names; needs user:read) by assignee.createdAt: <operator>.<value> with eq, neq, gt, gte, lt, lte, in, each also after not. (e.g. assignee.createdAt=lt.now, assignee.createdAt=gte.now-7d). Values: a date-time: ISO 8601 with a time zone (2024-05-01T09:00:00Z, 2024-05-01T11:00:00+02:00), a date (2024-05-01, midnight UTC), or now with an optional offset in minutes, hours or days (now, now-7d, now+48h, now-30m). in takes up to 100 values in parentheses, one holding , ( ) or " in double quotes. Repeat the parameter for several conditions on the field: all of them hold. */
+                "assignee.createdAt"?: string | string[];
+                /** @description Filter through assignee (the user.user its assigneeId names; needs user:read) by assignee.displayName: <operator>.<value> with eq, neq, in, contains, startsWith, each also after not. (e.g. assignee.displayName=contains.text). in takes up to 100 values in parentheses, one holding , ( ) or " in double quotes. contains and startsWith ignore case and take the text as written (no wildcards). Repeat the parameter for several conditions on the field: all of them hold. */
+                "assignee.displayName"?: string | string[];
+                /** @description Filter through assignee (the user.user its assigneeId names; needs user:read) by assignee.email: <operator>.<value> with eq, neq, in, contains, startsWith, each also after not. (e.g. assignee.email=contains.text). in takes up to 100 values in parentheses, one holding , ( ) or " in double quotes. contains and startsWith ignore case and take the text as written (no wildcards). Repeat the parameter for several conditions on the field: all of them hold. */
+                "assignee.email"?: string | string[];
+                /** @description Filter through assignee (the user.user its assigneeId names; needs user:read) by assignee.id: <operator>.<value> with eq, neq, in, each also after not. (e.g. assignee.id=eq.<uuid>). Values: a UUID. in takes up to 100 values in parentheses, one holding , ( ) or " in double quotes. Repeat the parameter for several conditions on the field: all of them hold. */
+                "assignee.id"?: string | string[];
+                /** @description Filter through assignee (the user.user its assigneeId names; needs user:read) by assignee.roles: <operator>.<value> with contains, each also after not. (e.g. assignee.roles=contains.<value>). Values: text. Repeat the parameter for several conditions on the field: all of them hold. */
+                "assignee.roles"?: string | string[];
+                /** @description Filter through assignee (the user.user its assigneeId names; needs user:read) by assignee.status: <operator>.<value> with eq, neq, gt, gte, lt, lte, in, each also after not. (e.g. assignee.status=in.(invited,active)). Values: one of invited, active, deactivated. in takes up to 100 values in parentheses, one holding , ( ) or " in double quotes. Repeat the parameter for several conditions on the field: all of them hold. */
+                "assignee.status"?: string | string[];
+                /** @description Filter through assignee (the user.user its assigneeId names; needs user:read) by assignee.updatedAt: <operator>.<value> with eq, neq, gt, gte, lt, lte, in, each also after not. (e.g. assignee.updatedAt=lt.now, assignee.updatedAt=gte.now-7d). Values: a date-time: ISO 8601 with a time zone (2024-05-01T09:00:00Z, 2024-05-01T11:00:00+02:00), a date (2024-05-01, midnight UTC), or now with an optional offset in minutes, hours or days (now, now-7d, now+48h, now-30m). in takes up to 100 values in parentheses, one holding , ( ) or " in double quotes. Repeat the parameter for several conditions on the field: all of them hold. */
+                "assignee.updatedAt"?: string | string[];
+                /** @description Filter by assigneeId: <operator>.<value> with eq, neq, in, is, each also after not. (e.g. assigneeId=not.is.null). Values: a UUID. is takes null. in takes up to 100 values in parentheses, one holding , ( ) or " in double quotes. Repeat the parameter for several conditions on the field: all of them hold. */
+                assigneeId?: string | string[];
+                /** @description Filter by createdAt: <operator>.<value> with eq, neq, gt, gte, lt, lte, in, each also after not. (e.g. createdAt=lt.now, createdAt=gte.now-7d). Values: a date-time: ISO 8601 with a time zone (2024-05-01T09:00:00Z, 2024-05-01T11:00:00+02:00), a date (2024-05-01, midnight UTC), or now with an optional offset in minutes, hours or days (now, now-7d, now+48h, now-30m). in takes up to 100 values in parentheses, one holding , ( ) or " in double quotes. Repeat the parameter for several conditions on the field: all of them hold. */
+                createdAt?: string | string[];
+                /** @description Filter by deadline: <operator>.<value> with eq, neq, gt, gte, lt, lte, in, each also after not. (e.g. deadline=lt.now, deadline=gte.now-7d). Values: a date-time: ISO 8601 with a time zone (2024-05-01T09:00:00Z, 2024-05-01T11:00:00+02:00), a date (2024-05-01, midnight UTC), or now with an optional offset in minutes, hours or days (now, now-7d, now+48h, now-30m). in takes up to 100 values in parentheses, one holding , ( ) or " in double quotes. Repeat the parameter for several conditions on the field: all of them hold. */
+                deadline?: string | string[];
+                /** @description Filter by description: <operator>.<value> with eq, neq, in, is, contains, startsWith, each also after not. (e.g. description=contains.text). is takes null. in takes up to 100 values in parentheses, one holding , ( ) or " in double quotes. contains and startsWith ignore case and take the text as written (no wildcards). Repeat the parameter for several conditions on the field: all of them hold. */
+                description?: string | string[];
+                /** @description References each item carries as the referenced row, as its own read answers it for the caller, or null: assignee (user.user, needs user:read). Without that permission the request is 403 AUTH_FORBIDDEN. One statement per page for each, whatever the page size. */
+                expand?: string;
+                /** @description Only these fields in each item, separated by commas (id is always there): id, createdAt, updatedAt, title, description, status, priority, deadline, assigneeId, slaBreached, resolvedAt, resolution, assignee, assignee.id, assignee.createdAt, assignee.updatedAt, assignee.email, assignee.displayName, assignee.status, assignee.roles. A reference's field (assignee.id) expands the reference and keeps that field inside it. */
+                fields?: string;
+                /** @description Filter by id: <operator>.<value> with eq, neq, in, each also after not. (e.g. id=eq.<uuid>). Values: a UUID. in takes up to 100 values in parentheses, one holding , ( ) or " in double quotes. Repeat the parameter for several conditions on the field: all of them hold. */
+                id?: string | string[];
                 /** @description Page size, 1 to 100. */
                 limit?: number;
                 /** @description Rows to skip, 0 to 10000. Deeper pages are reached with after=<next>, which costs the same on every page; offset and after do not combine. */
                 offset?: number;
+                /** @description One group of conditions of which at least one holds: or=(status.eq.open,slaBreached.is.true). Each member is <field>.<operator>.<value> (not. may come before the operator), or and(...) of such members, one level deep; a value holding , ( ) or " is written in double quotes. Members count towards the 20 conditions a request may hold. */
+                or?: string;
+                /** @description Filter by priority: <operator>.<value> with eq, neq, gt, gte, lt, lte, in, each also after not. (e.g. priority=in.(low,medium)). Values: one of low, medium, high, critical. in takes up to 100 values in parentheses, one holding , ( ) or " in double quotes. Repeat the parameter for several conditions on the field: all of them hold. */
+                priority?: string | string[];
                 /** @description Search: only rows whose title contains this text, ignoring case (a plain substring: no wildcards, no operators). total and paging count the matching rows. 1 to 200 characters. */
                 q?: string;
-                /** @description Field to sort by; a leading "-" sorts descending. Ties break on id, in the same direction. */
-                sort?: "createdAt" | "-createdAt" | "updatedAt" | "-updatedAt" | "title" | "-title" | "status" | "-status" | "deadline" | "-deadline";
+                /** @description Filter by resolution: <operator>.<value> with eq, neq, in, is, contains, startsWith, each also after not. (e.g. resolution=contains.text). is takes null. in takes up to 100 values in parentheses, one holding , ( ) or " in double quotes. contains and startsWith ignore case and take the text as written (no wildcards). Repeat the parameter for several conditions on the field: all of them hold. */
+                resolution?: string | string[];
+                /** @description Filter by resolvedAt: <operator>.<value> with eq, neq, gt, gte, lt, lte, in, is, each also after not. (e.g. resolvedAt=lt.now, resolvedAt=gte.now-7d). Values: a date-time: ISO 8601 with a time zone (2024-05-01T09:00:00Z, 2024-05-01T11:00:00+02:00), a date (2024-05-01, midnight UTC), or now with an optional offset in minutes, hours or days (now, now-7d, now+48h, now-30m). is takes null. in takes up to 100 values in parentheses, one holding , ( ) or " in double quotes. Repeat the parameter for several conditions on the field: all of them hold. */
+                resolvedAt?: string | string[];
+                /** @description Filter by slaBreached: <operator>.<value> with eq, neq, is, each also after not. (e.g. slaBreached=is.true). Values: true or false. is takes true or false. Repeat the parameter for several conditions on the field: all of them hold. */
+                slaBreached?: string | string[];
+                /** @description Sort keys in order, separated by commas (sort=createdAt,-id): a field, "-" before it for descending; ties break on id, in the last key's direction. An enum sorts in its declared order; rows without a value come last in both directions. Sorts by: id, createdAt, updatedAt, title, description, status, priority, deadline, assigneeId, slaBreached, resolvedAt, resolution. An index serves: createdAt, -createdAt, updatedAt, -updatedAt, title, -title, deadline, -deadline; any other order reads and sorts the matching rows. */
+                sort?: string;
+                /** @description Filter by status: <operator>.<value> with eq, neq, gt, gte, lt, lte, in, each also after not. (e.g. status=in.(open,acknowledged)). Values: one of open, acknowledged, in_progress, resolved, closed. in takes up to 100 values in parentheses, one holding , ( ) or " in double quotes. Repeat the parameter for several conditions on the field: all of them hold. */
+                status?: string | string[];
+                /** @description Filter by title: <operator>.<value> with eq, neq, in, contains, startsWith, each also after not. (e.g. title=contains.text). in takes up to 100 values in parentheses, one holding , ( ) or " in double quotes. contains and startsWith ignore case and take the text as written (no wildcards). Repeat the parameter for several conditions on the field: all of them hold. */
+                title?: string | string[];
+                /** @description Filter by updatedAt: <operator>.<value> with eq, neq, gt, gte, lt, lte, in, each also after not. (e.g. updatedAt=lt.now, updatedAt=gte.now-7d). Values: a date-time: ISO 8601 with a time zone (2024-05-01T09:00:00Z, 2024-05-01T11:00:00+02:00), a date (2024-05-01, midnight UTC), or now with an optional offset in minutes, hours or days (now, now-7d, now+48h, now-30m). in takes up to 100 values in parentheses, one holding , ( ) or " in double quotes. Repeat the parameter for several conditions on the field: all of them hold. */
+                updatedAt?: string | string[];
             };
             header?: {
                 /** @description replica: read from the read replica, when the installation has one (database.replica_url). Eventually consistent: the answer may be up to database.replica_max_lag_ms behind the latest writes (a row just created may be missing, one just changed may show its earlier values). The answer carries Preference-Applied: replica when the replica served it; without it the primary did (no replica, or one lagging past the bound). Other preferences are ignored. */
@@ -7269,6 +8560,8 @@ export interface operations {
             /** @description A page of tasks */
             200: {
                 headers: {
+                    /** @description replica when the read replica served the answer, which may then be up to database.replica_max_lag_ms behind the latest writes (eventually consistent). Absent: the primary served it. */
+                    "Preference-Applied"?: "replica";
                     [name: string]: unknown;
                 };
                 content: {
@@ -7495,7 +8788,12 @@ export interface operations {
     };
     "task-task-read": {
         parameters: {
-            query?: never;
+            query?: {
+                /** @description References each answer carries as the referenced row, as its own read answers it for the caller, or null: assignee (user.user, needs user:read). Without that permission the request is 403 AUTH_FORBIDDEN. One statement per page for each, whatever the page size. */
+                expand?: string;
+                /** @description Only these fields in each answer, separated by commas (id is always there): id, createdAt, updatedAt, title, description, status, priority, deadline, assigneeId, slaBreached, resolvedAt, resolution, assignee, assignee.id, assignee.createdAt, assignee.updatedAt, assignee.email, assignee.displayName, assignee.status, assignee.roles. A reference's field (assignee.id) expands the reference and keeps that field inside it. */
+                fields?: string;
+            };
             header?: {
                 /** @description replica: read from the read replica, when the installation has one (database.replica_url). Eventually consistent: the answer may be up to database.replica_max_lag_ms behind the latest writes (a row just created may be missing, one just changed may show its earlier values). The answer carries Preference-Applied: replica when the replica served it; without it the primary did (no replica, or one lagging past the bound). Other preferences are ignored. */
                 prefer?: string;
@@ -7511,6 +8809,8 @@ export interface operations {
             /** @description The task */
             200: {
                 headers: {
+                    /** @description replica when the read replica served the answer, which may then be up to database.replica_max_lag_ms behind the latest writes (eventually consistent). Absent: the primary served it. */
+                    "Preference-Applied"?: "replica";
                     [name: string]: unknown;
                 };
                 content: {
@@ -8181,6 +9481,128 @@ export interface operations {
             };
         };
     };
+    "task-task-history": {
+        parameters: {
+            query?: {
+                /** @description Opaque, signed cursor: the "next" of the previous page, with the same sort and filters. Answers the rows after that page (keyset paging). A cursor this list did not give (another list's, another tenant's, one given with other filters, an edited or unsigned one), or one given for another sort, is 422 VALIDATION_FAILED. */
+                after?: string;
+                /** @description Page size, 1 to 100. */
+                limit?: number;
+                /** @description Rows to skip, 0 to 10000. Deeper pages are reached with after=<next>, which costs the same on every page; offset and after do not combine. */
+                offset?: number;
+                /** @description -at (the default): newest first; at: oldest first. Ties cannot happen: a revision’s id orders it. */
+                sort?: "at" | "-at";
+            };
+            header?: never;
+            path: {
+                /** @description Resource id (UUID) */
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description A page of the task's revisions */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["RevisionPage"];
+                };
+            };
+            /** @description Malformed request */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Not signed in (AUTH_REQUIRED), or a bearer token unknown, expired, revoked or of another tenant (TOKEN_INVALID) */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Missing permission (AUTH_FORBIDDEN) or operator permission outside the operator tenant (AUTH_NOT_OPERATOR) */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description No site at this host, or no such resource */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description A path parameter longer than the router accepts (URI_TOO_LONG) */
+            414: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Validation failed */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Too many failed sign-ins or bearer-token attempts from this client address (ErrTooManyAttempts); Retry-After says when to try again */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Request headers over 16 KB (HEADERS_TOO_LARGE), refused before any route runs */
+            431: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Unexpected error */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Database busy (DB_BUSY: every connection stayed in use), a statement past its time limit (DB_TIMEOUT) or the database unreachable (DB_UNAVAILABLE): retry after the Retry-After seconds. Only a 2xx acknowledges a write */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
     "task-task-resolve": {
         parameters: {
             query?: never;
@@ -8282,6 +9704,153 @@ export interface operations {
                 };
             };
             /** @description Validation failed (VALIDATION_FAILED, the Idempotency-Key header included); or an Idempotency-Key used in the last 24 hours for another request (IDEMPOTENCY_KEY_REUSED) */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Too many failed sign-ins or bearer-token attempts from this client address (ErrTooManyAttempts); Retry-After says when to try again */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Request headers over 16 KB (HEADERS_TOO_LARGE), refused before any route runs */
+            431: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Unexpected error */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Database busy (DB_BUSY: every connection stayed in use), a statement past its time limit (DB_TIMEOUT) or the database unreachable (DB_UNAVAILABLE): retry after the Retry-After seconds. Only a 2xx acknowledges a write */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    "task-task-restore": {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description Makes the request safe to retry: a key of 1-255 printable ASCII characters, new for each distinct request (a UUID does). For 24 hours the same key with the same request replays the first answer (its status and body, with the header Idempotent-Replayed: true) and does nothing again; with another method, path or body it answers 422 IDEMPOTENCY_KEY_REUSED. A secret the first answer showed once (a field marked x-secret, such as a webhook endpoint's signingSecret) is not kept with the answer: the replay has null in its place, and its header Idempotent-Secrets-Withheld names the fields as JSON pointers (e.g. /signingSecret). A request with the same key still running is waited for. Keys are per tenant and caller. A request that failed (any problem answer) leaves no key behind and may be retried with it. */
+                "idempotency-key"?: string;
+            };
+            path: {
+                /** @description Resource id (UUID) */
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["Restore"];
+            };
+        };
+        responses: {
+            /** @description The task after the restore, with what was set back and what was left as it is */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["TaskRestored"];
+                };
+            };
+            /** @description Malformed request */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Not signed in (AUTH_REQUIRED), or a bearer token unknown, expired, revoked or of another tenant (TOKEN_INVALID) */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Missing permission (AUTH_FORBIDDEN) or operator permission outside the operator tenant (AUTH_NOT_OPERATOR); sent from another site (AUTH_CROSS_SITE: Sec-Fetch-Site other than same-origin/none, or an Origin naming another host) */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description No site at this host, or no such resource */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description A unique value another row took meanwhile (ALREADY_EXISTS, or the field’s own code, naming the field), or a value the entity’s rules refuse now */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Body larger than 1048576 bytes (PAYLOAD_TOO_LARGE) */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description A path parameter longer than the router accepts (URI_TOO_LONG) */
+            414: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Body not JSON; form-encoded bodies are refused (UNSUPPORTED_MEDIA_TYPE) */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The revision is not one of this record’s (VALIDATION_FAILED); or an Idempotency-Key used in the last 24 hours for another request (IDEMPOTENCY_KEY_REUSED) */
             422: {
                 headers: {
                     [name: string]: unknown;
@@ -9673,16 +11242,34 @@ export interface operations {
     "user-user-list": {
         parameters: {
             query?: {
-                /** @description Opaque, signed cursor: the "next" of the previous page, with the same sort and filters. Answers the rows after that page (keyset paging). A cursor this list did not give (another list's, another tenant's, one given with other filters, an edited or unsigned one), or one given for another sort, is 422 VALIDATION_FAILED. */
+                /** @description Opaque cursor: the "next" of the previous page, with the same sort, filters and q. Answers the rows after that page (keyset paging). A cursor this list did not give, or one given for another sort or other filters, is 422 VALIDATION_FAILED. */
                 after?: string;
+                /** @description Filter by createdAt: <operator>.<value> with eq, neq, gt, gte, lt, lte, in, each also after not. (e.g. createdAt=lt.now, createdAt=gte.now-7d). Values: a date-time: ISO 8601 with a time zone (2024-05-01T09:00:00Z, 2024-05-01T11:00:00+02:00), a date (2024-05-01, midnight UTC), or now with an optional offset in minutes, hours or days (now, now-7d, now+48h, now-30m). in takes up to 100 values in parentheses, one holding , ( ) or " in double quotes. Repeat the parameter for several conditions on the field: all of them hold. */
+                createdAt?: string | string[];
+                /** @description Filter by displayName: <operator>.<value> with eq, neq, in, contains, startsWith, each also after not. (e.g. displayName=contains.text). in takes up to 100 values in parentheses, one holding , ( ) or " in double quotes. contains and startsWith ignore case and take the text as written (no wildcards). Repeat the parameter for several conditions on the field: all of them hold. */
+                displayName?: string | string[];
+                /** @description Filter by email: <operator>.<value> with eq, neq, in, contains, startsWith, each also after not. (e.g. email=contains.text). in takes up to 100 values in parentheses, one holding , ( ) or " in double quotes. contains and startsWith ignore case and take the text as written (no wildcards). Repeat the parameter for several conditions on the field: all of them hold. */
+                email?: string | string[];
+                /** @description Only these fields in each item, separated by commas (id is always there): id, createdAt, updatedAt, email, displayName, status, roles. A reference's field (none here) expands the reference and keeps that field inside it. */
+                fields?: string;
+                /** @description Filter by id: <operator>.<value> with eq, neq, in, each also after not. (e.g. id=eq.<uuid>). Values: a UUID. in takes up to 100 values in parentheses, one holding , ( ) or " in double quotes. Repeat the parameter for several conditions on the field: all of them hold. */
+                id?: string | string[];
                 /** @description Page size, 1 to 100. */
                 limit?: number;
                 /** @description Rows to skip, 0 to 10000. Deeper pages are reached with after=<next>, which costs the same on every page; offset and after do not combine. */
                 offset?: number;
+                /** @description One group of conditions of which at least one holds: or=(status.eq.open,slaBreached.is.true). Each member is <field>.<operator>.<value> (not. may come before the operator), or and(...) of such members, one level deep; a value holding , ( ) or " is written in double quotes. Members count towards the 20 conditions a request may hold. */
+                or?: string;
                 /** @description Search: only rows whose email or displayName contains this text, ignoring case (a plain substring: no wildcards, no operators). total and paging count the matching rows. 1 to 200 characters. */
                 q?: string;
-                /** @description Field to sort by; a leading "-" sorts descending. Ties break on id, in the same direction. */
-                sort?: "createdAt" | "-createdAt" | "updatedAt" | "-updatedAt" | "email" | "-email" | "displayName" | "-displayName" | "status" | "-status";
+                /** @description Filter by roles: <operator>.<value> with contains, each also after not. (e.g. roles=contains.<value>). Values: text. Repeat the parameter for several conditions on the field: all of them hold. */
+                roles?: string | string[];
+                /** @description Sort keys in order, separated by commas (sort=createdAt,-id): a field, "-" before it for descending; ties break on id, in the last key's direction. An enum sorts in its declared order; rows without a value come last in both directions. Sorts by: id, createdAt, updatedAt, email, displayName, status, roles. An index serves: createdAt, -createdAt, updatedAt, -updatedAt, email, -email, displayName, -displayName; any other order reads and sorts the matching rows. */
+                sort?: string;
+                /** @description Filter by status: <operator>.<value> with eq, neq, gt, gte, lt, lte, in, each also after not. (e.g. status=in.(invited,active)). Values: one of invited, active, deactivated. in takes up to 100 values in parentheses, one holding , ( ) or " in double quotes. Repeat the parameter for several conditions on the field: all of them hold. */
+                status?: string | string[];
+                /** @description Filter by updatedAt: <operator>.<value> with eq, neq, gt, gte, lt, lte, in, each also after not. (e.g. updatedAt=lt.now, updatedAt=gte.now-7d). Values: a date-time: ISO 8601 with a time zone (2024-05-01T09:00:00Z, 2024-05-01T11:00:00+02:00), a date (2024-05-01, midnight UTC), or now with an optional offset in minutes, hours or days (now, now-7d, now+48h, now-30m). in takes up to 100 values in parentheses, one holding , ( ) or " in double quotes. Repeat the parameter for several conditions on the field: all of them hold. */
+                updatedAt?: string | string[];
             };
             header?: {
                 /** @description replica: read from the read replica, when the installation has one (database.replica_url). Eventually consistent: the answer may be up to database.replica_max_lag_ms behind the latest writes (a row just created may be missing, one just changed may show its earlier values). The answer carries Preference-Applied: replica when the replica served it; without it the primary did (no replica, or one lagging past the bound). Other preferences are ignored. */
@@ -9696,6 +11283,8 @@ export interface operations {
             /** @description A page of users */
             200: {
                 headers: {
+                    /** @description replica when the read replica served the answer, which may then be up to database.replica_max_lag_ms behind the latest writes (eventually consistent). Absent: the primary served it. */
+                    "Preference-Applied"?: "replica";
                     [name: string]: unknown;
                 };
                 content: {
@@ -9922,7 +11511,10 @@ export interface operations {
     };
     "user-user-read": {
         parameters: {
-            query?: never;
+            query?: {
+                /** @description Only these fields in each answer, separated by commas (id is always there): id, createdAt, updatedAt, email, displayName, status, roles. A reference's field (none here) expands the reference and keeps that field inside it. */
+                fields?: string;
+            };
             header?: {
                 /** @description replica: read from the read replica, when the installation has one (database.replica_url). Eventually consistent: the answer may be up to database.replica_max_lag_ms behind the latest writes (a row just created may be missing, one just changed may show its earlier values). The answer carries Preference-Applied: replica when the replica served it; without it the primary did (no replica, or one lagging past the bound). Other preferences are ignored. */
                 prefer?: string;
@@ -9938,6 +11530,8 @@ export interface operations {
             /** @description The user */
             200: {
                 headers: {
+                    /** @description replica when the read replica served the answer, which may then be up to database.replica_max_lag_ms behind the latest writes (eventually consistent). Absent: the primary served it. */
+                    "Preference-Applied"?: "replica";
                     [name: string]: unknown;
                 };
                 content: {
@@ -10461,6 +12055,275 @@ export interface operations {
             };
         };
     };
+    "user-user-history": {
+        parameters: {
+            query?: {
+                /** @description Opaque, signed cursor: the "next" of the previous page, with the same sort and filters. Answers the rows after that page (keyset paging). A cursor this list did not give (another list's, another tenant's, one given with other filters, an edited or unsigned one), or one given for another sort, is 422 VALIDATION_FAILED. */
+                after?: string;
+                /** @description Page size, 1 to 100. */
+                limit?: number;
+                /** @description Rows to skip, 0 to 10000. Deeper pages are reached with after=<next>, which costs the same on every page; offset and after do not combine. */
+                offset?: number;
+                /** @description -at (the default): newest first; at: oldest first. Ties cannot happen: a revision’s id orders it. */
+                sort?: "at" | "-at";
+            };
+            header?: never;
+            path: {
+                /** @description Resource id (UUID) */
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description A page of the user's revisions */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["RevisionPage"];
+                };
+            };
+            /** @description Malformed request */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Not signed in (AUTH_REQUIRED), or a bearer token unknown, expired, revoked or of another tenant (TOKEN_INVALID) */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Missing permission (AUTH_FORBIDDEN) or operator permission outside the operator tenant (AUTH_NOT_OPERATOR) */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description No site at this host, or no such resource */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description A path parameter longer than the router accepts (URI_TOO_LONG) */
+            414: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Validation failed */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Too many failed sign-ins or bearer-token attempts from this client address (ErrTooManyAttempts); Retry-After says when to try again */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Request headers over 16 KB (HEADERS_TOO_LARGE), refused before any route runs */
+            431: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Unexpected error */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Database busy (DB_BUSY: every connection stayed in use), a statement past its time limit (DB_TIMEOUT) or the database unreachable (DB_UNAVAILABLE): retry after the Retry-After seconds. Only a 2xx acknowledges a write */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    "user-user-restore": {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description Makes the request safe to retry: a key of 1-255 printable ASCII characters, new for each distinct request (a UUID does). For 24 hours the same key with the same request replays the first answer (its status and body, with the header Idempotent-Replayed: true) and does nothing again; with another method, path or body it answers 422 IDEMPOTENCY_KEY_REUSED. A secret the first answer showed once (a field marked x-secret, such as a webhook endpoint's signingSecret) is not kept with the answer: the replay has null in its place, and its header Idempotent-Secrets-Withheld names the fields as JSON pointers (e.g. /signingSecret). A request with the same key still running is waited for. Keys are per tenant and caller. A request that failed (any problem answer) leaves no key behind and may be retried with it. */
+                "idempotency-key"?: string;
+            };
+            path: {
+                /** @description Resource id (UUID) */
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["Restore"];
+            };
+        };
+        responses: {
+            /** @description The user after the restore, with what was set back and what was left as it is */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["UserRestored"];
+                };
+            };
+            /** @description Malformed request */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Not signed in (AUTH_REQUIRED), or a bearer token unknown, expired, revoked or of another tenant (TOKEN_INVALID) */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Missing permission (AUTH_FORBIDDEN) or operator permission outside the operator tenant (AUTH_NOT_OPERATOR); sent from another site (AUTH_CROSS_SITE: Sec-Fetch-Site other than same-origin/none, or an Origin naming another host) */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description No site at this host, or no such resource */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description A unique value another row took meanwhile (ALREADY_EXISTS, or the field’s own code, naming the field), or a value the entity’s rules refuse now */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Body larger than 1048576 bytes (PAYLOAD_TOO_LARGE) */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description A path parameter longer than the router accepts (URI_TOO_LONG) */
+            414: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Body not JSON; form-encoded bodies are refused (UNSUPPORTED_MEDIA_TYPE) */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The revision is not one of this record’s (VALIDATION_FAILED); or an Idempotency-Key used in the last 24 hours for another request (IDEMPOTENCY_KEY_REUSED) */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Too many failed sign-ins or bearer-token attempts from this client address (ErrTooManyAttempts); Retry-After says when to try again */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Request headers over 16 KB (HEADERS_TOO_LARGE), refused before any route runs */
+            431: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Unexpected error */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Database busy (DB_BUSY: every connection stayed in use), a statement past its time limit (DB_TIMEOUT) or the database unreachable (DB_UNAVAILABLE): retry after the Retry-After seconds. Only a 2xx acknowledges a write */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
     "user-user-roles": {
         parameters: {
             query?: never;
@@ -10850,16 +12713,34 @@ export interface operations {
     "webhook-endpoint-list": {
         parameters: {
             query?: {
-                /** @description Opaque, signed cursor: the "next" of the previous page, with the same sort and filters. Answers the rows after that page (keyset paging). A cursor this list did not give (another list's, another tenant's, one given with other filters, an edited or unsigned one), or one given for another sort, is 422 VALIDATION_FAILED. */
+                /** @description Filter by active: <operator>.<value> with eq, neq, is, each also after not. (e.g. active=is.true). Values: true or false. is takes true or false. Repeat the parameter for several conditions on the field: all of them hold. */
+                active?: string | string[];
+                /** @description Opaque cursor: the "next" of the previous page, with the same sort, filters and q. Answers the rows after that page (keyset paging). A cursor this list did not give, or one given for another sort or other filters, is 422 VALIDATION_FAILED. */
                 after?: string;
+                /** @description Filter by createdAt: <operator>.<value> with eq, neq, gt, gte, lt, lte, in, each also after not. (e.g. createdAt=lt.now, createdAt=gte.now-7d). Values: a date-time: ISO 8601 with a time zone (2024-05-01T09:00:00Z, 2024-05-01T11:00:00+02:00), a date (2024-05-01, midnight UTC), or now with an optional offset in minutes, hours or days (now, now-7d, now+48h, now-30m). in takes up to 100 values in parentheses, one holding , ( ) or " in double quotes. Repeat the parameter for several conditions on the field: all of them hold. */
+                createdAt?: string | string[];
+                /** @description Filter by description: <operator>.<value> with eq, neq, in, is, contains, startsWith, each also after not. (e.g. description=contains.text). is takes null. in takes up to 100 values in parentheses, one holding , ( ) or " in double quotes. contains and startsWith ignore case and take the text as written (no wildcards). Repeat the parameter for several conditions on the field: all of them hold. */
+                description?: string | string[];
+                /** @description Filter by events: <operator>.<value> with contains, each also after not. (e.g. events=contains.<value>). Values: one of *, auth.logged_in, auth.logged_out, auth.login_failed, auth.password_reset, auth.reset_requested, auth.role_set, auth.token_created, auth.token_revoked, billing.cancelled, billing.past_due, billing.plan.created, billing.plan.deleted, billing.plan.updated, billing.renewed, billing.subscribed, billing.subscription.created, billing.subscription.deleted, billing.subscription.updated, content.archived, content.content.created, content.content.deleted, content.content.updated, content.published, content.unpublished, file.deleted, file.uploaded, notification.created, notification.email_requested, notification.read, task.assigned, task.resolved, task.sla_breached, task.task.created, task.task.deleted, task.task.updated, task.unassigned, tenant.created, tenant.host_added, tenant.host_removed, tenant.resumed, tenant.suspended, user.created, user.deactivated, user.deleted, user.invited, user.password_set, user.roles_set, user.updated, webhook.endpoint.created, webhook.endpoint.deleted, webhook.endpoint.secret_rotated, webhook.endpoint.updated, webhook.redelivery_requested, webhook.test_requested. Repeat the parameter for several conditions on the field: all of them hold. */
+                events?: string | string[];
+                /** @description Only these fields in each item, separated by commas (id is always there): id, createdAt, updatedAt, url, description, events, active, deliveryId. A reference's field (none here) expands the reference and keeps that field inside it. */
+                fields?: string;
+                /** @description Filter by id: <operator>.<value> with eq, neq, in, each also after not. (e.g. id=eq.<uuid>). Values: a UUID. in takes up to 100 values in parentheses, one holding , ( ) or " in double quotes. Repeat the parameter for several conditions on the field: all of them hold. */
+                id?: string | string[];
                 /** @description Page size, 1 to 100. */
                 limit?: number;
                 /** @description Rows to skip, 0 to 10000. Deeper pages are reached with after=<next>, which costs the same on every page; offset and after do not combine. */
                 offset?: number;
+                /** @description One group of conditions of which at least one holds: or=(status.eq.open,slaBreached.is.true). Each member is <field>.<operator>.<value> (not. may come before the operator), or and(...) of such members, one level deep; a value holding , ( ) or " is written in double quotes. Members count towards the 20 conditions a request may hold. */
+                or?: string;
                 /** @description Search: only rows whose url contains this text, ignoring case (a plain substring: no wildcards, no operators). total and paging count the matching rows. 1 to 200 characters. */
                 q?: string;
-                /** @description Field to sort by; a leading "-" sorts descending. Ties break on id, in the same direction. */
-                sort?: "createdAt" | "-createdAt" | "updatedAt" | "-updatedAt" | "url" | "-url";
+                /** @description Sort keys in order, separated by commas (sort=createdAt,-id): a field, "-" before it for descending; ties break on id, in the last key's direction. An enum sorts in its declared order; rows without a value come last in both directions. Sorts by: id, createdAt, updatedAt, url, description, events, active. An index serves: createdAt, -createdAt, updatedAt, -updatedAt, url, -url; any other order reads and sorts the matching rows. */
+                sort?: string;
+                /** @description Filter by updatedAt: <operator>.<value> with eq, neq, gt, gte, lt, lte, in, each also after not. (e.g. updatedAt=lt.now, updatedAt=gte.now-7d). Values: a date-time: ISO 8601 with a time zone (2024-05-01T09:00:00Z, 2024-05-01T11:00:00+02:00), a date (2024-05-01, midnight UTC), or now with an optional offset in minutes, hours or days (now, now-7d, now+48h, now-30m). in takes up to 100 values in parentheses, one holding , ( ) or " in double quotes. Repeat the parameter for several conditions on the field: all of them hold. */
+                updatedAt?: string | string[];
+                /** @description Filter by url: <operator>.<value> with eq, neq, in, contains, startsWith, each also after not. (e.g. url=contains.text). in takes up to 100 values in parentheses, one holding , ( ) or " in double quotes. contains and startsWith ignore case and take the text as written (no wildcards). Repeat the parameter for several conditions on the field: all of them hold. */
+                url?: string | string[];
             };
             header?: {
                 /** @description replica: read from the read replica, when the installation has one (database.replica_url). Eventually consistent: the answer may be up to database.replica_max_lag_ms behind the latest writes (a row just created may be missing, one just changed may show its earlier values). The answer carries Preference-Applied: replica when the replica served it; without it the primary did (no replica, or one lagging past the bound). Other preferences are ignored. */
@@ -10873,6 +12754,8 @@ export interface operations {
             /** @description A page of webhook endpoints */
             200: {
                 headers: {
+                    /** @description replica when the read replica served the answer, which may then be up to database.replica_max_lag_ms behind the latest writes (eventually consistent). Absent: the primary served it. */
+                    "Preference-Applied"?: "replica";
                     [name: string]: unknown;
                 };
                 content: {
@@ -11099,7 +12982,10 @@ export interface operations {
     };
     "webhook-endpoint-read": {
         parameters: {
-            query?: never;
+            query?: {
+                /** @description Only these fields in each answer, separated by commas (id is always there): id, createdAt, updatedAt, url, description, events, active, deliveryId. A reference's field (none here) expands the reference and keeps that field inside it. */
+                fields?: string;
+            };
             header?: {
                 /** @description replica: read from the read replica, when the installation has one (database.replica_url). Eventually consistent: the answer may be up to database.replica_max_lag_ms behind the latest writes (a row just created may be missing, one just changed may show its earlier values). The answer carries Preference-Applied: replica when the replica served it; without it the primary did (no replica, or one lagging past the bound). Other preferences are ignored. */
                 prefer?: string;
@@ -11115,6 +13001,8 @@ export interface operations {
             /** @description The webhook endpoint */
             200: {
                 headers: {
+                    /** @description replica when the read replica served the answer, which may then be up to database.replica_max_lag_ms behind the latest writes (eventually consistent). Absent: the primary served it. */
+                    "Preference-Applied"?: "replica";
                     [name: string]: unknown;
                 };
                 content: {
@@ -11449,6 +13337,275 @@ export interface operations {
                 };
             };
             /** @description Validation failed */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Too many failed sign-ins or bearer-token attempts from this client address (ErrTooManyAttempts); Retry-After says when to try again */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Request headers over 16 KB (HEADERS_TOO_LARGE), refused before any route runs */
+            431: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Unexpected error */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Database busy (DB_BUSY: every connection stayed in use), a statement past its time limit (DB_TIMEOUT) or the database unreachable (DB_UNAVAILABLE): retry after the Retry-After seconds. Only a 2xx acknowledges a write */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    "webhook-endpoint-history": {
+        parameters: {
+            query?: {
+                /** @description Opaque, signed cursor: the "next" of the previous page, with the same sort and filters. Answers the rows after that page (keyset paging). A cursor this list did not give (another list's, another tenant's, one given with other filters, an edited or unsigned one), or one given for another sort, is 422 VALIDATION_FAILED. */
+                after?: string;
+                /** @description Page size, 1 to 100. */
+                limit?: number;
+                /** @description Rows to skip, 0 to 10000. Deeper pages are reached with after=<next>, which costs the same on every page; offset and after do not combine. */
+                offset?: number;
+                /** @description -at (the default): newest first; at: oldest first. Ties cannot happen: a revision’s id orders it. */
+                sort?: "at" | "-at";
+            };
+            header?: never;
+            path: {
+                /** @description Resource id (UUID) */
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description A page of the webhook endpoint's revisions */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["RevisionPage"];
+                };
+            };
+            /** @description Malformed request */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Not signed in (AUTH_REQUIRED), or a bearer token unknown, expired, revoked or of another tenant (TOKEN_INVALID) */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Missing permission (AUTH_FORBIDDEN) or operator permission outside the operator tenant (AUTH_NOT_OPERATOR) */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description No site at this host, or no such resource */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description A path parameter longer than the router accepts (URI_TOO_LONG) */
+            414: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Validation failed */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Too many failed sign-ins or bearer-token attempts from this client address (ErrTooManyAttempts); Retry-After says when to try again */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Request headers over 16 KB (HEADERS_TOO_LARGE), refused before any route runs */
+            431: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Unexpected error */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Database busy (DB_BUSY: every connection stayed in use), a statement past its time limit (DB_TIMEOUT) or the database unreachable (DB_UNAVAILABLE): retry after the Retry-After seconds. Only a 2xx acknowledges a write */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    "webhook-endpoint-restore": {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description Makes the request safe to retry: a key of 1-255 printable ASCII characters, new for each distinct request (a UUID does). For 24 hours the same key with the same request replays the first answer (its status and body, with the header Idempotent-Replayed: true) and does nothing again; with another method, path or body it answers 422 IDEMPOTENCY_KEY_REUSED. A secret the first answer showed once (a field marked x-secret, such as a webhook endpoint's signingSecret) is not kept with the answer: the replay has null in its place, and its header Idempotent-Secrets-Withheld names the fields as JSON pointers (e.g. /signingSecret). A request with the same key still running is waited for. Keys are per tenant and caller. A request that failed (any problem answer) leaves no key behind and may be retried with it. */
+                "idempotency-key"?: string;
+            };
+            path: {
+                /** @description Resource id (UUID) */
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["Restore"];
+            };
+        };
+        responses: {
+            /** @description The webhook endpoint after the restore, with what was set back and what was left as it is */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["EndpointRestored"];
+                };
+            };
+            /** @description Malformed request */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Not signed in (AUTH_REQUIRED), or a bearer token unknown, expired, revoked or of another tenant (TOKEN_INVALID) */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Missing permission (AUTH_FORBIDDEN) or operator permission outside the operator tenant (AUTH_NOT_OPERATOR); sent from another site (AUTH_CROSS_SITE: Sec-Fetch-Site other than same-origin/none, or an Origin naming another host) */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description No site at this host, or no such resource */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description A unique value another row took meanwhile (ALREADY_EXISTS, or the field’s own code, naming the field), or a value the entity’s rules refuse now */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Body larger than 1048576 bytes (PAYLOAD_TOO_LARGE) */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description A path parameter longer than the router accepts (URI_TOO_LONG) */
+            414: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Body not JSON; form-encoded bodies are refused (UNSUPPORTED_MEDIA_TYPE) */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The revision is not one of this record’s (VALIDATION_FAILED); or an Idempotency-Key used in the last 24 hours for another request (IDEMPOTENCY_KEY_REUSED) */
             422: {
                 headers: {
                     [name: string]: unknown;

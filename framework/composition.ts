@@ -4,12 +4,13 @@ import { checkRegistry } from './entity/checks.ts';
 import { EntityOperations } from './operations/entity-ops.ts';
 import { entityRoutes } from './http/entity-routes.ts';
 import { idempotencyKeyPurge } from './http/idempotency.ts';
+import { historyRetention } from './history/retention.ts';
 import type { Config } from './config/schema.ts';
 import { installProblems } from './errors.ts';
 import type { RegisteredJob, RegisteredRoute } from './contracts/composition.ts';
 
 /** Jobs the framework runs itself, on the tables it owns in every tenant. */
-const FRAMEWORK_JOBS = [idempotencyKeyPurge];
+const FRAMEWORK_JOBS = [idempotencyKeyPurge, historyRetention];
 
 /** Each entity's generic operations, by entity key: one instance per entity, shared by its routes and by code acting on its rows. */
 export class EntityOperationsDirectory {
@@ -46,15 +47,19 @@ export interface Composition {
 export function compose(modules: readonly ModuleDefinition[], config: Config): Composition {
   const registry = new Registry(modules, config);
   const operations = new Map<string, EntityOperations>();
+  for (const entity of registry.entities) operations.set(entity.names.key, new EntityOperations(entity, { config }));
+  // Once every entity has its operations, each one's references reach the entities they name (a
+  // query filters through and expands them); then the routes, whose schemas show the expansions.
+  const targetOf = (key: string) => operations.get(key)?.asTarget();
+  for (const ops of operations.values()) ops.connect(targetOf);
   const routes: RegisteredRoute[] = [];
   // Module by module, as declared: its entities' routes, then its own (the OpenAPI document's order).
   const entities = registry.entities.values();
   for (const module of registry.modules) {
     for (const _ of module.entities ?? []) {
       const entity = entities.next().value!;
-      const ops = new EntityOperations(entity, { config });
-      operations.set(entity.names.key, ops);
-      for (const route of entityRoutes(entity, ops)) routes.push({ module: module.name, route, entity });
+      for (const route of entityRoutes(entity, operations.get(entity.names.key)!))
+        routes.push({ module: module.name, route, entity });
     }
     routes.push(...registry.moduleRoutes.filter((r) => r.module === module.name));
   }

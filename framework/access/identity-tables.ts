@@ -54,6 +54,7 @@ export const IDENTITY_TABLES: readonly IdentityTable[] = [
       id: 'uuid',
       tenant_id: 'uuid',
       token_hash: 'bytea',
+      name: 'text',
       user_id: 'uuid',
       permissions: 'text[]',
       created_at: 'timestamptz',

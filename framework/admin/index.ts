@@ -34,6 +34,12 @@ export { generatedResources } from './resource-pages/resource-pages.ts';
 export { ADMIN_LIST_SORT, newestFirst } from './list-query.ts';
 export { eventCatalog } from './resource-pages/choice-fields.ts';
 
+/** The framework's own sidebar entries: the tenant's activity (framework/admin/pages/activity.ts), for those with audit:read. */
+const FRAMEWORK_SIDEBAR: readonly SidebarEntry[] = [{ label: 'Activity', path: '/admin/audit/activity', order: 90 }];
+
+const withFrameworkEntries = (entries: readonly SidebarEntry[]): SidebarEntry[] =>
+  [...entries, ...FRAMEWORK_SIDEBAR].sort((a, b) => a.order - b.order);
+
 export interface AdminOptions {
   /** The sidebar's entries (default: those the installed modules contribute, by their order). */
   sidebar?: readonly SidebarEntry[];
@@ -85,7 +91,7 @@ export async function registerAdmin(
       // Each installed module's own pages (ModuleDefinition.admin.pages), in module order.
       for (const module of services.registry.modules) for (const register of module.admin?.pages ?? []) register(site);
       site.sidebar = resolveSidebar(
-        options.sidebar ?? moduleSidebarEntries(services.registry.modules),
+        options.sidebar ?? withFrameworkEntries(moduleSidebarEntries(services.registry.modules)),
         site.pages,
         services.log,
       );

@@ -24,7 +24,14 @@ export function permissionPredicate(permission: string): string {
 }
 
 export interface EnterRow {
-  session: { id: string; user_id: string; last_seen_at: string; permissions: string[]; token?: boolean } | null;
+  session: {
+    id: string;
+    user_id: string;
+    last_seen_at: string;
+    permissions: string[];
+    token?: boolean;
+    name?: string;
+  } | null;
 }
 
 // The module tables read here (sessions, users, roles) are declared, column by column, in
@@ -71,7 +78,7 @@ select set_config('app.tenant_id', $1::uuid::text, true) as t,
        set_config('${PERMISSIONS_SETTING}', '', true) as p,
        set_config('${ACTOR_SETTING}', '', true) as a,
        (select json_build_object(
-                 'id', k.id, 'user_id', k.user_id, 'last_seen_at', coalesce(k.last_used_at, 'epoch'::timestamptz), 'token', true,
+                 'id', k.id, 'user_id', k.user_id, 'last_seen_at', coalesce(k.last_used_at, 'epoch'::timestamptz), 'token', true, 'name', k.name,
                  'permissions', e.permissions,
                  'granted', set_config('${PERMISSIONS_SETTING}', array_to_string(e.permissions, ','), true),
                  'actor', set_config('${ACTOR_SETTING}', k.user_id::text, true))
@@ -167,7 +174,7 @@ export function sessionFrom(row: EnterRow | undefined): SessionInfo | null {
     userId: found.user_id,
     permissions: new Set(found.permissions),
     lastSeenAt: new Date(found.last_seen_at),
-    ...(found.token ? { via: 'token' as const } : {}),
+    ...(found.token ? { via: 'token' as const, ...(found.name !== undefined ? { tokenName: found.name } : {}) } : {}),
   };
 }
 

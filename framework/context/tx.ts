@@ -21,6 +21,8 @@ import { systemClock, type Clock } from '../clock.ts';
 import { currentTraceparent, traceExchange } from '../observability/tracing.ts';
 import { currentRequestId } from '../observability/request-id.ts';
 import type { ListCursors } from '../contracts/cursor.ts';
+import { actorOf, type Actor } from './actor.ts';
+import { flushRevisions } from '../history/revisions.ts';
 
 import {
   ACTOR_SETTING,
@@ -143,14 +145,16 @@ export class TenantTransactions implements Transactions {
           const session = options.tokenHash
             ? await this.enterWithToken(trx, tenant, options.tokenHash, now)
             : await this.enter(trx, tenant, options.sessionHash, now);
+          const actorId = session?.userId ?? options.actorId ?? null;
           const { ctx, flush } = scopedContext(
             trx,
             tenant,
             session,
-            session?.userId ?? options.actorId ?? null,
+            actorId,
             this.declaredEvents,
             now,
             options.publishes,
+            actorOf(session, actorId, options.acting),
           );
           const value = await fn(this.replica ? { ...ctx, replica: true } : ctx);
           await flush();
@@ -266,6 +270,7 @@ export function scopedContext(
   declaredEvents: ReadonlySet<string>,
   now: Date,
   allowed?: PublishAllowList,
+  actor: Actor = actorOf(session, actorId, undefined),
 ): { ctx: TxContext; flush(): Promise<void> } {
   const events: PendingEvent[] = [];
   const ctx: TxContext = {
@@ -273,6 +278,7 @@ export function scopedContext(
     db: trx,
     session,
     actorId,
+    actor,
     declaredEvents,
     now,
     publish: (name, payload = {}) => {
@@ -286,8 +292,10 @@ export function scopedContext(
   };
   return {
     ctx,
+    // The revisions first, then the events: both held back to leave with the COMMIT.
     flush: async () => {
-      if (events.length > 0) await insertOutbox(trx, events.splice(0), actorId, now);
+      await flushRevisions(trx, tenant.id);
+      if (events.length > 0) await insertOutbox(trx, events.splice(0), actor, now);
     },
   };
 }
@@ -319,8 +327,8 @@ export function hasPermission(session: SessionInfo | null, permission: string): 
 // PostgreSQL makes no random uuid per event (gen_random_uuid, the column's default, cost more
 // than a tenth of the insert).
 const INSERT_OUTBOX = deferred(`
-insert into outbox (event_id, name, payload, actor_id, tenant_id, request_id, traceparent)
-select e.event_id, e.name, e.payload, $4::uuid, app_tenant_id(), $5::text, $6::text
+insert into outbox (event_id, name, payload, actor_id, tenant_id, request_id, traceparent, actor_kind, actor_name)
+select e.event_id, e.name, e.payload, $4::uuid, app_tenant_id(), $5::text, $6::text, $7::text, $8::text
   from unnest($1::uuid[], $2::text[], $3::jsonb[]) with ordinality as e(event_id, name, payload, n) order by e.n`);
 
 /** The outbox insert of a one-exchange write: only for a caller holding the permission, who is the actor. */
@@ -352,17 +360,21 @@ function eventIds(count: number, now: Date): string[] {
 export async function insertOutbox(
   trx: Transaction<Database>,
   events: PendingEvent[],
-  actorId: string | null,
+  actor: Actor,
   now: Date,
 ): Promise<void> {
   wroteOutbox.add(trx);
   // The request id and the trace context of the span writing the events (null while tracing is off).
+  // The actor's kind only where the id alone does not say it (a token, a job, the operator...).
+  const plain = actor.kind === 'user' || actor.kind === 'system';
   await trx.executeQuery(
     CompiledQuery.raw(INSERT_OUTBOX, [
       ...outboxColumns(events, now),
-      actorId,
+      actor.userId,
       requestIdOf.get(trx) ?? null,
       currentTraceparent(),
+      plain ? null : actor.kind,
+      actor.name,
     ]),
   );
 }

@@ -167,6 +167,14 @@ export const ConfigSchema = Type.Object(
       },
       { additionalProperties: false, default: {} },
     ),
+    /** History (docs/history.md): the revisions kept of every record. */
+    history: Type.Object(
+      {
+        /** Revisions older than this many days are deleted by the daily framework job history-retention. */
+        retention_days: Type.Integer({ default: 365, minimum: 1, maximum: 36500 }),
+      },
+      { additionalProperties: false, default: {} },
+    ),
     /** Public pages (GET /p/<slug>, docs/content.md) from the installation's own templates. */
     templates: Type.Object(
       {

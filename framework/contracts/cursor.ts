@@ -1,20 +1,20 @@
 /**
  * Where a page resumes: the sort it was made for, the last row's sort value (as PostgreSQL prints
- * it) and id, and the capped count the walk's first page took, which the pages after it answer as
- * their total rather than counting again.
+ * it; for a sort by several keys, one per key) and id, and the capped count the walk's first page
+ * took, which the pages after it answer as their total rather than counting again.
  */
 export interface Cursor {
   sort: string;
-  value: string | null;
+  value: string | null | (string | null)[];
   id: string;
   total: number;
 }
 
 /**
  * What a cursor is good for, besides its sort (which it carries, so that a cursor of another sort
- * is told apart): the list it was given by, the tenant, and the list's filters. A later filter (a
- * query language, a new parameter) narrows the list through its conditions and values, so it is
- * covered without a change here.
+ * is told apart): the list it was given by, the tenant, and the list's filters: their conditions
+ * and values, or for a query's filters the parameters as the request wrote them (paging.ts,
+ * filterText), so that `deadline=lt.now` holds from page to page while `now` moves on.
  */
 export interface CursorScope {
   /** The list: a digest of its declaration (table, id, fixed conditions, sorts; KeysetPager.listKey). */

@@ -35,6 +35,8 @@ export interface Database {
     relayed_at: Timestamp | null;
     request_id: string | null;
     traceparent: string | null;
+    actor_kind: string | null;
+    actor_name: string | null;
   };
   audit_events: {
     tenant_id: Generated<string>;
@@ -45,6 +47,22 @@ export interface Database {
     payload: unknown;
     recorded_at: Generated<Date>;
     request_id: Generated<string | null>;
+    actor_kind: Generated<string | null>;
+    actor_name: Generated<string | null>;
+  };
+  /** History (framework/history/, migration framework/0014): written by the framework only. */
+  revisions: {
+    tenant_id: Generated<string>;
+    id: string;
+    entity: string;
+    row_id: string;
+    at: Timestamp;
+    actor_id: string | null;
+    actor_kind: string;
+    actor_name: string | null;
+    operation: string;
+    old_values: Generated<unknown>;
+    new_values: Generated<unknown>;
   };
   processed_events: {
     tenant_id: Generated<string>;

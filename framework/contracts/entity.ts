@@ -74,7 +74,10 @@ export interface ResolvedEntity {
     create: TSchema;
     patch: TSchema;
     list: TSchema;
+    /** A list's parameters: paging, sort, q, the filters, or, fields and expand (framework/query/query-schema.ts). */
     listQuery: TSchema;
+    /** A read by id's parameters: fields and expand. */
+    readQuery: TSchema;
     idParams: TSchema;
     /** Any subset of the fields (optional ones nullable), closed: what a command or hook may store. */
     changes: TSchema;

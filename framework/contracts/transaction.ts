@@ -1,3 +1,4 @@
+import type { ActingAs, Actor } from './actor.ts';
 import type { Transaction } from 'kysely';
 import type { Database, PipelineAnswer, Statement } from './database.ts';
 import type { TenantRef } from './tenant.ts';
@@ -14,6 +15,8 @@ export interface SessionInfo {
    * cookie; `id` is then the token's id, `permissions` the token's intersected with the user's.
    */
   via?: 'token';
+  /** The token's name, when the caller came with one: history names it beside the person. */
+  tokenName?: string;
 }
 
 export interface PendingEvent {
@@ -31,6 +34,8 @@ export interface TxContext<E extends string = string> {
   readonly db: Transaction<Database>;
   readonly session: SessionInfo | null;
   readonly actorId: string | null;
+  /** Who acts, as history and the tenant's activity record it (context/actor.ts). */
+  readonly actor: Actor;
   readonly declaredEvents: ReadonlySet<string>;
   /** The time of this transaction, read once from the clock when it opened: compare with this, not now(). */
   readonly now: Date;
@@ -81,6 +86,8 @@ export interface TxOptions {
   tokenHash?: Buffer;
   /** Actor for events when there is no session (e.g. a subscription acting for a user). */
   actorId?: string | null;
+  /** What the transaction is opened for, when no session says who acts: a job's run, a subscription's delivery. */
+  acting?: ActingAs;
   /** Refuses any publish outside the route's declared events (a programming error: 500 INTERNAL). */
   publishes?: PublishAllowList;
   /** The request behind the work (its X-Request-Id), recorded with every event it publishes; default: the one in scope (observability/request-id.ts). */

@@ -22,9 +22,9 @@ import { isDeferred, statementName } from './statements.ts';
  *
  * - `beginTransaction` sends nothing: the BEGIN is held back and leaves with the transaction's
  *   first statement, in one write (pipelined.ts); a transaction that ran no statement sends nothing;
- * - a statement registered with `deferred()` (the outbox insert, whose result nobody reads) is held
- *   back inside a transaction and leaves with whatever comes next, usually the COMMIT; its
- *   failure is still the error the transaction fails with;
+ * - a statement registered with `deferred()` (the outbox and revision inserts, whose results nobody
+ *   reads) is held back inside a transaction and leaves with whatever comes next, usually the
+ *   COMMIT; several held back leave together; a failure is still the error the transaction fails with;
  * - a statement registered with `prepared()` runs by name: parsed and planned once per connection.
  */
 export class PipelinedDialect implements Dialect {
@@ -137,8 +137,10 @@ class PipelinedKyselyConnection implements DatabaseConnection {
   async executeQuery<R>(compiled: CompiledQuery): Promise<QueryResult<R>> {
     const text = compiled.sql;
     const statement: PipelineStatement = { text, values: compiled.parameters, name: statementName(text) };
-    if (this.inTransaction && this.held.length === 0 && isDeferred(text)) {
-      this.held = [statement];
+    // Held back only once the transaction has sent its first statement: held then holds deferred
+    // statements alone (the revisions' insert, then the outbox's), which leave together with the next.
+    if (this.inTransaction && !this.beginHeld && isDeferred(text)) {
+      this.held.push(statement);
       return NOTHING;
     }
     const pending = this.held;

@@ -76,6 +76,7 @@ declareUniqueKeys({
   outbox_event_id_key: { fields: [], detail: 'This event is recorded already' },
   audit_events_pkey: { fields: [], detail: 'This event is audited already' },
   processed_events_pkey: { fields: [], detail: 'This event was handled already' },
+  revisions_pkey: { fields: [], detail: 'This revision is recorded already' },
   migration_history_pkey: { fields: [], detail: 'This migration is applied already' },
   // The identity tables (0013_identity.sql).
   users_tenant_id_id_key: { fields: [], detail: 'A user with this id already exists' },

@@ -4,13 +4,14 @@ import type { RegisteredJob, RegisteredRoute } from '../contracts/composition.ts
 import type { ResolvedEntity } from './resolve.ts';
 import { SYSTEM_FIELDS } from './resolve.ts';
 import type { TxContext } from '../context/tx.ts';
+import { SYSTEM_ACTOR } from '../context/actor.ts';
 import type { AnyEntity } from './define.ts';
 import { hasDateTimeFormat, isDeclaredDateTime } from './date-time.ts';
+import { isReservedName, RESERVED_NAMES } from '../query/query-model.ts';
+import { referenceName } from '../operations/entity-query.ts';
+import { BootCheckError } from './boot-check-error.ts';
 
-/** Raised at boot when the declarations disagree; the service refuses to start. */
-export class BootCheckError extends Error {
-  override name = 'BootCheckError';
-}
+export { BootCheckError } from './boot-check-error.ts';
 
 /**
  * The startup checks every role runs, over the declarations and what was composed from them (the
@@ -36,6 +37,13 @@ export function checkRegistry(
         if (!permissionKnown(p))
           problems.push(`default role ${role} of module ${module.name} names undeclared permission ${p}`);
       }
+    }
+    const ownEvents = new Set(module.events ?? []);
+    for (const [event, field] of Object.entries(module.operatorEventsAbout ?? {})) {
+      if (!ownEvents.has(event))
+        problems.push(`module ${module.name}: operatorEventsAbout names ${event}, which is not one of its events`);
+      if (typeof field !== 'string' || field === '')
+        problems.push(`module ${module.name}: operatorEventsAbout ${event} names no payload field`);
     }
   }
 
@@ -71,6 +79,15 @@ export function checkRegistry(
         problems.push(`entity ${entity.names.key}: hookPublishes names undeclared event ${event}`);
     }
     problems.push(...publicReadProblems(entity.names.key, def));
+    problems.push(...queryProblems(entity));
+    // History's routes sit beside the commands': <item>/history and <item>/restore.
+    if (def.history !== false) {
+      for (const name of ['history', 'restore'])
+        if (name in commands)
+          problems.push(
+            `entity ${entity.names.key}: command ${name} would take the history route's path; rename it, or declare history: false`,
+          );
+    }
     problems.push(...stateProblems(entity, registry));
     problems.push(...codeProblems(entity, registry));
     problems.push(...actorProblems(entity, registry, permissionKnown));
@@ -90,6 +107,7 @@ export function checkRegistry(
       ['admin.references', Object.keys(def.admin?.references ?? {})],
       ['searchable', def.searchable ?? []],
       ['states', def.states ? [def.states.field] : []],
+      ['history.exclude', def.history ? (def.history.exclude ?? []) : []],
       ['admin.choices', Object.keys(def.admin?.choices ?? {})],
     ] as const) {
       for (const field of list) {
@@ -282,6 +300,7 @@ function rowAccessProblems(entity: ResolvedEntity): string[] {
     db: undefined as never,
     session: null,
     actorId: null,
+    actor: SYSTEM_ACTOR,
     declaredEvents: new Set(),
     now: new Date(0),
     publish: () => {
@@ -399,6 +418,48 @@ function stateProblems(entity: ResolvedEntity, registry: Registry): string[] {
       ...(command.states.unchanged ?? []),
       ...(command.states.to === undefined ? [] : [command.states.to]),
     ]);
+  }
+  return problems;
+}
+
+/**
+ * What a list's query may name must leave the query's own parameters alone and name what exists:
+ * no field, computed field or reference takes a reserved name (limit, offset, sort, after, q, or,
+ * fields, expand, format); `filterable` names fields; a reference's query name is no
+ * field's, and a declared one belongs to a declared reference.
+ */
+function queryProblems(entity: ResolvedEntity): string[] {
+  const { def, names } = entity;
+  const where = `entity ${names.key}`;
+  const problems: string[] = [];
+  const own = new Set([...SYSTEM_FIELDS, ...entity.fields, ...entity.computed]);
+  for (const name of [...entity.fields, ...entity.computed]) {
+    if (isReservedName(name))
+      problems.push(
+        `${where}: field ${name} has a name a list's query reserves for its own parameters (${RESERVED_NAMES.join(', ')}); rename it`,
+      );
+  }
+  for (const name of def.filterable ?? []) {
+    if (!(SYSTEM_FIELDS as readonly string[]).includes(name) && !(name in def.fields))
+      problems.push(`${where}: filterable field ${name} is not a field`);
+  }
+  for (const field of Object.keys(def.referenceNames ?? {})) {
+    if (!(field in (def.admin?.references ?? {})))
+      problems.push(`${where}: referenceNames names ${field}, which is no reference`);
+  }
+  const taken = new Map<string, string>();
+  for (const field of Object.keys(def.admin?.references ?? {})) {
+    const name = referenceName(entity, field);
+    if (name === undefined) continue;
+    if (own.has(name))
+      problems.push(
+        `${where}: reference ${field} is named ${name} in queries, which is a field's name; declare another in referenceNames`,
+      );
+    if (isReservedName(name))
+      problems.push(`${where}: reference ${field} is named ${name} in queries, a name the query reserves`);
+    const earlier = taken.get(name);
+    if (earlier) problems.push(`${where}: references ${earlier} and ${field} are both named ${name} in queries`);
+    taken.set(name, field);
   }
   return problems;
 }

@@ -12,6 +12,9 @@ import type { CommandText, FieldText } from './field-text.ts';
 /** Who owns an entity's rows: each tenant its own (the default), or one set every tenant reads. */
 export type EntityScope = 'tenant' | 'global';
 
+/** What a list's query may name besides the declared fields: the id and the two timestamps. */
+export type QueryableName<F extends TProperties> = (keyof F & string) | 'id' | 'createdAt' | 'updatedAt';
+
 export type { DeleteMode } from './storage.ts';
 
 /** Routes a singleton may declare besides GET and its commands: PUT, PATCH and DELETE. */
@@ -299,10 +302,29 @@ export interface EntityDefinition<
   createProblems?: Readonly<Record<number, string>>;
   /** Fields a list may sort by; createdAt and updatedAt always may. */
   sortable?: readonly (keyof F & string)[];
+  /**
+   * The fields a list may filter by (and so sort by), when not all of them: every field, id,
+   * createdAt and updatedAt are filterable by default (framework/query/, docs/api-conventions.md
+   * "Filters"). A secret field (Secret()) never is.
+   */
+  filterable?: readonly QueryableName<F>[];
+  /**
+   * The name a reference (admin.references) goes by in queries (`?assignee.displayName=`,
+   * `expand=assignee`), where the field's own name without its `Id` suffix will not do; a reference
+   * field whose name has no such suffix and that declares none is filtered by its id only.
+   */
+  referenceNames?: { readonly [K in keyof F & string]?: string };
   /** Fields a list's `q` parameter searches (case-insensitive substring); default the admin title field when it is a string. */
   searchable?: readonly (keyof F & string)[];
   /** The state field commands declare their `states` against (CommandDefinition.states). */
   states?: EntityStates<F>;
+  /**
+   * History (docs/history.md): kept by default. The framework records a revision of every create,
+   * PATCH, delete, command and restore in the write's own transaction (who, when, each changed
+   * field's old and new value), served at `.../{id}/history` and restorable at `.../{id}/restore`.
+   * `exclude`: fields never recorded (a secret field, marked Secret(), never is). false: no history.
+   */
+  history?: false | { readonly exclude?: readonly (keyof F & string)[] };
   /**
    * The storage part: the table's name, how a delete is kept, and what the table holds besides the
    * fields (unique fields, references, extra columns); framework/entity/storage.ts.
@@ -315,7 +337,8 @@ export interface EntityDefinition<
 /**
  * An entity's admin part: how the admin shell titles a row and names rows, which columns a list
  * shows, where a field's choices come from, which secrets it shows once, and what a person reads
- * about each field. The API takes none of it.
+ * about each field. The API takes none of it but the references, which a list's query filters
+ * through and expands (`referenceNames` names them there).
  */
 export interface EntityAdmin<F extends TProperties, C extends TProperties = NoFields> {
   /** The field a row is titled by (links, pickers, headings, the list's q by default); default the first field. */
@@ -334,7 +357,7 @@ export interface EntityAdmin<F extends TProperties, C extends TProperties = NoFi
   labelPlural?: string;
   /**
    * Fields that name a row of another entity, by its key (`assigneeId: 'user.user'`). The API keeps
-   * the ids; the admin shell shows the referenced row's title, linked to it, and picks it from a
+   * the ids (a query filters through them and expands them: `expand=assignee`); the admin shell shows the referenced row's title, linked to it, and picks it from a
    * list. A key no registered entity has leaves the field a plain id.
    */
   references?: { readonly [K in keyof F & string]?: string };

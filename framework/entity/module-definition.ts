@@ -133,6 +133,13 @@ export interface ModuleDefinition {
   description?: string;
   permissions?: readonly PermissionDeclaration[];
   events?: readonly string[];
+  /**
+   * Events the operator publishes in the operator's tenant about a customer tenant (a suspension,
+   * a host added): event → the payload field holding that tenant's id. The relay also records each
+   * in that tenant's activity (GET /api/v1/audit/activity), as done by the operator, naming none
+   * of the operator's users. Each must be one of the module's events (boot check).
+   */
+  operatorEventsAbout?: Readonly<Record<string, string>>;
   entities?: readonly AnyEntity[];
   /** Hand-written routes; a function when they depend on the configuration (e.g. single sign-on). */
   routes?: readonly AnyRoute[] | ((config: Config) => readonly AnyRoute[]);

@@ -15,6 +15,14 @@ import type { ModuleRegistry } from '../contracts/services.ts';
 import type { ProblemDeclaration } from '../contracts/problems.ts';
 import { PROBLEMS } from '../errors.ts';
 
+/** Permissions the framework declares itself, for the routes it serves on the tables it owns. */
+const FRAMEWORK_PERMISSIONS: readonly PermissionDeclaration[] = [
+  {
+    name: 'audit:read',
+    description: "The tenant's activity: GET /api/v1/audit/activity and the admin shell's Activity page",
+  },
+];
+
 /**
  * Everything the modules declared, resolved once and frozen: declarations only. The routes, the
  * entities' operations and the job schedule are composed from it by framework/composition.ts
@@ -45,6 +53,8 @@ export class Registry implements ModuleRegistry {
     const problems = new Map<string, ProblemDeclaration & { owner: string }>(
       Object.entries(PROBLEMS).map(([code, declaration]) => [code, { ...declaration, owner: 'framework' }]),
     );
+    for (const permission of FRAMEWORK_PERMISSIONS)
+      permissions.set(permission.name, { ...permission, module: 'framework' });
     // Every event first, the entities' lifecycle events included: a field taking event names
     // (event-names.ts) gets the whole list as its enum before its entity is resolved.
     for (const module of modules) {

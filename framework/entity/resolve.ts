@@ -14,6 +14,9 @@ export { PAGE_LIMIT_DEFAULT, PAGE_LIMIT_MAX } from '../operations/paging.ts';
 
 export const IdParams = Type.Object({ id: Type.String({ description: 'Resource id (UUID)' }) });
 
+/** No query parameters: what a read takes until its entity's operations declare its query (EntityOperations). */
+const NoQuery = Type.Object({}, { additionalProperties: false });
+
 export function resolveEntity(def: AnyEntity): ResolvedEntity {
   const names = entityNames({ ...def, table: def.storage?.table });
   const fields = Object.keys(def.fields);
@@ -87,6 +90,12 @@ export function resolveEntity(def: AnyEntity): ResolvedEntity {
         { verb: 'delete', method: 'DELETE', path: item },
       ];
   for (const command of commandNames) endpoints.push({ verb: command, method: 'POST', path: `${item}/${command}` });
+  // History (framework/history/), unless the entity keeps none; a singleton restores only through its PATCH.
+  if (def.history !== false) {
+    endpoints.push({ verb: 'history', method: 'GET', path: `${item}/history` });
+    if (!singleton || declared.has('update'))
+      endpoints.push({ verb: 'restore', method: 'POST', path: `${item}/restore` });
+  }
 
   return {
     def,
@@ -108,7 +117,7 @@ export function resolveEntity(def: AnyEntity): ResolvedEntity {
     sortable,
     searchable,
     endpoints,
-    schemas: { row, create, patch, list, listQuery, idParams: IdParams, changes },
+    schemas: { row, create, patch, list, listQuery, readQuery: NoQuery, idParams: IdParams, changes },
     commandRoute: (command) => `POST ${item}/${command}`,
   };
 }

@@ -112,6 +112,11 @@ export interface OneExchange {
    * transaction for a follow-up the rows could not answer (rare: it costs exchanges of its own).
    */
   answer(rows: Record<string, unknown>[], more: RequestTransaction): Promise<unknown>;
+  /**
+   * Once the guard has passed, what else the answer needs of the caller (a query reading through
+   * a reference needs its read permission): throws the refusal, and nothing of the rows is answered.
+   */
+  admit?(can: (permission: string) => boolean): void;
   /** The error a failure of the statement stands for (e.g. a malformed cursor is 422). */
   failed?(err: unknown): unknown;
 }

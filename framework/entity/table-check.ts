@@ -3,7 +3,7 @@ import Type, { type TSchema } from 'typebox';
 import type { AnyEntity } from './define.ts';
 import type { ModuleRegistry as Registry } from '../contracts/services.ts';
 import { clearable, type ResolvedEntity } from './resolve.ts';
-import { BootCheckError } from './checks.ts';
+import { BootCheckError } from './boot-check-error.ts';
 import { IDENTITY_TABLES, type IdentityTable } from '../access/identity-tables.ts';
 
 /** Created by migrations/framework/0005 (`call watch_public_read(<table>)`). */

@@ -91,7 +91,8 @@ export class JobRunner {
               `job ${job.name} is not per tenant: open a transaction with services.transactions.run(tenant, fn)`,
             ),
           );
-        return services.transactions.run(tenant, fn);
+        // The job is who acts: history names it.
+        return services.transactions.run(tenant, fn, { acting: { kind: 'job', name: job.name } });
       },
     };
     const started = performance.now();

@@ -4,7 +4,7 @@ import type { Db } from '../db/pool.ts';
 import { preparedQuery } from '../db/statements.ts';
 import type { ModuleRegistry as Registry } from '../contracts/services.ts';
 import type { DeliveredEvent } from '../entity/define.ts';
-import { auditFromOutboxStatements } from './audit.ts';
+import { auditFromOutboxStatements, concernedTenantOf, type ConcernedTenantOf } from './audit.ts';
 import { checkCrossTenantReads, concernedTenants, tenantFilters, type TenantFilter } from './concerned-tenants.ts';
 import type { MetricSeries as Metrics } from '../contracts/services.ts';
 import { linkTo, startOptionalSpan } from '../observability/tracing.ts';
@@ -93,6 +93,8 @@ export class OutboxRelay {
   private readonly everyEvent: readonly string[];
   /** The subscriptions that concern some tenants only (onlyTenantsWith), by queue. */
   private readonly tenantFilters: ReadonlyMap<string, TenantFilter>;
+  /** The customer tenant an operator's event concerns (ModuleDefinition.operatorEventsAbout): its activity records it too. */
+  private readonly concernedTenant: ConcernedTenantOf;
   private listener: pg.Client | undefined;
   private timers: NodeJS.Timeout[] = [];
   private running: Promise<void> | undefined;
@@ -132,6 +134,9 @@ export class OutboxRelay {
     }
     this.everyEvent = everyEvent;
     this.tenantFilters = tenantFilters(registry, subscriptionQueue);
+    this.concernedTenant = concernedTenantOf(
+      new Map(registry.modules.flatMap((m) => Object.entries(m.operatorEventsAbout ?? {}))),
+    );
   }
 
   async start(): Promise<void> {
@@ -224,7 +229,7 @@ export class OutboxRelay {
           })
         : undefined;
       await Promise.all([
-        ...auditFromOutboxStatements(rows).map((statement) => client.query(statement)),
+        ...auditFromOutboxStatements(rows, this.concernedTenant).map((statement) => client.query(statement)),
         client.query(preparedQuery(MARK_RELAYED, [rows.map((r) => r.id)])),
         client.query('commit'),
       ]);

@@ -241,7 +241,7 @@ export class Worker {
         // pg-boss ignores, so every job is queued at least once and never twice.
         for (const [queue, list] of queued) await this.boss.insert(moduleQueue(queue), list);
       },
-      { actorId: event.actorId },
+      { actorId: event.actorId, acting: { kind: 'subscription', name: sub.name } },
     );
   }
 

@@ -1,6 +1,9 @@
 import { statesProblem } from '../operations/command-states.ts';
 import Type, { type TSchema } from 'typebox';
-import type { AnyRoute, NoTxRouteDefinition, RouteDefinition } from '../entity/define.ts';
+import type { FastifyReply } from 'fastify';
+import type { AnyRoute, NoTxRouteDefinition, OneExchange, RouteDefinition } from '../entity/define.ts';
+import type { ListQuery } from '../query/parse.ts';
+import { selectAnswer } from '../query/expansion.ts';
 import { clearable, type ResolvedEntity } from '../entity/resolve.ts';
 import type { TxContext } from '../context/tx.ts';
 import type { EntityOperations } from '../operations/entity-ops.ts';
@@ -21,6 +24,16 @@ export function presenter(entity: ResolvedEntity): Present {
   const afterRead = entity.def.hooks?.afterRead;
   if (!afterRead) return (_tx, row) => row;
   return (tx, row) => afterRead(tx, row as never);
+}
+
+/** A one-exchange statement whose answer is selected as `fields=` asks (framework/query/expansion.ts, selectAnswer). */
+export function selecting(
+  exchange: OneExchange | undefined,
+  reply: FastifyReply,
+  query: ListQuery,
+): OneExchange | undefined {
+  if (!exchange || !query.select) return exchange;
+  return { ...exchange, answer: async (rows, more) => selectAnswer(reply, await exchange.answer(rows, more), query) };
 }
 
 /** Lists' items, shaped one after another (a hook may query, on the request's one connection). */

@@ -10,6 +10,7 @@ import {
   followUpEvents,
   presentAll,
   presenter,
+  selecting,
   sentences,
   visibility,
 } from './entity-route-parts.ts';
@@ -17,6 +18,9 @@ import { singletonRoutes } from './singleton-routes.ts';
 import { publicReadRoute } from './public-read.ts';
 import { publicPageRoute } from './public-page.ts';
 import { OFFSET_MAX, TOTAL_CAP, type PageQuery } from '../operations/paging.ts';
+import { CONDITIONS_MAX } from '../query/parse.ts';
+import { admitReferences, selectAnswer } from '../query/expansion.ts';
+import { historyRoutes } from '../history/history-routes.ts';
 
 /**
  * The five generic routes and one route per command (a singleton's routes instead, for a
@@ -45,7 +49,7 @@ export function entityRoutes(entity: ResolvedEntity, ops: EntityOperations): Any
       replica: 'on-request',
       summary: `List ${names.labelPlural.toLowerCase()}`,
       description: sentences(
-        `Sorted by one field (prefix "-" for descending), ties broken by id. Paged with limit and offset (up to ${OFFSET_MAX}), or with after=<next> from the previous page at any depth; next is null on the last page. total counts the rows up to ${TOTAL_CAP} (totalExact false past that).`,
+        `Filtered by <field>=<operator>.<value> on any filterable field (all conditions hold; or=(...) for one group of which one holds; at most ${CONDITIONS_MAX} conditions), sorted by one or several fields (sort=a,-b; "-" for descending), ties broken by id. Paged with limit and offset (up to ${OFFSET_MAX}), or with after=<next> from the previous page at any depth; next is null on the last page. total counts the matching rows up to ${TOTAL_CAP} (totalExact false past that). fields= keeps only the fields named; expand= carries a referenced row in each item. docs/api-conventions.md, "Filters".`,
         visibility(entity),
       ),
       tags,
@@ -57,13 +61,21 @@ export function entityRoutes(entity: ResolvedEntity, ops: EntityOperations): Any
       // Its cursors are sealed for the request's tenant, as the handler's page seals them (paging.ts).
       ...(single.list
         ? {
-            oneExchange: ({ query, request, services }) =>
-              ops.listExchange(query as PageQuery, { tenantId: request.tenant!.id, cursors: services.cursors }),
+            oneExchange: ({ query, request, reply, services }) => {
+              const asked = ops.parse(query, services.clock.now());
+              const place = { tenantId: request.tenant!.id, cursors: services.cursors };
+              return selecting(ops.listExchange(query as PageQuery, place, asked), reply, asked);
+            },
           }
         : {}),
-      handler: async ({ tx, query }) => {
-        const page = await ops.list(tx, query as PageQuery);
-        return def.hooks?.afterRead ? { ...page, items: await presentAll(present, tx, page.items) } : page;
+      handler: async ({ tx, query, reply }) => {
+        const asked = ops.parse(query, tx.now);
+        const page = await ops.list(tx, query as PageQuery, undefined, asked);
+        const items = def.hooks?.afterRead
+          ? ((await presentAll(present, tx, page.items)) as Record<string, unknown>[])
+          : (page.items as Record<string, unknown>[]);
+        await ops.expand(tx, items, asked);
+        return selectAnswer(reply, { ...page, items }, asked);
       },
     },
     {
@@ -104,9 +116,26 @@ export function entityRoutes(entity: ResolvedEntity, ops: EntityOperations): Any
       description: sentences(visibility(entity)),
       tags,
       access: read,
-      schema: { params: schemas.idParams, response: { 200: answer(schemas.row, `The ${names.label.toLowerCase()}`) } },
-      ...(single.read ? { oneExchange: ({ params }) => ops.readExchange((params as { id: string }).id) } : {}),
-      handler: async ({ tx, params }) => present(tx, await ops.read(tx, (params as { id: string }).id)),
+      schema: {
+        params: schemas.idParams,
+        querystring: schemas.readQuery,
+        response: { 200: answer(schemas.row, `The ${names.label.toLowerCase()}`) },
+      },
+      ...(single.read
+        ? {
+            oneExchange: ({ params, query, reply, services }) => {
+              const asked = ops.parse(query, services.clock.now());
+              return selecting(ops.readExchange((params as { id: string }).id, asked), reply, asked);
+            },
+          }
+        : {}),
+      handler: async ({ tx, params, query, reply }) => {
+        const asked = ops.parse(query, tx.now);
+        admitReferences(asked, (permission) => tx.can(permission));
+        const row = (await present(tx, await ops.read(tx, (params as { id: string }).id))) as Record<string, unknown>;
+        await ops.expand(tx, [row], asked);
+        return selectAnswer(reply, row, asked);
+      },
     },
     {
       method: 'PATCH',
@@ -148,6 +177,7 @@ export function entityRoutes(entity: ResolvedEntity, ops: EntityOperations): Any
   ];
 
   routes.push(...commandRoutes(entity, ops, present));
+  routes.push(...historyRoutes(entity, ops, present));
   const publicRead = publicReadRoute(entity, (values) => ops.toRow(values));
   if (publicRead) routes.push(publicRead);
   const publicPage = publicPageRoute(entity, (values) => ops.toRow(values));

@@ -11,6 +11,7 @@ import {
   followUpEvents,
   sentences,
 } from './entity-route-parts.ts';
+import { historyRoutes } from '../history/history-routes.ts';
 
 type Present = (tx: TxContext, row: Record<string, unknown>) => unknown;
 
@@ -105,5 +106,6 @@ export function singletonRoutes(entity: ResolvedEntity, ops: EntityOperations, p
     });
   }
   routes.push(...commandRoutes(entity, ops, present));
+  routes.push(...historyRoutes(entity, ops, present));
   return routes;
 }

@@ -2,6 +2,7 @@ import type { FastifySchemaCompiler } from 'fastify';
 import type { TSchema } from 'typebox';
 import { Compile } from 'typebox/compile';
 import Value from 'typebox/value';
+import { refusalsOf, type Refusals } from '../query/refusals.ts';
 
 /**
  * The largest integer a request may carry where its schema sets no bound of its own: the largest
@@ -16,6 +17,8 @@ export interface ValidationIssue {
   instancePath: string;
   keyword: string;
   message: string;
+  schemaPath?: string;
+  params?: object;
 }
 
 // Values of these keywords are data, not schemas: never bounded.
@@ -152,6 +155,7 @@ function nonDecimalIssues(value: unknown, keys: readonly string[]): ValidationIs
  */
 export const typeboxValidatorCompiler: FastifySchemaCompiler<TSchema> = ({ schema, httpPart }) => {
   const check = Compile(boundIntegers(schema));
+  const refusals = refusalsOf(schema);
   const fromText = httpPart !== 'body';
   const integers = fromText ? integerProperties(schema) : [];
   // Text that already meets a schema with no defaults needs no conversion: the compiled check
@@ -165,7 +169,8 @@ export const typeboxValidatorCompiler: FastifySchemaCompiler<TSchema> = ({ schem
     // The issues, with their paths, only for the rare value that has one.
     if (containsNul(prepared)) return { error: nulIssues(prepared) as never };
     if (check.Check(prepared)) return { value: prepared };
-    return { error: [...check.Errors(prepared)] as never };
+    const issues = [...check.Errors(prepared)] as ValidationIssue[];
+    return { error: (refusals ? refused(issues, refusals) : issues) as never };
   };
   return (value: unknown) => {
     try {
@@ -178,5 +183,39 @@ export const typeboxValidatorCompiler: FastifySchemaCompiler<TSchema> = ({ schem
     }
   };
 };
+
+/**
+ * The issues as the schema's refusals word them (refusals.ts): one per refused property that
+ * carries a message, saying what it accepts, and one per unknown property, saying what the
+ * schema takes. Any other issue stays as it is.
+ */
+function refused(issues: ValidationIssue[], refusals: Refusals): ValidationIssue[] {
+  const out: ValidationIssue[] = [];
+  const said = new Set<string>();
+  const once = (issue: ValidationIssue) => {
+    if (said.has(issue.instancePath)) return;
+    said.add(issue.instancePath);
+    out.push(issue);
+  };
+  for (const issue of issues) {
+    const segment = issue.instancePath.split('/')[1];
+    const name = segment?.replaceAll('~1', '/').replaceAll('~0', '~');
+    const message = name === undefined ? undefined : refusals.properties.get(name);
+    if (message) {
+      once({ instancePath: `/${segment}`, keyword: 'refusal', message });
+    } else if (issue.keyword === 'additionalProperties' && issue.instancePath === '' && refusals.unknown) {
+      const extra = (issue.params as { additionalProperties?: string[] } | undefined)?.additionalProperties ?? [];
+      for (const property of extra)
+        once({
+          instancePath: `/${pointerSegment(property)}`,
+          keyword: 'unknown',
+          message: `unknown parameter ${property}: ${refusals.unknown}`,
+        });
+    } else if (!(issue.keyword === 'boolean' && refusals.unknown)) {
+      out.push(issue);
+    }
+  }
+  return out;
+}
 
 const TOO_DEEP: ValidationIssue = { instancePath: '', keyword: 'maxDepth', message: 'is nested too deeply' };

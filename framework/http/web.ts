@@ -30,6 +30,7 @@ import { parseOriginList } from './origins.ts';
 import { refuseFramingOfHtml } from './frame-refusal.ts';
 import { createServer, type IncomingMessage, type ServerOptions, type ServerResponse } from 'node:http';
 import { catalogRoute } from '../catalog/catalog.ts';
+import { activityOf, activityRoute } from '../events/activity.ts';
 import { registerAdmin } from '../admin/index.ts';
 import { notFound, problem } from '../errors.ts';
 import { REQUEST_ID_HEADER, REQUEST_ID_LOG_LABEL, requestIdGenerator } from '../observability/request-id.ts';
@@ -163,6 +164,7 @@ export async function buildWeb(services: Services, options: WebOptions = {}): Pr
       if (takesForm(route)) registerRoute(scope, services, route, entity);
   });
   registerRoute(app, services, catalogRoute(services.registry));
+  registerRoute(app, services, activityRoute(activityOf(services.registry)));
   // The admin shell (HTML pages under /admin), built from the same registry and route wrapper.
   await registerAdmin(app, services, { readinessChecks: checks });
   return app;

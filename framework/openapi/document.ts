@@ -9,6 +9,7 @@ import { operatorUrl } from '../tenancy/first-administrator.ts';
 import { isLocalHost } from '../config/rules.ts';
 import { normaliseHost } from '../context/tenant.ts';
 import { nameSchemas } from './named-schemas.ts';
+import { PREFER_HEADER, REPLICA_PREFERENCE } from '../http/replica-choice.ts';
 
 export const OPENAPI_PATH = `${API_PREFIX}/openapi.json`;
 export const DOCS_PATH = `${API_PREFIX}/docs`;
@@ -25,7 +26,8 @@ export async function registerOpenApi(app: FastifyInstance, services: Services):
         description: [
           'Multi-tenant back end. The tenant comes from the Host header; an unknown host answers 404 NO_SITE.',
           'Failures are application/problem+json with a stable `code`.',
-          'Lists take `limit` (1-100, default 20), `offset` (0-10000, default 0), `sort` (a field, "-" prefix for descending; ties break on id) and `after` (the previous page\'s `next`, for keyset paging at any depth), all optional, and answer `{ items, total, totalExact, limit, offset, next }`: `total` is counted up to 10000 (`totalExact` false past that), `next` is null on the last page.',
+          'Lists take `limit` (1-100, default 20), `offset` (0-10000, default 0), `sort` (one or several fields separated by commas, "-" prefix for descending; ties break on id) and `after` (the previous page\'s `next`, for keyset paging at any depth), all optional, and answer `{ items, total, totalExact, limit, offset, next }`: `total` is counted up to 10000 (`totalExact` false past that), `next` is null on the last page.',
+          'Lists that take the query language (every generated list, notifications, files) filter by `<field>=<operator>.<value>` (one parameter per filterable field, its operators in its description), take one `or=(...)` group, `fields` (the fields each item keeps) and `expand` (a referenced row in each item); reads by id take `fields` and `expand` too. At most 20 conditions; a refused parameter is 422 VALIDATION_FAILED naming what it accepts.',
           'Not signed in: 401 AUTH_REQUIRED. Signed in without the permission: 403 AUTH_FORBIDDEN.',
         ].join('\n\n'),
         // package.json says UNLICENSED (npm's word for proprietary); SPDX names an unlisted license LicenseRef-*.
@@ -120,22 +122,37 @@ export function withServerOfRequest(document: unknown, request: FastifyRequest):
 
 /**
  * What every operation shares, added once the routes are converted: the 431 Node's parser answers
- * to any request whose headers pass 16 KB (framework/http/problems.ts), as a problem.
+ * to any request whose headers pass 16 KB (framework/http/problems.ts), as a problem. And on the
+ * operations that take `Prefer: replica` (http/replica-choice.ts), the answer's Preference-Applied.
  */
 function finishDocument(document: Record<string, unknown>): Record<string, unknown> {
   const headersTooLarge = {
     description: 'Request headers over 16 KB (HEADERS_TOO_LARGE), refused before any route runs',
     content: { 'application/problem+json': { schema: { $ref: '#/components/schemas/Problem' } } },
   };
-  for (const operations of Object.values(
-    (document.paths ?? {}) as Record<string, Record<string, { responses?: Record<string, unknown> }>>,
-  )) {
+  for (const operations of Object.values((document.paths ?? {}) as Record<string, Record<string, Operation>>)) {
     for (const operation of Object.values(operations)) {
       if (operation.responses && !operation.responses['431']) operation.responses['431'] = headersTooLarge;
+      const answer = operation.responses?.['200'];
+      if (answer && takesReplicaPreference(operation))
+        answer.headers = { ...answer.headers, 'Preference-Applied': PREFERENCE_APPLIED_HEADER };
     }
   }
   return document;
 }
+
+type Operation = {
+  parameters?: { in?: string; name?: string }[];
+  responses?: Record<string, { headers?: Record<string, unknown>; [member: string]: unknown }>;
+};
+
+const takesReplicaPreference = (operation: Operation) =>
+  (operation.parameters ?? []).some((p) => p.in === 'header' && p.name === PREFER_HEADER);
+
+const PREFERENCE_APPLIED_HEADER = {
+  description: `${REPLICA_PREFERENCE} when the read replica served the answer, which may then be up to database.replica_max_lag_ms behind the latest writes (eventually consistent). Absent: the primary served it.`,
+  schema: { type: 'string', enum: [REPLICA_PREFERENCE] },
+};
 
 /** The served document (built once, then cached by @fastify/swagger). */
 export function openApiDocument(app: FastifyInstance): Record<string, unknown> {

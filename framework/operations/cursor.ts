@@ -28,6 +28,11 @@ const LAYOUT = 'tenantry-cursor-1';
 const isCarriedTotal = (value: unknown): value is number =>
   typeof value === 'number' && Number.isInteger(value) && value >= 0 && value <= CARRIED_TOTAL_MAX;
 
+const isSortValue = (value: unknown): value is Cursor['value'] =>
+  typeof value === 'string' ||
+  value === null ||
+  (Array.isArray(value) && value.length > 1 && value.every((v) => typeof v === 'string' || v === null));
+
 export const badCursor = (detail: string) =>
   problem('VALIDATION_FAILED', detail, { errors: [{ pointer: '/querystring/after', message: detail }] });
 
@@ -70,7 +75,7 @@ export class CursorSeal implements ListCursors {
       !Array.isArray(parsed) ||
       parsed.length !== 4 ||
       typeof parsed[0] !== 'string' ||
-      (typeof parsed[1] !== 'string' && parsed[1] !== null) ||
+      !isSortValue(parsed[1]) ||
       typeof parsed[2] !== 'string' ||
       (idType === 'uuid' && !UUID.test(parsed[2])) ||
       !isCarriedTotal(parsed[3])
@@ -79,7 +84,7 @@ export class CursorSeal implements ListCursors {
     }
     if (parsed[0] !== sort)
       throw badCursor(`after was given for sort=${parsed[0]}; send the same sort, or start again without after`);
-    return { sort, value: parsed[1], id: parsed[2], total: parsed[3] };
+    return { sort, value: parsed[1] as Cursor['value'], id: parsed[2], total: parsed[3] };
   }
 
   private mac(scope: CursorScope, payload: Buffer): Buffer {

@@ -5,7 +5,11 @@ import { problem, type FieldError } from '../errors.ts';
 type Values = Record<string, unknown>;
 
 /** Where the values being written came from: a request body (after beforeWrite), a command, or afterWrite. */
-export type WriteSource = { kind: 'body' } | { kind: 'command'; command: string } | { kind: 'hook' };
+export type WriteSource =
+  | { kind: 'body' }
+  | { kind: 'command'; command: string }
+  | { kind: 'hook' }
+  | { kind: 'restore' };
 
 /** Values produced by code (a command, a hook) meet the field schemas before they are stored. */
 export class ValueCheck {
@@ -24,7 +28,13 @@ export class ValueCheck {
     }
     if (this.checkChanges.Check(candidate)) return;
     const by =
-      source === 'beforeWrite' ? 'beforeWrite' : source.kind === 'command' ? `command ${source.command}` : 'afterWrite';
+      source === 'beforeWrite'
+        ? 'beforeWrite'
+        : source.kind === 'command'
+          ? `command ${source.command}`
+          : source.kind === 'restore'
+            ? 'a restore'
+            : 'afterWrite';
     // The same pointers as a refused body's: one per unknown field, one per field that fails.
     const errors: FieldError[] = [...this.checkChanges.Errors(candidate)].flatMap((e): FieldError[] => {
       const issue = e as {

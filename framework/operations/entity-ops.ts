@@ -1,5 +1,4 @@
-import type { TProperties } from 'typebox';
-import Type from 'typebox';
+import type { TProperties, TSchema } from 'typebox';
 import type { TxContext } from '../context/tx.ts';
 import type { ResolvedEntity } from '../entity/resolve.ts';
 import type { AfterWriteInput, EntityRow, OneExchange } from '../entity/define.ts';
@@ -10,6 +9,20 @@ import { notFound, problem } from '../errors.ts';
 // Texts assembled from the entity's declaration alone: a small fixed set, each run prepared.
 import { prepared as fixed } from '../db/statements.ts';
 import { KeysetPager, type ListFilter, type ListPlace, type Page, type PageQuery } from './paging.ts';
+import type { QueryModel, ReferenceTarget } from '../query/query-model.ts';
+import { compileFilter } from '../query/compile.ts';
+import { NO_QUERY, parseListQuery, type ListQuery } from '../query/parse.ts';
+import { pageSchema } from './page-query.ts';
+import { listQuerySchema, readQuerySchema } from '../query/query-schema.ts';
+import { named } from '../openapi/schema-name.ts';
+import { admitReferences, attachExpansions } from '../query/expansion.ts';
+import {
+  entityQueryFields,
+  entityReferences,
+  referenceTarget,
+  rowWithExpansions,
+  selectableNames,
+} from './entity-query.ts';
 import { isUuid, quote, run, sameValue, where } from './entity-sql.ts';
 import { ValueCheck, type WriteSource } from './entity-checks.ts';
 import { mappingUniqueViolations } from './unique-violation.ts';
@@ -18,6 +31,8 @@ import { RowAccess, type AccessFilter } from './row-access.ts';
 import { RowShape } from './row-shape.ts';
 import { checkInitialState, commandRefusal, verdictOf } from './command-states.ts';
 import { StatementShapes, WRITE_SHAPES_PER_KIND } from './statement-shapes.ts';
+import { EntityHistory, sameJson, type RevisionOperation } from '../history/entity-history.ts';
+import { RecordHistory, type RecordCondition, type RevisionItem } from '../history/record-history.ts';
 import { refuseNonActors, type Narrowing } from '../access/actors.ts';
 
 export { isUuid } from './entity-sql.ts';
@@ -46,17 +61,32 @@ export class EntityOperations implements EntityOperationsApi {
   private readonly searchable: readonly string[];
   /** The installation's configuration, which beforeWrite hooks read. */
   private readonly config: Config;
+  /**
+   * What a query of its lists and reads may filter, sort, select and expand (framework/query/):
+   * its references join once the registry has every entity (connect).
+   */
+  model: QueryModel;
   /** Pages of live rows; a row filter joins as a ListFilter (see framework/operations/paging.ts). */
   readonly pager: KeysetPager;
   /** Called once a transaction that wrote a row of this entity has committed, with its tenant. */
   private readonly writeWatchers: ((tenantId: string) => void)[] = [];
   /** The list, read and create as one statement each, for one-exchange requests. */
   private readonly exchanges: EntityExchanges;
-  /** Which of them the entity's declarations allow (entity-exchanges.ts): its routes take one exchange only for these. */
-  readonly exchangeKinds: ExchangeKinds;
+  /**
+   * Which of them the entity's declarations allow (entity-exchanges.ts): its routes take one
+   * exchange only for these. Decided at boot, again once the references are known (connect).
+   */
+  exchangeKinds: ExchangeKinds;
+  private target: ReferenceTarget | undefined;
+  /** The row schema as resolved, before connect adds the expansions. */
+  private readonly baseRow: TSchema;
   /** The insert and update texts, which vary with the fields written: a bounded number prepared. */
   private readonly insertShapes: StatementShapes;
   private readonly updateShapes: StatementShapes;
+  /** The entity's history (framework/history/): what its writes record; undefined when it keeps none. */
+  readonly history: EntityHistory | undefined;
+  /** Its read side: a record's revisions and the values a restore sets. */
+  readonly recordHistory: RecordHistory | undefined;
 
   /**
    * `config`: the installation's configuration, handed to beforeWrite hooks. `writeShapes`: how many
@@ -74,26 +104,32 @@ export class EntityOperations implements EntityOperationsApi {
     this.live = entity.deleteMode === 'hard' ? '' : 'deleted_at is null';
     this.values = new ValueCheck(entity);
     this.rowAccess = new RowAccess(entity, (field, value) => this.toColumnValue(field, value));
-    const columnOf = (field: string) =>
-      field === 'createdAt' ? 'created_at' : field === 'updatedAt' ? 'updated_at' : entity.columns[field];
+    this.baseRow = entity.schemas.row;
+    const { fields, sorts } = entityQueryFields(entity);
+    this.model = {
+      label: entity.names.labelPlural.toLowerCase(),
+      fields,
+      sorts,
+      references: new Map(),
+      selectable: selectableNames(entity),
+    };
+    this.declareQuery();
+    // A sortable name that is no field is the startup checks' to refuse, by name; not built here.
+    const sortable = [...fields.values(), ...sorts.values()];
     this.pager = new KeysetPager({
       select: this.selectList,
       from: this.table,
       id: 'id',
       where: this.live ? [this.live] : [],
-      // A sortable name that is no field is the startup checks' to refuse, by name; not built here.
-      sorts: Object.fromEntries(
-        entity.sortable
-          .filter((f) => columnOf(f) !== undefined)
-          .map((f) => [
-            f,
-            { column: quote(columnOf(f)!), nullable: f in entity.def.fields && Type.IsOptional(entity.def.fields[f]!) },
-          ]),
-      ),
+      sorts: Object.fromEntries(sortable.map((f) => [f.name, { column: f.order, nullable: f.type.nullable }])),
+      // The capped count walks the (tenant_id, created_at, id) list index.
+      countBy: 'createdAt',
     });
     this.searchable = entity.searchable
       .filter((f) => entity.columns[f] !== undefined)
       .map((f) => quote(entity.columns[f]!));
+    this.history = EntityHistory.of(entity);
+    this.recordHistory = this.history ? new RecordHistory(this.history) : undefined;
     this.exchanges = new EntityExchanges(this);
     this.exchangeKinds = exchangeKinds(entity);
   }
@@ -103,7 +139,8 @@ export class EntityOperations implements EntityOperationsApi {
    * asked for, ties broken by id; `narrow` adds a condition of the framework's own. Reads the page from the (tenant_id, column, id) index, by keyset
    * after a cursor.
    */
-  async list(ctx: TxContext, page: PageQuery, narrow?: Narrowing): Promise<Page<Row>> {
+  async list(ctx: TxContext, page: PageQuery, narrow?: Narrowing, query: ListQuery = NO_QUERY): Promise<Page<Row>> {
+    admitReferences(query, (permission) => ctx.can(permission));
     const access = this.access(ctx, 1);
     const conditions = access.sql ? [access.sql] : [];
     const params = [...access.params];
@@ -119,19 +156,91 @@ export class EntityOperations implements EntityOperationsApi {
       conditions.push(`(${extra.sql})`);
       params.push(...extra.params);
     }
-    const filter: ListFilter | undefined = conditions.length > 0 ? { conditions, params } : undefined;
+    const compiled = compileFilter(query, params.length + 1, ctx);
+    const filter: ListFilter | undefined =
+      compiled.conditions.length > 0
+        ? {
+            conditions: [...conditions, ...compiled.conditions],
+            params: [...params, ...compiled.params],
+            varies: true,
+            binding: JSON.stringify([conditions, params, query.written]),
+          }
+        : conditions.length > 0
+          ? { conditions, params }
+          : undefined;
     const result = await this.pager.page(ctx, page, filter);
     return { ...result, items: result.items.map((r) => this.toRow(r)) };
   }
 
+  /**
+   * Each row with the references the query expands, as their read routes answer this caller (or
+   * null): one statement per expanded reference for the whole page, never one per row.
+   */
+  async expand(ctx: TxContext, rows: Values[], query: ListQuery): Promise<void> {
+    for (const reference of query.expand) {
+      const ids = rows.map((row) => row[reference.field]).filter((id): id is string => typeof id === 'string');
+      const found = ids.length > 0 ? await reference.target.readMany(ctx, ids) : [];
+      attachExpansions(rows, reference, found);
+    }
+  }
+
   /** The list as one statement for a one-exchange request (entity-exchanges.ts); undefined for the handler to serve it. */
-  listExchange(page: PageQuery, place: ListPlace): OneExchange | undefined {
-    return this.exchanges.list(page, place);
+  listExchange(page: PageQuery, place: ListPlace, query: ListQuery = NO_QUERY): OneExchange | undefined {
+    return this.exchanges.list(page, place, query);
   }
 
   /** A read by id as one statement for a one-exchange request; undefined for the handler to serve it. */
-  readExchange(id: string): OneExchange | undefined {
-    return this.exchanges.read(id);
+  readExchange(id: string, query: ListQuery = NO_QUERY): OneExchange | undefined {
+    return this.exchanges.read(id, query);
+  }
+
+  /**
+   * Joins the references of the entity to the entities they name (`targetOf`, by key), once the
+   * registry has resolved them all: from then on a query may filter through and expand them.
+   */
+  connect(targetOf: (key: string) => ReferenceTarget | undefined): void {
+    const references = entityReferences(this.entity, this.table, targetOf);
+    this.model = { ...this.model, references };
+    this.exchangeKinds = exchangeKinds(this.entity, references);
+    // A singleton has no list, and its read takes no query: its row stays as declared.
+    if (references.size === 0 || this.entity.singleton) return;
+    this.declareQuery();
+    // The row as its list and read answer it: each reference may come expanded (expand=).
+    const schemas = this.entity.schemas;
+    schemas.row = rowWithExpansions(this.baseRow, references.values());
+    schemas.list = pageSchema(schemas.row);
+  }
+
+  /** The list's and the read's query parameters, from the query model (framework/query/query-schema.ts). */
+  private declareQuery(): void {
+    const { schemas, searchable } = this.entity;
+    schemas.listQuery = listQuerySchema(this.model, { defaultSort: 'createdAt', searches: searchable });
+    schemas.readQuery = readQuerySchema(this.model);
+  }
+
+  /** The parameters of a list or read as a query of this entity (framework/query/parse.ts); 422 for what does not fit. */
+  parse(query: unknown, now: Date): ListQuery {
+    return parseListQuery(this.model, (query ?? {}) as Record<string, unknown>, now);
+  }
+
+  /** This entity as another's reference reaches it (framework/query/query-model.ts, ReferenceTarget). */
+  asTarget(): ReferenceTarget {
+    this.target ??= referenceTarget({
+      entity: this.entity,
+      table: this.table,
+      live: this.live,
+      model: this.model,
+      readsInStatement: exchangeKinds(this.entity).read,
+      // The row its read answers; under a name of its own where that entity expands references itself.
+      row:
+        Object.keys(this.entity.def.admin?.references ?? {}).length > 0
+          ? named(this.baseRow, `${this.entity.names.schemas.read}Expanded`)
+          : this.baseRow,
+      toRow: (values) => this.toRow(values),
+      accessFor: (ctx, first) => this.access(ctx, first),
+      readMany: (ctx, ids) => this.readMany(ctx, ids),
+    });
+    return this.target;
   }
 
   /** A create as one statement for a one-exchange request in the tenant. */
@@ -153,8 +262,9 @@ export class EntityOperations implements EntityOperationsApi {
       ? { ...input, ...((await hooks.beforeWrite(ctx, { op: 'create', values: input, config: this.config })) ?? {}) }
       : input;
     if (hooks?.beforeWrite) this.values.validate(adjusted, 'beforeWrite');
-    const row = await this.insert(ctx, adjusted);
-    return this.afterWrite(ctx, { op: 'create', row });
+    const row = await this.afterWrite(ctx, { op: 'create', row: await this.insert(ctx, adjusted) });
+    this.history?.record(ctx, row.id, 'create', { old: {}, new: this.history.snapshot(row) });
+    return row;
   }
 
   /** PATCH: the changed fields of the row by id, or of a singleton's row (id null). */
@@ -229,6 +339,7 @@ export class EntityOperations implements EntityOperationsApi {
     }
     this.wrote(ctx);
     ctx.publish(this.entity.names.events.deleted, this.eventPayload(row));
+    this.history?.record(ctx, row.id, 'delete', { old: {}, new: {} });
     const changes = await hooks?.afterWrite?.(ctx, { op: 'delete', row });
     if (changes && Object.keys(changes).length > 0) {
       throw problem('INTERNAL', `afterWrite of ${this.entity.names.key} returned changes for a deleted row`);
@@ -269,14 +380,106 @@ export class EntityOperations implements EntityOperationsApi {
       // Nothing to insert: the singleton still does not exist.
       if (!changes) throw notFound();
       this.values.validate(changes, source);
-      const row = await this.insert(ctx, changes);
-      return this.afterWrite(ctx, { op: 'command', command, row });
+      const row = await this.afterWrite(ctx, { op: 'command', command, row: await this.insert(ctx, changes) });
+      this.history?.record(ctx, row.id, command, { old: {}, new: this.history.snapshot(row) });
+      return row;
     }
     if (!changes || Object.keys(changes).length === 0) return previous;
     this.values.validate(changes, source);
-    const row = await this.write(ctx, previous, changes, source);
-    if (!row) return previous;
-    return this.afterWrite(ctx, { op: 'command', command, row, previous });
+    const written = await this.write(ctx, previous, changes, source);
+    if (!written) return previous;
+    const row = await this.afterWrite(ctx, { op: 'command', command, row: written, previous });
+    this.recordChange(ctx, previous, row, command);
+    return row;
+  }
+
+  /**
+   * A page of the record's revisions, newest first by default (the record by id, or a singleton's
+   * row: id null), in one statement whose WHERE requires the record, live or soft-deleted, to be
+   * one the caller may see. An empty first page asks once more whether the record exists: 404 if not.
+   */
+  async historyPage(ctx: TxContext, id: string | null, page: PageQuery): Promise<Page<RevisionItem>> {
+    if (!this.recordHistory) throw notFound();
+    if (id !== null && !isUuid(id)) throw notFound();
+    const result = await this.recordHistory.page(ctx, page, this.historyCondition(ctx, id));
+    if (result.items.length === 0 && page.offset === 0 && page.after === undefined) {
+      if (!(await this.findAny(ctx, id, false))) throw notFound();
+    }
+    return result;
+  }
+
+  /**
+   * Sets the record's writable fields to their values right after the revision, through the PATCH
+   * path (beforeWrite, the write, the updated event, afterWrite) with one revision whose operation
+   * is `restore`; a soft-deleted record comes back to life. Command-owned, immutable and read-only
+   * fields, and the state field, are left as they are, and named. Nothing to change: nothing is written or published.
+   */
+  async restore(ctx: TxContext, id: string | null, revisionId: string): Promise<RestoreOutcome> {
+    const history = this.history;
+    if (!this.recordHistory || !history) throw notFound();
+    if (id !== null && !isUuid(id)) throw notFound();
+    const found = await this.findAny(ctx, id, true);
+    if (!found) throw notFound();
+    const { row: current, deleted } = found;
+    const after = isUuid(revisionId) ? await this.recordHistory.valuesAfter(ctx, current.id, revisionId) : undefined;
+    if (!after) {
+      throw problem('VALIDATION_FAILED', 'revision: not a revision of this record', {
+        errors: [
+          { pointer: '/body/revision', message: `not a revision of this ${this.entity.names.label.toLowerCase()}` },
+        ],
+      });
+    }
+    const changes: Values = {};
+    const kept: RestoreOutcome['kept'] = [];
+    for (const [field, value] of after) {
+      if (sameJson(history.value((current as Values)[field]), value)) continue;
+      const reason = keptReason(this.entity, field);
+      if (reason) kept.push({ field, reason });
+      else changes[field] = value;
+    }
+    if (Object.keys(changes).length === 0 && !deleted) return { row: current, restored: [], kept };
+    this.values.validate(changes, { kind: 'restore' });
+    const row = await this.updateFrom(ctx, current, changes, 'restore', deleted);
+    const restored = Object.keys(changes).filter((f) => !sameValue((current as Values)[f], (row as Values)[f]));
+    return { row, restored, kept };
+  }
+
+  /** The history's condition on the record: by id, or a singleton's rows; the caller's row access applied. */
+  historyCondition(ctx: TxContext, id: string | null): RecordCondition {
+    if (id === null) {
+      const access = this.access(ctx, 1);
+      return {
+        sql: `r.row_id in (select id from ${this.table}${where(access.sql)})`,
+        params: access.params,
+      };
+    }
+    const access = this.access(ctx, 2);
+    return {
+      sql: `r.row_id = $1 and exists (select 1 from ${this.table}${where('id = $1', access.sql)})`,
+      params: [id, ...access.params],
+    };
+  }
+
+  /** The row by id (or a singleton's), soft-deleted or not, that the caller may see; with whether it is deleted. */
+  private async findAny(
+    ctx: TxContext,
+    id: string | null,
+    lock: boolean,
+  ): Promise<{ row: Row; deleted: boolean } | undefined> {
+    const deleted = this.live ? 'deleted_at is not null' : 'false';
+    const suffix = lock ? ' for update' : '';
+    const access = this.access(ctx, id === null ? 1 : 2);
+    // A singleton's live row first, else its latest deleted one.
+    const text =
+      id === null
+        ? fixed(
+            `select ${this.selectList}, ${deleted} as "__deleted" from ${this.table}${where(access.sql)} order by ${deleted}, updated_at desc limit 1${suffix}`,
+          )
+        : fixed(
+            `select ${this.selectList}, ${deleted} as "__deleted" from ${this.table}${where('id = $1', access.sql)}${suffix}`,
+          );
+    const rows = await run<Values>(ctx.db, text, id === null ? access.params : [id, ...access.params]);
+    return rows[0] ? { row: this.toRow(rows[0]), deleted: rows[0].__deleted === true } : undefined;
   }
 
   /**
@@ -331,7 +534,18 @@ export class EntityOperations implements EntityOperationsApi {
     return rows[0] ? this.toRow(rows[0]) : undefined;
   }
 
-  private async updateFrom(ctx: TxContext, previous: Row, input: Values): Promise<Row> {
+  /**
+   * PATCH (and PUT, and a restore) of a read and locked row: beforeWrite, the write of what differs,
+   * the updated event, afterWrite and its changes, and one revision of everything that changed.
+   * `revive`: the row was soft-deleted and comes back (a restore), even when no field differs.
+   */
+  private async updateFrom(
+    ctx: TxContext,
+    previous: Row,
+    input: Values,
+    operation: RevisionOperation = 'update',
+    revive = false,
+  ): Promise<Row> {
     const hooks = this.entity.def.hooks;
     const adjusted = hooks?.beforeWrite
       ? {
@@ -340,9 +554,20 @@ export class EntityOperations implements EntityOperationsApi {
         }
       : input;
     if (hooks?.beforeWrite) this.values.validate(adjusted, 'beforeWrite');
-    const row = await this.write(ctx, previous, adjusted, { kind: 'body' });
-    if (!row) return previous;
-    return this.afterWrite(ctx, { op: 'update', row, previous });
+    const written = await this.write(ctx, previous, adjusted, { kind: 'body' }, revive);
+    if (!written) return previous;
+    const row = await this.afterWrite(ctx, { op: 'update', row: written, previous });
+    this.recordChange(ctx, previous, row, operation);
+    return row;
+  }
+
+  /**
+   * One revision of a write that changed the row (afterWrite's changes included): its recorded
+   * fields' old and new values, none when only unrecorded fields changed.
+   */
+  private recordChange(ctx: TxContext, previous: Row, row: Row, operation: RevisionOperation): void {
+    if (!this.history) return;
+    this.history.record(ctx, row.id, operation, this.history.diff(previous, row) ?? { old: {}, new: {} });
   }
 
   private async insert(ctx: TxContext, values: Values): Promise<Row> {
@@ -370,12 +595,22 @@ export class EntityOperations implements EntityOperationsApi {
    * published (undefined). A PATCH and afterWrite's changes publish the updated event; a command
    * publishes its own, more specific one (task.assigned).
    */
-  private async write(ctx: TxContext, previous: Row, changes: Values, source: WriteSource): Promise<Row | undefined> {
+  private async write(
+    ctx: TxContext,
+    previous: Row,
+    changes: Values,
+    source: WriteSource,
+    revive = false,
+  ): Promise<Row | undefined> {
     const changed = Object.keys(changes).filter(
       (f) => f in this.entity.columns && changes[f] !== undefined && !sameValue((previous as Values)[f], changes[f]),
     );
-    if (changed.length === 0) return undefined;
-    const assignments = changed.map((f, i) => `${quote(this.entity.columns[f]!)} = $${i + 2}`).join(', ');
+    if (changed.length === 0 && !revive) return undefined;
+    const assignments = [
+      ...changed.map((f, i) => `${quote(this.entity.columns[f]!)} = $${i + 2}`),
+      // A restored soft-deleted row is live again: its unique keys are checked anew.
+      ...(revive ? ['deleted_at = null'] : []),
+    ].join(', ');
     const rows = await mappingUniqueViolations(
       this.entity,
       run<Values>(
@@ -421,6 +656,28 @@ export class EntityOperations implements EntityOperationsApi {
   toColumnValue(field: string, value: unknown): unknown {
     return this.shape.toColumnValue(field, value);
   }
+}
+
+/** What a restore did: the row after it, the fields it set, and those it left as they are (and why). */
+export interface RestoreOutcome {
+  row: Row;
+  restored: string[];
+  kept: { field: string; reason: KeptReason }[];
+}
+
+/**
+ * Why a restore leaves a field as it is: only its command writes it, it is set on create only,
+ * only the service sets it, or it is the entity's state field, which moves only as its declared
+ * moves allow (a restore never walks a state back). Undefined: the restore sets it.
+ */
+export type KeptReason = 'command-owned' | 'immutable' | 'read-only' | 'state';
+
+function keptReason(entity: ResolvedEntity, field: string): KeptReason | undefined {
+  if (field in entity.commandOwners) return 'command-owned';
+  if (entity.immutable.includes(field)) return 'immutable';
+  if (entity.readOnly.includes(field) || !entity.writable.includes(field)) return 'read-only';
+  if (entity.def.states?.field === field) return 'state';
+  return undefined;
 }
 
 /** Held until the transaction ends; keyed by the singleton's table and the tenant. */

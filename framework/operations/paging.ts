@@ -38,7 +38,10 @@ export interface ListSource {
   idType?: 'uuid' | 'text';
   /** Conditions every listed row meets (e.g. `deleted_at is null`); they apply to the count too. */
   where: readonly string[];
-  /** Sort key → its column; nullable when the column may hold null (nulls sort last ascending). */
+  /**
+   * Sort key → what it orders by (a column, or an expression over columns such as an enum's
+   * declared position); nullable when it may be null. Nulls come last in both directions.
+   */
   sorts: Readonly<Record<string, { column: string; nullable?: boolean }>>;
   /**
    * The sort whose order the capped count walks (default: the first sort), so it reads the first
@@ -60,9 +63,41 @@ export interface ListFilter {
    * each counted row, where it cost a pass-through of up to 10,001 rows (about 0.4 ms a list).
    */
   guard?: string;
+  /**
+   * Select-list expressions beside the row's, their text fixed at boot (an expanded reference
+   * read in the same statement, framework/query/compile.ts): no parameters.
+   */
+  columns?: readonly string[];
+  /**
+   * The conditions' text varies with the request (a query's filters): such texts are kept, and
+   * run prepared, only up to a bound per list; past it they are built on each call and run unnamed.
+   */
+  varies?: boolean;
+  /**
+   * What a cursor given under this filter is bound to, when the conditions and values are not the
+   * right words for it: a query's filters as the request wrote them (`deadline=lt.now` is the same
+   * filter on every page of a walk, though `now` is a new value on each).
+   */
+  binding?: string;
 }
 
 const NO_FILTER: ListFilter = { conditions: [], params: [] };
+
+/** Statement texts a list keeps for filters that vary with the request (ListFilter.varies). */
+export const QUERY_SHAPES_PER_LIST = 32;
+
+/** Sorts a list keeps read: the single keys are few; several keys combine into many. */
+const ORDERS_KEPT = 256;
+
+/** One key of an order: what it sorts by, whether it may be null, and its direction. */
+interface OrderKey {
+  expr: string;
+  nullable: boolean;
+  descending: boolean;
+}
+
+/** Where a page starts, per key of the order: after a value ('v') or within the null rows ('n'); '' on a first page. */
+type CursorShape = string;
 
 /** Where a list is read: the tenant, and the installation's cursor seal (a cursor is good only there). */
 export interface ListPlace {
@@ -81,23 +116,25 @@ export interface Walk {
 }
 
 /**
- * A filter as the signed text of a cursor: its conditions and their values. The guard is left out:
- * it says who may read, not which rows, and a one-exchange page carries it where the handler's
- * page of the same list does not, so both give and take the same cursors.
+ * A filter as the signed text of a cursor: its binding when it has one (a query's filters as the
+ * request wrote them, ListFilter.binding), else its conditions and their values. The guard and
+ * the extra columns are left out: they say who may read and what is shown, not which rows, and a
+ * one-exchange page carries them where the handler's page of the same list does not, so both give
+ * and take the same cursors.
  */
-const filterText = (filter: ListFilter): string =>
-  filter.conditions.length === 0 && filter.params.length === 0
+export const filterText = (filter: ListFilter): string =>
+  filter.binding ??
+  (filter.conditions.length === 0 && filter.params.length === 0
     ? '[[],[]]'
     : JSON.stringify([filter.conditions, filter.params], (_key, value) =>
         typeof value === 'bigint' ? value.toString() : value,
-      );
-
-type CursorKind = 'none' | 'value' | 'null';
+      ));
 
 /**
- * Reads pages of one source. Each statement text is built once per (sort, cursor kind, filter)
- * and run as a prepared statement. Raw row values come back keyed by column, with the sort
- * value and the capped count beside them.
+ * Reads pages of one source, in the order of one or several sort keys (`sort=priority,-deadline`).
+ * Each statement text is built once per (sort, cursor shape, filter) and run as a prepared
+ * statement. Raw row values come back keyed by column, with the sort value (one key's as text,
+ * several keys' as an array), the id and the capped count beside them.
  */
 export class KeysetPager {
   readonly source: ListSource;
@@ -107,7 +144,11 @@ export class KeysetPager {
    * other list. Decided once, here.
    */
   readonly listKey: string;
+  /** Texts for the declared shapes (no varying filter): a small set, each prepared. */
   private readonly texts = new Map<string, string>();
+  /** Texts for filters that vary with the request, up to QUERY_SHAPES_PER_LIST. */
+  private readonly queryTexts = new Map<string, string>();
+  private readonly orders = new Map<string, OrderKey[]>();
 
   constructor(source: ListSource) {
     this.source = source;
@@ -127,7 +168,7 @@ export class KeysetPager {
     filter: ListFilter,
     place: ListPlace,
   ): { text: string; params: unknown[]; cursor?: Cursor; walk: Walk } {
-    const key = this.sortKey(query.sort);
+    const keys = this.order(query.sort);
     if (query.after !== undefined && query.offset > 0) {
       throw problem('VALIDATION_FAILED', 'offset and after do not combine: after already says where the page starts', {
         errors: [{ pointer: '/querystring/offset', message: 'must be 0 (or left out) with after' }],
@@ -136,21 +177,19 @@ export class KeysetPager {
     const scope: CursorScope = { list: this.listKey, tenantId: place.tenantId, filters: filterText(filter) };
     const cursor =
       query.after !== undefined ? place.cursors.open(query.after, scope, query.sort, this.source.idType) : undefined;
-    if (cursor && cursor.value === null && !key.nullable) throw badCursor('after is not a cursor this list gave');
-    const kind: CursorKind = !cursor ? 'none' : cursor.value === null ? 'null' : 'value';
+    const values = cursor ? cursorValues(cursor, keys) : undefined;
+    const shape: CursorShape = values ? values.map((v) => (v === null ? 'n' : 'v')).join('') : '';
     // A cursor carries the walk's count, which spares its page the count.
     const counts = cursor === undefined;
     // One row more than the page: its presence is what says there is a next page.
     const rows = query.offset === 0 && PLANNED_PAGE_SIZES.has(query.limit) ? query.limit + 1 : undefined;
-    const cacheKey = `${query.sort}\u0000${kind}\u0000${rows ?? '$'}\u0000${counts ? 'count' : ''}\u0000${filter.guard ?? ''}\u0000${filter.conditions.join('\u0000')}`;
-    let text = this.texts.get(cacheKey);
-    if (!text) {
-      text = prepared(this.build(query.sort, kind, filter, rows, counts));
-      this.texts.set(cacheKey, text);
-    }
+    const cacheKey = `${query.sort}\u0000${shape}\u0000${rows ?? '$'}\u0000${counts ? 'count' : ''}\u0000${filter.guard ?? ''}\u0000${(filter.columns ?? []).join('\u0000')}\u0000${filter.conditions.join('\u0000')}`;
+    const text = this.text(cacheKey, filter.varies === true || keys.length > 1, () =>
+      this.build(keys, shape, filter, rows, counts),
+    );
     const params = [...filter.params];
-    if (kind === 'value') params.push(cursor!.value, cursor!.id);
-    if (kind === 'null') params.push(cursor!.id);
+    for (const value of values ?? []) if (value !== null) params.push(value);
+    if (cursor) params.push(cursor.id);
     if (rows === undefined) params.push(query.limit + 1, query.offset);
     const walk: Walk = { scope, cursors: place.cursors, ...(cursor ? { cursor } : {}) };
     return { text, params, walk, ...(cursor ? { cursor } : {}) };
@@ -159,12 +198,24 @@ export class KeysetPager {
   /** The capped count on its own (for a page that came back empty): what `total` costs. */
   countStatement(filter: ListFilter = NO_FILTER): { text: string; params: unknown[] } {
     const key = `count\u0000${filter.guard ?? ''}\u0000${filter.conditions.join('\u0000')}`;
-    let text = this.texts.get(key);
-    if (!text) {
-      text = prepared(`select ${this.cappedCount(filter)} as n`);
-      this.texts.set(key, text);
-    }
+    const text = this.text(key, filter.varies === true, () => `select ${this.cappedCount(filter)} as n`);
     return { text, params: [...filter.params] };
+  }
+
+  /**
+   * A statement's text: kept and prepared once built, for a declared shape always, for one that
+   * varies with the request (`varies`) while the list keeps fewer than QUERY_SHAPES_PER_LIST;
+   * past that, built for the call and run unnamed, so no request can make a connection hold an
+   * unbounded number of prepared statements.
+   */
+  private text(key: string, varies: boolean, build: () => string): string {
+    const kept = varies ? this.queryTexts : this.texts;
+    const found = kept.get(key);
+    if (found) return found;
+    const text = build();
+    if (varies && kept.size >= QUERY_SHAPES_PER_LIST) return text;
+    kept.set(key, prepared(text));
+    return text;
   }
 
   /** A page in the transaction's tenant: its cursors are sealed for that tenant (TxContext's tenant). */
@@ -238,7 +289,7 @@ export class KeysetPager {
     const next =
       more && last
         ? walk.cursors.seal(
-            { sort: query.sort, value: last.__sort as string | null, id: String(last.__id), total: counted },
+            { sort: query.sort, value: last.__sort as Cursor['value'], id: String(last.__id), total: counted },
             walk.scope,
           )
         : null;
@@ -266,12 +317,22 @@ export class KeysetPager {
     };
   }
 
-  private sortKey(sort: string): { column: string; nullable: boolean; descending: boolean } {
-    const descending = sort.startsWith('-');
-    const key = this.source.sorts[descending ? sort.slice(1) : sort];
-    // The query schema allows only declared sorts; anything else is a caller of this class at fault.
-    if (!key) throw new Error(`no sort ${sort} on ${this.source.from}`);
-    return { column: key.column, nullable: key.nullable === true, descending };
+  /** The sort keys a list's `sort` names; 422 for a key it does not sort by. */
+  order(sort: string): OrderKey[] {
+    const kept = this.orders.get(sort);
+    if (kept) return kept;
+    const names = sort.split(',');
+    const seen = new Set<string>();
+    const keys = names.map((written) => {
+      const descending = written.startsWith('-');
+      const name = descending ? written.slice(1) : written;
+      const key = this.source.sorts[name];
+      if (!key || seen.has(name)) throw sortRefusal(Object.keys(this.source.sorts), written, seen.has(name));
+      seen.add(name);
+      return { expr: key.column, nullable: key.nullable === true, descending };
+    });
+    if (this.orders.size < ORDERS_KEPT) this.orders.set(sort, keys);
+    return keys;
   }
 
   private conditions(filter: ListFilter): string[] {
@@ -285,41 +346,98 @@ export class KeysetPager {
    */
   private cappedCount(filter: ListFilter): string {
     const where = this.conditions(filter);
-    const by = this.sortKey(this.source.countBy ?? Object.keys(this.source.sorts)[0]!).column;
+    const by = this.source.sorts[this.source.countBy ?? Object.keys(this.source.sorts)[0]!]!.column;
     const count = `(select count(*) from (select 1 from ${this.source.from}${where.length ? ` where ${where.join(' and ')}` : ''} order by ${by}, ${this.source.id} limit ${TOTAL_CAP + 1}) capped)`;
     return filter.guard ? `(select case when ${filter.guard} then ${count} end)` : count;
   }
 
   /**
    * The page's statement; `rows`, when given, is its limit written as a constant, with no offset;
-   * `counts`, whether it counts the total beside the rows.
+   * `counts`, whether it counts the total beside the rows. The order is the keys', then the id in
+   * the last key's direction; nulls come last whichever the direction.
    */
-  private build(sort: string, kind: CursorKind, filter: ListFilter, rows: number | undefined, counts: boolean): string {
-    const { column, nullable, descending } = this.sortKey(sort);
+  private build(
+    keys: OrderKey[],
+    shape: CursorShape,
+    filter: ListFilter,
+    rows: number | undefined,
+    counts: boolean,
+  ): string {
     const id = this.source.id;
-    const n = filter.params.length;
-    const $ = (i: number) => `$${n + i}`;
-    const idParam = (i: number) => `${$(i)}::${this.source.idType ?? 'uuid'}`;
+    let n = filter.params.length;
+    const next$ = () => `$${++n}`;
     const where = this.conditions(filter);
     if (filter.guard) where.push(filter.guard);
-    const op = descending ? '<' : '>';
-    // Ascending puts nulls last and descending first (PostgreSQL's defaults, which the indexes share).
-    if (kind === 'value') {
-      const rowCompare = `(${column}, ${id}) ${op} (${$(1)}, ${idParam(2)})`;
-      where.push(nullable && !descending ? `(${rowCompare} or ${column} is null)` : rowCompare);
-    } else if (kind === 'null') {
-      where.push(
-        descending
-          ? `((${column} is null and ${id} < ${idParam(1)}) or ${column} is not null)`
-          : `(${column} is null and ${id} > ${idParam(1)})`,
-      );
+    const descending = keys.at(-1)!.descending;
+    if (shape !== '') {
+      const values = [...shape].map((kind) => (kind === 'v' ? next$() : null));
+      const idParam = `${next$()}::${this.source.idType ?? 'uuid'}`;
+      where.push(keyset(keys, values, id, idParam));
     }
-    const next = kind === 'value' ? 3 : kind === 'null' ? 2 : 1;
-    const direction = descending ? 'desc' : 'asc';
+    const limit = rows ?? `${next$()} offset ${next$()}`;
+    const direction = (d: boolean) => (d ? 'desc' : 'asc');
+    const order = keys.map(
+      (k) => `${k.expr} ${direction(k.descending)}${k.descending && k.nullable ? ' nulls last' : ''}`,
+    );
+    const sortValue =
+      keys.length === 1 ? `${keys[0]!.expr}::text` : `array[${keys.map((k) => `${k.expr}::text`).join(', ')}]`;
+    const columns = filter.columns?.length ? `, ${filter.columns.join(', ')}` : '';
     const total = counts ? `, ${this.cappedCount(filter)} as "__total"` : '';
-    return `select ${this.source.select}, ${column}::text as "__sort", ${id} as "__id"${total}
+    return `select ${this.source.select}${columns}, ${sortValue} as "__sort", ${id} as "__id"${total}
   from ${this.source.from}${where.length ? `\n where ${where.join('\n   and ')}` : ''}
- order by ${column} ${direction}, ${id} ${direction}
- limit ${rows ?? `${$(next)} offset ${$(next + 1)}`}`;
+ order by ${[...order, `${id} ${direction(descending)}`].join(', ')}
+ limit ${limit}`;
   }
+}
+
+/**
+ * The rows after a cursor in the order of `keys` (then the id): `values` holds, per key, the
+ * parameter with the cursor's value, or null where the cursor is among the rows without one.
+ * Nulls come last in both directions, so nothing follows a null on its key but more nulls.
+ * Where every key goes one way and none may be null, one row comparison, which an index on the
+ * keys and the id reads as a range; else the comparison spelt out key by key.
+ */
+function keyset(keys: OrderKey[], values: (string | null)[], id: string, idParam: string): string {
+  const op = (k: { descending: boolean }) => (k.descending ? '<' : '>');
+  const last = keys.at(-1)!;
+  const uniform = keys.every((k) => k.descending === last.descending);
+  if (uniform && values.every((v) => v !== null)) {
+    const rowCompare = `(${[...keys.map((k) => k.expr), id].join(', ')}) ${op(last)} (${[...values, idParam].join(', ')})`;
+    if (keys.every((k) => !k.nullable)) return rowCompare;
+    if (keys.length === 1) return `(${rowCompare} or ${last.expr} is null)`;
+  }
+  const disjuncts: string[] = [];
+  const equal: string[] = [];
+  keys.forEach((k, i) => {
+    const value = values[i];
+    if (value === null || value === undefined) {
+      equal.push(`${k.expr} is null`);
+      return;
+    }
+    const after = `${k.expr} ${op(k)} ${value}`;
+    disjuncts.push([...equal, k.nullable ? `(${after} or ${k.expr} is null)` : after].join(' and '));
+    equal.push(`${k.expr} = ${value}`);
+  });
+  disjuncts.push([...equal, `${id} ${op(last)} ${idParam}`].join(' and '));
+  return disjuncts.length === 1 ? `(${disjuncts[0]})` : `(${disjuncts.map((d) => `(${d})`).join(' or ')})`;
+}
+
+/** A cursor's values, one per key of the order (a single key's value as it stands); 422 for any other shape. */
+function cursorValues(cursor: Cursor, keys: OrderKey[]): (string | null)[] {
+  const values = keys.length === 1 ? [cursor.value] : cursor.value;
+  if (
+    !Array.isArray(values) ||
+    values.length !== keys.length ||
+    values.some((v, i) => (v === null ? !keys[i]!.nullable : typeof v !== 'string'))
+  ) {
+    throw badCursor('after is not a cursor this list gave');
+  }
+  return values as (string | null)[];
+}
+
+function sortRefusal(names: string[], written: string, repeated: boolean) {
+  const message = repeated
+    ? `sort names ${written.replace(/^-/, '')} twice; name each field once`
+    : `sort takes ${names.join(', ')}, each also with "-" for descending, several separated by commas (sort=${names[0]},-${names.at(-1)}); "${written}" is not one of them`;
+  return problem('VALIDATION_FAILED', message, { errors: [{ pointer: '/querystring/sort', message }] });
 }

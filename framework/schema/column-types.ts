@@ -1,5 +1,6 @@
 import Type, { type TSchema } from 'typebox';
 import { acceptedColumn } from '../entity/table-check.ts';
+import { declaredDefault } from '../entity/storage.ts';
 
 /** A column type both as DDL writes it and as the catalog names it (framework/entity/table-check.ts). */
 export interface ColumnType {
@@ -121,6 +122,18 @@ export function columnType(schema: TSchema): ColumnType {
     );
   }
   return chosen;
+}
+
+/**
+ * Whether the column of a field declared with this schema may hold null: an optional field
+ * without a default other than null, or one whose schema admits null. The migration generator
+ * (framework/schema/desired.ts) writes `not null` for every other field.
+ */
+export function columnMayHoldNull(schema: TSchema): boolean {
+  if (acceptedColumn(schema).nullable) return true;
+  if (!Type.IsOptional(schema)) return false;
+  const found = declaredDefault(schema) ?? declaredDefault(stripOptional(schema));
+  return found === undefined || found.value === null;
 }
 
 export function stripOptional(schema: TSchema): TSchema {

@@ -1,11 +1,11 @@
-import Type, { type TProperties } from 'typebox';
+import type { TProperties } from 'typebox';
 import type { AnyEntity } from '../entity/define.ts';
 import type { TxContext } from '../context/tx.ts';
 import { resolveEntity } from '../entity/resolve.ts';
 import { snakeCase } from '../entity/names.ts';
 import { acceptedColumn, tableShape } from '../entity/table-check.ts';
 import { declaredDefault, type UniqueField } from '../entity/storage.ts';
-import { columnType, enumValues, sqlLiteral, stripOptional } from './column-types.ts';
+import { columnMayHoldNull, columnType, enumValues, sqlLiteral, stripOptional } from './column-types.ts';
 import type { ColumnSpec, IndexSpec, TableSpec } from './model.ts';
 
 export const LIVE_ROWS = 'deleted_at is null';
@@ -38,8 +38,6 @@ function fieldColumn(def: AnyEntity, field: string): ColumnSpec {
   }
   const found = declaredDefault(schema) ?? declaredDefault(stripOptional(schema));
   const accepted = acceptedColumn(schema);
-  const nullable = accepted.nullable;
-  const optional = Type.IsOptional(schema);
   const values =
     type.catalog === 'text' || type.catalog === 'int4' || type.catalog === 'int8'
       ? enumValues(stripOptional(schema))
@@ -50,7 +48,7 @@ function fieldColumn(def: AnyEntity, field: string): ColumnSpec {
     field,
     type,
     // Left out of a create, an optional field is null, unless its column has a default.
-    notNull: !nullable && (!optional || (found !== undefined && found.value !== null)),
+    notNull: !columnMayHoldNull(schema),
     ...(found !== undefined && found.value !== null
       ? { default: { value: found.value, sql: sqlLiteral(found.value, type) } }
       : {}),

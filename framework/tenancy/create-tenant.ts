@@ -4,6 +4,7 @@ import { scopedContext, type TxContext } from '../context/tx.ts';
 import type { TenantRef } from '../context/tenant.ts';
 import type { Services } from '../services.ts';
 import { insertTenant } from './control-plane.ts';
+import { OPERATOR_ACTOR } from '../context/actor.ts';
 
 export interface NewTenant {
   slug: string;
@@ -56,8 +57,19 @@ export async function withinTenant<T>(
   await scope(tenant.id);
   try {
     // The caller's session is of its own tenant: in another tenant's scope it is none (its
-    // permissions and its kind, cookie or token, say nothing there); the caller stays the actor.
-    const { ctx: inner, flush } = scopedContext(ctx.db, tenant, null, ctx.actorId, ctx.declaredEvents, ctx.now);
+    // permissions and its kind, cookie or token, say nothing there). The operator acting on a
+    // customer is the operator there, in events and history, naming none of the operator's users.
+    const operator = ctx.tenant.isOperator && tenant.id !== ctx.tenant.id;
+    const { ctx: inner, flush } = scopedContext(
+      ctx.db,
+      tenant,
+      null,
+      operator ? null : ctx.actorId,
+      ctx.declaredEvents,
+      ctx.now,
+      undefined,
+      operator ? OPERATOR_ACTOR : ctx.actor,
+    );
     const result = await fn(inner);
     await flush();
     return result;

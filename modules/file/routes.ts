@@ -2,7 +2,8 @@ import Type from 'typebox';
 import { defineRoute } from '../../framework/entity/define.ts';
 import { notFound, problem } from '../../framework/errors.ts';
 import { problemResponse } from '../../framework/openapi/problem-schema.ts';
-import { KeysetPager, pageQuerySchema, pageSchema, type PageQuery } from '../../framework/operations/paging.ts';
+import { pageSchema } from '../../framework/operations/paging.ts';
+import { QueryList } from '../../framework/query/query-list.ts';
 import { ANY_MEDIA_TYPE, streamFrom, streamResponses } from '../../framework/http/stream.ts';
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import type { Config, Services } from '../../framework/entity/define.ts';
@@ -17,12 +18,27 @@ const Id = Type.Object({ id: Type.String({ format: 'uuid' }) });
 
 const FILE_COLUMNS =
   'id, name, size, sha256, media_type as "mediaType", visibility, uploaded_by as "uploadedBy", created_at as "createdAt"';
-export const filePages = new KeysetPager({
+/**
+ * The tenant's files, through the query language like every list: by visibility, media type, size,
+ * creation time or any other field of the record (never the storage key, which is no field).
+ */
+export const fileList = new QueryList({
+  label: 'files',
+  item: FileRecord,
   select: FILE_COLUMNS,
   from: 'files',
-  id: 'id',
-  where: [],
-  sorts: { createdAt: { column: 'created_at' }, name: { column: 'name' }, size: { column: 'size' } },
+  columns: {
+    id: 'id',
+    name: 'name',
+    size: 'size',
+    sha256: 'sha256',
+    mediaType: 'media_type',
+    visibility: 'visibility',
+    uploadedBy: 'uploaded_by',
+    createdAt: 'created_at',
+  },
+  indexed: ['createdAt', 'name', 'size'],
+  defaultSort: 'createdAt',
 });
 
 /**
@@ -135,11 +151,13 @@ export const fileRoutes = (config: Config) => [
     summary: 'List files',
     tags: ['file'],
     access: { permission: 'file:read' },
+    description:
+      'Filtered, sorted and paged like every list (docs/api-conventions.md, "Filters"): visibility=eq.public, mediaType=startsWith.image/, size=gt.1000000, createdAt=gte.now-7d.',
     schema: {
-      querystring: pageQuerySchema({ sorts: ['createdAt', 'name', 'size'], defaultSort: 'createdAt' }),
+      querystring: fileList.querySchema,
       response: { 200: pageSchema(FileRecord, 'A page of files') },
     },
-    handler: ({ tx, query }) => filePages.page(tx, query as PageQuery),
+    handler: ({ tx, query, reply }) => fileList.answer(tx, query, reply),
   }),
   defineRoute({
     method: 'GET',

@@ -2,7 +2,8 @@ import Type from 'typebox';
 import { defineRoute, type AnyRoute } from '../../framework/entity/define.ts';
 import { notFound } from '../../framework/errors.ts';
 import { isUuid } from '../../framework/operations/entity-ops.ts';
-import { KeysetPager, pageQuerySchema, pageSchema, type PageQuery } from '../../framework/operations/paging.ts';
+import { pageSchema } from '../../framework/operations/paging.ts';
+import { QueryList } from '../../framework/query/query-list.ts';
 import type { TxContext } from '../../framework/entity/define.ts';
 import './notifications-table.ts';
 import { answer } from '../../framework/http/entity-route-parts.ts';
@@ -27,22 +28,27 @@ export const Notification = Type.Object(
 const COLUMNS = 'id, title, body, link, read_at as "readAt", created_at as "createdAt"';
 
 /**
- * The caller's own notifications: the recipient condition is the list filter, so the page is read
- * from the (tenant_id, recipient_id, created_at, id) index in either direction.
+ * The caller's own notifications, through the query language like every list (readAt=is.null for
+ * the unread ones): the recipient condition is the route's own, beside any the query adds, so no
+ * filter reaches another person's rows. The page is read from the (tenant_id, recipient_id,
+ * created_at, id) index in either direction.
  */
-const pages = new KeysetPager({
+const notifications = new QueryList({
+  label: 'notifications',
+  item: Notification,
   select: COLUMNS,
   from: 'notifications',
-  id: 'id',
-  where: [],
-  sorts: { createdAt: { column: 'created_at' } },
-});
-
-const ListQuery = pageQuerySchema({
-  sorts: ['createdAt'],
+  columns: {
+    id: 'id',
+    title: 'title',
+    body: 'body',
+    link: 'link',
+    readAt: 'read_at',
+    createdAt: 'created_at',
+  },
+  indexed: ['createdAt'],
   defaultSort: '-createdAt',
-  sortDescription:
-    'Newest first (-createdAt) unless sort=createdAt asks for oldest first. Ties break on id, in the same direction.',
+  sortDescription: 'Newest first (-createdAt) unless sort asks for another order.',
 });
 
 const IdParams = Type.Object({ id: Type.String({ description: 'Notification id (UUID)' }) });
@@ -67,15 +73,15 @@ export const notificationRoutes: readonly AnyRoute[] = [
     operationId: 'notification-notification-list',
     summary: 'List my notifications',
     description:
-      'The caller’s own notifications, newest first by default. Paged like every list: limit and offset, or after=<next> from the previous page; total counted up to 10000. Nobody lists another person’s notifications.',
+      'The caller’s own notifications, newest first by default. Filtered, sorted and paged like every list (readAt=is.null: the unread ones; docs/api-conventions.md, "Filters"): limit and offset, or after=<next> from the previous page; total counted up to 10000. Nobody lists another person’s notifications, whatever the filter.',
     tags,
     access: 'signedIn',
     schema: {
-      querystring: ListQuery,
+      querystring: notifications.querySchema,
       response: { 200: pageSchema(Notification, 'A page of the caller’s notifications') },
     },
-    handler: ({ tx, query }) =>
-      pages.page(tx, query as PageQuery, { conditions: ['recipient_id = $1'], params: [callerOf(tx)] }),
+    handler: ({ tx, query, reply }) =>
+      notifications.answer(tx, query, reply, { conditions: ['recipient_id = $1'], params: [callerOf(tx)] }),
   }),
   defineRoute({
     method: 'POST',

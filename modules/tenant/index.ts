@@ -15,6 +15,13 @@ export const tenantModule = defineModule({
     { name: 'tenant:manage', description: 'Tenant routes and the Tenants navigation entry', operator: true },
   ],
   events: ['tenant.created', 'tenant.host_added', 'tenant.host_removed', 'tenant.suspended', 'tenant.resumed'],
+  // The customer sees these in its own activity, as done by the operator (the payload's id is the tenant's).
+  operatorEventsAbout: {
+    'tenant.host_added': 'id',
+    'tenant.host_removed': 'id',
+    'tenant.suspended': 'id',
+    'tenant.resumed': 'id',
+  },
   routes: tenantRoutes,
   admin: {
     label: 'Tenants',

@@ -11,6 +11,8 @@ declare module 'autocannon' {
     connections?: number;
     duration?: number;
     timeout?: number;
+    /** Requests sent in turn; setupRequest may change each one (its path, its body) before it goes. */
+    requests?: { setupRequest?: (request: { path?: string; body?: string }) => { path?: string; body?: string } }[];
   }
 
   interface Result {

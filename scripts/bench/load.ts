@@ -2,7 +2,14 @@ import autocannon from 'autocannon';
 
 export interface Target {
   url: string;
-  method: 'GET' | 'POST';
+  method: 'GET' | 'POST' | 'PATCH';
+  /**
+   * Paths on the url's origin to spread the requests over, one picked at random per request (a
+   * PATCH of many rows rather than one row every connection waits for); its body then comes from
+   * bodyOf, given the request's number, instead of body.
+   */
+  paths?: readonly string[];
+  bodyOf?: (n: number) => string;
   headers?: Record<string, string>;
   /** `[<id>]` in the body is replaced by a fresh id per request (unique names for creates). */
   body?: string;
@@ -31,6 +38,7 @@ export function hammer(target: Target, connections: number, seconds: number): Pr
         method: target.method,
         headers: target.headers ?? {},
         ...(target.body !== undefined ? { body: target.body, idReplacement: target.body.includes('[<id>]') } : {}),
+        ...(target.paths ? { requests: [{ setupRequest: spread(target.paths, target.bodyOf) }] } : {}),
         connections,
         duration: seconds,
         timeout: 30,
@@ -54,6 +62,16 @@ export function hammer(target: Target, connections: number, seconds: number): Pr
     });
   });
 }
+
+let spreadCount = 0;
+/** Each request to one of the paths at random, with its own body. */
+const spread =
+  (paths: readonly string[], bodyOf: ((n: number) => string) | undefined) =>
+  (request: { path?: string; body?: string }) => ({
+    ...request,
+    path: paths[Math.floor(Math.random() * paths.length)]!,
+    ...(bodyOf ? { body: bodyOf(++spreadCount) } : {}),
+  });
 
 export interface Figures {
   rps: number;

@@ -17,6 +17,7 @@ export const SCENARIOS = [
   'webhooks',
   'tenants',
   'metrics-cost',
+  'history',
   'prepared-statements',
 ] as const;
 export type ScenarioGroup = (typeof SCENARIOS)[number];

@@ -22,6 +22,8 @@ export interface ResultRow {
   p999_ms?: number;
   /** The slowest catch-up of the worker after a create run: every event relayed and audited. */
   audit_drain_ms?: number;
+  /** History scenario: what the revisions of a thousand writes take (heap, TOAST and indexes), in bytes. */
+  bytes_per_1000_writes?: number;
   /** Login throughput divided by the machine's cores. */
   rps_per_core?: number;
   /** Rows in the listed tenant's table, for the list measured at several sizes. */

@@ -5,6 +5,7 @@ import { buildApp, type App } from '../../framework/app.ts';
 import type { TenantRef } from '../../framework/context/tenant.ts';
 import { allModules } from '../../modules/index.ts';
 import { testkitModule } from '../../test/helpers/testkit-module.ts';
+import type { ModuleDefinition } from '../../framework/entity/module-definition.ts';
 import { benchModule, ProbeRecorder, PROBE_EVENT, wallClockMs } from './bench-module.ts';
 import { seed } from './seed.ts';
 import {
@@ -21,6 +22,20 @@ import {
  * on a free port and answers the run over IPC.
  */
 const settings = JSON.parse(process.env[SETTINGS_ENV] ?? '{}') as ServiceSettings;
+
+/**
+ * The history-cost scenario's other side (scripts/bench/history-cost.ts): with
+ * TENANTRY_BENCH_HISTORY=off the test kit's widget keeps no history, all else equal.
+ */
+function historySwitched(module: ModuleDefinition): ModuleDefinition {
+  if (process.env.TENANTRY_BENCH_HISTORY !== 'off') return module;
+  return {
+    ...module,
+    entities: (module.entities ?? []).map((e) =>
+      (e as { name?: string }).name === 'widget' ? ({ ...e, history: false } as typeof e) : e,
+    ),
+  };
+}
 const send = (message: ChildMessage) => process.send?.(message);
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 
@@ -107,7 +122,7 @@ async function main(): Promise<void> {
   const recorder = new ProbeRecorder();
   const app = await buildApp({
     config,
-    modules: [...allModules, testkitModule, benchModule(recorder)],
+    modules: [...allModules, historySwitched(testkitModule), benchModule(recorder)],
     databaseUrl: settings.databaseUrl,
     role: 'all',
     logger,

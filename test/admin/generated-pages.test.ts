@@ -143,6 +143,47 @@ describe('Generated pages: each page and post is authorised exactly as its API r
     expect(seen).toContain('billing.plan reader allowed');
   });
 
+  it('gives every caller the same answer on the history and restore pages as on their API routes', async () => {
+    const callers: Record<string, SignedIn | null> = {
+      anonymous: null,
+      member: await signInAs(app, acme, []),
+      reader: await signInAs(app, acme, ['task:read', 'content:read', 'user:read', 'billing:read', 'widget:read']),
+      admin: await signInAs(app, acme, ['*']),
+    };
+    const seen = new Set<string>();
+    for (const entity of generatedResources(app.services.registry)) {
+      if (entity.def.history === false) continue;
+      const base = entity.names.adminPath;
+      const api = entity.names.path;
+      const id = randomUUID();
+      const revision = randomUUID();
+      const pairs: { page: [string, string]; api: [string, string, object?] }[] = [
+        { page: ['GET', `${base}/${id}/history`], api: ['GET', `${api}/${id}/history`] },
+        {
+          page: ['GET', `${base}/${id}/restore?revision=${revision}`],
+          api: ['POST', `${api}/${id}/restore`, { revision }],
+        },
+        {
+          page: ['POST', `${base}/${id}/restore?revision=${revision}`],
+          api: ['POST', `${api}/${id}/restore`, { revision }],
+        },
+      ];
+      for (const pair of pairs) {
+        for (const [name, who] of Object.entries(callers)) {
+          const page = outcomeOfPage(await pageAs(who, ...pair.page));
+          const answer = outcomeOfApi(await apiAs(who, ...pair.api));
+          expect(page, `${name}: ${pair.page.join(' ')} against ${pair.api[0]} ${pair.api[1]}`).toBe(answer);
+          seen.add(`${entity.names.key} ${name} ${page}`);
+        }
+      }
+    }
+    expect(seen).toContain('task.task anonymous anonymous');
+    expect(seen).toContain('task.task member refused AUTH_FORBIDDEN');
+    expect(seen).toContain('task.task reader allowed');
+    expect(seen).toContain('task.task reader refused AUTH_FORBIDDEN');
+    expect(seen).toContain('billing.plan admin refused AUTH_NOT_OPERATOR');
+  });
+
   it('answers a member without task:read a 403 page that shows none of the task', async () => {
     const admin = await signInAs(app, acme, ['*']);
     const created = await app

@@ -72,6 +72,17 @@ async function makeRow(entity: ResolvedEntity): Promise<string> {
   return res.body.id as string;
 }
 
+/** The record's History page and a Restore confirmation, where the entity keeps history. */
+async function historyPaths(entity: ResolvedEntity, id: string): Promise<string[]> {
+  if (entity.def.history === false) return [];
+  const res = await get(callerOf(entity), hostOf(entity), `${entity.names.path}/${id}/history`);
+  // A record row access hides from the caller (another person's memo) has no page for them either.
+  if (res.status === 404) return [];
+  expect(res.status, entity.names.key).toBe(200);
+  const revision = (res.body.items as { id: string }[])[0]!.id;
+  return [`${entity.names.adminPath}/${id}/history`, `${entity.names.adminPath}/${id}/restore?revision=${revision}`];
+}
+
 interface Node {
   type?: string | string[];
   format?: string;
@@ -191,6 +202,7 @@ describe('plain language in the admin shell', () => {
         `${base}/${id}/edit`,
         `${base}/${id}/delete`,
         ...Object.keys(entity.def.commands ?? {}).map((c) => `${base}/${id}/${c}`),
+        ...(await historyPaths(entity, id)),
       ];
       for (const path of paths) {
         const res = await get(who, host, path);
@@ -271,6 +283,8 @@ describe('plain language in the admin shell', () => {
       [admin, HOST, '/admin/health'],
       [admin, HOST, '/admin/health/database'],
       [admin, HOST, '/admin/_gallery'],
+      [admin, HOST, '/admin/audit/activity'],
+      [emptyAdmin, 'empty.localhost', '/admin/audit/activity'],
       [admin, HOST, '/admin/auth/roles'],
       [admin, HOST, '/admin/auth/roles/admin'],
       [admin, HOST, '/admin/no/such/page'],

@@ -113,6 +113,28 @@ it('a program signs in, works a task through its commands, pages with the cursor
   expect(secondPage.data?.items.map((t) => t.title)).toEqual(['third']);
   expect(secondPage.data?.next).toBeNull();
 
+  // A question (issue 44): the finished tasks assigned to this user, due within two days (a
+  // repeated parameter holds twice), with the assignee's address and nothing else.
+  const asked = await client.GET('/api/v1/task/tasks', {
+    params: {
+      query: {
+        status: 'in.(resolved,closed)',
+        deadline: ['gt.now', 'lte.now+2d'],
+        'assignee.email': `eq.${user.email}`,
+        expand: 'assignee',
+        fields: 'title,assignee.email',
+        sort: '-priority,deadline',
+      },
+    },
+  });
+  expect(asked.response.status, JSON.stringify(asked.error)).toBe(200);
+  expect(asked.data?.items).toEqual([
+    { id: taskId, title: 'Ship the client', assignee: { id: user.id, email: user.email } },
+  ]);
+  const notAnOperator = await client.GET('/api/v1/task/tasks', { params: { query: { priority: 'like.high' } } });
+  expect(notAnOperator.response.status).toBe(422);
+  expect(notAnOperator.error?.errors?.[0]?.message).toMatch(/priority takes eq, neq, gt, gte, lt, lte, in/);
+
   const uploaded = await client.POST('/api/v1/file/files', {
     params: { query: { visibility: 'private' } },
     body: { file: new Blob(['hello from a program'], { type: 'text/plain' }) },

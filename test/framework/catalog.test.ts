@@ -107,12 +107,16 @@ describe('GET /api/v1/admin/resources', () => {
       update: 'PATCH /api/v1/testkit/setting',
       delete: 'DELETE /api/v1/testkit/setting',
       activate: 'POST /api/v1/testkit/setting/activate',
+      history: 'GET /api/v1/testkit/setting/history',
+      restore: 'POST /api/v1/testkit/setting/restore',
     });
     expect(setting.operationIds).toEqual({
       read: 'testkit-setting-read',
       update: 'testkit-setting-update',
       delete: 'testkit-setting-delete',
       activate: 'testkit-setting-activate',
+      history: 'testkit-setting-history',
+      restore: 'testkit-setting-restore',
     });
     expect(setting.commandOwned).toEqual({
       activations: 'POST /api/v1/testkit/setting/activate',
@@ -192,9 +196,14 @@ describe('catalog, OpenAPI and registered routes agree', () => {
             update: `PATCH ${item}`,
             delete: `DELETE ${item}`,
           };
+      // History, unless declared off; a singleton restores only through its PATCH.
+      const keeps = resolved.def.history !== false;
+      const restores = !resolved.def.singleton || (resolved.def.singletonRoutes ?? []).includes('update');
       const expected: Record<string, string> = {
         ...generic,
         ...Object.fromEntries(commands.map((c) => [c, `POST ${item}/${c}`])),
+        ...(keeps ? { history: `GET ${item}/history` } : {}),
+        ...(keeps && restores ? { restore: `POST ${item}/restore` } : {}),
       };
       expect(entry.endpoints, entry.key).toEqual(expected);
       expect(Object.keys(entry.operationIds).sort()).toEqual(Object.keys(expected).sort());

@@ -122,6 +122,18 @@ describe('the OpenAPI compatibility checker', () => {
     expect(compareDocuments(api(), widened)).toHaveLength(1);
   });
 
+  it('reads an enum without a type as the type of its values: a parameter of names that becomes a patterned string is no narrowing', () => {
+    const named = api(({ params }) => params.push({ in: 'query', name: 'sort', schema: { enum: ['size', '-size'] } }));
+    const patterned = api(({ params }) =>
+      params.push({ in: 'query', name: 'sort', schema: { type: 'string', pattern: '^-?size(,-?size)*$' } }),
+    );
+    expect(breaking(compareDocuments(named, patterned))).toEqual([]);
+    const numbers = api(({ params }) => params.push({ in: 'query', name: 'sort', schema: { enum: [1, 2] } }));
+    expect(breaking(compareDocuments(numbers, patterned))).toEqual([
+      'GET /things query sort: narrowed type: integer → string',
+    ]);
+  });
+
   it('calls the same values written as one enum instead of a union of single values compatible, and says so', () => {
     const union = {
       anyOf: [

@@ -58,6 +58,14 @@ const registered = () => [
     access: 'signedIn' as const,
     schema: {},
   },
+  // So is the tenant's activity (framework/events/activity.ts).
+  {
+    method: 'GET',
+    url: '/api/v1/audit/activity',
+    operationId: 'audit-activity-list',
+    access: { permission: 'audit:read' },
+    schema: {},
+  },
   // The probes: outside any tenant, but documented like every route.
   { method: 'GET', url: '/health', operationId: 'system-health-read', access: 'public' as const, schema: {} },
   { method: 'GET', url: '/ready', operationId: 'system-readiness-read', access: 'public' as const, schema: {} },
@@ -103,6 +111,12 @@ describe('the OpenAPI document', () => {
         for (const command of Object.keys(entity.def.commands ?? {})) {
           expect(at(`POST ${path}/${command}`)).toBe(`${entity.module}-${entity.name}-${command}`);
         }
+        // History, unless declared off; a singleton restores only through its PATCH.
+        const keeps = entity.def.history !== false;
+        expect(at(`GET ${path}/history`)).toBe(keeps ? operationId('history') : undefined);
+        expect(at(`POST ${path}/restore`)).toBe(
+          keeps && declared.includes('update') ? operationId('restore') : undefined,
+        );
         continue;
       }
       expect(at(`GET ${path}`)).toBe(`${entity.module}-${entity.name}-list`);
@@ -113,7 +127,11 @@ describe('the OpenAPI document', () => {
       for (const command of Object.keys(entity.def.commands ?? {})) {
         expect(at(`POST ${path}/{id}/${command}`)).toBe(`${entity.module}-${entity.name}-${command}`);
       }
+      const keeps = entity.def.history !== false;
+      expect(at(`GET ${path}/{id}/history`)).toBe(keeps ? operationId('history') : undefined);
+      expect(at(`POST ${path}/{id}/restore`)).toBe(keeps ? operationId('restore') : undefined);
     }
+    expect(operations.get('GET /api/v1/task/tasks/{id}/history')?.operationId).toBe('task-task-history');
     expect(operations.get('POST /api/v1/testkit/widgets/{id}/approve')?.operationId).toBe('testkit-widget-approve');
     expect(operations.get('GET /api/v1/testkit/setting')?.operationId).toBe('testkit-setting-read');
     expect(operations.get('POST /api/v1/testkit/setting/activate')?.operationId).toBe('testkit-setting-activate');
@@ -222,10 +240,13 @@ describe('the OpenAPI document', () => {
     for (const entity of app.services.registry.entities.filter((e) => !e.def.singleton)) {
       const params = operations.get(`GET ${entity.names.path}`)!.parameters!;
       const byName = Object.fromEntries(params.map((p) => [p.name, p]));
-      expect(byName.sort!.schema).toMatchObject({ default: 'createdAt' });
-      expect(byName.sort!.schema.enum).toEqual(
-        expect.arrayContaining(['createdAt', '-createdAt', 'updatedAt', '-updatedAt']),
-      );
+      expect(byName.sort!.schema).toMatchObject({ type: 'string', default: 'createdAt' });
+      // Several keys (issue 44): the pattern takes each sort, either way, and lists of them.
+      const sorts = new RegExp((byName.sort!.schema as { pattern: string }).pattern);
+      for (const sort of ['createdAt', '-createdAt', 'updatedAt', '-updatedAt', 'createdAt,-updatedAt'])
+        expect(sorts.test(sort), `${entity.names.key} sort=${sort}`).toBe(true);
+      expect(sorts.test('nope'), entity.names.key).toBe(false);
+      expect((byName.sort as { description?: string }).description).toMatch(/An index serves: createdAt, -createdAt/);
     }
   });
 
@@ -237,11 +258,15 @@ describe('the OpenAPI document', () => {
         expect((prefer as { description?: string } | undefined)?.description, key).toMatch(
           /Eventually consistent.*Preference-Applied: replica/s,
         );
+        const answer = operations.get(key)!.responses['200'] as { headers?: Record<string, { schema: unknown }> };
+        expect(answer.headers?.['Preference-Applied']?.schema, key).toEqual({ type: 'string', enum: ['replica'] });
       }
     }
     // A write takes no such header.
     const create = operations.get('POST /api/v1/testkit/widgets')!.parameters ?? [];
     expect(create.filter((p) => p.name === 'prefer')).toEqual([]);
+    const created = operations.get('POST /api/v1/testkit/widgets')!.responses['201'] as { headers?: object };
+    expect(created.headers ?? {}).not.toHaveProperty('Preference-Applied');
   });
 
   /** The list routes that take a filter beyond the paging parameters and q, and its names. */
@@ -264,17 +289,25 @@ describe('the OpenAPI document', () => {
       ]),
     );
     for (const [key, op] of lists) {
-      // A list that may read from the replica takes the Prefer header beside its query (docs/api-conventions.md).
-      const params = op.parameters!.filter((p) => p.in !== 'header');
+      // A record's history is a list under its path's id; a list that may read from the replica
+      // takes the Prefer header beside its query (docs/api-conventions.md).
+      const params = op.parameters!.filter((p) => p.in !== 'path' && p.in !== 'header');
       for (const header of op.parameters!.filter((p) => p.in === 'header'))
         expect([header.name, header.required], key).toEqual(['prefer', false]);
       const byName = Object.fromEntries(params.map((p) => [p.name, p]));
       // A list over searchable fields also takes q (docs/api-conventions.md, "Search: q"); a list
       // may take a filter of its own beside the paging parameters (the tokens list's userId).
       const filters = LIST_FILTERS[key] ?? [];
+      // A list that takes the query language (issue 44) also takes one parameter per filterable
+      // field (its operators as the pattern), or, fields and, when it has references, expand.
+      const queried = (name: string) => {
+        if (name === 'or' || name === 'fields' || name === 'expand') return true;
+        const schema = byName[name]!.schema as { anyOf?: { pattern?: string }[] };
+        return /^\^\(not\\\.\)\?\(/.test(schema.anyOf?.[0]?.pattern ?? '');
+      };
       expect(
         Object.keys(byName)
-          .filter((name) => name !== 'q' && !filters.includes(name))
+          .filter((name) => name !== 'q' && !filters.includes(name) && !queried(name))
           .sort(),
         key,
       ).toEqual(['after', 'limit', 'offset', 'sort']);

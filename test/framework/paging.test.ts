@@ -69,11 +69,40 @@ const expected = async (ctx: TxContext, order: string, where = 'true') =>
   ).rows.map((r) => r.id);
 
 describe('KeysetPager', () => {
-  it('walks a column holding nulls in both directions: nulls last ascending, first descending, each row once', async () => {
+  it('walks a column holding nulls in both directions: nulls last ascending and descending, each row once', async () => {
     await withScratch(async (ctx) => {
       const p = pager();
       expect(await follow(ctx, p, 'v')).toEqual(await expected(ctx, 'v asc nulls last, id asc'));
-      expect(await follow(ctx, p, '-v')).toEqual(await expected(ctx, 'v desc nulls first, id desc'));
+      expect(await follow(ctx, p, '-v')).toEqual(await expected(ctx, 'v desc nulls last, id desc'));
+    });
+  });
+
+  it('walks several sort keys in mixed directions, nulls last on each, ties broken by id in the last key’s direction', async () => {
+    await withScratch(async (ctx) => {
+      const p = new KeysetPager({
+        select: 'id, v, k',
+        from: 'scratch',
+        id: 'id',
+        where: [],
+        sorts: { id: { column: 'id' }, v: { column: 'v', nullable: true }, k: { column: 'k' } },
+      });
+      expect(await follow(ctx, p, 'k,-v')).toEqual(await expected(ctx, 'k asc, v desc nulls last, id desc'));
+      expect(await follow(ctx, p, '-v,k')).toEqual(await expected(ctx, 'v desc nulls last, k asc, id asc'));
+      expect(await follow(ctx, p, 'v,k')).toEqual(await expected(ctx, 'v asc nulls last, k asc, id asc'));
+      expect(await follow(ctx, p, '-k,-v')).toEqual(await expected(ctx, 'k desc, v desc nulls last, id desc'));
+    });
+  });
+
+  it('refuses a sort key the list does not take, or one named twice, with 422 naming the keys it takes', async () => {
+    await withScratch(async (ctx) => {
+      const p = pager();
+      for (const sort of ['w', 'v,-v', 'v,']) {
+        const refusal = await p.page(ctx, { limit: 2, offset: 0, sort }).catch((err: unknown) => err);
+        expect(refusal, sort).toBeInstanceOf(ProblemError);
+        expect((refusal as ProblemError).errors?.[0]?.pointer).toBe('/querystring/sort');
+      }
+      const unknown = await p.page(ctx, { limit: 2, offset: 0, sort: 'w' }).catch((err: ProblemError) => err);
+      expect((unknown as ProblemError).message).toMatch(/sort takes id, v/);
     });
   });
 
@@ -82,7 +111,7 @@ describe('KeysetPager', () => {
       const p = pager();
       const filter = { conditions: ['k = $1'], params: ['even'] };
       expect(await follow(ctx, p, '-v', filter)).toEqual(
-        await expected(ctx, 'v desc nulls first, id desc', `k = 'even'`),
+        await expected(ctx, 'v desc nulls last, id desc', `k = 'even'`),
       );
       const first = await p.page(ctx, { limit: 1, offset: 0, sort: 'id' }, filter);
       expect(first).toMatchObject({ total: 4, totalExact: true, limit: 1, offset: 0 });

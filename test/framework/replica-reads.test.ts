@@ -24,6 +24,7 @@ const HOST = 'acme.localhost';
 let pair: ReplicatedPair;
 let relaxed: TestApp;
 let strict: TestApp;
+let without: TestApp;
 let acme: TenantRef;
 let writer: SignedIn;
 let primary: pg.Client;
@@ -47,6 +48,8 @@ beforeAll(async () => {
       metrics: { port: await freePort() },
     }),
   });
+  // The same database, no replica configured.
+  without = await startTestApp({ databaseUrl: url, config: testConfig({ database: { url } }) });
   acme = await createCustomer(relaxed, 'acme');
   writer = await signInAs(relaxed, acme, ['content:read', 'content:manage']);
   primary = new pg.Client({ connectionString: url });
@@ -58,6 +61,7 @@ beforeAll(async () => {
 afterAll(async () => {
   await replica?.end();
   await primary?.end();
+  await without?.close();
   await strict?.close();
   await relaxed?.close();
   await pair?.stop();
@@ -185,6 +189,27 @@ describe('lists and reads by id', () => {
       expect(theirs.status, JSON.stringify(theirs.body)).toBe(200);
       expect(ids(theirs)).toContain(fresh);
       expect(theirs.headers['preference-applied']).toBeUndefined();
+    } finally {
+      await replicaCurrent();
+    }
+  });
+});
+
+describe('without database.replica_url', () => {
+  it("every read is the primary's: the public read current, and Prefer: replica not applied", async () => {
+    await replicaCurrent();
+    await pair.pauseReplay();
+    try {
+      const fresh = await publishedContent(without, 'unreplicated', 'Unreplicated');
+      const list = await without
+        .http(HOST)
+        .get('/api/v1/content/contents?limit=50')
+        .set('cookie', writer.cookie)
+        .set('prefer', 'replica');
+      expect(list.status).toBe(200);
+      expect(list.body.items.map((c: { id: string }) => c.id)).toContain(fresh);
+      expect(list.headers['preference-applied']).toBeUndefined();
+      expect(await publicTitle(without, 'unreplicated')).toBe('Unreplicated');
     } finally {
       await replicaCurrent();
     }

@@ -244,12 +244,12 @@ describe('one exchange per write whose values are known in advance', () => {
   });
 
   const insertCheckout = (): Checkout => {
-    const found = checkouts.filter((c) => c.sent.some((s) => s.text.startsWith('insert into "widgets"')));
+    const found = checkouts.filter((c) => c.sent.some((s) => s.text.includes('insert into "widgets"')));
     expect(found).toHaveLength(1);
     return found[0]!;
   };
 
-  it('a create POST sends the opening statement, the insert with its id made in the process and the outbox insert in one write, one round trip, as one transaction', async () => {
+  it('a create POST sends the opening statement, the insert with its id made in the process (and its revision, in the same statement) and the outbox insert in one write, one round trip, as one transaction', async () => {
     const res = await app
       .http('acme.localhost')
       .post('/api/v1/testkit/widgets')
@@ -262,9 +262,12 @@ describe('one exchange per write whose values are known in advance', () => {
     const statements = inner(checkout);
     expect(statements.map((s) => s.text.trim().split(/\s+/, 2).join(' ').toLowerCase())).toEqual([
       "select set_config('app.tenant_id',",
-      'insert into',
+      'with created',
       'insert into',
     ]);
+    // The widget keeps history: the create's revision is written by the insert's own statement.
+    expect(statements[1]!.text).toContain('insert into "widgets"');
+    expect(statements[1]!.text).toContain('insert into revisions');
     expect(statements[2]!.text).toContain('into outbox');
     expect(exchanges(checkout)).toBe(1);
     expect(roundTrips(checkout)).toBe(1);
@@ -290,6 +293,8 @@ describe('one exchange per write whose values are known in advance', () => {
     expect(await widgets()).not.toContain('not-written');
     const { rows } = await app.services.db.pool.query(`select 1 from outbox where actor_id = $1`, [viewer.userId]);
     expect(rows).toHaveLength(0);
+    const revisions = await app.services.db.pool.query(`select 1 from revisions where actor_id = $1`, [viewer.userId]);
+    expect(revisions.rows).toHaveLength(0);
   });
 
   it('a create refused by a unique index rolls back its event too and answers as before', async () => {
@@ -388,6 +393,32 @@ describe("the request path's statements", () => {
     expect(await widgets()).not.toContain('deferred-event');
     const { rows } = await app.services.db.pool.query(`select 1 from outbox where payload->>'id' = 'x'`);
     expect(rows).toHaveLength(0);
+  });
+
+  it('write a PATCH’s revision and its event with the COMMIT: together, after the update, in no exchange of their own', async () => {
+    const created = await app
+      .http('acme.localhost')
+      .post('/api/v1/testkit/widgets')
+      .set('Cookie', reader.cookie)
+      .send({ name: 'patched-once', size: 1, color: 'red' });
+    checkouts = [];
+    const res = await app
+      .http('acme.localhost')
+      .patch(`/api/v1/testkit/widgets/${created.body.id}`)
+      .set('Cookie', reader.cookie)
+      .send({ size: 2 });
+    expect(res.status).toBe(200);
+    const checkout = checkouts.find((c) => c.sent.some((s) => s.text.startsWith('update "widgets"')))!;
+    const texts = checkout.sent.map((s) => s.text.trim());
+    const revision = texts.findIndex((t) => t.startsWith('insert into revisions'));
+    const outbox = texts.findIndex((t) => t.startsWith('insert into outbox'));
+    // revision, outbox insert, COMMIT: the last three, issued together.
+    expect([revision, outbox]).toEqual([texts.length - 3, texts.length - 2]);
+    expect(texts.at(-1)).toBe('commit');
+    const last = checkout.sent.slice(-3).map((s) => s.answersBefore);
+    expect(new Set(last).size).toBe(1);
+    // What a PATCH cost before history: the opening, the read and lock, the update, the COMMIT (with the event).
+    expect(exchanges(checkout)).toBe(4);
   });
 
   it('leave the session outside any transaction after one that ran no statement (its BEGIN was never sent)', async () => {

@@ -14,6 +14,7 @@ export function testConfig(overrides: DeepPartial<Config> = {}, env: NodeJS.Proc
     webhooks: { ...(overrides.webhooks ?? {}) },
     metrics: { ...(overrides.metrics ?? {}) },
     billing: { ...(overrides.billing ?? {}), sandbox: { ...(overrides.billing?.sandbox ?? {}) } },
+    history: { ...(overrides.history ?? {}) },
   };
   return validateConfig(base, 'test-config', env);
 }

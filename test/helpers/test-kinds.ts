@@ -24,6 +24,8 @@ export const SLOW = [
   'test/framework/process-roles.test.ts',
   // The type check of the whole repository.
   'test/framework/check-catches-type-errors.test.ts',
+  // A PostgreSQL of its own and a streaming replica of it, two more servers.
+  'test/framework/replica-reads.test.ts',
   // `npm run job` as a process against a running service.
   'test/modules/billing/job-command.test.ts',
 ];

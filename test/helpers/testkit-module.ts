@@ -39,6 +39,8 @@ export const widget = defineEntity({
   immutable: ['color'],
   commandOwned: { approved: 'approve', approvedAt: 'approve' },
   permissions: { read: 'widget:read', write: 'widget:write' },
+  // History records every field but the note (test/framework/history.test.ts).
+  history: { exclude: ['note'] },
   sortable: ['name', 'size'],
   // The tally job's insert names this unique key: on conflict (tenant_id, name) where deleted_at is null.
   storage: { unique: ['name'] },
@@ -73,6 +75,8 @@ export const gadget = defineEntity({
     price: Type.Integer({ minimum: 0 }),
   },
   permissions: { read: 'widget:read', write: 'widget:operate' },
+  // The one entity of the kit that keeps no history.
+  history: false,
   sortable: ['code', 'price'],
   storage: { unique: ['code'] },
   hooks: {

@@ -66,6 +66,45 @@ export const GALLERY: readonly GallerySample[] = [
     }),
   },
   {
+    component: 'history',
+    about:
+      'A record’s changes, newest first: who, what and when in words, a long text’s change as the lines removed and added, and Restore behind a confirmation.',
+    data: ({ csrf, csrfField }) => ({
+      heading: 'History',
+      csrfVals: JSON.stringify({ [csrfField]: csrf }),
+      revisions: [
+        {
+          who: { text: 'Ada Lovelace' },
+          what: 'changed it',
+          when: { text: '2 Dec 2026, 10:15 UTC', iso: '2026-12-02T10:15:00.000Z' },
+          changes: [
+            { text: 'Due moved from 1 Dec 2026, 09:00 UTC to 5 Dec 2026, 09:00 UTC' },
+            {
+              text: 'Description changed:',
+              diff: [
+                { kind: 'same', text: '1. Order it' },
+                { kind: 'removed', text: '2. Install it' },
+                { kind: 'added', text: '2. Install it on both hosts' },
+              ],
+            },
+          ],
+        },
+        {
+          who: { text: 'Ada Lovelace' },
+          what: 'created it',
+          when: { text: '1 Dec 2026, 08:00 UTC', iso: '2026-12-01T08:00:00.000Z' },
+          changes: [{ text: 'Title: Renew the certificate' }],
+          restore: {
+            href: '/admin/_gallery#history',
+            post: '/admin/_gallery',
+            confirm: 'Restore this task as it was after the change of 1 Dec 2026, 08:00 UTC?',
+          },
+        },
+      ],
+      more: null,
+    }),
+  },
+  {
     component: 'markdown-body',
     about:
       'A Markdown field rendered and sanitised, as detail pages and the preview show it; a heading sits under the page’s own.',

@@ -16,6 +16,7 @@ import { offersCommand } from '../../operations/command-states.ts';
 import type { Row } from './resource-api.ts';
 import { publicPageHref } from './public-page-link.ts';
 import { isInstant, isoDate } from '../../format.ts';
+import { historySection } from './history-pages.ts';
 
 /** A refused form's errors in people's words: each field's from its schema, its posted value and its FieldText. */
 export function formErrors(
@@ -126,6 +127,8 @@ export async function renderDetail(
         })),
       // A published record's public page, where readers see it (public-page-link.ts).
       publicHref: publicPageHref(entity, row) ?? '',
+      // Its changes in words, newest first, each with Restore (history-pages.ts); empty without history.
+      history: await historySection(pages, ctx, row),
     },
   });
 }

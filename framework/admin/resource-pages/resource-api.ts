@@ -15,6 +15,9 @@ export interface Api {
   update: RouteDefinition;
   remove: RouteDefinition;
   commands: { name: string; route: RouteDefinition; body: TSchema | undefined }[];
+  /** The record's history and its restore (framework/history/), when the entity keeps history. */
+  history?: RouteDefinition;
+  restore?: RouteDefinition;
 }
 
 /**
@@ -49,5 +52,16 @@ export function apiOf(services: Services, entity: ResolvedEntity): Api | undefin
     const route = of(name);
     return inTransaction(route) ? [{ name, route, body: route.schema.body }] : [];
   });
-  return { list, create, read, update, remove, commands };
+  const history = of('history');
+  const restore = of('restore');
+  return {
+    list,
+    create,
+    read,
+    update,
+    remove,
+    commands,
+    ...(inTransaction(history) ? { history } : {}),
+    ...(inTransaction(restore) ? { restore } : {}),
+  };
 }

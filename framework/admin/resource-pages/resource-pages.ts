@@ -4,6 +4,7 @@ import { entityPages } from './entity-pages.ts';
 import { registerListPages } from './list-pages.ts';
 import { registerDeletePages, registerDetailPage, registerEditPages, registerNewPages } from './record-pages.ts';
 import { registerCommandPages } from './command-pages.ts';
+import { registerHistoryPages } from './history-pages.ts';
 import { registerOptionsPage } from './form-aids.ts';
 import { entitiesWithPages } from './references.ts';
 
@@ -11,7 +12,8 @@ export { generatedResources } from './resource-api.ts';
 
 /**
  * The generated pages of every entity that has them (resource-api.ts): per entity, the list and
- * its rows fragment, /new, /<id>, /<id>/edit, /<id>/delete and one form per command, each running
+ * its rows fragment, /new, /<id>, /<id>/edit, /<id>/delete, one form per command, and /<id>/history
+ * and /<id>/restore where the entity keeps history, each running
  * the API route it mirrors in the page's transaction. An entity one of whose five routes runs
  * outside a transaction has none.
  */
@@ -26,6 +28,7 @@ export function registerResourcePages(site: AdminSite): void {
     registerEditPages(pages);
     registerDeletePages(pages);
     registerCommandPages(pages);
+    registerHistoryPages(pages);
     registerOptionsPage(pages, entitiesWithPages(site.services));
   }
 }

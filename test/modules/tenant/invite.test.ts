@@ -37,9 +37,14 @@ describe('inviting a tenant’s first administrator', () => {
     expect(await storedUser(app, app.operator, res.body.id)).toBeUndefined();
 
     const events = (await outboxEvents(app, 'user.invited')).filter((e) => e.payload.id === res.body.id);
-    expect(events).toEqual([
-      { name: 'user.invited', tenantId: acme.id, payload: { id: res.body.id }, actorId: operatorUserId },
-    ]);
+    // In the customer's tenant the operator acts as the operator: none of its people is named there.
+    expect(events).toEqual([{ name: 'user.invited', tenantId: acme.id, payload: { id: res.body.id }, actorId: null }]);
+    const { rows: actors } = await app.services.db.pool.query(
+      `select actor_kind, actor_name from outbox where name = 'user.invited' and payload->>'id' = $1`,
+      [res.body.id],
+    );
+    expect(actors).toEqual([{ actor_kind: 'operator', actor_name: null }]);
+    expect(JSON.stringify(events)).not.toContain(operatorUserId);
   });
 
   it('refuses an address already present in the tenant, in any letter case, with 409', async () => {
