@@ -30,6 +30,7 @@ import { metricsPort, startMetricsServer, type MetricsServer } from './observabi
 import { databaseFigures } from './observability/metric-queries.ts';
 import { keyFor, readInstallationSecret } from './access/installation-secret.ts';
 import { CursorSeal } from './operations/cursor.ts';
+import { LinkSeal } from './access/signed-links.ts';
 
 /** The service's process roles (`--role`). */
 export type Role = 'web' | 'worker' | 'all';
@@ -114,13 +115,15 @@ export async function buildApp(options: AppOptions): Promise<App> {
     }
     await checkTables(db.pool, registry);
     // The installation's secret, read once: list cursors are signed with a key derived from it.
-    const cursors = new CursorSeal(keyFor(await readInstallationSecret(db.pool), 'cursor'));
+    const secret = await readInstallationSecret(db.pool);
+    const cursors = new CursorSeal(keyFor(secret, 'cursor'));
+    const links = new LinkSeal(keyFor(secret, 'signed link'));
     const {
       services,
       listener,
       outbox,
       replica: opened,
-    } = composeServices(options, composition, db, log, metrics, cursors, { replica: servesHttp(options.role) });
+    } = composeServices(options, composition, db, log, metrics, cursors, links, { replica: servesHttp(options.role) });
     replica = opened;
     const { created } = await ensureOperatorTenant(services);
     if (created) log.info({ host: options.config.server.public_host }, 'created the operator tenant');
@@ -171,6 +174,7 @@ function composeServices(
   log: FastifyBaseLogger,
   metrics: Metrics | undefined,
   cursors: CursorSeal,
+  links: LinkSeal,
   opens: { replica: boolean } = { replica: false },
 ): { services: Services; listener: ChangeListener; outbox: OutboxSignal; replica: ReplicaReads | undefined } {
   const hosts = new HostResolver(db);
@@ -198,6 +202,7 @@ function composeServices(
     transactions,
     ...(replica ? { replica } : {}),
     cursors,
+    links,
     hosts,
     publicReads,
     mailer: options.mailer ?? createMailer(options.config.mail),
@@ -224,7 +229,15 @@ export async function exportOpenApiDocument(options: {
   const log = pino({ level: 'silent' }) as FastifyBaseLogger;
   const db = unopenedDatabase();
   // No request is served here: the document needs a seal, never a secret.
-  const { services } = composeServices(options, composition, db, log, undefined, new CursorSeal(randomBytes(32)));
+  const { services } = composeServices(
+    options,
+    composition,
+    db,
+    log,
+    undefined,
+    new CursorSeal(randomBytes(32)),
+    new LinkSeal(randomBytes(32)),
+  );
   try {
     const web = await buildWeb(services);
     try {

@@ -58,7 +58,7 @@ export function compose(modules: readonly ModuleDefinition[], config: Config): C
   for (const module of registry.modules) {
     for (const _ of module.entities ?? []) {
       const entity = entities.next().value!;
-      for (const route of entityRoutes(entity, operations.get(entity.names.key)!))
+      for (const route of entityRoutes(entity, operations.get(entity.names.key)!, config))
         routes.push({ module: module.name, route, entity });
     }
     routes.push(...registry.moduleRoutes.filter((r) => r.module === module.name));

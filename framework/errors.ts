@@ -59,6 +59,31 @@ export const PROBLEMS = {
     title: 'Idempotency key used for another request',
     sentence: 'This request was already sent with other values. Reload the page and try again.',
   },
+  // A batch's request that cannot be batched (framework/bulk/batch.ts), and an import's upload the
+  // worker cannot read as rows (framework/bulk/imports/).
+  BATCH_REQUEST_UNSUPPORTED: {
+    status: 422,
+    title: 'Request cannot be part of a batch',
+    sentence: 'One of the requests cannot be sent in a batch. Send it on its own.',
+    detail: true,
+  },
+  IMPORT_FORMAT_UNKNOWN: {
+    status: 422,
+    title: 'Upload neither CSV nor NDJSON',
+    sentence: 'The file is neither CSV nor NDJSON. Upload a .csv or .ndjson file.',
+  },
+  IMPORT_COLUMNS_UNKNOWN: {
+    status: 422,
+    title: 'CSV header names no field',
+    sentence: 'A column of the file’s first line is not a field of this list.',
+    detail: true,
+  },
+  IMPORT_UNREADABLE: {
+    status: 422,
+    title: 'Upload cannot be read',
+    sentence: 'The file could not be read as rows.',
+    detail: true,
+  },
   AUTH_REQUIRED: { status: 401, title: 'Sign-in required', sentence: 'Sign in to continue.' },
   AUTH_FORBIDDEN: {
     status: 403,

@@ -112,7 +112,11 @@ export async function newMigration(
   try {
     const command = `npm run migration:new -- ${module.name} ${migrationSlug(name)}${options.allowDestructive ? ' --allow-destructive' : ''}`;
     const generated = await withScratchDatabase(server.adminUrl, sources, (pool) =>
-      generateMigration(pool, module.entities ?? [], { allowDestructive: options.allowDestructive, command }),
+      generateMigration(pool, module.entities ?? [], {
+        allowDestructive: options.allowDestructive,
+        command,
+        installed: [...options.modules, module].flatMap((m) => m.entities ?? []),
+      }),
     );
     const existing = generated.changes.filter((c) => c.kind !== 'create-table').map((c) => c.table);
     if (options.newTablesOnly && existing.length > 0) {

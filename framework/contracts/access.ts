@@ -26,3 +26,14 @@ export interface BearerAttemptLimit {
 export interface PasswordVerifier {
   verify(hash: string, plain: string): Promise<boolean>;
 }
+
+/**
+ * Signs links that open without a session until they expire (a tenant's export archive), with a
+ * key of the installation's secret (framework/access/signed-links.ts, LinkSeal).
+ */
+export interface SignedLinks {
+  /** The signature of a link to `what` (e.g. tenant-export:<tenant>:<id>) until `expires` (Unix seconds). */
+  sign(what: string, expires: number): string;
+  /** Whether the signature is this installation's for `what` until `expires`, and `expires` is not past `now`. */
+  opens(what: string, expires: number, signature: string, now: Date): boolean;
+}

@@ -94,6 +94,48 @@ export interface Database {
     payload: unknown;
     failed_at: Generated<Date>;
   };
+  /** Imports as jobs (framework/bulk/imports/): one row per upload. */
+  imports: {
+    id: Generated<string>;
+    tenant_id: Generated<string>;
+    resource: string;
+    format: 'csv' | 'ndjson';
+    dry_run: boolean;
+    status: Generated<'queued' | 'running' | 'done' | 'failed'>;
+    storage_key: string | null;
+    size: ColumnType<string, number | string, number | string>;
+    rows_read: Generated<number>;
+    created: Generated<number>;
+    refused: Generated<number>;
+    lines_done: Generated<number>;
+    problem: unknown;
+    created_by: string | null;
+    created_at: Generated<Date>;
+    updated_at: Generated<Date>;
+    finished_at: Date | null;
+  };
+  import_refusals: {
+    tenant_id: Generated<string>;
+    import_id: string;
+    line: number;
+    problem: unknown;
+  };
+  /** A whole tenant's export (framework/bulk/tenant-export/). */
+  tenant_exports: {
+    id: Generated<string>;
+    tenant_id: Generated<string>;
+    status: Generated<'queued' | 'running' | 'done' | 'failed'>;
+    storage_key: string | null;
+    size: ColumnType<string | null, number | string | null, number | string | null>;
+    sha256: string | null;
+    manifest: unknown;
+    problem: unknown;
+    created_by: string | null;
+    created_at: Generated<Date>;
+    updated_at: Generated<Date>;
+    finished_at: Date | null;
+    expires_at: Date | null;
+  };
 }
 
 // The identity schema (migrations/framework/0013_identity.sql): the tables the opening statement of

@@ -1,6 +1,6 @@
 import type { FastifyBaseLogger } from 'fastify';
 import type { Counter, Gauge, Histogram, Registry as MetricRegistry } from 'prom-client';
-import type { PasswordVerifier } from './access.ts';
+import type { PasswordVerifier, SignedLinks } from './access.ts';
 import type { Clock } from './clock.ts';
 import type { Config } from './config.ts';
 import type { ListCursors } from './cursor.ts';
@@ -32,6 +32,8 @@ export interface Services {
   passwordVerifier: PasswordVerifier;
   /** Signs list cursors and checks them, with a key from the installation's secret (operations/cursor.ts). */
   cursors: ListCursors;
+  /** Signs links that open without a session until they expire (an export's archive), with a key from the installation's secret. */
+  links: SignedLinks;
   /**
    * The read replica (database.replica_url), in a process that serves HTTP: the transactions of
    * routes that may read from it (RouteDefinition.replica). Absent: every read is the primary's.

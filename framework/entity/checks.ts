@@ -10,6 +10,7 @@ import { hasDateTimeFormat, isDeclaredDateTime } from './date-time.ts';
 import { isReservedName, RESERVED_NAMES } from '../query/query-model.ts';
 import { referenceName } from '../operations/entity-query.ts';
 import { BootCheckError } from './boot-check-error.ts';
+import { referenceProblems } from './references.ts';
 
 export { BootCheckError } from './boot-check-error.ts';
 
@@ -88,6 +89,12 @@ export function checkRegistry(
             `entity ${entity.names.key}: command ${name} would take the history route's path; rename it, or declare history: false`,
           );
     }
+    problems.push(
+      ...referenceProblems(
+        def,
+        registry.entities.map((e) => e.def),
+      ),
+    );
     problems.push(...stateProblems(entity, registry));
     problems.push(...codeProblems(entity, registry));
     problems.push(...actorProblems(entity, registry, permissionKnown));
@@ -103,7 +110,6 @@ export function checkRegistry(
       ['uniqueCodes', Object.keys(def.uniqueCodes ?? {})],
       ['eventFields', def.eventFields ?? []],
       ['storage.unique', (def.storage?.unique ?? []).map((u) => (typeof u === 'string' ? u : u.field))],
-      ['storage.references', Object.keys(def.storage?.references ?? {})],
       ['admin.references', Object.keys(def.admin?.references ?? {})],
       ['searchable', def.searchable ?? []],
       ['states', def.states ? [def.states.field] : []],

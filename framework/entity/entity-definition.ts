@@ -9,6 +9,9 @@ import type { CommandPrepareContext } from './route-definition.ts';
 import type { FieldValues, NoFields, EntityRow, CommandRow, FieldChanges, Answer, RowFilter } from './entity-values.ts';
 import type { CommandText, FieldText } from './field-text.ts';
 
+/** An entity's key, `module.entity` (`user.user`): what a reference names. */
+export type EntityKey = `${string}.${string}`;
+
 /** Who owns an entity's rows: each tenant its own (the default), or one set every tenant reads. */
 export type EntityScope = 'tenant' | 'global';
 
@@ -327,7 +330,8 @@ export interface EntityDefinition<
   history?: false | { readonly exclude?: readonly (keyof F & string)[] };
   /**
    * The storage part: the table's name, how a delete is kept, and what the table holds besides the
-   * fields (unique fields, references, extra columns); framework/entity/storage.ts.
+   * fields (unique fields, extra columns); framework/entity/storage.ts. The foreign keys derive
+   * from the admin part's references.
    */
   storage?: EntityStorage<F>;
   /** The admin part: what the admin shell shows of the entity and says about its fields. */
@@ -356,11 +360,15 @@ export interface EntityAdmin<F extends TProperties, C extends TProperties = NoFi
    */
   labelPlural?: string;
   /**
-   * Fields that name a row of another entity, by its key (`assigneeId: 'user.user'`). The API keeps
-   * the ids (a query filters through them and expands them: `expand=assignee`); the admin shell shows the referenced row's title, linked to it, and picks it from a
-   * list. A key no registered entity has leaves the field a plain id.
+   * Fields that name a row of another entity, by its key (`assigneeId: 'user.user'`, module.entity):
+   * the one place a relation is named (framework/entity/references.ts). The table gets the foreign
+   * key, composite `(tenant_id, assignee_id) → users (tenant_id, id)` between tenant-owned entities,
+   * so the database refuses a row of another tenant (422 at the field); the API keeps the ids (a
+   * query filters through them and expands them: `expand=assignee`); the admin shell shows the
+   * referenced row's title, linked to it, and picks it from a list. The type asks for
+   * module.entity; a key no registered entity has fails the boot check.
    */
-  references?: { readonly [K in keyof F & string]?: string };
+  references?: { readonly [K in keyof F & string]?: EntityKey };
   /**
    * Array fields whose items are names the service declares (DeclaredChoices), offered as
    * checkboxes grouped by module where the field's own schema lists no values (an enum of its

@@ -14,6 +14,13 @@ import type { Config } from '../config/schema.ts';
 import type { ModuleRegistry } from '../contracts/services.ts';
 import type { ProblemDeclaration } from '../contracts/problems.ts';
 import { PROBLEMS } from '../errors.ts';
+import { IMPORT_REQUESTED, importQueue, importRequested } from '../bulk/imports/run-import.ts';
+
+/** Events the framework publishes itself: an import handed to the worker (framework/bulk/imports/). */
+const FRAMEWORK_EVENTS: readonly string[] = [IMPORT_REQUESTED];
+/** The framework's own subscriptions and worker queues: imports run as jobs. */
+const FRAMEWORK_SUBSCRIPTIONS: readonly SubscriptionDefinition[] = [importRequested];
+const FRAMEWORK_QUEUES: readonly QueueDefinition[] = [importQueue];
 
 /** Permissions the framework declares itself, for the routes it serves on the tables it owns. */
 const FRAMEWORK_PERMISSIONS: readonly PermissionDeclaration[] = [
@@ -57,6 +64,7 @@ export class Registry implements ModuleRegistry {
       permissions.set(permission.name, { ...permission, module: 'framework' });
     // Every event first, the entities' lifecycle events included: a field taking event names
     // (event-names.ts) gets the whole list as its enum before its entity is resolved.
+    for (const event of FRAMEWORK_EVENTS) events.add(event);
     for (const module of modules) {
       for (const permission of module.permissions ?? []) {
         if (permissions.has(permission.name)) conflicts.push(`permission ${permission.name} is declared twice`);
@@ -92,9 +100,15 @@ export class Registry implements ModuleRegistry {
         route,
       })),
     );
-    this.subscriptions = modules.flatMap((m) => (m.subscriptions ?? []).map((s) => ({ ...s, module: m.name })));
+    this.subscriptions = [
+      ...FRAMEWORK_SUBSCRIPTIONS.map((s) => ({ ...s, module: 'framework' })),
+      ...modules.flatMap((m) => (m.subscriptions ?? []).map((s) => ({ ...s, module: m.name }))),
+    ];
     this.moduleJobs = modules.flatMap((m) => moduleJobs(m, config).map((j) => ({ ...j, module: m.name })));
-    this.queues = modules.flatMap((m) => (m.queues ?? []).map((q) => ({ ...q, module: m.name })));
+    this.queues = [
+      ...FRAMEWORK_QUEUES.map((q) => ({ ...q, module: 'framework' })),
+      ...modules.flatMap((m) => (m.queues ?? []).map((q) => ({ ...q, module: m.name }))),
+    ];
     this.problems = problems;
     this.conflicts = conflicts;
     Object.freeze(this);

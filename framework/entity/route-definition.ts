@@ -83,10 +83,16 @@ export interface RouteDefinition<S extends RouteSchemas = RouteSchemas, P extend
    * A create or command that honours the Idempotency-Key header (framework/http/idempotency.ts):
    * the header is declared and validated, and a request carrying it is served by the handler
    * (never oneExchange), whose transaction claims the key and records the answer beside the effect.
-   * Only for a route whose access is a permission. A no-transaction route (a prepared command)
+   * Only for a route whose access is a permission or signedIn. A no-transaction route (a prepared command)
    * makes its effect in ctx.effectTransaction; a retry is replayed before its handler runs.
    */
   idempotent?: boolean;
+  /**
+   * Where the secrets of an idempotent route's answer sit, when its response schema cannot say
+   * (a batch, whose answer holds other routes' answers): the recorded answer has null there.
+   * Default: the fields its response schema marks Secret().
+   */
+  idempotentSecrets?(answer: unknown, status: number): readonly (readonly string[])[];
   /**
    * The route's whole database work as one statement, so the request costs one exchange with
    * PostgreSQL: BEGIN, the opening statement, the framework's guard, this statement and COMMIT

@@ -28,8 +28,6 @@ export interface EntityStorage<F extends TProperties> {
    * in uniqueCodes is unique already, under the index name given there.
    */
   unique?: readonly UniqueField<F>[];
-  /** Fields naming a row of another table by its id: field → table, a foreign key to `<table> (id)`. */
-  references?: { readonly [K in FieldName<F>]?: string };
   /**
    * Columns the table has besides the fields, written and read only by the module's own queries
    * (e.g. users.password_hash, which no response may carry): column → its SQL type and modifiers,

@@ -21,13 +21,15 @@ import { OFFSET_MAX, TOTAL_CAP, type PageQuery } from '../operations/paging.ts';
 import { CONDITIONS_MAX } from '../query/parse.ts';
 import { admitReferences, selectAnswer } from '../query/expansion.ts';
 import { historyRoutes } from '../history/history-routes.ts';
+import { importRoute } from '../bulk/imports/import-routes.ts';
+import type { Config } from '../config/schema.ts';
 
 /**
  * The five generic routes and one route per command (a singleton's routes instead, for a
  * singleton) and the declared public read, as plain route definitions: they go through the same registration, guard,
  * validation and OpenAPI path as hand-written routes.
  */
-export function entityRoutes(entity: ResolvedEntity, ops: EntityOperations): AnyRoute[] {
+export function entityRoutes(entity: ResolvedEntity, ops: EntityOperations, config: Config): AnyRoute[] {
   const present = presenter(entity);
   if (entity.singleton) return singletonRoutes(entity, ops, present);
   const { names, schemas, def } = entity;
@@ -178,6 +180,9 @@ export function entityRoutes(entity: ResolvedEntity, ops: EntityOperations): Any
 
   routes.push(...commandRoutes(entity, ops, present));
   routes.push(...historyRoutes(entity, ops, present));
+  // The list's import (framework/bulk/imports/), bounded by the installation's upload limit.
+  const importing = importRoute(entity, config);
+  if (importing) routes.push(importing);
   const publicRead = publicReadRoute(entity, (values) => ops.toRow(values));
   if (publicRead) routes.push(publicRead);
   const publicPage = publicPageRoute(entity, (values) => ops.toRow(values));

@@ -6,7 +6,7 @@ import type { TxContext } from '../context/tx.ts';
 import type { JobDefinition } from '../entity/define.ts';
 import { problem } from '../errors.ts';
 import { declareUniqueKeys } from '../db/unique-keys.ts';
-import { routeSecrets, withholdSecrets } from './withheld-secrets.ts';
+import { routeSecrets, withholdSecrets, type SecretPath } from './withheld-secrets.ts';
 
 /**
  * Idempotent POSTs, after Stripe's `Idempotency-Key` convention (docs/api-conventions.md,
@@ -86,6 +86,7 @@ export async function runIdempotent(
   request: FastifyRequest,
   reply: FastifyReply,
   handler: () => Promise<unknown>,
+  secrets: AnswerSecrets = routeAnswerSecrets(request),
 ): Promise<unknown> {
   const userId = tx.session?.userId;
   // Every idempotent route is guarded by a permission, so there is a caller; without one the key has no scope.
@@ -104,14 +105,14 @@ export async function runIdempotent(
     )
     .returning('key')
     .executeTakeFirst();
-  if (!claimed) return replay(tx, userId, key, hash, request, reply);
+  if (!claimed) return replay(tx, userId, key, hash, reply, secrets);
   const result = await handler();
   const location = reply.getHeader('location');
   await tx.db
     .updateTable('idempotency_keys')
     .set({
       status: reply.statusCode,
-      body: JSON.stringify(withoutSecrets(result ?? null, request, reply.statusCode)),
+      body: JSON.stringify(withoutSecrets(result ?? null, reply.statusCode, secrets)),
       location: typeof location === 'string' ? location : null,
     })
     .where('user_id', '=', userId)
@@ -120,12 +121,26 @@ export async function runIdempotent(
   return result;
 }
 
+/**
+ * Where the secrets of an answer with this status sit (the fields its schema marks Secret()): by
+ * default the route's response schema says; a batch's answer, whose parts are other routes'
+ * answers, says it from the answer itself (framework/bulk/batch.ts).
+ */
+export type AnswerSecrets = (answer: unknown, status: number) => readonly SecretPath[];
+
+/** The secrets of the request's own route, by its response schema of that status. */
+export const routeAnswerSecrets =
+  (request: FastifyRequest): AnswerSecrets =>
+  (_answer, status) =>
+    routeSecrets(request, status);
+
 /** The answer as it is kept: its secret fields (Secret()) set to null, on a copy. */
-function withoutSecrets(answer: unknown, request: FastifyRequest, status: number): unknown {
-  const secrets = routeSecrets(request, status);
-  if (secrets.length === 0) return answer;
+function withoutSecrets(answer: unknown, status: number, secrets: AnswerSecrets): unknown {
+  if (answer === null || typeof answer !== 'object') return answer;
+  const paths = secrets(answer, status);
+  if (paths.length === 0) return answer;
   const kept = JSON.parse(JSON.stringify(answer)) as unknown;
-  withholdSecrets(kept, secrets);
+  withholdSecrets(kept, paths);
   return kept;
 }
 
@@ -134,10 +149,10 @@ async function replay(
   userId: string,
   key: string,
   hash: Buffer,
-  request: FastifyRequest,
   reply: FastifyReply,
+  secrets: AnswerSecrets,
 ): Promise<unknown> {
-  const found = await recordedAnswer(tx, userId, key, hash, request, reply);
+  const found = await recordedAnswer(tx, userId, key, hash, reply, secrets);
   if (!found) throw new Error('an idempotency key conflicted but is not there');
   return found.body;
 }
@@ -152,8 +167,8 @@ async function recordedAnswer(
   userId: string,
   key: string,
   hash: Buffer,
-  request: FastifyRequest,
   reply: FastifyReply,
+  secrets: AnswerSecrets,
 ): Promise<{ body: unknown } | undefined> {
   const row = await tx.db
     .selectFrom('idempotency_keys')
@@ -176,7 +191,7 @@ async function recordedAnswer(
   reply.code(recorded.status).header('idempotent-replayed', 'true');
   if (recorded.location) reply.header('location', recorded.location);
   // Kept without its secrets (null in their place): the replay says which fields those are.
-  const withheld = withholdSecrets(recorded.body, routeSecrets(request, recorded.status));
+  const withheld = withholdSecrets(recorded.body, secrets(recorded.body, recorded.status));
   if (withheld.length > 0) reply.header(SECRETS_WITHHELD_HEADER, withheld.join(', '));
   return { body: recorded.body };
 }
@@ -189,12 +204,15 @@ export async function earlierAnswer(
   reply: FastifyReply,
 ): Promise<{ body: unknown } | undefined> {
   const userId = tx.session?.userId;
-  return userId ? recordedAnswer(tx, userId, key, requestHash(request), request, reply) : undefined;
+  return userId ? recordedAnswer(tx, userId, key, requestHash(request), reply, routeAnswerSecrets(request)) : undefined;
 }
 
-/** Whether a route takes the header: a create or command guarded by a permission (keys are per caller). */
+/**
+ * Whether a route takes the header: a create or command guarded by a permission, or one that
+ * needs a signed-in caller (a batch, each of whose requests has its own permission): keys are per caller.
+ */
 export const takesIdempotencyKey = (route: { idempotent?: boolean; access: unknown }): boolean =>
-  route.idempotent === true && typeof route.access === 'object';
+  route.idempotent === true && (typeof route.access === 'object' || route.access === 'signedIn');
 
 export const PURGE_BATCH = 1000;
 

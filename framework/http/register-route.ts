@@ -21,6 +21,7 @@ import { validationProblem, type ValidationIssue } from './problems.ts';
 import { withRequestId } from '../observability/request-id.ts';
 import { idempotencyHeaders, takesIdempotencyKey } from './idempotency.ts';
 import { bearerOf, strategyFor, type RoutePlan } from './request-strategies.ts';
+import { batchMemberOf, notBatchable } from '../bulk/batch-member.ts';
 import { replicaPreferenceHeaders, transactionsFor } from './replica-choice.ts';
 
 /** The body limit of a route that declares none. */
@@ -60,6 +61,9 @@ export function registerRoute(
   const multipart = route.transaction === 'none' ? route.multipart : undefined;
   const bodyLimit = route.bodyLimit ?? app.initialConfig.bodyLimit ?? DEFAULT_BODY_LIMIT;
   const changesState = STATE_CHANGING_METHODS.has(route.method);
+  // A route that opens its own transactions cannot join a batch's one (bulk/batch.ts): refused
+  // before its body is read, so an upload's form is never asked for.
+  const batchRefusal = route.transaction === 'none' ? `${route.method} ${route.url}` : undefined;
   // Keys are scoped to the caller, so only a route guarded by a permission takes them.
   const idempotent = takesIdempotencyKey(route);
   const plan: RoutePlan = {
@@ -84,6 +88,7 @@ export function registerRoute(
     // refusals included (set first, so a refusal below keeps it).
     if (route.access !== 'public') reply.header('cache-control', 'no-store');
     guard.admitTenant(request.tenant ?? noTenant());
+    if (batchRefusal !== undefined && batchMemberOf(request.headers)) throw notBatchable(batchRefusal);
     const bearer = bearerOf(plan, request);
     // The cross-site rule guards the cookie a browser attaches by itself; a bearer token is sent
     // only by code that holds it (another site's page sets the header only through a CORS
@@ -193,13 +198,28 @@ export function protectedFieldCheck(entity: ResolvedEntity, route: AnyRoute) {
     route.operationId === entity.names.operationId('replace');
   const isPatch = route.operationId === entity.names.operationId('update');
   if (!isCreate && !isPatch) return undefined;
-  const normalisers = Object.entries(entity.def.normalise ?? {}).filter(
-    (entry): entry is [string, (value: string) => string] => entry[1] !== undefined,
-  );
+  const check = bodyFieldCheck(entity, isPatch ? 'patch' : 'create');
   return async (request: FastifyRequest) => {
     const body = request.body;
     if (typeof body !== 'object' || body === null || Array.isArray(body)) return;
-    for (const key of Object.keys(body)) {
+    check(body as Record<string, unknown>);
+  };
+}
+
+/**
+ * The protected-field refusals and the normalisers of a create's or a PATCH's body, on a body
+ * object (in place): what protectedFieldCheck runs on a request, and an import on each of its rows.
+ */
+export function bodyFieldCheck(
+  entity: ResolvedEntity,
+  kind: 'create' | 'patch',
+): (body: Record<string, unknown>) => void {
+  const isPatch = kind === 'patch';
+  const normalisers = Object.entries(entity.def.normalise ?? {}).filter(
+    (entry): entry is [string, (value: string) => string] => entry[1] !== undefined,
+  );
+  return (fields) => {
+    for (const key of Object.keys(fields)) {
       const owners = entity.commandOwners[key];
       if (owners) {
         // `route` (the first owner) stays for clients written before a field could have several.
@@ -217,7 +237,6 @@ export function protectedFieldCheck(entity: ResolvedEntity, route: AnyRoute) {
       }
     }
     // Then the values are put in their stored form, so the schema checks what will be stored.
-    const fields = body as Record<string, unknown>;
     for (const [field, normalise] of normalisers) {
       const value = fields[field];
       if (typeof value === 'string') fields[field] = normalise(value);

@@ -11,6 +11,7 @@ import { renewSessionCookie } from '../access/sessions.ts';
 import { problem } from '../errors.ts';
 import { hasPermission } from '../context/tx.ts';
 import { earlierAnswer, idempotencyKeyOf, runIdempotent } from './idempotency.ts';
+import { batchMemberOf, memberContext, notBatchable, type BatchMember } from '../bulk/batch-member.ts';
 import type { Transactions } from '../contracts/transaction.ts';
 
 /**
@@ -55,11 +56,50 @@ export interface RoutePlan {
 /** Serves one request: the route's strategy. */
 export type RequestStrategy = (request: FastifyRequest, reply: FastifyReply) => Promise<unknown>;
 
-/** The route's strategy, from its declarations alone. */
+/**
+ * The route's strategy, from its declarations alone; and, for a request that is one of a batch's
+ * (framework/bulk/batch-member.ts), the batch's transaction instead.
+ */
 export function strategyFor(plan: RoutePlan, route: AnyRoute): RequestStrategy {
+  const alone = strategyAlone(plan, route);
+  const inBatch = batchStrategy(plan, route);
+  return (request, reply) => {
+    const member = batchMemberOf(request.headers);
+    return member ? inBatch(member, request, reply) : alone(request, reply);
+  };
+}
+
+function strategyAlone(plan: RoutePlan, route: AnyRoute): RequestStrategy {
   if (route.transaction === 'none') return noTransaction(plan, route);
   if (route.oneExchange && plan.guard.permission !== undefined) return oneExchange(plan, route, plan.guard.permission);
   return oneTransaction(plan, route);
+}
+
+/**
+ * One request of a batch: the caller is the batch's, already resolved by the batch's opening
+ * statement, and the guard judges it as if the request came alone (a route that takes the session
+ * cookie only sees no caller in a batch a bearer token authenticated); then the route's handler
+ * runs in the batch's transaction, its publish held to the route's own list. A route that opens
+ * its own transactions (transaction: 'none') is refused: it cannot join the batch's one.
+ */
+function batchStrategy(
+  plan: RoutePlan,
+  route: AnyRoute,
+): (member: BatchMember, request: FastifyRequest, reply: FastifyReply) => Promise<unknown> {
+  if (route.transaction === 'none') {
+    const refusal = `${route.method} ${route.url}`;
+    return async () => {
+      throw notBatchable(refusal);
+    };
+  }
+  return async (member, request, reply) => {
+    const session = member.tx.session;
+    const caller = session && (plan.acceptsBearer || session.via !== 'token') ? session : null;
+    plan.guard.admitCaller(caller);
+    member.served = { operationId: route.operationId };
+    const tx = memberContext(member.tx, plan.publishes, plan.guard.resolvesCaller && caller !== null);
+    return route.handler({ ...contextOf(plan, request, reply), tx });
+  };
 }
 
 /** The bearer token a request authenticates with, on a route that accepts one. */
@@ -200,7 +240,10 @@ function inTransaction(
       admit(plan, reply, rawId, tx.session);
       // A request with an Idempotency-Key claims it in this transaction, beside its effect.
       const run = () => route.handler({ ...base, tx });
-      return key === undefined ? run() : runIdempotent(tx, key, request, reply, run);
+      if (key === undefined) return run();
+      return route.idempotentSecrets
+        ? runIdempotent(tx, key, request, reply, run, (answer, status) => route.idempotentSecrets!(answer, status))
+        : runIdempotent(tx, key, request, reply, run);
     },
     txOptionsOf(plan, bearer, rawId),
   );

@@ -25,6 +25,9 @@ import { registerOpenApi } from '../openapi/document.ts';
 import { requestLogSerializers } from './log-redaction.ts';
 import { lazyRequestLogger } from './request-logger.ts';
 import { frontDoor } from './front-door.ts';
+import { batchMemberOf } from '../bulk/batch-member.ts';
+import { batchRoute } from '../bulk/batch.ts';
+import { importStatusRoute } from '../bulk/imports/import-routes.ts';
 import { installCors } from './cors.ts';
 import { parseOriginList } from './origins.ts';
 import { refuseFramingOfHtml } from './frame-refusal.ts';
@@ -132,6 +135,13 @@ export async function buildWeb(services: Services, options: WebOptions = {}): Pr
       request.tenant = known;
       return done();
     }
+    // A batch's request (bulk/batch.ts) is at the batch's host, inside its transaction, where the
+    // pool may not be reached: it takes the batch's tenant should the host have left the cache.
+    const member = batchMemberOf(request.headers);
+    if (member) {
+      request.tenant = member.tx.tenant;
+      return done();
+    }
     services.hosts.resolve(host).then((tenant) => {
       if (!tenant) {
         sendProblem(
@@ -165,6 +175,8 @@ export async function buildWeb(services: Services, options: WebOptions = {}): Pr
   });
   registerRoute(app, services, catalogRoute(services.registry));
   registerRoute(app, services, activityRoute(activityOf(services.registry)));
+  registerRoute(app, services, batchRoute(services.registry, services.routes));
+  registerRoute(app, services, importStatusRoute(services.registry));
   // The admin shell (HTML pages under /admin), built from the same registry and route wrapper.
   await registerAdmin(app, services, { readinessChecks: checks });
   return app;

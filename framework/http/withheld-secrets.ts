@@ -1,7 +1,7 @@
 import type { FastifyRequest } from 'fastify';
 import { SECRET } from '../entity/secret-field.ts';
 
-/** Where a secret sits in an answer: property names, '*' for every item of an array. */
+/** Where a secret sits in an answer: property names, '*' for every item of an array, or one item's index. */
 export type SecretPath = readonly string[];
 
 const isObject = (value: unknown): value is Record<string, unknown> =>
@@ -42,6 +42,11 @@ export function withholdSecrets(body: unknown, paths: readonly SecretPath[]): st
     const key = path[i]!;
     if (key === '*') {
       if (Array.isArray(node)) for (const [n, item] of node.entries()) visit(item, path, i + 1, `${pointer}/${n}`);
+      return;
+    }
+    if (Array.isArray(node)) {
+      const n = Number(key);
+      if (Number.isInteger(n) && n >= 0 && n < node.length) visit(node[n], path, i + 1, `${pointer}/${n}`);
       return;
     }
     if (!isObject(node) || !Object.hasOwn(node, key)) return;

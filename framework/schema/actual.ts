@@ -8,7 +8,9 @@ select t.relname as table_name, c.conname as name, c.contype as kind,
        pg_get_constraintdef(c.oid, true) as definition,
        array(select a.attname::text from unnest(c.conkey) with ordinality k(attnum, n)
                join pg_attribute a on a.attrelid = c.conrelid and a.attnum = k.attnum order by k.n) as columns,
-       r.relname as ref_table
+       r.relname as ref_table,
+       array(select a.attname::text from unnest(c.confkey) with ordinality k(attnum, n)
+               join pg_attribute a on a.attrelid = c.confrelid and a.attnum = k.attnum order by k.n) as ref_columns
   from pg_constraint c
   join pg_class t on t.oid = c.conrelid
   join pg_namespace n on n.oid = t.relnamespace and n.nspname = current_schema()
@@ -34,6 +36,7 @@ interface ConstraintRow {
   definition: string;
   columns: string[];
   ref_table: string | null;
+  ref_columns: string[];
 }
 
 interface IndexRow {
@@ -88,7 +91,7 @@ export async function loadActualTables(pool: pg.Pool, names: readonly string[]):
       .map((c) => ({ name: c.name, columns: c.columns, definition: c.definition }));
     const foreignKeys: ActualForeignKey[] = own
       .filter((c) => c.kind === 'f')
-      .map((c) => ({ name: c.name, columns: c.columns, table: c.ref_table ?? '' }));
+      .map((c) => ({ name: c.name, columns: c.columns, table: c.ref_table ?? '', refColumns: c.ref_columns }));
     const tableIndexes: ActualIndex[] = indexes.rows
       .filter((i) => i.table_name === name)
       .map((i) => ({ name: i.name, unique: i.unique, keys: i.keys, where: i.predicate }));

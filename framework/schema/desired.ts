@@ -6,7 +6,8 @@ import { snakeCase } from '../entity/names.ts';
 import { acceptedColumn, tableShape } from '../entity/table-check.ts';
 import { declaredDefault, type UniqueField } from '../entity/storage.ts';
 import { columnMayHoldNull, columnType, enumValues, sqlLiteral, stripOptional } from './column-types.ts';
-import type { ColumnSpec, IndexSpec, TableSpec } from './model.ts';
+import { referencedWithinTenant, referenceKeys, tenantRowKeyName } from '../entity/references.ts';
+import type { ColumnSpec, ForeignKeySpec, IndexSpec, TableSpec } from './model.ts';
 
 export const LIVE_ROWS = 'deleted_at is null';
 
@@ -42,7 +43,6 @@ function fieldColumn(def: AnyEntity, field: string): ColumnSpec {
     type.catalog === 'text' || type.catalog === 'int4' || type.catalog === 'int8'
       ? enumValues(stripOptional(schema))
       : undefined;
-  const references = def.storage?.references?.[field];
   return {
     name,
     field,
@@ -53,7 +53,6 @@ function fieldColumn(def: AnyEntity, field: string): ColumnSpec {
       ? { default: { value: found.value, sql: sqlLiteral(found.value, type) } }
       : {}),
     ...(values ? { enumValues: values } : {}),
-    ...(references ? { references } : {}),
     ...(accepted.types ? { accepted: accepted.types } : {}),
   };
 }
@@ -66,9 +65,11 @@ function uniqueKey(entry: UniqueField<TProperties>): { field: string; lowerCase:
  * The table an entity's definition calls for: its columns (id, tenant_id, the fields, the storage's
  * extra columns, created_at, updated_at, deleted_at), the unique indexes, a singleton's one row
  * per tenant, and one list index per sort, each led by tenant_id and the row-access fields and
- * ended by id, partial on live rows where deletes are soft.
+ * ended by id, partial on live rows where deletes are soft. Its references' foreign keys name their
+ * targets among `entities` (the installation's): composite `(tenant_id, column) → (tenant_id, id)`
+ * between tenant-owned tables, and a table another names so has its `(tenant_id, id)` unique key.
  */
-export function desiredTable(def: AnyEntity): TableSpec {
+export function desiredTable(def: AnyEntity, entities: readonly AnyEntity[] = [def]): TableSpec {
   const resolved = resolveEntity(def);
   const { table } = resolved.names;
   const shape = tableShape(def);
@@ -141,6 +142,13 @@ export function desiredTable(def: AnyEntity): TableSpec {
       field: sort,
     });
   }
+  const foreignKeys: ForeignKeySpec[] = referenceKeys(def, entities).map((key) => ({
+    name: key.name,
+    field: key.field,
+    columns: key.composite ? ['tenant_id', key.column] : [key.column],
+    table: key.targetTable,
+    refColumns: key.composite ? ['tenant_id', 'id'] : ['id'],
+  }));
   return {
     entity: resolved.names.key,
     table,
@@ -150,5 +158,7 @@ export function desiredTable(def: AnyEntity): TableSpec {
     indexes,
     sorts,
     publicRead: def.publicRead !== undefined,
+    foreignKeys,
+    ...(referencedWithinTenant(def, entities) ? { tenantRowKey: tenantRowKeyName(table) } : {}),
   };
 }

@@ -1,4 +1,13 @@
-import type { ActualCheck, ActualIndex, ActualTable, ColumnSpec, IndexSpec, TableSpec } from './model.ts';
+import type {
+  ActualCheck,
+  ActualForeignKey,
+  ActualIndex,
+  ActualTable,
+  ColumnSpec,
+  ForeignKeySpec,
+  IndexSpec,
+  TableSpec,
+} from './model.ts';
 
 /** Created by migrations/framework/0005 (`call watch_public_read(<table>)`). */
 export const PUBLIC_READ_TRIGGER_FUNCTION = 'tenantry_public_read_changed';
@@ -24,7 +33,9 @@ export type Change = Base &
     | { kind: 'drop-default'; column: string }
     | { kind: 'replace-check'; column: ColumnSpec; constraint: string | undefined; added: Values; removed: Values }
     | { kind: 'drop-check'; column: string; constraint: string }
-    | { kind: 'add-foreign-key'; column: string; references: string }
+    | { kind: 'add-tenant-row-key'; constraint: string }
+    | { kind: 'replace-foreign-key'; key: ForeignKeySpec; drop: readonly string[] }
+    | { kind: 'drop-foreign-key'; column: string; constraint: string }
     | { kind: 'make-tenant-table' }
     | { kind: 'add-index'; index: IndexSpec }
     | { kind: 'watch-public-read' }
@@ -162,13 +173,61 @@ function columnChanges(spec: TableSpec, column: ColumnSpec, table: ActualTable):
   } else if (current) {
     changes.push({ ...at, kind: 'drop-check', column: column.name, constraint: current.check.name });
   }
-  if (
-    column.references &&
-    !table.foreignKeys.some(
-      (fk) => fk.columns.length === 1 && fk.columns[0] === column.name && fk.table === column.references,
+  return changes;
+}
+
+const sameList = (a: readonly string[], b: readonly string[]) => a.length === b.length && a.every((x, i) => x === b[i]);
+
+const sameForeignKey = (wanted: ForeignKeySpec, found: ActualForeignKey) =>
+  found.table === wanted.table &&
+  sameList(found.columns, wanted.columns) &&
+  sameList(found.refColumns, wanted.refColumns);
+
+/** A unique key over `(tenant_id, id)`, whole-table: what a composite foreign key may reference. */
+export const hasTenantRowKey = (table: ActualTable): boolean =>
+  table.indexes.some((index) => index.unique && !index.where && sameList(index.keys, ['tenant_id', 'id']));
+
+/**
+ * The foreign keys the references call for, against the table's: a missing one is added, a
+ * field's key naming another target (or the same without the tenant) replaced; a key the
+ * generator would have named (`<table>_<column>_fkey` on a field's column) that no reference
+ * calls for any more is dropped. Keys on other columns are a person's and stay.
+ */
+function foreignKeyChanges(
+  spec: TableSpec,
+  table: ActualTable,
+  actual: ReadonlyMap<string, ActualTable>,
+  specs: readonly TableSpec[],
+): Change[] {
+  const at = { entity: spec.entity, table: spec.table };
+  const changes: Change[] = [];
+  const fieldColumns = new Set(spec.columns.filter((c) => c.field).map((c) => c.name));
+  for (const key of spec.foreignKeys) {
+    if (table.foreignKeys.some((found) => sameForeignKey(key, found))) continue;
+    const column = key.columns.at(-1)!;
+    const target = actual.get(key.table);
+    const targetSpec = specs.find((s) => s.table === key.table);
+    if (key.refColumns.length > 1 && !targetSpec?.tenantRowKey && target && !hasTenantRowKey(target)) {
+      changes.push({
+        ...at,
+        kind: 'not-generated',
+        reason: `${key.field} names a row of ${key.table}, which has no unique (tenant_id, id) for the foreign key: generate its owner's migration first`,
+      });
+      continue;
+    }
+    const drop = table.foreignKeys
+      .filter((found) => found.columns.includes(column) || found.name === key.name)
+      .map((found) => found.name);
+    changes.push({ ...at, kind: 'replace-foreign-key', key, drop });
+  }
+  for (const found of table.foreignKeys) {
+    const column = found.columns.at(-1)!;
+    if (
+      found.name === `${spec.table}_${column}_fkey` &&
+      fieldColumns.has(column) &&
+      !spec.foreignKeys.some((key) => key.columns.includes(column))
     )
-  ) {
-    changes.push({ ...at, kind: 'add-foreign-key', column: column.name, references: column.references });
+      changes.push({ ...at, kind: 'drop-foreign-key', column, constraint: found.name });
   }
   return changes;
 }
@@ -184,6 +243,7 @@ export function diffTables(
   actual: ReadonlyMap<string, ActualTable>,
   relationNames: ReadonlySet<string>,
 ): Change[] {
+  const keys: Change[] = [];
   const taken = new Set(relationNames);
   const changes: Change[] = [];
   for (const spec of specs) {
@@ -192,7 +252,19 @@ export function diffTables(
     if (!table) {
       taken.add(spec.table);
       const indexes = spec.indexes.map((index) => ({ ...index, name: freeName(index.name, taken) }));
-      changes.push({ ...at, kind: 'create-table', spec: { ...spec, indexes } });
+      const unkeyed = spec.foreignKeys.filter((key) => {
+        const target = actual.get(key.table);
+        const targetSpec = specs.find((s) => s.table === key.table);
+        return key.refColumns.length > 1 && !targetSpec?.tenantRowKey && target && !hasTenantRowKey(target);
+      });
+      const foreignKeys = spec.foreignKeys.filter((key) => !unkeyed.includes(key));
+      changes.push({ ...at, kind: 'create-table', spec: { ...spec, indexes, foreignKeys } });
+      for (const key of unkeyed)
+        keys.push({
+          ...at,
+          kind: 'not-generated',
+          reason: `${key.field} names a row of ${key.table}, which has no unique (tenant_id, id) for the foreign key: generate its owner's migration first`,
+        });
       continue;
     }
     const hasTenant = table.columns.has('tenant_id');
@@ -222,6 +294,10 @@ export function diffTables(
     changes.push(...added, ...altered, ...dropped);
     if (spec.tenantScoped && hasTenant && !table.rowSecurity && table.policies === 0)
       changes.push({ ...at, kind: 'make-tenant-table' });
+    if (spec.tenantRowKey && hasTenant && !hasTenantRowKey(table))
+      changes.push({ ...at, kind: 'add-tenant-row-key', constraint: freeName(spec.tenantRowKey, taken) });
+    // After every table's own changes: a key may name a table this migration creates or gives its unique key.
+    keys.push(...foreignKeyChanges(spec, table, actual, specs));
     for (const index of spec.indexes) {
       if (!table.indexes.some((found) => sameIndex(index, found))) {
         changes.push({ ...at, kind: 'add-index', index: { ...index, name: freeName(index.name, taken) } });
@@ -230,5 +306,5 @@ export function diffTables(
     if (spec.publicRead && !table.triggerFunctions.includes(PUBLIC_READ_TRIGGER_FUNCTION))
       changes.push({ ...at, kind: 'watch-public-read' });
   }
-  return changes;
+  return [...changes, ...keys];
 }

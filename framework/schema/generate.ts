@@ -5,6 +5,7 @@ import type { AnyEntity } from '../entity/define.ts';
 import { loadActualTables, loadRelationNames } from './actual.ts';
 import { desiredTable } from './desired.ts';
 import { diffTables, type Change } from './diff.ts';
+import type { TableSpec } from './model.ts';
 import { leftOut, notGenerated, renderMigration } from './render.ts';
 
 export interface Generated {
@@ -24,13 +25,18 @@ export interface Generated {
 export async function generateMigration(
   pool: pg.Pool,
   entities: readonly AnyEntity[],
-  options: { allowDestructive: boolean; command: string },
+  options: {
+    allowDestructive: boolean;
+    command: string;
+    /** Every entity of the installation, where references find their targets: the given ones unless said. */
+    installed?: readonly AnyEntity[];
+  },
 ): Promise<Generated> {
-  const specs = entities.map((entity) => desiredTable(entity));
-  const actual = await loadActualTables(
-    pool,
-    specs.map((s) => s.table),
-  );
+  const installed = [...(options.installed ?? []), ...entities.filter((e) => !options.installed?.includes(e))];
+  const specs = targetsFirst(entities.map((entity) => desiredTable(entity, installed)));
+  const actual = await loadActualTables(pool, [
+    ...new Set([...specs.map((s) => s.table), ...specs.flatMap((s) => s.foreignKeys.map((k) => k.table))]),
+  ]);
   const changes = diffTables(specs, actual, await loadRelationNames(pool));
   return {
     sql: renderMigration(changes, options),
@@ -38,6 +44,23 @@ export async function generateMigration(
     leftOut: leftOut(changes, options.allowDestructive),
     notGenerated: notGenerated(changes),
   };
+}
+
+/** The tables in an order where a table another names by a foreign key comes before it (else as given). */
+function targetsFirst(specs: readonly TableSpec[]): TableSpec[] {
+  const ordered: TableSpec[] = [];
+  const visiting = new Set<TableSpec>();
+  const visit = (spec: TableSpec) => {
+    if (ordered.includes(spec) || visiting.has(spec)) return;
+    visiting.add(spec);
+    for (const key of spec.foreignKeys) {
+      const target = specs.find((s) => s.table === key.table);
+      if (target && target !== spec) visit(target);
+    }
+    ordered.push(spec);
+  };
+  for (const spec of specs) visit(spec);
+  return ordered;
 }
 
 /** A migration's name part: lower-case words joined by underscores. */

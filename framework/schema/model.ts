@@ -14,8 +14,6 @@ export interface ColumnSpec {
   primaryKey?: boolean;
   /** The values an enum CHECK admits. */
   enumValues?: readonly (string | number)[];
-  /** The table whose id the column names (a foreign key). */
-  references?: string;
   /** An extra column (storage.columns): its definition as written, taken as it stands. */
   verbatim?: string;
   /** The catalog types the boot check accepts for the field (any of them needs no change). */
@@ -36,6 +34,18 @@ export interface IndexSpec {
   field?: string;
 }
 
+/** A foreign key the definition's references call for (framework/entity/references.ts). */
+export interface ForeignKeySpec {
+  name: string;
+  /** The field it carries, for the migration's comment. */
+  field: string;
+  /** `[tenant_id, owner_id]` for a tenant-owned target, `[plan_id]` for a global one. */
+  columns: readonly string[];
+  table: string;
+  /** `[tenant_id, id]` or `[id]`. */
+  refColumns: readonly string[];
+}
+
 /** The table an entity's definition calls for. */
 export interface TableSpec {
   /** The entity's key, e.g. `testkit.widget`. */
@@ -49,6 +59,9 @@ export interface TableSpec {
   sorts: readonly string[];
   /** A public read: the table needs watch_public_read's trigger. */
   publicRead: boolean;
+  foreignKeys: readonly ForeignKeySpec[];
+  /** Another table names its rows by `(tenant_id, id)`: the unique constraint of that name, or none. */
+  tenantRowKey?: string;
 }
 
 /** A column as the catalog has it. */
@@ -78,6 +91,8 @@ export interface ActualForeignKey {
   name: string;
   columns: readonly string[];
   table: string;
+  /** The referenced columns, in order. */
+  refColumns: readonly string[];
 }
 
 /** A table as the catalog has it, after the existing migrations. */

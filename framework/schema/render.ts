@@ -1,5 +1,5 @@
 import type { Change } from './diff.ts';
-import type { ColumnSpec, IndexSpec, TableSpec } from './model.ts';
+import type { ColumnSpec, ForeignKeySpec, IndexSpec, TableSpec } from './model.ts';
 import { sqlLiteral } from './column-types.ts';
 
 const literal = (value: string | number, column: ColumnSpec) => sqlLiteral(value, column.type);
@@ -17,9 +17,21 @@ export function columnDefinition(column: ColumnSpec): string {
   if (column.defaultExpr) parts.push(`default ${column.defaultExpr}`);
   if (column.default) parts.push(`default ${column.default.sql}`);
   if (column.enumValues) parts.push(enumCheck(column));
-  if (column.references) parts.push(`references ${column.references} (id)`);
   return parts.join(' ');
 }
+
+/** A reference's foreign key as a table constraint. */
+function foreignKeyDefinition(key: ForeignKeySpec): string {
+  return `constraint ${key.name} foreign key (${key.columns.join(', ')}) references ${key.table} (${key.refColumns.join(', ')})`;
+}
+
+function foreignKeyComment(key: ForeignKeySpec): string {
+  return key.refColumns.length > 1
+    ? `-- ${key.field} names a row of ${key.table} in the same tenant: the database refuses another tenant's.`
+    : `-- ${key.field} names a row of ${key.table}.`;
+}
+
+const tenantRowKeyComment = '-- Other tables name its rows by (tenant_id, id): the key their foreign keys reference.';
 
 function createIndex(table: string, index: IndexSpec): string {
   return `create ${index.unique ? 'unique ' : ''}index ${index.name} on ${table} (${index.keys.join(', ')})${index.where ? ` where ${index.where}` : ''};`;
@@ -62,7 +74,10 @@ function describeShape(spec: TableSpec): string {
 
 function createTable(spec: TableSpec): string[] {
   const lines = [`-- ${spec.entity} (${describeShape(spec)})`, `create table ${spec.table} (`];
-  lines.push(spec.columns.map((c) => `  ${columnDefinition(c)}`).join(',\n'));
+  const parts = spec.columns.map((c) => `  ${columnDefinition(c)}`);
+  if (spec.tenantRowKey) parts.push(`  constraint ${spec.tenantRowKey} unique (tenant_id, id)`);
+  parts.push(...spec.foreignKeys.map((key) => `  ${foreignKeyDefinition(key)}`));
+  lines.push(parts.join(',\n'));
   lines.push(');');
   lines.push(...indexLines(spec, spec.indexes));
   if (spec.tenantScoped) lines.push(`call make_tenant_table('${spec.table}');`);
@@ -124,8 +139,21 @@ function changeLines(change: Change): string[] {
     }
     case 'drop-check':
       return [`alter table ${t} drop constraint ${change.constraint};`];
-    case 'add-foreign-key':
-      return [`alter table ${t} add foreign key (${change.column}) references ${change.references} (id);`];
+    case 'add-tenant-row-key':
+      return [tenantRowKeyComment, `alter table ${t} add constraint ${change.constraint} unique (tenant_id, id);`];
+    case 'replace-foreign-key':
+      return [
+        foreignKeyComment(change.key),
+        `alter table ${t} ${[
+          ...change.drop.map((name) => `drop constraint ${name}`),
+          `add ${foreignKeyDefinition(change.key)}`,
+        ].join(', ')};`,
+      ];
+    case 'drop-foreign-key':
+      return [
+        `-- ${change.column} names no entity any more: its foreign key goes.`,
+        `alter table ${t} drop constraint ${change.constraint};`,
+      ];
     case 'make-tenant-table':
       return [`call make_tenant_table('${t}');`];
     case 'add-index':

@@ -1,5 +1,6 @@
 import type { ColumnType, Generated } from 'kysely';
 import { declareUniqueKeys } from '../../framework/db/unique-keys.ts';
+import { declareExportExclusions } from '../../framework/bulk/tenant-export/exclusions.ts';
 
 // The auth module's own tables (migrations/auth), column for column, for kysely's typed builder
 // (roles, sessions and access_tokens are the framework's identity tables: framework/contracts/database.ts).
@@ -41,4 +42,10 @@ declare module '../../framework/contracts/database.ts' {
 declareUniqueKeys({
   set_password_tokens_tenant_id_token_hash_key: { fields: [], detail: 'This set-password token exists already' },
   set_password_tokens_one_pending: { fields: [], detail: 'This person has a pending set-password link already' },
+});
+
+// A tenant's export never carries a credential: a set-password token is nothing but one
+// (framework/bulk/tenant-export/; the framework's identity tables declare their own there).
+declareExportExclusions({
+  set_password_tokens: { reason: 'every row is a credential (a set-password link)' },
 });

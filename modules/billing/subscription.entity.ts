@@ -261,7 +261,6 @@ export const subscription = defineEntity({
     endedAt: 'subscribe',
   },
   permissions: { read: 'billing:read', write: 'billing:manage' },
-  storage: { references: { planId: 'plans', pendingPlanId: 'plans' } },
   commands: { subscribe, cancel },
   admin: {
     title: 'status',

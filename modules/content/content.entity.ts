@@ -24,7 +24,6 @@ export const content = defineEntity({
   invalidCodes: { slug: 'SLUG_INVALID' },
   uniqueCodes: { slug: { index: 'contents_slug_unique', code: 'SLUG_TAKEN' } },
   eventFields: ['slug'],
-  storage: { references: { author: 'users' } },
   permissions: { read: 'content:read', write: 'content:manage' },
   sortable: ['slug', 'title', 'publishedAt'],
   hooks: {

@@ -1,5 +1,6 @@
 import { defineModule, entity } from '../../framework/entity/define.ts';
 import { content } from './content.entity.ts';
+import { publicListRoutes } from './public-list.routes.ts';
 import { contentProblems } from './problems.ts';
 
 /** Markdown pages and posts, their lifecycle, and the public page by slug (docs/content.md). */
@@ -16,6 +17,8 @@ export const contentModule = defineModule({
   ],
   events: ['content.published', 'content.unpublished', 'content.archived'],
   entities: [entity(content)],
+  // The public list, its Atom feed (/p/feed.xml) and index page (/p/): public-list.routes.ts.
+  routes: publicListRoutes,
   admin: {
     label: 'Pages and posts',
     sidebar: [{ label: 'Pages and posts', path: '/admin/content/contents', order: 30 }],

@@ -1,6 +1,7 @@
 import type { Generated, Selectable } from 'kysely';
 import Type from 'typebox';
 import { declareUniqueKeys } from '../../framework/db/unique-keys.ts';
+import { declareExportBlobs } from '../../framework/bulk/tenant-export/exclusions.ts';
 import { StringEnum } from '../../framework/entity/string-enum.ts';
 
 export interface FilesTable {
@@ -69,3 +70,6 @@ export const toRecord = (row: FileRow): FileRecordValue => ({
   uploadedBy: row.uploaded_by,
   createdAt: row.created_at,
 });
+
+// A tenant's export carries every file's bytes, named by the file's id (framework/bulk/tenant-export/).
+declareExportBlobs({ files: { key: 'storage_key', name: 'id' } });

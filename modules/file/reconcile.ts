@@ -29,7 +29,11 @@ export const fileReconcile: JobDefinition = {
       const rows = await services.db.kysely
         .selectNoFrom((eb) => eb.fn<string>('file_keys_named', [eb.val(batch)]).as('key'))
         .execute();
-      const named = new Set(rows.map((r) => r.key));
+      // The framework's own blobs (an import's upload, a tenant's export) are named there.
+      const held = await services.db.kysely
+        .selectNoFrom((eb) => eb.fn<string>('framework_blob_keys_named', [eb.val(batch)]).as('key'))
+        .execute();
+      const named = new Set([...rows, ...held].map((r) => r.key));
       const orphans = batch.filter((key) => !named.has(key));
       // A bucket removes the batch in one request (DeleteObjects); the local disk one by one.
       if (store.removeMany) removed += orphans.length > 0 ? await store.removeMany(orphans) : 0;

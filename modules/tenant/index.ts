@@ -1,6 +1,7 @@
 import { defineModule } from '../../framework/entity/define.ts';
 import { tenantRoutes } from './tenant.routes.ts';
 import { registerTenantSwitcher } from './tenants.admin.ts';
+import { EXPORT_REQUESTED, exportPurge, exportQueue, exportRequested, exportRoutes } from './export.routes.ts';
 
 /**
  * The control plane: customers, their hosts, suspension and the first administrator. Every route
@@ -13,8 +14,19 @@ export const tenantModule = defineModule({
   description: 'Customers, their hosts, suspension, first administrator',
   permissions: [
     { name: 'tenant:manage', description: 'Tenant routes and the Tenants navigation entry', operator: true },
+    {
+      name: 'tenant:export',
+      description: "Export the whole tenant's data (POST /api/v1/tenant/export) and download the archive",
+    },
   ],
-  events: ['tenant.created', 'tenant.host_added', 'tenant.host_removed', 'tenant.suspended', 'tenant.resumed'],
+  events: [
+    'tenant.created',
+    'tenant.host_added',
+    'tenant.host_removed',
+    'tenant.suspended',
+    'tenant.resumed',
+    EXPORT_REQUESTED,
+  ],
   // The customer sees these in its own activity, as done by the operator (the payload's id is the tenant's).
   operatorEventsAbout: {
     'tenant.host_added': 'id',
@@ -22,7 +34,11 @@ export const tenantModule = defineModule({
     'tenant.suspended': 'id',
     'tenant.resumed': 'id',
   },
-  routes: tenantRoutes,
+  routes: [...tenantRoutes, ...exportRoutes],
+  // A tenant's export runs as a job (framework/bulk/tenant-export/), its archive purged once its link expires.
+  subscriptions: [exportRequested],
+  queues: [exportQueue],
+  jobs: [exportPurge],
   admin: {
     label: 'Tenants',
     // The tenant switcher replaces the generated pages: tenants are made and changed through the API.

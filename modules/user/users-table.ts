@@ -1,6 +1,7 @@
 import type { Static } from 'typebox';
 import type { EntityTable } from '../../framework/db/entity-table.ts';
 import type { UserFields } from './user.fields.ts';
+import { declareExportExclusions } from '../../framework/bulk/tenant-export/exclusions.ts';
 
 export type UserStatus = Static<UserFields['status']>;
 
@@ -17,3 +18,6 @@ export type UserColumns = Pick<EntityTable<UserFields>, 'email' | 'display_name'
 declare module '../../framework/contracts/database.ts' {
   interface UsersTable extends UserColumns {}
 }
+
+// The export leaves every password hash out (framework/bulk/tenant-export/).
+declareExportExclusions({ users: { columns: ['password_hash'], reason: 'a password hash is a credential' } });

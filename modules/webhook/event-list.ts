@@ -34,6 +34,9 @@ function eventList(registry: Registry) {
   for (const module of registry.modules)
     for (const name of module.events ?? [])
       if (!found.has(name)) found.set(name, { name, module: module.name, resource: null });
+  // The framework's own (an import handed to the worker).
+  for (const name of registry.events)
+    if (!found.has(name)) found.set(name, { name, module: 'framework', resource: null });
   const list = [...found.values()].filter((e) => takes.has(e.name)).sort((a, b) => (a.name < b.name ? -1 : 1));
   lists.set(registry, list);
   return list;

@@ -1,6 +1,7 @@
 import type { Generated } from 'kysely';
 import type { EntityTable } from '../../framework/db/entity-table.ts';
 import type { EndpointFields } from './endpoint.fields.ts';
+import { declareExportExclusions } from '../../framework/bulk/tenant-export/exclusions.ts';
 
 /**
  * webhook_endpoints (migrations/webhook): the fields, and the signing secrets no response carries
@@ -39,3 +40,11 @@ declare module '../../framework/contracts/database.ts' {
     webhook_deliveries: WebhookDeliveriesTable;
   }
 }
+
+// The export leaves the signing secrets out (framework/bulk/tenant-export/).
+declareExportExclusions({
+  webhook_endpoints: {
+    columns: ['secret', 'previous_secret'],
+    reason: 'a signing secret is shown once and never leaves',
+  },
+});

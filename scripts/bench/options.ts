@@ -18,6 +18,7 @@ export const SCENARIOS = [
   'tenants',
   'metrics-cost',
   'history',
+  'batch',
   'prepared-statements',
 ] as const;
 export type ScenarioGroup = (typeof SCENARIOS)[number];

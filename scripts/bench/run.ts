@@ -33,6 +33,7 @@ import { measureWebhookGroup } from './webhooks.ts';
 import { measureTenantsGroup } from './tenants.ts';
 import { measureMetricsCostGroup } from './metrics-cost.ts';
 import { measureHistoryCostGroup } from './history-cost.ts';
+import { measureBatchGroup } from './batch.ts';
 import { measurePreparedStatementsGroup } from './prepared-statements.ts';
 
 const LIST_PATH = '/api/v1/testkit/widgets?limit=20';
@@ -319,6 +320,12 @@ async function measure(
         });
       }
     }
+  }
+
+  if (options.only.has('batch')) {
+    const cookie = await signIn(service.port, host, seed.email, BENCH_PASSWORD);
+    log(`batch: 100 creates in one POST /api/v1/batch beside 100 single creates (load average ${load()})`);
+    rows.push(...(await measureBatchGroup({ port: service.port, host, cookie, rounds: options.rounds, log })));
   }
 
   // Before the uploads: their gigabytes, written back to disk afterwards, would slow the WAL

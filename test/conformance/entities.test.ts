@@ -243,9 +243,12 @@ describe.each(ENTITIES.map((e) => [e.names.key, e] as const))('entity %s', (_key
           ['PATCH', item, 'update'],
           ['DELETE', item, 'delete'],
         ];
+    // A collection's list also takes imports (issue 48), unless its create shows a secret once.
+    const imports = !singleton && !entity.def.admin?.shownOnce?.length;
     const expected = [
       ...generic.filter(([, , verb]) => verb === 'read' || serves(verb as 'list')),
       ...commands.map(([c]) => ['POST', `${item}/${c}`, c] as [string, string, string]),
+      ...(imports ? [['POST', `${names.path}/import`, 'import'] as [string, string, string]] : []),
     ];
     for (const [method, path, verb] of expected) {
       expect(

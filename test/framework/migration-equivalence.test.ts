@@ -122,6 +122,7 @@ describe('the generated create migration and the hand-written migrations make th
       const again = await generateMigration(handWritten, module.entities ?? [], {
         allowDestructive: true,
         command: 'equivalence test',
+        installed: ENTITIES,
       });
       expect(again.sql, `module ${module.name}`).toBeUndefined();
     }

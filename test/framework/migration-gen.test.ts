@@ -23,6 +23,7 @@ import { checkValues, sameValue } from '../../framework/schema/diff.ts';
 import { nextMigrationFile } from '../../framework/schema/generate.ts';
 import { migrationNewCommand, newMigration } from '../../scripts/migration-new.ts';
 
+const INSTALLED = [...allModules, testkitModule].flatMap((m) => m.entities ?? []);
 const FIXTURES = fileURLToPath(new URL('../fixtures/', import.meta.url));
 const TESTKIT_MIGRATIONS = join(FIXTURES, 'migrations/testkit');
 // UPDATE_GOLDEN=1 rewrites the golden file from what the generator writes now (then read the diff).
@@ -80,7 +81,7 @@ describe('from a field schema to a column', () => {
 
   it('leads the list indexes with the row-access fields, ends them with id, and names unique ones', () => {
     expect(rowAccessFields(entity(memo))).toEqual(['ownerId']);
-    const memos = desiredTable(entity(memo));
+    const memos = desiredTable(entity(memo), INSTALLED);
     expect(memos.indexes.map((i) => i.keys)).toEqual([
       ['tenant_id', 'owner_id', 'created_at', 'id'],
       ['tenant_id', 'owner_id', 'updated_at', 'id'],

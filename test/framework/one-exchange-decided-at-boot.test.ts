@@ -17,7 +17,7 @@ import { EntityOperations, entityRoutes } from '../../framework/http/entity-rout
  */
 function oneExchangeRoutes(declared: ReturnType<typeof entity>): { list: boolean; read: boolean; create: boolean } {
   const resolved = resolveEntity(declared);
-  const routes = entityRoutes(resolved, new EntityOperations(resolved, { config: testConfig() }));
+  const routes = entityRoutes(resolved, new EntityOperations(resolved, { config: testConfig() }), testConfig());
   const has = (verb: string) => {
     const route = routes.find((r: AnyRoute) => r.operationId === resolved.names.operationId(verb))!;
     expect(route, verb).toBeDefined();

@@ -12,10 +12,12 @@ import {
   type ModuleDefinition,
 } from '../../framework/entity/define.ts';
 import { allModules } from '../../modules/index.ts';
+import { userModule } from '../../modules/user/index.ts';
 import { gadget, setting, testkitModule, widget } from '../helpers/testkit-module.ts';
 import { createTestDatabase } from '../helpers/database.ts';
 import { testConfig } from '../helpers/config.ts';
 
+// The test kit's memo references user.user: the user module is registered beside it.
 const config = testConfig();
 const ROLES: Role[] = ['web', 'worker', 'all'];
 let databaseUrl: string;
@@ -75,7 +77,7 @@ describe('startup checks, in every role', () => {
       permissions: { read: 'widget:read', write: 'thing:write' },
     });
     await expectRefusal(
-      [testkitModule, bad({ entities: [entity(thing)] })],
+      [userModule, testkitModule, bad({ entities: [entity(thing)] })],
       /entity bad\.widget uses undeclared permission thing:write/,
     );
     const commanded = defineEntity({
@@ -84,7 +86,7 @@ describe('startup checks, in every role', () => {
       commands: { approve: { ...widget.commands!.approve, permission: 'thing:approve' } },
     });
     await expectRefusal(
-      [testkitModule, bad({ entities: [entity(commanded)] })],
+      [userModule, testkitModule, bad({ entities: [entity(commanded)] })],
       /POST \/api\/v1\/bad\/widgets\/:id\/approve \(module bad\) uses undeclared permission thing:approve/,
     );
   });
@@ -100,7 +102,7 @@ describe('startup checks, in every role', () => {
       commands: { approve: { ...widget.commands!.approve, publishes: ['bad.widget.blessed'] } },
     });
     await expectRefusal(
-      [testkitModule, bad({ entities: [entity(commanded)] })],
+      [userModule, testkitModule, bad({ entities: [entity(commanded)] })],
       /approve \(module bad\) publishes undeclared event bad\.widget\.blessed/,
     );
   });
@@ -128,7 +130,7 @@ describe('startup checks, in every role', () => {
     // The types refuse this too; a definition that slips past them is still caught at boot.
     const unowned = { ...widget, module: 'bad', commandOwned: { approved: 'approve', approvedAt: 'stamp' } } as never;
     await expectRefusal(
-      [testkitModule, bad({ entities: [entity(unowned)] })],
+      [userModule, testkitModule, bad({ entities: [entity(unowned)] })],
       /entity bad\.widget: field approvedAt is owned by command stamp, which is not declared/,
     );
     // A field written by several commands: each one must be declared.
@@ -138,7 +140,7 @@ describe('startup checks, in every role', () => {
       commandOwned: { approved: ['approve', 'revoke'], approvedAt: 'approve' },
     } as never;
     await expectRefusal(
-      [testkitModule, bad({ entities: [entity(shared)] })],
+      [userModule, testkitModule, bad({ entities: [entity(shared)] })],
       /entity bad\.widget: field approved is owned by command revoke, which is not declared/,
     );
   });
@@ -151,7 +153,7 @@ describe('startup checks, in every role', () => {
       sortable: ['weight'],
       admin: { title: 'label', columns: [] },
     } as never;
-    const start = () => compose([testkitModule, bad({ entities: [entity(broken)] })], config);
+    const start = () => compose([userModule, testkitModule, bad({ entities: [entity(broken)] })], config);
     expect(start).toThrow(/immutable field shade is not a field/);
     expect(start).toThrow(/sortable field weight is not a field/);
     expect(start).toThrow(/admin column field label is not a field/);
@@ -198,7 +200,7 @@ describe('startup checks, in every role', () => {
       permissions: { read: 'widget:read', write: 'widget:write' },
     });
     await expectRefusal(
-      [testkitModule, bad({ entities: [entity(open)] })],
+      [userModule, testkitModule, bad({ entities: [entity(open)] })],
       /entity bad\.gadget is global: its write permission widget:write is not an operator permission/,
     );
   });
@@ -210,7 +212,7 @@ describe('startup checks, in every role', () => {
       commands: { reprice: { summary: 'Reprice', permission: 'widget:write', run: async () => ({ price: 1 }) } },
     });
     await expectRefusal(
-      [testkitModule, bad({ entities: [entity(commanded)] })],
+      [userModule, testkitModule, bad({ entities: [entity(commanded)] })],
       /entity bad\.gadget is global: command reprice uses widget:write, which is not an operator permission/,
     );
     // Defaulting to the entity's operator write permission is accepted.
@@ -219,7 +221,7 @@ describe('startup checks, in every role', () => {
       module: 'bad',
       commands: { reprice: { summary: 'Reprice', run: async () => ({ price: 1 }) } },
     });
-    expect(() => compose([testkitModule, bad({ entities: [entity(defaulted)] })], config)).not.toThrow();
+    expect(() => compose([userModule, testkitModule, bad({ entities: [entity(defaulted)] })], config)).not.toThrow();
   });
 
   it('refuse contradictory shapes: a global singleton, singleton routes on a collection, a computed field named like a field, a row-access filter naming a non-field', () => {
@@ -229,15 +231,15 @@ describe('startup checks, in every role', () => {
       scope: 'global',
       permissions: { read: 'widget:read', write: 'widget:operate' },
     } as never;
-    expect(() => compose([testkitModule, bad({ entities: [entity(globalSingleton)] })], config)).toThrow(
+    expect(() => compose([userModule, testkitModule, bad({ entities: [entity(globalSingleton)] })], config)).toThrow(
       /entity bad\.setting is global and a singleton/,
     );
     const routesOnCollection = { ...widget, module: 'bad', singletonRoutes: ['update'] } as never;
-    expect(() => compose([testkitModule, bad({ entities: [entity(routesOnCollection)] })], config)).toThrow(
+    expect(() => compose([userModule, testkitModule, bad({ entities: [entity(routesOnCollection)] })], config)).toThrow(
       /entity bad\.widget declares singletonRoutes but is not a singleton/,
     );
     const shadowing = { ...widget, module: 'bad', computed: { name: Type.String() } } as never;
-    expect(() => compose([testkitModule, bad({ entities: [entity(shadowing)] })], config)).toThrow(
+    expect(() => compose([userModule, testkitModule, bad({ entities: [entity(shadowing)] })], config)).toThrow(
       /entity bad\.widget: computed field name is already a field/,
     );
     const strayFilter = {
@@ -245,7 +247,7 @@ describe('startup checks, in every role', () => {
       module: 'bad',
       rowAccess: (ctx: { actorId: string | null }) => ({ name: 'x', ownerId: ctx.actorId }),
     } as never;
-    expect(() => compose([testkitModule, bad({ entities: [entity(strayFilter)] })], config)).toThrow(
+    expect(() => compose([userModule, testkitModule, bad({ entities: [entity(strayFilter)] })], config)).toThrow(
       /entity bad\.widget: rowAccess names ownerId, which is not a field/,
     );
     const needsCaller = {
@@ -253,11 +255,11 @@ describe('startup checks, in every role', () => {
       module: 'bad',
       rowAccess: (ctx: { session: { userId: string } }) => ({ name: ctx.session.userId }),
     } as never;
-    expect(() => compose([testkitModule, bad({ entities: [entity(needsCaller)] })], config)).toThrow(
+    expect(() => compose([userModule, testkitModule, bad({ entities: [entity(needsCaller)] })], config)).toThrow(
       /entity bad\.widget: rowAccess fails with no caller/,
     );
     const unknownReadOnly = { ...widget, module: 'bad', readOnly: ['shine'] } as never;
-    expect(() => compose([testkitModule, bad({ entities: [entity(unknownReadOnly)] })], config)).toThrow(
+    expect(() => compose([userModule, testkitModule, bad({ entities: [entity(unknownReadOnly)] })], config)).toThrow(
       /readOnly field shine is not a field/,
     );
   });
@@ -288,7 +290,7 @@ describe('startup checks, in every role', () => {
       },
     });
     await expectRefusal(
-      [testkitModule, bad({ entities: [entity(refusing)] })],
+      [userModule, testkitModule, bad({ entities: [entity(refusing)] })],
       /route POST \/api\/v1\/bad\/widgets\/:id\/approve \(module bad\) documents problem code WIDGET_APPROVED/,
     );
   });
@@ -300,7 +302,7 @@ describe('startup checks, in every role', () => {
       invalidCodes: { name: 'NAME_ODD' as never },
       uniqueCodes: { name: { index: 'widgets_name_unique', code: 'NAME_TAKEN' as never } },
     });
-    const start = () => compose([testkitModule, bad({ entities: [entity(undeclared)] })], config);
+    const start = () => compose([userModule, testkitModule, bad({ entities: [entity(undeclared)] })], config);
     expect(start).toThrow(
       /entity bad\.widget: invalidCodes\.name names problem code NAME_ODD, which no module declares/,
     );

@@ -33,6 +33,9 @@ export function eventCatalog(registry: Registry): Map<string, { group: string; l
       catalog.set(event, { group, label });
     }
   }
+  // The framework's own events (an import handed to the worker), after the modules'.
+  for (const event of registry.events)
+    if (!catalog.has(event)) catalog.set(event, { group: 'Service', label: titleCase(event.replaceAll('.', ' ')) });
   return catalog;
 }
 

@@ -137,8 +137,11 @@ describe('tenant routes', () => {
       .map((r) => `${r.route.method} ${r.route.operationId}`);
     expect(ids.sort()).toEqual([
       'DELETE tenant-tenant-remove-host',
+      'GET tenant-export-archive',
+      'GET tenant-export-read',
       'GET tenant-tenant-list',
       'GET tenant-tenant-read',
+      'POST tenant-export-create',
       'POST tenant-tenant-add-host',
       'POST tenant-tenant-create',
       'POST tenant-tenant-invite',

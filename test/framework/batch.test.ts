@@ -1,0 +1,198 @@
+import { beforeAll, describe, expect, it } from 'vitest';
+import { randomUUID } from 'node:crypto';
+import { sql } from 'kysely';
+import { signInAs, type SignedIn } from '../helpers/app.ts';
+import { useTestApp } from '../helpers/use-test-app.ts';
+import { outboxRows } from '../helpers/outbox.ts';
+
+/**
+ * POST /api/v1/batch (issue 48, point 3), over HTTP against real PostgreSQL: writes of this
+ * tenant's API in one transaction, all or none, each served as if it were sent alone.
+ */
+
+const HOST = 'batch.localhost';
+const TASKS = '/api/v1/task/tasks';
+const t = useTestApp({ customers: ['batch'] });
+let writer: SignedIn;
+let reader: SignedIn;
+
+beforeAll(async () => {
+  writer = await signInAs(t.app, t.batch, ['task:read', 'task:update', 'webhook:manage']);
+  reader = await signInAs(t.app, t.batch, ['task:read', 'content:read']);
+});
+
+const task = (title: string, extra: Record<string, unknown> = {}) => ({
+  title,
+  priority: 'high',
+  deadline: new Date(Date.now() + 86_400_000).toISOString(),
+  ...extra,
+});
+
+const batch = (who: SignedIn, requests: unknown[], key?: string) => {
+  const req = t.app.http(HOST).post('/api/v1/batch').set('Cookie', who.cookie);
+  return (key ? req.set('Idempotency-Key', key) : req).send({ requests });
+};
+
+const countTasks = async (prefix: string) =>
+  t.app.services.transactions.run(t.batch, async (ctx) => {
+    const { rows } = await sql<{
+      n: number;
+    }>`select count(*)::int as n from tasks where title like ${`${prefix}%`}`.execute(ctx.db);
+    return rows[0]!.n;
+  });
+
+const createdEvents = async (ids: string[]) =>
+  (await outboxRows(t.app, 'task.task.created')).filter((e) => ids.includes(e.payload.id as string));
+
+describe('a batch applies all of its requests or none', () => {
+  it('a batch whose third request is invalid leaves nothing, and names that request', async () => {
+    const prefix = `none-${randomUUID()}`;
+    const res = await batch(writer, [
+      { method: 'POST', path: TASKS, body: task(`${prefix} a`) },
+      { method: 'POST', path: TASKS, body: task(`${prefix} b`) },
+      { method: 'POST', path: TASKS, body: task(`${prefix} c`, { priority: 'urgent' }) },
+      { method: 'POST', path: TASKS, body: task(`${prefix} d`) },
+    ]);
+    expect(res.status, JSON.stringify(res.body)).toBe(422);
+    expect(res.headers['content-type']).toMatch(/^application\/problem\+json/);
+    expect(res.body.code).toBe('VALIDATION_FAILED');
+    expect(res.body.index).toBe(2);
+    expect(res.body.request).toEqual({ method: 'POST', path: TASKS });
+    expect(res.body.errors.length).toBeGreaterThan(0);
+    for (const error of res.body.errors) expect(error.pointer).toBe('/body/requests/2/body/priority');
+    expect(res.body.detail).toMatch(/^Request 2 \(POST \/api\/v1\/task\/tasks\) failed: .*nothing was applied/);
+    expect(await countTasks(prefix)).toBe(0);
+  });
+
+  it('a failure in the database (a PATCH of an unknown row) after two creates rolls the creates back', async () => {
+    const prefix = `late-${randomUUID()}`;
+    const res = await batch(writer, [
+      { method: 'POST', path: TASKS, body: task(`${prefix} a`) },
+      { method: 'POST', path: TASKS, body: task(`${prefix} b`) },
+      { method: 'PATCH', path: `${TASKS}/${randomUUID()}`, body: { priority: 'low' } },
+    ]);
+    expect(res.status).toBe(404);
+    expect(res.body).toMatchObject({ code: 'NOT_FOUND', index: 2 });
+    expect(await countTasks(prefix)).toBe(0);
+  });
+
+  it('every request applied: each answer as it would be alone, in order, and the events once committed', async () => {
+    const prefix = `all-${randomUUID()}`;
+    const res = await batch(writer, [
+      { method: 'POST', path: TASKS, body: task(`${prefix} a`) },
+      { method: 'POST', path: TASKS, body: task(`${prefix} b`) },
+    ]);
+    expect(res.status, JSON.stringify(res.body)).toBe(200);
+    const [a, b] = res.body.results;
+    expect(a).toMatchObject({ status: 201, operationId: 'task-task-create', body: { title: `${prefix} a` } });
+    expect(a.location).toBe(`${TASKS}/${a.body.id}`);
+    expect(b.status).toBe(201);
+
+    const more = await batch(writer, [
+      { method: 'PATCH', path: `${TASKS}/${a.body.id}`, body: { priority: 'low' } },
+      { method: 'POST', path: `${TASKS}/${b.body.id}/resolve`, body: { resolution: 'done in a batch' } },
+      { method: 'DELETE', path: `${TASKS}/${a.body.id}` },
+    ]);
+    expect(more.status, JSON.stringify(more.body)).toBe(200);
+    expect(more.body.results.map((r: { status: number }) => r.status)).toEqual([200, 200, 204]);
+    expect(more.body.results[0].body.priority).toBe('low');
+    expect(more.body.results[1].body.status).toBe('resolved');
+    expect(more.body.results[2].body).toBeNull();
+    expect(await createdEvents([a.body.id, b.body.id])).toHaveLength(2);
+    const names = (await outboxRows(t.app, 'task.task.updated', 'task.resolved', 'task.task.deleted')).filter((e) =>
+      [a.body.id, b.body.id].includes(e.payload.id as string),
+    );
+    expect(names.map((e) => e.name).sort()).toEqual(['task.resolved', 'task.task.deleted', 'task.task.updated']);
+    expect(names.every((e) => e.actor_id === writer.userId)).toBe(true);
+  });
+});
+
+describe('each request is served as if it were sent alone', () => {
+  it('a request the caller may not make is 403 with its index, and nothing before it is applied', async () => {
+    const prefix = `perm-${randomUUID()}`;
+    const res = await batch(writer, [
+      { method: 'POST', path: TASKS, body: task(`${prefix} a`) },
+      { method: 'POST', path: '/api/v1/content/contents', body: { slug: prefix, title: 'x', kind: 'page', body: '' } },
+    ]);
+    expect(res.status).toBe(403);
+    expect(res.body).toMatchObject({ code: 'AUTH_FORBIDDEN', index: 1 });
+    expect(await countTasks(prefix)).toBe(0);
+    // And a reader may create nothing, even when the batch itself is open to any signed-in caller.
+    const read = await batch(reader, [{ method: 'POST', path: TASKS, body: task(`${prefix} r`) }]);
+    expect(read.status).toBe(403);
+    expect(read.body).toMatchObject({ code: 'AUTH_FORBIDDEN', index: 0 });
+  });
+
+  it('the protected-field checks are the route’s: a command-owned field is refused with its route', async () => {
+    const res = await batch(writer, [
+      { method: 'POST', path: TASKS, body: task('owned', { assigneeId: randomUUID() }) },
+    ]);
+    expect(res.status).toBe(422);
+    expect(res.body).toMatchObject({ code: 'FIELD_COMMAND_OWNED', index: 0, field: 'assigneeId' });
+  });
+
+  it('a route that runs outside a transaction is refused with a clear 422, and so is a batch inside a batch', async () => {
+    const upload = await batch(writer, [{ method: 'POST', path: '/api/v1/file/files', body: {} }]);
+    expect(upload.status).toBe(422);
+    expect(upload.body).toMatchObject({ code: 'BATCH_REQUEST_UNSUPPORTED', index: 0 });
+    expect(upload.body.detail).toMatch(/outside a transaction/);
+    const nested = await batch(writer, [{ method: 'POST', path: '/api/v1/batch', body: { requests: [] } }]);
+    expect(nested.status).toBe(422);
+    expect(nested.body.index).toBe(0);
+  });
+
+  it('an unknown path is 404 with its index; reads and more than 100 requests are refused by the schema', async () => {
+    const unknown = await batch(writer, [{ method: 'POST', path: '/api/v1/nothing/here', body: {} }]);
+    expect(unknown.status).toBe(404);
+    expect(unknown.body).toMatchObject({ code: 'ROUTE_NOT_FOUND', index: 0 });
+    const read = await batch(writer, [{ method: 'GET', path: TASKS }]);
+    expect(read.status).toBe(422);
+    expect(read.body.code).toBe('VALIDATION_FAILED');
+    const many = Array.from({ length: 101 }, (_, i) => ({ method: 'POST', path: TASKS, body: task(`many ${i}`) }));
+    const tooMany = await batch(writer, many);
+    expect(tooMany.status).toBe(422);
+    expect(tooMany.body.errors[0].pointer).toBe('/body/requests');
+  });
+
+  it('a batch needs a signed-in caller', async () => {
+    const res = await t.app
+      .http(HOST)
+      .post('/api/v1/batch')
+      .send({ requests: [{ method: 'POST', path: TASKS, body: task('anon') }] });
+    expect(res.status).toBe(401);
+  });
+});
+
+describe('an Idempotency-Key covers the whole batch', () => {
+  it('a retry replays the answer and applies nothing again; a secret shown once is not kept', async () => {
+    const key = randomUUID();
+    const prefix = `idem-${randomUUID()}`;
+    const requests = [
+      { method: 'POST', path: TASKS, body: task(`${prefix} a`) },
+      {
+        method: 'POST',
+        path: '/api/v1/webhook/endpoints',
+        body: { url: 'https://hooks.example.com/batch', events: ['task.task.created'] },
+      },
+    ];
+    const first = await batch(writer, requests, key);
+    expect(first.status, JSON.stringify(first.body)).toBe(200);
+    const secret = first.body.results[1].body.signingSecret as string;
+    expect(secret).toMatch(/^whsec_/);
+    const again = await batch(writer, requests, key);
+    expect(again.status).toBe(200);
+    expect(again.headers['idempotent-replayed']).toBe('true');
+    expect(again.headers['idempotent-secrets-withheld']).toBe('/results/1/body/signingSecret');
+    expect(again.body.results[0]).toEqual(first.body.results[0]);
+    expect(again.body.results[1].body.signingSecret).toBeNull();
+    expect(await countTasks(prefix)).toBe(1);
+    const kept = await t.app.services.transactions.run(t.batch, async (ctx) => {
+      const { rows } = await sql<{
+        row: string;
+      }>`select k::text as row from idempotency_keys k where key = ${key}`.execute(ctx.db);
+      return rows.map((r) => r.row).join('\n');
+    });
+    expect(kept).toContain(prefix);
+    expect(kept).not.toContain(secret.slice('whsec_'.length));
+  });
+});
