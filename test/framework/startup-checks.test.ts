@@ -178,7 +178,7 @@ describe('startup checks, in every role', () => {
         overdue: { field: 'name', except: ['done'] },
       },
     } as never;
-    const start = () => compose([testkitModule, bad({ entities: [entity(broken)] })], config);
+    const start = () => compose([...allModules, testkitModule, bad({ entities: [entity(broken)] })], config);
     expect(start).toThrow(/entity bad\.widget: admin\.money pairs size with currency: both must be fields/);
     expect(start).toThrow(/entity bad\.widget: admin\.overdue\.field name is not a date-time field/);
     expect(start).toThrow(
@@ -190,7 +190,9 @@ describe('startup checks, in every role', () => {
       module: 'bad',
       admin: { title: 'name', columns: ['name'], overdue: { field: 'approvedAt' } },
     };
-    expect(() => compose([testkitModule, bad({ entities: [entity(fine as never)] })], config)).not.toThrow();
+    expect(() =>
+      compose([...allModules, testkitModule, bad({ entities: [entity(fine as never)] })], config),
+    ).not.toThrow();
   });
 
   it('refuse a global entity whose write permission is not an operator permission, naming entity and permission', async () => {
