@@ -6,7 +6,7 @@ import { hasDateTimeFormat } from '../entity/date-time.ts';
 import { isMarkdown } from '../markdown/markdown-field.ts';
 import type { RevisionItem } from '../history/record-history.ts';
 import type { ActivityItem } from '../events/activity.ts';
-import { formatDateTime, isoDate } from './format.ts';
+import { formatDateTime, isoDate } from '../format.ts';
 import { displayField } from './resource-pages/widgets.ts';
 import { lineDiff, type DiffLine } from './text-diff.ts';
 import { peopleLabels } from './labels.ts';

@@ -1,12 +1,13 @@
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import type { TxContext } from '../context/tx.ts';
-import type { AdminBadge } from '../entity/define.ts';
+import type { AdminBadge, AdminPerson } from '../entity/define.ts';
 import type { AdminPageContext, AdminSite, AdminView } from '../contracts/admin.ts';
 import { renderTemplate } from './render.ts';
 import { CSS_URL, FAVICON_URL, HTMX_URL } from './assets.ts';
 import { PRODUCT_NAME, isHtmx } from './html.ts';
 import { allows } from './allows.ts';
 import { FORM_TOKEN_FIELD } from '../access/form-token.ts';
+import { whoAndWhere, type WhoAndWhere } from './who-and-where.ts';
 
 /** The path the header's sign-out form posts to. */
 export const SIGN_OUT_PATH = '/admin/logout';
@@ -21,9 +22,13 @@ export interface ShellModel {
   cssUrl: string;
   htmxUrl: string;
   faviconUrl: string;
-  /** Null for an anonymous page (login, an error before sign-in): no sidebar, no sign-out. */
-  signedIn: { signOutPath: string; csrfField: string; csrf: string } | null;
+  /**
+   * Null for an anonymous page (login, an error before sign-in): no sidebar, no sign-out. Signed
+   * in, the header says where (the tenant's name) and who (the person), beside Sign out.
+   */
+  signedIn: ({ signOutPath: string; csrfField: string; csrf: string } & Partial<WhoAndWhere>) | null;
   sidebar: { label: string; path: string; current: boolean }[];
+  /** The module's count (unread notifications); the layout hides it at zero. */
   badge: { label: string; count: number; href: string | undefined } | null;
   /** The page's own HTML, already rendered. */
   body: string;
@@ -34,10 +39,14 @@ function badgeOf(site: AdminSite): AdminBadge | undefined {
   return site.services.registry.modules.find((m) => m.adminBadge)?.adminBadge;
 }
 
+function personOf(site: AdminSite): AdminPerson | undefined {
+  return site.services.registry.modules.find((m) => m.adminPerson)?.adminPerson;
+}
+
 /**
  * Renders a page in the layout, in the page's transaction: the sidebar entries this caller may
- * open (the pages' own access, operator check included) and the badge's count (one query on
- * tx.db). An htmx request that is not a boosted navigation gets `view.fragment` when there is one.
+ * open (the pages' own access, operator check included), the tenant's and the person's names and
+ * the badge's count (one query each on tx.db). An htmx request that is not a boosted navigation gets `view.fragment` when there is one.
  */
 export async function renderAdminPage(
   site: AdminSite,
@@ -63,13 +72,16 @@ export async function shellModel(
   const path = request.url.split('?', 1)[0]!;
   const session = tx?.session ?? null;
   const badge = site && tx && session ? badgeOf(site) : undefined;
+  const who = tx && session ? await whoAndWhere(tx, site ? personOf(site) : undefined) : null;
   return {
     productName: PRODUCT_NAME,
     title,
     cssUrl: CSS_URL,
     htmxUrl: HTMX_URL,
     faviconUrl: FAVICON_URL,
-    signedIn: session ? { signOutPath: SIGN_OUT_PATH, csrfField: FORM_TOKEN_FIELD, csrf: csrf() } : null,
+    signedIn: session
+      ? { signOutPath: SIGN_OUT_PATH, csrfField: FORM_TOKEN_FIELD, csrf: csrf(), ...(who ?? {}) }
+      : null,
     sidebar:
       site && session
         ? site.sidebar

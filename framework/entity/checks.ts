@@ -27,6 +27,9 @@ export function checkRegistry(
   const permissionKnown = (name: string) => name === '*' || registry.permissions.has(name);
 
   const moduleNames = new Set<string>();
+  // One module names people in the admin header (the one that keeps their names): two would disagree.
+  const namers = registry.modules.filter((m) => m.adminPerson).map((m) => m.name);
+  if (namers.length > 1) problems.push(`modules ${namers.join(' and ')} both provide adminPerson: at most one may`);
   for (const module of registry.modules) {
     if (moduleNames.has(module.name)) problems.push(`module ${module.name} is registered twice`);
     moduleNames.add(module.name);
@@ -284,6 +287,10 @@ function shapeProblems(entity: ResolvedEntity, isOperator: (permission: string) 
     if (field in def.fields || (SYSTEM_FIELDS as readonly string[]).includes(field))
       problems.push(`entity ${names.key}: computed field ${field} is already a field`);
   }
+  for (const [amount, currency] of Object.entries(def.admin?.money ?? {})) {
+    if (!(amount in def.fields) || currency === undefined || !(currency in def.fields))
+      problems.push(`entity ${names.key}: admin.money pairs ${amount} with ${String(currency)}: both must be fields`);
+  }
   if (def.rowAccess) problems.push(...rowAccessProblems(entity));
   return problems;
 }
@@ -399,6 +406,15 @@ function stateProblems(entity: ResolvedEntity, registry: Registry): string[] {
         problems.push(`${where}: ${kind} names ${state}, which ${field} cannot hold`);
   };
   known('states.initial', def.states?.initial ?? []);
+  const overdue = def.admin?.overdue;
+  if (overdue) {
+    const instant = def.fields[overdue.field];
+    if (!instant || !hasDateTimeFormat(instant))
+      problems.push(`${where}: admin.overdue.field ${overdue.field} is not a date-time field`);
+    if (overdue.except?.length && !def.states)
+      problems.push(`${where}: admin.overdue.except names states, but the entity declares no state field`);
+    known('admin.overdue.except', overdue.except ?? []);
+  }
   for (const [name, command] of Object.entries(def.commands ?? {})) {
     if (!command.states) continue;
     if (!def.states)

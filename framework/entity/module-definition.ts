@@ -157,6 +157,12 @@ export interface ModuleDefinition {
   defaultRoles?: Readonly<Record<string, readonly string[]>>;
   /** A count the admin shell's header shows to a signed-in caller (e.g. unread notifications). */
   adminBadge?: AdminBadge;
+  /**
+   * How the admin shell's header names the signed-in person: the module that manages people
+   * knows their name and address (the framework's users core holds neither). At most one module
+   * provides it; without one, the header names the tenant alone.
+   */
+  adminPerson?: AdminPerson;
   /** What the module adds to the admin shell: its own pages, sidebar entries (docs/module-authoring.md, "Admin pages"). */
   admin?: ModuleAdmin;
   /**
@@ -209,6 +215,12 @@ export interface LiveListDefinition {
 export interface ModuleAdmin {
   /** What people call the module's part of the service, as the shell heads it (its events, say); default its name in words. */
   label?: string;
+  /**
+   * What people read for the module's own events where the name's words say it badly (the shell
+   * names an event by its words otherwise: task.resolved is "Resolved" under the module's heading):
+   * 'task.sla_breached' → "Missed its due date", never "Sla breached".
+   */
+  eventLabels?: Readonly<Record<string, string>>;
   /** Hand-written pages: each function registers its routes with registerAdminPage(site, ...), once, at startup. */
   pages?: readonly AdminPagesRegistrar[];
   /** Sidebar entries; the sidebar lists every module's entries by `order`, and leaves out one whose path no page serves. */
@@ -218,6 +230,15 @@ export interface ModuleAdmin {
    * by hand-written pages, or not in the shell at all). Default true.
    */
   resourcePages?: boolean;
+}
+
+/**
+ * The signed-in person as the header names them: `find` runs in the page's own transaction (tx.db,
+ * never the pool) for tx.session.userId, on every signed-in admin page: keep it one indexed query.
+ * Null when the person is not found (the header then names no one).
+ */
+export interface AdminPerson {
+  find(tx: TxContext<never>, userId: string): Promise<{ name: string; email: string } | null>;
 }
 
 /**

@@ -1,5 +1,5 @@
 import type { Services, TenantRef } from '../../framework/entity/define.ts';
-import { mintSetPasswordToken } from './set-password-tokens.ts';
+import { mintSetPasswordToken, tokenExpiry } from './set-password-tokens.ts';
 import { setPasswordLink } from './links.ts';
 import { usersService } from '../user/users-service.ts';
 import { invitationText } from './invitation-mail.ts';
@@ -64,14 +64,24 @@ export async function inviteAdministrator(
     const user =
       existing ??
       (await usersService.invite(ctx, { email, displayName, roles: ['admin'] }, { payload: { via: 'admin-invite' } }));
-    const raw = await mintSetPasswordToken(ctx, user.id, existing?.status === 'active' ? 'reset' : 'invitation');
+    const purpose = existing?.status === 'active' ? 'reset' : 'invitation';
+    const raw = await mintSetPasswordToken(ctx, user.id, purpose);
     const link = await setPasswordLink(ctx, services, raw);
     const named = await ctx.db
       .selectFrom('tenants')
       .select('name')
       .where('id', '=', tenant.id)
       .executeTakeFirstOrThrow();
-    return { userId: user.id, email: user.email, created: !existing, adminRoleAdded, link, tenantName: named.name };
+    return {
+      userId: user.id,
+      email: user.email,
+      created: !existing,
+      adminRoleAdded,
+      link,
+      tenantName: named.name,
+      purpose,
+      expiresAt: tokenExpiry(ctx.now, purpose),
+    } as const;
   });
 
   const { link } = issued;
@@ -88,7 +98,13 @@ export async function inviteAdministrator(
       await services.mailer.send({
         to: issued.email,
         subject: `You are invited to ${issued.tenantName}`,
-        text: invitationText({ name: displayName ?? '', tenant: issued.tenantName, link }),
+        text: invitationText({
+          name: displayName ?? '',
+          tenant: issued.tenantName,
+          link,
+          expiresAt: issued.expiresAt,
+          purpose: issued.purpose,
+        }),
       });
       result.mailed = true;
     } catch (err) {

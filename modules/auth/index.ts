@@ -12,6 +12,7 @@ import { registerTokenPages } from './tokens.admin.ts';
 import { TOKEN_MANAGE } from './tokens.ts';
 import { authProblems } from './problems.ts';
 import { CORS_MANAGE, listCorsOriginsRoute, putCorsOriginsRoute } from './cors-origins.routes.ts';
+import { CORS_ORIGINS_PAGE, registerCorsOriginPages } from './cors-origins.admin.ts';
 
 export const authModule = defineModule({
   name: 'auth',
@@ -51,9 +52,11 @@ export const authModule = defineModule({
   // Roles have hand-written pages (roles.admin.ts) in place of generated ones.
   admin: {
     label: 'Sign-in and access',
-    pages: [registerRolePages, registerTokenPages],
+    pages: [registerRolePages, registerTokenPages, registerCorsOriginPages],
     sidebar: [
       { label: 'Roles', path: '/admin/auth/roles', order: 20 },
+      // The origins whose pages may call the API with a token: beside the tokens such pages use.
+      { label: 'Web origins', path: CORS_ORIGINS_PAGE, order: 85 },
       // Every signed-in person's own tokens: a personal page, after the tenant's screens.
       { label: 'Access tokens', path: '/admin/auth/tokens', order: 90 },
     ],

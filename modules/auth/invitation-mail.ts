@@ -1,5 +1,11 @@
 import type { SubscriptionDefinition } from '../../framework/entity/define.ts';
-import { mintSetPasswordToken, TOKEN_LIFETIME_HOURS } from './set-password-tokens.ts';
+import {
+  mintSetPasswordToken,
+  tokenExpiry,
+  TOKEN_LIFETIME_HOURS,
+  type SetPasswordPurpose,
+} from './set-password-tokens.ts';
+import { formatDateTime } from '../../framework/format.ts';
 import { setPasswordLink } from './links.ts';
 import { isUuid } from '../../framework/operations/entity-ops.ts';
 import { usersService } from '../user/users-service.ts';
@@ -32,13 +38,30 @@ export const invitationMail: SubscriptionDefinition = {
     await services.mailer.send({
       to: person.email,
       subject: `You are invited to ${tenant.name}`,
-      text: invitationText({ name: person.displayName ?? '', tenant: tenant.name, link }),
+      text: invitationText({
+        name: person.displayName ?? '',
+        tenant: tenant.name,
+        link,
+        expiresAt: tokenExpiry(ctx.now, 'invitation'),
+        purpose: 'invitation',
+      }),
     });
   },
 };
 
-export function invitationText(input: { name: string; tenant: string; link: string }): string {
-  const days = TOKEN_LIFETIME_HOURS.invitation / 24;
+/**
+ * The invitation's text. The link's end is said as an instant with its zone (framework/format.ts):
+ * the mail is read wherever the person is, and a bare "7 days" counts from a sending they never saw.
+ */
+export function invitationText(input: {
+  name: string;
+  tenant: string;
+  link: string;
+  expiresAt: Date;
+  purpose: SetPasswordPurpose;
+}): string {
+  const hours = TOKEN_LIFETIME_HOURS[input.purpose];
+  const lasts = hours % 24 === 0 ? `${hours / 24} day${hours === 24 ? '' : 's'}` : `${hours} hours`;
   return [
     `Hello${input.name ? ` ${input.name}` : ''},`,
     '',
@@ -46,6 +69,6 @@ export function invitationText(input: { name: string; tenant: string; link: stri
     '',
     input.link,
     '',
-    `The link works once and expires in ${days} days. If you did not expect this invitation, ignore this message.`,
+    `The link works once, until ${formatDateTime(input.expiresAt)} (${lasts} from when it was sent). If you did not expect this invitation, ignore this message.`,
   ].join('\n');
 }

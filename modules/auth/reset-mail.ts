@@ -1,7 +1,8 @@
 import type { SubscriptionDefinition } from '../../framework/entity/define.ts';
 import { isUuid } from '../../framework/operations/entity-ops.ts';
 import { notify } from '../notification/notify.ts';
-import { mintSetPasswordToken, TOKEN_LIFETIME_HOURS } from './set-password-tokens.ts';
+import { mintSetPasswordToken, tokenExpiry, TOKEN_LIFETIME_HOURS } from './set-password-tokens.ts';
+import { formatDateTime } from '../../framework/format.ts';
 import { RESET_PAGE_PATH, setPasswordLink } from './links.ts';
 import { renderMail } from './templates.ts';
 import { usersService } from '../user/users-service.ts';
@@ -56,6 +57,8 @@ export const resetLinkMail: SubscriptionDefinition = {
         name: person.displayName,
         tenant: site.name,
         hours: TOKEN_LIFETIME_HOURS.reset,
+        // The instant with its zone (framework/format.ts): the mail is read wherever the person is.
+        until: formatDateTime(tokenExpiry(ctx.now, 'reset')),
         link,
       }),
     });

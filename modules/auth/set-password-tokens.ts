@@ -11,6 +11,10 @@ export type SetPasswordPurpose = 'invitation' | 'reset';
  */
 export const TOKEN_LIFETIME_HOURS: Readonly<Record<SetPasswordPurpose, number>> = { invitation: 7 * 24, reset: 24 };
 
+/** When a token minted at `now` for this purpose stops working: what the token stores and its mail says. */
+export const tokenExpiry = (now: Date, purpose: SetPasswordPurpose): Date =>
+  new Date(now.getTime() + TOKEN_LIFETIME_HOURS[purpose] * 3_600_000);
+
 /**
  * Mints the person's one pending token, replacing any earlier pending one (whose link stops
  * working), and returns the raw token. The raw value is meant only for the mailed link: minting
@@ -23,7 +27,6 @@ export async function mintSetPasswordToken(
   purpose: SetPasswordPurpose = 'invitation',
 ): Promise<string> {
   const raw = randomBytes(32).toString('base64url');
-  const hours = TOKEN_LIFETIME_HOURS[purpose];
   await ctx.db
     .insertInto('set_password_tokens')
     .values({
@@ -31,7 +34,7 @@ export async function mintSetPasswordToken(
       token_hash: hashSecret(raw),
       created_at: ctx.now,
       sent_at: ctx.now,
-      expires_at: new Date(ctx.now.getTime() + hours * 3_600_000),
+      expires_at: tokenExpiry(ctx.now, purpose),
     })
     // The target is the partial unique index of pending tokens, named by its columns and predicate.
     .onConflict((oc) =>

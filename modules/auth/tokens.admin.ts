@@ -8,6 +8,7 @@ import {
 import { FORM_TOKEN_FIELD } from '../../framework/access/form-token.ts';
 import { problem, type ProblemError } from '../../framework/errors.ts';
 import { PAGE_LIMIT_MAX } from '../../framework/operations/page-query.ts';
+import { formatDateTime, when } from '../../framework/format.ts';
 import {
   DEFAULT_TOKEN_DAYS,
   MAX_TOKEN_DAYS,
@@ -36,9 +37,6 @@ interface TokenForm {
 }
 
 const EMPTY_FORM: TokenForm = { name: '', days: String(DEFAULT_TOKEN_DAYS), permissions: [] };
-
-const dateText = new Intl.DateTimeFormat('en-GB', { dateStyle: 'medium', timeStyle: 'short', timeZone: 'UTC' });
-const when = (date: Date | null): string => (date ? `${dateText.format(date)} UTC` : 'never');
 
 const postedList = (value: unknown): string[] =>
   value === undefined ? [] : (Array.isArray(value) ? value : [value]).map(String);
@@ -83,7 +81,7 @@ export function registerTokenPages(site: AdminSite): void {
       });
       page.reply.code(201);
       return renderPage(page, EMPTY_FORM, {
-        created: { name: created.token.name, raw: created.raw, expires: when(created.token.expiresAt) },
+        created: { name: created.token.name, raw: created.raw, expires: formatDateTime(created.token.expiresAt) },
       });
     },
     // A refused form comes back as posted, with a sentence beside the field it concerns.
@@ -187,6 +185,6 @@ function rowOf(token: AccessTokenView, now: Date) {
       : token.permissions.join(', ') || 'none',
     created: when(token.createdAt),
     expires: when(token.expiresAt),
-    lastUsed: when(token.lastUsedAt),
+    lastUsed: token.lastUsedAt ? when(token.lastUsedAt) : null,
   };
 }

@@ -10,7 +10,7 @@ import {
 } from '../../framework/admin/index.ts';
 import { FORM_TOKEN_FIELD } from '../../framework/access/form-token.ts';
 import { problemText } from '../../framework/admin/errors.ts';
-import { formatDate, formatMoney, isoDate } from '../../framework/admin/format.ts';
+import { formatMoney, when } from '../../framework/format.ts';
 import type { NoTxRouteDefinition, RouteDefinition } from '../../framework/entity/define.ts';
 import { toProblem } from '../../framework/http/problems.ts';
 import type { ProblemError } from '../../framework/errors.ts';
@@ -138,8 +138,7 @@ export function registerBillingPages(site: AdminSite): void {
             statusValue: live.status,
             price: formatMoney(live.price, live.currency),
             trial: live.status === 'trial',
-            periodEnd: formatDate(live.periodEnd),
-            periodEndIso: isoDate(live.periodEnd),
+            periodEnd: when(live.periodEnd),
             cancelAtPeriodEnd: live.cancelAtPeriodEnd,
             cancelled: live.status === 'cancelled',
             pastDue: live.status === 'past_due',

@@ -26,7 +26,7 @@ export const billingModule = defineModule({
   admin: {
     label: 'Billing',
     sidebar: [
-      { label: 'Billing', path: '/admin/billing/plans', order: 50 },
+      { label: 'Plans', path: '/admin/billing/plans', order: 50 },
       { label: 'Subscription', path: SUBSCRIPTION_PAGE, order: 51 },
     ],
     // The subscription has no generated pages (a singleton): a hand-written one (billing.admin.ts).

@@ -61,9 +61,11 @@ export const plan = defineEntity({
       if (rows[0]?.used) throw problem('PLAN_IN_USE', `plan ${row.code} is still subscribed in some tenant`);
     },
   },
+  // The price reads as one amount in its currency ("€9.00"), so the currency needs no column of its own.
   admin: {
     title: 'name',
-    columns: ['code', 'name', 'price', 'currency', 'interval', 'active'],
+    columns: ['code', 'name', 'price', 'interval', 'active'],
+    money: { price: 'currency' },
     fieldText: {
       code: {
         label: 'Code',

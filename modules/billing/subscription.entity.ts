@@ -264,8 +264,9 @@ export const subscription = defineEntity({
   commands: { subscribe, cancel },
   admin: {
     title: 'status',
-    columns: ['status', 'planId', 'periodEnd', 'price', 'currency'],
+    columns: ['status', 'planId', 'periodEnd', 'price'],
     references: { planId: 'billing.plan', pendingPlanId: 'billing.plan' },
     fieldText: subscriptionFieldText,
+    money: { price: 'currency' },
   },
 });

@@ -11,7 +11,7 @@ import {
 } from '../../framework/admin/index.ts';
 import { FORM_TOKEN_FIELD } from '../../framework/access/form-token.ts';
 import { problemText } from '../../framework/admin/errors.ts';
-import { formatBytes, formatDateTime, isoDate } from '../../framework/admin/format.ts';
+import { formatBytes, when } from '../../framework/format.ts';
 import type { NoTxRouteDefinition, RouteDefinition } from '../../framework/entity/define.ts';
 import { notFound, type ProblemError } from '../../framework/errors.ts';
 import { toProblem } from '../../framework/http/problems.ts';
@@ -158,8 +158,7 @@ export function registerFilePages(site: AdminSite): void {
         type: file.mediaType,
         public: file.visibility === 'public',
         uploader: file.uploadedBy ? (names.get(file.uploadedBy) ?? 'Another member') : 'Nobody (a system upload)',
-        at: formatDateTime(file.createdAt),
-        atIso: isoDate(file.createdAt),
+        at: when(file.createdAt),
         downloadHref: `/api/v1/file/files/${file.id}/content`,
         publicUrl: file.visibility === 'public' ? `${origin}/api/v1/file/public/${file.id}` : null,
         deleteHref: fileHref(file.id, '/delete'),

@@ -8,7 +8,7 @@ import {
   type AdminSite,
 } from '../../framework/admin/index.ts';
 import { FORM_TOKEN_FIELD } from '../../framework/access/form-token.ts';
-import { formatDateTime, isoDate } from '../../framework/admin/format.ts';
+import { when } from '../../framework/format.ts';
 import type { RouteDefinition } from '../../framework/entity/define.ts';
 import type { Page } from '../../framework/operations/paging.ts';
 import { StringEnum } from '../../framework/entity/string-enum.ts';
@@ -97,8 +97,7 @@ export function registerNotificationPages(site: AdminSite): void {
         body: item.body,
         link: localLink(item.link),
         unread: item.readAt === null,
-        at: formatDateTime(item.createdAt),
-        atIso: isoDate(item.createdAt),
+        at: when(item.createdAt),
       })),
       anyUnread: found.items.some((item) => item.readAt === null),
       nextHref: found.next ? `${NOTIFICATIONS_PAGE}?${new URLSearchParams({ after: found.next })}` : null,

@@ -18,6 +18,7 @@ export const taskModule = defineModule({
   jobs: [slaSweep],
   admin: {
     label: 'Tasks',
+    eventLabels: { 'task.sla_breached': 'Missed its due date' },
     sidebar: [{ label: 'Tasks', path: '/admin/task/tasks', order: 40 }],
   },
 });

@@ -1,12 +1,14 @@
 import Type from 'typebox';
 import './tasks-table.ts';
 import { defineCommand, defineEntity } from '../../framework/entity/define.ts';
+import { formatDateTime } from '../../framework/format.ts';
 import { notify, TITLE_MAX } from '../notification/notify.ts';
 import { taskFieldText, taskFields } from './task.fields.ts';
 import {
   ASSIGNABLE,
   breachDue,
   checkPatchMove,
+  FINISHED,
   patchMoves,
   RESOLVABLE,
   STATUS_GRAPH,
@@ -55,7 +57,7 @@ const assign = command({
     await notify(ctx, {
       recipientId: body.assigneeId,
       title: title.length > TITLE_MAX ? `${title.slice(0, TITLE_MAX - 1)}…` : title,
-      body: `You were assigned the task "${row.title}" (priority ${row.priority}), due ${row.deadline.toISOString()}.`,
+      body: `You were assigned the task "${row.title}" (priority ${row.priority}), due ${formatDateTime(row.deadline)}.`,
       link: taskLink(row.id),
       email: true,
     });
@@ -109,7 +111,7 @@ const checkSla = command({
   summary: 'Check the task’s deadline now',
   admin: {
     label: 'Check the deadline',
-    intro: 'Marks the task overdue now if its due date has passed and it is not resolved yet.',
+    intro: 'Records now that the task missed its due date, if the date has passed and it is not resolved yet.',
   },
   description:
     'Marks slaBreached and publishes task.sla_breached when the deadline has passed and the task is not resolved or closed. Once per task: a breach already marked changes nothing and publishes nothing.',
@@ -176,5 +178,7 @@ export const task = defineEntity({
     columns: ['title', 'status', 'priority', 'deadline', 'assigneeId', 'slaBreached'],
     references: { assigneeId: 'user.user' },
     fieldText: taskFieldText,
+    // Lists mark a task whose deadline has passed while it is still to be done.
+    overdue: { field: 'deadline', except: FINISHED },
   },
 });

@@ -61,7 +61,7 @@ export const taskFieldText: FieldTexts<keyof TaskFields & string> = {
   priority: { label: 'Priority', hint: 'How urgent the task is, from low to critical.' },
   deadline: {
     label: 'Due',
-    hint: 'When the task must be done. If it passes before the task is resolved, the task is marked overdue for good.',
+    hint: 'When the task must be done. If it passes before the task is resolved, the task is recorded as having missed it, for good.',
   },
   assigneeId: {
     label: 'Assigned to',
@@ -69,7 +69,8 @@ export const taskFieldText: FieldTexts<keyof TaskFields & string> = {
     messages: { format: 'Choose a person.', required: 'Choose a person.', reference: 'Choose a person.' },
   },
   slaBreached: {
-    label: 'Overdue',
+    // Not "Overdue": lists flag a task overdue while it is (admin.overdue); this records a deadline missed for good.
+    label: 'Missed its due date',
     hint: 'Yes once the due date passed before the task was resolved. It stays, even if the date is moved later.',
   },
   resolvedAt: { label: 'Resolved', hint: 'When the task was resolved.' },

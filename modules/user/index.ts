@@ -3,6 +3,7 @@ import { user } from './user.entity.ts';
 import { invitationRoute } from './invitation.routes.ts';
 import './users-table.ts';
 import { userProblems } from './problems.ts';
+import { adminPerson } from './admin-person.ts';
 
 export const userModule = defineModule({
   name: 'user',
@@ -28,6 +29,8 @@ export const userModule = defineModule({
   entities: [entity(user)],
   // user.invited is mailed by the sign-in area (modules/auth/invitation-mail.ts): it owns set-password links.
   routes: [invitationRoute],
+  // The admin header names the signed-in person by the name and address this module keeps.
+  adminPerson,
   admin: {
     label: 'Users',
     sidebar: [{ label: 'Users', path: '/admin/user/users', order: 10 }],

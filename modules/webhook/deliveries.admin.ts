@@ -1,5 +1,7 @@
-import { registerAdminPage, renderTemplate, type AdminSite } from '../../framework/admin/index.ts';
+import { eventCatalog, registerAdminPage, renderTemplate, type AdminSite } from '../../framework/admin/index.ts';
 import { deliveryLogPage, DeliveryListQuery } from './delivery-log.ts';
+import { when } from '../../framework/format.ts';
+import { TEST_EVENT_TYPE } from './webhook-events.ts';
 import './webhook-tables.ts';
 
 /** What a person reads for each status: words, not codes. */
@@ -25,6 +27,8 @@ function why(status: string, error: string | null, httpStatus: number | null): s
  * attempt with a "Send again" form posting to the endpoint's generated send-again page.
  */
 export function registerDeliveryLogPage(site: AdminSite): void {
+  // An event by its words, as the endpoint's form names it ("Task created"): its name is for programs.
+  const events = eventCatalog(site.services.registry);
   registerAdminPage(site, {
     path: '/admin/webhook/deliveries',
     access: { permission: 'webhook:manage' },
@@ -39,10 +43,14 @@ export function registerDeliveryLogPage(site: AdminSite): void {
       const urlOf = new Map(endpoints.map((e) => [e.id, e.url]));
       const rows = log.items.map((d) => ({
         ...d,
-        createdAt: new Date(d.createdAt as string | Date).toISOString(),
+        at: when(d.createdAt as string | Date),
+        eventText:
+          d.event === TEST_EVENT_TYPE
+            ? 'Test event'
+            : (events.get(String(d.event))?.label ?? 'An event no module declares any more'),
         endpoint: urlOf.get(String(d.endpointId)) ?? 'a deleted endpoint',
         result: RESULTS[String(d.status)] ?? String(d.status),
-        answer: d.httpStatus ?? 'none',
+        answer: d.httpStatus ?? 'No answer',
         why: why(String(d.status), d.error as string | null, d.httpStatus as number | null),
       }));
       // The next page keeps the query's filters and sort: its cursor is good only with them.

@@ -34,7 +34,7 @@ export const webhookModule = defineModule({
     label: 'Webhooks',
     pages: [registerDeliveryLogPage],
     sidebar: [
-      { label: 'Webhooks', path: '/admin/webhook/endpoints', order: 80 },
+      { label: 'Webhook endpoints', path: '/admin/webhook/endpoints', order: 80 },
       { label: 'Webhook deliveries', path: '/admin/webhook/deliveries', order: 81 },
     ],
   },

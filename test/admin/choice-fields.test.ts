@@ -50,6 +50,8 @@ describe('checkbox groups of declared choices', () => {
       expect.arrayContaining([
         { value: 'task.task.created', label: 'Task created', group: 'Tasks' },
         { value: 'task.resolved', label: 'Resolved', group: 'Tasks' },
+        // The module's own words where the name's read badly ("Sla breached").
+        { value: 'task.sla_breached', label: 'Missed its due date', group: 'Tasks' },
         { value: 'webhook.endpoint.secret_rotated', label: 'Endpoint secret rotated', group: 'Webhooks' },
       ]),
     );

@@ -78,7 +78,7 @@ describe('Admin shell: a sidebar entry whose path no route serves is reported on
       (m) => m[1],
     );
     // By order, not in module order (user, auth, notification, tenant, task, billing, content, ...).
-    const product = ['Users', 'Roles', 'Pages and posts', 'Tasks', 'Billing', 'Tenants'];
+    const product = ['Users', 'Roles', 'Pages and posts', 'Tasks', 'Plans', 'Tenants'];
     expect(labels.filter((label) => product.includes(label!))).toEqual(product);
   });
 });
@@ -93,7 +93,10 @@ describe('Admin shell: the layout', () => {
     expect(res.text).toMatch(/<nav class="sidebar" aria-label="Main">/);
     expect(res.text).toMatch(/<main id="main"/);
     expect(res.text).toContain('action="/admin/logout"');
-    expect(res.text).toMatch(/id="header-badge" aria-label="0 unread notifications"/);
+    // The badge is there to be swapped in place, and hidden at zero (issue 42, point 5).
+    expect(res.text).toMatch(
+      /<span id="header-badge" class="header-badge" hidden>[\s\S]*?aria-label="0 unread notifications"/,
+    );
     // Scripts only from the shell's asset folder on the host asked, not from the whole origin.
     expect(res.headers['content-security-policy']).toMatch(/(^|; )script-src [^ ;]+\/admin\/_assets\/(;|$)/);
     expect(res.headers['x-frame-options']).toBe('DENY');

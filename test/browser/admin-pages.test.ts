@@ -73,7 +73,8 @@ describe.skipIf(!hasChromium)('admin fixed pages in Chromium', () => {
               count: el.querySelector('[data-count]')?.getAttribute('data-count') ?? null,
             })),
           );
-          const database = await page.getAttribute('[data-check=database]', 'data-ok');
+          const check = page.locator('[data-check=database]');
+          const database = (await check.count()) ? await check.getAttribute('data-ok') : null;
           const catalog = await app
             .http(ACME)
             .get('/api/v1/admin/resources')
@@ -89,7 +90,8 @@ describe.skipIf(!hasChromium)('admin fixed pages in Chromium', () => {
         expect.arrayContaining(['task.task', 'content.content', 'user.user', 'billing.plan']),
       );
       expect(admin.shown.find((c) => c.key === 'task.task')?.count).toBe('2');
-      expect(admin.database).toBe('true');
+      // The database check is the operator's alone (issue 42, point 5): a customer learns nothing from it.
+      expect(admin.database).toBeNull();
 
       const support = await cards(acmeSupport);
       expect(support.shown).toEqual([{ key: 'task.task', count: '2' }]);

@@ -370,6 +370,8 @@ describe.skipIf(!hasChromium)('the notifications the badge opens, /admin/notific
 
       await page.getByRole('button', { name: 'Mark all as read' }).click();
       await hasText(page.locator('#header-badge'), '0');
+      // At zero the badge is hidden (issue 42, point 5).
+      await vi.waitFor(async () => expect(await page.locator('#header-badge').isHidden()).toBe(true));
       await contains(page.locator('main'), 'All your notifications are marked read.');
       expect(
         await sql('select title from notifications where tenant_id = $1 and read_at is null', [tenant.id]),

@@ -159,6 +159,42 @@ describe('startup checks, in every role', () => {
     expect(start).toThrow(/admin column field label is not a field/);
   });
 
+  it('refuse two modules that both name the signed-in person in the admin header', async () => {
+    const namer = { find: async () => null };
+    await expectRefusal(
+      [...allModules, bad({ adminPerson: namer })],
+      /modules user and bad both provide adminPerson: at most one may/,
+    );
+  });
+
+  it('refuse admin amounts and overdue rows declared on what the entity cannot hold', () => {
+    const broken = {
+      ...widget,
+      module: 'bad',
+      admin: {
+        title: 'name',
+        columns: ['name'],
+        money: { size: 'currency' },
+        overdue: { field: 'name', except: ['done'] },
+      },
+    } as never;
+    const start = () => compose([...allModules, testkitModule, bad({ entities: [entity(broken)] })], config);
+    expect(start).toThrow(/entity bad\.widget: admin\.money pairs size with currency: both must be fields/);
+    expect(start).toThrow(/entity bad\.widget: admin\.overdue\.field name is not a date-time field/);
+    expect(start).toThrow(
+      /entity bad\.widget: admin\.overdue\.except names states, but the entity declares no state field/,
+    );
+    // A date-time field, and no states to stop the clock: accepted.
+    const fine = {
+      ...widget,
+      module: 'bad',
+      admin: { title: 'name', columns: ['name'], overdue: { field: 'approvedAt' } },
+    };
+    expect(() =>
+      compose([...allModules, testkitModule, bad({ entities: [entity(fine as never)] })], config),
+    ).not.toThrow();
+  });
+
   it('refuse a global entity whose write permission is not an operator permission, naming entity and permission', async () => {
     const open = defineEntity({
       ...gadget,

@@ -1,11 +1,14 @@
 import type { TSchema } from 'typebox';
 import type { Access } from '../../entity/define.ts';
+import type { TenantRef } from '../../context/tenant.ts';
 import { registerRoute } from '../../http/register-route.ts';
 import { HtmlPage } from '../html.ts';
 import { pageContext, type AdminPageContext, type AdminSite } from '../page.ts';
 
 /** What a page that runs readiness checks receives: no transaction is open while its handler runs. */
 export interface CheckedPageContext {
+  /** The tenant the host resolved to (the operator's, or a customer's). */
+  tenant: TenantRef;
   params: Record<string, string>;
   query: Record<string, unknown>;
   /** Opens the request's guarded transaction (the caller's session) and renders the page in it. */
@@ -54,6 +57,8 @@ export function registerCheckedPage(site: AdminSite, page: CheckedPageDefinition
     },
     handler: async ({ request, reply, services, params, query, transaction }) =>
       page.handler({
+        // The route wrapper refuses a request whose host resolved to no tenant before this runs.
+        tenant: request.tenant!,
         params: (params ?? {}) as Record<string, string>,
         query: (query ?? {}) as Record<string, unknown>,
         inTransaction: (fn) =>

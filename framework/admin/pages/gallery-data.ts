@@ -1,3 +1,8 @@
+import { when } from '../../format.ts';
+
+/** A sample due date, as the table and the values show one. */
+const DUE = when('2026-12-01T09:00:00Z');
+
 /**
  * One sample per UI component of templates/admin/components/, for /admin/_gallery. Each entry
  * names its partial and the data it is rendered with; `csrf` stands for the page's real token.
@@ -179,22 +184,28 @@ export const GALLERY: readonly GallerySample[] = [
       ],
       rows: [
         {
+          overdue: true,
           cells: [
-            { text: 'Call the customer back', href: '/admin/_gallery#table' },
-            { text: 'high' },
-            { text: '2026-12-01 09:00' },
+            { text: 'Call the customer back', href: '/admin/_gallery#table', title: true },
+            { text: 'High' },
+            { ...DUE, flag: 'Overdue' },
           ],
         },
         {
           cells: [
-            { text: 'Renew the certificate', href: '/admin/_gallery#table' },
-            { text: 'critical' },
-            { text: '2026-12-03 17:00' },
+            { text: 'Renew the certificate', href: '/admin/_gallery#table', title: true },
+            { text: 'Critical' },
+            when('2026-12-03T17:00:00Z'),
           ],
         },
       ],
       empty: 'No tasks yet.',
     }),
+  },
+  {
+    component: 'time',
+    about: 'A date as every page, mail and notification says it, in a <time> that gives it to machines.',
+    data: () => when('2026-11-27T08:26:51.934Z'),
   },
   {
     component: 'value',
@@ -207,7 +218,8 @@ export const GALLERY: readonly GallerySample[] = [
     data: () => ({
       items: [
         { label: 'Title', value: 'Call the customer back' },
-        { label: 'Priority', value: 'high' },
+        { label: 'Priority', value: 'High' },
+        { label: 'Due', value: DUE.text, iso: DUE.iso },
         { label: 'Assignee', value: '' },
       ],
     }),

@@ -6,6 +6,7 @@ import { notFound } from '../../errors.ts';
 import { registerCheckedPage } from './checked-page.ts';
 import { findCheck, runCheck } from './health-data.ts';
 import { deadLetterSummary, type DeadLetterSummary } from '../../events/dead-letters.ts';
+import { when } from '../../format.ts';
 
 /**
  * GET /admin/health lists the readiness checks, each loaded by htmx from its own fragment,
@@ -34,7 +35,7 @@ export function registerHealth(site: AdminSite, checks: readonly ReadinessCheck[
             checks: checks.map((c) => c.name),
             deadLetters:
               page.tx.tenant.isOperator && deadLetters
-                ? { ...deadLetters, lastFailedAt: deadLetters.lastFailedAt?.toISOString() ?? null }
+                ? { ...deadLetters, lastFailedAt: deadLetters.lastFailedAt ? when(deadLetters.lastFailedAt) : null }
                 : null,
           }),
         }),

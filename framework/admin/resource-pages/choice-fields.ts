@@ -8,7 +8,8 @@ import { peopleLabels } from '../labels.ts';
  * Checkbox groups of declared names: an array field lists its choices in its schema (an enum of
  * its items), or the entity declares where they come from (EntityAdmin.choices: the events
  * the modules declare). Events are grouped by the module declaring them and read as people name
- * them ("Task created", "Published"): an event's name is for programs, and never shown.
+ * them ("Task created", "Published", or the module's declared words: ModuleAdmin.eventLabels): an
+ * event's name is for programs, and never shown.
  */
 
 type Option = NonNullable<Widget['options']>[number];
@@ -28,7 +29,8 @@ export function eventCatalog(registry: Registry): Map<string, { group: string; l
     for (const event of module.events ?? []) {
       if (catalog.has(event)) continue;
       const words = event.startsWith(`${module.name}.`) ? event.slice(module.name.length + 1) : event;
-      catalog.set(event, { group, label: titleCase(words.replaceAll('.', ' ')) });
+      const label = module.admin?.eventLabels?.[event] ?? titleCase(words.replaceAll('.', ' '));
+      catalog.set(event, { group, label });
     }
   }
   // The framework's own events (an import handed to the worker), after the modules'.

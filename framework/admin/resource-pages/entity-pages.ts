@@ -13,6 +13,7 @@ import { SYSTEM_FIELD_TEXT, type FieldText } from '../../entity/field-text.ts';
 import { displayField, inputValue, ticked, widgetsOf } from './widgets.ts';
 import { choiceLabelsOf, eventCatalog, withDeclaredChoices } from './choice-fields.ts';
 import type { Api, Row } from './resource-api.ts';
+import { formatMoney, isInstant, isoDate } from '../../format.ts';
 import type { EntityPages, FieldModel } from './page-model.ts';
 
 export type { EntityPages, FieldModel, FormModel } from './page-model.ts';
@@ -41,6 +42,17 @@ export function entityPages(site: AdminSite, entity: ResolvedEntity, api: Api): 
   const shownFields = ['id', ...entity.fields, ...entity.computed, 'createdAt', 'updatedAt'].filter(
     (field) => !shownOnce.has(field),
   );
+  const money = def.admin?.money ?? {};
+  /** A row's field as a page prints it: an amount with its currency, a checkbox group's values by their words, else displayField. */
+  const printed = (row: Row, field: string): string => {
+    const value = row[field];
+    const currency = money[field as keyof typeof money];
+    if (currency !== undefined && typeof value === 'number' && typeof row[currency] === 'string')
+      return formatMoney(value, row[currency] as string);
+    const labels = choiceLabels.get(field);
+    if (labels && Array.isArray(value)) return value.map((v) => labels.get(String(v)) ?? String(v)).join(', ');
+    return displayField(fieldSchemas[field], value);
+  };
   const commandLabel = (name: string): string => def.commands?.[name]?.admin?.label ?? titleCase(name);
 
   /** Why a field is not editable here, for its hint: the buttons that change it, or what sets it. */
@@ -78,12 +90,7 @@ export function entityPages(site: AdminSite, entity: ResolvedEntity, api: Api): 
           ? [{ label: labelOf(field), hint: textOf(field)?.hint ?? '', value: row[field] as string }]
           : [],
       ),
-    valueOf: (row, field) => {
-      const labels = choiceLabels.get(field);
-      const value = row[field];
-      if (labels && Array.isArray(value)) return value.map((v) => labels.get(String(v)) ?? String(v)).join(', ');
-      return displayField(fieldSchemas[field], value);
-    },
+    valueOf: printed,
     href: (id, suffix = '') => `${base}/${encodeURIComponent(id)}${suffix}`,
     titleOf: (row) => displayField(fieldSchemas[titleField], row[titleField]) || row.id,
     formFields(widgets, row, posted, errors, can) {
@@ -92,7 +99,8 @@ export function entityPages(site: AdminSite, entity: ResolvedEntity, api: Api): 
       const readOnly = (field: string, hint: string | undefined): FieldModel => ({
         readonly: true,
         label: labelOf(field),
-        value: row ? displayField(fieldSchemas[field], row[field]) : '',
+        value: row ? printed(row, field) : '',
+        ...(row && isInstant(row[field]) ? { iso: isoDate(row[field]) } : {}),
         ...(hint ? { hint } : {}),
       });
       return fields.flatMap((field): FieldModel[] => {

@@ -1,9 +1,8 @@
 import type { ResolvedEntity } from '../../entity/resolve.ts';
-import { titleCase } from '../../entity/names.ts';
 import { OFFSET_MAX, PAGE_LIMIT_DEFAULT, type Page, type PageQuery } from '../../operations/paging.ts';
-import { display } from './widgets.ts';
 import { ADMIN_LIST_SORT } from '../list-query.ts';
 import { peopleLabels } from '../labels.ts';
+import { isInstant, isoDate } from '../../format.ts';
 
 type Row = Record<string, unknown> & { id: string };
 
@@ -31,7 +30,9 @@ export function listModel(
   query: PageQuery,
   page: Page<Row>,
   titleField: string,
-  text: ListText = { labelOf: titleCase, valueOf: (row, field) => display(row[field]) },
+  text: ListText,
+  /** The page's transaction time: what "overdue" is judged at. */
+  now: Date,
 ) {
   const columns = listColumns(entity, titleField);
   const { labelPlural } = peopleLabels(entity);
@@ -62,14 +63,25 @@ export function listModel(
     const target = link({ sort: sorted === 'ascending' ? `-${field}` : field, offset: undefined, after: undefined });
     return { label: text.labelOf(field), sortHref: target.href, sortHx: target.hx, ...(sorted ? { sorted } : {}) };
   });
-  const rows = page.items.map((row) => ({
-    cells: columns.map((field) => {
-      const value = text.valueOf(row, field);
-      return field === titleField
-        ? { text: value || row.id, href: `${base}/${encodeURIComponent(row.id)}` }
-        : { text: value };
-    }),
-  }));
+  const overdueField = entity.def.admin?.overdue?.field;
+  const rows = page.items.map((row) => {
+    const overdue = overdueField !== undefined && isOverdue(entity, row, now);
+    return {
+      ...(overdue ? { overdue: true } : {}),
+      cells: columns.map((field): ListCell => {
+        const value = text.valueOf(row, field);
+        if (field === titleField)
+          return { text: value || row.id, href: `${base}/${encodeURIComponent(row.id)}`, title: true };
+        const instant = row[field];
+        return {
+          text: value,
+          // A date reads as words and says itself to machines in <time datetime>.
+          ...(isInstant(instant) && value !== '' ? { iso: isoDate(instant) } : {}),
+          ...(overdue && field === overdueField ? { flag: 'Overdue' } : {}),
+        };
+      }),
+    };
+  });
 
   const first = page.items.length ? page.offset + 1 : 0;
   const last = page.offset + page.items.length;
@@ -98,6 +110,30 @@ export function listModel(
     },
     pager: { summary, target: '#rows', ...(prev ? { prev } : {}), ...(next ? { next } : {}) },
   };
+}
+
+/** One cell of a list: its text, a link (the title), the ISO form of a date, and a flag said beside it ("Overdue"). */
+export interface ListCell {
+  text: string;
+  href?: string;
+  /** The row's title: it heads the row's card on a phone. */
+  title?: boolean;
+  iso?: string;
+  flag?: string;
+}
+
+/**
+ * Whether a row is overdue (EntityAdmin.overdue): its declared instant has passed at `now` (the
+ * page's transaction time) and its state is none of those that stop the clock.
+ */
+export function isOverdue(entity: ResolvedEntity, row: Row, now: Date): boolean {
+  const declared = entity.def.admin?.overdue;
+  if (!declared) return false;
+  const due = row[declared.field];
+  if (!isInstant(due) || new Date(due).getTime() > now.getTime()) return false;
+  const stateField = entity.def.states?.field;
+  const state = stateField === undefined ? undefined : row[stateField];
+  return !(typeof state === 'string' && (declared.except ?? []).includes(state));
 }
 
 /** A list's order as its caption says it: by creation "newest first" or "oldest first", else by the column's label. */

@@ -18,7 +18,7 @@ export function registerListPages(pages: EntityPages): void {
     // An emptied search box sends q=: the whole list, as without q.
     const query = typeof q === 'string' && q !== '' ? { ...rest, q } : rest;
     const page = (await run(api.list, ctx, { query })) as Page<Row>;
-    const model = listModel(entity, base, query as unknown as PageQuery, page, titleField, pages);
+    const model = listModel(entity, base, query as unknown as PageQuery, page, titleField, pages, ctx.tx.now);
     await linkReferenceCells(ctx, entity, listColumns(entity, titleField), page.items, model.table);
     const rows = renderTemplate('./admin/generated/rows', model);
     if (fragmentOnly) return rows;

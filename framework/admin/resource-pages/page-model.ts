@@ -12,6 +12,8 @@ export interface FieldModel {
   readonly: boolean;
   label: string;
   value: string;
+  /** The value is a date: its ISO form, for <time datetime>. */
+  iso?: string;
   hint?: string;
   widget?: Widget & { id: string; error?: string; checked?: boolean; selected?: string[] };
 }

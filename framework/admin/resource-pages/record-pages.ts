@@ -15,6 +15,7 @@ import { detailValues } from './references.ts';
 import { offersCommand } from '../../operations/command-states.ts';
 import type { Row } from './resource-api.ts';
 import { publicPageHref } from './public-page-link.ts';
+import { isInstant, isoDate } from '../../format.ts';
 import { historySection } from './history-pages.ts';
 
 /** A refused form's errors in people's words: each field's from its schema, its posted value and its FieldText. */
@@ -95,7 +96,11 @@ export async function renderDetail(
 ): Promise<string> {
   const { entity, api, base, label } = pages;
   const fields = pages.shownFields;
-  const items = fields.map((field) => ({ label: pages.labelOf(field), value: pages.valueOf(row, field) }));
+  const items = fields.map((field) => ({
+    label: pages.labelOf(field),
+    value: pages.valueOf(row, field),
+    ...(isInstant(row[field]) ? { iso: isoDate(row[field]) } : {}),
+  }));
   const csrf = ctx.csrf();
   const title = `${label}: ${pages.titleOf(row)}`;
   if (revealed.length) ctx.reply.header('cache-control', 'no-store');

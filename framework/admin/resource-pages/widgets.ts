@@ -2,6 +2,7 @@ import Type, { type TSchema } from 'typebox';
 import { titleCase } from '../../entity/names.ts';
 import type { FieldText } from '../../entity/field-text.ts';
 import { declaredDefault } from '../../entity/storage.ts';
+import { formatDateTime, isInstant } from '../../format.ts';
 
 /**
  * Form widgets from TypeBox schemas, for every entity alike (no per-entity code): how a field is
@@ -10,7 +11,8 @@ import { declaredDefault } from '../../entity/storage.ts';
  *
  * Times: a date-time field is edited in a datetime-local input read as UTC (the value shown is the
  * stored instant in UTC, and what is typed is taken as UTC), so a form means the same instant
- * whatever the browser's time zone; pages print times as "YYYY-MM-DD HH:MM UTC".
+ * whatever the browser's time zone; pages print times by the one formatter (framework/format.ts),
+ * "27 Nov 2026, 08:26 UTC", in a <time datetime>.
  */
 export type WidgetKind =
   | 'text'
@@ -250,12 +252,10 @@ export function inputValue(widget: Widget, value: unknown): string {
   return String(value);
 }
 
-/** A value as a page prints it. */
+/** A value as a page prints it (an instant by the one formatter, framework/format.ts). */
 export function display(value: unknown): string {
   if (value === undefined || value === null) return '';
-  if (value instanceof Date) return `${toDateTimeLocal(value).replace('T', ' ')} UTC`;
-  if (typeof value === 'string' && /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(\.\d+)?Z$/.test(value))
-    return display(new Date(value));
+  if (isInstant(value)) return formatDateTime(value);
   if (typeof value === 'boolean') return value ? 'Yes' : 'No';
   if (Array.isArray(value)) return value.map(display).join(', ');
   if (typeof value === 'object') return JSON.stringify(value);
