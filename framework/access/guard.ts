@@ -88,3 +88,12 @@ export function allowsAccess(
 ): boolean {
   return new RouteGuard(access, operator).allows(session, tenant);
 }
+
+/**
+ * Does this caller hold a permission? The guard's own question, for what a route admits beyond its
+ * access once the opening statement resolved the caller: a reference a list expands (its target's
+ * read permission), or whether a replica's answer may stand for the caller.
+ */
+export function holdsPermission(session: SessionInfo | null, permission: string): boolean {
+  return session !== null && hasPermission(session, permission);
+}

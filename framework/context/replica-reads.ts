@@ -4,7 +4,8 @@ import type { Transactions } from '../contracts/transaction.ts';
 import type { ReplicaSeries } from '../observability/metrics.ts';
 import { ProblemError } from '../errors.ts';
 import type { TenantRef } from './tenant.ts';
-import { hasPermission, type AfterTransaction, type TenantTransactions } from './tx.ts';
+import { type AfterTransaction, type TenantTransactions } from './tx.ts';
+import { holdsPermission } from '../access/guard.ts';
 
 /**
  * Reads that may lag, served by a streaming replica (database.replica_url): a route declares it
@@ -158,7 +159,7 @@ class ReplicaFirst implements Transactions {
 
   runStatement: Transactions['runStatement'] = async (tenant: TenantRef, work, options = {}) => {
     const done = await this.replica.runStatement(tenant, work, options);
-    const refused = options.sessionHash !== undefined && !hasPermission(done.session, work.permission);
+    const refused = options.sessionHash !== undefined && !holdsPermission(done.session, work.permission);
     if (!refused) return done;
     this.onFallback?.();
     return this.primary.runStatement(tenant, work, options);

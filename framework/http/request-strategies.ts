@@ -9,7 +9,7 @@ import { bearerTokenOf } from '../access/bearer.ts';
 import { hashSecret } from '../access/session-cookie.ts';
 import { renewSessionCookie } from '../access/sessions.ts';
 import { problem } from '../errors.ts';
-import { hasPermission } from '../context/tx.ts';
+import { holdsPermission } from '../access/guard.ts';
 import { earlierAnswer, idempotencyKeyOf, runIdempotent } from './idempotency.ts';
 import { batchMemberOf, memberContext, notBatchable, type BatchMember } from '../bulk/batch-member.ts';
 import type { Transactions } from '../contracts/transaction.ts';
@@ -274,7 +274,7 @@ function oneExchange(plan: RoutePlan, route: RouteDefinition, permission: string
     };
     const { session, answer } = await transactions.runStatement(tenant, work, txOptions);
     admit(plan, reply, rawId, session);
-    single.admit?.((permission) => session !== null && hasPermission(session, permission));
+    single.admit?.((permission) => holdsPermission(session, permission));
     if (!answer.ok) throw single.failed ? single.failed(answer.error) : answer.error;
     const more = <T>(fn: (tx: TxContext) => Promise<T>): Promise<T> => transactions.run(tenant, fn, txOptions);
     return single.answer(answer.result.rows, more);

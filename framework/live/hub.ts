@@ -118,7 +118,8 @@ export class LiveHub implements LiveStreams {
     if (!source) throw new Error(`no live list ${list}`);
     if (!this.parsers || this.stopped) throw problem('NOT_READY', 'This process does not serve streams');
     const session = tx.session;
-    if (!session) throw problem('AUTH_REQUIRED');
+    // The stream route's guard admitted a caller holding the list's read permission before this runs.
+    if (!session) throw new Error('a stream opens for a signed-in caller only');
     const caller = `${session.via === 'token' ? 'token' : 'session'}:${session.id}`;
     const release = this.reserve(`${tx.tenant.id}/${caller}`);
     tx.onRollback(release);

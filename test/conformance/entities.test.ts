@@ -254,6 +254,10 @@ describe.each(ENTITIES.map((e) => [e.names.key, e] as const))('entity %s', (_key
         ? []
         : [['POST', `${item}/restore`, 'restore'] as [string, string, string]]),
       ...(imports ? [['POST', `${names.path}/import`, 'import'] as [string, string, string]] : []),
+      // A tenant's collection can be followed as a stream of live changes (issue 45).
+      ...(!singleton && entity.scope !== 'global'
+        ? [['GET', `${names.path}/stream`, 'stream'] as [string, string, string]]
+        : []),
     ];
     for (const [method, path, verb] of expected) {
       expect(

@@ -84,10 +84,16 @@ describe('the public page, the public JSON and the admin show none of it', () =>
     expect(preview.status).toBe(200);
     // The form keeps the source in its textarea; the preview is the rendered part.
     const rendered = /<div class="markdown">([\s\S]*?)<\/div>/.exec(preview.text)?.[1] ?? '';
+    // The detail page's History section quotes the body's source as the API keeps it, as text (as
+    // the edit form's textarea does): escaped, never markup. The rest of the page shows the rendering.
+    const history = /<section class="history"[\s\S]*?<\/section>/.exec(detail.text)?.[0] ?? '';
+    expect(history).toContain('&lt;script&gt;alert(1)&lt;/script&gt;');
+    expect(history).not.toMatch(/<(script|style|textarea|template)\b/);
+    const shown = detail.text.replace(history, '');
     for (const [where, html] of [
       ['public JSON', json.body.body as string],
       ['public page', page.text],
-      ['admin detail page', detail.text],
+      ['admin detail page', shown],
       ['admin preview', rendered],
     ] as const) {
       for (const hidden of ['alert(1)', 'display:none', 'secret words', 'inert words'])
