@@ -4,7 +4,7 @@ import type { Transactions } from '../contracts/transaction.ts';
 import type { ReplicaSeries } from '../observability/metrics.ts';
 import { ProblemError } from '../errors.ts';
 import type { TenantRef } from './tenant.ts';
-import { type AfterTransaction, type TenantTransactions } from './tx.ts';
+import type { AfterTransaction, TenantTransactions } from './tx.ts';
 import { holdsPermission } from '../access/guard.ts';
 
 /**
