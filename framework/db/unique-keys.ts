@@ -83,4 +83,6 @@ declareUniqueKeys({
   roles_pkey: { fields: ['name'], detail: 'A role of this name already exists' },
   sessions_tenant_id_id_hash_key: { fields: [], detail: 'This session exists already' },
   access_tokens_tenant_id_token_hash_key: { fields: [], detail: 'This access token exists already' },
+  // Live changes (0015_live_positions.sql): one last position per tenant, written by the relay alone.
+  live_positions_pkey: { fields: [], detail: 'This tenant has its stream position already' },
 });

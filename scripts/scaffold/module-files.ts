@@ -95,9 +95,13 @@ export type ${pascal(n.entity)}Fields = typeof ${n.fieldsExport};
 import { ${n.fieldsExport} } from './${n.entity}.fields.ts';
 
 /**
- * A ${lower}: served at ${n.path} (list, create, read, PATCH, DELETE and POST .../{id}/archive), in
- * the OpenAPI document, the catalog and the admin shell (${n.adminPath}). Change the fields here,
- * then run \`npm run migration:new -- ${n.module} <change>\` and read the migration it writes.
+ * A ${lower}: served at ${n.path} (list, create, read, PATCH, DELETE and POST .../{id}/archive;
+ * GET .../{id}/history and POST .../{id}/restore, POST ${n.path}/import and GET ${n.path}/stream
+ * come with every tenant collection), in the OpenAPI document, the catalog and the admin shell
+ * (${n.adminPath}). A field naming another entity's row is declared in admin.references (e.g.
+ * \`ownerId: 'user.user'\`): its migration then has the composite foreign key within the tenant.
+ * Change the fields here, then run \`npm run migration:new -- ${n.module} <change>\` and read the
+ * migration it writes.
  */
 export const ${n.entityExport} = defineEntity({
   module: '${n.module}',
