@@ -31,7 +31,11 @@ const BatchRequest = Type.Object(
     }),
     body: Type.Optional(Type.Unknown({ description: "The request's JSON body, as the route takes it alone" })),
   },
-  { additionalProperties: false },
+  {
+    additionalProperties: false,
+    // A request as a client writes one (its body free-form, so a sample is given rather than derived).
+    examples: [{ method: 'DELETE', path: '/api/v1/task/tasks/00000000-0000-4000-8000-000000000000' }],
+  },
 );
 
 const BatchBody = Type.Object(

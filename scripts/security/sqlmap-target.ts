@@ -199,6 +199,19 @@ async function populate(ref: TenantRef, host: string, boot: string): Promise<Ten
     ).json!.id,
   );
   if (!ref.isOperator) await as('POST', '/api/v1/billing/subscription/subscribe', { planId: plans.free });
+  const tenantExport = String((await as('POST', '/api/v1/tenant/export', undefined)).json!.id);
+  const taskImport = String(
+    (
+      await must({
+        method: 'POST',
+        host,
+        path: '/api/v1/task/tasks/import?dryRun=true',
+        cookie: boot,
+        headers: { 'content-type': `multipart/form-data; boundary=${boundary}` },
+        body: `--${boundary}\r\nContent-Disposition: form-data; name="file"; filename="tasks.csv"\r\nContent-Type: text/csv\r\n\r\ntitle,priority\r\nImported,low\r\n--${boundary}--\r\n`,
+      })
+    ).json!.id,
+  );
   return {
     ref,
     host,
@@ -218,6 +231,8 @@ async function populate(ref: TenantRef, host: string, boot: string): Promise<Ten
       memberNotification: subject,
       role: `own-${ref.slug}`,
       accessToken,
+      tenantExport,
+      taskImport,
     },
     // The sqlmap targets send no bearer refusals; the fields are the admin's token only to complete the world.
     expiredToken: admin.token,

@@ -89,7 +89,8 @@ describe.each(operations.map((op) => [`${op.id} (${op.method} ${op.path}, ${op.a
       }
     });
 
-    rule(op.access === 'signedIn' && pathParams(op).length > 0)(
+    const rowAccess = pathParams(op).some((p) => pathSource(op, p).rowAccess === 'permission') ? 'permission' : 'owner';
+    rule(op.access === 'signedIn' && pathParams(op).length > 0 && rowAccess === 'owner')(
       "another person's row (owner-scoped): 404 NOT_FOUND, as the SPEC says",
       async () => {
         for (const t of homeTenants(op, world)) {
@@ -100,6 +101,22 @@ describe.each(operations.map((op) => [`${op.id} (${op.method} ${op.path}, ${op.a
             await send(req),
             404,
             'NOT_FOUND',
+            `the member at ${t.ref.slug} asking for the admin's row`,
+          );
+        }
+      },
+    );
+
+    rule(op.access === 'signedIn' && rowAccess === 'permission')(
+      'a row whose list the caller may not write (the member, holding no permission): 403 AUTH_FORBIDDEN, as the route documents',
+      async () => {
+        for (const t of homeTenants(op, world)) {
+          const req = validRequest(op, world, t, t.member.cookie);
+          expectRefusal(
+            req,
+            await send(req),
+            403,
+            'AUTH_FORBIDDEN',
             `the member at ${t.ref.slug} asking for the admin's row`,
           );
         }

@@ -91,6 +91,13 @@ export interface PathSource {
   pattern: RegExp;
   param: string;
   scope: 'tenant' | 'global' | 'control-plane' | 'name';
+  /**
+   * How a signed-in operation without a permission of its own decides who may have the row: 'owner'
+   * (the default: another person's row is 404, as the SPEC says of notifications), or 'permission'
+   * (the row's list decides: a caller lacking that list's permission is 403 AUTH_FORBIDDEN, as the
+   * route documents; an import's progress is open to whoever may create rows in its list).
+   */
+  rowAccess?: 'owner' | 'permission';
   value(world: World, tenant: TenantWorld): string;
 }
 
@@ -118,6 +125,20 @@ export const PATH_SOURCES: PathSource[] = [
     param: 'id',
     scope: 'tenant',
     value: (_w, t) => t.rows.adminNotification,
+  },
+  // New this wave: a tenant's export and an import's progress.
+  {
+    pattern: /^\/api\/v1\/tenant\/exports\/\{id\}/,
+    param: 'id',
+    scope: 'tenant',
+    value: (_w, t) => t.rows.tenantExport,
+  },
+  {
+    pattern: /^\/api\/v1\/imports\/\{id\}$/,
+    param: 'id',
+    scope: 'tenant',
+    rowAccess: 'permission',
+    value: (_w, t) => t.rows.taskImport,
   },
   { pattern: /^\/api\/v1\/auth\/roles\/\{name\}$/, param: 'name', scope: 'name', value: (_w, t) => t.rows.role },
   // The plan, its history and its restore (docs/history.md).

@@ -46,6 +46,10 @@ export interface Rows {
   role: string;
   /** A personal access token of the admin's, other than the admin's own bearer token (the {id} of the token operations). */
   accessToken: string;
+  /** An export of this tenant, queued by its admin (the {id} of the tenant export operations). */
+  tenantExport: string;
+  /** An import of tasks into this tenant, a dry run (the {id} of GET /api/v1/imports/{id}). */
+  taskImport: string;
 }
 
 export interface TenantWorld {
@@ -277,6 +281,25 @@ export async function buildWorld(prefix: string): Promise<World> {
     };
     const privateFile = await upload('private');
     const publicFile = await upload('public');
+    const tenantExport = String((await as(admin.cookie, 'POST', '/api/v1/tenant/export', undefined, 202)).json!.id);
+    const taskImport = await (async () => {
+      const boundary = `----sec${randomUUID()}`;
+      const body = Buffer.from(
+        `--${boundary}\r\nContent-Disposition: form-data; name="file"; filename="tasks.csv"\r\nContent-Type: text/csv\r\n\r\ntitle,priority\r\nImported task of ${ref.slug},low\r\n\r\n--${boundary}--\r\n`,
+      );
+      const res = await must(
+        {
+          method: 'POST',
+          host,
+          path: '/api/v1/task/tasks/import?dryRun=true',
+          cookie: admin.cookie,
+          headers: { 'content-type': `multipart/form-data; boundary=${boundary}` },
+          body,
+        },
+        202,
+      );
+      return String(res.json!.id);
+    })();
     // Notifications have no create route: Notify is a module service, so they are a fixture.
     const note = (recipientId: string, title: string) =>
       app.services.transactions.run(
@@ -320,6 +343,8 @@ export async function buildWorld(prefix: string): Promise<World> {
         memberNotification,
         role,
         accessToken,
+        tenantExport,
+        taskImport,
       },
       expiredToken: String(expired.token),
       revokedToken: String(revoked.token),
