@@ -1934,7 +1934,10 @@ export interface components {
         };
         /** @description Who acted. */
         Actor: {
-            /** @description user: a person with a session; token: a person with a personal access token (name: the token’s name); job: a scheduled job (name: the job’s); subscription: the service acting on an event (name: the subscription’s; userId: the person whose action caused it, if any); operator: the installation’s operator acting on this tenant (no person named); system: none of these. */
+            /**
+             * @description user: a person with a session; token: a person with a personal access token (name: the token’s name); job: a scheduled job (name: the job’s); subscription: the service acting on an event (name: the subscription’s; userId: the person whose action caused it, if any); operator: the installation’s operator acting on this tenant (no person named); system: none of these.
+             * @enum {string}
+             */
             kind: "user" | "token" | "job" | "subscription" | "operator" | "system";
             /** @description The token’s, job’s or subscription’s name, as kind says; else null. */
             name: string | null;
@@ -2022,7 +2025,10 @@ export interface components {
             requests: {
                 /** @description The request's JSON body, as the route takes it alone */
                 body?: unknown;
-                /** @description A write: creates (POST, a singleton PUT), PATCHes, deletes and commands. Reads are not batched. */
+                /**
+                 * @description A write: creates (POST, a singleton PUT), PATCHes, deletes and commands. Reads are not batched.
+                 * @enum {string}
+                 */
                 method: "POST" | "PUT" | "PATCH" | "DELETE";
                 /** @description A path of this tenant's API, as the request would be sent alone, without a query string */
                 path: string;
@@ -2108,7 +2114,10 @@ export interface components {
             /** @description The fields that held another value right after the revision but were left as they are, and why. */
             kept: {
                 field: string;
-                /** @description command-owned: only its command writes it; immutable: set on create only; read-only: only the service sets it; state: the entity’s state field, which moves only as its declared moves allow (a restore never walks it back). */
+                /**
+                 * @description command-owned: only its command writes it; immutable: set on create only; read-only: only the service sets it; state: the entity’s state field, which moves only as its declared moves allow (a restore never walks it back).
+                 * @enum {string}
+                 */
                 reason: "command-owned" | "immutable" | "read-only" | "state";
             }[];
             /** @description The fields the restore set back (empty when it changed nothing). */
@@ -2195,7 +2204,10 @@ export interface components {
             /** @description The fields that held another value right after the revision but were left as they are, and why. */
             kept: {
                 field: string;
-                /** @description command-owned: only its command writes it; immutable: set on create only; read-only: only the service sets it; state: the entity’s state field, which moves only as its declared moves allow (a restore never walks it back). */
+                /**
+                 * @description command-owned: only its command writes it; immutable: set on create only; read-only: only the service sets it; state: the entity’s state field, which moves only as its declared moves allow (a restore never walks it back).
+                 * @enum {string}
+                 */
                 reason: "command-owned" | "immutable" | "read-only" | "state";
             }[];
             /** @description The fields the restore set back (empty when it changed nothing). */
@@ -2291,6 +2303,7 @@ export interface components {
             /** @description Rows are checked and counted, nothing is written */
             dryRun: boolean;
             finishedAt: string | null;
+            /** @enum {string} */
             format: "csv" | "ndjson";
             /** Format: uuid */
             id: string;
@@ -2328,7 +2341,10 @@ export interface components {
             rowsRead: number;
             /** @description Bytes uploaded */
             size: number;
-            /** @description queued, running, then done; failed when the upload could not be read on (see problem) */
+            /**
+             * @description queued, running, then done; failed when the upload could not be read on (see problem)
+             * @enum {string}
+             */
             status: "queued" | "running" | "done" | "failed";
             /** @description Rows that passed every check (in a dry run: would be created) */
             valid: number;
@@ -2435,7 +2451,10 @@ export interface components {
             /** @description The fields that held another value right after the revision but were left as they are, and why. */
             kept: {
                 field: string;
-                /** @description command-owned: only its command writes it; immutable: set on create only; read-only: only the service sets it; state: the entity’s state field, which moves only as its declared moves allow (a restore never walks it back). */
+                /**
+                 * @description command-owned: only its command writes it; immutable: set on create only; read-only: only the service sets it; state: the entity’s state field, which moves only as its declared moves allow (a restore never walks it back).
+                 * @enum {string}
+                 */
                 reason: "command-owned" | "immutable" | "read-only" | "state";
             }[];
             /** @description The fields the restore set back (empty when it changed nothing). */
@@ -2487,6 +2506,7 @@ export interface components {
         PublicContentSummary: {
             /** @description The start of its text, plain (no markup): the body rendered and sanitised as the public page shows it, tags dropped, cut at a word before 200 characters with an ellipsis. */
             excerpt: string;
+            /** @enum {string} */
             kind: "page" | "post";
             /** Format: date-time */
             publishedAt: string;
@@ -2738,7 +2758,10 @@ export interface components {
             /** @description The fields that held another value right after the revision but were left as they are, and why. */
             kept: {
                 field: string;
-                /** @description command-owned: only its command writes it; immutable: set on create only; read-only: only the service sets it; state: the entity’s state field, which moves only as its declared moves allow (a restore never walks it back). */
+                /**
+                 * @description command-owned: only its command writes it; immutable: set on create only; read-only: only the service sets it; state: the entity’s state field, which moves only as its declared moves allow (a restore never walks it back).
+                 * @enum {string}
+                 */
                 reason: "command-owned" | "immutable" | "read-only" | "state";
             }[];
             /** @description The fields the restore set back (empty when it changed nothing). */
@@ -2812,6 +2835,7 @@ export interface components {
             sha256: string | null;
             /** @description Bytes of the archive, once written */
             size: number | null;
+            /** @enum {string} */
             status: "queued" | "running" | "done" | "failed";
         };
         TenantPage: {
@@ -2903,7 +2927,10 @@ export interface components {
             /** @description The fields that held another value right after the revision but were left as they are, and why. */
             kept: {
                 field: string;
-                /** @description command-owned: only its command writes it; immutable: set on create only; read-only: only the service sets it; state: the entity’s state field, which moves only as its declared moves allow (a restore never walks it back). */
+                /**
+                 * @description command-owned: only its command writes it; immutable: set on create only; read-only: only the service sets it; state: the entity’s state field, which moves only as its declared moves allow (a restore never walks it back).
+                 * @enum {string}
+                 */
                 reason: "command-owned" | "immutable" | "read-only" | "state";
             }[];
             /** @description The fields the restore set back (empty when it changed nothing). */

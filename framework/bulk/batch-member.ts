@@ -1,6 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import type { IncomingHttpHeaders } from 'node:http';
-import type { PublishAllowList, TxContext } from '../context/tx.ts';
+import { derivedContext, type PublishAllowList, type TxContext } from '../context/tx.ts';
 import { problem } from '../errors.ts';
 
 /**
@@ -57,7 +57,7 @@ export function memberContext(tx: TxContext, publishes: PublishAllowList, caller
       );
     tx.publish(name, payload);
   };
-  return caller ? { ...tx, publish } : { ...tx, publish, session: null, actorId: null, can: () => false };
+  return derivedContext(tx, caller ? { publish } : { publish, session: null, actorId: null, can: () => false });
 }
 
 /** A route that manages its own transactions cannot be one request of a batch's one transaction. */

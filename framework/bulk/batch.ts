@@ -1,4 +1,5 @@
 import Type, { type TSchema } from 'typebox';
+import { StringEnum } from '../entity/string-enum.ts';
 import type { FastifyRequest } from 'fastify';
 import type { RouteDefinition } from '../entity/define.ts';
 import type { ModuleRegistry } from '../contracts/services.ts';
@@ -21,7 +22,7 @@ export const BATCH_BODY_LIMIT = 16 * 1024 * 1024;
 
 const BatchRequest = Type.Object(
   {
-    method: Type.Union([Type.Literal('POST'), Type.Literal('PUT'), Type.Literal('PATCH'), Type.Literal('DELETE')], {
+    method: StringEnum(['POST', 'PUT', 'PATCH', 'DELETE'], {
       description: 'A write: creates (POST, a singleton PUT), PATCHes, deletes and commands. Reads are not batched.',
     }),
     path: Type.String({

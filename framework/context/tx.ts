@@ -79,6 +79,18 @@ export function carryChange(ctx: TxContext, since: number, subject: { entity: st
   return true;
 }
 
+/**
+ * A context over the same transaction with some of its parts replaced (a batch request's publish,
+ * held to its route's list): its events still go to the parent's buffer, so a command in it finds
+ * its own events there (carryChange) as it would in the parent.
+ */
+export function derivedContext(parent: TxContext, parts: Partial<TxContext>): TxContext {
+  const ctx: TxContext = { ...parent, ...parts };
+  const pending = pendingOf.get(parent);
+  if (pending) pendingOf.set(ctx, pending);
+  return ctx;
+}
+
 /** Transactions that wrote outbox rows, so their commit can wake the relay. */
 const wroteOutbox = new WeakSet<Transaction<Database>>();
 

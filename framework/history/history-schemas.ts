@@ -1,4 +1,5 @@
 import Type, { type TSchema } from 'typebox';
+import { StringEnum } from '../entity/string-enum.ts';
 import { named } from '../openapi/schema-name.ts';
 import { pageQuerySchema, pageSchema } from '../operations/page-query.ts';
 import { ACTOR_KINDS } from '../context/actor.ts';
@@ -8,13 +9,10 @@ import { ACTOR_KINDS } from '../context/actor.ts';
 export const ActorSchema = named(
   Type.Object(
     {
-      kind: Type.Union(
-        ACTOR_KINDS.map((k) => Type.Literal(k)),
-        {
-          description:
-            'user: a person with a session; token: a person with a personal access token (name: the token’s name); job: a scheduled job (name: the job’s); subscription: the service acting on an event (name: the subscription’s; userId: the person whose action caused it, if any); operator: the installation’s operator acting on this tenant (no person named); system: none of these.',
-        },
-      ),
+      kind: StringEnum(ACTOR_KINDS, {
+        description:
+          'user: a person with a session; token: a person with a personal access token (name: the token’s name); job: a scheduled job (name: the job’s); subscription: the service acting on an event (name: the subscription’s; userId: the person whose action caused it, if any); operator: the installation’s operator acting on this tenant (no person named); system: none of these.',
+      }),
       userId: Type.Union([Type.String({ format: 'uuid' }), Type.Null()], {
         description: 'The person who acted (a user of this tenant), or null.',
       }),
@@ -91,18 +89,10 @@ export function restoredSchema(row: TSchema, name: string): TSchema {
           Type.Object(
             {
               field: Type.String(),
-              reason: Type.Union(
-                [
-                  Type.Literal('command-owned'),
-                  Type.Literal('immutable'),
-                  Type.Literal('read-only'),
-                  Type.Literal('state'),
-                ],
-                {
-                  description:
-                    'command-owned: only its command writes it; immutable: set on create only; read-only: only the service sets it; state: the entity’s state field, which moves only as its declared moves allow (a restore never walks it back).',
-                },
-              ),
+              reason: StringEnum(['command-owned', 'immutable', 'read-only', 'state'], {
+                description:
+                  'command-owned: only its command writes it; immutable: set on create only; read-only: only the service sets it; state: the entity’s state field, which moves only as its declared moves allow (a restore never walks it back).',
+              }),
             },
             { additionalProperties: false },
           ),

@@ -1,4 +1,5 @@
 import Type from 'typebox';
+import { StringEnum } from '../../framework/entity/string-enum.ts';
 import type { FastifyRequest } from 'fastify';
 import type { TxContext } from '../../framework/context/tx.ts';
 import {
@@ -14,7 +15,7 @@ import { weakETag } from '../../framework/http/etag.ts';
 import { excerptOf } from './excerpt.ts';
 import './contents-table.ts';
 
-export const ContentKind = Type.Union([Type.Literal('page'), Type.Literal('post')]);
+export const ContentKind = StringEnum(['page', 'post']);
 export type ContentKindValue = 'page' | 'post';
 
 /** One published item as the public list, the feed and the index page show it: never its author or status. */
@@ -65,9 +66,7 @@ const base = pageQuerySchema({
 export const PublicListQuery = Type.Object(
   {
     ...base.properties,
-    kind: Type.Optional(
-      Type.Union([Type.Literal('page'), Type.Literal('post')], { description: 'Only pages, or only posts' }),
-    ),
+    kind: Type.Optional(StringEnum(['page', 'post'], { description: 'Only pages, or only posts' })),
   },
   { additionalProperties: false },
 );

@@ -1,5 +1,6 @@
 import { createSample } from '../helpers/samples.ts';
 import { anonymousFormToken, sessionFormToken } from '../../framework/access/form-token.ts';
+import { hashSecret } from '../../framework/access/session-cookie.ts';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { TSchema } from 'typebox';
 import { createCustomer, signInAs, startTestApp, type SignedIn, type TestApp } from '../helpers/app.ts';
@@ -59,6 +60,20 @@ async function post(who: SignedIn, host: string, path: string, fields: Record<st
     .send({ csrf: sessionFormToken(who.rawSessionId), ...fields });
 }
 
+/**
+ * The caller's row-access values the create body takes (a memo's ownerId): a reference the
+ * database enforces must name a real row, and the caller's own record has pages for them.
+ */
+async function ownAccess(entity: ResolvedEntity, tenant: TenantRef): Promise<Record<string, unknown>> {
+  const rowAccess = entity.def.rowAccess;
+  if (!rowAccess) return {};
+  const access = await app.services.transactions.run(tenant, async (ctx) => ({ ...rowAccess(ctx) }), {
+    sessionHash: hashSecret(callerOf(entity).rawSessionId),
+  });
+  const settable = (entity.schemas.create as { properties: Record<string, unknown> }).properties;
+  return Object.fromEntries(Object.entries(access).filter(([field]) => field in settable));
+}
+
 /** A row made through the API, with a body derived from the schema (as the conformance suite does). */
 let n = 0;
 async function makeRow(entity: ResolvedEntity): Promise<string> {
@@ -66,6 +81,7 @@ async function makeRow(entity: ResolvedEntity): Promise<string> {
   const body = {
     ...(checkedSample(entity.schemas.create, ++n, 'create') as object),
     ...(await createSample(app.services, tenant, entity.names.key, n)),
+    ...(await ownAccess(entity, tenant)),
   };
   const res = await app.http(hostOf(entity)).post(entity.names.path).set('Cookie', callerOf(entity).cookie).send(body);
   expect(res.status, `${entity.names.key}: ${JSON.stringify(res.body)}`).toBe(201);

@@ -1,7 +1,8 @@
 import { randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { TSchema } from 'typebox';
-import { createCustomer, signInAs, startTestApp, type TestApp } from '../helpers/app.ts';
+import { createCustomer, OPERATOR_HOST, signInAs, startTestApp, type TestApp } from '../helpers/app.ts';
+import { StreamClient } from '../helpers/event-stream.ts';
 import { testConfig } from '../helpers/config.ts';
 import { dereferenced } from '../helpers/openapi.ts';
 import { sampleObject, sampleValue } from '../conformance/sample-values.ts';
@@ -10,6 +11,9 @@ import { sampleObject, sampleValue } from '../conformance/sample-values.ts';
  * Rule: no request can hang. With a pool of a single connection, every operation of the live
  * OpenAPI document, called by an administrator holding `*`, answers within 5 s and never with a
  * server error (a transaction waiting for a second connection would hang or time out as 503).
+ * A live stream (`text/event-stream`, GET <list>/stream) never ends by design: it must answer its
+ * headers within the same 5 s, and while it stays open the list it follows must still answer (a
+ * stream holding the only connection would starve it).
  */
 
 interface Operation {
@@ -17,16 +21,20 @@ interface Operation {
   path: string;
   parameters?: { in: string; name: string; required?: boolean; schema?: TSchema }[];
   requestBody?: { content?: Record<string, { schema?: TSchema }> };
+  responses?: Record<string, { content?: Record<string, unknown> }>;
 }
 
 const ANSWER_WITHIN_MS = 5_000;
 let app: TestApp;
 let operations: Operation[];
+/** The app over real HTTP (127.0.0.1), for the streams: an injected request would wait for their end. */
+let base: string;
 
 beforeAll(async () => {
   app = await startTestApp({ config: testConfig({ database: { pool_size: 1 } }) });
   // A customer tenant, so the tenant routes on {id} act on one that is not the operator's.
   await createCustomer(app, 'sweep');
+  base = await app.web!.listen({ port: 0, host: '127.0.0.1' });
   // Bodies are named schemas: sampled through their $refs.
   const doc = await dereferenced(
     (await app.http().get('/api/v1/openapi.json')).body as {
@@ -62,6 +70,58 @@ async function someId(collection: string, cookie: string): Promise<string> {
   const items = (res.body as { items?: { id?: unknown }[] }).items;
   const id = items?.at(-1)?.id;
   return typeof id === 'string' ? id : randomUUID();
+}
+
+/** Whether the operation answers a live stream rather than a document. */
+function isStream(op: Operation): boolean {
+  return Object.values(op.responses ?? {}).some((r) => r.content?.['text/event-stream'] !== undefined);
+}
+
+/**
+ * Opens a stream and, while it is open, asks the list it follows: what went wrong, if anything
+ * (headers not within the limit, a 5xx, or the list starved by the open stream).
+ */
+async function sweepStream(
+  url: string,
+  cookie: string,
+  forwardedFor: string,
+): Promise<{ slow?: string; failed?: string }> {
+  const started = Date.now();
+  let timer: NodeJS.Timeout | undefined;
+  const opening = StreamClient.open(base, url, { host: OPERATOR_HOST, cookie, 'x-forwarded-for': forwardedFor });
+  const client = await Promise.race([
+    opening,
+    new Promise<undefined>((resolve) => {
+      timer = setTimeout(() => resolve(undefined), ANSWER_WITHIN_MS);
+    }),
+  ]).catch(() => undefined);
+  clearTimeout(timer);
+  const took = Date.now() - started;
+  if (!client) {
+    void opening.then((late) => late.close()).catch(() => undefined);
+    return { slow: `GET ${url}: no headers in ${took} ms` };
+  }
+  try {
+    if (client.status >= 500) return { failed: `GET ${url}: ${client.status} ${JSON.stringify(client.problem)}` };
+    if (client.status !== 200) return {};
+    if (!String(client.headers['content-type']).startsWith('text/event-stream'))
+      return { failed: `GET ${url}: 200 as ${client.headers['content-type']}, not text/event-stream` };
+    const list = url.slice(0, url.lastIndexOf('/stream'));
+    const asked = Date.now();
+    const res = await app
+      .http()
+      .get(list)
+      .set('Cookie', cookie)
+      .timeout(ANSWER_WITHIN_MS)
+      .catch((err: Error) => ({ status: 0, body: { error: err.message } }));
+    const listTook = Date.now() - asked;
+    if (res.status === 0 || listTook >= ANSWER_WITHIN_MS)
+      return { slow: `GET ${list} while ${url} is open: ${listTook} ms` };
+    if (res.status >= 500) return { failed: `GET ${list} while ${url} is open: ${res.status}` };
+    return {};
+  } finally {
+    client.close();
+  }
 }
 
 async function urlOf(op: Operation, n: number, cookie: string): Promise<string> {
@@ -103,6 +163,12 @@ describe('with database.pool_size 1', () => {
       const body = op.requestBody?.content?.['application/json']
         ? (sample(op.requestBody.content['application/json'].schema, n) ?? {})
         : undefined;
+      if (op.method === 'get' && isStream(op)) {
+        const { slow: late, failed: wrong } = await sweepStream(url, cookie, `198.51.100.${n % 250}`);
+        if (late) slow.push(late);
+        if (wrong) failed.push(wrong);
+        continue;
+      }
       const started = Date.now();
       const http = app.http();
       const call = (

@@ -1,6 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import { Transform, type TransformCallback } from 'node:stream';
 import Type from 'typebox';
+import { StringEnum } from '../../entity/string-enum.ts';
 import type { FastifyRequest } from 'fastify';
 import type { NoTxRouteDefinition, RouteDefinition } from '../../entity/define.ts';
 import type { ModuleRegistry } from '../../contracts/services.ts';
@@ -137,7 +138,7 @@ export function importRoute(entity: ResolvedEntity, config: Config): NoTxRouteDe
     schema: {
       querystring: Type.Object(
         {
-          format: Type.Optional(Type.Union([Type.Literal('csv'), Type.Literal('ndjson')])),
+          format: Type.Optional(StringEnum(['csv', 'ndjson'])),
           dryRun: Type.Optional(
             Type.Boolean({ default: false, description: 'Check and count every row, create none' }),
           ),

@@ -1,4 +1,5 @@
 import Type from 'typebox';
+import { StringEnum } from '../../entity/string-enum.ts';
 import type { Selectable } from 'kysely';
 import type { TxContext } from '../../context/tx.ts';
 import type { Database } from '../../db/types.ts';
@@ -38,14 +39,11 @@ export const ImportStatus = named(
       id: Type.String({ format: 'uuid' }),
       resource: Type.String({ description: 'The entity whose list the rows go to, <module>.<entity>' }),
       path: Type.String({ description: 'The list the rows are created in, as its create route takes them' }),
-      format: Type.Union([Type.Literal('csv'), Type.Literal('ndjson')]),
+      format: StringEnum(['csv', 'ndjson']),
       dryRun: Type.Boolean({ description: 'Rows are checked and counted, nothing is written' }),
-      status: Type.Union(
-        [Type.Literal('queued'), Type.Literal('running'), Type.Literal('done'), Type.Literal('failed')],
-        {
-          description: 'queued, running, then done; failed when the upload could not be read on (see problem)',
-        },
-      ),
+      status: StringEnum(['queued', 'running', 'done', 'failed'], {
+        description: 'queued, running, then done; failed when the upload could not be read on (see problem)',
+      }),
       size: Type.Integer({ minimum: 0, description: 'Bytes uploaded' }),
       rowsRead: Type.Integer({ minimum: 0, description: 'Data rows read so far (the CSV header is no row)' }),
       created: Type.Integer({ minimum: 0, description: 'Rows created (always 0 in a dry run)' }),

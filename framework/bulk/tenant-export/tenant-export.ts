@@ -1,6 +1,7 @@
 import { createHash, randomUUID } from 'node:crypto';
 import { Transform, type TransformCallback } from 'node:stream';
 import Type from 'typebox';
+import { StringEnum } from '../../entity/string-enum.ts';
 import type { Selectable } from 'kysely';
 import type { Services } from '../../services.ts';
 import type { TxContext } from '../../context/tx.ts';
@@ -30,12 +31,7 @@ export const TenantExportStatus = named(
   Type.Object(
     {
       id: Type.String({ format: 'uuid' }),
-      status: Type.Union([
-        Type.Literal('queued'),
-        Type.Literal('running'),
-        Type.Literal('done'),
-        Type.Literal('failed'),
-      ]),
+      status: StringEnum(['queued', 'running', 'done', 'failed']),
       size: Type.Union([Type.Integer({ minimum: 0 }), Type.Null()], {
         description: 'Bytes of the archive, once written',
       }),

@@ -108,7 +108,8 @@ describe('POST /api/v1/notification/notifications/{id}/read', () => {
     const routes = app.services.routes
       .map((r) => `${r.route.method} ${r.route.url}`)
       .filter((r) => r.includes('/api/v1/notification/'));
-    expect(routes.sort()).toEqual([`GET ${BASE}`, `POST ${BASE}/:id/read`, `POST ${BASE}/read`]);
+    // The live stream (GET …/stream) is a read route like the list.
+    expect(routes.sort()).toEqual([`GET ${BASE}`, `GET ${BASE}/stream`, `POST ${BASE}/:id/read`, `POST ${BASE}/read`]);
     // A known path asked with an undeclared method: 405 with Allow (RFC 9110).
     const create = await app.http(host).post(BASE).set('Cookie', ann.cookie).send({ title: 'x' });
     expect(create.status).toBe(405);
