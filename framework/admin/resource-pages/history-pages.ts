@@ -75,9 +75,17 @@ async function revisionViews(
   });
 }
 
-/** The record's history through the API's history route (its access, row access and paging). */
-async function historyPage(pages: EntityPages, ctx: AdminPageContext, query: object): Promise<Page<RevisionItem>> {
-  return (await run(pages.api.history!, ctx, { params: ctx.params, query })) as Page<RevisionItem>;
+/**
+ * The record's history through the API's history route (its access, row access and paging). By the
+ * row's id, not the request's: the answer to a create form (POST /new) shows the new record's page.
+ */
+async function historyPage(
+  pages: EntityPages,
+  ctx: AdminPageContext,
+  row: Row,
+  query: object,
+): Promise<Page<RevisionItem>> {
+  return (await run(pages.api.history!, ctx, { params: { id: row.id }, query })) as Page<RevisionItem>;
 }
 
 /**
@@ -88,7 +96,7 @@ async function historyPage(pages: EntityPages, ctx: AdminPageContext, query: obj
 export async function historySection(pages: EntityPages, ctx: AdminPageContext, row: Row): Promise<string> {
   const { api } = pages;
   if (!api.history || !ctx.can(api.history.access)) return '';
-  const page = await historyPage(pages, ctx, { limit: DETAIL_REVISIONS, offset: 0, sort: '-at' });
+  const page = await historyPage(pages, ctx, row, { limit: DETAIL_REVISIONS, offset: 0, sort: '-at' });
   return renderTemplate('./admin/components/history', {
     heading: 'History',
     revisions: await revisionViews(pages, ctx, row, page.items, true),
@@ -110,7 +118,7 @@ export function registerHistoryPages(pages: EntityPages): void {
     handler: async (ctx) => {
       const row = await pages.readRow(ctx);
       const query = ctx.query as { after?: string; limit?: number };
-      const page = await historyPage(pages, ctx, {
+      const page = await historyPage(pages, ctx, row, {
         limit: 20,
         offset: 0,
         sort: '-at',
