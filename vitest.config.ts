@@ -30,6 +30,10 @@ export default defineConfig({
       // The summary also when a test fails: vitest leaves it out by default, and a run on a loaded
       // machine that timed out a test then printed no coverage at all.
       reportOnFailure: true,
+      // The floor: the clean-clone CI run of 2026-11-27 measured statements 90.18 %, branches 82.25 %,
+      // functions 90.7 %, lines 92.19 %; one point below each, as paths taken by timing (retries,
+      // fallbacks) vary between runs. Raise it as coverage grows.
+      thresholds: { statements: 89, branches: 81, functions: 89, lines: 91 },
     },
     projects: [
       {
