@@ -1,6 +1,6 @@
 import { configDefaults, defineConfig } from 'vitest/config';
 import SlowFirstSequencer from './test/helpers/slow-first-sequencer.ts';
-import { SLOW, unitTestFiles } from './test/helpers/test-kinds.ts';
+import { MEMORY, SLOW, unitTestFiles } from './test/helpers/test-kinds.ts';
 
 // Three projects (test/helpers/test-kinds.ts says which file goes where): unit (no app, no
 // database, no process), integration (the app on a database of its own), slow (browser, faults,
@@ -45,15 +45,21 @@ export default defineConfig({
           typecheck: { enabled: true, include: ['test/**/*.test-d.ts'], tsconfig: './test/types/tsconfig.json' },
         },
       },
-      { test: { name: 'integration', include: [ALL], exclude: [...configDefaults.exclude, ...UNIT, ...SLOW] } },
+      {
+        test: { name: 'integration', include: [ALL], exclude: [...configDefaults.exclude, ...UNIT, ...SLOW, ...MEMORY] },
+      },
       { test: { name: 'slow', include: SLOW } },
       {
         test: {
           name: 'files on s3',
           include: [FILE_SUITE],
+          exclude: [...configDefaults.exclude, ...MEMORY],
           env: { TEST_FILE_DRIVER: 's3' },
         },
       },
+      // The memory measurements, once every other project is done (groupOrder), on both drivers.
+      { test: { name: 'memory', include: MEMORY, sequence: { groupOrder: 1 } } },
+      { test: { name: 'memory on s3', include: MEMORY, env: { TEST_FILE_DRIVER: 's3' }, sequence: { groupOrder: 1 } } },
     ],
   },
 });

@@ -1,6 +1,7 @@
 import { CompiledQuery, sql } from 'kysely';
 import type { TxContext } from '../context/tx.ts';
 import { EVICT_TENANT_SQL } from '../context/host-cache.ts';
+import type { HostDirectory } from '../contracts/services.ts';
 
 // The restricted role may read tenants and tenant_hosts but not write them
 // (migrations/framework/0003_control_plane_writes.sql): the control plane writes through these
@@ -68,11 +69,16 @@ export async function ownCorsOrigins(ctx: TxContext): Promise<string[]> {
 /**
  * Replaces the transaction's own tenant's origins (never another tenant's: the function writes
  * the transaction's tenant only) and drops the tenant from every process's host cache when the
- * transaction commits, so the next request reads the new list. The caller normalises them
- * (http/origins.ts).
+ * transaction commits (evictTenantHosts), so the next request reads the new list. The caller
+ * normalises them (http/origins.ts).
  */
-export async function setOwnCorsOrigins(ctx: TxContext, origins: readonly string[]): Promise<void> {
+export async function setOwnCorsOrigins(
+  ctx: TxContext,
+  hosts: HostDirectory,
+  origins: readonly string[],
+): Promise<void> {
   await sql`select tenant_set_cors_origins(${[...origins]}::text[])`.execute(ctx.db);
+  await evictTenantHosts(ctx, hosts, ctx.tenant.id);
 }
 
 /** Holds the tenant's row until the transaction ends. */
@@ -81,10 +87,14 @@ export async function lockTenant(ctx: TxContext, tenantId: string): Promise<void
 }
 
 /**
- * Drops the tenant's hosts from every process's resolution cache, this one included, once the
- * transaction commits (NOTIFY is delivered on commit): run it in the transaction that suspends
- * the tenant or changes its hosts.
+ * Drops the tenant's hosts from every process's resolution cache once the transaction commits:
+ * run it in the transaction that suspends the tenant or changes its hosts or origins. Other
+ * processes hear the NOTIFY (delivered on commit); this process evicts its own cache as the
+ * commit returns, so the request that follows the answer already reads the change, however late
+ * its own listener hears the notification. Evicting only after the commit keeps a fill that
+ * starts meanwhile from caching the row as it was.
  */
-export async function evictTenantHosts(ctx: TxContext, tenantId: string): Promise<void> {
+export async function evictTenantHosts(ctx: TxContext, hosts: HostDirectory, tenantId: string): Promise<void> {
   await ctx.db.executeQuery(CompiledQuery.raw(EVICT_TENANT_SQL, [tenantId]));
+  ctx.afterCommit(() => hosts.evictTenant(tenantId));
 }

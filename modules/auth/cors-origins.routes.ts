@@ -64,7 +64,7 @@ export const putCorsOriginsRoute = defineRoute({
     ),
     response: { 200: { ...CorsOriginsSchema, description: "The tenant's origins, as stored" } },
   },
-  async handler({ tx, body }) {
+  async handler({ tx, body, services }) {
     const errors = body.origins.flatMap((entry, i) =>
       normaliseOrigin(entry) === undefined
         ? [{ pointer: `/body/origins/${i}`, message: `${entry} ${NOT_AN_ORIGIN}` }]
@@ -72,7 +72,7 @@ export const putCorsOriginsRoute = defineRoute({
     );
     if (errors.length > 0) throw problem('VALIDATION_FAILED', `origins: ${errors[0]!.message}`, { errors });
     const origins = [...new Set(body.origins.map((entry) => normaliseOrigin(entry)!))].sort();
-    await setOwnCorsOrigins(tx, origins);
+    await setOwnCorsOrigins(tx, services.hosts, origins);
     return { origins };
   },
 });

@@ -121,14 +121,14 @@ export const tenantRoutes: readonly AnyRoute[] = [
     access,
     publishes: ['tenant.host_removed'],
     schema: { params: HostParams, response: { 200: answer(Tenant, 'The tenant without the host') } },
-    handler: async ({ tx, params }) => {
+    handler: async ({ tx, params, services }) => {
       const tenant = await readTenant(tx, params.id, { lock: true });
       const host = params.host.trim().toLowerCase().replace(/\.$/, '');
       const outcome = await removeTenantHost(tx, tenant.id, host);
       if (outcome === 'absent') throw notFound();
       if (outcome === 'last')
         throw problem('INVALID_STATE', 'a tenant keeps at least one host: add another before removing this one');
-      await evictTenantHosts(tx, tenant.id);
+      await evictTenantHosts(tx, services.hosts, tenant.id);
       tx.publish('tenant.host_removed', { id: tenant.id, host });
       return readTenant(tx, tenant.id);
     },
@@ -170,12 +170,12 @@ export const tenantRoutes: readonly AnyRoute[] = [
     access,
     publishes: ['tenant.suspended'],
     schema: { params: TenantIdParams, response: { 200: answer(Tenant, 'The tenant, suspended') } },
-    handler: async ({ tx, params }) => {
+    handler: async ({ tx, params, services }) => {
       const tenant = await readTenant(tx, params.id, { lock: true });
       if (tenant.isOperator) throw problem('INVALID_STATE', 'the operator tenant cannot be suspended');
       if (tenant.status === 'suspended') return tenant;
       await suspendTenant(tx, tenant.id);
-      await evictTenantHosts(tx, tenant.id);
+      await evictTenantHosts(tx, services.hosts, tenant.id);
       tx.publish('tenant.suspended', { id: tenant.id });
       return readTenant(tx, tenant.id);
     },

@@ -3,6 +3,8 @@ import { startTestApp, createCustomer, signInAs, OPERATOR_HOST, type TestApp } f
 import { useTestApp } from '../helpers/use-test-app.ts';
 import { buildApp } from '../../framework/app.ts';
 import { EVICT_TENANT_SQL } from '../../framework/context/host-cache.ts';
+import { evictTenantHosts } from '../../framework/tenancy/control-plane.ts';
+import type { HostDirectory } from '../../framework/contracts/services.ts';
 import { normaliseHost } from '../../framework/context/tenant.ts';
 import { allModules } from '../../modules/index.ts';
 import { testkitModule } from '../helpers/testkit-module.ts';
@@ -212,6 +214,29 @@ describe('eviction reaches every process on the database (LISTEN/NOTIFY)', () =>
       async () =>
         (await other.http('stale.localhost').get('/api/v1/testkit/widgets').set('Cookie', user.cookie)).status === 404,
     );
+  });
+});
+
+describe('the process that commits a change', () => {
+  it('evicts its own cache as the commit returns, not when its listener hears the NOTIFY, and not before the commit', async () => {
+    const tenant = await createCustomer(t.app, 'ownevict');
+    const evicted: string[] = [];
+    // A directory that records evictions; the app's listener never calls it, so only the
+    // transaction's own after-commit eviction can.
+    const directory = { evictTenant: (id: string) => void evicted.push(id) } as unknown as HostDirectory;
+    await t.app.services.transactions.run(t.app.operator, async (ctx) => {
+      await evictTenantHosts(ctx, directory, tenant.id);
+      expect(evicted).toEqual([]);
+    });
+    expect(evicted).toEqual([tenant.id]);
+    // A rolled-back change evicts nothing.
+    await expect(
+      t.app.services.transactions.run(t.app.operator, async (ctx) => {
+        await evictTenantHosts(ctx, directory, tenant.id);
+        throw new Error('rolled back');
+      }),
+    ).rejects.toThrow('rolled back');
+    expect(evicted).toEqual([tenant.id]);
   });
 });
 

@@ -30,6 +30,14 @@ export const SLOW = [
   'test/modules/billing/job-command.test.ts',
 ];
 
+/**
+ * Files that measure this process's memory: they run after every other file, with nothing else
+ * running (vitest.config.ts, the memory projects). Beside the slow files' browsers and child
+ * processes, a starved garbage collector let the 1 GiB upload's RSS grow 72 MiB in one run, 21 MiB
+ * alone: what the test measures is the driver, not the machine's load.
+ */
+export const MEMORY = ['test/modules/file/upload-memory.test.ts'];
+
 /** What in a test file, or a test helper it imports, boots the app, opens a database or starts a process. */
 const NEEDS_MORE_THAN_UNIT =
   /\b(startTestApp|useTestApp|useBrowserApp|buildApp|buildWorld|createTestDatabase|createMigratedTestDatabase|openDatabase|startEmbeddedPostgres)\b|pgAdminUrl|from 'pg'|node:child_process|from 'supertest'/;
