@@ -46,7 +46,11 @@ export default defineConfig({
         },
       },
       {
-        test: { name: 'integration', include: [ALL], exclude: [...configDefaults.exclude, ...UNIT, ...SLOW, ...MEMORY] },
+        test: {
+          name: 'integration',
+          include: [ALL],
+          exclude: [...configDefaults.exclude, ...UNIT, ...SLOW, ...MEMORY],
+        },
       },
       { test: { name: 'slow', include: SLOW } },
       {
