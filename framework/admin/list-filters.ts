@@ -6,6 +6,8 @@ import { formatDateTime } from '../format.ts';
 import { titleCase } from '../entity/names.ts';
 import { choiceLabel, toDateTimeLocal } from './resource-pages/widgets.ts';
 import type { AdminPageContext } from './page.ts';
+import type { Services } from '../contracts/services.ts';
+import { entitiesWithPages, pickerFor, referenceTarget } from './resource-pages/references.ts';
 
 /**
  * A list page's filter controls (templates/admin/components/filters.eta), one component for every
@@ -89,8 +91,8 @@ export type FilterControl =
 /** What templates/admin/components/filters.eta takes. */
 export interface FilterForm {
   action: string;
-  /** The rows fragment htmx asks with the form's values. */
-  rows: string;
+  /** The rows fragment htmx asks with the form's values; none: the form loads the page. */
+  rows?: string;
   label: string;
   search?: { label: string; q: string };
   controls: FilterControl[];
@@ -250,6 +252,36 @@ export class ListFilters {
     return pairs.filter(([name]) => !PAGING.has(name));
   }
 
+  /**
+   * A list page's request as its handler reads it: the written-back pairs and whether the form
+   * sent anything to write back (then the page answers `redirect(href)`), the list route's query
+   * (paging and sort as the page's schema read them, the rest as written back), and the next
+   * page's address, which keeps the filters, q and sort its cursor was given under.
+   */
+  request(ctx: AdminPageContext): {
+    pairs: QueryPairs;
+    changed: boolean;
+    href: string;
+    query: Record<string, unknown>;
+    nextHref(next: string | null): string | null;
+  } {
+    const { pairs, changed } = this.canonical(ctx.query);
+    const { limit, offset, sort } = ctx.query;
+    const kept = pairs.filter(([name]) => name !== 'after' && name !== 'offset');
+    return {
+      pairs,
+      changed,
+      href: this.href(pairs),
+      query: {
+        ...ListFilters.queryOf(pairs),
+        ...(limit !== undefined ? { limit } : {}),
+        ...(offset !== undefined ? { offset } : {}),
+        sort: sort ?? this.declaration.defaultSort,
+      },
+      nextHref: (next) => (next === null ? null : this.href([...kept, ['after', next]])),
+    };
+  }
+
   /** An address of the list page with these pairs. */
   href(pairs: QueryPairs): string {
     const search = new URLSearchParams(pairs).toString();
@@ -260,7 +292,7 @@ export class ListFilters {
   async form(
     ctx: AdminPageContext,
     pairs: QueryPairs,
-    options: { rows: string; label: string; search?: { label: string } },
+    options: { rows?: string; label: string; search?: { label: string } },
   ): Promise<FilterForm> {
     const { declaration } = this;
     const byField = new Map<string, string[]>();
@@ -288,7 +320,7 @@ export class ListFilters {
     const q = get('q') ?? '';
     return {
       action: declaration.base,
-      rows: options.rows,
+      ...(options.rows ? { rows: options.rows } : {}),
       label: options.label,
       ...(options.search ? { search: { label: options.search.label, q } } : {}),
       controls,
@@ -516,4 +548,18 @@ function valueWords(kind: string | undefined, text: string, label: (value: strin
   if (kind === 'boolean') return text === 'true' ? 'yes' : 'no';
   if (kind === 'uuid') return 'a chosen record';
   return `“${text}”`;
+}
+
+/**
+ * The picker of a field naming a row of the entity with this key (`webhook.endpoint`): its rows by
+ * title as the caller may list them (the shared picker's, at most PICKER_SIZE, the chosen one
+ * kept), each option's value the row's id. Undefined for a key with no list.
+ */
+export function entityPicker(services: Services, key: string): FilterPicker | undefined {
+  const target = referenceTarget(services, key, entitiesWithPages(services));
+  if (!target) return undefined;
+  return async (ctx, selected) => {
+    const picker = await pickerFor(ctx, target, { selected, q: undefined });
+    return picker && { options: picker.options };
+  };
 }

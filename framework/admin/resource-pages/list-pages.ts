@@ -4,10 +4,10 @@ import { entityQueryFields, selectableNames } from '../../operations/entity-quer
 import { runApiRoute as run } from '../api-route.ts';
 import { registerAdminPage, type AdminPageContext } from '../page.ts';
 import { ADMIN_LIST_SORT, newestFirst } from '../list-query.ts';
-import { ListFilters, type FilterPicker } from '../list-filters.ts';
+import { ListFilters, entityPicker, type FilterPicker } from '../list-filters.ts';
 import { renderTemplate } from '../render.ts';
 import { listColumns, listModel } from './list-model.ts';
-import { entitiesWithPages, linkReferenceCells, pickerFor, referenceTargets } from './references.ts';
+import { linkReferenceCells } from './references.ts';
 import { choiceLabel } from './widgets.ts';
 import type { EntityPages } from './entity-pages.ts';
 import type { Row } from './resource-api.ts';
@@ -91,13 +91,10 @@ function listFiltersOf(pages: EntityPages): ListFilters {
     selectable: selectableNames(entity),
   };
   const declared = entity.def.admin?.filters;
-  const targets = referenceTargets(site.services, entity.def.admin?.references, entitiesWithPages(site.services));
   const pickers: Record<string, FilterPicker> = {};
-  for (const [field, target] of Object.entries(targets)) {
-    pickers[field] = async (ctx, selected) => {
-      const picker = await pickerFor(ctx, target, { selected, q: undefined });
-      return picker && { options: picker.options };
-    };
+  for (const [field, key] of Object.entries(entity.def.admin?.references ?? {})) {
+    const picker = key ? entityPicker(site.services, key) : undefined;
+    if (picker) pickers[field] = picker;
   }
   const schemas = (entity.schemas.row as { properties?: Record<string, TSchema> }).properties ?? {};
   return new ListFilters({
