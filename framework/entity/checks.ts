@@ -21,9 +21,9 @@ export { BootCheckError } from './boot-check-error.ts';
  */
 export function checkRegistry(
   registry: Registry,
-  composed: { routes: readonly RegisteredRoute[]; jobs: readonly RegisteredJob[] },
+  composed: { routes: readonly RegisteredRoute[]; jobs: readonly RegisteredJob[]; problems?: readonly string[] },
 ): void {
-  const problems = [...registry.conflicts];
+  const problems = [...registry.conflicts, ...(composed.problems ?? [])];
   const permissionKnown = (name: string) => name === '*' || registry.permissions.has(name);
 
   const moduleNames = new Set<string>();
@@ -49,6 +49,12 @@ export function checkRegistry(
   }
 
   for (const entity of registry.entities) {
+    // A declaration of an unexpected shape (e.g. from data, or cast past the types) is reported, not thrown.
+    problems.push(...readingSafely(`entity ${entity.names.key}`, () => entityProblems(entity)));
+  }
+
+  function entityProblems(entity: ResolvedEntity): string[] {
+    const problems: string[] = [];
     const { def } = entity;
     for (const p of [def.permissions.read, def.permissions.write]) {
       if (!permissionKnown(p)) problems.push(`entity ${entity.names.key} uses undeclared permission ${p}`);
@@ -123,6 +129,7 @@ export function checkRegistry(
     for (const field of def.admin?.shownOnce ?? [])
       if (!(field in (def.computed ?? {})))
         problems.push(`entity ${entity.names.key}: admin.shownOnce field ${field} is not a computed field`);
+    return problems;
   }
 
   const operationIds = new Map<string, string>();
@@ -201,7 +208,8 @@ export function checkRegistry(
     ...registry.subscriptions.flatMap((s) => [s.event, ...(s.publishes ?? [])]),
     ...composed.jobs.flatMap((j) => j.publishes ?? []),
   ]);
-  for (const module of registry.modules) {
+  // (Skipped where an entity's routes could not be composed: their publishes are unknown.)
+  for (const module of (composed.problems ?? []).length > 0 ? [] : registry.modules) {
     for (const event of module.events ?? []) {
       if (!used.has(event)) {
         problems.push(
@@ -213,6 +221,20 @@ export function checkRegistry(
 
   if (problems.length > 0) {
     throw new BootCheckError(`startup checks failed:\n- ${problems.join('\n- ')}`);
+  }
+}
+
+/**
+ * A check's problems, or, where the declaration is not of the shape its type says and the check
+ * fails on it, one line naming the declaration and what to do: boot checks report, never throw.
+ */
+export function readingSafely(where: string, check: () => readonly string[]): readonly string[] {
+  try {
+    return check();
+  } catch (err) {
+    return [
+      `${where}: its declaration could not be read (${err instanceof Error ? err.message : String(err)}); give it the shape its type declares (framework/entity/define.ts)`,
+    ];
   }
 }
 
@@ -419,9 +441,18 @@ function stateProblems(entity: ResolvedEntity, registry: Registry): string[] {
     if (!command.states) continue;
     if (!def.states)
       problems.push(`${where}: command ${name} declares states, but the entity declares no state field (states.field)`);
+    const list = (key: 'from' | 'unchanged'): readonly string[] => {
+      const given = command.states![key];
+      if (given === undefined && key === 'unchanged') return [];
+      if (Array.isArray(given)) return given;
+      problems.push(
+        `${where}: command ${name} states.${key} is not a list of states; declare the states it acts in, e.g. states: { from: ['draft'] }`,
+      );
+      return [];
+    };
     known(`command ${name} states`, [
-      ...command.states.from,
-      ...(command.states.unchanged ?? []),
+      ...list('from'),
+      ...list('unchanged'),
       ...(command.states.to === undefined ? [] : [command.states.to]),
     ]);
   }
