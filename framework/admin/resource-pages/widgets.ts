@@ -155,12 +155,7 @@ export function widgetsOf(
   // A field with a column default (WithDefault) always holds a value: the form offers its default, never a blank.
   const holdsValue = (property: TSchema) => declaredDefault(property) !== undefined && !admitsNull(property);
   return Object.entries(object.properties).map(([name, property]) =>
-    widgetOf(
-      name,
-      property,
-      (required.has(name) && !Type.IsOptional(property)) || holdsValue(property),
-      texts(name),
-    ),
+    widgetOf(name, property, (required.has(name) && !Type.IsOptional(property)) || holdsValue(property), texts(name)),
   );
 }
 
