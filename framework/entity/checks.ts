@@ -1,4 +1,4 @@
-import Type from 'typebox';
+import Type, { type TSchema } from 'typebox';
 import type { Registry } from './registry.ts';
 import type { RegisteredJob, RegisteredRoute } from '../contracts/composition.ts';
 import type { ResolvedEntity } from './resolve.ts';
@@ -75,6 +75,7 @@ export function checkRegistry(
     }
     problems.push(...shapeProblems(entity, (p) => registry.permissions.get(p)?.operator === true));
     for (const [field, schema] of Object.entries(def.fields)) {
+      problems.push(...integerBoundProblems(`entity ${entity.names.key}: integer field ${field}`, schema));
       if (hasDateTimeFormat(schema) && !isDeclaredDateTime(schema)) {
         problems.push(
           `entity ${entity.names.key}: date-time field ${field} must be declared with DateTime(), so its rows are typed as the Dates PostgreSQL returns`,
@@ -236,6 +237,41 @@ export function readingSafely(where: string, check: () => readonly string[]): re
       `${where}: its declaration could not be read (${err instanceof Error ? err.message : String(err)}); give it the shape its type declares (framework/entity/define.ts)`,
     ];
   }
+}
+
+/**
+ * An integer field states its range: its column is an integer (int4) within ±2^31, a bigint past
+ * it, so an unbounded one would refuse 3,000,000,000 with no pointer at the field. Bounds up to
+ * ±(2^53 − 1) (Number.MAX_SAFE_INTEGER: what a JSON number holds exactly) make it a bigint.
+ */
+function integerBoundProblems(where: string, schema: TSchema): string[] {
+  const node = (Type.IsOptional(schema) ? { ...schema } : schema) as {
+    type?: unknown;
+    enum?: unknown;
+    minimum?: number;
+    maximum?: number;
+    exclusiveMinimum?: number;
+    exclusiveMaximum?: number;
+  };
+  const integer = node.type === 'integer' || (Array.isArray(node.type) && node.type.includes('integer'));
+  if (!integer || node.enum !== undefined) return [];
+  const missing = [
+    ...(node.minimum === undefined && node.exclusiveMinimum === undefined ? ['minimum'] : []),
+    ...(node.maximum === undefined && node.exclusiveMaximum === undefined ? ['maximum'] : []),
+  ];
+  const past = [node.minimum, node.maximum, node.exclusiveMinimum, node.exclusiveMaximum].some(
+    (b) => b !== undefined && Math.abs(b) > Number.MAX_SAFE_INTEGER,
+  );
+  const problems: string[] = [];
+  if (missing.length > 0)
+    problems.push(
+      `${where} declares no ${missing.join(' or ')}: declare its range, e.g. Type.Integer({ minimum: 0, maximum: 2147483647 }) for an integer column, or up to ±9007199254740991 (Number.MAX_SAFE_INTEGER) for a bigint`,
+    );
+  if (past)
+    problems.push(
+      `${where} has a bound past ±9007199254740991 (Number.MAX_SAFE_INTEGER), which a JSON number cannot hold exactly: keep its range within it`,
+    );
+  return problems;
 }
 
 const SINGLETON_ROUTES = new Set(['replace', 'update', 'delete']);

@@ -336,6 +336,28 @@ describe('startup checks, in every role', () => {
     expect(start).toThrow(/- entity task\.task: its declaration could not be read \(.*\); give it the shape/);
   });
 
+  it('refuse an integer field without bounds, naming the field and the range to declare (issue 50: integer columns)', async () => {
+    const unbounded = {
+      ...widget,
+      module: 'bad',
+      fields: { ...widget.fields, count: Type.Integer({ minimum: 0 }), total: Type.Optional(Type.Integer()) },
+    } as unknown as typeof widget;
+    await expectRefusal(
+      [userModule, testkitModule, bad({ entities: [entity(unbounded)] })],
+      /entity bad\.widget: integer field count declares no maximum: declare its range, e\.g\. Type\.Integer\(\{ minimum: 0, maximum: 2147483647 \}\)/,
+    );
+    const start = () => compose([userModule, testkitModule, bad({ entities: [entity(unbounded)] })], config);
+    expect(start).toThrow(/entity bad\.widget: integer field total declares no minimum or maximum/);
+    const huge = {
+      ...widget,
+      module: 'bad',
+      fields: { ...widget.fields, count: Type.Integer({ minimum: 0, maximum: 2 ** 60 }) },
+    } as unknown as typeof widget;
+    expect(() => compose([userModule, testkitModule, bad({ entities: [entity(huge)] })], config)).toThrow(
+      /entity bad\.widget: integer field count has a bound past ±9007199254740991/,
+    );
+  });
+
   it('list every problem at once', () => {
     const route = { ...ok, access: { permission: 'thing:frobnicate' }, publishes: ['bad.thing.exploded'] };
     const start = () =>
