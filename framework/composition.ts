@@ -65,7 +65,12 @@ export function compose(modules: readonly ModuleDefinition[], config: Config): C
   // problem the checks list beside the others, naming the entity (boot checks never throw).
   const problems: string[] = [];
   const composing = (key: string, step: () => void) => {
-    problems.push(...readingSafely(`entity ${key}`, () => (step(), [])));
+    problems.push(
+      ...readingSafely(`entity ${key}`, () => {
+        step();
+        return [];
+      }),
+    );
   };
   const operations = new Map<string, EntityOperations>();
   for (const entity of registry.entities)

@@ -16,7 +16,7 @@ import type {
 } from '../contracts/transaction.ts';
 import { assertSafePayload } from '../events/payload-policy.ts';
 import type { OutboxSignal } from '../events/outbox-signal.ts';
-import { problem, ProgrammingError } from '../errors.ts';
+import { ProgrammingError } from '../errors.ts';
 import { systemClock, type Clock } from '../clock.ts';
 import { currentTraceparent, traceExchange } from '../observability/tracing.ts';
 import { currentRequestId } from '../observability/request-id.ts';
