@@ -120,6 +120,21 @@ describe("a stream with the list's filters", () => {
     ]);
   });
 
+  it('filters through a reference as the list does (assignee.email), with the caller holding user:read', async () => {
+    const manager = await signInAs(app, tenant, ['task:read', 'task:update', 'user:read']);
+    const assignee = await signInAs(app, tenant, ['task:read']);
+    const other = await signInAs(app, tenant, ['task:read']);
+    const client = await follow(manager, `${TASKS}/stream?assignee.email=eq.${encodeURIComponent(assignee.email)}`);
+    expect(client.status).toBe(200);
+    // Each change waits for the one before to be delivered: an event shows its row as the batch reads it.
+    const task = await newTask(manager, 'Through the reference');
+    expect(await quiet(client, 700)).toEqual([]);
+    await command(manager, task.id, 'assign', { assigneeId: assignee.userId });
+    expect(summary(await client.take(1))).toEqual([['updated', task.id]]);
+    await command(manager, task.id, 'assign', { assigneeId: other.userId });
+    expect(summary(await client.take(1))).toEqual([['removed', task.id]]);
+  });
+
   it('sends only the fields fields= names (id always)', async () => {
     const member = await signInAs(app, tenant, ['task:read', 'task:update']);
     const client = await follow(member, `${TASKS}/stream?fields=title,status`);
