@@ -53,9 +53,16 @@ export interface Services {
 export interface LiveStreams {
   /**
    * Opens a stream of the list (its key: an entity's, or a declared list's operation id) for the
-   * caller of the route's transaction, and answers what fastify sends: 429 past the limits.
+   * caller of the route's transaction, with the list's filters and fields its query string asks
+   * (422 or 403 for what the list refuses), and answers what fastify sends: 429 past the limits.
    */
-  open(tx: TxContext, list: string, request: FastifyRequest, reply: FastifyReply): Promise<Readable>;
+  open(
+    tx: TxContext,
+    list: string,
+    request: FastifyRequest,
+    reply: FastifyReply,
+    query?: Readonly<Record<string, unknown>>,
+  ): Promise<Readable>;
   /** Streams open in this process. */
   readonly openStreams: number;
   /** The events some stream shows, by name: the relay gives them live positions. */

@@ -10,6 +10,7 @@ import type { AnyEntity } from './entity-definition.ts';
 import type { Database } from '../contracts/database.ts';
 import type { ProblemDeclaration } from '../contracts/problems.ts';
 import type { TSchema } from 'typebox';
+import type { QueryList } from '../query/query-list.ts';
 
 export type { PermissionDeclaration } from '../contracts/services.ts';
 
@@ -209,6 +210,11 @@ export interface LiveListDefinition {
   owner?: string;
   /** The events that change the list's rows, each with what it is to a stream; the payload's `id` names the row. */
   events: Readonly<Record<string, 'created' | 'updated' | 'deleted'>>;
+  /**
+   * The list's own query (its QueryList): the stream then takes the list's filters, or and fields.
+   * Its columns must name the table's columns as they stand in `from <table>` (unqualified).
+   */
+  query?: QueryList;
 }
 
 /** What a module contributes to the admin shell besides its entities' generated pages. */

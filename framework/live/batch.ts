@@ -1,13 +1,16 @@
 import pg from 'pg';
 import type { LiveSource } from './sources.ts';
 import { quote } from '../operations/entity-sql.ts';
+import { numberedFrom } from '../query/compile.ts';
+import type { StreamFilter } from './stream-query.ts';
 
 /**
  * The one statement a web process runs per tenant and batch, whatever the number of streams open
  * on the tenant: it reads the tenant's events after the earliest position a stream is at, checks
  * again every open stream's caller (session or personal access token, with the permissions their
  * stored roles grant now) and reads each changed row once. It runs in a tenant transaction as the
- * restricted role, so row-level security holds every table it reads to the tenant.
+ * restricted role, so row-level security holds every table it reads to the tenant. The streams'
+ * filters are evaluated in it too, on each changed row as it reads it (batchStatement).
  *
  * Parameters: $1 the position after which events are read, $2 how many at most, $3 the sessions'
  * ids, $4 the tokens' ids, $5 the transaction's time.
@@ -58,32 +61,62 @@ changes as materialized (
 
 const literal = (value: string) => `'${value.replaceAll("'", "''")}'`;
 
-/** The rows of one source the batch's events name: each as its columns' text, and whether it is live. */
-function rowsOf(source: LiveSource, i: number): string {
+/**
+ * The rows of one source the batch's events name: each as its columns' text, whether it is live,
+ * and whether it matches each of `filters` (SQL conditions of the list's compiler, on the table's
+ * own columns, so the table is not aliased).
+ */
+function rowsOf(source: LiveSource, i: number, filters: readonly string[]): string {
   const names = [...source.kinds.keys()].map(literal).join(', ');
   const wanted = [
     ...(names ? [`select row_id from changes where name in (${names})`] : []),
     ...(source.subject ? [`select subject_id from changes where subject_entity = ${literal(source.subject)}`] : []),
   ].join(' union ');
-  const columns = source.columns.map((c) => `x.${quote(c)}::text`).join(', ');
+  const t = source.table;
+  const columns = source.columns.map((c) => `${t}.${quote(c)}::text`).join(', ');
+  const matches = filters.length > 0 ? `json_build_array(${filters.join(', ')})` : `'[]'::json`;
   return `
 r${i} as (
-  select x."id", json_build_array(${columns}) as cols, ${source.live ? `(x.${source.live})` : 'true'} as live
-    from ${source.table} x
-   where x."id" in (${wanted})
+  select ${t}."id", json_build_array(${columns}) as cols, ${source.live ? `(${t}.${source.live})` : 'true'} as live,
+         ${matches} as matches
+    from ${t}
+   where ${t}."id" in (${wanted})
 )`;
 }
 
-/** The statement for a tenant whose open streams follow these sources (one text per set of sources). */
-export function batchStatement(sources: readonly LiveSource[]): string {
-  const ctes = [CHANGES, CALLERS, ...sources.map(rowsOf)].join(',');
+/** The parameters every batch statement takes first ($1 to $5, above); the filters' come after. */
+export const BATCH_PARAMETERS = 5;
+
+/**
+ * The statement for a tenant whose open streams follow these sources, and the filters its streams
+ * hold on each (`filters[i]` for `sources[i]`, each evaluated once per changed row, whatever the
+ * number of streams holding it): its text, and the filters' parameters, numbered after the batch's.
+ * Without filters the text depends only on the sources (one text per set of them, prepared).
+ */
+export function batchStatement(
+  sources: readonly LiveSource[],
+  filters: readonly (readonly StreamFilter[])[] = [],
+): { text: string; params: unknown[] } {
+  const params: unknown[] = [];
+  const conditions = sources.map((_, i) =>
+    (filters[i] ?? []).map((filter) => {
+      const placed = numberedFrom(filter.conditions, BATCH_PARAMETERS + params.length + 1);
+      params.push(...filter.params);
+      return `coalesce(${placed.map((c) => `(${c})`).join(' and ')}, false)`;
+    }),
+  );
+  const ctes = [CHANGES, CALLERS, ...sources.map((source, i) => rowsOf(source, i, conditions[i]!))].join(',');
   const rows = sources
-    .map((_, i) => `(select coalesce(json_agg(json_build_array(r.id, r.cols, r.live)), '[]') from r${i} r) as r${i}`)
+    .map(
+      (_, i) =>
+        `(select coalesce(json_agg(json_build_array(r.id, r.cols, r.live, r.matches)), '[]') from r${i} r) as r${i}`,
+    )
     .join(',\n       ');
-  return `with ${ctes}
+  const text = `with ${ctes}
 select (select coalesce(json_agg(json_build_array(c.position, c.name, c.subject_entity, c.subject_id, c.row_id, c.age)
                                  order by c.position), '[]') from changes c) as changes,
        (select coalesce(json_agg(json_build_array(k.kind, k.id, k.permissions)), '[]') from callers k) as callers${rows ? `,\n       ${rows}` : ''}`;
+  return { text, params };
 }
 
 /** An event the batch read. */
@@ -101,6 +134,8 @@ export interface Change {
 export interface ChangedRow {
   values: Record<string, unknown>;
   live: boolean;
+  /** Whether it matches each filter the statement evaluated for its source, in their order. */
+  matches: readonly boolean[];
   /** The item as the list answers it (afterRead applied), once the batch has presented it. */
   item?: unknown;
 }
@@ -135,12 +170,12 @@ export function parseBatch(
   const rows = sources.map((source, i) => {
     const parse = parsers.get(source.key)!;
     const byId = new Map<string, ChangedRow>();
-    for (const [id, cols, live] of row[`r${i}`] as Json[]) {
+    for (const [id, cols, live, matches] of row[`r${i}`] as Json[]) {
       const values: Record<string, unknown> = {};
       (cols as (string | null)[]).forEach((text, c) => {
         values[source.columns[c]!] = text === null ? null : parse[c]!(text);
       });
-      byId.set(id as string, { values, live: live === true });
+      byId.set(id as string, { values, live: live === true, matches: (matches as unknown[]).map((m) => m === true) });
     }
     return byId;
   });

@@ -27,16 +27,19 @@ function visibleTo(stream: OpenStream, row: ChangedRow): boolean {
 
 /**
  * What one event of a list is to each of its streams, read against the row as the batch found
- * it: created or updated for a live row the caller may see, removed for an updated row that no
- * longer matches (no filter yet: every row matches), deleted for a deleted row the caller saw.
+ * it: created or updated for a live row the caller may see that matches the stream's filters;
+ * removed for an updated one that does not match them (now: the client drops it if it holds it);
+ * nothing for a created one that does not match; deleted for a deleted row the caller saw.
  * A row that is gone or hidden from the caller gives that caller nothing: its event carries no
- * row to show, and a row of another owner is never named to them.
+ * row to show, and a row of another owner is never named to them. `filters` gives the index of
+ * each filter in the rows' `matches` (the batch statement's order for the source).
  */
 export function deliveries(
   source: LiveSource,
   change: Change,
   rows: ReadonlyMap<string, ChangedRow>,
   streams: readonly OpenStream[],
+  filters: ReadonlyMap<string, number> = new Map(),
 ): Delivery[] {
   const subject = subjectOf(source, change);
   if (!subject) return [];
@@ -61,7 +64,9 @@ export function deliveries(
     }
     // Gone or deleted since: its deleted event follows (or was the row's last word).
     if (!row?.live || !visibleTo(stream, row)) continue;
-    out.push({ stream, event: subject.kind, data: withRow(stream) });
+    const matches = stream.filter === undefined || row.matches[filters.get(stream.filter.key)!] === true;
+    if (matches) out.push({ stream, event: subject.kind, data: withRow(stream) });
+    else if (subject.kind === 'updated') out.push({ stream, event: 'removed', data: idOnly });
   }
   return out;
 }

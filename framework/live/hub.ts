@@ -14,6 +14,7 @@ import { run } from '../operations/entity-sql.ts';
 import { EventStream, type EndReason } from './event-stream.ts';
 import { LIVE_CHANNEL, startPosition } from './positions.ts';
 import { BATCH_EVENTS, batchStatement, columnParsers, parseBatch, type BatchResult, type Change } from './batch.ts';
+import { selectingSerializer, streamQuery, type StreamFilter } from './stream-query.ts';
 import { liveEventNames, type LiveSource } from './sources.ts';
 import { LAST_EVENT_ID } from './stream-route.ts';
 import { deliveries, type Delivery } from './deliveries.ts';
@@ -68,6 +69,8 @@ export class LiveHub implements LiveStreams {
   private readonly running = new Set<Promise<void>>();
   private parsers: Map<string, ((text: string) => unknown)[]> | undefined;
   private readonly statements = new Map<string, string>();
+  /** Row serializers by list and `fields=`: streams that name the same fields share one (and its text per row). */
+  private readonly serializers = new Map<string, (row: unknown) => string>();
   private open_ = 0;
   private reserved = 0;
   private timers: NodeJS.Timeout[] = [];
@@ -109,14 +112,22 @@ export class LiveHub implements LiveStreams {
   }
 
   /**
-   * Opens a stream for the caller of the list route's transaction: refuses past the limits (429),
+   * Opens a stream for the caller of the list route's transaction: reads its query (the list's
+   * filters and fields: 422 or 403 for what the list would refuse), refuses past the limits (429),
    * reads where it starts (Last-Event-ID), and hands fastify the Readable to send. The stream joins
    * its tenant's once the transaction has committed; a first batch then replays what it missed.
    */
-  async open(tx: TxContext, list: string, request: FastifyRequest, reply: FastifyReply): Promise<Readable> {
+  async open(
+    tx: TxContext,
+    list: string,
+    request: FastifyRequest,
+    reply: FastifyReply,
+    query: Readonly<Record<string, unknown>> = {},
+  ): Promise<Readable> {
     const source = this.sources.get(list);
     if (!source) throw new Error(`no live list ${list}`);
     if (!this.parsers || this.stopped) throw problem('NOT_READY', 'This process does not serve streams');
+    const asked = streamQuery(tx, source, query);
     const session = tx.session;
     // The stream route's guard admitted a caller holding the list's read permission before this runs.
     if (!session) throw new Error('a stream opens for a signed-in caller only');
@@ -139,7 +150,13 @@ export class LiveHub implements LiveStreams {
       caller,
       permission: typeof source.access === 'object' ? source.access.permission : undefined,
       access: source.accessOf(tx),
-      serialize: reply.compileSerializationSchema(source.rowSchema as Values) as (row: unknown) => string,
+      needs: asked.permissions,
+      filter: asked.filter,
+      serialize: this.serializerFor(source, asked.fields, () =>
+        asked.selection
+          ? selectingSerializer(asked.selection)
+          : (reply.compileSerializationSchema(source.rowSchema as Values) as (row: unknown) => string),
+      ),
     };
     const tenant = tx.tenant;
     let attached = false;
@@ -281,16 +298,25 @@ export class LiveHub implements LiveStreams {
     const callers = new Set(streams.map((s) => s.caller));
     const ids = (kind: string) =>
       [...callers].filter((c) => c.startsWith(`${kind}:`)).map((c) => c.slice(kind.length + 1));
-    const text = this.statementFor(sources);
+    const filters = sources.map((source) => filtersOf(streams, source));
+    const statement = this.statementFor(sources, filters);
     const result = await this.options.transactions.run(group.tenant, async (tx) => {
-      const [row] = await run<Values>(tx.db, text, [from, BATCH_EVENTS, ids('session'), ids('token'), tx.now]);
+      const [row] = await run<Values>(tx.db, statement.text, [
+        from,
+        BATCH_EVENTS,
+        ids('session'),
+        ids('token'),
+        tx.now,
+        ...statement.params,
+      ]);
       const read = parseBatch(row!, sources, this.parsers!);
       await this.present(tx, sources, read);
       return read;
     });
     this.options.metrics?.liveBatches.inc();
     const readAt = performance.now();
-    this.deliver(group, streams, sources, result, readAt);
+    const indexes = filters.map((list) => new Map(list.map((filter, i) => [filter.key, i])));
+    this.deliver(group, streams, sources, indexes, result, readAt);
     return result.changes.length === BATCH_EVENTS;
   }
 
@@ -308,6 +334,7 @@ export class LiveHub implements LiveStreams {
     group: TenantStreams,
     streams: readonly OpenStream[],
     sources: readonly LiveSource[],
+    filters: readonly ReadonlyMap<string, number>[],
     read: BatchResult,
     readAt: number,
   ): void {
@@ -322,7 +349,7 @@ export class LiveHub implements LiveStreams {
       for (const [i, source] of sources.entries()) {
         const followers = live.filter((s) => s.source === source && s.position < change.position);
         if (followers.length === 0) continue;
-        for (const delivery of deliveries(source, change, read.rows[i]!, followers)) {
+        for (const delivery of deliveries(source, change, read.rows[i]!, followers, filters[i])) {
           if (!delivery.stream.sse.event(delivery.event, delivery.data(), change.position)) continue;
           if (metrics) observe(metrics, delivery, change, readAt);
         }
@@ -333,14 +360,32 @@ export class LiveHub implements LiveStreams {
     for (const stream of streams) if (stream.sse.isClosed) this.detach(group.tenant.id, stream);
   }
 
-  private statementFor(sources: readonly LiveSource[]): string {
+  /**
+   * The batch's statement: without filters, one prepared text per set of sources; with them, its
+   * text varies with the filters the tenant's streams hold, so it is sent unnamed (planned once).
+   */
+  private statementFor(
+    sources: readonly LiveSource[],
+    filters: readonly (readonly StreamFilter[])[],
+  ): { text: string; params: unknown[] } {
+    if (filters.some((list) => list.length > 0)) return batchStatement(sources, filters);
     const key = sources.map((s) => s.key).join('|');
     let text = this.statements.get(key);
     if (!text) {
-      text = prepared(batchStatement(sources));
+      text = prepared(batchStatement(sources).text);
       this.statements.set(key, text);
     }
-    return text;
+    return { text, params: [] };
+  }
+
+  private serializerFor(source: LiveSource, fields: string, make: () => (row: unknown) => string) {
+    const key = `${source.key}|${fields}`;
+    let serialize = this.serializers.get(key);
+    if (!serialize) {
+      serialize = make();
+      this.serializers.set(key, serialize);
+    }
+    return serialize;
   }
 }
 
@@ -348,8 +393,18 @@ export class LiveHub implements LiveStreams {
 function refusal(stream: OpenStream, callers: ReadonlyMap<string, ReadonlySet<string>>): EndReason | undefined {
   const permissions = callers.get(stream.caller);
   if (!permissions) return 'AUTH_REQUIRED';
-  if (stream.permission && !permissions.has('*') && !permissions.has(stream.permission)) return 'AUTH_FORBIDDEN';
+  if (permissions.has('*')) return undefined;
+  if (stream.permission && !permissions.has(stream.permission)) return 'AUTH_FORBIDDEN';
+  if (stream.needs.some((permission) => !permissions.has(permission))) return 'AUTH_FORBIDDEN';
   return undefined;
+}
+
+/** The distinct filters the streams of a source hold (one evaluation each in the batch statement). */
+function filtersOf(streams: readonly OpenStream[], source: LiveSource): StreamFilter[] {
+  const byKey = new Map<string, StreamFilter>();
+  for (const stream of streams)
+    if (stream.source === source && stream.filter) byKey.set(stream.filter.key, stream.filter);
+  return [...byKey.values()];
 }
 
 function observe(metrics: Metrics, delivery: Delivery, change: Change, readAt: number): void {

@@ -1,5 +1,6 @@
 import type { EventStream } from './event-stream.ts';
 import type { LiveSource } from './sources.ts';
+import type { StreamFilter } from './stream-query.ts';
 
 /** One open stream: its client's connection and what its batches need to know. */
 export interface OpenStream {
@@ -13,6 +14,10 @@ export interface OpenStream {
   readonly permission: string | undefined;
   /** The caller's row access (column = value), decided when it opened. */
   readonly access: readonly (readonly [string, unknown])[];
-  /** The row as the list's route serializes it. */
+  /** Permissions its query needs besides (the references it filters through): checked at every batch too. */
+  readonly needs: readonly string[];
+  /** The list's filters it was opened with; undefined: every row matches. */
+  readonly filter: StreamFilter | undefined;
+  /** The row as the list's route serializes it (with `fields=`, only those fields). */
   readonly serialize: (row: unknown) => string;
 }

@@ -1,4 +1,4 @@
-import type { TSchema } from 'typebox';
+import Type, { type TSchema } from 'typebox';
 import type { TxContext } from '../contracts/transaction.ts';
 import type { LiveListDefinition } from '../entity/define.ts';
 import type { ResolvedEntity } from '../entity/resolve.ts';
@@ -6,6 +6,8 @@ import type { EntityOperations } from '../operations/entity-ops.ts';
 import { problem } from '../errors.ts';
 import { followsEntity } from './follows.ts';
 import { quote } from '../operations/entity-sql.ts';
+import type { ListQuery } from '../query/parse.ts';
+import { streamQuerySchema } from '../query/query-schema.ts';
 
 /** What an event is to a stream before the stream's filters and row access are applied. */
 export type ChangeKind = 'created' | 'updated' | 'deleted';
@@ -50,7 +52,17 @@ export interface LiveSource {
   readonly rowAccess: boolean;
   /** The entity's afterRead, run once per row in the batch's transaction (with no caller). */
   readonly present: ((tx: TxContext, row: Values) => unknown) | undefined;
+  /**
+   * The stream's query string: the list's filters, or and fields (streamQuerySchema), read by the
+   * list's own parser; its conditions name columns of `table` as they stand in `from <table>`.
+   */
+  readonly querySchema: TSchema;
+  /** The list's parser; undefined: the list takes no query, and nor does its stream. */
+  readonly parse: ((query: Readonly<Record<string, unknown>>, now: Date) => ListQuery) | undefined;
 }
+
+/** The query string of a stream whose list takes none. */
+const NO_STREAM_QUERY = Type.Object({}, { additionalProperties: false });
 
 /**
  * The live source of an entity's generated list. A singleton has no list; a global entity's rows
@@ -91,6 +103,8 @@ export function entitySource(entity: ResolvedEntity, ops: EntityOperations): Liv
       });
     },
     present: afterRead ? (tx, row) => afterRead(tx, row as never) : undefined,
+    querySchema: streamQuerySchema(ops.model),
+    parse: (query, now) => ops.parse(query, now),
   };
 }
 
@@ -98,6 +112,7 @@ export function entitySource(entity: ResolvedEntity, ops: EntityOperations): Liv
 export function declaredSource(definition: LiveListDefinition): LiveSource {
   const fields = Object.entries(definition.columns);
   const owner = definition.owner;
+  const query = definition.query;
   const columns = [...new Set(['id', ...fields.map(([, column]) => column), ...(owner ? [owner] : [])])];
   return {
     key: definition.operationId,
@@ -116,6 +131,8 @@ export function declaredSource(definition: LiveListDefinition): LiveSource {
     rowAccess: owner !== undefined,
     accessOf: (tx) => (owner ? [[owner, tx.session?.userId ?? null]] : []),
     present: undefined,
+    querySchema: query ? streamQuerySchema(query.model) : NO_STREAM_QUERY,
+    parse: query ? (written, now) => query.parse(written, now) : undefined,
   };
 }
 

@@ -16,9 +16,6 @@ const StreamHeaders = Type.Object({
   ),
 });
 
-/** No filters yet: the list's own query parameters come with the query language. */
-const StreamQuery = Type.Object({}, { additionalProperties: false });
-
 const eventStream = (description: string): TSchema =>
   Type.Unsafe({ description, content: { 'text/event-stream': { schema: { type: 'string' } } } });
 
@@ -31,7 +28,8 @@ export function streamRoute(source: LiveSource): AnyRoute {
     summary: `Follow ${source.label} as they change`,
     description: [
       `Server-sent events (text/event-stream) for every change of ${source.label} this caller may read, from the outbox after each commit, on any web process.`,
-      'Events: created and updated carry data {"id": ..., "row": {...}}, the row as the read route answers this caller; deleted, and removed (a row that no longer matches the filters after an update), carry {"id": ...}; reset (the Last-Event-ID is older than the replay window: reload the list, the stream goes on from now); end carries {"reason": "AUTH_REQUIRED" | "AUTH_FORBIDDEN"} and closes the stream when the caller signed out, was deactivated, lost the permission, or the token expired or was revoked (at the next change, or within live.recheck_seconds).',
+      'Events: created and updated carry data {"id": ..., "row": {...}}, the row as the read route answers this caller; deleted, and removed (an updated row that does not match the filters), carry {"id": ...}; reset (the Last-Event-ID is older than the replay window: reload the list, the stream goes on from now); end carries {"reason": "AUTH_REQUIRED" | "AUTH_FORBIDDEN"} and closes the stream when the caller signed out, was deactivated, lost the permission, or the token expired or was revoked (at the next change, or within live.recheck_seconds).',
+      'It takes the list\'s filters, or and fields (docs/api-conventions.md, "Filters"), read when it opens (a relative time such as now is the time it opens): a created row that does not match sends nothing, an updated one that does not match is removed; what the list would refuse is 422 VALIDATION_FAILED (or 403 AUTH_FORBIDDEN for a filter through a reference the caller may not read) before the stream starts.',
       `Each event's id is a position that only grows within the tenant: reconnect with Last-Event-ID to receive every change after it. A comment line is sent every live.heartbeat_seconds; retry: ${RETRY_MS} asks the client to reconnect after ${RETRY_MS / 1000} s. A row is shown as it is when its change is read, so a row changed twice in quick succession may show its later state in both events.`,
       'Limits: live.max_streams_per_caller streams per session or token and live.max_streams per web process, past either 429 RATE_LIMITED with Retry-After; a client that does not read is disconnected once live.max_buffer_bytes wait for it, and resumes with Last-Event-ID.',
     ].join(' '),
@@ -42,9 +40,10 @@ export function streamRoute(source: LiveSource): AnyRoute {
     },
     schema: {
       headers: StreamHeaders,
-      querystring: StreamQuery,
+      querystring: source.querySchema,
       response: { 200: eventStream(`The changes of ${source.label}, as server-sent events`) },
     },
-    handler: ({ tx, request, reply, services }) => services.live.open(tx, source.key, request, reply),
+    handler: ({ tx, request, reply, services, query }) =>
+      services.live.open(tx, source.key, request, reply, query as Record<string, unknown>),
   };
 }

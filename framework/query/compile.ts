@@ -124,3 +124,13 @@ export function compileFilter(query: ListQuery, first: number, ctx?: TxContext):
 }
 
 export type { FilterValue };
+
+/**
+ * Conditions compiled with their parameters numbered from $1, numbered from `first` instead: for a
+ * filter compiled once (a stream's, in its caller's transaction when it opens) and placed later in
+ * statements that number parameters of their own before it. Every placeholder in the text is one
+ * this compiler, or a row-access condition it took in, wrote (`$n`): values never enter the text.
+ */
+export function numberedFrom(conditions: readonly string[], first: number): string[] {
+  return conditions.map((condition) => condition.replace(/\$(\d+)/g, (_, n: string) => `$${Number(n) + first - 1}`));
+}

@@ -146,16 +146,32 @@ export function listQuerySchema(model: QueryModel, options: ListQueryOptions) {
     );
   }
   Object.assign(properties, filterParameters(model, options.bareEq ?? []));
-  properties.or = withRefusal(
+  properties.or = orParameter();
+  Object.assign(properties, selectionParameters(model, 'item'));
+  return withUnknownRefusal(
+    Type.Object(properties, { additionalProperties: false }),
+    unknownSentence(model, properties),
+  );
+}
+
+/**
+ * The parameters of a list's stream (framework/live): the list's filters, or and fields, read by the
+ * same parser and compiler as the list's. No paging, sort or search: a stream has no pages. fields
+ * names the row's own fields only: a stream carries no expansions (a referenced row changes without
+ * an event of the list).
+ */
+export function streamQuerySchema(model: QueryModel) {
+  const properties: TProperties = { ...filterParameters(model, []), or: orParameter() };
+  const selectable = ['id', ...model.selectable];
+  properties.fields = withRefusal(
     Type.Optional(
       Type.String({
-        pattern: '^\\(.*\\)$',
-        description: `One group of conditions of which at least one holds: or=(status.eq.open,slaBreached.is.true). Each member is <field>.<operator>.<value> (not. may come before the operator), or and(...) of such members, one level deep; a value holding , ( ) or " is written in double quotes. Members count towards the ${CONDITIONS_MAX} conditions a request may hold.`,
+        pattern: namesPattern(selectable),
+        description: `Only these fields in each event's row, separated by commas (id is always there): ${selectable.join(', ')}.`,
       }),
     ),
-    'or takes one group in parentheses: or=(<field>.<operator>.<value>,and(<field>.<operator>.<value>,...),...)',
+    `fields takes ${selectable.join(', ')}, separated by commas`,
   );
-  Object.assign(properties, selectionParameters(model, 'item'));
   return withUnknownRefusal(
     Type.Object(properties, { additionalProperties: false }),
     unknownSentence(model, properties),
@@ -170,6 +186,18 @@ export function readQuerySchema(model: QueryModel) {
     unknownSentence(model, properties),
   );
 }
+
+/** `or`: one group of conditions, of which one holds. */
+const orParameter = (): TSchema =>
+  withRefusal(
+    Type.Optional(
+      Type.String({
+        pattern: '^\\(.*\\)$',
+        description: `One group of conditions of which at least one holds: or=(status.eq.open,slaBreached.is.true). Each member is <field>.<operator>.<value> (not. may come before the operator), or and(...) of such members, one level deep; a value holding , ( ) or " is written in double quotes. Members count towards the ${CONDITIONS_MAX} conditions a request may hold.`,
+      }),
+    ),
+    'or takes one group in parentheses: or=(<field>.<operator>.<value>,and(<field>.<operator>.<value>,...),...)',
+  );
 
 /** One parameter per filterable field, and per field of each reference's entity (`assignee.displayName`). */
 function filterParameters(model: QueryModel, bareEq: readonly string[]): TProperties {

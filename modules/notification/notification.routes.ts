@@ -118,7 +118,8 @@ export const notificationRoutes: readonly AnyRoute[] = [
 
 /**
  * The caller's own notifications, followed live (docs/api-conventions.md, "Live changes"): a new
- * one arrives as created, one marked read as updated; nobody's stream names another person's.
+ * one arrives as created, one marked read as updated (as removed on a stream of the unread ones,
+ * readAt=is.null: the list's own filters); nobody's stream names another person's.
  */
 export const notificationStream: LiveListDefinition = {
   path: BASE,
@@ -131,4 +132,5 @@ export const notificationStream: LiveListDefinition = {
   columns: { id: 'id', title: 'title', body: 'body', link: 'link', readAt: 'read_at', createdAt: 'created_at' },
   owner: 'recipient_id',
   events: { 'notification.created': 'created', 'notification.read': 'updated' },
+  query: notifications,
 };

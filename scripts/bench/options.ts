@@ -20,13 +20,15 @@ export const SCENARIOS = [
   'history',
   'batch',
   'prepared-statements',
+  'live',
 ] as const;
 export type ScenarioGroup = (typeof SCENARIOS)[number];
 /**
  * Groups a run without --only leaves out: the tenants scenario seeds 10,000 tenants and takes its
- * own time; prepared-statements measures a setting for poolers, not the service as shipped.
+ * own time; prepared-statements measures a setting for poolers, not the service as shipped; live
+ * holds a thousand streams open and takes its own time too.
  */
-const ON_REQUEST: readonly ScenarioGroup[] = ['tenants', 'prepared-statements'];
+const ON_REQUEST: readonly ScenarioGroup[] = ['tenants', 'prepared-statements', 'live'];
 
 export interface BenchOptions {
   quick: boolean;
@@ -57,6 +59,9 @@ export interface BenchOptions {
   /** Task creates per phase of the webhooks scenario, and the rate of its latency phase (per second). */
   webhookEvents: number;
   webhookRate: number;
+  /** Live scenario: the stream counts, ascending, and the creates per second committed at each. */
+  liveStreams: number[];
+  liveRate: number;
   /** Tenant counts the tenants scenario seeds and measures, ascending. */
   tenantSizes: number[];
   only: ReadonlySet<ScenarioGroup>;
@@ -80,8 +85,10 @@ const USAGE = `usage: npm run bench -- [options]
   --upload-mib N          size of one upload of the upload scenario in MiB (default 1024; --quick 256)
   --webhook-events N      task creates per phase of the webhooks scenario (default 1000; --quick 300)
   --webhook-rate N        creates per second of its latency phase (default 5)
+  --live-streams N[,N...] open streams of the live scenario, ascending (default 10,100,1000)
+  --live-rate N           creates per second committed beside them (default 50)
   --tenant-sizes N[,N...] tenant counts of the tenants scenario, ascending (default 100,1000,10000)
-  --only a,b              run only these groups: ${SCENARIOS.join(', ')} (all but tenants and prepared-statements by default)
+  --only a,b              run only these groups: ${SCENARIOS.join(', ')} (all but tenants, prepared-statements and live by default)
   --out FILE              results file (default bench-results.json)
   --cpu-prof DIR          write a V8 CPU profile of the service process into DIR, and the baseline's into DIR/baseline`;
 
@@ -110,6 +117,8 @@ export function parseOptions(argv: string[], env: NodeJS.ProcessEnv): BenchOptio
       'upload-mib': { type: 'string' },
       'webhook-events': { type: 'string' },
       'webhook-rate': { type: 'string' },
+      'live-streams': { type: 'string' },
+      'live-rate': { type: 'string' },
       'tenant-sizes': { type: 'string' },
       only: { type: 'string' },
       out: { type: 'string', default: 'bench-results.json' },
@@ -160,6 +169,8 @@ export function parseOptions(argv: string[], env: NodeJS.ProcessEnv): BenchOptio
     uploadMib: positiveInt('upload-mib', values['upload-mib'], quick ? 256 : 1024),
     webhookEvents: positiveInt('webhook-events', values['webhook-events'], quick ? 300 : 1000),
     webhookRate: positiveInt('webhook-rate', values['webhook-rate'], 5),
+    liveStreams: (values['live-streams'] ?? '10,100,1000').split(',').map((n) => positiveInt('live-streams', n, 10)),
+    liveRate: positiveInt('live-rate', values['live-rate'], 50),
     tenantSizes,
     only,
     out: values.out ?? 'bench-results.json',

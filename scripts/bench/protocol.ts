@@ -26,7 +26,18 @@ export interface BaselineSettings {
   filesDir: string;
 }
 
-export type ChildRequest = { type: 'probe'; count: number; rate: number } | { type: 'drain' } | { type: 'stop' };
+export type ChildRequest =
+  | { type: 'probe'; count: number; rate: number }
+  | { type: 'drain' }
+  | { type: 'stop' }
+  | { type: 'live-sessions'; count: number }
+  | { type: 'live-stats' };
+
+/** The live scenario's count of the batches the service ran and the database statements they sent. */
+export interface LiveStats {
+  batches: number;
+  statements: number;
+}
 
 export interface ProbeSamples {
   /** Handler start minus the moment the publishing transaction's COMMIT returned. */
@@ -40,6 +51,8 @@ export type ChildMessage =
   | { type: 'ready'; port: number; seed?: SeedInfo }
   | { type: 'probe-result'; samples: ProbeSamples }
   | { type: 'drained'; ms: number; eventsMs: number }
+  | { type: 'live-sessions'; cookies: string[] }
+  | { type: 'live-stats'; stats: LiveStats }
   | { type: 'failed'; error: string };
 
 export const SETTINGS_ENV = 'TENANTRY_BENCH_SETTINGS';

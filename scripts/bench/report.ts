@@ -41,6 +41,11 @@ export interface ResultRow {
   still_due?: number;
   every_due_renewed?: boolean;
   slot?: string;
+  /** Live scenario (scripts/bench/live.ts): streams open, database statements per live batch, batches, the service's RSS. */
+  streams?: number;
+  statements_per_batch?: number;
+  batches?: number;
+  rss_mib?: number;
 }
 
 const round = (value: number | null, digits: number): number | null =>
@@ -62,6 +67,8 @@ export function rounded(row: ResultRow): ResultRow {
     ...(row.audit_drain_ms !== undefined ? { audit_drain_ms: round(row.audit_drain_ms, 0)! } : {}),
     ...(row.rps_per_core !== undefined ? { rps_per_core: round(row.rps_per_core, 1)! } : {}),
     ...(row.rss_peak_mib !== undefined ? { rss_peak_mib: round(row.rss_peak_mib, 1)! } : {}),
+    ...(row.statements_per_batch !== undefined ? { statements_per_batch: round(row.statements_per_batch, 2)! } : {}),
+    ...(row.rss_mib !== undefined ? { rss_mib: round(row.rss_mib, 1)! } : {}),
   };
 }
 

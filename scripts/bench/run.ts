@@ -34,6 +34,7 @@ import { measureTenantsGroup } from './tenants.ts';
 import { measureMetricsCostGroup } from './metrics-cost.ts';
 import { measureHistoryCostGroup } from './history-cost.ts';
 import { measureBatchGroup } from './batch.ts';
+import { measureLiveGroup } from './live.ts';
 import { measurePreparedStatementsGroup } from './prepared-statements.ts';
 
 const LIST_PATH = '/api/v1/testkit/widgets?limit=20';
@@ -320,6 +321,24 @@ async function measure(
         });
       }
     }
+  }
+
+  if (options.only.has('live')) {
+    const cookie = await signIn(service.port, host, seed.email, BENCH_PASSWORD);
+    log(
+      `live: ${options.liveStreams.join(', ')} open streams of the widget list, ${options.liveRate} creates/s for ${options.seconds} s at each (load average ${load()})`,
+    );
+    rows.push(
+      ...(await measureLiveGroup({
+        service,
+        host,
+        cookie,
+        counts: options.liveStreams,
+        rate: options.liveRate,
+        seconds: options.seconds,
+        log,
+      })),
+    );
   }
 
   if (options.only.has('batch')) {

@@ -8,10 +8,12 @@ import { testkitModule } from '../../test/helpers/testkit-module.ts';
 import type { ModuleDefinition } from '../../framework/entity/module-definition.ts';
 import { benchModule, ProbeRecorder, PROBE_EVENT, wallClockMs } from './bench-module.ts';
 import { seed } from './seed.ts';
+import { countLiveBatches, liveSessions } from './live-service.ts';
 import {
   SETTINGS_ENV,
   type ChildMessage,
   type ChildRequest,
+  type LiveStats,
   type ProbeSamples,
   type ServiceSettings,
 } from './protocol.ts';
@@ -133,6 +135,7 @@ async function main(): Promise<void> {
   const address = app.web!.server.address();
   if (typeof address !== 'object' || !address) throw new Error('the service has no address');
 
+  let liveStats: LiveStats | undefined;
   process.on('message', (message: ChildRequest) => {
     if (message.type === 'probe') {
       publishProbes(app, probeTenant, recorder, message.count, message.rate).then(
@@ -145,6 +148,15 @@ async function main(): Promise<void> {
         ({ eventsMs }) => send({ type: 'drained', ms: Date.now() - started, eventsMs }),
         (err: Error) => send({ type: 'failed', error: err.stack ?? err.message }),
       );
+    } else if (message.type === 'live-sessions') {
+      liveSessions(app, probeTenant, seeded.userId, message.count).then(
+        (cookies) => send({ type: 'live-sessions', cookies }),
+        (err: Error) => send({ type: 'failed', error: err.stack ?? err.message }),
+      );
+    } else if (message.type === 'live-stats') {
+      // Counting starts with the first ask (the live scenario's), so no other scenario pays for it.
+      liveStats ??= countLiveBatches(app.services.db.pool);
+      send({ type: 'live-stats', stats: { ...liveStats } });
     } else if (message.type === 'stop') {
       // A clean exit lets --cpu-prof write its profile.
       void app.close().finally(() => process.exit(0));

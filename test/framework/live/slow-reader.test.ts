@@ -2,12 +2,14 @@ import { afterAll, beforeAll, expect, it } from 'vitest';
 import { request, type IncomingMessage } from 'node:http';
 import { createCustomer, signInAs, startTestApp, type TestApp } from '../../helpers/app.ts';
 import { testConfig } from '../../helpers/config.ts';
+import { freePort } from '../../helpers/ports.ts';
+import { scrape, sampleValue } from '../../helpers/metrics.ts';
 import type { TenantRef } from '../../../framework/context/tenant.ts';
 
 /**
  * Issue 45: a client that does not read its stream is dropped once what waits for it passes
  * live.max_buffer_bytes; it holds neither memory nor a connection after that, and the process's
- * count of open streams gives its place back.
+ * count of open streams gives its place back; tenantry_live_streams_dropped_slow_total counts it.
  */
 const HOST = 'slow.localhost';
 let app: TestApp;
@@ -18,7 +20,7 @@ beforeAll(async () => {
   app = await startTestApp({
     role: 'all',
     startWorker: true,
-    config: testConfig({ live: { max_buffer_bytes: 1024 } }),
+    config: testConfig({ live: { max_buffer_bytes: 1024 }, metrics: { port: await freePort() } }),
   });
   tenant = await createCustomer(app, 'slow', HOST);
   base = await app.web!.listen({ port: 0, host: '127.0.0.1' });
@@ -66,4 +68,7 @@ it('drops a stream whose client does not read once past live.max_buffer_bytes, a
   await Promise.race([closed, new Promise((r) => setTimeout(r, 5000))]);
   expect(dropped).toBe(true);
   await expect.poll(() => app.services.live.openStreams).toBe(0);
+  const samples = (await scrape(app.metricsUrl!)).samples;
+  expect(sampleValue(samples, 'tenantry_live_streams_dropped_slow_total')).toBe(1);
+  expect(sampleValue(samples, 'tenantry_live_streams')).toBe(0);
 }, 120_000);

@@ -1,0 +1,63 @@
+import { CompiledQuery } from 'kysely';
+import type pg from 'pg';
+import type { App } from '../../framework/app.ts';
+import type { TenantRef } from '../../framework/context/tenant.ts';
+import { hashSecret, newSessionId, sessionCookie } from '../../framework/access/session-cookie.ts';
+import type { LiveStats } from './protocol.ts';
+
+/**
+ * The service's side of the live scenario (scripts/bench/live.ts): sessions for the bench user, so
+ * the run can open more streams than live.max_streams_per_caller allows one session, and a count of
+ * what each live batch sends PostgreSQL, observed on the driver.
+ */
+
+/** `count` new sessions of the bench user in its tenant, as cookies (the user's own, as a sign-in makes them). */
+export async function liveSessions(app: App, tenant: TenantRef, userId: string, count: number): Promise<string[]> {
+  const { name } = sessionCookie(app.services.config);
+  const raws = Array.from({ length: count }, () => newSessionId());
+  await app.services.transactions.run(tenant, (ctx) =>
+    ctx.db.executeQuery(
+      CompiledQuery.raw(
+        `insert into sessions (id_hash, user_id, expires_at)
+         select h, $2, now() + interval '1 day' from unnest($1::bytea[]) as h`,
+        [raws.map(hashSecret), userId],
+      ),
+    ),
+  );
+  return raws.map((raw) => `${name}=${raw}`);
+}
+
+/**
+ * Counts, from now on, the statements sent on every pool checkout that ran a live batch (the batch
+ * statement is known by its `changes` CTE): BEGIN, the tenant's opening, the batch, COMMIT, as the
+ * driver sees them. A checkout that ran none is not counted.
+ */
+export function countLiveBatches(pool: pg.Pool): LiveStats {
+  const stats: LiveStats = { batches: 0, statements: 0 };
+  const current = new WeakMap<pg.PoolClient, { count: number; batch: boolean }>();
+  const wrapped = new WeakSet<pg.PoolClient>();
+  pool.on('acquire', (client) => {
+    current.set(client, { count: 0, batch: false });
+    if (wrapped.has(client)) return;
+    wrapped.add(client);
+    const query = client.query.bind(client) as (...args: unknown[]) => unknown;
+    (client as unknown as { query: (...args: unknown[]) => unknown }).query = (...args: unknown[]) => {
+      const checkout = current.get(client);
+      if (checkout) {
+        const config = args[0] as string | { text: string };
+        checkout.count++;
+        if ((typeof config === 'string' ? config : config.text).includes('changes as materialized'))
+          checkout.batch = true;
+      }
+      return query(...args);
+    };
+  });
+  pool.on('release', (_err: Error | undefined, client: pg.PoolClient) => {
+    const checkout = current.get(client);
+    current.delete(client);
+    if (!checkout?.batch) return;
+    stats.batches++;
+    stats.statements += checkout.count;
+  });
+  return stats;
+}
