@@ -53,7 +53,7 @@ export function registerRoute(
   entity?: ResolvedEntity,
 ): void {
   const cookie = sessionCookie(services.config);
-  const guard = new RouteGuard(route.access, services.registry);
+  const guard = new RouteGuard(route.access, services.registry, route.feature);
   const protectedFields = entity ? protectedFieldCheck(entity, route) : undefined;
   // Only bodies made of the entity's fields (create, PATCH, PUT) answer a field's own code.
   const invalidCodes =

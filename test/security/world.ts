@@ -159,7 +159,7 @@ export async function buildWorld(prefix: string): Promise<World> {
               price,
               currency: 'EUR',
               interval: 'month',
-              features: ['a'],
+              features: ['webhook.endpoints'],
               active: true,
             },
           },
