@@ -149,6 +149,8 @@ export function registerRoute(
       security: securityOf(route),
       // A vendor extension: who may call the route, as the guard reads it.
       ...{ 'x-access': typeof route.access === 'object' ? `permission ${route.access.permission}` : route.access },
+      // And the feature the tenant's plan must grant (403 FEATURE_NOT_IN_PLAN without it), when gated.
+      ...(guard.feature !== undefined ? { 'x-feature': guard.feature } : {}),
     },
     onRequest: early ? [beforeBody, early] : beforeBody,
     preValidation: [
