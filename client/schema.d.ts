@@ -345,6 +345,26 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/api/v1/billing/entitlements": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Read the tenant's features and limits
+         * @description The features the plan the tenant’s subscription serves grants (with no subscription, a cancelled one and at the operator tenant: billing.default_entitlements, by default every feature and no limit; the operator’s override of this tenant over either), and every declared limit with its value (null: no bound) and the tenant’s current use. Resolved in this request’s transaction, as every request’s are: a route gated by a feature the list lacks answers 403 FEATURE_NOT_IN_PLAN, a write past a limit 403 PLAN_LIMIT_REACHED.
+         */
+        get: operations["billing-entitlements-read"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/api/v1/billing/plans": {
         parameters: {
             query?: never;
@@ -1242,6 +1262,30 @@ export interface paths {
         /** Read a tenant */
         get: operations["tenant-tenant-read"];
         put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/tenant/tenants/{id}/entitlements": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Read a tenant's entitlement override
+         * @description The operator’s override of this tenant’s entitlements as stored (an empty object: none); the tenant itself reads what it is entitled to at GET /api/v1/billing/entitlements.
+         */
+        get: operations["tenant-tenant-entitlements-read"];
+        /**
+         * Override a tenant's features or limits
+         * @description Sets the operator’s override of this tenant’s entitlements (docs/billing.md, "Entitlements"): `features` replaces the plan’s list, each of `limits` replaces the plan’s value (null lifts the limit). It applies from the tenant’s next request. An empty body clears the override. A name no module declares is 422 VALIDATION_FAILED. Answers the override as stored.
+         */
+        put: operations["tenant-tenant-entitlements-set"];
         post?: never;
         delete?: never;
         options?: never;
@@ -2250,6 +2294,28 @@ export interface components {
              */
             url?: string;
         };
+        /** EntitlementOverride */
+        EntitlementOverride: {
+            /** @description Replaces the plan’s features for this tenant (declared names; an unknown one is 422). Left out or null: the plan’s. */
+            features?: string[] | null;
+            /**
+             * @description Over the plan’s limits for this tenant: a value replaces the plan’s, null lifts the limit. A limit left out keeps the plan’s.
+             * @example {
+             *       "user.seats": 50,
+             *       "file.storage_bytes": null
+             *     }
+             */
+            limits?: {
+                [key: string]: number | null;
+            };
+        };
+        /** Entitlements */
+        Entitlements: {
+            /** @description The declared features the tenant’s plan grants (every declared one without a plan, by default). */
+            features: string[];
+            /** @description Every declared limit, with its value and the current use. */
+            limits: components["schemas"]["LimitStanding"][];
+        };
         /** File */
         File: {
             /** Format: date-time */
@@ -2353,6 +2419,19 @@ export interface components {
             /** @description Rows that passed every check (in a dry run: would be created) */
             valid: number;
         };
+        /** LimitStanding */
+        LimitStanding: {
+            /** @description What the limit counts. */
+            description: string;
+            /** @description The declared limit, e.g. user.seats. */
+            name: string;
+            /** @description What one unit is, e.g. seats, bytes, endpoints, tokens. */
+            unit: string;
+            /** @description What the tenant holds now. */
+            use: number;
+            /** @description The most the tenant may hold; null: no bound. */
+            value: number | null;
+        };
         /** Notification */
         Notification: {
             body: string;
@@ -2401,14 +2480,17 @@ export interface components {
              */
             currency: string;
             /**
-             * @description Feature names.
+             * @description The features the plan grants: names the modules declare (GET /api/v1/billing/entitlements lists them); an unknown name is 422.
              * @default []
              */
-            features: string[];
+            features: ("file.public_links" | "webhook.endpoints")[];
             /** Format: uuid */
             id: string;
             /** @enum {string} */
             interval: "month" | "year";
+            limits: {
+                [key: string]: number;
+            } | null;
             name: string;
             /** @description In the currency's minor unit (cents for EUR, yen for JPY). */
             price: number;
@@ -2428,12 +2510,22 @@ export interface components {
              */
             currency: string;
             /**
-             * @description Feature names.
+             * @description The features the plan grants: names the modules declare (GET /api/v1/billing/entitlements lists them); an unknown name is 422.
              * @default []
              */
-            features: string[];
+            features: ("file.public_links" | "webhook.endpoints")[];
             /** @enum {string} */
             interval: "month" | "year";
+            /**
+             * @description Declared limit → the most a subscriber may hold, e.g. {"user.seats": 5}; a limit not named has no bound. An unknown name is 422.
+             * @default {}
+             * @example {
+             *       "user.seats": 5
+             *     }
+             */
+            limits: {
+                [key: string]: number;
+            };
             name: string;
             /** @description In the currency's minor unit (cents for EUR, yen for JPY). */
             price: number;
@@ -2478,12 +2570,22 @@ export interface components {
              */
             currency?: string;
             /**
-             * @description Feature names.
+             * @description The features the plan grants: names the modules declare (GET /api/v1/billing/entitlements lists them); an unknown name is 422.
              * @default []
              */
-            features: string[];
+            features: ("file.public_links" | "webhook.endpoints")[];
             /** @enum {string} */
             interval?: "month" | "year";
+            /**
+             * @description Declared limit → the most a subscriber may hold, e.g. {"user.seats": 5}; a limit not named has no bound. An unknown name is 422.
+             * @default {}
+             * @example {
+             *       "user.seats": 5
+             *     }
+             */
+            limits: {
+                [key: string]: number;
+            };
             name?: string;
             /** @description In the currency's minor unit (cents for EUR, yen for JPY). */
             price?: number;
@@ -5067,6 +5169,80 @@ export interface operations {
             };
         };
     };
+    "billing-entitlements-read": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The tenant's entitlements and use */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Entitlements"];
+                };
+            };
+            /** @description Not signed in (AUTH_REQUIRED), or a bearer token unknown, expired, revoked or of another tenant (TOKEN_INVALID) */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description No site at this host, or no such resource */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Too many failed sign-ins or bearer-token attempts from this client address (ErrTooManyAttempts); Retry-After says when to try again */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Request headers over 16 KB (HEADERS_TOO_LARGE), refused before any route runs */
+            431: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Unexpected error */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Database busy (DB_BUSY: every connection stayed in use), a statement past its time limit (DB_TIMEOUT) or the database unreachable (DB_UNAVAILABLE): retry after the Retry-After seconds. Only a 2xx acknowledges a write */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
     "billing-plan-list": {
         parameters: {
             query?: {
@@ -5080,9 +5256,9 @@ export interface operations {
                 createdAt?: string | string[];
                 /** @description Filter by currency: <operator>.<value> with eq, neq, in, contains, startsWith, each also after not. (e.g. currency=contains.text). in takes up to 100 values in parentheses, one holding , ( ) or " in double quotes. contains and startsWith ignore case and take the text as written (no wildcards). Repeat the parameter for several conditions on the field: all of them hold. */
                 currency?: string | string[];
-                /** @description Filter by features: <operator>.<value> with contains, each also after not. (e.g. features=contains.<value>). Values: text. Repeat the parameter for several conditions on the field: all of them hold. */
+                /** @description Filter by features: <operator>.<value> with contains, each also after not. (e.g. features=contains.<value>). Values: one of file.public_links, webhook.endpoints. Repeat the parameter for several conditions on the field: all of them hold. */
                 features?: string | string[];
-                /** @description Only these fields in each item, separated by commas (id is always there): id, createdAt, updatedAt, code, name, price, currency, interval, features, active. A reference's field (none here) expands the reference and keeps that field inside it. */
+                /** @description Only these fields in each item, separated by commas (id is always there): id, createdAt, updatedAt, code, name, price, currency, interval, features, limits, active. A reference's field (none here) expands the reference and keeps that field inside it. */
                 fields?: string;
                 /** @description Filter by id: <operator>.<value> with eq, neq, in, each also after not. (e.g. id=eq.<uuid>). Values: a UUID. in takes up to 100 values in parentheses, one holding , ( ) or " in double quotes. Repeat the parameter for several conditions on the field: all of them hold. */
                 id?: string | string[];
@@ -5346,7 +5522,7 @@ export interface operations {
     "billing-plan-read": {
         parameters: {
             query?: {
-                /** @description Only these fields in each answer, separated by commas (id is always there): id, createdAt, updatedAt, code, name, price, currency, interval, features, active. A reference's field (none here) expands the reference and keeps that field inside it. */
+                /** @description Only these fields in each answer, separated by commas (id is always there): id, createdAt, updatedAt, code, name, price, currency, interval, features, limits, active. A reference's field (none here) expands the reference and keeps that field inside it. */
                 fields?: string;
             };
             header?: {
@@ -12475,6 +12651,263 @@ export interface operations {
             };
             /** @description A path parameter longer than the router accepts (URI_TOO_LONG) */
             414: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Validation failed */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Too many failed sign-ins or bearer-token attempts from this client address (ErrTooManyAttempts); Retry-After says when to try again */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Request headers over 16 KB (HEADERS_TOO_LARGE), refused before any route runs */
+            431: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Unexpected error */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Database busy (DB_BUSY: every connection stayed in use), a statement past its time limit (DB_TIMEOUT) or the database unreachable (DB_UNAVAILABLE): retry after the Retry-After seconds. Only a 2xx acknowledges a write */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    "tenant-tenant-entitlements-read": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description Tenant id (UUID) */
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The override as stored */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["EntitlementOverride"];
+                };
+            };
+            /** @description Malformed request */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Not signed in (AUTH_REQUIRED), or a bearer token unknown, expired, revoked or of another tenant (TOKEN_INVALID) */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Missing permission (AUTH_FORBIDDEN) or operator permission outside the operator tenant (AUTH_NOT_OPERATOR) */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description No site at this host, or no such resource */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description A path parameter longer than the router accepts (URI_TOO_LONG) */
+            414: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Validation failed */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Too many failed sign-ins or bearer-token attempts from this client address (ErrTooManyAttempts); Retry-After says when to try again */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Request headers over 16 KB (HEADERS_TOO_LARGE), refused before any route runs */
+            431: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Unexpected error */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Database busy (DB_BUSY: every connection stayed in use), a statement past its time limit (DB_TIMEOUT) or the database unreachable (DB_UNAVAILABLE): retry after the Retry-After seconds. Only a 2xx acknowledges a write */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    "tenant-tenant-entitlements-set": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description Tenant id (UUID) */
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["EntitlementOverride"];
+            };
+        };
+        responses: {
+            /** @description The override as stored */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["EntitlementOverride"];
+                };
+            };
+            /** @description Malformed request */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Not signed in (AUTH_REQUIRED), or a bearer token unknown, expired, revoked or of another tenant (TOKEN_INVALID) */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Missing permission (AUTH_FORBIDDEN) or operator permission outside the operator tenant (AUTH_NOT_OPERATOR); sent from another site (AUTH_CROSS_SITE: Sec-Fetch-Site other than same-origin/none, or an Origin naming another host) */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description No site at this host, or no such resource */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Conflict with the current state */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Body larger than 1048576 bytes (PAYLOAD_TOO_LARGE) */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description A path parameter longer than the router accepts (URI_TOO_LONG) */
+            414: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Body not JSON; form-encoded bodies are refused (UNSUPPORTED_MEDIA_TYPE) */
+            415: {
                 headers: {
                     [name: string]: unknown;
                 };

@@ -32,6 +32,7 @@ import { keyFor, readInstallationSecret } from './access/installation-secret.ts'
 import { CursorSeal } from './operations/cursor.ts';
 import { LiveHub } from './live/hub.ts';
 import { LinkSeal } from './access/signed-links.ts';
+import { PlanLimits } from './entitlements/limits.ts';
 
 /** The service's process roles (`--role`). */
 export type Role = 'web' | 'worker' | 'all';
@@ -200,7 +201,10 @@ function composeServices(
   }
   const outbox = new OutboxSignal(db.pool);
   const clock = options.clock ?? systemClock;
-  const transactions = new TenantTransactions(db, registry.events, outbox, clock, cursors);
+  const transactions = new TenantTransactions(db, registry.events, outbox, clock, cursors, {
+    entitlementDefaults: options.config.billing.default_entitlements,
+    planLimits: new PlanLimits(registry.limits, options.config.billing.default_entitlements, registry.features.keys()),
+  });
   const replica = opens.replica
     ? replicaReads(options.config, registry.events, transactions, clock, cursors, metrics)
     : undefined;
@@ -308,7 +312,10 @@ function replicaReads(
     statementTimeoutMs: config.database.statement_timeout_ms,
     preparedStatements: config.database.prepared_statements,
   });
-  const onReplica = new TenantTransactions(db, events, undefined, clock, cursors, { replica: true });
+  const onReplica = new TenantTransactions(db, events, undefined, clock, cursors, {
+    replica: true,
+    entitlementDefaults: config.billing.default_entitlements,
+  });
   return new ReplicaReads(db, onReplica, primary, maxLagMs, metrics?.replicaSeries());
 }
 

@@ -90,6 +90,19 @@ export const PROBLEMS = {
     title: 'Permission denied',
     sentence: 'Your roles do not allow this. Ask an administrator for access.',
   },
+  // The plan's entitlements (framework/entitlements/): a feature the tenant's plan lacks, a limit a write would pass.
+  FEATURE_NOT_IN_PLAN: {
+    status: 403,
+    title: 'Feature not in plan',
+    sentence: 'Your plan does not include this. Choose a plan that does on the Subscription page.',
+  },
+  PLAN_LIMIT_REACHED: {
+    status: 403,
+    title: 'Plan limit reached',
+    sentence:
+      'Your plan’s limit is reached. Remove something you no longer need, or choose a larger plan on the Subscription page.',
+    detail: true,
+  },
   AUTH_NOT_OPERATOR: {
     status: 403,
     title: 'Operator permission outside the operator tenant',

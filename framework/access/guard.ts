@@ -3,6 +3,7 @@ import type { TenantRef } from '../context/tenant.ts';
 import type { SessionInfo } from '../context/tx.ts';
 import { hasPermission } from '../context/tx.ts';
 import { problem, type ProblemError } from '../errors.ts';
+import { grants } from '../contracts/entitlements.ts';
 
 /** Which permissions only the operator tenant may use (the registry answers it from the declarations). */
 export interface OperatorPermissions {
@@ -19,7 +20,8 @@ export interface OperatorPermissions {
  *
  * The decision is in two steps, in this order: the tenant (an operator permission outside the
  * operator tenant, 403 AUTH_NOT_OPERATOR, before any role is read), then the caller (not signed
- * in, 401 AUTH_REQUIRED; signed in without the permission, 403 AUTH_FORBIDDEN).
+ * in, 401 AUTH_REQUIRED; signed in without the permission, 403 AUTH_FORBIDDEN; with it, at a
+ * tenant whose plan lacks the route's feature, 403 FEATURE_NOT_IN_PLAN), before anything is written.
  */
 export class RouteGuard {
   /** The permission a caller must hold, when access is one: what the one-exchange SQL guard checks. */
@@ -30,8 +32,14 @@ export class RouteGuard {
   readonly requiresCaller: boolean;
   /** An operator permission: refused outside the operator tenant, whoever asks. */
   private readonly operatorOnly: boolean;
+  /**
+   * The feature the tenant's plan must grant (a route's, command's or entity's `feature`): checked
+   * after the caller, against the entitlements the opening statement resolved with the permissions.
+   */
+  readonly feature: string | undefined;
 
-  constructor(access: Access, operator: OperatorPermissions) {
+  constructor(access: Access, operator: OperatorPermissions, feature?: string) {
+    this.feature = access === 'public' ? undefined : feature;
     this.permission = typeof access === 'object' ? access.permission : undefined;
     this.resolvesCaller = access !== 'public';
     this.requiresCaller = access !== 'public' && access !== 'optional';
@@ -48,6 +56,18 @@ export class RouteGuard {
     const refusal = this.refusal(session);
     if (refusal === 'AUTH_REQUIRED') throw problem('AUTH_REQUIRED', 'Sign in to use this route');
     if (refusal === 'AUTH_FORBIDDEN') throw problem('AUTH_FORBIDDEN', `Requires permission ${this.permission}`);
+    if (refusal === 'FEATURE_NOT_IN_PLAN')
+      throw problem('FEATURE_NOT_IN_PLAN', `The tenant's plan does not include the feature ${this.feature}`, {
+        extensions: { feature: this.feature },
+      });
+  }
+
+  /**
+   * Would the caller pass but for the plan? The admin shell shows such an entry locked, with the
+   * way to a plan that includes it, rather than hiding it.
+   */
+  lockedByPlan(session: SessionInfo | null, tenant: TenantRef): boolean {
+    return !this.outside(tenant) && this.refusal(session) === 'FEATURE_NOT_IN_PLAN';
   }
 
   /** Both steps as a yes or no: would the route let this caller in at this tenant? */
@@ -61,10 +81,12 @@ export class RouteGuard {
   }
 
   /** Step two's decision, which admitCaller throws and allows reads: why the caller may not pass, if it may not. */
-  private refusal(session: SessionInfo | null): 'AUTH_REQUIRED' | 'AUTH_FORBIDDEN' | undefined {
+  private refusal(session: SessionInfo | null): 'AUTH_REQUIRED' | 'AUTH_FORBIDDEN' | 'FEATURE_NOT_IN_PLAN' | undefined {
     if (!this.requiresCaller) return undefined;
     if (!session) return 'AUTH_REQUIRED';
     if (this.permission !== undefined && !hasPermission(session, this.permission)) return 'AUTH_FORBIDDEN';
+    if (this.feature !== undefined && session.entitlements && !grants(session.entitlements, this.feature))
+      return 'FEATURE_NOT_IN_PLAN';
     return undefined;
   }
 
@@ -85,8 +107,9 @@ export function allowsAccess(
   session: SessionInfo | null,
   tenant: TenantRef,
   operator: OperatorPermissions,
+  feature?: string,
 ): boolean {
-  return new RouteGuard(access, operator).allows(session, tenant);
+  return new RouteGuard(access, operator, feature).allows(session, tenant);
 }
 
 /**

@@ -1,5 +1,12 @@
 import { prepared } from '../db/statements.ts';
 import type { SessionInfo } from '../contracts/transaction.ts';
+import {
+  EVERYTHING,
+  entitlementSourceSql,
+  resolveEntitlements,
+  type EntitlementDefaults,
+  type EntitlementSource,
+} from '../entitlements/resolve.ts';
 
 /**
  * The statements that open a tenant transaction and resolve its caller, shared by the two ways a
@@ -32,6 +39,8 @@ export interface EnterRow {
     token?: boolean;
     name?: string;
   } | null;
+  /** The tenant's entitlements as stored (framework/entitlements/resolve.ts), with a caller only. */
+  entitlements?: EntitlementSource | null;
 }
 
 // The module tables read here (sessions, users, roles) are declared, column by column, in
@@ -47,6 +56,12 @@ export interface EnterRow {
 // or after the role switch. The tenant parameter is typed uuid (`$1::uuid::text`): as text, the
 // generic plan compared every row a small table's sequential scan reads with `$1::uuid`, parsing
 // the uuid again per row (users: 0.09 ms of the statement's 0.15 ms at a hundred users).
+// The tenant's entitlements (features and limits, framework/entitlements/) travel with the
+// permissions in the same statement, read every request: a change of plan, subscription or override
+// applies at the next request. After the session column (role switched, tenant set), so the
+// subscription is read under row-level security.
+const ENTITLEMENTS_COLUMN = `${entitlementSourceSql('$1')} as entitlements`;
+
 const ENTER_WITH_SESSION_TEXT = `
 select set_config('app.tenant_id', $1::uuid::text, true) as t,
        set_config('role', '${APP_ROLE}', true) as r,
@@ -63,7 +78,8 @@ select set_config('app.tenant_id', $1::uuid::text, true) as t,
                                 from roles r cross join lateral unnest(r.permissions) p
                                where r.tenant_id = s.tenant_id and r.name = any (u.roles)) g
          where s.tenant_id = $1 and s.id_hash = $2 and s.expires_at > $3
-           and u.status = 'active' and u.deleted_at is null) as session`;
+           and u.status = 'active' and u.deleted_at is null) as session,
+       ${ENTITLEMENTS_COLUMN}`;
 export const ENTER_WITH_SESSION = prepared(ENTER_WITH_SESSION_TEXT);
 
 // The same for a personal access token (Authorization: Bearer, access/bearer.ts): the caller is the
@@ -91,7 +107,8 @@ select set_config('app.tenant_id', $1::uuid::text, true) as t,
                                            union
                                            select p from unnest(g.permissions) p where '*' = any (k.permissions)) as permissions) e
          where k.tenant_id = $1 and k.token_hash = $2 and k.expires_at > $3
-           and u.status = 'active' and u.deleted_at is null) as session`;
+           and u.status = 'active' and u.deleted_at is null) as session,
+       ${ENTITLEMENTS_COLUMN}`;
 export const ENTER_WITH_TOKEN = prepared(ENTER_WITH_TOKEN_TEXT);
 
 const ENTER_TEXT = `select set_config('app.tenant_id', $1, true) as t, set_config('role', '${APP_ROLE}', true) as r,
@@ -166,13 +183,14 @@ returning floor(extract(epoch from expires_at - $2::timestamptz))::int as second
 export const TOKEN_TOUCH_INTERVAL_MS = 60_000;
 export const TOUCH_TOKEN = prepared(`update access_tokens set last_used_at = $2 where id = $1`);
 
-export function sessionFrom(row: EnterRow | undefined): SessionInfo | null {
+export function sessionFrom(row: EnterRow | undefined, defaults: EntitlementDefaults = EVERYTHING): SessionInfo | null {
   const found = row?.session;
   if (!found) return null;
   return {
     id: found.id,
     userId: found.user_id,
     permissions: new Set(found.permissions),
+    entitlements: resolveEntitlements(row?.entitlements, defaults),
     lastSeenAt: new Date(found.last_seen_at),
     ...(found.token ? { via: 'token' as const, ...(found.name !== undefined ? { tokenName: found.name } : {}) } : {}),
   };

@@ -23,6 +23,8 @@ import { currentRequestId } from '../observability/request-id.ts';
 import type { ListCursors } from '../contracts/cursor.ts';
 import { actorOf, type Actor } from './actor.ts';
 import { flushRevisions } from '../history/revisions.ts';
+import { EVERYTHING, type EntitlementDefaults } from '../entitlements/resolve.ts';
+import { attachPlanLimits, type PlanLimits } from '../entitlements/limits.ts';
 
 import {
   ACTOR_SETTING,
@@ -140,6 +142,10 @@ export class TenantTransactions implements Transactions {
    * not recorded (the next request the primary serves records it), and each context says so.
    */
   private readonly replica: boolean;
+  /** billing.default_entitlements: what a tenant gets without a plan (framework/entitlements/resolve.ts). */
+  private readonly defaults: EntitlementDefaults;
+  /** The installation's plan limits (framework/entitlements/limits.ts), handed to each transaction's writes. */
+  private readonly planLimits: PlanLimits | undefined;
 
   constructor(
     db: Db,
@@ -147,10 +153,12 @@ export class TenantTransactions implements Transactions {
     outbox?: OutboxSignal,
     clock: Clock = systemClock,
     cursors?: ListCursors,
-    options: { replica?: boolean } = {},
+    options: { replica?: boolean; entitlementDefaults?: EntitlementDefaults; planLimits?: PlanLimits } = {},
   ) {
     this.db = db;
     this.replica = options.replica === true;
+    this.defaults = options.entitlementDefaults ?? EVERYTHING;
+    this.planLimits = options.planLimits;
     this.opening = openingStatements(db.statementTimeoutMs);
     this.declaredEvents = declaredEvents;
     this.outbox = outbox;
@@ -171,6 +179,7 @@ export class TenantTransactions implements Transactions {
         asTransactionBody(async () => {
           hooksOf.set(trx, hooks);
           if (this.cursors) cursorsByTransaction.set(trx, this.cursors);
+          if (this.planLimits) attachPlanLimits(trx, this.planLimits);
           const requestId = options.requestId ?? currentRequestId();
           if (requestId) requestIdOf.set(trx, requestId);
           const now = this.clock.now();
@@ -236,7 +245,7 @@ export class TenantTransactions implements Transactions {
     const statements = [opening, work.statement, ...outbox];
     const [entered, answer, published] = await traceExchange(statements, () => exchange(this.db.pool, statements));
     if (!entered!.ok) throw entered!.error;
-    const session = sessionFrom(entered!.result.rows[0] as EnterRow | undefined);
+    const session = sessionFrom(entered!.result.rows[0] as EnterRow | undefined, this.defaults);
     // The caller held the permission and the transaction committed: the relay has work.
     if (published?.ok && (published.result.rowCount ?? 0) > 0 && answer!.ok) this.outbox?.committed();
     if (session && !this.replica && needsTouch(session, now)) {
@@ -260,7 +269,7 @@ export class TenantTransactions implements Transactions {
     const result = await trx.executeQuery<EnterRow>(
       CompiledQuery.raw(this.opening.enterWithToken, [tenant.id, tokenHash, now]),
     );
-    const session = sessionFrom(result.rows[0]);
+    const session = sessionFrom(result.rows[0], this.defaults);
     if (session && !this.replica && needsTouch(session, now))
       await trx.executeQuery(CompiledQuery.raw(TOUCH_TOKEN, [session.id, now]));
     return session;
@@ -279,7 +288,7 @@ export class TenantTransactions implements Transactions {
     const result = await trx.executeQuery<EnterRow>(
       CompiledQuery.raw(this.opening.enterWithSession, [tenant.id, sessionHash, now]),
     );
-    const session = sessionFrom(result.rows[0]);
+    const session = sessionFrom(result.rows[0], this.defaults);
     if (session && !this.replica && needsTouch(session, now)) {
       const touched = await trx.executeQuery<{ seconds_left: number }>(
         CompiledQuery.raw(TOUCH_SESSION, [session.id, now]),

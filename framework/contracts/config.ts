@@ -131,6 +131,21 @@ export const ConfigSchema = Type.Object(
           },
           { additionalProperties: false, default: {} },
         ),
+        /**
+         * What a tenant with no subscription (or a cancelled one), and the operator tenant, are
+         * entitled to (docs/billing.md, "Entitlements"): `features` a list of declared feature
+         * names or ['*'] for every one; `limits` declared limit → value, a limit left out has no
+         * bound. The default, every feature and no limit, is an installation without plans.
+         */
+        default_entitlements: Type.Object(
+          {
+            features: Type.Array(Type.String({ minLength: 1, maxLength: 100 }), { default: ['*'], maxItems: 200 }),
+            limits: Type.Record(Type.String({ minLength: 1, maxLength: 100 }), Type.Integer({ minimum: 0 }), {
+              default: {},
+            }),
+          },
+          { additionalProperties: false, default: {} },
+        ),
       },
       { additionalProperties: false, default: {} },
     ),

@@ -15,6 +15,8 @@ export interface Database {
     name: string;
     status: Generated<'active' | 'suspended'>;
     is_operator: Generated<boolean>;
+    /** The operator's override of the tenant's entitlements (framework/entitlements/), or null. */
+    entitlements: Generated<{ features?: string[]; limits?: Record<string, number | null> } | null>;
     created_at: Generated<Date>;
     updated_at: Generated<Date>;
   };

@@ -1,3 +1,4 @@
+import type { FeatureDeclaration, LimitDeclaration } from './entitlements.ts';
 import type { FastifyBaseLogger, FastifyReply, FastifyRequest } from 'fastify';
 import type { Readable } from 'node:stream';
 import type { Counter, Gauge, Histogram, Registry as MetricRegistry } from 'prom-client';
@@ -99,6 +100,9 @@ export interface ModuleRegistry {
   /** Every declared event, the entities' lifecycle events included. */
   readonly events: ReadonlySet<string>;
   isOperatorPermission(name: string): boolean;
+  /** The declared features and limits (ModuleDefinition.features, .limits), by name. */
+  readonly features: ReadonlyMap<string, FeatureDeclaration & { module: string }>;
+  readonly limits: ReadonlyMap<string, LimitDeclaration & { module: string }>;
 }
 
 /** Host → tenant, cached per process and evicted on every host or status change (framework/context/host-cache.ts). */

@@ -1,3 +1,4 @@
+import type { Entitlements } from './entitlements.ts';
 import type { ActingAs, Actor } from './actor.ts';
 import type { Transaction } from 'kysely';
 import type { Database, PipelineAnswer, Statement } from './database.ts';
@@ -17,6 +18,11 @@ export interface SessionInfo {
   via?: 'token';
   /** The token's name, when the caller came with one: history names it beside the person. */
   tokenName?: string;
+  /**
+   * The tenant's features and limits, resolved by the same opening statement as the permissions
+   * (framework/entitlements/): the guard refuses a route whose feature is not granted.
+   */
+  entitlements?: Entitlements;
 }
 
 export interface PendingEvent {

@@ -14,6 +14,7 @@ import { referenceProblems } from './references.ts';
 
 export { BootCheckError } from './boot-check-error.ts';
 
+import { entitlementProblems } from '../entitlements/checks.ts';
 /**
  * The startup checks every role runs, over the declarations and what was composed from them (the
  * routes, the job schedule): what types cannot catch is caught here, before serving. Each failure
@@ -23,7 +24,11 @@ export function checkRegistry(
   registry: Registry,
   composed: { routes: readonly RegisteredRoute[]; jobs: readonly RegisteredJob[]; problems?: readonly string[] },
 ): void {
-  const problems = [...registry.conflicts, ...(composed.problems ?? [])];
+  const problems = [
+    ...registry.conflicts,
+    ...(composed.problems ?? []),
+    ...entitlementProblems(registry, composed.routes),
+  ];
   const permissionKnown = (name: string) => name === '*' || registry.permissions.has(name);
 
   const moduleNames = new Set<string>();

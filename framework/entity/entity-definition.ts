@@ -40,6 +40,8 @@ export interface CommandDefinition<
   body?: B;
   /** Defaults to the entity's write permission. */
   permission?: string;
+  /** A declared feature the tenant's plan must grant for this command (besides the entity's own `feature`). */
+  feature?: string;
   /**
    * false: the command's route takes the session cookie only and ignores an `Authorization: Bearer`
    * header (RouteDefinition.bearer): a command that changes credentials or roles
@@ -290,6 +292,17 @@ export interface EntityDefinition<
   /** Response-only fields afterRead adds (no column, never written): part of the row schema. */
   computed?: C;
   permissions: { read: string; write: string };
+  /**
+   * A declared feature (ModuleDefinition.features) gating the whole entity: every route of it but
+   * a public read answers 403 FEATURE_NOT_IN_PLAN at a tenant whose plan lacks it (docs/billing.md).
+   */
+  feature?: string;
+  /**
+   * A declared limit (ModuleDefinition.limits) each created row counts one unit of: the create
+   * (a route's, a batch's or an import's) is refused 403 PLAN_LIMIT_REACHED when the tenant's use
+   * has reached the limit's value, checked under the limit's lock in the create's transaction.
+   */
+  limit?: string;
   /** Event names override; by default <module>.<entity>.created / .updated / .deleted. */
   events?: { created?: string; updated?: string; deleted?: string };
   /** Extra events the hooks may publish. */

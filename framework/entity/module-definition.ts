@@ -11,8 +11,10 @@ import type { Database } from '../contracts/database.ts';
 import type { ProblemDeclaration } from '../contracts/problems.ts';
 import type { TSchema } from 'typebox';
 import type { QueryList } from '../query/query-list.ts';
+import type { FeatureDeclaration, LimitDeclaration } from '../contracts/entitlements.ts';
 
 export type { PermissionDeclaration } from '../contracts/services.ts';
+export type { FeatureDeclaration, LimitDeclaration } from '../contracts/entitlements.ts';
 
 export interface SubscriptionDefinition {
   /** Unique name; also the pg-boss queue name. */
@@ -134,6 +136,10 @@ export interface ModuleDefinition {
   name: string;
   description?: string;
   permissions?: readonly PermissionDeclaration[];
+  /** The features a plan may grant, which this module's routes, commands or entities are gated by (docs/billing.md). */
+  features?: readonly FeatureDeclaration[];
+  /** The limits a plan may set on what this module keeps (docs/billing.md). */
+  limits?: readonly LimitDeclaration[];
   events?: readonly string[];
   /**
    * Events the operator publishes in the operator's tenant about a customer tenant (a suspension,

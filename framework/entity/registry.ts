@@ -9,10 +9,11 @@ import {
 } from './define.ts';
 import { resolveEntity, type ResolvedEntity } from './resolve.ts';
 import { entityNames } from './names.ts';
-import { withEventNames } from './event-names.ts';
+import { withEventNames, withFeatureNames } from './event-names.ts';
 import type { Config } from '../config/schema.ts';
 import type { ModuleRegistry } from '../contracts/services.ts';
 import type { ProblemDeclaration } from '../contracts/problems.ts';
+import type { FeatureDeclaration, LimitDeclaration } from '../contracts/entitlements.ts';
 import { PROBLEMS } from '../errors.ts';
 import { IMPORT_REQUESTED, importQueue, importRequested } from '../bulk/imports/run-import.ts';
 
@@ -40,6 +41,8 @@ export class Registry implements ModuleRegistry {
   readonly entities: readonly ResolvedEntity[];
   readonly permissions: ReadonlyMap<string, PermissionDeclaration & { module: string }>;
   readonly events: ReadonlySet<string>;
+  readonly features: ReadonlyMap<string, FeatureDeclaration & { module: string }>;
+  readonly limits: ReadonlyMap<string, LimitDeclaration & { module: string }>;
   /** The modules' hand-written routes (ModuleDefinition.routes), under this configuration. */
   readonly moduleRoutes: readonly { module: string; route: AnyRoute }[];
   readonly subscriptions: readonly (SubscriptionDefinition & { module: string })[];
@@ -56,6 +59,8 @@ export class Registry implements ModuleRegistry {
     const entities: ResolvedEntity[] = [];
     const permissions = new Map<string, PermissionDeclaration & { module: string }>();
     const events = new Set<string>();
+    const features = new Map<string, FeatureDeclaration & { module: string }>();
+    const limits = new Map<string, LimitDeclaration & { module: string }>();
     const conflicts: string[] = [];
     const problems = new Map<string, ProblemDeclaration & { owner: string }>(
       Object.entries(PROBLEMS).map(([code, declaration]) => [code, { ...declaration, owner: 'framework' }]),
@@ -69,6 +74,14 @@ export class Registry implements ModuleRegistry {
       for (const permission of module.permissions ?? []) {
         if (permissions.has(permission.name)) conflicts.push(`permission ${permission.name} is declared twice`);
         permissions.set(permission.name, { ...permission, module: module.name });
+      }
+      for (const feature of module.features ?? []) {
+        if (features.has(feature.name)) conflicts.push(`feature ${feature.name} is declared twice`);
+        features.set(feature.name, { ...feature, module: module.name });
+      }
+      for (const limit of module.limits ?? []) {
+        if (limits.has(limit.name)) conflicts.push(`limit ${limit.name} is declared twice`);
+        limits.set(limit.name, { ...limit, module: module.name });
       }
       for (const event of module.events ?? []) events.add(event);
       for (const [code, declaration] of Object.entries(module.problems ?? {})) {
@@ -87,13 +100,15 @@ export class Registry implements ModuleRegistry {
             `entity ${definition.name} declares module ${definition.module} but sits in module ${module.name}`,
           );
         }
-        const resolved = resolveEntity(withEventNames(definition, events));
+        const resolved = resolveEntity(withFeatureNames(withEventNames(definition, events), features.keys()));
         entities.push(resolved);
       }
     }
     this.entities = entities;
     this.permissions = permissions;
     this.events = events;
+    this.features = features;
+    this.limits = limits;
     this.moduleRoutes = modules.flatMap((m) =>
       (typeof m.routes === 'function' ? m.routes(config) : (m.routes ?? [])).map((route) => ({
         module: m.name,

@@ -39,6 +39,12 @@ export interface RouteDefinition<S extends RouteSchemas = RouteSchemas, P extend
   description?: string;
   tags?: readonly string[];
   access: Access;
+  /**
+   * A declared feature (ModuleDefinition.features) the tenant's plan must grant: without it the
+   * signed-in caller is refused 403 FEATURE_NOT_IN_PLAN before the handler runs (docs/billing.md).
+   * Not for a public route.
+   */
+  feature?: string;
   /** 'tenant' (default) runs the handler in a tenant transaction; see NoTxRouteDefinition for 'none'. */
   transaction?: 'tenant';
   schema: S;

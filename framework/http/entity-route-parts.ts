@@ -72,6 +72,7 @@ export function commandRoutes(entity: ResolvedEntity, ops: EntityOperations, pre
       ),
       tags: [def.module],
       access: { permission: definition.permission ?? def.permissions.write },
+      ...(definition.feature ? { feature: definition.feature } : {}),
       ...(definition.bearer === false ? { bearer: false as const } : {}),
       ...(problemsOf(definition.problems, statesProblem(entity, command)) ?? {}),
       // A singleton's command may create the row, which publishes its created event.

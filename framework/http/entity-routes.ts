@@ -30,6 +30,15 @@ import type { Config } from '../config/schema.ts';
  * validation and OpenAPI path as hand-written routes.
  */
 export function entityRoutes(entity: ResolvedEntity, ops: EntityOperations, config: Config): AnyRoute[] {
+  const routes = ungatedRoutes(entity, ops, config);
+  const feature = entity.def.feature;
+  // A whole entity gated by a feature: each of its routes a caller signs in for (a public read stays public).
+  return feature === undefined
+    ? routes
+    : routes.map((route) => (route.access === 'public' || route.feature ? route : { ...route, feature }));
+}
+
+function ungatedRoutes(entity: ResolvedEntity, ops: EntityOperations, config: Config): AnyRoute[] {
   const present = presenter(entity);
   if (entity.singleton) return singletonRoutes(entity, ops, present);
   const { names, schemas, def } = entity;

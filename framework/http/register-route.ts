@@ -53,7 +53,7 @@ export function registerRoute(
   entity?: ResolvedEntity,
 ): void {
   const cookie = sessionCookie(services.config);
-  const guard = new RouteGuard(route.access, services.registry);
+  const guard = new RouteGuard(route.access, services.registry, route.feature);
   const protectedFields = entity ? protectedFieldCheck(entity, route) : undefined;
   // Only bodies made of the entity's fields (create, PATCH, PUT) answer a field's own code.
   const invalidCodes =
@@ -149,6 +149,8 @@ export function registerRoute(
       security: securityOf(route),
       // A vendor extension: who may call the route, as the guard reads it.
       ...{ 'x-access': typeof route.access === 'object' ? `permission ${route.access.permission}` : route.access },
+      // And the feature the tenant's plan must grant (403 FEATURE_NOT_IN_PLAN without it), when gated.
+      ...(guard.feature !== undefined ? { 'x-feature': guard.feature } : {}),
     },
     onRequest: early ? [beforeBody, early] : beforeBody,
     preValidation: [

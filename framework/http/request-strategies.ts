@@ -71,7 +71,10 @@ export function strategyFor(plan: RoutePlan, route: AnyRoute): RequestStrategy {
 
 function strategyAlone(plan: RoutePlan, route: AnyRoute): RequestStrategy {
   if (route.transaction === 'none') return noTransaction(plan, route);
-  if (route.oneExchange && plan.guard.permission !== undefined) return oneExchange(plan, route, plan.guard.permission);
+  // A route gated by a feature takes its transaction: the feature is judged from the opening
+  // statement's answer before the handler writes anything (the one exchange's SQL guard knows permissions only).
+  if (route.oneExchange && plan.guard.permission !== undefined && plan.guard.feature === undefined)
+    return oneExchange(plan, route, plan.guard.permission);
   return oneTransaction(plan, route);
 }
 

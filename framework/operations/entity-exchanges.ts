@@ -64,13 +64,16 @@ export function exchangeKinds(
   references: ReadonlyMap<string, QueryReference> = new Map(),
 ): ExchangeKinds {
   const def = entity.def;
-  const rows = !def.rowAccess && !def.hooks?.afterRead;
+  // A gated entity's routes are judged on the plan before their statement; a limited create counts under its lock first.
+  const rows = !def.rowAccess && !def.hooks?.afterRead && def.feature === undefined;
   const states = def.states;
   const bodyMayNameState = states?.initial !== undefined && entity.writable.includes(states.field);
   const bodyCarries = (field: string) =>
     entity.writable.includes(field) && !Type.IsOptional(def.fields[field]!) && !hasDateTimeFormat(def.fields[field]!);
   const create =
     !entity.singleton &&
+    def.feature === undefined &&
+    def.limit === undefined &&
     !def.hooks?.beforeWrite &&
     !def.hooks?.afterWrite &&
     !def.hooks?.afterRead &&

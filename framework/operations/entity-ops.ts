@@ -36,6 +36,7 @@ import { StatementShapes, WRITE_SHAPES_PER_KIND } from './statement-shapes.ts';
 import { EntityHistory, sameJson, type RevisionOperation } from '../history/entity-history.ts';
 import { RecordHistory, type RecordCondition, type RevisionItem } from '../history/record-history.ts';
 import { refuseNonActors, type Narrowing } from '../access/actors.ts';
+import { admitLimit } from '../entitlements/limits.ts';
 
 export { isUuid } from './entity-sql.ts';
 
@@ -264,6 +265,8 @@ export class EntityOperations implements EntityOperationsApi {
       ? { ...input, ...((await hooks.beforeWrite(ctx, { op: 'create', values: input, config: this.config })) ?? {}) }
       : input;
     if (hooks?.beforeWrite) this.values.validate(adjusted, 'beforeWrite');
+    // A limited entity's row counts one unit: refused past the plan's limit, under the limit's lock.
+    if (this.entity.def.limit !== undefined) await admitLimit(ctx, this.entity.def.limit, 1);
     const row = await this.afterWrite(ctx, { op: 'create', row: await this.insert(ctx, adjusted) });
     this.history?.record(ctx, row.id, 'create', { old: {}, new: this.history.snapshot(row) });
     return row;

@@ -98,3 +98,28 @@ export async function evictTenantHosts(ctx: TxContext, hosts: HostDirectory, ten
   await ctx.db.executeQuery(CompiledQuery.raw(EVICT_TENANT_SQL, [tenantId]));
   ctx.afterCommit(() => hosts.evictTenant(tenantId));
 }
+
+/** The operator's override of a tenant's entitlements (framework/entitlements/), or null for none. */
+export interface EntitlementOverrideValue {
+  features?: string[] | null;
+  limits?: Record<string, number | null>;
+}
+
+/** Sets (null: clears) one tenant's entitlement override; false when there is no such tenant. */
+export async function setTenantEntitlements(
+  ctx: TxContext,
+  tenantId: string,
+  override: EntitlementOverrideValue | null,
+): Promise<boolean> {
+  const value = override === null ? null : JSON.stringify(override);
+  const { rows } = await sql<{
+    changed: boolean;
+  }>`select tenant_set_entitlements(${tenantId}::uuid, ${value}::jsonb) as changed`.execute(ctx.db);
+  return rows[0]?.changed === true;
+}
+
+/** One tenant's entitlement override as stored, or null. */
+export async function tenantEntitlements(ctx: TxContext, tenantId: string): Promise<EntitlementOverrideValue | null> {
+  const row = await ctx.db.selectFrom('tenants').select('entitlements').where('id', '=', tenantId).executeTakeFirst();
+  return (row?.entitlements as EntitlementOverrideValue | null | undefined) ?? null;
+}

@@ -26,6 +26,21 @@ export const authModule = defineModule({
       description: "Read and set the web origins whose pages may call the tenant's API with a personal access token",
     },
   ],
+  limits: [
+    {
+      name: 'token.active',
+      unit: 'tokens',
+      description: 'Personal access tokens not yet expired.',
+      use: async (ctx) => {
+        const row = await ctx.db
+          .selectFrom('access_tokens')
+          .select((eb) => eb.fn.countAll<string>().as('n'))
+          .where('expires_at', '>', ctx.now)
+          .executeTakeFirstOrThrow();
+        return Number(row.n);
+      },
+    },
+  ],
   events: [
     'auth.logged_in',
     'auth.logged_out',

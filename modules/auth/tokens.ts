@@ -9,6 +9,7 @@ import type { ListQuery } from '../../framework/query/parse.ts';
 import { refuseTokenCaller } from '../../framework/access/credentials.ts';
 import { checkedPermissions } from './roles.routes.ts';
 import './tokens-table.ts';
+import { admitLimit } from '../../framework/entitlements/limits.ts';
 
 /**
  * Personal access tokens: the operations behind POST/GET /api/v1/auth/tokens and
@@ -92,6 +93,8 @@ export async function createToken(
       },
     );
   }
+  // One more unexpired token: within the plan's token.active, under the limit's lock.
+  await admitLimit(tx, 'token.active', 1);
   const raw = newRawToken();
   const token = await tx.db
     .insertInto('access_tokens')

@@ -5,6 +5,7 @@ import { renewJob } from './renewal.ts';
 import './tables.ts';
 import { registerBillingPages, SUBSCRIPTION_PAGE } from './billing.admin.ts';
 import { billingProblems } from './problems.ts';
+import { entitlementsRoute } from './entitlements.routes.ts';
 
 /**
  * Billing: the operator's price list (plans, global), one subscription per tenant (a singleton
@@ -22,6 +23,7 @@ export const billingModule = defineModule({
   ],
   events: ['billing.subscribed', 'billing.cancelled', 'billing.renewed', 'billing.past_due'],
   entities: [entity(plan), entity(subscription)],
+  routes: [entitlementsRoute],
   jobs: [renewJob],
   admin: {
     label: 'Billing',

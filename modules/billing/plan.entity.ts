@@ -4,6 +4,8 @@ import { WithDefault } from '../../framework/entity/storage.ts';
 import { problem } from '../../framework/errors.ts';
 import { isCurrency } from './currencies.ts';
 import { StringEnum } from '../../framework/entity/string-enum.ts';
+import { checkEntitlementNames } from '../../framework/entitlements/limits.ts';
+import { FeatureName } from '../../framework/entity/event-names.ts';
 
 function checkCurrency(currency: unknown): void {
   if (typeof currency === 'string' && !isCurrency(currency)) {
@@ -40,8 +42,28 @@ export const plan = defineEntity({
     }),
     interval: StringEnum(['month', 'year']),
     features: WithDefault(
-      Type.Array(Type.String({ minLength: 1, maxLength: 100 }), { maxItems: 100, description: 'Feature names.' }),
+      Type.Array(FeatureName({ minLength: 1, maxLength: 100 }), {
+        maxItems: 100,
+        description:
+          'The features the plan grants: names the modules declare (GET /api/v1/billing/entitlements lists them); an unknown name is 422.',
+      }),
       [],
+    ),
+    // Optional with a default: a plan written without limits has none (adding the field is a compatible change).
+    limits: Type.Optional(
+      WithDefault(
+        Type.Record(
+          Type.String({ minLength: 1, maxLength: 100 }),
+          Type.Integer({ minimum: 0, maximum: 9007199254740991 }),
+          {
+            maxProperties: 100,
+            description:
+              'Declared limit → the most a subscriber may hold, e.g. {"user.seats": 5}; a limit not named has no bound. An unknown name is 422.',
+            examples: [{ 'user.seats': 5 }],
+          },
+        ),
+        {},
+      ),
     ),
     active: Type.Boolean({
       description: 'Gates new subscriptions, not existence: subscribers of an inactive plan keep renewing.',
@@ -51,8 +73,9 @@ export const plan = defineEntity({
   sortable: ['code', 'name', 'price'],
   storage: { unique: ['code'] },
   hooks: {
-    async beforeWrite(_ctx, { values }) {
+    async beforeWrite(ctx, { values }) {
       checkCurrency(values.currency);
+      checkEntitlementNames(ctx, values as { features?: string[]; limits?: Record<string, number> });
     },
     async beforeDelete(ctx, { row }) {
       const rows = await ctx.db
@@ -86,7 +109,11 @@ export const plan = defineEntity({
         messages: { pattern: 'Use a three-letter currency in capitals, like EUR.' },
       },
       interval: { label: 'Billed every', hint: 'A month or a year.' },
-      features: { label: 'Features', hint: 'What the plan includes, as customers read it.' },
+      features: { label: 'Features', hint: 'What the plan includes: the features the modules declare.' },
+      limits: {
+        label: 'Limits',
+        hint: 'The most a subscriber may hold of each limit, like 5 seats. Leave one out for no bound.',
+      },
       active: { label: 'On offer', hint: 'Only plans on offer can be chosen. Customers already on a plan keep it.' },
     },
   },

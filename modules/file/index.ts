@@ -5,6 +5,7 @@ import { blobRemoval } from './blob-removal.ts';
 import { fileReconcile } from './reconcile.ts';
 import { FILES_PAGE, registerFilePages } from './files.admin.ts';
 import { fileProblems } from './problems.ts';
+import { usedBytes } from './upload.ts';
 
 /** Uploaded blobs with a record per file (docs/files.md). */
 export const fileModule = defineModule({
@@ -14,6 +15,15 @@ export const fileModule = defineModule({
   permissions: [
     { name: 'file:read', description: 'List and read file records, download their bytes' },
     { name: 'file:manage', description: 'Upload and delete files' },
+  ],
+  features: [{ name: 'file.public_links', description: 'Public files: an upload anyone may download by its link' }],
+  limits: [
+    {
+      name: 'file.storage_bytes',
+      unit: 'bytes',
+      description: 'The bytes of the tenant’s stored files (files.quota_bytes stays the installation’s ceiling).',
+      use: usedBytes,
+    },
   ],
   events: ['file.uploaded', 'file.deleted'],
   routes: fileRoutes,

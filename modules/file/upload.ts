@@ -9,6 +9,7 @@ import { toRecord, Visibility, type FileRecordValue } from './files-table.ts';
 import { isMediaType, MEDIA_TYPE_MAX, sanitiseName } from './names.ts';
 import { watchPartType } from './part-type.ts';
 import { bytesAgree, essence, isRenderable, PlainTextCheck, SNIFF_BYTES } from './sniff.ts';
+import { admitLimit, requireFeature } from '../../framework/entitlements/limits.ts';
 
 /** Added to files.max_bytes to bound the whole form: boundaries, part headers, a long file name. */
 export const ENVELOPE_BYTES = 64 * 1024;
@@ -57,7 +58,7 @@ class Meter extends Transform {
 const tooLarge = (max: number) => problem('FILE_TOO_LARGE', `The file is larger than ${max} bytes (files.max_bytes)`);
 
 /** Bytes of stored files of the transaction's tenant. */
-async function usedBytes(tx: TxContext): Promise<number> {
+export async function usedBytes(tx: TxContext): Promise<number> {
   const row = await tx.db
     .selectFrom('files')
     .select((eb) => eb.fn.coalesce(eb.fn.sum<string>('size'), eb.lit(0)).as('used'))
@@ -143,6 +144,9 @@ export async function uploadFile(
           .execute();
         if ((await usedBytes(tx)) + values.size > quota)
           throw problem('QUOTA_EXCEEDED', "The upload does not fit in the tenant's remaining storage quota");
+        // The plan's share of it: its own lock (per tenant and limit), taken after the quota's.
+        await admitLimit(tx, 'file.storage_bytes', values.size);
+        if (values.visibility === 'public') await requireFeature(tx, 'file.public_links');
         const row = await tx.db.insertInto('files').values(values).returningAll().executeTakeFirstOrThrow();
         tx.publish('file.uploaded', {
           id: row.id,

@@ -6,8 +6,12 @@ import {
   evictTenantHosts,
   removeTenantHost,
   resumeTenant,
+  setTenantEntitlements,
   suspendTenant,
+  tenantEntitlements,
 } from '../../framework/tenancy/control-plane.ts';
+import { EntitlementOverride } from '../../framework/entitlements/schemas.ts';
+import { checkEntitlementNames } from '../../framework/entitlements/limits.ts';
 import { notFound, problem } from '../../framework/errors.ts';
 import { user } from '../user/user.entity.ts';
 import { usersService } from '../user/users-service.ts';
@@ -178,6 +182,46 @@ export const tenantRoutes: readonly AnyRoute[] = [
       await evictTenantHosts(tx, services.hosts, tenant.id);
       tx.publish('tenant.suspended', { id: tenant.id });
       return readTenant(tx, tenant.id);
+    },
+  }),
+  defineRoute({
+    method: 'PUT',
+    url: `${BASE}/:id/entitlements`,
+    operationId: 'tenant-tenant-entitlements-set',
+    summary: "Override a tenant's features or limits",
+    description:
+      'Sets the operator’s override of this tenant’s entitlements (docs/billing.md, "Entitlements"): `features` replaces the plan’s list, each of `limits` replaces the plan’s value (null lifts the limit). It applies from the tenant’s next request. An empty body clears the override. A name no module declares is 422 VALIDATION_FAILED. Answers the override as stored.',
+    tags,
+    access,
+    schema: {
+      params: TenantIdParams,
+      body: EntitlementOverride,
+      response: { 200: answer(EntitlementOverride, 'The override as stored') },
+    },
+    handler: async ({ tx, params, body }) => {
+      const tenant = await readTenant(tx, params.id, { lock: true });
+      checkEntitlementNames(tx, { features: body.features ?? null, limits: body.limits ?? null });
+      const override = {
+        ...(body.features != null ? { features: body.features } : {}),
+        ...(body.limits !== undefined && Object.keys(body.limits).length > 0 ? { limits: body.limits } : {}),
+      };
+      await setTenantEntitlements(tx, tenant.id, Object.keys(override).length > 0 ? override : null);
+      return (await tenantEntitlements(tx, tenant.id)) ?? {};
+    },
+  }),
+  defineRoute({
+    method: 'GET',
+    url: `${BASE}/:id/entitlements`,
+    operationId: 'tenant-tenant-entitlements-read',
+    summary: "Read a tenant's entitlement override",
+    description:
+      'The operator’s override of this tenant’s entitlements as stored (an empty object: none); the tenant itself reads what it is entitled to at GET /api/v1/billing/entitlements.',
+    tags,
+    access,
+    schema: { params: TenantIdParams, response: { 200: answer(EntitlementOverride, 'The override as stored') } },
+    handler: async ({ tx, params }) => {
+      const tenant = await readTenant(tx, params.id);
+      return (await tenantEntitlements(tx, tenant.id)) ?? {};
     },
   }),
   defineRoute({

@@ -16,6 +16,22 @@ export const userModule = defineModule({
       description: 'Invite, create, update, delete users; set their password and roles; deactivate',
     },
   ],
+  limits: [
+    {
+      name: 'user.seats',
+      unit: 'seats',
+      description: 'People who hold a seat: active and invited users (a deactivated one frees it).',
+      use: async (ctx) => {
+        const row = await ctx.db
+          .selectFrom('users')
+          .select((eb) => eb.fn.countAll<string>().as('n'))
+          .where('status', 'in', ['active', 'invited'])
+          .where('deleted_at', 'is', null)
+          .executeTakeFirstOrThrow();
+        return Number(row.n);
+      },
+    },
+  ],
   // The seven user events: the entity's three plus the four of its flows.
   events: [
     'user.created',

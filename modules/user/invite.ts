@@ -3,6 +3,7 @@ import { problem } from '../../framework/errors.ts';
 import type { UserFields } from './user.fields.ts';
 import { checkedRoles } from './roles.ts';
 import { userByEmail, USER_ROW } from './users-query.ts';
+import { admitLimit } from '../../framework/entitlements/limits.ts';
 
 export interface Invitation {
   email: string;
@@ -44,6 +45,8 @@ export async function inviteUser(
   const email = invitation.email.trim();
   const roles = await checkedRoles(ctx, invitation.roles ?? []);
   if (await findUserByEmail(ctx, email)) throw alreadyPresent();
+  // One more seat: within the plan's user.seats, under the limit's lock (10 racing for one seat: one passes).
+  await admitLimit(ctx, 'user.seats', 1);
   let row: UserRow;
   try {
     row = await ctx.db

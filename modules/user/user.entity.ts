@@ -21,6 +21,8 @@ export const user = defineEntity({
   // set-password and deactivate declare where they act; a refusal is 409 INVALID_STATE.
   states: { field: 'status', refusal: 'INVALID_STATE' },
   permissions: { read: 'user:read', write: 'user:manage' },
+  // A user created here is invited: one more of the plan's seats.
+  limit: 'user.seats',
   events: { created: 'user.created', updated: 'user.updated', deleted: 'user.deleted' },
   commands: {
     'set-password': setPassword,

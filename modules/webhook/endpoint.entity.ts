@@ -194,6 +194,9 @@ export const endpoint = defineEntity({
     }),
   },
   permissions: { read: 'webhook:manage', write: 'webhook:manage' },
+  // Endpoints are a feature of the plan, and each new one counts against its limit.
+  feature: 'webhook.endpoints',
+  limit: 'webhook.endpoints',
   createProblems: {
     409: 'The tenant already has webhooks.max_endpoints_per_tenant live endpoints (LIMIT_REACHED; the problem’s limit member gives the number)',
   },

@@ -24,6 +24,25 @@ export const webhookModule = defineModule({
         'Webhook endpoints: create, change, delete, rotate their secret, send test events and read the delivery log',
     },
   ],
+  features: [
+    { name: 'webhook.endpoints', description: 'Webhook endpoints: the tenant’s events pushed to its own URLs' },
+  ],
+  limits: [
+    {
+      name: 'webhook.endpoints',
+      unit: 'endpoints',
+      description: 'Active webhook endpoints (an inactive one does not count).',
+      use: async (ctx) => {
+        const row = await ctx.db
+          .selectFrom('webhook_endpoints')
+          .select((eb) => eb.fn.countAll<string>().as('n'))
+          .where('active', '=', true)
+          .where('deleted_at', 'is', null)
+          .executeTakeFirstOrThrow();
+        return Number(row.n);
+      },
+    },
+  ],
   events: [TEST_REQUESTED, REDELIVERY_REQUESTED, SECRET_ROTATED],
   entities: [entity(endpoint)],
   routes: [...deliveryLogRoutes, ...eventListRoutes],

@@ -419,7 +419,7 @@ describe('Generated pages: forms', () => {
         price: 1000,
         currency: 'EUR',
         interval: 'month',
-        features: ['support'],
+        features: ['webhook.endpoints'],
         active: true,
       });
     expect(plan.status).toBe(201);

@@ -90,7 +90,7 @@ describe.skipIf(!hasChromium)('the subscription page, /admin/billing/subscriptio
         .http()
         .post('/api/v1/billing/plans')
         .set('Cookie', operator)
-        .send({ code, name, price, currency: 'EUR', interval: 'month', features: [`${name} feature`], active });
+        .send({ code, name, price, currency: 'EUR', interval: 'month', features: ['webhook.endpoints'], active });
       expect(res.status, JSON.stringify(res.body)).toBe(201);
       return res.body.id as string;
     };

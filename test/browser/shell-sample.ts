@@ -64,7 +64,7 @@ export async function shellSample(app: TestApp, slug: string, options: { tasks?:
         price,
         currency,
         interval: 'month',
-        features: ['Support by mail', 'Ten people'],
+        features: ['webhook.endpoints', 'file.public_links'],
         active: true,
       });
     expect(res.status, JSON.stringify(res.body)).toBe(201);

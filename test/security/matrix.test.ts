@@ -89,6 +89,43 @@ describe.each(operations.map((op) => [`${op.id} (${op.method} ${op.path}, ${op.a
       }
     });
 
+    rule(op.feature !== undefined)(
+      'a tenant on a plan lacking its feature: 403 FEATURE_NOT_IN_PLAN naming the feature, for the holder of the permission',
+      async () => {
+        const declared = [...world.app.services.registry.features.keys()];
+        for (const t of homeTenants(op, world).filter((home) => !home.ref.isOperator)) {
+          // The operator narrows this tenant's features to all but the operation's, then gives them back.
+          const override = (features: string[] | undefined) =>
+            world.must(
+              {
+                method: 'PUT',
+                host: world.operator.host,
+                path: `/api/v1/tenant/tenants/${t.ref.id}/entitlements`,
+                cookie: world.operator.admin.cookie,
+                json: features ? { features } : {},
+              },
+              200,
+            );
+          await override(declared.filter((f) => f !== op.feature));
+          try {
+            const actor = op.permission ? t.holder.get(op.permission)! : t.admin;
+            const req = validRequest(op, world, t, actor.cookie);
+            const res = await send(req);
+            expectRefusal(
+              req,
+              res,
+              403,
+              'FEATURE_NOT_IN_PLAN',
+              `${actor.label} at ${t.ref.slug} without ${op.feature}`,
+            );
+            expect(res.json?.feature, describeExchange(req, res)).toBe(op.feature);
+          } finally {
+            await override(undefined);
+          }
+        }
+      },
+    );
+
     const rowAccess = pathParams(op).some((p) => pathSource(op, p).rowAccess === 'permission') ? 'permission' : 'owner';
     rule(op.access === 'signedIn' && pathParams(op).length > 0 && rowAccess === 'owner')(
       "another person's row (owner-scoped): 404 NOT_FOUND, as the SPEC says",

@@ -13,6 +13,8 @@ export interface Operation {
   /** 'public', 'optional', 'signedIn' or the permission name. */
   access: string;
   permission: string | undefined;
+  /** The feature the tenant's plan must grant (`x-feature`), when the operation is gated by one. */
+  feature?: string;
   operator: boolean;
   params: Param[];
   body: { contentType: string; schema: TSchema } | undefined;
@@ -36,6 +38,7 @@ interface OpenApi {
       {
         operationId: string;
         'x-access'?: string;
+        'x-feature'?: string;
         security?: Record<string, string[]>[];
         parameters?: { in: string; name: string; required?: boolean; schema: TSchema }[];
         requestBody?: { content: Record<string, { schema: TSchema }> };
@@ -62,6 +65,7 @@ export function readOperations(doc: OpenApi, isOperatorPermission: (p: string) =
         path,
         access: permission ?? access,
         permission,
+        ...(op['x-feature'] ? { feature: op['x-feature'] } : {}),
         operator: permission !== undefined && isOperatorPermission(permission),
         params: (op.parameters ?? [])
           .filter((p) => p.in === 'path' || p.in === 'query')

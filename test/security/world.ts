@@ -159,7 +159,8 @@ export async function buildWorld(prefix: string): Promise<World> {
               price,
               currency: 'EUR',
               interval: 'month',
-              features: ['a'],
+              // Every declared feature: the matrix's tenants may use every route (issue 47 gates some by plan).
+              features: [...registry.features.keys()],
               active: true,
             },
           },

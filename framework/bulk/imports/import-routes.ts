@@ -199,7 +199,7 @@ export function importStatusRoute(registry: ModuleRegistry): RouteDefinition {
   const guardOf = (entity: ResolvedEntity) => {
     let guard = guards.get(entity.names.key);
     if (!guard) {
-      guard = new RouteGuard({ permission: entity.def.permissions.write }, registry);
+      guard = new RouteGuard({ permission: entity.def.permissions.write }, registry, entity.def.feature);
       guards.set(entity.names.key, guard);
     }
     return guard;

@@ -32,7 +32,7 @@ describe('Plan: the operator-owned price list every tenant reads (SPEC Plan, Bil
       price: 900,
       currency: 'JPY',
       interval: 'year',
-      features: ['a', 'b'],
+      features: ['file.public_links', 'webhook.endpoints'],
       active: true,
     });
     expect(plan).toMatchObject({
@@ -41,7 +41,7 @@ describe('Plan: the operator-owned price list every tenant reads (SPEC Plan, Bil
       price: 900,
       currency: 'JPY',
       interval: 'year',
-      features: ['a', 'b'],
+      features: ['file.public_links', 'webhook.endpoints'],
       active: true,
     });
     const listed = await plans().get('/api/v1/billing/plans?sort=code').set('Cookie', world.operator);

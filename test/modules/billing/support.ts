@@ -46,7 +46,7 @@ export async function createPlan(
       price: 1000,
       currency: 'EUR',
       interval: 'month',
-      features: ['api'],
+      features: ['webhook.endpoints'],
       active: true,
       ...fields,
     });

@@ -1,0 +1,58 @@
+import type { Entitlements } from '../contracts/entitlements.ts';
+
+/**
+ * Who gets what (docs/billing.md, "Entitlements"): the plan the tenant's subscription serves in its
+ * current period; with no subscription, a cancelled or ended one, and at the operator tenant,
+ * `billing.default_entitlements`; over either, the operator's override of that one tenant. The
+ * database part is read by the statement that opens the transaction (context/opening.ts), so it is
+ * as fresh as the permissions beside it: no cache.
+ */
+
+/** What the opening statement reads for the tenant: its override, the plan served, whether it is the operator. */
+export interface EntitlementSource {
+  override: { features?: string[]; limits?: Record<string, number | null> } | null;
+  plan: { features: string[]; limits: Record<string, number> } | null;
+  operator: boolean;
+}
+
+/** billing.default_entitlements, as configured. */
+export interface EntitlementDefaults {
+  features: readonly string[];
+  limits: Readonly<Record<string, number>>;
+}
+
+/** Every feature, no limit: an installation that configures no plan. */
+export const EVERYTHING: EntitlementDefaults = { features: ['*'], limits: {} };
+
+/**
+ * The SQL of the tenant's source, one json value, for a tenant given as `tenant` (a uuid parameter
+ * or app_tenant_id()). The subscription counts while it is not cancelled and has not ended (a
+ * subscription set to cancel at the period's end still serves its period); the plan is the one it
+ * serves now, not the one chosen for the next period (pending_plan_id). Row-level security scopes
+ * the subscription to the transaction's tenant as well; plans are global.
+ */
+export function entitlementSourceSql(tenant: string): string {
+  return `(select json_build_object(
+                 'override', t.entitlements,
+                 'operator', t.is_operator,
+                 'plan', (select json_build_object('features', p.features, 'limits', p.limits)
+                            from subscriptions s join plans p on p.id = s.plan_id
+                           where s.tenant_id = ${tenant} and s.deleted_at is null and s.ended_at is null
+                             and s.status <> 'cancelled'))
+          from tenants t where t.id = ${tenant})`;
+}
+
+/** The tenant's entitlements from its source and the installation's defaults. */
+export function resolveEntitlements(
+  source: EntitlementSource | null | undefined,
+  defaults: EntitlementDefaults,
+): Entitlements {
+  const base = source?.plan && !source.operator ? source.plan : defaults;
+  const override = source?.override ?? null;
+  const limits: Record<string, number> = { ...base.limits };
+  for (const [name, value] of Object.entries(override?.limits ?? {})) {
+    if (value === null) delete limits[name];
+    else limits[name] = value;
+  }
+  return { features: new Set(override?.features ?? base.features), limits };
+}
