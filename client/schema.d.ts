@@ -2488,9 +2488,16 @@ export interface components {
             id: string;
             /** @enum {string} */
             interval: "month" | "year";
+            /**
+             * @description Declared limit → the most a subscriber may hold, e.g. {"user.seats": 5}; a limit not named has no bound. An unknown name is 422.
+             * @default {}
+             * @example {
+             *       "user.seats": 5
+             *     }
+             */
             limits: {
                 [key: string]: number;
-            } | null;
+            };
             name: string;
             /** @description In the currency's minor unit (cents for EUR, yen for JPY). */
             price: number;
