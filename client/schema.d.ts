@@ -8292,7 +8292,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Too many streams open: this caller holds live.max_streams_per_caller, or the process live.max_streams (RATE_LIMITED); Retry-After says when to try again */
+            /** @description Too many streams open: this caller holds live.max_streams_per_caller, or the process live.max_streams, or the site's streams hold live.max_filters_per_tenant different filters and this one is new (RATE_LIMITED); Retry-After says when to try again */
             429: {
                 headers: {
                     [name: string]: unknown;
@@ -9867,7 +9867,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Too many streams open: this caller holds live.max_streams_per_caller, or the process live.max_streams (RATE_LIMITED); Retry-After says when to try again */
+            /** @description Too many streams open: this caller holds live.max_streams_per_caller, or the process live.max_streams, or the site's streams hold live.max_filters_per_tenant different filters and this one is new (RATE_LIMITED); Retry-After says when to try again */
             429: {
                 headers: {
                     [name: string]: unknown;
@@ -11732,7 +11732,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Too many streams open: this caller holds live.max_streams_per_caller, or the process live.max_streams (RATE_LIMITED); Retry-After says when to try again */
+            /** @description Too many streams open: this caller holds live.max_streams_per_caller, or the process live.max_streams, or the site's streams hold live.max_filters_per_tenant different filters and this one is new (RATE_LIMITED); Retry-After says when to try again */
             429: {
                 headers: {
                     [name: string]: unknown;
@@ -14972,7 +14972,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Too many streams open: this caller holds live.max_streams_per_caller, or the process live.max_streams (RATE_LIMITED); Retry-After says when to try again */
+            /** @description Too many streams open: this caller holds live.max_streams_per_caller, or the process live.max_streams, or the site's streams hold live.max_filters_per_tenant different filters and this one is new (RATE_LIMITED); Retry-After says when to try again */
             429: {
                 headers: {
                     [name: string]: unknown;
@@ -16622,7 +16622,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Too many streams open: this caller holds live.max_streams_per_caller, or the process live.max_streams (RATE_LIMITED); Retry-After says when to try again */
+            /** @description Too many streams open: this caller holds live.max_streams_per_caller, or the process live.max_streams, or the site's streams hold live.max_filters_per_tenant different filters and this one is new (RATE_LIMITED); Retry-After says when to try again */
             429: {
                 headers: {
                     [name: string]: unknown;
