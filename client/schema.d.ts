@@ -8488,7 +8488,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Too many streams open: this caller holds live.max_streams_per_caller, or the process live.max_streams (RATE_LIMITED); Retry-After says when to try again */
+            /** @description Too many streams open: this caller holds live.max_streams_per_caller, or the process live.max_streams, or the site's streams hold live.max_filters_per_tenant different filters and this one is new (RATE_LIMITED); Retry-After says when to try again */
             429: {
                 headers: {
                     [name: string]: unknown;
@@ -10063,7 +10063,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Too many streams open: this caller holds live.max_streams_per_caller, or the process live.max_streams (RATE_LIMITED); Retry-After says when to try again */
+            /** @description Too many streams open: this caller holds live.max_streams_per_caller, or the process live.max_streams, or the site's streams hold live.max_filters_per_tenant different filters and this one is new (RATE_LIMITED); Retry-After says when to try again */
             429: {
                 headers: {
                     [name: string]: unknown;
@@ -11928,7 +11928,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Too many streams open: this caller holds live.max_streams_per_caller, or the process live.max_streams (RATE_LIMITED); Retry-After says when to try again */
+            /** @description Too many streams open: this caller holds live.max_streams_per_caller, or the process live.max_streams, or the site's streams hold live.max_filters_per_tenant different filters and this one is new (RATE_LIMITED); Retry-After says when to try again */
             429: {
                 headers: {
                     [name: string]: unknown;
@@ -15425,7 +15425,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Too many streams open: this caller holds live.max_streams_per_caller, or the process live.max_streams (RATE_LIMITED); Retry-After says when to try again */
+            /** @description Too many streams open: this caller holds live.max_streams_per_caller, or the process live.max_streams, or the site's streams hold live.max_filters_per_tenant different filters and this one is new (RATE_LIMITED); Retry-After says when to try again */
             429: {
                 headers: {
                     [name: string]: unknown;
@@ -17075,7 +17075,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Too many streams open: this caller holds live.max_streams_per_caller, or the process live.max_streams (RATE_LIMITED); Retry-After says when to try again */
+            /** @description Too many streams open: this caller holds live.max_streams_per_caller, or the process live.max_streams, or the site's streams hold live.max_filters_per_tenant different filters and this one is new (RATE_LIMITED); Retry-After says when to try again */
             429: {
                 headers: {
                     [name: string]: unknown;

@@ -196,6 +196,12 @@ export const ConfigSchema = Type.Object(
         max_streams_per_caller: Type.Integer({ default: 10, minimum: 1, maximum: 1000 }),
         /** Streams one web process holds open; past it 429. */
         max_streams: Type.Integer({ default: 10000, minimum: 1, maximum: 1000000 }),
+        /**
+         * Distinct filters the open streams of one tenant may hold on one web process: each is
+         * evaluated in the tenant's one batch statement, whose parameters PostgreSQL bounds
+         * (65,535; a filter carries at most about 40). Past it a stream with another filter is 429.
+         */
+        max_filters_per_tenant: Type.Integer({ default: 1000, minimum: 1, maximum: 1500 }),
         /** Bytes a stream may have written that its client has not read; past it the stream is dropped. */
         max_buffer_bytes: Type.Integer({ default: 1048576, minimum: 1024, maximum: 268435456 }),
         /** Seconds between two heartbeat comments on a quiet stream. */

@@ -128,6 +128,7 @@ export class LiveHub implements LiveStreams {
     if (!source) throw new Error(`no live list ${list}`);
     if (!this.parsers || this.stopped) throw problem('NOT_READY', 'This process does not serve streams');
     const asked = streamQuery(tx, source, query);
+    if (asked.filter) this.admitFilter(tx.tenant.id, `${source.key}|${asked.filter.key}`);
     const session = tx.session;
     // The stream route's guard admitted a caller holding the list's read permission before this runs.
     if (!session) throw new Error('a stream opens for a signed-in caller only');
@@ -186,6 +187,23 @@ export class LiveHub implements LiveStreams {
     this.timers = [];
     for (const group of this.tenants.values()) for (const stream of group.streams) stream.sse.close();
     await Promise.allSettled([...this.running]);
+  }
+
+  /**
+   * Refuses a filter none of the tenant's open streams holds once they hold live.max_filters_per_tenant
+   * distinct ones: the tenant's batch statement evaluates each, and its parameters are bounded.
+   */
+  private admitFilter(tenantId: string, wanted: string): void {
+    const max = this.options.config.max_filters_per_tenant;
+    const held = new Set<string>();
+    for (const stream of this.tenants.get(tenantId)?.streams ?? [])
+      if (stream.filter && !stream.sse.isClosed) held.add(`${stream.source.key}|${stream.filter.key}`);
+    if (held.size < max || held.has(wanted)) return;
+    throw problem(
+      'RATE_LIMITED',
+      `The streams open on this site hold as many different filters as they may (${max}); follow with a filter already followed, or try again shortly`,
+      { extensions: { retryAfterSeconds: CALLER_FULL_RETRY_SECONDS } },
+    );
   }
 
   /** Takes a place for a new stream of the caller (key: tenant and caller); the function gives it back, once. */

@@ -36,7 +36,7 @@ export function streamRoute(source: LiveSource): AnyRoute {
     tags: [...source.tags],
     access: source.access,
     problems: {
-      429: 'Too many streams open: this caller holds live.max_streams_per_caller, or the process live.max_streams (RATE_LIMITED); Retry-After says when to try again',
+      429: "Too many streams open: this caller holds live.max_streams_per_caller, or the process live.max_streams, or the site's streams hold live.max_filters_per_tenant different filters and this one is new (RATE_LIMITED); Retry-After says when to try again",
     },
     schema: {
       headers: StreamHeaders,

@@ -37,7 +37,13 @@ function watchBatches(pool: pg.Pool): void {
 }
 
 beforeAll(async () => {
-  app = await startTestApp({ role: 'all', startWorker: true, config: testConfig({ live: { recheck_seconds: 30 } }) });
+  // Six different filters per tenant: the tests below hold at most five open at once in each tenant
+  // but the one that reaches the limit.
+  app = await startTestApp({
+    role: 'all',
+    startWorker: true,
+    config: testConfig({ live: { recheck_seconds: 30, max_filters_per_tenant: 6 } }),
+  });
   tenant = await createCustomer(app, 'filters', HOST);
   base = await app.web!.listen({ port: 0, host: '127.0.0.1' });
   watchBatches(app.services.db.pool);
@@ -202,6 +208,25 @@ describe('refused before the stream starts', () => {
     expect(client.headers['content-type']).toMatch(/^application\/problem\+json/);
     expect(client.problem?.code).toBe('VALIDATION_FAILED');
     expect(JSON.stringify(client.problem)).toContain(parameter);
+  });
+
+  it('429 RATE_LIMITED with Retry-After past live.max_filters_per_tenant different filters, while a held one still opens', async () => {
+    const host = 'many-filters.localhost';
+    const own = await createCustomer(app, 'many-filters', host);
+    const members = [await signInAs(app, own, ['task:read']), await signInAs(app, own, ['task:read'])];
+    for (let i = 0; i < 6; i++) {
+      const client = await follow(members[i % 2]!, `${TASKS}/stream?title=contains.t${i}`, host);
+      expect(client.status).toBe(200);
+    }
+    // The batches know the streams once their opening has committed.
+    await new Promise((r) => setTimeout(r, 300));
+    const refused = await follow(members[0]!, `${TASKS}/stream?title=contains.t6`, host);
+    expect(refused.status).toBe(429);
+    expect(refused.problem?.code).toBe('RATE_LIMITED');
+    expect(Number(refused.headers['retry-after'])).toBeGreaterThan(0);
+    expect((await follow(members[1]!, `${TASKS}/stream?title=contains.t0`, host)).status).toBe(200);
+    // Without a filter nothing is evaluated: always admitted.
+    expect((await follow(members[1]!, `${TASKS}/stream`, host)).status).toBe(200);
   });
 
   it('403 AUTH_FORBIDDEN for a filter through a reference the caller may not read', async () => {
