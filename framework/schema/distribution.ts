@@ -307,9 +307,13 @@ export function distributionPlan(catalog: Catalog): DistributionPlan {
         ? `select create_distributed_table(${quote(t)}, 'tenant_id');`
         : `select create_distributed_table(${quote(t)}, 'tenant_id', colocate_with => ${quote(anchor!)});`,
     ),
-    coordinator: catalog.tables
-      .filter((t) => placementOf(t) === 'coordinator')
-      .map((t) => ({ table: t.name, why: (GLOBAL_TABLES[t.name] ?? GLOBAL_SCHEMAS[t.schema])!.why })),
+    coordinator: [
+      ...catalog.tables
+        .filter((t) => placementOf(t) === 'coordinator' && !GLOBAL_SCHEMAS[t.schema])
+        .map((t) => ({ table: t.name, why: GLOBAL_TABLES[t.name]!.why })),
+      // A schema as one line: pg-boss's, made by the worker at its first start.
+      ...Object.entries(GLOBAL_SCHEMAS).map(([schema, { why }]) => ({ table: `${schema}.*`, why })),
+    ],
   };
 }
 
