@@ -19,7 +19,7 @@ select t.relname as table_name, c.conname as name, c.contype as kind,
  order by t.relname, c.conname`;
 
 const INDEXES = `
-select t.relname as table_name, i.relname as name, x.indisunique as unique,
+select t.relname as table_name, i.relname as name, x.indisunique as unique, x.indisprimary as primary,
        array(select pg_get_indexdef(x.indexrelid, k, true) from generate_series(1, x.indnkeyatts) k order by k) as keys,
        pg_get_expr(x.indpred, x.indrelid, true) as predicate
   from pg_index x
@@ -43,6 +43,7 @@ interface IndexRow {
   table_name: string;
   name: string;
   unique: boolean;
+  primary: boolean;
   keys: string[];
   predicate: string | null;
 }
@@ -94,7 +95,13 @@ export async function loadActualTables(pool: pg.Pool, names: readonly string[]):
       .map((c) => ({ name: c.name, columns: c.columns, table: c.ref_table ?? '', refColumns: c.ref_columns }));
     const tableIndexes: ActualIndex[] = indexes.rows
       .filter((i) => i.table_name === name)
-      .map((i) => ({ name: i.name, unique: i.unique, keys: i.keys, where: i.predicate }));
+      .map((i) => ({
+        name: i.name,
+        unique: i.unique,
+        keys: i.keys,
+        where: i.predicate,
+        ...(i.primary ? { primary: true } : {}),
+      }));
     result.set(name, {
       name,
       columns,

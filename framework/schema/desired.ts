@@ -68,6 +68,7 @@ function uniqueKey(entry: UniqueField<TProperties>): { field: string; lowerCase:
  * ended by id, partial on live rows where deletes are soft. Its references' foreign keys name their
  * targets among `entities` (the installation's): composite `(tenant_id, column) → (tenant_id, id)`
  * between tenant-owned tables, and a table another names so has its `(tenant_id, id)` unique key.
+ * A tenant-owned table's primary key is `(tenant_id, id)`, a global one's `(id)`.
  */
 export function desiredTable(def: AnyEntity, entities: readonly AnyEntity[] = [def]): TableSpec {
   const resolved = resolveEntity(def);
@@ -79,7 +80,9 @@ export function desiredTable(def: AnyEntity, entities: readonly AnyEntity[] = [d
       type: { sql: 'uuid', catalog: 'uuid' },
       notNull: true,
       defaultExpr: 'gen_random_uuid()',
-      primaryKey: true,
+      // A tenant table's key carries tenant_id (primaryKey on the table): a key of id alone
+      // could not be enforced were the table distributed by tenant (docs/operations.md).
+      ...(shape.tenantScoped ? {} : { primaryKey: true }),
     },
   ];
   if (shape.tenantScoped)
@@ -158,6 +161,7 @@ export function desiredTable(def: AnyEntity, entities: readonly AnyEntity[] = [d
     indexes,
     sorts,
     publicRead: def.publicRead !== undefined,
+    primaryKey: shape.tenantScoped ? ['tenant_id', 'id'] : ['id'],
     foreignKeys,
     ...(referencedWithinTenant(def, entities) ? { tenantRowKey: tenantRowKeyName(table) } : {}),
   };

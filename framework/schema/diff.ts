@@ -34,6 +34,7 @@ export type Change = Base &
     | { kind: 'replace-check'; column: ColumnSpec; constraint: string | undefined; added: Values; removed: Values }
     | { kind: 'drop-check'; column: string; constraint: string }
     | { kind: 'add-tenant-row-key'; constraint: string }
+    | { kind: 'tenant-primary-key'; constraint: string }
     | { kind: 'replace-foreign-key'; key: ForeignKeySpec; drop: readonly string[] }
     | { kind: 'drop-foreign-key'; column: string; constraint: string }
     | { kind: 'make-tenant-table' }
@@ -315,6 +316,10 @@ export function diffTables(
     changes.push(...added, ...altered, ...dropped);
     if (spec.tenantScoped && hasTenant && !table.rowSecurity && table.policies === 0)
       changes.push({ ...at, kind: 'make-tenant-table' });
+    // A tenant table keyed by id alone (made before keys carried the tenant): the key gains tenant_id.
+    const primary = table.indexes.find((index) => index.primary);
+    if (spec.tenantScoped && hasTenant && primary && !primary.keys.includes('tenant_id'))
+      changes.push({ ...at, kind: 'tenant-primary-key', constraint: primary.name });
     if (spec.tenantRowKey && hasTenant && !hasTenantRowKey(table))
       changes.push({ ...at, kind: 'add-tenant-row-key', constraint: freeName(spec.tenantRowKey, taken) });
     // After every table's own changes: a key may name a table this migration creates or gives its unique key.

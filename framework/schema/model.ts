@@ -59,6 +59,8 @@ export interface TableSpec {
   sorts: readonly string[];
   /** A public read: the table needs watch_public_read's trigger. */
   publicRead: boolean;
+  /** `[tenant_id, id]` for a tenant-owned table (a table constraint), `[id]` for a global one (on the column). */
+  primaryKey: readonly string[];
   foreignKeys: readonly ForeignKeySpec[];
   /** Another table names its rows by `(tenant_id, id)`: the unique constraint of that name, or none. */
   tenantRowKey?: string;
@@ -77,6 +79,8 @@ export interface ActualColumn {
 export interface ActualIndex {
   name: string;
   unique: boolean;
+  /** The primary key's index. */
+  primary?: boolean;
   keys: readonly string[];
   where: string | null;
 }

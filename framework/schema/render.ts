@@ -75,7 +75,10 @@ function describeShape(spec: TableSpec): string {
 function createTable(spec: TableSpec): string[] {
   const lines = [`-- ${spec.entity} (${describeShape(spec)})`, `create table ${spec.table} (`];
   const parts = spec.columns.map((c) => `  ${columnDefinition(c)}`);
-  if (spec.tenantRowKey) parts.push(`  constraint ${spec.tenantRowKey} unique (tenant_id, id)`);
+  const tenantKey = spec.primaryKey.length > 1;
+  if (tenantKey) parts.push(`  primary key (${spec.primaryKey.join(', ')})`);
+  // Other tables name its rows by (tenant_id, id): the primary key is that key already.
+  else if (spec.tenantRowKey) parts.push(`  constraint ${spec.tenantRowKey} unique (tenant_id, id)`);
   parts.push(...spec.foreignKeys.map((key) => `  ${foreignKeyDefinition(key)}`));
   lines.push(parts.join(',\n'));
   lines.push(');');
@@ -131,6 +134,11 @@ function changeLines(change: Change): string[] {
       return [`alter table ${t} drop constraint ${change.constraint};`];
     case 'add-tenant-row-key':
       return [tenantRowKeyComment, `alter table ${t} add constraint ${change.constraint} unique (tenant_id, id);`];
+    case 'tenant-primary-key':
+      return [
+        '-- The primary key carries tenant_id, as every tenant table\'s does (docs/operations.md, "Past one PostgreSQL").',
+        `alter table ${t} drop constraint ${change.constraint}, add constraint ${t}_pkey primary key (tenant_id, id);`,
+      ];
     case 'replace-foreign-key':
       return [
         foreignKeyComment(change.key),

@@ -16,9 +16,17 @@ import { runMigrations, type MigrationSource } from '../../framework/db/migrate.
  * tenant's user. A row already naming another tenant's user stops the upgrade, naming its key.
  */
 const ADDED: Readonly<Record<string, readonly string[]>> = {
-  content: ['0004_author_within_tenant.sql'],
-  task: ['0003_assignee_within_tenant.sql'],
-  testkit: ['0008_memo_owner_within_tenant.sql'],
+  // And what came after (issue 49's keys carrying tenant_id): content/0005 stands in for 0004 on
+  // a database that had not run it, so the previous head is before both.
+  framework: ['0016_tenant_primary_keys.sql'],
+  auth: ['0007_tenant_primary_keys.sql'],
+  billing: ['0003_tenant_primary_keys.sql'],
+  content: ['0004_author_within_tenant.sql', '0005_tenant_primary_key.sql'],
+  file: ['0003_tenant_primary_keys.sql'],
+  notification: ['0005_tenant_primary_keys.sql'],
+  task: ['0003_assignee_within_tenant.sql', '0004_tenant_primary_keys.sql'],
+  webhook: ['0005_tenant_primary_keys.sql'],
+  testkit: ['0008_memo_owner_within_tenant.sql', '0009_tenant_primary_keys.sql'],
 };
 
 const SOURCES = migrationSources([...allModules, testkitModule]);
@@ -114,10 +122,19 @@ describe('upgrading a database migrated at the previous head', () => {
       await asTenant(pool, acme, `delete from contents where slug = 'x'`);
 
       const applied = await runMigrations(pool, SOURCES);
+      // content/0005 (issue 49) stands in for 0004 where it had not run, and does its work.
       expect(applied.map((m) => `${m.owner}/${m.name}`).sort()).toEqual([
-        'content/0004_author_within_tenant.sql',
+        'auth/0007_tenant_primary_keys.sql',
+        'billing/0003_tenant_primary_keys.sql',
+        'content/0005_tenant_primary_key.sql',
+        'file/0003_tenant_primary_keys.sql',
+        'framework/0016_tenant_primary_keys.sql',
+        'notification/0005_tenant_primary_keys.sql',
         'task/0003_assignee_within_tenant.sql',
+        'task/0004_tenant_primary_keys.sql',
         'testkit/0008_memo_owner_within_tenant.sql',
+        'testkit/0009_tenant_primary_keys.sql',
+        'webhook/0005_tenant_primary_keys.sql',
       ]);
       expect(await keysOf(pool)).toEqual([
         { name: 'contents_author_fkey', definition: 'FOREIGN KEY (tenant_id, author) REFERENCES users(tenant_id, id)' },
@@ -167,7 +184,8 @@ describe('upgrading a database migrated at the previous head', () => {
         () => '',
         (err: Error) => err.message,
       );
-      expect(failed).toMatch(/^migration content\/0004_author_within_tenant\.sql failed: .*contents_author_fkey/);
+      // content/0005 does 0004's work where it had not run (issue 49), so it is the file that stops.
+      expect(failed).toMatch(/^migration content\/0005_tenant_primary_key\.sql failed: .*contents_author_fkey/);
       // The file is rolled back whole: the content keeps its old key until a person fixes the row.
       expect((await keysOf(pool)).find((key) => key.name === 'contents_author_fkey')).toEqual({
         name: 'contents_author_fkey',

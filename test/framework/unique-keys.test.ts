@@ -51,9 +51,10 @@ describe('unique keys: every one is declared with the field it protects', () => 
     const byUniqueCodes = new Set(
       app.services.registry.entities.flatMap((e) => Object.values(e.def.uniqueCodes ?? {}).map((rule) => rule!.index)),
     );
-    // A primary key over a generated id alone needs no declaration (no request sends one); any other key does.
+    // A primary key over a generated id needs no declaration (no request sends one), alone or, on a
+    // tenant table, behind its tenant_id (issue 49: every tenant table's key carries it); any other key does.
     const generatedId = (k: (typeof keys)[number]) =>
-      k.primary && k.name === `${k.table}_pkey` && k.columns.join() === 'id';
+      k.primary && k.name === `${k.table}_pkey` && ['id', 'id,tenant_id'].includes([...k.columns].sort().join());
     const undeclared = keys
       .filter((k) => !declaredUniqueKeys().has(k.name) && !byUniqueCodes.has(k.name) && !generatedId(k))
       .map((k) => `${k.table}.${k.name} (${k.columns})`);
