@@ -117,7 +117,7 @@ export function registerHistoryPages(pages: EntityPages): void {
     schema: { params: entity.schemas.idParams, querystring: HistoryQuery },
     handler: async (ctx) => {
       const row = await pages.readRow(ctx);
-      const query = ctx.query as { after?: string; limit?: number };
+      const query = ctx.query;
       const page = await historyPage(pages, ctx, row, {
         limit: 20,
         offset: 0,
@@ -174,7 +174,7 @@ export function registerHistoryPages(pages: EntityPages): void {
     ...(restore.publishes ? { publishes: restore.publishes } : {}),
     handler: async (ctx) => {
       requireForm(ctx.request);
-      const revision = (ctx.query as { revision: string }).revision;
+      const revision = ctx.query.revision;
       const outcome = (await run(restore, ctx, { params: ctx.params, body: { revision } })) as { row: Row };
       return done(ctx, pages.href(outcome.row.id));
     },

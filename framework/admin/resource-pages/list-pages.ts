@@ -1,8 +1,8 @@
 import Type, { type TSchema } from 'typebox';
-import { SEARCH_MAX_LENGTH, type PageQuery, type Page } from '../../operations/paging.ts';
+import { SEARCH_MAX_LENGTH, type Page } from '../../operations/paging.ts';
 import { runApiRoute as run } from '../api-route.ts';
 import { registerAdminPage, type AdminPageContext } from '../page.ts';
-import { newestFirst } from '../list-query.ts';
+import { newestFirst, pagingOf } from '../list-query.ts';
 import { renderTemplate } from '../render.ts';
 import { listColumns, listModel } from './list-model.ts';
 import { linkReferenceCells } from './references.ts';
@@ -18,7 +18,7 @@ export function registerListPages(pages: EntityPages): void {
     // An emptied search box sends q=: the whole list, as without q.
     const query = typeof q === 'string' && q !== '' ? { ...rest, q } : rest;
     const page = (await run(api.list, ctx, { query })) as Page<Row>;
-    const model = listModel(entity, base, query as unknown as PageQuery, page, titleField, pages, ctx.tx.now);
+    const model = listModel(entity, base, pagingOf(query), page, titleField, pages, ctx.tx.now);
     await linkReferenceCells(ctx, entity, listColumns(entity, titleField), page.items, model.table);
     const rows = renderTemplate('./admin/generated/rows', model);
     if (fragmentOnly) return rows;
