@@ -35,6 +35,7 @@ export { generatedResources } from './resource-pages/resource-pages.ts';
 // (docs/module-authoring.md, "Admin pages and sidebar entries"): a list's query and paging, a
 // form's token, its refusal beside its fields, its post/redirect/get, and a confirmation page.
 export { ADMIN_LIST_SORT, newestFirst, pagingOf } from './list-query.ts';
+export { ListFilters, entityPicker, type FilterPreset, type FilterPicker } from './list-filters.ts';
 export { pageQuerySchema, type Page, type PageQuery } from '../operations/page-query.ts';
 export { FORM_TOKEN_FIELD } from '../access/form-token.ts';
 export {
