@@ -31,8 +31,25 @@ export { apiRoute, runApiRoute } from './api-route.ts';
 export { registerAdminEffectPage, type AdminEffectPageDefinition, type EffectInput } from './effect-page.ts';
 export { PAGE_TOOLS_URL } from './page-tools.ts';
 export { generatedResources } from './resource-pages/resource-pages.ts';
-export { ADMIN_LIST_SORT, newestFirst } from './list-query.ts';
+// What a hand-written page needs beside registerAdminPage, the helpers the generated pages use
+// (docs/module-authoring.md, "Admin pages and sidebar entries"): a list's query and paging, a
+// form's token, its refusal beside its fields, its post/redirect/get, and a confirmation page.
+export { ADMIN_LIST_SORT, newestFirst, pagingOf } from './list-query.ts';
 export { ListFilters, entityPicker, type FilterPreset, type FilterPicker } from './list-filters.ts';
+export { pageQuerySchema, type Page, type PageQuery } from '../operations/page-query.ts';
+export { FORM_TOKEN_FIELD } from '../access/form-token.ts';
+export {
+  bodyChecker,
+  describer,
+  done,
+  errorsOf,
+  formProblem,
+  requireForm,
+  type FieldDescriber,
+  type FormErrors,
+} from './resource-pages/form-posts.ts';
+export { renderConfirmPage, type Confirmation } from './resource-pages/confirm-page.ts';
+export type { AdminPageSchema, PageParams, PageQueryOf, Validated } from './page.ts';
 export { eventCatalog } from './resource-pages/choice-fields.ts';
 
 /** The framework's own sidebar entries: the tenant's activity (framework/admin/pages/activity.ts), for those with audit:read. */

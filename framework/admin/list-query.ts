@@ -1,5 +1,6 @@
 import Type, { type TSchema } from 'typebox';
 import { WithDefault } from '../entity/storage.ts';
+import type { PageQuery } from '../contracts/operations.ts';
 
 /**
  * The order an admin list opens in: the newest first, so what was just made is on page 1. The
@@ -19,4 +20,23 @@ export function newestFirst(listQuery: TSchema): TSchema {
     { ...object.properties, sort: WithDefault(sort, ADMIN_LIST_SORT as never) },
     { additionalProperties: object.additionalProperties ?? false },
   );
+}
+
+/**
+ * The paging part of a list page's validated query, for a list whose query schema is built at
+ * boot (a generated list, a QueryList's), whose type the compiler cannot see: limit, offset and
+ * sort are there, the schema having declared their defaults. A page whose schema lacks them is a
+ * mistake of its author, refused at its first request.
+ */
+export function pagingOf(query: Readonly<Record<string, unknown>>): PageQuery {
+  const { limit, offset, sort, after, q } = query;
+  if (typeof limit !== 'number' || typeof offset !== 'number' || typeof sort !== 'string')
+    throw new Error('pagingOf: the page’s query schema declares no paging (limit, offset, sort with their defaults)');
+  return {
+    limit,
+    offset,
+    sort,
+    ...(typeof after === 'string' ? { after } : {}),
+    ...(typeof q === 'string' ? { q } : {}),
+  };
 }

@@ -78,8 +78,7 @@ export function registerLoginPage(site: AdminSite): void {
     summary: 'Sign-in page',
     access: 'public',
     schema: { querystring: Type.Object({ next: Type.Optional(Type.String({ maxLength: 2000 })) }) },
-    handler: (ctx) =>
-      renderLoginPage(ctx.request, ctx.reply, ctx.services, { next: ctx.query.next as string | undefined }),
+    handler: (ctx) => renderLoginPage(ctx.request, ctx.reply, ctx.services, { next: ctx.query.next }),
   });
 }
 

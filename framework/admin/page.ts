@@ -2,7 +2,14 @@ import type { FastifyReply, FastifyRequest } from 'fastify';
 import type { RouteDefinition } from '../entity/define.ts';
 import type { TxContext } from '../context/tx.ts';
 import type { Services } from '../services.ts';
-import type { AdminPageContext, AdminPageDefinition, AdminSite } from '../contracts/admin.ts';
+import type {
+  AdminPageContext,
+  AdminPageDefinition,
+  AdminPageSchema,
+  AdminSite,
+  PageParams,
+  PageQueryOf,
+} from '../contracts/admin.ts';
 import { registerRoute } from '../http/register-route.ts';
 import { HtmlPage } from './html.ts';
 import { renderAdminPage } from './shell.ts';
@@ -13,8 +20,12 @@ export type {
   AdminErrorRenderer,
   AdminPageContext,
   AdminPageDefinition,
+  AdminPageSchema,
   AdminPagesRegistrar,
   AdminSite,
+  PageParams,
+  PageQueryOf,
+  Validated,
 } from '../contracts/admin.ts';
 
 const operationIdOf = (method: string, path: string) =>
@@ -30,7 +41,10 @@ const operationIdOf = (method: string, path: string) =>
  * (http/register-route.ts): the same operator check, cross-site rule, CSRF form token (POSTs are
  * form targets), guard and tenant transaction. The page is hidden from OpenAPI.
  */
-export function registerAdminPage(site: AdminSite, page: AdminPageDefinition): void {
+export function registerAdminPage<const S extends AdminPageSchema = Record<never, never>>(
+  site: AdminSite,
+  page: AdminPageDefinition<S>,
+): void {
   const method = page.method ?? 'GET';
   const prefix = site.app.prefix;
   if (!page.path.startsWith(prefix)) throw new Error(`admin page ${page.path} lies outside ${prefix}`);
@@ -57,7 +71,8 @@ export function registerAdminPage(site: AdminSite, page: AdminPageDefinition): v
     },
     handler: async ({ tx, request, reply, services, params, query, body }) => {
       const ctx = pageContext(site, { tx, request, reply, services, params, query, body });
-      return page.handler(ctx);
+      // The route validated params and query against the page's schemas (defaults filled in) before this ran.
+      return page.handler(ctx as AdminPageContext<PageParams<S>, PageQueryOf<S>>);
     },
   };
   registerRoute(site.app, site.services, route);
@@ -83,8 +98,8 @@ export function pageContext(
     request,
     reply,
     services,
-    params: (base.params ?? {}) as Record<string, string>,
-    query: (base.query ?? {}) as Record<string, unknown>,
+    params: (base.params ?? {}) as Readonly<Record<string, string>>,
+    query: (base.query ?? {}) as Readonly<Record<string, unknown>>,
     body: (typeof base.body === 'object' && base.body !== null ? base.body : {}) as Record<string, unknown>,
     render: (view) => renderAdminPage(site, ctx, view),
     redirect: (location) => {

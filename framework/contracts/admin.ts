@@ -1,5 +1,5 @@
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
-import type { TSchema } from 'typebox';
+import type { Static, TObject, TProperties, TSchema } from 'typebox';
 import type { Access } from '../entity/route-definition.ts';
 import type { Problem } from './problems.ts';
 import type { Services } from './services.ts';
@@ -31,14 +31,57 @@ export interface AdminSite {
 /** Registers hand-written admin pages on the site (registerAdminPage), once, at startup: the framework's fixed pages and each module's `admin.pages`. */
 export type AdminPagesRegistrar = (site: AdminSite) => void;
 
-/** What a page handler receives: the route's context (inside the guarded transaction) plus the shell's helpers. */
-export interface AdminPageContext {
+/** The properties of an object schema that declare a default (WithDefault): validation fills them in. */
+type DefaultedKeys<P extends TProperties> = { [K in keyof P]: P[K] extends { default: unknown } ? K : never }[keyof P];
+
+/**
+ * A schema's value as a handler receives it once validated: its static type, with every property
+ * whose schema declares a default present. A schema typed only as TSchema (built at boot from
+ * declarations the compiler cannot see) gives a record of unknown values, to be narrowed.
+ */
+export type Validated<S extends TSchema> =
+  unknown extends Static<S>
+    ? Readonly<Record<string, unknown>>
+    : S extends TObject<infer P extends TProperties>
+      ? Static<TObject<Declared<P>>> & { [K in DefaultedKeys<Declared<P>>]-?: Static<Declared<P>[K]> }
+      : Static<S>;
+
+/**
+ * The properties as declared, a property the schema has only under a condition (`...(searchable ?
+ * { q } : {})`) included: its schema, whose own Optional says the key may be absent.
+ */
+type Declared<P extends TProperties> = { [K in keyof P]-?: Exclude<P[K], undefined> };
+
+/** A page's schemas: its path's parameters and its query string. */
+export interface AdminPageSchema {
+  params?: TSchema;
+  querystring?: TSchema;
+}
+
+/** The params a page's handler reads: its params schema's value; a page without one reads none. */
+export type PageParams<S extends AdminPageSchema> = S['params'] extends TSchema ? Validated<S['params']> : NoValues;
+/** The query a page's handler reads: its querystring schema's value; a page without one reads none. */
+export type PageQueryOf<S extends AdminPageSchema> = S['querystring'] extends TSchema
+  ? Validated<S['querystring']>
+  : NoValues;
+/** Nothing to read: a page that declares no schema for its params (or query) reads none of them. */
+export type NoValues = Readonly<Record<never, never>>;
+
+/**
+ * What a page handler receives: the route's context (inside the guarded transaction) plus the
+ * shell's helpers. `params` and `query` are typed from the page's schemas (AdminPageDefinition);
+ * the defaults are the loose shapes an error renderer sees, whose request may have failed validation.
+ */
+export interface AdminPageContext<
+  Params = Readonly<Record<string, string>>,
+  Query = Readonly<Record<string, unknown>>,
+> {
   tx: TxContext;
   request: FastifyRequest;
   reply: FastifyReply;
   services: Services;
-  params: Record<string, string>;
-  query: Record<string, unknown>;
+  params: Params;
+  query: Query;
   /** A POST's form fields as posted (the CSRF field already checked and removed). */
   body: Record<string, unknown>;
   /** The page in the layout (sidebar, badge, sign-out); an htmx request for a part gets `view.fragment` alone. */
@@ -54,11 +97,16 @@ export interface AdminPageContext {
 /**
  * Re-renders a page after its handler threw a problem, in a fresh guarded transaction (the failed
  * one rolled back): e.g. the form again, with the problem's errors beside their fields. Null: the
- * shell's error page instead.
+ * shell's error page instead. Its context's params and query are as sent (loosely typed): the
+ * problem may be their own refusal.
  */
 export type AdminErrorRenderer = (ctx: AdminPageContext, problem: Problem) => Promise<string | null>;
 
-export interface AdminPageDefinition {
+/**
+ * One hand-written page. Its handler's `params` and `query` are typed from `schema` (TypeBox), with
+ * the defaults the schema declares filled in: a key the schema lacks does not compile.
+ */
+export interface AdminPageDefinition<S extends AdminPageSchema = AdminPageSchema> {
   method?: 'GET' | 'POST';
   /** The full path, starting /admin (fastify parameters allowed: /admin/x/:id). */
   path: string;
@@ -66,10 +114,10 @@ export interface AdminPageDefinition {
   access: Access;
   /** One line, for logs and the route's summary. */
   summary: string;
-  schema?: { params?: TSchema; querystring?: TSchema };
+  schema?: S;
   /** Events the page's work may publish (the API route's list, when it runs the API route's work). */
   publishes?: readonly string[];
-  handler(ctx: AdminPageContext): Promise<string>;
+  handler(ctx: AdminPageContext<PageParams<S>, PageQueryOf<S>>): Promise<string>;
   /** Renders the page again after the handler threw (e.g. a form with inline errors); default: the error page. */
   onError?: AdminErrorRenderer;
 }

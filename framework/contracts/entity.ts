@@ -1,4 +1,4 @@
-import type { TSchema } from 'typebox';
+import type { TObject, TSchema, TString } from 'typebox';
 import type { AnyEntity, DeleteMode, EntityScope } from '../entity/entity-definition.ts';
 
 /**
@@ -78,7 +78,8 @@ export interface ResolvedEntity {
     listQuery: TSchema;
     /** A read by id's parameters: fields and expand. */
     readQuery: TSchema;
-    idParams: TSchema;
+    /** A record's path parameters: its id (typed, so the generated pages read `params.id`). */
+    idParams: TObject<{ id: TString }>;
     /** Any subset of the fields (optional ones nullable), closed: what a command or hook may store. */
     changes: TSchema;
   };

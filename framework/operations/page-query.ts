@@ -1,4 +1,5 @@
 import Type, { type TSchema } from 'typebox';
+import { WithDefault } from '../entity/storage.ts';
 import { named, nameOf } from '../openapi/schema-name.ts';
 import { pageSchemaName } from '../entity/names.ts';
 import { StringEnum } from '../entity/string-enum.ts';
@@ -34,29 +35,32 @@ export function pageQuerySchema(options: {
   const sortValues = options.sorts.flatMap((s) => [s, `-${s}`]);
   return Type.Object(
     {
+      // The defaults are declared with WithDefault, so the schema's type says a validated query has them.
       limit: Type.Optional(
-        Type.Integer({
-          minimum: 1,
-          maximum: PAGE_LIMIT_MAX,
-          default: PAGE_LIMIT_DEFAULT,
-          description: `Page size, 1 to ${PAGE_LIMIT_MAX}.`,
-        }),
+        WithDefault(
+          Type.Integer({ minimum: 1, maximum: PAGE_LIMIT_MAX, description: `Page size, 1 to ${PAGE_LIMIT_MAX}.` }),
+          PAGE_LIMIT_DEFAULT,
+        ),
       ),
       offset: Type.Optional(
-        Type.Integer({
-          minimum: 0,
-          maximum: OFFSET_MAX,
-          default: 0,
-          description: `Rows to skip, 0 to ${OFFSET_MAX}. Deeper pages are reached with after=<next>, which costs the same on every page; offset and after do not combine.`,
-        }),
+        WithDefault(
+          Type.Integer({
+            minimum: 0,
+            maximum: OFFSET_MAX,
+            description: `Rows to skip, 0 to ${OFFSET_MAX}. Deeper pages are reached with after=<next>, which costs the same on every page; offset and after do not combine.`,
+          }),
+          0,
+        ),
       ),
       sort: Type.Optional(
-        StringEnum(sortValues, {
-          default: options.defaultSort,
-          description:
-            options.sortDescription ??
-            'Field to sort by; a leading "-" sorts descending. Ties break on id, in the same direction.',
-        }),
+        WithDefault(
+          StringEnum(sortValues, {
+            description:
+              options.sortDescription ??
+              'Field to sort by; a leading "-" sorts descending. Ties break on id, in the same direction.',
+          }),
+          options.defaultSort,
+        ),
       ),
       after: Type.Optional(
         Type.String({

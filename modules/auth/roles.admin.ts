@@ -1,15 +1,16 @@
 import Type from 'typebox';
 import {
   errorView,
+  FORM_TOKEN_FIELD,
+  pageQuerySchema,
   problemText,
   registerAdminPage,
   renderTemplate,
   type AdminPageContext,
   type AdminSite,
+  type PageQuery,
 } from '../../framework/admin/index.ts';
-import { FORM_TOKEN_FIELD } from '../../framework/access/form-token.ts';
 import { notFound, problem, type ProblemError } from '../../framework/errors.ts';
-import { pageQuerySchema, type PageQuery } from '../../framework/operations/paging.ts';
 import { ROLE_NAME_PATTERN, listRoles, readRole, setRole } from './roles.routes.ts';
 import { permissionChoices, postedPermissions } from './roles.admin-data.ts';
 
@@ -41,7 +42,7 @@ export function registerRolePages(site: AdminSite): void {
     access,
     summary: 'Roles',
     schema: { querystring: RoleListQuery },
-    handler: (page) => renderList(page, page.query as unknown as PageQuery, { name: '' }),
+    handler: (page) => renderList(page, page.query, { name: '' }),
   });
 
   // A new role starts with no permission, then opens in its form. An existing name is refused
@@ -81,7 +82,7 @@ export function registerRolePages(site: AdminSite): void {
     summary: 'Edit a role',
     schema: { params: RoleParams, querystring: Type.Object({ saved: Type.Optional(Type.String({ maxLength: 1 })) }) },
     handler: async (page) => {
-      const role = await readRole(page.tx, page.params.name!);
+      const role = await readRole(page.tx, page.params.name);
       if (!role) throw notFound();
       return renderForm(page, role.name, role.permissions, { saved: page.query.saved === '1' });
     },
@@ -95,7 +96,7 @@ export function registerRolePages(site: AdminSite): void {
     publishes: ['auth.role_set'],
     schema: { params: RoleParams },
     handler: async (page) => {
-      const name = page.params.name!;
+      const name = page.params.name;
       // The form edits roles that exist; a new role is made through the API.
       if (!(await readRole(page.tx, name))) throw notFound();
       await setRole(page.tx, site.services.registry, name, postedPermissions(page.body));

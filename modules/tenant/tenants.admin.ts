@@ -3,27 +3,25 @@ import {
   ADMIN_LIST_SORT,
   apiRoute,
   errorView,
+  FORM_TOKEN_FIELD,
   newestFirst,
+  pagingOf,
   registerAdminPage,
   renderTemplate,
   runApiRoute,
   type AdminPageContext,
   type AdminSite,
-} from '../../framework/admin/index.ts';
-import {
   done,
   errorsOf,
   describer,
   formProblem,
   type FormErrors,
-} from '../../framework/admin/resource-pages/form-posts.ts';
-import { FORM_TOKEN_FIELD } from '../../framework/access/form-token.ts';
+} from '../../framework/admin/index.ts';
 import type { FieldText } from '../../framework/entity/field-text.ts';
 import type { AnyRoute, RouteDefinition } from '../../framework/entity/define.ts';
 import type { ProblemError } from '../../framework/errors.ts';
 import { validationProblem } from '../../framework/http/problems.ts';
 import { typeboxValidatorCompiler } from '../../framework/http/validation.ts';
-import type { PageQuery } from '../../framework/operations/paging.ts';
 import { AddHostBody, CreateTenantBody, InviteAdminBody } from './tenant.schemas.ts';
 import { TenantListQuery } from './tenant-store.ts';
 import { readTenant } from './tenant-store.ts';
@@ -159,11 +157,10 @@ export function registerTenantSwitcher(site: AdminSite): void {
   ): Promise<string> => (formProblem(refused) ? render() : page.render(errorView(refused)));
 
   async function renderList(page: AdminPageContext, refused?: Refusal): Promise<string> {
-    const query = (refused ? { limit: 20, offset: 0, sort: ADMIN_LIST_SORT } : page.query) as unknown as PageQuery & {
-      q?: string;
-    };
+    // After a refused post the page's query is the form's, not the list's: the list's first page.
+    const query = refused ? { limit: 20, offset: 0, sort: ADMIN_LIST_SORT } : pagingOf(page.query);
     const port = requestPort(page.request.headers.host, site.services.config.server.port);
-    const q = typeof query.q === 'string' ? query.q : '';
+    const q = query.q ?? '';
     const tenants = await switcherPage(page.tx, query, port, q);
     const href = (params: Record<string, string>) =>
       `${LIST}?${new URLSearchParams({ limit: String(query.limit), ...(q ? { q } : {}), ...params })}`;

@@ -55,7 +55,7 @@ export function registerDeliveryLogPage(site: AdminSite): void {
       }));
       // The next page keeps the query's filters and sort: its cursor is good only with them.
       const next = new URLSearchParams();
-      for (const [name, value] of Object.entries(page.query as Record<string, unknown>))
+      for (const [name, value] of Object.entries(page.query))
         if (name !== 'after' && name !== 'offset' && value !== undefined)
           for (const one of [value].flat()) next.append(name, String(one));
       const nextHref = log.next ? `/admin/webhook/deliveries?${next}&after=${encodeURIComponent(log.next)}` : null;

@@ -36,6 +36,7 @@ import { measureHistoryCostGroup } from './history-cost.ts';
 import { measureBatchGroup } from './batch.ts';
 import { measureLiveGroup } from './live.ts';
 import { measurePreparedStatementsGroup } from './prepared-statements.ts';
+import { planOf } from './two-services.ts';
 
 const LIST_PATH = '/api/v1/testkit/widgets?limit=20';
 const NOTIFICATIONS_PATH = '/api/v1/notification/notifications?limit=20';
@@ -132,14 +133,7 @@ async function measure(
     log(`signed in through POST /api/v1/auth/login; baseline on port ${baseline.port}`);
     await checkSameAnswer(service.port, baseline.port, host, cookie);
 
-    const plan: Plan = {
-      connections: options.connections,
-      warmupSeconds: options.warmupSeconds,
-      seconds: options.seconds,
-      rounds: options.rounds,
-      log,
-      ...(db.postmasterPid ? { postmasterPid: db.postmasterPid } : {}),
-    };
+    const plan: Plan = { ...planOf(options, log), ...(db.postmasterPid ? { postmasterPid: db.postmasterPid } : {}) };
     const at = (port: number) => `http://127.0.0.1:${port}`;
     const pids = { service: service.pid, baseline: baseline.pid };
     const settle = async () => {

@@ -51,7 +51,7 @@ export function registerActivityPage(site: AdminSite): void {
     summary: 'Activity',
     schema: { querystring: ActivityPageQuery },
     handler: async (ctx) => {
-      const query = ctx.query as { person?: string; kind?: string; from?: string; to?: string; after?: string };
+      const query = ctx.query;
       const filter: ActivityFilter = {
         ...(query.person && /^[0-9a-f-]{36}$/i.test(query.person) ? { actorId: query.person } : {}),
         ...(query.kind && registry.events.has(query.kind) ? { events: [query.kind] } : {}),

@@ -7,7 +7,7 @@ import { HistoryQuery } from '../../history/history-schemas.ts';
 import { runApiRoute as run } from '../api-route.ts';
 import { registerAdminPage, type AdminPageContext } from '../page.ts';
 import { renderTemplate } from '../render.ts';
-import { problemText } from '../errors.ts';
+import { renderConfirmPage } from './confirm-page.ts';
 import {
   actorCells,
   actorWords,
@@ -117,7 +117,7 @@ export function registerHistoryPages(pages: EntityPages): void {
     schema: { params: entity.schemas.idParams, querystring: HistoryQuery },
     handler: async (ctx) => {
       const row = await pages.readRow(ctx);
-      const query = ctx.query as { after?: string; limit?: number };
+      const query = ctx.query;
       const page = await historyPage(pages, ctx, row, {
         limit: 20,
         offset: 0,
@@ -146,30 +146,17 @@ export function registerHistoryPages(pages: EntityPages): void {
     const row = await pages.readRow(ctx);
     const revision = (ctx.query as { revision: string }).revision;
     const title = `Restore ${label.toLowerCase()}: ${pages.titleOf(row)}`;
-    return ctx.render({
+    return renderConfirmPage(
+      ctx,
       title,
-      template: './admin/generated/delete',
-      ...(p ? { status: p.status } : {}),
-      data: {
-        title,
-        alert: p
-          ? {
-              kind: 'error',
-              title: problemText(p).sentence,
-              items: problemText(p).detail ? [problemText(p).detail] : [],
-              code: p.code,
-            }
-          : null,
-        confirm: {
-          action: pages.href(row.id, `/restore?revision=${encodeURIComponent(revision)}`),
-          csrfField: FORM_TOKEN_FIELD,
-          csrf: ctx.csrf(),
-          question: `Restore ${label.toLowerCase()} “${pages.titleOf(row)}” as it was after this change? What its buttons change stays as it is now.`,
-          confirmLabel: 'Restore',
-          cancelHref: pages.href(row.id),
-        },
+      {
+        action: pages.href(row.id, `/restore?revision=${encodeURIComponent(revision)}`),
+        question: `Restore ${label.toLowerCase()} “${pages.titleOf(row)}” as it was after this change? What its buttons change stays as it is now.`,
+        confirmLabel: 'Restore',
+        cancelHref: pages.href(row.id),
       },
-    });
+      p,
+    );
   };
   registerAdminPage(site, {
     path: `${itemPath}/restore`,
@@ -187,7 +174,7 @@ export function registerHistoryPages(pages: EntityPages): void {
     ...(restore.publishes ? { publishes: restore.publishes } : {}),
     handler: async (ctx) => {
       requireForm(ctx.request);
-      const revision = (ctx.query as { revision: string }).revision;
+      const revision = ctx.query.revision;
       const outcome = (await run(restore, ctx, { params: ctx.params, body: { revision } })) as { row: Row };
       return done(ctx, pages.href(outcome.row.id));
     },

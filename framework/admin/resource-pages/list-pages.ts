@@ -1,9 +1,9 @@
 import type { TSchema } from 'typebox';
-import type { PageQuery, Page } from '../../operations/paging.ts';
+import type { Page } from '../../operations/paging.ts';
 import { entityQueryFields, selectableNames } from '../../operations/entity-query.ts';
 import { runApiRoute as run } from '../api-route.ts';
 import { registerAdminPage, type AdminPageContext } from '../page.ts';
-import { ADMIN_LIST_SORT, newestFirst } from '../list-query.ts';
+import { ADMIN_LIST_SORT, newestFirst, pagingOf } from '../list-query.ts';
 import { ListFilters, entityPicker, type FilterPicker } from '../list-filters.ts';
 import { renderTemplate } from '../render.ts';
 import { listColumns, listModel } from './list-model.ts';
@@ -30,7 +30,7 @@ export function registerListPages(pages: EntityPages): void {
     const { limit, offset, sort } = ctx.query;
     const query = { ...ListFilters.queryOf(pairs), limit, offset, sort: sort ?? ADMIN_LIST_SORT };
     const page = (await run(api.list, ctx, { query })) as Page<Row>;
-    const model = listModel(entity, base, query as unknown as PageQuery, page, titleField, pages, ctx.tx.now, {
+    const model = listModel(entity, base, pagingOf(query), page, titleField, pages, ctx.tx.now, {
       filters: ListFilters.filtersOf(pairs),
     });
     await linkReferenceCells(ctx, entity, listColumns(entity, titleField), page.items, model.table);

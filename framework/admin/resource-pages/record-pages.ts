@@ -8,7 +8,7 @@ import { runApiRoute as run } from '../api-route.ts';
 import { registerAdminPage, type AdminPageContext } from '../page.ts';
 import { bodyFromForm, type Widget } from './widgets.ts';
 import { bodyChecker, describer, done, errorsOf, formProblem, requireForm, type FormErrors } from './form-posts.ts';
-import { problemText } from '../errors.ts';
+import { renderConfirmPage } from './confirm-page.ts';
 import type { EntityPages } from './entity-pages.ts';
 import { wantsFormAgain } from './form-aids.ts';
 import { detailValues } from './references.ts';
@@ -214,30 +214,17 @@ export function registerDeletePages(pages: EntityPages): void {
   const deletePage = async (ctx: AdminPageContext, p?: ProblemError) => {
     const row = await pages.readRow(ctx);
     const title = `Delete ${label.toLowerCase()}: ${pages.titleOf(row)}`;
-    return ctx.render({
+    return renderConfirmPage(
+      ctx,
       title,
-      template: './admin/generated/delete',
-      ...(p ? { status: p.status } : {}),
-      data: {
-        title,
-        alert: p
-          ? {
-              kind: 'error',
-              title: problemText(p).sentence,
-              items: problemText(p).detail ? [problemText(p).detail] : [],
-              code: p.code,
-            }
-          : null,
-        confirm: {
-          action: pages.href(row.id, '/delete'),
-          csrfField: FORM_TOKEN_FIELD,
-          csrf: ctx.csrf(),
-          question: `Delete ${label.toLowerCase()} “${pages.titleOf(row)}”? ${entity.deleteMode === 'hard' ? 'It is removed for good.' : 'It is no longer listed or changed.'}`,
-          confirmLabel: `Delete ${label.toLowerCase()}`,
-          cancelHref: pages.href(row.id),
-        },
+      {
+        action: pages.href(row.id, '/delete'),
+        question: `Delete ${label.toLowerCase()} “${pages.titleOf(row)}”? ${entity.deleteMode === 'hard' ? 'It is removed for good.' : 'It is no longer listed or changed.'}`,
+        confirmLabel: `Delete ${label.toLowerCase()}`,
+        cancelHref: pages.href(row.id),
       },
-    });
+      p,
+    );
   };
   registerAdminPage(site, {
     path: `${itemPath}/delete`,
