@@ -127,6 +127,7 @@ export function checkRegistry(
       ['states', def.states ? [def.states.field] : []],
       ['history.exclude', def.history ? (def.history.exclude ?? []) : []],
       ['admin.choices', Object.keys(def.admin?.choices ?? {})],
+      ['indexes', (def.indexes ?? []).flat().filter((f) => f !== 'createdAt' && f !== 'updatedAt')],
     ] as const) {
       for (const field of list) {
         if (!(field in def.fields)) problems.push(`entity ${entity.names.key}: ${kind} field ${field} is not a field`);

@@ -319,6 +319,14 @@ export interface EntityDefinition<
   /** Fields a list may sort by; createdAt and updatedAt always may. */
   sortable?: readonly (keyof F & string)[];
   /**
+   * Indexes beyond the one per sort, each a list of fields in key order: `[['status', 'deadline']]`
+   * for the list filtered by status and sorted or ranged by deadline. Each becomes an index led by
+   * tenant_id (and the row-access fields), ended by id, over live rows where deletes are soft;
+   * `npm run migration:new` writes it and the boot check requires it (docs/module-authoring.md).
+   * createdAt and updatedAt may be named too.
+   */
+  indexes?: readonly (readonly ((keyof F & string) | 'createdAt' | 'updatedAt')[])[];
+  /**
    * The fields a list may filter by (and so sort by), when not all of them: every field, id,
    * createdAt and updatedAt are filterable by default (framework/query/, docs/api-conventions.md
    * "Filters"). A secret field (Secret()) never is.

@@ -1,6 +1,8 @@
 import type pg from 'pg';
 import Type, { type TSchema } from 'typebox';
 import type { AnyEntity } from './define.ts';
+import type { TxContext } from '../context/tx.ts';
+import { snakeCase } from './names.ts';
 import type { ModuleRegistry as Registry } from '../contracts/services.ts';
 import { clearable, type ResolvedEntity } from './resolve.ts';
 import { BootCheckError } from './boot-check-error.ts';
@@ -17,8 +19,18 @@ export interface ColumnInfo {
   defaultExpr: string | null;
 }
 
+/** An index as the catalog has it: its key columns or expressions in order, and its predicate. */
+export interface IndexInfo {
+  name: string;
+  unique: boolean;
+  keys: readonly string[];
+  where: string | null;
+}
+
 export interface TableInfo {
   name: string;
+  /** Its indexes (left out: none is known, as for a table described by hand). */
+  indexes?: readonly IndexInfo[];
   rowSecurity: boolean;
   forcedRowSecurity: boolean;
   policies: number;
@@ -49,6 +61,27 @@ select c.relname as table_name,
   left join pg_attrdef d on d.adrelid = c.oid and d.adnum = a.attnum
  where c.relkind in ('r', 'p') and c.relname = any ($1::text[])`;
 
+/** Every index of the tables: keys as pg_get_indexdef writes them (a column's name, or an expression). */
+export const INDEXES = `
+select t.relname as table_name, i.relname as name, x.indisunique as unique, x.indisprimary as primary,
+       array(select pg_get_indexdef(x.indexrelid, k, true) from generate_series(1, x.indnkeyatts) k order by k) as keys,
+       pg_get_expr(x.indpred, x.indrelid, true) as predicate
+  from pg_index x
+  join pg_class i on i.oid = x.indexrelid
+  join pg_class t on t.oid = x.indrelid
+  join pg_namespace n on n.oid = t.relnamespace and n.nspname = current_schema()
+ where t.relname = any ($1::text[])
+ order by t.relname, i.relname`;
+
+export interface IndexRow {
+  table_name: string;
+  name: string;
+  unique: boolean;
+  primary: boolean;
+  keys: string[];
+  predicate: string | null;
+}
+
 interface CatalogRow {
   table_name: string;
   row_security: boolean;
@@ -63,7 +96,11 @@ interface CatalogRow {
 }
 
 export async function loadTables(pool: pg.Pool, names: readonly string[]): Promise<Map<string, TableInfo>> {
-  const { rows } = await pool.query<CatalogRow>(CATALOG, [[...new Set(names)]]);
+  const wanted = [...new Set(names)];
+  const [{ rows }, indexes] = await Promise.all([
+    pool.query<CatalogRow>(CATALOG, [wanted]),
+    pool.query<IndexRow>(INDEXES, [wanted]),
+  ]);
   const tables = new Map<string, TableInfo & { columns: Map<string, ColumnInfo> }>();
   for (const row of rows) {
     let table = tables.get(row.table_name);
@@ -74,6 +111,9 @@ export async function loadTables(pool: pg.Pool, names: readonly string[]): Promi
         forcedRowSecurity: row.forced_row_security,
         policies: row.policies,
         triggerFunctions: row.trigger_functions,
+        indexes: indexes.rows
+          .filter((i) => i.table_name === row.table_name)
+          .map((i) => ({ name: i.name, unique: i.unique, keys: i.keys, where: i.predicate })),
         columns: new Map(),
       };
       tables.set(row.table_name, table);
@@ -95,6 +135,41 @@ export async function loadTables(pool: pg.Pool, names: readonly string[]): Promi
  */
 export function tableShape(def: AnyEntity): { tenantScoped: boolean; softDelete: boolean } {
   return { tenantScoped: def.scope !== 'global', softDelete: def.storage?.deleteMode !== 'hard' };
+}
+
+/**
+ * The fields a row-access filter names (memo: ownerId), found by asking it with a context that
+ * answers anything: every list filters by them, so they lead the list indexes after tenant_id.
+ */
+export function rowAccessFields(def: AnyEntity): string[] {
+  if (!def.rowAccess) return [];
+  const anything: unknown = new Proxy(() => {}, {
+    get: (_target, key) => (key === Symbol.toPrimitive ? () => 'x' : anything),
+    apply: () => anything,
+  });
+  try {
+    return Object.keys(def.rowAccess(anything as TxContext)).filter((field) => field in def.fields);
+  } catch {
+    return [];
+  }
+}
+
+/**
+ * The indexes an entity declares beyond its sorts' (EntityDefinition.indexes), each as its fields
+ * in key order; one that equals a sort's index (a single sortable field) is that index already.
+ */
+export function declaredIndexes(def: AnyEntity): string[][] {
+  const sorts = new Set(['createdAt', 'updatedAt', ...(def.sortable ?? [])]);
+  const seen = new Set<string>();
+  const out: string[][] = [];
+  for (const index of def.indexes ?? []) {
+    const fields = [...index] as string[];
+    const key = fields.join(',');
+    if (fields.length === 0 || seen.has(key) || (fields.length === 1 && sorts.has(fields[0]!))) continue;
+    seen.add(key);
+    out.push(fields);
+  }
+  return out;
 }
 
 /** Which column types can hold a field's values, and whether its schema admits null. */
@@ -246,6 +321,18 @@ export function entityTableProblems(entity: ResolvedEntity, table: TableInfo | u
     if (table.rowSecurity)
       problems.push(
         `${where}: the entity is global but table ${table.name} has row-level security, which would hide rows from other tenants`,
+      );
+  }
+
+  // A declared index: one whose keys are the declared fields' columns, after tenant_id and the
+  // row-access fields as the generator writes them (any name, any predicate: it serves the same).
+  const lead = [...(shape.tenantScoped ? ['tenant_id'] : []), ...rowAccessFields(def).map(snakeCase)];
+  for (const fields of declaredIndexes(def)) {
+    const columns = [...lead, ...fields.map(snakeCase)];
+    const served = (table.indexes ?? []).some((index) => columns.every((c, i) => index.keys[i] === c));
+    if (!served)
+      problems.push(
+        `${where}: indexes declares (${fields.join(', ')}), but table ${table.name} has no index on (${columns.join(', ')}, ...); npm run migration:new writes it`,
       );
   }
 

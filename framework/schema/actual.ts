@@ -1,5 +1,5 @@
 import type pg from 'pg';
-import { loadTables } from '../entity/table-check.ts';
+import { INDEXES, loadTables, type IndexRow } from '../entity/table-check.ts';
 import type { ActualCheck, ActualColumn, ActualForeignKey, ActualIndex, ActualTable } from './model.ts';
 
 // Checks and foreign keys (not-null constraints, which PostgreSQL 18 also lists, are columns' business).
@@ -18,17 +18,6 @@ select t.relname as table_name, c.conname as name, c.contype as kind,
  where c.contype in ('c', 'f') and t.relname = any ($1::text[])
  order by t.relname, c.conname`;
 
-const INDEXES = `
-select t.relname as table_name, i.relname as name, x.indisunique as unique, x.indisprimary as primary,
-       array(select pg_get_indexdef(x.indexrelid, k, true) from generate_series(1, x.indnkeyatts) k order by k) as keys,
-       pg_get_expr(x.indpred, x.indrelid, true) as predicate
-  from pg_index x
-  join pg_class i on i.oid = x.indexrelid
-  join pg_class t on t.oid = x.indrelid
-  join pg_namespace n on n.oid = t.relnamespace and n.nspname = current_schema()
- where t.relname = any ($1::text[])
- order by t.relname, i.relname`;
-
 interface ConstraintRow {
   table_name: string;
   name: string;
@@ -37,15 +26,6 @@ interface ConstraintRow {
   columns: string[];
   ref_table: string | null;
   ref_columns: string[];
-}
-
-interface IndexRow {
-  table_name: string;
-  name: string;
-  unique: boolean;
-  primary: boolean;
-  keys: string[];
-  predicate: string | null;
 }
 
 /** A default that is a constant (a literal with a cast), which can be evaluated to compare with a definition's. */

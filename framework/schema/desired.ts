@@ -1,9 +1,8 @@
 import type { TProperties } from 'typebox';
 import type { AnyEntity } from '../entity/define.ts';
-import type { TxContext } from '../context/tx.ts';
 import { resolveEntity } from '../entity/resolve.ts';
 import { snakeCase } from '../entity/names.ts';
-import { acceptedColumn, tableShape } from '../entity/table-check.ts';
+import { acceptedColumn, declaredIndexes, rowAccessFields, tableShape } from '../entity/table-check.ts';
 import { declaredDefault, type UniqueField } from '../entity/storage.ts';
 import { columnMayHoldNull, columnType, enumValues, sqlLiteral, stripOptional } from './column-types.ts';
 import { referencedWithinTenant, referenceKeys, tenantRowKeyName } from '../entity/references.ts';
@@ -11,22 +10,7 @@ import type { ColumnSpec, ForeignKeySpec, IndexSpec, TableSpec } from './model.t
 
 export const LIVE_ROWS = 'deleted_at is null';
 
-/**
- * The fields a row-access filter names (memo: ownerId), found by asking it with a context that
- * answers anything: every list filters by them, so they lead the list indexes after tenant_id.
- */
-export function rowAccessFields(def: AnyEntity): string[] {
-  if (!def.rowAccess) return [];
-  const anything: unknown = new Proxy(() => {}, {
-    get: (_target, key) => (key === Symbol.toPrimitive ? () => 'x' : anything),
-    apply: () => anything,
-  });
-  try {
-    return Object.keys(def.rowAccess(anything as TxContext)).filter((field) => field in def.fields);
-  } catch {
-    return [];
-  }
-}
+export { declaredIndexes, rowAccessFields };
 
 function fieldColumn(def: AnyEntity, field: string): ColumnSpec {
   const schema = def.fields[field]!;
@@ -64,7 +48,7 @@ function uniqueKey(entry: UniqueField<TProperties>): { field: string; lowerCase:
 /**
  * The table an entity's definition calls for: its columns (id, tenant_id, the fields, the storage's
  * extra columns, created_at, updated_at, deleted_at), the unique indexes, a singleton's one row
- * per tenant, and one list index per sort, each led by tenant_id and the row-access fields and
+ * per tenant, one list index per sort and one per declared index, each led by tenant_id and the row-access fields and
  * ended by id, partial on live rows where deletes are soft. Its references' foreign keys name their
  * targets among `entities` (the installation's): composite `(tenant_id, column) → (tenant_id, id)`
  * between tenant-owned tables, and a table another names so has its `(tenant_id, id)` unique key.
@@ -143,6 +127,17 @@ export function desiredTable(def: AnyEntity, entities: readonly AnyEntity[] = [d
       ...where,
       purpose: 'list',
       field: sort,
+    });
+  }
+  for (const fields of declaredIndexes(def)) {
+    const columns = fields.map(snakeCase);
+    indexes.push({
+      name: `${table}_by_${columns.join('_')}`,
+      unique: false,
+      keys: [...lead, ...prefix, ...columns, 'id'],
+      ...where,
+      purpose: 'declared',
+      fields,
     });
   }
   const foreignKeys: ForeignKeySpec[] = referenceKeys(def, entities).map((key) => ({

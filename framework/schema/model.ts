@@ -29,9 +29,11 @@ export interface IndexSpec {
   /** The partial index's predicate (`deleted_at is null`), or none. */
   where?: string;
   /** Why it exists, for the migration's comment. */
-  purpose: 'unique' | 'singleton' | 'list';
+  purpose: 'unique' | 'singleton' | 'list' | 'declared';
   /** The field it is unique on, or the list sorts by. */
   field?: string;
+  /** A declared index's fields, in key order (EntityDefinition.indexes). */
+  fields?: readonly string[];
 }
 
 /** A foreign key the definition's references call for (framework/entity/references.ts). */

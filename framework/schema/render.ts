@@ -43,6 +43,8 @@ function indexComment(spec: TableSpec, purpose: IndexSpec['purpose']): string {
     return `-- One row per tenant${spec.softDelete ? ' among live rows' : ''}: the singleton.`;
   if (purpose === 'unique')
     return `-- Unique${spec.tenantScoped ? ' in the tenant' : ''}${spec.softDelete ? ' among live rows: a delete releases the value' : ''}.`;
+  if (purpose === 'declared')
+    return `-- The indexes the entity declares (indexes), ties broken by id${live}: filters on their leading fields, sorts or ranges on the next.`;
   const sorts = spec.sorts.join(', ');
   return `-- One index per sort of the list (${sorts}), ties broken by id${live}.`;
 }
@@ -60,6 +62,8 @@ function indexLines(spec: TableSpec, indexes: readonly IndexSpec[]): string[] {
 
 function addedIndexComment(index: IndexSpec): string {
   if (index.purpose === 'list') return `-- The list sorts by ${index.field}: its index, ties broken by id.`;
+  if (index.purpose === 'declared')
+    return `-- The entity declares an index on ${(index.fields ?? []).join(', ')}, ties broken by id.`;
   if (index.purpose === 'unique') return `-- ${index.field} is unique.`;
   return '-- One row per tenant: the singleton.';
 }

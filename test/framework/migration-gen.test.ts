@@ -114,12 +114,16 @@ function changedTestkit(dir: string, replace: Record<string, AnyEntity>): Module
   return [...allModules, { ...testkitModule, entities, migrations: dir }];
 }
 
-/** The golden change: a field added to two entities, an enum value added, two fields made sortable, a default changed. */
+/**
+ * The golden change: a field added to two entities, an enum value added, two fields made sortable, a
+ * default changed, an index declared (indexes).
+ */
 const goldenEntities = () => ({
   widget: entity({
     ...widget,
     fields: { ...widget.fields, weight: WithDefault(Type.Integer({ minimum: 0, maximum: 2147483647 }), 0) },
     sortable: ['name', 'size', 'color'],
+    indexes: [['color', 'size']],
   } as never),
   article: entity({
     ...article,

@@ -146,6 +146,39 @@ describe('definitions and tables agree (boot check)', () => {
     expect(error.message).not.toMatch(/field (label|settings)/);
   });
 
+  it('refuses to start when an index the entity declares (indexes) is not in its table, naming the fields and the keys', async () => {
+    const migration = `
+      create table gadgets (
+        ${SYSTEM_COLUMNS},
+        tenant_id uuid not null default app_tenant_id() references tenants (id),
+        label text not null,
+        name text not null,
+        count integer not null,
+        note text,
+        active boolean not null,
+        tags text[] not null,
+        seen_at timestamptz,
+        settings jsonb not null
+      );
+      call make_tenant_table('gadgets');
+      -- Its first field only, and the right fields after another: neither serves the declaration.
+      create index gadgets_by_name on gadgets (tenant_id, name, id);
+      create index gadgets_by_label_name_count on gadgets (tenant_id, label, name, count, id);`;
+    const indexed = defineModule({
+      name: 'drift',
+      permissions: [
+        { name: 'gadget:read', description: 'Read gadgets' },
+        { name: 'gadget:write', description: 'Write gadgets' },
+      ],
+      entities: [entity({ ...gadget, indexes: [['name', 'count']] } as never)],
+      migrations: migrationDir(migration),
+    });
+    const error = await refusal([...allModules, indexed]);
+    expect(error.message.split('\n').slice(1)).toEqual([
+      '- entity drift.gadget: indexes declares (name, count), but table gadgets has no index on (tenant_id, name, count, ...); npm run migration:new writes it',
+    ]);
+  });
+
   it('refuses a tenant-scoped entity whose table has no tenant_id or is not isolated by row-level security', async () => {
     const migration = `
       create table gadgets (

@@ -28,6 +28,8 @@ export const SLOW = [
   'test/framework/replica-reads.test.ts',
   // `npm run job` as a process against a running service.
   'test/modules/billing/job-command.test.ts',
+  // 1,000,000 tasks seeded and vacuumed before it reads a plan (about two minutes on a loaded machine).
+  'test/modules/task/task-list-plan.test.ts',
 ];
 
 /**
