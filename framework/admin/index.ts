@@ -69,6 +69,7 @@ export async function registerAdmin(
         app: scope,
         services,
         pages: new Map(),
+        pageFeatures: new Map(),
         routes: new Map(),
         sidebar: [],
         readinessChecks,
@@ -94,6 +95,7 @@ export async function registerAdmin(
         options.sidebar ?? withFrameworkEntries(moduleSidebarEntries(services.registry.modules)),
         site.pages,
         services.log,
+        site.pageFeatures,
       );
     },
     { prefix: '/admin' },

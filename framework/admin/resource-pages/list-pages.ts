@@ -1,3 +1,4 @@
+import { gatedPage } from './page-model.ts';
 import Type, { type TSchema } from 'typebox';
 import { SEARCH_MAX_LENGTH, type PageQuery, type Page } from '../../operations/paging.ts';
 import { runApiRoute as run } from '../api-route.ts';
@@ -45,6 +46,7 @@ export function registerListPages(pages: EntityPages): void {
     });
   };
   registerAdminPage(site, {
+    ...gatedPage(pages),
     path: base,
     summary: `${labelPlural}: list`,
     access: api.list.access,
@@ -52,6 +54,7 @@ export function registerListPages(pages: EntityPages): void {
     handler: (ctx) => listPage(ctx, false),
   });
   registerAdminPage(site, {
+    ...gatedPage(pages),
     path: `${base}/rows`,
     summary: `${labelPlural}: rows of the list (htmx fragment)`,
     access: api.list.access,
