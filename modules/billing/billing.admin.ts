@@ -152,7 +152,8 @@ export function registerBillingPages(site: AdminSite): void {
           id: plan.id,
           name: plan.name,
           price: price(plan),
-          features: plan.features,
+          // What a feature gives, in words (its declared description), never its name.
+          features: plan.features.map((name) => site.services.registry.features.get(name)?.description ?? name),
           current: live?.planId === plan.id,
           pending: live?.pendingPlanId === plan.id,
         })),
