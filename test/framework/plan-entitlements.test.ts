@@ -305,6 +305,21 @@ describe('who gets what', () => {
     expect(seatsOf((await entitlements(t.downgrade, who)).body)).toMatchObject({ value: 2, use: 4 });
   });
 
+  it('the plan form offers the declared features as choices and edits the limits', async () => {
+    const res = await t.app
+      .http()
+      .get('/admin/billing/plans/new')
+      .set('Cookie', await operator());
+    expect(res.status).toBe(200);
+    for (const feature of ['webhook.endpoints', 'file.public_links'])
+      expect(res.text).toMatch(
+        new RegExp(
+          `type="checkbox"[^>]*name="features"[^>]*value="${feature.replace('.', '\\.')}"|value="${feature.replace('.', '\\.')}"[^>]*name="features"`,
+        ),
+      );
+    expect(res.text).toMatch(/name="limits"/);
+  });
+
   it('a plan naming an undeclared feature or limit is 422', async () => {
     const base = { name: 'x', price: 0, currency: 'EUR', interval: 'month', active: true };
     const feature = await t.app
