@@ -87,6 +87,7 @@ export async function registerAdmin(
         app: scope,
         services,
         pages: new Map(),
+        pageFeatures: new Map(),
         routes: new Map(),
         sidebar: [],
         readinessChecks,
@@ -112,6 +113,7 @@ export async function registerAdmin(
         options.sidebar ?? withFrameworkEntries(moduleSidebarEntries(services.registry.modules)),
         site.pages,
         services.log,
+        site.pageFeatures,
       );
     },
     { prefix: '/admin' },

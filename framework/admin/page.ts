@@ -49,6 +49,7 @@ export function registerAdminPage<const S extends AdminPageSchema = Record<never
   const prefix = site.app.prefix;
   if (!page.path.startsWith(prefix)) throw new Error(`admin page ${page.path} lies outside ${prefix}`);
   if (method === 'GET') site.pages.set(page.path, page.access);
+  if (method === 'GET' && page.feature !== undefined) site.pageFeatures.set(page.path, page.feature);
   site.routes.set(`${method} ${page.path}`, {
     access: page.access,
     ...(page.onError ? { onError: page.onError } : {}),
@@ -59,6 +60,7 @@ export function registerAdminPage<const S extends AdminPageSchema = Record<never
     operationId: operationIdOf(method, page.path),
     summary: page.summary,
     access: page.access,
+    ...(page.feature !== undefined ? { feature: page.feature } : {}),
     hidden: true,
     // A personal access token is no session: the shell ignores it (the page sees an anonymous caller).
     bearer: false,

@@ -8,6 +8,7 @@ import { PRODUCT_NAME, isHtmx } from './html.ts';
 import { allows } from './allows.ts';
 import { FORM_TOKEN_FIELD } from '../access/form-token.ts';
 import { whoAndWhere, type WhoAndWhere } from './who-and-where.ts';
+import { grants } from '../contracts/entitlements.ts';
 
 /** The path the header's sign-out form posts to. */
 export const SIGN_OUT_PATH = '/admin/logout';
@@ -27,7 +28,8 @@ export interface ShellModel {
    * in, the header says where (the tenant's name) and who (the person), beside Sign out.
    */
   signedIn: ({ signOutPath: string; csrfField: string; csrf: string } & Partial<WhoAndWhere>) | null;
-  sidebar: { label: string; path: string; current: boolean }[];
+  /** `locked`: the sentence of an entry the tenant's plan lacks, whose path is then the plans page. */
+  sidebar: { label: string; path: string; current: boolean; locked?: string }[];
   /** The module's count (unread notifications); the layout hides it at zero. */
   badge: { label: string; count: number; href: string | undefined } | null;
   /** The page's own HTML, already rendered. */
@@ -37,6 +39,14 @@ export interface ShellModel {
 /** The first module's badge: the header has one slot. */
 function badgeOf(site: AdminSite): AdminBadge | undefined {
   return site.services.registry.modules.find((m) => m.adminBadge)?.adminBadge;
+}
+
+/** What a locked sidebar entry says, beside its name. */
+const LOCKED_SENTENCE = 'Not in your plan: see the plans that include it.';
+
+/** The page where a plan is chosen (ModuleAdmin.plansPage), when a module offers one. */
+function plansPageOf(site: AdminSite): string | undefined {
+  return site.services.registry.modules.find((m) => m.admin?.plansPage)?.admin?.plansPage;
 }
 
 function personOf(site: AdminSite): AdminPerson | undefined {
@@ -86,11 +96,21 @@ export async function shellModel(
       site && session
         ? site.sidebar
             .filter((entry) => allows(entry.access, session, tx!.tenant, site.services.registry))
-            .map((entry) => ({
-              label: entry.label,
-              path: entry.path,
-              current: path === entry.path || path.startsWith(`${entry.path}/`),
-            }))
+            .map((entry) =>
+              // An entry the plan lacks is shown locked, pointing at the page where a plan is chosen: not hidden.
+              entry.feature !== undefined && session.entitlements && !grants(session.entitlements, entry.feature)
+                ? {
+                    label: entry.label,
+                    path: plansPageOf(site) ?? entry.path,
+                    current: false,
+                    locked: LOCKED_SENTENCE,
+                  }
+                : {
+                    label: entry.label,
+                    path: entry.path,
+                    current: path === entry.path || path.startsWith(`${entry.path}/`),
+                  },
+            )
         : [],
     badge:
       badge && tx ? { label: badge.label, count: await badge.count(tx as TxContext<never>), href: badge.href } : null,

@@ -20,6 +20,7 @@ export function resolveSidebar(
   entries: readonly SidebarEntry[],
   pages: ReadonlyMap<string, Access>,
   log: FastifyBaseLogger,
+  features: ReadonlyMap<string, string> = new Map(),
 ): ServedSidebarEntry[] {
   const served: ServedSidebarEntry[] = [];
   for (const entry of entries) {
@@ -31,7 +32,8 @@ export function resolveSidebar(
       );
       continue;
     }
-    served.push({ ...entry, access });
+    const feature = features.get(entry.path);
+    served.push({ ...entry, access, ...(feature !== undefined ? { feature } : {}) });
   }
   return served;
 }

@@ -20,6 +20,8 @@ export interface AdminSite {
   readonly services: Services;
   /** Every GET page's path and access: the sidebar shows an entry by its page's access. */
   readonly pages: Map<string, Access>;
+  /** A gated GET page's path and feature: the sidebar shows its entry locked where the plan lacks it. */
+  readonly pageFeatures: Map<string, string>;
   /** `${method} ${path}` → the page's access and how it re-renders after its handler threw (a form with its errors). */
   readonly routes: Map<string, { access: Access; onError?: AdminErrorRenderer }>;
   /** The served sidebar entries, resolved once every page is registered. */
@@ -112,6 +114,8 @@ export interface AdminPageDefinition<S extends AdminPageSchema = AdminPageSchema
   path: string;
   /** Exactly the access of the API route the page mirrors: 'signedIn' or { permission }. */
   access: Access;
+  /** And its feature, when the API route is gated by one (a gated entity's pages): 403 FEATURE_NOT_IN_PLAN without it. */
+  feature?: string;
   /** One line, for logs and the route's summary. */
   summary: string;
   schema?: S;
@@ -147,6 +151,8 @@ export interface SidebarEntry {
 /** A served entry: with the access of the page route at its path. */
 export interface ServedSidebarEntry extends SidebarEntry {
   access: Access;
+  /** The feature of the page at its path, when gated. */
+  feature?: string;
 }
 
 /** A check /ready runs (framework/http/probes.ts); the dashboard and the health page show them. */

@@ -242,6 +242,11 @@ export interface ModuleAdmin {
    * by hand-written pages, or not in the shell at all). Default true.
    */
   resourcePages?: boolean;
+  /**
+   * The page where a tenant chooses its plan (the billing module's subscription page): a sidebar
+   * entry whose feature the plan lacks is shown locked, with a link there (docs/admin.md).
+   */
+  plansPage?: string;
 }
 
 /**

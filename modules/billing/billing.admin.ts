@@ -15,6 +15,7 @@ import type { NoTxRouteDefinition, RouteDefinition } from '../../framework/entit
 import { toProblem } from '../../framework/http/problems.ts';
 import type { ProblemError } from '../../framework/errors.ts';
 import { StringEnum } from '../../framework/entity/string-enum.ts';
+import { usageBars } from './usage-bars.ts';
 
 export const SUBSCRIPTION_PAGE = '/admin/billing/subscription';
 
@@ -151,7 +152,8 @@ export function registerBillingPages(site: AdminSite): void {
           id: plan.id,
           name: plan.name,
           price: price(plan),
-          features: plan.features,
+          // What a feature gives, in words (its declared description), never its name.
+          features: plan.features.map((name) => site.services.registry.features.get(name)?.description ?? name),
           current: live?.planId === plan.id,
           pending: live?.pendingPlanId === plan.id,
         })),
@@ -165,6 +167,7 @@ export function registerBillingPages(site: AdminSite): void {
       csrf: page.csrf(),
       csrfField: FORM_TOKEN_FIELD,
       base: SUBSCRIPTION_PAGE,
+      usage: await usageBars(page.tx),
     });
     return page.render({ title: 'Subscription', body, ...(options.refused ? { status: options.refused.status } : {}) });
   }

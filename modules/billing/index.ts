@@ -31,6 +31,7 @@ export const billingModule = defineModule({
       { label: 'Plans', path: '/admin/billing/plans', order: 50 },
       { label: 'Subscription', path: SUBSCRIPTION_PAGE, order: 51 },
     ],
+    plansPage: SUBSCRIPTION_PAGE,
     // The subscription has no generated pages (a singleton): a hand-written one (billing.admin.ts).
     pages: [registerBillingPages],
   },

@@ -26,6 +26,7 @@ import { AddHostBody, CreateTenantBody, InviteAdminBody } from './tenant.schemas
 import { TenantListQuery } from './tenant-store.ts';
 import { readTenant } from './tenant-store.ts';
 import { requestPort, switcherPage, tenantAdminUrl } from './tenants.admin-data.ts';
+import { tenantEntitlements } from '../../framework/tenancy/control-plane.ts';
 
 const access = { permission: 'tenant:manage' };
 const LIST = '/admin/tenant/tenants';
@@ -183,8 +184,24 @@ export function registerTenantSwitcher(site: AdminSite): void {
     const tenant = await readTenant(page.tx, page.params.id!);
     const port = requestPort(page.request.headers.host, site.services.config.server.port);
     const doneKey = typeof page.query.done === 'string' ? page.query.done : '';
+    const override = await tenantEntitlements(page.tx, tenant.id);
+    const registry = site.services.registry;
     const body = renderTemplate('./admin/pages/tenant', {
       tenant,
+      // The operator's override in words: features by what they give, limits by their unit.
+      entitlements: {
+        none: override === null,
+        features: override?.features
+          ? override.features.map((f) => registry.features.get(f)?.description ?? f).join('; ') || 'None'
+          : null,
+        limits: Object.entries(override?.limits ?? {}).map(([name, value]) => {
+          const declared = registry.limits.get(name);
+          return {
+            label: declared?.description ?? name,
+            value: value === null ? 'No limit' : `${value} ${declared?.unit ?? ''}`.trim(),
+          };
+        }),
+      },
       adminUrl: tenantAdminUrl(tenant, port),
       path: tenantPath(tenant.id),
       doneText: refused ? null : (DONE[doneKey] ?? null),

@@ -66,6 +66,12 @@ export interface BenchOptions {
   tenantSizes: number[];
   only: ReadonlySet<ScenarioGroup>;
   out: string;
+  /**
+   * The bench tenant on a plan with every feature and a bound on every limit (issue 47): its
+   * requests then resolve a subscription and a plan in the opening statement. Compare the list and
+   * create ratios of a run with it against a run without (target ≥ 0.95×).
+   */
+  plan: boolean;
   /** Directory for V8 CPU profiles (node --cpu-prof): the service's in it, the baseline's in its `baseline` folder; or empty. */
   cpuProfDir: string;
 }
@@ -90,6 +96,7 @@ const USAGE = `usage: npm run bench -- [options]
   --tenant-sizes N[,N...] tenant counts of the tenants scenario, ascending (default 100,1000,10000)
   --only a,b              run only these groups: ${SCENARIOS.join(', ')} (all but tenants, prepared-statements and live by default)
   --out FILE              results file (default bench-results.json)
+  --plan                  put the bench tenant on a plan with features and limits (compare with a run without)
   --cpu-prof DIR          write a V8 CPU profile of the service process into DIR, and the baseline's into DIR/baseline`;
 
 function positiveInt(name: string, raw: string | undefined, fallback: number): number {
@@ -123,6 +130,7 @@ export function parseOptions(argv: string[], env: NodeJS.ProcessEnv): BenchOptio
       only: { type: 'string' },
       out: { type: 'string', default: 'bench-results.json' },
       'cpu-prof': { type: 'string' },
+      plan: { type: 'boolean', default: false },
       help: { type: 'boolean', default: false },
     },
   });
@@ -175,5 +183,6 @@ export function parseOptions(argv: string[], env: NodeJS.ProcessEnv): BenchOptio
     only,
     out: values.out ?? 'bench-results.json',
     cpuProfDir: values['cpu-prof'] ?? '',
+    plan: values.plan ?? false,
   };
 }

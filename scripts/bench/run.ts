@@ -37,6 +37,7 @@ import { measureBatchGroup } from './batch.ts';
 import { measureLiveGroup } from './live.ts';
 import { measurePreparedStatementsGroup } from './prepared-statements.ts';
 import { planOf } from './two-services.ts';
+import { subscribeBenchTenant } from './plan.ts';
 
 const LIST_PATH = '/api/v1/testkit/widgets?limit=20';
 const NOTIFICATIONS_PATH = '/api/v1/notification/notifications?limit=20';
@@ -98,6 +99,10 @@ async function measure(
   servers.push(service);
   const seed = service.ready.seed as SeedInfo;
   const host = seed.tenants[0]!.host;
+  if (options.plan) {
+    await subscribeBenchTenant(db.url, seed.tenants[0]!.id, ['webhook.endpoints', 'file.public_links']);
+    log('the bench tenant is on a plan with every feature and a bound on every limit (--plan)');
+  }
   log(
     `service (role all, pool ${options.poolSize}) on port ${service.port}; seeded 2 tenants × ${options.rowsPerTenant} widgets, ${options.notifications} notifications for the bench user`,
   );

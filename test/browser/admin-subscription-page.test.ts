@@ -85,8 +85,9 @@ describe.skipIf(!hasChromium)('the subscription page uses the shell’s cards an
         ).toBe(true);
         // What a plan includes: a list of the shell's, no bullets, read as the plan's.
         expect(await current.getByRole('list', { name: 'Included in Team' }).locator('li').allTextContents()).toEqual([
-          'Support by mail',
-          'Ten people',
+          // The sample plan's features are declared names now (issue 47): the page shows what each gives.
+          'Webhook endpoints: the tenant’s events pushed to its own URLs',
+          'Public files: an upload anyone may download by its link',
         ]);
 
         // The subscription itself: the shell's description list, a grid of label and value.

@@ -2,6 +2,7 @@ import { describe, expect, it } from 'vitest';
 import { signInAs, type SignedIn } from '../helpers/app.ts';
 import { useTestApp } from '../helpers/use-test-app.ts';
 import type { TenantRef } from '../../framework/context/tenant.ts';
+import { form } from '../modules/file/helpers.ts';
 
 /**
  * Issue 47: plans that mean something. Features and limits are declared by the modules, resolved
@@ -10,7 +11,7 @@ import type { TenantRef } from '../../framework/context/tenant.ts';
  * a write past a limit, under the limit's lock.
  */
 const t = useTestApp({
-  customers: ['free', 'seats', 'race', 'open', 'lifted', 'cancelled', 'downgrade', 'hooks', 'tokens'],
+  customers: ['free', 'seats', 'race', 'open', 'lifted', 'cancelled', 'downgrade', 'hooks', 'tokens', 'files'],
 });
 
 const ENDPOINTS = '/api/v1/webhook/endpoints';
@@ -172,8 +173,15 @@ describe('a plan with user.seats: 2', () => {
     expect((await invite(t.lifted, who)).status).toBe(201);
     // And the plan's features, replaced for this tenant alone.
     expect((await createEndpoint(t.lifted, who)).body.code).toBe('FEATURE_NOT_IN_PLAN');
-    expect((await put({ features: ['webhook.endpoints'] })).status).toBe(200);
+    // A PUT is the whole override: the lifted limit is named again.
+    expect((await put({ features: ['webhook.endpoints'], limits: { 'user.seats': null } })).status).toBe(200);
     expect((await createEndpoint(t.lifted, who)).status).toBe(201);
+    // The operator's tenant page shows the override in words.
+    const shown = await t.app.http().get(`/admin/tenant/tenants/${t.lifted.id}`).set('Cookie', operatorCookie!);
+    expect(shown.status).toBe(200);
+    expect(shown.text).toContain('Plan override');
+    expect(shown.text).toContain('Webhook endpoints: the tenant’s events pushed to its own URLs');
+    expect(shown.text).toMatch(/People who hold a seat[^<]*<\/dt><dd>No limit/);
     // A customer may not override itself.
     const self = await t.app
       .http(host(t.lifted))
@@ -226,6 +234,48 @@ describe('concurrency', () => {
   });
 });
 
+describe('files under a plan', () => {
+  const upload = (who: SignedIn, bytes: number, visibility = 'private') => {
+    const { body, type } = form([
+      { name: 'file', filename: 'a.bin', type: 'application/octet-stream', content: Buffer.alloc(bytes, 7) },
+    ]);
+    return t.app
+      .http(host(t.files))
+      .post(`/api/v1/file/files?visibility=${visibility}`)
+      .set('Cookie', who.cookie)
+      .set('Content-Type', type)
+      .send(body);
+  };
+
+  it('a public file needs file.public_links; 10 simultaneous uploads at the last room of file.storage_bytes store one', async () => {
+    const who = await signInAs(t.app, t.files, ['file:manage', 'file:read', 'billing:manage', 'billing:read']);
+    const planId = await createPlan([], { 'file.storage_bytes': 100 });
+    const subscribed = await t.app
+      .http(host(t.files))
+      .post('/api/v1/billing/subscription/subscribe')
+      .set('Cookie', who.cookie)
+      .send({ planId });
+    expect(subscribed.status).toBe(200);
+    const open = await upload(who, 10, 'public');
+    expect(open.status, JSON.stringify(open.body)).toBe(403);
+    expect(open.body).toMatchObject({ code: 'FEATURE_NOT_IN_PLAN', feature: 'file.public_links' });
+    expect((await upload(who, 60)).status).toBe(201);
+    const answers = await Promise.all(Array.from({ length: 10 }, () => upload(who, 30)));
+    expect(answers.map((r) => r.status).sort()).toEqual([201, ...Array(9).fill(403)]);
+    expect(answers.find((r) => r.status === 403)!.body).toMatchObject({
+      code: 'PLAN_LIMIT_REACHED',
+      limit: 'file.storage_bytes',
+      value: 100,
+      use: 90,
+    });
+    const { rows } = await t.app.services.db.pool.query<{ n: string }>(
+      `select coalesce(sum(size), 0) as n from files where tenant_id = $1`,
+      [t.files.id],
+    );
+    expect(Number(rows[0]!.n)).toBe(90);
+  });
+});
+
 describe('who gets what', () => {
   it('a cancelled subscription falls back to the defaults', async () => {
     const who = await onPlan(t.cancelled, await createPlan([], { 'user.seats': 1 }));
@@ -253,6 +303,21 @@ describe('who gets what', () => {
     expect(refused.body).toMatchObject({ code: 'PLAN_LIMIT_REACHED', value: 2, use: 4 });
     expect(await count(t.downgrade, 'users')).toBe(4);
     expect(seatsOf((await entitlements(t.downgrade, who)).body)).toMatchObject({ value: 2, use: 4 });
+  });
+
+  it('the plan form offers the declared features as choices and edits the limits', async () => {
+    const res = await t.app
+      .http()
+      .get('/admin/billing/plans/new')
+      .set('Cookie', await operator());
+    expect(res.status).toBe(200);
+    for (const feature of ['webhook.endpoints', 'file.public_links'])
+      expect(res.text).toMatch(
+        new RegExp(
+          `type="checkbox"[^>]*name="features"[^>]*value="${feature.replace('.', '\\.')}"|value="${feature.replace('.', '\\.')}"[^>]*name="features"`,
+        ),
+      );
+    expect(res.text).toMatch(/name="limits"/);
   });
 
   it('a plan naming an undeclared feature or limit is 422', async () => {

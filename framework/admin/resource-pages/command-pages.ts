@@ -1,3 +1,4 @@
+import { gatedPage } from './page-model.ts';
 import { titleCase } from '../../entity/names.ts';
 import type { ProblemError } from '../../errors.ts';
 import { runApiRoute as run } from '../api-route.ts';
@@ -67,6 +68,7 @@ export function registerCommandPages(pages: EntityPages): void {
       );
     };
     registerAdminPage(site, {
+      ...gatedPage(pages),
       path: `${itemPath}/${command.name}`,
       summary: `${label}: ${command.name} form`,
       access: command.route.access,
@@ -74,6 +76,7 @@ export function registerCommandPages(pages: EntityPages): void {
       handler: (ctx) => commandForm(ctx, null),
     });
     registerAdminPage(site, {
+      ...gatedPage(pages),
       method: 'POST',
       path: `${itemPath}/${command.name}`,
       summary: `${label}: ${command.name}`,

@@ -1,3 +1,4 @@
+import { gatedPage } from './page-model.ts';
 import Type from 'typebox';
 import type { ResolvedEntity } from '../../entity/resolve.ts';
 import { isMarkdown } from '../../markdown/markdown-field.ts';
@@ -112,6 +113,7 @@ export function registerOptionsPage(pages: EntityPages, withPages: ReadonlySet<s
   });
   const byKey = new Map(actors.map((rule) => [rule.key, rule]));
   registerAdminPage(site, {
+    ...gatedPage(pages),
     path: `${base}/options`,
     summary: `${label}: options of a picker (htmx fragment)`,
     access: api.list.access,

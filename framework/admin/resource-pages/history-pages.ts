@@ -1,3 +1,4 @@
+import { gatedPage } from './page-model.ts';
 import Type from 'typebox';
 import { FORM_TOKEN_FIELD } from '../../access/form-token.ts';
 import type { ProblemError } from '../../errors.ts';
@@ -111,6 +112,7 @@ export function registerHistoryPages(pages: EntityPages): void {
   if (!api.history) return;
   const history = api.history;
   registerAdminPage(site, {
+    ...gatedPage(pages),
     path: `${itemPath}/history`,
     summary: `${label}: history`,
     access: history.access,
@@ -159,6 +161,7 @@ export function registerHistoryPages(pages: EntityPages): void {
     );
   };
   registerAdminPage(site, {
+    ...gatedPage(pages),
     path: `${itemPath}/restore`,
     summary: `${label}: restore confirmation`,
     access: restore.access,
@@ -166,6 +169,7 @@ export function registerHistoryPages(pages: EntityPages): void {
     handler: (ctx) => confirmPage(ctx),
   });
   registerAdminPage(site, {
+    ...gatedPage(pages),
     method: 'POST',
     path: `${itemPath}/restore`,
     summary: `${label}: restore`,

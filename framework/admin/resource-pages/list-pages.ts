@@ -1,3 +1,4 @@
+import { gatedPage } from './page-model.ts';
 import type { TSchema } from 'typebox';
 import type { Page } from '../../operations/paging.ts';
 import { entityQueryFields, selectableNames } from '../../operations/entity-query.ts';
@@ -60,6 +61,7 @@ export function registerListPages(pages: EntityPages): void {
     });
   };
   registerAdminPage(site, {
+    ...gatedPage(pages),
     path: base,
     summary: `${labelPlural}: list`,
     access: api.list.access,
@@ -67,6 +69,7 @@ export function registerListPages(pages: EntityPages): void {
     handler: (ctx) => listPage(ctx, false),
   });
   registerAdminPage(site, {
+    ...gatedPage(pages),
     path: `${base}/rows`,
     summary: `${labelPlural}: rows of the list (htmx fragment)`,
     access: api.list.access,

@@ -90,3 +90,7 @@ export interface EntityPages {
   /** The record the path names, through the API's read route (row access, 404). */
   readRow(ctx: AdminPageContext): Promise<Row>;
 }
+
+/** A gated entity's pages carry its feature (EntityDefinition.feature): the guard refuses them as it refuses its routes. */
+export const gatedPage = (pages: Pick<EntityPages, 'entity'>): { feature?: string } =>
+  pages.entity.def.feature !== undefined ? { feature: pages.entity.def.feature } : {};

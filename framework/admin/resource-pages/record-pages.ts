@@ -1,3 +1,4 @@
+import { gatedPage } from './page-model.ts';
 import type { FastifyRequest } from 'fastify';
 import type { TSchema } from 'typebox';
 import { titleCase } from '../../entity/names.ts';
@@ -57,12 +58,14 @@ export function registerNewPages(pages: EntityPages): void {
     );
   };
   registerAdminPage(site, {
+    ...gatedPage(pages),
     path: `${base}/new`,
     summary: `New ${label.toLowerCase()}: form`,
     access: api.create.access,
     handler: (ctx) => newForm(ctx, null),
   });
   registerAdminPage(site, {
+    ...gatedPage(pages),
     method: 'POST',
     path: `${base}/new`,
     summary: `New ${label.toLowerCase()}: create`,
@@ -152,6 +155,7 @@ export async function afterSave(
 export function registerDetailPage(pages: EntityPages): void {
   const { site, entity, api, itemPath, label } = pages;
   registerAdminPage(site, {
+    ...gatedPage(pages),
     path: itemPath,
     summary: `${label}: detail`,
     access: api.read.access,
@@ -182,6 +186,7 @@ export function registerEditPages(pages: EntityPages): void {
     );
   };
   registerAdminPage(site, {
+    ...gatedPage(pages),
     path: `${itemPath}/edit`,
     summary: `${label}: edit form`,
     access: api.update.access,
@@ -189,6 +194,7 @@ export function registerEditPages(pages: EntityPages): void {
     handler: (ctx) => editForm(ctx, null),
   });
   registerAdminPage(site, {
+    ...gatedPage(pages),
     method: 'POST',
     path: `${itemPath}/edit`,
     summary: `${label}: update`,
@@ -227,6 +233,7 @@ export function registerDeletePages(pages: EntityPages): void {
     );
   };
   registerAdminPage(site, {
+    ...gatedPage(pages),
     path: `${itemPath}/delete`,
     summary: `${label}: delete confirmation`,
     access: api.remove.access,
@@ -234,6 +241,7 @@ export function registerDeletePages(pages: EntityPages): void {
     handler: (ctx) => deletePage(ctx),
   });
   registerAdminPage(site, {
+    ...gatedPage(pages),
     method: 'POST',
     path: `${itemPath}/delete`,
     summary: `${label}: delete`,
