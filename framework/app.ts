@@ -203,10 +203,16 @@ function composeServices(
   const clock = options.clock ?? systemClock;
   const transactions = new TenantTransactions(db, registry.events, outbox, clock, cursors, {
     entitlementDefaults: options.config.billing.default_entitlements,
-    planLimits: new PlanLimits(registry.limits, options.config.billing.default_entitlements, registry.features.keys()),
+    planLimits: new PlanLimits(
+      registry.limits,
+      options.config.billing.default_entitlements,
+      registry.features.keys(),
+      registry.planEntitlementsSql,
+    ),
+    planEntitlementsSql: registry.planEntitlementsSql,
   });
   const replica = opens.replica
-    ? replicaReads(options.config, registry.events, transactions, clock, cursors, metrics)
+    ? replicaReads(options.config, registry.events, transactions, clock, cursors, metrics, registry.planEntitlementsSql)
     : undefined;
   // Learns of relayed changes on the process's listener; serves streams once a web role starts it.
   const live = new LiveHub({
@@ -303,6 +309,7 @@ function replicaReads(
   clock: Clock,
   cursors: CursorSeal,
   metrics: Metrics | undefined,
+  planEntitlementsSql: ((tenant: string) => string) | undefined,
 ): ReplicaReads | undefined {
   const { replica_url: url, replica_max_lag_ms: maxLagMs } = config.database;
   if (!url) return undefined;
@@ -315,6 +322,7 @@ function replicaReads(
   const onReplica = new TenantTransactions(db, events, undefined, clock, cursors, {
     replica: true,
     entitlementDefaults: config.billing.default_entitlements,
+    planEntitlementsSql,
   });
   return new ReplicaReads(db, onReplica, primary, maxLagMs, metrics?.replicaSeries());
 }

@@ -2,7 +2,7 @@ import type { FastifyRequest } from 'fastify';
 
 /**
  * Personal access tokens on the wire: `Authorization: Bearer <token>`. The framework resolves the
- * token in a transaction's opening statement (context/opening.ts, ENTER_WITH_TOKEN) from the
+ * token in a transaction's opening statement (context/opening.ts, enterWithTokenText) from the
  * identity table access_tokens, which a module provides (modules/auth): only the SHA-256 of a
  * token is stored, as for session ids (session-cookie.ts, hashSecret).
  */

@@ -60,9 +60,12 @@ export interface EnterRow {
 // permissions in the same statement, read every request: a change of plan, subscription or override
 // applies at the next request. After the session column (role switched, tenant set), so the
 // subscription is read under row-level security.
-const ENTITLEMENTS_COLUMN = `${entitlementSourceSql('$1')} as entitlements`;
+// The plan's part comes from the module that keeps plans (ModuleDefinition.planEntitlementsSql),
+// decided at boot: the statements are made per installation by openingStatements.
+type PlanSql = ((tenant: string) => string) | undefined;
+const entitlementsColumn = (plan: PlanSql) => `${entitlementSourceSql('$1', plan)} as entitlements`;
 
-const ENTER_WITH_SESSION_TEXT = `
+const enterWithSessionText = (plan: PlanSql) => `
 select set_config('app.tenant_id', $1::uuid::text, true) as t,
        set_config('role', '${APP_ROLE}', true) as r,
        set_config('${PERMISSIONS_SETTING}', '', true) as p,
@@ -79,8 +82,9 @@ select set_config('app.tenant_id', $1::uuid::text, true) as t,
                                where r.tenant_id = s.tenant_id and r.name = any (u.roles)) g
          where s.tenant_id = $1 and s.id_hash = $2 and s.expires_at > $3
            and u.status = 'active' and u.deleted_at is null) as session,
-       ${ENTITLEMENTS_COLUMN}`;
-export const ENTER_WITH_SESSION = prepared(ENTER_WITH_SESSION_TEXT);
+       ${entitlementsColumn(plan)}`;
+/** The session's opening statement of an installation whose modules keep no plans. */
+export const ENTER_WITH_SESSION = prepared(enterWithSessionText(undefined));
 
 // The same for a personal access token (Authorization: Bearer, access/bearer.ts): the caller is the
 // token's user, on the token's tenant only (the lookup is by tenant and hash), while the token
@@ -88,7 +92,7 @@ export const ENTER_WITH_SESSION = prepared(ENTER_WITH_SESSION_TEXT);
 // roles grant now, so a role change applies at the next request: a permission the token names
 // counts when the roles hold it or the wildcard; the token's wildcard stands for the roles' whole
 // list. last_seen_at is when the token was last used (the epoch when never), for its touch.
-const ENTER_WITH_TOKEN_TEXT = `
+const enterWithTokenText = (plan: PlanSql) => `
 select set_config('app.tenant_id', $1::uuid::text, true) as t,
        set_config('role', '${APP_ROLE}', true) as r,
        set_config('${PERMISSIONS_SETTING}', '', true) as p,
@@ -108,8 +112,7 @@ select set_config('app.tenant_id', $1::uuid::text, true) as t,
                                            select p from unnest(g.permissions) p where '*' = any (k.permissions)) as permissions) e
          where k.tenant_id = $1 and k.token_hash = $2 and k.expires_at > $3
            and u.status = 'active' and u.deleted_at is null) as session,
-       ${ENTITLEMENTS_COLUMN}`;
-export const ENTER_WITH_TOKEN = prepared(ENTER_WITH_TOKEN_TEXT);
+       ${entitlementsColumn(plan)}`;
 
 const ENTER_TEXT = `select set_config('app.tenant_id', $1, true) as t, set_config('role', '${APP_ROLE}', true) as r,
           set_config('${PERMISSIONS_SETTING}', '', true) as p, set_config('${ACTOR_SETTING}', '', true) as a`;
@@ -131,8 +134,8 @@ const guardColumn = (permission: string) =>
             else set_config('transaction_read_only', 'on', true) = '' end as allowed`;
 
 /** The opening statement of a one-exchange transaction: tenant, session, caller, and the guard ($4: the permission). */
-export const ENTER_WITH_SESSION_GUARDED = prepared(`${ENTER_WITH_SESSION_TEXT},
-       ${guardColumn('$4')}`);
+const enterWithSessionGuardedText = (plan: PlanSql) => `${enterWithSessionText(plan)},
+       ${guardColumn('$4')}`;
 
 /** The same without a session ($2: the permission): the caller holds nothing, so the transaction turns read-only. */
 export const ENTER_GUARDED = prepared(`${ENTER_TEXT},
@@ -155,19 +158,19 @@ export interface OpeningStatements {
  * at boot: one set_config in a statement the transaction sends anyway, no statement of its own.
  * Undefined: the statements as they are, under the server's setting.
  */
-export function openingStatements(statementTimeoutMs: number | undefined): OpeningStatements {
+export function openingStatements(statementTimeoutMs: number | undefined, plan?: PlanSql): OpeningStatements {
   const timed =
     statementTimeoutMs === undefined
-      ? (text: string) => text
+      ? (text: string) => prepared(text)
       : (text: string) =>
           prepared(`${text},
        set_config('statement_timeout', '${Math.trunc(statementTimeoutMs)}', true) as statement_timeout`);
   return {
     enter: timed(ENTER),
-    enterWithSession: timed(ENTER_WITH_SESSION),
-    enterWithToken: timed(ENTER_WITH_TOKEN),
+    enterWithSession: timed(enterWithSessionText(plan)),
+    enterWithToken: timed(enterWithTokenText(plan)),
     enterGuarded: timed(ENTER_GUARDED),
-    enterWithSessionGuarded: timed(ENTER_WITH_SESSION_GUARDED),
+    enterWithSessionGuarded: timed(enterWithSessionGuardedText(plan)),
   };
 }
 

@@ -153,13 +153,19 @@ export class TenantTransactions implements Transactions {
     outbox?: OutboxSignal,
     clock: Clock = systemClock,
     cursors?: ListCursors,
-    options: { replica?: boolean; entitlementDefaults?: EntitlementDefaults; planLimits?: PlanLimits } = {},
+    options: {
+      replica?: boolean;
+      entitlementDefaults?: EntitlementDefaults;
+      planLimits?: PlanLimits;
+      /** The plan source of the entitlements (ModuleDefinition.planEntitlementsSql), read by the opening statement. */
+      planEntitlementsSql?: (tenant: string) => string;
+    } = {},
   ) {
     this.db = db;
     this.replica = options.replica === true;
     this.defaults = options.entitlementDefaults ?? EVERYTHING;
     this.planLimits = options.planLimits;
-    this.opening = openingStatements(db.statementTimeoutMs);
+    this.opening = openingStatements(db.statementTimeoutMs, options.planEntitlementsSql);
     this.declaredEvents = declaredEvents;
     this.outbox = outbox;
     this.clock = clock;

@@ -1,4 +1,7 @@
-import type { TxContext } from './transaction.ts';
+import type { Entitlements, TxContext } from './transaction.ts';
+
+// Declared beside the session that carries it (transaction.ts), which this file's declarations use.
+export type { Entitlements } from './transaction.ts';
 
 /**
  * What a plan grants, declared by the modules like their permissions (ModuleDefinition.features
@@ -27,14 +30,6 @@ export interface LimitDeclaration {
    * racing for the last unit count one after the other.
    */
   use(ctx: TxContext): Promise<number>;
-}
-
-/** A tenant's entitlements as resolved for one transaction. */
-export interface Entitlements {
-  /** The features granted; '*' stands for every declared feature. */
-  readonly features: ReadonlySet<string>;
-  /** Each bounded limit's value; a limit not named here has no bound. */
-  readonly limits: Readonly<Record<string, number>>;
 }
 
 /** Does the tenant have the feature? */

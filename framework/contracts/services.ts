@@ -103,6 +103,8 @@ export interface ModuleRegistry {
   /** The declared features and limits (ModuleDefinition.features, .limits), by name. */
   readonly features: ReadonlyMap<string, FeatureDeclaration & { module: string }>;
   readonly limits: ReadonlyMap<string, LimitDeclaration & { module: string }>;
+  /** The plan source of the entitlements (ModuleDefinition.planEntitlementsSql), if a module keeps plans. */
+  readonly planEntitlementsSql: ((tenant: string) => string) | undefined;
 }
 
 /** Host → tenant, cached per process and evicted on every host or status change (framework/context/host-cache.ts). */

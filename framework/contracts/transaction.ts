@@ -1,8 +1,15 @@
-import type { Entitlements } from './entitlements.ts';
 import type { ActingAs, Actor } from './actor.ts';
 import type { Transaction } from 'kysely';
 import type { Database, PipelineAnswer, Statement } from './database.ts';
 import type { TenantRef } from './tenant.ts';
+
+/** A tenant's entitlements as resolved for one transaction. */
+export interface Entitlements {
+  /** The features granted; '*' stands for every declared feature. */
+  readonly features: ReadonlySet<string>;
+  /** Each bounded limit's value; a limit not named here has no bound. */
+  readonly limits: Readonly<Record<string, number>>;
+}
 
 export interface SessionInfo {
   id: string;
@@ -92,7 +99,7 @@ export interface TxOptions {
   sessionHash?: Buffer;
   /**
    * SHA-256 of a personal access token (Authorization: Bearer): resolves the caller from the token
-   * instead (context/opening.ts, ENTER_WITH_TOKEN). Not with sessionHash; run() only, never runStatement.
+   * instead (context/opening.ts, enterWithTokenText). Not with sessionHash; run() only, never runStatement.
    */
   tokenHash?: Buffer;
   /** Actor for events when there is no session (e.g. a subscription acting for a user). */

@@ -10,9 +10,6 @@ import {
   type EntitlementSource,
 } from './resolve.ts';
 
-/** The tenant's entitlement source, read in the transaction (a job, an import, a request without a caller). */
-const SOURCE = `select ${entitlementSourceSql('app_tenant_id()')} as entitlements`;
-
 /** One limit as a client reads it (GET /api/v1/billing/entitlements): its value (null: no bound) and the current use. */
 export interface LimitUse {
   name: string;
@@ -33,11 +30,16 @@ export class PlanLimits {
   /** The declared feature names, which a plan's or an override's `features` must be among. */
   readonly features: ReadonlySet<string>;
 
+  /** The tenant's entitlement source, read in the transaction (a job, an import, a request without a caller). */
+  private readonly source: string;
+
   constructor(
     declared: ReadonlyMap<string, LimitDeclaration>,
     defaults: EntitlementDefaults,
     features: Iterable<string> = [],
+    plan?: (tenant: string) => string,
   ) {
+    this.source = `select ${entitlementSourceSql('app_tenant_id()', plan)} as entitlements`;
     this.declared = declared;
     this.defaults = defaults;
     this.features = new Set(features);
@@ -54,7 +56,9 @@ export class PlanLimits {
    */
   async entitlementsOf(ctx: TxContext): Promise<Entitlements> {
     if (ctx.session?.entitlements) return ctx.session.entitlements;
-    const result = await ctx.db.executeQuery<{ entitlements: EntitlementSource | null }>(CompiledQuery.raw(SOURCE, []));
+    const result = await ctx.db.executeQuery<{ entitlements: EntitlementSource | null }>(
+      CompiledQuery.raw(this.source, []),
+    );
     return resolveEntitlements(result.rows[0]?.entitlements, this.defaults);
   }
 

@@ -26,19 +26,15 @@ export const EVERYTHING: EntitlementDefaults = { features: ['*'], limits: {} };
 
 /**
  * The SQL of the tenant's source, one json value, for a tenant given as `tenant` (a uuid parameter
- * or app_tenant_id()). The subscription counts while it is not cancelled and has not ended (a
- * subscription set to cancel at the period's end still serves its period); the plan is the one it
- * serves now, not the one chosen for the next period (pending_plan_id). Row-level security scopes
- * the subscription to the transaction's tenant as well; plans are global.
+ * or app_tenant_id()): the framework's part (the operator's override, whether it is the operator
+ * tenant) and the plan served now, from the module that keeps plans (`plan`,
+ * ModuleDefinition.planEntitlementsSql); without one, no plan: the defaults apply.
  */
-export function entitlementSourceSql(tenant: string): string {
+export function entitlementSourceSql(tenant: string, plan?: (tenant: string) => string): string {
   return `(select json_build_object(
                  'override', t.entitlements,
                  'operator', t.is_operator,
-                 'plan', (select json_build_object('features', p.features, 'limits', p.limits)
-                            from subscriptions s join plans p on p.id = s.plan_id
-                           where s.tenant_id = ${tenant} and s.deleted_at is null and s.ended_at is null
-                             and s.status <> 'cancelled'))
+                 'plan', ${plan ? plan(tenant) : 'null::json'})
           from tenants t where t.id = ${tenant})`;
 }
 

@@ -10,7 +10,7 @@ import type { AnyEntity } from './entity-definition.ts';
 import type { Database } from '../contracts/database.ts';
 import type { ProblemDeclaration } from '../contracts/problems.ts';
 import type { TSchema } from 'typebox';
-import type { QueryList } from '../query/query-list.ts';
+import type { DeclaredListQuery } from '../contracts/list-query.ts';
 import type { FeatureDeclaration, LimitDeclaration } from '../contracts/entitlements.ts';
 
 export type { PermissionDeclaration } from '../contracts/services.ts';
@@ -140,6 +140,14 @@ export interface ModuleDefinition {
   features?: readonly FeatureDeclaration[];
   /** The limits a plan may set on what this module keeps (docs/billing.md). */
   limits?: readonly LimitDeclaration[];
+  /**
+   * The plan a tenant's subscription serves now, for its entitlements (docs/billing.md): the SQL of
+   * one json value `{"features": [...], "limits": {...}}`, or null, for the tenant given as the SQL
+   * expression `tenant`. The framework reads it in the statement that opens every transaction,
+   * under row-level security; the module that keeps plans and subscriptions declares it (billing),
+   * so the framework names none of its tables. At most one module declares it.
+   */
+  planEntitlementsSql?: (tenant: string) => string;
   events?: readonly string[];
   /**
    * Events the operator publishes in the operator's tenant about a customer tenant (a suspension,
@@ -220,7 +228,7 @@ export interface LiveListDefinition {
    * The list's own query (its QueryList): the stream then takes the list's filters, or and fields.
    * Its columns must name the table's columns as they stand in `from <table>` (unqualified).
    */
-  query?: QueryList;
+  query?: DeclaredListQuery;
 }
 
 /** What a module contributes to the admin shell besides its entities' generated pages. */

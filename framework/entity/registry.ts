@@ -43,6 +43,8 @@ export class Registry implements ModuleRegistry {
   readonly events: ReadonlySet<string>;
   readonly features: ReadonlyMap<string, FeatureDeclaration & { module: string }>;
   readonly limits: ReadonlyMap<string, LimitDeclaration & { module: string }>;
+  /** The plan source of the entitlements, from the module declaring it (ModuleDefinition.planEntitlementsSql). */
+  readonly planEntitlementsSql: ((tenant: string) => string) | undefined;
   /** The modules' hand-written routes (ModuleDefinition.routes), under this configuration. */
   readonly moduleRoutes: readonly { module: string; route: AnyRoute }[];
   readonly subscriptions: readonly (SubscriptionDefinition & { module: string })[];
@@ -70,6 +72,12 @@ export class Registry implements ModuleRegistry {
     // Every event first, the entities' lifecycle events included: a field taking event names
     // (event-names.ts) gets the whole list as its enum before its entity is resolved.
     for (const event of FRAMEWORK_EVENTS) events.add(event);
+    const planSources = modules.filter((module) => module.planEntitlementsSql !== undefined);
+    if (planSources.length > 1)
+      conflicts.push(
+        `the plan of the entitlements is declared by ${planSources.map((m) => `module ${m.name}`).join(' and ')}`,
+      );
+    this.planEntitlementsSql = planSources[0]?.planEntitlementsSql;
     for (const module of modules) {
       for (const permission of module.permissions ?? []) {
         if (permissions.has(permission.name)) conflicts.push(`permission ${permission.name} is declared twice`);

@@ -8,6 +8,7 @@ import { followsEntity } from './follows.ts';
 import { quote } from '../operations/entity-sql.ts';
 import type { ListQuery } from '../query/parse.ts';
 import { streamQuerySchema } from '../query/query-schema.ts';
+import { QueryList } from '../query/query-list.ts';
 
 /** What an event is to a stream before the stream's filters and row access are applied. */
 export type ChangeKind = 'created' | 'updated' | 'deleted';
@@ -113,6 +114,10 @@ export function declaredSource(definition: LiveListDefinition): LiveSource {
   const fields = Object.entries(definition.columns);
   const owner = definition.owner;
   const query = definition.query;
+  if (query !== undefined && !(query instanceof QueryList))
+    throw new Error(
+      `the live list ${definition.operationId} declares a query that is no QueryList (framework/query/query-list.ts)`,
+    );
   const columns = [...new Set(['id', ...fields.map(([, column]) => column), ...(owner ? [owner] : [])])];
   return {
     key: definition.operationId,

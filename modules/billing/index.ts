@@ -8,6 +8,18 @@ import { billingProblems } from './problems.ts';
 import { entitlementsRoute } from './entitlements.routes.ts';
 
 /**
+ * The plan a tenant's subscription serves now, for the framework's entitlements (docs/billing.md):
+ * a subscription counts while it is not cancelled and has not ended (one set to cancel at the
+ * period's end still serves its period); the plan is the one it serves, not the one chosen for the
+ * next period (pending_plan_id). Row-level security scopes the subscription to the transaction's
+ * tenant as well; plans are global.
+ */
+const servedPlanSql = (tenant: string) => `(select json_build_object('features', p.features, 'limits', p.limits)
+                            from subscriptions s join plans p on p.id = s.plan_id
+                           where s.tenant_id = ${tenant} and s.deleted_at is null and s.ended_at is null
+                             and s.status <> 'cancelled')`;
+
+/**
  * Billing: the operator's price list (plans, global), one subscription per tenant (a singleton
  * written by subscribe and cancel), the nightly renewal with dunning, and the payment provider
  * (docs/billing.md).
@@ -24,6 +36,7 @@ export const billingModule = defineModule({
   events: ['billing.subscribed', 'billing.cancelled', 'billing.renewed', 'billing.past_due'],
   entities: [entity(plan), entity(subscription)],
   routes: [entitlementsRoute],
+  planEntitlementsSql: servedPlanSql,
   jobs: [renewJob],
   admin: {
     label: 'Billing',

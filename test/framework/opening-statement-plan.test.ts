@@ -16,8 +16,8 @@ beforeAll(async () => {
   acme = await createCustomer(app, 'acme');
   reader = await signInAs(app, acme, ['widget:read']);
 });
-// The texts the app sends: each carries the installation's statement_timeout (opening.ts).
-const opening = () => openingStatements(app.services.db.statementTimeoutMs);
+// The texts the app sends: each carries the installation's statement_timeout and plan source (opening.ts).
+const opening = () => openingStatements(app.services.db.statementTimeoutMs, app.services.registry.planEntitlementsSql);
 afterAll(async () => {
   await app?.close();
 });
