@@ -2,6 +2,8 @@ import { createHash, randomUUID } from 'node:crypto';
 import { beforeAll, describe, expect, it } from 'vitest';
 import { CompiledQuery } from 'kysely';
 import { notify } from '../../modules/notification/notify.ts';
+import { ListFilters } from '../../framework/admin/list-filters.ts';
+import { deliveryList } from '../../modules/webhook/delivery-log.ts';
 import { useTestApp } from '../helpers/use-test-app.ts';
 import { signInAs, type SignedIn } from '../helpers/app.ts';
 
@@ -281,5 +283,24 @@ describe('the hand-written lists get the same controls from their own filterable
     expect(active.text).toMatch(/<input type="hidden" name="status" value="eq.active">/);
     const suspended = await op('/admin/tenant/tenants?status=eq.suspended&q=acme').expect(200);
     expect(suspended.text).not.toContain('data-tenant="acme"');
+  });
+});
+
+describe('a preset is checked when the page is registered', () => {
+  it('refuses one the list would refuse, naming it', () => {
+    const declare = (query: Record<string, string>) =>
+      new ListFilters({
+        base: '/admin/webhook/deliveries',
+        model: deliveryList.model,
+        fields: ['status'],
+        labelOf: (field) => field,
+        presets: [{ label: 'Lost ones', query }],
+        defaultSort: '-createdAt',
+      });
+    expect(() => declare({ status: 'eq.lost' })).toThrow(
+      /\/admin\/webhook\/deliveries: filter preset "Lost ones" is no query of the list/,
+    );
+    expect(() => declare({ colour: 'eq.red' })).toThrow(/filter preset "Lost ones"/);
+    expect(() => declare({ status: 'in.(failed,dead)', sort: 'createdAt' })).not.toThrow();
   });
 });
