@@ -2141,7 +2141,11 @@ export interface components {
         };
         /** Webhook endpoint */
         Endpoint: {
-            active: boolean | null;
+            /**
+             * @description Only active endpoints receive deliveries.
+             * @default true
+             */
+            active: boolean;
             /** Format: date-time */
             createdAt: string;
             /** @description Only in the answer of send-test-event: the id the test delivery’s first attempt takes in the delivery log (GET /api/v1/webhook/deliveries, once it has ended; send-again takes it). Null in every other answer. */
@@ -2695,7 +2699,12 @@ export interface components {
              * @default false
              */
             slaBreached: boolean;
-            status: ("open" | "acknowledged" | "in_progress" | "resolved" | "closed") | null;
+            /**
+             * @description open, acknowledged, in_progress, resolved or closed. A new task is open (a create may only say open). Status graph: open → acknowledged → in_progress → resolved → closed; resolved → in_progress (reopen); acknowledged or in_progress → open when the task has no assignee (POST .../{id}/unassign takes the assignee off and moves it there). A PATCH may take these edges except into resolved (the resolve command) and except into acknowledged or in_progress while nobody is assigned; any other move is 409 INVALID_TRANSITION.
+             * @default open
+             * @enum {string}
+             */
+            status: "open" | "acknowledged" | "in_progress" | "resolved" | "closed";
             /**
              * @description One line, 1 to 200 characters.
              * @example Call the customer back
@@ -2876,7 +2885,11 @@ export interface components {
         User: {
             /** Format: date-time */
             createdAt: string;
-            displayName: string | null;
+            /**
+             * @description Name shown to others; empty when not given.
+             * @default
+             */
+            displayName: string;
             /**
              * Format: email
              * @description The address the person signs in with (and where a reset link goes); unique in the tenant, compared case-insensitively. Changing it takes the session cookie: with a personal access token it is 401 AUTH_REQUIRED.

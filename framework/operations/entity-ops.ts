@@ -7,6 +7,7 @@ import type { Services } from '../services.ts';
 import type { EntityOperationsApi } from '../contracts/operations.ts';
 import type { Config } from '../config/schema.ts';
 import { notFound, problem } from '../errors.ts';
+import { declaredDefault } from '../entity/storage.ts';
 // Texts assembled from the entity's declaration alone: a small fixed set, each run prepared.
 import { prepared as fixed } from '../db/statements.ts';
 import { KeysetPager, type ListFilter, type ListPlace, type Page, type PageQuery } from './paging.ts';
@@ -282,7 +283,9 @@ export class EntityOperations implements EntityOperationsApi {
     const previous = await this.find(ctx, null, true);
     if (!previous) return { row: await this.create(ctx, input), created: true };
     const values: Values = {};
-    for (const field of this.entity.writable) values[field] = input[field] ?? null;
+    // A field left out is cleared, or takes its column default (WithDefault) where it has one.
+    for (const field of this.entity.writable)
+      values[field] = input[field] ?? declaredDefault(this.entity.def.fields[field]!)?.value ?? null;
     for (const field of this.entity.immutable) {
       if (!sameValue((previous as Values)[field], values[field])) {
         throw problem('FIELD_IMMUTABLE', `${field} cannot be changed after creation`, { extensions: { field } });
