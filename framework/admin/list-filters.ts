@@ -99,7 +99,7 @@ export interface FilterForm {
   /** Conditions no control shows, in words, each a ticked box of its parameter. */
   kept: { id: string; name: string; value: string; label: string }[];
   presets: { label: string; href: string; current: boolean }[];
-  /** Parameters the form carries unchanged: sort and page size. */
+  /** Parameters the form carries unchanged: sort and page size (and q, when the search box is another form's). */
   hidden: { name: string; value: string }[];
   /** Whether the list is filtered or searched now: a link shows the whole list. */
   filtered: boolean;
@@ -141,6 +141,8 @@ export class ListFilters {
   private readonly declaration: ListFiltersDeclaration;
   private readonly controls: readonly ControlSpec[];
   private readonly byName: ReadonlyMap<string, ControlSpec>;
+  /** The page's own parameters (pageQuery's extra): neither filters nor kept in its addresses. */
+  private pageOnly = new Set<string>();
 
   constructor(declaration: ListFiltersDeclaration) {
     this.declaration = declaration;
@@ -172,11 +174,13 @@ export class ListFilters {
 
   /**
    * The page's query string: the list route's, where a control's field also takes what the form
-   * sends before it is written back (an empty choice, a bare id), and each date's from and to.
+   * sends before it is written back (an empty choice, a bare id), and each date's from and to;
+   * `extra`: the page's own parameters besides (a notice after a post).
    */
-  pageQuery(listQuery: TSchema): TSchema {
+  pageQuery(listQuery: TSchema, extra: TProperties = {}): TSchema {
     const object = listQuery as { properties?: TProperties };
-    const properties: TProperties = { ...object.properties };
+    const properties: TProperties = { ...object.properties, ...extra };
+    for (const name of Object.keys(extra)) this.pageOnly.add(name);
     const text = Type.String({ maxLength: VALUE_MAX });
     for (const { field, kind } of this.controls) {
       properties[field.name] = Type.Optional(Type.Union([text, Type.Array(text, { maxItems: 20 })]));
@@ -201,7 +205,7 @@ export class ListFilters {
     const add = (name: string, value: string) => filters.set(name, [...(filters.get(name) ?? []), value]);
     for (const { field } of this.controls) filters.set(field.name, []);
     for (const [name, raw] of Object.entries(query)) {
-      if (PAGING.has(name)) continue;
+      if (PAGING.has(name) || this.pageOnly.has(name)) continue;
       const range = name.endsWith(FROM) ? FROM : name.endsWith(TO) ? TO : undefined;
       const spec = range ? this.byName.get(name.slice(0, -range.length)) : undefined;
       if (range && spec?.kind === 'range') {
@@ -333,7 +337,10 @@ export class ListFilters {
           current: sameFilters(ListFilters.filtersOf(query)) && (preset.query.sort ?? undefined) === get('sort'),
         };
       }),
-      hidden: pairs.filter(([name]) => name === 'sort' || name === 'limit').map(([name, value]) => ({ name, value })),
+      // A form without the search box keeps the page's search through filtering.
+      hidden: pairs
+        .filter(([name]) => name === 'sort' || name === 'limit' || (name === 'q' && !options.search))
+        .map(([name, value]) => ({ name, value })),
       filtered: filters.length > 0 || q !== '',
     };
   }

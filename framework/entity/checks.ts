@@ -504,7 +504,8 @@ function stateProblems(entity: ResolvedEntity, registry: Registry): string[] {
 /**
  * What a list's query may name must leave the query's own parameters alone and name what exists:
  * no field, computed field or reference takes a reserved name (limit, offset, sort, after, q, or,
- * fields, expand, format); `filterable` names fields; a reference's query name is no
+ * fields, expand, format); `filterable` and the list page's `admin.filters.fields` name fields the
+ * list filters by; a reference's query name is no
  * field's, and a declared one belongs to a declared reference.
  */
 function queryProblems(entity: ResolvedEntity): string[] {
@@ -521,6 +522,12 @@ function queryProblems(entity: ResolvedEntity): string[] {
   for (const name of def.filterable ?? []) {
     if (!(SYSTEM_FIELDS as readonly string[]).includes(name) && !(name in def.fields))
       problems.push(`${where}: filterable field ${name} is not a field`);
+  }
+  // The list page's filter controls name fields the list filters by (framework/admin/list-filters.ts).
+  const filterable = new Set<string>(def.filterable ?? [...SYSTEM_FIELDS, ...Object.keys(def.fields)]);
+  for (const name of def.admin?.filters?.fields ?? []) {
+    if (!filterable.has(name))
+      problems.push(`${where}: admin.filters.fields names ${name}, which the list does not filter by`);
   }
   for (const field of Object.keys(def.referenceNames ?? {})) {
     if (!(field in (def.admin?.references ?? {})))

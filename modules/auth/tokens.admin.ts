@@ -1,5 +1,6 @@
 import Type from 'typebox';
 import {
+  ListFilters,
   registerAdminPage,
   renderTemplate,
   type AdminPageContext,
@@ -9,6 +10,8 @@ import { FORM_TOKEN_FIELD } from '../../framework/access/form-token.ts';
 import { problem, type ProblemError } from '../../framework/errors.ts';
 import { PAGE_LIMIT_MAX } from '../../framework/operations/page-query.ts';
 import { formatDateTime, when } from '../../framework/format.ts';
+import { titleCase } from '../../framework/entity/names.ts';
+import { tokenList, TokenListQuery } from './token-list.ts';
 import {
   DEFAULT_TOKEN_DAYS,
   MAX_TOKEN_DAYS,
@@ -22,7 +25,26 @@ import {
 const access = 'signedIn' as const;
 const PAGE = '/admin/auth/tokens';
 const TokenParams = Type.Object({ id: Type.String({ format: 'uuid' }) });
-const RevokedQuery = Type.Object({ revoked: Type.Optional(Type.String({ maxLength: 1 })) });
+/** The page's own parameter besides the list's: a token was just revoked. */
+const RevokedNotice = { revoked: Type.Optional(Type.String({ maxLength: 1 })) };
+
+/**
+ * The list's filters as the API's (tokenList): when a token expires and when it was made, and
+ * the ones still valid or expired in one click.
+ */
+const filters = new ListFilters({
+  base: PAGE,
+  model: tokenList.model,
+  fields: ['expiresAt', 'createdAt'],
+  labelOf: (field) =>
+    ({ expiresAt: 'Expires', createdAt: 'Created', lastUsedAt: 'Last used', name: 'Name' })[field] ?? titleCase(field),
+  presets: [
+    { label: 'Still valid', query: { expiresAt: 'gt.now' } },
+    { label: 'Expired', query: { expiresAt: 'lte.now' } },
+  ],
+  defaultSort: '-createdAt',
+  defaultLimit: PAGE_LIMIT_MAX,
+});
 
 /** The wildcard as a checkbox: only for a person who holds every permission. */
 const EVERYTHING = '*';
@@ -54,8 +76,12 @@ export function registerTokenPages(site: AdminSite): void {
     path: PAGE,
     access,
     summary: 'Access tokens',
-    schema: { querystring: RevokedQuery },
-    handler: (page) => renderPage(page, EMPTY_FORM, { revoked: page.query.revoked === '1' }),
+    schema: { querystring: filters.pageQuery(TokenListQuery, RevokedNotice) },
+    handler: async (page) => {
+      const asked = filters.request(page);
+      if (asked.changed) return page.redirect(asked.href);
+      return renderPage(page, EMPTY_FORM, { revoked: page.query.revoked === '1' });
+    },
   });
 
   registerAdminPage(site, {
@@ -116,9 +142,13 @@ export function registerTokenPages(site: AdminSite): void {
     },
   ): Promise<string> {
     // The newest hundred: a page of the API's list at its largest size; a person holding more revokes through the API.
-    const tokens = (await listTokens(page.tx, { limit: PAGE_LIMIT_MAX, offset: 0, sort: '-createdAt' })).page.items;
+    // A form's answer (a post) lists them as the page opens; the page itself, as its address filters.
+    const asked = filters.request(page.request.method === 'GET' ? page : ({ ...page, query: {} } as AdminPageContext));
+    const tokens = (await listTokens(page.tx, { ...asked.query, limit: PAGE_LIMIT_MAX, offset: 0, sort: '-createdAt' }))
+      .page.items;
     const body = renderTemplate('./admin/pages/tokens', {
       tokens: tokens.map((t) => rowOf(t, page.tx.now)),
+      filters: await filters.form(page, asked.pairs, { label: 'Filter your tokens' }),
       form: { ...form, maxDays: MAX_TOKEN_DAYS },
       choices: permissionChoices(page, form.permissions),
       created: state.created ?? null,

@@ -1,6 +1,9 @@
 import Type from 'typebox';
 import {
+  ListFilters,
   apiRoute,
+  entityPicker,
+  newestFirst,
   registerAdminEffectPage,
   registerAdminPage,
   renderTemplate,
@@ -17,17 +20,27 @@ import { notFound, type ProblemError } from '../../framework/errors.ts';
 import { toProblem } from '../../framework/http/problems.ts';
 import type { Page } from '../../framework/operations/paging.ts';
 import type { FileRecordValue } from './files-table.ts';
+import { fileList } from './routes.ts';
 import { StringEnum } from '../../framework/entity/string-enum.ts';
+import { titleCase } from '../../framework/entity/names.ts';
 
 export const FILES_PAGE = '/admin/file/files';
+/** The filtered fields and values as the page names them. */
+const FIELD_LABELS: Record<string, string> = {
+  visibility: 'Who can open it',
+  uploadedBy: 'Uploaded by',
+  createdAt: 'Uploaded',
+};
+const VISIBILITY: Record<string, string> = {
+  private: 'Signed-in people',
+  public: 'Anyone with the link',
+};
 const PAGE_SIZE = 20;
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 
 const DONE = { uploaded: 'The file is uploaded.', deleted: 'The file is deleted.' } as const;
-const ListQuery = Type.Object({
-  after: Type.Optional(Type.String({ maxLength: 1024 })),
-  done: Type.Optional(StringEnum(['uploaded', 'deleted'])),
-});
+/** The page's own parameter besides the list's: what was just done. */
+const PageNotice = { done: Type.Optional(StringEnum(['uploaded', 'deleted'])) };
 const UploadQuery = Type.Object({ visibility: StringEnum(['public', 'private']) });
 const IdParams = Type.Object({ id: Type.String({ maxLength: 100 }) });
 
@@ -62,12 +75,24 @@ export function registerFilePages(site: AdminSite): void {
   const upload = route('file-file-upload') as NoTxRouteDefinition;
   const remove = route('file-file-delete') as RouteDefinition;
   const userRead = apiRoute(site.services, 'user-user-read') as RouteDefinition | undefined;
+  // The list's filters as the API's: who can open a file, who uploaded it and when.
+  const uploaderPicker = entityPicker(site.services, 'user.user');
+  const filters = new ListFilters({
+    base: FILES_PAGE,
+    model: fileList.model,
+    fields: ['visibility', 'uploadedBy', 'createdAt'],
+    labelOf: (field) => FIELD_LABELS[field] ?? titleCase(field),
+    valueLabel: (field, value) => (field === 'visibility' ? (VISIBILITY[value] ?? value) : value),
+    ...(uploaderPicker ? { pickers: { uploadedBy: uploaderPicker } } : {}),
+    defaultSort: '-createdAt',
+    defaultLimit: PAGE_SIZE,
+  });
 
   registerAdminPage(site, {
     path: FILES_PAGE,
     access: list.access,
     summary: 'Files',
-    schema: { querystring: ListQuery },
+    schema: { querystring: filters.pageQuery(newestFirst(list.schema.querystring!), PageNotice) },
     handler: (page) => renderList(page, {}),
   });
 
@@ -141,8 +166,11 @@ export function registerFilePages(site: AdminSite): void {
   }
 
   async function renderList(page: AdminPageContext, options: { refused?: ProblemError }): Promise<string> {
-    const after = typeof page.query.after === 'string' ? page.query.after : undefined;
-    const query = { limit: PAGE_SIZE, offset: 0, sort: '-createdAt', ...(after ? { after } : {}) };
+    // A refused upload renders the list from its post (no list query): the list as it opens.
+    const asked = filters.request(options.refused ? ({ ...page, query: {} } as AdminPageContext) : page);
+    if (asked.changed && !options.refused) return page.redirect(asked.href);
+    const after = asked.query.after;
+    const query = { limit: PAGE_SIZE, offset: 0, ...asked.query };
     const found = (await runApiRoute(list, page, { query })) as Page<FileItem>;
     const names = await uploaders(page, found.items);
     const host = page.request.headers.host ?? '';
@@ -163,7 +191,8 @@ export function registerFilePages(site: AdminSite): void {
         publicUrl: file.visibility === 'public' ? `${origin}/api/v1/file/public/${file.id}` : null,
         deleteHref: fileHref(file.id, '/delete'),
       })),
-      nextHref: found.next ? `${FILES_PAGE}?${new URLSearchParams({ after: found.next })}` : null,
+      nextHref: asked.nextHref(found.next),
+      filters: await filters.form(page, asked.pairs, { label: 'Filter the files' }),
       firstPage: after === undefined,
       manage,
       maxSize: formatBytes(site.services.config.files.max_bytes),

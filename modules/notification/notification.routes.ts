@@ -33,7 +33,7 @@ const COLUMNS = 'id, title, body, link, read_at as "readAt", created_at as "crea
  * filter reaches another person's rows. The page is read from the (tenant_id, recipient_id,
  * created_at, id) index in either direction.
  */
-const notifications = new QueryList({
+export const notificationList = new QueryList({
   label: 'notifications',
   item: Notification,
   select: COLUMNS,
@@ -77,11 +77,11 @@ export const notificationRoutes: readonly AnyRoute[] = [
     tags,
     access: 'signedIn',
     schema: {
-      querystring: notifications.querySchema,
+      querystring: notificationList.querySchema,
       response: { 200: pageSchema(Notification, 'A page of the caller’s notifications') },
     },
     handler: ({ tx, query, reply }) =>
-      notifications.answer(tx, query, reply, { conditions: ['recipient_id = $1'], params: [callerOf(tx)] }),
+      notificationList.answer(tx, query, reply, { conditions: ['recipient_id = $1'], params: [callerOf(tx)] }),
   }),
   defineRoute({
     method: 'POST',
@@ -132,5 +132,5 @@ export const notificationStream: LiveListDefinition = {
   columns: { id: 'id', title: 'title', body: 'body', link: 'link', readAt: 'read_at', createdAt: 'created_at' },
   owner: 'recipient_id',
   events: { 'notification.created': 'created', 'notification.read': 'updated' },
-  query: notifications,
+  query: notificationList,
 };

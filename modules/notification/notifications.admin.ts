@@ -1,5 +1,6 @@
 import Type from 'typebox';
 import {
+  ListFilters,
   apiRoute,
   registerAdminPage,
   renderTemplate,
@@ -12,6 +13,8 @@ import { when } from '../../framework/format.ts';
 import type { RouteDefinition } from '../../framework/entity/define.ts';
 import type { Page } from '../../framework/operations/paging.ts';
 import { StringEnum } from '../../framework/entity/string-enum.ts';
+import { titleCase } from '../../framework/entity/names.ts';
+import { notificationList } from './notification.routes.ts';
 
 export const NOTIFICATIONS_PAGE = '/admin/notification/notifications';
 const PAGE_SIZE = 20;
@@ -25,10 +28,8 @@ interface NotificationItem {
   createdAt: Date | string;
 }
 
-const ListQuery = Type.Object({
-  after: Type.Optional(Type.String({ maxLength: 200 })),
-  marked: Type.Optional(StringEnum(['one', 'all'])),
-});
+/** The page's own parameter besides the list's: what was just marked. */
+const PageNotice = { marked: Type.Optional(StringEnum(['one', 'all'])) };
 const IdParams = Type.Object({ id: Type.String({ maxLength: 100 }) });
 
 /** A notification's link is a path within the application (the API guarantees it); anything else is not linked. */
@@ -51,12 +52,22 @@ export function registerNotificationPages(site: AdminSite): void {
   const list = route('notification-notification-list');
   const readOne = route('notification-notification-read');
   const readAll = route('notification-notification-read-all');
+  // The list's filters as the API's: when it came, and the unread ones (readAt=is.null) in one click.
+  const filters = new ListFilters({
+    base: NOTIFICATIONS_PAGE,
+    model: notificationList.model,
+    fields: ['createdAt'],
+    labelOf: (field) => (field === 'createdAt' ? 'Received' : field === 'readAt' ? 'Read' : titleCase(field)),
+    presets: [{ label: 'Unread', query: { readAt: 'is.null' } }],
+    defaultSort: '-createdAt',
+    defaultLimit: PAGE_SIZE,
+  });
 
   registerAdminPage(site, {
     path: NOTIFICATIONS_PAGE,
     access: list.access,
     summary: 'Notifications',
-    schema: { querystring: ListQuery },
+    schema: { querystring: filters.pageQuery(list.schema.querystring!, PageNotice) },
     handler: (page) => renderList(page),
   });
 
@@ -86,8 +97,10 @@ export function registerNotificationPages(site: AdminSite): void {
   });
 
   async function renderList(page: AdminPageContext): Promise<string> {
-    const after = typeof page.query.after === 'string' ? page.query.after : undefined;
-    const query = { limit: PAGE_SIZE, offset: 0, sort: '-createdAt', ...(after ? { after } : {}) };
+    const asked = filters.request(page);
+    if (asked.changed) return page.redirect(asked.href);
+    const after = asked.query.after;
+    const query = { limit: PAGE_SIZE, offset: 0, ...asked.query };
     const found = (await runApiRoute(list, page, { query })) as Page<NotificationItem>;
     const marked = page.query.marked;
     const body = renderTemplate('./admin/pages/notifications', {
@@ -100,7 +113,8 @@ export function registerNotificationPages(site: AdminSite): void {
         at: when(item.createdAt),
       })),
       anyUnread: found.items.some((item) => item.readAt === null),
-      nextHref: found.next ? `${NOTIFICATIONS_PAGE}?${new URLSearchParams({ after: found.next })}` : null,
+      nextHref: asked.nextHref(found.next),
+      filters: await filters.form(page, asked.pairs, { label: 'Filter your notifications' }),
       firstPage: after === undefined,
       notice: marked === 'all' ? 'All your notifications are marked read.' : marked === 'one' ? 'Marked read.' : null,
       base: NOTIFICATIONS_PAGE,

@@ -1,6 +1,7 @@
 import Type, { type TSchema } from 'typebox';
 import {
   ADMIN_LIST_SORT,
+  ListFilters,
   apiRoute,
   errorView,
   FORM_TOKEN_FIELD,
@@ -23,13 +24,25 @@ import type { ProblemError } from '../../framework/errors.ts';
 import { validationProblem } from '../../framework/http/problems.ts';
 import { typeboxValidatorCompiler } from '../../framework/http/validation.ts';
 import { AddHostBody, CreateTenantBody, InviteAdminBody } from './tenant.schemas.ts';
-import { TenantListQuery } from './tenant-store.ts';
+import { TenantListQuery, tenantList } from './tenant-store.ts';
+import type { PageQuery } from '../../framework/operations/paging.ts';
+import { titleCase } from '../../framework/entity/names.ts';
 import { readTenant } from './tenant-store.ts';
 import { requestPort, switcherPage, tenantAdminUrl } from './tenants.admin-data.ts';
 import { tenantEntitlements } from '../../framework/tenancy/control-plane.ts';
 
 const access = { permission: 'tenant:manage' };
 const LIST = '/admin/tenant/tenants';
+
+/** The operator's list filtered as the API's (tenantList): by status and by when a tenant was made. */
+const filters = new ListFilters({
+  base: LIST,
+  model: tenantList.model,
+  fields: ['status', 'createdAt'],
+  labelOf: (field) =>
+    ({ status: 'Status', createdAt: 'Created', name: 'Name', slug: 'Short name' })[field] ?? titleCase(field),
+  defaultSort: ADMIN_LIST_SORT,
+});
 const IdParams = Type.Object({ id: Type.String({ maxLength: 64 }) });
 const DetailQuery = Type.Object(
   { done: Type.Optional(Type.String({ maxLength: 20 })) },
@@ -158,13 +171,21 @@ export function registerTenantSwitcher(site: AdminSite): void {
   ): Promise<string> => (formProblem(refused) ? render() : page.render(errorView(refused)));
 
   async function renderList(page: AdminPageContext, refused?: Refusal): Promise<string> {
-    // After a refused post the page's query is the form's, not the list's: the list's first page.
-    const query = refused ? { limit: 20, offset: 0, sort: ADMIN_LIST_SORT } : pagingOf(page.query);
+    // A refused create answers the list as it opens; the page itself lists as its address filters.
+    const asked = filters.request(refused ? ({ ...page, query: {} } as AdminPageContext) : page);
+    const query = (refused
+      ? { limit: 20, offset: 0, sort: ADMIN_LIST_SORT }
+      : { ...asked.query, q: undefined }) as unknown as PageQuery & Record<string, unknown>;
     const port = requestPort(page.request.headers.host, site.services.config.server.port);
-    const q = query.q ?? '';
+    const q = refused ? '' : typeof page.query.q === 'string' ? page.query.q : '';
     const tenants = await switcherPage(page.tx, query, port, q);
-    const href = (params: Record<string, string>) =>
-      `${LIST}?${new URLSearchParams({ limit: String(query.limit), ...(q ? { q } : {}), ...params })}`;
+    // Sort and paging links keep the search and the filters (a cursor is good only with them).
+    const kept = ListFilters.filtersOf(asked.pairs);
+    const href = (params: Record<string, string>) => {
+      const pairs: [string, string][] = [['limit', String(query.limit)], ...kept, ...Object.entries(params)];
+      if (q) pairs.splice(1, 0, ['q', q]);
+      return `${LIST}?${new URLSearchParams(pairs)}`;
+    };
     const body = renderTemplate('./admin/pages/tenants', {
       page: tenants,
       q,
@@ -176,6 +197,8 @@ export function registerTenantSwitcher(site: AdminSite): void {
       refused: refused ?? null,
       csrf: page.csrf(),
       csrfField: FORM_TOKEN_FIELD,
+      filters: await filters.form(page, asked.pairs, { label: 'Filter the tenants' }),
+      keptFilters: kept.map(([name, value]) => ({ name, value })),
     });
     return page.render({ title: 'Tenants', body, fragment: body, ...(refused ? { status: refused.status } : {}) });
   }
@@ -228,8 +251,12 @@ export function registerTenantSwitcher(site: AdminSite): void {
     path: LIST,
     access,
     summary: 'Tenants',
-    schema: { querystring: newestFirst(TenantListQuery) },
-    handler: (page) => renderList(page),
+    schema: { querystring: filters.pageQuery(newestFirst(TenantListQuery)) },
+    handler: async (page) => {
+      const asked = filters.request(page);
+      if (asked.changed) return page.redirect(asked.href);
+      return renderList(page);
+    },
   });
 
   const create = route('tenant-tenant-create');

@@ -1,6 +1,14 @@
-import { eventCatalog, registerAdminPage, renderTemplate, type AdminSite } from '../../framework/admin/index.ts';
-import { deliveryLogPage, DeliveryListQuery } from './delivery-log.ts';
+import {
+  entityPicker,
+  eventCatalog,
+  ListFilters,
+  registerAdminPage,
+  renderTemplate,
+  type AdminSite,
+} from '../../framework/admin/index.ts';
+import { deliveryList, deliveryLogPage, DeliveryListQuery } from './delivery-log.ts';
 import { when } from '../../framework/format.ts';
+import { titleCase } from '../../framework/entity/names.ts';
 import { TEST_EVENT_TYPE } from './webhook-events.ts';
 import './webhook-tables.ts';
 
@@ -11,6 +19,11 @@ const RESULTS: Record<string, string> = {
   refused: 'Not sent: address not allowed',
   dead: 'Failed, no more tries',
 };
+
+const DELIVERIES_PAGE = '/admin/webhook/deliveries';
+
+/** The filtered fields as the table's columns name them. */
+const FIELD_LABELS: Record<string, string> = { createdAt: 'Time', endpointId: 'Endpoint', status: 'Result' };
 
 /** The sentence a log row's error becomes on the page (the API keeps the raw text). */
 function why(status: string, error: string | null, httpStatus: number | null): string {
@@ -29,13 +42,27 @@ function why(status: string, error: string | null, httpStatus: number | null): s
 export function registerDeliveryLogPage(site: AdminSite): void {
   // An event by its words, as the endpoint's form names it ("Task created"): its name is for programs.
   const events = eventCatalog(site.services.registry);
+  // The list's filters as the API's, over the log's own fields: when, which endpoint, which result.
+  const endpointPicker = entityPicker(site.services, 'webhook.endpoint');
+  const filters = new ListFilters({
+    base: DELIVERIES_PAGE,
+    model: deliveryList.model,
+    fields: ['createdAt', 'endpointId', 'status'],
+    labelOf: (field) => FIELD_LABELS[field] ?? titleCase(field),
+    valueLabel: (field, value) => (field === 'status' ? (RESULTS[value] ?? value) : value),
+    pickers: endpointPicker ? { endpointId: endpointPicker } : {},
+    presets: [{ label: 'Failed deliveries', query: { status: 'in.(failed,dead)' } }],
+    defaultSort: '-createdAt',
+  });
   registerAdminPage(site, {
-    path: '/admin/webhook/deliveries',
+    path: DELIVERIES_PAGE,
     access: { permission: 'webhook:manage' },
     summary: 'Webhook delivery log',
-    schema: { querystring: DeliveryListQuery },
+    schema: { querystring: filters.pageQuery(DeliveryListQuery) },
     handler: async (page) => {
-      const log = await deliveryLogPage(page.tx, page.query);
+      const asked = filters.request(page);
+      if (asked.changed) return page.redirect(asked.href);
+      const log = await deliveryLogPage(page.tx, asked.query);
       const ids = [...new Set(log.items.map((d) => String(d.endpointId)))];
       const endpoints = ids.length
         ? await page.tx.db.selectFrom('webhook_endpoints').select(['id', 'url']).where('id', 'in', ids).execute()
@@ -54,12 +81,15 @@ export function registerDeliveryLogPage(site: AdminSite): void {
         why: why(String(d.status), d.error as string | null, d.httpStatus as number | null),
       }));
       // The next page keeps the query's filters and sort: its cursor is good only with them.
-      const next = new URLSearchParams();
-      for (const [name, value] of Object.entries(page.query))
-        if (name !== 'after' && name !== 'offset' && value !== undefined)
-          for (const one of [value].flat()) next.append(name, String(one));
-      const nextHref = log.next ? `/admin/webhook/deliveries?${next}&after=${encodeURIComponent(log.next)}` : null;
-      const body = renderTemplate('./admin/pages/webhook-deliveries', { page: log, rows, csrf: page.csrf(), nextHref });
+      const nextHref = asked.nextHref(log.next);
+      const form = await filters.form(page, asked.pairs, { label: 'Filter the deliveries' });
+      const body = renderTemplate('./admin/pages/webhook-deliveries', {
+        page: log,
+        rows,
+        csrf: page.csrf(),
+        nextHref,
+        filters: form,
+      });
       return page.render({ title: 'Webhook deliveries', body });
     },
   });

@@ -1,5 +1,9 @@
+import { createHash, randomUUID } from 'node:crypto';
 import { beforeAll, describe, expect, it } from 'vitest';
 import { CompiledQuery } from 'kysely';
+import { notify } from '../../modules/notification/notify.ts';
+import { ListFilters } from '../../framework/admin/list-filters.ts';
+import { deliveryList } from '../../modules/webhook/delivery-log.ts';
 import { useTestApp } from '../helpers/use-test-app.ts';
 import { signInAs, type SignedIn } from '../helpers/app.ts';
 
@@ -189,5 +193,114 @@ describe('the declared preset: "Overdue and not resolved" in two clicks', () => 
     expect(res.text).toMatch(
       /<input type="checkbox" id="filter-kept-1" name="deadline" value="lt.now" checked> <label for="filter-kept-1">Due: before now<\/label>/,
     );
+  });
+});
+
+describe('the hand-written lists get the same controls from their own filterable fields', () => {
+  it('files: who can open it, who uploaded it and when; the address filters the list as the API does', async () => {
+    await t.app.services.transactions.run(t.acme, async (ctx) => {
+      for (const [name, visibility] of [
+        ['public-price-list.txt', 'public'],
+        ['private-notes.txt', 'private'],
+      ] as const) {
+        await ctx.db.executeQuery(
+          CompiledQuery.raw(
+            `insert into files (storage_key, name, size, sha256, media_type, visibility, uploaded_by)
+             values ($1, $2, 10, $3, 'text/plain', $4, $5)`,
+            [randomUUID(), name, createHash('sha256').update(name).digest('hex'), visibility, admin.userId],
+          ),
+        );
+      }
+    });
+    const page = await get('/admin/file/files').expect(200);
+    expect(page.text).toMatch(/<label for="filter-visibility">Who can open it<\/label>/);
+    expect(page.text).toMatch(/<option value="eq.public">Anyone with the link<\/option>/);
+    expect(page.text).toMatch(/<label for="filter-uploadedBy">Uploaded by<\/label>/);
+    expect(page.text).toMatch(/<legend>Uploaded<\/legend>/);
+    const only = await get('/admin/file/files?visibility=eq.public').expect(200);
+    expect(only.text).toContain('public-price-list.txt');
+    expect(only.text).not.toContain('private-notes.txt');
+    // The form's empty choices and from/to are written back, as on the generated lists.
+    const written = await get('/admin/file/files?visibility=eq.private&uploadedBy=&createdAt-from=&createdAt-to=');
+    expect(written.status).toBe(303);
+    expect(written.headers.location).toBe('/admin/file/files?visibility=eq.private');
+  });
+
+  it('notifications: the unread ones in one click (readAt=is.null)', async () => {
+    await t.app.services.transactions.run(t.acme, async (tx) => {
+      for (const title of ['Unread one', 'Read one'])
+        await notify(tx, { recipientId: admin.userId, title, body: title, link: '/admin', email: false });
+      await tx.db.executeQuery(
+        CompiledQuery.raw(`update notifications set read_at = now() where title = 'Read one'`, []),
+      );
+    });
+    const page = await get('/admin/notification/notifications').expect(200);
+    const href = /<a class="button button-quiet" href="([^"]+)">Unread<\/a>/.exec(page.text)?.[1];
+    expect(href).toBe('/admin/notification/notifications?readAt=is.null');
+    const unread = await get(href!).expect(200);
+    expect(unread.text).toContain('Unread one');
+    expect(unread.text).not.toContain('Read one');
+    expect(unread.text).toMatch(/aria-current="true">Unread<\/a>/);
+  });
+
+  it('access tokens: by expiry, still valid or expired in one click', async () => {
+    await t.app
+      .http(HOST)
+      .post('/api/v1/auth/tokens')
+      .set('Cookie', admin.cookie)
+      .send({ name: 'Nightly export', expiresInDays: 30, permissions: ['task:read'] })
+      .expect(201);
+    const page = await get('/admin/auth/tokens').expect(200);
+    expect(page.text).toMatch(/<legend>Expires<\/legend>/);
+    expect(page.text).toContain('href="/admin/auth/tokens?expiresAt=gt.now">Still valid</a>');
+    expect((await get('/admin/auth/tokens?expiresAt=gt.now').expect(200)).text).toContain('Nightly export');
+    const expired = await get('/admin/auth/tokens?expiresAt=lte.now').expect(200);
+    expect(expired.text).not.toContain('Nightly export');
+    expect(expired.text).toContain('No tokens match these filters.');
+  });
+
+  it('webhook deliveries: by time, endpoint and result, failed ones in one click; a bad value is the API refusal', async () => {
+    const page = await get('/admin/webhook/deliveries').expect(200);
+    expect(page.text).toMatch(/<label for="filter-status">Result<\/label>/);
+    expect(page.text).toMatch(/<option value="eq.dead">Failed, no more tries<\/option>/);
+    expect(page.text).toMatch(/<legend>Time<\/legend>/);
+    expect(page.text).toContain('href="/admin/webhook/deliveries?status=in.%28failed%2Cdead%29">Failed deliveries</a>');
+    expect((await get('/admin/webhook/deliveries?status=in.(failed,dead)')).status).toBe(200);
+    const refused = await get('/admin/webhook/deliveries?status=eq.lost');
+    expect(refused.status).toBe(422);
+    expect(visibleText(refused.text)).not.toContain('VALIDATION_FAILED');
+  });
+
+  it("tenants: the operator's list by status, kept by the search form", async () => {
+    const operator = await signInAs(t.app, t.app.operator, ['tenant:manage']);
+    const op = (path: string) => t.app.http().get(path).set('Cookie', operator.cookie);
+    const page = await op('/admin/tenant/tenants?q=acme').expect(200);
+    expect(page.text).toMatch(/<label for="filter-status">Status<\/label>/);
+    // The filter form keeps the search; the search form keeps the filters.
+    expect(page.text).toMatch(/<input type="hidden" name="q" value="acme">/);
+    const active = await op('/admin/tenant/tenants?status=eq.active&q=acme').expect(200);
+    expect(active.text).toContain('data-tenant="acme"');
+    expect(active.text).toMatch(/<input type="hidden" name="status" value="eq.active">/);
+    const suspended = await op('/admin/tenant/tenants?status=eq.suspended&q=acme').expect(200);
+    expect(suspended.text).not.toContain('data-tenant="acme"');
+  });
+});
+
+describe('a preset is checked when the page is registered', () => {
+  it('refuses one the list would refuse, naming it', () => {
+    const declare = (query: Record<string, string>) =>
+      new ListFilters({
+        base: '/admin/webhook/deliveries',
+        model: deliveryList.model,
+        fields: ['status'],
+        labelOf: (field) => field,
+        presets: [{ label: 'Lost ones', query }],
+        defaultSort: '-createdAt',
+      });
+    expect(() => declare({ status: 'eq.lost' })).toThrow(
+      /\/admin\/webhook\/deliveries: filter preset "Lost ones" is no query of the list/,
+    );
+    expect(() => declare({ colour: 'eq.red' })).toThrow(/filter preset "Lost ones"/);
+    expect(() => declare({ status: 'in.(failed,dead)', sort: 'createdAt' })).not.toThrow();
   });
 });

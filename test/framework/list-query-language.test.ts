@@ -141,6 +141,21 @@ describe('the names a query reserves', () => {
       /filterable field colour is not a field/,
     );
   });
+
+  it("refuses a list page's filter control on a field the list does not filter by (admin.filters.fields)", () => {
+    expect(() =>
+      compose(withWidget({ admin: { ...widget.admin, filters: { fields: ['name', 'colour'] } } }), config),
+    ).toThrow(/entity bad\.thing: admin\.filters\.fields names colour, which the list does not filter by/);
+    expect(() =>
+      compose(
+        withWidget({ filterable: ['name'], admin: { ...widget.admin, filters: { fields: ['createdAt'] } } }),
+        config,
+      ),
+    ).toThrow(/admin\.filters\.fields names createdAt/);
+    expect(() =>
+      compose(withWidget({ admin: { ...widget.admin, filters: { fields: ['name', 'createdAt'] } } }), config),
+    ).not.toThrow();
+  });
 });
 
 describe('an entity narrows what its lists filter by', () => {

@@ -163,6 +163,41 @@ export const GALLERY: readonly GallerySample[] = [
     }),
   },
   {
+    component: 'filters',
+    about:
+      'A list’s search and filter controls: a plain GET form whose choices are the list API’s parameters; ready-made filters as links; conditions no control shows kept as ticked boxes.',
+    data: () => ({
+      action: '/admin/_gallery',
+      label: 'Search and filter tasks',
+      search: { label: 'Search tasks', q: '' },
+      controls: [
+        {
+          kind: 'select',
+          id: 'gallery-filter-status',
+          name: 'status',
+          label: 'Status',
+          options: [
+            { value: '', label: 'Any', selected: false },
+            { value: 'eq.open', label: 'Open', selected: true },
+            { value: 'eq.resolved', label: 'Resolved', selected: false },
+          ],
+        },
+        {
+          kind: 'range',
+          id: 'gallery-filter-deadline',
+          label: 'Due',
+          input: 'datetime-local',
+          from: { id: 'gallery-filter-deadline-from', name: 'deadline-from', value: '2026-12-01T09:00' },
+          to: { id: 'gallery-filter-deadline-to', name: 'deadline-to', value: '' },
+        },
+      ],
+      kept: [{ id: 'gallery-filter-kept-1', name: 'priority', value: 'gte.high', label: 'Priority: at least High' }],
+      presets: [{ label: 'Overdue and not resolved', href: '/admin/_gallery#filters', current: false }],
+      hidden: [],
+      filtered: true,
+    }),
+  },
+  {
     component: 'pager',
     about: 'Previous and next pages of a list; with htmx the rows swap in place.',
     data: () => ({
