@@ -31,7 +31,7 @@ import { mappingUniqueViolations } from './unique-violation.ts';
 import { EntityExchanges, exchangeKinds, type ExchangeKinds } from './entity-exchanges.ts';
 import { RowAccess, type AccessFilter } from './row-access.ts';
 import { RowShape } from './row-shape.ts';
-import { checkInitialState, commandRefusal, verdictOf } from './command-states.ts';
+import { checkInitialState, checkPatchMove, commandRefusal, verdictOf } from './command-states.ts';
 import { StatementShapes, WRITE_SHAPES_PER_KIND } from './statement-shapes.ts';
 import { EntityHistory, sameJson, type RevisionOperation } from '../history/entity-history.ts';
 import { RecordHistory, type RecordCondition, type RevisionItem } from '../history/record-history.ts';
@@ -554,6 +554,8 @@ export class EntityOperations implements EntityOperationsApi {
     revive = false,
   ): Promise<Row> {
     const hooks = this.entity.def.hooks;
+    // The state field moves only along the declared PATCH edges (a restore puts back what was).
+    if (operation !== 'restore') checkPatchMove(this.entity, previous as Values, input);
     const adjusted = hooks?.beforeWrite
       ? {
           ...input,
