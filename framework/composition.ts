@@ -9,6 +9,7 @@ import type { Config } from './config/schema.ts';
 import { installProblems } from './errors.ts';
 import { deriveUniqueKeys } from './db/unique-keys.ts';
 import { entityUniqueKeys } from './entity/unique-keys.ts';
+import { installEventPayloads } from './events/payload-schemas.ts';
 import type { RegisteredJob, RegisteredRoute } from './contracts/composition.ts';
 import { declaredSource, entitySource, type LiveSource } from './live/sources.ts';
 import { streamRoute } from './live/stream-route.ts';
@@ -111,6 +112,7 @@ export function compose(modules: readonly ModuleDefinition[], config: Config): C
   }
   const jobs = [...FRAMEWORK_JOBS.map((j) => ({ ...j, module: 'framework' })), ...registry.moduleJobs];
   checkRegistry(registry, { routes, jobs, problems });
+  installEventPayloads(registry.eventPayloads);
   // The modules' problem codes, now known to be declared once: what ProblemError and the admin shell read.
   for (const module of registry.modules) if (module.problems) installProblems(module.name, module.problems);
   return { registry, routes, jobs, operations: new EntityOperationsDirectory(operations), live };

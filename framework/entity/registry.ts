@@ -10,6 +10,8 @@ import {
 import { resolveEntity, type ResolvedEntity } from './resolve.ts';
 import { entityNames } from './names.ts';
 import { withEventNames } from './event-names.ts';
+import { eventPayloadSchemas, moduleEvents } from './module-events.ts';
+import type { TSchema } from 'typebox';
 import type { Config } from '../config/schema.ts';
 import type { ModuleRegistry } from '../contracts/services.ts';
 import type { ProblemDeclaration } from '../contracts/problems.ts';
@@ -40,6 +42,10 @@ export class Registry implements ModuleRegistry {
   readonly entities: readonly ResolvedEntity[];
   readonly permissions: ReadonlyMap<string, PermissionDeclaration & { module: string }>;
   readonly events: ReadonlySet<string>;
+  /** Each module's own events, derived from its publishes lists and declared once (module-events.ts). */
+  readonly eventsByModule: ReadonlyMap<string, readonly string[]>;
+  /** The events' declared payload schemas (ModuleDefinition.eventPayloads). */
+  readonly eventPayloads: ReadonlyMap<string, TSchema>;
   /** The modules' hand-written routes (ModuleDefinition.routes), under this configuration. */
   readonly moduleRoutes: readonly { module: string; route: AnyRoute }[];
   readonly subscriptions: readonly (SubscriptionDefinition & { module: string })[];
@@ -56,6 +62,7 @@ export class Registry implements ModuleRegistry {
     const entities: ResolvedEntity[] = [];
     const permissions = new Map<string, PermissionDeclaration & { module: string }>();
     const events = new Set<string>();
+    const eventsByModule = new Map<string, readonly string[]>();
     const conflicts: string[] = [];
     const problems = new Map<string, ProblemDeclaration & { owner: string }>(
       Object.entries(PROBLEMS).map(([code, declaration]) => [code, { ...declaration, owner: 'framework' }]),
@@ -70,7 +77,9 @@ export class Registry implements ModuleRegistry {
         if (permissions.has(permission.name)) conflicts.push(`permission ${permission.name} is declared twice`);
         permissions.set(permission.name, { ...permission, module: module.name });
       }
-      for (const event of module.events ?? []) events.add(event);
+      const own = moduleEvents(module, config);
+      eventsByModule.set(module.name, own);
+      for (const event of own) events.add(event);
       for (const [code, declaration] of Object.entries(module.problems ?? {})) {
         const earlier = problems.get(code);
         if (earlier)
@@ -94,6 +103,8 @@ export class Registry implements ModuleRegistry {
     this.entities = entities;
     this.permissions = permissions;
     this.events = events;
+    this.eventsByModule = eventsByModule;
+    this.eventPayloads = eventPayloadSchemas(modules);
     this.moduleRoutes = modules.flatMap((m) =>
       (typeof m.routes === 'function' ? m.routes(config) : (m.routes ?? [])).map((route) => ({
         module: m.name,
