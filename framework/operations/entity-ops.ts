@@ -405,11 +405,15 @@ export class EntityOperations implements EntityOperationsApi {
    * row: id null), in one statement whose WHERE requires the record, live or soft-deleted, to be
    * one the caller may see. An empty first page asks once more whether the record exists: 404 if not.
    */
-  async historyPage(ctx: TxContext, id: string | null, page: PageQuery): Promise<Page<RevisionItem>> {
+  async historyPage(
+    ctx: TxContext,
+    id: string | null,
+    query: PageQuery & Record<string, unknown>,
+  ): Promise<{ page: Page<RevisionItem>; asked: ListQuery }> {
     if (!this.recordHistory) throw notFound();
     if (id !== null && !isUuid(id)) throw notFound();
-    const result = await this.recordHistory.page(ctx, page, this.historyCondition(ctx, id));
-    if (result.items.length === 0 && page.offset === 0 && page.after === undefined) {
+    const result = await this.recordHistory.page(ctx, query, this.historyCondition(ctx, id));
+    if (result.page.items.length === 0 && !query.offset && query.after === undefined) {
       if (!(await this.findAny(ctx, id, false))) throw notFound();
     }
     return result;
