@@ -13,7 +13,7 @@ export function entityUniqueKeys(entity: ResolvedEntity): Record<string, UniqueK
   const label = names.label.toLowerCase();
   const words = (field: string) => snakeCase(field).replaceAll('_', ' ');
   const detail = (field: string, message: string | undefined) =>
-    message ?? `A ${label} with this ${words(field)} already exists`;
+    message ?? `${/^[aeiou]/i.test(label) ? 'An' : 'A'} ${label} with this ${words(field)} already exists`;
   const keys: Record<string, UniqueKey> = {};
   for (const [field, rule] of Object.entries(def.uniqueCodes ?? {}))
     if (rule) keys[rule.index] = { fields: [field], detail: detail(field, undefined) };
