@@ -2002,6 +2002,10 @@ export interface components {
                 endpoints: {
                     [key: string]: string;
                 };
+                /** @description event → JSON Schema of its payload, for those of the resource's events whose module declares one (ModuleDefinition.eventPayloads): what a webhook delivery's data holds (docs/webhooks.md) */
+                eventPayloads?: {
+                    [key: string]: unknown;
+                };
                 /** @description The events the resource publishes, by name: its created, updated and deleted events and what its commands and hooks publish (what a webhook endpoint subscribes to). */
                 events: string[];
                 /** @description Fields a PATCH may not set: command-owned, create-only and system fields */

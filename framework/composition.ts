@@ -7,6 +7,9 @@ import { idempotencyKeyPurge } from './http/idempotency.ts';
 import { historyRetention } from './history/retention.ts';
 import type { Config } from './config/schema.ts';
 import { installProblems } from './errors.ts';
+import { deriveUniqueKeys } from './db/unique-keys.ts';
+import { entityUniqueKeys } from './entity/unique-keys.ts';
+import { installEventPayloads } from './events/payload-schemas.ts';
 import type { RegisteredJob, RegisteredRoute } from './contracts/composition.ts';
 import { declaredSource, entitySource, type LiveSource } from './live/sources.ts';
 import { streamRoute } from './live/stream-route.ts';
@@ -74,7 +77,11 @@ export function compose(modules: readonly ModuleDefinition[], config: Config): C
   };
   const operations = new Map<string, EntityOperations>();
   for (const entity of registry.entities)
-    composing(entity.names.key, () => operations.set(entity.names.key, new EntityOperations(entity, { config })));
+    composing(entity.names.key, () => {
+      operations.set(entity.names.key, new EntityOperations(entity, { config }));
+      // Its unique keys, from storage.unique: a write meeting one answers 409 in the declared words.
+      deriveUniqueKeys(entityUniqueKeys(entity));
+    });
   // Once every entity has its operations, each one's references reach the entities they name (a
   // query filters through and expands them); then the routes, whose schemas show the expansions.
   const targetOf = (key: string) => operations.get(key)?.asTarget();
@@ -105,6 +112,7 @@ export function compose(modules: readonly ModuleDefinition[], config: Config): C
   }
   const jobs = [...FRAMEWORK_JOBS.map((j) => ({ ...j, module: 'framework' })), ...registry.moduleJobs];
   checkRegistry(registry, { routes, jobs, problems });
+  installEventPayloads(registry.eventPayloads);
   // The modules' problem codes, now known to be declared once: what ProblemError and the admin shell read.
   for (const module of registry.modules) if (module.problems) installProblems(module.name, module.problems);
   return { registry, routes, jobs, operations: new EntityOperationsDirectory(operations), live };

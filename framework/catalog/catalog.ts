@@ -36,6 +36,12 @@ export const CatalogEntrySchema = Type.Object({
     description:
       'The events the resource publishes, by name: its created, updated and deleted events and what its commands and hooks publish (what a webhook endpoint subscribes to).',
   }),
+  eventPayloads: Type.Optional(
+    Type.Record(Type.String(), Type.Unknown(), {
+      description:
+        "event → JSON Schema of its payload, for those of the resource's events whose module declares one (ModuleDefinition.eventPayloads): what a webhook delivery's data holds (docs/webhooks.md)",
+    }),
+  ),
   admin: Type.Optional(Type.Unknown()),
 });
 
@@ -51,7 +57,11 @@ export function resourceEvents(entity: ResolvedEntity): string[] {
   ];
 }
 
-export function catalogEntry(entity: ResolvedEntity, ctx: TxContext, operator: OperatorPermissions) {
+export function catalogEntry(
+  entity: ResolvedEntity,
+  ctx: TxContext,
+  operator: OperatorPermissions & Pick<Registry, 'eventPayloads'>,
+) {
   const { names, def } = entity;
   const commands = Object.keys(def.commands ?? {});
   // As the entity's create route decides it (the route's guard).
@@ -82,8 +92,21 @@ export function catalogEntry(entity: ResolvedEntity, ctx: TxContext, operator: O
     commandOwned: Object.fromEntries(Object.entries(entity.commandOwned).map(([f, c]) => [f, entity.commandRoute(c)])),
     commands,
     events: resourceEvents(entity),
+    ...payloadsOf(resourceEvents(entity), operator),
     ...catalogAdmin(entity),
   };
+}
+
+/** The declared payload schemas of these events, if any declares one. */
+function payloadsOf(
+  events: readonly string[],
+  registry: Pick<Registry, 'eventPayloads'>,
+): { eventPayloads?: Record<string, unknown> } {
+  const declared = events.flatMap((event) => {
+    const schema = registry.eventPayloads.get(event);
+    return schema ? [[event, schema] as const] : [];
+  });
+  return declared.length > 0 ? { eventPayloads: Object.fromEntries(declared) } : {};
 }
 
 /**

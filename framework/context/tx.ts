@@ -17,6 +17,7 @@ import type {
 import { assertSafePayload } from '../events/payload-policy.ts';
 import type { OutboxSignal } from '../events/outbox-signal.ts';
 import { ProgrammingError } from '../errors.ts';
+import { payloadMismatch } from '../events/payload-schemas.ts';
 import { systemClock, type Clock } from '../clock.ts';
 import { currentTraceparent, traceExchange } from '../observability/tracing.ts';
 import { currentRequestId } from '../observability/request-id.ts';
@@ -362,6 +363,9 @@ function checkEvent(
     );
   }
   assertSafePayload(name, payload);
+  const mismatch = payloadMismatch(name, payload);
+  if (mismatch)
+    throw new ProgrammingError(`the payload of event ${name} does not match its declared schema: ${mismatch}`);
 }
 
 export function hasPermission(session: SessionInfo | null, permission: string): boolean {

@@ -1,4 +1,5 @@
 import type { FeatureDeclaration, LimitDeclaration } from './entitlements.ts';
+import type { TSchema } from 'typebox';
 import type { FastifyBaseLogger, FastifyReply, FastifyRequest } from 'fastify';
 import type { Readable } from 'node:stream';
 import type { Counter, Gauge, Histogram, Registry as MetricRegistry } from 'prom-client';
@@ -99,6 +100,10 @@ export interface ModuleRegistry {
   readonly permissions: ReadonlyMap<string, PermissionDeclaration & { module: string }>;
   /** Every declared event, the entities' lifecycle events included. */
   readonly events: ReadonlySet<string>;
+  /** Each module's own events, derived from its publishes lists and declared once. */
+  readonly eventsByModule: ReadonlyMap<string, readonly string[]>;
+  /** The events' declared payload schemas (ModuleDefinition.eventPayloads). */
+  readonly eventPayloads: ReadonlyMap<string, TSchema>;
   isOperatorPermission(name: string): boolean;
   /** The declared features and limits (ModuleDefinition.features, .limits), by name. */
   readonly features: ReadonlyMap<string, FeatureDeclaration & { module: string }>;

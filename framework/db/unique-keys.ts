@@ -13,9 +13,12 @@ export interface UniqueKey {
 }
 
 const keys = new Map<string, UniqueKey>();
+/** The entities' keys (storage.unique, uniqueCodes), derived from their declarations as they are composed. */
+const derived = new Map<string, UniqueKey>();
 
 /**
- * Declares unique indexes and exclusion constraints by name. Each owner declares its own tables'
+ * Declares unique indexes and exclusion constraints of tables that are no entity's, by name (an
+ * entity's keys come from its storage.unique). Each owner declares its own tables'
  * keys beside their row types (the framework's below, a module's in its tables file), so every
  * write that meets one, the generic operations', a module's own and the control plane's alike,
  * answers in the same words. A name declared twice must say the same thing.
@@ -29,9 +32,17 @@ export function declareUniqueKeys(declared: Readonly<Record<string, UniqueKey>>)
   }
 }
 
+/**
+ * The keys composed entities derive from their declarations (entity/unique-keys.ts), set as each
+ * composition is made: an entity's key is declared there, once, and never by hand here.
+ */
+export function deriveUniqueKeys(fromEntities: Readonly<Record<string, UniqueKey>>): void {
+  for (const [name, key] of Object.entries(fromEntities)) derived.set(name, key);
+}
+
 /** Every declared key, by constraint or index name (the test that lists the database's keys reads it). */
 export function declaredUniqueKeys(): ReadonlyMap<string, UniqueKey> {
-  return keys;
+  return new Map([...derived, ...keys]);
 }
 
 /** A primary key on a generated id (`<table>_pkey` over `id` alone) needs no declaration: no request sends an id. */
@@ -39,7 +50,7 @@ const GENERATED_ID: UniqueKey = { fields: [], detail: 'A resource with this id a
 
 /** What the key protects: as declared, or a primary key's generated id. */
 export function uniqueKeyOf(constraint: string): UniqueKey | undefined {
-  return keys.get(constraint) ?? (constraint.endsWith('_pkey') ? GENERATED_ID : undefined);
+  return keys.get(constraint) ?? derived.get(constraint) ?? (constraint.endsWith('_pkey') ? GENERATED_ID : undefined);
 }
 
 /**

@@ -44,7 +44,7 @@ export function checkRegistry(
           problems.push(`default role ${role} of module ${module.name} names undeclared permission ${p}`);
       }
     }
-    const ownEvents = new Set(module.events ?? []);
+    const ownEvents = new Set(registry.eventsByModule.get(module.name) ?? []);
     for (const [event, field] of Object.entries(module.operatorEventsAbout ?? {})) {
       if (!ownEvents.has(event))
         problems.push(`module ${module.name}: operatorEventsAbout names ${event}, which is not one of its events`);

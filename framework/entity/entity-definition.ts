@@ -134,8 +134,9 @@ export interface EntityStates<F extends TProperties> {
   refusal: ProblemCode;
   /**
    * The states a PATCH may move a row to from where it stands (the one it holds aside): the
-   * entity's status graph as its update accepts it. The entity's own hooks refuse every other move
-   * (with `refusal`), reading the same rule; the shell's edit form offers only these, and names the
+   * entity's status graph as its update accepts it. The framework refuses every other move of a
+   * PATCH or PUT (409 with `refusal`, naming the moves there are and the command that reaches the
+   * asked state); the shell's edit form offers only these, and names the
    * commands (CommandStates.to) that reach the others. Omitted: a PATCH may set any value the
    * field's schema allows.
    */

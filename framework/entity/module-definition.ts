@@ -148,7 +148,17 @@ export interface ModuleDefinition {
    * so the framework names none of its tables. At most one module declares it.
    */
   planEntitlementsSql?: (tenant: string) => string;
+  /**
+   * Events besides those the module's `publishes` lists name under its name (which are its events
+   * already: module-events.ts), e.g. one only a subscription listens for. Each event is written once.
+   */
   events?: readonly string[];
+  /**
+   * Payload schemas of the module's events, by event (each such event is the module's): a publish
+   * is checked against its schema (a mismatch is a programming error, 500 INTERNAL, logged), and
+   * the schema is shown in the catalog and given to webhook consumers as JSON Schema.
+   */
+  eventPayloads?: Readonly<Record<string, TSchema>>;
   /**
    * Events the operator publishes in the operator's tenant about a customer tenant (a suspension,
    * a host added): event → the payload field holding that tenant's id. The relay also records each

@@ -10,6 +10,8 @@ import {
 import { resolveEntity, type ResolvedEntity } from './resolve.ts';
 import { entityNames } from './names.ts';
 import { withEventNames, withFeatureNames } from './event-names.ts';
+import { eventPayloadSchemas, moduleEvents } from './module-events.ts';
+import type { TSchema } from 'typebox';
 import type { Config } from '../config/schema.ts';
 import type { ModuleRegistry } from '../contracts/services.ts';
 import type { ProblemDeclaration } from '../contracts/problems.ts';
@@ -45,6 +47,10 @@ export class Registry implements ModuleRegistry {
   readonly limits: ReadonlyMap<string, LimitDeclaration & { module: string }>;
   /** The plan source of the entitlements, from the module declaring it (ModuleDefinition.planEntitlementsSql). */
   readonly planEntitlementsSql: ((tenant: string) => string) | undefined;
+  /** Each module's own events, derived from its publishes lists and declared once (module-events.ts). */
+  readonly eventsByModule: ReadonlyMap<string, readonly string[]>;
+  /** The events' declared payload schemas (ModuleDefinition.eventPayloads). */
+  readonly eventPayloads: ReadonlyMap<string, TSchema>;
   /** The modules' hand-written routes (ModuleDefinition.routes), under this configuration. */
   readonly moduleRoutes: readonly { module: string; route: AnyRoute }[];
   readonly subscriptions: readonly (SubscriptionDefinition & { module: string })[];
@@ -63,6 +69,7 @@ export class Registry implements ModuleRegistry {
     const events = new Set<string>();
     const features = new Map<string, FeatureDeclaration & { module: string }>();
     const limits = new Map<string, LimitDeclaration & { module: string }>();
+    const eventsByModule = new Map<string, readonly string[]>();
     const conflicts: string[] = [];
     const problems = new Map<string, ProblemDeclaration & { owner: string }>(
       Object.entries(PROBLEMS).map(([code, declaration]) => [code, { ...declaration, owner: 'framework' }]),
@@ -91,7 +98,9 @@ export class Registry implements ModuleRegistry {
         if (limits.has(limit.name)) conflicts.push(`limit ${limit.name} is declared twice`);
         limits.set(limit.name, { ...limit, module: module.name });
       }
-      for (const event of module.events ?? []) events.add(event);
+      const own = moduleEvents(module, config);
+      eventsByModule.set(module.name, own);
+      for (const event of own) events.add(event);
       for (const [code, declaration] of Object.entries(module.problems ?? {})) {
         const earlier = problems.get(code);
         if (earlier)
@@ -117,6 +126,8 @@ export class Registry implements ModuleRegistry {
     this.events = events;
     this.features = features;
     this.limits = limits;
+    this.eventsByModule = eventsByModule;
+    this.eventPayloads = eventPayloadSchemas(modules);
     this.moduleRoutes = modules.flatMap((m) =>
       (typeof m.routes === 'function' ? m.routes(config) : (m.routes ?? [])).map((route) => ({
         module: m.name,

@@ -2,10 +2,15 @@ import type { Static, TProperties, TSchema } from 'typebox';
 
 type FieldName<F extends TProperties> = keyof F & string;
 
-/** A unique field: unique by its value, or (lowerCase) compared case-insensitively, as addresses are. */
+/**
+ * A unique field: unique by its value, or (lowerCase) compared case-insensitively, as addresses
+ * are; `message` is the sentence a 409 ALREADY_EXISTS says when a write meets the key (default:
+ * "A <entity> with this <field> already exists"). The key, its field and its words are declared
+ * here once: the index, the refusal and the test over the migrated keys all read this.
+ */
 export type UniqueField<F extends TProperties> =
   | FieldName<F>
-  | { readonly field: FieldName<F>; readonly lowerCase: true };
+  | { readonly field: FieldName<F>; readonly lowerCase?: boolean; readonly message?: string };
 
 /** Soft (the default): DELETE sets deleted_at and keeps the row. Hard: DELETE removes the row. */
 export type DeleteMode = 'soft' | 'hard';

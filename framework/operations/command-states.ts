@@ -63,3 +63,36 @@ export function statesProblem(entity: ResolvedEntity, command: string): string |
     : '';
   return `${declared.refusal}: the ${entity.names.label.toLowerCase()}'s ${declared.field} is not ${oneOf(states.from)}${unchanged}. The problem names the field and the state.`;
 }
+
+/**
+ * Refuses a PATCH (or PUT) moving the state field where the entity's declared edges
+ * (EntityStates.patchMoves) do not go from the row as it stands: 409 with the declared code,
+ * naming the field and the state, the moves it may make, and the command that reaches the asked
+ * state when one does (CommandStates.to). The same declaration the admin edit form offers.
+ */
+export function checkPatchMove(
+  entity: ResolvedEntity,
+  previous: Record<string, unknown>,
+  values: Record<string, unknown>,
+): void {
+  const states = entity.def.states;
+  if (!states?.patchMoves) return;
+  const { field, refusal } = states;
+  const to = values[field];
+  const from = stateOf(entity, previous);
+  if (to === undefined || to === null || String(to) === from) return;
+  const allowed = states.patchMoves(previous as never);
+  if (allowed.includes(String(to))) return;
+  const label = entity.names.label.toLowerCase();
+  const by = Object.entries(entity.def.commands ?? {}).find(
+    ([, command]) => command.states?.to === String(to) && (from === undefined || command.states.from.includes(from)),
+  )?.[0];
+  const detail = [
+    `This ${label} is ${words(from ?? 'empty')}: an update cannot move it to ${words(String(to))}.`,
+    allowed.length > 0 ? `It may move to ${allowed.map(words).join(' or ')}.` : 'An update cannot move it from there.',
+    by ? `To move it to ${words(String(to))}, use POST ${entity.commandRoute(by).replace(/^POST /, '')}.` : undefined,
+  ]
+    .filter(Boolean)
+    .join(' ');
+  throw problem(refusal, detail, { extensions: { field, state: from } });
+}

@@ -31,7 +31,7 @@ import { mappingUniqueViolations } from './unique-violation.ts';
 import { EntityExchanges, exchangeKinds, type ExchangeKinds } from './entity-exchanges.ts';
 import { RowAccess, type AccessFilter } from './row-access.ts';
 import { RowShape } from './row-shape.ts';
-import { checkInitialState, commandRefusal, verdictOf } from './command-states.ts';
+import { checkInitialState, checkPatchMove, commandRefusal, verdictOf } from './command-states.ts';
 import { StatementShapes, WRITE_SHAPES_PER_KIND } from './statement-shapes.ts';
 import { EntityHistory, sameJson, type RevisionOperation } from '../history/entity-history.ts';
 import { RecordHistory, type RecordCondition, type RevisionItem } from '../history/record-history.ts';
@@ -561,6 +561,8 @@ export class EntityOperations implements EntityOperationsApi {
     revive = false,
   ): Promise<Row> {
     const hooks = this.entity.def.hooks;
+    // The state field moves only along the declared PATCH edges (a restore puts back what was).
+    if (operation !== 'restore') checkPatchMove(this.entity, previous as Values, input);
     const adjusted = hooks?.beforeWrite
       ? {
           ...input,
@@ -644,13 +646,17 @@ export class EntityOperations implements EntityOperationsApi {
 
   /**
    * A command publishes its own events (task.assigned), not the entity's updated one: the last of
-   * them carries the changed row to the entity's streams (framework/live); a command that changed
-   * the row and published nothing publishes the updated event, so no change escapes the outbox.
+   * them carries the changed row to the entity's streams (framework/live). A command that changed
+   * the row and published nothing of its own publishes the updated event, whatever the entity (a
+   * singleton's, a global one's too), so no change escapes the outbox, the audit trail and the
+   * webhooks.
    */
   private carryCommandChange(ctx: TxContext, since: number, row: Row, changed: string[]): void {
-    if (!followsEntity(this.entity)) return;
-    const key = this.entity.names.key;
-    if (carryChange(ctx, since, { entity: key, id: row.id })) return;
+    const ownPublished = publishedCount(ctx) > since;
+    if (ownPublished) {
+      if (followsEntity(this.entity)) carryChange(ctx, since, { entity: this.entity.names.key, id: row.id });
+      return;
+    }
     ctx.publish(this.entity.names.events.updated, { ...this.eventPayload(row), changed });
   }
 

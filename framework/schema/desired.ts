@@ -42,7 +42,9 @@ function fieldColumn(def: AnyEntity, field: string): ColumnSpec {
 }
 
 function uniqueKey(entry: UniqueField<TProperties>): { field: string; lowerCase: boolean } {
-  return typeof entry === 'string' ? { field: entry, lowerCase: false } : { field: entry.field, lowerCase: true };
+  return typeof entry === 'string'
+    ? { field: entry, lowerCase: false }
+    : { field: entry.field, lowerCase: entry.lowerCase === true };
 }
 
 /**

@@ -71,7 +71,7 @@ export const plan = defineEntity({
   },
   permissions: { read: 'billing:read', write: 'billing:catalog' },
   sortable: ['code', 'name', 'price'],
-  storage: { unique: ['code'] },
+  storage: { unique: [{ field: 'code', message: 'A live plan with this code already exists' }] },
   hooks: {
     async beforeWrite(ctx, { values }) {
       checkCurrency(values.currency);

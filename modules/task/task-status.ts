@@ -1,5 +1,3 @@
-import { problem } from '../../framework/errors.ts';
-
 export const TASK_STATUSES = ['open', 'acknowledged', 'in_progress', 'resolved', 'closed'] as const;
 export type TaskStatus = (typeof TASK_STATUSES)[number];
 
@@ -32,8 +30,6 @@ const EDGES: Readonly<Record<TaskStatus, readonly TaskStatus[]>> = {
 export const STATUS_GRAPH =
   'Status graph: open → acknowledged → in_progress → resolved → closed; resolved → in_progress (reopen); acknowledged or in_progress → open when the task has no assignee (POST .../{id}/unassign takes the assignee off and moves it there). A PATCH may take these edges except into resolved (the resolve command) and except into acknowledged or in_progress while nobody is assigned; any other move is 409 INVALID_TRANSITION.';
 
-const refuse = (detail: string) => problem('INVALID_TRANSITION', detail, { extensions: { field: 'status' } });
-
 /** Why a PATCH may not move a task from one status to another (they differ), or undefined when it may. */
 function moveRefusal(from: TaskStatus, to: TaskStatus, assigneeId: string | null): string | undefined {
   if (!EDGES[from].includes(to)) return `a task cannot move from ${from} to ${to}`;
@@ -45,16 +41,10 @@ function moveRefusal(from: TaskStatus, to: TaskStatus, assigneeId: string | null
   return undefined;
 }
 
-/** Refuses (409 INVALID_TRANSITION) a status move a PATCH may not make. */
-export function checkPatchMove(from: TaskStatus, to: TaskStatus, assigneeId: string | null): void {
-  if (from === to) return;
-  const refusal = moveRefusal(from, to, assigneeId);
-  if (refusal) throw refuse(refusal);
-}
-
 /**
- * The statuses a PATCH may move this task to, by the same rule checkPatchMove applies: the
- * entity's declared `states.patchMoves`, which the admin shell's edit form offers.
+ * The statuses a PATCH may move this task to: the entity's declared `states.patchMoves`, which
+ * the framework holds every PATCH to (409 INVALID_TRANSITION otherwise) and the admin shell's edit
+ * form offers.
  */
 export const patchMoves = (from: TaskStatus, assigneeId: string | null): TaskStatus[] =>
   TASK_STATUSES.filter((to) => to !== from && moveRefusal(from, to, assigneeId) === undefined);

@@ -7,7 +7,6 @@ import { taskFieldText, taskFields } from './task.fields.ts';
 import {
   ASSIGNABLE,
   breachDue,
-  checkPatchMove,
   FINISHED,
   patchMoves,
   RESOLVABLE,
@@ -137,7 +136,7 @@ export const task = defineEntity({
     field: 'status',
     initial: ['open'],
     refusal: 'INVALID_TRANSITION',
-    // The PATCH edges of the status graph, read by the edit form; beforeWrite refuses the others.
+    // The PATCH edges of the status graph: the framework refuses the others (INVALID_TRANSITION), the edit form offers only these.
     patchMoves: (row) => patchMoves(row.status as TaskStatus, row.assigneeId ?? null),
   },
   commandOwned: {
@@ -155,11 +154,6 @@ export const task = defineEntity({
   hookPublishes: ['task.sla_breached'],
   commands: { assign, unassign, resolve, 'check-sla': checkSla },
   hooks: {
-    // A create's status is checked by the declared states (initial: open); a PATCH's move here.
-    async beforeWrite(_ctx, { op, values, previous }) {
-      if (values.status === undefined || op === 'create') return;
-      checkPatchMove(previous!.status as TaskStatus, values.status, previous!.assigneeId);
-    },
     // A deadline already passed on arrival, or reached by an update or a command: marked once.
     async afterWrite(ctx, { op, row }) {
       if (op === 'delete' || !breachDue(row, ctx.now)) return;

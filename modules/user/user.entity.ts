@@ -43,6 +43,9 @@ export const user = defineEntity({
   // The people pickers search by address or name (GET .../users?q=).
   searchable: ['email', 'displayName'],
   // The password hash is a column but no field: no response, screen or event carries it.
-  storage: { unique: [{ field: 'email', lowerCase: true }], columns: { password_hash: 'text' } },
+  storage: {
+    unique: [{ field: 'email', lowerCase: true, message: 'A user with this address already exists in the tenant' }],
+    columns: { password_hash: 'text' },
+  },
   admin: { title: 'email', columns: ['email', 'displayName', 'status', 'roles'], fieldText: userFieldText },
 });

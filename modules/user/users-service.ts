@@ -6,7 +6,6 @@ import { normaliseRoles, publishRolesSet, roleChange } from './roles.ts';
 import { userByEmail, USER_ROW } from './users-query.ts';
 import type { UserStatus } from './users-table.ts';
 import { administrators } from './administrators.ts';
-import './unique-keys.ts';
 
 /** What sign-in needs of a person: never shown, never published. */
 export interface UserCredentials {

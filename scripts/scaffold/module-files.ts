@@ -68,8 +68,13 @@ export const ${n.moduleExport} = defineModule({
     { name: '${n.module}:read', description: 'Read ${lowerPlural}' },
     { name: '${n.module}:write', description: 'Create, change, archive and delete ${lowerPlural}' },
   ],
-  events: ['${n.module}.${n.entity}.archived'],
+  // Its events are what its publishes lists name (${n.module}.${n.entity}.archived): no list of them here.
   entities: [entity(${n.entityExport})],
+  admin: {
+    label: '${titleCase(n.module)}',
+    // The shell's sidebar entry, for those who may read the ${lowerPlural}.
+    sidebar: [{ label: '${titleCase(n.plural)}', path: '${n.adminPath}', order: 100 }],
+  },
 });
 `,
     [`${dir}/${n.entity}.fields.ts`]: `import Type from 'typebox';
@@ -90,9 +95,18 @@ export const ${n.fieldsExport} = {
 };
 
 export type ${pascal(n.entity)}Fields = typeof ${n.fieldsExport};
+
+/** What people read in the admin shell beside each field (the API's descriptions are for developers). */
+export const ${n.entity}FieldText = {
+  name: { label: 'Name', hint: 'Unique among the ${lowerPlural} of the organisation.' },
+  quantity: { label: 'Quantity' },
+  notes: { label: 'Notes' },
+  dueAt: { label: 'Due' },
+  status: { label: 'Status' },
+};
 `,
     [`${dir}/${n.entity}.entity.ts`]: `import { defineCommand, defineEntity } from '../../framework/entity/define.ts';
-import { ${n.fieldsExport} } from './${n.entity}.fields.ts';
+import { ${n.entity}FieldText, ${n.fieldsExport} } from './${n.entity}.fields.ts';
 
 /**
  * A ${lower}: served at ${n.path} (list, create, read, PATCH, DELETE and POST .../{id}/archive;
@@ -111,7 +125,8 @@ export const ${n.entityExport} = defineEntity({
   commandOwned: { status: 'archive' },
   permissions: { read: '${n.module}:read', write: '${n.module}:write' },
   sortable: ['name', 'quantity', 'dueAt'],
-  storage: { unique: ['name'] },
+  // The unique key and the sentence its 409 says, declared once.
+  storage: { unique: [{ field: 'name', message: '${article(lower)} ${lower} with this name already exists' }] },
   commands: {
     archive: defineCommand(${n.fieldsExport})({
       summary: 'Archive a ${lower}',
@@ -123,7 +138,7 @@ export const ${n.entityExport} = defineEntity({
       },
     }),
   },
-  admin: { title: 'name', columns: ['name', 'quantity', 'status', 'dueAt'] },
+  admin: { title: 'name', columns: ['name', 'quantity', 'status', 'dueAt'], fieldText: ${n.entity}FieldText },
 });
 `,
     [`${dir}/${n.plural}-table.ts`]: `import type { EntityTable } from '../../framework/db/entity-table.ts';
@@ -138,8 +153,9 @@ declare module '../../framework/contracts/database.ts' {
   }
 }
 `,
-    [`test/modules/${n.module}/${n.entity}.test.ts`]: `import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { createCustomer, signInAs, startTestApp, type TestApp } from '../../helpers/app.ts';
+    [`test/modules/${n.module}/${n.entity}.test.ts`]: `import { beforeAll, describe, expect, it } from 'vitest';
+import { signInAs } from '../../helpers/app.ts';
+import { useTestApp } from '../../helpers/use-test-app.ts';
 import { allModules } from '../../../modules/index.ts';
 import { ${n.moduleExport} } from '../../../modules/${n.module}/index.ts';
 
@@ -149,17 +165,13 @@ import { ${n.moduleExport} } from '../../../modules/${n.module}/index.ts';
 const modules = allModules.includes(${n.moduleExport}) ? allModules : [...allModules, ${n.moduleExport}];
 const HOST = '${n.module}-test.localhost';
 
-let app: TestApp;
+// One app for the file, with a customer tenant served at ${n.module}-test.localhost.
+const t = useTestApp({ modules, customers: ['${n.module}-test'] });
 let cookie: string;
-const http = () => app.http(HOST);
+const http = () => t.app.http(HOST);
 
 beforeAll(async () => {
-  app = await startTestApp({ modules });
-  const tenant = await createCustomer(app, '${n.module}-test', HOST);
-  ({ cookie } = await signInAs(app, tenant, ['${n.module}:read', '${n.module}:write']));
-});
-afterAll(async () => {
-  await app?.close();
+  ({ cookie } = await signInAs(t.app, t['${n.module}-test'], ['${n.module}:read', '${n.module}:write']));
 });
 
 describe('${n.module}.${n.entity}', () => {
@@ -181,6 +193,7 @@ describe('${n.module}.${n.entity}', () => {
     await http().post('${n.path}').set('Cookie', cookie).send({ name: 'Twin', quantity: 1 }).expect(201);
     const again = await http().post('${n.path}').set('Cookie', cookie).send({ name: 'Twin', quantity: 2 });
     expect(again.status, JSON.stringify(again.body)).toBe(409);
+    expect(again.body).toMatchObject({ code: 'ALREADY_EXISTS', field: 'name', detail: '${article(lower)} ${lower} with this name already exists' });
   });
 
   it('is in the OpenAPI document, the catalog and the admin shell', async () => {
@@ -199,6 +212,9 @@ describe('${n.module}.${n.entity}', () => {
 `,
   };
 }
+
+/** The article before a noun as written: An item, A widget. */
+const article = (noun: string): string => (/^[aeiou]/i.test(noun) ? 'An' : 'A');
 
 /** What registering the module takes: one entry in modules/index.ts, with its import. */
 export function registration(n: ScaffoldNames): { importLine: string; entry: string } {

@@ -188,4 +188,18 @@ describe('a singleton: one row per tenant at /api/v1/<module>/<name>', () => {
       expect.arrayContaining(['singletonprobe.preference.created', 'singletonprobe.preference.updated']),
     );
   });
+
+  // Issue 50, point 3: a command that changes fields and publishes nothing of its own publishes the
+  // entity's updated event, a singleton's too (no live stream follows it), so the change reaches
+  // the audit trail and the webhooks.
+  it("a command changing fields without an event of its own publishes the entity's updated event", async () => {
+    const before = await eventNames(b);
+    expect((await at(b).post(`${PREFERENCE}/touch`).set('Cookie', cookieB)).status).toBe(200);
+    const { rows } = await app.services.db.pool.query<{ name: string; payload: { changed: string[] } }>(
+      `select name, payload from outbox where tenant_id = $1 order by id desc limit 1`,
+      [b.id],
+    );
+    expect(await eventNames(b)).toHaveLength(before.length + 1);
+    expect(rows[0]).toMatchObject({ name: 'singletonprobe.preference.updated', payload: { changed: ['activations'] } });
+  });
 });

@@ -57,36 +57,54 @@ describe('npm run new:module', () => {
       PATH: `${join(ROOT, 'node_modules/.bin')}:${process.env.PATH ?? ''}`,
     };
 
-    const scaffold = await run(process.execPath, ['scripts/new-module.ts', 'inventory', '--entity', 'item'], {
+    const scaffold = await run(process.execPath, ['scripts/new-module.ts', 'stockroom', '--entity', 'item'], {
       cwd: copy,
       env,
     });
     for (const file of [
-      'modules/inventory/index.ts',
-      'modules/inventory/item.entity.ts',
-      'migrations/inventory/0001_items.sql',
-      'test/modules/inventory/item.test.ts',
+      'modules/stockroom/index.ts',
+      'modules/stockroom/item.entity.ts',
+      'migrations/stockroom/0001_items.sql',
+      'test/modules/stockroom/item.test.ts',
     ]) {
       expect(existsSync(join(copy, file)), file).toBe(true);
       expect(scaffold.stdout).toContain(`wrote ${file}`);
     }
-    expect(readFileSync(join(copy, 'migrations/inventory/0001_items.sql'), 'utf8')).toContain(
+    expect(readFileSync(join(copy, 'migrations/stockroom/0001_items.sql'), 'utf8')).toContain(
       "call make_tenant_table('items');",
     );
-    const importLine = /^ {2}(import \{ inventoryModule \} from '\.\/inventory\/index\.ts';)$/m.exec(
+    const importLine = /^ {2}(import \{ stockroomModule \} from '\.\/stockroom\/index\.ts';)$/m.exec(
       scaffold.stdout,
     )?.[1];
     expect(importLine, scaffold.stdout).toBeDefined();
-    expect(scaffold.stdout).toContain('add inventoryModule to allModules in modules/index.ts');
+    expect(scaffold.stdout).toContain('add stockroomModule to allModules in modules/index.ts');
+    // Issue 50, point 6: every next step is printed, and the files hold what the docs teach.
+    for (const step of [
+      'npm run migration:new -- stockroom',
+      'npm run openapi:accept',
+      'npm run client',
+      'test/conformance test/security',
+      'npm run check',
+    ])
+      expect(scaffold.stdout).toContain(step);
+    const entitySource = readFileSync(join(copy, 'modules/stockroom/item.entity.ts'), 'utf8');
+    expect(entitySource).toContain("unique: [{ field: 'name', message: 'An item with this name already exists' }]");
+    expect(entitySource).toContain('fieldText: itemFieldText');
+    expect(readFileSync(join(copy, 'modules/stockroom/index.ts'), 'utf8')).toMatch(
+      /sidebar: \[\{ label: 'Items', path: '\/admin\/stockroom\/items'/,
+    );
+    const testSource = readFileSync(join(copy, 'test/modules/stockroom/item.test.ts'), 'utf8');
+    expect(testSource).toContain('useTestApp(');
+    expect(testSource).not.toContain('startTestApp');
 
     const index = join(copy, 'modules/index.ts');
-    writeFileSync(index, register(readFileSync(index, 'utf8'), importLine!, 'inventoryModule'));
+    writeFileSync(index, register(readFileSync(index, 'utf8'), importLine!, 'stockroomModule'));
 
     // A second scaffold of the same name is refused and writes nothing.
-    const again = await run(process.execPath, ['scripts/new-module.ts', 'inventory'], { cwd: copy, env }).catch(
+    const again = await run(process.execPath, ['scripts/new-module.ts', 'stockroom'], { cwd: copy, env }).catch(
       (err: { code: number; stderr: string }) => err,
     );
-    expect(again).toMatchObject({ code: 2, stderr: expect.stringContaining('module inventory is registered already') });
+    expect(again).toMatchObject({ code: 2, stderr: expect.stringContaining('module stockroom is registered already') });
 
     const vitest = join(ROOT, 'node_modules/vitest/vitest.mjs');
     const tests = await run(
@@ -94,10 +112,10 @@ describe('npm run new:module', () => {
       [
         vitest,
         'run',
-        'test/modules/inventory',
+        'test/modules/stockroom',
         'test/conformance/entities.test.ts',
         '-t',
-        'inventory',
+        'stockroom',
         '--typecheck.enabled=false',
         '--reporter=verbose',
       ],
@@ -109,7 +127,7 @@ describe('npm run new:module', () => {
     ).catch((err: { code: number; stdout: string; stderr: string }) => err);
     const output = `${tests.stdout}\n${tests.stderr}`;
     expect('code' in tests ? tests.code : 0, output).toBe(0);
-    expect(output).toMatch(/entity inventory\.item/);
+    expect(output).toMatch(/entity stockroom\.item/);
     expect(output).toMatch(/Tests\s+\d+ passed/);
     expect(output).not.toMatch(/failed/);
   });

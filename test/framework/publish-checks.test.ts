@@ -50,6 +50,22 @@ const gadget = defineEntity({
         return { size: 3 };
       },
     },
+    weigh: {
+      summary: 'Publishes an event whose payload its declared schema refuses (a programming error)',
+      publishes: ['pubprobe.gadget.weighed'],
+      async run(ctx, row) {
+        ctx.publish('pubprobe.gadget.weighed', { id: row.id, grams: 'heavy' });
+        return { size: 6 };
+      },
+    },
+    'weigh-right': {
+      summary: 'Publishes an event whose payload matches its declared schema',
+      publishes: ['pubprobe.gadget.weighed'],
+      async run(ctx, row) {
+        ctx.publish('pubprobe.gadget.weighed', { id: row.id, grams: 12 });
+        return { size: 7 };
+      },
+    },
     misspelt: {
       summary: 'Returns a key its entity has no field for (a programming error)',
       async run() {
@@ -83,6 +99,13 @@ const strayRoute: AnyRoute = {
 const pubProbe = defineModule({
   name: 'pubprobe',
   events: ['pubprobe.gadget.flagged', 'pubprobe.gadget.other'],
+  // pubprobe.gadget.weighed is declared by its commands' publishes and given a payload schema here.
+  eventPayloads: {
+    'pubprobe.gadget.weighed': Type.Object(
+      { id: Type.String(), grams: Type.Integer({ minimum: 0, maximum: 1000000 }) },
+      { additionalProperties: false },
+    ),
+  },
   entities: [entity(gadget)],
   routes: [strayRoute],
   // Listened to, so the boot check knows the event is not a leftover.
@@ -163,6 +186,22 @@ describe('a route or command publishes only what its publishes list declares (ru
     expect(await outboxCount()).toBe(before);
   });
 
+  it("checks a payload against its event's declared schema: a mismatch is a programming error, nothing stored or published", async () => {
+    const before = { size: await sizeOf(id), events: await outboxCount() };
+    const res = await post(`${BASE}/${id}/weigh`);
+    expectProgrammingError(
+      res,
+      'the payload of event pubprobe.gadget.weighed does not match its declared schema: /grams',
+    );
+    expect(await sizeOf(id)).toBe(before.size);
+    expect(await outboxCount()).toBe(before.events);
+    expect((await post(`${BASE}/${id}/weigh-right`)).status).toBe(200);
+    const { rows } = await t.app.services.db.pool.query(
+      `select payload from outbox where name = 'pubprobe.gadget.weighed' order by id desc limit 1`,
+    );
+    expect(rows[0].payload).toEqual({ id, grams: 12 });
+  });
+
   it("answers a command returning a key its entity has no field for as a programming error, not the caller's 422", async () => {
     const before = await sizeOf(id);
     const res = await post(`${BASE}/${id}/misspelt`);
@@ -220,27 +259,35 @@ describe('publishes lists and declared events agree (boot)', () => {
     ).not.toThrow();
   });
 
+  // Since issue 50 (point 3) a list naming an event under its own module's name declares it: the
+  // undeclared events here are another module's name, which only that module can declare.
   it('refuses a subscription, a job or entity hooks publishing an undeclared event', () => {
     const handle = async () => {};
     expect(
       start(
         plain({
-          subscriptions: [{ name: 'bad-relay', event: 'user.invited', publishes: ['bad.thing.nowhere'], handle }],
+          subscriptions: [{ name: 'bad-relay', event: 'user.invited', publishes: ['elsewhere.thing.nowhere'], handle }],
         }),
       ),
-    ).toThrow(/subscription bad-relay \(module bad\) publishes undeclared event bad\.thing\.nowhere/);
+    ).toThrow(/subscription bad-relay \(module bad\) publishes undeclared event elsewhere\.thing\.nowhere/);
     expect(
       start(
         plain({
           jobs: [
-            { name: 'bad-sweep', cron: '* * * * *', perTenant: false, publishes: ['bad.thing.nowhere'], run: handle },
+            {
+              name: 'bad-sweep',
+              cron: '* * * * *',
+              perTenant: false,
+              publishes: ['elsewhere.thing.nowhere'],
+              run: handle,
+            },
           ],
         }),
       ),
-    ).toThrow(/job bad-sweep \(module bad\) publishes undeclared event bad\.thing\.nowhere/);
-    const hooked = defineEntity({ ...gadget, module: 'bad', hookPublishes: ['bad.gadget.nowhere'] });
+    ).toThrow(/job bad-sweep \(module bad\) publishes undeclared event elsewhere\.thing\.nowhere/);
+    const hooked = defineEntity({ ...gadget, module: 'bad', hookPublishes: ['elsewhere.gadget.nowhere'] });
     expect(start(plain({ entities: [entity(hooked)] }))).toThrow(
-      /entity bad\.gadget: hookPublishes names undeclared event bad\.gadget\.nowhere/,
+      /entity bad\.gadget: hookPublishes names undeclared event elsewhere\.gadget\.nowhere/,
     );
   });
 });

@@ -109,6 +109,8 @@ describe('unique keys: provoked through the API', () => {
     const again = await app.http().post('/api/v1/billing/plans').set('Cookie', operator).send(plan);
     expect(again.status).toBe(409);
     expect(again.body).toMatchObject({ code: 'ALREADY_EXISTS', field: 'code', errors: [{ pointer: '/body/code' }] });
+    // The sentence is the plan entity's storage.unique message (issue 50: each fact once).
+    expect(again.body.detail).toBe('A live plan with this code already exists');
     expect(named(again.body)).toEqual([]);
   });
 

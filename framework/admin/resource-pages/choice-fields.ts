@@ -26,7 +26,7 @@ export function eventCatalog(registry: Registry): Map<string, { group: string; l
       catalog.set(updated, { group, label: `${name} changed` });
       catalog.set(deleted, { group, label: `${name} deleted` });
     }
-    for (const event of module.events ?? []) {
+    for (const event of registry.eventsByModule.get(module.name) ?? module.events ?? []) {
       if (catalog.has(event)) continue;
       const words = event.startsWith(`${module.name}.`) ? event.slice(module.name.length + 1) : event;
       const label = module.admin?.eventLabels?.[event] ?? titleCase(words.replaceAll('.', ' '));

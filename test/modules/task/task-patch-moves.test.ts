@@ -51,6 +51,24 @@ describe('the declared status moves of a task', () => {
       }
     }
     expect(mismatches).toEqual([]);
+    // Issue 50, point 3: the framework refuses from the declaration alone (the task has no hook for
+    // it), naming the moves there are and the command that reaches the asked state.
+    expect(task.hooks?.beforeWrite).toBeUndefined();
+    await t.app.services.db.pool.query('update tasks set status = $1, assignee_id = $2 where id = $3', [
+      'in_progress',
+      worker.userId,
+      id,
+    ]);
+    const refused = await t.app
+      .http(HOST)
+      .patch(`/api/v1/task/tasks/${id}`)
+      .set('Cookie', manager.cookie)
+      .send({ status: 'resolved' });
+    expect(refused.status).toBe(409);
+    expect(refused.body).toMatchObject({ code: 'INVALID_TRANSITION', field: 'status', state: 'in_progress' });
+    expect(refused.body.detail).toBe(
+      'This task is in progress: an update cannot move it to resolved. An update cannot move it from there. To move it to resolved, use POST /api/v1/task/tasks/{id}/resolve.',
+    );
     // What the declaration offers, for the record.
     expect(declared({ status: 'open', assigneeId: null } as never)).toEqual([]);
     expect(declared({ status: 'acknowledged', assigneeId: worker.userId } as never)).toEqual(['in_progress']);
