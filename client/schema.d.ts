@@ -454,6 +454,26 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/api/v1/billing/plans/summary": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Count plans per group
+         * @description Counts the rows the list would answer (the same filters, q and or), per group of the fields groupBy names (groupBy=status,priority; a date-time by day, week or month, deadline:day, in UTC or the IANA zone tz names), with sum, avg, min and max of numeric and date-time fields (sum=price). total counts every matching row; at most 1000 groups, truncated true when there are more. One statement, bounded by database.statement_timeout_ms. docs/api-conventions.md, "Summaries". Global: every tenant reads the same rows; only the operator tenant writes them.
+         */
+        get: operations["billing-plan-summary"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/api/v1/billing/subscription": {
         parameters: {
             query?: never;
@@ -709,6 +729,26 @@ export interface paths {
          * @description Server-sent events (text/event-stream) for every change of contents this caller may read, from the outbox after each commit, on any web process. Events: created and updated carry data {"id": ..., "row": {...}}, the row as the read route answers this caller; deleted, and removed (a row that no longer matches the filters after an update), carry {"id": ...}; reset (the Last-Event-ID is older than the replay window: reload the list, the stream goes on from now); end carries {"reason": "AUTH_REQUIRED" | "AUTH_FORBIDDEN"} and closes the stream when the caller signed out, was deactivated, lost the permission, or the token expired or was revoked (at the next change, or within live.recheck_seconds). Each event's id is a position that only grows within the tenant: reconnect with Last-Event-ID to receive every change after it. A comment line is sent every live.heartbeat_seconds; retry: 2000 asks the client to reconnect after 2 s. A row is shown as it is when its change is read, so a row changed twice in quick succession may show its later state in both events. Limits: live.max_streams_per_caller streams per session or token and live.max_streams per web process, past either 429 RATE_LIMITED with Retry-After; a client that does not read is disconnected once live.max_buffer_bytes wait for it, and resumes with Last-Event-ID.
          */
         get: operations["content-content-stream"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/content/contents/summary": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Count contents per group
+         * @description Counts the rows the list would answer (the same filters, q and or), per group of the fields groupBy names (groupBy=status,priority; a date-time by day, week or month, deadline:day, in UTC or the IANA zone tz names), with sum, avg, min and max of numeric and date-time fields (sum=price). total counts every matching row; at most 1000 groups, truncated true when there are more. One statement, bounded by database.statement_timeout_ms. docs/api-conventions.md, "Summaries".
+         */
+        get: operations["content-content-summary"];
         put?: never;
         post?: never;
         delete?: never;
@@ -1148,6 +1188,26 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/api/v1/task/tasks/summary": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Count tasks per group
+         * @description Counts the rows the list would answer (the same filters, q and or), per group of the fields groupBy names (groupBy=status,priority; a date-time by day, week or month, deadline:day, in UTC or the IANA zone tz names), with sum, avg, min and max of numeric and date-time fields (sum=price). total counts every matching row; at most 1000 groups, truncated true when there are more. One statement, bounded by database.statement_timeout_ms. docs/api-conventions.md, "Summaries".
+         */
+        get: operations["task-task-summary"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/api/v1/tenant/export": {
         parameters: {
             query?: never;
@@ -1552,6 +1612,26 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/api/v1/user/users/summary": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Count users per group
+         * @description Counts the rows the list would answer (the same filters, q and or), per group of the fields groupBy names (groupBy=status,priority; a date-time by day, week or month, deadline:day, in UTC or the IANA zone tz names), with sum, avg, min and max of numeric and date-time fields (sum=price). total counts every matching row; at most 1000 groups, truncated true when there are more. One statement, bounded by database.statement_timeout_ms. docs/api-conventions.md, "Summaries".
+         */
+        get: operations["user-user-summary"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/api/v1/webhook/deliveries": {
         parameters: {
             query?: never;
@@ -1730,6 +1810,26 @@ export interface paths {
          * @description Server-sent events (text/event-stream) for every change of webhook endpoints this caller may read, from the outbox after each commit, on any web process. Events: created and updated carry data {"id": ..., "row": {...}}, the row as the read route answers this caller; deleted, and removed (a row that no longer matches the filters after an update), carry {"id": ...}; reset (the Last-Event-ID is older than the replay window: reload the list, the stream goes on from now); end carries {"reason": "AUTH_REQUIRED" | "AUTH_FORBIDDEN"} and closes the stream when the caller signed out, was deactivated, lost the permission, or the token expired or was revoked (at the next change, or within live.recheck_seconds). Each event's id is a position that only grows within the tenant: reconnect with Last-Event-ID to receive every change after it. A comment line is sent every live.heartbeat_seconds; retry: 2000 asks the client to reconnect after 2 s. A row is shown as it is when its change is read, so a row changed twice in quick succession may show its later state in both events. Limits: live.max_streams_per_caller streams per session or token and live.max_streams per web process, past either 429 RATE_LIMITED with Retry-After; a client that does not read is disconnected once live.max_buffer_bytes wait for it, and resumes with Last-Event-ID.
          */
         get: operations["webhook-endpoint-stream"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/webhook/endpoints/summary": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Count webhook endpoints per group
+         * @description Counts the rows the list would answer (the same filters, q and or), per group of the fields groupBy names (groupBy=status,priority; a date-time by day, week or month, deadline:day, in UTC or the IANA zone tz names), with sum, avg, min and max of numeric and date-time fields (sum=price). total counts every matching row; at most 1000 groups, truncated true when there are more. One statement, bounded by database.statement_timeout_ms. docs/api-conventions.md, "Summaries".
+         */
+        get: operations["webhook-endpoint-summary"];
         put?: never;
         post?: never;
         delete?: never;
@@ -2047,6 +2147,49 @@ export interface components {
                 status: number;
             }[];
         };
+        BillingPlanSummaryResponse: {
+            /** @description At most 1000 groups, in the order of the fields grouped by (an enum in its declared order; rows without a value last). */
+            groups: {
+                /** @description The group's active; null for rows without one. */
+                active?: boolean | null;
+                avg?: {
+                    price?: number | null;
+                };
+                /** @description The group's code; null for rows without one. */
+                code?: string | null;
+                /** @description The rows of the group. */
+                count: number;
+                /** @description The group's createdAt, or its bucket's first day (YYYY-MM-DD, in tz) when grouped by a bucket; null for rows without one. */
+                createdAt?: string | null;
+                /** @description The group's currency; null for rows without one. */
+                currency?: string | null;
+                /** @description The group's interval; null for rows without one. */
+                interval?: string | null;
+                max?: {
+                    createdAt?: string | null;
+                    price?: number | null;
+                    updatedAt?: string | null;
+                };
+                min?: {
+                    createdAt?: string | null;
+                    price?: number | null;
+                    updatedAt?: string | null;
+                };
+                /** @description The group's name; null for rows without one. */
+                name?: string | null;
+                /** @description The group's price; null for rows without one. */
+                price?: number | null;
+                sum?: {
+                    price?: number | null;
+                };
+                /** @description The group's updatedAt, or its bucket's first day (YYYY-MM-DD, in tz) when grouped by a bucket; null for rows without one. */
+                updatedAt?: string | null;
+            }[];
+            /** @description The rows that match the filters, in every group. */
+            total: number;
+            /** @description True when there are more than 1000 groups. */
+            truncated: boolean;
+        };
         /** Content */
         Content: {
             /**
@@ -2086,6 +2229,45 @@ export interface components {
             publishedAt: string;
             slug: string;
             title: string;
+        };
+        ContentContentSummaryResponse: {
+            /** @description At most 1000 groups, in the order of the fields grouped by (an enum in its declared order; rows without a value last). */
+            groups: {
+                /** @description The group's author; null for rows without one. */
+                author?: string | null;
+                /** @description The group's body; null for rows without one. */
+                body?: string | null;
+                /** @description The rows of the group. */
+                count: number;
+                /** @description The group's createdAt, or its bucket's first day (YYYY-MM-DD, in tz) when grouped by a bucket; null for rows without one. */
+                createdAt?: string | null;
+                /** @description The group's kind; null for rows without one. */
+                kind?: string | null;
+                max?: {
+                    createdAt?: string | null;
+                    publishedAt?: string | null;
+                    updatedAt?: string | null;
+                };
+                min?: {
+                    createdAt?: string | null;
+                    publishedAt?: string | null;
+                    updatedAt?: string | null;
+                };
+                /** @description The group's publishedAt, or its bucket's first day (YYYY-MM-DD, in tz) when grouped by a bucket; null for rows without one. */
+                publishedAt?: string | null;
+                /** @description The group's slug; null for rows without one. */
+                slug?: string | null;
+                /** @description The group's status; null for rows without one. */
+                status?: string | null;
+                /** @description The group's title; null for rows without one. */
+                title?: string | null;
+                /** @description The group's updatedAt, or its bucket's first day (YYYY-MM-DD, in tz) when grouped by a bucket; null for rows without one. */
+                updatedAt?: string | null;
+            }[];
+            /** @description The rows that match the filters, in every group. */
+            total: number;
+            /** @description True when there are more than 1000 groups. */
+            truncated: boolean;
         };
         ContentCreate: {
             /** @description Markdown (GitHub-flavoured), at most 200000 characters, stored as written. HTML typed in a body is kept as text here and left out of the rendered page. */
@@ -2768,6 +2950,51 @@ export interface components {
             restored: string[];
             row: components["schemas"]["Task"];
         };
+        TaskTaskSummaryResponse: {
+            /** @description At most 1000 groups, in the order of the fields grouped by (an enum in its declared order; rows without a value last). */
+            groups: {
+                /** @description The group's assigneeId; null for rows without one. */
+                assigneeId?: string | null;
+                /** @description The rows of the group. */
+                count: number;
+                /** @description The group's createdAt, or its bucket's first day (YYYY-MM-DD, in tz) when grouped by a bucket; null for rows without one. */
+                createdAt?: string | null;
+                /** @description The group's deadline, or its bucket's first day (YYYY-MM-DD, in tz) when grouped by a bucket; null for rows without one. */
+                deadline?: string | null;
+                /** @description The group's description; null for rows without one. */
+                description?: string | null;
+                max?: {
+                    createdAt?: string | null;
+                    deadline?: string | null;
+                    resolvedAt?: string | null;
+                    updatedAt?: string | null;
+                };
+                min?: {
+                    createdAt?: string | null;
+                    deadline?: string | null;
+                    resolvedAt?: string | null;
+                    updatedAt?: string | null;
+                };
+                /** @description The group's priority; null for rows without one. */
+                priority?: string | null;
+                /** @description The group's resolution; null for rows without one. */
+                resolution?: string | null;
+                /** @description The group's resolvedAt, or its bucket's first day (YYYY-MM-DD, in tz) when grouped by a bucket; null for rows without one. */
+                resolvedAt?: string | null;
+                /** @description The group's slaBreached; null for rows without one. */
+                slaBreached?: boolean | null;
+                /** @description The group's status; null for rows without one. */
+                status?: string | null;
+                /** @description The group's title; null for rows without one. */
+                title?: string | null;
+                /** @description The group's updatedAt, or its bucket's first day (YYYY-MM-DD, in tz) when grouped by a bucket; null for rows without one. */
+                updatedAt?: string | null;
+            }[];
+            /** @description The rows that match the filters, in every group. */
+            total: number;
+            /** @description True when there are more than 1000 groups. */
+            truncated: boolean;
+        };
         TaskUpdate: {
             /**
              * Format: date-time
@@ -2971,6 +3198,35 @@ export interface components {
             /** @description Roles granted with the invitation, in the same transaction; each must exist in this tenant. */
             roles?: string[];
         };
+        UserUserSummaryResponse: {
+            /** @description At most 1000 groups, in the order of the fields grouped by (an enum in its declared order; rows without a value last). */
+            groups: {
+                /** @description The rows of the group. */
+                count: number;
+                /** @description The group's createdAt, or its bucket's first day (YYYY-MM-DD, in tz) when grouped by a bucket; null for rows without one. */
+                createdAt?: string | null;
+                /** @description The group's displayName; null for rows without one. */
+                displayName?: string | null;
+                /** @description The group's email; null for rows without one. */
+                email?: string | null;
+                max?: {
+                    createdAt?: string | null;
+                    updatedAt?: string | null;
+                };
+                min?: {
+                    createdAt?: string | null;
+                    updatedAt?: string | null;
+                };
+                /** @description The group's status; null for rows without one. */
+                status?: string | null;
+                /** @description The group's updatedAt, or its bucket's first day (YYYY-MM-DD, in tz) when grouped by a bucket; null for rows without one. */
+                updatedAt?: string | null;
+            }[];
+            /** @description The rows that match the filters, in every group. */
+            total: number;
+            /** @description True when there are more than 1000 groups. */
+            truncated: boolean;
+        };
         /** WebhookDelivery */
         WebhookDelivery: {
             /** @description 1 for the first attempt, then one more per retry. */
@@ -3017,6 +3273,35 @@ export interface components {
             total: number;
             /** @description False when there are more than 10000 rows and total stopped counting at 10000. */
             totalExact: boolean;
+        };
+        WebhookEndpointSummaryResponse: {
+            /** @description At most 1000 groups, in the order of the fields grouped by (an enum in its declared order; rows without a value last). */
+            groups: {
+                /** @description The group's active; null for rows without one. */
+                active?: boolean | null;
+                /** @description The rows of the group. */
+                count: number;
+                /** @description The group's createdAt, or its bucket's first day (YYYY-MM-DD, in tz) when grouped by a bucket; null for rows without one. */
+                createdAt?: string | null;
+                /** @description The group's description; null for rows without one. */
+                description?: string | null;
+                max?: {
+                    createdAt?: string | null;
+                    updatedAt?: string | null;
+                };
+                min?: {
+                    createdAt?: string | null;
+                    updatedAt?: string | null;
+                };
+                /** @description The group's updatedAt, or its bucket's first day (YYYY-MM-DD, in tz) when grouped by a bucket; null for rows without one. */
+                updatedAt?: string | null;
+                /** @description The group's url; null for rows without one. */
+                url?: string | null;
+            }[];
+            /** @description The rows that match the filters, in every group. */
+            total: number;
+            /** @description True when there are more than 1000 groups. */
+            truncated: boolean;
         };
         WebhookEventListResponse: {
             events: components["schemas"]["WebhookEventName"][];
@@ -6138,6 +6423,144 @@ export interface operations {
             };
         };
     };
+    "billing-plan-summary": {
+        parameters: {
+            query?: {
+                /** @description Filter by active: <operator>.<value> with eq, neq, is, each also after not. (e.g. active=is.true). Values: true or false. is takes true or false. Repeat the parameter for several conditions on the field: all of them hold. */
+                active?: string | string[];
+                /** @description The average of these fields in each group, separated by commas: price. Rows without a value are left out of it; null when no row of the group has one. */
+                avg?: string;
+                /** @description Filter by code: <operator>.<value> with eq, neq, in, contains, startsWith, each also after not. (e.g. code=contains.text). in takes up to 100 values in parentheses, one holding , ( ) or " in double quotes. contains and startsWith ignore case and take the text as written (no wildcards). Repeat the parameter for several conditions on the field: all of them hold. */
+                code?: string | string[];
+                /** @description Filter by createdAt: <operator>.<value> with eq, neq, gt, gte, lt, lte, in, each also after not. (e.g. createdAt=lt.now, createdAt=gte.now-7d). Values: a date-time: ISO 8601 with a time zone (2024-05-01T09:00:00Z, 2024-05-01T11:00:00+02:00), a date (2024-05-01, midnight UTC), or now with an optional offset in minutes, hours or days (now, now-7d, now+48h, now-30m). in takes up to 100 values in parentheses, one holding , ( ) or " in double quotes. Repeat the parameter for several conditions on the field: all of them hold. */
+                createdAt?: string | string[];
+                /** @description Filter by currency: <operator>.<value> with eq, neq, in, contains, startsWith, each also after not. (e.g. currency=contains.text). in takes up to 100 values in parentheses, one holding , ( ) or " in double quotes. contains and startsWith ignore case and take the text as written (no wildcards). Repeat the parameter for several conditions on the field: all of them hold. */
+                currency?: string | string[];
+                /** @description Filter by features: <operator>.<value> with contains, each also after not. (e.g. features=contains.<value>). Values: text. Repeat the parameter for several conditions on the field: all of them hold. */
+                features?: string | string[];
+                /** @description Fields to count the rows by, separated by commas (groupBy=code,name): code, name, price, currency, interval, active; a date or date-time by day, week (from Monday) or month: createdAt:day, updatedAt:day. Without it, one group: every matching row. */
+                groupBy?: string;
+                /** @description Filter by id: <operator>.<value> with eq, neq, in, each also after not. (e.g. id=eq.<uuid>). Values: a UUID. in takes up to 100 values in parentheses, one holding , ( ) or " in double quotes. Repeat the parameter for several conditions on the field: all of them hold. */
+                id?: string | string[];
+                /** @description Filter by interval: <operator>.<value> with eq, neq, gt, gte, lt, lte, in, each also after not. (e.g. interval=in.(month,year)). Values: one of month, year. in takes up to 100 values in parentheses, one holding , ( ) or " in double quotes. Repeat the parameter for several conditions on the field: all of them hold. */
+                interval?: string | string[];
+                /** @description The largest value of these fields in each group, separated by commas: createdAt, updatedAt, price. Rows without a value are left out of it; null when no row of the group has one. */
+                max?: string;
+                /** @description The smallest value of these fields in each group, separated by commas: createdAt, updatedAt, price. Rows without a value are left out of it; null when no row of the group has one. */
+                min?: string;
+                /** @description Filter by name: <operator>.<value> with eq, neq, in, contains, startsWith, each also after not. (e.g. name=contains.text). in takes up to 100 values in parentheses, one holding , ( ) or " in double quotes. contains and startsWith ignore case and take the text as written (no wildcards). Repeat the parameter for several conditions on the field: all of them hold. */
+                name?: string | string[];
+                /** @description One group of conditions of which at least one holds, as the list's or. */
+                or?: string;
+                /** @description Filter by price: <operator>.<value> with eq, neq, gt, gte, lt, lte, in, each also after not. (e.g. price=gte.10). Values: an integer. in takes up to 100 values in parentheses, one holding , ( ) or " in double quotes. Repeat the parameter for several conditions on the field: all of them hold. */
+                price?: string | string[];
+                /** @description Search: only rows whose name contains this text, ignoring case, as the list's q. */
+                q?: string;
+                /** @description The sum of these fields in each group, separated by commas: price. Rows without a value are left out of it; null when no row of the group has one. */
+                sum?: string;
+                /** @description The IANA time zone date buckets are cut in (tz=Europe/Zurich); UTC by default. A zone that is not one is 422 VALIDATION_FAILED. */
+                tz?: string;
+                /** @description Filter by updatedAt: <operator>.<value> with eq, neq, gt, gte, lt, lte, in, each also after not. (e.g. updatedAt=lt.now, updatedAt=gte.now-7d). Values: a date-time: ISO 8601 with a time zone (2024-05-01T09:00:00Z, 2024-05-01T11:00:00+02:00), a date (2024-05-01, midnight UTC), or now with an optional offset in minutes, hours or days (now, now-7d, now+48h, now-30m). in takes up to 100 values in parentheses, one holding , ( ) or " in double quotes. Repeat the parameter for several conditions on the field: all of them hold. */
+                updatedAt?: string | string[];
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Counts of plans per group */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["BillingPlanSummaryResponse"];
+                };
+            };
+            /** @description Malformed request */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Not signed in (AUTH_REQUIRED), or a bearer token unknown, expired, revoked or of another tenant (TOKEN_INVALID) */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Missing permission (AUTH_FORBIDDEN) or operator permission outside the operator tenant (AUTH_NOT_OPERATOR) */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description No site at this host, or no such resource */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Validation failed */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Too many failed sign-ins or bearer-token attempts from this client address (ErrTooManyAttempts); Retry-After says when to try again */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Request headers over 16 KB (HEADERS_TOO_LARGE), refused before any route runs */
+            431: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Unexpected error */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Database busy (DB_BUSY: every connection stayed in use), a statement past its time limit (DB_TIMEOUT) or the database unreachable (DB_UNAVAILABLE): retry after the Retry-After seconds. Only a 2xx acknowledges a write */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
     "billing-subscription-read": {
         parameters: {
             query?: never;
@@ -8208,6 +8631,140 @@ export interface operations {
                 };
             };
             /** @description Too many streams open: this caller holds live.max_streams_per_caller, or the process live.max_streams (RATE_LIMITED); Retry-After says when to try again */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Request headers over 16 KB (HEADERS_TOO_LARGE), refused before any route runs */
+            431: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Unexpected error */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Database busy (DB_BUSY: every connection stayed in use), a statement past its time limit (DB_TIMEOUT) or the database unreachable (DB_UNAVAILABLE): retry after the Retry-After seconds. Only a 2xx acknowledges a write */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    "content-content-summary": {
+        parameters: {
+            query?: {
+                /** @description Filter by author: <operator>.<value> with eq, neq, in, each also after not. (e.g. author=eq.<uuid>). Values: a UUID. in takes up to 100 values in parentheses, one holding , ( ) or " in double quotes. Repeat the parameter for several conditions on the field: all of them hold. */
+                author?: string | string[];
+                /** @description Filter by body: <operator>.<value> with eq, neq, in, contains, startsWith, each also after not. (e.g. body=contains.text). in takes up to 100 values in parentheses, one holding , ( ) or " in double quotes. contains and startsWith ignore case and take the text as written (no wildcards). Repeat the parameter for several conditions on the field: all of them hold. */
+                body?: string | string[];
+                /** @description Filter by createdAt: <operator>.<value> with eq, neq, gt, gte, lt, lte, in, each also after not. (e.g. createdAt=lt.now, createdAt=gte.now-7d). Values: a date-time: ISO 8601 with a time zone (2024-05-01T09:00:00Z, 2024-05-01T11:00:00+02:00), a date (2024-05-01, midnight UTC), or now with an optional offset in minutes, hours or days (now, now-7d, now+48h, now-30m). in takes up to 100 values in parentheses, one holding , ( ) or " in double quotes. Repeat the parameter for several conditions on the field: all of them hold. */
+                createdAt?: string | string[];
+                /** @description Fields to count the rows by, separated by commas (groupBy=slug,title): slug, title, kind, body, status, author; a date or date-time by day, week (from Monday) or month: createdAt:day, updatedAt:day, publishedAt:day. Without it, one group: every matching row. */
+                groupBy?: string;
+                /** @description Filter by id: <operator>.<value> with eq, neq, in, each also after not. (e.g. id=eq.<uuid>). Values: a UUID. in takes up to 100 values in parentheses, one holding , ( ) or " in double quotes. Repeat the parameter for several conditions on the field: all of them hold. */
+                id?: string | string[];
+                /** @description Filter by kind: <operator>.<value> with eq, neq, gt, gte, lt, lte, in, each also after not. (e.g. kind=in.(page,post)). Values: one of page, post. in takes up to 100 values in parentheses, one holding , ( ) or " in double quotes. Repeat the parameter for several conditions on the field: all of them hold. */
+                kind?: string | string[];
+                /** @description The largest value of these fields in each group, separated by commas: createdAt, updatedAt, publishedAt. Rows without a value are left out of it; null when no row of the group has one. */
+                max?: string;
+                /** @description The smallest value of these fields in each group, separated by commas: createdAt, updatedAt, publishedAt. Rows without a value are left out of it; null when no row of the group has one. */
+                min?: string;
+                /** @description One group of conditions of which at least one holds, as the list's or. */
+                or?: string;
+                /** @description Filter by publishedAt: <operator>.<value> with eq, neq, gt, gte, lt, lte, in, is, each also after not. (e.g. publishedAt=lt.now, publishedAt=gte.now-7d). Values: a date-time: ISO 8601 with a time zone (2024-05-01T09:00:00Z, 2024-05-01T11:00:00+02:00), a date (2024-05-01, midnight UTC), or now with an optional offset in minutes, hours or days (now, now-7d, now+48h, now-30m). is takes null. in takes up to 100 values in parentheses, one holding , ( ) or " in double quotes. Repeat the parameter for several conditions on the field: all of them hold. */
+                publishedAt?: string | string[];
+                /** @description Search: only rows whose title contains this text, ignoring case, as the list's q. */
+                q?: string;
+                /** @description Filter by slug: <operator>.<value> with eq, neq, in, contains, startsWith, each also after not. (e.g. slug=contains.text). in takes up to 100 values in parentheses, one holding , ( ) or " in double quotes. contains and startsWith ignore case and take the text as written (no wildcards). Repeat the parameter for several conditions on the field: all of them hold. */
+                slug?: string | string[];
+                /** @description Filter by status: <operator>.<value> with eq, neq, gt, gte, lt, lte, in, each also after not. (e.g. status=in.(draft,published)). Values: one of draft, published, archived. in takes up to 100 values in parentheses, one holding , ( ) or " in double quotes. Repeat the parameter for several conditions on the field: all of them hold. */
+                status?: string | string[];
+                /** @description Filter by title: <operator>.<value> with eq, neq, in, contains, startsWith, each also after not. (e.g. title=contains.text). in takes up to 100 values in parentheses, one holding , ( ) or " in double quotes. contains and startsWith ignore case and take the text as written (no wildcards). Repeat the parameter for several conditions on the field: all of them hold. */
+                title?: string | string[];
+                /** @description The IANA time zone date buckets are cut in (tz=Europe/Zurich); UTC by default. A zone that is not one is 422 VALIDATION_FAILED. */
+                tz?: string;
+                /** @description Filter by updatedAt: <operator>.<value> with eq, neq, gt, gte, lt, lte, in, each also after not. (e.g. updatedAt=lt.now, updatedAt=gte.now-7d). Values: a date-time: ISO 8601 with a time zone (2024-05-01T09:00:00Z, 2024-05-01T11:00:00+02:00), a date (2024-05-01, midnight UTC), or now with an optional offset in minutes, hours or days (now, now-7d, now+48h, now-30m). in takes up to 100 values in parentheses, one holding , ( ) or " in double quotes. Repeat the parameter for several conditions on the field: all of them hold. */
+                updatedAt?: string | string[];
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Counts of contents per group */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ContentContentSummaryResponse"];
+                };
+            };
+            /** @description Malformed request */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Not signed in (AUTH_REQUIRED), or a bearer token unknown, expired, revoked or of another tenant (TOKEN_INVALID) */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Missing permission (AUTH_FORBIDDEN) or operator permission outside the operator tenant (AUTH_NOT_OPERATOR) */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description No site at this host, or no such resource */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Validation failed */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Too many failed sign-ins or bearer-token attempts from this client address (ErrTooManyAttempts); Retry-After says when to try again */
             429: {
                 headers: {
                     [name: string]: unknown;
@@ -11611,6 +12168,158 @@ export interface operations {
             };
         };
     };
+    "task-task-summary": {
+        parameters: {
+            query?: {
+                /** @description Filter through assignee (the user.user its assigneeId names; needs user:read) by assignee.createdAt: <operator>.<value> with eq, neq, gt, gte, lt, lte, in, each also after not. (e.g. assignee.createdAt=lt.now, assignee.createdAt=gte.now-7d). Values: a date-time: ISO 8601 with a time zone (2024-05-01T09:00:00Z, 2024-05-01T11:00:00+02:00), a date (2024-05-01, midnight UTC), or now with an optional offset in minutes, hours or days (now, now-7d, now+48h, now-30m). in takes up to 100 values in parentheses, one holding , ( ) or " in double quotes. Repeat the parameter for several conditions on the field: all of them hold. */
+                "assignee.createdAt"?: string | string[];
+                /** @description Filter through assignee (the user.user its assigneeId names; needs user:read) by assignee.displayName: <operator>.<value> with eq, neq, in, contains, startsWith, each also after not. (e.g. assignee.displayName=contains.text). in takes up to 100 values in parentheses, one holding , ( ) or " in double quotes. contains and startsWith ignore case and take the text as written (no wildcards). Repeat the parameter for several conditions on the field: all of them hold. */
+                "assignee.displayName"?: string | string[];
+                /** @description Filter through assignee (the user.user its assigneeId names; needs user:read) by assignee.email: <operator>.<value> with eq, neq, in, contains, startsWith, each also after not. (e.g. assignee.email=contains.text). in takes up to 100 values in parentheses, one holding , ( ) or " in double quotes. contains and startsWith ignore case and take the text as written (no wildcards). Repeat the parameter for several conditions on the field: all of them hold. */
+                "assignee.email"?: string | string[];
+                /** @description Filter through assignee (the user.user its assigneeId names; needs user:read) by assignee.id: <operator>.<value> with eq, neq, in, each also after not. (e.g. assignee.id=eq.<uuid>). Values: a UUID. in takes up to 100 values in parentheses, one holding , ( ) or " in double quotes. Repeat the parameter for several conditions on the field: all of them hold. */
+                "assignee.id"?: string | string[];
+                /** @description Filter through assignee (the user.user its assigneeId names; needs user:read) by assignee.roles: <operator>.<value> with contains, each also after not. (e.g. assignee.roles=contains.<value>). Values: text. Repeat the parameter for several conditions on the field: all of them hold. */
+                "assignee.roles"?: string | string[];
+                /** @description Filter through assignee (the user.user its assigneeId names; needs user:read) by assignee.status: <operator>.<value> with eq, neq, gt, gte, lt, lte, in, each also after not. (e.g. assignee.status=in.(invited,active)). Values: one of invited, active, deactivated. in takes up to 100 values in parentheses, one holding , ( ) or " in double quotes. Repeat the parameter for several conditions on the field: all of them hold. */
+                "assignee.status"?: string | string[];
+                /** @description Filter through assignee (the user.user its assigneeId names; needs user:read) by assignee.updatedAt: <operator>.<value> with eq, neq, gt, gte, lt, lte, in, each also after not. (e.g. assignee.updatedAt=lt.now, assignee.updatedAt=gte.now-7d). Values: a date-time: ISO 8601 with a time zone (2024-05-01T09:00:00Z, 2024-05-01T11:00:00+02:00), a date (2024-05-01, midnight UTC), or now with an optional offset in minutes, hours or days (now, now-7d, now+48h, now-30m). in takes up to 100 values in parentheses, one holding , ( ) or " in double quotes. Repeat the parameter for several conditions on the field: all of them hold. */
+                "assignee.updatedAt"?: string | string[];
+                /** @description Filter by assigneeId: <operator>.<value> with eq, neq, in, is, each also after not. (e.g. assigneeId=not.is.null). Values: a UUID. is takes null. in takes up to 100 values in parentheses, one holding , ( ) or " in double quotes. Repeat the parameter for several conditions on the field: all of them hold. */
+                assigneeId?: string | string[];
+                /** @description Filter by createdAt: <operator>.<value> with eq, neq, gt, gte, lt, lte, in, each also after not. (e.g. createdAt=lt.now, createdAt=gte.now-7d). Values: a date-time: ISO 8601 with a time zone (2024-05-01T09:00:00Z, 2024-05-01T11:00:00+02:00), a date (2024-05-01, midnight UTC), or now with an optional offset in minutes, hours or days (now, now-7d, now+48h, now-30m). in takes up to 100 values in parentheses, one holding , ( ) or " in double quotes. Repeat the parameter for several conditions on the field: all of them hold. */
+                createdAt?: string | string[];
+                /** @description Filter by deadline: <operator>.<value> with eq, neq, gt, gte, lt, lte, in, each also after not. (e.g. deadline=lt.now, deadline=gte.now-7d). Values: a date-time: ISO 8601 with a time zone (2024-05-01T09:00:00Z, 2024-05-01T11:00:00+02:00), a date (2024-05-01, midnight UTC), or now with an optional offset in minutes, hours or days (now, now-7d, now+48h, now-30m). in takes up to 100 values in parentheses, one holding , ( ) or " in double quotes. Repeat the parameter for several conditions on the field: all of them hold. */
+                deadline?: string | string[];
+                /** @description Filter by description: <operator>.<value> with eq, neq, in, is, contains, startsWith, each also after not. (e.g. description=contains.text). is takes null. in takes up to 100 values in parentheses, one holding , ( ) or " in double quotes. contains and startsWith ignore case and take the text as written (no wildcards). Repeat the parameter for several conditions on the field: all of them hold. */
+                description?: string | string[];
+                /** @description Fields to count the rows by, separated by commas (groupBy=title,description): title, description, status, priority, assigneeId, slaBreached, resolution; a date or date-time by day, week (from Monday) or month: createdAt:day, updatedAt:day, deadline:day, resolvedAt:day. Without it, one group: every matching row. */
+                groupBy?: string;
+                /** @description Filter by id: <operator>.<value> with eq, neq, in, each also after not. (e.g. id=eq.<uuid>). Values: a UUID. in takes up to 100 values in parentheses, one holding , ( ) or " in double quotes. Repeat the parameter for several conditions on the field: all of them hold. */
+                id?: string | string[];
+                /** @description The largest value of these fields in each group, separated by commas: createdAt, updatedAt, deadline, resolvedAt. Rows without a value are left out of it; null when no row of the group has one. */
+                max?: string;
+                /** @description The smallest value of these fields in each group, separated by commas: createdAt, updatedAt, deadline, resolvedAt. Rows without a value are left out of it; null when no row of the group has one. */
+                min?: string;
+                /** @description One group of conditions of which at least one holds, as the list's or. */
+                or?: string;
+                /** @description Filter by priority: <operator>.<value> with eq, neq, gt, gte, lt, lte, in, each also after not. (e.g. priority=in.(low,medium)). Values: one of low, medium, high, critical. in takes up to 100 values in parentheses, one holding , ( ) or " in double quotes. Repeat the parameter for several conditions on the field: all of them hold. */
+                priority?: string | string[];
+                /** @description Search: only rows whose title contains this text, ignoring case, as the list's q. */
+                q?: string;
+                /** @description Filter by resolution: <operator>.<value> with eq, neq, in, is, contains, startsWith, each also after not. (e.g. resolution=contains.text). is takes null. in takes up to 100 values in parentheses, one holding , ( ) or " in double quotes. contains and startsWith ignore case and take the text as written (no wildcards). Repeat the parameter for several conditions on the field: all of them hold. */
+                resolution?: string | string[];
+                /** @description Filter by resolvedAt: <operator>.<value> with eq, neq, gt, gte, lt, lte, in, is, each also after not. (e.g. resolvedAt=lt.now, resolvedAt=gte.now-7d). Values: a date-time: ISO 8601 with a time zone (2024-05-01T09:00:00Z, 2024-05-01T11:00:00+02:00), a date (2024-05-01, midnight UTC), or now with an optional offset in minutes, hours or days (now, now-7d, now+48h, now-30m). is takes null. in takes up to 100 values in parentheses, one holding , ( ) or " in double quotes. Repeat the parameter for several conditions on the field: all of them hold. */
+                resolvedAt?: string | string[];
+                /** @description Filter by slaBreached: <operator>.<value> with eq, neq, is, each also after not. (e.g. slaBreached=is.true). Values: true or false. is takes true or false. Repeat the parameter for several conditions on the field: all of them hold. */
+                slaBreached?: string | string[];
+                /** @description Filter by status: <operator>.<value> with eq, neq, gt, gte, lt, lte, in, each also after not. (e.g. status=in.(open,acknowledged)). Values: one of open, acknowledged, in_progress, resolved, closed. in takes up to 100 values in parentheses, one holding , ( ) or " in double quotes. Repeat the parameter for several conditions on the field: all of them hold. */
+                status?: string | string[];
+                /** @description Filter by title: <operator>.<value> with eq, neq, in, contains, startsWith, each also after not. (e.g. title=contains.text). in takes up to 100 values in parentheses, one holding , ( ) or " in double quotes. contains and startsWith ignore case and take the text as written (no wildcards). Repeat the parameter for several conditions on the field: all of them hold. */
+                title?: string | string[];
+                /** @description The IANA time zone date buckets are cut in (tz=Europe/Zurich); UTC by default. A zone that is not one is 422 VALIDATION_FAILED. */
+                tz?: string;
+                /** @description Filter by updatedAt: <operator>.<value> with eq, neq, gt, gte, lt, lte, in, each also after not. (e.g. updatedAt=lt.now, updatedAt=gte.now-7d). Values: a date-time: ISO 8601 with a time zone (2024-05-01T09:00:00Z, 2024-05-01T11:00:00+02:00), a date (2024-05-01, midnight UTC), or now with an optional offset in minutes, hours or days (now, now-7d, now+48h, now-30m). in takes up to 100 values in parentheses, one holding , ( ) or " in double quotes. Repeat the parameter for several conditions on the field: all of them hold. */
+                updatedAt?: string | string[];
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Counts of tasks per group */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["TaskTaskSummaryResponse"];
+                };
+            };
+            /** @description Malformed request */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Not signed in (AUTH_REQUIRED), or a bearer token unknown, expired, revoked or of another tenant (TOKEN_INVALID) */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Missing permission (AUTH_FORBIDDEN) or operator permission outside the operator tenant (AUTH_NOT_OPERATOR) */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description No site at this host, or no such resource */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Validation failed */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Too many failed sign-ins or bearer-token attempts from this client address (ErrTooManyAttempts); Retry-After says when to try again */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Request headers over 16 KB (HEADERS_TOO_LARGE), refused before any route runs */
+            431: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Unexpected error */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Database busy (DB_BUSY: every connection stayed in use), a statement past its time limit (DB_TIMEOUT) or the database unreachable (DB_UNAVAILABLE): retry after the Retry-After seconds. Only a 2xx acknowledges a write */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
     "tenant-export-create": {
         parameters: {
             query?: {
@@ -14818,6 +15527,134 @@ export interface operations {
             };
         };
     };
+    "user-user-summary": {
+        parameters: {
+            query?: {
+                /** @description Filter by createdAt: <operator>.<value> with eq, neq, gt, gte, lt, lte, in, each also after not. (e.g. createdAt=lt.now, createdAt=gte.now-7d). Values: a date-time: ISO 8601 with a time zone (2024-05-01T09:00:00Z, 2024-05-01T11:00:00+02:00), a date (2024-05-01, midnight UTC), or now with an optional offset in minutes, hours or days (now, now-7d, now+48h, now-30m). in takes up to 100 values in parentheses, one holding , ( ) or " in double quotes. Repeat the parameter for several conditions on the field: all of them hold. */
+                createdAt?: string | string[];
+                /** @description Filter by displayName: <operator>.<value> with eq, neq, in, contains, startsWith, each also after not. (e.g. displayName=contains.text). in takes up to 100 values in parentheses, one holding , ( ) or " in double quotes. contains and startsWith ignore case and take the text as written (no wildcards). Repeat the parameter for several conditions on the field: all of them hold. */
+                displayName?: string | string[];
+                /** @description Filter by email: <operator>.<value> with eq, neq, in, contains, startsWith, each also after not. (e.g. email=contains.text). in takes up to 100 values in parentheses, one holding , ( ) or " in double quotes. contains and startsWith ignore case and take the text as written (no wildcards). Repeat the parameter for several conditions on the field: all of them hold. */
+                email?: string | string[];
+                /** @description Fields to count the rows by, separated by commas (groupBy=email,displayName): email, displayName, status; a date or date-time by day, week (from Monday) or month: createdAt:day, updatedAt:day. Without it, one group: every matching row. */
+                groupBy?: string;
+                /** @description Filter by id: <operator>.<value> with eq, neq, in, each also after not. (e.g. id=eq.<uuid>). Values: a UUID. in takes up to 100 values in parentheses, one holding , ( ) or " in double quotes. Repeat the parameter for several conditions on the field: all of them hold. */
+                id?: string | string[];
+                /** @description The largest value of these fields in each group, separated by commas: createdAt, updatedAt. Rows without a value are left out of it; null when no row of the group has one. */
+                max?: string;
+                /** @description The smallest value of these fields in each group, separated by commas: createdAt, updatedAt. Rows without a value are left out of it; null when no row of the group has one. */
+                min?: string;
+                /** @description One group of conditions of which at least one holds, as the list's or. */
+                or?: string;
+                /** @description Search: only rows whose email or displayName contains this text, ignoring case, as the list's q. */
+                q?: string;
+                /** @description Filter by roles: <operator>.<value> with contains, each also after not. (e.g. roles=contains.<value>). Values: text. Repeat the parameter for several conditions on the field: all of them hold. */
+                roles?: string | string[];
+                /** @description Filter by status: <operator>.<value> with eq, neq, gt, gte, lt, lte, in, each also after not. (e.g. status=in.(invited,active)). Values: one of invited, active, deactivated. in takes up to 100 values in parentheses, one holding , ( ) or " in double quotes. Repeat the parameter for several conditions on the field: all of them hold. */
+                status?: string | string[];
+                /** @description The IANA time zone date buckets are cut in (tz=Europe/Zurich); UTC by default. A zone that is not one is 422 VALIDATION_FAILED. */
+                tz?: string;
+                /** @description Filter by updatedAt: <operator>.<value> with eq, neq, gt, gte, lt, lte, in, each also after not. (e.g. updatedAt=lt.now, updatedAt=gte.now-7d). Values: a date-time: ISO 8601 with a time zone (2024-05-01T09:00:00Z, 2024-05-01T11:00:00+02:00), a date (2024-05-01, midnight UTC), or now with an optional offset in minutes, hours or days (now, now-7d, now+48h, now-30m). in takes up to 100 values in parentheses, one holding , ( ) or " in double quotes. Repeat the parameter for several conditions on the field: all of them hold. */
+                updatedAt?: string | string[];
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Counts of users per group */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["UserUserSummaryResponse"];
+                };
+            };
+            /** @description Malformed request */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Not signed in (AUTH_REQUIRED), or a bearer token unknown, expired, revoked or of another tenant (TOKEN_INVALID) */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Missing permission (AUTH_FORBIDDEN) or operator permission outside the operator tenant (AUTH_NOT_OPERATOR) */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description No site at this host, or no such resource */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Validation failed */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Too many failed sign-ins or bearer-token attempts from this client address (ErrTooManyAttempts); Retry-After says when to try again */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Request headers over 16 KB (HEADERS_TOO_LARGE), refused before any route runs */
+            431: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Unexpected error */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Database busy (DB_BUSY: every connection stayed in use), a statement past its time limit (DB_TIMEOUT) or the database unreachable (DB_UNAVAILABLE): retry after the Retry-After seconds. Only a 2xx acknowledges a write */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
     "webhook-delivery-list": {
         parameters: {
             query?: {
@@ -16398,6 +17235,134 @@ export interface operations {
                 };
             };
             /** @description Too many streams open: this caller holds live.max_streams_per_caller, or the process live.max_streams (RATE_LIMITED); Retry-After says when to try again */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Request headers over 16 KB (HEADERS_TOO_LARGE), refused before any route runs */
+            431: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Unexpected error */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Database busy (DB_BUSY: every connection stayed in use), a statement past its time limit (DB_TIMEOUT) or the database unreachable (DB_UNAVAILABLE): retry after the Retry-After seconds. Only a 2xx acknowledges a write */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    "webhook-endpoint-summary": {
+        parameters: {
+            query?: {
+                /** @description Filter by active: <operator>.<value> with eq, neq, is, each also after not. (e.g. active=is.true). Values: true or false. is takes true or false. Repeat the parameter for several conditions on the field: all of them hold. */
+                active?: string | string[];
+                /** @description Filter by createdAt: <operator>.<value> with eq, neq, gt, gte, lt, lte, in, each also after not. (e.g. createdAt=lt.now, createdAt=gte.now-7d). Values: a date-time: ISO 8601 with a time zone (2024-05-01T09:00:00Z, 2024-05-01T11:00:00+02:00), a date (2024-05-01, midnight UTC), or now with an optional offset in minutes, hours or days (now, now-7d, now+48h, now-30m). in takes up to 100 values in parentheses, one holding , ( ) or " in double quotes. Repeat the parameter for several conditions on the field: all of them hold. */
+                createdAt?: string | string[];
+                /** @description Filter by description: <operator>.<value> with eq, neq, in, is, contains, startsWith, each also after not. (e.g. description=contains.text). is takes null. in takes up to 100 values in parentheses, one holding , ( ) or " in double quotes. contains and startsWith ignore case and take the text as written (no wildcards). Repeat the parameter for several conditions on the field: all of them hold. */
+                description?: string | string[];
+                /** @description Filter by events: <operator>.<value> with contains, each also after not. (e.g. events=contains.<value>). Values: one of *, auth.logged_in, auth.logged_out, auth.login_failed, auth.password_reset, auth.reset_requested, auth.role_set, auth.token_created, auth.token_revoked, billing.cancelled, billing.past_due, billing.plan.created, billing.plan.deleted, billing.plan.updated, billing.renewed, billing.subscribed, billing.subscription.created, billing.subscription.deleted, billing.subscription.updated, content.archived, content.content.created, content.content.deleted, content.content.updated, content.published, content.unpublished, file.deleted, file.uploaded, import.requested, notification.created, notification.email_requested, notification.read, task.assigned, task.resolved, task.sla_breached, task.task.created, task.task.deleted, task.task.updated, task.unassigned, tenant.created, tenant.export_requested, tenant.host_added, tenant.host_removed, tenant.resumed, tenant.suspended, user.created, user.deactivated, user.deleted, user.invited, user.password_set, user.roles_set, user.updated, webhook.endpoint.created, webhook.endpoint.deleted, webhook.endpoint.secret_rotated, webhook.endpoint.updated, webhook.redelivery_requested, webhook.test_requested. Repeat the parameter for several conditions on the field: all of them hold. */
+                events?: string | string[];
+                /** @description Fields to count the rows by, separated by commas (groupBy=url,description): url, description, active; a date or date-time by day, week (from Monday) or month: createdAt:day, updatedAt:day. Without it, one group: every matching row. */
+                groupBy?: string;
+                /** @description Filter by id: <operator>.<value> with eq, neq, in, each also after not. (e.g. id=eq.<uuid>). Values: a UUID. in takes up to 100 values in parentheses, one holding , ( ) or " in double quotes. Repeat the parameter for several conditions on the field: all of them hold. */
+                id?: string | string[];
+                /** @description The largest value of these fields in each group, separated by commas: createdAt, updatedAt. Rows without a value are left out of it; null when no row of the group has one. */
+                max?: string;
+                /** @description The smallest value of these fields in each group, separated by commas: createdAt, updatedAt. Rows without a value are left out of it; null when no row of the group has one. */
+                min?: string;
+                /** @description One group of conditions of which at least one holds, as the list's or. */
+                or?: string;
+                /** @description Search: only rows whose url contains this text, ignoring case, as the list's q. */
+                q?: string;
+                /** @description The IANA time zone date buckets are cut in (tz=Europe/Zurich); UTC by default. A zone that is not one is 422 VALIDATION_FAILED. */
+                tz?: string;
+                /** @description Filter by updatedAt: <operator>.<value> with eq, neq, gt, gte, lt, lte, in, each also after not. (e.g. updatedAt=lt.now, updatedAt=gte.now-7d). Values: a date-time: ISO 8601 with a time zone (2024-05-01T09:00:00Z, 2024-05-01T11:00:00+02:00), a date (2024-05-01, midnight UTC), or now with an optional offset in minutes, hours or days (now, now-7d, now+48h, now-30m). in takes up to 100 values in parentheses, one holding , ( ) or " in double quotes. Repeat the parameter for several conditions on the field: all of them hold. */
+                updatedAt?: string | string[];
+                /** @description Filter by url: <operator>.<value> with eq, neq, in, contains, startsWith, each also after not. (e.g. url=contains.text). in takes up to 100 values in parentheses, one holding , ( ) or " in double quotes. contains and startsWith ignore case and take the text as written (no wildcards). Repeat the parameter for several conditions on the field: all of them hold. */
+                url?: string | string[];
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Counts of webhook endpoints per group */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["WebhookEndpointSummaryResponse"];
+                };
+            };
+            /** @description Malformed request */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Not signed in (AUTH_REQUIRED), or a bearer token unknown, expired, revoked or of another tenant (TOKEN_INVALID) */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Missing permission (AUTH_FORBIDDEN) or operator permission outside the operator tenant (AUTH_NOT_OPERATOR) */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description No site at this host, or no such resource */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Validation failed */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Too many failed sign-ins or bearer-token attempts from this client address (ErrTooManyAttempts); Retry-After says when to try again */
             429: {
                 headers: {
                     [name: string]: unknown;

@@ -19,6 +19,7 @@ import { publicReadRoute } from './public-read.ts';
 import { publicPageRoute } from './public-page.ts';
 import { OFFSET_MAX, TOTAL_CAP, type PageQuery } from '../operations/paging.ts';
 import { CONDITIONS_MAX } from '../query/parse.ts';
+import { SUMMARY_GROUPS_MAX } from '../query/summary.ts';
 import { admitReferences, selectAnswer } from '../query/expansion.ts';
 import { historyRoutes } from '../history/history-routes.ts';
 import { importRoute } from '../bulk/imports/import-routes.ts';
@@ -79,6 +80,25 @@ export function entityRoutes(entity: ResolvedEntity, ops: EntityOperations, conf
         await ops.expand(tx, items, asked);
         return selectAnswer(reply, { ...page, items }, asked);
       },
+    },
+    {
+      method: 'GET',
+      url: `${names.path}/summary`,
+      operationId: names.operationId('summary'),
+      // Counts for a dashboard or a report: the replica serves them when there is one (within its lag bound).
+      replica: 'always',
+      summary: `Count ${names.labelPlural.toLowerCase()} per group`,
+      description: sentences(
+        `Counts the rows the list would answer (the same filters, q and or), per group of the fields groupBy names (groupBy=status,priority; a date-time by day, week or month, deadline:day, in UTC or the IANA zone tz names), with sum, avg, min and max of numeric and date-time fields (sum=price). total counts every matching row; at most ${SUMMARY_GROUPS_MAX} groups, truncated true when there are more. One statement, bounded by database.statement_timeout_ms. docs/api-conventions.md, "Summaries".`,
+        visibility(entity),
+      ),
+      tags,
+      access: read,
+      schema: {
+        querystring: ops.summaryQuery,
+        response: { 200: answer(ops.summarySchema, `Counts of ${names.labelPlural.toLowerCase()} per group`) },
+      },
+      handler: ({ tx, query }) => ops.summary(tx, query as Record<string, unknown>),
     },
     {
       method: 'POST',
