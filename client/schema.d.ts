@@ -354,7 +354,7 @@ export interface paths {
         };
         /**
          * List plans
-         * @description Filtered by <field>=<operator>.<value> on any filterable field (all conditions hold; or=(...) for one group of which one holds; at most 20 conditions), sorted by one or several fields (sort=a,-b; "-" for descending), ties broken by id. Paged with limit and offset (up to 10000), or with after=<next> from the previous page at any depth; next is null on the last page. total counts the matching rows up to 10000 (totalExact false past that). fields= keeps only the fields named; expand= carries a referenced row in each item. docs/api-conventions.md, "Filters". Global: every tenant reads the same rows; only the operator tenant writes them.
+         * @description Filtered by <field>=<operator>.<value> on any filterable field (all conditions hold; or=(...) for one group of which one holds; at most 20 conditions), sorted by one or several fields (sort=a,-b; "-" for descending), ties broken by id. Paged with limit and offset (up to 10000), or with after=<next> from the previous page at any depth; next is null on the last page. total counts the matching rows up to 10000 (totalExact false past that). fields= keeps only the fields named; expand= carries a referenced row in each item. docs/api-conventions.md, "Filters". ?format=csv or Accept: text/csv (ndjson, application/x-ndjson) answers every matching row instead of a page, as a download streamed in batches (docs/api-conventions.md, "Exports"). Global: every tenant reads the same rows; only the operator tenant writes them.
          */
         get: operations["billing-plan-list"];
         put?: never;
@@ -563,7 +563,7 @@ export interface paths {
         };
         /**
          * List contents
-         * @description Filtered by <field>=<operator>.<value> on any filterable field (all conditions hold; or=(...) for one group of which one holds; at most 20 conditions), sorted by one or several fields (sort=a,-b; "-" for descending), ties broken by id. Paged with limit and offset (up to 10000), or with after=<next> from the previous page at any depth; next is null on the last page. total counts the matching rows up to 10000 (totalExact false past that). fields= keeps only the fields named; expand= carries a referenced row in each item. docs/api-conventions.md, "Filters".
+         * @description Filtered by <field>=<operator>.<value> on any filterable field (all conditions hold; or=(...) for one group of which one holds; at most 20 conditions), sorted by one or several fields (sort=a,-b; "-" for descending), ties broken by id. Paged with limit and offset (up to 10000), or with after=<next> from the previous page at any depth; next is null on the last page. total counts the matching rows up to 10000 (totalExact false past that). fields= keeps only the fields named; expand= carries a referenced row in each item. docs/api-conventions.md, "Filters". ?format=csv or Accept: text/csv (ndjson, application/x-ndjson) answers every matching row instead of a page, as a download streamed in batches (docs/api-conventions.md, "Exports").
          */
         get: operations["content-content-list"];
         put?: never;
@@ -991,7 +991,7 @@ export interface paths {
         };
         /**
          * List tasks
-         * @description Filtered by <field>=<operator>.<value> on any filterable field (all conditions hold; or=(...) for one group of which one holds; at most 20 conditions), sorted by one or several fields (sort=a,-b; "-" for descending), ties broken by id. Paged with limit and offset (up to 10000), or with after=<next> from the previous page at any depth; next is null on the last page. total counts the matching rows up to 10000 (totalExact false past that). fields= keeps only the fields named; expand= carries a referenced row in each item. docs/api-conventions.md, "Filters".
+         * @description Filtered by <field>=<operator>.<value> on any filterable field (all conditions hold; or=(...) for one group of which one holds; at most 20 conditions), sorted by one or several fields (sort=a,-b; "-" for descending), ties broken by id. Paged with limit and offset (up to 10000), or with after=<next> from the previous page at any depth; next is null on the last page. total counts the matching rows up to 10000 (totalExact false past that). fields= keeps only the fields named; expand= carries a referenced row in each item. docs/api-conventions.md, "Filters". ?format=csv or Accept: text/csv (ndjson, application/x-ndjson) answers every matching row instead of a page, as a download streamed in batches (docs/api-conventions.md, "Exports").
          */
         get: operations["task-task-list"];
         put?: never;
@@ -1438,7 +1438,7 @@ export interface paths {
         };
         /**
          * List users
-         * @description Filtered by <field>=<operator>.<value> on any filterable field (all conditions hold; or=(...) for one group of which one holds; at most 20 conditions), sorted by one or several fields (sort=a,-b; "-" for descending), ties broken by id. Paged with limit and offset (up to 10000), or with after=<next> from the previous page at any depth; next is null on the last page. total counts the matching rows up to 10000 (totalExact false past that). fields= keeps only the fields named; expand= carries a referenced row in each item. docs/api-conventions.md, "Filters".
+         * @description Filtered by <field>=<operator>.<value> on any filterable field (all conditions hold; or=(...) for one group of which one holds; at most 20 conditions), sorted by one or several fields (sort=a,-b; "-" for descending), ties broken by id. Paged with limit and offset (up to 10000), or with after=<next> from the previous page at any depth; next is null on the last page. total counts the matching rows up to 10000 (totalExact false past that). fields= keeps only the fields named; expand= carries a referenced row in each item. docs/api-conventions.md, "Filters". ?format=csv or Accept: text/csv (ndjson, application/x-ndjson) answers every matching row instead of a page, as a download streamed in batches (docs/api-conventions.md, "Exports").
          */
         get: operations["user-user-list"];
         put?: never;
@@ -1661,7 +1661,7 @@ export interface paths {
         };
         /**
          * List webhook endpoints
-         * @description Filtered by <field>=<operator>.<value> on any filterable field (all conditions hold; or=(...) for one group of which one holds; at most 20 conditions), sorted by one or several fields (sort=a,-b; "-" for descending), ties broken by id. Paged with limit and offset (up to 10000), or with after=<next> from the previous page at any depth; next is null on the last page. total counts the matching rows up to 10000 (totalExact false past that). fields= keeps only the fields named; expand= carries a referenced row in each item. docs/api-conventions.md, "Filters".
+         * @description Filtered by <field>=<operator>.<value> on any filterable field (all conditions hold; or=(...) for one group of which one holds; at most 20 conditions), sorted by one or several fields (sort=a,-b; "-" for descending), ties broken by id. Paged with limit and offset (up to 10000), or with after=<next> from the previous page at any depth; next is null on the last page. total counts the matching rows up to 10000 (totalExact false past that). fields= keeps only the fields named; expand= carries a referenced row in each item. docs/api-conventions.md, "Filters". ?format=csv or Accept: text/csv (ndjson, application/x-ndjson) answers every matching row instead of a page, as a download streamed in batches (docs/api-conventions.md, "Exports").
          */
         get: operations["webhook-endpoint-list"];
         put?: never;
@@ -4430,6 +4430,8 @@ export interface operations {
                 createdAt?: string | string[];
                 /** @description Only these fields in each item, separated by commas (id is always there): id, name, permissions, createdAt, updatedAt. A reference's field (none here) expands the reference and keeps that field inside it. */
                 fields?: string;
+                /** @description json (a page, the default), or every matching row as a download: csv (text/csv, RFC 4180, a header line of the field names) or ndjson (application/x-ndjson, one JSON object a line), in the sort asked for, with the filters and fields= applied; limit, offset and after do not apply. Wins over Accept, which may ask for text/csv or application/x-ndjson instead. docs/api-conventions.md, "Exports". */
+                format?: "json" | "csv" | "ndjson";
                 /** @description Page size, 1 to 100. */
                 limit?: number;
                 /** @description Filter by name: <operator>.<value> with eq, neq, in, contains, startsWith, each also after not. (e.g. name=contains.text). in takes up to 100 values in parentheses, one holding , ( ) or " in double quotes. contains and startsWith ignore case and take the text as written (no wildcards). Repeat the parameter for several conditions on the field: all of them hold. */
@@ -4454,10 +4456,14 @@ export interface operations {
             /** @description The tenant's roles by name */
             200: {
                 headers: {
+                    /** @description With CSV or NDJSON: attachment; filename="roles-<date>.csv" (or .ndjson). */
+                    "Content-Disposition"?: string;
                     [name: string]: unknown;
                 };
                 content: {
                     "application/json": components["schemas"]["RolePage"];
+                    "application/x-ndjson": string;
+                    "text/csv": string;
                 };
             };
             /** @description Malformed request */
@@ -4489,6 +4495,15 @@ export interface operations {
             };
             /** @description No site at this host, or no such resource */
             404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The Accept header takes none of application/json, text/csv, application/x-ndjson (NOT_ACCEPTABLE) */
+            406: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -4827,6 +4842,8 @@ export interface operations {
                 expiresAt?: string | string[];
                 /** @description Only these fields in each item, separated by commas (id is always there): id, userId, name, permissions, createdAt, expiresAt, lastUsedAt. A reference's field (none here) expands the reference and keeps that field inside it. */
                 fields?: string;
+                /** @description json (a page, the default), or every matching row as a download: csv (text/csv, RFC 4180, a header line of the field names) or ndjson (application/x-ndjson, one JSON object a line), in the sort asked for, with the filters and fields= applied; limit, offset and after do not apply. Wins over Accept, which may ask for text/csv or application/x-ndjson instead. docs/api-conventions.md, "Exports". */
+                format?: "json" | "csv" | "ndjson";
                 /** @description Filter by id: <operator>.<value> with eq, neq, in, each also after not. (e.g. id=eq.<uuid>). Values: a UUID. in takes up to 100 values in parentheses, one holding , ( ) or " in double quotes. Repeat the parameter for several conditions on the field: all of them hold. */
                 id?: string | string[];
                 /** @description Filter by lastUsedAt: <operator>.<value> with eq, neq, gt, gte, lt, lte, in, is, each also after not. (e.g. lastUsedAt=lt.now, lastUsedAt=gte.now-7d). Values: a date-time: ISO 8601 with a time zone (2024-05-01T09:00:00Z, 2024-05-01T11:00:00+02:00), a date (2024-05-01, midnight UTC), or now with an optional offset in minutes, hours or days (now, now-7d, now+48h, now-30m). is takes null. in takes up to 100 values in parentheses, one holding , ( ) or " in double quotes. Repeat the parameter for several conditions on the field: all of them hold. */
@@ -4855,10 +4872,14 @@ export interface operations {
             /** @description A user's personal access tokens, expired ones included until the hourly sweep removes them */
             200: {
                 headers: {
+                    /** @description With CSV or NDJSON: attachment; filename="tokens-<date>.csv" (or .ndjson). */
+                    "Content-Disposition"?: string;
                     [name: string]: unknown;
                 };
                 content: {
                     "application/json": components["schemas"]["AccessTokenPage"];
+                    "application/x-ndjson": string;
+                    "text/csv": string;
                 };
             };
             /** @description Malformed request */
@@ -4890,6 +4911,15 @@ export interface operations {
             };
             /** @description No site at this host, or no such resource */
             404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The Accept header takes none of application/json, text/csv, application/x-ndjson (NOT_ACCEPTABLE) */
+            406: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -5338,6 +5368,8 @@ export interface operations {
                 features?: string | string[];
                 /** @description Only these fields in each item, separated by commas (id is always there): id, createdAt, updatedAt, code, name, price, currency, interval, features, active. A reference's field (none here) expands the reference and keeps that field inside it. */
                 fields?: string;
+                /** @description json (a page, the default), or every matching row as a download: csv (text/csv, RFC 4180, a header line of the field names) or ndjson (application/x-ndjson, one JSON object a line), in the sort asked for, with the filters and fields= applied; limit, offset and after do not apply. Wins over Accept, which may ask for text/csv or application/x-ndjson instead. docs/api-conventions.md, "Exports". */
+                format?: "json" | "csv" | "ndjson";
                 /** @description Filter by id: <operator>.<value> with eq, neq, in, each also after not. (e.g. id=eq.<uuid>). Values: a UUID. in takes up to 100 values in parentheses, one holding , ( ) or " in double quotes. Repeat the parameter for several conditions on the field: all of them hold. */
                 id?: string | string[];
                 /** @description Filter by interval: <operator>.<value> with eq, neq, gt, gte, lt, lte, in, each also after not. (e.g. interval=in.(month,year)). Values: one of month, year. in takes up to 100 values in parentheses, one holding , ( ) or " in double quotes. Repeat the parameter for several conditions on the field: all of them hold. */
@@ -5371,12 +5403,16 @@ export interface operations {
             /** @description A page of plans */
             200: {
                 headers: {
+                    /** @description With CSV or NDJSON: attachment; filename="plans-<date>.csv" (or .ndjson). */
+                    "Content-Disposition"?: string;
                     /** @description replica when the read replica served the answer, which may then be up to database.replica_max_lag_ms behind the latest writes (eventually consistent). Absent: the primary served it. */
                     "Preference-Applied"?: "replica";
                     [name: string]: unknown;
                 };
                 content: {
                     "application/json": components["schemas"]["PlanPage"];
+                    "application/x-ndjson": string;
+                    "text/csv": string;
                 };
             };
             /** @description Malformed request */
@@ -5408,6 +5444,15 @@ export interface operations {
             };
             /** @description No site at this host, or no such resource */
             404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The Accept header takes none of application/json, text/csv, application/x-ndjson (NOT_ACCEPTABLE) */
+            406: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -7046,6 +7091,8 @@ export interface operations {
                 createdAt?: string | string[];
                 /** @description Only these fields in each item, separated by commas (id is always there): id, createdAt, updatedAt, slug, title, kind, body, status, publishedAt, author. A reference's field (none here) expands the reference and keeps that field inside it. */
                 fields?: string;
+                /** @description json (a page, the default), or every matching row as a download: csv (text/csv, RFC 4180, a header line of the field names) or ndjson (application/x-ndjson, one JSON object a line), in the sort asked for, with the filters and fields= applied; limit, offset and after do not apply. Wins over Accept, which may ask for text/csv or application/x-ndjson instead. docs/api-conventions.md, "Exports". */
+                format?: "json" | "csv" | "ndjson";
                 /** @description Filter by id: <operator>.<value> with eq, neq, in, each also after not. (e.g. id=eq.<uuid>). Values: a UUID. in takes up to 100 values in parentheses, one holding , ( ) or " in double quotes. Repeat the parameter for several conditions on the field: all of them hold. */
                 id?: string | string[];
                 /** @description Filter by kind: <operator>.<value> with eq, neq, gt, gte, lt, lte, in, each also after not. (e.g. kind=in.(page,post)). Values: one of page, post. in takes up to 100 values in parentheses, one holding , ( ) or " in double quotes. Repeat the parameter for several conditions on the field: all of them hold. */
@@ -7083,12 +7130,16 @@ export interface operations {
             /** @description A page of contents */
             200: {
                 headers: {
+                    /** @description With CSV or NDJSON: attachment; filename="contents-<date>.csv" (or .ndjson). */
+                    "Content-Disposition"?: string;
                     /** @description replica when the read replica served the answer, which may then be up to database.replica_max_lag_ms behind the latest writes (eventually consistent). Absent: the primary served it. */
                     "Preference-Applied"?: "replica";
                     [name: string]: unknown;
                 };
                 content: {
                     "application/json": components["schemas"]["ContentPage"];
+                    "application/x-ndjson": string;
+                    "text/csv": string;
                 };
             };
             /** @description Malformed request */
@@ -7120,6 +7171,15 @@ export interface operations {
             };
             /** @description No site at this host, or no such resource */
             404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The Accept header takes none of application/json, text/csv, application/x-ndjson (NOT_ACCEPTABLE) */
+            406: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -8996,6 +9056,8 @@ export interface operations {
                 createdAt?: string | string[];
                 /** @description Only these fields in each item, separated by commas (id is always there): id, name, size, sha256, mediaType, visibility, uploadedBy, createdAt. A reference's field (none here) expands the reference and keeps that field inside it. */
                 fields?: string;
+                /** @description json (a page, the default), or every matching row as a download: csv (text/csv, RFC 4180, a header line of the field names) or ndjson (application/x-ndjson, one JSON object a line), in the sort asked for, with the filters and fields= applied; limit, offset and after do not apply. Wins over Accept, which may ask for text/csv or application/x-ndjson instead. docs/api-conventions.md, "Exports". */
+                format?: "json" | "csv" | "ndjson";
                 /** @description Filter by id: <operator>.<value> with eq, neq, in, each also after not. (e.g. id=eq.<uuid>). Values: a UUID. in takes up to 100 values in parentheses, one holding , ( ) or " in double quotes. Repeat the parameter for several conditions on the field: all of them hold. */
                 id?: string | string[];
                 /** @description Page size, 1 to 100. */
@@ -9028,10 +9090,14 @@ export interface operations {
             /** @description A page of files */
             200: {
                 headers: {
+                    /** @description With CSV or NDJSON: attachment; filename="files-<date>.csv" (or .ndjson). */
+                    "Content-Disposition"?: string;
                     [name: string]: unknown;
                 };
                 content: {
                     "application/json": components["schemas"]["FilePage"];
+                    "application/x-ndjson": string;
+                    "text/csv": string;
                 };
             };
             /** @description Malformed request */
@@ -9063,6 +9129,15 @@ export interface operations {
             };
             /** @description No site at this host, or no such resource */
             404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The Accept header takes none of application/json, text/csv, application/x-ndjson (NOT_ACCEPTABLE) */
+            406: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -9909,6 +9984,8 @@ export interface operations {
                 createdAt?: string | string[];
                 /** @description Only these fields in each item, separated by commas (id is always there): id, title, body, link, readAt, createdAt. A reference's field (none here) expands the reference and keeps that field inside it. */
                 fields?: string;
+                /** @description json (a page, the default), or every matching row as a download: csv (text/csv, RFC 4180, a header line of the field names) or ndjson (application/x-ndjson, one JSON object a line), in the sort asked for, with the filters and fields= applied; limit, offset and after do not apply. Wins over Accept, which may ask for text/csv or application/x-ndjson instead. docs/api-conventions.md, "Exports". */
+                format?: "json" | "csv" | "ndjson";
                 /** @description Filter by id: <operator>.<value> with eq, neq, in, each also after not. (e.g. id=eq.<uuid>). Values: a UUID. in takes up to 100 values in parentheses, one holding , ( ) or " in double quotes. Repeat the parameter for several conditions on the field: all of them hold. */
                 id?: string | string[];
                 /** @description Page size, 1 to 100. */
@@ -9935,10 +10012,14 @@ export interface operations {
             /** @description A page of the caller’s notifications */
             200: {
                 headers: {
+                    /** @description With CSV or NDJSON: attachment; filename="notifications-<date>.csv" (or .ndjson). */
+                    "Content-Disposition"?: string;
                     [name: string]: unknown;
                 };
                 content: {
                     "application/json": components["schemas"]["NotificationPage"];
+                    "application/x-ndjson": string;
+                    "text/csv": string;
                 };
             };
             /** @description Malformed request */
@@ -9961,6 +10042,15 @@ export interface operations {
             };
             /** @description No site at this host, or no such resource */
             404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The Accept header takes none of application/json, text/csv, application/x-ndjson (NOT_ACCEPTABLE) */
+            406: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -10391,6 +10481,8 @@ export interface operations {
                 expand?: string;
                 /** @description Only these fields in each item, separated by commas (id is always there): id, createdAt, updatedAt, title, description, status, priority, deadline, assigneeId, slaBreached, resolvedAt, resolution, assignee, assignee.id, assignee.createdAt, assignee.updatedAt, assignee.email, assignee.displayName, assignee.status, assignee.roles. A reference's field (assignee.id) expands the reference and keeps that field inside it. */
                 fields?: string;
+                /** @description json (a page, the default), or every matching row as a download: csv (text/csv, RFC 4180, a header line of the field names) or ndjson (application/x-ndjson, one JSON object a line), in the sort asked for, with the filters and fields= applied; limit, offset and after do not apply. Wins over Accept, which may ask for text/csv or application/x-ndjson instead. docs/api-conventions.md, "Exports". */
+                format?: "json" | "csv" | "ndjson";
                 /** @description Filter by id: <operator>.<value> with eq, neq, in, each also after not. (e.g. id=eq.<uuid>). Values: a UUID. in takes up to 100 values in parentheses, one holding , ( ) or " in double quotes. Repeat the parameter for several conditions on the field: all of them hold. */
                 id?: string | string[];
                 /** @description Page size, 1 to 100. */
@@ -10430,12 +10522,16 @@ export interface operations {
             /** @description A page of tasks */
             200: {
                 headers: {
+                    /** @description With CSV or NDJSON: attachment; filename="tasks-<date>.csv" (or .ndjson). */
+                    "Content-Disposition"?: string;
                     /** @description replica when the read replica served the answer, which may then be up to database.replica_max_lag_ms behind the latest writes (eventually consistent). Absent: the primary served it. */
                     "Preference-Applied"?: "replica";
                     [name: string]: unknown;
                 };
                 content: {
                     "application/json": components["schemas"]["TaskPage"];
+                    "application/x-ndjson": string;
+                    "text/csv": string;
                 };
             };
             /** @description Malformed request */
@@ -10467,6 +10563,15 @@ export interface operations {
             };
             /** @description No site at this host, or no such resource */
             404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The Accept header takes none of application/json, text/csv, application/x-ndjson (NOT_ACCEPTABLE) */
+            406: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -12700,6 +12805,8 @@ export interface operations {
                 createdAt?: string | string[];
                 /** @description Only these fields in each item, separated by commas (id is always there): id, slug, name, status, isOperator, hosts, createdAt, updatedAt. A reference's field (none here) expands the reference and keeps that field inside it. */
                 fields?: string;
+                /** @description json (a page, the default), or every matching row as a download: csv (text/csv, RFC 4180, a header line of the field names) or ndjson (application/x-ndjson, one JSON object a line), in the sort asked for, with the filters and fields= applied; limit, offset and after do not apply. Wins over Accept, which may ask for text/csv or application/x-ndjson instead. docs/api-conventions.md, "Exports". */
+                format?: "json" | "csv" | "ndjson";
                 /** @description Filter by id: <operator>.<value> with eq, neq, in, each also after not. (e.g. id=eq.<uuid>). Values: a UUID. in takes up to 100 values in parentheses, one holding , ( ) or " in double quotes. Repeat the parameter for several conditions on the field: all of them hold. */
                 id?: string | string[];
                 /** @description Filter by isOperator: <operator>.<value> with eq, neq, is, each also after not. (e.g. isOperator=is.true). Values: true or false. is takes true or false. Repeat the parameter for several conditions on the field: all of them hold. */
@@ -12732,10 +12839,14 @@ export interface operations {
             /** @description A page of tenants */
             200: {
                 headers: {
+                    /** @description With CSV or NDJSON: attachment; filename="tenants-<date>.csv" (or .ndjson). */
+                    "Content-Disposition"?: string;
                     [name: string]: unknown;
                 };
                 content: {
                     "application/json": components["schemas"]["TenantPage"];
+                    "application/x-ndjson": string;
+                    "text/csv": string;
                 };
             };
             /** @description Malformed request */
@@ -12767,6 +12878,15 @@ export interface operations {
             };
             /** @description No site at this host, or no such resource */
             404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The Accept header takes none of application/json, text/csv, application/x-ndjson (NOT_ACCEPTABLE) */
+            406: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -13921,6 +14041,8 @@ export interface operations {
                 email?: string | string[];
                 /** @description Only these fields in each item, separated by commas (id is always there): id, createdAt, updatedAt, email, displayName, status, roles. A reference's field (none here) expands the reference and keeps that field inside it. */
                 fields?: string;
+                /** @description json (a page, the default), or every matching row as a download: csv (text/csv, RFC 4180, a header line of the field names) or ndjson (application/x-ndjson, one JSON object a line), in the sort asked for, with the filters and fields= applied; limit, offset and after do not apply. Wins over Accept, which may ask for text/csv or application/x-ndjson instead. docs/api-conventions.md, "Exports". */
+                format?: "json" | "csv" | "ndjson";
                 /** @description Filter by id: <operator>.<value> with eq, neq, in, each also after not. (e.g. id=eq.<uuid>). Values: a UUID. in takes up to 100 values in parentheses, one holding , ( ) or " in double quotes. Repeat the parameter for several conditions on the field: all of them hold. */
                 id?: string | string[];
                 /** @description Page size, 1 to 100. */
@@ -13952,12 +14074,16 @@ export interface operations {
             /** @description A page of users */
             200: {
                 headers: {
+                    /** @description With CSV or NDJSON: attachment; filename="users-<date>.csv" (or .ndjson). */
+                    "Content-Disposition"?: string;
                     /** @description replica when the read replica served the answer, which may then be up to database.replica_max_lag_ms behind the latest writes (eventually consistent). Absent: the primary served it. */
                     "Preference-Applied"?: "replica";
                     [name: string]: unknown;
                 };
                 content: {
                     "application/json": components["schemas"]["UserPage"];
+                    "application/x-ndjson": string;
+                    "text/csv": string;
                 };
             };
             /** @description Malformed request */
@@ -13989,6 +14115,15 @@ export interface operations {
             };
             /** @description No site at this host, or no such resource */
             404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The Accept header takes none of application/json, text/csv, application/x-ndjson (NOT_ACCEPTABLE) */
+            406: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -15674,6 +15809,8 @@ export interface operations {
                 event?: string | string[];
                 /** @description Only these fields in each item, separated by commas (id is always there): id, endpointId, webhookId, event, attempt, status, httpStatus, durationMs, error, createdAt. A reference's field (none here) expands the reference and keeps that field inside it. */
                 fields?: string;
+                /** @description json (a page, the default), or every matching row as a download: csv (text/csv, RFC 4180, a header line of the field names) or ndjson (application/x-ndjson, one JSON object a line), in the sort asked for, with the filters and fields= applied; limit, offset and after do not apply. Wins over Accept, which may ask for text/csv or application/x-ndjson instead. docs/api-conventions.md, "Exports". */
+                format?: "json" | "csv" | "ndjson";
                 /** @description Filter by httpStatus: <operator>.<value> with eq, neq, gt, gte, lt, lte, in, is, each also after not. (e.g. httpStatus=gte.10). Values: an integer. is takes null. in takes up to 100 values in parentheses, one holding , ( ) or " in double quotes. Repeat the parameter for several conditions on the field: all of them hold. */
                 httpStatus?: string | string[];
                 /** @description Filter by id: <operator>.<value> with eq, neq, in, each also after not. (e.g. id=eq.<uuid>). Values: a UUID. in takes up to 100 values in parentheses, one holding , ( ) or " in double quotes. Repeat the parameter for several conditions on the field: all of them hold. */
@@ -15700,10 +15837,14 @@ export interface operations {
             /** @description A page of the delivery log */
             200: {
                 headers: {
+                    /** @description With CSV or NDJSON: attachment; filename="deliveries-<date>.csv" (or .ndjson). */
+                    "Content-Disposition"?: string;
                     [name: string]: unknown;
                 };
                 content: {
                     "application/json": components["schemas"]["WebhookDeliveryPage"];
+                    "application/x-ndjson": string;
+                    "text/csv": string;
                 };
             };
             /** @description Malformed request */
@@ -15735,6 +15876,15 @@ export interface operations {
             };
             /** @description No site at this host, or no such resource */
             404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The Accept header takes none of application/json, text/csv, application/x-ndjson (NOT_ACCEPTABLE) */
+            406: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -15804,6 +15954,8 @@ export interface operations {
                 events?: string | string[];
                 /** @description Only these fields in each item, separated by commas (id is always there): id, createdAt, updatedAt, url, description, events, active, deliveryId. A reference's field (none here) expands the reference and keeps that field inside it. */
                 fields?: string;
+                /** @description json (a page, the default), or every matching row as a download: csv (text/csv, RFC 4180, a header line of the field names) or ndjson (application/x-ndjson, one JSON object a line), in the sort asked for, with the filters and fields= applied; limit, offset and after do not apply. Wins over Accept, which may ask for text/csv or application/x-ndjson instead. docs/api-conventions.md, "Exports". */
+                format?: "json" | "csv" | "ndjson";
                 /** @description Filter by id: <operator>.<value> with eq, neq, in, each also after not. (e.g. id=eq.<uuid>). Values: a UUID. in takes up to 100 values in parentheses, one holding , ( ) or " in double quotes. Repeat the parameter for several conditions on the field: all of them hold. */
                 id?: string | string[];
                 /** @description Page size, 1 to 100. */
@@ -15833,12 +15985,16 @@ export interface operations {
             /** @description A page of webhook endpoints */
             200: {
                 headers: {
+                    /** @description With CSV or NDJSON: attachment; filename="endpoints-<date>.csv" (or .ndjson). */
+                    "Content-Disposition"?: string;
                     /** @description replica when the read replica served the answer, which may then be up to database.replica_max_lag_ms behind the latest writes (eventually consistent). Absent: the primary served it. */
                     "Preference-Applied"?: "replica";
                     [name: string]: unknown;
                 };
                 content: {
                     "application/json": components["schemas"]["EndpointPage"];
+                    "application/x-ndjson": string;
+                    "text/csv": string;
                 };
             };
             /** @description Malformed request */
@@ -15870,6 +16026,15 @@ export interface operations {
             };
             /** @description No site at this host, or no such resource */
             404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The Accept header takes none of application/json, text/csv, application/x-ndjson (NOT_ACCEPTABLE) */
+            406: {
                 headers: {
                     [name: string]: unknown;
                 };

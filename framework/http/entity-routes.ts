@@ -23,6 +23,7 @@ import { SUMMARY_GROUPS_MAX } from '../query/summary.ts';
 import { admitReferences, selectAnswer } from '../query/expansion.ts';
 import { historyRoutes } from '../history/history-routes.ts';
 import { importRoute } from '../bulk/imports/import-routes.ts';
+import { entityExport } from '../bulk/list-export/entity-export.ts';
 import type { Config } from '../config/schema.ts';
 
 /**
@@ -52,7 +53,7 @@ export function entityRoutes(entity: ResolvedEntity, ops: EntityOperations, conf
       replica: 'on-request',
       summary: `List ${names.labelPlural.toLowerCase()}`,
       description: sentences(
-        `Filtered by <field>=<operator>.<value> on any filterable field (all conditions hold; or=(...) for one group of which one holds; at most ${CONDITIONS_MAX} conditions), sorted by one or several fields (sort=a,-b; "-" for descending), ties broken by id. Paged with limit and offset (up to ${OFFSET_MAX}), or with after=<next> from the previous page at any depth; next is null on the last page. total counts the matching rows up to ${TOTAL_CAP} (totalExact false past that). fields= keeps only the fields named; expand= carries a referenced row in each item. docs/api-conventions.md, "Filters".`,
+        `Filtered by <field>=<operator>.<value> on any filterable field (all conditions hold; or=(...) for one group of which one holds; at most ${CONDITIONS_MAX} conditions), sorted by one or several fields (sort=a,-b; "-" for descending), ties broken by id. Paged with limit and offset (up to ${OFFSET_MAX}), or with after=<next> from the previous page at any depth; next is null on the last page. total counts the matching rows up to ${TOTAL_CAP} (totalExact false past that). fields= keeps only the fields named; expand= carries a referenced row in each item. docs/api-conventions.md, "Filters". ?format=csv or Accept: text/csv (ndjson, application/x-ndjson) answers every matching row instead of a page, as a download streamed in batches (docs/api-conventions.md, "Exports").`,
         visibility(entity),
       ),
       tags,
@@ -71,6 +72,8 @@ export function entityRoutes(entity: ResolvedEntity, ops: EntityOperations, conf
             },
           }
         : {}),
+      // Accept: text/csv or ?format=csv (and NDJSON): every matching row, streamed (bulk/list-export/).
+      exports: entityExport(entity, ops, present),
       handler: async ({ tx, query, reply }) => {
         const asked = ops.parse(query, tx.now);
         const page = await ops.list(tx, query as PageQuery, undefined, asked);

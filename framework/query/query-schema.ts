@@ -157,6 +157,16 @@ export function listQuerySchema(model: QueryModel, options: ListQueryOptions) {
     'or takes one group in parentheses: or=(<field>.<operator>.<value>,and(<field>.<operator>.<value>,...),...)',
   );
   Object.assign(properties, selectionParameters(model, 'item'));
+  properties.format = withRefusal(
+    Type.Optional(
+      Type.String({
+        enum: ['json', 'csv', 'ndjson'],
+        description:
+          'json (a page, the default), or every matching row as a download: csv (text/csv, RFC 4180, a header line of the field names) or ndjson (application/x-ndjson, one JSON object a line), in the sort asked for, with the filters and fields= applied; limit, offset and after do not apply. Wins over Accept, which may ask for text/csv or application/x-ndjson instead. docs/api-conventions.md, "Exports".',
+      }),
+    ),
+    'format takes json, csv or ndjson',
+  );
   return withUnknownRefusal(
     Type.Object(properties, { additionalProperties: false }),
     unknownSentence(model, properties),
