@@ -120,14 +120,17 @@ export interface RouteDefinition<S extends RouteSchemas = RouteSchemas, P extend
 export interface ListExport {
   /** The file name's stem: `tasks` sends tasks.csv. */
   name: string;
-  /** The request's query (validated by the route's schema) as a walk over every row it matches; 422 for what does not fit. */
-  open(query: Record<string, unknown>, now: Date): ExportWalk;
+  /**
+   * The request's query (validated by the route's schema) as a walk over every row it matches,
+   * `params` the route's path parameters (a record's history: its id); 422 for what does not fit.
+   */
+  open(query: Record<string, unknown>, now: Date, params: Readonly<Record<string, string>>): ExportWalk;
 }
 
 /** One export's walk over the rows, batch by batch, by keyset. */
 export interface ExportWalk {
-  /** The fields each row holds, in order: a CSV's header. */
-  columns: readonly string[];
+  /** The fields each row holds, in order: a CSV's header (read once the first batch is in). */
+  readonly columns: readonly string[];
   /**
    * Up to `size` rows after `after` (a `next` of this walk; none for the first batch), in the
    * list's order, as the list answers them, and where the next batch starts (null after the last).

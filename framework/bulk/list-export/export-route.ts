@@ -37,10 +37,10 @@ export function exportStrategy(
   const walking: NoTxRouteDefinition = {
     ...rest,
     transaction: 'none',
-    handler: async ({ query, request, reply, services, transaction }) => {
+    handler: async ({ query, params, request, reply, services, transaction }) => {
       const format = exportFormatOf(request, offered) === 'ndjson' ? 'ndjson' : 'csv';
       const now = services.clock.now();
-      const walk = declared.open(query as Record<string, unknown>, now);
+      const walk = declared.open(query as Record<string, unknown>, now, (params ?? {}) as Record<string, string>);
       const first = await transaction((tx) => walk.batch(tx, undefined, EXPORT_BATCH_ROWS));
       reply
         .type(MEDIA_TYPES[format])
