@@ -30,7 +30,7 @@ export interface paths {
         };
         /**
          * The tenant’s activity
-         * @description Every event of the tenant once its transaction has committed (the audit trail): when, who acted, the event’s name, and the resource and id it concerns. Newest first, paged like every list (limit and offset, or after=<next>). The operator’s actions on this tenant (a suspension, a resumption, a host added or removed, an administrator invited) appear as done by the operator, naming none of the operator’s people. Payloads never carry an address, a message body or a link.
+         * @description Every event of the tenant once its transaction has committed (the audit trail): when, who acted, the event’s name, and the resource and id it concerns. Newest first, paged, sorted and filtered like every list (docs/api-conventions.md, "Filters"): by time (at=gte.now-7d), event name (event=eq.task.task.updated, event=startsWith.tenant.), the resource and id it concerns (entity=eq.task.task, entityId=eq.<id>) and actor (actor.userId=eq.<id>, actor.kind=eq.operator), with limit and offset, or after=<next>. The operator’s actions on this tenant (a suspension, a resumption, a host added or removed, an administrator invited) appear as done by the operator, naming none of the operator’s people. Payloads never carry an address, a message body or a link.
          */
         get: operations["audit-activity-list"];
         put?: never;
@@ -403,7 +403,7 @@ export interface paths {
         };
         /**
          * History of the plan
-         * @description Every create, update, delete, restore and command of the plan, newest first: when, who (actor), the operation and each changed field's old and new value. Paged like every list (limit and offset, or after=<next>). Readable for a deleted plan too. A field the read route does not show never appears. Revisions older than history.retention_days are removed. Global: every tenant reads the same rows; only the operator tenant writes them.
+         * @description Every create, update, delete, restore and command of the plan, newest first: when, who (actor), the operation and each changed field's old and new value. Paged, sorted and filtered like every list (docs/api-conventions.md, "Filters"): by time (at=gte.now-7d), operation (operation=in.(update,restore)) and actor (actor.userId=eq.<id>, actor.kind=eq.token, actor.name=eq.<token or job name>), with limit and offset, or after=<next>. Readable for a deleted plan too. A field the read route does not show never appears. Revisions older than history.retention_days are removed. Global: every tenant reads the same rows; only the operator tenant writes them.
          */
         get: operations["billing-plan-history"];
         put?: never;
@@ -523,7 +523,7 @@ export interface paths {
         };
         /**
          * History of the subscription
-         * @description Every create, update, delete, restore and command of the subscription, newest first: when, who (actor), the operation and each changed field's old and new value. Paged like every list (limit and offset, or after=<next>). Readable for a deleted subscription too. A field the read route does not show never appears. Revisions older than history.retention_days are removed.
+         * @description Every create, update, delete, restore and command of the subscription, newest first: when, who (actor), the operation and each changed field's old and new value. Paged, sorted and filtered like every list (docs/api-conventions.md, "Filters"): by time (at=gte.now-7d), operation (operation=in.(update,restore)) and actor (actor.userId=eq.<id>, actor.kind=eq.token, actor.name=eq.<token or job name>), with limit and offset, or after=<next>. Readable for a deleted subscription too. A field the read route does not show never appears. Revisions older than history.retention_days are removed.
          */
         get: operations["billing-subscription-history"];
         put?: never;
@@ -626,7 +626,7 @@ export interface paths {
         };
         /**
          * History of the content
-         * @description Every create, update, delete, restore and command of the content, newest first: when, who (actor), the operation and each changed field's old and new value. Paged like every list (limit and offset, or after=<next>). Readable for a deleted content too. A field the read route does not show never appears. Revisions older than history.retention_days are removed.
+         * @description Every create, update, delete, restore and command of the content, newest first: when, who (actor), the operation and each changed field's old and new value. Paged, sorted and filtered like every list (docs/api-conventions.md, "Filters"): by time (at=gte.now-7d), operation (operation=in.(update,restore)) and actor (actor.userId=eq.<id>, actor.kind=eq.token, actor.name=eq.<token or job name>), with limit and offset, or after=<next>. Readable for a deleted content too. A field the read route does not show never appears. Revisions older than history.retention_days are removed.
          */
         get: operations["content-content-history"];
         put?: never;
@@ -1077,7 +1077,7 @@ export interface paths {
         };
         /**
          * History of the task
-         * @description Every create, update, delete, restore and command of the task, newest first: when, who (actor), the operation and each changed field's old and new value. Paged like every list (limit and offset, or after=<next>). Readable for a deleted task too. A field the read route does not show never appears. Revisions older than history.retention_days are removed.
+         * @description Every create, update, delete, restore and command of the task, newest first: when, who (actor), the operation and each changed field's old and new value. Paged, sorted and filtered like every list (docs/api-conventions.md, "Filters"): by time (at=gte.now-7d), operation (operation=in.(update,restore)) and actor (actor.userId=eq.<id>, actor.kind=eq.token, actor.name=eq.<token or job name>), with limit and offset, or after=<next>. Readable for a deleted task too. A field the read route does not show never appears. Revisions older than history.retention_days are removed.
          */
         get: operations["task-task-history"];
         put?: never;
@@ -1501,7 +1501,7 @@ export interface paths {
         };
         /**
          * History of the user
-         * @description Every create, update, delete, restore and command of the user, newest first: when, who (actor), the operation and each changed field's old and new value. Paged like every list (limit and offset, or after=<next>). Readable for a deleted user too. A field the read route does not show never appears. Revisions older than history.retention_days are removed.
+         * @description Every create, update, delete, restore and command of the user, newest first: when, who (actor), the operation and each changed field's old and new value. Paged, sorted and filtered like every list (docs/api-conventions.md, "Filters"): by time (at=gte.now-7d), operation (operation=in.(update,restore)) and actor (actor.userId=eq.<id>, actor.kind=eq.token, actor.name=eq.<token or job name>), with limit and offset, or after=<next>. Readable for a deleted user too. A field the read route does not show never appears. Revisions older than history.retention_days are removed.
          */
         get: operations["user-user-history"];
         put?: never;
@@ -1707,7 +1707,7 @@ export interface paths {
         };
         /**
          * History of the webhook endpoint
-         * @description Every create, update, delete, restore and command of the webhook endpoint, newest first: when, who (actor), the operation and each changed field's old and new value. Paged like every list (limit and offset, or after=<next>). Readable for a deleted webhook endpoint too. A field the read route does not show never appears. Revisions older than history.retention_days are removed.
+         * @description Every create, update, delete, restore and command of the webhook endpoint, newest first: when, who (actor), the operation and each changed field's old and new value. Paged, sorted and filtered like every list (docs/api-conventions.md, "Filters"): by time (at=gte.now-7d), operation (operation=in.(update,restore)) and actor (actor.userId=eq.<id>, actor.kind=eq.token, actor.name=eq.<token or job name>), with limit and offset, or after=<next>. Readable for a deleted webhook endpoint too. A field the read route does not show never appears. Revisions older than history.retention_days are removed.
          */
         get: operations["webhook-endpoint-history"];
         put?: never;
@@ -2323,7 +2323,11 @@ export interface components {
         };
         /** Webhook endpoint */
         Endpoint: {
-            active: boolean | null;
+            /**
+             * @description Only active endpoints receive deliveries.
+             * @default true
+             */
+            active: boolean;
             /** Format: date-time */
             createdAt: string;
             /** @description Only in the answer of send-test-event: the id the test delivery’s first attempt takes in the delivery log (GET /api/v1/webhook/deliveries, once it has ended; send-again takes it). Null in every other answer. */
@@ -2877,7 +2881,12 @@ export interface components {
              * @default false
              */
             slaBreached: boolean;
-            status: ("open" | "acknowledged" | "in_progress" | "resolved" | "closed") | null;
+            /**
+             * @description open, acknowledged, in_progress, resolved or closed. A new task is open (a create may only say open). Status graph: open → acknowledged → in_progress → resolved → closed; resolved → in_progress (reopen); acknowledged or in_progress → open when the task has no assignee (POST .../{id}/unassign takes the assignee off and moves it there). A PATCH may take these edges except into resolved (the resolve command) and except into acknowledged or in_progress while nobody is assigned; any other move is 409 INVALID_TRANSITION.
+             * @default open
+             * @enum {string}
+             */
+            status: "open" | "acknowledged" | "in_progress" | "resolved" | "closed";
             /**
              * @description One line, 1 to 200 characters.
              * @example Call the customer back
@@ -3103,7 +3112,11 @@ export interface components {
         User: {
             /** Format: date-time */
             createdAt: string;
-            displayName: string | null;
+            /**
+             * @description Name shown to others; empty when not given.
+             * @default
+             */
+            displayName: string;
             /**
              * Format: email
              * @description The address the person signs in with (and where a reset link goes); unique in the tenant, compared case-insensitively. Changing it takes the session cookie: with a personal access token it is 401 AUTH_REQUIRED.
@@ -3401,14 +3414,32 @@ export interface operations {
     "audit-activity-list": {
         parameters: {
             query?: {
-                /** @description Opaque, signed cursor: the "next" of the previous page, with the same sort and filters. Answers the rows after that page (keyset paging). A cursor this list did not give (another list's, another tenant's, one given with other filters, an edited or unsigned one), or one given for another sort, is 422 VALIDATION_FAILED. */
+                /** @description Filter by actor.kind: <operator>.<value> with eq, neq, gt, gte, lt, lte, in, each also after not. (e.g. actor.kind=in.(user,token)). Values: one of user, token, job, subscription, operator, system. in takes up to 100 values in parentheses, one holding , ( ) or " in double quotes. Repeat the parameter for several conditions on the field: all of them hold. */
+                "actor.kind"?: string | string[];
+                /** @description Filter by actor.name: <operator>.<value> with eq, neq, in, is, contains, startsWith, each also after not. (e.g. actor.name=contains.text). is takes null. in takes up to 100 values in parentheses, one holding , ( ) or " in double quotes. contains and startsWith ignore case and take the text as written (no wildcards). Repeat the parameter for several conditions on the field: all of them hold. */
+                "actor.name"?: string | string[];
+                /** @description Filter by actor.userId: <operator>.<value> with eq, neq, in, is, each also after not. (e.g. actor.userId=not.is.null). Values: a UUID. is takes null. in takes up to 100 values in parentheses, one holding , ( ) or " in double quotes. Repeat the parameter for several conditions on the field: all of them hold. */
+                "actor.userId"?: string | string[];
+                /** @description Opaque cursor: the "next" of the previous page, with the same sort, filters and q. Answers the rows after that page (keyset paging). A cursor this list did not give, or one given for another sort or other filters, is 422 VALIDATION_FAILED. */
                 after?: string;
+                /** @description Filter by at: <operator>.<value> with eq, neq, gt, gte, lt, lte, in, each also after not. (e.g. at=lt.now, at=gte.now-7d). Values: a date-time: ISO 8601 with a time zone (2024-05-01T09:00:00Z, 2024-05-01T11:00:00+02:00), a date (2024-05-01, midnight UTC), or now with an optional offset in minutes, hours or days (now, now-7d, now+48h, now-30m). in takes up to 100 values in parentheses, one holding , ( ) or " in double quotes. Repeat the parameter for several conditions on the field: all of them hold. */
+                at?: string | string[];
+                /** @description Filter by entity: <operator>.<value> with eq, neq, gt, gte, lt, lte, in, is, each also after not. (e.g. entity=in.(billing.plan,billing.subscription)). Values: one of billing.plan, billing.subscription, content.content, task.task, user.user, webhook.endpoint. is takes null. in takes up to 100 values in parentheses, one holding , ( ) or " in double quotes. Repeat the parameter for several conditions on the field: all of them hold. */
+                entity?: string | string[];
+                /** @description Filter by entityId: <operator>.<value> with eq, neq, in, is, contains, startsWith, each also after not. (e.g. entityId=contains.text). is takes null. in takes up to 100 values in parentheses, one holding , ( ) or " in double quotes. contains and startsWith ignore case and take the text as written (no wildcards). Repeat the parameter for several conditions on the field: all of them hold. */
+                entityId?: string | string[];
+                /** @description Filter by event: <operator>.<value> with eq, neq, in, contains, startsWith, each also after not. (e.g. event=contains.text). in takes up to 100 values in parentheses, one holding , ( ) or " in double quotes. contains and startsWith ignore case and take the text as written (no wildcards). Repeat the parameter for several conditions on the field: all of them hold. */
+                event?: string | string[];
+                /** @description Only these fields in each item, separated by commas (id is always there): id, at, event, actor, entity, entityId, data. A reference's field (none here) expands the reference and keeps that field inside it. */
+                fields?: string;
                 /** @description Page size, 1 to 100. */
                 limit?: number;
                 /** @description Rows to skip, 0 to 10000. Deeper pages are reached with after=<next>, which costs the same on every page; offset and after do not combine. */
                 offset?: number;
-                /** @description -at (the default): newest first; at: oldest first. Ties break on the event id. */
-                sort?: "at" | "-at";
+                /** @description One group of conditions of which at least one holds: or=(status.eq.open,slaBreached.is.true). Each member is <field>.<operator>.<value> (not. may come before the operator), or and(...) of such members, one level deep; a value holding , ( ) or " is written in double quotes. Members count towards the 20 conditions a request may hold. */
+                or?: string;
+                /** @description -at (the default): newest first; at: oldest first. Ties break on the event id. Sort keys in order, separated by commas (sort=event,-at): a field, "-" before it for descending; ties break on id, in the last key's direction. An enum sorts in its declared order; rows without a value come last in both directions. Sorts by: at, event, entity, entityId, actor.kind, actor.userId, actor.name. An index serves: at, -at; any other order reads and sorts the matching rows. */
+                sort?: string;
             };
             header?: never;
             path?: never;
@@ -6048,14 +6079,28 @@ export interface operations {
     "billing-plan-history": {
         parameters: {
             query?: {
-                /** @description Opaque, signed cursor: the "next" of the previous page, with the same sort and filters. Answers the rows after that page (keyset paging). A cursor this list did not give (another list's, another tenant's, one given with other filters, an edited or unsigned one), or one given for another sort, is 422 VALIDATION_FAILED. */
+                /** @description Filter by actor.kind: <operator>.<value> with eq, neq, gt, gte, lt, lte, in, each also after not. (e.g. actor.kind=in.(user,token)). Values: one of user, token, job, subscription, operator, system. in takes up to 100 values in parentheses, one holding , ( ) or " in double quotes. Repeat the parameter for several conditions on the field: all of them hold. */
+                "actor.kind"?: string | string[];
+                /** @description Filter by actor.name: <operator>.<value> with eq, neq, in, is, contains, startsWith, each also after not. (e.g. actor.name=contains.text). is takes null. in takes up to 100 values in parentheses, one holding , ( ) or " in double quotes. contains and startsWith ignore case and take the text as written (no wildcards). Repeat the parameter for several conditions on the field: all of them hold. */
+                "actor.name"?: string | string[];
+                /** @description Filter by actor.userId: <operator>.<value> with eq, neq, in, is, each also after not. (e.g. actor.userId=not.is.null). Values: a UUID. is takes null. in takes up to 100 values in parentheses, one holding , ( ) or " in double quotes. Repeat the parameter for several conditions on the field: all of them hold. */
+                "actor.userId"?: string | string[];
+                /** @description Opaque cursor: the "next" of the previous page, with the same sort, filters and q. Answers the rows after that page (keyset paging). A cursor this list did not give, or one given for another sort or other filters, is 422 VALIDATION_FAILED. */
                 after?: string;
+                /** @description Filter by at: <operator>.<value> with eq, neq, gt, gte, lt, lte, in, each also after not. (e.g. at=lt.now, at=gte.now-7d). Values: a date-time: ISO 8601 with a time zone (2024-05-01T09:00:00Z, 2024-05-01T11:00:00+02:00), a date (2024-05-01, midnight UTC), or now with an optional offset in minutes, hours or days (now, now-7d, now+48h, now-30m). in takes up to 100 values in parentheses, one holding , ( ) or " in double quotes. Repeat the parameter for several conditions on the field: all of them hold. */
+                at?: string | string[];
+                /** @description Only these fields in each item, separated by commas (id is always there): id, at, actor, operation, changes. A reference's field (none here) expands the reference and keeps that field inside it. */
+                fields?: string;
                 /** @description Page size, 1 to 100. */
                 limit?: number;
                 /** @description Rows to skip, 0 to 10000. Deeper pages are reached with after=<next>, which costs the same on every page; offset and after do not combine. */
                 offset?: number;
-                /** @description -at (the default): newest first; at: oldest first. Ties cannot happen: a revision’s id orders it. */
-                sort?: "at" | "-at";
+                /** @description Filter by operation: <operator>.<value> with eq, neq, in, contains, startsWith, each also after not. (e.g. operation=contains.text). in takes up to 100 values in parentheses, one holding , ( ) or " in double quotes. contains and startsWith ignore case and take the text as written (no wildcards). Repeat the parameter for several conditions on the field: all of them hold. */
+                operation?: string | string[];
+                /** @description One group of conditions of which at least one holds: or=(status.eq.open,slaBreached.is.true). Each member is <field>.<operator>.<value> (not. may come before the operator), or and(...) of such members, one level deep; a value holding , ( ) or " is written in double quotes. Members count towards the 20 conditions a request may hold. */
+                or?: string;
+                /** @description -at (the default): newest first; at: oldest first. Ties cannot happen in time order: a revision’s id orders it. Sort keys in order, separated by commas (sort=operation,-at): a field, "-" before it for descending; ties break on id, in the last key's direction. An enum sorts in its declared order; rows without a value come last in both directions. Sorts by: at, operation, actor.kind, actor.userId, actor.name. An index serves: at, -at; any other order reads and sorts the matching rows. */
+                sort?: string;
             };
             header?: never;
             path: {
@@ -6827,14 +6872,28 @@ export interface operations {
     "billing-subscription-history": {
         parameters: {
             query?: {
-                /** @description Opaque, signed cursor: the "next" of the previous page, with the same sort and filters. Answers the rows after that page (keyset paging). A cursor this list did not give (another list's, another tenant's, one given with other filters, an edited or unsigned one), or one given for another sort, is 422 VALIDATION_FAILED. */
+                /** @description Filter by actor.kind: <operator>.<value> with eq, neq, gt, gte, lt, lte, in, each also after not. (e.g. actor.kind=in.(user,token)). Values: one of user, token, job, subscription, operator, system. in takes up to 100 values in parentheses, one holding , ( ) or " in double quotes. Repeat the parameter for several conditions on the field: all of them hold. */
+                "actor.kind"?: string | string[];
+                /** @description Filter by actor.name: <operator>.<value> with eq, neq, in, is, contains, startsWith, each also after not. (e.g. actor.name=contains.text). is takes null. in takes up to 100 values in parentheses, one holding , ( ) or " in double quotes. contains and startsWith ignore case and take the text as written (no wildcards). Repeat the parameter for several conditions on the field: all of them hold. */
+                "actor.name"?: string | string[];
+                /** @description Filter by actor.userId: <operator>.<value> with eq, neq, in, is, each also after not. (e.g. actor.userId=not.is.null). Values: a UUID. is takes null. in takes up to 100 values in parentheses, one holding , ( ) or " in double quotes. Repeat the parameter for several conditions on the field: all of them hold. */
+                "actor.userId"?: string | string[];
+                /** @description Opaque cursor: the "next" of the previous page, with the same sort, filters and q. Answers the rows after that page (keyset paging). A cursor this list did not give, or one given for another sort or other filters, is 422 VALIDATION_FAILED. */
                 after?: string;
+                /** @description Filter by at: <operator>.<value> with eq, neq, gt, gte, lt, lte, in, each also after not. (e.g. at=lt.now, at=gte.now-7d). Values: a date-time: ISO 8601 with a time zone (2024-05-01T09:00:00Z, 2024-05-01T11:00:00+02:00), a date (2024-05-01, midnight UTC), or now with an optional offset in minutes, hours or days (now, now-7d, now+48h, now-30m). in takes up to 100 values in parentheses, one holding , ( ) or " in double quotes. Repeat the parameter for several conditions on the field: all of them hold. */
+                at?: string | string[];
+                /** @description Only these fields in each item, separated by commas (id is always there): id, at, actor, operation, changes. A reference's field (none here) expands the reference and keeps that field inside it. */
+                fields?: string;
                 /** @description Page size, 1 to 100. */
                 limit?: number;
                 /** @description Rows to skip, 0 to 10000. Deeper pages are reached with after=<next>, which costs the same on every page; offset and after do not combine. */
                 offset?: number;
-                /** @description -at (the default): newest first; at: oldest first. Ties cannot happen: a revision’s id orders it. */
-                sort?: "at" | "-at";
+                /** @description Filter by operation: <operator>.<value> with eq, neq, in, contains, startsWith, each also after not. (e.g. operation=contains.text). in takes up to 100 values in parentheses, one holding , ( ) or " in double quotes. contains and startsWith ignore case and take the text as written (no wildcards). Repeat the parameter for several conditions on the field: all of them hold. */
+                operation?: string | string[];
+                /** @description One group of conditions of which at least one holds: or=(status.eq.open,slaBreached.is.true). Each member is <field>.<operator>.<value> (not. may come before the operator), or and(...) of such members, one level deep; a value holding , ( ) or " is written in double quotes. Members count towards the 20 conditions a request may hold. */
+                or?: string;
+                /** @description -at (the default): newest first; at: oldest first. Ties cannot happen in time order: a revision’s id orders it. Sort keys in order, separated by commas (sort=operation,-at): a field, "-" before it for descending; ties break on id, in the last key's direction. An enum sorts in its declared order; rows without a value come last in both directions. Sorts by: at, operation, actor.kind, actor.userId, actor.name. An index serves: at, -at; any other order reads and sorts the matching rows. */
+                sort?: string;
             };
             header?: never;
             path?: never;
@@ -7918,14 +7977,28 @@ export interface operations {
     "content-content-history": {
         parameters: {
             query?: {
-                /** @description Opaque, signed cursor: the "next" of the previous page, with the same sort and filters. Answers the rows after that page (keyset paging). A cursor this list did not give (another list's, another tenant's, one given with other filters, an edited or unsigned one), or one given for another sort, is 422 VALIDATION_FAILED. */
+                /** @description Filter by actor.kind: <operator>.<value> with eq, neq, gt, gte, lt, lte, in, each also after not. (e.g. actor.kind=in.(user,token)). Values: one of user, token, job, subscription, operator, system. in takes up to 100 values in parentheses, one holding , ( ) or " in double quotes. Repeat the parameter for several conditions on the field: all of them hold. */
+                "actor.kind"?: string | string[];
+                /** @description Filter by actor.name: <operator>.<value> with eq, neq, in, is, contains, startsWith, each also after not. (e.g. actor.name=contains.text). is takes null. in takes up to 100 values in parentheses, one holding , ( ) or " in double quotes. contains and startsWith ignore case and take the text as written (no wildcards). Repeat the parameter for several conditions on the field: all of them hold. */
+                "actor.name"?: string | string[];
+                /** @description Filter by actor.userId: <operator>.<value> with eq, neq, in, is, each also after not. (e.g. actor.userId=not.is.null). Values: a UUID. is takes null. in takes up to 100 values in parentheses, one holding , ( ) or " in double quotes. Repeat the parameter for several conditions on the field: all of them hold. */
+                "actor.userId"?: string | string[];
+                /** @description Opaque cursor: the "next" of the previous page, with the same sort, filters and q. Answers the rows after that page (keyset paging). A cursor this list did not give, or one given for another sort or other filters, is 422 VALIDATION_FAILED. */
                 after?: string;
+                /** @description Filter by at: <operator>.<value> with eq, neq, gt, gte, lt, lte, in, each also after not. (e.g. at=lt.now, at=gte.now-7d). Values: a date-time: ISO 8601 with a time zone (2024-05-01T09:00:00Z, 2024-05-01T11:00:00+02:00), a date (2024-05-01, midnight UTC), or now with an optional offset in minutes, hours or days (now, now-7d, now+48h, now-30m). in takes up to 100 values in parentheses, one holding , ( ) or " in double quotes. Repeat the parameter for several conditions on the field: all of them hold. */
+                at?: string | string[];
+                /** @description Only these fields in each item, separated by commas (id is always there): id, at, actor, operation, changes. A reference's field (none here) expands the reference and keeps that field inside it. */
+                fields?: string;
                 /** @description Page size, 1 to 100. */
                 limit?: number;
                 /** @description Rows to skip, 0 to 10000. Deeper pages are reached with after=<next>, which costs the same on every page; offset and after do not combine. */
                 offset?: number;
-                /** @description -at (the default): newest first; at: oldest first. Ties cannot happen: a revision’s id orders it. */
-                sort?: "at" | "-at";
+                /** @description Filter by operation: <operator>.<value> with eq, neq, in, contains, startsWith, each also after not. (e.g. operation=contains.text). in takes up to 100 values in parentheses, one holding , ( ) or " in double quotes. contains and startsWith ignore case and take the text as written (no wildcards). Repeat the parameter for several conditions on the field: all of them hold. */
+                operation?: string | string[];
+                /** @description One group of conditions of which at least one holds: or=(status.eq.open,slaBreached.is.true). Each member is <field>.<operator>.<value> (not. may come before the operator), or and(...) of such members, one level deep; a value holding , ( ) or " is written in double quotes. Members count towards the 20 conditions a request may hold. */
+                or?: string;
+                /** @description -at (the default): newest first; at: oldest first. Ties cannot happen in time order: a revision’s id orders it. Sort keys in order, separated by commas (sort=operation,-at): a field, "-" before it for descending; ties break on id, in the last key's direction. An enum sorts in its declared order; rows without a value come last in both directions. Sorts by: at, operation, actor.kind, actor.userId, actor.name. An index serves: at, -at; any other order reads and sorts the matching rows. */
+                sort?: string;
             };
             header?: never;
             path: {
@@ -11459,14 +11532,28 @@ export interface operations {
     "task-task-history": {
         parameters: {
             query?: {
-                /** @description Opaque, signed cursor: the "next" of the previous page, with the same sort and filters. Answers the rows after that page (keyset paging). A cursor this list did not give (another list's, another tenant's, one given with other filters, an edited or unsigned one), or one given for another sort, is 422 VALIDATION_FAILED. */
+                /** @description Filter by actor.kind: <operator>.<value> with eq, neq, gt, gte, lt, lte, in, each also after not. (e.g. actor.kind=in.(user,token)). Values: one of user, token, job, subscription, operator, system. in takes up to 100 values in parentheses, one holding , ( ) or " in double quotes. Repeat the parameter for several conditions on the field: all of them hold. */
+                "actor.kind"?: string | string[];
+                /** @description Filter by actor.name: <operator>.<value> with eq, neq, in, is, contains, startsWith, each also after not. (e.g. actor.name=contains.text). is takes null. in takes up to 100 values in parentheses, one holding , ( ) or " in double quotes. contains and startsWith ignore case and take the text as written (no wildcards). Repeat the parameter for several conditions on the field: all of them hold. */
+                "actor.name"?: string | string[];
+                /** @description Filter by actor.userId: <operator>.<value> with eq, neq, in, is, each also after not. (e.g. actor.userId=not.is.null). Values: a UUID. is takes null. in takes up to 100 values in parentheses, one holding , ( ) or " in double quotes. Repeat the parameter for several conditions on the field: all of them hold. */
+                "actor.userId"?: string | string[];
+                /** @description Opaque cursor: the "next" of the previous page, with the same sort, filters and q. Answers the rows after that page (keyset paging). A cursor this list did not give, or one given for another sort or other filters, is 422 VALIDATION_FAILED. */
                 after?: string;
+                /** @description Filter by at: <operator>.<value> with eq, neq, gt, gte, lt, lte, in, each also after not. (e.g. at=lt.now, at=gte.now-7d). Values: a date-time: ISO 8601 with a time zone (2024-05-01T09:00:00Z, 2024-05-01T11:00:00+02:00), a date (2024-05-01, midnight UTC), or now with an optional offset in minutes, hours or days (now, now-7d, now+48h, now-30m). in takes up to 100 values in parentheses, one holding , ( ) or " in double quotes. Repeat the parameter for several conditions on the field: all of them hold. */
+                at?: string | string[];
+                /** @description Only these fields in each item, separated by commas (id is always there): id, at, actor, operation, changes. A reference's field (none here) expands the reference and keeps that field inside it. */
+                fields?: string;
                 /** @description Page size, 1 to 100. */
                 limit?: number;
                 /** @description Rows to skip, 0 to 10000. Deeper pages are reached with after=<next>, which costs the same on every page; offset and after do not combine. */
                 offset?: number;
-                /** @description -at (the default): newest first; at: oldest first. Ties cannot happen: a revision’s id orders it. */
-                sort?: "at" | "-at";
+                /** @description Filter by operation: <operator>.<value> with eq, neq, in, contains, startsWith, each also after not. (e.g. operation=contains.text). in takes up to 100 values in parentheses, one holding , ( ) or " in double quotes. contains and startsWith ignore case and take the text as written (no wildcards). Repeat the parameter for several conditions on the field: all of them hold. */
+                operation?: string | string[];
+                /** @description One group of conditions of which at least one holds: or=(status.eq.open,slaBreached.is.true). Each member is <field>.<operator>.<value> (not. may come before the operator), or and(...) of such members, one level deep; a value holding , ( ) or " is written in double quotes. Members count towards the 20 conditions a request may hold. */
+                or?: string;
+                /** @description -at (the default): newest first; at: oldest first. Ties cannot happen in time order: a revision’s id orders it. Sort keys in order, separated by commas (sort=operation,-at): a field, "-" before it for descending; ties break on id, in the last key's direction. An enum sorts in its declared order; rows without a value come last in both directions. Sorts by: at, operation, actor.kind, actor.userId, actor.name. An index serves: at, -at; any other order reads and sorts the matching rows. */
+                sort?: string;
             };
             header?: never;
             path: {
@@ -14862,14 +14949,28 @@ export interface operations {
     "user-user-history": {
         parameters: {
             query?: {
-                /** @description Opaque, signed cursor: the "next" of the previous page, with the same sort and filters. Answers the rows after that page (keyset paging). A cursor this list did not give (another list's, another tenant's, one given with other filters, an edited or unsigned one), or one given for another sort, is 422 VALIDATION_FAILED. */
+                /** @description Filter by actor.kind: <operator>.<value> with eq, neq, gt, gte, lt, lte, in, each also after not. (e.g. actor.kind=in.(user,token)). Values: one of user, token, job, subscription, operator, system. in takes up to 100 values in parentheses, one holding , ( ) or " in double quotes. Repeat the parameter for several conditions on the field: all of them hold. */
+                "actor.kind"?: string | string[];
+                /** @description Filter by actor.name: <operator>.<value> with eq, neq, in, is, contains, startsWith, each also after not. (e.g. actor.name=contains.text). is takes null. in takes up to 100 values in parentheses, one holding , ( ) or " in double quotes. contains and startsWith ignore case and take the text as written (no wildcards). Repeat the parameter for several conditions on the field: all of them hold. */
+                "actor.name"?: string | string[];
+                /** @description Filter by actor.userId: <operator>.<value> with eq, neq, in, is, each also after not. (e.g. actor.userId=not.is.null). Values: a UUID. is takes null. in takes up to 100 values in parentheses, one holding , ( ) or " in double quotes. Repeat the parameter for several conditions on the field: all of them hold. */
+                "actor.userId"?: string | string[];
+                /** @description Opaque cursor: the "next" of the previous page, with the same sort, filters and q. Answers the rows after that page (keyset paging). A cursor this list did not give, or one given for another sort or other filters, is 422 VALIDATION_FAILED. */
                 after?: string;
+                /** @description Filter by at: <operator>.<value> with eq, neq, gt, gte, lt, lte, in, each also after not. (e.g. at=lt.now, at=gte.now-7d). Values: a date-time: ISO 8601 with a time zone (2024-05-01T09:00:00Z, 2024-05-01T11:00:00+02:00), a date (2024-05-01, midnight UTC), or now with an optional offset in minutes, hours or days (now, now-7d, now+48h, now-30m). in takes up to 100 values in parentheses, one holding , ( ) or " in double quotes. Repeat the parameter for several conditions on the field: all of them hold. */
+                at?: string | string[];
+                /** @description Only these fields in each item, separated by commas (id is always there): id, at, actor, operation, changes. A reference's field (none here) expands the reference and keeps that field inside it. */
+                fields?: string;
                 /** @description Page size, 1 to 100. */
                 limit?: number;
                 /** @description Rows to skip, 0 to 10000. Deeper pages are reached with after=<next>, which costs the same on every page; offset and after do not combine. */
                 offset?: number;
-                /** @description -at (the default): newest first; at: oldest first. Ties cannot happen: a revision’s id orders it. */
-                sort?: "at" | "-at";
+                /** @description Filter by operation: <operator>.<value> with eq, neq, in, contains, startsWith, each also after not. (e.g. operation=contains.text). in takes up to 100 values in parentheses, one holding , ( ) or " in double quotes. contains and startsWith ignore case and take the text as written (no wildcards). Repeat the parameter for several conditions on the field: all of them hold. */
+                operation?: string | string[];
+                /** @description One group of conditions of which at least one holds: or=(status.eq.open,slaBreached.is.true). Each member is <field>.<operator>.<value> (not. may come before the operator), or and(...) of such members, one level deep; a value holding , ( ) or " is written in double quotes. Members count towards the 20 conditions a request may hold. */
+                or?: string;
+                /** @description -at (the default): newest first; at: oldest first. Ties cannot happen in time order: a revision’s id orders it. Sort keys in order, separated by commas (sort=operation,-at): a field, "-" before it for descending; ties break on id, in the last key's direction. An enum sorts in its declared order; rows without a value come last in both directions. Sorts by: at, operation, actor.kind, actor.userId, actor.name. An index serves: at, -at; any other order reads and sorts the matching rows. */
+                sort?: string;
             };
             header?: never;
             path: {
@@ -16630,14 +16731,28 @@ export interface operations {
     "webhook-endpoint-history": {
         parameters: {
             query?: {
-                /** @description Opaque, signed cursor: the "next" of the previous page, with the same sort and filters. Answers the rows after that page (keyset paging). A cursor this list did not give (another list's, another tenant's, one given with other filters, an edited or unsigned one), or one given for another sort, is 422 VALIDATION_FAILED. */
+                /** @description Filter by actor.kind: <operator>.<value> with eq, neq, gt, gte, lt, lte, in, each also after not. (e.g. actor.kind=in.(user,token)). Values: one of user, token, job, subscription, operator, system. in takes up to 100 values in parentheses, one holding , ( ) or " in double quotes. Repeat the parameter for several conditions on the field: all of them hold. */
+                "actor.kind"?: string | string[];
+                /** @description Filter by actor.name: <operator>.<value> with eq, neq, in, is, contains, startsWith, each also after not. (e.g. actor.name=contains.text). is takes null. in takes up to 100 values in parentheses, one holding , ( ) or " in double quotes. contains and startsWith ignore case and take the text as written (no wildcards). Repeat the parameter for several conditions on the field: all of them hold. */
+                "actor.name"?: string | string[];
+                /** @description Filter by actor.userId: <operator>.<value> with eq, neq, in, is, each also after not. (e.g. actor.userId=not.is.null). Values: a UUID. is takes null. in takes up to 100 values in parentheses, one holding , ( ) or " in double quotes. Repeat the parameter for several conditions on the field: all of them hold. */
+                "actor.userId"?: string | string[];
+                /** @description Opaque cursor: the "next" of the previous page, with the same sort, filters and q. Answers the rows after that page (keyset paging). A cursor this list did not give, or one given for another sort or other filters, is 422 VALIDATION_FAILED. */
                 after?: string;
+                /** @description Filter by at: <operator>.<value> with eq, neq, gt, gte, lt, lte, in, each also after not. (e.g. at=lt.now, at=gte.now-7d). Values: a date-time: ISO 8601 with a time zone (2024-05-01T09:00:00Z, 2024-05-01T11:00:00+02:00), a date (2024-05-01, midnight UTC), or now with an optional offset in minutes, hours or days (now, now-7d, now+48h, now-30m). in takes up to 100 values in parentheses, one holding , ( ) or " in double quotes. Repeat the parameter for several conditions on the field: all of them hold. */
+                at?: string | string[];
+                /** @description Only these fields in each item, separated by commas (id is always there): id, at, actor, operation, changes. A reference's field (none here) expands the reference and keeps that field inside it. */
+                fields?: string;
                 /** @description Page size, 1 to 100. */
                 limit?: number;
                 /** @description Rows to skip, 0 to 10000. Deeper pages are reached with after=<next>, which costs the same on every page; offset and after do not combine. */
                 offset?: number;
-                /** @description -at (the default): newest first; at: oldest first. Ties cannot happen: a revision’s id orders it. */
-                sort?: "at" | "-at";
+                /** @description Filter by operation: <operator>.<value> with eq, neq, in, contains, startsWith, each also after not. (e.g. operation=contains.text). in takes up to 100 values in parentheses, one holding , ( ) or " in double quotes. contains and startsWith ignore case and take the text as written (no wildcards). Repeat the parameter for several conditions on the field: all of them hold. */
+                operation?: string | string[];
+                /** @description One group of conditions of which at least one holds: or=(status.eq.open,slaBreached.is.true). Each member is <field>.<operator>.<value> (not. may come before the operator), or and(...) of such members, one level deep; a value holding , ( ) or " is written in double quotes. Members count towards the 20 conditions a request may hold. */
+                or?: string;
+                /** @description -at (the default): newest first; at: oldest first. Ties cannot happen in time order: a revision’s id orders it. Sort keys in order, separated by commas (sort=operation,-at): a field, "-" before it for descending; ties break on id, in the last key's direction. An enum sorts in its declared order; rows without a value come last in both directions. Sorts by: at, operation, actor.kind, actor.userId, actor.name. An index serves: at, -at; any other order reads and sorts the matching rows. */
+                sort?: string;
             };
             header?: never;
             path: {

@@ -1,6 +1,6 @@
 import type { ModuleDefinition } from './entity/define.ts';
 import { Registry } from './entity/registry.ts';
-import { checkRegistry } from './entity/checks.ts';
+import { BootCheckError, checkRegistry, readingSafely } from './entity/checks.ts';
 import { EntityOperations } from './operations/entity-ops.ts';
 import { entityRoutes } from './http/entity-routes.ts';
 import { idempotencyKeyPurge } from './http/idempotency.ts';
@@ -49,13 +49,36 @@ export interface Composition {
  * codes (framework/errors.ts).
  */
 export function compose(modules: readonly ModuleDefinition[], config: Config): Composition {
-  const registry = new Registry(modules, config);
+  let registry: Registry;
+  try {
+    registry = new Registry(modules, config);
+  } catch (err) {
+    throw new BootCheckError(
+      `startup checks failed:\n- ${
+        readingSafely('the modules', () => {
+          throw err;
+        })[0]
+      }`,
+    );
+  }
+  // What fails while an entity's operations and routes are composed from its declaration is a
+  // problem the checks list beside the others, naming the entity (boot checks never throw).
+  const problems: string[] = [];
+  const composing = (key: string, step: () => void) => {
+    problems.push(
+      ...readingSafely(`entity ${key}`, () => {
+        step();
+        return [];
+      }),
+    );
+  };
   const operations = new Map<string, EntityOperations>();
-  for (const entity of registry.entities) operations.set(entity.names.key, new EntityOperations(entity, { config }));
+  for (const entity of registry.entities)
+    composing(entity.names.key, () => operations.set(entity.names.key, new EntityOperations(entity, { config })));
   // Once every entity has its operations, each one's references reach the entities they name (a
   // query filters through and expands them); then the routes, whose schemas show the expansions.
   const targetOf = (key: string) => operations.get(key)?.asTarget();
-  for (const ops of operations.values()) ops.connect(targetOf);
+  for (const [key, ops] of operations) composing(key, () => ops.connect(targetOf));
   const routes: RegisteredRoute[] = [];
   const live: LiveSource[] = [];
   // Module by module, as declared: its entities' routes (each list's stream after them), then its
@@ -64,13 +87,14 @@ export function compose(modules: readonly ModuleDefinition[], config: Config): C
   for (const module of registry.modules) {
     for (const _ of module.entities ?? []) {
       const entity = entities.next().value!;
-      const ops = operations.get(entity.names.key)!;
-      for (const route of entityRoutes(entity, ops, config)) routes.push({ module: module.name, route, entity });
-      const source = entitySource(entity, ops);
-      if (source) {
-        live.push(source);
-        routes.push({ module: module.name, route: streamRoute(source) });
-      }
+      const ops = operations.get(entity.names.key);
+      if (!ops) continue;
+      composing(entity.names.key, () => {
+        const own = entityRoutes(entity, ops, config).map((route) => ({ module: module.name, route, entity }));
+        const source = entitySource(entity, ops);
+        routes.push(...own, ...(source ? [{ module: module.name, route: streamRoute(source) }] : []));
+        if (source) live.push(source);
+      });
     }
     routes.push(...registry.moduleRoutes.filter((r) => r.module === module.name));
     for (const definition of module.streams ?? []) {
@@ -80,7 +104,7 @@ export function compose(modules: readonly ModuleDefinition[], config: Config): C
     }
   }
   const jobs = [...FRAMEWORK_JOBS.map((j) => ({ ...j, module: 'framework' })), ...registry.moduleJobs];
-  checkRegistry(registry, { routes, jobs });
+  checkRegistry(registry, { routes, jobs, problems });
   // The modules' problem codes, now known to be declared once: what ProblemError and the admin shell read.
   for (const module of registry.modules) if (module.problems) installProblems(module.name, module.problems);
   return { registry, routes, jobs, operations: new EntityOperationsDirectory(operations), live };

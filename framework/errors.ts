@@ -263,3 +263,13 @@ export const problem = (code: ProblemCode, detail?: string, options?: Constructo
   new ProblemError(code, detail, options);
 
 export const notFound = (): ProblemError => new ProblemError('NOT_FOUND', 'No such resource');
+
+/**
+ * A mistake in the code, not in the request (a command returning values its entity's fields do
+ * not admit, a publish of an event outside the declared lists): answered 500 INTERNAL with the
+ * generic sentence, and logged in full. Its message names routes, events and fields, which the
+ * client never sees.
+ */
+export class ProgrammingError extends Error {
+  override name = 'ProgrammingError';
+}

@@ -32,6 +32,7 @@ export { registerAdminEffectPage, type AdminEffectPageDefinition, type EffectInp
 export { PAGE_TOOLS_URL } from './page-tools.ts';
 export { generatedResources } from './resource-pages/resource-pages.ts';
 export { ADMIN_LIST_SORT, newestFirst } from './list-query.ts';
+export { ListFilters, entityPicker, type FilterPreset, type FilterPicker } from './list-filters.ts';
 export { eventCatalog } from './resource-pages/choice-fields.ts';
 
 /** The framework's own sidebar entries: the tenant's activity (framework/admin/pages/activity.ts), for those with audit:read. */

@@ -16,7 +16,7 @@ import type {
 } from '../contracts/transaction.ts';
 import { assertSafePayload } from '../events/payload-policy.ts';
 import type { OutboxSignal } from '../events/outbox-signal.ts';
-import { problem } from '../errors.ts';
+import { ProgrammingError } from '../errors.ts';
 import { systemClock, type Clock } from '../clock.ts';
 import { currentTraceparent, traceExchange } from '../observability/tracing.ts';
 import { currentRequestId } from '../observability/request-id.ts';
@@ -339,10 +339,10 @@ function checkEvent(
   allowed: PublishAllowList | undefined,
   { name, payload }: PendingEvent,
 ): void {
-  if (!declaredEvents.has(name)) throw problem('INTERNAL', `event ${name} is not declared by any module`);
+  // The code's mistake: 500 INTERNAL for the client, the whole sentence in the log (ProgrammingError).
+  if (!declaredEvents.has(name)) throw new ProgrammingError(`event ${name} is not declared by any module`);
   if (allowed && !allowed.events.has(name)) {
-    throw problem(
-      'INTERNAL',
+    throw new ProgrammingError(
       `event ${name} is not in the publishes list of ${allowed.by} (${[...allowed.events].join(', ') || 'none'})`,
     );
   }

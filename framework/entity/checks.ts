@@ -1,4 +1,4 @@
-import Type from 'typebox';
+import Type, { type TSchema } from 'typebox';
 import type { Registry } from './registry.ts';
 import type { RegisteredJob, RegisteredRoute } from '../contracts/composition.ts';
 import type { ResolvedEntity } from './resolve.ts';
@@ -21,9 +21,9 @@ export { BootCheckError } from './boot-check-error.ts';
  */
 export function checkRegistry(
   registry: Registry,
-  composed: { routes: readonly RegisteredRoute[]; jobs: readonly RegisteredJob[] },
+  composed: { routes: readonly RegisteredRoute[]; jobs: readonly RegisteredJob[]; problems?: readonly string[] },
 ): void {
-  const problems = [...registry.conflicts];
+  const problems = [...registry.conflicts, ...(composed.problems ?? [])];
   const permissionKnown = (name: string) => name === '*' || registry.permissions.has(name);
 
   const moduleNames = new Set<string>();
@@ -49,6 +49,12 @@ export function checkRegistry(
   }
 
   for (const entity of registry.entities) {
+    // A declaration of an unexpected shape (e.g. from data, or cast past the types) is reported, not thrown.
+    problems.push(...readingSafely(`entity ${entity.names.key}`, () => entityProblems(entity)));
+  }
+
+  function entityProblems(entity: ResolvedEntity): string[] {
+    const problems: string[] = [];
     const { def } = entity;
     for (const p of [def.permissions.read, def.permissions.write]) {
       if (!permissionKnown(p)) problems.push(`entity ${entity.names.key} uses undeclared permission ${p}`);
@@ -69,6 +75,7 @@ export function checkRegistry(
     }
     problems.push(...shapeProblems(entity, (p) => registry.permissions.get(p)?.operator === true));
     for (const [field, schema] of Object.entries(def.fields)) {
+      problems.push(...integerBoundProblems(`entity ${entity.names.key}: integer field ${field}`, schema));
       if (hasDateTimeFormat(schema) && !isDeclaredDateTime(schema)) {
         problems.push(
           `entity ${entity.names.key}: date-time field ${field} must be declared with DateTime(), so its rows are typed as the Dates PostgreSQL returns`,
@@ -123,6 +130,7 @@ export function checkRegistry(
     for (const field of def.admin?.shownOnce ?? [])
       if (!(field in (def.computed ?? {})))
         problems.push(`entity ${entity.names.key}: admin.shownOnce field ${field} is not a computed field`);
+    return problems;
   }
 
   const operationIds = new Map<string, string>();
@@ -201,7 +209,8 @@ export function checkRegistry(
     ...registry.subscriptions.flatMap((s) => [s.event, ...(s.publishes ?? [])]),
     ...composed.jobs.flatMap((j) => j.publishes ?? []),
   ]);
-  for (const module of registry.modules) {
+  // (Skipped where an entity's routes could not be composed: their publishes are unknown.)
+  for (const module of (composed.problems ?? []).length > 0 ? [] : registry.modules) {
     for (const event of module.events ?? []) {
       if (!used.has(event)) {
         problems.push(
@@ -214,6 +223,55 @@ export function checkRegistry(
   if (problems.length > 0) {
     throw new BootCheckError(`startup checks failed:\n- ${problems.join('\n- ')}`);
   }
+}
+
+/**
+ * A check's problems, or, where the declaration is not of the shape its type says and the check
+ * fails on it, one line naming the declaration and what to do: boot checks report, never throw.
+ */
+export function readingSafely(where: string, check: () => readonly string[]): readonly string[] {
+  try {
+    return check();
+  } catch (err) {
+    return [
+      `${where}: its declaration could not be read (${err instanceof Error ? err.message : String(err)}); give it the shape its type declares (framework/entity/define.ts)`,
+    ];
+  }
+}
+
+/**
+ * An integer field states its range: its column is an integer (int4) within ±2^31, a bigint past
+ * it, so an unbounded one would refuse 3,000,000,000 with no pointer at the field. Bounds up to
+ * ±(2^53 − 1) (Number.MAX_SAFE_INTEGER: what a JSON number holds exactly) make it a bigint.
+ */
+function integerBoundProblems(where: string, schema: TSchema): string[] {
+  const node = (Type.IsOptional(schema) ? { ...schema } : schema) as {
+    type?: unknown;
+    enum?: unknown;
+    minimum?: number;
+    maximum?: number;
+    exclusiveMinimum?: number;
+    exclusiveMaximum?: number;
+  };
+  const integer = node.type === 'integer' || (Array.isArray(node.type) && node.type.includes('integer'));
+  if (!integer || node.enum !== undefined) return [];
+  const missing = [
+    ...(node.minimum === undefined && node.exclusiveMinimum === undefined ? ['minimum'] : []),
+    ...(node.maximum === undefined && node.exclusiveMaximum === undefined ? ['maximum'] : []),
+  ];
+  const past = [node.minimum, node.maximum, node.exclusiveMinimum, node.exclusiveMaximum].some(
+    (b) => b !== undefined && Math.abs(b) > Number.MAX_SAFE_INTEGER,
+  );
+  const problems: string[] = [];
+  if (missing.length > 0)
+    problems.push(
+      `${where} declares no ${missing.join(' or ')}: declare its range, e.g. Type.Integer({ minimum: 0, maximum: 2147483647 }) for an integer column, or up to ±9007199254740991 (Number.MAX_SAFE_INTEGER) for a bigint`,
+    );
+  if (past)
+    problems.push(
+      `${where} has a bound past ±9007199254740991 (Number.MAX_SAFE_INTEGER), which a JSON number cannot hold exactly: keep its range within it`,
+    );
+  return problems;
 }
 
 const SINGLETON_ROUTES = new Set(['replace', 'update', 'delete']);
@@ -419,9 +477,18 @@ function stateProblems(entity: ResolvedEntity, registry: Registry): string[] {
     if (!command.states) continue;
     if (!def.states)
       problems.push(`${where}: command ${name} declares states, but the entity declares no state field (states.field)`);
+    const list = (key: 'from' | 'unchanged'): readonly string[] => {
+      const given = command.states![key];
+      if (given === undefined && key === 'unchanged') return [];
+      if (Array.isArray(given)) return given;
+      problems.push(
+        `${where}: command ${name} states.${key} is not a list of states; declare the states it acts in, e.g. states: { from: ['draft'] }`,
+      );
+      return [];
+    };
     known(`command ${name} states`, [
-      ...command.states.from,
-      ...(command.states.unchanged ?? []),
+      ...list('from'),
+      ...list('unchanged'),
       ...(command.states.to === undefined ? [] : [command.states.to]),
     ]);
   }

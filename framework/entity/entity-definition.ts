@@ -400,6 +400,18 @@ export interface EntityAdmin<F extends TProperties, C extends TProperties = NoFi
    * is none of `except`. A task: its deadline, except when resolved or closed.
    */
   overdue?: { field: keyof F & string; except?: readonly string[] };
+  /**
+   * The list page's filter controls (framework/admin/list-filters.ts; docs/admin.md, "Filters"):
+   * `fields`, the fields offered a control, in order (default: the list's columns the query
+   * language filters by: an enum, a boolean, a date-time or a reference each get one); `presets`,
+   * ready-made filters shown as links above the form, each a label for people and the list's
+   * parameters in the API's syntax (`{ deadline: 'lt.now', status: 'not.in.(resolved,closed)' }`,
+   * optionally a `sort`), checked against the list's query at boot.
+   */
+  filters?: {
+    fields?: readonly QueryableName<F>[];
+    presets?: readonly { label: string; query: Readonly<Record<string, string>> }[];
+  };
 }
 
 /**

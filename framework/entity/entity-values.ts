@@ -13,11 +13,16 @@ type StoredValue<S extends TSchema> = S extends { format: 'date-time' } ? Date :
 
 /**
  * A row as handlers, hooks and commands see it: the fields as they are stored (a date-time is a
- * Date, an optional field left empty is null) plus the system columns. JSON responses still
+ * Date, an optional field left empty is null, a field with a column default (WithDefault) never is)
+ * plus the system columns. JSON responses still
  * carry ISO strings: the response schemas serialise the Dates.
  */
 export type EntityRow<F extends TProperties> = {
-  [K in keyof F]: F[K] extends TOptional<TSchema> ? StoredValue<F[K]> | null : StoredValue<F[K]>;
+  [K in keyof F]: F[K] extends TOptional<TSchema>
+    ? F[K] extends { default: unknown }
+      ? StoredValue<F[K]>
+      : StoredValue<F[K]> | null
+    : StoredValue<F[K]>;
 } & {
   id: string;
   createdAt: Date;

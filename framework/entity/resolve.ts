@@ -37,8 +37,9 @@ export function resolveEntity(def: AnyEntity): ResolvedEntity {
   const patchable = writable.filter((f) => !immutable.includes(f));
   const sortable = ['createdAt', 'updatedAt', ...(def.sortable ?? [])];
 
+  // A field with a column default (WithDefault) always holds a value: its row property is never null.
   const nullable = (schema: TSchema): TSchema =>
-    Type.IsOptional(schema) ? Type.Union([stripOptional(schema), Type.Null()]) : schema;
+    clearable(schema) ? Type.Union([stripOptional(schema), Type.Null()]) : stripOptional(schema);
   const rowProperties: TProperties = { id: Type.String({ format: 'uuid' }) };
   for (const [field, schema] of Object.entries(def.fields)) rowProperties[field] = nullable(schema);
   rowProperties.createdAt = Type.String({ format: 'date-time' });
@@ -52,8 +53,13 @@ export function resolveEntity(def: AnyEntity): ResolvedEntity {
     additionalProperties: false,
   });
 
+  // A create may leave out a field with a column default (WithDefault): the column takes it.
+  const createField = (schema: TSchema): TSchema =>
+    declaredDefault(schema) !== undefined && !Type.IsOptional(schema) ? Type.Optional(schema) : schema;
   const create = named(
-    Type.Object(Object.fromEntries(writable.map((k) => [k, def.fields[k]!])), { additionalProperties: false }),
+    Type.Object(Object.fromEntries(writable.map((k) => [k, createField(def.fields[k]!)])), {
+      additionalProperties: false,
+    }),
     names.schemas.create,
   );
   // PATCH: every field optional; an optional one may be sent as null, which clears it.

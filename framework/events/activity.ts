@@ -4,16 +4,13 @@ import type { ResolvedEntity } from '../entity/resolve.ts';
 import type { TxContext } from '../context/tx.ts';
 import type { ActorKind } from '../context/actor.ts';
 import { named } from '../openapi/schema-name.ts';
-import {
-  KeysetPager,
-  pageQuerySchema,
-  pageSchema,
-  type ListFilter,
-  type Page,
-  type PageQuery,
-} from '../operations/paging.ts';
+import { pageSchema, type ListFilter, type Page } from '../operations/paging.ts';
 import { resourceEvents } from '../catalog/catalog.ts';
-import { ActorSchema } from '../history/history-schemas.ts';
+import { ACTOR_FILTERS, ActorSchema } from '../history/history-schemas.ts';
+import { StringEnum } from '../entity/string-enum.ts';
+import type { ListQuery } from '../query/parse.ts';
+import { QueryList } from '../query/query-list.ts';
+import { selectAnswer } from '../query/expansion.ts';
 import { answer } from '../http/entity-route-parts.ts';
 
 /** The permission the tenant's activity needs: declared by the framework, held by an admin through `*`. */
@@ -62,12 +59,6 @@ export const ActivitySchema = named(
   'Activity',
 );
 
-export const ActivityQuery = pageQuerySchema({
-  sorts: ['at'],
-  defaultSort: '-at',
-  sortDescription: '-at (the default): newest first; at: oldest first. Ties break on the event id.',
-});
-
 /**
  * Which resource each event concerns, decided at boot from the declarations: an entity's own
  * lifecycle events; an event its commands or hooks publish under its module's name (task.assigned);
@@ -92,7 +83,7 @@ export function eventEntities(
   return map;
 }
 
-/** What the admin shell's Activity page narrows the list to (the API's filters come with the query language). */
+/** What the admin shell's Activity page narrows the list to, besides the query it passes. */
 export interface ActivityFilter {
   actorId?: string;
   events?: readonly string[];
@@ -100,28 +91,64 @@ export interface ActivityFilter {
   to?: Date;
 }
 
+const literal = (value: string) => `'${value.replaceAll("'", "''")}'`;
+
+/** The resource an event concerns, as SQL over its name: the map decided at boot, as a CASE. */
+function entityColumn(entities: ReadonlyMap<string, string>): string {
+  if (entities.size === 0) return 'null::text';
+  const whens = [...entities].map(([event, key]) => `when ${literal(event)} then ${literal(key)}`);
+  return `(case a.name ${whens.join(' ')} end)`;
+}
+
 /**
  * The tenant's activity: its audit trail (framework/events/audit.ts, written by the relay once an
- * event's transaction has committed), newest first, paged like every list, read from the index
- * audit_events_by_time (tenant, time, event id). Row-level security keeps it to the tenant.
+ * event's transaction has committed), newest first, paged, sorted and filtered like every list
+ * (the query language's QueryList: by time, event, the resource and id it concerns, and actor),
+ * read from the index audit_events_by_time (tenant, time, event id). Row-level security keeps it
+ * to the tenant.
  */
 export class TenantActivity {
-  readonly pager = new KeysetPager({
-    select: 'a.event_id, a.occurred_at, a.name, a.actor_id, a.actor_kind, a.actor_name, a.payload',
-    from: 'audit_events a',
-    id: 'a.event_id',
-    where: [],
-    sorts: { at: { column: 'a.occurred_at' } },
-  });
+  readonly list: QueryList;
   private readonly entities: ReadonlyMap<string, string>;
 
   constructor(entities: ReadonlyMap<string, string>) {
     this.entities = entities;
+    const keys = [...new Set(entities.values())].sort();
+    this.list = new QueryList({
+      label: 'activity',
+      item: ActivitySchema,
+      select: 'a.event_id, a.occurred_at, a.name, a.actor_id, a.actor_kind, a.actor_name, a.payload',
+      from: 'audit_events a',
+      id: 'a.event_id',
+      columns: {
+        at: 'a.occurred_at',
+        event: 'a.name',
+        entity: entityColumn(entities),
+        entityId: "(a.payload ->> 'id')",
+        // Rows written before the actor's kind was recorded: a user when one is named, else the system.
+        'actor.kind': "coalesce(a.actor_kind, case when a.actor_id is null then 'system' else 'user' end)",
+        'actor.userId': 'a.actor_id',
+        'actor.name': 'a.actor_name',
+      },
+      schemas: {
+        ...ACTOR_FILTERS,
+        // The resources events concern, by name: a refusal lists them.
+        ...(keys.length > 0 ? { entity: Type.Union([StringEnum(keys), Type.Null()]) } : {}),
+      },
+      indexed: ['at'],
+      defaultSort: '-at',
+      sortDescription: '-at (the default): newest first; at: oldest first. Ties break on the event id.',
+    });
   }
 
-  async page(ctx: TxContext, query: PageQuery, filter: ActivityFilter = {}): Promise<Page<ActivityItem>> {
-    const page = await this.pager.page(ctx, query, listFilter(filter));
-    return { ...page, items: page.items.map((r) => this.item(r as unknown as AuditRow)) };
+  /** A page of the tenant's events as the query asks, narrowed further by `filter`; with the query as parsed. */
+  async page(
+    ctx: TxContext,
+    query: object,
+    filter: ActivityFilter = {},
+  ): Promise<{ page: Page<ActivityItem>; asked: ListQuery }> {
+    const { page, asked } = await this.list.page(ctx, query as Record<string, unknown>, listFilter(filter));
+    return { page: { ...page, items: page.items.map((r) => this.item(r as unknown as AuditRow)) }, asked };
   }
 
   private item(row: AuditRow): ActivityItem {
@@ -164,14 +191,17 @@ export function activityRoute(activity: TenantActivity): AnyRoute {
     operationId: 'audit-activity-list',
     summary: 'The tenant’s activity',
     description:
-      'Every event of the tenant once its transaction has committed (the audit trail): when, who acted, the event’s name, and the resource and id it concerns. Newest first, paged like every list (limit and offset, or after=<next>). The operator’s actions on this tenant (a suspension, a resumption, a host added or removed, an administrator invited) appear as done by the operator, naming none of the operator’s people. Payloads never carry an address, a message body or a link.',
+      'Every event of the tenant once its transaction has committed (the audit trail): when, who acted, the event’s name, and the resource and id it concerns. Newest first, paged, sorted and filtered like every list (docs/api-conventions.md, "Filters"): by time (at=gte.now-7d), event name (event=eq.task.task.updated, event=startsWith.tenant.), the resource and id it concerns (entity=eq.task.task, entityId=eq.<id>) and actor (actor.userId=eq.<id>, actor.kind=eq.operator), with limit and offset, or after=<next>. The operator’s actions on this tenant (a suspension, a resumption, a host added or removed, an administrator invited) appear as done by the operator, naming none of the operator’s people. Payloads never carry an address, a message body or a link.',
     tags: ['audit'],
     access: { permission: AUDIT_READ },
     schema: {
-      querystring: ActivityQuery,
+      querystring: activity.list.querySchema,
       response: { 200: answer(pageSchema(ActivitySchema), 'A page of the tenant’s events') },
     },
-    handler: ({ tx, query }) => activity.page(tx, query as PageQuery),
+    handler: async ({ tx, query, reply }) => {
+      const { page, asked } = await activity.page(tx, query as object);
+      return selectAnswer(reply, page, asked);
+    },
   };
 }
 

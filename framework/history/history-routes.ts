@@ -3,8 +3,9 @@ import type { ResolvedEntity } from '../entity/resolve.ts';
 import type { TxContext } from '../context/tx.ts';
 import type { EntityOperations } from '../operations/entity-ops.ts';
 import type { PageQuery } from '../operations/paging.ts';
+import { selectAnswer } from '../query/expansion.ts';
 import { answer, followUpEvents, sentences, visibility } from '../http/entity-route-parts.ts';
-import { HistoryQuery, RestoreBody, RevisionPage, restoredSchema } from './history-schemas.ts';
+import { RestoreBody, RevisionPage, restoredSchema } from './history-schemas.ts';
 
 type Present = (tx: TxContext, row: Record<string, unknown>) => unknown;
 
@@ -25,6 +26,7 @@ export function historyRoutes(entity: ResolvedEntity, ops: EntityOperations, pre
   const idOf = (p: unknown) => (entity.singleton ? null : (p as { id: string }).id);
   const tags = [def.module];
   const unrecorded = ops.history.plan.unrecorded;
+  const list = ops.recordHistory!.list;
   const routes: AnyRoute[] = [
     {
       method: 'GET',
@@ -32,17 +34,20 @@ export function historyRoutes(entity: ResolvedEntity, ops: EntityOperations, pre
       operationId: names.operationId('history'),
       summary: `History of the ${label}`,
       description: sentences(
-        `Every create, update, delete, restore and command of the ${label}, newest first: when, who (actor), the operation and each changed field's old and new value. Paged like every list (limit and offset, or after=<next>). Readable for a deleted ${label} too. A field the read route does not show never appears${unrecorded.length ? `; ${unrecorded.join(', ')} ${unrecorded.length === 1 ? 'is' : 'are'} not recorded` : ''}. Revisions older than history.retention_days are removed.`,
+        `Every create, update, delete, restore and command of the ${label}, newest first: when, who (actor), the operation and each changed field's old and new value. Paged, sorted and filtered like every list (docs/api-conventions.md, "Filters"): by time (at=gte.now-7d), operation (operation=in.(update,restore)) and actor (actor.userId=eq.<id>, actor.kind=eq.token, actor.name=eq.<token or job name>), with limit and offset, or after=<next>. Readable for a deleted ${label} too. A field the read route does not show never appears${unrecorded.length ? `; ${unrecorded.join(', ')} ${unrecorded.length === 1 ? 'is' : 'are'} not recorded` : ''}. Revisions older than history.retention_days are removed.`,
         visibility(entity),
       ),
       tags,
       access: { permission: def.permissions.read },
       schema: {
         ...params,
-        querystring: HistoryQuery,
+        querystring: list.querySchema,
         response: { 200: answer(RevisionPage, `A page of the ${label}'s revisions`) },
       },
-      handler: ({ tx, params: p, query }) => ops.historyPage(tx, idOf(p), query as PageQuery),
+      handler: async ({ tx, params: p, query, reply }) => {
+        const { page, asked } = await ops.historyPage(tx, idOf(p), query as PageQuery & Record<string, unknown>);
+        return selectAnswer(reply, page, asked);
+      },
     },
   ];
   if (restores(entity)) {

@@ -25,6 +25,16 @@ export const ActorSchema = named(
   'Actor',
 );
 
+/**
+ * The actor's fields a list of revisions or events filters by, named by their path in the answer:
+ * `actor.userId=eq.<id>`, `actor.kind=in.(token,job)`, `actor.name=eq.nightly-report`.
+ */
+export const ACTOR_FILTERS: Readonly<Record<string, TSchema>> = {
+  'actor.kind': StringEnum(ACTOR_KINDS),
+  'actor.userId': Type.Union([Type.String({ format: 'uuid' }), Type.Null()]),
+  'actor.name': Type.Union([Type.String(), Type.Null()]),
+};
+
 export const RevisionSchema = named(
   Type.Object(
     {
@@ -56,6 +66,7 @@ export const RevisionSchema = named(
 
 export const RevisionPage = pageSchema(RevisionSchema);
 
+/** The admin shell's history page's paging (the API's history route takes the query language: RecordHistory.list). */
 export const HistoryQuery: TSchema = pageQuerySchema({
   sorts: ['at'],
   defaultSort: '-at',

@@ -2,8 +2,11 @@ import type { TxContext } from '../context/tx.ts';
 import type { ActorKind } from '../context/actor.ts';
 import { prepared } from '../db/statements.ts';
 import { run } from '../operations/entity-sql.ts';
-import { KeysetPager, type ListFilter, type Page, type PageQuery } from '../operations/paging.ts';
+import type { KeysetPager, ListFilter, Page } from '../operations/paging.ts';
+import type { ListQuery } from '../query/parse.ts';
+import { QueryList } from '../query/query-list.ts';
 import type { EntityHistory } from './entity-history.ts';
+import { ACTOR_FILTERS, RevisionSchema } from './history-schemas.ts';
 
 /** A revision as the history route answers it. */
 export interface RevisionItem {
@@ -26,6 +29,15 @@ interface RevisionRow {
   new_values: Record<string, unknown>;
 }
 
+/** What a revision's filters compare: its time, operation and actor (as the answer names them). */
+const REVISION_COLUMNS = {
+  at: 'r.at',
+  operation: 'r.operation',
+  'actor.kind': 'r.actor_kind',
+  'actor.userId': 'r.actor_id',
+  'actor.name': 'r.actor_name',
+};
+
 /** The condition on the record: its id, and that the caller may see it (row access), deleted or not. */
 export interface RecordCondition {
   sql: string;
@@ -33,27 +45,39 @@ export interface RecordCondition {
 }
 
 /**
- * One entity's history on the read side: a record's revisions, newest first, paged like every
- * list, read in one statement from the index revisions_of_row (tenant, entity, row, id) whose
+ * One entity's history on the read side: a record's revisions, newest first, paged and filtered
+ * like every list (the query language's QueryList), read in one statement from the index revisions_of_row (tenant, entity, row, id) whose
  * WHERE also requires the record to exist for the caller; and what a restore needs, the value each
  * field held right after a revision.
  */
 export class RecordHistory {
   readonly history: EntityHistory;
+  /** The record's revisions as a list of the query language: filters by time, actor and operation. */
+  readonly list: QueryList;
   readonly pager: KeysetPager;
   private readonly valuesAfterText: string;
 
   constructor(history: EntityHistory) {
     this.history = history;
     const entity = `'${history.entity.names.key.replaceAll("'", "''")}'`;
-    this.pager = new KeysetPager({
+    this.list = new QueryList({
+      label: 'revisions',
+      item: RevisionSchema,
       select: 'r.id, r.at, r.actor_id, r.actor_kind, r.actor_name, r.operation, r.old_values, r.new_values',
       from: 'revisions r',
       id: 'r.id',
       where: [`r.entity = ${entity}`],
-      // Revision ids are UUIDv7 made from the transaction's time: their order is the order in time.
-      sorts: { at: { column: 'r.id' } },
+      columns: REVISION_COLUMNS,
+      schemas: ACTOR_FILTERS,
+      // Revision ids are UUIDv7 made from the transaction's time: their order is the order in time,
+      // and the index revisions_of_row (tenant, entity, row, id) serves it.
+      orders: { at: 'r.id' },
+      indexed: ['at'],
+      defaultSort: '-at',
+      sortDescription:
+        '-at (the default): newest first; at: oldest first. Ties cannot happen in time order: a revision’s id orders it.',
     });
+    this.pager = this.list.pager;
     // Per field: its value after the revision ($2) is the new value of the last revision up to it
     // that changed the field; failing that (a field a create left out, a revision since purged),
     // the old value of the first later revision that changed it. $1 the row, $3 the fields. The
@@ -73,13 +97,18 @@ select exists (select 1 from revisions where entity = ${entity} and row_id = $1 
   }
 
   /**
-   * A page of the record's revisions; `record` keeps it to the record the caller may see (its
-   * parameters numbered from 1; the row's id is the statement's too).
+   * A page of the record's revisions as the query asks (paging, sort, filters: framework/query/);
+   * `record` keeps it to the record the caller may see (its parameters numbered from 1; the row's
+   * id is the statement's too). With the query as parsed, for the answer's field selection.
    */
-  async page(ctx: TxContext, query: PageQuery, record: RecordCondition): Promise<Page<RevisionItem>> {
-    const filter: ListFilter = { conditions: [record.sql], params: record.params };
-    const page = await this.pager.page(ctx, query, filter);
-    return { ...page, items: page.items.map((r) => this.item(r as unknown as RevisionRow)) };
+  async page(
+    ctx: TxContext,
+    query: object,
+    record: RecordCondition,
+  ): Promise<{ page: Page<RevisionItem>; asked: ListQuery }> {
+    const scope: ListFilter = { conditions: [record.sql], params: record.params };
+    const { page, asked } = await this.list.page(ctx, query as Record<string, unknown>, scope);
+    return { page: { ...page, items: page.items.map((r) => this.item(r as unknown as RevisionRow)) }, asked };
   }
 
   /**

@@ -1,6 +1,6 @@
 import { Compile } from 'typebox/compile';
 import type { ResolvedEntity } from '../entity/resolve.ts';
-import { problem, type FieldError } from '../errors.ts';
+import { problem, ProgrammingError, type FieldError } from '../errors.ts';
 
 type Values = Record<string, unknown>;
 
@@ -52,10 +52,12 @@ export class ValueCheck {
       }
       return [{ pointer: issue.instancePath || '/', message: issue.message ?? 'invalid' }];
     });
-    throw problem(
-      'VALIDATION_FAILED',
-      `The values ${by} of ${this.entity.names.key} would store do not match the field schemas`,
-      { errors },
-    );
+    const detail = `The values ${by} of ${this.entity.names.key} would store do not match the field schemas`;
+    // What a command returns is the code's doing, not the caller's: a programming error (500
+    // INTERNAL, logged in full). A body reworked by the hooks, or an old revision restored, is
+    // the request's: 422 at the fields.
+    if (source !== 'beforeWrite' && source.kind === 'command')
+      throw new ProgrammingError(`${detail}: ${errors.map((e) => `${e.pointer} ${e.message}`).join('; ')}`);
+    throw problem('VALIDATION_FAILED', detail, { errors });
   }
 }

@@ -7,6 +7,7 @@ import type { Services } from '../services.ts';
 import type { EntityOperationsApi } from '../contracts/operations.ts';
 import type { Config } from '../config/schema.ts';
 import { notFound, problem } from '../errors.ts';
+import { declaredDefault } from '../entity/storage.ts';
 // Texts assembled from the entity's declaration alone: a small fixed set, each run prepared.
 import { prepared as fixed } from '../db/statements.ts';
 import { KeysetPager, type ListFilter, type ListPlace, type Page, type PageQuery } from './paging.ts';
@@ -333,7 +334,9 @@ export class EntityOperations implements EntityOperationsApi {
     const previous = await this.find(ctx, null, true);
     if (!previous) return { row: await this.create(ctx, input), created: true };
     const values: Values = {};
-    for (const field of this.entity.writable) values[field] = input[field] ?? null;
+    // A field left out is cleared, or takes its column default (WithDefault) where it has one.
+    for (const field of this.entity.writable)
+      values[field] = input[field] ?? declaredDefault(this.entity.def.fields[field]!)?.value ?? null;
     for (const field of this.entity.immutable) {
       if (!sameValue((previous as Values)[field], values[field])) {
         throw problem('FIELD_IMMUTABLE', `${field} cannot be changed after creation`, { extensions: { field } });
@@ -453,11 +456,15 @@ export class EntityOperations implements EntityOperationsApi {
    * row: id null), in one statement whose WHERE requires the record, live or soft-deleted, to be
    * one the caller may see. An empty first page asks once more whether the record exists: 404 if not.
    */
-  async historyPage(ctx: TxContext, id: string | null, page: PageQuery): Promise<Page<RevisionItem>> {
+  async historyPage(
+    ctx: TxContext,
+    id: string | null,
+    query: PageQuery & Record<string, unknown>,
+  ): Promise<{ page: Page<RevisionItem>; asked: ListQuery }> {
     if (!this.recordHistory) throw notFound();
     if (id !== null && !isUuid(id)) throw notFound();
-    const result = await this.recordHistory.page(ctx, page, this.historyCondition(ctx, id));
-    if (result.items.length === 0 && page.offset === 0 && page.after === undefined) {
+    const result = await this.recordHistory.page(ctx, query, this.historyCondition(ctx, id));
+    if (result.page.items.length === 0 && !query.offset && query.after === undefined) {
       if (!(await this.findAny(ctx, id, false))) throw notFound();
     }
     return result;

@@ -292,9 +292,14 @@ export class QueryParser {
   private member(text: string, at: number, syntax: () => ProblemError): { condition: Condition; end: number } {
     const name = /^[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z_][A-Za-z0-9_]*)?/.exec(text.slice(at));
     if (!name) throw syntax();
-    // `assignee.displayName.eq.x` names a reference's field; `status.eq.x` an own field.
+    // `assignee.displayName.eq.x` names a reference's field, `actor.userId.eq.x` an own field inside
+    // an object of the answer; `status.eq.x` an own field.
     let fieldName = name[0];
-    if (name[1] && !this.model.references.has(fieldName.slice(0, fieldName.indexOf('.'))))
+    if (
+      name[1] &&
+      !this.model.fields.has(fieldName) &&
+      !this.model.references.has(fieldName.slice(0, fieldName.indexOf('.')))
+    )
       fieldName = fieldName.slice(0, fieldName.indexOf('.'));
     if (fieldName === 'and' || fieldName === 'or') throw refusal('or', 'or groups nest and(...) one level deep only');
     const target = this.target(fieldName, 'or');

@@ -45,6 +45,18 @@ export interface QueryListDeclaration {
   columns: Readonly<Record<string, string>>;
   /** The fields a query may filter (and so sort) by, when not every one in `columns`. */
   filterable?: readonly string[];
+  /**
+   * The schema of a field a query may filter by that is not one of the item's own properties: a
+   * field inside one of them, named by its path as the answer shows it (`actor.userId`), or an
+   * item's property whose filter takes narrower values than its schema says (an enum of the
+   * names it can hold).
+   */
+  schemas?: Readonly<Record<string, TSchema>>;
+  /**
+   * What a sort by a field orders by, when not its column: a column whose order is the same and
+   * that an index serves (a revision's time by its id, a UUIDv7 made from that time).
+   */
+  orders?: Readonly<Record<string, string>>;
   /** The sorts an index serves, each leading an index after tenant_id (and the list's fixed filter). */
   indexed: readonly string[];
   /** The sort when the request names none (`-createdAt`). */
@@ -86,7 +98,7 @@ export class QueryList {
     const properties = declaration.item.properties as Record<string, TSchema>;
     const fields = new Map<string, QueryField>();
     for (const name of declaration.filterable ?? Object.keys(declaration.columns)) {
-      const schema = properties[name];
+      const schema = declaration.schemas?.[name] ?? properties[name];
       const column = declaration.columns[name];
       if (!schema || column === undefined) throw new Error(`list ${declaration.label}: no field ${name} to filter by`);
       const field = queryField(name, {
@@ -95,7 +107,8 @@ export class QueryList {
         column,
         indexed: declaration.indexed.includes(name),
       });
-      if (field) fields.set(name, field);
+      const order = declaration.orders?.[name];
+      if (field) fields.set(name, order === undefined ? field : { ...field, order });
     }
     const selectable = new Set(Object.keys(properties).filter((name) => name !== 'id'));
     this.model = { label: declaration.label, fields, sorts: new Map(), references: new Map(), selectable };

@@ -20,12 +20,17 @@ export const subscriptionFields = {
   cancelAtPeriodEnd: WithDefault(Type.Boolean(), false),
   price: Type.Integer({
     minimum: 0,
+    maximum: 2147483647,
     description: 'Stamped from the plan when the period started; billed until the next period.',
   }),
   currency: Type.String({ pattern: '^[A-Z]{3}$', examples: ['EUR', 'USD', 'JPY'] }),
   trialUsedAt: Type.Optional(DateTime({ description: "When the tenant's one trial was issued." })),
   attemptCount: WithDefault(
-    Type.Integer({ minimum: 0, description: 'Failed charge attempts (one per night) since the period became owed.' }),
+    Type.Integer({
+      minimum: 0,
+      maximum: 2147483647,
+      description: 'Failed charge attempts (one per night) since the period became owed.',
+    }),
     0,
   ),
   pastDueSince: Type.Optional(DateTime({ description: 'When the first charge for the owed period failed.' })),

@@ -180,5 +180,14 @@ export const task = defineEntity({
     fieldText: taskFieldText,
     // Lists mark a task whose deadline has passed while it is still to be done.
     overdue: { field: 'deadline', except: FINISHED },
+    // The list's ready-made filter: what is late and still to be done, the most overdue first.
+    filters: {
+      presets: [
+        {
+          label: 'Overdue and not resolved',
+          query: { deadline: 'lt.now', status: `not.in.(${FINISHED.join(',')})`, sort: 'deadline' },
+        },
+      ],
+    },
   },
 });

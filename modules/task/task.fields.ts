@@ -15,13 +15,11 @@ export const taskFields = {
     examples: ['Call the customer back', 'Renew the certificate'],
   }),
   description: Type.Optional(Markdown({ maxLength: 20000, description: 'Markdown text.' })),
-  status: Type.Optional(
-    WithDefault(
-      StringEnum(['open', 'acknowledged', 'in_progress', 'resolved', 'closed'], {
-        description: `open, acknowledged, in_progress, resolved or closed. A new task is open (a create may only say open). ${STATUS_GRAPH}`,
-      }),
-      'open',
-    ),
+  status: WithDefault(
+    StringEnum(['open', 'acknowledged', 'in_progress', 'resolved', 'closed'], {
+      description: `open, acknowledged, in_progress, resolved or closed. A new task is open (a create may only say open). ${STATUS_GRAPH}`,
+    }),
+    'open',
   ),
   priority: StringEnum(['low', 'medium', 'high', 'critical'], {
     description: 'From low to critical.',

@@ -18,7 +18,7 @@ const gizmo = defineEntity({
   storage: { table: 'widgets' },
   fields: {
     name: Type.String({ minLength: 1, maxLength: 20, pattern: '^[a-z]+$' }),
-    size: Type.Integer({ minimum: 0 }),
+    size: Type.Integer({ minimum: 0, maximum: 1000 }),
     note: Type.Optional(Type.String()),
     color: Type.String(),
   },

@@ -17,7 +17,7 @@ const sprocket = defineEntity({
   storage: { table: 'widgets' },
   fields: {
     name: Type.String({ minLength: 1 }),
-    size: Type.Integer(),
+    size: Type.Integer({ minimum: 0, maximum: 1000 }),
     note: Type.Optional(Type.String()),
     color: Type.String(),
     approved: Type.Boolean(),

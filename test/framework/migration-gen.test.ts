@@ -118,7 +118,7 @@ function changedTestkit(dir: string, replace: Record<string, AnyEntity>): Module
 const goldenEntities = () => ({
   widget: entity({
     ...widget,
-    fields: { ...widget.fields, weight: WithDefault(Type.Integer({ minimum: 0 }), 0) },
+    fields: { ...widget.fields, weight: WithDefault(Type.Integer({ minimum: 0, maximum: 2147483647 }), 0) },
     sortable: ['name', 'size', 'color'],
   } as never),
   article: entity({
@@ -135,7 +135,7 @@ const goldenEntities = () => ({
   } as never),
   setting: entity({
     ...setting,
-    fields: { ...setting.fields, activations: WithDefault(Type.Integer({ minimum: 0 }), 1) },
+    fields: { ...setting.fields, activations: WithDefault(Type.Integer({ minimum: 0, maximum: 2147483647 }), 1) },
   } as never),
 });
 

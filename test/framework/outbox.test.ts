@@ -72,7 +72,11 @@ const gizmo = defineEntity({
   module: 'eventprobe',
   name: 'gizmo',
   storage: { table: 'widgets' },
-  fields: { name: Type.String({ minLength: 1 }), size: Type.Integer(), color: Type.String() },
+  fields: {
+    name: Type.String({ minLength: 1 }),
+    size: Type.Integer({ minimum: 0, maximum: 1000 }),
+    color: Type.String(),
+  },
   permissions: { read: 'widget:read', write: 'widget:write' },
   hooks: {
     afterWrite: async (_ctx, { row }) => {

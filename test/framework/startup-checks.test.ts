@@ -13,6 +13,7 @@ import {
 } from '../../framework/entity/define.ts';
 import { allModules } from '../../modules/index.ts';
 import { userModule } from '../../modules/user/index.ts';
+import { taskModule } from '../../modules/task/index.ts';
 import { gadget, setting, testkitModule, widget } from '../helpers/testkit-module.ts';
 import { createTestDatabase } from '../helpers/database.ts';
 import { testConfig } from '../helpers/config.ts';
@@ -309,6 +310,52 @@ describe('startup checks, in every role', () => {
       /entity bad\.widget: invalidCodes\.name names problem code NAME_ODD, which no module declares/,
     );
     expect(start).toThrow(/entity bad\.widget: uniqueCodes\.name names problem code NAME_TAKEN/);
+  });
+
+  it('never throw: an unknown states.refusal, or a declaration of the wrong shape, is one line naming it and the fix', async () => {
+    const task = taskModule.entities![0]!;
+    const withTask = (def: unknown) => [
+      ...allModules.filter((m) => m.name !== 'task'),
+      { ...taskModule, entities: [def as typeof task, ...taskModule.entities!.slice(1)] },
+    ];
+    // The issue's case: a refusal code no module declares (it used to end in a TypeError at stateProblems).
+    const unknownRefusal = { ...task, states: { ...task.states!, refusal: 'TASK_NOPE' } };
+    await expectRefusal(
+      withTask(unknownRefusal),
+      /entity task\.task: states\.refusal names problem code TASK_NOPE, which no module declares/,
+    );
+    // A command's states with no `from` (cast past the types): read while its routes are composed.
+    const resolve = task.commands!.resolve!;
+    const noFrom = { ...task, commands: { ...task.commands, resolve: { ...resolve, states: { to: 'resolved' } } } };
+    const start = () => compose(withTask(noFrom), config);
+    expect(start).toThrow(BootCheckError);
+    expect(start).not.toThrow(TypeError);
+    expect(start).toThrow(
+      /- entity task\.task: command resolve states\.from is not a list of states; declare the states it acts in/,
+    );
+    expect(start).toThrow(/- entity task\.task: its declaration could not be read \(.*\); give it the shape/);
+  });
+
+  it('refuse an integer field without bounds, naming the field and the range to declare (issue 50: integer columns)', async () => {
+    const unbounded = {
+      ...widget,
+      module: 'bad',
+      fields: { ...widget.fields, count: Type.Integer({ minimum: 0 }), total: Type.Optional(Type.Integer()) },
+    } as unknown as typeof widget;
+    await expectRefusal(
+      [userModule, testkitModule, bad({ entities: [entity(unbounded)] })],
+      /entity bad\.widget: integer field count declares no maximum: declare its range, e\.g\. Type\.Integer\(\{ minimum: 0, maximum: 2147483647 \}\)/,
+    );
+    const start = () => compose([userModule, testkitModule, bad({ entities: [entity(unbounded)] })], config);
+    expect(start).toThrow(/entity bad\.widget: integer field total declares no minimum or maximum/);
+    const huge = {
+      ...widget,
+      module: 'bad',
+      fields: { ...widget.fields, count: Type.Integer({ minimum: 0, maximum: 2 ** 60 }) },
+    } as unknown as typeof widget;
+    expect(() => compose([userModule, testkitModule, bad({ entities: [entity(huge)] })], config)).toThrow(
+      /entity bad\.widget: integer field count has a bound past ±9007199254740991/,
+    );
   });
 
   it('list every problem at once', () => {

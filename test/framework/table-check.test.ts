@@ -64,7 +64,7 @@ const gadget = defineEntity({
   fields: {
     label: Type.String({ minLength: 1 }),
     name: Type.String({ minLength: 1 }),
-    count: Type.Integer(),
+    count: Type.Integer({ minimum: -2147483648, maximum: 2147483647 }),
     note: Type.Optional(Type.String()),
     active: Type.Boolean(),
     tags: Type.Array(Type.String()),

@@ -72,7 +72,7 @@ export const gadget = defineEntity({
   fields: {
     code: Type.String({ minLength: 1, maxLength: 40 }),
     name: Type.String({ minLength: 1, maxLength: 100 }),
-    price: Type.Integer({ minimum: 0 }),
+    price: Type.Integer({ minimum: 0, maximum: 2147483647 }),
   },
   permissions: { read: 'widget:read', write: 'widget:operate' },
   // The one entity of the kit that keeps no history.
@@ -90,7 +90,7 @@ export const gadget = defineEntity({
 const settingFields = {
   theme: Type.String({ minLength: 1, maxLength: 30 }),
   gadgetId: Type.Optional(Type.String({ format: 'uuid' })),
-  activations: WithDefault(Type.Integer({ minimum: 0 }), 0),
+  activations: WithDefault(Type.Integer({ minimum: 0, maximum: 2147483647 }), 0),
   activatedAt: Type.Optional(DateTime()),
 };
 

@@ -2,7 +2,6 @@ import Type from 'typebox';
 import { registerAdminPage, type AdminPageContext, type AdminSite } from '../page.ts';
 import { renderTemplate } from '../render.ts';
 import { AUDIT_READ, activityOf, eventEntities, type ActivityFilter } from '../../events/activity.ts';
-import type { PageQuery } from '../../operations/paging.ts';
 import { actorCells, actorWords, eventWords, whenWords } from '../history-words.ts';
 import { entitiesWithPages } from '../resource-pages/references.ts';
 import { runApiRoute, apiRoute } from '../api-route.ts';
@@ -35,7 +34,7 @@ interface Choice {
  * GET /admin/audit/activity, with audit:read (as the API's GET /api/v1/audit/activity): the
  * tenant's events newest first in words (who, when, what, the record it concerns, linked), with
  * filters by person, kind of change and dates; a plain GET form, paged by the list's cursor.
- * The API's own filters come with the query language; the page narrows the framework's reader.
+ * The page narrows the framework's reader (the API's list, whose filters are the query language's) by its own form.
  */
 export function registerActivityPage(site: AdminSite): void {
   const activity = activityOf(site.services.registry);
@@ -59,9 +58,9 @@ export function registerActivityPage(site: AdminSite): void {
         ...(query.from && DAY.test(query.from) ? { from: new Date(`${query.from}T00:00:00Z`) } : {}),
         ...(query.to && DAY.test(query.to) ? { to: new Date(Date.parse(`${query.to}T00:00:00Z`) + 86_400_000) } : {}),
       };
-      const page = await activity.page(
+      const { page } = await activity.page(
         ctx.tx,
-        { limit: PAGE_SIZE, offset: 0, sort: '-at', ...(query.after ? { after: query.after } : {}) } as PageQuery,
+        { limit: PAGE_SIZE, offset: 0, sort: '-at', ...(query.after ? { after: query.after } : {}) },
         filter,
       );
       const people = await actorCells(

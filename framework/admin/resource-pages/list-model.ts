@@ -33,7 +33,10 @@ export function listModel(
   text: ListText,
   /** The page's transaction time: what "overdue" is judged at. */
   now: Date,
+  /** The list's filters as the page's address writes them (list-filters.ts): kept by every sort and paging link. */
+  options: { filters?: readonly (readonly [string, string])[] } = {},
 ) {
+  const filters = options.filters ?? [];
   const columns = listColumns(entity, titleField);
   const { labelPlural } = peopleLabels(entity);
   // Links leave out the order the page opens in (list-query.ts), as they leave out the default size.
@@ -47,8 +50,14 @@ export function listModel(
       ...changes,
     };
     const search = new URLSearchParams();
-    for (const [key, value] of Object.entries(values))
+    const set = (key: string, value: string | number | undefined) => {
       if (value !== undefined && value !== 0) search.set(key, String(value));
+    };
+    for (const key of ['sort', 'limit', 'q'] as const) set(key, values[key]);
+    // Filters stay on through sorting and paging too, each as written (a repeated one repeated).
+    for (const [key, value] of filters) search.append(key, value);
+    for (const [key, value] of Object.entries(values))
+      if (key !== 'sort' && key !== 'limit' && key !== 'q') set(key, value);
     const text = search.toString();
     return text ? `?${text}` : '';
   };
@@ -105,7 +114,10 @@ export function listModel(
       caption: `${labelPlural}, ${orderWords(query.sort, text)}`,
       columns: tableColumns,
       rows,
-      empty: `No ${labelPlural.toLowerCase()} yet.`,
+      empty:
+        filters.length > 0 || query.q
+          ? `No ${labelPlural.toLowerCase()} match these filters.`
+          : `No ${labelPlural.toLowerCase()} yet.`,
       target: '#rows',
     },
     pager: { summary, target: '#rows', ...(prev ? { prev } : {}), ...(next ? { next } : {}) },

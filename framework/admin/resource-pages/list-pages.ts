@@ -1,28 +1,51 @@
-import Type, { type TSchema } from 'typebox';
-import { SEARCH_MAX_LENGTH, type PageQuery, type Page } from '../../operations/paging.ts';
+import type { TSchema } from 'typebox';
+import type { PageQuery, Page } from '../../operations/paging.ts';
+import { entityQueryFields, selectableNames } from '../../operations/entity-query.ts';
 import { runApiRoute as run } from '../api-route.ts';
 import { registerAdminPage, type AdminPageContext } from '../page.ts';
-import { newestFirst } from '../list-query.ts';
+import { ADMIN_LIST_SORT, newestFirst } from '../list-query.ts';
+import { ListFilters, entityPicker, type FilterPicker } from '../list-filters.ts';
 import { renderTemplate } from '../render.ts';
 import { listColumns, listModel } from './list-model.ts';
 import { linkReferenceCells } from './references.ts';
+import { choiceLabel } from './widgets.ts';
 import type { EntityPages } from './entity-pages.ts';
 import type { Row } from './resource-api.ts';
 
-/** The list page and its rows fragment (htmx paging and sorting), both through the API's list route. */
+/**
+ * The list page and its rows fragment (htmx paging, sorting and filtering), both through the API's
+ * list route, with the list's filter controls (list-filters.ts) from the entity's filterable fields.
+ */
 export function registerListPages(pages: EntityPages): void {
   const { site, entity, api, base, label, labelPlural, titleField } = pages;
-  const pageQuery = pageQueryOf(entity.schemas.listQuery);
+  const filters = listFiltersOf(pages);
+  const pageQuery = filters.pageQuery(newestFirst(entity.schemas.listQuery));
   const listPage = async (ctx: AdminPageContext, fragmentOnly: boolean) => {
-    const { q, ...rest } = ctx.query;
-    // An emptied search box sends q=: the whole list, as without q.
-    const query = typeof q === 'string' && q !== '' ? { ...rest, q } : rest;
+    const { pairs, changed } = filters.canonical(ctx.query);
+    const href = filters.href(pairs);
+    // The address holds the API's own parameters: a form's from, to or bare id is written back first.
+    if (changed && !fragmentOnly) return ctx.redirect(href);
+    if (fragmentOnly) ctx.reply.header('hx-push-url', href);
+    // Paging and sort as the page's schema read them (numbers, the newest first by default); the rest as written back.
+    const { limit, offset, sort } = ctx.query;
+    const query = { ...ListFilters.queryOf(pairs), limit, offset, sort: sort ?? ADMIN_LIST_SORT };
     const page = (await run(api.list, ctx, { query })) as Page<Row>;
-    const model = listModel(entity, base, query as unknown as PageQuery, page, titleField, pages, ctx.tx.now);
+    const model = listModel(entity, base, query as unknown as PageQuery, page, titleField, pages, ctx.tx.now, {
+      filters: ListFilters.filtersOf(pairs),
+    });
     await linkReferenceCells(ctx, entity, listColumns(entity, titleField), page.items, model.table);
     const rows = renderTemplate('./admin/generated/rows', model);
     if (fragmentOnly) return rows;
     const canCreate = ctx.can(api.create.access);
+    const searchable = entity.searchable.length > 0;
+    const form =
+      searchable || filters.offersControls
+        ? await filters.form(ctx, pairs, {
+            rows: `${base}/rows`,
+            label: `${searchable ? 'Search and filter' : 'Filter'} ${labelPlural.toLowerCase()}`,
+            ...(searchable ? { search: { label: `Search ${labelPlural.toLowerCase()}` } } : {}),
+          })
+        : null;
     return ctx.render({
       title: labelPlural,
       template: './admin/generated/list',
@@ -33,15 +56,7 @@ export function registerListPages(pages: EntityPages): void {
         // The list's export (GET <list>?format=csv) with the page's filters, search and sort: every matching row.
         downloadHref: csvHref(entity.names.path, query),
         newLabel: `New ${label.toLowerCase()}`,
-        // The list's q, over its searchable fields: a plain GET form, which htmx leaves alone.
-        search:
-          entity.searchable.length > 0
-            ? {
-                action: base,
-                q: typeof ctx.query.q === 'string' ? ctx.query.q : '',
-                label: `Search ${labelPlural.toLowerCase()}`,
-              }
-            : null,
+        filters: form,
       },
       fragment: rows,
     });
@@ -77,15 +92,36 @@ export function csvHref(listPath: string, query: Record<string, unknown>): strin
 }
 
 /**
- * The list's query as the page takes it: the API's, opening on the newest first (list-query.ts),
- * and taking an empty q (a cleared search box).
+ * The filter controls of an entity's list: a control for each of its list's columns the query
+ * language filters by (or the fields `admin.filters.fields` names), its references through the
+ * picker, and the presets the entity declares (`admin.filters.presets`), checked at boot.
  */
-function pageQueryOf(listQuery: TSchema): TSchema {
-  const newest = newestFirst(listQuery);
-  const properties = (newest as { properties?: Record<string, TSchema> }).properties ?? {};
-  if (!properties.q) return newest;
-  return Type.Object(
-    { ...properties, q: Type.Optional(Type.String({ maxLength: SEARCH_MAX_LENGTH })) },
-    { additionalProperties: false },
-  );
+function listFiltersOf(pages: EntityPages): ListFilters {
+  const { site, entity, base, titleField } = pages;
+  const { fields, sorts } = entityQueryFields(entity);
+  const model = {
+    label: entity.names.labelPlural.toLowerCase(),
+    fields,
+    sorts,
+    references: new Map(),
+    selectable: selectableNames(entity),
+  };
+  const declared = entity.def.admin?.filters;
+  const pickers: Record<string, FilterPicker> = {};
+  for (const [field, key] of Object.entries(entity.def.admin?.references ?? {})) {
+    const picker = key ? entityPicker(site.services, key) : undefined;
+    if (picker) pickers[field] = picker;
+  }
+  const schemas = (entity.schemas.row as { properties?: Record<string, TSchema> }).properties ?? {};
+  return new ListFilters({
+    base,
+    model,
+    fields: declared?.fields ?? listColumns(entity, titleField),
+    labelOf: (field) => pages.labelOf(field),
+    valueLabel: (field, value) =>
+      schemas[field] ? pages.valueOf({ id: '', [field]: value }, field) : choiceLabel(value),
+    pickers,
+    presets: declared?.presets ?? [],
+    defaultSort: ADMIN_LIST_SORT,
+  });
 }

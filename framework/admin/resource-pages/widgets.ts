@@ -152,8 +152,10 @@ export function widgetsOf(
   const object = schema as { properties?: Record<string, TSchema>; required?: string[] } | undefined;
   if (!object?.properties) return [];
   const required = new Set(object.required ?? []);
+  // A field with a column default (WithDefault) always holds a value: the form offers its default, never a blank.
+  const holdsValue = (property: TSchema) => declaredDefault(property) !== undefined && !admitsNull(property);
   return Object.entries(object.properties).map(([name, property]) =>
-    widgetOf(name, property, required.has(name) && !Type.IsOptional(property), texts(name)),
+    widgetOf(name, property, (required.has(name) && !Type.IsOptional(property)) || holdsValue(property), texts(name)),
   );
 }
 
