@@ -1,6 +1,6 @@
 import { configDefaults, defineConfig } from 'vitest/config';
 import SlowFirstSequencer from './test/helpers/slow-first-sequencer.ts';
-import { FILE_MEMORY, MEMORY, SLOW, unitTestFiles } from './test/helpers/test-kinds.ts';
+import { MEMORY, SLOW, unitTestFiles } from './test/helpers/test-kinds.ts';
 
 // Three projects (test/helpers/test-kinds.ts says which file goes where): unit (no app, no
 // database, no process), integration (the app on a database of its own), slow (browser, faults,
@@ -61,16 +61,9 @@ export default defineConfig({
           env: { TEST_FILE_DRIVER: 's3' },
         },
       },
-      // The memory measurements, once every other project is done (groupOrder); the file store's on both drivers.
+      // The memory measurements, once every other project is done (groupOrder), on both drivers.
       { test: { name: 'memory', include: MEMORY, sequence: { groupOrder: 1 } } },
-      {
-        test: {
-          name: 'memory on s3',
-          include: FILE_MEMORY,
-          env: { TEST_FILE_DRIVER: 's3' },
-          sequence: { groupOrder: 1 },
-        },
-      },
+      { test: { name: 'memory on s3', include: MEMORY, env: { TEST_FILE_DRIVER: 's3' }, sequence: { groupOrder: 1 } } },
     ],
   },
 });

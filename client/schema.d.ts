@@ -3432,6 +3432,8 @@ export interface operations {
                 event?: string | string[];
                 /** @description Only these fields in each item, separated by commas (id is always there): id, at, event, actor, entity, entityId, data. A reference's field (none here) expands the reference and keeps that field inside it. */
                 fields?: string;
+                /** @description json (a page, the default), or every matching row as a download: csv (text/csv, RFC 4180, a header line of the field names) or ndjson (application/x-ndjson, one JSON object a line), in the sort asked for, with the filters and fields= applied; limit, offset and after do not apply. Wins over Accept, which may ask for text/csv or application/x-ndjson instead. docs/api-conventions.md, "Exports". */
+                format?: "json" | "csv" | "ndjson";
                 /** @description Page size, 1 to 100. */
                 limit?: number;
                 /** @description Rows to skip, 0 to 10000. Deeper pages are reached with after=<next>, which costs the same on every page; offset and after do not combine. */
@@ -3450,10 +3452,14 @@ export interface operations {
             /** @description A page of the tenant’s events */
             200: {
                 headers: {
+                    /** @description With CSV or NDJSON: attachment; filename="activity-<date>.csv" (or .ndjson). */
+                    "Content-Disposition"?: string;
                     [name: string]: unknown;
                 };
                 content: {
                     "application/json": components["schemas"]["ActivityPage"];
+                    "application/x-ndjson": string;
+                    "text/csv": string;
                 };
             };
             /** @description Malformed request */
@@ -3485,6 +3491,15 @@ export interface operations {
             };
             /** @description No site at this host, or no such resource */
             404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The Accept header takes none of application/json, text/csv, application/x-ndjson (NOT_ACCEPTABLE) */
+            406: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -6091,6 +6106,8 @@ export interface operations {
                 at?: string | string[];
                 /** @description Only these fields in each item, separated by commas (id is always there): id, at, actor, operation, changes. A reference's field (none here) expands the reference and keeps that field inside it. */
                 fields?: string;
+                /** @description json (a page, the default), or every matching row as a download: csv (text/csv, RFC 4180, a header line of the field names) or ndjson (application/x-ndjson, one JSON object a line), in the sort asked for, with the filters and fields= applied; limit, offset and after do not apply. Wins over Accept, which may ask for text/csv or application/x-ndjson instead. docs/api-conventions.md, "Exports". */
+                format?: "json" | "csv" | "ndjson";
                 /** @description Page size, 1 to 100. */
                 limit?: number;
                 /** @description Rows to skip, 0 to 10000. Deeper pages are reached with after=<next>, which costs the same on every page; offset and after do not combine. */
@@ -6114,10 +6131,14 @@ export interface operations {
             /** @description A page of the plan's revisions */
             200: {
                 headers: {
+                    /** @description With CSV or NDJSON: attachment; filename="plans-history-<date>.csv" (or .ndjson). */
+                    "Content-Disposition"?: string;
                     [name: string]: unknown;
                 };
                 content: {
                     "application/json": components["schemas"]["RevisionPage"];
+                    "application/x-ndjson": string;
+                    "text/csv": string;
                 };
             };
             /** @description Malformed request */
@@ -6149,6 +6170,15 @@ export interface operations {
             };
             /** @description No site at this host, or no such resource */
             404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The Accept header takes none of application/json, text/csv, application/x-ndjson (NOT_ACCEPTABLE) */
+            406: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -6884,6 +6914,8 @@ export interface operations {
                 at?: string | string[];
                 /** @description Only these fields in each item, separated by commas (id is always there): id, at, actor, operation, changes. A reference's field (none here) expands the reference and keeps that field inside it. */
                 fields?: string;
+                /** @description json (a page, the default), or every matching row as a download: csv (text/csv, RFC 4180, a header line of the field names) or ndjson (application/x-ndjson, one JSON object a line), in the sort asked for, with the filters and fields= applied; limit, offset and after do not apply. Wins over Accept, which may ask for text/csv or application/x-ndjson instead. docs/api-conventions.md, "Exports". */
+                format?: "json" | "csv" | "ndjson";
                 /** @description Page size, 1 to 100. */
                 limit?: number;
                 /** @description Rows to skip, 0 to 10000. Deeper pages are reached with after=<next>, which costs the same on every page; offset and after do not combine. */
@@ -6904,10 +6936,14 @@ export interface operations {
             /** @description A page of the subscription's revisions */
             200: {
                 headers: {
+                    /** @description With CSV or NDJSON: attachment; filename="subscriptions-history-<date>.csv" (or .ndjson). */
+                    "Content-Disposition"?: string;
                     [name: string]: unknown;
                 };
                 content: {
                     "application/json": components["schemas"]["RevisionPage"];
+                    "application/x-ndjson": string;
+                    "text/csv": string;
                 };
             };
             /** @description Malformed request */
@@ -6939,6 +6975,15 @@ export interface operations {
             };
             /** @description No site at this host, or no such resource */
             404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The Accept header takes none of application/json, text/csv, application/x-ndjson (NOT_ACCEPTABLE) */
+            406: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -7989,6 +8034,8 @@ export interface operations {
                 at?: string | string[];
                 /** @description Only these fields in each item, separated by commas (id is always there): id, at, actor, operation, changes. A reference's field (none here) expands the reference and keeps that field inside it. */
                 fields?: string;
+                /** @description json (a page, the default), or every matching row as a download: csv (text/csv, RFC 4180, a header line of the field names) or ndjson (application/x-ndjson, one JSON object a line), in the sort asked for, with the filters and fields= applied; limit, offset and after do not apply. Wins over Accept, which may ask for text/csv or application/x-ndjson instead. docs/api-conventions.md, "Exports". */
+                format?: "json" | "csv" | "ndjson";
                 /** @description Page size, 1 to 100. */
                 limit?: number;
                 /** @description Rows to skip, 0 to 10000. Deeper pages are reached with after=<next>, which costs the same on every page; offset and after do not combine. */
@@ -8012,10 +8059,14 @@ export interface operations {
             /** @description A page of the content's revisions */
             200: {
                 headers: {
+                    /** @description With CSV or NDJSON: attachment; filename="contents-history-<date>.csv" (or .ndjson). */
+                    "Content-Disposition"?: string;
                     [name: string]: unknown;
                 };
                 content: {
                     "application/json": components["schemas"]["RevisionPage"];
+                    "application/x-ndjson": string;
+                    "text/csv": string;
                 };
             };
             /** @description Malformed request */
@@ -8047,6 +8098,15 @@ export interface operations {
             };
             /** @description No site at this host, or no such resource */
             404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The Accept header takes none of application/json, text/csv, application/x-ndjson (NOT_ACCEPTABLE) */
+            406: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -11544,6 +11604,8 @@ export interface operations {
                 at?: string | string[];
                 /** @description Only these fields in each item, separated by commas (id is always there): id, at, actor, operation, changes. A reference's field (none here) expands the reference and keeps that field inside it. */
                 fields?: string;
+                /** @description json (a page, the default), or every matching row as a download: csv (text/csv, RFC 4180, a header line of the field names) or ndjson (application/x-ndjson, one JSON object a line), in the sort asked for, with the filters and fields= applied; limit, offset and after do not apply. Wins over Accept, which may ask for text/csv or application/x-ndjson instead. docs/api-conventions.md, "Exports". */
+                format?: "json" | "csv" | "ndjson";
                 /** @description Page size, 1 to 100. */
                 limit?: number;
                 /** @description Rows to skip, 0 to 10000. Deeper pages are reached with after=<next>, which costs the same on every page; offset and after do not combine. */
@@ -11567,10 +11629,14 @@ export interface operations {
             /** @description A page of the task's revisions */
             200: {
                 headers: {
+                    /** @description With CSV or NDJSON: attachment; filename="tasks-history-<date>.csv" (or .ndjson). */
+                    "Content-Disposition"?: string;
                     [name: string]: unknown;
                 };
                 content: {
                     "application/json": components["schemas"]["RevisionPage"];
+                    "application/x-ndjson": string;
+                    "text/csv": string;
                 };
             };
             /** @description Malformed request */
@@ -11602,6 +11668,15 @@ export interface operations {
             };
             /** @description No site at this host, or no such resource */
             404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The Accept header takes none of application/json, text/csv, application/x-ndjson (NOT_ACCEPTABLE) */
+            406: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -14961,6 +15036,8 @@ export interface operations {
                 at?: string | string[];
                 /** @description Only these fields in each item, separated by commas (id is always there): id, at, actor, operation, changes. A reference's field (none here) expands the reference and keeps that field inside it. */
                 fields?: string;
+                /** @description json (a page, the default), or every matching row as a download: csv (text/csv, RFC 4180, a header line of the field names) or ndjson (application/x-ndjson, one JSON object a line), in the sort asked for, with the filters and fields= applied; limit, offset and after do not apply. Wins over Accept, which may ask for text/csv or application/x-ndjson instead. docs/api-conventions.md, "Exports". */
+                format?: "json" | "csv" | "ndjson";
                 /** @description Page size, 1 to 100. */
                 limit?: number;
                 /** @description Rows to skip, 0 to 10000. Deeper pages are reached with after=<next>, which costs the same on every page; offset and after do not combine. */
@@ -14984,10 +15061,14 @@ export interface operations {
             /** @description A page of the user's revisions */
             200: {
                 headers: {
+                    /** @description With CSV or NDJSON: attachment; filename="users-history-<date>.csv" (or .ndjson). */
+                    "Content-Disposition"?: string;
                     [name: string]: unknown;
                 };
                 content: {
                     "application/json": components["schemas"]["RevisionPage"];
+                    "application/x-ndjson": string;
+                    "text/csv": string;
                 };
             };
             /** @description Malformed request */
@@ -15019,6 +15100,15 @@ export interface operations {
             };
             /** @description No site at this host, or no such resource */
             404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The Accept header takes none of application/json, text/csv, application/x-ndjson (NOT_ACCEPTABLE) */
+            406: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -16743,6 +16833,8 @@ export interface operations {
                 at?: string | string[];
                 /** @description Only these fields in each item, separated by commas (id is always there): id, at, actor, operation, changes. A reference's field (none here) expands the reference and keeps that field inside it. */
                 fields?: string;
+                /** @description json (a page, the default), or every matching row as a download: csv (text/csv, RFC 4180, a header line of the field names) or ndjson (application/x-ndjson, one JSON object a line), in the sort asked for, with the filters and fields= applied; limit, offset and after do not apply. Wins over Accept, which may ask for text/csv or application/x-ndjson instead. docs/api-conventions.md, "Exports". */
+                format?: "json" | "csv" | "ndjson";
                 /** @description Page size, 1 to 100. */
                 limit?: number;
                 /** @description Rows to skip, 0 to 10000. Deeper pages are reached with after=<next>, which costs the same on every page; offset and after do not combine. */
@@ -16766,10 +16858,14 @@ export interface operations {
             /** @description A page of the webhook endpoint's revisions */
             200: {
                 headers: {
+                    /** @description With CSV or NDJSON: attachment; filename="endpoints-history-<date>.csv" (or .ndjson). */
+                    "Content-Disposition"?: string;
                     [name: string]: unknown;
                 };
                 content: {
                     "application/json": components["schemas"]["RevisionPage"];
+                    "application/x-ndjson": string;
+                    "text/csv": string;
                 };
             };
             /** @description Malformed request */
@@ -16801,6 +16897,15 @@ export interface operations {
             };
             /** @description No site at this host, or no such resource */
             404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The Accept header takes none of application/json, text/csv, application/x-ndjson (NOT_ACCEPTABLE) */
+            406: {
                 headers: {
                     [name: string]: unknown;
                 };

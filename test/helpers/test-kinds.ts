@@ -36,10 +36,7 @@ export const SLOW = [
  * processes, a starved garbage collector let the 1 GiB upload's RSS grow 72 MiB in one run, 21 MiB
  * alone: what the test measures is the driver, not the machine's load.
  */
-export const MEMORY = ['test/modules/file/upload-memory.test.ts', 'test/framework/list-export-memory.test.ts'];
-
-/** The memory files that measure the file store's driver: they run on each driver (local disk, S3). */
-export const FILE_MEMORY = MEMORY.filter((file) => file.startsWith('test/modules/file/'));
+export const MEMORY = ['test/modules/file/upload-memory.test.ts'];
 
 /** What in a test file, or a test helper it imports, boots the app, opens a database or starts a process. */
 const NEEDS_MORE_THAN_UNIT =
