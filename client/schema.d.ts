@@ -374,7 +374,7 @@ export interface paths {
         };
         /**
          * List plans
-         * @description Filtered by <field>=<operator>.<value> on any filterable field (all conditions hold; or=(...) for one group of which one holds; at most 20 conditions), sorted by one or several fields (sort=a,-b; "-" for descending), ties broken by id. Paged with limit and offset (up to 10000), or with after=<next> from the previous page at any depth; next is null on the last page. total counts the matching rows up to 10000 (totalExact false past that). fields= keeps only the fields named; expand= carries a referenced row in each item. docs/api-conventions.md, "Filters". Global: every tenant reads the same rows; only the operator tenant writes them.
+         * @description Filtered by <field>=<operator>.<value> on any filterable field (all conditions hold; or=(...) for one group of which one holds; at most 20 conditions), sorted by one or several fields (sort=a,-b; "-" for descending), ties broken by id. Paged with limit and offset (up to 10000), or with after=<next> from the previous page at any depth; next is null on the last page. total counts the matching rows up to 10000 (totalExact false past that). fields= keeps only the fields named; expand= carries a referenced row in each item. docs/api-conventions.md, "Filters". ?format=csv or Accept: text/csv (ndjson, application/x-ndjson) answers every matching row instead of a page, as a download streamed in batches (docs/api-conventions.md, "Exports"). Global: every tenant reads the same rows; only the operator tenant writes them.
          */
         get: operations["billing-plan-list"];
         put?: never;
@@ -474,6 +474,26 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/api/v1/billing/plans/summary": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Count plans per group
+         * @description Counts the rows the list would answer (the same filters, q and or), per group of the fields groupBy names (groupBy=status,priority; a date-time by day, week or month, deadline:day, in UTC or the IANA zone tz names), with sum, avg, min and max of numeric and date-time fields (sum=price). total counts every matching row; at most 1000 groups, truncated true when there are more. One statement, bounded by database.statement_timeout_ms. docs/api-conventions.md, "Summaries". Global: every tenant reads the same rows; only the operator tenant writes them.
+         */
+        get: operations["billing-plan-summary"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/api/v1/billing/subscription": {
         parameters: {
             query?: never;
@@ -563,7 +583,7 @@ export interface paths {
         };
         /**
          * List contents
-         * @description Filtered by <field>=<operator>.<value> on any filterable field (all conditions hold; or=(...) for one group of which one holds; at most 20 conditions), sorted by one or several fields (sort=a,-b; "-" for descending), ties broken by id. Paged with limit and offset (up to 10000), or with after=<next> from the previous page at any depth; next is null on the last page. total counts the matching rows up to 10000 (totalExact false past that). fields= keeps only the fields named; expand= carries a referenced row in each item. docs/api-conventions.md, "Filters".
+         * @description Filtered by <field>=<operator>.<value> on any filterable field (all conditions hold; or=(...) for one group of which one holds; at most 20 conditions), sorted by one or several fields (sort=a,-b; "-" for descending), ties broken by id. Paged with limit and offset (up to 10000), or with after=<next> from the previous page at any depth; next is null on the last page. total counts the matching rows up to 10000 (totalExact false past that). fields= keeps only the fields named; expand= carries a referenced row in each item. docs/api-conventions.md, "Filters". ?format=csv or Accept: text/csv (ndjson, application/x-ndjson) answers every matching row instead of a page, as a download streamed in batches (docs/api-conventions.md, "Exports").
          */
         get: operations["content-content-list"];
         put?: never;
@@ -729,6 +749,26 @@ export interface paths {
          * @description Server-sent events (text/event-stream) for every change of contents this caller may read, from the outbox after each commit, on any web process. Events: created and updated carry data {"id": ..., "row": {...}}, the row as the read route answers this caller; deleted, and removed (an updated row that does not match the filters), carry {"id": ...}; reset (the Last-Event-ID is older than the replay window: reload the list, the stream goes on from now); end carries {"reason": "AUTH_REQUIRED" | "AUTH_FORBIDDEN"} and closes the stream when the caller signed out, was deactivated, lost the permission, or the token expired or was revoked (at the next change, or within live.recheck_seconds). It takes the list's filters, or and fields (docs/api-conventions.md, "Filters"), read when it opens (a relative time such as now is the time it opens): a created row that does not match sends nothing, an updated one that does not match is removed; what the list would refuse is 422 VALIDATION_FAILED (or 403 AUTH_FORBIDDEN for a filter through a reference the caller may not read) before the stream starts. Each event's id is a position that only grows within the tenant: reconnect with Last-Event-ID to receive every change after it. A comment line is sent every live.heartbeat_seconds; retry: 2000 asks the client to reconnect after 2 s. A row is shown as it is when its change is read, so a row changed twice in quick succession may show its later state in both events. Limits: live.max_streams_per_caller streams per session or token and live.max_streams per web process, past either 429 RATE_LIMITED with Retry-After; a client that does not read is disconnected once live.max_buffer_bytes wait for it, and resumes with Last-Event-ID.
          */
         get: operations["content-content-stream"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/content/contents/summary": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Count contents per group
+         * @description Counts the rows the list would answer (the same filters, q and or), per group of the fields groupBy names (groupBy=status,priority; a date-time by day, week or month, deadline:day, in UTC or the IANA zone tz names), with sum, avg, min and max of numeric and date-time fields (sum=price). total counts every matching row; at most 1000 groups, truncated true when there are more. One statement, bounded by database.statement_timeout_ms. docs/api-conventions.md, "Summaries".
+         */
+        get: operations["content-content-summary"];
         put?: never;
         post?: never;
         delete?: never;
@@ -971,7 +1011,7 @@ export interface paths {
         };
         /**
          * List tasks
-         * @description Filtered by <field>=<operator>.<value> on any filterable field (all conditions hold; or=(...) for one group of which one holds; at most 20 conditions), sorted by one or several fields (sort=a,-b; "-" for descending), ties broken by id. Paged with limit and offset (up to 10000), or with after=<next> from the previous page at any depth; next is null on the last page. total counts the matching rows up to 10000 (totalExact false past that). fields= keeps only the fields named; expand= carries a referenced row in each item. docs/api-conventions.md, "Filters".
+         * @description Filtered by <field>=<operator>.<value> on any filterable field (all conditions hold; or=(...) for one group of which one holds; at most 20 conditions), sorted by one or several fields (sort=a,-b; "-" for descending), ties broken by id. Paged with limit and offset (up to 10000), or with after=<next> from the previous page at any depth; next is null on the last page. total counts the matching rows up to 10000 (totalExact false past that). fields= keeps only the fields named; expand= carries a referenced row in each item. docs/api-conventions.md, "Filters". ?format=csv or Accept: text/csv (ndjson, application/x-ndjson) answers every matching row instead of a page, as a download streamed in batches (docs/api-conventions.md, "Exports").
          */
         get: operations["task-task-list"];
         put?: never;
@@ -1160,6 +1200,26 @@ export interface paths {
          * @description Server-sent events (text/event-stream) for every change of tasks this caller may read, from the outbox after each commit, on any web process. Events: created and updated carry data {"id": ..., "row": {...}}, the row as the read route answers this caller; deleted, and removed (an updated row that does not match the filters), carry {"id": ...}; reset (the Last-Event-ID is older than the replay window: reload the list, the stream goes on from now); end carries {"reason": "AUTH_REQUIRED" | "AUTH_FORBIDDEN"} and closes the stream when the caller signed out, was deactivated, lost the permission, or the token expired or was revoked (at the next change, or within live.recheck_seconds). It takes the list's filters, or and fields (docs/api-conventions.md, "Filters"), read when it opens (a relative time such as now is the time it opens): a created row that does not match sends nothing, an updated one that does not match is removed; what the list would refuse is 422 VALIDATION_FAILED (or 403 AUTH_FORBIDDEN for a filter through a reference the caller may not read) before the stream starts. Each event's id is a position that only grows within the tenant: reconnect with Last-Event-ID to receive every change after it. A comment line is sent every live.heartbeat_seconds; retry: 2000 asks the client to reconnect after 2 s. A row is shown as it is when its change is read, so a row changed twice in quick succession may show its later state in both events. Limits: live.max_streams_per_caller streams per session or token and live.max_streams per web process, past either 429 RATE_LIMITED with Retry-After; a client that does not read is disconnected once live.max_buffer_bytes wait for it, and resumes with Last-Event-ID.
          */
         get: operations["task-task-stream"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/task/tasks/summary": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Count tasks per group
+         * @description Counts the rows the list would answer (the same filters, q and or), per group of the fields groupBy names (groupBy=status,priority; a date-time by day, week or month, deadline:day, in UTC or the IANA zone tz names), with sum, avg, min and max of numeric and date-time fields (sum=price). total counts every matching row; at most 1000 groups, truncated true when there are more. One statement, bounded by database.statement_timeout_ms. docs/api-conventions.md, "Summaries".
+         */
+        get: operations["task-task-summary"];
         put?: never;
         post?: never;
         delete?: never;
@@ -1422,7 +1482,7 @@ export interface paths {
         };
         /**
          * List users
-         * @description Filtered by <field>=<operator>.<value> on any filterable field (all conditions hold; or=(...) for one group of which one holds; at most 20 conditions), sorted by one or several fields (sort=a,-b; "-" for descending), ties broken by id. Paged with limit and offset (up to 10000), or with after=<next> from the previous page at any depth; next is null on the last page. total counts the matching rows up to 10000 (totalExact false past that). fields= keeps only the fields named; expand= carries a referenced row in each item. docs/api-conventions.md, "Filters".
+         * @description Filtered by <field>=<operator>.<value> on any filterable field (all conditions hold; or=(...) for one group of which one holds; at most 20 conditions), sorted by one or several fields (sort=a,-b; "-" for descending), ties broken by id. Paged with limit and offset (up to 10000), or with after=<next> from the previous page at any depth; next is null on the last page. total counts the matching rows up to 10000 (totalExact false past that). fields= keeps only the fields named; expand= carries a referenced row in each item. docs/api-conventions.md, "Filters". ?format=csv or Accept: text/csv (ndjson, application/x-ndjson) answers every matching row instead of a page, as a download streamed in batches (docs/api-conventions.md, "Exports").
          */
         get: operations["user-user-list"];
         put?: never;
@@ -1596,6 +1656,26 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/api/v1/user/users/summary": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Count users per group
+         * @description Counts the rows the list would answer (the same filters, q and or), per group of the fields groupBy names (groupBy=status,priority; a date-time by day, week or month, deadline:day, in UTC or the IANA zone tz names), with sum, avg, min and max of numeric and date-time fields (sum=price). total counts every matching row; at most 1000 groups, truncated true when there are more. One statement, bounded by database.statement_timeout_ms. docs/api-conventions.md, "Summaries".
+         */
+        get: operations["user-user-summary"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/api/v1/webhook/deliveries": {
         parameters: {
             query?: never;
@@ -1625,7 +1705,7 @@ export interface paths {
         };
         /**
          * List webhook endpoints
-         * @description Filtered by <field>=<operator>.<value> on any filterable field (all conditions hold; or=(...) for one group of which one holds; at most 20 conditions), sorted by one or several fields (sort=a,-b; "-" for descending), ties broken by id. Paged with limit and offset (up to 10000), or with after=<next> from the previous page at any depth; next is null on the last page. total counts the matching rows up to 10000 (totalExact false past that). fields= keeps only the fields named; expand= carries a referenced row in each item. docs/api-conventions.md, "Filters".
+         * @description Filtered by <field>=<operator>.<value> on any filterable field (all conditions hold; or=(...) for one group of which one holds; at most 20 conditions), sorted by one or several fields (sort=a,-b; "-" for descending), ties broken by id. Paged with limit and offset (up to 10000), or with after=<next> from the previous page at any depth; next is null on the last page. total counts the matching rows up to 10000 (totalExact false past that). fields= keeps only the fields named; expand= carries a referenced row in each item. docs/api-conventions.md, "Filters". ?format=csv or Accept: text/csv (ndjson, application/x-ndjson) answers every matching row instead of a page, as a download streamed in batches (docs/api-conventions.md, "Exports").
          */
         get: operations["webhook-endpoint-list"];
         put?: never;
@@ -1774,6 +1854,26 @@ export interface paths {
          * @description Server-sent events (text/event-stream) for every change of webhook endpoints this caller may read, from the outbox after each commit, on any web process. Events: created and updated carry data {"id": ..., "row": {...}}, the row as the read route answers this caller; deleted, and removed (an updated row that does not match the filters), carry {"id": ...}; reset (the Last-Event-ID is older than the replay window: reload the list, the stream goes on from now); end carries {"reason": "AUTH_REQUIRED" | "AUTH_FORBIDDEN"} and closes the stream when the caller signed out, was deactivated, lost the permission, or the token expired or was revoked (at the next change, or within live.recheck_seconds). It takes the list's filters, or and fields (docs/api-conventions.md, "Filters"), read when it opens (a relative time such as now is the time it opens): a created row that does not match sends nothing, an updated one that does not match is removed; what the list would refuse is 422 VALIDATION_FAILED (or 403 AUTH_FORBIDDEN for a filter through a reference the caller may not read) before the stream starts. Each event's id is a position that only grows within the tenant: reconnect with Last-Event-ID to receive every change after it. A comment line is sent every live.heartbeat_seconds; retry: 2000 asks the client to reconnect after 2 s. A row is shown as it is when its change is read, so a row changed twice in quick succession may show its later state in both events. Limits: live.max_streams_per_caller streams per session or token and live.max_streams per web process, past either 429 RATE_LIMITED with Retry-After; a client that does not read is disconnected once live.max_buffer_bytes wait for it, and resumes with Last-Event-ID.
          */
         get: operations["webhook-endpoint-stream"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/webhook/endpoints/summary": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Count webhook endpoints per group
+         * @description Counts the rows the list would answer (the same filters, q and or), per group of the fields groupBy names (groupBy=status,priority; a date-time by day, week or month, deadline:day, in UTC or the IANA zone tz names), with sum, avg, min and max of numeric and date-time fields (sum=price). total counts every matching row; at most 1000 groups, truncated true when there are more. One statement, bounded by database.statement_timeout_ms. docs/api-conventions.md, "Summaries".
+         */
+        get: operations["webhook-endpoint-summary"];
         put?: never;
         post?: never;
         delete?: never;
@@ -2095,6 +2195,49 @@ export interface components {
                 status: number;
             }[];
         };
+        BillingPlanSummaryResponse: {
+            /** @description At most 1000 groups, in the order of the fields grouped by (an enum in its declared order; rows without a value last). */
+            groups: {
+                /** @description The group's active; null for rows without one. */
+                active?: boolean | null;
+                avg?: {
+                    price?: number | null;
+                };
+                /** @description The group's code; null for rows without one. */
+                code?: string | null;
+                /** @description The rows of the group. */
+                count: number;
+                /** @description The group's createdAt, or its bucket's first day (YYYY-MM-DD, in tz) when grouped by a bucket; null for rows without one. */
+                createdAt?: string | null;
+                /** @description The group's currency; null for rows without one. */
+                currency?: string | null;
+                /** @description The group's interval; null for rows without one. */
+                interval?: string | null;
+                max?: {
+                    createdAt?: string | null;
+                    price?: number | null;
+                    updatedAt?: string | null;
+                };
+                min?: {
+                    createdAt?: string | null;
+                    price?: number | null;
+                    updatedAt?: string | null;
+                };
+                /** @description The group's name; null for rows without one. */
+                name?: string | null;
+                /** @description The group's price; null for rows without one. */
+                price?: number | null;
+                sum?: {
+                    price?: number | null;
+                };
+                /** @description The group's updatedAt, or its bucket's first day (YYYY-MM-DD, in tz) when grouped by a bucket; null for rows without one. */
+                updatedAt?: string | null;
+            }[];
+            /** @description The rows that match the filters, in every group. */
+            total: number;
+            /** @description True when there are more than 1000 groups. */
+            truncated: boolean;
+        };
         /** Content */
         Content: {
             /**
@@ -2134,6 +2277,45 @@ export interface components {
             publishedAt: string;
             slug: string;
             title: string;
+        };
+        ContentContentSummaryResponse: {
+            /** @description At most 1000 groups, in the order of the fields grouped by (an enum in its declared order; rows without a value last). */
+            groups: {
+                /** @description The group's author; null for rows without one. */
+                author?: string | null;
+                /** @description The group's body; null for rows without one. */
+                body?: string | null;
+                /** @description The rows of the group. */
+                count: number;
+                /** @description The group's createdAt, or its bucket's first day (YYYY-MM-DD, in tz) when grouped by a bucket; null for rows without one. */
+                createdAt?: string | null;
+                /** @description The group's kind; null for rows without one. */
+                kind?: string | null;
+                max?: {
+                    createdAt?: string | null;
+                    publishedAt?: string | null;
+                    updatedAt?: string | null;
+                };
+                min?: {
+                    createdAt?: string | null;
+                    publishedAt?: string | null;
+                    updatedAt?: string | null;
+                };
+                /** @description The group's publishedAt, or its bucket's first day (YYYY-MM-DD, in tz) when grouped by a bucket; null for rows without one. */
+                publishedAt?: string | null;
+                /** @description The group's slug; null for rows without one. */
+                slug?: string | null;
+                /** @description The group's status; null for rows without one. */
+                status?: string | null;
+                /** @description The group's title; null for rows without one. */
+                title?: string | null;
+                /** @description The group's updatedAt, or its bucket's first day (YYYY-MM-DD, in tz) when grouped by a bucket; null for rows without one. */
+                updatedAt?: string | null;
+            }[];
+            /** @description The rows that match the filters, in every group. */
+            total: number;
+            /** @description True when there are more than 1000 groups. */
+            truncated: boolean;
         };
         ContentCreate: {
             /** @description Markdown (GitHub-flavoured), at most 200000 characters, stored as written. HTML typed in a body is kept as text here and left out of the rendered page. */
@@ -2890,6 +3072,51 @@ export interface components {
             restored: string[];
             row: components["schemas"]["Task"];
         };
+        TaskTaskSummaryResponse: {
+            /** @description At most 1000 groups, in the order of the fields grouped by (an enum in its declared order; rows without a value last). */
+            groups: {
+                /** @description The group's assigneeId; null for rows without one. */
+                assigneeId?: string | null;
+                /** @description The rows of the group. */
+                count: number;
+                /** @description The group's createdAt, or its bucket's first day (YYYY-MM-DD, in tz) when grouped by a bucket; null for rows without one. */
+                createdAt?: string | null;
+                /** @description The group's deadline, or its bucket's first day (YYYY-MM-DD, in tz) when grouped by a bucket; null for rows without one. */
+                deadline?: string | null;
+                /** @description The group's description; null for rows without one. */
+                description?: string | null;
+                max?: {
+                    createdAt?: string | null;
+                    deadline?: string | null;
+                    resolvedAt?: string | null;
+                    updatedAt?: string | null;
+                };
+                min?: {
+                    createdAt?: string | null;
+                    deadline?: string | null;
+                    resolvedAt?: string | null;
+                    updatedAt?: string | null;
+                };
+                /** @description The group's priority; null for rows without one. */
+                priority?: string | null;
+                /** @description The group's resolution; null for rows without one. */
+                resolution?: string | null;
+                /** @description The group's resolvedAt, or its bucket's first day (YYYY-MM-DD, in tz) when grouped by a bucket; null for rows without one. */
+                resolvedAt?: string | null;
+                /** @description The group's slaBreached; null for rows without one. */
+                slaBreached?: boolean | null;
+                /** @description The group's status; null for rows without one. */
+                status?: string | null;
+                /** @description The group's title; null for rows without one. */
+                title?: string | null;
+                /** @description The group's updatedAt, or its bucket's first day (YYYY-MM-DD, in tz) when grouped by a bucket; null for rows without one. */
+                updatedAt?: string | null;
+            }[];
+            /** @description The rows that match the filters, in every group. */
+            total: number;
+            /** @description True when there are more than 1000 groups. */
+            truncated: boolean;
+        };
         TaskUpdate: {
             /**
              * Format: date-time
@@ -3097,6 +3324,35 @@ export interface components {
             /** @description Roles granted with the invitation, in the same transaction; each must exist in this tenant. */
             roles?: string[];
         };
+        UserUserSummaryResponse: {
+            /** @description At most 1000 groups, in the order of the fields grouped by (an enum in its declared order; rows without a value last). */
+            groups: {
+                /** @description The rows of the group. */
+                count: number;
+                /** @description The group's createdAt, or its bucket's first day (YYYY-MM-DD, in tz) when grouped by a bucket; null for rows without one. */
+                createdAt?: string | null;
+                /** @description The group's displayName; null for rows without one. */
+                displayName?: string | null;
+                /** @description The group's email; null for rows without one. */
+                email?: string | null;
+                max?: {
+                    createdAt?: string | null;
+                    updatedAt?: string | null;
+                };
+                min?: {
+                    createdAt?: string | null;
+                    updatedAt?: string | null;
+                };
+                /** @description The group's status; null for rows without one. */
+                status?: string | null;
+                /** @description The group's updatedAt, or its bucket's first day (YYYY-MM-DD, in tz) when grouped by a bucket; null for rows without one. */
+                updatedAt?: string | null;
+            }[];
+            /** @description The rows that match the filters, in every group. */
+            total: number;
+            /** @description True when there are more than 1000 groups. */
+            truncated: boolean;
+        };
         /** WebhookDelivery */
         WebhookDelivery: {
             /** @description 1 for the first attempt, then one more per retry. */
@@ -3143,6 +3399,35 @@ export interface components {
             total: number;
             /** @description False when there are more than 10000 rows and total stopped counting at 10000. */
             totalExact: boolean;
+        };
+        WebhookEndpointSummaryResponse: {
+            /** @description At most 1000 groups, in the order of the fields grouped by (an enum in its declared order; rows without a value last). */
+            groups: {
+                /** @description The group's active; null for rows without one. */
+                active?: boolean | null;
+                /** @description The rows of the group. */
+                count: number;
+                /** @description The group's createdAt, or its bucket's first day (YYYY-MM-DD, in tz) when grouped by a bucket; null for rows without one. */
+                createdAt?: string | null;
+                /** @description The group's description; null for rows without one. */
+                description?: string | null;
+                max?: {
+                    createdAt?: string | null;
+                    updatedAt?: string | null;
+                };
+                min?: {
+                    createdAt?: string | null;
+                    updatedAt?: string | null;
+                };
+                /** @description The group's updatedAt, or its bucket's first day (YYYY-MM-DD, in tz) when grouped by a bucket; null for rows without one. */
+                updatedAt?: string | null;
+                /** @description The group's url; null for rows without one. */
+                url?: string | null;
+            }[];
+            /** @description The rows that match the filters, in every group. */
+            total: number;
+            /** @description True when there are more than 1000 groups. */
+            truncated: boolean;
         };
         WebhookEventListResponse: {
             events: components["schemas"]["WebhookEventName"][];
@@ -3260,6 +3545,8 @@ export interface operations {
                 event?: string | string[];
                 /** @description Only these fields in each item, separated by commas (id is always there): id, at, event, actor, entity, entityId, data. A reference's field (none here) expands the reference and keeps that field inside it. */
                 fields?: string;
+                /** @description json (a page, the default), or every matching row as a download: csv (text/csv, RFC 4180, a header line of the field names) or ndjson (application/x-ndjson, one JSON object a line), in the sort asked for, with the filters and fields= applied; limit, offset and after do not apply. Wins over Accept, which may ask for text/csv or application/x-ndjson instead. docs/api-conventions.md, "Exports". */
+                format?: "json" | "csv" | "ndjson";
                 /** @description Page size, 1 to 100. */
                 limit?: number;
                 /** @description Rows to skip, 0 to 10000. Deeper pages are reached with after=<next>, which costs the same on every page; offset and after do not combine. */
@@ -3278,10 +3565,14 @@ export interface operations {
             /** @description A page of the tenant’s events */
             200: {
                 headers: {
+                    /** @description With CSV or NDJSON: attachment; filename="activity-<date>.csv" (or .ndjson). */
+                    "Content-Disposition"?: string;
                     [name: string]: unknown;
                 };
                 content: {
                     "application/json": components["schemas"]["ActivityPage"];
+                    "application/x-ndjson": string;
+                    "text/csv": string;
                 };
             };
             /** @description Malformed request */
@@ -3313,6 +3604,15 @@ export interface operations {
             };
             /** @description No site at this host, or no such resource */
             404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The Accept header takes none of application/json, text/csv, application/x-ndjson (NOT_ACCEPTABLE) */
+            406: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -4289,6 +4589,8 @@ export interface operations {
                 createdAt?: string | string[];
                 /** @description Only these fields in each item, separated by commas (id is always there): id, name, permissions, createdAt, updatedAt. A reference's field (none here) expands the reference and keeps that field inside it. */
                 fields?: string;
+                /** @description json (a page, the default), or every matching row as a download: csv (text/csv, RFC 4180, a header line of the field names) or ndjson (application/x-ndjson, one JSON object a line), in the sort asked for, with the filters and fields= applied; limit, offset and after do not apply. Wins over Accept, which may ask for text/csv or application/x-ndjson instead. docs/api-conventions.md, "Exports". */
+                format?: "json" | "csv" | "ndjson";
                 /** @description Page size, 1 to 100. */
                 limit?: number;
                 /** @description Filter by name: <operator>.<value> with eq, neq, in, contains, startsWith, each also after not. (e.g. name=contains.text). in takes up to 100 values in parentheses, one holding , ( ) or " in double quotes. contains and startsWith ignore case and take the text as written (no wildcards). Repeat the parameter for several conditions on the field: all of them hold. */
@@ -4313,10 +4615,14 @@ export interface operations {
             /** @description The tenant's roles by name */
             200: {
                 headers: {
+                    /** @description With CSV or NDJSON: attachment; filename="roles-<date>.csv" (or .ndjson). */
+                    "Content-Disposition"?: string;
                     [name: string]: unknown;
                 };
                 content: {
                     "application/json": components["schemas"]["RolePage"];
+                    "application/x-ndjson": string;
+                    "text/csv": string;
                 };
             };
             /** @description Malformed request */
@@ -4348,6 +4654,15 @@ export interface operations {
             };
             /** @description No site at this host, or no such resource */
             404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The Accept header takes none of application/json, text/csv, application/x-ndjson (NOT_ACCEPTABLE) */
+            406: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -4686,6 +5001,8 @@ export interface operations {
                 expiresAt?: string | string[];
                 /** @description Only these fields in each item, separated by commas (id is always there): id, userId, name, permissions, createdAt, expiresAt, lastUsedAt. A reference's field (none here) expands the reference and keeps that field inside it. */
                 fields?: string;
+                /** @description json (a page, the default), or every matching row as a download: csv (text/csv, RFC 4180, a header line of the field names) or ndjson (application/x-ndjson, one JSON object a line), in the sort asked for, with the filters and fields= applied; limit, offset and after do not apply. Wins over Accept, which may ask for text/csv or application/x-ndjson instead. docs/api-conventions.md, "Exports". */
+                format?: "json" | "csv" | "ndjson";
                 /** @description Filter by id: <operator>.<value> with eq, neq, in, each also after not. (e.g. id=eq.<uuid>). Values: a UUID. in takes up to 100 values in parentheses, one holding , ( ) or " in double quotes. Repeat the parameter for several conditions on the field: all of them hold. */
                 id?: string | string[];
                 /** @description Filter by lastUsedAt: <operator>.<value> with eq, neq, gt, gte, lt, lte, in, is, each also after not. (e.g. lastUsedAt=lt.now, lastUsedAt=gte.now-7d). Values: a date-time: ISO 8601 with a time zone (2024-05-01T09:00:00Z, 2024-05-01T11:00:00+02:00), a date (2024-05-01, midnight UTC), or now with an optional offset in minutes, hours or days (now, now-7d, now+48h, now-30m). is takes null. in takes up to 100 values in parentheses, one holding , ( ) or " in double quotes. Repeat the parameter for several conditions on the field: all of them hold. */
@@ -4714,10 +5031,14 @@ export interface operations {
             /** @description A user's personal access tokens, expired ones included until the hourly sweep removes them */
             200: {
                 headers: {
+                    /** @description With CSV or NDJSON: attachment; filename="tokens-<date>.csv" (or .ndjson). */
+                    "Content-Disposition"?: string;
                     [name: string]: unknown;
                 };
                 content: {
                     "application/json": components["schemas"]["AccessTokenPage"];
+                    "application/x-ndjson": string;
+                    "text/csv": string;
                 };
             };
             /** @description Malformed request */
@@ -4749,6 +5070,15 @@ export interface operations {
             };
             /** @description No site at this host, or no such resource */
             404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The Accept header takes none of application/json, text/csv, application/x-ndjson (NOT_ACCEPTABLE) */
+            406: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -5271,6 +5601,8 @@ export interface operations {
                 features?: string | string[];
                 /** @description Only these fields in each item, separated by commas (id is always there): id, createdAt, updatedAt, code, name, price, currency, interval, features, limits, active. A reference's field (none here) expands the reference and keeps that field inside it. */
                 fields?: string;
+                /** @description json (a page, the default), or every matching row as a download: csv (text/csv, RFC 4180, a header line of the field names) or ndjson (application/x-ndjson, one JSON object a line), in the sort asked for, with the filters and fields= applied; limit, offset and after do not apply. Wins over Accept, which may ask for text/csv or application/x-ndjson instead. docs/api-conventions.md, "Exports". */
+                format?: "json" | "csv" | "ndjson";
                 /** @description Filter by id: <operator>.<value> with eq, neq, in, each also after not. (e.g. id=eq.<uuid>). Values: a UUID. in takes up to 100 values in parentheses, one holding , ( ) or " in double quotes. Repeat the parameter for several conditions on the field: all of them hold. */
                 id?: string | string[];
                 /** @description Filter by interval: <operator>.<value> with eq, neq, gt, gte, lt, lte, in, each also after not. (e.g. interval=in.(month,year)). Values: one of month, year. in takes up to 100 values in parentheses, one holding , ( ) or " in double quotes. Repeat the parameter for several conditions on the field: all of them hold. */
@@ -5304,12 +5636,16 @@ export interface operations {
             /** @description A page of plans */
             200: {
                 headers: {
+                    /** @description With CSV or NDJSON: attachment; filename="plans-<date>.csv" (or .ndjson). */
+                    "Content-Disposition"?: string;
                     /** @description replica when the read replica served the answer, which may then be up to database.replica_max_lag_ms behind the latest writes (eventually consistent). Absent: the primary served it. */
                     "Preference-Applied"?: "replica";
                     [name: string]: unknown;
                 };
                 content: {
                     "application/json": components["schemas"]["PlanPage"];
+                    "application/x-ndjson": string;
+                    "text/csv": string;
                 };
             };
             /** @description Malformed request */
@@ -5341,6 +5677,15 @@ export interface operations {
             };
             /** @description No site at this host, or no such resource */
             404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The Accept header takes none of application/json, text/csv, application/x-ndjson (NOT_ACCEPTABLE) */
+            406: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -5948,6 +6293,8 @@ export interface operations {
                 at?: string | string[];
                 /** @description Only these fields in each item, separated by commas (id is always there): id, at, actor, operation, changes. A reference's field (none here) expands the reference and keeps that field inside it. */
                 fields?: string;
+                /** @description json (a page, the default), or every matching row as a download: csv (text/csv, RFC 4180, a header line of the field names) or ndjson (application/x-ndjson, one JSON object a line), in the sort asked for, with the filters and fields= applied; limit, offset and after do not apply. Wins over Accept, which may ask for text/csv or application/x-ndjson instead. docs/api-conventions.md, "Exports". */
+                format?: "json" | "csv" | "ndjson";
                 /** @description Page size, 1 to 100. */
                 limit?: number;
                 /** @description Rows to skip, 0 to 10000. Deeper pages are reached with after=<next>, which costs the same on every page; offset and after do not combine. */
@@ -5971,10 +6318,14 @@ export interface operations {
             /** @description A page of the plan's revisions */
             200: {
                 headers: {
+                    /** @description With CSV or NDJSON: attachment; filename="plans-history-<date>.csv" (or .ndjson). */
+                    "Content-Disposition"?: string;
                     [name: string]: unknown;
                 };
                 content: {
                     "application/json": components["schemas"]["RevisionPage"];
+                    "application/x-ndjson": string;
+                    "text/csv": string;
                 };
             };
             /** @description Malformed request */
@@ -6006,6 +6357,15 @@ export interface operations {
             };
             /** @description No site at this host, or no such resource */
             404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The Accept header takes none of application/json, text/csv, application/x-ndjson (NOT_ACCEPTABLE) */
+            406: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -6370,6 +6730,144 @@ export interface operations {
             };
         };
     };
+    "billing-plan-summary": {
+        parameters: {
+            query?: {
+                /** @description Filter by active: <operator>.<value> with eq, neq, is, each also after not. (e.g. active=is.true). Values: true or false. is takes true or false. Repeat the parameter for several conditions on the field: all of them hold. */
+                active?: string | string[];
+                /** @description The average of these fields in each group, separated by commas: price. Rows without a value are left out of it; null when no row of the group has one. */
+                avg?: string;
+                /** @description Filter by code: <operator>.<value> with eq, neq, in, contains, startsWith, each also after not. (e.g. code=contains.text). in takes up to 100 values in parentheses, one holding , ( ) or " in double quotes. contains and startsWith ignore case and take the text as written (no wildcards). Repeat the parameter for several conditions on the field: all of them hold. */
+                code?: string | string[];
+                /** @description Filter by createdAt: <operator>.<value> with eq, neq, gt, gte, lt, lte, in, each also after not. (e.g. createdAt=lt.now, createdAt=gte.now-7d). Values: a date-time: ISO 8601 with a time zone (2024-05-01T09:00:00Z, 2024-05-01T11:00:00+02:00), a date (2024-05-01, midnight UTC), or now with an optional offset in minutes, hours or days (now, now-7d, now+48h, now-30m). in takes up to 100 values in parentheses, one holding , ( ) or " in double quotes. Repeat the parameter for several conditions on the field: all of them hold. */
+                createdAt?: string | string[];
+                /** @description Filter by currency: <operator>.<value> with eq, neq, in, contains, startsWith, each also after not. (e.g. currency=contains.text). in takes up to 100 values in parentheses, one holding , ( ) or " in double quotes. contains and startsWith ignore case and take the text as written (no wildcards). Repeat the parameter for several conditions on the field: all of them hold. */
+                currency?: string | string[];
+                /** @description Filter by features: <operator>.<value> with contains, each also after not. (e.g. features=contains.<value>). Values: text. Repeat the parameter for several conditions on the field: all of them hold. */
+                features?: string | string[];
+                /** @description Fields to count the rows by, separated by commas (groupBy=code,name): code, name, price, currency, interval, active; a date or date-time by day, week (from Monday) or month: createdAt:day, updatedAt:day. Without it, one group: every matching row. */
+                groupBy?: string;
+                /** @description Filter by id: <operator>.<value> with eq, neq, in, each also after not. (e.g. id=eq.<uuid>). Values: a UUID. in takes up to 100 values in parentheses, one holding , ( ) or " in double quotes. Repeat the parameter for several conditions on the field: all of them hold. */
+                id?: string | string[];
+                /** @description Filter by interval: <operator>.<value> with eq, neq, gt, gte, lt, lte, in, each also after not. (e.g. interval=in.(month,year)). Values: one of month, year. in takes up to 100 values in parentheses, one holding , ( ) or " in double quotes. Repeat the parameter for several conditions on the field: all of them hold. */
+                interval?: string | string[];
+                /** @description The largest value of these fields in each group, separated by commas: createdAt, updatedAt, price. Rows without a value are left out of it; null when no row of the group has one. */
+                max?: string;
+                /** @description The smallest value of these fields in each group, separated by commas: createdAt, updatedAt, price. Rows without a value are left out of it; null when no row of the group has one. */
+                min?: string;
+                /** @description Filter by name: <operator>.<value> with eq, neq, in, contains, startsWith, each also after not. (e.g. name=contains.text). in takes up to 100 values in parentheses, one holding , ( ) or " in double quotes. contains and startsWith ignore case and take the text as written (no wildcards). Repeat the parameter for several conditions on the field: all of them hold. */
+                name?: string | string[];
+                /** @description One group of conditions of which at least one holds, as the list's or. */
+                or?: string;
+                /** @description Filter by price: <operator>.<value> with eq, neq, gt, gte, lt, lte, in, each also after not. (e.g. price=gte.10). Values: an integer. in takes up to 100 values in parentheses, one holding , ( ) or " in double quotes. Repeat the parameter for several conditions on the field: all of them hold. */
+                price?: string | string[];
+                /** @description Search: only rows whose name contains this text, ignoring case, as the list's q. */
+                q?: string;
+                /** @description The sum of these fields in each group, separated by commas: price. Rows without a value are left out of it; null when no row of the group has one. */
+                sum?: string;
+                /** @description The IANA time zone date buckets are cut in (tz=Europe/Zurich); UTC by default. A zone that is not one is 422 VALIDATION_FAILED. */
+                tz?: string;
+                /** @description Filter by updatedAt: <operator>.<value> with eq, neq, gt, gte, lt, lte, in, each also after not. (e.g. updatedAt=lt.now, updatedAt=gte.now-7d). Values: a date-time: ISO 8601 with a time zone (2024-05-01T09:00:00Z, 2024-05-01T11:00:00+02:00), a date (2024-05-01, midnight UTC), or now with an optional offset in minutes, hours or days (now, now-7d, now+48h, now-30m). in takes up to 100 values in parentheses, one holding , ( ) or " in double quotes. Repeat the parameter for several conditions on the field: all of them hold. */
+                updatedAt?: string | string[];
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Counts of plans per group */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["BillingPlanSummaryResponse"];
+                };
+            };
+            /** @description Malformed request */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Not signed in (AUTH_REQUIRED), or a bearer token unknown, expired, revoked or of another tenant (TOKEN_INVALID) */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Missing permission (AUTH_FORBIDDEN) or operator permission outside the operator tenant (AUTH_NOT_OPERATOR) */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description No site at this host, or no such resource */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Validation failed */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Too many failed sign-ins or bearer-token attempts from this client address (ErrTooManyAttempts); Retry-After says when to try again */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Request headers over 16 KB (HEADERS_TOO_LARGE), refused before any route runs */
+            431: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Unexpected error */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Database busy (DB_BUSY: every connection stayed in use), a statement past its time limit (DB_TIMEOUT) or the database unreachable (DB_UNAVAILABLE): retry after the Retry-After seconds. Only a 2xx acknowledges a write */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
     "billing-subscription-read": {
         parameters: {
             query?: never;
@@ -6603,6 +7101,8 @@ export interface operations {
                 at?: string | string[];
                 /** @description Only these fields in each item, separated by commas (id is always there): id, at, actor, operation, changes. A reference's field (none here) expands the reference and keeps that field inside it. */
                 fields?: string;
+                /** @description json (a page, the default), or every matching row as a download: csv (text/csv, RFC 4180, a header line of the field names) or ndjson (application/x-ndjson, one JSON object a line), in the sort asked for, with the filters and fields= applied; limit, offset and after do not apply. Wins over Accept, which may ask for text/csv or application/x-ndjson instead. docs/api-conventions.md, "Exports". */
+                format?: "json" | "csv" | "ndjson";
                 /** @description Page size, 1 to 100. */
                 limit?: number;
                 /** @description Rows to skip, 0 to 10000. Deeper pages are reached with after=<next>, which costs the same on every page; offset and after do not combine. */
@@ -6623,10 +7123,14 @@ export interface operations {
             /** @description A page of the subscription's revisions */
             200: {
                 headers: {
+                    /** @description With CSV or NDJSON: attachment; filename="subscriptions-history-<date>.csv" (or .ndjson). */
+                    "Content-Disposition"?: string;
                     [name: string]: unknown;
                 };
                 content: {
                     "application/json": components["schemas"]["RevisionPage"];
+                    "application/x-ndjson": string;
+                    "text/csv": string;
                 };
             };
             /** @description Malformed request */
@@ -6658,6 +7162,15 @@ export interface operations {
             };
             /** @description No site at this host, or no such resource */
             404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The Accept header takes none of application/json, text/csv, application/x-ndjson (NOT_ACCEPTABLE) */
+            406: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -6869,6 +7382,8 @@ export interface operations {
                 createdAt?: string | string[];
                 /** @description Only these fields in each item, separated by commas (id is always there): id, createdAt, updatedAt, slug, title, kind, body, status, publishedAt, author. A reference's field (none here) expands the reference and keeps that field inside it. */
                 fields?: string;
+                /** @description json (a page, the default), or every matching row as a download: csv (text/csv, RFC 4180, a header line of the field names) or ndjson (application/x-ndjson, one JSON object a line), in the sort asked for, with the filters and fields= applied; limit, offset and after do not apply. Wins over Accept, which may ask for text/csv or application/x-ndjson instead. docs/api-conventions.md, "Exports". */
+                format?: "json" | "csv" | "ndjson";
                 /** @description Filter by id: <operator>.<value> with eq, neq, in, each also after not. (e.g. id=eq.<uuid>). Values: a UUID. in takes up to 100 values in parentheses, one holding , ( ) or " in double quotes. Repeat the parameter for several conditions on the field: all of them hold. */
                 id?: string | string[];
                 /** @description Filter by kind: <operator>.<value> with eq, neq, gt, gte, lt, lte, in, each also after not. (e.g. kind=in.(page,post)). Values: one of page, post. in takes up to 100 values in parentheses, one holding , ( ) or " in double quotes. Repeat the parameter for several conditions on the field: all of them hold. */
@@ -6906,12 +7421,16 @@ export interface operations {
             /** @description A page of contents */
             200: {
                 headers: {
+                    /** @description With CSV or NDJSON: attachment; filename="contents-<date>.csv" (or .ndjson). */
+                    "Content-Disposition"?: string;
                     /** @description replica when the read replica served the answer, which may then be up to database.replica_max_lag_ms behind the latest writes (eventually consistent). Absent: the primary served it. */
                     "Preference-Applied"?: "replica";
                     [name: string]: unknown;
                 };
                 content: {
                     "application/json": components["schemas"]["ContentPage"];
+                    "application/x-ndjson": string;
+                    "text/csv": string;
                 };
             };
             /** @description Malformed request */
@@ -6943,6 +7462,15 @@ export interface operations {
             };
             /** @description No site at this host, or no such resource */
             404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The Accept header takes none of application/json, text/csv, application/x-ndjson (NOT_ACCEPTABLE) */
+            406: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -7693,6 +8221,8 @@ export interface operations {
                 at?: string | string[];
                 /** @description Only these fields in each item, separated by commas (id is always there): id, at, actor, operation, changes. A reference's field (none here) expands the reference and keeps that field inside it. */
                 fields?: string;
+                /** @description json (a page, the default), or every matching row as a download: csv (text/csv, RFC 4180, a header line of the field names) or ndjson (application/x-ndjson, one JSON object a line), in the sort asked for, with the filters and fields= applied; limit, offset and after do not apply. Wins over Accept, which may ask for text/csv or application/x-ndjson instead. docs/api-conventions.md, "Exports". */
+                format?: "json" | "csv" | "ndjson";
                 /** @description Page size, 1 to 100. */
                 limit?: number;
                 /** @description Rows to skip, 0 to 10000. Deeper pages are reached with after=<next>, which costs the same on every page; offset and after do not combine. */
@@ -7716,10 +8246,14 @@ export interface operations {
             /** @description A page of the content's revisions */
             200: {
                 headers: {
+                    /** @description With CSV or NDJSON: attachment; filename="contents-history-<date>.csv" (or .ndjson). */
+                    "Content-Disposition"?: string;
                     [name: string]: unknown;
                 };
                 content: {
                     "application/json": components["schemas"]["RevisionPage"];
+                    "application/x-ndjson": string;
+                    "text/csv": string;
                 };
             };
             /** @description Malformed request */
@@ -7751,6 +8285,15 @@ export interface operations {
             };
             /** @description No site at this host, or no such resource */
             404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The Accept header takes none of application/json, text/csv, application/x-ndjson (NOT_ACCEPTABLE) */
+            406: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -8530,6 +9073,140 @@ export interface operations {
             };
         };
     };
+    "content-content-summary": {
+        parameters: {
+            query?: {
+                /** @description Filter by author: <operator>.<value> with eq, neq, in, each also after not. (e.g. author=eq.<uuid>). Values: a UUID. in takes up to 100 values in parentheses, one holding , ( ) or " in double quotes. Repeat the parameter for several conditions on the field: all of them hold. */
+                author?: string | string[];
+                /** @description Filter by body: <operator>.<value> with eq, neq, in, contains, startsWith, each also after not. (e.g. body=contains.text). in takes up to 100 values in parentheses, one holding , ( ) or " in double quotes. contains and startsWith ignore case and take the text as written (no wildcards). Repeat the parameter for several conditions on the field: all of them hold. */
+                body?: string | string[];
+                /** @description Filter by createdAt: <operator>.<value> with eq, neq, gt, gte, lt, lte, in, each also after not. (e.g. createdAt=lt.now, createdAt=gte.now-7d). Values: a date-time: ISO 8601 with a time zone (2024-05-01T09:00:00Z, 2024-05-01T11:00:00+02:00), a date (2024-05-01, midnight UTC), or now with an optional offset in minutes, hours or days (now, now-7d, now+48h, now-30m). in takes up to 100 values in parentheses, one holding , ( ) or " in double quotes. Repeat the parameter for several conditions on the field: all of them hold. */
+                createdAt?: string | string[];
+                /** @description Fields to count the rows by, separated by commas (groupBy=slug,title): slug, title, kind, body, status, author; a date or date-time by day, week (from Monday) or month: createdAt:day, updatedAt:day, publishedAt:day. Without it, one group: every matching row. */
+                groupBy?: string;
+                /** @description Filter by id: <operator>.<value> with eq, neq, in, each also after not. (e.g. id=eq.<uuid>). Values: a UUID. in takes up to 100 values in parentheses, one holding , ( ) or " in double quotes. Repeat the parameter for several conditions on the field: all of them hold. */
+                id?: string | string[];
+                /** @description Filter by kind: <operator>.<value> with eq, neq, gt, gte, lt, lte, in, each also after not. (e.g. kind=in.(page,post)). Values: one of page, post. in takes up to 100 values in parentheses, one holding , ( ) or " in double quotes. Repeat the parameter for several conditions on the field: all of them hold. */
+                kind?: string | string[];
+                /** @description The largest value of these fields in each group, separated by commas: createdAt, updatedAt, publishedAt. Rows without a value are left out of it; null when no row of the group has one. */
+                max?: string;
+                /** @description The smallest value of these fields in each group, separated by commas: createdAt, updatedAt, publishedAt. Rows without a value are left out of it; null when no row of the group has one. */
+                min?: string;
+                /** @description One group of conditions of which at least one holds, as the list's or. */
+                or?: string;
+                /** @description Filter by publishedAt: <operator>.<value> with eq, neq, gt, gte, lt, lte, in, is, each also after not. (e.g. publishedAt=lt.now, publishedAt=gte.now-7d). Values: a date-time: ISO 8601 with a time zone (2024-05-01T09:00:00Z, 2024-05-01T11:00:00+02:00), a date (2024-05-01, midnight UTC), or now with an optional offset in minutes, hours or days (now, now-7d, now+48h, now-30m). is takes null. in takes up to 100 values in parentheses, one holding , ( ) or " in double quotes. Repeat the parameter for several conditions on the field: all of them hold. */
+                publishedAt?: string | string[];
+                /** @description Search: only rows whose title contains this text, ignoring case, as the list's q. */
+                q?: string;
+                /** @description Filter by slug: <operator>.<value> with eq, neq, in, contains, startsWith, each also after not. (e.g. slug=contains.text). in takes up to 100 values in parentheses, one holding , ( ) or " in double quotes. contains and startsWith ignore case and take the text as written (no wildcards). Repeat the parameter for several conditions on the field: all of them hold. */
+                slug?: string | string[];
+                /** @description Filter by status: <operator>.<value> with eq, neq, gt, gte, lt, lte, in, each also after not. (e.g. status=in.(draft,published)). Values: one of draft, published, archived. in takes up to 100 values in parentheses, one holding , ( ) or " in double quotes. Repeat the parameter for several conditions on the field: all of them hold. */
+                status?: string | string[];
+                /** @description Filter by title: <operator>.<value> with eq, neq, in, contains, startsWith, each also after not. (e.g. title=contains.text). in takes up to 100 values in parentheses, one holding , ( ) or " in double quotes. contains and startsWith ignore case and take the text as written (no wildcards). Repeat the parameter for several conditions on the field: all of them hold. */
+                title?: string | string[];
+                /** @description The IANA time zone date buckets are cut in (tz=Europe/Zurich); UTC by default. A zone that is not one is 422 VALIDATION_FAILED. */
+                tz?: string;
+                /** @description Filter by updatedAt: <operator>.<value> with eq, neq, gt, gte, lt, lte, in, each also after not. (e.g. updatedAt=lt.now, updatedAt=gte.now-7d). Values: a date-time: ISO 8601 with a time zone (2024-05-01T09:00:00Z, 2024-05-01T11:00:00+02:00), a date (2024-05-01, midnight UTC), or now with an optional offset in minutes, hours or days (now, now-7d, now+48h, now-30m). in takes up to 100 values in parentheses, one holding , ( ) or " in double quotes. Repeat the parameter for several conditions on the field: all of them hold. */
+                updatedAt?: string | string[];
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Counts of contents per group */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ContentContentSummaryResponse"];
+                };
+            };
+            /** @description Malformed request */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Not signed in (AUTH_REQUIRED), or a bearer token unknown, expired, revoked or of another tenant (TOKEN_INVALID) */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Missing permission (AUTH_FORBIDDEN) or operator permission outside the operator tenant (AUTH_NOT_OPERATOR) */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description No site at this host, or no such resource */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Validation failed */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Too many failed sign-ins or bearer-token attempts from this client address (ErrTooManyAttempts); Retry-After says when to try again */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Request headers over 16 KB (HEADERS_TOO_LARGE), refused before any route runs */
+            431: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Unexpected error */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Database busy (DB_BUSY: every connection stayed in use), a statement past its time limit (DB_TIMEOUT) or the database unreachable (DB_UNAVAILABLE): retry after the Retry-After seconds. Only a 2xx acknowledges a write */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
     "content-content-public-list": {
         parameters: {
             query?: {
@@ -8724,6 +9401,8 @@ export interface operations {
                 createdAt?: string | string[];
                 /** @description Only these fields in each item, separated by commas (id is always there): id, name, size, sha256, mediaType, visibility, uploadedBy, createdAt. A reference's field (none here) expands the reference and keeps that field inside it. */
                 fields?: string;
+                /** @description json (a page, the default), or every matching row as a download: csv (text/csv, RFC 4180, a header line of the field names) or ndjson (application/x-ndjson, one JSON object a line), in the sort asked for, with the filters and fields= applied; limit, offset and after do not apply. Wins over Accept, which may ask for text/csv or application/x-ndjson instead. docs/api-conventions.md, "Exports". */
+                format?: "json" | "csv" | "ndjson";
                 /** @description Filter by id: <operator>.<value> with eq, neq, in, each also after not. (e.g. id=eq.<uuid>). Values: a UUID. in takes up to 100 values in parentheses, one holding , ( ) or " in double quotes. Repeat the parameter for several conditions on the field: all of them hold. */
                 id?: string | string[];
                 /** @description Page size, 1 to 100. */
@@ -8756,10 +9435,14 @@ export interface operations {
             /** @description A page of files */
             200: {
                 headers: {
+                    /** @description With CSV or NDJSON: attachment; filename="files-<date>.csv" (or .ndjson). */
+                    "Content-Disposition"?: string;
                     [name: string]: unknown;
                 };
                 content: {
                     "application/json": components["schemas"]["FilePage"];
+                    "application/x-ndjson": string;
+                    "text/csv": string;
                 };
             };
             /** @description Malformed request */
@@ -8791,6 +9474,15 @@ export interface operations {
             };
             /** @description No site at this host, or no such resource */
             404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The Accept header takes none of application/json, text/csv, application/x-ndjson (NOT_ACCEPTABLE) */
+            406: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -9637,6 +10329,8 @@ export interface operations {
                 createdAt?: string | string[];
                 /** @description Only these fields in each item, separated by commas (id is always there): id, title, body, link, readAt, createdAt. A reference's field (none here) expands the reference and keeps that field inside it. */
                 fields?: string;
+                /** @description json (a page, the default), or every matching row as a download: csv (text/csv, RFC 4180, a header line of the field names) or ndjson (application/x-ndjson, one JSON object a line), in the sort asked for, with the filters and fields= applied; limit, offset and after do not apply. Wins over Accept, which may ask for text/csv or application/x-ndjson instead. docs/api-conventions.md, "Exports". */
+                format?: "json" | "csv" | "ndjson";
                 /** @description Filter by id: <operator>.<value> with eq, neq, in, each also after not. (e.g. id=eq.<uuid>). Values: a UUID. in takes up to 100 values in parentheses, one holding , ( ) or " in double quotes. Repeat the parameter for several conditions on the field: all of them hold. */
                 id?: string | string[];
                 /** @description Page size, 1 to 100. */
@@ -9663,10 +10357,14 @@ export interface operations {
             /** @description A page of the caller’s notifications */
             200: {
                 headers: {
+                    /** @description With CSV or NDJSON: attachment; filename="notifications-<date>.csv" (or .ndjson). */
+                    "Content-Disposition"?: string;
                     [name: string]: unknown;
                 };
                 content: {
                     "application/json": components["schemas"]["NotificationPage"];
+                    "application/x-ndjson": string;
+                    "text/csv": string;
                 };
             };
             /** @description Malformed request */
@@ -9689,6 +10387,15 @@ export interface operations {
             };
             /** @description No site at this host, or no such resource */
             404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The Accept header takes none of application/json, text/csv, application/x-ndjson (NOT_ACCEPTABLE) */
+            406: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -10136,6 +10843,8 @@ export interface operations {
                 expand?: string;
                 /** @description Only these fields in each item, separated by commas (id is always there): id, createdAt, updatedAt, title, description, status, priority, deadline, assigneeId, slaBreached, resolvedAt, resolution, assignee, assignee.id, assignee.createdAt, assignee.updatedAt, assignee.email, assignee.displayName, assignee.status, assignee.roles. A reference's field (assignee.id) expands the reference and keeps that field inside it. */
                 fields?: string;
+                /** @description json (a page, the default), or every matching row as a download: csv (text/csv, RFC 4180, a header line of the field names) or ndjson (application/x-ndjson, one JSON object a line), in the sort asked for, with the filters and fields= applied; limit, offset and after do not apply. Wins over Accept, which may ask for text/csv or application/x-ndjson instead. docs/api-conventions.md, "Exports". */
+                format?: "json" | "csv" | "ndjson";
                 /** @description Filter by id: <operator>.<value> with eq, neq, in, each also after not. (e.g. id=eq.<uuid>). Values: a UUID. in takes up to 100 values in parentheses, one holding , ( ) or " in double quotes. Repeat the parameter for several conditions on the field: all of them hold. */
                 id?: string | string[];
                 /** @description Page size, 1 to 100. */
@@ -10175,12 +10884,16 @@ export interface operations {
             /** @description A page of tasks */
             200: {
                 headers: {
+                    /** @description With CSV or NDJSON: attachment; filename="tasks-<date>.csv" (or .ndjson). */
+                    "Content-Disposition"?: string;
                     /** @description replica when the read replica served the answer, which may then be up to database.replica_max_lag_ms behind the latest writes (eventually consistent). Absent: the primary served it. */
                     "Preference-Applied"?: "replica";
                     [name: string]: unknown;
                 };
                 content: {
                     "application/json": components["schemas"]["TaskPage"];
+                    "application/x-ndjson": string;
+                    "text/csv": string;
                 };
             };
             /** @description Malformed request */
@@ -10212,6 +10925,15 @@ export interface operations {
             };
             /** @description No site at this host, or no such resource */
             404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The Accept header takes none of application/json, text/csv, application/x-ndjson (NOT_ACCEPTABLE) */
+            406: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -11111,6 +11833,8 @@ export interface operations {
                 at?: string | string[];
                 /** @description Only these fields in each item, separated by commas (id is always there): id, at, actor, operation, changes. A reference's field (none here) expands the reference and keeps that field inside it. */
                 fields?: string;
+                /** @description json (a page, the default), or every matching row as a download: csv (text/csv, RFC 4180, a header line of the field names) or ndjson (application/x-ndjson, one JSON object a line), in the sort asked for, with the filters and fields= applied; limit, offset and after do not apply. Wins over Accept, which may ask for text/csv or application/x-ndjson instead. docs/api-conventions.md, "Exports". */
+                format?: "json" | "csv" | "ndjson";
                 /** @description Page size, 1 to 100. */
                 limit?: number;
                 /** @description Rows to skip, 0 to 10000. Deeper pages are reached with after=<next>, which costs the same on every page; offset and after do not combine. */
@@ -11134,10 +11858,14 @@ export interface operations {
             /** @description A page of the task's revisions */
             200: {
                 headers: {
+                    /** @description With CSV or NDJSON: attachment; filename="tasks-history-<date>.csv" (or .ndjson). */
+                    "Content-Disposition"?: string;
                     [name: string]: unknown;
                 };
                 content: {
                     "application/json": components["schemas"]["RevisionPage"];
+                    "application/x-ndjson": string;
+                    "text/csv": string;
                 };
             };
             /** @description Malformed request */
@@ -11169,6 +11897,15 @@ export interface operations {
             };
             /** @description No site at this host, or no such resource */
             404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The Accept header takes none of application/json, text/csv, application/x-ndjson (NOT_ACCEPTABLE) */
+            406: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -11970,6 +12707,158 @@ export interface operations {
             };
         };
     };
+    "task-task-summary": {
+        parameters: {
+            query?: {
+                /** @description Filter through assignee (the user.user its assigneeId names; needs user:read) by assignee.createdAt: <operator>.<value> with eq, neq, gt, gte, lt, lte, in, each also after not. (e.g. assignee.createdAt=lt.now, assignee.createdAt=gte.now-7d). Values: a date-time: ISO 8601 with a time zone (2024-05-01T09:00:00Z, 2024-05-01T11:00:00+02:00), a date (2024-05-01, midnight UTC), or now with an optional offset in minutes, hours or days (now, now-7d, now+48h, now-30m). in takes up to 100 values in parentheses, one holding , ( ) or " in double quotes. Repeat the parameter for several conditions on the field: all of them hold. */
+                "assignee.createdAt"?: string | string[];
+                /** @description Filter through assignee (the user.user its assigneeId names; needs user:read) by assignee.displayName: <operator>.<value> with eq, neq, in, contains, startsWith, each also after not. (e.g. assignee.displayName=contains.text). in takes up to 100 values in parentheses, one holding , ( ) or " in double quotes. contains and startsWith ignore case and take the text as written (no wildcards). Repeat the parameter for several conditions on the field: all of them hold. */
+                "assignee.displayName"?: string | string[];
+                /** @description Filter through assignee (the user.user its assigneeId names; needs user:read) by assignee.email: <operator>.<value> with eq, neq, in, contains, startsWith, each also after not. (e.g. assignee.email=contains.text). in takes up to 100 values in parentheses, one holding , ( ) or " in double quotes. contains and startsWith ignore case and take the text as written (no wildcards). Repeat the parameter for several conditions on the field: all of them hold. */
+                "assignee.email"?: string | string[];
+                /** @description Filter through assignee (the user.user its assigneeId names; needs user:read) by assignee.id: <operator>.<value> with eq, neq, in, each also after not. (e.g. assignee.id=eq.<uuid>). Values: a UUID. in takes up to 100 values in parentheses, one holding , ( ) or " in double quotes. Repeat the parameter for several conditions on the field: all of them hold. */
+                "assignee.id"?: string | string[];
+                /** @description Filter through assignee (the user.user its assigneeId names; needs user:read) by assignee.roles: <operator>.<value> with contains, each also after not. (e.g. assignee.roles=contains.<value>). Values: text. Repeat the parameter for several conditions on the field: all of them hold. */
+                "assignee.roles"?: string | string[];
+                /** @description Filter through assignee (the user.user its assigneeId names; needs user:read) by assignee.status: <operator>.<value> with eq, neq, gt, gte, lt, lte, in, each also after not. (e.g. assignee.status=in.(invited,active)). Values: one of invited, active, deactivated. in takes up to 100 values in parentheses, one holding , ( ) or " in double quotes. Repeat the parameter for several conditions on the field: all of them hold. */
+                "assignee.status"?: string | string[];
+                /** @description Filter through assignee (the user.user its assigneeId names; needs user:read) by assignee.updatedAt: <operator>.<value> with eq, neq, gt, gte, lt, lte, in, each also after not. (e.g. assignee.updatedAt=lt.now, assignee.updatedAt=gte.now-7d). Values: a date-time: ISO 8601 with a time zone (2024-05-01T09:00:00Z, 2024-05-01T11:00:00+02:00), a date (2024-05-01, midnight UTC), or now with an optional offset in minutes, hours or days (now, now-7d, now+48h, now-30m). in takes up to 100 values in parentheses, one holding , ( ) or " in double quotes. Repeat the parameter for several conditions on the field: all of them hold. */
+                "assignee.updatedAt"?: string | string[];
+                /** @description Filter by assigneeId: <operator>.<value> with eq, neq, in, is, each also after not. (e.g. assigneeId=not.is.null). Values: a UUID. is takes null. in takes up to 100 values in parentheses, one holding , ( ) or " in double quotes. Repeat the parameter for several conditions on the field: all of them hold. */
+                assigneeId?: string | string[];
+                /** @description Filter by createdAt: <operator>.<value> with eq, neq, gt, gte, lt, lte, in, each also after not. (e.g. createdAt=lt.now, createdAt=gte.now-7d). Values: a date-time: ISO 8601 with a time zone (2024-05-01T09:00:00Z, 2024-05-01T11:00:00+02:00), a date (2024-05-01, midnight UTC), or now with an optional offset in minutes, hours or days (now, now-7d, now+48h, now-30m). in takes up to 100 values in parentheses, one holding , ( ) or " in double quotes. Repeat the parameter for several conditions on the field: all of them hold. */
+                createdAt?: string | string[];
+                /** @description Filter by deadline: <operator>.<value> with eq, neq, gt, gte, lt, lte, in, each also after not. (e.g. deadline=lt.now, deadline=gte.now-7d). Values: a date-time: ISO 8601 with a time zone (2024-05-01T09:00:00Z, 2024-05-01T11:00:00+02:00), a date (2024-05-01, midnight UTC), or now with an optional offset in minutes, hours or days (now, now-7d, now+48h, now-30m). in takes up to 100 values in parentheses, one holding , ( ) or " in double quotes. Repeat the parameter for several conditions on the field: all of them hold. */
+                deadline?: string | string[];
+                /** @description Filter by description: <operator>.<value> with eq, neq, in, is, contains, startsWith, each also after not. (e.g. description=contains.text). is takes null. in takes up to 100 values in parentheses, one holding , ( ) or " in double quotes. contains and startsWith ignore case and take the text as written (no wildcards). Repeat the parameter for several conditions on the field: all of them hold. */
+                description?: string | string[];
+                /** @description Fields to count the rows by, separated by commas (groupBy=title,description): title, description, status, priority, assigneeId, slaBreached, resolution; a date or date-time by day, week (from Monday) or month: createdAt:day, updatedAt:day, deadline:day, resolvedAt:day. Without it, one group: every matching row. */
+                groupBy?: string;
+                /** @description Filter by id: <operator>.<value> with eq, neq, in, each also after not. (e.g. id=eq.<uuid>). Values: a UUID. in takes up to 100 values in parentheses, one holding , ( ) or " in double quotes. Repeat the parameter for several conditions on the field: all of them hold. */
+                id?: string | string[];
+                /** @description The largest value of these fields in each group, separated by commas: createdAt, updatedAt, deadline, resolvedAt. Rows without a value are left out of it; null when no row of the group has one. */
+                max?: string;
+                /** @description The smallest value of these fields in each group, separated by commas: createdAt, updatedAt, deadline, resolvedAt. Rows without a value are left out of it; null when no row of the group has one. */
+                min?: string;
+                /** @description One group of conditions of which at least one holds, as the list's or. */
+                or?: string;
+                /** @description Filter by priority: <operator>.<value> with eq, neq, gt, gte, lt, lte, in, each also after not. (e.g. priority=in.(low,medium)). Values: one of low, medium, high, critical. in takes up to 100 values in parentheses, one holding , ( ) or " in double quotes. Repeat the parameter for several conditions on the field: all of them hold. */
+                priority?: string | string[];
+                /** @description Search: only rows whose title contains this text, ignoring case, as the list's q. */
+                q?: string;
+                /** @description Filter by resolution: <operator>.<value> with eq, neq, in, is, contains, startsWith, each also after not. (e.g. resolution=contains.text). is takes null. in takes up to 100 values in parentheses, one holding , ( ) or " in double quotes. contains and startsWith ignore case and take the text as written (no wildcards). Repeat the parameter for several conditions on the field: all of them hold. */
+                resolution?: string | string[];
+                /** @description Filter by resolvedAt: <operator>.<value> with eq, neq, gt, gte, lt, lte, in, is, each also after not. (e.g. resolvedAt=lt.now, resolvedAt=gte.now-7d). Values: a date-time: ISO 8601 with a time zone (2024-05-01T09:00:00Z, 2024-05-01T11:00:00+02:00), a date (2024-05-01, midnight UTC), or now with an optional offset in minutes, hours or days (now, now-7d, now+48h, now-30m). is takes null. in takes up to 100 values in parentheses, one holding , ( ) or " in double quotes. Repeat the parameter for several conditions on the field: all of them hold. */
+                resolvedAt?: string | string[];
+                /** @description Filter by slaBreached: <operator>.<value> with eq, neq, is, each also after not. (e.g. slaBreached=is.true). Values: true or false. is takes true or false. Repeat the parameter for several conditions on the field: all of them hold. */
+                slaBreached?: string | string[];
+                /** @description Filter by status: <operator>.<value> with eq, neq, gt, gte, lt, lte, in, each also after not. (e.g. status=in.(open,acknowledged)). Values: one of open, acknowledged, in_progress, resolved, closed. in takes up to 100 values in parentheses, one holding , ( ) or " in double quotes. Repeat the parameter for several conditions on the field: all of them hold. */
+                status?: string | string[];
+                /** @description Filter by title: <operator>.<value> with eq, neq, in, contains, startsWith, each also after not. (e.g. title=contains.text). in takes up to 100 values in parentheses, one holding , ( ) or " in double quotes. contains and startsWith ignore case and take the text as written (no wildcards). Repeat the parameter for several conditions on the field: all of them hold. */
+                title?: string | string[];
+                /** @description The IANA time zone date buckets are cut in (tz=Europe/Zurich); UTC by default. A zone that is not one is 422 VALIDATION_FAILED. */
+                tz?: string;
+                /** @description Filter by updatedAt: <operator>.<value> with eq, neq, gt, gte, lt, lte, in, each also after not. (e.g. updatedAt=lt.now, updatedAt=gte.now-7d). Values: a date-time: ISO 8601 with a time zone (2024-05-01T09:00:00Z, 2024-05-01T11:00:00+02:00), a date (2024-05-01, midnight UTC), or now with an optional offset in minutes, hours or days (now, now-7d, now+48h, now-30m). in takes up to 100 values in parentheses, one holding , ( ) or " in double quotes. Repeat the parameter for several conditions on the field: all of them hold. */
+                updatedAt?: string | string[];
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Counts of tasks per group */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["TaskTaskSummaryResponse"];
+                };
+            };
+            /** @description Malformed request */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Not signed in (AUTH_REQUIRED), or a bearer token unknown, expired, revoked or of another tenant (TOKEN_INVALID) */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Missing permission (AUTH_FORBIDDEN) or operator permission outside the operator tenant (AUTH_NOT_OPERATOR) */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description No site at this host, or no such resource */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Validation failed */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Too many failed sign-ins or bearer-token attempts from this client address (ErrTooManyAttempts); Retry-After says when to try again */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Request headers over 16 KB (HEADERS_TOO_LARGE), refused before any route runs */
+            431: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Unexpected error */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Database busy (DB_BUSY: every connection stayed in use), a statement past its time limit (DB_TIMEOUT) or the database unreachable (DB_UNAVAILABLE): retry after the Retry-After seconds. Only a 2xx acknowledges a write */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
     "tenant-export-create": {
         parameters: {
             query?: {
@@ -12350,6 +13239,8 @@ export interface operations {
                 createdAt?: string | string[];
                 /** @description Only these fields in each item, separated by commas (id is always there): id, slug, name, status, isOperator, hosts, createdAt, updatedAt. A reference's field (none here) expands the reference and keeps that field inside it. */
                 fields?: string;
+                /** @description json (a page, the default), or every matching row as a download: csv (text/csv, RFC 4180, a header line of the field names) or ndjson (application/x-ndjson, one JSON object a line), in the sort asked for, with the filters and fields= applied; limit, offset and after do not apply. Wins over Accept, which may ask for text/csv or application/x-ndjson instead. docs/api-conventions.md, "Exports". */
+                format?: "json" | "csv" | "ndjson";
                 /** @description Filter by id: <operator>.<value> with eq, neq, in, each also after not. (e.g. id=eq.<uuid>). Values: a UUID. in takes up to 100 values in parentheses, one holding , ( ) or " in double quotes. Repeat the parameter for several conditions on the field: all of them hold. */
                 id?: string | string[];
                 /** @description Filter by isOperator: <operator>.<value> with eq, neq, is, each also after not. (e.g. isOperator=is.true). Values: true or false. is takes true or false. Repeat the parameter for several conditions on the field: all of them hold. */
@@ -12382,10 +13273,14 @@ export interface operations {
             /** @description A page of tenants */
             200: {
                 headers: {
+                    /** @description With CSV or NDJSON: attachment; filename="tenants-<date>.csv" (or .ndjson). */
+                    "Content-Disposition"?: string;
                     [name: string]: unknown;
                 };
                 content: {
                     "application/json": components["schemas"]["TenantPage"];
+                    "application/x-ndjson": string;
+                    "text/csv": string;
                 };
             };
             /** @description Malformed request */
@@ -12417,6 +13312,15 @@ export interface operations {
             };
             /** @description No site at this host, or no such resource */
             404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The Accept header takes none of application/json, text/csv, application/x-ndjson (NOT_ACCEPTABLE) */
+            406: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -13828,6 +14732,8 @@ export interface operations {
                 email?: string | string[];
                 /** @description Only these fields in each item, separated by commas (id is always there): id, createdAt, updatedAt, email, displayName, status, roles. A reference's field (none here) expands the reference and keeps that field inside it. */
                 fields?: string;
+                /** @description json (a page, the default), or every matching row as a download: csv (text/csv, RFC 4180, a header line of the field names) or ndjson (application/x-ndjson, one JSON object a line), in the sort asked for, with the filters and fields= applied; limit, offset and after do not apply. Wins over Accept, which may ask for text/csv or application/x-ndjson instead. docs/api-conventions.md, "Exports". */
+                format?: "json" | "csv" | "ndjson";
                 /** @description Filter by id: <operator>.<value> with eq, neq, in, each also after not. (e.g. id=eq.<uuid>). Values: a UUID. in takes up to 100 values in parentheses, one holding , ( ) or " in double quotes. Repeat the parameter for several conditions on the field: all of them hold. */
                 id?: string | string[];
                 /** @description Page size, 1 to 100. */
@@ -13859,12 +14765,16 @@ export interface operations {
             /** @description A page of users */
             200: {
                 headers: {
+                    /** @description With CSV or NDJSON: attachment; filename="users-<date>.csv" (or .ndjson). */
+                    "Content-Disposition"?: string;
                     /** @description replica when the read replica served the answer, which may then be up to database.replica_max_lag_ms behind the latest writes (eventually consistent). Absent: the primary served it. */
                     "Preference-Applied"?: "replica";
                     [name: string]: unknown;
                 };
                 content: {
                     "application/json": components["schemas"]["UserPage"];
+                    "application/x-ndjson": string;
+                    "text/csv": string;
                 };
             };
             /** @description Malformed request */
@@ -13896,6 +14806,15 @@ export interface operations {
             };
             /** @description No site at this host, or no such resource */
             404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The Accept header takes none of application/json, text/csv, application/x-ndjson (NOT_ACCEPTABLE) */
+            406: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -14646,6 +15565,8 @@ export interface operations {
                 at?: string | string[];
                 /** @description Only these fields in each item, separated by commas (id is always there): id, at, actor, operation, changes. A reference's field (none here) expands the reference and keeps that field inside it. */
                 fields?: string;
+                /** @description json (a page, the default), or every matching row as a download: csv (text/csv, RFC 4180, a header line of the field names) or ndjson (application/x-ndjson, one JSON object a line), in the sort asked for, with the filters and fields= applied; limit, offset and after do not apply. Wins over Accept, which may ask for text/csv or application/x-ndjson instead. docs/api-conventions.md, "Exports". */
+                format?: "json" | "csv" | "ndjson";
                 /** @description Page size, 1 to 100. */
                 limit?: number;
                 /** @description Rows to skip, 0 to 10000. Deeper pages are reached with after=<next>, which costs the same on every page; offset and after do not combine. */
@@ -14669,10 +15590,14 @@ export interface operations {
             /** @description A page of the user's revisions */
             200: {
                 headers: {
+                    /** @description With CSV or NDJSON: attachment; filename="users-history-<date>.csv" (or .ndjson). */
+                    "Content-Disposition"?: string;
                     [name: string]: unknown;
                 };
                 content: {
                     "application/json": components["schemas"]["RevisionPage"];
+                    "application/x-ndjson": string;
+                    "text/csv": string;
                 };
             };
             /** @description Malformed request */
@@ -14704,6 +15629,15 @@ export interface operations {
             };
             /** @description No site at this host, or no such resource */
             404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The Accept header takes none of application/json, text/csv, application/x-ndjson (NOT_ACCEPTABLE) */
+            406: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -15467,41 +16401,35 @@ export interface operations {
             };
         };
     };
-    "webhook-delivery-list": {
+    "user-user-summary": {
         parameters: {
             query?: {
-                /** @description Opaque cursor: the "next" of the previous page, with the same sort, filters and q. Answers the rows after that page (keyset paging). A cursor this list did not give, or one given for another sort or other filters, is 422 VALIDATION_FAILED. */
-                after?: string;
-                /** @description Filter by attempt: <operator>.<value> with eq, neq, gt, gte, lt, lte, in, each also after not. (e.g. attempt=gte.10). Values: an integer. in takes up to 100 values in parentheses, one holding , ( ) or " in double quotes. Repeat the parameter for several conditions on the field: all of them hold. */
-                attempt?: string | string[];
                 /** @description Filter by createdAt: <operator>.<value> with eq, neq, gt, gte, lt, lte, in, each also after not. (e.g. createdAt=lt.now, createdAt=gte.now-7d). Values: a date-time: ISO 8601 with a time zone (2024-05-01T09:00:00Z, 2024-05-01T11:00:00+02:00), a date (2024-05-01, midnight UTC), or now with an optional offset in minutes, hours or days (now, now-7d, now+48h, now-30m). in takes up to 100 values in parentheses, one holding , ( ) or " in double quotes. Repeat the parameter for several conditions on the field: all of them hold. */
                 createdAt?: string | string[];
-                /** @description Filter by durationMs: <operator>.<value> with eq, neq, gt, gte, lt, lte, in, each also after not. (e.g. durationMs=gte.10). Values: an integer. in takes up to 100 values in parentheses, one holding , ( ) or " in double quotes. Repeat the parameter for several conditions on the field: all of them hold. */
-                durationMs?: string | string[];
-                /** @description Filter by endpointId: <operator>.<value> with eq, neq, in, each also after not. (e.g. endpointId=eq.<uuid>). Values: a UUID. in takes up to 100 values in parentheses, one holding , ( ) or " in double quotes. Repeat the parameter for several conditions on the field: all of them hold. */
-                endpointId?: string | string[];
-                /** @description Filter by error: <operator>.<value> with eq, neq, in, is, contains, startsWith, each also after not. (e.g. error=contains.text). is takes null. in takes up to 100 values in parentheses, one holding , ( ) or " in double quotes. contains and startsWith ignore case and take the text as written (no wildcards). Repeat the parameter for several conditions on the field: all of them hold. */
-                error?: string | string[];
-                /** @description Filter by event: <operator>.<value> with eq, neq, in, contains, startsWith, each also after not. (e.g. event=contains.text). in takes up to 100 values in parentheses, one holding , ( ) or " in double quotes. contains and startsWith ignore case and take the text as written (no wildcards). Repeat the parameter for several conditions on the field: all of them hold. */
-                event?: string | string[];
-                /** @description Only these fields in each item, separated by commas (id is always there): id, endpointId, webhookId, event, attempt, status, httpStatus, durationMs, error, createdAt. A reference's field (none here) expands the reference and keeps that field inside it. */
-                fields?: string;
-                /** @description Filter by httpStatus: <operator>.<value> with eq, neq, gt, gte, lt, lte, in, is, each also after not. (e.g. httpStatus=gte.10). Values: an integer. is takes null. in takes up to 100 values in parentheses, one holding , ( ) or " in double quotes. Repeat the parameter for several conditions on the field: all of them hold. */
-                httpStatus?: string | string[];
+                /** @description Filter by displayName: <operator>.<value> with eq, neq, in, contains, startsWith, each also after not. (e.g. displayName=contains.text). in takes up to 100 values in parentheses, one holding , ( ) or " in double quotes. contains and startsWith ignore case and take the text as written (no wildcards). Repeat the parameter for several conditions on the field: all of them hold. */
+                displayName?: string | string[];
+                /** @description Filter by email: <operator>.<value> with eq, neq, in, contains, startsWith, each also after not. (e.g. email=contains.text). in takes up to 100 values in parentheses, one holding , ( ) or " in double quotes. contains and startsWith ignore case and take the text as written (no wildcards). Repeat the parameter for several conditions on the field: all of them hold. */
+                email?: string | string[];
+                /** @description Fields to count the rows by, separated by commas (groupBy=email,displayName): email, displayName, status; a date or date-time by day, week (from Monday) or month: createdAt:day, updatedAt:day. Without it, one group: every matching row. */
+                groupBy?: string;
                 /** @description Filter by id: <operator>.<value> with eq, neq, in, each also after not. (e.g. id=eq.<uuid>). Values: a UUID. in takes up to 100 values in parentheses, one holding , ( ) or " in double quotes. Repeat the parameter for several conditions on the field: all of them hold. */
                 id?: string | string[];
-                /** @description Page size, 1 to 100. */
-                limit?: number;
-                /** @description Rows to skip, 0 to 10000. Deeper pages are reached with after=<next>, which costs the same on every page; offset and after do not combine. */
-                offset?: number;
-                /** @description One group of conditions of which at least one holds: or=(status.eq.open,slaBreached.is.true). Each member is <field>.<operator>.<value> (not. may come before the operator), or and(...) of such members, one level deep; a value holding , ( ) or " is written in double quotes. Members count towards the 20 conditions a request may hold. */
+                /** @description The largest value of these fields in each group, separated by commas: createdAt, updatedAt. Rows without a value are left out of it; null when no row of the group has one. */
+                max?: string;
+                /** @description The smallest value of these fields in each group, separated by commas: createdAt, updatedAt. Rows without a value are left out of it; null when no row of the group has one. */
+                min?: string;
+                /** @description One group of conditions of which at least one holds, as the list's or. */
                 or?: string;
-                /** @description Newest first (-createdAt) unless sort asks for another order. Sort keys in order, separated by commas (sort=endpointId,-id): a field, "-" before it for descending; ties break on id, in the last key's direction. An enum sorts in its declared order; rows without a value come last in both directions. Sorts by: id, endpointId, webhookId, event, attempt, status, httpStatus, durationMs, error, createdAt. An index serves: createdAt, -createdAt; any other order reads and sorts the matching rows. */
-                sort?: string;
-                /** @description Filter by status: <operator>.<value> with eq, neq, gt, gte, lt, lte, in, each also after not. (e.g. status=in.(succeeded,failed)). Values: one of succeeded, failed, refused, dead. in takes up to 100 values in parentheses, one holding , ( ) or " in double quotes. Repeat the parameter for several conditions on the field: all of them hold. */
+                /** @description Search: only rows whose email or displayName contains this text, ignoring case, as the list's q. */
+                q?: string;
+                /** @description Filter by roles: <operator>.<value> with contains, each also after not. (e.g. roles=contains.<value>). Values: text. Repeat the parameter for several conditions on the field: all of them hold. */
+                roles?: string | string[];
+                /** @description Filter by status: <operator>.<value> with eq, neq, gt, gte, lt, lte, in, each also after not. (e.g. status=in.(invited,active)). Values: one of invited, active, deactivated. in takes up to 100 values in parentheses, one holding , ( ) or " in double quotes. Repeat the parameter for several conditions on the field: all of them hold. */
                 status?: string | string[];
-                /** @description Filter by webhookId: <operator>.<value> with eq, neq, in, contains, startsWith, each also after not. (e.g. webhookId=contains.text). in takes up to 100 values in parentheses, one holding , ( ) or " in double quotes. contains and startsWith ignore case and take the text as written (no wildcards). Repeat the parameter for several conditions on the field: all of them hold. */
-                webhookId?: string | string[];
+                /** @description The IANA time zone date buckets are cut in (tz=Europe/Zurich); UTC by default. A zone that is not one is 422 VALIDATION_FAILED. */
+                tz?: string;
+                /** @description Filter by updatedAt: <operator>.<value> with eq, neq, gt, gte, lt, lte, in, each also after not. (e.g. updatedAt=lt.now, updatedAt=gte.now-7d). Values: a date-time: ISO 8601 with a time zone (2024-05-01T09:00:00Z, 2024-05-01T11:00:00+02:00), a date (2024-05-01, midnight UTC), or now with an optional offset in minutes, hours or days (now, now-7d, now+48h, now-30m). in takes up to 100 values in parentheses, one holding , ( ) or " in double quotes. Repeat the parameter for several conditions on the field: all of them hold. */
+                updatedAt?: string | string[];
             };
             header?: never;
             path?: never;
@@ -15509,13 +16437,13 @@ export interface operations {
         };
         requestBody?: never;
         responses: {
-            /** @description A page of the delivery log */
+            /** @description Counts of users per group */
             200: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["WebhookDeliveryPage"];
+                    "application/json": components["schemas"]["UserUserSummaryResponse"];
                 };
             };
             /** @description Malformed request */
@@ -15601,21 +16529,29 @@ export interface operations {
             };
         };
     };
-    "webhook-endpoint-list": {
+    "webhook-delivery-list": {
         parameters: {
             query?: {
-                /** @description Filter by active: <operator>.<value> with eq, neq, is, each also after not. (e.g. active=is.true). Values: true or false. is takes true or false. Repeat the parameter for several conditions on the field: all of them hold. */
-                active?: string | string[];
                 /** @description Opaque cursor: the "next" of the previous page, with the same sort, filters and q. Answers the rows after that page (keyset paging). A cursor this list did not give, or one given for another sort or other filters, is 422 VALIDATION_FAILED. */
                 after?: string;
+                /** @description Filter by attempt: <operator>.<value> with eq, neq, gt, gte, lt, lte, in, each also after not. (e.g. attempt=gte.10). Values: an integer. in takes up to 100 values in parentheses, one holding , ( ) or " in double quotes. Repeat the parameter for several conditions on the field: all of them hold. */
+                attempt?: string | string[];
                 /** @description Filter by createdAt: <operator>.<value> with eq, neq, gt, gte, lt, lte, in, each also after not. (e.g. createdAt=lt.now, createdAt=gte.now-7d). Values: a date-time: ISO 8601 with a time zone (2024-05-01T09:00:00Z, 2024-05-01T11:00:00+02:00), a date (2024-05-01, midnight UTC), or now with an optional offset in minutes, hours or days (now, now-7d, now+48h, now-30m). in takes up to 100 values in parentheses, one holding , ( ) or " in double quotes. Repeat the parameter for several conditions on the field: all of them hold. */
                 createdAt?: string | string[];
-                /** @description Filter by description: <operator>.<value> with eq, neq, in, is, contains, startsWith, each also after not. (e.g. description=contains.text). is takes null. in takes up to 100 values in parentheses, one holding , ( ) or " in double quotes. contains and startsWith ignore case and take the text as written (no wildcards). Repeat the parameter for several conditions on the field: all of them hold. */
-                description?: string | string[];
-                /** @description Filter by events: <operator>.<value> with contains, each also after not. (e.g. events=contains.<value>). Values: one of *, auth.logged_in, auth.logged_out, auth.login_failed, auth.password_reset, auth.reset_requested, auth.role_set, auth.token_created, auth.token_revoked, billing.cancelled, billing.past_due, billing.plan.created, billing.plan.deleted, billing.plan.updated, billing.renewed, billing.subscribed, billing.subscription.created, billing.subscription.deleted, billing.subscription.updated, content.archived, content.content.created, content.content.deleted, content.content.updated, content.published, content.unpublished, file.deleted, file.uploaded, import.requested, notification.created, notification.email_requested, notification.read, task.assigned, task.resolved, task.sla_breached, task.task.created, task.task.deleted, task.task.updated, task.unassigned, tenant.created, tenant.export_requested, tenant.host_added, tenant.host_removed, tenant.resumed, tenant.suspended, user.created, user.deactivated, user.deleted, user.invited, user.password_set, user.roles_set, user.updated, webhook.endpoint.created, webhook.endpoint.deleted, webhook.endpoint.secret_rotated, webhook.endpoint.updated, webhook.redelivery_requested, webhook.test_requested. Repeat the parameter for several conditions on the field: all of them hold. */
-                events?: string | string[];
-                /** @description Only these fields in each item, separated by commas (id is always there): id, createdAt, updatedAt, url, description, events, active, deliveryId. A reference's field (none here) expands the reference and keeps that field inside it. */
+                /** @description Filter by durationMs: <operator>.<value> with eq, neq, gt, gte, lt, lte, in, each also after not. (e.g. durationMs=gte.10). Values: an integer. in takes up to 100 values in parentheses, one holding , ( ) or " in double quotes. Repeat the parameter for several conditions on the field: all of them hold. */
+                durationMs?: string | string[];
+                /** @description Filter by endpointId: <operator>.<value> with eq, neq, in, each also after not. (e.g. endpointId=eq.<uuid>). Values: a UUID. in takes up to 100 values in parentheses, one holding , ( ) or " in double quotes. Repeat the parameter for several conditions on the field: all of them hold. */
+                endpointId?: string | string[];
+                /** @description Filter by error: <operator>.<value> with eq, neq, in, is, contains, startsWith, each also after not. (e.g. error=contains.text). is takes null. in takes up to 100 values in parentheses, one holding , ( ) or " in double quotes. contains and startsWith ignore case and take the text as written (no wildcards). Repeat the parameter for several conditions on the field: all of them hold. */
+                error?: string | string[];
+                /** @description Filter by event: <operator>.<value> with eq, neq, in, contains, startsWith, each also after not. (e.g. event=contains.text). in takes up to 100 values in parentheses, one holding , ( ) or " in double quotes. contains and startsWith ignore case and take the text as written (no wildcards). Repeat the parameter for several conditions on the field: all of them hold. */
+                event?: string | string[];
+                /** @description Only these fields in each item, separated by commas (id is always there): id, endpointId, webhookId, event, attempt, status, httpStatus, durationMs, error, createdAt. A reference's field (none here) expands the reference and keeps that field inside it. */
                 fields?: string;
+                /** @description json (a page, the default), or every matching row as a download: csv (text/csv, RFC 4180, a header line of the field names) or ndjson (application/x-ndjson, one JSON object a line), in the sort asked for, with the filters and fields= applied; limit, offset and after do not apply. Wins over Accept, which may ask for text/csv or application/x-ndjson instead. docs/api-conventions.md, "Exports". */
+                format?: "json" | "csv" | "ndjson";
+                /** @description Filter by httpStatus: <operator>.<value> with eq, neq, gt, gte, lt, lte, in, is, each also after not. (e.g. httpStatus=gte.10). Values: an integer. is takes null. in takes up to 100 values in parentheses, one holding , ( ) or " in double quotes. Repeat the parameter for several conditions on the field: all of them hold. */
+                httpStatus?: string | string[];
                 /** @description Filter by id: <operator>.<value> with eq, neq, in, each also after not. (e.g. id=eq.<uuid>). Values: a UUID. in takes up to 100 values in parentheses, one holding , ( ) or " in double quotes. Repeat the parameter for several conditions on the field: all of them hold. */
                 id?: string | string[];
                 /** @description Page size, 1 to 100. */
@@ -15624,33 +16560,30 @@ export interface operations {
                 offset?: number;
                 /** @description One group of conditions of which at least one holds: or=(status.eq.open,slaBreached.is.true). Each member is <field>.<operator>.<value> (not. may come before the operator), or and(...) of such members, one level deep; a value holding , ( ) or " is written in double quotes. Members count towards the 20 conditions a request may hold. */
                 or?: string;
-                /** @description Search: only rows whose url contains this text, ignoring case (a plain substring: no wildcards, no operators). total and paging count the matching rows. 1 to 200 characters. */
-                q?: string;
-                /** @description Sort keys in order, separated by commas (sort=createdAt,-id): a field, "-" before it for descending; ties break on id, in the last key's direction. An enum sorts in its declared order; rows without a value come last in both directions. Sorts by: id, createdAt, updatedAt, url, description, events, active. An index serves: createdAt, -createdAt, updatedAt, -updatedAt, url, -url; any other order reads and sorts the matching rows. */
+                /** @description Newest first (-createdAt) unless sort asks for another order. Sort keys in order, separated by commas (sort=endpointId,-id): a field, "-" before it for descending; ties break on id, in the last key's direction. An enum sorts in its declared order; rows without a value come last in both directions. Sorts by: id, endpointId, webhookId, event, attempt, status, httpStatus, durationMs, error, createdAt. An index serves: createdAt, -createdAt; any other order reads and sorts the matching rows. */
                 sort?: string;
-                /** @description Filter by updatedAt: <operator>.<value> with eq, neq, gt, gte, lt, lte, in, each also after not. (e.g. updatedAt=lt.now, updatedAt=gte.now-7d). Values: a date-time: ISO 8601 with a time zone (2024-05-01T09:00:00Z, 2024-05-01T11:00:00+02:00), a date (2024-05-01, midnight UTC), or now with an optional offset in minutes, hours or days (now, now-7d, now+48h, now-30m). in takes up to 100 values in parentheses, one holding , ( ) or " in double quotes. Repeat the parameter for several conditions on the field: all of them hold. */
-                updatedAt?: string | string[];
-                /** @description Filter by url: <operator>.<value> with eq, neq, in, contains, startsWith, each also after not. (e.g. url=contains.text). in takes up to 100 values in parentheses, one holding , ( ) or " in double quotes. contains and startsWith ignore case and take the text as written (no wildcards). Repeat the parameter for several conditions on the field: all of them hold. */
-                url?: string | string[];
+                /** @description Filter by status: <operator>.<value> with eq, neq, gt, gte, lt, lte, in, each also after not. (e.g. status=in.(succeeded,failed)). Values: one of succeeded, failed, refused, dead. in takes up to 100 values in parentheses, one holding , ( ) or " in double quotes. Repeat the parameter for several conditions on the field: all of them hold. */
+                status?: string | string[];
+                /** @description Filter by webhookId: <operator>.<value> with eq, neq, in, contains, startsWith, each also after not. (e.g. webhookId=contains.text). in takes up to 100 values in parentheses, one holding , ( ) or " in double quotes. contains and startsWith ignore case and take the text as written (no wildcards). Repeat the parameter for several conditions on the field: all of them hold. */
+                webhookId?: string | string[];
             };
-            header?: {
-                /** @description replica: read from the read replica, when the installation has one (database.replica_url). Eventually consistent: the answer may be up to database.replica_max_lag_ms behind the latest writes (a row just created may be missing, one just changed may show its earlier values). The answer carries Preference-Applied: replica when the replica served it; without it the primary did (no replica, or one lagging past the bound). Other preferences are ignored. */
-                prefer?: string;
-            };
+            header?: never;
             path?: never;
             cookie?: never;
         };
         requestBody?: never;
         responses: {
-            /** @description A page of webhook endpoints */
+            /** @description A page of the delivery log */
             200: {
                 headers: {
-                    /** @description replica when the read replica served the answer, which may then be up to database.replica_max_lag_ms behind the latest writes (eventually consistent). Absent: the primary served it. */
-                    "Preference-Applied"?: "replica";
+                    /** @description With CSV or NDJSON: attachment; filename="deliveries-<date>.csv" (or .ndjson). */
+                    "Content-Disposition"?: string;
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["EndpointPage"];
+                    "application/json": components["schemas"]["WebhookDeliveryPage"];
+                    "application/x-ndjson": string;
+                    "text/csv": string;
                 };
             };
             /** @description Malformed request */
@@ -15682,6 +16615,165 @@ export interface operations {
             };
             /** @description No site at this host, or no such resource */
             404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The Accept header takes none of application/json, text/csv, application/x-ndjson (NOT_ACCEPTABLE) */
+            406: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Validation failed */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Too many failed sign-ins or bearer-token attempts from this client address (ErrTooManyAttempts); Retry-After says when to try again */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Request headers over 16 KB (HEADERS_TOO_LARGE), refused before any route runs */
+            431: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Unexpected error */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Database busy (DB_BUSY: every connection stayed in use), a statement past its time limit (DB_TIMEOUT) or the database unreachable (DB_UNAVAILABLE): retry after the Retry-After seconds. Only a 2xx acknowledges a write */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    "webhook-endpoint-list": {
+        parameters: {
+            query?: {
+                /** @description Filter by active: <operator>.<value> with eq, neq, is, each also after not. (e.g. active=is.true). Values: true or false. is takes true or false. Repeat the parameter for several conditions on the field: all of them hold. */
+                active?: string | string[];
+                /** @description Opaque cursor: the "next" of the previous page, with the same sort, filters and q. Answers the rows after that page (keyset paging). A cursor this list did not give, or one given for another sort or other filters, is 422 VALIDATION_FAILED. */
+                after?: string;
+                /** @description Filter by createdAt: <operator>.<value> with eq, neq, gt, gte, lt, lte, in, each also after not. (e.g. createdAt=lt.now, createdAt=gte.now-7d). Values: a date-time: ISO 8601 with a time zone (2024-05-01T09:00:00Z, 2024-05-01T11:00:00+02:00), a date (2024-05-01, midnight UTC), or now with an optional offset in minutes, hours or days (now, now-7d, now+48h, now-30m). in takes up to 100 values in parentheses, one holding , ( ) or " in double quotes. Repeat the parameter for several conditions on the field: all of them hold. */
+                createdAt?: string | string[];
+                /** @description Filter by description: <operator>.<value> with eq, neq, in, is, contains, startsWith, each also after not. (e.g. description=contains.text). is takes null. in takes up to 100 values in parentheses, one holding , ( ) or " in double quotes. contains and startsWith ignore case and take the text as written (no wildcards). Repeat the parameter for several conditions on the field: all of them hold. */
+                description?: string | string[];
+                /** @description Filter by events: <operator>.<value> with contains, each also after not. (e.g. events=contains.<value>). Values: one of *, auth.logged_in, auth.logged_out, auth.login_failed, auth.password_reset, auth.reset_requested, auth.role_set, auth.token_created, auth.token_revoked, billing.cancelled, billing.past_due, billing.plan.created, billing.plan.deleted, billing.plan.updated, billing.renewed, billing.subscribed, billing.subscription.created, billing.subscription.deleted, billing.subscription.updated, content.archived, content.content.created, content.content.deleted, content.content.updated, content.published, content.unpublished, file.deleted, file.uploaded, import.requested, notification.created, notification.email_requested, notification.read, task.assigned, task.resolved, task.sla_breached, task.task.created, task.task.deleted, task.task.updated, task.unassigned, tenant.created, tenant.export_requested, tenant.host_added, tenant.host_removed, tenant.resumed, tenant.suspended, user.created, user.deactivated, user.deleted, user.invited, user.password_set, user.roles_set, user.updated, webhook.endpoint.created, webhook.endpoint.deleted, webhook.endpoint.secret_rotated, webhook.endpoint.updated, webhook.redelivery_requested, webhook.test_requested. Repeat the parameter for several conditions on the field: all of them hold. */
+                events?: string | string[];
+                /** @description Only these fields in each item, separated by commas (id is always there): id, createdAt, updatedAt, url, description, events, active, deliveryId. A reference's field (none here) expands the reference and keeps that field inside it. */
+                fields?: string;
+                /** @description json (a page, the default), or every matching row as a download: csv (text/csv, RFC 4180, a header line of the field names) or ndjson (application/x-ndjson, one JSON object a line), in the sort asked for, with the filters and fields= applied; limit, offset and after do not apply. Wins over Accept, which may ask for text/csv or application/x-ndjson instead. docs/api-conventions.md, "Exports". */
+                format?: "json" | "csv" | "ndjson";
+                /** @description Filter by id: <operator>.<value> with eq, neq, in, each also after not. (e.g. id=eq.<uuid>). Values: a UUID. in takes up to 100 values in parentheses, one holding , ( ) or " in double quotes. Repeat the parameter for several conditions on the field: all of them hold. */
+                id?: string | string[];
+                /** @description Page size, 1 to 100. */
+                limit?: number;
+                /** @description Rows to skip, 0 to 10000. Deeper pages are reached with after=<next>, which costs the same on every page; offset and after do not combine. */
+                offset?: number;
+                /** @description One group of conditions of which at least one holds: or=(status.eq.open,slaBreached.is.true). Each member is <field>.<operator>.<value> (not. may come before the operator), or and(...) of such members, one level deep; a value holding , ( ) or " is written in double quotes. Members count towards the 20 conditions a request may hold. */
+                or?: string;
+                /** @description Search: only rows whose url contains this text, ignoring case (a plain substring: no wildcards, no operators). total and paging count the matching rows. 1 to 200 characters. */
+                q?: string;
+                /** @description Sort keys in order, separated by commas (sort=createdAt,-id): a field, "-" before it for descending; ties break on id, in the last key's direction. An enum sorts in its declared order; rows without a value come last in both directions. Sorts by: id, createdAt, updatedAt, url, description, events, active. An index serves: createdAt, -createdAt, updatedAt, -updatedAt, url, -url; any other order reads and sorts the matching rows. */
+                sort?: string;
+                /** @description Filter by updatedAt: <operator>.<value> with eq, neq, gt, gte, lt, lte, in, each also after not. (e.g. updatedAt=lt.now, updatedAt=gte.now-7d). Values: a date-time: ISO 8601 with a time zone (2024-05-01T09:00:00Z, 2024-05-01T11:00:00+02:00), a date (2024-05-01, midnight UTC), or now with an optional offset in minutes, hours or days (now, now-7d, now+48h, now-30m). in takes up to 100 values in parentheses, one holding , ( ) or " in double quotes. Repeat the parameter for several conditions on the field: all of them hold. */
+                updatedAt?: string | string[];
+                /** @description Filter by url: <operator>.<value> with eq, neq, in, contains, startsWith, each also after not. (e.g. url=contains.text). in takes up to 100 values in parentheses, one holding , ( ) or " in double quotes. contains and startsWith ignore case and take the text as written (no wildcards). Repeat the parameter for several conditions on the field: all of them hold. */
+                url?: string | string[];
+            };
+            header?: {
+                /** @description replica: read from the read replica, when the installation has one (database.replica_url). Eventually consistent: the answer may be up to database.replica_max_lag_ms behind the latest writes (a row just created may be missing, one just changed may show its earlier values). The answer carries Preference-Applied: replica when the replica served it; without it the primary did (no replica, or one lagging past the bound). Other preferences are ignored. */
+                prefer?: string;
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description A page of webhook endpoints */
+            200: {
+                headers: {
+                    /** @description With CSV or NDJSON: attachment; filename="endpoints-<date>.csv" (or .ndjson). */
+                    "Content-Disposition"?: string;
+                    /** @description replica when the read replica served the answer, which may then be up to database.replica_max_lag_ms behind the latest writes (eventually consistent). Absent: the primary served it. */
+                    "Preference-Applied"?: "replica";
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["EndpointPage"];
+                    "application/x-ndjson": string;
+                    "text/csv": string;
+                };
+            };
+            /** @description Malformed request */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Not signed in (AUTH_REQUIRED), or a bearer token unknown, expired, revoked or of another tenant (TOKEN_INVALID) */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Missing permission (AUTH_FORBIDDEN) or operator permission outside the operator tenant (AUTH_NOT_OPERATOR) */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description No site at this host, or no such resource */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The Accept header takes none of application/json, text/csv, application/x-ndjson (NOT_ACCEPTABLE) */
+            406: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -16289,6 +17381,8 @@ export interface operations {
                 at?: string | string[];
                 /** @description Only these fields in each item, separated by commas (id is always there): id, at, actor, operation, changes. A reference's field (none here) expands the reference and keeps that field inside it. */
                 fields?: string;
+                /** @description json (a page, the default), or every matching row as a download: csv (text/csv, RFC 4180, a header line of the field names) or ndjson (application/x-ndjson, one JSON object a line), in the sort asked for, with the filters and fields= applied; limit, offset and after do not apply. Wins over Accept, which may ask for text/csv or application/x-ndjson instead. docs/api-conventions.md, "Exports". */
+                format?: "json" | "csv" | "ndjson";
                 /** @description Page size, 1 to 100. */
                 limit?: number;
                 /** @description Rows to skip, 0 to 10000. Deeper pages are reached with after=<next>, which costs the same on every page; offset and after do not combine. */
@@ -16312,10 +17406,14 @@ export interface operations {
             /** @description A page of the webhook endpoint's revisions */
             200: {
                 headers: {
+                    /** @description With CSV or NDJSON: attachment; filename="endpoints-history-<date>.csv" (or .ndjson). */
+                    "Content-Disposition"?: string;
                     [name: string]: unknown;
                 };
                 content: {
                     "application/json": components["schemas"]["RevisionPage"];
+                    "application/x-ndjson": string;
+                    "text/csv": string;
                 };
             };
             /** @description Malformed request */
@@ -16347,6 +17445,15 @@ export interface operations {
             };
             /** @description No site at this host, or no such resource */
             404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The Accept header takes none of application/json, text/csv, application/x-ndjson (NOT_ACCEPTABLE) */
+            406: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -17080,6 +18187,134 @@ export interface operations {
                 };
             };
             /** @description Too many streams open: this caller holds live.max_streams_per_caller, or the process live.max_streams, or the site's streams hold live.max_filters_per_tenant different filters and this one is new (RATE_LIMITED); Retry-After says when to try again */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Request headers over 16 KB (HEADERS_TOO_LARGE), refused before any route runs */
+            431: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Unexpected error */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Database busy (DB_BUSY: every connection stayed in use), a statement past its time limit (DB_TIMEOUT) or the database unreachable (DB_UNAVAILABLE): retry after the Retry-After seconds. Only a 2xx acknowledges a write */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    "webhook-endpoint-summary": {
+        parameters: {
+            query?: {
+                /** @description Filter by active: <operator>.<value> with eq, neq, is, each also after not. (e.g. active=is.true). Values: true or false. is takes true or false. Repeat the parameter for several conditions on the field: all of them hold. */
+                active?: string | string[];
+                /** @description Filter by createdAt: <operator>.<value> with eq, neq, gt, gte, lt, lte, in, each also after not. (e.g. createdAt=lt.now, createdAt=gte.now-7d). Values: a date-time: ISO 8601 with a time zone (2024-05-01T09:00:00Z, 2024-05-01T11:00:00+02:00), a date (2024-05-01, midnight UTC), or now with an optional offset in minutes, hours or days (now, now-7d, now+48h, now-30m). in takes up to 100 values in parentheses, one holding , ( ) or " in double quotes. Repeat the parameter for several conditions on the field: all of them hold. */
+                createdAt?: string | string[];
+                /** @description Filter by description: <operator>.<value> with eq, neq, in, is, contains, startsWith, each also after not. (e.g. description=contains.text). is takes null. in takes up to 100 values in parentheses, one holding , ( ) or " in double quotes. contains and startsWith ignore case and take the text as written (no wildcards). Repeat the parameter for several conditions on the field: all of them hold. */
+                description?: string | string[];
+                /** @description Filter by events: <operator>.<value> with contains, each also after not. (e.g. events=contains.<value>). Values: one of *, auth.logged_in, auth.logged_out, auth.login_failed, auth.password_reset, auth.reset_requested, auth.role_set, auth.token_created, auth.token_revoked, billing.cancelled, billing.past_due, billing.plan.created, billing.plan.deleted, billing.plan.updated, billing.renewed, billing.subscribed, billing.subscription.created, billing.subscription.deleted, billing.subscription.updated, content.archived, content.content.created, content.content.deleted, content.content.updated, content.published, content.unpublished, file.deleted, file.uploaded, import.requested, notification.created, notification.email_requested, notification.read, task.assigned, task.resolved, task.sla_breached, task.task.created, task.task.deleted, task.task.updated, task.unassigned, tenant.created, tenant.export_requested, tenant.host_added, tenant.host_removed, tenant.resumed, tenant.suspended, user.created, user.deactivated, user.deleted, user.invited, user.password_set, user.roles_set, user.updated, webhook.endpoint.created, webhook.endpoint.deleted, webhook.endpoint.secret_rotated, webhook.endpoint.updated, webhook.redelivery_requested, webhook.test_requested. Repeat the parameter for several conditions on the field: all of them hold. */
+                events?: string | string[];
+                /** @description Fields to count the rows by, separated by commas (groupBy=url,description): url, description, active; a date or date-time by day, week (from Monday) or month: createdAt:day, updatedAt:day. Without it, one group: every matching row. */
+                groupBy?: string;
+                /** @description Filter by id: <operator>.<value> with eq, neq, in, each also after not. (e.g. id=eq.<uuid>). Values: a UUID. in takes up to 100 values in parentheses, one holding , ( ) or " in double quotes. Repeat the parameter for several conditions on the field: all of them hold. */
+                id?: string | string[];
+                /** @description The largest value of these fields in each group, separated by commas: createdAt, updatedAt. Rows without a value are left out of it; null when no row of the group has one. */
+                max?: string;
+                /** @description The smallest value of these fields in each group, separated by commas: createdAt, updatedAt. Rows without a value are left out of it; null when no row of the group has one. */
+                min?: string;
+                /** @description One group of conditions of which at least one holds, as the list's or. */
+                or?: string;
+                /** @description Search: only rows whose url contains this text, ignoring case, as the list's q. */
+                q?: string;
+                /** @description The IANA time zone date buckets are cut in (tz=Europe/Zurich); UTC by default. A zone that is not one is 422 VALIDATION_FAILED. */
+                tz?: string;
+                /** @description Filter by updatedAt: <operator>.<value> with eq, neq, gt, gte, lt, lte, in, each also after not. (e.g. updatedAt=lt.now, updatedAt=gte.now-7d). Values: a date-time: ISO 8601 with a time zone (2024-05-01T09:00:00Z, 2024-05-01T11:00:00+02:00), a date (2024-05-01, midnight UTC), or now with an optional offset in minutes, hours or days (now, now-7d, now+48h, now-30m). in takes up to 100 values in parentheses, one holding , ( ) or " in double quotes. Repeat the parameter for several conditions on the field: all of them hold. */
+                updatedAt?: string | string[];
+                /** @description Filter by url: <operator>.<value> with eq, neq, in, contains, startsWith, each also after not. (e.g. url=contains.text). in takes up to 100 values in parentheses, one holding , ( ) or " in double quotes. contains and startsWith ignore case and take the text as written (no wildcards). Repeat the parameter for several conditions on the field: all of them hold. */
+                url?: string | string[];
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Counts of webhook endpoints per group */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["WebhookEndpointSummaryResponse"];
+                };
+            };
+            /** @description Malformed request */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Not signed in (AUTH_REQUIRED), or a bearer token unknown, expired, revoked or of another tenant (TOKEN_INVALID) */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Missing permission (AUTH_FORBIDDEN) or operator permission outside the operator tenant (AUTH_NOT_OPERATOR) */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description No site at this host, or no such resource */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Validation failed */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Too many failed sign-ins or bearer-token attempts from this client address (ErrTooManyAttempts); Retry-After says when to try again */
             429: {
                 headers: {
                     [name: string]: unknown;

@@ -47,6 +47,14 @@ export interface EntityOperationsApi {
   replace(ctx: TxContext, input: Record<string, unknown>): Promise<{ row: Row; created: boolean }>;
   remove(ctx: TxContext, id: string | null): Promise<void>;
   /**
+   * Counts (and sums, averages, minimums, maximums) of the rows the caller may see, per group, as
+   * GET <list>/summary answers them for this query string (framework/query/summary.ts).
+   */
+  summary(
+    ctx: TxContext,
+    query: Record<string, unknown>,
+  ): Promise<{ groups: Record<string, unknown>[]; total: number; truncated: boolean }>;
+  /**
    * Runs fn after every committed write of this entity, in this process, before the request that
    * wrote answers (the public read's validator cache; other processes learn it by NOTIFY).
    */

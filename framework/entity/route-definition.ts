@@ -113,7 +113,39 @@ export interface RouteDefinition<S extends RouteSchemas = RouteSchemas, P extend
    * leaves the request to the handler.
    */
   oneExchange?(ctx: RouteContext<S>): OneExchange | undefined;
+  /**
+   * A list's rows in bulk: the route also answers `Accept: text/csv` or `?format=csv`, and
+   * `application/x-ndjson` or `?format=ndjson`, with every row its filters match (not a page),
+   * streamed in batches, each read in a short transaction of its own (framework/bulk/list-export/).
+   */
+  exports?: ListExport;
   handler(ctx: RouteContext<S> & { tx: TxContext<P> }): Promise<unknown>;
+}
+
+/** What a list declares to be exported (RouteDefinition.exports). */
+export interface ListExport {
+  /** The file name's stem: `tasks` sends tasks.csv. */
+  name: string;
+  /**
+   * The request's query (validated by the route's schema) as a walk over every row it matches,
+   * `params` the route's path parameters (a record's history: its id); 422 for what does not fit.
+   */
+  open(query: Record<string, unknown>, now: Date, params: Readonly<Record<string, string>>): ExportWalk;
+}
+
+/** One export's walk over the rows, batch by batch, by keyset. */
+export interface ExportWalk {
+  /** The fields each row holds, in order: a CSV's header (read once the first batch is in). */
+  readonly columns: readonly string[];
+  /**
+   * Up to `size` rows after `after` (a `next` of this walk; none for the first batch), in the
+   * list's order, as the list answers them, and where the next batch starts (null after the last).
+   */
+  batch(
+    tx: TxContext,
+    after: string | undefined,
+    size: number,
+  ): Promise<{ rows: Record<string, unknown>[]; next: string | null }>;
 }
 
 /** One request's statement and what to answer from it (see RouteDefinition.oneExchange). */

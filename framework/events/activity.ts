@@ -10,6 +10,7 @@ import { ACTOR_FILTERS, ActorSchema } from '../history/history-schemas.ts';
 import { StringEnum } from '../entity/string-enum.ts';
 import type { ListQuery } from '../query/parse.ts';
 import { QueryList } from '../query/query-list.ts';
+import { pagedExport } from '../bulk/list-export/list-columns.ts';
 import { selectAnswer } from '../query/expansion.ts';
 import { answer } from '../http/entity-route-parts.ts';
 
@@ -198,6 +199,8 @@ export function activityRoute(activity: TenantActivity): AnyRoute {
       querystring: activity.list.querySchema,
       response: { 200: answer(pageSchema(ActivitySchema), 'A page of the tenant’s events') },
     },
+    // Every matching event as CSV or NDJSON (docs/api-conventions.md, "Exports").
+    exports: pagedExport('activity', ActivitySchema, '-at', (tx, query) => activity.page(tx, query)),
     handler: async ({ tx, query, reply }) => {
       const { page, asked } = await activity.page(tx, query as object);
       return selectAnswer(reply, page, asked);

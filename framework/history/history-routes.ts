@@ -5,7 +5,8 @@ import type { EntityOperations } from '../operations/entity-ops.ts';
 import type { PageQuery } from '../operations/paging.ts';
 import { selectAnswer } from '../query/expansion.ts';
 import { answer, followUpEvents, sentences, visibility } from '../http/entity-route-parts.ts';
-import { RestoreBody, RevisionPage, restoredSchema } from './history-schemas.ts';
+import { RestoreBody, RevisionPage, RevisionSchema, restoredSchema } from './history-schemas.ts';
+import { pagedExport } from '../bulk/list-export/list-columns.ts';
 
 type Present = (tx: TxContext, row: Record<string, unknown>) => unknown;
 
@@ -44,6 +45,10 @@ export function historyRoutes(entity: ResolvedEntity, ops: EntityOperations, pre
         querystring: list.querySchema,
         response: { 200: answer(RevisionPage, `A page of the ${label}'s revisions`) },
       },
+      // The record's every matching revision as CSV or NDJSON (docs/api-conventions.md, "Exports").
+      exports: pagedExport(`${names.plural}-history`, RevisionSchema, '-at', (tx, query, p) =>
+        ops.historyPage(tx, idOf(p), query as PageQuery & Record<string, unknown>),
+      ),
       handler: async ({ tx, params: p, query, reply }) => {
         const { page, asked } = await ops.historyPage(tx, idOf(p), query as PageQuery & Record<string, unknown>);
         return selectAnswer(reply, page, asked);

@@ -19,9 +19,11 @@ import { publicReadRoute } from './public-read.ts';
 import { publicPageRoute } from './public-page.ts';
 import { OFFSET_MAX, TOTAL_CAP, type PageQuery } from '../operations/paging.ts';
 import { CONDITIONS_MAX } from '../query/parse.ts';
+import { SUMMARY_GROUPS_MAX } from '../query/summary.ts';
 import { admitReferences, selectAnswer } from '../query/expansion.ts';
 import { historyRoutes } from '../history/history-routes.ts';
 import { importRoute } from '../bulk/imports/import-routes.ts';
+import { entityExport } from '../bulk/list-export/entity-export.ts';
 import type { Config } from '../config/schema.ts';
 
 /**
@@ -60,7 +62,7 @@ function ungatedRoutes(entity: ResolvedEntity, ops: EntityOperations, config: Co
       replica: 'on-request',
       summary: `List ${names.labelPlural.toLowerCase()}`,
       description: sentences(
-        `Filtered by <field>=<operator>.<value> on any filterable field (all conditions hold; or=(...) for one group of which one holds; at most ${CONDITIONS_MAX} conditions), sorted by one or several fields (sort=a,-b; "-" for descending), ties broken by id. Paged with limit and offset (up to ${OFFSET_MAX}), or with after=<next> from the previous page at any depth; next is null on the last page. total counts the matching rows up to ${TOTAL_CAP} (totalExact false past that). fields= keeps only the fields named; expand= carries a referenced row in each item. docs/api-conventions.md, "Filters".`,
+        `Filtered by <field>=<operator>.<value> on any filterable field (all conditions hold; or=(...) for one group of which one holds; at most ${CONDITIONS_MAX} conditions), sorted by one or several fields (sort=a,-b; "-" for descending), ties broken by id. Paged with limit and offset (up to ${OFFSET_MAX}), or with after=<next> from the previous page at any depth; next is null on the last page. total counts the matching rows up to ${TOTAL_CAP} (totalExact false past that). fields= keeps only the fields named; expand= carries a referenced row in each item. docs/api-conventions.md, "Filters". ?format=csv or Accept: text/csv (ndjson, application/x-ndjson) answers every matching row instead of a page, as a download streamed in batches (docs/api-conventions.md, "Exports").`,
         visibility(entity),
       ),
       tags,
@@ -79,6 +81,8 @@ function ungatedRoutes(entity: ResolvedEntity, ops: EntityOperations, config: Co
             },
           }
         : {}),
+      // Accept: text/csv or ?format=csv (and NDJSON): every matching row, streamed (bulk/list-export/).
+      exports: entityExport(entity, ops, present),
       handler: async ({ tx, query, reply }) => {
         const asked = ops.parse(query, tx.now);
         const page = await ops.list(tx, query as PageQuery, undefined, asked);
@@ -88,6 +92,25 @@ function ungatedRoutes(entity: ResolvedEntity, ops: EntityOperations, config: Co
         await ops.expand(tx, items, asked);
         return selectAnswer(reply, { ...page, items }, asked);
       },
+    },
+    {
+      method: 'GET',
+      url: `${names.path}/summary`,
+      operationId: names.operationId('summary'),
+      // Counts for a dashboard or a report: the replica serves them when there is one (within its lag bound).
+      replica: 'always',
+      summary: `Count ${names.labelPlural.toLowerCase()} per group`,
+      description: sentences(
+        `Counts the rows the list would answer (the same filters, q and or), per group of the fields groupBy names (groupBy=status,priority; a date-time by day, week or month, deadline:day, in UTC or the IANA zone tz names), with sum, avg, min and max of numeric and date-time fields (sum=price). total counts every matching row; at most ${SUMMARY_GROUPS_MAX} groups, truncated true when there are more. One statement, bounded by database.statement_timeout_ms. docs/api-conventions.md, "Summaries".`,
+        visibility(entity),
+      ),
+      tags,
+      access: read,
+      schema: {
+        querystring: ops.summaryQuery,
+        response: { 200: answer(ops.summarySchema, `Counts of ${names.labelPlural.toLowerCase()} per group`) },
+      },
+      handler: ({ tx, query }) => ops.summary(tx, query as Record<string, unknown>),
     },
     {
       method: 'POST',

@@ -23,6 +23,8 @@ import { idempotencyHeaders, takesIdempotencyKey } from './idempotency.ts';
 import { bearerOf, strategyFor, type RoutePlan } from './request-strategies.ts';
 import { batchMemberOf, notBatchable } from '../bulk/batch-member.ts';
 import { replicaPreferenceHeaders, transactionsFor } from './replica-choice.ts';
+import { negotiate, offeredTypes } from './negotiation.ts';
+import { asksForExport, exportStrategy } from '../bulk/list-export/export-route.ts';
 
 /** The body limit of a route that declares none. */
 export const DEFAULT_BODY_LIMIT = 1024 * 1024;
@@ -79,6 +81,22 @@ export function registerRoute(
     transactions: transactionsFor(route, services),
   };
   const serve = strategyFor(plan, route);
+  // A list's query string takes format= (query-schema.ts) only where the route can export: never silent JSON.
+  const takesFormat = (route.schema.querystring as { properties?: Record<string, unknown> } | undefined)?.properties
+    ?.format;
+  if (takesFormat && route.method === 'GET' && !route.hidden && (route.transaction === 'none' || !route.exports))
+    throw new Error(`${route.method} ${route.url} takes format= but declares no exports (RouteDefinition.exports)`);
+  // What the route answers in (JSON; a list's CSV and NDJSON too): an Accept that takes none is 406.
+  const offered = offeredTypes(route);
+  const exporting =
+    route.transaction !== 'none' && route.exports && offered
+      ? exportStrategy(plan, { ...route, exports: route.exports }, offered)
+      : undefined;
+  const respond =
+    exporting && offered
+      ? (request: FastifyRequest, reply: FastifyReply) =>
+          asksForExport(request, offered) ? exporting(request, reply) : serve(request, reply)
+      : serve;
   // Refusals that need neither the body nor the database run as soon as the request arrives, before
   // the body is read: an operator permission outside the operator tenant (before anything else), a
   // state-changing request another site sent, and a guarded route called with no credential.
@@ -88,6 +106,9 @@ export function registerRoute(
     // refusals included (set first, so a refusal below keeps it).
     if (route.access !== 'public') reply.header('cache-control', 'no-store');
     guard.admitTenant(request.tenant ?? noTenant());
+    // A list's ?format= says what it wants (validated with the query string); else its Accept.
+    if (offered && !(exporting && (request.query as Record<string, unknown> | undefined)?.format !== undefined))
+      negotiate(request, offered);
     if (batchRefusal !== undefined && batchMemberOf(request.headers)) throw notBatchable(batchRefusal);
     const bearer = bearerOf(plan, request);
     // The cross-site rule guards the cookie a browser attaches by itself; a bearer token is sent
@@ -151,6 +172,8 @@ export function registerRoute(
       ...{ 'x-access': typeof route.access === 'object' ? `permission ${route.access.permission}` : route.access },
       // And the feature the tenant's plan must grant (403 FEATURE_NOT_IN_PLAN without it), when gated.
       ...(guard.feature !== undefined ? { 'x-feature': guard.feature } : {}),
+      // A list that exports: its answer's CSV and NDJSON media types are added to the document (openapi/document.ts).
+      ...(route.transaction !== 'none' && route.exports ? { 'x-exports': route.exports.name } : {}),
     },
     onRequest: early ? [beforeBody, early] : beforeBody,
     preValidation: [
@@ -159,7 +182,7 @@ export function registerRoute(
       ...(protectedFields ? [protectedFields] : []),
     ],
     // The request's id is in scope for all its work: every event it publishes records it.
-    handler: (request: FastifyRequest, reply: FastifyReply) => withRequestId(request.id, () => serve(request, reply)),
+    handler: (request: FastifyRequest, reply: FastifyReply) => withRequestId(request.id, () => respond(request, reply)),
   });
 }
 

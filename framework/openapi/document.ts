@@ -134,6 +134,7 @@ function finishDocument(document: Record<string, unknown>): Record<string, unkno
     for (const operation of Object.values(operations)) {
       if (operation.responses && !operation.responses['431']) operation.responses['431'] = headersTooLarge;
       const answer = operation.responses?.['200'];
+      if (answer && operation['x-exports'] !== undefined) withExports(operation, answer);
       if (answer && takesReplicaPreference(operation))
         answer.headers = { ...answer.headers, 'Preference-Applied': PREFERENCE_APPLIED_HEADER };
     }
@@ -142,6 +143,7 @@ function finishDocument(document: Record<string, unknown>): Record<string, unkno
 }
 
 type Operation = {
+  'x-exports'?: string;
   parameters?: { in?: string; name?: string }[];
   responses?: Record<string, { headers?: Record<string, unknown>; [member: string]: unknown }>;
 };
@@ -153,6 +155,42 @@ const PREFERENCE_APPLIED_HEADER = {
   description: `${REPLICA_PREFERENCE} when the read replica served the answer, which may then be up to database.replica_max_lag_ms behind the latest writes (eventually consistent). Absent: the primary served it.`,
   schema: { type: 'string', enum: [REPLICA_PREFERENCE] },
 };
+
+/**
+ * A list that exports (RouteDefinition.exports): its answer's CSV and NDJSON beside the page's
+ * JSON, the file they come in, and the 406 of an Accept that takes none of them.
+ */
+function withExports(operation: Operation, answer: NonNullable<Operation['responses']>[string]): void {
+  const name = operation['x-exports'];
+  delete operation['x-exports'];
+  const content = (answer.content ?? {}) as Record<string, unknown>;
+  answer.content = {
+    ...content,
+    'text/csv': {
+      schema: {
+        type: 'string',
+        description: `Every matching row (?format=csv or Accept: text/csv): RFC 4180 with a header line of the field names; a text cell starting with =, +, -, @, a tab or a carriage return is prefixed with '.`,
+      },
+    },
+    'application/x-ndjson': {
+      schema: {
+        type: 'string',
+        description: 'Every matching row (?format=ndjson or Accept: application/x-ndjson): one JSON object a line.',
+      },
+    },
+  };
+  answer.headers = {
+    ...answer.headers,
+    'Content-Disposition': {
+      description: `With CSV or NDJSON: attachment; filename="${name}-<date>.csv" (or .ndjson).`,
+      schema: { type: 'string' },
+    },
+  };
+  operation.responses!['406'] = {
+    description: 'The Accept header takes none of application/json, text/csv, application/x-ndjson (NOT_ACCEPTABLE)',
+    content: { 'application/problem+json': { schema: { $ref: '#/components/schemas/Problem' } } },
+  };
+}
 
 /** The served document (built once, then cached by @fastify/swagger). */
 export function openApiDocument(app: FastifyInstance): Record<string, unknown> {

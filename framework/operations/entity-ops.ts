@@ -15,7 +15,14 @@ import type { QueryModel, ReferenceTarget } from '../query/query-model.ts';
 import { compileFilter } from '../query/compile.ts';
 import { NO_QUERY, parseListQuery, type ListQuery } from '../query/parse.ts';
 import { pageSchema } from './page-query.ts';
-import { listQuerySchema, readQuerySchema } from '../query/query-schema.ts';
+import { listQuerySchema, readQuerySchema, summaryQuerySchema } from '../query/query-schema.ts';
+import {
+  parseSummary,
+  summaryAnswer,
+  summaryAnswerSchema,
+  summaryStatement,
+  type SummaryAnswer,
+} from '../query/summary.ts';
 import { named } from '../openapi/schema-name.ts';
 import { admitReferences, attachExpansions } from '../query/expansion.ts';
 import {
@@ -71,6 +78,9 @@ export class EntityOperations implements EntityOperationsApi {
   model: QueryModel;
   /** Pages of live rows; a row filter joins as a ListFilter (see framework/operations/paging.ts). */
   readonly pager: KeysetPager;
+  /** The summary's query string and answer (framework/query/summary.ts), from the query model. */
+  summaryQuery!: TSchema;
+  summarySchema!: TSchema;
   /** Called once a transaction that wrote a row of this entity has committed, with its tenant. */
   private readonly writeWatchers: ((tenantId: string) => void)[] = [];
   /** The list, read and create as one statement each, for one-exchange requests. */
@@ -219,6 +229,47 @@ export class EntityOperations implements EntityOperationsApi {
     const { schemas, searchable } = this.entity;
     schemas.listQuery = listQuerySchema(this.model, { defaultSort: 'createdAt', searches: searchable });
     schemas.readQuery = readQuerySchema(this.model);
+    this.summaryQuery = summaryQuerySchema(this.model, { searches: searchable });
+    this.summarySchema = summaryAnswerSchema(this.model);
+  }
+
+  /**
+   * Counts (and sums, averages, minimums, maximums) of the live rows the caller may see that match
+   * the list's filters, per group: one statement (framework/query/summary.ts), row access and the
+   * filters as the list applies them.
+   */
+  async summary(ctx: TxContext, query: Record<string, unknown>): Promise<SummaryAnswer> {
+    const { summary, filters } = parseSummary(this.model, query);
+    const asked = this.parse(filters, ctx.now);
+    admitReferences(asked, (permission) => ctx.can(permission));
+    const access = this.access(ctx, 1);
+    const conditions = [this.live, access.sql].filter((c) => c !== '');
+    const params = [...access.params];
+    const q = filters.q;
+    if (typeof q === 'string' && q !== '' && this.searchable.length > 0) {
+      params.push(q.toLowerCase());
+      const n = params.length;
+      conditions.push(`(${this.searchable.map((column) => `strpos(lower(${column}), $${n}) > 0`).join(' or ')})`);
+    }
+    const compiled = compileFilter(asked, params.length + 1, ctx);
+    const statement = summaryStatement(
+      this.table,
+      [...conditions, ...compiled.conditions],
+      [...params, ...compiled.params],
+      summary,
+    );
+    let rows: Values[];
+    try {
+      rows = await run<Values>(ctx.db, statement.text, statement.params);
+    } catch (err) {
+      // A zone Node's time zone database has and PostgreSQL's has not (22023): the request's, not ours.
+      if ((err as { code?: unknown }).code === '22023' && /time zone/.test(String((err as Error).message))) {
+        const message = `tz takes an IANA time zone the database knows; "${summary.tz}" is not one`;
+        throw problem('VALIDATION_FAILED', message, { errors: [{ pointer: '/querystring/tz', message }] });
+      }
+      throw err;
+    }
+    return summaryAnswer(rows, summary);
   }
 
   /** The parameters of a list or read as a query of this entity (framework/query/parse.ts); 422 for what does not fit. */

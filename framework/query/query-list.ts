@@ -9,6 +9,8 @@ import { selectAnswer } from './expansion.ts';
 import { parseListQuery, type ListQuery } from './parse.ts';
 import { queryField, type QueryField, type QueryModel } from './query-model.ts';
 import { listQuerySchema } from './query-schema.ts';
+import type { ListExport } from '../entity/route-definition.ts';
+import { exportColumns, exportRow } from '../bulk/list-export/list-columns.ts';
 
 /**
  * A hand-written list (notifications, files, tenants, ...) that takes the same query language as
@@ -89,6 +91,8 @@ export class QueryList {
   readonly pageSchema: TSchema;
   private readonly search: QueryListDeclaration['search'];
   private readonly bareEq: readonly string[];
+  private readonly item: TObject;
+  private readonly defaultSort: string;
 
   constructor(declaration: QueryListDeclaration) {
     const properties = declaration.item.properties as Record<string, TSchema>;
@@ -129,6 +133,32 @@ export class QueryList {
       ...(declaration.bareEq ? { bareEq: declaration.bareEq } : {}),
     });
     this.pageSchema = pageSchema(declaration.item);
+    this.item = declaration.item;
+    this.defaultSort = declaration.defaultSort;
+  }
+
+  /**
+   * The list's export (RouteDefinition.exports): every row its query matches within `scope` (as
+   * for answer; `scope` may refuse the caller), read page by page with its cursor, `name` the
+   * file's stem.
+   */
+  exports(name: string, scope?: (ctx: TxContext, query: Record<string, unknown>) => ListFilter): ListExport {
+    return {
+      name,
+      open: (query, now) => {
+        const asked = this.parse(query, now);
+        const sort = typeof query.sort === 'string' ? query.sort : this.defaultSort;
+        const { limit: _limit, offset: _offset, after: _after, ...filters } = query;
+        return {
+          columns: exportColumns(this.item, asked, new Set()),
+          batch: async (ctx, after, size) => {
+            const asking = { ...filters, sort, limit: size, offset: 0, ...(after !== undefined ? { after } : {}) };
+            const { page } = await this.page(ctx, asking, scope?.(ctx, asking));
+            return { rows: page.items.map((row) => exportRow(row, asked)), next: page.next };
+          },
+        };
+      },
+    };
   }
 
   /** The request's query string as a query of this list (framework/query/parse.ts); 422 for what does not fit. */

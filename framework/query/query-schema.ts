@@ -11,6 +11,7 @@ import { CONDITIONS_MAX, IN_VALUES_MAX, operatorList } from './parse.ts';
 import { indexedSorts, sortFields, type QueryField, type QueryModel } from './query-model.ts';
 import { expectedOf } from './values.ts';
 import { isValuesOf } from './field-types.ts';
+import { summaryParameters } from './summary.ts';
 
 /**
  * A list's query string as its route declares it, from the list's query model, once at boot: the
@@ -148,6 +149,16 @@ export function listQuerySchema(model: QueryModel, options: ListQueryOptions) {
   Object.assign(properties, filterParameters(model, options.bareEq ?? []));
   properties.or = orParameter();
   Object.assign(properties, selectionParameters(model, 'item'));
+  properties.format = withRefusal(
+    Type.Optional(
+      Type.String({
+        enum: ['json', 'csv', 'ndjson'],
+        description:
+          'json (a page, the default), or every matching row as a download: csv (text/csv, RFC 4180, a header line of the field names) or ndjson (application/x-ndjson, one JSON object a line), in the sort asked for, with the filters and fields= applied; limit, offset and after do not apply. Wins over Accept, which may ask for text/csv or application/x-ndjson instead. docs/api-conventions.md, "Exports".',
+      }),
+    ),
+    'format takes json, csv or ndjson',
+  );
   return withUnknownRefusal(
     Type.Object(properties, { additionalProperties: false }),
     unknownSentence(model, properties),
@@ -175,6 +186,39 @@ export function streamQuerySchema(model: QueryModel) {
   return withUnknownRefusal(
     Type.Object(properties, { additionalProperties: false }),
     unknownSentence(model, properties),
+  );
+}
+
+/**
+ * The parameters of a list's summary (summary.ts): the list's filters (q, one parameter per
+ * field, or) and the summary's own (groupBy, sum, avg, min, max, tz).
+ */
+export function summaryQuerySchema(model: QueryModel, options: Pick<ListQueryOptions, 'searches'>) {
+  const properties: TProperties = {};
+  const searches = options.searches ?? [];
+  if (searches.length > 0) {
+    properties.q = Type.Optional(
+      Type.String({
+        minLength: 1,
+        maxLength: SEARCH_MAX_LENGTH,
+        description: `Search: only rows whose ${searches.join(' or ')} contains this text, ignoring case, as the list's q.`,
+      }),
+    );
+  }
+  Object.assign(properties, filterParameters(model, []));
+  properties.or = withRefusal(
+    Type.Optional(
+      Type.String({
+        pattern: '^\\(.*\\)$',
+        description: "One group of conditions of which at least one holds, as the list's or.",
+      }),
+    ),
+    'or takes one group in parentheses: or=(<field>.<operator>.<value>,and(<field>.<operator>.<value>,...),...)',
+  );
+  Object.assign(properties, summaryParameters(model));
+  return withUnknownRefusal(
+    Type.Object(properties, { additionalProperties: false }),
+    `a summary of ${model.label} takes ${Object.keys(properties).join(', ')}`,
   );
 }
 

@@ -171,6 +171,7 @@ export const listRolesRoute = defineRoute({
     querystring: roleList.querySchema,
     response: { 200: pageSchema(RoleSchema, "The tenant's roles by name") },
   },
+  exports: roleList.exports('roles'),
   handler: ({ tx, query, reply }) => roleList.answer(tx, query, reply),
 });
 

@@ -8,11 +8,12 @@ import {
   createToken,
   listTokens,
   revokeToken,
+  tokenScope,
   type AccessTokenView,
 } from './tokens.ts';
 import { pageSchema } from '../../framework/operations/paging.ts';
 import { selectAnswer } from '../../framework/query/expansion.ts';
-import { AccessTokenFields, AccessTokenSchema, TokenListQuery } from './token-list.ts';
+import { AccessTokenFields, AccessTokenSchema, TokenListQuery, tokenList } from './token-list.ts';
 
 const AccessTokenCreatedSchema = Type.Object(
   {
@@ -111,6 +112,7 @@ export const listTokensRoute = defineRoute({
     querystring: TokenListQuery,
     response: { 200: AccessTokenListSchema },
   },
+  exports: tokenList.exports('tokens', tokenScope),
   async handler({ tx, query, reply }) {
     const { page, asked } = await listTokens(tx, query as Record<string, unknown>);
     return selectAnswer(reply, { ...page, items: page.items.map(toJson) }, asked);

@@ -3,7 +3,7 @@ import type { ModuleRegistry as Registry, TxContext } from '../../framework/enti
 import { ACCESS_TOKEN_PREFIX } from '../../framework/access/bearer.ts';
 import { hashSecret } from '../../framework/access/session-cookie.ts';
 import { notFound, problem } from '../../framework/errors.ts';
-import type { Page } from '../../framework/operations/paging.ts';
+import type { ListFilter, Page } from '../../framework/operations/paging.ts';
 import { tokenList } from './token-list.ts';
 import type { ListQuery } from '../../framework/query/parse.ts';
 import { refuseTokenCaller } from '../../framework/access/credentials.ts';
@@ -126,6 +126,12 @@ export async function listTokens(
   tx: TxContext,
   query: Record<string, unknown>,
 ): Promise<{ page: Page<AccessTokenView>; asked: ListQuery }> {
+  const { page, asked } = await tokenList.page(tx, query, tokenScope(tx, query));
+  return { page: page as unknown as Page<AccessTokenView>, asked };
+}
+
+/** Whose tokens a list (or its export) holds, by listTokens's rule; 403 for another user's without token:manage. */
+export function tokenScope(tx: TxContext, query: Record<string, unknown>): ListFilter {
   const session = tx.session;
   if (!session) throw problem('AUTH_REQUIRED', 'Sign in to use this route');
   const written = [query.userId ?? []].flat().map(String);
@@ -133,12 +139,9 @@ export async function listTokens(
   const manages = tx.can(TOKEN_MANAGE);
   if (!manages && named.some((id) => id !== session.userId.toLowerCase()))
     throw problem('AUTH_FORBIDDEN', `Listing another user's tokens requires permission ${TOKEN_MANAGE}`);
-  const scope =
-    manages && written.length > 0
-      ? { conditions: [], params: [] }
-      : { conditions: ['user_id = $1'], params: [session.userId] };
-  const { page, asked } = await tokenList.page(tx, query, scope);
-  return { page: page as unknown as Page<AccessTokenView>, asked };
+  return manages && written.length > 0
+    ? { conditions: [], params: [] }
+    : { conditions: ['user_id = $1'], params: [session.userId] };
 }
 
 /**

@@ -157,6 +157,7 @@ export const fileRoutes = (config: Config) => [
       querystring: fileList.querySchema,
       response: { 200: pageSchema(FileRecord, 'A page of files') },
     },
+    exports: fileList.exports('files'),
     handler: ({ tx, query, reply }) => fileList.answer(tx, query, reply),
   }),
   defineRoute({

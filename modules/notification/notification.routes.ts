@@ -33,6 +33,9 @@ const COLUMNS = 'id, title, body, link, read_at as "readAt", created_at as "crea
  * filter reaches another person's rows. The page is read from the (tenant_id, recipient_id,
  * created_at, id) index in either direction.
  */
+/** The caller's own notifications: what their list and its export hold. */
+const mine = (tx: TxContext) => ({ conditions: ['recipient_id = $1'], params: [callerOf(tx)] });
+
 export const notificationList = new QueryList({
   label: 'notifications',
   item: Notification,
@@ -80,8 +83,8 @@ export const notificationRoutes: readonly AnyRoute[] = [
       querystring: notificationList.querySchema,
       response: { 200: pageSchema(Notification, 'A page of the caller’s notifications') },
     },
-    handler: ({ tx, query, reply }) =>
-      notificationList.answer(tx, query, reply, { conditions: ['recipient_id = $1'], params: [callerOf(tx)] }),
+    exports: notificationList.exports('notifications', (tx) => mine(tx)),
+    handler: ({ tx, query, reply }) => notificationList.answer(tx, query, reply, mine(tx)),
   }),
   defineRoute({
     method: 'POST',

@@ -24,7 +24,7 @@ import {
   TenantIdParams,
   TenantList,
 } from './tenant.schemas.ts';
-import { hostOwner, listTenants, readTenant, tenantRef, TenantListQuery } from './tenant-store.ts';
+import { hostOwner, listTenants, readTenant, tenantRef, tenantList, TenantListQuery } from './tenant-store.ts';
 import { selectAnswer } from '../../framework/query/expansion.ts';
 import { normaliseHostName } from './host-name.ts';
 import { answer } from '../../framework/http/entity-route-parts.ts';
@@ -51,6 +51,7 @@ export const tenantRoutes: readonly AnyRoute[] = [
     tags,
     access,
     schema: { querystring: TenantListQuery, response: { 200: TenantList } },
+    exports: tenantList.exports('tenants'),
     handler: async ({ tx, query, reply }) => {
       const { page, asked } = await listTenants(tx, query as Record<string, unknown>);
       return selectAnswer(reply, page, asked);

@@ -83,6 +83,7 @@ export const deliveryLogRoutes: readonly AnyRoute[] = [
     tags: ['webhook'],
     access: { permission: 'webhook:manage' },
     schema: { querystring: DeliveryListQuery, response: { 200: pageSchema(Delivery, 'A page of the delivery log') } },
+    exports: deliveryList.exports('deliveries'),
     handler: ({ tx, query, reply }) => deliveryList.answer(tx, query, reply),
   }),
 ];

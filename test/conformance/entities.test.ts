@@ -254,6 +254,8 @@ describe.each(ENTITIES.map((e) => [e.names.key, e] as const))('entity %s', (_key
         ? []
         : [['POST', `${item}/restore`, 'restore'] as [string, string, string]]),
       ...(imports ? [['POST', `${names.path}/import`, 'import'] as [string, string, string]] : []),
+      // A collection's list has its summary: counts per group (issue 48).
+      ...(singleton ? [] : [['GET', `${names.path}/summary`, 'summary'] as [string, string, string]]),
       // A tenant's collection can be followed as a stream of live changes (issue 45).
       ...(!singleton && entity.scope !== 'global'
         ? [['GET', `${names.path}/stream`, 'stream'] as [string, string, string]]

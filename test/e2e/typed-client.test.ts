@@ -72,7 +72,10 @@ afterAll(async () => {
 });
 
 it('a program signs in, works a task through its commands, pages with the cursor, uploads a file and publishes content, then uses a personal access token', async () => {
-  const client = createClient<paths>({ baseUrl: base, fetch: programFetch() });
+  const client = createClient<paths, `${string}/json` | `${string}/${string}+json`>({
+    baseUrl: base,
+    fetch: programFetch(),
+  });
 
   const signedIn = await client.POST('/api/v1/auth/login', { body: { email: user.email, password: user.password } });
   expect(signedIn.response.status, JSON.stringify(signedIn.error)).toBe(200);
@@ -161,7 +164,10 @@ it('a program signs in, works a task through its commands, pages with the cursor
     params: { path: { id: content.data!.id } },
   });
   expect(published.response.status, JSON.stringify(published.error)).toBe(200);
-  const anonymous = createClient<paths>({ baseUrl: base, fetch: programFetch() });
+  const anonymous = createClient<paths, `${string}/json` | `${string}/${string}+json`>({
+    baseUrl: base,
+    fetch: programFetch(),
+  });
   const page = await anonymous.GET('/api/v1/content/public/{slug}', { params: { path: { slug } } });
   expect(page.response.status).toBe(200);
   expect(page.data?.title).toBe('Typed');
@@ -176,7 +182,7 @@ it('a program signs in, works a task through its commands, pages with the cursor
     body: { name: 'typed client', permissions: ['task:read'], expiresInDays: 7 },
   });
   expect(issued.response.status, JSON.stringify(issued.error)).toBe(201);
-  const bearer = createClient<paths>({
+  const bearer = createClient<paths, `${string}/json` | `${string}/${string}+json`>({
     baseUrl: base,
     fetch: programFetch(),
     headers: { authorization: `Bearer ${issued.data!.token}` },

@@ -327,7 +327,17 @@ describe('the OpenAPI document', () => {
           .filter((name) => name !== 'q' && !filters.includes(name) && !queried(name))
           .sort(),
         key,
-      ).toEqual(['after', 'limit', 'offset', 'sort']);
+      ).toEqual(['after', ...(byName.format ? ['format'] : []), 'limit', 'offset', 'sort']);
+      // A list that exports (issue 48) takes format=, and documents its CSV and NDJSON and the 406.
+      if (byName.format) {
+        expect(byName.format.schema, key).toMatchObject({ type: 'string', enum: ['json', 'csv', 'ndjson'] });
+        expect(Object.keys(op.responses['200']!.content!).sort(), key).toEqual([
+          'application/json',
+          'application/x-ndjson',
+          'text/csv',
+        ]);
+        expect(op.responses['406'], key).toBeDefined();
+      }
       if (byName.q) expect(byName.q.schema, key).toMatchObject({ type: 'string', minLength: 1, maxLength: 200 });
       for (const p of params) {
         expect(p.in).toBe('query');

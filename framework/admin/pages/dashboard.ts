@@ -3,10 +3,12 @@ import type { AdminSite } from '../page.ts';
 import type { ReadinessCheck } from '../../http/probes.ts';
 import { registerCheckedPage } from './checked-page.ts';
 import { dashboardCards } from './dashboard-data.ts';
+import { statusChart } from './status-chart.ts';
 import { runCheck, type CheckOutcome } from './health-data.ts';
 
 /**
- * GET /admin: a card per resource the caller may read with the count its list reports (a
+ * GET /admin: a card per resource the caller may read with the count its list reports, and for a
+ * resource with an enum status a bar chart of its rows per status (a
  * singleton's card leads to its page, the subscription's to /admin/billing/subscription), and, for
  * the operator alone, whether the database check passes: a customer learns nothing from it. The
  * check runs first, with no transaction open (it uses the pool); the counts then run one after the
@@ -28,6 +30,8 @@ export function registerDashboard(site: AdminSite, checks: readonly ReadinessChe
         const cards = (await dashboardCards(page.tx, site.services)).map((card) => ({
           ...card,
           href: adminPagePath(site, card.key),
+          // A resource with an enum status: its rows per status, drawn here (status-chart.ts).
+          chart: card.statuses ? statusChart(`${card.labelPlural} by status`, card.statuses) : null,
         }));
         return page.render({
           title: 'Dashboard',

@@ -54,6 +54,8 @@ export function registerListPages(pages: EntityPages): void {
         title: labelPlural,
         rows,
         newHref: canCreate ? `${base}/new` : '',
+        // The list's export (GET <list>?format=csv) with the page's filters, search and sort: every matching row.
+        downloadHref: csvHref(entity.names.path, query),
         newLabel: `New ${label.toLowerCase()}`,
         filters: form,
       },
@@ -76,6 +78,20 @@ export function registerListPages(pages: EntityPages): void {
     schema: { querystring: pageQuery },
     handler: (ctx) => listPage(ctx, true),
   });
+}
+
+/** Paging says where a page starts; an export sends every row. */
+const PAGING = new Set(['limit', 'offset', 'after', 'format']);
+
+/** The API list's CSV export for the page's query: its filters, q and sort, without paging. */
+export function csvHref(listPath: string, query: Record<string, unknown>): string {
+  const params = new URLSearchParams();
+  for (const [name, value] of Object.entries(query)) {
+    if (PAGING.has(name) || value === undefined || value === '') continue;
+    for (const one of [value].flat()) params.append(name, String(one));
+  }
+  params.set('format', 'csv');
+  return `${listPath}?${params}`;
 }
 
 /**
