@@ -6743,7 +6743,7 @@ export interface operations {
                 createdAt?: string | string[];
                 /** @description Filter by currency: <operator>.<value> with eq, neq, in, contains, startsWith, each also after not. (e.g. currency=contains.text). in takes up to 100 values in parentheses, one holding , ( ) or " in double quotes. contains and startsWith ignore case and take the text as written (no wildcards). Repeat the parameter for several conditions on the field: all of them hold. */
                 currency?: string | string[];
-                /** @description Filter by features: <operator>.<value> with contains, each also after not. (e.g. features=contains.<value>). Values: text. Repeat the parameter for several conditions on the field: all of them hold. */
+                /** @description Filter by features: <operator>.<value> with contains, each also after not. (e.g. features=contains.<value>). Values: one of file.public_links, webhook.endpoints. Repeat the parameter for several conditions on the field: all of them hold. */
                 features?: string | string[];
                 /** @description Fields to count the rows by, separated by commas (groupBy=code,name): code, name, price, currency, interval, active; a date or date-time by day, week (from Monday) or month: createdAt:day, updatedAt:day. Without it, one group: every matching row. */
                 groupBy?: string;
