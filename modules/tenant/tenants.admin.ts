@@ -6,7 +6,6 @@ import {
   errorView,
   FORM_TOKEN_FIELD,
   newestFirst,
-  pagingOf,
   registerAdminPage,
   renderTemplate,
   runApiRoute,
