@@ -1,4 +1,5 @@
 import type { Services, TenantRef, TxContext } from '../../framework/entity/define.ts';
+import { allModules } from '../../modules/index.ts';
 
 /**
  * Test samples: values the conformance suite, the admin page suites and the security suite merge
@@ -50,7 +51,10 @@ export async function commandSample(
 
 // The installation's entities.
 
-// A subscription needs a plan to subscribe to: the suites subscribe to a free plan of their own.
+// A subscription needs a plan to subscribe to: the suites subscribe to a free plan of their own,
+// which grants every feature the modules declare, so that the entities the suites reach after
+// subscribing (a feature-gated one among them) are not refused by the plan.
+const EVERY_FEATURE = allModules.flatMap((module) => (module.features ?? []).map((feature) => feature.name));
 registerSamples('billing.subscription', {
   async command(ctx, command, n) {
     if (command !== 'subscribe') return {};
@@ -63,6 +67,7 @@ registerSamples('billing.subscription', {
         currency: 'EUR',
         interval: 'month',
         active: true,
+        features: EVERY_FEATURE,
       })
       .returning('id')
       .executeTakeFirstOrThrow();

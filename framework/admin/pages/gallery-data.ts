@@ -243,6 +243,18 @@ export const GALLERY: readonly GallerySample[] = [
     data: () => when('2026-11-27T08:26:51.934Z'),
   },
   {
+    component: 'usage-bars',
+    about:
+      'The plan’s limits on the subscription page: the use of each bounded one, with a bar, and what to do at the bound.',
+    data: () => ({
+      bars: [
+        { name: 'user.seats', text: '3 of 5 seats', use: 3, max: 5, full: false },
+        { name: 'webhook.endpoints', text: '2 of 2 endpoints', use: 2, max: 2, full: true },
+        { name: 'token.active', text: '4 tokens, no limit', use: 4, max: null, full: false },
+      ],
+    }),
+  },
+  {
     component: 'value',
     about: 'A read-only field in a form (command-owned or immutable): shown, never posted.',
     data: () => ({ label: 'Status', value: 'open', hint: 'Changed by the task’s commands.' }),

@@ -139,6 +139,7 @@ describe('tenant routes', () => {
       'DELETE tenant-tenant-remove-host',
       'GET tenant-export-archive',
       'GET tenant-export-read',
+      'GET tenant-tenant-entitlements-read',
       'GET tenant-tenant-list',
       'GET tenant-tenant-read',
       'POST tenant-export-create',
@@ -147,6 +148,7 @@ describe('tenant routes', () => {
       'POST tenant-tenant-invite',
       'POST tenant-tenant-resume',
       'POST tenant-tenant-suspend',
+      'PUT tenant-tenant-entitlements-set',
     ]);
   });
 });
