@@ -136,16 +136,13 @@ export function listQuerySchema(model: QueryModel, options: ListQueryOptions) {
       }),
     ),
   };
-  const searches = options.searches ?? [];
-  if (searches.length > 0) {
-    properties.q = Type.Optional(
-      Type.String({
-        minLength: 1,
-        maxLength: SEARCH_MAX_LENGTH,
-        description: `Search: only rows whose ${searches.join(' or ')} contains this text, ignoring case (a plain substring: no wildcards, no operators). total and paging count the matching rows. 1 to ${SEARCH_MAX_LENGTH} characters.`,
-      }),
-    );
-  }
+  Object.assign(
+    properties,
+    searchParameter(
+      options.searches ?? [],
+      ` (a plain substring: no wildcards, no operators). total and paging count the matching rows. 1 to ${SEARCH_MAX_LENGTH} characters.`,
+    ),
+  );
   Object.assign(properties, filterParameters(model, options.bareEq ?? []));
   properties.or = orParameter();
   Object.assign(properties, selectionParameters(model, 'item'));
@@ -189,22 +186,26 @@ export function streamQuerySchema(model: QueryModel) {
   );
 }
 
+/** The q parameter of a list that searches these fields (none: no q), its description ending with `rest`. */
+function searchParameter(searches: readonly string[], rest: string): TProperties {
+  if (searches.length === 0) return {};
+  return {
+    q: Type.Optional(
+      Type.String({
+        minLength: 1,
+        maxLength: SEARCH_MAX_LENGTH,
+        description: `Search: only rows whose ${searches.join(' or ')} contains this text, ignoring case${rest}`,
+      }),
+    ),
+  };
+}
+
 /**
  * The parameters of a list's summary (summary.ts): the list's filters (q, one parameter per
  * field, or) and the summary's own (groupBy, sum, avg, min, max, tz).
  */
 export function summaryQuerySchema(model: QueryModel, options: Pick<ListQueryOptions, 'searches'>) {
-  const properties: TProperties = {};
-  const searches = options.searches ?? [];
-  if (searches.length > 0) {
-    properties.q = Type.Optional(
-      Type.String({
-        minLength: 1,
-        maxLength: SEARCH_MAX_LENGTH,
-        description: `Search: only rows whose ${searches.join(' or ')} contains this text, ignoring case, as the list's q.`,
-      }),
-    );
-  }
+  const properties: TProperties = searchParameter(options.searches ?? [], ", as the list's q.");
   Object.assign(properties, filterParameters(model, []));
   properties.or = withRefusal(
     Type.Optional(
