@@ -6,6 +6,8 @@ import {
   errorView,
   FORM_TOKEN_FIELD,
   newestFirst,
+  pagingOf,
+  type PageQuery,
   registerAdminPage,
   renderTemplate,
   runApiRoute,
@@ -24,7 +26,6 @@ import { validationProblem } from '../../framework/http/problems.ts';
 import { typeboxValidatorCompiler } from '../../framework/http/validation.ts';
 import { AddHostBody, CreateTenantBody, InviteAdminBody } from './tenant.schemas.ts';
 import { TenantListQuery, tenantList } from './tenant-store.ts';
-import type { PageQuery } from '../../framework/operations/paging.ts';
 import { titleCase } from '../../framework/entity/names.ts';
 import { readTenant } from './tenant-store.ts';
 import { requestPort, switcherPage, tenantAdminUrl } from './tenants.admin-data.ts';
@@ -172,9 +173,10 @@ export function registerTenantSwitcher(site: AdminSite): void {
   async function renderList(page: AdminPageContext, refused?: Refusal): Promise<string> {
     // A refused create answers the list as it opens; the page itself lists as its address filters.
     const asked = filters.request(refused ? ({ ...page, query: {} } as AdminPageContext) : page);
-    const query = (refused
+    // The filters travel beside the paging, which pagingOf checks (the search is passed on its own).
+    const query: PageQuery = refused
       ? { limit: 20, offset: 0, sort: ADMIN_LIST_SORT }
-      : { ...asked.query, q: undefined }) as unknown as PageQuery & Record<string, unknown>;
+      : { ...asked.query, ...pagingOf(asked.query), q: undefined };
     const port = requestPort(page.request.headers.host, site.services.config.server.port);
     const q = refused ? '' : typeof page.query.q === 'string' ? page.query.q : '';
     const tenants = await switcherPage(page.tx, query, port, q);
