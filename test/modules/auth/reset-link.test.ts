@@ -67,11 +67,15 @@ describe('auth.reset_requested subscription', () => {
     expect(link.searchParams.get('token')).toMatch(/^[A-Za-z0-9_-]{43}$/);
     expect(mail!.text).toContain('Hello Ada');
     // Until when the link works, as pages say a date and with the zone (issue 42, point 4).
-    const expires = await app.services.db.pool.query<{ expires_at: Date }>(
-      'select expires_at from set_password_tokens where user_id = $1',
-      [user.id],
-    );
-    expect(mail!.text).toContain(`Open this link by ${formatDateTime(expires.rows[0]!.expires_at)} (within 24 hours)`);
+    // The mail leaves inside the subscription's transaction: its token row is there once it commits.
+    const expiresAt = await waitFor(async () => {
+      const found = await app.services.db.pool.query<{ expires_at: Date }>(
+        'select expires_at from set_password_tokens where user_id = $1',
+        [user.id],
+      );
+      return found.rows[0]?.expires_at ?? false;
+    }, 'the token row');
+    expect(mail!.text).toContain(`Open this link by ${formatDateTime(expiresAt)} (within 24 hours)`);
     expect(mail!.text).toMatch(/by \d{1,2} [A-Z][a-z]{2,3} \d{4}, \d{2}:\d{2} UTC/);
     // The mail leaves inside the subscription's transaction; its rows are there once it commits.
     await settled();
