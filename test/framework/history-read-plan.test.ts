@@ -7,6 +7,7 @@ import { entity } from '../../framework/entity/define.ts';
 import { resolveEntity } from '../../framework/entity/resolve.ts';
 import { EntityOperations } from '../../framework/operations/entity-ops.ts';
 import type { PageQuery } from '../../framework/operations/paging.ts';
+import type { PlanNode } from '../helpers/plan-node.ts';
 
 // Issue 46, point 7: reading a record's history is one statement, read from the index
 // revisions_of_row (tenant, entity, row, id), however many revisions the tenant holds.
@@ -50,16 +51,6 @@ beforeAll(async () => {
 afterAll(async () => {
   await app?.close();
 });
-
-interface PlanNode {
-  'Node Type': string;
-  'Relation Name'?: string;
-  'Index Name'?: string;
-  'Actual Rows': number;
-  'Actual Loops': number;
-  'Rows Removed by Filter'?: number;
-  Plans?: PlanNode[];
-}
 
 /** Every scan of revisions in the plan: its kind, its index, and the rows it touched. */
 function revisionScans(plan: PlanNode): { kind: string; index: string | undefined; rows: number }[] {

@@ -4,6 +4,7 @@ import type { TenantRef } from '../../../framework/context/tenant.ts';
 import type { EntityOperations } from '../../../framework/operations/entity-ops.ts';
 import { compileFilter } from '../../../framework/query/compile.ts';
 import { TOTAL_CAP, type PageQuery } from '../../../framework/operations/paging.ts';
+import type { PlanNode } from '../../helpers/plan-node.ts';
 
 /**
  * Issue 44, point 11: the task list's everyday question, "open or acknowledged, overdue, soonest
@@ -49,19 +50,6 @@ beforeAll(async () => {
 afterAll(async () => {
   await app?.close();
 });
-
-interface PlanNode {
-  'Node Type': string;
-  'Relation Name'?: string;
-  'Index Name'?: string;
-  'Actual Rows': number;
-  'Actual Loops': number;
-  'Rows Removed by Filter'?: number;
-  'Rows Removed by Index Recheck'?: number;
-  'Subplan Name'?: string;
-  'Parent Relationship'?: string;
-  Plans?: PlanNode[];
-}
 
 interface Scan {
   kind: string;
