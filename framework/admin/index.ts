@@ -33,8 +33,9 @@ export { PAGE_TOOLS_URL } from './page-tools.ts';
 export { generatedResources } from './resource-pages/resource-pages.ts';
 // What a hand-written page needs beside registerAdminPage, the helpers the generated pages use
 // (docs/module-authoring.md, "Admin pages and sidebar entries"): a list's query and paging, a
-// form's token, its refusal beside its fields, its post/redirect/get, and a confirmation page.
-export { ADMIN_LIST_SORT, newestFirst, pagingOf } from './list-query.ts';
+// form's token, its refusal beside its fields, its post/redirect/get, and a confirmation page;
+// csvHref with the download-csv component for a list's "Download CSV".
+export { ADMIN_LIST_SORT, csvHref, newestFirst, pagingOf } from './list-query.ts';
 export { ListFilters, entityPicker, type FilterPreset, type FilterPicker } from './list-filters.ts';
 export { pageQuerySchema, type Page, type PageQuery } from '../operations/page-query.ts';
 export { FORM_TOKEN_FIELD } from '../access/form-token.ts';

@@ -40,3 +40,21 @@ export function pagingOf(query: Readonly<Record<string, unknown>>): PageQuery {
     ...(typeof q === 'string' ? { q } : {}),
   };
 }
+
+/** Paging says where a page starts; an export sends every row. */
+const PAGING = new Set(['limit', 'offset', 'after', 'format']);
+
+/**
+ * The address of "Download CSV" on a list page: the API list's export (GET <list>?format=csv,
+ * bulk/list-export/) for the page's query, its filters, q and sort, without paging: every matching
+ * row. Shown with the download-csv component.
+ */
+export function csvHref(listPath: string, query: Record<string, unknown>): string {
+  const params = new URLSearchParams();
+  for (const [name, value] of Object.entries(query)) {
+    if (PAGING.has(name) || value === undefined || value === '') continue;
+    for (const one of [value].flat()) params.append(name, String(one));
+  }
+  params.set('format', 'csv');
+  return `${listPath}?${params}`;
+}

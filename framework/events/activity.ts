@@ -184,11 +184,14 @@ function listFilter(filter: ActivityFilter): ListFilter {
   return { conditions, params };
 }
 
+/** Where the API lists the tenant's activity (and exports it, ?format=csv). */
+export const ACTIVITY_PATH = '/api/v1/audit/activity';
+
 /** GET /api/v1/audit/activity: the tenant's events, with audit:read. */
 export function activityRoute(activity: TenantActivity): AnyRoute {
   return {
     method: 'GET',
-    url: '/api/v1/audit/activity',
+    url: ACTIVITY_PATH,
     operationId: 'audit-activity-list',
     summary: 'The tenant’s activity',
     description:

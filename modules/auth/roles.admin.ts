@@ -1,5 +1,6 @@
 import Type from 'typebox';
 import {
+  csvHref,
   errorView,
   FORM_TOKEN_FIELD,
   pageQuerySchema,
@@ -11,7 +12,7 @@ import {
   type PageQuery,
 } from '../../framework/admin/index.ts';
 import { notFound, problem, type ProblemError } from '../../framework/errors.ts';
-import { ROLE_NAME_PATTERN, listRoles, readRole, setRole } from './roles.routes.ts';
+import { ROLE_NAME_PATTERN, listRoles, listRolesRoute, readRole, setRole } from './roles.routes.ts';
 import { permissionChoices, postedPermissions } from './roles.admin-data.ts';
 
 const access = { permission: 'role:manage' };
@@ -125,6 +126,8 @@ export function registerRolePages(site: AdminSite): void {
     const body = renderTemplate('./admin/pages/roles', {
       page: roles,
       nextHref,
+      // Every role, as CSV (the list's export), in the page's order.
+      csvHref: csvHref(listRolesRoute.url, { ...query }),
       form: { ...form, hint: NAME_RULE },
       csrf: page.csrf(),
       csrfField: FORM_TOKEN_FIELD,

@@ -57,3 +57,6 @@ export const tokenList = new QueryList({
 
 /** The tokens list's query string: paging, sort, a filter per field (userId also bare), or and fields. */
 export const TokenListQuery = tokenList.querySchema;
+
+/** Where the API lists the caller's tokens (and exports them, ?format=csv: never their secrets). */
+export const TOKENS_PATH = '/api/v1/auth/tokens';

@@ -1,6 +1,7 @@
 import Type from 'typebox';
 import {
   ListFilters,
+  csvHref,
   registerAdminPage,
   renderTemplate,
   type AdminPageContext,
@@ -11,7 +12,7 @@ import { problem, type ProblemError } from '../../framework/errors.ts';
 import { PAGE_LIMIT_MAX } from '../../framework/operations/page-query.ts';
 import { formatDateTime, when } from '../../framework/format.ts';
 import { titleCase } from '../../framework/entity/names.ts';
-import { tokenList, TokenListQuery } from './token-list.ts';
+import { TOKENS_PATH, tokenList, TokenListQuery } from './token-list.ts';
 import {
   DEFAULT_TOKEN_DAYS,
   MAX_TOKEN_DAYS,
@@ -149,6 +150,8 @@ export function registerTokenPages(site: AdminSite): void {
     const body = renderTemplate('./admin/pages/tokens', {
       tokens: tokens.map((t) => rowOf(t, page.tx.now)),
       filters: await filters.form(page, asked.pairs, { label: 'Filter your tokens' }),
+      // Every token the filters match, as CSV (the list's export, without secrets).
+      csvHref: csvHref(TOKENS_PATH, asked.query),
       form: { ...form, maxDays: MAX_TOKEN_DAYS },
       choices: permissionChoices(page, form.permissions),
       created: state.created ?? null,

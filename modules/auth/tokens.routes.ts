@@ -13,7 +13,7 @@ import {
 } from './tokens.ts';
 import { pageSchema } from '../../framework/operations/paging.ts';
 import { selectAnswer } from '../../framework/query/expansion.ts';
-import { AccessTokenFields, AccessTokenSchema, TokenListQuery, tokenList } from './token-list.ts';
+import { AccessTokenFields, AccessTokenSchema, TOKENS_PATH, TokenListQuery, tokenList } from './token-list.ts';
 
 const AccessTokenCreatedSchema = Type.Object(
   {
@@ -66,7 +66,7 @@ const SESSION_ONLY =
 
 export const createTokenRoute = defineRoute({
   method: 'POST',
-  url: '/api/v1/auth/tokens',
+  url: TOKENS_PATH,
   operationId: 'auth-token-create',
   summary: 'Make a personal access token',
   description: [
@@ -97,7 +97,7 @@ export const createTokenRoute = defineRoute({
 
 export const listTokensRoute = defineRoute({
   method: 'GET',
-  url: '/api/v1/auth/tokens',
+  url: TOKENS_PATH,
   operationId: 'auth-token-list',
   summary: 'List personal access tokens',
   description: [
@@ -121,7 +121,7 @@ export const listTokensRoute = defineRoute({
 
 export const revokeTokenRoute = defineRoute({
   method: 'DELETE',
-  url: '/api/v1/auth/tokens/:id',
+  url: `${TOKENS_PATH}/:id`,
   operationId: 'auth-token-revoke',
   summary: 'Revoke a personal access token',
   description: [

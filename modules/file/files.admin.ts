@@ -2,6 +2,7 @@ import Type from 'typebox';
 import {
   ListFilters,
   apiRoute,
+  csvHref,
   entityPicker,
   newestFirst,
   registerAdminEffectPage,
@@ -192,6 +193,8 @@ export function registerFilePages(site: AdminSite): void {
         deleteHref: fileHref(file.id, '/delete'),
       })),
       nextHref: asked.nextHref(found.next),
+      // Every file the filters match, as CSV (the list's export).
+      csvHref: csvHref(list.url, asked.query),
       filters: await filters.form(page, asked.pairs, { label: 'Filter the files' }),
       firstPage: after === undefined,
       manage,

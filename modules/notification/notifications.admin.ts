@@ -2,6 +2,7 @@ import Type from 'typebox';
 import {
   ListFilters,
   apiRoute,
+  csvHref,
   registerAdminPage,
   renderTemplate,
   runApiRoute,
@@ -115,6 +116,8 @@ export function registerNotificationPages(site: AdminSite): void {
       anyUnread: found.items.some((item) => item.readAt === null),
       nextHref: asked.nextHref(found.next),
       filters: await filters.form(page, asked.pairs, { label: 'Filter your notifications' }),
+      // Every notification the filters match, as CSV (the list's export).
+      csvHref: csvHref(list.url, asked.query),
       firstPage: after === undefined,
       notice: marked === 'all' ? 'All your notifications are marked read.' : marked === 'one' ? 'Marked read.' : null,
       base: NOTIFICATIONS_PAGE,

@@ -3,6 +3,7 @@ import {
   ADMIN_LIST_SORT,
   ListFilters,
   apiRoute,
+  csvHref,
   errorView,
   FORM_TOKEN_FIELD,
   newestFirst,
@@ -170,6 +171,8 @@ export function registerTenantSwitcher(site: AdminSite): void {
     render: () => Promise<string>,
   ): Promise<string> => (formProblem(refused) ? render() : page.render(errorView(refused)));
 
+  const listUrl = route('tenant-tenant-list').url;
+
   async function renderList(page: AdminPageContext, refused?: Refusal): Promise<string> {
     // A refused create answers the list as it opens; the page itself lists as its address filters.
     const asked = filters.request(refused ? ({ ...page, query: {} } as AdminPageContext) : page);
@@ -200,6 +203,8 @@ export function registerTenantSwitcher(site: AdminSite): void {
       csrfField: FORM_TOKEN_FIELD,
       filters: await filters.form(page, asked.pairs, { label: 'Filter the tenants' }),
       keptFilters: kept.map(([name, value]) => ({ name, value })),
+      // Every tenant the search and filters match, as CSV (the list's export).
+      csvHref: csvHref(listUrl, { ...query, ...(q ? { q } : {}) }),
     });
     return page.render({ title: 'Tenants', body, fragment: body, ...(refused ? { status: refused.status } : {}) });
   }

@@ -1,4 +1,5 @@
 import {
+  csvHref,
   entityPicker,
   eventCatalog,
   ListFilters,
@@ -6,7 +7,7 @@ import {
   renderTemplate,
   type AdminSite,
 } from '../../framework/admin/index.ts';
-import { deliveryList, deliveryLogPage, DeliveryListQuery } from './delivery-log.ts';
+import { DELIVERIES_PATH, deliveryList, deliveryLogPage, DeliveryListQuery } from './delivery-log.ts';
 import { when } from '../../framework/format.ts';
 import { titleCase } from '../../framework/entity/names.ts';
 import { TEST_EVENT_TYPE } from './webhook-events.ts';
@@ -89,6 +90,8 @@ export function registerDeliveryLogPage(site: AdminSite): void {
         csrf: page.csrf(),
         nextHref,
         filters: form,
+        // Every attempt the filters match, as CSV (the list's export).
+        csvHref: csvHref(DELIVERIES_PATH, asked.query),
       });
       return page.render({ title: 'Webhook deliveries', body });
     },

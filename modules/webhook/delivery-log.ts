@@ -73,10 +73,13 @@ export async function deliveryLogPage(tx: TxContext, query: unknown) {
   return (await deliveryList.page(tx, query as Record<string, unknown>)).page;
 }
 
+/** Where the API lists the log (and exports it, ?format=csv). */
+export const DELIVERIES_PATH = '/api/v1/webhook/deliveries';
+
 export const deliveryLogRoutes: readonly AnyRoute[] = [
   defineRoute({
     method: 'GET',
-    url: '/api/v1/webhook/deliveries',
+    url: DELIVERIES_PATH,
     operationId: 'webhook-delivery-list',
     summary: 'The delivery log',
     description: `Every attempt to deliver to the tenant's endpoints in the last ${LOG_RETENTION_DAYS} days, newest first by default, each naming its endpoint (endpointId). Filtered, sorted and paged like every list (docs/api-conventions.md, "Filters"): by endpoint (endpointId=eq.<id>), by result (status=in.(failed,dead)), by event or time (createdAt=gte.now-1d); limit and offset, or after=<next> from the previous page; total counted up to 10000. Another tenant's attempts are never listed, whatever the filter.`,

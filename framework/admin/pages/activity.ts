@@ -1,7 +1,8 @@
 import Type from 'typebox';
 import { registerAdminPage, type AdminPageContext, type AdminSite } from '../page.ts';
 import { renderTemplate } from '../render.ts';
-import { AUDIT_READ, activityOf, eventEntities, type ActivityFilter } from '../../events/activity.ts';
+import { ACTIVITY_PATH, AUDIT_READ, activityOf, eventEntities, type ActivityFilter } from '../../events/activity.ts';
+import { csvHref } from '../list-query.ts';
 import { actorCells, actorWords, eventWords, whenWords } from '../history-words.ts';
 import { entitiesWithPages } from '../resource-pages/references.ts';
 import { runApiRoute, apiRoute } from '../api-route.ts';
@@ -102,10 +103,25 @@ export function registerActivityPage(site: AdminSite): void {
           empty: params.size > 0 ? 'Nothing matches these filters.' : 'Nothing has happened here yet.',
         },
         nextHref,
+        // Every event the filters match, as CSV: the API list's export, its query the page's filters.
+        csvHref: csvHref(ACTIVITY_PATH, apiQuery(filter)),
       });
       return ctx.render({ title: 'Activity', body });
     },
   });
+}
+
+/** The page's filters in the API list's query language (docs/api-conventions.md, "Filters"). */
+function apiQuery(filter: ActivityFilter): Record<string, string | string[]> {
+  const at = [
+    ...(filter.from ? [`gte.${filter.from.toISOString()}`] : []),
+    ...(filter.to ? [`lt.${filter.to.toISOString()}`] : []),
+  ];
+  return {
+    ...(filter.actorId ? { 'actor.userId': `eq.${filter.actorId}` } : {}),
+    ...(filter.events?.length ? { event: `in.(${filter.events.join(',')})` } : {}),
+    ...(at.length ? { at } : {}),
+  };
 }
 
 /** The person filter's choices: the tenant's people the caller may read (through the people list route), else none. */

@@ -4,7 +4,7 @@ import type { Page } from '../../operations/paging.ts';
 import { entityQueryFields, selectableNames } from '../../operations/entity-query.ts';
 import { runApiRoute as run } from '../api-route.ts';
 import { registerAdminPage, type AdminPageContext } from '../page.ts';
-import { ADMIN_LIST_SORT, newestFirst, pagingOf } from '../list-query.ts';
+import { ADMIN_LIST_SORT, csvHref, newestFirst, pagingOf } from '../list-query.ts';
 import { ListFilters, entityPicker, type FilterPicker } from '../list-filters.ts';
 import { renderTemplate } from '../render.ts';
 import { listColumns, listModel } from './list-model.ts';
@@ -15,9 +15,10 @@ import type { Row } from './resource-api.ts';
 
 /**
  * The list page and its rows fragment (htmx paging, sorting and filtering), both through the API's
- * list route, with the list's filter controls (list-filters.ts) from the entity's filterable fields.
+ * list route, with the list's filter controls (list-filters.ts) from the entity's filterable fields,
+ * "Download CSV" for its current filters and, given `importHref`, a link to its import page.
  */
-export function registerListPages(pages: EntityPages): void {
+export function registerListPages(pages: EntityPages, importHref?: string): void {
   const { site, entity, api, base, label, labelPlural, titleField } = pages;
   const filters = listFiltersOf(pages);
   const pageQuery = filters.pageQuery(newestFirst(entity.schemas.listQuery));
@@ -54,6 +55,8 @@ export function registerListPages(pages: EntityPages): void {
         title: labelPlural,
         rows,
         newHref: canCreate ? `${base}/new` : '',
+        // The import route takes the create route's permission.
+        importHref: canCreate && importHref ? importHref : '',
         // The list's export (GET <list>?format=csv) with the page's filters, search and sort: every matching row.
         downloadHref: csvHref(entity.names.path, query),
         newLabel: `New ${label.toLowerCase()}`,
@@ -78,20 +81,6 @@ export function registerListPages(pages: EntityPages): void {
     schema: { querystring: pageQuery },
     handler: (ctx) => listPage(ctx, true),
   });
-}
-
-/** Paging says where a page starts; an export sends every row. */
-const PAGING = new Set(['limit', 'offset', 'after', 'format']);
-
-/** The API list's CSV export for the page's query: its filters, q and sort, without paging. */
-export function csvHref(listPath: string, query: Record<string, unknown>): string {
-  const params = new URLSearchParams();
-  for (const [name, value] of Object.entries(query)) {
-    if (PAGING.has(name) || value === undefined || value === '') continue;
-    for (const one of [value].flat()) params.append(name, String(one));
-  }
-  params.set('format', 'csv');
-  return `${listPath}?${params}`;
 }
 
 /**
