@@ -96,6 +96,15 @@ export function checkFormToken(request: TokenRequest & Pick<FastifyRequest, 'bod
   const body = request.body as Record<string, unknown> | null | undefined;
   const sent = body && typeof body === 'object' ? body[FORM_TOKEN_FIELD] : undefined;
   if (body && typeof body === 'object') delete body[FORM_TOKEN_FIELD];
+  checkSentFormToken(request, sent, config);
+}
+
+/**
+ * Checks a token a form sent some other way than a form-encoded body (a multipart form's field
+ * before its file part: admin/effect-page.ts) as checkFormToken does: 403 AUTH_CROSS_SITE unless
+ * it is the one the request's cookies bind.
+ */
+export function checkSentFormToken(request: TokenRequest, sent: unknown, config: Config): void {
   const expected = expectedToken(request, config);
   if (typeof sent !== 'string' || !expected || !sameToken(sent, expected)) {
     throw problem(

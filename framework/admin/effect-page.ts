@@ -1,9 +1,11 @@
-import multipart from '@fastify/multipart';
-import type { FastifyInstance } from 'fastify';
+import multipart, { type MultipartFile } from '@fastify/multipart';
+import type { FastifyInstance, FastifyRequest } from 'fastify';
 import type { TSchema } from 'typebox';
 import type { NoTxRouteDefinition } from '../entity/define.ts';
 import { registerRoute } from '../http/register-route.ts';
 import { HtmlPage } from './html.ts';
+import { FORM_TOKEN_FIELD, checkSentFormToken } from '../access/form-token.ts';
+import type { Config } from '../config/schema.ts';
 import type { AdminErrorRenderer, AdminSite } from './page.ts';
 
 /** What the page hands the API route: its body, query and parameters, taken from the posted form. */
@@ -48,8 +50,8 @@ const operationIdOf = (path: string) =>
  * Registers an effect page through the route wrapper (http/register-route.ts): the operator check,
  * the cross-site rule, the guard in a short transaction of its own, and for a form-encoded page the
  * CSRF form token. A multipart page (the route declares `multipart`) is parsed in a scope of its
- * own, as the API's are: like the API route it runs, it is protected by the cross-site rule (the
- * form's bytes are the route's to stream, so no token field is read ahead of them).
+ * own, as the API's are; its token is a field before the file part, checked when the route asks
+ * for the file (tokenBeforeFile), so no byte of the file is taken before the token holds.
  */
 export function registerAdminEffectPage(site: AdminSite, page: AdminEffectPageDefinition): void {
   const prefix = site.app.prefix;
@@ -82,6 +84,7 @@ export function registerAdminEffectPage(site: AdminSite, page: AdminEffectPageDe
       const input = page.input ? page.input(posted, query, params) : {};
       const answer = await route.handler({
         ...ctx,
+        ...(route.multipart ? { request: tokenBeforeFile(ctx.request, site.services.config) } : {}),
         body: input.body ?? null,
         query: input.query ?? (route.multipart ? query : {}),
         params: input.params ?? {},
@@ -99,4 +102,27 @@ export function registerAdminEffectPage(site: AdminSite, page: AdminEffectPageDe
     await scope.register(multipart, { limits: { fileSize: Number.POSITIVE_INFINITY } });
     registerRoute(scope, site.services, definition);
   });
+}
+
+/**
+ * The request as a multipart page hands it to its route: the same request, except that the file
+ * it asks for (`request.file(options)`, with the route's own options) comes only after the form's
+ * token field, which precedes the file part as every admin form carries it, has been checked
+ * (403 AUTH_CROSS_SITE, the file left unread). A form without the field never reaches the route's
+ * work: the route asks for its file before it does anything.
+ */
+function tokenBeforeFile(request: FastifyRequest, config: Config): FastifyRequest {
+  const file = async (options?: Parameters<FastifyRequest['file']>[0]): Promise<MultipartFile | undefined> => {
+    const part = await request.file(options);
+    const field = part?.fields[FORM_TOKEN_FIELD];
+    const sent = field && !Array.isArray(field) && field.type === 'field' ? field.value : undefined;
+    try {
+      checkSentFormToken(request, sent, config);
+    } catch (err) {
+      part?.file.resume();
+      throw err;
+    }
+    return part;
+  };
+  return Object.create(request, { file: { value: file } }) as FastifyRequest;
 }

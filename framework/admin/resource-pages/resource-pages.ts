@@ -2,6 +2,7 @@ import type { AdminSite } from '../page.ts';
 import { apiOf, generatedResources } from './resource-api.ts';
 import { entityPages } from './entity-pages.ts';
 import { registerListPages } from './list-pages.ts';
+import { registerImportPages } from './import-pages.ts';
 import { registerDeletePages, registerDetailPage, registerEditPages, registerNewPages } from './record-pages.ts';
 import { registerCommandPages } from './command-pages.ts';
 import { registerHistoryPages } from './history-pages.ts';
@@ -12,7 +13,7 @@ export { generatedResources } from './resource-api.ts';
 
 /**
  * The generated pages of every entity that has them (resource-api.ts): per entity, the list and
- * its rows fragment, /new, /<id>, /<id>/edit, /<id>/delete, one form per command, and /<id>/history
+ * its rows fragment, /import and /imports/<id>, /new, /<id>, /<id>/edit, /<id>/delete, one form per command, and /<id>/history
  * and /<id>/restore where the entity keeps history, each running
  * the API route it mirrors in the page's transaction. An entity one of whose five routes runs
  * outside a transaction has none.
@@ -22,7 +23,8 @@ export function registerResourcePages(site: AdminSite): void {
     const api = apiOf(site.services, entity);
     if (!api) continue;
     const pages = entityPages(site, entity, api);
-    registerListPages(pages);
+    // The list links to its import pages (a CSV or NDJSON upload and its progress), where the entity has an import route.
+    registerListPages(pages, registerImportPages(pages));
     registerNewPages(pages);
     registerDetailPage(pages);
     registerEditPages(pages);
