@@ -323,14 +323,27 @@ async function measure(
   }
 
   if (options.only.has('live')) {
-    const cookie = await signIn(service.port, host, seed.email, BENCH_PASSWORD);
+    // The streams' RSS bound is a web process's: they are measured on a service of role web of
+    // their own, seeded alike in tenants of its own (the run's service is `all`: its worker, every
+    // module's jobs and what earlier scenarios left in its memory).
+    const web = await startServer(
+      'service-live-web',
+      './service.ts',
+      { ...settings, runId: `${runId}lw`, notifications: 1, filesDir: join(filesDir, 'live-web') },
+      [],
+      { TENANTRY_BENCH_ROLE: 'web' },
+    );
+    servers.push(web);
+    const webSeed = web.ready.seed as SeedInfo;
+    const webHost = webSeed.tenants[0]!.host;
+    const cookie = await signIn(web.port, webHost, webSeed.email, BENCH_PASSWORD);
     log(
-      `live: ${options.liveStreams.join(', ')} open streams of the widget list, ${options.liveRate} creates/s for ${options.seconds} s at each (load average ${load()})`,
+      `live: ${options.liveStreams.join(', ')} open streams of the widget list on a web process (role web, port ${web.port}), ${options.liveRate} creates/s for ${options.seconds} s at each (load average ${load()})`,
     );
     rows.push(
       ...(await measureLiveGroup({
-        service,
-        host,
+        service: web,
+        host: webHost,
         cookie,
         counts: options.liveStreams,
         rate: options.liveRate,
@@ -338,6 +351,7 @@ async function measure(
         log,
       })),
     );
+    await web.stop();
   }
 
   if (options.only.has('batch')) {
