@@ -1,6 +1,7 @@
 import Type, { type TSchema } from 'typebox';
 import {
   ADMIN_LIST_SORT,
+  cursorPager,
   ListFilters,
   apiRoute,
   errorView,
@@ -209,8 +210,9 @@ export function registerTenantSwitcher(site: AdminSite): void {
       q,
       sorted: { [query.sort.replace(/^-/, '')]: query.sort.startsWith('-') ? 'descending' : 'ascending' },
       sortHref: (field: string) => href({ sort: query.sort === field ? `-${field}` : field }),
-      nextHref: tenants.next ? href({ sort: query.sort, after: tenants.next }) : null,
-      firstHref: query.after ? href({ sort: query.sort }) : null,
+      pager: cursorPager(tenants.next ? href({ sort: query.sort, after: tenants.next }) : null, {
+        first: query.after ? href({ sort: query.sort }) : null,
+      }),
       texts: TEXTS,
       refused: refused ?? null,
       csrf: page.csrf(),

@@ -36,6 +36,7 @@ import { measureMetricsCostGroup } from './metrics-cost.ts';
 import { measureHistoryCostGroup } from './history-cost.ts';
 import { measureBatchGroup } from './batch.ts';
 import { measureLiveGroup } from './live.ts';
+import { measureFilteredListGroup } from './list-filtered.ts';
 import { measurePreparedStatementsGroup } from './prepared-statements.ts';
 import { planOf } from './two-services.ts';
 import { subscribeBenchTenant } from './plan.ts';
@@ -113,7 +114,16 @@ async function measure(
   );
 
   const rows: ResultRow[] = [];
-  const httpGroups = ['list', 'create', 'health', 'public', 'notifications', 'open-loop', 'list-size'] as const;
+  const httpGroups = [
+    'list',
+    'create',
+    'health',
+    'public',
+    'notifications',
+    'open-loop',
+    'list-size',
+    'list-filtered',
+  ] as const;
   const wantsHttp = httpGroups.some((group) => options.only.has(group));
   const baselineSettings: BaselineSettings = {
     databaseUrl: db.url,
@@ -256,6 +266,27 @@ async function measure(
           met: drainMs <= 2000,
         });
       }
+    }
+
+    if (options.only.has('list-filtered')) {
+      log(
+        `list-filtered: seeding ${options.tasks} tasks for the filtered, sorted, expanded task list (load average ${load()})`,
+      );
+      rows.push(
+        ...(await measureFilteredListGroup({
+          databaseUrl: db.url,
+          runId,
+          tenant: { id: seed.tenants[0]!.id, host },
+          password: BENCH_PASSWORD,
+          tasks: options.tasks,
+          servicePort: service.port,
+          baselinePort: baseline.port,
+          pids,
+          settle,
+          plan,
+          log,
+        })),
+      );
     }
 
     const listPair = pairs.find((p) => p.group === 'list')!;
