@@ -302,6 +302,8 @@ export interface EntityDefinition<
    * A declared limit (ModuleDefinition.limits) each created row counts one unit of: the create
    * (a route's, a batch's or an import's) is refused 403 PLAN_LIMIT_REACHED when the tenant's use
    * has reached the limit's value, checked under the limit's lock in the create's transaction.
+   * Every other write of the entity (PATCH, PUT, restore, command), which may make a row count
+   * again, is refused when the limit's declared use grew past the value (PlanLimits.keepWithin).
    */
   limit?: string;
   /** Event names override; by default <module>.<entity>.created / .updated / .deleted. */
