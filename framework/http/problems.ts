@@ -6,6 +6,7 @@ import { pagingRefusal } from '../operations/paging.ts';
 import { uniqueViolationProblem } from '../db/unique-keys.ts';
 import { databaseFailureProblem } from '../db/failures.ts';
 import { answerConnect, collectMethods, methodRefusal } from './methods.ts';
+import { CURRENCY_FORMAT } from '../entity/money.ts';
 
 export const PROBLEM_CONTENT_TYPE = 'application/problem+json';
 
@@ -55,6 +56,8 @@ function issueMessage(issue: ValidationIssue): string {
   if (issue.keyword === 'enum' && Array.isArray(params.allowedValues))
     return `must be one of: ${params.allowedValues.map(valueText).join(', ')}`;
   if (issue.keyword === 'const' && 'allowedValue' in params) return `must be ${valueText(params.allowedValue)}`;
+  if (issue.keyword === 'format' && params.format === CURRENCY_FORMAT)
+    return 'must be the ISO 4217 code of a currency in use, like EUR';
   return issue.message ?? 'invalid';
 }
 
