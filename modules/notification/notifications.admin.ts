@@ -1,6 +1,7 @@
 import Type from 'typebox';
 import {
   ListFilters,
+  cursorPager,
   apiRoute,
   csvHref,
   registerAdminPage,
@@ -8,8 +9,8 @@ import {
   runApiRoute,
   type AdminPageContext,
   type AdminSite,
+  FORM_TOKEN_FIELD,
 } from '../../framework/admin/index.ts';
-import { FORM_TOKEN_FIELD } from '../../framework/access/form-token.ts';
 import { when } from '../../framework/format.ts';
 import type { RouteDefinition } from '../../framework/entity/define.ts';
 import type { Page } from '../../framework/operations/paging.ts';
@@ -114,7 +115,7 @@ export function registerNotificationPages(site: AdminSite): void {
         at: when(item.createdAt),
       })),
       anyUnread: found.items.some((item) => item.readAt === null),
-      nextHref: asked.nextHref(found.next),
+      pager: cursorPager(asked.nextHref(found.next), { label: 'Older notifications' }),
       filters: await filters.form(page, asked.pairs, { label: 'Filter your notifications' }),
       // Every notification the filters match, as CSV (the list's export).
       csvHref: csvHref(list.url, asked.query),

@@ -1,6 +1,8 @@
 import {
   csvHref,
+  cursorPager,
   entityPicker,
+  FORM_TOKEN_FIELD,
   eventCatalog,
   ListFilters,
   registerAdminPage,
@@ -81,14 +83,14 @@ export function registerDeliveryLogPage(site: AdminSite): void {
         answer: d.httpStatus ?? 'No answer',
         why: why(String(d.status), d.error as string | null, d.httpStatus as number | null),
       }));
-      // The next page keeps the query's filters and sort: its cursor is good only with them.
-      const nextHref = asked.nextHref(log.next);
       const form = await filters.form(page, asked.pairs, { label: 'Filter the deliveries' });
       const body = renderTemplate('./admin/pages/webhook-deliveries', {
         page: log,
         rows,
         csrf: page.csrf(),
-        nextHref,
+        csrfField: FORM_TOKEN_FIELD,
+        // The next page keeps the query's filters and sort: its cursor is good only with them.
+        pager: cursorPager(asked.nextHref(log.next)),
         filters: form,
         // Every attempt the filters match, as CSV (the list's export).
         csvHref: csvHref(DELIVERIES_PATH, asked.query),

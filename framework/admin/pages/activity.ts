@@ -1,8 +1,8 @@
 import Type from 'typebox';
 import { registerAdminPage, type AdminPageContext, type AdminSite } from '../page.ts';
 import { renderTemplate } from '../render.ts';
+import { cursorPager, csvHref } from '../list-query.ts';
 import { ACTIVITY_PATH, AUDIT_READ, activityOf, eventEntities, type ActivityFilter } from '../../events/activity.ts';
-import { csvHref } from '../list-query.ts';
 import { actorCells, actorWords, eventWords, whenWords } from '../history-words.ts';
 import { entitiesWithPages } from '../resource-pages/references.ts';
 import { runApiRoute, apiRoute } from '../api-route.ts';
@@ -102,7 +102,7 @@ export function registerActivityPage(site: AdminSite): void {
           rows,
           empty: params.size > 0 ? 'Nothing matches these filters.' : 'Nothing has happened here yet.',
         },
-        nextHref,
+        pager: cursorPager(nextHref, { label: 'Older activity' }),
         // Every event the filters match, as CSV: the API list's export, its query the page's filters.
         csvHref: csvHref(ACTIVITY_PATH, apiQuery(filter)),
       });
