@@ -42,6 +42,8 @@ export const MEMORY = [
   'test/modules/file/upload-memory.test.ts',
   // `npm run start:web` as a child process, its idle RSS (the Node options of the role's start script).
   'test/framework/web-process-idle-memory.test.ts',
+  // 1,000,000 rows seeded and exported as CSV to a client process (issue 48, point 2).
+  'test/framework/list-export-memory.test.ts',
 ];
 
 /** What in a test file, or a test helper it imports, boots the app, opens a database or starts a process. */
