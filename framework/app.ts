@@ -10,6 +10,7 @@ import { compose, type Composition } from './composition.ts';
 import { openDatabase, unopenedDatabase, type Db } from './db/pool.ts';
 import { runMigrations, type MigrationOptions, type MigrationSource } from './db/migrate.ts';
 import { checkTables } from './entity/table-check.ts';
+import { checkStoredEntitlements } from './entitlements/stored-check.ts';
 import { HostResolver } from './context/host-cache.ts';
 import { PublicReadCache } from './context/public-read-cache.ts';
 import { ChangeListener } from './db/listener.ts';
@@ -118,6 +119,7 @@ export async function buildApp(options: AppOptions): Promise<App> {
       log.debug({ migrations: applied.map((m) => `${m.owner}/${m.name}`) }, 'migrations applied: files');
     }
     await checkTables(db.pool, registry);
+    await checkStoredEntitlements(db.pool, options.modules, registry);
     // The installation's secret, read once: list cursors are signed with a key derived from it.
     const secret = await readInstallationSecret(db.pool);
     const cursors = new CursorSeal(keyFor(secret, 'cursor'));

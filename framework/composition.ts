@@ -13,6 +13,7 @@ import { installEventPayloads } from './events/payload-schemas.ts';
 import type { RegisteredJob, RegisteredRoute } from './contracts/composition.ts';
 import { declaredSource, entitySource, type LiveSource } from './live/sources.ts';
 import { streamRoute } from './live/stream-route.ts';
+import { defaultEntitlementProblems } from './entitlements/checks.ts';
 
 /** Jobs the framework runs itself, on the tables it owns in every tenant. */
 const FRAMEWORK_JOBS = [idempotencyKeyPurge, historyRetention];
@@ -111,6 +112,8 @@ export function compose(modules: readonly ModuleDefinition[], config: Config): C
     }
   }
   const jobs = [...FRAMEWORK_JOBS.map((j) => ({ ...j, module: 'framework' })), ...registry.moduleJobs];
+  // What a tenant without a plan gets names declared features and limits (config.yaml).
+  problems.push(...defaultEntitlementProblems(registry, config.billing.default_entitlements));
   checkRegistry(registry, { routes, jobs, problems });
   installEventPayloads(registry.eventPayloads);
   // The modules' problem codes, now known to be declared once: what ProblemError and the admin shell read.

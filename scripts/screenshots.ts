@@ -75,7 +75,7 @@ async function sampleData(app: App, operator: TenantRef, acme: TenantRef): Promi
         price,
         currency: 'EUR',
         interval: 'month',
-        features: ['Support by mail'],
+        features: ['webhook.endpoints', 'file.public_links'],
         active: true,
       });
     }

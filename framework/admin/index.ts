@@ -5,6 +5,7 @@ import { installAdminErrors } from './errors.ts';
 import { databaseCheck, type ReadinessCheck } from '../http/probes.ts';
 import { registerAssets } from './assets.ts';
 import { registerPageTools } from './page-tools.ts';
+import { registerLivePages } from './live.ts';
 import { registerSignOut } from './sign-out.ts';
 import { registerLoginPage } from './login.ts';
 import { registerResourcePages } from './resource-pages/resource-pages.ts';
@@ -34,10 +35,13 @@ export { generatedResources } from './resource-pages/resource-pages.ts';
 // What a hand-written page needs beside registerAdminPage, the helpers the generated pages use
 // (docs/module-authoring.md, "Admin pages and sidebar entries"): a list's query and paging, a
 // form's token, its refusal beside its fields, its post/redirect/get, and a confirmation page.
-export { ADMIN_LIST_SORT, newestFirst, pagingOf } from './list-query.ts';
+export { ADMIN_LIST_SORT, cursorPager, newestFirst, pagingOf, type CursorPager } from './list-query.ts';
 export { ListFilters, entityPicker, type FilterPreset, type FilterPicker } from './list-filters.ts';
 export { pageQuerySchema, type Page, type PageQuery } from '../operations/page-query.ts';
-export { FORM_TOKEN_FIELD } from '../access/form-token.ts';
+export { FORM_TOKEN_FIELD, issueFormToken } from '../access/form-token.ts';
+// A module's HTML page outside the shell (a set-password page, a public feed) answers and links like the shell's.
+export { HtmlPage } from './html.ts';
+export { LOGIN_PATH } from './shell.ts';
 export {
   bodyChecker,
   describer,
@@ -103,6 +107,7 @@ export async function registerAdmin(
       installAdminErrors(site);
       registerAssets(scope);
       registerPageTools(scope);
+      registerLivePages(site);
       registerLoginPage(site);
       registerSignOut(site);
       registerResourcePages(site);

@@ -40,3 +40,24 @@ export function pagingOf(query: Readonly<Record<string, unknown>>): PageQuery {
     ...(typeof q === 'string' ? { q } : {}),
   };
 }
+
+/** What templates/admin/components/pager.eta takes from a list paged by its cursor. */
+export interface CursorPager {
+  summary: string;
+  first?: { href: string };
+  next?: { href: string; label?: string };
+}
+
+/**
+ * The pager of a hand-written list paged by its cursor, in the one pager component every list
+ * shows: the next page's link when there is one (its address from ListFilters' request, which
+ * keeps the filters, q and sort the cursor was given under), in the list's own words when it has
+ * some ("Older files"), and a link back to the first page when the page is not the first.
+ */
+export function cursorPager(next: string | null, options: { label?: string; first?: string | null } = {}): CursorPager {
+  return {
+    summary: '',
+    ...(options.first ? { first: { href: options.first } } : {}),
+    ...(next !== null ? { next: { href: next, ...(options.label ? { label: options.label } : {}) } } : {}),
+  };
+}

@@ -32,3 +32,31 @@ export function entitlementProblems(registry: Registry, routes: readonly Registe
   }
   return problems;
 }
+
+/**
+ * billing.default_entitlements against the declarations: what a tenant without a plan gets must
+ * name declared features and limits, or a feature it meant to grant would silently grant nothing
+ * and a limit would bound nothing. One line per unknown name, saying what to do.
+ */
+export function defaultEntitlementProblems(
+  registry: Pick<Registry, 'features' | 'limits'>,
+  defaults: { readonly features: readonly string[]; readonly limits: Readonly<Record<string, number>> },
+): string[] {
+  const key = 'billing.default_entitlements';
+  return [
+    ...defaults.features
+      .filter((name) => name !== '*' && !registry.features.has(name))
+      .map(
+        (name) =>
+          `${key}.features names ${name}, which no module declares: remove it from config.yaml, or declare it in a module's features (declared: ${known(registry.features.keys())})`,
+      ),
+    ...Object.keys(defaults.limits)
+      .filter((name) => !registry.limits.has(name))
+      .map(
+        (name) =>
+          `${key}.limits names ${name}, which no module declares: remove it from config.yaml, or declare it in a module's limits (declared: ${known(registry.limits.keys())})`,
+      ),
+  ];
+}
+
+const known = (names: Iterable<string>): string => [...names].sort().join(', ') || 'none';

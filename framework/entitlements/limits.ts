@@ -56,10 +56,16 @@ export class PlanLimits {
    */
   async entitlementsOf(ctx: TxContext): Promise<Entitlements> {
     if (ctx.session?.entitlements) return ctx.session.entitlements;
+    // Read once per transaction, as the opening statement reads a caller's: an import's batch of
+    // 500 rows asks for every row's create.
+    const read = readByTransaction.get(ctx.db);
+    if (read) return read;
     const result = await ctx.db.executeQuery<{ entitlements: EntitlementSource | null }>(
       CompiledQuery.raw(this.source, []),
     );
-    return resolveEntitlements(result.rows[0]?.entitlements, this.defaults);
+    const entitlements = resolveEntitlements(result.rows[0]?.entitlements, this.defaults);
+    readByTransaction.set(ctx.db, entitlements);
+    return entitlements;
   }
 
   /**
@@ -74,17 +80,40 @@ export class PlanLimits {
    * existing is removed.
    */
   async admit(ctx: TxContext, name: string, adding: number): Promise<void> {
-    const declared = this.declared.get(name);
-    if (!declared) throw new Error(`limit ${name} is not declared by any module`);
+    const declared = this.declaredLimit(name);
     const value = (await this.entitlementsOf(ctx)).limits[name];
     if (value === undefined) return;
-    await lock(ctx.db, `plan-limit:${ctx.tenant.id}:${name}`);
+    await lock(ctx.db, lockKey(ctx, name));
     const use = await declared.use(ctx);
-    if (use + adding > value) {
-      throw problem('PLAN_LIMIT_REACHED', `Your plan allows ${value} ${declared.unit} and ${use} are in use.`, {
-        extensions: { limit: name, value, use },
-      });
-    }
+    if (use + adding > value) throw reached(declared, value, use);
+  }
+
+  /**
+   * Runs a write that may make rows count again without creating one (a PATCH putting an endpoint
+   * back to active, a restore bringing a deleted user back, a command), and refuses it, 403
+   * PLAN_LIMIT_REACHED, when it took the tenant's use past the limit's value. What counts is the
+   * limit's own declared count, asked before and after the write: no second statement of the rule.
+   * The limit's lock is taken first, the same lock admit takes, so a write racing a create or
+   * another such write for the last unit counts after it. A write that does not grow the use (a
+   * rename at a tenant already past its value, after a downgrade) passes. Without a bound: no lock,
+   * no count.
+   */
+  async keepWithin<T>(ctx: TxContext, name: string, write: () => Promise<T>): Promise<T> {
+    const declared = this.declaredLimit(name);
+    const value = (await this.entitlementsOf(ctx)).limits[name];
+    if (value === undefined) return write();
+    await lock(ctx.db, lockKey(ctx, name));
+    const before = await declared.use(ctx);
+    const result = await write();
+    const after = await declared.use(ctx);
+    if (after > before && after > value) throw reached(declared, value, before);
+    return result;
+  }
+
+  private declaredLimit(name: string): LimitDeclaration {
+    const declared = this.declared.get(name);
+    if (!declared) throw new Error(`limit ${name} is not declared by any module`);
+    return declared;
   }
 
   /** Every declared limit with its value and the tenant's use, for the entitlements route. */
@@ -103,6 +132,18 @@ export class PlanLimits {
     return { entitlements, limits };
   }
 }
+
+/** The limit's lock for the transaction's tenant: one per tenant and limit. */
+const lockKey = (ctx: TxContext, name: string) => `plan-limit:${ctx.tenant.id}:${name}`;
+
+/** 403 PLAN_LIMIT_REACHED naming the limit, its value and the use the write would have added to. */
+const reached = (declared: LimitDeclaration, value: number, use: number) =>
+  problem('PLAN_LIMIT_REACHED', `Your plan allows ${value} ${declared.unit} and ${use} are in use.`, {
+    extensions: { limit: declared.name, value, use },
+  });
+
+/** The entitlements a transaction without a caller read (PlanLimits.entitlementsOf), by transaction. */
+const readByTransaction = new WeakMap<Transaction<Database>, Entitlements>();
 
 async function lock(db: Transaction<Database>, key: string): Promise<void> {
   await db.executeQuery(CompiledQuery.raw('select pg_advisory_xact_lock(hashtextextended($1, 0))', [key]));
@@ -129,6 +170,14 @@ export function planLimitsOf(ctx: Pick<TxContext, 'db'>): PlanLimits {
  */
 export function admitLimit(ctx: TxContext, name: string, adding = 1): Promise<void> {
   return planLimitsOf(ctx).admit(ctx, name, adding);
+}
+
+/**
+ * Runs a write that may make rows count against a declared limit again (PlanLimits.keepWithin):
+ * refused, 403 PLAN_LIMIT_REACHED, when it took the tenant past the limit's value.
+ */
+export function keepWithinLimit<T>(ctx: TxContext, name: string, write: () => Promise<T>): Promise<T> {
+  return planLimitsOf(ctx).keepWithin(ctx, name, write);
 }
 
 /**

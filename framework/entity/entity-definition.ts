@@ -302,6 +302,8 @@ export interface EntityDefinition<
    * A declared limit (ModuleDefinition.limits) each created row counts one unit of: the create
    * (a route's, a batch's or an import's) is refused 403 PLAN_LIMIT_REACHED when the tenant's use
    * has reached the limit's value, checked under the limit's lock in the create's transaction.
+   * Every other write of the entity (PATCH, PUT, restore, command), which may make a row count
+   * again, is refused when the limit's declared use grew past the value (PlanLimits.keepWithin).
    */
   limit?: string;
   /** Event names override; by default <module>.<entity>.created / .updated / .deleted. */
@@ -410,12 +412,6 @@ export interface EntityAdmin<F extends TProperties, C extends TProperties = NoFi
    * stays for developers.
    */
   fieldText?: { readonly [K in (keyof F | keyof C) & string]?: FieldText };
-  /**
-   * Amounts: an integer field in its currency's minor unit (cents, yen) → the field naming its
-   * currency (ISO 4217). Lists and detail pages show the two as one amount, "€9.00", by the one
-   * formatter (framework/format.ts), never the stored 900 beside EUR.
-   */
-  money?: { readonly [K in keyof F & string]?: keyof F & string };
   /**
    * Which rows are overdue, so lists highlight them: `field` holds an instant, and a row is overdue
    * once it has passed (at the page's transaction time) while the row's state (EntityStates.field)

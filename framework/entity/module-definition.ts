@@ -149,6 +149,14 @@ export interface ModuleDefinition {
    */
   planEntitlementsSql?: (tenant: string) => string;
   /**
+   * Where this module's own data names features and limits (billing: each live plan), as the SQL
+   * of rows `holder` (how a person finds the row: "plan team-monthly"), `features` (text[]) and
+   * `limits` (jsonb, its keys the names). Read once at boot and checked against the declarations
+   * (framework/entitlements/stored-check.ts): a plan seeded straight into the database, or written
+   * before a module stopped declaring a name, would otherwise grant or bound nothing, silently.
+   */
+  storedEntitlementsSql?: string;
+  /**
    * Events besides those the module's `publishes` lists name under its name (which are its events
    * already: module-events.ts), e.g. one only a subscription listens for. Each event is written once.
    */
@@ -285,6 +293,11 @@ export interface AdminBadge {
   label: string;
   /** Where the badge links to, if anywhere. */
   href?: string;
+  /**
+   * The module's live list whose changes count the badge again, without a reload, on every page
+   * of the shell (one of its `streams`, checked at boot; docs/admin.md, "Live changes").
+   */
+  follows?: LiveListDefinition;
   count(tx: TxContext<never>): Promise<number>;
 }
 

@@ -43,7 +43,7 @@ import { StatementShapes, WRITE_SHAPES_PER_KIND } from './statement-shapes.ts';
 import { EntityHistory, sameJson, type RevisionOperation } from '../history/entity-history.ts';
 import { RecordHistory, type RecordCondition, type RevisionItem } from '../history/record-history.ts';
 import { refuseNonActors, type Narrowing } from '../access/actors.ts';
-import { admitLimit } from '../entitlements/limits.ts';
+import { admitLimit, keepWithinLimit, requireFeature } from '../entitlements/limits.ts';
 
 export { isUuid } from './entity-sql.ts';
 
@@ -316,6 +316,9 @@ export class EntityOperations implements EntityOperationsApi {
       ? { ...input, ...((await hooks.beforeWrite(ctx, { op: 'create', values: input, config: this.config })) ?? {}) }
       : input;
     if (hooks?.beforeWrite) this.values.validate(adjusted, 'beforeWrite');
+    // A gated entity's row needs its feature whoever creates it: a route's guard has judged its
+    // caller already (the entitlements it resolved), an import's worker has none (they are read here).
+    if (this.entity.def.feature !== undefined) await requireFeature(ctx, this.entity.def.feature);
     // A limited entity's row counts one unit: refused past the plan's limit, under the limit's lock.
     if (this.entity.def.limit !== undefined) await admitLimit(ctx, this.entity.def.limit, 1);
     const row = await this.afterWrite(ctx, { op: 'create', row: await this.insert(ctx, adjusted) });
@@ -325,8 +328,21 @@ export class EntityOperations implements EntityOperationsApi {
 
   /** PATCH: the changed fields of the row by id, or of a singleton's row (id null). */
   async update(ctx: TxContext, id: string | null, input: Values): Promise<Row> {
-    const previous = await this.read(ctx, id, { lock: true });
-    return this.updateFrom(ctx, previous, input);
+    return this.withinLimit(ctx, async () => {
+      const previous = await this.read(ctx, id, { lock: true });
+      return this.updateFrom(ctx, previous, input);
+    });
+  }
+
+  /**
+   * A write of a limited entity other than its create (a PATCH, a PUT, a restore, a command): it
+   * may make a row count again (an endpoint back to active, a deleted user restored), so it is
+   * refused, 403 PLAN_LIMIT_REACHED, when it took the tenant past the limit, measured by the
+   * limit's own count under its lock, taken before the row's (PlanLimits.keepWithin).
+   */
+  private withinLimit<T>(ctx: TxContext, write: () => Promise<T>): Promise<T> {
+    const limit = this.entity.def.limit;
+    return limit === undefined ? write() : keepWithinLimit(ctx, limit, write);
   }
 
   /**
@@ -334,6 +350,10 @@ export class EntityOperations implements EntityOperationsApi {
    * existing one (an optional field left out is cleared). An immutable field may be repeated, not changed.
    */
   async replace(ctx: TxContext, input: Values): Promise<{ row: Row; created: boolean }> {
+    return this.withinLimit(ctx, () => this.replaceRow(ctx, input));
+  }
+
+  private async replaceRow(ctx: TxContext, input: Values): Promise<{ row: Row; created: boolean }> {
     const previous = await this.find(ctx, null, true);
     if (!previous) return { row: await this.create(ctx, input), created: true };
     const values: Values = {};
@@ -408,7 +428,18 @@ export class EntityOperations implements EntityOperationsApi {
    * A command on the row by id, or on a singleton's row (id null): run gets the locked row, or
    * null when the singleton has none yet, and its returned values are inserted as the row.
    */
-  async runCommand(
+  runCommand(
+    ctx: TxContext,
+    id: string | null,
+    command: string,
+    body: unknown,
+    services: Services,
+    prepared?: unknown,
+  ): Promise<Row> {
+    return this.withinLimit(ctx, () => this.commandRun(ctx, id, command, body, services, prepared));
+  }
+
+  private async commandRun(
     ctx: TxContext,
     id: string | null,
     command: string,
@@ -479,7 +510,11 @@ export class EntityOperations implements EntityOperationsApi {
    * is `restore`; a soft-deleted record comes back to life. Command-owned, immutable and read-only
    * fields, and the state field, are left as they are, and named. Nothing to change: nothing is written or published.
    */
-  async restore(ctx: TxContext, id: string | null, revisionId: string): Promise<RestoreOutcome> {
+  restore(ctx: TxContext, id: string | null, revisionId: string): Promise<RestoreOutcome> {
+    return this.withinLimit(ctx, () => this.restoreRow(ctx, id, revisionId));
+  }
+
+  private async restoreRow(ctx: TxContext, id: string | null, revisionId: string): Promise<RestoreOutcome> {
     const history = this.history;
     if (!this.recordHistory || !history) throw notFound();
     if (id !== null && !isUuid(id)) throw notFound();

@@ -6,8 +6,8 @@ import {
   runApiRoute,
   type AdminPageContext,
   type AdminSite,
+  FORM_TOKEN_FIELD,
 } from '../../framework/admin/index.ts';
-import { FORM_TOKEN_FIELD } from '../../framework/access/form-token.ts';
 import type { AnyRoute, RouteDefinition } from '../../framework/entity/define.ts';
 import type { ProblemError } from '../../framework/errors.ts';
 import { validationProblem } from '../../framework/http/problems.ts';

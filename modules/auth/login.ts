@@ -11,7 +11,7 @@ import { SOFT_DELAY_MS, SOFT_DELAY_SOURCES, THROTTLE, accountKey, loginPressure,
 import { Email, problemRef } from './schemas.ts';
 import { usersService } from '../user/users-service.ts';
 import { safeNextPath } from '../../framework/access/next-path.ts';
-import { renderLoginPage } from '../../framework/admin/login.ts';
+import { renderLoginPage } from '../../framework/admin/index.ts';
 import { ProblemError } from '../../framework/errors.ts';
 import type { Services } from '../../framework/entity/define.ts';
 import './auth-tables.ts';

@@ -4,8 +4,7 @@ import { PASSWORD_MAX_LENGTH, PASSWORD_MIN_LENGTH } from '../user/passwords.ts';
 import { RESET_PAGE_PATH } from './links.ts';
 import { renderPage } from './templates.ts';
 import { HtmlPage } from './schemas.ts';
-import { FORM_TOKEN_FIELD, issueFormToken } from '../../framework/access/form-token.ts';
-import { LOGIN_PATH } from '../../framework/admin/shell.ts';
+import { FORM_TOKEN_FIELD, issueFormToken, LOGIN_PATH } from '../../framework/admin/index.ts';
 
 /**
  * The page a mailed set-password link opens: a form carrying the token from the query string and

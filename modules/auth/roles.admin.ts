@@ -1,7 +1,9 @@
 import Type from 'typebox';
 import {
+  cursorPager,
   errorView,
   FORM_TOKEN_FIELD,
+  ListFilters,
   pageQuerySchema,
   problemText,
   registerAdminPage,
@@ -11,16 +13,30 @@ import {
   type PageQuery,
 } from '../../framework/admin/index.ts';
 import { notFound, problem, type ProblemError } from '../../framework/errors.ts';
-import { ROLE_NAME_PATTERN, listRoles, readRole, setRole } from './roles.routes.ts';
+import { ROLE_NAME_PATTERN, listRoles, readRole, roleList, setRole } from './roles.routes.ts';
 import { permissionChoices, postedPermissions } from './roles.admin-data.ts';
 
 const access = { permission: 'role:manage' };
+const ROLES_PAGE = '/admin/auth/roles';
 const RoleParams = Type.Object({ name: Type.String({ pattern: ROLE_NAME_PATTERN }) });
 const RoleListQuery = pageQuerySchema({ sorts: ['name'], defaultSort: 'name' });
 const rolePath = (name: string) => `/admin/auth/roles/${encodeURIComponent(name)}`;
 const ROLE_NAME = new RegExp(ROLE_NAME_PATTERN);
 const NAME_RULE = 'Lower-case letters, digits and _ . : -, starting with a letter or digit; at most 63.';
 const FIRST_PAGE: PageQuery = { limit: 20, offset: 0, sort: 'name' };
+/**
+ * The list's addresses as every list page writes them: the next page keeps the size and sort its
+ * cursor was given under, defaults left out. The page offers no filter controls (no field of the
+ * roles is of a control's kind).
+ */
+const listPages = new ListFilters({
+  base: ROLES_PAGE,
+  model: roleList.model,
+  fields: [],
+  labelOf: (field) => field,
+  defaultSort: FIRST_PAGE.sort,
+  defaultLimit: FIRST_PAGE.limit,
+});
 const postedName = (body: Record<string, unknown>): string => (typeof body.name === 'string' ? body.name.trim() : '');
 
 /** The shell's error page for a refusal a form does not show inline (403, 404). */
@@ -38,7 +54,7 @@ function errorPage(page: AdminPageContext, refused: ProblemError): Promise<strin
  */
 export function registerRolePages(site: AdminSite): void {
   registerAdminPage(site, {
-    path: '/admin/auth/roles',
+    path: ROLES_PAGE,
     access,
     summary: 'Roles',
     schema: { querystring: RoleListQuery },
@@ -49,7 +65,7 @@ export function registerRolePages(site: AdminSite): void {
   // rather than replaced (the PUT route's create-or-replace is for clients that mean it).
   registerAdminPage(site, {
     method: 'POST',
-    path: '/admin/auth/roles',
+    path: ROLES_PAGE,
     access,
     summary: 'Create a role',
     publishes: ['auth.role_set'],
@@ -119,12 +135,10 @@ export function registerRolePages(site: AdminSite): void {
     form: { name: string; error?: string; status?: number },
   ): Promise<string> {
     const roles = await listRoles(page.tx, { ...query });
-    const nextHref = roles.next
-      ? `/admin/auth/roles?${new URLSearchParams({ limit: String(query.limit), sort: query.sort, after: roles.next })}`
-      : null;
+    const asked = listPages.request({ ...page, query: { ...query } });
     const body = renderTemplate('./admin/pages/roles', {
       page: roles,
-      nextHref,
+      pager: cursorPager(asked.nextHref(roles.next)),
       form: { ...form, hint: NAME_RULE },
       csrf: page.csrf(),
       csrfField: FORM_TOKEN_FIELD,

@@ -5,8 +5,8 @@ import {
   renderTemplate,
   type AdminPageContext,
   type AdminSite,
+  FORM_TOKEN_FIELD,
 } from '../../framework/admin/index.ts';
-import { FORM_TOKEN_FIELD } from '../../framework/access/form-token.ts';
 import { problem, type ProblemError } from '../../framework/errors.ts';
 import { PAGE_LIMIT_MAX } from '../../framework/operations/page-query.ts';
 import { formatDateTime, when } from '../../framework/format.ts';

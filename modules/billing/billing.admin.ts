@@ -7,9 +7,9 @@ import {
   runApiRoute,
   type AdminPageContext,
   type AdminSite,
+  FORM_TOKEN_FIELD,
+  problemText,
 } from '../../framework/admin/index.ts';
-import { FORM_TOKEN_FIELD } from '../../framework/access/form-token.ts';
-import { problemText } from '../../framework/admin/errors.ts';
 import { formatMoney, when } from '../../framework/format.ts';
 import type { NoTxRouteDefinition, RouteDefinition } from '../../framework/entity/define.ts';
 import { toProblem } from '../../framework/http/problems.ts';

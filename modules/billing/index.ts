@@ -37,6 +37,8 @@ export const billingModule = defineModule({
   entities: [entity(plan), entity(subscription)],
   routes: [entitlementsRoute],
   planEntitlementsSql: servedPlanSql,
+  // The live plans' names, checked at boot against the declared features and limits.
+  storedEntitlementsSql: `select 'plan ' || code as holder, features, limits from plans where deleted_at is null order by code`,
   jobs: [renewJob],
   admin: {
     label: 'Billing',

@@ -4,7 +4,7 @@ import { notModified } from '../../framework/http/etag.ts';
 import { pageRendererFor } from '../../framework/http/page-templates.ts';
 import { PUBLIC_NOT_FOUND_TEMPLATE, PUBLIC_PAGE_CSP } from '../../framework/http/public-page.ts';
 import { toProblem } from '../../framework/http/problems.ts';
-import { HtmlPage } from '../../framework/admin/html.ts';
+import { HtmlPage } from '../../framework/admin/index.ts';
 import type { TxContext } from '../../framework/context/tx.ts';
 import type { FastifyRequest } from 'fastify';
 import { renderMarkdown } from '../../framework/markdown/render.ts';

@@ -1,6 +1,7 @@
 import Type from 'typebox';
 import {
   ListFilters,
+  cursorPager,
   apiRoute,
   entityPicker,
   newestFirst,
@@ -11,9 +12,9 @@ import {
   PAGE_TOOLS_URL,
   type AdminPageContext,
   type AdminSite,
+  FORM_TOKEN_FIELD,
+  problemText,
 } from '../../framework/admin/index.ts';
-import { FORM_TOKEN_FIELD } from '../../framework/access/form-token.ts';
-import { problemText } from '../../framework/admin/errors.ts';
 import { formatBytes, when } from '../../framework/format.ts';
 import type { NoTxRouteDefinition, RouteDefinition } from '../../framework/entity/define.ts';
 import { notFound, type ProblemError } from '../../framework/errors.ts';
@@ -191,7 +192,7 @@ export function registerFilePages(site: AdminSite): void {
         publicUrl: file.visibility === 'public' ? `${origin}/api/v1/file/public/${file.id}` : null,
         deleteHref: fileHref(file.id, '/delete'),
       })),
-      nextHref: asked.nextHref(found.next),
+      pager: cursorPager(asked.nextHref(found.next), { label: 'Older files' }),
       filters: await filters.form(page, asked.pairs, { label: 'Filter the files' }),
       firstPage: after === undefined,
       manage,

@@ -1,14 +1,15 @@
 import Type from 'typebox';
 import {
   ListFilters,
+  cursorPager,
   apiRoute,
   registerAdminPage,
   renderTemplate,
   runApiRoute,
   type AdminPageContext,
   type AdminSite,
+  FORM_TOKEN_FIELD,
 } from '../../framework/admin/index.ts';
-import { FORM_TOKEN_FIELD } from '../../framework/access/form-token.ts';
 import { when } from '../../framework/format.ts';
 import type { RouteDefinition } from '../../framework/entity/define.ts';
 import type { Page } from '../../framework/operations/paging.ts';
@@ -113,7 +114,7 @@ export function registerNotificationPages(site: AdminSite): void {
         at: when(item.createdAt),
       })),
       anyUnread: found.items.some((item) => item.readAt === null),
-      nextHref: asked.nextHref(found.next),
+      pager: cursorPager(asked.nextHref(found.next), { label: 'Older notifications' }),
       filters: await filters.form(page, asked.pairs, { label: 'Filter your notifications' }),
       firstPage: after === undefined,
       notice: marked === 'all' ? 'All your notifications are marked read.' : marked === 'one' ? 'Marked read.' : null,

@@ -1,6 +1,7 @@
 import Type, { type TSchema } from 'typebox';
 import {
   ADMIN_LIST_SORT,
+  cursorPager,
   ListFilters,
   apiRoute,
   errorView,
@@ -30,6 +31,14 @@ import { titleCase } from '../../framework/entity/names.ts';
 import { readTenant } from './tenant-store.ts';
 import { requestPort, switcherPage, tenantAdminUrl } from './tenants.admin-data.ts';
 import { tenantEntitlements } from '../../framework/tenancy/control-plane.ts';
+import { EntitlementOverride } from '../../framework/entitlements/schemas.ts';
+import {
+  entitlementsForm,
+  overrideBody,
+  postedOverride,
+  storedOverride,
+  type OverrideValues,
+} from './entitlements-form.ts';
 
 const access = { permission: 'tenant:manage' };
 const LIST = '/admin/tenant/tenants';
@@ -78,15 +87,19 @@ const DONE: Record<string, string> = {
   suspended: 'The tenant was suspended: its hosts no longer answer.',
   resumed: 'The tenant was resumed: its hosts answer again.',
   invited: 'The invitation was sent.',
+  entitlements: 'The plan override was saved. It applies from the tenant’s next request.',
+  'entitlements-cleared': 'The plan override was cleared. The tenant gets what its plan grants from its next request.',
 };
 
-type FormName = 'create' | 'addHost' | 'invite' | 'action';
+type FormName = 'create' | 'addHost' | 'invite' | 'action' | 'entitlements';
 interface Refusal {
   form: FormName;
   /** The problem's status, which the page answers with (422, 409). */
   status: number;
   errors: FormErrors;
   values: Record<string, string>;
+  /** The override form as posted (form 'entitlements'). */
+  override?: OverrideValues;
 }
 
 /** A posted form field as text (a repeated field, as a checkbox's hidden twin makes, reads its last value). */
@@ -115,7 +128,7 @@ function bodyOf(
  * The operator's tenants pages, guarded like the tenant API (tenant:manage, an operator permission):
  * the list (paged by cursor, searched with q, each tenant linked to its own admin) with a form to
  * create a tenant and its first host, and one page per tenant to add and remove hosts, suspend and
- * resume it and invite its first administrator. Every action runs the API route's own handler
+ * resume it, invite its first administrator and set or clear its plan override. Every action runs the API route's own handler
  * (runApiRoute) with the route's access and events, after checking the form against the route's
  * body schema as the API would; a refusal comes back as the page again with the form as posted,
  * its messages beside the fields and in plain words (no codes, statuses or patterns). Forms post
@@ -138,7 +151,12 @@ export function registerTenantSwitcher(site: AdminSite): void {
       if (result.error) throw validationProblem(result.error, 'body');
     };
   };
-  const checks = { create: checker(CreateTenantBody), addHost: checker(AddHostBody), invite: checker(InviteAdminBody) };
+  const checks = {
+    create: checker(CreateTenantBody),
+    addHost: checker(AddHostBody),
+    invite: checker(InviteAdminBody),
+    entitlements: checker(EntitlementOverride),
+  };
 
   const refusal = (
     page: AdminPageContext,
@@ -192,8 +210,9 @@ export function registerTenantSwitcher(site: AdminSite): void {
       q,
       sorted: { [query.sort.replace(/^-/, '')]: query.sort.startsWith('-') ? 'descending' : 'ascending' },
       sortHref: (field: string) => href({ sort: query.sort === field ? `-${field}` : field }),
-      nextHref: tenants.next ? href({ sort: query.sort, after: tenants.next }) : null,
-      firstHref: query.after ? href({ sort: query.sort }) : null,
+      pager: cursorPager(tenants.next ? href({ sort: query.sort, after: tenants.next }) : null, {
+        first: query.after ? href({ sort: query.sort }) : null,
+      }),
       texts: TEXTS,
       refused: refused ?? null,
       csrf: page.csrf(),
@@ -210,6 +229,7 @@ export function registerTenantSwitcher(site: AdminSite): void {
     const doneKey = typeof page.query.done === 'string' ? page.query.done : '';
     const override = await tenantEntitlements(page.tx, tenant.id);
     const registry = site.services.registry;
+    const posted = refused?.form === 'entitlements' ? refused : undefined;
     const body = renderTemplate('./admin/pages/tenant', {
       tenant,
       // The operator's override in words: features by what they give, limits by their unit.
@@ -226,6 +246,12 @@ export function registerTenantSwitcher(site: AdminSite): void {
           };
         }),
       },
+      // The form that sets the override: as stored, or as posted when it was refused.
+      overrideForm: entitlementsForm(
+        registry,
+        posted?.override ?? storedOverride(override),
+        posted?.errors.fields ?? {},
+      ),
       adminUrl: tenantAdminUrl(tenant, port),
       path: tenantPath(tenant.id),
       doneText: refused ? null : (DONE[doneKey] ?? null),
@@ -365,5 +391,65 @@ export function registerTenantSwitcher(site: AdminSite): void {
       orErrorPage(page, refused, () =>
         renderTenant(page, refusal(page, refused, 'invite', InviteAdminBody, ['email', 'displayName'], ['email'])),
       ),
+  });
+
+  // The operator's override of the tenant's plan: the form's features and limits, or cleared.
+  const setEntitlements = route('tenant-tenant-entitlements-set');
+  registerAdminPage(site, {
+    method: 'POST',
+    path: `${LIST}/:id/entitlements`,
+    access: setEntitlements.access,
+    summary: 'Override a tenant’s features or limits',
+    publishes: setEntitlements.publishes ?? [],
+    schema: { params: IdParams },
+    handler: async (page) => {
+      const body = overrideBody(site.services.registry, postedOverride(page.body));
+      checks.entitlements(body);
+      await runApiRoute(setEntitlements, page, { params: { id: page.params.id }, body });
+      return after(page, page.params.id!, 'entitlements');
+    },
+    onError: (page, refused) =>
+      orErrorPage(page, refused, () => {
+        const errors = errorsOf(refused, [], () => '');
+        // A limit's own message (overrideBody's, in words) sits beside that limit.
+        const fields: Record<string, string> = {};
+        for (const error of refused.errors ?? []) {
+          const limit = /^\/body\/limits\/(.+)$/.exec(error.pointer ?? '')?.[1];
+          if (limit && site.services.registry.limits.has(limit)) fields[limit] = error.message;
+        }
+        const marked = Object.keys(fields).length > 0;
+        return renderTenant(page, {
+          form: 'entitlements',
+          status: refused.status,
+          errors: marked
+            ? {
+                fields,
+                alert: {
+                  ...errors.alert,
+                  title: 'Some limits need attention: see the messages beside them.',
+                  items: [],
+                },
+              }
+            : errors,
+          values: {},
+          override: postedOverride(page.body),
+        });
+      }),
+  });
+
+  registerAdminPage(site, {
+    method: 'POST',
+    path: `${LIST}/:id/entitlements/clear`,
+    access: setEntitlements.access,
+    summary: 'Clear a tenant’s plan override',
+    publishes: setEntitlements.publishes ?? [],
+    schema: { params: IdParams },
+    handler: async (page) => {
+      // An empty body clears the override (the route's rule).
+      await runApiRoute(setEntitlements, page, { params: { id: page.params.id }, body: {} });
+      return after(page, page.params.id!, 'entitlements-cleared');
+    },
+    onError: (page, refused) =>
+      orErrorPage(page, refused, () => renderTenant(page, refusal(page, refused, 'action', undefined, [], []))),
   });
 }

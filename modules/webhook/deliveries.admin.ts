@@ -1,5 +1,7 @@
 import {
+  cursorPager,
   entityPicker,
+  FORM_TOKEN_FIELD,
   eventCatalog,
   ListFilters,
   registerAdminPage,
@@ -80,14 +82,14 @@ export function registerDeliveryLogPage(site: AdminSite): void {
         answer: d.httpStatus ?? 'No answer',
         why: why(String(d.status), d.error as string | null, d.httpStatus as number | null),
       }));
-      // The next page keeps the query's filters and sort: its cursor is good only with them.
-      const nextHref = asked.nextHref(log.next);
       const form = await filters.form(page, asked.pairs, { label: 'Filter the deliveries' });
       const body = renderTemplate('./admin/pages/webhook-deliveries', {
         page: log,
         rows,
         csrf: page.csrf(),
-        nextHref,
+        csrfField: FORM_TOKEN_FIELD,
+        // The next page keeps the query's filters and sort: its cursor is good only with them.
+        pager: cursorPager(asked.nextHref(log.next)),
         filters: form,
       });
       return page.render({ title: 'Webhook deliveries', body });

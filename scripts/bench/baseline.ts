@@ -16,6 +16,8 @@ import {
 } from '../../framework/operations/paging.ts';
 import { CursorSeal } from '../../framework/operations/cursor.ts';
 import { BASELINE_PAGE_ETAG } from './baseline-page.ts';
+import { filteredTasks } from './baseline-filtered.ts';
+import { BASELINE_TASKS, BASELINE_USERS } from './tasks-seed.ts';
 import { SETTINGS_ENV, type BaselineSettings, type ChildMessage, type ChildRequest } from './protocol.ts';
 
 /**
@@ -149,6 +151,8 @@ async function main(): Promise<void> {
     const { rows } = await pool.query<Record<string, unknown>>(text, params);
     return page(rows, limit, 0, '-createdAt', walk);
   });
+  // The list-filtered scenario's page (its tables are copied by the run, scripts/bench/tasks-seed.ts).
+  app.get('/api/v1/task/tasks', () => filteredTasks(pool, tenantId, lists));
   app.post('/api/v1/testkit/widgets', async (request, reply) => {
     const body = request.body as WidgetBody;
     const { rows } = await pool.query(INSERT, [tenantId, body.name, body.size, body.note ?? null, body.color]);
@@ -178,7 +182,11 @@ async function main(): Promise<void> {
     if (message.type === 'stop') {
       void app
         .close()
-        .then(() => pool.query(`drop table if exists ${BASELINE_TABLE}, ${BASELINE_NOTIFICATIONS}`))
+        .then(() =>
+          pool.query(
+            `drop table if exists ${BASELINE_TABLE}, ${BASELINE_NOTIFICATIONS}, ${BASELINE_TASKS}, ${BASELINE_USERS}`,
+          ),
+        )
         .then(() => pool.end())
         .finally(() => process.exit(0));
     }

@@ -8,6 +8,7 @@ export const SCENARIOS = [
   'notifications',
   'open-loop',
   'list-size',
+  'list-filtered',
   'outbox',
   'login',
   'login-refusals',
@@ -43,6 +44,8 @@ export interface BenchOptions {
   /** Widgets seeded per tenant, then the first tenant's widgets grown to each further size for the list again. */
   rows: number[];
   rowsPerTenant: number;
+  /** Tasks seeded in the first tenant for the list-filtered scenario (default: the largest of rows). */
+  tasks: number;
   /** Notifications seeded for the signed-in bench user (the owner-scoped list). */
   notifications: number;
   /** Seconds per side of the open-loop run (at half the bare baseline's measured list peak). */
@@ -86,6 +89,7 @@ const USAGE = `usage: npm run bench -- [options]
   --pool-size N           database pool size of the service and of the baseline (default 10)
   --rows N[,N...]         widgets per tenant, then the first tenant grown to each further size and
                           the list measured again (default 10000,1000000; --quick 10000)
+  --tasks N               tasks seeded for the list-filtered scenario (default: the largest --rows size)
   --notifications N       notifications seeded for the signed-in user (default 10000)
   --outbox-rate N         events per second for the outbox latency (default 100)
   --upload-mib N          size of one upload of the upload scenario in MiB (default 1024; --quick 256)
@@ -120,6 +124,7 @@ export function parseOptions(argv: string[], env: NodeJS.ProcessEnv): BenchOptio
       'pool-size': { type: 'string' },
       rows: { type: 'string' },
       notifications: { type: 'string' },
+      tasks: { type: 'string' },
       'outbox-rate': { type: 'string' },
       'upload-mib': { type: 'string' },
       'webhook-events': { type: 'string' },
@@ -167,6 +172,7 @@ export function parseOptions(argv: string[], env: NodeJS.ProcessEnv): BenchOptio
     poolSize: positiveInt('pool-size', values['pool-size'], 10),
     rows,
     rowsPerTenant: rows[0]!,
+    tasks: positiveInt('tasks', values.tasks, rows.at(-1)!),
     notifications: positiveInt('notifications', values.notifications, 10_000),
     openLoopSeconds: quick ? 5 : 15,
     loginSeconds: quick ? 3 : 10,

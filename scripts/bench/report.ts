@@ -26,7 +26,7 @@ export interface ResultRow {
   bytes_per_1000_writes?: number;
   /** Login throughput divided by the machine's cores. */
   rps_per_core?: number;
-  /** Rows in the listed tenant's table, for the list measured at several sizes. */
+  /** Rows in the listed tenant's table, for the list measured at several sizes (and the tasks of list-filtered). */
   table_rows?: number;
   /** Tenants scenario (scripts/bench/tenants.ts): the size, hosts served and cached, a job's runs, its worker's peak RSS, subscriptions renewed and charged twice. */
   tenants?: number;

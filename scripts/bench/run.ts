@@ -35,6 +35,7 @@ import { measureMetricsCostGroup } from './metrics-cost.ts';
 import { measureHistoryCostGroup } from './history-cost.ts';
 import { measureBatchGroup } from './batch.ts';
 import { measureLiveGroup } from './live.ts';
+import { measureFilteredListGroup } from './list-filtered.ts';
 import { measurePreparedStatementsGroup } from './prepared-statements.ts';
 import { planOf } from './two-services.ts';
 import { subscribeBenchTenant } from './plan.ts';
@@ -108,7 +109,16 @@ async function measure(
   );
 
   const rows: ResultRow[] = [];
-  const httpGroups = ['list', 'create', 'health', 'public', 'notifications', 'open-loop', 'list-size'] as const;
+  const httpGroups = [
+    'list',
+    'create',
+    'health',
+    'public',
+    'notifications',
+    'open-loop',
+    'list-size',
+    'list-filtered',
+  ] as const;
   const wantsHttp = httpGroups.some((group) => options.only.has(group));
   const baselineSettings: BaselineSettings = {
     databaseUrl: db.url,
@@ -253,6 +263,27 @@ async function measure(
       }
     }
 
+    if (options.only.has('list-filtered')) {
+      log(
+        `list-filtered: seeding ${options.tasks} tasks for the filtered, sorted, expanded task list (load average ${load()})`,
+      );
+      rows.push(
+        ...(await measureFilteredListGroup({
+          databaseUrl: db.url,
+          runId,
+          tenant: { id: seed.tenants[0]!.id, host },
+          password: BENCH_PASSWORD,
+          tasks: options.tasks,
+          servicePort: service.port,
+          baselinePort: baseline.port,
+          pids,
+          settle,
+          plan,
+          log,
+        })),
+      );
+    }
+
     const listPair = pairs.find((p) => p.group === 'list')!;
     if (options.only.has('open-loop')) {
       // Half the bare baseline's closed-loop peak, from this run's list if it ran, else measured now.
@@ -323,14 +354,27 @@ async function measure(
   }
 
   if (options.only.has('live')) {
-    const cookie = await signIn(service.port, host, seed.email, BENCH_PASSWORD);
+    // The streams' RSS bound is a web process's: they are measured on a service of role web of
+    // their own, seeded alike in tenants of its own (the run's service is `all`: its worker, every
+    // module's jobs and what earlier scenarios left in its memory).
+    const web = await startServer(
+      'service-live-web',
+      './service.ts',
+      { ...settings, runId: `${runId}lw`, notifications: 1, filesDir: join(filesDir, 'live-web') },
+      [],
+      { TENANTRY_BENCH_ROLE: 'web' },
+    );
+    servers.push(web);
+    const webSeed = web.ready.seed as SeedInfo;
+    const webHost = webSeed.tenants[0]!.host;
+    const cookie = await signIn(web.port, webHost, webSeed.email, BENCH_PASSWORD);
     log(
-      `live: ${options.liveStreams.join(', ')} open streams of the widget list, ${options.liveRate} creates/s for ${options.seconds} s at each (load average ${load()})`,
+      `live: ${options.liveStreams.join(', ')} open streams of the widget list on a web process (role web, port ${web.port}), ${options.liveRate} creates/s for ${options.seconds} s at each (load average ${load()})`,
     );
     rows.push(
       ...(await measureLiveGroup({
-        service,
-        host,
+        service: web,
+        host: webHost,
         cookie,
         counts: options.liveStreams,
         rate: options.liveRate,
@@ -338,6 +382,7 @@ async function measure(
         log,
       })),
     );
+    await web.stop();
   }
 
   if (options.only.has('batch')) {

@@ -1,7 +1,7 @@
 import pino from 'pino';
 import type { FastifyBaseLogger } from 'fastify';
 import { validateConfig } from '../../framework/config/load.ts';
-import { buildApp, type App } from '../../framework/app.ts';
+import { buildApp, type App, type Role } from '../../framework/app.ts';
 import type { TenantRef } from '../../framework/context/tenant.ts';
 import { allModules } from '../../modules/index.ts';
 import { testkitModule } from '../../test/helpers/testkit-module.ts';
@@ -21,9 +21,11 @@ import {
 /**
  * The service under test, in its own process: role `all` (web and worker) with the installation's
  * modules, the test kit's widget entity and the benchmark probe module. It seeds its data, listens
- * on a free port and answers the run over IPC.
+ * on a free port and answers the run over IPC. TENANTRY_BENCH_ROLE=web starts a web process alone
+ * (the live scenario's: its RSS bound is a web process's).
  */
 const settings = JSON.parse(process.env[SETTINGS_ENV] ?? '{}') as ServiceSettings;
+const role: Role = process.env.TENANTRY_BENCH_ROLE === 'web' ? 'web' : 'all';
 
 /**
  * The history-cost scenario's other side (scripts/bench/history-cost.ts): with
@@ -126,7 +128,7 @@ async function main(): Promise<void> {
     config,
     modules: [...allModules, historySwitched(testkitModule), benchModule(recorder)],
     databaseUrl: settings.databaseUrl,
-    role: 'all',
+    role,
     logger,
   });
   const seeded = await seed(app.services, settings);

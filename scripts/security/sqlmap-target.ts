@@ -104,7 +104,15 @@ const plan = async (code: string, price: number) =>
         host: OPERATOR_HOST,
         path: '/api/v1/billing/plans',
         cookie: operatorCookie,
-        json: { code, name: code, price, currency: 'EUR', interval: 'month', features: ['a'], active: true },
+        json: {
+          code,
+          name: code,
+          price,
+          currency: 'EUR',
+          interval: 'month',
+          features: ['file.public_links'],
+          active: true,
+        },
       })
     ).json!.id,
   );

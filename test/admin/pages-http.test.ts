@@ -315,3 +315,22 @@ describe('POST /admin/auth/roles: a new role, from the roles list', () => {
     expect(api.body.items.map((r: { name: string }) => r.name)).not.toContain('Not A Name');
   });
 });
+
+describe('GET /admin/auth/roles: the list pages as every list page does', () => {
+  it('links the next page as ListFilters writes it (its sort and size kept, defaults left out), in the shared pager', async () => {
+    const manager = await signInAs(app, acme, ['role:manage']);
+    const names = (text: string) => [...text.matchAll(/data-role="([^"]+)"/g)].map((m) => m[1]);
+    const first = await app.http(ACME).get('/admin/auth/roles?limit=1&sort=-name').set('Cookie', manager.cookie);
+    expect(first.status).toBe(200);
+    const next = /<nav class="pager" aria-label="Pages">\s*<a rel="next" href="([^"]+)">Next page<\/a>/
+      .exec(first.text)?.[1]
+      ?.replaceAll('&amp;', '&');
+    expect(next).toMatch(/^\/admin\/auth\/roles\?sort=-name&limit=1&after=[^&]+$/);
+    const second = await app.http(ACME).get(next!).set('Cookie', manager.cookie);
+    expect(second.status).toBe(200);
+    const [a, b] = [names(first.text), names(second.text)];
+    expect(a).toHaveLength(1);
+    expect(b).toHaveLength(1);
+    expect(b[0]! < a[0]!).toBe(true);
+  });
+});

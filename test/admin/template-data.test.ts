@@ -45,7 +45,7 @@ describe('components get their own data', () => {
       base: '/admin/notification/notifications',
       csrfField: 'csrf',
       csrf: 'x',
-      nextHref: null,
+      pager: { summary: '' },
     });
     const alert = /<div class="alert[^>]*>[\s\S]*?<\/div>/.exec(html)?.[0] ?? '';
     expect(alert).toContain('All your notifications are marked read.');

@@ -6,13 +6,14 @@ import {
   useBrowserApp,
   warnNoChromium,
 } from './admin-pages-setup.ts';
-import { createCustomer, signInAs } from '../helpers/app.ts';
+import { createCustomer, OPERATOR_HOST, signInAs } from '../helpers/app.ts';
 import { addUser } from '../modules/auth/fixtures.ts';
 import type { TenantRef } from '../../framework/context/tenant.ts';
 
 // Issue 47, point 5: a sidebar entry whose feature the plan lacks is shown locked, with a sentence
 // and a link to the subscription page (not hidden); the subscription page shows each limit as
-// "3 of 5 seats" with a bar; both axe-clean.
+// "3 of 5 seats" with a bar; both axe-clean. The operator's tenant page sets the tenant's override
+// with a form (features, limits, clear), and the customer's usage bar follows it.
 
 warnNoChromium('test/browser/admin-plan-entitlements.test.ts');
 
@@ -98,5 +99,66 @@ describe.skipIf(!hasChromium)('the admin shell under a plan', () => {
     } finally {
       await context.close();
     }
+  });
+
+  it('the operator’s override form sets user.seats in words, refuses a number that is none beside it, and the usage bar follows', async () => {
+    const operatorAdmin = await addUser(t.app, t.app.operator, {
+      roles: ['admin'],
+      password: 'operator admin password',
+      displayName: 'Olga',
+    });
+    const operatorSite = t.origin(OPERATOR_HOST);
+    const tenantPage = `${operatorSite}/admin/tenant/tenants/${tenant.id}`;
+    const operator = await signInThroughLogin(t.browser, operatorSite, operatorAdmin);
+    try {
+      const page = operator.page;
+      await page.goto(tenantPage);
+      expect(await page.locator('[data-field="entitlements"]').textContent()).toContain('None');
+      const seats = page.locator('[data-override-limit="user.seats"] input[type="number"]');
+      // Half a seat is no number of seats: refused beside the field, in words, nothing stored.
+      await seats.fill('2.5');
+      await page.getByRole('button', { name: 'Save the override' }).click();
+      const error = page.locator('[data-override-limit="user.seats"] .error-text');
+      await error.waitFor();
+      expect(await error.textContent()).toContain('Enter a whole number of seats');
+      expect(await page.locator('#entitlements-alert').textContent()).not.toContain('VALIDATION_FAILED');
+      expect(await seriousViolations(page)).toEqual([]);
+
+      await seats.fill('7');
+      await page.getByRole('button', { name: 'Save the override' }).click();
+      await page.getByText('The plan override was saved').waitFor();
+      expect(await page.locator('[data-field="entitlements"]').textContent()).toContain('7 seats');
+      expect(await seats.inputValue()).toBe('7');
+      expect(await seriousViolations(page)).toEqual([]);
+    } finally {
+      await operator.context.close();
+    }
+
+    const customer = await signInThroughLogin(t.browser, t.origin(host), admin);
+    try {
+      await customer.page.goto(`${t.origin(host)}/admin/billing/subscription`);
+      const bar = customer.page.locator('[data-limit="user.seats"]');
+      expect(await bar.textContent()).toContain('3 of 7 seats');
+      expect(await bar.locator('meter').getAttribute('max')).toBe('7');
+    } finally {
+      await customer.context.close();
+    }
+
+    // Cleared: the plan's five seats again.
+    const again = await signInThroughLogin(t.browser, operatorSite, operatorAdmin);
+    try {
+      await again.page.goto(tenantPage);
+      again.page.once('dialog', (dialog) => void dialog.accept());
+      await again.page.getByRole('button', { name: 'Clear the override' }).click();
+      await again.page.getByText('The plan override was cleared').waitFor();
+      expect(await again.page.locator('[data-field="entitlements"]').textContent()).toContain('None');
+    } finally {
+      await again.context.close();
+    }
+    const res = await t.app
+      .http(host)
+      .get('/api/v1/billing/entitlements')
+      .set('Cookie', (await signInAs(t.app, tenant, ['billing:read'])).cookie);
+    expect(res.body.limits.find((l: { name: string }) => l.name === 'user.seats')).toMatchObject({ value: 5 });
   });
 });

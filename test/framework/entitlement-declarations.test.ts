@@ -104,4 +104,32 @@ describe('declared features and limits', () => {
       ),
     ).toThrow(/feature gated\.things is declared twice/);
   });
+
+  it('refuses billing.default_entitlements naming an undeclared feature or limit, one line each with the fix', () => {
+    const configured = testConfig({
+      billing: {
+        default_entitlements: { features: ['webhook.endpoints', 'api.access'], limits: { 'user.chairs': 3 } },
+      },
+    });
+    let message = '';
+    try {
+      compose([...allModules, testkitModule], configured);
+    } catch (err) {
+      message = (err as Error).message;
+    }
+    const lines = message.split('\n').filter((line) => line.includes('billing.default_entitlements'));
+    expect(lines).toEqual([
+      expect.stringMatching(
+        /^- billing\.default_entitlements\.features names api\.access, which no module declares: remove it from config\.yaml, or declare it in a module's features \(declared: .*webhook\.endpoints/,
+      ),
+      expect.stringMatching(
+        /^- billing\.default_entitlements\.limits names user\.chairs, which no module declares: remove it from config\.yaml, or declare it in a module's limits \(declared: .*user\.seats/,
+      ),
+    ]);
+    // Declared names, and '*' for every feature, boot.
+    const declared = testConfig({
+      billing: { default_entitlements: { features: ['*', 'webhook.endpoints'], limits: { 'user.seats': 3 } } },
+    });
+    expect(() => compose([...allModules, testkitModule], declared)).not.toThrow();
+  });
 });

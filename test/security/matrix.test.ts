@@ -27,6 +27,16 @@ const nextAddress = () => {
   addresses += 1;
   return `198.51.${100 + (addresses >> 8)}.${addresses & 255}`;
 };
+/**
+ * The member (signed in, holding no permission) asks, at every tenant where the operation lives,
+ * for a row that is the admin's own: refused with this status and code.
+ */
+async function memberRefused(op: Operation, status: number, code: string): Promise<void> {
+  for (const t of homeTenants(op, world)) {
+    const req = validRequest(op, world, t, t.member.cookie);
+    expectRefusal(req, await send(req), status, code, `the member at ${t.ref.slug} asking for the admin's row`);
+  }
+}
 /** Registers a rule's test only where the rule applies: the report lists what ran, nothing shows as skipped. */
 const rule = (applies: boolean) => (applies ? it : ((() => {}) as unknown as typeof it));
 
@@ -129,35 +139,12 @@ describe.each(operations.map((op) => [`${op.id} (${op.method} ${op.path}, ${op.a
     const rowAccess = pathParams(op).some((p) => pathSource(op, p).rowAccess === 'permission') ? 'permission' : 'owner';
     rule(op.access === 'signedIn' && pathParams(op).length > 0 && rowAccess === 'owner')(
       "another person's row (owner-scoped): 404 NOT_FOUND, as the SPEC says",
-      async () => {
-        for (const t of homeTenants(op, world)) {
-          // The row is the admin's own; the member, signed in, asks for it.
-          const req = validRequest(op, world, t, t.member.cookie);
-          expectRefusal(
-            req,
-            await send(req),
-            404,
-            'NOT_FOUND',
-            `the member at ${t.ref.slug} asking for the admin's row`,
-          );
-        }
-      },
+      () => memberRefused(op, 404, 'NOT_FOUND'),
     );
 
     rule(op.access === 'signedIn' && rowAccess === 'permission')(
       'a row whose list the caller may not write (the member, holding no permission): 403 AUTH_FORBIDDEN, as the route documents',
-      async () => {
-        for (const t of homeTenants(op, world)) {
-          const req = validRequest(op, world, t, t.member.cookie);
-          expectRefusal(
-            req,
-            await send(req),
-            403,
-            'AUTH_FORBIDDEN',
-            `the member at ${t.ref.slug} asking for the admin's row`,
-          );
-        }
-      },
+      () => memberRefused(op, 403, 'AUTH_FORBIDDEN'),
     );
 
     rule(pathParams(op).some((p) => pathSource(op, p).scope === 'tenant'))(

@@ -1,6 +1,7 @@
 import Type from 'typebox';
 import { registerAdminPage, type AdminPageContext, type AdminSite } from '../page.ts';
 import { renderTemplate } from '../render.ts';
+import { cursorPager } from '../list-query.ts';
 import { AUDIT_READ, activityOf, eventEntities, type ActivityFilter } from '../../events/activity.ts';
 import { actorCells, actorWords, eventWords, whenWords } from '../history-words.ts';
 import { entitiesWithPages } from '../resource-pages/references.ts';
@@ -101,7 +102,7 @@ export function registerActivityPage(site: AdminSite): void {
           rows,
           empty: params.size > 0 ? 'Nothing matches these filters.' : 'Nothing has happened here yet.',
         },
-        nextHref,
+        pager: cursorPager(nextHref, { label: 'Older activity' }),
       });
       return ctx.render({ title: 'Activity', body });
     },
