@@ -26,9 +26,8 @@ const run = promisify(execFile);
  * `npm run check` passes, and the conformance and security suites pass with the new module in them.
  *
  * The module is `depot` (entity `product`), a name nothing else in the repository uses. Its files
- * are test/fixtures/acceptance-module/*.ts.txt, written over the scaffold's. The money is an
- * integer of the currency's minor unit (`price`, cents) beside a `currency` field: the Money field
- * kind (issue 50, point 5) is not on main when this test is written.
+ * are test/fixtures/acceptance-module/*.ts.txt, written over the scaffold's. The money is a Money
+ * field (`price`, in the minor unit of the currency in its `currency` field, a Currency()).
  *
  * What runs in the copy, and why not `npm test`: the whole suite is about 20 minutes on two
  * cores, and every file but the suites' is the same code this run already tests. The suites are
