@@ -22,6 +22,7 @@ import { Client, type Sent } from '../../test/security/harness.ts';
 import { readOperations, validRequest, type Operation } from '../../test/security/operations.ts';
 import type { TenantWorld, World } from '../../test/security/world.ts';
 import { addEntityRows } from '../../test/security/world-rows.ts';
+import { dereferenced } from '../../test/helpers/openapi.ts';
 
 const dir = process.argv[2];
 if (!dir) throw new Error('usage: node scripts/security/sqlmap-target.ts <scratch dir>');
@@ -110,7 +111,8 @@ const plan = async (code: string, price: number) =>
           price,
           currency: 'EUR',
           interval: 'month',
-          features: ['file.public_links'],
+          // Every declared feature: the customer's rows of every entity (a gated one among them) are made after subscribing.
+          features: [...app.services.registry.features.keys()],
           active: true,
         },
       })
@@ -243,7 +245,12 @@ const world = {
 } as unknown as World;
 await addEntityRows(world);
 
-const doc = (await client.send({ method: 'GET', host: OPERATOR_HOST, path: '/api/v1/openapi.json' })).json as never;
+// Bodies and answers are named schemas: the targets are read through their $refs, as the suite reads them.
+const doc = (await dereferenced(
+  (
+    await client.send({ method: 'GET', host: OPERATOR_HOST, path: '/api/v1/openapi.json' })
+  ).json,
+)) as never;
 const operations: Operation[] = readOperations(doc, (p) => app.services.registry.isOperatorPermission(p));
 const lines: string[] = [];
 for (const op of operations) {
