@@ -2659,6 +2659,7 @@ export interface components {
             /** Format: date-time */
             createdAt: string;
             /**
+             * Format: iso4217
              * @description An ISO 4217 code of a currency in current use (the list shipped with the ICU data); funds, metals and test codes are refused.
              * @example EUR
              * @example USD
@@ -2685,7 +2686,11 @@ export interface components {
                 [key: string]: number;
             };
             name: string;
-            /** @description In the currency's minor unit (cents for EUR, yen for JPY). */
+            /**
+             * Format: money
+             * @description What one period costs. An amount in the minor unit of the currency in `currency` (ISO 4217): cents for EUR, yen for JPY, so 1999 with EUR is €19.99.
+             * @example 1999
+             */
             price: number;
             /** Format: date-time */
             updatedAt: string;
@@ -2696,6 +2701,7 @@ export interface components {
             /** @description Unique among live plans. */
             code: string;
             /**
+             * Format: iso4217
              * @description An ISO 4217 code of a currency in current use (the list shipped with the ICU data); funds, metals and test codes are refused.
              * @example EUR
              * @example USD
@@ -2720,7 +2726,11 @@ export interface components {
                 [key: string]: number;
             };
             name: string;
-            /** @description In the currency's minor unit (cents for EUR, yen for JPY). */
+            /**
+             * Format: money
+             * @description What one period costs. An amount in the minor unit of the currency in `currency` (ISO 4217): cents for EUR, yen for JPY, so 1999 with EUR is €19.99.
+             * @example 1999
+             */
             price: number;
         };
         PlanPage: {
@@ -2756,6 +2766,7 @@ export interface components {
             /** @description Unique among live plans. */
             code?: string;
             /**
+             * Format: iso4217
              * @description An ISO 4217 code of a currency in current use (the list shipped with the ICU data); funds, metals and test codes are refused.
              * @example EUR
              * @example USD
@@ -2780,7 +2791,11 @@ export interface components {
                 [key: string]: number;
             };
             name?: string;
-            /** @description In the currency's minor unit (cents for EUR, yen for JPY). */
+            /**
+             * Format: money
+             * @description What one period costs. An amount in the minor unit of the currency in `currency` (ISO 4217): cents for EUR, yen for JPY, so 1999 with EUR is €19.99.
+             * @example 1999
+             */
             price?: number;
         };
         /** Problem */
@@ -2908,6 +2923,8 @@ export interface components {
             /** Format: date-time */
             createdAt: string;
             /**
+             * Format: iso4217
+             * @description The currency of the price, stamped from the plan. An ISO 4217 code of a currency in current use (the list shipped with the ICU data); funds, metals and test codes are refused.
              * @example EUR
              * @example USD
              * @example JPY
@@ -2933,7 +2950,11 @@ export interface components {
              * @description The plan being served.
              */
             planId: string;
-            /** @description Stamped from the plan when the period started; billed until the next period. */
+            /**
+             * Format: money
+             * @description Stamped from the plan when the period started; billed until the next period. An amount in the minor unit of the currency in `currency` (ISO 4217): cents for EUR, yen for JPY, so 1999 with EUR is €19.99.
+             * @example 1999
+             */
             price: number;
             /** @enum {string} */
             status: "trial" | "active" | "past_due" | "cancelled";

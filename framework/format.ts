@@ -64,7 +64,7 @@ const MONEY = new Map<string, Intl.NumberFormat>();
 /**
  * An amount in the currency's minor unit (cents, yen) as people read it: 1999 EUR → "€19.99",
  * 900 JPY → "¥900" (the yen has no minor unit). The one form of an amount: the generated pages
- * (a field declared `admin.money`), the subscription page and anything else that shows a price.
+ * (every Money field, framework/entity/money.ts), the subscription page and anything else that shows a price.
  */
 export function formatMoney(minor: number, currency: string): string {
   let format = MONEY.get(currency);

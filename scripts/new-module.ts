@@ -83,6 +83,8 @@ export async function newModuleCommand(argv: readonly string[], options: NewModu
         `  ${importLine}`,
         `  2. Edit modules/${moduleName}/ (fields, commands, fieldText); after each change of the fields:`,
         `       npm run migration:new -- ${moduleName} <change>   (then read the migration it writes)`,
+        `     or, while your database has not applied the module's files (npm start applies them; npm run db:reset empties it):`,
+        `       npm run migration:new -- ${moduleName} --rewrite   (writes them again as one file)`,
         '  3. Accept the API document and regenerate the typed client:',
         '       npm run openapi:accept',
         '       npm run client',

@@ -1,5 +1,6 @@
 import type { TSchema } from 'typebox';
 import type { FieldMessages, FieldRule } from '../entity/field-text.ts';
+import { CURRENCY_FORMAT, isCurrency } from '../entity/money.ts';
 
 /**
  * A refused field's message for people, from the rule of its schema the value breaks: "Use 1 to
@@ -62,6 +63,8 @@ function formatHolds(format: string, value: string): boolean {
       return !Number.isNaN(Date.parse(value)) && /T/.test(value);
     case 'uri':
       return URL.canParse(value);
+    case CURRENCY_FORMAT:
+      return isCurrency(value);
     default:
       return true;
   }
@@ -144,6 +147,8 @@ export function ruleSentence(rule: FieldRule, schema: TSchema, messages: FieldMe
           return messages.reference ?? 'Choose an existing record.';
         case 'uri':
           return 'Enter a web address, like https://example.com/.';
+        case CURRENCY_FORMAT:
+          return 'Enter the three-letter code of a currency in use, like EUR, USD or JPY.';
         default:
           return 'Enter a value of the kind described under the field.';
       }

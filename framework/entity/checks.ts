@@ -7,6 +7,7 @@ import type { TxContext } from '../context/tx.ts';
 import { SYSTEM_ACTOR } from '../context/actor.ts';
 import type { AnyEntity } from './define.ts';
 import { hasDateTimeFormat, isDeclaredDateTime } from './date-time.ts';
+import { isCurrencySchema, moneyFields } from './money.ts';
 import { isReservedName, RESERVED_NAMES } from '../query/query-model.ts';
 import { referenceName } from '../operations/entity-query.ts';
 import { BootCheckError } from './boot-check-error.ts';
@@ -351,9 +352,11 @@ function shapeProblems(entity: ResolvedEntity, isOperator: (permission: string) 
     if (field in def.fields || (SYSTEM_FIELDS as readonly string[]).includes(field))
       problems.push(`entity ${names.key}: computed field ${field} is already a field`);
   }
-  for (const [amount, currency] of Object.entries(def.admin?.money ?? {})) {
-    if (!(amount in def.fields) || currency === undefined || !(currency in def.fields))
-      problems.push(`entity ${names.key}: admin.money pairs ${amount} with ${String(currency)}: both must be fields`);
+  for (const [amount, currency] of Object.entries(moneyFields(def.fields))) {
+    if (!isCurrencySchema(def.fields[currency]))
+      problems.push(
+        `entity ${names.key}: Money field ${amount} takes its currency from ${currency}, which is ${currency in def.fields ? 'not a currency field' : 'no field'}: declare ${currency}: Currency() beside it`,
+      );
   }
   if (def.rowAccess) problems.push(...rowAccessProblems(entity));
   return problems;

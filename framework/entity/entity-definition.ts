@@ -413,12 +413,6 @@ export interface EntityAdmin<F extends TProperties, C extends TProperties = NoFi
    */
   fieldText?: { readonly [K in (keyof F | keyof C) & string]?: FieldText };
   /**
-   * Amounts: an integer field in its currency's minor unit (cents, yen) → the field naming its
-   * currency (ISO 4217). Lists and detail pages show the two as one amount, "€9.00", by the one
-   * formatter (framework/format.ts), never the stored 900 beside EUR.
-   */
-  money?: { readonly [K in keyof F & string]?: keyof F & string };
-  /**
    * Which rows are overdue, so lists highlight them: `field` holds an instant, and a row is overdue
    * once it has passed (at the page's transaction time) while the row's state (EntityStates.field)
    * is none of `except`. A task: its deadline, except when resolved or closed.

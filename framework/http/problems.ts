@@ -6,6 +6,7 @@ import { pagingRefusal } from '../operations/paging.ts';
 import { uniqueViolationProblem } from '../db/unique-keys.ts';
 import { databaseFailureProblem } from '../db/failures.ts';
 import { answerConnect, collectMethods, methodRefusal } from './methods.ts';
+import { CURRENCY_FORMAT } from '../entity/money.ts';
 
 export const PROBLEM_CONTENT_TYPE = 'application/problem+json';
 
@@ -55,6 +56,8 @@ function issueMessage(issue: ValidationIssue): string {
   if (issue.keyword === 'enum' && Array.isArray(params.allowedValues))
     return `must be one of: ${params.allowedValues.map(valueText).join(', ')}`;
   if (issue.keyword === 'const' && 'allowedValue' in params) return `must be ${valueText(params.allowedValue)}`;
+  if (issue.keyword === 'format' && params.format === CURRENCY_FORMAT)
+    return 'must be the ISO 4217 code of a currency in use, like EUR';
   return issue.message ?? 'invalid';
 }
 
@@ -155,9 +158,9 @@ const DEFAULT_RETRY_AFTER_SECONDS = 60;
 
 /**
  * A problem that says when to retry (retryAfterSeconds) sets Retry-After, whichever route raised
- * it; a 429 always carries one.
+ * it; a 429 always carries one (the admin shell's error pages too: admin/errors.ts).
  */
-function retryAfter(err: ProblemError): number | undefined {
+export function retryAfter(err: ProblemError): number | undefined {
   const seconds = err.extensions.retryAfterSeconds;
   if (typeof seconds === 'number' && Number.isFinite(seconds) && seconds >= 0) return Math.ceil(seconds);
   return err.status === 429 ? DEFAULT_RETRY_AFTER_SECONDS : undefined;

@@ -39,6 +39,7 @@ import { notFound, problem } from '../errors.ts';
 import { REQUEST_ID_HEADER, REQUEST_ID_LOG_LABEL, requestIdGenerator } from '../observability/request-id.ts';
 import { installHttpMetrics } from '../observability/http-metrics.ts';
 import { fastifyTracingPlugin } from '../observability/tracing.ts';
+import { CURRENCY_FORMAT, MONEY_FORMAT } from '../entity/money.ts';
 
 declare module 'fastify' {
   interface FastifyRequest {
@@ -89,6 +90,9 @@ export async function buildWeb(services: Services, options: WebOptions = {}): Pr
     return503OnClosing: false,
     forceCloseConnections: 'idle',
     ajv: { customOptions: { removeAdditional: false } },
+    // The serializer's schema compiler (fast-json-stringify, Ajv inside for unions) is told of the
+    // framework's own formats, which it would otherwise warn about on every list answer.
+    serializerOpts: { ajv: { formats: { [MONEY_FORMAT]: true, [CURRENCY_FORMAT]: true } } },
     routerOptions: { ignoreTrailingSlash: true },
     // Node would answer a request without Host with an empty 400 of its own; ours is a problem.
     http: { requireHostHeader: false },

@@ -2,18 +2,10 @@ import Type from 'typebox';
 import { defineEntity } from '../../framework/entity/define.ts';
 import { WithDefault } from '../../framework/entity/storage.ts';
 import { problem } from '../../framework/errors.ts';
-import { isCurrency } from './currencies.ts';
+import { Currency, Money } from '../../framework/entity/money.ts';
 import { StringEnum } from '../../framework/entity/string-enum.ts';
 import { checkEntitlementNames } from '../../framework/entitlements/limits.ts';
 import { FeatureName } from '../../framework/entity/event-names.ts';
-
-function checkCurrency(currency: unknown): void {
-  if (typeof currency === 'string' && !isCurrency(currency)) {
-    throw problem('VALIDATION_FAILED', `${currency} is not an ISO 4217 currency in use`, {
-      errors: [{ pointer: '/body/currency', message: 'not an ISO 4217 currency code in use' }],
-    });
-  }
-}
 
 /**
  * The operator's price list at /api/v1/billing/plans: every tenant reads the same plans
@@ -29,17 +21,9 @@ export const plan = defineEntity({
   fields: {
     code: Type.String({ pattern: '^[a-z0-9][a-z0-9-]{0,49}$', description: 'Unique among live plans.' }),
     name: Type.String({ minLength: 1, maxLength: 100 }),
-    price: Type.Integer({
-      minimum: 0,
-      maximum: 2147483647,
-      description: "In the currency's minor unit (cents for EUR, yen for JPY).",
-    }),
-    currency: Type.String({
-      pattern: '^[A-Z]{3}$',
-      examples: ['EUR', 'USD', 'JPY'],
-      description:
-        'An ISO 4217 code of a currency in current use (the list shipped with the ICU data); funds, metals and test codes are refused.',
-    }),
+    // Money: the price in the minor unit of the plan's currency (the framework checks the currency is one in use).
+    price: Money({ currency: 'currency', minimum: 0, maximum: 2147483647, description: 'What one period costs.' }),
+    currency: Currency(),
     interval: StringEnum(['month', 'year']),
     features: WithDefault(
       Type.Array(FeatureName({ minLength: 1, maxLength: 100 }), {
@@ -74,7 +58,6 @@ export const plan = defineEntity({
   storage: { unique: [{ field: 'code', message: 'A live plan with this code already exists' }] },
   hooks: {
     async beforeWrite(ctx, { values }) {
-      checkCurrency(values.currency);
       checkEntitlementNames(ctx, values as { features?: string[]; limits?: Record<string, number> });
     },
     async beforeDelete(ctx, { row }) {
@@ -88,7 +71,6 @@ export const plan = defineEntity({
   admin: {
     title: 'name',
     columns: ['code', 'name', 'price', 'interval', 'active'],
-    money: { price: 'currency' },
     fieldText: {
       code: {
         label: 'Code',

@@ -267,6 +267,5 @@ export const subscription = defineEntity({
     columns: ['status', 'planId', 'periodEnd', 'price'],
     references: { planId: 'billing.plan', pendingPlanId: 'billing.plan' },
     fieldText: subscriptionFieldText,
-    money: { price: 'currency' },
   },
 });

@@ -1,5 +1,6 @@
 import Type from 'typebox';
 import { DateTime } from '../../framework/entity/date-time.ts';
+import { Currency, Money } from '../../framework/entity/money.ts';
 import { WithDefault } from '../../framework/entity/storage.ts';
 import type { FieldTexts } from '../../framework/entity/field-text.ts';
 import { StringEnum } from '../../framework/entity/string-enum.ts';
@@ -18,12 +19,13 @@ export const subscriptionFields = {
     description: 'End of the period being served: the renewal job charges for the next period from here.',
   }),
   cancelAtPeriodEnd: WithDefault(Type.Boolean(), false),
-  price: Type.Integer({
+  price: Money({
+    currency: 'currency',
     minimum: 0,
     maximum: 2147483647,
     description: 'Stamped from the plan when the period started; billed until the next period.',
   }),
-  currency: Type.String({ pattern: '^[A-Z]{3}$', examples: ['EUR', 'USD', 'JPY'] }),
+  currency: Currency({ description: 'The currency of the price, stamped from the plan.' }),
   trialUsedAt: Type.Optional(DateTime({ description: "When the tenant's one trial was issued." })),
   attemptCount: WithDefault(
     Type.Integer({

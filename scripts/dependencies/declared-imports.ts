@@ -33,6 +33,7 @@ export const PRODUCTION_SCRIPTS: Readonly<Record<string, string>> = {
   job: 'scripts/job.ts',
   'dead-letters': 'scripts/dead-letters.ts',
   'migration:new': 'scripts/migration-new.ts',
+  'db:reset': 'scripts/db-reset.ts',
 };
 
 /** Where the sources are, from the repository's root. */

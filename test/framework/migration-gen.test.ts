@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { cpSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { cpSync, existsSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -21,7 +21,7 @@ import { columnType, sqlLiteral } from '../../framework/schema/column-types.ts';
 import { desiredTable, rowAccessFields } from '../../framework/schema/desired.ts';
 import { checkValues, sameValue } from '../../framework/schema/diff.ts';
 import { nextMigrationFile } from '../../framework/schema/generate.ts';
-import { migrationNewCommand, newMigration } from '../../scripts/migration-new.ts';
+import { migrationNewCommand, newMigration, rewriteMigrations } from '../../scripts/migration-new.ts';
 
 const INSTALLED = [...allModules, testkitModule].flatMap((m) => m.entities ?? []);
 const FIXTURES = fileURLToPath(new URL('../fixtures/', import.meta.url));
@@ -325,5 +325,139 @@ describe('a change of a test-kit entity', () => {
     expect(err.join('')).toMatch(
       /no module nosuchmodule[\s\S]*usage: npm run migration:new[\s\S]*name the module and the migration/,
     );
+  });
+});
+
+describe('npm run migration:new -- <module> --rewrite', () => {
+  const adminUrl = () => inject('pgAdminUrl');
+  // The widget with a weight, then with a weight and a sku: two edits of the definition before any start.
+  const weight = { weight: WithDefault(Type.Integer({ minimum: 0, maximum: 1000 }), 0) };
+  const sku = { sku: Type.Optional(Type.String({ maxLength: 20 })) };
+  const withFields = (dir: string, fields: Record<string, unknown>) =>
+    changedTestkit(dir, { widget: entity({ ...widget, fields: { ...widget.fields, ...fields } } as never) });
+
+  it('regenerates the files the development database has not applied, and refuses in one line, changing nothing, once it has', {
+    timeout: 240_000,
+  }, async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'tenantry-migration-rewrite-'));
+    const historyUrl = await createTestDatabase('rewrite');
+    const pool = new pg.Pool({ connectionString: historyUrl, max: 2 });
+    try {
+      cpSync(TESTKIT_MIGRATIONS, dir, { recursive: true });
+      const shipped = readdirSync(dir).sort();
+      // The development database has applied every file there is.
+      await runMigrations(pool, migrationSources(withFields(dir, {})));
+      const run = async (modules: ModuleDefinition[], argv: string[]) => {
+        const out: string[] = [];
+        const err: string[] = [];
+        const status = await migrationNewCommand(argv, {
+          modules,
+          config: testConfig(),
+          scratchUrl: adminUrl(),
+          historyUrl,
+          out: (t) => out.push(t),
+          err: (t) => err.push(t),
+        });
+        return { status, out: out.join(''), err: err.join('') };
+      };
+
+      // Nothing unapplied: refused in one line naming the newest applied file; nothing written.
+      const nothing = await run(withFields(dir, weight), ['testkit', '--rewrite']);
+      expect(nothing.status).toBe(1);
+      expect(nothing.err).toBe(
+        `migration:new: migration testkit/${shipped.at(-1)} is applied to the development database (the given database): nothing to rewrite; write the change as a new migration (npm run migration:new -- testkit <change>), or empty the development database first (npm run db:reset)\n`,
+      );
+      expect(readdirSync(dir).sort()).toEqual(shipped);
+
+      // The next file, generated for the weight; then the definition changes again before any start.
+      const first = await newMigration('testkit', 'widget weight', {
+        allowDestructive: false,
+        modules: withFields(dir, weight),
+        config: testConfig(),
+        scratchUrl: adminUrl(),
+      });
+      const next = nextMigrationFile(TESTKIT_MIGRATIONS, 'widget_weight');
+      expect(first.file).toContain(next);
+      expect(readFileSync(join(dir, next), 'utf8')).not.toContain('sku');
+
+      const rewritten = await run(withFields(dir, { ...weight, ...sku }), ['testkit', '--rewrite']);
+      expect(rewritten.status, rewritten.err).toBe(0);
+      expect(rewritten.out).toMatch(new RegExp(`^removed .*${next} \\(not applied\\)\nwrote .*${next}: read it`));
+      // One file under the same number and name, with both changes, as one generation from the applied files gives.
+      expect(readdirSync(dir).sort()).toEqual([...shipped, next]);
+      const text = readFileSync(join(dir, next), 'utf8');
+      expect(text).toContain('alter table widgets add column weight integer not null default 0;');
+      expect(text).toContain('alter table widgets add column sku text;');
+      expect(text).toContain('--rewrite');
+
+      // Applied (the development database started on it), it is refused like the others.
+      await runMigrations(pool, migrationSources(withFields(dir, { ...weight, ...sku })));
+      const applied = await run(withFields(dir, { ...weight, ...sku, note: Type.String({ maxLength: 500 }) }), [
+        'testkit',
+        'widgets again',
+        '--rewrite',
+      ]);
+      expect(applied.status).toBe(1);
+      expect(applied.err.split('\n')).toEqual([expect.stringContaining(`migration testkit/${next} is applied`), '']);
+      expect(readFileSync(join(dir, next), 'utf8')).toBe(text);
+    } finally {
+      await pool.end();
+      rmSync(dir, { recursive: true, force: true });
+    }
+  });
+
+  it('counts a file applied under another name (its SHA-256 recorded) as applied, and refuses an applied file after one that is not', {
+    timeout: 120_000,
+  }, async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'tenantry-migration-renamed-'));
+    const historyUrl = await createTestDatabase('renamed');
+    const pool = new pg.Pool({ connectionString: historyUrl, max: 2 });
+    try {
+      cpSync(TESTKIT_MIGRATIONS, dir, { recursive: true });
+      const files = readdirSync(dir).sort();
+      await runMigrations(pool, migrationSources(changedTestkit(dir, {})));
+      const options = { allowDestructive: false, config: testConfig(), scratchUrl: adminUrl(), historyUrl };
+      // The newest file renamed: its content is applied, so it is not the rewrite's to replace.
+      const last = files.at(-1)!;
+      const renamed = last.replace(/_[^.]+\.sql$/, '_renamed.sql');
+      cpSync(join(dir, last), join(dir, renamed));
+      rmSync(join(dir, last));
+      await expect(
+        rewriteMigrations('testkit', undefined, { ...options, modules: changedTestkit(dir, {}) }),
+      ).rejects.toThrow(`migration testkit/${renamed} is applied to the development database`);
+      // An earlier file unapplied (forgotten in the history) before applied ones: the applied one after it is named.
+      await pool.query(`delete from migration_history where owner = 'testkit' and name = $1`, [files[1]]);
+      await expect(
+        rewriteMigrations('testkit', undefined, { ...options, modules: changedTestkit(dir, {}) }),
+      ).rejects.toThrow(
+        `migration testkit/${files[2]} is applied to the development database (the given database), after ${files[1]} which is not`,
+      );
+      expect(existsSync(join(dir, files[1]!))).toBe(true);
+    } finally {
+      await pool.end();
+      rmSync(dir, { recursive: true, force: true });
+    }
+  });
+
+  it('refuses a module with no migrations, and a rewrite without a module', async () => {
+    const err: string[] = [];
+    const options = { modules: allModules, config: testConfig(), out: () => {}, err: (t: string) => err.push(t) };
+    expect(await migrationNewCommand(['--rewrite'], options)).toBe(2);
+    expect(err.join('')).toMatch(/name the module to rewrite[\s\S]*--rewrite/);
+    const empty = mkdtempSync(join(tmpdir(), 'tenantry-migration-none-'));
+    try {
+      await expect(
+        rewriteMigrations('testkit', undefined, {
+          allowDestructive: false,
+          modules: [...allModules, { ...testkitModule, migrations: empty }],
+          config: testConfig(),
+          historyUrl: null,
+        }),
+      ).rejects.toThrow(
+        'testkit has no migration to rewrite: npm run migration:new -- testkit <name> writes its first',
+      );
+    } finally {
+      rmSync(empty, { recursive: true, force: true });
+    }
   });
 });

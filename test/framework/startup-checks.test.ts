@@ -17,6 +17,7 @@ import { taskModule } from '../../modules/task/index.ts';
 import { gadget, setting, testkitModule, widget } from '../helpers/testkit-module.ts';
 import { createTestDatabase } from '../helpers/database.ts';
 import { testConfig } from '../helpers/config.ts';
+import { Money } from '../../framework/entity/money.ts';
 
 // The test kit's memo references user.user: the user module is registered beside it.
 const config = testConfig();
@@ -170,19 +171,29 @@ describe('startup checks, in every role', () => {
     );
   });
 
-  it('refuse admin amounts and overdue rows declared on what the entity cannot hold', () => {
+  it('refuse amounts and overdue rows declared on what the entity cannot hold', () => {
     const broken = {
       ...widget,
       module: 'bad',
+      // A Money field whose currency field is missing, another's that is no Currency().
+      fields: {
+        ...widget.fields,
+        price: Money({ currency: 'currency' }),
+        cost: Money({ currency: 'color' }),
+      },
       admin: {
         title: 'name',
         columns: ['name'],
-        money: { size: 'currency' },
         overdue: { field: 'name', except: ['done'] },
       },
     } as never;
     const start = () => compose([...allModules, testkitModule, bad({ entities: [entity(broken)] })], config);
-    expect(start).toThrow(/entity bad\.widget: admin\.money pairs size with currency: both must be fields/);
+    expect(start).toThrow(
+      /entity bad\.widget: Money field price takes its currency from currency, which is no field: declare currency: Currency\(\) beside it/,
+    );
+    expect(start).toThrow(
+      /entity bad\.widget: Money field cost takes its currency from color, which is not a currency field: declare color: Currency\(\) beside it/,
+    );
     expect(start).toThrow(/entity bad\.widget: admin\.overdue\.field name is not a date-time field/);
     expect(start).toThrow(
       /entity bad\.widget: admin\.overdue\.except names states, but the entity declares no state field/,

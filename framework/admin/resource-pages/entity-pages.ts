@@ -14,6 +14,10 @@ import { displayField, inputValue, ticked, widgetsOf } from './widgets.ts';
 import { choiceLabelsOf, eventCatalog, withDeclaredChoices } from './choice-fields.ts';
 import type { Api, Row } from './resource-api.ts';
 import { formatMoney, isInstant, isoDate } from '../../format.ts';
+import { isCurrency, moneyFields } from '../../entity/money.ts';
+
+/** The last of repeated form values (a select posts one, a field sent twice its last). */
+const last = (value: unknown): unknown => (Array.isArray(value) ? value[value.length - 1] : value);
 import type { EntityPages, FieldModel } from './page-model.ts';
 
 export type { EntityPages, FieldModel, FormModel } from './page-model.ts';
@@ -42,13 +46,24 @@ export function entityPages(site: AdminSite, entity: ResolvedEntity, api: Api): 
   const shownFields = ['id', ...entity.fields, ...entity.computed, 'createdAt', 'updatedAt'].filter(
     (field) => !shownOnce.has(field),
   );
-  const money = def.admin?.money ?? {};
+  // Money fields (framework/entity/money.ts) → the field holding each one's currency.
+  const money: Record<string, string> = moneyFields(def.fields);
+  /** An amount in the currency the values hold, as people read it ("€9.00"); undefined without a currency in use. */
+  const amountOf = (values: Record<string, unknown>, field: string, amount: unknown): string | undefined => {
+    const currencyField = money[field];
+    const currency = currencyField === undefined ? undefined : last(values[currencyField]);
+    return typeof amount === 'number' &&
+      Number.isInteger(amount) &&
+      typeof currency === 'string' &&
+      isCurrency(currency)
+      ? formatMoney(amount, currency)
+      : undefined;
+  };
   /** A row's field as a page prints it: an amount with its currency, a checkbox group's values by their words, else displayField. */
   const printed = (row: Row, field: string): string => {
     const value = row[field];
-    const currency = money[field as keyof typeof money];
-    if (currency !== undefined && typeof value === 'number' && typeof row[currency] === 'string')
-      return formatMoney(value, row[currency] as string);
+    const amount = amountOf(row, field, value);
+    if (amount !== undefined) return amount;
     const labels = choiceLabels.get(field);
     if (labels && Array.isArray(value)) return value.map((v) => labels.get(String(v)) ?? String(v)).join(', ');
     return displayField(fieldSchemas[field], value);
@@ -118,6 +133,11 @@ export function entityPages(site: AdminSite, entity: ResolvedEntity, api: Api): 
         const id = `field-${field}`;
         const checked = widget.kind === 'checkbox' ? value === true || value === 'true' || value === 'on' : undefined;
         const selected = widget.kind === 'checkboxes' ? (source === undefined ? [] : ticked(source)) : undefined;
+        // An amount is typed in minor units, as the API takes it; beside it, what it reads as in its currency.
+        const typed = typeof value === 'string' && /^-?\d+$/.test(value.trim()) ? Number(value) : value;
+        const amount = amountOf({ ...row, ...posted }, field, typed);
+        const hint =
+          amount === undefined ? widget.hint : [widget.hint, `Reads as ${amount}.`].filter(Boolean).join(' ');
         return [
           {
             readonly: false,
@@ -125,6 +145,7 @@ export function entityPages(site: AdminSite, entity: ResolvedEntity, api: Api): 
             value: inputValue(widget, value),
             widget: {
               ...widget,
+              ...(hint ? { hint } : {}),
               id,
               ...(errors[field] ? { error: errors[field] } : {}),
               ...(checked !== undefined ? { checked } : {}),
