@@ -232,6 +232,8 @@ export interface LiveListDefinition {
   tags?: readonly string[];
   /** Who may follow it: as the list's own route (signed in, or a permission). */
   access: 'signedIn' | { permission: string };
+  /** The feature the tenant's plan must grant to follow it, as the list's own route declares. */
+  feature?: string;
   /** The item as the list answers it: each event's row is serialized by this schema. */
   item: TSchema;
   /** The table the list's rows live in (tenant-owned: row-level security scopes every read). */

@@ -30,12 +30,24 @@ export interface RevisionValues {
 export class EntityHistory {
   readonly entity: ResolvedEntity;
   readonly plan: HistoryPlan;
-  private readonly dateTimes: ReadonlySet<string>;
+  /** The create's new values as PostgreSQL builds them from the inserted row `c`: made once, at boot. */
+  private readonly createdValues: string;
 
   private constructor(entity: ResolvedEntity, plan: HistoryPlan) {
     this.entity = entity;
     this.plan = plan;
-    this.dateTimes = new Set(plan.recorded.filter((f) => hasDateTimeFormat(entity.def.fields[f]!)));
+    const dateTimes = new Set(plan.recorded.filter((f) => hasDateTimeFormat(entity.def.fields[f]!)));
+    const pairs = plan.recorded.map((field) => {
+      const column = `c.${quote(entity.columns[field]!)}`;
+      const value = dateTimes.has(field)
+        ? `to_jsonb(to_char(${column} at time zone 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"'))`
+        : `to_jsonb(${column})`;
+      return `${literal(field)}, ${value}`;
+    });
+    // jsonb_build_object takes at most 100 arguments: 50 fields a call, joined.
+    const chunks: string[] = [];
+    for (let i = 0; i < pairs.length; i += 50) chunks.push(`jsonb_build_object(${pairs.slice(i, i + 50).join(', ')})`);
+    this.createdValues = chunks.length > 0 ? chunks.join(' || ') : `'{}'::jsonb`;
   }
 
   static of(entity: ResolvedEntity): EntityHistory | undefined {
@@ -92,20 +104,11 @@ export class EntityHistory {
    * revision's insert as one statement, the revision's values read from the inserted row by
    * PostgreSQL in the same form the handler's path records (a date-time as the ISO string
    * JavaScript prints), its actor the caller the opening statement left in app.actor_id. Two
-   * parameters follow the insert's: the revision's id and time.
+   * parameters follow the insert's: the revision's id and time. The new values' expression is
+   * made at boot; a request only puts the texts together.
    */
   createStatementText(insertText: string, parameters: number): string {
-    const pairs = this.plan.recorded.map((field) => {
-      const column = `c.${quote(this.entity.columns[field]!)}`;
-      const value = this.dateTimes.has(field)
-        ? `to_jsonb(to_char(${column} at time zone 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"'))`
-        : `to_jsonb(${column})`;
-      return `${literal(field)}, ${value}`;
-    });
-    // jsonb_build_object takes at most 100 arguments: 50 fields a call, joined.
-    const chunks: string[] = [];
-    for (let i = 0; i < pairs.length; i += 50) chunks.push(`jsonb_build_object(${pairs.slice(i, i + 50).join(', ')})`);
-    const values = chunks.length > 0 ? chunks.join(' || ') : `'{}'::jsonb`;
+    const values = this.createdValues;
     const actor = `nullif(current_setting('${ACTOR_SETTING}', true), '')`;
     return `with created as (${insertText}),
 revision as (

@@ -46,8 +46,9 @@ export interface RecordCondition {
 
 /**
  * One entity's history on the read side: a record's revisions, newest first, paged and filtered
- * like every list (the query language's QueryList), read in one statement from the index revisions_of_row (tenant, entity, row, id) whose
- * WHERE also requires the record to exist for the caller; and what a restore needs, the value each
+ * like every list (the query language's QueryList), read in one statement from the table's key
+ * (tenant, row, id) (migrations/framework/0017_revisions_one_key.sql) whose WHERE also requires the
+ * record to exist for the caller; and what a restore needs, the value each
  * field held right after a revision.
  */
 export class RecordHistory {
@@ -70,7 +71,7 @@ export class RecordHistory {
       columns: REVISION_COLUMNS,
       schemas: ACTOR_FILTERS,
       // Revision ids are UUIDv7 made from the transaction's time: their order is the order in time,
-      // and the index revisions_of_row (tenant, entity, row, id) serves it.
+      // and the key (tenant, row, id) serves it.
       orders: { at: 'r.id' },
       indexed: ['at'],
       defaultSort: '-at',

@@ -16,8 +16,12 @@ export function firstIdAt(at: Date): string {
 
 /**
  * history.retention_days, applied daily in every tenant: the revisions made before that many days
- * ago are deleted, oldest first, a batch per transaction until a batch comes back short. Each
- * batch reads the primary key (tenant, id) in order from its start: what is due sits there.
+ * ago are deleted, a batch per transaction until a batch comes back short. The table's one index
+ * is its key (tenant, row, id) (migrations/framework/0017_revisions_one_key.sql: one index entry
+ * per revision, not two), so there is no index on time: the job walks the tenant's part of the key
+ * once, in key order, each batch taking up after the last row the previous one deleted, and
+ * deletes what it finds made before the cut. A daily pass over the key is what each write saves
+ * an index entry against.
  */
 export const historyRetention: JobDefinition = {
   name: 'history-retention',
@@ -28,19 +32,38 @@ export const historyRetention: JobDefinition = {
     const before = new Date(ctx.now.getTime() - days * DAY_MS);
     const below = firstIdAt(before);
     let deleted = 0;
+    let after: { rowId: string; id: string } | undefined;
     for (;;) {
-      const batch = await ctx.transaction(async (tx) => {
-        const result = await tx.db
+      const batch = await ctx.transaction(async (tx) =>
+        tx.db
           .deleteFrom('revisions')
           // DELETE takes no LIMIT: the batch is picked by a subquery on the key (the tenant by row security).
-          .where('id', 'in', (eb) =>
-            eb.selectFrom('revisions').select('id').where('id', '<', below).orderBy('id').limit(RETENTION_BATCH),
+          .where(({ eb, refTuple, selectFrom }) =>
+            eb(
+              refTuple('row_id', 'id'),
+              'in',
+              selectFrom('revisions')
+                .select(['row_id', 'id'])
+                .where('id', '<', below)
+                .$if(after !== undefined, (q) =>
+                  q.where(({ eb: e, refTuple: ref, tuple }) =>
+                    e(ref('row_id', 'id'), '>', tuple(after!.rowId, after!.id)),
+                  ),
+                )
+                .orderBy('row_id')
+                .orderBy('id')
+                .limit(RETENTION_BATCH)
+                .$asTuple('row_id', 'id'),
+            ),
           )
-          .executeTakeFirstOrThrow();
-        return Number(result.numDeletedRows);
-      });
-      deleted += batch;
-      if (batch < RETENTION_BATCH) return { deleted, before: before.toISOString() };
+          .returning(['row_id', 'id'])
+          .execute(),
+      );
+      deleted += batch.length;
+      if (batch.length < RETENTION_BATCH) return { deleted, before: before.toISOString() };
+      // The batch's last row in key order: the next batch starts after it.
+      const last = batch.reduce((a, b) => (a.row_id < b.row_id || (a.row_id === b.row_id && a.id < b.id) ? b : a));
+      after = { rowId: last.row_id, id: last.id };
     }
   },
 };

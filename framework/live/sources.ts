@@ -30,6 +30,8 @@ export interface LiveSource {
   readonly label: string;
   readonly tags: readonly string[];
   readonly access: 'signedIn' | { permission: string };
+  /** The feature the tenant's plan must grant, as the list's own route asks (403 FEATURE_NOT_IN_PLAN). */
+  readonly feature: string | undefined;
   /** The table, quoted. */
   readonly table: string;
   /** The columns a batch reads of each changed row, unquoted, `id` first. */
@@ -82,6 +84,7 @@ export function entitySource(entity: ResolvedEntity, ops: EntityOperations): Liv
     label: names.labelPlural.toLowerCase(),
     tags: [def.module],
     access: { permission: def.permissions.read },
+    feature: def.feature,
     table: quote(names.table),
     columns: ['id', 'created_at', 'updated_at', ...entity.fields.map((f) => entity.columns[f]!)],
     live: entity.deleteMode === 'hard' ? '' : 'deleted_at is null',
@@ -126,6 +129,7 @@ export function declaredSource(definition: LiveListDefinition): LiveSource {
     label: definition.label,
     tags: definition.tags ?? [],
     access: definition.access,
+    feature: definition.feature,
     table: quote(definition.table),
     columns,
     live: '',

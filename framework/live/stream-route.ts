@@ -37,6 +37,8 @@ export function streamRoute(source: LiveSource): AnyRoute {
     ].join(' '),
     tags: [...source.tags],
     access: source.access,
+    // Gated as the list is: a stream is a way to read the same rows.
+    ...(source.feature !== undefined ? { feature: source.feature } : {}),
     problems: {
       429: "Too many streams open: this caller holds live.max_streams_per_caller, or the process live.max_streams, or the site's streams hold live.max_filters_per_tenant different filters and this one is new (RATE_LIMITED); Retry-After says when to try again",
     },

@@ -4,6 +4,7 @@ import { cpus, loadavg } from 'node:os';
 import { parseOptions, type BenchOptions } from './options.ts';
 import { openBenchDatabase, type BenchDatabase } from './database.ts';
 import { startServer, type ServerProcess } from './child.ts';
+import { startNodeOptions } from '../start-options.ts';
 import { measurePair, type Pair, type Plan } from './throughput.ts';
 import {
   measureFailedLogins,
@@ -96,7 +97,11 @@ async function measure(
     maxUploadBytes: options.uploadMib * 1024 * 1024,
   };
   const profileInto = (dir: string) => (options.cpuProfDir ? ['--cpu-prof', `--cpu-prof-dir=${dir}`] : []);
-  const service = await startServer('service', './service.ts', settings, profileInto(options.cpuProfDir));
+  // Each service process starts with the Node options of its role's start script (scripts/start-options.ts).
+  const service = await startServer('service', './service.ts', settings, [
+    ...startNodeOptions('start'),
+    ...profileInto(options.cpuProfDir),
+  ]);
   servers.push(service);
   const seed = service.ready.seed as SeedInfo;
   const host = seed.tenants[0]!.host;
@@ -361,7 +366,7 @@ async function measure(
       'service-live-web',
       './service.ts',
       { ...settings, runId: `${runId}lw`, notifications: 1, filesDir: join(filesDir, 'live-web') },
-      [],
+      startNodeOptions('start:web'),
       { TENANTRY_BENCH_ROLE: 'web' },
     );
     servers.push(web);

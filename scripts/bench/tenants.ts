@@ -1,4 +1,3 @@
-import { readFileSync } from 'node:fs';
 import { fork } from 'node:child_process';
 import { Agent, request } from 'node:http';
 import { fileURLToPath } from 'node:url';
@@ -7,6 +6,7 @@ import { percentile } from './load.ts';
 import type { BenchOptions } from './options.ts';
 import type { ResultRow } from './report.ts';
 import { SETTINGS_ENV } from './protocol.ts';
+import { startNodeOptions } from '../start-options.ts';
 import type { TenantsMessage, TenantsRequest, TenantsServiceSettings } from './tenants-protocol.ts';
 import { PAST_DEADLINE_PER_TENANT, TenantSeeder, tenantHost } from './tenants-seed.ts';
 import { SlotSource, premise } from './tenants-premises.ts';
@@ -34,27 +34,10 @@ interface Child {
   stop(): Promise<void>;
 }
 
-/**
- * The Node options a role starts with, as package.json's start script for it passes them
- * (`npm run start:web`, `npm run start:worker`): the worker's caps V8's young generation.
- */
-function roleNodeOptions(role: 'web' | 'worker'): string[] {
-  const scripts = (
-    JSON.parse(readFileSync(new URL('../../package.json', import.meta.url), 'utf8')) as {
-      scripts: Record<string, string>;
-    }
-  ).scripts;
-  const command = scripts[`start:${role}`] ?? '';
-  return command
-    .slice(command.indexOf('node ') + 5, command.indexOf('main.ts'))
-    .split(' ')
-    .filter((part) => part.startsWith('--'));
-}
-
 /** Forks a web or worker process of the scenario, started with its role's Node options, and waits until it is ready. */
 async function startChild(settings: TenantsServiceSettings): Promise<Child> {
   const child = fork(fileURLToPath(new URL('./tenants-service.ts', import.meta.url)), [], {
-    execArgv: [...process.execArgv, ...roleNodeOptions(settings.role)],
+    execArgv: [...process.execArgv, ...startNodeOptions(`start:${settings.role}`)],
     env: { ...process.env, [SETTINGS_ENV]: JSON.stringify(settings) },
     stdio: ['ignore', 'inherit', 'inherit', 'ipc'],
   });

@@ -8,7 +8,10 @@ import { RETENTION_BATCH, firstIdAt } from '../../framework/history/retention.ts
 import type { TenantRef } from '../../framework/context/tenant.ts';
 
 // history.retention_days, applied by the daily framework job history-retention, per tenant, in batches.
-const t = useTestApp({ customers: ['keep', 'other'], config: testConfig({ history: { retention_days: 30 } }) });
+const t = useTestApp({
+  customers: ['keep', 'other', 'spread'],
+  config: testConfig({ history: { retention_days: 30 } }),
+});
 const DAY = 24 * 60 * 60_000;
 
 /**
@@ -61,6 +64,42 @@ describe('history retention', () => {
     expect(await count(t.other)).toEqual({ old: 3, recent: 0 });
     await new JobRunner(t.app.services).runOnce('history-retention', { tenant: t.other });
     expect(await count(t.other)).toEqual({ old: 0, recent: 0 });
+  });
+
+  it('walks the key (tenant, row, id) once: old revisions spread over many records, among recent ones, all go', async () => {
+    // 700 records, each with three revisions past the cut and one within it: 2,100 to delete, more
+    // than two batches, interleaved in key order with the 700 to keep.
+    const records = 700;
+    const old = Date.now() - 40 * DAY;
+    const recent = Date.now() - 10 * DAY;
+    await t.app.services.transactions.run(t.spread, (ctx) =>
+      ctx.db.executeQuery(
+        CompiledQuery.raw(
+          `insert into revisions (id, entity, row_id, at, actor_kind, operation, new_values)
+           select r.id, 'testkit.widget', r.row_id, r.at, 'system', 'update', '{"size": 1}'
+             from unnest($1::uuid[], $2::uuid[], $3::timestamptz[]) as r(id, row_id, at)`,
+          (() => {
+            const ids: string[] = [];
+            const rowIds: string[] = [];
+            const ats: Date[] = [];
+            for (let i = 0; i < records; i++) {
+              const rowId = randomUUID();
+              for (const ms of [old, old + 1, old + 2, recent]) {
+                ids.push(idAt(ms));
+                rowIds.push(rowId);
+                ats.push(new Date(ms));
+              }
+            }
+            return [ids, rowIds, ats];
+          })(),
+        ),
+      ),
+    );
+    expect(await count(t.spread)).toEqual({ old: records * 3, recent: records });
+    const [outcome] = await new JobRunner(t.app.services).runOnce('history-retention', { tenant: t.spread });
+    expect(outcome!.ok, outcome!.error).toBe(true);
+    expect(outcome!.summary).toMatchObject({ deleted: records * 3 });
+    expect(await count(t.spread)).toEqual({ old: 0, recent: records });
   });
 
   it('is a daily framework job over every tenant', () => {

@@ -106,6 +106,12 @@ describe('a feature the plan lacks', () => {
     const list = await t.app.http(host(t.free)).get(ENDPOINTS).set('Cookie', who.cookie);
     expect(list.status).toBe(403);
     expect(list.body.code).toBe('FEATURE_NOT_IN_PLAN');
+    // Its stream reads the same rows: refused before it starts, as a problem document.
+    const stream = await t.app.http(host(t.free)).get(`${ENDPOINTS}/stream`).set('Cookie', who.cookie);
+    expect(stream.status).toBe(403);
+    expect(stream.headers['content-type']).toMatch(/application\/problem\+json/);
+    expect(stream.body.code).toBe('FEATURE_NOT_IN_PLAN');
+    expect(stream.body.feature).toBe('webhook.endpoints');
     // In a batch, the same refusal.
     const batch = await t.app
       .http(host(t.free))

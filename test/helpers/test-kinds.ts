@@ -38,7 +38,11 @@ export const SLOW = [
  * processes, a starved garbage collector let the 1 GiB upload's RSS grow 72 MiB in one run, 21 MiB
  * alone: what the test measures is the driver, not the machine's load.
  */
-export const MEMORY = ['test/modules/file/upload-memory.test.ts'];
+export const MEMORY = [
+  'test/modules/file/upload-memory.test.ts',
+  // `npm run start:web` as a child process, its idle RSS (the Node options of the role's start script).
+  'test/framework/web-process-idle-memory.test.ts',
+];
 
 /** What in a test file, or a test helper it imports, boots the app, opens a database or starts a process. */
 const NEEDS_MORE_THAN_UNIT =
