@@ -10,6 +10,7 @@
  * import), which the command prints. Nothing is left behind when a step fails.
  * Exits 2 on a usage error (a bad or taken name), 1 on a failure.
  */
+import { execFileSync } from 'node:child_process';
 import { existsSync, mkdirSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
 import { dirname, resolve } from 'node:path';
 import { parseArgs } from 'node:util';
@@ -20,6 +21,7 @@ import { registration, scaffoldFiles, scaffoldNames } from './scaffold/module-fi
 
 const USAGE = 'usage: npm run new:module -- <name> [--entity <name>] [--config config.yaml]';
 const ROOT = resolve(import.meta.dirname, '..');
+const BIOME = resolve(ROOT, 'node_modules/@biomejs/biome/bin/biome');
 
 export interface NewModuleOptions {
   modules?: readonly ModuleDefinition[];
@@ -64,6 +66,9 @@ export async function newModuleCommand(argv: readonly string[], options: NewModu
       writeFileSync(full, text, { flag: 'wx' });
       written.push(full);
     }
+    // Laid out by the repository's formatter, as `npm run check` wants them: how long a line is
+    // depends on the names given.
+    execFileSync(process.execPath, [BIOME, 'format', '--write', ...written], { cwd: ROOT, stdio: 'pipe' });
     const migration = await newMigration(moduleName, names.plural, {
       allowDestructive: false,
       modules,

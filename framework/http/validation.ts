@@ -148,6 +148,38 @@ function nonDecimalIssues(value: unknown, keys: readonly string[]): ValidationIs
 }
 
 /**
+ * The defaults of a query or params schema, when each is a property's own (`limit`'s 20, `sort`'s
+ * `createdAt`), as [property, value] pairs; undefined when a default sits anywhere else (inside a
+ * property, on the object itself), which only TypeBox's Default walk fills.
+ */
+export function propertyDefaults(schema: unknown): (readonly [string, unknown])[] | undefined {
+  if (!JSON.stringify(schema).includes('"default"')) return [];
+  if (!isPlain(schema)) return undefined;
+  const { properties, ...rest } = schema;
+  if (properties !== undefined && !isPlain(properties)) return undefined;
+  if (JSON.stringify(rest).includes('"default"')) return undefined;
+  const found: (readonly [string, unknown])[] = [];
+  for (const [key, node] of Object.entries(properties ?? {})) {
+    if (!isPlain(node)) return undefined;
+    const { default: value, ...own } = node;
+    if (JSON.stringify(own).includes('"default"')) return undefined;
+    if ('default' in node) found.push([key, value]);
+  }
+  return found;
+}
+
+/** A copy of the parsed text with each default of a property it leaves out; undefined when it is no object. */
+function withDefaults(value: unknown, defaults: readonly (readonly [string, unknown])[]): unknown {
+  if (defaults.length === 0) return value;
+  if (typeof value !== 'object' || value === null || Array.isArray(value)) return undefined;
+  const filled: Record<string, unknown> = { ...value };
+  for (const [key, fallback] of defaults) {
+    if (filled[key] === undefined) filled[key] = typeof fallback === 'object' ? structuredClone(fallback) : fallback;
+  }
+  return filled;
+}
+
+/**
  * TypeBox validation for every route: bodies are checked as sent (unknown properties refused,
  * nothing silently dropped), while params and query strings are converted from text and get
  * their defaults; an integer there is decimal digits only. Whatever the schema, a string holding
@@ -158,11 +190,16 @@ export const typeboxValidatorCompiler: FastifySchemaCompiler<TSchema> = ({ schem
   const refusals = refusalsOf(schema);
   const fromText = httpPart !== 'body';
   const integers = fromText ? integerProperties(schema) : [];
-  // Text that already meets a schema with no defaults needs no conversion: the compiled check
-  // alone decides (the common GET /<id> or /public/<slug>), skipping TypeBox's slower Convert.
-  const asSentWhenValid = fromText && !JSON.stringify(schema).includes('"default"');
+  // Text that already meets the schema once its defaults are in needs no conversion: the compiled
+  // check alone decides (GET /<id>, a list's filters and sort), skipping TypeBox's Convert and
+  // Default, which walk the schema on every call. Only where every default is a property's own,
+  // found at boot; integers as text and anything else fall to the full path below.
+  const defaults = fromText ? propertyDefaults(schema) : undefined;
   const validate = (value: unknown) => {
-    if (asSentWhenValid && check.Check(value) && !containsNul(value)) return { value };
+    if (defaults) {
+      const filled = withDefaults(value, defaults);
+      if (filled !== undefined && check.Check(filled) && !containsNul(filled)) return { value: filled };
+    }
     const notDecimal = nonDecimalIssues(value, integers);
     if (notDecimal.length > 0) return { error: notDecimal as never };
     const prepared = fromText ? Value.Default(schema, Value.Convert(schema, value)) : value;

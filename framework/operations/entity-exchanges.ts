@@ -17,6 +17,9 @@ import { uniqueFailure } from './unique-violation.ts';
 import type { EntityHistory } from '../history/entity-history.ts';
 
 type Row = EntityRow<TProperties>;
+
+/** The fields every row has beside its declared ones, by column. */
+const SYSTEM_COLUMNS: Readonly<Record<string, string>> = { id: 'id', createdAt: 'created_at', updatedAt: 'updated_at' };
 type Values = Record<string, unknown>;
 
 /** What the one-exchange builders need of an entity's operations. */
@@ -167,8 +170,26 @@ export class EntityExchanges {
       conditions: compiled.conditions,
       params: compiled.params,
       ...(query.expand.length > 0 ? { columns: query.expand.map(expansionSelect) } : {}),
+      ...this.projection(query),
       ...(compiled.conditions.length > 0 ? { varies: true, binding: JSON.stringify([[], [], query.written]) } : {}),
     };
+  }
+
+  /**
+   * The select list of a page whose `fields=` keeps only some of the row's own fields: the id and
+   * their columns, so the rest are neither read nor parsed. None when a kept name is no stored
+   * column (the whole row is read, and fields= picks from it).
+   */
+  private projection(query: ListQuery): { select?: string } {
+    const own = query.select?.own;
+    if (!own) return {};
+    const columns = ['id'];
+    for (const name of own) {
+      const column = SYSTEM_COLUMNS[name] ?? this.source.entity.columns[name];
+      if (column === undefined) return {};
+      if (!columns.includes(column)) columns.push(column);
+    }
+    return { select: columns.map(quote).join(', ') };
   }
 
   /** The read's text with these expansions: one per set of expanded references, built once. */

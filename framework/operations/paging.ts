@@ -69,6 +69,12 @@ export interface ListFilter {
    */
   columns?: readonly string[];
   /**
+   * The item's select list for this call, in place of the source's: the columns a query's `fields=`
+   * keeps (text from the declaration's column names, never the request's). Its texts are kept as
+   * the varying filters' are, up to the same bound.
+   */
+  select?: string;
+  /**
    * The conditions' text varies with the request (a query's filters): such texts are kept, and
    * run prepared, only up to a bound per list; past it they are built on each call and run unnamed.
    */
@@ -183,10 +189,9 @@ export class KeysetPager {
     const counts = cursor === undefined;
     // One row more than the page: its presence is what says there is a next page.
     const rows = query.offset === 0 && PLANNED_PAGE_SIZES.has(query.limit) ? query.limit + 1 : undefined;
-    const cacheKey = `${query.sort}\u0000${shape}\u0000${rows ?? '$'}\u0000${counts ? 'count' : ''}\u0000${filter.guard ?? ''}\u0000${(filter.columns ?? []).join('\u0000')}\u0000${filter.conditions.join('\u0000')}`;
-    const text = this.text(cacheKey, filter.varies === true || keys.length > 1, () =>
-      this.build(keys, shape, filter, rows, counts),
-    );
+    const cacheKey = `${query.sort}\u0000${shape}\u0000${rows ?? '$'}\u0000${counts ? 'count' : ''}\u0000${filter.guard ?? ''}\u0000${(filter.columns ?? []).join('\u0000')}\u0000${filter.conditions.join('\u0000')}\u0000${filter.select ?? ''}`;
+    const varies = filter.varies === true || filter.select !== undefined || keys.length > 1;
+    const text = this.text(cacheKey, varies, () => this.build(keys, shape, filter, rows, counts));
     const params = [...filter.params];
     for (const value of values ?? []) if (value !== null) params.push(value);
     if (cursor) params.push(cursor.id);
@@ -388,7 +393,7 @@ export class KeysetPager {
       keys.length === 1 ? `${keys[0]!.expr}::text` : `array[${keys.map((k) => `${k.expr}::text`).join(', ')}]`;
     const columns = filter.columns?.length ? `, ${filter.columns.join(', ')}` : '';
     const total = counts ? `, ${this.cappedCount(filter)} as "__total"` : '';
-    return `select ${this.source.select}${columns}, ${sortValue} as "__sort", ${id} as "__id"${total}
+    return `select ${filter.select ?? this.source.select}${columns}, ${sortValue} as "__sort", ${id} as "__id"${total}
   from ${this.source.from}${where.length ? `\n where ${where.join('\n   and ')}` : ''}
  order by ${[...order, `${id} ${direction(descending)}`].join(', ')}
  limit ${limit}`;

@@ -99,10 +99,10 @@ export type ${pascal(n.entity)}Fields = typeof ${n.fieldsExport};
 /** What people read in the admin shell beside each field (the API's descriptions are for developers). */
 export const ${n.entity}FieldText = {
   name: { label: 'Name', hint: 'Unique among the ${lowerPlural} of the organisation.' },
-  quantity: { label: 'Quantity' },
-  notes: { label: 'Notes' },
-  dueAt: { label: 'Due' },
-  status: { label: 'Status' },
+  quantity: { label: 'Quantity', hint: 'How many there are, from 0 to 1,000,000.' },
+  notes: { label: 'Notes', hint: 'Anything worth knowing about it.' },
+  dueAt: { label: 'Due', hint: 'When it is due, if ever.' },
+  status: { label: 'Status', hint: 'Active, or archived with the Archive button.' },
 };
 `,
     [`${dir}/${n.entity}.entity.ts`]: `import { defineCommand, defineEntity } from '../../framework/entity/define.ts';

@@ -1,7 +1,8 @@
 /**
  * The target of scripts/security/sqlmap.sh: starts the service on 127.0.0.1 with an embedded
  * PostgreSQL in a scratch directory, builds through its API an operator and a customer tenant,
- * each with a signed-in admin and sample rows of every entity, and writes one line per injection
+ * each with a signed-in admin and rows of every entity (made as the security suite's world makes
+ * them, derived from the declarations: test/security/world-rows.ts), and writes one line per injection
  * point (every query parameter, JSON body field and path parameter of the live OpenAPI document)
  * to <dir>/targets.jsonl. Then it serves until SIGTERM.
  *
@@ -20,6 +21,8 @@ import { hashSecret, newSessionId, sessionCookie } from '../../framework/access/
 import { Client, type Sent } from '../../test/security/harness.ts';
 import { readOperations, validRequest, type Operation } from '../../test/security/operations.ts';
 import type { TenantWorld, World } from '../../test/security/world.ts';
+import { addEntityRows } from '../../test/security/world-rows.ts';
+import { dereferenced } from '../../test/helpers/openapi.ts';
 
 const dir = process.argv[2];
 if (!dir) throw new Error('usage: node scripts/security/sqlmap-target.ts <scratch dir>');
@@ -108,7 +111,8 @@ const plan = async (code: string, price: number) =>
           price,
           currency: 'EUR',
           interval: 'month',
-          features: ['file.public_links'],
+          // Every declared feature: the customer's rows of every entity (a gated one among them) are made after subscribing.
+          features: [...app.services.registry.features.keys()],
           active: true,
         },
       })
@@ -148,9 +152,6 @@ async function populate(ref: TenantRef, host: string, boot: string): Promise<Ten
   };
   const admin = await person('admin', ['admin']);
   const member = await person('member', ['member']);
-  const subject = String(
-    (await as('POST', '/api/v1/user/users', { email: `subject@${ref.slug}.example.test` })).json!.id,
-  );
   const content = String(
     (
       await as('POST', '/api/v1/content/contents', {
@@ -162,24 +163,6 @@ async function populate(ref: TenantRef, host: string, boot: string): Promise<Ten
     ).json!.id,
   );
   await as('POST', `/api/v1/content/contents/${content}/publish`, undefined);
-  const webhookEndpoint = async () =>
-    String(
-      (
-        await as('POST', '/api/v1/webhook/endpoints', {
-          url: `https://hooks.${ref.slug}.example.test/in`,
-          events: ['*'],
-        })
-      ).json!.id,
-    );
-  const task = String(
-    (
-      await as('POST', '/api/v1/task/tasks', {
-        title: 'Task',
-        priority: 'low',
-        deadline: new Date(Date.now() + 86_400_000).toISOString(),
-      })
-    ).json!.id,
-  );
   const boundary = 'sqlmap-boundary';
   const file = async (visibility: string) =>
     String(
@@ -226,17 +209,15 @@ async function populate(ref: TenantRef, host: string, boot: string): Promise<Ten
     admin,
     member,
     holder: new Map(),
+    entityRows: new Map(),
     actors: [admin, member],
     rows: {
-      user: subject,
-      content,
       publishedSlug: `${ref.slug}-page`,
-      task,
-      webhookEndpoint: await webhookEndpoint(),
       privateFile: await file('private'),
       publicFile: await file('public'),
-      adminNotification: subject,
-      memberNotification: subject,
+      // No notification is made here: the notification routes are attacked with the member's id.
+      adminNotification: member.userId,
+      memberNotification: member.userId,
       role: `own-${ref.slug}`,
       accessToken,
       tenantExport,
@@ -259,9 +240,17 @@ const world = {
   tenants: [a, operator],
   spareTenantId: spare.id,
   plans,
+  globalRows: new Map(),
+  must: (req: Sent) => must(req),
 } as unknown as World;
+await addEntityRows(world);
 
-const doc = (await client.send({ method: 'GET', host: OPERATOR_HOST, path: '/api/v1/openapi.json' })).json as never;
+// Bodies and answers are named schemas: the targets are read through their $refs, as the suite reads them.
+const doc = (await dereferenced(
+  (
+    await client.send({ method: 'GET', host: OPERATOR_HOST, path: '/api/v1/openapi.json' })
+  ).json,
+)) as never;
 const operations: Operation[] = readOperations(doc, (p) => app.services.registry.isOperatorPermission(p));
 const lines: string[] = [];
 for (const op of operations) {

@@ -1,4 +1,4 @@
-import { commandSample, createSample } from '../helpers/samples.ts';
+import { commandSample, createSample } from '../helpers/samples/overrides.ts';
 import { sessionFormToken } from '../../framework/access/form-token.ts';
 import { randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -7,7 +7,7 @@ import type { TenantRef } from '../../framework/context/tenant.ts';
 import type { ResolvedEntity } from '../../framework/entity/resolve.ts';
 import { generatedResources } from '../../framework/admin/resource-pages/resource-pages.ts';
 import { notify } from '../../modules/notification/notify.ts';
-import { checkedSample, sampleValue } from '../conformance/sample-values.ts';
+import { checkedSample, sampleValue } from '../helpers/samples/values.ts';
 
 let app: TestApp;
 let acme: TenantRef;

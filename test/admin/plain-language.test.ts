@@ -1,4 +1,4 @@
-import { createSample } from '../helpers/samples.ts';
+import { createSample } from '../helpers/samples/overrides.ts';
 import { anonymousFormToken, sessionFormToken } from '../../framework/access/form-token.ts';
 import { hashSecret } from '../../framework/access/session-cookie.ts';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -8,7 +8,7 @@ import type { TenantRef } from '../../framework/context/tenant.ts';
 import type { ResolvedEntity } from '../../framework/entity/resolve.ts';
 import { generatedResources } from '../../framework/admin/resource-pages/resource-pages.ts';
 import { moduleSidebarEntries } from '../../framework/admin/sidebar.ts';
-import { checkedSample } from '../conformance/sample-values.ts';
+import { checkedSample } from '../helpers/samples/values.ts';
 import { addUser } from '../modules/auth/fixtures.ts';
 import { codeLikeText } from '../helpers/readable-text.ts';
 import { allModules } from '../../modules/index.ts';

@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import Type from 'typebox';
 import Value from 'typebox/value';
-import { checkedSample, sampleValue } from './sample-values.ts';
+import { checkedSample, sampleValue } from '../helpers/samples/values.ts';
 
 describe('sample values for the conformance suite', () => {
   it('honour string length, formats and patterns', () => {

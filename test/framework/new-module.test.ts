@@ -24,6 +24,7 @@ const COPIED = [
   'tsconfig.json',
   'vitest.config.ts',
   'config.yaml',
+  'biome.jsonc',
 ];
 const COPIED_TESTS = ['helpers', 'conformance', 'fixtures'];
 
@@ -93,6 +94,13 @@ describe('npm run new:module', () => {
     expect(readFileSync(join(copy, 'modules/stockroom/index.ts'), 'utf8')).toMatch(
       /sidebar: \[\{ label: 'Items', path: '\/admin\/stockroom\/items'/,
     );
+    // Laid out as npm run check wants them: formatted and linted clean.
+    const biome = await run(
+      join(ROOT, 'node_modules/.bin/biome'),
+      ['check', '--error-on-warnings', 'modules/stockroom', 'test/modules/stockroom'],
+      { cwd: copy, env },
+    ).catch((err: { code: number; stdout: string; stderr: string }) => err);
+    expect('code' in biome ? biome.code : 0, `${biome.stdout}\n${biome.stderr}`).toBe(0);
     const testSource = readFileSync(join(copy, 'test/modules/stockroom/item.test.ts'), 'utf8');
     expect(testSource).toContain('useTestApp(');
     expect(testSource).not.toContain('startTestApp');

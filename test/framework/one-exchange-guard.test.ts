@@ -1,7 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startTestApp, createCustomer, signInAs, type SignedIn, type TestApp } from '../helpers/app.ts';
-import { checkedSample } from '../conformance/sample-values.ts';
+import { checkedSample } from '../helpers/samples/values.ts';
 import { hashSecret } from '../../framework/access/session-cookie.ts';
 import type { TenantRef } from '../../framework/context/tenant.ts';
 import type { AnyRoute, RouteDefinition } from '../../framework/entity/define.ts';

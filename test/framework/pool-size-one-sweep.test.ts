@@ -5,7 +5,7 @@ import { createCustomer, OPERATOR_HOST, signInAs, startTestApp, type TestApp } f
 import { StreamClient } from '../helpers/event-stream.ts';
 import { testConfig } from '../helpers/config.ts';
 import { dereferenced } from '../helpers/openapi.ts';
-import { sampleObject, sampleValue } from '../conformance/sample-values.ts';
+import { sampleObject, sampleValue } from '../helpers/samples/values.ts';
 
 /**
  * Rule: no request can hang. With a pool of a single connection, every operation of the live

@@ -3,11 +3,11 @@ import { join, resolve } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { allModules } from '../../modules/index.ts';
 import { sourceFiles } from '../helpers/import-graph.ts';
-import { entitiesWithSamples } from '../helpers/samples.ts';
+import { entitiesWithSamples } from '../helpers/samples/overrides.ts';
 
 /**
  * Test samples (the values the suites merge into the bodies they derive from an entity's
- * schemas) are test data: they are registered from test/helpers/samples.ts, and no file outside
+ * schemas) are test data: they are registered from test/helpers/samples/overrides.ts, and no file outside
  * test/ declares or exports one (issue 43, point 4). Production code ships no fixture.
  */
 const ROOT = resolve(import.meta.dirname, '../..');

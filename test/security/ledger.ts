@@ -2,6 +2,7 @@ import { describe, expect, it } from 'vitest';
 import { OPERATOR_HOST } from '../helpers/app.ts';
 import type { World } from './world.ts';
 import { dereferenced } from '../helpers/openapi.ts';
+import { ENTITIES } from './entity-rows.ts';
 
 /**
  * Nothing lost, nothing leaked: what every sweep of the suite checks once it has run.
@@ -12,16 +13,16 @@ import { dereferenced } from '../helpers/openapi.ts';
  * DELETE of that tenant named. Side-effect tables (sessions, outbox, audit, throttling counters,
  * processed events, charges) are not counted but are scanned for rows naming another tenant.
  */
-const API_TABLES: { table: string; key: string; scope: 'tenant' | 'global' }[] = [
-  { table: 'users', key: 'id', scope: 'tenant' },
-  { table: 'contents', key: 'id', scope: 'tenant' },
-  { table: 'tasks', key: 'id', scope: 'tenant' },
+/** The tables of the hand-written routes; every entity's table joins them, derived (API_TABLES). */
+const HAND_WRITTEN_TABLES: { table: string; key: string; scope: 'tenant' | 'global' }[] = [
   { table: 'files', key: 'id', scope: 'tenant' },
   { table: 'notifications', key: 'id', scope: 'tenant' },
   { table: 'roles', key: 'name', scope: 'tenant' },
-  { table: 'subscriptions', key: 'id', scope: 'tenant' },
-  { table: 'plans', key: 'id', scope: 'global' },
   { table: 'tenants', key: 'id', scope: 'global' },
+];
+const API_TABLES: { table: string; key: string; scope: 'tenant' | 'global' }[] = [
+  ...ENTITIES.map((entity) => ({ table: entity.names.table, key: 'id', scope: entity.scope })),
+  ...HAND_WRITTEN_TABLES,
 ];
 
 /** Rows an accepted request writes besides the one it answers with: at most one per such request. */
@@ -67,7 +68,7 @@ function fixtureEmails(world: World): Map<string, string> {
   const out = new Map<string, string>();
   for (const t of world.tenants) {
     for (const a of t.actors) out.set(a.email.toLowerCase(), t.ref.id);
-    for (const who of ['subject', 'bootstrap']) out.set(`${who}@${t.ref.slug}.example.test`, t.ref.id);
+    out.set(`bootstrap@${t.ref.slug}.example.test`, t.ref.id);
   }
   return out;
 }
@@ -230,7 +231,11 @@ export async function nothingLostNothingLeaked(world: World, operationCount: () 
       const add = (tenant: string, value: string) =>
         (names.get(tenant) ?? names.set(tenant, new Set()).get(tenant)!).add(value.toLowerCase());
       for (const t of world.tenants) add(t.ref.id, t.ref.id);
-      for (const table of ['users', 'contents', 'tasks', 'files', 'notifications', 'subscriptions', 'sessions']) {
+      const tenantTables = [
+        ...ENTITIES.filter((entity) => entity.scope !== 'global').map((entity) => entity.names.table),
+        ...['files', 'notifications', 'sessions'],
+      ];
+      for (const table of tenantTables) {
         const { rows } = await pool.query<{ tenant_id: string; id: string }>(`select tenant_id, id from "${table}"`);
         for (const r of rows) if (names.has(r.tenant_id)) add(r.tenant_id, r.id);
       }

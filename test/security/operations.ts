@@ -1,6 +1,10 @@
 import { randomUUID } from 'node:crypto';
 import type { TSchema } from 'typebox';
-import { checkedSample } from '../conformance/sample-values.ts';
+import type { ResolvedEntity } from '../../framework/entity/resolve.ts';
+import { declaredReferences } from '../../framework/entity/references.ts';
+import { checkedSample } from '../helpers/samples/values.ts';
+import { commandSlots, createSlots, initialState } from '../helpers/samples/derive.ts';
+import { ENTITIES, entityOperation, rowOf, slotValues } from './entity-rows.ts';
 import type { Sent } from './harness.ts';
 import type { TenantWorld, World } from './world.ts';
 
@@ -105,21 +109,45 @@ export interface PathSource {
   value(world: World, tenant: TenantWorld): string;
 }
 
-export const PATH_SOURCES: PathSource[] = [
-  { pattern: /^\/api\/v1\/user\/users\/\{id\}/, param: 'id', scope: 'tenant', value: (_w, t) => t.rows.user },
-  { pattern: /^\/api\/v1\/content\/contents\/\{id\}/, param: 'id', scope: 'tenant', value: (_w, t) => t.rows.content },
+const escaped = (text: string) => text.replace(/[.*+?^${}()|[\]\\]/g, '\\$&');
+
+/**
+ * The path parameters of every entity's routes, derived from the registered entities: a
+ * collection's {id} is the world's row of it in the tenant (a global entity's, the one row every
+ * tenant reads), a public read's parameter that row's field.
+ */
+function entitySources(entity: ResolvedEntity): PathSource[] {
+  if (entity.singleton) return [];
+  const key = entity.names.key;
+  const sources: PathSource[] = [
+    {
+      pattern: new RegExp(`^${escaped(entity.names.path)}/\\{id\\}`),
+      param: 'id',
+      scope: entity.scope === 'global' ? 'global' : 'tenant',
+      value: (w, t) => String(rowOf(w, t, key).id),
+    },
+  ];
+  const publicRead = entity.def.publicRead;
+  if (publicRead)
+    sources.push({
+      pattern: new RegExp(
+        `^/api/v1/${escaped(entity.module)}/${escaped(publicRead.path ?? 'public')}/\\{${escaped(publicRead.by)}\\}$`,
+      ),
+      param: publicRead.by,
+      scope: 'tenant',
+      value: (w, t) => String(rowOf(w, t, key)[publicRead.by]),
+    });
+  return sources;
+}
+
+/** The path parameters of the hand-written routes, whose rows the world makes by hand (test/security/world.ts). */
+const HAND_WRITTEN_SOURCES: PathSource[] = [
+  // A published page: the world's content row is a draft, which the public read answers 404.
   {
     pattern: /^\/api\/v1\/content\/public\/\{slug\}$/,
     param: 'slug',
     scope: 'tenant',
     value: (_w, t) => t.rows.publishedSlug,
-  },
-  { pattern: /^\/api\/v1\/task\/tasks\/\{id\}/, param: 'id', scope: 'tenant', value: (_w, t) => t.rows.task },
-  {
-    pattern: /^\/api\/v1\/webhook\/endpoints\/\{id\}/,
-    param: 'id',
-    scope: 'tenant',
-    value: (_w, t) => t.rows.webhookEndpoint,
   },
   { pattern: /^\/api\/v1\/file\/files\/\{id\}/, param: 'id', scope: 'tenant', value: (_w, t) => t.rows.privateFile },
   { pattern: /^\/api\/v1\/file\/public\/\{id\}$/, param: 'id', scope: 'tenant', value: (_w, t) => t.rows.publicFile },
@@ -130,7 +158,7 @@ export const PATH_SOURCES: PathSource[] = [
     scope: 'tenant',
     value: (_w, t) => t.rows.adminNotification,
   },
-  // New this wave: a tenant's export and an import's progress.
+  // A tenant's export and an import's progress.
   {
     pattern: /^\/api\/v1\/tenant\/exports\/\{id\}/,
     param: 'id',
@@ -145,13 +173,6 @@ export const PATH_SOURCES: PathSource[] = [
     value: (_w, t) => t.rows.taskImport,
   },
   { pattern: /^\/api\/v1\/auth\/roles\/\{name\}$/, param: 'name', scope: 'name', value: (_w, t) => t.rows.role },
-  // The plan, its history and its restore (docs/history.md).
-  {
-    pattern: /^\/api\/v1\/billing\/plans\/\{id\}(\/history|\/restore)?$/,
-    param: 'id',
-    scope: 'global',
-    value: (w) => w.plans.spare,
-  },
   {
     pattern: /^\/api\/v1\/tenant\/tenants\/\{id\}/,
     param: 'id',
@@ -166,11 +187,14 @@ export const PATH_SOURCES: PathSource[] = [
   },
 ];
 
+/** Where each path parameter's value comes from: the hand-written routes' first, then every entity's, derived. */
+export const PATH_SOURCES: PathSource[] = [...HAND_WRITTEN_SOURCES, ...ENTITIES.flatMap(entitySources)];
+
 export function pathSource(op: Operation, param: string): PathSource {
   const source = PATH_SOURCES.find((s) => s.param === param && s.pattern.test(op.path));
   if (!source)
     throw new Error(
-      `cannot exercise ${op.id} (${op.method} ${op.path}): no sample for path parameter {${param}}; add it to PATH_SOURCES in test/security/operations.ts`,
+      `cannot exercise ${op.id} (${op.method} ${op.path}): no sample for path parameter {${param}}; an entity's are derived, a hand-written route's are listed in HAND_WRITTEN_SOURCES in test/security/operations.ts`,
     );
   return source;
 }
@@ -179,8 +203,10 @@ let counter = 0;
 const unique = () => `${++counter}${randomUUID().slice(0, 6)}`;
 
 /**
- * Body fields the schema alone cannot make valid (a value that must name a row of the tenant, or a
- * unique address): the explicit fixture for each. Every other field is derived from the schema.
+ * Overrides: body fields no declaration makes valid (a role name of the tenant, a password in
+ * force, a plan granting every feature, a host of the spare tenant), by operation id. Every other
+ * field is derived: from its schema, and for an entity's routes from its declarations (a reference
+ * names the world's row, an actor the holder of the permission, a create takes the initial state).
  */
 const BODY_HINTS: Record<string, (world: World, tenant: TenantWorld) => Record<string, unknown>> = {
   'user-user-roles': () => ({ roles: ['member'] }),
@@ -195,8 +221,6 @@ const BODY_HINTS: Record<string, (world: World, tenant: TenantWorld) => Record<s
   'auth-session-login': (_w, t) => ({ email: t.admin.email, password: t.admin.password }),
   'auth-password-change': () => ({ currentPassword: 'not the password in force', newPassword: 'a new password 123' }),
   'auth-password-forgot': (_w, t) => ({ email: t.member.email }),
-  // An assignee must be able to read tasks: the holder of task:read is one.
-  'task-task-assign': (_w, t) => ({ assigneeId: t.holder.get('task:read')!.userId }),
   'billing-subscription-subscribe': (w) => ({ planId: w.plans.free }),
   'billing-subscription-cancel': () => ({ atPeriodEnd: true }),
   'billing-plan-update': () => ({ name: `Renamed ${unique()}` }),
@@ -226,7 +250,40 @@ export function validBody(op: Operation, world: World, tenant: TenantWorld): Pic
   // A PATCH sends its hint alone when it has one (a partial update of one field), else every field.
   if (op.method === 'PATCH' && Object.keys(hint).length > 0) return { json: hint };
   const derived = checkedSample(op.body.schema, ++counter, `${op.id} request body`) as Record<string, unknown>;
-  return { json: { ...derived, ...hint } };
+  return { json: { ...derived, ...declaredValues(op, world, tenant), ...hint } };
+}
+
+/** What an entity's declarations say of the body of one of its routes, at the tenant. */
+function declaredValues(op: Operation, world: World, tenant: TenantWorld): Record<string, unknown> {
+  const found = entityOperation(op.id);
+  if (!found) return {};
+  const { entity, verb } = found;
+  if (verb === 'create' || verb === 'replace')
+    return { ...slotValues(createSlots(entity), world, tenant), ...initialState(entity) };
+  if (verb === 'update') {
+    const patchable = new Set(entity.patchable);
+    const slots = Object.entries(declaredReferences(entity.def))
+      .filter(([field]) => patchable.has(field))
+      .map(([field, reference]) => ({ field, reference, fresh: false }));
+    return slotValues(slots, world, tenant);
+  }
+  return entity.def.commands?.[verb] ? slotValues(commandSlots(entity, verb), world, tenant) : {};
+}
+
+/** A create body of the entity at the tenant, as its create operation's valid request carries (the world's rows). */
+export function entityCreateBody(entity: ResolvedEntity, world: World, tenant: TenantWorld): Record<string, unknown> {
+  const operationId = entity.names.operationId('create');
+  const derived = checkedSample(entity.schemas.create, ++counter, `${operationId} request body`) as Record<
+    string,
+    unknown
+  >;
+  const hint = BODY_HINTS[operationId]?.(world, tenant) ?? {};
+  return {
+    ...derived,
+    ...slotValues(createSlots(entity), world, tenant),
+    ...initialState(entity),
+    ...hint,
+  };
 }
 
 /** A valid value for a query parameter (its default, or derived from its schema). */

@@ -7,13 +7,16 @@ import type { TenantRef } from '../../framework/context/tenant.ts';
 import { hashSecret, newSessionId, sessionCookie } from '../../framework/access/session-cookie.ts';
 import { notify } from '../../modules/notification/notify.ts';
 import { Client, describeExchange, type Answer, type Sent } from './harness.ts';
+import { addEntityRows } from './world-rows.ts';
 
 /**
  * The world the security suite attacks: the installation's modules (nothing test-only), the
  * operator tenant and two customer tenants made through the API, and in each tenant an admin, a
  * member and one person per permission the tenant may grant, each holding exactly a role made
  * through the API with that one permission, signed in through the login route. Every entity has
- * sample rows in every tenant.
+ * rows in every tenant (a global one at the operator), made through its create route with bodies
+ * derived from its declarations (addEntityRows), so a module's new entity needs nothing here; the
+ * hand-written routes' rows (files, notifications, tokens, exports, imports, roles) are made by hand.
  */
 
 export interface Actor {
@@ -30,13 +33,10 @@ export interface Actor {
   token: string;
 }
 
+/** The rows of the hand-written routes (an entity's rows are in TenantWorld.entityRows). */
 export interface Rows {
-  /** A user other than the actors: the subject of user operations. */
-  user: string;
-  content: string;
+  /** The slug of a published content page (the public read answers the world's draft 404). */
   publishedSlug: string;
-  task: string;
-  webhookEndpoint: string;
   privateFile: string;
   publicFile: string;
   /** A notification addressed to the admin (owner-scoped: only the admin may read it). */
@@ -60,6 +60,8 @@ export interface TenantWorld {
   /** One actor per permission this tenant may grant, holding exactly that one. */
   holder: Map<string, Actor>;
   rows: Rows;
+  /** Each tenant-owned collection entity's rows here, by entity key (`task.task`), as their creates answered. */
+  entityRows: Map<string, Record<string, unknown>[]>;
   /** Every actor of the tenant. */
   actors: Actor[];
   /** Raw bearer tokens of the admin that no longer count: one past its expiry, one revoked. */
@@ -78,8 +80,9 @@ export interface World {
   spareTenantId: string;
   /** The spare tenant's host, for the operator's host routes. */
   spareHost: string;
-  /** Global rows. */
+  /** Global rows: the plans the world subscribes to, and each global entity's rows by entity key, made at the operator. */
   plans: { free: string; spare: string };
+  globalRows: Map<string, Record<string, unknown>[]>;
   /** Every permission the installation defines, and which of them are operator permissions. */
   permissions: string[];
   isOperatorPermission(name: string): boolean;
@@ -215,13 +218,6 @@ export async function buildWorld(prefix: string): Promise<World> {
     const holders = await Promise.all(grantable.map((p) => person(`only-${p}`, [`only-${p}`], [p])));
     const holder = new Map(grantable.map((p, i) => [p, holders[i]!]));
 
-    const subject = await as(
-      admin.cookie,
-      'POST',
-      '/api/v1/user/users',
-      { email: `subject@${ref.slug}.example.test`, displayName: 'Subject' },
-      201,
-    );
     const content = async (slug: string, kind: string) =>
       String(
         (
@@ -234,34 +230,8 @@ export async function buildWorld(prefix: string): Promise<World> {
           )
         ).json!.id,
       );
-    const draft = await content(`${ref.slug}-draft`, 'post');
     const published = await content(`${ref.slug}-page`, 'page');
     await as(admin.cookie, 'POST', `/api/v1/content/contents/${published}/publish`);
-    const task = async (title: string) =>
-      String(
-        (
-          await as(
-            admin.cookie,
-            'POST',
-            '/api/v1/task/tasks',
-            { title, priority: 'low', deadline: new Date(Date.now() + 86_400_000).toISOString() },
-            201,
-          )
-        ).json!.id,
-      );
-    const taskId = await task(`Task of ${ref.slug}`);
-    await task(`Second task of ${ref.slug}`);
-    const webhookEndpoint = String(
-      (
-        await as(
-          admin.cookie,
-          'POST',
-          '/api/v1/webhook/endpoints',
-          { url: `https://hooks.${ref.slug}.example.test/in`, events: ['*'] },
-          201,
-        )
-      ).json!.id,
-    );
     const upload = async (visibility: string) => {
       const boundary = `----sec${randomUUID()}`;
       const body = Buffer.from(
@@ -331,13 +301,10 @@ export async function buildWorld(prefix: string): Promise<World> {
       admin,
       member,
       holder,
+      entityRows: new Map(),
       actors: [admin, member, ...holders],
       rows: {
-        user: String(subject.json!.id),
-        content: draft,
         publishedSlug: `${ref.slug}-page`,
-        task: taskId,
-        webhookEndpoint,
         privateFile,
         publicFile,
         adminNotification,
@@ -357,7 +324,7 @@ export async function buildWorld(prefix: string): Promise<World> {
     bootstrap(refA).then((boot) => populate(refA, hostOf(refA.slug), boot)),
     bootstrap(refB).then((boot) => populate(refB, hostOf(refB.slug), boot)),
   ]);
-  return {
+  const world: World = {
     app,
     client,
     operator: operator!,
@@ -367,10 +334,13 @@ export async function buildWorld(prefix: string): Promise<World> {
     spareTenantId: spare.id,
     spareHost: hostOf(spare.slug),
     plans,
+    globalRows: new Map(),
     permissions,
     isOperatorPermission,
     must,
   };
+  await addEntityRows(world);
+  return world;
 }
 
 export async function closeWorld(world: World | undefined): Promise<void> {

@@ -3,16 +3,57 @@ import type { TSchema } from 'typebox';
 import Value from 'typebox/value';
 
 /**
+ * A field kind the samples know by its schema (DateTime(), an e-mail address, a money amount): how
+ * to recognise its schema and a valid value of it. The kinds are tried before the generic walk of
+ * the JSON Schema, in order, so a kind of field the framework adds gets its samples from one line
+ * here, and every suite deriving its bodies from the declarations (conformance, security, sqlmap)
+ * follows.
+ */
+export interface SampleKind {
+  kind: string;
+  matches(schema: Readonly<Record<string, unknown>>): boolean;
+  sample(schema: Readonly<Record<string, unknown>>, n: number): unknown;
+}
+
+const isString = (s: Readonly<Record<string, unknown>>) => s.type === 'string';
+const hasFormat = (format: string) => (s: Readonly<Record<string, unknown>>) => isString(s) && s.format === format;
+const tagOf = (n: number) => `${n}${randomUUID().slice(0, 6)}`;
+
+/** The kinds, by schema: one line per kind. */
+export const SAMPLE_KINDS: SampleKind[] = [
+  { kind: 'uuid', matches: hasFormat('uuid'), sample: () => randomUUID() },
+  {
+    kind: 'dateTime',
+    matches: hasFormat('date-time'),
+    sample: (_s, n) => new Date(Date.now() + 86_400_000 + n * 1000).toISOString(),
+  },
+  {
+    kind: 'date',
+    matches: hasFormat('date'),
+    sample: () => new Date(Date.now() + 86_400_000).toISOString().slice(0, 10),
+  },
+  { kind: 'email', matches: hasFormat('email'), sample: (_s, n) => `sample-${tagOf(n)}@example.test` },
+  { kind: 'uri', matches: hasFormat('uri'), sample: (_s, n) => `https://example.test/sample-${tagOf(n)}` },
+  { kind: 'url', matches: hasFormat('url'), sample: (_s, n) => `https://example.test/sample-${tagOf(n)}` },
+  { kind: 'hostname', matches: hasFormat('hostname'), sample: (_s, n) => `sample-${tagOf(n)}.example.test` },
+  // A currency code (ISO 4217), as a money amount's currency field declares it.
+  { kind: 'currency', matches: hasFormat('iso4217'), sample: () => 'EUR' },
+];
+
+/**
  * Derives a valid value from a JSON Schema (as TypeBox builds them), so the conformance suite can
  * create and change rows of any entity without knowing it. `n` varies the value: strings and
- * numbers differ between calls, so unique keys stay unique. Honours const, enum, anyOf/oneOf, type lists,
- * string length, formats (uuid, date-time, date, email, uri, hostname) and patterns tried against
- * a few candidates, numeric bounds and multipleOf, arrays (minItems, uniqueItems) and objects.
+ * numbers differ between calls, so unique keys stay unique. Honours const, examples, the known
+ * field kinds (SAMPLE_KINDS: uuid, date-time, date, email, uri, hostname), enum, anyOf/oneOf, type
+ * lists, string length and patterns tried against a few candidates, numeric bounds and
+ * multipleOf, arrays (minItems, uniqueItems) and objects.
  */
 export function sampleValue(schema: TSchema, n: number, where = 'value'): unknown {
   const s = schema as Record<string, unknown>;
   if ('const' in s) return s.const;
   if (Array.isArray(s.examples) && s.examples.length > 0) return s.examples[n % s.examples.length];
+  const kind = SAMPLE_KINDS.find((k) => k.matches(s));
+  if (kind) return kind.sample(s, n);
   if (Array.isArray(s.enum) && s.enum.length > 0) return s.enum[0];
   const branches = (s.anyOf ?? s.oneOf) as TSchema[] | undefined;
   if (branches) {
@@ -86,7 +127,7 @@ function sampleNumber(s: Record<string, unknown>, n: number): number {
 }
 
 function sampleString(s: Record<string, unknown>, n: number, where: string): string {
-  const tag = `${n}${randomUUID().slice(0, 6)}`;
+  const tag = tagOf(n);
   const min = Number(s.minLength ?? 0);
   const max = s.maxLength === undefined ? Infinity : Number(s.maxLength);
   const fitted = (text: string) => {
@@ -94,23 +135,6 @@ function sampleString(s: Record<string, unknown>, n: number, where: string): str
     while (out.length < min) out += 'x';
     return out.length > max ? out.slice(out.length - max) : out;
   };
-  switch (s.format) {
-    case 'uuid':
-      return randomUUID();
-    case 'date-time':
-      return new Date(Date.now() + 86_400_000 + n * 1000).toISOString();
-    case 'date':
-      return new Date(Date.now() + 86_400_000).toISOString().slice(0, 10);
-    case 'email':
-      return `sample-${tag}@example.test`;
-    case 'uri':
-    case 'url':
-      return `https://example.test/sample-${tag}`;
-    case 'hostname':
-      return `sample-${tag}.example.test`;
-    default:
-      break;
-  }
   if (typeof s.pattern === 'string') {
     const pattern = new RegExp(s.pattern as string);
     const candidates = [
@@ -124,7 +148,7 @@ function sampleString(s: Record<string, unknown>, n: number, where: string): str
     ];
     for (const candidate of candidates.map(fitted)) if (pattern.test(candidate)) return candidate;
     throw new Error(
-      `cannot derive a sample for ${where} matching ${s.pattern}: give the field examples, or the entity a sample()`,
+      `cannot derive a sample for ${where} matching ${s.pattern}: give the field examples, or the entity an override in test/helpers/samples/overrides.ts`,
     );
   }
   return fitted(`sample ${tag}`);
@@ -139,7 +163,7 @@ export function checkedSample(schema: TSchema, n: number, where: string): unknow
       (e) => `${(e as { instancePath?: string }).instancePath ?? ''} ${e.message}`,
     );
     throw new Error(
-      `derived sample for ${where} is invalid (${errors.join('; ')}): give the field examples, or the entity a sample()`,
+      `derived sample for ${where} is invalid (${errors.join('; ')}): give the field examples, or the entity an override in test/helpers/samples/overrides.ts`,
     );
   }
   return value;
