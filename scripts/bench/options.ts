@@ -18,6 +18,7 @@ export const SCENARIOS = [
   'webhooks',
   'tenants',
   'metrics-cost',
+  'plan-cost',
   'history',
   'batch',
   'prepared-statements',

@@ -33,6 +33,7 @@ import { measureS3UploadGroup } from './s3-upload.ts';
 import { measureWebhookGroup } from './webhooks.ts';
 import { measureTenantsGroup } from './tenants.ts';
 import { measureMetricsCostGroup } from './metrics-cost.ts';
+import { measurePlanCostGroup } from './plan-cost.ts';
 import { measureHistoryCostGroup } from './history-cost.ts';
 import { measureBatchGroup } from './batch.ts';
 import { measureLiveGroup } from './live.ts';
@@ -491,6 +492,7 @@ async function measure(
   if (options.only.has('tenants')) rows.push(...(await measureTenantsGroup(options, db.url, runId, log, load)));
   if (options.only.has('metrics-cost'))
     rows.push(...(await measureMetricsCostGroup(options, db.url, runId, log, load)));
+  if (options.only.has('plan-cost')) rows.push(...(await measurePlanCostGroup(options, db.url, runId, log, load)));
   if (options.only.has('history')) rows.push(...(await measureHistoryCostGroup(options, db.url, runId, log, load)));
   if (options.only.has('prepared-statements'))
     rows.push(...(await measurePreparedStatementsGroup(options, db.url, runId, log, load)));
