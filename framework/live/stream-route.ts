@@ -6,8 +6,7 @@ import { RETRY_MS } from './event-stream.ts';
 /** The Last-Event-ID a reconnecting client sends: the position of the last event it received. */
 export const LAST_EVENT_ID = 'last-event-id';
 
-/** The headers a stream takes: Last-Event-ID, which an EventSource sends when it reconnects. */
-export const StreamHeaders = Type.Object({
+const StreamHeaders = Type.Object({
   [LAST_EVENT_ID]: Type.Optional(
     Type.String({
       pattern: '^[0-9]{1,15}$',
@@ -17,8 +16,7 @@ export const StreamHeaders = Type.Object({
   ),
 });
 
-/** A `text/event-stream` answer, for a route's schema (and OpenAPI). */
-export const eventStream = (description: string): TSchema =>
+const eventStream = (description: string): TSchema =>
   Type.Unsafe({ description, content: { 'text/event-stream': { schema: { type: 'string' } } } });
 
 /** `GET <list path>/stream`: the list's changes as server-sent events, authorised as the list is. */

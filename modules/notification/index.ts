@@ -19,14 +19,8 @@ export const notificationModule = defineModule({
   streams: [notificationStream],
   subscriptions: [notificationMail],
   // The admin header's badge: the caller's unread count, read in the page's own transaction.
-  // The badge opens the caller's notifications (notifications.admin.ts); it is counted again, on
-  // every page, when the caller's notifications change (their stream).
-  adminBadge: {
-    label: 'unread notifications',
-    count: unreadCount,
-    href: NOTIFICATIONS_PAGE,
-    follows: notificationStream,
-  },
+  // The badge opens the caller's notifications (notifications.admin.ts).
+  adminBadge: { label: 'unread notifications', count: unreadCount, href: NOTIFICATIONS_PAGE },
   admin: {
     label: 'Notifications',
     resourcePages: false,
