@@ -51,6 +51,11 @@ export const GALLERY: readonly GallerySample[] = [
     }),
   },
   {
+    component: 'download-csv',
+    about: 'A list’s export for the page’s filters: every matching row as CSV, not the page.',
+    data: () => ({ href: '/admin/_gallery#download-csv' }),
+  },
+  {
     component: 'field',
     about: 'A form field with its label, hint and an inline error tied to it by aria-describedby.',
     data: () => ({
