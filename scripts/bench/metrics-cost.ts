@@ -1,12 +1,15 @@
 import type { BenchOptions } from './options.ts';
 import type { ResultRow } from './report.ts';
-import type { Target } from './load.ts';
-import { measureLogged, pairRows, withTwoServices, type Side } from './two-services.ts';
+import {
+  measureLogged,
+  pairRows,
+  WIDGET_LIST_PATH,
+  widgetCreate,
+  widgetList,
+  withTwoServices,
+} from './two-services.ts';
 import { freePort } from '../../test/helpers/ports.ts';
 
-const LIST_PATH = '/api/v1/testkit/widgets?limit=20';
-const CREATE_PATH = '/api/v1/testkit/widgets';
-const CREATE_BODY = '{"name":"bench-[<id>]","size":7,"color":"blue","note":"created by the benchmark"}';
 /** Issue 32, point 6: with metrics on, list and create keep at least this share of their req/s with metrics off. */
 const TARGET = 0.95;
 /** How often the metrics listener is scraped while the bench runs (a common Prometheus scrape_interval). */
@@ -32,7 +35,7 @@ export async function measureMetricsCostGroup(
     group: 'metrics',
     baseline: { name: 'service-metrics-off', runSuffix: 'moff', env: { TENANTRY_METRICS_PORT: '' } },
     service: { name: 'service-metrics-on', runSuffix: 'mon', env: { TENANTRY_METRICS_PORT: String(metricsPort) } },
-    checkPath: LIST_PATH,
+    checkPath: WIDGET_LIST_PATH,
   };
   return withTwoServices(options, databaseUrl, runId, log, spec, async ({ baseline, service, plan, pairOf }) => {
     const metricsUrl = `http://127.0.0.1:${metricsPort}/metrics`;
@@ -51,21 +54,10 @@ export async function measureMetricsCostGroup(
       log(
         `metrics-cost: metrics off on port ${baseline.service.port}, metrics on on port ${service.service.port} (listener ${metricsUrl}, scraped every ${SCRAPE_SECONDS} s); load average ${load()}`,
       );
-      const list = (side: Side): Target => ({
-        url: side.at + LIST_PATH,
-        method: 'GET',
-        headers: { host: side.host, cookie: side.cookie },
-      });
-      const create = (side: Side): Target => ({
-        url: side.at + CREATE_PATH,
-        method: 'POST',
-        headers: { host: side.host, cookie: side.cookie, 'content-type': 'application/json' },
-        body: CREATE_BODY,
-      });
       const rows: ResultRow[] = [];
       for (const [operation, target] of [
-        ['list', list],
-        ['create', create],
+        ['list', widgetList],
+        ['create', widgetCreate],
       ] as const) {
         const pair = pairOf(`${operation}-metrics-on`, { service: target(service), baseline: target(baseline) });
         const counted = requestsCounted(await scrape());

@@ -1,12 +1,15 @@
 import type { BenchOptions } from './options.ts';
 import type { ResultRow } from './report.ts';
-import type { Target } from './load.ts';
 import { subscribeBenchTenant } from './plan.ts';
-import { measureLogged, pairRows, withTwoServices, type Side } from './two-services.ts';
+import {
+  measureLogged,
+  pairRows,
+  WIDGET_LIST_PATH,
+  widgetCreate,
+  widgetList,
+  withTwoServices,
+} from './two-services.ts';
 
-const LIST_PATH = '/api/v1/testkit/widgets?limit=20';
-const CREATE_PATH = '/api/v1/testkit/widgets';
-const CREATE_BODY = '{"name":"bench-[<id>]","size":7,"color":"blue","note":"created by the benchmark"}';
 /** Issue 47, point 7: on a plan with features and limits, list and create keep this share of their req/s without. */
 const TARGET = 0.95;
 /** Every feature the installation declares (as `--plan` grants them). */
@@ -32,28 +35,17 @@ export async function measurePlanCostGroup(
     group: 'plan',
     baseline: { name: 'service-no-plan', runSuffix: 'pnone', env: {} },
     service: { name: 'service-on-plan', runSuffix: 'pplan', env: {} },
-    checkPath: LIST_PATH,
+    checkPath: WIDGET_LIST_PATH,
   };
   return withTwoServices(options, databaseUrl, runId, log, spec, async ({ baseline, service, plan, pairOf }) => {
     await subscribeBenchTenant(databaseUrl, service.tenantId, FEATURES);
     log(
       `plan-cost: no subscription on port ${baseline.service.port}, on a plan with every feature and a bound on every limit on port ${service.service.port}; load average ${load()}`,
     );
-    const list = (side: Side): Target => ({
-      url: side.at + LIST_PATH,
-      method: 'GET',
-      headers: { host: side.host, cookie: side.cookie },
-    });
-    const create = (side: Side): Target => ({
-      url: side.at + CREATE_PATH,
-      method: 'POST',
-      headers: { host: side.host, cookie: side.cookie, 'content-type': 'application/json' },
-      body: CREATE_BODY,
-    });
     const rows: ResultRow[] = [];
     for (const [operation, target] of [
-      ['list', list],
-      ['create', create],
+      ['list', widgetList],
+      ['create', widgetCreate],
     ] as const) {
       const pair = pairOf(`${operation}-on-plan`, { service: target(service), baseline: target(baseline) });
       const { figures, ratio } = await measureLogged(pair, plan, `${operation} on a plan and without`, load);

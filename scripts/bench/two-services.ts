@@ -9,6 +9,7 @@ import { BENCH_PASSWORD, type SeedInfo } from './seed.ts';
 import type { BenchOptions } from './options.ts';
 import type { ServiceSettings } from './protocol.ts';
 import type { ResultRow } from './report.ts';
+import type { Target } from './load.ts';
 
 /**
  * The groups that measure what one setting costs (prepared statements, history, metrics) share
@@ -154,3 +155,19 @@ export function pairRows(
     { name: names.baseline, ...pick(figures.baseline), ratio_to_baseline: 1 },
   ];
 }
+
+/** The test kit's widget list and create, the request pair the cost groups measure on each side. */
+export const WIDGET_LIST_PATH = '/api/v1/testkit/widgets?limit=20';
+const WIDGET_CREATE_PATH = '/api/v1/testkit/widgets';
+const WIDGET_CREATE_BODY = '{"name":"bench-[<id>]","size":7,"color":"blue","note":"created by the benchmark"}';
+export const widgetList = (side: Side): Target => ({
+  url: side.at + WIDGET_LIST_PATH,
+  method: 'GET',
+  headers: { host: side.host, cookie: side.cookie },
+});
+export const widgetCreate = (side: Side): Target => ({
+  url: side.at + WIDGET_CREATE_PATH,
+  method: 'POST',
+  headers: { host: side.host, cookie: side.cookie, 'content-type': 'application/json' },
+  body: WIDGET_CREATE_BODY,
+});
