@@ -4,6 +4,9 @@ import type { ServerResponse } from 'node:http';
 /** The events of a stream (docs/api-conventions.md, "Live changes"). */
 export type StreamEvent = 'created' | 'updated' | 'deleted' | 'removed' | 'reset' | 'end';
 
+/** An event's name on the wire: a list's event on a connection that carries several is `<list>:<event>`. */
+export type EventName = StreamEvent | `${string}:${StreamEvent}`;
+
 /** Why a stream ended with `event: end`: the caller's refusal, as the list's route would answer it now. */
 export type EndReason = 'AUTH_REQUIRED' | 'AUTH_FORBIDDEN';
 
@@ -38,8 +41,11 @@ export class EventStream {
     this.write(`retry: ${RETRY_MS}\n\n`);
   }
 
-  /** An event with its position (the client's Last-Event-ID on reconnect) and its data (JSON text). */
-  event(event: StreamEvent, data: string, position?: number): boolean {
+  /**
+   * An event with its position (the client's Last-Event-ID on reconnect) and its data (JSON text);
+   * on a connection that carries several lists, a list's event is named `<list>:<event>`.
+   */
+  event(event: EventName, data: string, position?: number): boolean {
     return this.write(`${position === undefined ? '' : `id: ${position}\n`}event: ${event}\ndata: ${data}\n\n`);
   }
 
