@@ -11,24 +11,36 @@ import { registerAdminPage } from './page.ts';
 import { renderTemplate } from './render.ts';
 
 /**
- * The admin shell's live changes (docs/admin.md, "Live changes"): one stream per page, whatever
- * it follows. A page names the lists it follows in its markup (the header's badge, a generated
- * list); assets/live.js opens this one connection for all of them, and the hub (framework/live)
+ * The admin shell's live changes (docs/admin.md, "Live changes"): one stream per browser, whatever
+ * its tabs follow. A page names the lists it follows in its markup (the header's badge, a
+ * generated list); assets/live.js in the one tab that leads opens this one connection for the
+ * lists of every open tab and relays their events to the others, and the hub (framework/live)
  * carries each list's events on it, named `<the list's stream operation id>:<event>`.
  */
 export const LIVE_STREAM_PATH = '/admin/_live/stream';
 /** The header's badge, counted again: what assets/live.js swaps in after the badge's list changed. */
 export const LIVE_BADGE_PATH = '/admin/_live/badge';
-/** At most this many lists on one page's connection (a generated list and the badge's, with room). */
-const MAX_LISTS = 4;
+/**
+ * At most this many lists on one browser's connection: the lists of all its open tabs (each a
+ * generated list and the badge's). assets/live.js carries no more (the same number there).
+ */
+export const MAX_LISTS = 16;
 const OPERATION_ID = '[a-z0-9]+(?:-[a-z0-9]+)*';
+const OPERATION_IDS = `^${OPERATION_ID}(?:,${OPERATION_ID}){0,${MAX_LISTS - 1}}$`;
 
 const LiveQuery = Type.Object(
   {
     lists: Type.String({
-      pattern: `^${OPERATION_ID}(?:,${OPERATION_ID}){0,${MAX_LISTS - 1}}$`,
+      pattern: OPERATION_IDS,
       description: `The operation ids of the lists' streams, comma-separated (at most ${MAX_LISTS})`,
     }),
+    fresh: Type.Optional(
+      Type.String({
+        pattern: OPERATION_IDS,
+        description:
+          'Those of the lists that start now whatever the Last-Event-ID: a tab opened since the last connection asked for them, and what came before it is nothing it missed',
+      }),
+    ),
   },
   { additionalProperties: false },
 );
@@ -81,7 +93,7 @@ export function registerLivePages(site: AdminSite): void {
     method: 'GET',
     url: LIVE_STREAM_PATH.slice(site.app.prefix.length),
     operationId: 'admin-live-stream',
-    summary: "The lists an admin page follows, on one connection (the page's live changes)",
+    summary: "The lists a browser's admin tabs follow, on one connection (their live changes)",
     access: 'signedIn',
     hidden: true,
     bearer: false,
@@ -91,14 +103,19 @@ export function registerLivePages(site: AdminSite): void {
       response: { 200: eventStream("The changes of the page's lists, as server-sent events") },
     },
     handler: async ({ tx, request, reply, query }) => {
-      const lists = [...new Set((query as { lists: string }).lists.split(','))];
+      const asked = query as { lists: string; fresh?: string };
+      const lists = [...new Set(asked.lists.split(','))];
       for (const list of lists) {
         const guard = guards.get(list);
         if (!guard) throw problem('VALIDATION_FAILED', `There is no list ${list} to follow`);
         guard.admitTenant(tx.tenant);
         guard.admitCaller(tx.session);
       }
-      return services.live.follow(tx, lists, request, reply);
+      const fresh = new Set(asked.fresh?.split(',') ?? []);
+      for (const list of fresh)
+        if (!lists.includes(list))
+          throw problem('VALIDATION_FAILED', `The list ${list} starts now but is not followed`);
+      return services.live.follow(tx, lists, request, reply, fresh);
     },
   });
   if (!badge) return;

@@ -67,14 +67,17 @@ export interface LiveStreams {
   ): Promise<Readable>;
   /**
    * Opens one connection that carries several lists, named by their streams' operation ids (the
-   * admin shell's one stream per page), for a caller the route admitted to each of them: a list's
-   * events are `<operation id>:<event>`; the connection counts once against the limits.
+   * admin shell's one stream per browser), for a caller the route admitted to each of them: a
+   * list's events are `<operation id>:<event>`; the connection counts once against the limits and
+   * opens with its start position as an `id:`. The lists in `fresh` start now, whatever the
+   * Last-Event-ID.
    */
   follow(
     tx: TxContext,
     operationIds: readonly string[],
     request: FastifyRequest,
     reply: FastifyReply,
+    fresh?: ReadonlySet<string>,
   ): Promise<Readable>;
   /** The operation ids of the lists that can be followed: their streams' routes. */
   readonly operations: ReadonlySet<string>;

@@ -36,9 +36,12 @@ export class EventStream {
     return this.closed || this.response.destroyed;
   }
 
-  /** The reconnection delay, first of all. */
-  open(): void {
-    this.write(`retry: ${RETRY_MS}\n\n`);
+  /**
+   * The reconnection delay, first of all; with a position, also where the stream starts (an `id:`
+   * without an event), so a client that sees no event yet can still resume from there.
+   */
+  open(position?: number): void {
+    this.write(`retry: ${RETRY_MS}\n${position === undefined ? '' : `id: ${position}\n`}\n`);
   }
 
   /**

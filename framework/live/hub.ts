@@ -135,30 +135,40 @@ export class LiveHub implements LiveStreams {
   }
 
   /**
-   * Opens one connection that carries several lists (the admin shell's one stream per page), named
-   * by their streams' operation ids, for a caller the route admitted to each: every list's events
-   * go out as `<operation id>:<event>`, with one position, one Last-Event-ID and one place among
-   * the caller's live.max_streams_per_caller. The lists take no filters here.
+   * Opens one connection that carries several lists (the admin shell's one stream per browser),
+   * named by their streams' operation ids, for a caller the route admitted to each: every list's
+   * events go out as `<operation id>:<event>`, with one position, one Last-Event-ID and one place
+   * among the caller's live.max_streams_per_caller. The lists take no filters here. The lists in
+   * `fresh` start now whatever the Last-Event-ID: the client followed them on no earlier
+   * connection, so what came before is nothing it missed. The connection opens with its start
+   * position as an `id:`.
    */
   follow(
     tx: TxContext,
     operationIds: readonly string[],
     request: FastifyRequest,
     reply: FastifyReply,
+    fresh: ReadonlySet<string> = new Set(),
   ): Promise<Readable> {
     const channels = [...new Set(operationIds)].map((operationId) => {
       const source = this.byOperation.get(operationId);
       if (!source) throw new Error(`no live list ${operationId}`);
-      return { source, name: operationId, query: {} };
+      return { source, name: operationId, query: {}, fresh: fresh.has(operationId) };
     });
-    return this.connect(tx, channels, request, reply);
+    return this.connect(tx, channels, request, reply, true);
   }
 
   private async connect(
     tx: TxContext,
-    channels: readonly { source: LiveSource; name: string | undefined; query: Readonly<Record<string, unknown>> }[],
+    channels: readonly {
+      source: LiveSource;
+      name: string | undefined;
+      query: Readonly<Record<string, unknown>>;
+      fresh?: boolean;
+    }[],
     request: FastifyRequest,
     reply: FastifyReply,
+    announceStart = false,
   ): Promise<Readable> {
     if (!this.parsers || this.stopped) throw problem('NOT_READY', 'This process does not serve streams');
     const asked = channels.map(({ source, query }) => streamQuery(tx, source, query));
@@ -181,13 +191,13 @@ export class LiveHub implements LiveStreams {
     const sse = new EventStream(reply.raw, this.options.config.max_buffer_bytes, () =>
       this.options.metrics?.liveDroppedSlow.inc(),
     );
-    const streams = channels.map(({ source, name }, i): OpenStream => {
+    const streams = channels.map(({ source, name, fresh }, i): OpenStream => {
       const { permissions, filter, fields, selection } = asked[i]!;
       return {
         source,
         sse,
         name,
-        position: start.position,
+        position: fresh ? start.current : start.position,
         caller,
         permission: typeof source.access === 'object' ? source.access.permission : undefined,
         access: source.accessOf(tx),
@@ -213,7 +223,7 @@ export class LiveHub implements LiveStreams {
       this.attach(tenant, streams);
     });
     reply.header('content-type', 'text/event-stream; charset=utf-8').header('x-accel-buffering', 'no');
-    sse.open();
+    sse.open(announceStart ? start.position : undefined);
     if (start.reset) sse.event('reset', '{}', start.position);
     return sse.readable;
   }

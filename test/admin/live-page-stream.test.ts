@@ -4,6 +4,7 @@ import { createCustomer, signInAs, startTestApp, type SignedIn, type TestApp } f
 import { testConfig } from '../helpers/config.ts';
 import { StreamClient, type ReceivedEvent } from '../helpers/event-stream.ts';
 import type { TenantRef } from '../../framework/context/tenant.ts';
+import { MAX_LISTS } from '../../framework/admin/live.ts';
 
 /**
  * Issue 45 point 7, over real HTTP: an admin page follows its lists on one connection,
@@ -128,6 +129,45 @@ describe("an admin page's one stream", () => {
     expect(task.id).not.toBe(missed.id);
   });
 
+  it('opens with its start position, so a client that saw no event yet resumes from there; a list named fresh starts now, the others resume', async () => {
+    const reader = await signInAs(app, tenant, ['task:read', 'task:update']);
+    const before = app.services.live.openStreams;
+    // The badge's list alone, as a tab on the dashboard asks it.
+    const first = await follow(reader, `/admin/_live/stream?lists=${NOTIFICATIONS}`);
+    await joined(before + 1);
+    await first.next(300);
+    expect(first.lastEventId).toMatch(/^[0-9]+$/);
+    const start = first.lastEventId!;
+    first.close();
+    await joined(before);
+    // While no connection of the page is open: a task, and the reader's notification of its
+    // assignment (an observer sees them relayed, so they have their positions).
+    const observer = await follow(reader);
+    await joined(before + 1);
+    const missed = await newTask(reader, 'Made before the list page was open');
+    await assign(reader, missed.id, reader);
+    await observer.take(3);
+    observer.close();
+    await joined(before);
+    // A task list page opened meanwhile: its list is new to the connection, the badge's is not.
+    const again = await follow(reader, `${PAGE_STREAM}&fresh=${TASKS}`, { 'last-event-id': start });
+    const replayed = await again.take(1);
+    expect(named(replayed)).toEqual([[`${NOTIFICATIONS}:created`, expect.any(String)]]);
+    expect(await quiet(again)).toEqual([]);
+    // Without fresh, the task list's changes after that position come too.
+    const whole = await follow(reader, PAGE_STREAM, { 'last-event-id': start });
+    expect(byName(await whole.take(3))).toEqual([
+      [`${NOTIFICATIONS}:created`, expect.any(String)],
+      [`${TASKS}:created`, missed.id],
+      [`${TASKS}:updated`, missed.id],
+    ]);
+    const notFollowed = await app
+      .http(HOST)
+      .get(`/admin/_live/stream?lists=${NOTIFICATIONS}&fresh=${TASKS}`)
+      .set('Cookie', reader.cookie);
+    expect(notFollowed.status).toBe(422);
+  });
+
   it('counts once against live.max_streams_per_caller, however many lists it carries: the next is 429 with Retry-After', async () => {
     const reader = await signInAs(app, tenant, ['task:read']);
     const before = app.services.live.openStreams;
@@ -154,7 +194,7 @@ describe("an admin page's one stream", () => {
     expect(unknown.status).toBe(422);
     const tooMany = await app
       .http(HOST)
-      .get(`/admin/_live/stream?lists=${[NOTIFICATIONS, NOTIFICATIONS, NOTIFICATIONS, NOTIFICATIONS, NOTIFICATIONS]}`)
+      .get(`/admin/_live/stream?lists=${Array.from({ length: MAX_LISTS + 1 }, () => NOTIFICATIONS)}`)
       .set('Cookie', noTasks.cookie);
     expect(tooMany.status).toBe(422);
   });

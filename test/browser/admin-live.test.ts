@@ -1,5 +1,5 @@
 import { beforeAll, describe, expect, it } from 'vitest';
-import type { Page } from 'playwright-core';
+import type { Page, Request } from 'playwright-core';
 import { createCustomer } from '../helpers/app.ts';
 import type { TenantRef } from '../../framework/context/tenant.ts';
 import { addUser } from '../modules/auth/fixtures.ts';
@@ -28,28 +28,37 @@ let tenant: TenantRef;
 let first: { id: string; email: string; password: string };
 let second: { id: string; email: string; password: string };
 
-/** Every request a page makes to a stream (a path ending in /stream), and whether each has ended. */
+/**
+ * Every request a page makes to a stream (a path ending in /stream), and whether each has ended.
+ * A stream counts as open from its answer on: the request of the stream that replaces another is
+ * reported before the old one's cancellation is, though the page cancelled that one first.
+ */
 function streamsOf(page: Page) {
-  const seen: { url: URL; ended: boolean }[] = [];
+  const seen: { url: URL; ended: boolean; answered: boolean; request: Request }[] = [];
   let open = 0;
   let mostOpen = 0;
   const isStream = (url: string) => new URL(url).pathname.endsWith('/stream');
   page.on('request', (request) => {
     if (!isStream(request.url())) return;
-    seen.push({ url: new URL(request.url()), ended: false });
+    seen.push({ url: new URL(request.url()), ended: false, answered: false, request });
+  });
+  page.on('response', (response) => {
+    const entry = seen.find((s) => s.request === response.request());
+    if (!entry || entry.ended) return;
+    entry.answered = true;
     mostOpen = Math.max(mostOpen, ++open);
   });
-  const end = (request: { url(): string }) => {
-    const entry = seen.find((s) => s.url.href === request.url() && !s.ended);
-    if (!entry) return;
+  const end = (request: Request) => {
+    const entry = seen.find((s) => s.request === request);
+    if (!entry || entry.ended) return;
     entry.ended = true;
-    open--;
+    if (entry.answered) open--;
   };
   page.on('requestfailed', end);
   page.on('requestfinished', end);
   return {
     get seen() {
-      return seen;
+      return seen.map(({ url, ended }) => ({ url, ended }));
     },
     get mostOpen() {
       return mostOpen;
@@ -181,6 +190,122 @@ describe.skipIf(!hasChromium)('live changes in the admin shell', () => {
       await expect.poll(() => t.app.services.live.openStreams, { timeout: 5000 }).toBe(0);
     } finally {
       await one.context.close();
+    }
+  });
+
+  it('eight tabs of one session share one stream: every one loads, a navigation in the eighth completes, each is told of a new task, and the server holds one stream', async () => {
+    const origin = t.origin(HOST);
+    const one = await signInThroughLogin(t.browser, origin, first);
+    const two = await signInThroughLogin(t.browser, origin, second);
+    // The other browser only makes changes: it keeps no page (and so no stream) open.
+    await two.page.goto('about:blank');
+    try {
+      // Counted from the list page on: signing in landed on the dashboard, which has a stream of its own.
+      await one.page.goto('about:blank');
+      const streamRequests: string[] = [];
+      one.context.on('request', (request) => {
+        if (new URL(request.url()).pathname === '/admin/_live/stream') streamRequests.push(request.url());
+      });
+      await openWithStream(one.page, `${origin}/admin/task/tasks`);
+      const tabs = [one.page];
+      // A browser allows six connections per host: a stream per tab would leave the seventh none to load with.
+      for (let i = 1; i < 8; i++) {
+        const tab = await one.context.newPage();
+        await tab.goto(`${origin}/admin/task/tasks`, { timeout: 10_000 });
+        expect(await tab.locator('h1').textContent()).toBe('Tasks');
+        tabs.push(tab);
+      }
+      await expect.poll(() => t.app.services.live.openStreams, { timeout: 5000 }).toBe(1);
+      const eighth = tabs[7]!;
+      await eighth.goto(`${origin}/admin/task/tasks/new`, { timeout: 10_000 });
+      expect(await eighth.locator('input[name=title]').count()).toBe(1);
+      await eighth.goto(`${origin}/admin/task/tasks`, { timeout: 10_000 });
+
+      // Every tab hears of a task made in the other browser, over the one stream.
+      const made = await t.app
+        .http(HOST)
+        .post('/api/v1/task/tasks')
+        .set('Cookie', await browserCookie(two.context, origin))
+        .send({ title: 'Seen in eight tabs', priority: 'high', deadline: '2031-01-01T00:00:00Z' });
+      expect(made.status).toBe(201);
+      for (const tab of tabs)
+        await expect
+          .poll(() => tab.locator('.live-notice').textContent(), { timeout: 10_000 })
+          .toBe('1 new task since this list was shown. Show');
+      expect(t.app.services.live.openStreams).toBe(1);
+      // The first tab's, kept while the others opened, navigated and were told.
+      expect(streamRequests).toHaveLength(1);
+    } finally {
+      await one.context.close();
+      await two.context.close();
+    }
+    await expect.poll(() => t.app.services.live.openStreams, { timeout: 5000 }).toBe(0);
+  });
+
+  it('when the tab that holds the stream closes, another takes it over from the last position: a task made in between is announced', async () => {
+    const origin = t.origin(HOST);
+    const one = await signInThroughLogin(t.browser, origin, first);
+    const two = await signInThroughLogin(t.browser, origin, second);
+    // The other browser only makes changes: it keeps no page (and so no stream) open.
+    await two.page.goto('about:blank');
+    try {
+      // The first tab leads (it asked for the stream first); the second is told through it.
+      const leader = one.page;
+      await openWithStream(leader, `${origin}/admin/task/tasks`);
+      const follower = await one.context.newPage();
+      await follower.goto(`${origin}/admin/task/tasks`);
+      const before = await t.app
+        .http(HOST)
+        .post('/api/v1/task/tasks')
+        .set('Cookie', await browserCookie(two.context, origin))
+        .send({ title: 'Before the leader left', priority: 'high', deadline: '2031-01-01T00:00:00Z' });
+      expect(before.status).toBe(201);
+      await expect
+        .poll(() => follower.locator('.live-notice').textContent(), { timeout: 10_000 })
+        .toBe('1 new task since this list was shown. Show');
+      expect(t.app.services.live.openStreams).toBe(1);
+
+      // The follower's stream is held back until a task is made after the leader left.
+      let release: () => void = () => {};
+      const held = new Promise<void>((resolve) => {
+        release = resolve;
+      });
+      const takeovers: { lastEventId: string | undefined }[] = [];
+      await follower.route('**/admin/_live/stream?*', async (route) => {
+        takeovers.push({ lastEventId: route.request().headers()['last-event-id'] });
+        await held;
+        await route.continue();
+      });
+      await leader.close();
+      await expect.poll(() => takeovers.length, { timeout: 5000 }).toBe(1);
+      await expect.poll(() => t.app.services.live.openStreams, { timeout: 5000 }).toBe(0);
+      const between = await t.app
+        .http(HOST)
+        .post('/api/v1/task/tasks')
+        .set('Cookie', await browserCookie(two.context, origin))
+        .send({ title: 'While no tab held the stream', priority: 'high', deadline: '2031-01-01T00:00:00Z' });
+      expect(between.status).toBe(201);
+      release();
+      // It resumed after the last event the leader relayed: the task made in between is not lost.
+      expect(takeovers[0]!.lastEventId).toMatch(/^[0-9]+$/);
+      await expect
+        .poll(() => follower.locator('.live-notice').textContent(), { timeout: 10_000 })
+        .toBe('2 new tasks since this list was shown. Show');
+      await expect.poll(() => t.app.services.live.openStreams, { timeout: 5000 }).toBe(1);
+
+      // And the next change reaches it too.
+      const after = await t.app
+        .http(HOST)
+        .post('/api/v1/task/tasks')
+        .set('Cookie', await browserCookie(two.context, origin))
+        .send({ title: 'After the takeover', priority: 'high', deadline: '2031-01-01T00:00:00Z' });
+      expect(after.status).toBe(201);
+      await expect
+        .poll(() => follower.locator('.live-notice').textContent(), { timeout: 10_000 })
+        .toBe('3 new tasks since this list was shown. Show');
+    } finally {
+      await one.context.close();
+      await two.context.close();
     }
   });
 
