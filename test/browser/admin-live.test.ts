@@ -14,8 +14,10 @@ import {
 
 // Issue 45 point 7 in Chromium: an open task list announces a task a second browser created and
 // shows it without a reload; the header's badge counts a notification that arrives meanwhile.
-// Each page follows both on one stream (assets/live.js, under the shell's CSP), closed when the
-// page is left or an htmx swap changes what it follows; without JavaScript nothing is opened.
+// A browser follows both on one stream whatever its tabs (assets/live.js, under the shell's CSP):
+// one tab leads and relays to the others, another takes over when it closes; the stream is
+// replaced when an htmx swap changes what is followed and closed when the pages are left; without
+// JavaScript nothing is opened.
 
 warnNoChromium('test/browser/admin-live.test.ts');
 
