@@ -1,5 +1,5 @@
 import type { FastifyReply, FastifyRequest } from 'fastify';
-import { toProblem } from '../http/problems.ts';
+import { retryAfter, toProblem } from '../http/problems.ts';
 import { methodRefusal } from '../http/methods.ts';
 import { type ProblemError, problem as makeProblem, problemDeclaration } from '../errors.ts';
 import { asSentence } from './field-messages.ts';
@@ -98,6 +98,9 @@ export function installAdminErrors(site: AdminSite): void {
   const answer = async (request: FastifyRequest, reply: FastifyReply, problem: ProblemError) => {
     if (problem.code === 'AUTH_REQUIRED') return sendToLogin(request, reply);
     reply.header('cache-control', 'no-store');
+    // A refusal that says when to try again says it as the API's does (a page's live stream past its limits).
+    const seconds = retryAfter(problem);
+    if (seconds !== undefined) reply.header('retry-after', String(seconds));
     const csrf = () => issueFormToken(request, reply, services.config);
     const tenant = request.tenant;
     const rawId = request.cookies[cookieName];

@@ -5,6 +5,7 @@ import { installAdminErrors } from './errors.ts';
 import { databaseCheck, type ReadinessCheck } from '../http/probes.ts';
 import { registerAssets } from './assets.ts';
 import { registerPageTools } from './page-tools.ts';
+import { registerLivePages } from './live.ts';
 import { registerSignOut } from './sign-out.ts';
 import { registerLoginPage } from './login.ts';
 import { registerResourcePages } from './resource-pages/resource-pages.ts';
@@ -107,6 +108,7 @@ export async function registerAdmin(
       installAdminErrors(site);
       registerAssets(scope);
       registerPageTools(scope);
+      registerLivePages(site);
       registerLoginPage(site);
       registerSignOut(site);
       registerResourcePages(site);

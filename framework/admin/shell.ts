@@ -1,9 +1,10 @@
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import type { TxContext } from '../context/tx.ts';
-import type { AdminBadge, AdminPerson } from '../entity/define.ts';
+import type { AdminPerson } from '../entity/define.ts';
 import type { AdminPageContext, AdminSite, AdminView } from '../contracts/admin.ts';
 import { renderTemplate } from './render.ts';
-import { CSS_URL, FAVICON_URL, HTMX_URL } from './assets.ts';
+import { CSS_URL, FAVICON_URL, HTMX_URL, LIVE_URL } from './assets.ts';
+import { LIVE_STREAM_PATH, badgeOf, headerBadge, type HeaderBadge } from './live.ts';
 import { PRODUCT_NAME, isHtmx } from './html.ts';
 import { allows } from './allows.ts';
 import { FORM_TOKEN_FIELD } from '../access/form-token.ts';
@@ -24,6 +25,11 @@ export interface ShellModel {
   htmxUrl: string;
   faviconUrl: string;
   /**
+   * Signed in: the script that follows the page's live changes (assets/live.js) and the one
+   * stream it opens for the lists the page names (live.ts).
+   */
+  live: { script: string; stream: string } | null;
+  /**
    * Null for an anonymous page (login, an error before sign-in): no sidebar, no sign-out. Signed
    * in, the header says where (the tenant's name) and who (the person), beside Sign out.
    */
@@ -31,14 +37,9 @@ export interface ShellModel {
   /** `locked`: the sentence of an entry the tenant's plan lacks, whose path is then the plans page. */
   sidebar: { label: string; path: string; current: boolean; locked?: string }[];
   /** The module's count (unread notifications); the layout hides it at zero. */
-  badge: { label: string; count: number; href: string | undefined } | null;
+  badge: HeaderBadge | null;
   /** The page's own HTML, already rendered. */
   body: string;
-}
-
-/** The first module's badge: the header has one slot. */
-function badgeOf(site: AdminSite): AdminBadge | undefined {
-  return site.services.registry.modules.find((m) => m.adminBadge)?.adminBadge;
 }
 
 /** What a locked sidebar entry says, beside its name. */
@@ -89,6 +90,7 @@ export async function shellModel(
     cssUrl: CSS_URL,
     htmxUrl: HTMX_URL,
     faviconUrl: FAVICON_URL,
+    live: session ? { script: LIVE_URL, stream: LIVE_STREAM_PATH } : null,
     signedIn: session
       ? { signOutPath: SIGN_OUT_PATH, csrfField: FORM_TOKEN_FIELD, csrf: csrf(), ...(who ?? {}) }
       : null,
@@ -112,8 +114,7 @@ export async function shellModel(
                   },
             )
         : [],
-    badge:
-      badge && tx ? { label: badge.label, count: await badge.count(tx as TxContext<never>), href: badge.href } : null,
+    badge: badge && tx ? await headerBadge(badge, tx) : null,
     body,
   };
 }

@@ -65,7 +65,23 @@ export interface LiveStreams {
     reply: FastifyReply,
     query?: Readonly<Record<string, unknown>>,
   ): Promise<Readable>;
-  /** Streams open in this process. */
+  /**
+   * Opens one connection that carries several lists, named by their streams' operation ids (the
+   * admin shell's one stream per browser), for a caller the route admitted to each of them: a
+   * list's events are `<operation id>:<event>`; the connection counts once against the limits and
+   * opens with its start position as an `id:`. The lists in `fresh` start now, whatever the
+   * Last-Event-ID.
+   */
+  follow(
+    tx: TxContext,
+    operationIds: readonly string[],
+    request: FastifyRequest,
+    reply: FastifyReply,
+    fresh?: ReadonlySet<string>,
+  ): Promise<Readable>;
+  /** The operation ids of the lists that can be followed: their streams' routes. */
+  readonly operations: ReadonlySet<string>;
+  /** Connections open in this process (one per stream answer, whatever number of lists it carries). */
   readonly openStreams: number;
   /** The events some stream shows, by name: the relay gives them live positions. */
   readonly events: ReadonlySet<string>;

@@ -295,6 +295,11 @@ export interface AdminBadge {
   label: string;
   /** Where the badge links to, if anywhere. */
   href?: string;
+  /**
+   * The module's live list whose changes count the badge again, without a reload, on every page
+   * of the shell (one of its `streams`, checked at boot; docs/admin.md, "Live changes").
+   */
+  follows?: LiveListDefinition;
   count(tx: TxContext<never>): Promise<number>;
 }
 

@@ -158,9 +158,9 @@ const DEFAULT_RETRY_AFTER_SECONDS = 60;
 
 /**
  * A problem that says when to retry (retryAfterSeconds) sets Retry-After, whichever route raised
- * it; a 429 always carries one.
+ * it; a 429 always carries one (the admin shell's error pages too: admin/errors.ts).
  */
-function retryAfter(err: ProblemError): number | undefined {
+export function retryAfter(err: ProblemError): number | undefined {
   const seconds = err.extensions.retryAfterSeconds;
   if (typeof seconds === 'number' && Number.isFinite(seconds) && seconds >= 0) return Math.ceil(seconds);
   return err.status === 429 ? DEFAULT_RETRY_AFTER_SECONDS : undefined;

@@ -4,6 +4,9 @@ import type { ServerResponse } from 'node:http';
 /** The events of a stream (docs/api-conventions.md, "Live changes"). */
 export type StreamEvent = 'created' | 'updated' | 'deleted' | 'removed' | 'reset' | 'end';
 
+/** An event's name on the wire: a list's event on a connection that carries several is `<list>:<event>`. */
+export type EventName = StreamEvent | `${string}:${StreamEvent}`;
+
 /** Why a stream ended with `event: end`: the caller's refusal, as the list's route would answer it now. */
 export type EndReason = 'AUTH_REQUIRED' | 'AUTH_FORBIDDEN';
 
@@ -33,13 +36,19 @@ export class EventStream {
     return this.closed || this.response.destroyed;
   }
 
-  /** The reconnection delay, first of all. */
-  open(): void {
-    this.write(`retry: ${RETRY_MS}\n\n`);
+  /**
+   * The reconnection delay, first of all; with a position, also where the stream starts (an `id:`
+   * without an event), so a client that sees no event yet can still resume from there.
+   */
+  open(position?: number): void {
+    this.write(`retry: ${RETRY_MS}\n${position === undefined ? '' : `id: ${position}\n`}\n`);
   }
 
-  /** An event with its position (the client's Last-Event-ID on reconnect) and its data (JSON text). */
-  event(event: StreamEvent, data: string, position?: number): boolean {
+  /**
+   * An event with its position (the client's Last-Event-ID on reconnect) and its data (JSON text);
+   * on a connection that carries several lists, a list's event is named `<list>:<event>`.
+   */
+  event(event: EventName, data: string, position?: number): boolean {
     return this.write(`${position === undefined ? '' : `id: ${position}\n`}event: ${event}\ndata: ${data}\n\n`);
   }
 

@@ -11,7 +11,7 @@ import type { LiveStreams } from '../contracts/services.ts';
 import { problem } from '../errors.ts';
 import { prepared } from '../db/statements.ts';
 import { run } from '../operations/entity-sql.ts';
-import { EventStream, type EndReason } from './event-stream.ts';
+import { EventStream, type EndReason, type EventName } from './event-stream.ts';
 import { LIVE_CHANNEL, startPosition } from './positions.ts';
 import { BATCH_EVENTS, batchStatement, columnParsers, parseBatch, type BatchResult, type Change } from './batch.ts';
 import { selectingSerializer, streamQuery, type StreamFilter } from './stream-query.ts';
@@ -61,8 +61,11 @@ export interface LiveHubOptions {
 export class LiveHub implements LiveStreams {
   /** The events some stream shows, by name: the relay gives them live positions. */
   readonly events: ReadonlySet<string>;
+  /** The operation ids of the lists that can be followed (their streams' routes). */
+  readonly operations: ReadonlySet<string>;
   private readonly options: LiveHubOptions;
   private readonly sources: ReadonlyMap<string, LiveSource>;
+  private readonly byOperation: ReadonlyMap<string, LiveSource>;
   private readonly tenants = new Map<string, TenantStreams>();
   private readonly queue: TenantStreams[] = [];
   private readonly perCaller = new Map<string, number>();
@@ -79,6 +82,8 @@ export class LiveHub implements LiveStreams {
   constructor(options: LiveHubOptions) {
     this.options = options;
     this.sources = new Map(options.sources.map((source) => [source.key, source]));
+    this.byOperation = new Map(options.sources.map((source) => [source.operationId, source]));
+    this.operations = new Set(this.byOperation.keys());
     this.events = liveEventNames(options.sources);
   }
 
@@ -106,7 +111,7 @@ export class LiveHub implements LiveStreams {
     for (const timer of this.timers) timer.unref();
   }
 
-  /** Streams open in this process. */
+  /** Stream connections open in this process (one that carries several lists counts once). */
   get openStreams(): number {
     return this.open_;
   }
@@ -126,9 +131,51 @@ export class LiveHub implements LiveStreams {
   ): Promise<Readable> {
     const source = this.sources.get(list);
     if (!source) throw new Error(`no live list ${list}`);
+    return this.connect(tx, [{ source, name: undefined, query }], request, reply);
+  }
+
+  /**
+   * Opens one connection that carries several lists (the admin shell's one stream per browser),
+   * named by their streams' operation ids, for a caller the route admitted to each: every list's
+   * events go out as `<operation id>:<event>`, with one position, one Last-Event-ID and one place
+   * among the caller's live.max_streams_per_caller. The lists take no filters here. The lists in
+   * `fresh` start now whatever the Last-Event-ID: the client followed them on no earlier
+   * connection, so what came before is nothing it missed. The connection opens with its start
+   * position as an `id:`.
+   */
+  follow(
+    tx: TxContext,
+    operationIds: readonly string[],
+    request: FastifyRequest,
+    reply: FastifyReply,
+    fresh: ReadonlySet<string> = new Set(),
+  ): Promise<Readable> {
+    const channels = [...new Set(operationIds)].map((operationId) => {
+      const source = this.byOperation.get(operationId);
+      if (!source) throw new Error(`no live list ${operationId}`);
+      return { source, name: operationId, query: {}, fresh: fresh.has(operationId) };
+    });
+    return this.connect(tx, channels, request, reply, true);
+  }
+
+  private async connect(
+    tx: TxContext,
+    channels: readonly {
+      source: LiveSource;
+      name: string | undefined;
+      query: Readonly<Record<string, unknown>>;
+      fresh?: boolean;
+    }[],
+    request: FastifyRequest,
+    reply: FastifyReply,
+    announceStart = false,
+  ): Promise<Readable> {
     if (!this.parsers || this.stopped) throw problem('NOT_READY', 'This process does not serve streams');
-    const asked = streamQuery(tx, source, query);
-    if (asked.filter) this.admitFilter(tx.tenant.id, `${source.key}|${asked.filter.key}`);
+    const asked = channels.map(({ source, query }) => streamQuery(tx, source, query));
+    for (const [i, { source }] of channels.entries()) {
+      const filter = asked[i]!.filter;
+      if (filter) this.admitFilter(tx.tenant.id, `${source.key}|${filter.key}`);
+    }
     const session = tx.session;
     // The stream route's guard admitted a caller holding the list's read permission before this runs.
     if (!session) throw new Error('a stream opens for a signed-in caller only');
@@ -144,35 +191,39 @@ export class LiveHub implements LiveStreams {
     const sse = new EventStream(reply.raw, this.options.config.max_buffer_bytes, () =>
       this.options.metrics?.liveDroppedSlow.inc(),
     );
-    const stream: OpenStream = {
-      source,
-      sse,
-      position: start.position,
-      caller,
-      permission: typeof source.access === 'object' ? source.access.permission : undefined,
-      access: source.accessOf(tx),
-      needs: asked.permissions,
-      filter: asked.filter,
-      serialize: this.serializerFor(source, asked.fields, () =>
-        asked.selection
-          ? selectingSerializer(asked.selection)
-          : (reply.compileSerializationSchema(source.rowSchema as Values) as (row: unknown) => string),
-      ),
-    };
+    const streams = channels.map(({ source, name, fresh }, i): OpenStream => {
+      const { permissions, filter, fields, selection } = asked[i]!;
+      return {
+        source,
+        sse,
+        name,
+        position: fresh ? start.current : start.position,
+        caller,
+        permission: typeof source.access === 'object' ? source.access.permission : undefined,
+        access: source.accessOf(tx),
+        needs: permissions,
+        filter,
+        serialize: this.serializerFor(source, fields, () =>
+          selection
+            ? selectingSerializer(selection)
+            : (reply.compileSerializationSchema(source.rowSchema as Values) as (row: unknown) => string),
+        ),
+      };
+    });
     const tenant = tx.tenant;
     let attached = false;
     reply.raw.once('close', () => {
       sse.close();
-      if (attached) this.detach(tenant.id, stream);
+      if (attached) this.detach(tenant.id, streams);
       release();
     });
     tx.afterCommit(() => {
       if (sse.isClosed) return;
       attached = true;
-      this.attach(tenant, stream);
+      this.attach(tenant, streams);
     });
     reply.header('content-type', 'text/event-stream; charset=utf-8').header('x-accel-buffering', 'no');
-    sse.open();
+    sse.open(announceStart ? start.position : undefined);
     if (start.reset) sse.event('reset', '{}', start.position);
     return sse.readable;
   }
@@ -231,7 +282,8 @@ export class LiveHub implements LiveStreams {
     };
   }
 
-  private attach(tenant: TenantRef, stream: OpenStream): void {
+  /** A connection's streams join their tenant's (one list each; several on a shared connection). */
+  private attach(tenant: TenantRef, streams: readonly OpenStream[]): void {
     let group = this.tenants.get(tenant.id);
     if (!group) {
       group = {
@@ -244,23 +296,30 @@ export class LiveHub implements LiveStreams {
       };
       this.tenants.set(tenant.id, group);
     }
-    group.streams.add(stream);
+    for (const stream of streams) group.streams.add(stream);
     this.open_++;
     this.options.metrics?.liveStreams.inc();
     // What committed between its start position and now reaches it with the next batch.
     this.schedule(group);
   }
 
-  private detach(tenantId: string, stream: OpenStream): void {
+  /** A connection's streams leave (it closed, or ended): it was counted once, as it was attached. */
+  private detach(tenantId: string, streams: readonly OpenStream[]): void {
     const group = this.tenants.get(tenantId);
-    if (!group?.streams.delete(stream)) return;
+    if (!group) return;
+    let left = false;
+    for (const stream of streams) if (group.streams.delete(stream)) left = true;
+    if (!left) return;
     this.open_--;
     this.options.metrics?.liveStreams.dec();
     if (group.streams.size === 0 && !group.running && !group.queued) this.tenants.delete(tenantId);
   }
 
+  /** One comment line per connection, however many lists it carries. */
   private heartbeat(): void {
-    for (const group of this.tenants.values()) for (const stream of group.streams) stream.sse.heartbeat();
+    const connections = new Set<EventStream>();
+    for (const group of this.tenants.values()) for (const stream of group.streams) connections.add(stream.sse);
+    for (const sse of connections) sse.heartbeat();
   }
 
   private recheck(intervalMs: number): void {
@@ -368,14 +427,20 @@ export class LiveHub implements LiveStreams {
         const followers = live.filter((s) => s.source === source && s.position < change.position);
         if (followers.length === 0) continue;
         for (const delivery of deliveries(source, change, read.rows[i]!, followers, filters[i])) {
-          if (!delivery.stream.sse.event(delivery.event, delivery.data(), change.position)) continue;
+          const { stream } = delivery;
+          const event: EventName = stream.name === undefined ? delivery.event : `${stream.name}:${delivery.event}`;
+          if (!stream.sse.event(event, delivery.data(), change.position)) continue;
           if (metrics) observe(metrics, delivery, change, readAt);
         }
       }
     }
     const last = read.changes.at(-1)?.position;
     if (last !== undefined) for (const stream of live) if (stream.position < last) stream.position = last;
-    for (const stream of streams) if (stream.sse.isClosed) this.detach(group.tenant.id, stream);
+    // A connection's streams all close with it: they leave together, counted once.
+    const closed = new Map<EventStream, OpenStream[]>();
+    for (const stream of streams)
+      if (stream.sse.isClosed) closed.set(stream.sse, [...(closed.get(stream.sse) ?? []), stream]);
+    for (const gone of closed.values()) this.detach(group.tenant.id, gone);
   }
 
   /**

@@ -5,7 +5,13 @@ import type { StreamFilter } from './stream-query.ts';
 /** One open stream: its client's connection and what its batches need to know. */
 export interface OpenStream {
   readonly source: LiveSource;
+  /** Its connection, which it shares with the other lists of a connection that carries several. */
   readonly sse: EventStream;
+  /**
+   * Its name on a connection that carries several lists (the list's stream operation id): its
+   * events go out as `<name>:<event>`. Undefined: the connection is the list's own.
+   */
+  readonly name: string | undefined;
   /** The last position considered for it: the next batch shows it the events after. */
   position: number;
   /** `session:<id>` or `token:<id>`: whom the batches check again. */

@@ -76,6 +76,8 @@ select coalesce((select position from live_positions where tenant_id = app_tenan
 export interface Start {
   position: number;
   reset: boolean;
+  /** The tenant's last position now: where a stream that asked for no replay starts. */
+  current: number;
 }
 
 /**
@@ -90,10 +92,10 @@ export async function startPosition(
 ): Promise<Start> {
   const [row] = await run<{ current: number; next_relayed_at: Date | null }>(tx.db, START, [lastEventId ?? 0]);
   const current = Number(row!.current);
-  if (lastEventId === undefined || lastEventId === current) return { position: current, reset: false };
+  if (lastEventId === undefined || lastEventId === current) return { position: current, reset: false, current };
   const windowStart = tx.now.getTime() - replayMinutes * 60_000;
   const next = row!.next_relayed_at;
   if (lastEventId < current && next !== null && next.getTime() >= windowStart)
-    return { position: lastEventId, reset: false };
-  return { position: current, reset: true };
+    return { position: lastEventId, reset: false, current };
+  return { position: current, reset: true, current };
 }

@@ -6,7 +6,8 @@ import { RETRY_MS } from './event-stream.ts';
 /** The Last-Event-ID a reconnecting client sends: the position of the last event it received. */
 export const LAST_EVENT_ID = 'last-event-id';
 
-const StreamHeaders = Type.Object({
+/** The headers a stream takes: Last-Event-ID, which an EventSource sends when it reconnects. */
+export const StreamHeaders = Type.Object({
   [LAST_EVENT_ID]: Type.Optional(
     Type.String({
       pattern: '^[0-9]{1,15}$',
@@ -16,7 +17,8 @@ const StreamHeaders = Type.Object({
   ),
 });
 
-const eventStream = (description: string): TSchema =>
+/** A `text/event-stream` answer, for a route's schema (and OpenAPI). */
+export const eventStream = (description: string): TSchema =>
   Type.Unsafe({ description, content: { 'text/event-stream': { schema: { type: 'string' } } } });
 
 /** `GET <list path>/stream`: the list's changes as server-sent events, authorised as the list is. */

@@ -211,7 +211,7 @@ export class Metrics implements MetricSeries {
 
     this.liveStreams = new Gauge({
       name: 'tenantry_live_streams',
-      help: 'Streams of live changes (GET .../stream) this web process holds open',
+      help: "Streams of live changes (GET .../stream, an admin page's /admin/_live/stream) this web process holds open, one per connection",
       registers,
     });
     this.liveDelivered = new Counter({

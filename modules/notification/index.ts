@@ -19,8 +19,14 @@ export const notificationModule = defineModule({
   streams: [notificationStream],
   subscriptions: [notificationMail],
   // The admin header's badge: the caller's unread count, read in the page's own transaction.
-  // The badge opens the caller's notifications (notifications.admin.ts).
-  adminBadge: { label: 'unread notifications', count: unreadCount, href: NOTIFICATIONS_PAGE },
+  // The badge opens the caller's notifications (notifications.admin.ts); it is counted again, on
+  // every page, when the caller's notifications change (their stream).
+  adminBadge: {
+    label: 'unread notifications',
+    count: unreadCount,
+    href: NOTIFICATIONS_PAGE,
+    follows: notificationStream,
+  },
   admin: {
     label: 'Notifications',
     resourcePages: false,

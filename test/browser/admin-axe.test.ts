@@ -105,7 +105,11 @@ describe.skipIf(!hasChromium)('accessibility: no serious or critical axe violati
       const rows = page.waitForResponse((r) => new URL(r.url()).pathname === '/admin/task/tasks/rows');
       await page.click('a[rel=next]');
       expect((await rows).request().headers()['hx-request']).toBe('true');
-      await page.waitForLoadState('networkidle');
+      // Swapped once htmx's request is over (the page keeps its live stream open: never network-idle).
+      await page.waitForFunction(() => {
+        const { document } = globalThis as unknown as { document: { querySelector(selector: string): unknown } };
+        return document.querySelector('.htmx-request') === null;
+      });
       seen.rows = await seriousViolations(page);
       expect(seen).toEqual({ list: [], rows: [] });
     } finally {

@@ -35,10 +35,10 @@ export const PHONE = { width: 390, height: 844 };
 
 /**
  * GET routes that are no page a person opens: the shell's assets, the rows and options fragments
- * htmx swaps into a page (each shown inside its page, which is visited), and the sign-in page,
- * which is visited signed out.
+ * htmx swaps into a page (each shown inside its page, which is visited), the page's live stream
+ * and the badge it swaps in (assets/live.js), and the sign-in page, which is visited signed out.
  */
-const NOT_PAGES = [/^\/admin\/_assets\//, /\/rows$/, /\/options$/, /^\/admin\/login$/, /\*$/];
+const NOT_PAGES = [/^\/admin\/_assets\//, /^\/admin\/_live\//, /\/rows$/, /\/options$/, /^\/admin\/login$/, /\*$/];
 
 /** Every GET path the server routes under /admin, as fastify prints its route tree (parameters as :name). */
 function adminPagePatterns(t: BrowserApp): string[] {

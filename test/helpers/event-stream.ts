@@ -19,6 +19,8 @@ export class StreamClient {
   /** The `retry:` hint and the comment lines (heartbeats) seen so far. */
   retry: number | undefined;
   comments = 0;
+  /** The last `id:` seen, with an event or alone: what a reconnect sends as Last-Event-ID. */
+  lastEventId: string | undefined;
   private readonly events: ReceivedEvent[] = [];
   private readonly waiting: (() => void)[] = [];
   private ended = false;
@@ -139,7 +141,9 @@ export class StreamClient {
         else if (name === 'event') event = value;
         else if (name === 'data') data.push(value);
       }
-      if (fields > 0) this.events.push({ id, event, data: data.join('\n') });
+      if (id !== undefined) this.lastEventId = id;
+      // A block without data is no event (as EventSource reads it): an `id:` alone moves the position.
+      if (fields > 0 && (data.length > 0 || id === undefined)) this.events.push({ id, event, data: data.join('\n') });
     }
     this.wake();
   }

@@ -12,6 +12,7 @@ import { linkReferenceCells } from './references.ts';
 import { choiceLabel } from './widgets.ts';
 import type { EntityPages } from './entity-pages.ts';
 import type { Row } from './resource-api.ts';
+import { followsEntity } from '../../live/follows.ts';
 
 /**
  * The list page and its rows fragment (htmx paging, sorting and filtering), both through the API's
@@ -61,6 +62,15 @@ export function registerListPages(pages: EntityPages, importHref?: string): void
         downloadHref: csvHref(entity.names.path, query),
         newLabel: `New ${label.toLowerCase()}`,
         filters: form,
+        // Rows others create or change while the page is open are announced, with a way to show them (assets/live.js).
+        live: followsEntity(entity)
+          ? {
+              list: entity.names.operationId('stream'),
+              rows: `${base}/rows`,
+              one: label.toLowerCase(),
+              many: labelPlural.toLowerCase(),
+            }
+          : null,
       },
       fragment: rows,
     });
