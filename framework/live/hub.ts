@@ -13,11 +13,11 @@ import { prepared } from '../db/statements.ts';
 import { run } from '../operations/entity-sql.ts';
 import { EventStream, type EndReason } from './event-stream.ts';
 import { LIVE_CHANNEL, startPosition } from './positions.ts';
-import { BATCH_EVENTS, batchStatement, columnParsers, parseBatch, type BatchResult, type Change } from './batch.ts';
+import { BATCH_EVENTS, batchStatement, columnParsers, parseBatch, type BatchResult } from './batch.ts';
 import { selectingSerializer, streamQuery, type StreamFilter } from './stream-query.ts';
 import { liveEventNames, type LiveSource } from './sources.ts';
 import { LAST_EVENT_ID } from './stream-route.ts';
-import { deliveries, type Delivery } from './deliveries.ts';
+import { fanOut, type Outgoing } from './fan-out.ts';
 import type { OpenStream } from './open-stream.ts';
 
 /** Batches running at once in a process: each holds a pool connection for one short transaction. */
@@ -144,13 +144,14 @@ export class LiveHub implements LiveStreams {
     const sse = new EventStream(reply.raw, this.options.config.max_buffer_bytes, () =>
       this.options.metrics?.liveDroppedSlow.inc(),
     );
+    const access = source.accessOf(tx);
     const stream: OpenStream = {
       source,
       sse,
       position: start.position,
       caller,
       permission: typeof source.access === 'object' ? source.access.permission : undefined,
-      access: source.accessOf(tx),
+      access,
       needs: asked.permissions,
       filter: asked.filter,
       serialize: this.serializerFor(source, asked.fields, () =>
@@ -158,6 +159,7 @@ export class LiveHub implements LiveStreams {
           ? selectingSerializer(asked.selection)
           : (reply.compileSerializationSchema(source.rowSchema as Values) as (row: unknown) => string),
       ),
+      shape: JSON.stringify([source.key, asked.fields, asked.filter?.key ?? null, access]),
     };
     const tenant = tx.tenant;
     let attached = false;
@@ -363,15 +365,10 @@ export class LiveHub implements LiveStreams {
       return false;
     });
     const metrics = this.options.metrics;
-    for (const change of read.changes) {
-      for (const [i, source] of sources.entries()) {
-        const followers = live.filter((s) => s.source === source && s.position < change.position);
-        if (followers.length === 0) continue;
-        for (const delivery of deliveries(source, change, read.rows[i]!, followers, filters[i])) {
-          if (!delivery.stream.sse.event(delivery.event, delivery.data(), change.position)) continue;
-          if (metrics) observe(metrics, delivery, change, readAt);
-        }
-      }
+    for (const out of fanOut(live, sources, filters, read)) {
+      let sent = 0;
+      for (const stream of out.streams) if (stream.sse.send(out.chunk)) sent++;
+      if (metrics && sent > 0) observe(metrics, out, sent, readAt);
     }
     const last = read.changes.at(-1)?.position;
     if (last !== undefined) for (const stream of live) if (stream.position < last) stream.position = last;
@@ -425,7 +422,12 @@ function filtersOf(streams: readonly OpenStream[], source: LiveSource): StreamFi
   return [...byKey.values()];
 }
 
-function observe(metrics: Metrics, delivery: Delivery, change: Change, readAt: number): void {
-  metrics.liveDelivered.inc({ event: delivery.event });
-  metrics.liveLatency.observe(change.age + (performance.now() - readAt) / 1000);
+/** Each event of `out`, delivered on `streams` streams: counted, and its latency observed, once per stream. */
+function observe(metrics: Metrics, out: Outgoing, streams: number, readAt: number): void {
+  const sinceRead = (performance.now() - readAt) / 1000;
+  for (const { event, change } of out.events) {
+    metrics.liveDelivered.inc({ event }, streams);
+    const latency = change.age + sinceRead;
+    for (let i = 0; i < streams; i++) metrics.liveLatency.observe(latency);
+  }
 }
