@@ -159,7 +159,7 @@ export class LiveHub implements LiveStreams {
           ? selectingSerializer(asked.selection)
           : (reply.compileSerializationSchema(source.rowSchema as Values) as (row: unknown) => string),
       ),
-      shape: JSON.stringify([source.key, asked.fields, asked.filter?.key ?? null, access]),
+      shape: JSON.stringify([source.key, asked.fields, asked.filter?.key ?? null, access], jsonSafe),
     };
     const tenant = tx.tenant;
     let attached = false;
@@ -421,6 +421,9 @@ function filtersOf(streams: readonly OpenStream[], source: LiveSource): StreamFi
     if (stream.source === source && stream.filter) byKey.set(stream.filter.key, stream.filter);
   return [...byKey.values()];
 }
+
+/** A row-access value of any column type as JSON (a bigint column's value too). */
+const jsonSafe = (_key: string, value: unknown): unknown => (typeof value === 'bigint' ? `${value}n` : value);
 
 /** Each event of `out`, delivered on `streams` streams: counted, and its latency observed, once per stream. */
 function observe(metrics: Metrics, out: Outgoing, streams: number, readAt: number): void {
