@@ -13,6 +13,13 @@ export type EndReason = 'AUTH_REQUIRED' | 'AUTH_FORBIDDEN';
 /** How long a client waits before reconnecting, told once when a stream opens (the `retry:` field). */
 export const RETRY_MS = 2000;
 
+/** An event as the stream sends it: its position (the client's Last-Event-ID on reconnect), name and data (JSON text). */
+export const eventText = (event: EventName, data: string, position?: number): string =>
+  `${position === undefined ? '' : `id: ${position}\n`}event: ${event}\ndata: ${data}\n\n`;
+
+// The same bytes for every stream: a heartbeat allocates nothing per stream.
+const HEARTBEAT = Buffer.from(': heartbeat\n\n');
+
 /**
  * One open stream's connection: a Readable that fastify pipes to the response, written as
  * server-sent events. What the client has not read yet is bounded: past `maxBuffered` bytes (in
@@ -49,12 +56,20 @@ export class EventStream {
    * on a connection that carries several lists, a list's event is named `<list>:<event>`.
    */
   event(event: EventName, data: string, position?: number): boolean {
-    return this.write(`${position === undefined ? '' : `id: ${position}\n`}event: ${event}\ndata: ${data}\n\n`);
+    return this.write(eventText(event, data, position));
+  }
+
+  /**
+   * Events already written out (eventText, concatenated): a batch sends each stream its events in
+   * one write, and streams that receive the same events are given the same Buffer, not a copy each.
+   */
+  send(events: Buffer): boolean {
+    return this.write(events);
   }
 
   /** A comment line: keeps proxies and the client from taking a quiet stream for a dead one. */
   heartbeat(): boolean {
-    return this.write(': heartbeat\n\n');
+    return this.write(HEARTBEAT);
   }
 
   /** The last event, then the end of the answer: the client should not reconnect. */
@@ -75,9 +90,9 @@ export class EventStream {
     return this.readable.readableLength + this.response.writableLength;
   }
 
-  private write(text: string): boolean {
+  private write(chunk: string | Buffer): boolean {
     if (this.isClosed) return false;
-    this.readable.push(text);
+    this.readable.push(chunk);
     if (this.buffered() > this.maxBuffered) {
       // A client that does not read: drop it rather than hold its backlog.
       this.closed = true;

@@ -11,13 +11,13 @@ import type { LiveStreams } from '../contracts/services.ts';
 import { problem } from '../errors.ts';
 import { prepared } from '../db/statements.ts';
 import { run } from '../operations/entity-sql.ts';
-import { EventStream, type EndReason, type EventName } from './event-stream.ts';
+import { EventStream, type EndReason } from './event-stream.ts';
 import { LIVE_CHANNEL, startPosition } from './positions.ts';
-import { BATCH_EVENTS, batchStatement, columnParsers, parseBatch, type BatchResult, type Change } from './batch.ts';
+import { BATCH_EVENTS, batchStatement, columnParsers, parseBatch, type BatchResult } from './batch.ts';
 import { selectingSerializer, streamQuery, type StreamFilter } from './stream-query.ts';
 import { liveEventNames, type LiveSource } from './sources.ts';
 import { LAST_EVENT_ID } from './stream-route.ts';
-import { deliveries, type Delivery } from './deliveries.ts';
+import { fanOut, type Outgoing } from './fan-out.ts';
 import type { OpenStream } from './open-stream.ts';
 
 /** Batches running at once in a process: each holds a pool connection for one short transaction. */
@@ -193,6 +193,7 @@ export class LiveHub implements LiveStreams {
     );
     const streams = channels.map(({ source, name, fresh }, i): OpenStream => {
       const { permissions, filter, fields, selection } = asked[i]!;
+      const access = source.accessOf(tx);
       return {
         source,
         sse,
@@ -200,7 +201,7 @@ export class LiveHub implements LiveStreams {
         position: fresh ? start.current : start.position,
         caller,
         permission: typeof source.access === 'object' ? source.access.permission : undefined,
-        access: source.accessOf(tx),
+        access,
         needs: permissions,
         filter,
         serialize: this.serializerFor(source, fields, () =>
@@ -208,6 +209,8 @@ export class LiveHub implements LiveStreams {
             ? selectingSerializer(selection)
             : (reply.compileSerializationSchema(source.rowSchema as Values) as (row: unknown) => string),
         ),
+        // The name is part of the shape: it is in every event's name on the wire.
+        shape: JSON.stringify([source.key, name ?? null, fields, filter?.key ?? null, access], jsonSafe),
       };
     });
     const tenant = tx.tenant;
@@ -422,17 +425,27 @@ export class LiveHub implements LiveStreams {
       return false;
     });
     const metrics = this.options.metrics;
-    for (const change of read.changes) {
-      for (const [i, source] of sources.entries()) {
-        const followers = live.filter((s) => s.source === source && s.position < change.position);
-        if (followers.length === 0) continue;
-        for (const delivery of deliveries(source, change, read.rows[i]!, followers, filters[i])) {
-          const { stream } = delivery;
-          const event: EventName = stream.name === undefined ? delivery.event : `${stream.name}:${delivery.event}`;
-          if (!stream.sse.event(event, delivery.data(), change.position)) continue;
-          if (metrics) observe(metrics, delivery, change, readAt);
+    // A connection that carries several lists gets its lists' events in one write, in commit order
+    // (its Last-Event-ID must never pass an event it has not been sent); a list's own connection
+    // gets its group's shared bytes.
+    const carried = new Map<EventStream, { position: number; text: string }[]>();
+    for (const out of fanOut(live, sources, filters, read)) {
+      let sent = 0;
+      for (const stream of out.streams) {
+        if (stream.name === undefined) {
+          if (stream.sse.send(out.chunk)) sent++;
+          continue;
         }
+        const events = carried.get(stream.sse) ?? [];
+        if (events.length === 0) carried.set(stream.sse, events);
+        for (const { change, text } of out.events) events.push({ position: change.position, text });
+        sent++;
       }
+      if (metrics && sent > 0) observe(metrics, out, sent, readAt);
+    }
+    for (const [sse, events] of carried) {
+      events.sort((a, b) => a.position - b.position);
+      sse.send(Buffer.from(events.map((e) => e.text).join('')));
     }
     const last = read.changes.at(-1)?.position;
     if (last !== undefined) for (const stream of live) if (stream.position < last) stream.position = last;
@@ -490,7 +503,15 @@ function filtersOf(streams: readonly OpenStream[], source: LiveSource): StreamFi
   return [...byKey.values()];
 }
 
-function observe(metrics: Metrics, delivery: Delivery, change: Change, readAt: number): void {
-  metrics.liveDelivered.inc({ event: delivery.event });
-  metrics.liveLatency.observe(change.age + (performance.now() - readAt) / 1000);
+/** A row-access value of any column type as JSON (a bigint column's value too). */
+const jsonSafe = (_key: string, value: unknown): unknown => (typeof value === 'bigint' ? `${value}n` : value);
+
+/** Each event of `out`, delivered on `streams` streams: counted, and its latency observed, once per stream. */
+function observe(metrics: Metrics, out: Outgoing, streams: number, readAt: number): void {
+  const sinceRead = (performance.now() - readAt) / 1000;
+  for (const { event, change } of out.events) {
+    metrics.liveDelivered.inc({ event }, streams);
+    const latency = change.age + sinceRead;
+    for (let i = 0; i < streams; i++) metrics.liveLatency.observe(latency);
+  }
 }

@@ -26,4 +26,9 @@ export interface OpenStream {
   readonly filter: StreamFilter | undefined;
   /** The row as the list's route serializes it (with `fields=`, only those fields). */
   readonly serialize: (row: unknown) => string;
+  /**
+   * What decides the events it receives besides its position: its list, fields, filter and row
+   * access. Streams of one shape at one position are sent the same bytes (fan-out.ts).
+   */
+  readonly shape: string;
 }

@@ -367,7 +367,7 @@ async function measure(
       'service-live-web',
       './service.ts',
       { ...settings, runId: `${runId}lw`, notifications: 1, filesDir: join(filesDir, 'live-web') },
-      startNodeOptions('start:web'),
+      [...startNodeOptions('start:web'), ...profileInto(join(options.cpuProfDir, 'live-web'))],
       { TENANTRY_BENCH_ROLE: 'web' },
     );
     servers.push(web);

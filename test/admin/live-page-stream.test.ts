@@ -108,6 +108,49 @@ describe("an admin page's one stream", () => {
     expect(await quiet(othersPage)).toEqual([]);
   });
 
+  it('sends the events of one batch of changes across its lists in commit order: positions never go back', async () => {
+    const reader = await signInAs(app, tenant, ['task:read', 'task:create', 'task:update']);
+    const before = app.services.live.openStreams;
+    const page = await follow(reader);
+    await joined(before + 1);
+    // One commit: a task, its assignment to the reader (the task updated, a notification made), a
+    // second task. The hub reads them in one batch; the two lists' events must interleave by position.
+    const task = { title: 'Batched', priority: 'high', deadline: '2031-01-01T00:00:00Z' };
+    const res = await app
+      .http(HOST)
+      .post('/api/v1/batch')
+      .set('Cookie', reader.cookie)
+      .send({
+        requests: [
+          { method: 'POST', path: '/api/v1/task/tasks', body: task },
+          { method: 'POST', path: '/api/v1/task/tasks', body: { ...task, title: 'Batched too' } },
+        ],
+      });
+    expect(res.status, JSON.stringify(res.body)).toBe(200);
+    const [first, second] = (res.body.results as { body: { id: string } }[]).map((r) => r.body.id);
+    const more = await app
+      .http(HOST)
+      .post('/api/v1/batch')
+      .set('Cookie', reader.cookie)
+      .send({
+        requests: [
+          { method: 'POST', path: `/api/v1/task/tasks/${first}/assign`, body: { assigneeId: reader.userId } },
+          { method: 'PATCH', path: `/api/v1/task/tasks/${second}`, body: { title: 'Batched, renamed' } },
+        ],
+      });
+    expect(more.status, JSON.stringify(more.body)).toBe(200);
+    const events = await page.take(5);
+    expect(events.map((e) => e.event).sort()).toEqual([
+      `${NOTIFICATIONS}:created`,
+      `${TASKS}:created`,
+      `${TASKS}:created`,
+      `${TASKS}:updated`,
+      `${TASKS}:updated`,
+    ]);
+    const positions = events.map((e) => Number(e.id));
+    expect(positions).toEqual([...positions].sort((a, b) => a - b));
+  });
+
   it('resumes with Last-Event-ID: the changes after it, of every list on the connection', async () => {
     const reader = await signInAs(app, tenant, ['task:read', 'task:update']);
     const before = app.services.live.openStreams;

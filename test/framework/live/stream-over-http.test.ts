@@ -1,9 +1,10 @@
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { CompiledQuery } from 'kysely';
 import { createCustomer, signInAs, startTestApp, type SignedIn, type TestApp } from '../../helpers/app.ts';
 import { testConfig } from '../../helpers/config.ts';
 import { StreamClient, type ReceivedEvent } from '../../helpers/event-stream.ts';
 import type { TenantRef } from '../../../framework/context/tenant.ts';
+import { EventStream } from '../../../framework/live/event-stream.ts';
 
 /**
  * Issue 45 ("Live changes") over real HTTP: GET /api/v1/<module>/<plural>/stream answers the list's
@@ -15,6 +16,7 @@ const STREAM = `${TASKS}/stream`;
 const NOTIFICATIONS = '/api/v1/notification/notifications/stream';
 const A = 'live-a.localhost';
 const B = 'live-b.localhost';
+const C = 'live-c.localhost';
 
 let app: TestApp;
 let base: string;
@@ -284,5 +286,75 @@ describe('who sees which row', () => {
     const [read] = await mine.take(1);
     expect(read!.event).toBe('updated');
     expect(data(read!).row!.readAt).toEqual(expect.any(String));
+  });
+});
+
+describe('what a batch writes (the cost of many streams, issue 45 point 9)', () => {
+  it('writes three streams of one shape the same Buffer, once per batch with every event of the batch, and starts no timer per stream', async () => {
+    // A tenant of its own: no stream of another test shares its batches.
+    const tenantC = await createCustomer(app, 'live-c', C);
+    const member = await signInAs(app, tenantC, ['task:read', 'task:update']);
+    // Timers started by the live code while streams open, receive a batch and beat: the heartbeat
+    // is the hub's one interval, started with the process, never one per stream.
+    // Started by the live code itself (its frame calls the timer), not by the pool or fastify under it.
+    const fromLive = () =>
+      (new Error().stack ?? '')
+        .split('\n')
+        .slice(1)
+        .find((frame) => !frame.includes('stream-over-http.test.ts') && !frame.includes('node_modules'))
+        ?.includes('/framework/live/') ?? false;
+    const timers = { setTimeout: 0, setInterval: 0 };
+    const realTimeout = globalThis.setTimeout;
+    const realInterval = globalThis.setInterval;
+    const timeoutSpy = vi.spyOn(globalThis, 'setTimeout').mockImplementation(((
+      ...args: Parameters<typeof setTimeout>
+    ) => {
+      if (fromLive()) timers.setTimeout++;
+      return realTimeout(...args);
+    }) as typeof setTimeout);
+    const intervalSpy = vi.spyOn(globalThis, 'setInterval').mockImplementation(((
+      ...args: Parameters<typeof setInterval>
+    ) => {
+      if (fromLive()) timers.setInterval++;
+      return realInterval(...args);
+    }) as typeof setInterval);
+    const sends = vi.spyOn(EventStream.prototype, 'send');
+    try {
+      const clients = [await follow(C, member), await follow(C, member), await follow(C, member)];
+      for (const client of clients) expect(client.status).toBe(200);
+      // Three creates in one transaction: one relay commit, so one batch reads all three.
+      const made = await app
+        .http(C)
+        .post('/api/v1/batch')
+        .set('Cookie', member.cookie)
+        .send({
+          requests: ['One', 'Two', 'Three'].map((title) => ({
+            method: 'POST',
+            path: TASKS,
+            body: { title, priority: 'high', deadline: '2031-01-01T00:00:00Z' },
+          })),
+        });
+      expect(made.status).toBe(200);
+      for (const client of clients)
+        expect((await client.take(3)).map((e) => [e.event, JSON.parse(e.data).row.title])).toEqual([
+          ['created', 'One'],
+          ['created', 'Two'],
+          ['created', 'Three'],
+        ]);
+      // One write per stream, the same Buffer for the three: serialized and written out once.
+      const chunks = sends.mock.calls.map(([chunk]) => chunk);
+      expect(chunks).toHaveLength(3);
+      expect(new Set(sends.mock.contexts).size).toBe(3);
+      expect(chunks[1]).toBe(chunks[0]);
+      expect(chunks[2]).toBe(chunks[0]);
+      // The heartbeat (every second here) reaches each of them meanwhile.
+      await new Promise((r) => realTimeout(r, 1500));
+      for (const client of clients) expect(client.comments).toBeGreaterThan(0);
+      expect(timers).toEqual({ setTimeout: 0, setInterval: 0 });
+    } finally {
+      sends.mockRestore();
+      timeoutSpy.mockRestore();
+      intervalSpy.mockRestore();
+    }
   });
 });
