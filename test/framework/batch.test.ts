@@ -131,6 +131,17 @@ describe('each request is served as if it were sent alone', () => {
     expect(res.body).toMatchObject({ code: 'FIELD_COMMAND_OWNED', index: 0, field: 'assigneeId' });
   });
 
+  it('a request whose body is over its route’s limit (1 MiB) is 413 with its index, as it would be alone', async () => {
+    const prefix = `large-${randomUUID()}`;
+    const res = await batch(writer, [
+      { method: 'POST', path: TASKS, body: task(`${prefix} a`) },
+      { method: 'POST', path: TASKS, body: task(`${prefix} b`, { description: 'x'.repeat(1024 * 1024) }) },
+    ]);
+    expect(res.status).toBe(413);
+    expect(res.body).toMatchObject({ code: 'PAYLOAD_TOO_LARGE', index: 1 });
+    expect(await countTasks(prefix)).toBe(0);
+  });
+
   it('a route that runs outside a transaction is refused with a clear 422, and so is a batch inside a batch', async () => {
     const upload = await batch(writer, [{ method: 'POST', path: '/api/v1/file/files', body: {} }]);
     expect(upload.status).toBe(422);
