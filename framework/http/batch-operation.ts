@@ -90,17 +90,20 @@ export function directOperation(parts: DirectParts): DirectOperation {
       if (changesState && bearer === undefined && scope.crossSite) throw scope.crossSite;
       if (guard.requiresCaller && bearer === undefined && !scope.request.cookies[plan.cookieName])
         guard.admitCaller(null);
-      // The body as the route would have parsed it: a copy of its own, within the route's limit
-      // (measured only when the whole batch is larger than the limit).
-      const sent = item.body === undefined ? undefined : structuredClone(item.body);
-      if (sent !== undefined && scope.bodyBytes > bodyLimit && Buffer.byteLength(JSON.stringify(sent)) > bodyLimit)
+      // The body as the route would have parsed it: the text the request would have carried, within
+      // the route's limit (measured only when the whole batch is larger), read back into a copy of
+      // its own (so a value JSON cannot carry, such as 1e400's Infinity, arrives as it would: null).
+      const text = item.body === undefined ? undefined : JSON.stringify(item.body);
+      if (text !== undefined && scope.bodyBytes > bodyLimit && Buffer.byteLength(text) > bodyLimit)
         throw problem('PAYLOAD_TOO_LARGE', 'The request body is too large');
+      const sent = text === undefined ? undefined : (JSON.parse(text) as unknown);
       if (bodyCheck && typeof sent === 'object' && sent !== null && !Array.isArray(sent))
         bodyCheck(sent as Record<string, unknown>);
       const params = validated('params', item.params);
       const body = validated('body', sent);
       const query = validated('querystring', {});
-      validated('headers', scope.headers);
+      // A copy: the headers are the batch's, and a schema's defaults are written into what it validates.
+      if (validators.headers) validated('headers', { ...scope.headers });
 
       const { reply } = scope;
       const before = heldReply(reply);

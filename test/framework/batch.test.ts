@@ -131,6 +131,17 @@ describe('each request is served as if it were sent alone', () => {
     expect(res.body).toMatchObject({ code: 'FIELD_COMMAND_OWNED', index: 0, field: 'assigneeId' });
   });
 
+  it('a request whose body is over its route’s limit (1 MiB) is 413 with its index, as it would be alone', async () => {
+    const prefix = `large-${randomUUID()}`;
+    const res = await batch(writer, [
+      { method: 'POST', path: TASKS, body: task(`${prefix} a`) },
+      { method: 'POST', path: TASKS, body: task(`${prefix} b`, { description: 'x'.repeat(1024 * 1024) }) },
+    ]);
+    expect(res.status).toBe(413);
+    expect(res.body).toMatchObject({ code: 'PAYLOAD_TOO_LARGE', index: 1 });
+    expect(await countTasks(prefix)).toBe(0);
+  });
+
   it('a route that runs outside a transaction is refused with a clear 422, and so is a batch inside a batch', async () => {
     const upload = await batch(writer, [{ method: 'POST', path: '/api/v1/file/files', body: {} }]);
     expect(upload.status).toBe(422);
@@ -215,6 +226,34 @@ describe('a batch serves its requests inside its own request, not as requests of
     const upload = await dispatchedBy(() => batch(writer, [{ method: 'POST', path: '/api/v1/file/files', body: {} }]));
     expect((upload.answer as { body: { code: string } }).body.code).toBe('BATCH_REQUEST_UNSUPPORTED');
     expect(upload.dispatched).toBe(1);
+  });
+
+  it('a batch sent with a personal access token: each request is judged by the token’s own permissions', async () => {
+    const tokenWith = async (permissions: string[]) => {
+      const made = await t.app
+        .http(HOST)
+        .post('/api/v1/auth/tokens')
+        .set('Cookie', writer.cookie)
+        .send({ name: `batch ${permissions.join(' ')}`, permissions });
+      expect(made.status, JSON.stringify(made.body)).toBe(201);
+      return `Bearer ${made.body.token as string}`;
+    };
+    const prefix = `token-${randomUUID()}`;
+    const writes = await tokenWith(['task:read', 'task:update']);
+    const reads = await tokenWith(['task:read']);
+    const send = (bearer: string) =>
+      t.app
+        .http(HOST)
+        .post('/api/v1/batch')
+        .set('Authorization', bearer)
+        .send({ requests: [{ method: 'POST', path: TASKS, body: task(`${prefix} a`) }] });
+    const allowed = await dispatchedBy(() => send(writes));
+    expect((allowed.answer as { status: number }).status).toBe(200);
+    expect(allowed.dispatched).toBe(0);
+    const refused = (await send(reads)) as { status: number; body: Record<string, unknown> };
+    expect(refused.status).toBe(403);
+    expect(refused.body).toMatchObject({ code: 'AUTH_FORBIDDEN', index: 0 });
+    expect(await countTasks(prefix)).toBe(1);
   });
 
   it('the batch’s answer keeps its own status and headers (no request’s 201 or Location), its events its request id', async () => {
