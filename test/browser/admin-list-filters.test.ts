@@ -1,10 +1,10 @@
-import AxeBuilder from '@axe-core/playwright';
 import type { Page } from 'playwright-core';
 import { CompiledQuery } from 'kysely';
 import { beforeAll, describe, expect, it } from 'vitest';
 import { createCustomer } from '../helpers/app.ts';
 import { addUser } from '../modules/auth/fixtures.ts';
 import {
+  axeViolations,
   hasChromium,
   seriousViolations,
   signInThroughLogin,
@@ -79,8 +79,8 @@ async function fitsWidth(page: Page): Promise<boolean> {
  * that runs scripts (`axePage`), the same markup.
  */
 async function axeFindings(page: Page): Promise<string[]> {
-  const inForm = await new AxeBuilder({ page }).include('form.list-filters').include('.filter-presets').analyze();
-  return [...inForm.violations.map((v) => `${v.impact} ${v.id}: ${v.help}`), ...(await seriousViolations(page))];
+  const inForm = await axeViolations(page, ['form.list-filters', '.filter-presets']);
+  return [...inForm.map((v) => `${v.impact} ${v.id}: ${v.help}`), ...(await seriousViolations(page))];
 }
 
 /**

@@ -1,4 +1,3 @@
-import AxeBuilder from '@axe-core/playwright';
 import type { Locator, Page } from 'playwright-core';
 import { beforeAll, describe, expect, it, vi } from 'vitest';
 import { createCustomer, signInAs } from '../helpers/app.ts';
@@ -6,7 +5,7 @@ import { testConfig } from '../helpers/config.ts';
 import type { TenantRef } from '../../framework/context/tenant.ts';
 import { addUser } from '../modules/auth/fixtures.ts';
 import { notify } from '../../modules/notification/notify.ts';
-import { hasChromium, signInThroughLogin, useBrowserApp, warnNoChromium } from './admin-pages-setup.ts';
+import { axeViolations, hasChromium, signInThroughLogin, useBrowserApp, warnNoChromium } from './admin-pages-setup.ts';
 
 // Issue 35, point 5: the screens a tenant admin looks for, hand-written on the page kit and each
 // running the API's own operation: the subscription, the files, the notifications the badge
@@ -31,8 +30,7 @@ async function seriousViolations(page: Page, javaScriptEnabled = true): Promise<
     await checked.goto(page.url());
   }
   try {
-    const results = await new AxeBuilder({ page: checked }).analyze();
-    return results.violations
+    return (await axeViolations(checked))
       .filter((v) => v.impact === 'serious' || v.impact === 'critical')
       .map((v) => `${v.impact} ${v.id}: ${v.help} (${v.nodes.map((n) => n.target.join(' ')).join(', ')})`);
   } finally {
