@@ -182,11 +182,18 @@ export interface EntityHooks<F extends TProperties, CN extends string = string, 
   /**
    * Before an insert or update from a request body is written: may adjust the values (command-owned
    * fields included), or refuse them. `config` is the installation's configuration, for rules that
-   * follow it (a webhook URL the settings would never deliver to).
+   * follow it (a webhook URL the settings would never deliver to). `revives` is true when the update
+   * is a restore bringing a deleted row back: a rule bounding the live rows counts it as a create.
    */
   beforeWrite?(
     ctx: TxContext,
-    input: { op: 'create' | 'update'; values: Partial<FieldValues<F>>; previous?: EntityRow<F>; config: Config },
+    input: {
+      op: 'create' | 'update';
+      values: Partial<FieldValues<F>>;
+      previous?: EntityRow<F>;
+      revives?: boolean;
+      config: Config;
+    },
   ): Promise<Partial<FieldValues<F>> | void>;
   /** Before a DELETE, with the row read and locked: throws a problem to refuse it (nothing is deleted or published). */
   beforeDelete?(ctx: TxContext, input: { row: EntityRow<F> }): Promise<void>;

@@ -652,7 +652,13 @@ export class EntityOperations implements EntityOperationsApi {
     const adjusted = hooks?.beforeWrite
       ? {
           ...input,
-          ...((await hooks.beforeWrite(ctx, { op: 'update', values: input, previous, config: this.config })) ?? {}),
+          ...((await hooks.beforeWrite(ctx, {
+            op: 'update',
+            values: input,
+            previous,
+            revives: revive,
+            config: this.config,
+          })) ?? {}),
         }
       : input;
     if (hooks?.beforeWrite) this.values.validate(adjusted, 'beforeWrite');

@@ -49,7 +49,8 @@ function checkUrl(url: string, config: Config): void {
  * A tenant has at most webhooks.max_endpoints_per_tenant live endpoints (plan limits may lower it
  * later): every delivery of an event is one job per endpoint, so the bound is what one tenant can
  * put on the queue per event. Creates of one tenant take turns on a transaction-scoped advisory
- * lock, so two at once cannot both pass at the limit's last place.
+ * lock, so two at once cannot both pass at the limit's last place. A restore bringing a deleted
+ * endpoint back counts as a create.
  */
 async function refusePastLimit(ctx: TxContext, limit: number): Promise<void> {
   await ctx.db
@@ -212,9 +213,9 @@ export const endpoint = defineEntity({
   },
   commands: { 'rotate-secret': rotateSecret, 'send-test-event': sendTestEvent, 'send-again': sendAgain },
   hooks: {
-    async beforeWrite(ctx, { op, values, config }) {
+    async beforeWrite(ctx, { op, values, revives, config }) {
       if (values.url !== undefined) checkUrl(values.url, config);
-      if (op === 'create') await refusePastLimit(ctx, config.webhooks.max_endpoints_per_tenant);
+      if (op === 'create' || revives) await refusePastLimit(ctx, config.webhooks.max_endpoints_per_tenant);
     },
     async afterWrite(ctx, { op, row }) {
       if (op !== 'create') return;

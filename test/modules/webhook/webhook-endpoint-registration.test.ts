@@ -135,7 +135,7 @@ describe('the event names an endpoint may take are discoverable', () => {
 });
 
 describe('endpoints per tenant are bounded by webhooks.max_endpoints_per_tenant (default 20)', () => {
-  it('a create past the bound is 409 LIMIT_REACHED with the limit; concurrent creates at the last place make one; a delete frees a place', async () => {
+  it('a create past the bound is 409 LIMIT_REACHED with the limit; concurrent creates at the last place make one; a delete frees a place; a restore of a deleted one counts as a create', async () => {
     const who = await signInAs(t.app, t.limits, ['webhook:manage']);
     const make = (n: number) =>
       t.app
@@ -168,6 +168,20 @@ describe('endpoints per tenant are bounded by webhooks.max_endpoints_per_tenant 
     expect((await create({ url: 'https://hooks.example.com/elsewhere' })).status).toBe(201);
     await t.app.http('limits.localhost').delete(`${ENDPOINTS}/${ids[0]}`).set('Cookie', who.cookie).expect(204);
     expect((await make(100)).status).toBe(201);
+
+    // Bringing the deleted endpoint back from its history is a twenty-first: refused the same way,
+    // until a place is free again.
+    const deleted = `${ENDPOINTS}/${ids[0]}`;
+    const history = await t.app.http('limits.localhost').get(`${deleted}/history`).set('Cookie', who.cookie);
+    expect(history.status, JSON.stringify(history.body)).toBe(200);
+    const revision = history.body.items.at(-1).id;
+    const restore = () =>
+      t.app.http('limits.localhost').post(`${deleted}/restore`).set('Cookie', who.cookie).send({ revision });
+    const past = await restore();
+    expect(past.status, JSON.stringify(past.body)).toBe(409);
+    expect(past.body).toMatchObject({ code: 'LIMIT_REACHED', limit: 20, setting: 'webhooks.max_endpoints_per_tenant' });
+    await t.app.http('limits.localhost').delete(`${ENDPOINTS}/${ids[1]}`).set('Cookie', who.cookie).expect(204);
+    expect((await restore()).status).toBe(200);
   });
 });
 
