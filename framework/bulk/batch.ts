@@ -10,6 +10,10 @@ import { problemResponse } from '../openapi/problem-schema.ts';
 import { secretPaths, type SecretPath } from '../http/withheld-secrets.ts';
 import type { AnswerSecrets } from '../http/idempotency.ts';
 import { asBatchMember, batchMemberOf, type BatchMember } from './batch-member.ts';
+import { parseAnswer, type BatchRoutes, type BatchScope } from './batch-routes.ts';
+import { refuseCrossSite } from '../access/cross-site.ts';
+import { bearerTokenOf } from '../access/bearer.ts';
+import { toProblem } from '../http/problems.ts';
 
 /** The most requests one batch carries. */
 export const BATCH_MAX = 100;
@@ -88,16 +92,25 @@ const CARRIED_HEADERS = [
 
 /**
  * POST /api/v1/batch: up to 100 writes of this tenant's API in one transaction, all applied or
- * none. Each request goes through the request path as if sent alone (fastify's `inject`): the
- * route's hooks (its guard's tenant check, the cross-site rule), its validation and protected-field
- * checks, then its strategy, which finds the batch in the async context (batch-member.ts) and runs
- * the route's handler in the batch's transaction after the guard has judged the batch's caller
- * for that route. The first request that fails stops the batch: the transaction rolls back and the
- * answer is that request's problem, naming its index. Events the requests publish are inserted in
- * the batch's outbox and relayed once it commits. An Idempotency-Key covers the whole batch; a
- * secret a request's answer shows once is withheld from the recorded answer by that route's schema.
+ * none. Each request is served as if sent alone: its path is resolved at the boot-built table
+ * (batch-routes.ts), and its route's operation is called directly (http/batch-operation.ts: the
+ * refusals of the route's hooks, its body limit, protected-field checks and schemas, the guard's
+ * verdict on the batch's caller for that route, its handler in the batch's transaction, its answer
+ * serialised by its response schema). What is the same for every request (the tenant, the caller
+ * and its session, the headers, the cross-site verdict) is resolved once per batch. A path that
+ * resolves to no direct operation (no route, a public or cookie-only route, one that opens its own
+ * transactions, the batch itself) is dispatched through the request path instead (fastify's
+ * `inject`), its strategy finding the batch through batch-member.ts. The first request that fails
+ * stops the batch: the transaction rolls back and the answer is that request's problem, naming its
+ * index. Events the requests publish are inserted in the batch's outbox and relayed once it
+ * commits. An Idempotency-Key covers the whole batch; a secret a request's answer shows once is
+ * withheld from the recorded answer by that route's schema.
  */
-export function batchRoute(registry: ModuleRegistry, routes: readonly RegisteredRoute[]): RouteDefinition {
+export function batchRoute(
+  registry: ModuleRegistry,
+  routes: readonly RegisteredRoute[],
+  table: BatchRoutes,
+): RouteDefinition {
   // The response schemas of every operation a batch may reach, by operation id: where their secrets sit.
   const responses = new Map<string, Readonly<Record<number, TSchema>>>(
     routes.map(({ route }) => [route.operationId, route.schema.response]),
@@ -153,34 +166,18 @@ export function batchRoute(registry: ModuleRegistry, routes: readonly Registered
         409: problemResponse("A request's own conflict (ALREADY_EXISTS, INVALID_STATE, ...), with its index"),
       },
     },
-    handler: async ({ tx, body, request }) => {
+    handler: async ({ tx, body, request, reply }) => {
       // A batch inside a batch would open nothing new; it is refused rather than half-supported.
       if (batchMemberOf(request.headers)) throw problem('BATCH_REQUEST_UNSUPPORTED', 'A batch cannot contain a batch');
       const headers = carriedHeaders(request);
+      const scope = batchScope(tx, request, reply, headers);
       const results: Result[] = [];
       for (const [index, item] of (body as { requests: BatchItem[] }).requests.entries()) {
-        const member: BatchMember = { tx };
-        const response = await asBatchMember(member, (named) =>
-          request.server.inject({
-            method: item.method,
-            url: item.path,
-            headers: { ...headers, ...named, ...(item.body !== undefined ? JSON_BODY : {}) },
-            remoteAddress: request.ip,
-            ...(item.body !== undefined ? { payload: JSON.stringify(item.body) } : {}),
-          }),
-        );
-        const answer = parseAnswer(response.body);
-        if (response.statusCode >= 400) throw memberFailure(index, item, response.statusCode, answer);
-        // Every answer that is not a refusal came from a handler run in the batch's transaction.
-        if (!member.served)
-          throw problem('INTERNAL', `request ${index} of the batch was answered outside the batch's transaction`);
-        const location = response.headers.location;
-        results.push({
-          status: response.statusCode,
-          body: answer,
-          ...(typeof location === 'string' ? { location } : {}),
-          operationId: member.served.operationId,
-        });
+        const found = table.find(item.method, item.path);
+        const result = found
+          ? await direct(scope, index, item, found)
+          : await dispatched(tx, request, headers, index, item);
+        results.push(result);
       }
       return { results };
     },
@@ -190,6 +187,90 @@ export function batchRoute(registry: ModuleRegistry, routes: readonly Registered
 
 const JSON_BODY = { 'content-type': 'application/json' } as const;
 
+/** What every request of the batch shares, resolved once from the batch's own request. */
+function batchScope(
+  tx: BatchScope['tx'],
+  request: FastifyRequest,
+  reply: BatchScope['reply'],
+  headers: Record<string, string>,
+): BatchScope {
+  let crossSite: ProblemError | undefined;
+  try {
+    refuseCrossSite({ headers });
+  } catch (err) {
+    crossSite = toProblem(err);
+  }
+  const length = Number(request.headers['content-length']);
+  return {
+    tx,
+    tenant: tx.tenant,
+    request,
+    reply,
+    headers,
+    bearer: bearerTokenOf({ headers }),
+    crossSite,
+    bodyBytes: Number.isFinite(length) ? length : Number.POSITIVE_INFINITY,
+  };
+}
+
+/** One request, its route's operation called directly in the batch's transaction. */
+async function direct(
+  scope: BatchScope,
+  index: number,
+  item: BatchItem,
+  found: NonNullable<ReturnType<BatchRoutes['find']>>,
+): Promise<Result> {
+  const { operation, params } = found;
+  let answer: Awaited<ReturnType<typeof operation.run>>;
+  try {
+    answer = await operation.run(scope, { params, body: item.body });
+  } catch (err) {
+    const refused = toProblem(err);
+    // What the request path's error handler logs of a request sent alone.
+    if (refused.status >= 500) scope.request.log.error({ err, index }, 'a request of a batch failed');
+    throw memberFailure(index, item, refused.status, refused.toDocument());
+  }
+  if (answer.status >= 400) throw memberFailure(index, item, answer.status, answer.body);
+  return {
+    status: answer.status,
+    body: answer.body,
+    ...(answer.location !== undefined ? { location: answer.location } : {}),
+    operationId: operation.operationId,
+  };
+}
+
+/** One request dispatched through the request path (fastify's inject), served in the batch's transaction. */
+async function dispatched(
+  tx: BatchScope['tx'],
+  request: FastifyRequest,
+  headers: Record<string, string>,
+  index: number,
+  item: BatchItem,
+): Promise<Result> {
+  const member: BatchMember = { tx };
+  const response = await asBatchMember(member, (named) =>
+    request.server.inject({
+      method: item.method,
+      url: item.path,
+      headers: { ...headers, ...named, ...(item.body !== undefined ? JSON_BODY : {}) },
+      remoteAddress: request.ip,
+      ...(item.body !== undefined ? { payload: JSON.stringify(item.body) } : {}),
+    }),
+  );
+  const answer = parseAnswer(response.body);
+  if (response.statusCode >= 400) throw memberFailure(index, item, response.statusCode, answer);
+  // Every answer that is not a refusal came from a handler run in the batch's transaction.
+  if (!member.served)
+    throw problem('INTERNAL', `request ${index} of the batch was answered outside the batch's transaction`);
+  const location = response.headers.location;
+  return {
+    status: response.statusCode,
+    body: answer,
+    ...(typeof location === 'string' ? { location } : {}),
+    operationId: member.served.operationId,
+  };
+}
+
 function carriedHeaders(request: FastifyRequest): Record<string, string> {
   const headers: Record<string, string> = {};
   for (const name of CARRIED_HEADERS) {
@@ -197,15 +278,6 @@ function carriedHeaders(request: FastifyRequest): Record<string, string> {
     if (typeof value === 'string') headers[name] = value;
   }
   return headers;
-}
-
-function parseAnswer(body: string): unknown {
-  if (body === '') return null;
-  try {
-    return JSON.parse(body) as unknown;
-  } catch {
-    return body;
-  }
 }
 
 const isProblemCode = (code: unknown): code is ProblemCode => typeof code === 'string' && Object.hasOwn(PROBLEMS, code);

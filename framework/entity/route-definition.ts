@@ -140,13 +140,22 @@ export interface ExportWalk {
   /**
    * Up to `size` rows after `after` (a `next` of this walk; none for the first batch), in the
    * list's order, as the list answers them, and where the next batch starts (null after the last).
+   * The rows come as objects, or already written in `format` as one text (ExportBatch).
    */
-  batch(
-    tx: TxContext,
-    after: string | undefined,
-    size: number,
-  ): Promise<{ rows: Record<string, unknown>[]; next: string | null }>;
+  batch(tx: TxContext, after: string | undefined, size: number, format: ExportFormat): Promise<ExportBatch>;
 }
+
+/** What an export writes: CSV (RFC 4180) or NDJSON. */
+export type ExportFormat = 'csv' | 'ndjson';
+
+/**
+ * One batch of an export: its rows, for the export to write, or its lines already written in the
+ * format asked for (CSV records without the header, or NDJSON lines), as PostgreSQL writes them
+ * for a generated list (framework/bulk/list-export/sql-lines.ts); and where the next batch starts.
+ */
+export type ExportBatch =
+  | { rows: Record<string, unknown>[]; next: string | null }
+  | { text: string; next: string | null };
 
 /** One request's statement and what to answer from it (see RouteDefinition.oneExchange). */
 export interface OneExchange {

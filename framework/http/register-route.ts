@@ -25,6 +25,8 @@ import { batchMemberOf, notBatchable } from '../bulk/batch-member.ts';
 import { replicaPreferenceHeaders, transactionsFor } from './replica-choice.ts';
 import { negotiate, offeredTypes } from './negotiation.ts';
 import { asksForExport, exportStrategy } from '../bulk/list-export/export-route.ts';
+import type { BatchRoutes } from '../bulk/batch-routes.ts';
+import { directOperation } from './batch-operation.ts';
 
 /** The body limit of a route that declares none. */
 export const DEFAULT_BODY_LIMIT = 1024 * 1024;
@@ -53,10 +55,12 @@ export function registerRoute(
   services: Services,
   route: AnyRoute,
   entity?: ResolvedEntity,
+  batchRoutes?: BatchRoutes,
 ): void {
   const cookie = sessionCookie(services.config);
   const guard = new RouteGuard(route.access, services.registry, route.feature);
-  const protectedFields = entity ? protectedFieldCheck(entity, route) : undefined;
+  const bodyCheck = entity ? protectedBodyCheck(entity, route) : undefined;
+  const protectedFields = bodyCheck ? onRequestBody(bodyCheck) : undefined;
   // Only bodies made of the entity's fields (create, PATCH, PUT) answer a field's own code.
   const invalidCodes =
     protectedFields && entity?.def.invalidCodes ? fieldCodeFormatter(entity.def.invalidCodes) : undefined;
@@ -128,6 +132,45 @@ export function registerRoute(
     checkFormToken(request, services.config);
   };
 
+  const headers = idempotent
+    ? idempotencyHeaders
+    : route.replica === 'on-request'
+      ? replicaPreferenceHeaders
+      : route.schema.headers;
+  const responses: Record<string, TSchema> = {
+    ...problemResponses(route),
+    // Every method that carries a body reads it within a limit: the route's, or the app's 1 MiB.
+    ...(route.bodyLimit || multipart || changesState
+      ? { 413: problemResponse(`Body larger than ${bodyLimit} bytes (PAYLOAD_TOO_LARGE)`) }
+      : {}),
+    ...(multipart ? MULTIPART_PROBLEMS : {}),
+    // What the route documents itself (e.g. which 413s and 422s an upload gives) is the more precise.
+    ...route.schema.response,
+  };
+  // A request of a batch reaches the route's operation directly (bulk/batch-routes.ts), except on
+  // the routes that answer with or end a session cookie, which an answer inside a batch cannot
+  // carry: public routes and those that take the session cookie only (bearer: false) are
+  // dispatched through the request path, as is a route that opens its own transactions (refused).
+  if (batchRoutes && route.transaction !== 'none' && route.access !== 'public' && route.bearer !== false)
+    batchRoutes.direct(
+      route.method,
+      route.url,
+      directOperation({
+        plan,
+        route,
+        schemas: {
+          ...(route.schema.params ? { params: route.schema.params } : {}),
+          ...(route.schema.querystring ? { querystring: route.schema.querystring } : {}),
+          ...(headers ? { headers } : {}),
+          ...(route.schema.body ? { body: route.schema.body } : {}),
+        },
+        responses,
+        ...(invalidCodes ? { errorFormatter: invalidCodes } : {}),
+        ...(bodyCheck ? { bodyCheck } : {}),
+        bodyLimit,
+      }),
+    );
+
   app.route({
     method: route.method,
     url: route.url,
@@ -144,28 +187,13 @@ export function registerRoute(
       tags: [...(route.tags ?? [])],
       ...(route.schema.params ? { params: route.schema.params } : {}),
       ...(route.schema.querystring ? { querystring: route.schema.querystring } : {}),
-      ...(idempotent
-        ? { headers: idempotencyHeaders }
-        : route.replica === 'on-request'
-          ? { headers: replicaPreferenceHeaders }
-          : route.schema.headers
-            ? { headers: route.schema.headers }
-            : {}),
+      ...(headers ? { headers } : {}),
       ...(multipart
         ? { body: multipart.form, consumes: ['multipart/form-data'] }
         : route.schema.body
           ? { body: route.schema.body }
           : {}),
-      response: {
-        ...problemResponses(route),
-        // Every method that carries a body reads it within a limit: the route's, or the app's 1 MiB.
-        ...(route.bodyLimit || multipart || changesState
-          ? { 413: problemResponse(`Body larger than ${bodyLimit} bytes (PAYLOAD_TOO_LARGE)`) }
-          : {}),
-        ...(multipart ? MULTIPART_PROBLEMS : {}),
-        // What the route documents itself (e.g. which 413s and 422s an upload gives) is the more precise.
-        ...route.schema.response,
-      },
+      response: responses,
       // An optional route answers with or without the cookie: the empty requirement says so.
       security: securityOf(route),
       // A vendor extension: who may call the route, as the guard reads it.
@@ -220,12 +248,25 @@ function earlyAnswerHook(route: AnyRoute, services: Services) {
  * sets (system and read-only fields) are refused on every write. A singleton's PUT is a create.
  */
 export function protectedFieldCheck(entity: ResolvedEntity, route: AnyRoute) {
+  const check = protectedBodyCheck(entity, route);
+  return check ? onRequestBody(check) : undefined;
+}
+
+/** The route's protected-field check on a body object, for a create (or a singleton's PUT) and a PATCH. */
+function protectedBodyCheck(
+  entity: ResolvedEntity,
+  route: AnyRoute,
+): ((body: Record<string, unknown>) => void) | undefined {
   const isCreate =
     route.operationId === entity.names.operationId('create') ||
     route.operationId === entity.names.operationId('replace');
   const isPatch = route.operationId === entity.names.operationId('update');
   if (!isCreate && !isPatch) return undefined;
-  const check = bodyFieldCheck(entity, isPatch ? 'patch' : 'create');
+  return bodyFieldCheck(entity, isPatch ? 'patch' : 'create');
+}
+
+/** A body check as a preValidation hook: on a body object, as parsed. */
+function onRequestBody(check: (body: Record<string, unknown>) => void) {
   return async (request: FastifyRequest) => {
     const body = request.body;
     if (typeof body !== 'object' || body === null || Array.isArray(body)) return;

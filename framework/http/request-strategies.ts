@@ -95,13 +95,29 @@ function batchStrategy(
       throw notBatchable(refusal);
     };
   }
+  const run = inBatch(plan, route);
   return async (member, request, reply) => {
-    const session = member.tx.session;
+    member.served = { operationId: route.operationId };
+    return run(member.tx, contextOf(plan, request, reply));
+  };
+}
+
+/**
+ * The route's handler as one request of a batch, in the batch's transaction: what both ways of
+ * reaching it share, the request dispatched through the route's request path (batchStrategy) and
+ * the operation called directly (framework/bulk/batch-routes.ts). The guard is the one entry point
+ * of authorization: it judges the batch's caller for this route, as if the request came alone.
+ */
+export function inBatch(
+  plan: RoutePlan,
+  route: RouteDefinition,
+): (batchTx: TxContext, base: HandlerBase) => Promise<unknown> {
+  return async (batchTx, base) => {
+    const session = batchTx.session;
     const caller = session && (plan.acceptsBearer || session.via !== 'token') ? session : null;
     plan.guard.admitCaller(caller);
-    member.served = { operationId: route.operationId };
-    const tx = memberContext(member.tx, plan.publishes, plan.guard.resolvesCaller && caller !== null);
-    return route.handler({ ...contextOf(plan, request, reply), tx });
+    const tx = memberContext(batchTx, plan.publishes, plan.guard.resolvesCaller && caller !== null);
+    return route.handler({ ...base, tx });
   };
 }
 
@@ -114,7 +130,9 @@ const noTenant = (): never => {
 };
 
 type Context = Parameters<RouteDefinition['handler']>[0];
-type Base = Omit<Context, 'tx'>;
+/** What a transaction route's handler is given besides its transaction. */
+export type HandlerBase = Omit<Context, 'tx'>;
+type Base = HandlerBase;
 
 function contextOf(plan: RoutePlan, request: FastifyRequest, reply: FastifyReply): Base {
   return {

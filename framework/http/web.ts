@@ -27,6 +27,7 @@ import { lazyRequestLogger } from './request-logger.ts';
 import { frontDoor } from './front-door.ts';
 import { batchMemberOf } from '../bulk/batch-member.ts';
 import { batchRoute } from '../bulk/batch.ts';
+import { BatchRoutes } from '../bulk/batch-routes.ts';
 import { importStatusRoute } from '../bulk/imports/import-routes.ts';
 import { installCors } from './cors.ts';
 import { parseOriginList } from './origins.ts';
@@ -67,6 +68,9 @@ export function trustProxySetting(value: string): boolean | string {
 
 const GLOBAL_PATHS = new Set(['/health', '/ready']);
 
+/** The router's options: fastify's, and the batch's table of routes (bulk/batch-routes.ts), which resolves paths alike. */
+const ROUTER_OPTIONS = { ignoreTrailingSlash: true } as const;
+
 export async function buildWeb(services: Services, options: WebOptions = {}): Promise<FastifyInstance> {
   let closing = false;
   const serverFactory = frontDoorServer(services, options.logger, () => closing);
@@ -93,7 +97,7 @@ export async function buildWeb(services: Services, options: WebOptions = {}): Pr
     // The serializer's schema compiler (fast-json-stringify, Ajv inside for unions) is told of the
     // framework's own formats, which it would otherwise warn about on every list answer.
     serializerOpts: { ajv: { formats: { [MONEY_FORMAT]: true, [CURRENCY_FORMAT]: true } } },
-    routerOptions: { ignoreTrailingSlash: true },
+    routerOptions: ROUTER_OPTIONS,
     // Node would answer a request without Host with an empty 400 of its own; ours is a problem.
     http: { requireHostHeader: false },
     frameworkErrors: frameworkErrorProblem,
@@ -111,6 +115,9 @@ export async function buildWeb(services: Services, options: WebOptions = {}): Pr
   if (services.metrics) installHttpMetrics(app, services.metrics);
   app.setValidatorCompiler(typeboxValidatorCompiler);
   installProblemHandlers(app);
+  // The routes a batch's requests may name, and the operations they call directly, built as every route is registered.
+  const batchRoutes = new BatchRoutes(ROUTER_OPTIONS);
+  app.addHook('onRoute', (route) => batchRoutes.registered(route));
   // Bodies are JSON (forms and multipart only where a route declares them): without fastify's
   // built-in text/plain parser, a text/plain body is 415 UNSUPPORTED_MEDIA_TYPE before validation.
   app.removeContentTypeParser('text/plain');
@@ -170,7 +177,8 @@ export async function buildWeb(services: Services, options: WebOptions = {}): Pr
   const checks = readinessChecks(services, options.readinessChecks ?? []);
   registerProbes(app, services, checks);
   const takesForm = (route: AnyRoute) => route.transaction === 'none' && route.multipart !== undefined;
-  for (const { route, entity } of services.routes) if (!takesForm(route)) registerRoute(app, services, route, entity);
+  for (const { route, entity } of services.routes)
+    if (!takesForm(route)) registerRoute(app, services, route, entity, batchRoutes);
   // Multipart parsing exists only in this scope, around the routes that declare it: elsewhere a
   // form is an unsupported media type (415) before any handler runs. The form's size is bounded by
   // the route's body limit (register-route.ts), so the plugin sets no per-file limit of its own.
@@ -181,7 +189,7 @@ export async function buildWeb(services: Services, options: WebOptions = {}): Pr
   });
   registerRoute(app, services, catalogRoute(services.registry));
   registerRoute(app, services, activityRoute(activityOf(services.registry)));
-  registerRoute(app, services, batchRoute(services.registry, services.routes));
+  registerRoute(app, services, batchRoute(services.registry, services.routes, batchRoutes));
   registerRoute(app, services, importStatusRoute(services.registry));
   // The admin shell (HTML pages under /admin), built from the same registry and route wrapper.
   await registerAdmin(app, services, { readinessChecks: checks });

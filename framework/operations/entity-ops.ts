@@ -148,18 +148,22 @@ export class EntityOperations implements EntityOperationsApi {
   }
 
   /**
-   * A page of live rows the caller may see (row access joins the pager's conditions) in the sort
-   * asked for, ties broken by id; `narrow` adds a condition of the framework's own. Reads the page from the (tenant_id, column, id) index, by keyset
-   * after a cursor.
+   * The conditions a list applies: row access, the search `q`, a narrowing of the framework's own,
+   * the query's filters; undefined when there are none. Its references are admitted first (403).
    */
-  async list(ctx: TxContext, page: PageQuery, narrow?: Narrowing, query: ListQuery = NO_QUERY): Promise<Page<Row>> {
+  private listFilter(
+    ctx: TxContext,
+    q: string | undefined,
+    narrow: Narrowing | undefined,
+    query: ListQuery,
+  ): ListFilter | undefined {
     admitReferences(query, (permission) => ctx.can(permission));
     const access = this.access(ctx, 1);
     const conditions = access.sql ? [access.sql] : [];
     const params = [...access.params];
-    if (page.q !== undefined && this.searchable.length > 0) {
+    if (q !== undefined && this.searchable.length > 0) {
       // One parameter for every searched column: strpos needs no escaping of % or _ in the text.
-      params.push(page.q.toLowerCase());
+      params.push(q.toLowerCase());
       const n = params.length;
       conditions.push(`(${this.searchable.map((column) => `strpos(lower(${column}), $${n}) > 0`).join(' or ')})`);
     }
@@ -170,17 +174,41 @@ export class EntityOperations implements EntityOperationsApi {
       params.push(...extra.params);
     }
     const compiled = compileFilter(query, params.length + 1, ctx);
-    const filter: ListFilter | undefined =
-      compiled.conditions.length > 0
-        ? {
-            conditions: [...conditions, ...compiled.conditions],
-            params: [...params, ...compiled.params],
-            varies: true,
-            binding: JSON.stringify([conditions, params, query.written]),
-          }
-        : conditions.length > 0
-          ? { conditions, params }
-          : undefined;
+    return compiled.conditions.length > 0
+      ? {
+          conditions: [...conditions, ...compiled.conditions],
+          params: [...params, ...compiled.params],
+          varies: true,
+          binding: JSON.stringify([conditions, params, query.written]),
+        }
+      : conditions.length > 0
+        ? { conditions, params }
+        : undefined;
+  }
+
+  /**
+   * A batch of the list's export written by PostgreSQL (framework/bulk/list-export/sql-lines.ts):
+   * the rows the list would answer, after `after`, in its sort, each written by `line`, as one
+   * text, and where the next batch starts. The same conditions as list(), so the same rows.
+   */
+  exportText(
+    ctx: TxContext,
+    page: { sort: string; q?: string | undefined; after?: string | undefined },
+    query: ListQuery,
+    line: string,
+    size: number,
+  ): Promise<{ text: string; next: string | null }> {
+    const filter = this.listFilter(ctx, page.q, undefined, query) ?? { conditions: [], params: [] };
+    return this.pager.textBatch(ctx, page, filter, line, size);
+  }
+
+  /**
+   * A page of live rows the caller may see (row access joins the pager's conditions) in the sort
+   * asked for, ties broken by id; `narrow` adds a condition of the framework's own. Reads the page from the (tenant_id, column, id) index, by keyset
+   * after a cursor.
+   */
+  async list(ctx: TxContext, page: PageQuery, narrow?: Narrowing, query: ListQuery = NO_QUERY): Promise<Page<Row>> {
+    const filter = this.listFilter(ctx, page.q, narrow, query);
     const result = await this.pager.page(ctx, page, filter);
     return { ...result, items: result.items.map((r) => this.toRow(r)) };
   }

@@ -240,6 +240,60 @@ export class KeysetPager {
   }
 
   /**
+   * A batch of an export as one text (framework/bulk/list-export/sql-lines.ts): up to `size` rows
+   * of the list in the order `sort` names, after the cursor `after` (none for the first batch),
+   * each written by `line` (an SQL expression over the source's columns), joined by PostgreSQL in
+   * that order; and the cursor of the batch's last row when more rows follow (null after the last
+   * batch). One row comes back per batch, so a batch allocates one string however many rows it
+   * holds. The rows are read by the same conditions, order and keyset as the list's pages; they
+   * are joined in the order a window over the sort keys numbers them, not in whatever order the
+   * subquery happens to return them. Its cursors carry no count: an export sends none. The text
+   * varies with the columns asked for, so it runs unnamed, as a page past QUERY_SHAPES_PER_LIST.
+   */
+  async textBatch(
+    ctx: TxContext,
+    query: { sort: string; after?: string | undefined },
+    filter: ListFilter,
+    line: string,
+    size: number,
+  ): Promise<{ text: string; next: string | null }> {
+    const keys = this.order(query.sort);
+    const cursors = cursorsOf(ctx);
+    const scope: CursorScope = { list: this.listKey, tenantId: ctx.tenant.id, filters: filterText(filter) };
+    const cursor =
+      query.after !== undefined ? cursors.open(query.after, scope, query.sort, this.source.idType) : undefined;
+    const values = cursor ? cursorValues(cursor, keys) : undefined;
+    const shape: CursorShape = values ? values.map((v) => (v === null ? 'n' : 'v')).join('') : '';
+    const select = [`${line} as "__line"`, ...keys.map((k, i) => `${k.expr} as "__k${i}"`)].join(', ');
+    // size + 1 rows: the one more says whether a batch follows.
+    const rows = this.build(keys, shape, { ...filter, select }, size + 1, false);
+    const direction = (d: boolean) => (d ? 'desc nulls last' : 'asc');
+    const order = [
+      ...keys.map((k, i) => `q."__k${i}" ${direction(k.descending)}`),
+      `q."__id" ${direction(keys.at(-1)!.descending)}`,
+    ];
+    const text = `select string_agg(p."__line", '' order by p."__n") filter (where p."__n" <= ${size}) as "text",
+       count(*) > ${size} as "more",
+       max(p."__sort") filter (where p."__n" = ${size}) as "sort",
+       max(p."__id"::text) filter (where p."__n" = ${size}) as "id"
+  from (select q.*, row_number() over (order by ${order.join(', ')}) as "__n" from (${rows}) q) p`;
+    const params = [...filter.params];
+    for (const value of values ?? []) if (value !== null) params.push(value);
+    if (cursor) params.push(cursor.id);
+    let found: { text: string | null; more: boolean; sort: Cursor['value']; id: string | null };
+    try {
+      found = (await ctx.db.executeQuery<typeof found>(CompiledQuery.raw(text, params))).rows[0]!;
+    } catch (err) {
+      throw this.failure(err, { scope, cursors, ...(cursor ? { cursor } : {}) });
+    }
+    const next =
+      found.more && found.id !== null
+        ? cursors.seal({ sort: query.sort, value: found.sort, id: found.id, total: 0 }, scope)
+        : null;
+    return { text: found.text ?? '', next };
+  }
+
+  /**
    * The error a failure of the page's statement stands for. The one value from a request that
    * reaches SQL unparsed is a cursor's sort value: one PostgreSQL cannot read as the column's type
    * (class 22, data exception) was not ours.

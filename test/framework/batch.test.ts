@@ -1,4 +1,4 @@
-import { beforeAll, describe, expect, it } from 'vitest';
+import { afterEach, beforeAll, describe, expect, it, vi } from 'vitest';
 import { randomUUID } from 'node:crypto';
 import { sql } from 'kysely';
 import { signInAs, type SignedIn } from '../helpers/app.ts';
@@ -160,6 +160,79 @@ describe('each request is served as if it were sent alone', () => {
       .post('/api/v1/batch')
       .send({ requests: [{ method: 'POST', path: TASKS, body: task('anon') }] });
     expect(res.status).toBe(401);
+  });
+});
+
+describe('a batch serves its requests inside its own request, not as requests of their own', () => {
+  afterEach(() => {
+    vi.restoreAllMocks();
+  });
+
+  /** The requests the batch dispatches through the request path (fastify's inject), the batch itself left out. */
+  const dispatchedBy = (send: () => Promise<unknown>) => {
+    const inject = vi.spyOn(t.app.web!, 'inject');
+    inject.mockClear();
+    return send().then((answer) => ({
+      answer,
+      dispatched: inject.mock.calls.filter(
+        (call) => ((call as unknown[])[0] as { url?: string } | undefined)?.url !== '/api/v1/batch',
+      ).length,
+    }));
+  };
+
+  it('creates, a PATCH, a command and a delete call their operations directly: no request goes through inject', async () => {
+    const prefix = `direct-${randomUUID()}`;
+    const first = await dispatchedBy(() =>
+      batch(writer, [
+        { method: 'POST', path: TASKS, body: task(`${prefix} a`) },
+        { method: 'POST', path: TASKS, body: task(`${prefix} b`) },
+        { method: 'POST', path: `${TASKS}/`, body: task(`${prefix} c`) },
+      ]),
+    );
+    const created = first.answer as Awaited<ReturnType<typeof batch>>;
+    expect(created.status, JSON.stringify(created.body)).toBe(200);
+    expect(first.dispatched).toBe(0);
+    const [a, b] = created.body.results;
+    // Each answer is the route's, serialised by its response schema as a create sent alone is.
+    const alone = await t.app
+      .http(HOST)
+      .post(TASKS)
+      .set('Cookie', writer.cookie)
+      .send(task(`${prefix} alone`));
+    expect(alone.status).toBe(201);
+    expect(Object.keys(a.body).sort()).toEqual(Object.keys(alone.body).sort());
+    expect(a.location).toBe(`${TASKS}/${a.body.id}`);
+    const more = await dispatchedBy(() =>
+      batch(writer, [
+        { method: 'PATCH', path: `${TASKS}/${a.body.id}`, body: { priority: 'low' } },
+        { method: 'POST', path: `${TASKS}/${b.body.id}/resolve`, body: { resolution: 'direct' } },
+        { method: 'DELETE', path: `${TASKS}/${a.body.id}` },
+      ]),
+    );
+    expect((more.answer as { status: number }).status).toBe(200);
+    expect(more.dispatched).toBe(0);
+    // A route that opens its own transactions is still dispatched, and refused by its own hook.
+    const upload = await dispatchedBy(() => batch(writer, [{ method: 'POST', path: '/api/v1/file/files', body: {} }]));
+    expect((upload.answer as { body: { code: string } }).body.code).toBe('BATCH_REQUEST_UNSUPPORTED');
+    expect(upload.dispatched).toBe(1);
+  });
+
+  it('the batch’s answer keeps its own status and headers (no request’s 201 or Location), its events its request id', async () => {
+    const prefix = `one-request-${randomUUID()}`;
+    const res = await batch(writer, [
+      { method: 'POST', path: TASKS, body: task(`${prefix} a`) },
+      { method: 'POST', path: TASKS, body: task(`${prefix} b`) },
+    ]);
+    expect(res.status, JSON.stringify(res.body)).toBe(200);
+    expect(res.headers.location).toBeUndefined();
+    const requestId = res.headers['x-request-id'];
+    expect(requestId).toBeTruthy();
+    const ids = res.body.results.map((r: { body: { id: string } }) => r.body.id);
+    const { rows } = await t.app.services.db.pool.query<{ request_id: string | null }>(
+      `select request_id from outbox where name = 'task.task.created' and payload->>'id' = any($1)`,
+      [ids],
+    );
+    expect(rows.map((r) => r.request_id)).toEqual([requestId, requestId]);
   });
 });
 

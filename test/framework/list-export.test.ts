@@ -5,6 +5,9 @@ import { CompiledQuery } from 'kysely';
 import pg from 'pg';
 import { useTestApp } from '../helpers/use-test-app.ts';
 import { signInAs, type SignedIn } from '../helpers/app.ts';
+import { EntityOperations } from '../../framework/operations/entity-ops.ts';
+import { entityExport } from '../../framework/bulk/list-export/entity-export.ts';
+import { csvHeader, csvRows } from '../../framework/bulk/list-export/csv.ts';
 
 /**
  * Issue 48, point 2: every list answers Accept: text/csv or ?format=csv, and application/x-ndjson
@@ -218,6 +221,77 @@ describe('refusals', () => {
     const denied = await get(`${TASKS}?format=csv`, other);
     expect(denied.status).toBe(403);
     expect(denied.body).toMatchObject({ code: 'AUTH_FORBIDDEN' });
+  });
+});
+
+describe('lines written by PostgreSQL', () => {
+  // Cells csv.ts would prefix or quote, a control character JSON escapes, a time with microseconds.
+  const WRITTEN = [
+    ['=1+1', 1, '@home', true, '2031-01-02T03:04:05.678901Z'],
+    ['a "quoted", name', 2, 'line\r\nbreak', false, null],
+    ['-minus', 3, null, false, null],
+    ['tab\there', 4, 'bell \u0007 and é ✓', true, '2031-12-31T23:59:59.999999Z'],
+    ['plain', 5, '\tlead', false, null],
+  ] as const;
+
+  beforeAll(async () => {
+    for (const [name, size, note, approved, approvedAt] of WRITTEN) {
+      await sql(
+        `insert into widgets (name, size, color, note, approved, approved_at) values ($1, $2, 'written', $3, $4, $5)`,
+        [name, size, note, approved, approvedAt],
+      );
+    }
+  });
+
+  /** Every item of the widgets' JSON list with these filters, page by page. */
+  async function widgetItems(query: string): Promise<Record<string, unknown>[]> {
+    const items: Record<string, unknown>[] = [];
+    let after: string | null | undefined;
+    do {
+      const res = await get(`${WIDGETS}?${query}&limit=2${after ? `&after=${after}` : ''}`);
+      expect(res.status).toBe(200);
+      items.push(...res.body.items);
+      after = res.body.next;
+    } while (after);
+    return items;
+  }
+
+  it('a generated list of stored columns comes back from PostgreSQL as one text per batch', async () => {
+    const entity = t.app.services.registry.entities.find((e) => e.names.key === 'testkit.widget')!;
+    const ops = new EntityOperations(entity, { config: t.app.services.config });
+    const walk = entityExport(entity, ops, (_tx, row) => row).open(
+      { color: 'eq.written', sort: 'size' },
+      new Date(),
+      {},
+    );
+    const [csv, ndjson] = await t.app.services.transactions.run(t.acme, async (tx) => [
+      await walk.batch(tx, undefined, 3, 'csv'),
+      await walk.batch(tx, undefined, 3, 'ndjson'),
+    ]);
+    // Three records (one holds a quoted line break), and three lines, no header: the export writes that.
+    expect('text' in csv && parseCsv(csv.text).map((r) => r[1])).toEqual(["'=1+1", 'a "quoted", name', "'-minus"]);
+    expect('text' in ndjson && ndjson.text.split('\n')).toHaveLength(4);
+    expect(csv.next).not.toBeNull();
+  });
+
+  it('writes the very text csv.ts writes from the rows, across batches', async () => {
+    const items = await widgetItems('color=eq.written&sort=-size');
+    expect(items).toHaveLength(WRITTEN.length);
+    const columns = Object.keys(items[0]!);
+    const res = await get(`${WIDGETS}?format=csv&color=eq.written&sort=-size`);
+    expect(res.status).toBe(200);
+    expect(res.text).toBe(csvHeader(columns) + csvRows(items, columns));
+    const some = await get(`${WIDGETS}?format=csv&color=eq.written&sort=name&fields=note,approvedAt,name`);
+    const named = await widgetItems('color=eq.written&sort=name');
+    const picked = ['id', 'note', 'approvedAt', 'name'];
+    expect(some.text).toBe(csvHeader(picked) + csvRows(named, picked));
+  });
+
+  it('writes the very NDJSON lines JSON.stringify writes from the list items', async () => {
+    const items = await widgetItems('color=eq.written&sort=name');
+    const res = await get(`${WIDGETS}?format=ndjson&color=eq.written&sort=name`);
+    expect(res.status).toBe(200);
+    expect(res.text).toBe(items.map((item) => `${JSON.stringify(item)}\n`).join(''));
   });
 });
 

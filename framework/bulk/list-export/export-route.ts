@@ -1,6 +1,13 @@
 import { Readable } from 'node:stream';
 import type { FastifyRequest } from 'fastify';
-import type { ExportWalk, ListExport, NoTxRouteDefinition, RouteDefinition } from '../../entity/define.ts';
+import type {
+  ExportBatch,
+  ExportFormat,
+  ExportWalk,
+  ListExport,
+  NoTxRouteDefinition,
+  RouteDefinition,
+} from '../../entity/define.ts';
 import type { TxContext } from '../../context/tx.ts';
 import { strategyFor, type RoutePlan, type RequestStrategy } from '../../http/request-strategies.ts';
 import { transactionsFor } from '../../http/replica-choice.ts';
@@ -38,10 +45,10 @@ export function exportStrategy(
     ...rest,
     transaction: 'none',
     handler: async ({ query, params, request, reply, services, transaction }) => {
-      const format = exportFormatOf(request, offered) === 'ndjson' ? 'ndjson' : 'csv';
+      const format: ExportFormat = exportFormatOf(request, offered) === 'ndjson' ? 'ndjson' : 'csv';
       const now = services.clock.now();
       const walk = declared.open(query as Record<string, unknown>, now, (params ?? {}) as Record<string, string>);
-      const first = await transaction((tx) => walk.batch(tx, undefined, EXPORT_BATCH_ROWS));
+      const first = await transaction((tx) => walk.batch(tx, undefined, EXPORT_BATCH_ROWS, format));
       reply
         .type(MEDIA_TYPES[format])
         .header(
@@ -58,22 +65,26 @@ export function exportStrategy(
   );
 }
 
-/** The export's text, batch by batch: a CSV's header first, then each batch's rows as read. */
+/**
+ * The export's text, batch by batch: a CSV's header first, then each batch as one Buffer, from the
+ * text PostgreSQL wrote or from the rows as read.
+ */
 async function* encoded(
   walk: ExportWalk,
-  first: { rows: Record<string, unknown>[]; next: string | null },
+  first: ExportBatch,
   transaction: Transaction,
-  format: 'csv' | 'ndjson',
+  format: ExportFormat,
 ): AsyncGenerator<Buffer> {
   const { columns } = walk;
   if (format === 'csv') yield Buffer.from(csvHeader(columns));
   let batch = first;
   for (;;) {
-    if (batch.rows.length > 0)
-      yield Buffer.from(format === 'csv' ? csvRows(batch.rows, columns) : ndjsonRows(batch.rows, columns));
+    const text =
+      'text' in batch ? batch.text : format === 'csv' ? csvRows(batch.rows, columns) : ndjsonRows(batch.rows, columns);
+    if (text !== '') yield Buffer.from(text);
     const after = batch.next;
     if (after === null) return;
-    batch = await transaction((tx) => walk.batch(tx, after, EXPORT_BATCH_ROWS));
+    batch = await transaction((tx) => walk.batch(tx, after, EXPORT_BATCH_ROWS, format));
   }
 }
 
