@@ -32,6 +32,9 @@ export interface DbResetOptions {
 /** Drops the database and creates it again, empty, on the server of adminUrl. */
 export async function emptyDatabase(adminUrl: string, name: string): Promise<void> {
   const client = new pg.Client({ connectionString: adminUrl });
+  // A query under way rejects with the server's error, which the command reports; an end between
+  // queries (57P01) would otherwise be an uncaught 'error' event.
+  client.on('error', () => {});
   await client.connect();
   try {
     const quoted = client.escapeIdentifier(name);

@@ -260,7 +260,8 @@ export class ListFilters {
    * A list page's request as its handler reads it: the written-back pairs and whether the form
    * sent anything to write back (then the page answers `redirect(href)`), the list route's query
    * (paging and sort as the page's schema read them, the rest as written back), and the next
-   * page's address, which keeps the filters, q and sort its cursor was given under.
+   * page's address, which keeps the filters, q and sort its cursor was given under; for a list
+   * with sortable columns, each column's sort link, and the first page's address.
    */
   request(ctx: AdminPageContext): {
     pairs: QueryPairs;
@@ -268,11 +269,21 @@ export class ListFilters {
     href: string;
     query: Record<string, unknown>;
     nextHref(next: string | null): string | null;
+    sortHref(field: string): string;
+    firstHref: string | null;
   } {
     const { pairs, changed } = this.canonical(ctx.query);
     const { limit, offset, sort } = ctx.query;
     const kept = pairs.filter(([name]) => name !== 'after' && name !== 'offset');
+    const current = typeof sort === 'string' && sort !== '' ? sort : this.declaration.defaultSort;
+    // A new order starts at the first page: a cursor or an offset holds only under the order it was given.
+    const fromTheStart = (changes: Record<string, unknown>) =>
+      this.href(this.canonical({ ...ctx.query, ...changes, after: undefined, offset: undefined }).pairs);
+    const paged = (typeof ctx.query.after === 'string' && ctx.query.after !== '') || Number(offset ?? 0) > 0;
     return {
+      // A column sorted ascending by its field sorts descending; any other, ascending.
+      sortHref: (field) => fromTheStart({ sort: current === field ? `-${field}` : field }),
+      firstHref: paged ? fromTheStart({}) : null,
       pairs,
       changed,
       href: this.href(pairs),

@@ -181,6 +181,8 @@ function processExists(pid: number): boolean {
 /** Creates the database if it does not exist and returns its URL on the same server. */
 export async function ensureDatabase(adminUrl: string, name: string): Promise<string> {
   const client = new pg.Client({ connectionString: adminUrl });
+  // A query under way rejects with the server's error; an end between queries would be an uncaught 'error' event.
+  client.on('error', () => {});
   await client.connect();
   try {
     const found = await client.query('select 1 from pg_database where datname = $1', [name]);

@@ -201,21 +201,14 @@ export function registerTenantSwitcher(site: AdminSite): void {
     const port = requestPort(page.request.headers.host, site.services.config.server.port);
     const q = refused ? '' : typeof page.query.q === 'string' ? page.query.q : '';
     const tenants = await switcherPage(page.tx, query, port, q);
-    // Sort and paging links keep the search and the filters (a cursor is good only with them).
+    // Sort and paging links as ListFilters writes them: the search, the filters and the size kept.
     const kept = ListFilters.filtersOf(asked.pairs);
-    const href = (params: Record<string, string>) => {
-      const pairs: [string, string][] = [['limit', String(query.limit)], ...kept, ...Object.entries(params)];
-      if (q) pairs.splice(1, 0, ['q', q]);
-      return `${LIST}?${new URLSearchParams(pairs)}`;
-    };
     const body = renderTemplate('./admin/pages/tenants', {
       page: tenants,
       q,
       sorted: { [query.sort.replace(/^-/, '')]: query.sort.startsWith('-') ? 'descending' : 'ascending' },
-      sortHref: (field: string) => href({ sort: query.sort === field ? `-${field}` : field }),
-      pager: cursorPager(tenants.next ? href({ sort: query.sort, after: tenants.next }) : null, {
-        first: query.after ? href({ sort: query.sort }) : null,
-      }),
+      sortHref: asked.sortHref,
+      pager: cursorPager(asked.nextHref(tenants.next), { first: asked.firstHref }),
       texts: TEXTS,
       refused: refused ?? null,
       csrf: page.csrf(),

@@ -95,6 +95,8 @@ function pgVariant(settings: DriverLoadSettings): { run: Transaction; end(): Pro
     pipeline: true,
     ...(own ? { Client: GatheringClient } : {}),
   });
+  // An idle connection the server ends (57P01) is replaced at the next query, not an uncaught 'error' event.
+  pool.on('error', (err) => process.stderr.write(`driver-load: an idle database connection closed (${err.message})\n`));
   const send = (client: pg.PoolClient, s: Statement) => client.query({ name: s.name, text: s.text, values: s.values });
   const together = (client: pg.PoolClient, batch: Statement[]) => {
     const stream = settings.variant === 'pg-own-socket' ? (client as unknown as GatheringClient).socket : undefined;

@@ -43,6 +43,8 @@ export async function measureHistoryCostGroup(
     rowsPerTenant: Math.max(options.rowsPerTenant, PATCHED_ROWS),
   };
   const pool = new pg.Pool({ connectionString: databaseUrl, max: 1 });
+  // An idle connection the server ends (57P01) is replaced at the next query, not an uncaught 'error' event.
+  pool.on('error', (err) => log(`history: an idle database connection closed (${err.message})`));
   try {
     return await withTwoServices(options, databaseUrl, runId, log, spec, async (two) => {
       const { baseline: offSide, service: onSide, plan, pairOf } = two;

@@ -228,6 +228,8 @@ async function main(): Promise<void> {
     server = await startServer(data, port);
     const url = await ensureDatabase(server.adminUrl, 'tenantry_history_wal');
     const admin = new pg.Pool({ connectionString: url, max: 1 });
+    // An idle connection the server ends (57P01) is replaced at the next query, not an uncaught 'error' event.
+    admin.on('error', (err) => console.error(`history-wal: an idle database connection closed (${err.message})`));
     await admin.query('create extension if not exists pg_stat_statements');
     try {
       const on = await measureSide(url, admin, true);

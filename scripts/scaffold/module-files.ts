@@ -154,59 +154,102 @@ declare module '../../framework/contracts/database.ts' {
 }
 `,
     [`test/modules/${n.module}/${n.entity}.test.ts`]: `import { beforeAll, describe, expect, it } from 'vitest';
-import { signInAs } from '../../helpers/app.ts';
+import Value from 'typebox/value';
+import { signInAs, type SignedIn } from '../../helpers/app.ts';
+import { testConfig } from '../../helpers/config.ts';
+import { appSamples } from '../../helpers/samples/app-samples.ts';
+import { commandOutcome, uniqueFields } from '../../helpers/samples/derive.ts';
 import { useTestApp } from '../../helpers/use-test-app.ts';
+import { Registry } from '../../../framework/entity/registry.ts';
 import { allModules } from '../../../modules/index.ts';
 import { ${n.moduleExport} } from '../../../modules/${n.module}/index.ts';
 
 // Served whether or not it is registered in modules/index.ts yet. The conformance suite
-// (test/conformance/entities.test.ts) holds the entity to the common contract once it is; test
-// here only what is particular to it.
+// (test/conformance/entities.test.ts) holds the entity to the common contract once it is.
 const modules = allModules.includes(${n.moduleExport}) ? allModules : [...allModules, ${n.moduleExport}];
-const HOST = '${n.module}-test.localhost';
+const ENTITIES = new Registry(modules, testConfig()).entities;
+const entity = ENTITIES.find((e) => e.names.key === '${n.module}.${n.entity}')!;
+const { def, names } = entity;
 
-// One app for the file, with a customer tenant served at ${n.module}-test.localhost.
+// What these tests send and expect is derived from the entity's declarations (its fields, its
+// references, unique keys, states and commands: test/helpers/samples/derive.ts), so they keep
+// passing as you reshape the entity. Add beside them the tests of what is particular to it: what a
+// hook does, what a command changes.
 const t = useTestApp({ modules, customers: ['${n.module}-test'] });
-let cookie: string;
-const http = () => t.app.http(HOST);
+const samples = appSamples(() => t.app, ENTITIES);
+const http = () => t.app.http('${n.module}-test.localhost');
+let caller: SignedIn;
 
 beforeAll(async () => {
-  ({ cookie } = await signInAs(t.app, t['${n.module}-test'], ['${n.module}:read', '${n.module}:write']));
+  const commandPermissions = Object.values(def.commands ?? {}).map((c) => c.permission ?? def.permissions.write);
+  const permissions = [...new Set([def.permissions.read, def.permissions.write, ...commandPermissions])];
+  caller = await signInAs(t.app, t['${n.module}-test'], permissions);
 });
 
+/** Creates a row from a derived body: the body sent and the row answered. */
+async function create(given: Record<string, unknown> = {}) {
+  const body = { ...(await samples.createBody(entity, t['${n.module}-test'], caller)), ...given };
+  const res = await http().post(names.path).set('Cookie', caller.cookie).send(body);
+  return { body, res };
+}
+
 describe('${n.module}.${n.entity}', () => {
-  it('is created active, listed by name and archived by its command', async () => {
-    const created = await http().post('${n.path}').set('Cookie', cookie).send({ name: 'Second', quantity: 2 });
-    expect(created.status, JSON.stringify(created.body)).toBe(201);
-    expect(created.body).toMatchObject({ name: 'Second', quantity: 2, status: 'active', notes: null, dueAt: null });
-    await http().post('${n.path}').set('Cookie', cookie).send({ name: 'First', quantity: 1, dueAt: '2030-01-31T12:00:00.000Z' }).expect(201);
+  it('is created as sent, read back and listed', async () => {
+    const { body, res } = await create();
+    expect(res.status, JSON.stringify(res.body)).toBe(201);
+    expect(Value.Check(entity.schemas.row, res.body), JSON.stringify([...Value.Errors(entity.schemas.row, res.body)])).toBe(true);
+    const shown = (entity.schemas.row as { properties: Record<string, unknown> }).properties;
+    expect(res.body).toMatchObject(Object.fromEntries(Object.entries(body).filter(([field]) => field in shown)));
 
-    const list = await http().get('${n.path}?sort=name').set('Cookie', cookie).expect(200);
-    expect(list.body.items.map((row: { name: string }) => row.name)).toEqual(['First', 'Second']);
-
-    const archived = await http().post(\`${n.path}/\${created.body.id}/archive\`).set('Cookie', cookie);
-    expect(archived.status, JSON.stringify(archived.body)).toBe(200);
-    expect(archived.body.status).toBe('archived');
+    const read = await http().get(\`\${names.path}/\${res.body.id}\`).set('Cookie', caller.cookie).expect(200);
+    expect(read.body).toEqual(res.body);
+    const list = await http().get(names.path).set('Cookie', caller.cookie).expect(200);
+    expect(list.body.items.map((row: { id: string }) => row.id)).toContain(res.body.id);
   });
 
-  it('refuses a second ${lower} of the same name', async () => {
-    await http().post('${n.path}').set('Cookie', cookie).send({ name: 'Twin', quantity: 1 }).expect(201);
-    const again = await http().post('${n.path}').set('Cookie', cookie).send({ name: 'Twin', quantity: 2 });
-    expect(again.status, JSON.stringify(again.body)).toBe(409);
-    expect(again.body).toMatchObject({ code: 'ALREADY_EXISTS', field: 'name', detail: '${article(lower)} ${lower} with this name already exists' });
-  });
+  for (const { field, code } of uniqueFields(entity)) {
+    const declared = def.storage?.unique?.find((u) => typeof u !== 'string' && u.field === field);
+    const message = typeof declared === 'object' ? declared.message : undefined;
+    it(\`refuses a second \${names.label.toLowerCase()} with the same \${field} (409 \${code})\`, async () => {
+      const first = await create();
+      expect(first.res.status, JSON.stringify(first.res.body)).toBe(201);
+      const again = await create({ [field]: first.body[field] });
+      expect(again.res.status, JSON.stringify(again.res.body)).toBe(409);
+      expect(again.res.body).toMatchObject({ code, ...(message ? { field, detail: message } : {}) });
+    });
+  }
+
+  for (const command of Object.keys(def.commands ?? {})) {
+    it(\`answers its \${command} command on a new \${names.label.toLowerCase()} as its states declare\`, async () => {
+      const { res: created } = await create();
+      expect(created.status, JSON.stringify(created.body)).toBe(201);
+      const row = created.body as Record<string, unknown>;
+      const body = await samples.commandBody(entity, command, t['${n.module}-test'], caller, row);
+      const sent = http().post(\`\${names.path}/\${row.id}/\${command}\`).set('Cookie', caller.cookie);
+      const res = body ? await sent.send(body) : await sent;
+      const outcome = commandOutcome(entity, command, row);
+      if (outcome === 'success') {
+        expect(res.status, JSON.stringify(res.body)).toBe(200);
+        const to = def.commands?.[command]?.states?.to;
+        if (to && def.states) expect(res.body[def.states.field]).toBe(to);
+      } else {
+        expect(res.status, JSON.stringify(res.body)).toBe(outcome.status);
+        expect(res.body.code).toBe(outcome.code);
+      }
+    });
+  }
 
   it('is in the OpenAPI document, the catalog and the admin shell', async () => {
     const openapi = await http().get('/api/v1/openapi.json').expect(200);
     const operations = Object.values(openapi.body.paths as Record<string, Record<string, { operationId: string }>>).flatMap((p) => Object.values(p).map((o) => o.operationId));
-    expect(operations).toEqual(expect.arrayContaining(['${n.module}-${n.entity}-list', '${n.module}-${n.entity}-create', '${n.module}-${n.entity}-archive']));
+    expect(operations).toEqual(expect.arrayContaining(entity.endpoints.map((e) => names.operationId(e.verb))));
 
-    const catalog = await http().get('/api/v1/admin/resources').set('Cookie', cookie).expect(200);
-    expect(JSON.stringify(catalog.body)).toContain('${n.path}');
+    const catalog = await http().get('/api/v1/admin/resources').set('Cookie', caller.cookie).expect(200);
+    expect(JSON.stringify(catalog.body)).toContain(names.path);
 
-    const page = await http().get('${n.adminPath}').set('Cookie', cookie);
+    const page = await http().get(names.adminPath).set('Cookie', caller.cookie);
     expect(page.status).toBe(200);
-    expect(page.text).toContain('${titleCase(n.plural)}');
+    expect(page.text).toContain(names.labelPlural);
   });
 });
 `,

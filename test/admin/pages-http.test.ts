@@ -77,7 +77,29 @@ describe('GET /admin/tenant/tenants: authorised exactly like GET /api/v1/tenant/
     const sorted = await app.http().get('/admin/tenant/tenants?sort=-slug&limit=1').set('Cookie', manager.cookie);
     expect(sorted.status).toBe(200);
     expect(sorted.text.match(/data-tenant="([^"]+)"/g)).toEqual(['data-tenant="operator"']);
-    expect(sorted.text).toMatch(/rel="next" href="\/admin\/tenant\/tenants\?limit=1&amp;sort=-slug&amp;after=/);
+    // Its links as ListFilters writes every list's (its sort and size kept, defaults left out): the
+    // next page, each column's sort (from the first page, the sorted column's direction flipped).
+    const next = /rel="next" href="([^"]+)"/.exec(sorted.text)?.[1]?.replaceAll('&amp;', '&');
+    expect(next).toMatch(/^\/admin\/tenant\/tenants\?sort=-slug&limit=1&after=[^&]+$/);
+    expect(sorted.text).toContain('<a href="/admin/tenant/tenants?sort=slug&amp;limit=1">Short name</a>');
+    expect(sorted.text).toContain('<a href="/admin/tenant/tenants?sort=name&amp;limit=1">Name</a>');
+    expect(sorted.text).not.toContain('>First page</a>');
+    const second = await app.http().get(next!).set('Cookie', manager.cookie);
+    expect(second.status).toBe(200);
+    expect(second.text.match(/data-tenant="([^"]+)"/g)).toHaveLength(1);
+    expect(second.text).not.toContain('data-tenant="operator"');
+    // A later page links back to the first under the same order and size, and sorts from the first page.
+    expect(second.text).toContain('<a href="/admin/tenant/tenants?sort=-slug&amp;limit=1">First page</a>');
+    expect(second.text).toContain('<a href="/admin/tenant/tenants?sort=slug&amp;limit=1">Short name</a>');
+    // A search and a filter stay on through sorting and paging.
+    const searched = await app
+      .http()
+      .get('/admin/tenant/tenants?status=eq.active&q=o&sort=name&limit=1')
+      .set('Cookie', manager.cookie);
+    expect(searched.status).toBe(200);
+    expect(searched.text).toContain(
+      '<a href="/admin/tenant/tenants?status=eq.active&amp;q=o&amp;sort=-name&amp;limit=1">Name</a>',
+    );
     expect((await app.http().get('/admin/tenant/tenants?sort=password').set('Cookie', manager.cookie)).status).toBe(
       422,
     );

@@ -12,6 +12,7 @@ import type { ResolvedEntity } from '../../framework/entity/resolve.ts';
 import type { AnyRoute } from '../../framework/entity/define.ts';
 import type { TenantRef } from '../../framework/context/tenant.ts';
 import { sampleValue } from '../helpers/samples/values.ts';
+import { appSamples } from '../helpers/samples/app-samples.ts';
 import {
   actorFields,
   commandOutcome,
@@ -22,7 +23,6 @@ import {
   refusedPatchMove,
   uniqueFields,
   type Outcome,
-  type SampleSources,
 } from '../helpers/samples/derive.ts';
 import { hashSecret } from '../../framework/access/session-cookie.ts';
 
@@ -40,8 +40,6 @@ const UNKNOWN_FIELD = 'conformanceUnknownField';
 let app: TestApp;
 let customerA: TenantRef;
 let customerB: TenantRef;
-let counter = 0;
-const next = () => ++counter;
 
 beforeAll(async () => {
   app = await startTestApp({ modules: MODULES });
@@ -61,82 +59,15 @@ interface Problem {
   headers: Record<string, string>;
 }
 
-const entityOf = (key: string): ResolvedEntity => {
-  const found = ENTITIES.find((e) => e.names.key === key);
-  if (!found) throw new Error(`a reference names ${key}, which no registered entity is`);
-  return found;
-};
-
-/** A signed-in caller of the tenant holding every permission: who makes the rows other entities' bodies name. */
-const makers = new Map<string, Promise<{ cookie: string; rawSessionId: string }>>();
-const makerOf = (tenant: TenantRef) => {
-  let maker = makers.get(tenant.id);
-  if (!maker) makers.set(tenant.id, (maker = signInAs(app, tenant, ['*'])));
-  return maker;
-};
-
-/** The caller's row-access values for the entity (field → value), which a create body of theirs carries. */
-async function accessOf(
-  entity: ResolvedEntity,
-  tenant: TenantRef,
-  rawSessionId: string,
-): Promise<Record<string, unknown>> {
-  const rowAccess = entity.def.rowAccess;
-  if (!rowAccess) return {};
-  const settable = (entity.schemas.create as { properties: Record<string, unknown> }).properties;
-  const values = await app.services.transactions.run(tenant, async (ctx) => ({ ...rowAccess(ctx) }), {
-    sessionHash: hashSecret(rawSessionId),
-  });
-  return Object.fromEntries(Object.entries(values).filter(([field]) => field in settable));
-}
-
 /**
- * Where a body's references and actors come from at a tenant: a row of the named entity made
- * through its own create route (a global one at the operator), once per tenant and entity unless
- * a unique key asks for a fresh one; a person of the tenant holding the actor's permission.
+ * Where a body's references and actors come from at a tenant (test/helpers/samples/app-samples.ts):
+ * a row of the named entity made through its own create route (a global one at the operator), once
+ * per tenant and entity unless a unique key asks for a fresh one; a person of the tenant holding
+ * the actor's permission.
  */
-const references = new Map<string, Promise<string>>();
-const actors = new Map<string, Promise<string>>();
-function sourcesAt(tenant: TenantRef): SampleSources {
-  const sources: SampleSources = {
-    reference(key, { fresh }) {
-      const target = entityOf(key);
-      const at = target.scope === 'global' ? app.operator : tenant;
-      const cacheKey = `${at.id} ${key}`;
-      const cached = references.get(cacheKey);
-      if (cached && !fresh) return cached;
-      const made = makeRow(target, at);
-      if (!fresh) references.set(cacheKey, made);
-      return made;
-    },
-    actor(permission) {
-      const cacheKey = `${tenant.id} ${permission}`;
-      let actor = actors.get(cacheKey);
-      if (!actor) actors.set(cacheKey, (actor = signInAs(app, tenant, [permission]).then((a) => a.userId)));
-      return actor;
-    },
-  };
-  return sources;
-}
-
-/** A row of the entity at the tenant, made through its create route with a derived body: its id. */
-async function makeRow(target: ResolvedEntity, tenant: TenantRef): Promise<string> {
-  if (target.singleton)
-    throw new Error(`a reference names ${target.names.key}, a singleton: a reference names a row of a collection`);
-  const maker = await makerOf(tenant);
-  const n = next();
-  const given = {
-    ...(await createSample(app.services, tenant, target.names.key, n, {
-      sessionHash: hashSecret(maker.rawSessionId),
-    })),
-    ...(await accessOf(target, tenant, maker.rawSessionId)),
-  };
-  const body = await derivedCreateBody(target, n, sourcesAt(tenant), given);
-  const res = await app.http(hostOf(tenant)).post(target.names.path).set('Cookie', maker.cookie).send(body);
-  if (res.status !== 201)
-    throw new Error(`making a ${target.names.key} row to reference: ${res.status} ${JSON.stringify(res.body)}`);
-  return String(res.body.id);
-}
+const samples = appSamples(() => app, ENTITIES);
+const sourcesAt = samples.at;
+const next = samples.next;
 
 function expectProblem(res: Problem, status: number, code: string, what: string): void {
   expect(res.status, `${what}: ${JSON.stringify(res.body)}`).toBe(status);

@@ -23,7 +23,8 @@ const run = promisify(execFile);
  * a PATCH edge and a command, an owner referencing a user, a hook) is built from
  * `npm run new:module` by editing only files under modules/depot/ and migrations/depot/, plus the
  * one registration line in modules/index.ts and the accepted OpenAPI snapshot and client. Then
- * `npm run check` passes, and the conformance and security suites pass with the new module in them.
+ * `npm run check` passes, the module's own test file (the scaffold's, unedited) passes, and the
+ * conformance and security suites pass with the new module in them.
  *
  * The module is `depot` (entity `product`), a name nothing else in the repository uses. Its files
  * are test/fixtures/acceptance-module/*.ts.txt, written over the scaffold's. The money is a Money
@@ -38,8 +39,11 @@ const run = promisify(execFile);
  * parameter without a sample, a body the derivation cannot make, a refusal nobody declared) fails
  * its test, and so this one.
  *
- * The scaffold's own example test (test/modules/depot/product.test.ts, about the scaffold's example
- * fields) is left as the scaffold wrote it, and not run: it is the author's to rewrite.
+ * The scaffold's test file (test/modules/depot/product.test.ts) is left as the scaffold wrote it,
+ * and run after the reshape (`npx vitest run test/modules/depot`): what it sends and expects is
+ * derived from the entity's declarations, so it passes with the SKU, the price, the owner, the
+ * states and the commands the author gave the entity (a test of the scaffold's example fields
+ * would fail here, and with it `npm test` in the author's copy).
  */
 const MODULE = 'depot';
 const ENTITY = 'product';
@@ -86,7 +90,7 @@ function files(dir: string, under = dir): string[] {
 }
 
 describe('a module shaped like the inventory module, from npm run new:module (issue 50, acceptance)', () => {
-  it('is built by editing only its own files, the registration line, the snapshot and the client; npm run check and the conformance and security suites pass with it', {
+  it('is built by editing only its own files, the registration line, the snapshot and the client; npm run check, its own test file and the conformance and security suites pass with it', {
     timeout: 1_800_000,
   }, async () => {
     copy = mkdtempSync(join(tmpdir(), 'tenantry-acceptance-'));
@@ -179,7 +183,30 @@ describe('a module shaped like the inventory module, from npm run new:module (is
     // 5. The checks: types, lint and format, dependencies, the OpenAPI lint, the client.
     await must('check');
 
-    // 6. The conformance and security suites, with the new module among the modules they walk.
+    // 6. The module's own test file, as the scaffold wrote it, on the reshaped entity.
+    const own = await run('npx', ['vitest', 'run', `test/modules/${MODULE}`, '--reporter=verbose'], {
+      cwd: target,
+      env,
+      maxBuffer: 256 * 1024 * 1024,
+    }).catch((err: { code: number; stdout: string; stderr: string }) => err);
+    const ownOutput = `${own.stdout}\n${own.stderr}`;
+    expect('code' in own ? own.code : 0, ownOutput).toBe(0);
+    expect(ownOutput).not.toMatch(/\bfailed\b/);
+    // Its tests followed the declarations: the SKU's unique key, both commands (restock acts on a
+    // draft, retire refuses one), the contract and the shell.
+    for (const test of [
+      'is created as sent, read back and listed',
+      'refuses a second product with the same sku (409 ALREADY_EXISTS)',
+      'answers its restock command on a new product as its states declare',
+      'answers its retire command on a new product as its states declare',
+      'is in the OpenAPI document, the catalog and the admin shell',
+    ])
+      expect(
+        ownOutput.split('\n').filter((line) => line.includes('✓') && line.includes(test)),
+        test,
+      ).toHaveLength(1);
+
+    // 7. The conformance and security suites, with the new module among the modules they walk.
     const vitest = await run(
       process.execPath,
       [

@@ -26,6 +26,8 @@ export const SLOW = [
   'test/framework/check-catches-type-errors.test.ts',
   // A PostgreSQL of its own and a streaming replica of it, two more servers.
   'test/framework/replica-reads.test.ts',
+  // A scratch database's pool in a process of its own, whose idle connection the server ends.
+  'test/framework/scratch-idle-connection.test.ts',
   // `npm run job` as a process against a running service.
   'test/modules/billing/job-command.test.ts',
   // 1,000,000 tasks seeded and vacuumed before it reads a plan (about two minutes on a loaded machine).
