@@ -1,6 +1,4 @@
 import Type from 'typebox';
-import type { AdminBadge } from '../entity/define.ts';
-import type { TxContext } from '../context/tx.ts';
 import type { AdminSite } from '../contracts/admin.ts';
 import { RouteGuard } from '../access/guard.ts';
 import { problem } from '../errors.ts';
@@ -9,18 +7,16 @@ import { StreamHeaders, eventStream } from '../live/stream-route.ts';
 import { apiRoute } from './api-route.ts';
 import { registerAdminPage } from './page.ts';
 import { renderTemplate } from './render.ts';
+import { LIVE_BADGE_PATH, LIVE_STREAM_PATH, badgeOf, headerBadge } from './live-shell.ts';
 
 /**
  * The admin shell's live changes (docs/admin.md, "Live changes"): one stream per browser, whatever
  * its tabs follow. A page names the lists it follows in its markup (the header's badge, a
  * generated list); assets/live.js in the one tab that leads opens this one connection for the
  * lists of every open tab and relays their events to the others, and the hub (framework/live)
- * carries each list's events on it, named `<the list's stream operation id>:<event>`.
- */
-export const LIVE_STREAM_PATH = '/admin/_live/stream';
-/** The header's badge, counted again: what assets/live.js swaps in after the badge's list changed. */
-export const LIVE_BADGE_PATH = '/admin/_live/badge';
-/**
+ * carries each list's events on it, named `<the list's stream operation id>:<event>`. What the
+ * shell's layout needs of it (the paths, the header's badge) is in live-shell.ts.
+ *
  * At most this many lists on one browser's connection: the lists of all its open tabs (each a
  * generated list and the badge's). assets/live.js carries no more (the same number there).
  */
@@ -44,33 +40,6 @@ const LiveQuery = Type.Object(
   },
   { additionalProperties: false },
 );
-
-/** The first module's badge: the header has one slot (shell.ts reads the same). */
-export function badgeOf(site: AdminSite): AdminBadge | undefined {
-  return site.services.registry.modules.find((m) => m.adminBadge)?.adminBadge;
-}
-
-/** The header's badge as the layout shows it: hidden at zero; marked with the list it follows, if any. */
-export async function headerBadge(badge: AdminBadge, tx: TxContext): Promise<HeaderBadge> {
-  return {
-    label: badge.label,
-    count: await badge.count(tx as TxContext<never>),
-    href: badge.href,
-    follows: badge.follows?.operationId,
-    refresh: LIVE_BADGE_PATH,
-  };
-}
-
-/** What templates/admin/components/header-badge.eta shows. */
-export interface HeaderBadge {
-  label: string;
-  count: number;
-  href: string | undefined;
-  /** The operation id of the stream whose changes count it again, if any. */
-  follows: string | undefined;
-  /** Where the badge is read again. */
-  refresh: string;
-}
 
 /**
  * The page's stream, and the badge's fragment. Each list a page asks for is admitted by its own

@@ -4,7 +4,7 @@ import type { AdminPerson } from '../entity/define.ts';
 import type { AdminPageContext, AdminSite, AdminView } from '../contracts/admin.ts';
 import { renderTemplate } from './render.ts';
 import { CSS_URL, FAVICON_URL, HTMX_URL, LIVE_URL } from './assets.ts';
-import { LIVE_STREAM_PATH, badgeOf, headerBadge, type HeaderBadge } from './live.ts';
+import { LIVE_STREAM_PATH, badgeOf, headerBadge, type HeaderBadge } from './live-shell.ts';
 import { PRODUCT_NAME, isHtmx } from './html.ts';
 import { allows } from './allows.ts';
 import { FORM_TOKEN_FIELD } from '../access/form-token.ts';

@@ -71,6 +71,18 @@ export const GALLERY: readonly GallerySample[] = [
     }),
   },
   {
+    component: 'header-badge',
+    about:
+      'The header’s count worth opening (the unread notifications), a link to them; hidden at zero, counted again by live changes where a page follows them.',
+    data: () => ({
+      label: 'unread notifications',
+      count: 3,
+      href: '/admin/_gallery#header-badge',
+      follows: undefined,
+      refresh: '/admin/_live/badge',
+    }),
+  },
+  {
     component: 'history',
     about:
       'A record’s changes, newest first: who, what and when in words, a long text’s change as the lines removed and added, and Restore behind a confirmation.',
