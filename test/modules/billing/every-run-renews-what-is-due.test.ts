@@ -155,19 +155,24 @@ describe('every run of billing-renew renews every subscription due at its clock,
         return result;
       },
     });
-    // Holds the second run between locking the subscription and recording the charge (it reads the plan in between).
-    const plans = await pool().connect();
+    // Holds the second run between locking the subscription and recording its pending charge: the
+    // charges table is closed to writes (reads go on, and the statement that opens every
+    // transaction reads plans and subscriptions, never charges, so neither run waits there).
+    const writes = await pool().connect();
     try {
       const first = worker.jobs.run(job, tenant, slot);
       await firstCharged;
-      await plans.query('begin');
-      await plans.query('lock table plans in access exclusive mode');
+      await writes.query('begin');
+      await writes.query('lock table billing_charges in exclusive mode');
       const second = worker.jobs.run(job, tenant, slot);
-      await until('the second run, the subscription locked, waiting for the plan', () => waiting('"plans"'));
-      // The first run records its receipt while the second holds the subscription.
+      await until('the second run, the subscription locked, waiting to record its charge', () =>
+        waiting('"billing_charges"'),
+      );
+      // The first run goes on to record its receipt while the second holds the subscription: it
+      // must wait for the subscription (before writing the receipt), not for the charges table.
       answer();
       await until('the first run waiting for the subscription', () => waiting('"subscriptions"'));
-      await plans.query('commit');
+      await writes.query('commit');
 
       const results = await Promise.allSettled([first, second]);
       expect(results.map((r) => (r.status === 'fulfilled' ? r.value : String(r.reason)))).toEqual([
@@ -176,8 +181,8 @@ describe('every run of billing-renew renews every subscription due at its clock,
       ]);
     } finally {
       answer();
-      await plans.query('rollback').catch(() => {});
-      plans.release();
+      await writes.query('rollback').catch(() => {});
+      writes.release();
       usePaymentProvider(world.app.services, real);
     }
     expect(await subscription(world, tenant)).toMatchObject({ status: 'active', period_start: trial.period_end });
