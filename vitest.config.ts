@@ -1,6 +1,6 @@
 import { configDefaults, defineConfig } from 'vitest/config';
 import SlowFirstSequencer from './test/helpers/slow-first-sequencer.ts';
-import { ALONE, MEMORY, SLOW, unitTestFiles } from './test/helpers/test-kinds.ts';
+import { ALONE, MEMORY, OWN_PROCESS, SLOW, unitTestFiles } from './test/helpers/test-kinds.ts';
 
 // Three projects (test/helpers/test-kinds.ts says which file goes where): unit (no app, no
 // database, no process), integration (the app on a database of its own), slow (browser, faults,
@@ -22,7 +22,9 @@ export default defineConfig({
     hookTimeout: 120_000,
     // The slow files early, spread among the integration files; the unit files last (slow-first-sequencer.ts).
     sequence: { sequencer: SlowFirstSequencer },
-    // With --coverage (npm run coverage, CI): the framework's and the modules' code.
+    // With --coverage (npm run coverage, the first half of npm test): the framework's and the modules'
+    // code. The slow project runs without (npm run test:slow): coverage made its files about 40 %
+    // slower and the integration files about 60 % (docs/performance.md, "Run overheads").
     coverage: {
       provider: 'v8',
       include: ['framework/**/*.ts', 'modules/**/*.ts'],
@@ -35,11 +37,17 @@ export default defineConfig({
       // fallbacks) vary between runs. Raise it as coverage grows.
       thresholds: { statements: 89, branches: 81, functions: 89, lines: 91 },
     },
+    // The unit and integration files share their worker's process with the files before them
+    // (`isolate: false`): the framework, the modules and their dependencies are imported once per
+    // worker rather than once per file, which was a fifth of each file's time (docs/performance.md,
+    // "Run overheads"). Those files leave no process-wide state behind; the few that must
+    // (test-kinds.ts OWN_PROCESS) and every other project keep a fresh process per file.
     projects: [
       {
         test: {
           name: 'unit',
           include: UNIT,
+          isolate: false,
           // The type tests and what they import, not the whole repository again (npm run check does that):
           // the whole took 2.5 times as long to check.
           typecheck: { enabled: true, include: ['test/**/*.test-d.ts'], tsconfig: './test/types/tsconfig.json' },
@@ -49,9 +57,11 @@ export default defineConfig({
         test: {
           name: 'integration',
           include: [ALL],
-          exclude: [...configDefaults.exclude, ...UNIT, ...SLOW, ...MEMORY],
+          exclude: [...configDefaults.exclude, ...UNIT, ...SLOW, ...MEMORY, ...OWN_PROCESS],
+          isolate: false,
         },
       },
+      { test: { name: 'integration, own process', include: OWN_PROCESS } },
       { test: { name: 'slow', include: SLOW, exclude: [...configDefaults.exclude, ...ALONE] } },
       {
         test: {

@@ -30,11 +30,16 @@ const commands = (text: string) =>
     .map((line) => line.replace(/(^|\s)#.*$/, '').trim())
     .filter((line) => line !== '');
 
-/** The vitest projects a command runs (every one when it names none), or none when it runs no vitest. */
+/**
+ * The vitest projects a command runs (every one when it names none), or none when it runs no vitest;
+ * a script of several commands (`npm run a && npm run b`) runs what each of them runs.
+ */
 function projectsRun(command: string, all: string[]): string[] {
   const scripts = (JSON.parse(read('package.json')) as { scripts: Record<string, string> }).scripts;
   const script = /^npm (?:run )?(test|[\w:-]+)$/.exec(command)?.[1];
   const line = script ? (scripts[script] ?? '') : command;
+  const parts = line.split('&&').map((part) => part.trim());
+  if (parts.length > 1) return parts.flatMap((part) => projectsRun(part, all));
   if (!/\bvitest run\b/.test(line)) return [];
   const named = [...line.matchAll(/--project\s+(?:'([^']*)'|"([^"]*)"|(\S+))/g)].map((m) => m[1] ?? m[2] ?? m[3]!);
   return named.length > 0 ? named : all;

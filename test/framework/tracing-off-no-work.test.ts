@@ -27,7 +27,8 @@ import { tracingEnabled } from '../../framework/observability/tracing.ts';
  * provider, a propagator, a context manager) before the app is built: any span started, any trace
  * context read, injected or extracted, and any context entered, anywhere in the process, is
  * counted. A request, the events it writes, their relay and their delivery must leave the count at
- * zero. (Each test file runs in a process of its own, so these globals reach no other file.)
+ * zero. (This file runs in a process of its own, OWN_PROCESS in test/helpers/test-kinds.ts, so these
+ * globals reach no other file.)
  */
 
 const calls: string[] = [];

@@ -56,6 +56,24 @@ export const MEMORY = [
   'test/framework/list-export-memory.test.ts',
 ];
 
+/**
+ * Integration files that change what the whole process shares, which no other file may inherit:
+ * they run as every file did before, each in a fresh process (vitest.config.ts, the project
+ * `integration, own process`). Every other integration file shares its worker's imported framework
+ * with the files before it (`isolate: false`), so it may not leave process-wide state behind:
+ * OpenTelemetry's global tracer provider, propagator and context manager (both files below install
+ * them), an unrestored spy on a global, `process.env`, fake timers. A file that counts what the
+ * process has registered since it started runs here too.
+ */
+export const OWN_PROCESS = [
+  'test/framework/tracing.test.ts',
+  'test/framework/tracing-off-no-work.test.ts',
+  // Counts the prepared statements of one connection against a bound: the statement texts are
+  // registered process-wide (framework/db/statements.ts), and earlier files' widget writes, in a
+  // shared process, had prepared a third update text (3 against the bound of 2).
+  'test/framework/bounded-statements.test.ts',
+];
+
 /** What in a test file, or a test helper it imports, boots the app, opens a database or starts a process. */
 const NEEDS_MORE_THAN_UNIT =
   /\b(startTestApp|useTestApp|useBrowserApp|buildApp|buildWorld|createTestDatabase|createMigratedTestDatabase|openDatabase|startEmbeddedPostgres)\b|pgAdminUrl|from 'pg'|node:child_process|from 'supertest'/;
