@@ -1,4 +1,4 @@
-import type { BrowserContextOptions, Page } from 'playwright-core';
+import type { Page } from 'playwright-core';
 import { CompiledQuery } from 'kysely';
 import { beforeAll, describe, expect, it } from 'vitest';
 import { createCustomer } from '../helpers/app.ts';
@@ -8,7 +8,7 @@ import {
   hasChromium,
   preloadAxe,
   seriousViolations,
-  signInThroughLogin,
+  signedInSession,
   useBrowserApp,
   warnNoChromium,
 } from './admin-pages-setup.ts';
@@ -30,8 +30,8 @@ const SIZES = [
 ];
 let admin: { email: string; password: string };
 let annLabel: string;
-/** The admin's session, signed in once through /admin/login: each test's browsers start with its cookie. */
-let signedIn: BrowserContextOptions['storageState'];
+/** The admin's browsers on one session, signed in once through /admin/login. */
+let asAdmin: Awaited<ReturnType<typeof signedInSession>>;
 
 beforeAll(async () => {
   if (!hasChromium) return;
@@ -57,9 +57,7 @@ beforeAll(async () => {
       );
     }
   });
-  const login = await signInThroughLogin(t.browser, t.origin(HOST), admin);
-  signedIn = await login.context.storageState();
-  await login.context.close();
+  asAdmin = await signedInSession(t.browser, t.origin(HOST), admin);
 }, 120_000);
 
 /** The titles of the list's rows, in order. */
@@ -89,23 +87,14 @@ async function axeFindings(page: Page): Promise<string[]> {
   return [...inForm.map((v) => `${v.impact} ${v.id}: ${v.help}`), ...(await seriousViolations(page))];
 }
 
-/** A browser of the signed-in admin's, on the dashboard, at that size (the session the file signed in once). */
-async function signedInBrowser(javaScriptEnabled: boolean, size: { width: number; height: number }) {
-  const context = await t.browser.newContext({ javaScriptEnabled, storageState: signedIn, viewport: size });
-  const page = await context.newPage();
-  await page.goto(`${t.origin(HOST)}/admin`);
-  expect(new URL(page.url()).pathname).toBe('/admin');
-  return { context, page };
-}
-
 /**
  * A browser for the test: the page the person uses (with or without JavaScript), and axe's check of
  * what that page shows (in a page that runs scripts when the person's does not: the same address).
  * axe's source is loaded into each document of the checking browser as it opens (preloadAxe).
  */
 async function session(javaScriptEnabled: boolean, size: { width: number; height: number }) {
-  const person = await signedInBrowser(javaScriptEnabled, size);
-  const checker = javaScriptEnabled ? undefined : await signedInBrowser(true, size);
+  const person = await asAdmin({ javaScriptEnabled, viewport: size });
+  const checker = javaScriptEnabled ? undefined : await asAdmin({ javaScriptEnabled: true, viewport: size });
   await preloadAxe((checker ?? person).context);
   return {
     ...person,

@@ -1,6 +1,6 @@
 import axe from 'axe-core';
 import type { AddressInfo } from 'node:net';
-import { chromium, type Browser, type BrowserContext, type Page } from 'playwright-core';
+import { chromium, type Browser, type BrowserContext, type BrowserContextOptions, type Page } from 'playwright-core';
 import { afterAll, beforeAll, expect } from 'vitest';
 import { startTestApp, type TestApp, type TestAppOptions } from '../helpers/app.ts';
 
@@ -81,6 +81,29 @@ export async function signInThroughLogin(
   await Promise.all([page.waitForURL(`${origin}/admin`), page.click('main form button[type=submit]')]);
   expect(new URL(page.url()).pathname).toBe('/admin');
   return { context, page };
+}
+
+/**
+ * Signs the person in through /admin/login once (signInThroughLogin) and keeps that session: each
+ * call of the function it answers opens a new browser context holding the session's cookie, its
+ * page on the dashboard (checked to land there, as signInThroughLogin checks). For a file whose
+ * tests need the person signed in but do not test signing in: one login a file, not one a test.
+ */
+export async function signedInSession(
+  browser: Browser,
+  origin: string,
+  person: { email: string; password: string },
+): Promise<(options?: BrowserContextOptions) => Promise<{ context: BrowserContext; page: Page }>> {
+  const first = await signInThroughLogin(browser, origin, person);
+  const storageState = await first.context.storageState();
+  await first.context.close();
+  return async (options = {}) => {
+    const context = await browser.newContext({ ...options, storageState });
+    const page = await context.newPage();
+    await page.goto(`${origin}/admin`);
+    expect(new URL(page.url()).pathname).toBe('/admin');
+    return { context, page };
+  };
 }
 
 /** The session cookie the browser holds for that origin, as a Cookie header value. */
