@@ -46,6 +46,8 @@ export interface ResultRow {
   statements_per_batch?: number;
   batches?: number;
   rss_mib?: number;
+  /** Live scenario: the web process's CPU time over a step, in % of one core. */
+  cpu_percent?: number;
 }
 
 const round = (value: number | null, digits: number): number | null =>

@@ -375,7 +375,7 @@ async function measure(
     const webHost = webSeed.tenants[0]!.host;
     const cookie = await signIn(web.port, webHost, webSeed.email, BENCH_PASSWORD);
     log(
-      `live: ${options.liveStreams.join(', ')} open streams of the widget list on a web process (role web, port ${web.port}), ${options.liveRate} creates/s for ${options.seconds} s at each (load average ${load()})`,
+      `live: ${options.liveStreams.join(', ')} open streams of the widget list on one tenant, then ${options.liveTenants * 10} more over ${options.liveTenants} tenants, on a web process (role web, port ${web.port}), ${options.liveRate} creates/s for ${options.seconds} s at each (load average ${load()})`,
     );
     rows.push(
       ...(await measureLiveGroup({
@@ -383,6 +383,7 @@ async function measure(
         host: webHost,
         cookie,
         counts: options.liveStreams,
+        tenants: options.liveTenants,
         rate: options.liveRate,
         seconds: options.seconds,
         log,

@@ -8,7 +8,7 @@ import { testkitModule } from '../../test/helpers/testkit-module.ts';
 import type { ModuleDefinition } from '../../framework/entity/module-definition.ts';
 import { benchModule, ProbeRecorder, PROBE_EVENT, wallClockMs } from './bench-module.ts';
 import { seed } from './seed.ts';
-import { countLiveBatches, liveSessions } from './live-service.ts';
+import { countLiveBatches, liveSessions, liveTenants } from './live-service.ts';
 import {
   SETTINGS_ENV,
   type ChildMessage,
@@ -113,6 +113,10 @@ async function main(): Promise<void> {
       files: { dir: settings.filesDir, max_bytes: settings.maxUploadBytes, quota_bytes: Number.MAX_SAFE_INTEGER },
       // The webhooks scenario's deliveries (to a loopback receiver) are worked by this worker too: same database.
       webhooks: { allow_private_networks: true, allow_http: true },
+      // The live scenario with another pacing of a busy tenant's batches (0: none), to compare.
+      ...(process.env.TENANTRY_BENCH_LIVE_BATCH_INTERVAL_MS
+        ? { live: { batch_interval_ms: Number(process.env.TENANTRY_BENCH_LIVE_BATCH_INTERVAL_MS) } }
+        : {}),
     },
     'benchmark settings',
     // The Prometheus listener, to measure the request path with metrics on (docs/observability.md),
@@ -155,10 +159,15 @@ async function main(): Promise<void> {
         (cookies) => send({ type: 'live-sessions', cookies }),
         (err: Error) => send({ type: 'failed', error: err.stack ?? err.message }),
       );
+    } else if (message.type === 'live-tenants') {
+      liveTenants(app, settings.runId, message.count, message.sessions).then(
+        (tenants) => send({ type: 'live-tenants', tenants }),
+        (err: Error) => send({ type: 'failed', error: err.stack ?? err.message }),
+      );
     } else if (message.type === 'live-stats') {
       // Counting starts with the first ask (the live scenario's), so no other scenario pays for it.
       liveStats ??= countLiveBatches(app.services.db.pool);
-      send({ type: 'live-stats', stats: { ...liveStats } });
+      send({ type: 'live-stats', stats: { ...liveStats, memory: process.memoryUsage() } });
     } else if (message.type === 'stop') {
       // A clean exit lets --cpu-prof write its profile.
       void app.close().finally(() => process.exit(0));
