@@ -135,8 +135,13 @@ async function main(): Promise<void> {
     role,
     logger,
   });
-  const seeded = await seed(app.services, settings);
-  const probeTenant: TenantRef = { id: seeded.tenants[0]!.id, slug: seeded.tenants[0]!.slug, isOperator: false };
+  // The live scenario's web process only serves (TENANTRY_BENCH_SEED=off): the run's service seeds
+  // its tenants, as a web process in production serves tenants made elsewhere.
+  const seeded = process.env.TENANTRY_BENCH_SEED === 'off' ? undefined : await seed(app.services, settings);
+  const firstTenant = (): TenantRef => {
+    if (!seeded) throw new Error('this process seeded nothing');
+    return { id: seeded.tenants[0]!.id, slug: seeded.tenants[0]!.slug, isOperator: false };
+  };
   await app.web!.listen({ host: '127.0.0.1', port: 0 });
   const address = app.web!.server.address();
   if (typeof address !== 'object' || !address) throw new Error('the service has no address');
@@ -144,10 +149,12 @@ async function main(): Promise<void> {
   let liveStats: LiveStats | undefined;
   process.on('message', (message: ChildRequest) => {
     if (message.type === 'probe') {
-      publishProbes(app, probeTenant, recorder, message.count, message.rate).then(
-        (samples) => send({ type: 'probe-result', samples }),
-        (err: Error) => send({ type: 'failed', error: err.stack ?? err.message }),
-      );
+      Promise.resolve()
+        .then(() => publishProbes(app, firstTenant(), recorder, message.count, message.rate))
+        .then(
+          (samples) => send({ type: 'probe-result', samples }),
+          (err: Error) => send({ type: 'failed', error: err.stack ?? err.message }),
+        );
     } else if (message.type === 'drain') {
       const started = Date.now();
       drained(app, 120_000).then(
@@ -155,10 +162,12 @@ async function main(): Promise<void> {
         (err: Error) => send({ type: 'failed', error: err.stack ?? err.message }),
       );
     } else if (message.type === 'live-sessions') {
-      liveSessions(app, probeTenant, seeded.userId, message.count).then(
-        (cookies) => send({ type: 'live-sessions', cookies }),
-        (err: Error) => send({ type: 'failed', error: err.stack ?? err.message }),
-      );
+      Promise.resolve()
+        .then(() => liveSessions(app, firstTenant(), seeded!.userId, message.count))
+        .then(
+          (cookies) => send({ type: 'live-sessions', cookies }),
+          (err: Error) => send({ type: 'failed', error: err.stack ?? err.message }),
+        );
     } else if (message.type === 'live-tenants') {
       liveTenants(app, settings.runId, message.count, message.sessions).then(
         (tenants) => send({ type: 'live-tenants', tenants }),
@@ -173,7 +182,7 @@ async function main(): Promise<void> {
       void app.close().finally(() => process.exit(0));
     }
   });
-  send({ type: 'ready', port: address.port, seed: seeded });
+  send({ type: 'ready', port: address.port, ...(seeded ? { seed: seeded } : {}) });
 }
 
 main().catch((err: Error) => {
