@@ -208,6 +208,13 @@ export const ConfigSchema = Type.Object(
         heartbeat_seconds: Type.Integer({ default: 15, minimum: 1, maximum: 300 }),
         /** At most this many seconds between two checks of an open stream's caller, when no change comes sooner. */
         recheck_seconds: Type.Integer({ default: 15, minimum: 1, maximum: 30 }),
+        /**
+         * A tenant's batches start at most once per this many milliseconds: changes that arrive
+         * sooner after its last batch are gathered into its next one (one statement, one write per
+         * stream), at most this much later. A change to a quiet tenant goes out at once. 0: a batch
+         * per notification.
+         */
+        batch_interval_ms: Type.Integer({ default: 100, minimum: 0, maximum: 1000 }),
       },
       { additionalProperties: false, default: {} },
     ),

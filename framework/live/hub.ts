@@ -19,6 +19,7 @@ import { liveEventNames, type LiveSource } from './sources.ts';
 import { LAST_EVENT_ID } from './stream-route.ts';
 import { fanOut, type Outgoing } from './fan-out.ts';
 import type { OpenStream } from './open-stream.ts';
+import { BatchPacer } from './pacing.ts';
 
 /** Batches running at once in a process: each holds a pool connection for one short transaction. */
 const CONCURRENT_BATCHES = 2;
@@ -70,6 +71,7 @@ export class LiveHub implements LiveStreams {
   private readonly queue: TenantStreams[] = [];
   private readonly perCaller = new Map<string, number>();
   private readonly running = new Set<Promise<void>>();
+  private readonly pacer: BatchPacer<TenantStreams>;
   private parsers: Map<string, ((text: string) => unknown)[]> | undefined;
   private readonly statements = new Map<string, string>();
   /** Row serializers by list and `fields=`: streams that name the same fields share one (and its text per row). */
@@ -85,6 +87,7 @@ export class LiveHub implements LiveStreams {
     this.byOperation = new Map(options.sources.map((source) => [source.operationId, source]));
     this.operations = new Set(this.byOperation.keys());
     this.events = liveEventNames(options.sources);
+    this.pacer = new BatchPacer(options.config.batch_interval_ms);
   }
 
   /** Subscribes to the relay's notifications (before the listener starts). */
@@ -108,6 +111,9 @@ export class LiveHub implements LiveStreams {
     this.timers.push(setInterval(() => this.heartbeat(), heartbeat * 1000));
     // Half the interval: a caller is checked again at most recheck_seconds after its last check.
     this.timers.push(setInterval(() => this.recheck(recheck * 1000), (recheck * 1000) / 2));
+    // The busy tenants' held changes go out together, one batch per tenant and tick (pacing.ts).
+    if (this.pacer.paces)
+      this.timers.push(setInterval(() => this.releaseHeld(), this.options.config.batch_interval_ms));
     for (const timer of this.timers) timer.unref();
   }
 
@@ -315,7 +321,12 @@ export class LiveHub implements LiveStreams {
     if (!left) return;
     this.open_--;
     this.options.metrics?.liveStreams.dec();
-    if (group.streams.size === 0 && !group.running && !group.queued) this.tenants.delete(tenantId);
+    if (group.streams.size === 0 && !group.running && !group.queued) this.forget(group);
+  }
+
+  private forget(group: TenantStreams): void {
+    this.tenants.delete(group.tenant.id);
+    this.pacer.forget(group);
   }
 
   /** One comment line per connection, however many lists it carries. */
@@ -336,9 +347,24 @@ export class LiveHub implements LiveStreams {
       group.again = true;
       return;
     }
+    // A tenant batched a moment ago waits for the next tick, gathering what else arrives meanwhile.
+    if (!this.pacer.admit(group)) return;
+    this.enqueue(group);
+  }
+
+  private enqueue(group: TenantStreams): void {
     group.queued = true;
     this.queue.push(group);
     this.pump();
+  }
+
+  /** Each tenant held since the last tick gets one batch now, however many changes it gathered. */
+  private releaseHeld(): void {
+    for (const group of this.pacer.release()) {
+      if (this.stopped || this.tenants.get(group.tenant.id) !== group) continue;
+      if (group.running || group.queued) group.again = true;
+      else this.enqueue(group);
+    }
   }
 
   private pump(): void {
@@ -350,7 +376,7 @@ export class LiveHub implements LiveStreams {
       const done: Promise<void> = this.drain(group).finally(() => {
         this.running.delete(done);
         group.running = false;
-        if (group.streams.size === 0) this.tenants.delete(group.tenant.id);
+        if (group.streams.size === 0) this.forget(group);
         else if (group.again) this.schedule(group);
         this.pump();
       });
@@ -373,6 +399,7 @@ export class LiveHub implements LiveStreams {
     const streams = [...group.streams].filter((s) => !s.sse.isClosed);
     if (streams.length === 0) return false;
     group.lastBatchAt = performance.now();
+    this.pacer.started(group);
     const sources = [...new Set(streams.map((s) => s.source))].sort((a, b) => a.key.localeCompare(b.key));
     const from = Math.min(...streams.map((s) => s.position));
     const callers = new Set(streams.map((s) => s.caller));

@@ -3,7 +3,8 @@ import type pg from 'pg';
 import type { App } from '../../framework/app.ts';
 import type { TenantRef } from '../../framework/context/tenant.ts';
 import { hashSecret, newSessionId, sessionCookie } from '../../framework/access/session-cookie.ts';
-import type { LiveStats } from './protocol.ts';
+import { createTenant } from '../../framework/tenancy/create-tenant.ts';
+import type { LiveStats, LiveTenant } from './protocol.ts';
 
 /**
  * The service's side of the live scenario (scripts/bench/live.ts): sessions for the bench user, so
@@ -25,6 +26,43 @@ export async function liveSessions(app: App, tenant: TenantRef, userId: string, 
     ),
   );
   return raws.map((raw) => `${name}=${raw}`);
+}
+
+/**
+ * `count` tenants more, made as the tenant module makes them, each with a user holding the widget
+ * permissions and `sessions` sessions of that user (as cookies): the live scenario's streams
+ * spread over many tenants, and the creates committed in them.
+ */
+export async function liveTenants(app: App, runId: string, count: number, sessions: number): Promise<LiveTenant[]> {
+  const { rows } = await app.services.db.pool.query<{ id: string; slug: string }>(
+    'select id, slug from tenants where is_operator',
+  );
+  const operator: TenantRef = { id: rows[0]!.id, slug: rows[0]!.slug, isOperator: true };
+  const made: LiveTenant[] = [];
+  for (let i = 0; i < count; i++) {
+    const slug = `live-${runId}-${i}`;
+    const host = `${slug}.localhost`;
+    const tenant = await app.services.transactions.run(operator, (ctx) =>
+      createTenant(ctx, app.services, { slug, name: `Live ${i}`, host }),
+    );
+    const userId = await app.services.transactions.run(tenant, async (ctx) => {
+      await ctx.db.executeQuery(
+        CompiledQuery.raw('insert into roles (name, permissions) values ($1, $2)', [
+          'live-bench',
+          ['widget:read', 'widget:write'],
+        ]),
+      );
+      const user = await ctx.db.executeQuery<{ id: string }>(
+        CompiledQuery.raw(
+          `insert into users (email, display_name, status, roles) values ($1, 'Live', 'active', $2) returning id`,
+          [`live-${i}-${runId}@example.test`, ['live-bench']],
+        ),
+      );
+      return user.rows[0]!.id;
+    });
+    made.push({ host, cookies: await liveSessions(app, tenant, userId, sessions) });
+  }
+  return made;
 }
 
 /**

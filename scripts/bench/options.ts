@@ -66,6 +66,8 @@ export interface BenchOptions {
   /** Live scenario: the stream counts, ascending, and the creates per second committed at each. */
   liveStreams: number[];
   liveRate: number;
+  /** Tenants the live scenario's last step spreads 10 streams each over (0: none). */
+  liveTenants: number;
   /** Tenant counts the tenants scenario seeds and measures, ascending. */
   tenantSizes: number[];
   only: ReadonlySet<ScenarioGroup>;
@@ -97,7 +99,8 @@ const USAGE = `usage: npm run bench -- [options]
   --webhook-events N      task creates per phase of the webhooks scenario (default 1000; --quick 300)
   --webhook-rate N        creates per second of its latency phase (default 5)
   --live-streams N[,N...] open streams of the live scenario, ascending (default 10,100,1000)
-  --live-rate N           creates per second committed beside them (default 50)
+  --live-rate N           creates per second committed beside them (default 200)
+  --live-tenants N        tenants the last step opens 10 more streams on each (default 100; 0: none)
   --tenant-sizes N[,N...] tenant counts of the tenants scenario, ascending (default 100,1000,10000)
   --only a,b              run only these groups: ${SCENARIOS.join(', ')} (all but tenants, prepared-statements and live by default)
   --out FILE              results file (default bench-results.json)
@@ -132,6 +135,7 @@ export function parseOptions(argv: string[], env: NodeJS.ProcessEnv): BenchOptio
       'webhook-rate': { type: 'string' },
       'live-streams': { type: 'string' },
       'live-rate': { type: 'string' },
+      'live-tenants': { type: 'string' },
       'tenant-sizes': { type: 'string' },
       only: { type: 'string' },
       out: { type: 'string', default: 'bench-results.json' },
@@ -185,7 +189,8 @@ export function parseOptions(argv: string[], env: NodeJS.ProcessEnv): BenchOptio
     webhookEvents: positiveInt('webhook-events', values['webhook-events'], quick ? 300 : 1000),
     webhookRate: positiveInt('webhook-rate', values['webhook-rate'], 5),
     liveStreams: (values['live-streams'] ?? '10,100,1000').split(',').map((n) => positiveInt('live-streams', n, 10)),
-    liveRate: positiveInt('live-rate', values['live-rate'], 50),
+    liveRate: positiveInt('live-rate', values['live-rate'], 200),
+    liveTenants: values['live-tenants'] === '0' ? 0 : positiveInt('live-tenants', values['live-tenants'], 100),
     tenantSizes,
     only,
     out: values.out ?? 'bench-results.json',

@@ -31,12 +31,21 @@ export type ChildRequest =
   | { type: 'drain' }
   | { type: 'stop' }
   | { type: 'live-sessions'; count: number }
+  | { type: 'live-tenants'; count: number; sessions: number }
   | { type: 'live-stats' };
+
+/** A tenant of the live scenario's spread streams: its host and sessions of its user (widget:read and widget:write). */
+export interface LiveTenant {
+  host: string;
+  cookies: string[];
+}
 
 /** The live scenario's count of the batches the service ran and the database statements they sent. */
 export interface LiveStats {
   batches: number;
   statements: number;
+  /** The service process's memory as it sees it (process.memoryUsage), when asked. */
+  memory?: NodeJS.MemoryUsage;
 }
 
 export interface ProbeSamples {
@@ -52,6 +61,7 @@ export type ChildMessage =
   | { type: 'probe-result'; samples: ProbeSamples }
   | { type: 'drained'; ms: number; eventsMs: number }
   | { type: 'live-sessions'; cookies: string[] }
+  | { type: 'live-tenants'; tenants: LiveTenant[] }
   | { type: 'live-stats'; stats: LiveStats }
   | { type: 'failed'; error: string };
 

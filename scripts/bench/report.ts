@@ -46,6 +46,10 @@ export interface ResultRow {
   statements_per_batch?: number;
   batches?: number;
   rss_mib?: number;
+  /** Live scenario: the web process's CPU time over a step, in % of one core. */
+  cpu_percent?: number;
+  /** Live scenario: creates the service refused (503, every connection busy) at the step's rate. */
+  refused?: number;
 }
 
 const round = (value: number | null, digits: number): number | null =>

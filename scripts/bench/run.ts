@@ -361,28 +361,30 @@ async function measure(
 
   if (options.only.has('live')) {
     // The streams' RSS bound is a web process's: they are measured on a service of role web of
-    // their own, seeded alike in tenants of its own (the run's service is `all`: its worker, every
-    // module's jobs and what earlier scenarios left in its memory).
+    // its own that only serves, as one in production does (the run's service is `all`: its
+    // worker, every module's jobs and what earlier scenarios left in its memory). The run's
+    // service seeded the tenants and makes the sessions; its worker relays the creates' events.
     const web = await startServer(
       'service-live-web',
       './service.ts',
-      { ...settings, runId: `${runId}lw`, notifications: 1, filesDir: join(filesDir, 'live-web') },
+      { ...settings, runId: `${runId}lw`, filesDir: join(filesDir, 'live-web') },
       [...startNodeOptions('start:web'), ...profileInto(join(options.cpuProfDir, 'live-web'))],
-      { TENANTRY_BENCH_ROLE: 'web' },
+      { TENANTRY_BENCH_ROLE: 'web', TENANTRY_BENCH_SEED: 'off' },
     );
     servers.push(web);
-    const webSeed = web.ready.seed as SeedInfo;
-    const webHost = webSeed.tenants[0]!.host;
-    const cookie = await signIn(web.port, webHost, webSeed.email, BENCH_PASSWORD);
+    const webHost = host;
+    const cookie = await signIn(web.port, webHost, seed.email, BENCH_PASSWORD);
     log(
-      `live: ${options.liveStreams.join(', ')} open streams of the widget list on a web process (role web, port ${web.port}), ${options.liveRate} creates/s for ${options.seconds} s at each (load average ${load()})`,
+      `live: ${options.liveStreams.join(', ')} open streams of the widget list on one tenant, then ${options.liveTenants * 10} more over ${options.liveTenants} tenants, on a web process (role web, port ${web.port}), ${options.liveRate} creates/s for ${options.seconds} s at each (load average ${load()})`,
     );
     rows.push(
       ...(await measureLiveGroup({
         service: web,
+        seeder: service,
         host: webHost,
         cookie,
         counts: options.liveStreams,
+        tenants: options.liveTenants,
         rate: options.liveRate,
         seconds: options.seconds,
         log,

@@ -8,7 +8,7 @@ import { testkitModule } from '../../test/helpers/testkit-module.ts';
 import type { ModuleDefinition } from '../../framework/entity/module-definition.ts';
 import { benchModule, ProbeRecorder, PROBE_EVENT, wallClockMs } from './bench-module.ts';
 import { seed } from './seed.ts';
-import { countLiveBatches, liveSessions } from './live-service.ts';
+import { countLiveBatches, liveSessions, liveTenants } from './live-service.ts';
 import {
   SETTINGS_ENV,
   type ChildMessage,
@@ -113,6 +113,10 @@ async function main(): Promise<void> {
       files: { dir: settings.filesDir, max_bytes: settings.maxUploadBytes, quota_bytes: Number.MAX_SAFE_INTEGER },
       // The webhooks scenario's deliveries (to a loopback receiver) are worked by this worker too: same database.
       webhooks: { allow_private_networks: true, allow_http: true },
+      // The live scenario with another pacing of a busy tenant's batches (0: none), to compare.
+      ...(process.env.TENANTRY_BENCH_LIVE_BATCH_INTERVAL_MS
+        ? { live: { batch_interval_ms: Number(process.env.TENANTRY_BENCH_LIVE_BATCH_INTERVAL_MS) } }
+        : {}),
     },
     'benchmark settings',
     // The Prometheus listener, to measure the request path with metrics on (docs/observability.md),
@@ -131,8 +135,13 @@ async function main(): Promise<void> {
     role,
     logger,
   });
-  const seeded = await seed(app.services, settings);
-  const probeTenant: TenantRef = { id: seeded.tenants[0]!.id, slug: seeded.tenants[0]!.slug, isOperator: false };
+  // The live scenario's web process only serves (TENANTRY_BENCH_SEED=off): the run's service seeds
+  // its tenants, as a web process in production serves tenants made elsewhere.
+  const seeded = process.env.TENANTRY_BENCH_SEED === 'off' ? undefined : await seed(app.services, settings);
+  const firstTenant = (): TenantRef => {
+    if (!seeded) throw new Error('this process seeded nothing');
+    return { id: seeded.tenants[0]!.id, slug: seeded.tenants[0]!.slug, isOperator: false };
+  };
   await app.web!.listen({ host: '127.0.0.1', port: 0 });
   const address = app.web!.server.address();
   if (typeof address !== 'object' || !address) throw new Error('the service has no address');
@@ -140,10 +149,12 @@ async function main(): Promise<void> {
   let liveStats: LiveStats | undefined;
   process.on('message', (message: ChildRequest) => {
     if (message.type === 'probe') {
-      publishProbes(app, probeTenant, recorder, message.count, message.rate).then(
-        (samples) => send({ type: 'probe-result', samples }),
-        (err: Error) => send({ type: 'failed', error: err.stack ?? err.message }),
-      );
+      Promise.resolve()
+        .then(() => publishProbes(app, firstTenant(), recorder, message.count, message.rate))
+        .then(
+          (samples) => send({ type: 'probe-result', samples }),
+          (err: Error) => send({ type: 'failed', error: err.stack ?? err.message }),
+        );
     } else if (message.type === 'drain') {
       const started = Date.now();
       drained(app, 120_000).then(
@@ -151,20 +162,27 @@ async function main(): Promise<void> {
         (err: Error) => send({ type: 'failed', error: err.stack ?? err.message }),
       );
     } else if (message.type === 'live-sessions') {
-      liveSessions(app, probeTenant, seeded.userId, message.count).then(
-        (cookies) => send({ type: 'live-sessions', cookies }),
+      Promise.resolve()
+        .then(() => liveSessions(app, firstTenant(), seeded!.userId, message.count))
+        .then(
+          (cookies) => send({ type: 'live-sessions', cookies }),
+          (err: Error) => send({ type: 'failed', error: err.stack ?? err.message }),
+        );
+    } else if (message.type === 'live-tenants') {
+      liveTenants(app, settings.runId, message.count, message.sessions).then(
+        (tenants) => send({ type: 'live-tenants', tenants }),
         (err: Error) => send({ type: 'failed', error: err.stack ?? err.message }),
       );
     } else if (message.type === 'live-stats') {
       // Counting starts with the first ask (the live scenario's), so no other scenario pays for it.
       liveStats ??= countLiveBatches(app.services.db.pool);
-      send({ type: 'live-stats', stats: { ...liveStats } });
+      send({ type: 'live-stats', stats: { ...liveStats, memory: process.memoryUsage() } });
     } else if (message.type === 'stop') {
       // A clean exit lets --cpu-prof write its profile.
       void app.close().finally(() => process.exit(0));
     }
   });
-  send({ type: 'ready', port: address.port, seed: seeded });
+  send({ type: 'ready', port: address.port, ...(seeded ? { seed: seeded } : {}) });
 }
 
 main().catch((err: Error) => {
