@@ -1,6 +1,6 @@
 import { configDefaults, defineConfig } from 'vitest/config';
 import SlowFirstSequencer from './test/helpers/slow-first-sequencer.ts';
-import { ALONE, MEMORY, SLOW, unitTestFiles } from './test/helpers/test-kinds.ts';
+import { MEMORY, SLOW, unitTestFiles } from './test/helpers/test-kinds.ts';
 
 // Three projects (test/helpers/test-kinds.ts says which file goes where): unit (no app, no
 // database, no process), integration (the app on a database of its own), slow (browser, faults,
@@ -52,7 +52,7 @@ export default defineConfig({
           exclude: [...configDefaults.exclude, ...UNIT, ...SLOW, ...MEMORY],
         },
       },
-      { test: { name: 'slow', include: SLOW, exclude: [...configDefaults.exclude, ...ALONE] } },
+      { test: { name: 'slow', include: SLOW } },
       {
         test: {
           name: 'files on s3',
@@ -72,8 +72,6 @@ export default defineConfig({
           sequence: { groupOrder: 1 },
         },
       },
-      // Last of all, alone: the files of ALONE (test/helpers/test-kinds.ts).
-      { test: { name: 'alone', include: ALONE, sequence: { groupOrder: 2 } } },
     ],
   },
 });

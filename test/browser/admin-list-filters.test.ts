@@ -6,8 +6,9 @@ import { addUser } from '../modules/auth/fixtures.ts';
 import {
   axeViolations,
   hasChromium,
+  preloadAxe,
   seriousViolations,
-  signInThroughLogin,
+  signedInSession,
   useBrowserApp,
   warnNoChromium,
 } from './admin-pages-setup.ts';
@@ -29,6 +30,8 @@ const SIZES = [
 ];
 let admin: { email: string; password: string };
 let annLabel: string;
+/** The admin's browsers on one session, signed in once through /admin/login. */
+let asAdmin: Awaited<ReturnType<typeof signedInSession>>;
 
 beforeAll(async () => {
   if (!hasChromium) return;
@@ -54,6 +57,7 @@ beforeAll(async () => {
       );
     }
   });
+  asAdmin = await signedInSession(t.browser, t.origin(HOST), admin);
 }, 120_000);
 
 /** The titles of the list's rows, in order. */
@@ -86,14 +90,12 @@ async function axeFindings(page: Page): Promise<string[]> {
 /**
  * A browser for the test: the page the person uses (with or without JavaScript), and axe's check of
  * what that page shows (in a page that runs scripts when the person's does not: the same address).
+ * axe's source is loaded into each document of the checking browser as it opens (preloadAxe).
  */
 async function session(javaScriptEnabled: boolean, size: { width: number; height: number }) {
-  const person = await signInThroughLogin(t.browser, t.origin(HOST), admin, { javaScriptEnabled });
-  await person.page.setViewportSize(size);
-  const checker = javaScriptEnabled
-    ? undefined
-    : await signInThroughLogin(t.browser, t.origin(HOST), admin, { javaScriptEnabled: true });
-  await checker?.page.setViewportSize(size);
+  const person = await asAdmin({ javaScriptEnabled, viewport: size });
+  const checker = javaScriptEnabled ? undefined : await asAdmin({ javaScriptEnabled: true, viewport: size });
+  await preloadAxe((checker ?? person).context);
   return {
     ...person,
     axe: async (): Promise<string[]> => {

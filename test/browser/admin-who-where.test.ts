@@ -1,13 +1,7 @@
 import type { Locator, Page } from 'playwright-core';
 import { beforeAll, describe, expect, it, vi } from 'vitest';
 import { OPERATOR_HOST } from '../helpers/app.ts';
-import {
-  hasChromium,
-  seriousViolations,
-  signInThroughLogin,
-  useBrowserApp,
-  warnNoChromium,
-} from './admin-pages-setup.ts';
+import { hasChromium, seriousViolations, signedInSession, useBrowserApp, warnNoChromium } from './admin-pages-setup.ts';
 import { shellSample, WIDTHS, type ShellSample } from './shell-sample.ts';
 
 // Issue 42, point 5: every page says who and where (the tenant's name, the signed-in person, Sign
@@ -19,10 +13,15 @@ warnNoChromium('test/browser/admin-who-where.test.ts');
 
 const t = useBrowserApp();
 let sample: ShellSample;
+/** The customer's and the operator's administrators' browsers, each on one session signed in once through /admin/login. */
+let asAdmin: Awaited<ReturnType<typeof signedInSession>>;
+let asOperator: Awaited<ReturnType<typeof signedInSession>>;
 
 beforeAll(async () => {
   if (!hasChromium) return;
   sample = await shellSample(t.app, 'acme');
+  asAdmin = await signedInSession(t.browser, t.origin(sample.host), sample.admin);
+  asOperator = await signedInSession(t.browser, t.origin(OPERATOR_HOST), sample.operatorAdmin);
 }, 120_000);
 
 /** The element lies within the window's width: a person sees it without scrolling sideways. */
@@ -41,7 +40,7 @@ describe.skipIf(!hasChromium)('the header says who and where, on every page', ()
   it.each(WIDTHS)(
     'the tenant’s name, the person and Sign out, on each page of the sidebar ($name)',
     async (size) => {
-      const { context, page } = await signInThroughLogin(t.browser, t.origin(sample.host), sample.admin);
+      const { context, page } = await asAdmin();
       try {
         await page.setViewportSize(size);
         const entries = await sidebarEntries(page);
@@ -72,7 +71,7 @@ describe.skipIf(!hasChromium)('the header says who and where, on every page', ()
   );
 
   it('the operator’s pages name the operator’s tenant', async () => {
-    const { context, page } = await signInThroughLogin(t.browser, t.origin(OPERATOR_HOST), sample.operatorAdmin);
+    const { context, page } = await asOperator();
     try {
       const name = await t.app.services.db.pool.query<{ name: string }>('select name from tenants where is_operator');
       expect(await page.locator('header [data-tenant-name]').textContent()).toBe(name.rows[0]!.name);
@@ -87,7 +86,7 @@ describe.skipIf(!hasChromium)('the dashboard', () => {
   it.each(WIDTHS)(
     'a customer sees no database check; the subscription card opens the subscription ($name)',
     async (size) => {
-      const { context, page } = await signInThroughLogin(t.browser, t.origin(sample.host), sample.admin);
+      const { context, page } = await asAdmin();
       try {
         await page.setViewportSize(size);
         expect(await page.locator('main').textContent()).not.toMatch(/database/i);
@@ -104,7 +103,7 @@ describe.skipIf(!hasChromium)('the dashboard', () => {
   );
 
   it('the operator sees whether the database check passes', async () => {
-    const { context, page } = await signInThroughLogin(t.browser, t.origin(OPERATOR_HOST), sample.operatorAdmin);
+    const { context, page } = await asOperator();
     try {
       expect(await page.locator('[data-check=database]').getAttribute('data-ok')).toBe('true');
       expect(await page.locator('main').textContent()).toContain('Database check passes');
@@ -118,7 +117,7 @@ describe.skipIf(!hasChromium)('overdue rows are marked in lists', () => {
   it.each(WIDTHS)(
     'a task past its deadline and still to do is marked; a finished or upcoming one is not ($name)',
     async (size) => {
-      const { context, page } = await signInThroughLogin(t.browser, t.origin(sample.host), sample.admin);
+      const { context, page } = await asAdmin();
       try {
         await page.setViewportSize(size);
         await page.goto(`${t.origin(sample.host)}/admin/task/tasks`);
@@ -152,7 +151,7 @@ describe.skipIf(!hasChromium)('overdue rows are marked in lists', () => {
 
 describe.skipIf(!hasChromium)('the notification badge', () => {
   it('shows the unread count, and is hidden once nothing is unread, with htmx and after a reload', async () => {
-    const { context, page } = await signInThroughLogin(t.browser, t.origin(sample.host), sample.admin);
+    const { context, page } = await asAdmin();
     try {
       const badge = page.locator('#header-badge');
       await page.goto(`${t.origin(sample.host)}/admin/notification/notifications`);
@@ -174,8 +173,7 @@ describe.skipIf(!hasChromium)('the sidebar and the pages agree', () => {
   for (const who of ['customer', 'operator'] as const) {
     it(`each entry opens a page titled as the entry (${who})`, async () => {
       const host = who === 'customer' ? sample.host : OPERATOR_HOST;
-      const person = who === 'customer' ? sample.admin : sample.operatorAdmin;
-      const { context, page } = await signInThroughLogin(t.browser, t.origin(host), person);
+      const { context, page } = await (who === 'customer' ? asAdmin : asOperator)();
       try {
         const disagree: string[] = [];
         for (const { label, href } of await sidebarEntries(page)) {

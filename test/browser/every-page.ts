@@ -3,6 +3,7 @@ import { beforeAll, describe, expect, it } from 'vitest';
 import { OPERATOR_HOST } from '../helpers/app.ts';
 import {
   hasChromium,
+  preloadAxe,
   seriousViolations,
   signInThroughLogin,
   useBrowserApp,
@@ -165,6 +166,7 @@ export function everyPageOnAPhone(who: 'customer admin' | 'operator'): { t: Brow
       const person = who === 'operator' ? sample.operatorAdmin : sample.admin;
       const { context, page } = await signInThroughLogin(t.browser, t.origin(host), person);
       try {
+        await preloadAxe(context);
         await page.setViewportSize(PHONE);
         const patterns = adminPagePatterns(t);
         const seen = await visitAll(page, t.origin(host), patterns);

@@ -16,12 +16,17 @@ import { BaseSequencer, type TestSpecification } from 'vitest/node';
  */
 const SLOW = 'slow';
 /**
- * The slow files that take longest by far (each walk of every admin page: minutes, where the next
- * slow file takes under one), started first whatever vitest knows: on a clean clone vitest orders
- * by file size, and these files are small (the walk is test/browser/every-page.ts), so they would
- * start last and end the run alone.
+ * The slow files that take longest by far (the new-module acceptance test, a copy of the repository
+ * with its check and two vitest runs inside it; each walk of every admin page: minutes, where the
+ * next slow file takes under one), started first whatever vitest knows: on a clean clone vitest
+ * orders by file size, and the walks are small files (the walk is test/browser/every-page.ts), so
+ * they would start last and end the run alone.
  */
-export const LONGEST = ['test/browser/admin-every-page.test.ts', 'test/browser/admin-every-page-operator.test.ts'];
+export const LONGEST = [
+  'test/e2e/new-module-acceptance.test.ts',
+  'test/browser/admin-every-page.test.ts',
+  'test/browser/admin-every-page-operator.test.ts',
+];
 
 /** The files LONGEST names first, in its order, then the others as they came. */
 export function longestFirst<T extends { moduleId: string }>(files: readonly T[], longest = LONGEST): T[] {

@@ -40,14 +40,6 @@ export const SLOW = [
  * processes, a starved garbage collector let the 1 GiB upload's RSS grow 72 MiB in one run, 21 MiB
  * alone: what the test measures is the driver, not the machine's load.
  */
-/**
- * Files that run after every other project, one at a time and alone (groupOrder 2): the new-module
- * acceptance test copies the repository while it runs, builds a module in the copy and runs the
- * shared suites there (about 3 minutes); beside the other projects' files it failed in CI, where
- * alone it passes.
- */
-export const ALONE = ['test/e2e/new-module-acceptance.test.ts'];
-
 export const MEMORY = [
   'test/modules/file/upload-memory.test.ts',
   // `npm run start:web` as a child process, its idle RSS (the Node options of the role's start script).

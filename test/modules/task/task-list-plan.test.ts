@@ -29,6 +29,13 @@ beforeAll(async () => {
   try {
     await client.query('begin');
     await client.query('set local statement_timeout = 0');
+    // The table's secondary indexes are built once over the million rows, as they are defined, instead
+    // of taking a million inserts each: the same indexes, in a fraction of the time.
+    const { rows: indexes } = await client.query<{ name: string; definition: string }>(
+      `select i.indexrelid::regclass::text as name, pg_get_indexdef(i.indexrelid) as definition
+         from pg_index i where i.indrelid = 'tasks'::regclass and not i.indisprimary and not i.indisunique`,
+    );
+    for (const { name } of indexes) await client.query(`drop index ${name}`);
     // Deadlines from 400 days ago to 100 days ahead, in the order the tasks were made.
     await client.query(
       `insert into tasks (tenant_id, title, status, priority, deadline, created_at, updated_at)
@@ -41,6 +48,8 @@ beforeAll(async () => {
               lateral (select now() - interval '400 days' + (i * interval '500 days') / $2 as d) as t`,
       [big.id, ROWS],
     );
+    await client.query("set local maintenance_work_mem = '128MB'");
+    for (const { definition } of indexes) await client.query(definition);
     await client.query('commit');
   } finally {
     client.release();
