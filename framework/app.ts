@@ -24,7 +24,12 @@ import { OutboxSignal } from './events/outbox-signal.ts';
 import { ensureOperatorTenant } from './tenancy/bootstrap.ts';
 import type { Services } from './services.ts';
 import { systemClock, type Clock } from './clock.ts';
-import { argon2Verifier, type PasswordVerifier } from './access/password-verifier.ts';
+import {
+  argon2Hasher,
+  argon2Verifier,
+  type PasswordHasher,
+  type PasswordVerifier,
+} from './access/password-verifier.ts';
 import { blobStoreFor } from './storage/index.ts';
 import { Metrics, poolState } from './observability/metrics.ts';
 import { metricsPort, startMetricsServer, type MetricsServer } from './observability/metrics-server.ts';
@@ -74,6 +79,8 @@ export interface AppOptions {
   clock?: Clock;
   /** argon2's own unless given: a test counts the verifications a request runs through its own. */
   passwordVerifier?: PasswordVerifier;
+  /** argon2id's own unless given: a test watches where hashing runs through its own. */
+  passwordHasher?: PasswordHasher;
 }
 
 export interface App {
@@ -177,7 +184,7 @@ export async function buildApp(options: AppOptions): Promise<App> {
  * connection (started by the caller, if at all): what every app shares, whatever it is built for.
  */
 function composeServices(
-  options: Pick<AppOptions, 'config' | 'mailer' | 'clock' | 'passwordVerifier'>,
+  options: Pick<AppOptions, 'config' | 'mailer' | 'clock' | 'passwordVerifier' | 'passwordHasher'>,
   { registry, routes, jobs, operations, live: sources }: Composition,
   db: Db,
   log: FastifyBaseLogger,
@@ -244,6 +251,7 @@ function composeServices(
     log,
     clock,
     passwordVerifier: options.passwordVerifier ?? argon2Verifier,
+    passwordHasher: options.passwordHasher ?? argon2Hasher,
     ...(metrics ? { metrics } : {}),
   };
   return { services, listener, outbox, replica, live };

@@ -28,6 +28,16 @@ export interface PasswordVerifier {
 }
 
 /**
+ * The one primitive every stored password hash comes from: an argon2id hash of `plain` with the
+ * installation's parameters (access/password-verifier.ts, argon2Hasher). buildApp takes another
+ * through AppOptions.passwordHasher, the seam through which a test watches where hashing runs
+ * (test/modules/auth/password-work-holds-no-connection.test.ts proves no transaction is open then).
+ */
+export interface PasswordHasher {
+  hash(plain: string): Promise<string>;
+}
+
+/**
  * Signs links that open without a session until they expire (a tenant's export archive), with a
  * key of the installation's secret (framework/access/signed-links.ts, LinkSeal).
  */

@@ -3,7 +3,7 @@ import type { TSchema } from 'typebox';
 import type { FastifyBaseLogger, FastifyReply, FastifyRequest } from 'fastify';
 import type { Readable } from 'node:stream';
 import type { Counter, Gauge, Histogram, Registry as MetricRegistry } from 'prom-client';
-import type { PasswordVerifier, SignedLinks } from './access.ts';
+import type { PasswordHasher, PasswordVerifier, SignedLinks } from './access.ts';
 import type { Clock } from './clock.ts';
 import type { Config } from './config.ts';
 import type { ListCursors } from './cursor.ts';
@@ -33,6 +33,8 @@ export interface Services {
   clock: Clock;
   /** Checks a password against its stored argon2 hash (see framework/access/password-verifier.ts). */
   passwordVerifier: PasswordVerifier;
+  /** Hashes a password for storing, with no transaction open (see framework/access/password-verifier.ts). */
+  passwordHasher: PasswordHasher;
   /** Signs list cursors and checks them, with a key from the installation's secret (operations/cursor.ts). */
   cursors: ListCursors;
   /** The open streams of live changes (framework/live/hub.ts): served by a web process once started. */

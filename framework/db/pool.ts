@@ -28,6 +28,14 @@ export function asTransactionBody<T>(fn: () => T): T {
   return insideTransaction.run(true, fn);
 }
 
+/**
+ * Whether the calling code runs as the body of a transaction, holding a pool connection: what a
+ * step that must hold none while it works (hashing a password) can be checked against.
+ */
+export function insideTransactionBody(): boolean {
+  return insideTransaction.getStore() === true;
+}
+
 /** A programming error: code inside a transaction asked the pool for another connection. */
 export class PoolInsideTransactionError extends Error {
   override name = 'PoolInsideTransactionError';

@@ -117,10 +117,11 @@ async function signIn({ body, request, reply, services }: LoginContext): Promise
   const tenant = request.tenant!;
   const source = request.ip;
   const account = accountKey(body.email);
-  const { pressure, userId } = await services.transactions.run(tenant, async (ctx) => ({
+  const { pressure, user } = await services.transactions.run(tenant, async (ctx) => ({
     pressure: await loginPressure(ctx, source, account),
-    userId: (await usersService.findCredentials(ctx, body.email))?.id ?? null,
+    user: (await usersService.findCredentials(ctx, body.email)) ?? null,
   }));
+  const userId = user?.id ?? null;
   if (pressure.failuresFromSource >= THROTTLE.login.max) throw tooManyAttempts(reply);
   // A distributed attack on one account slows that account down rather than locking its owner out.
   if (pressure.sourcesOnAccount > SOFT_DELAY_SOURCES) await sleep(SOFT_DELAY_MS);
@@ -129,13 +130,17 @@ async function signIn({ body, request, reply, services }: LoginContext): Promise
   const previous = request.cookies[cookieName];
   let opened: { rawId: string; identity: Identity };
   try {
+    // Verified with no transaction open, so no pool connection waits on argon2; and even when there
+    // is nothing to verify against, so every refusal costs the same.
+    const matches = await verifyPassword(services.passwordVerifier, user?.passwordHash, body.password);
+    if (!user || !matches || user.status !== 'active') throw credentials();
     opened = await services.transactions.run(
       tenant,
       async (ctx) => {
-        const user = await usersService.findCredentials(ctx, body.email);
-        // Verify even when there is nothing to verify against, so every refusal costs the same.
-        const matches = await verifyPassword(services.passwordVerifier, user?.passwordHash, body.password);
-        if (!user || !matches || user.status !== 'active') throw credentials();
+        // The session opens only on the hash that was verified, for a user still active: a password
+        // changed or a user deactivated meanwhile refuses the sign-in (the row stays locked to the commit).
+        const current = await usersService.lockCredentials(ctx, user.id);
+        if (!current || current.passwordHash !== user.passwordHash || current.status !== 'active') throw credentials();
         if (previous) await endSession(ctx, previous);
         const rawId = await openSession(ctx, user.id, request);
         ctx.publish('auth.logged_in', { method: 'password', userId: user.id });
@@ -148,7 +153,7 @@ async function signIn({ body, request, reply, services }: LoginContext): Promise
   } catch (err) {
     if (err instanceof Error && 'code' in err && err.code === 'ErrCredentials') {
       services.metrics?.failedLogins.inc();
-      // The request's transaction rolled back; the failure is counted and published in one of its own.
+      // Nothing of the refused sign-in was kept; the failure is counted and published in a transaction of its own.
       await services.transactions.run(tenant, async (ctx) => {
         await recordAttempt(ctx, 'login', source, account);
         ctx.publish('auth.login_failed', { userId });

@@ -56,27 +56,43 @@ export const changePasswordRoute = defineRoute({
       429: problemRef('ErrTooManyAttempts: too many failed password checks from this client address'),
     },
   },
-  async handler({ tx, body, request, reply, services }) {
+  // No transaction around the handler: the password is verified and the new one hashed with none
+  // open, so no pool connection waits on argon2 (a short one reads, another stores).
+  transaction: 'none',
+  async handler({ body, request, reply, services, session, transaction }) {
     assertPasswordPolicy(body.newPassword, '/body/newPassword');
-    const session = tx.session!;
-    if ((await attemptsFrom(tx, 'login', request.ip)) >= THROTTLE.login.max) throw tooManyAttempts(reply);
-    const person = await usersService.lockCredentials(tx, session.userId);
-    if (!(await verifyPassword(services.passwordVerifier, person?.passwordHash, body.currentPassword))) {
-      // This request's transaction rolls back with the refusal; the attempt is counted in one of
-      // its own once it has, so the request never holds two connections at once.
-      tx.onRollback(() => services.transactions.run(tx.tenant, (ctx) => recordAttempt(ctx, 'login', request.ip)));
-      const message = 'does not match the password in force';
-      throw problem('VALIDATION_FAILED', `currentPassword ${message}`, {
-        errors: [{ pointer: '/body/currentPassword', message }],
-      });
+    const caller = session!;
+    const { throttled, inForce } = await transaction(async (tx) => ({
+      throttled: (await attemptsFrom(tx, 'login', request.ip)) >= THROTTLE.login.max,
+      inForce: (await usersService.lockCredentials(tx, caller.userId))?.passwordHash ?? null,
+    }));
+    if (throttled) throw tooManyAttempts(reply);
+    if (!(await verifyPassword(services.passwordVerifier, inForce, body.currentPassword))) {
+      // Nothing was written; the attempt is counted in a transaction of its own.
+      await services.transactions.run(request.tenant!, (ctx) => recordAttempt(ctx, 'login', request.ip));
+      throw notInForce();
     }
-    const hash = await hashPassword(body.newPassword);
-    await usersService.setPasswordHash(tx, session.userId, hash);
-    await endSessions(tx, session.userId, { keepSessionId: session.id });
+    const hash = await hashPassword(body.newPassword, services.passwordHasher);
+    await transaction(async (tx) => {
+      // Stored only over the hash just verified: a password set meanwhile (a reset, an administrator)
+      // is the one in force now, which the caller did not give.
+      const person = await usersService.lockCredentials(tx, caller.userId);
+      if (!person || person.passwordHash !== inForce) throw notInForce();
+      await usersService.setPasswordHash(tx, caller.userId, hash);
+      await endSessions(tx, caller.userId, { keepSessionId: caller.id });
+    });
     reply.code(204);
     return null;
   },
 });
+
+/** The refusal of a currentPassword that is not the one in force. */
+function notInForce() {
+  const message = 'does not match the password in force';
+  return problem('VALIDATION_FAILED', `currentPassword ${message}`, {
+    errors: [{ pointer: '/body/currentPassword', message }],
+  });
+}
 
 export const FORGOT_ANSWER =
   'If the address belongs to an active account here, a link to set a new password is on its way.';
@@ -160,7 +176,7 @@ export const resetPasswordRoute = defineRoute({
         .executeTakeFirst();
       return token?.user_id ?? null;
     });
-    const hash = await hashPassword(body.password);
+    const hash = await hashPassword(body.password, services.passwordHasher);
     const callerSession = request.cookies[sessionCookie(services.config).name];
     await services.transactions.run(
       tenant,

@@ -1,16 +1,11 @@
-import argon2 from 'argon2';
 import { problem } from '../../framework/errors.ts';
-import type { PasswordVerifier } from '../../framework/access/password-verifier.ts';
+import { argon2Hasher, type PasswordHasher, type PasswordVerifier } from '../../framework/access/password-verifier.ts';
+
+export { ARGON2_OPTIONS } from '../../framework/access/password-verifier.ts';
 
 // The user module owns the users table and its password_hash column, so hashing and the policy
 // live here: its set-password command hashes, and the sign-in area (modules/auth) verifies and
 // hashes with these and stores a hash only through usersService.setPasswordHash.
-
-/**
- * argon2id at OWASP's minimum (19 MiB, two passes, one lane). Raising these later is safe:
- * verification reads the parameters from each stored hash.
- */
-export const ARGON2_OPTIONS = { type: argon2.argon2id, memoryCost: 19456, timeCost: 2, parallelism: 1 } as const;
 
 /**
  * Password policy: 8 to 1024 characters, nothing else. Length is what resists guessing; the upper
@@ -41,14 +36,20 @@ export function assertPasswordPolicy(plain: string, pointer = '/body/password'):
   if (violation) throw problem('VALIDATION_FAILED', violation, { errors: [{ pointer, message: violation }] });
 }
 
-export function hashPassword(plain: string): Promise<string> {
-  return argon2.hash(plain, ARGON2_OPTIONS);
+/**
+ * The argon2id hash to store for plain, through the app's hasher (services.passwordHasher) when the
+ * caller has one. It costs tens of milliseconds of CPU: call it with no transaction open, so no pool
+ * connection is held meanwhile.
+ */
+export function hashPassword(plain: string, hasher: PasswordHasher = argon2Hasher): Promise<string> {
+  return hasher.hash(plain);
 }
 
 /**
  * True when plain matches hash, checked through the app's verifier (services.passwordVerifier). A
  * missing or malformed hash verifies against DUMMY_HASH instead, so every call runs exactly one
  * argon2id verification with ARGON2_OPTIONS's parameters: the caller pays the same cost and gets false.
+ * Like hashing, call it with no transaction open.
  */
 export async function verifyPassword(
   verifier: PasswordVerifier,

@@ -7,7 +7,7 @@ import type { Config } from '../../framework/config/schema.ts';
 import type { TenantRef } from '../../framework/context/tenant.ts';
 import type { Mailer } from '../../framework/mail/mailer.ts';
 import type { Clock } from '../../framework/clock.ts';
-import type { PasswordVerifier } from '../../framework/access/password-verifier.ts';
+import type { PasswordHasher, PasswordVerifier } from '../../framework/access/password-verifier.ts';
 import { createTenant } from '../../framework/tenancy/create-tenant.ts';
 import { hashSecret, newSessionId, sessionCookie } from '../../framework/access/session-cookie.ts';
 import { allModules } from '../../modules/index.ts';
@@ -42,6 +42,8 @@ export interface TestAppOptions {
   clock?: Clock;
   /** The app's password verifier (defaults to argon2's): a test counts verifications through its own. */
   passwordVerifier?: PasswordVerifier;
+  /** The app's password hasher (defaults to argon2id's): a test watches where hashing runs through its own. */
+  passwordHasher?: PasswordHasher;
 }
 
 /**
@@ -63,6 +65,7 @@ export async function startTestApp(options: TestAppOptions = {}): Promise<TestAp
     ...(options.logger ? { logger: options.logger } : {}),
     ...(options.clock ? { clock: options.clock } : {}),
     ...(options.passwordVerifier ? { passwordVerifier: options.passwordVerifier } : {}),
+    ...(options.passwordHasher ? { passwordHasher: options.passwordHasher } : {}),
   });
   await app.web?.ready();
   const { rows } = await app.services.db.pool.query<{ id: string; slug: string }>(
