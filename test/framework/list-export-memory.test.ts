@@ -22,7 +22,7 @@ import { EXPORT_BATCH_ROWS } from '../../framework/bulk/list-export/export-route
  * (docs/performance.md, "List exports: memory").
  *
  * The bound is 128 MiB, not the issue's 64, and issue 48 stays open for it: the peak RSS growth,
- * sampled every 20 ms, read 42 to 103 MiB in fourteen runs of this file on 2026-11-28 (three
+ * sampled every 20 ms, read 50 to 104 MiB in fourteen runs of this file on 2026-11-28 (five
  * over 64), with no heap retained after a full collection (-4 MiB). What varies is garbage not
  * yet collected: the socket's read buffers (about 100 MB of them for a million rows) are memory
  * outside V8's heap, freed only when a collection runs, and at the peak they held 40 to 76 MiB.
