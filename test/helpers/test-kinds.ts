@@ -6,7 +6,8 @@ import { dirname, join, relative, resolve } from 'node:path';
  *
  * - slow: what starts another program or a browser, or attacks the whole installation: the browser
  *   tests, the faults, the security suite, the end-to-end tests with processes, and the few other
- *   files that start processes of their own (SLOW below, by name);
+ *   files that start processes of their own (SLOW below, by name); the browser tests and the
+ *   security suite in the project `slow` (SLOW_SHARED), the others in `slow, own process`;
  * - unit: a file that boots no app, opens no database and starts no process, it or any test file
  *   it imports (found here by reading them, so a new file lands where it belongs by itself);
  * - integration: everything else, the default (the app on a database of its own).
@@ -33,6 +34,18 @@ export const SLOW = [
   // 1,000,000 tasks seeded and vacuumed before it reads a plan (about two minutes on a loaded machine).
   'test/modules/task/task-list-plan.test.ts',
 ];
+
+/**
+ * The slow files that share their worker's process with the slow files before them (vitest.config.ts,
+ * the project `slow`; the other slow files are `slow, own process`): the browser tests and the
+ * security suite. Each of them starts an app and a browser or its world in its own hooks or at its
+ * top level and closes them, and leaves no process-wide state behind (no spy on a global, no
+ * `process.env`, no fake timers, no tracer); what the others do (child processes, servers of their
+ * own, signals, the embedded PostgreSQL's library) is left to a fresh process each. Sharing the
+ * process imports the framework, the modules and playwright once per worker instead of once per
+ * file (docs/performance.md, "The slow project, shared process").
+ */
+export const SLOW_SHARED = ['test/browser/**/*.test.ts', 'test/security/**/*.test.ts'];
 
 /**
  * Files that measure this process's memory: they run after every other file, with nothing else
