@@ -152,6 +152,17 @@ describe('a refusal before the transaction', () => {
     expect(await passwordEvents(ann.id)).toEqual([]);
   });
 
+  it('through the admin form is the form again, its error beside the field, and nothing is hashed', async () => {
+    const user = await invited();
+    const res = await postForm(user.id, '😀😀😀😀');
+    expect(res.status).toBe(422);
+    expect(res.headers['content-type']).toMatch(/^text\/html/);
+    expect(res.text).toContain(`action="/admin/user/users/${user.id}/set-password"`);
+    expect(res.text).toMatch(/id="field-password-error">Use 8 to 1024 characters\./);
+    expect(calls).toEqual([]);
+    expect(await hashOf(user.id)).toBeNull();
+  });
+
   it('a caller who may not set passwords prepares nothing, alone or in a batch', async () => {
     const reader = (await signInAs(t.app, t.acme, ['user:read'])).cookie;
     const user = await invited();
