@@ -2,6 +2,7 @@ import { randomUUID } from 'node:crypto';
 import type { AddressInfo } from 'node:net';
 import { CompiledQuery } from 'kysely';
 import { startTestApp, OPERATOR_HOST, type TestApp } from '../helpers/app.ts';
+import { cheapPasswordHasher } from '../helpers/cheap-password-hasher.ts';
 import { allModules } from '../../modules/index.ts';
 import type { TenantRef } from '../../framework/context/tenant.ts';
 import { hashSecret, newSessionId, sessionCookie } from '../../framework/access/session-cookie.ts';
@@ -115,7 +116,9 @@ function limit(most: number): <T>(fn: () => Promise<T>) => Promise<T> {
 
 /** Starts the service (all modules, listening on 127.0.0.1) and builds the world through its API. */
 export async function buildWorld(prefix: string): Promise<World> {
-  const app = await startTestApp({ modules: allModules });
+  // Some 56 people a world, each hashed once: a cheap argon2id hasher (test/helpers) keeps the set-up
+  // from spending seconds of CPU on cost parameters no test here is about; logins still verify.
+  const app = await startTestApp({ modules: allModules, passwordHasher: cheapPasswordHasher });
   await app.web!.listen({ host: '127.0.0.1', port: 0 });
   const client = new Client((app.web!.server.address() as AddressInfo).port);
   const must = async (req: Sent, ...expected: number[]) => {
