@@ -5,6 +5,7 @@ import type { AddressInfo } from 'node:net';
 import { CompiledQuery } from 'kysely';
 import pg from 'pg';
 import { useTestApp } from '../helpers/use-test-app.ts';
+import { expectServiceNodeOptions } from '../helpers/service-node-options.ts';
 import { signInAs } from '../helpers/app.ts';
 import { EXPORT_BATCH_ROWS } from '../../framework/bulk/list-export/export-route.ts';
 
@@ -156,6 +157,8 @@ async function untilQuiet(checkouts: { readonly count: number }, quietMs: number
 
 describe('an export of 1,000,000 rows', () => {
   it('reads no further while the client reads nothing, then sends every row', async () => {
+    // Measured as operators run the service: with the Node options of `npm run start:web`.
+    expectServiceNodeOptions();
     // A small export first: what the first export loads once (code, prepared statements) is not per row.
     const warm = startClient('/api/v1/testkit/widgets?format=csv&size=eq.1');
     expect(await warm.status).toBe(200);
