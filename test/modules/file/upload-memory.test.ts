@@ -134,8 +134,7 @@ describe('Files: memory stays flat during a long upload', () => {
   it(`a 1 GiB upload grows RSS by less than 64 MiB and holds less than 32 MiB of Buffer memory at any time (${driver?.name ?? process.env.TEST_FILE_DRIVER ?? 'local'})`, {
     timeout: 600_000,
   }, async () => {
-    // The service's own young generation (vitest.config.ts): V8's default, 64 MiB semi-spaces, let
-    // the SDK's per-request garbage reach old space and grew RSS 68-70 MiB on s3 (docs/files.md, "Memory").
+    // Measured as operators run the service: with the Node options of `npm run start:web` (vitest.config.ts).
     expectServiceNodeOptions();
     const store = watchStoreRequests(driver.server?.port);
     const answer = await uploadMeasuringMemory(UPLOAD_MIB).finally(() => store.stop());
