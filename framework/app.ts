@@ -19,7 +19,7 @@ import { TenantTransactions } from './context/tx.ts';
 import { createMailer, type Mailer } from './mail/mailer.ts';
 import { buildWeb } from './http/web.ts';
 import { openApiDocument } from './openapi/document.ts';
-import { Worker } from './events/worker.ts';
+import type { Worker } from './events/worker.ts';
 import { OutboxSignal } from './events/outbox-signal.ts';
 import { ensureOperatorTenant } from './tenancy/bootstrap.ts';
 import type { Services } from './services.ts';
@@ -30,7 +30,7 @@ import {
   type PasswordHasher,
   type PasswordVerifier,
 } from './access/password-verifier.ts';
-import { blobStoreFor } from './storage/index.ts';
+import { blobStoreFor, loadBlobStoreDriver } from './storage/index.ts';
 import { Metrics, poolState } from './observability/metrics.ts';
 import { metricsPort, startMetricsServer, type MetricsServer } from './observability/metrics-server.ts';
 import { databaseFigures } from './observability/metric-queries.ts';
@@ -103,6 +103,7 @@ export async function buildApp(options: AppOptions): Promise<App> {
   const { registry } = composition;
   const log = options.logger ?? (pino({ level: 'silent' }) as FastifyBaseLogger);
   // The installation's blob store, made here so that it logs through the service's logger.
+  await loadBlobStoreDriver(options.config);
   blobStoreFor(options.config, log);
   const port = exposesMetrics(options.role) ? metricsPort(options.config.metrics.port) : undefined;
   const metrics = port ? newMetrics(() => db, log) : undefined;
@@ -146,7 +147,8 @@ export async function buildApp(options: AppOptions): Promise<App> {
 
     if (servesHttp(options.role)) await live.start();
     const web = servesHttp(options.role) ? await buildWeb(services, { logger: log }) : undefined;
-    const worker = works(options.role) ? new Worker(services) : undefined;
+    // Loaded by the roles that work only: a web process holds none of the job queue's code.
+    const worker = works(options.role) ? new (await import('./events/worker.ts')).Worker(services) : undefined;
     if (worker && options.startWorker !== false) {
       await worker.start({ schedule: options.scheduleJobs !== false });
       outbox.relayHere(() => void worker.relay.wake());

@@ -1,6 +1,6 @@
 import type { AnyRoute, RouteDefinition } from '../entity/define.ts';
 import type { Services } from '../contracts/services.ts';
-import type { AdminPageContext } from './page.ts';
+import type { AdminPageContext, AdminPrepareContext } from './page.ts';
 
 /** The API route with this operation id: an admin page runs its handler, under its access. */
 export function apiRoute(services: Pick<Services, 'routes'>, operationId: string): AnyRoute | undefined {
@@ -15,13 +15,42 @@ export function apiRoute(services: Pick<Services, 'routes'>, operationId: string
 export function runApiRoute(
   route: RouteDefinition,
   ctx: AdminPageContext,
-  parts: { params?: unknown; query?: unknown; body?: unknown } = {},
+  parts: { params?: unknown; query?: unknown; body?: unknown; prepared?: unknown } = {},
 ): Promise<unknown> {
+  // A route with a step before its transaction is run only with what its step prepared (the
+  // page's beforeTransaction, through prepareApiRoute): inside the page's transaction is too late.
+  if (route.beforeTransaction && !('prepared' in parts))
+    throw new Error(
+      `${route.method} ${route.url} has a step before its transaction: prepare it in the page's beforeTransaction (prepareApiRoute)`,
+    );
   return route.handler({
     tx: ctx.tx,
     request: ctx.request,
     reply: ctx.reply,
     services: ctx.services,
+    params: parts.params ?? {},
+    query: parts.query ?? {},
+    body: parts.body ?? null,
+    prepared: parts.prepared,
+  } as never);
+}
+
+/**
+ * An API route's step before its transaction (RouteDefinition.beforeTransaction), run from a
+ * page's own step (AdminPageDefinition.beforeTransaction) with no transaction open: what it returns
+ * is what runApiRoute hands the route's handler as `prepared`. Undefined for a route without one.
+ */
+export function prepareApiRoute(
+  route: RouteDefinition,
+  ctx: AdminPrepareContext,
+  parts: { params?: unknown; query?: unknown; body?: unknown } = {},
+): Promise<unknown> {
+  if (!route.beforeTransaction) return Promise.resolve(undefined);
+  return route.beforeTransaction({
+    request: ctx.request,
+    reply: ctx.reply,
+    services: ctx.services,
+    session: ctx.session,
     params: parts.params ?? {},
     query: parts.query ?? {},
     body: parts.body ?? null,

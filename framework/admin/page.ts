@@ -22,6 +22,7 @@ export type {
   AdminPageDefinition,
   AdminPageSchema,
   AdminPagesRegistrar,
+  AdminPrepareContext,
   AdminSite,
   PageParams,
   PageQueryOf,
@@ -71,14 +72,35 @@ export function registerAdminPage<const S extends AdminPageSchema = Record<never
       ...(page.schema?.querystring ? { querystring: page.schema.querystring } : {}),
       response: { 200: HtmlPage(page.summary) },
     },
-    handler: async ({ tx, request, reply, services, params, query, body }) => {
+    ...(page.beforeTransaction ? { beforeTransaction: preparePage(page.beforeTransaction) } : {}),
+    handler: async ({ tx, request, reply, services, params, query, body, prepared }) => {
       const ctx = pageContext(site, { tx, request, reply, services, params, query, body });
+      if (prepared !== undefined) ctx.prepared = prepared;
       // The route validated params and query against the page's schemas (defaults filled in) before this ran.
       return page.handler(ctx as AdminPageContext<PageParams<S>, PageQueryOf<S>>);
     },
   };
   registerRoute(site.app, site.services, route);
 }
+
+/** A page's step before its transaction as its route's: the form as posted, the parameters as validated. */
+function preparePage<S extends AdminPageSchema>(
+  step: NonNullable<AdminPageDefinition<S>['beforeTransaction']>,
+): NonNullable<RouteDefinition['beforeTransaction']> {
+  return ({ request, reply, services, params, query, body, session }) =>
+    step({
+      request,
+      reply,
+      services,
+      params: (params ?? {}) as PageParams<S>,
+      query: (query ?? {}) as PageQueryOf<S>,
+      body: formOf(body),
+      session,
+    });
+}
+
+const formOf = (body: unknown): Record<string, unknown> =>
+  (typeof body === 'object' && body !== null ? body : {}) as Record<string, unknown>;
 
 /** Builds a page context around a transaction: the route's, or the error renderer's fresh one. */
 export function pageContext(
@@ -102,7 +124,7 @@ export function pageContext(
     services,
     params: (base.params ?? {}) as Readonly<Record<string, string>>,
     query: (base.query ?? {}) as Readonly<Record<string, unknown>>,
-    body: (typeof base.body === 'object' && base.body !== null ? base.body : {}) as Record<string, unknown>,
+    body: formOf(base.body),
     render: (view) => renderAdminPage(site, ctx, view),
     redirect: (location) => {
       reply.code(303).header('location', location);

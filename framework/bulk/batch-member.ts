@@ -1,7 +1,8 @@
 import { randomUUID } from 'node:crypto';
 import type { IncomingHttpHeaders } from 'node:http';
-import { derivedContext, type PublishAllowList, type TxContext } from '../context/tx.ts';
+import { derivedContext, type PublishAllowList, type SessionInfo, type TxContext } from '../context/tx.ts';
 import { problem } from '../errors.ts';
+import type { TenantRef } from '../context/tenant.ts';
 
 /**
  * One request of a batch (POST /api/v1/batch, framework/bulk/batch.ts) while it goes through the
@@ -12,9 +13,34 @@ import { problem } from '../errors.ts';
  * while the batch dispatches it (the async context does not survive inject's body stream): a
  * token a client might send names no member, and its request is served as any other.
  */
-export interface BatchMember {
+export type BatchMember = BatchMemberPreparing | BatchMemberRunning;
+
+/**
+ * A request of a batch while the batch prepares (before its transaction opens): a route with a
+ * step before its transaction (RouteDefinition.beforeTransaction) runs that step, for the batch's
+ * caller, and leaves its result here for the run.
+ */
+export interface BatchMemberPreparing {
+  readonly phase: 'prepare';
+  /** The batch's tenant. */
+  readonly tenant: TenantRef;
+  /** The batch's caller, resolved and guarded before the batch prepared anything. */
+  readonly session: SessionInfo | null;
+  /** What the route's step returned. */
+  prepared?: unknown;
+  /** Set by the strategy that ran the route's step. */
+  served?: { operationId: string };
+}
+
+/** A request of a batch in the batch's transaction. */
+export interface BatchMemberRunning {
+  readonly phase: 'run';
+  /** The batch's tenant. */
+  readonly tenant: TenantRef;
   /** The batch's transaction: every request of the batch reads and writes through it. */
   readonly tx: TxContext;
+  /** What the route's step returned when the batch prepared this request (undefined: it has none). */
+  readonly prepared?: unknown;
   /** Set by the strategy that ran the route's handler in the batch's transaction. */
   served?: { operationId: string };
 }

@@ -1,6 +1,6 @@
 import Router, { type HTTPMethod, type HTTPVersion } from 'find-my-way';
 import type { FastifyReply, FastifyRequest, RouteOptions } from 'fastify';
-import type { TxContext } from '../context/tx.ts';
+import type { SessionInfo, TxContext } from '../context/tx.ts';
 import type { TenantRef } from '../context/tenant.ts';
 import type { ProblemError } from '../errors.ts';
 import { STATE_CHANGING_METHODS } from '../access/cross-site.ts';
@@ -16,6 +16,8 @@ import { STATE_CHANGING_METHODS } from '../access/cross-site.ts';
 export class BatchRoutes {
   private readonly router: Router.Instance<HTTPVersion.V1>;
   private readonly operations = new Map<string, DirectOperation>();
+  /** The routes with a step before their transaction (RouteDefinition.beforeTransaction), by key. */
+  private readonly steps = new Set<string>();
 
   constructor(routerOptions: Router.Config<HTTPVersion.V1>) {
     this.router = Router(routerOptions);
@@ -34,27 +36,39 @@ export class BatchRoutes {
     this.operations.set(keyOf(method, url), operation);
   }
 
+  /** A route with a step before its transaction: the batch prepares its requests before its transaction opens. */
+  prepares(method: string, url: string): void {
+    this.steps.add(keyOf(method, url));
+  }
+
   /** The direct operation a request names, with its path's parameters; undefined: dispatch it. */
   find(method: string, path: string): { operation: DirectOperation; params: Record<string, string> } | undefined {
-    let found: ReturnType<typeof this.router.find>;
-    try {
-      found = this.router.find(method as HTTPMethod, path);
-    } catch {
-      // A path the router cannot read (bad percent-encoding): the request path refuses it.
-      return undefined;
-    }
+    const found = this.route(method, path);
     const operation = found ? this.operations.get(found.store as string) : undefined;
     return operation && found ? { operation, params: found.params as Record<string, string> } : undefined;
+  }
+
+  /** Whether the route a request names has a step before its transaction, to run before the batch's opens. */
+  hasStep(method: string, path: string): boolean {
+    const found = this.route(method, path);
+    return found !== null && this.steps.has(found.store as string);
+  }
+
+  private route(method: string, path: string): ReturnType<typeof this.router.find> {
+    try {
+      return this.router.find(method as HTTPMethod, path);
+    } catch {
+      // A path the router cannot read (bad percent-encoding): the request path refuses it.
+      return null;
+    }
   }
 }
 
 const keyOf = (method: string, url: string) => `${method} ${url}`;
 const noHandler = () => {};
 
-/** What is the same for every request of one batch: resolved once, from the batch's own request. */
-export interface BatchScope {
-  /** The batch's transaction, opened with the batch's caller (its session, its permissions). */
-  readonly tx: TxContext;
+/** What is the same for every request of one batch, in its transaction or before it: resolved once, from the batch's own request. */
+export interface BatchRequestScope {
   readonly tenant: TenantRef;
   /** The batch's request and reply: a handler reads the caller's address and cookies, and sets its status. */
   readonly request: FastifyRequest;
@@ -67,6 +81,18 @@ export interface BatchScope {
   readonly crossSite: ProblemError | undefined;
   /** The batch body's size in bytes: no request's body is larger. */
   readonly bodyBytes: number;
+}
+
+/** A batch's scope while it prepares its requests, before its transaction opens. */
+export interface BatchPrepareScope extends BatchRequestScope {
+  /** The batch's caller, resolved and guarded in a short transaction before anything was prepared. */
+  readonly session: SessionInfo | null;
+}
+
+/** A batch's scope in its transaction. */
+export interface BatchScope extends BatchRequestScope {
+  /** The batch's transaction, opened with the batch's caller (its session, its permissions). */
+  readonly tx: TxContext;
 }
 
 /** One request of a batch, its route found. */
@@ -92,7 +118,14 @@ export interface DirectAnswer {
  */
 export interface DirectOperation {
   readonly operationId: string;
-  run(scope: BatchScope, item: DirectItem): Promise<DirectAnswer>;
+  /**
+   * The route's step before its transaction (RouteDefinition.beforeTransaction), run before the
+   * batch's transaction opens after the same checks and validation as run's and the guard's
+   * verdict on the batch's caller; absent when the route has none.
+   */
+  prepare?(scope: BatchPrepareScope, item: DirectItem): Promise<unknown>;
+  /** prepared: what prepare returned for this request. */
+  run(scope: BatchScope, item: DirectItem, prepared?: unknown): Promise<DirectAnswer>;
 }
 
 /** An answer's body as a client reads it: JSON, the text itself if it is not JSON, null if empty. */

@@ -9,8 +9,14 @@ import { PROBLEMS, ProblemError, problem, type FieldError, type ProblemCode } fr
 import { problemResponse } from '../openapi/problem-schema.ts';
 import { secretPaths, type SecretPath } from '../http/withheld-secrets.ts';
 import type { AnswerSecrets } from '../http/idempotency.ts';
-import { asBatchMember, batchMemberOf, type BatchMember } from './batch-member.ts';
-import { parseAnswer, type BatchRoutes, type BatchScope } from './batch-routes.ts';
+import { asBatchMember, batchMemberOf, type BatchMemberPreparing, type BatchMemberRunning } from './batch-member.ts';
+import {
+  parseAnswer,
+  type BatchPrepareScope,
+  type BatchRequestScope,
+  type BatchRoutes,
+  type BatchScope,
+} from './batch-routes.ts';
 import { refuseCrossSite } from '../access/cross-site.ts';
 import { bearerTokenOf } from '../access/bearer.ts';
 import { toProblem } from '../http/problems.ts';
@@ -166,17 +172,39 @@ export function batchRoute(
         409: problemResponse("A request's own conflict (ALREADY_EXISTS, INVALID_STATE, ...), with its index"),
       },
     },
-    handler: async ({ tx, body, request, reply }) => {
-      // A batch inside a batch would open nothing new; it is refused rather than half-supported.
-      if (batchMemberOf(request.headers)) throw problem('BATCH_REQUEST_UNSUPPORTED', 'A batch cannot contain a batch');
+    // A request whose route has a step before its transaction (a command that hashes a password
+    // first) is prepared, in the order sent, before the batch's transaction opens.
+    prepares: ({ body }) => requestsOf(body).some((item) => table.hasStep(item.method, item.path)),
+    beforeTransaction: async ({ body, request, reply, session }) => {
+      refuseNested(request);
       const headers = carriedHeaders(request);
-      const scope = batchScope(tx, request, reply, headers);
+      const scope: BatchPrepareScope = { ...requestScope(request, reply, headers), session };
+      const prepared: unknown[] = [];
+      for (const [index, item] of requestsOf(body).entries()) {
+        if (!table.hasStep(item.method, item.path)) {
+          prepared.push(undefined);
+          continue;
+        }
+        const found = table.find(item.method, item.path);
+        prepared.push(
+          found
+            ? await preparedDirect(scope, index, item, found)
+            : await preparedDispatched(scope, request, headers, index, item),
+        );
+      }
+      return prepared;
+    },
+    handler: async ({ tx, body, request, reply, prepared }) => {
+      refuseNested(request);
+      const headers = carriedHeaders(request);
+      const scope: BatchScope = { ...requestScope(request, reply, headers), tx };
+      const steps = (prepared ?? []) as readonly unknown[];
       const results: Result[] = [];
-      for (const [index, item] of (body as { requests: BatchItem[] }).requests.entries()) {
+      for (const [index, item] of requestsOf(body).entries()) {
         const found = table.find(item.method, item.path);
         const result = found
-          ? await direct(scope, index, item, found)
-          : await dispatched(tx, request, headers, index, item);
+          ? await direct(scope, index, item, found, steps[index])
+          : await dispatched(tx, request, headers, index, item, steps[index]);
         results.push(result);
       }
       return { results };
@@ -187,13 +215,19 @@ export function batchRoute(
 
 const JSON_BODY = { 'content-type': 'application/json' } as const;
 
+const requestsOf = (body: unknown): readonly BatchItem[] => (body as { requests: BatchItem[] }).requests;
+
+/** A batch inside a batch would open nothing new; it is refused rather than half-supported. */
+function refuseNested(request: FastifyRequest): void {
+  if (batchMemberOf(request.headers)) throw problem('BATCH_REQUEST_UNSUPPORTED', 'A batch cannot contain a batch');
+}
+
 /** What every request of the batch shares, resolved once from the batch's own request. */
-function batchScope(
-  tx: BatchScope['tx'],
+function requestScope(
   request: FastifyRequest,
-  reply: BatchScope['reply'],
+  reply: BatchRequestScope['reply'],
   headers: Record<string, string>,
-): BatchScope {
+): BatchRequestScope {
   let crossSite: ProblemError | undefined;
   try {
     refuseCrossSite({ headers });
@@ -202,8 +236,7 @@ function batchScope(
   }
   const length = Number(request.headers['content-length']);
   return {
-    tx,
-    tenant: tx.tenant,
+    tenant: request.tenant ?? missingTenant(),
     request,
     reply,
     headers,
@@ -213,22 +246,63 @@ function batchScope(
   };
 }
 
+const missingTenant = (): never => {
+  throw problem('NO_SITE');
+};
+
+/** A refusal of one request, thrown as the batch's answer naming its index. */
+function refusedMember(scope: BatchRequestScope, index: number, item: BatchItem, err: unknown): ProblemError {
+  const refused = toProblem(err);
+  // What the request path's error handler logs of a request sent alone.
+  if (refused.status >= 500) scope.request.log.error({ err, index }, 'a request of a batch failed');
+  return memberFailure(index, item, refused.status, refused.toDocument());
+}
+
+/** One request's step before the batch's transaction, its route's operation called directly. */
+async function preparedDirect(
+  scope: BatchPrepareScope,
+  index: number,
+  item: BatchItem,
+  found: NonNullable<ReturnType<BatchRoutes['find']>>,
+): Promise<unknown> {
+  const { operation, params } = found;
+  try {
+    return await operation.prepare?.(scope, { params, body: item.body });
+  } catch (err) {
+    throw refusedMember(scope, index, item, err);
+  }
+}
+
+/** One request's step before the batch's transaction, dispatched through the request path (fastify's inject). */
+async function preparedDispatched(
+  scope: BatchPrepareScope,
+  request: FastifyRequest,
+  headers: Record<string, string>,
+  index: number,
+  item: BatchItem,
+): Promise<unknown> {
+  const member: BatchMemberPreparing = { phase: 'prepare', tenant: scope.tenant, session: scope.session };
+  const response = await asBatchMember(member, (named) => inject(request, headers, named, item));
+  if (response.statusCode >= 400) throw memberFailure(index, item, response.statusCode, parseAnswer(response.body));
+  if (!member.served)
+    throw problem('INTERNAL', `request ${index} of the batch was answered before its route could prepare it`);
+  return member.prepared;
+}
+
 /** One request, its route's operation called directly in the batch's transaction. */
 async function direct(
   scope: BatchScope,
   index: number,
   item: BatchItem,
   found: NonNullable<ReturnType<BatchRoutes['find']>>,
+  prepared: unknown,
 ): Promise<Result> {
   const { operation, params } = found;
   let answer: Awaited<ReturnType<typeof operation.run>>;
   try {
-    answer = await operation.run(scope, { params, body: item.body });
+    answer = await operation.run(scope, { params, body: item.body }, prepared);
   } catch (err) {
-    const refused = toProblem(err);
-    // What the request path's error handler logs of a request sent alone.
-    if (refused.status >= 500) scope.request.log.error({ err, index }, 'a request of a batch failed');
-    throw memberFailure(index, item, refused.status, refused.toDocument());
+    throw refusedMember(scope, index, item, err);
   }
   if (answer.status >= 400) throw memberFailure(index, item, answer.status, answer.body);
   return {
@@ -246,17 +320,10 @@ async function dispatched(
   headers: Record<string, string>,
   index: number,
   item: BatchItem,
+  prepared: unknown,
 ): Promise<Result> {
-  const member: BatchMember = { tx };
-  const response = await asBatchMember(member, (named) =>
-    request.server.inject({
-      method: item.method,
-      url: item.path,
-      headers: { ...headers, ...named, ...(item.body !== undefined ? JSON_BODY : {}) },
-      remoteAddress: request.ip,
-      ...(item.body !== undefined ? { payload: JSON.stringify(item.body) } : {}),
-    }),
-  );
+  const member: BatchMemberRunning = { phase: 'run', tenant: tx.tenant, tx, prepared };
+  const response = await asBatchMember(member, (named) => inject(request, headers, named, item));
   const answer = parseAnswer(response.body);
   if (response.statusCode >= 400) throw memberFailure(index, item, response.statusCode, answer);
   // Every answer that is not a refusal came from a handler run in the batch's transaction.
@@ -269,6 +336,22 @@ async function dispatched(
     ...(typeof location === 'string' ? { location } : {}),
     operationId: member.served.operationId,
   };
+}
+
+/** One request of the batch through the request path, with the header naming its member. */
+function inject(
+  request: FastifyRequest,
+  headers: Record<string, string>,
+  named: Record<string, string>,
+  item: BatchItem,
+) {
+  return request.server.inject({
+    method: item.method,
+    url: item.path,
+    headers: { ...headers, ...named, ...(item.body !== undefined ? JSON_BODY : {}) },
+    remoteAddress: request.ip,
+    ...(item.body !== undefined ? { payload: JSON.stringify(item.body) } : {}),
+  });
 }
 
 function carriedHeaders(request: FastifyRequest): Record<string, string> {

@@ -3,7 +3,7 @@ import type { Static, TObject, TProperties, TSchema } from 'typebox';
 import type { Access } from '../entity/route-definition.ts';
 import type { Problem } from './problems.ts';
 import type { Services } from './services.ts';
-import type { TxContext } from './transaction.ts';
+import type { SessionInfo, TxContext } from './transaction.ts';
 
 /**
  * The admin shell as a module's pages see it (framework/admin/: the site, its pages, the layout,
@@ -86,6 +86,8 @@ export interface AdminPageContext<
   query: Query;
   /** A POST's form fields as posted (the CSRF field already checked and removed). */
   body: Record<string, unknown>;
+  /** What the page's beforeTransaction returned (undefined when it has none or did not run). */
+  prepared?: unknown;
   /** The page in the layout (sidebar, badge, sign-out); an htmx request for a part gets `view.fragment` alone. */
   render(view: AdminView): Promise<string>;
   /** 303 See Other to a local path (post/redirect/get); returns the empty body to answer. */
@@ -121,9 +123,32 @@ export interface AdminPageDefinition<S extends AdminPageSchema = AdminPageSchema
   schema?: S;
   /** Events the page's work may publish (the API route's list, when it runs the API route's work). */
   publishes?: readonly string[];
+  /**
+   * For a page that runs an API route with a step before its transaction
+   * (RouteDefinition.beforeTransaction, e.g. a command that hashes a password): runs that step
+   * (framework/admin/api-route.ts, prepareApiRoute) with no transaction open, once the caller has
+   * been guarded; what it returns is the handler's `ctx.prepared`. Undefined when there is
+   * nothing to prepare for this request (the form asked again).
+   */
+  beforeTransaction?(ctx: AdminPrepareContext<PageParams<S>, PageQueryOf<S>>): Promise<unknown>;
   handler(ctx: AdminPageContext<PageParams<S>, PageQueryOf<S>>): Promise<string>;
   /** Renders the page again after the handler threw (e.g. a form with inline errors); default: the error page. */
   onError?: AdminErrorRenderer;
+}
+
+/** What a page's beforeTransaction gets: the request, its validated parts and its guarded caller; no transaction. */
+export interface AdminPrepareContext<
+  Params = Readonly<Record<string, string>>,
+  Query = Readonly<Record<string, unknown>>,
+> {
+  request: FastifyRequest;
+  reply: FastifyReply;
+  services: Services;
+  params: Params;
+  query: Query;
+  /** A POST's form fields as posted (the CSRF field already checked and removed). */
+  body: Record<string, unknown>;
+  session: SessionInfo | null;
 }
 
 /**

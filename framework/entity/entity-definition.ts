@@ -24,15 +24,17 @@ export type { DeleteMode } from './storage.ts';
 export type SingletonRoute = 'replace' | 'update' | 'delete';
 
 /**
- * A command: `POST .../{id}/<command>`. B is its body schema, P the events it publishes; declared
- * through defineCommand, `run` sees the body as its schema's type and its ctx.publish accepts only
- * the events listed in `publishes`.
+ * A command: `POST .../{id}/<command>`. B is its body schema, P the events it publishes, R what its
+ * step before the transaction (`beforeTransaction`) hands `run`; declared through defineCommand,
+ * `run` sees the body as its schema's type, `prepared` as the step's result, and its ctx.publish
+ * accepts only the events listed in `publishes`.
  */
 export interface CommandDefinition<
   F extends TProperties,
   B extends TSchema = TSchema,
   P extends string = string,
   S extends boolean = false,
+  R = unknown,
 > {
   summary: string;
   description?: string;
@@ -67,16 +69,31 @@ export interface CommandDefinition<
     row: CommandRow<F, S>,
     body: Static<B>,
     services: Services,
-    prepared?: unknown,
+    prepared: R,
   ): Promise<FieldChanges<F> | void>;
+  /**
+   * CPU-bound work to do before the command's transaction opens, with no transaction open and no
+   * pool connection held (hashing a password: ~100 ms that would otherwise hold a connection). It
+   * gets the validated body and the app's services, opens no transaction and makes no effect; it
+   * runs once the caller has been guarded for the command (a caller who may not run it prepares
+   * nothing), and what it returns reaches `run` as `prepared`. A problem it throws is the answer,
+   * and the command's transaction never opens. The command's route, its admin form and
+   * POST /api/v1/batch (every request of a batch prepared before the batch's transaction opens)
+   * run it alike. `run` must re-check in its transaction what the result depends on: the row was
+   * read after the step (its `states` are checked then), and may have changed meanwhile. The
+   * result is never recorded: keep secrets (a password's hash) out of the answer and the events.
+   */
+  beforeTransaction?(body: Static<B>, services: Services): Promise<R>;
   /**
    * Work that must happen before the command's transaction with no transaction open, such as a
    * payment: it opens transactions of its own (ctx.transaction) and may call out between them.
    * What it returns reaches `run` as `prepared`; a problem it throws is the answer, and `run` does
    * not run. A command with `prepare` is served as a `transaction: 'none'` route whose command
-   * transaction opens after prepare returns.
+   * transaction opens after prepare returns; having effects of its own, it cannot be one request of
+   * a batch (422 BATCH_REQUEST_UNSUPPORTED) and has no generated admin form. Work without effects
+   * that only must not hold a connection belongs in `beforeTransaction`, which every path runs.
    */
-  prepare?(ctx: CommandPrepareContext<P>, body: Static<B>): Promise<unknown>;
+  prepare?(ctx: CommandPrepareContext<P>, body: Static<B>): Promise<R>;
   /**
    * The states of the entity's state field (EntityDefinition.states) this command accepts: `from`,
    * where it acts, and `unchanged`, where it is accepted and changes nothing (no write, no event,
@@ -156,9 +173,9 @@ export function defineCommand<F extends TProperties, S extends boolean = false>(
   _fields: F,
   _options?: { singleton: S },
 ) {
-  return <const B extends TSchema = TSchema, const P extends string = never>(
-    command: CommandDefinition<F, B, P, S>,
-  ): CommandDefinition<F, NoInfer<B>, NoInfer<P>, S> => command;
+  return <const B extends TSchema = TSchema, const P extends string = never, R = unknown>(
+    command: CommandDefinition<F, B, P, S, R>,
+  ): CommandDefinition<F, NoInfer<B>, NoInfer<P>, S, R> => command;
 }
 
 export type WriteOperation = 'create' | 'update' | 'delete' | 'command';

@@ -119,7 +119,27 @@ export interface RouteDefinition<S extends RouteSchemas = RouteSchemas, P extend
    * streamed in batches, each read in a short transaction of its own (framework/bulk/list-export/).
    */
   exports?: ListExport;
-  handler(ctx: RouteContext<S> & { tx: TxContext<P> }): Promise<unknown>;
+  /**
+   * Work the request needs before its transaction opens, with no transaction open and no pool
+   * connection held: CPU-bound work such as hashing a password, which would otherwise hold one of
+   * the pool's connections all the while. It runs once the request has passed the route's checks
+   * and validation and the caller has been resolved and guarded (in a short transaction of its own,
+   * which also replays an Idempotency-Key's recorded answer first); what it returns reaches the
+   * handler as `prepared`, and a problem it throws is the answer. Every path that runs the route
+   * honours it the same way: the request sent alone, one request of a batch (every request of the
+   * batch is prepared before the batch's one transaction opens) and an admin page that runs the
+   * route (framework/admin/api-route.ts). The handler re-reads in its transaction whatever the
+   * prepared result depends on: the row may have changed meanwhile.
+   */
+  beforeTransaction?(ctx: RouteContext<S> & { session: SessionInfo | null }): Promise<unknown>;
+  /**
+   * Whether this request has anything for beforeTransaction to do (default: every request has).
+   * When it has not, the request is served in its one transaction with nothing prepared, and no
+   * short transaction resolves its caller first (a batch none of whose requests has such a step).
+   */
+  prepares?(ctx: RouteContext<S>): boolean;
+  /** prepared: what beforeTransaction returned (undefined when the route has none). */
+  handler(ctx: RouteContext<S> & { tx: TxContext<P>; prepared?: unknown }): Promise<unknown>;
 }
 
 /** What a list declares to be exported (RouteDefinition.exports). */
@@ -177,7 +197,7 @@ export interface OneExchange {
 }
 
 export interface NoTxRouteDefinition<S extends RouteSchemas = RouteSchemas, P extends string = string>
-  extends Omit<RouteDefinition<S, P>, 'handler' | 'transaction'> {
+  extends Omit<RouteDefinition<S, P>, 'handler' | 'transaction' | 'beforeTransaction' | 'prepares'> {
   transaction: 'none';
   /**
    * The body is a multipart/form-data form that the handler streams itself with @fastify/multipart

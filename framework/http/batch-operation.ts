@@ -1,11 +1,17 @@
 import type { FastifyReply, FastifySchemaValidationError } from 'fastify';
 import type { TSchema } from 'typebox';
 import type { RouteDefinition } from '../entity/define.ts';
-import type { DirectAnswer, DirectOperation } from '../bulk/batch-routes.ts';
+import type {
+  BatchPrepareScope,
+  BatchRequestScope,
+  DirectAnswer,
+  DirectItem,
+  DirectOperation,
+} from '../bulk/batch-routes.ts';
 import { parseAnswer } from '../bulk/batch-routes.ts';
 import { problem } from '../errors.ts';
 import { STATE_CHANGING_METHODS } from '../access/cross-site.ts';
-import { inBatch, type RoutePlan } from './request-strategies.ts';
+import { inBatch, preparedInBatch, type RoutePlan } from './request-strategies.ts';
 import { typeboxValidatorCompiler } from './validation.ts';
 import { validationProblem, type ValidationIssue } from './problems.ts';
 
@@ -80,42 +86,55 @@ export function directOperation(parts: DirectParts): DirectOperation {
     return 'value' in result ? result.value : value;
   };
   const handle = inBatch(plan, route);
+  const prepareStep = preparedInBatch(plan, route);
+
+  /** What the request path checks and validates before the strategy: the request's parts as the handler gets them. */
+  const admitted = (scope: BatchRequestScope, item: DirectItem) => {
+    // Before the body is read (register-route.ts, beforeBody).
+    guard.admitTenant(scope.tenant);
+    const bearer = plan.acceptsBearer ? scope.bearer : undefined;
+    if (changesState && bearer === undefined && scope.crossSite) throw scope.crossSite;
+    if (guard.requiresCaller && bearer === undefined && !scope.request.cookies[plan.cookieName])
+      guard.admitCaller(null);
+    // The body as the route would have parsed it: the text the request would have carried, within
+    // the route's limit (measured only when the whole batch is larger), read back into a copy of
+    // its own (so a value JSON cannot carry, such as 1e400's Infinity, arrives as it would: null).
+    const text = item.body === undefined ? undefined : JSON.stringify(item.body);
+    if (text !== undefined && scope.bodyBytes > bodyLimit && Buffer.byteLength(text) > bodyLimit)
+      throw problem('PAYLOAD_TOO_LARGE', 'The request body is too large');
+    const sent = text === undefined ? undefined : (JSON.parse(text) as unknown);
+    if (bodyCheck && typeof sent === 'object' && sent !== null && !Array.isArray(sent))
+      bodyCheck(sent as Record<string, unknown>);
+    const params = validated('params', item.params);
+    const body = validated('body', sent);
+    const query = validated('querystring', {});
+    // A copy: the headers are the batch's, and a schema's defaults are written into what it validates.
+    if (validators.headers) validated('headers', { ...scope.headers });
+    return {
+      params: params as never,
+      query: query as never,
+      body: body as never,
+      request: scope.request,
+      reply: scope.reply,
+      services: plan.services,
+    };
+  };
 
   return {
     operationId: route.operationId,
-    async run(scope, item) {
-      // Before the body is read (register-route.ts, beforeBody).
-      guard.admitTenant(scope.tenant);
-      const bearer = plan.acceptsBearer ? scope.bearer : undefined;
-      if (changesState && bearer === undefined && scope.crossSite) throw scope.crossSite;
-      if (guard.requiresCaller && bearer === undefined && !scope.request.cookies[plan.cookieName])
-        guard.admitCaller(null);
-      // The body as the route would have parsed it: the text the request would have carried, within
-      // the route's limit (measured only when the whole batch is larger), read back into a copy of
-      // its own (so a value JSON cannot carry, such as 1e400's Infinity, arrives as it would: null).
-      const text = item.body === undefined ? undefined : JSON.stringify(item.body);
-      if (text !== undefined && scope.bodyBytes > bodyLimit && Buffer.byteLength(text) > bodyLimit)
-        throw problem('PAYLOAD_TOO_LARGE', 'The request body is too large');
-      const sent = text === undefined ? undefined : (JSON.parse(text) as unknown);
-      if (bodyCheck && typeof sent === 'object' && sent !== null && !Array.isArray(sent))
-        bodyCheck(sent as Record<string, unknown>);
-      const params = validated('params', item.params);
-      const body = validated('body', sent);
-      const query = validated('querystring', {});
-      // A copy: the headers are the batch's, and a schema's defaults are written into what it validates.
-      if (validators.headers) validated('headers', { ...scope.headers });
-
+    ...(route.beforeTransaction
+      ? {
+          async prepare(scope: BatchPrepareScope, item: DirectItem) {
+            return prepareStep(scope.session, admitted(scope, item));
+          },
+        }
+      : {}),
+    async run(scope, item, prepared) {
+      const base = admitted(scope, item);
       const { reply } = scope;
       const before = heldReply(reply);
       try {
-        const payload = await handle(scope.tx, {
-          params: params as never,
-          query: query as never,
-          body: body as never,
-          request: scope.request,
-          reply,
-          services: plan.services,
-        });
+        const payload = await handle(scope.tx, base, prepared);
         const status = reply.statusCode;
         const location = reply.getHeader('location');
         const answer: DirectAnswer = {

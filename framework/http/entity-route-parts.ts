@@ -90,6 +90,8 @@ export function commandRoutes(entity: ResolvedEntity, ops: EntityOperations, pre
     };
     const idOf = (params: unknown) => (entity.singleton ? null : (params as { id: string }).id);
     const prepare = definition.prepare;
+    if (prepare && definition.beforeTransaction)
+      throw new Error(`${def.module}.${def.name}'s command ${command} declares both prepare and beforeTransaction`);
     if (prepare) {
       // Prepared with no transaction open (it opens its own), then the command's own transaction.
       const route: NoTxRouteDefinition = {
@@ -104,6 +106,19 @@ export function commandRoutes(entity: ResolvedEntity, ops: EntityOperations, pre
             present(tx, await ops.runCommand(tx, idOf(params), command, body ?? {}, services, prepared)),
           );
         },
+      };
+      return route;
+    }
+    const step = definition.beforeTransaction;
+    if (step) {
+      // Done with no transaction open once the caller is guarded (http/request-strategies.ts), on
+      // every path that runs this route: alone, in a batch, from the admin form.
+      const route: RouteDefinition = {
+        ...base,
+        idempotent: true,
+        beforeTransaction: ({ body, services }) => step(body ?? {}, services),
+        handler: async ({ tx, params, body, services, prepared }) =>
+          present(tx, await ops.runCommand(tx, idOf(params), command, body ?? {}, services, prepared)),
       };
       return route;
     }

@@ -151,6 +151,8 @@ export function registerRoute(
   // the routes that answer with or end a session cookie, which an answer inside a batch cannot
   // carry: public routes and those that take the session cookie only (bearer: false) are
   // dispatched through the request path, as is a route that opens its own transactions (refused).
+  if (batchRoutes && route.transaction !== 'none' && route.beforeTransaction)
+    batchRoutes.prepares(route.method, route.url);
   if (batchRoutes && route.transaction !== 'none' && route.access !== 'public' && route.bearer !== false)
     batchRoutes.direct(
       route.method,

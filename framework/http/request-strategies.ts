@@ -71,6 +71,7 @@ export function strategyFor(plan: RoutePlan, route: AnyRoute): RequestStrategy {
 
 function strategyAlone(plan: RoutePlan, route: AnyRoute): RequestStrategy {
   if (route.transaction === 'none') return noTransaction(plan, route);
+  if (route.beforeTransaction) return preparedTransaction(plan, route, route.beforeTransaction);
   // A route gated by a feature takes its transaction: the feature is judged from the opening
   // statement's answer before the handler writes anything (the one exchange's SQL guard knows permissions only).
   if (route.oneExchange && plan.guard.permission !== undefined && plan.guard.feature === undefined)
@@ -96,9 +97,39 @@ function batchStrategy(
     };
   }
   const run = inBatch(plan, route);
+  const prepare = preparedInBatch(plan, route);
   return async (member, request, reply) => {
     member.served = { operationId: route.operationId };
-    return run(member.tx, contextOf(plan, request, reply));
+    if (member.phase === 'prepare') {
+      member.prepared = await prepare(member.session, contextOf(plan, request, reply));
+      // Nothing to answer yet: the batch reads what was prepared from the member.
+      reply.code(204);
+      return null;
+    }
+    return run(member.tx, contextOf(plan, request, reply), member.prepared);
+  };
+}
+
+/** A request's caller as the route sees it in a batch: none on a cookie-only route the batch's bearer token authenticated. */
+const callerInBatch = (plan: RoutePlan, session: SessionInfo | null): SessionInfo | null =>
+  session && (plan.acceptsBearer || session.via !== 'token') ? session : null;
+
+/**
+ * The route's step before its transaction (RouteDefinition.beforeTransaction) for one request of a
+ * batch, run before the batch's transaction opens: the guard judges the batch's caller for this
+ * route first, as inBatch does, so a request the caller may not make prepares nothing. Undefined
+ * for a route without the step.
+ */
+export function preparedInBatch(
+  plan: RoutePlan,
+  route: RouteDefinition,
+): (session: SessionInfo | null, base: HandlerBase) => Promise<unknown> {
+  const step = route.beforeTransaction;
+  if (!step) return async () => undefined;
+  return async (session, base) => {
+    const caller = callerInBatch(plan, session);
+    plan.guard.admitCaller(caller);
+    return step({ ...base, session: caller });
   };
 }
 
@@ -111,13 +142,12 @@ function batchStrategy(
 export function inBatch(
   plan: RoutePlan,
   route: RouteDefinition,
-): (batchTx: TxContext, base: HandlerBase) => Promise<unknown> {
-  return async (batchTx, base) => {
-    const session = batchTx.session;
-    const caller = session && (plan.acceptsBearer || session.via !== 'token') ? session : null;
+): (batchTx: TxContext, base: HandlerBase, prepared?: unknown) => Promise<unknown> {
+  return async (batchTx, base, prepared) => {
+    const caller = callerInBatch(plan, batchTx.session);
     plan.guard.admitCaller(caller);
     const tx = memberContext(batchTx, plan.publishes, plan.guard.resolvesCaller && caller !== null);
-    return route.handler({ ...base, tx });
+    return route.handler({ ...base, tx, prepared });
   };
 }
 
@@ -130,8 +160,8 @@ const noTenant = (): never => {
 };
 
 type Context = Parameters<RouteDefinition['handler']>[0];
-/** What a transaction route's handler is given besides its transaction. */
-export type HandlerBase = Omit<Context, 'tx'>;
+/** What a transaction route's handler is given besides its transaction (and what was prepared before it). */
+export type HandlerBase = Omit<Context, 'tx' | 'prepared'>;
 type Base = HandlerBase;
 
 function contextOf(plan: RoutePlan, request: FastifyRequest, reply: FastifyReply): Base {
@@ -230,6 +260,49 @@ function noTransaction(plan: RoutePlan, route: NoTxRouteDefinition): RequestStra
   };
 }
 
+/**
+ * A route with a step before its transaction (RouteDefinition.beforeTransaction): the caller is
+ * resolved and guarded in a short transaction of its own, which also replays the answer recorded
+ * under an Idempotency-Key (so a retry prepares nothing); then the step runs with no transaction
+ * open and no connection held; then the route's one transaction, as oneTransaction's, whose guard
+ * judges the caller again (a session may have ended meanwhile) and whose handler gets the result.
+ */
+function preparedTransaction(
+  plan: RoutePlan,
+  route: RouteDefinition,
+  step: NonNullable<RouteDefinition['beforeTransaction']>,
+): RequestStrategy {
+  const { guard } = plan;
+  return async (request, reply) => {
+    const tenant = request.tenant ?? noTenant();
+    const base = contextOf(plan, request, reply);
+    const bearer = bearerOf(plan, request);
+    const rawId = sessionIdOf(plan, request, bearer);
+    const key = plan.idempotent ? idempotencyKeyOf(request) : undefined;
+    const transactions = plan.transactions(request, reply);
+    if (route.prepares && !route.prepares(base))
+      return inTransaction(plan, transactions, route, base, tenant, bearer, rawId, key);
+    const guarded =
+      guard.requiresCaller || bearer !== undefined
+        ? await transactions.run(
+            tenant,
+            async (tx) => {
+              if (bearer !== undefined) await admitBearer(plan, tx, tenant, request, reply);
+              guard.admitCaller(tx.session);
+              return {
+                session: tx.session,
+                earlier: key === undefined ? undefined : await earlierAnswer(tx, key, request, reply),
+              };
+            },
+            txOptionsOf(plan, bearer, rawId),
+          )
+        : { session: null, earlier: undefined };
+    if (guarded.earlier) return guarded.earlier.body;
+    const prepared = await step({ ...base, session: guarded.session });
+    return inTransaction(plan, transactions, route, base, tenant, bearer, rawId, key, prepared);
+  };
+}
+
 /** One tenant transaction: the caller resolved by its opening statement, the guard, the handler, commit. */
 function oneTransaction(plan: RoutePlan, route: RouteDefinition): RequestStrategy {
   return (request, reply) => {
@@ -251,6 +324,7 @@ function inTransaction(
   bearer: string | undefined,
   rawId: string | undefined,
   key: string | undefined,
+  prepared?: unknown,
 ): Promise<unknown> {
   const { request, reply } = base;
   return transactions.run(
@@ -260,7 +334,7 @@ function inTransaction(
       // Before the handler, so a handler that ends the session (logout) clears the cookie last.
       admit(plan, reply, rawId, tx.session);
       // A request with an Idempotency-Key claims it in this transaction, beside its effect.
-      const run = () => route.handler({ ...base, tx });
+      const run = () => route.handler({ ...base, tx, prepared });
       if (key === undefined) return run();
       return route.idempotentSecrets
         ? runIdempotent(tx, key, request, reply, run, (answer, status) => route.idempotentSecrets!(answer, status))

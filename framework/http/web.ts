@@ -152,7 +152,7 @@ export async function buildWeb(services: Services, options: WebOptions = {}): Pr
     // pool may not be reached: it takes the batch's tenant should the host have left the cache.
     const member = batchMemberOf(request.headers);
     if (member) {
-      request.tenant = member.tx.tenant;
+      request.tenant = member.tenant;
       return done();
     }
     services.hosts.resolve(host).then((tenant) => {

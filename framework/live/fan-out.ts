@@ -30,16 +30,20 @@ export function fanOut(
   filters: readonly ReadonlyMap<string, number>[],
   read: BatchResult,
 ): Outgoing[] {
-  const groups = new Map<string, OpenStream[]>();
+  // By position, then shape: the shape strings are the streams' own, made when they opened, so
+  // grouping a stream makes no string and hashes none anew.
+  const byPosition = new Map<number, Map<string, OpenStream[]>>();
   for (const stream of streams) {
-    const key = `${stream.position} ${stream.shape}`;
-    const group = groups.get(key);
+    let shapes = byPosition.get(stream.position);
+    if (!shapes) byPosition.set(stream.position, (shapes = new Map()));
+    const group = shapes.get(stream.shape);
     if (group) group.push(stream);
-    else groups.set(key, [stream]);
+    else shapes.set(stream.shape, [stream]);
   }
+  const groups = [...byPosition.values()].flatMap((shapes) => [...shapes.values()]);
   // Each group's first stream stands for the group.
   const leaders = new Map<OpenStream, { texts: string[]; events: Outgoing['events'][number][] }>();
-  for (const group of groups.values()) leaders.set(group[0]!, { texts: [], events: [] });
+  for (const group of groups) leaders.set(group[0]!, { texts: [], events: [] });
   const firsts = [...leaders.keys()];
   for (const change of read.changes) {
     for (const [i, source] of sources.entries()) {
@@ -59,7 +63,7 @@ export function fanOut(
     }
   }
   const outgoing: Outgoing[] = [];
-  for (const group of groups.values()) {
+  for (const group of groups) {
     const { texts, events } = leaders.get(group[0]!)!;
     if (texts.length > 0) outgoing.push({ streams: group, chunk: Buffer.from(texts.join('')), events });
   }

@@ -1,4 +1,4 @@
-import nodemailer, { type Transporter } from 'nodemailer';
+import type { Transporter } from 'nodemailer';
 import type { Config } from '../config/schema.ts';
 import type { MailMessage, Mailer } from '../contracts/mail.ts';
 
@@ -22,27 +22,39 @@ export class MemoryMailbox implements Mailer {
   close(): void {}
 }
 
+/**
+ * Mail over SMTP. nodemailer is loaded when such a mailer is made (at boot, when mail.host is set),
+ * not with this file: a process whose mail stays in memory never holds its code.
+ */
 export class SmtpMailer implements Mailer {
   readonly mode = 'smtp' as const;
-  private readonly transport: Transporter;
+  private readonly transport: Promise<Transporter>;
   private readonly from: string;
 
   constructor(config: Config['mail']) {
     this.from = config.from;
-    this.transport = nodemailer.createTransport({
-      host: config.host,
-      port: config.port,
-      secure: config.secure,
-      ...(config.username ? { auth: { user: config.username, pass: config.password } } : {}),
-    });
+    this.transport = import('nodemailer').then(({ default: nodemailer }) =>
+      nodemailer.createTransport({
+        host: config.host,
+        port: config.port,
+        secure: config.secure,
+        ...(config.username ? { auth: { user: config.username, pass: config.password } } : {}),
+      }),
+    );
+    // Awaited by send, which reports a failure to load; nothing else is to be told of it.
+    this.transport.catch(() => {});
   }
 
   async send(message: MailMessage): Promise<void> {
-    await this.transport.sendMail({ from: this.from, to: message.to, subject: message.subject, text: message.text });
+    const transport = await this.transport;
+    await transport.sendMail({ from: this.from, to: message.to, subject: message.subject, text: message.text });
   }
 
   close(): void {
-    this.transport.close();
+    this.transport.then(
+      (transport) => transport.close(),
+      () => {},
+    );
   }
 }
 

@@ -19,6 +19,9 @@ export interface ByteRange {
   end: number;
 }
 
+/** What the S3 driver can do (s3.ts), known without loading it and its SDK. */
+export const S3_CAPABILITIES: BlobCapabilities = { seekable: true, listable: true };
+
 /**
  * Where uploaded bytes live. A key is a UUID and nothing else: no name a caller chose ever reaches
  * the storage. A blob under a key is always complete: put() writes elsewhere first and makes the

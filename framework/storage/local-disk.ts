@@ -7,7 +7,14 @@ import type { Readable } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
 import { problem, type ProblemError } from '../errors.ts';
 import { releasingFs } from './chunk-release.ts';
-import { assertBlobKey, isBlobKey, type BlobStat, type BlobStore, type ByteRange } from './blob-store.ts';
+import {
+  assertBlobKey,
+  isBlobKey,
+  type BlobCapabilities,
+  type BlobStat,
+  type BlobStore,
+  type ByteRange,
+} from './blob-store.ts';
 
 const SHARD = /^[0-9a-f]{2}$/;
 
@@ -21,7 +28,8 @@ const SHARD = /^[0-9a-f]{2}$/;
 const WRITE_BUFFER_BYTES = 1024 * 1024;
 
 export class LocalDiskStore implements BlobStore {
-  readonly capabilities = { seekable: true, listable: true } as const;
+  static readonly capabilities: BlobCapabilities = { seekable: true, listable: true };
+  readonly capabilities = LocalDiskStore.capabilities;
   readonly root: string;
 
   constructor(dir: string) {

@@ -14,7 +14,14 @@ import {
 } from '@aws-sdk/client-s3';
 import { problem, ProblemError } from '../errors.ts';
 import { PartWriter } from './s3-parts.ts';
-import { assertBlobKey, isBlobKey, type BlobStat, type BlobStore, type ByteRange } from './blob-store.ts';
+import {
+  assertBlobKey,
+  isBlobKey,
+  S3_CAPABILITIES,
+  type BlobStat,
+  type BlobStore,
+  type ByteRange,
+} from './blob-store.ts';
 
 /** files.s3 of the configuration. */
 export interface S3Settings {
@@ -75,7 +82,7 @@ const isMissing = (err: unknown): boolean => {
  * AbortIncompleteMultipartUpload lifecycle rule removes the parts.
  */
 export class S3Store implements BlobStore {
-  readonly capabilities = { seekable: true, listable: true } as const;
+  readonly capabilities = S3_CAPABILITIES;
   readonly bucket: string;
   readonly prefix: string;
   private readonly client: S3Client;

@@ -1,5 +1,5 @@
 import { defineModule } from '../../framework/entity/define.ts';
-import { blobStoreFor } from '../../framework/storage/index.ts';
+import { blobCapabilitiesFor } from '../../framework/storage/index.ts';
 import { fileRoutes } from './routes.ts';
 import { blobRemoval } from './blob-removal.ts';
 import { fileReconcile } from './reconcile.ts';
@@ -29,7 +29,7 @@ export const fileModule = defineModule({
   routes: fileRoutes,
   subscriptions: [blobRemoval],
   // Reconcile lists the store: registered only when the store can.
-  jobs: (config) => (blobStoreFor(config).capabilities.listable ? [fileReconcile] : []),
+  jobs: (config) => (blobCapabilitiesFor(config).listable ? [fileReconcile] : []),
   // No generated pages (a file is uploaded, not typed in): the hand-written Files page (files.admin.ts).
   admin: {
     label: 'Files',

@@ -77,3 +77,33 @@ export function cycles(edges: readonly { from: string; to: string }[]): string[]
   for (const node of next.keys()) if (!index.has(node)) visit(node);
   return found;
 }
+
+/** A package specifier's package: `@scope/name` or `name` (a subpath dropped). */
+const packageOf = (specifier: string): string =>
+  specifier
+    .split('/')
+    .slice(0, specifier.startsWith('@') ? 2 : 1)
+    .join('/');
+
+/**
+ * What Node loads with `entry` before any of its code runs: the repository's files reached by
+ * static imports (type-only ones are erased, a dynamic import waits for its code to run), and the
+ * packages those files import (`node:` built-ins left out; packages' own imports not followed).
+ */
+export function loadedWith(root: string, entry: string): { files: Set<string>; packages: Set<string> } {
+  const files = new Set<string>();
+  const packages = new Set<string>();
+  const visit = (file: string): void => {
+    if (files.has(file)) return;
+    files.add(file);
+    const text = readFileSync(join(root, file), 'utf8');
+    for (const m of text.matchAll(STATIC)) {
+      if (m[2] !== undefined) continue;
+      const specifier = m[3]!;
+      if (specifier.startsWith('.')) visit(relative(root, resolve(root, dirname(file), specifier)));
+      else if (!specifier.startsWith('node:')) packages.add(packageOf(specifier));
+    }
+  };
+  visit(entry);
+  return { files, packages };
+}

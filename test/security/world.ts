@@ -194,11 +194,12 @@ export async function buildWorld(prefix: string): Promise<World> {
   const plans = { free: await plan(`${prefix}-free`, 0), spare: await plan(`${prefix}-spare`, 500) };
 
   // People are made a few at a time across the three tenants, never all at once: each one's
-  // set-password hashes an argon2id password inside the request's transaction (login verifies with
-  // none open), holding one of the pool's five connections for as long as the hash takes. About fifty at once,
-  // on a loaded machine (this suite inside the new-module acceptance test's copy, beside the outer
-  // run's files), held every connection past the 3 s acquire timeout, and a set-up step was
-  // answered 503 DB_BUSY. On two cores more hashes at once are no faster.
+  // set-password hashes and its login verifies an argon2id password, ~100 ms of CPU each. Both now
+  // run with no transaction open (set-password's step before its transaction), but when set-password
+  // still hashed inside its transaction, about fifty at once on a loaded machine (this suite inside
+  // the new-module acceptance test's copy, beside the outer run's files) held every one of the pool's
+  // five connections past the 3 s acquire timeout (503 DB_BUSY). On two cores more hashes at once
+  // are no faster, so the limit stays.
   const fewAtATime = limit(PEOPLE_AT_ONCE);
   const populate = async (ref: TenantRef, host: string, boot: string): Promise<TenantWorld> => {
     const as = (cookie: string, method: string, path: string, json?: unknown, ...expected: number[]) =>

@@ -163,3 +163,24 @@ describe('publicRead: the shape is typed by its schema', () => {
     });
   });
 });
+
+describe('beforeTransaction: its body is the schema’s type, its result is run’s prepared', () => {
+  it('types the step’s body and hands run exactly what the step returns', () => {
+    command({
+      summary: 'Finish with a digest made before the transaction',
+      body: FinishBody,
+      async beforeTransaction(body, services) {
+        expectTypeOf(body).toEqualTypeOf<{ comment: string; at?: string }>();
+        // @ts-expect-error: the body has no property reason
+        void body.reason;
+        return { digest: await services.passwordHasher.hash(body.comment) };
+      },
+      async run(_ctx, _row, _body, _services, prepared) {
+        expectTypeOf(prepared).toEqualTypeOf<{ digest: string }>();
+        // @ts-expect-error: the step returned no property hash
+        void prepared.hash;
+        return { note: prepared.digest };
+      },
+    });
+  });
+});

@@ -1,8 +1,8 @@
 import { gatedPage } from './page-model.ts';
 import { titleCase } from '../../entity/names.ts';
 import type { ProblemError } from '../../errors.ts';
-import { runApiRoute as run } from '../api-route.ts';
-import { registerAdminPage, type AdminPageContext } from '../page.ts';
+import { prepareApiRoute, runApiRoute as run } from '../api-route.ts';
+import { registerAdminPage, type AdminPageContext, type AdminPrepareContext } from '../page.ts';
 import { bodyFromForm, inputValue, widgetsOf } from './widgets.ts';
 import { bodyChecker, describer, errorsOf, formProblem, requireForm } from './form-posts.ts';
 import { afterSave } from './record-pages.ts';
@@ -23,6 +23,13 @@ export function registerCommandPages(pages: EntityPages): void {
     const commandLabel = definition.admin?.label ?? titleCase(command.name);
     const required = new Set(widgets.filter((w) => w.required).map((w) => w.name));
     const actors = commandActors(site.services.registry, entity, command.name);
+    const step = command.route.beforeTransaction !== undefined;
+    /** The command's body from the form as posted, checked as the API checks it. */
+    const bodyOf = (posted: Record<string, unknown>) => {
+      const body = command.body ? bodyFromForm(widgets, posted) : undefined;
+      if (body !== undefined) check(body);
+      return body;
+    };
     const commandForm = async (ctx: AdminPageContext, posted: Record<string, unknown> | null, p?: ProblemError) => {
       const row = await pages.readRow(ctx);
       const body = posted ? bodyFromForm(widgets, posted) : {};
@@ -83,12 +90,25 @@ export function registerCommandPages(pages: EntityPages): void {
       access: command.route.access,
       schema: { params: entity.schemas.idParams },
       ...(command.route.publishes ? { publishes: command.route.publishes } : {}),
+      // The command's step before its transaction (a password hashed) runs before the page's opens.
+      ...(step
+        ? {
+            beforeTransaction: async (ctx: AdminPrepareContext) => {
+              requireForm(ctx.request);
+              if (wantsFormAgain(ctx.body)) return undefined;
+              return prepareApiRoute(command.route, ctx, { params: ctx.params, body: bodyOf(ctx.body) });
+            },
+          }
+        : {}),
       handler: async (ctx) => {
         requireForm(ctx.request);
         if (wantsFormAgain(ctx.body)) return commandForm(ctx, ctx.body);
-        const body = command.body ? bodyFromForm(widgets, ctx.body) : undefined;
-        if (body !== undefined) check(body);
-        const row = (await run(command.route, ctx, { params: ctx.params, body })) as Row;
+        const body = bodyOf(ctx.body);
+        const row = (await run(command.route, ctx, {
+          params: ctx.params,
+          body,
+          ...(step ? { prepared: ctx.prepared } : {}),
+        })) as Row;
         return afterSave(pages, ctx, row, 200);
       },
       onError: async (ctx, p) => (formProblem(p) ? commandForm(ctx, ctx.body, p) : null),
