@@ -36,7 +36,7 @@ export const SLOW = [
 
 /**
  * Files that measure this process's memory: they run after every other file (vitest.config.ts, the
- * memory projects), with the Node options of `npm run start:web`. Beside the slow files' browsers
+ * memory projects), the project `memory` with the Node options of `npm run start:web`. Beside the slow files' browsers
  * and child processes, a starved garbage collector let the 1 GiB upload's RSS grow 72 MiB in one
  * run, 21 MiB alone: what the test measures is the driver, not the machine's load. Beside the
  * export of a million rows it grew 69-80 MiB (old space +50 MiB of promoted garbage), so the upload
