@@ -1,6 +1,6 @@
 import { configDefaults, defineConfig } from 'vitest/config';
 import SlowFirstSequencer from './test/helpers/slow-first-sequencer.ts';
-import { MEMORY, OWN_PROCESS, SLOW, unitTestFiles } from './test/helpers/test-kinds.ts';
+import { MEMORY, OWN_PROCESS, SLOW, SLOW_SHARED, unitTestFiles } from './test/helpers/test-kinds.ts';
 import { startNodeOptions } from './scripts/start-options.ts';
 
 // Three projects (test/helpers/test-kinds.ts says which file goes where): unit (no app, no
@@ -49,7 +49,7 @@ export default defineConfig({
     // (`isolate: false`): the framework, the modules and their dependencies are imported once per
     // worker rather than once per file, which was a fifth of each file's time (docs/performance.md,
     // "Run overheads"). Those files leave no process-wide state behind; the few that must
-    // (test-kinds.ts OWN_PROCESS) and every other project keep a fresh process per file.
+    // (test-kinds.ts OWN_PROCESS) and every other project but `slow` keep a fresh process per file.
     projects: [
       {
         test: {
@@ -70,7 +70,16 @@ export default defineConfig({
         },
       },
       { test: { name: 'integration, own process', include: OWN_PROCESS } },
-      { test: { name: 'slow', include: SLOW } },
+      // The browser tests and the security suite share their worker's process too (test-kinds.ts
+      // SLOW_SHARED); the other slow files, which start processes and servers, get a fresh one each.
+      { test: { name: 'slow', include: SLOW_SHARED, isolate: false } },
+      {
+        test: {
+          name: 'slow, own process',
+          include: SLOW,
+          exclude: [...configDefaults.exclude, ...SLOW_SHARED],
+        },
+      },
       {
         test: {
           name: 'files on s3',

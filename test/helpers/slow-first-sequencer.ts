@@ -14,6 +14,7 @@ import { BaseSequencer, type TestSpecification } from 'vitest/node';
  * Within each project, vitest's own order stands (BaseSequencer: a file that failed last time
  * first, then the longest last time, then the largest).
  */
+/** The slow projects: `slow` and `slow, own process` (vitest.config.ts). */
 const SLOW = 'slow';
 /**
  * The slow files that take longest by far (the new-module acceptance test, a copy of the repository
@@ -43,9 +44,10 @@ const SPREAD = 0.6;
 export default class SlowFirstSequencer extends BaseSequencer {
   override async sort(files: TestSpecification[]): Promise<TestSpecification[]> {
     const sorted = await super.sort(files);
-    const slow = longestFirst(sorted.filter((spec) => spec.project.name === SLOW));
+    const isSlow = (spec: TestSpecification) => spec.project.name.startsWith(SLOW);
+    const slow = longestFirst(sorted.filter(isSlow));
     const last = sorted.filter((spec) => spec.project.name === LAST);
-    const rest = sorted.filter((spec) => spec.project.name !== SLOW && spec.project.name !== LAST);
+    const rest = sorted.filter((spec) => !isSlow(spec) && spec.project.name !== LAST);
     const order: TestSpecification[] = [];
     const gap = slow.length ? (rest.length * SPREAD) / slow.length : 0;
     let next = 0;

@@ -6,7 +6,8 @@ import { dirname, join, relative, resolve } from 'node:path';
  *
  * - slow: what starts another program or a browser, or attacks the whole installation: the browser
  *   tests, the faults, the security suite, the end-to-end tests with processes, and the few other
- *   files that start processes of their own (SLOW below, by name);
+ *   files that start processes of their own (SLOW below, by name); the browser tests and the
+ *   security suite in the project `slow` (SLOW_SHARED), the others in `slow, own process`;
  * - unit: a file that boots no app, opens no database and starts no process, it or any test file
  *   it imports (found here by reading them, so a new file lands where it belongs by itself);
  * - integration: everything else, the default (the app on a database of its own).
@@ -35,9 +36,21 @@ export const SLOW = [
 ];
 
 /**
+ * The slow files that share their worker's process with the slow files before them (vitest.config.ts,
+ * the project `slow`; the other slow files are `slow, own process`): the browser tests and the
+ * security suite. Each of them starts an app and a browser or its world in its own hooks or at its
+ * top level and closes them, and leaves no process-wide state behind (no spy on a global, no
+ * `process.env`, no fake timers, no tracer); what the others do (child processes, servers of their
+ * own, signals, the embedded PostgreSQL's library) is left to a fresh process each. Sharing the
+ * process imports the framework, the modules and playwright once per worker instead of once per
+ * file (docs/performance.md, "The slow project, shared process").
+ */
+export const SLOW_SHARED = ['test/browser/**/*.test.ts', 'test/security/**/*.test.ts'];
+
+/**
  * Files that measure this process's memory: they run after every other file (vitest.config.ts, the
- * memory projects), the project `memory` with the Node options of `npm run start:web`. Beside the slow files' browsers
- * and child processes, a starved garbage collector let the 1 GiB upload's RSS grow 72 MiB in one
+ * memory projects), the project `memory` with the Node options of `npm run start:web`. Beside
+ * the slow files' browsers and child processes, a starved garbage collector let the 1 GiB upload's RSS grow 72 MiB in one
  * run, 21 MiB alone: what the test measures is the driver, not the machine's load. Beside the
  * export of a million rows it grew 69-80 MiB (old space +50 MiB of promoted garbage), so the upload
  * on s3 runs after the other memory files, alone; alone it still read 81 MiB once (docs/files.md,
