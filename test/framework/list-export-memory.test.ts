@@ -29,7 +29,7 @@ import { EXPORT_BATCH_ROWS } from '../../framework/bulk/list-export/export-route
  * outside V8's heap, freed only when a collection runs, and at the peak they held 40 to 76 MiB.
  * Since this file runs with the service's Node options (`npm run start:web`'s 16 MiB semi-spaces,
  * vitest.config.ts, where V8's own are 64 MiB), whose scavenges free the dead buffers more often,
- * it read 46.3 to 61.3 MiB in ten runs (16 MiB semi-spaces) and 54.8 in one (8 MiB): under 64,
+ * it read 46.3 to 61.3 MiB in ten runs (16 MiB semi-spaces) and 44.9 to 54.8 in four (8 MiB): under 64,
  * but with too little margin to assert it.
  * A memory test (MEMORY in test/helpers/test-kinds.ts): it runs after every other file.
  */
