@@ -3,6 +3,7 @@ import type { TSchema } from 'typebox';
 import { Compile } from 'typebox/compile';
 import Value from 'typebox/value';
 import { refusalsOf, type Refusals } from '../query/refusals.ts';
+import { schemaKey } from './schema-key.ts';
 
 /**
  * The largest integer a request may carry where its schema sets no bound of its own: the largest
@@ -186,9 +187,38 @@ function withDefaults(value: unknown, defaults: readonly (readonly [string, unkn
  * NUL is refused and an integer is kept within ±INTEGER_LIMIT.
  */
 export const typeboxValidatorCompiler: FastifySchemaCompiler<TSchema> = ({ schema, httpPart }) => {
+  const fromText = httpPart !== 'body';
+  const key = schemaKey(fromText, schema);
+  if (key === undefined) return compileValidator(schema, fromText);
+  let validator = compiledValidators.get(key);
+  if (!validator) {
+    validator = compileValidator(schema, fromText);
+    compiledValidators.set(key, validator);
+  }
+  return validator;
+};
+
+type Validator = ReturnType<FastifySchemaCompiler<TSchema>>;
+
+/**
+ * The validators compiled in this process, by what they were compiled from (schema-key.ts: the
+ * schema, its TypeBox markers and refusal messages, and whether the value comes from text). A
+ * second app built in the same process (the test files sharing a worker) and routes sharing a
+ * schema (the batch's direct operations and their routes) compile nothing twice. A validator holds
+ * no state: it reads a value and answers, remembering nothing.
+ */
+const compiledValidators = new Map<string, Validator>();
+let validatorCompilations = 0;
+
+/** How many validators this process has compiled so far (a test reads it to see reuse). */
+export function validatorCompilationCount(): number {
+  return validatorCompilations;
+}
+
+function compileValidator(schema: TSchema, fromText: boolean): Validator {
+  validatorCompilations += 1;
   const check = Compile(boundIntegers(schema));
   const refusals = refusalsOf(schema);
-  const fromText = httpPart !== 'body';
   const integers = fromText ? integerProperties(schema) : [];
   // Text that already meets the schema once its defaults are in needs no conversion: the compiled
   // check alone decides (GET /<id>, a list's filters and sort), skipping TypeBox's Convert and
@@ -219,7 +249,7 @@ export const typeboxValidatorCompiler: FastifySchemaCompiler<TSchema> = ({ schem
       throw err;
     }
   };
-};
+}
 
 /**
  * The issues as the schema's refusals word them (refusals.ts): one per refused property that

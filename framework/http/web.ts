@@ -19,6 +19,7 @@ import {
   sendProblem,
 } from './problems.ts';
 import { typeboxValidatorCompiler } from './validation.ts';
+import { cachedSerializerFactory } from './serializer-cache.ts';
 import { DEFAULT_BODY_LIMIT, registerRoute } from './register-route.ts';
 import { readinessChecks, registerProbes, type ReadinessCheck } from './probes.ts';
 import { registerOpenApi } from '../openapi/document.ts';
@@ -97,6 +98,8 @@ export async function buildWeb(services: Services, options: WebOptions = {}): Pr
     // The serializer's schema compiler (fast-json-stringify, Ajv inside for unions) is told of the
     // framework's own formats, which it would otherwise warn about on every list answer.
     serializerOpts: { ajv: { formats: { [MONEY_FORMAT]: true, [CURRENCY_FORMAT]: true } } },
+    // Each distinct response schema compiled once per process (serializer-cache.ts).
+    schemaController: { compilersFactory: { buildSerializer: cachedSerializerFactory } },
     routerOptions: ROUTER_OPTIONS,
     // Node would answer a request without Host with an empty 400 of its own; ours is a problem.
     http: { requireHostHeader: false },
