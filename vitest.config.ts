@@ -1,6 +1,7 @@
 import { configDefaults, defineConfig } from 'vitest/config';
 import SlowFirstSequencer from './test/helpers/slow-first-sequencer.ts';
 import { MEMORY, OWN_PROCESS, SLOW, SLOW_SHARED, unitTestFiles } from './test/helpers/test-kinds.ts';
+import { startNodeOptions } from './scripts/start-options.ts';
 
 // Three projects (test/helpers/test-kinds.ts says which file goes where): unit (no app, no
 // database, no process), integration (the app on a database of its own), slow (browser, faults,
@@ -11,6 +12,13 @@ const ALL = 'test/**/*.test.ts';
 // The file suite runs a second time on the S3 driver, against s3rver on loopback
 // (test/modules/file/driver.ts); every other test runs once.
 const FILE_SUITE = 'test/modules/file/**/*.test.ts';
+
+// The memory files host the service in their worker, so the worker runs with the Node options an
+// operator's `npm run start:web` starts it with (read from that script, the one place they are
+// written: scripts/start-options.ts), not V8's own young generation (64 MiB semi-spaces on this
+// machine, where the service has 8 or 16). list-export-memory asserts that it runs with them; the
+// upload on s3 does not yet (its project below).
+const SERVICE_NODE_OPTIONS = startNodeOptions('start:web');
 
 export default defineConfig({
   test: {
@@ -81,14 +89,22 @@ export default defineConfig({
         },
       },
       // The memory measurements, once every other project is done (groupOrder), on both drivers.
-      { test: { name: 'memory', include: MEMORY, sequence: { groupOrder: 1 } } },
+      { test: { name: 'memory', include: MEMORY, execArgv: SERVICE_NODE_OPTIONS, sequence: { groupOrder: 1 } } },
+      // The upload on s3 after them, alone: beside the export of a million rows (the two cores busy
+      // with it and its PostgreSQL) it grew RSS by 69.1, 69.8 and 80.3 MiB in three runs, the JS
+      // heap's old space by some 50 MiB of promoted SDK garbage. Alone it read 18-31 MiB in most runs
+      // but 81.3 in one (docs/files.md, "Memory": not resolved). The local upload grows RSS by under
+      // 10 MiB beside the others.
       {
         test: {
           name: 'memory on s3',
           // Only the file suite's: the others store no file.
           include: MEMORY.filter((file) => file.startsWith('test/modules/file/')),
           env: { TEST_FILE_DRIVER: 's3' },
-          sequence: { groupOrder: 1 },
+          // Not yet with the service's options: under start:web's 8 MiB semi-spaces this run read
+          // RSS +81.3 and +82.5 MiB in two CI-like runs (+17.8 and +19.4 under 16), the SDK's
+          // per-part garbage promoted to old space (docs/files.md, "Memory": not resolved).
+          sequence: { groupOrder: 2 },
         },
       },
     ],
