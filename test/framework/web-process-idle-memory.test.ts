@@ -12,9 +12,9 @@ import { createMigratedTestDatabase } from '../helpers/database.ts';
  * those cost it 70-100 MiB (docs/performance.md, "Live streams"): what it holds before any stream
  * must leave that room. With V8's default young generation it idled at 314-346 MiB (its new space
  * grown to 128 MiB during boot, mostly garbage); with a 16 MiB one at 211-220; started as `npm run
- * start:web` starts it now (an 8 MiB young generation, docs/operations.md), and loading neither the
- * job queue, nor the S3 SDK, nor the SMTP transport it has no use for (web-process-loads.test.ts),
- * at 197-200 (loaded machine).
+ * start:web` starts it (16 MiB, docs/operations.md), and loading neither the job queue, nor the S3
+ * SDK, nor the SMTP transport it has no use for (web-process-loads.test.ts), at 194.8-195.4 (three
+ * runs, quiet machine, 2026-11-28).
  */
 const IDLE_BOUND_MIB = 220;
 /** How long after `tenantry started` the process's RSS is sampled, at its highest. */

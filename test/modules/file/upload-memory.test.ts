@@ -5,6 +5,7 @@ import type { AddressInfo } from 'node:net';
 import { Readable } from 'node:stream';
 import { startTestApp, createCustomer, signInAs, type TestApp } from '../../helpers/app.ts';
 import { testConfig } from '../../helpers/config.ts';
+import { expectServiceNodeOptions } from '../../helpers/service-node-options.ts';
 import { FILES } from './helpers.ts';
 import { fileDriver, type FileDriver } from './driver.ts';
 
@@ -133,6 +134,7 @@ describe('Files: memory stays flat during a long upload', () => {
   it(`a 1 GiB upload grows RSS by less than 64 MiB and holds less than 32 MiB of Buffer memory at any time (${driver?.name ?? process.env.TEST_FILE_DRIVER ?? 'local'})`, {
     timeout: 600_000,
   }, async () => {
+    expectServiceNodeOptions();
     const store = watchStoreRequests(driver.server?.port);
     const answer = await uploadMeasuringMemory(UPLOAD_MIB).finally(() => store.stop());
     expect(answer.status, answer.body).toBe(201);
