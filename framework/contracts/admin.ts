@@ -69,16 +69,11 @@ export type PageQueryOf<S extends AdminPageSchema> = S['querystring'] extends TS
 /** Nothing to read: a page that declares no schema for its params (or query) reads none of them. */
 export type NoValues = Readonly<Record<never, never>>;
 
-/**
- * What a page handler receives: the route's context (inside the guarded transaction) plus the
- * shell's helpers. `params` and `query` are typed from the page's schemas (AdminPageDefinition);
- * the defaults are the loose shapes an error renderer sees, whose request may have failed validation.
- */
-export interface AdminPageContext<
+/** The request's parts a page sees, before and inside its transaction. */
+export interface AdminRequestParts<
   Params = Readonly<Record<string, string>>,
   Query = Readonly<Record<string, unknown>>,
 > {
-  tx: TxContext;
   request: FastifyRequest;
   reply: FastifyReply;
   services: Services;
@@ -86,6 +81,16 @@ export interface AdminPageContext<
   query: Query;
   /** A POST's form fields as posted (the CSRF field already checked and removed). */
   body: Record<string, unknown>;
+}
+
+/**
+ * What a page handler receives: the route's context (inside the guarded transaction) plus the
+ * shell's helpers. `params` and `query` are typed from the page's schemas (AdminPageDefinition);
+ * the defaults are the loose shapes an error renderer sees, whose request may have failed validation.
+ */
+export interface AdminPageContext<Params = Readonly<Record<string, string>>, Query = Readonly<Record<string, unknown>>>
+  extends AdminRequestParts<Params, Query> {
+  tx: TxContext;
   /** What the page's beforeTransaction returned (undefined when it has none or did not run). */
   prepared?: unknown;
   /** The page in the layout (sidebar, badge, sign-out); an htmx request for a part gets `view.fragment` alone. */
@@ -140,14 +145,7 @@ export interface AdminPageDefinition<S extends AdminPageSchema = AdminPageSchema
 export interface AdminPrepareContext<
   Params = Readonly<Record<string, string>>,
   Query = Readonly<Record<string, unknown>>,
-> {
-  request: FastifyRequest;
-  reply: FastifyReply;
-  services: Services;
-  params: Params;
-  query: Query;
-  /** A POST's form fields as posted (the CSRF field already checked and removed). */
-  body: Record<string, unknown>;
+> extends AdminRequestParts<Params, Query> {
   session: SessionInfo | null;
 }
 

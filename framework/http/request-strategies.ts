@@ -191,6 +191,32 @@ function txOptionsOf(plan: RoutePlan, bearer: string | undefined, rawId: string 
       : { publishes: plan.publishes };
 }
 
+/** What every strategy reads off a request before it opens anything. */
+interface Arrival {
+  tenant: TenantRef;
+  base: Base;
+  /** The bearer token, when the request carries one (its cookie is then not read). */
+  bearer: string | undefined;
+  /** The session cookie's value, on a route that has a caller and a request with no bearer. */
+  rawId: string | undefined;
+  /** The Idempotency-Key, on a route that honours one. */
+  key: string | undefined;
+  transactions: Transactions;
+}
+
+function arrivalOf(plan: RoutePlan, request: FastifyRequest, reply: FastifyReply): Arrival {
+  const tenant = request.tenant ?? noTenant();
+  const bearer = bearerOf(plan, request);
+  return {
+    tenant,
+    base: contextOf(plan, request, reply),
+    bearer,
+    rawId: sessionIdOf(plan, request, bearer),
+    key: plan.idempotent ? idempotencyKeyOf(request) : undefined,
+    transactions: plan.transactions(request, reply),
+  };
+}
+
 /**
  * A bearer request's transaction first applies the attempt limit, then refuses a token that did
  * not resolve (unknown, expired, revoked, another tenant's, its user inactive), counting the
@@ -227,13 +253,8 @@ function admit(plan: RoutePlan, reply: FastifyReply, rawId: string | undefined, 
 function noTransaction(plan: RoutePlan, route: NoTxRouteDefinition): RequestStrategy {
   const { guard } = plan;
   return async (request, reply) => {
-    const tenant = request.tenant ?? noTenant();
-    const base = contextOf(plan, request, reply);
-    const bearer = bearerOf(plan, request);
-    const rawId = sessionIdOf(plan, request, bearer);
+    const { tenant, base, bearer, rawId, key, transactions } = arrivalOf(plan, request, reply);
     const txOptions = txOptionsOf(plan, bearer, rawId);
-    const key = plan.idempotent ? idempotencyKeyOf(request) : undefined;
-    const transactions = plan.transactions(request, reply);
     const guarded =
       guard.requiresCaller || bearer !== undefined
         ? await transactions.run(
@@ -274,14 +295,9 @@ function preparedTransaction(
 ): RequestStrategy {
   const { guard } = plan;
   return async (request, reply) => {
-    const tenant = request.tenant ?? noTenant();
-    const base = contextOf(plan, request, reply);
-    const bearer = bearerOf(plan, request);
-    const rawId = sessionIdOf(plan, request, bearer);
-    const key = plan.idempotent ? idempotencyKeyOf(request) : undefined;
-    const transactions = plan.transactions(request, reply);
-    if (route.prepares && !route.prepares(base))
-      return inTransaction(plan, transactions, route, base, tenant, bearer, rawId, key);
+    const arrival = arrivalOf(plan, request, reply);
+    const { tenant, base, bearer, rawId, key, transactions } = arrival;
+    if (route.prepares && !route.prepares(base)) return inTransaction(plan, route, arrival);
     const guarded =
       guard.requiresCaller || bearer !== undefined
         ? await transactions.run(
@@ -299,33 +315,22 @@ function preparedTransaction(
         : { session: null, earlier: undefined };
     if (guarded.earlier) return guarded.earlier.body;
     const prepared = await step({ ...base, session: guarded.session });
-    return inTransaction(plan, transactions, route, base, tenant, bearer, rawId, key, prepared);
+    return inTransaction(plan, route, arrival, prepared);
   };
 }
 
 /** One tenant transaction: the caller resolved by its opening statement, the guard, the handler, commit. */
 function oneTransaction(plan: RoutePlan, route: RouteDefinition): RequestStrategy {
-  return (request, reply) => {
-    const tenant = request.tenant ?? noTenant();
-    const bearer = bearerOf(plan, request);
-    const rawId = sessionIdOf(plan, request, bearer);
-    const key = plan.idempotent ? idempotencyKeyOf(request) : undefined;
-    const transactions = plan.transactions(request, reply);
-    return inTransaction(plan, transactions, route, contextOf(plan, request, reply), tenant, bearer, rawId, key);
-  };
+  return (request, reply) => inTransaction(plan, route, arrivalOf(plan, request, reply));
 }
 
 function inTransaction(
   plan: RoutePlan,
-  transactions: Transactions,
   route: RouteDefinition,
-  base: Base,
-  tenant: TenantRef,
-  bearer: string | undefined,
-  rawId: string | undefined,
-  key: string | undefined,
+  arrival: Arrival,
   prepared?: unknown,
 ): Promise<unknown> {
+  const { tenant, base, bearer, rawId, key, transactions } = arrival;
   const { request, reply } = base;
   return transactions.run(
     tenant,
@@ -353,14 +358,10 @@ function inTransaction(
  */
 function oneExchange(plan: RoutePlan, route: RouteDefinition, permission: string): RequestStrategy {
   return async (request, reply) => {
-    const tenant = request.tenant ?? noTenant();
-    const base = contextOf(plan, request, reply);
-    const bearer = bearerOf(plan, request);
-    const rawId = sessionIdOf(plan, request, bearer);
-    const key = plan.idempotent ? idempotencyKeyOf(request) : undefined;
-    const transactions = plan.transactions(request, reply);
+    const arrival = arrivalOf(plan, request, reply);
+    const { tenant, base, bearer, rawId, key, transactions } = arrival;
     const single = key === undefined && bearer === undefined ? statementOf(route, base) : undefined;
-    if (!single) return inTransaction(plan, transactions, route, base, tenant, bearer, rawId, key);
+    if (!single) return inTransaction(plan, route, arrival);
     const txOptions = txOptionsOf(plan, undefined, rawId);
     const work = {
       statement: single.statement,
