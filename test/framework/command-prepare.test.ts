@@ -288,3 +288,35 @@ describe('a command with a step before its transaction (beforeTransaction)', () 
     expect(seen).toEqual([]);
   });
 });
+
+describe('a command declaring both prepare and beforeTransaction', () => {
+  it('stops the boot, naming the command', async () => {
+    const both = defineEntity({
+      module: 'preptwice',
+      name: 'item',
+      storage: { table: 'widgets' },
+      fields,
+      commandOwned: { note: 'twice' },
+      permissions: { read: 'widget:read', write: 'widget:write' },
+      commands: {
+        twice: command({
+          summary: 'Declares both steps',
+          body: Type.Object({}, { additionalProperties: false }),
+          async prepare() {
+            return {};
+          },
+          async beforeTransaction() {
+            return {};
+          },
+          async run() {
+            return { note: 'never' };
+          },
+        }),
+      },
+    });
+    const twiceModule = defineModule({ name: 'preptwice', entities: [entity(both)] });
+    await expect(startTestApp({ modules: [...allModules, testkitModule, twiceModule] })).rejects.toThrow(
+      /preptwice\.item's command twice declares both prepare and beforeTransaction/,
+    );
+  });
+});
