@@ -23,16 +23,22 @@ export function runApiRoute(
     throw new Error(
       `${route.method} ${route.url} has a step before its transaction: prepare it in the page's beforeTransaction (prepareApiRoute)`,
     );
-  return route.handler({
-    tx: ctx.tx,
+  return route.handler({ ...routeInput(ctx, parts), tx: ctx.tx, prepared: parts.prepared } as never);
+}
+
+/** What a route's handler and its step before the transaction share: the page's request and the parts given. */
+function routeInput(
+  ctx: AdminPrepareContext | AdminPageContext,
+  parts: { params?: unknown; query?: unknown; body?: unknown },
+) {
+  return {
     request: ctx.request,
     reply: ctx.reply,
     services: ctx.services,
     params: parts.params ?? {},
     query: parts.query ?? {},
     body: parts.body ?? null,
-    prepared: parts.prepared,
-  } as never);
+  };
 }
 
 /**
@@ -46,13 +52,5 @@ export function prepareApiRoute(
   parts: { params?: unknown; query?: unknown; body?: unknown } = {},
 ): Promise<unknown> {
   if (!route.beforeTransaction) return Promise.resolve(undefined);
-  return route.beforeTransaction({
-    request: ctx.request,
-    reply: ctx.reply,
-    services: ctx.services,
-    session: ctx.session,
-    params: parts.params ?? {},
-    query: parts.query ?? {},
-    body: parts.body ?? null,
-  } as never);
+  return route.beforeTransaction({ ...routeInput(ctx, parts), session: ctx.session } as never);
 }
