@@ -5,7 +5,8 @@ import type { TenantRef } from '../../framework/context/tenant.ts';
 import { addUser } from '../modules/auth/fixtures.ts';
 import {
   hasChromium,
-  launch,
+  closeContexts,
+  workerChromium,
   listen,
   seriousViolations,
   signInThroughLogin,
@@ -46,10 +47,10 @@ describe.skipIf(!hasChromium)('accessibility: no serious or critical axe violati
         .expect(201);
       taskId ??= res.body.id;
     }
-    browser = await launch();
+    browser = await workerChromium();
   });
   afterAll(async () => {
-    await browser?.close();
+    if (browser) await closeContexts(browser);
     await app?.close();
   });
 
