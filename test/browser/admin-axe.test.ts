@@ -10,6 +10,8 @@ import {
   listen,
   seriousViolations,
   signInThroughLogin,
+  signedInSession,
+  type SignedInSession,
   warnNoChromium,
 } from './admin-pages-setup.ts';
 
@@ -22,6 +24,7 @@ let origin: (host: string) => string;
 let admin: { id: string; email: string; password: string };
 let operatorAdmin: { id: string; email: string; password: string };
 let taskId: string;
+let asAdmin: SignedInSession;
 
 const ACME = 'acme.localhost';
 
@@ -48,6 +51,7 @@ describe.skipIf(!hasChromium)('accessibility: no serious or critical axe violati
       taskId ??= res.body.id;
     }
     browser = await workerChromium();
+    asAdmin = await signedInSession(browser, origin(ACME), admin);
   });
   afterAll(async () => {
     if (browser) await closeContexts(browser);
@@ -66,7 +70,7 @@ describe.skipIf(!hasChromium)('accessibility: no serious or critical axe violati
   });
 
   it('the fixed pages a customer admin sees: dashboard, health (checks loaded), gallery, roles list, role edit', async () => {
-    const { context, page } = await signInThroughLogin(browser, origin(ACME), admin);
+    const { context, page } = await asAdmin();
     try {
       const seen: Record<string, string[]> = {};
       for (const [kind, path] of [
@@ -98,7 +102,7 @@ describe.skipIf(!hasChromium)('accessibility: no serious or critical axe violati
 
   // axe takes a few seconds a page on a busy machine: the generated pages are split in two tests.
   it('the generated list, and its rows fragment after an htmx page swap', async () => {
-    const { context, page } = await signInThroughLogin(browser, origin(ACME), admin);
+    const { context, page } = await asAdmin();
     try {
       const seen: Record<string, string[]> = {};
       await page.goto(`${origin(ACME)}/admin/task/tasks`);
@@ -119,7 +123,7 @@ describe.skipIf(!hasChromium)('accessibility: no serious or critical axe violati
   }, 120_000);
 
   it('the generated new, detail, edit, delete and command form pages', async () => {
-    const { context, page } = await signInThroughLogin(browser, origin(ACME), admin);
+    const { context, page } = await asAdmin();
     try {
       const seen: Record<string, string[]> = {};
       for (const [kind, path] of [
@@ -140,7 +144,7 @@ describe.skipIf(!hasChromium)('accessibility: no serious or critical axe violati
   }, 120_000);
 
   it('a form showing inline validation errors', async () => {
-    const { context, page } = await signInThroughLogin(browser, origin(ACME), admin);
+    const { context, page } = await asAdmin();
     try {
       await page.goto(`${origin(ACME)}/admin/task/tasks/${taskId}/edit`);
       await page.fill('[name=title]', '');

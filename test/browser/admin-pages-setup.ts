@@ -88,6 +88,9 @@ export async function signInThroughLogin(
   return { context, page };
 }
 
+/** Opens a browser context on a session signed in once (signedInSession), its page on the dashboard. */
+export type SignedInSession = (options?: BrowserContextOptions) => Promise<{ context: BrowserContext; page: Page }>;
+
 /**
  * Signs the person in through /admin/login once (signInThroughLogin) and keeps that session: each
  * call of the function it answers opens a new browser context holding the session's cookie, its
@@ -98,7 +101,7 @@ export async function signedInSession(
   browser: Browser,
   origin: string,
   person: { email: string; password: string },
-): Promise<(options?: BrowserContextOptions) => Promise<{ context: BrowserContext; page: Page }>> {
+): Promise<SignedInSession> {
   const first = await signInThroughLogin(browser, origin, person);
   const storageState = await first.context.storageState();
   await first.context.close();
