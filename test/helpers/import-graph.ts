@@ -89,20 +89,27 @@ const packageOf = (specifier: string): string =>
  * What Node loads with `entry` before any of its code runs: the repository's files reached by
  * static imports (type-only ones are erased, a dynamic import waits for its code to run), and the
  * packages those files import (`node:` built-ins left out; packages' own imports not followed).
+ * `entryDynamic`: the entry's own dynamic imports of literal paths count as loaded too, for an
+ * entry that makes them unconditionally at its top level (main.ts imports the service that way,
+ * once the compile cache is on); the files they reach are still followed by static imports only.
  */
-export function loadedWith(root: string, entry: string): { files: Set<string>; packages: Set<string> } {
+export function loadedWith(
+  root: string,
+  entry: string,
+  options: { entryDynamic?: boolean } = {},
+): { files: Set<string>; packages: Set<string> } {
   const files = new Set<string>();
   const packages = new Set<string>();
+  const follow = (file: string, specifier: string): void => {
+    if (specifier.startsWith('.')) visit(relative(root, resolve(root, dirname(file), specifier)));
+    else if (!specifier.startsWith('node:')) packages.add(packageOf(specifier));
+  };
   const visit = (file: string): void => {
     if (files.has(file)) return;
     files.add(file);
     const text = readFileSync(join(root, file), 'utf8');
-    for (const m of text.matchAll(STATIC)) {
-      if (m[2] !== undefined) continue;
-      const specifier = m[3]!;
-      if (specifier.startsWith('.')) visit(relative(root, resolve(root, dirname(file), specifier)));
-      else if (!specifier.startsWith('node:')) packages.add(packageOf(specifier));
-    }
+    for (const m of text.matchAll(STATIC)) if (m[2] === undefined) follow(file, m[3]!);
+    if (file === entry && options.entryDynamic) for (const m of text.matchAll(DYNAMIC)) follow(file, m[1]!);
   };
   visit(entry);
   return { files, packages };
