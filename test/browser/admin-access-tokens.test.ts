@@ -7,7 +7,8 @@ import {
   hasChromium,
   useBrowserApp,
   seriousViolations,
-  signInThroughLogin,
+  signedInSession,
+  type SignedInSession,
   warnNoChromium,
 } from './admin-pages-setup.ts';
 
@@ -24,6 +25,7 @@ const ACME = 'acme.localhost';
 const t = useBrowserApp();
 let acme: TenantRef;
 let person: { id: string; email: string; password: string };
+let asPerson: SignedInSession;
 
 /** What a person reads on the page must not be a machine's words. */
 async function expectPlainLanguage(page: Page): Promise<void> {
@@ -42,10 +44,11 @@ describe.skipIf(!hasChromium)("the admin shell's access tokens page", () => {
         .execute(),
     );
     person = await addUser(t.app, acme, { roles: ['reporter'], password: 'reporter password' });
+    asPerson = await signedInSession(t.browser, t.origin(ACME), person);
   });
 
   it('makes a token with the ticked permissions, shows it once, lists it, and revokes it', async () => {
-    const { context, page } = await signInThroughLogin(t.browser, t.origin(ACME), person);
+    const { context, page } = await asPerson();
     try {
       await page.click('nav >> text=Access tokens');
       expect(new URL(page.url()).pathname).toBe('/admin/auth/tokens');
@@ -91,7 +94,7 @@ describe.skipIf(!hasChromium)("the admin shell's access tokens page", () => {
   }, 120_000);
 
   it('refuses an expiry past a year in plain words beside the field, keeping what was typed', async () => {
-    const { context, page } = await signInThroughLogin(t.browser, t.origin(ACME), person);
+    const { context, page } = await asPerson();
     try {
       await page.goto(`${t.origin(ACME)}/admin/auth/tokens`);
       await page.fill('#token-name', 'too long');

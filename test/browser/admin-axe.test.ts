@@ -5,10 +5,13 @@ import type { TenantRef } from '../../framework/context/tenant.ts';
 import { addUser } from '../modules/auth/fixtures.ts';
 import {
   hasChromium,
-  launch,
+  closeContexts,
+  workerChromium,
   listen,
   seriousViolations,
   signInThroughLogin,
+  signedInSession,
+  type SignedInSession,
   warnNoChromium,
 } from './admin-pages-setup.ts';
 
@@ -21,6 +24,7 @@ let origin: (host: string) => string;
 let admin: { id: string; email: string; password: string };
 let operatorAdmin: { id: string; email: string; password: string };
 let taskId: string;
+let asAdmin: SignedInSession;
 
 const ACME = 'acme.localhost';
 
@@ -46,10 +50,11 @@ describe.skipIf(!hasChromium)('accessibility: no serious or critical axe violati
         .expect(201);
       taskId ??= res.body.id;
     }
-    browser = await launch();
+    browser = await workerChromium();
+    asAdmin = await signedInSession(browser, origin(ACME), admin);
   });
   afterAll(async () => {
-    await browser?.close();
+    if (browser) await closeContexts(browser);
     await app?.close();
   });
 
@@ -65,7 +70,7 @@ describe.skipIf(!hasChromium)('accessibility: no serious or critical axe violati
   });
 
   it('the fixed pages a customer admin sees: dashboard, health (checks loaded), gallery, roles list, role edit', async () => {
-    const { context, page } = await signInThroughLogin(browser, origin(ACME), admin);
+    const { context, page } = await asAdmin();
     try {
       const seen: Record<string, string[]> = {};
       for (const [kind, path] of [
@@ -97,7 +102,7 @@ describe.skipIf(!hasChromium)('accessibility: no serious or critical axe violati
 
   // axe takes a few seconds a page on a busy machine: the generated pages are split in two tests.
   it('the generated list, and its rows fragment after an htmx page swap', async () => {
-    const { context, page } = await signInThroughLogin(browser, origin(ACME), admin);
+    const { context, page } = await asAdmin();
     try {
       const seen: Record<string, string[]> = {};
       await page.goto(`${origin(ACME)}/admin/task/tasks`);
@@ -118,7 +123,7 @@ describe.skipIf(!hasChromium)('accessibility: no serious or critical axe violati
   }, 120_000);
 
   it('the generated new, detail, edit, delete and command form pages', async () => {
-    const { context, page } = await signInThroughLogin(browser, origin(ACME), admin);
+    const { context, page } = await asAdmin();
     try {
       const seen: Record<string, string[]> = {};
       for (const [kind, path] of [
@@ -139,7 +144,7 @@ describe.skipIf(!hasChromium)('accessibility: no serious or critical axe violati
   }, 120_000);
 
   it('a form showing inline validation errors', async () => {
-    const { context, page } = await signInThroughLogin(browser, origin(ACME), admin);
+    const { context, page } = await asAdmin();
     try {
       await page.goto(`${origin(ACME)}/admin/task/tasks/${taskId}/edit`);
       await page.fill('[name=title]', '');

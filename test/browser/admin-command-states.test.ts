@@ -7,7 +7,8 @@ import {
   hasChromium,
   useBrowserApp,
   seriousViolations,
-  signInThroughLogin,
+  signedInSession,
+  type SignedInSession,
   warnNoChromium,
 } from './admin-pages-setup.ts';
 
@@ -23,6 +24,7 @@ const t = useBrowserApp();
 let acme: TenantRef;
 let admin: { id: string; email: string; password: string };
 let cookie: string;
+let asAdmin: SignedInSession;
 
 const ACME = 'acme.localhost';
 
@@ -50,6 +52,7 @@ describe.skipIf(!hasChromium)('command buttons follow the declared states', () =
       .post('/api/v1/auth/login')
       .send({ email: admin.email, password: admin.password });
     cookie = login.headers['set-cookie']![0]!.split(';', 1)[0]!;
+    asAdmin = await signedInSession(t.browser, t.origin(ACME), admin);
   });
 
   it('a task: open offers Assign and Resolve; resolved and closed offer neither (Check the deadline stays)', async () => {
@@ -77,7 +80,7 @@ describe.skipIf(!hasChromium)('command buttons follow the declared states', () =
     ).body.id;
     await api('post', `/api/v1/task/tasks/${closed}/resolve`, { resolution: 'done' }).expect(200);
     await api('patch', `/api/v1/task/tasks/${closed}`, { status: 'closed' }).expect(200);
-    const { context, page } = await signInThroughLogin(t.browser, t.origin(ACME), admin);
+    const { context, page } = await asAdmin();
     try {
       expect(await offered(page, `/admin/task/tasks/${open}`)).toEqual(['assign', 'check-sla', 'resolve']);
       expect(await offered(page, `/admin/task/tasks/${resolved}`)).toEqual(['check-sla']);
@@ -98,7 +101,7 @@ describe.skipIf(!hasChromium)('command buttons follow the declared states', () =
       }).expect(201)
     ).body.id;
     const path = `/admin/content/contents/${id}`;
-    const { context, page } = await signInThroughLogin(t.browser, t.origin(ACME), admin);
+    const { context, page } = await asAdmin();
     try {
       expect(await offered(page, path)).toEqual(['archive', 'publish']);
       await api('post', `/api/v1/content/contents/${id}/publish`).expect(200);
@@ -112,7 +115,7 @@ describe.skipIf(!hasChromium)('command buttons follow the declared states', () =
   });
 
   it('the new-task form asks no status: the one a create may take is sent without a choice (issue 42, point 2)', async () => {
-    const { context, page } = await signInThroughLogin(t.browser, t.origin(ACME), admin);
+    const { context, page } = await asAdmin();
     try {
       await page.goto(`${t.origin(ACME)}/admin/task/tasks/new`);
       // Open is the only status a create may take: a select with one choice asks nothing.

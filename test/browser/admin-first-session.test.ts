@@ -5,7 +5,8 @@ import type { TenantRef } from '../../framework/context/tenant.ts';
 import { addUser } from '../modules/auth/fixtures.ts';
 import {
   hasChromium,
-  launch,
+  closeContexts,
+  workerChromium,
   listen,
   seriousViolations,
   signInThroughLogin,
@@ -138,10 +139,10 @@ describe.skipIf(!hasChromium)('a first session in the admin shell', () => {
         events: ['*'],
       })
       .expect(201);
-    browser = await launch();
+    browser = await workerChromium();
   }, 120_000);
   afterAll(async () => {
-    await browser?.close();
+    if (browser) await closeContexts(browser);
     await app?.close();
   });
 

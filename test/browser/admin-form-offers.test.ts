@@ -6,7 +6,8 @@ import { addUser } from '../modules/auth/fixtures.ts';
 import {
   hasChromium,
   seriousViolations,
-  signInThroughLogin,
+  signedInSession,
+  type SignedInSession,
   useBrowserApp,
   warnNoChromium,
 } from './admin-pages-setup.ts';
@@ -28,6 +29,7 @@ const WIDTHS = [
 let acme: TenantRef;
 let admin: { id: string; email: string; password: string };
 let cookie: string;
+let asAdmin: SignedInSession;
 
 const api = (method: 'get' | 'post', path: string, body?: object) => {
   const req = t.app.http(ACME)[method](path).set('Cookie', cookie);
@@ -73,13 +75,14 @@ describe.skipIf(!hasChromium)('forms offer only what the API accepts', () => {
       .post('/api/v1/auth/login')
       .send({ email: admin.email, password: admin.password });
     cookie = login.headers['set-cookie']![0]!.split(';', 1)[0]!;
+    asAdmin = await signedInSession(t.browser, t.origin(ACME), admin);
   });
 
   it('the task edit form offers the moves the status graph allows from the current status, and names Resolve for the rest', async () => {
     const acknowledged = await newTask('Acknowledged one', 'assigned');
     const open = await newTask('Open one', 'open');
     const resolved = await newTask('Resolved one', 'resolved');
-    const { context, page } = await signInThroughLogin(t.browser, t.origin(ACME), admin);
+    const { context, page } = await asAdmin();
     try {
       await page.goto(`${t.origin(ACME)}/admin/task/tasks/${acknowledged}/edit`);
       expect(await statusField(page)).toEqual({
@@ -116,7 +119,7 @@ describe.skipIf(!hasChromium)('forms offer only what the API accepts', () => {
   });
 
   it('a new form asks only what the create takes: no single forced choice, no read-only values', async () => {
-    const { context, page } = await signInThroughLogin(t.browser, t.origin(ACME), admin);
+    const { context, page } = await asAdmin();
     try {
       for (const path of ['/admin/task/tasks/new', '/admin/content/contents/new', '/admin/user/users/new']) {
         await page.goto(`${t.origin(ACME)}${path}`);
@@ -139,7 +142,7 @@ describe.skipIf(!hasChromium)('forms offer only what the API accepts', () => {
   it.each(WIDTHS)(
     'after a refused post, Preview and the next post show only their own messages ($name)',
     async (size) => {
-      const { context, page } = await signInThroughLogin(t.browser, t.origin(ACME), admin);
+      const { context, page } = await asAdmin();
       const errors = () => page.locator('#resource-form .error-text').allInnerTexts();
       const fieldsInError = () =>
         page.locator('#resource-form .field-error').evaluateAll((fields) => fields.map((f) => f.id));

@@ -6,7 +6,8 @@ import {
   hasChromium,
   useBrowserApp,
   seriousViolations,
-  signInThroughLogin,
+  signedInSession,
+  type SignedInSession,
   warnNoChromium,
 } from './admin-pages-setup.ts';
 
@@ -22,6 +23,7 @@ const t = useBrowserApp();
 let acme: TenantRef;
 let admin: { id: string; email: string; password: string };
 let cookie: string;
+let asAdmin: SignedInSession;
 
 const ACME = 'acme.localhost';
 const HOSTILE = [
@@ -54,6 +56,7 @@ describe.skipIf(!hasChromium)('Markdown fields in the admin shell', () => {
       .post('/api/v1/auth/login')
       .send({ email: admin.email, password: admin.password });
     cookie = login.headers['set-cookie']![0]!.split(';', 1)[0]!;
+    asAdmin = await signedInSession(t.browser, t.origin(ACME), admin);
   });
 
   it('a detail page renders the body as HTML, sanitised: no script, no event handler, no javascript: link', async () => {
@@ -63,7 +66,7 @@ describe.skipIf(!hasChromium)('Markdown fields in the admin shell', () => {
       .post('/api/v1/task/tasks')
       .set('Cookie', cookie)
       .send({ title: 'Steps', priority: 'low', deadline: '2099-01-01T00:00:00Z', description: '1. *look*\n2. fix' });
-    const { context, page } = await signInThroughLogin(t.browser, t.origin(ACME), admin);
+    const { context, page } = await asAdmin();
     try {
       await page.goto(`${t.origin(ACME)}/admin/content/contents/${id}`);
       const rendered = page.locator('dl.values .markdown');
@@ -88,7 +91,7 @@ describe.skipIf(!hasChromium)('Markdown fields in the admin shell', () => {
 
   it('with htmx the Preview button shows the typed text rendered beside the field, and saves nothing', async () => {
     const id = await newContent('preview-js', 'Old text');
-    const { context, page } = await signInThroughLogin(t.browser, t.origin(ACME), admin);
+    const { context, page } = await asAdmin();
     try {
       await page.goto(`${t.origin(ACME)}/admin/content/contents/${id}/edit`);
       await page.fill('textarea[name=body]', 'Now **bold** <script>window.hacked = true</script>');
@@ -116,7 +119,7 @@ describe.skipIf(!hasChromium)('Markdown fields in the admin shell', () => {
 
   it('without JavaScript the Preview button posts the form back with the preview and the typed text; Save then stores it', async () => {
     const id = await newContent('preview-plain', 'Old text');
-    const { context, page } = await signInThroughLogin(t.browser, t.origin(ACME), admin, { javaScriptEnabled: false });
+    const { context, page } = await asAdmin({ javaScriptEnabled: false });
     try {
       await page.goto(`${t.origin(ACME)}/admin/content/contents/${id}/edit`);
       await page.fill('textarea[name=body]', '## Plain\n\n*slanted*');

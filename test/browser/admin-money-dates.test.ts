@@ -5,7 +5,8 @@ import { OPERATOR_HOST } from '../helpers/app.ts';
 import {
   hasChromium,
   seriousViolations,
-  signInThroughLogin,
+  signedInSession,
+  type SignedInSession,
   useBrowserApp,
   warnNoChromium,
 } from './admin-pages-setup.ts';
@@ -21,6 +22,8 @@ warnNoChromium('test/browser/admin-money-dates.test.ts');
 
 const t = useBrowserApp();
 let sample: ShellSample;
+let asAdmin: SignedInSession;
+let asOperator: SignedInSession;
 
 /** The one form of a date a person reads. */
 const ONE_FORM = /^\d{1,2} [A-Z][a-z]{2,3} \d{4}, \d{2}:\d{2} UTC$/;
@@ -49,11 +52,13 @@ async function expectDatesOneWay(page: Page, path: string): Promise<number> {
 beforeAll(async () => {
   if (!hasChromium) return;
   sample = await shellSample(t.app, 'acme');
+  asAdmin = await signedInSession(t.browser, t.origin(sample.host), sample.admin);
+  asOperator = await signedInSession(t.browser, t.origin(OPERATOR_HOST), sample.operatorAdmin);
 }, 120_000);
 
 describe.skipIf(!hasChromium)('amounts: one formatter that knows the currency’s minor unit', () => {
   it.each(WIDTHS)('the plans list and a plan’s page show the amount with its currency ($name)', async (size) => {
-    const { context, page } = await signInThroughLogin(t.browser, t.origin(OPERATOR_HOST), sample.operatorAdmin);
+    const { context, page } = await asOperator();
     try {
       await page.setViewportSize(size);
       await page.goto(`${t.origin(OPERATOR_HOST)}/admin/billing/plans`);
@@ -81,7 +86,7 @@ describe.skipIf(!hasChromium)('amounts: one formatter that knows the currency’
   });
 
   it.each(WIDTHS)('the subscription page says the same amounts the same way ($name)', async (size) => {
-    const { context, page } = await signInThroughLogin(t.browser, t.origin(sample.host), sample.admin);
+    const { context, page } = await asAdmin();
     try {
       await page.setViewportSize(size);
       await page.goto(`${t.origin(sample.host)}/admin/billing/subscription`);
@@ -96,7 +101,7 @@ describe.skipIf(!hasChromium)('amounts: one formatter that knows the currency’
 
 describe.skipIf(!hasChromium)('dates: one form, in <time datetime>, on every page that shows one', () => {
   it.each(WIDTHS)('generated lists, detail and edit pages, and the hand-written pages ($name)', async (size) => {
-    const { context, page } = await signInThroughLogin(t.browser, t.origin(sample.host), sample.admin);
+    const { context, page } = await asAdmin();
     try {
       await page.setViewportSize(size);
       const shown: Record<string, number> = {};
@@ -128,7 +133,7 @@ describe.skipIf(!hasChromium)('dates: one form, in <time datetime>, on every pag
   });
 
   it('a notification’s text says the due date in the same words', async () => {
-    const { context, page } = await signInThroughLogin(t.browser, t.origin(sample.host), sample.admin);
+    const { context, page } = await asAdmin();
     try {
       const login = await t.app
         .http(sample.host)

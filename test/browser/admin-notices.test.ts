@@ -7,7 +7,8 @@ import { notify } from '../../modules/notification/notify.ts';
 import {
   hasChromium,
   seriousViolations,
-  signInThroughLogin,
+  signedInSession,
+  type SignedInSession,
   useBrowserApp,
   warnNoChromium,
 } from './admin-pages-setup.ts';
@@ -27,6 +28,7 @@ const WIDTHS = [
 
 let acme: TenantRef;
 let admin: { id: string; email: string; password: string };
+let asAdmin: SignedInSession;
 
 /** The notice's own parts: its sentence, and the list items under it. */
 async function notice(page: Page): Promise<{ title: string; items: string[] }> {
@@ -41,12 +43,13 @@ describe.skipIf(!hasChromium)('a notice shows its own sentence only', () => {
   beforeAll(async () => {
     acme = await createCustomer(t.app, 'acme', ACME);
     admin = await addUser(t.app, acme, { roles: ['admin'], password: 'acme admin password' });
+    asAdmin = await signedInSession(t.browser, t.origin(ACME), admin);
   });
 
   it.each(WIDTHS)(
     'after an upload, the files page says “The file is uploaded.” and lists no item under it ($name)',
     async (size) => {
-      const { context, page } = await signInThroughLogin(t.browser, t.origin(ACME), admin);
+      const { context, page } = await asAdmin();
       try {
         await page.setViewportSize(size);
         await page.goto(`${t.origin(ACME)}/admin/file/files`);
@@ -74,7 +77,7 @@ describe.skipIf(!hasChromium)('a notice shows its own sentence only', () => {
         await t.app.services.transactions.run(acme, (ctx) =>
           notify(ctx, { recipientId: admin.id, title, body: `About ${title}`, link: '/admin', email: false }),
         );
-      const { context, page } = await signInThroughLogin(t.browser, t.origin(ACME), admin);
+      const { context, page } = await asAdmin();
       try {
         await page.setViewportSize(size);
         await page.goto(`${t.origin(ACME)}/admin/notification/notifications`);

@@ -1,16 +1,19 @@
 import axe from 'axe-core';
 import type { AddressInfo } from 'node:net';
-import { chromium, type Browser, type BrowserContext, type BrowserContextOptions, type Page } from 'playwright-core';
+import type { Browser, BrowserContext, BrowserContextOptions, Page } from 'playwright-core';
 import { afterAll, beforeAll, expect } from 'vitest';
 import { startTestApp, type TestApp, type TestAppOptions } from '../helpers/app.ts';
 
-import { CHROMIUM, CHROMIUM_ARGS, hasChromium } from '../helpers/chromium.ts';
+import { closeContexts, hasChromium, workerChromium } from '../helpers/chromium.ts';
 
-export { CHROMIUM, CHROMIUM_ARGS, hasChromium, warnNoChromium } from '../helpers/chromium.ts';
-
-export async function launch(): Promise<Browser> {
-  return chromium.launch({ executablePath: CHROMIUM, args: CHROMIUM_ARGS });
-}
+export {
+  CHROMIUM,
+  CHROMIUM_ARGS,
+  closeContexts,
+  hasChromium,
+  warnNoChromium,
+  workerChromium,
+} from '../helpers/chromium.ts';
 
 /** Starts the app's server on a free port; returns the origin of a host on it. */
 export async function listen(app: TestApp): Promise<(host: string) => string> {
@@ -30,8 +33,10 @@ export interface BrowserApp {
 /**
  * The set-up every browser test shares, as useTestApp is for the others: before the tests (and
  * before the hooks registered after this call) starts the app with these options, listens on a
- * free port and launches Chromium; after them closes both. Nothing starts without Chromium (the
- * file's describe.skipIf(!hasChromium) skips its tests). Call it first in the describe (or file).
+ * free port and takes the worker's Chromium (workerChromium: launched by the worker's first browser
+ * file, shared by the files after it); after them closes the app and every browser context the file
+ * left open, not the browser. Nothing starts without Chromium (the file's
+ * describe.skipIf(!hasChromium) skips its tests). Call it first in the describe (or file).
  */
 export function useBrowserApp(options: TestAppOptions = {}): BrowserApp {
   let app: TestApp | undefined;
@@ -41,10 +46,10 @@ export function useBrowserApp(options: TestAppOptions = {}): BrowserApp {
     if (!hasChromium) return;
     app = await startTestApp(options);
     origin = await listen(app);
-    browser = await launch();
+    browser = await workerChromium();
   }, 60_000);
   afterAll(async () => {
-    await browser?.close();
+    if (browser) await closeContexts(browser);
     await app?.close();
   });
   const ready = <T>(value: T | undefined, name: string): T => {
@@ -83,6 +88,9 @@ export async function signInThroughLogin(
   return { context, page };
 }
 
+/** Opens a browser context on a session signed in once (signedInSession), its page on the dashboard. */
+export type SignedInSession = (options?: BrowserContextOptions) => Promise<{ context: BrowserContext; page: Page }>;
+
 /**
  * Signs the person in through /admin/login once (signInThroughLogin) and keeps that session: each
  * call of the function it answers opens a new browser context holding the session's cookie, its
@@ -93,7 +101,7 @@ export async function signedInSession(
   browser: Browser,
   origin: string,
   person: { email: string; password: string },
-): Promise<(options?: BrowserContextOptions) => Promise<{ context: BrowserContext; page: Page }>> {
+): Promise<SignedInSession> {
   const first = await signInThroughLogin(browser, origin, person);
   const storageState = await first.context.storageState();
   await first.context.close();

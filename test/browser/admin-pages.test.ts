@@ -3,7 +3,15 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { OPERATOR_HOST, createCustomer, startTestApp, type TestApp } from '../helpers/app.ts';
 import type { TenantRef } from '../../framework/context/tenant.ts';
 import { addUser } from '../modules/auth/fixtures.ts';
-import { browserCookie, hasChromium, launch, listen, signInThroughLogin, warnNoChromium } from './admin-pages-setup.ts';
+import {
+  browserCookie,
+  closeContexts,
+  hasChromium,
+  listen,
+  signInThroughLogin,
+  warnNoChromium,
+  workerChromium,
+} from './admin-pages-setup.ts';
 
 warnNoChromium('test/browser/admin-pages.test.ts');
 
@@ -55,10 +63,10 @@ describe.skipIf(!hasChromium)('admin fixed pages in Chromium', () => {
       .post(`/api/v1/tenant/tenants/${globex.id}/suspend`)
       .set('Cookie', operatorLogin.headers['set-cookie']![0]!.split(';', 1)[0]!)
       .expect(200);
-    browser = await launch();
+    browser = await workerChromium();
   });
   afterAll(async () => {
-    await browser?.close();
+    if (browser) await closeContexts(browser);
     await app?.close();
   });
 

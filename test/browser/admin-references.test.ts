@@ -8,7 +8,8 @@ import {
   hasChromium,
   useBrowserApp,
   seriousViolations,
-  signInThroughLogin,
+  signedInSession,
+  type SignedInSession,
   warnNoChromium,
 } from './admin-pages-setup.ts';
 
@@ -25,6 +26,7 @@ const t = useBrowserApp();
 let acme: TenantRef;
 let admin: { id: string; email: string; password: string };
 let cookie: string;
+let asAdmin: SignedInSession;
 
 const ACME = 'acme.localhost';
 const BIG = 'big.localhost';
@@ -62,6 +64,7 @@ describe.skipIf(!hasChromium)('references in the admin shell: titles, links and 
     await addRole(t.app, acme, 'crew', ['task:read']);
     admin = await addUser(t.app, acme, { roles: ['admin'], password: 'acme admin password', email: 'boss@acme.test' });
     cookie = await signIn(ACME, admin);
+    asAdmin = await signedInSession(t.browser, t.origin(ACME), admin);
   });
   afterAll(async () => {
     vi.restoreAllMocks();
@@ -78,7 +81,7 @@ describe.skipIf(!hasChromium)('references in the admin shell: titles, links and 
       displayName: 'Wendy Worker',
     });
     const taskId = await newTask(ACME, cookie, 'Fix the boiler');
-    const { context, page } = await signInThroughLogin(t.browser, t.origin(ACME), admin);
+    const { context, page } = await asAdmin();
     try {
       await page.goto(`${t.origin(ACME)}/admin/task/tasks/${taskId}/assign`);
       const options = await page.$$eval('select[name=assigneeId] option', (els) =>
@@ -118,7 +121,7 @@ describe.skipIf(!hasChromium)('references in the admin shell: titles, links and 
     timeout: 60_000,
   }, async () => {
     // The test kit's memo declares admin.references: { ownerId: 'user.user' }, a field the body writes on create.
-    const { context, page } = await signInThroughLogin(t.browser, t.origin(ACME), admin);
+    const { context, page } = await asAdmin();
     try {
       await page.goto(`${t.origin(ACME)}/admin/testkit/memos/new`);
       const options = await page.$$eval('select[name=ownerId] option', (els) =>
@@ -160,7 +163,7 @@ describe.skipIf(!hasChromium)('references in the admin shell: titles, links and 
         .expect(200);
     }
     const readMany = vi.spyOn(t.app.services.operations.of('user.user'), 'readMany');
-    const { context, page } = await signInThroughLogin(t.browser, t.origin(ACME), admin);
+    const { context, page } = await asAdmin();
     try {
       readMany.mockClear();
       await page.goto(`${t.origin(ACME)}/admin/task/tasks`);
@@ -178,6 +181,7 @@ describe.skipIf(!hasChromium)('references in the admin shell: titles, links and 
     let big: TenantRef;
     let bigAdmin: { id: string; email: string; password: string };
     let bigCookie: string;
+    let asBigAdmin: SignedInSession;
     let needle: { id: string; email: string };
 
     beforeAll(async () => {
@@ -210,11 +214,12 @@ describe.skipIf(!hasChromium)('references in the admin shell: titles, links and 
       });
       await addUser(t.app, big, { password: null, email: 'zz-needle-reader@big.test', displayName: 'Nina Reader' });
       bigCookie = await signIn(BIG, bigAdmin);
+      asBigAdmin = await signedInSession(t.browser, t.origin(BIG), bigAdmin);
     });
 
     it('with JavaScript: typing in the search box refills the select from the user list (q), and the chosen person is assigned', async () => {
       const taskId = await newTask(BIG, bigCookie, 'Find the needle');
-      const { context, page } = await signInThroughLogin(t.browser, t.origin(BIG), bigAdmin);
+      const { context, page } = await asBigAdmin();
       try {
         await page.goto(`${t.origin(BIG)}/admin/task/tasks/${taskId}/assign`);
         // The first page of people (sorted by address) leaves the needle out; a note says more exist.
@@ -246,9 +251,7 @@ describe.skipIf(!hasChromium)('references in the admin shell: titles, links and 
 
     it('without JavaScript: the Search button posts the form back with the matching people, nothing assigned until the form is sent', async () => {
       const taskId = await newTask(BIG, bigCookie, 'Find the needle by hand');
-      const { context, page } = await signInThroughLogin(t.browser, t.origin(BIG), bigAdmin, {
-        javaScriptEnabled: false,
-      });
+      const { context, page } = await asBigAdmin({ javaScriptEnabled: false });
       try {
         await page.goto(`${t.origin(BIG)}/admin/task/tasks/${taskId}/assign`);
         await page.fill('input[name=_q]', 'Nina');

@@ -1,10 +1,10 @@
 import type { AddressInfo } from 'node:net';
-import { chromium, type Browser, type BrowserContext, type Page } from 'playwright-core';
+import type { Browser, BrowserContext, Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createCustomer, signInAs, startTestApp, type TestApp } from '../helpers/app.ts';
 import type { TenantRef } from '../../framework/context/tenant.ts';
 import { addUser } from '../modules/auth/fixtures.ts';
-import { CHROMIUM, CHROMIUM_ARGS, hasChromium, warnNoChromium } from '../helpers/chromium.ts';
+import { closeContexts, hasChromium, warnNoChromium, workerChromium } from '../helpers/chromium.ts';
 
 // The admin shell in a real browser: Chromium resolves every name to this machine, and the
 // service answers acme.example.com on its port.
@@ -29,14 +29,14 @@ beforeAll(async () => {
   member = await addUser(app, acme, { roles: ['member'], password: 'member password here' });
   await app.web!.listen({ host: '127.0.0.1', port: 0 });
   origin = `http://acme.example.com:${(app.web!.server.address() as AddressInfo).port}`;
-  browser = await chromium.launch({ executablePath: CHROMIUM, args: CHROMIUM_ARGS });
+  browser = await workerChromium();
   adminContext = await browser.newContext();
   await signIn(await adminContext.newPage(), admin, '/admin/task/tasks');
   plainContext = await browser.newContext({ javaScriptEnabled: false });
   await signIn(await plainContext.newPage(), admin, '/admin/content/contents');
 }, 60_000);
 afterAll(async () => {
-  await browser?.close();
+  if (browser) await closeContexts(browser);
   await app?.close();
 });
 

@@ -7,7 +7,8 @@ import {
   browserCookie,
   hasChromium,
   seriousViolations,
-  signInThroughLogin,
+  signedInSession,
+  type SignedInSession,
   useBrowserApp,
   warnNoChromium,
 } from './admin-pages-setup.ts';
@@ -22,6 +23,7 @@ const t = useBrowserApp();
 const ACME = 'acme.localhost';
 let acme: TenantRef;
 let admin: { id: string; email: string; password: string };
+let asAdmin: SignedInSession;
 
 describe.skipIf(!hasChromium)('status charts and Download CSV', () => {
   beforeAll(async () => {
@@ -40,10 +42,11 @@ describe.skipIf(!hasChromium)('status charts and Download CSV', () => {
         ),
       ),
     );
+    asAdmin = await signedInSession(t.browser, t.origin(ACME), admin);
   });
 
   it('the dashboard draws the tasks per status, each count written beside its bar, axe-clean', async () => {
-    const { context, page } = await signInThroughLogin(t.browser, t.origin(ACME), admin);
+    const { context, page } = await asAdmin();
     try {
       const chart = page.locator('[data-resource="task.task"] svg.status-chart');
       expect(await chart.getAttribute('aria-label')).toBe('Tasks by status');
@@ -72,7 +75,7 @@ describe.skipIf(!hasChromium)('status charts and Download CSV', () => {
   });
 
   it('a list page links "Download CSV" to the export of its current filters, which downloads', async () => {
-    const { context, page } = await signInThroughLogin(t.browser, t.origin(ACME), admin);
+    const { context, page } = await asAdmin();
     try {
       await page.goto(`${t.origin(ACME)}/admin/task/tasks?status=eq.open`);
       const link = page.getByRole('link', { name: 'Download CSV' });

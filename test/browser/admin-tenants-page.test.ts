@@ -5,7 +5,8 @@ import { addUser } from '../modules/auth/fixtures.ts';
 import { outboxEvents } from '../modules/user/support.ts';
 import {
   hasChromium,
-  launch,
+  closeContexts,
+  workerChromium,
   listen,
   seriousViolations,
   signInThroughLogin,
@@ -45,11 +46,11 @@ describe.skipIf(!hasChromium)('the operator’s tenants page', { timeout: 120_00
     for (let i = 0; i < 22; i++) await createCustomer(app, `shop-${String(i).padStart(2, '0')}`);
     await createCustomer(app, 'globex', 'www.globex.test');
     origin = (await listen(app))(OPERATOR_HOST);
-    browser = await launch();
+    browser = await workerChromium();
   });
   afterAll(async () => {
     for (const context of sessions) await context.close();
-    await browser?.close();
+    if (browser) await closeContexts(browser);
     await app?.close();
   });
 

@@ -9,7 +9,8 @@ import { addUser } from '../modules/auth/fixtures.ts';
 import {
   hasChromium,
   seriousViolations,
-  signInThroughLogin,
+  signedInSession,
+  type SignedInSession,
   useBrowserApp,
   warnNoChromium,
 } from './admin-pages-setup.ts';
@@ -39,6 +40,7 @@ const WIDTHS = [
 
 let acme: TenantRef;
 let admin: { id: string; email: string; password: string };
+let asAdmin: SignedInSession;
 
 const storedSecret = async (id: string) =>
   (await t.app.services.db.pool.query<{ secret: string }>('select secret from webhook_endpoints where id = $1', [id]))
@@ -94,12 +96,13 @@ describe.skipIf(!hasChromium)('webhook endpoints in the admin shell', () => {
   beforeAll(async () => {
     acme = await createCustomer(t.app, 'acme', ACME);
     admin = await addUser(t.app, acme, { roles: ['admin'], password: 'acme admin password' });
+    asAdmin = await signedInSession(t.browser, t.origin(ACME), admin);
   });
 
   it.each(WIDTHS)(
     'the new form starts active, and offers the declared events as boxes grouped by module ($name)',
     async (size) => {
-      const { context, page } = await signInThroughLogin(t.browser, t.origin(ACME), admin);
+      const { context, page } = await asAdmin();
       context.setDefaultTimeout(10_000);
       try {
         await page.setViewportSize(size);
@@ -133,7 +136,7 @@ describe.skipIf(!hasChromium)('webhook endpoints in the admin shell', () => {
   );
 
   it('creating shows the signing secret once, on the answer to the form, and never again', async () => {
-    const { context, page } = await signInThroughLogin(t.browser, t.origin(ACME), admin);
+    const { context, page } = await asAdmin();
     context.setDefaultTimeout(10_000);
     try {
       await page.goto(`${t.origin(ACME)}${PAGE}/new`);
@@ -215,7 +218,7 @@ describe.skipIf(!hasChromium)('webhook endpoints in the admin shell', () => {
   });
 
   it('a post with no event ticked comes back with the reason beside the events, the ticks kept', async () => {
-    const { context, page } = await signInThroughLogin(t.browser, t.origin(ACME), admin);
+    const { context, page } = await asAdmin();
     context.setDefaultTimeout(10_000);
     try {
       await page.goto(`${t.origin(ACME)}${PAGE}/new`);

@@ -2,13 +2,13 @@ import { existsSync } from 'node:fs';
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { sql } from 'kysely';
-import { chromium, type Browser, type BrowserContext, type Page, type Response } from 'playwright-core';
+import type { Browser, BrowserContext, Page, Response } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createCustomer, startTestApp, type TestApp } from '../helpers/app.ts';
 import type { TenantRef } from '../../framework/context/tenant.ts';
 import { mintSetPasswordToken } from '../../modules/auth/set-password-tokens.ts';
 import { addUser } from '../modules/auth/fixtures.ts';
-import { CHROMIUM, CHROMIUM_ARGS } from '../helpers/chromium.ts';
+import { CHROMIUM, closeContexts, workerChromium } from '../helpers/chromium.ts';
 
 // Two tenants of one site: acme.example.com and evil.example.com share the registrable domain
 // example.com, so a SameSite=Lax cookie of acme is sent with a form post from a page on evil.
@@ -62,10 +62,10 @@ beforeAll(async () => {
 
   if (!existsSync(CHROMIUM))
     throw new Error(`These tests drive Chromium at ${CHROMIUM}: apt-get install chromium (.ci/run does it as root)`);
-  browser = await chromium.launch({ executablePath: CHROMIUM, args: CHROMIUM_ARGS });
+  browser = await workerChromium();
 });
 afterAll(async () => {
-  await browser?.close();
+  if (browser) await closeContexts(browser);
   await new Promise((resolve) => (attacker ? attacker.close(resolve) : resolve(undefined)));
   await app?.close();
 });

@@ -1,12 +1,12 @@
 import { existsSync } from 'node:fs';
 import type { AddressInfo } from 'node:net';
 import { sql } from 'kysely';
-import { chromium, type Browser, type BrowserContext, type Page } from 'playwright-core';
+import type { Browser, BrowserContext, Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createCustomer, signInAs, startTestApp, type TestApp } from '../helpers/app.ts';
 import type { TenantRef } from '../../framework/context/tenant.ts';
 import { addUser } from '../modules/auth/fixtures.ts';
-import { CHROMIUM, CHROMIUM_ARGS } from '../helpers/chromium.ts';
+import { CHROMIUM, closeContexts, workerChromium } from '../helpers/chromium.ts';
 
 // Issue 27, point 1. `app_session` lasts 30 days; `app_csrf` is a browser-session cookie. After a
 // browser restart, after single sign-on or after signing in through the API, a browser holds the
@@ -29,7 +29,7 @@ beforeAll(async () => {
   admin = await addUser(app, acme, { roles: ['admin'], password: 'admin password here' });
   await app.web!.listen({ host: '127.0.0.1', port: 0 });
   origin = `http://acme.example.com:${(app.web!.server.address() as AddressInfo).port}`;
-  browser = await chromium.launch({ executablePath: CHROMIUM, args: CHROMIUM_ARGS });
+  browser = await workerChromium();
 
   // Signed in as a person does, through the form: the browser then holds both cookies.
   const first = await fresh();
@@ -49,7 +49,7 @@ beforeAll(async () => {
 }, 60_000);
 afterAll(async () => {
   for (const context of contexts) await context.close().catch(() => undefined);
-  await browser?.close();
+  if (browser) await closeContexts(browser);
   await app?.close();
 });
 

@@ -6,7 +6,8 @@ import { addUser } from '../modules/auth/fixtures.ts';
 import { mintSetPasswordToken } from '../../modules/auth/set-password-tokens.ts';
 import {
   hasChromium,
-  launch,
+  closeContexts,
+  workerChromium,
   listen,
   seriousViolations,
   signInThroughLogin,
@@ -29,10 +30,10 @@ beforeAll(async () => {
   app = await startTestApp();
   acme = await createCustomer(app, 'onward', HOST);
   origin = (await listen(app))(HOST);
-  browser = await launch();
+  browser = await workerChromium();
 }, 60_000);
 afterAll(async () => {
-  await browser?.close();
+  if (browser) await closeContexts(browser);
   await app?.close();
 });
 

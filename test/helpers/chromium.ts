@@ -1,4 +1,5 @@
 import { existsSync } from 'node:fs';
+import { chromium, type Browser } from 'playwright-core';
 
 /** Debian's chromium, as .ci/run installs it; the browser tests and screenshots drive it with playwright-core. */
 export const CHROMIUM = process.env.CHROMIUM ?? '/usr/bin/chromium';
@@ -24,4 +25,29 @@ export function warnNoChromium(suite: string): void {
   process.stderr.write(
     `\n${line}\n!!! SKIPPED: ${suite} needs Chromium at ${CHROMIUM} (apt-get install chromium; .ci/run installs it)\n${line}\n\n`,
   );
+}
+
+let running: Promise<Browser> | undefined;
+
+/**
+ * This worker process's Chromium, through playwright-core's `chromium.launch`: launched by the first
+ * browser file the process runs and kept for the files after it, as the project `slow` runs its
+ * files one after another in a shared process (`isolate: false`, vitest.config.ts). Launching took
+ * about 2 s of wall time and 0.4 s of CPU a file, some 30 files (docs/performance.md, "One Chromium
+ * a worker"). Files share the browser process, never a context: each file opens its own with
+ * `browser.newContext()` (cookies, storage and cache of its own) and closes them at its end
+ * (closeContexts). Launched again when it is gone (a file closed it, or it crashed). Closed with the
+ * process: vitest stops a worker with SIGTERM, on which the launched browser closes (launch's
+ * `handleSIGTERM`, on by default), and a browser whose pipe to the process closes ends too.
+ */
+export async function workerChromium(): Promise<Browser> {
+  const browser = await running?.catch(() => undefined);
+  if (browser?.isConnected()) return browser;
+  running = chromium.launch({ executablePath: CHROMIUM, args: CHROMIUM_ARGS });
+  return running;
+}
+
+/** Closes every context open in the browser, which stays up for the worker's next file: a file's end. */
+export async function closeContexts(browser: Browser): Promise<void> {
+  await Promise.all(browser.contexts().map((context) => context.close()));
 }

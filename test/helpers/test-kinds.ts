@@ -82,9 +82,9 @@ export const OWN_PROCESS = [
   'test/framework/bounded-statements.test.ts',
 ];
 
-/** What in a test file, or a test helper it imports, boots the app, opens a database or starts a process. */
+/** What in a test file, or a test helper it imports, boots the app, opens a database or starts a process (Chromium among them). */
 const NEEDS_MORE_THAN_UNIT =
-  /\b(startTestApp|useTestApp|useBrowserApp|buildApp|buildWorld|createTestDatabase|createMigratedTestDatabase|openDatabase|startEmbeddedPostgres)\b|pgAdminUrl|from 'pg'|node:child_process|from 'supertest'/;
+  /\b(startTestApp|useTestApp|useBrowserApp|workerChromium|buildApp|buildWorld|createTestDatabase|createMigratedTestDatabase|openDatabase|startEmbeddedPostgres)\b|pgAdminUrl|from 'pg'|node:child_process|from 'supertest'/;
 
 const IMPORT = /(?:^|\n)\s*(?:import|export)\s[^'"]*?from\s+'(\.{1,2}\/[^']+)'/g;
 
