@@ -1,4 +1,5 @@
 import { fork, type ChildProcess } from 'node:child_process';
+import { setPriority } from 'node:os';
 import { readFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import { send } from './http.ts';
@@ -37,13 +38,14 @@ const PER_SESSION = 10;
 const LIST_CONNECTIONS = 8;
 
 /** The stream clients' process. */
-function startReaders(): {
+function startReaders(nice: number): {
   ask: (request: ReaderRequest, timeoutMs: number) => Promise<ReaderAnswer>;
   child: ChildProcess;
 } {
   const child = fork(fileURLToPath(new URL('./live-readers.ts', import.meta.url)), [], {
     stdio: ['ignore', 'inherit', 'inherit', 'ipc'],
   });
+  if (nice > 0 && child.pid !== undefined) setPriority(child.pid, nice);
   const ask = (request: ReaderRequest, timeoutMs: number) =>
     new Promise<ReaderAnswer>((resolve, reject) => {
       const timer = setTimeout(() => reject(new Error(`the stream readers did not answer ${request.type}`)), timeoutMs);
@@ -169,6 +171,8 @@ export async function measureLiveGroup(options: {
   tenants: number;
   rate: number;
   seconds: number;
+  /** The stream readers' CPU priority (nice): 0 as the rest of the run, 19 to give way to it. */
+  readersNice: number;
   log: (line: string) => void;
 }): Promise<ResultRow[]> {
   const { service, host, cookie, log, rate, seconds } = options;
@@ -185,7 +189,8 @@ export async function measureLiveGroup(options: {
       : { tenants: [] as LiveTenant[] };
   const stats = async (): Promise<LiveStats> => (await service.ask({ type: 'live-stats' }, 'live-stats', 10_000)).stats;
   await stats();
-  const readers = startReaders();
+  const readers = startReaders(options.readersNice);
+  if (options.readersNice > 0) log(`  stream readers at nice ${options.readersNice}`);
   const rows: ResultRow[] = [];
   try {
     await sleep(1000);

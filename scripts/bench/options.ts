@@ -68,6 +68,11 @@ export interface BenchOptions {
   liveRate: number;
   /** Tenants the live scenario's last step spreads 10 streams each over (0: none). */
   liveTenants: number;
+  /**
+   * The CPU priority (nice, 0-19) of the live scenario's stream readers, which stand for clients on
+   * other machines: at 19 they take only what the service, PostgreSQL and the list's load leave.
+   */
+  liveReadersNice: number;
   /** Tenant counts the tenants scenario seeds and measures, ascending. */
   tenantSizes: number[];
   only: ReadonlySet<ScenarioGroup>;
@@ -101,6 +106,7 @@ const USAGE = `usage: npm run bench -- [options]
   --live-streams N[,N...] open streams of the live scenario, ascending (default 10,100,1000)
   --live-rate N           creates per second committed beside them (default 200)
   --live-tenants N        tenants the last step opens 10 more streams on each (default 100; 0: none)
+  --live-readers-nice N   CPU priority (nice 0-19) of the process reading the streams (default 0)
   --tenant-sizes N[,N...] tenant counts of the tenants scenario, ascending (default 100,1000,10000)
   --only a,b              run only these groups: ${SCENARIOS.join(', ')} (all but tenants, prepared-statements and live by default)
   --out FILE              results file (default bench-results.json)
@@ -136,6 +142,7 @@ export function parseOptions(argv: string[], env: NodeJS.ProcessEnv): BenchOptio
       'live-streams': { type: 'string' },
       'live-rate': { type: 'string' },
       'live-tenants': { type: 'string' },
+      'live-readers-nice': { type: 'string' },
       'tenant-sizes': { type: 'string' },
       only: { type: 'string' },
       out: { type: 'string', default: 'bench-results.json' },
@@ -191,6 +198,10 @@ export function parseOptions(argv: string[], env: NodeJS.ProcessEnv): BenchOptio
     liveStreams: (values['live-streams'] ?? '10,100,1000').split(',').map((n) => positiveInt('live-streams', n, 10)),
     liveRate: positiveInt('live-rate', values['live-rate'], 200),
     liveTenants: values['live-tenants'] === '0' ? 0 : positiveInt('live-tenants', values['live-tenants'], 100),
+    liveReadersNice:
+      values['live-readers-nice'] === undefined || values['live-readers-nice'] === '0'
+        ? 0
+        : Math.min(19, positiveInt('live-readers-nice', values['live-readers-nice'], 0)),
     tenantSizes,
     only,
     out: values.out ?? 'bench-results.json',

@@ -386,6 +386,7 @@ async function measure(
         counts: options.liveStreams,
         tenants: options.liveTenants,
         rate: options.liveRate,
+        readersNice: options.liveReadersNice,
         seconds: options.seconds,
         log,
       })),

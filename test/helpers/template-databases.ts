@@ -63,8 +63,16 @@ export async function dropTemplateDatabases(adminUrl: string, templates: readonl
   await admin.connect();
   try {
     for (const { name } of templates) {
-      await admin.query(`alter database ${admin.escapeIdentifier(name)} with is_template false`);
-      await admin.query(`drop database if exists ${admin.escapeIdentifier(name)}`);
+      // Templates made from this one during the run are named after it (the security world,
+      // test/security/world-template.ts): they go first.
+      const { rows: derived } = await admin.query<{ datname: string }>(
+        'select datname from pg_database where starts_with(datname, $1)',
+        [`${name}_`],
+      );
+      for (const { datname } of [...derived, { datname: name }]) {
+        await admin.query(`alter database ${admin.escapeIdentifier(datname)} with is_template false`);
+        await admin.query(`drop database if exists ${admin.escapeIdentifier(datname)}`);
+      }
     }
   } finally {
     await admin.end();

@@ -1,6 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import { afterAll, describe, it } from 'vitest';
-import { buildWorld, closeWorld } from './world.ts';
+import { closeWorld } from './world.ts';
+import { openWorld } from './world-template.ts';
 import { pathSource, readOperations, validRequest } from './operations.ts';
 import {
   FIELD_CORPUS,
@@ -26,7 +27,7 @@ import type { TSchema } from 'typebox';
  * prototype keys, 100k-deep nesting. Every answer is a 4xx application/problem+json with a
  * registered code, or an accepted 2xx (which the ledger then accounts for).
  */
-const world = await buildWorld('bb');
+const world = await openWorld();
 const operations = readOperations(await fetchDocument(world), world.isOperatorPermission);
 console.log(`bad input (bodies): seed ${SEED}, ${RUNS} generated values per field; replay with SECURITY_SEED=${SEED}`);
 

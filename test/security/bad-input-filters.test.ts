@@ -1,6 +1,7 @@
 import { afterAll, describe, expect, it } from 'vitest';
 import type { TSchema } from 'typebox';
-import { buildWorld, closeWorld, type TenantWorld } from './world.ts';
+import { closeWorld, type TenantWorld } from './world.ts';
+import { openWorld } from './world-template.ts';
 import { pathSource, readOperations, type Operation, type Param } from './operations.ts';
 import { Verdicts, sweeper } from './bad-input.ts';
 import { describeExchange, type Sent } from './harness.ts';
@@ -33,7 +34,7 @@ import { badAnswer } from './problems.ts';
  * Every answer: below 500, no stack trace or SQL, and every refusal a problem document with a
  * registered code (problems.ts). The ledger then checks nothing was written and nothing leaked.
  */
-const world = await buildWorld('bf');
+const world = await openWorld();
 const operations = readOperations(await fetchDocument(world), world.isOperatorPermission);
 const FILTER_VALUES = Number(process.env.SECURITY_FILTER_VALUES ?? 2);
 

@@ -1,5 +1,6 @@
 import { afterAll, describe, it } from 'vitest';
-import { buildWorld, closeWorld } from './world.ts';
+import { closeWorld } from './world.ts';
+import { openWorld } from './world-template.ts';
 import { pathSource, readOperations, validBody, type Operation } from './operations.ts';
 import { PATH_CORPUS, QUERY_CORPUS, RUNS, SEED, Verdicts, badValues, fuzz, sweeper } from './bad-input.ts';
 import { badAnswer } from './problems.ts';
@@ -11,7 +12,7 @@ import { fetchDocument, nothingLostNothingLeaked } from './ledger.ts';
  * values generated from the parameter's schema (fast-check, fixed seed) and a fixed corpus. Every
  * answer is a 4xx application/problem+json with a registered code, or an accepted 2xx.
  */
-const world = await buildWorld('bp');
+const world = await openWorld();
 const operations = readOperations(await fetchDocument(world), world.isOperatorPermission);
 console.log(
   `bad input (parameters): seed ${SEED}, ${RUNS} generated values per parameter; replay with SECURITY_SEED=${SEED}`,

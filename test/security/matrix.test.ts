@@ -1,5 +1,6 @@
 import { afterAll, describe, expect, it } from 'vitest';
-import { buildWorld, closeWorld, type TenantWorld } from './world.ts';
+import { closeWorld, type TenantWorld } from './world.ts';
+import { openWorld } from './world-template.ts';
 import { homeTenants, pathSource, readOperations, validRequest, type Operation } from './operations.ts';
 import { expectRefusal, badAnswer } from './problems.ts';
 import { describeExchange, type Sent } from './harness.ts';
@@ -9,7 +10,7 @@ import { fetchDocument, nothingLostNothingLeaked } from './ledger.ts';
  * The access matrix, driven by the live OpenAPI document: every operation it lists is attacked at
  * every tenant where it lives, so a route added tomorrow is covered without a test of its own.
  */
-const world = await buildWorld('mx');
+const world = await openWorld();
 const operations = readOperations(await fetchDocument(world), world.isOperatorPermission);
 
 afterAll(async () => {

@@ -114,19 +114,49 @@ function limit(most: number): <T>(fn: () => Promise<T>) => Promise<T> {
   };
 }
 
-/** Starts the service (all modules, listening on 127.0.0.1) and builds the world through its API. */
-export async function buildWorld(prefix: string): Promise<World> {
-  // Some 56 people a world, each hashed once: a cheap argon2id hasher (test/helpers) keeps the set-up
-  // from spending seconds of CPU on cost parameters no test here is about; logins still verify.
-  const app = await startTestApp({ modules: allModules, passwordHasher: cheapPasswordHasher });
-  await app.web!.listen({ host: '127.0.0.1', port: 0 });
-  const client = new Client((app.web!.server.address() as AddressInfo).port);
-  const must = async (req: Sent, ...expected: number[]) => {
+/** What a world is made of besides its app and client (world-template.ts keeps these for each copy). */
+export type WorldParts = Pick<World, 'operator' | 'a' | 'b' | 'spareTenantId' | 'spareHost' | 'plans' | 'globalRows'>;
+
+/** The world of these parts, served by this app and sent to through this client. */
+export function worldOf(app: TestApp, client: Client, parts: WorldParts): World {
+  const registry = app.services.registry;
+  return {
+    app,
+    client,
+    ...parts,
+    tenants: [parts.a, parts.b, parts.operator],
+    permissions: [...registry.permissions.keys()].sort(),
+    isOperatorPermission: (p: string) => registry.isOperatorPermission(p),
+    must: mustOf(client),
+  };
+}
+
+/** Sends through the client and fails loudly when a set-up step is refused. */
+const mustOf =
+  (client: Client) =>
+  async (req: Sent, ...expected: number[]): Promise<Answer> => {
     const res = await client.send(req);
     if (!(expected.length ? expected.includes(res.status) : res.status < 300))
       throw new Error(`world set-up refused: ${describeExchange(req, res)}`);
     return res;
   };
+
+/**
+ * Starts the service (all modules, listening on 127.0.0.1) on the given database (a copy of the
+ * run's migrated template when none is given) and builds the world through its API. The suite's
+ * files take it built once per run, from world-template.ts.
+ */
+export async function buildWorld(prefix: string, databaseUrl?: string): Promise<World> {
+  // Some 56 people a world, each hashed once: a cheap argon2id hasher (test/helpers) keeps the set-up
+  // from spending seconds of CPU on cost parameters no test here is about; logins still verify.
+  const app = await startTestApp({
+    modules: allModules,
+    passwordHasher: cheapPasswordHasher,
+    ...(databaseUrl ? { databaseUrl } : {}),
+  });
+  await app.web!.listen({ host: '127.0.0.1', port: 0 });
+  const client = new Client((app.web!.server.address() as AddressInfo).port);
+  const must = mustOf(client);
   const registry = app.services.registry;
   const permissions = [...registry.permissions.keys()].sort();
   const isOperatorPermission = (p: string) => registry.isOperatorPermission(p);
@@ -357,21 +387,15 @@ export async function buildWorld(prefix: string): Promise<World> {
     bootstrap(refA).then((boot) => populate(refA, hostOf(refA.slug), boot)),
     bootstrap(refB).then((boot) => populate(refB, hostOf(refB.slug), boot)),
   ]);
-  const world: World = {
-    app,
-    client,
+  const world = worldOf(app, client, {
     operator: operator!,
     a: a!,
     b: b!,
-    tenants: [a!, b!, operator!],
     spareTenantId: spare.id,
     spareHost: hostOf(spare.slug),
     plans,
     globalRows: new Map(),
-    permissions,
-    isOperatorPermission,
-    must,
-  };
+  });
   await addEntityRows(world);
   return world;
 }

@@ -1,10 +1,12 @@
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { CompiledQuery } from 'kysely';
+import { Readable } from 'node:stream';
 import { createCustomer, signInAs, startTestApp, type SignedIn, type TestApp } from '../../helpers/app.ts';
 import { testConfig } from '../../helpers/config.ts';
 import { StreamClient, type ReceivedEvent } from '../../helpers/event-stream.ts';
 import type { TenantRef } from '../../../framework/context/tenant.ts';
 import { EventStream } from '../../../framework/live/event-stream.ts';
+import { TenantTransactions } from '../../../framework/context/tx.ts';
 
 /**
  * Issue 45 ("Live changes") over real HTTP: GET /api/v1/<module>/<plural>/stream answers the list's
@@ -17,6 +19,7 @@ const NOTIFICATIONS = '/api/v1/notification/notifications/stream';
 const A = 'live-a.localhost';
 const B = 'live-b.localhost';
 const C = 'live-c.localhost';
+const D = 'live-d.localhost';
 
 let app: TestApp;
 let base: string;
@@ -104,6 +107,22 @@ describe('a stream of a generated list', () => {
     expect(data(events[1]!).row).toMatchObject({ assigneeId: member.userId, status: 'acknowledged' });
     expect(data(events[2]!).row).toMatchObject({ status: 'resolved', resolution: 'done' });
     expect(data(events[3]!)).toEqual({ id: task.id });
+  });
+
+  it("is close-delimited, with the headers every answer of the list's routes carries", async () => {
+    const member = await signInAs(app, tenantA, ['task:read', 'task:update']);
+    const client = await follow(A, member);
+    expect(client.status).toBe(200);
+    // No chunked framing: each event goes out as its bytes alone (one socket write per batch), and
+    // the connection, which carries nothing else, ends the body.
+    expect(client.headers['transfer-encoding']).toBeUndefined();
+    expect(client.headers.connection).toBe('close');
+    // What fastify's hooks give every answer: the stream is sent as any answer is.
+    expect(client.headers['x-content-type-options']).toBe('nosniff');
+    expect(client.headers['x-request-id']).toEqual(expect.any(String));
+    expect(client.headers['cache-control']).toBe('no-store');
+    const task = await newTask(A, member, 'Close-delimited');
+    expect(summary(await client.take(1))).toEqual([['created', task.id]]);
   });
 
   it('sends a heartbeat comment while nothing changes', async () => {
@@ -319,6 +338,9 @@ describe('what a batch writes (the cost of many streams, issue 45 point 9)', () 
       return realInterval(...args);
     }) as typeof setInterval);
     const sends = vi.spyOn(EventStream.prototype, 'send');
+    // What a stream's Readable is handed: once fastify has sent the head, a batch writes to the
+    // response itself, not through the Readable and fastify's pipe (no copy, no step per write).
+    const pushes = vi.spyOn(Readable.prototype, 'push');
     try {
       const clients = [await follow(C, member), await follow(C, member), await follow(C, member)];
       for (const client of clients) expect(client.status).toBe(200);
@@ -347,14 +369,51 @@ describe('what a batch writes (the cost of many streams, issue 45 point 9)', () 
       expect(new Set(sends.mock.contexts).size).toBe(3);
       expect(chunks[1]).toBe(chunks[0]);
       expect(chunks[2]).toBe(chunks[0]);
+      expect(pushes.mock.calls.filter(([chunk]) => chunk === chunks[0])).toEqual([]);
       // The heartbeat (every second here) reaches each of them meanwhile.
       await new Promise((r) => realTimeout(r, 1500));
       for (const client of clients) expect(client.comments).toBeGreaterThan(0);
       expect(timers).toEqual({ setTimeout: 0, setInterval: 0 });
     } finally {
       sends.mockRestore();
+      pushes.mockRestore();
       timeoutSpy.mockRestore();
       intervalSpy.mockRestore();
+    }
+  });
+});
+
+describe('what a batch costs the database (issue 45 point 9)', () => {
+  it("reads a batch of a list without a module's afterRead in one exchange: the tenant's opening and the batch statement, with no interactive transaction", async () => {
+    const tenantD = await createCustomer(app, 'live-d', D);
+    const member = await signInAs(app, tenantD, ['task:read', 'task:update']);
+    const client = await follow(D, member);
+    expect(client.status).toBe(200);
+    // Transactions opened by the live code itself (its frame is the caller), not by the routes.
+    const fromLive = () =>
+      (new Error().stack ?? '')
+        .split('\n')
+        .slice(1)
+        .find((frame) => !frame.includes('stream-over-http.test.ts') && !frame.includes('node_modules'))
+        ?.includes('/framework/live/') ?? false;
+    const exchanges = vi.spyOn(TenantTransactions.prototype, 'readInOneExchange');
+    const realRun = TenantTransactions.prototype.run;
+    let liveTransactions = 0;
+    const transactions = vi.spyOn(TenantTransactions.prototype, 'run').mockImplementation(function (
+      this: TenantTransactions,
+      ...args: Parameters<TenantTransactions['run']>
+    ) {
+      if (args[0].id === tenantD.id && fromLive()) liveTransactions++;
+      return realRun.apply(this, args) as never;
+    });
+    try {
+      const task = await newTask(D, member, 'One exchange');
+      expect(summary(await client.take(1))).toEqual([['created', task.id]]);
+      expect(liveTransactions).toBe(0);
+      expect(exchanges.mock.calls.filter(([tenant]) => tenant.id === tenantD.id).length).toBeGreaterThan(0);
+    } finally {
+      exchanges.mockRestore();
+      transactions.mockRestore();
     }
   });
 });
