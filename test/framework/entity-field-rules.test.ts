@@ -1,10 +1,11 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import Type from 'typebox';
-import { createTestDatabase } from '../helpers/database.ts';
+import { createMigratedTestDatabase } from '../helpers/database.ts';
 import { startTestApp, createCustomer, signInAs, type TestApp } from '../helpers/app.ts';
 import { testkitModule } from '../helpers/testkit-module.ts';
 import { allModules } from '../../modules/index.ts';
 import { defineEntity, defineModule, entity } from '../../framework/entity/define.ts';
+import { migrationSources } from '../../framework/app.ts';
 import type { TenantRef } from '../../framework/context/tenant.ts';
 
 /**
@@ -48,7 +49,8 @@ let cookie: string;
 beforeAll(async () => {
   // The probe reads the test kit's widgets publicly: that table needs the public read's trigger,
   // installed once the migrations have made it, before the probe's boot check looks.
-  const databaseUrl = await createTestDatabase();
+  // A copy of the run's migrated template: the first app has no migration left to run.
+  const databaseUrl = await createMigratedTestDatabase(migrationSources([...allModules, testkitModule]));
   const plain = await startTestApp({ databaseUrl });
   await plain.services.db.pool.query(`call watch_public_read('widgets')`);
   await plain.close();

@@ -4,7 +4,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import pg from 'pg';
 import Type from 'typebox';
-import { buildApp } from '../../framework/app.ts';
+import { buildApp, migrationSources } from '../../framework/app.ts';
 import { BootCheckError } from '../../framework/entity/checks.ts';
 import { defineEntity, defineModule, entity, type ModuleDefinition } from '../../framework/entity/define.ts';
 import { resolveEntity } from '../../framework/entity/resolve.ts';
@@ -18,7 +18,7 @@ import {
 import { IDENTITY_TABLES } from '../../framework/access/identity-tables.ts';
 import { allModules } from '../../modules/index.ts';
 import { testkitModule } from '../helpers/testkit-module.ts';
-import { createTestDatabase } from '../helpers/database.ts';
+import { createMigratedTestDatabase } from '../helpers/database.ts';
 import { testConfig } from '../helpers/config.ts';
 
 const config = testConfig();
@@ -34,8 +34,14 @@ function migrationDir(sql: string): string {
   return dir;
 }
 
+// Each app starts on a copy of the run's template that holds the installation's migrations
+// (test/helpers/template-databases.ts), so its boot applies only a drift module's own: what is
+// checked is the tables the migrations leave, not how long running them all again takes.
+const migratedDatabase = (modules: readonly ModuleDefinition[]) =>
+  createMigratedTestDatabase(migrationSources(modules));
+
 async function refusal(modules: readonly ModuleDefinition[], databaseUrl?: string): Promise<Error> {
-  const url = databaseUrl ?? (await createTestDatabase());
+  const url = databaseUrl ?? (await migratedDatabase(modules));
   const failure = await buildApp({ config, modules, databaseUrl: url, role: 'web', startWorker: false }).then(
     async (app) => {
       await app.close();
@@ -92,7 +98,7 @@ const SYSTEM_COLUMNS = `
 
 describe('definitions and tables agree (boot check)', () => {
   it('passes every entity of the installation and the test kit, and the tables the framework reads', async () => {
-    const url = await createTestDatabase();
+    const url = await migratedDatabase([...allModules, testkitModule]);
     const app = await buildApp({
       config,
       modules: [...allModules, testkitModule],
@@ -222,7 +228,7 @@ describe('definitions and tables agree (boot check)', () => {
   });
 
   it('refuses to start when a migration changed an identity table the framework reads on every request: a column lost or retyped, isolation off', async () => {
-    const url = await createTestDatabase();
+    const url = await migratedDatabase(allModules);
     const first = await buildApp({ config, modules: allModules, databaseUrl: url, role: 'web', startWorker: false });
     await first.close();
     await sql(
