@@ -266,21 +266,6 @@ export class TenantTransactions implements Transactions {
     return { session, answer: answer! };
   }
 
-  /**
-   * One statement of the process's own (no caller, no events) in a transaction of the tenant, in a
-   * single exchange with PostgreSQL: BEGIN, the tenant's opening, the statement and COMMIT leave in
-   * one write and come back in one read. `build` is given the transaction's time. For work that
-   * runs often and reads (a live batch), where a transaction's four round trips cost more than its
-   * statement. Throws the statement's error.
-   */
-  async readInOneExchange(tenant: TenantRef, build: (now: Date) => Statement): Promise<Answer & { ok: true }> {
-    const statements = [{ text: this.opening.enter, values: [tenant.id] }, build(this.clock.now())];
-    const [entered, answer] = await traceExchange(statements, () => exchange(this.db.pool, statements));
-    if (!entered!.ok) throw entered!.error;
-    if (!answer!.ok) throw answer!.error;
-    return answer!;
-  }
-
   /** Opens the tenant scope with the caller of a personal access token; records its use at most once a minute. */
   private async enterWithToken(
     trx: Transaction<Database>,

@@ -408,25 +408,19 @@ export class LiveHub implements LiveStreams {
       [...callers].filter((c) => c.startsWith(`${kind}:`)).map((c) => c.slice(kind.length + 1));
     const filters = sources.map((source) => filtersOf(streams, source));
     const statement = this.statementFor(sources, filters);
-    const values = (now: Date) => [from, BATCH_EVENTS, ids('session'), ids('token'), now, ...statement.params];
-    // A list whose rows are presented by a hook of its module (afterRead) needs the transaction for
-    // it; otherwise the batch is its statement alone, sent with the tenant's opening, BEGIN and
-    // COMMIT in one exchange: one round trip per batch instead of four.
-    const result = sources.some((source) => source.present)
-      ? await this.options.transactions.run(group.tenant, async (tx) => {
-          const [row] = await run<Values>(tx.db, statement.text, values(tx.now));
-          const read = parseBatch(row!, sources, this.parsers!);
-          await this.present(tx, sources, read);
-          return read;
-        })
-      : await this.options.transactions
-          .readInOneExchange(group.tenant, (now) => ({ text: statement.text, values: values(now) }))
-          .then((answer) => {
-            const read = parseBatch(answer.result.rows[0] as Values, sources, this.parsers!);
-            for (const [i, source] of sources.entries())
-              for (const row of read.rows[i]!.values()) row.item = source.item(row.values);
-            return read;
-          });
+    const result = await this.options.transactions.run(group.tenant, async (tx) => {
+      const [row] = await run<Values>(tx.db, statement.text, [
+        from,
+        BATCH_EVENTS,
+        ids('session'),
+        ids('token'),
+        tx.now,
+        ...statement.params,
+      ]);
+      const read = parseBatch(row!, sources, this.parsers!);
+      await this.present(tx, sources, read);
+      return read;
+    });
     this.options.metrics?.liveBatches.inc();
     const readAt = performance.now();
     const indexes = filters.map((list) => new Map(list.map((filter, i) => [filter.key, i])));

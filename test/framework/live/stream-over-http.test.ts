@@ -6,7 +6,6 @@ import { testConfig } from '../../helpers/config.ts';
 import { StreamClient, type ReceivedEvent } from '../../helpers/event-stream.ts';
 import type { TenantRef } from '../../../framework/context/tenant.ts';
 import { EventStream } from '../../../framework/live/event-stream.ts';
-import { TenantTransactions } from '../../../framework/context/tx.ts';
 
 /**
  * Issue 45 ("Live changes") over real HTTP: GET /api/v1/<module>/<plural>/stream answers the list's
@@ -19,7 +18,6 @@ const NOTIFICATIONS = '/api/v1/notification/notifications/stream';
 const A = 'live-a.localhost';
 const B = 'live-b.localhost';
 const C = 'live-c.localhost';
-const D = 'live-d.localhost';
 
 let app: TestApp;
 let base: string;
@@ -379,41 +377,6 @@ describe('what a batch writes (the cost of many streams, issue 45 point 9)', () 
       pushes.mockRestore();
       timeoutSpy.mockRestore();
       intervalSpy.mockRestore();
-    }
-  });
-});
-
-describe('what a batch costs the database (issue 45 point 9)', () => {
-  it("reads a batch of a list without a module's afterRead in one exchange: the tenant's opening and the batch statement, with no interactive transaction", async () => {
-    const tenantD = await createCustomer(app, 'live-d', D);
-    const member = await signInAs(app, tenantD, ['task:read', 'task:update']);
-    const client = await follow(D, member);
-    expect(client.status).toBe(200);
-    // Transactions opened by the live code itself (its frame is the caller), not by the routes.
-    const fromLive = () =>
-      (new Error().stack ?? '')
-        .split('\n')
-        .slice(1)
-        .find((frame) => !frame.includes('stream-over-http.test.ts') && !frame.includes('node_modules'))
-        ?.includes('/framework/live/') ?? false;
-    const exchanges = vi.spyOn(TenantTransactions.prototype, 'readInOneExchange');
-    const realRun = TenantTransactions.prototype.run;
-    let liveTransactions = 0;
-    const transactions = vi.spyOn(TenantTransactions.prototype, 'run').mockImplementation(function (
-      this: TenantTransactions,
-      ...args: Parameters<TenantTransactions['run']>
-    ) {
-      if (args[0].id === tenantD.id && fromLive()) liveTransactions++;
-      return realRun.apply(this, args) as never;
-    });
-    try {
-      const task = await newTask(D, member, 'One exchange');
-      expect(summary(await client.take(1))).toEqual([['created', task.id]]);
-      expect(liveTransactions).toBe(0);
-      expect(exchanges.mock.calls.filter(([tenant]) => tenant.id === tenantD.id).length).toBeGreaterThan(0);
-    } finally {
-      exchanges.mockRestore();
-      transactions.mockRestore();
     }
   });
 });
