@@ -21,15 +21,10 @@ export const eventText = (event: EventName, data: string, position?: number): st
 const HEARTBEAT = Buffer.from(': heartbeat\n\n');
 
 /**
- * One open stream's connection, written as server-sent events. Fastify sends the answer as it
- * sends any stream (its hooks give it the headers every answer carries, its log and metrics see
- * it), from `readable`, which carries only what is written before fastify has sent the head (the
- * `retry:` line, a `reset`); from then on each write goes straight to the response, with no copy
- * in a Readable and no pipe step per write. The answer is close-delimited (no chunked framing:
- * see `closeDelimited`), so a write is one socket write of the shared Buffer. What the client has
- * not read yet is bounded: past `maxBuffered` bytes (here and in the response's buffer together)
- * the connection is dropped, and the client resumes from its last event id. No database
- * connection is ever held here.
+ * One open stream's connection: a Readable that fastify pipes to the response, written as
+ * server-sent events. What the client has not read yet is bounded: past `maxBuffered` bytes (in
+ * this Readable and the response's buffer together) the connection is dropped, and the client
+ * resumes from its last event id. No database connection is ever held here.
  */
 export class EventStream {
   readonly readable = new Readable({ read() {} });
@@ -97,10 +92,7 @@ export class EventStream {
 
   private write(chunk: string | Buffer): boolean {
     if (this.isClosed) return false;
-    // Straight to the response once fastify has sent the head and the Readable has handed it all
-    // it held (what it holds goes first); until then, into the Readable, which fastify pipes.
-    if (this.response.headersSent && this.readable.readableLength === 0) this.response.write(chunk);
-    else this.readable.push(chunk);
+    this.readable.push(chunk);
     if (this.buffered() > this.maxBuffered) {
       // A client that does not read: drop it rather than hold its backlog.
       this.closed = true;
@@ -111,14 +103,4 @@ export class EventStream {
     }
     return true;
   }
-}
-
-/**
- * Makes an answer not yet sent close-delimited: no `Transfer-Encoding: chunked` (node then sends
- * `Connection: close`, and the body runs until the connection closes, as HTTP/1.1 allows for a
- * response). A stream's connection carries nothing else anyway, and each write is then one
- * socket write of the event bytes as they are, with no chunk header and trailer around them.
- */
-export function closeDelimited(response: ServerResponse): void {
-  response.removeHeader('transfer-encoding');
 }

@@ -11,7 +11,7 @@ import type { LiveStreams } from '../contracts/services.ts';
 import { problem } from '../errors.ts';
 import { prepared } from '../db/statements.ts';
 import { run } from '../operations/entity-sql.ts';
-import { closeDelimited, EventStream, type EndReason } from './event-stream.ts';
+import { EventStream, type EndReason } from './event-stream.ts';
 import { LIVE_CHANNEL, startPosition } from './positions.ts';
 import { BATCH_EVENTS, batchStatement, columnParsers, parseBatch, type BatchResult } from './batch.ts';
 import { selectingSerializer, streamQuery, type StreamFilter } from './stream-query.ts';
@@ -232,7 +232,6 @@ export class LiveHub implements LiveStreams {
       this.attach(tenant, streams);
     });
     reply.header('content-type', 'text/event-stream; charset=utf-8').header('x-accel-buffering', 'no');
-    closeDelimited(reply.raw);
     sse.open(announceStart ? start.position : undefined);
     if (start.reset) sse.event('reset', '{}', start.position);
     return sse.readable;
