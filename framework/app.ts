@@ -31,7 +31,7 @@ import {
   type PasswordVerifier,
 } from './access/password-verifier.ts';
 import { blobStoreFor, loadBlobStoreDriver } from './storage/index.ts';
-import { Metrics, poolState } from './observability/metrics.ts';
+import type { Metrics } from './observability/metrics.ts';
 import { metricsPort, startMetricsServer, type MetricsServer } from './observability/metrics-server.ts';
 import { databaseFigures } from './observability/metric-queries.ts';
 import { keyFor, readInstallationSecret } from './access/installation-secret.ts';
@@ -106,7 +106,7 @@ export async function buildApp(options: AppOptions): Promise<App> {
   await loadBlobStoreDriver(options.config);
   blobStoreFor(options.config, log);
   const port = exposesMetrics(options.role) ? metricsPort(options.config.metrics.port) : undefined;
-  const metrics = port ? newMetrics(() => db, log) : undefined;
+  const metrics = port ? await newMetrics(() => db, log) : undefined;
   const db: Db = openDatabase(options.databaseUrl, {
     size: options.config.database.pool_size,
     acquireTimeoutMs: options.config.database.acquire_timeout_ms,
@@ -297,8 +297,13 @@ export async function exportOpenApiDocument(options: {
   }
 }
 
-/** The process's series, their scrape-time gauges reading the request pool and the database. */
-function newMetrics(db: () => Db, log: FastifyBaseLogger): Metrics {
+/**
+ * The process's series, their scrape-time gauges reading the request pool and the database.
+ * Loaded only when metrics.port is set (off by default): a process without a metrics listener
+ * holds none of prom-client.
+ */
+async function newMetrics(db: () => Db, log: FastifyBaseLogger): Promise<Metrics> {
+  const { Metrics, poolState } = await import('./observability/metrics.ts');
   const figures = databaseFigures(() => db().pool);
   return new Metrics(
     {

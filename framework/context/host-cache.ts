@@ -36,7 +36,11 @@ export class HostResolver implements HostDirectory {
   constructor(db: Db, options: { ttlMs?: number; max?: number } = {}) {
     this.db = db;
     this.cache = new LRUCache<string, TenantRef>({
-      max: options.max ?? HOST_CACHE_MAX,
+      // Bounded by count through maxSize (each host weighs 1), not `max`: with `max` lru-cache
+      // allocates its whole index up front, about 4 MiB for 100,000 hosts in every process,
+      // however few tenants it serves; with maxSize the index grows with the hosts cached.
+      maxSize: options.max ?? HOST_CACHE_MAX,
+      sizeCalculation: () => 1,
       // The TTL is read on get (lru-cache's own monotonic clock), no timer per entry.
       ttl: options.ttlMs ?? 60_000,
       dispose: (tenant, host) => this.unindex(tenant.id, host),
