@@ -77,8 +77,14 @@ const rssMib = (pid: number): number => {
 const percentile = (sorted: readonly number[], p: number): number =>
   sorted[Math.min(sorted.length - 1, Math.floor((p / 100) * sorted.length))]!;
 
-/** A connection the other side reset: what an overloaded machine's listen queue does to new connections. */
-const isReset = (err: unknown): boolean => (err as { code?: unknown } | null)?.code === 'ECONNRESET';
+/**
+ * A connection the other side reset, or refused while its listen queue overflowed: what an
+ * overloaded machine does to new connections (the kernel logs "SYN flooding" on the port).
+ */
+const isReset = (err: unknown): boolean => {
+  const code = (err as { code?: unknown } | null)?.code;
+  return code === 'ECONNRESET' || code === 'ECONNREFUSED';
+};
 
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 
