@@ -356,6 +356,7 @@ export async function measureLiveGroup(options: {
         readers: readersPid,
         postmaster: options.postmasterPid,
       };
+      await stats();
       const { result, cpu } = await accountCpu(pids, async () => {
         const creates = createAtRate(port, targets(spread.length > 0), tag, rate, listSeconds + 1);
         const rps = list ? await listThroughput(port, host, cookie, listSeconds) : 0;
@@ -365,7 +366,8 @@ export async function measureLiveGroup(options: {
         log(
           `  (${result.refused} creates refused in a list phase: 503 with every connection busy, or the connection reset)`,
         );
-      return { rps: result.rps, cpu, requests: result.rps * listSeconds };
+      const { loop } = await stats();
+      return { rps: result.rps, cpu, requests: result.rps * listSeconds, loop };
     };
     const stamp = () => Date.now().toString(36);
     const withStreams = await phase(`list-with-${stamp()}`, true, readers.child.pid);
@@ -396,7 +398,10 @@ export async function measureLiveGroup(options: {
       ['list with none', without],
     ] as const)
       log(
-        `    CPU, ${label}: ${line((k) => p.cpu[k], 2, 's')}; other processes ${other(p).toFixed(2)} s${p.requests > 0 ? ` (${p.requests.toFixed(0)} list requests)` : ''}`,
+        `    CPU, ${label}: ${line((k) => p.cpu[k], 2, 's')}; other processes ${other(p).toFixed(2)} s${p.requests > 0 ? ` (${p.requests.toFixed(0)} list requests)` : ''}` +
+          (p.loop
+            ? `; web event loop ${(p.loop.utilization * 100).toFixed(0)} % busy, delay p50 ${p.loop.delayP50Ms.toFixed(1)} / p99 ${p.loop.delayP99Ms.toFixed(1)} / max ${p.loop.delayMaxMs.toFixed(1)} ms`
+            : ''),
       );
     const perSecond = listSeconds + 1;
     log(
