@@ -116,7 +116,8 @@ async function createAtRate(
       }).then(
         (answer) => {
           // The service shedding load (every connection busy) is counted and reported, not a failure of the run.
-          if (answer.status === 503) {
+          // A 408 is the same on a machine too loaded to read the request in time.
+          if (answer.status === 503 || answer.status === 408) {
             refused++;
             return;
           }
@@ -200,9 +201,9 @@ async function listThroughput(port: number, host: string, cookie: string, second
             throw err;
           },
         );
-        // A reset connection, or a 503 with every database connection busy (an overloaded
-        // machine), answers no list: not counted.
-        if (answer === undefined || answer.status === 503) continue;
+        // A reset connection, a 503 with every database connection busy or a 408 (an overloaded
+        // machine) answers no list: not counted.
+        if (answer === undefined || answer.status === 503 || answer.status === 408) continue;
         if (answer.status !== 200) throw new Error(`the list answered ${answer.status}`);
         done++;
       }
