@@ -159,7 +159,12 @@ interface Accounted {
 async function accountCpu<T>(
   pids: Accounted,
   work: () => Promise<T>,
-): Promise<{ result: T; cpu: Record<'web' | 'postgres' | 'service' | 'readers' | 'bench' | 'machine', number> }> {
+): Promise<{
+  result: T;
+  /** Wall seconds of the work: on an overloaded machine the creates' answers outlast their schedule. */
+  wall: number;
+  cpu: Record<'web' | 'postgres' | 'service' | 'readers' | 'bench' | 'machine', number>;
+}> {
   const safe = (pid: number | undefined) => {
     if (pid === undefined) return 0;
     try {
@@ -172,11 +177,14 @@ async function accountCpu<T>(
   const before = { web: safe(pids.web), service: safe(pids.service), readers: safe(pids.readers) };
   const bench0 = process.cpuUsage();
   const machine0 = machineCpuMs();
+  const started = performance.now();
   const result = await work();
+  const wall = (performance.now() - started) / 1000;
   const benchUsed = process.cpuUsage(bench0);
   const seconds = (ms: number) => ms / 1000;
   return {
     result,
+    wall,
     cpu: {
       web: seconds(safe(pids.web) - before.web),
       service: seconds(safe(pids.service) - before.service),
@@ -358,7 +366,7 @@ export async function measureLiveGroup(options: {
         postmaster: options.postmasterPid,
       };
       await stats();
-      const { result, cpu } = await accountCpu(pids, async () => {
+      const { result, cpu, wall } = await accountCpu(pids, async () => {
         const creates = createAtRate(port, targets(spread.length > 0), tag, rate, listSeconds + 1);
         const rps = list ? await listThroughput(port, host, cookie, listSeconds) : 0;
         return { rps, refused: (await creates).refused };
@@ -368,7 +376,7 @@ export async function measureLiveGroup(options: {
           `  (${result.refused} creates refused in a list phase: 503 with every connection busy, or the connection reset)`,
         );
       const { loop } = await stats();
-      return { rps: result.rps, cpu, requests: result.rps * listSeconds, loop };
+      return { rps: result.rps, cpu, wall, requests: result.rps * listSeconds, loop };
     };
     const stamp = () => Date.now().toString(36);
     const withStreams = await phase(`list-with-${stamp()}`, true, readers.child.pid);
@@ -399,17 +407,17 @@ export async function measureLiveGroup(options: {
       ['list with none', without],
     ] as const)
       log(
-        `    CPU, ${label}: ${line((k) => p.cpu[k], 2, 's')}; other processes ${other(p).toFixed(2)} s${p.requests > 0 ? ` (${p.requests.toFixed(0)} list requests)` : ''}` +
+        `    CPU, ${label}, ${p.wall.toFixed(1)} s: ${line((k) => p.cpu[k], 2, 's')}; other processes ${other(p).toFixed(2)} s${p.requests > 0 ? ` (${p.requests.toFixed(0)} list requests)` : ''}` +
           (p.loop
             ? `; web event loop ${(p.loop.utilization * 100).toFixed(0)} % busy, delay p50 ${p.loop.delayP50Ms.toFixed(1)} / p99 ${p.loop.delayP99Ms.toFixed(1)} / max ${p.loop.delayMaxMs.toFixed(1)} ms`
             : ''),
       );
-    const perSecond = listSeconds + 1;
     log(
-      `    the streams cost: ${line((k) => (streamsAlone.cpu[k] - createsAlone.cpu[k]) / perSecond, 3, 'CPU-s per s')}`,
+      `    the streams cost: ${line((k) => streamsAlone.cpu[k] / streamsAlone.wall - createsAlone.cpu[k] / createsAlone.wall, 3, 'CPU-s per s')}`,
     );
     const perRequest = (list: Phase, base: Phase) => (k: (typeof parts)[number]) =>
-      ((list.cpu[k] - base.cpu[k]) * 1000) / list.requests;
+      // The base phase's rate over the list phase's wall time: what the same phase without the list would have used.
+      ((list.cpu[k] - (base.cpu[k] * list.wall) / base.wall) * 1000) / list.requests;
     log(`    a list request beside the streams: ${line(perRequest(withStreams, streamsAlone), 2, 'CPU-ms')}`);
     log(`    a list request with none open:     ${line(perRequest(without, createsAlone), 2, 'CPU-ms')}`);
     const msPerRequest = (p: Phase) =>
