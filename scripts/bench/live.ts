@@ -399,7 +399,7 @@ export async function measureLiveGroup(options: {
     const other = (p: Phase) =>
       p.cpu.machine - parts.reduce((sum, k) => sum + (Number.isNaN(p.cpu[k]) ? 0 : p.cpu[k]), 0);
     const line = (values: (k: (typeof parts)[number]) => number, digits: number, unit: string) =>
-      parts.map((k) => `${k} ${values(k).toFixed(digits)}`).join(', ') + ` ${unit}`;
+      `${parts.map((k) => `${k} ${values(k).toFixed(digits)}`).join(', ')} ${unit}`;
     for (const [label, p] of [
       [`list with ${open} streams`, withStreams],
       [`${open} streams, no list`, streamsAlone],
