@@ -1,4 +1,5 @@
 import { CompiledQuery } from 'kysely';
+import { monitorEventLoopDelay, performance } from 'node:perf_hooks';
 import type pg from 'pg';
 import type { App } from '../../framework/app.ts';
 import type { TenantRef } from '../../framework/context/tenant.ts';
@@ -72,6 +73,26 @@ export async function liveTenants(app: App, runId: string, count: number, sessio
  */
 export function countLiveBatches(pool: pg.Pool): LiveStats {
   const stats: LiveStats = { batches: 0, statements: 0 };
+  // How long the process's event loop was held (a list request waits behind what holds it), since
+  // the last ask: read by the spread of the stats into the answer, and started anew.
+  const delay = monitorEventLoopDelay({ resolution: 5 });
+  delay.enable();
+  let utilization = performance.eventLoopUtilization();
+  Object.defineProperty(stats, 'loop', {
+    enumerable: true,
+    get: () => {
+      const used = performance.eventLoopUtilization(utilization);
+      utilization = performance.eventLoopUtilization();
+      const loop = {
+        delayP50Ms: delay.percentile(50) / 1e6,
+        delayP99Ms: delay.percentile(99) / 1e6,
+        delayMaxMs: delay.max / 1e6,
+        utilization: used.utilization,
+      };
+      delay.reset();
+      return loop;
+    },
+  });
   const current = new WeakMap<pg.PoolClient, { count: number; batch: boolean }>();
   const wrapped = new WeakSet<pg.PoolClient>();
   pool.on('acquire', (client) => {

@@ -1,6 +1,7 @@
 import { fork, type ChildProcess } from 'node:child_process';
 import { setPriority } from 'node:os';
 import { readFileSync } from 'node:fs';
+import { serverCpu, serverCpuSince } from './throughput.ts';
 import { fileURLToPath } from 'node:url';
 import { send } from './http.ts';
 import type { ServerProcess } from './child.ts';
@@ -76,8 +77,14 @@ const rssMib = (pid: number): number => {
 const percentile = (sorted: readonly number[], p: number): number =>
   sorted[Math.min(sorted.length - 1, Math.floor((p / 100) * sorted.length))]!;
 
-/** A connection the other side reset: what an overloaded machine's listen queue does to new connections. */
-const isReset = (err: unknown): boolean => (err as { code?: unknown } | null)?.code === 'ECONNRESET';
+/**
+ * A connection the other side reset, or refused while its listen queue overflowed: what an
+ * overloaded machine does to new connections (the kernel logs "SYN flooding" on the port).
+ */
+const isReset = (err: unknown): boolean => {
+  const code = (err as { code?: unknown } | null)?.code;
+  return code === 'ECONNRESET' || code === 'ECONNREFUSED';
+};
 
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 
@@ -109,7 +116,8 @@ async function createAtRate(
       }).then(
         (answer) => {
           // The service shedding load (every connection busy) is counted and reported, not a failure of the run.
-          if (answer.status === 503) {
+          // A 408 is the same on a machine too loaded to read the request in time.
+          if (answer.status === 503 || answer.status === 408) {
             refused++;
             return;
           }
@@ -131,6 +139,63 @@ async function createAtRate(
   return { names, refused };
 }
 
+/** CPU time (user + system) of the whole machine so far, ms: every process's, from /proc/stat. */
+const machineCpuMs = (): number => {
+  const fields = readFileSync('/proc/stat', 'utf8').split('\n', 1)[0]!.trim().split(/\s+/).slice(1).map(Number);
+  // user nice system idle iowait irq softirq steal: busy is all but idle and iowait, in clock ticks of 10 ms.
+  const [user, nice, system, , , irq, softirq, steal] = fields as [number, ...number[]];
+  return (user + nice! + system! + irq! + softirq! + steal!) * 10;
+};
+
+/** The processes of the live scenario whose CPU time the list phases account for. */
+interface Accounted {
+  web: number;
+  service: number;
+  readers: number | undefined;
+  postmaster: number | undefined;
+}
+
+/** CPU-seconds each process (and PostgreSQL's, summed over its processes) used while `work` ran. */
+async function accountCpu<T>(
+  pids: Accounted,
+  work: () => Promise<T>,
+): Promise<{
+  result: T;
+  /** Wall seconds of the work: on an overloaded machine the creates' answers outlast their schedule. */
+  wall: number;
+  cpu: Record<'web' | 'postgres' | 'service' | 'readers' | 'bench' | 'machine', number>;
+}> {
+  const safe = (pid: number | undefined) => {
+    if (pid === undefined) return 0;
+    try {
+      return cpuMs(pid);
+    } catch {
+      return 0;
+    }
+  };
+  const pg0 = pids.postmaster ? serverCpu(pids.postmaster) : undefined;
+  const before = { web: safe(pids.web), service: safe(pids.service), readers: safe(pids.readers) };
+  const bench0 = process.cpuUsage();
+  const machine0 = machineCpuMs();
+  const started = performance.now();
+  const result = await work();
+  const wall = (performance.now() - started) / 1000;
+  const benchUsed = process.cpuUsage(bench0);
+  const seconds = (ms: number) => ms / 1000;
+  return {
+    result,
+    wall,
+    cpu: {
+      web: seconds(safe(pids.web) - before.web),
+      service: seconds(safe(pids.service) - before.service),
+      readers: seconds(safe(pids.readers) - before.readers),
+      postgres: pg0 && pids.postmaster ? seconds(serverCpuSince(pg0, serverCpu(pids.postmaster))) : Number.NaN,
+      bench: (benchUsed.user + benchUsed.system) / 1e6,
+      machine: seconds(machineCpuMs() - machine0),
+    },
+  };
+}
+
 /** List requests on `connections` loops for `seconds`: requests per second answered 200. */
 async function listThroughput(port: number, host: string, cookie: string, seconds: number): Promise<number> {
   const until = performance.now() + seconds * 1000;
@@ -144,8 +209,9 @@ async function listThroughput(port: number, host: string, cookie: string, second
             throw err;
           },
         );
-        // A reset connection (an overloaded machine) answers nothing: not counted.
-        if (answer === undefined) continue;
+        // A reset connection, a 503 with every database connection busy or a 408 (an overloaded
+        // machine) answers no list: not counted.
+        if (answer === undefined || answer.status === 503 || answer.status === 408) continue;
         if (answer.status !== 200) throw new Error(`the list answered ${answer.status}`);
         done++;
       }
@@ -173,6 +239,8 @@ export async function measureLiveGroup(options: {
   seconds: number;
   /** The stream readers' CPU priority (nice): 0 as the rest of the run, 19 to give way to it. */
   readersNice: number;
+  /** The embedded PostgreSQL's postmaster: its processes' CPU is accounted in the list phases (none: not shown). */
+  postmasterPid?: number | undefined;
   log: (line: string) => void;
 }): Promise<ResultRow[]> {
   const { service, host, cookie, log, rate, seconds } = options;
@@ -289,32 +357,84 @@ export async function measureLiveGroup(options: {
     // The list beside the streams: with them open, then with none, the creates running in both.
     const open = busyOpen + spreadOpen;
     const listSeconds = Math.max(3, Math.min(seconds, 10));
-    const beside = async (tag: string) => {
-      const creates = createAtRate(port, targets(spread.length > 0), tag, rate, listSeconds + 1);
-      const rps = await listThroughput(port, host, cookie, listSeconds);
-      const { refused } = await creates;
-      if (refused > 0)
-        log(`  (${refused} creates refused beside the list: 503 with every connection busy, or the connection reset)`);
-      return rps;
+    // Each phase runs the creates for listSeconds + 1 s; the list phases run the list beside them.
+    const phase = async (tag: string, list: boolean, readersPid: number | undefined) => {
+      const pids = {
+        web: service.pid,
+        service: options.seeder.pid,
+        readers: readersPid,
+        postmaster: options.postmasterPid,
+      };
+      await stats();
+      const { result, cpu, wall } = await accountCpu(pids, async () => {
+        const creates = createAtRate(port, targets(spread.length > 0), tag, rate, listSeconds + 1);
+        const rps = list ? await listThroughput(port, host, cookie, listSeconds) : 0;
+        return { rps, refused: (await creates).refused };
+      });
+      if (result.refused > 0)
+        log(
+          `  (${result.refused} creates refused in a list phase: 503 with every connection busy, or the connection reset)`,
+        );
+      const { loop } = await stats();
+      return { rps: result.rps, cpu, wall, requests: result.rps * listSeconds, loop };
     };
-    const withStreams = await beside(`list-with-${Date.now().toString(36)}`);
+    const stamp = () => Date.now().toString(36);
+    const withStreams = await phase(`list-with-${stamp()}`, true, readers.child.pid);
+    const streamsAlone = await phase(`streams-alone-${stamp()}`, false, readers.child.pid);
     await readers.ask({ type: 'close' }, 30_000);
     await sleep(1000);
-    const without = await beside(`list-without-${Date.now().toString(36)}`);
-    const ratio = withStreams / without;
+    const createsAlone = await phase(`creates-alone-${stamp()}`, false, undefined);
+    const without = await phase(`list-without-${stamp()}`, true, undefined);
+    const ratio = withStreams.rps / without.rps;
     log(
-      `  list beside ${open} open streams: ${withStreams.toFixed(0)} req/s, with none open ${without.toFixed(0)} req/s (${ratio.toFixed(3)}×)`,
+      `  list beside ${open} open streams: ${withStreams.rps.toFixed(0)} req/s, with none open ${without.rps.toFixed(0)} req/s (${ratio.toFixed(3)}×)`,
     );
+    // Where the machine's CPU went (CPU-seconds, user + system, from /proc): each process over each
+    // phase of listSeconds + 1 s, all with the creates running; then what the streams cost a second
+    // (streams alone less creates alone), and what a list request costs beside them and with none
+    // (the list phase less the same phase without the list, per request answered). Per request is
+    // robust on a loaded machine, where req/s is not. "other": the machine's processes not of this run.
+    const parts = ['web', 'postgres', 'service', 'readers', 'bench'] as const;
+    type Phase = typeof withStreams;
+    const other = (p: Phase) =>
+      p.cpu.machine - parts.reduce((sum, k) => sum + (Number.isNaN(p.cpu[k]) ? 0 : p.cpu[k]), 0);
+    const line = (values: (k: (typeof parts)[number]) => number, digits: number, unit: string) =>
+      `${parts.map((k) => `${k} ${values(k).toFixed(digits)}`).join(', ')} ${unit}`;
+    for (const [label, p] of [
+      [`list with ${open} streams`, withStreams],
+      [`${open} streams, no list`, streamsAlone],
+      ['creates alone', createsAlone],
+      ['list with none', without],
+    ] as const)
+      log(
+        `    CPU, ${label}, ${p.wall.toFixed(1)} s: ${line((k) => p.cpu[k], 2, 's')}; other processes ${other(p).toFixed(2)} s${p.requests > 0 ? ` (${p.requests.toFixed(0)} list requests)` : ''}` +
+          (p.loop
+            ? `; web event loop ${(p.loop.utilization * 100).toFixed(0)} % busy, delay p50 ${p.loop.delayP50Ms.toFixed(1)} / p99 ${p.loop.delayP99Ms.toFixed(1)} / max ${p.loop.delayMaxMs.toFixed(1)} ms`
+            : ''),
+      );
+    log(
+      `    the streams cost: ${line((k) => streamsAlone.cpu[k] / streamsAlone.wall - createsAlone.cpu[k] / createsAlone.wall, 3, 'CPU-s per s')}`,
+    );
+    const perRequest = (list: Phase, base: Phase) => (k: (typeof parts)[number]) =>
+      // The base phase's rate over the list phase's wall time: what the same phase without the list would have used.
+      ((list.cpu[k] - (base.cpu[k] * list.wall) / base.wall) * 1000) / list.requests;
+    log(`    a list request beside the streams: ${line(perRequest(withStreams, streamsAlone), 2, 'CPU-ms')}`);
+    log(`    a list request with none open:     ${line(perRequest(without, createsAlone), 2, 'CPU-ms')}`);
+    const msPerRequest = (p: Phase) =>
+      Object.fromEntries(
+        [...parts, 'machine' as const].map((k) => [k, Number(((p.cpu[k] * 1000) / p.requests).toFixed(3))]),
+      );
     rows.push({
       name: `live-list-beside-${open}-streams`,
-      rps: withStreams,
+      rps: withStreams.rps,
       p50_ms: null,
       p99_ms: null,
       ratio_to_baseline: ratio,
-      baseline: `the same list with no stream open (${without.toFixed(0)} req/s), ${rate} creates/s in both`,
+      baseline: `the same list with no stream open (${without.rps.toFixed(0)} req/s), ${rate} creates/s in both`,
       target: '≥ 0.85× with none open',
       met: ratio >= 0.85,
       streams: open,
+      cpu_ms_per_request: { with_streams: msPerRequest(withStreams), with_none: msPerRequest(without) },
     });
   } finally {
     readers.child.kill();

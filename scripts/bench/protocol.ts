@@ -46,6 +46,8 @@ export interface LiveStats {
   statements: number;
   /** The service process's memory as it sees it (process.memoryUsage), when asked. */
   memory?: NodeJS.MemoryUsage;
+  /** Its event loop since the last ask: the delay timers saw (p50, p99, max, ms) and the share of time it was busy. */
+  loop?: { delayP50Ms: number; delayP99Ms: number; delayMaxMs: number; utilization: number };
 }
 
 export interface ProbeSamples {

@@ -50,6 +50,11 @@ export interface ResultRow {
   cpu_percent?: number;
   /** Live scenario: creates the service refused (503, every connection busy) at the step's rate. */
   refused?: number;
+  /**
+   * Live scenario, the list beside the streams: CPU ms per list request answered, by process (web,
+   * postgres, service, readers, bench, machine), with the streams open and with none.
+   */
+  cpu_ms_per_request?: { with_streams: Record<string, number>; with_none: Record<string, number> };
 }
 
 const round = (value: number | null, digits: number): number | null =>
