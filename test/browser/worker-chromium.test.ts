@@ -1,7 +1,15 @@
+import { existsSync } from 'node:fs';
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { closeContexts, hasChromium, warnNoChromium, workerChromium } from '../helpers/chromium.ts';
+import {
+  CHROMIUM,
+  CHROMIUM_HEADLESS_SHELL,
+  closeContexts,
+  hasChromium,
+  warnNoChromium,
+  workerChromium,
+} from '../helpers/chromium.ts';
 
 // The browser files share their worker's Chromium (test/helpers/chromium.ts, workerChromium): one
 // launch a worker process instead of one a file. What that may not cost: a file's cookies and
@@ -66,4 +74,14 @@ describe.skipIf(!hasChromium)("the worker's Chromium, shared by the browser file
     await (await context.newPage()).goto(`${origin}/`);
     await closeContexts(again);
   });
+
+  // The headless shell took a third less CPU than the full browser for the same files
+  // (docs/performance.md, "The browser files on Chromium's headless shell").
+  it.skipIf(process.env.CHROMIUM !== undefined || !existsSync(CHROMIUM_HEADLESS_SHELL))(
+    "is Chromium's headless shell when it is installed",
+    async () => {
+      expect(CHROMIUM).toBe(CHROMIUM_HEADLESS_SHELL);
+      expect((await workerChromium()).isConnected()).toBe(true);
+    },
+  );
 });
