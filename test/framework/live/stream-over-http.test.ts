@@ -194,6 +194,40 @@ describe('authorised at open and at every batch', () => {
     expect(after.id).toBeDefined();
   });
 
+  it("re-reads each caller's roles per batch: one user's session and token end together, another user's stream goes on", async () => {
+    // The batch reads each user's roles once for all their sessions and tokens: a user's loss must
+    // end every stream of theirs, and only theirs.
+    const member = await signInAs(app, tenantA, ['task:read', 'task:update']);
+    const other = await signInAs(app, tenantA, ['task:read', 'task:update']);
+    const made = await app
+      .http(A)
+      .post('/api/v1/auth/tokens')
+      .set('Cookie', member.cookie)
+      .send({ name: 'live-both', permissions: ['task:read'], expiresInDays: 1 });
+    expect(made.status).toBe(201);
+    const bySession = await follow(A, member);
+    const byToken = await follow(A, made.body.token as string);
+    const others = await follow(A, other);
+    const before = await newTask(A, other, 'Seen by all three');
+    for (const client of [bySession, byToken, others])
+      expect(summary(await client.take(1))).toEqual([['created', before.id]]);
+    await app.services.transactions.run(tenantA, (ctx) =>
+      ctx.db.executeQuery(
+        CompiledQuery.raw(
+          `update roles set permissions = '{task:update}' where name = any (select unnest(roles) from users where id = $1)`,
+          [member.userId],
+        ),
+      ),
+    );
+    const after = await newTask(A, other, 'Seen by the other user only');
+    for (const client of [bySession, byToken]) {
+      const [end] = await client.take(1);
+      expect(end!.event).toBe('end');
+      expect(JSON.parse(end!.data)).toEqual({ reason: 'AUTH_FORBIDDEN' });
+    }
+    expect(summary(await others.take(1))).toEqual([['created', after.id]]);
+  });
+
   it('ends within the recheck interval when the caller signs out, with nothing changing', async () => {
     const member = await signInAs(app, tenantA, ['task:read']);
     const client = await follow(A, member);
