@@ -60,6 +60,17 @@ const newTask = async (host: string, by: SignedIn, title: string) => {
 const command = (host: string, by: SignedIn, id: string, name: string, body: object = {}) =>
   app.http(host).post(`${TASKS}/${id}/${name}`).set('Cookie', by.cookie).send(body);
 
+/** The user's roles keep task:update only: they lose task:read. */
+const leaveOnlyTaskUpdate = (userId: string) =>
+  app.services.transactions.run(tenantA, (ctx) =>
+    ctx.db.executeQuery(
+      CompiledQuery.raw(
+        `update roles set permissions = '{task:update}' where name = any (select unnest(roles) from users where id = $1)`,
+        [userId],
+      ),
+    ),
+  );
+
 const data = (event: ReceivedEvent) => JSON.parse(event.data) as { id: string; row?: Record<string, unknown> };
 const summary = (events: ReceivedEvent[]) => events.map((e) => [e.event, data(e).id]);
 
@@ -178,14 +189,7 @@ describe('authorised at open and at every batch', () => {
     const member = await signInAs(app, tenantA, ['task:read', 'task:update']);
     const other = await signInAs(app, tenantA, ['task:read', 'task:update']);
     const client = await follow(A, member);
-    await app.services.transactions.run(tenantA, (ctx) =>
-      ctx.db.executeQuery(
-        CompiledQuery.raw(
-          `update roles set permissions = '{task:update}' where name = any (select unnest(roles) from users where id = $1)`,
-          [member.userId],
-        ),
-      ),
-    );
+    await leaveOnlyTaskUpdate(member.userId);
     const after = await newTask(A, other, 'Not for the member any more');
     const events = await client.take(1);
     expect(events[0]!.event).toBe('end');
@@ -211,14 +215,7 @@ describe('authorised at open and at every batch', () => {
     const before = await newTask(A, other, 'Seen by all three');
     for (const client of [bySession, byToken, others])
       expect(summary(await client.take(1))).toEqual([['created', before.id]]);
-    await app.services.transactions.run(tenantA, (ctx) =>
-      ctx.db.executeQuery(
-        CompiledQuery.raw(
-          `update roles set permissions = '{task:update}' where name = any (select unnest(roles) from users where id = $1)`,
-          [member.userId],
-        ),
-      ),
-    );
+    await leaveOnlyTaskUpdate(member.userId);
     const after = await newTask(A, other, 'Seen by the other user only');
     for (const client of [bySession, byToken]) {
       const [end] = await client.take(1);
