@@ -60,6 +60,17 @@ const newTask = async (host: string, by: SignedIn, title: string) => {
 const command = (host: string, by: SignedIn, id: string, name: string, body: object = {}) =>
   app.http(host).post(`${TASKS}/${id}/${name}`).set('Cookie', by.cookie).send(body);
 
+/** The user's roles keep task:update only: they lose task:read. */
+const leaveOnlyTaskUpdate = (userId: string) =>
+  app.services.transactions.run(tenantA, (ctx) =>
+    ctx.db.executeQuery(
+      CompiledQuery.raw(
+        `update roles set permissions = '{task:update}' where name = any (select unnest(roles) from users where id = $1)`,
+        [userId],
+      ),
+    ),
+  );
+
 const data = (event: ReceivedEvent) => JSON.parse(event.data) as { id: string; row?: Record<string, unknown> };
 const summary = (events: ReceivedEvent[]) => events.map((e) => [e.event, data(e).id]);
 
@@ -178,20 +189,40 @@ describe('authorised at open and at every batch', () => {
     const member = await signInAs(app, tenantA, ['task:read', 'task:update']);
     const other = await signInAs(app, tenantA, ['task:read', 'task:update']);
     const client = await follow(A, member);
-    await app.services.transactions.run(tenantA, (ctx) =>
-      ctx.db.executeQuery(
-        CompiledQuery.raw(
-          `update roles set permissions = '{task:update}' where name = any (select unnest(roles) from users where id = $1)`,
-          [member.userId],
-        ),
-      ),
-    );
+    await leaveOnlyTaskUpdate(member.userId);
     const after = await newTask(A, other, 'Not for the member any more');
     const events = await client.take(1);
     expect(events[0]!.event).toBe('end');
     expect(JSON.parse(events[0]!.data)).toEqual({ reason: 'AUTH_FORBIDDEN' });
     expect(await client.waitEnd()).toBe(true);
     expect(after.id).toBeDefined();
+  });
+
+  it("re-reads each caller's roles per batch: one user's session and token end together, another user's stream goes on", async () => {
+    // The batch reads each user's roles once for all their sessions and tokens: a user's loss must
+    // end every stream of theirs, and only theirs.
+    const member = await signInAs(app, tenantA, ['task:read', 'task:update']);
+    const other = await signInAs(app, tenantA, ['task:read', 'task:update']);
+    const made = await app
+      .http(A)
+      .post('/api/v1/auth/tokens')
+      .set('Cookie', member.cookie)
+      .send({ name: 'live-both', permissions: ['task:read'], expiresInDays: 1 });
+    expect(made.status).toBe(201);
+    const bySession = await follow(A, member);
+    const byToken = await follow(A, made.body.token as string);
+    const others = await follow(A, other);
+    const before = await newTask(A, other, 'Seen by all three');
+    for (const client of [bySession, byToken, others])
+      expect(summary(await client.take(1))).toEqual([['created', before.id]]);
+    await leaveOnlyTaskUpdate(member.userId);
+    const after = await newTask(A, other, 'Seen by the other user only');
+    for (const client of [bySession, byToken]) {
+      const [end] = await client.take(1);
+      expect(end!.event).toBe('end');
+      expect(JSON.parse(end!.data)).toEqual({ reason: 'AUTH_FORBIDDEN' });
+    }
+    expect(summary(await others.take(1))).toEqual([['created', after.id]]);
   });
 
   it('ends within the recheck interval when the caller signs out, with nothing changing', async () => {
