@@ -4,7 +4,7 @@ import { chromium, type Browser } from 'playwright-core';
 /**
  * Debian's Chromium, which the browser tests and screenshots drive with playwright-core: its old
  * headless shell (package chromium-headless-shell) when installed, else the full browser (package
- * chromium, which .ci/run installs) in its headless mode. The shell is the same Chromium release,
+ * chromium) in its headless mode; .ci/run installs both. The shell is the same Chromium release,
  * the same Blink, V8 and layout, without the full browser's windowing layers; four browser files
  * took a third less CPU on it (docs/performance.md, "The browser files on Chromium's headless
  * shell"). `CHROMIUM=<path>` picks another.
@@ -32,7 +32,7 @@ export function warnNoChromium(suite: string): void {
   if (hasChromium) return;
   const line = '!'.repeat(100);
   process.stderr.write(
-    `\n${line}\n!!! SKIPPED: ${suite} needs Chromium at ${CHROMIUM} (apt-get install chromium-headless-shell or chromium; .ci/run installs chromium)\n${line}\n\n`,
+    `\n${line}\n!!! SKIPPED: ${suite} needs Chromium at ${CHROMIUM} (apt-get install chromium-headless-shell or chromium; .ci/run installs both)\n${line}\n\n`,
   );
 }
 
