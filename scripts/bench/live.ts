@@ -400,6 +400,13 @@ export async function measureLiveGroup(options: {
       `  list beside ${open} open streams: ${withStreams.rps.toFixed(0)} req/s; with none open ${noneBefore.rps.toFixed(0)} req/s before the streams, ${without.rps.toFixed(0)} after (mean ${none.toFixed(0)}):` +
         ` ${ratio.toFixed(3)}× the mean (${(withStreams.rps / noneBefore.rps).toFixed(3)}× before, ${(withStreams.rps / without.rps).toFixed(3)}× after)`,
     );
+    // The two phases with none open differ by more than a fifth: the machine changed under the run
+    // (other work started or stopped), and no ratio of its phases is a figure of the code.
+    const drift = Math.max(noneBefore.rps, without.rps) / Math.min(noneBefore.rps, without.rps) - 1;
+    if (drift > 0.2)
+      log(
+        `  the list with none open moved by ${(drift * 100).toFixed(0)} % between before and after: the machine changed during the run, the ratio is not a figure of the code`,
+      );
     // Where the machine's CPU went (CPU-seconds, user + system, from /proc): each process over each
     // phase of listSeconds + 1 s, all with the creates running; then what the streams cost a second
     // (streams alone less creates alone), and what a list request costs beside them and with none
