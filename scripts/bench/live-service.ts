@@ -69,7 +69,9 @@ export async function liveTenants(app: App, runId: string, count: number, sessio
 /**
  * Counts, from now on, the statements sent on every pool checkout that ran a live batch (the batch
  * statement is known by its `changes` CTE): BEGIN, the tenant's opening, the batch, COMMIT, as the
- * driver sees them. A checkout that ran none is not counted.
+ * driver sees them, and the tenant batches (batch statements) among them: a checkout that carries
+ * several tenants' batches (coalesced, framework/live/hub.ts) counts one batch per tenant, its
+ * BEGIN and COMMIT shared between them. A checkout that ran none is not counted.
  */
 export function countLiveBatches(pool: pg.Pool): LiveStats {
   const stats: LiveStats = { batches: 0, statements: 0 };
@@ -93,10 +95,10 @@ export function countLiveBatches(pool: pg.Pool): LiveStats {
       return loop;
     },
   });
-  const current = new WeakMap<pg.PoolClient, { count: number; batch: boolean }>();
+  const current = new WeakMap<pg.PoolClient, { count: number; batches: number }>();
   const wrapped = new WeakSet<pg.PoolClient>();
   pool.on('acquire', (client) => {
-    current.set(client, { count: 0, batch: false });
+    current.set(client, { count: 0, batches: 0 });
     if (wrapped.has(client)) return;
     wrapped.add(client);
     const query = client.query.bind(client) as (...args: unknown[]) => unknown;
@@ -105,8 +107,7 @@ export function countLiveBatches(pool: pg.Pool): LiveStats {
       if (checkout) {
         const config = args[0] as string | { text: string };
         checkout.count++;
-        if ((typeof config === 'string' ? config : config.text).includes('changes as materialized'))
-          checkout.batch = true;
+        if ((typeof config === 'string' ? config : config.text).includes('changes as materialized')) checkout.batches++;
       }
       return query(...args);
     };
@@ -114,8 +115,8 @@ export function countLiveBatches(pool: pg.Pool): LiveStats {
   pool.on('release', (_err: Error | undefined, client: pg.PoolClient) => {
     const checkout = current.get(client);
     current.delete(client);
-    if (!checkout?.batch) return;
-    stats.batches++;
+    if (!checkout?.batches) return;
+    stats.batches += checkout.batches;
     stats.statements += checkout.count;
   });
   return stats;
