@@ -1,5 +1,6 @@
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import type { Readable } from 'node:stream';
+import type { ServerResponse } from 'node:http';
 import type { FastifyBaseLogger } from 'fastify';
 import type { Config } from '../config/schema.ts';
 import type { Db } from '../db/pool.ts';
@@ -223,9 +224,7 @@ export class LiveHub implements LiveStreams {
       typeof header === 'string' ? Number(header) : undefined,
       this.options.config.replay_minutes,
     );
-    const sse = new EventStream(reply.raw, this.options.config.max_buffer_bytes, () =>
-      this.options.metrics?.liveDroppedSlow.inc(),
-    );
+    const sse = new EventStream(reply.raw, this.options.config.max_buffer_bytes, this.dropped);
     const streams = channels.map(({ source, name, fresh }, i): OpenStream => {
       const { permissions, filter, fields, selection } = asked[i]!;
       const access = source.accessOf(tx);
@@ -248,9 +247,31 @@ export class LiveHub implements LiveStreams {
         shape: JSON.stringify([source.key, name ?? null, fields, filter?.key ?? null, access], jsonSafe),
       };
     });
+    this.joinOnCommit(tx, reply.raw, sse, streams, release);
+    reply.header('content-type', 'text/event-stream; charset=utf-8').header('x-accel-buffering', 'no');
+    sse.open(announceStart ? start.position : undefined);
+    if (start.reset) sse.event('reset', '{}', start.position);
+    return sse.readable;
+  }
+
+  /** A client that did not read was dropped (event-stream.ts): one function for every stream. */
+  private readonly dropped = (): void => this.options.metrics?.liveDroppedSlow.inc();
+
+  /**
+   * The connection's streams join their tenant's once the transaction commits, and leave when it
+   * closes. Apart from connect(): a closure made there would keep its whole scope (the
+   * transaction, the request's query) alive as long as the connection is open.
+   */
+  private joinOnCommit(
+    tx: TxContext,
+    response: ServerResponse,
+    sse: EventStream,
+    streams: readonly OpenStream[],
+    release: () => void,
+  ): void {
     const tenant = tx.tenant;
     let attached = false;
-    reply.raw.once('close', () => {
+    response.once('close', () => {
       sse.close();
       if (attached) this.detach(tenant.id, streams);
       release();
@@ -260,10 +281,6 @@ export class LiveHub implements LiveStreams {
       attached = true;
       this.attach(tenant, streams);
     });
-    reply.header('content-type', 'text/event-stream; charset=utf-8').header('x-accel-buffering', 'no');
-    sse.open(announceStart ? start.position : undefined);
-    if (start.reset) sse.event('reset', '{}', start.position);
-    return sse.readable;
   }
 
   /**
