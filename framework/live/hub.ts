@@ -10,10 +10,8 @@ import type { TenantTransactions, TxContext } from '../context/tx.ts';
 import type { Metrics } from '../observability/metrics.ts';
 import type { LiveStreams } from '../contracts/services.ts';
 import { problem } from '../errors.ts';
-import { exchange, prepared, type Answer, type Statement } from '../db/statements.ts';
+import { prepared } from '../db/statements.ts';
 import { run } from '../operations/entity-sql.ts';
-import { openingStatements } from '../context/opening.ts';
-import { systemClock } from '../clock.ts';
 import { EventStream, type EndReason } from './event-stream.ts';
 import { LIVE_CHANNEL, startPosition } from './positions.ts';
 import { BATCH_EVENTS, batchStatement, columnParsers, parseBatch, type BatchResult } from './batch.ts';
@@ -26,14 +24,6 @@ import { BatchPacer } from './pacing.ts';
 
 /** Batches running at once in a process: each holds a pool connection for one short transaction. */
 const CONCURRENT_BATCHES = 2;
-/**
- * Tenants whose batches one checkout carries at most (coalesced): one transaction, in which each
- * tenant's statement runs after its own opening, all sent in one write. Bounds the write and the
- * transaction's length; more due tenants take more checkouts.
- */
-const TENANTS_PER_EXCHANGE = 50;
-/** PostgreSQL's answer to a statement sent after an earlier one of its transaction failed. */
-const IN_FAILED_TRANSACTION = '25P02';
 /** A batch that failed (the database away) is tried again after this long; its streams stay open. */
 const RETRY_AFTER_FAILURE_MS = 1000;
 /** Retry-After of the 429s: a process full of streams, and a caller holding as many as it may. */
@@ -50,20 +40,7 @@ interface TenantStreams {
   running: boolean;
   /** Something happened while it ran or waited: one more batch after this one. */
   again: boolean;
-  /** Its last batch read a full batch, or was skipped by another tenant's failure: it goes again at once. */
-  behind: boolean;
   lastBatchAt: number;
-}
-
-/** A tenant's next batch: its open streams, what they follow, and its statement. */
-interface BatchPlan {
-  group: TenantStreams;
-  streams: OpenStream[];
-  sources: LiveSource[];
-  filters: StreamFilter[][];
-  statement: { text: string; params: unknown[] };
-  /** The statement's parameters, with the transaction's time. */
-  values: (now: Date) => unknown[];
 }
 
 export interface LiveHubOptions {
@@ -97,10 +74,6 @@ export class LiveHub implements LiveStreams {
   private readonly perCaller = new Map<string, number>();
   private readonly running = new Set<Promise<void>>();
   private readonly pacer: BatchPacer<TenantStreams>;
-  /** The opening statement of a tenant's batch (tenant, restricted role, statement timeout), as run() opens one. */
-  private readonly enter: string;
-  /** How many of the queue's first tenants are due now (pacing: the rest wait for the next tick). */
-  private due = 0;
   private parsers: Map<string, ((text: string) => unknown)[]> | undefined;
   private readonly statements = new Map<string, string>();
   /** Row serializers by list and `fields=`: streams that name the same fields share one (and its text per row). */
@@ -117,7 +90,6 @@ export class LiveHub implements LiveStreams {
     this.operations = new Set(this.byOperation.keys());
     this.events = liveEventNames(options.sources);
     this.pacer = new BatchPacer(options.config.batch_interval_ms);
-    this.enter = openingStatements(options.db.statementTimeoutMs).enter;
   }
 
   /** Subscribes to the relay's notifications (before the listener starts). */
@@ -347,7 +319,6 @@ export class LiveHub implements LiveStreams {
         queued: false,
         running: false,
         again: false,
-        behind: false,
         lastBatchAt: performance.now(),
       };
       this.tenants.set(tenant.id, group);
@@ -399,18 +370,9 @@ export class LiveHub implements LiveStreams {
     this.enqueue(group);
   }
 
-  /**
-   * The tenant's batch is due. Pacing, it waits in the queue for the hub's next tick (at most one
-   * interval), so that the batches falling due within one interval leave together, on one checkout
-   * (coalesced): a quiet tenant's change waits up to `batch_interval_ms` more than it did when each
-   * tenant had a transaction of its own. Without pacing it goes at once, with whatever is queued.
-   * `first`: a tenant with more to read (a full batch), or skipped by another's failure, goes now.
-   */
-  private enqueue(group: TenantStreams, first = false): void {
+  private enqueue(group: TenantStreams): void {
     group.queued = true;
-    if (first) this.queue.splice(this.due++, 0, group);
-    else this.queue.push(group);
-    if (!this.pacer.paces) this.due = this.queue.length;
+    this.queue.push(group);
     this.pump();
   }
 
@@ -419,114 +381,41 @@ export class LiveHub implements LiveStreams {
     for (const group of this.pacer.release()) {
       if (this.stopped || this.tenants.get(group.tenant.id) !== group) continue;
       if (group.running || group.queued) group.again = true;
-      else {
-        group.queued = true;
-        this.queue.push(group);
-      }
+      else this.enqueue(group);
     }
-    // Every tenant queued by now, held or quiet, is due: their batches leave together.
-    this.due = this.queue.length;
-    this.pump();
   }
 
   private pump(): void {
-    while (this.running.size < CONCURRENT_BATCHES && this.due > 0) {
-      const taken = this.queue.splice(0, Math.min(this.due, TENANTS_PER_EXCHANGE));
-      this.due -= taken.length;
-      for (const group of taken) {
-        group.queued = false;
-        group.running = true;
-        group.again = false;
-        group.behind = false;
-      }
-      const done: Promise<void> = this.batches(taken).finally(() => {
+    while (this.running.size < CONCURRENT_BATCHES && this.queue.length > 0) {
+      const group = this.queue.shift()!;
+      group.queued = false;
+      group.running = true;
+      group.again = false;
+      const done: Promise<void> = this.drain(group).finally(() => {
         this.running.delete(done);
-        for (const group of taken) {
-          group.running = false;
-          if (group.streams.size === 0) this.forget(group);
-          else if (group.behind && !this.stopped) this.enqueue(group, true);
-          else if (group.again) this.schedule(group);
-        }
+        group.running = false;
+        if (group.streams.size === 0) this.forget(group);
+        else if (group.again) this.schedule(group);
         this.pump();
       });
       this.running.add(done);
     }
   }
 
-  /**
-   * The due tenants' batches. A tenant whose lists present their rows (afterRead, which may read in
-   * the tenant's transaction) has a transaction of its own, as before; the others share one
-   * checkout and one transaction (coalesced).
-   */
-  private async batches(groups: readonly TenantStreams[]): Promise<void> {
-    const alone = groups.filter((group) => [...group.streams].some((stream) => stream.source.present));
-    const together = alone.length === 0 ? groups : groups.filter((group) => !alone.includes(group));
-    if (together.length > 0) await this.coalesced(together);
-    for (const group of alone) await this.drain(group);
-  }
-
-  /**
-   * The batches of several tenants on one checkout, in one transaction sent in one write (BEGIN,
-   * then for each tenant its opening and its batch statement, COMMIT): each tenant's statement runs
-   * after its own opening has set the tenant and the restricted role, so row-level security holds
-   * it to its tenant as in a transaction of its own; still one statement per tenant and batch.
-   * A statement that fails fails its tenant alone: the tenants after it, which PostgreSQL then skips
-   * (25P02), go again at once on another checkout; the tenants before it read what they read (the
-   * batch writes nothing, so the rollback takes nothing from them).
-   */
-  private async coalesced(groups: readonly TenantStreams[]): Promise<void> {
-    const plans = groups.map((group) => this.plan(group)).filter((plan) => plan !== undefined);
-    if (plans.length === 0) return;
-    const now = systemClock.now();
-    const statements: Statement[] = plans.flatMap((plan) => [
-      { text: this.enter, values: [plan.group.tenant.id] },
-      { text: plan.statement.text, values: plan.values(now) },
-    ]);
-    let answers: Answer[];
-    try {
-      answers = await exchange(this.options.db.pool, statements);
-    } catch (err) {
-      // The connection (or the commit) failed: every tenant of it tries again.
-      for (const plan of plans) this.failed(plan.group, err);
-      return;
-    }
-    for (const [i, plan] of plans.entries()) {
-      try {
-        const entered = answers[2 * i]!;
-        const read = answers[2 * i + 1]!;
-        if (!entered.ok) throw entered.error;
-        if (!read.ok) throw read.error;
-        const result = parseBatch(read.result.rows[0] as Values, plan.sources, this.parsers!);
-        // No source of a coalesced tenant presents its rows (batches()): each item is the row's.
-        for (const [s, source] of plan.sources.entries())
-          for (const row of result.rows[s]!.values()) row.item = source.item(row.values);
-        this.delivered(plan, result);
-        if (result.changes.length === BATCH_EVENTS) plan.group.behind = true;
-      } catch (err) {
-        if ((err as { code?: unknown }).code === IN_FAILED_TRANSACTION) plan.group.behind = true;
-        else this.failed(plan.group, err);
-      }
-    }
-  }
-
-  private failed(group: TenantStreams, err: unknown): void {
-    this.options.log.warn({ err, tenant: group.tenant.id }, 'live batch failed; retrying');
-    setTimeout(() => this.schedule(group), RETRY_AFTER_FAILURE_MS).unref();
-  }
-
-  /** Batches until the tenant's streams have read everything there is (a tenant batched alone). */
+  /** Batches until the tenant's streams have read everything there is. */
   private async drain(group: TenantStreams): Promise<void> {
     try {
       while (!this.stopped && (await this.batch(group))) {}
     } catch (err) {
-      this.failed(group, err);
+      this.options.log.warn({ err, tenant: group.tenant.id }, 'live batch failed; retrying');
+      setTimeout(() => this.schedule(group), RETRY_AFTER_FAILURE_MS).unref();
     }
   }
 
-  /** What the tenant's next batch reads, for its open streams; none when no stream is open. */
-  private plan(group: TenantStreams): BatchPlan | undefined {
+  /** One batch of the tenant: true when it read a full batch of events (more may wait). */
+  private async batch(group: TenantStreams): Promise<boolean> {
     const streams = [...group.streams].filter((s) => !s.sse.isClosed);
-    if (streams.length === 0) return undefined;
+    if (streams.length === 0) return false;
     group.lastBatchAt = performance.now();
     this.pacer.started(group);
     const sources = [...new Set(streams.map((s) => s.source))].sort((a, b) => a.key.localeCompare(b.key));
@@ -536,35 +425,24 @@ export class LiveHub implements LiveStreams {
       [...callers].filter((c) => c.startsWith(`${kind}:`)).map((c) => c.slice(kind.length + 1));
     const filters = sources.map((source) => filtersOf(streams, source));
     const statement = this.statementFor(sources, filters);
-    return {
-      group,
-      streams,
-      sources,
-      filters,
-      statement,
-      values: (now) => [from, BATCH_EVENTS, ids('session'), ids('token'), now, ...statement.params],
-    };
-  }
-
-  /** One batch of the tenant in a transaction of its own: true when it read a full batch of events (more may wait). */
-  private async batch(group: TenantStreams): Promise<boolean> {
-    const plan = this.plan(group);
-    if (!plan) return false;
     const result = await this.options.transactions.run(group.tenant, async (tx) => {
-      const [row] = await run<Values>(tx.db, plan.statement.text, plan.values(tx.now));
-      const read = parseBatch(row!, plan.sources, this.parsers!);
-      await this.present(tx, plan.sources, read);
+      const [row] = await run<Values>(tx.db, statement.text, [
+        from,
+        BATCH_EVENTS,
+        ids('session'),
+        ids('token'),
+        tx.now,
+        ...statement.params,
+      ]);
+      const read = parseBatch(row!, sources, this.parsers!);
+      await this.present(tx, sources, read);
       return read;
     });
-    this.delivered(plan, result);
-    return result.changes.length === BATCH_EVENTS;
-  }
-
-  private delivered(plan: BatchPlan, result: BatchResult): void {
     this.options.metrics?.liveBatches.inc();
     const readAt = performance.now();
-    const indexes = plan.filters.map((list) => new Map(list.map((filter, i) => [filter.key, i])));
-    this.deliver(plan.group, plan.streams, plan.sources, indexes, result, readAt);
+    const indexes = filters.map((list) => new Map(list.map((filter, i) => [filter.key, i])));
+    this.deliver(group, streams, sources, indexes, result, readAt);
+    return result.changes.length === BATCH_EVENTS;
   }
 
   /** The items of the changed rows, as the list answers them (afterRead run once per row). */
