@@ -55,10 +55,9 @@ export interface LiveHubOptions {
 /**
  * The open streams of this web process, held in memory by tenant. The process learns of relayed
  * changes by NOTIFY (LIVE_CHANNEL, on its one LISTEN connection) and then runs, for each tenant
- * concerned, a batch: one statement (batch.ts), under the tenant's opening, that checks every open
- * stream's caller again and reads the changed rows once, however many streams are open. The
- * batches due at one tick share one checkout and one transaction (coalesced). Between batches no
- * stream holds a database connection. Callers are also checked every
+ * concerned, a batch: one transaction with one statement (batch.ts) that checks every open
+ * stream's caller again and reads the changed rows once, however many streams are open. Between
+ * batches no stream holds a database connection. Callers are also checked every
  * live.recheck_seconds, so a stream whose caller went ends even when nothing changes.
  */
 export class LiveHub implements LiveStreams {

@@ -3,8 +3,7 @@
  * tenant whose changes arrive faster than one batch per `intervalMs` should not get a batch per
  * change: changes that arrive within `intervalMs` of the tenant's last batch are held, and go out
  * together in one batch at the next tick (the hub ticks every `intervalMs`). A change to a tenant
- * whose last batch began longer ago is admitted: it holds back for no other batch of its own (the
- * hub then sends it with the other tenants due at its next tick, on one checkout: hub.ts). What a
+ * whose last batch began longer ago goes out at once: a quiet tenant waits for nothing. What a
  * change waits for is thus at most `intervalMs` more than without pacing. `intervalMs` 0: no pacing.
  */
 export class BatchPacer<T> {
