@@ -69,9 +69,9 @@ export async function liveTenants(app: App, runId: string, count: number, sessio
 /**
  * Counts, from now on, the statements sent on every pool checkout that ran a live batch (the batch
  * statement is known by its `changes` CTE): BEGIN, the tenant's opening, the batch, COMMIT, as the
- * driver sees them, and the tenant batches (batch statements) among them: a checkout that carries
- * several tenants' batches (coalesced, framework/live/hub.ts) counts one batch per tenant, its
- * BEGIN and COMMIT shared between them. A checkout that ran none is not counted.
+ * driver sees them, and the tenant batches (batch statements) among them: a checkout that carried
+ * several tenants' batches (the hub runs one a checkout today) would count one batch per tenant,
+ * its BEGIN and COMMIT shared between them. A checkout that ran none is not counted.
  */
 export function countLiveBatches(pool: pg.Pool): LiveStats {
   const stats: LiveStats = { batches: 0, statements: 0 };

@@ -379,8 +379,8 @@ export async function measureLiveGroup(options: {
       });
     }
     const perBatch = rows.map((r) => Number(r.statements_per_batch!.toFixed(2)));
-    // Flat: a tenant's batch costs no more statements with more streams (coalesced batches share
-    // their checkout's BEGIN and COMMIT, so the figure may fall as more tenants batch together).
+    // Flat: a tenant's batch costs no more statements with more streams (batches sharing a checkout
+    // would share its BEGIN and COMMIT, so the figure may fall, never rise).
     const flat = perBatch.every((n) => n <= perBatch[0]! + 1e-9);
     log(
       `  statements per batch at ${rows.map((r) => r.streams).join(', ')} streams: ${perBatch.join(', ')} (${flat ? 'flat' : 'NOT flat'})`,
