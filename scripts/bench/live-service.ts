@@ -107,8 +107,7 @@ export function countLiveBatches(pool: pg.Pool): LiveStats {
       if (checkout) {
         const config = args[0] as string | { text: string };
         checkout.count++;
-        if ((typeof config === 'string' ? config : config.text).includes('changes as materialized'))
-          checkout.batches++;
+        if ((typeof config === 'string' ? config : config.text).includes('changes as materialized')) checkout.batches++;
       }
       return query(...args);
     };
