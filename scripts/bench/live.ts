@@ -378,10 +378,9 @@ export async function measureLiveGroup(options: {
         rate,
       });
     }
-    const perBatch = rows.map((r) => Number(r.statements_per_batch!.toFixed(2)));
-    // Flat: a tenant's batch costs no more statements with more streams (batches sharing a checkout
-    // would share its BEGIN and COMMIT, so the figure may fall, never rise).
-    const flat = perBatch.every((n) => n <= perBatch[0]! + 1e-9);
+    const perBatch = rows.map((r) => r.statements_per_batch!);
+    // Flat: a batch costs the same statements however many streams are open.
+    const flat = Math.max(...perBatch) === Math.min(...perBatch);
     log(
       `  statements per batch at ${rows.map((r) => r.streams).join(', ')} streams: ${perBatch.join(', ')} (${flat ? 'flat' : 'NOT flat'})`,
     );
