@@ -24,9 +24,12 @@ import type { ReaderAnswer, ReaderRequest, ReaderStream } from './live-readers.t
  *     they must not grow with the number of streams;
  *   - the web process's RSS, and its CPU time per second of the step.
  * Then the list's throughput with every stream open beside it, over the same list with none open,
- * all while the creates run (target ≥ 0.85×): with none open both before the first stream opens and
- * after the last closes, each printed, the ratio taken against their mean (the machine drifts over
- * a run of minutes; the later phase alone put that drift into the ratio).
+ * all while the creates run (target ≥ 0.85×), in rounds (--rounds): each a phase beside the streams
+ * and one with none open, next to each other, the streams closed and the same set opened again
+ * between them, the order turned every other round; the ratio is the rounds' total, each round's
+ * printed (one phase of each, or phases minutes apart, let the machine's drift decide the ratio).
+ * The list with none open before the first stream opens is measured and printed too, not in the
+ * ratio: the process has just started, and spends more CPU per request then than later.
  * The streams are read in a process of their own (live-readers.ts): every stream is read, only
  * the sampled ones are parsed.
  */
@@ -241,6 +244,8 @@ export async function measureLiveGroup(options: {
   seconds: number;
   /** The stream readers' CPU priority (nice): 0 as the rest of the run, 19 to give way to it. */
   readersNice: number;
+  /** Rounds of the list's measurement: a phase beside the streams and one with none open in each. */
+  rounds: number;
   /** The embedded PostgreSQL's postmaster: its processes' CPU is accounted in the list phases (none: not shown). */
   postmasterPid?: number | undefined;
   log: (line: string) => void;
@@ -301,13 +306,20 @@ export async function measureLiveGroup(options: {
       return { rps: result.rps, cpu, wall, requests: result.rps * listSeconds, loop };
     };
     const stamp = () => Date.now().toString(36);
-    // The list with none open before any stream opens, and again after they close: the machine's
-    // drift over the run (minutes, on a shared machine) shows as the difference between the two,
-    // and the ratio is taken against their mean rather than against the later one alone.
+    // The list with none open before any stream opens: printed, and its CPU accounted, but not in
+    // the ratio (the rounds below): the process has just started, and spends more per request.
     const noneBefore = await phase(`list-before-${stamp()}`, true, undefined);
     log(`  list with no stream open yet: ${noneBefore.rps.toFixed(0)} req/s`);
     let busyOpen = 0;
     let spreadOpen = 0;
+    // Every stream opened so far: the rounds below close them and open the same set again.
+    const opened: ReaderStream[] = [];
+    const openStreams = async (streams: ReaderStream[]) => {
+      await readers.ask({ type: 'open', port, path: STREAM, streams }, 300_000);
+      opened.push(...streams);
+      await sleep(1000);
+      await readers.ask({ type: 'collect', created: [], timeoutMs: 0 }, 10_000);
+    };
     for (const step of steps) {
       const opening: ReaderStream[] = [];
       for (; busyOpen < step.busy; busyOpen++)
@@ -320,9 +332,7 @@ export async function measureLiveGroup(options: {
           sampled: spreadOpen % PER_SESSION === 0 && tenant < SAMPLED_TENANTS,
         });
       }
-      await readers.ask({ type: 'open', port, path: STREAM, streams: opening }, 300_000);
-      await sleep(1000);
-      await readers.ask({ type: 'collect', created: [], timeoutMs: 0 }, 10_000);
+      await openStreams(opening);
       const before = await stats();
       const cpuBefore = cpuMs(service.pid);
       const started = performance.now();
@@ -386,44 +396,98 @@ export async function measureLiveGroup(options: {
     );
     for (const row of rows) row.met = row.met! && flat;
 
-    const withStreams = await phase(`list-with-${stamp()}`, true, readers.child.pid);
-    const streamsAlone = await phase(`streams-alone-${stamp()}`, false, readers.child.pid);
-    await readers.ask({ type: 'close' }, 30_000);
-    await sleep(1000);
-    const createsAlone = await phase(`creates-alone-${stamp()}`, false, undefined);
-    const without = await phase(`list-without-${stamp()}`, true, undefined);
+    // The list's rounds. Each round is a phase beside the open streams and one with none open,
+    // next to each other (a close or an opening of the streams between them, outside both), the
+    // order turned every other round (beside, none | none, beside | beside, none ...), so that a
+    // machine drifting over the minutes of the rounds weighs on both conditions alike: with one
+    // phase each, a drift of a few per cent decided the ratio. The ratio is the rounds' total (every
+    // request answered beside the streams over every one with none), each round's printed beside it.
+    type Phase = Awaited<ReturnType<typeof phase>>;
     const open = busyOpen + spreadOpen;
-    const none = (noneBefore.rps + without.rps) / 2;
-    const ratio = withStreams.rps / none;
+    let streamsUp = true;
+    const setStreams = async (up: boolean) => {
+      if (up === streamsUp) return;
+      streamsUp = up;
+      if (!up) {
+        await readers.ask({ type: 'close' }, 30_000);
+        await sleep(1000);
+        return;
+      }
+      const reopened = await readers.ask({ type: 'open', port, path: STREAM, streams: opened }, 300_000);
+      if (reopened.type !== 'opened' || reopened.open !== open)
+        throw new Error(`live: ${open} streams to open again, the readers hold ${JSON.stringify(reopened)}`);
+      await sleep(1000);
+      await readers.ask({ type: 'collect', created: [], timeoutMs: 0 }, 10_000);
+    };
+    const rounds: { with: Phase; none: Phase }[] = [];
+    for (let round = 0; round < options.rounds; round++) {
+      const measure = async (up: boolean) => {
+        await setStreams(up);
+        const tag = `list-${up ? 'with' : 'none'}-${round}-${stamp()}`;
+        return phase(tag, true, up ? readers.child.pid : undefined);
+      };
+      if (round % 2 === 0) {
+        const withStreams = await measure(true);
+        rounds.push({ with: withStreams, none: await measure(false) });
+      } else {
+        const none = await measure(false);
+        rounds.push({ none, with: await measure(true) });
+      }
+    }
+    // The accounting's phases without the list: the streams alone, then (closed) the creates alone.
+    await setStreams(true);
+    const streamsAlone = await phase(`streams-alone-${stamp()}`, false, readers.child.pid);
+    await setStreams(false);
+    const createsAlone = await phase(`creates-alone-${stamp()}`, false, undefined);
+
+    const total = (phases: Phase[]): Phase => ({
+      rps: phases.reduce((sum, p) => sum + p.rps, 0) / phases.length,
+      wall: phases.reduce((sum, p) => sum + p.wall, 0),
+      requests: phases.reduce((sum, p) => sum + p.requests, 0),
+      cpu: Object.fromEntries(
+        Object.keys(phases[0]!.cpu).map((k) => [k, phases.reduce((sum, p) => sum + p.cpu[k as keyof Phase['cpu']], 0)]),
+      ) as Phase['cpu'],
+      loop: undefined,
+    });
+    const withStreams = total(rounds.map((r) => r.with));
+    const without = total(rounds.map((r) => r.none));
+    const ratio = withStreams.requests / without.requests;
+    const ratios = rounds.map((r) => r.with.rps / r.none.rps);
+    const median = [...ratios].sort((a, b) => a - b)[Math.floor(ratios.length / 2)]!;
+    const rps = (phases: Phase[]) => phases.map((p) => p.rps.toFixed(0)).join(', ');
     log(
-      `  list beside ${open} open streams: ${withStreams.rps.toFixed(0)} req/s; with none open ${noneBefore.rps.toFixed(0)} req/s before the streams, ${without.rps.toFixed(0)} after (mean ${none.toFixed(0)}):` +
-        ` ${ratio.toFixed(3)}× the mean (${(withStreams.rps / noneBefore.rps).toFixed(3)}× before, ${(withStreams.rps / without.rps).toFixed(3)}× after)`,
+      `  list beside ${open} open streams: ${withStreams.rps.toFixed(0)} req/s over ${rounds.length} rounds (${rps(rounds.map((r) => r.with))}); with none open ${without.rps.toFixed(0)} req/s (${rps(rounds.map((r) => r.none))}):` +
+        ` ${ratio.toFixed(3)}× over the rounds (each ${ratios.map((r) => r.toFixed(3)).join(', ')}; median ${median.toFixed(3)}); ${noneBefore.rps.toFixed(0)} req/s with none before the streams opened (not in the ratio)`,
     );
-    // The two phases with none open differ by more than a fifth: the machine changed under the run
-    // (other work started or stopped), and no ratio of its phases is a figure of the code.
-    const drift = Math.max(noneBefore.rps, without.rps) / Math.min(noneBefore.rps, without.rps) - 1;
+    // The phases with none open differ by more than a fifth: the machine changed under the rounds
+    // (other work started or stopped), and their ratio is not a figure of the code.
+    const nones = rounds.map((r) => r.none.rps);
+    const drift = Math.max(...nones) / Math.min(...nones) - 1;
     if (drift > 0.2)
       log(
-        `  the list with none open moved by ${(drift * 100).toFixed(0)} % between before and after: the machine changed during the run, the ratio is not a figure of the code`,
+        `  the list with none open moved by ${(drift * 100).toFixed(0)} % between the rounds: the machine changed during the run, the ratio is not a figure of the code`,
       );
     // Where the machine's CPU went (CPU-seconds, user + system, from /proc): each process over each
     // phase of listSeconds + 1 s, all with the creates running; then what the streams cost a second
     // (streams alone less creates alone), and what a list request costs beside them and with none
-    // (the list phase less the same phase without the list, per request answered). Per request is
-    // robust on a loaded machine, where req/s is not. "other": the machine's processes not of this run.
+    // (the rounds' list phases less the same phase without the list, per request answered). Per
+    // request is robust on a loaded machine, where req/s is not. "other": the machine's processes
+    // not of this run.
     const parts = ['web', 'postgres', 'service', 'readers', 'bench'] as const;
-    type Phase = typeof withStreams;
     const other = (p: Phase) =>
       p.cpu.machine - parts.reduce((sum, k) => sum + (Number.isNaN(p.cpu[k]) ? 0 : p.cpu[k]), 0);
     const line = (values: (k: (typeof parts)[number]) => number, digits: number, unit: string) =>
       `${parts.map((k) => `${k} ${values(k).toFixed(digits)}`).join(', ')} ${unit}`;
     for (const [label, p] of [
-      [`list with ${open} streams`, withStreams],
-      [`${open} streams, no list`, streamsAlone],
-      ['creates alone', createsAlone],
-      ['list with none', without],
-      ['list with none, before the streams', noneBefore],
-    ] as const)
+      ...rounds.flatMap((r, i) =>
+        (i % 2 === 0 ? (['with', 'none'] as const) : (['none', 'with'] as const)).map(
+          (which) => [`round ${i + 1}, list with ${which === 'with' ? `${open} streams` : 'none'}`, r[which]] as const,
+        ),
+      ),
+      [`${open} streams, no list`, streamsAlone] as const,
+      ['creates alone', createsAlone] as const,
+      ['list with none, before the streams', noneBefore] as const,
+    ])
       log(
         `    CPU, ${label}, ${p.wall.toFixed(1)} s: ${line((k) => p.cpu[k], 2, 's')}; other processes ${other(p).toFixed(2)} s${p.requests > 0 ? ` (${p.requests.toFixed(0)} list requests)` : ''}` +
           (p.loop
@@ -434,7 +498,7 @@ export async function measureLiveGroup(options: {
       `    the streams cost: ${line((k) => streamsAlone.cpu[k] / streamsAlone.wall - createsAlone.cpu[k] / createsAlone.wall, 3, 'CPU-s per s')}`,
     );
     const perRequest = (list: Phase, base: Phase) => (k: (typeof parts)[number]) =>
-      // The base phase's rate over the list phase's wall time: what the same phase without the list would have used.
+      // The base phase's rate over the list phases' wall time: what the same phases without the list would have used.
       ((list.cpu[k] - (base.cpu[k] * list.wall) / base.wall) * 1000) / list.requests;
     log(`    a list request beside the streams: ${line(perRequest(withStreams, streamsAlone), 2, 'CPU-ms')}`);
     log(`    a list request with none open:     ${line(perRequest(without, createsAlone), 2, 'CPU-ms')}`);
@@ -448,10 +512,15 @@ export async function measureLiveGroup(options: {
       p50_ms: null,
       p99_ms: null,
       ratio_to_baseline: ratio,
-      baseline: `the same list with no stream open, the mean of before the streams (${noneBefore.rps.toFixed(0)} req/s) and after (${without.rps.toFixed(0)}), ${rate} creates/s in all`,
+      baseline: `the same list with no stream open, in ${rounds.length} rounds alternating with the list beside the streams (${rps(rounds.map((r) => r.none))} req/s), ${rate} creates/s in all`,
       target: '≥ 0.85× with none open',
       met: ratio >= 0.85,
       streams: open,
+      rounds: rounds.map((r, i) => ({
+        with_rps: Number(r.with.rps.toFixed(0)),
+        none_rps: Number(r.none.rps.toFixed(0)),
+        ratio: Number(ratios[i]!.toFixed(3)),
+      })),
       cpu_ms_per_request: { with_streams: msPerRequest(withStreams), with_none: msPerRequest(without) },
     });
   } finally {

@@ -55,6 +55,8 @@ export interface ResultRow {
    * postgres, service, readers, bench, machine), with the streams open and with none.
    */
   cpu_ms_per_request?: { with_streams: Record<string, number>; with_none: Record<string, number> };
+  /** Live scenario, the list beside the streams: each round's list beside them and with none open, and their ratio. */
+  rounds?: { with_rps: number; none_rps: number; ratio: number }[];
 }
 
 const round = (value: number | null, digits: number): number | null =>

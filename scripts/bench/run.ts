@@ -387,6 +387,7 @@ async function measure(
         tenants: options.liveTenants,
         rate: options.liveRate,
         readersNice: options.liveReadersNice,
+        rounds: options.rounds,
         postmasterPid: db.postmasterPid,
         seconds: options.seconds,
         log,
