@@ -3,6 +3,7 @@ import { setPriority } from 'node:os';
 import { readFileSync } from 'node:fs';
 import { serverCpu, serverCpuSince } from './throughput.ts';
 import { fileURLToPath } from 'node:url';
+import { join } from 'node:path';
 import { send } from './http.ts';
 import type { ServerProcess } from './child.ts';
 import type { LiveStats, LiveTenant } from './protocol.ts';
@@ -424,7 +425,16 @@ export async function measureLiveGroup(options: {
       const measure = async (up: boolean) => {
         await setStreams(up);
         const tag = `list-${up ? 'with' : 'none'}-${round}-${stamp()}`;
-        return phase(tag, true, up ? readers.child.pid : undefined);
+        // TENANTRY_BENCH_LIVE_PROFILE=DIR: the web process's CPU profile of the first round's two phases, one file each.
+        const profile = round === 0 ? process.env.TENANTRY_BENCH_LIVE_PROFILE : undefined;
+        if (profile) await service.ask({ type: 'live-profile' }, 'live-profile', 10_000);
+        const measured = await phase(tag, true, up ? readers.child.pid : undefined);
+        if (profile) {
+          const write = join(profile, `live-web-${up ? 'with' : 'none'}-${Date.now()}.cpuprofile`);
+          await service.ask({ type: 'live-profile', write }, 'live-profile', 60_000);
+          log(`  (the web process's profile of that phase: ${write})`);
+        }
+        return measured;
       };
       if (round % 2 === 0) {
         const withStreams = await measure(true);

@@ -32,7 +32,9 @@ export type ChildRequest =
   | { type: 'stop' }
   | { type: 'live-sessions'; count: number }
   | { type: 'live-tenants'; count: number; sessions: number }
-  | { type: 'live-stats' };
+  | { type: 'live-stats' }
+  /** Starts a CPU profile of the process (inspector's Profiler), or with `write`, stops it and writes it there. */
+  | { type: 'live-profile'; write?: string };
 
 /** A tenant of the live scenario's spread streams: its host and sessions of its user (widget:read and widget:write). */
 export interface LiveTenant {
@@ -65,6 +67,7 @@ export type ChildMessage =
   | { type: 'live-sessions'; cookies: string[] }
   | { type: 'live-tenants'; tenants: LiveTenant[] }
   | { type: 'live-stats'; stats: LiveStats }
+  | { type: 'live-profile' }
   | { type: 'failed'; error: string };
 
 export const SETTINGS_ENV = 'TENANTRY_BENCH_SETTINGS';

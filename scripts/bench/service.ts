@@ -1,4 +1,6 @@
 import pino from 'pino';
+import { Session } from 'node:inspector/promises';
+import { writeFile } from 'node:fs/promises';
 import type { FastifyBaseLogger } from 'fastify';
 import { validateConfig } from '../../framework/config/load.ts';
 import { buildApp, type App, type Role } from '../../framework/app.ts';
@@ -147,6 +149,7 @@ async function main(): Promise<void> {
   if (typeof address !== 'object' || !address) throw new Error('the service has no address');
 
   let liveStats: LiveStats | undefined;
+  let profiler: Session | undefined;
   process.on('message', (message: ChildRequest) => {
     if (message.type === 'probe') {
       Promise.resolve()
@@ -177,6 +180,26 @@ async function main(): Promise<void> {
       // Counting starts with the first ask (the live scenario's), so no other scenario pays for it.
       liveStats ??= countLiveBatches(app.services.db.pool);
       send({ type: 'live-stats', stats: { ...liveStats, memory: process.memoryUsage() } });
+    } else if (message.type === 'live-profile') {
+      // A window of the live scenario profiled alone (TENANTRY_BENCH_LIVE_PROFILE): --cpu-prof takes the whole run.
+      const failed = (err: Error) => send({ type: 'failed', error: err.stack ?? err.message });
+      if (message.write === undefined) {
+        profiler ??= new Session();
+        profiler.connect();
+        profiler
+          .post('Profiler.enable')
+          .then(() => profiler!.post('Profiler.start'))
+          .then(() => send({ type: 'live-profile' }), failed);
+      } else {
+        const path = message.write;
+        profiler!
+          .post('Profiler.stop')
+          .then(({ profile }) => writeFile(path, JSON.stringify(profile)))
+          .then(() => {
+            profiler!.disconnect();
+            send({ type: 'live-profile' });
+          }, failed);
+      }
     } else if (message.type === 'stop') {
       // A clean exit lets --cpu-prof write its profile.
       void app.close().finally(() => process.exit(0));
