@@ -7,6 +7,7 @@ import { send } from './http.ts';
 import type { ServerProcess } from './child.ts';
 import type { LiveStats, LiveTenant } from './protocol.ts';
 import type { ResultRow } from './report.ts';
+import { measureStatements } from './live-statements.ts';
 import type { ReaderAnswer, ReaderRequest, ReaderStream } from './live-readers.ts';
 
 /**
@@ -243,6 +244,8 @@ export async function measureLiveGroup(options: {
   readersNice: number;
   /** The embedded PostgreSQL's postmaster: its processes' CPU is accounted in the list phases (none: not shown). */
   postmasterPid?: number | undefined;
+  /** With pg_stat_statements loaded in that server: the creates-alone phase is broken down per create (live-statements.ts). */
+  statementsUrl?: string | undefined;
   log: (line: string) => void;
 }): Promise<ResultRow[]> {
   const { service, host, cookie, log, rate, seconds } = options;
@@ -291,14 +294,15 @@ export async function measureLiveGroup(options: {
       const { result, cpu, wall } = await accountCpu(pids, async () => {
         const creates = createAtRate(port, targets(spread.length > 0), tag, rate, listSeconds + 1);
         const rps = list ? await listThroughput(port, host, cookie, listSeconds) : 0;
-        return { rps, refused: (await creates).refused };
+        const { names, refused } = await creates;
+        return { rps, refused, created: [...names.values()].reduce((sum, n) => sum + n.length, 0) };
       });
       if (result.refused > 0)
         log(
           `  (${result.refused} creates refused in a list phase: 503 with every connection busy, or the connection reset)`,
         );
       const { loop } = await stats();
-      return { rps: result.rps, cpu, wall, requests: result.rps * listSeconds, loop };
+      return { rps: result.rps, cpu, wall, requests: result.rps * listSeconds, loop, created: result.created };
     };
     const stamp = () => Date.now().toString(36);
     // The list with none open before any stream opens, and again after they close: the machine's
@@ -390,7 +394,15 @@ export async function measureLiveGroup(options: {
     const streamsAlone = await phase(`streams-alone-${stamp()}`, false, readers.child.pid);
     await readers.ask({ type: 'close' }, 30_000);
     await sleep(1000);
+    const statements =
+      options.statementsUrl && options.postmasterPid
+        ? await measureStatements(options.statementsUrl, options.postmasterPid)
+        : undefined;
     const createsAlone = await phase(`creates-alone-${stamp()}`, false, undefined);
+    if (statements) {
+      log(`  PostgreSQL's work in the creates-alone phase (pg_stat_statements loaded, which costs some CPU itself):`);
+      for (const line of await statements.finish(createsAlone.created, createsAlone.wall)) log(line);
+    }
     const without = await phase(`list-without-${stamp()}`, true, undefined);
     const open = busyOpen + spreadOpen;
     const none = (noneBefore.rps + without.rps) / 2;
