@@ -3,7 +3,7 @@ import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import pg from 'pg';
-import { ensureDatabase, startEmbeddedPostgres } from '../../framework/db/embedded.ts';
+import { ensureDatabase, startEmbeddedPostgres, type EmbeddedServer } from '../../framework/db/embedded.ts';
 import { redactUrl } from '../../framework/db/pool.ts';
 
 export interface BenchDatabase {
@@ -34,8 +34,13 @@ export function freePort(): Promise<number> {
  * tenants and their rows), or an embedded server of its own in a temporary directory, removed
  * afterwards, so a run never touches data/postgres.
  */
-export async function openBenchDatabase(givenUrl: string): Promise<BenchDatabase> {
+export async function openBenchDatabase(
+  givenUrl: string,
+  options: { statements?: boolean } = {},
+): Promise<BenchDatabase> {
   if (givenUrl) {
+    if (options.statements)
+      throw new Error('pg_stat_statements is loaded into the embedded server only: no --database-url');
     return {
       url: givenUrl,
       description: `given database ${redactUrl(givenUrl)}`,
@@ -47,8 +52,11 @@ export async function openBenchDatabase(givenUrl: string): Promise<BenchDatabase
   // The server runs as the postgres OS user when we are root: it must reach its data directory.
   chmodSync(dir, 0o755);
   try {
-    const server = await startEmbeddedPostgres({ dir: join(dir, 'data'), port: await freePort() });
+    const port = await freePort();
+    let server = await startEmbeddedPostgres({ dir: join(dir, 'data'), port });
+    if (options.statements) server = await loadStatements(server, join(dir, 'data'), port);
     const url = await ensureDatabase(server.adminUrl, 'tenantry_bench');
+    if (options.statements) await runOn(url, 'create extension if not exists pg_stat_statements');
     return {
       url,
       description: `embedded PostgreSQL on 127.0.0.1:${server.port} (temporary directory)`,
@@ -62,6 +70,33 @@ export async function openBenchDatabase(givenUrl: string): Promise<BenchDatabase
   } catch (err) {
     rmSync(dir, { recursive: true, force: true });
     throw err;
+  }
+}
+
+/**
+ * pg_stat_statements loaded (a restart), nested statements (triggers, functions) and planning
+ * counted, and the time of WAL writes and fsyncs kept (pg_stat_io): what a breakdown of a write's
+ * cost in the server needs.
+ */
+async function loadStatements(server: EmbeddedServer, dir: string, port: number): Promise<EmbeddedServer> {
+  for (const setting of [
+    `shared_preload_libraries = 'pg_stat_statements'`,
+    `pg_stat_statements.track = 'all'`,
+    'pg_stat_statements.track_planning = on',
+    'track_wal_io_timing = on',
+  ])
+    await runOn(server.adminUrl, `alter system set ${setting}`);
+  await server.stop();
+  return startEmbeddedPostgres({ dir, port });
+}
+
+async function runOn(url: string, sql: string): Promise<void> {
+  const client = new pg.Client({ connectionString: url });
+  await client.connect();
+  try {
+    await client.query(sql);
+  } finally {
+    await client.end();
   }
 }
 

@@ -8,6 +8,7 @@ import { send } from './http.ts';
 import type { ServerProcess } from './child.ts';
 import type { LiveStats, LiveTenant } from './protocol.ts';
 import type { ResultRow } from './report.ts';
+import { measureStatements } from './live-statements.ts';
 import type { ReaderAnswer, ReaderRequest, ReaderStream } from './live-readers.ts';
 
 /**
@@ -249,6 +250,8 @@ export async function measureLiveGroup(options: {
   rounds: number;
   /** The embedded PostgreSQL's postmaster: its processes' CPU is accounted in the list phases (none: not shown). */
   postmasterPid?: number | undefined;
+  /** With pg_stat_statements loaded in that server: the creates-alone phase is broken down per create (live-statements.ts). */
+  statementsUrl?: string | undefined;
   log: (line: string) => void;
 }): Promise<ResultRow[]> {
   const { service, host, cookie, log, rate, seconds } = options;
@@ -297,14 +300,15 @@ export async function measureLiveGroup(options: {
       const { result, cpu, wall } = await accountCpu(pids, async () => {
         const creates = createAtRate(port, targets(spread.length > 0), tag, rate, listSeconds + 1);
         const rps = list ? await listThroughput(port, host, cookie, listSeconds) : 0;
-        return { rps, refused: (await creates).refused };
+        const { names, refused } = await creates;
+        return { rps, refused, created: [...names.values()].reduce((sum, n) => sum + n.length, 0) };
       });
       if (result.refused > 0)
         log(
           `  (${result.refused} creates refused in a list phase: 503 with every connection busy, or the connection reset)`,
         );
       const { loop } = await stats();
-      return { rps: result.rps, cpu, wall, requests: result.rps * listSeconds, loop };
+      return { rps: result.rps, cpu, wall, requests: result.rps * listSeconds, loop, created: result.created };
     };
     const stamp = () => Date.now().toString(36);
     // The list with none open before any stream opens: printed, and its CPU accounted, but not in
@@ -448,7 +452,15 @@ export async function measureLiveGroup(options: {
     await setStreams(true);
     const streamsAlone = await phase(`streams-alone-${stamp()}`, false, readers.child.pid);
     await setStreams(false);
+    const statements =
+      options.statementsUrl && options.postmasterPid
+        ? await measureStatements(options.statementsUrl, options.postmasterPid)
+        : undefined;
     const createsAlone = await phase(`creates-alone-${stamp()}`, false, undefined);
+    if (statements) {
+      log(`  PostgreSQL's work in the creates-alone phase (pg_stat_statements loaded, which costs some CPU itself):`);
+      for (const line of await statements.finish(createsAlone.created, createsAlone.wall)) log(line);
+    }
 
     const total = (phases: Phase[]): Phase => ({
       rps: phases.reduce((sum, p) => sum + p.rps, 0) / phases.length,
@@ -458,6 +470,7 @@ export async function measureLiveGroup(options: {
         Object.keys(phases[0]!.cpu).map((k) => [k, phases.reduce((sum, p) => sum + p.cpu[k as keyof Phase['cpu']], 0)]),
       ) as Phase['cpu'],
       loop: undefined,
+      created: phases.reduce((sum, p) => sum + p.created, 0),
     });
     const withStreams = total(rounds.map((r) => r.with));
     const without = total(rounds.map((r) => r.none));

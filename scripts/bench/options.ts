@@ -73,6 +73,12 @@ export interface BenchOptions {
    * other machines: at 19 they take only what the service, PostgreSQL and the list's load leave.
    */
   liveReadersNice: number;
+  /**
+   * Load pg_stat_statements into the embedded server and break the live scenario's creates-alone
+   * phase down into PostgreSQL's statements, WAL and processes per create (it costs the server
+   * some CPU of its own, so runs measured for throughput leave it off).
+   */
+  liveStatements: boolean;
   /** Tenant counts the tenants scenario seeds and measures, ascending. */
   tenantSizes: number[];
   only: ReadonlySet<ScenarioGroup>;
@@ -107,6 +113,8 @@ const USAGE = `usage: npm run bench -- [options]
   --live-rate N           creates per second committed beside them (default 200)
   --live-tenants N        tenants the last step opens 10 more streams on each (default 100; 0: none)
   --live-readers-nice N   CPU priority (nice 0-19) of the process reading the streams (default 0)
+  --live-statements       PostgreSQL's statements, WAL and processes per create of the live scenario's
+                          creates-alone phase (loads pg_stat_statements into the embedded server)
   --tenant-sizes N[,N...] tenant counts of the tenants scenario, ascending (default 100,1000,10000)
   --only a,b              run only these groups: ${SCENARIOS.join(', ')} (all but tenants, prepared-statements and live by default)
   --out FILE              results file (default bench-results.json)
@@ -143,6 +151,7 @@ export function parseOptions(argv: string[], env: NodeJS.ProcessEnv): BenchOptio
       'live-rate': { type: 'string' },
       'live-tenants': { type: 'string' },
       'live-readers-nice': { type: 'string' },
+      'live-statements': { type: 'boolean', default: false },
       'tenant-sizes': { type: 'string' },
       only: { type: 'string' },
       out: { type: 'string', default: 'bench-results.json' },
@@ -202,6 +211,7 @@ export function parseOptions(argv: string[], env: NodeJS.ProcessEnv): BenchOptio
       values['live-readers-nice'] === undefined || values['live-readers-nice'] === '0'
         ? 0
         : Math.min(19, positiveInt('live-readers-nice', values['live-readers-nice'], 0)),
+    liveStatements: values['live-statements'] ?? false,
     tenantSizes,
     only,
     out: values.out ?? 'bench-results.json',

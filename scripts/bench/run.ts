@@ -60,7 +60,7 @@ async function main(): Promise<void> {
     `tenantry bench${options.quick ? ' (quick)' : ''}: ${cpus().length} cores, node ${process.version}, load average ${load()}`,
   );
   const runId = randomBytes(3).toString('hex');
-  const db = await openBenchDatabase(options.databaseUrl);
+  const db = await openBenchDatabase(options.databaseUrl, { statements: options.liveStatements });
   const servers: ServerProcess[] = [];
   try {
     log(
@@ -389,6 +389,7 @@ async function measure(
         readersNice: options.liveReadersNice,
         rounds: options.rounds,
         postmasterPid: db.postmasterPid,
+        ...(options.liveStatements ? { statementsUrl: db.url } : {}),
         seconds: options.seconds,
         log,
       })),
