@@ -33,17 +33,10 @@ const MARK_RELAYED_AT = `update outbox o set relayed_at = now(), position = u.po
 // lock through the commit, and on a busy disk the flush was a long part of an event's way to its
 // handler (docs/performance.md, item 22). The same statement sets the transaction's
 // statement_timeout (database.statement_timeout_ms), which no connection carries from its start-up.
-// And it keeps the relay's prepared statements on their generic plans: PostgreSQL otherwise found
-// the audit insert's and the mark's custom plans (the ids' array known) cheaper than the generic
-// ones and planned both again on every run: 0.23-0.30 ms of planning per pass, which is per event
-// when creates come one a transaction (docs/performance.md, "Live streams"). The generic plans are
-// the same index scans by id.
 const relaySettings = (statementTimeoutMs: number | undefined): string =>
-  `select set_config('synchronous_commit', 'off', true), set_config('plan_cache_mode', 'force_generic_plan', true)${
-    statementTimeoutMs === undefined
-      ? ''
-      : `, set_config('statement_timeout', '${Math.trunc(statementTimeoutMs)}', true)`
-  }`;
+  statementTimeoutMs === undefined
+    ? `set local synchronous_commit = off`
+    : `select set_config('synchronous_commit', 'off', true), set_config('statement_timeout', '${Math.trunc(statementTimeoutMs)}', true)`;
 const RELAY_INTERVAL_MS = 1000;
 const PURGE_INTERVAL_MS = 60_000;
 /** Relayed rows are kept at least an hour (an operator tracing a request), longer when live.replay_minutes asks. */
