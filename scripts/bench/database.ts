@@ -56,7 +56,7 @@ export async function openBenchDatabase(
     let server = await startEmbeddedPostgres({ dir: join(dir, 'data'), port });
     if (options.statements) server = await loadStatements(server, join(dir, 'data'), port);
     const url = await ensureDatabase(server.adminUrl, 'tenantry_bench');
-    if (options.statements) await runOn(url, 'create extension if not exists pg_stat_statements');
+    if (options.statements) await runOn(url, ['create extension if not exists pg_stat_statements']);
     return {
       url,
       description: `embedded PostgreSQL on 127.0.0.1:${server.port} (temporary directory)`,
@@ -79,22 +79,25 @@ export async function openBenchDatabase(
  * cost in the server needs.
  */
 async function loadStatements(server: EmbeddedServer, dir: string, port: number): Promise<EmbeddedServer> {
-  for (const setting of [
-    `shared_preload_libraries = 'pg_stat_statements'`,
-    `pg_stat_statements.track = 'all'`,
-    'pg_stat_statements.track_planning = on',
-    'track_wal_io_timing = on',
-  ])
-    await runOn(server.adminUrl, `alter system set ${setting}`);
+  await runOn(
+    server.adminUrl,
+    [
+      `shared_preload_libraries = 'pg_stat_statements'`,
+      `pg_stat_statements.track = 'all'`,
+      'pg_stat_statements.track_planning = on',
+      'track_wal_io_timing = on',
+    ].map((setting) => `alter system set ${setting}`),
+  );
   await server.stop();
   return startEmbeddedPostgres({ dir, port });
 }
 
-async function runOn(url: string, sql: string): Promise<void> {
+/** Statements one at a time on one connection (ALTER SYSTEM refuses a transaction block). */
+async function runOn(url: string, statements: readonly string[]): Promise<void> {
   const client = new pg.Client({ connectionString: url });
   await client.connect();
   try {
-    await client.query(sql);
+    for (const sql of statements) await client.query(sql);
   } finally {
     await client.end();
   }
