@@ -387,8 +387,10 @@ describe('the worker: relay, subscriptions, audit', () => {
   it('relays the events of several commits that arrive within the commit wait in one pass', async () => {
     expect(web.services.config.worker.relay_commit_wait_ms).toBe(RELAY_COMMIT_WAIT_MS);
     const relay = new OutboxRelay(process2.services.db, running.boss, process2.services.registry, {
-      commitWaitMs: 300,
+      commitWaitMs: 1000,
     });
+    // The running worker's relay idle first (its start-up pass, a notification's): the rows are this relay's alone.
+    await running.relay.wake();
     const passes = vi.spyOn(relay, 'relayBatch');
     const ids: string[] = [];
     for (let i = 0; i < 4; i++) {
@@ -406,6 +408,7 @@ describe('the worker: relay, subscriptions, audit', () => {
     const relay = new OutboxRelay(process2.services.db, running.boss, process2.services.registry, {
       commitWaitMs: 60_000,
     });
+    await running.relay.wake();
     const first = await commitOne();
     relay.committed();
     const started = performance.now();
