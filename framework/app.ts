@@ -151,7 +151,7 @@ export async function buildApp(options: AppOptions): Promise<App> {
     const worker = works(options.role) ? new (await import('./events/worker.ts')).Worker(services) : undefined;
     if (worker && options.startWorker !== false) {
       await worker.start({ schedule: options.scheduleJobs !== false });
-      outbox.relayHere(() => void worker.relay.wake());
+      outbox.relayHere(() => worker.relay.committed());
     }
     if (metrics && port)
       metricsServer = await startMetricsServer(metrics, options.config.metrics.host, port, (err) =>

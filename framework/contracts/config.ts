@@ -181,6 +181,8 @@ export const ConfigSchema = Type.Object(
         delivery_expire_seconds: Type.Integer({ default: 900, minimum: 1, maximum: 86400 }),
         /** How often pg-boss looks for expired deliveries (and does its other upkeep). */
         supervise_interval_seconds: Type.Integer({ default: 60, minimum: 1, maximum: 3600 }),
+        /** How long the outbox relay, woken by a commit, waits for more commits before its pass (0: none). */
+        relay_commit_wait_ms: Type.Integer({ default: 10, minimum: 0, maximum: 1000 }),
       },
       { additionalProperties: false, default: {} },
     ),

@@ -38,6 +38,13 @@ const relaySettings = (statementTimeoutMs: number | undefined): string =>
     ? `set local synchronous_commit = off`
     : `select set_config('synchronous_commit', 'off', true), set_config('statement_timeout', '${Math.trunc(statementTimeoutMs)}', true)`;
 const RELAY_INTERVAL_MS = 1000;
+/**
+ * How long a pass woken by a commit waits before it claims (worker.relay_commit_wait_ms): the
+ * events committed meanwhile go in the same pass. At 200 creates a second each commit woke a pass
+ * that found its one event, and a pass is some 14 statements whatever it carries
+ * (docs/performance.md, "Live streams"); the wait is added to commit→delivery latency.
+ */
+export const RELAY_COMMIT_WAIT_MS = 10;
 const PURGE_INTERVAL_MS = 60_000;
 /** Relayed rows are kept at least an hour (an operator tracing a request), longer when live.replay_minutes asks. */
 const PURGE_AFTER_MINUTES = 60;
@@ -106,6 +113,9 @@ export class OutboxRelay {
   private timers: NodeJS.Timeout[] = [];
   private running: Promise<void> | undefined;
   private again = false;
+  /** The pass a commit asked for, due at the end of the wait (one at a time, however many commits). */
+  private due: NodeJS.Timeout | undefined;
+  private readonly commitWaitMs: number;
   private stopped = false;
   private readonly intervalMs: number;
   private readonly metrics: Metrics | undefined;
@@ -119,7 +129,8 @@ export class OutboxRelay {
   /**
    * intervalMs: the polling backstop behind the commit wake-up (the spec's one second);
    * replayMinutes: live.replay_minutes, how far back a stream may resume; liveEvents: the events
-   * some stream shows (services.live.events), which get live positions.
+   * some stream shows (services.live.events), which get live positions; commitWaitMs: how long a
+   * pass woken by a commit waits for more (RELAY_COMMIT_WAIT_MS).
    */
   constructor(
     db: Db,
@@ -130,9 +141,11 @@ export class OutboxRelay {
       metrics?: Metrics | undefined;
       replayMinutes?: number | undefined;
       liveEvents?: ReadonlySet<string> | undefined;
+      commitWaitMs?: number | undefined;
     } = {},
   ) {
     this.intervalMs = options.intervalMs ?? RELAY_INTERVAL_MS;
+    this.commitWaitMs = options.commitWaitMs ?? RELAY_COMMIT_WAIT_MS;
     this.metrics = options.metrics;
     this.liveEvents = options.liveEvents ?? new Set();
     this.retentionMinutes = Math.max(PURGE_AFTER_MINUTES, options.replayMinutes ?? 0);
@@ -167,7 +180,7 @@ export class OutboxRelay {
     const listener = new pg.Client({ connectionString: this.db.directUrl });
     listener.on('error', () => {});
     await listener.connect();
-    listener.on('notification', () => this.wake());
+    listener.on('notification', () => this.committed());
     await listener.query(`listen ${OUTBOX_CHANNEL}`);
     this.listener = listener;
     this.timers.push(setInterval(() => this.wake(), this.intervalMs));
@@ -175,9 +188,34 @@ export class OutboxRelay {
     void this.wake();
   }
 
-  /** Relays now; calls arriving during a pass schedule exactly one more pass. */
+  /**
+   * A commit wrote outbox rows (its NOTIFY, or this process's own commit): relays within
+   * commitWaitMs, in one pass with whatever else commits meanwhile. The wait runs from the first
+   * commit, not the last, so a steady stream of commits cannot put the pass off.
+   */
+  committed(): void {
+    if (this.stopped || this.due) return;
+    if (this.commitWaitMs <= 0) {
+      void this.wake();
+      return;
+    }
+    this.due = setTimeout(() => {
+      this.due = undefined;
+      void this.wake();
+    }, this.commitWaitMs);
+  }
+
+  /**
+   * Relays now, without the commit wait (the polling backstop, start-up, a caller awaiting a
+   * pass); calls arriving during a pass schedule exactly one more pass.
+   */
   wake(): Promise<void> {
     if (this.stopped) return Promise.resolve();
+    // The pass about to claim (now, or right after the running one) takes what the waiting commits wrote.
+    if (this.due) {
+      clearTimeout(this.due);
+      this.due = undefined;
+    }
     if (this.running) {
       this.again = true;
       return this.running;
@@ -318,6 +356,8 @@ export class OutboxRelay {
   }
 
   async stop(): Promise<void> {
+    // A commit's pass still waiting is run now, as it would have run before the wait existed.
+    if (this.due) void this.wake();
     this.stopped = true;
     for (const t of this.timers) clearInterval(t);
     this.timers = [];

@@ -115,6 +115,7 @@ export class Worker {
       metrics: services.metrics,
       replayMinutes: services.config.live.replay_minutes,
       liveEvents: services.live.events,
+      commitWaitMs: services.config.worker.relay_commit_wait_ms,
     });
   }
 

@@ -122,10 +122,12 @@ async function main(): Promise<void> {
     },
     'benchmark settings',
     // The Prometheus listener, to measure the request path with metrics on (docs/observability.md),
-    // and the prepared statements' mode, to measure what unnamed statements cost (prepared-statements.ts).
+    // the prepared statements' mode, to measure what unnamed statements cost (prepared-statements.ts),
+    // and the relay's commit wait (0: a pass per commit), to compare its cost in the live scenario.
     {
       TENANTRY_METRICS_PORT: process.env.TENANTRY_METRICS_PORT,
       TENANTRY_DATABASE_PREPARED_STATEMENTS: process.env.TENANTRY_DATABASE_PREPARED_STATEMENTS,
+      TENANTRY_WORKER_RELAY_COMMIT_WAIT_MS: process.env.TENANTRY_WORKER_RELAY_COMMIT_WAIT_MS,
     },
   );
   const logger = pino({ level: config.server.log_level }) as FastifyBaseLogger;

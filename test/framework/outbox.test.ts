@@ -13,7 +13,7 @@ import {
   type DeliveredEvent,
   type SubscriptionDefinition,
 } from '../../framework/entity/define.ts';
-import { OutboxRelay } from '../../framework/events/relay.ts';
+import { OutboxRelay, RELAY_COMMIT_WAIT_MS } from '../../framework/events/relay.ts';
 import { Worker } from '../../framework/events/worker.ts';
 import { problem } from '../../framework/errors.ts';
 import type { TenantRef } from '../../framework/context/tenant.ts';
@@ -367,6 +367,59 @@ describe('the worker: relay, subscriptions, audit', () => {
     );
     expect(rows).toHaveLength(40);
     expect(rows.every((r) => Number(r.n) === 1)).toBe(true);
+  });
+
+  /** Commits one outbox row in a transaction of its own, as the owner (no NOTIFY: the test wakes the relay). */
+  const commitOne = async () =>
+    (
+      await pool().query<{ event_id: string }>(
+        `insert into outbox (tenant_id, name, payload) values ($1, 'testkit.widget.approved', '{}') returning event_id`,
+        [tenant.id],
+      )
+    ).rows[0]!.event_id;
+  const relayedAt = async (eventIds: string[]) =>
+    (
+      await pool().query<{ at: Date | null }>('select relayed_at as at from outbox where event_id = any($1)', [
+        eventIds,
+      ])
+    ).rows.map((r) => r.at?.toISOString() ?? null);
+
+  it('relays the events of several commits that arrive within the commit wait in one pass', async () => {
+    expect(web.services.config.worker.relay_commit_wait_ms).toBe(RELAY_COMMIT_WAIT_MS);
+    const relay = new OutboxRelay(process2.services.db, running.boss, process2.services.registry, {
+      commitWaitMs: 1000,
+    });
+    // The running worker's relay idle first (its start-up pass, a notification's): the rows are this relay's alone.
+    await running.relay.wake();
+    const passes = vi.spyOn(relay, 'relayBatch');
+    const ids: string[] = [];
+    for (let i = 0; i < 4; i++) {
+      ids.push(await commitOne());
+      relay.committed(); // what each commit's NOTIFY does
+    }
+    await until('all relayed', async () => !(await relayedAt(ids)).includes(null));
+    // One claim transaction: one relayBatch call, and one now() for every mark.
+    expect(passes).toHaveBeenCalledTimes(1);
+    expect(new Set(await relayedAt(ids)).size).toBe(1);
+    await relay.stop();
+  });
+
+  it('never makes an explicit wake(), or the stop, wait for the commit wait', async () => {
+    const relay = new OutboxRelay(process2.services.db, running.boss, process2.services.registry, {
+      commitWaitMs: 60_000,
+    });
+    await running.relay.wake();
+    const first = await commitOne();
+    relay.committed();
+    const started = performance.now();
+    await relay.wake();
+    expect(await relayedAt([first])).not.toContain(null);
+    // A pass waiting for its commits at shutdown runs then, not a minute later or never.
+    const second = await commitOne();
+    relay.committed();
+    await relay.stop();
+    expect(await relayedAt([second])).not.toContain(null);
+    expect(performance.now() - started).toBeLessThan(10_000);
   });
 
   it("runs a subscription in the event's tenant transaction, as the restricted role, for the event's actor", async () => {
