@@ -38,7 +38,6 @@ function throughTypeBox(query: Record<string, unknown>): unknown {
 }
 
 describe('query string defaults decided at boot', () => {
-
   it("finds a list's defaults as its properties' own: limit, offset and sort", () => {
     expect(propertyDefaults(things.querySchema)).toEqual([
       ['limit', 20],
