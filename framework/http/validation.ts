@@ -169,11 +169,39 @@ export function propertyDefaults(schema: unknown): (readonly [string, unknown])[
   return found;
 }
 
-/** A copy of the parsed text with each default of a property it leaves out; undefined when it is no object. */
-function withDefaults(value: unknown, defaults: readonly (readonly [string, unknown])[]): unknown {
-  if (defaults.length === 0) return value;
+/**
+ * The properties of a query or params schema that are an integer and nothing else (no union), whose
+ * decimal text TypeBox's Convert turns into the number it reads (`+text`, truncated: already whole).
+ */
+function plainIntegerProperties(schema: unknown): string[] {
+  const properties = isPlain(schema) && isPlain(schema.properties) ? schema.properties : {};
+  return Object.keys(properties).filter((key) => {
+    const node = properties[key];
+    return isPlain(node) && node.type === 'integer';
+  });
+}
+
+/**
+ * A copy of the parsed text with each default of a property it leaves out, and the decimal text of
+ * each plain integer property as its number, as TypeBox's Default and Convert would make them;
+ * the text itself when there is nothing to fill or convert; undefined when it is no object.
+ */
+function withDefaults(
+  value: unknown,
+  defaults: readonly (readonly [string, unknown])[],
+  integers: readonly string[],
+): unknown {
+  if (defaults.length === 0 && integers.length === 0) return value;
   if (typeof value !== 'object' || value === null || Array.isArray(value)) return undefined;
-  const filled: Record<string, unknown> = { ...value };
+  let filled: Record<string, unknown> | undefined;
+  for (const key of integers) {
+    const text = (value as Record<string, unknown>)[key];
+    if (typeof text !== 'string' || !DECIMAL_INTEGER.test(text)) continue;
+    filled ??= { ...value };
+    filled[key] = +text;
+  }
+  if (defaults.length === 0) return filled ?? value;
+  filled ??= { ...value };
   for (const [key, fallback] of defaults) {
     if (filled[key] === undefined) filled[key] = typeof fallback === 'object' ? structuredClone(fallback) : fallback;
   }
@@ -220,14 +248,16 @@ function compileValidator(schema: TSchema, fromText: boolean): Validator {
   const check = Compile(boundIntegers(schema));
   const refusals = refusalsOf(schema);
   const integers = fromText ? integerProperties(schema) : [];
-  // Text that already meets the schema once its defaults are in needs no conversion: the compiled
-  // check alone decides (GET /<id>, a list's filters and sort), skipping TypeBox's Convert and
-  // Default, which walk the schema on every call. Only where every default is a property's own,
-  // found at boot; integers as text and anything else fall to the full path below.
+  // Text that already meets the schema once its defaults are in, and its plain integers' decimal
+  // text read as numbers, needs no other conversion: the compiled check alone decides (GET /<id>,
+  // a list's limit, filters and sort), skipping TypeBox's Convert and Default, which walk the
+  // schema on every call. Only where every default is a property's own, found at boot; anything
+  // else (a boolean as text, an integer in a union) falls to the full path below.
   const defaults = fromText ? propertyDefaults(schema) : undefined;
+  const plainIntegers = fromText ? plainIntegerProperties(schema) : [];
   const validate = (value: unknown) => {
     if (defaults) {
-      const filled = withDefaults(value, defaults);
+      const filled = withDefaults(value, defaults, plainIntegers);
       if (filled !== undefined && check.Check(filled) && !containsNul(filled)) return { value: filled };
     }
     const notDecimal = nonDecimalIssues(value, integers);

@@ -10,6 +10,8 @@ declare module 'autocannon' {
     idReplacement?: boolean;
     connections?: number;
     duration?: number;
+    /** Requests to send in all, instead of a duration. */
+    amount?: number;
     timeout?: number;
     /** Requests sent in turn; setupRequest may change each one (its path, its body) before it goes. */
     requests?: { setupRequest?: (request: { path?: string; body?: string }) => { path?: string; body?: string } }[];

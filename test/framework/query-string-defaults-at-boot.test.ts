@@ -58,6 +58,8 @@ describe('query string defaults decided at boot', () => {
     { name: 'eq.box', sort: 'name,-createdAt' },
     { size: 'gte.3', createdAt: 'lt.now', fields: 'name' },
     { limit: '50', offset: '10' },
+    { limit: '007', offset: '-0' },
+    { limit: '100', sort: 'name', size: 'gt.2' },
     { name: ['eq.a', 'neq.b'] },
   ])('answers %j as the Convert and Default walk does', (query) => {
     const result = validate({ ...query }) as { value?: unknown; error?: unknown };
@@ -71,6 +73,23 @@ describe('query string defaults decided at boot', () => {
     const result = validate(query) as { value: Record<string, unknown> };
     expect(query).toEqual({ name: 'in.(a,b)', createdAt: 'lt.now', sort: '-name,createdAt', fields: 'name' });
     expect(result.value).toEqual({ ...query, limit: 20, offset: 0 });
+  });
+
+  it("reads a limit and an offset written in decimal digits as their numbers, without TypeBox's walks", () => {
+    // TypeBox's Convert and Default change the object they are given; the check alone leaves it as parsed.
+    const query = { limit: '50', offset: '10', sort: 'name' };
+    const result = validate(query) as { value: Record<string, unknown> };
+    expect(result.value).toEqual({ limit: 50, offset: 10, sort: 'name' });
+    expect(query).toEqual({ limit: '50', offset: '10', sort: 'name' });
+  });
+
+  it('leaves an integer in a union, and integer text the check refuses, to the full walk', () => {
+    const schema = Type.Object({ n: Type.Union([Type.Integer(), Type.Literal('all')]) });
+    const union = typeboxValidatorCompiler({ schema, httpPart: 'querystring', method: 'GET', url: '/union' });
+    expect(union({ n: '7' })).toEqual({ value: Value.Convert(schema, { n: '7' }) });
+    expect(union({ n: 'all' })).toEqual({ value: { n: 'all' } });
+    for (const limit of ['0', '101', '99999999999999999999999', '1.5', '+1'])
+      expect((validate({ limit }) as { error?: unknown[] }).error?.length, limit).toBeGreaterThan(0);
   });
 
   it('fills the defaults of each query afresh: one answer is not another', () => {
