@@ -31,8 +31,11 @@ const SITE = 'restart.localhost';
 const PAUSED = 'restart-paused.localhost';
 const PAUSED_TOO = 'restart-paused-too.localhost';
 const ACQUIRE_TIMEOUT_MS = 1000;
-// An answer later than this counts as hung: the acquire timeout plus the time to send a problem.
-const ANSWER_WITHIN_MS = ACQUIRE_TIMEOUT_MS + 1500;
+// An answer later than the acquire timeout plus this slack counts as hung: the time to send a
+// problem, or, on a loaded machine, SLOW_SHARE times the slowest answer before the fault in the same
+// run (a fixed bound failed at 2,514 ms against 2,500 at load average 10; a hang is unbounded).
+const ANSWER_SLACK_MS = 1500;
+const SLOW_SHARE = 3;
 const CONNECTIONS = 16;
 // Recovered means serving at a pace comparable to before the fault, measured in the same run: at
 // least this share of the successes per second seen before it. A share, not a count, so a loaded
@@ -226,7 +229,7 @@ function successRate(outcomes: Outcome[], from: number, to: number): number {
 }
 
 /** The rules every answer obeys, through an outage: a success, or a retryable 503 in time. */
-function expectEveryAnswerBounded(outcomes: Outcome[]): void {
+function expectEveryAnswerBounded(outcomes: Outcome[], faultAt: number): void {
   const bad = outcomes.filter(
     (o) =>
       !(o.status === 200 || o.status === 201) &&
@@ -236,8 +239,13 @@ function expectEveryAnswerBounded(outcomes: Outcome[]): void {
     bad.slice(0, 5),
     `${bad.length} answers neither a success nor a 503 DB_UNAVAILABLE/DB_BUSY with Retry-After`,
   ).toEqual([]);
-  const slow = outcomes.filter((o) => o.ms > ANSWER_WITHIN_MS);
-  expect(slow.slice(0, 5), `${slow.length} answers slower than ${ANSWER_WITHIN_MS} ms`).toEqual([]);
+  const slowestBefore = Math.max(0, ...outcomes.filter((o) => o.at + o.ms < faultAt).map((o) => o.ms));
+  const within = ACQUIRE_TIMEOUT_MS + Math.max(ANSWER_SLACK_MS, SLOW_SHARE * slowestBefore);
+  const slow = outcomes.filter((o) => o.ms > within);
+  expect(
+    slow.slice(0, 5),
+    `${slow.length} answers slower than ${within} ms (the slowest before the fault: ${slowestBefore} ms)`,
+  ).toEqual([]);
 }
 
 /**
@@ -287,7 +295,7 @@ describe('PostgreSQL restarted under 16 connections of list and create traffic',
     const run = await load.stop();
     const { outcomes } = run;
     expect(outcomes.filter((o) => o.at < back && o.status === 503).length, 'the outage was seen').toBeGreaterThan(0);
-    expectEveryAnswerBounded(outcomes);
+    expectEveryAnswerBounded(outcomes, faultAt);
     expectRecoveredWithin5s(run, faultAt, back);
     await expectNoAcknowledgedCreateMissing(outcomes);
 
@@ -318,7 +326,7 @@ describe('PostgreSQL restarted under 16 connections of list and create traffic',
     const run = await load.stop();
     const { outcomes } = run;
     expect(ended).toBeGreaterThan(0);
-    expectEveryAnswerBounded(outcomes);
+    expectEveryAnswerBounded(outcomes, faultAt);
     expectRecoveredWithin5s(run, faultAt, back);
     await expectNoAcknowledgedCreateMissing(outcomes);
     await expectListeningAndWorking('restart-paused-too', PAUSED_TOO, 'after-terminate');
