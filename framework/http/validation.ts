@@ -122,13 +122,18 @@ const DECIMAL_INTEGER = /^-?[0-9]+$/;
  * "1e2" 100 rather than being refused.
  */
 function integerProperties(schema: unknown): string[] {
+  return propertiesWhere(
+    schema,
+    (node) => isInteger(node) || (Array.isArray(node.anyOf) && node.anyOf.some((m) => isPlain(m) && isInteger(m))),
+  );
+}
+
+/** The keys of a query or params schema's properties whose schema passes `keep`. */
+function propertiesWhere(schema: unknown, keep: (node: Record<string, unknown>) => boolean): string[] {
   const properties = isPlain(schema) && isPlain(schema.properties) ? schema.properties : {};
   return Object.keys(properties).filter((key) => {
     const node = properties[key];
-    return (
-      isPlain(node) &&
-      (isInteger(node) || (Array.isArray(node.anyOf) && node.anyOf.some((m) => isPlain(m) && isInteger(m))))
-    );
+    return isPlain(node) && keep(node);
   });
 }
 
@@ -174,11 +179,7 @@ export function propertyDefaults(schema: unknown): (readonly [string, unknown])[
  * decimal text TypeBox's Convert turns into the number it reads (`+text`, truncated: already whole).
  */
 function plainIntegerProperties(schema: unknown): string[] {
-  const properties = isPlain(schema) && isPlain(schema.properties) ? schema.properties : {};
-  return Object.keys(properties).filter((key) => {
-    const node = properties[key];
-    return isPlain(node) && node.type === 'integer';
-  });
+  return propertiesWhere(schema, (node) => node.type === 'integer');
 }
 
 /**
