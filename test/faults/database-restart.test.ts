@@ -32,8 +32,9 @@ const PAUSED = 'restart-paused.localhost';
 const PAUSED_TOO = 'restart-paused-too.localhost';
 const ACQUIRE_TIMEOUT_MS = 1000;
 // An answer later than the acquire timeout plus this slack counts as hung: the time to send a
-// problem, or, on a loaded machine, SLOW_SHARE times the slowest answer before the fault in the same
-// run (a fixed bound failed at 2,514 ms against 2,500 at load average 10; a hang is unbounded).
+// problem, or, on a loaded machine, SLOW_SHARE times the 95th percentile of the answers before the
+// fault in the same run (not the slowest: the first answers' warm-up would widen it on a quiet
+// machine). A fixed bound failed at 2,514 ms against 2,500 at load average 10; a hang is unbounded.
 const ANSWER_SLACK_MS = 1500;
 const SLOW_SHARE = 3;
 const CONNECTIONS = 16;
@@ -239,12 +240,16 @@ function expectEveryAnswerBounded(outcomes: Outcome[], faultAt: number): void {
     bad.slice(0, 5),
     `${bad.length} answers neither a success nor a 503 DB_UNAVAILABLE/DB_BUSY with Retry-After`,
   ).toEqual([]);
-  const slowestBefore = Math.max(0, ...outcomes.filter((o) => o.at + o.ms < faultAt).map((o) => o.ms));
-  const within = ACQUIRE_TIMEOUT_MS + Math.max(ANSWER_SLACK_MS, SLOW_SHARE * slowestBefore);
+  const before = outcomes
+    .filter((o) => o.at + o.ms < faultAt)
+    .map((o) => o.ms)
+    .sort((a, b) => a - b);
+  const p95Before = before[Math.floor(0.95 * (before.length - 1))] ?? 0;
+  const within = ACQUIRE_TIMEOUT_MS + Math.max(ANSWER_SLACK_MS, SLOW_SHARE * p95Before);
   const slow = outcomes.filter((o) => o.ms > within);
   expect(
     slow.slice(0, 5),
-    `${slow.length} answers slower than ${within} ms (the slowest before the fault: ${slowestBefore} ms)`,
+    `${slow.length} answers slower than ${within} ms (p95 before the fault: ${p95Before} ms)`,
   ).toEqual([]);
 }
 
