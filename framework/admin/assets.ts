@@ -51,6 +51,7 @@ export function shellFile(path: string, file: string, type: string): ShellFile {
 export const ownAsset = (name: string): string => fileURLToPath(new URL(`./assets/${name}`, import.meta.url));
 
 const JAVASCRIPT = 'text/javascript; charset=utf-8';
+const require = createRequire(import.meta.url);
 
 /**
  * htmx 4 straight from node_modules (no copy, no build step), the one hand-written style sheet, the
@@ -58,7 +59,7 @@ const JAVASCRIPT = 'text/javascript; charset=utf-8';
  * boot, so every page links the same versioned URLs without hashing anything per request.
  */
 export const SHELL_FILES = {
-  htmx: shellFile(HTMX_URL, createRequire(import.meta.url).resolve('htmx.org/dist/htmx.min.js'), JAVASCRIPT),
+  htmx: shellFile(HTMX_URL, require.resolve('htmx.org/dist/htmx.min.js'), JAVASCRIPT),
   css: shellFile(CSS_URL, ownAsset('admin.css'), 'text/css; charset=utf-8'),
   favicon: shellFile(FAVICON_URL, ownAsset('favicon.svg'), 'image/svg+xml'),
   live: shellFile(LIVE_URL, ownAsset('live.js'), JAVASCRIPT),
