@@ -79,7 +79,7 @@ describe("the shell's files are linked by their content's hash, and that URL is 
     }
   });
 
-  it('the stable path, another version, or the version twice, answer no-cache with the ETag: revalidated as before', async () => {
+  it('the stable path, another version, or v twice answer no-cache with the ETag: revalidated as before', async () => {
     for (const path of FILES) {
       const current = version.get(path)!;
       const stale = `${current.slice(0, -1)}${current.endsWith('A') ? 'B' : 'A'}`;

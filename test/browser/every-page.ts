@@ -15,12 +15,12 @@ import { PAGE_TOOLS_HREF } from '../../framework/admin/page-tools.ts';
 
 // Issue 42, acceptance: every admin page, generated and hand-written, as a customer's
 // administrator and as the operator's, on a 390-px phone: the page does not scroll sideways as a
-// whole, no action button starts off-screen (nor ends past it), axe finds no serious or
-// critical violation, and every link to the shell's files names the file's current version. The pages are found as a person finds them, by following the links from the
-// dashboard; the routes the shell registers are read from the server, and a page pattern no link
-// led to is opened by its address (with an id a sibling page used), so a page added later is
-// visited too, or this test names it. One file per person (admin-every-page*.test.ts), so the two
-// walks run on two workers at once.
+// whole, no action button starts off-screen (nor ends past it), axe finds no serious or critical
+// violation, and every link to the shell's files names the file's current version. The pages are
+// found as a person finds them, by following the links from the dashboard; the routes the shell
+// registers are read from the server, and a page pattern no link led to is opened by its address
+// (with an id a sibling page used), so a page added later is visited too, or this test names it.
+// One file per person (admin-every-page*.test.ts), so the two walks run on two workers at once.
 
 /**
  * The page as loaded (goto waits for its load event: styles and scripts) and with every part the
@@ -173,7 +173,9 @@ export function everyPageOnAPhone(who: 'customer admin' | 'operator'): { t: Brow
   }, 120_000);
 
   describe.skipIf(!hasChromium)('every admin page on a 390-px phone', () => {
-    it(`no sideways scroll, no action off-screen, no serious axe finding (${who})`, async () => {
+    const rule =
+      "no sideways scroll, no action off-screen, no serious axe finding, the shell's files linked by version";
+    it(`${rule} (${who})`, async () => {
       const host = who === 'operator' ? OPERATOR_HOST : sample.host;
       const person = who === 'operator' ? sample.operatorAdmin : sample.admin;
       const { context, page } = await signInThroughLogin(t.browser, t.origin(host), person);
