@@ -30,7 +30,7 @@ export { errorView, problemText } from './errors.ts';
 export { allows } from './allows.ts';
 export { apiRoute, runApiRoute } from './api-route.ts';
 export { registerAdminEffectPage, type AdminEffectPageDefinition, type EffectInput } from './effect-page.ts';
-export { PAGE_TOOLS_URL } from './page-tools.ts';
+export { PAGE_TOOLS_HREF, PAGE_TOOLS_URL } from './page-tools.ts';
 export { generatedResources } from './resource-pages/resource-pages.ts';
 // What a hand-written page needs beside registerAdminPage, the helpers the generated pages use
 // (docs/module-authoring.md, "Admin pages and sidebar entries"): a list's query and paging, a

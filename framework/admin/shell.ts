@@ -3,7 +3,7 @@ import type { TxContext } from '../context/tx.ts';
 import type { AdminPerson } from '../entity/define.ts';
 import type { AdminPageContext, AdminSite, AdminView } from '../contracts/admin.ts';
 import { renderTemplate } from './render.ts';
-import { CSS_URL, FAVICON_URL, HTMX_URL, LIVE_URL } from './assets.ts';
+import { SHELL_FILES } from './assets.ts';
 import { LIVE_STREAM_PATH, badgeOf, headerBadge, type HeaderBadge } from './live-shell.ts';
 import { PRODUCT_NAME, isHtmx } from './html.ts';
 import { allows } from './allows.ts';
@@ -87,10 +87,11 @@ export async function shellModel(
   return {
     productName: PRODUCT_NAME,
     title,
-    cssUrl: CSS_URL,
-    htmxUrl: HTMX_URL,
-    faviconUrl: FAVICON_URL,
-    live: session ? { script: LIVE_URL, stream: LIVE_STREAM_PATH } : null,
+    // The versioned links, built once at boot: the browser keeps each file until its content changes.
+    cssUrl: SHELL_FILES.css.href,
+    htmxUrl: SHELL_FILES.htmx.href,
+    faviconUrl: SHELL_FILES.favicon.href,
+    live: session ? { script: SHELL_FILES.live.href, stream: LIVE_STREAM_PATH } : null,
     signedIn: session
       ? { signOutPath: SIGN_OUT_PATH, csrfField: FORM_TOKEN_FIELD, csrf: csrf(), ...(who ?? {}) }
       : null,

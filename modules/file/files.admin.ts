@@ -10,7 +10,7 @@ import {
   registerAdminPage,
   renderTemplate,
   runApiRoute,
-  PAGE_TOOLS_URL,
+  PAGE_TOOLS_HREF,
   type AdminPageContext,
   type AdminSite,
   FORM_TOKEN_FIELD,
@@ -205,7 +205,7 @@ export function registerFilePages(site: AdminSite): void {
         ? { title: refused.sentence, items: refused.detail ? [refused.detail] : [], code: options.refused!.code }
         : null,
       base: FILES_PAGE,
-      scriptUrl: PAGE_TOOLS_URL,
+      scriptUrl: PAGE_TOOLS_HREF,
       csrf: page.csrf(),
       csrfField: FORM_TOKEN_FIELD,
       // htmx's Delete posts no form: the token travels as its value.

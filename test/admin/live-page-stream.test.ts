@@ -5,6 +5,7 @@ import { testConfig } from '../helpers/config.ts';
 import { StreamClient, type ReceivedEvent } from '../helpers/event-stream.ts';
 import type { TenantRef } from '../../framework/context/tenant.ts';
 import { MAX_LISTS } from '../../framework/admin/live.ts';
+import { SHELL_FILES } from '../../framework/admin/assets.ts';
 
 /**
  * Issue 45 point 7, over real HTTP: an admin page follows its lists on one connection,
@@ -286,7 +287,8 @@ describe('the shell names what a page follows', () => {
     const reader = await signInAs(app, tenant, ['task:read']);
     const list = await app.http(HOST).get('/admin/task/tasks').set('Cookie', reader.cookie);
     expect(list.status).toBe(200);
-    expect(list.text).toContain('<script src="/admin/_assets/live.js" defer></script>');
+    expect(list.text).toContain(`<script src="${SHELL_FILES.live.href}" defer></script>`);
+    expect(SHELL_FILES.live.href).toMatch(/^\/admin\/_assets\/live\.js\?v=[\w-]{16}$/);
     expect(list.text).toContain('<body data-live-stream="/admin/_live/stream">');
     expect(list.text).toMatch(
       new RegExp(`id="header-badge"[^>]*data-live-list="${NOTIFICATIONS}" data-live-refresh="/admin/_live/badge"`),

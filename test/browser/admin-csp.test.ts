@@ -4,6 +4,7 @@ import type { Browser, BrowserContext, Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createCustomer, signInAs, startTestApp, type SignedIn, type TestApp } from '../helpers/app.ts';
 import type { TenantRef } from '../../framework/context/tenant.ts';
+import { SHELL_FILES } from '../../framework/admin/assets.ts';
 import { CHROMIUM, closeContexts, workerChromium } from '../helpers/chromium.ts';
 import { FILES, PUBLIC, form } from '../modules/file/helpers.ts';
 
@@ -129,7 +130,7 @@ describe('in Chromium, the admin shell runs only its own scripts and style sheet
     expect(await page.evaluate('typeof window.htmx')).toBe('object');
     // The style sheet applied, with its rules readable (it loaded).
     const sheet = await styleSheetsOf(page);
-    expect(sheet).toEqual([{ href: `${origin}/admin/_assets/admin.css`, rules: expect.any(Number) }]);
+    expect(sheet).toEqual([{ href: `${origin}${SHELL_FILES.css.href}`, rules: expect.any(Number) }]);
     expect(sheet[0]!.rules).toBeGreaterThan(10);
     await page.evaluate('window.marker = 1');
     await page.getByRole('link', { name: 'Title' }).click();
@@ -153,7 +154,7 @@ describe('in Chromium, the admin shell runs only its own scripts and style sheet
     expect(response.status()).toBe(401);
     expect(response.headers()['content-security-policy']).toMatch(/script-src [^ ;]+\/admin\/_assets\/;/);
     await page.getByRole('alert').waitFor();
-    expect((await styleSheetsOf(page)).map((s) => s.href)).toEqual([`${origin}/admin/_assets/admin.css`]);
+    expect((await styleSheetsOf(page)).map((s) => s.href)).toEqual([`${origin}${SHELL_FILES.css.href}`]);
     expect((await inject(page, 'script', scriptUrl)).loaded).toBe(false);
     await anonymous.close();
   });

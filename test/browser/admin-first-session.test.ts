@@ -2,6 +2,7 @@ import type { Browser as Chromium, Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { OPERATOR_HOST, createCustomer, startTestApp, type TestApp } from '../helpers/app.ts';
 import type { TenantRef } from '../../framework/context/tenant.ts';
+import { SHELL_FILES } from '../../framework/admin/assets.ts';
 import { addUser } from '../modules/auth/fixtures.ts';
 import {
   hasChromium,
@@ -156,7 +157,8 @@ describe.skipIf(!hasChromium)('a first session in the admin shell', () => {
       });
       await page.goto(`${origin(ACME)}/admin/login`);
       const href = await page.getAttribute('link[rel=icon]', 'href');
-      expect(href).toBe('/admin/_assets/favicon.svg');
+      expect(href).toBe(SHELL_FILES.favicon.href);
+      expect(href).toMatch(/^\/admin\/_assets\/favicon\.svg\?v=[\w-]{16}$/);
       const icon = await app.http(ACME).get(href!);
       expect(icon.status).toBe(200);
       expect(icon.headers['content-type']).toBe('image/svg+xml');

@@ -1,3 +1,4 @@
+import type { IncomingMessage } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import type { Browser, BrowserContext, Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -129,6 +130,50 @@ describe.skipIf(!present)('Admin shell in Chromium: the sidebar shows what the r
     // Reading only: no button to create.
     expect(await readerPage.getByRole('link', { name: 'New task' }).count()).toBe(0);
     await readerContext.close();
+  });
+});
+
+describe.skipIf(!present)('Admin shell in Chromium: the shell’s files are kept by the browser', () => {
+  it('after the first admin page of a context, the next page asks for none of /admin/_assets/', async () => {
+    const reader = await signInAs(app, acme, ['task:read', 'content:read']);
+    const context = await browser.newContext();
+    await context.addCookies([{ name: reader.cookie.split('=')[0]!, value: reader.rawSessionId, url: origin }]);
+    try {
+      const page = await context.newPage();
+      // The files the page uses (playwright's request event fires for a file taken from the cache
+      // too) and the requests for them that reach the server.
+      const used: string[] = [];
+      page.on('request', (request) => {
+        if (new URL(request.url()).pathname.startsWith('/admin/_assets/')) used.push(request.url());
+      });
+      const served: string[] = [];
+      const count = (request: IncomingMessage) => {
+        if (request.url?.startsWith('/admin/_assets/')) served.push(request.url);
+      };
+      app.web!.server.on('request', count);
+      try {
+        await page.goto(`${origin}/admin/task/tasks`);
+        await page.waitForFunction('typeof window.htmx === "object"');
+        // The first page of the context loads its style sheet and scripts from the server (the icon
+        // too, where the browser fetches one: the headless shell does not).
+        const paths = (urls: string[]) => [...new Set(urls.map((url) => new URL(url, origin).pathname))].sort();
+        const loaded = ['/admin/_assets/admin.css', '/admin/_assets/htmx.min.js', '/admin/_assets/live.js'];
+        expect(paths(used)).toEqual(expect.arrayContaining(loaded));
+        expect(paths(served)).toEqual(expect.arrayContaining(loaded));
+        used.length = 0;
+        served.length = 0;
+        await page.goto(`${origin}/admin/content/contents`);
+        await page.waitForFunction('typeof window.htmx === "object"');
+        // The next page uses the same files, its style sheet applied, and asks the server for none.
+        expect(paths(used)).toEqual(expect.arrayContaining(loaded));
+        expect(await page.evaluate('document.styleSheets[0].cssRules.length')).toBeGreaterThan(10);
+        expect(served).toEqual([]);
+      } finally {
+        app.web!.server.off('request', count);
+      }
+    } finally {
+      await context.close();
+    }
   });
 });
 

@@ -10,15 +10,17 @@ import {
   type BrowserApp,
 } from './admin-pages-setup.ts';
 import { shellSample, type ShellSample } from './shell-sample.ts';
+import { SHELL_FILES } from '../../framework/admin/assets.ts';
+import { PAGE_TOOLS_HREF } from '../../framework/admin/page-tools.ts';
 
 // Issue 42, acceptance: every admin page, generated and hand-written, as a customer's
 // administrator and as the operator's, on a 390-px phone: the page does not scroll sideways as a
-// whole, no action button starts off-screen (nor ends past it), and axe finds no serious or
-// critical violation. The pages are found as a person finds them, by following the links from the
-// dashboard; the routes the shell registers are read from the server, and a page pattern no link
-// led to is opened by its address (with an id a sibling page used), so a page added later is
-// visited too, or this test names it. One file per person (admin-every-page*.test.ts), so the two
-// walks run on two workers at once.
+// whole, no action button starts off-screen (nor ends past it), axe finds no serious or critical
+// violation, and every link to the shell's files names the file's current version. The pages are
+// found as a person finds them, by following the links from the dashboard; the routes the shell
+// registers are read from the server, and a page pattern no link led to is opened by its address
+// (with an id a sibling page used), so a page added later is visited too, or this test names it.
+// One file per person (admin-every-page*.test.ts), so the two walks run on two workers at once.
 
 /**
  * The page as loaded (goto waits for its load event: styles and scripts) and with every part the
@@ -98,7 +100,12 @@ interface Visit {
   status: number;
   faults: string[];
   axe: string[];
+  /** The page's links into the shell's asset folder that name no current version (docs/admin.md). */
+  unversioned: string[];
 }
+
+/** The links a page may give to the shell's files: each with its content's current hash. */
+const VERSIONED = new Set([...Object.values(SHELL_FILES).map((file) => file.href), PAGE_TOOLS_HREF]);
 
 /**
  * Visits every admin page the signed-in person can reach from the dashboard (links in the sidebar
@@ -117,6 +124,11 @@ async function visitAll(page: Page, origin: string, patterns: readonly string[])
       status: answer?.status() ?? 0,
       faults: await layoutFaults(page),
       axe: await seriousViolations(page),
+      unversioned: (
+        await page
+          .locator('link[href^="/admin/_assets/"], script[src^="/admin/_assets/"]')
+          .evaluateAll((links) => links.map((link) => link.getAttribute('href') ?? link.getAttribute('src')!))
+      ).filter((link) => !VERSIONED.has(link)),
     });
     const pattern = byPattern(path);
     if (pattern) visited.add(pattern);
@@ -161,7 +173,9 @@ export function everyPageOnAPhone(who: 'customer admin' | 'operator'): { t: Brow
   }, 120_000);
 
   describe.skipIf(!hasChromium)('every admin page on a 390-px phone', () => {
-    it(`no sideways scroll, no action off-screen, no serious axe finding (${who})`, async () => {
+    const rule =
+      "no sideways scroll, no action off-screen, no serious axe finding, the shell's files linked by version";
+    it(`${rule} (${who})`, async () => {
       const host = who === 'operator' ? OPERATOR_HOST : sample.host;
       const person = who === 'operator' ? sample.operatorAdmin : sample.admin;
       const { context, page } = await signInThroughLogin(t.browser, t.origin(host), person);
@@ -178,6 +192,7 @@ export function everyPageOnAPhone(who: 'customer admin' | 'operator'): { t: Brow
           ...(visit.status >= 500 || visit.status === 0 ? [`${path}: answered ${visit.status}`] : []),
           ...visit.faults.map((fault) => `${path}: ${fault}`),
           ...visit.axe.map((finding) => `${path}: ${finding}`),
+          ...visit.unversioned.map((link) => `${path}: links ${link}, not its current version`),
         ]);
         expect(wrong).toEqual([]);
       } finally {
