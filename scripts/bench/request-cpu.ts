@@ -11,6 +11,7 @@ import { send } from './http.ts';
 import { signIn } from './login.ts';
 import type { ServiceSettings } from './protocol.ts';
 import { BENCH_PASSWORD, type SeedInfo } from './seed.ts';
+import { serverCpu, serverCpuSince } from './throughput.ts';
 
 /**
  * The CPU one request of each common kind costs the service, split into the web process (its
@@ -55,27 +56,6 @@ const cpuMs = (pid: number): number => {
     }
   }
   return ns / 1e6;
-};
-
-/** The same for every process of the PostgreSQL server (the postmaster and its children). */
-const serverCpu = (postmasterPid: number): Map<number, number> => {
-  const times = new Map<number, number>([[postmasterPid, cpuMs(postmasterPid)]]);
-  for (const entry of readdirSync('/proc')) {
-    if (!/^\d+$/.test(entry)) continue;
-    try {
-      const fields = readFileSync(`/proc/${entry}/stat`, 'utf8').split(') ')[1]!.split(' ');
-      if (Number(fields[1]) === postmasterPid) times.set(Number(entry), cpuMs(Number(entry)));
-    } catch {
-      // The process ended while we looked.
-    }
-  }
-  return times;
-};
-
-const serverCpuSince = (before: Map<number, number>, after: Map<number, number>): number => {
-  let total = 0;
-  for (const [pid, ms] of after) total += ms - (before.get(pid) ?? 0);
-  return total;
 };
 
 const load = () =>
@@ -216,10 +196,10 @@ async function main(): Promise<void> {
           const profiling = profileDir !== '' && round === rounds - 1;
           if (profiling) await service.ask({ type: 'live-profile' }, 'live-profile', 10_000);
           const webBefore = cpuMs(service.pid);
-          const pgBefore = serverCpu(db.postmasterPid!);
+          const pgBefore = serverCpu(db.postmasterPid!, cpuMs);
           const { ok, other } = await fire(service.port, kind, requests);
           const web = cpuMs(service.pid) - webBefore;
-          const pg = serverCpuSince(pgBefore, serverCpu(db.postmasterPid!));
+          const pg = serverCpuSince(pgBefore, serverCpu(db.postmasterPid!, cpuMs));
           if (profiling)
             await service.ask(
               { type: 'live-profile', write: join(profileDir, `${label}-${name}.cpuprofile`) },

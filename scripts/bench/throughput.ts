@@ -1,15 +1,20 @@
 import { readFileSync, readdirSync } from 'node:fs';
 import { assertClean, combine, hammer, type Figures, type Sample, type Target } from './load.ts';
 
-/** CPU time so far of each process of a PostgreSQL server: the postmaster and every process under it. */
-export function serverCpu(postmasterPid: number): Map<number, number> {
-  const times = new Map<number, number>([[postmasterPid, cpuMs(postmasterPid)]]);
+/**
+ * CPU time so far of each process of a PostgreSQL server: the postmaster and every process under
+ * it, each as `cpuOf` reads a process's CPU in milliseconds (by default user + system from /proc's
+ * stat; a caller needing finer figures passes its own).
+ */
+export function serverCpu(postmasterPid: number, cpuOf: (pid: number) => number = cpuMs): Map<number, number> {
+  const times = new Map<number, number>([[postmasterPid, cpuOf(postmasterPid)]]);
   for (const entry of readdirSync('/proc')) {
     if (!/^\d+$/.test(entry)) continue;
     try {
       const fields = readFileSync(`/proc/${entry}/stat`, 'utf8').split(') ')[1]!.split(' ');
-      if (Number(fields[1]) === postmasterPid)
-        times.set(Number(entry), ((Number(fields[11]) + Number(fields[12])) * 1000) / 100);
+      if (Number(fields[1]) !== postmasterPid) continue;
+      const ms = cpuOf(Number(entry));
+      if (Number.isFinite(ms)) times.set(Number(entry), ms);
     } catch {
       // The process ended while we looked.
     }
