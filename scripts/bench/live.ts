@@ -296,7 +296,7 @@ export async function measureLiveGroup(options: {
         readers: readersPid,
         postmaster: options.postmasterPid,
       };
-      await stats();
+      const batchesBefore = (await stats()).batches;
       const { result, cpu, wall } = await accountCpu(pids, async () => {
         const creates = createAtRate(port, targets(spread.length > 0), tag, rate, listSeconds + 1);
         const rps = list ? await listThroughput(port, host, cookie, listSeconds) : 0;
@@ -307,8 +307,16 @@ export async function measureLiveGroup(options: {
         log(
           `  (${result.refused} creates refused in a list phase: 503 with every connection busy, or the connection reset)`,
         );
-      const { loop } = await stats();
-      return { rps: result.rps, cpu, wall, requests: result.rps * listSeconds, loop, created: result.created };
+      const { loop, batches } = await stats();
+      return {
+        rps: result.rps,
+        cpu,
+        wall,
+        requests: result.rps * listSeconds,
+        loop,
+        created: result.created,
+        batches: batches - batchesBefore,
+      };
     };
     const stamp = () => Date.now().toString(36);
     // The list with none open before any stream opens: printed, and its CPU accounted, but not in
@@ -466,6 +474,7 @@ export async function measureLiveGroup(options: {
       rps: phases.reduce((sum, p) => sum + p.rps, 0) / phases.length,
       wall: phases.reduce((sum, p) => sum + p.wall, 0),
       requests: phases.reduce((sum, p) => sum + p.requests, 0),
+      batches: phases.reduce((sum, p) => sum + p.batches, 0),
       cpu: Object.fromEntries(
         Object.keys(phases[0]!.cpu).map((k) => [k, phases.reduce((sum, p) => sum + p.cpu[k as keyof Phase['cpu']], 0)]),
       ) as Phase['cpu'],
@@ -512,7 +521,7 @@ export async function measureLiveGroup(options: {
       ['list with none, before the streams', noneBefore] as const,
     ])
       log(
-        `    CPU, ${label}, ${p.wall.toFixed(1)} s: ${line((k) => p.cpu[k], 2, 's')}; other processes ${other(p).toFixed(2)} s${p.requests > 0 ? ` (${p.requests.toFixed(0)} list requests)` : ''}` +
+        `    CPU, ${label}, ${p.wall.toFixed(1)} s: ${line((k) => p.cpu[k], 2, 's')}; other processes ${other(p).toFixed(2)} s${p.requests > 0 ? ` (${p.requests.toFixed(0)} list requests)` : ''}; ${p.batches} live batches` +
           (p.loop
             ? `; web event loop ${(p.loop.utilization * 100).toFixed(0)} % busy, delay p50 ${p.loop.delayP50Ms.toFixed(1)} / p99 ${p.loop.delayP99Ms.toFixed(1)} / max ${p.loop.delayMaxMs.toFixed(1)} ms`
             : ''),
