@@ -23,18 +23,19 @@ const titles = [
   'underXscore',
 ];
 
+const createTask = (title: string) =>
+  app
+    .http(host)
+    .post(TASKS)
+    .set('Cookie', manager.cookie)
+    .send({ title, priority: 'low', deadline: '2099-01-01T00:00:00Z' })
+    .expect(201);
+
 beforeAll(async () => {
   app = await startTestApp();
   acme = await createCustomer(app, 'search-acme', host);
   manager = await signInAs(app, acme, ['task:read', 'task:update', 'user:read'], { email: 'manager@search.test' });
-  for (const title of titles) {
-    await app
-      .http(host)
-      .post(TASKS)
-      .set('Cookie', manager.cookie)
-      .send({ title, priority: 'low', deadline: '2099-01-01T00:00:00Z' })
-      .expect(201);
-  }
+  for (const title of titles) await createTask(title);
 });
 afterAll(async () => {
   await app?.close();
@@ -133,14 +134,7 @@ describe('case is ignored the way PostgreSQL lower-cases, on both sides', () => 
     return res.body;
   };
 
-  beforeAll(async () => {
-    await app
-      .http(host)
-      .post(TASKS)
-      .set('Cookie', manager.cookie)
-      .send({ title, priority: 'low', deadline: '2099-01-01T00:00:00Z' })
-      .expect(201);
-  });
+  beforeAll(() => createTask(title));
 
   it('q, contains and startsWith find a title by its own words, and the summary and the export count it', async () => {
     for (const word of words) {
