@@ -12,7 +12,7 @@ import { declaredDefault } from '../entity/storage.ts';
 import { prepared as fixed } from '../db/statements.ts';
 import { KeysetPager, type ListFilter, type ListPlace, type Page, type PageQuery } from './paging.ts';
 import type { QueryModel, ReferenceTarget } from '../query/query-model.ts';
-import { compileFilter } from '../query/compile.ts';
+import { compileFilter, searchCondition } from '../query/compile.ts';
 import { NO_QUERY, parseListQuery, type ListQuery } from '../query/parse.ts';
 import { pageSchema } from './page-query.ts';
 import { listQuerySchema, readQuerySchema, summaryQuerySchema } from '../query/query-schema.ts';
@@ -163,9 +163,8 @@ export class EntityOperations implements EntityOperationsApi {
     const params = [...access.params];
     if (q !== undefined && this.searchable.length > 0) {
       // One parameter for every searched column: strpos needs no escaping of % or _ in the text.
-      params.push(q.toLowerCase());
-      const n = params.length;
-      conditions.push(`(${this.searchable.map((column) => `strpos(lower(${column}), $${n}) > 0`).join(' or ')})`);
+      params.push(q);
+      conditions.push(searchCondition(this.searchable, params.length));
     }
     if (narrow) {
       // A condition of the framework's own (a picker's people who can act), after the caller's.
@@ -275,9 +274,8 @@ export class EntityOperations implements EntityOperationsApi {
     const params = [...access.params];
     const q = filters.q;
     if (typeof q === 'string' && q !== '' && this.searchable.length > 0) {
-      params.push(q.toLowerCase());
-      const n = params.length;
-      conditions.push(`(${this.searchable.map((column) => `strpos(lower(${column}), $${n}) > 0`).join(' or ')})`);
+      params.push(q);
+      conditions.push(searchCondition(this.searchable, params.length));
     }
     const compiled = compileFilter(asked, params.length + 1, ctx);
     const statement = summaryStatement(

@@ -17,6 +17,13 @@ export interface CompiledFilter {
   params: unknown[];
 }
 
+/**
+ * The search `q` over these columns, its text parameter `$n`: rows where any holds the text,
+ * ignoring case (both sides through PostgreSQL's lower(), as `contains`), `%` and `_` as themselves.
+ */
+export const searchCondition = (columns: readonly string[], n: number): string =>
+  `(${columns.map((column) => `strpos(lower(${column}), lower($${n}::text)) > 0`).join(' or ')})`;
+
 /** The SQL expression, named `__x_<reference>`, of an expanded row read in the list's own statement. */
 export const expansionColumn = (reference: QueryReference): string => `__x_${reference.name}`;
 
@@ -97,10 +104,11 @@ class Compilation {
         return value === null ? `${column} is null` : `${column} is ${value ? 'true' : 'false'}`;
       case 'contains':
         if (type.kind === 'list') return `${column} @> ${this.param([value], type.sqlType)}`;
-        // The same rule as q: plain text, no wildcards, case ignored (the value is lower-cased already).
-        return `strpos(lower(${column}), ${this.param(value, 'text')}) > 0`;
+        // The same rule as q: plain text, no wildcards, case ignored. Both sides go through PostgreSQL's
+        // lower(): JavaScript's lower-cases some letters otherwise (a final Σ to ς, İ to i + a dot).
+        return `strpos(lower(${column}), lower(${this.param(value, 'text')})) > 0`;
       case 'startsWith':
-        return `starts_with(lower(${column}), ${this.param(value, 'text')})`;
+        return `starts_with(lower(${column}), lower(${this.param(value, 'text')}))`;
     }
   }
 }

@@ -240,8 +240,8 @@ export class QueryParser {
     const value = unquote(written);
     if ((op === 'contains' || op === 'startsWith') && field.type.kind === 'text') {
       if (value === '') throw refusal(parameter, `${field.name}=${op} takes at least one character`);
-      // Case is ignored: the compiler compares lower-cased text.
-      return value.toLowerCase();
+      // Case is ignored: the compiler lower-cases both sides with PostgreSQL's lower(), not this one's.
+      return value;
     }
     return this.value(field, value, parameter);
   }

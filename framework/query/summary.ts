@@ -183,11 +183,14 @@ export function summaryAnswerSchema(model: QueryModel): TSchema {
 const refusal = (parameter: string, message: string): ProblemError =>
   problem('VALIDATION_FAILED', message, { errors: [{ pointer: `/querystring/${parameter}`, message }] });
 
-/** Whether the IANA time zone database (as Node's Intl knows it) has this zone. */
+/**
+ * Whether the IANA time zone database (as Node's Intl knows it) has this zone. Intl also takes a
+ * UTC offset (`+05:00`), which names no zone of the database, and which PostgreSQL's `at time
+ * zone` reads the POSIX way round (five hours west of Greenwich): refused, never misread.
+ */
 export function isTimeZone(zone: string): boolean {
   try {
-    new Intl.DateTimeFormat('en', { timeZone: zone });
-    return true;
+    return !/^[+-]/.test(new Intl.DateTimeFormat('en', { timeZone: zone }).resolvedOptions().timeZone);
   } catch {
     return false;
   }

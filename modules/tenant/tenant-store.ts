@@ -32,19 +32,16 @@ const TENANT_COLUMNS = `
  * A search (q): tenants whose name or slug, or one of whose hosts, contains the text, ignoring
  * case. Written as a union of two index reads (the trigram indexes of
  * migrations/framework/0010_tenant_search_resume_remove_host.sql) rather than an OR with EXISTS,
- * which PostgreSQL answers by reading every tenant.
+ * which PostgreSQL answers by reading every tenant. The pattern is lower-cased by PostgreSQL's
+ * lower(), as the name is: JavaScript's lower-cases some letters otherwise (a final Σ, İ).
  */
 const searchCondition = (
   p: string,
-) => `t.id in (select s.id from tenants s where lower(s.name || ' ' || s.slug) like ${p}
-                   union select h.tenant_id from tenant_hosts h where h.host like ${p})`;
+) => `t.id in (select s.id from tenants s where lower(s.name || ' ' || s.slug) like lower(${p}::text)
+                   union select h.tenant_id from tenant_hosts h where h.host like lower(${p}::text))`;
 
 /** q as a LIKE pattern matching it anywhere, its own %, _ and backslash taken literally. */
-export const containsPattern = (q: string): string =>
-  `%${q
-    .trim()
-    .toLowerCase()
-    .replace(/[\\%_]/g, (c) => `\\${c}`)}%`;
+export const containsPattern = (q: string): string => `%${q.trim().replace(/[\\%_]/g, (c) => `\\${c}`)}%`;
 
 /**
  * The operator's tenants list, through the query language like every list: by status

@@ -23,18 +23,19 @@ const titles = [
   'underXscore',
 ];
 
+const createTask = (title: string) =>
+  app
+    .http(host)
+    .post(TASKS)
+    .set('Cookie', manager.cookie)
+    .send({ title, priority: 'low', deadline: '2099-01-01T00:00:00Z' })
+    .expect(201);
+
 beforeAll(async () => {
   app = await startTestApp();
   acme = await createCustomer(app, 'search-acme', host);
   manager = await signInAs(app, acme, ['task:read', 'task:update', 'user:read'], { email: 'manager@search.test' });
-  for (const title of titles) {
-    await app
-      .http(host)
-      .post(TASKS)
-      .set('Cookie', manager.cookie)
-      .send({ title, priority: 'low', deadline: '2099-01-01T00:00:00Z' })
-      .expect(201);
-  }
+  for (const title of titles) await createTask(title);
 });
 afterAll(async () => {
   await app?.close();
@@ -118,5 +119,44 @@ describe('OpenAPI', () => {
     });
     expect(q(TASKS).description).toContain('title');
     expect(q('/api/v1/user/users').description).toContain('email or displayName');
+  });
+});
+
+describe('case is ignored the way PostgreSQL lower-cases, on both sides', () => {
+  // JavaScript lower-cases a word-final capital sigma to ς and İ to i + a combining dot; PostgreSQL's
+  // lower() gives σ and its own i. Lower-casing the text in JavaScript and the column in SQL made a
+  // title miss itself; both sides go through lower() (docs/api-conventions.md: strpos(lower(field), lower(q))).
+  const words = ['ΟΔΟΣ', 'İstanbul'];
+  const title = `${words.join(' ')} trip`;
+  const found = async (query: Record<string, string>, path = TASKS) => {
+    const res = await app.http(host).get(path).query(query).set('Cookie', manager.cookie);
+    expect(res.status, JSON.stringify(res.body)).toBe(200);
+    return res.body;
+  };
+
+  beforeAll(() => createTask(title));
+
+  it('q, contains and startsWith find a title by its own words, and the summary and the export count it', async () => {
+    for (const word of words) {
+      expect(
+        (await found({ q: word })).items.map((t: { title: string }) => t.title),
+        `q=${word}`,
+      ).toEqual([title]);
+      const contains = await found({ title: `contains.${word}` });
+      expect(
+        contains.items.map((t: { title: string }) => t.title),
+        `contains.${word}`,
+      ).toEqual([title]);
+      expect((await found({ q: word }, `${TASKS}/summary`)).total, `summary q=${word}`).toBe(1);
+      const csv = await app
+        .http(host)
+        .get(TASKS)
+        .query({ title: `contains.${word}`, format: 'csv', fields: 'title' })
+        .set('Cookie', manager.cookie);
+      expect(csv.text.split('\r\n').filter((line) => line !== '').length, `export contains.${word}`).toBe(2);
+    }
+    const starts = await found({ title: `startsWith.${words[0]}` });
+    expect(starts.items.map((t: { title: string }) => t.title)).toEqual([title]);
+    expect((await found({ or: `(title.contains.${words[0]},title.eq.none)` })).total).toBe(1);
   });
 });

@@ -162,6 +162,24 @@ describe('date-time buckets', () => {
   });
 });
 
+describe('a UTC offset is no IANA zone', () => {
+  it('refuses tz=+05:00 and its like (422), which PostgreSQL would read the POSIX way, five hours west', async () => {
+    // Node's Intl takes an offset as a zone; PostgreSQL's "at time zone '+05:00'" is UTC-5, so the
+    // buckets would be cut ten hours from where the caller asked. Etc/GMT-5 is the IANA name of UTC+5.
+    // %E2%88%92 is U+2212, the minus sign, which Intl reads as -.
+    for (const tz of ['%2B05:00', '-03:30', '%2B0530', '%2B05', '-05', '%E2%88%9205:00']) {
+      const res = await get(`${TASKS}/summary?groupBy=deadline:day&tz=${tz}`);
+      expect(res.status, `tz=${tz}: ${JSON.stringify(res.body)}`).toBe(422);
+      expect(res.headers['content-type']).toMatch(/application\/problem\+json/);
+      expect(res.body).toMatchObject({ code: 'VALIDATION_FAILED' });
+      expect(res.body.errors[0]).toMatchObject({ pointer: '/querystring/tz', message: /IANA/ });
+    }
+    // 1 March 07:00, 14:00 and 21:00 UTC: in UTC+5 the third falls on 2 March.
+    const east = await summary(`${TASKS}/summary?groupBy=deadline:day&tz=Etc/GMT-5`);
+    expect(east.groups[0]).toEqual({ deadline: '2031-03-01', count: 2 });
+  });
+});
+
 describe('bounds', () => {
   it('answers at most 1,000 groups, truncated true when there are more', async () => {
     const answer = await summary(`${WIDGETS}/summary?color=eq.many&groupBy=name`);

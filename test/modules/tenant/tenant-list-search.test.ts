@@ -1,5 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createCustomer, signInAs, startTestApp, type TestApp } from '../../helpers/app.ts';
+import { createTenant } from '../../../framework/tenancy/create-tenant.ts';
 
 let app: TestApp;
 let cookie: string;
@@ -83,5 +84,20 @@ describe('q searches the tenant list by name, slug or host', () => {
     const res = await list('q=');
     expect(res.status).toBe(422);
     expect(res.body.code).toBe('VALIDATION_FAILED');
+  });
+});
+
+describe('the operator’s tenant search ignores case the way PostgreSQL lower-cases', () => {
+  it('finds a tenant by its own words, a final capital sigma and a dotted capital I among them', async () => {
+    // JavaScript lower-cases ΟΔΟΣ to οδος and İ to i + a combining dot; PostgreSQL's lower() to οδοσ
+    // and its own i: the pattern goes through lower() in SQL, as the column does.
+    await app.services.transactions.run(app.operator, (ctx) =>
+      createTenant(ctx, app.services, { slug: 'greek', name: 'ΟΔΟΣ İstanbul', host: 'greek.localhost' }),
+    );
+    for (const q of ['ΟΔΟΣ', 'İstanbul', 'ΟΔΟΣ İ']) {
+      const res = await list(`q=${encodeURIComponent(q)}`);
+      expect(res.status).toBe(200);
+      expect(slugs(res.body), q).toEqual(['greek']);
+    }
   });
 });
