@@ -131,6 +131,33 @@ describe('each request is served as if it were sent alone', () => {
     expect(res.body).toMatchObject({ code: 'FIELD_COMMAND_OWNED', index: 0, field: 'assigneeId' });
   });
 
+  it('a body member named like an Object.prototype property is an unknown property (422), alone and in a batch', async () => {
+    const prefix = `proto-${randomUUID()}`;
+    for (const name of ['constructor', 'toString', 'hasOwnProperty']) {
+      const body = task(`${prefix} ${name}`, { [name]: 1 });
+      const alone = await t.app.http(HOST).post(TASKS).set('Cookie', writer.cookie).send(body);
+      expect(alone.status, JSON.stringify(alone.body)).toBe(422);
+      expect(alone.body.code).toBe('VALIDATION_FAILED');
+      expect(alone.body.errors.map((e: { pointer: string }) => e.pointer)).toContain(`/body/${name}`);
+      const inBatch = await batch(writer, [{ method: 'POST', path: TASKS, body }]);
+      expect(inBatch.status, JSON.stringify(inBatch.body)).toBe(422);
+      expect(inBatch.body).toMatchObject({ code: 'VALIDATION_FAILED', index: 0 });
+    }
+    const created = await t.app
+      .http(HOST)
+      .post(TASKS)
+      .set('Cookie', writer.cookie)
+      .send(task(`${prefix} patched`));
+    const patch = await t.app
+      .http(HOST)
+      .patch(`${TASKS}/${created.body.id}`)
+      .set('Cookie', writer.cookie)
+      .send({ constructor: 'x' });
+    expect(patch.status, JSON.stringify(patch.body)).toBe(422);
+    expect(patch.body.code).toBe('VALIDATION_FAILED');
+    expect(await countTasks(prefix)).toBe(1);
+  });
+
   it('a request whose body is over its route’s limit (1 MiB) is 413 with its index, as it would be alone', async () => {
     const prefix = `large-${randomUUID()}`;
     const res = await batch(writer, [
