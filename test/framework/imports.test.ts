@@ -170,6 +170,25 @@ describe('imports', () => {
     expect(rows[0].n).toBe(0);
   });
 
+  it('the same Idempotency-Key with another file is 422 IDEMPOTENCY_KEY_REUSED: that file is not taken for the first', async () => {
+    const prefix = `reused-${randomUUID()}`;
+    const key = randomUUID();
+    const first = await upload(writer, TASKS, `title,priority,deadline\n${prefix} a,low,${deadline}\n`, { key });
+    expect(first.status, JSON.stringify(first.body)).toBe(202);
+    const other = await upload(writer, TASKS, `title,priority,deadline\n${prefix} b,low,${deadline}\n`, { key });
+    expect(other.status, JSON.stringify(other.body)).toBe(422);
+    expect(other.body.code).toBe('IDEMPOTENCY_KEY_REUSED');
+    expect(other.headers['idempotent-replayed']).toBeUndefined();
+    // The same file again is the same request: it replays the first import.
+    const again = await upload(writer, TASKS, `title,priority,deadline\n${prefix} a,low,${deadline}\n`, { key });
+    expect(again.status, JSON.stringify(again.body)).toBe(202);
+    expect(again.headers['idempotent-replayed']).toBe('true');
+    expect(again.body.id).toBe(first.body.id);
+    await finished(writer, first.headers.location as string);
+    expect(await tasksTitled(`${prefix} a`)).toBe(1);
+    expect(await tasksTitled(`${prefix} b`)).toBe(0);
+  });
+
   it('a header naming no field stops the import with a problem', async () => {
     const res = await upload(writer, TASKS, `title,colour\nx,red\n`);
     const done = await finished(writer, res.headers.location as string);

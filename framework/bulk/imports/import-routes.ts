@@ -1,4 +1,4 @@
-import { randomUUID } from 'node:crypto';
+import { createHash, randomUUID } from 'node:crypto';
 import { Transform, type TransformCallback } from 'node:stream';
 import Type from 'typebox';
 import { StringEnum } from '../../entity/string-enum.ts';
@@ -14,6 +14,7 @@ import { notFound, problem, ProblemError } from '../../errors.ts';
 import { problemResponse } from '../../openapi/problem-schema.ts';
 import { answer } from '../../http/entity-route-parts.ts';
 import { blobStoreFor } from '../../storage/index.ts';
+import { identifyUpload } from '../../http/idempotency.ts';
 import { IMPORT_BATCH, IMPORT_REQUESTED } from './run-import.ts';
 import { ImportStatus, IMPORTS_PATH, importPath, importStatus, REFUSALS_PAGE_MAX } from './import-status.ts';
 import type { ImportFormat } from './rows.ts';
@@ -47,9 +48,10 @@ function formatOf(asked: ImportFormat | undefined, mediaType: string, name: stri
   );
 }
 
-/** Counts the bytes on their way to the store, refusing past the limit. */
+/** Counts and digests the bytes on their way to the store, refusing past the limit. */
 class Counter extends Transform {
   size = 0;
+  readonly digest = createHash('sha256');
   private readonly max: number;
   constructor(max: number) {
     super();
@@ -57,6 +59,7 @@ class Counter extends Transform {
   }
   override _transform(chunk: Buffer, _encoding: BufferEncoding, done: TransformCallback): void {
     this.size += chunk.length;
+    this.digest.update(chunk);
     if (this.size > this.max) done(tooLarge(this.max));
     else done(null, chunk);
   }
@@ -69,7 +72,7 @@ async function receiveUpload(
   services: Services,
   request: FastifyRequest,
   asked: ImportFormat | undefined,
-): Promise<{ key: string; size: number; format: ImportFormat }> {
+): Promise<{ key: string; size: number; format: ImportFormat; sha256: string }> {
   const max = services.config.files.max_bytes;
   const part = await request
     .file({ limits: { files: 1, fileSize: max }, throwFileSizeLimit: false })
@@ -102,7 +105,7 @@ async function receiveUpload(
     await store.remove(key);
     throw tooLarge(max);
   }
-  return { key, size: counter.size, format };
+  return { key, size: counter.size, format, sha256: counter.digest.digest('hex') };
 }
 
 /**
@@ -158,6 +161,8 @@ export function importRoute(entity: ResolvedEntity, config: Config): NoTxRouteDe
     handler: async ({ services, request, reply, query, session, effectTransaction }) => {
       const { format: asked, dryRun } = query as { format?: ImportFormat; dryRun?: boolean };
       const upload = await receiveUpload(services, request, asked);
+      // The file is the request's body: the same Idempotency-Key with another file is another request.
+      identifyUpload(request, `${upload.format} ${upload.sha256}`);
       const store = blobStoreFor(services.config);
       let queued = false;
       try {
