@@ -10241,6 +10241,7 @@ export interface operations {
             };
             header?: never;
             path: {
+                /** @description The import’s id (UUID) */
                 id: string;
             };
             cookie?: never;

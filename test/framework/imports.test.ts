@@ -218,5 +218,9 @@ describe('imports', () => {
     expect(other.status).toBe(403);
     const unknown = await t.app.http(HOST).get(`/api/v1/imports/${randomUUID()}`).set('Cookie', writer.cookie);
     expect(unknown.status).toBe(404);
+    // An id that is not a UUID is the same 404 as any id that is not there (docs/api-conventions.md).
+    const notUuid = await t.app.http(HOST).get('/api/v1/imports/not-a-uuid').set('Cookie', writer.cookie);
+    expect(notUuid.status, JSON.stringify(notUuid.body)).toBe(404);
+    expect({ ...notUuid.body, requestId: undefined }).toEqual({ ...unknown.body, requestId: undefined });
   });
 });

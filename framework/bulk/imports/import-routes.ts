@@ -15,6 +15,7 @@ import { problemResponse } from '../../openapi/problem-schema.ts';
 import { answer } from '../../http/entity-route-parts.ts';
 import { blobStoreFor } from '../../storage/index.ts';
 import { identifyUpload } from '../../http/idempotency.ts';
+import { isUuid } from '../../operations/entity-sql.ts';
 import { IMPORT_BATCH, IMPORT_REQUESTED } from './run-import.ts';
 import { ImportStatus, IMPORTS_PATH, importPath, importStatus, REFUSALS_PAGE_MAX } from './import-status.ts';
 import type { ImportFormat } from './rows.ts';
@@ -218,7 +219,8 @@ export function importStatusRoute(registry: ModuleRegistry): RouteDefinition {
     tags: ['import'],
     access: 'signedIn',
     schema: {
-      params: Type.Object({ id: Type.String({ format: 'uuid' }) }),
+      // Not format: 'uuid': an id that is not a UUID is the same 404 as any id that is not there.
+      params: Type.Object({ id: Type.String({ description: 'The import’s id (UUID)' }) }),
       querystring: Type.Object(
         {
           afterLine: Type.Optional(
@@ -239,6 +241,7 @@ export function importStatusRoute(registry: ModuleRegistry): RouteDefinition {
     },
     handler: async ({ tx, params, query }) => {
       const { id } = params as { id: string };
+      if (!isUuid(id)) throw notFound();
       const row = await tx.db.selectFrom('imports').selectAll().where('id', '=', id).executeTakeFirst();
       if (!row) throw notFound();
       const entity = registry.entities.find((e) => e.names.key === row.resource);
