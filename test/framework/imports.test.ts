@@ -189,6 +189,37 @@ describe('imports', () => {
     expect(await tasksTitled(`${prefix} b`)).toBe(0);
   });
 
+  it('a CSV number cell is read as JSON writes a number: 1.5 in an integer column, 0x10, +5 or Infinity are refused, not read as 1, 16 or 5', async () => {
+    const widgets = await signInAs(t.app, t.imports, ['widget:read', 'widget:write']);
+    const prefix = `cells-${randomUUID()}`;
+    const cells = ['7', '-0', '1.5', '0x10', '1e2', '+5', ' 5', '1.0', 'Infinity'];
+    const lines = ['name,size,color', ...cells.map((cell, i) => `${prefix} ${i},"${cell}",red`)];
+    const res = await upload(widgets, '/api/v1/testkit/widgets', `${lines.join('\n')}\n`);
+    expect(res.status, JSON.stringify(res.body)).toBe(202);
+    const done = await finished(widgets, res.headers.location as string);
+    // The create route takes 7, -0, 1e2 and 1.0 as JSON numbers for an integer; it refuses 1.5, and
+    // JSON has no 0x10, +5, " 5" or Infinity: each refused at /size, as the body would be.
+    expect(done).toMatchObject({ status: 'done', rowsRead: cells.length, created: 4, refused: 5 });
+    for (const refusal of done.refusals as {
+      line: number;
+      problem: { code: string; errors: { pointer: string }[] };
+    }[]) {
+      expect(refusal.problem.code).toBe('VALIDATION_FAILED');
+      expect(refusal.problem.errors.map((e) => e.pointer)).toContain('/size');
+    }
+    expect(done.refusals.map((r: { line: number }) => r.line)).toEqual([4, 5, 7, 8, 10]);
+    const { rows } = await t.app.services.db.pool.query<{ name: string; size: number }>(
+      'select name, size from widgets where name like $1 order by name',
+      [`${prefix}%`],
+    );
+    expect(rows).toEqual([
+      { name: `${prefix} 0`, size: 7 },
+      { name: `${prefix} 1`, size: 0 },
+      { name: `${prefix} 4`, size: 100 },
+      { name: `${prefix} 7`, size: 1 },
+    ]);
+  });
+
   it('a header naming no field stops the import with a problem', async () => {
     const res = await upload(writer, TASKS, `title,colour\nx,red\n`);
     const done = await finished(writer, res.headers.location as string);
