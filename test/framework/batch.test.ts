@@ -192,6 +192,25 @@ describe('each request is served as if it were sent alone', () => {
     expect(tooMany.body.errors[0].pointer).toBe('/body/requests');
   });
 
+  it('a path with a dot segment is 404 ROUTE_NOT_FOUND, as alone: it never resolves to another route or out of the API', async () => {
+    const prefix = `dots-${randomUUID()}`;
+    for (const path of [
+      '/api/v1/../../admin/login',
+      '/api/v1/%2e%2e/%2E%2e/admin/login',
+      '/api/v1/task/../task/tasks',
+      '/api/v1/task/./tasks',
+      '/api/v1/task/..\\task\\tasks',
+    ]) {
+      const res = await batch(writer, [{ method: 'POST', path, body: task(`${prefix} ${path}`) }]);
+      expect(res.status, `${path}: ${JSON.stringify(res.body).slice(0, 300)}`).toBe(404);
+      expect(res.headers['content-type']).toMatch(/^application\/problem\+json/);
+      expect(res.body).toMatchObject({ code: 'ROUTE_NOT_FOUND', index: 0, request: { method: 'POST', path } });
+      // What the same request answers sent alone (the router resolves no dot segment).
+      expect(res.body.detail).toContain(`No route POST ${path}`);
+    }
+    expect(await countTasks(prefix)).toBe(0);
+  });
+
   it('a batch needs a signed-in caller', async () => {
     const res = await t.app
       .http(HOST)
