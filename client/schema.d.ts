@@ -10275,6 +10275,15 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
+            /** @description A caller who may not create rows in the import's list (AUTH_FORBIDDEN), or a list whose feature the plan lacks (FEATURE_NOT_IN_PLAN) */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
             /** @description No site at this host, or no such resource */
             404: {
                 headers: {

@@ -247,6 +247,12 @@ describe('imports', () => {
       .get(res.headers.location as string)
       .set('Cookie', reader.cookie);
     expect(other.status).toBe(403);
+    expect(other.body.code).toBe('AUTH_FORBIDDEN');
+    // The OpenAPI document says so: the status route answers 403 as well as 404.
+    const document = await t.app.http(HOST).get('/api/v1/openapi.json');
+    const responses = document.body.paths['/api/v1/imports/{id}'].get.responses;
+    expect(Object.keys(responses)).toEqual(expect.arrayContaining(['200', '403', '404']));
+    expect(responses['403'].description).toContain('AUTH_FORBIDDEN');
     const unknown = await t.app.http(HOST).get(`/api/v1/imports/${randomUUID()}`).set('Cookie', writer.cookie);
     expect(unknown.status).toBe(404);
     // An id that is not a UUID is the same 404 as any id that is not there (docs/api-conventions.md).

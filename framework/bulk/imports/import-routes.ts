@@ -218,6 +218,9 @@ export function importStatusRoute(registry: ModuleRegistry): RouteDefinition {
     description: `Rows read, created and refused so far, and the refused rows with their lines and problems, ${REFUSALS_PAGE_MAX} at most per answer (afterLine pages on). Open to a caller who may create rows in the import's list (403 AUTH_FORBIDDEN otherwise); an unknown id is 404.`,
     tags: ['import'],
     access: 'signedIn',
+    problems: {
+      403: "A caller who may not create rows in the import's list (AUTH_FORBIDDEN), or a list whose feature the plan lacks (FEATURE_NOT_IN_PLAN)",
+    },
     schema: {
       // Not format: 'uuid': an id that is not a UUID is the same 404 as any id that is not there.
       params: Type.Object({ id: Type.String({ description: 'The import’s id (UUID)' }) }),
