@@ -219,7 +219,7 @@ export async function earlierAnswer(
 ): Promise<{ body: unknown } | undefined> {
   // An upload's file is not read yet, so whether it is the same request cannot be told here: its
   // key is judged with its effect (runIdempotent), once the route has read the file (identifyUpload).
-  if (request.isMultipart()) return undefined;
+  if (/^multipart\//i.test(request.headers['content-type'] ?? '')) return undefined;
   const userId = tx.session?.userId;
   return userId ? recordedAnswer(tx, userId, key, requestHash(request), reply, routeAnswerSecrets(request)) : undefined;
 }
