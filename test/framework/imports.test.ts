@@ -113,6 +113,8 @@ describe('imports', () => {
       JSON.stringify({ title: `${prefix} b`, priority: 'nope', deadline }),
       'not json',
       JSON.stringify({ title: `${prefix} c`, priority: 'low', deadline, assigneeId: randomUUID() }),
+      // A member named like an Object.prototype property is an unknown property, as in the create route's body.
+      JSON.stringify({ title: `${prefix} d`, priority: 'low', deadline, constructor: 1 }),
     ];
     const res = await upload(writer, TASKS, rows.join('\n'), {
       name: 'rows.ndjson',
@@ -122,11 +124,12 @@ describe('imports', () => {
     expect(res.status, JSON.stringify(res.body)).toBe(202);
     expect(res.body.dryRun).toBe(true);
     const done = await finished(writer, res.headers.location as string);
-    expect(done).toMatchObject({ status: 'done', rowsRead: 4, created: 0, valid: 1, refused: 3 });
+    expect(done).toMatchObject({ status: 'done', rowsRead: 5, created: 0, valid: 1, refused: 4 });
     expect(done.refusals.map((r: { line: number; problem: { code: string } }) => [r.line, r.problem.code])).toEqual([
       [3, 'VALIDATION_FAILED'],
       [4, 'VALIDATION_FAILED'],
       [5, 'FIELD_COMMAND_OWNED'],
+      [6, 'VALIDATION_FAILED'],
     ]);
     expect(await tasksTitled(prefix)).toBe(0);
   });
