@@ -10241,6 +10241,7 @@ export interface operations {
             };
             header?: never;
             path: {
+                /** @description The import’s id (UUID) */
                 id: string;
             };
             cookie?: never;
@@ -10267,6 +10268,15 @@ export interface operations {
             };
             /** @description Not signed in (AUTH_REQUIRED), or a bearer token unknown, expired, revoked or of another tenant (TOKEN_INVALID) */
             401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description A caller who may not create rows in the import's list (AUTH_FORBIDDEN), or a list whose feature the plan lacks (FEATURE_NOT_IN_PLAN) */
+            403: {
                 headers: {
                     [name: string]: unknown;
                 };
