@@ -242,11 +242,15 @@ export class LiveHub implements LiveStreams {
   ): void {
     const tenant = tx.tenant;
     let attached = false;
-    response.once('close', () => {
+    const gone = () => {
       sse.close();
       if (attached) this.detach(tenant.id, streams);
       release();
-    });
+    };
+    // A client that left while the stream was opening (its 'close' already emitted, never again)
+    // gives its place back now: else the caller's and the process's counts would keep it for good.
+    if (response.destroyed) gone();
+    else response.once('close', gone);
     tx.afterCommit(() => {
       if (sse.isClosed) return;
       attached = true;

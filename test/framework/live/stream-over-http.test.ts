@@ -1,4 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
+import { request } from 'node:http';
 import { CompiledQuery } from 'kysely';
 import { createCustomer, signInAs, startTestApp, type SignedIn, type TestApp } from '../../helpers/app.ts';
 import { testConfig } from '../../helpers/config.ts';
@@ -279,6 +280,51 @@ describe('authorised at open and at every batch', () => {
     expect(Number(refused.headers['retry-after'])).toBeGreaterThan(0);
     // Another caller is not held to this one's count.
     expect((await follow(A, await signInAs(app, tenantA, ['task:read']))).status).toBe(200);
+  });
+
+  it('gives the place back of a client that leaves while its stream is opening: the caller can still open as many', async () => {
+    const member = await signInAs(app, tenantA, ['task:read']);
+    // Each opening reads the tenant's last position: held up here until its client has gone.
+    const locker = await app.services.db.pool.connect();
+    try {
+      await locker.query('begin');
+      await locker.query('lock table live_positions in access exclusive mode');
+      const { hostname, port } = new URL(base);
+      const waiting = async () =>
+        (
+          await app.services.db.pool.query<{ n: number }>(
+            `select count(*)::int as n from pg_locks where relation = 'live_positions'::regclass and not granted`,
+          )
+        ).rows[0]!.n;
+      for (let i = 0; i < 3; i++) {
+        const req = request({
+          hostname,
+          port,
+          path: STREAM,
+          agent: false,
+          headers: { host: A, cookie: member.cookie, accept: 'text/event-stream' },
+        });
+        req.on('error', () => {});
+        req.end();
+        await vi.waitFor(async () => expect(await waiting()).toBe(i + 1), { timeout: 5_000, interval: 20 });
+        req.destroy();
+      }
+      // The server has seen the three clients leave before their openings go on.
+      await new Promise((r) => setTimeout(r, 200));
+    } finally {
+      await locker.query('commit');
+      locker.release();
+    }
+    const opened = () =>
+      vi.waitFor(
+        async () => {
+          const client = await follow(A, member);
+          expect(client.status).toBe(200);
+        },
+        { timeout: 3_000, interval: 100 },
+      );
+    for (let i = 0; i < 3; i++) await opened();
+    expect((await follow(A, member)).status).toBe(429);
   });
 });
 
