@@ -162,7 +162,7 @@ export class LiveHub implements LiveStreams {
       if (!source) throw new Error(`no live list ${operationId}`);
       return { source, name: operationId, query: {}, fresh: fresh.has(operationId) };
     });
-    return this.connect(tx, channels, request, reply, true);
+    return this.connect(tx, channels, request, reply);
   }
 
   private async connect(
@@ -175,7 +175,6 @@ export class LiveHub implements LiveStreams {
     }[],
     request: FastifyRequest,
     reply: FastifyReply,
-    announceStart = false,
   ): Promise<Readable> {
     if (!this.parsers || this.stopped) throw problem('NOT_READY', 'This process does not serve streams');
     const asked = channels.map(({ source, query }) => streamQuery(tx, source, query));
@@ -220,7 +219,9 @@ export class LiveHub implements LiveStreams {
     });
     this.joinOnCommit(tx, reply.raw, sse, streams, release);
     reply.header('content-type', 'text/event-stream; charset=utf-8').header('x-accel-buffering', 'no');
-    sse.open(announceStart ? start.position : undefined);
+    // Where it starts, as an `id:`: a client that sees no event before the connection ends (a
+    // shutdown, a network drop) still resumes from there with Last-Event-ID, missing nothing.
+    sse.open(start.position);
     if (start.reset) sse.event('reset', '{}', start.position);
     return sse.readable;
   }

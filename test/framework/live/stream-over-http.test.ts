@@ -166,6 +166,34 @@ describe('a stream of a generated list', () => {
     expect((await unknown.take(1))[0]!.event).toBe('reset');
   });
 
+  it('opens with its start position as an id: a client that saw no event resumes on another process after a shutdown, missing nothing', async () => {
+    const member = await signInAs(app, tenantA, ['task:read', 'task:update']);
+    const other = await startTestApp({ databaseUrl: app.databaseUrl, role: 'web', config: app.config });
+    let closed = false;
+    let gone: StreamClient | undefined;
+    try {
+      const otherBase = await other.web!.listen({ port: 0, host: '127.0.0.1' });
+      const client = await StreamClient.open(otherBase, STREAM, { host: A, cookie: member.cookie });
+      open.push(client);
+      gone = client;
+      expect(client.status).toBe(200);
+      await vi.waitFor(() => expect((other.services.live as unknown as { openStreams: number }).openStreams).toBe(1));
+      await other.close();
+      closed = true;
+      // Ended without an end event: the client is to reconnect, as an EventSource does, elsewhere.
+      expect(await client.waitEnd(5000)).toBe(true);
+    } finally {
+      if (!closed) await other.close();
+    }
+    const client = gone!;
+    // Another stream sees the change: it has its position, and lies before any new stream's start.
+    const witness = await follow(A, member);
+    const missed = await newTask(A, member, 'While reconnecting');
+    expect(summary(await witness.take(1))).toEqual([['created', missed.id]]);
+    const resumed = await follow(A, member, STREAM, client.lastEventId ? { 'last-event-id': client.lastEventId } : {});
+    expect(summary(await resumed.take(1))).toEqual([['created', missed.id]]);
+  });
+
   it('refuses a malformed Last-Event-ID with 422 VALIDATION_FAILED', async () => {
     const member = await signInAs(app, tenantA, ['task:read']);
     const client = await follow(A, member, STREAM, { 'last-event-id': 'yesterday' });
