@@ -254,6 +254,9 @@ export class LiveHub implements LiveStreams {
     else response.once('close', gone);
     tx.afterCommit(() => {
       if (sse.isClosed) return;
+      // The process began to shut down while it opened: it ends as close() ended the others (its
+      // client resumes elsewhere), rather than join a hub that will send it nothing, nor end it.
+      if (this.stopped) return sse.close();
       attached = true;
       this.attach(tenant, streams);
     });

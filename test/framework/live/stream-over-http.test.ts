@@ -72,6 +72,19 @@ const leaveOnlyTaskUpdate = (userId: string) =>
     ),
   );
 
+/**
+ * The stream openings waiting for live_positions (a test holds it locked): each opening reads the
+ * tenant's last position there. Told by their statement, apart from a relay that may wait too.
+ */
+const openingsWaiting = async () =>
+  (
+    await app.services.db.pool.query<{ n: number }>(
+      `select count(*)::int as n from pg_locks l join pg_stat_activity a on a.pid = l.pid
+        where l.relation = 'live_positions'::regclass and not l.granted and a.query like $1`,
+      ['%coalesce((select position from live_positions%'],
+    )
+  ).rows[0]!.n;
+
 const data = (event: ReceivedEvent) => JSON.parse(event.data) as { id: string; row?: Record<string, unknown> };
 const summary = (events: ReceivedEvent[]) => events.map((e) => [e.event, data(e).id]);
 
@@ -187,6 +200,40 @@ describe('a stream of a generated list', () => {
     }
     const client = gone!;
     // Another stream sees the change: it has its position, and lies before any new stream's start.
+    const witness = await follow(A, member);
+    const missed = await newTask(A, member, 'While reconnecting');
+    expect(summary(await witness.take(1))).toEqual([['created', missed.id]]);
+    const resumed = await follow(A, member, STREAM, client.lastEventId ? { 'last-event-id': client.lastEventId } : {});
+    expect(summary(await resumed.take(1))).toEqual([['created', missed.id]]);
+  });
+
+  it('ends cleanly a stream whose opening was under way when its process began to shut down: it resumes elsewhere', async () => {
+    const member = await signInAs(app, tenantA, ['task:read', 'task:update']);
+    const other = await startTestApp({ databaseUrl: app.databaseUrl, role: 'web', config: app.config });
+    const otherBase = await other.web!.listen({ port: 0, host: '127.0.0.1' });
+    // The opening reads the tenant's last position: held up there while the process begins to close.
+    const locker = await app.services.db.pool.connect();
+    let closing: Promise<void> | undefined;
+    let client: StreamClient;
+    try {
+      await locker.query('begin');
+      await locker.query('lock table live_positions in access exclusive mode');
+      const opening = StreamClient.open(otherBase, STREAM, { host: A, cookie: member.cookie });
+      await vi.waitFor(async () => expect(await openingsWaiting()).toBe(1), { timeout: 5_000, interval: 20 });
+      closing = other.close();
+      // The hub has stopped (the server's preClose) before the opening goes on.
+      await new Promise((r) => setTimeout(r, 200));
+      await locker.query('commit');
+      client = await opening;
+      open.push(client);
+    } finally {
+      locker.release();
+    }
+    expect(client.status).toBe(200);
+    // Ended without an end event, as every stream of a process that shuts down: the client reconnects.
+    expect(await client.waitEnd(5000)).toBe(true);
+    expect(await client.next(100)).toBeUndefined();
+    await closing;
     const witness = await follow(A, member);
     const missed = await newTask(A, member, 'While reconnecting');
     expect(summary(await witness.take(1))).toEqual([['created', missed.id]]);
@@ -312,21 +359,12 @@ describe('authorised at open and at every batch', () => {
 
   it('gives the place back of a client that leaves while its stream is opening: the caller can still open as many', async () => {
     const member = await signInAs(app, tenantA, ['task:read']);
-    // Each opening reads the tenant's last position: held up here until its client has gone (the
-    // openings waiting are told by their statement, apart from a relay that may wait too).
+    // Each opening reads the tenant's last position: held up there until its client has gone.
     const locker = await app.services.db.pool.connect();
     try {
       await locker.query('begin');
       await locker.query('lock table live_positions in access exclusive mode');
       const { hostname, port } = new URL(base);
-      const waiting = async () =>
-        (
-          await app.services.db.pool.query<{ n: number }>(
-            `select count(*)::int as n from pg_locks l join pg_stat_activity a on a.pid = l.pid
-              where l.relation = 'live_positions'::regclass and not l.granted and a.query like $1`,
-            ['%coalesce((select position from live_positions%'],
-          )
-        ).rows[0]!.n;
       for (let i = 0; i < 3; i++) {
         const req = request({
           hostname,
@@ -337,7 +375,7 @@ describe('authorised at open and at every batch', () => {
         });
         req.on('error', () => {});
         req.end();
-        await vi.waitFor(async () => expect(await waiting()).toBe(i + 1), { timeout: 5_000, interval: 20 });
+        await vi.waitFor(async () => expect(await openingsWaiting()).toBe(i + 1), { timeout: 5_000, interval: 20 });
         req.destroy();
       }
       // The server has seen the three clients leave before their openings go on.
