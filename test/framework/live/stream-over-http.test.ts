@@ -4,6 +4,7 @@ import { CompiledQuery } from 'kysely';
 import { createCustomer, signInAs, startTestApp, type SignedIn, type TestApp } from '../../helpers/app.ts';
 import { testConfig } from '../../helpers/config.ts';
 import { StreamClient, type ReceivedEvent } from '../../helpers/event-stream.ts';
+import { holdStreamOpenings } from '../../helpers/stream-openings.ts';
 import type { TenantRef } from '../../../framework/context/tenant.ts';
 import { EventStream } from '../../../framework/live/event-stream.ts';
 
@@ -71,19 +72,6 @@ const leaveOnlyTaskUpdate = (userId: string) =>
       ),
     ),
   );
-
-/**
- * The stream openings waiting for live_positions (a test holds it locked): each opening reads the
- * tenant's last position there. Told by their statement, apart from a relay that may wait too.
- */
-const openingsWaiting = async () =>
-  (
-    await app.services.db.pool.query<{ n: number }>(
-      `select count(*)::int as n from pg_locks l join pg_stat_activity a on a.pid = l.pid
-        where l.relation = 'live_positions'::regclass and not l.granted and a.query like $1`,
-      ['%coalesce((select position from live_positions%'],
-    )
-  ).rows[0]!.n;
 
 const data = (event: ReceivedEvent) => JSON.parse(event.data) as { id: string; row?: Record<string, unknown> };
 const summary = (events: ReceivedEvent[]) => events.map((e) => [e.event, data(e).id]);
@@ -211,23 +199,21 @@ describe('a stream of a generated list', () => {
     const member = await signInAs(app, tenantA, ['task:read', 'task:update']);
     const other = await startTestApp({ databaseUrl: app.databaseUrl, role: 'web', config: app.config });
     const otherBase = await other.web!.listen({ port: 0, host: '127.0.0.1' });
-    // The opening reads the tenant's last position: held up there while the process begins to close.
-    const locker = await app.services.db.pool.connect();
+    // The opening is held up while the process begins to close.
+    const held = await holdStreamOpenings(app.databaseUrl);
     let closing: Promise<void> | undefined;
     let client: StreamClient;
     try {
-      await locker.query('begin');
-      await locker.query('lock table live_positions in access exclusive mode');
       const opening = StreamClient.open(otherBase, STREAM, { host: A, cookie: member.cookie });
-      await vi.waitFor(async () => expect(await openingsWaiting()).toBe(1), { timeout: 5_000, interval: 20 });
+      await vi.waitFor(async () => expect(await held.waiting()).toBe(1), { timeout: 5_000, interval: 20 });
       closing = other.close();
       // The hub has stopped (the server's preClose) before the opening goes on.
       await new Promise((r) => setTimeout(r, 200));
-      await locker.query('commit');
+      await held.release();
       client = await opening;
       open.push(client);
     } finally {
-      locker.release();
+      await held.release();
     }
     expect(client.status).toBe(200);
     // Ended without an end event, as every stream of a process that shuts down: the client reconnects.
@@ -359,11 +345,9 @@ describe('authorised at open and at every batch', () => {
 
   it('gives the place back of a client that leaves while its stream is opening: the caller can still open as many', async () => {
     const member = await signInAs(app, tenantA, ['task:read']);
-    // Each opening reads the tenant's last position: held up there until its client has gone.
-    const locker = await app.services.db.pool.connect();
+    // Each opening is held up until its client has gone.
+    const held = await holdStreamOpenings(app.databaseUrl);
     try {
-      await locker.query('begin');
-      await locker.query('lock table live_positions in access exclusive mode');
       const { hostname, port } = new URL(base);
       for (let i = 0; i < 3; i++) {
         const req = request({
@@ -375,14 +359,13 @@ describe('authorised at open and at every batch', () => {
         });
         req.on('error', () => {});
         req.end();
-        await vi.waitFor(async () => expect(await openingsWaiting()).toBe(i + 1), { timeout: 5_000, interval: 20 });
+        await vi.waitFor(async () => expect(await held.waiting()).toBe(i + 1), { timeout: 5_000, interval: 20 });
         req.destroy();
       }
       // The server has seen the three clients leave before their openings go on.
       await new Promise((r) => setTimeout(r, 200));
     } finally {
-      await locker.query('commit');
-      locker.release();
+      await held.release();
     }
     const opened = () =>
       vi.waitFor(
