@@ -9083,7 +9083,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Database busy (DB_BUSY: every connection stayed in use), a statement past its time limit (DB_TIMEOUT) or the database unreachable (DB_UNAVAILABLE): retry after the Retry-After seconds. Only a 2xx acknowledges a write */
+            /** @description This web process is starting or shutting down (NOT_READY: reconnect, and another process serves the stream), or the database busy (DB_BUSY), a statement past its time limit (DB_TIMEOUT) or the database unreachable (DB_UNAVAILABLE): retry after the Retry-After seconds */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -10832,7 +10832,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Database busy (DB_BUSY: every connection stayed in use), a statement past its time limit (DB_TIMEOUT) or the database unreachable (DB_UNAVAILABLE): retry after the Retry-After seconds. Only a 2xx acknowledges a write */
+            /** @description This web process is starting or shutting down (NOT_READY: reconnect, and another process serves the stream), or the database busy (DB_BUSY), a statement past its time limit (DB_TIMEOUT) or the database unreachable (DB_UNAVAILABLE): retry after the Retry-After seconds */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -12727,7 +12727,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Database busy (DB_BUSY: every connection stayed in use), a statement past its time limit (DB_TIMEOUT) or the database unreachable (DB_UNAVAILABLE): retry after the Retry-After seconds. Only a 2xx acknowledges a write */
+            /** @description This web process is starting or shutting down (NOT_READY: reconnect, and another process serves the stream), or the database busy (DB_BUSY), a statement past its time limit (DB_TIMEOUT) or the database unreachable (DB_UNAVAILABLE): retry after the Retry-After seconds */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -16421,7 +16421,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Database busy (DB_BUSY: every connection stayed in use), a statement past its time limit (DB_TIMEOUT) or the database unreachable (DB_UNAVAILABLE): retry after the Retry-After seconds. Only a 2xx acknowledges a write */
+            /** @description This web process is starting or shutting down (NOT_READY: reconnect, and another process serves the stream), or the database busy (DB_BUSY), a statement past its time limit (DB_TIMEOUT) or the database unreachable (DB_UNAVAILABLE): retry after the Retry-After seconds */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -18244,7 +18244,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Database busy (DB_BUSY: every connection stayed in use), a statement past its time limit (DB_TIMEOUT) or the database unreachable (DB_UNAVAILABLE): retry after the Retry-After seconds. Only a 2xx acknowledges a write */
+            /** @description This web process is starting or shutting down (NOT_READY: reconnect, and another process serves the stream), or the database busy (DB_BUSY), a statement past its time limit (DB_TIMEOUT) or the database unreachable (DB_UNAVAILABLE): retry after the Retry-After seconds */
             503: {
                 headers: {
                     [name: string]: unknown;

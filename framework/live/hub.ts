@@ -21,6 +21,7 @@ import { LAST_EVENT_ID } from './stream-route.ts';
 import { fanOut, type Outgoing } from './fan-out.ts';
 import type { OpenStream } from './open-stream.ts';
 import { BatchPacer } from './pacing.ts';
+import { RowSerializers } from './row-serializers.ts';
 
 /** Batches running at once in a process: each holds a pool connection for one short transaction. */
 const CONCURRENT_BATCHES = 2;
@@ -78,7 +79,7 @@ export class LiveHub implements LiveStreams {
   private parsers: Map<string, ((text: string) => unknown)[]> | undefined;
   private readonly statements = new Map<string, string>();
   /** Row serializers by list and `fields=`: streams that name the same fields share one (and its text per row). */
-  private readonly serializers = new Map<string, (row: unknown) => string>();
+  private readonly serializers = new RowSerializers();
   private open_ = 0;
   private reserved = 0;
   private timers: NodeJS.Timeout[] = [];
@@ -212,7 +213,7 @@ export class LiveHub implements LiveStreams {
         access,
         needs: permissions,
         filter,
-        serialize: this.serializerFor(source, fields, () =>
+        serialize: this.serializers.of(source.key, fields, () =>
           selection
             ? selectingSerializer(selection)
             : (reply.compileSerializationSchema(source.rowSchema as Values) as (row: unknown) => string),
@@ -468,6 +469,12 @@ export class LiveHub implements LiveStreams {
       return read;
     });
     this.options.metrics?.liveBatches.inc();
+    if (!result.served) {
+      // A suspended tenant: its host now answers every list 404 NO_SITE. The streams close as at a
+      // shutdown, without `end`, so a client reconnects and is answered as the list would be.
+      for (const stream of streams) stream.sse.close();
+      return false;
+    }
     const readAt = performance.now();
     const indexes = filters.map((list) => new Map(list.map((filter, i) => [filter.key, i])));
     this.deliver(group, streams, sources, indexes, result, readAt);
@@ -546,16 +553,6 @@ export class LiveHub implements LiveStreams {
       this.statements.set(key, text);
     }
     return { text, params: [] };
-  }
-
-  private serializerFor(source: LiveSource, fields: string, make: () => (row: unknown) => string) {
-    const key = `${source.key}|${fields}`;
-    let serialize = this.serializers.get(key);
-    if (!serialize) {
-      serialize = make();
-      this.serializers.set(key, serialize);
-    }
-    return serialize;
   }
 }
 

@@ -301,6 +301,28 @@ describe('authorised at open and at every batch', () => {
     expect(JSON.parse(end!.data)).toEqual({ reason: 'AUTH_REQUIRED' });
   });
 
+  it('closes when its tenant is suspended; the reconnect is answered as the list, 404 NO_SITE', async () => {
+    const host = 'live-suspended.localhost';
+    const tenant = await createCustomer(app, 'live-suspended', host);
+    const member = await signInAs(app, tenant, ['task:read']);
+    const client = await follow(host, member);
+    expect(client.status).toBe(200);
+    const operator = await signInAs(app, app.operator, ['tenant:manage']);
+    const suspended = await app
+      .http()
+      .post(`/api/v1/tenant/tenants/${tenant.id}/suspend`)
+      .set('Cookie', operator.cookie);
+    expect(suspended.status).toBe(200);
+    // Nothing changes in the tenant: the recheck (1 s here) finds it suspended.
+    expect(await client.waitEnd(4000)).toBe(true);
+    // Closed as at a shutdown, not ended: `end` would tell the client not to reconnect.
+    expect(await client.next(200)).toBeUndefined();
+    const again = await StreamClient.open(base, STREAM, { host, cookie: member.cookie });
+    open.push(again);
+    expect(again.status).toBe(404);
+    expect(again.problem?.code).toBe('NO_SITE');
+  });
+
   it('ends when the user is deactivated', async () => {
     const member = await signInAs(app, tenantA, ['task:read']);
     const client = await follow(A, member);
