@@ -416,13 +416,13 @@ describe('Generated pages: forms', () => {
     const host = 'pastend.localhost';
     const tenant = await createCustomer(app, 'pastend', host);
     const admin = await signInAs(app, tenant, ['*']);
-    for (const title of ['One', 'Two', 'Three'])
-      await app
-        .http(host)
-        .post('/api/v1/task/tasks')
-        .set('Cookie', admin.cookie)
-        .send({ title, priority: 'low', deadline: '2031-01-01T00:00:00Z' })
-        .expect(201);
+    const task = (title: string) => ({ title, priority: 'low', deadline: '2031-01-01T00:00:00Z' });
+    const made = await Promise.all(
+      ['One', 'Two', 'Three'].map((t) =>
+        app.http(host).post('/api/v1/task/tasks').set('Cookie', admin.cookie).send(task(t)),
+      ),
+    );
+    expect(made.map((res) => res.status)).toEqual([201, 201, 201]);
     for (const path of ['/admin/task/tasks?limit=2&offset=10', '/admin/task/tasks/rows?limit=2&offset=10']) {
       const page = await app.http(host).get(path).set('Cookie', admin.cookie);
       expect(page.status, path).toBe(200);
