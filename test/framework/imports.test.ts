@@ -134,6 +134,22 @@ describe('imports', () => {
     expect(await tasksTitled(prefix)).toBe(0);
   });
 
+  it('an NDJSON file that starts with a byte order mark reads its first line as a row', async () => {
+    const prefix = `bom-${randomUUID()}`;
+    const rows = [
+      JSON.stringify({ title: `${prefix} a`, priority: 'low', deadline }),
+      JSON.stringify({ title: `${prefix} b`, priority: 'low', deadline }),
+    ];
+    const res = await upload(writer, TASKS, `\uFEFF${rows.join('\r\n')}\r\n`, {
+      name: 'rows.ndjson',
+      type: 'application/x-ndjson',
+    });
+    expect(res.status, JSON.stringify(res.body)).toBe(202);
+    const done = await finished(writer, res.headers.location as string);
+    expect(done).toMatchObject({ status: 'done', rowsRead: 2, created: 2, refused: 0 });
+    expect(await tasksTitled(prefix)).toBe(2);
+  });
+
   it('rows the database refuses are refused alone: a taken slug, in the same batch as rows that stand', async () => {
     const slug = `taken-${Date.now().toString(36)}`;
     const rows = [
