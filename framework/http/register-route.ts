@@ -5,7 +5,7 @@ import type {
   FastifySchemaCompiler,
   HookHandlerDoneFunction,
 } from 'fastify';
-import type { TSchema } from 'typebox';
+import Type, { type TSchema } from 'typebox';
 import type { AnyRoute, EarlyAnswer } from '../entity/define.ts';
 import type { PublishAllowList } from '../context/tx.ts';
 import type { ResolvedEntity } from '../entity/resolve.ts';
@@ -39,6 +39,19 @@ function isFormEncoded(request: FastifyRequest): boolean {
   return type !== undefined && type.split(';', 1)[0]!.trim().toLowerCase() === FORM_MEDIA_TYPE;
 }
 
+/** The query string of an API route that declares none: no parameter at all. */
+const NO_QUERY_PARAMETERS = Type.Object({}, { additionalProperties: false });
+
+/**
+ * An API route that declares no query string takes none: an unknown parameter is 422
+ * VALIDATION_FAILED there as on every route that declares one (docs/api-conventions.md), not
+ * silently ignored (`?format=csv` answered JSON). Pages and probes outside /api/ are left as declared.
+ */
+function withQueryString(route: AnyRoute): AnyRoute {
+  if (route.schema.querystring || !route.url.startsWith('/api/')) return route;
+  return { ...route, schema: { ...route.schema, querystring: NO_QUERY_PARAMETERS } };
+}
+
 const noTenant = (): never => {
   throw problem('NO_SITE');
 };
@@ -53,10 +66,11 @@ const noTenant = (): never => {
 export function registerRoute(
   app: FastifyInstance,
   services: Services,
-  route: AnyRoute,
+  declared: AnyRoute,
   entity?: ResolvedEntity,
   batchRoutes?: BatchRoutes,
 ): void {
+  const route = withQueryString(declared);
   const cookie = sessionCookie(services.config);
   const guard = new RouteGuard(route.access, services.registry, route.feature);
   const bodyCheck = entity ? protectedBodyCheck(entity, route) : undefined;
