@@ -9083,7 +9083,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Database busy (DB_BUSY: every connection stayed in use), a statement past its time limit (DB_TIMEOUT) or the database unreachable (DB_UNAVAILABLE): retry after the Retry-After seconds. Only a 2xx acknowledges a write */
+            /** @description This web process is starting or shutting down (NOT_READY: reconnect, and another process serves the stream), or the database busy (DB_BUSY), a statement past its time limit (DB_TIMEOUT) or the database unreachable (DB_UNAVAILABLE): retry after the Retry-After seconds */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -10241,6 +10241,7 @@ export interface operations {
             };
             header?: never;
             path: {
+                /** @description The import’s id (UUID) */
                 id: string;
             };
             cookie?: never;
@@ -10267,6 +10268,15 @@ export interface operations {
             };
             /** @description Not signed in (AUTH_REQUIRED), or a bearer token unknown, expired, revoked or of another tenant (TOKEN_INVALID) */
             401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description A caller who may not create rows in the import's list (AUTH_FORBIDDEN), or a list whose feature the plan lacks (FEATURE_NOT_IN_PLAN) */
+            403: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -10822,7 +10832,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Database busy (DB_BUSY: every connection stayed in use), a statement past its time limit (DB_TIMEOUT) or the database unreachable (DB_UNAVAILABLE): retry after the Retry-After seconds. Only a 2xx acknowledges a write */
+            /** @description This web process is starting or shutting down (NOT_READY: reconnect, and another process serves the stream), or the database busy (DB_BUSY), a statement past its time limit (DB_TIMEOUT) or the database unreachable (DB_UNAVAILABLE): retry after the Retry-After seconds */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -12717,7 +12727,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Database busy (DB_BUSY: every connection stayed in use), a statement past its time limit (DB_TIMEOUT) or the database unreachable (DB_UNAVAILABLE): retry after the Retry-After seconds. Only a 2xx acknowledges a write */
+            /** @description This web process is starting or shutting down (NOT_READY: reconnect, and another process serves the stream), or the database busy (DB_BUSY), a statement past its time limit (DB_TIMEOUT) or the database unreachable (DB_UNAVAILABLE): retry after the Retry-After seconds */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -16411,7 +16421,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Database busy (DB_BUSY: every connection stayed in use), a statement past its time limit (DB_TIMEOUT) or the database unreachable (DB_UNAVAILABLE): retry after the Retry-After seconds. Only a 2xx acknowledges a write */
+            /** @description This web process is starting or shutting down (NOT_READY: reconnect, and another process serves the stream), or the database busy (DB_BUSY), a statement past its time limit (DB_TIMEOUT) or the database unreachable (DB_UNAVAILABLE): retry after the Retry-After seconds */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -18234,7 +18244,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Database busy (DB_BUSY: every connection stayed in use), a statement past its time limit (DB_TIMEOUT) or the database unreachable (DB_UNAVAILABLE): retry after the Retry-After seconds. Only a 2xx acknowledges a write */
+            /** @description This web process is starting or shutting down (NOT_READY: reconnect, and another process serves the stream), or the database busy (DB_BUSY), a statement past its time limit (DB_TIMEOUT) or the database unreachable (DB_UNAVAILABLE): retry after the Retry-After seconds */
             503: {
                 headers: {
                     [name: string]: unknown;

@@ -1,5 +1,5 @@
-import type { FastifyReply, FastifyRequest } from 'fastify';
-import { retryAfter, toProblem } from '../http/problems.ts';
+import type { FastifyError, FastifyReply, FastifyRequest } from 'fastify';
+import { SECURITY_HEADERS, frameworkProblem, retryAfter, toProblem } from '../http/problems.ts';
 import { methodRefusal } from '../http/methods.ts';
 import { type ProblemError, problem as makeProblem, problemDeclaration } from '../errors.ts';
 import { asSentence } from './field-messages.ts';
@@ -10,6 +10,7 @@ import { pageContext } from './page.ts';
 import { LOGIN_PATH, renderAnonymousPage, renderAdminPage } from './shell.ts';
 import { allows } from './allows.ts';
 import { isHtmx } from './html.ts';
+import { adminContentSecurityPolicy } from './csp.ts';
 
 /** /admin/login?next=<the page asked for>: where an anonymous browser is sent. */
 export function loginLocation(request: FastifyRequest): string {
@@ -144,9 +145,7 @@ export function installAdminErrors(site: AdminSite): void {
     return reply
       .code(fallback.status)
       .type('text/html; charset=utf-8')
-      .send(
-        `<!doctype html><html lang="en"><title>Error</title><p data-code="${fallback.code}">${problemText(fallback).sentence}</p></html>`,
-      );
+      .send(plainErrorHtml(fallback.code, problemText(fallback).sentence));
   };
 
   site.app.setErrorHandler(async (err, request, reply) => {
@@ -178,4 +177,37 @@ export function installAdminErrors(site: AdminSite): void {
     if (!request.cookies[cookieName]) return sendToLogin(request, reply);
     return answer(request, reply, makeProblem('ROUTE_NOT_FOUND', `No page at ${request.url.split('?', 1)[0]}`));
   });
+}
+
+/** A page that needs nothing (no tenant, no session, no template): the shell's own sentence, the code only in data-code. */
+const plainErrorHtml = (code: string, sentence: string) =>
+  `<!doctype html><html lang="en"><title>Error</title><p data-code="${code}">${sentence}</p>` +
+  '<p><a href="/admin">Back to the dashboard</a></p></html>';
+
+/** An address under /admin, where a person reads the answer: the shell's prefix and what is below it. */
+export const isAdminAddress = (url: string): boolean => /^\/admin(?:[/?#]|$)/.test(url);
+
+/**
+ * A failure fastify meets before routing (an address that is no valid percent-encoding, a path
+ * segment past the router's limit) at an address under /admin: no scope, hook or tenant has run,
+ * so the shell's error handler never sees it. A browser shown the API's problem document there
+ * read its code; it gets the plain page instead, with the shell's headers, the code in data-code.
+ */
+export function adminFrameworkError(err: FastifyError, request: FastifyRequest, reply: FastifyReply): FastifyReply {
+  const refused = frameworkProblem(err);
+  if (refused.status >= 500) request.log.error({ err }, 'admin request failed before routing');
+  const sentence =
+    refused.status >= 500
+      ? problemText(refused).sentence
+      : 'This address cannot be read. Check the link, or start again from the dashboard.';
+  return reply
+    .headers(SECURITY_HEADERS)
+    .header('content-security-policy', adminContentSecurityPolicy(request))
+    .header('x-frame-options', 'DENY')
+    .header('referrer-policy', 'strict-origin')
+    .header('cache-control', 'no-store')
+    .header('x-request-id', request.id)
+    .code(refused.status)
+    .type('text/html; charset=utf-8')
+    .send(plainErrorHtml(refused.code, sentence));
 }

@@ -77,7 +77,9 @@ export function registerLoginPage(site: AdminSite): void {
     path: LOGIN_PATH,
     summary: 'Sign-in page',
     access: 'public',
-    schema: { querystring: Type.Object({ next: Type.Optional(Type.String({ maxLength: 2000 })) }) },
+    // Any next opens the page: one that is no local path or is too long lands on /admin (safeNextPath), as
+    // docs/auth.md says; a signed-out browser is sent here with the address it asked, however long.
+    schema: { querystring: Type.Object({ next: Type.Optional(Type.String()) }) },
     handler: (ctx) => renderLoginPage(ctx.request, ctx.reply, ctx.services, { next: ctx.query.next }),
   });
 }

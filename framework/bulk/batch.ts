@@ -313,6 +313,13 @@ async function direct(
   };
 }
 
+/**
+ * A dot segment (`.` or `..`, also percent-encoded) or a backslash: the router resolves neither,
+ * so sent alone such a path names no route, whereas inject's URL parser would resolve the dots (a
+ * backslash read as a slash), to another route or out of the API (an admin page).
+ */
+const DOT_SEGMENT = /(^|\/)(\.|%2e){1,2}(\/|$)/i;
+
 /** One request dispatched through the request path (fastify's inject), served in the batch's transaction. */
 async function dispatched(
   tx: BatchScope['tx'],
@@ -322,6 +329,8 @@ async function dispatched(
   item: BatchItem,
   prepared: unknown,
 ): Promise<Result> {
+  if (DOT_SEGMENT.test(item.path) || item.path.includes('\\'))
+    throw memberFailure(index, item, 404, { code: 'ROUTE_NOT_FOUND', detail: `No route ${item.method} ${item.path}` });
   const member: BatchMemberRunning = { phase: 'run', tenant: tx.tenant, tx, prepared };
   const response = await asBatchMember(member, (named) => inject(request, headers, named, item));
   const answer = parseAnswer(response.body);

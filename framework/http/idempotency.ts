@@ -51,6 +51,18 @@ export function idempotencyKeyOf(request: FastifyRequest): string | undefined {
   return typeof key === 'string' ? key : undefined;
 }
 
+/** What an upload route read of its form (its file's format and digest), by request: see identifyUpload. */
+const uploads = new WeakMap<FastifyRequest, string>();
+
+/**
+ * An upload route's body is a form the route streams (never request.body): once it has read the
+ * file, it names it here (e.g. its format and SHA-256), and that stands for the body in what makes
+ * two requests the same. So the same key with another file is IDEMPOTENCY_KEY_REUSED, not a replay.
+ */
+export function identifyUpload(request: FastifyRequest, identity: string): void {
+  uploads.set(request, identity);
+}
+
 /**
  * What makes two requests "the same": method, path with query, and body (its keys in sorted order).
  * An HMAC under a key of the installation's secret (Services.requestDigestKey), not a bare digest:
@@ -58,10 +70,12 @@ export function idempotencyKeyOf(request: FastifyRequest): string | undefined {
  * anyone reading it guess at SHA-256's speed, past argon2id.
  */
 export function requestHash(request: FastifyRequest, digestKey: Buffer): Buffer {
-  return createHmac('sha256', digestKey)
+  const hash = createHmac('sha256', digestKey)
     .update(`${request.method} ${request.url}\n`)
-    .update(canonicalJson(request.body ?? null))
-    .digest();
+    .update(canonicalJson(request.body ?? null));
+  const upload = uploads.get(request);
+  if (upload !== undefined) hash.update(`\nupload ${upload}`);
+  return hash.digest();
 }
 
 function canonicalJson(value: unknown): string {
@@ -210,6 +224,9 @@ export async function earlierAnswer(
   request: FastifyRequest,
   reply: FastifyReply,
 ): Promise<{ body: unknown } | undefined> {
+  // An upload's file is not read yet, so whether it is the same request cannot be told here: its
+  // key is judged with its effect (runIdempotent), once the route has read the file (identifyUpload).
+  if (/^multipart\//i.test(request.headers['content-type'] ?? '')) return undefined;
   const userId = tx.session?.userId;
   return userId
     ? recordedAnswer(tx, userId, key, requestHash(request, digestKey), reply, routeAnswerSecrets(request))

@@ -187,13 +187,18 @@ export const SECURITY_HEADERS: Readonly<Record<string, string>> = { 'x-content-t
 export function frameworkErrorProblem(err: FastifyError, _request: FastifyRequest, reply: FastifyReply): FastifyReply {
   // No hook runs for these: the headers every answer carries are set here.
   reply.headers(SECURITY_HEADERS);
+  return sendProblem(reply, frameworkProblem(err));
+}
+
+/** The problem of a failure fastify meets before routing. */
+export function frameworkProblem(err: FastifyError): ProblemError {
   switch (err.code) {
     case 'FST_ERR_BAD_URL':
-      return sendProblem(reply, problem('MALFORMED_REQUEST', 'The path is not valid percent-encoding'));
+      return problem('MALFORMED_REQUEST', 'The path is not valid percent-encoding');
     case 'FST_ERR_MAX_PARAM_LENGTH':
-      return sendProblem(reply, problem('URI_TOO_LONG', 'A path segment is longer than the router accepts'));
+      return problem('URI_TOO_LONG', 'A path segment is longer than the router accepts');
     default:
-      return sendProblem(reply, toProblem(err));
+      return toProblem(err);
   }
 }
 

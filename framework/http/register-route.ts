@@ -295,7 +295,8 @@ export function bodyFieldCheck(
   );
   return (fields) => {
     for (const key of Object.keys(fields)) {
-      const owners = entity.commandOwners[key];
+      // Own members only: a body member named constructor or toString is no field (the schema refuses it).
+      const owners = Object.hasOwn(entity.commandOwners, key) ? entity.commandOwners[key] : undefined;
       if (owners) {
         // `route` (the first owner) stays for clients written before a field could have several.
         const routes = owners.map((c) => entity.commandRoute(c));

@@ -37,6 +37,7 @@ import { createServer, type IncomingMessage, type ServerOptions, type ServerResp
 import { catalogRoute } from '../catalog/catalog.ts';
 import { activityOf, activityRoute } from '../events/activity.ts';
 import { registerAdmin } from '../admin/index.ts';
+import { adminFrameworkError, isAdminAddress } from '../admin/errors.ts';
 import { notFound, problem } from '../errors.ts';
 import { REQUEST_ID_HEADER, REQUEST_ID_LOG_LABEL, requestIdGenerator } from '../observability/request-id.ts';
 import { installHttpMetrics } from '../observability/http-metrics.ts';
@@ -103,7 +104,11 @@ export async function buildWeb(services: Services, options: WebOptions = {}): Pr
     routerOptions: ROUTER_OPTIONS,
     // Node would answer a request without Host with an empty 400 of its own; ours is a problem.
     http: { requireHostHeader: false },
-    frameworkErrors: frameworkErrorProblem,
+    // Under /admin a person reads the answer: a page, not a problem document (admin/errors.ts).
+    frameworkErrors: (err, request, reply) =>
+      isAdminAddress(request.url)
+        ? adminFrameworkError(err, request, reply)
+        : frameworkErrorProblem(err, request, reply),
     clientErrorHandler: clientErrorProblem,
   });
   app.addHook('preClose', (done) => {

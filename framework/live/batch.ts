@@ -8,9 +8,10 @@ import type { StreamFilter } from './stream-query.ts';
  * The one statement a web process runs per tenant and batch, whatever the number of streams open
  * on the tenant: it reads the tenant's events after the earliest position a stream is at, checks
  * again every open stream's caller (session or personal access token, with the permissions their
- * stored roles grant now) and reads each changed row once. It runs in a tenant transaction as the
- * restricted role, so row-level security holds every table it reads to the tenant. The streams'
- * filters are evaluated in it too, on each changed row as it reads it (batchStatement).
+ * stored roles grant now), reads each changed row once, and whether the tenant is still served
+ * (active). It runs in a tenant transaction as the restricted role, so row-level security holds
+ * every table it reads to the tenant. The streams' filters are evaluated in it too, on each changed
+ * row as it reads it (batchStatement).
  *
  * Parameters: $1 the position after which events are read, $2 how many at most, $3 the sessions'
  * ids, $4 the tokens' ids, $5 the transaction's time.
@@ -123,7 +124,8 @@ export function batchStatement(
   const text = `with ${ctes}
 select (select coalesce(json_agg(json_build_array(c.position, c.name, c.subject_entity, c.subject_id, c.row_id, c.age)
                                  order by c.position), '[]') from changes c) as changes,
-       (select coalesce(json_agg(json_build_array(k.kind, k.id, k.permissions)), '[]') from callers k) as callers${rows ? `,\n       ${rows}` : ''}`;
+       (select coalesce(json_agg(json_build_array(k.kind, k.id, k.permissions)), '[]') from callers k) as callers,
+       (select t.status = 'active' from tenants t where t.id = app_tenant_id()) as served${rows ? `,\n       ${rows}` : ''}`;
   return { text, params };
 }
 
@@ -150,6 +152,8 @@ export interface ChangedRow {
 
 export interface BatchResult {
   changes: Change[];
+  /** Whether the tenant is still served (active): a suspended tenant's host answers no list, so its streams close. */
+  served: boolean;
   /** `session:<id>` or `token:<id>` → the permissions the caller holds now; a missing caller is gone. */
   callers: Map<string, ReadonlySet<string>>;
   /** Per source (in the statement's order), the changed rows by id. */
@@ -187,7 +191,7 @@ export function parseBatch(
     }
     return byId;
   });
-  return { changes, callers, rows };
+  return { changes, served: row.served === true, callers, rows };
 }
 
 const COLUMN_TYPES = `

@@ -21,6 +21,7 @@ import { LAST_EVENT_ID } from './stream-route.ts';
 import { fanOut, type Outgoing } from './fan-out.ts';
 import type { OpenStream } from './open-stream.ts';
 import { BatchPacer } from './pacing.ts';
+import { RowSerializers } from './row-serializers.ts';
 
 /** Batches running at once in a process: each holds a pool connection for one short transaction. */
 const CONCURRENT_BATCHES = 2;
@@ -71,12 +72,14 @@ export class LiveHub implements LiveStreams {
   private readonly tenants = new Map<string, TenantStreams>();
   private readonly queue: TenantStreams[] = [];
   private readonly perCaller = new Map<string, number>();
+  /** By tenant, the filters its streams hold (`<list>|<filter key>`), each with how many streams hold it. */
+  private readonly filters = new Map<string, Map<string, number>>();
   private readonly running = new Set<Promise<void>>();
   private readonly pacer: BatchPacer<TenantStreams>;
   private parsers: Map<string, ((text: string) => unknown)[]> | undefined;
   private readonly statements = new Map<string, string>();
   /** Row serializers by list and `fields=`: streams that name the same fields share one (and its text per row). */
-  private readonly serializers = new Map<string, (row: unknown) => string>();
+  private readonly serializers = new RowSerializers();
   private open_ = 0;
   private reserved = 0;
   private timers: NodeJS.Timeout[] = [];
@@ -162,7 +165,7 @@ export class LiveHub implements LiveStreams {
       if (!source) throw new Error(`no live list ${operationId}`);
       return { source, name: operationId, query: {}, fresh: fresh.has(operationId) };
     });
-    return this.connect(tx, channels, request, reply, true);
+    return this.connect(tx, channels, request, reply);
   }
 
   private async connect(
@@ -175,18 +178,19 @@ export class LiveHub implements LiveStreams {
     }[],
     request: FastifyRequest,
     reply: FastifyReply,
-    announceStart = false,
   ): Promise<Readable> {
     if (!this.parsers || this.stopped) throw problem('NOT_READY', 'This process does not serve streams');
     const asked = channels.map(({ source, query }) => streamQuery(tx, source, query));
-    for (const [i, { source }] of channels.entries()) {
-      const filter = asked[i]!.filter;
-      if (filter) this.admitFilter(tx.tenant.id, `${source.key}|${filter.key}`);
-    }
     const session = tx.session;
     // The stream route's guard admitted a caller holding the list's read permission before this runs.
     if (!session) throw new Error('a stream opens for a signed-in caller only');
     const caller = `${session.via === 'token' ? 'token' : 'session'}:${session.id}`;
+    const filters = channels.flatMap(({ source }, i) => {
+      const filter = asked[i]!.filter;
+      return filter ? [`${source.key}|${filter.key}`] : [];
+    });
+    const letGo = this.holdFilters(tx.tenant.id, filters);
+    tx.onRollback(letGo);
     const release = this.reserve(`${tx.tenant.id}/${caller}`);
     tx.onRollback(release);
     const header = request.headers[LAST_EVENT_ID];
@@ -209,7 +213,7 @@ export class LiveHub implements LiveStreams {
         access,
         needs: permissions,
         filter,
-        serialize: this.serializerFor(source, fields, () =>
+        serialize: this.serializers.of(source.key, fields, () =>
           selection
             ? selectingSerializer(selection)
             : (reply.compileSerializationSchema(source.rowSchema as Values) as (row: unknown) => string),
@@ -218,9 +222,11 @@ export class LiveHub implements LiveStreams {
         shape: JSON.stringify([source.key, name ?? null, fields, filter?.key ?? null, access], jsonSafe),
       };
     });
-    this.joinOnCommit(tx, reply.raw, sse, streams, release);
+    this.joinOnCommit(tx, reply.raw, sse, streams, release, letGo);
     reply.header('content-type', 'text/event-stream; charset=utf-8').header('x-accel-buffering', 'no');
-    sse.open(announceStart ? start.position : undefined);
+    // Where it starts, as an `id:`: a client that sees no event before the connection ends (a
+    // shutdown, a network drop) still resumes from there with Last-Event-ID, missing nothing.
+    sse.open(start.position);
     if (start.reset) sse.event('reset', '{}', start.position);
     return sse.readable;
   }
@@ -230,7 +236,7 @@ export class LiveHub implements LiveStreams {
 
   /**
    * The connection's streams join their tenant's once the transaction commits, and leave when it
-   * closes. Apart from connect(): a closure made there would keep its whole scope (the
+   * closes, giving back their place and their filters (`release`, `letGo`). Apart from connect(): a closure made there would keep its whole scope (the
    * transaction, the request's query) alive as long as the connection is open.
    */
   private joinOnCommit(
@@ -239,16 +245,25 @@ export class LiveHub implements LiveStreams {
     sse: EventStream,
     streams: readonly OpenStream[],
     release: () => void,
+    letGo: () => void,
   ): void {
     const tenant = tx.tenant;
     let attached = false;
-    response.once('close', () => {
+    const gone = () => {
       sse.close();
       if (attached) this.detach(tenant.id, streams);
       release();
-    });
+      letGo();
+    };
+    // A client that left while the stream was opening (its 'close' already emitted, never again)
+    // gives its place back now: else the caller's and the process's counts would keep it for good.
+    if (response.destroyed) gone();
+    else response.once('close', gone);
     tx.afterCommit(() => {
       if (sse.isClosed) return;
+      // The process began to shut down while it opened: it ends as close() ended the others (its
+      // client resumes elsewhere), rather than join a hub that will send it nothing, nor end it.
+      if (this.stopped) return sse.close();
       attached = true;
       this.attach(tenant, streams);
     });
@@ -267,20 +282,36 @@ export class LiveHub implements LiveStreams {
   }
 
   /**
-   * Refuses a filter none of the tenant's open streams holds once they hold live.max_filters_per_tenant
-   * distinct ones: the tenant's batch statement evaluates each, and its parameters are bounded.
+   * Holds the new stream's filters (`<list>|<filter key>`) among its tenant's; the function lets
+   * them go, once. Refuses a filter none of the tenant's streams holds once they hold
+   * live.max_filters_per_tenant distinct ones: the tenant's batch statement evaluates each, and
+   * its parameters are bounded. A stream holds them from here, while it is still opening too, so
+   * openings under way at once are counted.
    */
-  private admitFilter(tenantId: string, wanted: string): void {
+  private holdFilters(tenantId: string, filters: readonly string[]): () => void {
+    if (filters.length === 0) return () => {};
     const max = this.options.config.max_filters_per_tenant;
-    const held = new Set<string>();
-    for (const stream of this.tenants.get(tenantId)?.streams ?? [])
-      if (stream.filter && !stream.sse.isClosed) held.add(`${stream.source.key}|${stream.filter.key}`);
-    if (held.size < max || held.has(wanted)) return;
-    throw problem(
-      'RATE_LIMITED',
-      `The streams open on this site hold as many different filters as they may (${max}); follow with a filter already followed, or try again shortly`,
-      { extensions: { retryAfterSeconds: CALLER_FULL_RETRY_SECONDS } },
-    );
+    const held = this.filters.get(tenantId) ?? new Map<string, number>();
+    const added = new Set(filters.filter((filter) => !held.has(filter)));
+    if (added.size > 0 && held.size + added.size > max)
+      throw problem(
+        'RATE_LIMITED',
+        `The streams open on this site hold as many different filters as they may (${max}); follow with a filter already followed, or try again shortly`,
+        { extensions: { retryAfterSeconds: CALLER_FULL_RETRY_SECONDS } },
+      );
+    for (const filter of filters) held.set(filter, (held.get(filter) ?? 0) + 1);
+    this.filters.set(tenantId, held);
+    let released = false;
+    return () => {
+      if (released) return;
+      released = true;
+      for (const filter of filters) {
+        const holders = (held.get(filter) ?? 1) - 1;
+        if (holders > 0) held.set(filter, holders);
+        else held.delete(filter);
+      }
+      if (held.size === 0 && this.filters.get(tenantId) === held) this.filters.delete(tenantId);
+    };
   }
 
   /** Takes a place for a new stream of the caller (key: tenant and caller); the function gives it back, once. */
@@ -438,6 +469,12 @@ export class LiveHub implements LiveStreams {
       return read;
     });
     this.options.metrics?.liveBatches.inc();
+    if (!result.served) {
+      // A suspended tenant: its host now answers every list 404 NO_SITE. The streams close as at a
+      // shutdown, without `end`, so a client reconnects and is answered as the list would be.
+      for (const stream of streams) stream.sse.close();
+      return false;
+    }
     const readAt = performance.now();
     const indexes = filters.map((list) => new Map(list.map((filter, i) => [filter.key, i])));
     this.deliver(group, streams, sources, indexes, result, readAt);
@@ -516,16 +553,6 @@ export class LiveHub implements LiveStreams {
       this.statements.set(key, text);
     }
     return { text, params: [] };
-  }
-
-  private serializerFor(source: LiveSource, fields: string, make: () => (row: unknown) => string) {
-    const key = `${source.key}|${fields}`;
-    let serialize = this.serializers.get(key);
-    if (!serialize) {
-      serialize = make();
-      this.serializers.set(key, serialize);
-    }
-    return serialize;
   }
 }
 

@@ -40,6 +40,7 @@ export function streamRoute(source: LiveSource): AnyRoute {
     // Gated as the list is: a stream is a way to read the same rows.
     ...(source.feature !== undefined ? { feature: source.feature } : {}),
     problems: {
+      503: 'This web process is starting or shutting down (NOT_READY: reconnect, and another process serves the stream), or the database busy (DB_BUSY), a statement past its time limit (DB_TIMEOUT) or the database unreachable (DB_UNAVAILABLE): retry after the Retry-After seconds',
       429: "Too many streams open: this caller holds live.max_streams_per_caller, or the process live.max_streams, or the site's streams hold live.max_filters_per_tenant different filters and this one is new (RATE_LIMITED); Retry-After says when to try again",
     },
     schema: {

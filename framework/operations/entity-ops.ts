@@ -514,7 +514,8 @@ export class EntityOperations implements EntityOperationsApi {
   /**
    * A page of the record's revisions, newest first by default (the record by id, or a singleton's
    * row: id null), in one statement whose WHERE requires the record, live or soft-deleted, to be
-   * one the caller may see. An empty first page asks once more whether the record exists: 404 if not.
+   * one the caller may see. An empty page with no revision counted asks once more whether the record
+   * exists: 404 if not, on every page.
    */
   async historyPage(
     ctx: TxContext,
@@ -524,9 +525,10 @@ export class EntityOperations implements EntityOperationsApi {
     if (!this.recordHistory) throw notFound();
     if (id !== null && !isUuid(id)) throw notFound();
     const result = await this.recordHistory.page(ctx, query, this.historyCondition(ctx, id));
-    if (result.page.items.length === 0 && !query.offset && query.after === undefined) {
-      if (!(await this.findAny(ctx, id, false))) throw notFound();
-    }
+    // Any empty page, the first or one past the end (offset, after), of a record that is not there
+    // for the caller is the one 404; a count above 0 already says the record is there.
+    const { items, total } = result.page;
+    if (items.length === 0 && total === 0 && !(await this.findAny(ctx, id, false))) throw notFound();
     return result;
   }
 

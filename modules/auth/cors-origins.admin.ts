@@ -9,7 +9,7 @@ import {
   FORM_TOKEN_FIELD,
 } from '../../framework/admin/index.ts';
 import type { AnyRoute, RouteDefinition } from '../../framework/entity/define.ts';
-import type { ProblemError } from '../../framework/errors.ts';
+import { problem, type ProblemError } from '../../framework/errors.ts';
 import { validationProblem } from '../../framework/http/problems.ts';
 import { typeboxValidatorCompiler } from '../../framework/http/validation.ts';
 import { CORS_ORIGINS_MAX, parseOriginList } from '../../framework/http/origins.ts';
@@ -73,6 +73,10 @@ export function registerCorsOriginPages(site: AdminSite): void {
     summary: 'Set the web origins',
     publishes: putCorsOriginsRoute.publishes ?? [],
     handler: async (page) => {
+      // The form always sends its text area (empty to allow none); without it, or with it twice, the
+      // post is no form of this page, and reading it as an empty list would remove every origin.
+      if (typeof page.body.origins !== 'string')
+        throw problem('MALFORMED_REQUEST', 'The form carries the origins text area once');
       const body = { origins: entriesOf(postedText(page.body)) };
       const checked = checkBody(body) as { error?: never[] };
       if (checked.error) throw validationProblem(checked.error, 'body');

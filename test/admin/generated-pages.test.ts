@@ -411,6 +411,33 @@ describe('Generated pages: forms', () => {
     expect(bad.status).toBe(422);
   });
 
+  it('a page past the end of a list says the list is not empty, and leads back to its last page', async () => {
+    // A link to a later page outlives the rows it showed (deleted since, or an address typed).
+    const host = 'pastend.localhost';
+    const tenant = await createCustomer(app, 'pastend', host);
+    const admin = await signInAs(app, tenant, ['*']);
+    const task = (title: string) => ({ title, priority: 'low', deadline: '2031-01-01T00:00:00Z' });
+    const made = await Promise.all(
+      ['One', 'Two', 'Three'].map((t) =>
+        app.http(host).post('/api/v1/task/tasks').set('Cookie', admin.cookie).send(task(t)),
+      ),
+    );
+    expect(made.map((res) => res.status)).toEqual([201, 201, 201]);
+    for (const path of ['/admin/task/tasks?limit=2&offset=10', '/admin/task/tasks/rows?limit=2&offset=10']) {
+      const page = await app.http(host).get(path).set('Cookie', admin.cookie);
+      expect(page.status, path).toBe(200);
+      expect(page.text, path).not.toContain('No tasks yet.');
+      expect(page.text, path).toContain('This page is past the end of the list: 3 tasks in all.');
+      // Back to the last page (offset 2), not to offset 8, which is as empty.
+      expect(page.text, path).toMatch(/<a rel="prev" href="\/admin\/task\/tasks\?limit=2&amp;offset=2"/);
+    }
+    const filtered = await app.http(host).get('/admin/task/tasks?limit=2&offset=10&q=o').set('Cookie', admin.cookie);
+    expect(filtered.text).toContain('This page is past the end of the list: 2 tasks match these filters.');
+    // A list with no rows at all still says so as before.
+    const empty = await app.http(host).get('/admin/user/users?q=nobody-here').set('Cookie', admin.cookie);
+    expect(empty.text).toContain('No users match these filters.');
+  });
+
   it('offers a customer no write on operator-only plans: no buttons, and the write pages refuse with AUTH_NOT_OPERATOR', async () => {
     const operatorAdmin = await signInAs(app, app.operator, ['*']);
     const plan = await app

@@ -116,6 +116,37 @@ describe('Admin login: /admin/login is a public sign-in form that works without 
     expect(noToken.status).toBe(403);
   });
 
+  it('a page past the 2000 characters next may hold: the sign-in page still opens, its form works, and lands on /admin', async () => {
+    // A signed-out browser asking for a long address is sent to the sign-in page, which must open
+    // (the next it is given falls back to /admin, as docs/auth.md says), not refuse the link.
+    const long = `/admin/task/tasks?q=${'a'.repeat(2100)}`;
+    const sent = await app.http(HOST).get(long);
+    expect(sent.status).toBe(303);
+    const login = String(sent.headers.location);
+    expect(login.startsWith('/admin/login')).toBe(true);
+    const page = await app.http(HOST).get(login);
+    expect(page.status).toBe(200);
+    expect(page.text).toMatch(/<input type="password" id="login-password" name="password"/);
+    // A next over the limit given in a link: the form, posting to /admin afterwards.
+    const given = await app.http(HOST).get(`/admin/login?next=${encodeURIComponent(`/admin/${'x'.repeat(2000)}`)}`);
+    expect(given.status).toBe(200);
+    expect(given.text).toContain('action="/admin/login?next=%2Fadmin"');
+    // A next within the limit that its percent-encoding takes past it (700 × "€", 6300 characters
+    // encoded): the form's own action must be one the post accepts, so signing in works.
+    const euros = `/admin/${'€'.repeat(700)}`;
+    const wide = await app.http(HOST).get(`/admin/login?next=${encodeURIComponent(euros)}`);
+    expect(wide.status).toBe(200);
+    const action = /action="([^"]+)"/.exec(wide.text)?.[1]?.replaceAll('&amp;', '&');
+    const signedIn = await app
+      .http(HOST)
+      .post(action!)
+      .set('Cookie', `app_csrf=${SECRET}`)
+      .type('form')
+      .send({ csrf: anonymousFormToken(SECRET, acme.id), email: person.email, password: person.password });
+    expect(signedIn.status).toBe(303);
+    expect(signedIn.headers.location).toBe('/admin');
+  });
+
   it('refuses a form post without the CSRF token, and one from another site', async () => {
     const noToken = await app
       .http(HOST)

@@ -356,3 +356,34 @@ describe('GET /admin/auth/roles: the list pages as every list page does', () => 
     expect(b[0]! < a[0]!).toBe(true);
   });
 });
+
+describe('POST /admin/auth/cors-origins: the Web origins form replaces the whole list', () => {
+  it('a post that carries no origins text, or the field twice, is refused with nothing stored', async () => {
+    const admin = await signInAs(app, acme, ['*']);
+    const { csrf } = await formToken('/admin/auth/cors-origins', admin.cookie);
+    const post = (body: string) =>
+      app
+        .http(ACME)
+        .post('/admin/auth/cors-origins')
+        .set('Cookie', admin.cookie)
+        .type('form')
+        .send(`csrf=${encodeURIComponent(csrf)}${body}`);
+    const stored = async () =>
+      (await app.http(ACME).get('/api/v1/auth/cors-origins').set('Cookie', admin.cookie)).body.origins;
+    const saved = await post(`&origins=${encodeURIComponent('https://app.example\nhttps://b.example')}`);
+    expect(saved.status).toBe(303);
+    expect(await stored()).toEqual(['https://app.example', 'https://b.example']);
+    // A browser always sends the text area (empty to allow none): a post without it, or with it
+    // twice, is no form of this page, and once read as an empty list it removed every origin.
+    for (const body of ['', '&origins=https%3A%2F%2Fc.example&origins=https%3A%2F%2Fd.example']) {
+      const refused = await post(body);
+      expect(refused.status, body).toBe(400);
+      expect(refused.headers['content-type']).toMatch(/^text\/html/);
+      expect(refused.text).toContain('The form could not be read.');
+      expect(await stored(), body).toEqual(['https://app.example', 'https://b.example']);
+    }
+    // An empty text area still clears the list, as documented.
+    expect((await post('&origins=')).status).toBe(303);
+    expect(await stored()).toEqual([]);
+  });
+});

@@ -131,6 +131,33 @@ describe('each request is served as if it were sent alone', () => {
     expect(res.body).toMatchObject({ code: 'FIELD_COMMAND_OWNED', index: 0, field: 'assigneeId' });
   });
 
+  it('a body member named like an Object.prototype property is an unknown property (422), alone and in a batch', async () => {
+    const prefix = `proto-${randomUUID()}`;
+    for (const name of ['constructor', 'toString', 'hasOwnProperty']) {
+      const body = task(`${prefix} ${name}`, { [name]: 1 });
+      const alone = await t.app.http(HOST).post(TASKS).set('Cookie', writer.cookie).send(body);
+      expect(alone.status, JSON.stringify(alone.body)).toBe(422);
+      expect(alone.body.code).toBe('VALIDATION_FAILED');
+      expect(alone.body.errors.map((e: { pointer: string }) => e.pointer)).toContain(`/body/${name}`);
+      const inBatch = await batch(writer, [{ method: 'POST', path: TASKS, body }]);
+      expect(inBatch.status, JSON.stringify(inBatch.body)).toBe(422);
+      expect(inBatch.body).toMatchObject({ code: 'VALIDATION_FAILED', index: 0 });
+    }
+    const created = await t.app
+      .http(HOST)
+      .post(TASKS)
+      .set('Cookie', writer.cookie)
+      .send(task(`${prefix} patched`));
+    const patch = await t.app
+      .http(HOST)
+      .patch(`${TASKS}/${created.body.id}`)
+      .set('Cookie', writer.cookie)
+      .send({ constructor: 'x' });
+    expect(patch.status, JSON.stringify(patch.body)).toBe(422);
+    expect(patch.body.code).toBe('VALIDATION_FAILED');
+    expect(await countTasks(prefix)).toBe(1);
+  });
+
   it('a request whose body is over its route’s limit (1 MiB) is 413 with its index, as it would be alone', async () => {
     const prefix = `large-${randomUUID()}`;
     const res = await batch(writer, [
@@ -163,6 +190,25 @@ describe('each request is served as if it were sent alone', () => {
     const tooMany = await batch(writer, many);
     expect(tooMany.status).toBe(422);
     expect(tooMany.body.errors[0].pointer).toBe('/body/requests');
+  });
+
+  it('a path with a dot segment is 404 ROUTE_NOT_FOUND, as alone: it never resolves to another route or out of the API', async () => {
+    const prefix = `dots-${randomUUID()}`;
+    for (const path of [
+      '/api/v1/../../admin/login',
+      '/api/v1/%2e%2e/%2E%2e/admin/login',
+      '/api/v1/task/../task/tasks',
+      '/api/v1/task/./tasks',
+      '/api/v1/task/..\\task\\tasks',
+    ]) {
+      const res = await batch(writer, [{ method: 'POST', path, body: task(`${prefix} ${path}`) }]);
+      expect(res.status, `${path}: ${JSON.stringify(res.body).slice(0, 300)}`).toBe(404);
+      expect(res.headers['content-type']).toMatch(/^application\/problem\+json/);
+      expect(res.body).toMatchObject({ code: 'ROUTE_NOT_FOUND', index: 0, request: { method: 'POST', path } });
+      // What the same request answers sent alone (the router resolves no dot segment).
+      expect(res.body.detail).toContain(`No route POST ${path}`);
+    }
+    expect(await countTasks(prefix)).toBe(0);
   });
 
   it('a batch needs a signed-in caller', async () => {

@@ -237,6 +237,33 @@ describe('reading a record’s history', () => {
     expect((await http().get(`${MEMOS}/${memo.body.id}/history`).set('Cookie', cookie)).status).toBe(404);
   });
 
+  it('answers the same 404 past the first page: an offset makes no empty page of a record that is not there', async () => {
+    const cookie = (await caller()).cookie;
+    const widget = await createWidget();
+    // The record's own history past its end is an empty page, as any list's.
+    const past = await http().get(`${WIDGETS}/${widget.id}/history?offset=5`).set('Cookie', cookie);
+    expect(past.status, JSON.stringify(past.body)).toBe(200);
+    expect(past.body).toMatchObject({ items: [], total: 1 });
+    const unknown = await http()
+      .get(`${WIDGETS}/${uuidv7(Date.now())}/history?offset=1`)
+      .set('Cookie', cookie);
+    expect(unknown.status, JSON.stringify(unknown.body)).toBe(404);
+    expect(unknown.body.code).toBe('NOT_FOUND');
+    const elsewhere = await signInAs(t.app, t.globex, ['widget:read']);
+    const other = await t.app
+      .http('globex.localhost')
+      .get(`${WIDGETS}/${widget.id}/history?offset=1`)
+      .set('Cookie', elsewhere.cookie);
+    expect(other.status, JSON.stringify(other.body)).toBe(404);
+    const memo = await http().post(MEMOS).set('Cookie', cookie).send({ ownerId: writer!.userId, text: 'mine' });
+    const stranger = await signInAs(t.app, t.acme, ['widget:read', 'widget:write']);
+    const hidden = await http().get(`${MEMOS}/${memo.body.id}/history?offset=1`).set('Cookie', stranger.cookie);
+    expect(hidden.status, JSON.stringify(hidden.body)).toBe(404);
+    expect((await http().delete(`${MEMOS}/${memo.body.id}`).set('Cookie', cookie)).status).toBe(204);
+    const gone = await http().get(`${MEMOS}/${memo.body.id}/history?offset=1`).set('Cookie', cookie);
+    expect(gone.status, JSON.stringify(gone.body)).toBe(404);
+  });
+
   it('never shows a field the read route does not show, whatever a revision holds', async () => {
     const widget = await createWidget();
     // A revision written under an older definition, holding a field the entity no longer shows.

@@ -113,6 +113,8 @@ describe('imports', () => {
       JSON.stringify({ title: `${prefix} b`, priority: 'nope', deadline }),
       'not json',
       JSON.stringify({ title: `${prefix} c`, priority: 'low', deadline, assigneeId: randomUUID() }),
+      // A member named like an Object.prototype property is an unknown property, as in the create route's body.
+      JSON.stringify({ title: `${prefix} d`, priority: 'low', deadline, constructor: 1 }),
     ];
     const res = await upload(writer, TASKS, rows.join('\n'), {
       name: 'rows.ndjson',
@@ -122,13 +124,30 @@ describe('imports', () => {
     expect(res.status, JSON.stringify(res.body)).toBe(202);
     expect(res.body.dryRun).toBe(true);
     const done = await finished(writer, res.headers.location as string);
-    expect(done).toMatchObject({ status: 'done', rowsRead: 4, created: 0, valid: 1, refused: 3 });
+    expect(done).toMatchObject({ status: 'done', rowsRead: 5, created: 0, valid: 1, refused: 4 });
     expect(done.refusals.map((r: { line: number; problem: { code: string } }) => [r.line, r.problem.code])).toEqual([
       [3, 'VALIDATION_FAILED'],
       [4, 'VALIDATION_FAILED'],
       [5, 'FIELD_COMMAND_OWNED'],
+      [6, 'VALIDATION_FAILED'],
     ]);
     expect(await tasksTitled(prefix)).toBe(0);
+  });
+
+  it('an NDJSON file that starts with a byte order mark reads its first line as a row', async () => {
+    const prefix = `bom-${randomUUID()}`;
+    const rows = [
+      JSON.stringify({ title: `${prefix} a`, priority: 'low', deadline }),
+      JSON.stringify({ title: `${prefix} b`, priority: 'low', deadline }),
+    ];
+    const res = await upload(writer, TASKS, `\uFEFF${rows.join('\r\n')}\r\n`, {
+      name: 'rows.ndjson',
+      type: 'application/x-ndjson',
+    });
+    expect(res.status, JSON.stringify(res.body)).toBe(202);
+    const done = await finished(writer, res.headers.location as string);
+    expect(done).toMatchObject({ status: 'done', rowsRead: 2, created: 2, refused: 0 });
+    expect(await tasksTitled(prefix)).toBe(2);
   });
 
   it('rows the database refuses are refused alone: a taken slug, in the same batch as rows that stand', async () => {
@@ -170,6 +189,56 @@ describe('imports', () => {
     expect(rows[0].n).toBe(0);
   });
 
+  it('the same Idempotency-Key with another file is 422 IDEMPOTENCY_KEY_REUSED: that file is not taken for the first', async () => {
+    const prefix = `reused-${randomUUID()}`;
+    const key = randomUUID();
+    const first = await upload(writer, TASKS, `title,priority,deadline\n${prefix} a,low,${deadline}\n`, { key });
+    expect(first.status, JSON.stringify(first.body)).toBe(202);
+    const other = await upload(writer, TASKS, `title,priority,deadline\n${prefix} b,low,${deadline}\n`, { key });
+    expect(other.status, JSON.stringify(other.body)).toBe(422);
+    expect(other.body.code).toBe('IDEMPOTENCY_KEY_REUSED');
+    expect(other.headers['idempotent-replayed']).toBeUndefined();
+    // The same file again is the same request: it replays the first import.
+    const again = await upload(writer, TASKS, `title,priority,deadline\n${prefix} a,low,${deadline}\n`, { key });
+    expect(again.status, JSON.stringify(again.body)).toBe(202);
+    expect(again.headers['idempotent-replayed']).toBe('true');
+    expect(again.body.id).toBe(first.body.id);
+    await finished(writer, first.headers.location as string);
+    expect(await tasksTitled(`${prefix} a`)).toBe(1);
+    expect(await tasksTitled(`${prefix} b`)).toBe(0);
+  });
+
+  it('a CSV number cell is read as JSON writes a number: 1.5 in an integer column, 0x10, +5 or Infinity are refused, not read as 1, 16 or 5', async () => {
+    const widgets = await signInAs(t.app, t.imports, ['widget:read', 'widget:write']);
+    const prefix = `cells-${randomUUID()}`;
+    const cells = ['7', '-0', '1.5', '0x10', '1e2', '+5', ' 5', '1.0', 'Infinity'];
+    const lines = ['name,size,color', ...cells.map((cell, i) => `${prefix} ${i},"${cell}",red`)];
+    const res = await upload(widgets, '/api/v1/testkit/widgets', `${lines.join('\n')}\n`);
+    expect(res.status, JSON.stringify(res.body)).toBe(202);
+    const done = await finished(widgets, res.headers.location as string);
+    // The create route takes 7, -0, 1e2 and 1.0 as JSON numbers for an integer; it refuses 1.5, and
+    // JSON has no 0x10, +5, " 5" or Infinity: each refused at /size, as the body would be.
+    expect(done).toMatchObject({ status: 'done', rowsRead: cells.length, created: 4, refused: 5 });
+    for (const refusal of done.refusals as {
+      line: number;
+      problem: { code: string; errors: { pointer: string }[] };
+    }[]) {
+      expect(refusal.problem.code).toBe('VALIDATION_FAILED');
+      expect(refusal.problem.errors.map((e) => e.pointer)).toContain('/size');
+    }
+    expect(done.refusals.map((r: { line: number }) => r.line)).toEqual([4, 5, 7, 8, 10]);
+    const { rows } = await t.app.services.db.pool.query<{ name: string; size: number }>(
+      'select name, size from widgets where name like $1 order by name',
+      [`${prefix}%`],
+    );
+    expect(rows).toEqual([
+      { name: `${prefix} 0`, size: 7 },
+      { name: `${prefix} 1`, size: 0 },
+      { name: `${prefix} 4`, size: 100 },
+      { name: `${prefix} 7`, size: 1 },
+    ]);
+  });
+
   it('a header naming no field stops the import with a problem', async () => {
     const res = await upload(writer, TASKS, `title,colour\nx,red\n`);
     const done = await finished(writer, res.headers.location as string);
@@ -197,7 +266,17 @@ describe('imports', () => {
       .get(res.headers.location as string)
       .set('Cookie', reader.cookie);
     expect(other.status).toBe(403);
+    expect(other.body.code).toBe('AUTH_FORBIDDEN');
+    // The OpenAPI document says so: the status route answers 403 as well as 404.
+    const document = await t.app.http(HOST).get('/api/v1/openapi.json');
+    const responses = document.body.paths['/api/v1/imports/{id}'].get.responses;
+    expect(Object.keys(responses)).toEqual(expect.arrayContaining(['200', '403', '404']));
+    expect(responses['403'].description).toContain('AUTH_FORBIDDEN');
     const unknown = await t.app.http(HOST).get(`/api/v1/imports/${randomUUID()}`).set('Cookie', writer.cookie);
     expect(unknown.status).toBe(404);
+    // An id that is not a UUID is the same 404 as any id that is not there (docs/api-conventions.md).
+    const notUuid = await t.app.http(HOST).get('/api/v1/imports/not-a-uuid').set('Cookie', writer.cookie);
+    expect(notUuid.status, JSON.stringify(notUuid.body)).toBe(404);
+    expect({ ...notUuid.body, requestId: undefined }).toEqual({ ...unknown.body, requestId: undefined });
   });
 });

@@ -487,6 +487,12 @@ describe('the OpenAPI document states the rules the server enforces', () => {
     );
   });
 
+  it("documents a stream's 503 NOT_READY, which a process that is starting or shutting down answers", () => {
+    const streams = [...operations.values()].filter((op) => op.responses['200']?.content?.['text/event-stream']);
+    expect(streams.length).toBeGreaterThan(3);
+    for (const op of streams) expect(op.responses['503']!.description, op.operationId).toMatch(/NOT_READY.*DB_BUSY/);
+  });
+
   it('declares a download as the stored media type, not application/octet-stream', () => {
     for (const key of ['GET /api/v1/file/files/{id}/content', 'GET /api/v1/file/public/{id}']) {
       for (const status of ['200', '206']) {

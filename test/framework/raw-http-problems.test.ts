@@ -2,6 +2,7 @@ import { connect } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startTestApp, type TestApp } from '../helpers/app.ts';
 import { problemDeclaration, type ProblemCode } from '../../framework/errors.ts';
+import { codeLikeText } from '../helpers/readable-text.ts';
 
 /**
  * Rule: every failure is application/problem+json with a stable code, also the ones fastify's
@@ -166,6 +167,23 @@ describe('a method the path does not declare: 405 METHOD_NOT_ALLOWED with Allow 
     expect(answer.status).toBe(405);
     expect(answer.headers['content-type']).toMatch(/^text\/html/);
     expect(allowOf(answer)).toEqual(['GET', 'HEAD', 'POST']);
+  });
+
+  it('answers the refusals before routing at an admin address as a page a person reads, the code in data-code', async () => {
+    // A browser following a mangled link under /admin read the API's problem document and its code.
+    for (const [path, code, status] of [
+      ['/admin/task/tasks/%E0%A4%A', 'MALFORMED_REQUEST', 400],
+      [`/admin/task/tasks/${'a'.repeat(200)}/edit`, 'URI_TOO_LONG', 414],
+    ] as const) {
+      const answer = await send(`GET ${path} HTTP/1.1\r\n${HOST}Connection: close\r\n\r\n`);
+      expect(answer.status, path).toBe(status);
+      expect(answer.headers['content-type'], path).toMatch(/^text\/html/);
+      expect(answer.headers['content-security-policy'], path).toContain("frame-ancestors 'none'");
+      expect(answer.headers['x-content-type-options']).toBe('nosniff');
+      expect(answer.body, path).toContain(`data-code="${code}"`);
+      expect(codeLikeText(answer.body), path).toEqual([]);
+    }
+    // The API's addresses keep their problem documents (above).
   });
 
   it('leaves an unknown path 404 ROUTE_NOT_FOUND, with no Allow', async () => {

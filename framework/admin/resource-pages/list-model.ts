@@ -108,14 +108,25 @@ export function listModel(
       : !paged && nextOffset <= OFFSET_MAX
         ? link({ offset: nextOffset })
         : link({ after: page.next });
-  const prev = !paged && page.offset > 0 ? link({ offset: Math.max(0, page.offset - page.limit) }) : undefined;
+  // A page past the end (rows removed since its link was made, an address typed) is empty while the
+  // list is not: it says so, and its way back is the last page, not one page back into more nothing.
+  const pastEnd = page.items.length === 0 && page.total > 0;
+  const lastOffset = page.totalExact
+    ? Math.floor((page.total - 1) / page.limit) * page.limit
+    : page.offset - page.limit;
+  const back = pastEnd ? Math.min(lastOffset, page.offset - page.limit) : page.offset - page.limit;
+  const prev = !paged && page.offset > 0 ? link({ offset: Math.max(0, back) }) : undefined;
+  const filtered = filters.length > 0 || query.q;
   return {
     table: {
       caption: `${labelPlural}, ${orderWords(query.sort, text)}`,
       columns: tableColumns,
       rows,
-      empty:
-        filters.length > 0 || query.q
+      empty: pastEnd
+        ? `This page is past the end of the list: ${page.total}${page.totalExact ? '' : '+'} ${labelPlural.toLowerCase()}${
+            filtered ? ' match these filters' : ' in all'
+          }.`
+        : filtered
           ? `No ${labelPlural.toLowerCase()} match these filters.`
           : `No ${labelPlural.toLowerCase()} yet.`,
       target: '#rows',

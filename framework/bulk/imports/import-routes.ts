@@ -1,4 +1,4 @@
-import { randomUUID } from 'node:crypto';
+import { createHash, randomUUID } from 'node:crypto';
 import { Transform, type TransformCallback } from 'node:stream';
 import Type from 'typebox';
 import { StringEnum } from '../../entity/string-enum.ts';
@@ -14,6 +14,8 @@ import { notFound, problem, ProblemError } from '../../errors.ts';
 import { problemResponse } from '../../openapi/problem-schema.ts';
 import { answer } from '../../http/entity-route-parts.ts';
 import { blobStoreFor } from '../../storage/index.ts';
+import { identifyUpload } from '../../http/idempotency.ts';
+import { isUuid } from '../../operations/entity-sql.ts';
 import { IMPORT_BATCH, IMPORT_REQUESTED } from './run-import.ts';
 import { ImportStatus, IMPORTS_PATH, importPath, importStatus, REFUSALS_PAGE_MAX } from './import-status.ts';
 import type { ImportFormat } from './rows.ts';
@@ -47,9 +49,10 @@ function formatOf(asked: ImportFormat | undefined, mediaType: string, name: stri
   );
 }
 
-/** Counts the bytes on their way to the store, refusing past the limit. */
+/** Counts and digests the bytes on their way to the store, refusing past the limit. */
 class Counter extends Transform {
   size = 0;
+  readonly digest = createHash('sha256');
   private readonly max: number;
   constructor(max: number) {
     super();
@@ -57,6 +60,7 @@ class Counter extends Transform {
   }
   override _transform(chunk: Buffer, _encoding: BufferEncoding, done: TransformCallback): void {
     this.size += chunk.length;
+    this.digest.update(chunk);
     if (this.size > this.max) done(tooLarge(this.max));
     else done(null, chunk);
   }
@@ -69,7 +73,7 @@ async function receiveUpload(
   services: Services,
   request: FastifyRequest,
   asked: ImportFormat | undefined,
-): Promise<{ key: string; size: number; format: ImportFormat }> {
+): Promise<{ key: string; size: number; format: ImportFormat; sha256: string }> {
   const max = services.config.files.max_bytes;
   const part = await request
     .file({ limits: { files: 1, fileSize: max }, throwFileSizeLimit: false })
@@ -102,7 +106,7 @@ async function receiveUpload(
     await store.remove(key);
     throw tooLarge(max);
   }
-  return { key, size: counter.size, format };
+  return { key, size: counter.size, format, sha256: counter.digest.digest('hex') };
 }
 
 /**
@@ -158,6 +162,8 @@ export function importRoute(entity: ResolvedEntity, config: Config): NoTxRouteDe
     handler: async ({ services, request, reply, query, session, effectTransaction }) => {
       const { format: asked, dryRun } = query as { format?: ImportFormat; dryRun?: boolean };
       const upload = await receiveUpload(services, request, asked);
+      // The file is the request's body: the same Idempotency-Key with another file is another request.
+      identifyUpload(request, `${upload.format} ${upload.sha256}`);
       const store = blobStoreFor(services.config);
       let queued = false;
       try {
@@ -212,8 +218,12 @@ export function importStatusRoute(registry: ModuleRegistry): RouteDefinition {
     description: `Rows read, created and refused so far, and the refused rows with their lines and problems, ${REFUSALS_PAGE_MAX} at most per answer (afterLine pages on). Open to a caller who may create rows in the import's list (403 AUTH_FORBIDDEN otherwise); an unknown id is 404.`,
     tags: ['import'],
     access: 'signedIn',
+    problems: {
+      403: "A caller who may not create rows in the import's list (AUTH_FORBIDDEN), or a list whose feature the plan lacks (FEATURE_NOT_IN_PLAN)",
+    },
     schema: {
-      params: Type.Object({ id: Type.String({ format: 'uuid' }) }),
+      // Not format: 'uuid': an id that is not a UUID is the same 404 as any id that is not there.
+      params: Type.Object({ id: Type.String({ description: 'The import’s id (UUID)' }) }),
       querystring: Type.Object(
         {
           afterLine: Type.Optional(
@@ -234,6 +244,7 @@ export function importStatusRoute(registry: ModuleRegistry): RouteDefinition {
     },
     handler: async ({ tx, params, query }) => {
       const { id } = params as { id: string };
+      if (!isUuid(id)) throw notFound();
       const row = await tx.db.selectFrom('imports').selectAll().where('id', '=', id).executeTakeFirst();
       if (!row) throw notFound();
       const entity = registry.entities.find((e) => e.names.key === row.resource);

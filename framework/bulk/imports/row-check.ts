@@ -24,12 +24,28 @@ export function rowProblem(err: unknown): RowProblem {
 
 const kindOf = (schema: TSchema | undefined): string | undefined => (schema as { type?: string } | undefined)?.type;
 
+const numeric = (kind: string | undefined) => kind === 'integer' || kind === 'number';
+
+/** Whether a field's schema takes a number (an integer or any number) and no text: alone, or in a union with null. */
+function takesNumber(schema: TSchema | undefined): boolean {
+  if (numeric(kindOf(schema))) return true;
+  const kinds = ((schema as { anyOf?: TSchema[] } | undefined)?.anyOf ?? []).map(kindOf);
+  return kinds.some(numeric) && kinds.every((kind) => numeric(kind) || kind === 'null');
+}
+
+/**
+ * A number as a JSON body writes it (digits, an optional fraction and exponent; leading zeros
+ * allowed), not as JavaScript reads text: TypeBox's Convert would read 0x10 as 16, +5 and " 5" as
+ * 5, and truncate 1.5 to 1 for an integer, where the create route refuses such a body.
+ */
+const NUMBER_TEXT = /^-?[0-9]+(\.[0-9]+)?([eE][+-]?[0-9]+)?$/;
+
 /**
  * The create route's checks of a body, for one row of an import, in the route's order: the
  * protected fields (command-owned, read-only: refused) and the normalisers, then the create schema
  * as the route validates it (the same validator, the same problem with a field's own code). A CSV
  * row's cells are text: they are first converted by the schema (numbers, booleans, and a cell
- * holding JSON for an array or object field), as a query string is.
+ * holding JSON for an array or object field); a number cell is read as JSON writes a number.
  */
 export class RowCheck {
   private readonly entity: ResolvedEntity;
@@ -38,6 +54,8 @@ export class RowCheck {
   private readonly format: (issues: ValidationIssue[], part: string) => Error;
   /** Fields whose cells carry JSON (an array or object field). */
   private readonly jsonFields: ReadonlySet<string>;
+  /** Fields that take a number: their cells are read as JSON numbers (NUMBER_TEXT). */
+  private readonly numberFields: ReadonlySet<string>;
 
   constructor(entity: ResolvedEntity) {
     this.entity = entity;
@@ -53,6 +71,11 @@ export class RowCheck {
     this.jsonFields = new Set(
       Object.entries(entity.def.fields)
         .filter(([, schema]) => kindOf(schema) === 'array' || kindOf(schema) === 'object')
+        .map(([field]) => field),
+    );
+    this.numberFields = new Set(
+      Object.entries(entity.def.fields)
+        .filter(([, schema]) => takesNumber(schema))
         .map(([field]) => field),
     );
   }
@@ -77,7 +100,13 @@ export class RowCheck {
       }
       values[field] = cell;
     }
-    return Value.Convert(this.entity.schemas.create, values) as Record<string, unknown>;
+    const converted = Value.Convert(this.entity.schemas.create, values) as Record<string, unknown>;
+    // A number cell is the number JSON reads from it, or stays text for the schema to refuse.
+    for (const field of this.numberFields) {
+      const cell = cells[field];
+      if (typeof cell === 'string') converted[field] = NUMBER_TEXT.test(cell) ? Number(cell) : cell;
+    }
+    return converted;
   }
 
   /** The row as the create stores it, or throws the problem the create route would answer. */

@@ -20,15 +20,20 @@ export class UnreadableUpload extends Error {
 
 const notRow = (detail: string) => problem('VALIDATION_FAILED', detail, { errors: [{ pointer: '', message: detail }] });
 
+/** A byte order mark, which editors on Windows put before the first line (and the CSV reader skips too). */
+const BOM = '\uFEFF';
+
 /**
  * The rows of an NDJSON upload, streamed a line at a time: one JSON object per line, blank lines
- * skipped. A line that is not a JSON object is that row's refusal; the others go on.
+ * skipped, a byte order mark before the first line ignored. A line that is not a JSON object is
+ * that row's refusal; the others go on.
  */
 export async function* ndjsonRows(source: Readable): AsyncGenerator<UploadRow> {
   const lines = createInterface({ input: source, crlfDelay: Number.POSITIVE_INFINITY });
   let line = 0;
-  for await (const text of lines) {
+  for await (const read of lines) {
     line += 1;
+    const text = line === 1 && read.startsWith(BOM) ? read.slice(1) : read;
     if (text.trim() === '') continue;
     let value: unknown;
     try {

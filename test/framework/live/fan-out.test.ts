@@ -54,7 +54,7 @@ const batchOf = (ids: string[]): BatchResult => {
   const rows = new Map<string, ChangedRow>(
     ids.map((id) => [id, { values: {}, live: true, matches: [], item: { id, name: `widget ${id}` } }]),
   );
-  return { changes: ids.map((id, i) => created(i + 1, id)), callers: new Map(), rows: [rows] };
+  return { changes: ids.map((id, i) => created(i + 1, id)), served: true, callers: new Map(), rows: [rows] };
 };
 
 describe('a batch fans out once per shape', () => {

@@ -1,8 +1,9 @@
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import type pg from 'pg';
 import { createCustomer, signInAs, startTestApp, type SignedIn, type TestApp } from '../../helpers/app.ts';
 import { testConfig } from '../../helpers/config.ts';
 import { StreamClient, type ReceivedEvent } from '../../helpers/event-stream.ts';
+import { holdStreamOpenings } from '../../helpers/stream-openings.ts';
 import type { TenantRef } from '../../../framework/context/tenant.ts';
 
 /**
@@ -227,6 +228,36 @@ describe('refused before the stream starts', () => {
     expect((await follow(members[1]!, `${TASKS}/stream?title=contains.t0`, host)).status).toBe(200);
     // Without a filter nothing is evaluated: always admitted.
     expect((await follow(members[1]!, `${TASKS}/stream`, host)).status).toBe(200);
+  });
+
+  it('counts the filters of the streams still opening: three new filters opening at once with room for two, one is 429', async () => {
+    const host = 'filters-at-once.localhost';
+    const own = await createCustomer(app, 'filters-at-once', host);
+    const members = [await signInAs(app, own, ['task:read']), await signInAs(app, own, ['task:read'])];
+    for (let i = 0; i < 4; i++)
+      expect((await follow(members[i % 2]!, `${TASKS}/stream?title=contains.before-${i}`, host)).status).toBe(200);
+    await new Promise((r) => setTimeout(r, 300));
+    // Each opening is held up after its places are taken, before it commits and joins the tenant's streams.
+    const held = await holdStreamOpenings(app.databaseUrl);
+    let answers: StreamClient[];
+    try {
+      const openings = [0, 1, 2].map((i) =>
+        StreamClient.open(base, `${TASKS}/stream?title=contains.at-once-${i}`, {
+          host,
+          cookie: members[i % 2]!.cookie,
+        }),
+      );
+      // Two are admitted and wait; the third, past live.max_filters_per_tenant (6), is refused.
+      await vi.waitFor(async () => expect(await held.waiting()).toBeGreaterThanOrEqual(2), { timeout: 5_000 });
+      await new Promise((r) => setTimeout(r, 300));
+      await held.release();
+      answers = await Promise.all(openings);
+      open.push(...answers);
+    } finally {
+      await held.release();
+    }
+    expect(answers.map((a) => a.status).sort()).toEqual([200, 200, 429]);
+    expect(answers.find((a) => a.status === 429)!.problem?.code).toBe('RATE_LIMITED');
   });
 
   it('403 AUTH_FORBIDDEN for a filter through a reference the caller may not read', async () => {

@@ -1,8 +1,10 @@
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
+import { request } from 'node:http';
 import { CompiledQuery } from 'kysely';
 import { createCustomer, signInAs, startTestApp, type SignedIn, type TestApp } from '../../helpers/app.ts';
 import { testConfig } from '../../helpers/config.ts';
 import { StreamClient, type ReceivedEvent } from '../../helpers/event-stream.ts';
+import { holdStreamOpenings } from '../../helpers/stream-openings.ts';
 import type { TenantRef } from '../../../framework/context/tenant.ts';
 import { EventStream } from '../../../framework/live/event-stream.ts';
 
@@ -82,6 +84,19 @@ async function quiet(client: StreamClient, ms = 1500): Promise<ReceivedEvent[]> 
     if (!event) return got;
     got.push(event);
   }
+}
+
+/**
+ * A client whose stream ended (`gone`) reconnects as an EventSource does, with its last id if it
+ * has one, after a change committed meanwhile: it receives that change.
+ */
+async function resumesMissingNothing(member: SignedIn, gone: StreamClient): Promise<void> {
+  // Another stream sees the change first: it has its position, before any new stream's start.
+  const witness = await follow(A, member);
+  const missed = await newTask(A, member, 'While reconnecting');
+  expect(summary(await witness.take(1))).toEqual([['created', missed.id]]);
+  const resumed = await follow(A, member, STREAM, gone.lastEventId ? { 'last-event-id': gone.lastEventId } : {});
+  expect(summary(await resumed.take(1))).toEqual([['created', missed.id]]);
 }
 
 describe('a stream of a generated list', () => {
@@ -165,6 +180,56 @@ describe('a stream of a generated list', () => {
     expect((await unknown.take(1))[0]!.event).toBe('reset');
   });
 
+  it('opens with its start position as an id: a client that saw no event resumes on another process after a shutdown, missing nothing', async () => {
+    const member = await signInAs(app, tenantA, ['task:read', 'task:update']);
+    const other = await startTestApp({ databaseUrl: app.databaseUrl, role: 'web', config: app.config });
+    let closed = false;
+    let gone: StreamClient | undefined;
+    try {
+      const otherBase = await other.web!.listen({ port: 0, host: '127.0.0.1' });
+      const client = await StreamClient.open(otherBase, STREAM, { host: A, cookie: member.cookie });
+      open.push(client);
+      gone = client;
+      expect(client.status).toBe(200);
+      await vi.waitFor(() => expect((other.services.live as unknown as { openStreams: number }).openStreams).toBe(1));
+      await other.close();
+      closed = true;
+      // Ended without an end event: the client is to reconnect, as an EventSource does, elsewhere.
+      expect(await client.waitEnd(5000)).toBe(true);
+    } finally {
+      if (!closed) await other.close();
+    }
+    await resumesMissingNothing(member, gone!);
+  });
+
+  it('ends cleanly a stream whose opening was under way when its process began to shut down: it resumes elsewhere', async () => {
+    const member = await signInAs(app, tenantA, ['task:read', 'task:update']);
+    const other = await startTestApp({ databaseUrl: app.databaseUrl, role: 'web', config: app.config });
+    const otherBase = await other.web!.listen({ port: 0, host: '127.0.0.1' });
+    // The opening is held up while the process begins to close.
+    const held = await holdStreamOpenings(app.databaseUrl);
+    let closing: Promise<void> | undefined;
+    let client: StreamClient;
+    try {
+      const opening = StreamClient.open(otherBase, STREAM, { host: A, cookie: member.cookie });
+      await vi.waitFor(async () => expect(await held.waiting()).toBe(1), { timeout: 5_000, interval: 20 });
+      closing = other.close();
+      // The hub has stopped (the server's preClose) before the opening goes on.
+      await new Promise((r) => setTimeout(r, 200));
+      await held.release();
+      client = await opening;
+      open.push(client);
+    } finally {
+      await held.release();
+    }
+    expect(client.status).toBe(200);
+    // Ended without an end event, as every stream of a process that shuts down: the client reconnects.
+    expect(await client.waitEnd(5000)).toBe(true);
+    expect(await client.next(100)).toBeUndefined();
+    await closing;
+    await resumesMissingNothing(member, client);
+  });
+
   it('refuses a malformed Last-Event-ID with 422 VALIDATION_FAILED', async () => {
     const member = await signInAs(app, tenantA, ['task:read']);
     const client = await follow(A, member, STREAM, { 'last-event-id': 'yesterday' });
@@ -236,6 +301,28 @@ describe('authorised at open and at every batch', () => {
     expect(JSON.parse(end!.data)).toEqual({ reason: 'AUTH_REQUIRED' });
   });
 
+  it('closes when its tenant is suspended; the reconnect is answered as the list, 404 NO_SITE', async () => {
+    const host = 'live-suspended.localhost';
+    const tenant = await createCustomer(app, 'live-suspended', host);
+    const member = await signInAs(app, tenant, ['task:read']);
+    const client = await follow(host, member);
+    expect(client.status).toBe(200);
+    const operator = await signInAs(app, app.operator, ['tenant:manage']);
+    const suspended = await app
+      .http()
+      .post(`/api/v1/tenant/tenants/${tenant.id}/suspend`)
+      .set('Cookie', operator.cookie);
+    expect(suspended.status).toBe(200);
+    // Nothing changes in the tenant: the recheck (1 s here) finds it suspended.
+    expect(await client.waitEnd(4000)).toBe(true);
+    // Closed as at a shutdown, not ended: `end` would tell the client not to reconnect.
+    expect(await client.next(200)).toBeUndefined();
+    const again = await StreamClient.open(base, STREAM, { host, cookie: member.cookie });
+    open.push(again);
+    expect(again.status).toBe(404);
+    expect(again.problem?.code).toBe('NO_SITE');
+  });
+
   it('ends when the user is deactivated', async () => {
     const member = await signInAs(app, tenantA, ['task:read']);
     const client = await follow(A, member);
@@ -279,6 +366,42 @@ describe('authorised at open and at every batch', () => {
     expect(Number(refused.headers['retry-after'])).toBeGreaterThan(0);
     // Another caller is not held to this one's count.
     expect((await follow(A, await signInAs(app, tenantA, ['task:read']))).status).toBe(200);
+  });
+
+  it('gives the place back of a client that leaves while its stream is opening: the caller can still open as many', async () => {
+    const member = await signInAs(app, tenantA, ['task:read']);
+    // Each opening is held up until its client has gone.
+    const held = await holdStreamOpenings(app.databaseUrl);
+    try {
+      const { hostname, port } = new URL(base);
+      for (let i = 0; i < 3; i++) {
+        const req = request({
+          hostname,
+          port,
+          path: STREAM,
+          agent: false,
+          headers: { host: A, cookie: member.cookie, accept: 'text/event-stream' },
+        });
+        req.on('error', () => {});
+        req.end();
+        await vi.waitFor(async () => expect(await held.waiting()).toBe(i + 1), { timeout: 5_000, interval: 20 });
+        req.destroy();
+      }
+      // The server has seen the three clients leave before their openings go on.
+      await new Promise((r) => setTimeout(r, 200));
+    } finally {
+      await held.release();
+    }
+    const opened = () =>
+      vi.waitFor(
+        async () => {
+          const client = await follow(A, member);
+          expect(client.status).toBe(200);
+        },
+        { timeout: 3_000, interval: 100 },
+      );
+    for (let i = 0; i < 3; i++) await opened();
+    expect((await follow(A, member)).status).toBe(429);
   });
 });
 
