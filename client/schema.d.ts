@@ -2018,7 +2018,7 @@ export interface components {
             name: string;
             /** @description Sorted. What a request with the token may do is these intersected with what the user holds at that moment; "*" stands for all the user holds */
             permissions: string[];
-            /** @description The raw token, shown this once: only its SHA-256 is stored. Send it as Authorization: Bearer <token> */
+            /** @description The raw token, shown this once: only its SHA-256 is stored. Send it as Authorization: Bearer <token>. A secret shown once: a replay of a batch that made it (the same Idempotency-Key) has null here and names the field in its header Idempotent-Secrets-Withheld. */
             token: string;
             /**
              * Format: uuid

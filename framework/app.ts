@@ -132,13 +132,16 @@ export async function buildApp(options: AppOptions): Promise<App> {
     const secret = await readInstallationSecret(db.pool);
     const cursors = new CursorSeal(keyFor(secret, 'cursor'));
     const links = new LinkSeal(keyFor(secret, 'signed link'));
+    const requestDigestKey = keyFor(secret, 'idempotent request');
     const {
       services,
       listener,
       outbox,
       replica: opened,
       live,
-    } = composeServices(options, composition, db, log, metrics, cursors, links, { replica: servesHttp(options.role) });
+    } = composeServices(options, composition, db, log, metrics, cursors, links, requestDigestKey, {
+      replica: servesHttp(options.role),
+    });
     replica = opened;
     const { created } = await ensureOperatorTenant(services);
     if (created) log.info({ host: options.config.server.public_host }, 'created the operator tenant');
@@ -193,6 +196,7 @@ function composeServices(
   metrics: Metrics | undefined,
   cursors: CursorSeal,
   links: LinkSeal,
+  requestDigestKey: Buffer,
   opens: { replica: boolean } = { replica: false },
 ): {
   services: Services;
@@ -247,6 +251,7 @@ function composeServices(
     ...(replica ? { replica } : {}),
     cursors,
     links,
+    requestDigestKey,
     hosts,
     publicReads,
     mailer: options.mailer ?? createMailer(options.config.mail),
@@ -282,6 +287,7 @@ export async function exportOpenApiDocument(options: {
     undefined,
     new CursorSeal(randomBytes(32)),
     new LinkSeal(randomBytes(32)),
+    randomBytes(32),
   );
   try {
     const web = await buildWeb(services);

@@ -67,7 +67,7 @@ export function registerAdminEffectPage(site: AdminSite, page: AdminEffectPageDe
     hidden: true,
     // Like every admin page: the session cookie only; a personal access token is no session.
     bearer: false,
-    form: route.multipart === undefined,
+    form: route.multipart === undefined ? 'only' : false,
     transaction: 'none',
     ...(route.multipart ? { multipart: route.multipart } : {}),
     ...(route.bodyLimit ? { bodyLimit: route.bodyLimit } : {}),

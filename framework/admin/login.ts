@@ -102,7 +102,7 @@ function registerLoginPost(site: AdminSite): void {
     transaction: 'none',
     hidden: true,
     bearer: false,
-    form: true,
+    form: 'only',
     ...(login.publishes ? { publishes: login.publishes } : {}),
     schema: {
       ...(login.schema.querystring ? { querystring: login.schema.querystring } : {}),

@@ -65,7 +65,8 @@ export function registerAdminPage<const S extends AdminPageSchema = Record<never
     hidden: true,
     // A personal access token is no session: the shell ignores it (the page sees an anonymous caller).
     bearer: false,
-    form: method === 'POST',
+    // The shell posts only forms: any other post (JSON, no body) is refused (415), never run without the token.
+    form: method === 'POST' ? 'only' : false,
     ...(page.publishes ? { publishes: page.publishes } : {}),
     schema: {
       ...(page.schema?.params ? { params: page.schema.params } : {}),

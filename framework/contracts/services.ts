@@ -42,6 +42,11 @@ export interface Services {
   /** Signs links that open without a session until they expire (an export's archive), with a key from the installation's secret. */
   links: SignedLinks;
   /**
+   * The key of the digest an Idempotency-Key keeps of its request (framework/http/idempotency.ts),
+   * from the installation's secret: the digest of a body holding a password is no way to guess it.
+   */
+  requestDigestKey: Buffer;
+  /**
    * The read replica (database.replica_url), in a process that serves HTTP: the transactions of
    * routes that may read from it (RouteDefinition.replica). Absent: every read is the primary's.
    */

@@ -68,8 +68,10 @@ export interface RouteDefinition<S extends RouteSchemas = RouteSchemas, P extend
    * A browser form target (a page's <form method="post">): besides JSON, the route accepts an
    * application/x-www-form-urlencoded body, which must carry the CSRF token field `csrf`
    * (framework/access/form-token.ts). Every other route refuses form-encoded bodies with 415.
+   * 'only': a target that takes nothing but its form (the admin shell's posts): any other post,
+   * JSON or no body at all, is refused with 415 before the guard, so none runs without the token.
    */
-  form?: boolean;
+  form?: boolean | 'only';
   /**
    * The route only reads, and may read from the read replica (database.replica_url), which can be
    * up to database.replica_max_lag_ms behind the primary: 'always' (public content, feeds, exports,

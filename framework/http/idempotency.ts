@@ -1,4 +1,4 @@
-import { createHash } from 'node:crypto';
+import { createHmac } from 'node:crypto';
 import Type, { type TSchema } from 'typebox';
 import { sql } from 'kysely';
 import type { FastifyReply, FastifyRequest } from 'fastify';
@@ -63,9 +63,14 @@ export function identifyUpload(request: FastifyRequest, identity: string): void 
   uploads.set(request, identity);
 }
 
-/** What makes two requests "the same": method, path with query, and body (its keys in sorted order). */
-export function requestHash(request: FastifyRequest): Buffer {
-  const hash = createHash('sha256')
+/**
+ * What makes two requests "the same": method, path with query, and body (its keys in sorted order).
+ * An HMAC under a key of the installation's secret (Services.requestDigestKey), not a bare digest:
+ * a body may hold a password (a set-password's), which a bare SHA-256 kept in the row would let
+ * anyone reading it guess at SHA-256's speed, past argon2id.
+ */
+export function requestHash(request: FastifyRequest, digestKey: Buffer): Buffer {
+  const hash = createHmac('sha256', digestKey)
     .update(`${request.method} ${request.url}\n`)
     .update(canonicalJson(request.body ?? null));
   const upload = uploads.get(request);
@@ -96,6 +101,7 @@ interface Recorded {
  */
 export async function runIdempotent(
   tx: TxContext,
+  digestKey: Buffer,
   key: string,
   request: FastifyRequest,
   reply: FastifyReply,
@@ -105,7 +111,7 @@ export async function runIdempotent(
   const userId = tx.session?.userId;
   // Every idempotent route is guarded by a permission, so there is a caller; without one the key has no scope.
   if (!userId) return handler();
-  const hash = requestHash(request);
+  const hash = requestHash(request, digestKey);
   const expired = new Date(tx.now.getTime() - KEY_LIFETIME_MS);
   // A key older than its lifetime that the purge has not reached yet is taken over as if absent.
   const claimed = await tx.db
@@ -213,6 +219,7 @@ async function recordedAnswer(
 /** The recorded answer of a request carrying a key, looked up before a prepared command prepares. */
 export async function earlierAnswer(
   tx: TxContext,
+  digestKey: Buffer,
   key: string,
   request: FastifyRequest,
   reply: FastifyReply,
@@ -221,7 +228,9 @@ export async function earlierAnswer(
   // key is judged with its effect (runIdempotent), once the route has read the file (identifyUpload).
   if (/^multipart\//i.test(request.headers['content-type'] ?? '')) return undefined;
   const userId = tx.session?.userId;
-  return userId ? recordedAnswer(tx, userId, key, requestHash(request), reply, routeAnswerSecrets(request)) : undefined;
+  return userId
+    ? recordedAnswer(tx, userId, key, requestHash(request, digestKey), reply, routeAnswerSecrets(request))
+    : undefined;
 }
 
 /**

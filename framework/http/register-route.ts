@@ -141,7 +141,12 @@ export function registerRoute(
   // expected, or a form without its CSRF token.
   const early = earlyAnswerHook(route, services);
   const formCheck = async (request: FastifyRequest) => {
-    if (!isFormEncoded(request)) return;
+    if (!isFormEncoded(request)) {
+      // A target that takes only forms (the admin shell's posts): JSON, or no body at all, is no form.
+      if (route.form === 'only')
+        throw problem('UNSUPPORTED_MEDIA_TYPE', 'This page takes only its form (application/x-www-form-urlencoded)');
+      return;
+    }
     if (!route.form) throw problem('UNSUPPORTED_MEDIA_TYPE', 'This route takes JSON, not a form-encoded body');
     checkFormToken(request, services.config);
   };

@@ -264,7 +264,10 @@ function noTransaction(plan: RoutePlan, route: NoTxRouteDefinition): RequestStra
               admit(plan, reply, rawId, tx.session);
               return {
                 session: tx.session,
-                earlier: key === undefined ? undefined : await earlierAnswer(tx, key, request, reply),
+                earlier:
+                  key === undefined
+                    ? undefined
+                    : await earlierAnswer(tx, plan.services.requestDigestKey, key, request, reply),
               };
             },
             txOptions,
@@ -276,7 +279,10 @@ function noTransaction(plan: RoutePlan, route: NoTxRouteDefinition): RequestStra
       key === undefined
         ? transaction
         : <T>(fn: (tx: TxContext) => Promise<T>): Promise<T> =>
-            transaction((tx) => runIdempotent(tx, key, request, reply, () => fn(tx)) as Promise<T>);
+            transaction(
+              (tx) =>
+                runIdempotent(tx, plan.services.requestDigestKey, key, request, reply, () => fn(tx)) as Promise<T>,
+            );
     return route.handler({ ...base, session: guarded.session, transaction, effectTransaction });
   };
 }
@@ -307,7 +313,10 @@ function preparedTransaction(
               guard.admitCaller(tx.session);
               return {
                 session: tx.session,
-                earlier: key === undefined ? undefined : await earlierAnswer(tx, key, request, reply),
+                earlier:
+                  key === undefined
+                    ? undefined
+                    : await earlierAnswer(tx, plan.services.requestDigestKey, key, request, reply),
               };
             },
             txOptionsOf(plan, bearer, rawId),
@@ -341,9 +350,12 @@ function inTransaction(
       // A request with an Idempotency-Key claims it in this transaction, beside its effect.
       const run = () => route.handler({ ...base, tx, prepared });
       if (key === undefined) return run();
+      const digestKey = plan.services.requestDigestKey;
       return route.idempotentSecrets
-        ? runIdempotent(tx, key, request, reply, run, (answer, status) => route.idempotentSecrets!(answer, status))
-        : runIdempotent(tx, key, request, reply, run);
+        ? runIdempotent(tx, digestKey, key, request, reply, run, (answer, status) =>
+            route.idempotentSecrets!(answer, status),
+          )
+        : runIdempotent(tx, digestKey, key, request, reply, run);
     },
     txOptionsOf(plan, bearer, rawId),
   );

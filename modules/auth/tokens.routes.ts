@@ -1,5 +1,5 @@
 import Type from 'typebox';
-import { defineRoute } from '../../framework/entity/define.ts';
+import { defineRoute, Secret } from '../../framework/entity/define.ts';
 import { THROTTLE } from './throttle.ts';
 import {
   DEFAULT_TOKEN_DAYS,
@@ -18,10 +18,13 @@ import { AccessTokenFields, AccessTokenSchema, TOKENS_PATH, TokenListQuery, toke
 const AccessTokenCreatedSchema = Type.Object(
   {
     ...AccessTokenFields,
-    token: Type.String({
-      description:
-        'The raw token, shown this once: only its SHA-256 is stored. Send it as Authorization: Bearer <token>',
-    }),
+    // A secret shown once (Secret()): an answer recorded for an Idempotency-Key (a batch's) keeps null in its place.
+    token: Secret(
+      Type.String({
+        description:
+          'The raw token, shown this once: only its SHA-256 is stored. Send it as Authorization: Bearer <token>. A secret shown once: a replay of a batch that made it (the same Idempotency-Key) has null here and names the field in its header Idempotent-Secrets-Withheld.',
+      }),
+    ),
   },
   { additionalProperties: false, title: 'AccessTokenCreated', description: 'The token just made, with its raw value' },
 );

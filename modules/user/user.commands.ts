@@ -14,6 +14,8 @@ export const SetPasswordBody = Type.Object(
       minLength: PASSWORD_MIN_LENGTH,
       maxLength: PASSWORD_MAX_LENGTH,
       description: 'The new password; never stored or shown, only its argon2id hash is kept.',
+      // Sent, never read back: the admin form types it into a password input and never echoes it.
+      writeOnly: true,
     }),
   },
   { additionalProperties: false },

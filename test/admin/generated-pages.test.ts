@@ -475,6 +475,27 @@ describe('Generated pages: forms', () => {
   });
 });
 
+describe('Generated pages: a password field', () => {
+  it('is typed as one, and a refused post never sends the password back', async () => {
+    const admin = await signInAs(app, acme, ['*']);
+    const person = await signInAs(app, acme, ['task:read']);
+    const path = `/admin/user/users/${person.userId}/set-password`;
+    const page = await app.http(HOST).get(path).set('Cookie', admin.cookie);
+    expect(page.status).toBe(200);
+    expect(page.text).toMatch(/<input type="password" id="field-password" name="password" value=""/);
+    const typed = 'Sh0rt!pw';
+    const refused = await app
+      .http(HOST)
+      .post(path)
+      .set('Cookie', admin.cookie)
+      .type('form')
+      .send({ csrf: csrfOf(admin), password: 'x'.repeat(1025) + typed });
+    expect(refused.status).toBe(422);
+    expect(refused.text).toMatch(/<input type="password" id="field-password" name="password" value=""/);
+    expect(refused.text).not.toContain(typed);
+  });
+});
+
 describe('Admin shell: the header', () => {
   it("shows the caller's unread notification count in the badge", async () => {
     const admin = await signInAs(app, acme, ['*']);

@@ -256,6 +256,36 @@ describe('the form token is bound to the session, one per reply', () => {
     expect(await taskTitles()).toContain('first post after a restart');
   });
 
+  it('the shell takes only forms: a post that is none (JSON, or no body at all) is 415, and nothing runs without the token', async () => {
+    const refused = async (res: { status: number; text: string }, what: string) => {
+      expect(res.status, what).toBe(415);
+      expect(res.text, what).toContain('UNSUPPORTED_MEDIA_TYPE');
+    };
+    // A page whose form fields are all optional: JSON, or no body, would set the role's permissions.
+    const roleOf = async () =>
+      (
+        await app.services.transactions.run(acme, async (ctx) =>
+          sql<{ permissions: string[] }>`select permissions from roles where name = 'member'`.execute(ctx.db),
+        )
+      ).rows[0]?.permissions;
+    const before = await roleOf();
+    const role = () => http().post('/admin/auth/roles/member').set('Cookie', admin);
+    await refused(await role().send({ permissions: ['task:read', 'user:read'] }), 'a role as JSON');
+    await refused(await role(), 'a role without a body');
+    expect(await roleOf()).toEqual(before);
+    // The sign-out form without its token, sent without a body: the session stays.
+    await refused(await http().post('/admin/logout').set('Cookie', admin), 'sign-out without a body');
+    expect((await http().get('/api/v1/auth/me').set('Cookie', admin)).status).toBe(200);
+    await refused(await http().post(TASK_FORM).set('Cookie', admin).send(fields('posted as JSON')), 'a task as JSON');
+    await refused(await http().post(TASK_FORM).set('Cookie', admin), 'a task without a body');
+    expect(await taskTitles()).not.toContain('posted as JSON');
+    // The sign-in form too (a JSON sign-in is the API's, POST /api/v1/auth/login).
+    await refused(
+      await http().post('/admin/login').send({ email: 'a@example.com', password: 'whatever it is' }),
+      'a JSON sign-in through the shell',
+    );
+  });
+
   it('a pair minted for an anonymous visitor is refused with the session (403 AUTH_CROSS_SITE)', async () => {
     const login = await http().get('/admin/login');
     const [csrf] = csrfFields(login.text);

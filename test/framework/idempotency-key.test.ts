@@ -1,5 +1,5 @@
 import { beforeAll, describe, expect, it } from 'vitest';
-import { randomUUID } from 'node:crypto';
+import { createHash, randomUUID } from 'node:crypto';
 import { createCustomer, signInAs, type SignedIn } from '../helpers/app.ts';
 import { useTestApp } from '../helpers/use-test-app.ts';
 import { JobRunner } from '../../framework/events/jobs.ts';
@@ -174,6 +174,41 @@ describe('keys are scoped to tenant and caller', () => {
     }
     expect(new Set([mine.body.id, bobs.body.id, carols.body.id]).size).toBe(3);
     expect(await storedKeys(key)).toBe(3);
+  });
+});
+
+describe('what a key keeps of its request', () => {
+  it("is no digest a reader of the row could recompute: a set-password's password cannot be tried against it", async () => {
+    const admin = await signInAs(t.app, tenant, ['*']);
+    const person = await t.app.services.transactions.run(tenant, async (ctx) =>
+      ctx.db
+        .insertInto('users')
+        .values({ email: `pw-${randomUUID()}@example.test`, display_name: 'Pat', status: 'active', roles: [] })
+        .returning('id')
+        .executeTakeFirstOrThrow(),
+    );
+    const key = randomUUID();
+    const path = `/api/v1/user/users/${person.id}/set-password`;
+    const body = { password: 'guessable password 1' };
+    const send = () => t.app.http(HOST).post(path).set('Cookie', admin.cookie).set('Idempotency-Key', key).send(body);
+    expect((await send()).status).toBe(200);
+    const { rows } = await t.app.services.db.pool.query<{ request_hash: Buffer }>(
+      'select request_hash from idempotency_keys where key = $1',
+      [key],
+    );
+    // What the request alone gives (method, path, body): anyone who read the row could try
+    // passwords against it at SHA-256's speed, past argon2id.
+    const guess = createHash('sha256').update(`POST ${path}\n`).update(JSON.stringify(body)).digest();
+    expect(rows[0]!.request_hash.equals(guess)).toBe(false);
+    // And the key still knows its request: a retry replays, another body is refused.
+    const again = await send();
+    expect(again.status).toBe(200);
+    expect(again.headers['idempotent-replayed']).toBe('true');
+    const other = await t.app.http(HOST).post(path).set('Cookie', admin.cookie).set('Idempotency-Key', key).send({
+      password: 'another password 2',
+    });
+    expect(other.status).toBe(422);
+    expect(other.body.code).toBe('IDEMPOTENCY_KEY_REUSED');
   });
 });
 

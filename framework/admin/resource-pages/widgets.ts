@@ -23,6 +23,7 @@ export type WidgetKind =
   | 'number'
   | 'datetime'
   | 'email'
+  | 'password'
   | 'list'
   | 'checkboxes'
   | 'json';
@@ -51,6 +52,8 @@ const TEXTAREA_FROM = 500;
 interface SchemaNode {
   type?: string | string[];
   format?: string;
+  /** A value sent and never read back (OpenAPI's writeOnly): a password. */
+  writeOnly?: boolean;
   const?: unknown;
   enum?: unknown[];
   anyOf?: SchemaNode[];
@@ -136,6 +139,8 @@ export function widgetOf(name: string, schema: TSchema, required: boolean, text?
         ...(node.minLength !== undefined ? { minlength: node.minLength } : {}),
         ...(node.maxLength !== undefined ? { maxlength: node.maxLength } : {}),
       };
+      // A password (writeOnly): typed into a password input, and never written back into the form.
+      if (node.writeOnly === true) return { ...base, kind: 'password', ...lengths };
       const long = node.maxLength !== undefined && node.maxLength > TEXTAREA_FROM;
       return { ...base, kind: long ? 'textarea' : 'text', ...lengths };
     }
@@ -186,7 +191,9 @@ export function fromForm(widget: Widget, posted: unknown): unknown {
     // Optional: null where the body may clear the field (an edit), else left out (a create takes the default).
     // Required: empty text is sent so the schema names its rule; any other kind is reported missing.
     if (!widget.required) return widget.clearable ? null : undefined;
-    return widget.kind === 'text' || widget.kind === 'textarea' || widget.kind === 'email' ? '' : undefined;
+    return widget.kind === 'text' || widget.kind === 'textarea' || widget.kind === 'email' || widget.kind === 'password'
+      ? ''
+      : undefined;
   }
   switch (widget.kind) {
     case 'integer':
@@ -244,7 +251,8 @@ export function toDateTimeLocal(value: unknown): string {
 
 /** The text an input starts with: the stored value, or what was posted when the form comes back with errors. */
 export function inputValue(widget: Widget, value: unknown): string {
-  if (value === undefined || value === null) return '';
+  // A password is never sent back, not even to the person who typed it into a refused form.
+  if (value === undefined || value === null || widget.kind === 'password') return '';
   if (widget.kind === 'datetime')
     return value instanceof Date || !/T\d{2}:\d{2}$/.test(String(value))
       ? toDateTimeLocal(value) || String(value)

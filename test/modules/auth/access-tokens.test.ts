@@ -56,6 +56,28 @@ describe('personal access tokens: making them', () => {
     expect(JSON.stringify(list.body)).not.toContain(made.token);
   });
 
+  it('is a secret shown once in a batch too: an Idempotency-Key keeps no raw token, and its replay answers null', async () => {
+    const user = await signInAs(t.app, t.acme, ['task:read']);
+    const send = () =>
+      acmeHttp()
+        .post('/api/v1/batch')
+        .set('Cookie', user.cookie)
+        .set('Idempotency-Key', 'batch-makes-a-token')
+        .send({ requests: [{ method: 'POST', path: '/api/v1/auth/tokens', body: { name: 'ci', permissions: [] } }] });
+    const first = await send();
+    expect(first.status, JSON.stringify(first.body)).toBe(200);
+    const raw = first.body.results[0].body.token as string;
+    expect(raw).toMatch(/^tnt_pat_/);
+    const kept = JSON.stringify((await t.app.services.db.pool.query('select * from idempotency_keys')).rows);
+    expect(kept).not.toContain(raw);
+    const again = await send();
+    expect(again.status).toBe(200);
+    expect(again.headers['idempotent-replayed']).toBe('true');
+    expect(again.headers['idempotent-secrets-withheld']).toBe('/results/0/body/token');
+    expect(again.body.results[0].body).toMatchObject({ id: first.body.results[0].body.id, token: null });
+    expect(JSON.stringify(again.body)).not.toContain(raw);
+  });
+
   it('refuses an expiry past a year with TOKEN_EXPIRY_TOO_LONG and a permission the caller lacks with TOKEN_PERMISSION_NOT_HELD', async () => {
     const user = await signInAs(t.app, t.acme, ['task:read']);
     const long = await acmeHttp()
