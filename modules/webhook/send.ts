@@ -69,15 +69,29 @@ export async function send(
         signal,
       },
       (response) => {
+        const status = response.statusCode ?? 0;
         let read = 0;
+        let dropped = false;
         response.on('data', (chunk: Buffer) => {
           read += chunk.length;
-          if (read > MAX_ANSWER_BYTES) response.destroy();
+          if (read > MAX_ANSWER_BYTES) {
+            dropped = true;
+            response.destroy();
+          }
         });
-        const done = () => finish({ outcome: 'answered', status: response.statusCode ?? 0, durationMs: elapsed() });
-        response.on('end', done);
-        response.on('close', done);
-        response.on('error', done);
+        const answered = () => finish({ outcome: 'answered', status, durationMs: elapsed() });
+        // An answer counts once it has arrived whole (or its first 64 KiB, the rest being dropped):
+        // a status followed by a cut connection or a stalled body is no answer, so not a success.
+        const ended = () => {
+          if (response.complete || dropped) return answered();
+          const error = signal.aborted
+            ? `no answer within ${TOTAL_TIMEOUT_MS / 1000} s`
+            : `the answer (status ${status}) was cut short before its end`;
+          finish({ outcome: 'failed', error, durationMs: elapsed() });
+        };
+        response.on('end', answered);
+        response.on('close', ended);
+        response.on('error', ended);
       },
     );
     request.on('socket', (socket) => {
