@@ -5,7 +5,7 @@ import type { RouteDefinition } from '../entity/define.ts';
 import type { ModuleRegistry } from '../contracts/services.ts';
 import type { RegisteredRoute } from '../contracts/composition.ts';
 import { API_PREFIX } from '../entity/names.ts';
-import { PROBLEMS, ProblemError, problem, type FieldError, type ProblemCode } from '../errors.ts';
+import { ProblemError, problem, problemDeclaration, type FieldError, type ProblemCode } from '../errors.ts';
 import { problemResponse } from '../openapi/problem-schema.ts';
 import { secretPaths, type SecretPath } from '../http/withheld-secrets.ts';
 import type { AnswerSecrets } from '../http/idempotency.ts';
@@ -372,7 +372,9 @@ function carriedHeaders(request: FastifyRequest): Record<string, string> {
   return headers;
 }
 
-const isProblemCode = (code: unknown): code is ProblemCode => typeof code === 'string' && Object.hasOwn(PROBLEMS, code);
+// Any installed code, the modules' (LAST_ADMINISTRATOR, ROLE_UNKNOWN...) as well as the framework's.
+const isProblemCode = (code: unknown): code is ProblemCode =>
+  typeof code === 'string' && problemDeclaration(code) !== undefined;
 
 /**
  * The batch's answer when one of its requests failed: that request's own problem (its code, so its

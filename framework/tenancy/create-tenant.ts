@@ -57,13 +57,16 @@ export async function withinTenant<T>(
   await scope(tenant.id);
   try {
     // The caller's session is of its own tenant: in another tenant's scope it is none (its
-    // permissions and its kind, cookie or token, say nothing there). The operator acting on a
-    // customer is the operator there, in events and history, naming none of the operator's users.
-    const operator = ctx.tenant.isOperator && tenant.id !== ctx.tenant.id;
+    // permissions and its kind, cookie or token, say nothing there). In its own tenant it stays,
+    // so a personal access token is still refused what only a session may do there. The operator
+    // acting on a customer is the operator there, in events and history, naming none of the
+    // operator's users.
+    const own = tenant.id === ctx.tenant.id;
+    const operator = ctx.tenant.isOperator && !own;
     const { ctx: inner, flush } = scopedContext(
       ctx.db,
       tenant,
-      null,
+      own ? ctx.session : null,
       operator ? null : ctx.actorId,
       ctx.declaredEvents,
       ctx.now,

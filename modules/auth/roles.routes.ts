@@ -52,11 +52,13 @@ export const roleList = new QueryList({
  */
 export function checkedPermissions(registry: Registry, tenant: TenantRef, permissions: readonly string[]): string[] {
   const list = [...new Set(permissions.map((p) => p.trim()))].sort();
+  // The pointer names the value as sent, which may carry the spaces trimmed off here.
+  const pointer = (p: string) => `/body/permissions/${permissions.findIndex((sent) => sent.trim() === p)}`;
   const unknown = list.filter((p) => p !== '*' && !registry.permissions.has(p));
   if (unknown.length > 0) {
     throw problem('PERMISSION_UNKNOWN', `No module defines ${unknown.join(', ')}`, {
       errors: unknown.map((p) => ({
-        pointer: `/body/permissions/${permissions.indexOf(p)}`,
+        pointer: pointer(p),
         message: `unknown permission ${p}`,
       })),
       extensions: { permissions: unknown },
@@ -66,7 +68,7 @@ export function checkedPermissions(registry: Registry, tenant: TenantRef, permis
   if (operatorOnly.length > 0 && !tenant.isOperator) {
     throw problem('PERMISSION_OPERATOR_ONLY', `${operatorOnly.join(', ')} may be held only in the operator tenant`, {
       errors: operatorOnly.map((p) => ({
-        pointer: `/body/permissions/${permissions.indexOf(p)}`,
+        pointer: pointer(p),
         message: `operator permission ${p}`,
       })),
       extensions: { permissions: operatorOnly },

@@ -70,10 +70,16 @@ export const tenantRoutes: readonly AnyRoute[] = [
     schema: { body: CreateTenantBody, response: { 201: answer(Tenant, 'The tenant created, with its primary host') } },
     handler: async ({ tx, body, services, reply }) => {
       const host = normaliseHostName(body.host);
+      // Stored trimmed: a name of spaces only would be empty, which the name's 1 to 200 refuses.
+      const name = body.name.trim();
+      if (name === '')
+        throw problem('VALIDATION_FAILED', 'name must not be blank', {
+          errors: [{ pointer: '/body/name', message: 'must not be blank' }],
+        });
       const slugTaken = await tx.db.selectFrom('tenants').select('id').where('slug', '=', body.slug).executeTakeFirst();
       if (slugTaken) throw problem('ALREADY_EXISTS', `slug ${body.slug} is taken`, { extensions: { field: 'slug' } });
       if (await hostOwner(tx, host)) throw hostTaken(host);
-      const created = await createTenant(tx, services, { slug: body.slug, name: body.name.trim(), host });
+      const created = await createTenant(tx, services, { slug: body.slug, name, host });
       tx.publish('tenant.created', { id: created.id, slug: created.slug });
       reply.code(201).header('location', `${BASE}/${created.id}`);
       return readTenant(tx, created.id);

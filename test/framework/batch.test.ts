@@ -123,6 +123,24 @@ describe('each request is served as if it were sent alone', () => {
     expect(read.body).toMatchObject({ code: 'AUTH_FORBIDDEN', index: 0 });
   });
 
+  it('a refusal a module declares keeps its own status and code in a batch (not 500 INTERNAL), and nothing is applied', async () => {
+    const manager = await signInAs(t.app, t.batch, ['user:manage']);
+    const email = `batch-invite-${randomUUID()}@example.test`;
+    const res = await batch(manager, [
+      { method: 'POST', path: '/api/v1/user/invitations', body: { email } },
+      { method: 'POST', path: '/api/v1/user/invitations', body: { email: `x${email}`, roles: ['no-such-role'] } },
+    ]);
+    expect(res.status, JSON.stringify(res.body)).toBe(422);
+    expect(res.body).toMatchObject({ code: 'ROLE_UNKNOWN', index: 1, roles: ['no-such-role'] });
+    expect(res.body.errors).toEqual([
+      { pointer: '/body/requests/1/body/roles', message: 'unknown role: no-such-role' },
+    ]);
+    const invited = await t.app.services.transactions.run(t.batch, async (ctx) =>
+      ctx.db.selectFrom('users').select('id').where('email', '=', email).execute(),
+    );
+    expect(invited).toEqual([]);
+  });
+
   it('the protected-field checks are the route’s: a command-owned field is refused with its route', async () => {
     const res = await batch(writer, [
       { method: 'POST', path: TASKS, body: task('owned', { assigneeId: randomUUID() }) },

@@ -165,6 +165,30 @@ describe('a personal access token never changes credentials', () => {
     expect(res.body.roles).toEqual(['admin']);
   });
 
+  it("but the operator tenant's own administrator is a credential of the caller's tenant: a token inviting one is 401 and creates nobody", async () => {
+    const operator = await person(t.app.operator, ['tenant:manage'], 'operator.localhost');
+    const token = await tokenOf(operator.cookie, ['tenant:manage'], 'operator.localhost');
+    const email = `own-admin-${Date.now()}@operator.test`;
+    const res = await t.app
+      .http('operator.localhost')
+      .post(`/api/v1/tenant/tenants/${t.app.operator.id}/invite`)
+      .set('Authorization', bearer(token))
+      .send({ email });
+    expect(res.status, JSON.stringify(res.body)).toBe(401);
+    expect(res.body.code).toBe('AUTH_REQUIRED');
+    const invited = await t.app.services.transactions.run(t.app.operator, (ctx) =>
+      usersService.findByEmail(ctx, email),
+    );
+    expect(invited).toBeUndefined();
+    // With the session cookie, the same invitation is the operator's to send.
+    const bySession = await t.app
+      .http('operator.localhost')
+      .post(`/api/v1/tenant/tenants/${t.app.operator.id}/invite`)
+      .set('Cookie', operator.cookie)
+      .send({ email });
+    expect(bySession.status, JSON.stringify(bySession.body)).toBe(201);
+  });
+
   it('the operations refuse a token caller themselves, whatever route reaches them', async () => {
     const mallory = await person(t.acme, ['*']);
     const token = await tokenOf(mallory.cookie, ['*']);

@@ -118,6 +118,21 @@ describe('PUT /api/v1/auth/roles/{name}', () => {
     ).not.toContain('bad');
   });
 
+  it('points at the value sent when a refused permission came with spaces around it (trimmed before it is checked)', async () => {
+    const res = await put('padded', ['user:read', ' user:fly ', 'task:fly ']);
+    expect(res.status).toBe(422);
+    expect(res.body.code).toBe('PERMISSION_UNKNOWN');
+    expect(res.body.errors).toEqual([
+      { pointer: '/body/permissions/2', message: 'unknown permission task:fly' },
+      { pointer: '/body/permissions/1', message: 'unknown permission user:fly' },
+    ]);
+    const operatorOnly = await put('padded', [' widget:operate']);
+    expect(operatorOnly.body.code).toBe('PERMISSION_OPERATOR_ONLY');
+    expect(operatorOnly.body.errors).toEqual([
+      { pointer: '/body/permissions/0', message: 'operator permission widget:operate' },
+    ]);
+  });
+
   it('refuses an operator permission outside the operator tenant with 422 PERMISSION_OPERATOR_ONLY, and accepts it there', async () => {
     const res = await put('ops', ['widget:operate']);
     expect(res.status).toBe(422);

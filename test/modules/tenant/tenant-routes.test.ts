@@ -89,6 +89,15 @@ describe('tenant routes', () => {
     }
   });
 
+  it('refuses a name of spaces only (stored trimmed, it would be empty) at its pointer, and creates nothing', async () => {
+    const res = await post('/api/v1/tenant/tenants', { slug: 'blank', name: '   ', host: 'blank.localhost' });
+    expect(res.status).toBe(422);
+    expect(res.body.code).toBe('VALIDATION_FAILED');
+    expect(res.body.errors).toEqual([{ pointer: '/body/name', message: expect.any(String) }]);
+    const { rows } = await app.services.db.pool.query(`select 1 from tenants where slug = 'blank'`);
+    expect(rows).toHaveLength(0);
+  });
+
   it('a failing creation hook leaves no tenant, no host and no roles', async () => {
     const res = await post('/api/v1/tenant/tenants', { slug: 'fail-hook', name: 'Fails', host: 'fail-hook.localhost' });
     expect(res.status).toBe(500);
