@@ -106,14 +106,13 @@ export function registerAdminEffectPage(site: AdminSite, page: AdminEffectPageDe
 
 /**
  * The request as a multipart page hands it to its route: the same request, except that the file
- * it asks for (`request.file(options)`, with the route's own options) comes only after the form's
- * token field, which precedes the file part as every admin form carries it, has been checked
- * (403 AUTH_CROSS_SITE, the file left unread). A form without the field never reaches the route's
- * work: the route asks for its file before it does anything.
+ * it asks for (`request.file(options)`, or the first of `request.files(options)`, with the route's
+ * own options) comes only after the form's token field, which precedes the file part as every
+ * admin form carries it, has been checked (403 AUTH_CROSS_SITE, the file left unread). A form
+ * without the field never reaches the route's work: the route asks for its file before it does anything.
  */
 function tokenBeforeFile(request: FastifyRequest, config: Config): FastifyRequest {
-  const file = async (options?: Parameters<FastifyRequest['file']>[0]): Promise<MultipartFile | undefined> => {
-    const part = await request.file(options);
+  const checked = (part: MultipartFile | undefined): MultipartFile | undefined => {
     const field = part?.fields[FORM_TOKEN_FIELD];
     const sent = field && !Array.isArray(field) && field.type === 'field' ? field.value : undefined;
     try {
@@ -124,5 +123,14 @@ function tokenBeforeFile(request: FastifyRequest, config: Config): FastifyReques
     }
     return part;
   };
-  return Object.create(request, { file: { value: file } }) as FastifyRequest;
+  const file = async (options?: Parameters<FastifyRequest['file']>[0]) => checked(await request.file(options));
+  async function* files(options?: Parameters<FastifyRequest['files']>[0]): AsyncGenerator<MultipartFile> {
+    let first = true;
+    for await (const part of request.files(options)) {
+      if (first) checked(part);
+      first = false;
+      yield part;
+    }
+  }
+  return Object.create(request, { file: { value: file }, files: { value: files } }) as FastifyRequest;
 }

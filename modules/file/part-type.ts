@@ -9,7 +9,7 @@ import type { Readable } from 'node:stream';
  * The watch sees the request body's chunks as the parser gets them (a 'data' listener beside the
  * parser's pipe, so never later than the parser), copies at most HEAD_BYTES of them, and finds the
  * header block of the first part the parser treats as a file: one whose Content-Disposition names
- * a filename. Call it right after `request.file()` (which starts the parser) and stop it once that
+ * a filename. Call it right after `request.files()` (which starts the parser) and stop it once that
  * has answered, before any byte of the file is stored: it keeps no chunk of its own.
  */
 export interface PartTypeWatch {

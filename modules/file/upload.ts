@@ -83,7 +83,9 @@ export async function uploadFile(
   const store = blobStoreFor(services.config);
   // The room left before any byte flows (a short transaction of its own, closed before the form is read).
   const room = quota - (await services.transactions.run(tenant, usedBytes));
-  const parsing = request.file({ limits: { files: 1, fileSize: maxBytes }, throwFileSizeLimit: false });
+  // The form's file parts, of which only the first is read; the iterator then says how the form ended.
+  const files = request.files({ limits: { files: 1, fileSize: maxBytes }, throwFileSizeLimit: false });
+  const parsing = files.next().then((next) => (next.done ? undefined : next.value));
   // Started after the parser, stopped before a byte of the file is stored (part-type.ts).
   const typeWatch = watchPartType(request.raw, request.headers['content-type']);
   const part = await parsing
@@ -117,6 +119,8 @@ export async function uploadFile(
   };
   // A visibility field after the file part: the rest of the form has arrived once the request has.
   await requestEnded(request);
+  if (!(await formEnded(files)))
+    await discard(problem('MALFORMED_REQUEST', 'The upload ended before the form was complete'));
   if (sentVisibilityField(part.fields)) await discard(visibilityFieldRefusal());
   if (isRenderable(mediaType) && !bytesAgree(mediaType, meter.head(), meter.text?.finish() ?? true)) {
     await discard(problem('MEDIA_TYPE_MISMATCH', `The bytes are not ${essence(mediaType)}`));
@@ -179,6 +183,21 @@ function requestEnded(request: FastifyRequest): Promise<void> {
   return new Promise((resolve) => finished(raw, () => resolve()));
 }
 
+/**
+ * Whether the parser read the form to its closing delimiter. The file part ends at the delimiter
+ * that follows it, so its bytes may all be stored while the form is still cut short after it (the
+ * client gone, or the body ending there): that is refused as a form cut inside the part is. A
+ * second file part (past the parser's limit of one) is ignored, as it always was.
+ */
+async function formEnded(files: AsyncIterableIterator<MultipartFile>): Promise<boolean> {
+  try {
+    for (let next = await files.next(); !next.done; next = await files.next()) next.value.file.resume();
+    return true;
+  } catch (err) {
+    return (err as { code?: unknown }).code === 'FST_FILES_LIMIT';
+  }
+}
+
 /** Streams the part into the store under key; maps a limit or a lost client to nothing kept. */
 async function storeBytes(
   store: BlobStore,
@@ -192,7 +211,7 @@ async function storeBytes(
   let clientGone = false;
   part.file.on('limit', () => meter.destroy(tooLarge(maxBytes)));
   // finished() also reports a part that failed before this listener existed: a form cut short
-  // (no closing boundary) destroys the part while the handler awaited request.file(), and piping
+  // (no closing boundary) destroys the part while the handler awaited its file part, and piping
   // that dead stream would leave the store waiting for bytes forever.
   finished(part.file, (err) => {
     if (!err) return;

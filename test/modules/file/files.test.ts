@@ -2,6 +2,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startTestApp, createCustomer, signInAs, type TestApp } from '../../helpers/app.ts';
 import { testConfig } from '../../helpers/config.ts';
 import { outboxRows } from '../../helpers/outbox.ts';
+import { sessionFormToken } from '../../../framework/access/form-token.ts';
 import type { TenantRef } from '../../../framework/context/tenant.ts';
 import { FILES, PNG, PUBLIC, form, sha256 } from './helpers.ts';
 import { fileDriver, type FileDriver } from './driver.ts';
@@ -562,6 +563,34 @@ describe('Files: delete is hard, the row before the bytes', () => {
     expect(events).toHaveLength(1);
     expect(events[0]!.payload.storageKey).toBe(key);
     expect((await ctx.http().delete(`${FILES}/${up.body.id}`).set('Cookie', ctx.caller.cookie)).status).toBe(404);
+  });
+});
+
+describe("Files: the admin shell's upload runs the route, its form token checked before the file", () => {
+  it('refuses a form without the token, or with a wrong one (403 AUTH_CROSS_SITE), and keeps nothing; takes it with the token', async () => {
+    const ctx = await tenantWithCaller();
+    const before = await driver.stored();
+    const post = (parts: Parameters<typeof form>[0]) => {
+      const { body, type } = form(parts);
+      return ctx
+        .http()
+        .post('/admin/file/files?visibility=private')
+        .set('Cookie', ctx.caller.cookie)
+        .set('Sec-Fetch-Site', 'same-origin')
+        .set('Content-Type', type)
+        .send(body);
+    };
+    const file = { name: 'file', filename: 'a.txt', type: 'text/plain', content: 'from the page' };
+    for (const parts of [[file], [{ name: 'csrf', content: 'W'.repeat(43) }, file]]) {
+      const refused = await post(parts);
+      expect(refused.status).toBe(403);
+      expect(refused.text).toContain('AUTH_CROSS_SITE');
+    }
+    expect(await rowCount(ctx.tenant)).toBe(0);
+    expect(await driver.stored()).toEqual(before);
+    const taken = await post([{ name: 'csrf', content: sessionFormToken(ctx.caller.rawSessionId) }, file]);
+    expect(taken.status).toBe(303);
+    expect(await rowCount(ctx.tenant)).toBe(1);
   });
 });
 

@@ -52,15 +52,17 @@ async function until(check: () => boolean, what: string): Promise<void> {
 
 /**
  * Starts an upload whose body is sent by hand: the head of the form now (up to `split`, by default
- * half of it), the rest when asked.
+ * half of it), the rest when asked. `form` may change the form first (cut it short, say).
  */
 function slowUpload(
   content: Buffer,
-  options: { type?: string; split?: (body: Buffer) => number } = {},
+  options: { type?: string; split?: (body: Buffer) => number; form?: (body: Buffer) => Buffer } = {},
 ): { req: ClientRequest; rest: Buffer; answer: Promise<{ status: number; body: string }> } {
-  const { body, type } = form([
+  const made = form([
     { name: 'file', filename: 'slow.bin', type: options.type ?? 'application/octet-stream', content },
   ]);
+  const type = made.type;
+  const body = options.form?.(made.body) ?? made.body;
   const req = httpRequest({
     host: '127.0.0.1',
     port,
@@ -107,6 +109,52 @@ describe('Files rule 2: the bytes flow with no transaction open', () => {
     } finally {
       puts.restore();
     }
+  });
+});
+
+describe('Files: an upload cut short after its file part keeps nothing', () => {
+  // The whole file part, up to and with the delimiter that ends it; not what follows the delimiter.
+  const closing = Buffer.byteLength('--\r\n');
+  const throughDelimiter = (body: Buffer) => body.subarray(0, body.length - closing);
+
+  async function nothingKept(run: (settled: () => Promise<void>) => Promise<void>): Promise<void> {
+    const before = await driver.stored();
+    const { rows: rowsBefore } = await owner.query('select count(*)::int as n from files');
+    const puts = watchPuts(app.config);
+    try {
+      const settled = () => until(() => puts.settled() === 1, 'the file part to be stored');
+      await run(settled);
+      await settled();
+      // The refusal removes the blob before it answers; the client gone gets no answer to wait for.
+      await sleep(200);
+    } finally {
+      puts.restore();
+    }
+    const { rows } = await owner.query('select count(*)::int as n from files');
+    expect(rows).toEqual(rowsBefore);
+    expect(await driver.stored()).toEqual(before);
+  }
+
+  it('the client gone once the file part has been stored, before the form ends: no row, no blob', async () => {
+    await nothingKept(async (settled) => {
+      const upload = slowUpload(Buffer.alloc(200_000, 3), { form: throughDelimiter, split: (body) => body.length });
+      upload.answer.catch(() => undefined);
+      await settled();
+      upload.req.destroy();
+    });
+  });
+
+  it('a form that ends after the file part without its closing delimiter: 400 MALFORMED_REQUEST, no row, no blob', async () => {
+    await nothingKept(async (settled) => {
+      // The delimiter and the CR of a line break, whose LF never comes: the request ends there.
+      const cut = (body: Buffer) => Buffer.concat([throughDelimiter(body), Buffer.from('\r')]);
+      const upload = slowUpload(Buffer.alloc(200_000, 4), { form: cut, split: (body) => body.length - 1 });
+      await settled();
+      upload.req.end(upload.rest);
+      const answer = await upload.answer;
+      expect(answer.status, answer.body).toBe(400);
+      expect(JSON.parse(answer.body).code).toBe('MALFORMED_REQUEST');
+    });
   });
 });
 
