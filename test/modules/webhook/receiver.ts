@@ -18,6 +18,8 @@ export async function startReceiver(host = '127.0.0.1') {
   const statuses = new Map<string, number[]>();
   const redirects = new Map<string, string>();
   const delays = new Map<string, number>();
+  /** Paths whose answers wait until released: the answers waiting, by path. */
+  const held = new Map<string, (() => void)[]>();
   const inFlight = new Map<string, number>();
   const mostAtOnce = new Map<string, number>();
   const server = http.createServer((req, res) => {
@@ -42,8 +44,10 @@ export async function startReceiver(host = '127.0.0.1') {
       }
       const status = statuses.get(path)?.shift() ?? 200;
       const answer = () => res.writeHead(status, { 'content-type': 'text/plain' }).end(status === 200 ? 'ok' : 'no');
+      const waiting = held.get(path);
       const delay = delays.get(path);
-      if (delay) setTimeout(answer, delay);
+      if (waiting) waiting.push(answer);
+      else if (delay) setTimeout(answer, delay);
       else answer();
     });
   });
@@ -62,6 +66,18 @@ export async function startReceiver(host = '127.0.0.1') {
     redirect: (path: string, to: string) => redirects.set(path, to),
     /** Answers the path only after ms milliseconds. */
     slow: (path: string, ms: number) => delays.set(path, ms),
+    /**
+     * Answers the path only once the returned function is called (then at once): a test that needs
+     * a slow receiver waits for what it checks, not for a clock a loaded machine can outrun.
+     */
+    hold: (path: string) => {
+      held.set(path, []);
+      return () => {
+        const waiting = held.get(path) ?? [];
+        held.delete(path);
+        for (const answer of waiting) answer();
+      };
+    },
     /** The most requests of the path that were open at once. */
     mostAtOnce: (path: string) => mostAtOnce.get(path) ?? 0,
     close: () =>
