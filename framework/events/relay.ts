@@ -224,10 +224,13 @@ export class OutboxRelay {
       try {
         do {
           this.again = false;
-          while ((await this.relayBatch()) === BATCH) {}
+          try {
+            while ((await this.relayBatch()) === BATCH) {}
+          } catch {
+            // Rows stay unrelayed until a pass succeeds: the next tick retries, and so does a wake
+            // that came during this pass (what failed may have been mended since, as it waited).
+          }
         } while (this.again && !this.stopped);
-      } catch {
-        // The next tick retries; rows stay unrelayed until a pass succeeds.
       } finally {
         this.running = undefined;
       }

@@ -578,6 +578,46 @@ describe('the worker: relay, subscriptions, audit', () => {
     expect(await jobsFor(row.event_id)).toEqual(['sub-eventprobe-copy']);
   });
 
+  it('a wake that comes while a pass fails gets a pass of its own after it, not only the failed one', async () => {
+    const marker = randomUUID();
+    // The pass fails its audit insert half a second after it starts, while the refusal is still on.
+    await pool().query('create table refuse_audit_on (on_ boolean)');
+    await pool().query('insert into refuse_audit_on values (true)');
+    await pool().query(`create function refuse_audit_slowly() returns trigger language plpgsql as $$
+      begin
+        if new.payload->>'marker' = '${marker}' and exists (select 1 from refuse_audit_on) then
+          perform pg_sleep(0.5);
+          raise exception 'audit refused';
+        end if;
+        return new;
+      end $$`);
+    await pool().query(
+      'create trigger refuse_audit_slowly before insert on audit_events for each row execute function refuse_audit_slowly()',
+    );
+    try {
+      await web.services.transactions.run(tenant, async (ctx) => ctx.publish('eventprobe.thing.happened', { marker }));
+      const [row] = await outboxRows(`payload->>'marker' = $1`, [marker]);
+      const failing = running.relay.wake();
+      // The pass is in the trigger's sleep: the refusal is lifted, and a caller asks for a pass.
+      await until('the pass in the trigger', async () => {
+        const { rows } = await pool().query(
+          "select 1 from pg_stat_activity where query like '%audit_events%' and wait_event = 'PgSleep'",
+        );
+        return rows.length > 0;
+      });
+      await pool().query('delete from refuse_audit_on');
+      const asked = running.relay.wake();
+      await Promise.all([failing, asked]);
+      // The pass the wake asked for has run by the time its promise settles: the row is relayed.
+      expect((await outboxRows('event_id = $1', [row.event_id]))[0].relayed_at).not.toBeNull();
+      expect(await auditOf(row.event_id)).toHaveLength(1);
+    } finally {
+      await pool().query(
+        'drop trigger refuse_audit_slowly on audit_events; drop function refuse_audit_slowly(); drop table refuse_audit_on',
+      );
+    }
+  });
+
   it('the relay commits without waiting for its WAL flush (a lost relay is relayed again)', async () => {
     // What the relay's transaction has set, seen by its own audit insert.
     await pool().query('create table relay_commit_seen (event_id uuid, synchronous_commit text)');
