@@ -1,4 +1,4 @@
-import type { FastifyRequest } from 'fastify';
+import type { FastifyReply, FastifyRequest } from 'fastify';
 import { ASSET_PREFIX } from './assets.ts';
 
 /**
@@ -35,4 +35,12 @@ export function adminContentSecurityPolicy(request: Pick<FastifyRequest, 'header
     "frame-ancestors 'none'",
     "base-uri 'none'",
   ].join('; ');
+}
+
+/** The headers of every shell answer: its own files only (the policy above), no framing, the origin as referrer. */
+export function setShellHeaders(request: Pick<FastifyRequest, 'headers'>, reply: FastifyReply): FastifyReply {
+  return reply
+    .header('content-security-policy', adminContentSecurityPolicy(request))
+    .header('x-frame-options', 'DENY')
+    .header('referrer-policy', 'strict-origin');
 }

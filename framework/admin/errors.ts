@@ -10,7 +10,7 @@ import { pageContext } from './page.ts';
 import { LOGIN_PATH, renderAnonymousPage, renderAdminPage } from './shell.ts';
 import { allows } from './allows.ts';
 import { isHtmx } from './html.ts';
-import { adminContentSecurityPolicy } from './csp.ts';
+import { setShellHeaders } from './csp.ts';
 
 /** /admin/login?next=<the page asked for>: where an anonymous browser is sent. */
 export function loginLocation(request: FastifyRequest): string {
@@ -200,11 +200,7 @@ export function adminFrameworkError(err: FastifyError, request: FastifyRequest, 
     refused.status >= 500
       ? problemText(refused).sentence
       : 'This address cannot be read. Check the link, or start again from the dashboard.';
-  return reply
-    .headers(SECURITY_HEADERS)
-    .header('content-security-policy', adminContentSecurityPolicy(request))
-    .header('x-frame-options', 'DENY')
-    .header('referrer-policy', 'strict-origin')
+  return setShellHeaders(request, reply.headers(SECURITY_HEADERS))
     .header('cache-control', 'no-store')
     .header('x-request-id', request.id)
     .code(refused.status)

@@ -13,7 +13,7 @@ export { renderLoginPage } from './login.ts';
 import { moduleSidebarEntries, resolveSidebar, type SidebarEntry } from './sidebar.ts';
 import { FIXED_PAGES } from './fixed-pages.ts';
 import type { AdminPagesRegistrar } from './page.ts';
-import { adminContentSecurityPolicy } from './csp.ts';
+import { setShellHeaders } from './csp.ts';
 import { registerHostRoot } from './host-root.ts';
 
 export {
@@ -100,10 +100,7 @@ export async function registerAdmin(
       // The shell loads only its own files: scripts and style sheets from /admin/_assets (csp.ts),
       // no inline script, no framing.
       scope.addHook('onRequest', async (request, reply) => {
-        reply
-          .header('content-security-policy', adminContentSecurityPolicy(request))
-          .header('x-frame-options', 'DENY')
-          .header('referrer-policy', 'strict-origin');
+        setShellHeaders(request, reply);
       });
       installAdminErrors(site);
       registerAssets(scope);

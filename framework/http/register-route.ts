@@ -7,6 +7,7 @@ import type {
 } from 'fastify';
 import Type, { type TSchema } from 'typebox';
 import type { AnyRoute, EarlyAnswer } from '../entity/define.ts';
+import { API_PREFIX } from '../entity/names.ts';
 import type { PublishAllowList } from '../context/tx.ts';
 import type { ResolvedEntity } from '../entity/resolve.ts';
 import type { Services } from '../services.ts';
@@ -45,10 +46,10 @@ const NO_QUERY_PARAMETERS = Type.Object({}, { additionalProperties: false });
 /**
  * An API route that declares no query string takes none: an unknown parameter is 422
  * VALIDATION_FAILED there as on every route that declares one (docs/api-conventions.md), not
- * silently ignored (`?format=csv` answered JSON). Pages and probes outside /api/ are left as declared.
+ * silently ignored (`?format=csv` answered JSON). Pages and probes outside the API are left as declared.
  */
 function withQueryString(route: AnyRoute): AnyRoute {
-  if (route.schema.querystring || !route.url.startsWith('/api/')) return route;
+  if (route.schema.querystring || !route.url.startsWith(`${API_PREFIX}/`)) return route;
   return { ...route, schema: { ...route.schema, querystring: NO_QUERY_PARAMETERS } };
 }
 
