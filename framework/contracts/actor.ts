@@ -15,8 +15,11 @@ export interface Actor {
   name: string | null;
 }
 
-/** What a transaction is opened for when no session says it: a job's run, a subscription's delivery, the operator. */
+/**
+ * What a transaction is opened for when no session says it: a job's run, a subscription's delivery,
+ * the operator, or work a person's personal access token asked for earlier (an import's rows).
+ */
 export interface ActingAs {
-  kind: 'job' | 'subscription' | 'operator';
+  kind: 'job' | 'subscription' | 'operator' | 'token';
   name?: string;
 }

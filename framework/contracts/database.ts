@@ -112,6 +112,8 @@ export interface Database {
     lines_done: Generated<number>;
     problem: unknown;
     created_by: string | null;
+    /** The personal access token's name, when the upload came with one (the rows created are then the token's). */
+    created_by_token: ColumnType<string | null, string | null | undefined, never>;
     created_at: Generated<Date>;
     updated_at: Generated<Date>;
     finished_at: Date | null;

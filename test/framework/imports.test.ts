@@ -170,6 +170,45 @@ describe('imports', () => {
     expect(stored[0].author).toBe(writer.userId);
   });
 
+  it('rows imported through a personal access token are the token’s: revisions and events name it, not a plain session', async () => {
+    const made = await t.app
+      .http(HOST)
+      .post('/api/v1/auth/tokens')
+      .set('Cookie', writer.cookie)
+      .send({ name: 'nightly-sync', permissions: ['task:read', 'task:update'] });
+    expect(made.status, JSON.stringify(made.body)).toBe(201);
+    const title = `token-${randomUUID()}`;
+    const res = await t.app
+      .http(HOST)
+      .post(`${TASKS}/import`)
+      .set('Authorization', `Bearer ${made.body.token}`)
+      .attach('file', Buffer.from(`title,priority,deadline\n${title},low,${deadline}\n`), {
+        filename: 'rows.csv',
+        contentType: 'text/csv',
+      });
+    expect(res.status, JSON.stringify(res.body)).toBe(202);
+    expect(await finished(writer, res.headers.location as string)).toMatchObject({ status: 'done', created: 1 });
+    const { rows } = await t.app.services.db.pool.query(
+      `select r.actor_kind as revision_kind, r.actor_id as revision_user, r.actor_name as revision_name,
+              o.actor_kind as event_kind, o.actor_id as event_user, o.actor_name as event_name
+         from tasks t
+         join revisions r on r.row_id = t.id and r.operation = 'create'
+         join outbox o on o.name = 'task.task.created' and o.payload->>'id' = t.id::text
+        where t.title = $1`,
+      [title],
+    );
+    expect(rows).toEqual([
+      {
+        revision_kind: 'token',
+        revision_user: writer.userId,
+        revision_name: 'nightly-sync',
+        event_kind: 'token',
+        event_user: writer.userId,
+        event_name: 'nightly-sync',
+      },
+    ]);
+  });
+
   it('the same Idempotency-Key does not import twice', async () => {
     const prefix = `idem-${randomUUID()}`;
     const key = randomUUID();

@@ -210,7 +210,11 @@ class BatchWriter {
               .catch(() => false),
           );
       },
-      { actorId: row.created_by, publishes: this.publishes },
+      {
+        actorId: row.created_by,
+        ...(row.created_by_token ? { acting: { kind: 'token', name: row.created_by_token } } : {}),
+        publishes: this.publishes,
+      },
     );
     this.refused += progress.refusals.length;
   }
