@@ -28,6 +28,7 @@ import { negotiate, offeredTypes } from './negotiation.ts';
 import { asksForExport, exportStrategy } from '../bulk/list-export/export-route.ts';
 import type { BatchRoutes } from '../bulk/batch-routes.ts';
 import { directOperation } from './batch-operation.ts';
+import { refuseUndeclaredBody } from './no-body.ts';
 
 /** The body limit of a route that declares none. */
 export const DEFAULT_BODY_LIMIT = 1024 * 1024;
@@ -82,6 +83,9 @@ export function registerRoute(
   const multipart = route.transaction === 'none' ? route.multipart : undefined;
   const bodyLimit = route.bodyLimit ?? app.initialConfig.bodyLimit ?? DEFAULT_BODY_LIMIT;
   const changesState = STATE_CHANGING_METHODS.has(route.method);
+  // A form target reads its form's fields itself; an upload streams its form.
+  const takesNoBody =
+    changesState && !route.schema.body && !multipart && !route.form && route.url.startsWith(`${API_PREFIX}/`);
   // A route that opens its own transactions cannot join a batch's one (bulk/batch.ts): refused
   // before its body is read, so an upload's form is never asked for.
   const batchRefusal = route.transaction === 'none' ? `${route.method} ${route.url}` : undefined;
@@ -189,6 +193,7 @@ export function registerRoute(
         responses,
         ...(invalidCodes ? { errorFormatter: invalidCodes } : {}),
         ...(bodyCheck ? { bodyCheck } : {}),
+        ...(takesNoBody ? { takesNoBody } : {}),
         bodyLimit,
       }),
     );
@@ -230,6 +235,7 @@ export function registerRoute(
       ...(changesState ? [formCheck] : []),
       ...(multipart ? [multipartCheck(bodyLimit)] : []),
       ...(protectedFields ? [protectedFields] : []),
+      ...(takesNoBody ? [async (request: FastifyRequest) => refuseUndeclaredBody(request.body)] : []),
     ],
     // The request's id is in scope for all its work: every event it publishes records it.
     handler: (request: FastifyRequest, reply: FastifyReply) => withRequestId(request.id, () => respond(request, reply)),

@@ -20,6 +20,16 @@ const command = defineCommand(taskFields);
 /** Where an assignee finds the task. */
 export const taskLink = (id: string): string => `/admin/task/tasks/${id}`;
 
+/**
+ * The assignee's notice title within notify's TITLE_MAX (UTF-16 units), cut with an ellipsis
+ * between two characters, never inside one: half an emoji's surrogate pair would be stored as U+FFFD.
+ */
+function noticeTitle(title: string): string {
+  if (title.length <= TITLE_MAX) return title;
+  const cut = title.slice(0, TITLE_MAX - 1);
+  return `${/[\uD800-\uDBFF]$/.test(cut) ? cut.slice(0, -1) : cut}…`;
+}
+
 const assign = command({
   summary: 'Assign a task to a user of the tenant',
   admin: {
@@ -52,10 +62,9 @@ const assign = command({
   async run(ctx, row, body) {
     if (row.assigneeId === body.assigneeId) return;
     ctx.publish('task.assigned', { id: row.id, assigneeId: body.assigneeId });
-    const title = `Task assigned to you: ${row.title}`;
     await notify(ctx, {
       recipientId: body.assigneeId,
-      title: title.length > TITLE_MAX ? `${title.slice(0, TITLE_MAX - 1)}…` : title,
+      title: noticeTitle(`Task assigned to you: ${row.title}`),
       body: `You were assigned the task "${row.title}" (priority ${row.priority}), due ${formatDateTime(row.deadline)}.`,
       link: taskLink(row.id),
       email: true,

@@ -123,6 +123,22 @@ describe('assign: only to a person who can act on the task', () => {
   });
 });
 
+describe('the assignee’s notification', () => {
+  it('a title cut to 200 characters never cuts a character in two (an emoji title of 150 characters)', async () => {
+    const by = await manager();
+    const worker = await person(['task:read']);
+    // 150 characters (the title's limit counts code points), 300 UTF-16 code units.
+    const title = '😀'.repeat(150);
+    const id = await newTask(by, title);
+    await post(by, id, 'assign', { assigneeId: worker.userId }).expect(200);
+    const { body } = await t.app.http(HOST).get('/api/v1/notification/notifications').set('Cookie', worker.cookie);
+    const notice = (body.items as { title: string }[])[0]!;
+    expect(notice.title).not.toContain('\uFFFD');
+    expect(notice.title.isWellFormed()).toBe(true);
+    expect(notice.title).toMatch(/^Task assigned to you: (😀)+…$/u);
+  });
+});
+
 describe('unassign', () => {
   it('takes the assignee off and moves the task back to open, publishing task.unassigned with who it was', async () => {
     const by = await manager();
