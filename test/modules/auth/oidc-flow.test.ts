@@ -250,6 +250,14 @@ describe('GET /api/v1/auth/oidc/callback', () => {
     expect(await count(acme, 'select count(*) as n from sessions')).toBe(sessionsBefore);
   });
 
+  it('refuses an address holding NUL, which no account can have, as unknown (not a 500)', async () => {
+    await signInAs(app, acme, [], { email: 'nora@acme.test' });
+    issuer.accounts.set('nul', { email: 'nora@acme.test\u0000', email_verified: true });
+    const { started, callback } = await throughIssuer('acme.localhost', 'nul');
+    const res = await callbackRequest('acme.localhost', callback, started.stateCookie);
+    expectRefusal(res, 401, 'OIDC_REFUSED', 'unknown_address');
+  });
+
   it('refuses a user of another tenant', async () => {
     const bob = await signInAs(app, globex, ['widget:read'], { email: 'bob@globex.test' });
     issuer.accounts.set('bob', { email: 'bob@globex.test', email_verified: true });
