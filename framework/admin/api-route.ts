@@ -1,4 +1,7 @@
+import type { TSchema } from 'typebox';
 import type { AnyRoute, RouteDefinition } from '../entity/define.ts';
+import { typeboxValidatorCompiler } from '../http/validation.ts';
+import { validationProblem, type ValidationIssue } from '../http/problems.ts';
 import type { Services } from '../contracts/services.ts';
 import type { AdminPageContext, AdminPrepareContext } from './page.ts';
 
@@ -23,7 +26,39 @@ export function runApiRoute(
     throw new Error(
       `${route.method} ${route.url} has a step before its transaction: prepare it in the page's beforeTransaction (prepareApiRoute)`,
     );
-  return route.handler({ ...routeInput(ctx, parts), tx: ctx.tx, prepared: parts.prepared } as never);
+  const input = routeInput(ctx, parts);
+  return route.handler({
+    ...input,
+    params: checkedParams(route, input.params),
+    tx: ctx.tx,
+    prepared: parts.prepared,
+  } as never);
+}
+
+type ParamsCheck = (value: unknown) => { value?: unknown; error?: ValidationIssue[] };
+const paramsChecks = new WeakMap<RouteDefinition, ParamsCheck>();
+
+/**
+ * The path parameters a page hands the route, checked as the route's own path would check them
+ * (its params schema, NUL refused): a page may take one from a form field (the host a tenant
+ * page removes), and the handler must never see what its API would have refused with 422.
+ */
+function checkedParams(route: RouteDefinition, params: unknown): unknown {
+  const schema = route.schema.params as TSchema | undefined;
+  if (!schema) return params;
+  let check = paramsChecks.get(route);
+  if (!check) {
+    check = typeboxValidatorCompiler({
+      schema,
+      method: route.method,
+      url: route.url,
+      httpPart: 'params',
+    }) as ParamsCheck;
+    paramsChecks.set(route, check);
+  }
+  const result = check(params);
+  if (result.error) throw validationProblem(result.error, 'params');
+  return result.value ?? params;
 }
 
 /** What a route's handler and its step before the transaction share: the page's request and the parts given. */

@@ -1,8 +1,9 @@
 import type { FastifyRequest } from 'fastify';
 
 // Query parameters that carry secrets: set-password tokens in mailed links, single sign-on codes
-// and state. Their values never reach a log line.
-const SECRET_PARAM = /token|code|state|secret|password|key/i;
+// and state, the signature of a link that opens without a session (a tenant's export). Their
+// values never reach a log line or a trace.
+const SECRET_PARAM = /token|code|state|secret|password|key|signature|^sig$/i;
 
 /** The request URL as it may be logged: secret query values replaced, everything else kept. */
 export function loggableUrl(url: string): string {

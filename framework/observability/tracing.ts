@@ -12,6 +12,10 @@ import {
 } from '@opentelemetry/api';
 import type { FastifyPluginCallback } from 'fastify';
 import type { NodeSDKConfiguration } from '@opentelemetry/sdk-node';
+import { loggableUrl } from '../http/log-redaction.ts';
+
+/** The semantic conventions' name of the request span's URL attribute, which @fastify/otel sets. */
+const ATTR_URL_PATH = 'url.path';
 
 /**
  * OpenTelemetry traces, off unless the standard OTEL_* environment asks for them
@@ -62,7 +66,13 @@ export async function startTracing(
     import('@fastify/otel'),
   ]);
   // Request and handler spans only: a span per lifecycle hook would be most of the spans and tell little.
-  const fastify = new FastifyOtelInstrumentation({ instrumentHooks: false });
+  // The request span's url.path is the URL as the request log has it: @fastify/otel records it
+  // verbatim, query included, and a set-password token or an export link's signature opens
+  // something by itself.
+  const fastify = new FastifyOtelInstrumentation({
+    instrumentHooks: false,
+    requestHook: (span, request) => void span.setAttribute(ATTR_URL_PATH, loggableUrl(request.url)),
+  });
   const sdk = new NodeSDK({
     ...(env.OTEL_SERVICE_NAME ? {} : { serviceName: TRACER_NAME }),
     instrumentations: [fastify],

@@ -5,6 +5,7 @@ import { createCustomer, signInAs, startTestApp, type TestApp } from '../helpers
 import { outboxRows } from '../helpers/outbox.ts';
 import type { TenantRef } from '../../framework/context/tenant.ts';
 import { buildWeb } from '../../framework/http/web.ts';
+import { sessionFormToken } from '../../framework/access/form-token.ts';
 
 let app: TestApp;
 let acme: TenantRef;
@@ -103,6 +104,28 @@ describe('GET /admin/tenant/tenants: authorised exactly like GET /api/v1/tenant/
     expect((await app.http().get('/admin/tenant/tenants?sort=password').set('Cookie', manager.cookie)).status).toBe(
       422,
     );
+  });
+});
+
+describe('POST /admin/tenant/tenants/<id>/hosts/remove: through the API route, refusing what it refuses', () => {
+  it('a posted host the API refuses (it holds NUL) is the same 422, shown on the page, and nothing is removed', async () => {
+    const manager = await signInAs(app, app.operator, ['tenant:manage']);
+    const api = await app
+      .http()
+      .delete(`/api/v1/tenant/tenants/${acme.id}/hosts/acme%00.localhost`)
+      .set('Cookie', manager.cookie);
+    expect(api.status).toBe(422);
+    expect(api.body.errors).toEqual([{ pointer: '/params/host', message: expect.stringMatching(/NUL/) }]);
+    const page = await app
+      .http()
+      .post(`/admin/tenant/tenants/${acme.id}/hosts/remove`)
+      .set('Cookie', manager.cookie)
+      .type('form')
+      .send(`csrf=${sessionFormToken(manager.rawSessionId)}&host=acme%00.localhost`);
+    expect(page.status, page.text.slice(0, 300)).toBe(422);
+    expect(page.headers['content-type']).toMatch(/^text\/html/);
+    const tenant = await app.http().get(`/api/v1/tenant/tenants/${acme.id}`).set('Cookie', manager.cookie);
+    expect(tenant.body.hosts).toEqual([{ host: ACME, primary: true }]);
   });
 });
 

@@ -12,4 +12,11 @@ describe('request URLs in logs', () => {
     );
     expect(loggableUrl('/x?Token=a&token=b')).not.toMatch(/=a|=b/);
   });
+
+  it("hides an export link's signature, which opens the archive without a session", () => {
+    expect(loggableUrl('/api/v1/tenant/exports/0193/archive?expires=1767225600&signature=c2VjcmV0')).toBe(
+      '/api/v1/tenant/exports/0193/archive?expires=1767225600&signature=redacted',
+    );
+    expect(loggableUrl('/x?SIGNATURE=a&sig=b')).not.toMatch(/=a|=b/);
+  });
 });

@@ -161,6 +161,41 @@ describe('HTTP series', () => {
   });
 });
 
+describe('label values under hostile traffic', () => {
+  it('a flood of distinct unknown paths, hosts, methods and ids adds no series: every label value is declared', async () => {
+    const series = (samples: Sample[]) =>
+      new Set(
+        samples.filter((s) => s.name.startsWith('tenantry_http_')).map((s) => `${s.name}${JSON.stringify(s.labels)}`),
+      );
+    const flood = async (round: string) => {
+      const requests = [];
+      for (let i = 0; i < 20; i++) {
+        const tag = `${round}-${i}-${randomUUID()}`;
+        requests.push(
+          app.http(HOST).get(`/no/such/${tag}`),
+          app.http(HOST).get(`/api/v1/${tag}`),
+          app.http(HOST).get(`/api/v1/testkit/widgets/${tag}`),
+          app.http(HOST).delete(`/api/v1/auth/${tag}`),
+          app.http(HOST).patch('/api/v1/auth/me'),
+          app.http(HOST).get(`/admin/${tag}`),
+          app.http(HOST).get(`/admin/testkit/widgets/${tag}`),
+          app.http(HOST).get(`/api/v1/testkit/public/${tag}`),
+          app.http(`${tag}.localhost`).get(`/api/v1/testkit/widgets?tenant=${tag}`),
+        );
+      }
+      await Promise.all(requests);
+    };
+    // The first round meets every label value these requests can have; the second, all new paths,
+    // hosts and ids, must meet none.
+    await flood('first');
+    const before = series(await metrics());
+    await flood('second');
+    const after = series(await metrics());
+    expect([...after].filter((s) => !before.has(s))).toEqual([]);
+    expect([...after].join('\n')).not.toMatch(/first-|second-/);
+  });
+});
+
 describe('sign-in series', () => {
   it('a failed login counts, and a throttled one counts as a 429 of its operation', async () => {
     const source = `203.0.113.${Math.floor(Math.random() * 200) + 1}`;

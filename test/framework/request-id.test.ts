@@ -152,6 +152,25 @@ describe("X-Request-Id from a trusted proxy, through the request, its event and 
   });
 });
 
+describe("the request's log lines", () => {
+  it('name the URL with the values of secret query parameters replaced: an export link, a set-password link', async () => {
+    const signature = `sig-${randomUUID()}`;
+    const token = `reset-${randomUUID()}`;
+    const archive = `/api/v1/tenant/exports/${randomUUID()}/archive`;
+    const first = lines.length;
+    expect((await app.http(HOST).get(`${archive}?expires=4102444800&signature=${signature}`)).status).toBe(404);
+    expect((await app.http(HOST).get(`/auth/reset?token=${token}`)).status).toBe(200);
+    const logged = lines.slice(first);
+    const urls = logged.map((line) => (line.req as { url?: string } | undefined)?.url).filter(Boolean);
+    expect(urls).toEqual(
+      expect.arrayContaining([`${archive}?expires=4102444800&signature=redacted`, '/auth/reset?token=redacted']),
+    );
+    const text = JSON.stringify(logged);
+    expect(text).not.toContain(signature);
+    expect(text).not.toContain(token);
+  });
+});
+
 describe('who may name the request id', () => {
   const request = (remoteAddress: string, id?: string) =>
     ({

@@ -114,6 +114,29 @@ describe('one create, traced from the request to the audit trail and the subscri
   });
 });
 
+describe('the request span', () => {
+  it('records the URL with the values of secret query parameters replaced, as the request log does', async () => {
+    exporter.reset();
+    const secrets = { token: `reset-${randomUUID()}`, code: `code-${randomUUID()}`, signature: `sig-${randomUUID()}` };
+    // A set-password link's token, a sign-in code, an export link's signature: each opens something by itself.
+    await app.http(HOST).get(`/auth/reset?token=${secrets.token}`);
+    await app.http(HOST).get(`/api/v1/auth/oidc/callback?code=${secrets.code}&state=s&iss=x`);
+    await app.http(HOST).get(`/api/v1/tenant/exports/${randomUUID()}/archive?expires=1&signature=${secrets.signature}`);
+    const requests = await until('the three request spans', () => {
+      const found = exporter.getFinishedSpans().filter((s) => s.name === 'request');
+      return found.length >= 3 ? found : undefined;
+    });
+    const recorded = JSON.stringify(exporter.getFinishedSpans().map((s) => s.attributes));
+    for (const value of Object.values(secrets)) expect(recorded).not.toContain(value);
+    expect(requests.map((s) => s.attributes['url.path'])).toEqual(
+      expect.arrayContaining([
+        '/auth/reset?token=redacted',
+        '/api/v1/auth/oidc/callback?code=redacted&state=redacted&iss=x',
+      ]),
+    );
+  });
+});
+
 describe('switched on by the OTEL_* environment only', () => {
   it('reads the standard variables', () => {
     expect(tracingRequested({})).toBe(false);

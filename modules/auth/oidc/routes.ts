@@ -21,7 +21,13 @@ import {
 
 export const OIDC_START_PATH = '/api/v1/auth/oidc/start';
 
-const problemRef = (description: string) => ({ ...Type.Ref('Problem'), description });
+/**
+ * A parameter of the issuer's redirect, which a hand-made or hostile URL may name twice: then it
+ * arrives as a list, and the callback refuses it itself (a state that is not this browser's, an
+ * authorization response the issuer did not send), clearing the state cookie like every refusal.
+ */
+const callbackParam = (description: string) =>
+  Type.Optional(Type.Union([Type.String(), Type.Array(Type.String())], { description }));
 
 /**
  * Where the issuer sends the browser back: the configured path on the host this request came to,
@@ -69,11 +75,9 @@ export function oidcRoutes(config: Config): readonly AnyRoute[] {
       querystring: Type.Object({
         next: Type.Optional(Type.String({ description: 'Local path to land on after signing in' })),
       }),
-      response: {
-        302: Type.Null({ description: "Redirect to the issuer's authorization endpoint" }),
-        502: problemRef('The issuer could not be reached (OIDC_ISSUER_UNAVAILABLE)'),
-      },
+      response: { 302: Type.Null({ description: "Redirect to the issuer's authorization endpoint" }) },
     },
+    problems: { 502: 'The issuer could not be reached (OIDC_ISSUER_UNAVAILABLE)' },
     handler: async ({ request, reply, query, services }) => {
       const tenant = request.tenant!;
       const authorization = await issuer.authorizationRequest(redirectUri(request, config));
@@ -112,17 +116,21 @@ export function oidcRoutes(config: Config): readonly AnyRoute[] {
       // Issuers add parameters of their own (iss, session_state, ...): accept them all.
       querystring: Type.Object(
         {
-          code: Type.Optional(Type.String()),
-          state: Type.Optional(Type.String()),
-          error: Type.Optional(Type.String()),
+          code: callbackParam('The authorization code'),
+          state: callbackParam('The state this browser started with'),
+          error: callbackParam("The issuer's error code, when it refused the sign-in"),
         },
         { additionalProperties: true },
       ),
-      response: {
-        302: Type.Null({ description: 'Signed in: session cookie set, redirect to the landing path' }),
-        401: problemRef('Sign-in refused (OIDC_REFUSED, with a reason)'),
-        502: problemRef('The issuer could not be reached (OIDC_ISSUER_UNAVAILABLE)'),
-      },
+      response: { 302: Type.Null({ description: 'Signed in: session cookie set, redirect to the landing path' }) },
+    },
+    problems: {
+      400: [
+        'The state cookie missing, tampered, expired or of another host, or the state parameter not the one this',
+        'browser started with (OIDC_STATE_INVALID); a request that is no HTTP request (MALFORMED_REQUEST)',
+      ].join(' '),
+      401: 'Sign-in refused (OIDC_REFUSED, with a reason)',
+      502: 'The issuer could not be reached (OIDC_ISSUER_UNAVAILABLE)',
     },
     handler: async ({ request, reply, query, services }) => {
       const tenant = request.tenant!;

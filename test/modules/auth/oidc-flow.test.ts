@@ -250,6 +250,14 @@ describe('GET /api/v1/auth/oidc/callback', () => {
     expect(await count(acme, 'select count(*) as n from sessions')).toBe(sessionsBefore);
   });
 
+  it('refuses an address holding NUL, which no account can have, as unknown (not a 500)', async () => {
+    await signInAs(app, acme, [], { email: 'nora@acme.test' });
+    issuer.accounts.set('nul', { email: 'nora@acme.test\u0000', email_verified: true });
+    const { started, callback } = await throughIssuer('acme.localhost', 'nul');
+    const res = await callbackRequest('acme.localhost', callback, started.stateCookie);
+    expectRefusal(res, 401, 'OIDC_REFUSED', 'unknown_address');
+  });
+
   it('refuses a user of another tenant', async () => {
     const bob = await signInAs(app, globex, ['widget:read'], { email: 'bob@globex.test' });
     issuer.accounts.set('bob', { email: 'bob@globex.test', email_verified: true });
@@ -355,6 +363,30 @@ describe('GET /api/v1/auth/oidc/callback', () => {
     expect(replay.body.error).toBe('invalid_grant');
   });
 
+  it('refuses a callback naming its state or its code twice, and clears the state cookie like every refusal', async () => {
+    await signInAs(app, acme, [], { email: 'dee@acme.test' });
+    issuer.accounts.set('dee', { email: 'dee@acme.test', email_verified: true });
+    const twice = async (name: 'state' | 'code') => {
+      const { started, callback } = await throughIssuer('acme.localhost', 'dee');
+      const value = callback.searchParams.get(name)!;
+      const res = await app
+        .http('acme.localhost')
+        .get(`${callback.pathname}${callback.search}&${name}=${encodeURIComponent(value)}`)
+        .set('Cookie', started.stateCookie);
+      return res;
+    };
+    // Two states are not the one this browser started with.
+    expectRefusal(await twice('state'), 400, 'OIDC_STATE_INVALID');
+    // An authorization response naming a parameter twice is not a valid one (RFC 6749, section 3.1).
+    expectRefusal(await twice('code'), 401, 'OIDC_REFUSED', 'response_invalid');
+    expect(
+      await count(
+        acme,
+        `select count(*) as n from sessions s join users u on u.id = s.user_id where u.email = 'dee@acme.test'`,
+      ),
+    ).toBe(1);
+  });
+
   it('reports a sign-in the person declined at the issuer', async () => {
     const { started, callback } = await throughIssuer('acme.localhost', null);
     expect(callback.searchParams.get('error')).toBe('access_denied');
@@ -370,5 +402,23 @@ describe('OpenAPI with an issuer configured', () => {
     expect(res.status).toBe(200);
     expect(res.body.paths['/api/v1/auth/oidc/start'].get.operationId).toBe('auth-oidc-start');
     expect(res.body.paths[CALLBACK].get.operationId).toBe('auth-oidc-callback');
+  });
+
+  it('declares every refusal of the two routes as application/problem+json, as they answer it', async () => {
+    const res = await app.http('acme.localhost').get('/api/v1/openapi.json');
+    type Responses = Record<string, { description: string; content?: Record<string, unknown> }>;
+    const start: Responses = res.body.paths['/api/v1/auth/oidc/start'].get.responses;
+    const callback: Responses = res.body.paths[CALLBACK].get.responses;
+    for (const [operation, responses] of [
+      ['start', start],
+      ['callback', callback],
+    ] as const) {
+      for (const [status, response] of Object.entries(responses).filter(([status]) => Number(status) >= 400))
+        expect(Object.keys(response.content ?? {}), `${operation} ${status}`).toEqual(['application/problem+json']);
+    }
+    expect(start['502']!.description).toMatch(/OIDC_ISSUER_UNAVAILABLE/);
+    expect(callback['400']!.description).toMatch(/OIDC_STATE_INVALID/);
+    expect(callback['401']!.description).toMatch(/OIDC_REFUSED/);
+    expect(callback['502']!.description).toMatch(/OIDC_ISSUER_UNAVAILABLE/);
   });
 });
