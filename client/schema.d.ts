@@ -4153,7 +4153,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Validation failed */
+            /** @description Validation failed (VALIDATION_FAILED); a body sent, which this operation does not take (an empty object is taken as none) */
             422: {
                 headers: {
                     [name: string]: unknown;
@@ -5045,7 +5045,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Validation failed */
+            /** @description Validation failed (VALIDATION_FAILED); a body sent, which this operation does not take (an empty object is taken as none) */
             422: {
                 headers: {
                     [name: string]: unknown;
@@ -5257,7 +5257,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description A permission the caller does not hold (TOKEN_PERMISSION_NOT_HELD), or sent from another site (AUTH_CROSS_SITE) */
+            /** @description Sent from another site (AUTH_CROSS_SITE: Sec-Fetch-Site other than same-origin/none, or an Origin naming another host); A permission the caller does not hold (TOKEN_PERMISSION_NOT_HELD); a write past the plan's limit token.active (PLAN_LIMIT_REACHED, naming the limit, its value and the use) */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -5430,7 +5430,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Validation failed */
+            /** @description Validation failed (VALIDATION_FAILED); a body sent, which this operation does not take (an empty object is taken as none) */
             422: {
                 headers: {
                     [name: string]: unknown;
@@ -5511,7 +5511,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description A request the caller may not make (AUTH_FORBIDDEN, AUTH_NOT_OPERATOR), with its index; or the batch sent from another site (AUTH_CROSS_SITE) */
+            /** @description A request the caller may not make (AUTH_FORBIDDEN, AUTH_NOT_OPERATOR), or the plan refuses (FEATURE_NOT_IN_PLAN, PLAN_LIMIT_REACHED), or a request's own 403, with its index; or the batch sent from another site (AUTH_CROSS_SITE) */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -6198,7 +6198,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Validation failed */
+            /** @description Validation failed (VALIDATION_FAILED); a body sent, which this operation does not take (an empty object is taken as none) */
             422: {
                 headers: {
                     [name: string]: unknown;
@@ -8001,7 +8001,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Validation failed */
+            /** @description Validation failed (VALIDATION_FAILED); a body sent, which this operation does not take (an empty object is taken as none) */
             422: {
                 headers: {
                     [name: string]: unknown;
@@ -9715,7 +9715,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Missing permission (AUTH_FORBIDDEN) or operator permission outside the operator tenant (AUTH_NOT_OPERATOR); sent from another site (AUTH_CROSS_SITE: Sec-Fetch-Site other than same-origin/none, or an Origin naming another host) */
+            /** @description Missing permission (AUTH_FORBIDDEN) or operator permission outside the operator tenant (AUTH_NOT_OPERATOR); sent from another site (AUTH_CROSS_SITE: Sec-Fetch-Site other than same-origin/none, or an Origin naming another host); the tenant's plan without the feature file.public_links (FEATURE_NOT_IN_PLAN); a write past the plan's limit file.storage_bytes (PLAN_LIMIT_REACHED, naming the limit, its value and the use) */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -10027,7 +10027,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Validation failed */
+            /** @description Validation failed (VALIDATION_FAILED); a body sent, which this operation does not take (an empty object is taken as none) */
             422: {
                 headers: {
                     [name: string]: unknown;
@@ -10682,7 +10682,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Validation failed */
+            /** @description Validation failed (VALIDATION_FAILED); a body sent, which this operation does not take (an empty object is taken as none) */
             422: {
                 headers: {
                     [name: string]: unknown;
@@ -10810,7 +10810,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Validation failed */
+            /** @description Validation failed (VALIDATION_FAILED); a body sent, which this operation does not take (an empty object is taken as none) */
             422: {
                 headers: {
                     [name: string]: unknown;
@@ -11494,7 +11494,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Validation failed */
+            /** @description Validation failed (VALIDATION_FAILED); a body sent, which this operation does not take (an empty object is taken as none) */
             422: {
                 headers: {
                     [name: string]: unknown;
@@ -14273,7 +14273,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Validation failed */
+            /** @description Validation failed (VALIDATION_FAILED); a body sent, which this operation does not take (an empty object is taken as none) */
             422: {
                 headers: {
                     [name: string]: unknown;
@@ -14363,7 +14363,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Missing permission (AUTH_FORBIDDEN) or operator permission outside the operator tenant (AUTH_NOT_OPERATOR); sent from another site (AUTH_CROSS_SITE: Sec-Fetch-Site other than same-origin/none, or an Origin naming another host) */
+            /** @description Missing permission (AUTH_FORBIDDEN) or operator permission outside the operator tenant (AUTH_NOT_OPERATOR); sent from another site (AUTH_CROSS_SITE: Sec-Fetch-Site other than same-origin/none, or an Origin naming another host); a write past the plan's limit user.seats (PLAN_LIMIT_REACHED, naming the limit, its value and the use) */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -14557,7 +14557,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Validation failed */
+            /** @description Validation failed (VALIDATION_FAILED); a body sent, which this operation does not take (an empty object is taken as none) */
             422: {
                 headers: {
                     [name: string]: unknown;
@@ -14697,7 +14697,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Validation failed */
+            /** @description Validation failed (VALIDATION_FAILED); a body sent, which this operation does not take (an empty object is taken as none) */
             422: {
                 headers: {
                     [name: string]: unknown;
@@ -14784,7 +14784,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Missing permission (AUTH_FORBIDDEN) or operator permission outside the operator tenant (AUTH_NOT_OPERATOR); sent from another site (AUTH_CROSS_SITE: Sec-Fetch-Site other than same-origin/none, or an Origin naming another host) */
+            /** @description Missing permission (AUTH_FORBIDDEN) or operator permission outside the operator tenant (AUTH_NOT_OPERATOR); sent from another site (AUTH_CROSS_SITE: Sec-Fetch-Site other than same-origin/none, or an Origin naming another host); a write past the plan's limit user.seats (PLAN_LIMIT_REACHED, naming the limit, its value and the use) */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -15069,7 +15069,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Missing permission (AUTH_FORBIDDEN) or operator permission outside the operator tenant (AUTH_NOT_OPERATOR); sent from another site (AUTH_CROSS_SITE: Sec-Fetch-Site other than same-origin/none, or an Origin naming another host) */
+            /** @description Missing permission (AUTH_FORBIDDEN) or operator permission outside the operator tenant (AUTH_NOT_OPERATOR); sent from another site (AUTH_CROSS_SITE: Sec-Fetch-Site other than same-origin/none, or an Origin naming another host); a write past the plan's limit user.seats (PLAN_LIMIT_REACHED, naming the limit, its value and the use) */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -15373,7 +15373,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Validation failed */
+            /** @description Validation failed (VALIDATION_FAILED); a body sent, which this operation does not take (an empty object is taken as none) */
             422: {
                 headers: {
                     [name: string]: unknown;
@@ -15463,7 +15463,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Missing permission (AUTH_FORBIDDEN) or operator permission outside the operator tenant (AUTH_NOT_OPERATOR); sent from another site (AUTH_CROSS_SITE: Sec-Fetch-Site other than same-origin/none, or an Origin naming another host) */
+            /** @description Missing permission (AUTH_FORBIDDEN) or operator permission outside the operator tenant (AUTH_NOT_OPERATOR); sent from another site (AUTH_CROSS_SITE: Sec-Fetch-Site other than same-origin/none, or an Origin naming another host); a write past the plan's limit user.seats (PLAN_LIMIT_REACHED, naming the limit, its value and the use) */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -15606,7 +15606,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Missing permission (AUTH_FORBIDDEN) or operator permission outside the operator tenant (AUTH_NOT_OPERATOR); sent from another site (AUTH_CROSS_SITE: Sec-Fetch-Site other than same-origin/none, or an Origin naming another host) */
+            /** @description Missing permission (AUTH_FORBIDDEN) or operator permission outside the operator tenant (AUTH_NOT_OPERATOR); sent from another site (AUTH_CROSS_SITE: Sec-Fetch-Site other than same-origin/none, or an Origin naming another host); a write past the plan's limit user.seats (PLAN_LIMIT_REACHED, naming the limit, its value and the use) */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -15904,7 +15904,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Missing permission (AUTH_FORBIDDEN) or operator permission outside the operator tenant (AUTH_NOT_OPERATOR); sent from another site (AUTH_CROSS_SITE: Sec-Fetch-Site other than same-origin/none, or an Origin naming another host) */
+            /** @description Missing permission (AUTH_FORBIDDEN) or operator permission outside the operator tenant (AUTH_NOT_OPERATOR); sent from another site (AUTH_CROSS_SITE: Sec-Fetch-Site other than same-origin/none, or an Origin naming another host); a write past the plan's limit user.seats (PLAN_LIMIT_REACHED, naming the limit, its value and the use) */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -16051,7 +16051,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Missing permission (AUTH_FORBIDDEN) or operator permission outside the operator tenant (AUTH_NOT_OPERATOR); sent from another site (AUTH_CROSS_SITE: Sec-Fetch-Site other than same-origin/none, or an Origin naming another host) */
+            /** @description Missing permission (AUTH_FORBIDDEN) or operator permission outside the operator tenant (AUTH_NOT_OPERATOR); sent from another site (AUTH_CROSS_SITE: Sec-Fetch-Site other than same-origin/none, or an Origin naming another host); a write past the plan's limit user.seats (PLAN_LIMIT_REACHED, naming the limit, its value and the use) */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -16189,7 +16189,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description The caller's own password, which POST /api/v1/auth/password changes (USE_PASSWORD_CHANGE) */
+            /** @description Missing permission (AUTH_FORBIDDEN) or operator permission outside the operator tenant (AUTH_NOT_OPERATOR); sent from another site (AUTH_CROSS_SITE: Sec-Fetch-Site other than same-origin/none, or an Origin naming another host); the caller's own password, which POST /api/v1/auth/password changes (USE_PASSWORD_CHANGE); a write past the plan's limit user.seats (PLAN_LIMIT_REACHED, naming the limit, its value and the use) */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -16911,7 +16911,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Missing permission (AUTH_FORBIDDEN) or operator permission outside the operator tenant (AUTH_NOT_OPERATOR) */
+            /** @description Missing permission (AUTH_FORBIDDEN) or operator permission outside the operator tenant (AUTH_NOT_OPERATOR); the tenant's plan without the feature webhook.endpoints (FEATURE_NOT_IN_PLAN) */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -17028,7 +17028,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Missing permission (AUTH_FORBIDDEN) or operator permission outside the operator tenant (AUTH_NOT_OPERATOR); sent from another site (AUTH_CROSS_SITE: Sec-Fetch-Site other than same-origin/none, or an Origin naming another host) */
+            /** @description Missing permission (AUTH_FORBIDDEN) or operator permission outside the operator tenant (AUTH_NOT_OPERATOR); sent from another site (AUTH_CROSS_SITE: Sec-Fetch-Site other than same-origin/none, or an Origin naming another host); the tenant's plan without the feature webhook.endpoints (FEATURE_NOT_IN_PLAN); a write past the plan's limit webhook.endpoints (PLAN_LIMIT_REACHED, naming the limit, its value and the use) */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -17167,7 +17167,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Missing permission (AUTH_FORBIDDEN) or operator permission outside the operator tenant (AUTH_NOT_OPERATOR) */
+            /** @description Missing permission (AUTH_FORBIDDEN) or operator permission outside the operator tenant (AUTH_NOT_OPERATOR); the tenant's plan without the feature webhook.endpoints (FEATURE_NOT_IN_PLAN) */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -17278,7 +17278,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Missing permission (AUTH_FORBIDDEN) or operator permission outside the operator tenant (AUTH_NOT_OPERATOR); sent from another site (AUTH_CROSS_SITE: Sec-Fetch-Site other than same-origin/none, or an Origin naming another host) */
+            /** @description Missing permission (AUTH_FORBIDDEN) or operator permission outside the operator tenant (AUTH_NOT_OPERATOR); sent from another site (AUTH_CROSS_SITE: Sec-Fetch-Site other than same-origin/none, or an Origin naming another host); the tenant's plan without the feature webhook.endpoints (FEATURE_NOT_IN_PLAN) */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -17332,7 +17332,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Validation failed */
+            /** @description Validation failed (VALIDATION_FAILED); a body sent, which this operation does not take (an empty object is taken as none) */
             422: {
                 headers: {
                     [name: string]: unknown;
@@ -17422,7 +17422,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Missing permission (AUTH_FORBIDDEN) or operator permission outside the operator tenant (AUTH_NOT_OPERATOR); sent from another site (AUTH_CROSS_SITE: Sec-Fetch-Site other than same-origin/none, or an Origin naming another host) */
+            /** @description Missing permission (AUTH_FORBIDDEN) or operator permission outside the operator tenant (AUTH_NOT_OPERATOR); sent from another site (AUTH_CROSS_SITE: Sec-Fetch-Site other than same-origin/none, or an Origin naming another host); the tenant's plan without the feature webhook.endpoints (FEATURE_NOT_IN_PLAN); a write past the plan's limit webhook.endpoints (PLAN_LIMIT_REACHED, naming the limit, its value and the use) */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -17591,7 +17591,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Missing permission (AUTH_FORBIDDEN) or operator permission outside the operator tenant (AUTH_NOT_OPERATOR) */
+            /** @description Missing permission (AUTH_FORBIDDEN) or operator permission outside the operator tenant (AUTH_NOT_OPERATOR); the tenant's plan without the feature webhook.endpoints (FEATURE_NOT_IN_PLAN) */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -17720,7 +17720,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Missing permission (AUTH_FORBIDDEN) or operator permission outside the operator tenant (AUTH_NOT_OPERATOR); sent from another site (AUTH_CROSS_SITE: Sec-Fetch-Site other than same-origin/none, or an Origin naming another host) */
+            /** @description Missing permission (AUTH_FORBIDDEN) or operator permission outside the operator tenant (AUTH_NOT_OPERATOR); sent from another site (AUTH_CROSS_SITE: Sec-Fetch-Site other than same-origin/none, or an Origin naming another host); the tenant's plan without the feature webhook.endpoints (FEATURE_NOT_IN_PLAN); a write past the plan's limit webhook.endpoints (PLAN_LIMIT_REACHED, naming the limit, its value and the use) */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -17867,7 +17867,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Missing permission (AUTH_FORBIDDEN) or operator permission outside the operator tenant (AUTH_NOT_OPERATOR); sent from another site (AUTH_CROSS_SITE: Sec-Fetch-Site other than same-origin/none, or an Origin naming another host) */
+            /** @description Missing permission (AUTH_FORBIDDEN) or operator permission outside the operator tenant (AUTH_NOT_OPERATOR); sent from another site (AUTH_CROSS_SITE: Sec-Fetch-Site other than same-origin/none, or an Origin naming another host); the tenant's plan without the feature webhook.endpoints (FEATURE_NOT_IN_PLAN); a write past the plan's limit webhook.endpoints (PLAN_LIMIT_REACHED, naming the limit, its value and the use) */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -18014,7 +18014,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Missing permission (AUTH_FORBIDDEN) or operator permission outside the operator tenant (AUTH_NOT_OPERATOR); sent from another site (AUTH_CROSS_SITE: Sec-Fetch-Site other than same-origin/none, or an Origin naming another host) */
+            /** @description Missing permission (AUTH_FORBIDDEN) or operator permission outside the operator tenant (AUTH_NOT_OPERATOR); sent from another site (AUTH_CROSS_SITE: Sec-Fetch-Site other than same-origin/none, or an Origin naming another host); the tenant's plan without the feature webhook.endpoints (FEATURE_NOT_IN_PLAN); a write past the plan's limit webhook.endpoints (PLAN_LIMIT_REACHED, naming the limit, its value and the use) */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -18157,7 +18157,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Missing permission (AUTH_FORBIDDEN) or operator permission outside the operator tenant (AUTH_NOT_OPERATOR); sent from another site (AUTH_CROSS_SITE: Sec-Fetch-Site other than same-origin/none, or an Origin naming another host) */
+            /** @description Missing permission (AUTH_FORBIDDEN) or operator permission outside the operator tenant (AUTH_NOT_OPERATOR); sent from another site (AUTH_CROSS_SITE: Sec-Fetch-Site other than same-origin/none, or an Origin naming another host); the tenant's plan without the feature webhook.endpoints (FEATURE_NOT_IN_PLAN); a write past the plan's limit webhook.endpoints (PLAN_LIMIT_REACHED, naming the limit, its value and the use) */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -18316,7 +18316,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Missing permission (AUTH_FORBIDDEN) or operator permission outside the operator tenant (AUTH_NOT_OPERATOR) */
+            /** @description Missing permission (AUTH_FORBIDDEN) or operator permission outside the operator tenant (AUTH_NOT_OPERATOR); the tenant's plan without the feature webhook.endpoints (FEATURE_NOT_IN_PLAN) */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -18444,7 +18444,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Missing permission (AUTH_FORBIDDEN) or operator permission outside the operator tenant (AUTH_NOT_OPERATOR) */
+            /** @description Missing permission (AUTH_FORBIDDEN) or operator permission outside the operator tenant (AUTH_NOT_OPERATOR); the tenant's plan without the feature webhook.endpoints (FEATURE_NOT_IN_PLAN) */
             403: {
                 headers: {
                     [name: string]: unknown;

@@ -166,7 +166,7 @@ export function batchRoute(
       response: {
         200: { ...BatchAnswer, 'x-response-description': 'Every request applied: their results, in order' } as TSchema,
         403: problemResponse(
-          'A request the caller may not make (AUTH_FORBIDDEN, AUTH_NOT_OPERATOR), with its index; or the batch sent from another site (AUTH_CROSS_SITE)',
+          "A request the caller may not make (AUTH_FORBIDDEN, AUTH_NOT_OPERATOR), or the plan refuses (FEATURE_NOT_IN_PLAN, PLAN_LIMIT_REACHED), or a request's own 403, with its index; or the batch sent from another site (AUTH_CROSS_SITE)",
         ),
         404: problemResponse('A request naming no route or no resource (ROUTE_NOT_FOUND, NOT_FOUND), with its index'),
         409: problemResponse("A request's own conflict (ALREADY_EXISTS, INVALID_STATE, ...), with its index"),

@@ -27,6 +27,9 @@ export function entitlementProblems(registry: Registry, routes: readonly Registe
   for (const { module, route } of routes) {
     const where = `route ${route.method} ${route.url} (module ${module})`;
     feature(where, route.feature);
+    feature(where, route.entitlements?.feature);
+    const limit = route.entitlements?.limit;
+    if (limit !== undefined && !registry.limits.has(limit)) problems.push(`${where} counts undeclared limit ${limit}`);
     if (route.feature !== undefined && route.access === 'public')
       problems.push(`${where} is public and gated by feature ${route.feature}: a public route has no plan to ask`);
   }

@@ -45,6 +45,13 @@ export interface RouteDefinition<S extends RouteSchemas = RouteSchemas, P extend
    * Not for a public route.
    */
   feature?: string;
+  /**
+   * What the handler itself checks of the tenant's plan, for OpenAPI's 403: the declared limit its
+   * write counts against (admitLimit, keepWithinLimit: PLAN_LIMIT_REACHED; an entity's writes get
+   * their entity's `limit`), and a feature some of its values ask for (requireFeature: a public
+   * upload, FEATURE_NOT_IN_PLAN). Both must be declared by a module (boot check).
+   */
+  entitlements?: { readonly limit?: string; readonly feature?: string };
   /** 'tenant' (default) runs the handler in a tenant transaction; see NoTxRouteDefinition for 'none'. */
   transaction?: 'tenant';
   schema: S;

@@ -14,7 +14,7 @@ import { STATE_CHANGING_METHODS } from '../access/cross-site.ts';
 import { inBatch, preparedInBatch, type RoutePlan } from './request-strategies.ts';
 import { typeboxValidatorCompiler } from './validation.ts';
 import { validationProblem, type ValidationIssue } from './problems.ts';
-import { refuseUndeclaredBody } from './no-body.ts';
+import { bodyNotTaken } from './no-body.ts';
 
 /** The schemas of a route's request parts, as the route gives them to fastify. */
 export interface RequestSchemas {
@@ -35,8 +35,8 @@ export interface DirectParts {
   readonly errorFormatter?: (issues: ValidationIssue[], part: string) => Error;
   /** The protected-field refusals and normalisers of a create's or a PATCH's body. */
   readonly bodyCheck?: (body: Record<string, unknown>) => void;
-  /** The route declares no body: one naming a property is refused (register-route.ts, refuseUndeclaredBody). */
-  readonly takesNoBody?: boolean;
+  /** The route takes no body (no-body.ts): one sent is refused. */
+  readonly noBody: boolean;
   readonly bodyLimit: number;
 }
 
@@ -108,7 +108,8 @@ export function directOperation(parts: DirectParts): DirectOperation {
     const sent = text === undefined ? undefined : (JSON.parse(text) as unknown);
     if (bodyCheck && typeof sent === 'object' && sent !== null && !Array.isArray(sent))
       bodyCheck(sent as Record<string, unknown>);
-    if (parts.takesNoBody) refuseUndeclaredBody(sent);
+    const unwanted = parts.noBody ? bodyNotTaken(sent) : undefined;
+    if (unwanted) throw unwanted;
     const params = validated('params', item.params);
     const body = validated('body', sent);
     const query = validated('querystring', {});

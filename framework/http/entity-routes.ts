@@ -33,11 +33,20 @@ import type { Config } from '../config/schema.ts';
  */
 export function entityRoutes(entity: ResolvedEntity, ops: EntityOperations, config: Config): AnyRoute[] {
   const routes = ungatedRoutes(entity, ops, config);
-  const feature = entity.def.feature;
+  const { feature, limit } = entity.def;
   // A whole entity gated by a feature: each of its routes a caller signs in for (a public read stays public).
-  return feature === undefined
-    ? routes
-    : routes.map((route) => (route.access === 'public' || route.feature ? route : { ...route, feature }));
+  const gated =
+    feature === undefined
+      ? routes
+      : routes.map((route) => (route.access === 'public' || route.feature ? route : { ...route, feature }));
+  // A limited entity: every write in the request's transaction but a delete may take the tenant past
+  // the limit (the create, PATCH, PUT, restore and commands: EntityOperations). An import's rows are
+  // refused in its job, not by its route.
+  const counts = (route: AnyRoute) =>
+    route.method !== 'GET' && route.method !== 'DELETE' && route.transaction !== 'none' && route.access !== 'public';
+  return limit === undefined
+    ? gated
+    : gated.map((route) => (counts(route) ? { ...route, entitlements: { ...route.entitlements, limit } } : route));
 }
 
 function ungatedRoutes(entity: ResolvedEntity, ops: EntityOperations, config: Config): AnyRoute[] {

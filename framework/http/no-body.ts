@@ -1,19 +1,41 @@
-import Type from 'typebox';
-import { typeboxValidatorCompiler } from './validation.ts';
-import { validationProblem, type ValidationIssue } from './problems.ts';
-
-/** The body of an API write that declares none: no property at all. */
-const NO_BODY = Type.Object({}, { additionalProperties: false });
-const noBody = typeboxValidatorCompiler({ schema: NO_BODY, method: 'POST', url: '', httpPart: 'body' });
+import type { AnyRoute } from '../entity/define.ts';
+import { API_PREFIX } from '../entity/names.ts';
+import { STATE_CHANGING_METHODS } from '../access/cross-site.ts';
+import type { ProblemError } from '../errors.ts';
+import { validationProblem } from './problems.ts';
 
 /**
- * An API write that declares no body (a command such as publish, a DELETE) takes none: a body
- * naming a property, or one that is no object, is 422 VALIDATION_FAILED, as the property a declared
- * schema does not name is (docs/api-conventions.md), never silently dropped. No body, `null` and
- * `{}` say nothing and pass. The document is left as declared: such a route shows no request body.
+ * An API route that changes state and declares no body (no body schema, no upload, no form) takes
+ * none: what it would silently ignore is refused, as an unknown member of a body it takes is
+ * (docs/api-conventions.md), and as a route with no query schema refuses any parameter.
  */
-export function refuseUndeclaredBody(body: unknown): void {
-  if (body === undefined || body === null) return;
-  const result = noBody(body) as { error?: ValidationIssue[] };
-  if (result.error) throw validationProblem(result.error, 'body');
+export function takesNoBody(route: AnyRoute): boolean {
+  const multipart = route.transaction === 'none' && route.multipart !== undefined;
+  return (
+    STATE_CHANGING_METHODS.has(route.method) &&
+    !route.schema.body &&
+    !multipart &&
+    !route.form &&
+    route.url.startsWith(`${API_PREFIX}/`)
+  );
+}
+
+/**
+ * The refusal of a body sent to a route that takes none, if it is one: 422 VALIDATION_FAILED, each
+ * member at its pointer as an unknown property, any other JSON value at /body. No body passes, and
+ * so does an empty object (`{}`, which many clients send with every POST): it carries nothing.
+ */
+export function bodyNotTaken(body: unknown): ProblemError | undefined {
+  if (body === undefined) return undefined;
+  const isObject = typeof body === 'object' && body !== null && !Array.isArray(body);
+  const members = isObject ? Object.keys(body) : [];
+  if (isObject && members.length === 0) return undefined;
+  const issues = isObject
+    ? members.map((name) => ({
+        instancePath: `/${name.replaceAll('~', '~0').replaceAll('/', '~1')}`,
+        keyword: 'noBody',
+        message: `unknown property: ${name} (this operation takes no body)`,
+      }))
+    : [{ instancePath: '', keyword: 'noBody', message: 'this operation takes no body' }];
+  return validationProblem(issues, 'body');
 }

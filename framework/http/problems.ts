@@ -1,7 +1,7 @@
 import { STATUS_CODES } from 'node:http';
 import type { Socket } from 'node:net';
 import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
-import { ProblemError, problem, type FieldError, type ProblemCode } from '../errors.ts';
+import { ProblemError, notFound, problem, type FieldError, type ProblemCode } from '../errors.ts';
 import { pagingRefusal } from '../operations/paging.ts';
 import { uniqueViolationProblem } from '../db/unique-keys.ts';
 import { databaseFailureProblem } from '../db/failures.ts';
@@ -61,12 +61,21 @@ function issueMessage(issue: ValidationIssue): string {
   return issue.message ?? 'invalid';
 }
 
+/**
+ * A path parameter holding NUL, or one that must be a UUID and is not, names nothing that can exist:
+ * it is the same 404 as any id that is not there (docs/api-conventions.md), never a 422 telling
+ * such an id apart from an unknown one.
+ */
+const namesNothing = (issue: ValidationIssue) =>
+  issue.keyword === 'nul' || (issue.keyword === 'format' && issue.params?.format === 'uuid');
+
 /** A refused request part: one pointer per failing value (missing and unknown properties each their own). */
 export function validationProblem(
   issues: ValidationIssue[],
   part: string,
   code: ProblemCode = 'VALIDATION_FAILED',
 ): ProblemError {
+  if (part === 'params' && issues.some(namesNothing)) return notFound();
   // An enum's refusal names every value it takes: a type refusal of the same value says less.
   const enums = new Set(issues.filter((issue) => issue.keyword === 'enum').map((issue) => issue.instancePath ?? ''));
   const errors: FieldError[] = issues

@@ -28,7 +28,7 @@ import { negotiate, offeredTypes } from './negotiation.ts';
 import { asksForExport, exportStrategy } from '../bulk/list-export/export-route.ts';
 import type { BatchRoutes } from '../bulk/batch-routes.ts';
 import { directOperation } from './batch-operation.ts';
-import { refuseUndeclaredBody } from './no-body.ts';
+import { bodyNotTaken, takesNoBody } from './no-body.ts';
 
 /** The body limit of a route that declares none. */
 export const DEFAULT_BODY_LIMIT = 1024 * 1024;
@@ -83,9 +83,7 @@ export function registerRoute(
   const multipart = route.transaction === 'none' ? route.multipart : undefined;
   const bodyLimit = route.bodyLimit ?? app.initialConfig.bodyLimit ?? DEFAULT_BODY_LIMIT;
   const changesState = STATE_CHANGING_METHODS.has(route.method);
-  // A form target reads its form's fields itself; an upload streams its form.
-  const takesNoBody =
-    changesState && !route.schema.body && !multipart && !route.form && route.url.startsWith(`${API_PREFIX}/`);
+  const noBody = takesNoBody(route);
   // A route that opens its own transactions cannot join a batch's one (bulk/batch.ts): refused
   // before its body is read, so an upload's form is never asked for.
   const batchRefusal = route.transaction === 'none' ? `${route.method} ${route.url}` : undefined;
@@ -193,7 +191,7 @@ export function registerRoute(
         responses,
         ...(invalidCodes ? { errorFormatter: invalidCodes } : {}),
         ...(bodyCheck ? { bodyCheck } : {}),
-        ...(takesNoBody ? { takesNoBody } : {}),
+        noBody,
         bodyLimit,
       }),
     );
@@ -235,7 +233,7 @@ export function registerRoute(
       ...(changesState ? [formCheck] : []),
       ...(multipart ? [multipartCheck(bodyLimit)] : []),
       ...(protectedFields ? [protectedFields] : []),
-      ...(takesNoBody ? [async (request: FastifyRequest) => refuseUndeclaredBody(request.body)] : []),
+      ...(noBody ? [refuseBody] : []),
     ],
     // The request's id is in scope for all its work: every event it publishes records it.
     handler: (request: FastifyRequest, reply: FastifyReply) => withRequestId(request.id, () => respond(request, reply)),
@@ -352,6 +350,12 @@ function publishAllowList(route: AnyRoute, entity: ResolvedEntity | undefined): 
     for (const event of entity.def.hookPublishes ?? []) events.add(event);
   }
   return { events, by: `${route.method} ${route.url} (${route.operationId})` };
+}
+
+/** A body sent to a route that takes none (no-body.ts), once it is parsed (a form was refused before). */
+async function refuseBody(request: FastifyRequest): Promise<void> {
+  const refusal = bodyNotTaken(request.body);
+  if (refusal) throw refusal;
 }
 
 const skipBodyValidation: FastifySchemaCompiler<TSchema> = (input) =>

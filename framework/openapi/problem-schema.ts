@@ -2,6 +2,7 @@ import Type, { type TSchema } from 'typebox';
 import type { AnyRoute } from '../entity/define.ts';
 import { STATE_CHANGING_METHODS } from '../access/cross-site.ts';
 import { takesIdempotencyKey } from '../http/idempotency.ts';
+import { takesNoBody } from '../http/no-body.ts';
 
 export const ProblemSchema = Type.Object(
   {
@@ -32,6 +33,28 @@ const ref = (description: string) => ({
 /** A problem answer a route declares itself (e.g. 429 on a public route), in the same shape. */
 export const problemResponse = (description: string): TSchema => Type.Unsafe(ref(description));
 
+/** Refusals joined in one sentence: the first capitalised, the others not (unless they open with an acronym). */
+const sentence = (parts: readonly string[]) =>
+  parts
+    .map((part, i) =>
+      i === 0 ? part.replace(/^./, (c) => c.toUpperCase()) : part.replace(/^[A-Z](?=[a-z])/, (c) => c.toLowerCase()),
+    )
+    .join('; ');
+
+/** The 403s of the tenant's plan a route can give: its feature (the guard's), its limit and a value's feature. */
+function planRefusals(route: AnyRoute): string[] {
+  const gates = route.entitlements ?? {};
+  // The guard asks for the route's feature only of a caller it requires (guard.ts).
+  const guarded = route.access !== 'public' && route.access !== 'optional' ? route.feature : undefined;
+  const features = [...new Set([guarded, gates.feature].filter((f): f is string => f !== undefined))];
+  return [
+    ...features.map((feature) => `the tenant's plan without the feature ${feature} (FEATURE_NOT_IN_PLAN)`),
+    ...(gates.limit !== undefined
+      ? [`a write past the plan's limit ${gates.limit} (PLAN_LIMIT_REACHED, naming the limit, its value and the use)`]
+      : []),
+  ];
+}
+
 /** The problem responses a route can give, derived from what it declares. */
 export function problemResponses(route: AnyRoute): Record<number, unknown> {
   const responses: Record<number, unknown> = {
@@ -43,7 +66,11 @@ export function problemResponses(route: AnyRoute): Record<number, unknown> {
   };
   if (route.schema.body || route.schema.querystring || route.schema.params) {
     responses[400] = ref('Malformed request');
-    responses[422] = ref('Validation failed');
+    responses[422] = ref(
+      takesNoBody(route)
+        ? 'Validation failed (VALIDATION_FAILED); a body sent, which this operation does not take (an empty object is taken as none)'
+        : 'Validation failed',
+    );
   }
   // The router refuses a path parameter over its length limit (100 characters) before the route runs.
   if (route.url.includes('/:')) responses[414] = ref('A path parameter longer than the router accepts (URI_TOO_LONG)');
@@ -72,7 +99,6 @@ export function problemResponses(route: AnyRoute): Record<number, unknown> {
         ]
       : []),
   ];
-  if (refusals.length > 0) responses[403] = ref(refusals.join('; ').replace(/^./, (c) => c.toUpperCase()));
   if (changesState) {
     responses[409] = ref('Conflict with the current state');
     responses[415] = ref(
@@ -83,7 +109,11 @@ export function problemResponses(route: AnyRoute): Record<number, unknown> {
   }
   // Problems particular to the route (a 402, or which 409 it gives), as it documents them.
   for (const [status, description] of Object.entries(route.problems ?? {}))
-    responses[Number(status)] = ref(description);
+    if (status !== '403') responses[Number(status)] = ref(description);
+  // Every 403 the route can give: the guard's and the cross-site rule's, the route's own (a 403 it
+  // documents adds to them, never hides them), and the plan's, from where its gate is declared.
+  const forbidden = [...refusals, ...(route.problems?.[403] ? [route.problems[403]] : []), ...planRefusals(route)];
+  if (forbidden.length > 0) responses[403] = ref(sentence(forbidden));
   // A keyed create or command (framework/http/idempotency.ts) refuses a key reused for another request.
   if (takesIdempotencyKey(route)) {
     const validation =

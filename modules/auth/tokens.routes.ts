@@ -82,9 +82,11 @@ export const createTokenRoute = defineRoute({
   tags: ['auth'],
   access: 'signedIn',
   bearer: false,
+  // One more unexpired token (tokens.ts).
+  entitlements: { limit: 'token.active' },
   publishes: ['auth.token_created'],
   problems: {
-    403: 'A permission the caller does not hold (TOKEN_PERMISSION_NOT_HELD), or sent from another site (AUTH_CROSS_SITE)',
+    403: 'A permission the caller does not hold (TOKEN_PERMISSION_NOT_HELD)',
     422: 'Validation failed (VALIDATION_FAILED), an expiry past a year (TOKEN_EXPIRY_TOO_LONG), or a permission no module defines (PERMISSION_UNKNOWN)',
   },
   schema: {

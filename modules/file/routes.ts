@@ -116,6 +116,8 @@ export const fileRoutes = (config: Config) => [
       'send it in the query string. Nothing is kept after a refusal.',
     tags: ['file'],
     access: { permission: 'file:manage' },
+    // The upload's bytes count against file.storage_bytes; a public one asks for file.public_links.
+    entitlements: { limit: 'file.storage_bytes', feature: 'file.public_links' },
     transaction: 'none',
     bodyLimit: config.files.max_bytes + ENVELOPE_BYTES,
     publishes: ['file.uploaded'],

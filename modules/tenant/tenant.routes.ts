@@ -153,6 +153,8 @@ export const tenantRoutes: readonly AnyRoute[] = [
       'Creates an invited user holding the role admin in that tenant and publishes user.invited there, on which the worker mails the set-password link built on the tenant’s primary host. Meant for the first administrator; may be repeated for another address. An address already present in the tenant is 409 ALREADY_EXISTS; a suspended tenant is 409 INVALID_STATE.',
     tags,
     access,
+    // The invited administrator takes a seat in that tenant (modules/user/invite.ts).
+    entitlements: { limit: 'user.seats' },
     publishes: ['user.invited'],
     schema: {
       params: TenantIdParams,

@@ -33,6 +33,8 @@ export const invitationRoute: AnyRoute = defineRoute({
     'Creates an invited user (who cannot sign in until they set a password through the mailed link) holding the given roles, and publishes user.invited, on which the worker mails the set-password link built on this tenant’s primary host. An address already present, compared case-insensitively, is 409 ALREADY_EXISTS; an unknown role is 422 ROLE_UNKNOWN.',
   tags: ['user'],
   access: { permission: 'user:manage' },
+  // An invited user takes a seat (invite.ts).
+  entitlements: { limit: 'user.seats' },
   publishes: ['user.invited'],
   schema: { body: InvitationBody, response: { 201: answer(resolved.schemas.row, 'The user invited') } },
   handler: async ({ tx, body, reply }) => {
