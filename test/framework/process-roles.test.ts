@@ -195,11 +195,18 @@ describe('process roles', () => {
     expect(service.stderr).toBe('');
   });
 
-  it('--role worker: migrates, starts the worker, serves no HTTP; SIGTERM exits 0', async () => {
+  it('--role worker: migrates, starts the worker, serves no HTTP, hides a password given as a URL parameter; SIGTERM exits 0', async () => {
     const databaseUrl = await createTestDatabase();
-    const service = new Service(['--role', 'worker', '--config', writeConfig('worker', configFor(databaseUrl))]);
+    // The driver also reads the password from a `password` parameter: the log hides it there too.
+    const password = new URL(databaseUrl).password;
+    const given = new URL(databaseUrl);
+    given.password = '';
+    given.searchParams.set('password', password);
+    const service = new Service(['--role', 'worker', '--config', writeConfig('worker', configFor(given.href))]);
     const started = await service.waitFor('tenantry started');
     expect(started).toMatchObject({ role: 'worker', mail: 'in-memory mailbox' });
+    expect(started.database).toBe(`postgres://${given.username}@${given.host}${given.pathname}?password=***`);
+    expect(JSON.stringify(service.lines)).not.toContain(`password=${password}`);
     expect(started.url).toBeUndefined();
     expect(started.listening).toBeUndefined();
     expect(started.node).toMatch(/^v24\./);
