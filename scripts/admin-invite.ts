@@ -71,6 +71,7 @@ main().then(
       'CommandDatabaseError',
       'BootCheckError',
       'MigrationError',
+      'DatabaseConnectError',
       'AdministratorInviteError',
     ].includes(err.name);
     process.stderr.write(`admin:invite: ${known ? err.message : (err.stack ?? err.message)}\n`);

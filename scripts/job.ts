@@ -110,7 +110,13 @@ export async function jobCommand(argv: readonly string[], options: JobCommandOpt
       err(`job: ${e.message}\n${USAGE}\n`);
       return 2;
     }
-    const known = ['ConfigError', 'CommandDatabaseError', 'BootCheckError', 'MigrationError'].includes(e.name);
+    const known = [
+      'ConfigError',
+      'CommandDatabaseError',
+      'BootCheckError',
+      'MigrationError',
+      'DatabaseConnectError',
+    ].includes(e.name);
     err(`job: ${known ? e.message : (e.stack ?? e.message)}\n`);
     return 1;
   } finally {

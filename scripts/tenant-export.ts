@@ -84,7 +84,13 @@ export async function tenantExportCommand(
       err(`tenant:export: ${e.message}\n${USAGE}\n`);
       return 2;
     }
-    const known = ['ConfigError', 'CommandDatabaseError', 'BootCheckError', 'MigrationError'].includes(e.name);
+    const known = [
+      'ConfigError',
+      'CommandDatabaseError',
+      'BootCheckError',
+      'MigrationError',
+      'DatabaseConnectError',
+    ].includes(e.name);
     err(`tenant:export: ${known ? e.message : (e.stack ?? e.message)}\n`);
     return 1;
   } finally {
