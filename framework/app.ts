@@ -39,6 +39,7 @@ import { CursorSeal } from './operations/cursor.ts';
 import { LiveHub } from './live/hub.ts';
 import { LinkSeal } from './access/signed-links.ts';
 import { PlanLimits } from './entitlements/limits.ts';
+import { DatabaseConnectError } from './start-failure.ts';
 
 /** The service's process roles (`--role`). */
 export type Role = 'web' | 'worker' | 'all';
@@ -118,7 +119,9 @@ export async function buildApp(options: AppOptions): Promise<App> {
   let metricsServer: MetricsServer | undefined;
   let replica: ReplicaReads | undefined;
   try {
-    const applied = await migrateDirectly(db.directUrl, migrationSources(options.modules), {
+    const { url, direct_url } = options.config.database;
+    const setting = direct_url ? 'database.direct_url' : url ? 'database.url' : 'the embedded PostgreSQL';
+    const applied = await migrateDirectly(db.directUrl, setting, migrationSources(options.modules), {
       allowChanged: options.config.database.allow_changed_migrations,
     });
     // One short line (how many, per owner); the file names at debug, where a first start's list is not a wall.
@@ -355,10 +358,17 @@ function replicaReads(
  * transaction mode. Each file's transaction takes the lock (db/migrate.ts), so none would leak
  * through a pooler either; directly, the migrations' long statements hold no pooled connection.
  */
-async function migrateDirectly(url: string, sources: MigrationSource[], options: MigrationOptions) {
+async function migrateDirectly(url: string, setting: string, sources: MigrationSource[], options: MigrationOptions) {
   const pool = new pg.Pool({ connectionString: url, max: 1 });
   pool.on('error', () => {});
   try {
+    // The start's first connection: its failure names the setting (the pool keeps the connection for the run).
+    await pool.connect().then(
+      (client) => client.release(),
+      (err: unknown) => {
+        throw new DatabaseConnectError(setting, err);
+      },
+    );
     return await runMigrations(pool, sources, options);
   } finally {
     await pool.end();

@@ -8,6 +8,7 @@ import { FIRST_ADMINISTRATOR_COMMAND, operatorHasNoUser, operatorUrl } from './t
 import type { ModuleDefinition } from './entity/define.ts';
 import { effectiveLogFormat, processLogger } from './observability/log-output.ts';
 import { startTracing, stopTracing } from './observability/tracing.ts';
+import { startFailureLine } from './start-failure.ts';
 
 const ROLES: readonly Role[] = ['web', 'worker', 'all'];
 
@@ -165,11 +166,7 @@ async function main(modules: readonly ModuleDefinition[]): Promise<void> {
  */
 export function runService(modules: readonly ModuleDefinition[]): void {
   main(modules).catch((err: Error & { code?: unknown }) => {
-    // Our own refusals and system or database errors (which carry a code) read best as their message;
-    // anything else is a defect, and its stack helps.
-    const known =
-      ['ConfigError', 'BootCheckError', 'MigrationError'].includes(err.name) || typeof err.code === 'string';
-    process.stderr.write(`tenantry: ${known ? err.message : (err.stack ?? err.message)}\n`);
+    process.stderr.write(`${startFailureLine(err)}\n`);
     process.exit(1);
   });
 }

@@ -9,7 +9,7 @@
 import { parseArgs } from 'node:util';
 import { Compile } from 'typebox/compile';
 import { loadConfig } from '../framework/config/load.ts';
-import { openCommandApp, type CommandApp } from './command-database.ts';
+import { isCommandRefusal, openCommandApp, type CommandApp } from './command-database.ts';
 import { userFields } from '../modules/user/user.fields.ts';
 
 const USAGE =
@@ -66,13 +66,7 @@ async function main(): Promise<number> {
 main().then(
   (code) => process.exit(code),
   (err: Error) => {
-    const known = [
-      'ConfigError',
-      'CommandDatabaseError',
-      'BootCheckError',
-      'MigrationError',
-      'AdministratorInviteError',
-    ].includes(err.name);
+    const known = isCommandRefusal(err) || err.name === 'AdministratorInviteError';
     process.stderr.write(`admin:invite: ${known ? err.message : (err.stack ?? err.message)}\n`);
     process.exit(1);
   },

@@ -18,6 +18,20 @@ export class CommandDatabaseError extends Error {
   override name = 'CommandDatabaseError';
 }
 
+const REFUSALS = new Set([
+  'ConfigError',
+  'CommandDatabaseError',
+  'BootCheckError',
+  'MigrationError',
+  'DatabaseConnectError',
+]);
+
+/**
+ * A refusal an operator command prints as its message alone (it says what to change); anything
+ * else is a defect, printed with its stack.
+ */
+export const isCommandRefusal = (err: Error): boolean => REFUSALS.has(err.name);
+
 async function reachable(url: string): Promise<boolean> {
   const client = new pg.Client({ connectionString: url, connectionTimeoutMillis: 2000 });
   client.on('error', () => {});

@@ -15,7 +15,7 @@ import { moduleJobs, type ModuleDefinition } from '../framework/entity/define.ts
 import type { TenantRef } from '../framework/context/tenant.ts';
 import type { JobOutcome } from '../framework/events/jobs.ts';
 import { SettableClock, systemClock } from '../framework/clock.ts';
-import { openCommandApp, type CommandApp } from './command-database.ts';
+import { isCommandRefusal, openCommandApp, type CommandApp } from './command-database.ts';
 
 const USAGE =
   'usage: npm run job -- <name> [--at <ISO time, e.g. 2030-01-31T02:00:00Z>] [--tenant <slug>] [--config config.yaml]';
@@ -110,7 +110,7 @@ export async function jobCommand(argv: readonly string[], options: JobCommandOpt
       err(`job: ${e.message}\n${USAGE}\n`);
       return 2;
     }
-    const known = ['ConfigError', 'CommandDatabaseError', 'BootCheckError', 'MigrationError'].includes(e.name);
+    const known = isCommandRefusal(e);
     err(`job: ${known ? e.message : (e.stack ?? e.message)}\n`);
     return 1;
   } finally {

@@ -14,7 +14,7 @@ import { parseArgs } from 'node:util';
 import { loadConfig } from '../framework/config/load.ts';
 import type { Config } from '../framework/config/schema.ts';
 import type { ModuleDefinition } from '../framework/entity/define.ts';
-import { openCommandApp, type CommandApp } from './command-database.ts';
+import { isCommandRefusal, openCommandApp, type CommandApp } from './command-database.ts';
 
 const USAGE = 'usage: npm run tenant:export -- <slug> <file> [--config config.yaml]';
 
@@ -84,7 +84,7 @@ export async function tenantExportCommand(
       err(`tenant:export: ${e.message}\n${USAGE}\n`);
       return 2;
     }
-    const known = ['ConfigError', 'CommandDatabaseError', 'BootCheckError', 'MigrationError'].includes(e.name);
+    const known = isCommandRefusal(e);
     err(`tenant:export: ${known ? e.message : (e.stack ?? e.message)}\n`);
     return 1;
   } finally {

@@ -200,11 +200,16 @@ function database(url: string, options: PoolOptions, refuse: Refusal): Db {
   };
 }
 
-/** Hides the password of a connection URL for logs. */
+/**
+ * Hides the password of a connection URL for logs: the one before the host, and any given as a
+ * parameter (`?password=`, which the driver reads as well; libpq's `sslpassword`).
+ */
 export function redactUrl(url: string): string {
   try {
     const parsed = new URL(url);
     if (parsed.password) parsed.password = '***';
+    for (const name of [...parsed.searchParams.keys()])
+      if (/password/i.test(name)) parsed.searchParams.set(name, '***');
     return parsed.toString();
   } catch {
     return '(unparseable database URL)';

@@ -143,4 +143,16 @@ describe('npm run job -- <name> [--at <ISO time>] [--tenant <slug>]', () => {
     }
     expect(tallyControl.attempts).toEqual([]);
   });
+
+  it('a database it cannot connect to: status 1 and one line naming the setting, no stack, no password', async () => {
+    let stderr = '';
+    const code = await jobCommand(['auth-sweep'], {
+      modules: allModules,
+      config: testConfig({ database: { url: 'postgres://nobody:secret-pw@127.0.0.1:1/none' } }),
+      out: () => {},
+      err: (t) => void (stderr += t),
+    });
+    expect(code).toBe(1);
+    expect(stderr).toBe('job: cannot connect to the database (database.url): connect ECONNREFUSED 127.0.0.1:1\n');
+  });
 });

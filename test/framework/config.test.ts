@@ -9,6 +9,10 @@ import { sessionCookie } from '../../framework/access/session-cookie.ts';
 import { createMailer } from '../../framework/mail/mailer.ts';
 import { ROOT } from '../../framework/app.ts';
 
+const TRUST_PROXY_RULE =
+  'server.trust_proxy must be true, false, or a comma-separated list of IP addresses, CIDR ranges (address/bits) ' +
+  'and the names loopback, linklocal, uniquelocal';
+
 const dir = mkdtempSync(join(tmpdir(), 'tenantry-config-'));
 let counter = 0;
 afterAll(() => rmSync(dir, { recursive: true, force: true }));
@@ -287,6 +291,33 @@ describe('a missing or invalid file: one clear message naming the file, the key 
       'database.replica_url needs database.url (the embedded PostgreSQL has no replica)',
     ],
     ['database:\n  replica_max_lag_ms: -1\n', 'database.replica_max_lag_ms must be at least 0'],
+    // A URL no parser reads (a port past 65535, a broken host) is no postgres:// URL: refused here
+    // naming its key, not later by the driver with a bare "Invalid URL".
+    [
+      'database:\n  url: postgres://app:pw@db:99999/t\n',
+      'database.url must be empty (embedded PostgreSQL) or a postgres:// URL',
+    ],
+    [
+      'database:\n  url: "postgres://app:pw@[::1/t"\n',
+      'database.url must be empty (embedded PostgreSQL) or a postgres:// URL',
+    ],
+    [
+      'database:\n  url: postgres://pooler/t\n  direct_url: postgres://db:70000/t\n',
+      'database.direct_url must be empty (the same as database.url) or a postgres:// URL',
+    ],
+    [
+      'database:\n  url: postgres://db/t\n  replica_url: postgres://replica:123456/t\n',
+      'database.replica_url must be empty (no replica) or a postgres:// URL',
+    ],
+    [
+      'server:\n  public_host: app.example.com:99999\n',
+      'server.public_host must be a host name, optionally with a port up to 65535',
+    ],
+    // What fastify's proxy-addr and the request ids' block list cannot read stops the start here,
+    // not after the migrations with a stack trace or a message naming no key.
+    ...['nonsense', '10.0.0.0/99', '10.0.0.0/0', '"loopback,"', '10.0.0.0/255.0.0.0', 'Loopback', 'fe80::1%eth0'].map(
+      (value) => [`server:\n  trust_proxy: ${value}\n`, TRUST_PROXY_RULE] as [string, string],
+    ),
   ])('%j → %s', (text, rule) => {
     let message = '';
     const file = join(dir, `invalid-${++counter}.yaml`);
@@ -299,6 +330,49 @@ describe('a missing or invalid file: one clear message naming the file, the key 
     expect(message).toBe(`${file}: ${rule}`);
     expect(message).not.toContain('\n');
   });
+
+  it('accepts what the driver and the proxy rule read: a Unix socket URL, a password with a space, listed ranges', () => {
+    for (const url of ['postgres://app:pw@/t?host=/var/run/postgresql', 'postgresql://app:p w@db.internal:5432/t']) {
+      expect(validateConfig({ database: { url } }, 'config.yaml').database.url).toBe(url);
+    }
+    for (const trust_proxy of [
+      'loopback',
+      'true',
+      ' false ',
+      '',
+      'loopback, uniquelocal,10.0.0.0/8, 192.0.2.7, ::1, fd00::/8',
+    ]) {
+      expect(validateConfig({ server: { trust_proxy } }, 'config.yaml').server.trust_proxy).toBe(trust_proxy);
+    }
+    expect(validateConfig({ server: { public_host: 'app.example.com:8443' } }, 'config.yaml').server.public_host).toBe(
+      'app.example.com:8443',
+    );
+  });
+
+  it.each([
+    ['server.trust_proxy', { TENANTRY_SERVER_TRUST_PROXY: 'nonsense' }, TRUST_PROXY_RULE],
+    [
+      'database.url',
+      { TENANTRY_DATABASE_URL: 'postgres://app:secret-pw@127.0.0.1:99999/t' },
+      'database.url must be empty (embedded PostgreSQL) or a postgres:// URL',
+    ],
+  ])(
+    '`node main.ts` with a %s it cannot use exits 1 with one line naming it, before reaching the database',
+    (_key, env, rule) => {
+      const file = join(dir, `unusable-${++counter}.yaml`);
+      // An unreachable database with a secret in its URL: the refusal comes first, and names neither.
+      writeFileSync(file, 'database:\n  url: postgres://app:secret-pw@127.0.0.1:1/none\n');
+      const result = spawnSync(join(ROOT, 'node_modules/.bin/node'), ['main.ts', '--role', 'web', '--config', file], {
+        cwd: ROOT,
+        encoding: 'utf8',
+        timeout: 20_000,
+        env: { PATH: process.env.PATH, ...env },
+      });
+      expect(result.stderr).toBe(`tenantry: ${file}: ${rule}\n`);
+      expect(result.status).toBe(1);
+      expect(result.stdout).toBe('');
+    },
+  );
 
   it('a wrong-typed secret is refused without echoing its value', () => {
     const message = refusal({ mail: { password: 123456789 } });

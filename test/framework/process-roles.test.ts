@@ -195,11 +195,18 @@ describe('process roles', () => {
     expect(service.stderr).toBe('');
   });
 
-  it('--role worker: migrates, starts the worker, serves no HTTP; SIGTERM exits 0', async () => {
+  it('--role worker: migrates, starts the worker, serves no HTTP, hides a password given as a URL parameter; SIGTERM exits 0', async () => {
     const databaseUrl = await createTestDatabase();
-    const service = new Service(['--role', 'worker', '--config', writeConfig('worker', configFor(databaseUrl))]);
+    // The driver also reads the password from a `password` parameter: the log hides it there too.
+    const password = new URL(databaseUrl).password;
+    const given = new URL(databaseUrl);
+    given.password = '';
+    given.searchParams.set('password', password);
+    const service = new Service(['--role', 'worker', '--config', writeConfig('worker', configFor(given.href))]);
     const started = await service.waitFor('tenantry started');
     expect(started).toMatchObject({ role: 'worker', mail: 'in-memory mailbox' });
+    expect(started.database).toBe(`postgres://${given.username}@${given.host}${given.pathname}?password=***`);
+    expect(JSON.stringify(service.lines)).not.toContain(`password=${password}`);
     expect(started.url).toBeUndefined();
     expect(started.listening).toBeUndefined();
     expect(started.node).toMatch(/^v24\./);
@@ -290,8 +297,27 @@ describe('process roles', () => {
       timeout: 20_000,
     });
     expect(result.status).toBe(1);
-    expect(result.stderr).toMatch(/^tenantry: /);
+    expect(result.stderr).toBe(
+      'tenantry: cannot connect to the database (database.url): connect ECONNREFUSED 127.0.0.1:1\n',
+    );
     expect(result.stderr).not.toContain('secret-pw');
+  });
+
+  it('a database that refuses the connection the URL asks for (TLS of a server without it): one line naming the key, no stack', async () => {
+    const databaseUrl = new URL(await createTestDatabase());
+    // The run's PostgreSQL speaks no TLS: the driver throws a plain error, with no code.
+    databaseUrl.searchParams.set('sslmode', 'verify-full');
+    const file = writeConfig('no-tls', configFor(databaseUrl.href));
+    const result = spawnSync(NODE, ['main.ts', '--role', 'web', '--config', file], {
+      cwd: ROOT,
+      encoding: 'utf8',
+      timeout: 20_000,
+      env: cleanEnv(),
+    });
+    expect(result.stderr).toBe(
+      'tenantry: cannot connect to the database (database.url): The server does not support SSL connections\n',
+    );
+    expect(result.status).toBe(1);
   });
 
   it('embedded PostgreSQL: the first start creates the data directory and the operator tenant, the second reuses both; SIGTERM and Ctrl-C leave nothing running', async () => {
