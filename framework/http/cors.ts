@@ -1,6 +1,7 @@
 import type { FastifyInstance, FastifyReply, FastifyRequest, HookHandlerDoneFunction } from 'fastify';
 import type { TenantRef } from '../context/tenant.ts';
 import { declaredMethods } from './methods.ts';
+import { addVary } from './vary.ts';
 
 /**
  * Cross-origin browser clients (CORS) of the API: a single-page app served from another origin
@@ -65,7 +66,7 @@ export function installCors(app: FastifyInstance, installation: readonly string[
   app.addHook('onRequest', (request: FastifyRequest, reply: FastifyReply, done: HookHandlerDoneFunction) => {
     if (!varies(request.url, request.tenant)) return done();
     // An answer that differs by Origin says so, for any cache on the way.
-    reply.header('vary', 'Origin');
+    addVary(reply, 'Origin');
     const origin = single(request.headers.origin)?.toLowerCase();
     if (origin === undefined || !listed(origin, request.tenant)) return done();
     if (request.method !== 'OPTIONS') {

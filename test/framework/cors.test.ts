@@ -159,6 +159,26 @@ describe('the answers to a listed origin', () => {
   });
 });
 
+describe('an answer that varies by Accept too', () => {
+  it('a list’s export says Vary: Origin and Accept, Allow-Origin with it', async () => {
+    const reader = await signInAs(t.app, t.initech, ['task:read']);
+    for (const [asked, type] of [
+      ['?format=csv', /^text\/csv/],
+      ['?format=ndjson', /^application\/x-ndjson/],
+    ] as const) {
+      const res = await t.app
+        .http('initech.localhost')
+        .get(`/api/v1/task/tasks${asked}`)
+        .set('Origin', INSTALLED)
+        .set('Cookie', reader.cookie);
+      expect(res.status, res.text).toBe(200);
+      expect(res.headers['content-type']).toMatch(type);
+      expect(res.headers['access-control-allow-origin']).toBe(INSTALLED);
+      expect(res.headers.vary?.split(',').map((name) => name.trim())).toEqual(['Origin', 'Accept']);
+    }
+  });
+});
+
 describe('a public read answered from memory', () => {
   it('answers a listed origin’s revalidation with Allow-Origin too (the front door leaves it to the hook)', async () => {
     const admin = await acmeAdmin();
