@@ -1,6 +1,7 @@
 import type { FastifyInstance, FastifyReply, FastifyRequest, HookHandlerDoneFunction } from 'fastify';
 import type { TenantRef } from '../context/tenant.ts';
 import { declaredMethods } from './methods.ts';
+import { addVary } from './vary.ts';
 
 /**
  * Cross-origin browser clients (CORS) of the API: a single-page app served from another origin
@@ -40,6 +41,18 @@ const isApiPath = (url: string): boolean => url.startsWith(API_PREFIX);
 const single = (value: string | string[] | undefined): string | undefined => (Array.isArray(value) ? value[0] : value);
 
 /**
+ * Whether an answer at this path and tenant differs by Origin, and so says `Vary: Origin`: a path
+ * under /api/ where the installation or the tenant lists any origin. The front door (front-door.ts)
+ * asks it too, so the 304 it answers itself carries the Vary the hook's answers carry.
+ */
+export function variesByOrigin(
+  installation: readonly string[],
+): (url: string, tenant: TenantRef | undefined) => boolean {
+  const installed = installation.length > 0;
+  return (url, tenant) => isApiPath(url) && (installed || (tenant?.corsOrigins?.length ?? 0) > 0);
+}
+
+/**
  * Installs the CORS answers as an onRequest hook. Call after the tenant's resolution (web.ts),
  * whose hook sets request.tenant. `installation` is server.cors_origins, parsed at boot.
  */
@@ -47,14 +60,13 @@ export function installCors(app: FastifyInstance, installation: readonly string[
   const installationOrigins = new Set(installation);
   const listed = (origin: string, tenant: TenantRef | undefined): boolean =>
     installationOrigins.has(origin) || (tenant?.corsOrigins?.includes(origin) ?? false);
-  const anyListed = (tenant: TenantRef | undefined): boolean =>
-    installationOrigins.size > 0 || (tenant?.corsOrigins?.length ?? 0) > 0;
+  const varies = variesByOrigin(installation);
 
   // A callback hook: a service or tenant listing no origin pays one lookup per API request.
   app.addHook('onRequest', (request: FastifyRequest, reply: FastifyReply, done: HookHandlerDoneFunction) => {
-    if (!isApiPath(request.url) || !anyListed(request.tenant)) return done();
+    if (!varies(request.url, request.tenant)) return done();
     // An answer that differs by Origin says so, for any cache on the way.
-    reply.header('vary', 'Origin');
+    addVary(reply, 'Origin');
     const origin = single(request.headers.origin)?.toLowerCase();
     if (origin === undefined || !listed(origin, request.tenant)) return done();
     if (request.method !== 'OPTIONS') {

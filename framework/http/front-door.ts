@@ -4,6 +4,9 @@ import type { AnyRoute, EarlyRequest, NoTxRouteDefinition } from '../entity/defi
 import type { Services } from '../services.ts';
 import { normaliseHost } from '../context/tenant.ts';
 import { SECURITY_HEADERS } from './problems.ts';
+import { variesByOrigin } from './cors.ts';
+import { hasSeveralHosts } from './host-header.ts';
+import { parseOriginList } from './origins.ts';
 import { REQUEST_ID_HEADER, REQUEST_ID_LOG_LABEL, requestIdGenerator } from '../observability/request-id.ts';
 
 /**
@@ -16,13 +19,14 @@ import { REQUEST_ID_HEADER, REQUEST_ID_LOG_LABEL, requestIdGenerator } from '../
  *   parameter a plain segment the router would pass on undecoded and within its length limit;
  * - at a host whose tenant is already cached (what the tenant hook would resolve, with no wait);
  * - with the route's earlyAnswer, and the headers every answer carries (SECURITY_HEADERS, and the
- *   request id, X-Request-Id, made as fastify's genReqId makes it), and to a HEAD the
- *   `Content-Length: 0` fastify's HEAD route adds to an answer without a body.
+ *   request id, X-Request-Id, made as fastify's genReqId makes it), `Vary: Origin` where the CORS
+ *   hook (cors.ts) would say it (an /api/ path where the installation or the tenant lists an
+ *   origin), and to a HEAD the `Content-Length: 0` fastify's HEAD route adds to an answer without a body.
  *
  * test/framework/front-door-answers-as-fastify.test.ts sends a recorded set of requests through the
  * app with the door and without it and finds every status, header and body the same.
  *
- * Anything else — a percent-encoded or over-long segment, a trailing slash, an unknown host, a
+ * Anything else — a percent-encoded or over-long segment, a trailing slash, an unknown host, two Host headers, a
  * request with an Origin (a cross-origin page's, whose CORS headers the fastify hook decides), an
  * earlyAnswer that declines or throws, a server that is closing — goes to fastify, where the
  * route's first hook asks the same earlyAnswer. At log level info, where fastify logs each
@@ -61,6 +65,8 @@ export function frontDoor(
   }
   if (doors.length === 0) return undefined;
   const requestIdOf = requestIdGenerator(services.config.server.trust_proxy);
+  const listed = parseOriginList(services.config.server.cors_origins);
+  const varies = variesByOrigin('origins' in listed ? listed.origins : []);
 
   const match = (door: Door, parts: string[]): Record<string, string> | undefined => {
     if (parts.length !== door.segments.length) return undefined;
@@ -97,6 +103,8 @@ export function frontDoor(
     for (const door of doors) {
       const params = match(door, parts);
       if (!params) continue;
+      // Node keeps the first of two Host headers: fastify's hook refuses such a request (host-header.ts).
+      if (hasSeveralHosts(req.rawHeaders)) return false;
       const request: EarlyRequest = { method, headers, params, tenant };
       let answer: ReturnType<Door['earlyAnswer']>;
       try {
@@ -110,6 +118,8 @@ export function frontDoor(
       const head: Record<string, string> = { ...answer.headers, ...SECURITY_HEADERS, [REQUEST_ID_HEADER]: requestId };
       // As fastify's HEAD route says of an answer without a body (its 304 included).
       if (method === 'HEAD') head['content-length'] = '0';
+      // An answer a cache may keep says what it varies by, as the router's 304 does.
+      if (varies(url, tenant)) head.vary = 'Origin';
       res.writeHead(answer.status, head);
       res.end();
       services.metrics?.observeRequest(door.operation, method, answer.status, (performance.now() - begun) / 1000);

@@ -26,6 +26,7 @@ import { registerOpenApi } from '../openapi/document.ts';
 import { requestLogSerializers } from './log-redaction.ts';
 import { lazyRequestLogger } from './request-logger.ts';
 import { frontDoor } from './front-door.ts';
+import { hostRefusal } from './host-header.ts';
 import { batchMemberOf } from '../bulk/batch-member.ts';
 import { batchRoute } from '../bulk/batch.ts';
 import { BatchRoutes } from '../bulk/batch-routes.ts';
@@ -146,6 +147,12 @@ export async function buildWeb(services: Services, options: WebOptions = {}): Pr
     // HTTP/1.1 requires Host (RFC 9112, 3.2); an HTTP/1.0 client may still reach the probes without.
     if (request.headers.host === undefined && request.raw.httpVersion !== '1.0') {
       sendProblem(reply, problem('MALFORMED_REQUEST', 'The request has no Host header'));
+      return;
+    }
+    // Two Host headers, or an absolute-form target naming another host: which tenant is meant is unclear.
+    const unclear = hostRefusal(request.raw);
+    if (unclear !== undefined) {
+      sendProblem(reply, problem('MALFORMED_REQUEST', unclear));
       return;
     }
     const query = request.url.indexOf('?');

@@ -1,3 +1,5 @@
+import { request as httpRequest } from 'node:http';
+import type { AddressInfo } from 'node:net';
 import { describe, expect, it } from 'vitest';
 import { signInAs, startTestApp } from '../helpers/app.ts';
 import { useTestApp } from '../helpers/use-test-app.ts';
@@ -157,6 +159,26 @@ describe('the answers to a listed origin', () => {
   });
 });
 
+describe('an answer that varies by Accept too', () => {
+  it('a list’s export says Vary: Origin and Accept, Allow-Origin with it', async () => {
+    const reader = await signInAs(t.app, t.initech, ['task:read']);
+    for (const [asked, type] of [
+      ['?format=csv', /^text\/csv/],
+      ['?format=ndjson', /^application\/x-ndjson/],
+    ] as const) {
+      const res = await t.app
+        .http('initech.localhost')
+        .get(`/api/v1/task/tasks${asked}`)
+        .set('Origin', INSTALLED)
+        .set('Cookie', reader.cookie);
+      expect(res.status, res.text).toBe(200);
+      expect(res.headers['content-type']).toMatch(type);
+      expect(res.headers['access-control-allow-origin']).toBe(INSTALLED);
+      expect(res.headers.vary?.split(',').map((name) => name.trim())).toEqual(['Origin', 'Accept']);
+    }
+  });
+});
+
 describe('a public read answered from memory', () => {
   it('answers a listed origin’s revalidation with Allow-Origin too (the front door leaves it to the hook)', async () => {
     const admin = await acmeAdmin();
@@ -182,6 +204,43 @@ describe('a public read answered from memory', () => {
     const sameOrigin = await http().get(`/api/v1/content/public/${slug}`).set('If-None-Match', first.headers.etag!);
     expect(sameOrigin.status).toBe(304);
     expect(sameOrigin.headers['access-control-allow-origin']).toBeUndefined();
+  });
+
+  it('says Vary: Origin on the 304 the front door answers itself, as on every API answer where origins are listed', async () => {
+    const admin = await acmeAdmin();
+    const slug = `vary-${Date.now()}`;
+    const made = await t.app
+      .http('acme.localhost')
+      .post('/api/v1/content/contents')
+      .set('Cookie', admin.cookie)
+      .send({ slug, title: 'Public', kind: 'page', body: 'Hello' });
+    expect(made.status, JSON.stringify(made.body)).toBe(201);
+    await t.app
+      .http('acme.localhost')
+      .post(`/api/v1/content/contents/${made.body.id}/publish`)
+      .set('Cookie', admin.cookie);
+    // Over a socket: the front door sits in the server's request listener, which inject() never reaches.
+    const server = t.app.web!.server;
+    if (!server.listening) await t.app.web!.listen({ host: '127.0.0.1', port: 0 });
+    const { port } = server.address() as AddressInfo;
+    const get = (path: string, headers: Record<string, string>) =>
+      new Promise<{ status: number; headers: Record<string, unknown> }>((resolve, reject) => {
+        const req = httpRequest({ host: '127.0.0.1', port, path, headers, agent: false }, (res) => {
+          res.resume();
+          res.on('end', () => resolve({ status: res.statusCode!, headers: res.headers }));
+        });
+        req.on('error', reject);
+        req.end();
+      });
+    // The installation lists an origin, so every API answer at any tenant says Vary: Origin.
+    const path = `/api/v1/content/public/${slug}`;
+    const full = await get(path, { host: 'acme.localhost' });
+    expect(full.status).toBe(200);
+    expect(full.headers.vary).toBe('Origin');
+    // The validator cache now knows the tag: the front door answers the revalidation itself.
+    const early = await get(path, { host: 'acme.localhost', 'if-none-match': String(full.headers.etag) });
+    expect(early.status).toBe(304);
+    expect(early.headers.vary, JSON.stringify(early.headers)).toBe('Origin');
   });
 });
 

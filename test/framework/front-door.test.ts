@@ -1,5 +1,5 @@
 import { createServer, request as httpRequest, type Server } from 'node:http';
-import type { AddressInfo } from 'node:net';
+import { connect, type AddressInfo } from 'node:net';
 import { Writable } from 'node:stream';
 import pino from 'pino';
 import type { FastifyBaseLogger } from 'fastify';
@@ -122,6 +122,28 @@ describe('the front door', () => {
       expect((await send(port, `${PUBLIC}/front-page`, { host: HOST, 'if-none-match': etag })).status).toBe(304);
       closing = true;
       expect((await send(port, `${PUBLIC}/front-page`, { host: HOST, 'if-none-match': etag })).status).toBe(599);
+    } finally {
+      server.close();
+    }
+  });
+
+  it('leaves a request with two Host headers to the router, which refuses it (RFC 9112 3.2)', async () => {
+    const { server, port } = await doorOnly();
+    const raw = (hosts: string) =>
+      new Promise<string>((resolve, reject) => {
+        const socket = connect({ host: '127.0.0.1', port });
+        const chunks: Buffer[] = [];
+        socket.on('data', (c: Buffer) => chunks.push(c));
+        socket.on('error', reject);
+        socket.on('close', () => resolve(Buffer.concat(chunks).toString('latin1')));
+        socket.write(
+          `GET ${PUBLIC}/front-page HTTP/1.1\r\n${hosts}If-None-Match: ${etag}\r\nConnection: close\r\n\r\n`,
+        );
+      });
+    try {
+      expect(await raw(`Host: ${HOST}\r\n`)).toMatch(/^HTTP\/1\.1 304 /);
+      expect(await raw(`Host: ${HOST}\r\nHost: nobody.localhost\r\n`)).toMatch(/^HTTP\/1\.1 599 /);
+      expect(await raw(`Host: ${HOST}\r\nhost: ${HOST}\r\n`)).toMatch(/^HTTP\/1\.1 599 /);
     } finally {
       server.close();
     }

@@ -131,6 +131,28 @@ describe('failures before any route runs are problem documents', () => {
     const answer = await send('GET /health HTTP/1.0\r\n\r\n');
     expect(answer.status).toBe(200);
   });
+
+  // RFC 9112 3.2: more than one Host is a 400. Node keeps the first; a proxy in front may route by
+  // the last, so the tenant the service answers for would not be the one the proxy chose.
+  it('a request with two Host headers: 400 MALFORMED_REQUEST, the first naming a tenant or not', async () => {
+    for (const hosts of [`${HOST}Host: nobody.localhost\r\n`, `Host: nobody.localhost\r\n${HOST}`, `${HOST}${HOST}`]) {
+      const answer = await send(`GET /api/v1/auth/me HTTP/1.1\r\n${hosts}Connection: close\r\n\r\n`);
+      expectProblem(answer, 'MALFORMED_REQUEST');
+      expect(JSON.parse(answer.body).detail).toMatch(/Host/);
+    }
+  });
+
+  // RFC 9112 3.2.2: an absolute-form target names the host; the router routes its path alone, and
+  // the tenant comes from Host, so a target naming another host must not be answered as Host's.
+  it('an absolute-form target naming a host other than Host: 400 MALFORMED_REQUEST; naming the same, answered', async () => {
+    const other = await send(`GET http://nobody.localhost/api/v1/auth/me HTTP/1.1\r\n${HOST}Connection: close\r\n\r\n`);
+    expectProblem(other, 'MALFORMED_REQUEST');
+    expect(JSON.parse(other.body).detail).toMatch(/Host/);
+    const same = await send(
+      `GET http://Operator.localhost:80/api/v1/auth/me HTTP/1.1\r\n${HOST}Connection: close\r\n\r\n`,
+    );
+    expectProblem(same, 'AUTH_REQUIRED');
+  });
 });
 
 describe('a method the path does not declare: 405 METHOD_NOT_ALLOWED with Allow (RFC 9110 15.5.6)', () => {

@@ -13,6 +13,7 @@ import { strategyFor, type RoutePlan, type RequestStrategy } from '../../http/re
 import { transactionsFor } from '../../http/replica-choice.ts';
 import { exportFormatOf } from '../../http/negotiation.ts';
 import { csvHeader, csvRows, ndjsonRows } from './csv.ts';
+import { addVary } from '../../http/vary.ts';
 
 /**
  * A list's export (RouteDefinition.exports): every row its filters match, as CSV or NDJSON,
@@ -54,8 +55,8 @@ export function exportStrategy(
         .header(
           'content-disposition',
           `attachment; filename="${declared.name}-${now.toISOString().slice(0, 10)}.${format}"`,
-        )
-        .header('vary', 'Accept');
+        );
+      addVary(reply, 'Accept');
       return Readable.from(encoded(walk, first, transaction, format));
     },
   };
