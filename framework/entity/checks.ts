@@ -41,6 +41,17 @@ export function checkRegistry(
   for (const module of registry.modules) {
     if (moduleNames.has(module.name)) problems.push(`module ${module.name} is registered twice`);
     if (!NAME.test(module.name)) problems.push(`module ${JSON.stringify(module.name)}: its name ${NAME_RULE}`);
+    for (const [code, declaration] of Object.entries(module.problems ?? {})) {
+      if (!PROBLEM_CODE.test(code))
+        problems.push(
+          `module ${module.name}: problem code ${JSON.stringify(code)} is not UPPER_SNAKE (PLAN_IN_USE), so no description can name it`,
+        );
+      const { status } = declaration as { status: unknown };
+      if (!Number.isInteger(status) || (status as number) < 400 || (status as number) > 599)
+        problems.push(
+          `module ${module.name}: problem code ${code} has status ${String(status)}: a refusal is a 4xx or a 5xx`,
+        );
+    }
     moduleNames.add(module.name);
     for (const [role, permissions] of Object.entries(module.defaultRoles ?? {})) {
       for (const p of permissions) {
@@ -600,6 +611,9 @@ function fieldNameProblems(entity: ResolvedEntity): string[] {
   }
   return problems;
 }
+
+// A module's problem code as a description names it (CODE_IN_TEXT): UPPER_SNAKE, or the Err prefix.
+const PROBLEM_CODE = /^(?:[A-Z][A-Z0-9]*(?:_[A-Z0-9]+)*|Err[A-Z][A-Za-z0-9]*)$/;
 
 // What names a path segment, an operation id, a table and a schema: ASCII, starting lower-case.
 const NAME = /^[a-z][a-zA-Z0-9]*$/;

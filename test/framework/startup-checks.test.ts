@@ -486,6 +486,24 @@ describe('startup checks, in every role', () => {
       ).toContain(`entity bad.thing: command ${JSON.stringify(command)} must be ASCII letters and digits in words`);
   });
 
+  it('refuse a module problem code a description cannot name, or whose status is no refusal', () => {
+    const message = refusalOf([
+      bad({
+        problems: {
+          oops: { status: 409, title: 'Oops' },
+          THING_DONE: { status: 200, title: 'Done' },
+          THING_ODD: { status: 999, title: 'Odd' },
+        },
+      }),
+    ]);
+    expect(message).toMatch(
+      /module bad: problem code "oops" is not UPPER_SNAKE \(PLAN_IN_USE\), so no description can name it/,
+    );
+    expect(message).toMatch(/module bad: problem code THING_DONE has status 200: a refusal is a 4xx or a 5xx/);
+    expect(message).toMatch(/module bad: problem code THING_ODD has status 999: a refusal is a 4xx or a 5xx/);
+    expect(() => compose([bad({ problems: { THING_GONE: { status: 410, title: 'Gone' } } })], config)).not.toThrow();
+  });
+
   it('list every problem at once', () => {
     const route = { ...ok, access: { permission: 'thing:frobnicate' }, publishes: ['elsewhere.thing.exploded'] };
     const start = () =>
