@@ -12,6 +12,8 @@ import { isReservedName, RESERVED_NAMES } from '../query/query-model.ts';
 import { referenceName } from '../operations/entity-query.ts';
 import { BootCheckError } from './boot-check-error.ts';
 import { referenceProblems } from './references.ts';
+import { isSecret } from './secret-field.ts';
+import { snakeCase } from './names.ts';
 
 export { BootCheckError } from './boot-check-error.ts';
 
@@ -38,6 +40,18 @@ export function checkRegistry(
   if (namers.length > 1) problems.push(`modules ${namers.join(' and ')} both provide adminPerson: at most one may`);
   for (const module of registry.modules) {
     if (moduleNames.has(module.name)) problems.push(`module ${module.name} is registered twice`);
+    if (!NAME.test(module.name)) problems.push(`module ${JSON.stringify(module.name)}: its name ${NAME_RULE}`);
+    for (const [code, declaration] of Object.entries(module.problems ?? {})) {
+      if (!PROBLEM_CODE.test(code))
+        problems.push(
+          `module ${module.name}: problem code ${JSON.stringify(code)} is not UPPER_SNAKE (PLAN_IN_USE), so no description can name it`,
+        );
+      const { status } = declaration as { status: unknown };
+      if (!Number.isInteger(status) || (status as number) < 400 || (status as number) > 599)
+        problems.push(
+          `module ${module.name}: problem code ${code} has status ${String(status)}: a refusal is a 4xx or a 5xx`,
+        );
+    }
     moduleNames.add(module.name);
     for (const [role, permissions] of Object.entries(module.defaultRoles ?? {})) {
       for (const p of permissions) {
@@ -67,12 +81,12 @@ export function checkRegistry(
     }
     const commands = def.commands ?? {};
     for (const [field, owners] of Object.entries(entity.commandOwners)) {
-      if (!(field in def.fields))
+      if (!Object.hasOwn(def.fields, field))
         problems.push(`entity ${entity.names.key}: command-owned field ${field} is not a field`);
       if (owners.length === 0)
         problems.push(`entity ${entity.names.key}: command-owned field ${field} names no command`);
       for (const command of owners) {
-        if (!(command in commands)) {
+        if (!Object.hasOwn(commands, command)) {
           problems.push(
             `entity ${entity.names.key}: field ${field} is owned by command ${command}, which is not declared`,
           );
@@ -94,10 +108,12 @@ export function checkRegistry(
     }
     problems.push(...publicReadProblems(entity.names.key, def));
     problems.push(...queryProblems(entity));
+    problems.push(...fieldNameProblems(entity));
+    problems.push(...pathNameProblems(entity));
     // History's routes sit beside the commands': <item>/history and <item>/restore.
     if (def.history !== false) {
       for (const name of ['history', 'restore'])
-        if (name in commands)
+        if (Object.hasOwn(commands, name))
           problems.push(
             `entity ${entity.names.key}: command ${name} would take the history route's path; rename it, or declare history: false`,
           );
@@ -131,11 +147,12 @@ export function checkRegistry(
       ['indexes', (def.indexes ?? []).flat().filter((f) => f !== 'createdAt' && f !== 'updatedAt')],
     ] as const) {
       for (const field of list) {
-        if (!(field in def.fields)) problems.push(`entity ${entity.names.key}: ${kind} field ${field} is not a field`);
+        if (!Object.hasOwn(def.fields, field))
+          problems.push(`entity ${entity.names.key}: ${kind} field ${field} is not a field`);
       }
     }
     for (const field of def.admin?.shownOnce ?? [])
-      if (!(field in (def.computed ?? {})))
+      if (!Object.hasOwn(def.computed ?? {}, field))
         problems.push(`entity ${entity.names.key}: admin.shownOnce field ${field} is not a computed field`);
     return problems;
   }
@@ -349,13 +366,13 @@ function shapeProblems(entity: ResolvedEntity, isOperator: (permission: string) 
       problems.push(`entity ${names.key}: singleton route ${String(route)} is not one of replace, update, delete`);
   }
   for (const field of entity.computed) {
-    if (field in def.fields || (SYSTEM_FIELDS as readonly string[]).includes(field))
+    if (Object.hasOwn(def.fields, field) || (SYSTEM_FIELDS as readonly string[]).includes(field))
       problems.push(`entity ${names.key}: computed field ${field} is already a field`);
   }
   for (const [amount, currency] of Object.entries(moneyFields(def.fields))) {
     if (!isCurrencySchema(def.fields[currency]))
       problems.push(
-        `entity ${names.key}: Money field ${amount} takes its currency from ${currency}, which is ${currency in def.fields ? 'not a currency field' : 'no field'}: declare ${currency}: Currency() beside it`,
+        `entity ${names.key}: Money field ${amount} takes its currency from ${currency}, which is ${Object.hasOwn(def.fields, currency) ? 'not a currency field' : 'no field'}: declare ${currency}: Currency() beside it`,
       );
   }
   if (def.rowAccess) problems.push(...rowAccessProblems(entity));
@@ -396,7 +413,7 @@ function rowAccessProblems(entity: ResolvedEntity): string[] {
     ];
   }
   return Object.keys(filter)
-    .filter((field) => !(field in entity.def.fields))
+    .filter((field) => !Object.hasOwn(entity.def.fields, field))
     .map((field) => `entity ${entity.names.key}: rowAccess names ${field}, which is not a field`);
 }
 
@@ -413,7 +430,8 @@ function publicReadProblems(key: string, def: AnyEntity): string[] {
     );
   }
   for (const field of Object.keys(spec.where ?? {})) {
-    if (!(field in def.fields)) problems.push(`entity ${key}: publicRead where names ${field}, which is not a field`);
+    if (!Object.hasOwn(def.fields, field))
+      problems.push(`entity ${key}: publicRead where names ${field}, which is not a field`);
   }
   if (spec.path !== undefined && !/^[a-z0-9-]+(\/[a-z0-9-]+)*$/.test(spec.path)) {
     problems.push(`entity ${key}: publicRead path ${spec.path} is not lower-case path segments`);
@@ -434,7 +452,7 @@ function actorProblems(entity: ResolvedEntity, registry: Registry, permissionKno
     const where = `entity ${entity.names.key}: command ${command}`;
     for (const [field, permission] of Object.entries(definition.actors ?? {})) {
       const properties = (definition.body as { properties?: Record<string, unknown> } | undefined)?.properties ?? {};
-      if (!(field in properties)) problems.push(`${where}: actor field ${field} is not a field of its body`);
+      if (!Object.hasOwn(properties, field)) problems.push(`${where}: actor field ${field} is not a field of its body`);
       const target = definition.references?.[field];
       if (!usersEntity || target !== usersEntity.names.key)
         problems.push(
@@ -523,7 +541,7 @@ function queryProblems(entity: ResolvedEntity): string[] {
       );
   }
   for (const name of def.filterable ?? []) {
-    if (!(SYSTEM_FIELDS as readonly string[]).includes(name) && !(name in def.fields))
+    if (!(SYSTEM_FIELDS as readonly string[]).includes(name) && !Object.hasOwn(def.fields, name))
       problems.push(`${where}: filterable field ${name} is not a field`);
   }
   // The list page's filter controls name fields the list filters by (framework/admin/list-filters.ts).
@@ -533,7 +551,7 @@ function queryProblems(entity: ResolvedEntity): string[] {
       problems.push(`${where}: admin.filters.fields names ${name}, which the list does not filter by`);
   }
   for (const field of Object.keys(def.referenceNames ?? {})) {
-    if (!(field in (def.admin?.references ?? {})))
+    if (!Object.hasOwn(def.admin?.references ?? {}, field))
       problems.push(`${where}: referenceNames names ${field}, which is no reference`);
   }
   const taken = new Map<string, string>();
@@ -550,5 +568,69 @@ function queryProblems(entity: ResolvedEntity): string[] {
     if (earlier) problems.push(`${where}: references ${earlier} and ${field} are both named ${name} in queries`);
     taken.set(name, field);
   }
+  return problems;
+}
+
+// The columns every entity table carries besides its fields' (framework/db/entity-table.ts).
+const FRAMEWORK_COLUMNS = ['id', 'tenant_id', 'created_at', 'updated_at', 'deleted_at'];
+
+/**
+ * A field's name is its own: not a framework column's (its column would be the framework's, and a
+ * body could write it), not an Object.prototype member's (a lookup by name would find the member
+ * on any object), no other field's column; and a Secret() field is never sorted, filtered or
+ * searched by (a list answering by its value would tell it, row by row).
+ */
+function fieldNameProblems(entity: ResolvedEntity): string[] {
+  const { def, names } = entity;
+  const where = `entity ${names.key}`;
+  const problems: string[] = [];
+  const columns = new Map<string, string>();
+  for (const field of Object.keys(def.fields)) {
+    const column = snakeCase(field);
+    if (FRAMEWORK_COLUMNS.includes(column))
+      problems.push(`${where}: field ${field} takes the framework's column ${column}; rename it`);
+    const earlier = columns.get(column);
+    if (earlier !== undefined) problems.push(`${where}: fields ${earlier} and ${field} both take the column ${column}`);
+    columns.set(column, field);
+  }
+  for (const field of [...Object.keys(def.fields), ...Object.keys(def.computed ?? {})]) {
+    if (field in Object.prototype)
+      problems.push(`${where}: field ${field} is named like a member every object has (Object.prototype); rename it`);
+  }
+  for (const [kind, list] of [
+    ['sortable', def.sortable ?? []],
+    ['filterable', def.filterable ?? []],
+    ['searchable', def.searchable ?? []],
+  ] as const) {
+    for (const field of list) {
+      if (Object.hasOwn(def.fields, field) && isSecret(def.fields[field]))
+        problems.push(
+          `${where}: ${kind} names the Secret() field ${field}: a secret is never sorted, filtered or searched by`,
+        );
+    }
+  }
+  return problems;
+}
+
+// A module's problem code as a description names it (CODE_IN_TEXT): UPPER_SNAKE, or the Err prefix.
+const PROBLEM_CODE = /^(?:[A-Z][A-Z0-9]*(?:_[A-Z0-9]+)*|Err[A-Z][A-Za-z0-9]*)$/;
+
+// What names a path segment, an operation id, a table and a schema: ASCII, starting lower-case.
+const NAME = /^[a-z][a-zA-Z0-9]*$/;
+const SEGMENT = /^[a-z][a-zA-Z0-9]*(?:-[a-zA-Z0-9]+)*$/;
+const NAME_RULE = 'must be ASCII letters and digits, starting with a lower-case letter (orderLine)';
+const SEGMENT_RULE =
+  'must be ASCII letters and digits in words joined by single hyphens, starting with a lower-case letter (order-lines)';
+
+/** The entity's name, plural and commands name its paths, operation ids and table: each a plain ASCII name. */
+function pathNameProblems(entity: ResolvedEntity): string[] {
+  const { def } = entity;
+  const where = `entity ${entity.names.key}`;
+  const problems: string[] = [];
+  if (!NAME.test(def.name)) problems.push(`${where}: its name ${JSON.stringify(def.name)} ${NAME_RULE}`);
+  if (def.plural !== undefined && !SEGMENT.test(def.plural))
+    problems.push(`${where}: its plural ${JSON.stringify(def.plural)} ${SEGMENT_RULE}`);
+  for (const command of Object.keys(def.commands ?? {}))
+    if (!SEGMENT.test(command)) problems.push(`${where}: command ${JSON.stringify(command)} ${SEGMENT_RULE}`);
   return problems;
 }

@@ -5,6 +5,7 @@ import type { EntityEndpoint, ResolvedEntity } from '../contracts/entity.ts';
 import { pageQuerySchema, pageSchema } from '../operations/paging.ts';
 import { named } from '../openapi/schema-name.ts';
 import { declaredDefault } from './storage.ts';
+import { isSecret } from './secret-field.ts';
 
 export const SYSTEM_FIELDS = ['id', 'createdAt', 'updatedAt'] as const;
 
@@ -154,10 +155,11 @@ function patchSchema(schema: TSchema): TSchema {
   return copy as TSchema;
 }
 
-/** A plain string field (not a date-time), which `q` can search as text. */
+/** A plain string field (not a date-time, not a secret), which `q` can search as text. */
 function isStringField(schema: TSchema | undefined): boolean {
   const node = schema as { type?: unknown; format?: unknown } | undefined;
-  return node?.type === 'string' && node.format !== 'date-time';
+  // A Secret() title is never searched: which rows `q` matches would tell the secret.
+  return node?.type === 'string' && node.format !== 'date-time' && !isSecret(schema);
 }
 
 function stripOptional(schema: TSchema): TSchema {

@@ -17,3 +17,7 @@ export function Secret<T extends TSchema>(schema: T): T {
   copy[SECRET] = true;
   return copy as unknown as T;
 }
+
+/** Whether a field's schema is marked Secret(). */
+export const isSecret = (schema: TSchema | undefined): boolean =>
+  (schema as Record<string, unknown> | undefined)?.[SECRET] === true;

@@ -18,6 +18,8 @@ import { gadget, setting, testkitModule, widget } from '../helpers/testkit-modul
 import { createTestDatabase } from '../helpers/database.ts';
 import { testConfig } from '../helpers/config.ts';
 import { Money } from '../../framework/entity/money.ts';
+import { Secret } from '../../framework/entity/secret-field.ts';
+import { resolveEntity } from '../../framework/entity/resolve.ts';
 
 // The test kit's memo references user.user: the user module is registered beside it.
 const config = testConfig();
@@ -369,6 +371,137 @@ describe('startup checks, in every role', () => {
     expect(() => compose([userModule, testkitModule, bad({ entities: [entity(huge)] })], config)).toThrow(
       /entity bad\.widget: integer field count has a bound past ±9007199254740991/,
     );
+  });
+
+  // A copy of the widget under another name and module: only what the test changes is wrong.
+  const thing = (over: Record<string, unknown>) =>
+    entity(defineEntity({ ...widget, module: 'bad', name: 'thing', ...over } as never));
+  const refusalOf = (modules: readonly ModuleDefinition[]): string => {
+    try {
+      compose(modules, config);
+    } catch (err) {
+      expect(err).toBeInstanceOf(BootCheckError);
+      return (err as Error).message;
+    }
+    throw new Error('the declarations were accepted');
+  };
+
+  it('refuse a field list naming an Object.prototype member, and a field named like one', () => {
+    const message = refusalOf([
+      userModule,
+      testkitModule,
+      bad({
+        entities: [
+          thing({
+            immutable: ['constructor'],
+            readOnly: ['valueOf'],
+            indexes: [['toString']],
+            eventFields: ['hasOwnProperty'],
+            history: { exclude: ['isPrototypeOf'] },
+            storage: { unique: ['propertyIsEnumerable'] },
+            commandOwned: { approved: 'approve', approvedAt: 'toString' },
+          }),
+        ],
+      }),
+    ]);
+    expect(message).toMatch(/entity bad\.thing: immutable field constructor is not a field/);
+    expect(message).toMatch(/entity bad\.thing: readOnly field valueOf is not a field/);
+    expect(message).toMatch(/entity bad\.thing: indexes field toString is not a field/);
+    expect(message).toMatch(/entity bad\.thing: eventFields field hasOwnProperty is not a field/);
+    expect(message).toMatch(/entity bad\.thing: history\.exclude field isPrototypeOf is not a field/);
+    expect(message).toMatch(/entity bad\.thing: storage\.unique field propertyIsEnumerable is not a field/);
+    expect(message).toMatch(/entity bad\.thing: field approvedAt is owned by command toString, which is not declared/);
+    // A field so named would be found on every object: read-only by accident (in commandOwners), for one.
+    expect(
+      refusalOf([
+        userModule,
+        testkitModule,
+        bad({ entities: [thing({ fields: { ...widget.fields, toString: Type.String() } })] }),
+      ]),
+    ).toMatch(
+      /entity bad\.thing: field toString is named like a member every object has \(Object\.prototype\); rename it/,
+    );
+  });
+
+  it("refuse a field taking a framework column, or another field's column", () => {
+    for (const [field, column] of [
+      ['id', 'id'],
+      ['tenantId', 'tenant_id'],
+      ['createdAt', 'created_at'],
+      ['updated_at', 'updated_at'],
+      ['deletedAt', 'deleted_at'],
+    ]) {
+      const fields = { ...widget.fields, [field!]: Type.Optional(Type.String({ maxLength: 10 })) };
+      expect(refusalOf([userModule, testkitModule, bad({ entities: [thing({ fields })] })])).toMatch(
+        new RegExp(`entity bad\\.thing: field ${field} takes the framework's column ${column}; rename it`),
+      );
+    }
+    const twins = { ...widget.fields, shelfCode: Type.String(), shelf_code: Type.String() };
+    expect(refusalOf([userModule, testkitModule, bad({ entities: [thing({ fields: twins })] })])).toMatch(
+      /entity bad\.thing: fields shelfCode and shelf_code both take the column shelf_code/,
+    );
+  });
+
+  it('refuse a Secret() field sorted, filtered or searched by; a secret title is not searched by default', () => {
+    const fields = { ...widget.fields, token: Secret(Type.String({ maxLength: 64 })) };
+    for (const kind of ['sortable', 'filterable', 'searchable'])
+      expect(refusalOf([userModule, testkitModule, bad({ entities: [thing({ fields, [kind]: ['token'] })] })])).toMatch(
+        new RegExp(
+          `entity bad\\.thing: ${kind} names the Secret\\(\\) field token: a secret is never sorted, filtered or searched by`,
+        ),
+      );
+    // `q` searches the title by default: a secret one would answer which rows hold what the caller types.
+    const titled = defineEntity({
+      ...widget,
+      module: 'bad',
+      name: 'thing',
+      fields,
+      admin: { title: 'token', columns: [] },
+    } as never);
+    expect(resolveEntity(titled).searchable).toEqual([]);
+  });
+
+  it('refuse a module, entity, plural or command name that cannot name a path, an operation id and a table', () => {
+    const named = (name: string) =>
+      defineModule({ name, entities: [entity(defineEntity({ ...widget, module: name, name: 'thing' } as never))] });
+    for (const name of ['Bad', 'ba d', 'bäd', 'bad/x'])
+      expect(refusalOf([userModule, testkitModule, named(name)])).toContain(
+        `module ${JSON.stringify(name)}: its name must be ASCII letters and digits`,
+      );
+    for (const name of ['Thing', 'th ing', 'thïng', 'th-ing'])
+      expect(refusalOf([userModule, testkitModule, bad({ entities: [thing({ name })] })])).toContain(
+        `entity bad.${name}: its name ${JSON.stringify(name)} must be ASCII letters and digits`,
+      );
+    for (const plural of ['Things', 'th ings', 'thïngs', 'a/b', '', 'things-'])
+      expect(refusalOf([userModule, testkitModule, bad({ entities: [thing({ plural })] })])).toContain(
+        `entity bad.thing: its plural ${JSON.stringify(plural)} must be ASCII letters and digits in words joined by single hyphens`,
+      );
+    for (const command of ['Approve', 'ap prove', 'äpprove', 'ap/prove'])
+      expect(
+        refusalOf([
+          userModule,
+          testkitModule,
+          bad({ entities: [thing({ commands: { ...widget.commands, [command]: widget.commands!.approve } })] }),
+        ]),
+      ).toContain(`entity bad.thing: command ${JSON.stringify(command)} must be ASCII letters and digits in words`);
+  });
+
+  it('refuse a module problem code a description cannot name, or whose status is no refusal', () => {
+    const message = refusalOf([
+      bad({
+        problems: {
+          oops: { status: 409, title: 'Oops' },
+          THING_DONE: { status: 200, title: 'Done' },
+          THING_ODD: { status: 999, title: 'Odd' },
+        },
+      }),
+    ]);
+    expect(message).toMatch(
+      /module bad: problem code "oops" is not UPPER_SNAKE \(PLAN_IN_USE\), so no description can name it/,
+    );
+    expect(message).toMatch(/module bad: problem code THING_DONE has status 200: a refusal is a 4xx or a 5xx/);
+    expect(message).toMatch(/module bad: problem code THING_ODD has status 999: a refusal is a 4xx or a 5xx/);
+    expect(() => compose([bad({ problems: { THING_GONE: { status: 410, title: 'Gone' } } })], config)).not.toThrow();
   });
 
   it('list every problem at once', () => {
