@@ -9,7 +9,7 @@ import type { AdminSite } from './page.ts';
 import { pageContext } from './page.ts';
 import { LOGIN_PATH, renderAnonymousPage, renderAdminPage } from './shell.ts';
 import { allows } from './allows.ts';
-import { isHtmx } from './html.ts';
+import { isHtmx, refusedAsWholePage } from './html.ts';
 import { setShellHeaders } from './csp.ts';
 
 /** /admin/login?next=<the page asked for>: where an anonymous browser is sent. */
@@ -142,10 +142,9 @@ export function installAdminErrors(site: AdminSite): void {
   const plainErrorPage = (request: FastifyRequest, reply: FastifyReply, renderErr: unknown) => {
     const fallback = toProblem(renderErr);
     if (fallback.status >= 500) request.log.error({ err: renderErr }, 'admin error page failed');
-    return reply
-      .code(fallback.status)
-      .type('text/html; charset=utf-8')
-      .send(plainErrorHtml(fallback.code, problemText(fallback).sentence));
+    reply.code(fallback.status);
+    refusedAsWholePage(request, reply);
+    return reply.type('text/html; charset=utf-8').send(plainErrorHtml(fallback.code, problemText(fallback).sentence));
   };
 
   site.app.setErrorHandler(async (err, request, reply) => {
