@@ -343,10 +343,11 @@ describe.skipIf(!present)('Admin shell in Chromium: generated pages', () => {
           .send({ title, priority: 'low', deadline: '2031-01-01T00:00:00Z' })
           .expect(201)
       ).body.id as string;
-    const shown = async (page: Page, heading: string) => {
+    /** The refusal's page alone (one header, main, sidebar), titled by its heading, at the address that asked. */
+    const shownAlone = async (page: Page, heading: string, path: string, said: string) => {
       await page.locator('main h1', { hasText: heading }).waitFor();
       // The page's code is a string: the tests are type-checked without the DOM's types.
-      return page.evaluate(`({
+      const shown = await page.evaluate(`({
         headers: document.querySelectorAll('header.site-header').length,
         mains: document.querySelectorAll('main').length,
         sidebars: document.querySelectorAll('nav.sidebar').length,
@@ -354,6 +355,7 @@ describe.skipIf(!present)('Admin shell in Chromium: generated pages', () => {
         path: location.pathname,
         said: document.querySelector('main [role=alert]')?.textContent?.trim(),
       })`);
+      expect(shown).toEqual({ headers: 1, mains: 1, sidebars: 1, title: `${heading} · Tenantry`, path, said });
     };
     const gone = 'This record does not exist, or it was deleted.';
     const page = await adminContext.newPage();
@@ -362,21 +364,14 @@ describe.skipIf(!present)('Admin shell in Chromium: generated pages', () => {
     await api.delete(`/api/v1/task/tasks/${edited}`).set('Cookie', session.cookie).expect(204);
     await page.getByLabel('Title').fill('Renamed');
     await page.getByRole('button', { name: 'Save changes' }).click();
-    expect(await shown(page, 'Not found')).toEqual({
-      headers: 1,
-      mains: 1,
-      sidebars: 1,
-      title: 'Not found · Tenantry',
-      path: `/admin/task/tasks/${edited}/edit`,
-      said: gone,
-    });
+    await shownAlone(page, 'Not found', `/admin/task/tasks/${edited}/edit`, gone);
 
     const deleted = await aTask('Deleted twice');
     await page.goto(`${origin}/admin/task/tasks/${deleted}`);
     await api.delete(`/api/v1/task/tasks/${deleted}`).set('Cookie', session.cookie).expect(204);
     page.once('dialog', (dialog) => void dialog.accept());
     await page.getByRole('link', { name: 'Delete' }).click();
-    expect(await shown(page, 'Not found')).toMatchObject({ headers: 1, mains: 1, sidebars: 1, said: gone });
+    await shownAlone(page, 'Not found', `/admin/task/tasks/${deleted}`, gone);
 
     const helper = await addUser(app, acme, { roles: ['admin'], password: 'helper password here' });
     const context = await browser.newContext();
@@ -388,14 +383,8 @@ describe.skipIf(!present)('Admin shell in Chromium: generated pages', () => {
     );
     helped.once('dialog', (dialog) => void dialog.accept());
     await helped.getByRole('link', { name: 'Delete' }).click();
-    expect(await shown(helped, 'Not allowed')).toEqual({
-      headers: 1,
-      mains: 1,
-      sidebars: 1,
-      title: 'Not allowed · Tenantry',
-      path: `/admin/task/tasks/${kept}`,
-      said: 'Your roles do not allow this. Ask an administrator for access.',
-    });
+    const refused = 'Your roles do not allow this. Ask an administrator for access.';
+    await shownAlone(helped, 'Not allowed', `/admin/task/tasks/${kept}`, refused);
     await api.get(`/api/v1/task/tasks/${kept}`).set('Cookie', session.cookie).expect(200);
     await context.close();
   });
