@@ -9,13 +9,26 @@ import type { AdminSite } from './page.ts';
 import { pageContext } from './page.ts';
 import { LOGIN_PATH, renderAnonymousPage, renderAdminPage } from './shell.ts';
 import { allows } from './allows.ts';
-import { isHtmx } from './html.ts';
+import { isHtmx, refusedAsWholePage } from './html.ts';
 import { setShellHeaders } from './csp.ts';
 
-/** /admin/login?next=<the page asked for>: where an anonymous browser is sent. */
+/**
+ * /admin/login?next=<the page asked for>: where an anonymous browser is sent. htmx asks for part of
+ * a page (a list's rows, a picker's options, a form's post): next is then the page the browser
+ * shows (HX-Current-URL, its path and query), so that signing in comes back to a whole page, not
+ * to a bare fragment.
+ */
 export function loginLocation(request: FastifyRequest): string {
-  const wanted = request.method === 'GET' ? request.url : request.url.split('?', 1)[0]!;
+  const wanted = shownPage(request) ?? (request.method === 'GET' ? request.url : request.url.split('?', 1)[0]!);
   return `${LOGIN_PATH}?next=${encodeURIComponent(wanted)}`;
+}
+
+function shownPage(request: FastifyRequest): string | undefined {
+  const current = request.headers['hx-current-url'];
+  if (!isHtmx(request.headers) || typeof current !== 'string' || !URL.canParse(current)) return undefined;
+  const url = new URL(current);
+  const path = `${url.pathname}${url.search}`;
+  return isAdminAddress(path) ? path : undefined;
 }
 
 /** 303 to the login page; htmx (which would follow a redirect into a fragment) is told to navigate instead. */
@@ -142,10 +155,9 @@ export function installAdminErrors(site: AdminSite): void {
   const plainErrorPage = (request: FastifyRequest, reply: FastifyReply, renderErr: unknown) => {
     const fallback = toProblem(renderErr);
     if (fallback.status >= 500) request.log.error({ err: renderErr }, 'admin error page failed');
-    return reply
-      .code(fallback.status)
-      .type('text/html; charset=utf-8')
-      .send(plainErrorHtml(fallback.code, problemText(fallback).sentence));
+    reply.code(fallback.status);
+    refusedAsWholePage(request, reply);
+    return reply.type('text/html; charset=utf-8').send(plainErrorHtml(fallback.code, problemText(fallback).sentence));
   };
 
   site.app.setErrorHandler(async (err, request, reply) => {

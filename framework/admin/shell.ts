@@ -5,7 +5,7 @@ import type { AdminPageContext, AdminSite, AdminView } from '../contracts/admin.
 import { renderTemplate } from './render.ts';
 import { SHELL_FILES } from './assets.ts';
 import { LIVE_STREAM_PATH, badgeOf, headerBadge, type HeaderBadge } from './live-shell.ts';
-import { PRODUCT_NAME, isHtmx } from './html.ts';
+import { PRODUCT_NAME, isHtmx, refusedAsWholePage } from './html.ts';
 import { allows } from './allows.ts';
 import { FORM_TOKEN_FIELD } from '../access/form-token.ts';
 import { whoAndWhere, type WhoAndWhere } from './who-and-where.ts';
@@ -68,6 +68,7 @@ export async function renderAdminPage(
   ctx.reply.type('text/html; charset=utf-8');
   if (view.fragment !== undefined && isHtmx(ctx.request.headers) && ctx.request.headers['hx-boosted'] !== 'true')
     return view.fragment;
+  refusedAsWholePage(ctx.request, ctx.reply);
   const body = view.body ?? (view.template ? renderTemplate(view.template, view.data ?? {}) : '');
   return renderTemplate('./admin/layout', await shellModel(site, ctx.tx, ctx.request, ctx.csrf, view.title, body));
 }
@@ -130,6 +131,7 @@ export function renderAnonymousPage(
 ): Promise<string> {
   if (view.status) reply.code(view.status);
   reply.type('text/html; charset=utf-8');
+  refusedAsWholePage(request, reply);
   const body = view.body ?? (view.template ? renderTemplate(view.template, view.data ?? {}) : '');
   return shellModel(site, null, request, csrf, view.title, body).then((model) =>
     renderTemplate('./admin/layout', model),

@@ -1,5 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { sessionFormToken } from '../../framework/access/form-token.ts';
+import { SEARCH_MAX_LENGTH } from '../../framework/operations/page-query.ts';
 import { createCustomer, signInAs, startTestApp, type SignedIn, type TestApp } from '../helpers/app.ts';
 import type { TenantRef } from '../../framework/context/tenant.ts';
 
@@ -132,6 +133,16 @@ describe('the Search button of a picker, without JavaScript', () => {
     expect(res.status).toBe(200);
     expect(res.text).toContain(`<option value="${admin.userId}">admin@aids.test</option>`);
     expect(res.text).not.toContain(`<option value="${reader.userId}"`);
+    // Its box takes no more than the type-ahead's route does (GET <list>/options refuses a longer
+    // _q with 422, a whole error page where the options were): the browser stops the typing there.
+    const box = /<input type="search" id="field-assigneeId-search"[^>]*>/.exec(res.text)?.[0];
+    expect(box).toContain(`maxlength="${SEARCH_MAX_LENGTH}"`);
+    const longest = await app
+      .http(HOST)
+      .get('/admin/user/users/options')
+      .query({ _q: 'a'.repeat(SEARCH_MAX_LENGTH) })
+      .set('Cookie', admin.cookie);
+    expect(longest.status).toBe(200);
     const read = await app.http(HOST).get(`/api/v1/task/tasks/${task.body.id}`).set('Cookie', admin.cookie).expect(200);
     expect(read.body.assigneeId).toBeNull();
   });

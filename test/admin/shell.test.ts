@@ -48,6 +48,31 @@ describe('Admin shell: an anonymous browser is sent to /admin/login', () => {
     }
   });
 
+  it('sends htmx, asking for part of a page, to sign in with the page it shows as next, not the fragment', async () => {
+    const rows = await app
+      .http()
+      .get('/admin/task/tasks/rows?offset=20')
+      .set('hx-request', 'true')
+      .set('hx-current-url', 'http://localhost/admin/task/tasks?sort=-createdAt&offset=20');
+    expect(rows.status).toBe(200);
+    expect(rows.headers['hx-redirect']).toBe(
+      `/admin/login?next=${encodeURIComponent('/admin/task/tasks?sort=-createdAt&offset=20')}`,
+    );
+    // A page outside the shell (or no address at all) is no page to come back to: the address asked is.
+    for (const current of ['http://localhost/api/v1/task/tasks', 'not an address']) {
+      const posted = await app
+        .http()
+        .post('/admin/task/tasks/new?x=1')
+        .type('form')
+        .send({ title: 'x' })
+        .set('hx-request', 'true')
+        .set('hx-current-url', current);
+      expect(posted.headers['hx-redirect'], current).toBe(
+        `/admin/login?next=${encodeURIComponent('/admin/task/tasks/new')}`,
+      );
+    }
+  });
+
   it('does not redirect the assets', async () => {
     expect((await app.http().get('/admin/_assets/admin.css')).status).toBe(200);
   });

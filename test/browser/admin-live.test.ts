@@ -150,6 +150,42 @@ describe.skipIf(!hasChromium)('live changes in the admin shell', () => {
     }
   });
 
+  it('a badge read that failed while the browser was offline is read again once it is back online', async () => {
+    const origin = t.origin(HOST);
+    const one = await signInThroughLogin(t.browser, origin, first);
+    try {
+      const login = await t.app
+        .http(HOST)
+        .post('/api/v1/auth/login')
+        .send({ email: second.email, password: second.password })
+        .expect(200);
+      const cookie = login.headers['set-cookie']![0]!.split(';', 1)[0]!;
+      const task = await t.app
+        .http(HOST)
+        .post('/api/v1/task/tasks')
+        .set('Cookie', cookie)
+        .send({ title: 'Assigned while offline', priority: 'low', deadline: '2031-01-01T09:00:00Z' })
+        .expect(201);
+      await openWithStream(one.page, `${origin}/admin/task/tasks`);
+      const before = await badgeCount(one.page);
+      // Chromium's offline emulation keeps the open stream: the change arrives, the badge's read of it fails.
+      await one.context.setOffline(true);
+      const failed = one.page.waitForEvent('requestfailed', (r) => new URL(r.url()).pathname === '/admin/_live/badge');
+      await t.app
+        .http(HOST)
+        .post(`/api/v1/task/tasks/${task.body.id}/assign`)
+        .set('Cookie', cookie)
+        .send({ assigneeId: first.id })
+        .expect(200);
+      await failed;
+      await one.context.setOffline(false);
+      await expect.poll(() => badgeCount(one.page), { timeout: 10_000 }).toBe(before + 1);
+      expect(await one.page.locator('#header-badge').isVisible()).toBe(true);
+    } finally {
+      await one.context.close();
+    }
+  });
+
   it('a page holds one stream: paging keeps it, an htmx swap that changes what the page follows replaces it, leaving the page closes it', async () => {
     const origin = t.origin(HOST);
     const one = await signInThroughLogin(t.browser, origin, first);

@@ -1,6 +1,7 @@
 import type { IncomingMessage } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import type { Browser, BrowserContext, Page } from 'playwright-core';
+import { CompiledQuery } from 'kysely';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createCustomer, signInAs, startTestApp, type TestApp } from '../helpers/app.ts';
 import type { TenantRef } from '../../framework/context/tenant.ts';
@@ -298,6 +299,94 @@ describe.skipIf(!present)('Admin shell in Chromium: generated pages', () => {
       await expect(page.getByLabel('Title').inputValue()).resolves.toBe('Kept');
       expect(new URL(page.url()).pathname).toBe('/admin/content/contents/new');
     }
+  });
+
+  it('a form sent twice before its answer (a double click, Enter pressed twice) creates one row', async () => {
+    const count = async (title: string) =>
+      (
+        await app.services.transactions.run(acme, (tx) =>
+          tx.db.executeQuery<{ n: number }>(
+            CompiledQuery.raw('select count(*)::int as n from tasks where title = $1', [title]),
+          ),
+        )
+      ).rows[0]!.n;
+    const page = await adminContext.newPage();
+    let posts = 0;
+    page.on('request', (request) => {
+      if (request.method() === 'POST' && new URL(request.url()).pathname === '/admin/task/tasks/new') posts++;
+    });
+    const button = "document.querySelector('#resource-form button[type=submit]')";
+    for (const [title, twice] of [
+      ['Clicked twice', () => page.evaluate(`${button}.click(); ${button}.click();`)],
+      ['Entered twice', () => page.keyboard.press('Enter').then(() => page.keyboard.press('Enter'))],
+    ] as const) {
+      await page.goto(`${origin}/admin/task/tasks/new`);
+      await page.getByLabel('Due').fill('2031-02-03T04:05');
+      await page.getByLabel('Title').fill(title);
+      posts = 0;
+      await Promise.all([page.waitForURL(/\/admin\/task\/tasks\/[0-9a-f-]{36}$/), twice()]);
+      // The second submit, queued behind the first (htmx's default), would be sent as its answer came.
+      expect({ posts, rows: await count(title) }, title).toEqual({ posts: 1, rows: 1 });
+    }
+  });
+
+  it('a refusal under htmx (404: row deleted, 403: role gone) replaces the page, not nested where asked', async () => {
+    // htmx 4 swaps a 4xx answer as it swaps a 200 one: the shell's error page, a whole page, would
+    // otherwise land inside the form or the Delete link that asked (two headers, two sidebars).
+    const session = await signInAs(app, acme, ['*']);
+    const api = app.http('acme.example.com');
+    const aTask = async (title: string) =>
+      (
+        await api
+          .post('/api/v1/task/tasks')
+          .set('Cookie', session.cookie)
+          .send({ title, priority: 'low', deadline: '2031-01-01T00:00:00Z' })
+          .expect(201)
+      ).body.id as string;
+    /** The refusal's page alone (one header, main, sidebar), titled by its heading, at the address that asked. */
+    const shownAlone = async (page: Page, heading: string, path: string, said: string) => {
+      await page.locator('main h1', { hasText: heading }).waitFor();
+      // The page's code is a string: the tests are type-checked without the DOM's types.
+      const shown = await page.evaluate(`({
+        headers: document.querySelectorAll('header.site-header').length,
+        mains: document.querySelectorAll('main').length,
+        sidebars: document.querySelectorAll('nav.sidebar').length,
+        title: document.title,
+        path: location.pathname,
+        said: document.querySelector('main [role=alert]')?.textContent?.trim(),
+      })`);
+      expect(shown).toEqual({ headers: 1, mains: 1, sidebars: 1, title: `${heading} · Tenantry`, path, said });
+    };
+    const gone = 'This record does not exist, or it was deleted.';
+    const page = await adminContext.newPage();
+    const edited = await aTask('Edited after its deletion');
+    await page.goto(`${origin}/admin/task/tasks/${edited}/edit`);
+    await api.delete(`/api/v1/task/tasks/${edited}`).set('Cookie', session.cookie).expect(204);
+    await page.getByLabel('Title').fill('Renamed');
+    await page.getByRole('button', { name: 'Save changes' }).click();
+    await shownAlone(page, 'Not found', `/admin/task/tasks/${edited}/edit`, gone);
+
+    const deleted = await aTask('Deleted twice');
+    await page.goto(`${origin}/admin/task/tasks/${deleted}`);
+    await api.delete(`/api/v1/task/tasks/${deleted}`).set('Cookie', session.cookie).expect(204);
+    page.once('dialog', (dialog) => void dialog.accept());
+    await page.getByRole('link', { name: 'Delete' }).click();
+    await shownAlone(page, 'Not found', `/admin/task/tasks/${deleted}`, gone);
+
+    const helper = await addUser(app, acme, { roles: ['admin'], password: 'helper password here' });
+    const context = await browser.newContext();
+    const helped = await signIn(await context.newPage(), helper, '/admin');
+    const kept = await aTask('Kept from a role taken away');
+    await helped.goto(`${origin}/admin/task/tasks/${kept}`);
+    await app.services.transactions.run(acme, (tx) =>
+      tx.db.executeQuery(CompiledQuery.raw(`update users set roles = '{}' where id = $1`, [helper.id])),
+    );
+    helped.once('dialog', (dialog) => void dialog.accept());
+    await helped.getByRole('link', { name: 'Delete' }).click();
+    const refused = 'Your roles do not allow this. Ask an administrator for access.';
+    await shownAlone(helped, 'Not allowed', `/admin/task/tasks/${kept}`, refused);
+    await api.get(`/api/v1/task/tasks/${kept}`).set('Cookie', session.cookie).expect(200);
+    await context.close();
   });
 
   it('sorts and pages in place with htmx, pushing the address', async () => {

@@ -1,3 +1,4 @@
+import { STATUS_CODES } from 'node:http';
 import type { Page } from 'playwright-core';
 import { beforeAll, describe, expect, it } from 'vitest';
 import { OPERATOR_HOST } from '../helpers/app.ts';
@@ -16,7 +17,8 @@ import { PAGE_TOOLS_HREF } from '../../framework/admin/page-tools.ts';
 // Issue 42, acceptance: every admin page, generated and hand-written, as a customer's
 // administrator and as the operator's, on a 390-px phone: the page does not scroll sideways as a
 // whole, no action button starts off-screen (nor ends past it), axe finds no serious or critical
-// violation, and every link to the shell's files names the file's current version. The pages are
+// violation, every link to the shell's files names the file's current version, and the page says
+// nothing in the console and has nothing blocked by the CSP. The pages are
 // found as a person finds them, by following the links from the dashboard; the routes the shell
 // registers are read from the server, and a page pattern no link led to is opened by its address
 // (with an id a sibling page used), so a page added later is visited too, or this test names it.
@@ -100,9 +102,24 @@ interface Visit {
   status: number;
   faults: string[];
   axe: string[];
+  /**
+   * What the page said in the console (errors and warnings, uncaught exceptions) and what the CSP
+   * blocked in it; a refused page's own status ("Failed to load resource: … 404") is no fault.
+   */
+  console: string[];
   /** The page's links into the shell's asset folder that name no current version (docs/admin.md). */
   unversioned: string[];
 }
+
+/** Where the CSP watch (an init script: it runs before the page's own) keeps what the policy blocked. */
+const CSP_BLOCKED = '__cspBlocked';
+const CSP_WATCH = `globalThis.${CSP_BLOCKED} = [];
+document.addEventListener('securitypolicyviolation', (e) => globalThis.${CSP_BLOCKED}.push(
+  e.effectiveDirective + ' ' + (e.blockedURI || 'inline') + ' at ' + e.sourceFile + ':' + e.lineNumber));`;
+
+/** What Chromium says of a page answered with a 4xx: the refusal the walk may open on purpose. */
+const ownStatus = (status: number) =>
+  `Failed to load resource: the server responded with a status of ${status} (${STATUS_CODES[status]})`;
 
 /** The links a page may give to the shell's files: each with its content's current hash. */
 const VERSIONED = new Set([...Object.values(SHELL_FILES).map((file) => file.href), PAGE_TOOLS_HREF]);
@@ -117,11 +134,24 @@ async function visitAll(page: Page, origin: string, patterns: readonly string[])
   const visited = new Set<string>();
   const byPattern = (path: string) => bestPattern(patterns, path);
   const queue: string[] = ['/admin'];
+  let said: string[] = [];
+  page.on('console', (message) => {
+    if (message.type() === 'error' || message.type() === 'warning') said.push(`${message.type()}: ${message.text()}`);
+  });
+  page.on('pageerror', (error) => said.push(`uncaught: ${error.message}`));
+  await page.context().addInitScript({ content: CSP_WATCH });
   const visit = async (path: string) => {
+    said = [];
     const answer = await page.goto(`${origin}${path}`);
     await settled(page);
+    const status = answer?.status() ?? 0;
+    const blocked = (await page.evaluate(`globalThis.${CSP_BLOCKED} ?? ['the CSP watch did not run']`)) as string[];
     seen.set(path, {
-      status: answer?.status() ?? 0,
+      status,
+      console: [
+        ...said.filter((line) => line !== `error: ${ownStatus(status)}`),
+        ...blocked.map((what) => `the CSP blocked ${what}`),
+      ],
       faults: await layoutFaults(page),
       axe: await seriousViolations(page),
       unversioned: (
@@ -174,7 +204,8 @@ export function everyPageOnAPhone(who: 'customer admin' | 'operator'): { t: Brow
 
   describe.skipIf(!hasChromium)('every admin page on a 390-px phone', () => {
     const rule =
-      "no sideways scroll, no action off-screen, no serious axe finding, the shell's files linked by version";
+      "no sideways scroll, no action off-screen, no serious axe finding, the shell's files linked by version, " +
+      'no console error, nothing blocked by the CSP';
     it(`${rule} (${who})`, async () => {
       const host = who === 'operator' ? OPERATOR_HOST : sample.host;
       const person = who === 'operator' ? sample.operatorAdmin : sample.admin;
@@ -193,6 +224,7 @@ export function everyPageOnAPhone(who: 'customer admin' | 'operator'): { t: Brow
           ...visit.faults.map((fault) => `${path}: ${fault}`),
           ...visit.axe.map((finding) => `${path}: ${finding}`),
           ...visit.unversioned.map((link) => `${path}: links ${link}, not its current version`),
+          ...visit.console.map((line) => `${path}: ${line}`),
         ]);
         expect(wrong).toEqual([]);
       } finally {

@@ -295,19 +295,54 @@ function changed(list, kind, data) {
   }
 }
 
-function later(marker, run) {
+function later(marker, run, ms = SETTLE_MS) {
   clearTimeout(timers.get(marker));
-  timers.set(marker, setTimeout(run, SETTLE_MS));
+  timers.set(marker, setTimeout(run, ms));
 }
 
-/** Reads the element again (its data-live-refresh answers it alone) and swaps it in place. */
+/** A read of a refreshed element that failed is tried again this much later, this many times at most. */
+const READ_AGAIN_MS = 3000;
+const READ_TRIES = 5;
+const failedReads = new WeakMap();
+/** The ids of the refreshed elements whose last read failed: read again when the browser is back online. */
+const stale = new Set();
+
+/**
+ * Reads the element again (its data-live-refresh answers it alone) and swaps it in place. A read
+ * that fails (offline, a network error, the server busy) is not the last word: the stream may
+ * stay open through a short drop and tell nothing more, so the badge would keep its old count.
+ */
 async function refresh(marker) {
-  const response = await fetch(marker.dataset.liveRefresh, { headers: { accept: 'text/html' } });
-  if (!response.ok) return;
+  let response = null;
+  try {
+    response = await fetch(marker.dataset.liveRefresh, { headers: { accept: 'text/html' } });
+  } catch {
+    // Offline or a network error: tried again below.
+  }
+  if (!response?.ok) {
+    if (!response || response.status === 429 || response.status >= 500) readAgain(marker);
+    return;
+  }
+  stale.delete(marker.id);
   const fresh = new DOMParser().parseFromString(await response.text(), 'text/html').getElementById(marker.id);
   const current = document.getElementById(marker.id);
   if (fresh && current) current.replaceWith(document.adoptNode(fresh));
 }
+
+function readAgain(marker) {
+  stale.add(marker.id);
+  const failed = (failedReads.get(marker) ?? 0) + 1;
+  failedReads.set(marker, failed);
+  // Offline, the browser says when it is back ('online', below); else a few more tries, spaced.
+  if (navigator.onLine !== false && failed < READ_TRIES) later(marker, () => refresh(marker), READ_AGAIN_MS);
+}
+
+window.addEventListener('online', () => {
+  for (const id of stale) {
+    const marker = document.getElementById(id);
+    if (marker?.dataset.liveRefresh) later(marker, () => refresh(marker));
+  }
+});
 
 function count(marker, kind, id) {
   const rows = document.getElementById('rows');

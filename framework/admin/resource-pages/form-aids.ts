@@ -1,5 +1,6 @@
 import { gatedPage } from './page-model.ts';
 import Type from 'typebox';
+import { SEARCH_MAX_LENGTH } from '../../operations/page-query.ts';
 import type { ResolvedEntity } from '../../entity/resolve.ts';
 import { isMarkdown } from '../../markdown/markdown-field.ts';
 import { ADMIN_MARKDOWN, renderMarkdown } from '../../markdown/render.ts';
@@ -108,7 +109,7 @@ export function registerOptionsPage(pages: EntityPages, withPages: ReadonlySet<s
     (rule) => rule.references === entity.names.key,
   );
   const OptionsQuery = Type.Object({
-    [SEARCH_TEXT_FIELD]: Type.Optional(Type.String({ maxLength: 200 })),
+    [SEARCH_TEXT_FIELD]: Type.Optional(Type.String({ maxLength: SEARCH_MAX_LENGTH })),
     ...(actors.length > 0 ? { [ACTOR_FIELD]: Type.Optional(StringEnum(actors.map((rule) => rule.key))) } : {}),
   });
   const byKey = new Map(actors.map((rule) => [rule.key, rule]));

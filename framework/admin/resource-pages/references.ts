@@ -1,4 +1,5 @@
 import type { Access, RouteDefinition } from '../../entity/define.ts';
+import { SEARCH_MAX_LENGTH } from '../../operations/page-query.ts';
 import type { ModuleRegistry as Registry, Services } from '../../contracts/services.ts';
 import type { ResolvedEntity } from '../../entity/resolve.ts';
 import type { Page } from '../../operations/paging.ts';
@@ -90,7 +91,7 @@ export const PICKER_SIZE = 50;
 export interface PickerModel {
   options: { value: string; label: string }[];
   /** Present when the list has more rows than the options show: the type-ahead and its no-JS search. */
-  search?: { url?: string; q: string; label: string };
+  search?: { url?: string; q: string; label: string; maxlength: number };
   /** What the options leave out, said once (for the no-JS reader). */
   note?: string;
 }
@@ -231,6 +232,8 @@ export async function pickerFor(
       ...(target.pagesPath ? { url: optionsUrl(target) } : {}),
       q: options.q ?? '',
       label: `Search ${plural}`,
+      // The type-ahead's route (form-aids.ts, GET <list>/options) refuses a longer text.
+      maxlength: SEARCH_MAX_LENGTH,
     },
     note:
       page.items.length === 0
