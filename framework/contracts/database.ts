@@ -113,7 +113,7 @@ export interface Database {
     problem: unknown;
     created_by: string | null;
     /** The personal access token's name, when the upload came with one (the rows created are then the token's). */
-    created_by_token: ColumnType<string | null, string | null | undefined, never>;
+    created_by_name: ColumnType<string | null, string | null | undefined, never>;
     created_at: Generated<Date>;
     updated_at: Generated<Date>;
     finished_at: Date | null;

@@ -177,7 +177,7 @@ export function importRoute(entity: ResolvedEntity, config: Config): NoTxRouteDe
               storage_key: upload.key,
               size: upload.size,
               created_by: session?.userId ?? null,
-              created_by_token: session?.via === 'token' ? (session.tokenName ?? null) : null,
+              created_by_name: session?.via === 'token' ? (session.tokenName ?? null) : null,
             })
             .returningAll()
             .executeTakeFirstOrThrow();

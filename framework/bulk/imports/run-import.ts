@@ -212,7 +212,7 @@ class BatchWriter {
       },
       {
         actorId: row.created_by,
-        ...(row.created_by_token ? { acting: { kind: 'token', name: row.created_by_token } } : {}),
+        ...(row.created_by_name ? { acting: { kind: 'token', name: row.created_by_name } } : {}),
         publishes: this.publishes,
       },
     );
