@@ -436,6 +436,25 @@ describe('the operator’s export of a customer', () => {
     // The export is the customer's: the operator's own tenant has no such export.
     const own = await t.app.http().get(`/api/v1/tenant/exports/${started.body.id}`).set('Cookie', operator.cookie);
     expect(own.status).toBe(404);
+    // Started by the operator, naming none of the operator's people in the customer's rows: the
+    // customer's next export holds this row, and its starter is no user of the customer's.
+    const db = await owner(t.app.databaseUrl);
+    try {
+      const { rows } = await db.query<{ created_by: string | null; tenant_id: string }>(
+        'select created_by, tenant_id from tenant_exports where id = $1',
+        [started.body.id],
+      );
+      expect(rows).toEqual([{ created_by: null, tenant_id: t.exporting.id }]);
+    } finally {
+      await db.end();
+    }
+    // The customer's own export still records its starter.
+    const mine = await t.app.http(HOST).post('/api/v1/tenant/export').set('Cookie', admin.cookie);
+    expect(mine.status).toBe(202);
+    const starter = await t.app.services.transactions.run(t.exporting, (tx) =>
+      tx.db.selectFrom('tenant_exports').select('created_by').where('id', '=', mine.body.id).executeTakeFirstOrThrow(),
+    );
+    expect(starter.created_by).toBe(admin.userId);
   });
 
   it('a customer naming another tenant is refused 403 AUTH_NOT_OPERATOR; an unknown tenant is 404', async () => {
