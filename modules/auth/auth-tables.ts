@@ -45,7 +45,11 @@ declareUniqueKeys({
 });
 
 // A tenant's export never carries a credential: a set-password token is nothing but one
-// (framework/bulk/tenant-export/; the framework's identity tables declare their own there).
+// (framework/bulk/tenant-export/; the framework's identity tables declare their own there). The
+// sign-in counters are the throttle's working state, not the tenant's data.
 declareExportExclusions({
   set_password_tokens: { reason: 'every row is a credential (a set-password link)' },
+  auth_attempts: {
+    reason: 'throttling counters of the sign-in area (client addresses, hashed accounts), swept within hours',
+  },
 });

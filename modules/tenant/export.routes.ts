@@ -90,7 +90,7 @@ export const exportRoutes: readonly AnyRoute[] = [
     },
     handler: async ({ tx, query, reply, services }) =>
       inTarget(tx, services, query as TargetQueryValue, async (inner, origin) => {
-        const row = await queueTenantExport(inner, tx.session?.userId ?? null);
+        const row = await queueTenantExport(inner);
         inner.publish(EXPORT_REQUESTED, { id: row.id });
         const other = inner.tenant.id !== tx.tenant.id ? `?tenantId=${inner.tenant.id}` : '';
         reply.code(202).header('location', `${exportPath(row.id)}${other}`);

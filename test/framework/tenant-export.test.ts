@@ -218,13 +218,15 @@ describe('a whole tenant’s export', () => {
     expect(manifest.tenant).toEqual({ id: t.exporting.id, slug: t.exporting.slug });
     const db = await owner(t.app.databaseUrl);
     try {
-      // Every tenant table is in the archive or named as left out, with why.
+      // Every tenant table is in the archive or named as left out, with why: row-level secured with
+      // FORCE or without it (the outbox, the sign-in counters), none is missing without a word.
       const { rows: tables } = await db.query<{ name: string }>(
         `select c.relname as name from pg_class c join pg_namespace n on n.oid = c.relnamespace
-          where n.nspname = 'public' and c.relkind = 'r' and c.relforcerowsecurity
+          where n.nspname = 'public' and c.relkind = 'r' and c.relrowsecurity
             and exists (select 1 from pg_attribute a where a.attrelid = c.oid and a.attname = 'tenant_id')`,
       );
       expect(tables.length).toBeGreaterThan(10);
+      expect(tables.map((r) => r.name)).toEqual(expect.arrayContaining(['outbox', 'auth_attempts', 'live_positions']));
       const named = [...Object.keys(manifest.tables), ...Object.keys(manifest.excludedTables)].sort();
       expect(named).toEqual(tables.map((r) => r.name).sort());
       for (const [table, written] of Object.entries(manifest.tables)) {
@@ -281,7 +283,7 @@ describe('a whole tenant’s export', () => {
         `select c.relname as table, a.attname as column
            from pg_class c join pg_namespace n on n.oid = c.relnamespace
            join pg_attribute a on a.attrelid = c.oid and a.attnum > 0 and not a.attisdropped
-          where n.nspname = 'public' and c.relkind = 'r' and c.relforcerowsecurity
+          where n.nspname = 'public' and c.relkind = 'r' and c.relrowsecurity
             and exists (select 1 from pg_attribute t where t.attrelid = c.oid and t.attname = 'tenant_id')
             and a.attname ~ '(secret|password|token|_hash$|credential|private_key)'
             and a.atttypid <> all (array['timestamptz', 'timestamp', 'date', 'boolean', 'integer', 'bigint']::regtype[])`,
@@ -434,6 +436,25 @@ describe('the operator’s export of a customer', () => {
     // The export is the customer's: the operator's own tenant has no such export.
     const own = await t.app.http().get(`/api/v1/tenant/exports/${started.body.id}`).set('Cookie', operator.cookie);
     expect(own.status).toBe(404);
+    // Started by the operator, naming none of the operator's people in the customer's rows: the
+    // customer's next export holds this row, and its starter is no user of the customer's.
+    const db = await owner(t.app.databaseUrl);
+    try {
+      const { rows } = await db.query<{ created_by: string | null; tenant_id: string }>(
+        'select created_by, tenant_id from tenant_exports where id = $1',
+        [started.body.id],
+      );
+      expect(rows).toEqual([{ created_by: null, tenant_id: t.exporting.id }]);
+    } finally {
+      await db.end();
+    }
+    // The customer's own export still records its starter.
+    const mine = await t.app.http(HOST).post('/api/v1/tenant/export').set('Cookie', admin.cookie);
+    expect(mine.status).toBe(202);
+    const starter = await t.app.services.transactions.run(t.exporting, (tx) =>
+      tx.db.selectFrom('tenant_exports').select('created_by').where('id', '=', mine.body.id).executeTakeFirstOrThrow(),
+    );
+    expect(starter.created_by).toBe(admin.userId);
   });
 
   it('a customer naming another tenant is refused 403 AUTH_NOT_OPERATOR; an unknown tenant is 404', async () => {

@@ -42,7 +42,9 @@ export interface Manifest {
   files: { count: number; bytes: number; entries: Record<string, { size: number; sha256: string }> };
 }
 
-// Tables of tenants: row-level security forced and a tenant_id column, in the public schema.
+// Tables of tenants: row-level security and a tenant_id column, in the public schema. With FORCE or
+// without it (the outbox, the sign-in counters: their owner sweeps every tenant's rows): the
+// export reads as the restricted role, which the policy holds to the tenant either way.
 const TENANT_TABLES = `
 select c.relname as name,
        array(select a.attname::text from pg_attribute a
@@ -53,7 +55,7 @@ select c.relname as name,
                    join pg_attribute a on a.attrelid = i.indrelid and a.attnum = k.attnum
                   where i.indrelid = c.oid and i.indisprimary), '{}') as key
   from pg_class c join pg_namespace n on n.oid = c.relnamespace
- where n.nspname = 'public' and c.relkind = 'r' and c.relforcerowsecurity
+ where n.nspname = 'public' and c.relkind = 'r' and c.relrowsecurity
    and exists (select 1 from pg_attribute a where a.attrelid = c.oid and a.attname = 'tenant_id' and not a.attisdropped)
  order by c.relname`;
 

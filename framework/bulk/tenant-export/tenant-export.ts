@@ -80,9 +80,12 @@ export function exportStatus(services: Services, tenant: TenantRef, row: TenantE
   };
 }
 
-/** Records a new export of the transaction's tenant, queued. */
-export async function queueTenantExport(tx: TxContext, createdBy: string | null): Promise<TenantExportRow> {
-  return tx.db.insertInto('tenant_exports').values({ created_by: createdBy }).returningAll().executeTakeFirstOrThrow();
+/**
+ * Records a new export of the transaction's tenant, queued, started by its actor: none when the
+ * operator starts a customer's (withinTenant), whose people are never named in a customer's rows.
+ */
+export async function queueTenantExport(tx: TxContext): Promise<TenantExportRow> {
+  return tx.db.insertInto('tenant_exports').values({ created_by: tx.actorId }).returningAll().executeTakeFirstOrThrow();
 }
 
 /** Counts and hashes the bytes on their way to the store. */
