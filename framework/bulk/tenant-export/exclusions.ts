@@ -47,17 +47,11 @@ export const exportBlobTables = (): ReadonlyMap<string, ExportBlobs> => blobTabl
 // withheld, but still the callers' own answers), for 24 hours: it is no data of the tenant's. Of
 // the identity tables (migrations/framework/0013_identity.sql), a session is nothing but a
 // credential, and an access token's hash is one. The outbox holds events on their way (the audit
-// trail, audit_events, is exported) and live_positions a counter of the live streams. An import's
-// token name is named like a secret without being one: it is left out all the same (the rule has
-// no exception), and the revisions and the activity of the rows it wrote still name the token.
+// trail, audit_events, is exported) and live_positions a counter of the live streams.
 declareExportExclusions({
   idempotency_keys: { reason: 'a 24-hour cache of answers to retried requests, not data of the tenant' },
   outbox: { reason: 'events on their way to subscribers; the audit trail (audit_events) holds every one relayed' },
   live_positions: { reason: 'the last position handed to the live streams, a counter, not data of the tenant' },
-  imports: {
-    columns: ['created_by_token'],
-    reason: 'named like a secret: the token’s name, which the revisions and activity of its rows still give',
-  },
   sessions: { reason: 'every row is a credential (a signed-in session)' },
   access_tokens: { columns: ['token_hash'], reason: 'the hash of a personal access token is a credential' },
 });
