@@ -120,6 +120,11 @@ export async function runMigrations(
         const pending = firstPending(sources, new Set(done.rows.map((r) => `${r.owner}/${r.name}`)));
         if (!pending) return undefined;
         const bytes = readFileSync(join(pending.dir, pending.name));
+        const control = transactionControl(bytes.toString('utf8'));
+        if (control)
+          throw new MigrationError(
+            `migration ${pending.owner}/${pending.name} has its own ${control}: remove it (each file runs in a transaction of the runner's, which a COMMIT in the file would end half-way)`,
+          );
         try {
           await client.query(bytes.toString('utf8'));
           await client.query('insert into migration_history (owner, name) values ($1, $2)', [
@@ -247,4 +252,50 @@ function listSqlFiles(dir: string): string[] {
   return readdirSync(dir)
     .filter((f) => f.endsWith('.sql'))
     .sort();
+}
+
+const CONTROL = /^(begin|start|commit|end|rollback|abort)\b(?!\s+atomic\b)/i;
+
+/**
+ * The first statement of the file that begins, ends or undoes a transaction (`BEGIN`, `COMMIT`...),
+ * as written, or undefined. Comments, quoted strings and identifiers and dollar-quoted bodies are
+ * skipped, and the statements of a `BEGIN ATOMIC ... END` function body are not at the top level.
+ */
+export function transactionControl(sql: string): string | undefined {
+  let statement = '';
+  let atomic = false;
+  const flush = (): string | undefined => {
+    const text = statement.trim();
+    statement = '';
+    if (/\bbegin\s+atomic\b/i.test(text)) atomic = !/\bend\s*$/i.test(text);
+    else if (atomic) atomic = !/^end\b/i.test(text) && !/\bend\s*$/i.test(text);
+    else if (CONTROL.test(text)) return text.split(/\s+/, 1)[0]!.toUpperCase();
+    return undefined;
+  };
+  // Sticky: each matches at i only, so the scan stays linear in the file's length.
+  const SKIPPED = /--[^\n]*|\/\*[\s\S]*?\*\/|[eE]'(?:[^'\\]|\\.|'')*'|'(?:[^']|'')*'|"(?:[^"]|"")*"/y;
+  const DOLLAR = /\$(?:[A-Za-z_][A-Za-z_0-9]*)?\$/y;
+  for (let i = 0; i < sql.length; ) {
+    SKIPPED.lastIndex = i;
+    DOLLAR.lastIndex = i;
+    const skipped = SKIPPED.exec(sql)?.[0];
+    const dollar = skipped === undefined ? DOLLAR.exec(sql)?.[0] : undefined;
+    if (skipped !== undefined) {
+      // A comment stands apart from the words around it; a string is kept as a placeholder.
+      statement += skipped.startsWith('-') || skipped.startsWith('/') ? ' ' : "''";
+      i += skipped.length;
+    } else if (dollar !== undefined) {
+      const end = sql.indexOf(dollar, i + dollar.length);
+      i = end < 0 ? sql.length : end + dollar.length;
+      statement += "''";
+    } else if (sql[i] === ';') {
+      const found = flush();
+      if (found) return found;
+      i++;
+    } else {
+      statement += sql[i];
+      i++;
+    }
+  }
+  return flush();
 }
