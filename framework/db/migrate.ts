@@ -254,7 +254,12 @@ function listSqlFiles(dir: string): string[] {
     .sort();
 }
 
-const CONTROL = /^(begin|start|commit|end|rollback|abort)\b(?!\s+atomic\b)/i;
+// ROLLBACK TO (a savepoint) stays inside the transaction; PREPARE TRANSACTION ends it.
+const ROLLBACK_TO = String.raw`rollback(?!\s+(?:(?:work|transaction)\s+)?to\b)`;
+const CONTROL = new RegExp(
+  String.raw`^(?:begin|start|commit|end|abort|prepare\s+transaction|${ROLLBACK_TO})\b(?!\s+atomic\b)`,
+  'i',
+);
 
 /**
  * The first statement of the file that begins, ends or undoes a transaction (`BEGIN`, `COMMIT`...),

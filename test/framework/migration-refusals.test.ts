@@ -86,5 +86,7 @@ describe('migration refusals', () => {
         comment on table t is 'end'; select "end" from t;`),
     ).toBeUndefined();
     expect(transactionControl('select 1;\nrollback')).toBe('ROLLBACK');
+    expect(transactionControl('savepoint s; select 1; rollback to savepoint s; release s;')).toBeUndefined();
+    expect(transactionControl("select 1; rollback work to s; prepare transaction 'x';")).toBe('PREPARE');
   });
 });
