@@ -93,9 +93,10 @@ export async function runMigrations(
   const client = await pool.connect();
   const applied: AppliedMigration[] = [];
   // A migration (an index on a large table) and the wait for another process's migrations may
-  // rightly run past a statement_timeout the role or server sets: none in these transactions.
+  // rightly run past a statement_timeout or lock_timeout the role or server sets: none in these
+  // transactions (a lock_timeout cancelled a second process's wait on the advisory lock).
   const locked = async () => {
-    await client.query('set local statement_timeout = 0');
+    await client.query('set local statement_timeout = 0; set local lock_timeout = 0');
     await client.query('select pg_advisory_xact_lock($1)', [MIGRATION_LOCK_KEY]);
   };
   try {

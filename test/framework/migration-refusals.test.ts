@@ -4,7 +4,7 @@ import { join } from 'node:path';
 import pg from 'pg';
 import { afterAll, describe, expect, it } from 'vitest';
 import { buildApp, migrationSources } from '../../framework/app.ts';
-import { runMigrations, transactionControl } from '../../framework/db/migrate.ts';
+import { MIGRATION_LOCK_KEY, runMigrations, transactionControl } from '../../framework/db/migrate.ts';
 import { defineModule } from '../../framework/entity/define.ts';
 import { allModules } from '../../modules/index.ts';
 import { createMigratedTestDatabase, createTestDatabase } from '../helpers/database.ts';
@@ -88,5 +88,28 @@ describe('migration refusals', () => {
     expect(transactionControl('select 1;\nrollback')).toBe('ROLLBACK');
     expect(transactionControl('savepoint s; select 1; rollback to savepoint s; release s;')).toBeUndefined();
     expect(transactionControl("select 1; rollback work to s; prepare transaction 'x';")).toBe('PREPARE');
+  });
+
+  it('waits for another process’s migrations past a lock_timeout the role or database sets', async () => {
+    const url = await createTestDatabase();
+    const admin = poolFor(url);
+    const { rows } = await admin.query<{ db: string }>('select current_database() as db');
+    await admin.query(`alter database "${rows[0]!.db}" set lock_timeout = '200ms'`);
+    const pool = poolFor(url);
+    const holder = new pg.Client({ connectionString: url });
+    await holder.connect();
+    try {
+      await holder.query('select pg_advisory_lock($1)', [MIGRATION_LOCK_KEY]);
+      const dir = migrationDir({ '0001_t.sql': 'create table waited (id int);' });
+      const run = runMigrations(pool, [{ owner: 'mod', dir }]).then(
+        (applied) => applied.map((m) => m.name).join(),
+        (err: Error) => `${err.name}: ${err.message}`,
+      );
+      await new Promise((r) => setTimeout(r, 800));
+      await holder.query('select pg_advisory_unlock($1)', [MIGRATION_LOCK_KEY]);
+      expect(await run).toBe('0001_t.sql');
+    } finally {
+      await holder.end();
+    }
   });
 });
