@@ -54,6 +54,17 @@ describe('migration refusals', () => {
     );
   });
 
+  it('refuses a module named framework: its migrations would be taken for the framework’s', async () => {
+    const dir = migrationDir({
+      '0001_core.sql': 'create table never_made (id int);',
+      '0099_more.sql': 'create table framework_module (id int);',
+    });
+    const refused = await start([defineModule({ name: 'framework', migrations: dir })]);
+    expect(refused).toBe(
+      "BootCheckError: startup checks failed:\n- module framework: the name is the framework's own (the owner of migrations/framework/)",
+    );
+  });
+
   it('refuses a file with its own COMMIT before running any of it, in one line naming the file', async () => {
     const pool = poolFor(await createTestDatabase());
     const dir = migrationDir({
