@@ -93,9 +93,10 @@ export async function runMigrations(
   const client = await pool.connect();
   const applied: AppliedMigration[] = [];
   // A migration (an index on a large table) and the wait for another process's migrations may
-  // rightly run past a statement_timeout the role or server sets: none in these transactions.
+  // rightly run past a statement_timeout or lock_timeout the role or server sets: none in these
+  // transactions (a lock_timeout cancelled a second process's wait on the advisory lock).
   const locked = async () => {
-    await client.query('set local statement_timeout = 0');
+    await client.query('set local statement_timeout = 0; set local lock_timeout = 0');
     await client.query('select pg_advisory_xact_lock($1)', [MIGRATION_LOCK_KEY]);
   };
   try {
@@ -120,6 +121,11 @@ export async function runMigrations(
         const pending = firstPending(sources, new Set(done.rows.map((r) => `${r.owner}/${r.name}`)));
         if (!pending) return undefined;
         const bytes = readFileSync(join(pending.dir, pending.name));
+        const control = transactionControl(bytes.toString('utf8'));
+        if (control)
+          throw new MigrationError(
+            `migration ${pending.owner}/${pending.name} has its own ${control}: remove it (each file runs in a transaction of the runner's, which a COMMIT in the file would end half-way)`,
+          );
         try {
           await client.query(bytes.toString('utf8'));
           await client.query('insert into migration_history (owner, name) values ($1, $2)', [
@@ -247,4 +253,55 @@ function listSqlFiles(dir: string): string[] {
   return readdirSync(dir)
     .filter((f) => f.endsWith('.sql'))
     .sort();
+}
+
+// ROLLBACK TO (a savepoint) stays inside the transaction; PREPARE TRANSACTION ends it.
+const ROLLBACK_TO = String.raw`rollback(?!\s+(?:(?:work|transaction)\s+)?to\b)`;
+const CONTROL = new RegExp(
+  String.raw`^(?:begin|start|commit|end|abort|prepare\s+transaction|${ROLLBACK_TO})\b(?!\s+atomic\b)`,
+  'i',
+);
+
+/**
+ * The first statement of the file that begins, ends or undoes a transaction (`BEGIN`, `COMMIT`...),
+ * as written, or undefined. Comments, quoted strings and identifiers and dollar-quoted bodies are
+ * skipped, and the statements of a `BEGIN ATOMIC ... END` function body are not at the top level.
+ */
+export function transactionControl(sql: string): string | undefined {
+  let statement = '';
+  let atomic = false;
+  const flush = (): string | undefined => {
+    const text = statement.trim();
+    statement = '';
+    if (/\bbegin\s+atomic\b/i.test(text)) atomic = !/\bend\s*$/i.test(text);
+    else if (atomic) atomic = !/^end\b/i.test(text) && !/\bend\s*$/i.test(text);
+    else if (CONTROL.test(text)) return text.split(/\s+/, 1)[0]!.toUpperCase();
+    return undefined;
+  };
+  // Sticky: each matches at i only, so the scan stays linear in the file's length.
+  const SKIPPED = /--[^\n]*|\/\*[\s\S]*?\*\/|[eE]'(?:[^'\\]|\\.|'')*'|'(?:[^']|'')*'|"(?:[^"]|"")*"/y;
+  const DOLLAR = /\$(?:[A-Za-z_][A-Za-z_0-9]*)?\$/y;
+  for (let i = 0; i < sql.length; ) {
+    SKIPPED.lastIndex = i;
+    DOLLAR.lastIndex = i;
+    const skipped = SKIPPED.exec(sql)?.[0];
+    const dollar = skipped === undefined ? DOLLAR.exec(sql)?.[0] : undefined;
+    if (skipped !== undefined) {
+      // A comment stands apart from the words around it; a string is kept as a placeholder.
+      statement += skipped.startsWith('-') || skipped.startsWith('/') ? ' ' : "''";
+      i += skipped.length;
+    } else if (dollar !== undefined) {
+      const end = sql.indexOf(dollar, i + dollar.length);
+      i = end < 0 ? sql.length : end + dollar.length;
+      statement += "''";
+    } else if (sql[i] === ';') {
+      const found = flush();
+      if (found) return found;
+      i++;
+    } else {
+      statement += sql[i];
+      i++;
+    }
+  }
+  return flush();
 }

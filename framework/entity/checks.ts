@@ -41,6 +41,9 @@ export function checkRegistry(
   for (const module of registry.modules) {
     if (moduleNames.has(module.name)) problems.push(`module ${module.name} is registered twice`);
     if (!NAME.test(module.name)) problems.push(`module ${JSON.stringify(module.name)}: its name ${NAME_RULE}`);
+    // The framework's migrations are kept under that owner: a module's files would be taken for its.
+    if (module.name === 'framework')
+      problems.push(`module framework: the name is the framework's own (the owner of migrations/framework/)`);
     for (const [code, declaration] of Object.entries(module.problems ?? {})) {
       if (!PROBLEM_CODE.test(code))
         problems.push(

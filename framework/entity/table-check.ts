@@ -7,6 +7,7 @@ import type { ModuleRegistry as Registry } from '../contracts/services.ts';
 import { clearable, type ResolvedEntity } from './resolve.ts';
 import { BootCheckError } from './boot-check-error.ts';
 import { IDENTITY_TABLES, type IdentityTable } from '../access/identity-tables.ts';
+import { GLOBAL_TABLES } from '../schema/distribution.ts';
 
 /** Created by migrations/framework/0005 (`call watch_public_read(<table>)`). */
 const PUBLIC_READ_TRIGGER_FUNCTION = 'tenantry_public_read_changed';
@@ -395,6 +396,24 @@ export function identityTableProblems(use: IdentityTable, table: TableInfo | und
   return problems;
 }
 
+// Tables made by hand (no entity describes them) carrying tenant_id: tenantry_app gets every new
+// table's rows by the schema's default privileges, so only row-level security with a policy keeps
+// them per tenant. Not forcing it is a table's choice (auth_attempts: its owner's sweep reads every
+// tenant's rows); tenantry_app owns no table, so the policy holds for it either way.
+const UNISOLATED = `
+select c.relname as name
+  from pg_class c join pg_namespace n on n.oid = c.relnamespace and n.nspname = current_schema()
+ where c.relkind in ('r', 'p') and not c.relispartition
+   and exists (select 1 from pg_attribute a where a.attrelid = c.oid and a.attname = 'tenant_id' and not a.attisdropped)
+   and not (c.relrowsecurity and exists (select 1 from pg_policy p where p.polrelid = c.oid))
+ order by 1`;
+
+/** The tenant tables (a tenant_id column) not isolated by tenant, but for the global ones listed as such. */
+async function unisolatedTenantTables(pool: pg.Pool): Promise<string[]> {
+  const { rows } = await pool.query<{ name: string }>(UNISOLATED);
+  return rows.map((r) => r.name).filter((name) => !(name in GLOBAL_TABLES));
+}
+
 /**
  * The boot check that definitions and tables agree: every entity against its table, and the
  * framework's identity tables, which it reads on every request, against what it uses of them.
@@ -408,9 +427,16 @@ export async function checkTables(
     ...registry.entities.map((e) => e.names.table),
     ...IDENTITY_TABLES.map((u) => u.table),
   ]);
+  const checked = new Set([...registry.entities.map((e) => e.names.table), ...IDENTITY_TABLES.map((u) => u.table)]);
   const problems = [
     ...IDENTITY_TABLES.flatMap((use) => identityTableProblems(use, tables.get(use.table))),
     ...registry.entities.flatMap((entity) => entityTableProblems(entity, tables.get(entity.names.table))),
+    ...(await unisolatedTenantTables(pool))
+      .filter((name) => !checked.has(name))
+      .map(
+        (name) =>
+          `table ${name} carries tenant_id but is not isolated by tenant (row-level security enabled, with a policy); call make_tenant_table('${name}') in its migration`,
+      ),
   ];
   if (problems.length > 0)
     throw new BootCheckError(`startup checks failed: definitions and tables disagree:\n- ${problems.join('\n- ')}`);
