@@ -12,6 +12,8 @@ function routeWithStep(seen: Seen[]): RouteDefinition {
     method: 'POST',
     url: '/api/v1/testkit/things/:id/seal',
     operationId: 'testkit-thing-seal',
+    // No params schema: runApiRoute then hands the page's params on as given (api-route.ts, checkedParams).
+    schema: {},
     beforeTransaction: async (input: Record<string, unknown>) => {
       seen.push({ step: 'before', input });
       return { sealedWith: 'digest' };
