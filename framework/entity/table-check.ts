@@ -423,11 +423,9 @@ export async function checkTables(
   pool: pg.Pool,
   registry: Registry,
 ): Promise<{ entities: string[]; tables: string[] }> {
-  const tables = await loadTables(pool, [
-    ...registry.entities.map((e) => e.names.table),
-    ...IDENTITY_TABLES.map((u) => u.table),
-  ]);
-  const checked = new Set([...registry.entities.map((e) => e.names.table), ...IDENTITY_TABLES.map((u) => u.table)]);
+  const described = [...registry.entities.map((e) => e.names.table), ...IDENTITY_TABLES.map((u) => u.table)];
+  const tables = await loadTables(pool, described);
+  const checked = new Set(described);
   const problems = [
     ...IDENTITY_TABLES.flatMap((use) => identityTableProblems(use, tables.get(use.table))),
     ...registry.entities.flatMap((entity) => entityTableProblems(entity, tables.get(entity.names.table))),
